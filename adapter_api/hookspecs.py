@@ -1,0 +1,58 @@
+"""The hooks a plugin implements. This module is the vendor's reference.
+
+A plugin is a Python module (or package) named by an entry point in the group
+``oarlock.plugins``::
+
+    # pyproject.toml of the vendor package
+    [project.entry-points."oarlock.plugins"]
+    mydev = "oarlock_mydev"
+
+    # oarlock_mydev/__init__.py
+    from adapter_api import hookimpl, DeviceRuntime
+
+    CONTRACT = (1, 0)   # the adapter contract this plugin was written for
+
+    @hookimpl
+    def oarlock_register(registry):
+        registry.add_runtime("mydev", MyRuntime)
+        registry.add_kernel("add", "mydev", ["float32"], add_kernel)
+
+Importing the module must be cheap and must not touch a device: the core imports every
+installed plugin when ``framework`` is imported. A module that raises on import, or whose
+hook raises, is recorded as broken; its error is shown by ``oarlock devices`` and raised only
+when its device is asked for.
+"""
+
+from __future__ import annotations
+
+import pluggy
+
+PROJECT = "oarlock"
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+# -------------------------------------------------------------------------------------------
+# Registration
+# -------------------------------------------------------------------------------------------
+
+
+@hookspec
+def oarlock_register(registry):  # type: ignore[no-untyped-def]
+    """Register this plugin's runtimes, kernels, communicators and compilers.
+
+    Called once per plugin, at ``import framework``. Only bookkeeping may happen here:
+    open no device context, allocate no memory.
+
+    :param registry: an :class:`adapter_api.Registry`; call ``add_runtime``, ``add_kernel``,
+        ``add_communicator`` and ``add_compiler`` on it.
+    :return: nothing.
+    """
+
+
+@hookspec
+def oarlock_plugin_info():  # type: ignore[no-untyped-def]
+    """Describe the plugin for ``oarlock devices`` and conformance reports (optional).
+
+    :return: a dict such as ``{"version": "0.3.1", "homepage": "https://..."}``.
+    """

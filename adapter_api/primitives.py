@@ -1,0 +1,88 @@
+"""The primitive operator set: every op a plugin must implement to run every model.
+
+Each entry names the op's tensor inputs, its attributes and what the kernel computes. The
+core has already checked arguments, promoted dtypes, normalised attributes (axes are sorted
+non-negative ints, shapes are tuples of ints) and allocated the outputs; a kernel only fills
+``outs``. Kernels are registered per dtype of the op's first input (for ``full``,
+``arange`` and ``philox_uniform``: of the output).
+
+Elementwise ops: inputs have the output's shape, unless the kernel was registered with
+``broadcast=True``; then inputs have the output's rank with each size equal to the
+output's or 1 (numpy broadcasting). Binary ops get both inputs in one dtype.
+
+The numpy reference of each op lives with the conformance suite
+(``conformance/reference.py``); the CPU plugin is another reading of this table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class PrimitiveSpec:
+    name: str
+    inputs: tuple[str, ...]
+    attrs: tuple[str, ...]
+    doc: str
+    family: str
+
+
+def _specs(family: str, names: str, inputs: tuple[str, ...], attrs: tuple[str, ...], doc: str) -> list[PrimitiveSpec]:
+    return [PrimitiveSpec(n, inputs, attrs, doc.format(name=n), family) for n in names.split()]
+
+
+_ALL = [
+    *_specs("unary", "neg abs exp log sqrt rsqrt sin cos tanh erf floor ceil sign", ("x",), (),
+            "y = {name}(x), elementwise; y has x's dtype."),
+    *_specs("unary", "logical_not", ("x",), (), "y = not x; x is bool, y is bool."),
+    *_specs("binary", "add sub mul div pow maximum minimum", ("x", "y"), (),
+            "z = {name}(x, y), elementwise; x, y and z share one dtype. Integer div is not "
+            "asked for (the core promotes '/' to float)."),
+    *_specs("binary", "floor_divide remainder", ("x", "y"), (),
+            "z = numpy.{name}(x, y) (sign of the result follows y, as in Python)."),
+    *_specs("compare", "eq ne lt le gt ge", ("x", "y"), (),
+            "z = x {name} y, elementwise; x and y share one dtype, z is bool."),
+    *_specs("logical", "logical_and logical_or", ("x", "y"), (), "z = x {name} y; bool in, bool out."),
+    PrimitiveSpec("where", ("cond", "x", "y"), (), "z = cond ? x : y; cond is bool; x, y, z share "
+                  "one dtype; registered under x's dtype.", "select"),
+    PrimitiveSpec("cast", ("x",), ("dtype",), "y = x converted to dtype (float->int truncates "
+                  "toward zero; nonzero->bool is True; bool->number is 0/1).", "convert"),
+    *_specs("reduce", "sum prod max min", ("x",), ("axes", "keepdim"),
+            "y = {name} of x over axes (a sorted tuple of distinct non-negative ints); "
+            "keepdim keeps them as size 1. y has x's dtype. max/min of an empty axis is not asked for."),
+    *_specs("reduce", "argmax argmin", ("x",), ("axis", "keepdim"),
+            "y = int64 index of the first {name} along one axis."),
+    PrimitiveSpec("matmul", ("a", "b"), (), "c[..., i, j] = sum_k a[..., i, k] * b[..., k, j]; "
+                  "a is (B..., M, K), b is (B..., K, N) with equal batch dims (ndim >= 2).", "linalg"),
+    PrimitiveSpec("permute", ("x",), ("perm",), "y = x.transpose(perm).", "layout"),
+    PrimitiveSpec("expand", ("x",), ("shape",), "y = broadcast_to(x, shape); x has len(shape) "
+                  "dims, each equal to shape's or 1.", "layout"),
+    PrimitiveSpec("slice", ("x",), ("starts", "stops", "steps"), "y = x[starts[d]:stops[d]:"
+                  "steps[d] for each d]; 0 <= start <= stop <= size, step >= 1.", "layout"),
+    PrimitiveSpec("concat", ("*xs",), ("axis",), "y = concatenate(xs, axis); all xs share dtype "
+                  "and rank.", "layout"),
+    PrimitiveSpec("pad", ("x",), ("pads", "value"), "y = x padded with the constant value; pads "
+                  "is ((before, after), ...) per dim, non-negative.", "layout"),
+    PrimitiveSpec("gather", ("x", "index"), ("axis",), "y = numpy.take(x, index, axis); index is "
+                  "int64; y.shape = x.shape[:axis] + index.shape + x.shape[axis+1:]. An index "
+                  "outside [0, x.shape[axis]) must raise, never read out of bounds.", "index"),
+    PrimitiveSpec("scatter_add", ("x", "index", "src"), ("axis",), "y = copy of x; then for "
+                  "every position of src, y[..., index[j], ...] += src[..., j, ...] (src laid "
+                  "out as gather's output). Duplicate indices accumulate.", "index"),
+    PrimitiveSpec("scatter", ("x", "index", "src"), ("axis",), "as scatter_add, but assigns; "
+                  "with duplicate indices any one of the values may win.", "index"),
+    PrimitiveSpec("full", (), ("shape", "value", "dtype"), "y = value everywhere.", "create"),
+    PrimitiveSpec("arange", (), ("start", "step", "dtype"), "y[i] = start + i * step, for the "
+                  "1-d output's length.", "create"),
+    PrimitiveSpec("philox_uniform", (), ("shape", "seed", "offset", "dtype"),
+                  "Counter-based uniform numbers in [0, 1), bitwise equal on every device. "
+                  "Element i: n = offset + i // 4; counter = (n mod 2**32, n >> 32, 0, 0); key = "
+                  "(seed mod 2**32, (seed >> 32) mod 2**32); bits = Philox4x32-10(counter, key)"
+                  "[i % 4]; y = (bits >> 8) * 2**-24, computed exactly in y's dtype (float32 or "
+                  "float64).", "random"),
+    PrimitiveSpec("copy", ("x",), (), "y = x.", "memory"),
+]
+
+#: name -> spec, in a stable order.
+PRIMITIVES: dict[str, PrimitiveSpec] = {s.name: s for s in _ALL}

@@ -1,0 +1,90 @@
+"""What a plugin registers: the object handed to its ``oarlock_register`` hook.
+
+Registering is cheap bookkeeping: no device is touched until the core first uses one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+#: A kernel: ``fn(ctx, outs, ins, **attrs)``. ``outs`` and ``ins`` are lists of native views
+#: (see ``DeviceRuntime.view``) of contiguous buffers the core allocated; the kernel writes
+#: its results into ``outs`` and returns nothing.
+Kernel = Callable[..., None]
+
+
+@dataclass
+class KernelContext:
+    """Passed to every kernel call."""
+
+    device_index: int
+    stream: Any
+    runtime: Any
+
+
+@dataclass
+class KernelEntry:
+    """One registered kernel for one (op, device type, dtype)."""
+
+    fn: Kernel
+    plugin: str
+    broadcast: bool = False  #: accepts inputs broadcastable to the output shape
+
+
+@dataclass
+class Registry:
+    """Collects what plugins register. One instance is shared by all plugins; ``plugin`` is
+    set by the core while each plugin's hook runs, so every entry knows where it came from."""
+
+    runtimes: dict[str, tuple[str, Callable[[], Any]]] = field(default_factory=dict)
+    kernels: dict[tuple[str, str, np.dtype], KernelEntry] = field(default_factory=dict)
+    communicators: dict[str, tuple[str, Callable[..., Any]]] = field(default_factory=dict)
+    compilers: dict[str, tuple[str, Callable[..., Any]]] = field(default_factory=dict)
+    plugin: str = "?"
+
+    def add_runtime(self, device_type: str, factory: Callable[[], Any]) -> None:
+        """Register the :class:`DeviceRuntime` (class or factory) for ``device_type``."""
+        if not device_type.isidentifier() or ":" in device_type:
+            raise ValueError(
+                f"[registry] plugin '{self.plugin}': device type must be a plain name such as "
+                f"'opencl', got {device_type!r}"
+            )
+        if device_type in self.runtimes:
+            other = self.runtimes[device_type][0]
+            raise ValueError(
+                f"[registry] plugin '{self.plugin}' registers device type '{device_type}', "
+                f"already registered by plugin '{other}'; pick another name or uninstall one"
+            )
+        self.runtimes[device_type] = (self.plugin, factory)
+
+    def add_kernel(
+        self,
+        op: str,
+        device_type: str,
+        dtypes: Iterable[Any],
+        fn: Kernel,
+        *,
+        broadcast: bool = False,
+    ) -> None:
+        """Register ``fn`` as the kernel of ``op`` on ``device_type`` for each dtype in
+        ``dtypes`` (the dtype of the op's first tensor input, or of its output for ops with
+        no tensor input). A later registration replaces an earlier one.
+
+        With ``broadcast=True`` elementwise kernels receive inputs of the output's rank whose
+        sizes are equal to the output's or 1; otherwise the core expands them first.
+        """
+        for dt in dtypes:
+            self.kernels[(op, device_type, np.dtype(dt))] = KernelEntry(fn, self.plugin, broadcast)
+
+    def add_communicator(self, device_type: str, factory: Callable[..., Any]) -> None:
+        """Register the :class:`Communicator` class (or factory) for ``device_type``."""
+        self.communicators[device_type] = (self.plugin, factory)
+
+    def add_compiler(self, device_type: str, factory: Callable[..., Any]) -> None:
+        """Register the :class:`Compiler` class (or factory) for ``device_type``;
+        called with the device's runtime when first used."""
+        self.compilers[device_type] = (self.plugin, factory)
