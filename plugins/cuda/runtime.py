@@ -1,0 +1,386 @@
+"""The CUDA device runtime on cupy: memory, copies, streams and events.
+
+Nothing here imports cupy at module level: the runtime is built by the core on first use, and
+on a machine without cupy or without a GPU it reports ``device_count() == 0`` with the reason
+in :attr:`CUDARuntime.unavailable_reason`.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from adapter_api import DeviceError, DeviceProperties, DeviceRuntime, OpArgumentError, OutOfMemoryError
+
+from .errors import import_cupy, unavailable_reason, vendor_errors
+
+#: The dtypes a CUDA device holds. bfloat16 lives in memory as raw uint16 bits (cupy has no
+#: bfloat16 dtype); kernels registered for it convert to float32 and back.
+DTYPES = ("float32", "float64", "float16", "bfloat16", "int8", "int16", "int32", "int64", "uint8", "bool")
+
+# cudaMemcpyKind
+_H2D, _D2H, _D2D = 1, 2, 3
+
+
+def storage_dtype(dtype: Any) -> np.dtype:
+    """The cupy dtype that holds ``dtype``: itself, or uint16 for bfloat16."""
+    dt = np.dtype(dtype)
+    return np.dtype(np.uint16) if dt.name == "bfloat16" else dt
+
+
+@dataclass(eq=False)
+class CUDABuffer:
+    """One allocation: a cupy ``MemoryPointer`` from the pool and the size asked for."""
+
+    ptr: Any  #: cupy.cuda.MemoryPointer; None once freed
+    nbytes: int
+    device: int
+
+    def address(self, offset: int = 0) -> int:
+        if self.ptr is None:
+            raise DeviceError(
+                f"[cuda] buffer of {self.nbytes} bytes on cuda:{self.device} was already freed; "
+                "keep the tensor alive while it is used"
+            )
+        return int(self.ptr.ptr) + offset
+
+
+class CUDARuntime(DeviceRuntime):
+    """Memory, copies, streams and events of NVIDIA GPUs through cupy.
+
+    Pooling happens in cupy's ``MemoryPool`` (stream-ordered: a block freed after work on the
+    device's default stream is reused only by later work on that stream), so ``own_pool`` is
+    True and the core's caching allocator passes allocations through and only keeps
+    statistics. On out-of-memory the pool's free blocks are released and the allocation
+    retried once before :class:`adapter_api.OutOfMemoryError` is raised.
+
+    Every device gets one default stream, created lazily as a non-blocking ``cupy.cuda.Stream``;
+    kernels, copies and frees without an explicit stream use it. ``copy_h2d`` and
+    ``copy_d2h`` with ``blocking=False`` stage through pinned host memory; the staged
+    device-to-host result lands in ``dst`` when the stream (or device, or a later event) is
+    synchronized through this runtime.
+
+    Example::
+
+        rt = CUDARuntime()
+        if rt.device_count() == 0:
+            print("no CUDA device", rt.unavailable_reason)
+    """
+
+    own_pool = True
+
+    def __init__(self) -> None:
+        #: Why no device can be used, or None when at least one can.
+        self.unavailable_reason: str | None = unavailable_reason()
+        self._count: int | None = None
+        self._streams: dict[int, Any] = {}
+        self._pending: list[tuple[Any, Any, np.ndarray | None]] = []  # (event, pinned staging, d2h dst)
+        self._lock = threading.Lock()
+
+    # -- devices ------------------------------------------------------------------------
+    def device_count(self) -> int:
+        if self.unavailable_reason is not None:
+            return 0
+        if self._count is None:
+            try:
+                self._count = int(import_cupy().cuda.runtime.getDeviceCount())
+            except Exception as exc:  # noqa: BLE001 — counting never raises
+                self.unavailable_reason = f"no CUDA device ({exc})"
+                self._count = 0
+        return self._count
+
+    def _cupy(self, index: int | None = None) -> Any:
+        if self.unavailable_reason is not None:
+            raise DeviceError(
+                f"[cuda] cannot use a CUDA device: {self.unavailable_reason}; "
+                "use another device such as 'cpu', or run on a machine with an NVIDIA GPU"
+            )
+        cp = import_cupy()
+        if index is not None and not 0 <= index < self.device_count():
+            raise DeviceError(
+                f"[cuda] device index {index} is out of range, this machine has "
+                f"{self.device_count()} CUDA device(s); use cuda:0 .. cuda:{self.device_count() - 1}"
+            )
+        return cp
+
+    def properties(self, index: int) -> DeviceProperties:
+        cp = self._cupy(index)
+        rt = cp.cuda.runtime
+        with vendor_errors("read device properties", device=index):
+            p = rt.getDeviceProperties(index)
+            driver, runtime = rt.driverGetVersion(), rt.runtimeGetVersion()
+        name = p.get("name", b"")
+        name = name.decode(errors="replace") if isinstance(name, bytes) else str(name)
+        extra = {
+            "compute_capability": f"{p.get('major', 0)}.{p.get('minor', 0)}",
+            "multiprocessors": p.get("multiProcessorCount", 0),
+            "clock_khz": p.get("clockRate", 0),
+            "memory_clock_khz": p.get("memoryClockRate", 0),
+            "memory_bus_width_bits": p.get("memoryBusWidth", 0),
+            "l2_cache_bytes": p.get("l2CacheSize", 0),
+            "cupy_version": cp.__version__,
+            "memory_pool": "cupy MemoryPool (stream-ordered)",
+        }
+        return DeviceProperties(
+            name=name,
+            vendor="NVIDIA",
+            total_memory=int(p.get("totalGlobalMem", 0)),
+            compute_units=int(p.get("multiProcessorCount", 0)),
+            dtypes=DTYPES,
+            driver_version=_cuda_version(driver),
+            runtime_version=_cuda_version(runtime),
+            extra=extra,
+        )
+
+    # -- memory -------------------------------------------------------------------------
+    def allocate(self, index: int, nbytes: int) -> CUDABuffer:
+        cp = self._cupy(index)
+        pool = cp.get_default_memory_pool()
+        with cp.cuda.Device(index), self.default_stream(index):
+            for attempt in (0, 1):
+                try:
+                    return CUDABuffer(pool.malloc(nbytes), nbytes, index)
+                except cp.cuda.memory.OutOfMemoryError as exc:
+                    if attempt == 0:
+                        pool.free_all_blocks()
+                        continue
+                    used, reserved = pool.used_bytes(), pool.total_bytes()
+                    try:
+                        free, total = cp.cuda.runtime.memGetInfo()
+                    except Exception:  # noqa: BLE001
+                        free, total = -1, -1
+                    raise OutOfMemoryError(
+                        f"[cuda] out of memory on cuda:{index}, asked for {nbytes} bytes with {used} bytes "
+                        f"in use ({reserved} reserved by the pool, {free} of {total} free on the device); "
+                        "free tensors, use a smaller batch, or call empty_cache()"
+                    ) from exc
+        raise AssertionError("unreachable")
+
+    def free(self, index: int, buffer: CUDABuffer) -> None:
+        # Dropping the last reference returns the block to cupy's pool, ordered on the stream
+        # it was allocated on (the default stream).
+        buffer.ptr = None
+
+    def view(self, buffer: CUDABuffer, offset: int, shape: tuple[int, ...], dtype: np.dtype) -> Any:
+        cp = import_cupy()
+        dt = storage_dtype(dtype)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+        if offset < 0 or offset + nbytes > buffer.nbytes:
+            raise OpArgumentError(
+                f"[cuda] view of {nbytes} bytes at offset {offset} does not fit a buffer of "
+                f"{buffer.nbytes} bytes; check the tensor's offset and shape"
+            )
+        buffer.address()  # raises when freed
+        ptr = buffer.ptr + offset if offset else buffer.ptr
+        return cp.ndarray(tuple(shape), dt, ptr)
+
+    def memset(
+        self, index: int, buffer: CUDABuffer, offset: int, value: int, nbytes: int, stream: Any
+    ) -> None:
+        cp = self._cupy(index)
+        s = self._stream(index, stream)
+        with cp.cuda.Device(index), vendor_errors(f"memset of {nbytes} bytes", device=index):
+            if nbytes:
+                cp.cuda.runtime.memsetAsync(buffer.address(offset), int(value) & 0xFF, nbytes, s.ptr)
+
+    # -- copies -------------------------------------------------------------------------
+    def copy_h2d(
+        self,
+        index: int,
+        dst: CUDABuffer,
+        dst_offset: int,
+        src: np.ndarray,
+        stream: Any,
+        blocking: bool = True,
+    ) -> None:
+        cp = self._cupy(index)
+        src = np.ascontiguousarray(src)
+        n = src.nbytes
+        _check_fits("host-to-device copy", n, dst_offset, dst)
+        if n == 0:
+            return
+        s = self._stream(index, stream)
+        with cp.cuda.Device(index), vendor_errors(f"copy of {n} bytes host to device", device=index):
+            if blocking:
+                cp.cuda.runtime.memcpyAsync(dst.address(dst_offset), src.ctypes.data, n, _H2D, s.ptr)
+                s.synchronize()
+                return
+            staging = cp.cuda.alloc_pinned_memory(n)
+            np.frombuffer(staging, np.uint8, n)[:] = src.reshape(-1).view(np.uint8)
+            cp.cuda.runtime.memcpyAsync(dst.address(dst_offset), staging.ptr, n, _H2D, s.ptr)
+            self._keep_until_done(cp, s, staging, None)
+
+    def copy_d2h(
+        self,
+        index: int,
+        dst: np.ndarray,
+        src: CUDABuffer,
+        src_offset: int,
+        stream: Any,
+        blocking: bool = True,
+    ) -> None:
+        cp = self._cupy(index)
+        if not (dst.flags.c_contiguous and dst.flags.writeable):
+            raise OpArgumentError(
+                "[cuda] device-to-host copy needs a C-contiguous writeable host array, "
+                f"got flags {dst.flags}; pass np.empty(shape, dtype)"
+            )
+        n = dst.nbytes
+        _check_fits("device-to-host copy", n, src_offset, src)
+        if n == 0:
+            return
+        s = self._stream(index, stream)
+        with cp.cuda.Device(index), vendor_errors(f"copy of {n} bytes device to host", device=index):
+            if blocking:
+                cp.cuda.runtime.memcpyAsync(dst.ctypes.data, src.address(src_offset), n, _D2H, s.ptr)
+                s.synchronize()
+                return
+            staging = cp.cuda.alloc_pinned_memory(n)
+            cp.cuda.runtime.memcpyAsync(staging.ptr, src.address(src_offset), n, _D2H, s.ptr)
+            self._keep_until_done(cp, s, staging, dst)
+
+    def copy_d2d(
+        self,
+        index: int,
+        dst: CUDABuffer,
+        dst_offset: int,
+        src: CUDABuffer,
+        src_offset: int,
+        nbytes: int,
+        stream: Any,
+        blocking: bool = True,
+    ) -> None:
+        cp = self._cupy(index)
+        _check_fits("device-to-device copy", nbytes, dst_offset, dst)
+        _check_fits("device-to-device copy", nbytes, src_offset, src)
+        if nbytes == 0:
+            return
+        s = self._stream(index, stream)
+        with cp.cuda.Device(index), vendor_errors(f"copy of {nbytes} bytes device to device", device=index):
+            cp.cuda.runtime.memcpyAsync(dst.address(dst_offset), src.address(src_offset), nbytes, _D2D, s.ptr)
+            if blocking:
+                s.synchronize()
+
+    def _keep_until_done(self, cp: Any, stream: Any, staging: Any, dst: np.ndarray | None) -> None:
+        """Hold pinned staging memory until the stream passes this point; for device-to-host
+        copies, move the staged bytes into ``dst`` then (see :meth:`_drain`)."""
+        event = cp.cuda.Event(disable_timing=True)
+        event.record(stream)
+        with self._lock:
+            self._pending.append((event, staging, dst))
+        self._drain(wait=False)
+
+    def _drain(self, wait: bool) -> None:
+        """Finish staged copies whose event has completed (all of them when ``wait``)."""
+        with self._lock:
+            pending, self._pending = self._pending, []
+        keep = []
+        for event, staging, dst in pending:
+            if wait:
+                event.synchronize()
+            elif not event.done:
+                keep.append((event, staging, dst))
+                continue
+            if dst is not None:
+                dst.reshape(-1).view(np.uint8)[:] = np.frombuffer(staging, np.uint8, dst.nbytes)
+        if keep:
+            with self._lock:
+                self._pending[:0] = keep
+
+    # -- streams ------------------------------------------------------------------------
+    def default_stream(self, index: int) -> Any:
+        s = self._streams.get(index)
+        if s is None:
+            cp = self._cupy(index)
+            with cp.cuda.Device(index), vendor_errors("create the default stream", device=index):
+                s = self._streams.setdefault(index, cp.cuda.Stream(non_blocking=True))
+        return s
+
+    def create_stream(self, index: int) -> Any:
+        cp = self._cupy(index)
+        with cp.cuda.Device(index), vendor_errors("create a stream", device=index):
+            return cp.cuda.Stream(non_blocking=True)
+
+    def _stream(self, index: int, stream: Any) -> Any:
+        return self.default_stream(index) if stream is None else stream
+
+    def synchronize_stream(self, stream: Any) -> None:
+        with vendor_errors("synchronize a stream"):
+            stream.synchronize()
+        self._drain(wait=False)
+
+    def query_stream(self, stream: Any) -> bool:
+        done = bool(stream.done)
+        if done:
+            self._drain(wait=False)
+        return done
+
+    # -- events -------------------------------------------------------------------------
+    def create_event(self, index: int) -> Any:
+        cp = self._cupy(index)
+        with cp.cuda.Device(index), vendor_errors("create an event", device=index):
+            return cp.cuda.Event()
+
+    def record_event(self, event: Any, stream: Any) -> None:
+        with vendor_errors("record an event"):
+            event.record(stream)
+
+    def stream_wait_event(self, stream: Any, event: Any) -> None:
+        with vendor_errors("make a stream wait for an event"):
+            stream.wait_event(event)
+
+    def synchronize_event(self, event: Any) -> None:
+        with vendor_errors("synchronize an event"):
+            event.synchronize()
+        self._drain(wait=False)
+
+    def query_event(self, event: Any) -> bool:
+        done = bool(event.done)
+        if done:
+            self._drain(wait=False)
+        return done
+
+    def elapsed_ms(self, start: Any, end: Any) -> float:
+        cp = import_cupy()
+        with vendor_errors(
+            "measure the time between two events", "record both events and synchronize the second"
+        ):
+            return float(cp.cuda.get_elapsed_time(start, end))
+
+    # -- whole device -------------------------------------------------------------------
+    def synchronize(self, index: int) -> None:
+        cp = self._cupy(index)
+        with vendor_errors("synchronize the device", device=index):
+            cp.cuda.Device(index).synchronize()
+        self._drain(wait=True)
+
+    # -- extras (not in the contract) ---------------------------------------------------
+    def memory_info(self, index: int) -> dict[str, int]:
+        """Bytes in use and reserved by cupy's pool, and free/total on the device."""
+        cp = self._cupy(index)
+        pool = cp.get_default_memory_pool()
+        with cp.cuda.Device(index), vendor_errors("read memory info", device=index):
+            free, total = cp.cuda.runtime.memGetInfo()
+            return {"used": pool.used_bytes(), "reserved": pool.total_bytes(), "free": free, "total": total}
+
+    def empty_cache(self, index: int) -> None:
+        """Give the pool's free blocks back to the driver."""
+        cp = self._cupy(index)
+        with cp.cuda.Device(index):
+            cp.get_default_memory_pool().free_all_blocks()
+
+
+def _check_fits(what: str, nbytes: int, offset: int, buffer: CUDABuffer) -> None:
+    if offset < 0 or nbytes < 0 or offset + nbytes > buffer.nbytes:
+        raise OpArgumentError(
+            f"[cuda] {what} of {nbytes} bytes at offset {offset} does not fit a buffer of "
+            f"{buffer.nbytes} bytes; check the sizes the core passed"
+        )
+
+
+def _cuda_version(v: int) -> str:
+    """12040 -> '12.4'."""
+    return f"{v // 1000}.{(v % 1000) // 10}" if v else ""
