@@ -1,0 +1,205 @@
+"""Oarlock: a deep-learning framework whose core never touches hardware.
+
+>>> import framework as fw
+>>> x = fw.to_tensor([[1.0, 2.0], [3.0, 4.0]])
+>>> (x @ x).numpy().tolist()
+[[7.0, 10.0], [15.0, 22.0]]
+
+Every device, the CPU included, is a plugin found through the ``oarlock.plugins`` entry
+point. Switch device by name: ``fw.set_device("opencl")``, ``with fw.device("cpu"):``,
+``x.to("opencl:0")`` or ``OARLOCK_DEVICE=opencl``.
+"""
+
+from __future__ import annotations
+
+from adapter_api import (
+    CONTRACT_VERSION,
+    DeviceError,
+    DeviceMismatchError,
+    KernelError,
+    KernelNotFoundError,
+    OarlockError,
+    OpArgumentError,
+    OutOfMemoryError,
+    PluginError,
+)
+
+from ._src import ops as _ops  # noqa: F401  (defines every op, attaches Tensor methods)
+from ._src.autograd import enable_grad, grad, is_grad_enabled, no_grad, set_grad_enabled
+from ._src.device import (
+    Device,
+    Event,
+    Stream,
+    current_stream,
+    device,
+    device_count,
+    devices,
+    empty_cache,
+    get_device,
+    get_device_properties,
+    memory_stats,
+    reset_peak_memory_stats,
+    set_device,
+    stream,
+    synchronize,
+)
+from ._src.dispatch import FallbackWarning, fallback_stats, reset_fallback_stats, set_strict_kernels
+from ._src.dtypes import (
+    bfloat16,
+    bool_,
+    float16,
+    float32,
+    float64,
+    get_default_dtype,
+    int8,
+    int16,
+    int32,
+    int64,
+    set_default_dtype,
+    uint8,
+)
+from ._src.ops.base import path_stats as op_path_stats
+from ._src.ops.creation import (
+    arange,
+    empty,
+    empty_like,
+    eye,
+    full,
+    full_like,
+    linspace,
+    ones,
+    ones_like,
+    tril,
+    triu,
+    zeros,
+    zeros_like,
+)
+from ._src.ops.indexing import (
+    gather,
+    index_select,
+    masked_fill,
+    masked_select,
+    nonzero,
+    put_along_axis,
+    scatter,
+    scatter_add,
+    take_along_axis,
+)
+from ._src.ops.math import (
+    abs,
+    add,
+    all,
+    allclose,
+    amax,
+    amin,
+    any,
+    argmax,
+    argmin,
+    cast,
+    ceil,
+    clip,
+    cos,
+    count_nonzero,
+    divide,
+    dot,
+    equal,
+    erf,
+    exp,
+    expm1,
+    floor,
+    floor_divide,
+    greater_equal,
+    greater_than,
+    isfinite,
+    isinf,
+    isnan,
+    less_equal,
+    less_than,
+    log,
+    log1p,
+    log2,
+    logical_and,
+    logical_not,
+    logical_or,
+    logical_xor,
+    matmul,
+    max,
+    maximum,
+    mean,
+    min,
+    minimum,
+    mm,
+    mod,
+    multiply,
+    neg,
+    not_equal,
+    pow,
+    prod,
+    reciprocal,
+    remainder,
+    round,
+    rsqrt,
+    sign,
+    sin,
+    sqrt,
+    square,
+    subtract,
+    sum,
+    tanh,
+    trunc,
+    where,
+)
+from ._src.ops.shape import (
+    broadcast_to,
+    cat,
+    chunk,
+    concat,
+    expand,
+    expand_as,
+    flatten,
+    flip,
+    pad,
+    permute,
+    reshape,
+    split,
+    squeeze,
+    stack,
+    swapaxes,
+    t,
+    tile,
+    transpose,
+    unbind,
+    unsqueeze,
+)
+from ._src.plugins import register_plugin
+from ._src.random import (
+    Generator,
+    bernoulli,
+    get_rng_state,
+    manual_seed,
+    normal,
+    rand,
+    randint,
+    randn,
+    randperm,
+    seed,
+    set_rng_state,
+    uniform,
+)
+from ._src.tensor import Tensor, from_dlpack, to_tensor
+
+__version__ = "0.1.0"
+
+tensor = to_tensor
+dtype = type(float32)
+clamp = clip
+
+
+def plugins() -> dict[str, object]:
+    """Every discovered plugin with its status (what ``oarlock devices`` prints)."""
+    from ._src.plugins import host
+
+    return dict(host().records)
+
+
+__all__ = [name for name in dir() if not name.startswith("_") and name not in {"annotations"}]

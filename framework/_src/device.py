@@ -1,0 +1,315 @@
+"""Devices by name: ``"cpu"``, ``"opencl:1"``. Runtimes are created on first use."""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import os
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from adapter_api import DeviceError, DeviceProperties, PluginError
+
+from .allocator import CachingAllocator
+from .plugins import host
+
+
+class Device:
+    """A device type and ordinal. Compare and hash by name; ``str(d) == "opencl:0"``."""
+
+    __slots__ = ("type", "index", "_name", "_hash")
+
+    def __init__(self, type: str, index: int = 0) -> None:
+        self.type = type
+        self.index = index
+        self._name = f"{type}:{index}"
+        self._hash = hash(self._name)
+
+    def __repr__(self) -> str:
+        return f"Device('{self._name}')"
+
+    def __str__(self) -> str:
+        return self._name
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Device):
+            return self._name == other._name
+        if isinstance(other, str):
+            try:
+                return self._name == str(parse(other, check=False))
+            except DeviceError:
+                return False
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return self._hash
+
+
+class DeviceType:
+    """Lazily created runtime, allocators and default streams of one device type."""
+
+    def __init__(self, name: str, plugin: str, factory: Any) -> None:
+        self.name = name
+        self.plugin = plugin
+        self.factory = factory
+        self._runtime: Any = None
+        self._error: BaseException | None = None
+        self.allocators: dict[int, CachingAllocator] = {}
+        self.streams: dict[int, Any] = {}
+        self.current_streams: dict[int, Any] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def runtime(self) -> Any:
+        rt = self._runtime
+        if rt is None:
+            with self._lock:
+                if self._runtime is None:
+                    try:
+                        self._runtime = self.factory()
+                    except BaseException as exc:
+                        raise PluginError(
+                            f"[{self.name}] plugin '{self.plugin}' could not create its runtime: "
+                            f"{type(exc).__name__}: {exc}; check the plugin's installation, or "
+                            f"use another device"
+                        ) from exc
+                rt = self._runtime
+        return rt
+
+    def count(self) -> int:
+        try:
+            return int(self.runtime.device_count())
+        except PluginError:
+            return 0
+
+    def allocator(self, index: int) -> CachingAllocator:
+        a = self.allocators.get(index)
+        if a is None:
+            a = self.allocators[index] = CachingAllocator(self.runtime, index, f"{self.name}:{index}")
+        return a
+
+    def stream(self, index: int) -> Any:
+        """The stream kernels run on now (the user's current stream, else the default)."""
+        s = self.current_streams.get(index)
+        if s is not None:
+            return s
+        s = self.streams.get(index)
+        if s is None and index not in self.streams:
+            s = self.streams[index] = self.runtime.default_stream(index)
+        return s
+
+
+_TYPES: dict[str, DeviceType] = {}
+
+
+def device_type(name: str) -> DeviceType:
+    t = _TYPES.get(name)
+    if t is None:
+        reg = host().registry.runtimes.get(name)
+        if reg is None:
+            raise _unknown(name)
+        t = _TYPES[name] = DeviceType(name, reg[0], reg[1])
+    return t
+
+
+def invalidate_kernel_cache() -> None:
+    from . import dispatch
+
+    dispatch.clear_kernel_cache()
+
+
+def _unknown(name: str) -> DeviceError:
+    h = host()
+    known = sorted(h.registry.runtimes)
+    msg = f"[device] unknown device '{name}'; known device types: {', '.join(known) or 'none'}"
+    for plugin, err in h.broken().items():
+        if plugin == name or name.startswith(plugin):
+            return DeviceError(f"[device] device '{name}' is unavailable because its plugin failed to load:\n{err}")
+        msg += f"\n  plugin '{plugin}' failed to load: {err.splitlines()[0]}"
+    return DeviceError(msg + "\n  run `oarlock devices` to see every plugin and its status")
+
+
+_PARSED: dict[str, Device] = {}
+
+
+def parse(name: object, check: bool = True) -> Device:
+    """Turn ``"opencl:1"``, ``"cpu"``, a Device or a Tensor's device into a Device."""
+    if isinstance(name, Device):
+        dev = name
+    elif isinstance(name, str):
+        dev = _PARSED.get(name)
+        if dev is None:
+            text = name.strip().lower()
+            typ, _, idx = text.partition(":")
+            if not typ or (idx and not idx.isdigit()):
+                raise DeviceError(
+                    f"[device] cannot read device name {name!r}; expected 'type' or 'type:index', "
+                    f"such as 'cpu' or 'opencl:1'"
+                )
+            dev = Device(typ, int(idx) if idx else 0)
+            if check:
+                _PARSED[name] = dev
+    else:
+        raise DeviceError(f"[device] expected a device name such as 'cpu' or 'opencl:0', got {type(name).__name__} {name!r}")
+    if check:
+        t = device_type(dev.type)
+        n = t.count()
+        if dev.index >= n:
+            reason = getattr(t.runtime, "unavailable_reason", None)
+            extra = f" ({reason})" if reason else ""
+            _PARSED.pop(name, None) if isinstance(name, str) else None
+            raise DeviceError(
+                f"[device] '{dev}' does not exist: the '{dev.type}' plugin reports {n} device(s){extra}; "
+                f"use an index below {n}" if n else
+                f"[device] '{dev}' does not exist: the '{dev.type}' plugin reports no device{extra}"
+            )
+    return dev
+
+
+# -- the current device ---------------------------------------------------------------------
+_current: contextvars.ContextVar[Device | None] = contextvars.ContextVar("oarlock_device", default=None)
+_global_default: list[Device | None] = [None]
+
+
+def get_device() -> Device:
+    """The device new tensors go to: ``with fw.device(...)``, else ``fw.set_device``, else
+    ``OARLOCK_DEVICE``, else ``cpu``."""
+    d = _current.get()
+    if d is not None:
+        return d
+    d = _global_default[0]
+    if d is None:
+        d = _global_default[0] = parse(os.environ.get("OARLOCK_DEVICE", "cpu") or "cpu")
+    return d
+
+
+def set_device(name: object) -> Device:
+    """Make ``name`` the default device for this process; returns it."""
+    d = parse(name)
+    _global_default[0] = d
+    return d
+
+
+@contextlib.contextmanager
+def device(name: object) -> Iterator[Device]:
+    """``with fw.device("opencl:0"):`` — new tensors go to that device inside the block."""
+    d = parse(name)
+    token = _current.set(d)
+    try:
+        yield d
+    finally:
+        _current.reset(token)
+
+
+def device_count(type_name: str = "cpu") -> int:
+    return device_type(type_name).count()
+
+
+def devices() -> list[Device]:
+    """Every available device of every loaded plugin."""
+    out = []
+    for name in sorted(host().registry.runtimes, key=lambda n: (n != "cpu", n)):
+        for i in range(device_type(name).count()):
+            out.append(Device(name, i))
+    return out
+
+
+def get_device_properties(name: object = None) -> DeviceProperties:
+    d = get_device() if name is None else parse(name)
+    return device_type(d.type).runtime.properties(d.index)
+
+
+def synchronize(name: object = None) -> None:
+    d = get_device() if name is None else parse(name)
+    device_type(d.type).runtime.synchronize(d.index)
+
+
+def allocator_of(dev: Device) -> CachingAllocator:
+    return device_type(dev.type).allocator(dev.index)
+
+
+def memory_stats(name: object = None) -> dict[str, int]:
+    """Caching-allocator statistics of a device: allocated, reserved, peak, counts."""
+    d = get_device() if name is None else parse(name)
+    return allocator_of(d).stats()
+
+
+def empty_cache(name: object = None) -> None:
+    d = get_device() if name is None else parse(name)
+    allocator_of(d).empty_cache()
+
+
+def reset_peak_memory_stats(name: object = None) -> None:
+    d = get_device() if name is None else parse(name)
+    allocator_of(d).reset_peak_stats()
+
+
+# -- streams and events ---------------------------------------------------------------------
+_NEW = object()
+
+
+class Stream:
+    """A queue of work on one device. ``with fw.stream(s):`` makes ops run on it."""
+
+    def __init__(self, device: object = None, _handle: Any = _NEW) -> None:
+        self.device = get_device() if device is None else parse(device)
+        self._type = device_type(self.device.type)
+        self.handle = _handle if _handle is not _NEW else self._type.runtime.create_stream(self.device.index)
+
+    def synchronize(self) -> None:
+        self._type.runtime.synchronize_stream(self.handle)
+
+    def query(self) -> bool:
+        return bool(self._type.runtime.query_stream(self.handle))
+
+    def wait_event(self, event: Event) -> None:
+        self._type.runtime.stream_wait_event(self.handle, event.handle)
+
+    def record_event(self, event: Event | None = None) -> Event:
+        event = event or Event(self.device)
+        event.record(self)
+        return event
+
+
+class Event:
+    """A marker in a stream; measures time between two points."""
+
+    def __init__(self, device: object = None) -> None:
+        self.device = get_device() if device is None else parse(device)
+        self._type = device_type(self.device.type)
+        self.handle = self._type.runtime.create_event(self.device.index)
+
+    def record(self, stream: Stream | None = None) -> None:
+        h = stream.handle if stream is not None else self._type.stream(self.device.index)
+        self._type.runtime.record_event(self.handle, h)
+
+    def synchronize(self) -> None:
+        self._type.runtime.synchronize_event(self.handle)
+
+    def query(self) -> bool:
+        return bool(self._type.runtime.query_event(self.handle))
+
+    def elapsed_time(self, end: Event) -> float:
+        """Milliseconds from this event to ``end`` (both recorded and completed)."""
+        return float(self._type.runtime.elapsed_ms(self.handle, end.handle))
+
+
+def current_stream(name: object = None) -> Stream:
+    d = get_device() if name is None else parse(name)
+    t = device_type(d.type)
+    return Stream(d, _handle=t.stream(d.index))
+
+
+@contextlib.contextmanager
+def stream(s: Stream) -> Iterator[Stream]:
+    t = device_type(s.device.type)
+    prev = t.current_streams.get(s.device.index)
+    t.current_streams[s.device.index] = s.handle
+    try:
+        yield s
+    finally:
+        if prev is None:
+            t.current_streams.pop(s.device.index, None)
+        else:
+            t.current_streams[s.device.index] = prev

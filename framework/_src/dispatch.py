@@ -1,0 +1,178 @@
+"""Dispatch: find the kernel for (op, device type, dtype), allocate outputs, call it.
+
+A primitive with no kernel on a device falls back to the CPU plugin (copy in, run, copy out)
+with one warning per (op, device type) and counters in ``fw.fallback_stats()``;
+``OARLOCK_STRICT_KERNELS=1`` (or ``fw.set_strict_kernels(True)``) makes it an error.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from adapter_api import (
+    DeviceMismatchError,
+    KernelContext,
+    KernelEntry,
+    KernelError,
+    KernelNotFoundError,
+    OarlockError,
+)
+
+from . import device as _dev
+from .plugins import host
+from .tensor import Tensor
+
+if TYPE_CHECKING:
+    from .ops.base import OpDef
+
+_KCACHE: dict[tuple[str, str, np.dtype], KernelEntry | None] = {}
+_CTX: dict[_dev.Device, KernelContext] = {}
+_FALLBACKS: Counter[tuple[str, str]] = Counter()
+_WARNED: set[tuple[str, str]] = set()
+_STRICT = [os.environ.get("OARLOCK_STRICT_KERNELS", "") not in ("", "0", "false", "False")]
+CPU = "cpu"
+
+
+class FallbackWarning(UserWarning):
+    """An op ran on the CPU plugin because the device's plugin has no kernel for it."""
+
+
+def clear_kernel_cache() -> None:
+    _KCACHE.clear()
+    _CTX.clear()
+
+
+def set_strict_kernels(flag: bool) -> None:
+    _STRICT[0] = bool(flag)
+
+
+def fallback_stats() -> dict[str, int]:
+    """``{"op@device_type": count}`` of CPU fallbacks since start (or the last reset)."""
+    return {f"{op}@{dt}": n for (op, dt), n in sorted(_FALLBACKS.items())}
+
+
+def reset_fallback_stats() -> None:
+    _FALLBACKS.clear()
+    _WARNED.clear()
+
+
+def find_kernel(op: str, device_type: str, dtype: np.dtype) -> KernelEntry | None:
+    key = (op, device_type, dtype)
+    try:
+        return _KCACHE[key]
+    except KeyError:
+        e = _KCACHE[key] = host().registry.kernels.get(key)
+        return e
+
+
+def context(dev: _dev.Device) -> KernelContext:
+    ctx = _CTX.get(dev)
+    dt = _dev.device_type(dev.type)
+    stream = dt.stream(dev.index)
+    if ctx is None or ctx.stream is not stream:
+        ctx = _CTX[dev] = KernelContext(dev.index, stream, dt.runtime)
+    return ctx
+
+
+def check_same_device(op: str, ins: list[Tensor]) -> _dev.Device:
+    dev = ins[0].device
+    for i, t in enumerate(ins):
+        if t.device is not dev and t.device != dev:
+            raise DeviceMismatchError(
+                f"[{op}] input 0 is on {dev} but input {i} is on {t.device}; move one with "
+                f"x.to('{dev}') so all inputs of one op are on one device"
+            )
+    return dev
+
+
+def run(
+    op: OpDef, ins: list[Tensor], attrs: dict[str, Any], dev: _dev.Device | None = None, metas: list | None = None
+) -> list[Tensor]:
+    """Run primitive ``op`` on ``ins`` (already promoted to the op's dtypes). Ops without
+    tensor inputs pass ``dev``; ``metas`` overrides the shape rule (``arange``)."""
+    if dev is None:
+        dev = check_same_device(op.name, ins)
+    if metas is None:
+        metas = op.infer(ins, attrs)
+    key_dtype = ins[0].dtype if ins else metas[0][1]
+    entry = find_kernel(op.name, dev.type, key_dtype)
+    if entry is None:
+        return _fallback(op, ins, attrs, dev, key_dtype, metas)
+    if op.elementwise and not entry.broadcast:
+        shape = metas[0][0]
+        ins = [t if t.shape == shape else op_expand(t, shape) for t in ins]
+    elif op.elementwise:
+        rank = len(metas[0][0])
+        ins = [t if len(t.shape) == rank else t._reshaped((1,) * (rank - len(t.shape)) + t.shape) for t in ins]
+    alloc = _dev.allocator_of(dev)
+    outs = []
+    for shape, dtype in metas:
+        outs.append(Tensor._make(alloc.malloc(math.prod(shape) * dtype.itemsize), 0, shape, dtype, dev))
+    try:
+        entry.fn(context(dev), [o.native() for o in outs], [t.native() for t in ins], **attrs)
+    except OarlockError:
+        raise
+    except Exception as exc:  # noqa: BLE001 — a vendor kernel's failure becomes a readable error
+        shapes = ", ".join(f"{t.dtype}{list(t.shape)}" for t in ins)
+        raise KernelError(
+            f"[{op.name}] kernel of plugin '{entry.plugin}' failed on {dev} for inputs ({shapes}), "
+            f"attrs {attrs}: {type(exc).__name__}: {exc}; report it to the plugin's vendor, or run "
+            f"on another device"
+        ) from exc
+    return outs
+
+
+def op_expand(t: Tensor, shape: tuple[int, ...]) -> Tensor:
+    from .ops.base import OPS
+
+    if len(t.shape) < len(shape):
+        t = t._reshaped((1,) * (len(shape) - len(t.shape)) + t.shape)
+    return run(OPS["expand"], [t], {"shape": tuple(shape)})[0]
+
+
+def _fallback(
+    op: OpDef, ins: list[Tensor], attrs: dict[str, Any], dev: _dev.Device, dtype: np.dtype, metas: list
+) -> list[Tensor]:
+    key = (op.name, dev.type)
+    if dev.type == CPU or find_kernel(op.name, CPU, dtype) is None:
+        where = "" if dev.type == CPU else " nor on the cpu plugin"
+        raise KernelNotFoundError(
+            f"[{op.name}] no kernel for dtype {dtype} on {dev}{where}; cast the input to a supported "
+            f"dtype, or use a device whose plugin registers it (see `oarlock devices`)"
+        )
+    if _STRICT[0]:
+        raise KernelNotFoundError(
+            f"[{op.name}] the '{dev.type}' plugin registers no kernel for dtype {dtype}, and strict "
+            f"mode (OARLOCK_STRICT_KERNELS=1) forbids the CPU fallback; register the kernel or turn strict mode off"
+        )
+    _FALLBACKS[key] += 1
+    if key not in _WARNED:
+        _WARNED.add(key)
+        warnings.warn(
+            f"[{op.name}] no kernel on '{dev.type}' for dtype {dtype}; running it on the cpu plugin "
+            f"(copy in, run, copy out). fw.fallback_stats() counts these.",
+            FallbackWarning,
+            stacklevel=4,
+        )
+    cpu = _dev.parse(CPU)
+    outs = run(op, [_to_cpu(t, cpu) for t in ins], attrs, cpu, metas)
+    return [copy_to(o, dev) for o in outs]
+
+
+def _to_cpu(t: Tensor, cpu: _dev.Device) -> Tensor:
+    from .tensor import from_numpy_copy
+
+    return from_numpy_copy(t.numpy(), cpu)
+
+
+def copy_to(t: Tensor, dev: _dev.Device) -> Tensor:
+    """Copy a tensor to another device through the host (no graph recorded)."""
+    from .tensor import from_numpy_copy
+
+    return from_numpy_copy(t.numpy(), dev)

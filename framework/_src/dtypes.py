@@ -1,0 +1,117 @@
+"""Dtypes (numpy dtypes; bfloat16 from ml_dtypes) and the type-promotion rules.
+
+Promotion (written out in docs/user-guide.md):
+- bool < integers < floating point. Two tensors of one category promote within it
+  (int8 + int32 -> int32, uint8 + int8 -> int16, float16 + bfloat16 -> float32,
+  float32 + float64 -> float64); across categories the higher category's dtype wins
+  (int64 + float16 -> float16).
+- A Python scalar is "weak": it never widens a tensor of its category or higher
+  (float32 * 2.0 -> float32, int8 + 1 -> int8); a float scalar with an integer or bool tensor
+  gives the default float dtype (float32); an int scalar with a bool tensor gives int64.
+"""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+
+from adapter_api import OpArgumentError
+
+bfloat16 = np.dtype(ml_dtypes.bfloat16)
+float16 = np.dtype(np.float16)
+float32 = np.dtype(np.float32)
+float64 = np.dtype(np.float64)
+int8 = np.dtype(np.int8)
+int16 = np.dtype(np.int16)
+int32 = np.dtype(np.int32)
+int64 = np.dtype(np.int64)
+uint8 = np.dtype(np.uint8)
+bool_ = np.dtype(np.bool_)
+
+ALL_DTYPES = (float32, float64, float16, bfloat16, int8, int16, int32, int64, uint8, bool_)
+FLOAT_DTYPES = (float16, bfloat16, float32, float64)
+INT_DTYPES = (int8, int16, int32, int64, uint8)
+
+_BY_NAME = {str(d): d for d in ALL_DTYPES}
+_BY_NAME.update({"bool": bool_, "float": float32, "double": float64, "half": float16, "long": int64, "int": int32})
+
+_DEFAULT_FLOAT = [float32]
+
+
+def get_default_dtype() -> np.dtype:
+    return _DEFAULT_FLOAT[0]
+
+
+def set_default_dtype(dtype: object) -> None:
+    d = as_dtype(dtype)
+    if d not in FLOAT_DTYPES:
+        raise OpArgumentError(f"[set_default_dtype] expected a floating dtype, got {d}")
+    _DEFAULT_FLOAT[0] = d
+
+
+def as_dtype(dtype: object, api: str = "dtype") -> np.dtype:
+    """Turn a name, numpy dtype or type into a supported numpy dtype."""
+    if isinstance(dtype, np.dtype) and dtype in _SUPPORTED:
+        return dtype
+    if isinstance(dtype, str) and dtype in _BY_NAME:
+        return _BY_NAME[dtype]
+    try:
+        d = np.dtype(dtype)  # type: ignore[call-overload]
+    except TypeError:
+        d = None
+    if d is None or d not in _SUPPORTED:
+        names = ", ".join(sorted(_BY_NAME))
+        raise OpArgumentError(f"[{api}] unsupported dtype {dtype!r}; expected one of: {names}")
+    return d
+
+
+_SUPPORTED = set(ALL_DTYPES)
+
+
+def category(d: np.dtype) -> int:
+    """0 bool, 1 integer, 2 floating."""
+    if d == bool_:
+        return 0
+    if d.kind in "iu":
+        return 1
+    return 2
+
+
+def is_floating(d: np.dtype) -> bool:
+    return d.kind == "f" or d == bfloat16
+
+
+def promote(a: np.dtype, b: np.dtype) -> np.dtype:
+    """Result dtype of a binary op on two tensors."""
+    if a == b:
+        return a
+    ca, cb = category(a), category(b)
+    if ca != cb:
+        return a if ca > cb else b
+    if ca == 2:
+        if float64 in (a, b):
+            return float64
+        return float32  # {float16, bfloat16, float32} mixed
+    return np.promote_types(a, b)
+
+
+def scalar_dtype(value: object, other: np.dtype) -> np.dtype:
+    """Dtype a Python scalar takes next to a tensor of dtype ``other``."""
+    if isinstance(value, (bool, np.bool_)):
+        return other
+    if isinstance(value, (int, np.integer)):
+        return other if category(other) >= 1 else int64
+    if isinstance(value, (float, np.floating)):
+        return other if category(other) == 2 else get_default_dtype()
+    raise OpArgumentError(f"[promote] cannot combine a tensor with {type(value).__name__} {value!r}")
+
+
+def infer_dtype(value: object) -> np.dtype:
+    """Default dtype of Python data given to ``to_tensor``."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool_
+    if isinstance(value, (int, np.integer)):
+        return int64
+    if isinstance(value, (float, np.floating)):
+        return get_default_dtype()
+    raise OpArgumentError(f"[to_tensor] cannot make a tensor from {type(value).__name__} {value!r}")

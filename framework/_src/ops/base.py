@@ -1,0 +1,161 @@
+"""One op, one definition: :class:`OpDef` holds the schema, the shape/dtype rule, the
+gradient rule and (for composites) the decomposition. Eager dispatch, autograd, tracing and
+code generation all read it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from collections.abc import Callable
+from typing import Any
+
+from adapter_api import PRIMITIVES
+
+from .. import autograd, dispatch
+from ..tensor import Tensor
+
+Meta = tuple[tuple[int, ...], Any]
+
+
+class OpDef:
+    """The definition of one operator."""
+
+    __slots__ = ("name", "kind", "infer", "grad", "elementwise", "decomposition", "doc", "spec", "__dict__")
+
+    def __init__(
+        self,
+        name: str,
+        kind: str,
+        infer: Callable[[list[Tensor], dict[str, Any]], list[Meta]] | None = None,
+        grad: Callable[..., list[Tensor | None]] | None = None,
+        elementwise: bool = False,
+        decomposition: Callable[..., Any] | None = None,
+        doc: str = "",
+    ) -> None:
+        self.name = name
+        self.kind = kind
+        self.infer = infer
+        self.grad = grad
+        self.elementwise = elementwise
+        self.decomposition = decomposition
+        self.doc = doc
+        self.spec = PRIMITIVES.get(name)
+
+    def __repr__(self) -> str:
+        return f"<OpDef {self.kind} {self.name}>"
+
+
+#: Every op the core defines, by name.
+OPS: dict[str, OpDef] = {}
+
+
+def primitive(name: str, infer: Callable[..., list[Meta]], grad: Callable[..., Any] | None = None, *, elementwise: bool = False) -> OpDef:
+    if name not in PRIMITIVES:
+        raise ValueError(f"'{name}' is not in adapter_api.PRIMITIVES")
+    op = OPS[name] = OpDef(name, "primitive", infer, grad, elementwise)
+    return op
+
+
+#: When set, ``apply`` hands every primitive to this callable instead of running it
+#: (tracing for the compiler and ``jit``): fn(op, ins, attrs) -> outs.
+TRACER: list[Callable[[OpDef, list[Tensor], dict[str, Any]], list[Tensor]] | None] = [None]
+
+
+def apply(op: OpDef, ins: list[Tensor], attrs: dict[str, Any]) -> list[Tensor]:
+    """Run a primitive and record it for autograd when an input needs a gradient."""
+    if TRACER[0] is not None:
+        return TRACER[0](op, ins, attrs)
+    outs = dispatch.run(op, ins, attrs)
+    if autograd._ENABLED[0] and op.grad is not None:
+        for t in ins:
+            if not t.stop_gradient:
+                autograd.record(op, ins, attrs, outs)
+                break
+    return outs
+
+
+def apply1(op: OpDef, ins: list[Tensor], attrs: dict[str, Any]) -> Tensor:
+    return apply(op, ins, attrs)[0]
+
+
+# -- composites -----------------------------------------------------------------------------
+#: counters of which path each composite took: {(op, device type): {path: n}}
+PATHS: dict[tuple[str, str], dict[str, int]] = defaultdict(lambda: {"fused": 0, "generated": 0, "decomposed": 0})
+
+#: Generated-kernel providers (framework.compiler registers one): fn(op, ins, attrs) -> outs | None
+GENERATORS: list[Callable[[OpDef, list[Tensor], dict[str, Any]], list[Tensor] | None]] = []
+
+
+def _compile_enabled() -> bool:
+    return os.environ.get("OARLOCK_COMPILE", "1") not in ("0", "false", "False", "")
+
+
+def composite(
+    name: str,
+    infer: Callable[..., list[Meta]] | None = None,
+    grad: Callable[..., Any] | None = None,
+) -> Callable[[Callable[..., Any]], OpDef]:
+    """Define a composite op by its decomposition (a function of tensors and attrs).
+
+    ``infer`` lets a plugin's fused kernel (registered under ``name``) or a generated kernel
+    replace the decomposition; ``grad`` is an explicit gradient rule used then (without it the
+    decomposition is re-run under autograd to differentiate).
+    """
+
+    def wrap(fn: Callable[..., Any]) -> OpDef:
+        op = OPS[name] = OpDef(name, "composite", infer, grad or _grad_by_decomposition, False, fn, fn.__doc__ or "")
+        return op
+
+    return wrap
+
+
+def call(op: OpDef, ins: list[Tensor], attrs: dict[str, Any]) -> Any:
+    """Run a composite: registered fused kernel, then generated kernel, then decomposition."""
+    dev = ins[0].device
+    if op.infer is not None:
+        entry = dispatch.find_kernel(op.name, dev.type, ins[0].dtype)
+        if entry is not None:
+            PATHS[(op.name, dev.type)]["fused"] += 1
+            return _finish(apply(op, ins, attrs))
+        if GENERATORS and _compile_enabled():
+            for gen in GENERATORS:
+                outs = gen(op, ins, attrs)
+                if outs is not None:
+                    PATHS[(op.name, dev.type)]["generated"] += 1
+                    if autograd._ENABLED[0] and any(not t.stop_gradient for t in ins):
+                        autograd.record(op, ins, attrs, outs)
+                    return _finish(outs)
+    PATHS[(op.name, dev.type)]["decomposed"] += 1
+    assert op.decomposition is not None
+    return op.decomposition(*ins, **attrs)
+
+
+def _finish(outs: list[Tensor]) -> Any:
+    return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def _grad_by_decomposition(node: autograd.Node, gouts: list[Tensor | None]) -> list[Tensor | None]:
+    """Differentiate a fused/generated composite by re-running its decomposition."""
+    from . import creation
+
+    assert node.inputs is not None and node.op.decomposition is not None
+    leaves = [t.detach() for t in node.inputs]
+    for t, src in zip(leaves, node.inputs):
+        t.stop_gradient = src.stop_gradient
+    with autograd.enable_grad():
+        outs = node.op.decomposition(*leaves, **node.attrs)
+    outs = [outs] if isinstance(outs, Tensor) else list(outs)
+    pairs = [(o, g if g is not None else creation.zeros_like(o)) for o, g in zip(outs, gouts) if not o.stop_gradient]
+    wanted = [t for t in leaves if not t.stop_gradient]
+    if not pairs or not wanted:
+        return [None] * len(leaves)
+    res = autograd.grad([p[0] for p in pairs], wanted, [p[1] for p in pairs], allow_unused=True,
+                        create_graph=autograd.is_grad_enabled())
+    it = iter(res)
+    return [next(it) if not t.stop_gradient else None for t in leaves]
+
+
+def path_stats() -> dict[str, dict[str, int]]:
+    """Which path each composite took so far: ``{"softmax@cpu": {"fused": 0, ...}}``."""
+    return {f"{op}@{dt}": dict(v) for (op, dt), v in sorted(PATHS.items())}

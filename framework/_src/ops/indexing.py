@@ -1,0 +1,287 @@
+"""Indexing: gather/scatter, ``x[key]`` and ``x[key] = value``.
+
+Basic keys (ints, slices with positive steps, None, Ellipsis) become one ``slice`` kernel
+plus a reshape. Integer-array and boolean-mask keys are resolved on the host into flat
+element indices (numpy's own indexing rules, so every numpy key works the same), then one
+``gather``/``scatter`` runs on the device. Reading a mask or index tensor synchronizes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from adapter_api import OpArgumentError
+
+from .. import autograd
+from .. import dtypes as _dt
+from ..tensor import Tensor, to_tensor
+from .base import OPS, apply1
+
+
+class IndexOutOfRangeError(OpArgumentError, IndexError):
+    """An index is outside a dimension (also ends ``for row in tensor`` loops)."""
+
+
+def _axis(name: str, axis: int, ndim: int) -> int:
+    if not isinstance(axis, (int, np.integer)) or not -max(ndim, 1) <= axis < max(ndim, 1):
+        raise OpArgumentError(f"[{name}] axis {axis!r} is out of range for a tensor with {ndim} dimensions")
+    return int(axis) % max(ndim, 1)
+
+
+def _index_tensor(name: str, index: Any, device: Any) -> Tensor:
+    if not isinstance(index, Tensor):
+        index = to_tensor(np.asarray(index), device=device)
+    if index.dtype.kind not in "iu":
+        raise OpArgumentError(f"[{name}] index must hold integers, got dtype {index.dtype}")
+    if index.device != device:
+        raise OpArgumentError(f"[{name}] index is on {index.device} but the tensor is on {device}; move it with index.to('{device}')")
+    return index if index.dtype == _dt.int64 else index.astype(_dt.int64)
+
+
+def gather(x: Tensor, index: Any, axis: int = 0, name: str | None = None) -> Tensor:
+    """``numpy.take(x, index, axis)``: index may have any shape; out-of-range indices raise."""
+    if x.ndim == 0:
+        raise OpArgumentError("[gather] cannot gather from a 0-d tensor")
+    ax = _axis("gather", axis, x.ndim)
+    idx = _index_tensor("gather", index, x.device)
+    return apply1(OPS["gather"], [x, idx], {"axis": ax})
+
+
+index_select = gather
+
+
+def _scatter(opname: str, x: Tensor, index: Any, src: Any, axis: int) -> Tensor:
+    ax = _axis(opname, axis, x.ndim)
+    idx = _index_tensor(opname, index, x.device)
+    want = x.shape[:ax] + idx.shape + x.shape[ax + 1 :]
+    if not isinstance(src, Tensor):
+        src = to_tensor(src, dtype=x.dtype, device=x.device)
+    if src.dtype != x.dtype:
+        src = src.astype(x.dtype)
+    if src.shape != want:
+        try:
+            src = src.expand(want)
+        except OpArgumentError:
+            raise OpArgumentError(f"[{opname}] updates have shape {src.shape}, expected {want} (x {x.shape}, index {idx.shape}, axis {ax})") from None
+    return apply1(OPS[opname], [x, idx, src], {"axis": ax})
+
+
+def scatter_add(x: Tensor, index: Any, updates: Any, axis: int = 0) -> Tensor:
+    """Copy of ``x`` with ``updates`` added at ``index`` along ``axis`` (duplicates accumulate)."""
+    return _scatter("scatter_add", x, index, updates, axis)
+
+
+def scatter(x: Tensor, index: Any, updates: Any, axis: int = 0, overwrite: bool = True) -> Tensor:
+    """Copy of ``x`` with ``updates`` written at ``index`` along ``axis``."""
+    if not overwrite:
+        return _scatter("scatter_add", x, index, updates, axis)
+    return _scatter("scatter", x, index, updates, axis)
+
+
+def _flat_positions(name: str, x: Tensor, idx_shape: tuple[int, ...], indices: Tensor, axis: int) -> Tensor:
+    """Flat element offsets of take_along_axis positions (computed on the device)."""
+    from .creation import arange
+
+    strides = [int(np.prod(x.shape[i + 1 :])) for i in range(x.ndim)]
+    flat = indices * strides[axis]
+    for d in range(x.ndim):
+        if d == axis:
+            continue
+        shape = [1] * x.ndim
+        shape[d] = idx_shape[d]
+        flat = flat + arange(idx_shape[d], device=x.device).reshape(shape) * strides[d]
+    return flat
+
+
+def take_along_axis(x: Tensor, indices: Tensor, axis: int) -> Tensor:
+    ax = _axis("take_along_axis", axis, x.ndim)
+    idx = _index_tensor("take_along_axis", indices, x.device)
+    if idx.ndim != x.ndim:
+        raise OpArgumentError(f"[take_along_axis] indices need {x.ndim} dims like x, got shape {idx.shape}")
+    flat = _flat_positions("take_along_axis", x, idx.shape, idx, ax)
+    return gather(x.reshape((-1,)), flat, axis=0)
+
+
+def put_along_axis(x: Tensor, indices: Tensor, values: Any, axis: int, reduce: str = "assign") -> Tensor:
+    ax = _axis("put_along_axis", axis, x.ndim)
+    idx = _index_tensor("put_along_axis", indices, x.device)
+    flat = _flat_positions("put_along_axis", x, idx.shape, idx, ax)
+    fn = scatter_add if reduce == "add" else scatter
+    if not isinstance(values, Tensor):
+        values = to_tensor(values, dtype=x.dtype, device=x.device)
+    return fn(x.reshape((-1,)), flat.reshape((-1,)), values.expand(idx.shape).reshape((-1,)), axis=0).reshape(x.shape)
+
+
+# -- x[key] ---------------------------------------------------------------------------------
+def _normalize_key(key: Any) -> tuple[Any, ...]:
+    if not isinstance(key, tuple):
+        key = (key,)
+    return key
+
+
+def _is_basic(k: Any) -> bool:
+    return k is None or k is Ellipsis or isinstance(k, slice) or (isinstance(k, (int, np.integer)) and not isinstance(k, bool))
+
+
+def _host_key(key: tuple[Any, ...]) -> tuple[Any, ...]:
+    out = []
+    for k in key:
+        if isinstance(k, Tensor):
+            k = k.numpy()
+        elif isinstance(k, list):
+            k = np.asarray(k)
+        if isinstance(k, np.ndarray) and k.dtype.kind not in "biu":
+            raise OpArgumentError(f"[getitem] index arrays must hold integers or bools, got dtype {k.dtype}")
+        if isinstance(k, slice):
+            for part in (k.start, k.stop, k.step):
+                if isinstance(part, Tensor):
+                    k = slice(*(int(p.item()) if isinstance(p, Tensor) else p for p in (k.start, k.stop, k.step)))
+                    break
+        out.append(k)
+    return tuple(out)
+
+
+def _np_index_error(op: str, x: Tensor, exc: Exception) -> IndexOutOfRangeError:
+    return IndexOutOfRangeError(f"[{op}] {exc} (tensor shape {x.shape})")
+
+
+def getitem(x: Tensor, key: Any) -> Tensor:
+    key = _host_key(_normalize_key(key))
+    if all(_is_basic(k) for k in key):
+        return _basic_getitem(x, key)
+    grid = np.arange(x.numel(), dtype=np.int64).reshape(x.shape)
+    try:
+        flat = grid[key]
+    except IndexError as exc:
+        raise _np_index_error("getitem", x, exc) from None
+    idx = to_tensor(np.ascontiguousarray(flat).reshape(-1), device=x.device)
+    return gather(x.reshape((-1,)), idx, axis=0).reshape(flat.shape)
+
+
+def _basic_getitem(x: Tensor, key: tuple[Any, ...]) -> Tensor:
+    n_real = sum(1 for k in key if k is not None and k is not Ellipsis)
+    if sum(1 for k in key if k is Ellipsis) > 1:
+        raise OpArgumentError("[getitem] an index can only have a single ellipsis ('...')")
+    if n_real > x.ndim:
+        raise IndexOutOfRangeError(f"[getitem] too many indices for a tensor of shape {x.shape}: {n_real} were given")
+    full: list[Any] = []
+    for k in key:
+        if k is Ellipsis:
+            full.extend([slice(None)] * (x.ndim - n_real))
+        else:
+            full.append(k)
+    full.extend([slice(None)] * (x.ndim - sum(1 for k in full if k is not None)))
+    starts, stops, steps, out_shape, flips = [], [], [], [], []
+    d = 0
+    for k in full:
+        if k is None:
+            out_shape.append(1)
+            continue
+        size = x.shape[d]
+        if isinstance(k, slice):
+            st, sp, step = k.indices(size)
+            if step == 0:
+                raise OpArgumentError("[getitem] slice step cannot be zero")
+            if step < 0:
+                rng = range(st, sp, step)
+                if len(rng):
+                    starts.append(rng[-1])
+                    stops.append(rng[0] + 1)
+                else:
+                    starts.append(0)
+                    stops.append(0)
+                steps.append(-step)
+                flips.append(len(starts) - 1)
+                out_shape.append(len(rng))
+            else:
+                sp = max(sp, st)
+                starts.append(st)
+                stops.append(sp)
+                steps.append(step)
+                out_shape.append(len(range(st, sp, step)))
+        else:
+            i = int(k)
+            if not -size <= i < size:
+                raise IndexOutOfRangeError(f"[getitem] index {i} is out of bounds for axis {d} with size {size}")
+            i %= size
+            starts.append(i)
+            stops.append(i + 1)
+            steps.append(1)
+        d += 1
+    from .shape import flip, slice_raw
+
+    y = slice_raw(x, tuple(starts), tuple(stops), tuple(steps))
+    if flips:
+        y = flip(y, flips)
+    return y.reshape(tuple(out_shape))
+
+
+def setitem(x: Tensor, key: Any, value: Any) -> None:
+    """``x[key] = value``: an out-of-place scatter whose result is rebound into ``x``."""
+    if autograd.is_grad_enabled() and x.is_leaf and not x.stop_gradient:
+        raise OpArgumentError(
+            "[setitem] a leaf tensor that requires grad cannot be modified in place; "
+            "wrap the assignment in `with fw.no_grad():` or assign to a copy"
+        )
+    key = _host_key(_normalize_key(key))
+    grid = np.arange(x.numel(), dtype=np.int64).reshape(x.shape)
+    try:
+        flat = grid[key]
+    except IndexError as exc:
+        raise _np_index_error("setitem", x, exc) from None
+    flat = np.ascontiguousarray(flat)
+    if flat.size == 0:
+        return
+    if isinstance(value, Tensor):
+        v = value.astype(x.dtype) if value.dtype != x.dtype else value
+        if v.device != x.device:
+            raise OpArgumentError(f"[setitem] value is on {v.device} but the tensor is on {x.device}; move it with value.to('{x.device}')")
+    else:
+        try:
+            v = to_tensor(np.asarray(value), dtype=x.dtype, device=x.device)
+        except (TypeError, ValueError) as exc:
+            raise OpArgumentError(f"[setitem] cannot assign {type(value).__name__} to a {x.dtype} tensor: {exc}") from None
+    try:
+        v = v.expand(flat.shape)
+    except OpArgumentError:
+        raise OpArgumentError(f"[setitem] value of shape {v.shape} cannot be broadcast to the indexed shape {flat.shape}") from None
+    idx = to_tensor(flat.reshape(-1), device=x.device)
+    r = scatter(x.reshape((-1,)), idx, v.reshape((-1,)), axis=0).reshape(x.shape)
+    rebind(x, r)
+
+
+def rebind(x: Tensor, r: Tensor) -> None:
+    """Make ``x`` hold ``r``'s storage and graph (how in-place updates work)."""
+    x._block = r._block
+    x._offset = r._offset
+    x._nv = None
+    x.shape = r.shape
+    x.dtype = r.dtype
+    if r._node is not None:
+        x._node = r._node
+        x._out_index = r._out_index
+        x.stop_gradient = r.stop_gradient
+        r._node._outs[r._out_index] = __import__("weakref").ref(x)
+
+
+def nonzero(x: Tensor, as_tuple: bool = False) -> Any:
+    idx = np.nonzero(x.numpy())
+    if as_tuple:
+        return tuple(to_tensor(i.astype(np.int64), device=x.device) for i in idx)
+    return to_tensor(np.stack(idx, axis=-1).astype(np.int64).reshape(-1, x.ndim), device=x.device)
+
+
+def masked_select(x: Tensor, mask: Tensor) -> Tensor:
+    if mask.dtype != _dt.bool_:
+        raise OpArgumentError(f"[masked_select] mask must be bool, got {mask.dtype}")
+    if mask.shape != x.shape:
+        mask = mask.expand(x.shape)
+    return getitem(x, mask)
+
+
+def masked_fill(x: Tensor, mask: Tensor, value: Any) -> Tensor:
+    from .math import where
+
+    return where(mask, value, x)

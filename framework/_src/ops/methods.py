@@ -1,0 +1,215 @@
+"""Tensor methods and Python operators, attached to :class:`Tensor`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from adapter_api import OpArgumentError
+
+from .. import autograd, dispatch
+from .. import device as _dev
+from .. import dtypes as _dt
+from ..tensor import Tensor
+from . import creation, indexing, shape
+from . import math as M
+from .base import OPS, OpDef, apply1
+
+
+def _transfer_grad(n: autograd.Node, g: list[Tensor | None]) -> list[Tensor | None]:
+    return [_move(g[0], n.inputs[0].device)]
+
+
+TRANSFER = OpDef("to_device", "transfer", None, _transfer_grad)
+OPS["to_device"] = TRANSFER
+
+
+def _move(x: Tensor, dev: _dev.Device) -> Tensor:
+    if x.device == dev:
+        return x
+    out = dispatch.copy_to(x, dev)
+    if autograd._ENABLED[0] and not x.stop_gradient:
+        autograd.record(TRANSFER, [x], {}, [out])
+    return out
+
+
+def to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """``x.to("opencl:0")``, ``x.to("float16")``, ``x.to(device, dtype)``, ``x.to(other_tensor)``."""
+    device = kwargs.pop("device", None)
+    dtype = kwargs.pop("dtype", None)
+    kwargs.pop("blocking", None)
+    kwargs.pop("non_blocking", None)
+    if kwargs:
+        raise OpArgumentError(f"[to] unexpected arguments {sorted(kwargs)}; expected device= and dtype=")
+    for a in args:
+        if isinstance(a, Tensor):
+            device, dtype = a.device, a.dtype
+        elif isinstance(a, _dev.Device):
+            device = a
+        elif isinstance(a, str) and a.split(":")[0].lower() in _dt._BY_NAME and ":" not in a:
+            try:
+                _dev.device_type(a)
+                device = a
+            except Exception:  # noqa: BLE001 — not a device type: a dtype name
+                dtype = a
+        elif isinstance(a, str):
+            device = a
+        else:
+            dtype = a
+    r = self
+    if device is not None:
+        r = _move(r, _dev.parse(device))
+    if dtype is not None:
+        r = M.cast(r, dtype)
+    return r
+
+
+def clone(self: Tensor) -> Tensor:
+    return apply1(OPS["copy"], [self], {})
+
+
+def detach(self: Tensor) -> Tensor:
+    t = Tensor._make(self._block, self._offset, self.shape, self.dtype, self.device)
+    return t
+
+
+def backward(self: Tensor, grad_tensor: Tensor | None = None, retain_graph: bool = False) -> None:
+    """Accumulate d(self)/d(leaf) into every leaf's ``.grad``."""
+    autograd.backward(self, grad_tensor, retain_graph)
+
+
+def register_hook(self: Tensor, hook: Any) -> Any:
+    """``hook(grad) -> new grad or None`` runs when this tensor's gradient is computed."""
+    if self.stop_gradient:
+        raise OpArgumentError("[register_hook] cannot register a hook on a tensor that does not require grad")
+    if self._hooks is None:
+        self._hooks = []
+    self._hooks.append(hook)
+
+    class _Handle:
+        def remove(_h) -> None:  # noqa: N805
+            if hook in (self._hooks or []):
+                self._hooks.remove(hook)
+
+    return _Handle()
+
+
+def retain_grads(self: Tensor) -> None:
+    self._retain_grad = True
+
+
+def clear_grad(self: Tensor, set_to_zero: bool = False) -> None:
+    self.grad = creation.zeros_like(self) if set_to_zero and self.grad is not None else None
+
+
+def _inplace(fn: Any) -> Any:
+    def op(self: Tensor, other: Any) -> Tensor:
+        r = fn(self, other)
+        if r.dtype != self.dtype:
+            if _dt.category(r.dtype) > _dt.category(self.dtype):
+                raise OpArgumentError(f"[inplace] result type {r.dtype} cannot be stored in a {self.dtype} tensor")
+            r = M.cast(r, self.dtype)
+        if r.shape != self.shape:
+            raise OpArgumentError(f"[inplace] result shape {r.shape} differs from the tensor's {self.shape}")
+        if autograd.is_grad_enabled() and self.is_leaf and not self.stop_gradient:
+            raise OpArgumentError(
+                "[inplace] a leaf tensor that requires grad cannot be modified in place; use `with fw.no_grad():`"
+            )
+        indexing.rebind(self, r)
+        return self
+
+    return op
+
+
+def _rev(fn: Any) -> Any:
+    return lambda self, other: fn(other, self)
+
+
+def _permute_method(self: Tensor, *dims: Any) -> Tensor:
+    if len(dims) == 1 and isinstance(dims[0], (list, tuple)):
+        dims = tuple(dims[0])
+    return shape.transpose(self, dims)
+
+
+def _reshape_method(self: Tensor, *shape_: Any, **kw: Any) -> Tensor:
+    if "shape" in kw:
+        shape_ = (kw["shape"],)
+    if len(shape_) == 1 and isinstance(shape_[0], (list, tuple)):
+        shape_ = tuple(shape_[0])
+    return shape.reshape(self, shape_)
+
+
+def _expand_method(self: Tensor, *shape_: Any) -> Tensor:
+    if len(shape_) == 1 and isinstance(shape_[0], (list, tuple)):
+        shape_ = tuple(shape_[0])
+    return shape.expand(self, shape_)
+
+
+def _zero_(self: Tensor) -> Tensor:
+    indexing.rebind(self, creation.zeros_like(self))
+    return self
+
+
+def _fill_(self: Tensor, value: Any) -> Tensor:
+    indexing.rebind(self, creation.full_like(self, value))
+    return self
+
+
+def _set_value(self: Tensor, value: Any) -> Tensor:
+    """Replace the values (same shape), keeping the tensor object: ``param.set_value(arr)``."""
+    from ..tensor import to_tensor
+
+    v = value if isinstance(value, Tensor) else to_tensor(value, dtype=self.dtype, device=self.device)
+    if v.shape != self.shape:
+        raise OpArgumentError(f"[set_value] value has shape {v.shape}, the tensor has {self.shape}")
+    v = v.to(self.device).astype(self.dtype).detach()
+    if v._block is self._block:
+        v = clone(v)
+    self._block, self._offset, self._nv = v._block, v._offset, None
+    return self
+
+
+_METHODS: dict[str, Any] = {
+    "__add__": M.add, "__radd__": _rev(M.add), "__sub__": M.subtract, "__rsub__": _rev(M.subtract),
+    "__mul__": M.multiply, "__rmul__": _rev(M.multiply), "__truediv__": M.divide,
+    "__rtruediv__": _rev(M.divide), "__floordiv__": M.floor_divide, "__rfloordiv__": _rev(M.floor_divide),
+    "__mod__": M.remainder, "__rmod__": _rev(M.remainder), "__pow__": M.pow, "__rpow__": _rev(M.pow),
+    "__matmul__": M.matmul, "__rmatmul__": _rev(M.matmul),
+    "__neg__": M.neg, "__abs__": M.abs, "__pos__": lambda self: self,
+    "__eq__": M.equal, "__ne__": M.not_equal, "__lt__": M.less_than, "__le__": M.less_equal,
+    "__gt__": M.greater_than, "__ge__": M.greater_equal,
+    "__and__": M.logical_and, "__or__": M.logical_or, "__xor__": M.logical_xor,
+    "__rand__": _rev(M.logical_and), "__ror__": _rev(M.logical_or),
+    "__invert__": M.logical_not,
+    "__getitem__": indexing.getitem, "__setitem__": indexing.setitem,
+    "__iadd__": _inplace(M.add), "__isub__": _inplace(M.subtract), "__imul__": _inplace(M.multiply),
+    "__itruediv__": _inplace(M.divide),
+    "add": M.add, "subtract": M.subtract, "multiply": M.multiply, "divide": M.divide, "pow": M.pow,
+    "matmul": M.matmul, "maximum": M.maximum, "minimum": M.minimum,
+    "add_": _inplace(M.add), "subtract_": _inplace(M.subtract), "multiply_": _inplace(M.multiply),
+    "scale_": _inplace(M.multiply),
+    "abs": M.abs, "exp": M.exp, "log": M.log, "sqrt": M.sqrt, "rsqrt": M.rsqrt, "sin": M.sin,
+    "cos": M.cos, "tanh": M.tanh, "sign": M.sign, "floor": M.floor, "ceil": M.ceil, "erf": M.erf,
+    "square": M.square, "reciprocal": M.reciprocal, "round": M.round, "neg": M.neg,
+    "isnan": M.isnan, "isinf": M.isinf, "isfinite": M.isfinite, "logical_not": M.logical_not,
+    "clip": M.clip, "clamp": M.clip,
+    "sum": M.sum, "mean": M.mean, "max": M.max, "min": M.min, "prod": M.prod, "argmax": M.argmax,
+    "argmin": M.argmin, "all": M.all, "any": M.any, "amax": M.max, "amin": M.min,
+    "astype": M.cast, "cast": M.cast, "to": to, "cpu": lambda self: to(self, "cpu"),
+    "clone": clone, "detach": detach, "backward": backward, "register_hook": register_hook,
+    "retain_grads": retain_grads, "clear_grad": clear_grad, "clear_gradient": clear_grad,
+    "zero_": _zero_, "fill_": _fill_, "set_value": _set_value,
+    "reshape": _reshape_method, "view": _reshape_method, "flatten": shape.flatten,
+    "squeeze": shape.squeeze, "unsqueeze": shape.unsqueeze, "transpose": _permute_method,
+    "permute": _permute_method, "swapaxes": shape.swapaxes, "t": shape.t, "expand": _expand_method,
+    "expand_as": shape.expand_as, "broadcast_to": _expand_method, "split": shape.split,
+    "chunk": shape.chunk, "flip": shape.flip, "tile": shape.tile, "unbind": shape.unbind,
+    "gather": indexing.gather, "index_select": indexing.index_select,
+    "masked_fill": indexing.masked_fill, "contiguous": lambda self: self,
+    "equal": M.equal, "not_equal": M.not_equal,
+}
+
+for _k, _v in _METHODS.items():
+    setattr(Tensor, _k, _v)
+
+Tensor.T = property(lambda self: shape.transpose(self, tuple(range(self.ndim))[::-1]))  # type: ignore[attr-defined]
+Tensor.mT = property(lambda self: shape.swapaxes(self, -1, -2))  # type: ignore[attr-defined]

@@ -1,0 +1,438 @@
+"""The primitive ops: shape/dtype rule and gradient rule of each, side by side.
+
+The kernels live in plugins; what each computes is in ``adapter_api.primitives``. Gradient
+rules are written with framework ops, so they are differentiable themselves.
+"""
+
+from __future__ import annotations
+
+import math as _m
+from typing import Any
+
+import numpy as np
+
+from adapter_api import OpArgumentError
+
+from .. import dtypes as _dt
+from ..tensor import Tensor
+from .base import primitive
+
+# -- shape rules ----------------------------------------------------------------------------
+
+
+def broadcast_shapes(op: str, a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
+    if a == b:
+        return a
+    n = max(len(a), len(b))
+    pa = (1,) * (n - len(a)) + a
+    pb = (1,) * (n - len(b)) + b
+    out = []
+    for i, (x, y) in enumerate(zip(pa, pb)):
+        if x == y or y == 1:
+            out.append(x)
+        elif x == 1:
+            out.append(y)
+        else:
+            raise OpArgumentError(
+                f"[{op}] shapes {a} and {b} cannot be broadcast: dimension {i - n} is {x} vs {y}; "
+                f"make them equal or 1"
+            )
+    return tuple(out)
+
+
+def _same(ins: list[Tensor], attrs: dict[str, Any]) -> list:
+    x = ins[0]
+    return [(x.shape, x.dtype)]
+
+
+def _bool(ins: list[Tensor], attrs: dict[str, Any]) -> list:
+    return [(ins[0].shape, _dt.bool_)]
+
+
+def _make_binary_infer(name: str, out_bool: bool):
+    def infer(ins: list[Tensor], attrs: dict[str, Any]) -> list:
+        x, y = ins
+        shape = broadcast_shapes(name, x.shape, y.shape)
+        return [(shape, _dt.bool_ if out_bool else x.dtype)]
+
+    return infer
+
+
+def _where_infer(ins: list[Tensor], attrs: dict[str, Any]) -> list:
+    c, x, y = ins
+    return [(broadcast_shapes("where", broadcast_shapes("where", c.shape, x.shape), y.shape), x.dtype)]
+
+
+def _reduce_infer(ins: list[Tensor], attrs: dict[str, Any]) -> list:
+    x = ins[0]
+    axes = attrs["axes"]
+    keep = attrs["keepdim"]
+    shape = tuple((1 if keep else None) if i in axes else s for i, s in enumerate(x.shape))
+    return [(tuple(s for s in shape if s is not None), x.dtype)]
+
+
+def _arg_infer(ins: list[Tensor], attrs: dict[str, Any]) -> list:
+    x = ins[0]
+    ax = attrs["axis"]
+    shape = list(x.shape)
+    if attrs["keepdim"]:
+        shape[ax] = 1
+    else:
+        del shape[ax]
+    return [(tuple(shape), _dt.int64)]
+
+
+def _matmul_infer(ins: list[Tensor], attrs: dict[str, Any]) -> list:
+    a, b = ins
+    return [(a.shape[:-1] + b.shape[-1:], a.dtype)]
+
+
+def _slice_len(start: int, stop: int, step: int) -> int:
+    return max(0, (stop - start + step - 1) // step)
+
+
+# -- gradient helpers -----------------------------------------------------------------------
+
+
+def sum_to(g: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """Sum a broadcast gradient back to ``shape``."""
+    if g.shape == shape:
+        return g
+    from .math import sum as _sum
+
+    lead = len(g.shape) - len(shape)
+    axes = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape) if s == 1 and g.shape[i + lead] != 1)
+    r = _sum(g, axis=axes, keepdim=True) if axes else g
+    return r.reshape(shape)
+
+
+def _m_():
+    from . import math as M
+
+    return M
+
+
+# unary -------------------------------------------------------------------------------------
+def _g_neg(n, g):
+    return [-g[0]]
+
+
+def _g_abs(n, g):
+    return [g[0] * _m_().sign(n.inputs[0])]
+
+
+def _g_exp(n, g):
+    return [g[0] * n.out()]
+
+
+def _g_log(n, g):
+    return [g[0] / n.inputs[0]]
+
+
+def _g_sqrt(n, g):
+    return [g[0] / (n.out() * 2.0)]
+
+
+def _g_rsqrt(n, g):
+    o = n.out()
+    return [g[0] * (o * o * o) * -0.5]
+
+
+def _g_sin(n, g):
+    return [g[0] * _m_().cos(n.inputs[0])]
+
+
+def _g_cos(n, g):
+    return [-(g[0] * _m_().sin(n.inputs[0]))]
+
+
+def _g_tanh(n, g):
+    o = n.out()
+    return [g[0] * (1.0 - o * o)]
+
+
+def _g_erf(n, g):
+    x = n.inputs[0]
+    return [g[0] * (_m_().exp(-(x * x)) * (2.0 / _m.sqrt(_m.pi)))]
+
+
+def _g_zero(n, g):
+    return [None] * len(n.inputs)
+
+
+for _name, _grad in [
+    ("neg", _g_neg), ("abs", _g_abs), ("exp", _g_exp), ("log", _g_log), ("sqrt", _g_sqrt),
+    ("rsqrt", _g_rsqrt), ("sin", _g_sin), ("cos", _g_cos), ("tanh", _g_tanh), ("erf", _g_erf),
+    ("floor", _g_zero), ("ceil", _g_zero), ("sign", _g_zero),
+]:
+    primitive(_name, _same, _grad, elementwise=True)
+primitive("logical_not", _bool, None, elementwise=True)
+
+
+# binary ------------------------------------------------------------------------------------
+def _g_add(n, g):
+    x, y = n.inputs
+    return [sum_to(g[0], x.shape), sum_to(g[0], y.shape)]
+
+
+def _g_sub(n, g):
+    x, y = n.inputs
+    return [sum_to(g[0], x.shape), sum_to(-g[0], y.shape)]
+
+
+def _g_mul(n, g):
+    x, y = n.inputs
+    return [
+        sum_to(g[0] * y, x.shape) if not x.stop_gradient else None,
+        sum_to(g[0] * x, y.shape) if not y.stop_gradient else None,
+    ]
+
+
+def _g_div(n, g):
+    x, y = n.inputs
+    gx = g[0] / y
+    return [
+        sum_to(gx, x.shape) if not x.stop_gradient else None,
+        sum_to(-(gx * x) / y, y.shape) if not y.stop_gradient else None,
+    ]
+
+
+def _g_pow(n, g):
+    M = _m_()
+    x, y = n.inputs
+    gx = gy = None
+    if not x.stop_gradient:
+        gx = sum_to(g[0] * y * M.pow(x, y - 1.0), x.shape)
+    if not y.stop_gradient:
+        safe = M.where(x > 0.0, x, M.ones_like(x))
+        gy = sum_to(g[0] * n.out() * M.log(safe), y.shape)
+    return [gx, gy]
+
+
+def _g_minmax(pick_x_when):
+    def rule(n, g):
+        x, y = n.inputs
+        half = g[0] * 0.5
+        eq = x == y
+        first = pick_x_when(x, y)
+        M = _m_()
+        gx = M.where(first, g[0], M.where(eq, half, M.zeros_like(half)))
+        gy = g[0] - gx
+        return [sum_to(gx, x.shape), sum_to(gy, y.shape)]
+
+    return rule
+
+
+def _g_remainder(n, g):
+    x, y = n.inputs
+    M = _m_()
+    return [sum_to(g[0], x.shape), sum_to(-(g[0] * M.floor_divide(x, y)), y.shape)]
+
+
+for _name, _grad in [
+    ("add", _g_add), ("sub", _g_sub), ("mul", _g_mul), ("div", _g_div), ("pow", _g_pow),
+    ("maximum", _g_minmax(lambda x, y: x > y)), ("minimum", _g_minmax(lambda x, y: x < y)),
+    ("floor_divide", _g_zero), ("remainder", _g_remainder),
+]:
+    primitive(_name, _make_binary_infer(_name, False), _grad, elementwise=True)
+for _name in ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or"):
+    primitive(_name, _make_binary_infer(_name, True), None, elementwise=True)
+
+
+def _g_where(n, g):
+    c, x, y = n.inputs
+    M = _m_()
+    z = M.zeros_like(g[0])
+    return [None, sum_to(M.where(c, g[0], z), x.shape), sum_to(M.where(c, z, g[0]), y.shape)]
+
+
+primitive("where", _where_infer, _g_where, elementwise=True)
+
+
+def _g_cast(n, g):
+    x = n.inputs[0]
+    return [g[0].astype(x.dtype) if _dt.is_floating(x.dtype) else None]
+
+
+primitive("cast", lambda ins, a: [(ins[0].shape, a["dtype"])], _g_cast)
+
+
+# reductions -------------------------------------------------------------------------------
+def _keep(g: Tensor, x: Tensor, attrs: dict[str, Any]) -> Tensor:
+    if attrs["keepdim"]:
+        return g
+    shape = tuple(1 if i in attrs["axes"] else s for i, s in enumerate(x.shape))
+    return g.reshape(shape)
+
+
+def _g_sum(n, g):
+    x = n.inputs[0]
+    return [_keep(g[0], x, n.attrs).expand(x.shape)]
+
+
+def _g_prod(n, g):
+    x = n.inputs[0]
+    o = _keep(n.out(), x, n.attrs)
+    return [_keep(g[0], x, n.attrs) * o / x]
+
+
+def _g_maxmin(n, g):
+    M = _m_()
+    x = n.inputs[0]
+    o = _keep(n.out(), x, n.attrs)
+    mask = (x == o).astype(x.dtype)
+    cnt = M.sum(mask, axis=n.attrs["axes"], keepdim=True)
+    return [_keep(g[0], x, n.attrs) * mask / cnt]
+
+
+primitive("sum", _reduce_infer, _g_sum)
+primitive("prod", _reduce_infer, _g_prod)
+primitive("max", _reduce_infer, _g_maxmin)
+primitive("min", _reduce_infer, _g_maxmin)
+primitive("argmax", _arg_infer, None)
+primitive("argmin", _arg_infer, None)
+
+
+# linear algebra ----------------------------------------------------------------------------
+def _g_matmul(n, g):
+    a, b = n.inputs
+    M = _m_()
+    ga = M.matmul(g[0], b, transpose_y=True) if not a.stop_gradient else None
+    gb = M.matmul(a, g[0], transpose_x=True) if not b.stop_gradient else None
+    return [ga, gb]
+
+
+primitive("matmul", _matmul_infer, _g_matmul)
+
+
+# layout ------------------------------------------------------------------------------------
+def _g_permute(n, g):
+    perm = n.attrs["perm"]
+    inv = tuple(int(i) for i in np.argsort(perm))
+    return [g[0].transpose(inv)]
+
+
+primitive("permute", lambda ins, a: [(tuple(ins[0].shape[p] for p in a["perm"]), ins[0].dtype)], _g_permute)
+primitive("expand", lambda ins, a: [(a["shape"], ins[0].dtype)], lambda n, g: [sum_to(g[0], n.inputs[0].shape)])
+
+
+def _slice_infer(ins, a):
+    return [(tuple(_slice_len(s, e, st) for s, e, st in zip(a["starts"], a["stops"], a["steps"])), ins[0].dtype)]
+
+
+def _g_slice(n, g):
+    """Scatter the gradient back: interleave zeros for steps > 1, then pad."""
+    from .shape import pad_raw
+
+    x = n.inputs[0]
+    r = g[0]
+    pads = []
+    for d, (s, st, size) in enumerate(zip(n.attrs["starts"], n.attrs["steps"], x.shape)):
+        length = r.shape[d]
+        if st > 1 and length > 0:
+            shp = r.shape
+            r = r.reshape(shp[: d + 1] + (1,) + shp[d + 1 :])
+            zp = [(0, 0)] * len(r.shape)
+            zp[d + 1] = (0, st - 1)
+            r = pad_raw(r, tuple(zp), 0.0)
+            r = r.reshape(shp[:d] + (length * st,) + shp[d + 1 :])
+            span = length * st
+        else:
+            span = length
+        after = size - s - span
+        if after < 0:  # the last interleaved zeros run past the end
+            from .shape import slice_raw
+
+            starts = [0] * len(r.shape)
+            stops = list(r.shape)
+            stops[d] = r.shape[d] + after
+            r = slice_raw(r, tuple(starts), tuple(stops), (1,) * len(r.shape))
+            after = 0
+        pads.append((s, after))
+    return [pad_raw(r, tuple(pads), 0.0)]
+
+
+primitive("slice", _slice_infer, _g_slice)
+
+
+def _concat_infer(ins, a):
+    ax = a["axis"]
+    shape = list(ins[0].shape)
+    shape[ax] = sum(t.shape[ax] for t in ins)
+    return [(tuple(shape), ins[0].dtype)]
+
+
+def _g_concat(n, g):
+    from .shape import slice_raw
+
+    ax = n.attrs["axis"]
+    out = []
+    start = 0
+    for t in n.inputs:
+        starts = [0] * len(t.shape)
+        stops = list(g[0].shape)
+        starts[ax] = start
+        stops[ax] = start + t.shape[ax]
+        start += t.shape[ax]
+        out.append(slice_raw(g[0], tuple(starts), tuple(stops), (1,) * len(t.shape)))
+    return out
+
+
+primitive("concat", _concat_infer, _g_concat)
+
+
+def _pad_infer(ins, a):
+    return [(tuple(s + b + e for s, (b, e) in zip(ins[0].shape, a["pads"])), ins[0].dtype)]
+
+
+def _g_pad(n, g):
+    from .shape import slice_raw
+
+    x = n.inputs[0]
+    starts = tuple(b for b, _ in n.attrs["pads"])
+    stops = tuple(b + s for (b, _), s in zip(n.attrs["pads"], x.shape))
+    return [slice_raw(g[0], starts, stops, (1,) * len(x.shape))]
+
+
+primitive("pad", _pad_infer, _g_pad)
+
+
+# indexing ----------------------------------------------------------------------------------
+def _gather_infer(ins, a):
+    x, idx = ins
+    ax = a["axis"]
+    return [(x.shape[:ax] + idx.shape + x.shape[ax + 1 :], x.dtype)]
+
+
+def _g_gather(n, g):
+    from .creation import zeros_like
+    from .indexing import scatter_add
+
+    x, idx = n.inputs
+    return [scatter_add(zeros_like(x), idx, g[0], axis=n.attrs["axis"]), None]
+
+
+def _g_scatter_add(n, g):
+    from .indexing import gather
+
+    x, idx, src = n.inputs
+    return [g[0], None, gather(g[0], idx, axis=n.attrs["axis"])]
+
+
+def _g_scatter(n, g):
+    from .creation import zeros_like
+    from .indexing import gather, scatter
+
+    x, idx, src = n.inputs
+    return [scatter(g[0], idx, zeros_like(src), axis=n.attrs["axis"]), None, gather(g[0], idx, axis=n.attrs["axis"])]
+
+
+primitive("gather", _gather_infer, _g_gather)
+primitive("scatter_add", lambda ins, a: [(ins[0].shape, ins[0].dtype)], _g_scatter_add)
+primitive("scatter", lambda ins, a: [(ins[0].shape, ins[0].dtype)], _g_scatter)
+
+# creation and memory ---------------------------------------------------------------------
+primitive("full", lambda ins, a: [(a["shape"], a["dtype"])])
+primitive("arange", lambda ins, a: [((0,), a["dtype"])])  # length given by the caller
+primitive("philox_uniform", lambda ins, a: [(a["shape"], a["dtype"])])
+primitive("copy", _same, lambda n, g: [g[0]])

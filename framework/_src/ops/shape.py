@@ -1,0 +1,289 @@
+"""Shape and layout ops: the reshape family (shares storage), transpose, expand, concat,
+stack, split, pad, flip."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from adapter_api import OpArgumentError
+
+from .. import autograd
+from .. import dtypes as _dt
+from ..tensor import Tensor
+from .base import OPS, OpDef, apply1
+
+
+def _view_grad(n: autograd.Node, g: list[Tensor | None]) -> list[Tensor | None]:
+    return [g[0].reshape(n.inputs[0].shape)]
+
+
+RESHAPE = OpDef("reshape", "view", None, _view_grad)
+OPS["reshape"] = RESHAPE
+
+
+def _resolve_shape(x: Tensor, shape: Any) -> tuple[int, ...]:
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    if isinstance(shape, Tensor):
+        shape = shape.tolist()
+    try:
+        shape = [int(s.item()) if isinstance(s, Tensor) else int(s) for s in shape]
+    except (TypeError, ValueError):
+        raise OpArgumentError(f"[reshape] shape must be a sequence of ints, got {shape!r}") from None
+    n = x.numel()
+    unknown = [i for i, s in enumerate(shape) if s == -1]
+    if len(unknown) > 1:
+        raise OpArgumentError(f"[reshape] only one dimension can be -1, got {tuple(shape)}")
+    if any(s < -1 for s in shape):
+        raise OpArgumentError(f"[reshape] invalid dimension in {tuple(shape)}; sizes must be >= 0 or -1")
+    known = math.prod(s for s in shape if s != -1)
+    if unknown:
+        if known == 0 or n % known:
+            raise OpArgumentError(f"[reshape] cannot reshape {x.shape} ({n} elements) into {tuple(shape)}")
+        shape[unknown[0]] = n // known
+    elif known != n:
+        raise OpArgumentError(
+            f"[reshape] cannot reshape {x.shape} ({n} elements) into {tuple(shape)} ({known} elements); "
+            f"the element count must stay the same"
+        )
+    return tuple(shape)
+
+
+def reshape(x: Tensor, shape: Any, name: str | None = None) -> Tensor:
+    """A tensor with the same data and a new shape (shares storage; one -1 is inferred)."""
+    if not isinstance(x, Tensor):
+        raise OpArgumentError(f"[reshape] expected a Tensor, got {type(x).__name__}")
+    shape = _resolve_shape(x, shape)
+    if shape == x.shape:
+        return x
+    out = x._reshaped(shape)
+    if autograd._ENABLED[0] and not x.stop_gradient:
+        autograd.record(RESHAPE, [x], {}, [out])
+    return out
+
+
+def flatten(x: Tensor, start_axis: int = 0, stop_axis: int = -1) -> Tensor:
+    if x.ndim == 0:
+        return reshape(x, (1,))
+    s = start_axis % x.ndim
+    e = stop_axis % x.ndim
+    if s > e:
+        raise OpArgumentError(f"[flatten] start_axis {start_axis} is after stop_axis {stop_axis}")
+    return reshape(x, x.shape[:s] + (math.prod(x.shape[s : e + 1]),) + x.shape[e + 1 :])
+
+
+def squeeze(x: Tensor, axis: Any = None) -> Tensor:
+    if axis is None:
+        return reshape(x, tuple(s for s in x.shape if s != 1))
+    axes = [axis] if isinstance(axis, int) else list(axis)
+    norm = set()
+    for a in axes:
+        if not -max(x.ndim, 1) <= a < max(x.ndim, 1):
+            raise OpArgumentError(f"[squeeze] axis {a} is out of range for {x.ndim} dimensions")
+        norm.add(a % max(x.ndim, 1))
+    return reshape(x, tuple(s for i, s in enumerate(x.shape) if not (i in norm and s == 1)))
+
+
+def unsqueeze(x: Tensor, axis: Any) -> Tensor:
+    axes = [axis] if isinstance(axis, int) else list(axis)
+    shape = list(x.shape)
+    for a in sorted(a % (len(shape) + len(axes)) if a < 0 else a for a in axes):
+        if a > len(shape):
+            raise OpArgumentError(f"[unsqueeze] axis {a} is out of range for {x.ndim} dimensions")
+        shape.insert(a, 1)
+    return reshape(x, tuple(shape))
+
+
+def transpose(x: Tensor, perm: Sequence[int], name: str | None = None) -> Tensor:
+    """Permute dimensions (Paddle's ``transpose(x, perm)``); copies."""
+    perm = tuple(int(p) for p in perm)
+    if sorted(p % max(x.ndim, 1) for p in perm) != list(range(x.ndim)):
+        raise OpArgumentError(f"[transpose] perm {perm} is not a permutation of the {x.ndim} dimensions of {x.shape}")
+    perm = tuple(p % x.ndim for p in perm)
+    if perm == tuple(range(x.ndim)):
+        return x
+    return apply1(OPS["permute"], [x], {"perm": perm})
+
+
+permute = transpose
+
+
+def swapaxes(x: Tensor, a: int, b: int) -> Tensor:
+    if x.ndim < 2:
+        raise OpArgumentError(f"[swapaxes] needs at least 2 dimensions, got shape {x.shape}")
+    perm = list(range(x.ndim))
+    a, b = a % x.ndim, b % x.ndim
+    perm[a], perm[b] = perm[b], perm[a]
+    return transpose(x, perm)
+
+
+def t(x: Tensor) -> Tensor:
+    if x.ndim > 2:
+        raise OpArgumentError(f"[t] expects at most 2 dimensions, got shape {x.shape}; use transpose")
+    return x if x.ndim < 2 else swapaxes(x, 0, 1)
+
+
+def expand(x: Tensor, shape: Any) -> Tensor:
+    """Broadcast to ``shape`` (-1 keeps a size); materialises the result."""
+    shape = [shape] if isinstance(shape, int) else list(shape)
+    if len(shape) < x.ndim:
+        raise OpArgumentError(f"[expand] target shape {tuple(shape)} has fewer dims than the tensor {x.shape}")
+    src = (1,) * (len(shape) - x.ndim) + x.shape
+    out = []
+    for i, (s, t_) in enumerate(zip(src, shape)):
+        t_ = s if t_ == -1 else int(t_)
+        if s != t_ and s != 1:
+            raise OpArgumentError(f"[expand] cannot expand {x.shape} to {tuple(shape)}: dimension {i} is {s}, not 1 or {t_}")
+        out.append(t_)
+    out = tuple(out)
+    if out == x.shape:
+        return x
+    if src != x.shape:
+        x = reshape(x, src)
+    return apply1(OPS["expand"], [x], {"shape": out})
+
+
+broadcast_to = expand
+
+
+def expand_as(x: Tensor, y: Tensor) -> Tensor:
+    return expand(x, y.shape)
+
+
+def concat(xs: Sequence[Tensor], axis: int = 0, name: str | None = None) -> Tensor:
+    xs = list(xs)
+    if not xs:
+        raise OpArgumentError("[concat] expected a non-empty list of tensors")
+    for i, t_ in enumerate(xs):
+        if not isinstance(t_, Tensor):
+            raise OpArgumentError(f"[concat] item {i} is a {type(t_).__name__}, expected a Tensor")
+    nd = xs[0].ndim
+    if nd == 0:
+        raise OpArgumentError("[concat] cannot concatenate 0-d tensors; use stack")
+    if not -nd <= axis < nd:
+        raise OpArgumentError(f"[concat] axis {axis} is out of range for {nd} dimensions")
+    ax = axis % nd
+    d = xs[0].dtype
+    for t_ in xs[1:]:
+        if t_.dtype != d:
+            d = _dt.promote(d, t_.dtype)
+    for i, t_ in enumerate(xs):
+        if t_.ndim != nd or any(a != b for j, (a, b) in enumerate(zip(t_.shape, xs[0].shape)) if j != ax):
+            raise OpArgumentError(
+                f"[concat] tensor {i} has shape {t_.shape}, but tensor 0 has {xs[0].shape}; all sizes but axis {ax} must match"
+            )
+    xs = [t_.astype(d) for t_ in xs]
+    if len(xs) == 1:
+        return xs[0]
+    return apply1(OPS["concat"], xs, {"axis": ax})
+
+
+cat = concat
+
+
+def stack(xs: Sequence[Tensor], axis: int = 0, name: str | None = None) -> Tensor:
+    xs = list(xs)
+    if not xs:
+        raise OpArgumentError("[stack] expected a non-empty list of tensors")
+    for i, t_ in enumerate(xs):
+        if t_.shape != xs[0].shape:
+            raise OpArgumentError(f"[stack] tensor {i} has shape {t_.shape}, tensor 0 has {xs[0].shape}; they must be equal")
+    nd = xs[0].ndim + 1
+    if not -nd <= axis < nd:
+        raise OpArgumentError(f"[stack] axis {axis} is out of range for {nd} dimensions")
+    return concat([unsqueeze(t_, axis % nd) for t_ in xs], axis=axis % nd)
+
+
+def slice_raw(x: Tensor, starts: tuple[int, ...], stops: tuple[int, ...], steps: tuple[int, ...]) -> Tensor:
+    if all(s == 0 for s in starts) and tuple(stops) == x.shape and all(s == 1 for s in steps):
+        return x
+    return apply1(OPS["slice"], [x], {"starts": tuple(starts), "stops": tuple(stops), "steps": tuple(steps)})
+
+
+def pad_raw(x: Tensor, pads: tuple[tuple[int, int], ...], value: float) -> Tensor:
+    if all(b == 0 and e == 0 for b, e in pads):
+        return x
+    return apply1(OPS["pad"], [x], {"pads": tuple(pads), "value": value})
+
+
+def split(x: Tensor, num_or_sections: Any, axis: int = 0) -> list[Tensor]:
+    """Paddle's split: an int gives that many equal parts; a list gives the part sizes (one may be -1)."""
+    if not -max(x.ndim, 1) <= axis < max(x.ndim, 1) or x.ndim == 0:
+        raise OpArgumentError(f"[split] axis {axis} is out of range for shape {x.shape}")
+    ax = axis % x.ndim
+    n = x.shape[ax]
+    if isinstance(num_or_sections, int):
+        if num_or_sections <= 0 or n % num_or_sections:
+            raise OpArgumentError(f"[split] cannot split size {n} of axis {ax} into {num_or_sections} equal parts")
+        sizes = [n // num_or_sections] * num_or_sections
+    else:
+        sizes = list(num_or_sections)
+        if sizes.count(-1) == 1:
+            sizes[sizes.index(-1)] = n - (sum(sizes) + 1)
+        if sum(sizes) != n or any(s < 0 for s in sizes):
+            raise OpArgumentError(f"[split] sections {list(num_or_sections)} do not add up to size {n} of axis {ax}")
+    out = []
+    start = 0
+    for s in sizes:
+        starts = [0] * x.ndim
+        stops = list(x.shape)
+        starts[ax], stops[ax] = start, start + s
+        out.append(slice_raw(x, tuple(starts), tuple(stops), (1,) * x.ndim))
+        start += s
+    return out
+
+
+def chunk(x: Tensor, chunks: int, axis: int = 0) -> list[Tensor]:
+    n = x.shape[axis]
+    size = -(-n // chunks)
+    sizes = [size] * (n // size) + ([n % size] if n % size else [])
+    return split(x, sizes, axis)
+
+
+def unbind(x: Tensor, axis: int = 0) -> list[Tensor]:
+    return [squeeze(p, axis) for p in split(x, x.shape[axis], axis)]
+
+
+def pad(x: Tensor, pad: Sequence[int], mode: str = "constant", value: float = 0.0) -> Tensor:
+    """Constant padding; ``pad`` lists (before, after) pairs starting from the LAST dimension,
+    as in ``torch.nn.functional.pad`` and Paddle's ``F.pad`` for ``len(pad) < 2*ndim``."""
+    if mode != "constant":
+        raise OpArgumentError(f"[pad] mode {mode!r} is not supported; only 'constant'")
+    pad = [int(p) for p in pad]
+    if len(pad) % 2 or len(pad) > 2 * x.ndim:
+        raise OpArgumentError(f"[pad] pad must hold pairs for at most {x.ndim} dims, got {pad}")
+    if any(p < 0 for p in pad):
+        raise OpArgumentError(f"[pad] negative padding {pad} is not supported; slice instead")
+    pairs = [(0, 0)] * x.ndim
+    for i in range(len(pad) // 2):
+        pairs[x.ndim - 1 - i] = (pad[2 * i], pad[2 * i + 1])
+    return pad_raw(x, tuple(pairs), value)
+
+
+def flip(x: Tensor, axis: Any) -> Tensor:
+    from .creation import arange
+    from .indexing import gather
+    from .math import normalize_axes
+
+    for a in normalize_axes("flip", axis, x.ndim):
+        n = x.shape[a]
+        x = gather(x, arange(n - 1, -1, -1, device=x.device), axis=a)
+    return x
+
+
+def tile(x: Tensor, repeat_times: Sequence[int]) -> Tensor:
+    reps = list(repeat_times)
+    if len(reps) < x.ndim:
+        reps = [1] * (x.ndim - len(reps)) + reps
+    x = reshape(x, (1,) * (len(reps) - x.ndim) + x.shape)
+    inter = []
+    target = []
+    for r, s in zip(reps, x.shape):
+        inter += [1, s]
+        target += [r, s]
+    y = expand(reshape(x, tuple(inter)), tuple(target))
+    return reshape(y, tuple(r * s for r, s in zip(reps, x.shape)))

@@ -1,0 +1,279 @@
+"""The Tensor: a contiguous region of one device's memory, with shape and dtype.
+
+Storage is always contiguous (row-major) with a byte offset into a caching-allocator block,
+so kernels never see strides. Reshape-like ops share storage; slicing and transposing copy
+(see docs/user-guide.md). Operators and methods are attached by ``framework._src.ops``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from adapter_api import OpArgumentError
+
+from . import device as _dev
+from . import dtypes as _dt
+from .allocator import Block
+
+
+class Tensor:
+    __slots__ = (
+        "_block",
+        "_offset",
+        "shape",
+        "dtype",
+        "device",
+        "_dtype_obj",
+        "_nv",
+        "_node",
+        "_out_index",
+        "stop_gradient",
+        "grad",
+        "_hooks",
+        "_retain_grad",
+        "name",
+        "persistable",
+        "__weakref__",
+    )
+
+    # -- construction (internal) --------------------------------------------------------
+    @classmethod
+    def _make(cls, block: Block, offset: int, shape: tuple[int, ...], dtype: np.dtype, device: _dev.Device) -> Tensor:
+        t = object.__new__(cls)
+        t._block = block
+        t._offset = offset
+        t.shape = shape
+        t.dtype = dtype
+        t.device = device
+        t._nv = None
+        t._node = None
+        t._out_index = 0
+        t.stop_gradient = True
+        t.grad = None
+        t._hooks = None
+        t._retain_grad = False
+        t.name = None
+        t.persistable = False
+        return t
+
+    def __init__(self, data: Any = None, dtype: Any = None, device: Any = None, stop_gradient: bool = True) -> None:
+        src = to_tensor(data, dtype=dtype, device=device, stop_gradient=stop_gradient)
+        for slot in Tensor.__slots__:
+            if slot != "__weakref__":
+                setattr(self, slot, getattr(src, slot))
+
+    # -- metadata -----------------------------------------------------------------------
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def dim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        """Number of elements (Paddle's ``Tensor.size``)."""
+        return math.prod(self.shape)
+
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        return math.prod(self.shape) * self.dtype.itemsize
+
+    @property
+    def place(self) -> _dev.Device:
+        return self.device
+
+    @property
+    def requires_grad(self) -> bool:
+        return not self.stop_gradient
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        self.stop_gradient = not value
+
+    def requires_grad_(self, value: bool = True) -> Tensor:
+        self.stop_gradient = not value
+        return self
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._node is None
+
+    def _reshaped(self, shape: tuple[int, ...]) -> Tensor:
+        """A tensor sharing this one's storage with another shape (no graph recorded)."""
+        t = Tensor._make(self._block, self._offset, shape, self.dtype, self.device)
+        return t
+
+    def native(self) -> Any:
+        """The plugin's native view of this tensor (numpy array on cpu, ...)."""
+        nv = self._nv
+        if nv is None:
+            rt = _dev.device_type(self.device.type).runtime
+            nv = self._nv = rt.view(self._block.handle, self._offset, self.shape, self.dtype)
+        return nv
+
+    # -- host access (synchronizes) -----------------------------------------------------
+    def numpy(self) -> np.ndarray:
+        """A host copy of the values (waits for the work that writes this tensor)."""
+        out = np.empty(self.shape, self.dtype)
+        if out.nbytes:
+            dt = _dev.device_type(self.device.type)
+            dt.runtime.copy_d2h(self.device.index, out, self._block.handle, self._offset, dt.stream(self.device.index), True)
+        return out
+
+    def item(self) -> Any:
+        if math.prod(self.shape) != 1:
+            raise OpArgumentError(
+                f"[item] only a tensor with one element can be converted to a Python scalar, got shape {self.shape}"
+            )
+        return self.numpy().reshape(()).item()
+
+    def tolist(self) -> Any:
+        return self.numpy().tolist()
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        a = self.numpy()
+        return a if dtype is None else a.astype(dtype)
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("[len] len() of a 0-d tensor")
+        return self.shape[0]
+
+    def __bool__(self) -> bool:
+        if math.prod(self.shape) != 1:
+            raise OpArgumentError(
+                f"[bool] the truth value of a tensor with {self.numel()} elements is ambiguous; use .any() or .all()"
+            )
+        return bool(self.item())
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self.dtype.kind not in "iu":
+            raise TypeError(f"[index] only integer tensors can be used as an index, got {self.dtype}")
+        return int(self.item())
+
+    def __repr__(self) -> str:
+        grad = "" if self.stop_gradient else ", stop_gradient=False"
+        try:
+            body = np.array2string(self.numpy(), separator=", ", prefix="       ")
+        except Exception as exc:  # noqa: BLE001 — repr must not raise
+            body = f"<unreadable: {exc}>"
+        return f"Tensor(shape={list(self.shape)}, dtype={self.dtype}, device={self.device}{grad},\n       {body})"
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    # -- DLPack -------------------------------------------------------------------------
+    def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:
+        nv = self.native()
+        if not hasattr(nv, "__dlpack__"):
+            raise OpArgumentError(f"[dlpack] tensors on {self.device} cannot be exported with DLPack; use .to('cpu') first")
+        return nv.__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self) -> Any:
+        nv = self.native()
+        if not hasattr(nv, "__dlpack_device__"):
+            raise OpArgumentError(f"[dlpack] tensors on {self.device} cannot be exported with DLPack; use .to('cpu') first")
+        return nv.__dlpack_device__()
+
+
+# -- making tensors ------------------------------------------------------------------------
+def empty(shape: tuple[int, ...], dtype: np.dtype, device: _dev.Device) -> Tensor:
+    nbytes = math.prod(shape) * dtype.itemsize
+    block = _dev.allocator_of(device).malloc(nbytes)
+    return Tensor._make(block, 0, shape, dtype, device)
+
+
+def from_numpy_copy(arr: np.ndarray, device: _dev.Device) -> Tensor:
+    arr = np.ascontiguousarray(arr)
+    t = empty(arr.shape, arr.dtype, device)
+    if arr.nbytes:
+        dt = _dev.device_type(device.type)
+        dt.runtime.copy_h2d(device.index, t._block.handle, 0, arr, dt.stream(device.index), True)
+    return t
+
+
+def _as_numpy(data: Any, dtype: np.dtype | None) -> np.ndarray:
+    if isinstance(data, np.ndarray):
+        arr = data
+        if arr.dtype == np.dtype(object):
+            raise OpArgumentError("[to_tensor] numpy arrays of dtype object are not supported; convert to numbers first")
+        if arr.dtype not in _dt._SUPPORTED and dtype is None:
+            arr = arr.astype(_canonical(arr.dtype))
+    elif isinstance(data, (bool, int, float, np.generic)):
+        arr = np.asarray(data, dtype=dtype if dtype is not None else _dt.infer_dtype(data))
+    else:
+        try:
+            arr = np.asarray(data)
+        except ValueError as exc:
+            raise OpArgumentError(f"[to_tensor] data is not a regular (rectangular) nested list: {exc}") from exc
+        if arr.dtype == np.dtype(object) or arr.dtype.kind in "USV":
+            raise OpArgumentError(
+                f"[to_tensor] cannot make a tensor from {type(data).__name__} holding {arr.dtype} values; "
+                f"give numbers, nested lists of numbers, a numpy array or a Tensor"
+            )
+        if dtype is None:
+            if arr.dtype.kind == "f":
+                arr = arr.astype(_dt.get_default_dtype())
+            elif arr.dtype.kind in "iu" and arr.dtype not in _dt._SUPPORTED:
+                arr = arr.astype(np.int64)
+    if dtype is not None and arr.dtype != dtype:
+        arr = arr.astype(dtype)
+    return arr
+
+
+def _canonical(d: np.dtype) -> np.dtype:
+    if d.kind == "f":
+        return _dt.float64
+    if d.kind in "iu":
+        return _dt.int64
+    if d.kind == "c":
+        raise OpArgumentError("[to_tensor] complex numbers are not supported")
+    raise OpArgumentError(f"[to_tensor] unsupported numpy dtype {d}")
+
+
+def to_tensor(data: Any, dtype: Any = None, device: Any = None, stop_gradient: bool = True, place: Any = None) -> Tensor:
+    """Make a tensor from Python numbers, nested lists, a numpy array or another tensor.
+
+    >>> import framework as fw
+    >>> fw.to_tensor([[1.0, 2.0], [3.0, 4.0]]).shape
+    (2, 2)
+    """
+    dev = _dev.get_device() if device is None and place is None else _dev.parse(device if device is not None else place)
+    d = _dt.as_dtype(dtype, "to_tensor") if dtype is not None else None
+    if isinstance(data, Tensor):
+        t = data.to(dev)
+        if d is not None and t.dtype != d:
+            t = t.astype(d)
+        elif t is data:
+            t = data.clone()
+        t = t.detach()
+    else:
+        t = from_numpy_copy(_as_numpy(data, d), dev)
+    t.stop_gradient = stop_gradient
+    return t
+
+
+def from_dlpack(obj: Any, device: Any = None) -> Tensor:
+    """Import a DLPack-capable array (numpy, cupy, torch CPU tensors) as a tensor (copies)."""
+    if not hasattr(obj, "__dlpack__"):
+        raise OpArgumentError(f"[from_dlpack] expected an object with __dlpack__, got {type(obj).__name__}")
+    try:
+        arr = np.from_dlpack(obj)
+    except (RuntimeError, BufferError, TypeError) as exc:
+        raise OpArgumentError(
+            f"[from_dlpack] only host (CPU) DLPack arrays can be imported here: {exc}; move the array to the host first"
+        ) from exc
+    return from_numpy_copy(_as_numpy(arr, None), _dev.get_device() if device is None else _dev.parse(device))

@@ -1,0 +1,288 @@
+"""numpy kernels for every primitive (see adapter_api.primitives for what each computes).
+
+Destination passing: each kernel writes into ``outs``. Half-precision math runs in float32
+and is rounded once into the output, as the GPU libraries do.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+from scipy import special as _special
+
+from adapter_api import OpArgumentError
+
+from .philox import philox_uniform
+
+F16 = np.dtype(np.float16)
+BF16 = np.dtype(ml_dtypes.bfloat16)
+FLOATS = ("float32", "float64", "float16", BF16)
+SIGNED = ("int8", "int16", "int32", "int64")
+INTS = (*SIGNED, "uint8")
+NUMERIC = (*FLOATS, *INTS)
+ALL = (*NUMERIC, "bool")
+_HALF = (F16, BF16)
+
+
+def _f32(x: np.ndarray) -> np.ndarray:
+    return x.astype(np.float32) if x.dtype in _HALF else x
+
+
+def _unary(fn: Any):
+    def k(ctx: Any, outs: list, ins: list) -> None:
+        x, y = ins[0], outs[0]
+        if y.dtype in _HALF:
+            y[...] = fn(_f32(x))
+        else:
+            fn(x, out=y)
+
+    return k
+
+
+def _rsqrt(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    r = np.sqrt(x, out=out)
+    return np.divide(1, r, out=r)
+
+
+def _binary(fn: Any):
+    def k(ctx: Any, outs: list, ins: list) -> None:
+        x, y = ins
+        z = outs[0]
+        if x.dtype in _HALF:
+            z[...] = fn(_f32(x), _f32(y))
+        else:
+            with np.errstate(all="ignore"):
+                fn(x, y, out=z)
+
+    return k
+
+
+def _int_div(fn: Any):
+    def k(ctx: Any, outs: list, ins: list) -> None:
+        x, y = ins
+        with np.errstate(all="ignore"):
+            fn(x, y, out=outs[0])
+        if x.dtype.kind in "iu":  # numpy gives 0 for integer division by zero; keep that defined
+            pass
+
+    return k
+
+
+def _where(ctx: Any, outs: list, ins: list) -> None:
+    c, x, y = ins
+    np.copyto(outs[0], np.where(c, x, y))
+
+
+def _cast(ctx: Any, outs: list, ins: list, dtype: Any) -> None:
+    x, y = ins[0], outs[0]
+    if y.dtype == np.bool_:
+        np.not_equal(x, 0, out=y)
+    elif x.dtype.kind == "f" or x.dtype in _HALF:
+        with np.errstate(invalid="ignore"):
+            if y.dtype.kind in "iu":
+                y[...] = np.trunc(_f32(x)).astype(y.dtype)
+            else:
+                y[...] = x.astype(y.dtype)
+    else:
+        np.copyto(y, x, casting="unsafe")
+
+
+def _reduce(fn: Any):
+    def k(ctx: Any, outs: list, ins: list, axes: tuple[int, ...], keepdim: bool) -> None:
+        x, y = ins[0], outs[0]
+        if not axes:
+            np.copyto(y, x)
+        elif x.dtype in _HALF:
+            y[...] = fn(x.astype(np.float32), axis=axes, keepdims=keepdim)
+        else:
+            fn(x, axis=axes, keepdims=keepdim, out=y)
+
+    return k
+
+
+def _arg(fn: Any):
+    def k(ctx: Any, outs: list, ins: list, axis: int, keepdim: bool) -> None:
+        x = ins[0]
+        if x.dtype in _HALF:
+            x = x.astype(np.float32)
+        outs[0][...] = fn(x, axis=axis, keepdims=keepdim)
+
+    return k
+
+
+def _matmul(ctx: Any, outs: list, ins: list) -> None:
+    a, b = ins
+    c = outs[0]
+    if a.dtype in _HALF:
+        c[...] = np.matmul(a.astype(np.float32), b.astype(np.float32))
+    elif a.dtype == np.bool_:
+        c[...] = np.matmul(a, b)
+    else:
+        np.matmul(a, b, out=c)
+
+
+def _permute(ctx: Any, outs: list, ins: list, perm: tuple[int, ...]) -> None:
+    np.copyto(outs[0], ins[0].transpose(perm))
+
+
+def _expand(ctx: Any, outs: list, ins: list, shape: tuple[int, ...]) -> None:
+    np.copyto(outs[0], np.broadcast_to(ins[0], shape))
+
+
+def _slice(ctx: Any, outs: list, ins: list, starts: tuple, stops: tuple, steps: tuple) -> None:
+    np.copyto(outs[0], ins[0][tuple(slice(a, b, c) for a, b, c in zip(starts, stops, steps))])
+
+
+def _concat(ctx: Any, outs: list, ins: list, axis: int) -> None:
+    np.concatenate(ins, axis=axis, out=outs[0])
+
+
+def _pad(ctx: Any, outs: list, ins: list, pads: tuple, value: Any) -> None:
+    y = outs[0]
+    y.fill(value)
+    y[tuple(slice(b, b + s) for (b, _), s in zip(pads, ins[0].shape))] = ins[0]
+
+
+def _check_index(op: str, idx: np.ndarray, size: int, axis: int) -> None:
+    if idx.size:
+        lo, hi = int(idx.min()), int(idx.max())
+        if lo < 0 or hi >= size:
+            bad = lo if lo < 0 else hi
+            raise OpArgumentError(
+                f"[{op}] index {bad} is out of range for axis {axis} of size {size}; indices must be in [0, {size})"
+            )
+
+
+def _gather(ctx: Any, outs: list, ins: list, axis: int) -> None:
+    x, idx = ins
+    _check_index("gather", idx, x.shape[axis], axis)
+    np.take(x, idx, axis=axis, out=outs[0])
+
+
+def _scatter_add(ctx: Any, outs: list, ins: list, axis: int) -> None:
+    x, idx, src = ins
+    y = outs[0]
+    _check_index("scatter_add", idx, x.shape[axis], axis)
+    np.copyto(y, x)
+    key = (slice(None),) * axis + (idx,)
+    if y.dtype in _HALF:
+        acc = y.astype(np.float32)
+        np.add.at(acc, key, src.astype(np.float32))
+        y[...] = acc
+    else:
+        np.add.at(y, key, src)
+
+
+def _scatter(ctx: Any, outs: list, ins: list, axis: int) -> None:
+    x, idx, src = ins
+    y = outs[0]
+    _check_index("scatter", idx, x.shape[axis], axis)
+    np.copyto(y, x)
+    y[(slice(None),) * axis + (idx,)] = src
+
+
+def _full(ctx: Any, outs: list, ins: list, shape: tuple, value: Any, dtype: Any) -> None:
+    outs[0].fill(value)
+
+
+def _arange(ctx: Any, outs: list, ins: list, start: Any, step: Any, dtype: Any) -> None:
+    y = outs[0]
+    n = y.shape[0]
+    if y.dtype.kind in "iu":
+        y[...] = np.arange(n, dtype=np.int64) * int(step) + int(start)
+    else:
+        y[...] = np.arange(n, dtype=np.float64) * step + start
+
+
+def _philox(ctx: Any, outs: list, ins: list, shape: tuple, seed: int, offset: int, dtype: Any) -> None:
+    y = outs[0]
+    y[...] = philox_uniform(y.size, seed, offset).reshape(y.shape)
+
+
+def _copy(ctx: Any, outs: list, ins: list) -> None:
+    np.copyto(outs[0], ins[0])
+
+
+def _logical_not(ctx: Any, outs: list, ins: list) -> None:
+    np.logical_not(ins[0], out=outs[0])
+
+
+def _on_stream(fn: Any):
+    """Run on the caller's thread on the default stream, on the stream's worker otherwise."""
+
+    def k(ctx: Any, outs: list, ins: list, **attrs: Any) -> None:
+        s = ctx.stream
+        if s is None:
+            fn(ctx, outs, ins, **attrs)
+        else:
+            s.submit(lambda: fn(ctx, outs, ins, **attrs))
+
+    k.__name__ = getattr(fn, "__name__", "kernel")
+    return k
+
+
+def _erf(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    return _special.erf(x, out=out) if out is not None else _special.erf(x)
+
+
+TABLE: list[tuple[str, Any, tuple, bool]] = [
+    ("neg", _unary(np.negative), NUMERIC, True),
+    ("abs", _unary(np.abs), NUMERIC, True),
+    ("sign", _unary(np.sign), NUMERIC, True),
+    ("exp", _unary(np.exp), FLOATS, True),
+    ("log", _unary(np.log), FLOATS, True),
+    ("sqrt", _unary(np.sqrt), FLOATS, True),
+    ("rsqrt", _unary(_rsqrt), FLOATS, True),
+    ("sin", _unary(np.sin), FLOATS, True),
+    ("cos", _unary(np.cos), FLOATS, True),
+    ("tanh", _unary(np.tanh), FLOATS, True),
+    ("erf", _unary(_erf), FLOATS, True),
+    ("floor", _unary(np.floor), FLOATS, True),
+    ("ceil", _unary(np.ceil), FLOATS, True),
+    ("logical_not", _logical_not, ("bool",), True),
+    ("add", _binary(np.add), ALL, True),
+    ("sub", _binary(np.subtract), NUMERIC, True),
+    ("mul", _binary(np.multiply), ALL, True),
+    ("div", _binary(np.divide), FLOATS, True),
+    ("pow", _binary(np.power), NUMERIC, True),
+    ("maximum", _binary(np.maximum), ALL, True),
+    ("minimum", _binary(np.minimum), ALL, True),
+    ("floor_divide", _binary(np.floor_divide), NUMERIC, True),
+    ("remainder", _binary(np.remainder), NUMERIC, True),
+    ("eq", _binary(np.equal), ALL, True),
+    ("ne", _binary(np.not_equal), ALL, True),
+    ("lt", _binary(np.less), ALL, True),
+    ("le", _binary(np.less_equal), ALL, True),
+    ("gt", _binary(np.greater), ALL, True),
+    ("ge", _binary(np.greater_equal), ALL, True),
+    ("logical_and", _binary(np.logical_and), ("bool",), True),
+    ("logical_or", _binary(np.logical_or), ("bool",), True),
+    ("where", _where, ALL, True),
+    ("cast", _cast, ALL, False),
+    ("sum", _reduce(np.sum), NUMERIC, False),
+    ("prod", _reduce(np.prod), NUMERIC, False),
+    ("max", _reduce(np.max), ALL, False),
+    ("min", _reduce(np.min), ALL, False),
+    ("argmax", _arg(np.argmax), ALL, False),
+    ("argmin", _arg(np.argmin), ALL, False),
+    ("matmul", _matmul, NUMERIC, False),
+    ("permute", _permute, ALL, False),
+    ("expand", _expand, ALL, False),
+    ("slice", _slice, ALL, False),
+    ("concat", _concat, ALL, False),
+    ("pad", _pad, ALL, False),
+    ("gather", _gather, ALL, False),
+    ("scatter_add", _scatter_add, NUMERIC, False),
+    ("scatter", _scatter, ALL, False),
+    ("full", _full, ALL, False),
+    ("arange", _arange, NUMERIC, False),
+    ("philox_uniform", _philox, ("float32", "float64"), False),
+    ("copy", _copy, ALL, False),
+]
+
+
+def register_kernels(registry: Any) -> None:
+    for op, fn, dtypes, bcast in TABLE:
+        registry.add_kernel(op, "cpu", dtypes, _on_stream(fn), broadcast=bcast)

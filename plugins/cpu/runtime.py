@@ -1,0 +1,173 @@
+"""CPU device runtime: host memory as numpy byte arrays; streams are worker threads."""
+
+from __future__ import annotations
+
+import os
+import platform
+import threading
+import time
+import weakref
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from adapter_api import DeviceProperties, DeviceRuntime, OutOfMemoryError
+
+_DTYPES = ("float32", "float64", "float16", "bfloat16", "int8", "int16", "int32", "int64", "uint8", "bool")
+
+
+class CPUStream:
+    """An in-order queue run by one worker thread (numpy releases the GIL in kernels)."""
+
+    def __init__(self) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="oarlock-cpu-stream")
+        self._last: Future[Any] | None = None
+
+    def submit(self, fn: Any, *args: Any) -> Future[Any]:
+        self._last = f = self._pool.submit(fn, *args)
+        return f
+
+    def synchronize(self) -> None:
+        f = self._last
+        if f is not None:
+            f.result()  # re-raises the first error of the last task
+
+    def done(self) -> bool:
+        return self._last is None or self._last.done()
+
+
+class CPUEvent:
+    __slots__ = ("time", "flag")
+
+    def __init__(self) -> None:
+        self.time = 0.0
+        self.flag = threading.Event()
+
+    def fire(self) -> None:
+        self.time = time.perf_counter()
+        self.flag.set()
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+class CPURuntime(DeviceRuntime):
+    """One device, ``cpu:0``: the host."""
+
+    def __init__(self) -> None:
+        self._streams: weakref.WeakSet[CPUStream] = weakref.WeakSet()
+
+    def device_count(self) -> int:
+        return 1
+
+    def properties(self, index: int) -> DeviceProperties:
+        try:
+            total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError, AttributeError):
+            total = 0
+        return DeviceProperties(
+            name=_cpu_name(),
+            vendor=platform.machine(),
+            total_memory=total,
+            compute_units=os.cpu_count() or 1,
+            dtypes=_DTYPES,
+            driver_version=f"numpy {np.__version__}",
+            runtime_version=f"python {platform.python_version()}",
+        )
+
+    # -- memory -------------------------------------------------------------------------
+    def allocate(self, index: int, nbytes: int) -> np.ndarray:
+        try:
+            return np.empty(max(nbytes, 1), np.uint8)
+        except MemoryError as exc:
+            raise OutOfMemoryError(f"[cpu] cannot allocate {nbytes} bytes of host memory") from exc
+
+    def free(self, index: int, buffer: Any) -> None:
+        pass  # numpy frees the array when the last reference goes
+
+    def view(self, buffer: np.ndarray, offset: int, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        n = dtype.itemsize
+        for s in shape:
+            n *= s
+        return buffer[offset : offset + n].view(dtype).reshape(shape)
+
+    def memset(self, index: int, buffer: np.ndarray, offset: int, value: int, nbytes: int, stream: Any) -> None:
+        self._run(stream, buffer[offset : offset + nbytes].fill, value)
+
+    # -- copies -------------------------------------------------------------------------
+    def _run(self, stream: Any, fn: Any, *args: Any, blocking: bool = True) -> None:
+        if stream is None:
+            fn(*args)
+            return
+        f = stream.submit(fn, *args)
+        if blocking:
+            f.result()
+
+    def copy_h2d(self, index: int, dst: np.ndarray, dst_offset: int, src: np.ndarray, stream: Any, blocking: bool = True) -> None:
+        flat = src.reshape(-1).view(np.uint8)
+        self._run(stream, np.copyto, dst[dst_offset : dst_offset + flat.size], flat, blocking=blocking)
+
+    def copy_d2h(self, index: int, dst: np.ndarray, src: np.ndarray, src_offset: int, stream: Any, blocking: bool = True) -> None:
+        flat = dst.reshape(-1).view(np.uint8)
+        self._run(stream, np.copyto, flat, src[src_offset : src_offset + flat.size], blocking=blocking)
+
+    def copy_d2d(self, index: int, dst: np.ndarray, dst_offset: int, src: np.ndarray, src_offset: int, nbytes: int, stream: Any, blocking: bool = True) -> None:
+        self._run(
+            stream, np.copyto, dst[dst_offset : dst_offset + nbytes], src[src_offset : src_offset + nbytes], blocking=blocking
+        )
+
+    # -- streams and events -------------------------------------------------------------
+    def default_stream(self, index: int) -> Any:
+        return None  # the calling thread: work runs immediately
+
+    def create_stream(self, index: int) -> CPUStream:
+        s = CPUStream()
+        self._streams.add(s)
+        return s
+
+    def synchronize_stream(self, stream: Any) -> None:
+        if stream is not None:
+            stream.synchronize()
+
+    def query_stream(self, stream: Any) -> bool:
+        return stream is None or stream.done()
+
+    def create_event(self, index: int) -> CPUEvent:
+        return CPUEvent()
+
+    def record_event(self, event: CPUEvent, stream: Any) -> None:
+        event.flag.clear()
+        if stream is None:
+            event.fire()
+        else:
+            stream.submit(event.fire)
+
+    def stream_wait_event(self, stream: Any, event: CPUEvent) -> None:
+        if stream is None:
+            event.flag.wait()
+        else:
+            stream.submit(event.flag.wait)
+
+    def synchronize_event(self, event: CPUEvent) -> None:
+        event.flag.wait()
+
+    def query_event(self, event: CPUEvent) -> bool:
+        return event.flag.is_set()
+
+    def elapsed_ms(self, start: CPUEvent, end: CPUEvent) -> float:
+        start.flag.wait()
+        end.flag.wait()
+        return (end.time - start.time) * 1000.0
+
+    def synchronize(self, index: int) -> None:
+        for s in list(self._streams):
+            s.synchronize()
