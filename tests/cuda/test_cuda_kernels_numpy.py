@@ -24,7 +24,7 @@ rng = np.random.default_rng(7)
 def sample(dtype, shape, positive=False, nonzero=False):
     """Values of ``dtype`` (bfloat16 as ml_dtypes values)."""
     dt = np.dtype(dtype)
-    if dt == bool:
+    if dt.kind == "b":
         return rng.random(shape) < 0.5
     if dt.kind in "iu":
         lo = 1 if positive else (0 if dt.kind == "u" else -6)

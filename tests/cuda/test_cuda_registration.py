@@ -8,7 +8,7 @@ import sys
 import numpy as np
 
 import plugins.cuda as cuda_plugin
-from adapter_api import PRIMITIVES, CONTRACT_VERSION, Registry, check_contract
+from adapter_api import CONTRACT_VERSION, PRIMITIVES, Registry, check_contract
 from plugins.cuda.kernels import BF16, KERNELS
 
 
