@@ -195,6 +195,19 @@ dtype = type(float32)
 clamp = clip
 
 
+def registered_kernels(device: object = None) -> dict[str, list[object]]:
+    """``{op: [dtypes]}`` of the kernels the device's plugin registered (no fallbacks)."""
+    from ._src import device as _d
+    from ._src.plugins import host
+
+    typ = (get_device() if device is None else _d.parse(device, check=False)).type
+    out: dict[str, list[object]] = {}
+    for (op, dt, dtype) in host().registry.kernels:
+        if dt == typ:
+            out.setdefault(op, []).append(dtype)
+    return out
+
+
 def plugins() -> dict[str, object]:
     """Every discovered plugin with its status (what ``oarlock devices`` prints)."""
     from ._src.plugins import host

@@ -1,3 +1,6 @@
 """Op definitions. Importing this package defines every op and attaches Tensor methods."""
 
-from . import base, creation, indexing, math, methods, primitives, shape  # noqa: F401  (primitives first: others build on them)  # noqa: F401,E402
+# isort: off
+from . import base, primitives  # noqa: F401  (primitives first: the others build on them)
+from . import creation, math, shape, indexing, methods  # noqa: F401
+# isort: on
