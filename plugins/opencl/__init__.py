@@ -1,0 +1,54 @@
+"""The OpenCL plugin: every device of every OpenCL platform, through pyopencl.
+
+Importing it only registers (no pyopencl import, no device work). The runtime, programs and
+queues are created on first use. ``pip install 'oarlock[opencl]'`` installs pyopencl and
+PoCL, which gives an OpenCL CPU device on any Linux machine.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from adapter_api import PluginError, hookimpl
+
+from . import kernels
+
+CONTRACT = (1, 0)
+
+__all__ = ["CONTRACT", "oarlock_plugin_info", "oarlock_register"]
+
+
+def _require_pyopencl() -> None:
+    try:
+        import pyopencl  # noqa: F401
+    except ImportError as exc:
+        raise PluginError(
+            f"[opencl] pyopencl is not installed ({exc}); pip install 'oarlock[opencl]'"
+        ) from exc
+
+
+def _runtime() -> Any:
+    _require_pyopencl()
+    from .runtime import OpenCLRuntime
+
+    return OpenCLRuntime()
+
+
+def _compiler(runtime: Any, index: int) -> Any:
+    _require_pyopencl()
+    from .compiler import OpenCLCompiler
+
+    return OpenCLCompiler(runtime, index)
+
+
+@hookimpl
+def oarlock_register(registry: Any) -> None:
+    registry.add_runtime("opencl", _runtime)
+    for op, dtypes, fn, broadcast in kernels.table():
+        registry.add_kernel(op, "opencl", dtypes, fn, broadcast=broadcast)
+    registry.add_compiler("opencl", _compiler)
+
+
+@hookimpl
+def oarlock_plugin_info() -> dict[str, str]:
+    return {"version": "0.1.0", "requires": "pyopencl, an OpenCL driver (PoCL works on any CPU)"}

@@ -1,0 +1,34 @@
+// Shared prelude of every Oarlock OpenCL program. The host defines, per build:
+//   T      storage type of the program's dtype (uchar for bool, half for float16)
+//   UT     unsigned integer type of the same size (wrap-around integer arithmetic)
+//   ACC    type the arithmetic runs in (float for float16, T otherwise)
+//   IS_FLOAT IS_SIGNED IS_BOOL IS_HALF IS_DOUBLE HAS_FP64   0 or 1
+//   T_MIN T_MAX   lowest and highest value (-INFINITY / INFINITY for floats)
+//   LS  the work-group size of 1-d kernels and row reductions (a power of two)
+#if IS_DOUBLE || HAS_FP64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#endif
+#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+
+#define MAXD 8
+
+// Up to three strided operands over one iteration space of `rank` dims; `flat` means every
+// operand is contiguous over the whole space, so the element index is the linear index.
+typedef struct {
+    long rank;
+    long flat;
+    long shape[MAXD];
+    long s0[MAXD];
+    long s1[MAXD];
+    long s2[MAXD];
+} Index;
+
+// NOTE: float16 is a storage format here: loads widen to float and stores round to nearest
+// even, so float16 works on every device, with or without cl_khr_fp16.
+#if IS_HALF
+#define LOAD(p, i) vload_half((i), (p))
+#define STORE(p, i, v) vstore_half_rte((float)(v), (i), (p))
+#else
+#define LOAD(p, i) ((ACC)(p)[i])
+#define STORE(p, i, v) ((p)[i] = (T)(v))
+#endif

@@ -1,0 +1,96 @@
+"""Compile access for OpenCL C: the core generates kernels, this builds and launches them."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import pyopencl as cl
+
+from adapter_api import CompileError, Compiler, KernelError
+
+from .errors import build_error, check
+from .runtime import CLView, OpenCLRuntime
+
+
+class OpenCLCompiler(Compiler):
+    """Builds OpenCL C for one device of an :class:`OpenCLRuntime`.
+
+    Kernel parameters: each tensor is one ``__global T*`` parameter (the view's byte offset is
+    applied before the launch), each scalar is a numpy scalar of the parameter's C type::
+
+        src = "__kernel void axpy(__global float* y, __global const float* x, float a, long n)"
+              " { long i = get_global_id(0); if (i < n) y[i] += a * x[i]; }"
+        c = OpenCLCompiler(runtime, 0)
+        prg = c.load(c.compile(src, "axpy"), "axpy")
+        c.launch(prg, [y_view, x_view, np.float32(2), np.int64(n)], (n,), None, stream)
+    """
+
+    language = "opencl-c"
+
+    def __init__(self, runtime: OpenCLRuntime, index: int) -> None:
+        self.runtime = runtime
+        self.dev = runtime.device(index)
+
+    def identity(self) -> str:
+        d = self.dev.device
+        return (f"{self.dev.name} | {d.platform.name} {d.platform.version} | driver "
+                f"{d.driver_version} | pyopencl {cl.VERSION_TEXT}")
+
+    def compile(self, source: str, entry: str, options: tuple[str, ...] = ()) -> bytes:
+        prg = cl.Program(self.dev.context, source)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", cl.CompilerWarning)
+                prg.build(options=list(options), devices=[self.dev.device])
+        except cl.Error as exc:
+            raise build_error(exc, prg, f"kernel '{entry}'", self.dev.device, CompileError) from exc
+        if entry not in prg.kernel_names.split(";"):
+            raise CompileError(f"[opencl] the source builds, but has no kernel '{entry}'; kernels: "
+                               f"{prg.kernel_names!r}; declare it with __kernel")
+        return bytes(prg.binaries[0])
+
+    def load(self, binary: bytes, entry: str) -> cl.Kernel:
+        prg = cl.Program(self.dev.context, [self.dev.device], [binary])
+        try:
+            prg.build()
+        except cl.Error as exc:
+            raise build_error(exc, prg, f"kernel '{entry}' (from binary)", self.dev.device,
+                              CompileError) from exc
+        with check(f"loading kernel '{entry}'", self.dev.name):
+            return cl.Kernel(prg, entry)
+
+    def launch(self, program: cl.Kernel, args: list[Any], grid: tuple[int, ...],
+               local: tuple[int, ...] | None, stream: Any) -> None:
+        q = stream if stream is not None else self.dev.queue
+        native: list[Any] = []
+        staged: list[tuple[CLView, cl.Buffer]] = []
+        for a in args:
+            if isinstance(a, CLView):
+                native.append(self._buffer(q, a, staged))
+            elif isinstance(a, np.generic | cl.MemoryObjectHolder) or a is None:
+                native.append(a)
+            else:
+                raise KernelError(f"[opencl] launch argument {a!r} ({type(a).__name__}) is not a "
+                                  f"view or a numpy scalar; pass np.int64(...) / np.float32(...)")
+        if local is not None:
+            grid = tuple(-(-g // lo) * lo for g, lo in zip(grid, local))
+        with check(f"launching '{program.function_name}'", self.dev.name):
+            program(q, tuple(grid), None if local is None else tuple(local), *native)
+            # NOTE: views at offsets the device cannot address directly ran on a staged copy;
+            # copy it back (inputs come back unchanged).
+            for view, buf in staged:
+                cl.enqueue_copy(q, view.buffer, buf, byte_count=view.nbytes, dst_offset=view.offset)
+
+    def _buffer(self, q: Any, view: CLView, staged: list) -> Any:
+        if view.offset == 0:
+            return view.buffer
+        align = self.dev.device.mem_base_addr_align // 8
+        if view.offset % align == 0:
+            return view.buffer.get_sub_region(view.offset, max(1, view.nbytes))
+        buf = self.dev.temp(view.nbytes)
+        if view.nbytes:
+            cl.enqueue_copy(q, buf, view.buffer, byte_count=view.nbytes, src_offset=view.offset)
+        staged.append((view, buf))
+        return buf

@@ -1,0 +1,482 @@
+"""Kernels for every primitive of ``adapter_api.primitives``, launched on pyopencl queues.
+
+Each kernel is ``fn(ctx, outs, ins, **attrs)``: ``outs``/``ins`` are :class:`CLView`
+(buffer, byte offset, shape, dtype) of contiguous regions; ``ctx.stream`` is the command
+queue. The OpenCL C lives in ``math.cl`` (per dtype), ``move.cl`` (per element size) and a
+generated cast program (see ``programs.py``). This module imports neither pyopencl nor a
+device, so registering costs nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from adapter_api import KernelError, OarlockError, OpArgumentError
+
+if TYPE_CHECKING:
+    from .runtime import CLView, OpenCLDevice
+
+FLOATS = ("float16", "float32", "float64")
+INTS = ("uint8", "int32", "int64")
+NUMERIC = FLOATS + INTS
+ALL = NUMERIC + ("bool",)
+
+_i64 = np.int64
+_MAXD = 8
+_INDEX = np.dtype([("rank", np.int64), ("flat", np.int64), ("shape", np.int64, _MAXD),
+                   ("s0", np.int64, _MAXD), ("s1", np.int64, _MAXD), ("s2", np.int64, _MAXD)])
+_FLAT = np.zeros((), _INDEX)
+_FLAT["rank"], _FLAT["flat"] = 1, 1
+
+
+# -- launch helpers ----------------------------------------------------------------------
+def _env(ctx: Any, dtype: np.dtype) -> tuple[OpenCLDevice, Any]:
+    dev = ctx.runtime.device(ctx.device_index)
+    if dtype.itemsize == 8 and dtype.kind == "f" and not dev.has_fp64:
+        from .programs import require_fp64
+
+        require_fp64(dev)
+    return dev, (ctx.stream if ctx.stream is not None else dev.queue)
+
+
+def _launch(dev: OpenCLDevice, q: Any, kernel: Any, n: int, *args: Any) -> None:
+    ls = dev.local_size
+    kernel(q, (-(-n // ls) * ls,), (ls,), *args)
+
+
+def _strides(shape: Sequence[int]) -> list[int]:
+    out, acc = [0] * len(shape), 1
+    for d in range(len(shape) - 1, -1, -1):
+        out[d] = acc
+        acc *= shape[d]
+    return out
+
+
+def _collapse(shape: Sequence[int], *strides: Sequence[int]) -> tuple[list[int], list[list[int]]]:
+    """Drop size-1 dims and merge neighbours every operand walks contiguously."""
+    out_shape: list[int] = []
+    out_strides: list[list[int]] = [[] for _ in strides]
+    for d, size in enumerate(shape):
+        if size == 1:
+            continue
+        if out_shape and all(os[-1] == st[d] * size for os, st in zip(out_strides, strides)):
+            out_shape[-1] *= size
+            for os, st in zip(out_strides, strides):
+                os[-1] = st[d]
+        else:
+            out_shape.append(size)
+            for os, st in zip(out_strides, strides):
+                os.append(st[d])
+    return out_shape, out_strides
+
+
+def _index(shape: Sequence[int], *strides: Sequence[int]) -> np.ndarray:
+    cshape, cstrides = _collapse(shape, *strides)
+    if not cshape:
+        return _FLAT
+    if len(cshape) == 1 and all(s[0] == 1 for s in cstrides):
+        return _FLAT
+    if len(cshape) > _MAXD:
+        raise KernelError(f"[opencl] {len(cshape)} non-mergeable dims in shape {tuple(shape)}; "
+                          f"kernels index at most {_MAXD}; reshape the tensor to fewer dims")
+    ix = np.zeros((), _INDEX)
+    r = len(cshape)
+    ix["rank"] = r
+    ix["shape"][:r] = cshape
+    for name, st in zip(("s0", "s1", "s2"), cstrides):
+        ix[name][:r] = st
+    return ix
+
+
+def _bcast_strides(out_shape: tuple[int, ...], shape: tuple[int, ...]) -> list[int]:
+    shape = (1,) * (len(out_shape) - len(shape)) + tuple(shape)
+    st = _strides(shape)
+    return [0 if s == 1 and o != 1 else st[d] for d, (s, o) in enumerate(zip(shape, out_shape))]
+
+
+def _strided_copy(dev: OpenCLDevice, q: Any, y: CLView, yo: int, x: CLView, xo: int,
+                  shape: Sequence[int], src: Sequence[int], dst: Sequence[int]) -> None:
+    """y[yo + dst . i] = x[xo + src . i] over ``shape`` (offsets and strides in elements)."""
+    n = math.prod(shape)
+    if n == 0:
+        return
+    cshape, (cs, cd) = _collapse(shape, src, dst)
+    size = x.dtype.itemsize
+    if not cshape or (len(cshape) == 1 and cs[0] == 1 and cd[0] == 1):
+        dev.copy(q, y.buffer, yo * size, x.buffer, xo * size, n * size)
+        return
+    k = dev.kernel("move", str(size), "strided_copy")
+    _launch(dev, q, k, n, y.buffer, _i64(yo), x.buffer, _i64(xo), _i64(n), _index(shape, src, dst))
+
+
+def _check_index(dev: OpenCLDevice, q: Any, op: str, axis: int, size: int) -> None:
+    bad = dev.take_error(q)
+    if bad is not None:
+        raise OpArgumentError(f"[{op}] index {bad} out of range for axis {axis} of size {size}; "
+                              f"indices must be in [0, {size})")
+
+
+def _translated(op: str, fn: Callable[..., None]) -> Callable[..., None]:
+    """Run ``fn``, turning pyopencl errors into Oarlock errors that name ``op``."""
+
+    def kernel(ctx: Any, outs: list, ins: list, **attrs: Any) -> None:
+        try:
+            fn(ctx, outs, ins, **attrs)
+        except OarlockError:
+            raise
+        except Exception as exc:
+            import pyopencl as cl
+
+            if not isinstance(exc, cl.Error):
+                raise
+            from .errors import translate
+
+            dev = ctx.runtime.device(ctx.device_index)
+            raise translate(exc, f"kernel '{op}'", dev.name) from exc
+
+    kernel.__name__ = kernel.__qualname__ = f"opencl_{op}"
+    return kernel
+
+
+# -- elementwise -------------------------------------------------------------------------
+def _unary(op: str) -> Callable[..., None]:
+    def kernel(ctx, outs, ins, **_):
+        (y,), (x,) = outs, ins
+        n = y.size
+        if n:
+            dev, q = _env(ctx, x.dtype)
+            k = dev.kernel("math", x.dtype.name, f"u_{op}")
+            _launch(dev, q, k, n, y.buffer, y.eoff, x.buffer, x.eoff, _i64(n))
+
+    return kernel
+
+
+def _binary(op: str) -> Callable[..., None]:
+    def kernel(ctx, outs, ins, **_):
+        (z,), (a, b) = outs, ins
+        n = z.size
+        if n:
+            dev, q = _env(ctx, a.dtype)
+            k = dev.kernel("math", a.dtype.name, f"b_{op}")
+            if a.shape == z.shape and b.shape == z.shape:
+                ix = _FLAT
+            else:
+                ix = _index(z.shape, _bcast_strides(z.shape, a.shape), _bcast_strides(z.shape, b.shape))
+            _launch(dev, q, k, n, z.buffer, z.eoff, a.buffer, a.eoff, b.buffer, b.eoff, _i64(n), ix)
+
+    return kernel
+
+
+def where(ctx, outs, ins, **_):
+    (z,), (c, a, b) = outs, ins
+    n = z.size
+    if n:
+        dev, q = _env(ctx, a.dtype)
+        k = dev.kernel("math", a.dtype.name, "where_")
+        if c.shape == z.shape and a.shape == z.shape and b.shape == z.shape:
+            ix = _FLAT
+        else:
+            ix = _index(z.shape, *(_bcast_strides(z.shape, v.shape) for v in (c, a, b)))
+        _launch(dev, q, k, n, z.buffer, z.eoff, c.buffer, c.eoff, a.buffer, a.eoff, b.buffer, b.eoff,
+                _i64(n), ix)
+
+
+def cast(ctx, outs, ins, **_):
+    (y,), (x,) = outs, ins
+    n = y.size
+    if not n:
+        return
+    dev, q = _env(ctx, x.dtype)
+    _env(ctx, y.dtype)
+    if x.dtype == y.dtype:
+        dev.copy(q, y.buffer, y.offset, x.buffer, x.offset, x.nbytes)
+        return
+    k = dev.kernel("cast", "all", f"cast_{x.dtype.name}_{y.dtype.name}")
+    _launch(dev, q, k, n, y.buffer, y.eoff, x.buffer, x.eoff, _i64(n))
+
+
+# -- reductions --------------------------------------------------------------------------
+_IDENTITY = {"sum": 0, "prod": 1}
+
+
+def _groups(shape: Sequence[int], axes: Sequence[int]) -> list[tuple[int, bool]]:
+    """(size, reduced) runs of ``shape`` with size-1 dims dropped and equal neighbours merged."""
+    runs: list[tuple[int, bool]] = []
+    for d, s in enumerate(shape):
+        if s == 1:
+            continue
+        red = d in axes
+        if runs and runs[-1][1] == red:
+            runs[-1] = (runs[-1][0] * s, red)
+        else:
+            runs.append((s, red))
+    return runs
+
+
+def _reduce_rows(dev, q, op, y, yo, xbuf, xo, dtype, A, R):
+    """y[a] = op over x[a, :] for an (A, R) array: one work-group per row (and chunk)."""
+    ls = dev.local_size
+    k = dev.kernel("math", dtype.name, f"r_{op}_rows")
+    target = 4 * dev.device.max_compute_units
+    nchunks = 1
+    if A < target and dtype.name != "float16" and R > 4 * ls:
+        nchunks = min(-(-R // (4 * ls)), -(-target // A))
+    if nchunks == 1:
+        k(q, (A * ls,), (ls,), y.buffer, _i64(yo), xbuf, _i64(xo), _i64(R), _i64(R), _i64(1))
+        return
+    chunk = -(-R // nchunks)
+    nchunks = -(-R // chunk)
+    part = dev.temp(A * nchunks * dtype.itemsize)
+    k(q, (A * nchunks * ls,), (ls,), part, _i64(0), xbuf, _i64(xo), _i64(R), _i64(chunk), _i64(nchunks))
+    k(q, (A * ls,), (ls,), y.buffer, _i64(yo), part, _i64(0), _i64(nchunks), _i64(nchunks), _i64(1))
+
+
+def _reduce(op: str) -> Callable[..., None]:
+    def kernel(ctx, outs, ins, axes=(), keepdim=False, **_):
+        (y,), (x,) = outs, ins
+        if y.size == 0:
+            return
+        dev, q = _env(ctx, x.dtype)
+        if x.size == 0:
+            if op not in _IDENTITY:
+                raise OpArgumentError(f"[{op}] reduction over an empty axis of shape {x.shape}; "
+                                      f"{op} of nothing is undefined; reduce a non-empty tensor")
+            dev.fill(q, y.buffer, np.array(_IDENTITY[op], x.dtype), y.offset, y.nbytes)
+            return
+        runs = _groups(x.shape, set(axes))
+        if not any(red for _, red in runs):
+            dev.copy(q, y.buffer, y.offset, x.buffer, x.offset, x.nbytes)
+            return
+        flags = [red for _, red in runs]
+        if flags in ([True], [False, True], [True, False], [False, True, False]):
+            sizes = [s for s, _ in runs]
+            i = flags.index(True)
+            A, R, B = math.prod(sizes[:i]), sizes[i], math.prod(sizes[i + 1:])
+            if B == 1 and R > 16:
+                _reduce_rows(dev, q, op, y, y.eoff, x.buffer, x.eoff, x.dtype, A, R)
+                return
+            if B == 1 or A * B >= 1024 or R <= 64:
+                k = dev.kernel("math", x.dtype.name, f"r_{op}_cols")
+                _launch(dev, q, k, A * B, y.buffer, y.eoff, x.buffer, x.eoff, _i64(A), _i64(R), _i64(B))
+                return
+        # General case: move the reduced dims last into a scratch buffer, then reduce rows.
+        xs = _strides(x.shape)
+        order = [d for d in range(len(x.shape)) if d not in axes] + sorted(axes)
+        tshape = [x.shape[d] for d in order]
+        R = math.prod(x.shape[d] for d in axes)
+        A = x.size // R
+        tmp = dev.temp(x.nbytes)
+        k = dev.kernel("move", str(x.dtype.itemsize), "strided_copy")
+        _launch(dev, q, k, x.size, tmp, _i64(0), x.buffer, x.eoff, _i64(x.size),
+                _index(tshape, [xs[d] for d in order], _strides(tshape)))
+        _reduce_rows(dev, q, op, y, y.eoff, tmp, 0, x.dtype, A, R)
+
+    return kernel
+
+
+def _argreduce(op: str) -> Callable[..., None]:
+    def kernel(ctx, outs, ins, axis=0, keepdim=False, **_):
+        (y,), (x,) = outs, ins
+        if y.size == 0:
+            return
+        shape = x.shape if x.shape else (1,)
+        axis = int(axis) if x.shape else 0
+        A, R, B = math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:])
+        if R == 0:
+            raise OpArgumentError(f"[{op}] axis {axis} of shape {x.shape} is empty; an empty axis "
+                                  f"has no {op}; pass a non-empty axis")
+        dev, q = _env(ctx, x.dtype)
+        if B == 1 and R > 64:
+            k = dev.kernel("math", x.dtype.name, f"r_{op}_rows")
+            ls = dev.local_size
+            k(q, (A * ls,), (ls,), y.buffer, y.eoff, x.buffer, x.eoff, _i64(R))
+        else:
+            k = dev.kernel("math", x.dtype.name, f"r_{op}_cols")
+            _launch(dev, q, k, A * B, y.buffer, y.eoff, x.buffer, x.eoff, _i64(A), _i64(R), _i64(B))
+
+    return kernel
+
+
+# -- linear algebra ----------------------------------------------------------------------
+_TS, _RTS = 32, 8  # matmul tile and rows per work item group (math.cl: TS, TS / WPT)
+
+
+def matmul(ctx, outs, ins, **_):
+    (c,), (a, b) = outs, ins
+    if c.size == 0:
+        return
+    M, K = a.shape[-2:]
+    N = b.shape[-1]
+    batch = math.prod(a.shape[:-2])
+    dev, q = _env(ctx, a.dtype)
+    k = dev.kernel("math", a.dtype.name, "matmul")
+    grid = (-(-N // _TS) * _TS, -(-M // _TS) * _RTS, batch)
+    k(q, grid, (_TS, _RTS, 1), c.buffer, c.eoff, a.buffer, a.eoff, b.buffer, b.eoff,
+      _i64(M), _i64(N), _i64(K))
+
+
+# -- layout ------------------------------------------------------------------------------
+def copy(ctx, outs, ins, **_):
+    (y,), (x,) = outs, ins
+    dev, q = _env(ctx, x.dtype)
+    dev.copy(q, y.buffer, y.offset, x.buffer, x.offset, x.nbytes)
+
+
+def permute(ctx, outs, ins, perm=(), **_):
+    (y,), (x,) = outs, ins
+    dev, q = _env(ctx, x.dtype)
+    xs = _strides(x.shape)
+    _strided_copy(dev, q, y, y.eoff, x, x.eoff, y.shape, [xs[p] for p in perm], _strides(y.shape))
+
+
+def expand(ctx, outs, ins, shape=(), **_):
+    (y,), (x,) = outs, ins
+    dev, q = _env(ctx, x.dtype)
+    _strided_copy(dev, q, y, y.eoff, x, x.eoff, y.shape, _bcast_strides(y.shape, x.shape), _strides(y.shape))
+
+
+def slice_(ctx, outs, ins, starts=(), stops=(), steps=(), **_):
+    (y,), (x,) = outs, ins
+    dev, q = _env(ctx, x.dtype)
+    xs = _strides(x.shape)
+    steps = steps or (1,) * len(x.shape)
+    off = int(x.eoff) + sum(int(s) * st for s, st in zip(starts, xs))
+    _strided_copy(dev, q, y, y.eoff, x, off, y.shape, [st * int(p) for st, p in zip(xs, steps)],
+                  _strides(y.shape))
+
+
+def concat(ctx, outs, ins, axis=0, **_):
+    (y,) = outs
+    dev, q = _env(ctx, y.dtype)
+    ys = _strides(y.shape)
+    at = 0
+    for x in ins:
+        _strided_copy(dev, q, y, int(y.eoff) + at * ys[axis], x, x.eoff, x.shape, _strides(x.shape), ys)
+        at += x.shape[axis]
+
+
+def pad(ctx, outs, ins, pads=(), value=0, **_):
+    (y,), (x,) = outs, ins
+    dev, q = _env(ctx, x.dtype)
+    if x.size < y.size:
+        dev.fill(q, y.buffer, np.array(value, y.dtype), y.offset, y.nbytes)
+    ys = _strides(y.shape)
+    off = int(y.eoff) + sum(int(p[0]) * st for p, st in zip(pads, ys))
+    _strided_copy(dev, q, y, off, x, x.eoff, x.shape, _strides(x.shape), ys)
+
+
+# -- indexing ----------------------------------------------------------------------------
+def _pjqa(x: CLView, index: CLView, axis: int) -> tuple[int, int, int, int]:
+    if index.dtype != np.int64:
+        raise OpArgumentError(f"[opencl] index tensors must be int64, got {index.dtype}; cast the index")
+    return math.prod(x.shape[:axis]), index.size, math.prod(x.shape[axis + 1:]), x.shape[axis]
+
+
+def gather(ctx, outs, ins, axis=0, **_):
+    (y,), (x, index) = outs, ins
+    P, J, Q, A = _pjqa(x, index, axis)
+    if y.size == 0:
+        return
+    dev, q = _env(ctx, x.dtype)
+    k = dev.kernel("move", str(x.dtype.itemsize), "gather")
+    _launch(dev, q, k, y.size, y.buffer, y.eoff, x.buffer, x.eoff, index.buffer, index.eoff,
+            _i64(P), _i64(J), _i64(Q), _i64(A), dev.error_buffer)
+    _check_index(dev, q, "gather", axis, A)
+
+
+def _scatter(op: str) -> Callable[..., None]:
+    def kernel(ctx, outs, ins, axis=0, **_):
+        (y,), (x, index, src) = outs, ins
+        P, J, Q, A = _pjqa(x, index, axis)
+        dev, q = _env(ctx, x.dtype)
+        dev.copy(q, y.buffer, y.offset, x.buffer, x.offset, x.nbytes)
+        n = P * J * Q
+        if n == 0:
+            return
+        if op == "scatter":
+            k = dev.kernel("move", str(x.dtype.itemsize), "scatter")
+        else:
+            k = dev.kernel("math", x.dtype.name, "scatter_add")
+        _launch(dev, q, k, n, y.buffer, y.eoff, index.buffer, index.eoff, src.buffer, src.eoff,
+                _i64(P), _i64(J), _i64(Q), _i64(A), dev.error_buffer)
+        _check_index(dev, q, op, axis, A)
+
+    return kernel
+
+
+# -- creation ----------------------------------------------------------------------------
+def full(ctx, outs, ins, value=0, **_):
+    (y,) = outs
+    dev, q = _env(ctx, y.dtype)
+    dev.fill(q, y.buffer, np.array(value, y.dtype), y.offset, y.nbytes)
+
+
+def arange(ctx, outs, ins, start=0, step=1, **_):
+    (y,) = outs
+    n = y.size
+    if not n:
+        return
+    dev, q = _env(ctx, y.dtype)
+    if y.dtype.kind == "f":
+        ft = np.float64 if dev.has_fp64 else np.float32
+        start, step = ft(start), ft(step)
+    else:
+        start, step = _i64(start), _i64(step)
+    _launch(dev, q, dev.kernel("math", y.dtype.name, "arange"), n, y.buffer, y.eoff, start, step, _i64(n))
+
+
+def philox_uniform(ctx, outs, ins, seed=0, offset=0, **_):
+    (y,) = outs
+    n = y.size
+    if not n:
+        return
+    dev, q = _env(ctx, y.dtype)
+    seed = int(seed) & 0xFFFFFFFFFFFFFFFF
+    k = dev.kernel("math", y.dtype.name, "philox_uniform")
+    _launch(dev, q, k, -(-n // 4), y.buffer, y.eoff, _i64(n), np.uint64(int(offset) & 0xFFFFFFFFFFFFFFFF),
+            np.uint32(seed & 0xFFFFFFFF), np.uint32(seed >> 32))
+
+
+# -- the table ---------------------------------------------------------------------------
+_COMPARE = ("eq", "ne", "lt", "le", "gt", "ge")
+
+
+def table() -> list[tuple[str, tuple[str, ...], Callable[..., None], bool]]:
+    """(op, dtypes, kernel, broadcast) for every registered kernel."""
+    rows: list[tuple[str, tuple[str, ...], Callable[..., None], bool]] = []
+    for op in ("exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "erf", "floor", "ceil"):
+        rows.append((op, FLOATS, _unary(op), False))
+    rows += [("neg", NUMERIC, _unary("neg"), False), ("sign", NUMERIC, _unary("sign"), False),
+             ("abs", ALL, _unary("abs"), False), ("logical_not", ("bool",), _unary("logical_not"), False)]
+    for op, dts in (("add", ALL), ("mul", ALL), ("maximum", ALL), ("minimum", ALL), ("sub", NUMERIC),
+                    ("div", FLOATS), ("pow", NUMERIC), ("floor_divide", NUMERIC), ("remainder", NUMERIC),
+                    *((c, ALL) for c in _COMPARE), ("logical_and", ("bool",)), ("logical_or", ("bool",))):
+        rows.append((op, dts, _binary(op), True))
+    rows += [
+        ("where", ALL, where, True),
+        ("cast", ALL, cast, False),
+        ("sum", NUMERIC, _reduce("sum"), False),
+        ("prod", NUMERIC, _reduce("prod"), False),
+        ("max", ALL, _reduce("max"), False),
+        ("min", ALL, _reduce("min"), False),
+        ("argmax", ALL, _argreduce("argmax"), False),
+        ("argmin", ALL, _argreduce("argmin"), False),
+        ("matmul", NUMERIC, matmul, False),
+        ("permute", ALL, permute, False),
+        ("expand", ALL, expand, False),
+        ("slice", ALL, slice_, False),
+        ("concat", ALL, concat, False),
+        ("pad", ALL, pad, False),
+        ("gather", ALL, gather, False),
+        ("scatter", ALL, _scatter("scatter"), False),
+        ("scatter_add", NUMERIC, _scatter("scatter_add"), False),
+        ("full", ALL, full, False),
+        ("arange", NUMERIC, arange, False),
+        ("philox_uniform", ("float32", "float64"), philox_uniform, False),
+        ("copy", ALL, copy, False),
+    ]
+    return [(op, dts, _translated(op, fn), bc) for op, dts, fn, bc in rows]

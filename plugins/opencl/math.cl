@@ -1,0 +1,447 @@
+// Per-dtype kernels: elementwise math and comparisons, reductions, matmul, arange,
+// scatter_add and philox_uniform. Built once per (context, dtype); see common.h.cl.
+
+// ---- integer-safe arithmetic (signed overflow wraps, as numpy does) ----
+#if IS_BOOL
+#define ADD(a, b) ((a) | (b))
+#define MUL(a, b) ((a) & (b))
+#define SUB(a, b) ((a) ^ (b))
+#define NEG(a) (a)
+#elif IS_FLOAT
+#define ADD(a, b) ((a) + (b))
+#define MUL(a, b) ((a) * (b))
+#define SUB(a, b) ((a) - (b))
+#define NEG(a) (-(a))
+#else
+#define ADD(a, b) ((T)((UT)(a) + (UT)(b)))
+#define MUL(a, b) ((T)((UT)(a) * (UT)(b)))
+#define SUB(a, b) ((T)((UT)(a) - (UT)(b)))
+#define NEG(a) ((T)(-(UT)(a)))
+#endif
+
+#if IS_FLOAT
+// NOTE: numpy's maximum/minimum propagate NaN; fmax/fmin would drop it.
+#define MAXIMUM(a, b) (((a) > (b) || isnan(a)) ? (a) : (b))
+#define MINIMUM(a, b) (((a) < (b) || isnan(a)) ? (a) : (b))
+#define SIGN(a) (isnan(a) ? (a) : (ACC)(((a) > 0) - ((a) < 0)))
+#define ABS(a) fabs(a)
+#else
+#define MAXIMUM(a, b) ((a) > (b) ? (a) : (b))
+#define MINIMUM(a, b) ((a) < (b) ? (a) : (b))
+#if IS_SIGNED
+#define SIGN(a) ((ACC)(((a) > 0) - ((a) < 0)))
+#define ABS(a) ((a) < 0 ? NEG(a) : (a))
+#else
+#define SIGN(a) ((ACC)((a) > 0))
+#define ABS(a) (a)
+#endif
+#endif
+
+#if IS_FLOAT
+// numpy's npy_divmod: floor division and a remainder with the sign of the divisor.
+inline ACC py_floordiv(ACC a, ACC b) {
+    if (b == 0) return a / b;
+    ACC mod = fmod(a, b);
+    ACC div = (a - mod) / b;
+    if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1;
+    if (div != 0) {
+        ACC fd = floor(div);
+        if (div - fd > (ACC)0.5) fd += 1;
+        return fd;
+    }
+    return copysign((ACC)0, a / b);
+}
+inline ACC py_mod(ACC a, ACC b) {
+    if (b == 0) return fmod(a, b);
+    ACC mod = fmod(a, b);
+    if (mod != 0) {
+        if ((b < 0) != (mod < 0)) mod += b;
+    } else {
+        mod = copysign((ACC)0, b);
+    }
+    return mod;
+}
+#define POW(a, b) pow(a, b)
+#else
+// NOTE: integer division by zero gives 0 (numpy's result) instead of trapping the device;
+// MIN / -1 wraps to MIN.
+inline ACC py_floordiv(ACC a, ACC b) {
+    if (b == 0) return 0;
+#if IS_SIGNED
+    if (b == -1) return NEG(a);
+    ACC q = a / b;
+    if ((a % b != 0) && ((a < 0) != (b < 0))) q -= 1;
+    return q;
+#else
+    return a / b;
+#endif
+}
+inline ACC py_mod(ACC a, ACC b) {
+    if (b == 0) return 0;
+#if IS_SIGNED
+    if (b == -1) return 0;
+    ACC r = a % b;
+    if (r != 0 && ((r < 0) != (b < 0))) r += b;
+    return r;
+#else
+    return a % b;
+#endif
+}
+inline ACC ipow(ACC a, ACC b) {
+#if IS_SIGNED
+    if (b < 0) return a == 1 ? 1 : (a == -1 ? ((b & 1) ? -1 : 1) : 0);
+#endif
+    UT r = 1, base = (UT)a;
+    UT e = (UT)b;
+    while (e) {
+        if (e & 1) r = (UT)(r * base);
+        base = (UT)(base * base);
+        e >>= 1;
+    }
+    return (ACC)(T)r;
+}
+#define POW(a, b) ipow(a, b)
+#endif
+
+// ---- elementwise ----
+#define UNARY(NAME, EXPR)                                                                    \
+    __kernel void NAME(__global T* y, long yo, __global const T* x, long xo, long n) {       \
+        long i = get_global_id(0);                                                           \
+        if (i >= n) return;                                                                  \
+        ACC a = LOAD(x, xo + i);                                                             \
+        STORE(y, yo + i, (EXPR));                                                            \
+    }
+
+// Binary ops broadcast in-kernel: operand strides are 0 along broadcast dims.
+#define BINARY(NAME, OUT_T, OUT_STORE, EXPR)                                                 \
+    __kernel void NAME(__global OUT_T* z, long zo, __global const T* xa, long ao,             \
+                       __global const T* xb, long bo, long n, Index ix) {                    \
+        long i = get_global_id(0);                                                           \
+        if (i >= n) return;                                                                  \
+        long ia = i, ib = i;                                                                 \
+        if (!ix.flat) {                                                                      \
+            ia = 0; ib = 0;                                                                  \
+            long r = i;                                                                      \
+            for (int d = (int)ix.rank - 1; d >= 0; --d) {                                    \
+                long c = r % ix.shape[d];                                                    \
+                r /= ix.shape[d];                                                            \
+                ia += c * ix.s0[d];                                                          \
+                ib += c * ix.s1[d];                                                          \
+            }                                                                                \
+        }                                                                                    \
+        ACC a = LOAD(xa, ao + ia);                                                           \
+        ACC b = LOAD(xb, bo + ib);                                                           \
+        OUT_STORE(z, zo + i, (EXPR));                                                        \
+    }
+#define STORE_BOOL(z, i, v) ((z)[i] = (uchar)((v) ? 1 : 0))
+
+#if IS_FLOAT
+UNARY(u_exp, exp(a))
+UNARY(u_log, log(a))
+UNARY(u_sqrt, sqrt(a))
+UNARY(u_rsqrt, (ACC)1 / sqrt(a))
+UNARY(u_sin, sin(a))
+UNARY(u_cos, cos(a))
+UNARY(u_tanh, tanh(a))
+UNARY(u_erf, erf(a))
+UNARY(u_floor, floor(a))
+UNARY(u_ceil, ceil(a))
+BINARY(b_div, T, STORE, a / b)
+#endif
+#if IS_BOOL
+UNARY(u_logical_not, !a)
+BINARY(b_logical_and, uchar, STORE_BOOL, a && b)
+BINARY(b_logical_or, uchar, STORE_BOOL, a || b)
+#else
+UNARY(u_neg, NEG(a))
+UNARY(u_sign, SIGN(a))
+BINARY(b_sub, T, STORE, SUB(a, b))
+BINARY(b_pow, T, STORE, POW(a, b))
+BINARY(b_floor_divide, T, STORE, py_floordiv(a, b))
+BINARY(b_remainder, T, STORE, py_mod(a, b))
+#endif
+UNARY(u_abs, ABS(a))
+BINARY(b_add, T, STORE, ADD(a, b))
+BINARY(b_mul, T, STORE, MUL(a, b))
+BINARY(b_maximum, T, STORE, MAXIMUM(a, b))
+BINARY(b_minimum, T, STORE, MINIMUM(a, b))
+BINARY(b_eq, uchar, STORE_BOOL, a == b)
+BINARY(b_ne, uchar, STORE_BOOL, a != b)
+BINARY(b_lt, uchar, STORE_BOOL, a < b)
+BINARY(b_le, uchar, STORE_BOOL, a <= b)
+BINARY(b_gt, uchar, STORE_BOOL, a > b)
+BINARY(b_ge, uchar, STORE_BOOL, a >= b)
+
+__kernel void where_(__global T* z, long zo, __global const uchar* cond, long co,
+                     __global const T* xa, long ao, __global const T* xb, long bo, long n,
+                     Index ix) {
+    long i = get_global_id(0);
+    if (i >= n) return;
+    long ic = i, ia = i, ib = i;
+    if (!ix.flat) {
+        ic = 0; ia = 0; ib = 0;
+        long r = i;
+        for (int d = (int)ix.rank - 1; d >= 0; --d) {
+            long c = r % ix.shape[d];
+            r /= ix.shape[d];
+            ic += c * ix.s0[d];
+            ia += c * ix.s1[d];
+            ib += c * ix.s2[d];
+        }
+    }
+    STORE(z, zo + i, cond[co + ic] ? LOAD(xa, ao + ia) : LOAD(xb, bo + ib));
+}
+
+// ---- reductions ----
+// *_rows: one work-group per (row, chunk) of a (rows, R) array, tree-reduced in local memory.
+// *_cols: one work item per (a, b) of an (A, R, B) array, reducing over R in order.
+#define REDUCE(NAME, IDENT, COMB)                                                            \
+    __kernel __attribute__((reqd_work_group_size(LS, 1, 1)))                                 \
+    void NAME##_rows(__global T* y, long yo, __global const T* x, long xo, long R,           \
+                     long chunk, long nchunks) {                                             \
+        __local ACC sh[LS];                                                                  \
+        long g = get_group_id(0);                                                            \
+        long row = g / nchunks, beg = (g % nchunks) * chunk;                                 \
+        long end = min(R, beg + chunk);                                                      \
+        int l = get_local_id(0);                                                             \
+        ACC acc = IDENT;                                                                     \
+        for (long k = beg + l; k < end; k += LS) {                                           \
+            ACC a = acc, b = LOAD(x, xo + row * R + k);                                      \
+            acc = COMB;                                                                      \
+        }                                                                                    \
+        sh[l] = acc;                                                                         \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                        \
+        for (int s = LS / 2; s > 0; s >>= 1) {                                               \
+            if (l < s) {                                                                     \
+                ACC a = sh[l], b = sh[l + s];                                                \
+                sh[l] = COMB;                                                                \
+            }                                                                                \
+            barrier(CLK_LOCAL_MEM_FENCE);                                                    \
+        }                                                                                    \
+        if (l == 0) STORE(y, yo + g, sh[0]);                                                 \
+    }                                                                                        \
+    __kernel void NAME##_cols(__global T* y, long yo, __global const T* x, long xo, long A,  \
+                              long R, long B) {                                              \
+        long i = get_global_id(0);                                                           \
+        if (i >= A * B) return;                                                              \
+        long base = xo + (i / B) * R * B + i % B;                                            \
+        ACC acc = IDENT;                                                                     \
+        for (long r = 0; r < R; ++r) {                                                       \
+            ACC a = acc, b = LOAD(x, base + r * B);                                          \
+            acc = COMB;                                                                      \
+        }                                                                                    \
+        STORE(y, yo + i, acc);                                                               \
+    }
+
+#if !IS_BOOL
+REDUCE(r_sum, (ACC)0, ADD(a, b))
+REDUCE(r_prod, (ACC)1, MUL(a, b))
+#endif
+REDUCE(r_max, (ACC)T_MIN, MAXIMUM(a, b))
+REDUCE(r_min, (ACC)T_MAX, MINIMUM(a, b))
+
+// Does (v2, i2) beat (v1, i1)? Ties go to the smaller index; NaN beats everything (numpy).
+#if IS_FLOAT
+#define BEATS(CMP, v1, i1, v2, i2) \
+    (isnan(v1) ? (isnan(v2) && (i2) < (i1)) \
+               : (isnan(v2) || (v2) CMP (v1) || ((v2) == (v1) && (i2) < (i1))))
+#else
+#define BEATS(CMP, v1, i1, v2, i2) ((v2) CMP (v1) || ((v2) == (v1) && (i2) < (i1)))
+#endif
+
+#define ARGREDUCE(NAME, CMP)                                                                 \
+    __kernel __attribute__((reqd_work_group_size(LS, 1, 1)))                                 \
+    void NAME##_rows(__global long* y, long yo, __global const T* x, long xo, long R) {      \
+        __local ACC sv[LS];                                                                  \
+        __local long si[LS];                                                                 \
+        long row = get_group_id(0);                                                          \
+        int l = get_local_id(0);                                                             \
+        ACC bv = 0;                                                                          \
+        long bi = -1;                                                                        \
+        for (long k = l; k < R; k += LS) {                                                   \
+            ACC v = LOAD(x, xo + row * R + k);                                               \
+            if (bi < 0 || BEATS(CMP, bv, bi, v, k)) { bv = v; bi = k; }                      \
+        }                                                                                    \
+        sv[l] = bv;                                                                          \
+        si[l] = bi;                                                                          \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                        \
+        for (int s = LS / 2; s > 0; s >>= 1) {                                               \
+            if (l < s) {                                                                     \
+                long oi = si[l + s];                                                         \
+                ACC ov = sv[l + s];                                                          \
+                if (oi >= 0 && (si[l] < 0 || BEATS(CMP, sv[l], si[l], ov, oi))) {           \
+                    sv[l] = ov;                                                              \
+                    si[l] = oi;                                                              \
+                }                                                                            \
+            }                                                                                \
+            barrier(CLK_LOCAL_MEM_FENCE);                                                    \
+        }                                                                                    \
+        if (l == 0) y[yo + row] = si[0];                                                     \
+    }                                                                                        \
+    __kernel void NAME##_cols(__global long* y, long yo, __global const T* x, long xo,       \
+                              long A, long R, long B) {                                      \
+        long i = get_global_id(0);                                                           \
+        if (i >= A * B) return;                                                              \
+        long base = xo + (i / B) * R * B + i % B;                                            \
+        ACC bv = LOAD(x, base);                                                              \
+        long bi = 0;                                                                         \
+        for (long r = 1; r < R; ++r) {                                                       \
+            ACC v = LOAD(x, base + r * B);                                                   \
+            if (BEATS(CMP, bv, bi, v, r)) { bv = v; bi = r; }                                \
+        }                                                                                    \
+        y[yo + i] = bi;                                                                      \
+    }
+
+ARGREDUCE(r_argmax, >)
+ARGREDUCE(r_argmin, <)
+
+// ---- batched matmul: TSxTS tiles in local memory, each work item computes WPT rows ----
+#if !IS_BOOL
+#define TS 32
+#define WPT 4
+#define RTS (TS / WPT)
+__kernel __attribute__((reqd_work_group_size(TS, RTS, 1)))
+void matmul(__global T* c, long co, __global const T* a, long ao, __global const T* b, long bo,
+            long M, long N, long K) {
+    __local ACC As[TS][TS + 1];
+    __local ACC Bs[TS][TS + 1];
+    int lc = get_local_id(0), lr = get_local_id(1);
+    long col = get_group_id(0) * TS + lc;
+    long row0 = get_group_id(1) * TS + lr;
+    long bt = get_global_id(2);
+    a += ao + bt * M * K;
+    b += bo + bt * K * N;
+    c += co + bt * M * N;
+    ACC acc[WPT];
+    for (int w = 0; w < WPT; ++w) acc[w] = 0;
+    for (long t = 0; t < K; t += TS) {
+        for (int w = 0; w < WPT; ++w) {
+            long r = row0 + w * RTS;
+            int rr = lr + w * RTS;
+            As[rr][lc] = (r < M && t + lc < K) ? LOAD(a, r * K + t + lc) : (ACC)0;
+            Bs[rr][lc] = (t + rr < K && col < N) ? LOAD(b, (t + rr) * N + col) : (ACC)0;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int k = 0; k < TS; ++k) {
+            ACC bk = Bs[k][lc];
+            for (int w = 0; w < WPT; ++w) acc[w] = ADD(acc[w], MUL(As[lr + w * RTS][k], bk));
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    for (int w = 0; w < WPT; ++w) {
+        long r = row0 + w * RTS;
+        if (r < M && col < N) STORE(c, r * N + col, acc[w]);
+    }
+}
+#endif
+
+// ---- creation ----
+#if IS_FLOAT && HAS_FP64
+#define ARANGE_T double
+#elif IS_FLOAT
+#define ARANGE_T float
+#else
+#define ARANGE_T long
+#endif
+__kernel void arange(__global T* y, long yo, ARANGE_T start, ARANGE_T step, long n) {
+    long i = get_global_id(0);
+    if (i >= n) return;
+#if IS_FLOAT
+    STORE(y, yo + i, start + (ARANGE_T)i * step);
+#else
+    STORE(y, yo + i, (T)((ulong)start + (ulong)i * (ulong)step));
+#endif
+}
+
+// ---- scatter_add: y[p, idx[j], q] += src[p, j, q], atomically ----
+#if !IS_BOOL
+inline void atomic_add_t(__global T* p, ACC v) {
+#if !IS_FLOAT && !IS_HALF && (T_SIZE == 4)
+    atomic_add((volatile __global int*)p, (int)v);
+#elif !IS_FLOAT && (T_SIZE == 8)
+    atom_add((volatile __global long*)p, (long)v);
+#elif T_SIZE == 4
+    volatile __global uint* w = (volatile __global uint*)p;
+    uint old = *w, seen;
+    do {
+        seen = old;
+        float nv = as_float(seen) + v;
+        old = atomic_cmpxchg(w, seen, as_uint(nv));
+    } while (old != seen);
+#elif T_SIZE == 8
+    volatile __global ulong* w = (volatile __global ulong*)p;
+    ulong old = *w, seen;
+    do {
+        seen = old;
+        old = atom_cmpxchg(w, seen, as_ulong(as_double(seen) + v));
+    } while (old != seen);
+#else
+    // NOTE: 1- and 2-byte values: compare-and-swap on the aligned 32-bit word holding them
+    // (buffers are allocated in multiples of 8 bytes, so the word is inside the buffer;
+    // little-endian devices only).
+    ulong addr = (ulong)p;
+    volatile __global uint* w = (volatile __global uint*)(addr & ~(ulong)3);
+    uint shift = (uint)(addr & 3) * 8;
+    uint mask = ((1u << (8 * T_SIZE)) - 1u) << shift;
+    uint old = *w, seen;
+    do {
+        seen = old;
+        T_BITS bits = (T_BITS)((seen & mask) >> shift);
+        ACC cur = LOAD((T*)&bits, 0);
+        STORE((T*)&bits, 0, ADD(cur, v));
+        uint nw = (seen & ~mask) | ((uint)bits << shift);
+        old = atomic_cmpxchg(w, seen, nw);
+    } while (old != seen);
+#endif
+}
+
+__kernel void scatter_add(__global T* y, long yo, __global const long* idx, long io,
+                          __global const T* src, long so, long P, long J, long Q, long A,
+                          __global long* err) {
+    long i = get_global_id(0);
+    if (i >= P * J * Q) return;
+    long q = i % Q, t = i / Q;
+    long j = t % J, p = t / J;
+    long k = idx[io + j];
+    if (k < 0 || k >= A) {
+        err[0] = 1;
+        err[1] = k;
+        return;
+    }
+    atomic_add_t(y + yo + (p * A + k) * Q + q, LOAD(src, so + i));
+}
+#endif
+
+// ---- philox_uniform: Philox4x32-10 (Salmon et al., Random123) ----
+#if IS_FLOAT && !IS_HALF
+inline uint4 philox4x32_10(uint4 c, uint2 k) {
+    for (int r = 0; r < 10; ++r) {
+        if (r > 0) {
+            k.x += 0x9E3779B9u;
+            k.y += 0xBB67AE85u;
+        }
+        uint lo0 = 0xD2511F53u * c.x, hi0 = mul_hi(0xD2511F53u, c.x);
+        uint lo1 = 0xCD9E8D57u * c.z, hi1 = mul_hi(0xCD9E8D57u, c.z);
+        c = (uint4)(hi1 ^ c.y ^ k.x, lo1, hi0 ^ c.w ^ k.y, lo0);
+    }
+    return c;
+}
+
+// The raw generator, for known-answer tests: out[0..3] = Philox4x32-10(ctr, key).
+__kernel void philox_bits(__global uint* out, uint4 ctr, uint2 key) {
+    vstore4(philox4x32_10(ctr, key), 0, out);
+}
+
+__kernel void philox_uniform(__global T* y, long yo, long n, ulong offset, uint k0, uint k1) {
+    long g = get_global_id(0);
+    if (g * 4 >= n) return;
+    ulong ctr = offset + (ulong)g;
+    uint4 c = philox4x32_10((uint4)((uint)ctr, (uint)(ctr >> 32), 0, 0), (uint2)(k0, k1));
+    uint bits[4] = {c.x, c.y, c.z, c.w};
+    for (int w = 0; w < 4; ++w) {
+        long i = g * 4 + w;
+        // NOTE: (bits >> 8) has 24 bits, so the product is exact in float and double.
+        if (i < n) y[yo + i] = (T)(bits[w] >> 8) * (T)5.9604644775390625e-8;
+    }
+}
+#endif

@@ -1,0 +1,53 @@
+// Kernels that only move elements: built once per (context, element size); E is an unsigned
+// integer type of that size, so one build serves every dtype of the size. See common.h.cl.
+
+// y[dst(i)] = x[src(i)] over ix's iteration space; s0 = source strides, s1 = destination
+// strides (elements). Serves copy, permute, expand, slice, concat and pad.
+__kernel void strided_copy(__global E* y, long yo, __global const E* x, long xo, long n,
+                           Index ix) {
+    long i = get_global_id(0);
+    if (i >= n) return;
+    long is = 0, id = 0, r = i;
+    for (int d = (int)ix.rank - 1; d >= 0; --d) {
+        long c = r % ix.shape[d];
+        r /= ix.shape[d];
+        is += c * ix.s0[d];
+        id += c * ix.s1[d];
+    }
+    y[yo + id] = x[xo + is];
+}
+
+// y[p, j, q] = x[p, idx[j], q]; an index outside [0, A) is reported in err and reads nothing.
+__kernel void gather(__global E* y, long yo, __global const E* x, long xo,
+                     __global const long* idx, long io, long P, long J, long Q, long A,
+                     __global long* err) {
+    long i = get_global_id(0);
+    if (i >= P * J * Q) return;
+    long q = i % Q, t = i / Q;
+    long j = t % J, p = t / J;
+    long k = idx[io + j];
+    if (k < 0 || k >= A) {
+        err[0] = 1;
+        err[1] = k;
+        y[yo + i] = 0;
+        return;
+    }
+    y[yo + i] = x[xo + (p * A + k) * Q + q];
+}
+
+// y[p, idx[j], q] = src[p, j, q]; with duplicate indices any one value wins.
+__kernel void scatter(__global E* y, long yo, __global const long* idx, long io,
+                      __global const E* src, long so, long P, long J, long Q, long A,
+                      __global long* err) {
+    long i = get_global_id(0);
+    if (i >= P * J * Q) return;
+    long q = i % Q, t = i / Q;
+    long j = t % J, p = t / J;
+    long k = idx[io + j];
+    if (k < 0 || k >= A) {
+        err[0] = 1;
+        err[1] = k;
+        return;
+    }
+    y[yo + (p * A + k) * Q + q] = src[so + i];
+}

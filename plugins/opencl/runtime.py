@@ -1,0 +1,335 @@
+"""The OpenCL device runtime: every device of every platform, buffers, queues and events."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+import pyopencl as cl
+
+from adapter_api import DeviceError, DeviceProperties, DeviceRuntime, OpArgumentError, OutOfMemoryError
+
+from . import programs
+from .errors import check
+
+_PROFILING = cl.command_queue_properties.PROFILING_ENABLE
+_COMPLETE = cl.command_execution_status.COMPLETE
+
+
+class CLView(NamedTuple):
+    """What kernels receive for a tensor: a contiguous region of a ``cl.Buffer``.
+
+    ``offset`` is in bytes (a multiple of the itemsize); kernels pass ``eoff`` (elements).
+    """
+
+    buffer: Any  #: pyopencl.Buffer
+    offset: int  #: bytes from the start of ``buffer``
+    shape: tuple[int, ...]
+    dtype: np.dtype
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def eoff(self) -> np.int64:
+        return np.int64(self.offset // self.dtype.itemsize)
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+
+@dataclass(slots=True)
+class OpenCLEvent:
+    """An event handle: the marker enqueued by the last ``record_event`` (None before)."""
+
+    index: int
+    marker: Any = None
+
+
+class OpenCLDevice:
+    """One OpenCL device: its context, default queue and built programs, created on first use."""
+
+    def __init__(self, index: int, device: cl.Device) -> None:
+        self.index = index
+        self.device = device
+        self.name = device.name.strip()
+        exts = device.extensions.split()
+        self.has_fp64 = "cl_khr_fp64" in exts or bool(device.double_fp_config)
+        self.has_fp16 = "cl_khr_fp16" in exts
+        self.has_int64_atomics = "cl_khr_int64_base_atomics" in exts
+        wg = device.max_work_group_size
+        #: work-group size of 1-d kernels and row reductions (a power of two)
+        self.local_size = min(256, 1 << (wg.bit_length() - 1))
+        self._context: cl.Context | None = None
+        self._queue: cl.CommandQueue | None = None
+        self.queues: list[cl.CommandQueue] = []
+        self.kernels: dict[tuple[str, str, str], cl.Kernel] = {}
+        self.programs: dict[tuple[str, str], cl.Program] = {}
+        self.allocated = 0
+        self._err: cl.Buffer | None = None
+
+    @property
+    def context(self) -> cl.Context:
+        if self._context is None:
+            with check("creating a context", self.name):
+                self._context = cl.Context([self.device])
+        return self._context
+
+    @property
+    def queue(self) -> cl.CommandQueue:
+        if self._queue is None:
+            self._queue = self.new_queue()
+        return self._queue
+
+    def new_queue(self) -> cl.CommandQueue:
+        with check("creating a command queue", self.name):
+            q = cl.CommandQueue(self.context, self.device, properties=_PROFILING)
+        self.queues.append(q)
+        return q
+
+    def kernel(self, family: str, key: str, name: str) -> cl.Kernel:
+        """The kernel ``name`` of program (family, key), building the program on first use."""
+        k = self.kernels.get((family, key, name))
+        if k is None:
+            prg = self.programs.get((family, key))
+            if prg is None:
+                prg = self.programs[(family, key)] = programs.build(self, family, key)
+            with check(f"creating kernel '{name}' of program '{family}/{key}'", self.name):
+                k = self.kernels[(family, key, name)] = cl.Kernel(prg, name)
+        return k
+
+    @property
+    def error_buffer(self) -> cl.Buffer:
+        """Two int64 words kernels set on a bad index: (flag, offending value); kept zeroed."""
+        if self._err is None:
+            self._err = cl.Buffer(self.context, cl.mem_flags.READ_WRITE, 16)
+            cl.enqueue_fill_buffer(self.queue, self._err, np.uint8(0), 0, 16).wait()
+        return self._err
+
+    def take_error(self, queue: cl.CommandQueue) -> int | None:
+        """Wait for ``queue``; return the bad index a kernel reported (and clear it), or None."""
+        host = np.zeros(2, np.int64)
+        cl.enqueue_copy(queue, host, self.error_buffer, is_blocking=True)
+        if not host[0]:
+            return None
+        cl.enqueue_fill_buffer(queue, self._err, np.uint8(0), 0, 16).wait()
+        return int(host[1])
+
+    # -- helpers for kernels: scratch buffers, fills and plain copies -------------------
+    def temp(self, nbytes: int) -> cl.Buffer:
+        """A scratch buffer; dropping it is safe while queued work still uses it."""
+        return cl.Buffer(self.context, cl.mem_flags.READ_WRITE, max(8, nbytes))
+
+    def fill(self, queue: cl.CommandQueue, buf: cl.Buffer, pattern: np.ndarray, offset: int, nbytes: int) -> None:
+        if nbytes > 0:
+            cl.enqueue_fill_buffer(queue, buf, pattern, offset, nbytes)
+
+    def copy(self, queue: cl.CommandQueue, dst: cl.Buffer, dst_offset: int, src: cl.Buffer, src_offset: int, nbytes: int) -> None:
+        if nbytes > 0 and not (dst == src and dst_offset == src_offset):
+            cl.enqueue_copy(queue, dst, src, byte_count=nbytes, src_offset=src_offset, dst_offset=dst_offset)
+
+
+def _device_type(bits: int) -> str:
+    names = [n for n, b in (("cpu", cl.device_type.CPU), ("gpu", cl.device_type.GPU),
+                            ("accelerator", cl.device_type.ACCELERATOR)) if bits & b]
+    return "|".join(names) or "other"
+
+
+def _list_devices() -> tuple[list[cl.Device], str]:
+    try:
+        platforms = cl.get_platforms()
+    except cl.Error as exc:
+        return [], f"no OpenCL platform found ({exc}); install a driver, e.g. pip install pocl-binary-distribution"
+    found = []
+    for pi, p in enumerate(sorted(platforms, key=lambda p: p.name)):
+        try:
+            devs = p.get_devices()
+        except cl.Error:
+            continue
+        found += [(p.name, d.name, pi, di, d) for di, d in enumerate(devs)]
+    found.sort(key=lambda t: t[:4])
+    reason = "" if found else "OpenCL platforms found, but none has a device; install a driver"
+    return [t[4] for t in found], reason
+
+
+class OpenCLRuntime(DeviceRuntime):
+    """Every device of every OpenCL platform, ordered by (platform name, device name).
+
+    Contexts and queues are created on the first use of a device index. Streams are command
+    queues (with profiling), events are markers, buffers are ``cl.Buffer``.
+    """
+
+    def __init__(self) -> None:
+        cl_devices, self.reason = _list_devices()
+        #: why there are no devices ("" when there are some)
+        self.devices = [OpenCLDevice(i, d) for i, d in enumerate(cl_devices)]
+
+    # -- devices -----------------------------------------------------------------------
+    def device(self, index: int) -> OpenCLDevice:
+        try:
+            return self.devices[index]
+        except (IndexError, TypeError):
+            names = ", ".join(f"opencl:{d.index} ({d.name})" for d in self.devices) or "none"
+            raise DeviceError(
+                f"[opencl] no device with index {index!r}; devices: {names}"
+                + (f" ({self.reason})" if self.reason else "")
+            ) from None
+
+    def device_count(self) -> int:
+        return len(self.devices)
+
+    def properties(self, index: int) -> DeviceProperties:
+        dev = self.device(index)
+        d = dev.device
+        dtypes = ["bool", "uint8", "int32", "int64", "float16", "float32"]
+        if dev.has_fp64:
+            dtypes.append("float64")
+        return DeviceProperties(
+            name=dev.name,
+            vendor=d.vendor.strip(),
+            total_memory=d.global_mem_size,
+            compute_units=d.max_compute_units,
+            dtypes=tuple(dtypes),
+            driver_version=d.driver_version,
+            runtime_version=d.version,
+            extra={
+                "platform": d.platform.name,
+                "platform_version": d.platform.version,
+                "opencl_c_version": d.opencl_c_version,
+                "device_type": _device_type(d.type),
+                "local_memory": d.local_mem_size,
+                "max_alloc": d.max_mem_alloc_size,
+                "max_work_group_size": d.max_work_group_size,
+                "max_clock_mhz": d.max_clock_frequency,
+                "fp64": dev.has_fp64,
+                "fp16": dev.has_fp16,
+                "pyopencl": cl.VERSION_TEXT,
+            },
+        )
+
+    # -- memory ------------------------------------------------------------------------
+    def allocate(self, index: int, nbytes: int) -> cl.Buffer:
+        dev = self.device(index)
+        # NOTE: rounded up to 8 bytes (at least 1 is required): scatter_add on 1- and 2-byte
+        # dtypes does compare-and-swap on the enclosing 32-bit word.
+        size = max(8, (int(nbytes) + 7) & ~7)
+        max_alloc = dev.device.max_mem_alloc_size
+        if size > max_alloc:
+            raise OutOfMemoryError(
+                f"[opencl] allocating {nbytes} bytes on opencl:{index} ('{dev.name}') failed: the "
+                f"device allows at most {max_alloc} bytes per buffer ({dev.allocated} bytes in "
+                f"use); use smaller tensors"
+            )
+        with check(f"allocating on opencl:{index} ({dev.allocated} bytes in use)", dev.name, nbytes=nbytes):
+            buf = cl.Buffer(dev.context, cl.mem_flags.READ_WRITE, size)
+        dev.allocated += size
+        return buf
+
+    def free(self, index: int, buffer: cl.Buffer) -> None:
+        dev = self.device(index)
+        dev.allocated -= buffer.size
+        buffer.release()
+
+    def view(self, buffer: Any, offset: int, shape: tuple[int, ...], dtype: np.dtype) -> CLView:
+        dtype = np.dtype(dtype)
+        if offset % dtype.itemsize:
+            raise OpArgumentError(
+                f"[opencl] view offset {offset} is not a multiple of the itemsize of {dtype}; "
+                f"align tensor offsets to their element size"
+            )
+        return CLView(buffer, offset, tuple(shape), dtype)
+
+    def memset(self, index: int, buffer: Any, offset: int, value: int, nbytes: int, stream: Any) -> None:
+        if nbytes <= 0:
+            return
+        dev = self.device(index)
+        with check("memset", dev.name, nbytes=nbytes):
+            cl.enqueue_fill_buffer(stream or dev.queue, buffer, np.uint8(value & 0xFF), offset, nbytes)
+
+    # -- copies ------------------------------------------------------------------------
+    def copy_h2d(self, index: int, dst: Any, dst_offset: int, src: np.ndarray, stream: Any, blocking: bool = True) -> None:
+        if src.nbytes == 0:
+            return
+        if not src.flags.c_contiguous:
+            if not blocking:
+                raise OpArgumentError("[opencl] copy_h2d got a non-contiguous host array for an "
+                                      "async copy; pass np.ascontiguousarray(src)")
+            src = np.ascontiguousarray(src)
+        dev = self.device(index)
+        with check("copy host->device", dev.name, nbytes=src.nbytes):
+            cl.enqueue_copy(stream or dev.queue, dst, src.reshape(-1), dst_offset=dst_offset, is_blocking=blocking)
+
+    def copy_d2h(self, index: int, dst: np.ndarray, src: Any, src_offset: int, stream: Any, blocking: bool = True) -> None:
+        if dst.nbytes == 0:
+            return
+        if not dst.flags.c_contiguous:
+            raise OpArgumentError("[opencl] copy_d2h needs a C-contiguous host array; got a "
+                                  "strided one; pass np.empty(shape, dtype)")
+        dev = self.device(index)
+        with check("copy device->host", dev.name, nbytes=dst.nbytes):
+            cl.enqueue_copy(stream or dev.queue, dst.reshape(-1), src, src_offset=src_offset, is_blocking=blocking)
+
+    def copy_d2d(self, index: int, dst: Any, dst_offset: int, src: Any, src_offset: int, nbytes: int, stream: Any, blocking: bool = True) -> None:
+        if nbytes <= 0:
+            return
+        dev = self.device(index)
+        with check("copy device->device", dev.name, nbytes=nbytes):
+            evt = cl.enqueue_copy(stream or dev.queue, dst, src, byte_count=nbytes,
+                                  src_offset=src_offset, dst_offset=dst_offset)
+            if blocking:
+                evt.wait()
+
+    # -- streams -----------------------------------------------------------------------
+    def default_stream(self, index: int) -> cl.CommandQueue:
+        return self.device(index).queue
+
+    def create_stream(self, index: int) -> cl.CommandQueue:
+        return self.device(index).new_queue()
+
+    def synchronize_stream(self, stream: Any) -> None:
+        stream.finish()
+
+    def query_stream(self, stream: Any) -> bool:
+        marker = cl.enqueue_marker(stream)
+        stream.flush()
+        return marker.command_execution_status == _COMPLETE
+
+    # -- events ------------------------------------------------------------------------
+    def create_event(self, index: int) -> OpenCLEvent:
+        self.device(index)
+        return OpenCLEvent(index)
+
+    def record_event(self, event: OpenCLEvent, stream: Any) -> None:
+        event.marker = cl.enqueue_marker(stream or self.device(event.index).queue)
+
+    def stream_wait_event(self, stream: Any, event: OpenCLEvent) -> None:
+        if event.marker is not None:
+            cl.enqueue_barrier(stream or self.device(event.index).queue, wait_for=[event.marker])
+
+    def synchronize_event(self, event: OpenCLEvent) -> None:
+        if event.marker is not None:
+            event.marker.wait()
+
+    def query_event(self, event: OpenCLEvent) -> bool:
+        if event.marker is None:
+            return True
+        return event.marker.command_execution_status == _COMPLETE
+
+    def elapsed_ms(self, start: OpenCLEvent, end: OpenCLEvent) -> float:
+        if start.marker is None or end.marker is None:
+            raise OpArgumentError("[opencl] elapsed_ms needs two recorded events; got an event "
+                                  "never recorded; call record_event first")
+        end.marker.wait()
+        start.marker.wait()
+        dev = self.device(start.index)
+        with check("reading event profiling info", dev.name):
+            return (end.marker.profile.end - start.marker.profile.end) * 1e-6
+
+    # -- whole device ------------------------------------------------------------------
+    def synchronize(self, index: int) -> None:
+        for q in self.device(index).queues:
+            q.finish()
