@@ -3,4 +3,5 @@
 # isort: off
 from . import base, primitives  # noqa: F401  (primitives first: the others build on them)
 from . import creation, math, shape, indexing, methods  # noqa: F401
+from . import composites  # noqa: F401  (softmax, norms, losses, conv, attention, ...)
 # isort: on

@@ -1,0 +1,91 @@
+"""Activations: relu, leaky_relu, gelu (exact and tanh), silu, sigmoid, tanh, softplus."""
+
+from __future__ import annotations
+
+import math as _m
+from typing import Any
+
+from adapter_api import OpArgumentError
+
+from ...tensor import Tensor
+from .. import math as M
+from ..base import OPS, call, composite
+from ._common import float_arg, same_meta, tensor_arg
+
+_SQRT1_2 = 1.0 / _m.sqrt(2.0)
+_SQRT2_PI = _m.sqrt(2.0 / _m.pi)
+
+
+@composite("gelu", infer=same_meta)
+def gelu_decomposition(x: Tensor, approximate: bool) -> Tensor:
+    """0.5 x (1 + erf(x / sqrt 2)); with ``approximate``: 0.5 x (1 + tanh(sqrt(2/pi)(x + 0.044715 x^3)))."""
+    if approximate:
+        inner = (x + x * x * x * 0.044715) * _SQRT2_PI
+        return x * 0.5 * (M.tanh(inner) + 1.0)
+    return x * 0.5 * (M.erf(x * _SQRT1_2) + 1.0)
+
+
+@composite("silu", infer=same_meta)
+def silu_decomposition(x: Tensor) -> Tensor:
+    """x * sigmoid(x), with sigmoid(x) = 0.5 (tanh(x / 2) + 1) (no overflow)."""
+    return x * ((M.tanh(x * 0.5) + 1.0) * 0.5)
+
+
+@composite("sigmoid", infer=same_meta)
+def sigmoid_decomposition(x: Tensor) -> Tensor:
+    """0.5 (tanh(x / 2) + 1): equal to 1 / (1 + exp(-x)) and never overflows."""
+    return (M.tanh(x * 0.5) + 1.0) * 0.5
+
+
+def gelu(x: Tensor, approximate: Any = False, name: str | None = None) -> Tensor:
+    """GELU; ``approximate=True`` (or PyTorch's ``"tanh"``) uses the tanh form."""
+    if isinstance(approximate, str):
+        if approximate not in ("none", "tanh"):
+            raise OpArgumentError(f"[gelu] approximate must be a bool, 'none' or 'tanh', got {approximate!r}")
+        approximate = approximate == "tanh"
+    return call(OPS["gelu"], [float_arg("gelu", x)], {"approximate": bool(approximate)})
+
+
+def silu(x: Tensor, name: str | None = None) -> Tensor:
+    """x * sigmoid(x) (also called swish)."""
+    return call(OPS["silu"], [float_arg("silu", x)], {})
+
+
+swish = silu
+
+
+def sigmoid(x: Tensor, name: str | None = None) -> Tensor:
+    return call(OPS["sigmoid"], [float_arg("sigmoid", x)], {})
+
+
+def relu(x: Tensor, name: str | None = None) -> Tensor:
+    """max(x, 0)."""
+    x = tensor_arg("relu", x)
+    return M.where(x > 0, x, 0.0)
+
+
+def relu6(x: Tensor, name: str | None = None) -> Tensor:
+    return M.clip(relu(x), max=6.0)
+
+
+def leaky_relu(x: Tensor, negative_slope: float = 0.01, name: str | None = None) -> Tensor:
+    x = float_arg("leaky_relu", x)
+    return M.where(x > 0, x, x * float(negative_slope))
+
+
+def tanh(x: Tensor, name: str | None = None) -> Tensor:
+    return M.tanh(x)
+
+
+def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0, name: str | None = None) -> Tensor:
+    """log(1 + exp(beta x)) / beta, linear above ``threshold`` (Paddle's and PyTorch's form)."""
+    x = float_arg("softplus", x)
+    z = x * float(beta) if beta != 1.0 else x
+    soft = M.maximum(z, 0.0) + M.log(M.exp(-M.abs(z)) + 1.0)
+    if beta != 1.0:
+        soft = soft * (1.0 / beta)
+    return M.where(z > threshold, x, soft)
+
+
+def hardtanh(x: Tensor, min: float = -1.0, max: float = 1.0) -> Tensor:
+    return M.clip(x, min, max)
