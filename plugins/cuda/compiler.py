@@ -131,12 +131,13 @@ class CUDACompiler(Compiler):
             cp.cuda.Device(self.device_index),
             vendor_errors("launch a generated kernel", device=self.device_index),
         ):
-            s = (
-                stream
-                if stream is not None
-                else (self.runtime.default_stream(self.device_index) if self.runtime else None)
-            )
-            program(blocks, block, tuple(args), stream=s)
+            if stream is None:
+                stream = (
+                    self.runtime.default_stream(self.device_index)
+                    if self.runtime
+                    else cp.cuda.get_current_stream()
+                )
+            program(blocks, block, tuple(args), stream=stream)
 
 
 def launch_shape(

@@ -327,7 +327,8 @@ def philox_uniform_cuda(
     threads = (n + 3) // 4
     block = 256
     grid = (threads + block - 1) // block
-    fn((grid,), (block,), (y, np.uint64(n), np.uint64(int(offset) % 2**64), np.uint32(k0), np.uint32(k1)))
+    args = (y, np.uint64(n), np.uint64(int(offset) % 2**64), np.uint32(k0), np.uint32(k1))
+    fn((grid,), (block,), args, stream=xp.cuda.get_current_stream())
 
 
 _PHILOX_MODULE: list[Any] = []
