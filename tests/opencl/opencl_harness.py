@@ -65,11 +65,11 @@ class Harness:
     def kernel(self, op: str, dtype: Any) -> Any:
         return self.registry.kernels[(op, "opencl", np.dtype(dtype))]
 
-    def run(self, op: str, ins: list[np.ndarray], shape: tuple[int, ...], out_dtype: Any,
+    def run(self, op: str, ins: list[np.ndarray], out_shape: tuple[int, ...], out_dtype: Any, /,
             key: Any = None, **attrs: Any) -> np.ndarray:
         """Run ``op`` registered under ``key`` (default: the first input's dtype)."""
         key = key if key is not None else (ins[0].dtype if ins else out_dtype)
-        out = self.empty(shape, out_dtype)
+        out = self.empty(out_shape, out_dtype)
         self.kernel(op, key).fn(self.ctx, [out], [self.put(a) for a in ins], **attrs)
         return self.get(out)
 
