@@ -197,7 +197,8 @@ def empty(shape: tuple[int, ...], dtype: np.dtype, device: _dev.Device) -> Tenso
 
 
 def from_numpy_copy(arr: np.ndarray, device: _dev.Device) -> Tensor:
-    arr = np.ascontiguousarray(arr)
+    if not arr.flags.c_contiguous:
+        arr = np.ascontiguousarray(arr)  # NOTE: np.ascontiguousarray turns 0-d into 1-d; only call it when needed
     t = empty(arr.shape, arr.dtype, device)
     if arr.nbytes:
         dt = _dev.device_type(device.type)
@@ -212,7 +213,9 @@ def _as_numpy(data: Any, dtype: np.dtype | None) -> np.ndarray:
             raise OpArgumentError("[to_tensor] numpy arrays of dtype object are not supported; convert to numbers first")
         if arr.dtype not in _dt._SUPPORTED and dtype is None:
             arr = arr.astype(_canonical(arr.dtype))
-    elif isinstance(data, (bool, int, float, np.generic)):
+    elif isinstance(data, np.generic):
+        return _as_numpy(np.asarray(data), dtype)
+    elif isinstance(data, (bool, int, float)):
         arr = np.asarray(data, dtype=dtype if dtype is not None else _dt.infer_dtype(data))
     else:
         try:

@@ -42,8 +42,10 @@ def _unary(fn: Any):
 
 
 def _rsqrt(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    r = np.sqrt(x, out=out)
-    return np.divide(1, r, out=r)
+    if out is None:
+        return 1.0 / np.sqrt(x)
+    np.sqrt(x, out=out)
+    return np.divide(1, out, out=out)
 
 
 def _binary(fn: Any):

@@ -1,0 +1,157 @@
+"""Plugin discovery, contract versions, broken plugins, fallback and strict mode."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from importlib.metadata import EntryPoint
+
+import numpy as np
+import pytest
+
+import framework as fw
+from framework._src.plugins import PluginHost
+
+GROUP = "oarlock.plugins"
+
+
+def ep(name: str, module: str) -> EntryPoint:
+    return EntryPoint(name=name, value=module, group=GROUP)
+
+
+def test_cpu_plugin_found_through_entry_point():
+    rec = fw.plugins()["cpu"]
+    assert rec.module == "plugins.cpu" and rec.error is None
+    assert rec.contract == fw.CONTRACT_VERSION
+    assert "cpu" in rec.device_types and rec.kernel_count >= 52
+
+
+def test_discovery_with_fake_entry_points():
+    h = PluginHost()
+    h.load_entry_points([ep("partial", "tests.plugins_for_tests.partial"), ep("broken", "tests.plugins_for_tests.broken_import")])
+    assert h.records["partial"].error is None
+    assert h.records["partial"].device_types == ["partial"]
+    assert ("add", "partial", np.dtype("float32")) in h.registry.kernels
+    err = h.records["broken"].error
+    assert "broken" in err and "libvendor.so.3" in err and "import" in err and "OARLOCK_PLUGINS" in err
+
+
+def test_broken_hook_is_rolled_back():
+    h = PluginHost()
+    h.load_entry_points([ep("brokenhook", "tests.plugins_for_tests.broken_hook")])
+    assert "brokenhook" not in h.registry.runtimes  # half a plugin is never used
+    assert "firmware version 0.9" in h.records["brokenhook"].error
+    assert "oarlock_register" in h.records["brokenhook"].error
+
+
+def test_contract_mismatch_names_plugin_versions_and_fix():
+    h = PluginHost()
+    h.load_entry_points([ep("future", "tests.plugins_for_tests.future_contract")])
+    err = h.records["future"].error
+    assert "'future'" in err and "2.0" in err and "1.0" in err and "upgrade oarlock" in err
+    assert "future" not in h.registry.runtimes
+
+
+def test_oarlock_plugins_env_limits_loading(monkeypatch):
+    monkeypatch.setenv("OARLOCK_PLUGINS", "partial")
+    h = PluginHost()
+    h.load_entry_points([ep("partial", "tests.plugins_for_tests.partial"), ep("broken", "tests.plugins_for_tests.broken_import")])
+    assert set(h.records) == {"partial"}
+
+
+@pytest.fixture(scope="module")
+def partial():
+    fw.register_plugin("tests.plugins_for_tests.partial", name="partial")
+    return "partial"
+
+
+def test_partial_plugin_runs_its_kernels_and_falls_back(partial):
+    fw.reset_fallback_stats()
+    a = fw.to_tensor([[1.0, 2.0], [3.0, 4.0]], device="partial:1")
+    b = fw.to_tensor([10.0, 20.0], device="partial:1")
+    c = a + b  # registered without broadcast: the core expands b first (expand falls back)
+    assert c.device == "partial:1"
+    np.testing.assert_array_equal(c.numpy(), [[11, 22], [13, 24]])
+    with pytest.warns(fw.FallbackWarning, match=r"\[exp\] no kernel on 'partial'"):
+        e = fw.exp(a)
+    np.testing.assert_allclose(e.numpy(), np.exp([[1, 2], [3, 4]]), rtol=1e-6)
+    assert e.device == "partial:1"
+    stats = fw.fallback_stats()
+    assert stats["exp@partial"] == 1 and stats["expand@partial"] >= 1
+    fw.exp(a)  # counted again, warned once only
+    assert fw.fallback_stats()["exp@partial"] == 2
+
+
+def test_strict_mode_turns_fallback_into_error(partial):
+    a = fw.to_tensor([1.0, 2.0], device="partial")
+    fw.set_strict_kernels(True)
+    try:
+        with pytest.raises(fw.KernelNotFoundError, match=r"\[tanh\].*strict mode"):
+            fw.tanh(a)
+    finally:
+        fw.set_strict_kernels(False)
+
+
+def test_strict_mode_from_environment():
+    code = textwrap.dedent(
+        """
+        import framework as fw
+        fw.register_plugin("tests.plugins_for_tests.partial", name="partial")
+        try:
+            fw.tanh(fw.ones([2], device="partial"))
+        except fw.KernelNotFoundError as e:
+            print("STRICT", e)
+        """
+    )
+    env = dict(os.environ, OARLOCK_STRICT_KERNELS="1")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=_root(), timeout=120)
+    assert "STRICT [tanh]" in out.stdout, out.stderr
+
+
+def test_partial_plugin_memory_stats_and_training_step(partial):
+    fw.empty_cache("partial:0")
+    before = fw.memory_stats("partial:0")
+    w = fw.ones([4], device="partial:0")
+    w.stop_gradient = False
+    loss = (w * w).sum()  # mul on the device, sum falls back
+    loss.backward()
+    np.testing.assert_allclose(w.grad.numpy(), [2, 2, 2, 2])
+    after = fw.memory_stats("partial:0")
+    assert after["num_alloc_requests"] > before["num_alloc_requests"]
+    assert after["peak_allocated_bytes"] >= 16
+
+
+def _root() -> str:
+    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _fake_install(tmp_path, name: str, module: str) -> dict:
+    """Make an entry point visible to importlib.metadata without pip: a dist-info folder."""
+    dist = tmp_path / f"oarlock_test_{name}-0.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: oarlock-test-{name}\nVersion: 0.0\n")
+    (dist / "entry_points.txt").write_text(f"[{GROUP}]\n{name} = {module}\n")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), _root(), env.get("PYTHONPATH", "")])
+    env.pop("OARLOCK_PLUGINS", None)
+    return env
+
+
+def test_oarlock_devices_lists_cpu_and_a_broken_plugin(tmp_path):
+    env = _fake_install(tmp_path, "vendorx", "tests.plugins_for_tests.broken_import")
+    out = subprocess.run([sys.executable, "-m", "framework.cli", "devices"], env=env, capture_output=True, text=True, timeout=120, cwd=_root())
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    assert "plugin cpu (plugins.cpu)" in text and "cpu:0" in text and "kernels: 52 ops" in text
+    assert "plugin vendorx" in text and "FAILED TO LOAD" in text and "libvendor.so.3" in text
+
+
+def test_asking_for_a_broken_plugins_device_raises_its_error(tmp_path):
+    env = _fake_install(tmp_path, "vendorx", "tests.plugins_for_tests.broken_import")
+    code = "import framework as fw\ntry:\n    fw.set_device('vendorx')\nexcept fw.DeviceError as e:\n    print('ERR', e)\nprint('OK', fw.ones([1]).device)"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, cwd=_root())
+    assert "ERR [device] device 'vendorx' is unavailable because its plugin failed to load" in out.stdout, out.stdout + out.stderr
+    assert "libvendor.so.3" in out.stdout
+    assert "OK cpu:0" in out.stdout  # import framework was not broken
