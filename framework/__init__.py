@@ -195,12 +195,12 @@ dtype = type(float32)
 clamp = clip
 
 
-def registered_kernels(device: object = None) -> dict[str, list[object]]:
-    """``{op: [dtypes]}`` of the kernels the device's plugin registered (no fallbacks)."""
+def registered_kernels(name: object = None) -> dict[str, list[object]]:
+    """``{op: [dtypes]}`` of the kernels a device's plugin registered (no fallbacks)."""
     from ._src import device as _d
     from ._src.plugins import host
 
-    typ = (get_device() if device is None else _d.parse(device, check=False)).type
+    typ = (get_device() if name is None else _d.parse(name, check=False)).type
     out: dict[str, list[object]] = {}
     for (op, dt, dtype) in host().registry.kernels:
         if dt == typ:
