@@ -13,7 +13,9 @@ import numpy as np
 
 #: A kernel: ``fn(ctx, outs, ins, **attrs)``. ``outs`` and ``ins`` are lists of native views
 #: (see ``DeviceRuntime.view``) of contiguous buffers the core allocated; the kernel writes
-#: its results into ``outs`` and returns nothing.
+#: its results into ``outs`` and returns nothing. A kernel may raise
+#: ``adapter_api.KernelNotFoundError`` for an attribute combination it does not support (a
+#: cast to a dtype the device cannot hold, say); the core then treats it as missing.
 Kernel = Callable[..., None]
 
 

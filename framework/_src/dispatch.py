@@ -116,6 +116,9 @@ def run(
         outs.append(Tensor._make(alloc.malloc(math.prod(shape) * dtype.itemsize), 0, shape, dtype, dev))
     try:
         entry.fn(context(dev), [o.native() for o in outs], [t.native() for t in ins], **attrs)
+    except KernelNotFoundError:
+        # The kernel declined these attributes (e.g. a cast to a dtype the device cannot hold).
+        return _fallback(op, ins, attrs, dev, key_dtype, metas)
     except OarlockError:
         raise
     except Exception as exc:  # noqa: BLE001 — a vendor kernel's failure becomes a readable error
