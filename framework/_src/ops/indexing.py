@@ -8,6 +8,7 @@ element indices (numpy's own indexing rules, so every numpy key works the same),
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import numpy as np
@@ -248,8 +249,20 @@ def setitem(x: Tensor, key: Any, value: Any) -> None:
     except OpArgumentError:
         raise OpArgumentError(f"[setitem] value of shape {v.shape} cannot be broadcast to the indexed shape {flat.shape}") from None
     idx = to_tensor(flat.reshape(-1), device=x.device)
-    r = scatter(x.reshape((-1,)), idx, v.reshape((-1,)), axis=0).reshape(x.shape)
+    src = alias(x)
+    r = scatter(src.reshape((-1,)), idx, v.reshape((-1,)), axis=0).reshape(x.shape)
     rebind(x, r)
+
+
+def alias(x: Tensor) -> Tensor:
+    """A second tensor object for ``x``'s current value and graph position, so ``x`` itself
+    can be rebound by an in-place update without the graph referring to its new value."""
+    a = Tensor._make(x._block, x._offset, x.shape, x.dtype, x.device)
+    a.stop_gradient = x.stop_gradient
+    if x._node is not None:
+        a._node, a._out_index = x._node, x._out_index
+        x._node._outs[x._out_index] = weakref.ref(a)
+    return a
 
 
 def rebind(x: Tensor, r: Tensor) -> None:
@@ -263,7 +276,7 @@ def rebind(x: Tensor, r: Tensor) -> None:
         x._node = r._node
         x._out_index = r._out_index
         x.stop_gradient = r.stop_gradient
-        r._node._outs[r._out_index] = __import__("weakref").ref(x)
+        r._node._outs[r._out_index] = weakref.ref(x)
 
 
 def nonzero(x: Tensor, as_tuple: bool = False) -> Any:

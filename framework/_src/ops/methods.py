@@ -103,7 +103,7 @@ def clear_grad(self: Tensor, set_to_zero: bool = False) -> None:
 
 def _inplace(fn: Any) -> Any:
     def op(self: Tensor, other: Any) -> Tensor:
-        r = fn(self, other)
+        r = fn(indexing.alias(self), other)
         if r.dtype != self.dtype:
             if _dt.category(r.dtype) > _dt.category(self.dtype):
                 raise OpArgumentError(f"[inplace] result type {r.dtype} cannot be stored in a {self.dtype} tensor")
