@@ -1,0 +1,100 @@
+"""Scaled dot-product attention (with causal mask) and rotary position embedding."""
+
+from __future__ import annotations
+
+import math as _m
+from typing import Any
+
+from adapter_api import OpArgumentError
+
+from ... import dtypes as _dt
+from ...tensor import Tensor
+from .. import creation as C
+from .. import math as M
+from .. import shape as S
+from ..base import OPS, call, composite
+from ._common import float_arg, tensor_arg
+from .misc import dropout as _dropout
+from .norm import softmax
+
+
+def _sdpa_infer(ins: list[Tensor], attrs: dict[str, Any]) -> list:
+    q, v = ins[0], ins[2]
+    return [(q.shape[:-1] + v.shape[-1:], q.dtype)]
+
+
+@composite("attention", infer=_sdpa_infer)
+def attention_decomposition(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, *, causal: bool, scale: float) -> Tensor:
+    """softmax(q k^T * scale [+ mask] [causal]) v on (B, H, S, D) tensors."""
+    s = M.matmul(q * scale, k, transpose_y=True)
+    if mask is not None:
+        s = M.where(mask, s, float("-inf")) if mask.dtype == _dt.bool_ else s + mask
+    if causal:
+        lq, lk = s.shape[-2], s.shape[-1]
+        r = C.arange(lq, device=q.device).reshape((lq, 1)) + (lk - lq)
+        c = C.arange(lk, device=q.device).reshape((1, lk))
+        s = M.where(c <= r, s, float("-inf"))
+    return M.matmul(softmax(s, axis=-1), v)
+
+
+def attention(q: Tensor, k: Tensor, v: Tensor, attn_mask: Tensor | None = None, is_causal: bool = False, scale: float | None = None) -> Tensor:
+    """Attention on (B, H, S, D) tensors (PyTorch's layout): the composite ``attention``."""
+    q = float_arg("attention", q, "query")
+    k = tensor_arg("attention", k, "key")
+    v = tensor_arg("attention", v, "value")
+    if q.ndim < 2 or k.shape[-1] != q.shape[-1] or k.shape[-2] != v.shape[-2]:
+        raise OpArgumentError(f"[attention] query {q.shape}, key {k.shape} and value {v.shape} do not fit: need matching head dims and key/value lengths")
+    sc = 1.0 / _m.sqrt(q.shape[-1]) if scale is None else float(scale)
+    ins = [q, k, v] if attn_mask is None else [q, k, v, attn_mask]
+    return call(OPS["attention"], ins, {"causal": bool(is_causal), "scale": sc})
+
+
+def scaled_dot_product_attention(
+    query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | None = None, dropout_p: float = 0.0,
+    is_causal: bool = False, training: bool = True, scale: float | None = None, name: str | None = None,
+) -> Tensor:
+    """Paddle's layout: (batch, seq_len, num_heads, head_dim) in and out. ``attn_mask`` is
+    bool (True keeps) or additive, broadcastable to (batch, heads, seq_q, seq_k)."""
+    for nm, t in (("query", query), ("key", key), ("value", value)):
+        if tensor_arg("scaled_dot_product_attention", t, nm).ndim != 4:
+            raise OpArgumentError(f"[scaled_dot_product_attention] {nm} must be 4-d (batch, seq, heads, dim), got shape {t.shape}")
+    q, k, v = (t.transpose((0, 2, 1, 3)) for t in (query, key, value))
+    if dropout_p and training:
+        sc = 1.0 / _m.sqrt(q.shape[-1]) if scale is None else scale
+        s = M.matmul(q * sc, k, transpose_y=True)
+        if attn_mask is not None:
+            s = M.where(attn_mask, s, float("-inf")) if attn_mask.dtype == _dt.bool_ else s + attn_mask
+        if is_causal:
+            lq, lk = s.shape[-2], s.shape[-1]
+            r = C.arange(lq, device=q.device).reshape((lq, 1)) + (lk - lq)
+            c = C.arange(lk, device=q.device).reshape((1, lk))
+            s = M.where(c <= r, s, float("-inf"))
+        out = M.matmul(_dropout(softmax(s, axis=-1), dropout_p), v)
+    else:
+        out = attention(q, k, v, attn_mask, is_causal, scale)
+    return out.transpose((0, 2, 1, 3))
+
+
+def rotary_cos_sin(seq_len: int, head_dim: int, base: float = 10000.0, dtype: Any = None, device: Any = None) -> tuple[Tensor, Tensor]:
+    """cos and sin tables of shape (seq_len, head_dim) for :func:`rotary_embedding`
+    (frequencies base^(-2i/head_dim), each repeated for both halves)."""
+    if head_dim % 2:
+        raise OpArgumentError(f"[rotary_cos_sin] head_dim must be even, got {head_dim}")
+    d = _dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
+    inv = C.arange(0, head_dim, 2, dtype=_dt.float64, device=device) * (-_m.log(base) / head_dim)
+    freqs = C.arange(seq_len, dtype=_dt.float64, device=device).reshape((seq_len, 1)) * M.exp(inv).reshape((1, -1))
+    emb = S.concat([freqs, freqs], axis=-1)
+    return M.cast(M.cos(emb), d), M.cast(M.sin(emb), d)
+
+
+def rotary_embedding(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+    """x * cos + rotate_half(x) * sin, rotate_half(x) = concat(-x2, x1) over the last dim
+    (the GPT-NeoX / Llama form). ``cos``/``sin`` broadcast to ``x`` (e.g. (seq, dim) for
+    (batch, heads, seq, dim) inputs)."""
+    x = float_arg("rotary_embedding", x)
+    d = x.shape[-1]
+    if d % 2:
+        raise OpArgumentError(f"[rotary_embedding] the last dim must be even, got shape {x.shape}")
+    x1, x2 = S.split(x, 2, axis=-1)
+    rot = S.concat([-x2, x1], axis=-1)
+    return x * cos.astype(x.dtype) + rot * sin.astype(x.dtype)

@@ -1,0 +1,177 @@
+"""Linear, embedding, dropout, statistics (var/std), cumsum, topk, one_hot, masking."""
+
+from __future__ import annotations
+
+import math as _m
+from typing import Any
+
+from adapter_api import OpArgumentError
+
+from ... import dtypes as _dt
+from ... import random as _rand
+from ...tensor import Tensor
+from .. import creation as C
+from .. import math as M
+from .. import shape as S
+from ..base import OPS, call, composite
+from ..indexing import masked_fill, take_along_axis
+from ._common import axis_arg, float_arg, tensor_arg
+
+
+def _linear_infer(ins: list[Tensor], attrs: dict[str, Any]) -> list:
+    x, w = ins[0], ins[1]
+    return [(x.shape[:-1] + w.shape[-1:], x.dtype)]
+
+
+@composite("linear", infer=_linear_infer)
+def linear_decomposition(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """x @ weight (+ bias); weight is (in_features, out_features) as in Paddle."""
+    lead = x.shape[:-1]
+    x2 = x.reshape((-1, x.shape[-1])) if x.ndim != 2 else x
+    y = M.matmul(x2, weight)
+    if bias is not None:
+        y = y + bias
+    return y.reshape(lead + weight.shape[-1:]) if x.ndim != 2 else y
+
+
+def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None, name: str | None = None) -> Tensor:
+    """``x @ weight + bias`` with ``weight`` of shape ``[in_features, out_features]`` (Paddle layout)."""
+    x = tensor_arg("linear", x)
+    weight = tensor_arg("linear", weight, "weight")
+    if weight.ndim != 2:
+        raise OpArgumentError(f"[linear] weight must be 2-d (in_features, out_features), got shape {weight.shape}")
+    if x.ndim == 0 or x.shape[-1] != weight.shape[0]:
+        raise OpArgumentError(
+            f"[linear] x has shape {x.shape} but weight has {weight.shape}: the last dim of x must equal "
+            f"in_features={weight.shape[0]}"
+        )
+    if x.dtype != weight.dtype:
+        x = M.cast(x, weight.dtype)
+    ins = [x, weight] if bias is None else [x, weight, tensor_arg("linear", bias, "bias")]
+    if x.ndim == 1:
+        return call(OPS["linear"], [ins[0].reshape((1, -1))] + ins[1:], {}).reshape(weight.shape[-1:])
+    return call(OPS["linear"], ins, {})
+
+
+def embedding(x: Tensor, weight: Tensor, padding_idx: int | None = None, sparse: bool = False, name: str | None = None) -> Tensor:
+    """Rows of ``weight`` picked by the integer ids ``x`` (a ``gather`` on axis 0); the row at
+    ``padding_idx`` gets no gradient."""
+    x = tensor_arg("embedding", x)
+    weight = tensor_arg("embedding", weight, "weight")
+    if x.dtype.kind not in "iu":
+        raise OpArgumentError(f"[embedding] ids must be integers, got dtype {x.dtype}; cast with x.astype('int64')")
+    out = weight.gather(x, axis=0)
+    if padding_idx is not None:
+        pad = padding_idx % weight.shape[0]
+        out = masked_fill(out, (x == pad).unsqueeze(-1), 0.0)
+    return out
+
+
+def dropout(x: Tensor, p: float = 0.5, axis: Any = None, training: bool = True, mode: str = "upscale_in_train", name: str | None = None) -> Tensor:
+    """Zero each element with probability ``p`` using a Philox mask (the same on every device
+    for the same seed); ``upscale_in_train`` scales the kept ones by 1/(1-p)."""
+    x = tensor_arg("dropout", x)
+    if not 0.0 <= p <= 1.0:
+        raise OpArgumentError(f"[dropout] p must be in [0, 1], got {p}")
+    if mode not in ("upscale_in_train", "downscale_in_infer"):
+        raise OpArgumentError(f"[dropout] mode must be 'upscale_in_train' or 'downscale_in_infer', got {mode!r}")
+    if not training:
+        return x * (1.0 - p) if mode == "downscale_in_infer" and p > 0 else x
+    if p == 0.0:
+        return x
+    if p == 1.0:
+        return x * 0.0
+    shape = x.shape
+    if axis is not None:
+        axes = M.normalize_axes("dropout", axis, x.ndim)
+        shape = tuple(s if i in axes else 1 for i, s in enumerate(x.shape))
+    u = _rand.rand(shape, dtype=x.dtype if x.dtype in (_dt.float32, _dt.float64) else _dt.float32, device=x.device)
+    keep = M.cast(u >= p, x.dtype)
+    scale = 1.0 / (1.0 - p) if mode == "upscale_in_train" else 1.0
+    return x * (keep * scale)
+
+
+def var(x: Tensor, axis: Any = None, unbiased: bool = True, keepdim: bool = False, name: str | None = None) -> Tensor:
+    """Variance over ``axis`` (``unbiased`` divides by n - 1, Paddle's default)."""
+    x = float_arg("var", x)
+    axes = M.normalize_axes("var", axis, x.ndim)
+    n = 1
+    for a in axes:
+        n *= x.shape[a]
+    d = x - M.mean(x, axis=axes, keepdim=True)
+    denom = n - 1 if unbiased else n
+    return M.sum(d * d, axis=axes, keepdim=keepdim) * (1.0 / denom if denom > 0 else float("nan"))
+
+
+def std(x: Tensor, axis: Any = None, unbiased: bool = True, keepdim: bool = False, name: str | None = None) -> Tensor:
+    return M.sqrt(var(x, axis=axis, unbiased=unbiased, keepdim=keepdim))
+
+
+def cumsum(x: Tensor, axis: int | None = None, dtype: Any = None, name: str | None = None) -> Tensor:
+    """Running sum along ``axis`` (the flattened tensor when None): log2(n) shifted adds
+    (Hillis-Steele), all primitives."""
+    x = tensor_arg("cumsum", x)
+    if dtype is not None:
+        x = M.cast(x, dtype)
+    elif x.dtype.kind in "biu":
+        x = M.cast(x, _dt.int64)
+    if axis is None:
+        x, axis = x.reshape((-1,)), 0
+    ax = axis_arg("cumsum", axis, x.ndim)
+    if x.ndim == 0:
+        return x
+    n = x.shape[ax]
+    k = 1
+    while k < n:
+        starts = [0] * x.ndim
+        stops = list(x.shape)
+        stops[ax] = n - k
+        pads = [(0, 0)] * x.ndim
+        pads[ax] = (k, 0)
+        x = x + S.pad_raw(S.slice_raw(x, tuple(starts), tuple(stops), (1,) * x.ndim), tuple(pads), 0)
+        k *= 2
+    return x
+
+
+def topk(x: Tensor, k: int, axis: int = -1, largest: bool = True, sorted: bool = True, name: str | None = None) -> tuple[Tensor, Tensor]:
+    """The ``k`` largest (or smallest) values along ``axis`` and their int64 indices, by k
+    rounds of argmax and masking (ties go to the lower index)."""
+    x = tensor_arg("topk", x)
+    ax = axis_arg("topk", axis, x.ndim)
+    n = x.shape[ax] if x.ndim else 1
+    if not isinstance(k, int) or not 0 < k <= n:
+        raise OpArgumentError(f"[topk] k must be an int in [1, {n}] (the size of axis {ax}), got {k!r}")
+    work = x if largest else -x
+    if work.dtype.kind in "biu":
+        work = M.cast(work, _dt.float64)
+    fill = float("-inf")
+    pos_shape = [1] * x.ndim
+    pos_shape[ax] = n
+    positions = C.arange(n, device=x.device).reshape(tuple(pos_shape))
+    idxs = []
+    cur = work.detach()
+    for _ in range(k):
+        i = M.argmax(cur, axis=ax, keepdim=True)
+        idxs.append(i)
+        cur = M.where(positions == i, fill, cur)
+    index = S.concat(idxs, axis=ax) if k > 1 else idxs[0]
+    return take_along_axis(x, index, ax), index
+
+
+def one_hot(x: Tensor, num_classes: int, name: str | None = None) -> Tensor:
+    """``x[..., None] == arange(num_classes)`` as the default float dtype."""
+    x = tensor_arg("one_hot", x)
+    if x.dtype.kind not in "iu":
+        raise OpArgumentError(f"[one_hot] x must hold integer class ids, got dtype {x.dtype}")
+    if not isinstance(num_classes, int) or num_classes <= 0:
+        raise OpArgumentError(f"[one_hot] num_classes must be a positive int, got {num_classes!r}")
+    classes = C.arange(num_classes, device=x.device)
+    return M.cast(x.unsqueeze(-1) == classes, _dt.get_default_dtype())
+
+
+def masked_fill_where(x: Tensor, mask: Tensor, value: Any) -> Tensor:
+    """``where(mask, value, x)``: fill the masked positions (masking by ``where``)."""
+    return masked_fill(x, mask, value)
+
+
+_ = _m
