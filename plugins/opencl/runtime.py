@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -294,9 +295,16 @@ class OpenCLRuntime(DeviceRuntime):
         stream.finish()
 
     def query_stream(self, stream: Any) -> bool:
+        # NOTE: OpenCL cannot ask a queue whether it is idle; a marker enqueued now completes
+        # within microseconds on an idle queue, so give it a moment before answering "busy".
         marker = cl.enqueue_marker(stream)
         stream.flush()
-        return marker.command_execution_status == _COMPLETE
+        deadline = time.perf_counter() + 0.002
+        while marker.command_execution_status != _COMPLETE:
+            if time.perf_counter() > deadline:
+                return False
+            time.sleep(0)
+        return True
 
     # -- events ------------------------------------------------------------------------
     def create_event(self, index: int) -> OpenCLEvent:
