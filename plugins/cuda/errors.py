@@ -28,7 +28,8 @@ def import_cupy() -> ModuleType:
     try:
         import cupy
     except ImportError as exc:
-        raise DeviceError(f"[cuda] cupy is not installed ({exc}); {INSTALL_HINT}") from exc
+        what = "is not installed" if exc.name == "cupy" else f"failed to import ({exc})"
+        raise DeviceError(f"[cuda] cupy {what}; {INSTALL_HINT}") from exc
     return cupy
 
 
@@ -40,10 +41,12 @@ def unavailable_reason() -> str | None:
     """
     try:
         import cupy
-    except ImportError:
-        return f"cupy is not installed; {INSTALL_HINT}"
+    except ImportError as exc:
+        if exc.name == "cupy":
+            return f"cupy is not installed; {INSTALL_HINT}"
+        return f"cupy failed to import ({type(exc).__name__}: {_status_text(exc)}); reinstall with {INSTALL_HINT}"
     except Exception as exc:  # noqa: BLE001 — a broken cupy install is a reason, not a crash
-        return f"cupy failed to import ({type(exc).__name__}: {exc}); reinstall with {INSTALL_HINT}"
+        return f"cupy failed to import ({type(exc).__name__}: {_status_text(exc)}); reinstall with {INSTALL_HINT}"
     try:
         count = cupy.cuda.runtime.getDeviceCount()
     except Exception as exc:  # noqa: BLE001
