@@ -138,9 +138,12 @@ def _reduction(name: str) -> Body:
         if not axes:
             xp.copyto(y, x.reshape(y.shape))
             return
+        fn = name
+        if x.dtype.kind == "b":  # max/min of bool are any/all
+            fn = {"amax": "any", "amin": "all"}[name]
         # NOTE: integer sums accumulate in their own type: the result wraps like numpy's cast.
         extra = {"dtype": x.dtype} if name in ("sum", "prod") and x.dtype.kind != "f" else {}
-        getattr(xp, name)(x, axis=tuple(axes), keepdims=bool(keepdim), out=y, **extra)
+        getattr(xp, fn)(x, axis=tuple(axes), keepdims=bool(keepdim), out=y, **extra)
 
     body.__name__ = name
     return body
@@ -148,7 +151,8 @@ def _reduction(name: str) -> Body:
 
 def _arg_reduction(name: str) -> Body:
     def body(xp: Any, outs: list[Any], ins: list[Any], axis: int, keepdim: bool) -> None:
-        getattr(xp, name)(ins[0], axis=int(axis), keepdims=bool(keepdim), out=outs[0])
+        x = ins[0].view(xp.uint8) if ins[0].dtype.kind == "b" else ins[0]  # bool as 0/1 bytes
+        getattr(xp, name)(x, axis=int(axis), keepdims=bool(keepdim), out=outs[0])
 
     body.__name__ = name
     return body
@@ -265,7 +269,12 @@ def scatter_add(xp: Any, outs: list[Any], ins: list[Any], axis: int) -> None:
 
     if y.dtype.name in _ATOMIC:
         xp.copyto(y, x)
-        cupyx.scatter_add(y, key, values)
+        if y.dtype.name == "int64":
+            # NOTE: two's-complement addition is the same for int64 and uint64, and cupy's
+            # atomicAdd is documented for uint64.
+            cupyx.scatter_add(y.view(xp.uint64), key, xp.ascontiguousarray(values).view(xp.uint64))
+        else:
+            cupyx.scatter_add(y, key, values)
         return
     # NOTE: narrow types accumulate wide and are cast back (integers wrap as numpy's add.at).
     wide = x.astype(_WIDER[y.dtype.name])
