@@ -303,9 +303,12 @@ def current_stream(name: object = None) -> Stream:
 
 @contextlib.contextmanager
 def stream(s: Stream) -> Iterator[Stream]:
+    from . import dispatch
+
     t = device_type(s.device.type)
     prev = t.current_streams.get(s.device.index)
     t.current_streams[s.device.index] = s.handle
+    dispatch._STATE.clear()  # kernel contexts pick up the new stream
     try:
         yield s
     finally:
@@ -313,3 +316,4 @@ def stream(s: Stream) -> Iterator[Stream]:
             t.current_streams.pop(s.device.index, None)
         else:
             t.current_streams[s.device.index] = prev
+        dispatch._STATE.clear()

@@ -32,7 +32,6 @@ if TYPE_CHECKING:
     from .ops.base import OpDef
 
 _KCACHE: dict[tuple[str, str, np.dtype], KernelEntry | None] = {}
-_CTX: dict[_dev.Device, KernelContext] = {}
 _FALLBACKS: Counter[tuple[str, str]] = Counter()
 _WARNED: set[tuple[str, str]] = set()
 _STRICT = [os.environ.get("OARLOCK_STRICT_KERNELS", "") not in ("", "0", "false", "False")]
@@ -45,7 +44,7 @@ class FallbackWarning(UserWarning):
 
 def clear_kernel_cache() -> None:
     _KCACHE.clear()
-    _CTX.clear()
+    _STATE.clear()
 
 
 def set_strict_kernels(flag: bool) -> None:
@@ -71,13 +70,31 @@ def find_kernel(op: str, device_type: str, dtype: np.dtype) -> KernelEntry | Non
         return e
 
 
+class _DeviceState:
+    """What every op on one device needs, looked up once: allocator, runtime, kernel context."""
+
+    __slots__ = ("alloc", "runtime", "ctx", "view")
+
+    def __init__(self, dev: _dev.Device) -> None:
+        dt = _dev.device_type(dev.type)
+        self.alloc = dt.allocator(dev.index)
+        self.runtime = dt.runtime
+        self.view = dt.runtime.view
+        self.ctx = KernelContext(dev.index, dt.stream(dev.index), dt.runtime)
+
+
+_STATE: dict[_dev.Device, _DeviceState] = {}
+
+
+def state(dev: _dev.Device) -> _DeviceState:
+    s = _STATE.get(dev)
+    if s is None:
+        s = _STATE[dev] = _DeviceState(dev)
+    return s
+
+
 def context(dev: _dev.Device) -> KernelContext:
-    ctx = _CTX.get(dev)
-    dt = _dev.device_type(dev.type)
-    stream = dt.stream(dev.index)
-    if ctx is None or ctx.stream is not stream:
-        ctx = _CTX[dev] = KernelContext(dev.index, stream, dt.runtime)
-    return ctx
+    return state(dev).ctx
 
 
 def check_same_device(op: str, ins: list[Tensor]) -> _dev.Device:
@@ -110,12 +127,18 @@ def run(
     elif op.elementwise:
         rank = len(metas[0][0])
         ins = [t if len(t.shape) == rank else t._reshaped((1,) * (rank - len(t.shape)) + t.shape) for t in ins]
-    alloc = _dev.allocator_of(dev)
+    st = _STATE.get(dev) or state(dev)
+    malloc = st.alloc.malloc
+    view = st.view
     outs = []
+    nouts = []
     for shape, dtype in metas:
-        outs.append(Tensor._make(alloc.malloc(math.prod(shape) * dtype.itemsize), 0, shape, dtype, dev))
+        o = Tensor._make(malloc(math.prod(shape) * dtype.itemsize), 0, shape, dtype, dev)
+        o._nv = nv = view(o._block.handle, 0, shape, dtype)
+        outs.append(o)
+        nouts.append(nv)
     try:
-        entry.fn(context(dev), [o.native() for o in outs], [t.native() for t in ins], **attrs)
+        entry.fn(st.ctx, nouts, [t._nv if t._nv is not None else t.native() for t in ins], **attrs)
     except KernelNotFoundError:
         # The kernel declined these attributes (e.g. a cast to a dtype the device cannot hold).
         return _fallback(op, ins, attrs, dev, key_dtype, metas)

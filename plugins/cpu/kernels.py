@@ -6,6 +6,7 @@ and is rounded once into the output, as the GPU libraries do.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import ml_dtypes
@@ -32,12 +33,16 @@ def _f32(x: np.ndarray) -> np.ndarray:
 
 def _unary(fn: Any):
     def k(ctx: Any, outs: list, ins: list) -> None:
+        if ctx.stream is not None:
+            ctx.stream.submit(k, _SYNC, outs, ins)
+            return
         x, y = ins[0], outs[0]
         if y.dtype in _HALF:
             y[...] = fn(_f32(x))
         else:
             fn(x, out=y)
 
+    k.inline_stream = True
     return k
 
 
@@ -50,25 +55,16 @@ def _rsqrt(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
 
 def _binary(fn: Any):
     def k(ctx: Any, outs: list, ins: list) -> None:
+        if ctx.stream is not None:
+            ctx.stream.submit(k, _SYNC, outs, ins)
+            return
         x, y = ins
-        z = outs[0]
         if x.dtype in _HALF:
-            z[...] = fn(_f32(x), _f32(y))
+            outs[0][...] = fn(_f32(x), _f32(y))
         else:
-            with np.errstate(all="ignore"):
-                fn(x, y, out=z)
-
-    return k
-
-
-def _int_div(fn: Any):
-    def k(ctx: Any, outs: list, ins: list) -> None:
-        x, y = ins
-        with np.errstate(all="ignore"):
             fn(x, y, out=outs[0])
-        if x.dtype.kind in "iu":  # numpy gives 0 for integer division by zero; keep that defined
-            pass
 
+    k.inline_stream = True
     return k
 
 
@@ -211,6 +207,15 @@ def _logical_not(ctx: Any, outs: list, ins: list) -> None:
     np.logical_not(ins[0], out=outs[0])
 
 
+class _Sync:
+    """A kernel context for work already running on a stream's worker thread."""
+
+    stream = None
+
+
+_SYNC = _Sync()
+
+
 def _on_stream(fn: Any):
     """Run on the caller's thread on the default stream, on the stream's worker otherwise."""
 
@@ -286,5 +291,9 @@ TABLE: list[tuple[str, Any, tuple, bool]] = [
 
 
 def register_kernels(registry: Any) -> None:
+    # NOTE: numpy's floating-point warnings (overflow to inf, 0/0, integer division by zero,
+    # which gives 0) are the defined IEEE results here, as on accelerators: no warning.
+    warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"plugins\.cpu\.kernels")
     for op, fn, dtypes, bcast in TABLE:
-        registry.add_kernel(op, "cpu", dtypes, _on_stream(fn), broadcast=bcast)
+        k = fn if getattr(fn, "inline_stream", False) else _on_stream(fn)
+        registry.add_kernel(op, "cpu", dtypes, k, broadcast=bcast)

@@ -95,10 +95,7 @@ class CPURuntime(DeviceRuntime):
         pass  # numpy frees the array when the last reference goes
 
     def view(self, buffer: np.ndarray, offset: int, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-        n = dtype.itemsize
-        for s in shape:
-            n *= s
-        return buffer[offset : offset + n].view(dtype).reshape(shape)
+        return np.ndarray(shape, dtype, buffer, offset)
 
     def memset(self, index: int, buffer: np.ndarray, offset: int, value: int, nbytes: int, stream: Any) -> None:
         self._run(stream, buffer[offset : offset + nbytes].fill, value)
