@@ -77,8 +77,7 @@ class CUDACompiler(Compiler):
         nvrtc = _nvrtc()
         cp = import_cupy()
         option, kind = self.target()
-        include = os.path.join(os.path.dirname(cp.__file__), "_core", "include")
-        opts = (option, "--std=c++17", f"-I{include}", *options)
+        opts = (option, "--std=c++17", *include_options(cp), *options)
         with vendor_errors("create an NVRTC program"):
             prog = nvrtc.createProgram(source, f"{entry}.cu", (), ())
         try:
@@ -138,6 +137,36 @@ class CUDACompiler(Compiler):
                     else cp.cuda.get_current_stream()
                 )
             program(blocks, block, tuple(args), stream=stream)
+
+
+def include_options(cp: Any) -> tuple[str, ...]:
+    """``-I`` options for cupy's headers and the CUDA headers (``cuda_fp16.h``, ``cuda_bf16.h``):
+    the toolkit cupy found, else the ``nvidia-*`` pip wheels."""
+    dirs = [os.path.join(os.path.dirname(cp.__file__), "_core", "include")]
+    try:
+        cuda_path = cp.cuda.get_cuda_path()
+    except Exception:  # noqa: BLE001 — no toolkit is fine, NVRTC has its builtins
+        cuda_path = None
+    roots = [cuda_path, os.environ.get("CUDA_PATH"), os.environ.get("CUDA_HOME")]
+    found = [
+        os.path.join(r, "include")
+        for r in roots
+        if r and os.path.isfile(os.path.join(r, "include", "cuda_fp16.h"))
+    ]
+    if found:
+        dirs.append(found[0])
+    else:
+        try:
+            import nvidia
+
+            for root in nvidia.__path__:
+                for sub in sorted(os.listdir(root)):
+                    inc = os.path.join(root, sub, "include")
+                    if os.path.isfile(os.path.join(inc, "cuda_fp16.h")):
+                        dirs.append(inc)
+        except Exception:  # noqa: BLE001
+            pass
+    return tuple(f"-I{d}" for d in dirs)
 
 
 def launch_shape(

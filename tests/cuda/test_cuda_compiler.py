@@ -60,3 +60,35 @@ def test_launch_shape():
 def test_launch_rejects_python_numbers():
     with pytest.raises(OpArgumentError, match=r"argument 1 is a Python int \(5\); pass a numpy scalar"):
         CUDACompiler().launch(object(), [np.zeros(1), 5], (1,), None, None)
+
+
+HALF = r"""
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+extern "C" __global__ void twice(__half* x, __nv_bfloat16* y, long long n) {
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) { x[i] = __float2half(2.f * __half2float(x[i])); y[i] = __float2bfloat16(1.f); }
+}
+"""
+
+
+def _cuda_headers() -> str | None:
+    import os
+
+    import cupy
+
+    from plugins.cuda.compiler import include_options
+
+    for opt in include_options(cupy):
+        if os.path.isfile(os.path.join(opt[2:], "cuda_fp16.h")):
+            return opt[2:]
+    return None
+
+
+@requires_nvrtc
+def test_half_precision_headers_are_found():
+    if _cuda_headers() is None:
+        pytest.skip(
+            "CUDA headers (cuda_fp16.h) not found; set CUDA_PATH or pip install nvidia-cuda-runtime-cu12"
+        )
+    assert CUDACompiler(arch="90").compile(HALF, "twice").startswith(b"\x7fELF")
