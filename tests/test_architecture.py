@@ -1,0 +1,37 @@
+"""The contract holds: framework/ and adapter_api/ import no plugin and no vendor SDK
+(import-linter, configured in pyproject.toml), and the tree is ruff-clean."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _tool(name: str) -> list[str]:
+    exe = shutil.which(name) or os.path.join(os.path.dirname(sys.executable), name)
+    if not os.path.exists(exe):
+        pytest.fail(f"{name} is not installed; run pip install -e '.[dev]'")
+    return [exe]
+
+
+def test_import_contracts():
+    out = subprocess.run(_tool("lint-imports"), cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "2 kept, 0 broken" in out.stdout
+
+
+def test_ruff_clean():
+    out = subprocess.run(_tool("ruff") + ["check", "."], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_importing_framework_does_not_import_vendor_sdks():
+    code = "import sys, framework; bad = [m for m in ('pyopencl', 'cupy', 'mpi4py') if m in sys.modules]; print(bad)"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
