@@ -7,7 +7,7 @@ per (op, device type, dtype) on a :class:`Registry`, :class:`Communicator` (coll
 This package imports nothing else of Oarlock's.
 """
 
-from .communicator import REDUCE_OPS, Communicator
+from .communicator import REDUCE_OPS, Communicator, StagedCommunicator
 from .compiler import Compiler
 from .errors import (
     CommunicationError,
@@ -51,6 +51,7 @@ __all__ = [
     "PluginError",
     "PrimitiveSpec",
     "Registry",
+    "StagedCommunicator",
     "check_contract",
     "hookimpl",
     "hookspec",

@@ -1,24 +1,61 @@
 """Communication: the third interface, collectives in the style of NCCL/xccl.
 
 A plugin registers a :class:`Communicator` subclass with
-``registry.add_communicator("mydev", MyCommunicator)``. The core bootstraps it: rank 0 calls
-``MyCommunicator.unique_id()``, the bytes are broadcast to every rank over the host transport
-(MPI), then every rank constructs ``MyCommunicator(runtime, device_index, rank, size, uid)``.
+``registry.add_communicator("mydev", MyCommunicator)``.
 
-Buffers are native views (see ``DeviceRuntime.view``) of contiguous device memory, all of
-one dtype; ``op`` is one of ``"sum" "avg" "max" "min" "prod"``. Calls are enqueued on
-``stream``; the core synchronizes when the user waits on the returned task.
+Bootstrap
+---------
+Processes are started by a launcher (``mpiexec``). Exactly one registered communicator is the
+**host (bootstrap) communicator**: its class sets ``bootstrap = True`` (the CPU plugin's, on
+MPI). It needs no unique id, because the launcher itself is its bootstrap:
+
+1. the core calls ``Host.world()`` -> ``(rank, size)`` of this process in the launch;
+2. the core builds ``Host(cpu_runtime, 0, rank, size, b"")`` -- the world group;
+3. for a sub-group the core calls ``host.split(ranks)`` on every rank of the parent group
+   (members get a new host communicator, the others ``None``);
+4. for a device type the core calls ``DeviceComm.create(runtime, device_index, host)`` on every
+   member of the group. The default :meth:`Communicator.create` is the NCCL recipe: rank 0
+   calls ``unique_id()``, the bytes travel to every rank with ``host.broadcast_bytes``, then
+   every rank constructs ``DeviceComm(runtime, device_index, rank, size, uid)``. A plugin
+   without a collective library derives from :class:`StagedCommunicator` instead: it copies
+   device buffers to host arrays and runs the host communicator's collectives on them.
+
+Buffers and streams
+-------------------
+Buffers are native views (see ``DeviceRuntime.view``) of contiguous device memory, all of one
+dtype; ``op`` is one of ``"sum" "avg" "max" "min" "prod"`` (``avg`` of integers rounds down).
+Calls are enqueued on ``stream`` after the work already queued there; the core synchronizes
+when the user waits on the returned task. ``send`` and ``recv`` may be the same buffer
+(in place).
+
+Faults
+------
+A collective must never hang forever: when a peer does not arrive within the communicator's
+``timeout`` seconds (the core sets it from ``OARLOCK_COLLECTIVE_TIMEOUT``, default 300), raise
+:class:`adapter_api.CommunicationError` naming the collective and the missing rank(s).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 REDUCE_OPS = ("sum", "avg", "max", "min", "prod")
 
 
 class Communicator:
-    """Collectives across ``size`` processes for one device type."""
+    """Collectives across ``size`` processes for one device type.
+
+    Required: the collectives below that raise ``NotImplementedError("need ...")``. Optional:
+    ``group_start``/``group_end``/``destroy`` (harmless defaults) and, for the host
+    communicator only, ``world``/``broadcast_bytes``/``all_gather_bytes``/``split``.
+    """
+
+    #: True for the host communicator that starts from the launcher alone (no unique id).
+    bootstrap: bool = False
+    #: seconds a collective waits for the slowest rank before raising CommunicationError.
+    timeout: float = 300.0
 
     def __init__(self, runtime: Any, device_index: int, rank: int, size: int, uid: bytes) -> None:
         self.runtime = runtime
@@ -31,6 +68,39 @@ class Communicator:
         """Bytes that identify a new communicator (called on rank 0 only)."""
         return b""
 
+    @classmethod
+    def create(cls, runtime: Any, device_index: int, host: Communicator) -> Communicator:
+        """Build this communicator for the group of the host communicator ``host``.
+
+        Called on every rank of the group at the same time. The default broadcasts rank 0's
+        :meth:`unique_id` over ``host`` and calls the constructor; override it when the
+        communicator rides on the host one (see :class:`StagedCommunicator`).
+        """
+        uid = host.broadcast_bytes(cls.unique_id() if host.rank == 0 else b"", 0)
+        comm = cls(runtime, device_index, host.rank, host.size, uid)
+        comm.timeout = host.timeout
+        return comm
+
+    # -- host (bootstrap) communicator only ---------------------------------------------
+    @classmethod
+    def world(cls) -> tuple[int, int]:
+        """``(rank, size)`` of this process in the launch (host communicator only)."""
+        raise NotImplementedError("need world (bootstrap communicators only)")
+
+    def broadcast_bytes(self, data: bytes, root: int) -> bytes:
+        """Return ``root``'s ``data`` on every rank (host communicator only)."""
+        raise NotImplementedError("need broadcast_bytes (bootstrap communicators only)")
+
+    def all_gather_bytes(self, data: bytes) -> list[bytes]:
+        """Every rank's ``data``, in rank order (host communicator only)."""
+        raise NotImplementedError("need all_gather_bytes (bootstrap communicators only)")
+
+    def split(self, ranks: list[int]) -> Communicator | None:
+        """A communicator over ``ranks`` (ranks of this group, in that order); called on every
+        rank of this group; ``None`` on ranks outside ``ranks`` (host communicator only)."""
+        raise NotImplementedError("need split (bootstrap communicators only)")
+
+    # -- collectives --------------------------------------------------------------------
     def all_reduce(self, send: Any, recv: Any, op: str, stream: Any) -> None:
         """``recv`` = reduction of every rank's ``send`` (may be the same buffer)."""
         raise NotImplementedError("need all_reduce")
@@ -75,3 +145,82 @@ class Communicator:
 
     def destroy(self) -> None:
         """Release resources."""
+
+
+class StagedCommunicator(Communicator):
+    """Collectives for a device with no collective library: copy to host, run the host
+    communicator's collective on host arrays, copy back. A plugin supplies two methods::
+
+        class MyDevComm(StagedCommunicator):
+            def download(self, view, stream):        # device view -> new host numpy array
+                ...
+            def upload(self, view, array, stream):   # host array -> device view (in place)
+                ...
+
+    ``timeout`` and fault reports come from the host communicator.
+    """
+
+    def __init__(self, runtime: Any, device_index: int, host: Communicator) -> None:
+        super().__init__(runtime, device_index, host.rank, host.size, b"")
+        self.host = host
+        self.timeout = host.timeout
+
+    @classmethod
+    def create(cls, runtime: Any, device_index: int, host: Communicator) -> Communicator:
+        return cls(runtime, device_index, host)
+
+    def download(self, view: Any, stream: Any) -> np.ndarray:
+        """A host copy of ``view`` (waits for the work queued on ``stream``)."""
+        raise NotImplementedError("need download")
+
+    def upload(self, view: Any, array: np.ndarray, stream: Any) -> None:
+        """Copy the host ``array`` into ``view`` (finished when this returns)."""
+        raise NotImplementedError("need upload")
+
+    def _empty(self, view: Any) -> np.ndarray:
+        return np.empty(tuple(view.shape), np.dtype(view.dtype))
+
+    # -- collectives, staged ------------------------------------------------------------
+    def all_reduce(self, send: Any, recv: Any, op: str, stream: Any) -> None:
+        h = self.download(send, stream)
+        self.host.all_reduce(h, h, op, None)
+        self.upload(recv, h, stream)
+
+    def broadcast(self, buf: Any, root: int, stream: Any) -> None:
+        h = self.download(buf, stream) if self.rank == root else self._empty(buf)
+        self.host.broadcast(h, root, None)
+        if self.rank != root:
+            self.upload(buf, h, stream)
+
+    def reduce(self, send: Any, recv: Any, op: str, root: int, stream: Any) -> None:
+        h = self.download(send, stream)
+        out = self._empty(recv)
+        self.host.reduce(h, out, op, root, None)
+        if self.rank == root:
+            self.upload(recv, out, stream)
+
+    def all_gather(self, send: Any, recv: Any, stream: Any) -> None:
+        h, out = self.download(send, stream), self._empty(recv)
+        self.host.all_gather(h, out, None)
+        self.upload(recv, out, stream)
+
+    def reduce_scatter(self, send: Any, recv: Any, op: str, stream: Any) -> None:
+        h, out = self.download(send, stream), self._empty(recv)
+        self.host.reduce_scatter(h, out, op, None)
+        self.upload(recv, out, stream)
+
+    def all_to_all(self, send: Any, recv: Any, stream: Any) -> None:
+        h, out = self.download(send, stream), self._empty(recv)
+        self.host.all_to_all(h, out, None)
+        self.upload(recv, out, stream)
+
+    def send(self, buf: Any, peer: int, stream: Any) -> None:
+        self.host.send(self.download(buf, stream), peer, None)
+
+    def recv(self, buf: Any, peer: int, stream: Any) -> None:
+        out = self._empty(buf)
+        self.host.recv(out, peer, None)
+        self.upload(buf, out, stream)
+
+    def barrier(self) -> None:
+        self.host.barrier()

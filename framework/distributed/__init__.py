@@ -1,0 +1,74 @@
+"""``fw.distributed``: multi-process training over the communicators plugins register.
+
+Processes are started by MPI: ``oarlock launch -n 4 train.py`` (or ``mpiexec -n 4 python
+train.py``, the same command on one machine or a cluster). Collectives work in place, as in
+Paddle, and return a task with ``wait()`` when ``sync_op=False``.
+
+>>> import framework as fw
+>>> import framework.distributed as dist
+>>> _ = dist.init_parallel_env()
+>>> x = fw.to_tensor([1.0, 2.0])
+>>> _ = dist.all_reduce(x, op=dist.ReduceOp.SUM)
+>>> x.numpy().tolist() if dist.get_world_size() == 1 else [1.0, 2.0]
+[1.0, 2.0]
+
+Timeouts and checks: ``OARLOCK_COLLECTIVE_TIMEOUT`` (seconds, default 300) bounds every wait
+for a missing rank; ``OARLOCK_DISTRIBUTED_DEBUG=1`` checks op, dtype and shape across ranks
+before each collective. See :mod:`framework.distributed.collective`.
+"""
+
+from __future__ import annotations
+
+from .collective import (
+    Group,
+    ReduceOp,
+    Task,
+    all_gather,
+    all_reduce,
+    all_to_all,
+    alltoall,
+    alltoall_single,
+    barrier,
+    broadcast,
+    destroy_process_group,
+    get_rank,
+    get_world_size,
+    init_parallel_env,
+    irecv,
+    is_initialized,
+    isend,
+    new_group,
+    recv,
+    reduce,
+    reduce_scatter,
+    send,
+)
+from .parallel import DataParallel
+from .sampler import DistributedBatchSampler
+
+__all__ = [
+    "DataParallel",
+    "DistributedBatchSampler",
+    "Group",
+    "ReduceOp",
+    "Task",
+    "all_gather",
+    "all_reduce",
+    "all_to_all",
+    "alltoall",
+    "alltoall_single",
+    "barrier",
+    "broadcast",
+    "destroy_process_group",
+    "get_rank",
+    "get_world_size",
+    "init_parallel_env",
+    "irecv",
+    "is_initialized",
+    "isend",
+    "new_group",
+    "recv",
+    "reduce",
+    "reduce_scatter",
+    "send",
+]

@@ -1,0 +1,487 @@
+"""Process groups and tensor collectives over the communicators plugins register.
+
+The core never speaks MPI: it asks the registry for the *host* communicator (the one whose
+class sets ``bootstrap = True``; the CPU plugin's, on MPI), builds the world group from it,
+and builds each device type's communicator from the host one (``Communicator.create``: the
+unique id travels over the host communicator). See :mod:`adapter_api.communicator`.
+
+Configuration (environment, or arguments of :func:`init_parallel_env`):
+
+``OARLOCK_COLLECTIVE_TIMEOUT``  seconds a collective waits for a missing rank (default 300)
+``OARLOCK_DISTRIBUTED_DEBUG=1`` before each collective, all-gather (op, dtype, shape, root) of
+                                every rank and raise on a mismatch (one small extra collective
+                                per call, so off by default)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from typing import Any
+
+from adapter_api import CommunicationError, OpArgumentError
+
+from .._src import device as _dev
+from .._src.plugins import host as _plugin_host
+from .._src.tensor import Tensor
+from .._src.tensor import empty as _empty
+
+
+class ReduceOp:
+    """Reduction of :func:`all_reduce`, :func:`reduce` and :func:`reduce_scatter`."""
+
+    SUM = "sum"
+    AVG = "avg"
+    MAX = "max"
+    MIN = "min"
+    PROD = "prod"
+
+
+_OPS = {
+    "sum": "sum",
+    "avg": "avg",
+    "mean": "avg",
+    "max": "max",
+    "min": "min",
+    "prod": "prod",
+    "product": "prod",
+}
+
+
+def _op_name(op: Any) -> str:
+    name = _OPS.get(str(op).lower().rsplit(".", 1)[-1])
+    if name is None:
+        raise OpArgumentError(
+            f"[distributed] unknown reduce op {op!r}; use ReduceOp.SUM, AVG, MAX, MIN or PROD"
+        )
+    return name
+
+
+class Group:
+    """A set of ranks (world ranks, in group order) with its communicators.
+
+    ``rank`` is this process's rank inside the group, -1 when it is not a member.
+    """
+
+    def __init__(self, ranks: list[int], rank: int, host: Any, gid: int) -> None:
+        self.ranks = ranks
+        self.rank = rank
+        self.nranks = len(ranks)
+        self.id = gid
+        self.host = host
+        self._comms: dict[tuple[str, int], Any] = {}
+
+    @property
+    def world_size(self) -> int:
+        return self.nranks
+
+    def is_member(self) -> bool:
+        return self.rank >= 0
+
+    def get_group_rank(self, world_rank: int) -> int:
+        """The group rank of a world rank (-1 when it is not in the group)."""
+        return self.ranks.index(world_rank) if world_rank in self.ranks else -1
+
+    def __repr__(self) -> str:
+        return f"Group(id={self.id}, ranks={self.ranks}, rank={self.rank})"
+
+    def communicator(self, dev: _dev.Device) -> Any:
+        """The communicator of this group for ``dev`` (created on first use, on every member)."""
+        key = (dev.type, dev.index)
+        comm = self._comms.get(key)
+        if comm is not None:
+            return comm
+        if dev.type == _STATE["host_type"]:
+            comm = self.host
+        else:
+            entry = _plugin_host().registry.communicators.get(dev.type)
+            if entry is None:
+                raise CommunicationError(
+                    f"[distributed] device type '{dev.type}' has no communicator (its plugin registers "
+                    f"none); move the tensor to '{_STATE['host_type']}' with .to('{_STATE['host_type']}') first"
+                )
+            runtime = _dev.device_type(dev.type).runtime
+            comm = entry[1].create(runtime, dev.index, self.host)
+            comm.timeout = self.host.timeout
+        self._comms[key] = comm
+        return comm
+
+
+_STATE: dict[str, Any] = {"world": None, "host_type": "cpu", "debug": False, "groups": 0}
+
+
+def _host_entry() -> tuple[str, Any]:
+    comms = _plugin_host().registry.communicators
+    for name in sorted(comms, key=lambda n: n != "cpu"):
+        factory = comms[name][1]
+        if getattr(factory, "bootstrap", False):
+            return name, factory
+    raise CommunicationError(
+        "[distributed] no plugin registers a host (bootstrap) communicator; the CPU plugin provides "
+        "one on MPI: pip install 'oarlock[dist]' (mpi4py and mpich)"
+    )
+
+
+def init_parallel_env(timeout: float | None = None, debug: bool | None = None) -> Group:
+    """Join the processes ``mpiexec`` (or ``oarlock launch``) started; returns the world group.
+
+    Safe to call twice. In a plain ``python`` process it makes a world of one.
+
+    :param timeout: seconds a collective waits for a missing rank before raising
+        :class:`CommunicationError` (default ``OARLOCK_COLLECTIVE_TIMEOUT`` or 300).
+    :param debug: check op, dtype and shape across ranks before each collective (default
+        ``OARLOCK_DISTRIBUTED_DEBUG``).
+
+    >>> import framework as fw
+    >>> g = fw.distributed.init_parallel_env()
+    >>> fw.distributed.get_world_size() >= 1
+    True
+    """
+    world = _STATE["world"]
+    if timeout is None and os.environ.get("OARLOCK_COLLECTIVE_TIMEOUT"):
+        timeout = float(os.environ["OARLOCK_COLLECTIVE_TIMEOUT"])
+    if debug is None:
+        debug = os.environ.get("OARLOCK_DISTRIBUTED_DEBUG", "") not in ("", "0")
+    _STATE["debug"] = bool(debug)
+    if world is None:
+        name, cls = _host_entry()
+        rank, size = cls.world()
+        runtime = _dev.device_type(name).runtime
+        comm = cls(runtime, 0, rank, size, b"")
+        _STATE["host_type"] = name
+        world = _STATE["world"] = Group(list(range(size)), rank, comm, 0)
+    if timeout is not None:
+        world.host.timeout = float(timeout)
+        for c in world._comms.values():
+            c.timeout = float(timeout)
+    return world
+
+
+def is_initialized() -> bool:
+    return _STATE["world"] is not None
+
+
+def _world() -> Group:
+    return _STATE["world"] or init_parallel_env()
+
+
+def _group(group: Group | None) -> Group:
+    return _world() if group is None else group
+
+
+def get_rank(group: Group | None = None) -> int:
+    """This process's rank in ``group`` (default: the world). Before ``init_parallel_env`` it
+    reads the launcher's environment (``PMI_RANK``), else 0."""
+    if group is None and _STATE["world"] is None:
+        return int(os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", "0")))
+    return _group(group).rank
+
+
+def get_world_size(group: Group | None = None) -> int:
+    """Number of ranks in ``group`` (default: the world); before ``init_parallel_env`` read
+    from the launcher's environment (``PMI_SIZE``), else 1."""
+    if group is None and _STATE["world"] is None:
+        return int(os.environ.get("PMI_SIZE", os.environ.get("OMPI_COMM_WORLD_SIZE", "1")))
+    return _group(group).nranks
+
+
+def new_group(ranks: list[int] | None = None, timeout: float | None = None) -> Group:
+    """A group of the given world ranks; every rank of the world must call it, in the same
+    order as the other ``new_group`` calls. Non-members get a group with ``rank == -1``."""
+    world = _world()
+    ranks = list(range(world.nranks)) if ranks is None else [int(r) for r in ranks]
+    bad = [r for r in ranks if not 0 <= r < world.nranks]
+    if bad or len(set(ranks)) != len(ranks) or not ranks:
+        raise OpArgumentError(
+            f"[new_group] ranks must be distinct world ranks in [0, {world.nranks}), got {ranks}"
+        )
+    sub = world.host.split(ranks)
+    _STATE["groups"] += 1
+    if sub is not None and timeout is not None:
+        sub.timeout = float(timeout)
+    rank = ranks.index(world.rank) if world.rank in ranks else -1
+    return Group(ranks, rank, sub, _STATE["groups"])
+
+
+def destroy_process_group(group: Group | None = None) -> None:
+    """Release the communicators of ``group`` (default: every group and the world)."""
+    g = _STATE["world"] if group is None else group
+    if g is None:
+        return
+    for c in {id(c): c for c in [*g._comms.values(), g.host] if c is not None}.values():
+        c.destroy()
+    g._comms.clear()
+    if group is None or group is _STATE["world"]:
+        _STATE["world"] = None
+
+
+# -- tasks ---------------------------------------------------------------------------------
+class Task:
+    """What a collective returns with ``sync_op=False``: ``wait()`` blocks until it finished."""
+
+    def __init__(self, dev: _dev.Device | None) -> None:
+        self._event = None
+        if dev is not None:
+            t = _dev.device_type(dev.type)
+            s = t.stream(dev.index)
+            if s is not None:
+                ev = t.runtime.create_event(dev.index)
+                t.runtime.record_event(ev, s)
+                self._event = (t.runtime, ev)
+
+    def wait(self) -> bool:
+        if self._event is not None:
+            rt, ev = self._event
+            rt.synchronize_event(ev)
+        return True
+
+    def is_completed(self) -> bool:
+        if self._event is None:
+            return True
+        rt, ev = self._event
+        return bool(rt.query_event(ev))
+
+
+# -- helpers -------------------------------------------------------------------------------
+def _check_tensor(name: str, t: Any) -> Tensor:
+    if not isinstance(t, Tensor):
+        raise OpArgumentError(
+            f"[{name}] expected a Tensor, got {type(t).__name__}; make one with fw.to_tensor"
+        )
+    return t
+
+
+def _stream(t: Tensor) -> Any:
+    return _dev.device_type(t.device.type).stream(t.device.index)
+
+
+def _debug_check(g: Group, what: str, t: Tensor | None, **extra: Any) -> None:
+    """All-gather a short description of this call from every rank and compare."""
+    mine = {"op": what, **extra}
+    if t is not None:
+        mine.update(dtype=t.dtype.name, shape=list(t.shape), device=t.device.type)
+    got = [json.loads(b) for b in g.host.all_gather_bytes(json.dumps(mine, sort_keys=True).encode())]
+    if any(d != got[0] for d in got):
+        lines = "\n".join(f"  rank {g.ranks[i]}: {d}" for i, d in enumerate(got))
+        raise CommunicationError(
+            f"[distributed] {what}: the ranks disagree on the call (op, dtype, shape, root):\n{lines}\n"
+            "make every rank call the same collective with tensors of the same shape and dtype"
+        )
+
+
+def _prepare(name: str, t: Tensor, group: Group | None, **extra: Any) -> tuple[Group, Any] | None:
+    g = _group(group)
+    if not g.is_member():
+        return None
+    if _STATE["debug"]:
+        _debug_check(g, name, t, **extra)
+    return g, g.communicator(t.device)
+
+
+def _finish(t: Tensor | None, sync_op: bool) -> Task | None:
+    return None if sync_op else Task(t.device if t is not None else None)
+
+
+def _group_rank(g: Group, world_rank: int, what: str) -> int:
+    r = g.get_group_rank(int(world_rank))
+    if r < 0:
+        raise OpArgumentError(
+            f"[{what}] rank {world_rank} is not in the group {g.ranks}; pass a world rank of the group"
+        )
+    return r
+
+
+# -- collectives ---------------------------------------------------------------------------
+def all_reduce(
+    tensor: Tensor, op: Any = ReduceOp.SUM, group: Group | None = None, sync_op: bool = True
+) -> Task | None:
+    """Reduce ``tensor`` over the ranks of ``group``, in place on every rank.
+
+    >>> import framework as fw
+    >>> x = fw.to_tensor([1.0, 2.0])
+    >>> _ = fw.distributed.all_reduce(x)   # in a world of one, x is unchanged
+    >>> x.numpy().tolist()
+    [1.0, 2.0]
+    """
+    t = _check_tensor("all_reduce", tensor)
+    name = _op_name(op)
+    p = _prepare("all_reduce", t, group, reduce=name)
+    if p is None:
+        return None
+    nv = t.native()
+    p[1].all_reduce(nv, nv, name, _stream(t))
+    return _finish(t, sync_op)
+
+
+def reduce(
+    tensor: Tensor, dst: int = 0, op: Any = ReduceOp.SUM, group: Group | None = None, sync_op: bool = True
+) -> Task | None:
+    """Reduce ``tensor`` over the group into ``tensor`` on world rank ``dst`` (others keep theirs)."""
+    t = _check_tensor("reduce", tensor)
+    name = _op_name(op)
+    p = _prepare("reduce", t, group, reduce=name, root=int(dst))
+    if p is None:
+        return None
+    g, comm = p
+    root = _group_rank(g, dst, "reduce")
+    nv = t.native()
+    comm.reduce(nv, nv, name, root, _stream(t))
+    return _finish(t, sync_op)
+
+
+def broadcast(tensor: Tensor, src: int = 0, group: Group | None = None, sync_op: bool = True) -> Task | None:
+    """Copy ``tensor`` of world rank ``src`` into ``tensor`` on every rank of the group."""
+    t = _check_tensor("broadcast", tensor)
+    p = _prepare("broadcast", t, group, root=int(src))
+    if p is None:
+        return None
+    g, comm = p
+    comm.broadcast(t.native(), _group_rank(g, src, "broadcast"), _stream(t))
+    return _finish(t, sync_op)
+
+
+def _slices(t: Tensor, n: int) -> list[Tensor]:
+    """``n`` tensors sharing ``t``'s storage: its rows along axis 0."""
+    shape = t.shape[1:]
+    step = math.prod(shape) * t.dtype.itemsize
+    return [Tensor._make(t._block, t._offset + i * step, shape, t.dtype, t.device) for i in range(n)]
+
+
+def all_gather(
+    tensor_list: list[Tensor] | Tensor, tensor: Tensor, group: Group | None = None, sync_op: bool = True
+) -> Task | None:
+    """Every rank's ``tensor``, in rank order: appended to ``tensor_list`` (a list), or written
+    into ``tensor_list`` when it is a tensor of shape ``(nranks, *tensor.shape)``."""
+    t = _check_tensor("all_gather", tensor)
+    p = _prepare("all_gather", t, group)
+    if p is None:
+        return None
+    g, comm = p
+    if isinstance(tensor_list, Tensor):
+        out = tensor_list
+        want = (g.nranks, *t.shape)
+        if out.numel() != math.prod(want) or out.dtype != t.dtype or out.device != t.device:
+            raise OpArgumentError(
+                f"[all_gather] the output tensor must hold {want} {t.dtype} on {t.device}, got "
+                f"{out.shape} {out.dtype} on {out.device}"
+            )
+    else:
+        out = _empty((g.nranks, *t.shape), t.dtype, t.device)
+    comm.all_gather(t.native(), out.native(), _stream(t))
+    if not isinstance(tensor_list, Tensor):
+        tensor_list.extend(_slices(out, g.nranks))
+    return _finish(t, sync_op)
+
+
+def reduce_scatter(
+    tensor: Tensor,
+    tensor_list: list[Tensor] | Tensor,
+    op: Any = ReduceOp.SUM,
+    group: Group | None = None,
+    sync_op: bool = True,
+) -> Task | None:
+    """``tensor`` = this rank's part of the reduction of every rank's ``tensor_list`` (a list
+    of ``nranks`` tensors shaped like ``tensor``, or one tensor ``nranks`` times larger)."""
+    from .._src.ops import shape as _shape
+
+    t = _check_tensor("reduce_scatter", tensor)
+    name = _op_name(op)
+    p = _prepare("reduce_scatter", t, group, reduce=name)
+    if p is None:
+        return None
+    g, comm = p
+    if isinstance(tensor_list, Tensor):
+        src = tensor_list
+    else:
+        if len(tensor_list) != g.nranks:
+            raise OpArgumentError(
+                f"[reduce_scatter] tensor_list must hold {g.nranks} tensors, got {len(tensor_list)}"
+            )
+        src = _shape.stack(list(tensor_list), axis=0)
+    if src.numel() != t.numel() * g.nranks or src.dtype != t.dtype:
+        raise OpArgumentError(
+            f"[reduce_scatter] the input must hold {g.nranks} x {t.shape} {t.dtype}, got {src.shape} {src.dtype}"
+        )
+    comm.reduce_scatter(src.native(), t.native(), name, _stream(t))
+    return _finish(t, sync_op)
+
+
+def alltoall(
+    in_tensor_list: list[Tensor],
+    out_tensor_list: list[Tensor],
+    group: Group | None = None,
+    sync_op: bool = True,
+) -> Task | None:
+    """Send ``in_tensor_list[j]`` to rank ``j``; append what rank ``i`` sent to ``out_tensor_list``
+    (Paddle's argument order)."""
+    from .._src.ops import shape as _shape
+
+    g = _group(group)
+    if len(in_tensor_list) != g.nranks:
+        raise OpArgumentError(
+            f"[alltoall] in_tensor_list must hold {g.nranks} tensors, got {len(in_tensor_list)}"
+        )
+    src = _shape.stack(list(in_tensor_list), axis=0)
+    out = _empty(src.shape, src.dtype, src.device)
+    task = alltoall_single(src, out, group=group, sync_op=sync_op)
+    out_tensor_list.extend(_slices(out, g.nranks))
+    return task
+
+
+def alltoall_single(
+    in_tensor: Tensor, out_tensor: Tensor, group: Group | None = None, sync_op: bool = True
+) -> Task | None:
+    """Split ``in_tensor`` into ``nranks`` equal chunks along axis 0; chunk ``j`` goes to rank
+    ``j``; ``out_tensor`` receives the chunks from every rank, in rank order."""
+    t = _check_tensor("alltoall_single", in_tensor)
+    o = _check_tensor("alltoall_single", out_tensor)
+    p = _prepare("alltoall", t, group)
+    if p is None:
+        return None
+    g, comm = p
+    if o.numel() != t.numel() or o.dtype != t.dtype or t.numel() % g.nranks:
+        raise OpArgumentError(
+            f"[alltoall] input and output must have the same size and dtype, divisible by {g.nranks} ranks; "
+            f"got {t.shape} {t.dtype} and {o.shape} {o.dtype}"
+        )
+    comm.all_to_all(t.native(), o.native(), _stream(t))
+    return _finish(o, sync_op)
+
+
+all_to_all = alltoall
+
+
+def send(tensor: Tensor, dst: int = 0, group: Group | None = None, sync_op: bool = True) -> Task | None:
+    """Send ``tensor`` to world rank ``dst`` (which calls :func:`recv`)."""
+    t = _check_tensor("send", tensor)
+    g = _group(group)
+    if not g.is_member():
+        return None
+    g.communicator(t.device).send(t.native(), _group_rank(g, dst, "send"), _stream(t))
+    return _finish(t, sync_op)
+
+
+def recv(tensor: Tensor, src: int = 0, group: Group | None = None, sync_op: bool = True) -> Task | None:
+    """Receive into ``tensor`` from world rank ``src`` (which calls :func:`send`)."""
+    t = _check_tensor("recv", tensor)
+    g = _group(group)
+    if not g.is_member():
+        return None
+    g.communicator(t.device).recv(t.native(), _group_rank(g, src, "recv"), _stream(t))
+    return _finish(t, sync_op)
+
+
+def isend(tensor: Tensor, dst: int = 0, group: Group | None = None) -> Task | None:
+    return send(tensor, dst, group, sync_op=False)
+
+
+def irecv(tensor: Tensor, src: int = 0, group: Group | None = None) -> Task | None:
+    return recv(tensor, src, group, sync_op=False)
+
+
+def barrier(group: Group | None = None) -> None:
+    """Block until every rank of the group has called ``barrier``."""
+    g = _group(group)
+    if g.is_member():
+        g.host.barrier()
