@@ -1,0 +1,115 @@
+"""What a conformance run is made of: targets, cases and results.
+
+Collecting cases never touches the device (only the plugin registry), so the runner can fork
+workers that open the device themselves, and a crash in one of them loses one case.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Tiers in the order a vendor climbs them.
+TIERS = ("runtime", "primitives", "random", "autograd", "composites", "compile", "collectives", "models")
+
+#: Outcomes, best first. "fallback" passed, but part of it ran on the CPU plugin.
+OUTCOMES = ("passed", "fallback", "not_supported", "skipped", "failed")
+
+
+@dataclass
+class Target:
+    """The device under test, as the registry describes it (no device work)."""
+
+    device: str
+    type: str
+    plugin: str
+    kernels: dict[str, set[str]]  #: op -> dtype names the device's own plugin registers
+    cpu_kernels: dict[str, set[str]]
+    has_compiler: bool = False
+    has_communicator: bool = False
+
+    def registers(self, op: str, dtype: str) -> bool:
+        return dtype in self.kernels.get(op, ())
+
+
+@dataclass
+class Case:
+    id: str
+    tier: str
+    fn: Callable[[], dict[str, Any] | None] | None
+    op: str = ""
+    dtype: str = ""
+    #: an outcome decided without running (e.g. "not_supported"), with its reason
+    preset: str | None = None
+    reason: str = ""
+    timeout: float | None = None
+
+
+@dataclass
+class Result:
+    id: str
+    tier: str
+    outcome: str
+    op: str = ""
+    dtype: str = ""
+    message: str = ""
+    expected: str | None = None
+    got: str | None = None
+    duration: float = 0.0
+    fallbacks: dict[str, int] = field(default_factory=dict)
+    data: dict[str, Any] = field(default_factory=dict)  #: e.g. loss curves of a model case
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items()}
+
+
+def make_target(device: str) -> Target:
+    """Describe ``device`` from the registry only."""
+    from framework._src import device as _dev
+    from framework._src.plugins import host
+
+    d = _dev.parse(device, check=False)
+    h = host()
+    if d.type not in h.registry.runtimes:
+        _dev.device_type(d.type)  # raises the readable "unknown device / broken plugin" error
+    kernels: dict[str, set[str]] = {}
+    cpu: dict[str, set[str]] = {}
+    for (op, typ, dt) in h.registry.kernels:
+        if typ == d.type:
+            kernels.setdefault(op, set()).add(dt.name)
+        if typ == "cpu":
+            cpu.setdefault(op, set()).add(dt.name)
+    return Target(
+        device=str(d),
+        type=d.type,
+        plugin=h.plugin_of(d.type) or "?",
+        kernels=kernels,
+        cpu_kernels=cpu,
+        has_compiler=d.type in h.registry.compilers,
+        has_communicator=d.type in h.registry.communicators,
+    )
+
+
+def collect(target: Target, tiers: tuple[str, ...] = TIERS, pattern: str | None = None) -> list[Case]:
+    """Every case of the chosen tiers, filtered by ``-k`` (substring or glob on the case id)."""
+    from .tiers import TIER_MODULES
+
+    out: list[Case] = []
+    for tier in TIERS:
+        if tier not in tiers or tier not in TIER_MODULES:
+            continue
+        out.extend(TIER_MODULES[tier]().cases(target))
+    if pattern:
+        pats = [p.strip() for p in pattern.split(",") if p.strip()]
+        out = [c for c in out if any(_match(p, c.id) for p in pats)]
+    return out
+
+
+def _match(pattern: str, cid: str) -> bool:
+    if pattern.startswith("not "):
+        return not _match(pattern[4:].strip(), cid)
+    if any(ch in pattern for ch in "*?["):
+        return fnmatch.fnmatch(cid, pattern)
+    return pattern in cid

@@ -1,0 +1,167 @@
+"""``oarlock conformance``: run the suite on one device and write reports.
+
+    oarlock conformance --device opencl --html report.html --json report.json --junit junit.xml
+    oarlock conformance --device cpu --tier primitives -k 'add,mul*' --list
+    oarlock conformance --record-goldens        # re-record conformance/golden/ on the cpu reference
+
+Exit status: 0 when every required tier passed, 1 when one failed, 2 on a usage error or a
+device that cannot be used at all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import os
+import platform
+import shlex
+import sys
+import time
+from typing import Any
+
+from .cases import TIERS, collect, make_target
+from .runner import DEFAULT_TIMEOUT, Runner
+
+
+def _tiers(values: list[str] | None) -> tuple[str, ...]:
+    if not values:
+        return TIERS
+    out: list[str] = []
+    for v in values:
+        for t in v.split(","):
+            t = t.strip()
+            if not t:
+                continue
+            if t not in TIERS:
+                raise SystemExit(f"[conformance] unknown tier '{t}'; choose from {', '.join(TIERS)}")
+            out.append(t)
+    return tuple(out)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="oarlock conformance", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--device", default=os.environ.get("OARLOCK_DEVICE") or "cpu", help="device to test (default: cpu)")
+    p.add_argument("--tier", action="append", help=f"tiers to run, repeatable or comma-separated ({', '.join(TIERS)})")
+    p.add_argument("-k", dest="pattern", help="only cases whose id contains this (comma = or; globs; 'not X')")
+    p.add_argument("--list", action="store_true", help="list the cases that would run, and exit")
+    p.add_argument("--json", help="write the JSON report here")
+    p.add_argument("--junit", help="write JUnit XML here")
+    p.add_argument("--html", help="write the self-contained HTML report here")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds per case before it is killed (default 120)")
+    p.add_argument("-j", "--jobs", type=int, default=1, help="worker processes (default 1)")
+    p.add_argument("--no-isolate", action="store_true", help="run cases in this process (debugging; a crash ends the run)")
+    p.add_argument("--optional", default="", help="tiers whose failures do not fail the run (comma-separated)")
+    p.add_argument("--strict", action="store_true", help="count CPU fallbacks as failures")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress marks")
+    p.add_argument("--record-goldens", action="store_true",
+                   help="re-record the model-regression goldens in conformance/golden/ (run on the cpu reference)")
+    return p
+
+
+def metadata_of(device: str) -> dict[str, Any]:
+    """Plugin and device facts (runs in a worker: it opens the device)."""
+    import framework as fw
+    from framework._src import device as _dev
+    from framework._src.plugins import host
+
+    d = _dev.parse(device)
+    h = host()
+    plugin = h.plugin_of(d.type) or "?"
+    rec = h.records.get(plugin)
+    p = fw.get_device_properties(d)
+    props = {k: (list(v) if isinstance(v, tuple) else v) for k, v in p.__dict__.items()}
+    return {
+        "plugin": plugin,
+        "plugin_module": rec.module if rec else "",
+        "plugin_version": (rec.info.get("version", "") if rec else "") or "",
+        "contract": ".".join(map(str, rec.contract)) if rec and rec.contract else "?",
+        "core_contract": ".".join(map(str, fw.CONTRACT_VERSION)),
+        "kernel_count": sum(1 for k in h.registry.kernels if k[1] == d.type),
+        "device_count": fw.device_count(d.type),
+        "properties": props,
+        "oarlock_version": fw.__version__,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(sys.argv[1:] if argv is None else argv)
+    if args.record_goldens:
+        from .golden import record_all
+
+        record_all()
+        return 0
+    try:
+        tiers = _tiers(args.tier)
+    except SystemExit as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    import framework as fw
+
+    try:
+        target = make_target(args.device)
+    except fw.OarlockError as exc:
+        print(f"[conformance] cannot test '{args.device}':\n{exc}", file=sys.stderr)
+        return 2
+    cases = collect(target, tiers, args.pattern)
+    unavailable = _unavailable(target, tiers)
+    if args.list:
+        for c in cases:
+            note = f"  ({c.preset}: {c.reason})" if c.preset else ""
+            print(f"{c.id}{note}")
+        for t, why in unavailable.items():
+            print(f"{t}/*  (not run: {why})")
+        print(f"{len(cases)} cases")
+        return 0
+    runner = Runner(cases, timeout=args.timeout, jobs=args.jobs, isolate=not args.no_isolate)
+    started = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    t0 = time.perf_counter()
+    status, meta = runner.call(lambda: metadata_of(target.device), timeout=max(args.timeout, 60))
+    if status != "ok":
+        print(f"[conformance] could not open '{target.device}': {meta}", file=sys.stderr)
+        meta = {"plugin": target.plugin, "error": meta}
+    print(f"oarlock conformance on {target.device}: plugin {meta.get('plugin')} {meta.get('plugin_version', '')}, "
+          f"{len(cases)} cases, tiers {', '.join(t for t in TIERS if t in tiers and t not in unavailable)}")
+    from .report import Progress, build, summary, write_json, write_junit
+
+    progress = Progress(len(cases), quiet=args.quiet)
+    results = runner.run(progress)
+    progress.finish()
+    optional = {t.strip() for t in args.optional.split(",") if t.strip()}
+    required = {t for t in tiers if t not in optional}
+    meta.update(
+        device=target.device, duration_s=time.perf_counter() - t0, started=started, worker_restarts=runner.respawns,
+        command="oarlock conformance " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv)),
+        host=platform.node(), python=platform.python_version(), has_compiler=target.has_compiler,
+        has_communicator=target.has_communicator,
+    )
+    report = build(meta, results, required, args.strict, unavailable)
+    summary(report, results)
+    if args.json:
+        write_json(report, args.json)
+    if args.junit:
+        write_junit(report, args.junit)
+    if args.html:
+        from .html import write_html
+
+        write_html(report, args.html)
+    for kind, path in (("JSON", args.json), ("JUnit", args.junit), ("HTML", args.html)):
+        if path:
+            print(f"{kind} report: {path}")
+    return 1 if report["failed_tiers"] or status != "ok" else 0
+
+
+def _unavailable(target: Any, tiers: tuple[str, ...]) -> dict[str, str]:
+    from .tiers import TIER_MODULES
+
+    out = {}
+    for t in tiers:
+        mod = TIER_MODULES[t]()
+        why = getattr(mod, "unavailable", lambda target: None)(target)
+        if why:
+            out[t] = why
+    return out
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,480 @@
+"""The op database: for each primitive, sample inputs, the numpy reference and tolerances.
+
+In the spirit of PyTorch's OpInfo. A :class:`Sample` is plain numpy data plus attributes, so it
+can be fed to the device and to :mod:`conformance.reference` alike. Samples cover 0-d, empty,
+broadcast, large and small magnitudes, NaN/inf where the contract defines the result, and
+integer edge values. Each is also run from an offset view (a tensor that starts inside a larger
+buffer), which is how kernels meet slices of other tensors.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from adapter_api import PRIMITIVES
+
+from . import reference as R
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+FLOATS = ("float32", "float64", "float16", "bfloat16")
+SIGNED = ("int8", "int16", "int32", "int64")
+INTS = (*SIGNED, "uint8")
+NUMERIC = (*FLOATS, *INTS)
+ALL = (*NUMERIC, "bool")
+
+
+def dtype_of(name: str) -> np.dtype:
+    return BF16 if name == "bfloat16" else np.dtype(name)
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    rtol: float
+    atol: float
+
+
+#: Base tolerance per dtype: about two units in the last place (results are rounded once from
+#: a wider computation, so a correct kernel is within one). Integers and bools are exact.
+TOLERANCES: dict[str, Tolerance] = {
+    "float64": Tolerance(1e-12, 1e-14),
+    "float32": Tolerance(1e-5, 1e-6),
+    "float16": Tolerance(2e-3, 1e-3),
+    "bfloat16": Tolerance(1.6e-2, 1e-2),
+}
+
+
+def tolerance(dtype: np.dtype, scale: float = 1.0) -> Tolerance:
+    t = TOLERANCES.get(dtype.name)
+    if t is None:
+        return Tolerance(0.0, 0.0)
+    return Tolerance(t.rtol * scale, t.atol * scale)
+
+
+@dataclass
+class Sample:
+    ins: list[np.ndarray]
+    attrs: dict[str, Any] = field(default_factory=dict)
+    label: str = ""
+    #: a bound on |x| summed over what one output element adds up (sum, matmul); the allowed
+    #: error grows with it (floating-point summation error is relative to it, not to the result)
+    magnitude: np.ndarray | None = None
+
+
+@dataclass
+class OpInfo:
+    name: str
+    dtypes: tuple[str, ...]  #: dtypes for which the contract defines the op
+    samples: Callable[[np.dtype, np.random.Generator], Iterator[Sample]]
+    ref: Callable[..., np.ndarray]
+    tol_scale: float = 1.0
+    #: indices of inputs that gradient checks differentiate (empty: no gradient check)
+    grad_inputs: tuple[int, ...] = ()
+    grad_samples: Callable[[np.dtype, np.random.Generator], Iterator[Sample]] | None = None
+    #: True when the output is a tensor of the output's dtype (full/arange/philox: no inputs)
+    creation: bool = False
+    #: extra checks (e.g. out-of-range indices must raise): fn(run) -> None
+    edge_checks: tuple[str, ...] = ()
+
+
+# -------------------------------------------------------------------------------------------
+# value generators
+# -------------------------------------------------------------------------------------------
+def values(d: np.dtype, shape: tuple[int, ...], rng: np.random.Generator, domain: str = "real") -> np.ndarray:
+    if d == np.bool_:
+        return rng.random(shape) < 0.5
+    if d.kind in "iu":
+        lo, hi = (0, 20) if d.kind == "u" else (-20, 20)
+        if domain == "positive":
+            lo = 1
+        return rng.integers(lo, hi, size=shape).astype(d)
+    x = rng.standard_normal(shape) * 2.0
+    if domain == "positive":
+        x = np.abs(x) + 0.1
+    elif domain == "unit":
+        x = rng.uniform(-0.9, 0.9, shape)
+    return np.asarray(x).astype(d)
+
+
+def specials(d: np.dtype) -> np.ndarray:
+    """NaN, infinities, signed zeros and ones."""
+    return np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 0.5], dtype=np.float64).astype(d)
+
+
+def magnitudes(d: np.dtype) -> tuple[float, float]:
+    """A large and a small magnitude that are normal numbers of ``d``."""
+    return {
+        "float16": (3.0e4, 1.0e-4),
+        "bfloat16": (1.0e30, 1.0e-30),
+        "float32": (1.0e30, 1.0e-30),
+        "float64": (1.0e200, 1.0e-200),
+    }[d.name]
+
+
+def int_edges(d: np.dtype) -> np.ndarray:
+    info = np.iinfo(d)
+    vals = {info.min, info.max, info.min + 1, info.max - 1, 0, 1, info.max // 2}
+    if d.kind == "i":
+        vals |= {-1, -(info.max // 2)}
+    return np.array(sorted(vals), dtype=d)
+
+
+SHAPES = [(), (0,), (2, 0, 3), (17,), (3, 5), (2, 3, 4)]
+
+
+def _is_float(d: np.dtype) -> bool:
+    return d.kind == "f" or d == BF16
+
+
+# -------------------------------------------------------------------------------------------
+# sample generators per family
+# -------------------------------------------------------------------------------------------
+def unary_samples(domain: str = "real", nan_ok: bool = True, big: float | None = None) -> Callable[..., Iterator[Sample]]:
+    def gen(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
+        for s in SHAPES:
+            yield Sample([values(d, s, rng, domain)], label=f"shape {s}")
+        yield Sample([values(d, (40, 3), rng, domain)[::2]], label="strided numpy source")
+        if _is_float(d):
+            large, small = magnitudes(d)
+            if big is not None:
+                large = min(large, big)
+            sign = 1.0 if domain == "positive" else -1.0
+            yield Sample([np.array([large, sign * large, 0.5 * large], np.float64).astype(d)], label="large magnitude")
+            yield Sample([np.array([small, sign * small, 3 * small], np.float64).astype(d)], label="small magnitude")
+            if nan_ok:
+                yield Sample([specials(d)], label="nan/inf/signed zero")
+        elif d.kind in "iu" and domain == "real":
+            yield Sample([int_edges(d)], label="integer edge values")
+
+    return gen
+
+
+def binary_samples(kind: str = "real", nan_ok: bool = True, edges: bool = True) -> Callable[..., Iterator[Sample]]:
+    """kind: real | nonzero_rhs | pow."""
+
+    def make(d: np.dtype, shape: tuple[int, ...], rng: np.random.Generator, rhs: bool) -> np.ndarray:
+        if kind == "pow":
+            if d.kind in "iu":
+                return rng.integers(0, 5, shape).astype(d) if rhs else rng.integers(0 if d.kind == "u" else -3, 4, shape).astype(d)
+            return (rng.integers(-3, 4, shape).astype(d) if rhs and shape == (3, 5) else
+                    values(d, shape, rng, "positive" if not rhs else "real"))
+        if kind == "nonzero_rhs" and rhs:
+            v = values(d, shape, rng, "positive")
+            if d.kind != "u":
+                v = np.where(rng.random(shape) < 0.5, v, -v).astype(d)
+            return v
+        return values(d, shape, rng)
+
+    def gen(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
+        pairs = [((), ()), ((0,), (0,)), ((17,), (17,)), ((3, 5), (3, 5)), ((3, 1), (1, 4)),
+                 ((), (2, 3)), ((2, 3, 4), (3, 4)), ((2, 1, 4), (3, 1))]
+        for a, b in pairs:
+            yield Sample([make(d, a, rng, False), make(d, b, rng, True)], label=f"shapes {a} and {b}")
+        if _is_float(d) and nan_ok:
+            sp = specials(d)
+            x, y = np.meshgrid(sp, sp)
+            yield Sample([x.reshape(-1).copy(), y.reshape(-1).copy()], label="nan/inf/signed zero pairs")
+        if _is_float(d) and kind == "real":
+            large, small = magnitudes(d)
+            yield Sample([np.array([large, -large, small, -small], np.float64).astype(d),
+                          np.array([large, small, -small, large], np.float64).astype(d)], label="large and small magnitudes")
+        if d.kind in "iu" and edges:
+            e = int_edges(d)
+            x, y = np.meshgrid(e, e)
+            yield Sample([x.reshape(-1).copy(), y.reshape(-1).copy()], label="integer edge values (wrap-around)")
+
+    return gen
+
+
+def where_samples(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
+    for c, a, b in [((), (), ()), ((0,), (0,), (0,)), ((3, 4), (3, 4), (3, 4)), ((3, 1), (1, 4), (3, 4)), ((2, 3), (), (3,))]:
+        yield Sample([rng.random(c) < 0.5, values(d, a, rng), values(d, b, rng)], label=f"shapes {c}, {a}, {b}")
+    if _is_float(d):
+        sp = specials(d)
+        yield Sample([np.arange(sp.size) % 2 == 0, sp, sp[::-1].copy()], label="nan/inf")
+
+
+def cast_samples(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
+    for target in ALL:
+        t = dtype_of(target)
+        if _is_float(d):
+            if t.kind in "iu":
+                lo, hi = (0, 120) if t.kind == "u" else (-120, 120)
+                x = np.concatenate([rng.uniform(lo, hi, 12), [0.0, 0.75, 1.5, 2.5]])
+                if t.kind == "i":
+                    x = np.concatenate([x, [-0.75, -1.5, -2.5]])
+                yield Sample([x.astype(d)], {"dtype": t}, label=f"to {target} (truncates toward zero)")
+            else:
+                yield Sample([np.concatenate([values(d, (12,), rng), specials(d)]).astype(d)], {"dtype": t}, label=f"to {target}")
+        elif d == np.bool_:
+            yield Sample([rng.random(9) < 0.5], {"dtype": t}, label=f"to {target}")
+        else:
+            info = np.iinfo(t) if t.kind in "iu" else None
+            lo = max(np.iinfo(d).min, info.min) if info else np.iinfo(d).min
+            hi = min(np.iinfo(d).max, info.max) if info else np.iinfo(d).max
+            if _is_float(t):
+                lo, hi = max(lo, -1000), min(hi, 1000)
+            x = np.concatenate([rng.integers(lo, hi, 12, dtype=np.int64, endpoint=True), [lo, hi, 0]])
+            yield Sample([x.astype(d)], {"dtype": t}, label=f"to {target}")
+    yield Sample([values(d, (), rng)], {"dtype": dtype_of("float32")}, label="0-d")
+    yield Sample([values(d, (0, 3), rng)], {"dtype": dtype_of("int32")}, label="empty")
+
+
+def reduce_samples(op: str) -> Callable[..., Iterator[Sample]]:
+    def gen(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
+        def x(shape: tuple[int, ...]) -> np.ndarray:
+            if op == "prod" and _is_float(d):
+                return rng.uniform(0.5, 1.5, shape).astype(d)
+            if op == "prod" and d.kind in "iu":
+                return rng.integers(0 if d.kind == "u" else -2, 3, shape).astype(d)
+            return values(d, shape, rng)
+
+        cases = [((), ()), ((7,), (0,)), ((3, 4, 5), (1,)), ((3, 4, 5), (0, 2)), ((3, 4, 5), (0, 1, 2)),
+                 ((2, 0), (0,)), ((64,), (0,))]
+        if op in ("sum", "prod"):
+            cases.append(((0, 3), (0,)))
+        for shape, axes in cases:
+            for keep in (False, True):
+                a = x(shape)
+                mag = None
+                if op == "sum" and _is_float(d):
+                    mag = np.sum(np.abs(a.astype(np.float64)), axis=axes, keepdims=keep) if axes else np.abs(a.astype(np.float64))
+                yield Sample([a], {"axes": axes, "keepdim": keep}, label=f"shape {shape} axes {axes} keepdim={keep}",
+                             magnitude=mag)
+        if _is_float(d) and op in ("max", "min", "sum"):
+            sp = specials(d)
+            yield Sample([np.stack([sp, sp[::-1], np.arange(sp.size).astype(d)])], {"axes": (1,), "keepdim": False},
+                         label="rows with nan/inf")
+        if d.kind in "iu" and op in ("max", "min"):
+            e = int_edges(d)
+            yield Sample([e], {"axes": (0,), "keepdim": False}, label="integer edge values")
+
+    return gen
+
+
+def arg_samples(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
+    def ties(shape: tuple[int, ...]) -> np.ndarray:
+        if d == np.bool_:
+            return rng.random(shape) < 0.5
+        return rng.integers(0, 3, shape).astype(d)  # many ties: the first index must win
+
+    for shape, axis in [((7,), 0), ((3, 4), 1), ((2, 3, 4), 0), ((2, 3, 4), 2), ((1,), 0), ((2, 0), 0)]:
+        for keep in (False, True):
+            yield Sample([ties(shape)], {"axis": axis, "keepdim": keep}, label=f"shape {shape} axis {axis} keepdim={keep} with ties")
+    if _is_float(d):
+        large, small = magnitudes(d)
+        yield Sample([np.array([small, -large, large, -small, large], np.float64).astype(d)], {"axis": 0, "keepdim": False},
+                     label="large and small magnitudes, infinities")
+
+
+def matmul_samples(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
+    for a, b in [((2, 3), (3, 4)), ((1, 1), (1, 1)), ((2, 3, 5), (2, 5, 4)), ((0, 3), (3, 2)), ((2, 0), (0, 3)),
+                 ((2, 2, 4, 3), (2, 2, 3, 5)), ((16, 33), (33, 9))]:
+        if d.kind in "iu":
+            x, y = rng.integers(0, 4, a).astype(d), rng.integers(0 if d.kind == "u" else -3, 4, b).astype(d)
+        else:
+            x, y = values(d, a, rng), values(d, b, rng)
+        mag = None
+        if _is_float(d):
+            mag = np.matmul(np.abs(x.astype(np.float64)), np.abs(y.astype(np.float64)))
+        yield Sample([x, y], label=f"{a} @ {b}", magnitude=mag)
+
+
+def _fill(d: np.dtype) -> Any:
+    if d == np.bool_:
+        return True
+    if d.kind in "iu":
+        return int(np.iinfo(d).max)
+    return 1.5
+
+
+def layout_samples(op: str) -> Callable[..., Iterator[Sample]]:
+    def gen(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
+        v = lambda s: values(d, s, rng)  # noqa: E731
+        if op == "permute":
+            for s, p in [((2, 3, 4), (2, 0, 1)), ((2, 3, 4), (1, 0, 2)), ((), ()), ((0, 3), (1, 0)), ((5,), (0,)),
+                         ((2, 3, 4, 5), (3, 1, 2, 0))]:
+                yield Sample([v(s)], {"perm": p}, label=f"shape {s} perm {p}")
+        elif op == "expand":
+            for s, t in [((3, 1), (3, 4)), ((1,), (5,)), ((1, 1), (2, 3)), ((2, 1, 3), (2, 4, 3)), ((1, 0), (3, 0)),
+                         ((), ()), ((4,), (4,))]:
+                yield Sample([v(s)], {"shape": t}, label=f"{s} to {t}")
+        elif op == "slice":
+            for s, a, b, c in [((10,), (2,), (9,), (3,)), ((4, 5), (1, 0), (3, 5), (1, 2)), ((5,), (3,), (3,), (1,)),
+                               ((), (), (), ()), ((3, 4, 5), (0, 1, 4), (3, 4, 5), (2, 2, 1)), ((7,), (0,), (7,), (10,))]:
+                yield Sample([v(s)], {"starts": a, "stops": b, "steps": c}, label=f"shape {s} [{a}:{b}:{c}]")
+        elif op == "concat":
+            for shapes, ax in [([(2, 3), (4, 3)], 0), ([(2, 1), (2, 0), (2, 3)], 1), ([(5,)], 0),
+                               ([(1, 2, 3), (1, 2, 1), (1, 2, 2)], 2), ([(0, 2), (0, 2)], 0)]:
+                yield Sample([v(s) for s in shapes], {"axis": ax}, label=f"shapes {shapes} axis {ax}")
+        elif op == "pad":
+            for s, pads in [((3, 4), ((1, 2), (0, 3))), ((0, 2), ((1, 1), (0, 0))), ((), ()), ((5,), ((0, 0),)),
+                            ((2, 2, 2), ((1, 0), (0, 1), (2, 2)))]:
+                yield Sample([v(s)], {"pads": pads, "value": _fill(d)}, label=f"shape {s} pads {pads}")
+        elif op == "copy":
+            for s in SHAPES:
+                yield Sample([v(s)], label=f"shape {s}")
+            if _is_float(d):
+                yield Sample([specials(d)], label="nan/inf/signed zero (bits kept)")
+            elif d.kind in "iu":
+                yield Sample([int_edges(d)], label="integer edge values")
+
+    return gen
+
+
+def gather_samples(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
+    v = lambda s: values(d, s, rng)  # noqa: E731
+    yield Sample([v((5, 4)), np.array([4, 0, 4, 2], np.int64)], {"axis": 0}, label="duplicates, axis 0")
+    yield Sample([v((2, 5, 3)), np.array([[1, 4], [0, 0]], np.int64)], {"axis": 1}, label="2-d index, axis 1")
+    yield Sample([v((5,)), np.zeros((0,), np.int64)], {"axis": 0}, label="empty index")
+    yield Sample([v((5, 2)), np.array(3, np.int64)], {"axis": 0}, label="0-d index")
+    yield Sample([v((3, 6)), np.arange(6, dtype=np.int64)[::-1].copy()], {"axis": 1}, label="reversed, last axis")
+
+
+def scatter_samples(op: str) -> Callable[..., Iterator[Sample]]:
+    def gen(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
+        v = lambda s: values(d, s, rng)  # noqa: E731
+        dup = op == "scatter_add"
+        i0 = np.array([4, 0, 4, 2] if dup else [4, 0, 1, 2], np.int64)
+        yield Sample([v((5, 3)), i0, v((4, 3))], {"axis": 0}, label="axis 0" + (" with duplicates" if dup else ""))
+        i1 = np.array([[1, 1], [0, 2]] if dup else [[1, 3], [0, 2]], np.int64)
+        yield Sample([v((2, 4, 3)), i1, v((2, 2, 2, 3))], {"axis": 1}, label="2-d index, axis 1")
+        yield Sample([v((3,)), np.zeros((0,), np.int64), v((0,))], {"axis": 0}, label="empty index")
+        yield Sample([v((3, 4)), np.array([3, 1], np.int64), v((3, 2))], {"axis": 1}, label="last axis")
+
+    return gen
+
+
+def full_samples(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
+    vals: list[Any] = [_fill(d)]
+    if _is_float(d):
+        vals += [float("nan"), float("-inf"), -0.0]
+    elif d.kind in "iu":
+        vals += [int(np.iinfo(d).min), 0]
+    else:
+        vals += [False]
+    for s in [(), (0,), (3, 4), (1000,)]:
+        for val in vals:
+            yield Sample([], {"shape": s, "value": val, "dtype": d}, label=f"shape {s} value {val}")
+
+
+def arange_samples(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
+    if d.kind in "iu":
+        cases = [(7, 2, 3), (0, 0, 1), (5, 10, -2) if d.kind == "i" else (5, 10, 2), (100, 0, 1)]
+    else:
+        cases = [(11, -1.5, 0.25), (0, 0.0, 1.0), (6, 3.0, -0.5), (100, 0.0, 1.0)]
+    for n, start, step in cases:
+        yield Sample([], {"n": n, "start": start, "step": step, "dtype": d}, label=f"n={n} start={start} step={step}")
+
+
+def philox_samples(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
+    for shape, seed, off in [((10,), 0, 0), ((3, 5), 42, 7), ((0,), 1, 0), ((), 5, 3), ((1001,), 2**40 + 3, 2**33 + 1)]:
+        yield Sample([], {"shape": shape, "seed": seed, "offset": off, "dtype": d}, label=f"shape {shape} seed {seed} offset {off}")
+
+
+# gradient samples: smooth points away from kinks, ties and domain edges ----------------------
+def smooth(domain: str = "real", arity: int = 1, shapes: tuple = ((3, 4),)) -> Callable[..., Iterator[Sample]]:
+    def gen(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
+        for s in shapes:
+            ins = []
+            for i in range(arity):
+                if domain == "positive" or (domain == "pow" and i == 0):
+                    ins.append(rng.uniform(0.5, 2.0, s).astype(d))
+                elif domain == "apart" and arity == 1:  # abs: away from the kink at 0
+                    ins.append((rng.uniform(0.5, 2.0, s) * np.where(rng.random(s) < 0.5, -1.0, 1.0)).astype(d))
+                elif domain == "apart":  # maximum/minimum: |x - y| is large
+                    base = rng.uniform(-2, 2, s)
+                    ins.append((base + (1.0 if i == 0 else -1.0) * np.sign(rng.standard_normal(s))).astype(d))
+                else:
+                    ins.append(rng.uniform(-2, 2, s).astype(d))
+            yield Sample(ins, label=f"shapes {s}")
+        if arity == 2 and domain != "apart":
+            yield Sample([rng.uniform(0.5, 2.0, (3, 1)).astype(d), rng.uniform(0.5, 2.0, (1, 4)).astype(d)], label="broadcast (3,1) and (1,4)")
+
+    return gen
+
+
+def grad_from(samples: Callable[..., Iterator[Sample]], keep: Callable[[Sample], bool] = lambda s: True) -> Callable[..., Iterator[Sample]]:
+    def gen(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
+        for s in samples(d, rng):
+            floats = [a.astype(np.float64) for a in s.ins if a.dtype == d]
+            tame = all(a.size and np.all(np.isfinite(a)) and np.all(np.abs(a) < 1e6) for a in floats)
+            if keep(s) and tame:
+                yield s
+
+    return gen
+
+
+def _distinct(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
+    for shape, axes in [((3, 4), (1,)), ((2, 3, 4), (0, 2))]:
+        x = rng.permutation(math.prod(shape)).reshape(shape).astype(np.float64) * 0.25 + 0.5
+        yield Sample([x.astype(d)], {"axes": axes, "keepdim": False}, label=f"shape {shape} axes {axes}")
+
+
+# -------------------------------------------------------------------------------------------
+# the database
+# -------------------------------------------------------------------------------------------
+def _build() -> dict[str, OpInfo]:
+    db: dict[str, OpInfo] = {}
+
+    def add(info: OpInfo) -> None:
+        db[info.name] = info
+
+    unary_domain = {"log": "positive", "sqrt": "positive", "rsqrt": "positive"}
+    for n in ("neg", "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "erf", "floor", "ceil", "sign"):
+        dts = NUMERIC if n in ("neg", "abs", "sign") else FLOATS
+        big = 1.0e3 if n in ("sin", "cos") else None
+        g = () if n in ("floor", "ceil", "sign") else (0,)
+        dom = unary_domain.get(n, "real")
+        add(OpInfo(n, dts, unary_samples(dom, big=big), R.REFERENCES[n], grad_inputs=g,
+                   grad_samples=smooth("positive" if dom == "positive" else ("apart" if n == "abs" else "real"))))
+    add(OpInfo("logical_not", ("bool",), unary_samples(), R.REFERENCES["logical_not"]))
+    for n in ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "floor_divide", "remainder"):
+        dts = {"div": FLOATS, "add": ALL, "mul": ALL, "maximum": ALL, "minimum": ALL}.get(n, NUMERIC)
+        kind = {"pow": "pow", "floor_divide": "nonzero_rhs", "remainder": "nonzero_rhs", "div": "real"}.get(n, "real")
+        nan_ok = n not in ("pow", "floor_divide", "remainder")
+        edges = n in ("add", "sub", "mul", "maximum", "minimum")
+        gsamp = smooth("apart" if n in ("maximum", "minimum") else ("pow" if n == "pow" else "positive"), 2)
+        grad = (0, 1) if n not in ("floor_divide", "remainder") else ((0,) if n == "remainder" else ())
+        add(OpInfo(n, dts, binary_samples(kind, nan_ok, edges), R.REFERENCES[n], tol_scale=2.0 if n == "pow" else 1.0,
+                   grad_inputs=grad, grad_samples=gsamp))
+    for n in ("eq", "ne", "lt", "le", "gt", "ge"):
+        add(OpInfo(n, ALL, binary_samples(), R.REFERENCES[n]))
+    for n in ("logical_and", "logical_or"):
+        add(OpInfo(n, ("bool",), binary_samples(), R.REFERENCES[n]))
+    add(OpInfo("where", ALL, where_samples, R.where, grad_inputs=(1, 2),
+               grad_samples=grad_from(where_samples, lambda s: s.label.startswith("shapes (3, 1)"))))
+    add(OpInfo("cast", ALL, cast_samples, R.cast, grad_inputs=(0,),
+               grad_samples=lambda d, rng: iter([Sample([rng.uniform(-2, 2, (3, 4)).astype(d)], {"dtype": d}, label="to itself"),
+                                                 Sample([rng.uniform(-2, 2, (5,)).astype(d)], {"dtype": np.dtype("float64" if d.name == "float32" else "float32")}, label="to another float")])))
+    for n in ("sum", "prod", "max", "min"):
+        dts = ALL if n in ("max", "min") else NUMERIC
+        gs = _distinct if n in ("max", "min") else grad_from(reduce_samples(n), lambda s: s.ins[0].size <= 64)
+        add(OpInfo(n, dts, reduce_samples(n), R.REFERENCES[n], grad_inputs=(0,), grad_samples=gs))
+    for n in ("argmax", "argmin"):
+        add(OpInfo(n, ALL, arg_samples, R.REFERENCES[n]))
+    add(OpInfo("matmul", NUMERIC, matmul_samples, R.matmul, grad_inputs=(0, 1),
+               grad_samples=grad_from(matmul_samples, lambda s: s.ins[0].size <= 24)))
+    for n in ("permute", "expand", "slice", "concat", "pad", "copy"):
+        add(OpInfo(n, ALL, layout_samples(n), R.REFERENCES[n], grad_inputs=(0,) if n != "concat" else (0, 1, 2),
+                   grad_samples=grad_from(layout_samples(n))))
+    add(OpInfo("gather", ALL, gather_samples, R.gather, grad_inputs=(0,), grad_samples=grad_from(gather_samples),
+               edge_checks=("index_out_of_range",)))
+    add(OpInfo("scatter_add", NUMERIC, scatter_samples("scatter_add"), R.scatter_add, grad_inputs=(0, 2),
+               grad_samples=grad_from(scatter_samples("scatter_add"))))
+    add(OpInfo("scatter", ALL, scatter_samples("scatter"), R.scatter, grad_inputs=(0, 2),
+               grad_samples=grad_from(scatter_samples("scatter"))))
+    add(OpInfo("full", ALL, full_samples, R.full, creation=True))
+    add(OpInfo("arange", NUMERIC, arange_samples, lambda n, start, step, dtype: R.arange(n, start, step, dtype), creation=True))
+    add(OpInfo("philox_uniform", ("float32", "float64"), philox_samples, R.philox_uniform, creation=True, tol_scale=0.0))
+    missing = set(PRIMITIVES) - set(db)
+    assert not missing, f"op database misses primitives {sorted(missing)}"
+    return db
+
+
+OPDB: dict[str, OpInfo] = _build()

@@ -1,0 +1,103 @@
+"""Tier ``primitives``: every primitive x every dtype the contract defines it for.
+
+A dtype the plugin registers is run on every sample of the op database, once from fresh
+tensors and once from offset views; a dtype it does not register is "not supported" (the CPU
+fallback would hide it, so it is not run here).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..cases import Case, Target
+from ..checks import CheckFailure, assert_close, put, run_primitive
+from ..opdb import OPDB, OpInfo, dtype_of, tolerance
+
+#: Byte-offset variant: inputs start this many elements into a larger buffer.
+OFFSET_ELEMS = 3
+
+
+def _reference(info: OpInfo, ins: list[np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
+    return np.asarray(info.ref(*ins, **attrs))
+
+
+def check_sample(info: OpInfo, d: np.dtype, sample: Any, device: str, offset: int) -> None:
+    attrs = dict(sample.attrs)
+    ins = [put(a, device, offset) for a in sample.ins]
+    outs = run_primitive(info.name, ins, attrs, device)
+    got = outs[0].numpy()
+    want = _reference(info, sample.ins, attrs)
+    out_dtype = want.dtype
+    tol = tolerance(out_dtype, info.tol_scale)
+    where = f"{info.name}[{d.name}] {sample.label}" + (f" (inputs at a {offset}-element offset)" if offset else "")
+    try:
+        assert_close(got, want, tol.rtol, tol.atol, where, sample.magnitude)
+    except CheckFailure as exc:
+        if sample.ins:
+            exc.message += "; inputs: " + "; ".join(
+                np.array2string(a, threshold=12, edgeitems=3, separator=", ") for a in sample.ins
+            )
+            exc.args = (exc.message,)
+        raise
+    # the inputs must be left as they were
+    for t, a in zip(ins, sample.ins):
+        assert_close(t.numpy(), a, 0, 0, f"{where}: an input was modified by the kernel")
+
+
+def check_index_out_of_range(info: OpInfo, d: np.dtype, device: str) -> None:
+    import framework as fw
+
+    x = put(np.zeros((5, 2), d), device)
+    for bad in (5, -1, 1 << 40):
+        idx = put(np.array([0, bad], np.int64), device)
+        try:
+            out = run_primitive(info.name, [x, idx], {"axis": 0}, device)
+            out[0].numpy()
+        except fw.OarlockError:
+            continue
+        except Exception as exc:  # noqa: BLE001
+            raise CheckFailure(f"{info.name}: an out-of-range index {bad} raised {type(exc).__name__}, not an "
+                               f"OarlockError", "OpArgumentError", repr(exc)) from exc
+        raise CheckFailure(f"{info.name}: an out-of-range index ({bad}, axis of size 5) did not raise; the contract "
+                           f"says it must never read out of bounds", "an error", "no error")
+
+
+def _device_dtypes(device: str) -> set[str]:
+    import framework as fw
+
+    return set(fw.get_device_properties(device).dtypes or ())
+
+
+def run_case(name: str, dtype: str, device: str, seed: int = 0) -> dict[str, Any]:
+    info = OPDB[name]
+    d = dtype_of(dtype)
+    rng = np.random.default_rng(seed)
+    n = 0
+    held = _device_dtypes(device)
+    for sample in info.samples(d, rng):
+        target = sample.attrs.get("dtype")
+        if name == "cast" and held and np.dtype(target).name not in held:
+            continue  # the device cannot hold the target dtype (its properties say so)
+        check_sample(info, d, sample, device, 0)
+        n += 1
+        if sample.ins and any(a.size for a in sample.ins):
+            check_sample(info, d, sample, device, OFFSET_ELEMS)
+            n += 1
+    if "index_out_of_range" in info.edge_checks:
+        check_index_out_of_range(info, d, device)
+    return {"samples": n}
+
+
+def cases(target: Target) -> list[Case]:
+    out = []
+    for name, info in OPDB.items():
+        for dt in info.dtypes:
+            cid = f"primitives/{name}[{dt}]"
+            if target.registers(name, dt):
+                out.append(Case(cid, "primitives", (lambda n=name, d=dt: run_case(n, d, target.device)), op=name, dtype=dt))
+            else:
+                out.append(Case(cid, "primitives", None, op=name, dtype=dt, preset="not_supported",
+                                reason=f"the '{target.plugin}' plugin registers no {name} kernel for {dt}"))
+    return out
