@@ -1,7 +1,50 @@
-"""``fw.nn``: layers, ``functional`` and ``initializer`` (Paddle naming)."""
+"""``fw.nn``: :class:`Layer`, the built-in layers, ``functional`` and ``initializer``
+(Paddle naming).
 
+>>> import framework as fw
+>>> fw.seed(0)
+<...>
+>>> net = fw.nn.Sequential(fw.nn.Linear(4, 8), fw.nn.ReLU(), fw.nn.Linear(8, 2))
+>>> net(fw.ones([3, 4])).shape
+(3, 2)
+"""
+
+# ruff: noqa: F401  (re-exports)
 from __future__ import annotations
 
-from . import functional  # noqa: F401
+from . import functional, initializer
+from .layer import Layer, Parameter
+from .layers import (
+    GELU,
+    AdaptiveAvgPool2D,
+    AvgPool2D,
+    BCEWithLogitsLoss,
+    Conv2D,
+    CrossEntropyLoss,
+    Dropout,
+    Embedding,
+    Flatten,
+    Identity,
+    L1Loss,
+    LayerList,
+    LayerNorm,
+    LeakyReLU,
+    Linear,
+    MaxPool2D,
+    ModuleList,
+    MSELoss,
+    MultiHeadAttention,
+    ParameterList,
+    ReLU,
+    RMSNorm,
+    Sequential,
+    Sigmoid,
+    SiLU,
+    Softmax,
+    Swish,
+    Tanh,
+)
 
-__all__ = ["functional"]
+Module = Layer
+
+__all__ = [n for n in dir() if not n.startswith("_") and n != "annotations"]

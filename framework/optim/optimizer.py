@@ -1,0 +1,261 @@
+"""Optimizers (Paddle names and keywords): SGD, Momentum (Nesterov), Adam, AdamW.
+
+>>> import framework as fw
+>>> w = fw.nn.Parameter.from_tensor(fw.to_tensor([1.0, 2.0]))
+>>> opt = fw.optim.SGD(learning_rate=0.1, parameters=[w])
+>>> (w * w).sum().backward()
+>>> opt.step(); opt.clear_grad()
+>>> w.tolist()
+[0.8, 1.6]
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+from adapter_api import OpArgumentError
+
+from .._src.autograd import no_grad
+from .._src.ops import math as M
+from .._src.tensor import Tensor, to_tensor
+from .lr import LRScheduler
+
+
+def _assign(p: Tensor, value: Tensor) -> None:
+    """Point parameter ``p`` at ``value``'s storage (the object, and so every reference to
+    it, stays the same)."""
+    if value.dtype != p.dtype:
+        value = M.cast(value, p.dtype)
+    p._block, p._offset, p._nv = value._block, value._offset, None
+
+
+class Optimizer:
+    """Base class. ``parameters`` is a list of parameters (or of dicts ``{"params": [...],
+    "learning_rate": scale, "weight_decay": wd}``); ``learning_rate`` is a number or an
+    :class:`~framework.optim.lr.LRScheduler`."""
+
+    _slots: tuple[str, ...] = ()
+
+    def __init__(
+        self, learning_rate: float | LRScheduler = 0.001, parameters: Iterable[Any] | None = None,
+        weight_decay: float | None = None, grad_clip: Any = None, name: str | None = None,
+    ) -> None:
+        if parameters is None:
+            raise OpArgumentError(f"[{type(self).__name__}] parameters= is required, e.g. parameters=model.parameters()")
+        if not isinstance(learning_rate, (int, float, LRScheduler)):
+            raise OpArgumentError(f"[{type(self).__name__}] learning_rate must be a number or an LRScheduler, got {type(learning_rate).__name__}")
+        self._learning_rate = learning_rate
+        self.weight_decay = float(getattr(weight_decay, "coeff", weight_decay) or 0.0)
+        self.grad_clip = grad_clip
+        self.param_groups: list[dict[str, Any]] = []
+        plist = list(parameters)
+        if plist and isinstance(plist[0], dict):
+            for g in plist:
+                self.param_groups.append({"learning_rate": 1.0, "weight_decay": self.weight_decay, **g, "params": list(g["params"])})
+        else:
+            self.param_groups.append({"params": plist, "learning_rate": 1.0, "weight_decay": self.weight_decay})
+        for g in self.param_groups:
+            for i, p in enumerate(g["params"]):
+                if not isinstance(p, Tensor):
+                    raise OpArgumentError(f"[{type(self).__name__}] parameter {i} is a {type(p).__name__}, expected a Tensor/Parameter")
+        self._state: dict[int, dict[str, Tensor]] = {}
+        self._step_count = 0
+
+    # -- learning rate --------------------------------------------------------------------
+    def get_lr(self) -> float:
+        lr = self._learning_rate
+        return lr() if isinstance(lr, LRScheduler) else float(lr)
+
+    def set_lr(self, value: float) -> None:
+        if isinstance(self._learning_rate, LRScheduler):
+            raise OpArgumentError("[set_lr] the learning rate is an LRScheduler; call its step() instead")
+        self._learning_rate = float(value)
+
+    def set_lr_scheduler(self, scheduler: LRScheduler) -> None:
+        self._learning_rate = scheduler
+
+    # -- state ------------------------------------------------------------------------------
+    def _all_params(self) -> list[Tensor]:
+        return [p for g in self.param_groups for p in g["params"]]
+
+    def state_dict(self) -> dict[str, Any]:
+        """``{"param_<i>.<slot>": tensor, ..., "step": n, "LR_Scheduler": {...}}`` (i is the
+        parameter's position in the optimizer's list)."""
+        out: dict[str, Any] = {}
+        for i, p in enumerate(self._all_params()):
+            for k, v in self._state.get(id(p), {}).items():
+                out[f"param_{i}.{k}"] = v
+        out["step"] = self._step_count
+        if isinstance(self._learning_rate, LRScheduler):
+            out["LR_Scheduler"] = self._learning_rate.state_dict()
+        return out
+
+    def set_state_dict(self, state_dict: dict[str, Any]) -> None:
+        params = self._all_params()
+        for key, v in state_dict.items():
+            if key == "step":
+                self._step_count = int(v.item() if isinstance(v, Tensor) else v)
+            elif key == "LR_Scheduler":
+                if isinstance(self._learning_rate, LRScheduler):
+                    self._learning_rate.set_state_dict(v)
+            elif key.startswith("param_"):
+                idx, slot = key[len("param_") :].split(".", 1)
+                i = int(idx)
+                if i >= len(params):
+                    raise OpArgumentError(f"[set_state_dict] '{key}' names parameter {i}, but the optimizer has {len(params)}; the checkpoint is for another model")
+                p = params[i]
+                t = v if isinstance(v, Tensor) else to_tensor(v)
+                if t.shape != p.shape and slot not in self._scalar_slots():
+                    raise OpArgumentError(f"[set_state_dict] '{key}' has shape {t.shape}, parameter {i} has {p.shape}")
+                self._state.setdefault(id(p), {})[slot] = t.to(p.device).detach()
+
+    set_dict = set_state_dict
+    load_state_dict = set_state_dict
+
+    def _scalar_slots(self) -> tuple[str, ...]:
+        return ()
+
+    # -- stepping -------------------------------------------------------------------------
+    def clear_grad(self, set_to_zero: bool = False) -> None:
+        """Drop every parameter's gradient (``set_to_zero=True`` keeps zero tensors)."""
+        for p in self._all_params():
+            p.clear_grad(set_to_zero)
+
+    clear_gradients = clear_grad
+    zero_grad = clear_grad
+
+    @no_grad()
+    def step(self) -> None:
+        """Apply one update to every parameter that has a gradient."""
+        self._step_count += 1
+        base_lr = self.get_lr()
+        for group in self.param_groups:
+            pg = [(p, p.grad) for p in group["params"] if p.grad is not None and not p.stop_gradient]
+            if not pg:
+                continue
+            if self.grad_clip is not None:
+                pg = self.grad_clip(pg)
+            lr = base_lr * group["learning_rate"]
+            for p, g in pg:
+                if g.dtype != p.dtype:
+                    g = M.cast(g, p.dtype)
+                scale = getattr(p, "optimize_attr", None)
+                plr = lr * scale["learning_rate"] if scale else lr
+                self._update(p, g.detach(), plr, group["weight_decay"], self._state.setdefault(id(p), {}))
+
+    def _update(self, p: Tensor, g: Tensor, lr: float, wd: float, state: dict[str, Tensor]) -> None:
+        raise NotImplementedError("need _update")
+
+    def minimize(self, loss: Tensor, startup_program: Any = None, parameters: Any = None, no_grad_set: Any = None) -> None:
+        loss.backward()
+        self.step()
+
+
+class SGD(Optimizer):
+    """p -= lr * (g + weight_decay * p)."""
+
+    def __init__(self, learning_rate: float | LRScheduler = 0.001, parameters: Iterable[Any] | None = None, weight_decay: float | None = None, grad_clip: Any = None, name: str | None = None) -> None:
+        super().__init__(learning_rate, parameters, weight_decay, grad_clip, name)
+
+    def _update(self, p, g, lr, wd, state):  # type: ignore[no-untyped-def]
+        if wd:
+            g = g + p * wd
+        _assign(p, p - g * lr)
+
+
+class Momentum(Optimizer):
+    """v = momentum * v + g; p -= lr * v, or with ``use_nesterov``: p -= lr * (g + momentum * v)."""
+
+    def __init__(
+        self, learning_rate: float | LRScheduler = 0.001, momentum: float = 0.9, parameters: Iterable[Any] | None = None,
+        use_nesterov: bool = False, weight_decay: float | None = None, grad_clip: Any = None, name: str | None = None,
+    ) -> None:
+        super().__init__(learning_rate, parameters, weight_decay, grad_clip, name)
+        self.momentum, self.use_nesterov = float(momentum), bool(use_nesterov)
+
+    def _update(self, p, g, lr, wd, state):  # type: ignore[no-untyped-def]
+        if wd:
+            g = g + p * wd
+        v = state.get("velocity")
+        v = g if v is None else v * self.momentum + g
+        state["velocity"] = v
+        step = g + v * self.momentum if self.use_nesterov else v
+        _assign(p, p - step * lr)
+
+
+class Adam(Optimizer):
+    """m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+    p -= lr * (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + epsilon). ``weight_decay`` is L2 (added to g)."""
+
+    _decoupled = False
+
+    def __init__(
+        self, learning_rate: float | LRScheduler = 0.001, beta1: float = 0.9, beta2: float = 0.999, epsilon: float = 1e-8,
+        parameters: Iterable[Any] | None = None, weight_decay: float | None = None, grad_clip: Any = None,
+        lazy_mode: bool = False, multi_precision: bool = False, amsgrad: bool = False, name: str | None = None,
+    ) -> None:
+        super().__init__(learning_rate, parameters, weight_decay, grad_clip, name)
+        for nm, b in (("beta1", beta1), ("beta2", beta2)):
+            if not 0.0 <= b < 1.0:
+                raise OpArgumentError(f"[{type(self).__name__}] {nm} must be in [0, 1), got {b}")
+        self.beta1, self.beta2, self.epsilon, self.amsgrad = float(beta1), float(beta2), float(epsilon), amsgrad
+
+    def _update(self, p, g, lr, wd, state):  # type: ignore[no-untyped-def]
+        if wd and not self._decoupled:
+            g = g + p * wd
+        t = int(state["t"]) + 1 if "t" in state else 1
+        m = state.get("moment1")
+        v = state.get("moment2")
+        m = g * (1 - self.beta1) if m is None else m * self.beta1 + g * (1 - self.beta1)
+        v = g * g * (1 - self.beta2) if v is None else v * self.beta2 + g * g * (1 - self.beta2)
+        state["moment1"], state["moment2"], state["t"] = m, v, t  # type: ignore[assignment]
+        denom_v = v
+        if self.amsgrad:
+            vmax = state.get("moment2_max")
+            denom_v = v if vmax is None else M.maximum(vmax, v)
+            state["moment2_max"] = denom_v
+        bc1 = 1 - self.beta1**t
+        bc2 = 1 - self.beta2**t
+        upd = m / (M.sqrt(denom_v) * (1.0 / math.sqrt(bc2)) + self.epsilon) * (lr / bc1)
+        _assign(p, p - upd)
+
+    def state_dict(self) -> dict[str, Any]:
+        out = super().state_dict()
+        for k in [k for k in out if k.endswith(".t")]:
+            out[k] = int(out[k])
+        return out
+
+    def _scalar_slots(self) -> tuple[str, ...]:
+        return ("t",)
+
+    def set_state_dict(self, state_dict: dict[str, Any]) -> None:
+        plain = {k: v for k, v in state_dict.items() if not k.endswith(".t")}
+        super().set_state_dict(plain)
+        params = self._all_params()
+        for k, v in state_dict.items():
+            if k.endswith(".t") and k.startswith("param_"):
+                i = int(k[len("param_") :].split(".", 1)[0])
+                self._state.setdefault(id(params[i]), {})["t"] = int(v.item() if isinstance(v, Tensor) else v)  # type: ignore[assignment]
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay: p -= lr * weight_decay * p before the Adam step
+    (``weight_decay`` defaults to 0.01 as in Paddle). ``apply_decay_param_fun(name)``
+    is not supported: pass param groups with ``weight_decay: 0.0`` instead."""
+
+    _decoupled = True
+
+    def __init__(
+        self, learning_rate: float | LRScheduler = 0.001, beta1: float = 0.9, beta2: float = 0.999, epsilon: float = 1e-8,
+        parameters: Iterable[Any] | None = None, weight_decay: float = 0.01, lr_ratio: Any = None,
+        apply_decay_param_fun: Any = None, grad_clip: Any = None, lazy_mode: bool = False,
+        multi_precision: bool = False, amsgrad: bool = False, name: str | None = None,
+    ) -> None:
+        super().__init__(learning_rate, beta1, beta2, epsilon, parameters, weight_decay, grad_clip, lazy_mode, multi_precision, amsgrad, name)
+
+    def _update(self, p, g, lr, wd, state):  # type: ignore[no-untyped-def]
+        if wd:
+            _assign(p, p * (1.0 - lr * wd))
+        Adam._update(self, p, g, lr, 0.0, state)
