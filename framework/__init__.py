@@ -188,11 +188,11 @@ from ._src.random import (
 )
 from ._src.tensor import Tensor, from_dlpack, to_tensor
 
-__version__ = "0.1.0"
 # isort: split
 from . import nn, optim  # layers, functional, initializers, optimizers
 from ._src.io import CheckpointError, load, save
 
+__version__ = "0.1.0"
 
 tensor = to_tensor
 dtype = type(float32)
