@@ -64,7 +64,10 @@ class CachingAllocator:
         self.num_ooms = 0
 
     def malloc(self, nbytes: int) -> Block:
-        size = round_size(nbytes)
+        if 0 < nbytes < _SMALL:
+            size = (nbytes + 511) & ~511
+        else:
+            size = round_size(nbytes)
         self.num_requests += 1
         pool = self._free.get(size)
         if pool:

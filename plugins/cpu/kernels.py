@@ -25,6 +25,7 @@ INTS = (*SIGNED, "uint8")
 NUMERIC = (*FLOATS, *INTS)
 ALL = (*NUMERIC, "bool")
 _HALF = (F16, BF16)
+_HALF_NUMS = frozenset((F16.num, BF16.num))  # NOTE: dtype == dtype is slow; compare numbers
 
 
 def _f32(x: np.ndarray) -> np.ndarray:
@@ -37,7 +38,7 @@ def _unary(fn: Any):
             ctx.stream.submit(k, _SYNC, outs, ins)
             return
         x, y = ins[0], outs[0]
-        if y.dtype in _HALF:
+        if y.dtype.num in _HALF_NUMS:
             y[...] = fn(_f32(x))
         else:
             fn(x, out=y)
@@ -59,7 +60,7 @@ def _binary(fn: Any):
             ctx.stream.submit(k, _SYNC, outs, ins)
             return
         x, y = ins
-        if x.dtype in _HALF:
+        if x.dtype.num in _HALF_NUMS:
             outs[0][...] = fn(_f32(x), _f32(y))
         else:
             fn(x, y, out=outs[0])

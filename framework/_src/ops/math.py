@@ -18,23 +18,26 @@ from .base import OPS, apply1
 _CONST: dict[tuple[Any, ...], Tensor] = {}
 
 
-def _const(value: Any, dtype: np.dtype, device: Any) -> Tensor:
-    """A cached 0-d constant (scalars in expressions cost no allocation after the first)."""
-    key = (type(value), value, dtype, device)
+def _const(value: Any, dtype: np.dtype, device: Any, ndim: int = 0) -> Tensor:
+    """A cached constant of shape (1,)*ndim: scalars in expressions cost no allocation and
+    no reshape after the first use."""
+    key = (type(value), value, dtype, device, ndim)
     t = _CONST.get(key)
     if t is None:
         from .creation import _full
 
-        t = _full((), value, dtype, device)
+        t = _full((1,) * ndim, value, dtype, device)
+        t.native()
         if len(_CONST) > 4096:
             _CONST.clear()
         _CONST[key] = t
     return t
 
 
+_SCALARS = (bool, int, float, np.number, np.bool_)
+
+
 def _tensor_like(name: str, v: Any, like: Tensor) -> Tensor:
-    if isinstance(v, (bool, int, float, np.number, np.bool_)):
-        return _const(v, _dt.scalar_dtype(v, like.dtype), like.device)
     if isinstance(v, (np.ndarray, list, tuple)):
         return to_tensor(v, device=like.device)
     raise OpArgumentError(f"[{name}] expected a Tensor or a number, got {type(v).__name__}")
@@ -44,15 +47,23 @@ def _operands(name: str, x: Any, y: Any) -> tuple[Tensor, Tensor]:
     xt = isinstance(x, Tensor)
     yt = isinstance(y, Tensor)
     if xt and yt:
-        if x.dtype == y.dtype:
+        if x.dtype is y.dtype or x.dtype == y.dtype:
             return x, y
         d = _dt.promote(x.dtype, y.dtype)
     elif xt:
-        y = _tensor_like(name, y, x)
-        d = _dt.promote(x.dtype, y.dtype) if y.shape else x.dtype if _dt.category(y.dtype) <= _dt.category(x.dtype) else y.dtype
+        if isinstance(y, _SCALARS):
+            d = _dt.scalar_dtype(y, x.dtype)
+            y = _const(y, d, x.device, len(x.shape))
+        else:
+            y = _tensor_like(name, y, x)
+            d = _dt.promote(x.dtype, y.dtype)
     elif yt:
-        x = _tensor_like(name, x, y)
-        d = _dt.promote(x.dtype, y.dtype) if x.shape else y.dtype if _dt.category(x.dtype) <= _dt.category(y.dtype) else x.dtype
+        if isinstance(x, _SCALARS):
+            d = _dt.scalar_dtype(x, y.dtype)
+            x = _const(x, d, y.device, len(y.shape))
+        else:
+            x = _tensor_like(name, x, y)
+            d = _dt.promote(x.dtype, y.dtype)
     else:
         raise OpArgumentError(f"[{name}] expected at least one Tensor, got {type(x).__name__} and {type(y).__name__}")
     if x.dtype != d:
@@ -113,8 +124,10 @@ def _logical(name: str):
         like = a if a is not None else b
         if like is None:
             raise OpArgumentError(f"[{op.name}] expected at least one Tensor")
-        a = _tensor_like(op.name, x, like) if a is None else a
-        b = _tensor_like(op.name, y, like) if b is None else b
+        if a is None:
+            a = _const(x, _dt.bool_, like.device, like.ndim) if isinstance(x, _SCALARS) else _tensor_like(op.name, x, like)
+        if b is None:
+            b = _const(y, _dt.bool_, like.device, like.ndim) if isinstance(y, _SCALARS) else _tensor_like(op.name, y, like)
         return apply1(op, [cast(a, _dt.bool_), cast(b, _dt.bool_)], {})
 
     return f
@@ -349,11 +362,11 @@ def mean(x: Tensor, axis: Any = None, keepdim: bool = False, name: str | None = 
 
 
 def all(x: Tensor, axis: Any = None, keepdim: bool = False) -> Tensor:
-    return cast(_reduce("min", cast(x, _dt.uint8), axis, keepdim) if x.numel() else _const(True, _dt.bool_, x.device), _dt.bool_)
+    return cast(_reduce("min", cast(x, _dt.uint8), axis, keepdim) if x.numel() else _const(True, _dt.bool_, x.device).reshape(()), _dt.bool_)
 
 
 def any(x: Tensor, axis: Any = None, keepdim: bool = False) -> Tensor:
-    return cast(_reduce("max", cast(x, _dt.uint8), axis, keepdim) if x.numel() else _const(False, _dt.bool_, x.device), _dt.bool_)
+    return cast(_reduce("max", cast(x, _dt.uint8), axis, keepdim) if x.numel() else _const(False, _dt.bool_, x.device).reshape(()), _dt.bool_)
 
 
 def count_nonzero(x: Tensor, axis: Any = None, keepdim: bool = False) -> Tensor:
