@@ -1,0 +1,37 @@
+"""Under mpiexec: rank 1 dies (``kill``) or never arrives (``stuck``); the others must raise a
+CommunicationError naming the collective and rank 1. Each surviving rank writes out/rank<r>.json."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+
+import numpy as np
+
+import framework as fw
+import framework.distributed as dist
+
+mode, timeout, out = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+dist.init_parallel_env(timeout=timeout)
+rank = dist.get_rank()
+x = fw.to_tensor(np.ones(16, np.float32))
+dist.all_reduce(x)  # everybody is alive here
+result = {"first": x.numpy().tolist()}
+if rank == 1:
+    if mode == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    time.sleep(timeout + 3)  # stuck: arrives long after the others gave up
+    os._exit(0)
+t0 = time.monotonic()
+try:
+    dist.all_reduce(x)
+    result["error"] = None
+except fw.OarlockError as exc:
+    result["error"] = str(exc)
+    result["type"] = type(exc).__name__
+result["waited"] = time.monotonic() - t0
+with open(os.path.join(out, f"rank{rank}.json"), "w") as f:
+    json.dump(result, f)

@@ -1,0 +1,246 @@
+"""framework.distributed: collectives under mpiexec (2 and 4 ranks, cpu and opencl), faults,
+data-parallel training; the sampler, the launcher and a world of one in this process."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import framework as fw
+import framework.distributed as dist
+from framework.distributed import launch
+from framework.distributed.sampler import DistributedBatchSampler
+
+SCRIPTS = Path(__file__).parent / "dist_scripts"
+
+
+def _mpi_available() -> bool:
+    try:
+        launch.find_mpiexec()
+        import mpi4py  # noqa: F401
+    except Exception:  # noqa: BLE001
+        return False
+    return True
+
+
+needs_mpi = pytest.mark.skipif(
+    not _mpi_available(), reason="mpiexec/mpi4py not installed (pip install 'oarlock[dist]')"
+)
+
+
+def _launch(script: str, n: int, *args: str, collective_timeout: float | None = None) -> tuple[object, str]:
+    out = tempfile.mkdtemp(prefix="oarlock-dist-")
+    proc = launch.run(
+        [str(SCRIPTS / script), *args, out]
+        if script != "selfcheck.py"
+        else [str(SCRIPTS / script), *args, "--out", out],
+        n,
+        timeout=240,
+        collective_timeout=collective_timeout,
+    )
+    return proc, out
+
+
+def _opencl_device() -> str | None:
+    return "opencl" if any(d.type == "opencl" for d in fw.devices()) else None
+
+
+# -- collectives tier ----------------------------------------------------------------------
+@needs_mpi
+@pytest.mark.mpi
+@pytest.mark.parametrize("nranks", [2, 4])
+@pytest.mark.parametrize("device", ["cpu", "opencl"])
+def test_collectives_against_numpy(device: str, nranks: int) -> None:
+    if device == "opencl" and _opencl_device() is None:
+        pytest.skip("no OpenCL device")
+    proc, out = _launch("selfcheck.py", nranks, "--device", device)
+    records = []
+    for r in range(nranks):
+        path = os.path.join(out, f"rank{r}.json")
+        assert os.path.exists(path), (
+            f"rank {r} wrote no result (exit {proc.returncode}):\n{proc.stdout[-3000:]}"
+        )
+        records += [(r, rec) for rec in json.load(open(path))]
+    failed = [f"rank {r}: {rec['name']}: {rec.get('detail', '')}" for r, rec in records if not rec["ok"]]
+    assert not failed, "\n".join(failed[:20])
+    names = {rec["name"] for _, rec in records}
+    # the tier covers every collective, every reduce op, empty and odd sizes, groups, faults in args
+    for must in (
+        "all_reduce/prod/int32/0",
+        "all_reduce/avg/float16/7",
+        "reduce_scatter/min/int64",
+        "reduce/max/float32",
+        "all_gather/uint8/0",
+        "broadcast/bool",
+        "alltoall/float32",
+        "send_recv/int64",
+        "new_group",
+        "debug/shape_mismatch",
+        "all_reduce/sync_op=False",
+    ):
+        assert must in names, f"check {must} did not run"
+    assert proc.returncode == 0, proc.stdout[-3000:]
+
+
+def test_opencl_plugin_registers_its_communicator() -> None:
+    if _opencl_device() is None:
+        pytest.skip("no OpenCL device")
+    from framework._src.plugins import host
+
+    if "opencl" not in host().registry.communicators:
+        pytest.xfail(
+            "plugins/opencl/__init__.py does not call communicator.register_communicator(registry) yet"
+        )
+    assert host().registry.communicators["opencl"][1].__name__ == "OpenCLCommunicator"
+
+
+# -- faults --------------------------------------------------------------------------------
+@needs_mpi
+@pytest.mark.mpi
+@pytest.mark.parametrize("mode", ["kill", "stuck"])
+def test_missing_rank_raises_naming_the_collective_and_rank(mode: str) -> None:
+    proc, out = _launch("fault.py", 3, mode, "3")
+    for r in (0, 2):
+        path = os.path.join(out, f"rank{r}.json")
+        assert os.path.exists(path), (
+            f"surviving rank {r} did not report (exit {proc.returncode}):\n{proc.stdout[-3000:]}"
+        )
+        res = json.load(open(path))
+        assert res["first"] == [3.0] * 16  # the collective before the fault worked
+        assert res["type"] == "CommunicationError", res
+        msg = res["error"]
+        assert msg.startswith("[distributed] all_reduce(sum)"), msg
+        assert "missing rank(s): 1 " in msg, msg
+        assert f"on rank {r} of 3" in msg, msg
+        if mode == "kill":
+            assert "died" in msg, msg
+
+
+# -- data parallel -------------------------------------------------------------------------
+@needs_mpi
+@pytest.mark.mpi
+def test_data_parallel_follows_the_single_process_curve() -> None:
+    proc, out = _launch("dp_train.py", 2, "cpu")
+    path = os.path.join(out, "dp.json")
+    assert os.path.exists(path), proc.stdout[-3000:]
+    d = json.load(open(path))
+    assert len(d["dp"]) == len(d["ref"]) == 15
+    np.testing.assert_allclose(d["dp"], d["ref"], rtol=1e-5, atol=1e-6)
+    assert d["dp"][-1] < d["dp"][0]  # it trained
+    for got, want in zip(d["dp_w"], d["ref_w"]):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+# -- in this process: a world of one, the sampler, the launcher -----------------------------
+@needs_mpi
+def test_world_of_one_collectives_are_identities() -> None:
+    g = dist.init_parallel_env()
+    if g.nranks != 1:
+        pytest.skip("running under mpiexec")
+    assert dist.get_rank() == 0 and dist.get_world_size() == 1
+    x = fw.to_tensor([1.0, -2.0, 3.5])
+    assert dist.all_reduce(x, op=dist.ReduceOp.AVG) is None
+    np.testing.assert_array_equal(x.numpy(), [1.0, -2.0, 3.5])
+    got: list = []
+    dist.all_gather(got, x)
+    assert len(got) == 1
+    np.testing.assert_array_equal(got[0].numpy(), [1.0, -2.0, 3.5])
+    out = fw.zeros([3])
+    dist.reduce_scatter(out, [fw.to_tensor([4.0, 5.0, 6.0])])
+    np.testing.assert_array_equal(out.numpy(), [4.0, 5.0, 6.0])
+    task = dist.broadcast(x, src=0, sync_op=False)
+    assert task.wait() and task.is_completed()
+    with pytest.raises(fw.OpArgumentError, match=r"\[distributed\] unknown reduce op 'median'"):
+        dist.all_reduce(x, op="median")
+    with pytest.raises(fw.OpArgumentError, match=r"\[broadcast\] rank 3 is not in the group \[0\]"):
+        dist.broadcast(x, src=3)
+    with pytest.raises(fw.OpArgumentError, match=r"\[new_group\] ranks must be distinct"):
+        dist.new_group([0, 0])
+    with pytest.raises(fw.OpArgumentError, match=r"\[all_reduce\] expected a Tensor, got list"):
+        dist.all_reduce([1.0])
+
+
+@needs_mpi
+def test_data_parallel_on_one_rank_keeps_gradients() -> None:
+    dist.init_parallel_env()
+    if dist.get_world_size() != 1:
+        pytest.skip("running under mpiexec")
+
+    class Tiny:
+        def __init__(self) -> None:
+            self.w = fw.to_tensor([[1.0, 2.0], [3.0, 4.0]], stop_gradient=False)
+
+        def parameters(self) -> list:
+            return [self.w]
+
+        def __call__(self, x):
+            return x @ self.w
+
+    m = dist.DataParallel(Tiny())
+    loss = m(fw.to_tensor([[1.0, 1.0]])).sum()
+    loss.backward()
+    m.apply_collective_grads()
+    np.testing.assert_array_equal(m.w.grad.numpy(), [[1.0, 1.0], [1.0, 1.0]])
+    assert m.parameters()[0] is m.w
+
+
+def test_sampler_splits_each_global_batch_by_rank() -> None:
+    data = list(range(10))
+    r0 = list(DistributedBatchSampler(data, batch_size=2, num_replicas=2, rank=0))
+    r1 = list(DistributedBatchSampler(data, batch_size=2, num_replicas=2, rank=1))
+    assert r0 == [[0, 1], [4, 5], [8]]
+    assert r1 == [[2, 3], [6, 7], [9]]
+    one = list(DistributedBatchSampler(data, batch_size=4, num_replicas=1, rank=0))
+    assert one == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+    for k in range(3):  # together the ranks see exactly the single process's batches
+        assert sorted(r0[k] + r1[k]) == one[k]
+    assert len(DistributedBatchSampler(data, 2, 2, 0)) == 3
+    # 7 samples on 3 ranks: padded by wrapping around to 9
+    r = [list(DistributedBatchSampler(list(range(7)), 2, 3, k)) for k in range(3)]
+    assert r == [[[0, 1], [6]], [[2, 3], [0]], [[4, 5], [1]]]
+    assert list(DistributedBatchSampler(list(range(7)), 2, 3, 0, drop_last=True)) == [[0, 1]]
+
+
+def test_sampler_shuffles_the_same_way_on_every_rank() -> None:
+    a = DistributedBatchSampler(list(range(20)), 5, 2, 0, shuffle=True)
+    b = DistributedBatchSampler(list(range(20)), 5, 2, 1, shuffle=True)
+    seen = [i for batch in list(a) + list(b) for i in batch]
+    assert sorted(seen) == list(range(20))
+    a.set_epoch(1)
+    assert [i for batch in a for i in batch] != [
+        i for batch in DistributedBatchSampler(list(range(20)), 5, 2, 0, shuffle=True) for i in batch
+    ]
+    with pytest.raises(fw.OpArgumentError, match=r"rank must be in \[0, 2\), got 2"):
+        DistributedBatchSampler(list(range(4)), 1, 2, 2)
+
+
+def test_launch_builds_the_mpiexec_command(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OARLOCK_MPIEXEC", "/opt/mpi/bin/mpiexec")
+    assert launch.main(["-n", "2", "--dry-run", "train.py", "--device", "cpu", "-n", "5"]) == 0
+    cmd = capsys.readouterr().out.split()
+    assert cmd[0] == "/opt/mpi/bin/mpiexec"
+    assert cmd[cmd.index("-n") + 1] == "2"
+    assert cmd[-6:] == [sys.executable, "train.py", "--device", "cpu", "-n", "5"]
+    assert "-disable-auto-cleanup" in cmd and cmd[cmd.index("-launcher") + 1] == "fork"
+    assert launch.main(["-n", "3", "--dry-run", "-m", "pkg.mod", "--flag"]) == 0
+    assert capsys.readouterr().out.split()[-4:] == [sys.executable, "-m", "pkg.mod", "--flag"]
+    with pytest.raises(SystemExit):
+        launch.main(["-n", "2"])
+
+
+def test_launch_finds_the_mpich_wheel_mpiexec(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OARLOCK_MPIEXEC", raising=False)
+    if not _mpi_available():
+        with pytest.raises(fw.OarlockError, match=r"\[launch\] mpiexec was not found"):
+            launch.find_mpiexec()
+        return
+    path = launch.find_mpiexec()
+    assert os.access(path, os.X_OK) and os.path.basename(path).startswith("mpiexec")
