@@ -1,0 +1,50 @@
+"""The command line shared by the example scripts: ``--device``, ``--steps``, ``--seed``,
+``--save``; a tqdm progress bar; a final summary line with the loss and the CPU fallbacks."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+if __package__ in (None, ""):
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def main(name: str, description: str, argv: list[str] | None = None) -> float:
+    import framework as fw
+    from examples.models import TARGETS, train_steps
+
+    default_steps, target = TARGETS[name]
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--device", default=os.environ.get("OARLOCK_DEVICE", "cpu"), help="device by name: cpu, opencl, cuda:0, ...")
+    p.add_argument("--steps", type=int, default=default_steps, help=f"training steps (default {default_steps})")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    args = p.parse_args(argv)
+
+    from tqdm import tqdm
+
+    fw.reset_fallback_stats()
+    bar = tqdm(total=args.steps, desc=f"{name} on {args.device}", disable=args.no_progress, file=sys.stderr)
+
+    def on_step(step: int, loss: float) -> None:
+        bar.update(1)
+        bar.set_postfix(loss=f"{loss:.4f}", refresh=False)
+
+    t0 = time.perf_counter()
+    losses = train_steps(name, args.steps, seed=args.seed, device=args.device, on_step=on_step)
+    bar.close()
+    elapsed = time.perf_counter() - t0
+    tail = losses[-10:]
+    final = sum(tail) / len(tail)
+    verdict = ""
+    if args.steps >= default_steps:
+        verdict = f" (target < {target} at {default_steps} steps: {'reached' if final < target else 'NOT reached'})"
+    print(f"first loss {losses[0]:.4f}")
+    print(
+        f"{name}: final loss {final:.4f} (mean of the last {len(tail)} steps) after {args.steps} steps in "
+        f"{elapsed:.1f}s on {args.device}{verdict}; fallbacks: {fw.fallback_stats()}"
+    )
+    return final
