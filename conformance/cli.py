@@ -87,7 +87,7 @@ def metadata_of(device: str) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(sys.argv[1:] if argv is None else argv)
     if args.record_goldens:
-        from .golden import record_all
+        from .regression import record_all
 
         record_all()
         return 0

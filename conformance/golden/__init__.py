@@ -1,0 +1,1 @@
+"""Golden model-regression data (JSON), recorded by ``oarlock conformance --record-goldens``."""
