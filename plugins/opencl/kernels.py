@@ -34,6 +34,9 @@ _FLAT["rank"], _FLAT["flat"] = 1, 1
 
 
 # -- launch helpers ----------------------------------------------------------------------
+_NAMES = {np.dtype(n): n for n in ALL}  # dtype.name costs microseconds per launch
+
+
 def _env(ctx: Any, dtype: np.dtype) -> tuple[OpenCLDevice, Any]:
     dev = ctx.runtime.device(ctx.device_index)
     if dtype.itemsize == 8 and dtype.kind == "f" and not dev.has_fp64:
@@ -149,7 +152,7 @@ def _unary(op: str) -> Callable[..., None]:
         n = y.size
         if n:
             dev, q = _env(ctx, x.dtype)
-            k = dev.kernel("math", x.dtype.name, f"u_{op}")
+            k = dev.kernel("math", _NAMES[x.dtype], f"u_{op}")
             _launch(dev, q, k, n, y.buffer, y.eoff, x.buffer, x.eoff, _i64(n))
 
     return kernel
@@ -161,7 +164,7 @@ def _binary(op: str) -> Callable[..., None]:
         n = z.size
         if n:
             dev, q = _env(ctx, a.dtype)
-            k = dev.kernel("math", a.dtype.name, f"b_{op}")
+            k = dev.kernel("math", _NAMES[a.dtype], f"b_{op}")
             if a.shape == z.shape and b.shape == z.shape:
                 ix = _FLAT
             else:
@@ -176,7 +179,7 @@ def where(ctx, outs, ins, **_):
     n = z.size
     if n:
         dev, q = _env(ctx, a.dtype)
-        k = dev.kernel("math", a.dtype.name, "where_")
+        k = dev.kernel("math", _NAMES[a.dtype], "where_")
         if c.shape == z.shape and a.shape == z.shape and b.shape == z.shape:
             ix = _FLAT
         else:
@@ -195,7 +198,7 @@ def cast(ctx, outs, ins, **_):
     if x.dtype == y.dtype:
         dev.copy(q, y.buffer, y.offset, x.buffer, x.offset, x.nbytes)
         return
-    k = dev.kernel("cast", "all", f"cast_{x.dtype.name}_{y.dtype.name}")
+    k = dev.kernel("cast", "all", f"cast_{_NAMES[x.dtype]}_{_NAMES[y.dtype]}")
     _launch(dev, q, k, n, y.buffer, y.eoff, x.buffer, x.eoff, _i64(n))
 
 
@@ -220,10 +223,10 @@ def _groups(shape: Sequence[int], axes: Sequence[int]) -> list[tuple[int, bool]]
 def _reduce_rows(dev, q, op, y, yo, xbuf, xo, dtype, A, R):
     """y[a] = op over x[a, :] for an (A, R) array: one work-group per row (and chunk)."""
     ls = dev.local_size
-    k = dev.kernel("math", dtype.name, f"r_{op}_rows")
+    k = dev.kernel("math", _NAMES[dtype], f"r_{op}_rows")
     target = 4 * dev.device.max_compute_units
     nchunks = 1
-    if A < target and dtype.name != "float16" and R > 4 * ls:
+    if A < target and _NAMES[dtype] != "float16" and R > 4 * ls:
         nchunks = min(-(-R // (4 * ls)), -(-target // A))
     if nchunks == 1:
         k(q, (A * ls,), (ls,), y.buffer, _i64(yo), xbuf, _i64(xo), _i64(R), _i64(R), _i64(1))
@@ -260,7 +263,7 @@ def _reduce(op: str) -> Callable[..., None]:
                 _reduce_rows(dev, q, op, y, y.eoff, x.buffer, x.eoff, x.dtype, A, R)
                 return
             if B == 1 or A * B >= 1024 or R <= 64:
-                k = dev.kernel("math", x.dtype.name, f"r_{op}_cols")
+                k = dev.kernel("math", _NAMES[x.dtype], f"r_{op}_cols")
                 _launch(dev, q, k, A * B, y.buffer, y.eoff, x.buffer, x.eoff, _i64(A), _i64(R), _i64(B))
                 return
         # General case: move the reduced dims last into a scratch buffer, then reduce rows.
@@ -291,11 +294,11 @@ def _argreduce(op: str) -> Callable[..., None]:
                                   f"has no {op}; pass a non-empty axis")
         dev, q = _env(ctx, x.dtype)
         if B == 1 and R > 64:
-            k = dev.kernel("math", x.dtype.name, f"r_{op}_rows")
+            k = dev.kernel("math", _NAMES[x.dtype], f"r_{op}_rows")
             ls = dev.local_size
             k(q, (A * ls,), (ls,), y.buffer, y.eoff, x.buffer, x.eoff, _i64(R))
         else:
-            k = dev.kernel("math", x.dtype.name, f"r_{op}_cols")
+            k = dev.kernel("math", _NAMES[x.dtype], f"r_{op}_cols")
             _launch(dev, q, k, A * B, y.buffer, y.eoff, x.buffer, x.eoff, _i64(A), _i64(R), _i64(B))
 
     return kernel
@@ -313,7 +316,7 @@ def matmul(ctx, outs, ins, **_):
     N = b.shape[-1]
     batch = math.prod(a.shape[:-2])
     dev, q = _env(ctx, a.dtype)
-    k = dev.kernel("math", a.dtype.name, "matmul")
+    k = dev.kernel("math", _NAMES[a.dtype], "matmul")
     grid = (-(-N // _TS) * _TS, -(-M // _TS) * _RTS, batch)
     k(q, grid, (_TS, _RTS, 1), c.buffer, c.eoff, a.buffer, a.eoff, b.buffer, b.eoff,
       _i64(M), _i64(N), _i64(K))
@@ -400,7 +403,7 @@ def _scatter(op: str) -> Callable[..., None]:
         if op == "scatter":
             k = dev.kernel("move", str(x.dtype.itemsize), "scatter")
         else:
-            k = dev.kernel("math", x.dtype.name, "scatter_add")
+            k = dev.kernel("math", _NAMES[x.dtype], "scatter_add")
         _launch(dev, q, k, n, y.buffer, y.eoff, index.buffer, index.eoff, src.buffer, src.eoff,
                 _i64(P), _i64(J), _i64(Q), _i64(A), dev.error_buffer)
         _check_index(dev, q, op, axis, A)
@@ -426,7 +429,7 @@ def arange(ctx, outs, ins, start=0, step=1, **_):
         start, step = ft(start), ft(step)
     else:
         start, step = _i64(start), _i64(step)
-    _launch(dev, q, dev.kernel("math", y.dtype.name, "arange"), n, y.buffer, y.eoff, start, step, _i64(n))
+    _launch(dev, q, dev.kernel("math", _NAMES[y.dtype], "arange"), n, y.buffer, y.eoff, start, step, _i64(n))
 
 
 def philox_uniform(ctx, outs, ins, seed=0, offset=0, **_):
@@ -436,7 +439,7 @@ def philox_uniform(ctx, outs, ins, seed=0, offset=0, **_):
         return
     dev, q = _env(ctx, y.dtype)
     seed = int(seed) & 0xFFFFFFFFFFFFFFFF
-    k = dev.kernel("math", y.dtype.name, "philox_uniform")
+    k = dev.kernel("math", _NAMES[y.dtype], "philox_uniform")
     _launch(dev, q, k, -(-n // 4), y.buffer, y.eoff, _i64(n), np.uint64(int(offset) & 0xFFFFFFFFFFFFFFFF),
             np.uint32(seed & 0xFFFFFFFF), np.uint32(seed >> 32))
 

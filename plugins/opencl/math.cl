@@ -112,7 +112,8 @@ inline ACC ipow(ACC a, ACC b) {
         STORE(y, yo + i, (EXPR));                                                            \
     }
 
-// Binary ops broadcast in-kernel: operand strides are 0 along broadcast dims.
+// Binary ops broadcast in-kernel: operand strides are 0 along broadcast dims. The outermost
+// dim needs no division (its index is what remains), so rank-1 broadcasts divide nothing.
 #define BINARY(NAME, OUT_T, OUT_STORE, EXPR)                                                 \
     __kernel void NAME(__global OUT_T* z, long zo, __global const T* xa, long ao,             \
                        __global const T* xb, long bo, long n, Index ix) {                    \
@@ -122,12 +123,14 @@ inline ACC ipow(ACC a, ACC b) {
         if (!ix.flat) {                                                                      \
             ia = 0; ib = 0;                                                                  \
             long r = i;                                                                      \
-            for (int d = (int)ix.rank - 1; d >= 0; --d) {                                    \
+            for (int d = (int)ix.rank - 1; d > 0; --d) {                                     \
                 long c = r % ix.shape[d];                                                    \
                 r /= ix.shape[d];                                                            \
                 ia += c * ix.s0[d];                                                          \
                 ib += c * ix.s1[d];                                                          \
             }                                                                                \
+            ia += r * ix.s0[0];                                                              \
+            ib += r * ix.s1[0];                                                              \
         }                                                                                    \
         ACC a = LOAD(xa, ao + ia);                                                           \
         ACC b = LOAD(xb, bo + ib);                                                           \
@@ -181,13 +184,16 @@ __kernel void where_(__global T* z, long zo, __global const uchar* cond, long co
     if (!ix.flat) {
         ic = 0; ia = 0; ib = 0;
         long r = i;
-        for (int d = (int)ix.rank - 1; d >= 0; --d) {
+        for (int d = (int)ix.rank - 1; d > 0; --d) {
             long c = r % ix.shape[d];
             r /= ix.shape[d];
             ic += c * ix.s0[d];
             ia += c * ix.s1[d];
             ib += c * ix.s2[d];
         }
+        ic += r * ix.s0[0];
+        ia += r * ix.s1[0];
+        ib += r * ix.s2[0];
     }
     STORE(z, zo + i, cond[co + ic] ? LOAD(xa, ao + ia) : LOAD(xb, bo + ib));
 }

@@ -8,12 +8,14 @@ __kernel void strided_copy(__global E* y, long yo, __global const E* x, long xo,
     long i = get_global_id(0);
     if (i >= n) return;
     long is = 0, id = 0, r = i;
-    for (int d = (int)ix.rank - 1; d >= 0; --d) {
+    for (int d = (int)ix.rank - 1; d > 0; --d) {
         long c = r % ix.shape[d];
         r /= ix.shape[d];
         is += c * ix.s0[d];
         id += c * ix.s1[d];
     }
+    is += r * ix.s0[0];
+    id += r * ix.s1[0];
     y[yo + id] = x[xo + is];
 }
 

@@ -1,0 +1,184 @@
+"""OpenCL plugin benchmark: bandwidth, matmul, launch overhead and program build times.
+
+Uses the plugin's runtime and kernels directly (no framework), on device 0::
+
+    python benchmarks/opencl.py [--repeats 7] [--device 0]
+
+Prints one table; ratios compare with numpy on the host in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+import uuid
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import plugins.opencl as plugin  # noqa: E402
+from adapter_api import KernelContext, Registry  # noqa: E402
+
+
+def median_time(fn, repeats: int, sync=lambda: None) -> float:
+    fn()
+    sync()  # warm-up: builds, first-launch JIT, page faults
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        sync()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+class Bench:
+    def __init__(self, index: int) -> None:
+        self.reg = Registry(plugin="opencl")
+        plugin.oarlock_register(self.reg)
+        self.rt = self.reg.runtimes["opencl"][1]()
+        if self.rt.device_count() == 0:
+            sys.exit(f"no OpenCL device: {self.rt.reason}")
+        self.i = index
+        self.q = self.rt.default_stream(index)
+        self.ctx = KernelContext(index, self.q, self.rt)
+
+    def put(self, a: np.ndarray):
+        buf = self.rt.allocate(self.i, a.nbytes)
+        self.rt.copy_h2d(self.i, buf, 0, np.ascontiguousarray(a), self.q)
+        return self.rt.view(buf, 0, a.shape, a.dtype)
+
+    def empty(self, shape, dtype):
+        dtype = np.dtype(dtype)
+        return self.rt.view(self.rt.allocate(self.i, int(np.prod(shape)) * dtype.itemsize), 0, shape, dtype)
+
+    def k(self, op: str, dtype=np.float32):
+        return self.reg.kernels[(op, "opencl", np.dtype(dtype))].fn
+
+    def sync(self) -> None:
+        self.q.finish()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--device", type=int, default=0)
+    args = ap.parse_args()
+    b, r = Bench(args.device), args.repeats
+    props = b.rt.properties(args.device)
+    print(f"device: opencl:{args.device} {props.name} ({props.extra['platform']}, {props.compute_units} "
+          f"compute units), numpy {np.__version__}, median of {r}")
+    rows: list[tuple[str, str, str, str]] = []
+
+    # -- bandwidth: y = a * x + b on 16M float32 ----------------------------------------
+    n = 16 * 1024 * 1024
+    xh = np.random.default_rng(0).random(n, dtype=np.float32)
+    x, a, c = b.put(xh), b.put(np.full((1,), 2, np.float32)), b.put(np.full((1,), 1, np.float32))
+    tmp, y = b.empty((n,), np.float32), b.empty((n,), np.float32)
+    mul, add = b.k("mul"), b.k("add")
+
+    def axpy() -> None:
+        mul(b.ctx, [tmp], [a, x])
+        add(b.ctx, [y], [tmp, c])
+
+    t_cl = median_time(axpy, r, b.sync)
+    dst = np.empty_like(xh)
+    t_np_copy = median_time(lambda: np.copyto(dst, xh), r)
+    t_np_axpy = median_time(lambda: np.add(np.multiply(xh, np.float32(2), out=dst), np.float32(1), out=dst), r)
+    gbs = lambda nbytes, t: nbytes / t / 1e9
+    cl_gbs = gbs(4 * 4 * n, t_cl)  # mul: read x, write tmp; add: read tmp, write y
+    np_copy_gbs = gbs(2 * 4 * n, t_np_copy)
+    rows.append(("a*x+b 16M f32 (mul+add, broadcast scalars)", f"{cl_gbs:.1f} GB/s, {t_cl * 1e3:.1f} ms",
+                 f"copy {np_copy_gbs:.1f} GB/s; a*x+b {t_np_axpy * 1e3:.1f} ms",
+                 f"{cl_gbs / np_copy_gbs:.2f}x bw, {t_np_axpy / t_cl:.2f}x time"))
+    comp = b.reg.compilers["opencl"][1](b.rt, args.device)
+    src = ("__kernel void axpy(__global float* y, __global const float* x, float a, float c, long n)"
+           " { long i = get_global_id(0); if (i < n) y[i] = a * x[i] + c; }")
+    axpy_k = comp.load(comp.compile(src, "axpy"), "axpy")
+    t_fused = median_time(lambda: comp.launch(axpy_k, [y, x, np.float32(2), np.float32(1), np.int64(n)],
+                                              (n,), (256,), b.q), r, b.sync)
+    fgbs = gbs(2 * 4 * n, t_fused)
+    rows.append(("a*x+b 16M f32 (fused, compile access)", f"{fgbs:.1f} GB/s, {t_fused * 1e3:.1f} ms",
+                 f"copy {np_copy_gbs:.1f} GB/s", f"{fgbs / np_copy_gbs:.2f}x bw, {t_np_axpy / t_fused:.2f}x time"))
+    for v in (x, a, c, tmp, y):
+        b.rt.free(args.device, v.buffer)
+
+    # -- matmul ---------------------------------------------------------------------------
+    mm = b.k("matmul")
+    for m in (1024, 2048):
+        ah = np.random.default_rng(1).random((m, m), dtype=np.float32)
+        bh = np.random.default_rng(2).random((m, m), dtype=np.float32)
+        av, bv, cv = b.put(ah), b.put(bh), b.empty((m, m), np.float32)
+        reps = max(3, r // 2) if m > 1024 else r
+        t_cl = median_time(lambda av=av, bv=bv, cv=cv: mm(b.ctx, [cv], [av, bv]), reps, b.sync)
+        t_np = median_time(lambda ah=ah, bh=bh: ah @ bh, reps)
+        fl = 2 * m**3
+        rows.append((f"matmul {m}x{m} f32", f"{fl / t_cl / 1e9:.1f} GFLOP/s", f"{fl / t_np / 1e9:.1f} GFLOP/s",
+                     f"{t_np / t_cl:.2f}x"))
+        out = np.empty((m, m), np.float32)
+        b.rt.copy_d2h(args.device, out, cv.buffer, 0, b.q)
+        np.testing.assert_allclose(out, ah @ bh, rtol=1e-3)
+        for v in (av, bv, cv):
+            b.rt.free(args.device, v.buffer)
+
+    # -- launch overhead --------------------------------------------------------------------
+    one, out1 = b.put(np.ones(1, np.float32)), b.empty((1,), np.float32)
+    add_ctx = (b.ctx, [out1], [one, one])
+    t_single = median_time(lambda: (add(*add_ctx), b.sync()), max(r, 50) * 4)
+    batch = 1000
+
+    def batched() -> None:
+        for _ in range(batch):
+            add(*add_ctx)
+        b.sync()
+
+    t_batch = median_time(batched, r) / batch
+    t_np_add = median_time(lambda: np.add(xh[:1], xh[:1]), 1000)
+    rows.append(("launch: add 1 elem + finish", f"{t_single * 1e6:.1f} us", f"np.add {t_np_add * 1e6:.2f} us",
+                 f"{t_single / t_np_add:.0f}x slower"))
+    rows.append((f"launch: {batch} x add, one finish", f"{t_batch * 1e6:.1f} us/launch", "",
+                 f"{t_single / t_batch:.1f}x cheaper than single"))
+    t_view = median_time(lambda: [b.rt.view(one.buffer, 0, (1,), np.float32) for _ in range(1000)], r) / 1000
+    rows.append(("runtime.view() per call", f"{t_view * 1e6:.2f} us", "", ""))
+
+    # -- program build: first (unique source, no disk cache) vs cached -----------------------
+    import pyopencl as cl
+
+    from plugins.opencl import programs
+
+    dev = b.rt.device(args.device)
+    source, options = programs.source_and_options(dev, "math", "float32")
+    source = f"// nonce {uuid.uuid4()}\n" + source  # defeats pyopencl's and PoCL's disk caches
+    xs = b.put(np.ones(1024, np.float32))
+
+    def build_and_run() -> float:
+        t = time.perf_counter()
+        ctx = cl.Context([dev.device])
+        q = cl.CommandQueue(ctx)
+        prg = cl.Program(ctx, source).build(options=options)
+        k = cl.Kernel(prg, "u_exp")
+        buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 4 * 1024)
+        k(q, (1024,), (dev.local_size,), buf, np.int64(0), buf, np.int64(0), np.int64(1024))
+        q.finish()
+        return time.perf_counter() - t
+
+    first = build_and_run()
+    cached = statistics.median(build_and_run() for _ in range(3))
+    rows.append(("build math/float32 + first exp launch", f"first {first * 1e3:.0f} ms",
+                 f"cached {cached * 1e3:.0f} ms", f"{first / cached:.0f}x"))
+    b.rt.free(args.device, xs.buffer)
+
+    w = [max(len(row[i]) for row in rows + [("case", "opencl", "numpy / reference", "ratio")]) for i in range(4)]
+    line = lambda cells: "  ".join(c.ljust(w[i]) for i, c in enumerate(cells))
+    print(line(("case", "opencl", "numpy / reference", "ratio")))
+    print(line(tuple("-" * x for x in w)))
+    for row in rows:
+        print(line(row))
+
+
+if __name__ == "__main__":
+    main()
