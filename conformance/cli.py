@@ -42,6 +42,8 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="oarlock conformance", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--device", default=os.environ.get("OARLOCK_DEVICE") or "cpu", help="device to test (default: cpu)")
+    p.add_argument("--plugin", action="append", default=[],
+                   help="also load this plugin (a module name or a .py file) without installing it; repeatable")
     p.add_argument("--tier", action="append", help=f"tiers to run, repeatable or comma-separated ({', '.join(TIERS)})")
     p.add_argument("-k", dest="pattern", help="only cases whose id contains this (comma = or; globs; 'not X')")
     p.add_argument("--list", action="store_true", help="list the cases that would run, and exit")
@@ -57,6 +59,28 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--record-goldens", action="store_true",
                    help="re-record the model-regression goldens in conformance/golden/ (run on the cpu reference)")
     return p
+
+
+def load_plugin(spec: str) -> Any:
+    """Register a plugin given as a module name or a path to a .py file (a plugin under
+    development, or a test plugin), as if it were installed with its entry point."""
+    import importlib
+    import importlib.util
+
+    import framework as fw
+
+    if spec.endswith(".py") or os.sep in spec:
+        name = os.path.splitext(os.path.basename(spec))[0]
+        mod_spec = importlib.util.spec_from_file_location(f"oarlock_plugin_{name}", spec)
+        if mod_spec is None or mod_spec.loader is None:
+            raise FileNotFoundError(f"no Python module at {spec}")
+        module = importlib.util.module_from_spec(mod_spec)
+        sys.modules[mod_spec.name] = module
+        mod_spec.loader.exec_module(module)
+    else:
+        module = importlib.import_module(spec)
+        name = spec.rsplit(".", 1)[-1]
+    return fw.register_plugin(module, name=name)
 
 
 def metadata_of(device: str) -> dict[str, Any]:
@@ -98,6 +122,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     import framework as fw
 
+    for spec in args.plugin:
+        try:
+            load_plugin(spec)
+        except Exception as exc:  # noqa: BLE001
+            print(f"[conformance] cannot load plugin {spec!r}: {type(exc).__name__}: {exc}", file=sys.stderr)
+            return 2
     try:
         target = make_target(args.device)
     except fw.OarlockError as exc:
