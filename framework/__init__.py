@@ -24,6 +24,7 @@ from adapter_api import (
     PluginError,
 )
 
+from . import compiler  # registers generated kernels for composites (framework.compiler)
 from ._src import ops as _ops  # noqa: F401  (defines every op, attaches Tensor methods)
 from ._src.autograd import enable_grad, grad, is_grad_enabled, no_grad, set_grad_enabled
 from ._src.device import (

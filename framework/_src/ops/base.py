@@ -83,7 +83,8 @@ def apply1(op: OpDef, ins: list[Tensor], attrs: dict[str, Any]) -> Tensor:
 #: counters of which path each composite took: {(op, device type): {path: n}}
 PATHS: dict[tuple[str, str], dict[str, int]] = defaultdict(lambda: {"fused": 0, "generated": 0, "decomposed": 0})
 
-#: Generated-kernel providers (framework.compiler registers one): fn(op, ins, attrs) -> outs | None
+#: Generated-kernel providers (framework.compiler registers one): fn(op, ins, attrs) -> outs | None.
+#: A provider that returns outputs has recorded them for autograd when needed.
 GENERATORS: list[Callable[[OpDef, list[Tensor], dict[str, Any]], list[Tensor] | None]] = []
 
 
@@ -121,10 +122,8 @@ def call(op: OpDef, ins: list[Tensor], attrs: dict[str, Any]) -> Any:
         if GENERATORS and _compile_enabled():
             for gen in GENERATORS:
                 outs = gen(op, ins, attrs)
-                if outs is not None:
+                if outs is not None:  # the generator records autograd itself (its own backward)
                     PATHS[(op.name, dev.type)]["generated"] += 1
-                    if autograd._ENABLED[0] and any(not t.stop_gradient for t in ins):
-                        autograd.record(op, ins, attrs, outs)
                     return _finish(outs)
     PATHS[(op.name, dev.type)]["decomposed"] += 1
     assert op.decomposition is not None

@@ -1,0 +1,357 @@
+"""Generated kernels in eager mode: the ``ops.base.GENERATORS`` entry of the compiler.
+
+When a composite has no registered fused kernel and its device's plugin has compile access,
+:func:`generate` traces the decomposition once per (op, device type, input kinds, row length,
+attrs), lowers it to the loop IR, emits the plugin's language, builds it through the program
+cache and launches it. Its backward is generated too: from the composite's own gradient rule
+when it has one (traced like the forward), else by reverse mode on the loop IR.
+
+Anything that does not fit (not a fusion group, no compiler, a compile error, double
+backward) falls back to the decomposition; a compile failure warns once per op and device.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from adapter_api import CompileError, OarlockError
+
+from .._src import autograd, dispatch
+from .._src import device as _dev
+from .._src.ops import base
+from .._src.plugins import host
+from .._src.tensor import Tensor
+from . import ir
+from .autodiff import vjp
+from .cache import ProgramCache
+from .emit import emitter
+from .trace import Geometry, NotFusible, trace
+
+#: The process-wide program cache used by eager generated kernels.
+CACHE = ProgramCache()
+
+_COMPILERS: dict[_dev.Device, Any] = {}
+_WARNED: set[tuple[str, str]] = set()
+_LOCK = threading.Lock()
+
+
+class CompileWarning(UserWarning):
+    """A generated kernel could not be built; the composite ran as its decomposition."""
+
+
+def _warn_once(key: tuple[str, str], msg: str) -> None:
+    if key not in _WARNED:
+        _WARNED.add(key)
+        warnings.warn(msg, CompileWarning, stacklevel=4)
+
+
+def compiler_for(dev: _dev.Device) -> Any:
+    """The plugin's :class:`adapter_api.Compiler` for ``dev``, or None without compile access."""
+    try:
+        return _COMPILERS[dev]
+    except KeyError:
+        pass
+    entry = host().registry.compilers.get(dev.type)
+    comp = None
+    if entry is not None:
+        try:
+            comp = entry[1](_dev.device_type(dev.type).runtime, dev.index)
+        except Exception as exc:  # noqa: BLE001 — a broken compiler means "no compile access"
+            _warn_once(("*", dev.type), f"[compiler] plugin '{entry[0]}' could not create its compiler for {dev}: "
+                       f"{type(exc).__name__}: {exc}; composites run as their decomposition")
+    _COMPILERS[dev] = comp
+    return comp
+
+
+@dataclass
+class Kernel:
+    """A loop-IR program built for one compiler: launch it with tensors."""
+
+    prog: ir.Program
+    source: str
+    entry: str
+    language: str
+    local: int
+    programs: dict[int, Any] = field(default_factory=dict)
+
+    def build(self, comp: Any) -> Any:
+        p = self.programs.get(id(comp))
+        if p is None:
+            p = self.programs[id(comp)] = CACHE.get(comp, self.source, self.entry, ())
+        return p
+
+    def launch(self, dev: _dev.Device, ins: list[Tensor], outs: list[Tensor], rows: int) -> None:
+        comp = compiler_for(dev)
+        p = self.build(comp)
+        if rows == 0:
+            return
+        args = [t.native() for t in ins] + [o.native() for o in outs] + [np.int64(rows)]
+        if self.language == "c":
+            grid, local = (rows,), None
+        else:
+            grid, local = (rows * self.local,), (self.local,)
+        comp.launch(p, args, grid, local, dispatch.context(dev).stream)
+
+
+def make_kernel(prog: ir.Program, language: str, local: int | None = None) -> Kernel:
+    """Emit ``prog`` for ``language``; the entry name carries a hash of the program."""
+    import hashlib
+
+    em = emitter(language, local)
+    h = hashlib.sha256(prog.describe().encode()).hexdigest()[:12]
+    entry = f"{prog.name}_{h}"
+    return Kernel(prog, em.source(prog, entry), entry, language, em.local)
+
+
+@dataclass
+class Plan:
+    """What was generated for one composite signature."""
+
+    op: base.OpDef
+    forward: Kernel
+    metas: list[tuple[tuple[int, ...], np.dtype]]
+    backward: dict[tuple[bool, ...], Any] = field(default_factory=dict)
+
+
+_PLANS: dict[tuple[Any, ...], Plan | None] = {}
+
+
+def _freeze(v: Any) -> Any:
+    if isinstance(v, (list, tuple)):
+        return tuple(_freeze(x) for x in v)
+    if isinstance(v, dict):
+        return tuple(sorted((k, _freeze(x)) for k, x in v.items()))
+    if isinstance(v, float) and v != v:
+        return "nan"
+    if isinstance(v, (Tensor, np.ndarray)):
+        raise TypeError("tensor attribute")
+    return v if isinstance(v, (int, float, str, bool, type(None), np.dtype)) else repr(v)
+
+
+def _key(op: base.OpDef, ins: list[Tensor], attrs: dict[str, Any], dev: _dev.Device) -> tuple[Any, ...] | None:
+    x = ins[0]
+    if not x.shape or x.dtype not in ir.FLOATS:
+        return None
+    geo = Geometry(x.shape)
+    try:
+        kinds = tuple((t.dtype.str, *geo.kind_of_input(t.shape)) for t in ins)
+        frozen = _freeze(attrs)
+    except (NotFusible, TypeError):
+        return None
+    return (op.name, dev.type, geo.n, len(x.shape), geo.rows == 1, kinds, frozen)
+
+
+def _plan(op: base.OpDef, ins: list[Tensor], attrs: dict[str, Any], dev: _dev.Device, comp: Any) -> Plan | None:
+    key = _key(op, ins, attrs, dev)
+    if key is None:
+        return None
+    try:
+        return _PLANS[key]
+    except KeyError:
+        pass
+    plan = None
+    try:
+        prog, metas = trace(op.name, op.decomposition, ins, attrs)  # type: ignore[arg-type]
+        plan = Plan(op, make_kernel(prog, comp.language), metas)
+    except NotFusible:
+        plan = None
+    _PLANS[key] = plan
+    return plan
+
+
+def generate(op: base.OpDef, ins: list[Tensor], attrs: dict[str, Any]) -> list[Tensor] | None:
+    """``ops.base.GENERATORS`` entry: run ``op`` as a generated kernel, or return None."""
+    if base.TRACER[0] is not None or op.decomposition is None or not ins:
+        return None
+    if not all(isinstance(t, Tensor) for t in ins):
+        return None
+    dev = ins[0].device
+    comp = compiler_for(dev)
+    if comp is None:
+        return None
+    plan = _plan(op, ins, attrs, dev, comp)
+    if plan is None:
+        return None
+    try:
+        metas = op.infer(ins, attrs) if op.infer is not None else plan.metas
+    except OarlockError:
+        return None
+    x = ins[0]
+    rows = math.prod(x.shape[:-1])
+    outs = [_empty(s, d, dev) for s, d in metas]
+    try:
+        plan.forward.launch(dev, ins, outs, rows)
+    except CompileError as exc:
+        _fail(op, dev, plan, exc)
+        return None
+    if autograd._ENABLED[0] and any(not t.stop_gradient for t in ins):
+        autograd.record(_grad_op(op), ins, attrs, outs)
+    return outs
+
+
+def _fail(op: base.OpDef, dev: _dev.Device, plan: Plan, exc: Exception) -> None:
+    for k, v in list(_PLANS.items()):
+        if v is plan:
+            _PLANS[k] = None
+    _warn_once((op.name, dev.type), f"{exc}\n[compiler] '{op.name}' on {dev} runs as its decomposition from now on")
+
+
+def _empty(shape: tuple[int, ...], dtype: np.dtype, dev: _dev.Device) -> Tensor:
+    block = _dev.allocator_of(dev).malloc(math.prod(shape) * np.dtype(dtype).itemsize)
+    return Tensor._make(block, 0, tuple(shape), np.dtype(dtype), dev)
+
+
+# -- backward -------------------------------------------------------------------------------
+_GRAD_OPS: dict[str, base.OpDef] = {}
+#: which path each composite's backward took: {"rms_norm@cpu": {"generated": n, "rule": n}}
+BACKWARD_PATHS: dict[str, dict[str, int]] = {}
+
+
+def _count(op: str, dev: _dev.Device, path: str) -> None:
+    d = BACKWARD_PATHS.setdefault(f"{op}@{dev.type}", {"generated": 0, "rule": 0})
+    d[path] += 1
+
+
+def _grad_op(op: base.OpDef) -> base.OpDef:
+    """The op recorded on the tape for a generated forward: same definition, generated grad."""
+    g = _GRAD_OPS.get(op.name)
+    if g is None or g.decomposition is not op.decomposition:
+        original = op.grad
+
+        def rule(node: autograd.Node, gouts: list[Tensor | None]) -> list[Tensor | None]:
+            res = generated_backward(op, node, gouts)
+            dev = node.inputs[0].device if node.inputs else None
+            if dev is not None:
+                _count(op.name, dev, "rule" if res is None else "generated")
+            if res is not None:
+                return res
+            assert original is not None
+            return original(node, gouts)
+
+        g = _GRAD_OPS[op.name] = base.OpDef(op.name, "composite", op.infer, rule, False, op.decomposition, op.doc)
+    return g
+
+
+class _FakeNode:
+    """What a gradient rule reads of a node, on symbolic tensors (for tracing the rule)."""
+
+    def __init__(self, op: base.OpDef, inputs: list[Tensor], attrs: dict[str, Any], outs: list[Tensor]) -> None:
+        self.op, self.inputs, self.attrs, self._o = op, inputs, attrs, outs
+        self.n_outputs = len(outs)
+        self.ctx = None
+
+    def out(self, i: int = 0) -> Tensor:
+        return self._o[i]
+
+
+def generated_backward(op: base.OpDef, node: autograd.Node, gouts: list[Tensor | None]) -> list[Tensor | None] | None:
+    """Gradients of ``op``'s inputs by a generated kernel, or None to use the op's rule."""
+    if autograd.is_grad_enabled() or not base._compile_enabled() or node.inputs is None:
+        return None  # create_graph needs a differentiable graph: the rule's ops
+    ins = node.inputs
+    if any(g is None for g in gouts):
+        return None
+    try:
+        outs = [node.out(i) for i in range(node.n_outputs)]
+    except OarlockError:
+        return None
+    dev = ins[0].device
+    comp = compiler_for(dev)
+    key = _key(op, ins, node.attrs, dev)
+    if comp is None or key is None:
+        return None
+    plan = _PLANS.get(key)
+    if plan is None:
+        return None
+    wanted = tuple(not t.stop_gradient and t.dtype.kind == "f" for t in ins)
+    bw = plan.backward.get(wanted, False)
+    if bw is False:
+        bw = plan.backward[wanted] = _build_backward(op, plan, ins, outs, gouts, node.attrs, wanted, comp)  # type: ignore[arg-type]
+    if bw is None:
+        return None
+    kernel, which, explicit = bw
+    rows = math.prod(ins[0].shape[:-1])
+    n = ins[0].shape[-1]
+    launch_ins = list(ins) + (list(outs) if explicit else []) + [g for g in gouts]  # type: ignore[misc]
+    g_outs = []
+    for k in which:
+        col = plan_in_col(ins[0].shape, ins[k].shape)
+        g_outs.append(_empty((rows, n) if col else (rows,), ins[k].dtype, dev))
+    try:
+        kernel.launch(dev, launch_ins, g_outs, rows)
+    except CompileError as exc:
+        plan.backward[wanted] = None
+        _warn_once((op.name + " backward", dev.type), f"{exc}\n[compiler] the backward of '{op.name}' runs as "
+                   f"its gradient rule from now on")
+        return None
+    res: list[Tensor | None] = [None] * len(ins)
+    for k, g in zip(which, g_outs):
+        t = ins[k]
+        if g.shape == (rows, n) and t.shape != ins[0].shape:  # a weight: sum the per-row partials
+            from .._src.ops import math as M
+
+            g = M.sum(g, axis=0)
+        res[k] = g._reshaped(t.shape)
+    return res
+
+
+def plan_in_col(main: tuple[int, ...], shape: tuple[int, ...]) -> bool:
+    return Geometry(main).kind_of_input(shape)[1]
+
+
+def _build_backward(
+    op: base.OpDef, plan: Plan, ins: list[Tensor], outs: list[Tensor], gouts: list[Tensor],
+    attrs: dict[str, Any], wanted: tuple[bool, ...], comp: Any,
+) -> tuple[Kernel, list[int], bool] | None:
+    try:
+        if op.grad is not None and op.grad is not base._grad_by_decomposition:
+            # The composite states its gradient: trace that rule like a decomposition.
+            n_in, n_out = len(ins), len(outs)
+
+            def rule(*syms: Tensor) -> list[Tensor]:
+                node = _FakeNode(op, list(syms[:n_in]), attrs, list(syms[n_in:n_in + n_out]))
+                res = op.grad(node, list(syms[n_in + n_out:]))  # type: ignore[misc]
+                got = [r for r, w in zip(res, wanted) if w]
+                if any(r is None for r in got):
+                    raise NotFusible("the rule gives no gradient for a wanted input")
+                return got
+
+            prog, metas = trace(op.name + "_grad", rule, list(ins) + list(outs) + list(gouts), {}, ins[0].shape)
+            which = [k for k, w in enumerate(wanted) if w]
+            for k, (s, _) in zip(which, metas):
+                if s != ins[k].shape:
+                    raise NotFusible("a traced gradient does not have its input's shape")
+            return make_kernel(prog, comp.language), which, True
+        prog, which = vjp(plan.forward.prog, list(wanted))
+        return make_kernel(prog, comp.language), which, False
+    except NotFusible:
+        return None
+
+
+def install() -> None:
+    """Register :func:`generate` in ``ops.base.GENERATORS`` (idempotent)."""
+    with _LOCK:
+        if generate not in base.GENERATORS:
+            base.GENERATORS.append(generate)
+
+
+def reset() -> None:
+    """Forget traced plans and built programs (the disk cache stays)."""
+    _PLANS.clear()
+    _GRAD_OPS.clear()
+    BACKWARD_PATHS.clear()
+    _COMPILERS.clear()
+    _WARNED.clear()
+    CACHE.clear_memory()
+
+
+def enabled() -> bool:
+    """Whether eager generated kernels are on (``OARLOCK_COMPILE`` is not ``0``)."""
+    return os.environ.get("OARLOCK_COMPILE", "1") not in ("0", "false", "False", "")

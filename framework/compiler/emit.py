@@ -1,0 +1,355 @@
+"""Emitters: a scheduled loop-IR program as C, OpenCL C or CUDA C source.
+
+One kernel per program with parameters ``(in0, ..., out0, ..., rows)``. The row length ``N``
+is a compile-time constant (it is baked into the decomposition anyway, e.g. ``mean``'s
+``1/N``) so inner loops have a known trip count; the number of rows is a runtime argument,
+so one program serves every batch size.
+
+- C: ``#pragma omp parallel for`` across rows, ``#pragma omp simd`` (with reduction
+  clauses) along the row.
+- OpenCL C / CUDA C: one work-group (block) of ``L`` work-items per row, a strided loop
+  along the row and a tree reduction in local (shared) memory.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import ir
+
+
+class Emitter:
+    """Shared expression syntax; subclasses say how rows, loops and reductions are laid out."""
+
+    language = ""
+    fn_suffix_float = "f"  # expf vs exp
+
+    def __init__(self, local_size: int = 1) -> None:
+        self.local = local_size
+
+    # -- types and literals -------------------------------------------------------------
+    def ctype(self, dt: np.dtype) -> str:
+        if dt == ir.BOOL:
+            return "bool"
+        return "float" if dt == np.float32 else "double"
+
+    def inf(self, dt: np.dtype) -> str:
+        return "INFINITY" if dt == np.float32 else "((double)INFINITY)"
+
+    def nan(self, dt: np.dtype) -> str:
+        return "NAN" if dt == np.float32 else "((double)NAN)"
+
+    def literal(self, v: object, dt: np.dtype) -> str:
+        if dt == ir.BOOL:
+            return "true" if v else "false"
+        f = float(v)  # type: ignore[arg-type]
+        if math.isnan(f):
+            return self.nan(dt)
+        if math.isinf(f):
+            return self.inf(dt) if f > 0 else f"(-{self.inf(dt)})"
+        if dt == np.float32:
+            return f"{float(np.float32(f))!r}f"
+        return f"{f!r}"
+
+    def fn(self, name: str, dt: np.dtype) -> str:
+        return name + (self.fn_suffix_float if dt == np.float32 else "")
+
+    def rsqrt(self, a: str, dt: np.dtype) -> str:
+        return f"({self.literal(1.0, dt)} / {self.fn('sqrt', dt)}({a}))"
+
+    # -- expressions --------------------------------------------------------------------
+    def expr(self, n: ir.Node, a: list[str], load: str) -> str:
+        op, dt = n.op, n.dtype
+        T = self.ctype(dt)
+        if op == "input":
+            return load
+        if op == "const":
+            return self.literal(n.attr, dt)
+        binop = {"add": "+", "sub": "-", "mul": "*", "div": "/", "eq": "==", "ne": "!=", "lt": "<", "le": "<=",
+                 "gt": ">", "ge": ">=", "logical_and": "&&", "logical_or": "||"}
+        if op in binop:
+            return f"({a[0]} {binop[op]} {a[1]})"
+        if op == "neg":
+            return f"(-{a[0]})"
+        if op == "logical_not":
+            return f"(!{a[0]})"
+        if op == "abs":
+            return f"{self.fn('fabs', dt)}({a[0]})"
+        if op == "rsqrt":
+            return self.rsqrt(a[0], dt)
+        if op == "sign":
+            one = self.literal(1.0, dt)
+            return f"({a[0]} > 0 ? {one} : ({a[0]} < 0 ? -{one} : {a[0]}))"
+        if op in ("exp", "log", "sqrt", "sin", "cos", "tanh", "erf", "floor", "ceil"):
+            return f"{self.fn(op, dt)}({a[0]})"
+        if op == "pow":
+            return f"{self.fn('pow', dt)}({a[0]}, {a[1]})"
+        if op == "maximum":  # numpy: NaN wins
+            return f"(({a[0]} > {a[1]} || {a[0]} != {a[0]}) ? {a[0]} : {a[1]})"
+        if op == "minimum":
+            return f"(({a[0]} < {a[1]} || {a[0]} != {a[0]}) ? {a[0]} : {a[1]})"
+        if op == "where":
+            return f"({a[0]} ? {a[1]} : {a[2]})"
+        if op == "cast":
+            src = n.args[0].dtype
+            if dt == ir.BOOL:
+                return f"({a[0]} != 0)"
+            if src == ir.BOOL:
+                return f"({a[0]} ? {self.literal(1.0, dt)} : {self.literal(0.0, dt)})"
+            return f"(({T}){a[0]})"
+        raise NotImplementedError(f"[compiler] no {self.language} syntax for IR op '{op}'")
+
+    def update(self, kind: str, acc: str, e: str) -> str:
+        if kind == "sum":
+            return f"{acc} += {e};"
+        cmp = ">" if kind == "max" else "<"
+        return f"{acc} = {e} {cmp} {acc} ? {e} : {acc};"
+
+    def init(self, kind: str, dt: np.dtype) -> str:
+        v = {"sum": 0.0, "max": -math.inf, "min": math.inf}[kind]
+        return self.literal(v, dt)
+
+    # -- layout hooks (per language) ----------------------------------------------------
+    def prologue(self, prog: ir.Program) -> list[str]:
+        raise NotImplementedError
+
+    def signature(self, prog: ir.Program, entry: str) -> str:
+        raise NotImplementedError
+
+    def row_begin(self, prog: ir.Program) -> tuple[list[str], list[str]]:
+        """(lines that open the per-row scope, first lines inside it)."""
+        raise NotImplementedError
+
+    def row_end(self) -> list[str]:
+        return ["}"]
+
+    def loop_begin(self, reductions: list[tuple[str, str]]) -> list[str]:
+        raise NotImplementedError
+
+    def combine(self, reds: list[tuple[ir.Node, str]]) -> list[str]:
+        """After a loop: turn each work-item's accumulator into the row's value."""
+        return [f"const {self.ctype(r.dtype)} v{r.id} = {acc};" for r, acc in reds]
+
+    def row_store(self, k: int, name: str) -> str:
+        return f"out{k}[r] = {name};"
+
+    # -- the kernel ---------------------------------------------------------------------
+    def source(self, prog: ir.Program, entry: str) -> str:
+        sched = ir.schedule(prog)
+        head = [*self.prologue(prog), f"#define N {prog.n}", self.signature(prog, entry) + " {"]
+        opening, body = self.row_begin(prog)
+        self._done: set[int] = set()
+        for loop in sched.loops:
+            roots = [r.args[0] for r in loop.reductions] + [n for _, n in loop.stores]
+            order: list[ir.Node] = []
+            seen: set[int] = set()
+            for n in roots:
+                self._collect(n, seen, order, body)
+            reds = [(r, f"acc{r.id}") for r in loop.reductions]
+            for r, acc in reds:
+                body.append(f"{self.ctype(r.dtype)} {acc} = {self.init(r.attr, r.dtype)};")
+            body.extend(self.loop_begin([(r.attr, acc) for r, acc in reds]))
+            for n in order:
+                e = self.expr(n, [f"v{a.id}" for a in n.args], self._load(n))
+                body.append(f"    const {self.ctype(n.dtype)} v{n.id} = {e};")
+            for r, acc in reds:
+                body.append("    " + self.update(r.attr, acc, f"v{r.args[0].id}"))
+            for k, n in loop.stores:
+                body.append(f"    out{k}[r * N + j] = v{n.id};")
+            body.append("}")
+            body.extend(self.combine(reds))
+            self._done.update(r.id for r, _ in reds)
+        for k, n in sched.row_stores:
+            if n.op != "reduce":
+                self._row_value(n, body)
+            body.append(self.row_store(k, f"v{n.id}"))
+        lines = head + ["    " + s for s in opening]
+        inner = "        " if self.row_loop else "    "
+        lines += [inner + s for s in body]
+        lines += ["    " + s for s in self.row_end()]
+        lines.append("}")
+        return "\n".join(lines) + "\n"
+
+    row_loop = False
+
+    @staticmethod
+    def _load(n: ir.Node) -> str:
+        k = n.attr
+        if n.row and n.col:
+            return f"in{k}[r * N + j]"
+        if n.col:
+            return f"in{k}[j]"
+        return f"in{k}[r]" if n.row else f"in{k}[0]"
+
+    def _row_value(self, n: ir.Node, out: list[str]) -> None:
+        """Emit a value that is constant along the row, once per row (hoisted out of loops)."""
+        if n.id in self._done:
+            return
+        if n.op == "reduce":
+            raise AssertionError(f"reduction v{n.id} used before its loop")
+        for a in n.args:
+            self._row_value(a, out)
+        out.append(f"const {self.ctype(n.dtype)} v{n.id} = {self.expr(n, [f'v{a.id}' for a in n.args], self._load(n))};")
+        self._done.add(n.id)
+
+    def _collect(self, n: ir.Node, seen: set[int], order: list[ir.Node], body: list[str]) -> None:
+        """The values a loop body computes per element, in dependency order."""
+        if n.id in seen:
+            return
+        seen.add(n.id)
+        if not n.col:
+            self._row_value(n, body)
+            return
+        for a in n.args:
+            self._collect(a, seen, order, body)
+        order.append(n)
+
+    def params(self, prog: ir.Program, ptr: str, cptr: str, size_t: str) -> str:
+        ps = [f"{cptr.format(T=self.ctype(d))} in{k}" for k, (d, _, _) in enumerate(prog.inputs)]
+        ps += [f"{ptr.format(T=self.ctype(o.dtype))} out{k}" for k, o in enumerate(prog.outputs)]
+        ps.append(f"{size_t} rows")
+        return ", ".join(ps)
+
+
+class CEmitter(Emitter):
+    """C99 for the host: OpenMP threads across rows, SIMD along the row."""
+
+    language = "c"
+
+    def prologue(self, prog: ir.Program) -> list[str]:
+        return [
+            "/* generated by framework.compiler */",
+            "#ifdef OARLOCK_VECTOR_MATH",
+            "#define __FAST_MATH__ 1 /* declares glibc's vector expf/logf... for omp simd */",
+            "#endif",
+            "#include <math.h>",
+            "#include <stdbool.h>",
+            "#include <stdint.h>",
+        ]
+
+    def signature(self, prog: ir.Program, entry: str) -> str:
+        return f"void {entry}({self.params(prog, '{T}* restrict', 'const {T}* restrict', 'int64_t')})"
+
+    row_loop = True
+
+    def row_begin(self, prog: ir.Program) -> tuple[list[str], list[str]]:
+        return ["#pragma omp parallel for schedule(static)", "for (int64_t r = 0; r < rows; ++r) {"], []
+
+    def loop_begin(self, reductions: list[tuple[str, str]]) -> list[str]:
+        clauses = "".join(f" reduction({'+' if k == 'sum' else k}:{acc})" for k, acc in reductions)
+        return [f"#pragma omp simd{clauses}", "for (int64_t j = 0; j < N; ++j) {"]
+
+
+class _GroupEmitter(Emitter):
+    """One work-group per row: shared by OpenCL C and CUDA C.
+
+    The launch has exactly ``rows`` groups, so there is no early return: PoCL miscompiles a
+    return ahead of a barrier even when the whole group takes it.
+    """
+
+    barrier = ""
+    shared = ""
+    index_t = ""
+
+    def loop_begin(self, reductions: list[tuple[str, str]]) -> list[str]:
+        return [f"for ({self.index_t} j = lid; j < N; j += L) {{"]
+
+    def combine(self, reds: list[tuple[ir.Node, str]]) -> list[str]:
+        if not reds:
+            return []
+        out = [f"red{r.id}[lid] = {acc};" for r, acc in reds]
+        out.append(self.barrier)
+        out.append("for (int s = L / 2; s > 0; s >>= 1) {")
+        out.append("    if (lid < s) {")
+        for r, _ in reds:
+            a, b = f"red{r.id}[lid]", f"red{r.id}[lid + s]"
+            if r.attr == "sum":
+                out.append(f"        {a} += {b};")
+            else:
+                cmp = ">" if r.attr == "max" else "<"
+                out.append(f"        {a} = {b} {cmp} {a} ? {b} : {a};")
+        out.append("    }")
+        out.append("    " + self.barrier)
+        out.append("}")
+        out += [f"const {self.ctype(r.dtype)} v{r.id} = red{r.id}[0];" for r, _ in reds]
+        return out
+
+    def row_store(self, k: int, name: str) -> str:
+        return f"if (lid == 0) out{k}[r] = {name};"
+
+    def shared_decls(self, prog: ir.Program) -> list[str]:
+        nodes = ir.live_nodes(prog.outputs)
+        return [f"{self.shared} {self.ctype(n.dtype)} red{n.id}[L];" for n in nodes if n.op == "reduce"]
+
+    def row_end(self) -> list[str]:
+        return []
+
+
+class OpenCLEmitter(_GroupEmitter):
+    """OpenCL C: work-group of ``L`` work-items per row."""
+
+    language = "opencl-c"
+    fn_suffix_float = ""
+    barrier = "barrier(CLK_LOCAL_MEM_FENCE);"
+    shared = "__local"
+    index_t = "int"
+
+    def prologue(self, prog: ir.Program) -> list[str]:
+        dts = {d for d, _, _ in prog.inputs} | {n.dtype for n in prog.nodes}
+        fp64 = ["#pragma OPENCL EXTENSION cl_khr_fp64 : enable"] if np.dtype(np.float64) in dts else []
+        return ["/* generated by framework.compiler */", *fp64, f"#define L {self.local}"]
+
+    def rsqrt(self, a: str, dt: np.dtype) -> str:
+        return f"rsqrt({a})"
+
+    def signature(self, prog: ir.Program, entry: str) -> str:
+        ps = self.params(prog, "__global {T}* restrict", "__global const {T}* restrict", "long")
+        return f"__kernel __attribute__((reqd_work_group_size(L, 1, 1))) void {entry}({ps})"
+
+    def row_begin(self, prog: ir.Program) -> tuple[list[str], list[str]]:
+        return [], [*self.shared_decls(prog), "const long r = get_group_id(0);", "const int lid = get_local_id(0);"]
+
+
+class CUDAEmitter(_GroupEmitter):
+    """CUDA C++ (NVRTC): a block of ``L`` threads per row."""
+
+    language = "cuda"
+    barrier = "__syncthreads();"
+    shared = "__shared__"
+    index_t = "int"
+
+    def prologue(self, prog: ir.Program) -> list[str]:
+        return ["/* generated by framework.compiler */", f"#define L {self.local}"]
+
+    def inf(self, dt: np.dtype) -> str:
+        return "__int_as_float(0x7f800000)" if dt == np.float32 else "__longlong_as_double(0x7ff0000000000000LL)"
+
+    def nan(self, dt: np.dtype) -> str:
+        return "__int_as_float(0x7fc00000)" if dt == np.float32 else "__longlong_as_double(0x7ff8000000000000LL)"
+
+    def rsqrt(self, a: str, dt: np.dtype) -> str:
+        return f"{self.fn('rsqrt', dt)}({a})"
+
+    def signature(self, prog: ir.Program, entry: str) -> str:
+        ps = self.params(prog, "{T}* __restrict__", "const {T}* __restrict__", "long long")
+        return f'extern "C" __global__ void __launch_bounds__(L) {entry}({ps})'
+
+    def row_begin(self, prog: ir.Program) -> tuple[list[str], list[str]]:
+        return [], [*self.shared_decls(prog), "const long long r = blockIdx.x;", "const int lid = threadIdx.x;"]
+
+
+EMITTERS: dict[str, type[Emitter]] = {"c": CEmitter, "opencl-c": OpenCLEmitter, "cuda": CUDAEmitter}
+LOCAL_SIZE = {"c": 1, "opencl-c": 64, "cuda": 256}
+
+
+def emitter(language: str, local_size: int | None = None) -> Emitter:
+    """The emitter for a compiler's ``language`` (``"c"``, ``"opencl-c"``, ``"cuda"``)."""
+    try:
+        cls = EMITTERS[language]
+    except KeyError:
+        raise NotImplementedError(
+            f"[compiler] no emitter for kernel language {language!r}; known: {sorted(EMITTERS)}"
+        ) from None
+    return cls(local_size or LOCAL_SIZE[language])

@@ -1,0 +1,180 @@
+"""The loop IR: a per-row program of elementwise expressions and reductions along the row.
+
+A fusion group works on a ``(rows, n)`` view of its main input. Every value has a *kind*, two
+flags: ``row`` (it differs from row to row) and ``col`` (it differs along the row). The full
+input is ``(row, col)``, a weight or bias vector is ``(-, col)``, a per-row statistic such as a
+mean is ``(row, -)``, a scalar constant is ``(-, -)``. Broadcasting is implicit: a value is read
+at the index its kind says, so ``x * w`` needs no expand.
+
+A :class:`Node` is hash-consed by its :class:`Builder` (equal expressions are one node, so
+common subexpressions are shared). A ``reduce`` node turns a ``col`` expression into a per-row
+scalar; :func:`schedule` splits a program into loops over the row by reduction depth:
+
+    rms_norm:  loop 1: acc = sum(x*x)         -> r = rsqrt(acc/n + eps)   (row scope)
+               loop 2: out[j] = x[j] * r * w[j]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+UNARY = ("neg", "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "erf", "floor", "ceil", "sign",
+         "logical_not")
+BINARY = ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge",
+          "logical_and", "logical_or")
+REDUCE = ("sum", "max", "min")
+BOOL = np.dtype(np.bool_)
+FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+class Node:
+    """One value of a fusion group. ``op`` is ``input`` (attr: input index), ``const`` (attr:
+    value), a name from :data:`UNARY`/:data:`BINARY`, ``where``, ``cast`` or ``reduce``
+    (attr: ``sum``/``max``/``min``)."""
+
+    __slots__ = ("op", "args", "dtype", "row", "col", "attr", "id")
+
+    def __init__(self, op: str, args: tuple[Node, ...], dtype: np.dtype, row: bool, col: bool, attr: Any, id: int):
+        self.op, self.args, self.dtype, self.row, self.col, self.attr, self.id = op, args, dtype, row, col, attr, id
+
+    def __repr__(self) -> str:
+        kind = ("r" if self.row else "-") + ("c" if self.col else "-")
+        args = ", ".join(f"v{a.id}" for a in self.args)
+        attr = "" if self.attr is None else f"[{self.attr}]"
+        return f"v{self.id}:{self.dtype}:{kind} = {self.op}{attr}({args})"
+
+
+class Builder:
+    """Makes nodes, sharing equal ones and folding a few identities."""
+
+    def __init__(self) -> None:
+        self.nodes: list[Node] = []
+        self._memo: dict[tuple[Any, ...], Node] = {}
+
+    def _make(self, op: str, args: tuple[Node, ...], dtype: np.dtype, row: bool, col: bool, attr: Any = None) -> Node:
+        key = (op, tuple(a.id for a in args), dtype.str, row, col, _hashable(attr))
+        n = self._memo.get(key)
+        if n is None:
+            n = self._memo[key] = Node(op, args, dtype, row, col, attr, len(self.nodes))
+            self.nodes.append(n)
+        return n
+
+    def input(self, index: int, dtype: np.dtype, row: bool, col: bool) -> Node:
+        return self._make("input", (), np.dtype(dtype), row, col, index)
+
+    def const(self, value: Any, dtype: np.dtype) -> Node:
+        dtype = np.dtype(dtype)
+        v = bool(value) if dtype == BOOL else float(np.asarray(value, dtype).item())
+        return self._make("const", (), dtype, False, False, v)
+
+    def unary(self, op: str, a: Node, dtype: np.dtype | None = None) -> Node:
+        return self._make(op, (a,), np.dtype(dtype or a.dtype), a.row, a.col)
+
+    def binary(self, op: str, a: Node, b: Node, dtype: np.dtype | None = None) -> Node:
+        if op == "mul":
+            for x, y in ((a, b), (b, a)):
+                if x.op == "const" and x.attr == 1.0 and y.dtype == x.dtype:
+                    return y
+        if op in ("add", "sub") and b.op == "const" and b.attr == 0.0 and a.dtype == b.dtype:
+            return a
+        if op == "add" and a.op == "const" and a.attr == 0.0 and a.dtype == b.dtype:
+            return b
+        return self._make(op, (a, b), np.dtype(dtype or a.dtype), a.row or b.row, a.col or b.col)
+
+    def where(self, c: Node, a: Node, b: Node) -> Node:
+        return self._make("where", (c, a, b), a.dtype, c.row or a.row or b.row, c.col or a.col or b.col)
+
+    def cast(self, a: Node, dtype: np.dtype) -> Node:
+        dtype = np.dtype(dtype)
+        return a if a.dtype == dtype else self._make("cast", (a,), dtype, a.row, a.col)
+
+    def reduce(self, kind: str, a: Node) -> Node:
+        if not a.col:  # reducing a value that is constant along the row
+            if kind == "sum":
+                raise ValueError("sum of a row-constant value needs the row length; lower it as a product")
+            return a
+        return self._make("reduce", (a,), a.dtype, a.row, False, kind)
+
+
+def _hashable(v: Any) -> Any:
+    if isinstance(v, float) and v != v:
+        return "nan"
+    return v
+
+
+@dataclass
+class Program:
+    """A fusion group lowered to the loop IR.
+
+    ``inputs[k]`` is ``(dtype, row, col)``; ``outputs[k]`` is a node, written for every element
+    of the row when ``out_col[k]`` (a ``(rows, n)`` buffer), else once per row (``(rows,)``).
+    ``n`` is the row length.
+    """
+
+    name: str
+    n: int
+    inputs: list[tuple[np.dtype, bool, bool]]
+    outputs: list[Node]
+    out_col: list[bool]
+    nodes: list[Node] = field(default_factory=list)
+
+    def describe(self) -> str:
+        ins = ", ".join(f"in{k}:{d}:{'r' if r else '-'}{'c' if c else '-'}" for k, (d, r, c) in enumerate(self.inputs))
+        body = "\n  ".join(repr(n) for n in live_nodes(self.outputs))
+        outs = ", ".join(f"v{o.id}" for o in self.outputs)
+        return f"program {self.name}(n={self.n}; {ins}) -> ({outs})\n  {body}"
+
+
+def live_nodes(roots: list[Node]) -> list[Node]:
+    """Every node the roots depend on, in topological (id) order."""
+    seen: dict[int, Node] = {}
+    stack = list(roots)
+    while stack:
+        n = stack.pop()
+        if n.id not in seen:
+            seen[n.id] = n
+            stack.extend(n.args)
+    return [seen[i] for i in sorted(seen)]
+
+
+def levels(nodes: list[Node]) -> dict[int, int]:
+    """Reduction depth of each node: 0 for inputs; a reduce is one more than its argument."""
+    lv: dict[int, int] = {}
+    for n in nodes:
+        d = max((lv[a.id] for a in n.args), default=0)
+        lv[n.id] = d + 1 if n.op == "reduce" else d
+    return lv
+
+
+@dataclass
+class Loop:
+    """One pass along the row: the reductions it accumulates and the element outputs it stores."""
+
+    reductions: list[Node]
+    stores: list[tuple[int, Node]]
+
+
+@dataclass
+class Schedule:
+    loops: list[Loop]
+    row_stores: list[tuple[int, Node]]
+    level: dict[int, int]
+
+
+def schedule(prog: Program) -> Schedule:
+    """Split ``prog`` into passes: loop k computes the reductions of depth k; the last loop
+    stores the element outputs. Per-row outputs are stored after all loops."""
+    nodes = live_nodes(prog.outputs)
+    lv = levels(nodes)
+    depth = max((lv[n.id] for n in nodes if n.op == "reduce"), default=0)
+    loops = [Loop([n for n in nodes if n.op == "reduce" and lv[n.id] == k], []) for k in range(1, depth + 1)]
+    for i, o in enumerate(prog.outputs):
+        if prog.out_col[i]:  # loop k (0-based) may read every value of depth <= k
+            if lv[o.id] == len(loops):
+                loops.append(Loop([], []))
+            loops[lv[o.id]].stores.append((i, o))
+    row_stores = [(i, o) for i, o in enumerate(prog.outputs) if not prog.out_col[i]]
+    return Schedule(loops, row_stores, lv)

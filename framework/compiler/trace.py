@@ -1,0 +1,191 @@
+"""Tracing: run a composite's decomposition (or gradient rule) on symbolic tensors and lower
+the primitive graph it records to the loop IR, when it is a fusion group.
+
+Symbolic tensors are ordinary :class:`Tensor` objects whose storage block is a :class:`_Sym`
+holding an IR node, so reshape, detach and other storage-sharing views trace for free. The
+``TRACER`` hook of ``ops.base.apply`` hands every primitive to :class:`_Tracer`.
+
+A graph is a fusion group when every primitive is elementwise, a cast, an expand, a copy or a
+``sum``/``max``/``min`` over the last axis, and every value fits one kind of
+:mod:`framework.compiler.ir` (full row, per-column vector, per-row scalar, scalar).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .._src import autograd
+from .._src.ops import base
+from .._src.tensor import Tensor
+from . import ir
+
+
+class NotFusible(Exception):
+    """The traced graph is not a fusion group (the reason is the message)."""
+
+
+class _Sym:
+    """Stands in for a storage block: carries the IR node of a symbolic tensor."""
+
+    __slots__ = ("node",)
+
+    def __init__(self, node: ir.Node) -> None:
+        self.node = node
+
+    @property
+    def handle(self) -> Any:
+        raise NotFusible("a symbolic tensor's values were read during tracing")
+
+
+_PASS = ("expand", "copy")
+
+
+class Geometry:
+    """The ``(rows, n)`` view of a fusion group: which shapes are which kind."""
+
+    def __init__(self, shape: tuple[int, ...]) -> None:
+        if not shape:
+            raise NotFusible("a 0-d main input has no row")
+        self.shape = shape
+        self.lead = shape[:-1]
+        self.n = shape[-1]
+        self.rows = math.prod(self.lead)
+
+    def kind_of_input(self, shape: tuple[int, ...]) -> tuple[bool, bool]:
+        if shape == self.shape:
+            return True, True
+        size = math.prod(shape)
+        if size == 1:
+            return False, False
+        if shape and shape[-1] == self.n and size == self.n:
+            return False, True
+        if size == self.rows and (shape == self.lead or (shape and shape[-1] == 1)):
+            return True, False
+        raise NotFusible(f"input of shape {shape} fits no kind for rows of {self.shape}")
+
+    def check(self, shape: tuple[int, ...], node: ir.Node) -> None:
+        size = math.prod(shape)
+        if node.col:
+            ok = bool(shape) and shape[-1] == self.n and size == (self.rows * self.n if node.row else self.n)
+            ok = ok or (node.row and shape == self.shape)
+        elif node.row:
+            ok = size == self.rows and (shape == self.lead or (bool(shape) and shape[-1] == 1))
+        else:
+            ok = size == 1 or (size == self.rows and self.rows == 1)
+        if not ok and not (node.col and not node.row and size == self.rows * self.n):
+            raise NotFusible(f"value of shape {shape} does not fit its kind ({node!r}) for rows of {self.shape}")
+
+
+class _Tracer:
+    def __init__(self, geo: Geometry, b: ir.Builder) -> None:
+        self.geo = geo
+        self.b = b
+        self.keep: list[Tensor] = []
+
+    def sym(self, node: ir.Node, shape: tuple[int, ...], dtype: np.dtype, device: Any) -> Tensor:
+        t = Tensor._make(_Sym(node), 0, tuple(shape), np.dtype(dtype), device)  # type: ignore[arg-type]
+        self.keep.append(t)
+        return t
+
+    def node(self, t: Tensor) -> ir.Node:
+        blk = t._block
+        if isinstance(blk, _Sym):
+            return blk.node
+        if t.numel() == 1 and t.dtype in (*ir.FLOATS, ir.BOOL):
+            return self.b.const(t.numpy().reshape(()).item(), t.dtype)
+        if t.numel() == 1 and t.dtype.kind in "iu":
+            return self.b.const(t.numpy().reshape(()).item(), np.float64)
+        raise NotFusible(f"a concrete tensor of shape {t.shape} ({t.dtype}) enters the graph")
+
+    def __call__(self, op: base.OpDef, ins: list[Tensor], attrs: dict[str, Any]) -> list[Tensor]:
+        if op.kind == "composite":
+            assert op.decomposition is not None
+            r = op.decomposition(*ins, **attrs)
+            return [r] if isinstance(r, Tensor) else list(r)
+        args = [self.node(t) for t in ins]
+        metas = op.infer(ins, attrs) if op.infer is not None else None
+        if metas is None or len(metas) != 1:
+            raise NotFusible(f"primitive '{op.name}' is not part of a fusion group")
+        shape, dtype = metas[0]
+        dtype = np.dtype(dtype)
+        name = op.name
+        b = self.b
+        if dtype not in (*ir.FLOATS, ir.BOOL):
+            raise NotFusible(f"'{name}' makes a {dtype} value")
+        if name in _PASS:
+            node = args[0]
+        elif name in ir.UNARY:
+            node = b.unary(name, args[0], dtype)
+        elif name in ir.BINARY:
+            node = b.binary(name, args[0], args[1], dtype)
+        elif name == "where":
+            node = b.where(*args)
+        elif name == "cast":
+            node = b.cast(args[0], dtype)
+        elif name in ir.REDUCE:
+            x = ins[0]
+            if tuple(attrs["axes"]) != (x.ndim - 1,) or x.shape[-1] != self.geo.n:
+                raise NotFusible(f"'{name}' over axes {attrs['axes']} of {x.shape} is not along the row")
+            if not args[0].col:
+                raise NotFusible(f"'{name}' of a value constant along the row")
+            node = b.reduce(name, args[0])
+        else:
+            raise NotFusible(f"primitive '{name}' is not elementwise or a row reduction")
+        self.geo.check(tuple(shape), node)
+        return [self.sym(node, shape, dtype, ins[0].device)]
+
+
+def trace(
+    name: str, fn: Callable[..., Any], ins: list[Tensor], attrs: dict[str, Any], main: tuple[int, ...] | None = None
+) -> tuple[ir.Program, list[tuple[tuple[int, ...], np.dtype]]]:
+    """Trace ``fn(*ins, **attrs)`` into a :class:`ir.Program` and the outputs' (shape, dtype).
+
+    ``main`` is the shape whose last axis is the row (the first input's by default). Raises
+    :class:`NotFusible` when the graph is not a fusion group.
+    """
+    geo = Geometry(tuple(main if main is not None else ins[0].shape))
+    b = ir.Builder()
+    tr = _Tracer(geo, b)
+    kinds = []
+    sym_ins = []
+    for k, t in enumerate(ins):
+        if t.dtype not in ir.FLOATS:
+            raise NotFusible(f"input {k} is {t.dtype}; generated kernels take float32/float64")
+        row, col = geo.kind_of_input(t.shape)
+        kinds.append((t.dtype, row, col))
+        sym_ins.append(tr.sym(b.input(k, t.dtype, row, col), t.shape, t.dtype, t.device))
+    if base.TRACER[0] is not None:
+        raise NotFusible("already tracing")
+    base.TRACER[0] = tr
+    prev = autograd._ENABLED[0]
+    autograd._ENABLED[0] = False
+    try:
+        res = fn(*sym_ins, **attrs)
+    except NotFusible:
+        raise
+    except Exception as exc:  # noqa: BLE001 — any failure means "not traceable", the caller decomposes
+        raise NotFusible(f"tracing failed: {type(exc).__name__}: {exc}") from exc
+    finally:
+        base.TRACER[0] = None
+        autograd._ENABLED[0] = prev
+    outs = [res] if isinstance(res, Tensor) else list(res)
+    nodes, metas = [], []
+    for o in outs:
+        if not isinstance(o, Tensor):
+            raise NotFusible(f"the traced function returned {type(o).__name__}")
+        node = tr.node(o)
+        if node.op == "const" or not node.row and not node.col:
+            raise NotFusible("an output does not depend on the row")
+        if node.dtype not in ir.FLOATS:
+            raise NotFusible(f"an output is {node.dtype}")
+        nodes.append(node)
+        metas.append((tuple(o.shape), o.dtype))
+    out_col = [math.prod(s) == geo.rows * geo.n and bool(s) and s[-1] == geo.n for s, _ in metas]
+    if any(not c and math.prod(s) != geo.rows for c, (s, _) in zip(out_col, metas)):
+        raise NotFusible("an output is neither a full row nor one value per row")
+    prog = ir.Program(name, geo.n, kinds, nodes, out_col, b.nodes)
+    return prog, metas

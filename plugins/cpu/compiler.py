@@ -1,0 +1,181 @@
+"""Compile access for the CPU plugin: C99 built by the system C compiler, loaded with cffi.
+
+``compile`` runs ``$CC`` (else ``cc``, ``gcc``, ``clang``) with ``-O3 -march=native -fopenmp``
+into a shared library and returns its bytes, prefixed by the C declaration of the entry point
+(read from the source) so ``load`` can give cffi the signature. When glibc's vector math
+library is present, generated kernels get SIMD ``expf``/``logf``/... through it.
+
+Without a C compiler ``compile`` raises ``CompileError`` saying so; the core then runs the
+decomposition.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from typing import Any
+
+import numpy as np
+
+from adapter_api import CompileError, Compiler, KernelError
+
+_HEADER = b"OARLOCK-C1\n"
+_BASE_FLAGS = ("-O3", "-march=native", "-std=gnu11", "-fPIC", "-shared", "-fno-math-errno", "-fno-trapping-math")
+
+
+@functools.cache
+def find_cc() -> str | None:
+    """The C compiler to use, or None."""
+    for name in filter(None, (os.environ.get("CC"), "cc", "gcc", "clang")):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+@functools.cache
+def _probe(cc: str, *flags: str) -> bool:
+    """Whether ``cc`` accepts ``flags`` for a trivial OpenMP library."""
+    with tempfile.TemporaryDirectory(prefix="oarlock-cc-") as d:
+        src = os.path.join(d, "p.c")
+        with open(src, "w") as f:
+            f.write("#include <math.h>\nfloat f(float x) { return expf(x); }\n")
+        r = subprocess.run([cc, *_BASE_FLAGS, *flags, src, "-o", os.path.join(d, "p.so")],
+                           capture_output=True, text=True)
+        return r.returncode == 0
+
+
+@functools.cache
+def _version(cc: str) -> str:
+    try:
+        r = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30)
+        return r.stdout.splitlines()[0] if r.stdout else "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def _march() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return hashlib.sha256(line.encode()).hexdigest()[:16]
+    except OSError:
+        pass
+    return os.uname().machine
+
+
+class CPUCompiler(Compiler):
+    """Builds generated C for the host CPU.
+
+    Example::
+
+        c = CPUCompiler()
+        src = "void scale(float* y, const float* x, long n) { for (long i = 0; i < n; i++) y[i] = 2 * x[i]; }"
+        prog = c.load(c.compile(src, "scale"), "scale")
+        c.launch(prog, [y, x, np.int64(n)], (n,), None, None)
+    """
+
+    language = "c"
+
+    def __init__(self, runtime: Any = None, index: int = 0) -> None:
+        self.runtime = runtime
+        self._libs: list[Any] = []
+
+    def _cc(self) -> str:
+        cc = find_cc()
+        if cc is None:
+            raise CompileError(
+                "[cpu] no C compiler found (looked for $CC, cc, gcc, clang), so generated kernels cannot "
+                "be built; install one (apt install gcc) or set CC; until then composites run as their "
+                "decomposition"
+            )
+        return cc
+
+    def flags(self) -> tuple[str, ...]:
+        cc = self._cc()
+        flags = ["-fopenmp"] if _probe(cc, "-fopenmp") else []
+        if _probe(cc, *flags, "-DOARLOCK_VECTOR_MATH", "-lmvec", "-lm"):
+            flags += ["-DOARLOCK_VECTOR_MATH", "-lmvec"]
+        return (*_BASE_FLAGS, *flags, "-lm")
+
+    def identity(self) -> str:
+        cc = self._cc()
+        return f"{cc} {_version(cc)} | {' '.join(self.flags())} | cpu {_march()}"
+
+    def compile(self, source: str, entry: str, options: tuple[str, ...] = ()) -> bytes:
+        cc = self._cc()
+        decl = _declaration(source, entry)
+        with tempfile.TemporaryDirectory(prefix="oarlock-cc-") as d:
+            src = os.path.join(d, f"{entry}.c")
+            lib = os.path.join(d, f"{entry}.so")
+            with open(src, "w") as f:
+                f.write(source)
+            r = subprocess.run([cc, src, *self.flags(), *options, "-o", lib], capture_output=True, text=True)
+            if r.returncode != 0:
+                raise CompileError(
+                    f"[cpu] {os.path.basename(cc)} could not compile kernel '{entry}' (exit {r.returncode}); "
+                    f"fix the source (compiler log below)\n{r.stderr}"
+                )
+            with open(lib, "rb") as f:
+                return _HEADER + decl.encode() + b"\0" + f.read()
+
+    def load(self, binary: bytes, entry: str) -> Any:
+        import cffi
+
+        if not binary.startswith(_HEADER):
+            raise CompileError(f"[cpu] the binary of '{entry}' is not from CPUCompiler.compile; clear the kernel cache")
+        decl, lib = binary[len(_HEADER):].split(b"\0", 1)
+        ffi = cffi.FFI()
+        ffi.cdef(decl.decode() + ";")
+        fd, path = tempfile.mkstemp(prefix=f"oarlock-{entry}-", suffix=".so")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(lib)
+            handle = ffi.dlopen(path)
+        finally:
+            os.unlink(path)  # the mapping stays valid after the file is gone
+        fn = getattr(handle, entry)
+        self._libs.append((ffi, handle))
+        return _CProgram(ffi, fn, entry)
+
+    def launch(self, program: Any, args: list[Any], grid: tuple[int, ...], local: tuple[int, ...] | None,
+               stream: Any) -> None:
+        call = [program.arg(i, a) for i, a in enumerate(args)]
+        if stream is None:
+            program.fn(*call)
+        else:
+            stream.submit(program.fn, *call).result()
+
+
+class _CProgram:
+    __slots__ = ("ffi", "fn", "entry", "keep")
+
+    def __init__(self, ffi: Any, fn: Any, entry: str) -> None:
+        self.ffi, self.fn, self.entry = ffi, fn, entry
+
+    def arg(self, i: int, a: Any) -> Any:
+        if isinstance(a, np.ndarray):
+            return self.ffi.cast("void *", a.__array_interface__["data"][0])
+        if isinstance(a, np.generic):
+            return a.item()
+        raise KernelError(f"[cpu] launch argument {i} of '{self.entry}' is {type(a).__name__}; pass numpy "
+                          f"arrays (the tensors' native views) and numpy scalars")
+
+
+def _declaration(source: str, entry: str) -> str:
+    m = re.search(r"(?:^|\n)\s*((?:[A-Za-z_][\w]*\s+)+\**\s*" + re.escape(entry) + r"\s*\([^)]*\))\s*\{", source)
+    if m is None:
+        raise CompileError(f"[cpu] cannot find the definition of '{entry}' in the source; define it as "
+                           f"'void {entry}(...) {{ ... }}' at top level")
+    decl = re.sub(r"\brestrict\b|\b__restrict__\b", "", m.group(1))
+    return " ".join(decl.split())
+
+
+def register_compiler(registry: Any) -> None:
+    registry.add_compiler("cpu", CPUCompiler)

@@ -1,0 +1,313 @@
+"""framework.compiler: lowering to the loop IR, emitters, generated kernels in eager mode
+(forward and backward, every device with compile access), against numpy references."""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import framework as fw
+import framework.nn.functional as F
+from framework import compiler
+from framework.compiler import eager, ir
+
+EMIT = sys.modules["framework.compiler.emit"]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _cache_dir(tmp_path_factory: pytest.TempPathFactory):
+    old = os.environ.get("OARLOCK_CACHE_DIR")
+    os.environ["OARLOCK_CACHE_DIR"] = str(tmp_path_factory.mktemp("kernels"))
+    yield
+    if old is None:
+        os.environ.pop("OARLOCK_CACHE_DIR", None)
+    else:
+        os.environ["OARLOCK_CACHE_DIR"] = old
+
+
+def _compile_dev(device: str) -> str:
+    if not compiler.has_compile_access(device):
+        pytest.skip(f"{device} has no compile access")
+    return device
+
+
+def _rng(seed: int = 0) -> np.random.Generator:
+    return np.random.default_rng(seed)
+
+
+# -- numpy references -----------------------------------------------------------------------
+def ref_rms(x, w, eps=1e-6):
+    return x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * w
+
+
+def ref_ln(x, w, b, eps=1e-5):
+    mu = x.mean(-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(-1, keepdims=True)
+    return (x - mu) / np.sqrt(var + eps) * w + b
+
+
+def ref_softmax(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def ref_log_softmax(x):
+    s = x - x.max(-1, keepdims=True)
+    return s - np.log(np.exp(s).sum(-1, keepdims=True))
+
+
+# -- lowering -------------------------------------------------------------------------------
+def test_rms_norm_lowers_to_one_reduction_and_two_passes():
+    x, w = fw.randn([4, 16]), fw.randn([16])
+    p = compiler.lower("rms_norm", x, w, epsilon=1e-6)
+    nodes = ir.live_nodes(p.outputs)
+    assert [n.attr for n in nodes if n.op == "reduce"] == ["sum"]
+    assert p.inputs[0][1:] == (True, True) and p.inputs[1][1:] == (False, True)
+    sched = ir.schedule(p)
+    assert len(sched.loops) == 2 and len(sched.loops[0].reductions) == 1 and sched.loops[1].stores
+
+
+def test_softmax_lowers_to_max_then_sum():
+    p = compiler.lower("softmax", fw.randn([3, 8]), axis=1)
+    sched = ir.schedule(p)
+    assert [[r.attr for r in lp.reductions] for lp in sched.loops] == [["max"], ["sum"], []]
+
+
+def test_not_a_fusion_group():
+    with pytest.raises(compiler.NotFusible, match="not along the row"):
+        compiler.lower("softmax", fw.randn([3, 8]), axis=0)
+
+
+def test_emitters_produce_each_language():
+    p = compiler.lower("layer_norm", fw.randn([2, 8]), fw.randn([8]), fw.randn([8]), epsilon=1e-5,
+                       has_weight=True, has_bias=True)
+    c = compiler.emit(p, "c", "ln")
+    cl = compiler.emit(p, "opencl-c", "ln")
+    cu = compiler.emit(p, "cuda", "ln")
+    assert "#pragma omp parallel for" in c and "reduction(+:" in c and "#define N 8" in c
+    assert "__kernel" in cl and "barrier(CLK_LOCAL_MEM_FENCE)" in cl and "rsqrt(" in cl
+    assert 'extern "C" __global__' in cu and "__syncthreads()" in cu
+    with pytest.raises(NotImplementedError, match="no emitter"):
+        compiler.emit(p, "fortran", "ln")
+
+
+# -- compile access through the cache -------------------------------------------------------
+def test_trivial_kernel_on_device(device):
+    _compile_dev(device)
+    x = fw.to_tensor(np.arange(10, dtype=np.float32), device=device)
+    y = compiler.run_trivial_kernel(x, 3.0)
+    np.testing.assert_allclose(y.numpy(), 3.0 * np.arange(10) + 1.0)
+
+
+def test_disk_cache_hit_in_a_fresh_cache(tmp_path):
+    comp = compiler.compiler_for(fw.Device("cpu"))
+    src = compiler.trivial_kernel("c", "cache_probe")
+    first = compiler.ProgramCache(tmp_path)
+    first.get(comp, src, "cache_probe")
+    first.get(comp, src, "cache_probe")
+    assert (first.stats.compiles, first.stats.memory_hits) == (1, 1)
+    second = compiler.ProgramCache(tmp_path)
+    prog = second.get(comp, src, "cache_probe")
+    assert (second.stats.compiles, second.stats.disk_hits) == (0, 1)
+    x = np.arange(4, dtype=np.float32)
+    y = np.zeros(4, np.float32)
+    comp.launch(prog, [y, x, np.float32(2), np.int64(4)], (4,), None, None)
+    np.testing.assert_allclose(y, 2 * x + 1)
+    assert len(list(tmp_path.rglob("*.bin"))) == 1
+
+
+def _build_in_process(args):
+    directory, source = args
+    import framework as fw_
+    from framework import compiler as c_
+
+    cache = c_.ProgramCache(directory)
+    prog = cache.get(c_.compiler_for(fw_.Device("cpu")), source, "race")
+    x = np.arange(8, dtype=np.float32)
+    y = np.zeros(8, np.float32)
+    c_.compiler_for(fw_.Device("cpu")).launch(prog, [y, x, np.float32(5), np.int64(8)], (8,), None, None)
+    return cache.stats.compiles, y.tolist()
+
+
+def test_concurrent_processes_share_one_build(tmp_path):
+    import multiprocessing as mp
+
+    src = compiler.trivial_kernel("c", "race")
+    with mp.get_context("spawn").Pool(3) as pool:
+        res = pool.map(_build_in_process, [(str(tmp_path), src)] * 3)
+    assert sum(c for c, _ in res) == 1  # the file lock lets exactly one process compile
+    for _, y in res:
+        assert y == [5.0 * i + 1 for i in range(8)]
+    assert len(list(tmp_path.rglob("*.bin"))) == 1 and not list(tmp_path.rglob(".tmp-*"))
+
+
+def test_compile_error_shows_log_and_numbered_source(device):
+    _compile_dev(device)
+    lang = compiler.compiler_for(fw.Device(device.split(":")[0])).language
+    src = compiler.trivial_kernel(lang, "broken").replace("a * x[i]", "a * x[i] + undefined_name")
+    bad_line = next(i for i, ln in enumerate(src.splitlines(), 1) if "undefined_name" in ln)
+    with pytest.raises(fw.compiler.CompileError) as info:
+        compiler.compile_source(src, "broken", device)
+    msg = str(info.value)
+    assert msg.startswith("[compiler]") and "undefined_name" in msg and "--- compiler log ---" in msg
+    assert f">> {bad_line} |" in msg.replace(">>  ", ">> ")
+
+
+def test_no_c_compiler_says_so_and_decomposes(monkeypatch):
+    from plugins.cpu import compiler as cpu_compiler
+
+    monkeypatch.setenv("PATH", "")
+    monkeypatch.delenv("CC", raising=False)
+    cpu_compiler.find_cc.cache_clear()
+    try:
+        with pytest.raises(fw.compiler.CompileError, match="no C compiler found"):
+            cpu_compiler.CPUCompiler().compile("void f(void) {}", "f")
+        eager.reset()
+        x = fw.randn([3, 17])
+        with pytest.warns(compiler.CompileWarning, match="no C compiler"):
+            y = F.rms_norm(x)
+        np.testing.assert_allclose(y.numpy(), ref_rms(x.numpy(), 1.0), rtol=1e-5, atol=1e-6)
+        assert fw.op_path_stats()["rms_norm@cpu"]["decomposed"] >= 1
+    finally:
+        cpu_compiler.find_cc.cache_clear()
+        eager.reset()
+
+
+# -- eager generated kernels ----------------------------------------------------------------
+def _generated(op: str, device: str) -> int:
+    return fw.op_path_stats().get(f"{op}@{device.split(':')[0]}", {}).get("generated", 0)
+
+
+@pytest.mark.parametrize("dtype,tol", [("float32", 2e-5), ("float64", 1e-12)])
+def test_forward_matches_numpy(device, dtype, tol):
+    _compile_dev(device)
+    r = _rng(1)
+    xn = r.standard_normal((5, 3, 40)).astype(dtype)
+    wn = r.standard_normal(40).astype(dtype)
+    bn = r.standard_normal(40).astype(dtype)
+    x, w, b = (fw.to_tensor(a, device=device) for a in (xn, wn, bn))
+    cases = [
+        ("rms_norm", lambda: F.rms_norm(x, weight=w), ref_rms(xn, wn)),
+        ("layer_norm", lambda: F.layer_norm(x, 40, w, b), ref_ln(xn, wn, bn)),
+        ("softmax", lambda: F.softmax(x), ref_softmax(xn)),
+        ("log_softmax", lambda: F.log_softmax(x), ref_log_softmax(xn)),
+        ("gelu", lambda: F.gelu(x), 0.5 * xn * (1 + np.vectorize(math.erf)(xn / math.sqrt(2)))),
+        ("silu", lambda: F.silu(x), xn / (1 + np.exp(-xn))),
+    ]
+    for name, fn, ref in cases:
+        before = _generated(name, device)
+        got = fn()
+        assert _generated(name, device) == before + 1, name
+        assert got.dtype == np.dtype(dtype)
+        np.testing.assert_allclose(got.numpy(), ref, rtol=tol, atol=tol, err_msg=name)
+
+
+def test_one_program_serves_every_batch_size(device):
+    _compile_dev(device)
+    w = fw.to_tensor(_rng(2).standard_normal(24).astype(np.float32), device=device)
+    F.rms_norm(fw.randn([2, 24]).to(device), weight=w)
+    compiles = compiler.cache_stats()["compiles"]
+    for rows in (1, 7, 300):
+        xn = _rng(rows).standard_normal((rows, 24)).astype(np.float32)
+        y = F.rms_norm(fw.to_tensor(xn, device=device), weight=w)
+        np.testing.assert_allclose(y.numpy(), ref_rms(xn, w.numpy()), rtol=2e-5, atol=2e-5)
+    assert compiler.cache_stats()["compiles"] == compiles
+
+
+def test_compile_off_uses_the_decomposition(monkeypatch):
+    monkeypatch.setenv("OARLOCK_COMPILE", "0")
+    before = fw.op_path_stats().get("softmax@cpu", {"decomposed": 0})["decomposed"]
+    x = fw.randn([4, 9])
+    np.testing.assert_allclose(F.softmax(x).numpy(), ref_softmax(x.numpy()), rtol=1e-5, atol=1e-7)
+    assert fw.op_path_stats()["softmax@cpu"]["decomposed"] == before + 1
+
+
+def test_nan_and_inf_follow_numpy(device):
+    _compile_dev(device)
+    xn = np.array([[0.0, -np.inf, 1.0, 2.0], [np.nan, 1.0, 2.0, 3.0]], np.float32)
+    y = F.softmax(fw.to_tensor(xn, device=device)).numpy()
+    np.testing.assert_allclose(y[0], ref_softmax(xn[:1])[0], rtol=1e-6)
+    assert np.isnan(y[1]).all()
+
+
+# -- backward -------------------------------------------------------------------------------
+def _grads(fn, arrays, g, device):
+    ts = [fw.to_tensor(a, device=device) for a in arrays]
+    for t in ts:
+        t.stop_gradient = False
+    y = fn(*ts)
+    return [q.numpy() for q in fw.grad([y], ts, [fw.to_tensor(g, device=device)])]
+
+
+def _numeric(fn, arrays, g, eps=1e-6):
+    """Central finite differences of sum(fn(arrays) * g), in float64 numpy."""
+    out = []
+    for k, a in enumerate(arrays):
+        d = np.zeros_like(a)
+        it = np.nditer(a, flags=["multi_index"])
+        for _ in it:
+            i = it.multi_index
+            hi = [x.copy() for x in arrays]
+            lo = [x.copy() for x in arrays]
+            hi[k][i] += eps
+            lo[k][i] -= eps
+            d[i] = ((fn(*hi) * g).sum() - (fn(*lo) * g).sum()) / (2 * eps)
+        out.append(d)
+    return out
+
+
+@pytest.mark.parametrize("op", ["rms_norm", "layer_norm", "softmax", "log_softmax", "gelu", "silu"])
+def test_backward_is_generated_and_matches_finite_differences(device, op):
+    _compile_dev(device)
+    r = _rng(3)
+    x = r.standard_normal((3, 6))
+    w = r.standard_normal(6)
+    b = r.standard_normal(6)
+    g = r.standard_normal((3, 6))
+    table = {
+        "rms_norm": (lambda x, w: F.rms_norm(x, weight=w), lambda x, w: ref_rms(x, w), [x, w]),
+        "layer_norm": (lambda x, w, b: F.layer_norm(x, 6, w, b), ref_ln, [x, w, b]),
+        "softmax": (lambda x: F.softmax(x), ref_softmax, [x]),
+        "log_softmax": (lambda x: F.log_softmax(x), ref_log_softmax, [x]),
+        "gelu": (lambda x: F.gelu(x), lambda x: 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2))), [x]),
+        "silu": (lambda x: F.silu(x), lambda x: x / (1 + np.exp(-x)), [x]),
+    }
+    fn, ref, arrays = table[op]
+    key = f"{op}@{device.split(':')[0]}"
+    before = eager.BACKWARD_PATHS.get(key, {"generated": 0})["generated"]
+    got = _grads(fn, arrays, g, device)
+    assert eager.BACKWARD_PATHS[key]["generated"] == before + 1
+    for a, e in zip(got, _numeric(ref, arrays, g)):
+        np.testing.assert_allclose(a, e, rtol=1e-6, atol=1e-7)
+
+
+def test_double_backward_uses_the_rule(device):
+    _compile_dev(device)
+    x = fw.to_tensor(_rng(4).standard_normal((2, 5)), device=device)
+    x.stop_gradient = False
+    y = F.softmax(x)
+    (gx,) = fw.grad([(y * y).sum()], [x], create_graph=True)
+    (ggx,) = fw.grad([gx.sum()], [x])
+    xn = x.numpy()
+
+    def first(xv):
+        s = ref_softmax(xv)
+        return s * (2 * s - (2 * s * s).sum(-1, keepdims=True))
+
+    np.testing.assert_allclose(ggx.numpy(), _numeric(first, [xn], np.ones_like(xn))[0], rtol=1e-5, atol=1e-6)
+
+
+def test_weight_gradient_sums_over_rows(device):
+    _compile_dev(device)
+    r = _rng(5)
+    x = r.standard_normal((4, 2, 8)).astype(np.float32)
+    w = r.standard_normal(8).astype(np.float32)
+    g = r.standard_normal((4, 2, 8)).astype(np.float32)
+    gx, gw = _grads(lambda x, w: F.rms_norm(x, weight=w), [x, w], g, device)
+    rs = 1 / np.sqrt((x.astype(np.float64) ** 2).mean(-1, keepdims=True) + 1e-6)
+    np.testing.assert_allclose(gw, (g * x * rs).sum((0, 1)), rtol=1e-4, atol=1e-5)
+    assert gx.shape == x.shape
