@@ -2,8 +2,7 @@
 (Paddle naming).
 
 >>> import framework as fw
->>> fw.seed(0)
-<...>
+>>> _ = fw.seed(0)
 >>> net = fw.nn.Sequential(fw.nn.Linear(4, 8), fw.nn.ReLU(), fw.nn.Linear(8, 2))
 >>> net(fw.ones([3, 4])).shape
 (3, 2)

@@ -3,8 +3,12 @@
 
 >>> from framework.optim.lr import StepDecay
 >>> s = StepDecay(0.1, step_size=2, gamma=0.5)
->>> [round(s.last_lr, 3) for _ in range(4) if s.step() is None or True]
-[0.1, 0.05, 0.05, 0.025]
+>>> rates = []
+>>> for _ in range(4):
+...     rates.append(s())
+...     s.step()
+>>> rates
+[0.1, 0.1, 0.05, 0.05]
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Optimizers (Paddle names and keywords): SGD, Momentum (Nesterov), Adam, AdamW.
 
 >>> import framework as fw
->>> w = fw.nn.Parameter.from_tensor(fw.to_tensor([1.0, 2.0]))
+>>> w = fw.nn.Parameter.from_tensor(fw.to_tensor([1.0, 2.0], dtype="float64"))
 >>> opt = fw.optim.SGD(learning_rate=0.1, parameters=[w])
 >>> (w * w).sum().backward()
 >>> opt.step(); opt.clear_grad()

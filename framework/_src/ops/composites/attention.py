@@ -17,6 +17,23 @@ from ._common import float_arg, tensor_arg
 from .misc import dropout as _dropout
 from .norm import softmax
 
+_CAUSAL: dict[tuple[int, int, Any], Tensor] = {}
+
+
+def causal_mask(lq: int, lk: int, device: Any) -> Tensor:
+    """Bool (lq, lk): query i (aligned to the end of the keys) sees keys 0..i + lk - lq.
+    Cached per shape and device (built once from arange and a comparison)."""
+    key = (lq, lk, device)
+    m = _CAUSAL.get(key)
+    if m is None:
+        r = C.arange(lq, device=device).reshape((lq, 1)) + (lk - lq)
+        c = C.arange(lk, device=device).reshape((1, lk))
+        m = c <= r
+        if len(_CAUSAL) > 64:
+            _CAUSAL.clear()
+        _CAUSAL[key] = m
+    return m
+
 
 def _sdpa_infer(ins: list[Tensor], attrs: dict[str, Any]) -> list:
     q, v = ins[0], ins[2]
@@ -30,10 +47,7 @@ def attention_decomposition(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None
     if mask is not None:
         s = M.where(mask, s, float("-inf")) if mask.dtype == _dt.bool_ else s + mask
     if causal:
-        lq, lk = s.shape[-2], s.shape[-1]
-        r = C.arange(lq, device=q.device).reshape((lq, 1)) + (lk - lq)
-        c = C.arange(lk, device=q.device).reshape((1, lk))
-        s = M.where(c <= r, s, float("-inf"))
+        s = M.where(causal_mask(s.shape[-2], s.shape[-1], q.device), s, float("-inf"))
     return M.matmul(softmax(s, axis=-1), v)
 
 
@@ -65,10 +79,7 @@ def scaled_dot_product_attention(
         if attn_mask is not None:
             s = M.where(attn_mask, s, float("-inf")) if attn_mask.dtype == _dt.bool_ else s + attn_mask
         if is_causal:
-            lq, lk = s.shape[-2], s.shape[-1]
-            r = C.arange(lq, device=q.device).reshape((lq, 1)) + (lk - lq)
-            c = C.arange(lk, device=q.device).reshape((1, lk))
-            s = M.where(c <= r, s, float("-inf"))
+            s = M.where(causal_mask(s.shape[-2], s.shape[-1], q.device), s, float("-inf"))
         out = M.matmul(_dropout(softmax(s, axis=-1), dropout_p), v)
     else:
         out = attention(q, k, v, attn_mask, is_causal, scale)
