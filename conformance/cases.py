@@ -110,6 +110,6 @@ def collect(target: Target, tiers: tuple[str, ...] = TIERS, pattern: str | None 
 def _match(pattern: str, cid: str) -> bool:
     if pattern.startswith("not "):
         return not _match(pattern[4:].strip(), cid)
-    if any(ch in pattern for ch in "*?["):
+    if any(ch in pattern for ch in "*?"):
         return fnmatch.fnmatch(cid, pattern)
     return pattern in cid

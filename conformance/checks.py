@@ -74,7 +74,8 @@ def assert_close(
     with np.errstate(invalid="ignore"):
         bad |= fin & (np.abs(g - e) > allowed)
     if np.any(bad):
-        err = np.where(fin, np.abs(g - e), 0.0)
+        with np.errstate(invalid="ignore", over="ignore"):
+            err = np.where(fin, np.abs(g - e), 0.0)
         worst = float(err.max()) if err.size else 0.0
         _fail(what, got, expected, bad, f"max abs error {worst:.3g} (rtol {rtol:g}, atol {atol:g})")
 

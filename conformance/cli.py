@@ -70,8 +70,15 @@ def load_plugin(spec: str) -> Any:
     import framework as fw
 
     if spec.endswith(".py") or os.sep in spec:
-        name = os.path.splitext(os.path.basename(spec))[0]
-        mod_spec = importlib.util.spec_from_file_location(f"oarlock_plugin_{name}", spec)
+        path = os.path.abspath(spec)
+        search = None
+        if os.path.isdir(path):  # a package folder
+            search, path = [path], os.path.join(path, "__init__.py")
+        elif os.path.basename(path) == "__init__.py":
+            search = [os.path.dirname(path)]
+        name = os.path.basename(search[0]) if search else os.path.splitext(os.path.basename(path))[0]
+        mod_spec = importlib.util.spec_from_file_location(name if search else f"oarlock_plugin_{name}", path,
+                                                          submodule_search_locations=search)
         if mod_spec is None or mod_spec.loader is None:
             raise FileNotFoundError(f"no Python module at {spec}")
         module = importlib.util.module_from_spec(mod_spec)

@@ -9,9 +9,11 @@ Either way a fresh worker is forked and the run goes on with the next case.
 
 from __future__ import annotations
 
+import faulthandler
 import multiprocessing as mp
 import os
 import signal
+import tempfile
 import time
 import traceback
 import warnings
@@ -62,10 +64,13 @@ def execute(case: Case) -> Result:
 
 
 def _worker(conn: Connection, cases: list[Case], setup: Callable[[], None] | None,
-            job: Callable[[], Any] | None = None) -> None:
+            job: Callable[[], Any] | None = None, crash_log: str | None = None) -> None:
     # NOTE: a clean exit with os._exit: the forked child must not run the parent's atexit
     # handlers or flush its buffers twice.
     code = 0
+    if crash_log is not None:  # a fatal signal writes the Python stack here, for the report
+        log = open(crash_log, "w")  # noqa: SIM115 — lives as long as the process
+        faulthandler.enable(file=log, all_threads=False)
     try:
         if setup is not None:
             setup()
@@ -96,7 +101,9 @@ class _Worker:
     def __init__(self, ctx: Any, cases: list[Case], setup: Callable[[], None] | None,
                  job: Callable[[], Any] | None = None) -> None:
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_worker, args=(child, cases, setup, job), daemon=True)
+        fd, self.crash_log = tempfile.mkstemp(prefix="oarlock-conformance-crash-", suffix=".txt")
+        os.close(fd)
+        self.proc = ctx.Process(target=_worker, args=(child, cases, setup, job, self.crash_log), daemon=True)
         self.proc.start()
         child.close()
         self.case: int | None = None
@@ -107,6 +114,25 @@ class _Worker:
             os.kill(self.proc.pid, signal.SIGKILL)
         self.proc.join(5)
         self.conn.close()
+        self._drop_log()
+
+    def _drop_log(self) -> None:
+        try:
+            os.unlink(self.crash_log)
+        except OSError:
+            pass
+
+    def death(self) -> str:
+        """Why the worker died, with the innermost Python frames faulthandler wrote."""
+        msg = _death(self.proc)
+        try:
+            with open(self.crash_log) as f:
+                frames = [ln.strip() for ln in f if ln.strip().startswith("File ")]
+        except OSError:
+            frames = []
+        if frames:
+            msg += "; innermost frames: " + " <- ".join(frames[:4])
+        return msg
 
     def stop(self) -> None:
         try:
@@ -118,6 +144,7 @@ class _Worker:
             self.kill()
         else:
             self.conn.close()
+            self._drop_log()
 
 
 def _death(proc: Any) -> str:
@@ -160,7 +187,7 @@ class Runner:
             try:
                 return w.conn.recv()
             except EOFError:
-                return ("error", _death(w.proc))
+                return ("error", w.death())
         finally:
             w.stop()
 
@@ -211,7 +238,7 @@ class Runner:
                         try:
                             d = w.conn.recv()
                         except (EOFError, OSError):
-                            msg = _death(w.proc)
+                            msg = w.death()
                             done(i, Result(case.id, case.tier, "failed", case.op, case.dtype, message=msg,
                                            duration=now - w.started, data={"crash": True}))
                             self._replace(workers, w)

@@ -1,0 +1,108 @@
+"""`oarlock conformance` end to end: tiers on the cpu reference, reports, exit codes, isolation
+of a plugin with broken kernels, and the example vendor plugin loaded without installing it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BAD = os.path.join(ROOT, "tests", "plugins_for_tests", "bad_kernels.py")
+VENDOR = os.path.join(ROOT, "examples", "vendor_plugin", "oarlock_simdev")
+
+
+def conformance(*args: str, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
+    e = dict(os.environ, **(env or {}))
+    e.pop("OARLOCK_DEVICE", None)
+    return subprocess.run([sys.executable, "-m", "framework.cli", "conformance", *args], cwd=ROOT, env=e,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_list_shows_cases_and_not_supported_dtypes():
+    p = conformance("--device", "cpu", "--list", "--tier", "primitives,random", "-k", "add[")
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert "primitives/add[float32]" in lines and "primitives/add[bool]" in lines
+    assert all("add[" in ln for ln in lines[:-1]) and lines[-1] == f"{len(lines) - 1} cases"
+
+
+def test_cpu_tiers_pass_and_write_every_report(tmp_path):
+    j, x, h = tmp_path / "r.json", tmp_path / "r.xml", tmp_path / "r.html"
+    p = conformance("--device", "cpu", "--tier", "runtime,primitives,random,autograd", "--json", str(j),
+                    "--junit", str(x), "--html", str(h), "-j", "2")
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    assert "result: PASSED" in p.stdout
+    rep = json.loads(j.read_text())
+    assert rep["failed_tiers"] == []
+    assert set(rep["tiers"]) == {"runtime", "primitives", "random", "autograd"}
+    assert rep["tiers"]["primitives"]["passed"] >= 400 and rep["tiers"]["primitives"]["failed"] == 0
+    meta = rep["metadata"]
+    assert meta["plugin"] == "cpu" and meta["contract"] == "1.0" and meta["kernel_count"] > 300
+    assert meta["properties"]["name"] and meta["duration_s"] > 0
+    suites = ET.parse(x).getroot()
+    assert sum(int(s.get("tests")) for s in suites) == len(rep["results"])
+    page = h.read_text()
+    assert page.startswith("<!DOCTYPE html>") and "ops &times; dtypes" in page
+    assert "<script" not in page and "<link" not in page and "src=" not in page and "@import" not in page
+
+
+def test_model_tier_follows_the_golden_curve(tmp_path):
+    j = tmp_path / "m.json"
+    p = conformance("--device", "cpu", "--tier", "models", "-k", "mlp", "--json", str(j))
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    (r,) = json.loads(j.read_text())["results"]
+    assert r["id"] == "models/mlp" and r["outcome"] == "passed"
+    assert len(r["data"]["loss"]) == len(r["data"]["golden"]) == 20
+    assert r["data"]["loss"][-1] < r["data"]["loss"][0]
+
+
+def test_bad_kernels_give_exactly_three_failures_and_the_run_completes(tmp_path):
+    j, h = tmp_path / "bad.json", tmp_path / "bad.html"
+    p = conformance("--plugin", BAD, "--device", "badk", "--tier", "runtime,primitives,random", "--timeout", "5",
+                    "--json", str(j), "--html", str(h))
+    assert p.returncode == 1, p.stdout[-3000:] + p.stderr[-3000:]
+    rep = json.loads(j.read_text())
+    failed = {r["id"]: r for r in rep["results"] if r["outcome"] == "failed"}
+    assert set(failed) == {"primitives/add[int16]", "primitives/mul[int16]", "primitives/sub[int16]"}
+    assert "got np.int16(20), expected np.int16(19)" in failed["primitives/add[int16]"]["message"]
+    assert "SIGSEGV" in failed["primitives/mul[int16]"]["message"]
+    assert "_crashing_mul" in failed["primitives/mul[int16]"]["message"]
+    assert "timed out" in failed["primitives/sub[int16]"]["message"]
+    assert rep["failed_tiers"] == ["primitives"]
+    assert rep["tiers"]["primitives"]["passed"] >= 400 and rep["tiers"]["random"]["failed"] == 0
+    assert rep["metadata"]["worker_restarts"] == 2
+    page = h.read_text()
+    assert "primitives/mul[int16]" in page and "expected</th>" in page
+    # a failing tier that is declared optional does not fail the run
+    p = conformance("--plugin", BAD, "--device", "badk", "--tier", "primitives", "-k", "add[int16]", "--optional", "primitives")
+    assert p.returncode == 0, p.stdout[-2000:]
+
+
+def test_vendor_plugin_from_its_folder_passes(tmp_path):
+    j = tmp_path / "v.json"
+    p = conformance("--plugin", VENDOR, "--device", "simdev", "--tier", "runtime,primitives,random,autograd",
+                    "--json", str(j), env={"OARLOCK_PLUGINS": "cpu"})
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    rep = json.loads(j.read_text())
+    assert rep["metadata"]["properties"]["vendor"] == "Example Corp"
+    prim = {r["id"]: r["outcome"] for r in rep["results"] if r["tier"] == "primitives"}
+    assert prim["primitives/matmul[float32]"] == "passed"
+    assert prim["primitives/matmul[float16]"] == "not_supported"
+
+
+def test_unknown_device_and_tier_are_usage_errors():
+    p = conformance("--device", "nosuchdevice")
+    assert p.returncode == 2 and "nosuchdevice" in p.stderr
+    p = conformance("--device", "cpu", "--tier", "nosuchtier")
+    assert p.returncode == 2 and "unknown tier" in p.stderr
+
+
+@pytest.mark.slow
+def test_full_suite_on_cpu(tmp_path):
+    p = conformance("--device", "cpu", "--json", str(tmp_path / "all.json"))
+    assert p.returncode == 0, p.stdout[-3000:]
