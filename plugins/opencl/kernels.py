@@ -403,6 +403,9 @@ def _scatter(op: str) -> Callable[..., None]:
         if op == "scatter":
             k = dev.kernel("move", str(x.dtype.itemsize), "scatter")
         else:
+            if x.dtype.itemsize == 8 and not dev.has_int64_atomics:
+                raise KernelError(f"[scatter_add] {x.dtype} needs 64-bit atomics (cl_khr_int64_base_atomics), "
+                                  f"which device '{dev.name}' lacks; use a 4-byte dtype or another device")
             k = dev.kernel("math", _NAMES[x.dtype], "scatter_add")
         _launch(dev, q, k, n, y.buffer, y.eoff, index.buffer, index.eoff, src.buffer, src.eoff,
                 _i64(P), _i64(J), _i64(Q), _i64(A), dev.error_buffer)

@@ -360,7 +360,8 @@ __kernel void arange(__global T* y, long yo, ARANGE_T start, ARANGE_T step, long
 }
 
 // ---- scatter_add: y[p, idx[j], q] += src[p, j, q], atomically ----
-#if !IS_BOOL
+// 8-byte values need cl_khr_int64_base_atomics; without it the host reports the missing kernel.
+#if !IS_BOOL && (T_SIZE != 8 || HAS_I64_ATOMICS)
 inline void atomic_add_t(__global T* p, ACC v) {
 #if !IS_FLOAT && !IS_HALF && (T_SIZE == 4)
     atomic_add((volatile __global int*)p, (int)v);

@@ -83,7 +83,8 @@ def cast_source(has_fp64: bool) -> str:
 
 
 def source_and_options(dev: OpenCLDevice, family: str, key: str) -> tuple[str, list[str]]:
-    opts = [f"-DLS={dev.local_size}", f"-DHAS_FP64={int(dev.has_fp64)}"]
+    opts = [f"-DLS={dev.local_size}", f"-DHAS_FP64={int(dev.has_fp64)}",
+            f"-DHAS_I64_ATOMICS={int(dev.has_int64_atomics)}"]
     if family == "math":
         if key == "float64":
             require_fp64(dev)
