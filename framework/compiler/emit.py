@@ -217,6 +217,7 @@ class CEmitter(Emitter):
     """C99 for the host: OpenMP threads across rows, SIMD along the row."""
 
     language = "c"
+    PARALLEL_MIN = 1 << 18  #: elements below which a launch runs on the calling thread
 
     def prologue(self, prog: ir.Program) -> list[str]:
         return [
@@ -235,7 +236,10 @@ class CEmitter(Emitter):
     row_loop = True
 
     def row_begin(self, prog: ir.Program) -> tuple[list[str], list[str]]:
-        return ["#pragma omp parallel for schedule(static)", "for (int64_t r = 0; r < rows; ++r) {"], []
+        # NOTE: small launches stay on one thread: waking the team costs more than the work,
+        # and far more when other processes hold the cores.
+        return [f"#pragma omp parallel for schedule(static) if (rows * N > {self.PARALLEL_MIN})",
+                "for (int64_t r = 0; r < rows; ++r) {"], []
 
     def loop_begin(self, reductions: list[tuple[str, str]]) -> list[str]:
         clauses = "".join(f" reduction({'+' if k == 'sum' else k}:{acc})" for k, acc in reductions)

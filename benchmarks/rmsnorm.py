@@ -1,0 +1,225 @@
+"""RMSNorm (and softmax, layer_norm) forward: composed eager vs hand-fused vs generated kernels.
+
+Everything is measured side by side in one run: medians over ``--reps`` calls after a warm-up,
+with GB/s (bytes read + written once) and the fraction of the copy bandwidth measured in the
+same run (an OpenMP C copy built through the CPU plugin's compile access; numpy's
+single-threaded copy is shown too). On OpenCL the copy is the plugin's ``copy`` kernel.
+
+    python benchmarks/rmsnorm.py                      # cpu + opencl, (4096, 4096) and (64, 4096)
+    python benchmarks/rmsnorm.py --devices cpu --no-torch-compile --reps 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+import framework as fw
+import framework.nn.functional as F
+from framework import compiler
+
+EPS = 1e-6
+
+
+def median_ms(fn: Callable[[], Any], sync: Callable[[], None], reps: int, warmup: int = 2) -> float:
+    for _ in range(warmup):
+        fn()
+    sync()
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        sync()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+class compose_eager:
+    """``with compose_eager():`` runs composites as their decomposition (OARLOCK_COMPILE=0)."""
+
+    def __enter__(self) -> None:
+        self.old = os.environ.get("OARLOCK_COMPILE")
+        os.environ["OARLOCK_COMPILE"] = "0"
+
+    def __exit__(self, *exc: object) -> None:
+        if self.old is None:
+            os.environ.pop("OARLOCK_COMPILE", None)
+        else:
+            os.environ["OARLOCK_COMPILE"] = self.old
+
+
+def _hand_fused(on: bool) -> None:
+    """Register (or remove) the CPU plugin's hand-fused rms_norm kernel."""
+    from framework._src import dispatch
+    from framework._src.plugins import host
+    from plugins.cpu.fused import register_fused
+
+    reg = host().registry
+    if on:
+        register_fused(reg)
+    else:
+        for k in [k for k in reg.kernels if k[0] == "rms_norm" and k[1] == "cpu"]:
+            del reg.kernels[k]
+    dispatch.clear_kernel_cache()
+
+
+def c_copy_ms(xn: np.ndarray, reps: int) -> float:
+    src = """#include <stdint.h>
+void bench_copy(float* restrict y, const float* restrict x, int64_t n) {
+    #pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i];
+}
+"""
+    prog = compiler.compile_source(src, "bench_copy", "cpu")
+    comp = compiler.compiler_for(fw.Device("cpu"))
+    yn = np.empty_like(xn)
+    return median_ms(lambda: comp.launch(prog, [yn, xn, np.int64(xn.size)], (1,), None, None), lambda: None, reps)
+
+
+def rows_for(op: str, xn: np.ndarray, wn: np.ndarray, bn: np.ndarray, device: str) -> dict[str, Callable[[], Any]]:
+    x, w, b = (fw.to_tensor(a, device=device) for a in (xn, wn, bn))
+    n = xn.shape[-1]
+    fw_fn = {
+        "rms_norm": lambda: F.rms_norm(x, weight=w, epsilon=EPS),
+        "softmax": lambda: F.softmax(x),
+        "layer_norm": lambda: F.layer_norm(x, n, w, b, epsilon=EPS),
+    }[op]
+
+    def composed() -> Any:
+        with compose_eager():
+            return fw_fn()
+
+    out: dict[str, Callable[[], Any]] = {"oarlock composed eager": composed}
+    if op == "rms_norm" and device == "cpu":
+
+        def fused() -> Any:
+            _hand_fused(True)
+            try:
+                return fw_fn()
+            finally:
+                _hand_fused(False)
+
+        out["oarlock hand-fused (numpy)"] = fused
+    out["oarlock generated"] = fw_fn
+    return out
+
+
+def numpy_and_torch(op: str, xn: np.ndarray, wn: np.ndarray, bn: np.ndarray, torch_compile: bool) -> dict[str, Callable[[], Any]]:
+    def np_rms() -> Any:
+        return xn / np.sqrt((xn * xn).mean(-1, keepdims=True) + EPS) * wn
+
+    def np_softmax() -> Any:
+        e = np.exp(xn - xn.max(-1, keepdims=True))
+        return e / e.sum(-1, keepdims=True)
+
+    def np_ln() -> Any:
+        mu = xn.mean(-1, keepdims=True)
+        d = xn - mu
+        return d / np.sqrt((d * d).mean(-1, keepdims=True) + EPS) * wn + bn
+
+    out: dict[str, Callable[[], Any]] = {"numpy composed": {"rms_norm": np_rms, "softmax": np_softmax, "layer_norm": np_ln}[op]}
+    try:
+        import torch
+        import torch.nn.functional as TF
+    except ImportError:
+        return out
+    x, w, b = (torch.from_numpy(a) for a in (xn, wn, bn))
+    n = xn.shape[-1]
+
+    def t_rms(x: Any, w: Any) -> Any:
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + EPS) * w
+
+    def t_softmax(x: Any) -> Any:
+        e = torch.exp(x - x.amax(-1, keepdim=True))
+        return e / e.sum(-1, keepdim=True)
+
+    def t_ln(x: Any, w: Any, b: Any) -> Any:
+        mu = x.mean(-1, keepdim=True)
+        d = x - mu
+        return d * torch.rsqrt((d * d).mean(-1, keepdim=True) + EPS) * w + b
+
+    composed, lib, args = {
+        "rms_norm": (t_rms, lambda: TF.rms_norm(x, (n,), w, EPS), (x, w)),
+        "softmax": (t_softmax, lambda: torch.softmax(x, -1), (x,)),
+        "layer_norm": (t_ln, lambda: TF.layer_norm(x, (n,), w, b, EPS), (x, w, b)),
+    }[op]
+    out["torch eager composed"] = lambda: composed(*args)
+    out[{"rms_norm": "torch F.rms_norm", "softmax": "torch.softmax", "layer_norm": "torch F.layer_norm"}[op]] = lib
+    if torch_compile:
+        try:
+            cf = torch.compile(composed)
+            cf(*args)
+            out["torch.compile composed"] = lambda: cf(*args)
+        except Exception as exc:  # noqa: BLE001 — a benchmark row, not a requirement
+            print(f"  (torch.compile unavailable: {type(exc).__name__}: {exc})")
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--devices", default="cpu,opencl")
+    ap.add_argument("--ops", default="rms_norm,softmax,layer_norm")
+    ap.add_argument("--shapes", default="4096x4096,64x4096")
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--no-torch-compile", action="store_true")
+    args = ap.parse_args()
+    rng = np.random.default_rng(0)
+    try:
+        import torch
+
+        print(f"torch {torch.__version__}, threads {torch.get_num_threads()}")
+    except ImportError:
+        pass
+    print(f"cpu: {fw.get_device_properties('cpu').name}, {os.cpu_count()} cores")
+    for shape_s in args.shapes.split(","):
+        shape = tuple(int(s) for s in shape_s.split("x"))
+        xn = rng.standard_normal(shape, dtype=np.float32)
+        wn = rng.standard_normal(shape[-1], dtype=np.float32)
+        bn = rng.standard_normal(shape[-1], dtype=np.float32)
+        nbytes = 2 * xn.nbytes
+        for dev in args.devices.split(","):
+            try:
+                fw.to_tensor([0.0], device=dev)
+            except Exception as exc:  # noqa: BLE001
+                print(f"\n[{dev}] unavailable: {exc}")
+                continue
+            sync = (lambda d=dev: fw.synchronize(d))
+            if dev == "cpu":
+                copy_ms = c_copy_ms(xn, args.reps)
+                np_copy = median_ms(lambda a=xn, d=np.empty_like(xn): np.copyto(d, a), lambda: None, args.reps)
+                copy_note = f"OpenMP C copy {copy_ms:.2f} ms ({nbytes / copy_ms / 1e6:.1f} GB/s); numpy copy {np_copy:.2f} ms"
+            else:
+                from framework._src.ops.base import OPS, apply
+
+                xt = fw.to_tensor(xn, device=dev)
+                copy_ms = median_ms(lambda t=xt: apply(OPS["copy"], [t], {}), sync, args.reps)
+                copy_note = f"{dev} copy kernel {copy_ms:.2f} ms ({nbytes / copy_ms / 1e6:.1f} GB/s)"
+            copy_bw = nbytes / copy_ms / 1e6
+            for op in args.ops.split(","):
+                print(f"\n== {op} float32 {shape} on {dev} — {copy_note}")
+                print(f"  {'variant':<30} {'ms':>9} {'GB/s':>8} {'of copy':>8}")
+                rows = rows_for(op, xn, wn, bn, dev)
+                if dev == "cpu":
+                    rows.update(numpy_and_torch(op, xn, wn, bn, not args.no_torch_compile))
+                res = {}
+                for name, fn in rows.items():
+                    ms = median_ms(fn, sync, args.reps)
+                    res[name] = ms
+                    gbs = nbytes / ms / 1e6
+                    print(f"  {name:<30} {ms:9.2f} {gbs:8.1f} {gbs / copy_bw:8.0%}")
+                g = res["oarlock generated"]
+                line = f"  generated: {res['oarlock composed eager'] / g:.2f}x composed eager"
+                if "oarlock hand-fused (numpy)" in res:
+                    line += f", {res['oarlock hand-fused (numpy)'] / g:.2f}x hand-fused"
+                print(line)
+    print("\npaths:", fw.op_path_stats())
+
+
+if __name__ == "__main__":
+    main()
