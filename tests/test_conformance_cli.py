@@ -106,3 +106,17 @@ def test_unknown_device_and_tier_are_usage_errors():
 def test_full_suite_on_cpu(tmp_path):
     p = conformance("--device", "cpu", "--json", str(tmp_path / "all.json"))
     assert p.returncode == 0, p.stdout[-3000:]
+
+
+def test_cpu_fallbacks_are_reported_as_fallback(tmp_path):
+    j = tmp_path / "p.json"
+    partial = os.path.join(ROOT, "tests", "plugins_for_tests", "partial.py")
+    p = conformance("--plugin", partial, "--device", "partial", "--tier", "composites,primitives", "-k", "softmax[float32],exp[",
+                    "--json", str(j))
+    assert p.returncode == 0, p.stdout[-3000:]
+    rep = json.loads(j.read_text())
+    by = {r["id"]: r for r in rep["results"]}
+    soft = by["composites/softmax[float32]"]
+    assert soft["outcome"] == "fallback" and soft["fallbacks"] and all(k.endswith("@partial") for k in soft["fallbacks"])
+    assert by["primitives/exp[float64]"]["outcome"] == "not_supported"
+    assert rep["metadata"]["fallbacks"] and "CPU fallbacks:" in p.stdout
