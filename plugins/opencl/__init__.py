@@ -47,6 +47,9 @@ def oarlock_register(registry: Any) -> None:
     for op, dtypes, fn, broadcast in kernels.table():
         registry.add_kernel(op, "opencl", dtypes, fn, broadcast=broadcast)
     registry.add_compiler("opencl", _compiler)
+    from .communicator import register_communicator  # host-staged collectives (no pyopencl)
+
+    register_communicator(registry)
 
 
 @hookimpl

@@ -30,7 +30,7 @@ def test_registers_every_primitive():
     plugin.oarlock_register(reg)
     ops = {op for op, dev, _ in reg.kernels if dev == "opencl"}
     assert ops == set(PRIMITIVES)
-    assert "opencl" in reg.runtimes and "opencl" in reg.compilers
+    assert "opencl" in reg.runtimes and "opencl" in reg.compilers and "opencl" in reg.communicators
     f32 = np.dtype(np.float32)
     assert all((op, "opencl", f32) in reg.kernels for op in PRIMITIVES if op != "logical_not"
                and not op.startswith("logical"))
