@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from adapter_api import KernelError, OarlockError, OpArgumentError
+from adapter_api import KernelError, KernelNotFoundError, OarlockError, OpArgumentError
 
 if TYPE_CHECKING:
     from .runtime import CLView, OpenCLDevice
@@ -198,6 +198,9 @@ def cast(ctx, outs, ins, **_):
     if x.dtype == y.dtype:
         dev.copy(q, y.buffer, y.offset, x.buffer, x.offset, x.nbytes)
         return
+    if y.dtype not in _NAMES:
+        # Decline: the core falls back to the cpu plugin for targets this plugin cannot hold.
+        raise KernelNotFoundError(f"[opencl] cast to {y.dtype} is not supported on this plugin")
     k = dev.kernel("cast", "all", f"cast_{_NAMES[x.dtype]}_{_NAMES[y.dtype]}")
     _launch(dev, q, k, n, y.buffer, y.eoff, x.buffer, x.eoff, _i64(n))
 
