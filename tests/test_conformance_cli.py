@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -120,3 +121,15 @@ def test_cpu_fallbacks_are_reported_as_fallback(tmp_path):
     assert soft["outcome"] == "fallback" and soft["fallbacks"] and all(k.endswith("@partial") for k in soft["fallbacks"])
     assert by["primitives/exp[float64]"]["outcome"] == "not_supported"
     assert rep["metadata"]["fallbacks"] and "CPU fallbacks:" in p.stdout
+
+
+def test_pytest_plugin_gives_one_test_per_case():
+    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "conformance.pytest_plugin", "-p", "no:cacheprovider",
+                        "conformance/test_conformance_suite.py", "--conformance-plugin", BAD, "--conformance-device", "badk",
+                        "--conformance-tier", "primitives", "-k", "add or mul", "--conformance-timeout", "20"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 1, p.stdout[-3000:]
+    failed = sorted(re.match(r"FAILED \S+::test_conformance_case\[(.*)\]", ln).group(1)
+                    for ln in p.stdout.splitlines() if ln.startswith("FAILED"))
+    assert failed == ["primitives/add[int16]", "primitives/mul[int16]"], p.stdout[-3000:]
+    assert "SIGSEGV" in p.stdout and "expected: int16[] 19" in p.stdout
