@@ -50,7 +50,9 @@ _OPS = {
 
 
 def _op_name(op: Any) -> str:
-    name = _OPS.get(str(op).lower().rsplit(".", 1)[-1])
+    name = _OPS.get(op) if isinstance(op, str) else None
+    if name is None:
+        name = _OPS.get(str(op).lower().rsplit(".", 1)[-1])
     if name is None:
         raise OpArgumentError(
             f"[distributed] unknown reduce op {op!r}; use ReduceOp.SUM, AVG, MAX, MIN or PROD"

@@ -49,6 +49,15 @@ def _on_peer_failure(signum: int, frame: Any) -> None:
     _STATE["peer_failed"] = time.monotonic()
 
 
+def _ignore_peer_failure_at_exit() -> None:
+    # NOTE: Python restores SIG_DFL for its handlers before mpi4py's MPI_Finalize runs; a
+    # SIGUSR1 from MPICH while finalizing (a peer that left first) would then kill this rank.
+    try:
+        signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+    except (ValueError, OSError):
+        pass
+
+
 def _exit_after_fault() -> None:
     if _STATE["broken"]:
         # NOTE: MPI_Finalize would wait for the dead rank forever: leave without it.
@@ -57,6 +66,21 @@ def _exit_after_fault() -> None:
                 f.flush()
             except Exception:  # noqa: BLE001
                 pass
+        os._exit(1)
+
+
+def _abort_on_uncaught(kind: Any, value: Any, tb: Any) -> None:
+    """An uncaught exception on one rank ends the whole job (the others would wait for it)."""
+    sys.__excepthook__(kind, value, tb)
+    try:
+        from mpi4py import MPI
+
+        rank = MPI.COMM_WORLD.Get_rank()
+        print(f"[distributed] rank {rank} raised {kind.__name__}; aborting every rank of the job", file=sys.stderr)
+        sys.stderr.flush()
+        sys.stdout.flush()
+        MPI.COMM_WORLD.Abort(1)
+    except Exception:  # noqa: BLE001
         os._exit(1)
 
 
@@ -100,9 +124,12 @@ class MPICommunicator(Communicator):
             try:
                 if signal.getsignal(signal.SIGUSR1) in (signal.SIG_DFL, None):
                     signal.signal(signal.SIGUSR1, _on_peer_failure)
+                    atexit.register(_ignore_peer_failure_at_exit)
             except (ValueError, OSError):
                 pass
         w = MPI.COMM_WORLD
+        if w.Get_size() > 1 and sys.excepthook is sys.__excepthook__:
+            sys.excepthook = _abort_on_uncaught
         return w.Get_rank(), w.Get_size()
 
     def __init__(
@@ -127,6 +154,7 @@ class MPICommunicator(Communicator):
                 f"the caller said rank {rank} of {size}; start every process with the same mpiexec"
             )
         self._types = _types(MPI)
+        self._dtypes: dict[np.dtype, tuple[Any, Any, str]] = {}
         self._ops = {"sum": MPI.SUM, "avg": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN, "prod": MPI.PROD}
         self._bool_ops = {"sum": MPI.MAX, "max": MPI.MAX, "min": MPI.MIN, "prod": MPI.MIN}
         self.world_ranks = list(_world_ranks) if _world_ranks is not None else list(range(size))
@@ -186,21 +214,31 @@ class MPICommunicator(Communicator):
         return comm
 
     # -- helpers ------------------------------------------------------------------------
+    def _info(self, dtype: np.dtype) -> tuple[Any, Any, str]:
+        """(MPI type, dtype to view the buffer as or None, "half" | "bool" | ""), cached."""
+        info = self._dtypes.get(dtype)
+        if info is None:
+            name = dtype.name
+            t = self._types.get(name)
+            if t is None:
+                raise CommunicationError(
+                    f"[cpu] collectives do not support {name}; cast the tensor to float32 or int64 first"
+                )
+            kind = "half" if name in _HALF else "bool" if name == "bool" else ""
+            view = np.dtype(np.uint16) if kind == "half" else np.dtype(np.uint8) if kind == "bool" else None
+            info = self._dtypes[dtype] = (t, view, kind)
+        return info
+
     def _buf(self, a: Any) -> list[Any]:
-        name = a.dtype.name
-        t = self._types.get(name)
-        if t is None:
-            raise CommunicationError(
-                f"[cpu] collectives do not support {name}; cast the tensor to float32 or int64 first"
-            )
-        if name in _HALF or name == "bool":
-            a = a.view(np.uint16 if name in _HALF else np.uint8)
+        t, view, _ = self._info(a.dtype)
+        if view is not None:
+            a = a.view(view)
         return [a.reshape(-1), t]
 
     def _op(self, op: str, dtype: np.dtype) -> Any:
         if op not in REDUCE_OPS:
             raise CommunicationError(f"[cpu] reduce op {op!r} is unknown; use one of {', '.join(REDUCE_OPS)}")
-        if dtype.name == "bool":
+        if self._info(dtype)[2] == "bool":
             if op == "avg":
                 raise CommunicationError("[cpu] avg of bool tensors is undefined; cast to float32 first")
             return self._bool_ops[op]
@@ -208,6 +246,8 @@ class MPICommunicator(Communicator):
 
     @staticmethod
     def _same(a: np.ndarray, b: np.ndarray) -> bool:
+        if a is b:
+            return True
         return a.__array_interface__["data"][0] == b.__array_interface__["data"][0] and a.nbytes == b.nbytes
 
     def _sync(self, stream: Any) -> None:
@@ -220,7 +260,7 @@ class MPICommunicator(Communicator):
         else:
             np.floor_divide(a, self.size, out=a)
 
-    def _run(self, what: str, post: Any, peers: list[int] | None = None) -> None:
+    def _run(self, what: Any, post: Any, peers: list[int] | None = None) -> None:
         """Post a nonblocking MPI call and poll it until done or the deadline."""
         MPI = self._MPI
         collective = peers is None
@@ -278,7 +318,8 @@ class MPICommunicator(Communicator):
         w = self.world_ranks[rank]
         return str(rank) if w == rank else f"{rank} (world rank {w})"
 
-    def _timeout(self, what: str, waited: float, peers: list[int] | None, died: bool) -> CommunicationError:
+    def _timeout(self, what: Any, waited: float, peers: list[int] | None, died: bool) -> CommunicationError:
+        what = what() if callable(what) else what
         _STATE["broken"] = True
         atexit.register(_exit_after_fault)
         if peers is None:
@@ -302,7 +343,8 @@ class MPICommunicator(Communicator):
             f"group is now unusable"
         )
 
-    def _mpi_error(self, what: str, exc: Exception) -> CommunicationError:
+    def _mpi_error(self, what: Any, exc: Exception) -> CommunicationError:
+        what = what() if callable(what) else what
         _STATE["broken"] = True
         atexit.register(_exit_after_fault)
         return CommunicationError(
@@ -314,9 +356,9 @@ class MPICommunicator(Communicator):
     # -- collectives --------------------------------------------------------------------
     def all_reduce(self, send: Any, recv: Any, op: str, stream: Any) -> None:
         self._sync(stream)
-        what = f"all_reduce({op}) of {send.size} {send.dtype.name} elements"
+        what = lambda: f"all_reduce({op}) of {send.size} {send.dtype.name} elements"
         mop = self._op(op, send.dtype)
-        if send.dtype.name in _HALF:
+        if self._info(send.dtype)[2] == "half":
             tmp = send.astype(np.float32).reshape(-1)
             self._run(what, lambda: self._comm.Iallreduce(self._MPI.IN_PLACE, [tmp, self._MPI.FLOAT], mop))
             if op == "avg":
@@ -332,10 +374,10 @@ class MPICommunicator(Communicator):
 
     def reduce(self, send: Any, recv: Any, op: str, root: int, stream: Any) -> None:
         self._sync(stream)
-        what = f"reduce({op}) of {send.size} {send.dtype.name} elements to rank {root}"
+        what = lambda: f"reduce({op}) of {send.size} {send.dtype.name} elements to rank {root}"
         mop = self._op(op, send.dtype)
         root_ = self.rank == root
-        if send.dtype.name in _HALF:
+        if self._info(send.dtype)[2] == "half":
             tmp = send.astype(np.float32).reshape(-1)
             self._run(
                 what,
@@ -360,13 +402,13 @@ class MPICommunicator(Communicator):
 
     def broadcast(self, buf: Any, root: int, stream: Any) -> None:
         self._sync(stream)
-        what = f"broadcast of {buf.size} {buf.dtype.name} elements from rank {root}"
+        what = lambda: f"broadcast of {buf.size} {buf.dtype.name} elements from rank {root}"
         self._run(what, lambda: self._comm.Ibcast(self._buf(buf), root))
 
     def all_gather(self, send: Any, recv: Any, stream: Any) -> None:
         self._sync(stream)
         self._check("all_gather", recv.size, send.size * self.size)
-        what = f"all_gather of {send.size} {send.dtype.name} elements"
+        what = lambda: f"all_gather of {send.size} {send.dtype.name} elements"
         if (
             self._same(send, recv.reshape(-1)[self.rank * send.size : (self.rank + 1) * send.size])
             and send.size
@@ -378,9 +420,9 @@ class MPICommunicator(Communicator):
     def reduce_scatter(self, send: Any, recv: Any, op: str, stream: Any) -> None:
         self._sync(stream)
         self._check("reduce_scatter", send.size, recv.size * self.size)
-        what = f"reduce_scatter({op}) of {send.size} {send.dtype.name} elements"
+        what = lambda: f"reduce_scatter({op}) of {send.size} {send.dtype.name} elements"
         mop = self._op(op, send.dtype)
-        if send.dtype.name in _HALF:
+        if self._info(send.dtype)[2] == "half":
             tmp = send.astype(np.float32).reshape(-1)
             out = np.empty(recv.size, np.float32)
             self._run(
@@ -406,17 +448,17 @@ class MPICommunicator(Communicator):
             )
         if np.shares_memory(send, recv):
             send = send.copy()
-        what = f"all_to_all of {send.size} {send.dtype.name} elements"
+        what = lambda: f"all_to_all of {send.size} {send.dtype.name} elements"
         self._run(what, lambda: self._comm.Ialltoall(self._buf(send), self._buf(recv)))
 
     def send(self, buf: Any, peer: int, stream: Any) -> None:
         self._sync(stream)
-        what = f"send of {buf.size} {buf.dtype.name} elements to rank {self._who(peer)}"
+        what = lambda: f"send of {buf.size} {buf.dtype.name} elements to rank {self._who(peer)}"
         self._run(what, lambda: self._comm.Isend(self._buf(buf), peer, 0), peers=[peer])
 
     def recv(self, buf: Any, peer: int, stream: Any) -> None:
         self._sync(stream)
-        what = f"recv of {buf.size} {buf.dtype.name} elements from rank {self._who(peer)}"
+        what = lambda: f"recv of {buf.size} {buf.dtype.name} elements from rank {self._who(peer)}"
         self._run(what, lambda: self._comm.Irecv(self._buf(buf), peer, 0), peers=[peer])
 
     def barrier(self) -> None:
