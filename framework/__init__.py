@@ -190,9 +190,8 @@ from ._src.random import (
 from ._src.tensor import Tensor, from_dlpack, to_tensor
 
 # isort: split
-from . import nn, optim  # layers, functional, initializers, optimizers
+from . import distributed, nn, optim  # layers, functional, initializers, optimizers; collectives
 from ._src.io import CheckpointError, load, save
-from . import distributed  # process groups, collectives, data parallel (framework.distributed)
 from .distributed import DataParallel
 
 __version__ = "0.1.0"
