@@ -24,7 +24,7 @@ LABEL = {"passed": "passed", "fallback": "fallback", "not_supported": "not suppo
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#1d232a;background:#fff}
-h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #e3e6ea;padding-bottom:4px}
+h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:20px 0 8px;border-bottom:1px solid #e3e6ea;padding-bottom:4px}
 .sub{color:#5a6470} table{border-collapse:collapse} td,th{padding:3px 8px;border:1px solid #e3e6ea;text-align:left}
 th{background:#f5f7f9;font-weight:600} .num{text-align:right;font-variant-numeric:tabular-nums}
 .badge{display:inline-block;padding:2px 10px;border-radius:10px;color:#fff;font-weight:600}
@@ -35,7 +35,7 @@ th{background:#f5f7f9;font-weight:600} .num{text-align:right;font-variant-numeri
 .fail{border-left:4px solid #d9363e;padding:6px 10px;margin:8px 0;background:#fdf4f4}
 .fail code{font-size:12px} pre{white-space:pre-wrap;margin:4px 0;font-size:12px;font-family:ui-monospace,Menlo,monospace}
 .grid{display:flex;flex-wrap:wrap;gap:16px} .card{border:1px solid #e3e6ea;border-radius:6px;padding:8px}
-.meta td:first-child{color:#5a6470}
+.meta td:first-child{color:#5a6470;white-space:nowrap} .meta td{max-width:380px;font-size:13px} .grid>div{flex:0 1 auto}
 """
 
 
@@ -136,8 +136,9 @@ def render(report: dict[str, Any]) -> str:
             ("compile access / collectives", f"{meta.get('has_compiler', False)} / {meta.get('has_communicator', False)}"),
             ("CPU fallbacks", ", ".join(f"{k} x{v}" for k, v in sorted((meta.get("fallbacks") or {}).items())) or "none"),
             ("oarlock", meta.get("oarlock_version", ""))]
-    out.append("<h2>Plugin</h2><table class='meta'>" + "".join(f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>" for k, v in rows) + "</table>")
-    out.append("<h2>Tiers</h2><table><tr><th>tier</th><th>passed</th><th>failed</th><th>not supported</th><th>fallback</th>"
+    out.append("<div class='grid'><div><h2>Plugin</h2><table class='meta'>" + "".join(
+        f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>" for k, v in rows) + "</table></div>")
+    out.append("<div><h2>Tiers</h2><table><tr><th>tier</th><th>passed</th><th>failed</th><th>not supported</th><th>fallback</th>"
                "<th>skipped</th><th>status</th></tr>")
     for tier, c in report["tiers"].items():
         st = "FAIL" if c["failed"] else "ok"
@@ -147,19 +148,9 @@ def render(report: dict[str, Any]) -> str:
                    ("passed", "failed", "not_supported", "fallback", "skipped")) +
                    f"<td><span class='badge' style='background:{colour}'>{st}</span>{opt}</td></tr>")
     for tier, why in report.get("unavailable_tiers", {}).items():
-        out.append(f"<tr><td>{_e(tier)}</td><td colspan='5' class='sub'>not run</td><td class='sub'>{_e(why)}</td></tr>")
+        out.append(f"<tr><td>{_e(tier)}</td><td colspan='6' class='sub' style='max-width:420px'>not run: {_e(why)}</td></tr>")
     out.append("</table>")
-    out.append("<p class='legend'>" + "".join(f"<span><i style='background:{c}'></i>{LABEL[k]}</span>" for k, c in COLOURS.items()) + "</p>")
-    for tier in ("primitives", "autograd", "composites"):
-        out.append(_matrix(results, tier))
-    curves = [r for r in results if r.get("data", {}).get("loss")]
-    if curves:
-        out.append("<h2>Model regression: loss per step against the golden curve</h2><div class='grid'>")
-        for r in curves:
-            d = r["data"]
-            out.append(_curve_svg(f"{r['id']} ({LABEL.get(r['outcome'], r['outcome'])})", d["loss"], d.get("golden"),
-                                  d.get("rtol", 0.0), d.get("atol", 0.0)))
-        out.append("</div>")
+    out.append("<p class='legend'>" + "".join(f"<span><i style='background:{c}'></i>{LABEL[k]}</span>" for k, c in COLOURS.items()) + "</p></div></div>")
     fails = [r for r in results if r["outcome"] == "failed"]
     out.append(f"<h2>Failures ({len(fails)})</h2>")
     if not fails:
@@ -170,6 +161,18 @@ def render(report: dict[str, Any]) -> str:
             out.append(f"<table><tr><th>expected</th><td><pre>{_e(r['expected'])}</pre></td></tr>"
                        f"<tr><th>got</th><td><pre>{_e(r['got'])}</pre></td></tr></table>")
         out.append("</div>")
+    curves = [r for r in results if r.get("data", {}).get("loss")]
+    if curves:
+        out.append("<h2>Model regression: loss per step against the golden curve</h2><div class='grid'>")
+        for r in curves:
+            d = r["data"]
+            out.append(_curve_svg(f"{r['id']} ({LABEL.get(r['outcome'], r['outcome'])})", d["loss"], d.get("golden"),
+                                  d.get("rtol", 0.0), d.get("atol", 0.0)))
+        out.append("</div>")
+    out.append("<div class='grid'>")
+    for tier in ("primitives", "autograd", "composites", "compile"):
+        out.append(f"<div>{_matrix(results, tier)}</div>")
+    out.append("</div>")
     out.append("<h2>Every case</h2><details><summary>show all</summary><table><tr><th>case</th><th>outcome</th>"
                "<th>seconds</th><th>note</th></tr>")
     for r in results:
