@@ -22,12 +22,20 @@ def main(name: str, description: str, argv: list[str] | None = None) -> float:
     p.add_argument("--steps", type=int, default=default_steps, help=f"training steps (default {default_steps})")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--data-parallel", action="store_true", help="split each batch over the ranks of `oarlock launch -n N` (examples/data_parallel.py)")
     args = p.parse_args(argv)
+    quiet = False
+    if args.data_parallel:  # every rank trains its share; rank 0 reports
+        import framework.distributed as dist
+        from examples.data_parallel import train_steps_data_parallel as train_steps  # noqa: F811
+
+        dist.init_parallel_env()
+        quiet = dist.get_rank() != 0
 
     from tqdm import tqdm
 
     fw.reset_fallback_stats()
-    bar = tqdm(total=args.steps, desc=f"{name} on {args.device}", disable=args.no_progress, file=sys.stderr)
+    bar = tqdm(total=args.steps, desc=f"{name} on {args.device}", disable=args.no_progress or quiet, file=sys.stderr)
 
     def on_step(step: int, loss: float) -> None:
         bar.update(1)
@@ -42,6 +50,8 @@ def main(name: str, description: str, argv: list[str] | None = None) -> float:
     verdict = ""
     if args.steps >= default_steps:
         verdict = f" (target < {target} at {default_steps} steps: {'reached' if final < target else 'NOT reached'})"
+    if quiet:
+        return final
     print(f"first loss {losses[0]:.4f}")
     print(
         f"{name}: final loss {final:.4f} (mean of the last {len(tail)} steps) after {args.steps} steps in "

@@ -93,10 +93,7 @@ def test_opencl_plugin_registers_its_communicator() -> None:
         pytest.skip("no OpenCL device")
     from framework._src.plugins import host
 
-    if "opencl" not in host().registry.communicators:
-        pytest.xfail(
-            "plugins/opencl/__init__.py does not call communicator.register_communicator(registry) yet"
-        )
+    assert "opencl" in host().registry.communicators, "plugins/opencl registers no communicator"
     assert host().registry.communicators["opencl"][1].__name__ == "OpenCLCommunicator"
 
 
@@ -244,3 +241,46 @@ def test_launch_finds_the_mpich_wheel_mpiexec(monkeypatch: pytest.MonkeyPatch) -
         return
     path = launch.find_mpiexec()
     assert os.access(path, os.X_OK) and os.path.basename(path).startswith("mpiexec")
+
+
+@needs_mpi
+@pytest.mark.mpi
+@pytest.mark.slow
+def test_tiny_llama_data_parallel_matches_one_process() -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from examples.models import train_steps
+
+    steps = 4
+    proc, out = _launch("dp_llama.py", 2, str(steps), "cpu")
+    path = os.path.join(out, "llama.json")
+    assert os.path.exists(path), proc.stdout[-3000:]
+    got = json.load(open(path))
+    assert got["nranks"] == 2
+    want = train_steps("tiny_llama", steps, seed=0, device="cpu")
+    np.testing.assert_allclose(got["losses"], want, rtol=2e-5, atol=2e-5)
+
+
+@needs_mpi
+@pytest.mark.mpi
+def test_oarlock_launch_runs_the_example_data_parallel() -> None:
+    root = Path(__file__).resolve().parents[1]
+    proc = launch.run(
+        [
+            str(root / "examples" / "train_tiny_llama.py"),
+            "--device",
+            "cpu",
+            "--data-parallel",
+            "--steps",
+            "2",
+            "--no-progress",
+        ],
+        2,
+        timeout=240,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert proc.stdout.count("tiny_llama: final loss") == 1, proc.stdout[-3000:]  # rank 0 reports
+    sys.path.insert(0, str(root))
+    from examples.models import train_steps
+
+    first = train_steps("tiny_llama", 1, seed=0, device="cpu")[0]  # one process, same global batch
+    assert f"first loss {first:.4f}" in proc.stdout, proc.stdout[-3000:]
