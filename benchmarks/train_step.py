@@ -1,7 +1,7 @@
 """Training-step benchmark on the CPU plugin, side by side with torch eager (when importable)
 in one run: median milliseconds per step and the ratio.
 
-    python benchmarks/train_step.py [--repeats 30] [--device cpu]
+    python benchmarks/train_step.py [--repeats 30] [--device cpu] [--threads N]
 
 - MLP 784-1024-1024-10, batch 128, SGD, float32: forward, cross-entropy, backward, step.
 - One Llama block (dim 256, 4 heads, seq 128, batch 8, SwiGLU hidden 688): forward + backward.
@@ -15,7 +15,11 @@ import statistics
 import sys
 import time
 
-import numpy as np
+if "--threads" in sys.argv:  # must be set before numpy/torch load their BLAS
+    _n = sys.argv[sys.argv.index("--threads") + 1]
+    os.environ.update(OPENBLAS_NUM_THREADS=_n, OMP_NUM_THREADS=_n, MKL_NUM_THREADS=_n)
+
+import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -27,15 +31,18 @@ B_MLP, DIMS = 128, (784, 1024, 1024, 10)
 B, S, D, H, HID = 8, 128, 256, 4, 688
 
 
-def timed(fn, repeats: int, warmup: int = 3) -> float:
+def timed(fn, repeats: int, warmup: int = 3) -> tuple[float, float]:
+    """Median wall-clock ms and median process CPU ms per call (CPU time is steadier on a
+    loaded machine; with one BLAS thread it is the work done)."""
     for _ in range(warmup):
         fn()
-    ts = []
+    wall, cpu = [], []
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         fn()
-        ts.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(ts)
+        wall.append((time.perf_counter() - t0) * 1e3)
+        cpu.append((time.process_time() - c0) * 1e3)
+    return statistics.median(wall), statistics.median(cpu)
 
 
 # -- oarlock --------------------------------------------------------------------------------
@@ -121,7 +128,7 @@ def torch_llama():
     emb = torch.cat([fr, fr], -1)
     cos, sin = emb.cos().float(), emb.sin().float()
     x = torch.from_numpy(np.random.default_rng(0).standard_normal((B, S, D)).astype(np.float32))
-    params = [*qkv.parameters(), *proj.parameters(), *gate.parameters(), *up.parameters(), *down.parameters(), w1, w2]
+    params = [p for m in (qkv, proj, gate, up, down) for p in m.parameters()] + [w1, w2]
 
     def rms(t, w):
         return t * torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + 1e-6) * w
@@ -148,33 +155,35 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=30)
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--threads", type=int, default=None, help="BLAS/torch threads for both (default: their own)")
     args = ap.parse_args()
     try:
         import torch
 
+        if args.threads:
+            torch.set_num_threads(args.threads)
         torch_ok = True
         threads = torch.get_num_threads()
     except ImportError:
         torch_ok, threads = False, 0
     print(f"oarlock on {args.device}; torch {'eager, ' + str(threads) + ' threads' if torch_ok else 'not installed'}; "
           f"median of {args.repeats} steps; OARLOCK_COMPILE={os.environ.get('OARLOCK_COMPILE', '1')}")
-    print(f"{'benchmark':<40}{'oarlock ms':>12}{'torch ms':>12}{'ratio':>8}")
+    print(f"{'benchmark':<38}{'oarlock ms':>11}{'torch ms':>10}{'ratio':>7}{'oarlock cpu ms':>16}{'torch cpu ms':>14}{'cpu ratio':>10}")
     for name, ours, theirs in (
         ("MLP 784-1024-1024-10 b128 SGD step", oarlock_mlp, torch_mlp),
         ("Llama block d256 h4 s128 b8 fwd+bwd", oarlock_llama, torch_llama),
     ):
         o_fn = ours(args.device)
         t_fn = theirs() if torch_ok else None
-        o_times, t_times = [], []
+        o_runs, t_runs = [], []
         # interleave the two so both see the same machine load
         for _ in range(3):
-            o_times.append(timed(o_fn, max(1, args.repeats // 3)))
+            o_runs.append(timed(o_fn, max(1, args.repeats // 3)))
             if t_fn is not None:
-                t_times.append(timed(t_fn, max(1, args.repeats // 3)))
-        o = statistics.median(o_times)
-        t = statistics.median(t_times) if t_times else float("nan")
-        print(f"{name:<40}{o:>12.2f}{t:>12.2f}{o / t:>8.2f}")
-
+                t_runs.append(timed(t_fn, max(1, args.repeats // 3)))
+        ow, oc = (statistics.median(r[i] for r in o_runs) for i in (0, 1))
+        tw, tc = (statistics.median(r[i] for r in t_runs) for i in (0, 1)) if t_runs else (float("nan"), float("nan"))
+        print(f"{name:<38}{ow:>11.2f}{tw:>10.2f}{ow / tw:>7.2f}{oc:>16.2f}{tc:>14.2f}{oc / tc:>10.2f}")
 
 if __name__ == "__main__":
     main()

@@ -127,6 +127,15 @@ def call(op: OpDef, ins: list[Tensor], attrs: dict[str, Any]) -> Any:
                     return _finish(outs)
     PATHS[(op.name, dev.type)]["decomposed"] += 1
     assert op.decomposition is not None
+    if op.grad is not _grad_by_decomposition and TRACER[0] is None and autograd._ENABLED[0] and any(not t.stop_gradient for t in ins):
+        # An explicit gradient rule is cheaper than the tape of the decomposition: run the
+        # decomposition untaped and record the composite as one node.
+        with autograd.no_grad():
+            out = op.decomposition(*ins, **attrs)
+        outs = [out] if isinstance(out, Tensor) else list(out)
+        if not any(o is t for o in outs for t in ins):  # an input passed through keeps its own graph
+            autograd.record(op, ins, attrs, outs)
+            return out
     return op.decomposition(*ins, **attrs)
 
 

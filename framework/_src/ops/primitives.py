@@ -242,8 +242,9 @@ for _name in ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or"):
 def _g_where(n, g):
     c, x, y = n.inputs
     M = _m_()
-    z = M.zeros_like(g[0])
-    return [None, sum_to(M.where(c, g[0], z), x.shape), sum_to(M.where(c, z, g[0]), y.shape)]
+    gx = sum_to(M.where(c, g[0], 0.0), x.shape) if not x.stop_gradient else None
+    gy = sum_to(M.where(c, 0.0, g[0]), y.shape) if not y.stop_gradient else None
+    return [None, gx, gy]
 
 
 primitive("where", _where_infer, _g_where, elementwise=True)
@@ -295,10 +296,24 @@ primitive("argmin", _arg_infer, None)
 
 # linear algebra ----------------------------------------------------------------------------
 def _g_matmul(n, g):
+    """ga = g b^T, gb = a^T g. Kernels take no transposed operands, so each rule copies one
+    operand transposed; when that copy is bigger than transposing the small ones, compute
+    ga = (b g^T)^T (or gb = (g^T a)^T) instead: same values, fewer bytes moved."""
     a, b = n.inputs
     M = _m_()
-    ga = M.matmul(g[0], b, transpose_y=True) if not a.stop_gradient else None
-    gb = M.matmul(a, g[0], transpose_x=True) if not b.stop_gradient else None
+    go = g[0]
+    m, k, nn = a.shape[-2], a.shape[-1], b.shape[-1]
+    ga = gb = None
+    if not a.stop_gradient:
+        if m * (nn + k) < k * nn:
+            ga = M.matmul(b, go, transpose_y=True).swapaxes(-1, -2)
+        else:
+            ga = M.matmul(go, b, transpose_y=True)
+    if not b.stop_gradient:
+        if nn * (m + k) < m * k:
+            gb = M.matmul(go, a, transpose_x=True).swapaxes(-1, -2)
+        else:
+            gb = M.matmul(a, go, transpose_x=True)
     return [ga, gb]
 
 

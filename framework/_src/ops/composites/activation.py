@@ -25,13 +25,25 @@ def gelu_decomposition(x: Tensor, approximate: bool) -> Tensor:
     return x * 0.5 * (M.erf(x * _SQRT1_2) + 1.0)
 
 
-@composite("silu", infer=same_meta)
+def _silu_grad(node: Any, gouts: list) -> list:
+    """d/dx x s(x) = s (1 + x (1 - s))."""
+    x = node.inputs[0]
+    s = (M.tanh(x * 0.5) + 1.0) * 0.5
+    return [gouts[0] * (s * (x * (1.0 - s) + 1.0))]
+
+
+def _sigmoid_grad(node: Any, gouts: list) -> list:
+    y = node.out()
+    return [gouts[0] * (y * (1.0 - y))]
+
+
+@composite("silu", infer=same_meta, grad=_silu_grad)
 def silu_decomposition(x: Tensor) -> Tensor:
     """x * sigmoid(x), with sigmoid(x) = 0.5 (tanh(x / 2) + 1) (no overflow)."""
     return x * ((M.tanh(x * 0.5) + 1.0) * 0.5)
 
 
-@composite("sigmoid", infer=same_meta)
+@composite("sigmoid", infer=same_meta, grad=_sigmoid_grad)
 def sigmoid_decomposition(x: Tensor) -> Tensor:
     """0.5 (tanh(x / 2) + 1): equal to 1 / (1 + exp(-x)) and never overflows."""
     return (M.tanh(x * 0.5) + 1.0) * 0.5

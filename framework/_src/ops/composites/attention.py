@@ -5,10 +5,12 @@ from __future__ import annotations
 import math as _m
 from typing import Any
 
+import numpy as np
+
 from adapter_api import OpArgumentError
 
 from ... import dtypes as _dt
-from ...tensor import Tensor
+from ...tensor import Tensor, to_tensor
 from .. import creation as C
 from .. import math as M
 from .. import shape as S
@@ -98,14 +100,34 @@ def rotary_cos_sin(seq_len: int, head_dim: int, base: float = 10000.0, dtype: An
     return M.cast(M.cos(emb), d), M.cast(M.sin(emb), d)
 
 
+_ROT: dict[tuple[int, Any, Any], Tensor] = {}
+
+
+def _rotate_half_matrix(d: int, dtype: Any, device: Any) -> Tensor:
+    """R with x @ R = concat(-x[..., d/2:], x[..., :d/2]) (entries 0 and +-1)."""
+    key = (d, dtype, device)
+    r = _ROT.get(key)
+    if r is None:
+        h = d // 2
+        m = np.zeros((d, d), dtype=dtype)
+        m[np.arange(h) + h, np.arange(h)] = -1
+        m[np.arange(h), np.arange(h) + h] = 1
+        r = _ROT[key] = to_tensor(m, device=device)
+    return r
+
+
 def rotary_embedding(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
     """x * cos + rotate_half(x) * sin, rotate_half(x) = concat(-x2, x1) over the last dim
     (the GPT-NeoX / Llama form). ``cos``/``sin`` broadcast to ``x`` (e.g. (seq, dim) for
-    (batch, heads, seq, dim) inputs)."""
+    (batch, heads, seq, dim) inputs).
+
+    NOTE: rotate_half is one matmul with a signed permutation matrix (cheaper forward and
+    backward than slicing and concatenating); an infinite input therefore gives NaN in
+    its whole row rather than +-inf in one place.
+    """
     x = float_arg("rotary_embedding", x)
     d = x.shape[-1]
     if d % 2:
         raise OpArgumentError(f"[rotary_embedding] the last dim must be even, got shape {x.shape}")
-    x1, x2 = S.split(x, 2, axis=-1)
-    rot = S.concat([-x2, x1], axis=-1)
+    rot = M.matmul(x.reshape((-1, d)), _rotate_half_matrix(d, x.dtype, x.device)).reshape(x.shape)
     return x * cos.astype(x.dtype) + rot * sin.astype(x.dtype)

@@ -6,7 +6,6 @@ shape the compiler fuses.
 
 from __future__ import annotations
 
-import math as _m
 from typing import Any
 
 from adapter_api import OpArgumentError
@@ -169,5 +168,3 @@ def layer_norm(
     attrs = {"epsilon": float(epsilon), "has_weight": w is not None, "has_bias": b is not None}
     return call(OPS["layer_norm"], ins, attrs).reshape(x.shape)
 
-
-_ = _m
