@@ -30,7 +30,8 @@ import numpy as np
 from adapter_api import REDUCE_OPS, CommunicationError, Communicator
 
 _ANNOUNCE_AFTER = 0.5  # seconds waited before a rank tells its peers it is waiting
-_GRACE = 2.0  # seconds still waited after MPICH reports a dead process
+_GRACE = 2.0
+_SPIN = 0.005  # seconds a wait polls MPI without yielding the core  # seconds still waited after MPICH reports a dead process
 _TAG_WAITING = 7
 _STATE: dict[str, Any] = {"peer_failed": None, "broken": False}
 
@@ -282,9 +283,11 @@ class MPICommunicator(Communicator):
                         return
                 now = time.monotonic()
                 waited = now - t0
-                # NOTE: yielding (not sleeping) keeps MPI progressing large messages at full
-                # speed; only long waits sleep, so waiting ranks leave the cores to others.
-                time.sleep(0 if waited < 1.0 else 0.001)
+                # NOTE: MPI progresses only inside Test: spin for the first milliseconds (as a
+                # blocking MPI call would), then yield, and sleep only in long waits, so that
+                # waiting ranks leave the cores to the others.
+                if waited > _SPIN:
+                    time.sleep(0 if waited < 1.0 else 0.001)
                 if collective and not announced and waited > _ANNOUNCE_AFTER:
                     self._announce()
                     announced = True
