@@ -48,7 +48,7 @@ def _env(ctx: Any, dtype: np.dtype) -> tuple[OpenCLDevice, Any]:
 
 def _launch(dev: OpenCLDevice, q: Any, kernel: Any, n: int, *args: Any) -> None:
     ls = dev.local_size
-    kernel(q, (-(-n // ls) * ls,), (ls,), *args)
+    dev.launch(q, kernel, (-(-n // ls) * ls,), (ls,), *args)
 
 
 def _strides(shape: Sequence[int]) -> list[int]:
@@ -232,13 +232,13 @@ def _reduce_rows(dev, q, op, y, yo, xbuf, xo, dtype, A, R):
     if A < target and _NAMES[dtype] != "float16" and R > 4 * ls:
         nchunks = min(-(-R // (4 * ls)), -(-target // A))
     if nchunks == 1:
-        k(q, (A * ls,), (ls,), y.buffer, _i64(yo), xbuf, _i64(xo), _i64(R), _i64(R), _i64(1))
+        dev.launch(q, k, (A * ls,), (ls,), y.buffer, _i64(yo), xbuf, _i64(xo), _i64(R), _i64(R), _i64(1))
         return
     chunk = -(-R // nchunks)
     nchunks = -(-R // chunk)
     part = dev.temp(A * nchunks * dtype.itemsize)
-    k(q, (A * nchunks * ls,), (ls,), part, _i64(0), xbuf, _i64(xo), _i64(R), _i64(chunk), _i64(nchunks))
-    k(q, (A * ls,), (ls,), y.buffer, _i64(yo), part, _i64(0), _i64(nchunks), _i64(nchunks), _i64(1))
+    dev.launch(q, k, (A * nchunks * ls,), (ls,), part, _i64(0), xbuf, _i64(xo), _i64(R), _i64(chunk), _i64(nchunks))
+    dev.launch(q, k, (A * ls,), (ls,), y.buffer, _i64(yo), part, _i64(0), _i64(nchunks), _i64(nchunks), _i64(1))
 
 
 def _reduce(op: str) -> Callable[..., None]:
@@ -299,7 +299,7 @@ def _argreduce(op: str) -> Callable[..., None]:
         if B == 1 and R > 64:
             k = dev.kernel("math", _NAMES[x.dtype], f"r_{op}_rows")
             ls = dev.local_size
-            k(q, (A * ls,), (ls,), y.buffer, y.eoff, x.buffer, x.eoff, _i64(R))
+            dev.launch(q, k, (A * ls,), (ls,), y.buffer, y.eoff, x.buffer, x.eoff, _i64(R))
         else:
             k = dev.kernel("math", _NAMES[x.dtype], f"r_{op}_cols")
             _launch(dev, q, k, A * B, y.buffer, y.eoff, x.buffer, x.eoff, _i64(A), _i64(R), _i64(B))
@@ -321,7 +321,7 @@ def matmul(ctx, outs, ins, **_):
     dev, q = _env(ctx, a.dtype)
     k = dev.kernel("math", _NAMES[a.dtype], "matmul")
     grid = (-(-N // _TS) * _TS, -(-M // _TS) * _RTS, batch)
-    k(q, grid, (_TS, _RTS, 1), c.buffer, c.eoff, a.buffer, a.eoff, b.buffer, b.eoff,
+    dev.launch(q, k, grid, (_TS, _RTS, 1), c.buffer, c.eoff, a.buffer, a.eoff, b.buffer, b.eoff,
       _i64(M), _i64(N), _i64(K))
 
 

@@ -17,6 +17,12 @@ from .errors import check
 
 _PROFILING = cl.command_queue_properties.PROFILING_ENABLE
 _COMPLETE = cl.command_execution_status.COMPLETE
+_MEM = cl.MemoryObjectHolder
+_enqueue = cl.enqueue_nd_range_kernel
+# NOTE: pyopencl's generic Kernel.set_arg probes each by-value argument's type (through
+# exceptions) before taking its bytes: about 9 us per numpy scalar on PoCL, most of a launch.
+# The multi-setters its own generated invokers use take buffers and by-value bytes directly.
+_FAST_ARGS = hasattr(cl.Kernel, "_set_arg_multi") and hasattr(cl.Kernel, "_set_arg_buf_multi")
 
 
 class CLView(NamedTuple):
@@ -102,6 +108,23 @@ class OpenCLDevice:
             with check(f"creating kernel '{name}' of program '{family}/{key}'", self.name):
                 k = self.kernels[(family, key, name)] = cl.Kernel(prg, name)
         return k
+
+    def launch(self, queue: cl.CommandQueue, kernel: cl.Kernel, grid: tuple[int, ...],
+               local: tuple[int, ...] | None, *args: Any) -> None:
+        """Set ``args`` (buffers, numpy scalars, numpy structs) and enqueue ``kernel``."""
+        if _FAST_ARGS:
+            bufs: list[Any] = []
+            vals: list[Any] = []
+            for i, a in enumerate(args):
+                if isinstance(a, _MEM):
+                    bufs += (i, a)
+                else:
+                    vals += (i, a)
+            kernel._set_arg_multi(tuple(bufs))
+            kernel._set_arg_buf_multi(tuple(vals))
+        else:
+            kernel.set_args(*args)
+        _enqueue(queue, kernel, grid, local)
 
     @property
     def error_buffer(self) -> cl.Buffer:
