@@ -135,6 +135,68 @@ def run_primitive(name: str, ins: list[Any], attrs: dict[str, Any], device: Any)
     return dispatch.run(op, ins, attrs)
 
 
+GUARD_BYTE = 0x7F
+
+
+def _guarded_block(dev: Any, nbytes: int, pad: int) -> Any:
+    from framework._src import device as _dev
+
+    block = _dev.allocator_of(dev).malloc(nbytes + 2 * pad)
+    dt = _dev.device_type(dev.type)
+    fill = np.full(nbytes + 2 * pad, GUARD_BYTE, np.uint8)
+    dt.runtime.copy_h2d(dev.index, block.handle, 0, fill, dt.stream(dev.index), True)
+    return block
+
+
+def run_kernel_guarded(name: str, ins: list[Any], attrs: dict[str, Any], device: Any, pad: int = 64) -> list[Any]:
+    """Call the device's own kernel for ``name`` with outputs placed ``pad`` bytes into buffers
+    filled with a guard pattern, and fail when the kernel wrote outside its outputs.
+
+    Falls back to :func:`run_primitive` when the device has no kernel (the dispatcher decides).
+    """
+    from framework._src import device as _dev
+    from framework._src import dispatch
+    from framework._src.ops.base import OPS
+    from framework._src.tensor import Tensor
+
+    op = OPS[name]
+    dev = _dev.parse(device)
+    a = dict(attrs)
+    if name == "arange":
+        n = a.pop("n")
+        metas = [((n,), a["dtype"])]
+    else:
+        metas = op.infer(ins, a)
+    entry = dispatch.find_kernel(name, dev.type, ins[0].dtype if ins else metas[0][1])
+    if entry is None:
+        return run_primitive(name, ins, attrs, device)
+    if op.elementwise and not entry.broadcast:
+        ins = [t if t.shape == metas[0][0] else dispatch.op_expand(t, metas[0][0]) for t in ins]
+    elif op.elementwise:
+        rank = len(metas[0][0])
+        ins = [t if len(t.shape) == rank else t._reshaped((1,) * (rank - len(t.shape)) + t.shape) for t in ins]
+    outs, blocks = [], []
+    for shape, dtype in metas:
+        nbytes = math.prod(shape) * np.dtype(dtype).itemsize
+        block = _guarded_block(dev, nbytes, pad)
+        blocks.append((block, nbytes))
+        outs.append(Tensor._make(block, pad, tuple(shape), np.dtype(dtype), dev))
+    entry.fn(dispatch.context(dev), [o.native() for o in outs], [t.native() for t in ins], **a)
+    dt = _dev.device_type(dev.type)
+    for block, nbytes in blocks:
+        raw = np.empty(nbytes + 2 * pad, np.uint8)
+        dt.runtime.copy_d2h(dev.index, raw, block.handle, 0, dt.stream(dev.index), True)
+        guard = np.concatenate([raw[:pad], raw[pad + nbytes :]])
+        bad = np.flatnonzero(guard != GUARD_BYTE)
+        if bad.size:
+            where = ["before" if i < pad else "after" for i in bad[:1]][0]
+            raise CheckFailure(
+                f"[{name}] the kernel wrote {bad.size} bytes outside its {nbytes}-byte output (first {where} it): "
+                f"it corrupts the memory of other tensors", f"guard bytes {hex(GUARD_BYTE)}",
+                f"{[hex(int(v)) for v in guard[bad[:8]]]}")
+    return outs
+
+
 def fallbacks() -> dict[str, int]:
     import framework as fw
 

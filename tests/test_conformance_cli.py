@@ -133,3 +133,47 @@ def test_pytest_plugin_gives_one_test_per_case():
                     for ln in p.stdout.splitlines() if ln.startswith("FAILED"))
     assert failed == ["primitives/add[int16]", "primitives/mul[int16]"], p.stdout[-3000:]
     assert "SIGSEGV" in p.stdout and "expected: int16[] 19" in p.stdout
+
+
+CORRUPTING_PLUGIN = '''
+import numpy as np
+from adapter_api import hookimpl
+
+CONTRACT = (1, 0)
+
+
+def _corrupting_neg(ctx, outs, ins):
+    y = outs[0]
+    np.negative(ins[0], out=y)
+    base = y
+    while isinstance(base.base, np.ndarray):
+        base = base.base
+    end = y.__array_interface__["data"][0] - base.__array_interface__["data"][0] + y.nbytes
+    flat = base.reshape(-1).view(np.uint8)
+    flat[end : end + 4] = 0xEE  # four bytes past the output: another tensor's memory
+
+
+@hookimpl
+def oarlock_register(registry):
+    from plugins.cpu.runtime import CPURuntime
+
+    registry.add_runtime("corrupt", CPURuntime)
+    for (op, typ, dtype), entry in list(registry.kernels.items()):
+        if typ == "cpu":
+            registry.add_kernel(op, "corrupt", [dtype], entry.fn, broadcast=entry.broadcast)
+    registry.add_kernel("neg", "corrupt", ["int16"], _corrupting_neg, broadcast=True)
+'''
+
+
+def test_a_kernel_writing_past_its_output_fails_its_case(tmp_path):
+    plugin = tmp_path / "corrupting.py"
+    plugin.write_text(CORRUPTING_PLUGIN)
+    j = tmp_path / "c.json"
+    p = conformance("--plugin", str(plugin), "--device", "corrupt", "--tier", "primitives", "-k", "neg[,abs[int16]",
+                    "--json", str(j))
+    assert p.returncode == 1, p.stdout[-3000:]
+    rep = json.loads(j.read_text())
+    failed = [r for r in rep["results"] if r["outcome"] == "failed"]
+    assert [r["id"] for r in failed] == ["primitives/neg[int16]"]
+    assert "outside its" in failed[0]["message"] and "0xee" in failed[0]["got"]
+    assert sum(r["outcome"] == "passed" for r in rep["results"]) == len(rep["results"]) - 1
