@@ -148,17 +148,19 @@ def lower(op: str, *inputs: Tensor, **attrs: Any) -> Program:
     return trace(op, d.decomposition, list(inputs), attrs)[0]
 
 
-def emit(program: Program, language: str, entry: str | None = None) -> str:
-    """Source of ``program`` in ``language`` (``"c"``, ``"opencl-c"``, ``"cuda"``)."""
+def emit(program: Program, language: str, entry: str | None = None, device_kind: str = "") -> str:
+    """Source of ``program`` in ``language`` (``"c"``, ``"opencl-c"``, ``"cuda"``);
+    ``device_kind="cpu"`` gives the CPU-shaped OpenCL variant (one work-item per row)."""
     if entry is None:
-        return _eager.make_kernel(program, language).source
-    return emitter(language).source(program, entry)
+        return _eager.make_kernel(program, language, device_kind=device_kind).source
+    return emitter(language, None, device_kind).source(program, entry)
 
 
 def generated_source(op: str, *inputs: Tensor, **attrs: Any) -> str:
     """The source eager mode builds for ``op`` on ``inputs``' device."""
     comp = _compiler(inputs[0].device)
-    return _eager.make_kernel(lower(op, *inputs, **attrs), comp.language).source
+    kind = _eager._kind(inputs[0].device)
+    return _eager.make_kernel(lower(op, *inputs, **attrs), comp.language, device_kind=kind).source
 
 
 def run_generated(op: str, *inputs: Tensor, **attrs: Any) -> tuple[list[Tensor], list[Tensor]]:

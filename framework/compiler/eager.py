@@ -79,12 +79,14 @@ class Kernel:
     entry: str
     language: str
     local: int
+    layout: str
+    options: tuple[str, ...] = ()
     programs: dict[int, Any] = field(default_factory=dict)
 
     def build(self, comp: Any) -> Any:
         p = self.programs.get(id(comp))
         if p is None:
-            p = self.programs[id(comp)] = CACHE.get(comp, self.source, self.entry, ())
+            p = self.programs[id(comp)] = CACHE.get(comp, self.source, self.entry, self.options)
         return p
 
     def launch(self, dev: _dev.Device, ins: list[Tensor], outs: list[Tensor], rows: int) -> None:
@@ -93,21 +95,32 @@ class Kernel:
         if rows == 0:
             return
         args = [t.native() for t in ins] + [o.native() for o in outs] + [np.int64(rows)]
-        if self.language == "c":
-            grid, local = (rows,), None
+        if self.layout == "rows":
+            grid, local = (rows,), ((self.local,) if self.local > 1 else None)
         else:
             grid, local = (rows * self.local,), (self.local,)
         comp.launch(p, args, grid, local, dispatch.context(dev).stream)
 
 
-def make_kernel(prog: ir.Program, language: str, local: int | None = None) -> Kernel:
+def make_kernel(prog: ir.Program, language: str, local: int | None = None, device_kind: str = "") -> Kernel:
     """Emit ``prog`` for ``language``; the entry name carries a hash of the program."""
     import hashlib
 
-    em = emitter(language, local)
+    em = emitter(language, local, device_kind)
     h = hashlib.sha256(prog.describe().encode()).hexdigest()[:12]
     entry = f"{prog.name}_{h}"
-    return Kernel(prog, em.source(prog, entry), entry, language, em.local)
+    return Kernel(prog, em.source(prog, entry), entry, language, em.local, em.layout, em.build_options)
+
+
+def device_kind(dev: _dev.Device) -> str:
+    """``"cpu"`` for a device its plugin reports as a CPU (PoCL), else ``""``."""
+    if dev.type == "cpu":
+        return "cpu"
+    try:
+        extra = _dev.device_type(dev.type).runtime.properties(dev.index).extra
+    except Exception:  # noqa: BLE001 — properties are informational
+        return ""
+    return "cpu" if str(extra.get("device_type", "")).lower() == "cpu" else ""
 
 
 @dataclass
@@ -121,6 +134,14 @@ class Plan:
 
 
 _PLANS: dict[tuple[Any, ...], Plan | None] = {}
+_KINDS: dict[_dev.Device, str] = {}
+
+
+def _kind(dev: _dev.Device) -> str:
+    k = _KINDS.get(dev)
+    if k is None:
+        k = _KINDS[dev] = device_kind(dev)
+    return k
 
 
 def _freeze(v: Any) -> Any:
@@ -159,7 +180,7 @@ def _plan(op: base.OpDef, ins: list[Tensor], attrs: dict[str, Any], dev: _dev.De
     plan = None
     try:
         prog, metas = trace(op.name, op.decomposition, ins, attrs)  # type: ignore[arg-type]
-        plan = Plan(op, make_kernel(prog, comp.language), metas)
+        plan = Plan(op, make_kernel(prog, comp.language, device_kind=_kind(dev)), metas)
     except NotFusible:
         plan = None
     _PLANS[key] = plan
@@ -328,9 +349,9 @@ def _build_backward(
             for k, (s, _) in zip(which, metas):
                 if s != ins[k].shape:
                     raise NotFusible("a traced gradient does not have its input's shape")
-            return make_kernel(prog, comp.language), which, True
+            return make_kernel(prog, comp.language, device_kind=_kind(ins[0].device)), which, True
         prog, which = vjp(plan.forward.prog, list(wanted))
-        return make_kernel(prog, comp.language), which, False
+        return make_kernel(prog, comp.language, device_kind=_kind(ins[0].device)), which, False
     except NotFusible:
         return None
 

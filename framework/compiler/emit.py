@@ -24,6 +24,10 @@ class Emitter:
     """Shared expression syntax; subclasses say how rows, loops and reductions are laid out."""
 
     language = ""
+    #: "rows": launch one work-item per row (grid = rows); "groups": a group of ``local``
+    #: work-items per row (grid = rows * local).
+    layout = "groups"
+    build_options: tuple[str, ...] = ()
     fn_suffix_float = "f"  # expf vs exp
 
     def __init__(self, local_size: int = 1) -> None:
@@ -217,6 +221,7 @@ class CEmitter(Emitter):
     """C99 for the host: OpenMP threads across rows, SIMD along the row."""
 
     language = "c"
+    layout = "rows"
     PARALLEL_MIN = 1 << 18  #: elements below which a launch runs on the calling thread
 
     def prologue(self, prog: ir.Program) -> list[str]:
@@ -316,6 +321,39 @@ class OpenCLEmitter(_GroupEmitter):
         return [], [*self.shared_decls(prog), "const long r = get_group_id(0);", "const int lid = get_local_id(0);"]
 
 
+class OpenCLRowEmitter(OpenCLEmitter):
+    """OpenCL C for CPU devices (PoCL): one work-item per row and a plain loop along it, which
+    the driver's compiler vectorises like the C emitter's loops (no barriers, no local memory)."""
+
+    layout = "rows"
+    #: reductions along the row vectorise only when the compiler may reassociate
+    build_options = ("-cl-unsafe-math-optimizations",)
+
+    def prologue(self, prog: ir.Program) -> list[str]:
+        return [s for s in super().prologue(prog) if not s.startswith("#define L")]
+
+    def signature(self, prog: ir.Program, entry: str) -> str:
+        ps = self.params(prog, "__global {T}* restrict", "__global const {T}* restrict", "long")
+        return f"__kernel void {entry}({ps})"
+
+    row_loop = True
+
+    def row_begin(self, prog: ir.Program) -> tuple[list[str], list[str]]:
+        return ["const long r = get_global_id(0);", "if (r < rows) {"], []
+
+    def row_end(self) -> list[str]:
+        return ["}"]
+
+    def loop_begin(self, reductions: list[tuple[str, str]]) -> list[str]:
+        return ["for (int j = 0; j < N; ++j) {"]
+
+    def combine(self, reds: list[tuple[ir.Node, str]]) -> list[str]:
+        return Emitter.combine(self, reds)
+
+    def row_store(self, k: int, name: str) -> str:
+        return f"out{k}[r] = {name};"
+
+
 class CUDAEmitter(_GroupEmitter):
     """CUDA C++ (NVRTC): a block of ``L`` threads per row."""
 
@@ -344,12 +382,17 @@ class CUDAEmitter(_GroupEmitter):
         return [], [*self.shared_decls(prog), "const long long r = blockIdx.x;", "const int lid = threadIdx.x;"]
 
 
-EMITTERS: dict[str, type[Emitter]] = {"c": CEmitter, "opencl-c": OpenCLEmitter, "cuda": CUDAEmitter}
-LOCAL_SIZE = {"c": 1, "opencl-c": 64, "cuda": 256}
+EMITTERS: dict[str, type[Emitter]] = {"c": CEmitter, "opencl-c": OpenCLEmitter, "cuda": CUDAEmitter,
+                                      "opencl-c/cpu": OpenCLRowEmitter}
+#: work-group size; for the "rows" layout, rows per work-group (PoCL: 64 measured best for rms_norm)
+LOCAL_SIZE = {"c": 1, "opencl-c": 64, "cuda": 256, "opencl-c/cpu": 64}
 
 
-def emitter(language: str, local_size: int | None = None) -> Emitter:
-    """The emitter for a compiler's ``language`` (``"c"``, ``"opencl-c"``, ``"cuda"``)."""
+def emitter(language: str, local_size: int | None = None, device_kind: str = "") -> Emitter:
+    """The emitter for a compiler's ``language`` (``"c"``, ``"opencl-c"``, ``"cuda"``);
+    ``device_kind="cpu"`` picks a CPU-shaped variant where there is one."""
+    if device_kind and f"{language}/{device_kind}" in EMITTERS:
+        language = f"{language}/{device_kind}"
     try:
         cls = EMITTERS[language]
     except KeyError:
@@ -357,3 +400,4 @@ def emitter(language: str, local_size: int | None = None) -> Emitter:
             f"[compiler] no emitter for kernel language {language!r}; known: {sorted(EMITTERS)}"
         ) from None
     return cls(local_size or LOCAL_SIZE[language])
+

@@ -30,8 +30,9 @@ _BASE_FLAGS = ("-O3", "-march=native", "-std=gnu11", "-fPIC", "-shared", "-fno-m
 
 @functools.cache
 def find_cc() -> str | None:
-    """The C compiler to use, or None."""
-    for name in filter(None, (os.environ.get("CC"), "cc", "gcc", "clang")):
+    """The C compiler to use, or None. ``$CC``, when set, is the only one tried."""
+    cc = os.environ.get("CC")
+    for name in (cc,) if cc else ("cc", "gcc", "clang"):
         path = shutil.which(name)
         if path:
             return path
@@ -91,9 +92,9 @@ class CPUCompiler(Compiler):
         cc = find_cc()
         if cc is None:
             raise CompileError(
-                "[cpu] no C compiler found (looked for $CC, cc, gcc, clang), so generated kernels cannot "
-                "be built; install one (apt install gcc) or set CC; until then composites run as their "
-                "decomposition"
+                f"[cpu] no C compiler found (looked for {os.environ.get('CC') or 'cc, gcc, clang'}), so "
+                f"generated kernels cannot be built; install one (apt install gcc) or set CC to one; until "
+                f"then composites run as their decomposition"
             )
         return cc
 
