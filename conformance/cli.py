@@ -4,8 +4,8 @@
     oarlock conformance --device cpu --tier primitives -k 'add,mul*' --list
     oarlock conformance --record-goldens        # re-record conformance/golden/ on the cpu reference
 
-Exit status: 0 when every required tier passed, 1 when one failed, 2 on a usage error or a
-device that cannot be used at all.
+Exit status: 0 when every required tier passed, 1 when one failed (or the device could not be
+opened), 2 on a usage error (unknown device, tier or plugin).
 """
 
 from __future__ import annotations
