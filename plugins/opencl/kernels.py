@@ -309,6 +309,8 @@ def _argreduce(op: str) -> Callable[..., None]:
 
 # -- linear algebra ----------------------------------------------------------------------
 _TS, _RTS = 32, 8  # matmul tile and rows per work item group (math.cl: TS, TS / WPT)
+_BLK_RM = 8  # rows of an item's block in matmul_blk (CPU devices; math.cl: MM_RM, MM_CW)
+_BLK_CW = {np.dtype(np.float32): 16, np.dtype(np.float64): 8}
 
 
 def matmul(ctx, outs, ins, **_):
@@ -319,6 +321,13 @@ def matmul(ctx, outs, ins, **_):
     N = b.shape[-1]
     batch = math.prod(a.shape[:-2])
     dev, q = _env(ctx, a.dtype)
+    if dev.is_cpu and a.dtype in _BLK_CW:
+        # math.cl matmul_blk: one item per RM x CW block; work-groups of 8 items down M
+        k = dev.kernel("math", _NAMES[a.dtype], "matmul_blk")
+        grid = (-(-N // _BLK_CW[a.dtype]), -(-M // (8 * _BLK_RM)) * 8, batch)
+        dev.launch(q, k, grid, (1, 8, 1), c.buffer, c.eoff, a.buffer, a.eoff, b.buffer, b.eoff,
+                   _i64(M), _i64(N), _i64(K))
+        return
     k = dev.kernel("math", _NAMES[a.dtype], "matmul")
     grid = (-(-N // _TS) * _TS, -(-M // _TS) * _RTS, batch)
     dev.launch(q, k, grid, (_TS, _RTS, 1), c.buffer, c.eoff, a.buffer, a.eoff, b.buffer, b.eoff,
