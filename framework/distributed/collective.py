@@ -11,6 +11,10 @@ Configuration (environment, or arguments of :func:`init_parallel_env`):
 ``OARLOCK_DISTRIBUTED_DEBUG=1`` before each collective, all-gather (op, dtype, shape, root) of
                                 every rank and raise on a mismatch (one small extra collective
                                 per call, so off by default)
+
+With the check off (the default, as in PyTorch and Paddle), ranks that disagree get an MPI
+error translated to :class:`CommunicationError`, a timeout naming the ranks, or -- for an
+``all_reduce`` of different sizes -- silently wrong values: turn the check on while debugging.
 """
 
 from __future__ import annotations
