@@ -1,0 +1,34 @@
+"""The whole conformance suite, as a vendor runs it, on the in-tree OpenCL plugin and on the
+example vendor plugin installed with pip from examples/vendor_plugin (the README's test
+command installs it). The cpu reference runs in full in test_conformance_cli.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from importlib.metadata import entry_points
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+@pytest.mark.parametrize("device", ["opencl", "simdev"])
+def test_every_available_tier_passes(device, tmp_path):
+    if device == "simdev" and not any(e.name == "simdev" for e in entry_points(group="oarlock.plugins")):
+        pytest.fail("the example vendor plugin is not installed: pip install ./examples/vendor_plugin")
+    report = tmp_path / f"{device}.json"
+    cmd = [sys.executable, "-m", "framework.cli", "conformance", "--device", device, "-j", "2",
+           "--json", str(report), "--html", str(tmp_path / f"{device}.html")]
+    p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1700)
+    assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-4000:]
+    data = json.loads(report.read_text())
+    assert data["failed_tiers"] == []
+    tiers = data["tiers"]
+    for tier in ("runtime", "primitives", "random", "autograd", "composites", "models"):
+        assert tiers[tier]["failed"] == 0 and tiers[tier]["passed"] > 0, (tier, tiers[tier])
+    assert (tmp_path / f"{device}.html").stat().st_size > 10_000
