@@ -293,17 +293,25 @@ def run_checks(device: str, dtypes: tuple[str, ...] | None = None) -> Checker:
 
 
 def run_tier(
-    device: str = "cpu", nranks: tuple[int, ...] = (2, 4), timeout: float = 600.0
+    device: str = "cpu",
+    nranks: tuple[int, ...] = (2, 4),
+    timeout: float = 600.0,
+    collective_timeout: float = 60.0,
 ) -> list[dict[str, Any]]:
     """Launch this module with each rank count under mpiexec; every rank's records, with
-    ``nranks`` and ``rank`` added. A launch that fails gives one failed record with its output."""
+    ``nranks`` and ``rank`` added. A launch that fails gives one failed record with its output.
+    ``timeout`` bounds each launch; ``collective_timeout`` each collective's wait for a missing
+    rank (the ranks then report which one)."""
     from .launch import run
 
     out: list[dict[str, Any]] = []
     for n in nranks:
         with tempfile.TemporaryDirectory(prefix="oarlock-collectives-") as d:
             proc = run(
-                ["-m", "framework.distributed.selfcheck", "--device", device, "--out", d], n, timeout=timeout
+                ["-m", "framework.distributed.selfcheck", "--device", device, "--out", d],
+                n,
+                timeout=timeout,
+                collective_timeout=collective_timeout,
             )
             for r in range(n):
                 path = os.path.join(d, f"rank{r}.json")
