@@ -345,3 +345,48 @@ def test_cuda_source_is_valid_cpp(tmp_path, op):
     src.write_text(_CUDA_SHIM + compiler.emit(p, "cuda", "k"))
     r = subprocess.run([cxx, "-fsyntax-only", "-std=c++17", str(src)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+def test_mixed_devices_raise_the_usual_error(device):
+    if device.startswith("cpu"):
+        pytest.skip("needs a second device type")
+    x = fw.randn([2, 8]).to(device)
+    w = fw.randn([8])
+    with pytest.raises(fw.DeviceMismatchError):
+        F.rms_norm(x, weight=w)
+
+
+def test_empty_rows_and_odd_shapes(device):
+    _compile_dev(device)
+    x = fw.to_tensor(np.zeros((0, 5), np.float32), device=device)
+    assert F.softmax(x).shape == (0, 5)
+    xn = _rng(9).standard_normal((3, 1, 7)).astype(np.float32)
+    y = F.rms_norm(fw.to_tensor(xn, device=device))
+    np.testing.assert_allclose(y.numpy(), ref_rms(xn, 1.0), rtol=2e-5, atol=2e-6)
+
+
+@pytest.mark.parametrize("op", ["softmax", "layer_norm"])
+def test_gpu_shaped_opencl_kernels_run_on_any_opencl_device(device, op):
+    """The work-group-per-row layout (what GPUs get) checked on whatever OpenCL device exists."""
+    if not device.startswith("opencl"):
+        pytest.skip("opencl only")
+    _compile_dev(device)
+    r = _rng(11)
+    xn = r.standard_normal((37, 300)).astype(np.float32)
+    wn, bn = r.standard_normal(300).astype(np.float32), r.standard_normal(300).astype(np.float32)
+    x, w, b = (fw.to_tensor(a, device=device) for a in (xn, wn, bn))
+    if op == "softmax":
+        ins, attrs, ref = [x], {"axis": 1}, ref_softmax(xn)
+    else:
+        ins, attrs, ref = [x, w, b], {"epsilon": 1e-5, "has_weight": True, "has_bias": True}, ref_ln(xn, wn, bn)
+    k = eager.make_kernel(compiler.lower(op, *ins, **attrs), "opencl-c", device_kind="")
+    assert k.layout == "groups" and "barrier(" in k.source
+    out = fw.empty([37, 300], device=device)
+    k.launch(x.device, ins, [out], 37)
+    np.testing.assert_allclose(out.numpy(), ref, rtol=2e-5, atol=2e-5)
+
+
+def test_softmax_keeps_exp_in_the_output_row():
+    p = compiler.lower("softmax", fw.randn([2, 8]), axis=1)
+    src = compiler.emit(p, "c", "k")
+    assert src.count("expf(") == 1 and "kept for a later pass" in src

@@ -194,6 +194,8 @@ def generate(op: base.OpDef, ins: list[Tensor], attrs: dict[str, Any]) -> list[T
     if not all(isinstance(t, Tensor) for t in ins):
         return None
     dev = ins[0].device
+    if any(t.device != dev for t in ins):
+        return None  # the decomposition raises the device-mismatch error
     comp = compiler_for(dev)
     if comp is None:
         return None

@@ -142,24 +142,33 @@ class Emitter:
     # -- the kernel ---------------------------------------------------------------------
     def source(self, prog: ir.Program, entry: str) -> str:
         sched = ir.schedule(prog)
+        spills = plan_spills(prog, sched)
         head = [*self.prologue(prog), f"#define N {prog.n}", self.signature(prog, entry) + " {"]
         opening, body = self.row_begin(prog)
         self._done: set[int] = set()
-        for loop in sched.loops:
+        for li, loop in enumerate(sched.loops):
+            reload = {i: k for i, (k, at) in spills.items() if at < li}
             roots = [r.args[0] for r in loop.reductions] + [n for _, n in loop.stores]
             order: list[ir.Node] = []
-            seen: set[int] = set()
+            seen: set[int] = set(reload)
             for n in roots:
                 self._collect(n, seen, order, body)
             reds = [(r, f"acc{r.id}") for r in loop.reductions]
             for r, acc in reds:
                 body.append(f"{self.ctype(r.dtype)} {acc} = {self.init(r.attr, r.dtype)};")
             body.extend(self.loop_begin([(r.attr, acc) for r, acc in reds]))
+            for i, k in reload.items():
+                used = [a.id for n in order for a in n.args] + [n.id for _, n in loop.stores]
+                if i in used or any(r.args[0].id == i for r in loop.reductions):
+                    body.append(f"    const {self.ctype(prog.outputs[k].dtype)} v{i} = out{k}[r * N + j];")
             for n in order:
                 e = self.expr(n, [f"v{a.id}" for a in n.args], self._load(n))
                 body.append(f"    const {self.ctype(n.dtype)} v{n.id} = {e};")
             for r, acc in reds:
                 body.append("    " + self.update(r.attr, acc, f"v{r.args[0].id}"))
+            for i, (k, at) in spills.items():
+                if at == li:
+                    body.append(f"    out{k}[r * N + j] = v{i};  /* kept for a later pass */")
             for k, n in loop.stores:
                 body.append(f"    out{k}[r * N + j] = v{n.id};")
             body.append("}")
@@ -215,6 +224,53 @@ class Emitter:
         ps += [f"{ptr.format(T=self.ctype(o.dtype))} out{k}" for k, o in enumerate(prog.outputs)]
         ps.append(f"{size_t} rows")
         return ", ".join(ps)
+
+
+_EXPENSIVE = {"exp", "log", "tanh", "erf", "pow", "sin", "cos"}
+
+
+def plan_spills(prog: ir.Program, sched: ir.Schedule) -> dict[int, tuple[int, int]]:
+    """Values worth keeping in an output row instead of recomputing them in a later pass.
+
+    When a transcendental element value (softmax's ``exp(x - max)``) is computed in an
+    earlier pass and needed again by the pass that stores output ``k``, the earlier pass writes
+    it into ``out_k`` (the row is still in cache) and the later pass reads it back.
+    Returns ``{node id: (output index, pass that writes it)}``.
+    """
+    if len(sched.loops) < 2:
+        return {}
+    expensive: dict[int, bool] = {}
+
+    def costly(n: ir.Node) -> bool:
+        v = expensive.get(n.id)
+        if v is None:
+            v = expensive[n.id] = n.col and (n.op in _EXPENSIVE or any(costly(a) for a in n.args))
+        return v
+
+    def closure(roots: list[ir.Node]) -> dict[int, ir.Node]:
+        out: dict[int, ir.Node] = {}
+        stack = [n for n in roots if n.col]
+        while stack:
+            n = stack.pop()
+            if n.id not in out:
+                out[n.id] = n
+                stack.extend(a for a in n.args if a.col)
+        return out
+
+    computed = [closure([r.args[0] for r in lp.reductions] + [n for _, n in lp.stores]) for lp in sched.loops]
+    spills: dict[int, tuple[int, int]] = {}
+    for li, lp in enumerate(sched.loops):
+        for k, store in lp.stores:
+            best: tuple[int, int] | None = None
+            for n in closure([store]).values():
+                if n.dtype != prog.outputs[k].dtype or not costly(n) or n.id in spills:
+                    continue
+                earlier = [lj for lj in range(li) if n.id in computed[lj]]
+                if earlier and (best is None or n.id > best[0]):
+                    best = (n.id, max(earlier))
+            if best is not None:
+                spills[best[0]] = (k, best[1])
+    return spills
 
 
 class CEmitter(Emitter):
