@@ -31,7 +31,8 @@ when the user waits on the returned task. ``send`` and ``recv`` may be the same 
 Faults
 ------
 A collective must never hang forever: when a peer does not arrive within the communicator's
-``timeout`` seconds (the core sets it from ``OARLOCK_COLLECTIVE_TIMEOUT``, default 300), raise
+``timeout`` seconds (default 300; the core sets the attribute after construction, and the host
+communicator reads ``OARLOCK_COLLECTIVE_TIMEOUT`` while it starts), raise
 :class:`adapter_api.CommunicationError` naming the collective and the missing rank(s).
 """
 

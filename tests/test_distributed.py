@@ -119,6 +119,21 @@ def test_missing_rank_raises_naming_the_collective_and_rank(mode: str) -> None:
             assert "died" in msg, msg
 
 
+@needs_mpi
+@pytest.mark.mpi
+def test_rank_that_never_joins_makes_init_parallel_env_fail() -> None:
+    proc, out = _launch("fault.py", 3, "absent", "2")
+    for r in (0, 2):
+        path = os.path.join(out, f"rank{r}.json")
+        assert os.path.exists(path), (
+            f"rank {r} did not report (exit {proc.returncode}):\n{proc.stdout[-3000:]}"
+        )
+        res = json.load(open(path))
+        assert res["type"] == "CommunicationError", res
+        assert res["error"].startswith("[distributed] init_parallel_env timed out"), res["error"]
+        assert "not all 3 ranks arrived" in res["error"], res["error"]
+
+
 # -- data parallel -------------------------------------------------------------------------
 @needs_mpi
 @pytest.mark.mpi

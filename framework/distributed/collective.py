@@ -151,6 +151,8 @@ def init_parallel_env(timeout: float | None = None, debug: bool | None = None) -
         debug = os.environ.get("OARLOCK_DISTRIBUTED_DEBUG", "") not in ("", "0")
     _STATE["debug"] = bool(debug)
     if world is None:
+        if timeout is not None:  # the host communicator reads it while it starts (contract)
+            os.environ["OARLOCK_COLLECTIVE_TIMEOUT"] = str(float(timeout))
         name, cls = _host_entry()
         rank, size = cls.world()
         runtime = _dev.device_type(name).runtime

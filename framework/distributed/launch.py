@@ -16,8 +16,10 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -87,18 +89,25 @@ def run(
     :param collective_timeout: ``OARLOCK_COLLECTIVE_TIMEOUT`` for the ranks.
     """
     cmd = command(target, nprocs)
+    # its own process group: on a timeout every rank goes too, not only mpiexec
+    proc = subprocess.Popen(
+        cmd,
+        env=environment(collective_timeout),
+        text=True,
+        stdout=subprocess.PIPE if capture else None,
+        stderr=subprocess.STDOUT if capture else None,
+        start_new_session=True,
+    )
     try:
-        return subprocess.run(
-            cmd,
-            env=environment(collective_timeout),
-            text=True,
-            timeout=timeout,
-            stdout=subprocess.PIPE if capture else None,
-            stderr=subprocess.STDOUT if capture else None,
+        out, _ = proc.communicate(timeout=timeout)
+        return subprocess.CompletedProcess(cmd, proc.returncode, out, None)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        return subprocess.CompletedProcess(
+            cmd, 124, (out or "") + f"\n[launch] killed after {timeout} s", None
         )
-    except subprocess.TimeoutExpired as exc:
-        out = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
-        return subprocess.CompletedProcess(cmd, 124, out + f"\n[launch] killed after {timeout} s", None)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -85,6 +85,24 @@ def _abort_on_uncaught(kind: Any, value: Any, tb: Any) -> None:
         os._exit(1)
 
 
+def _arrive(comm: Any, timeout: float) -> None:
+    """A barrier that gives up after ``timeout`` seconds (used before the blocking Dup)."""
+    req = comm.Ibarrier()
+    t0 = time.monotonic()
+    while not req.Test():
+        waited = time.monotonic() - t0
+        failed = _STATE["peer_failed"]
+        if waited > timeout or (failed is not None and time.monotonic() > failed + _GRACE):
+            _STATE["broken"] = True
+            atexit.register(_exit_after_fault)
+            raise CommunicationError(
+                f"[distributed] init_parallel_env timed out after {waited:.1f} s on rank {comm.Get_rank()}: "
+                f"not all {comm.Get_size()} ranks arrived (one died, or is stuck before init_parallel_env); "
+                f"check every rank's output, or raise OARLOCK_COLLECTIVE_TIMEOUT (now {timeout:g} s)"
+            )
+        time.sleep(0 if waited < 1.0 else 0.001)
+
+
 def _types(MPI: Any) -> dict[str, Any]:
     return {
         "int8": MPI.INT8_T,
@@ -147,6 +165,11 @@ class MPICommunicator(Communicator):
         super().__init__(runtime, device_index, rank, size, uid)
         MPI = self._MPI = _mpi()
         base = _comm if _comm is not None else MPI.COMM_WORLD
+        env = os.environ.get("OARLOCK_COLLECTIVE_TIMEOUT")
+        if env:
+            self.timeout = float(env)
+        if _comm is None:
+            _arrive(base, self.timeout)  # MPI_Comm_dup would wait forever for a missing rank
         self._comm = base.Dup()
         self._ctl = base.Dup()  # side channel: "I am waiting in collective k"
         if self._comm.Get_rank() != rank or self._comm.Get_size() != size:
@@ -159,9 +182,6 @@ class MPICommunicator(Communicator):
         self._ops = {"sum": MPI.SUM, "avg": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN, "prod": MPI.PROD}
         self._bool_ops = {"sum": MPI.MAX, "max": MPI.MAX, "min": MPI.MIN, "prod": MPI.MIN}
         self.world_ranks = list(_world_ranks) if _world_ranks is not None else list(range(size))
-        env = os.environ.get("OARLOCK_COLLECTIVE_TIMEOUT")
-        if env:
-            self.timeout = float(env)
         self._seq = 0
         self._heard: dict[int, int] = {}
         self._pending: list[Any] = []  # announcement sends, and requests abandoned at a timeout

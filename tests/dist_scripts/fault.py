@@ -1,4 +1,5 @@
-"""Under mpiexec: rank 1 dies (``kill``) or never arrives (``stuck``); the others must raise a
+"""Under mpiexec: rank 1 dies (``kill``), never arrives (``stuck``) or never joins (``absent``);
+the others must raise a
 CommunicationError naming the collective and rank 1. Each surviving rank writes out/rank<r>.json."""
 
 from __future__ import annotations
@@ -15,8 +16,24 @@ import framework as fw
 import framework.distributed as dist
 
 mode, timeout, out = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+rank = dist.get_rank()  # from the launcher's environment, before init_parallel_env
+if mode == "absent":  # rank 1 never joins: init_parallel_env must give up on the others
+    if rank == 1:
+        # NOTE: it starts MPI (MPI_Init waits for every process of the job, which no
+        # timeout of ours can bound), then is stuck before init_parallel_env
+        from mpi4py import MPI  # noqa: F401
+
+        time.sleep(timeout + 3)
+        os._exit(0)
+    try:
+        dist.init_parallel_env(timeout=timeout)
+        result = {"error": None}
+    except fw.OarlockError as exc:
+        result = {"error": str(exc), "type": type(exc).__name__}
+    with open(os.path.join(out, f"rank{rank}.json"), "w") as f:
+        json.dump(result, f)
+    sys.exit(0)
 dist.init_parallel_env(timeout=timeout)
-rank = dist.get_rank()
 x = fw.to_tensor(np.ones(16, np.float32))
 dist.all_reduce(x)  # everybody is alive here
 result = {"first": x.numpy().tolist()}
