@@ -31,6 +31,8 @@ _INDEX = np.dtype([("rank", np.int64), ("flat", np.int64), ("shape", np.int64, _
                    ("s0", np.int64, _MAXD), ("s1", np.int64, _MAXD), ("s2", np.int64, _MAXD)])
 _FLAT = np.zeros((), _INDEX)
 _FLAT["rank"], _FLAT["flat"] = 1, 1
+_ONE_A, _ONE_B = _FLAT.copy(), _FLAT.copy()  # binary ops: a (or b) is a single element
+_ONE_A["flat"], _ONE_B["flat"] = 2, 3
 
 
 # -- launch helpers ----------------------------------------------------------------------
@@ -49,6 +51,17 @@ def _env(ctx: Any, dtype: np.dtype) -> tuple[OpenCLDevice, Any]:
 def _launch(dev: OpenCLDevice, q: Any, kernel: Any, n: int, *args: Any) -> None:
     ls = dev.local_size
     dev.launch(q, kernel, (-(-n // ls) * ls,), (ls,), *args)
+
+
+def _grid(n: int, per: int, ls: int) -> tuple[int]:
+    """Global size for ``n`` elements at ``per`` per item in groups of ``ls`` (at least one group)."""
+    return (max(1, -(-n // (per * ls))) * ls,)
+
+
+def _launch_ew(dev: OpenCLDevice, q: Any, kernel: Any, n: int, *args: Any) -> None:
+    """Launch an elementwise kernel that takes ``dev.per_item`` consecutive elements per item."""
+    ls = dev.ew_local
+    dev.launch(q, kernel, _grid(n, dev.per_item, ls), (ls,), *args)
 
 
 def _strides(shape: Sequence[int]) -> list[int]:
@@ -113,7 +126,7 @@ def _strided_copy(dev: OpenCLDevice, q: Any, y: CLView, yo: int, x: CLView, xo: 
         dev.copy(q, y.buffer, yo * size, x.buffer, xo * size, n * size)
         return
     k = dev.kernel("move", str(size), "strided_copy")
-    _launch(dev, q, k, n, y.buffer, _i64(yo), x.buffer, _i64(xo), _i64(n), _index(shape, src, dst))
+    _launch_ew(dev, q, k, n, y.buffer, _i64(yo), x.buffer, _i64(xo), _i64(n), _index(shape, src, dst))
 
 
 def _check_index(dev: OpenCLDevice, q: Any, op: str, axis: int, size: int) -> None:
@@ -153,7 +166,7 @@ def _unary(op: str) -> Callable[..., None]:
         if n:
             dev, q = _env(ctx, x.dtype)
             k = dev.kernel("math", _NAMES[x.dtype], f"u_{op}")
-            _launch(dev, q, k, n, y.buffer, y.eoff, x.buffer, x.eoff, _i64(n))
+            _launch_ew(dev, q, k, n, y.buffer, y.eoff, x.buffer, x.eoff, _i64(n))
 
     return kernel
 
@@ -167,9 +180,13 @@ def _binary(op: str) -> Callable[..., None]:
             k = dev.kernel("math", _NAMES[a.dtype], f"b_{op}")
             if a.shape == z.shape and b.shape == z.shape:
                 ix = _FLAT
+            elif b.shape == z.shape and a.size == 1:
+                ix = _ONE_A
+            elif a.shape == z.shape and b.size == 1:
+                ix = _ONE_B
             else:
                 ix = _index(z.shape, _bcast_strides(z.shape, a.shape), _bcast_strides(z.shape, b.shape))
-            _launch(dev, q, k, n, z.buffer, z.eoff, a.buffer, a.eoff, b.buffer, b.eoff, _i64(n), ix)
+            _launch_ew(dev, q, k, n, z.buffer, z.eoff, a.buffer, a.eoff, b.buffer, b.eoff, _i64(n), ix)
 
     return kernel
 
@@ -184,7 +201,7 @@ def where(ctx, outs, ins, **_):
             ix = _FLAT
         else:
             ix = _index(z.shape, *(_bcast_strides(z.shape, v.shape) for v in (c, a, b)))
-        _launch(dev, q, k, n, z.buffer, z.eoff, c.buffer, c.eoff, a.buffer, a.eoff, b.buffer, b.eoff,
+        _launch_ew(dev, q, k, n, z.buffer, z.eoff, c.buffer, c.eoff, a.buffer, a.eoff, b.buffer, b.eoff,
                 _i64(n), ix)
 
 
@@ -202,7 +219,7 @@ def cast(ctx, outs, ins, **_):
         # Decline: the core falls back to the cpu plugin for targets this plugin cannot hold.
         raise KernelNotFoundError(f"[opencl] cast to {y.dtype} is not supported on this plugin")
     k = dev.kernel("cast", "all", f"cast_{_NAMES[x.dtype]}_{_NAMES[y.dtype]}")
-    _launch(dev, q, k, n, y.buffer, y.eoff, x.buffer, x.eoff, _i64(n))
+    _launch_ew(dev, q, k, n, y.buffer, y.eoff, x.buffer, x.eoff, _i64(n))
 
 
 # -- reductions --------------------------------------------------------------------------
@@ -277,7 +294,7 @@ def _reduce(op: str) -> Callable[..., None]:
         A = x.size // R
         tmp = dev.temp(x.nbytes)
         k = dev.kernel("move", str(x.dtype.itemsize), "strided_copy")
-        _launch(dev, q, k, x.size, tmp, _i64(0), x.buffer, x.eoff, _i64(x.size),
+        _launch_ew(dev, q, k, x.size, tmp, _i64(0), x.buffer, x.eoff, _i64(x.size),
                 _index(tshape, [xs[d] for d in order], _strides(tshape)))
         _reduce_rows(dev, q, op, y, y.eoff, tmp, 0, x.dtype, A, R)
 
@@ -309,7 +326,7 @@ def _argreduce(op: str) -> Callable[..., None]:
 
 # -- linear algebra ----------------------------------------------------------------------
 _TS, _RTS = 32, 8  # matmul tile and rows per work item group (math.cl: TS, TS / WPT)
-_BLK_RM = 8  # rows of an item's block in matmul_blk (CPU devices; math.cl: MM_RM, MM_CW)
+_BLK_RM = 8  # rows of an item's block in matmul_packed (CPU devices; math.cl: MM_RM, MM_CW)
 _BLK_CW = {np.dtype(np.float32): 16, np.dtype(np.float64): 8}
 
 
@@ -322,11 +339,18 @@ def matmul(ctx, outs, ins, **_):
     batch = math.prod(a.shape[:-2])
     dev, q = _env(ctx, a.dtype)
     if dev.is_cpu and a.dtype in _BLK_CW:
-        # math.cl matmul_blk: one item per RM x CW block; work-groups of 8 items down M
-        k = dev.kernel("math", _NAMES[a.dtype], "matmul_blk")
-        grid = (-(-N // _BLK_CW[a.dtype]), -(-M // (8 * _BLK_RM)) * 8, batch)
-        dev.launch(q, k, grid, (1, 8, 1), c.buffer, c.eoff, a.buffer, a.eoff, b.buffer, b.eoff,
-                   _i64(M), _i64(N), _i64(K))
+        # math.cl matmul_packed: pack A and B into panels, then one item per RM x CW block
+        name, cw, rm = _NAMES[a.dtype], _BLK_CW[a.dtype], _BLK_RM
+        mb, nb = -(-M // rm), -(-N // cw)
+        na, nb_ = batch * mb * K * rm, batch * nb * K * cw
+        ap, bp = dev.temp(na * a.dtype.itemsize), dev.temp(nb_ * a.dtype.itemsize)
+        per, ls = dev.per_item, dev.ew_local
+        dev.launch(q, dev.kernel("math", name, "matmul_pack_a"), _grid(na, per, ls), (ls,), ap, a.buffer,
+                   a.eoff, _i64(M), _i64(K), _i64(na))
+        dev.launch(q, dev.kernel("math", name, "matmul_pack_b"), _grid(nb_, per, ls), (ls,), bp, b.buffer,
+                   b.eoff, _i64(K), _i64(N), _i64(nb_))
+        dev.launch(q, dev.kernel("math", name, "matmul_packed"), (nb, -(-mb // 8) * 8, batch), (1, 8, 1),
+                   c.buffer, c.eoff, ap, bp, _i64(M), _i64(N), _i64(K))
         return
     k = dev.kernel("math", _NAMES[a.dtype], "matmul")
     grid = (-(-N // _TS) * _TS, -(-M // _TS) * _RTS, batch)

@@ -104,25 +104,50 @@ inline ACC ipow(ACC a, ACC b) {
 #endif
 
 // ---- elementwise ----
+// Each work item handles PER consecutive elements (a build option; see programs.py).
 #define UNARY(NAME, EXPR)                                                                    \
     __kernel void NAME(__global T* y, long yo, __global const T* x, long xo, long n) {       \
-        long i = get_global_id(0);                                                           \
-        if (i >= n) return;                                                                  \
-        ACC a = LOAD(x, xo + i);                                                             \
-        STORE(y, yo + i, (EXPR));                                                            \
+        long i0 = get_global_id(0) * PER, i1 = min(n, i0 + PER);                             \
+        for (long i = i0; i < i1; ++i) {                                                     \
+            ACC a = LOAD(x, xo + i);                                                         \
+            STORE(y, yo + i, (EXPR));                                                        \
+        }                                                                                    \
     }
 
-// Binary ops broadcast in-kernel: operand strides are 0 along broadcast dims. The outermost
+// Binary ops broadcast in-kernel: operand strides are 0 along broadcast dims; ix.flat says
+// 1: both operands contiguous, 2: a is one element, 3: b is one element (a loop the compiler
+// vectorises; the strided walk measured half the bandwidth), 0: the strided walk. The outermost
 // dim needs no division (its index is what remains), so rank-1 broadcasts divide nothing.
 #define BINARY(NAME, OUT_T, OUT_STORE, EXPR)                                                 \
     __kernel void NAME(__global OUT_T* z, long zo, __global const T* xa, long ao,             \
                        __global const T* xb, long bo, long n, Index ix) {                    \
-        long i = get_global_id(0);                                                           \
-        if (i >= n) return;                                                                  \
-        long ia = i, ib = i;                                                                 \
-        if (!ix.flat) {                                                                      \
-            ia = 0; ib = 0;                                                                  \
-            long r = i;                                                                      \
+        long i0 = get_global_id(0) * PER, i1 = min(n, i0 + PER);                             \
+        if (ix.flat == 1) {                                                                  \
+            for (long i = i0; i < i1; ++i) {                                                 \
+                ACC a = LOAD(xa, ao + i);                                                    \
+                ACC b = LOAD(xb, bo + i);                                                    \
+                OUT_STORE(z, zo + i, (EXPR));                                                \
+            }                                                                                \
+            return;                                                                          \
+        }                                                                                    \
+        if (ix.flat == 2) { /* one element of a against all of b */                          \
+            ACC a = LOAD(xa, ao);                                                            \
+            for (long i = i0; i < i1; ++i) {                                                 \
+                ACC b = LOAD(xb, bo + i);                                                    \
+                OUT_STORE(z, zo + i, (EXPR));                                                \
+            }                                                                                \
+            return;                                                                          \
+        }                                                                                    \
+        if (ix.flat == 3) { /* all of a against one element of b */                          \
+            ACC b = LOAD(xb, bo);                                                            \
+            for (long i = i0; i < i1; ++i) {                                                 \
+                ACC a = LOAD(xa, ao + i);                                                    \
+                OUT_STORE(z, zo + i, (EXPR));                                                \
+            }                                                                                \
+            return;                                                                          \
+        }                                                                                    \
+        for (long i = i0; i < i1; ++i) {                                                     \
+            long ia = 0, ib = 0, r = i;                                                      \
             for (int d = (int)ix.rank - 1; d > 0; --d) {                                     \
                 long c = r % ix.shape[d];                                                    \
                 r /= ix.shape[d];                                                            \
@@ -131,10 +156,10 @@ inline ACC ipow(ACC a, ACC b) {
             }                                                                                \
             ia += r * ix.s0[0];                                                              \
             ib += r * ix.s1[0];                                                              \
+            ACC a = LOAD(xa, ao + ia);                                                       \
+            ACC b = LOAD(xb, bo + ib);                                                       \
+            OUT_STORE(z, zo + i, (EXPR));                                                    \
         }                                                                                    \
-        ACC a = LOAD(xa, ao + ia);                                                           \
-        ACC b = LOAD(xb, bo + ib);                                                           \
-        OUT_STORE(z, zo + i, (EXPR));                                                        \
     }
 #define STORE_BOOL(z, i, v) ((z)[i] = (uchar)((v) ? 1 : 0))
 
@@ -178,24 +203,25 @@ BINARY(b_ge, uchar, STORE_BOOL, a >= b)
 __kernel void where_(__global T* z, long zo, __global const uchar* cond, long co,
                      __global const T* xa, long ao, __global const T* xb, long bo, long n,
                      Index ix) {
-    long i = get_global_id(0);
-    if (i >= n) return;
-    long ic = i, ia = i, ib = i;
-    if (!ix.flat) {
-        ic = 0; ia = 0; ib = 0;
-        long r = i;
-        for (int d = (int)ix.rank - 1; d > 0; --d) {
-            long c = r % ix.shape[d];
-            r /= ix.shape[d];
-            ic += c * ix.s0[d];
-            ia += c * ix.s1[d];
-            ib += c * ix.s2[d];
+    long i0 = get_global_id(0) * PER, i1 = min(n, i0 + PER);
+    for (long i = i0; i < i1; ++i) {
+        long ic = i, ia = i, ib = i;
+        if (!ix.flat) {
+            ic = 0; ia = 0; ib = 0;
+            long r = i;
+            for (int d = (int)ix.rank - 1; d > 0; --d) {
+                long c = r % ix.shape[d];
+                r /= ix.shape[d];
+                ic += c * ix.s0[d];
+                ia += c * ix.s1[d];
+                ib += c * ix.s2[d];
+            }
+            ic += r * ix.s0[0];
+            ia += r * ix.s1[0];
+            ib += r * ix.s2[0];
         }
-        ic += r * ix.s0[0];
-        ia += r * ix.s1[0];
-        ib += r * ix.s2[0];
+        STORE(z, zo + i, cond[co + ic] ? LOAD(xa, ao + ia) : LOAD(xb, bo + ib));
     }
-    STORE(z, zo + i, cond[co + ic] ? LOAD(xa, ao + ia) : LOAD(xb, bo + ib));
 }
 
 // ---- reductions ----
@@ -341,12 +367,14 @@ void matmul(__global T* c, long co, __global const T* a, long ao, __global const
 }
 #endif
 
-// ---- batched matmul for CPU devices: each work item computes an RM x CW register block ----
+// ---- batched matmul for CPU devices: packed panels, an RM x CW register block per item ----
 // NOTE: on PoCL's CPU device a work-group runs its items one after another (vectorised only
-// where it can prove it pays), so the 32x32 local-memory tile above mostly copies; an item
-// holding RM rows x CW columns in vector registers, with one vector load of B and RM scalar
-// loads of A per k, measured 3-5x faster (see benchmarks/opencl.py). The sum runs over k in
-// order, like the tiled kernel; a * b + c, not fma(): PoCL's vector fma is a library call.
+// where it can prove it pays), so the 32x32 local-memory tile above mostly copies. Here A and
+// B are first packed into panels (A: [batch][M/RM][K][RM], B: [batch][N/CW][K][CW], zero
+// padded), so an item walks two contiguous streams (no page stride per k) while it holds RM
+// rows x CW columns in vector registers: one vector load of B and RM scalar loads of A per k.
+// The sum runs over k in order, like the tiled kernel; a * b + c, not fma(): PoCL's vector
+// fma is a library call. Measured 5-6x the tiled kernel (benchmarks/opencl.py).
 #if IS_FLOAT && !IS_HALF
 #define MM_RM 8
 #if IS_DOUBLE
@@ -357,38 +385,56 @@ void matmul(__global T* c, long co, __global const T* a, long ao, __global const
 #define MM_NV 2
 #endif
 #define MM_CW (8 * MM_NV)
-__kernel void matmul_blk(__global T* c, long co, __global const T* a, long ao, __global const T* b,
-                         long bo, long M, long N, long K) {
-    long col = get_global_id(0) * MM_CW, row0 = get_global_id(1) * MM_RM;
-    long bt = get_global_id(2);
-    a += ao + bt * M * K;
-    b += bo + bt * K * N;
+__kernel void matmul_pack_a(__global T* ap, __global const T* a, long ao, long M, long K, long n) {
+    long i0 = get_global_id(0) * PER, i1 = min(n, i0 + PER);
+    long mb = (M + MM_RM - 1) / MM_RM;
+    for (long i = i0; i < i1; ++i) {
+        long r = i % MM_RM, t = i / MM_RM;
+        long k = t % K, u = t / K;
+        long row = (u % mb) * MM_RM + r, bt = u / mb;
+        ap[i] = row < M ? a[ao + (bt * M + row) * K + k] : (T)0;
+    }
+}
+__kernel void matmul_pack_b(__global T* bp, __global const T* b, long bo, long K, long N, long n) {
+    long i0 = get_global_id(0) * PER, i1 = min(n, i0 + PER);
+    long nb = (N + MM_CW - 1) / MM_CW;
+    for (long i = i0; i < i1; ++i) {
+        long v = i % MM_CW, t = i / MM_CW;
+        long k = t % K, u = t / K;
+        long col = (u % nb) * MM_CW + v, bt = u / nb;
+        bp[i] = col < N ? b[bo + (bt * K + k) * N + col] : (T)0;
+    }
+}
+__kernel void matmul_packed(__global T* c, long co, __global const T* ap, __global const T* bp,
+                            long M, long N, long K) {
+    long jb = get_global_id(0), ib = get_global_id(1), bt = get_global_id(2);
+    long col = jb * MM_CW, row0 = ib * MM_RM;
+    if (row0 >= M) return;
+    long mb = (M + MM_RM - 1) / MM_RM, nb = (N + MM_CW - 1) / MM_CW;
+    __global const T* pa = ap + (bt * mb + ib) * K * MM_RM;
+    __global const T* pb = bp + (bt * nb + jb) * K * MM_CW;
     c += co + bt * M * N;
-    if (col + MM_CW <= N && row0 + MM_RM <= M) {
-        VT acc[MM_RM][MM_NV];
-        for (int r = 0; r < MM_RM; ++r)
-            for (int v = 0; v < MM_NV; ++v) acc[r][v] = 0;
-        __global const T* ap = a + row0 * K;
-        __global const T* bp = b + col;
-        for (long k = 0; k < K; ++k) {
-            VT bk[MM_NV];
-            for (int v = 0; v < MM_NV; ++v) bk[v] = vload8(v, bp + k * N);
-            for (int r = 0; r < MM_RM; ++r) {
-                T ar = ap[r * K + k];
-                for (int v = 0; v < MM_NV; ++v) acc[r][v] = ar * bk[v] + acc[r][v];
-            }
+    VT acc[MM_RM][MM_NV];
+    for (int r = 0; r < MM_RM; ++r)
+        for (int v = 0; v < MM_NV; ++v) acc[r][v] = 0;
+    for (long k = 0; k < K; ++k) {
+        VT bk[MM_NV];
+        for (int v = 0; v < MM_NV; ++v) bk[v] = vload8(v, pb + k * MM_CW);
+        for (int r = 0; r < MM_RM; ++r) {
+            T ar = pa[k * MM_RM + r];
+            for (int v = 0; v < MM_NV; ++v) acc[r][v] = ar * bk[v] + acc[r][v];
         }
+    }
+    if (row0 + MM_RM <= M && col + MM_CW <= N) {
         for (int r = 0; r < MM_RM; ++r)
             for (int v = 0; v < MM_NV; ++v) vstore8(acc[r][v], v, c + (row0 + r) * N + col);
         return;
     }
-    // ragged edge: the same sums one element at a time
-    for (long r = row0; r < min(M, row0 + MM_RM); ++r)
-        for (long j = col; j < min(N, col + MM_CW); ++j) {
-            ACC s = 0;
-            for (long k = 0; k < K; ++k) s = a[r * K + k] * b[k * N + j] + s;
-            c[r * N + j] = s;
-        }
+    for (int r = 0; r < MM_RM && row0 + r < M; ++r) {  // ragged edge block
+        T row[MM_CW];
+        for (int v = 0; v < MM_NV; ++v) vstore8(acc[r][v], v, row);
+        for (int j = 0; j < MM_CW && col + j < N; ++j) c[(row0 + r) * N + col + j] = row[j];
+    }
 }
 #endif
 

@@ -5,18 +5,19 @@
 // strides (elements). Serves copy, permute, expand, slice, concat and pad.
 __kernel void strided_copy(__global E* y, long yo, __global const E* x, long xo, long n,
                            Index ix) {
-    long i = get_global_id(0);
-    if (i >= n) return;
-    long is = 0, id = 0, r = i;
-    for (int d = (int)ix.rank - 1; d > 0; --d) {
-        long c = r % ix.shape[d];
-        r /= ix.shape[d];
-        is += c * ix.s0[d];
-        id += c * ix.s1[d];
+    long i0 = get_global_id(0) * PER, i1 = min(n, i0 + PER);
+    for (long i = i0; i < i1; ++i) {
+        long is = 0, id = 0, r = i;
+        for (int d = (int)ix.rank - 1; d > 0; --d) {
+            long c = r % ix.shape[d];
+            r /= ix.shape[d];
+            is += c * ix.s0[d];
+            id += c * ix.s1[d];
+        }
+        is += r * ix.s0[0];
+        id += r * ix.s1[0];
+        y[yo + id] = x[xo + is];
     }
-    is += r * ix.s0[0];
-    id += r * ix.s1[0];
-    y[yo + id] = x[xo + is];
 }
 
 // y[p, j, q] = x[p, idx[j], q]; an index outside [0, A) is reported in err and reads nothing.

@@ -76,14 +76,16 @@ def cast_source(has_fp64: bool) -> str:
                      else f"y[yo + i] = {expr}")
             out.append(
                 f"__kernel void cast_{s}_{d}(__global {dt}* y, long yo, __global const {st}* x, "
-                f"long xo, long n) {{ long i = get_global_id(0); if (i < n) {store}; }}"
+                f"long xo, long n) {{ long i0 = get_global_id(0) * PER, i1 = min(n, i0 + PER); "
+                f"for (long i = i0; i < i1; ++i) {store}; }}"
             )
     pragma = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" if has_fp64 else ""
     return pragma + "\n".join(out) + "\n"
 
 
 def source_and_options(dev: OpenCLDevice, family: str, key: str) -> tuple[str, list[str]]:
-    opts = [f"-DLS={dev.local_size}", f"-DHAS_FP64={int(dev.has_fp64)}",
+    # PER: consecutive elements per work item of elementwise kernels (dev.per_item)
+    opts = [f"-DLS={dev.local_size}", f"-DPER={dev.per_item}", f"-DHAS_FP64={int(dev.has_fp64)}",
             f"-DHAS_I64_ATOMICS={int(dev.has_int64_atomics)}"]
     if family == "math":
         if key == "float64":

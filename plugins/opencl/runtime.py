@@ -73,6 +73,13 @@ class OpenCLDevice:
         wg = device.max_work_group_size
         #: work-group size of 1-d kernels and row reductions (a power of two)
         self.local_size = min(256, 1 << (wg.bit_length() - 1))
+        # NOTE: PoCL's CPU device pays per work-group and its vectoriser likes contiguous loops:
+        # elementwise kernels there take 64 consecutive elements per item, 16 items a group
+        # (2x the bandwidth of one element per item; see benchmarks/opencl.py). GPUs keep one
+        # element per item, so neighbouring items touch neighbouring addresses.
+        #: elements per work item, and work-group size, of elementwise kernels
+        self.per_item = 64 if self.is_cpu else 1
+        self.ew_local = min(16, self.local_size) if self.is_cpu else self.local_size
         self._context: cl.Context | None = None
         self._queue: cl.CommandQueue | None = None
         self.queues: list[cl.CommandQueue] = []
