@@ -16,7 +16,6 @@ Examples::
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import shutil
 import signal
@@ -89,22 +88,24 @@ def run(
     :param collective_timeout: ``OARLOCK_COLLECTIVE_TIMEOUT`` for the ranks.
     """
     cmd = command(target, nprocs)
-    # its own process group: on a timeout every rank goes too, not only mpiexec
     proc = subprocess.Popen(
         cmd,
         env=environment(collective_timeout),
         text=True,
         stdout=subprocess.PIPE if capture else None,
         stderr=subprocess.STDOUT if capture else None,
-        start_new_session=True,
     )
     try:
         out, _ = proc.communicate(timeout=timeout)
         return subprocess.CompletedProcess(cmd, proc.returncode, out, None)
     except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        out, _ = proc.communicate()
+        # mpiexec takes every rank down with it on SIGINT; SIGKILL would orphan them
+        proc.send_signal(signal.SIGINT)
+        try:
+            out, _ = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, _ = proc.communicate()
         return subprocess.CompletedProcess(
             cmd, 124, (out or "") + f"\n[launch] killed after {timeout} s", None
         )
