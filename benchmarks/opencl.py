@@ -38,6 +38,22 @@ def median_time(fn, repeats: int, sync=lambda: None) -> float:
     return statistics.median(times)
 
 
+def median_times(fns: dict, repeats: int, sync=lambda: None) -> dict:
+    """Median seconds of each fn, run in turn within every repeat (round robin), so a change
+    in machine load hits every case alike and the ratios stay fair."""
+    for fn in fns.values():
+        fn()
+        sync()  # warm-up
+    times: dict = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            t = time.perf_counter()
+            fn()
+            sync()
+            times[name].append(time.perf_counter() - t)
+    return {name: statistics.median(ts) for name, ts in times.items()}
+
+
 class Bench:
     def __init__(self, index: int) -> None:
         self.reg = Registry(plugin="opencl")
@@ -87,22 +103,24 @@ def main() -> None:
         mul(b.ctx, [tmp], [a, x])
         add(b.ctx, [y], [tmp, c])
 
-    t_cl = median_time(axpy, r, b.sync)
     dst = np.empty_like(xh)
-    t_np_copy = median_time(lambda: np.copyto(dst, xh), r)
-    t_np_axpy = median_time(lambda: np.add(np.multiply(xh, np.float32(2), out=dst), np.float32(1), out=dst), r)
+    comp = b.reg.compilers["opencl"][1](b.rt, args.device)
+    src = ("__kernel void axpy(__global float* y, __global const float* x, float a, float c, long n)"
+           " { long i = get_global_id(0); if (i < n) y[i] = a * x[i] + c; }")
+    axpy_k = comp.load(comp.compile(src, "axpy"), "axpy")
+    t = median_times({
+        "cl": axpy,
+        "fused": lambda: comp.launch(axpy_k, [y, x, np.float32(2), np.float32(1), np.int64(n)], (n,), (256,), b.q),
+        "np_copy": lambda: np.copyto(dst, xh),
+        "np_axpy": lambda: np.add(np.multiply(xh, np.float32(2), out=dst), np.float32(1), out=dst),
+    }, r, b.sync)
+    t_cl, t_fused, t_np_copy, t_np_axpy = t["cl"], t["fused"], t["np_copy"], t["np_axpy"]
     gbs = lambda nbytes, t: nbytes / t / 1e9
     cl_gbs = gbs(4 * 4 * n, t_cl)  # mul: read x, write tmp; add: read tmp, write y
     np_copy_gbs = gbs(2 * 4 * n, t_np_copy)
     rows.append(("a*x+b 16M f32 (mul+add, broadcast scalars)", f"{cl_gbs:.1f} GB/s, {t_cl * 1e3:.1f} ms",
                  f"copy {np_copy_gbs:.1f} GB/s; a*x+b {t_np_axpy * 1e3:.1f} ms",
                  f"{cl_gbs / np_copy_gbs:.2f}x bw, {t_np_axpy / t_cl:.2f}x time"))
-    comp = b.reg.compilers["opencl"][1](b.rt, args.device)
-    src = ("__kernel void axpy(__global float* y, __global const float* x, float a, float c, long n)"
-           " { long i = get_global_id(0); if (i < n) y[i] = a * x[i] + c; }")
-    axpy_k = comp.load(comp.compile(src, "axpy"), "axpy")
-    t_fused = median_time(lambda: comp.launch(axpy_k, [y, x, np.float32(2), np.float32(1), np.int64(n)],
-                                              (n,), (256,), b.q), r, b.sync)
     fgbs = gbs(2 * 4 * n, t_fused)
     rows.append(("a*x+b 16M f32 (fused, compile access)", f"{fgbs:.1f} GB/s, {t_fused * 1e3:.1f} ms",
                  f"copy {np_copy_gbs:.1f} GB/s", f"{fgbs / np_copy_gbs:.2f}x bw, {t_np_axpy / t_fused:.2f}x time"))
@@ -116,8 +134,9 @@ def main() -> None:
         bh = np.random.default_rng(2).random((m, m), dtype=np.float32)
         av, bv, cv = b.put(ah), b.put(bh), b.empty((m, m), np.float32)
         reps = max(3, r // 2) if m > 1024 else r
-        t_cl = median_time(lambda av=av, bv=bv, cv=cv: mm(b.ctx, [cv], [av, bv]), reps, b.sync)
-        t_np = median_time(lambda ah=ah, bh=bh: ah @ bh, reps)
+        t = median_times({"cl": lambda av=av, bv=bv, cv=cv: mm(b.ctx, [cv], [av, bv]),
+                          "np": lambda ah=ah, bh=bh: ah @ bh}, reps, b.sync)
+        t_cl, t_np = t["cl"], t["np"]
         fl = 2 * m**3
         rows.append((f"matmul {m}x{m} f32", f"{fl / t_cl / 1e9:.1f} GFLOP/s", f"{fl / t_np / 1e9:.1f} GFLOP/s",
                      f"{t_np / t_cl:.2f}x"))
@@ -130,16 +149,9 @@ def main() -> None:
     # -- launch overhead --------------------------------------------------------------------
     one, out1 = b.put(np.ones(1, np.float32)), b.empty((1,), np.float32)
     add_ctx = (b.ctx, [out1], [one, one])
-    t_single = median_time(lambda: (add(*add_ctx), b.sync()), max(r, 50) * 4)
     batch = 1000
-
-    def batched() -> None:
-        for _ in range(batch):
-            add(*add_ctx)
-        b.sync()
-
-    t_batch = median_time(batched, r) / batch
-    # the floor: the same kernel object, arguments set once, enqueued straight through pyopencl
+    # the floor: the same kernel object, enqueued straight through pyopencl with its arguments
+    # set once (the plugin sets the same values on every launch, so the two can alternate)
     import pyopencl as cl
 
     dev = b.rt.device(args.device)
@@ -147,14 +159,22 @@ def main() -> None:
     raw.set_args(out1.buffer, np.int64(0), one.buffer, np.int64(0), one.buffer, np.int64(0), np.int64(1),
                  kernels._FLAT)
     grid = (dev.ew_local,), (dev.ew_local,)
-    t_raw = median_time(lambda: (cl.enqueue_nd_range_kernel(b.q, raw, *grid), b.sync()), max(r, 50) * 4)
+
+    def batched() -> None:
+        for _ in range(batch):
+            add(*add_ctx)
+        b.sync()
 
     def raw_batched() -> None:
         for _ in range(batch):
             cl.enqueue_nd_range_kernel(b.q, raw, *grid)
         b.sync()
 
-    t_raw_batch = median_time(raw_batched, r) / batch
+    t = median_times({"single": lambda: add(*add_ctx), "raw": lambda: cl.enqueue_nd_range_kernel(b.q, raw, *grid)},
+                     max(r, 50) * 4, b.sync)
+    t_single, t_raw = t["single"], t["raw"]
+    t = median_times({"batch": batched, "raw": raw_batched}, r)
+    t_batch, t_raw_batch = t["batch"] / batch, t["raw"] / batch
     t_np_add = median_time(lambda: np.add(xh[:1], xh[:1]), 1000)
     rows.append(("launch: add 1 elem + finish", f"{t_single * 1e6:.1f} us",
                  f"raw pyopencl {t_raw * 1e6:.1f} us; np.add {t_np_add * 1e6:.2f} us",
