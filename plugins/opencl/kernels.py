@@ -160,24 +160,28 @@ def _translated(op: str, fn: Callable[..., None]) -> Callable[..., None]:
 
 # -- elementwise -------------------------------------------------------------------------
 def _unary(op: str) -> Callable[..., None]:
+    name = f"u_{op}"
+
     def kernel(ctx, outs, ins, **_):
         (y,), (x,) = outs, ins
         n = y.size
         if n:
             dev, q = _env(ctx, x.dtype)
-            k = dev.kernel("math", _NAMES[x.dtype], f"u_{op}")
+            k = dev.kernel("math", _NAMES[x.dtype], name)
             _launch_ew(dev, q, k, n, y.buffer, y.eoff, x.buffer, x.eoff, _i64(n))
 
     return kernel
 
 
 def _binary(op: str) -> Callable[..., None]:
+    name = f"b_{op}"
+
     def kernel(ctx, outs, ins, **_):
         (z,), (a, b) = outs, ins
         n = z.size
         if n:
             dev, q = _env(ctx, a.dtype)
-            k = dev.kernel("math", _NAMES[a.dtype], f"b_{op}")
+            k = dev.kernel("math", _NAMES[a.dtype], name)
             if a.shape == z.shape and b.shape == z.shape:
                 ix = _FLAT
             elif b.shape == z.shape and a.size == 1:

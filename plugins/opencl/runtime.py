@@ -18,6 +18,7 @@ from .errors import check
 _PROFILING = cl.command_queue_properties.PROFILING_ENABLE
 _COMPLETE = cl.command_execution_status.COMPLETE
 _MEM = cl.MemoryObjectHolder
+_ZERO = np.int64(0)
 _enqueue = cl.enqueue_nd_range_kernel
 # NOTE: pyopencl's generic Kernel.set_arg probes each by-value argument's type (through
 # exceptions) before taking its bytes: about 9 us per numpy scalar on PoCL, most of a launch.
@@ -42,7 +43,8 @@ class CLView(NamedTuple):
 
     @property
     def eoff(self) -> np.int64:
-        return np.int64(self.offset // self.dtype.itemsize)
+        # NOTE: most views start at 0; building an np.int64 costs about a microsecond per operand
+        return np.int64(self.offset // self.dtype.itemsize) if self.offset else _ZERO
 
     @property
     def nbytes(self) -> int:
