@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -70,8 +71,10 @@ class OpenCLDevice:
         self.has_fp64 = "cl_khr_fp64" in exts or bool(device.double_fp_config)
         self.has_fp16 = "cl_khr_fp16" in exts
         self.has_int64_atomics = "cl_khr_int64_base_atomics" in exts
-        #: CPU devices (PoCL) get kernels shaped for caches and vector registers, not warps
-        self.is_cpu = bool(device.type & cl.device_type.CPU)
+        #: CPU devices (PoCL) get kernels shaped for caches and vector registers, not warps;
+        #: OARLOCK_OPENCL_SHAPES=gpu|cpu overrides the guess (e.g. to test the GPU kernels on PoCL)
+        shapes = os.environ.get("OARLOCK_OPENCL_SHAPES", "").lower()
+        self.is_cpu = shapes == "cpu" or (shapes != "gpu" and bool(device.type & cl.device_type.CPU))
         wg = device.max_work_group_size
         #: work-group size of 1-d kernels and row reductions (a power of two)
         self.local_size = min(256, 1 << (wg.bit_length() - 1))
