@@ -390,3 +390,14 @@ def test_softmax_keeps_exp_in_the_output_row():
     p = compiler.lower("softmax", fw.randn([2, 8]), axis=1)
     src = compiler.emit(p, "c", "k")
     assert src.count("expf(") == 1 and "kept for a later pass" in src
+
+
+@pytest.mark.parametrize("dtype,rows", [("float32", 520), ("float64", 260)])
+def test_large_outputs_take_the_streaming_store_path(dtype, rows):
+    """Outputs of 8 MB and more are written with non-temporal stores (odd row length: tails)."""
+    xn = _rng(12).standard_normal((rows, 4100)).astype(dtype)
+    wn = _rng(13).standard_normal(4100).astype(dtype)
+    assert xn.nbytes >= EMIT.CEmitter.STREAM_MIN
+    y = F.rms_norm(fw.to_tensor(xn), weight=fw.to_tensor(wn))
+    np.testing.assert_allclose(y.numpy(), ref_rms(xn, wn), rtol=1e-5, atol=1e-5)
+    assert "oarlock_stream_" in compiler.generated_source("rms_norm", fw.to_tensor(xn), fw.to_tensor(wn), epsilon=1e-6)

@@ -139,6 +139,12 @@ class Emitter:
     def row_store(self, k: int, name: str) -> str:
         return f"out{k}[r] = {name};"
 
+    def store_target(self, prog: ir.Program, k: int) -> str:
+        return f"out{k}[r * N + j]"
+
+    def after_stores(self, prog: ir.Program, stores: list[tuple[int, ir.Node]]) -> list[str]:
+        return []
+
     # -- the kernel ---------------------------------------------------------------------
     def source(self, prog: ir.Program, entry: str) -> str:
         sched = ir.schedule(prog)
@@ -170,8 +176,9 @@ class Emitter:
                 if at == li:
                     body.append(f"    out{k}[r * N + j] = v{i};  /* kept for a later pass */")
             for k, n in loop.stores:
-                body.append(f"    out{k}[r * N + j] = v{n.id};")
+                body.append(f"    {self.store_target(prog, k)} = v{n.id};")
             body.append("}")
+            body.extend(self.after_stores(prog, loop.stores))
             body.extend(self.combine(reds))
             self._done.update(r.id for r, _ in reds)
         for k, n in sched.row_stores:
@@ -273,6 +280,31 @@ def plan_spills(prog: ir.Program, sched: ir.Schedule) -> dict[int, tuple[int, in
     return spills
 
 
+# Non-temporal row writes: the output goes to memory without first reading its cache lines.
+_STREAM = r"""
+#include <string.h>
+#if defined(__AVX__)
+#include <immintrin.h>
+static inline void oarlock_stream_f32(float* restrict d, const float* restrict s, int64_t n) {
+    int64_t j = 0;
+    for (; j < n && ((uintptr_t)(d + j) & 31); ++j) d[j] = s[j];
+    for (; j + 8 <= n; j += 8) _mm256_stream_ps(d + j, _mm256_loadu_ps(s + j));
+    for (; j < n; ++j) d[j] = s[j];
+    _mm_sfence();
+}
+static inline void oarlock_stream_f64(double* restrict d, const double* restrict s, int64_t n) {
+    int64_t j = 0;
+    for (; j < n && ((uintptr_t)(d + j) & 31); ++j) d[j] = s[j];
+    for (; j + 4 <= n; j += 4) _mm256_stream_pd(d + j, _mm256_loadu_pd(s + j));
+    for (; j < n; ++j) d[j] = s[j];
+    _mm_sfence();
+}
+#else
+static inline void oarlock_stream_f32(float* d, const float* s, int64_t n) { memcpy(d, s, n * sizeof(float)); }
+static inline void oarlock_stream_f64(double* d, const double* s, int64_t n) { memcpy(d, s, n * sizeof(double)); }
+#endif"""
+
+
 class CEmitter(Emitter):
     """C99 for the host: OpenMP threads across rows, SIMD along the row."""
 
@@ -289,6 +321,7 @@ class CEmitter(Emitter):
             "#include <math.h>",
             "#include <stdbool.h>",
             "#include <stdint.h>",
+            *_STREAM.splitlines(),
         ]
 
     def signature(self, prog: ir.Program, entry: str) -> str:
@@ -299,8 +332,44 @@ class CEmitter(Emitter):
     def row_begin(self, prog: ir.Program) -> tuple[list[str], list[str]]:
         # NOTE: small launches stay on one thread: waking the team costs more than the work,
         # and far more when other processes hold the cores.
-        return [f"#pragma omp parallel for schedule(static) if (rows * N > {self.PARALLEL_MIN})",
-                "for (int64_t r = 0; r < rows; ++r) {"], []
+        body = []
+        for k in self._streamed(prog):
+            T = self.ctype(prog.outputs[k].dtype)
+            body.append(f"{T} st{k}[N] __attribute__((aligned(64)));")
+            body.append(f"{T}* restrict dst{k} = stream ? st{k} : out{k} + r * N;")
+        return [f"const bool stream = rows * N * {self._itemsize(prog)} >= {self.STREAM_MIN};",
+                f"#pragma omp parallel for schedule(static) if (rows * N > {self.PARALLEL_MIN})",
+                "for (int64_t r = 0; r < rows; ++r) {"], body
+
+    #: output bytes from which rows are written with non-temporal stores (they would only
+    #: evict the inputs from the cache, and a plain store first reads the line)
+    STREAM_MIN = 8 << 20
+    STREAM_ROW_MAX = 32 << 10  #: the per-thread row buffer must stay in L1/L2
+
+    @staticmethod
+    def _itemsize(prog: ir.Program) -> int:
+        return max(o.dtype.itemsize for o in prog.outputs)
+
+    def _streamed(self, prog: ir.Program) -> list[int]:
+        if prog.n < 64 or prog.n * self._itemsize(prog) > self.STREAM_ROW_MAX:
+            return []
+        sched = ir.schedule(prog)
+        last = sched.loops[-1].stores if sched.loops else []
+        return [k for k, _ in last]
+
+    def store_target(self, prog: ir.Program, k: int) -> str:
+        return f"dst{k}[j]" if k in self._streamed(prog) else f"out{k}[r * N + j]"
+
+    def after_stores(self, prog: ir.Program, stores: list[tuple[int, ir.Node]]) -> list[str]:
+        ks = [k for k, _ in stores if k in self._streamed(prog)]
+        if not ks:
+            return []
+        out = ["if (stream) {"]
+        for k in ks:
+            fn = "oarlock_stream_f32" if prog.outputs[k].dtype == np.float32 else "oarlock_stream_f64"
+            out.append(f"    {fn}(out{k} + r * N, st{k}, N);")
+        out.append("}")
+        return out
 
     def loop_begin(self, reductions: list[tuple[str, str]]) -> list[str]:
         clauses = "".join(f" reduction({'+' if k == 'sum' else k}:{acc})" for k, acc in reductions)
