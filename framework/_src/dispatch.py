@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from .ops.base import OpDef
 
 _KCACHE: dict[tuple[str, str, np.dtype], KernelEntry | None] = {}
+_MISS = object()
 _FALLBACKS: Counter[tuple[str, str]] = Counter()
 _WARNED: set[tuple[str, str]] = set()
 _STRICT = [os.environ.get("OARLOCK_STRICT_KERNELS", "") not in ("", "0", "false", "False")]
@@ -114,29 +115,46 @@ def run(
     """Run primitive ``op`` on ``ins`` (already promoted to the op's dtypes). Ops without
     tensor inputs pass ``dev``; ``metas`` overrides the shape rule (``arange``)."""
     if dev is None:
-        dev = check_same_device(op.name, ins)
+        dev = ins[0].device
+        for t in ins:
+            if t.device is not dev:
+                dev = check_same_device(op.name, ins)
+                break
     if metas is None:
         metas = op.infer(ins, attrs)
     key_dtype = ins[0].dtype if ins else metas[0][1]
-    entry = find_kernel(op.name, dev.type, key_dtype)
+    entry = _KCACHE.get((op.name, dev.type, key_dtype), _MISS)
+    if entry is _MISS:
+        entry = find_kernel(op.name, dev.type, key_dtype)
     if entry is None:
         return _fallback(op, ins, attrs, dev, key_dtype, metas)
-    if op.elementwise and not entry.broadcast:
+    if op.elementwise:
         shape = metas[0][0]
-        ins = [t if t.shape == shape else op_expand(t, shape) for t in ins]
-    elif op.elementwise:
-        rank = len(metas[0][0])
-        ins = [t if len(t.shape) == rank else t._reshaped((1,) * (rank - len(t.shape)) + t.shape) for t in ins]
+        if not entry.broadcast:
+            ins = [t if t.shape == shape else op_expand(t, shape) for t in ins]
+        else:
+            rank = len(shape)
+            for t in ins:
+                if len(t.shape) != rank:
+                    ins = [u if len(u.shape) == rank else u._reshaped((1,) * (rank - len(u.shape)) + u.shape) for u in ins]
+                    break
     st = _STATE.get(dev) or state(dev)
-    malloc = st.alloc.malloc
-    view = st.view
-    outs = []
-    nouts = []
-    for shape, dtype in metas:
-        o = Tensor._make(malloc(math.prod(shape) * dtype.itemsize), 0, shape, dtype, dev)
-        o._nv = nv = view(o._block.handle, 0, shape, dtype)
-        outs.append(o)
-        nouts.append(nv)
+    if len(metas) == 1:
+        shape, dtype = metas[0]
+        o = Tensor._make(st.alloc.malloc(math.prod(shape) * dtype.itemsize), 0, shape, dtype, dev)
+        o._nv = st.view(o._block.handle, 0, shape, dtype)
+        outs = [o]
+        nouts = [o._nv]
+    else:
+        malloc = st.alloc.malloc
+        view = st.view
+        outs = []
+        nouts = []
+        for shape, dtype in metas:
+            o = Tensor._make(malloc(math.prod(shape) * dtype.itemsize), 0, shape, dtype, dev)
+            o._nv = nv = view(o._block.handle, 0, shape, dtype)
+            outs.append(o)
+            nouts.append(nv)
     try:
         entry.fn(st.ctx, nouts, [t._nv if t._nv is not None else t.native() for t in ins], **attrs)
     except KernelNotFoundError:

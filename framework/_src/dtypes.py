@@ -97,6 +97,8 @@ def promote(a: np.dtype, b: np.dtype) -> np.dtype:
 
 def scalar_dtype(value: object, other: np.dtype) -> np.dtype:
     """Dtype a Python scalar takes next to a tensor of dtype ``other``."""
+    if type(value) is float:
+        return other if other.kind == "f" or other is bfloat16 else get_default_dtype()
     if isinstance(value, (bool, np.bool_)):
         return other
     if isinstance(value, (int, np.integer)):

@@ -26,18 +26,21 @@ class Tensor:
         "shape",
         "dtype",
         "device",
-        "_dtype_obj",
         "_nv",
         "_node",
-        "_out_index",
         "stop_gradient",
-        "grad",
-        "_hooks",
-        "_retain_grad",
-        "name",
-        "persistable",
+        "__dict__",
         "__weakref__",
     )
+
+    # Rarely set attributes are class-level defaults (an instance gets a __dict__ only when
+    # one is set), so making a tensor on the hot path sets eight slots and nothing else.
+    _out_index = 0
+    grad: Any = None
+    _hooks: Any = None
+    _retain_grad = False
+    name: str | None = None
+    persistable = False
 
     # -- construction (internal) --------------------------------------------------------
     @classmethod
@@ -50,19 +53,13 @@ class Tensor:
         t.device = device
         t._nv = None
         t._node = None
-        t._out_index = 0
         t.stop_gradient = True
-        t.grad = None
-        t._hooks = None
-        t._retain_grad = False
-        t.name = None
-        t.persistable = False
         return t
 
     def __init__(self, data: Any = None, dtype: Any = None, device: Any = None, stop_gradient: bool = True) -> None:
         src = to_tensor(data, dtype=dtype, device=device, stop_gradient=stop_gradient)
         for slot in Tensor.__slots__:
-            if slot != "__weakref__":
+            if slot not in ("__weakref__", "__dict__"):
                 setattr(self, slot, getattr(src, slot))
 
     # -- metadata -----------------------------------------------------------------------

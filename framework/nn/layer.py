@@ -25,7 +25,7 @@ class Parameter(Tensor):
         p = object.__new__(cls)
         t = t.detach()
         for slot in Tensor.__slots__:
-            if slot != "__weakref__" and hasattr(t, slot):
+            if slot not in ("__weakref__", "__dict__") and hasattr(t, slot):
                 setattr(p, slot, getattr(t, slot))
         p.stop_gradient = not trainable
         p.trainable = trainable

@@ -33,17 +33,23 @@ def _f32(x: np.ndarray) -> np.ndarray:
 
 
 def _unary(fn: Any):
-    def k(ctx: Any, outs: list, ins: list) -> None:
-        if ctx.stream is not None:
-            ctx.stream.submit(k, _SYNC, outs, ins)
-            return
-        x, y = ins[0], outs[0]
-        if y.dtype.num in _HALF_NUMS:
-            y[...] = fn(_f32(x))
-        else:
-            fn(x, out=y)
+    """Two kernels per op: half precision computes in float32; the others call numpy with
+    out= directly (the registry picks by dtype, so the hot path makes no dtype test)."""
 
-    k.inline_stream = True
+    def k(ctx: Any, outs: list, ins: list) -> None:
+        if ctx.stream is None:
+            fn(ins[0], out=outs[0])
+        else:
+            ctx.stream.submit(k, _SYNC, outs, ins)
+
+    def k_half(ctx: Any, outs: list, ins: list) -> None:
+        if ctx.stream is None:
+            outs[0][...] = fn(ins[0].astype(np.float32))
+        else:
+            ctx.stream.submit(k_half, _SYNC, outs, ins)
+
+    k.inline_stream = k_half.inline_stream = True
+    k.half = k_half
     return k
 
 
@@ -56,16 +62,19 @@ def _rsqrt(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
 
 def _binary(fn: Any):
     def k(ctx: Any, outs: list, ins: list) -> None:
-        if ctx.stream is not None:
-            ctx.stream.submit(k, _SYNC, outs, ins)
-            return
-        x, y = ins
-        if x.dtype.num in _HALF_NUMS:
-            outs[0][...] = fn(_f32(x), _f32(y))
+        if ctx.stream is None:
+            fn(ins[0], ins[1], out=outs[0])
         else:
-            fn(x, y, out=outs[0])
+            ctx.stream.submit(k, _SYNC, outs, ins)
 
-    k.inline_stream = True
+    def k_half(ctx: Any, outs: list, ins: list) -> None:
+        if ctx.stream is None:
+            outs[0][...] = fn(ins[0].astype(np.float32), ins[1].astype(np.float32))
+        else:
+            ctx.stream.submit(k_half, _SYNC, outs, ins)
+
+    k.inline_stream = k_half.inline_stream = True
+    k.half = k_half
     return k
 
 
@@ -297,4 +306,10 @@ def register_kernels(registry: Any) -> None:
     warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"plugins\.cpu\.kernels")
     for op, fn, dtypes, bcast in TABLE:
         k = fn if getattr(fn, "inline_stream", False) else _on_stream(fn)
-        registry.add_kernel(op, "cpu", dtypes, k, broadcast=bcast)
+        half = getattr(fn, "half", None)
+        if half is not None:
+            full = [d for d in dtypes if np.dtype(d) not in _HALF]
+            registry.add_kernel(op, "cpu", full, k, broadcast=bcast)
+            registry.add_kernel(op, "cpu", [d for d in dtypes if np.dtype(d) in _HALF], half, broadcast=bcast)
+        else:
+            registry.add_kernel(op, "cpu", dtypes, k, broadcast=bcast)

@@ -21,7 +21,7 @@ _CONST: dict[tuple[Any, ...], Tensor] = {}
 def _const(value: Any, dtype: np.dtype, device: Any, ndim: int = 0) -> Tensor:
     """A cached constant of shape (1,)*ndim: scalars in expressions cost no allocation and
     no reshape after the first use."""
-    key = (type(value), value, dtype, device, ndim)
+    key = (type(value), value, dtype.num, device._name, ndim)
     t = _CONST.get(key)
     if t is None:
         from .creation import _full
@@ -51,7 +51,7 @@ def _operands(name: str, x: Any, y: Any) -> tuple[Tensor, Tensor]:
             return x, y
         d = _dt.promote(x.dtype, y.dtype)
     elif xt:
-        if isinstance(y, _SCALARS):
+        if type(y) is float or isinstance(y, _SCALARS):
             d = _dt.scalar_dtype(y, x.dtype)
             y = _const(y, d, x.device, len(x.shape))
         else:

@@ -23,6 +23,11 @@ from .base import primitive
 def broadcast_shapes(op: str, a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
     if a == b:
         return a
+    if len(a) == len(b):  # fast path: one side is all ones (a cached scalar constant)
+        if b and max(b) == 1 and min(b) == 1:
+            return a
+        if a and max(a) == 1 and min(a) == 1:
+            return b
     n = max(len(a), len(b))
     pa = (1,) * (n - len(a)) + a
     pb = (1,) * (n - len(b)) + b
