@@ -144,7 +144,7 @@ def test_oarlock_devices_lists_cpu_and_a_broken_plugin(tmp_path):
     out = subprocess.run([sys.executable, "-m", "framework.cli", "devices"], env=env, capture_output=True, text=True, timeout=120, cwd=_root())
     assert out.returncode == 0, out.stderr
     text = out.stdout
-    assert "plugin cpu (plugins.cpu)" in text and "cpu:0" in text and "kernels: 52 ops" in text
+    assert "plugin cpu (plugins.cpu)" in text and "cpu:0" in text and "kernels: 53 ops" in text
     assert "plugin vendorx" in text and "FAILED TO LOAD" in text and "libvendor.so.3" in text
 
 

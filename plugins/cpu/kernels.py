@@ -131,6 +131,16 @@ def _matmul(ctx: Any, outs: list, ins: list) -> None:
         np.matmul(a, b, out=c)
 
 
+def _matmul_t(ctx: Any, outs: list, ins: list, transpose_x: bool, transpose_y: bool) -> None:
+    """Fused kernel for the ``matmul_t`` composite: BLAS reads transposed operands in place."""
+    a, b = ins
+    if transpose_x:
+        a = a.swapaxes(-1, -2)
+    if transpose_y:
+        b = b.swapaxes(-1, -2)
+    _matmul(ctx, outs, [a, b])
+
+
 def _permute(ctx: Any, outs: list, ins: list, perm: tuple[int, ...]) -> None:
     np.copyto(outs[0], ins[0].transpose(perm))
 
@@ -285,6 +295,7 @@ TABLE: list[tuple[str, Any, tuple, bool]] = [
     ("argmax", _arg(np.argmax), ALL, False),
     ("argmin", _arg(np.argmin), ALL, False),
     ("matmul", _matmul, NUMERIC, False),
+    ("matmul_t", _matmul_t, NUMERIC, False),  # fused composite, not a primitive
     ("permute", _permute, ALL, False),
     ("expand", _expand, ALL, False),
     ("slice", _slice, ALL, False),

@@ -13,7 +13,7 @@ from adapter_api import OpArgumentError
 
 from .. import dtypes as _dt
 from ..tensor import Tensor, to_tensor
-from .base import OPS, apply1
+from .base import OPS, apply1, call, composite
 
 _CONST: dict[tuple[Any, ...], Tensor] = {}
 
@@ -383,19 +383,21 @@ def matmul(x: Tensor, y: Tensor, transpose_x: bool = False, transpose_y: bool = 
     x, y = _operands("matmul", x, y)
     if x.dtype == _dt.bool_:
         raise OpArgumentError("[matmul] bool tensors are not supported; cast to a number type first")
-    if transpose_x and x.ndim >= 2:
-        x = x.swapaxes(-1, -2)
-    if transpose_y and y.ndim >= 2:
-        y = y.swapaxes(-1, -2)
+    tx = bool(transpose_x) and x.ndim >= 2
+    ty = bool(transpose_y) and y.ndim >= 2
     squeeze_front = x.ndim == 1
     squeeze_back = y.ndim == 1
     if squeeze_front:
         x = x.reshape((1,) + x.shape)
     if squeeze_back:
         y = y.reshape(y.shape + (1,))
-    if x.shape[-1] != y.shape[-2]:
+    kx = x.shape[-2] if tx else x.shape[-1]
+    ky = y.shape[-1] if ty else y.shape[-2]
+    if kx != ky:
+        sx = x.shape[:-2] + (x.shape[-1], x.shape[-2]) if tx else x.shape
+        sy = y.shape[:-2] + (y.shape[-1], y.shape[-2]) if ty else y.shape
         raise OpArgumentError(
-            f"[matmul] shapes {x.shape} and {y.shape} do not match: {x.shape[-1]} != {y.shape[-2]}; "
+            f"[matmul] shapes {sx} and {sy} do not match: {kx} != {ky}; "
             f"the last dim of x must equal the second-to-last of y"
         )
     from .primitives import broadcast_shapes
@@ -405,12 +407,60 @@ def matmul(x: Tensor, y: Tensor, transpose_x: bool = False, transpose_y: bool = 
         x = x.expand(batch + x.shape[-2:])
     if y.shape[:-2] != batch:
         y = y.expand(batch + y.shape[-2:])
-    out = apply1(OPS["matmul"], [x, y], {})
+    out = matmul_t(x, y, tx, ty)
     if squeeze_front:
         out = out.reshape(out.shape[:-2] + out.shape[-1:])
     if squeeze_back:
         out = out.reshape(out.shape[:-1])
     return out
+
+
+def _matmul_t_infer(ins: list[Tensor], attrs: dict[str, Any]) -> list:
+    a, b = ins
+    m = a.shape[-1] if attrs["transpose_x"] else a.shape[-2]
+    n = b.shape[-2] if attrs["transpose_y"] else b.shape[-1]
+    return [(a.shape[:-2] + (m, n), a.dtype)]
+
+
+def _matmul_t_decomposition(a: Tensor, b: Tensor, transpose_x: bool, transpose_y: bool) -> Tensor:
+    """op(a) @ op(b) with op = transpose of the last two dims where asked. Without a fused
+    kernel one operand is copied transposed; pick the copy that moves fewer bytes."""
+    mm_ = OPS["matmul"]
+    if not transpose_x and not transpose_y:
+        return apply1(mm_, [a, b], {})
+    if transpose_y and not transpose_x:  # a (m, k), b (n, k)
+        m, k, n = a.shape[-2], a.shape[-1], b.shape[-2]
+        if m * (n + k) < k * n:
+            return apply1(mm_, [b, a.swapaxes(-1, -2)], {}).swapaxes(-1, -2)
+        return apply1(mm_, [a, b.swapaxes(-1, -2)], {})
+    if transpose_x and not transpose_y:  # a (k, m), b (k, n)
+        k, m, n = a.shape[-2], a.shape[-1], b.shape[-1]
+        if n * (m + k) < m * k:
+            return apply1(mm_, [b.swapaxes(-1, -2), a], {}).swapaxes(-1, -2)
+        return apply1(mm_, [a.swapaxes(-1, -2), b], {})
+    return apply1(mm_, [a.swapaxes(-1, -2), b.swapaxes(-1, -2)], {})
+
+
+def _g_matmul_t(n: Any, g: list) -> list:
+    a, b = n.inputs
+    tx, ty = n.attrs["transpose_x"], n.attrs["transpose_y"]
+    go = g[0]
+    ga = gb = None
+    if not a.stop_gradient:
+        ga = matmul_t(b, go, tx and ty, not tx) if tx else matmul_t(go, b, False, not ty)
+    if not b.stop_gradient:
+        gb = matmul_t(go, a, True, tx and ty) if ty else matmul_t(a, go, not tx, False)
+    return [ga, gb]
+
+
+_MATMUL_T = composite("matmul_t", infer=_matmul_t_infer, grad=_g_matmul_t)(_matmul_t_decomposition)
+
+
+def matmul_t(a: Tensor, b: Tensor, transpose_x: bool, transpose_y: bool) -> Tensor:
+    """``op(a) @ op(b)`` on operands of equal batch shape and rank >= 2 (internal)."""
+    if not transpose_x and not transpose_y:
+        return apply1(OPS["matmul"], [a, b], {})
+    return call(_MATMUL_T, [a, b], {"transpose_x": bool(transpose_x), "transpose_y": bool(transpose_y)})
 
 
 def mm(x: Tensor, y: Tensor) -> Tensor:

@@ -301,25 +301,14 @@ primitive("argmin", _arg_infer, None)
 
 # linear algebra ----------------------------------------------------------------------------
 def _g_matmul(n, g):
-    """ga = g b^T, gb = a^T g. Kernels take no transposed operands, so each rule copies one
-    operand transposed; when that copy is bigger than transposing the small ones, compute
-    ga = (b g^T)^T (or gb = (g^T a)^T) instead: same values, fewer bytes moved."""
+    """ga = g b^T, gb = a^T g, through the transposed-operand composite ``matmul_t`` (a
+    plugin's fused kernel reads the operands transposed in place; the decomposition copies)."""
     a, b = n.inputs
     M = _m_()
-    go = g[0]
-    m, k, nn = a.shape[-2], a.shape[-1], b.shape[-1]
-    ga = gb = None
-    if not a.stop_gradient:
-        if m * (nn + k) < k * nn:
-            ga = M.matmul(b, go, transpose_y=True).swapaxes(-1, -2)
-        else:
-            ga = M.matmul(go, b, transpose_y=True)
-    if not b.stop_gradient:
-        if nn * (m + k) < m * k:
-            gb = M.matmul(go, a, transpose_x=True).swapaxes(-1, -2)
-        else:
-            gb = M.matmul(a, go, transpose_x=True)
-    return [ga, gb]
+    return [
+        M.matmul_t(g[0], b, False, True) if not a.stop_gradient else None,
+        M.matmul_t(a, g[0], True, False) if not b.stop_gradient else None,
+    ]
 
 
 primitive("matmul", _matmul_infer, _g_matmul)
