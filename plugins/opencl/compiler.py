@@ -77,7 +77,11 @@ class OpenCLCompiler(Compiler):
         if local is not None:
             grid = tuple(-(-g // lo) * lo for g, lo in zip(grid, local))
         with check(f"launching '{program.function_name}'", self.dev.name):
-            program(q, tuple(grid), None if local is None else tuple(local), *native)
+            lo = None if local is None else tuple(local)
+            if any(a is None for a in native):
+                program(q, tuple(grid), lo, *native)
+            else:  # the plugin's fast argument setters (pyopencl's generic set_arg is slow)
+                self.dev.launch(q, program, tuple(grid), lo, *native)
             # NOTE: views at offsets the device cannot address directly ran on a staged copy;
             # copy it back (inputs come back unchanged).
             for view, buf in staged:
