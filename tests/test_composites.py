@@ -167,7 +167,7 @@ def fused_softmax_on_cpu():
 def test_fused_kernel_replaces_decomposition_and_gradient_still_works(fused_softmax_on_cpu):
     x = RNG.standard_normal((2, 5))
     before = fw.op_path_stats().get("softmax@cpu", {}).get("fused", 0)
-    t = fw.to_tensor(x, stop_gradient=False)
+    t = fw.to_tensor(x, stop_gradient=False, device="cpu")
     y = F.softmax(t, axis=1)
     assert fused_softmax_on_cpu == [1]
     assert fw.op_path_stats()["softmax@cpu"]["fused"] == before + 1

@@ -76,7 +76,7 @@ def test_to_moves_parameters_in_place_and_casts():
     assert lin.weight is w and w.dtype == np.float64
     lin.to("cpu")
     assert w.device == fw.Device("cpu", 0) if hasattr(fw, "Device") else True
-    y = lin(fw.ones([1, 3], dtype="float64"))
+    y = lin(fw.ones([1, 3], dtype="float64", device="cpu"))
     assert y.dtype == np.float64
 
 
