@@ -129,7 +129,7 @@ def test_pytest_plugin_gives_one_test_per_case():
                         "--conformance-tier", "primitives", "-k", "add or mul", "--conformance-timeout", "20"],
                        cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert p.returncode == 1, p.stdout[-3000:]
-    failed = sorted(re.match(r"FAILED \S+::test_conformance_case\[(.*)\]", ln).group(1)
+    failed = sorted(re.match(r"FAILED \S+::test_conformance_case\[(\S+)\]", ln).group(1)
                     for ln in p.stdout.splitlines() if ln.startswith("FAILED"))
     assert failed == ["primitives/add[int16]", "primitives/mul[int16]"], p.stdout[-3000:]
     assert "SIGSEGV" in p.stdout and "expected: int16[] 19" in p.stdout

@@ -52,3 +52,11 @@ except fw.OarlockError as exc:
 result["waited"] = time.monotonic() - t0
 with open(os.path.join(out, f"rank{rank}.json"), "w") as f:
     json.dump(result, f)
+# NOTE: a survivor that exits (status 1 after a fault) while another is still inside its wait
+# can make mpiexec take the rest of the job down before it reports; wait (at most 10 s) until
+# every survivor has written its report, so the test sees all of them.
+deadline = time.monotonic() + 10
+while time.monotonic() < deadline:
+    if all(os.path.exists(os.path.join(out, f"rank{r}.json")) for r in range(dist.get_world_size()) if r != 1):
+        break
+    time.sleep(0.05)
