@@ -95,5 +95,13 @@ def main(argv: list[str] | None = None) -> int:
     return 2
 
 
+def _entry() -> int:
+    try:
+        return main()
+    except BrokenPipeError:  # `oarlock devices | head`: the reader left; not an error
+        sys.stderr.close()
+        return 0
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(_entry())
