@@ -7,28 +7,9 @@ import numpy as np
 import pytest
 
 import framework as fw
+from tests.gradcheck import check_grad
 
 RNG = np.random.default_rng(3)
-
-
-def check_grad(f, *arrays, atol=1e-6, rtol=1e-5, eps=1e-6):
-    """Compare fw.grad of sum(f(*xs) * w) with central differences, for every input."""
-    arrays = [np.array(a, dtype=np.float64) for a in arrays]
-    base = f(*[fw.to_tensor(a) for a in arrays]).numpy()
-    w = np.random.default_rng(1).standard_normal(base.shape)
-    for i, a in enumerate(arrays):
-        num = np.zeros_like(a)
-        for idx in np.ndindex(a.shape):
-            old = a[idx]
-            a[idx] = old + eps
-            up = (f(*[fw.to_tensor(x) for x in arrays]).numpy() * w).sum()
-            a[idx] = old - eps
-            dn = (f(*[fw.to_tensor(x) for x in arrays]).numpy() * w).sum()
-            a[idx] = old
-            num[idx] = (up - dn) / (2 * eps)
-        ts = [fw.to_tensor(x, stop_gradient=(j != i)) for j, x in enumerate(arrays)]
-        (g,) = fw.grad([f(*ts)], [ts[i]], [fw.to_tensor(w)])
-        np.testing.assert_allclose(g.numpy(), num, atol=atol, rtol=rtol, err_msg=f"input {i}")
 
 
 A = RNG.standard_normal((3, 4))
