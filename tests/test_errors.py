@@ -51,6 +51,8 @@ CASES = [
     (lambda d: fw.set_device(3), fw.DeviceError, r"\[device\] expected a device name such as 'cpu' or 'opencl:0', got int 3"),
     (lambda d: fw.seed("abc"), fw.OpArgumentError, r"\[seed\] expected an int, got str"),
     (lambda d: fw.randint(5, 2), fw.OpArgumentError, r"\[randint\] high \(2\) must be greater than low \(5\)"),
+    (lambda d: __import__("framework.nn.functional", fromlist=["x"]).cross_entropy(fw.ones([2, 3], device=d), fw.to_tensor([0, 5], device=d)),
+     fw.OpArgumentError, r"\[cross_entropy\] a label is out of range for 3 classes .*labels must be in \[0, 3\) or equal ignore_index \(-100\)"),
 ]
 
 

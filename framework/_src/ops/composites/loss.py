@@ -54,6 +54,21 @@ def _class_last(x: Tensor) -> Tensor:
     return x.transpose(perm)
 
 
+def _check_labels(name: str, safe: Tensor, c: int, ignore_index: int) -> None:
+    """Labels outside [0, c) would silently pick nothing from the one-hot: let the gather
+    kernel's bounds check (which every plugin must do) catch them, and say it in loss terms."""
+    from ..creation import arange
+    from ..indexing import gather
+
+    try:
+        gather(arange(c, device=safe.device), safe.reshape((-1,)), axis=0)
+    except OpArgumentError as exc:
+        raise OpArgumentError(
+            f"[{name}] a label is out of range for {c} classes ({exc}); labels must be in "
+            f"[0, {c}) or equal ignore_index ({ignore_index})"
+        ) from None
+
+
 def _nll_last(
     logp: Tensor, label: Tensor, weight: Tensor | None, ignore_index: int, reduction: str,
     label_smoothing: float, name: str,
@@ -62,6 +77,7 @@ def _nll_last(
     label = _hard_label(name, tensor_arg(name, label, "label"), logp.shape[:-1])
     valid = label != ignore_index
     safe = M.where(valid, label, 0)
+    _check_labels(name, safe, c, ignore_index)
     oh = M.cast(one_hot(safe, c), logp.dtype)
     picked = -M.sum(logp * oh, axis=-1)
     if label_smoothing:
