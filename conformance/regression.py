@@ -83,16 +83,8 @@ def run_model(name: str, device: str, steps: int | None = None) -> dict[str, Any
     task = models.build(name, SEED, device)
     losses = []
     with fw.device(device):
-        for step in range(n):  # the loop of examples.models.train_steps, keeping the model
-            x, y = task.batch(step)
-            loss = task.loss(task.model(x), y)
-            loss.backward()
-            task.optimizer.step()
-            task.optimizer.clear_grad()
-            sched = task.info.get("scheduler")
-            if sched is not None:
-                sched.step()
-            losses.append(float(loss.item()))
+        for step in range(n):  # as examples.models.train_steps, keeping the model
+            losses.append(float(task.train_step(step).item()))
         probe = fw.to_tensor(_probe_input(models, name), device=device)
         with fw.no_grad():
             task.model.eval()

@@ -51,11 +51,7 @@ def train_steps_data_parallel(
             loss = task.loss(model(shard(x, rank, nranks)), shard(y, rank, nranks))
             loss.backward()
             model.apply_collective_grads()
-            task.optimizer.step()
-            task.optimizer.clear_grad()
-            sched = task.info.get("scheduler")
-            if sched is not None:
-                sched.step()
+            task.update()
             global_loss = loss.detach()
             dist.all_reduce(global_loss, op=dist.ReduceOp.AVG)
             value = float(global_loss.item())

@@ -156,6 +156,22 @@ class Task:
     loss: Callable[[fw.Tensor, fw.Tensor], fw.Tensor]
     info: dict[str, Any] = field(default_factory=dict)
 
+    def update(self) -> None:
+        """After backward: optimizer step, clear gradients, advance the LR schedule."""
+        self.optimizer.step()
+        self.optimizer.clear_grad()
+        sched = self.info.get("scheduler")
+        if sched is not None:
+            sched.step()
+
+    def train_step(self, step: int) -> fw.Tensor:
+        """One training step on batch ``step``; returns the loss (before the update)."""
+        x, y = self.batch(step)
+        loss = self.loss(self.model(x), y)
+        loss.backward()
+        self.update()
+        return loss
+
 
 #: name -> (steps the example runs by default, the mean loss of the last 10 steps it stays
 #: under by then on the cpu plugin with seed 0)
@@ -213,15 +229,7 @@ def train_steps(name: str, steps: int, seed: int = 0, device: Any = None, on_ste
     losses = []
     with fw.device(dev):
         for step in range(steps):
-            x, y = task.batch(step)
-            loss = task.loss(task.model(x), y)
-            loss.backward()
-            task.optimizer.step()
-            task.optimizer.clear_grad()
-            sched = task.info.get("scheduler")
-            if sched is not None:
-                sched.step()
-            value = float(loss.item())
+            value = float(task.train_step(step).item())
             if not math.isfinite(value):
                 raise FloatingPointError(f"[examples] {name}: the loss became {value} at step {step}")
             losses.append(value)
