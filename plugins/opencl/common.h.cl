@@ -32,3 +32,19 @@ typedef struct {
 #define LOAD(p, i) ((ACC)(p)[i])
 #define STORE(p, i, v) ((p)[i] = (T)(v))
 #endif
+
+// Indexed access along one axis (gather, scatter, scatter_add): work item i of P*J*Q picks
+// index j and returns the flat offset (p*A + k)*Q + q into the indexed tensor, or -1 after
+// recording an index outside [0, A) in err (the host raises; nothing is read or written).
+inline long indexed_offset(long i, __global const long* idx, long io, long J, long Q, long A,
+                           __global long* err) {
+    long q = i % Q, t = i / Q;
+    long j = t % J, p = t / J;
+    long k = idx[io + j];
+    if (k < 0 || k >= A) {
+        err[0] = 1;
+        err[1] = k;
+        return -1;
+    }
+    return (p * A + k) * Q + q;
+}

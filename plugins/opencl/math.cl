@@ -507,15 +507,8 @@ __kernel void scatter_add(__global T* y, long yo, __global const long* idx, long
                           __global long* err) {
     long i = get_global_id(0);
     if (i >= P * J * Q) return;
-    long q = i % Q, t = i / Q;
-    long j = t % J, p = t / J;
-    long k = idx[io + j];
-    if (k < 0 || k >= A) {
-        err[0] = 1;
-        err[1] = k;
-        return;
-    }
-    atomic_add_t(y + yo + (p * A + k) * Q + q, LOAD(src, so + i));
+    long o = indexed_offset(i, idx, io, J, Q, A, err);
+    if (o >= 0) atomic_add_t(y + yo + o, LOAD(src, so + i));
 }
 #endif
 

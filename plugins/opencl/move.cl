@@ -26,16 +26,8 @@ __kernel void gather(__global E* y, long yo, __global const E* x, long xo,
                      __global long* err) {
     long i = get_global_id(0);
     if (i >= P * J * Q) return;
-    long q = i % Q, t = i / Q;
-    long j = t % J, p = t / J;
-    long k = idx[io + j];
-    if (k < 0 || k >= A) {
-        err[0] = 1;
-        err[1] = k;
-        y[yo + i] = 0;
-        return;
-    }
-    y[yo + i] = x[xo + (p * A + k) * Q + q];
+    long o = indexed_offset(i, idx, io, J, Q, A, err);
+    y[yo + i] = o < 0 ? 0 : x[xo + o];
 }
 
 // y[p, idx[j], q] = src[p, j, q]; with duplicate indices any one value wins.
@@ -44,13 +36,6 @@ __kernel void scatter(__global E* y, long yo, __global const long* idx, long io,
                       __global long* err) {
     long i = get_global_id(0);
     if (i >= P * J * Q) return;
-    long q = i % Q, t = i / Q;
-    long j = t % J, p = t / J;
-    long k = idx[io + j];
-    if (k < 0 || k >= A) {
-        err[0] = 1;
-        err[1] = k;
-        return;
-    }
-    y[yo + (p * A + k) * Q + q] = src[so + i];
+    long o = indexed_offset(i, idx, io, J, Q, A, err);
+    if (o >= 0) y[yo + o] = src[so + i];
 }
