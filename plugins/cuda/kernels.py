@@ -103,8 +103,13 @@ def rsqrt(xp: Any, outs: list[Any], ins: list[Any]) -> None:
     xp.reciprocal(outs[0], out=outs[0])
 
 
+def on_gpu(xp: Any) -> bool:
+    """Whether ``xp`` is cupy (else a numpy-like module standing in for it in tests)."""
+    return getattr(xp, "__name__", "") == "cupy"
+
+
 def erf(xp: Any, outs: list[Any], ins: list[Any]) -> None:
-    if xp is np:  # numpy has no erf ufunc; the CPU reading used by tests
+    if not on_gpu(xp):  # numpy has no erf ufunc; the CPU reading used by tests
         outs[0][...] = np.vectorize(math.erf, otypes=[np.float64])(ins[0])
         return
     import cupyx.scipy.special
@@ -141,6 +146,12 @@ def _reduction(name: str) -> Body:
         fn = name
         if x.dtype.kind == "b":  # max/min of bool are any/all
             fn = {"amax": "any", "amin": "all"}[name]
+        if fn == "amin":
+            # NOTE: cupy's ndarray.min(out=...) is broken with the CUB accelerator (the default):
+            # it hands ``out`` to cub_reduction as ``dtype`` and fails in equal(out, dtype). The
+            # reduction goes to a temporary and is copied.
+            xp.copyto(y, xp.amin(x, axis=tuple(axes), keepdims=bool(keepdim)))
+            return
         # NOTE: integer sums accumulate in their own type: the result wraps like numpy's cast.
         extra = {"dtype": x.dtype} if name in ("sum", "prod") and x.dtype.kind != "f" else {}
         getattr(xp, fn)(x, axis=tuple(axes), keepdims=bool(keepdim), out=y, **extra)
@@ -261,9 +272,9 @@ def scatter_add(xp: Any, outs: list[Any], ins: list[Any], axis: int) -> None:
     check_index(xp, "scatter_add", index, x.shape[axis], axis)
     y = outs[0]
     key, values = _scatter_key(x, index, src, axis)
-    if xp is np:
+    if not on_gpu(xp):
         xp.copyto(y, x)
-        np.add.at(y, key, values)
+        xp.add.at(y, key, values)
         return
     import cupyx
 
@@ -323,7 +334,7 @@ def philox_uniform_cuda(
     xp: Any, outs: list[Any], ins: list[Any], shape: tuple[int, ...], seed: int, offset: int, dtype: Any
 ) -> None:
     """philox_uniform as one NVRTC kernel; one thread per counter (four outputs)."""
-    if xp is np:
+    if not on_gpu(xp):
         philox_uniform_xp(xp, outs, ins, shape=shape, seed=seed, offset=offset, dtype=dtype)
         return
     y = outs[0]

@@ -1,7 +1,10 @@
-"""The CUDA kernel bodies, run with xp=numpy, against independent numpy computations.
+"""The CUDA kernel bodies, run with a cupy-like numpy, against independent numpy computations.
 
-On a GPU the same bodies run with xp=cupy (test_cuda_gpu.py compares the two). Paths that
-exist only on the GPU (cupyx erf and scatter_add, the NVRTC Philox kernel) are checked there.
+The array module is :data:`cupy_like.xp`: numpy under cupy's rules for device arrays, so a body
+that applies a numpy function to device data, mixes host arrays into device calls or uses a
+cupy routine known to be broken fails here, not first on a GPU. On a GPU the same bodies run
+with xp=cupy (test_cuda_gpu.py compares the two). Paths that exist only on the GPU (cupyx erf
+and scatter_add, the NVRTC Philox kernel) are checked there.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import math
 import ml_dtypes
 import numpy as np
 import pytest
+from cupy_like import to_device, to_host, xp
 
 from adapter_api import OpArgumentError
 from plugins.cuda import kernels as K
@@ -50,12 +54,13 @@ def from_kernel(a, dtype):
 
 
 def run(op, dtype, ins, out_shape, out_dtype, /, **attrs):
-    """Run the registered body of (op, dtype) with numpy; return the output as ``out_dtype``."""
+    """Run the registered body of (op, dtype) on device arrays of :data:`cupy_like.xp`; return
+    the output as a host array of ``out_dtype``."""
     spec = next(s for s in K.KERNELS if s.op == op and np.dtype(dtype) in [np.dtype(d) for d in s.dtypes])
     odt = np.dtype(out_dtype)
-    out = np.zeros(out_shape, np.uint16 if odt == BF16 else odt)
-    spec.body(np, [out], [to_kernel(np.asarray(a)) for a in ins], **attrs)
-    return from_kernel(out, odt)
+    out = to_device(np.zeros(out_shape, np.uint16 if odt == BF16 else odt))
+    spec.body(xp, [out], [to_device(to_kernel(np.asarray(a))) for a in ins], **attrs)
+    return from_kernel(to_host(out), odt)
 
 
 def close(got, want, dtype):
