@@ -31,6 +31,33 @@ _NCCL_TYPES = {
     "uint16": 9,
 }  # uint16 bits = bfloat16
 _NCCL_OPS = {"sum": 0, "prod": 1, "max": 2, "min": 3, "avg": 0}  # avg: a sum, then a scale
+NCCL_UNIQUE_ID_BYTES = 128
+
+
+def unique_id_bytes(raw: Any) -> bytes:
+    """``nccl.get_unique_id()`` as bytes: cupy 14 returns bytes, older cupy a tuple of C chars
+    (ints in -128..127)."""
+    if isinstance(raw, (bytes, bytearray)):
+        return bytes(raw)
+    return bytes(int(v) & 0xFF for v in raw)
+
+
+def comm_id(uid: bytes, cupy_version: str) -> bytes | tuple[int, ...]:
+    """The unique id in the form ``nccl.NcclCommunicator`` of this cupy takes: bytes from cupy
+    14 on, before that a tuple of signed C chars."""
+    if not isinstance(uid, (bytes, bytearray)) or len(uid) != NCCL_UNIQUE_ID_BYTES:
+        got = f"{len(uid)} bytes" if isinstance(uid, (bytes, bytearray)) else type(uid).__name__
+        raise CommunicationError(
+            f"[cuda] NCCL unique id must be {NCCL_UNIQUE_ID_BYTES} bytes, got {got}; pass every rank "
+            "the bytes NCCLCommunicator.unique_id() returned on rank 0"
+        )
+    try:
+        major = int(cupy_version.split(".")[0])
+    except ValueError:
+        major = 14
+    if major >= 14:
+        return bytes(uid)
+    return tuple(b - 256 if b > 127 else b for b in uid)
 
 
 def _nccl() -> Any:
@@ -55,13 +82,13 @@ class NCCLCommunicator(Communicator):
     def unique_id(cls) -> bytes:
         nccl = _nccl()
         with vendor_errors("create an NCCL unique id"):
-            return bytes(int(v) & 0xFF for v in nccl.get_unique_id())
+            return unique_id_bytes(nccl.get_unique_id())
 
     def __init__(self, runtime: Any, device_index: int, rank: int, size: int, uid: bytes) -> None:
         super().__init__(runtime, device_index, rank, size, uid)
         nccl = _nccl()
         cp = import_cupy()
-        commid = tuple(b - 256 if b > 127 else b for b in uid)  # NCCL's id is a C char array
+        commid = comm_id(uid, cp.__version__)
         with (
             cp.cuda.Device(device_index),
             vendor_errors(
