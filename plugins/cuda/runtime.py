@@ -51,11 +51,15 @@ class CUDABuffer:
 class CUDARuntime(DeviceRuntime):
     """Memory, copies, streams and events of NVIDIA GPUs through cupy.
 
-    Pooling happens in cupy's ``MemoryPool`` (stream-ordered: a block freed after work on the
-    device's default stream is reused only by later work on that stream), so ``own_pool`` is
-    True and the core's caching allocator passes allocations through and only keeps
-    statistics. On out-of-memory the pool's free blocks are released and the allocation
-    retried once before :class:`adapter_api.OutOfMemoryError` is raised.
+    Tensor memory is pooled by the core's caching allocator (``own_pool`` is False):
+    :meth:`allocate` is a plain ``cudaMalloc`` (``cupy.cuda.Memory``) and :meth:`free` a
+    ``cudaFree``, both rare once the cache is warm, and ``fw.memory_stats`` counts cache hits as
+    on every other device. A cached block is reused by later work; kernels, copies and frees
+    without an explicit stream run on the device's one default stream, so that work is ordered
+    after the block's last use. Temporaries inside cupy routines (reductions, casts of
+    bfloat16) still come from cupy's own pool. On out-of-memory cupy's pool gives its free
+    blocks back and the allocation is retried once before :class:`adapter_api.OutOfMemoryError`
+    is raised (the core then empties its cache and retries once more).
 
     Every device gets one default stream, created lazily as a non-blocking ``cupy.cuda.Stream``;
     kernels, copies and frees without an explicit stream use it. ``copy_h2d`` and
@@ -70,7 +74,7 @@ class CUDARuntime(DeviceRuntime):
             print("no CUDA device", rt.unavailable_reason)
     """
 
-    own_pool = True
+    own_pool = False
 
     def __init__(self) -> None:
         #: Why no device can be used, or None when at least one can.
@@ -122,7 +126,7 @@ class CUDARuntime(DeviceRuntime):
             "memory_bus_width_bits": p.get("memoryBusWidth", 0),
             "l2_cache_bytes": p.get("l2CacheSize", 0),
             "cupy_version": cp.__version__,
-            "memory_pool": "cupy MemoryPool (stream-ordered)",
+            "memory_pool": "Oarlock caching allocator over cudaMalloc (cupy's pool for temporaries)",
         }
         return DeviceProperties(
             name=name,
@@ -139,29 +143,30 @@ class CUDARuntime(DeviceRuntime):
     def allocate(self, index: int, nbytes: int) -> CUDABuffer:
         cp = self._cupy(index)
         pool = cp.get_default_memory_pool()
-        with cp.cuda.Device(index), self.default_stream(index):
+        with cp.cuda.Device(index):
             for attempt in (0, 1):
                 try:
-                    return CUDABuffer(pool.malloc(nbytes), nbytes, index)
-                except cp.cuda.memory.OutOfMemoryError as exc:
+                    return CUDABuffer(cp.cuda.MemoryPointer(cp.cuda.Memory(nbytes), 0), nbytes, index)
+                except Exception as exc:
+                    if not _is_oom(exc):
+                        with vendor_errors(f"allocate {nbytes} bytes", device=index):
+                            raise
                     if attempt == 0:
                         pool.free_all_blocks()
                         continue
-                    used, reserved = pool.used_bytes(), pool.total_bytes()
                     try:
                         free, total = cp.cuda.runtime.memGetInfo()
                     except Exception:  # noqa: BLE001
                         free, total = -1, -1
                     raise OutOfMemoryError(
-                        f"[cuda] out of memory on cuda:{index}, asked for {nbytes} bytes with {used} bytes "
-                        f"in use ({reserved} reserved by the pool, {free} of {total} free on the device); "
+                        f"[cuda] out of memory on cuda:{index}, asked for {nbytes} bytes ({pool.used_bytes()} "
+                        f"bytes of cupy temporaries, {free} of {total} free on the device); "
                         "free tensors, use a smaller batch, or call empty_cache()"
                     ) from exc
         raise AssertionError("unreachable")
 
     def free(self, index: int, buffer: CUDABuffer) -> None:
-        # Dropping the last reference returns the block to cupy's pool, ordered on the stream
-        # it was allocated on (the default stream).
+        # Dropping the last reference is cudaFree (the core calls this from empty_cache only).
         buffer.ptr = None
 
     def view(self, buffer: CUDABuffer, offset: int, shape: tuple[int, ...], dtype: np.dtype) -> Any:
@@ -359,7 +364,7 @@ class CUDARuntime(DeviceRuntime):
 
     # -- extras (not in the contract) ---------------------------------------------------
     def memory_info(self, index: int) -> dict[str, int]:
-        """Bytes in use and reserved by cupy's pool, and free/total on the device."""
+        """Bytes in use and reserved by cupy's pool (temporaries), and free/total on the device."""
         cp = self._cupy(index)
         pool = cp.get_default_memory_pool()
         with cp.cuda.Device(index), vendor_errors("read memory info", device=index):
@@ -367,10 +372,15 @@ class CUDARuntime(DeviceRuntime):
             return {"used": pool.used_bytes(), "reserved": pool.total_bytes(), "free": free, "total": total}
 
     def empty_cache(self, index: int) -> None:
-        """Give the pool's free blocks back to the driver."""
+        """Give the free blocks of cupy's pool (temporaries) back to the driver."""
         cp = self._cupy(index)
         with cp.cuda.Device(index):
             cp.get_default_memory_pool().free_all_blocks()
+
+
+def _is_oom(exc: BaseException) -> bool:
+    """Whether a cupy exception from cudaMalloc means out of memory."""
+    return type(exc).__name__ == "OutOfMemoryError" or "MemoryAllocation" in str(exc)
 
 
 def _check_fits(what: str, nbytes: int, offset: int, buffer: CUDABuffer) -> None:

@@ -85,3 +85,35 @@ def test_import_and_register_do_not_import_cupy():
         "assert not any(m == 'cupy' or m.startswith(('cupy.', 'cupyx')) for m in sys.modules), 'cupy imported'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_core_caching_allocator_pools_cuda_memory():
+    """The core's cache, not a pass-through, sits over CUDARuntime: a freed tensor's block is
+    served again without a second cudaMalloc. The runtime's raw allocate/free need a GPU, so
+    here they are host bytearrays (the caching decision under test is the core's)."""
+    from framework._src.allocator import CachingAllocator
+    from plugins.cuda import CUDARuntime
+
+    class HostBackedCUDARuntime(CUDARuntime):
+        raw = 0
+
+        def allocate(self, index, nbytes):
+            self.raw += 1
+            return bytearray(nbytes)
+
+        def free(self, index, buffer):
+            self.raw -= 1
+
+    rt = HostBackedCUDARuntime()
+    cache = CachingAllocator(rt, 0, "cuda:0")
+    assert not cache.passthrough
+    block = cache.malloc(1 << 20)
+    handle = block.handle
+    del block
+    stats = cache.stats()
+    assert stats["allocated_bytes"] == 0 and stats["reserved_bytes"] == 1 << 20
+    again = cache.malloc(1 << 20)
+    assert again.handle is handle and rt.raw == 1 and cache.stats()["num_cache_hits"] == 1
+    del again
+    cache.empty_cache()
+    assert rt.raw == 0 and cache.stats()["reserved_bytes"] == 0
