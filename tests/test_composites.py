@@ -357,3 +357,41 @@ GRAD_CASES_2 = {
 def test_more_composite_gradients_match_finite_differences(name):
     f, arrays = GRAD_CASES_2[name]
     check_grad(f, *arrays)
+
+
+# -- issue 18: NaN and bounds at the edges ----------------------------------------------------
+def test_relu_and_relu6_propagate_nan_in_value_and_gradient():
+    """NaN stays NaN (numpy, Paddle, PyTorch); its gradient passes as PyTorch's does, and the
+    gradient at the kinks (0 and 6) is 0."""
+    a = np.array([np.nan, -1.0, 0.0, 2.0, 6.0, 7.0])
+    for f, ref, dref in [
+        (F.relu, np.where(a <= 0, 0.0, a), [1, 0, 0, 1, 1, 1]),
+        (F.relu6, np.where(a <= 0, 0.0, np.where(a >= 6, 6.0, a)), [1, 0, 0, 1, 0, 0]),
+    ]:
+        x = fw.to_tensor(a)
+        x.stop_gradient = False
+        y = f(x)
+        np.testing.assert_array_equal(y.numpy(), ref)  # NaN compares equal in assert_array_equal
+        assert np.isnan(y.numpy()[0])
+        (y * fw.to_tensor(np.arange(1.0, 7.0))).sum().backward()
+        np.testing.assert_array_equal(x.grad.numpy(), np.array(dref) * np.arange(1.0, 7.0))
+
+
+def test_take_and_put_along_axis_reach_the_last_index_of_each_row():
+    a = np.arange(12.0).reshape(3, 4)
+    idx = np.array([[3, 0], [1, 3], [3, 3]])
+    got = fw.take_along_axis(fw.to_tensor(a), fw.to_tensor(idx), axis=1)
+    np.testing.assert_array_equal(got.numpy(), np.take_along_axis(a, idx, 1))
+    ref = a.copy()
+    np.put_along_axis(ref, idx[:, :1], -1.0, 1)
+    np.testing.assert_array_equal(fw.put_along_axis(fw.to_tensor(a), fw.to_tensor(idx[:, :1]), -1.0, axis=1).numpy(), ref)
+    idx0 = np.array([[2, 0, 1, 2]])
+    np.testing.assert_array_equal(fw.take_along_axis(fw.to_tensor(a), fw.to_tensor(idx0), axis=0).numpy(), np.take_along_axis(a, idx0, 0))
+
+
+def test_one_hot_last_class_and_cross_entropy_label_equal_to_class_count():
+    np.testing.assert_array_equal(F.one_hot(fw.to_tensor([2, 0]), 3).numpy(), np.eye(3)[[2, 0]])
+    with pytest.raises(IndexError, match=r"\[one_hot\] class ids \(num_classes=3\) must be in \[0, 3\)"):
+        F.one_hot(fw.to_tensor([[1, 2], [3, 0]]), 3)
+    with pytest.raises(fw.OpArgumentError, match=r"\[cross_entropy\] a label is out of range for 3 classes"):
+        F.cross_entropy(fw.ones([2, 3]), fw.to_tensor([0, 3]))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import types
+
 import numpy as np
 import pytest
 
@@ -53,7 +55,43 @@ CASES = [
     (lambda d: fw.randint(5, 2), fw.OpArgumentError, r"\[randint\] high \(2\) must be greater than low \(5\)"),
     (lambda d: __import__("framework.nn.functional", fromlist=["x"]).cross_entropy(fw.ones([2, 3], device=d), fw.to_tensor([0, 5], device=d)),
      fw.OpArgumentError, r"\[cross_entropy\] a label is out of range for 3 classes .*labels must be in \[0, 3\) or equal ignore_index \(-100\)"),
+    # issue 18: silent wrong answers and leaking foreign errors
+    (lambda d: fw.take_along_axis(fw.arange(6, device=d).reshape([2, 3]), fw.to_tensor([[0, 5], [0, 1]], device=d), axis=1),
+     IndexError, r"\[take_along_axis\] indices along axis 1 \(size 3\) must be in \[0, 3\)"),
+    (lambda d: fw.take_along_axis(fw.arange(6, device=d).reshape([2, 3]), fw.to_tensor([[0, 3], [0, 1]], device=d), axis=1),
+     IndexError, r"\[take_along_axis\] indices along axis 1 \(size 3\) must be in \[0, 3\)"),  # index == size
+    (lambda d: fw.take_along_axis(fw.arange(6, device=d).reshape([2, 3]), fw.to_tensor([[0], [1], [2]], device=d), axis=1),
+     fw.OpArgumentError, r"\[take_along_axis\] indices have shape \(3, 1\) but x has \(2, 3\)"),
+    (lambda d: fw.put_along_axis(fw.zeros([2, 3], device=d), fw.to_tensor([[3], [0]], device=d), 1.0, axis=1),
+     IndexError, r"\[put_along_axis\] indices along axis 1 \(size 3\) must be in \[0, 3\)"),
+    (lambda d: fw.put_along_axis(fw.zeros([2, 3], device=d), fw.to_tensor([[0], [0]], device=d), 1.0, axis=1, reduce="mul"),
+     fw.OpArgumentError, r"\[put_along_axis\] reduce must be 'assign' or 'add', got 'mul'"),
+    (lambda d: _F().one_hot(fw.to_tensor([0, 3], device=d), 3), IndexError, r"\[one_hot\] class ids \(num_classes=3\) must be in \[0, 3\)"),
+    (lambda d: _F().one_hot(fw.to_tensor([0, -1], device=d), 3), IndexError, r"\[one_hot\] class ids \(num_classes=3\) must be in \[0, 3\)"),
+    (lambda d: fw.eye(-1, device=d), fw.OpArgumentError, r"\[eye\] num_rows must be a non-negative int, got -1"),
+    (lambda d: fw.eye(2, -3, device=d), fw.OpArgumentError, r"\[eye\] num_columns must be a non-negative int, got -3"),
+    (lambda d: fw.optim.Adam(parameters=[]), fw.OpArgumentError, r"\[Adam\] parameters= is empty"),
+    (lambda d: _F().max_pool2d(fw.ones([1, 1, 4, 4], device=d), 2, stride=0), fw.OpArgumentError, r"\[max_pool2d\] stride must be at least 1, got 0"),
+    (lambda d: _F().avg_pool2d(fw.ones([1, 1, 4, 4], device=d), 0), fw.OpArgumentError, r"\[avg_pool2d\] kernel_size must be at least 1, got 0"),
+    (lambda d: _F().max_pool2d(fw.ones([1, 1, 4, 4], device=d), 2, padding=-1), fw.OpArgumentError, r"\[max_pool2d\] padding must not be negative"),
+    (lambda d: _F().adaptive_avg_pool2d(fw.ones([1, 1, 4, 4], device=d), 0), fw.OpArgumentError,
+     r"\[adaptive_avg_pool2d\] output_size must be at least 1, got 0"),
+    (lambda d: _F().conv2d(fw.ones([1, 1, 4, 4], device=d), fw.ones([1, 1, 2, 2], device=d), stride=0), fw.OpArgumentError,
+     r"\[conv2d\] stride must be at least 1, got 0"),
+    (lambda d: fw.chunk(fw.ones([4], device=d), 0), fw.OpArgumentError, r"\[chunk\] chunks must be a positive int, got 0"),
+    (lambda d: _F().layer_norm(fw.ones([2, 0], device=d), [0]), fw.OpArgumentError, r"\[layer_norm\] cannot normalize over zero elements"),
+    (lambda d: _F().rms_norm(fw.ones([2, 0], device=d)), fw.OpArgumentError, r"\[rms_norm\] cannot normalize over zero elements"),
+    (lambda d: fw.nn.Linear(0, 0), fw.OpArgumentError, r"\[Linear\] in_features must be a positive int, got 0"),
+    (lambda d: fw.nn.Linear(3, -1), fw.OpArgumentError, r"\[Linear\] out_features must be a positive int, got -1"),
+    (lambda d: fw.ones([2**62, 2**62], device=d), fw.OpArgumentError, r"\[ones\] shape \(4611686018427387904, 4611686018427387904\) has \d+ elements, more than any device"),
+    (lambda d: fw.to_tensor([2], device=d) ** -1, fw.OpArgumentError,
+     r"\[pow\] the exponent y holds a negative value but x and y are integers \(int64, int64\).*cast x to a float dtype"),
+    (lambda d: fw.pow(fw.to_tensor([2, 3], device=d), fw.to_tensor([1, -1], device=d)), fw.OpArgumentError, r"\[pow\] the exponent y holds a negative value"),
 ]
+
+
+def _F():  # noqa: N802 — the usual name of framework.nn.functional
+    return __import__("framework.nn.functional", fromlist=["x"])
 
 
 @pytest.mark.parametrize("case", range(len(CASES)))
@@ -90,9 +128,31 @@ def test_backward_errors(device):
         z.backward()
 
 
+def _failing_kernel_plugin() -> types.ModuleType:
+    """A plugin module (built here, registered by hand) whose int64 ``add`` raises a foreign error."""
+    mod = types.ModuleType("kfail_plugin")
+    mod.CONTRACT = (1, 0)
+
+    def _raising_add(ctx, outs, ins):  # type: ignore[no-untyped-def]
+        raise ValueError("the vendor library says no")
+
+    def oarlock_register(registry):  # type: ignore[no-untyped-def]
+        from plugins.cpu.runtime import CPURuntime
+
+        registry.add_runtime("kfail", CPURuntime)
+        for (op, typ, dtype), entry in list(registry.kernels.items()):
+            if typ == "cpu":
+                registry.add_kernel(op, "kfail", [dtype], entry.fn, broadcast=entry.broadcast)
+        registry.add_kernel("add", "kfail", ["int64"], _raising_add, broadcast=True)
+
+    mod.oarlock_register = oarlock_register
+    return mod
+
+
 def test_kernel_failure_is_wrapped_with_op_and_plugin():
-    with pytest.raises(fw.KernelError, match=r"\[pow\] kernel of plugin 'cpu' failed on cpu:0 .*Integers to negative integer powers"):
-        fw.pow(fw.to_tensor([2, 3]), fw.to_tensor([-1, 1]))
+    fw.register_plugin(_failing_kernel_plugin(), name="kfail")
+    with pytest.raises(fw.KernelError, match=r"\[add\] kernel of plugin 'kfail' failed on kfail:0 .*ValueError: the vendor library says no"):
+        fw.add(fw.to_tensor([2, 3], device="kfail"), fw.to_tensor([1, 1], device="kfail"))
 
 
 def test_out_of_memory_is_clear():

@@ -21,6 +21,9 @@ class Linear(Layer):
 
     def __init__(self, in_features: int, out_features: int, weight_attr: Any = None, bias_attr: Any = None, name: str | None = None) -> None:
         super().__init__()
+        for what, v in (("in_features", in_features), ("out_features", out_features)):
+            if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+                raise OpArgumentError(f"[Linear] {what} must be a positive int, got {v!r}")
         self.in_features, self.out_features = in_features, out_features
         self.weight = self.create_parameter((in_features, out_features), weight_attr)
         self.bias = self.create_parameter((out_features,), bias_attr, is_bias=True)

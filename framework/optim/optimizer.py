@@ -56,6 +56,11 @@ class Optimizer:
                 self.param_groups.append({"learning_rate": 1.0, "weight_decay": self.weight_decay, **g, "params": list(g["params"])})
         else:
             self.param_groups.append({"params": plist, "learning_rate": 1.0, "weight_decay": self.weight_decay})
+        if not any(g["params"] for g in self.param_groups):
+            raise OpArgumentError(
+                f"[{type(self).__name__}] parameters= is empty: there is nothing to optimize; pass "
+                f"model.parameters() of a model that has parameters"
+            )
         for g in self.param_groups:
             for i, p in enumerate(g["params"]):
                 if not isinstance(p, Tensor):

@@ -29,6 +29,8 @@ def _shape(name: str, shape: Any) -> tuple[int, ...]:
         raise OpArgumentError(f"[{name}] shape must be a sequence of ints, got {shape!r}") from None
     if bad or any(s < 0 for s in out):
         raise OpArgumentError(f"[{name}] shape must hold non-negative ints, got {tuple(shape)!r}")
+    if math.prod(out) >= 2**62:
+        raise OpArgumentError(f"[{name}] shape {out} has {math.prod(out)} elements, more than any device can hold; check the shape")
     return out
 
 
@@ -126,6 +128,9 @@ def linspace(start: float, stop: float, num: int, dtype: Any = None, device: Any
 
 def eye(num_rows: int, num_columns: int | None = None, dtype: Any = None, device: Any = None) -> Tensor:
     m = num_rows if num_columns is None else num_columns
+    for what, v in (("num_rows", num_rows), ("num_columns", m)):
+        if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 0:
+            raise OpArgumentError(f"[eye] {what} must be a non-negative int, got {v!r}")
     r = arange(num_rows, device=device).reshape((num_rows, 1))
     c = arange(m, device=device).reshape((1, m))
     return (r == c).astype(dtype if dtype is not None else _dt.get_default_dtype())

@@ -81,10 +81,28 @@ def scatter(x: Tensor, index: Any, updates: Any, axis: int = 0, overwrite: bool 
     return _scatter("scatter", x, index, updates, axis)
 
 
-def _flat_positions(name: str, x: Tensor, idx_shape: tuple[int, ...], indices: Tensor, axis: int) -> Tensor:
-    """Flat element offsets of take_along_axis positions (computed on the device)."""
+def checked_index(name: str, index: Tensor, size: int, what: str) -> Tensor:
+    """``index`` unchanged, after the device's gather bounds check against ``size`` (a value
+    outside ``[0, size)`` raises an error naming ``name`` and ``what``; nothing is read back)."""
     from .creation import arange
 
+    try:
+        return gather(arange(size, device=index.device), index.reshape((-1,)), axis=0).reshape(index.shape)
+    except OpArgumentError as exc:
+        raise IndexOutOfRangeError(f"[{name}] {what} must be in [0, {size}); the device reports: {exc}") from None
+
+
+def _flat_positions(name: str, x: Tensor, idx_shape: tuple[int, ...], indices: Tensor, axis: int) -> Tensor:
+    """Flat element offsets of take_along_axis positions (computed on the device); each index
+    is checked against its own axis, so one past the end of a row is an error, not the next row."""
+    from .creation import arange
+
+    if any(idx_shape[d] > x.shape[d] for d in range(x.ndim) if d != axis):
+        raise OpArgumentError(
+            f"[{name}] indices have shape {idx_shape} but x has {x.shape}: outside axis {axis} the "
+            f"indices may not be larger than x"
+        )
+    indices = checked_index(name, indices, x.shape[axis], f"indices along axis {axis} (size {x.shape[axis]})")
     strides = [int(np.prod(x.shape[i + 1 :])) for i in range(x.ndim)]
     flat = indices * strides[axis]
     for d in range(x.ndim):
@@ -108,6 +126,10 @@ def take_along_axis(x: Tensor, indices: Tensor, axis: int) -> Tensor:
 def put_along_axis(x: Tensor, indices: Tensor, values: Any, axis: int, reduce: str = "assign") -> Tensor:
     ax = _axis("put_along_axis", axis, x.ndim)
     idx = _index_tensor("put_along_axis", indices, x.device)
+    if idx.ndim != x.ndim:
+        raise OpArgumentError(f"[put_along_axis] indices need {x.ndim} dims like x, got shape {idx.shape}")
+    if reduce not in ("assign", "add"):
+        raise OpArgumentError(f"[put_along_axis] reduce must be 'assign' or 'add', got {reduce!r}")
     flat = _flat_positions("put_along_axis", x, idx.shape, idx, ax)
     fn = scatter_add if reduce == "add" else scatter
     if not isinstance(values, Tensor):

@@ -99,7 +99,6 @@ greater_equal = _binary("ge")
 floor_divide = _binary("floor_divide")
 remainder = _binary("remainder")
 mod = remainder
-_pow = _binary("pow")
 
 
 def divide(x: Any, y: Any, name: str | None = None) -> Tensor:
@@ -112,7 +111,21 @@ def divide(x: Any, y: Any, name: str | None = None) -> Tensor:
 
 
 def pow(x: Any, y: Any, name: str | None = None) -> Tensor:
-    return _pow(x, y)
+    """``x ** y`` elementwise; an integer base with a negative integer exponent is an error
+    (as in numpy), checked on the device without reading the exponent back."""
+    a, b = _operands("pow", x, y)
+    if a.dtype.kind in "iu" and b.dtype.kind in "iu":
+        from .creation import zeros
+        from .indexing import gather
+
+        try:  # a negative exponent becomes index 1 of a 1-element tensor: the gather bounds check
+            gather(zeros((1,), dtype=_dt.int64, device=b.device), cast(less_than(b, 0), _dt.int64).reshape((-1,)))
+        except OpArgumentError:
+            raise OpArgumentError(
+                f"[pow] the exponent y holds a negative value but x and y are integers ({a.dtype}, {b.dtype}); "
+                f"integers to negative integer powers are not defined: cast x to a float dtype first"
+            ) from None
+    return apply1(OPS["pow"], [a, b], {})
 
 
 def _logical(name: str):

@@ -238,6 +238,8 @@ def split(x: Tensor, num_or_sections: Any, axis: int = 0) -> list[Tensor]:
 
 
 def chunk(x: Tensor, chunks: int, axis: int = 0) -> list[Tensor]:
+    if not isinstance(chunks, (int, np.integer)) or isinstance(chunks, bool) or chunks <= 0:
+        raise OpArgumentError(f"[chunk] chunks must be a positive int, got {chunks!r}")
     n = x.shape[axis]
     size = -(-n // chunks)
     sizes = [size] * (n // size) + ([n % size] if n % size else [])

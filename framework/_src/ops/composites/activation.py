@@ -71,13 +71,15 @@ def sigmoid(x: Tensor, name: str | None = None) -> Tensor:
 
 
 def relu(x: Tensor, name: str | None = None) -> Tensor:
-    """max(x, 0)."""
+    """max(x, 0); NaN stays NaN and passes its gradient (as in numpy, Paddle and PyTorch)."""
     x = tensor_arg("relu", x)
-    return M.where(x > 0, x, 0.0)
+    return M.where(x <= 0, 0, x)
 
 
 def relu6(x: Tensor, name: str | None = None) -> Tensor:
-    return M.clip(relu(x), max=6.0)
+    """min(max(x, 0), 6); NaN stays NaN."""
+    x = tensor_arg("relu6", x)
+    return M.where(x <= 0, 0, M.where(x >= 6, 6, x))
 
 
 def leaky_relu(x: Tensor, negative_slope: float = 0.01, name: str | None = None) -> Tensor:

@@ -17,13 +17,17 @@ from ..base import OPS, call, composite
 from ._common import float_arg, tensor_arg
 
 
-def _pair(name: str, what: str, v: Any) -> tuple[int, int]:
+def _pair(name: str, what: str, v: Any, least: int | None = None) -> tuple[int, int]:
+    """(a, b) from an int or a pair; with ``least``, both must be at least that."""
     if isinstance(v, int) and not isinstance(v, bool):
-        return (v, v)
-    try:
-        a, b = (int(t) for t in v)
-    except (TypeError, ValueError):
-        raise OpArgumentError(f"[{name}] {what} must be an int or a pair of ints, got {v!r}") from None
+        a, b = v, v
+    else:
+        try:
+            a, b = (int(t) for t in v)
+        except (TypeError, ValueError):
+            raise OpArgumentError(f"[{name}] {what} must be an int or a pair of ints, got {v!r}") from None
+    if least is not None and min(a, b) < least:
+        raise OpArgumentError(f"[{name}] {what} must be at least {least}, got {v!r}")
     return (a, b)
 
 
@@ -113,8 +117,8 @@ def conv2d(
             f"[conv2d] weight has {weight.shape[1]} input channels per group, x has {x.shape[1]} channels "
             f"with groups={groups}: expected weight.shape[1] == {x.shape[1] // groups}"
         )
-    d = _pair("conv2d", "dilation", dilation)
-    attrs = {"stride": _pair("conv2d", "stride", stride), "padding": _padding("conv2d", padding, weight.shape[2:], d), "dilation": d, "groups": groups}
+    d = _pair("conv2d", "dilation", dilation, least=1)
+    attrs = {"stride": _pair("conv2d", "stride", stride, least=1), "padding": _padding("conv2d", padding, weight.shape[2:], d), "dilation": d, "groups": groups}
     if weight.dtype != x.dtype:
         weight = weight.astype(x.dtype)
     y = call(OPS["conv2d"], [x, weight], attrs)
@@ -127,9 +131,11 @@ def _pool_args(name: str, x: Tensor, kernel_size: Any, stride: Any, padding: Any
     x = float_arg(name, x)
     if x.ndim != 4:
         raise OpArgumentError(f"[{name}] x must be 4-d (N, C, H, W), got shape {x.shape}")
-    k = _pair(name, "kernel_size", kernel_size)
-    s = k if stride is None else _pair(name, "stride", stride)
+    k = _pair(name, "kernel_size", kernel_size, least=1)
+    s = k if stride is None else _pair(name, "stride", stride, least=1)
     pads = _padding(name, padding, k, (1, 1))
+    if min(min(pads[0]), min(pads[1])) < 0:
+        raise OpArgumentError(f"[{name}] padding must not be negative, got {padding!r}")
     o = (_out_size(name, x.shape[2], k[0], s[0], 1, pads[0]), _out_size(name, x.shape[3], k[1], s[1], 1, pads[1]))
     return x, k, s, pads, o
 
@@ -201,6 +207,5 @@ def adaptive_avg_pool2d(x: Tensor, output_size: Any, data_format: str = "NCHW", 
     x = float_arg("adaptive_avg_pool2d", x)
     if x.ndim != 4 or data_format != "NCHW":
         raise OpArgumentError(f"[adaptive_avg_pool2d] x must be 4-d NCHW, got shape {x.shape}")
-    oh, ow = _pair("adaptive_avg_pool2d", "output_size", output_size)
-    oh = x.shape[2] if oh is None else oh
+    oh, ow = _pair("adaptive_avg_pool2d", "output_size", output_size, least=1)
     return _adaptive_axis(_adaptive_axis(x, 2, oh), 3, ow)

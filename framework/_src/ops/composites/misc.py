@@ -14,7 +14,7 @@ from .. import creation as C
 from .. import math as M
 from .. import shape as S
 from ..base import OPS, call, composite
-from ..indexing import masked_fill, take_along_axis
+from ..indexing import checked_index, masked_fill, take_along_axis
 from ._common import axis_arg, float_arg, tensor_arg
 
 
@@ -163,8 +163,14 @@ def one_hot(x: Tensor, num_classes: int, name: str | None = None) -> Tensor:
     x = tensor_arg("one_hot", x)
     if x.dtype.kind not in "iu":
         raise OpArgumentError(f"[one_hot] x must hold integer class ids, got dtype {x.dtype}")
-    if not isinstance(num_classes, int) or num_classes <= 0:
+    if not isinstance(num_classes, int) or isinstance(num_classes, bool) or num_classes <= 0:
         raise OpArgumentError(f"[one_hot] num_classes must be a positive int, got {num_classes!r}")
+    x = checked_index("one_hot", x, num_classes, f"class ids (num_classes={num_classes})")
+    return one_hot_unchecked(x, num_classes)
+
+
+def one_hot_unchecked(x: Tensor, num_classes: int) -> Tensor:
+    """:func:`one_hot` for ids already known to lie in ``[0, num_classes)``."""
     classes = C.arange(num_classes, device=x.device)
     return M.cast(x.unsqueeze(-1) == classes, _dt.get_default_dtype())
 

@@ -111,13 +111,18 @@ def layer_norm_decomposition(x: Tensor, *params: Tensor, epsilon: float, has_wei
 
 def _norm_shape(name: str, x: Tensor, normalized_shape: Any) -> int:
     if normalized_shape is None:
-        return 1
+        normalized_shape = x.shape[-1:]
     shp = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(int(s) for s in normalized_shape)
     k = len(shp)
     if k == 0 or x.shape[x.ndim - k :] != shp:
         raise OpArgumentError(
             f"[{name}] normalized_shape {shp} does not match the last dimensions of x {x.shape}; "
             f"pass the trailing sizes of x"
+        )
+    if 0 in x.shape[x.ndim - k :]:
+        raise OpArgumentError(
+            f"[{name}] cannot normalize over zero elements: the trailing dims {x.shape[x.ndim - k :]} of x "
+            f"{x.shape} are empty"
         )
     return k
 
