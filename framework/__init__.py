@@ -190,7 +190,7 @@ from ._src.random import (
 from ._src.tensor import Tensor, from_dlpack, to_tensor
 
 # isort: split
-from . import distributed, nn, optim  # layers, functional, initializers, optimizers; collectives
+from . import distributed, nn, optim, optimizer  # layers, functional, initializers, optimizers; collectives
 from ._src.io import CheckpointError, load, save
 from .distributed import DataParallel
 

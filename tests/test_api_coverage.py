@@ -34,7 +34,7 @@ TENSOR_GROUPS = ["creation", "linalg", "logic", "manipulation", "math", "random"
 FLOORS = {
     "tensor.creation": 56, "tensor.linalg": 13, "tensor.logic": 57, "tensor.manipulation": 51,
     "tensor.math": 50, "tensor.random": 60, "tensor.search": 46, "tensor.stat": 12,
-    "F": 30, "nn": 29, "optimizer": 0, "optimizer.lr": 0, "io": 0, "amp": 0, "top": 46,
+    "F": 30, "nn": 29, "optimizer": 100, "optimizer.lr": 100, "io": 0, "amp": 0, "top": 46,
 }
 
 
