@@ -39,12 +39,49 @@ def test_layer_registers_parameters_sublayers_and_buffers():
 def test_set_state_dict_copies_values_and_reports_keys():
     a, b = Block(), Block()
     sd = a.state_dict()
-    missing, unexpected = b.set_state_dict({**sd, "extra": fw.ones([1])})
+    with pytest.warns(UserWarning, match=r"\[set_state_dict\] loaded 5 of 5 entries; .*unexpected keys \(ignored\): \['extra'\]"):
+        missing, unexpected = b.set_state_dict({**sd, "extra": fw.ones([1])})
     assert missing == [] and unexpected == ["extra"]
     for k, v in b.state_dict().items():
         np.testing.assert_array_equal(v.numpy(), sd[k].numpy())
     with pytest.raises(fw.OpArgumentError, match="fc.weight"):
         b.set_state_dict({"fc.weight": fw.ones([2, 2])})
+
+
+def test_set_state_dict_key_mismatches_are_never_silent():
+    a, b = Block(), Block()
+    with fw.no_grad():
+        a.norm.bias.set_value(fw.full(a.norm.bias.shape, 5.0))
+    sd = a.state_dict()
+    before = {k: v.numpy().copy() for k, v in b.state_dict().items()}
+    # a PyTorch-style wrapper: nothing matches -> an error that says where the weights are
+    with pytest.raises(fw.OpArgumentError, match=r"\[set_state_dict\] none of the state dict's 2 keys .*sd\['model'\]"):
+        b.set_state_dict({"model": sd, "step": 3})
+    # some keys missing: warn naming them, load the rest, return them
+    part = {k: v for k, v in sd.items() if k != "norm.bias"}
+    with pytest.warns(UserWarning, match=r"loaded 4 of 5 entries; missing keys \(left as they were\): \['norm.bias'\]"):
+        missing, unexpected = b.set_state_dict(part)
+    assert (missing, unexpected) == (["norm.bias"], [])
+    np.testing.assert_array_equal(b.fc.weight.numpy(), a.fc.weight.numpy())
+    np.testing.assert_array_equal(b.norm.bias.numpy(), before["norm.bias"])
+    assert not np.array_equal(before["norm.bias"], sd["norm.bias"].numpy())
+    # strict: any mismatch raises and copies nothing
+    c = Block()
+    c_before = {k: v.numpy().copy() for k, v in c.state_dict().items()}
+    with pytest.raises(fw.OpArgumentError, match=r"strict=True and the keys differ: missing \['norm.bias'\], unexpected \[\]"):
+        c.set_state_dict(part, strict=True)
+    with pytest.raises(fw.OpArgumentError, match=r"unexpected \['extra'\]"):
+        c.set_state_dict({**sd, "extra": fw.ones([1])}, strict=True)
+    for k, v in c.state_dict().items():
+        np.testing.assert_array_equal(v.numpy(), c_before[k])
+    assert c.set_state_dict(sd, strict=True) == ([], [])
+    # a shape mismatch anywhere copies nothing, even the keys before it
+    d = Block()
+    d_before = {k: v.numpy().copy() for k, v in d.state_dict().items()}
+    with pytest.raises(fw.OpArgumentError, match=r"'norm.weight' has shape \(1,\)"):
+        d.set_state_dict({**sd, "norm.weight": fw.ones([1])})
+    for k, v in d.state_dict().items():
+        np.testing.assert_array_equal(v.numpy(), d_before[k])
 
 
 def test_train_eval_switch_dropout():

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import warnings
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from adapter_api import OpArgumentError
@@ -231,21 +232,54 @@ class Layer:
                     out[f"{lp}.{n}" if lp else n] = b
         return out
 
-    def set_state_dict(self, state_dict: dict[str, Any], use_structured_name: bool = True) -> tuple[list[str], list[str]]:
+    def set_state_dict(self, state_dict: dict[str, Any], use_structured_name: bool = True, strict: bool = False) -> tuple[list[str], list[str]]:
         """Copy values into the existing parameters and buffers (on their devices, in their
-        dtypes). Returns ``(missing_keys, unexpected_keys)``; a shape mismatch raises."""
+        dtypes). Returns ``(missing_keys, unexpected_keys)`` and warns naming them (Paddle's
+        behaviour); ``strict=True`` raises on any of them instead (PyTorch's). A state dict of
+        which no key matches, or a shape mismatch, always raises, and then nothing is copied.
+
+        >>> import framework as fw
+        >>> net = fw.nn.Linear(2, 1)
+        >>> net.set_state_dict(net.state_dict())
+        ([], [])
+        """
+        if not isinstance(state_dict, Mapping):
+            raise OpArgumentError(f"[set_state_dict] expected a dict of tensors by name, got {type(state_dict).__name__}")
         own = self.state_dict()
         missing = [k for k in own if k not in state_dict]
-        unexpected = [k for k in state_dict if k not in own]
+        unexpected = [str(k) for k in state_dict if k not in own]
+        if own and len(missing) == len(own):
+            nested = [str(k) for k, v in state_dict.items() if isinstance(v, Mapping)]
+            hint = (
+                f"it nests dicts under {nested}: pass the model's part, e.g. sd[{nested[0]!r}]"
+                if nested
+                else "it is for another model, or was saved with other names"
+            )
+            raise OpArgumentError(
+                f"[set_state_dict] none of the state dict's {len(state_dict)} keys ({_few(unexpected)}) names a "
+                f"parameter or buffer of {type(self).__name__} ({_few(missing)}); {hint}"
+            )
+        if strict and (missing or unexpected):
+            raise OpArgumentError(
+                f"[set_state_dict] strict=True and the keys differ: missing {missing}, unexpected {unexpected}; "
+                f"nothing was copied (pass strict=False to load the matching keys)"
+            )
         for k, t in own.items():
-            if k not in state_dict:
-                continue
-            v = state_dict[k]
-            shape = tuple(v.shape)
-            if shape != t.shape:
-                raise OpArgumentError(f"[set_state_dict] '{k}' has shape {shape} in the state dict but {t.shape} in the layer; the model does not match the checkpoint")
-            with no_grad():
-                t.set_value(v if isinstance(v, Tensor) else v)
+            if k in state_dict and tuple(state_dict[k].shape) != t.shape:
+                raise OpArgumentError(
+                    f"[set_state_dict] '{k}' has shape {tuple(state_dict[k].shape)} in the state dict but {t.shape} "
+                    f"in the layer; the model does not match the checkpoint (nothing was copied)"
+                )
+        if missing or unexpected:
+            warnings.warn(
+                f"[set_state_dict] loaded {len(own) - len(missing)} of {len(own)} entries; missing keys (left as they "
+                f"were): {missing}; unexpected keys (ignored): {unexpected}",
+                stacklevel=2,
+            )
+        for k, t in own.items():
+            if k in state_dict:
+                with no_grad():
+                    t.set_value(state_dict[k])
         return missing, unexpected
 
     load_dict = set_state_dict
@@ -330,3 +364,9 @@ class Layer:
 
     def __dir__(self) -> list[str]:
         return sorted(set(super().__dir__()) | set(self._parameters) | set(self._sub_layers) | set(self._buffers))
+
+
+def _few(keys: list[str], n: int = 3) -> str:
+    """``'a', 'b', 'c' and 4 more`` for messages that name keys."""
+    shown = ", ".join(repr(k) for k in keys[:n])
+    return shown + (f" and {len(keys) - n} more" if len(keys) > n else "") if keys else "none"
