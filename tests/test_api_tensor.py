@@ -4,6 +4,7 @@ with finite-difference gradients where the op is differentiable (issue 17)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import framework as fw
 from tests.conftest import assert_close
@@ -60,3 +61,30 @@ def test_existing_random():
     assert abs(n.mean() - 1.0) < 0.1 and abs(n.std() - 2.0) < 0.1
     p = fw.randperm(10).numpy()
     assert sorted(p.tolist()) == list(range(10))
+
+
+# -- semantics of issue 17 ---------------------------------------------------------------------
+def test_piecewise_constant_ops_give_zero_gradient(device):
+    for f in (fw.floor, fw.ceil, fw.sign, fw.round, fw.trunc):
+        x = fw.to_tensor([1.5, -2.25, 0.75], device=device, stop_gradient=False)
+        (g,) = fw.grad([(f(x) * 3.0).sum()], [x])
+        assert g is not None and g.tolist() == [0.0, 0.0, 0.0], f.__name__
+        y = fw.to_tensor([1.5, -2.25], device=device, stop_gradient=False)
+        (f(y) + y).sum().backward()
+        assert y.grad.tolist() == [1.0, 1.0], f.__name__
+
+
+def test_to_tensor_unsigned_keeps_values_or_raises():
+    assert fw.to_tensor(np.uint16(65535)).item() == 65535
+    assert fw.to_tensor(np.array([2**32 - 1], dtype=np.uint32)).tolist() == [2**32 - 1]
+    assert fw.to_tensor(np.array([2**63 - 1], dtype=np.uint64)).tolist() == [2**63 - 1]
+    for bad in (np.uint64(2**64 - 1), np.array([1, 2**63], dtype=np.uint64), [2**64 - 1]):
+        with pytest.raises(fw.OpArgumentError, match=r"\[to_tensor\] uint64 value"):
+            fw.to_tensor(bad)
+
+
+def test_max_pool2d_keeps_integer_dtype(device):
+    a = (np.arange(32).reshape(1, 2, 4, 4) * 7 % 251).astype(np.uint8)
+    y = fw.nn.functional.max_pool2d(fw.to_tensor(a, device=device), 2)
+    assert y.dtype == np.uint8
+    assert_close(y, a.reshape(1, 2, 2, 2, 2, 2).max(axis=(3, 5)))

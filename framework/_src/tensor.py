@@ -209,6 +209,7 @@ def _as_numpy(data: Any, dtype: np.dtype | None) -> np.ndarray:
         if arr.dtype == np.dtype(object):
             raise OpArgumentError("[to_tensor] numpy arrays of dtype object are not supported; convert to numbers first")
         if arr.dtype not in _dt._SUPPORTED and dtype is None:
+            _check_fits_int64(arr)
             arr = arr.astype(_canonical(arr.dtype))
     elif isinstance(data, np.generic):
         return _as_numpy(np.asarray(data), dtype)
@@ -228,10 +229,20 @@ def _as_numpy(data: Any, dtype: np.dtype | None) -> np.ndarray:
             if arr.dtype.kind == "f":
                 arr = arr.astype(_dt.get_default_dtype())
             elif arr.dtype.kind in "iu" and arr.dtype not in _dt._SUPPORTED:
+                _check_fits_int64(arr)
                 arr = arr.astype(np.int64)
     if dtype is not None and arr.dtype != dtype:
         arr = arr.astype(dtype)
     return arr
+
+
+def _check_fits_int64(arr: np.ndarray) -> None:
+    """uint16/32 fit int64 exactly; uint64 values above 2**63 - 1 would wrap: raise instead."""
+    if arr.dtype.kind == "u" and arr.dtype.itemsize == 8 and arr.size and int(arr.max()) > np.iinfo(np.int64).max:
+        raise OpArgumentError(
+            f"[to_tensor] uint64 value {int(arr.max())} does not fit int64 (the widest integer dtype here) and would wrap; "
+            f"convert it to float64 or reduce it below 2**63 first"
+        )
 
 
 def _canonical(d: np.dtype) -> np.dtype:

@@ -162,7 +162,11 @@ def _g_erf(n, g):
 
 
 def _g_zero(n, g):
-    return [None] * len(n.inputs)
+    """Piecewise-constant ops (floor, ceil, sign, floor_divide): a zero gradient, not None,
+    as Paddle and PyTorch give."""
+    from .creation import zeros_like
+
+    return [zeros_like(t) if not t.stop_gradient else None for t in n.inputs]
 
 
 for _name, _grad in [

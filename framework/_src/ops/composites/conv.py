@@ -173,6 +173,8 @@ def max_pool2d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0
     """Max over KH x KW windows of NCHW ``x`` (stride defaults to the kernel size)."""
     if ceil_mode or return_mask or data_format != "NCHW":
         raise OpArgumentError("[max_pool2d] ceil_mode, return_mask and NHWC are not supported; use the defaults")
+    if isinstance(x, Tensor) and x.dtype.kind in "iu":  # keeps the dtype: pooled exactly in float64, cast back
+        return max_pool2d(x.astype("float64"), kernel_size, stride, padding).astype(x.dtype)
     x, k, s, pads, _ = _pool_args("max_pool2d", x, kernel_size, stride, padding)
     return call(OPS["max_pool2d"], [x], {"kernel_size": k, "stride": s, "padding": pads})
 
