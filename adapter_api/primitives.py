@@ -47,7 +47,10 @@ _ALL = [
     PrimitiveSpec("where", ("cond", "x", "y"), (), "z = cond ? x : y; cond is bool; x, y, z share "
                   "one dtype; registered under x's dtype.", "select"),
     PrimitiveSpec("cast", ("x",), ("dtype",), "y = x converted to dtype (float->int truncates "
-                  "toward zero; nonzero->bool is True; bool->number is 0/1).", "convert"),
+                  "toward zero, then wraps modulo 2**bits into the target: -1.5 -> uint8 255, "
+                  "300.7 -> uint8 44, as numpy's astype; defined where the truncated value fits "
+                  "int32, or int64 for an int64 target; NaN, inf and larger magnitudes are "
+                  "implementation-defined. nonzero->bool is True; bool->number is 0/1).", "convert"),
     *_specs("reduce", "sum prod max min", ("x",), ("axes", "keepdim"),
             "y = {name} of x over axes (a sorted tuple of distinct non-negative ints); "
             "keepdim keeps them as size 1. y has x's dtype. max/min of an empty axis is not asked for."),

@@ -126,10 +126,16 @@ def where(xp: Any, outs: list[Any], ins: list[Any]) -> None:
 def _cast(source_bf16: bool) -> Body:
     def cast(xp: Any, outs: list[Any], ins: list[Any], dtype: Any) -> None:
         x = bf16_to_f32(xp, ins[0]) if source_bf16 else ins[0]
+        y = outs[0]
         if np.dtype(dtype) == BF16:
-            f32_to_bf16(xp, x.astype(xp.float32), outs[0])
+            f32_to_bf16(xp, x.astype(xp.float32), y)
+        elif x.dtype.kind == "f" and y.dtype.kind in "iu" and y.dtype.itemsize < 8:
+            # NOTE: CUDA's float-to-integer conversion clamps to the target's range (-1.5 ->
+            # uint8 is 0); the contract truncates, then wraps modulo 2**bits. Truncating to
+            # int64 is exact for every value the rule defines; int64 -> narrow int wraps.
+            xp.copyto(y, x.astype(xp.int64), casting="unsafe")
         else:
-            xp.copyto(outs[0], x, casting="unsafe")
+            xp.copyto(y, x, casting="unsafe")
 
     return cast
 

@@ -13,6 +13,8 @@ dtype), or a cupy routine whose ``out=`` path is broken. :data:`xp` is numpy wit
   bodies call ``xp.<name>``, never ``np.<name>``, on device data;
 - ``xp.<function>`` refuses host numpy arrays (cupy raises ``TypeError: Unsupported type``);
   ``xp.asarray`` is the explicit host-to-device transfer;
+- a float-to-integer conversion (``astype``, ``copyto``) clamps to the target's range and
+  turns NaN into 0, as CUDA's ``cvt`` does (``-1.5 -> uint8`` is 0 on a GPU, 255 in numpy);
 - ``min`` / ``amin`` with ``out=`` raise as cupy's do: cupy's ``_ndarray_min`` passes ``out``
   where ``cub_reduction`` expects ``dtype`` (cupy 14.x with the default CUB accelerator), which
   ends in ``equal(<device array>, <dtype>)``.
@@ -56,6 +58,9 @@ class DeviceArray(np.ndarray):
             f"xp.{func.__name__}, which is cupy on the GPU"
         )
 
+    def astype(self, dtype: Any, *args: Any, **kwargs: Any) -> Any:
+        return _wrap(_cuda_convert(_host_view(self), np.dtype(dtype)).astype(dtype, *args, **kwargs))
+
     def min(self, axis: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> Any:
         if out is not None:
             _min_out_quirk(self)
@@ -66,6 +71,22 @@ def _min_out_quirk(a: Any) -> None:
     # NOTE: cupy 14.2 with CUB (the default accelerator): ndarray.min(out=...) calls
     # cub_reduction(self, MIN, axis, out, dtype, keepdims) with out and dtype swapped.
     np.equal(a, np.dtype(a.dtype))
+
+
+def _cuda_convert(a: Any, dtype: np.dtype) -> Any:
+    """``a`` ready for a numpy cast to ``dtype`` that gives what CUDA gives: float to integer
+    truncates toward zero, clamps to the target's range, NaN becomes 0."""
+    if not (isinstance(a, np.ndarray) and a.dtype.kind == "f" and dtype.kind in "iu"):
+        return a
+    info = np.iinfo(dtype)
+    with np.errstate(invalid="ignore", over="ignore"):
+        t = np.trunc(a.astype(np.float64))
+        t = np.where(np.isnan(t), 0.0, t)
+        big = t >= float(info.max)
+        small = t <= float(info.min)
+        out = np.where(big | small, 0, t).astype(dtype)
+    out[big], out[small] = info.max, info.min
+    return out
 
 
 def _host_view(v: Any) -> Any:
@@ -97,6 +118,10 @@ def _to_numpy_args(name: str, v: Any) -> Any:
 
 def _device_function(name: str, fn: Any) -> Any:
     def call(*args: Any, **kwargs: Any) -> Any:
+        if name == "copyto" and len(args) >= 2:
+            dst, src = args[0], args[1]
+            src = _cuda_convert(_host_view(src), np.dtype(dst.dtype)).view(DeviceArray) if isinstance(src, DeviceArray) else src
+            args = (dst, src, *args[2:])
         if name in ("amin", "min") and kwargs.get("out") is not None:
             _min_out_quirk(_host_view(args[0]).view(DeviceArray))
         if name in ("asarray", "array", "ascontiguousarray") and args and isinstance(args[0], np.ndarray):

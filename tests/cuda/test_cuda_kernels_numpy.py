@@ -260,6 +260,31 @@ def test_cast(src, dst):
     )
 
 
+CAST_RULE_VALUES = [-1.5, -1.0, -0.7, 0.0, 0.9, 127.9, 128.0, 255.5, 256.0, 300.7, -129.0, -200.25, 40000.0, -40000.0]
+
+
+@pytest.mark.parametrize("src", ["float32", "float64", "float16", BF16], ids=str)
+@pytest.mark.parametrize("dst", ["uint8", "int8", "int16", "int32", "int64"])
+def test_cast_float_to_int_truncates_then_wraps(src, dst):
+    """The contract's rule (adapter_api/primitives.py, cast): truncate toward zero, then wrap
+    modulo 2**bits; CUDA's own conversion would clamp (-1.5 -> uint8 0)."""
+    x = np.array(CAST_RULE_VALUES, np.float64).astype(np.dtype(src))
+    bits = np.dtype(dst).itemsize * 8
+    signed = np.dtype(dst).kind == "i"
+
+    def rule(v):
+        w = math.trunc(float(v)) % 2**bits
+        return w - 2**bits if signed and w >= 2 ** (bits - 1) else w
+
+    want = np.array([rule(v) for v in x], np.dtype(dst))
+    np.testing.assert_array_equal(run("cast", src, [x], x.shape, dst, dtype=np.dtype(dst)), want)
+
+
+def test_cupy_like_float_to_int_clamps_as_cuda():
+    x = to_device(np.array([-1.5, 300.0, np.nan], np.float32))
+    np.testing.assert_array_equal(to_host(x.astype(np.uint8)), [0, 255, 0])
+
+
 # -- reductions -----------------------------------------------------------------------------
 
 
