@@ -300,6 +300,18 @@ def test_reduce(op, fn, dtype, axes, keepdim):
     close(run(op, dtype, [x], want.shape, dtype, axes=axes, keepdim=keepdim), want, dtype)
 
 
+def test_bf16_sum_accumulates_in_float32_and_rounds_once():
+    # 1 + 256 * 2**-9: a bfloat16 accumulator stays at 1.0 (each 2**-9 is below half an ulp);
+    # float32 accumulation gives 1.5, which bfloat16 holds exactly.
+    x = np.array([1.0] + [2.0**-9] * 256, np.float32).astype(BF16)
+    got = run("sum", BF16, [x], (), BF16, axes=(0,), keepdim=False)
+    assert float(got) == 1.5
+    y = np.random.default_rng(3).standard_normal((64, 33)).astype(np.float32).astype(BF16)
+    got = run("sum", BF16, [y], (33,), BF16, axes=(0,), keepdim=False)
+    want = y.astype(np.float32).sum(axis=0, dtype=np.float64).astype(np.float32).astype(BF16)
+    np.testing.assert_array_equal(got.astype(np.float32), want.astype(np.float32))
+
+
 def test_integer_sum_wraps_like_numpy_cast():
     x = np.full((300,), 100, np.uint8)
     got = run("sum", "uint8", [x], (), "uint8", axes=(0,), keepdim=False)
