@@ -3,19 +3,27 @@
 A checkpoint holds tensors and plain values (ints, floats, strings, bools, None, lists) in
 any nesting of dicts: ``{"model": model.state_dict(), "optim": opt.state_dict(), "step": 7}``.
 Tensors are stored under dotted keys (``model.fc.weight``); the nesting and the plain values
-go in the header's metadata, with a SHA-256 of the tensor data so a corrupted file is
-refused rather than loaded as garbage. Writing is atomic: a temporary file in the same
-folder, fsync, rename (then fsync of the folder), so a crash leaves the old file or the new
-one, never half of one.
+go in the header's metadata, with a SHA-256 over the whole file (header and tensor data)
+except the 64 hex digits of the checksum itself, so a corrupted byte anywhere is refused
+rather than loaded as garbage.
+
+Tensors stream: ``save`` copies one tensor at a time to the host and writes it, ``load``
+reads one tensor at a time and moves it to the device, so the host memory in use beyond the
+result stays near the largest tensor. Writing is atomic: a temporary file beside the target
+(``.NAME.tmp-PID-XXXX``), fsync, rename, fsync of the folder, so a crash leaves the old file
+or the new one, never half of one; the temporaries of a save that was killed are removed by
+the next save of the same path. Files get the permissions the umask allows (like ``open``).
 """
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
+import math
 import os
-import tempfile
-from typing import Any
+import secrets
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -25,29 +33,31 @@ from . import device as _dev
 from . import dtypes as _dt
 from .tensor import Tensor, from_numpy_copy
 
-FORMAT = "oarlock-checkpoint-1"
+FORMAT = "oarlock-checkpoint-2"
+#: The metadata keys only an Oarlock checkpoint has: any one of them present makes a file
+#: ours, and then all must be intact (one damaged key cannot turn the checksum off).
+_OUR_KEYS = ("format", "tree", "sha256")
 _FROM_ST = {
     "F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16", "I64": "int64", "I32": "int32",
     "I16": "int16", "I8": "int8", "U8": "uint8", "BOOL": "bool", "U16": "uint16", "U32": "uint32", "U64": "uint64",
 }
+_TO_ST = {v: k for k, v in _FROM_ST.items()}
+_PLACEHOLDER = "0" * 64
+_CHUNK = 64 << 20  # bytes hashed/written per step for very large tensors
 
 
 class CheckpointError(OarlockError, ValueError):
     """A checkpoint file is missing, truncated, corrupted or not a checkpoint."""
 
 
-def _flatten(obj: Any, prefix: str, tensors: dict[str, np.ndarray], path: str) -> Any:
+def _flatten(obj: Any, prefix: str, tensors: dict[str, Tensor | np.ndarray], path: str) -> Any:
     """The JSON tree of ``obj`` with each tensor replaced by ``{"__tensor__": key}``."""
-    if isinstance(obj, Tensor):
+    if isinstance(obj, (Tensor, np.ndarray)):
         key = prefix or "tensor"
         if key in tensors:
             raise OpArgumentError(f"[save] two entries flatten to the same key '{key}' in {path}; rename one")
-        tensors[key] = np.ascontiguousarray(obj.numpy())
-        return {"__tensor__": key}
-    if isinstance(obj, np.ndarray):
-        key = prefix or "tensor"
-        tensors[key] = np.ascontiguousarray(obj)
-        return {"__tensor__": key, "numpy": True}
+        tensors[key] = obj
+        return {"__tensor__": key, "numpy": True} if isinstance(obj, np.ndarray) else {"__tensor__": key}
     if isinstance(obj, dict):
         out = {}
         for k, v in obj.items():
@@ -67,17 +77,52 @@ def _flatten(obj: Any, prefix: str, tensors: dict[str, np.ndarray], path: str) -
     )
 
 
-def _digest(tensors: list[tuple[str, np.ndarray | bytes]]) -> str:
-    h = hashlib.sha256()
-    for k, a in tensors:
-        h.update(k.encode())
-        h.update(memoryview(a if isinstance(a, (bytes, bytearray)) else a.reshape(-1).view(np.uint8)))
-    return h.hexdigest()
+def _header_bytes(items: list[tuple[str, Tensor | np.ndarray]], meta: dict[str, str]) -> bytes:
+    """The safetensors header (length prefix, JSON padded with spaces to 8 bytes)."""
+    entries: dict[str, Any] = {"__metadata__": meta}
+    offset = 0
+    for k, a in items:
+        dt = np.dtype(a.dtype)
+        st = _TO_ST.get(dt.name)
+        if st is None:
+            raise OpArgumentError(f"[save] tensor '{k}' has dtype {dt}, which safetensors cannot store")
+        nbytes = math.prod(a.shape) * dt.itemsize
+        entries[k] = {"dtype": st, "shape": list(a.shape), "data_offsets": [offset, offset + nbytes]}
+        offset += nbytes
+    js = json.dumps(entries, separators=(",", ":")).encode()
+    js += b" " * (-(8 + len(js)) % 8)
+    return len(js).to_bytes(8, "little") + js
+
+
+def _host_bytes(a: Tensor | np.ndarray) -> memoryview:
+    arr = a.numpy() if isinstance(a, Tensor) else a
+    return memoryview(np.ascontiguousarray(arr).reshape(-1).view(np.uint8))
+
+
+def _stale_temporaries(path: str) -> list[str]:
+    """Temporaries of earlier saves of ``path`` whose process is gone."""
+    folder, name = os.path.split(os.path.abspath(path))
+    stale = []
+    for tmp in glob.glob(os.path.join(glob.escape(folder), f".{glob.escape(name)}.tmp-*")):
+        pid = os.path.basename(tmp)[len(name) + 6 :].split("-", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            stale.append(tmp)
+    return stale
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, owned by someone else
+        return True
+    return True
 
 
 def save(obj: Any, path: str | os.PathLike[str], **kwargs: Any) -> None:
     """Write ``obj`` (a tensor, or a dict/list nesting of tensors and plain values) to
-    ``path`` atomically in safetensors format.
+    ``path`` atomically in safetensors format, one tensor at a time.
 
     >>> import framework as fw, tempfile, os
     >>> p = os.path.join(tempfile.mkdtemp(), "ckpt.safetensors")
@@ -85,23 +130,33 @@ def save(obj: Any, path: str | os.PathLike[str], **kwargs: Any) -> None:
     >>> fw.load(p)["step"]
     3
     """
-    from safetensors import TensorSpec, serialize
-
     path = os.fspath(path)
-    tensors: dict[str, np.ndarray] = {}
+    tensors: dict[str, Tensor | np.ndarray] = {}
     tree = _flatten(obj, "", tensors, path)
     items = sorted(tensors.items())
-    meta = {"format": FORMAT, "tree": json.dumps(tree), "sha256": _digest(items)}
-    specs = {
-        k: TensorSpec(dtype=a.dtype.name, shape=a.shape, data_ptr=a.ctypes.data, data_len=a.nbytes) for k, a in items
-    }
-    data = bytes(serialize(specs, metadata=meta))
-    folder = os.path.dirname(os.path.abspath(path))
+    header = _header_bytes(items, {"format": FORMAT, "tree": json.dumps(tree), "sha256": _PLACEHOLDER})
+    mark = header.index(_PLACEHOLDER.encode())
+    folder, name = os.path.split(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".safetensors", dir=folder)
+    for old in _stale_temporaries(path):
+        try:
+            os.unlink(old)
+        except OSError:
+            pass
+    tmp = os.path.join(folder, f".{name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)  # the umask applies
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            h = hashlib.sha256(header)
+            f.write(header)
+            for _, a in items:
+                data = _host_bytes(a)
+                for i in range(0, len(data), _CHUNK):
+                    h.update(data[i : i + _CHUNK])
+                    f.write(data[i : i + _CHUNK])
+                del data
+            f.seek(mark)
+            f.write(h.hexdigest().encode())
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -119,63 +174,126 @@ def save(obj: Any, path: str | os.PathLike[str], **kwargs: Any) -> None:
         pass
 
 
-def _header_metadata(path: str, raw: bytes) -> dict[str, str]:
-    if len(raw) < 8:
-        raise CheckpointError(f"[load] '{path}' is too short to be a safetensors file ({len(raw)} bytes); it is truncated or not a checkpoint")
-    n = int.from_bytes(raw[:8], "little")
-    if n > len(raw) - 8:
-        raise CheckpointError(f"[load] '{path}' is truncated: its header says {n} bytes, the file has {len(raw) - 8} after the length field")
+def _not_ours(path: str, raw: bytes) -> CheckpointError:
+    kind = ""
+    if raw.startswith(b"PK\x03\x04"):
+        kind = " (it is a zip archive, as torch.save writes: load it with torch and pass the tensors to fw.to_tensor)"
+    elif raw[:1] == b"\x80":
+        kind = " (it looks like a Python pickle, which Oarlock never loads)"
+    return CheckpointError(
+        f"[load] '{path}' is not an Oarlock checkpoint (nor a safetensors file){kind}; its first bytes are "
+        f"{raw[:8]!r}; pass a file written by fw.save"
+    )
+
+
+def _read_header(path: str, f: BinaryIO, size: int) -> tuple[int, bytes, dict[str, Any]]:
+    """(data start, raw header, parsed header) of an open safetensors file of ``size`` bytes."""
+    first = f.read(9)
+    if len(first) < 9:
+        raise CheckpointError(f"[load] '{path}' is too short to be a checkpoint ({size} bytes); it is truncated or not a checkpoint")
+    if first[8:9] != b"{":
+        raise _not_ours(path, first)
+    n = int.from_bytes(first[:8], "little")
+    if n > size - 8:
+        raise CheckpointError(f"[load] '{path}' is truncated: its header says {n} bytes, the file has {size - 8} after the length field")
+    raw = first[8:] + f.read(n - 1)
     try:
-        header = json.loads(raw[8 : 8 + n])
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        header = json.loads(raw)
+        if not isinstance(header, dict):
+            raise ValueError("the header is not a JSON object")
+    except (UnicodeDecodeError, ValueError) as exc:
         raise CheckpointError(f"[load] '{path}' has a corrupted safetensors header ({exc}); the file is damaged") from None
-    return header.get("__metadata__") or {}
+    return 8 + n, raw, header
+
+
+def _entries(path: str, header: dict[str, Any], data_len: int) -> list[tuple[str, np.dtype, tuple[int, ...], int, int]]:
+    """Validated (name, dtype, shape, begin, end) of every tensor, in file order."""
+    out = []
+    for name, e in header.items():
+        if name == "__metadata__":
+            continue
+        try:
+            dt = _FROM_ST[e["dtype"]]
+            shape = tuple(int(s) for s in e["shape"])
+            begin, end = (int(v) for v in e["data_offsets"])
+        except (KeyError, TypeError, ValueError):
+            raise CheckpointError(f"[load] '{path}': the header entry of tensor '{name}' is damaged ({e!r})") from None
+        dtype = _dt.as_dtype(dt) if dt in _dt._BY_NAME else np.dtype(dt)
+        if min(shape, default=0) < 0 or end - begin != math.prod(shape) * dtype.itemsize:
+            raise CheckpointError(f"[load] '{path}': tensor '{name}' has shape {shape} of {dt} but {end - begin} bytes; the file is damaged")
+        out.append((name, dtype, shape, begin, end))
+    out.sort(key=lambda t: (t[3], t[4]))
+    pos = 0
+    for name, _, _, begin, end in out:
+        if begin != pos:
+            raise CheckpointError(f"[load] '{path}': tensor '{name}' starts at byte {begin} of the data, expected {pos}; the file is damaged")
+        pos = end
+    if pos != data_len:
+        what = "truncated" if pos > data_len else "damaged"
+        raise CheckpointError(f"[load] '{path}' is {what}: its tensors need {pos} bytes of data, the file has {data_len}")
+    return out
 
 
 def load(path: str | os.PathLike[str], device: Any = None, return_numpy: bool = False, **kwargs: Any) -> Any:
     """Read a checkpoint written by :func:`save` (or any safetensors file: then a flat dict
-    of tensors) onto ``device`` (the current device by default)."""
-    from safetensors import SafetensorError, deserialize
-
+    of tensors) onto ``device`` (the current device by default), one tensor at a time."""
     path = os.fspath(path)
+    if os.path.isdir(path):
+        raise CheckpointError(f"[load] '{path}' is a directory, not a checkpoint; pass the checkpoint file inside it")
     try:
-        with open(path, "rb") as f:
-            raw = f.read()
+        f = open(path, "rb")
     except FileNotFoundError:
         raise CheckpointError(f"[load] no checkpoint at '{path}'; check the path") from None
-    meta = _header_metadata(path, raw)
-    try:
-        entries = deserialize(raw)
-    except SafetensorError as exc:
-        raise CheckpointError(f"[load] '{path}' is not a valid safetensors file ({exc}); it is truncated or corrupted") from None
-    arrays: dict[str, np.ndarray] = {}
-    for name, e in entries:
-        dt = _FROM_ST.get(e["dtype"])
-        if dt is None:
-            raise CheckpointError(f"[load] '{path}': tensor '{name}' has unsupported dtype {e['dtype']}")
-        arrays[name] = np.frombuffer(bytes(e["data"]), dtype=_dt.as_dtype(dt) if dt in _dt._BY_NAME else np.dtype(dt)).reshape(e["shape"])
-    if meta.get("format") == FORMAT:
-        want = meta.get("sha256")
-        got = _digest(sorted(arrays.items()))
-        if want != got:
-            raise CheckpointError(
-                f"[load] '{path}' is corrupted: the tensor data does not match the checksum written with it "
-                f"(sha256 {got[:12]}... != {str(want)[:12]}...); restore it from a backup"
-            )
+    except OSError as exc:
+        raise CheckpointError(f"[load] cannot open '{path}': {exc.strerror}") from None
     dev = None if return_numpy else (_dev.get_device() if device is None else _dev.parse(device))
-
-    def tensor(key: str, as_numpy: bool = False) -> Any:
-        if key not in arrays:
-            raise CheckpointError(f"[load] '{path}' names tensor '{key}' in its metadata but does not hold it; the file is damaged")
-        a = arrays[key]
-        return a.copy() if (return_numpy or as_numpy) else from_numpy_copy(a, dev)
-
-    if meta.get("format") != FORMAT:
-        return {k: tensor(k) for k in arrays}
+    with f:
+        size = os.fstat(f.fileno()).st_size
+        start, raw, header = _read_header(path, f, size)
+        meta = header.get("__metadata__") or {}
+        ours = isinstance(meta, dict) and (any(k in meta for k in _OUR_KEYS) or "oarlock" in str(meta.get("format", "")))
+        if ours and (meta.get("format") != FORMAT or not isinstance(meta.get("sha256"), str) or "tree" not in meta):
+            raise CheckpointError(
+                f"[load] '{path}' is a damaged Oarlock checkpoint: its format record is {meta.get('format')!r} "
+                f"(expected {FORMAT!r}) and its checksum and structure records must be present; restore it from a backup"
+            )
+        h = None
+        if ours:
+            want = meta["sha256"]
+            quoted = json.dumps(want).encode()
+            if len(want) != 64 or raw.count(quoted) != 1:
+                raise CheckpointError(f"[load] '{path}' is corrupted: its checksum record {want[:16]!r} is damaged; restore it from a backup")
+            h = hashlib.sha256((start - 8).to_bytes(8, "little") + raw.replace(quoted, json.dumps(_PLACEHOLDER).encode()))
+        entries = _entries(path, header, size - start)
+        values: dict[str, Any] = {}
+        for name, dtype, shape, begin, end in entries:
+            buf = np.empty(end - begin, np.uint8)
+            if f.readinto(memoryview(buf)) != end - begin:
+                raise CheckpointError(f"[load] '{path}' is truncated inside tensor '{name}'")
+            if h is not None:
+                h.update(buf)
+            a = buf.view(dtype).reshape(shape)
+            values[name] = a if return_numpy else from_numpy_copy(a, dev)
+            del buf, a
+        if h is not None and h.hexdigest() != want:
+            raise CheckpointError(
+                f"[load] '{path}' is corrupted: its bytes do not match the checksum written with it "
+                f"(sha256 {h.hexdigest()[:12]}... != {want[:12]}...); restore it from a backup"
+            )
+    if not ours:
+        return values
     try:
         tree = json.loads(meta["tree"])
     except (KeyError, json.JSONDecodeError) as exc:
         raise CheckpointError(f"[load] '{path}' has a damaged structure record ({exc})") from None
+
+    def tensor(key: str, as_numpy: bool) -> Any:
+        if key not in values:
+            raise CheckpointError(f"[load] '{path}' names tensor '{key}' in its metadata but does not hold it; the file is damaged")
+        v = values[key]
+        if as_numpy and not return_numpy:
+            return v.numpy()
+        return v
 
     def build(node: Any) -> Any:
         if isinstance(node, dict):
