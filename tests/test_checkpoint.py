@@ -219,3 +219,26 @@ def test_save_and_load_stream_one_tensor_at_a_time(tmp_path):
     assert load_peak < total + 3 * each * 4, f"load used {load_peak} bytes for {total} bytes of tensors"
     for i in range(n):
         assert back[f"w{i}"].shape == (each,) and float(back[f"w{i}"][each - 1].item()) == float(i)
+
+
+def test_checkpoints_of_format_1_still_load_and_are_checked(tmp_path):
+    """Files written before the whole-file checksum (format 1: data-only SHA-256, written by
+    the safetensors library) load, and their damaged data is still refused."""
+    import hashlib
+    import json
+
+    from safetensors.numpy import save_file
+
+    w = np.arange(6, dtype=np.float32).reshape(2, 3)
+    h = hashlib.sha256(b"model.w" + w.tobytes()).hexdigest()
+    tree = {"__dict__": {"model": {"__dict__": {"w": {"__tensor__": "model.w"}}}, "step": 4}}
+    path = tmp_path / "v1.safetensors"
+    save_file({"model.w": w}, str(path), metadata={"format": "oarlock-checkpoint-1", "tree": json.dumps(tree), "sha256": h})
+    back = fw.load(path)
+    assert back["step"] == 4
+    np.testing.assert_array_equal(back["model"]["w"].numpy(), w)
+    data = bytearray(path.read_bytes())
+    data[-3] ^= 0x40
+    path.write_bytes(bytes(data))
+    with pytest.raises(fw.CheckpointError, match="corrupted"):
+        fw.load(path)

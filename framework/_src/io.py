@@ -42,6 +42,8 @@ _FROM_ST = {
     "I16": "int16", "I8": "int8", "U8": "uint8", "BOOL": "bool", "U16": "uint16", "U32": "uint32", "U64": "uint64",
 }
 _TO_ST = {v: k for k, v in _FROM_ST.items()}
+#: Written before issue 18: its checksum covers the tensor data only (still read and checked).
+_FORMAT_1 = "oarlock-checkpoint-1"
 _PLACEHOLDER = "0" * 64
 _CHUNK = 64 << 20  # bytes hashed/written per step for very large tensors
 
@@ -75,6 +77,15 @@ def _flatten(obj: Any, prefix: str, tensors: dict[str, Tensor | np.ndarray], pat
         f"[save] cannot save a {type(obj).__name__} at '{prefix}' (only tensors, numbers, strings, None and "
         f"lists/dicts of them are stored; no pickle)"
     )
+
+
+def _digest_1(tensors: list[tuple[str, np.ndarray]]) -> str:
+    """The checksum of format 1: each key and its data, in key order."""
+    h = hashlib.sha256()
+    for k, a in tensors:
+        h.update(k.encode())
+        h.update(memoryview(np.ascontiguousarray(a).reshape(-1).view(np.uint8)))
+    return h.hexdigest()
 
 
 def _header_bytes(items: list[tuple[str, Tensor | np.ndarray]], meta: dict[str, str]) -> bytes:
@@ -252,20 +263,22 @@ def load(path: str | os.PathLike[str], device: Any = None, return_numpy: bool = 
         start, raw, header = _read_header(path, f, size)
         meta = header.get("__metadata__") or {}
         ours = isinstance(meta, dict) and (any(k in meta for k in _OUR_KEYS) or "oarlock" in str(meta.get("format", "")))
-        if ours and (meta.get("format") != FORMAT or not isinstance(meta.get("sha256"), str) or "tree" not in meta):
+        legacy = ours and meta.get("format") == _FORMAT_1
+        if ours and (meta.get("format") not in (FORMAT, _FORMAT_1) or not isinstance(meta.get("sha256"), str) or "tree" not in meta):
             raise CheckpointError(
                 f"[load] '{path}' is a damaged Oarlock checkpoint: its format record is {meta.get('format')!r} "
                 f"(expected {FORMAT!r}) and its checksum and structure records must be present; restore it from a backup"
             )
         h = None
-        if ours:
-            want = meta["sha256"]
+        want = meta.get("sha256") if ours else None
+        if ours and not legacy:
             quoted = json.dumps(want).encode()
             if len(want) != 64 or raw.count(quoted) != 1:
                 raise CheckpointError(f"[load] '{path}' is corrupted: its checksum record {want[:16]!r} is damaged; restore it from a backup")
             h = hashlib.sha256((start - 8).to_bytes(8, "little") + raw.replace(quoted, json.dumps(_PLACEHOLDER).encode()))
         entries = _entries(path, header, size - start)
         values: dict[str, Any] = {}
+        host: dict[str, np.ndarray] = {}  # only for format 1, whose checksum is by sorted key
         for name, dtype, shape, begin, end in entries:
             buf = np.empty(end - begin, np.uint8)
             if f.readinto(memoryview(buf)) != end - begin:
@@ -274,7 +287,11 @@ def load(path: str | os.PathLike[str], device: Any = None, return_numpy: bool = 
                 h.update(buf)
             a = buf.view(dtype).reshape(shape)
             values[name] = a if return_numpy else from_numpy_copy(a, dev)
+            if legacy:
+                host[name] = a
             del buf, a
+        if legacy and _digest_1(sorted(host.items())) != want:
+            raise CheckpointError(f"[load] '{path}' is corrupted: its tensor data does not match the checksum written with it; restore it from a backup")
         if h is not None and h.hexdigest() != want:
             raise CheckpointError(
                 f"[load] '{path}' is corrupted: its bytes do not match the checksum written with it "
