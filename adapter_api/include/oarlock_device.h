@@ -1,0 +1,225 @@
+/* oarlock_device.h: the native C ABI of an Oarlock device plugin.
+ *
+ * A native plugin is a shared library that exports one function,
+ *
+ *     int oarlock_plugin_init(oarlock_plugin *plugin);
+ *
+ * which fills the table below with its device type, its runtime functions and its kernels.
+ * `adapter_api.native` (cffi, no compiler needed at run time) loads the library and turns the
+ * table into an ordinary plugin of the `oarlock.plugins` entry-point group: the same
+ * DeviceRuntime, kernels and conformance suite as a Python plugin. The contract in words is
+ * adapter_api/runtime.py (runtime), adapter_api/primitives.py (what each kernel computes) and
+ * adapter_api/registry.py (how kernels are called); this header is its C spelling.
+ *
+ * Versioning. The core zeroes a table of its own size, sets `struct_size` to that size and
+ * calls oarlock_plugin_init. The plugin checks `struct_size >= sizeof(oarlock_plugin)`
+ * (OARLOCK_PLUGIN_CHECK below does it), fills the fields it knows, and sets `abi_major`,
+ * `abi_minor` and `struct_size` to the values it was compiled with. The core accepts equal
+ * majors and a plugin minor not newer than its own; a minor release only appends optional
+ * entries (taken from `reserved`), so an older plugin leaves them NULL.
+ *
+ * Mandatory entries are checked at load: a NULL one makes the plugin broken, with an error
+ * naming the entry. Optional entries may stay NULL (the default is given with each).
+ *
+ * Errors. Every function returns an oarlock_status; on anything but OARLOCK_OK the core calls
+ * `last_error()` for the message (a thread-local string the plugin keeps until its next call)
+ * and raises "[<device type>] <entry>: <message>" as the matching Oarlock exception:
+ * OUT_OF_MEMORY -> OutOfMemoryError, INVALID_ARGUMENT -> OpArgumentError, NOT_SUPPORTED ->
+ * KernelNotFoundError (a kernel declining: the core falls back to the cpu plugin), others ->
+ * DeviceError (runtime) or KernelError (kernels).
+ *
+ * Memory. A buffer is an opaque `void *` the plugin returns from `allocate` (a device
+ * pointer, a cl_mem, an index: anything but NULL); the core never dereferences it and always
+ * passes it with a byte offset, which need not be aligned beyond the element size.
+ */
+#ifndef OARLOCK_DEVICE_H
+#define OARLOCK_DEVICE_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* cdef:begin (the loader hands the text from here to cdef:end, minus preprocessor lines, to cffi) */
+
+enum { OARLOCK_ABI_MAJOR = 1, OARLOCK_ABI_MINOR = 0, OARLOCK_MAX_DIMS = 8 };
+
+typedef enum oarlock_status {
+    OARLOCK_OK = 0,
+    OARLOCK_ERROR = 1,            /* anything else: DeviceError / KernelError */
+    OARLOCK_OUT_OF_MEMORY = 2,    /* allocate: no room (the core empties its cache, retries once) */
+    OARLOCK_INVALID_ARGUMENT = 3, /* bad input, e.g. an out-of-range gather index: OpArgumentError */
+    OARLOCK_NOT_SUPPORTED = 4     /* a kernel declines these attributes: the core falls back */
+} oarlock_status;
+
+/* Element types (numpy names). A kernel is registered per dtype. */
+typedef enum oarlock_dtype {
+    OARLOCK_BOOL = 0, OARLOCK_INT8 = 1, OARLOCK_INT16 = 2, OARLOCK_INT32 = 3, OARLOCK_INT64 = 4,
+    OARLOCK_UINT8 = 5, OARLOCK_FLOAT16 = 6, OARLOCK_BFLOAT16 = 7, OARLOCK_FLOAT32 = 8,
+    OARLOCK_FLOAT64 = 9
+} oarlock_dtype;
+
+/* A contiguous, row-major tensor in device memory: `data` is the buffer from `allocate`,
+ * element 0 is `offset` bytes into it. Shapes with more than OARLOCK_MAX_DIMS dims are not
+ * passed to native kernels (the core falls back). */
+typedef struct oarlock_tensor {
+    void *data;
+    int64_t offset;
+    int32_t dtype;
+    int32_t ndim;
+    int64_t shape[8];
+} oarlock_tensor;
+
+/* One attribute of an op (adapter_api/primitives.py names them). Tuples (axes, perm, shape,
+ * starts, stops, steps) are INTS; `pads` is INTS flattened (before0, after0, before1, ...);
+ * `dtype` is DTYPE (the oarlock_dtype in `i`); Python ints and bools are INT, floats FLOAT. */
+typedef enum oarlock_attr_kind {
+    OARLOCK_ATTR_INT = 0, OARLOCK_ATTR_FLOAT = 1, OARLOCK_ATTR_INTS = 2, OARLOCK_ATTR_DTYPE = 3
+} oarlock_attr_kind;
+
+typedef struct oarlock_attr {
+    const char *name;
+    int32_t kind;
+    int32_t count;        /* INTS: number of values */
+    int64_t i;            /* INT, DTYPE */
+    double f;             /* FLOAT */
+    const int64_t *ints;  /* INTS */
+} oarlock_attr;
+
+/* Passed to every kernel call. */
+typedef struct oarlock_kernel_ctx {
+    int32_t device;       /* the device ordinal */
+    void *stream;         /* the stream to enqueue on (NULL without streams) */
+} oarlock_kernel_ctx;
+
+/* A kernel, destination-passing like a Python one: write the results into `outs` (allocated
+ * by the core with the inferred shapes and dtypes); never write elsewhere, never change
+ * `ins`. Inputs come in the primitive's order; elementwise kernels registered with
+ * OARLOCK_KERNEL_BROADCAST get inputs of the output's rank whose sizes equal the output's
+ * or 1. */
+typedef int (*oarlock_kernel_fn)(const oarlock_kernel_ctx *ctx, const oarlock_tensor *outs, int32_t n_outs,
+                                 const oarlock_tensor *ins, int32_t n_ins, const oarlock_attr *attrs,
+                                 int32_t n_attrs);
+
+enum { OARLOCK_KERNEL_BROADCAST = 1 };
+
+/* One registration: `fn` runs `op` (a primitive, or a composite's fused kernel) when the
+ * op's dispatch dtype (its first tensor input's, x's for `where`, the output's for ops
+ * without tensor inputs) is `dtype`. Later rows replace earlier ones. */
+typedef struct oarlock_kernel_def {
+    const char *op;
+    int32_t dtype;
+    int32_t flags;        /* OARLOCK_KERNEL_BROADCAST or 0 */
+    oarlock_kernel_fn fn;
+} oarlock_kernel_def;
+
+/* What `properties` fills (strings NUL-terminated, truncated to fit). */
+typedef struct oarlock_device_properties {
+    char name[128];
+    char vendor[64];
+    char driver_version[64];
+    char runtime_version[64];
+    int64_t total_memory;   /* bytes, 0 when unknown */
+    int32_t compute_units;
+    uint32_t dtypes;        /* bit (1u << oarlock_dtype) for each dtype the device can hold */
+} oarlock_device_properties;
+
+typedef struct oarlock_plugin {
+    /* -- header ----------------------------------------------------------------------- */
+    uint32_t struct_size;   /* in: the core's sizeof(oarlock_plugin); out: the plugin's */
+    uint16_t abi_major;     /* out: OARLOCK_ABI_MAJOR as the plugin was compiled */
+    uint16_t abi_minor;     /* out: OARLOCK_ABI_MINOR as the plugin was compiled */
+    const char *device_type;    /* mandatory: a plain name such as "mydev" */
+    const char *version;        /* optional: the plugin's version, shown by `oarlock devices` */
+    const char *description;    /* optional */
+    const char *(*last_error)(void);   /* mandatory: message of this thread's last failure */
+
+    /* -- devices ---------------------------------------------------------------------- */
+    int (*device_count)(int32_t *count);                                      /* mandatory */
+    int (*properties)(int32_t device, oarlock_device_properties *props);      /* mandatory */
+
+    /* -- memory ----------------------------------------------------------------------- */
+    int (*allocate)(int32_t device, uint64_t nbytes, void **buffer);          /* mandatory; nbytes may be 0 */
+    int (*free)(int32_t device, void *buffer);                                /* mandatory */
+    int (*memset)(int32_t device, void *buffer, uint64_t offset, int32_t value, uint64_t nbytes,
+                  void *stream);                                              /* mandatory */
+
+    /* -- copies (`blocking` 0: may still run on return; the core keeps host memory alive
+     *    until the stream is synchronized) ------------------------------------------------ */
+    int (*copy_h2d)(int32_t device, void *dst, uint64_t dst_offset, const void *src, uint64_t nbytes,
+                    void *stream, int32_t blocking);                          /* mandatory */
+    int (*copy_d2h)(int32_t device, void *dst, const void *src, uint64_t src_offset, uint64_t nbytes,
+                    void *stream, int32_t blocking);                          /* mandatory */
+    int (*copy_d2d)(int32_t device, void *dst, uint64_t dst_offset, const void *src,
+                    uint64_t src_offset, uint64_t nbytes, void *stream, int32_t blocking); /* mandatory */
+
+    /* -- streams (optional, all or none: default one synchronous stream, NULL) ----------- */
+    int (*default_stream)(int32_t device, void **stream);
+    int (*create_stream)(int32_t device, void **stream);
+    int (*destroy_stream)(int32_t device, void *stream);
+    int (*synchronize_stream)(void *stream);
+    int (*query_stream)(void *stream, int32_t *done);
+    int (*stream_wait_event)(void *stream, void *event);
+
+    /* -- events ----------------------------------------------------------------------- */
+    int (*create_event)(int32_t device, void **event);                        /* mandatory */
+    int (*destroy_event)(void *event);                                        /* optional */
+    int (*record_event)(void *event, void *stream);                           /* mandatory */
+    int (*synchronize_event)(void *event);                                    /* mandatory */
+    int (*query_event)(void *event, int32_t *done);          /* optional: synchronize, then 1 */
+    int (*elapsed_ms)(void *start, void *end, double *ms);                    /* mandatory */
+    int (*synchronize)(int32_t device);                      /* optional: nothing to wait for */
+
+    /* -- kernels ---------------------------------------------------------------------- */
+    const oarlock_kernel_def *kernels;                                        /* mandatory */
+    int32_t kernel_count;
+
+    /* -- collectives and compile access ----------------------------------------------- */
+    /* ABI 1.0 has no C entries for them: the loader gives every native device host-staged
+     * collectives (adapter_api.StagedCommunicator over copy_d2h/copy_h2d), and a package may
+     * register a Python Compiler next to its library (see docs/vendor-guide.md). Native
+     * entries for both will be appended from `reserved` in a later minor version. */
+    void *reserved[24];
+} oarlock_plugin;
+
+int oarlock_plugin_init(oarlock_plugin *plugin);
+
+/* cdef:end */
+
+/* -- helpers for plugin authors (not part of the ABI) ------------------------------------ */
+
+/* Start of oarlock_plugin_init: refuse a core whose table is smaller than ours. */
+#define OARLOCK_PLUGIN_CHECK(p)                                              \
+    do {                                                                     \
+        if ((p) == 0 || (p)->struct_size < sizeof(oarlock_plugin)) return OARLOCK_ERROR; \
+        (p)->struct_size = (uint32_t)sizeof(oarlock_plugin);                 \
+        (p)->abi_major = OARLOCK_ABI_MAJOR;                                  \
+        (p)->abi_minor = OARLOCK_ABI_MINOR;                                  \
+    } while (0)
+
+/* The attribute called `name`, or NULL. */
+static inline const oarlock_attr *oarlock_find_attr(const oarlock_attr *attrs, int32_t n, const char *name) {
+    for (int32_t k = 0; k < n; k++) {
+        const char *a = attrs[k].name, *b = name;
+        while (*a && *a == *b) { a++; b++; }
+        if (*a == *b) return &attrs[k];
+    }
+    return 0;
+}
+
+/* Number of elements of a tensor. */
+static inline int64_t oarlock_numel(const oarlock_tensor *t) {
+    int64_t n = 1;
+    for (int32_t d = 0; d < t->ndim; d++) n *= t->shape[d];
+    return n;
+}
+
+/* Host address of element 0, for devices whose buffers are host pointers. */
+#define OARLOCK_HOST_PTR(t) ((void *)((char *)(t)->data + (t)->offset))
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* OARLOCK_DEVICE_H */

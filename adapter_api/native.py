@@ -1,0 +1,418 @@
+"""Native plugins: a shared library that fills the C table of ``include/oarlock_device.h``.
+
+The loader turns the library into an ordinary plugin object (``CONTRACT``, ``oarlock_register``,
+``oarlock_plugin_info``), so a native plugin is found through the same entry-point group as a
+Python one. The vendor package holds the library and a two-line module::
+
+    # oarlock_mydev/__init__.py
+    from adapter_api.native import NativePlugin
+    plugin = NativePlugin.beside(__file__, "_mydev")      # oarlock_mydev/_mydev*.so
+
+    # pyproject.toml
+    [project.entry-points."oarlock.plugins"]
+    mydev = "oarlock_mydev:plugin"
+
+Nothing is opened at import: the library is loaded (``dlopen`` and ``oarlock_plugin_init``,
+which must not touch the device) when the core registers plugins, on first device use.
+
+Tensors cross as pointers: a kernel gets each tensor's buffer handle, byte offset, dtype and
+shape (``oarlock_tensor``); host arrays cross as their addresses. No device memory passes
+through Python.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+from .communicator import StagedCommunicator
+from .errors import (
+    DeviceError,
+    KernelError,
+    KernelNotFoundError,
+    OpArgumentError,
+    OutOfMemoryError,
+    PluginError,
+)
+from .hookspecs import hookimpl
+from .runtime import DeviceProperties, DeviceRuntime
+from .version import CONTRACT_VERSION
+
+INCLUDE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "include")
+HEADER = os.path.join(INCLUDE_DIR, "oarlock_device.h")
+
+#: oarlock_dtype codes, in the header's order.
+DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "float16", "bfloat16", "float32", "float64")
+MAX_DIMS = 8
+
+#: Entries a plugin must fill; the loader names the first missing one.
+MANDATORY = ("device_type", "last_error", "device_count", "properties", "allocate", "free", "memset",
+             "copy_h2d", "copy_d2h", "copy_d2d", "create_event", "record_event", "synchronize_event",
+             "elapsed_ms", "kernels")
+STREAM_ENTRIES = ("default_stream", "create_stream", "synchronize_stream", "query_stream", "stream_wait_event")
+
+_ERRORS = {2: OutOfMemoryError, 3: OpArgumentError, 4: KernelNotFoundError}
+
+
+def include_dir() -> str:
+    """The folder holding ``oarlock_device.h``, for a plugin's build (``-I``)."""
+    return INCLUDE_DIR
+
+
+@cache
+def ffi() -> Any:
+    """One cffi FFI with the header's declarations (ABI mode: no compiler at run time)."""
+    import cffi
+
+    with open(HEADER) as f:
+        text = f.read()
+    body = text.split("/* cdef:begin", 1)[1].split("*/", 1)[1].split("/* cdef:end */", 1)[0]
+    body = "\n".join(ln for ln in body.splitlines() if not ln.lstrip().startswith("#"))
+    body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
+    out = cffi.FFI()
+    out.cdef(body)
+    return out
+
+
+def _dtype_code(dtype: Any) -> int:
+    name = np.dtype(dtype).name
+    try:
+        return DTYPES.index(name)
+    except ValueError:
+        raise KernelNotFoundError(f"[native] dtype {name} has no oarlock_dtype code") from None
+
+
+class NativeView:
+    """What a native kernel receives for one tensor: buffer handle, byte offset, shape, dtype."""
+
+    __slots__ = ("buffer", "offset", "shape", "dtype", "size")
+
+    def __init__(self, buffer: Any, offset: int, shape: tuple[int, ...], dtype: Any) -> None:
+        self.buffer, self.offset, self.shape, self.dtype = buffer, offset, tuple(shape), np.dtype(dtype)
+        self.size = int(np.prod(self.shape, dtype=np.int64))
+
+    def fill(self, t: Any) -> None:
+        """Write this view into the ``oarlock_tensor`` ``t``."""
+        if len(self.shape) > MAX_DIMS:
+            raise KernelNotFoundError(f"[native] a {len(self.shape)}-d tensor exceeds OARLOCK_MAX_DIMS ({MAX_DIMS})")
+        t.data, t.offset, t.dtype, t.ndim = self.buffer, self.offset, _dtype_code(self.dtype), len(self.shape)
+        t.shape[0 : len(self.shape)] = self.shape
+
+    def __repr__(self) -> str:
+        return f"NativeView({self.dtype}{list(self.shape)} at +{self.offset})"
+
+
+class NativeLibrary:
+    """A loaded library and its filled ``oarlock_plugin`` table."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        f = ffi()
+        try:
+            self.lib = f.dlopen(path)
+        except OSError as exc:
+            raise PluginError(f"[native] cannot load the library {path}: {exc}; rebuild or reinstall the plugin") from exc
+        self.table = f.new("oarlock_plugin *")
+        self.table.struct_size = f.sizeof("oarlock_plugin")
+        try:
+            init = self.lib.oarlock_plugin_init
+        except (AttributeError, OSError):
+            raise PluginError(f"[native] {path} exports no oarlock_plugin_init; export "
+                              f"'int oarlock_plugin_init(oarlock_plugin *)' from the library") from None
+        status = init(self.table)
+        t = self.table
+        if status != 0:
+            raise PluginError(f"[native] oarlock_plugin_init of {path} returned status {status}: {self._message()}; "
+                              f"the library may have been built for another oarlock_device.h")
+        major, minor = t.abi_major, t.abi_minor
+        cmaj, cmin = self.lib.OARLOCK_ABI_MAJOR, self.lib.OARLOCK_ABI_MINOR
+        if major != cmaj or minor > cmin:
+            fix = "upgrade oarlock" if (major, minor) > (cmaj, cmin) else "rebuild the plugin against this oarlock_device.h"
+            raise PluginError(f"[native] {path} was built for native ABI {major}.{minor}, but this oarlock implements "
+                              f"{cmaj}.{cmin}; {fix}")
+        if t.struct_size > f.sizeof("oarlock_plugin"):
+            raise PluginError(f"[native] {path} fills a {t.struct_size}-byte oarlock_plugin table, larger than this "
+                              f"oarlock's {f.sizeof('oarlock_plugin')} bytes; upgrade oarlock")
+        for name in MANDATORY:
+            if getattr(t, name) == f.NULL:
+                raise PluginError(f"[native] {path} leaves the mandatory entry '{name}' of oarlock_plugin NULL; "
+                                  f"fill it in oarlock_plugin_init (see oarlock_device.h)")
+        given = [n for n in STREAM_ENTRIES if getattr(t, n) != f.NULL]
+        if given and len(given) != len(STREAM_ENTRIES):
+            missing = [n for n in STREAM_ENTRIES if n not in given]
+            raise PluginError(f"[native] {path} fills the stream entries {given} but not {missing}; fill all of "
+                              f"them or none (one synchronous stream)")
+        self.device_type = f.string(t.device_type).decode()
+        self.has_streams = bool(given)
+
+    def _message(self) -> str:
+        t = self.table
+        if t.last_error == ffi().NULL:
+            return "(no message: last_error is NULL)"
+        p = t.last_error()
+        return ffi().string(p).decode(errors="replace") if p != ffi().NULL else "(no message)"
+
+    def check(self, status: int, entry: str, default: type[Exception] = DeviceError) -> None:
+        """Raise the Oarlock error for a failed call of ``entry``."""
+        if status:
+            cls = _ERRORS.get(status, default)
+            raise cls(f"[{self.device_type}] {entry}: {self._message()}")
+
+    def kernels(self) -> list[tuple[str, str, int, Any]]:
+        t, out = self.table, []
+        for k in range(t.kernel_count):
+            d = t.kernels[k]
+            if not 0 <= d.dtype < len(DTYPES):
+                raise PluginError(f"[native] kernel row {k} ({ffi().string(d.op).decode()}) has dtype code {d.dtype}; "
+                                  f"use an oarlock_dtype")
+            out.append((ffi().string(d.op).decode(), DTYPES[d.dtype], d.flags, d.fn))
+        return out
+
+
+class NativeRuntime(DeviceRuntime):
+    """:class:`DeviceRuntime` over the table's function pointers."""
+
+    def __init__(self, lib: NativeLibrary) -> None:
+        self.native, self.t, self.f = lib, lib.table, ffi()
+        self.check = lib.check
+        self._out_ptr = self.f.new("void **")
+        self._done = self.f.new("int32_t *")
+
+    # -- devices ------------------------------------------------------------------------
+    def device_count(self) -> int:
+        n = self.f.new("int32_t *")
+        self.check(self.t.device_count(n), "device_count")
+        return int(n[0])
+
+    def properties(self, index: int) -> DeviceProperties:
+        p = self.f.new("oarlock_device_properties *")
+        self.check(self.t.properties(index, p), "properties")
+        s = lambda c: self.f.string(c).decode(errors="replace")  # noqa: E731
+        return DeviceProperties(name=s(p.name), vendor=s(p.vendor), total_memory=int(p.total_memory),
+                                compute_units=int(p.compute_units), driver_version=s(p.driver_version),
+                                runtime_version=s(p.runtime_version),
+                                dtypes=tuple(n for i, n in enumerate(DTYPES) if p.dtypes >> i & 1),
+                                extra={"library": self.native.path})
+
+    # -- memory -------------------------------------------------------------------------
+    def allocate(self, index: int, nbytes: int) -> Any:
+        out = self.f.new("void **")
+        self.check(self.t.allocate(index, nbytes, out), f"allocate({nbytes} bytes)")
+        return out[0]
+
+    def free(self, index: int, buffer: Any) -> None:
+        self.check(self.t.free(index, buffer), "free")
+
+    def view(self, buffer: Any, offset: int, shape: tuple[int, ...], dtype: np.dtype) -> NativeView:
+        return NativeView(buffer, offset, shape, dtype)
+
+    def memset(self, index: int, buffer: Any, offset: int, value: int, nbytes: int, stream: Any) -> None:
+        self.check(self.t.memset(index, buffer, offset, value, nbytes, stream or self.f.NULL), "memset")
+
+    # -- copies -------------------------------------------------------------------------
+    def _host(self, a: np.ndarray) -> Any:
+        if not a.flags.c_contiguous:
+            raise OpArgumentError("[native] host arrays must be C-contiguous")
+        return self.f.cast("void *", a.ctypes.data)
+
+    def copy_h2d(self, index: int, dst: Any, dst_offset: int, src: np.ndarray, stream: Any, blocking: bool = True) -> None:
+        self.check(self.t.copy_h2d(index, dst, dst_offset, self._host(src), src.nbytes, stream or self.f.NULL,
+                                   int(blocking)), "copy_h2d")
+
+    def copy_d2h(self, index: int, dst: np.ndarray, src: Any, src_offset: int, stream: Any, blocking: bool = True) -> None:
+        self.check(self.t.copy_d2h(index, self._host(dst), src, src_offset, dst.nbytes, stream or self.f.NULL,
+                                   int(blocking)), "copy_d2h")
+
+    def copy_d2d(self, index: int, dst: Any, dst_offset: int, src: Any, src_offset: int, nbytes: int, stream: Any,
+                 blocking: bool = True) -> None:
+        self.check(self.t.copy_d2d(index, dst, dst_offset, src, src_offset, nbytes, stream or self.f.NULL,
+                                   int(blocking)), "copy_d2d")
+
+    # -- streams --------------------------------------------------------------------------
+    def default_stream(self, index: int) -> Any:
+        if not self.native.has_streams:
+            return None
+        out = self.f.new("void **")
+        self.check(self.t.default_stream(index, out), "default_stream")
+        return out[0]
+
+    def create_stream(self, index: int) -> Any:
+        if not self.native.has_streams:
+            return None
+        out = self.f.new("void **")
+        self.check(self.t.create_stream(index, out), "create_stream")
+        return out[0]
+
+    def synchronize_stream(self, stream: Any) -> None:
+        if self.native.has_streams:
+            self.check(self.t.synchronize_stream(stream or self.f.NULL), "synchronize_stream")
+
+    def query_stream(self, stream: Any) -> bool:
+        if not self.native.has_streams:
+            return True
+        done = self.f.new("int32_t *")
+        self.check(self.t.query_stream(stream or self.f.NULL, done), "query_stream")
+        return bool(done[0])
+
+    def stream_wait_event(self, stream: Any, event: Any) -> None:
+        if not self.native.has_streams:
+            return self.synchronize_event(event)
+        self.check(self.t.stream_wait_event(stream or self.f.NULL, event), "stream_wait_event")
+
+    # -- events ---------------------------------------------------------------------------
+    def create_event(self, index: int) -> Any:
+        out = self.f.new("void **")
+        self.check(self.t.create_event(index, out), "create_event")
+        event = out[0]
+        if self.t.destroy_event != self.f.NULL:
+            event = self.f.gc(event, self._destroy_event)
+        return event
+
+    def _destroy_event(self, event: Any) -> None:
+        self.t.destroy_event(event)
+
+    def record_event(self, event: Any, stream: Any) -> None:
+        self.check(self.t.record_event(event, stream or self.f.NULL), "record_event")
+
+    def synchronize_event(self, event: Any) -> None:
+        self.check(self.t.synchronize_event(event), "synchronize_event")
+
+    def query_event(self, event: Any) -> bool:
+        if self.t.query_event == self.f.NULL:
+            return super().query_event(event)
+        done = self.f.new("int32_t *")
+        self.check(self.t.query_event(event, done), "query_event")
+        return bool(done[0])
+
+    def elapsed_ms(self, start: Any, end: Any) -> float:
+        ms = self.f.new("double *")
+        self.check(self.t.elapsed_ms(start, end, ms), "elapsed_ms")
+        return float(ms[0])
+
+    def synchronize(self, index: int) -> None:
+        if self.t.synchronize != self.f.NULL:
+            self.check(self.t.synchronize(index), "synchronize")
+
+
+def _attrs(f: Any, attrs: dict[str, Any]) -> tuple[Any, list[Any]]:
+    """``oarlock_attr[]`` for the attributes, and the objects that must outlive the call."""
+    arr = f.new("oarlock_attr[]", max(1, len(attrs)))
+    keep: list[Any] = [arr]
+    for k, (name, v) in enumerate(attrs.items()):
+        a = arr[k]
+        cname = f.new("char[]", name.encode())
+        keep.append(cname)
+        a.name = cname
+        if isinstance(v, (bool, int, np.integer, np.bool_)):
+            a.kind, a.i = 0, int(v)
+        elif isinstance(v, (float, np.floating)):
+            a.kind, a.f = 1, float(v)
+        elif isinstance(v, (np.dtype, type)) or (name == "dtype" and isinstance(v, str)):
+            a.kind, a.i = 3, _dtype_code(v)
+        elif isinstance(v, (tuple, list)):
+            flat = [int(x) for item in v for x in (item if isinstance(item, (tuple, list)) else (item,))]
+            ints = f.new("int64_t[]", flat or [0])
+            keep.append(ints)
+            a.kind, a.count, a.ints = 2, len(flat), ints
+        else:
+            raise KernelNotFoundError(f"[native] attribute {name}={v!r} has no C form")
+    return arr, keep
+
+
+def native_kernel(lib: NativeLibrary, op: str, fn: Any) -> Any:
+    """A Python kernel ``fn(ctx, outs, ins, **attrs)`` that calls the C function ``fn``."""
+    f = ffi()
+    check = lib.check
+
+    def kernel(ctx: Any, outs: list[NativeView], ins: list[NativeView], **attrs: Any) -> None:
+        o = f.new("oarlock_tensor[]", max(1, len(outs)))
+        i = f.new("oarlock_tensor[]", max(1, len(ins)))
+        for k, v in enumerate(outs):
+            v.fill(o[k])
+        for k, v in enumerate(ins):
+            v.fill(i[k])
+        c = f.new("oarlock_kernel_ctx *")
+        c.device = ctx.device_index
+        c.stream = ctx.stream or f.NULL
+        arr, keep = _attrs(f, attrs)
+        status = fn(c, o, len(outs), i, len(ins), arr, len(attrs))
+        del keep
+        check(status, op, KernelError)
+
+    kernel.__name__ = kernel.__qualname__ = f"native_{op}"
+    return kernel
+
+
+class NativeCommunicator(StagedCommunicator):
+    """Host-staged collectives for a native device, through its copy entries."""
+
+    def download(self, view: NativeView, stream: Any) -> np.ndarray:
+        out = np.empty(view.shape, view.dtype)
+        if out.nbytes:
+            self.runtime.copy_d2h(self.device_index, out, view.buffer, view.offset, stream, True)
+        return out
+
+    def upload(self, view: NativeView, array: np.ndarray, stream: Any) -> None:
+        array = np.ascontiguousarray(array, dtype=view.dtype)
+        if array.nbytes:
+            self.runtime.copy_h2d(self.device_index, view.buffer, view.offset, array, stream, True)
+
+
+class NativePlugin:
+    """A native library as a plugin object: what an entry point of ``oarlock.plugins`` names.
+
+    ``compiler`` optionally adds compile access written in Python (a :class:`Compiler`
+    class or factory), registered for the library's device type.
+    """
+
+    CONTRACT = CONTRACT_VERSION  # the native ABI's own version is checked at load
+
+    def __init__(self, path: str, name: str | None = None, compiler: Any = None) -> None:
+        self.path = path
+        self.__name__ = name or f"native:{os.path.basename(path)}"
+        self.compiler = compiler
+        self._lib: NativeLibrary | None = None
+
+    @classmethod
+    def beside(cls, module_file: str, stem: str, **kw: Any) -> NativePlugin:
+        """The library ``stem*.so`` (or ``.dylib``/``.dll``) in the folder of ``module_file``."""
+        folder = os.path.dirname(os.path.abspath(module_file))
+        found = sorted(p for ext in ("so", "dylib", "dll", "pyd") for p in glob.glob(os.path.join(folder, f"{stem}*.{ext}")))
+        package = os.path.basename(folder)
+        path = found[0] if found else os.path.join(folder, f"{stem}.so")
+        return cls(path, name=kw.pop("name", package), **kw)
+
+    @property
+    def library(self) -> NativeLibrary:
+        if self._lib is None:
+            if not os.path.exists(self.path):
+                raise PluginError(f"[native] the library {self.path} does not exist; build the plugin "
+                                  f"(pip install the package) before using it")
+            self._lib = NativeLibrary(self.path)
+        return self._lib
+
+    @hookimpl
+    def oarlock_register(self, registry: Any) -> None:
+        lib = self.library
+        typ = lib.device_type
+        registry.add_runtime(typ, lambda: NativeRuntime(lib))
+        for op, dtype, flags, fn in lib.kernels():
+            registry.add_kernel(op, typ, [dtype], native_kernel(lib, op, fn), broadcast=bool(flags & 1))
+        registry.add_communicator(typ, NativeCommunicator)
+        if self.compiler is not None:
+            registry.add_compiler(typ, self.compiler)
+
+    @hookimpl
+    def oarlock_plugin_info(self) -> dict[str, Any]:
+        t, f = self.library.table, ffi()
+        info = {"library": self.path, "native_abi": f"{t.abi_major}.{t.abi_minor}"}
+        if t.version != f.NULL:
+            info["version"] = f.string(t.version).decode()
+        if t.description != f.NULL:
+            info["description"] = f.string(t.description).decode()
+        return info
