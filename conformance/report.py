@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 import xml.etree.ElementTree as ET
 from collections import Counter
 from typing import Any, TextIO
@@ -119,7 +118,8 @@ def build(meta: dict[str, Any], results: list[Result], required: set[str], stric
 def _atomic_write(path: str, text: str) -> None:
     d = os.path.dirname(os.path.abspath(path))
     os.makedirs(d, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=d, prefix=".conformance-")
+    tmp = os.path.join(d, f".conformance-{os.getpid()}-{os.urandom(4).hex()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies (mkstemp forces 0600)
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(text)
     os.replace(tmp, path)

@@ -183,7 +183,7 @@ class Runner:
         try:
             if not w.conn.poll(timeout or self.timeout):
                 w.kill()
-                return ("error", f"timed out after {timeout or self.timeout:.0f} s")
+                return ("error", f"timed out after {timeout or self.timeout:g} s")
             try:
                 return w.conn.recv()
             except EOFError:
@@ -248,7 +248,7 @@ class Runner:
                     elif now - w.started >= self._limit(i):
                         w.kill()
                         done(i, Result(case.id, case.tier, "failed", case.op, case.dtype,
-                                       message=f"timed out after {self._limit(i):.0f} s (the case was killed; "
+                                       message=f"timed out after {self._limit(i):g} s (the case was killed; "
                                                f"a hanging kernel?)", duration=now - w.started, data={"timeout": True}))
                         self._replace(workers, w, kill=False)
         finally:

@@ -51,14 +51,16 @@ def test_runner_reports_each_bad_case_and_continues():
         Case("t/ok3", "primitives", _ok),
     ]
     seen = []
-    runner = Runner(cases, timeout=30)
+    runner = Runner(cases, timeout=120)
     results = runner.run(seen.append)
     by = {r.id: r for r in results}
     assert [r.id for r in results] == [c.id for c in cases]
     assert sorted(r.id for r in seen) == sorted(c.id for c in cases)
     assert {r.id for r in results if r.outcome == "passed"} == {"t/ok1", "t/ok2", "t/ok3"}
     assert "SIGSEGV" in by["t/segfault"].message and by["t/segfault"].outcome == "failed"
-    assert "timed out" in by["t/hang"].message and by["t/hang"].outcome == "failed"
+    # the case's own limit (1.5 s), not the runner's (120 s), named and obeyed
+    assert "timed out after 1.5 s" in by["t/hang"].message and by["t/hang"].outcome == "failed"
+    assert 1.5 <= by["t/hang"].duration < 60, by["t/hang"].duration
     assert by["t/wrong"].outcome == "failed" and by["t/wrong"].expected.endswith("[1.]") and by["t/wrong"].got.endswith("[2.]")
     assert "ZeroDivisionError: boom" in by["t/error"].message
     assert "status 3" in by["t/exit"].message
@@ -81,3 +83,16 @@ def test_call_runs_one_job_in_a_child():
     assert status == "ok" and value != os.getpid()
     status, text = Runner([], timeout=30).call(_segfault)
     assert status == "error" and "SIGSEGV" in text
+
+
+def test_reports_honour_the_umask(tmp_path):
+    import stat
+
+    from conformance.report import write_json
+
+    old = os.umask(0o022)
+    try:
+        write_json({"a": 1}, str(tmp_path / "r.json"))
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.stat(tmp_path / "r.json").st_mode) == 0o644
