@@ -57,6 +57,9 @@ def cmd_devices(args: argparse.Namespace) -> int:
                     print(f"    dtypes {', '.join(p.dtypes)}")
                 for k, v in sorted(p.extra.items()):
                     print(f"    {k}: {v}")
+            if n:  # devices the runtime found but does not offer (a runtime may list them)
+                for left_out in getattr(t.runtime, "unavailable", ()):
+                    print(f"  {dt_name}: not offered: {left_out}")
         by_dev: dict[str, int] = {}
         for k in kernels:
             by_dev[k[1]] = by_dev.get(k[1], 0) + 1

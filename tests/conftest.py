@@ -7,6 +7,7 @@ Device tests take the ``device`` fixture: every available device of every instal
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import numpy as np
 import pytest
@@ -26,6 +27,31 @@ def _devices() -> list[str]:
 
 
 DEVICES = _devices()
+
+
+def _opencl_summary() -> list[str]:
+    """Which implementation each OpenCL device is, and which were left out (and why)."""
+    try:
+        n = fw.device_count("opencl")
+    except fw.DeviceError as exc:
+        return [f"opencl: not available ({exc})"]
+    lines = []
+    for i in range(n):
+        p = fw.get_device_properties(f"opencl:{i}")
+        lines.append(f"opencl:{i} is {p.extra.get('implementation')} ({p.extra.get('platform')} / {p.name})")
+    try:
+        fw.get_device_properties(f"opencl:{n}")
+    except fw.DeviceError as exc:
+        reason = str(exc).partition(" (")[2].rpartition(")")[0]
+        if reason:
+            lines.append(f"opencl: {reason}")
+    return lines or ["opencl: no device"]
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    # NOTE: a summary line, not a report header: CI runs pytest -q, which drops headers
+    for line in _opencl_summary():
+        terminalreporter.write_line(line)
 
 
 @pytest.fixture(params=DEVICES)

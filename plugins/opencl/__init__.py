@@ -1,8 +1,9 @@
 """The OpenCL plugin: every device of every OpenCL platform, through pyopencl.
 
 Importing it only registers (no pyopencl import, no device work). The runtime, programs and
-queues are created on first use. ``pip install 'oarlock[opencl]'`` installs pyopencl and
-PoCL, which gives an OpenCL CPU device on any Linux machine.
+queues are created on first use. ``pip install 'oarlock[opencl]'`` installs pyopencl, PoCL and
+(on x86-64 Linux) Intel's CPU OpenCL runtime: between them, an OpenCL CPU device on any
+x86-64 Linux machine (see platforms.py for which one a bare ``opencl`` gets).
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ __all__ = ["CONTRACT", "oarlock_plugin_info", "oarlock_register"]
 
 
 def _require_pyopencl() -> None:
+    from .platforms import configure_icd
+
+    configure_icd()  # NOTE: before pyopencl's first clGetPlatformIDs: the ICD loader reads it once
     try:
         import pyopencl  # noqa: F401
     except ImportError as exc:
@@ -54,4 +58,4 @@ def oarlock_register(registry: Any) -> None:
 
 @hookimpl
 def oarlock_plugin_info() -> dict[str, str]:
-    return {"version": "0.1.0", "requires": "pyopencl, an OpenCL driver (PoCL works on any CPU)"}
+    return {"version": "0.1.0", "requires": "pyopencl, an OpenCL driver (PoCL or Intel's CPU runtime from pip)"}

@@ -13,6 +13,7 @@ import pyopencl as cl
 
 from adapter_api import DeviceError, DeviceProperties, DeviceRuntime, OpArgumentError, OutOfMemoryError
 
+from . import platforms as platforms_mod
 from . import programs
 from .errors import check
 
@@ -177,34 +178,75 @@ def _device_type(bits: int) -> str:
     return "|".join(names) or "other"
 
 
-def _list_devices() -> tuple[list[cl.Device], str]:
+@dataclass(frozen=True, slots=True)
+class Unavailable:
+    """A device the plugin does not offer, and why (its compiler cannot build, or it is hidden)."""
+
+    platform: str
+    device: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.platform} / {self.device}: {self.reason}"
+
+
+def _list_devices() -> tuple[list[cl.Device], list[Unavailable], str]:
+    """Working devices in offer order, the devices left out (with why), and why there are none."""
     try:
         platforms = cl.get_platforms()
-    except cl.Error as exc:
-        return [], f"no OpenCL platform found ({exc}); install a driver, e.g. pip install pocl-binary-distribution"
-    found = []
-    for pi, p in enumerate(sorted(platforms, key=lambda p: p.name)):
+    except (cl.Error, RuntimeError) as exc:
+        return [], [], (f"no OpenCL platform found ({exc}); install a driver, e.g. pip install "
+                        f"pocl-binary-distribution")
+    found, left_out = [], []
+    for p in platforms:
         try:
             devs = p.get_devices()
         except cl.Error:
             continue
-        found += [(p.name, d.name, pi, di, d) for di, d in enumerate(devs)]
-    found.sort(key=lambda t: t[:4])
-    reason = "" if found else "OpenCL platforms found, but none has a device; install a driver"
-    return [t[4] for t in found], reason
+        for d in devs:
+            if platforms_mod.hidden(p.name):
+                left_out.append(Unavailable(p.name, d.name.strip(), "hidden by OARLOCK_OPENCL_HIDE"))
+            else:
+                found.append(d)
+    found.sort(key=lambda d: (*platforms_mod.sort_key(d.platform.name, _device_type(d.type)), d.name))
+    usable = []
+    for d, res in zip(found, platforms_mod.probe(found), strict=True):
+        if res.ok:
+            usable.append(d)
+        else:
+            left_out.append(Unavailable(
+                d.platform.name, d.name.strip(),
+                f"its OpenCL compiler cannot build a program ({res.reason}); {platforms_mod.FIX_BUILD}"))
+    reason = ""
+    if not usable:
+        reason = ("OpenCL platforms found, but none has a device; install a driver" if not left_out
+                  else "no usable OpenCL device: " + "; ".join(str(u) for u in left_out))
+    return usable, left_out, reason
 
 
 class OpenCLRuntime(DeviceRuntime):
-    """Every device of every OpenCL platform, ordered by (platform name, device name).
+    """Every working device of every OpenCL platform: GPUs and accelerators first, then CPUs
+    (PoCL before Intel's CPU runtime), then by platform and device name.
+
+    A device whose compiler cannot build the probe program, or whose platform
+    ``OARLOCK_OPENCL_HIDE`` names, is not given an index; :attr:`unavailable` lists it with why.
 
     Contexts and queues are created on the first use of a device index. Streams are command
     queues (with profiling), events are markers, buffers are ``cl.Buffer``.
     """
 
     def __init__(self) -> None:
-        cl_devices, self.reason = _list_devices()
-        #: why there are no devices ("" when there are some)
+        cl_devices, self.unavailable, self.reason = _list_devices()
+        #: ``unavailable``: devices not offered, with why; ``reason``: why there are none ("" when
+        #: there are some)
         self.devices = [OpenCLDevice(i, d) for i, d in enumerate(cl_devices)]
+
+    @property
+    def unavailable_reason(self) -> str | None:
+        """Why a device index past the last is not there: the devices left out, or no driver."""
+        if self.devices and self.unavailable:
+            return "not offered: " + "; ".join(str(u) for u in self.unavailable)
+        return self.reason or None
 
     # -- devices -----------------------------------------------------------------------
     def device(self, index: int) -> OpenCLDevice:
@@ -236,6 +278,7 @@ class OpenCLRuntime(DeviceRuntime):
             runtime_version=d.version,
             extra={
                 "platform": d.platform.name,
+                "implementation": platforms_mod.implementation(d.platform.name),
                 "platform_version": d.platform.version,
                 "opencl_c_version": d.opencl_c_version,
                 "device_type": _device_type(d.type),
