@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from adapter_api import KernelContext, Registry, hookimpl
+from adapter_api import KernelContext, OarlockError, Registry, hookimpl
 
 from .communicator import NCCLCommunicator
 from .compiler import CUDACompiler
-from .errors import import_cupy, vendor_errors
+from .errors import import_cupy, translate
 from .kernels import KERNELS, Body
 from .runtime import CUDARuntime
 
@@ -29,20 +29,47 @@ __all__ = ["CONTRACT", "CUDACompiler", "CUDARuntime", "NCCLCommunicator", "cuda_
 
 
 def cuda_kernel(op: str, body: Body) -> Any:
-    """Bind an array-module kernel body to cupy: run it on ``ctx``'s device and stream."""
+    """Bind an array-module kernel body to cupy: run it on ``ctx``'s device and stream.
+
+    NOTE: this runs once per eager op, so it does no more than the body needs: the device is
+    switched only when it is not current already, vendor errors are translated only when one
+    is raised.
+    """
+    what = f"kernel '{op}'"
 
     def kernel(ctx: KernelContext, outs: list[Any], ins: list[Any], **attrs: Any) -> None:
-        cp = import_cupy()
+        cp = _CUPY[0] if _CUPY else _load_cupy()
+        index = ctx.device_index
         stream = ctx.stream
-        if stream is None and ctx.runtime is not None:
-            stream = ctx.runtime.default_stream(ctx.device_index)
-        with cp.cuda.Device(ctx.device_index), stream if stream is not None else cp.cuda.Stream.null:
-            with vendor_errors(f"kernel '{op}'", device=ctx.device_index):
-                body(cp, outs, ins, **attrs)
+        if stream is None:
+            stream = ctx.runtime.default_stream(index) if ctx.runtime is not None else cp.cuda.Stream.null
+        switch = cp.cuda.runtime.getDevice() != index
+        try:
+            if switch:
+                with cp.cuda.Device(index), stream:
+                    body(cp, outs, ins, **attrs)
+            else:
+                with stream:
+                    body(cp, outs, ins, **attrs)
+        except OarlockError:
+            raise
+        except Exception as exc:
+            err = translate(exc, what, device=index)
+            if err is None:
+                raise
+            raise err from exc
 
     kernel.__name__ = f"cuda_{op}"
     kernel.__qualname__ = kernel.__name__
     return kernel
+
+
+_CUPY: list[Any] = []
+
+
+def _load_cupy() -> Any:
+    _CUPY.append(import_cupy())
+    return _CUPY[0]
 
 
 @hookimpl

@@ -98,10 +98,21 @@ def vendor_errors(
     except OarlockError:
         raise
     except Exception as exc:
-        cls = _classify(exc)
-        if cls is None:
+        err = translate(exc, what, fix, device)
+        if err is None:
             raise
-        where = f" on cuda:{device}" if device is not None else ""
-        if cls is OutOfMemoryError:
-            fix = "free tensors, call empty_cache() or use a smaller batch"
-        raise cls(f"[cuda] {what}{where} failed, {type(exc).__name__}: {_status_text(exc)}; {fix}") from exc
+        raise err from exc
+
+
+def translate(
+    exc: BaseException, what: str, fix: str = "check the arguments and the device state", device: int | None = None
+) -> OarlockError | None:
+    """The adapter error for a vendor exception (None when ``exc`` is not a vendor one); the
+    form of :func:`vendor_errors` for hot paths that cannot afford a context manager."""
+    cls = _classify(exc)
+    if cls is None:
+        return None
+    where = f" on cuda:{device}" if device is not None else ""
+    if cls is OutOfMemoryError:
+        fix = "free tensors, call empty_cache() or use a smaller batch"
+    return cls(f"[cuda] {what}{where} failed, {type(exc).__name__}: {_status_text(exc)}; {fix}")

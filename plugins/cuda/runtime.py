@@ -7,6 +7,7 @@ in :attr:`CUDARuntime.unavailable_reason`.
 
 from __future__ import annotations
 
+import math
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -21,14 +22,22 @@ from .errors import import_cupy, unavailable_reason, vendor_errors
 #: bfloat16 dtype); kernels registered for it convert to float32 and back.
 DTYPES = ("float32", "float64", "float16", "bfloat16", "int8", "int16", "int32", "int64", "uint8", "bool")
 
+_CP: list[Any] = []  # cupy, once imported
+
 # cudaMemcpyKind
 _H2D, _D2H, _D2D = 1, 2, 3
 
 
 def storage_dtype(dtype: Any) -> np.dtype:
     """The cupy dtype that holds ``dtype``: itself, or uint16 for bfloat16."""
-    dt = np.dtype(dtype)
-    return np.dtype(np.uint16) if dt.name == "bfloat16" else dt
+    dt = _STORAGE.get(dtype)
+    if dt is None:
+        dt = np.dtype(dtype)
+        dt = _STORAGE[dtype] = np.dtype(np.uint16) if dt.name == "bfloat16" else dt
+    return dt
+
+
+_STORAGE: dict[Any, np.dtype] = {}  # NOTE: one dict lookup per view on the eager path
 
 
 @dataclass(eq=False)
@@ -170,17 +179,18 @@ class CUDARuntime(DeviceRuntime):
         buffer.ptr = None
 
     def view(self, buffer: CUDABuffer, offset: int, shape: tuple[int, ...], dtype: np.dtype) -> Any:
-        cp = import_cupy()
+        cp = _CP[0] if _CP else _CP.append(import_cupy()) or _CP[0]
         dt = storage_dtype(dtype)
-        nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+        nbytes = math.prod(shape) * dt.itemsize
         if offset < 0 or offset + nbytes > buffer.nbytes:
             raise OpArgumentError(
                 f"[cuda] view of {nbytes} bytes at offset {offset} does not fit a buffer of "
                 f"{buffer.nbytes} bytes; check the tensor's offset and shape"
             )
-        buffer.address()  # raises when freed
-        ptr = buffer.ptr + offset if offset else buffer.ptr
-        return cp.ndarray(tuple(shape), dt, ptr)
+        ptr = buffer.ptr
+        if ptr is None:
+            buffer.address()  # raises: the buffer was freed
+        return cp.ndarray(shape, dt, ptr + offset if offset else ptr)
 
     def memset(
         self, index: int, buffer: CUDABuffer, offset: int, value: int, nbytes: int, stream: Any
