@@ -299,6 +299,14 @@ class NativeRuntime(DeviceRuntime):
             self.check(self.t.synchronize(index), "synchronize")
 
 
+def _int64(v: Any) -> int:
+    """``v`` as int64_t: values up to 2**64 - 1 (a seed) keep their bit pattern (read them as uint64_t)."""
+    v = int(v)
+    if not -(1 << 63) <= v < 1 << 64:
+        raise KernelNotFoundError(f"[native] the integer attribute {v} does not fit in 64 bits")
+    return v - (1 << 64) if v >= 1 << 63 else v
+
+
 def _attrs(f: Any, attrs: dict[str, Any]) -> tuple[Any, list[Any]]:
     """``oarlock_attr[]`` for the attributes, and the objects that must outlive the call."""
     arr = f.new("oarlock_attr[]", max(1, len(attrs)))
@@ -309,13 +317,13 @@ def _attrs(f: Any, attrs: dict[str, Any]) -> tuple[Any, list[Any]]:
         keep.append(cname)
         a.name = cname
         if isinstance(v, (bool, int, np.integer, np.bool_)):
-            a.kind, a.i = 0, int(v)
+            a.kind, a.i = 0, _int64(v)
         elif isinstance(v, (float, np.floating)):
             a.kind, a.f = 1, float(v)
         elif isinstance(v, (np.dtype, type)) or (name == "dtype" and isinstance(v, str)):
             a.kind, a.i = 3, _dtype_code(v)
         elif isinstance(v, (tuple, list)):
-            flat = [int(x) for item in v for x in (item if isinstance(item, (tuple, list)) else (item,))]
+            flat = [_int64(x) for item in v for x in (item if isinstance(item, (tuple, list)) else (item,))]
             ints = f.new("int64_t[]", flat or [0])
             keep.append(ints)
             a.kind, a.count, a.ints = 2, len(flat), ints

@@ -1,6 +1,8 @@
 """The whole conformance suite, as a vendor runs it, on the in-tree OpenCL plugin and on the
-example vendor plugin installed with pip from examples/vendor_plugin (the README's test
-command installs it). The cpu reference runs in full in test_conformance_cli.py."""
+two example plugins installed with pip: examples/vendor_plugin (Python) and
+examples/native_plugin (C, through the native ABI), both in strict mode (a CPU fallback fails).
+The README's test command installs them. The cpu reference runs in full in
+test_conformance_cli.py."""
 
 from __future__ import annotations
 
@@ -17,13 +19,16 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
-@pytest.mark.parametrize("device", ["opencl", "simdev"])
+@pytest.mark.parametrize("device", ["opencl", "simdev", "nativedev"])
 def test_every_available_tier_passes(device, tmp_path):
-    if device == "simdev" and not any(e.name == "simdev" for e in entry_points(group="oarlock.plugins")):
-        pytest.fail("the example vendor plugin is not installed: pip install ./examples/vendor_plugin")
+    examples = {"simdev": "vendor_plugin", "nativedev": "native_plugin"}
+    if device in examples and not any(e.name == device for e in entry_points(group="oarlock.plugins")):
+        pytest.fail(f"the example plugin is not installed: pip install ./examples/{examples[device]}")
     report = tmp_path / f"{device}.json"
     cmd = [sys.executable, "-m", "framework.cli", "conformance", "--device", device, "-j", "2",
            "--json", str(report), "--html", str(tmp_path / f"{device}.html")]
+    if device in examples:
+        cmd.append("--strict")
     p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1700)
     assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-4000:]
     data = json.loads(report.read_text())

@@ -503,19 +503,19 @@ KERNEL(k_pad) {
 }
 
 /* -- indexing: gather, scatter, scatter_add; an index out of range is the caller's error ---- */
-static int check_index(const char *op, const oarlock_tensor *index, int64_t size, int axis) {
+static int check_index(const oarlock_tensor *index, int64_t size, int axis) {
     const int64_t *ix = (const int64_t *)PTR(index);
     for (int64_t j = 0, n = oarlock_numel(index); j < n; j++)
         if (ix[j] < 0 || ix[j] >= size)
-            return fail(OARLOCK_INVALID_ARGUMENT, "%s: index %lld is out of range [0, %lld) on axis %d; "
-                        "clamp or check the indices", op, (long long)ix[j], (long long)size, axis);
+            return fail(OARLOCK_INVALID_ARGUMENT, "index %lld is out of range [0, %lld) on axis %d; "
+                        "clamp or check the indices", (long long)ix[j], (long long)size, axis);
     return OARLOCK_OK;
 }
 
 KERNEL(k_gather) {
     int axis = (int)attr(at, n_at, "axis")->i;
     int64_t outer, inner, len = in[0].shape[axis], ni = oarlock_numel(&in[1]), sz = itemsize(o->dtype);
-    if (check_index("gather", &in[1], len, axis)) return OARLOCK_INVALID_ARGUMENT;
+    if (check_index(&in[1], len, axis)) return OARLOCK_INVALID_ARGUMENT;
     split(&in[0], axis, &outer, &inner);
     const int64_t *ix = (const int64_t *)PTR(&in[1]);
     for (int64_t a = 0; a < outer; a++)
@@ -526,7 +526,7 @@ KERNEL(k_gather) {
 
 static int scatter(const oarlock_tensor *o, const oarlock_tensor *in, int axis, int add) {
     int64_t outer, inner, len = in[0].shape[axis], ni = oarlock_numel(&in[1]), sz = itemsize(o->dtype);
-    if (check_index(add ? "scatter_add" : "scatter", &in[1], len, axis)) return OARLOCK_INVALID_ARGUMENT;
+    if (check_index(&in[1], len, axis)) return OARLOCK_INVALID_ARGUMENT;
     split(&in[0], axis, &outer, &inner);
     memcpy(PTR(o), PTR(&in[0]), oarlock_numel(o) * sz);
     const int64_t *ix = (const int64_t *)PTR(&in[1]);
