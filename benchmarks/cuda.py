@@ -3,7 +3,7 @@
     python benchmarks/cuda.py [--quick] [--out FILE]
 
 Measures, through the registered CUDA kernels (what Oarlock's dispatcher calls):
-  * matmul TFLOP/s in float32 (CUDA cores), TF32 (tensor cores) and float16, against the
+  * matmul TFLOP/s in float32 (CUDA cores), TF32 (tensor cores), float16 and bfloat16, against the
     dense peaks of the GPU model;
   * elementwise ``add`` and an RMSNorm composed of cupy ops, in GB/s against the memory
     bandwidth;
@@ -92,9 +92,19 @@ class Bench:
 
         cp = self.cp
         n = 4096 if self.quick else 8192
-        a, b = self.random((n, n), dtype), self.random((n, n), dtype)
-        with self.stream:
-            c = cp.empty((n, n), dtype)
+        if dtype == "bfloat16":  # raw bits, as the plugin holds bfloat16
+            from plugins.cuda.kernels import f32_to_bf16
+
+            a, b = (self.random((n, n), "float32") for _ in range(2))
+            with self.stream:
+                a16, b16, c = (cp.empty((n, n), cp.uint16) for _ in range(3))
+                f32_to_bf16(cp, a, a16)
+                f32_to_bf16(cp, b, b16)
+            a, b = a16, b16
+        else:
+            a, b = self.random((n, n), dtype), self.random((n, n), dtype)
+            with self.stream:
+                c = cp.empty((n, n), dtype)
         fn = self.kernel("matmul", dtype)
         old = linalg.get_compute_type(np.float32)
         if tf32:
@@ -184,6 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     report("matmul float32 (FP32)", lambda: bench.matmul("float32"), "TFLOP/s", fp32_peak)
     report("matmul float32 (TF32)", lambda: bench.matmul("float32", tf32=True), "TFLOP/s", tf32_peak)
     report("matmul float16", lambda: bench.matmul("float16"), "TFLOP/s", fp16_peak)
+    report("matmul bfloat16", lambda: bench.matmul("bfloat16"), "TFLOP/s", fp16_peak)
     report("add float32", bench.add_gbps, "GB/s", bw_peak * 1e3)
     report("rms_norm composed (cupy)", bench.rms_norm_gbps, "GB/s", bw_peak * 1e3)
     try:

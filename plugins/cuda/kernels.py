@@ -186,6 +186,72 @@ def matmul(xp: Any, outs: list[Any], ins: list[Any]) -> None:
         xp.matmul(a, b, out=outs[0])
 
 
+# cuBLAS enums (cublas_api.h, library_types.h); stable across CUDA 11-13.
+_CUBLAS_OP_N = 0
+_CUDA_R_16BF = 14
+_CUBLAS_COMPUTE_32F = 68
+_CUBLAS_GEMM_DEFAULT = -1
+
+
+@dataclass(frozen=True)
+class GemmArgs:
+    """A row-major ``c = a @ b`` as one column-major cuBLAS strided-batched GEMM.
+
+    cuBLAS reads a row-major (M, K) matrix as the column-major (K, M) matrix a^T, so the call
+    computes c^T = b^T a^T: cuBLAS's "A" is our b (n x k, ld n), its "B" our a (k x m, ld k),
+    and its (n x m, ld n) result is c in row-major order. No operand is transposed.
+    """
+
+    m: int  #: cuBLAS rows of the result: our N
+    n: int  #: cuBLAS columns of the result: our M
+    k: int
+    lda: int
+    stride_a: int  #: elements between batches of cuBLAS's A (our b)
+    ldb: int
+    stride_b: int  #: of cuBLAS's B (our a)
+    ldc: int
+    stride_c: int
+    batch: int
+
+
+def gemm_args(a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> GemmArgs:
+    """The cuBLAS arguments of ``a @ b`` for C-contiguous a (B..., M, K) and b (B..., K, N)."""
+    *batch_dims, m, k = a_shape
+    n = b_shape[-1]
+    return GemmArgs(
+        m=n, n=m, k=k, lda=n, stride_a=k * n, ldb=k, stride_b=m * k, ldc=n, stride_c=m * n,
+        batch=math.prod(batch_dims),
+    )
+
+
+def bf16_matmul(xp: Any, outs: list[Any], ins: list[Any]) -> None:
+    """bfloat16 matmul on cuBLAS's bf16 GEMM: bf16 operands, fp32 accumulation, bf16 result
+    (tensor cores), not a float32 matmul of widened copies."""
+    a, b = ins
+    c = outs[0]
+    if a.shape[-1] == 0:
+        c.fill(0)  # bfloat16 +0.0 is all-zero bits
+        return
+    if c.size == 0:
+        return
+    if not on_gpu(xp):
+        via_float32(matmul)(xp, outs, ins)
+        return
+    from cupy_backends.cuda.libs import cublas
+
+    g = gemm_args(a.shape, b.shape)
+    one, zero = np.ones(1, np.float32), np.zeros(1, np.float32)  # host scalars of COMPUTE_32F
+    cublas.gemmStridedBatchedEx(
+        xp.cuda.device.get_cublas_handle(), _CUBLAS_OP_N, _CUBLAS_OP_N, g.m, g.n, g.k,
+        one.ctypes.data,
+        b.data.ptr, _CUDA_R_16BF, g.lda, g.stride_a,
+        a.data.ptr, _CUDA_R_16BF, g.ldb, g.stride_b,
+        zero.ctypes.data,
+        c.data.ptr, _CUDA_R_16BF, g.ldc, g.stride_c,
+        g.batch, _CUBLAS_COMPUTE_32F, _CUBLAS_GEMM_DEFAULT,
+    )
+
+
 def permute(xp: Any, outs: list[Any], ins: list[Any], perm: tuple[int, ...]) -> None:
     xp.copyto(outs[0], ins[0].transpose(tuple(perm)))
 
@@ -430,7 +496,7 @@ def _table() -> list[KernelSpec]:
         add(op, ALL, _arg_reduction(op))
         add(op, [BF16], via_float32(_arg_reduction(op), (0,), out_bf16=False))
     add("matmul", NUMERIC, matmul)
-    add("matmul", [BF16], via_float32(matmul))
+    add("matmul", [BF16], bf16_matmul)
     for op, body in (
         ("permute", permute),
         ("expand", expand),
