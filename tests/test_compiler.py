@@ -401,3 +401,115 @@ def test_large_outputs_take_the_streaming_store_path(dtype, rows):
     y = F.rms_norm(fw.to_tensor(xn), weight=fw.to_tensor(wn))
     np.testing.assert_allclose(y.numpy(), ref_rms(xn, wn), rtol=1e-5, atol=1e-5)
     assert "oarlock_stream_" in compiler.generated_source("rms_norm", fw.to_tensor(xn), fw.to_tensor(wn), epsilon=1e-6)
+
+
+# -- issue 18: the cache loads only what it can vouch for ---------------------------------------
+def _probe(cache, comp, entry):
+    """Get ``entry``'s trivial kernel through ``cache`` and check it computes 2x + 1."""
+    prog = cache.get(comp, compiler.trivial_kernel("c", entry), entry)
+    x = np.arange(5, dtype=np.float32)
+    y = np.zeros(5, np.float32)
+    comp.launch(prog, [y, x, np.float32(2), np.int64(5)], (5,), None, None)
+    np.testing.assert_array_equal(y, 2 * x + 1)
+
+
+def _corruptions(good: bytes, other: bytes) -> dict:
+    from framework.compiler import cache as C
+
+    head = len(C.MAGIC) + 104
+    rng = np.random.default_rng(3)
+    return {
+        "empty": (b"", "without a valid header"),
+        "header only": (good[:head], "the header says \\d+ bytes of binary, the file has 0"),
+        "truncated": (good[: head + (len(good) - head) // 2], "truncated or padded"),
+        "random body": (good[:head] + rng.bytes(len(good) - head), "does not match the SHA-256"),
+        "random file": (rng.bytes(len(good)), "without a valid header"),
+        "older format (bare binary)": (good[head:], "without a valid header"),
+        "another kernel's entry": (other, "built for another source or options"),
+        "sound header, unloadable binary": (None, "the plugin could not load it"),
+    }
+
+
+@pytest.mark.parametrize("kind", list(_corruptions(bytes(300), b"")))
+def test_a_bad_cache_entry_is_rebuilt_with_a_warning_naming_it(tmp_path, kind):
+    from framework.compiler import cache as C
+
+    comp = compiler.compiler_for(fw.Device("cpu"))
+    _probe(compiler.ProgramCache(tmp_path), comp, "kc_probe")
+    _probe(compiler.ProgramCache(tmp_path), comp, "kc_other")
+    key = C.program_key(comp, compiler.trivial_kernel("c", "kc_probe"), "kc_probe", ())
+    path = compiler.ProgramCache(tmp_path).path(key)
+    good = path.read_bytes()
+    other = compiler.ProgramCache(tmp_path).path(C.program_key(comp, compiler.trivial_kernel("c", "kc_other"), "kc_other", ())).read_bytes()
+    bad, why = _corruptions(good, other)[kind]
+    if bad is None:
+        bad = C.pack_entry(key, b"\x7fELF" + bytes(200))
+    path.write_bytes(bad)
+    cache = compiler.ProgramCache(tmp_path)
+    if kind == "truncated":  # dlopen of a truncated library can die of SIGBUS: check in a child
+        import subprocess
+
+        code = (
+            "import warnings, numpy as np, framework as fw\n"
+            "from framework import compiler\n"
+            f"cache = compiler.ProgramCache({str(tmp_path)!r})\n"
+            "comp = compiler.compiler_for(fw.Device('cpu'))\n"
+            "with warnings.catch_warnings(record=True) as w:\n"
+            "    warnings.simplefilter('always')\n"
+            "    prog = cache.get(comp, compiler.trivial_kernel('c', 'kc_probe'), 'kc_probe')\n"
+            "x = np.arange(5, dtype=np.float32); y = np.zeros(5, np.float32)\n"
+            "comp.launch(prog, [y, x, np.float32(2), np.int64(5)], (5,), None, None)\n"
+            "print(cache.stats.compiles, y.tolist()); print([str(m.message) for m in w])\n"
+        )
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                           env={**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")})
+        assert r.returncode == 0, r.stderr[-3000:]
+        first, msgs = r.stdout.splitlines()[:2]
+        assert first == "1 [1.0, 3.0, 5.0, 7.0, 9.0]"
+        assert str(path) in msgs and "truncated or padded" in msgs
+    else:
+        with pytest.warns(C.CacheEntryWarning, match=rf"\[kernel cache\] the entry '{path}' is not usable: .*{why}.*; rebuilding it"):
+            _probe(cache, comp, "kc_probe")
+        assert cache.stats.compiles == 1 and cache.stats.rebuilt == 1
+    assert C.unpack_entry(path.read_bytes(), key)[0] is not None  # the rebuilt entry is sound
+    again = compiler.ProgramCache(tmp_path)
+    _probe(again, comp, "kc_probe")
+    assert (again.stats.compiles, again.stats.disk_hits, again.stats.rebuilt) == (0, 1, 0)
+
+
+def test_cache_folders_are_created_private(tmp_path):
+    top = tmp_path / "new" / "kernels"
+    cache = compiler.ProgramCache(top)
+    comp = compiler.compiler_for(fw.Device("cpu"))
+    _probe(cache, comp, "kc_private")
+    entry = next(top.rglob("*.bin"))
+    assert oct(os.stat(top).st_mode & 0o777) == oct(0o700)
+    assert oct(os.stat(entry.parent).st_mode & 0o777) == oct(0o700)
+
+
+@pytest.mark.parametrize("mode, who", [(0o777, "its group and others"), (0o770, "its group"), (0o703, "others")])
+def test_a_cache_folder_others_can_write_is_refused(tmp_path, mode, who):
+    from framework.compiler import cache as C
+
+    top = tmp_path / "shared"
+    top.mkdir()
+    os.chmod(top, mode)
+    cache = compiler.ProgramCache(top)
+    with pytest.raises(C.CacheFolderError, match=rf"\[kernel cache\] the folder '{top}' is writable by {who} \(mode 0{mode:o}\).*chmod 700"):
+        _probe(cache, compiler.compiler_for(fw.Device("cpu")), "kc_shared")
+    assert cache.stats.compiles == 0 and not list(top.rglob("*.bin"))
+    os.chmod(top, 0o700)
+    _probe(cache, compiler.compiler_for(fw.Device("cpu")), "kc_shared")
+
+
+def test_a_cache_folder_of_another_user_is_refused(tmp_path):
+    from framework.compiler import cache as C
+
+    if not hasattr(os, "getuid") or os.getuid() != 0:
+        pytest.skip("needs root to give a folder to another user")
+    top = tmp_path / "theirs"
+    top.mkdir(mode=0o700)
+    os.chown(top, 4242, -1)
+    with pytest.raises(C.CacheFolderError, match=r"belongs to uid 4242, not to you \(uid 0\)"):
+        _probe(compiler.ProgramCache(top), compiler.compiler_for(fw.Device("cpu")), "kc_theirs")
