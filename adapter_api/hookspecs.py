@@ -17,10 +17,15 @@ A plugin is a Python module (or package) named by an entry point in the group
         registry.add_runtime("mydev", MyRuntime)
         registry.add_kernel("add", "mydev", ["float32"], add_kernel)
 
-Importing the module must be cheap and must not touch a device: the core imports every
-installed plugin when ``framework`` is imported. A module that raises on import, or whose
-hook raises, is recorded as broken; its error is shown by ``oarlock devices`` and raised only
-when its device is asked for.
+Plugins load on first device use, not at ``import framework``: the first call that needs the
+registry (listing devices, creating a tensor, ``oarlock devices``) imports every installed
+plugin and calls its hooks. Importing the module must still be cheap and must not touch a
+device. A module that raises on import, or whose hook raises, is recorded as broken; its error
+is shown by ``oarlock devices`` and raised only when its device is asked for.
+
+The entry point may also name an object with these attributes instead of a module: that is
+how a native C plugin registers (``mydev = "oarlock_mydev:plugin"``, see
+:mod:`adapter_api.native`).
 """
 
 from __future__ import annotations
@@ -41,8 +46,8 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 def oarlock_register(registry):  # type: ignore[no-untyped-def]
     """Register this plugin's runtimes, kernels, communicators and compilers.
 
-    Called once per plugin, at ``import framework``. Only bookkeeping may happen here:
-    open no device context, allocate no memory.
+    Called once per plugin, when the core first needs the registry (first device use).
+    Only bookkeeping may happen here: open no device context, allocate no memory.
 
     :param registry: an :class:`adapter_api.Registry`; call ``add_runtime``, ``add_kernel``,
         ``add_communicator`` and ``add_compiler`` on it.
