@@ -50,7 +50,7 @@ def test_to_moves_between_devices_and_keeps_values(device):
 
 
 def test_gradient_flows_across_devices(device):
-    x = fw.to_tensor([1.0, 2.0, 3.0], stop_gradient=False)
+    x = fw.to_tensor([1.0, 2.0, 3.0], stop_gradient=False, device="cpu")  # whatever the default
     y = (x.to(device) * 3.0).sum()
     y.backward()
     np.testing.assert_allclose(x.grad.numpy(), [3, 3, 3])

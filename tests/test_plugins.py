@@ -150,7 +150,7 @@ def test_oarlock_devices_lists_cpu_and_a_broken_plugin(tmp_path):
 
 def test_asking_for_a_broken_plugins_device_raises_its_error(tmp_path):
     env = _fake_install(tmp_path, "vendorx", "tests.plugins_for_tests.broken_import")
-    code = "import framework as fw\ntry:\n    fw.set_device('vendorx')\nexcept fw.DeviceError as e:\n    print('ERR', e)\nprint('OK', fw.ones([1]).device)"
+    code = "import framework as fw\ntry:\n    fw.set_device('vendorx')\nexcept fw.DeviceError as e:\n    print('ERR', e)\nprint('OK', fw.ones([1], device='cpu').device)"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, cwd=_root())
     assert "ERR [device] device 'vendorx' is unavailable because its plugin failed to load" in out.stdout, out.stdout + out.stderr
     assert "libvendor.so.3" in out.stdout
