@@ -190,7 +190,142 @@ from ._src.random import (
 from ._src.tensor import Tensor, from_dlpack, to_tensor
 
 # isort: split
-from . import distributed, nn, optim, optimizer  # layers, functional, initializers, optimizers; collectives
+# Paddle's tensor functions added for API breadth (issue 17); each defined once in _src/ops.
+from ._src.ops.composites.arith import (
+    add_n,
+    addmm,
+    angle,
+    bitwise_and,
+    bitwise_not,
+    bitwise_or,
+    bitwise_xor,
+    conj,
+    cumprod,
+    diff,
+    equal_all,
+    fmax,
+    fmin,
+    gcd,
+    imag,
+    increment,
+    inner,
+    isclose,
+    kron,
+    lcm,
+    lerp,
+    multiplex,
+    nansum,
+    outer,
+    real,
+    scale,
+    trace,
+)
+from ._src.ops.composites.manipulation import (
+    broadcast_shape,
+    broadcast_tensors,
+    diag,
+    diagflat,
+    diagonal,
+    einsum,
+    gather_nd,
+    is_complex,
+    is_empty,
+    is_floating_point,
+    is_integer,
+    is_tensor,
+    meshgrid,
+    moveaxis,
+    numel,
+    rank,
+    repeat_interleave,
+    reverse,
+    roll,
+    rot90,
+    scatter_nd,
+    scatter_nd_add,
+    shape,
+    shard_index,
+    slice,
+    strided_slice,
+    tensordot,
+    unstack,
+)
+from ._src.ops.composites.misc import cumsum, std, topk, var
+from ._src.ops.composites.norm import logsumexp
+from ._src.ops.composites.sampling import multinomial, poisson, randint_like, standard_normal
+from ._src.ops.composites.sorting import (
+    argsort,
+    index_sample,
+    kthvalue,
+    median,
+    mode,
+    quantile,
+    searchsorted,
+    sort,
+    unique,
+    unique_consecutive,
+)
+from ._src.ops.composites.special import (
+    acos,
+    acosh,
+    asin,
+    asinh,
+    atan,
+    atan2,
+    atanh,
+    cosh,
+    deg2rad,
+    digamma,
+    erfinv,
+    lgamma,
+    log10,
+    logit,
+    rad2deg,
+    sinh,
+    stanh,
+    tan,
+)
+from ._src.ops.linalg import (
+    bmm,
+    cholesky,
+    cholesky_solve,
+    cond,
+    corrcoef,
+    cov,
+    cross,
+    det,
+    dist,
+    eig,
+    eigh,
+    eigvals,
+    eigvalsh,
+    histogram,
+    inverse,
+    lstsq,
+    lu,
+    lu_unpack,
+    matrix_power,
+    multi_dot,
+    mv,
+    norm,
+    pinv,
+    qr,
+    slogdet,
+    solve,
+    svd,
+    triangular_solve,
+)
+from ._src.ops.math import remainder as floor_mod
+from ._src.printing import set_printoptions
+
+# isort: split
+from . import (  # layers, functional, initializers, optimizers; collectives
+    distributed,
+    linalg,
+    nn,
+    optim,
+    optimizer,
+)
 from ._src.io import CheckpointError, load, save
 from .distributed import DataParallel
 

@@ -4,4 +4,5 @@
 from . import base, primitives  # noqa: F401  (primitives first: the others build on them)
 from . import creation, math, shape, indexing, methods  # noqa: F401
 from . import composites  # noqa: F401  (softmax, norms, losses, conv, attention, ...)
+from . import paddle_methods  # noqa: F401  (Paddle's Tensor methods and in-place variants)
 # isort: on

@@ -5,4 +5,4 @@ Importing this package defines them all; the user-facing functions live in the s
 and are re-exported by ``framework.nn.functional``.
 """
 
-from . import activation, attention, conv, loss, misc, norm  # noqa: F401
+from . import activation, arith, attention, conv, loss, manipulation, misc, norm, sampling, sorting, special  # noqa: F401  # noqa: F401  (Paddle's tensor functions, issue 17)

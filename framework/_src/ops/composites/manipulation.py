@@ -1,0 +1,373 @@
+"""Paddle's manipulation and creation functions built from the shape, indexing and math ops
+(so they run and differentiate on every device): broadcast_tensors, gather_nd, scatter_nd(_add),
+slice, strided_slice, unstack, rot90, roll, tensordot, moveaxis, repeat_interleave, diag,
+diagflat, diagonal, meshgrid, einsum, shard_index and the predicates (rank, shape, is_*).
+
+Shapes that depend on values (``unique``) are read on the host; everything else stays on the
+device.
+"""
+
+from __future__ import annotations
+
+import builtins
+import string
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from adapter_api import OpArgumentError
+
+from ... import dtypes as _dt
+from ...tensor import Tensor, to_tensor
+from .. import creation as C
+from .. import indexing as I
+from .. import math as M
+from .. import shape as S
+from ._common import axis_arg, tensor_arg
+
+_py_slice = builtins.slice
+
+
+# -- predicates and sizes ---------------------------------------------------------------------
+def is_tensor(x: Any) -> bool:
+    return isinstance(x, Tensor)
+
+
+def rank(x: Tensor) -> Tensor:
+    """The number of dimensions, as a 0-d int32 tensor (Paddle's ``paddle.rank``)."""
+    return to_tensor(tensor_arg("rank", x).ndim, dtype="int32", device=x.device)
+
+
+def shape(x: Tensor) -> Tensor:
+    """The shape as a 1-d int64 tensor (Paddle's ``paddle.shape``; ``x.shape`` is the tuple)."""
+    return to_tensor(np.array(tensor_arg("shape", x).shape, dtype=np.int64), device=x.device)
+
+
+def numel(x: Tensor, name: str | None = None) -> Tensor:
+    """The element count as a 0-d int64 tensor."""
+    return to_tensor(tensor_arg("numel", x).numel(), dtype="int64", device=x.device)
+
+
+def is_empty(x: Tensor, name: str | None = None) -> Tensor:
+    return to_tensor(tensor_arg("is_empty", x).numel() == 0, device=x.device)
+
+
+def is_floating_point(x: Tensor) -> bool:
+    return _dt.is_floating(tensor_arg("is_floating_point", x).dtype)
+
+
+def is_integer(x: Tensor) -> bool:
+    return tensor_arg("is_integer", x).dtype.kind in "iu"
+
+
+def is_complex(x: Tensor) -> bool:
+    """Always False: Oarlock has no complex dtypes."""
+    return tensor_arg("is_complex", x).dtype.kind == "c"
+
+
+def broadcast_shape(x_shape: Sequence[int], y_shape: Sequence[int]) -> list[int]:
+    from ..primitives import broadcast_shapes
+
+    return list(broadcast_shapes("broadcast_shape", tuple(x_shape), tuple(y_shape)))
+
+
+def broadcast_tensors(input: Sequence[Tensor], name: str | None = None) -> list[Tensor]:
+    """Every tensor expanded to the common broadcast shape."""
+    ts = [tensor_arg("broadcast_tensors", t) for t in input]
+    shp: tuple[int, ...] = ()
+    for t in ts:
+        shp = tuple(broadcast_shape(shp, t.shape))
+    return [t if t.shape == shp else t.expand(shp) for t in ts]
+
+
+# -- indexing -------------------------------------------------------------------------------
+def _nd_flat(name: str, shp: tuple[int, ...], index: Tensor) -> tuple[Tensor, int]:
+    """Flat offsets into the leading index.shape[-1] dims of a tensor of shape ``shp``."""
+    index = I._index_tensor(name, index, index.device)
+    k = index.shape[-1]
+    if k > len(shp):
+        raise OpArgumentError(f"[{name}] index.shape[-1] = {k} exceeds the rank {len(shp)} of x")
+    flat = None
+    for d in range(k):
+        col = I.checked_index(name, index[..., d], shp[d], f"index[..., {d}]")
+        stride = int(np.prod(shp[d + 1 : k]))
+        term = col * stride
+        flat = term if flat is None else flat + term
+    if flat is None:
+        flat = C.zeros(index.shape[:-1], dtype="int64", device=index.device)
+    return flat, k
+
+
+def gather_nd(x: Tensor, index: Tensor, name: str | None = None) -> Tensor:
+    """out[i...] = x[index[i..., 0], ..., index[i..., k-1], ...]."""
+    x = tensor_arg("gather_nd", x)
+    index = I._index_tensor("gather_nd", index, x.device)
+    flat, k = _nd_flat("gather_nd", x.shape, index)
+    rest = x.shape[k:]
+    src = x.reshape((int(np.prod(x.shape[:k])),) + rest)
+    return I.gather(src, flat.reshape((-1,)), axis=0).reshape(index.shape[:-1] + rest)
+
+
+def scatter_nd_add(x: Tensor, index: Tensor, updates: Tensor, name: str | None = None) -> Tensor:
+    """x with ``updates`` added at the positions ``index`` names (duplicates accumulate)."""
+    x = tensor_arg("scatter_nd_add", x)
+    index = I._index_tensor("scatter_nd_add", index, x.device)
+    flat, k = _nd_flat("scatter_nd_add", x.shape, index)
+    rest = x.shape[k:]
+    want = index.shape[:-1] + rest
+    updates = tensor_arg("scatter_nd_add", updates, "updates")
+    if updates.shape != want:
+        raise OpArgumentError(f"[scatter_nd_add] updates have shape {updates.shape}, expected {want} (index {index.shape}, x {x.shape})")
+    n = int(np.prod(x.shape[:k]))
+    out = I.scatter_add(x.reshape((n,) + rest), flat.reshape((-1,)), updates.astype(x.dtype).reshape((-1,) + rest), axis=0)
+    return out.reshape(x.shape)
+
+
+def scatter_nd(index: Tensor, updates: Tensor, shape: Sequence[int], name: str | None = None) -> Tensor:
+    """zeros(shape) with ``updates`` added at ``index``."""
+    updates = tensor_arg("scatter_nd", updates, "updates")
+    return scatter_nd_add(C.zeros(list(shape), dtype=updates.dtype, device=updates.device), index, updates)
+
+
+def shard_index(input: Tensor, index_num: int, nshards: int, shard_id: int, ignore_value: int = -1) -> Tensor:
+    """Ids of shard ``shard_id`` (of ``nshards`` equal shards of ``index_num`` ids) made local;
+    ids of other shards become ``ignore_value``."""
+    x = tensor_arg("shard_index", input)
+    if not 0 <= shard_id < nshards:
+        raise OpArgumentError(f"[shard_index] shard_id must be in [0, {nshards}), got {shard_id}")
+    size = (index_num + nshards - 1) // nshards
+    mine = M.floor_divide(x, size) == shard_id
+    return M.where(mine, M.remainder(x, size), ignore_value).astype(x.dtype)
+
+
+# -- slicing ----------------------------------------------------------------------------------
+def strided_slice(x: Tensor, axes: Sequence[int], starts: Sequence[int], ends: Sequence[int], strides: Sequence[int], name: str | None = None) -> Tensor:
+    """x[starts:ends:strides] on the given axes (Python slice rules, negative strides too)."""
+    x = tensor_arg("strided_slice", x)
+    if not len(axes) == len(starts) == len(ends) == len(strides):
+        raise OpArgumentError(f"[strided_slice] axes, starts, ends and strides need equal lengths, got {len(axes)}, {len(starts)}, {len(ends)}, {len(strides)}")
+    key: list[Any] = [_py_slice(None)] * x.ndim
+    for a, s, e, st in zip(axes, starts, ends, strides):
+        a = axis_arg("strided_slice", int(a), x.ndim)
+        key[a] = _py_slice(_int(s), _int(e), _int(st))
+    return x[tuple(key)]
+
+
+def slice(input: Tensor, axes: Sequence[int], starts: Sequence[int], ends: Sequence[int]) -> Tensor:  # noqa: A001  (Paddle's name)
+    """input[starts:ends] on the given axes (ends past the size are clipped)."""
+    return strided_slice(input, axes, starts, ends, [1] * len(axes))
+
+
+def _int(v: Any) -> int:
+    return int(v.item()) if isinstance(v, Tensor) else int(v)
+
+
+def unstack(x: Tensor, axis: int = 0, num: int | None = None) -> list[Tensor]:
+    x = tensor_arg("unstack", x)
+    ax = axis_arg("unstack", axis, x.ndim)
+    return [t.squeeze(ax) for t in S.split(x, x.shape[ax], axis=ax)] if x.shape[ax] else []
+
+
+def reverse(x: Tensor, axis: Any, name: str | None = None) -> Tensor:
+    return S.flip(x, axis)
+
+
+def moveaxis(x: Tensor, source: Any, destination: Any, name: str | None = None) -> Tensor:
+    x = tensor_arg("moveaxis", x)
+    src = [axis_arg("moveaxis", a, x.ndim) for a in ([source] if isinstance(source, int) else source)]
+    dst = [axis_arg("moveaxis", a, x.ndim) for a in ([destination] if isinstance(destination, int) else destination)]
+    if len(src) != len(dst):
+        raise OpArgumentError(f"[moveaxis] source and destination need equal lengths, got {src} and {dst}")
+    order = [a for a in range(x.ndim) if a not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return S.transpose(x, order)
+
+
+def roll(x: Tensor, shifts: Any, axis: Any = None, name: str | None = None) -> Tensor:
+    """Elements shifted cyclically along ``axis`` (the flattened tensor when None)."""
+    x = tensor_arg("roll", x)
+    if axis is None:
+        return roll(x.reshape((-1,)), shifts, 0).reshape(x.shape)
+    shifts = [shifts] if isinstance(shifts, int) else list(shifts)
+    axes = [axis] if isinstance(axis, int) else list(axis)
+    if len(shifts) != len(axes):
+        raise OpArgumentError(f"[roll] shifts and axis need equal lengths, got {shifts} and {axes}")
+    for sh, a in zip(shifts, axes):
+        a = axis_arg("roll", a, x.ndim)
+        n = x.shape[a]
+        if n == 0:
+            continue
+        k = sh % n
+        if k:
+            head, tail = S.split(x, [n - k, k], axis=a)
+            x = S.concat([tail, head], axis=a)
+    return x
+
+
+def rot90(x: Tensor, k: int = 1, axes: Sequence[int] = (0, 1), name: str | None = None) -> Tensor:
+    """Rotate by 90 degrees k times in the plane of ``axes`` (numpy's rot90)."""
+    x = tensor_arg("rot90", x)
+    a0, a1 = (axis_arg("rot90", a, x.ndim) for a in axes)
+    if a0 == a1:
+        raise OpArgumentError(f"[rot90] axes must be two different axes, got {tuple(axes)}")
+    k %= 4
+    if k == 0:
+        return x
+    if k == 2:
+        return S.flip(x, [a0, a1])
+    perm = list(range(x.ndim))
+    perm[a0], perm[a1] = perm[a1], perm[a0]
+    if k == 1:
+        return S.transpose(S.flip(x, a1), perm)
+    return S.flip(S.transpose(x, perm), a1)
+
+
+def repeat_interleave(x: Tensor, repeats: Any, axis: int | None = None, name: str | None = None) -> Tensor:
+    """Each element repeated ``repeats`` times along ``axis`` (flattened when None)."""
+    x = tensor_arg("repeat_interleave", x)
+    if axis is None:
+        x, axis = x.reshape((-1,)), 0
+    ax = axis_arg("repeat_interleave", axis, x.ndim)
+    n = x.shape[ax]
+    if isinstance(repeats, int):
+        if repeats < 0:
+            raise OpArgumentError(f"[repeat_interleave] repeats must be >= 0, got {repeats}")
+        idx = np.repeat(np.arange(n), repeats)
+    else:
+        reps = np.asarray(repeats.tolist() if isinstance(repeats, Tensor) else repeats, dtype=np.int64).reshape(-1)
+        if reps.shape != (n,) or (reps < 0).any():
+            raise OpArgumentError(f"[repeat_interleave] repeats must be {n} non-negative ints (one per element along axis {ax}), got {reps.tolist()}")
+        idx = np.repeat(np.arange(n), reps)
+    return I.gather(x, to_tensor(idx, device=x.device), axis=ax)
+
+
+def tensordot(x: Tensor, y: Tensor, axes: Any = 2, name: str | None = None) -> Tensor:
+    """Sum of products over ``axes`` (an int: the last n of x with the first n of y; or two
+    lists), as one matmul."""
+    x, y = tensor_arg("tensordot", x), tensor_arg("tensordot", y, "y")
+    if isinstance(axes, int):
+        ax, ay = list(range(x.ndim - axes, x.ndim)), list(range(axes))
+    else:
+        ax, ay = ([a] if isinstance(a, int) else list(a) for a in axes)
+    ax = [axis_arg("tensordot", a, x.ndim) for a in ax]
+    ay = [axis_arg("tensordot", a, y.ndim) for a in ay]
+    if [x.shape[a] for a in ax] != [y.shape[a] for a in ay]:
+        raise OpArgumentError(f"[tensordot] contracted sizes differ: x {[x.shape[a] for a in ax]} vs y {[y.shape[a] for a in ay]}")
+    fx = [a for a in range(x.ndim) if a not in ax]
+    fy = [a for a in range(y.ndim) if a not in ay]
+    k = int(np.prod([x.shape[a] for a in ax]))
+    xm = S.transpose(x, fx + ax).reshape((-1, k))
+    ym = S.transpose(y, ay + fy).reshape((k, -1))
+    return M.matmul(xm, ym).reshape(tuple(x.shape[a] for a in fx) + tuple(y.shape[a] for a in fy))
+
+
+# -- diagonals and grids ------------------------------------------------------------------------
+def diagonal(x: Tensor, offset: int = 0, axis1: int = 0, axis2: int = 1, name: str | None = None) -> Tensor:
+    """The diagonal of the (axis1, axis2) planes, as the last axis."""
+    x = tensor_arg("diagonal", x)
+    a1, a2 = axis_arg("diagonal", axis1, x.ndim), axis_arg("diagonal", axis2, x.ndim)
+    if a1 == a2:
+        raise OpArgumentError(f"[diagonal] axis1 and axis2 must differ, got {axis1} and {axis2}")
+    rest = [a for a in range(x.ndim) if a not in (a1, a2)]
+    t = S.transpose(x, rest + [a1, a2])
+    n, m = t.shape[-2], t.shape[-1]
+    r0, c0 = (0, offset) if offset >= 0 else (-offset, 0)
+    length = max(0, min(n - r0, m - c0))
+    lead = t.shape[:-2]
+    flat = t.reshape(lead + (n * m,))
+    idx = to_tensor(np.array([(r0 + i) * m + c0 + i for i in range(length)], dtype=np.int64), device=x.device)
+    return I.gather(flat, idx, axis=len(lead))
+
+
+def diag(x: Tensor, offset: int = 0, padding_value: float = 0, name: str | None = None) -> Tensor:
+    """1-d x: a square matrix with x on diagonal ``offset``; 2-d x: that diagonal of x."""
+    x = tensor_arg("diag", x)
+    if x.ndim == 2:
+        return diagonal(x, offset)
+    if x.ndim != 1:
+        raise OpArgumentError(f"[diag] x must be 1-d or 2-d, got shape {x.shape}")
+    n = x.shape[0] + abs(offset)
+    r0, c0 = (0, offset) if offset >= 0 else (-offset, 0)
+    pos = to_tensor(np.array([(r0 + i) * n + c0 + i for i in range(x.shape[0])], dtype=np.int64), device=x.device)
+    base = C.full([n * n], padding_value, dtype=x.dtype, device=x.device)
+    if padding_value != 0:
+        base = I.scatter(base, pos, C.zeros_like(x), axis=0)
+    return I.scatter_add(base, pos, x, axis=0).reshape((n, n))
+
+
+def diagflat(x: Tensor, offset: int = 0, name: str | None = None) -> Tensor:
+    return diag(tensor_arg("diagflat", x).reshape((-1,)), offset)
+
+
+def meshgrid(*args: Any, **kwargs: Any) -> list[Tensor]:
+    """Coordinate grids from 1-d tensors, 'ij' indexing (Paddle's)."""
+    ts = list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) else list(args)
+    for t in ts:
+        if tensor_arg("meshgrid", t).ndim != 1:
+            raise OpArgumentError(f"[meshgrid] every input must be 1-d, got shape {t.shape}")
+    shp = tuple(t.shape[0] for t in ts)
+    out = []
+    for i, t in enumerate(ts):
+        view = [1] * len(ts)
+        view[i] = shp[i]
+        out.append(t.reshape(view).expand(shp))
+    return out
+
+
+# -- einsum -------------------------------------------------------------------------------------
+def einsum(equation: str, *operands: Tensor) -> Tensor:
+    """Einstein summation (explicit ``->`` or implicit output, ``...`` broadcast dims): operands
+    are aligned on a common letter order, multiplied with broadcasting and summed over the
+    letters that are not in the output."""
+    ops = list(operands[0]) if len(operands) == 1 and isinstance(operands[0], (list, tuple)) else list(operands)
+    eq = equation.replace(" ", "")
+    lhs, _, rhs = eq.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(ops):
+        raise OpArgumentError(f"[einsum] the equation names {len(terms)} operands, got {len(ops)}")
+    free = [c for c in string.ascii_letters if c not in eq]
+    ell: list[str] = []
+    parsed = []
+    for term, t in zip(terms, ops):
+        tensor_arg("einsum", t)
+        if "..." in term:
+            n = t.ndim - (len(term) - 3)
+            if n > len(ell):
+                ell = free[: n]
+            term = term.replace("...", "".join(ell[len(ell) - n :]) if n else "")
+        if len(term) != t.ndim:
+            raise OpArgumentError(f"[einsum] term '{term}' has {len(term)} letters but its operand has {t.ndim} dims (shape {t.shape})")
+        parsed.append(term)
+    if not _:
+        counts: dict[str, int] = {}
+        for term in parsed:
+            for c in term:
+                counts[c] = counts.get(c, 0) + 1
+        rhs = "".join(ell) + "".join(sorted(c for c, n in counts.items() if n == 1 and c not in ell))
+    else:
+        rhs = rhs.replace("...", "".join(ell))
+    letters = list(dict.fromkeys(rhs + "".join(parsed)))
+    aligned = []
+    for term, t in zip(parsed, ops):
+        # repeated letters in one term: take the diagonal
+        while len(set(term)) != len(term):
+            c = next(c for c in term if term.count(c) > 1)
+            i, j = term.index(c), term.index(c, term.index(c) + 1)
+            t = diagonal(t, 0, i, j)
+            term = "".join(ch for k, ch in enumerate(term) if k not in (i, j)) + c
+        order = [term.index(c) for c in letters if c in term]
+        t = S.transpose(t, order) if order != list(range(len(order))) else t
+        shp = [t.shape[[c for c in letters if c in term].index(c)] if c in term else 1 for c in letters]
+        aligned.append(t.reshape(shp))
+    out = aligned[0]
+    for t in aligned[1:]:
+        out = out * t
+    summed = [i for i, c in enumerate(letters) if c not in rhs]
+    if summed:
+        out = M.sum(out, axis=summed)
+    kept = [c for c in letters if c in rhs]
+    return S.transpose(out, [kept.index(c) for c in rhs]) if kept != list(rhs) else out
+
+

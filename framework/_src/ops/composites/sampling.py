@@ -1,0 +1,78 @@
+"""Paddle's remaining random functions, from the Philox uniforms (so a seed gives the same
+samples on every device): multinomial, standard_normal, randint_like and poisson."""
+
+from __future__ import annotations
+
+import math as _m
+from typing import Any
+
+from adapter_api import OpArgumentError
+
+from ... import dtypes as _dt
+from ... import random as R
+from ...tensor import Tensor
+from .. import math as M
+from ._common import float_arg, tensor_arg
+from .misc import cumsum, topk
+
+
+def standard_normal(shape: Any, dtype: Any = None, name: str | None = None) -> Tensor:
+    """Samples of N(0, 1)."""
+    return R.randn(shape, dtype=dtype)
+
+
+def randint_like(x: Tensor, low: int = 0, high: int | None = None, dtype: Any = None, name: str | None = None) -> Tensor:
+    """Integers uniform in [low, high) with the shape of ``x`` (and its dtype unless given)."""
+    x = tensor_arg("randint_like", x)
+    return R.randint(low, high, x.shape, dtype=dtype if dtype is not None else x.dtype, device=x.device)
+
+
+def multinomial(x: Tensor, num_samples: int = 1, replacement: bool = False, name: str | None = None) -> Tensor:
+    """Class indices drawn from the (unnormalised) probabilities in the last axis of ``x``:
+    with ``replacement`` by inverting the CDF, without by the Gumbel-top-k trick."""
+    p = float_arg("multinomial", x)
+    if p.ndim not in (1, 2):
+        raise OpArgumentError(f"[multinomial] x must be 1-d or 2-d (rows of probabilities), got shape {p.shape}")
+    c = p.shape[-1]
+    if not isinstance(num_samples, int) or num_samples <= 0 or (not replacement and num_samples > c):
+        raise OpArgumentError(f"[multinomial] num_samples must be a positive int (at most {c} without replacement), got {num_samples!r}")
+    if bool(M.any(p < 0).item()):
+        raise OpArgumentError("[multinomial] probabilities must be non-negative")
+    lead = p.shape[:-1]
+    if replacement:
+        cdf = cumsum(p, axis=-1)
+        total = cdf[..., c - 1 :]
+        u = R.rand(lead + (num_samples,), dtype=p.dtype, device=p.device) * total
+        below = M.cast(cdf.unsqueeze(-2) <= u.unsqueeze(-1), _dt.int64)
+        return M.minimum(M.sum(below, axis=-1), c - 1)
+    u = R.rand(p.shape, dtype=p.dtype, device=p.device)
+    gumbel = -M.log(-M.log(M.clip(u, 1e-20, 1.0 - 1e-7)))
+    keys = M.where(p > 0, M.log(M.where(p > 0, p, 1.0)) + gumbel, float("-inf"))
+    return topk(keys, num_samples, axis=-1)[1]
+
+
+def poisson(x: Tensor, name: str | None = None) -> Tensor:
+    """Poisson samples with rates ``x`` (elementwise), by inverting the CDF: the pmf is summed
+    from k = 0 (in log space, so large rates do not underflow) until every uniform is covered;
+    the number of rounds grows like max(rate) + 10 sqrt(max(rate))."""
+    lam = float_arg("poisson", x)
+    if bool(M.any(lam < 0).item()):
+        raise OpArgumentError("[poisson] rates must be non-negative")
+    work = lam.astype("float64") if lam.dtype != _dt.float64 else lam
+    u = R.rand(lam.shape, dtype=work.dtype, device=lam.device)
+    top = float(M.max(work).item()) if work.numel() else 0.0
+    rounds = int(top + 10 * _m.sqrt(top) + 20)
+    log_lam = M.log(M.where(work > 0, work, 1.0))
+    k_out = work * 0.0
+    cdf = work * 0.0
+    done = work <= 0
+    for k in range(rounds):
+        logp = log_lam * float(k) - work - _m.lgamma(k + 1)
+        cdf = cdf + M.exp(logp)
+        hit = (~done) & (u < cdf)
+        k_out = M.where(hit, float(k), k_out)
+        done = done | hit
+        if k % 16 == 15 and bool(M.all(done).item()):
+            break
+    k_out = M.where(done, k_out, float(rounds))
+    return M.cast(k_out, lam.dtype)

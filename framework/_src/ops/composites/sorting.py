@@ -1,0 +1,215 @@
+"""Sorting and order statistics by decomposition: argsort, sort, kthvalue, median, quantile,
+mode, searchsorted and index_sample run on the device from comparisons and reductions;
+``unique`` and ``unique_consecutive`` (whose result shape depends on the values) read the
+values on the host.
+
+``argsort`` ranks each element by counting the elements before it (stable: ties keep their
+order) and scatters positions by rank: O(n^2) work and memory per row of the sorted axis, so it
+suits the short axes models sort (top-k candidates, quantiles of a batch), not huge ones.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from adapter_api import OpArgumentError
+
+from ... import dtypes as _dt
+from ...tensor import Tensor, to_tensor
+from .. import creation as C
+from .. import indexing as I
+from .. import math as M
+from .. import shape as S
+from ._common import axis_arg, float_arg, tensor_arg
+
+
+def _ranks(x: Tensor, descending: bool) -> Tensor:
+    """Stable rank of every element along the last axis."""
+    n = x.shape[-1]
+    xi, xj = x.unsqueeze(-1), x.unsqueeze(-2)
+    before = (xj > xi) if descending else (xj < xi)
+    earlier = C.tril(C.ones([n, n], dtype="bool", device=x.device), -1)
+    ties = (xj == xi) & earlier
+    return M.sum(M.cast(before | ties, _dt.int64), axis=-1)
+
+
+def argsort(x: Tensor, axis: int = -1, descending: bool = False, stable: bool = True, name: str | None = None) -> Tensor:
+    """Indices that sort ``x`` along ``axis`` (stable; ``descending`` for largest first)."""
+    x = tensor_arg("argsort", x)
+    if x.ndim == 0:
+        return C.zeros([], dtype="int64", device=x.device)
+    ax = axis_arg("argsort", axis, x.ndim)
+    t = x.swapaxes(ax, -1) if ax != x.ndim - 1 else x
+    r = _ranks(t.detach(), descending)
+    pos = C.arange(t.shape[-1], device=x.device).expand(t.shape)
+    out = I.put_along_axis(C.zeros(t.shape, dtype="int64", device=x.device), r, pos, axis=t.ndim - 1)
+    return out.swapaxes(ax, -1) if ax != x.ndim - 1 else out
+
+
+def sort(x: Tensor, axis: int = -1, descending: bool = False, stable: bool = True, name: str | None = None) -> Tensor:
+    """``x`` sorted along ``axis`` (differentiable: the gradient goes back to each element)."""
+    x = tensor_arg("sort", x)
+    if x.ndim == 0:
+        return x
+    return I.take_along_axis(x, argsort(x, axis, descending), axis_arg("sort", axis, x.ndim))
+
+
+def kthvalue(x: Tensor, k: int, axis: int = -1, keepdim: bool = False, name: str | None = None) -> tuple[Tensor, Tensor]:
+    """The k-th smallest value (1-based) along ``axis`` and its index."""
+    x = tensor_arg("kthvalue", x)
+    ax = axis_arg("kthvalue", axis, x.ndim)
+    n = x.shape[ax] if x.ndim else 1
+    if not isinstance(k, int) or not 1 <= k <= n:
+        raise OpArgumentError(f"[kthvalue] k must be an int in [1, {n}] (the size of axis {ax}), got {k!r}")
+    idx = S.slice_raw(argsort(x, ax), *_one(x.shape, ax, k - 1))
+    val = I.take_along_axis(x, idx, ax)
+    return (val, idx) if keepdim else (val.squeeze(ax), idx.squeeze(ax))
+
+
+def _one(shape: tuple[int, ...], ax: int, i: int) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    starts = [0] * len(shape)
+    stops = list(shape)
+    starts[ax], stops[ax] = i, i + 1
+    return tuple(starts), tuple(stops), (1,) * len(shape)
+
+
+def _flat_axis(name: str, x: Tensor, axis: Any) -> tuple[Tensor, int]:
+    if axis is None:
+        return x.reshape((-1,)), 0
+    return x, axis_arg(name, axis, x.ndim)
+
+
+def median(x: Tensor, axis: int | None = None, keepdim: bool = False, mode: str = "avg", name: str | None = None) -> Tensor:
+    """Median along ``axis`` (all elements when None); ``mode='avg'`` averages the two middle
+    values of an even count, ``'min'`` takes the lower one."""
+    if mode not in ("avg", "min"):
+        raise OpArgumentError(f"[median] mode must be 'avg' or 'min', got {mode!r}")
+    x = float_arg("median", x) if mode == "avg" else tensor_arg("median", x)
+    src, ax = _flat_axis("median", x, axis)
+    n = src.shape[ax]
+    if n == 0:
+        raise OpArgumentError(f"[median] cannot take the median of an empty axis (shape {x.shape})")
+    s = sort(src, ax)
+    lo = S.slice_raw(s, *_one(s.shape, ax, (n - 1) // 2))
+    out = lo if mode == "min" or n % 2 else (lo + S.slice_raw(s, *_one(s.shape, ax, n // 2))) * 0.5
+    if axis is None:
+        return out.reshape((1,) * x.ndim) if keepdim else out.reshape(())
+    return out if keepdim else out.squeeze(ax)
+
+
+def quantile(x: Tensor, q: Any, axis: Any = None, keepdim: bool = False, interpolation: str = "linear", name: str | None = None) -> Tensor:
+    """The q-th quantiles (q in [0, 1], a number or a list) along ``axis``; ``interpolation``
+    is 'linear', 'lower', 'higher', 'nearest' or 'midpoint' as in numpy."""
+    if interpolation not in ("linear", "lower", "higher", "nearest", "midpoint"):
+        raise OpArgumentError(f"[quantile] interpolation must be linear/lower/higher/nearest/midpoint, got {interpolation!r}")
+    x = float_arg("quantile", x)
+    qs = [q] if isinstance(q, (int, float)) else list(q.tolist() if isinstance(q, Tensor) else q)
+    if any(not 0 <= v <= 1 for v in qs):
+        raise OpArgumentError(f"[quantile] q must be in [0, 1], got {qs}")
+    src, ax = _flat_axis("quantile", x, axis)
+    n = src.shape[ax]
+    s = sort(src, ax)
+    outs = []
+    for v in qs:
+        pos = v * (n - 1)
+        lo, hi = int(np.floor(pos)), int(np.ceil(pos))
+        if interpolation == "nearest":
+            lo = hi = int(np.round(pos))
+        a = S.slice_raw(s, *_one(s.shape, ax, lo))
+        b = S.slice_raw(s, *_one(s.shape, ax, hi))
+        w = {"linear": pos - lo, "lower": 0.0, "higher": 1.0, "nearest": 0.0, "midpoint": 0.5}[interpolation]
+        r = a + (b - a) * w if w else a
+        if axis is None:
+            r = r.reshape((1,) * x.ndim) if keepdim else r.reshape(())
+        elif not keepdim:
+            r = r.squeeze(ax)
+        outs.append(r)
+    return outs[0] if isinstance(q, (int, float)) else S.stack(outs, axis=0)
+
+
+def mode(x: Tensor, axis: int = -1, keepdim: bool = False, name: str | None = None) -> tuple[Tensor, Tensor]:
+    """The most frequent value along ``axis`` (the smallest of equally frequent ones) and the
+    index of its last occurrence."""
+    x = tensor_arg("mode", x)
+    ax = axis_arg("mode", axis, x.ndim)
+    t = x.swapaxes(ax, -1) if ax != x.ndim - 1 else x
+    s = sort(t, -1)
+    counts = M.sum(M.cast(s.unsqueeze(-1) == s.unsqueeze(-2), _dt.int64), axis=-1)
+    best = M.argmax(counts, axis=-1, keepdim=True)
+    val = I.take_along_axis(s, best, t.ndim - 1)
+    n = t.shape[-1]
+    pos = C.arange(n, device=x.device)
+    idx = M.max(M.where(t.detach() == val.detach(), pos, -1), axis=-1, keepdim=True)
+    if ax != x.ndim - 1:
+        val, idx = val.swapaxes(ax, -1), idx.swapaxes(ax, -1)
+    return (val, idx) if keepdim else (val.squeeze(ax), idx.squeeze(ax))
+
+
+def searchsorted(sorted_sequence: Tensor, values: Tensor, out_int32: bool = False, right: bool = False, name: str | None = None) -> Tensor:
+    """Insertion positions of ``values`` in the last axis of ``sorted_sequence`` (left: first
+    position, ``right``: after equal entries)."""
+    seq = tensor_arg("searchsorted", sorted_sequence, "sorted_sequence")
+    v = tensor_arg("searchsorted", values, "values")
+    if seq.ndim > 1 and seq.shape[:-1] != v.shape[:-1]:
+        raise OpArgumentError(f"[searchsorted] leading dims of sorted_sequence {seq.shape[:-1]} and values {v.shape[:-1]} differ")
+    a, b = M._operands("searchsorted", seq.unsqueeze(-2), v.unsqueeze(-1))
+    hit = (a <= b) if right else (a < b)
+    out = M.sum(M.cast(hit, _dt.int64), axis=-1)
+    return out.astype("int32") if out_int32 else out
+
+
+def index_sample(x: Tensor, index: Tensor) -> Tensor:
+    """out[i, j] = x[i, index[i, j]] for 2-d x and index."""
+    x = tensor_arg("index_sample", x)
+    index = tensor_arg("index_sample", index, "index")
+    if x.ndim != 2 or index.ndim != 2 or index.shape[0] != x.shape[0]:
+        raise OpArgumentError(f"[index_sample] x and index must be 2-d with equal rows, got {x.shape} and {index.shape}")
+    return I.take_along_axis(x, index, 1)
+
+
+# -- value-dependent shapes (host) ------------------------------------------------------------------
+def unique(x: Tensor, return_index: bool = False, return_inverse: bool = False, return_counts: bool = False, axis: int | None = None, dtype: Any = "int64", name: str | None = None) -> Any:
+    """The sorted unique values (of the flattened tensor, or unique slices along ``axis``),
+    with first indices, the inverse map and counts when asked. Read on the host: the result
+    size depends on the values."""
+    x = tensor_arg("unique", x)
+    arr = x.numpy()
+    if axis is not None:
+        axis = axis_arg("unique", axis, x.ndim)
+    vals, idx, inv, cnt = np.unique(arr, return_index=True, return_inverse=True, return_counts=True, axis=axis)
+    out = [to_tensor(vals, device=x.device)]
+    d = _dt.as_dtype(dtype, "unique")
+    for want, a in ((return_index, idx), (return_inverse, inv.reshape(-1)), (return_counts, cnt)):
+        if want:
+            out.append(to_tensor(a.astype(d), device=x.device))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def unique_consecutive(x: Tensor, return_inverse: bool = False, return_counts: bool = False, axis: int | None = None, dtype: Any = "int64", name: str | None = None) -> Any:
+    """Collapse runs of equal consecutive values (of the flattened tensor, or of slices along
+    ``axis``); read on the host."""
+    x = tensor_arg("unique_consecutive", x)
+    arr = x.numpy()
+    if axis is None:
+        arr, ax = arr.reshape(-1), 0
+    else:
+        ax = axis_arg("unique_consecutive", axis, x.ndim)
+    moved = np.moveaxis(arr, ax, 0)
+    n = moved.shape[0]
+    if n == 0:
+        starts = np.zeros(0, dtype=np.int64)
+    else:
+        change = np.ones(n, dtype=bool)
+        if n > 1:
+            change[1:] = (moved[1:] != moved[:-1]).reshape(n - 1, -1).any(axis=1)
+        starts = np.flatnonzero(change)
+    vals = np.moveaxis(moved[starts], 0, ax)
+    d = _dt.as_dtype(dtype, "unique_consecutive")
+    out = [to_tensor(np.ascontiguousarray(vals), device=x.device)]
+    if return_inverse:
+        out.append(to_tensor((np.cumsum(change) - 1 if n else np.zeros(0)).astype(d), device=x.device))
+    if return_counts:
+        out.append(to_tensor(np.diff(np.append(starts, n)).astype(d), device=x.device))
+    return out[0] if len(out) == 1 else tuple(out)

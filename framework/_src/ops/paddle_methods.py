@@ -1,0 +1,119 @@
+"""Tensor methods and in-place variants where Paddle has them (``x.var()``, ``x.topk(k)``,
+``x.clip_(0, 1)``), attached after every op is defined. Each method is the function of the
+same name; an in-place variant (trailing ``_``) computes it and rebinds the tensor to the
+result, as ``x.add_`` does."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from adapter_api import OpArgumentError
+
+from .. import autograd
+from .. import dtypes as _dt
+from .. import random as R
+from ..tensor import Tensor
+from . import creation, indexing, shape
+from . import math as M
+from .composites import activation, arith, manipulation, misc, norm, sampling, sorting, special
+
+
+def inplace(fn: Callable[..., Tensor], name: str, same_shape: bool = True) -> Callable[..., Tensor]:
+    """``self.<name>_(...)``: ``fn(self, ...)`` stored back into ``self`` (its dtype kept)."""
+
+    def op(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        if autograd.is_grad_enabled() and self.is_leaf and not self.stop_gradient:
+            raise OpArgumentError(f"[{name}_] a leaf tensor that requires grad cannot be modified in place; use `with fw.no_grad():`")
+        r = fn(indexing.alias(self), *args, **kwargs)
+        if r.dtype != self.dtype:
+            if _dt.category(r.dtype) > _dt.category(self.dtype):
+                raise OpArgumentError(f"[{name}_] result type {r.dtype} cannot be stored in a {self.dtype} tensor")
+            r = M.cast(r, self.dtype)
+        if same_shape and r.shape != self.shape:
+            raise OpArgumentError(f"[{name}_] result shape {r.shape} differs from the tensor's {self.shape}")
+        indexing.rebind(self, r)
+        return self
+
+    op.__name__ = name + "_"
+    op.__doc__ = f"In-place ``{name}``: the tensor itself holds the result."
+    return op
+
+
+def _uniform_(self: Tensor, min: float = -1.0, max: float = 1.0, seed: int = 0) -> Tensor:
+    return R.uniform(self.shape, dtype=self.dtype, min=min, max=max, seed=seed, device=self.device)
+
+
+def _normal_(self: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
+    return R.normal(mean, std, self.shape, dtype=self.dtype, device=self.device)
+
+
+def _exponential_(self: Tensor, lam: float = 1.0) -> Tensor:
+    u = R.rand(self.shape, dtype=self.dtype, device=self.device)
+    return -M.log(1.0 - u) * (1.0 / lam)
+
+
+def _scale(self: Tensor, scale: float = 1.0, bias: float = 0.0, bias_after_scale: bool = True, act: Any = None) -> Tensor:
+    return arith.scale(self, scale, bias, bias_after_scale)
+
+
+METHODS: dict[str, Callable[..., Any]] = {
+    # statistics and reductions
+    "var": misc.var, "std": misc.std, "logsumexp": norm.logsumexp, "cumsum": misc.cumsum, "cumprod": arith.cumprod,
+    "nansum": arith.nansum, "numel_tensor": manipulation.numel, "median": sorting.median, "quantile": sorting.quantile,
+    "topk": misc.topk, "sort": sorting.sort, "argsort": sorting.argsort, "kthvalue": sorting.kthvalue, "mode": sorting.mode,
+    "unique": sorting.unique, "unique_consecutive": sorting.unique_consecutive,
+    # elementwise
+    "atan": special.atan, "asin": special.asin, "acos": special.acos, "tan": special.tan, "sinh": special.sinh,
+    "cosh": special.cosh, "asinh": special.asinh, "acosh": special.acosh, "atanh": special.atanh, "lgamma": special.lgamma,
+    "digamma": special.digamma, "erfinv": special.erfinv, "logit": special.logit, "log10": special.log10,
+    "log2": M.log2, "log1p": M.log1p, "expm1": M.expm1, "trunc": M.trunc, "rad2deg": special.rad2deg,
+    "deg2rad": special.deg2rad, "sigmoid": activation.sigmoid, "lerp": arith.lerp, "fmax": arith.fmax, "fmin": arith.fmin,
+    "gcd": arith.gcd, "lcm": arith.lcm, "diff": arith.diff, "scale": _scale, "remainder": M.remainder, "mod": M.remainder,
+    "floor_divide": M.floor_divide, "floor_mod": M.remainder, "atan2": special.atan2,
+    "isclose": arith.isclose, "equal_all": arith.equal_all, "allclose": M.allclose,
+    "bitwise_and": arith.bitwise_and, "bitwise_or": arith.bitwise_or, "bitwise_xor": arith.bitwise_xor,
+    "bitwise_not": arith.bitwise_not, "logical_and": M.logical_and, "logical_or": M.logical_or,
+    "logical_xor": M.logical_xor, "less_than": M.less_than, "less_equal": M.less_equal, "greater_than": M.greater_than,
+    "greater_equal": M.greater_equal, "real": arith.real, "imag": arith.imag, "conj": arith.conj, "angle": arith.angle,
+    # products
+    "mm": M.mm, "dot": M.dot, "inner": arith.inner, "outer": arith.outer, "kron": arith.kron, "trace": arith.trace,
+    "diagonal": manipulation.diagonal, "tensordot": manipulation.tensordot, "addmm": arith.addmm,
+    # manipulation and indexing
+    "roll": manipulation.roll, "rot90": manipulation.rot90, "moveaxis": manipulation.moveaxis,
+    "repeat_interleave": manipulation.repeat_interleave, "unstack": manipulation.unstack, "gather_nd": manipulation.gather_nd,
+    "scatter_nd_add": manipulation.scatter_nd_add, "strided_slice": manipulation.strided_slice, "reverse": manipulation.reverse,
+    "scatter": indexing.scatter, "scatter_add": indexing.scatter_add, "take_along_axis": indexing.take_along_axis,
+    "put_along_axis": indexing.put_along_axis, "masked_select": indexing.masked_select, "nonzero": indexing.nonzero,
+    "index_sample": sorting.index_sample, "where": lambda self, x=None, y=None: M.where(self, x, y),
+    "is_floating_point": manipulation.is_floating_point, "is_integer": manipulation.is_integer,
+    "is_complex": manipulation.is_complex, "is_empty": manipulation.is_empty, "rank": manipulation.rank,
+    "broadcast_tensors": lambda self, *others: manipulation.broadcast_tensors([self, *others]),
+    "multinomial": sampling.multinomial, "zeros_like": creation.zeros_like, "ones_like": creation.ones_like,
+    "tril": creation.tril, "triu": creation.triu, "stack": lambda self, *others, axis=0: shape.stack([self, *others], axis=axis),
+}
+
+#: in-place variants: name -> (function, keeps the shape)
+INPLACE: dict[str, tuple[Callable[..., Tensor], bool]] = {
+    "clip": (M.clip, True), "clamp": (M.clip, True), "exp": (M.exp, True), "sqrt": (M.sqrt, True), "rsqrt": (M.rsqrt, True),
+    "reciprocal": (M.reciprocal, True), "floor": (M.floor, True), "ceil": (M.ceil, True), "round": (M.round, True),
+    "trunc": (M.trunc, True), "tanh": (M.tanh, True), "abs": (M.abs, True), "neg": (M.neg, True), "sin": (M.sin, True),
+    "cos": (M.cos, True), "log": (M.log, True), "sigmoid": (activation.sigmoid, True), "square": (M.square, True),
+    "divide": (M.divide, True), "pow": (M.pow, True), "remainder": (M.remainder, True), "mod": (M.remainder, True),
+    "floor_divide": (M.floor_divide, True), "lerp": (arith.lerp, True), "erfinv": (special.erfinv, True),
+    "cumsum": (misc.cumsum, True), "scale": (_scale, True), "masked_fill": (indexing.masked_fill, True),
+    "scatter": (indexing.scatter, True), "put_along_axis": (indexing.put_along_axis, True),
+    "uniform": (_uniform_, True), "normal": (_normal_, True), "exponential": (_exponential_, True),
+    "squeeze": (shape.squeeze, False), "unsqueeze": (shape.unsqueeze, False), "flatten": (shape.flatten, False),
+    "reshape": (lambda self, *s: self.reshape(*s), False), "tril": (creation.tril, True), "triu": (creation.triu, True),
+    "logit": (special.logit, True), "atan": (special.atan, True), "tan": (special.tan, True),
+    "digamma": (special.digamma, True), "lgamma": (special.lgamma, True), "log1p": (M.log1p, True), "expm1": (M.expm1, True),
+}
+
+del METHODS["numel_tensor"]
+for _k, _v in METHODS.items():
+    if not hasattr(Tensor, _k):
+        setattr(Tensor, _k, _v)
+for _k, (_fn, _same) in INPLACE.items():
+    if not hasattr(Tensor, _k + "_"):
+        setattr(Tensor, _k + "_", inplace(_fn, _k, _same))

@@ -1,0 +1,54 @@
+"""``fw.linalg`` (Paddle's ``paddle.linalg``): factorizations, solves, norms.
+
+Factorizations and solves (inverse, det, solve, triangular_solve, cholesky, eigh, qr, svd,
+eig, lu) run on the host with numpy's LAPACK and copy the result to the tensor's device (a
+documented fallback until a plugin registers them); their gradients (all but eig and lu) are
+written with device ops. The rest are decompositions into those and the usual ops.
+
+>>> import framework as fw
+>>> a = fw.to_tensor([[4.0, 2.0], [2.0, 3.0]])
+>>> fw.linalg.solve(a, fw.to_tensor([2.0, 1.0])).tolist()
+[0.5, 0.0]
+"""
+
+# ruff: noqa: F401  (re-exports)
+from __future__ import annotations
+
+from ._src.ops.linalg import (
+    bmm,
+    cholesky,
+    cholesky_solve,
+    cond,
+    corrcoef,
+    cov,
+    cross,
+    det,
+    dist,
+    eig,
+    eigh,
+    eigvals,
+    eigvalsh,
+    histogram,
+    inverse,
+    lstsq,
+    lu,
+    lu_unpack,
+    matrix_norm,
+    matrix_power,
+    multi_dot,
+    mv,
+    norm,
+    pinv,
+    qr,
+    slogdet,
+    solve,
+    svd,
+    svdvals,
+    triangular_solve,
+    vector_norm,
+)
+from ._src.ops.math import matmul
+
+inv = inverse
+
+__all__ = [n for n in dir() if not n.startswith("_") and n != "annotations"]
