@@ -1,10 +1,25 @@
 """The primitive operator set: every op a plugin must implement to run every model.
 
-Each entry names the op's tensor inputs, its attributes and what the kernel computes. The
-core has already checked arguments, promoted dtypes, normalised attributes (axes are sorted
-non-negative ints, shapes are tuples of ints) and allocated the outputs; a kernel only fills
-``outs``. Kernels are registered per dtype of the op's first input (for ``full``,
-``arange`` and ``philox_uniform``: of the output).
+Each entry names the op's tensor inputs, its attributes, what the kernel computes and the
+dtypes a plugin is expected to register it for (``PrimitiveSpec.dtypes``; the conformance
+suite runs exactly these and reports the others "not supported"). The core has already
+checked arguments, promoted dtypes, normalised attributes (axes are sorted non-negative ints,
+shapes are tuples of ints) and allocated the outputs; a kernel only fills ``outs``.
+
+Dispatch dtype. Kernels are registered per the dtype of the input named by
+``PrimitiveSpec.key_input``: the first tensor input, except ``where`` (``x``, its second: the
+condition is always bool); for ``full``, ``arange`` and ``philox_uniform`` (no tensor input)
+the output's. A dtype a plugin does not register runs on the cpu plugin.
+
+Bool arithmetic. Where a numeric op is expected on bool it is the logical one, as in numpy:
+``add`` and ``maximum`` are or, ``mul`` and ``minimum`` are and, ``max`` is any, ``min`` is
+all, ``argmax``/``argmin`` give the first True/False; comparisons order False < True.
+
+Errors. A kernel raises :class:`adapter_api.OpArgumentError` for bad input that only it can
+see (an index out of range in ``gather``, ``scatter``, ``scatter_add``), naming the op, the
+value and the allowed range; :class:`adapter_api.KernelNotFoundError` to decline attributes
+it does not support (the core then falls back); anything else is reported as a failure of the
+plugin ("report it to the plugin's vendor").
 
 Elementwise ops: inputs have the output's shape, unless the kernel was registered with
 ``broadcast=True``; then inputs have the output's rank with each size equal to the
@@ -16,7 +31,12 @@ The numpy reference of each op lives with the conformance suite
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+FLOATS = ("float32", "float64", "float16", "bfloat16")
+INTS = ("int8", "int16", "int32", "int64", "uint8")
+NUMERIC = (*FLOATS, *INTS)
+ALL = (*NUMERIC, "bool")
 
 
 @dataclass(frozen=True)
@@ -26,6 +46,10 @@ class PrimitiveSpec:
     attrs: tuple[str, ...]
     doc: str
     family: str
+    #: dispatch dtypes a plugin is expected to register (see the module docstring)
+    dtypes: tuple[str, ...] = ALL
+    #: which tensor input's dtype selects the kernel
+    key_input: int = 0
 
 
 def _specs(family: str, names: str, inputs: tuple[str, ...], attrs: tuple[str, ...], doc: str) -> list[PrimitiveSpec]:
@@ -69,10 +93,11 @@ _ALL = [
                   "is ((before, after), ...) per dim, non-negative.", "layout"),
     PrimitiveSpec("gather", ("x", "index"), ("axis",), "y = numpy.take(x, index, axis); index is "
                   "int64; y.shape = x.shape[:axis] + index.shape + x.shape[axis+1:]. An index "
-                  "outside [0, x.shape[axis]) must raise, never read out of bounds.", "index"),
+                  "outside [0, x.shape[axis]) raises OpArgumentError, never reads out of bounds.", "index"),
     PrimitiveSpec("scatter_add", ("x", "index", "src"), ("axis",), "y = copy of x; then for "
                   "every position of src, y[..., index[j], ...] += src[..., j, ...] (src laid "
-                  "out as gather's output). Duplicate indices accumulate.", "index"),
+                  "out as gather's output). Duplicate indices accumulate. An index outside [0, "
+                  "x.shape[axis]) raises OpArgumentError, never writes out of bounds.", "index"),
     PrimitiveSpec("scatter", ("x", "index", "src"), ("axis",), "as scatter_add, but assigns; "
                   "with duplicate indices any one of the values may win.", "index"),
     PrimitiveSpec("full", (), ("shape", "value", "dtype"), "y = value everywhere.", "create"),
@@ -87,5 +112,15 @@ _ALL = [
     PrimitiveSpec("copy", ("x",), (), "y = x.", "memory"),
 ]
 
+#: Expected dtypes where they are not ``ALL``.
+_DTYPES: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys("neg abs sign sub pow floor_divide remainder sum prod matmul scatter_add arange".split(), NUMERIC),
+    **dict.fromkeys("exp log sqrt rsqrt sin cos tanh erf floor ceil div".split(), FLOATS),
+    **dict.fromkeys("logical_not logical_and logical_or".split(), ("bool",)),
+    "philox_uniform": ("float32", "float64"),
+}
+
 #: name -> spec, in a stable order.
-PRIMITIVES: dict[str, PrimitiveSpec] = {s.name: s for s in _ALL}
+PRIMITIVES: dict[str, PrimitiveSpec] = {
+    s.name: replace(s, dtypes=_DTYPES.get(s.name, ALL), key_input=1 if s.name == "where" else 0) for s in _ALL
+}

@@ -73,8 +73,10 @@ class Registry:
         broadcast: bool = False,
     ) -> None:
         """Register ``fn`` as the kernel of ``op`` on ``device_type`` for each dtype in
-        ``dtypes`` (the dtype of the op's first tensor input, or of its output for ops with
-        no tensor input). A later registration replaces an earlier one.
+        ``dtypes``: the op's dispatch dtype, which is the dtype of its first tensor input,
+        except ``where`` (the dtype of ``x``, its second input: the condition is always bool)
+        and ops with no tensor input (the dtype of the output); ``PrimitiveSpec.key_input``
+        says which. A later registration replaces an earlier one.
 
         With ``broadcast=True`` elementwise kernels receive inputs of the output's rank whose
         sizes are equal to the output's or 1; otherwise the core expands them first.
@@ -87,6 +89,7 @@ class Registry:
         self.communicators[device_type] = (self.plugin, factory)
 
     def add_compiler(self, device_type: str, factory: Callable[..., Any]) -> None:
-        """Register the :class:`Compiler` class (or factory) for ``device_type``;
-        called with the device's runtime when first used."""
+        """Register the :class:`Compiler` class (or factory) for ``device_type``; the core
+        calls ``factory(runtime, device_index)`` the first time it compiles for that device
+        (one compiler per device index)."""
         self.compilers[device_type] = (self.plugin, factory)

@@ -167,7 +167,7 @@ def run_kernel_guarded(name: str, ins: list[Any], attrs: dict[str, Any], device:
         metas = [((n,), a["dtype"])]
     else:
         metas = op.infer(ins, a)
-    entry = dispatch.find_kernel(name, dev.type, ins[0].dtype if ins else metas[0][1])
+    entry = dispatch.find_kernel(name, dev.type, ins[op.spec.key_input].dtype if ins else metas[0][1])
     if entry is None:
         return run_primitive(name, ins, attrs, device)
     if op.elementwise and not entry.broadcast:

@@ -18,15 +18,12 @@ import ml_dtypes
 import numpy as np
 
 from adapter_api import PRIMITIVES
+from adapter_api import primitives as P
 
 from . import reference as R
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
-FLOATS = ("float32", "float64", "float16", "bfloat16")
-SIGNED = ("int8", "int16", "int32", "int64")
-INTS = (*SIGNED, "uint8")
-NUMERIC = (*FLOATS, *INTS)
-ALL = (*NUMERIC, "bool")
+FLOATS, INTS, NUMERIC, ALL = P.FLOATS, P.INTS, P.NUMERIC, P.ALL
 
 
 def dtype_of(name: str) -> np.dtype:
@@ -69,7 +66,6 @@ class Sample:
 @dataclass
 class OpInfo:
     name: str
-    dtypes: tuple[str, ...]  #: dtypes for which the contract defines the op
     samples: Callable[[np.dtype, np.random.Generator], Iterator[Sample]]
     ref: Callable[..., np.ndarray]
     tol_scale: float = 1.0
@@ -80,6 +76,11 @@ class OpInfo:
     creation: bool = False
     #: extra checks (e.g. out-of-range indices must raise): fn(run) -> None
     edge_checks: tuple[str, ...] = ()
+
+    @property
+    def dtypes(self) -> tuple[str, ...]:
+        """The dtypes for which the contract defines the op (``adapter_api.primitives``)."""
+        return PRIMITIVES[self.name].dtypes
 
 
 # -------------------------------------------------------------------------------------------
@@ -427,51 +428,48 @@ def _build() -> dict[str, OpInfo]:
 
     unary_domain = {"log": "positive", "sqrt": "positive", "rsqrt": "positive"}
     for n in ("neg", "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "erf", "floor", "ceil", "sign"):
-        dts = NUMERIC if n in ("neg", "abs", "sign") else FLOATS
         big = 1.0e3 if n in ("sin", "cos") else None
         g = () if n in ("floor", "ceil", "sign") else (0,)
         dom = unary_domain.get(n, "real")
-        add(OpInfo(n, dts, unary_samples(dom, big=big), R.REFERENCES[n], grad_inputs=g,
+        add(OpInfo(n, unary_samples(dom, big=big), R.REFERENCES[n], grad_inputs=g,
                    grad_samples=smooth("positive" if dom == "positive" else ("apart" if n == "abs" else "real"))))
-    add(OpInfo("logical_not", ("bool",), unary_samples(), R.REFERENCES["logical_not"]))
+    add(OpInfo("logical_not", unary_samples(), R.REFERENCES["logical_not"]))
     for n in ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "floor_divide", "remainder"):
-        dts = {"div": FLOATS, "add": ALL, "mul": ALL, "maximum": ALL, "minimum": ALL}.get(n, NUMERIC)
         kind = {"pow": "pow", "floor_divide": "nonzero_rhs", "remainder": "nonzero_rhs", "div": "real"}.get(n, "real")
         nan_ok = n not in ("pow", "floor_divide", "remainder")
         edges = n in ("add", "sub", "mul", "maximum", "minimum")
         gsamp = smooth("apart" if n in ("maximum", "minimum") else ("pow" if n == "pow" else "positive"), 2)
         grad = (0, 1) if n not in ("floor_divide", "remainder") else ((0,) if n == "remainder" else ())
-        add(OpInfo(n, dts, binary_samples(kind, nan_ok, edges), R.REFERENCES[n], tol_scale=2.0 if n == "pow" else 1.0,
+        add(OpInfo(n, binary_samples(kind, nan_ok, edges), R.REFERENCES[n], tol_scale=2.0 if n == "pow" else 1.0,
                    grad_inputs=grad, grad_samples=gsamp))
     for n in ("eq", "ne", "lt", "le", "gt", "ge"):
-        add(OpInfo(n, ALL, binary_samples(), R.REFERENCES[n]))
+        add(OpInfo(n, binary_samples(), R.REFERENCES[n]))
     for n in ("logical_and", "logical_or"):
-        add(OpInfo(n, ("bool",), binary_samples(), R.REFERENCES[n]))
-    add(OpInfo("where", ALL, where_samples, R.where, grad_inputs=(1, 2),
+        add(OpInfo(n, binary_samples(), R.REFERENCES[n]))
+    add(OpInfo("where", where_samples, R.where, grad_inputs=(1, 2),
                grad_samples=grad_from(where_samples, lambda s: s.label.startswith("shapes (3, 1)"))))
-    add(OpInfo("cast", ALL, cast_samples, R.cast, grad_inputs=(0,),
+    add(OpInfo("cast", cast_samples, R.cast, grad_inputs=(0,),
                grad_samples=lambda d, rng: iter([Sample([rng.uniform(-2, 2, (3, 4)).astype(d)], {"dtype": d}, label="to itself"),
                                                  Sample([rng.uniform(-2, 2, (5,)).astype(d)], {"dtype": np.dtype("float64" if d.name == "float32" else "float32")}, label="to another float")])))
     for n in ("sum", "prod", "max", "min"):
-        dts = ALL if n in ("max", "min") else NUMERIC
         gs = _distinct if n in ("max", "min") else grad_from(reduce_samples(n), lambda s: s.ins[0].size <= 64)
-        add(OpInfo(n, dts, reduce_samples(n), R.REFERENCES[n], grad_inputs=(0,), grad_samples=gs))
+        add(OpInfo(n, reduce_samples(n), R.REFERENCES[n], grad_inputs=(0,), grad_samples=gs))
     for n in ("argmax", "argmin"):
-        add(OpInfo(n, ALL, arg_samples, R.REFERENCES[n]))
-    add(OpInfo("matmul", NUMERIC, matmul_samples, R.matmul, grad_inputs=(0, 1),
+        add(OpInfo(n, arg_samples, R.REFERENCES[n]))
+    add(OpInfo("matmul", matmul_samples, R.matmul, grad_inputs=(0, 1),
                grad_samples=grad_from(matmul_samples, lambda s: s.ins[0].size <= 24)))
     for n in ("permute", "expand", "slice", "concat", "pad", "copy"):
-        add(OpInfo(n, ALL, layout_samples(n), R.REFERENCES[n], grad_inputs=(0,) if n != "concat" else (0, 1, 2),
+        add(OpInfo(n, layout_samples(n), R.REFERENCES[n], grad_inputs=(0,) if n != "concat" else (0, 1, 2),
                    grad_samples=grad_from(layout_samples(n))))
-    add(OpInfo("gather", ALL, gather_samples, R.gather, grad_inputs=(0,), grad_samples=grad_from(gather_samples),
+    add(OpInfo("gather", gather_samples, R.gather, grad_inputs=(0,), grad_samples=grad_from(gather_samples),
                edge_checks=("index_out_of_range",)))
-    add(OpInfo("scatter_add", NUMERIC, scatter_samples("scatter_add"), R.scatter_add, grad_inputs=(0, 2),
-               grad_samples=grad_from(scatter_samples("scatter_add"))))
-    add(OpInfo("scatter", ALL, scatter_samples("scatter"), R.scatter, grad_inputs=(0, 2),
-               grad_samples=grad_from(scatter_samples("scatter"))))
-    add(OpInfo("full", ALL, full_samples, R.full, creation=True))
-    add(OpInfo("arange", NUMERIC, arange_samples, lambda n, start, step, dtype: R.arange(n, start, step, dtype), creation=True))
-    add(OpInfo("philox_uniform", ("float32", "float64"), philox_samples, R.philox_uniform, creation=True, tol_scale=0.0))
+    add(OpInfo("scatter_add", scatter_samples("scatter_add"), R.scatter_add, grad_inputs=(0, 2),
+               grad_samples=grad_from(scatter_samples("scatter_add")), edge_checks=("index_out_of_range",)))
+    add(OpInfo("scatter", scatter_samples("scatter"), R.scatter, grad_inputs=(0, 2),
+               grad_samples=grad_from(scatter_samples("scatter")), edge_checks=("index_out_of_range",)))
+    add(OpInfo("full", full_samples, R.full, creation=True))
+    add(OpInfo("arange", arange_samples, lambda n, start, step, dtype: R.arange(n, start, step, dtype), creation=True))
+    add(OpInfo("philox_uniform", philox_samples, R.philox_uniform, creation=True, tol_scale=0.0))
     missing = set(PRIMITIVES) - set(db)
     assert not missing, f"op database misses primitives {sorted(missing)}"
     return db

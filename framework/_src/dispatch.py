@@ -122,7 +122,7 @@ def run(
                 break
     if metas is None:
         metas = op.infer(ins, attrs)
-    key_dtype = ins[0].dtype if ins else metas[0][1]
+    key_dtype = ins[op.spec.key_input if op.spec else 0].dtype if ins else metas[0][1]  # where: x's dtype
     entry = _KCACHE.get((op.name, dev.type, key_dtype), _MISS)
     if entry is _MISS:
         entry = find_kernel(op.name, dev.type, key_dtype)

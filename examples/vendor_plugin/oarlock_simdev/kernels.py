@@ -8,6 +8,8 @@ import math
 
 import numpy as np
 
+from adapter_api import OpArgumentError
+
 FLOAT = ("float32", "float64")
 NUM = (*FLOAT, "int32", "int64")
 ALL = (*NUM, "bool")
@@ -23,7 +25,8 @@ def elementwise(fn):
 
 def checked_index(index, size):
     if index.size and (index.min() < 0 or index.max() >= size):
-        raise IndexError(f"index out of range [0, {size}): {index.min()}..{index.max()}")
+        raise OpArgumentError(f"[simdev] index out of range [0, {size}): got {index.min()}..{index.max()}; "
+                              f"check the indices")
     return index
 
 
