@@ -19,9 +19,9 @@ def cmd_devices(args: argparse.Namespace) -> int:
     """Each plugin, its contract version, its devices with properties, kernels, load errors."""
     import framework as fw
     from framework._src import device as _dev
-    from framework._src.plugins import host
+    from framework._src.plugins import host, probe_for_crashes
 
-    h = host()
+    h = host(skip=probe_for_crashes())  # a plugin that segfaults while loading is shown, not fatal
     print(f"oarlock {fw.__version__}, adapter contract {fw.CONTRACT_VERSION[0]}.{fw.CONTRACT_VERSION[1]}")
     status = 0
     for name, rec in sorted(h.records.items(), key=lambda kv: (kv[0] != "cpu", kv[0])):

@@ -21,8 +21,17 @@ def ep(name: str, module: str) -> EntryPoint:
     return EntryPoint(name=name, value=module, group=GROUP)
 
 
+@pytest.fixture(autouse=True)
+def _own_plugin_selection(monkeypatch):
+    """These tests choose their plugins themselves: the caller's OARLOCK_PLUGINS must not
+    leave plugins out (or in)."""
+    monkeypatch.delenv("OARLOCK_PLUGINS", raising=False)
+
+
 def test_cpu_plugin_found_through_entry_point():
-    rec = fw.plugins()["cpu"]
+    h = PluginHost()  # a fresh host: the process-wide one may have been loaded under OARLOCK_PLUGINS
+    h.load_entry_points()
+    rec = h.records["cpu"]
     assert rec.module == "plugins.cpu" and rec.error is None
     assert rec.contract == fw.CONTRACT_VERSION
     assert "cpu" in rec.device_types and rec.kernel_count >= 52
@@ -63,6 +72,7 @@ def test_oarlock_plugins_env_limits_loading(monkeypatch):
 
 @pytest.fixture(scope="module")
 def partial():
+    fw.register_plugin("plugins.cpu", name="cpu")  # the fallback target, even under OARLOCK_PLUGINS=opencl
     fw.register_plugin("tests.plugins_for_tests.partial", name="partial")
     return "partial"
 
@@ -155,3 +165,26 @@ def test_asking_for_a_broken_plugins_device_raises_its_error(tmp_path):
     assert "ERR [device] device 'vendorx' is unavailable because its plugin failed to load" in out.stdout, out.stdout + out.stderr
     assert "libvendor.so.3" in out.stdout
     assert "OK cpu:0" in out.stdout  # import framework was not broken
+
+
+def test_oarlock_devices_survives_a_plugin_that_segfaults_while_registering(tmp_path):
+    env = _fake_install(tmp_path, "vendorsegv", "tests.plugins_for_tests.segv_register")
+    out = subprocess.run([sys.executable, "-m", "framework.cli", "devices"], env=env, capture_output=True, text=True, timeout=300, cwd=_root())
+    assert out.returncode == 0, out.stdout + out.stderr
+    text = out.stdout
+    assert "plugin cpu (plugins.cpu)" in text and "cpu:0" in text
+    assert "plugin vendorsegv (tests.plugins_for_tests.segv_register)" in text and "FAILED TO LOAD" in text
+    assert "plugin 'vendorsegv' killed the process while loading" in text and "died with SIGSEGV" in text
+    assert "OARLOCK_PLUGINS" in text
+
+
+def test_a_plugin_that_segfaults_at_run_time_is_named_on_stderr(tmp_path):
+    env = _fake_install(tmp_path, "vendorsegv", "tests.plugins_for_tests.segv_register")
+    code = "import framework as fw\nprint('before', flush=True)\nfw.ones([1])\nprint('after')"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, cwd=_root())
+    assert out.returncode == -11 and "before" in out.stdout and "after" not in out.stdout, out.stderr
+    assert "Segmentation fault" in out.stderr
+    assert "<oarlock: registering plugin 'vendorsegv' (tests.plugins_for_tests.segv_register); if the process died here, leave the plugin out with OARLOCK_PLUGINS" in out.stderr
+    # leaving it out works
+    out = subprocess.run([sys.executable, "-c", code], env={**env, "OARLOCK_PLUGINS": "cpu"}, capture_output=True, text=True, timeout=120, cwd=_root())
+    assert out.returncode == 0 and "after" in out.stdout, out.stderr

@@ -7,9 +7,15 @@ import time; asking for its device raises the recorded error with what to do.
 
 from __future__ import annotations
 
+import contextlib
+import faulthandler
 import importlib
 import os
+import signal
+import subprocess
+import sys
 import traceback
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
 from types import ModuleType
@@ -45,9 +51,12 @@ class PluginHost:
         self.manager.add_hookspecs(hookspecs)
 
     # -- loading ------------------------------------------------------------------------
-    def load_entry_points(self, eps: list[EntryPoint] | None = None) -> None:
+    def load_entry_points(self, eps: list[EntryPoint] | None = None, *, skip: dict[str, str] | None = None,
+                          announce: Callable[[str], None] | None = None) -> None:
         """Load plugins from ``eps`` (default: the installed entry points), honouring
-        ``OARLOCK_PLUGINS=cpu,opencl``."""
+        ``OARLOCK_PLUGINS=cpu,opencl``. Plugins named in ``skip`` are recorded as broken with
+        the given error and not loaded (see :func:`probe_for_crashes`); ``announce`` is told
+        ``"start NAME"`` and ``"done NAME"`` around each plugin."""
         if eps is None:
             eps = sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: (e.name != "cpu", e.name))
         wanted = os.environ.get("OARLOCK_PLUGINS", "").strip()
@@ -57,12 +66,20 @@ class PluginHost:
                 continue
             if ep.name in self.records:
                 continue
+            if skip and ep.name in skip:
+                self.records[ep.name] = PluginRecord(name=ep.name, module=ep.value, error=skip[ep.name])
+                continue
+            if announce is not None:
+                announce(f"start {ep.name}")
             try:
-                module = ep.load()
+                with _named_on_crash():
+                    module = _guarded("importing", ep.name, ep.value)(ep.load)
             except BaseException as exc:  # noqa: BLE001 — a broken plugin never breaks import
                 self._broken(ep.name, ep.value, "import", exc)
                 continue
             self.register_module(module, name=ep.name, raise_errors=False)
+            if announce is not None:
+                announce(f"done {ep.name}")
 
     def register_module(self, module: ModuleType | str, name: str | None = None, *, raise_errors: bool = True) -> PluginRecord:
         """Register one plugin module (what an entry point names)."""
@@ -89,7 +106,8 @@ class PluginHost:
             hook = getattr(module, "oarlock_register", None)
             if hook is None:
                 raise PluginError(f"[plugins] plugin '{name}' ({module.__name__}) defines no oarlock_register hook")
-            hook(registry=self.registry)
+            with _named_on_crash():
+                _guarded("registering", name, module.__name__)(hook, registry=self.registry)
             info_hook = getattr(module, "oarlock_plugin_info", None)
             if info_hook is not None:
                 record.info = dict(info_hook() or {})
@@ -131,15 +149,92 @@ class PluginHost:
         return entry[0] if entry else None
 
 
+# -- a plugin that kills the process -----------------------------------------------------------
+def _guarded(stage: str, name: str, module: str) -> Callable[..., Any]:
+    """A caller whose frame names the plugin: if the process dies inside it, faulthandler's
+    traceback carries the line ``File "<oarlock: registering plugin 'x' (mod); ...>"``."""
+    filename = (f"<oarlock: {stage} plugin '{name}' ({module}); if the process died here, leave the plugin out "
+                f"with OARLOCK_PLUGINS or run `oarlock devices`>")
+    ns: dict[str, Any] = {}
+    exec(compile("def call(fn, *args, **kwargs):\n    return fn(*args, **kwargs)\n", filename, "exec"), ns)  # noqa: S102
+    return ns["call"]
+
+
+@contextlib.contextmanager
+def _named_on_crash() -> Iterator[None]:
+    """faulthandler on (if it was off) while plugin code runs, so a fatal signal prints the
+    stack with the frame of :func:`_guarded` naming the plugin."""
+    enabled = False
+    if not faulthandler.is_enabled():
+        try:
+            faulthandler.enable()
+            enabled = True
+        except (AttributeError, ValueError, RuntimeError, OSError):  # no usable stderr (a notebook)
+            pass
+    try:
+        yield
+    finally:
+        if enabled:
+            faulthandler.disable()
+
+
+_PROBE_TAG = "oarlock-plugin-probe:"
+
+
+def _probe_main() -> None:
+    """The child of :func:`probe_for_crashes`: load every plugin, saying which one runs."""
+    skip = {n: "skipped" for n in os.environ.get("OARLOCK_PROBE_SKIP", "").split(",") if n}
+    PluginHost().load_entry_points(skip=skip, announce=lambda s: print(_PROBE_TAG, s, flush=True))
+
+
+def probe_for_crashes(timeout: float = 120.0) -> dict[str, str]:
+    """Load the plugins in a child process first and return ``{name: error}`` for each one
+    that kills it (a segfault in ``oarlock_register``) or hangs it, so ``oarlock devices``
+    can show the plugin instead of dying with it. Pass the result to :func:`host`."""
+    crashed: dict[str, str] = {}
+    while True:
+        env = dict(os.environ, OARLOCK_PROBE_SKIP=",".join(crashed))
+        cmd = [sys.executable, "-c", "from framework._src.plugins import _probe_main; _probe_main()"]
+        try:
+            r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+            out, code = r.stdout, r.returncode
+        except subprocess.TimeoutExpired as exc:
+            out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+            code = None
+        if code == 0:
+            return crashed
+        started = [ln.split()[1:] for ln in out.splitlines() if ln.startswith(_PROBE_TAG)]
+        if not started or started[-1][0] != "start" or started[-1][1] in crashed:
+            return crashed  # the child died outside any plugin: nothing to blame
+        name = started[-1][1]
+        if code is None:
+            how = f"hung for more than {timeout:g} s"
+        elif code < 0:
+            try:
+                how = f"died with {signal.Signals(-code).name}"
+            except ValueError:
+                how = f"died with signal {-code}"
+        else:
+            how = f"exited with status {code}"
+        eps = [e for e in entry_points(group=ENTRY_POINT_GROUP) if e.name == name]
+        crashed[name] = (
+            f"[plugins] plugin '{name}' killed the process while loading (found in a child process)\n"
+            f"  module: {eps[0].value if eps else '?'}\n"
+            f"  error:  the process {how} while importing it or running its oarlock_register\n"
+            f"  fix:    reinstall or uninstall the plugin, or leave it out with OARLOCK_PLUGINS"
+        )
+
+
 _HOST: PluginHost | None = None
 
 
-def host() -> PluginHost:
-    """The process-wide plugin host, loaded on first use."""
+def host(skip: dict[str, str] | None = None) -> PluginHost:
+    """The process-wide plugin host, loaded on first use (``skip``: plugins recorded as
+    broken without loading them, from :func:`probe_for_crashes`; only the first call's)."""
     global _HOST
     if _HOST is None:
         _HOST = PluginHost()
-        _HOST.load_entry_points()
+        _HOST.load_entry_points(skip=skip)
     return _HOST
 
 
