@@ -1,9 +1,36 @@
 """Compile access: the fourth interface. The core generates kernel source in the plugin's
 language; the plugin builds it and launches it.
 
-The core caches the bytes :meth:`Compiler.compile` returns, on disk, keyed by a hash of the
-source, :meth:`Compiler.identity` and the options, and turns them back into a program with
-:meth:`Compiler.load`. A plugin therefore never caches anything itself.
+Calling convention of generated kernels
+---------------------------------------
+Each generated program is one kernel function, ``entry``, with parameters in this order:
+the inputs ``in0, in1, ...`` (const pointers to their element type), then the outputs
+``out0, out1, ...``, then the row count ``rows`` last (``int64_t`` in C; ``long`` in OpenCL C;
+``long long`` in CUDA). Every tensor is contiguous and viewed as ``rows`` rows of a row length
+``N`` baked into the source as a constant, so one binary serves every batch size.
+:meth:`Compiler.launch` gets ``args`` in that order: native views (see
+``DeviceRuntime.view``; on a host device these are numpy arrays, whose data pointer is the
+argument, already offset to the tensor's first element) and numpy scalars (``np.int64(rows)``).
+``grid`` is ``(rows,)`` for language ``"c"`` (the function loops over rows itself) and
+``(rows * local,)`` with ``local = (L,)`` for ``"opencl-c"`` and ``"cuda"`` (one work-group
+of ``L`` items per row).
+
+Flags the generated source expects: C is C99 with ``#pragma omp parallel for`` over rows and
+``#pragma omp simd`` along them (build with OpenMP, e.g. ``-fopenmp``, or the pragmas are
+ignored and it runs on one thread), ``<math.h>`` functions (link ``-lm``), and optionally
+``-DOARLOCK_VECTOR_MATH`` with glibc's ``-lmvec`` for SIMD ``expf``/``logf``; OpenCL C and
+CUDA need no flags. ``options`` passed to :meth:`Compiler.compile` come from the core and are
+part of the cache key.
+
+Kernel cache
+------------
+The core caches the bytes :meth:`Compiler.compile` returns, in memory and on disk (under the
+user cache folder, ``oarlock/kernels``; ``$OARLOCK_CACHE_DIR`` overrides it), keyed by a
+SHA-256 of the language, the compiler's class (module and name: the plugin's identity, so two
+plugins whose :meth:`Compiler.identity` strings agree never load each other's binaries),
+:meth:`Compiler.identity`, the entry, the options and the source; it turns them back into a
+program with :meth:`Compiler.load`. A plugin therefore never caches anything itself; it makes
+``identity()`` change whenever compiled output would (compiler version, target, flags).
 
 Example::
 

@@ -95,3 +95,22 @@ def test_an_out_of_range_index_must_raise_op_argument_error(device):
         check_index_out_of_range(OPDB["gather"], np.dtype("float32"), device)
     with pytest.raises(CheckFailure, match=r"gather\[float64\]: an out-of-range index \(5, axis of size 5\) did not raise"):
         check_index_out_of_range(OPDB["gather"], np.dtype("float64"), device)
+
+
+def test_the_kernel_cache_key_holds_the_plugin_identity():
+    """Two plugins' compilers with one identity() string never share a cached binary."""
+    from adapter_api import Compiler
+    from framework.compiler.cache import program_key
+
+    class VendorACompiler(Compiler):
+        language = "c"
+
+        def identity(self):  # type: ignore[no-untyped-def]
+            return "gcc 12 x86-64"
+
+    class VendorBCompiler(VendorACompiler):
+        pass
+
+    src = "void k(const float* in0, float* out0, long rows) {}"
+    a, b = program_key(VendorACompiler(), src, "k", ()), program_key(VendorBCompiler(), src, "k", ())
+    assert a != b and a == program_key(VendorACompiler(), src, "k", ())

@@ -63,7 +63,7 @@ class CacheStats:
 
 def program_key(compiler: Compiler, source: str, entry: str, options: tuple[str, ...]) -> str:
     h = hashlib.sha256()
-    for part in (compiler.language, compiler.identity(), entry, "\0".join(options), source):
+    for part in (compiler.language, f"{type(compiler).__module__}.{type(compiler).__qualname__}", compiler.identity(), entry, "\0".join(options), source):
         h.update(part.encode())
         h.update(b"\0\1")
     return h.hexdigest()
