@@ -41,9 +41,10 @@ def _tiers(values: list[str] | None) -> tuple[str, ...]:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="oarlock conformance", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--device", default=os.environ.get("OARLOCK_DEVICE") or "cpu", help="device to test (default: cpu)")
+    p.add_argument("--device", default=os.environ.get("OARLOCK_DEVICE") or "cpu", help="device to test, e.g. simdev or opencl:1 (default: $OARLOCK_DEVICE, else cpu)")
     p.add_argument("--plugin", action="append", default=[],
-                   help="also load this plugin (a module name or a .py file) without installing it; repeatable")
+                   help="also load this plugin without installing it: an importable module name (oarlock_mydev), "
+                        "a .py file (path/mydev.py) or a package folder (path/oarlock_mydev); repeatable")
     p.add_argument("--tier", action="append", help=f"tiers to run, repeatable or comma-separated ({', '.join(TIERS)})")
     p.add_argument("-k", dest="pattern", help="only cases whose id contains this (comma = or; globs; 'not X')")
     p.add_argument("--list", action="store_true", help="list the cases that would run, and exit")

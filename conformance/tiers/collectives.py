@@ -34,8 +34,8 @@ def run_ranks(device: str, n: int) -> dict[str, Any]:
     names = Counter(r["name"].split("/")[0] for r in records)
     data = {"checks": len(records), "by_collective": dict(names)}
     if bad:
-        first = "; ".join(f"rank {r['rank']} {r['name']}: {str(r.get('detail', ''))[:300]}" for r in bad[:5])
-        raise CheckFailure(f"{len(bad)} of {len(records)} collective checks failed with {n} ranks: {first}",
+        first = "\n".join(f"rank {r['rank']} {r['name']}: {r.get('detail', '')}" for r in bad[:5])  # whole tracebacks
+        raise CheckFailure(f"{len(bad)} of {len(records)} collective checks failed with {n} ranks:\n{first}",
                            "every rank ok", f"{len(bad)} failed")
     return data
 
