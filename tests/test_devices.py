@@ -13,10 +13,21 @@ import framework as fw
 
 
 def test_default_device_is_cpu_and_names_parse():
-    assert str(fw.get_device()) in {os.environ.get("OARLOCK_DEVICE", "cpu:0"), "cpu:0"} or True
+    # in this process: OARLOCK_DEVICE when the caller set it, else cpu
+    assert fw.get_device() == fw.Device(*_split(os.environ.get("OARLOCK_DEVICE") or "cpu"))
+    # in a clean process: cpu, whatever the caller's environment
+    env = {k: v for k, v in os.environ.items() if k != "OARLOCK_DEVICE"}
+    code = "import framework as fw; print(fw.get_device(), fw.ones([1]).device)"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.stdout.split() == ["cpu:0", "cpu:0"], out.stderr
     assert fw.Device("cpu", 0) == "cpu" and str(fw.Device("opencl", 1)) == "opencl:1"
     assert fw.device_count("cpu") == 1
     assert any(d.type == "cpu" for d in fw.devices())
+
+
+def _split(name: str) -> tuple[str, int]:
+    t, _, i = name.partition(":")
+    return t, int(i or 0)
 
 
 def test_set_device_and_context(device):

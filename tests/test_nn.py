@@ -84,15 +84,27 @@ def test_set_state_dict_key_mismatches_are_never_silent():
         np.testing.assert_array_equal(v.numpy(), d_before[k])
 
 
+def _block_reference(b: Block, x: np.ndarray) -> np.ndarray:
+    """norm(fc(x)) in numpy from the block's own parameters (dropout left out)."""
+    h = x @ b.fc.weight.numpy() + b.fc.bias.numpy()
+    mu, var = h.mean(-1, keepdims=True), h.var(-1, keepdims=True)
+    return (h - mu) / np.sqrt(var + 1e-5) * b.norm.weight.numpy() + b.norm.bias.numpy()
+
+
 def test_train_eval_switch_dropout():
+    fw.seed(0)
     b = Block()
-    x = fw.randn([8, 4])
+    x = np.random.default_rng(0).standard_normal((256, 4)).astype(np.float32)
+    ref = _block_reference(b, x)
     b.eval()
     assert not b.drop.training
-    np.testing.assert_array_equal(b(x).numpy(), b(x).numpy())
+    np.testing.assert_allclose(b(fw.to_tensor(x)).numpy(), ref, rtol=1e-5, atol=1e-5)  # dropout is the identity
     b.train()
     assert b.drop.training
-    assert (b(x).numpy() == 0).any()
+    y = b(fw.to_tensor(x)).numpy()
+    dropped = y == 0
+    assert 0.4 < dropped.mean() < 0.6, dropped.mean()  # p = 0.5 of 768 elements, Philox seed 0
+    np.testing.assert_allclose(y[~dropped], 2.0 * ref[~dropped], rtol=1e-5, atol=1e-5)  # kept ones scaled by 1/(1-p)
 
 
 def test_forward_hooks_replace_inputs_and_outputs():
@@ -107,14 +119,29 @@ def test_forward_hooks_replace_inputs_and_outputs():
 
 
 def test_to_moves_parameters_in_place_and_casts():
+    fw.register_plugin("tests.plugins_for_tests.primonly", name="primonly")
     lin = nn.Linear(3, 2)
-    w = lin.weight
+    lin.register_buffer("steps", fw.to_tensor([4.0]))
+    w, bias = lin.weight, lin.bias
+    w_val, b_val = w.numpy().copy(), bias.numpy().copy()
+    x = np.array([[1.0, -2.0, 0.5]])
     lin.to(dtype="float64")
-    assert lin.weight is w and w.dtype == np.float64
-    lin.to("cpu")
-    assert w.device == fw.Device("cpu", 0) if hasattr(fw, "Device") else True
-    y = lin(fw.ones([1, 3], dtype="float64", device="cpu"))
-    assert y.dtype == np.float64
+    assert lin.weight is w and w.dtype == np.float64 and bias.dtype == np.float64
+    np.testing.assert_array_equal(w.numpy(), w_val.astype(np.float64))
+    lin.to("primonly:0")  # another device: the same Parameter objects now live there
+    assert lin.weight is w and lin.bias is bias
+    assert all(str(t.device) == "primonly:0" for t in lin.parameters() + lin.buffers())
+    np.testing.assert_array_equal(w.numpy(), w_val.astype(np.float64))
+    np.testing.assert_array_equal(lin.steps.numpy(), [4.0])
+    y = lin(fw.to_tensor(x, dtype="float64", device="primonly:0"))
+    assert str(y.device) == "primonly:0" and y.dtype == np.float64
+    np.testing.assert_allclose(y.numpy(), x @ w_val.astype(np.float64) + b_val, rtol=1e-12)
+    y.sum().backward()  # gradients arrive on the new device, in the new dtype
+    assert str(w.grad.device) == "primonly:0" and w.grad.dtype == np.float64
+    np.testing.assert_allclose(w.grad.numpy(), np.repeat(x.T, 2, axis=1), rtol=1e-12)
+    lin.to("cpu", dtype="float32")
+    assert lin.weight is w and str(w.device) == "cpu:0" and w.dtype == np.float32
+    np.testing.assert_array_equal(w.numpy(), w_val)
 
 
 def test_initializers_follow_their_formulas_and_philox():
