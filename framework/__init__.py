@@ -286,6 +286,7 @@ from ._src.ops.composites.special import (
     tan,
 )
 from ._src.ops.linalg import (
+    bincount,
     bmm,
     cholesky,
     cholesky_solve,

@@ -15,6 +15,7 @@ written with device ops. The rest are decompositions into those and the usual op
 from __future__ import annotations
 
 from ._src.ops.linalg import (
+    bincount,
     bmm,
     cholesky,
     cholesky_solve,

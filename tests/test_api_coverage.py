@@ -32,9 +32,9 @@ TENSOR_GROUPS = ["creation", "linalg", "logic", "manipulation", "math", "random"
 
 #: coverage floors in percent, per group; raise them as names are added, never lower them
 FLOORS = {
-    "tensor.creation": 56, "tensor.linalg": 13, "tensor.logic": 57, "tensor.manipulation": 51,
-    "tensor.math": 50, "tensor.random": 60, "tensor.search": 46, "tensor.stat": 12,
-    "F": 30, "nn": 29, "optimizer": 100, "optimizer.lr": 100, "io": 0, "amp": 0, "top": 46,
+    "tensor.creation": 96, "tensor.linalg": 100, "tensor.logic": 100, "tensor.manipulation": 94,
+    "tensor.math": 100, "tensor.random": 100, "tensor.search": 100, "tensor.stat": 100,
+    "F": 35, "nn": 34, "optimizer": 100, "optimizer.lr": 100, "io": 0, "amp": 0, "top": 46,
 }
 
 

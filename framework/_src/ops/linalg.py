@@ -53,9 +53,9 @@ def host_op(name: str, grad: Callable[..., list] | None) -> Callable[[Callable[.
             except np.linalg.LinAlgError as exc:
                 raise OpArgumentError(f"[{name}] {exc} (input shape {ins[0].shape}); the matrix must be {_NEEDS.get(name, 'well-conditioned')}") from None
             many = isinstance(res, tuple)
-            outs = [to_tensor(np.ascontiguousarray(r.astype(ins[0].dtype, copy=False)) if np.asarray(r).dtype.kind == "f" else np.asarray(r), device=dev) for r in (res if many else (res,))]
+            outs = [to_tensor(_host_result(r, ins[0].dtype), device=dev) for r in (res if many else (res,))]
             if grad is not None and autograd.is_grad_enabled() and any(not t.stop_gradient for t in ins):
-                autograd.record(op, ins, attrs, outs)
+                autograd.record(op, ins, attrs, outs, ctx=[o.detach() for o in outs])  # outputs kept for the rule
             return tuple(outs) if many else outs[0]
 
         run.op = op  # type: ignore[attr-defined]
@@ -64,12 +64,18 @@ def host_op(name: str, grad: Callable[..., list] | None) -> Callable[[Callable[.
     return wrap
 
 
+def _host_result(r: Any, dtype: np.dtype) -> np.ndarray:
+    """A C-contiguous array of ``dtype`` (floats) keeping 0-d results 0-d."""
+    r = np.asarray(r)
+    return np.array(r, dtype=dtype if r.dtype.kind == "f" else r.dtype, order="C")
+
+
 _NEEDS = {"inverse": "invertible", "solve": "invertible", "cholesky": "symmetric positive definite", "det": "square"}
 
 
 # -- inverse, det, solve ----------------------------------------------------------------------------
 def _g_inverse(n: Any, g: list) -> list:
-    y = n.out()
+    y = n.ctx[0]
     return [-M.matmul(M.matmul(_mT(y), g[0]), _mT(y))]
 
 
@@ -86,8 +92,8 @@ def inverse(x: Tensor, name: str | None = None) -> Tensor:
 
 def _g_det(n: Any, g: list) -> list:
     a = n.inputs[0]
-    d = n.out()
-    return [(g[0] * d).unsqueeze(-1).unsqueeze(-1) * _mT(inverse(a))]
+    d = n.ctx[0]
+    return [(g[0] * d).reshape(d.shape + (1, 1)) * _mT(inverse(a))]
 
 
 @host_op("det", _g_det)
@@ -108,7 +114,7 @@ def slogdet(x: Tensor, name: str | None = None) -> Tensor:
 
 def _g_solve(n: Any, g: list) -> list:
     a, b = n.inputs
-    x = n.out()
+    x = n.ctx[0]
     gb = solve(_mT(a), g[0])
     ga = -M.matmul(gb, _mT(x)) if not a.stop_gradient else None
     return [ga, gb if not b.stop_gradient else None]
@@ -134,7 +140,7 @@ def solve(x: Tensor, y: Tensor, left: bool = True, name: str | None = None) -> T
 
 def _g_triangular(n: Any, g: list) -> list:
     a, b = n.inputs
-    x = n.out()
+    x = n.ctx[0]
     upper, trans, unit = n.attrs["upper"], n.attrs["transpose"], n.attrs["unitriangular"]
     gb = triangular_solve(a, g[0], upper=upper, transpose=not trans, unitriangular=unit)
     ga = None
@@ -164,7 +170,7 @@ def triangular_solve(x: Tensor, y: Tensor, upper: bool = True, transpose: bool =
 
 # -- cholesky -----------------------------------------------------------------------------------------
 def _g_cholesky(n: Any, g: list) -> list:
-    lo = n.out()
+    lo = n.ctx[0]
     upper = n.attrs["upper"]
     gl = g[0]
     if upper:
@@ -197,7 +203,7 @@ def cholesky_solve(x: Tensor, y: Tensor, upper: bool = False, name: str | None =
 
 # -- eigh, qr, svd --------------------------------------------------------------------------------------
 def _g_eigh(n: Any, g: list) -> list:
-    w, v = n.out(0), n.out(1)
+    w, v = n.ctx[0], n.ctx[1]
     gw, gv = g
     inner = C.zeros_like(v) if gw is None else gw.unsqueeze(-1) * C.eye(w.shape[-1], dtype=w.dtype, device=w.device)
     if gv is not None:
@@ -253,7 +259,7 @@ def _copyltu(m: Tensor) -> Tensor:
 
 
 def _g_qr(n: Any, g: list) -> list:
-    q, r = n.out(0), n.out(1)
+    q, r = n.ctx[0], n.ctx[1]
     gq = g[0] if g[0] is not None else C.zeros_like(q)
     gr = g[1] if g[1] is not None else C.zeros_like(r)
     a = n.inputs[0]
@@ -283,7 +289,7 @@ def qr(x: Tensor, mode: str = "reduced", name: str | None = None) -> Any:
 
 def _g_svd(n: Any, g: list) -> list:
     """Townsend's rule for the reduced SVD (distinct singular values)."""
-    u, s, vh = n.out(0), n.out(1), n.out(2)
+    u, s, vh = n.ctx[0], n.ctx[1], n.ctx[2]
     gu, gs, gvh = g
     v = _mT(vh)
     k = s.shape[-1]
