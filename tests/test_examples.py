@@ -3,11 +3,13 @@ goes down; the importable models give reproducible loss curves."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -26,11 +28,33 @@ def run_example(name: str, steps: int) -> tuple[float, float, str]:
     return first, float(m.group(1)), m.group(2)
 
 
-@pytest.mark.parametrize("name,steps", [("mlp", 30), ("cnn", 30), ("tiny_llama", 15)])
-def test_example_trains_and_reports(name, steps):
-    first, final, fallbacks = run_example(name, steps)
-    assert final < first * 0.9, f"{name}: loss went from {first} to {final}"
+def golden(name: str) -> dict:
+    """The loss curve recorded on cpu with seed 0 (conformance/golden, ``--record-goldens``)."""
+    with open(os.path.join(ROOT, "conformance", "golden", f"{name}.json")) as f:
+        return json.load(f)
+
+
+@pytest.mark.parametrize("name", ["mlp", "cnn", "tiny_llama"])
+def test_example_trains_and_reports(name):
+    """The script's printed first and final loss are those of the recorded curve (to the 4
+    decimals printed), and nothing fell back to the CPU plugin."""
+    g = golden(name)
+    first, final, fallbacks = run_example(name, g["steps"])
+    tail = g["loss"][-10:]
+    assert first == pytest.approx(g["loss"][0], abs=6e-5), f"{name}: first loss {first}, recorded {g['loss'][0]}"
+    assert final == pytest.approx(sum(tail) / len(tail), abs=6e-5), f"{name}: final loss {final}, recorded {sum(tail) / len(tail)}"
+    assert final < first
     assert fallbacks == "{}"
+
+
+@pytest.mark.parametrize("name", ["mlp", "cnn", "tiny_llama"])
+def test_loss_curve_matches_the_recorded_one(name):
+    sys.path.insert(0, ROOT)
+    from examples.models import train_steps
+
+    g = golden(name)
+    assert (g["seed"], g["recorded_on"]) == (0, "cpu")
+    np.testing.assert_allclose(train_steps(name, g["steps"], seed=0, device="cpu"), g["loss"], rtol=1e-5)
 
 
 def test_same_seed_gives_the_same_curve_and_another_seed_does_not():
