@@ -322,6 +322,7 @@ from ._src.printing import set_printoptions
 # isort: split
 from . import (  # layers, functional, initializers, optimizers; collectives
     distributed,
+    io,
     linalg,
     nn,
     optim,
