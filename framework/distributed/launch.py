@@ -1,11 +1,12 @@
-"""``oarlock launch -n N script.py args...``: start N processes under ``mpiexec``.
+"""``oarlock launch -n N script.py args...``: start N processes under ``mpiexec``, watched.
 
-The mpiexec of the ``mpich`` wheel (``pip install 'oarlock[dist]'``) is found next to the
-running Python, else on ``PATH``, else at ``OARLOCK_MPIEXEC``. On one machine the processes
-are started with ``-launcher fork`` (no ssh needed in containers); pass ``--hosts a,b`` or
-``--mpiexec-arg`` to go further. ``-disable-auto-cleanup`` lets the surviving ranks report
-which rank died (with a ``[distributed] ... missing rank(s)`` error) instead of being killed
-silently.
+The mpiexec is found and spoken to by :mod:`framework.distributed.mpiexec` (MPICH's Hydra,
+Intel MPI or Open MPI; the mpich wheel's whenever it is installed). Each rank runs under a
+small supervisor (:mod:`framework.distributed.supervisor`) that records how it ended, and the
+ranks record which collective they are in, so that when a rank dies the launcher prints which
+rank, of what signal or status, and where the others were -- and the job always ends: once a
+rank has failed, the others get their collective timeout (``--timeout``) plus a few seconds to
+report and exit, then the launcher ends them. ``--time-limit`` bounds the whole job.
 
 Examples::
 
@@ -21,56 +22,253 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
 
-from adapter_api import CommunicationError
+from .mpiexec import Launcher, find_mpiexec, identify
+from .mpiexec import command_line as _command_line
+from .supervisor import (
+    DEFAULT_TIMEOUT,
+    GRACE,
+    JOB_ENV,
+    describe_exit,
+    is_exiting,
+    rank_timeout,
+    read_activity,
+    read_exit,
+    read_pid,
+)
 
+__all__ = ["JobWatch", "command", "environment", "find_mpiexec", "identify", "main", "run"]
 
-def find_mpiexec() -> str:
-    """Path of mpiexec: ``OARLOCK_MPIEXEC``, the one beside this Python, else ``PATH``."""
-    env = os.environ.get("OARLOCK_MPIEXEC")
-    if env:
-        return env
-    # the mpich wheel installs its scripts into the interpreter's bin folder
-    for folder in (Path(sys.executable).parent, Path(sys.prefix) / "bin"):
-        for name in ("mpiexec", "mpiexec.hydra"):
-            cand = folder / name
-            if cand.is_file() and os.access(cand, os.X_OK):
-                return str(cand)
-    found = shutil.which("mpiexec")
-    if found:
-        return found
-    raise CommunicationError(
-        "[launch] mpiexec was not found next to the Python interpreter nor on PATH; "
-        "pip install 'oarlock[dist]' (mpich), or set OARLOCK_MPIEXEC=/path/to/mpiexec"
-    )
+SUPERVISOR = str(Path(__file__).with_name("supervisor.py"))
 
 
 def command(
-    target: list[str], nprocs: int, *, hosts: str | None = None, extra: list[str] | None = None
+    target: list[str],
+    nprocs: int,
+    *,
+    hosts: str | None = None,
+    extra: list[str] | None = None,
+    launcher: Launcher | None = None,
 ) -> list[str]:
-    """The full mpiexec command line that runs ``python target...`` on ``nprocs`` ranks."""
-    if nprocs < 1:
-        raise CommunicationError(f"[launch] -n must be at least 1, got {nprocs}")
-    cmd = [find_mpiexec(), "-disable-auto-cleanup"]
-    if hosts:
-        cmd += ["-hosts", hosts]
-    elif "-launcher" not in (extra or []):
-        cmd += ["-launcher", "fork"]
-    cmd += list(extra or [])
-    cmd += ["-n", str(nprocs), sys.executable, *target]
-    return cmd
+    """The full mpiexec command line that runs ``python target...`` on ``nprocs`` ranks, each
+    under the supervisor, in the dialect of the mpiexec found (or ``launcher``)."""
+    lau = launcher or identify()
+    program = [sys.executable, SUPERVISOR, sys.executable, *target]
+    return _command_line(lau.dialect, lau.path, nprocs, program, hosts=hosts, extra=extra)
 
 
-def environment(timeout: float | None = None) -> dict[str, str]:
-    """The environment the ranks get: this one, plus the collective timeout."""
+def environment(
+    timeout: float | None = None, *, launcher: Launcher | None = None, job_dir: str | None = None
+) -> dict[str, str]:
+    """The environment the ranks get: this one, plus the collective timeout, the job folder
+    and the launcher's own MPI library for mpi4py (unless the user chose one)."""
     env = dict(os.environ)
     if timeout is not None:
         env["OARLOCK_COLLECTIVE_TIMEOUT"] = str(timeout)
     # Ranks share the machine's cores: one numpy thread each, unless the user said otherwise.
     env.setdefault("OMP_NUM_THREADS", "1")
     env.setdefault("OPENBLAS_NUM_THREADS", "1")
+    if launcher is not None and launcher.libmpi and "MPI4PY_LIBMPI" not in env:
+        env["MPI4PY_LIBMPI"] = launcher.libmpi
+    if job_dir is not None:
+        env[JOB_ENV] = job_dir
     return env
+
+
+class JobWatch:
+    """Watches the ranks of one job through its folder: reports each rank that fails (with
+    what the others were doing), and says when the job must be ended.
+
+    :param say: where report lines go (stderr for ``oarlock launch``; the output for
+        :func:`run`).
+    :param timeout: the ranks' collective timeout (what a survivor may still wait).
+    :param time_limit: seconds for the whole job, or ``None``.
+    """
+
+    def __init__(
+        self,
+        folder: str,
+        nprocs: int,
+        say: Callable[[str], None],
+        timeout: float | None = None,
+        time_limit: float | None = None,
+    ) -> None:
+        self.folder, self.nprocs, self.say = folder, nprocs, say
+        if timeout is None:
+            timeout = float(os.environ.get("OARLOCK_COLLECTIVE_TIMEOUT", DEFAULT_TIMEOUT))
+        self.timeout = timeout
+        self.time_limit = time_limit
+        self.started = time.monotonic()
+        self.ended: dict[int, dict] = {}
+        self.failed: list[tuple[int, int]] = []  # (rank, code), in the order seen
+        self.failed_at: float | None = None
+        self.all_ended_at: float | None = None
+        self.stopped_by_us: set[int] = set()
+        self.reported: set[int] = set()
+        self.reason: str | None = None  # why the launcher ended the job
+
+    # -- reading the folder --------------------------------------------------------------
+    def _doing(self, rank: int) -> str:
+        return read_activity(self.folder, rank) or "before init_parallel_env (or on another machine)"
+
+    def poll(self) -> bool:
+        """Read the folder; report new failures. True when the launcher must end the job."""
+        now = time.monotonic()
+        for r in range(self.nprocs):
+            if r in self.ended:
+                continue
+            ex = read_exit(self.folder, r)
+            if ex is None:
+                continue
+            self.ended[r] = ex
+            if ex["code"] != 0 and r not in self.stopped_by_us:
+                self._report_failure(r, ex)
+        if len(self.ended) == self.nprocs and self.all_ended_at is None:
+            self.all_ended_at = now
+        running = [r for r in range(self.nprocs) if r not in self.ended]
+        if self.time_limit is not None and now - self.started > self.time_limit:
+            self.reason = f"the job ran past its time limit of {self.time_limit:g} s"
+            return True
+        if self.failed_at is not None and running:
+            waits = [
+                GRACE if is_exiting(self.folder, r) else (rank_timeout(self.folder, r) or self.timeout) + GRACE
+                for r in running
+            ]
+            if now - self.failed_at > max(waits):
+                first, code = self.failed[0]
+                self.reason = (
+                    f"rank(s) {', '.join(map(str, running))} still running {now - self.failed_at:.1f} s "
+                    f"after rank {first} {describe_exit(code)}"
+                )
+                return True
+        if self.all_ended_at is not None and now - self.all_ended_at > 2 * GRACE:
+            self.reason = f"every rank has ended but mpiexec has not, {2 * GRACE:g} s later"
+            return True
+        return False
+
+    def _report_failure(self, rank: int, ex: dict) -> None:
+        code = int(ex["code"])
+        doing = ex.get("doing") or "before init_parallel_env"
+        self.reported.add(rank)
+        self.failed.append((rank, code))
+        if self.failed_at is None:
+            self.failed_at = time.monotonic()
+            others = ex.get("others") or {}
+            lines = [
+                f"rank {r}: {others.get(str(r)) or self._doing(r)}"
+                for r in range(self.nprocs)
+                if r != rank and r not in self.ended
+            ]
+            self.say(
+                f"[launch] rank {rank} {describe_exit(code)}, {doing}"
+                + ("; the other ranks were then:\n[launch]   " + "\n[launch]   ".join(lines) if lines else "")
+            )
+        else:
+            self.say(f"[launch] rank {rank} then {describe_exit(code)}, {doing}")
+
+    def finish(self) -> None:
+        """After mpiexec ended: say what the ranks that left no exit status were last doing
+        (mpiexec took them down), when the job failed."""
+        self.poll()
+        if not self.failed:
+            return
+        for r in range(self.nprocs):
+            if r not in self.ended and r not in self.stopped_by_us:
+                self.say(f"[launch] rank {r} was taken down by mpiexec, {self._doing(r)}")
+
+    # -- ending the job ------------------------------------------------------------------
+    def end(self, proc: subprocess.Popen) -> None:
+        """Stop every rank still running (by pid on this machine), then mpiexec."""
+        running = [r for r in range(self.nprocs) if r not in self.ended and read_exit(self.folder, r) is None]
+        states = [f"rank {r}: {self._doing(r)}" for r in running]
+        self.say(
+            f"[launch] ending the job: {self.reason}"
+            + (":\n[launch]   " + "\n[launch]   ".join(states) if states else "")
+        )
+        for sig, wait in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 2.0)):
+            left = [r for r in running if read_exit(self.folder, r) is None]
+            if not left:
+                break
+            for r in left:
+                pid = read_pid(self.folder, r)
+                if pid:
+                    self.stopped_by_us.add(r)
+                    try:
+                        os.kill(pid, sig)
+                    except OSError:
+                        pass
+            end = time.monotonic() + wait
+            while time.monotonic() < end and any(read_exit(self.folder, r) is None for r in left):
+                time.sleep(0.05)
+        _stop(proc)
+
+    def returncode(self, mpiexec_rc: int) -> int:
+        """The job's exit status: the first failed rank's (128 + signal), 124 when the launcher
+        ended a job that had no failed rank, else mpiexec's."""
+        if self.failed:
+            code = self.failed[0][1]
+            return code if code > 0 else 128 - code
+        if self.reason is not None:
+            return 124
+        return mpiexec_rc
+
+
+def _stop(proc: subprocess.Popen, wait: float = GRACE) -> None:
+    """End mpiexec: it gets ``wait`` seconds, then SIGINT (it takes the ranks down), then kill."""
+    for action in (None, signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
+        if action is not None:
+            try:
+                proc.send_signal(action)
+            except OSError:
+                pass
+        try:
+            proc.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _launch(
+    target: list[str],
+    nprocs: int,
+    *,
+    say: Callable[[str], None],
+    hosts: str | None = None,
+    extra: list[str] | None = None,
+    timeout: float | None = None,
+    time_limit: float | None = None,
+    stdout: object = None,
+) -> int:
+    """Start the job, watch it until it ends (or end it), return its exit status."""
+    lau = identify()
+    cmd = command(target, nprocs, hosts=hosts, extra=extra, launcher=lau)
+    job_dir = tempfile.mkdtemp(prefix="oarlock-job-")
+    try:
+        proc = subprocess.Popen(
+            cmd,
+            env=environment(timeout, launcher=lau, job_dir=job_dir),
+            text=True,
+            stdout=stdout,
+            stderr=subprocess.STDOUT if stdout is not None else None,
+        )
+        watch = JobWatch(job_dir, nprocs, say, timeout=timeout, time_limit=time_limit)
+        try:
+            while proc.poll() is None:
+                if watch.poll():
+                    watch.end(proc)
+                    break
+                time.sleep(0.1)
+        except KeyboardInterrupt:
+            watch.reason = "interrupted (Ctrl-C)"
+            _stop(proc, wait=0)
+        watch.finish()
+        return watch.returncode(proc.wait())
+    finally:
+        shutil.rmtree(job_dir, ignore_errors=True)
 
 
 def run(
@@ -84,37 +282,34 @@ def run(
     """Run ``python target...`` on ``nprocs`` ranks and wait (what tests and conformance use).
 
     :param target: ``["script.py", args...]`` or ``["-m", "module", args...]``.
-    :param timeout: seconds for the whole job (then it is killed and the output returned).
+    :param timeout: seconds for the whole job (then it is ended, the output returned and the
+        status is 124).
     :param collective_timeout: ``OARLOCK_COLLECTIVE_TIMEOUT`` for the ranks.
+    :return: the ranks' output (stdout and stderr) followed by the launcher's report lines.
     """
-    cmd = command(target, nprocs)
-    proc = subprocess.Popen(
-        cmd,
-        env=environment(collective_timeout),
-        text=True,
-        stdout=subprocess.PIPE if capture else None,
-        stderr=subprocess.STDOUT if capture else None,
-    )
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-        return subprocess.CompletedProcess(cmd, proc.returncode, out, None)
-    except subprocess.TimeoutExpired:
-        # mpiexec takes every rank down with it on SIGINT; SIGKILL would orphan them
-        proc.send_signal(signal.SIGINT)
-        try:
-            out, _ = proc.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            out, _ = proc.communicate()
-        return subprocess.CompletedProcess(
-            cmd, 124, (out or "") + f"\n[launch] killed after {timeout} s", None
+    notes: list[str] = []
+    say = notes.append if capture else (lambda line: print(line, file=sys.stderr, flush=True))
+    with tempfile.TemporaryFile("w+") as out:
+        rc = _launch(
+            target,
+            nprocs,
+            say=say,
+            timeout=collective_timeout,
+            time_limit=timeout,
+            stdout=out if capture else None,
         )
+        out.seek(0)
+        text = out.read() if capture else ""
+    if notes:
+        text += ("\n" if text and not text.endswith("\n") else "") + "\n".join(notes) + "\n"
+    return subprocess.CompletedProcess(command(target, nprocs), rc, text, None)
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="oarlock launch",
-        description="Start N processes of a Python script under mpiexec (from the mpich wheel).",
+        description="Start N processes of a Python script under mpiexec (MPICH's, Open MPI's or Intel's; "
+        "the mpich wheel's whenever it is installed), and end the job when a rank fails.",
     )
     p.add_argument(
         "-n", "--nproc", "--nproc_per_node", dest="n", type=int, default=1, help="number of processes"
@@ -126,7 +321,11 @@ def main(argv: list[str] | None = None) -> int:
         "--timeout",
         type=float,
         default=None,
-        help="seconds a collective waits for a missing rank (OARLOCK_COLLECTIVE_TIMEOUT, default 300)",
+        help="seconds a collective waits for a missing rank (OARLOCK_COLLECTIVE_TIMEOUT, default 300); "
+        "after a rank fails, the others get this long (plus 5 s) before the launcher ends them",
+    )
+    p.add_argument(
+        "--time-limit", type=float, default=None, help="seconds for the whole job (default: no limit)"
     )
     p.add_argument(
         "--mpiexec-arg", action="append", default=[], help="an extra mpiexec argument (repeatable)"
@@ -135,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("target", nargs="*", help="script.py args... or -m module args...")
     argv = list(sys.argv[1:] if argv is None else argv)
     # everything from the script (or -m) on belongs to the script, as with python itself
-    with_value = {"-n", "--nproc", "--nproc_per_node", "--hosts", "--timeout", "--mpiexec-arg"}
+    with_value = {"-n", "--nproc", "--nproc_per_node", "--hosts", "--timeout", "--time-limit", "--mpiexec-arg"}
     i = 0
     while (
         i < len(argv) and argv[i] != "-m" and (argv[i].startswith("-") or (i and argv[i - 1] in with_value))
@@ -145,11 +344,20 @@ def main(argv: list[str] | None = None) -> int:
     target = argv[i:]
     if not target or target == ["-m"]:
         p.error("give a script (oarlock launch -n 2 train.py args...) or -m module args...")
-    cmd = command(target, a.n, hosts=a.hosts, extra=a.mpiexec_arg)
     if a.dry_run:
-        print(" ".join(cmd))
+        lau = identify()
+        print(f"# {lau.name} at {lau.path}")
+        print(" ".join(command(target, a.n, hosts=a.hosts, extra=a.mpiexec_arg, launcher=lau)))
         return 0
-    return subprocess.call(cmd, env=environment(a.timeout))
+    return _launch(
+        target,
+        a.n,
+        say=lambda line: print(line, file=sys.stderr, flush=True),
+        hosts=a.hosts,
+        extra=a.mpiexec_arg,
+        timeout=a.timeout,
+        time_limit=a.time_limit,
+    )
 
 
 if __name__ == "__main__":
