@@ -74,10 +74,19 @@ def assert_close(
     with np.errstate(invalid="ignore"):
         bad |= fin & (np.abs(g - e) > allowed)
     if np.any(bad):
-        with np.errstate(invalid="ignore", over="ignore"):
-            err = np.where(fin, np.abs(g - e), 0.0)
-        worst = float(err.max()) if err.size else 0.0
-        _fail(what, got, expected, bad, f"max abs error {worst:.3g} (rtol {rtol:g}, atol {atol:g})")
+        parts = []
+        wrong_fin = bad & fin
+        if wrong_fin.any():
+            with np.errstate(invalid="ignore", over="ignore"):
+                worst = float(np.abs(g - e)[wrong_fin].max())
+            parts.append(f"{int(wrong_fin.sum())} finite off by up to {worst:.3g}")
+        n_nan = int((bad & (nan_g != nan_e)).sum())
+        if n_nan:
+            parts.append(f"{n_nan} NaN where a number was expected or a number where NaN was")
+        n_inf = int((bad & ~fin & ~(nan_g != nan_e)).sum())
+        if n_inf:
+            parts.append(f"{n_inf} infinity mismatched (wrong sign, or infinite vs finite)")
+        _fail(what, got, expected, bad, f"{'; '.join(parts)} (rtol {rtol:g}, atol {atol:g})")
 
 
 def _fail(what: str, got: np.ndarray, expected: np.ndarray, bad: np.ndarray, detail: str) -> None:

@@ -75,10 +75,16 @@ def test_assert_close_catches_what_it_should():
     a = np.array([1.0, np.nan, np.inf, 2.0], np.float32)
     assert_close(a.copy(), a, 1e-5, 1e-6, "same")
     assert_close(a + np.float32(1e-6) * np.array([1, 0, 0, 1], np.float32), a, 1e-5, 1e-6, "close")
-    for bad in ([1.0, 0.0, np.inf, 2.0], [1.0, np.nan, -np.inf, 2.0], [1.0, np.nan, np.inf, 2.01]):
-        with pytest.raises(CheckFailure) as info:
+    for bad, says in (
+        ([1.0, 0.0, np.inf, 2.0], r"1 of 4 elements wrong; 1 NaN where a number was expected or a number where NaN was \(rtol"),
+        ([1.0, np.nan, -np.inf, 2.0], r"1 of 4 elements wrong; 1 infinity mismatched \(wrong sign, or infinite vs finite\) \(rtol"),
+        ([np.nan, np.nan, 5.0, 2.0], r"2 of 4 elements wrong; 1 NaN where .*; 1 infinity mismatched"),
+        ([1.0, np.nan, np.inf, 2.01], r"1 of 4 elements wrong; 1 finite off by up to 0.01 \(rtol"),
+    ):
+        with pytest.raises(CheckFailure, match=says) as info:
             assert_close(np.array(bad, np.float32), a, 1e-5, 1e-6, "bad")
         assert info.value.expected is not None and info.value.got is not None
+        assert "max abs error 0" not in info.value.message  # NaN/inf mismatches are never reported as no error
     with pytest.raises(CheckFailure, match="shape"):
         assert_close(np.zeros((2, 1)), np.zeros(2), 0, 0, "shape")
     with pytest.raises(CheckFailure, match="dtype"):
