@@ -513,3 +513,52 @@ def test_a_cache_folder_of_another_user_is_refused(tmp_path):
     os.chown(top, 4242, -1)
     with pytest.raises(C.CacheFolderError, match=r"belongs to uid 4242, not to you \(uid 0\)"):
         _probe(compiler.ProgramCache(top), compiler.compiler_for(fw.Device("cpu")), "kc_theirs")
+
+
+# -- one gradient: generated backward kernels trace the same rules as eager autograd ----------
+def _tie_probe_op():
+    from framework._src.ops import base
+    from framework._src.ops.composites._common import same_meta
+
+    if "tie_probe" not in base.OPS:
+
+        @base.composite("tie_probe", infer=same_meta)
+        def _tie_probe(x, w):
+            """maximum with ties against a per-column vector, plus the row max (ties too)."""
+            return fw.maximum(x, w) + fw.max(x, axis=-1, keepdim=True) * 2.0
+
+    return base.OPS["tie_probe"]
+
+
+@pytest.mark.parametrize("compile_on", [True, False])
+def test_ties_get_the_same_gradient_generated_and_decomposed(device, compile_on, monkeypatch):
+    """The contract's tie rule (maximum/minimum split the gradient evenly between equal
+    operands; max/min along an axis share it evenly among the tied elements) holds on the
+    generated backward kernel exactly as on the decomposition: both come from one rule."""
+    if compile_on:
+        _compile_dev(device)
+    monkeypatch.setenv("OARLOCK_COMPILE", "1" if compile_on else "0")
+    from framework._src.ops import base
+
+    op = _tie_probe_op()
+    xv = np.array([[1.0, 2.0, 0.0, 3.0], [3.0, 3.0, -1.0, 0.5]])
+    wv = np.array([1.0, 1.0, 1.0, 3.0])
+    x = fw.to_tensor(xv, device=device)
+    w = fw.to_tensor(wv, device=device)
+    x.stop_gradient = w.stop_gradient = False
+    key = f"tie_probe@{device.split(':')[0]}"
+    before = eager.BACKWARD_PATHS.get(key, {"generated": 0})["generated"]
+    y = base.call(op, [x, w], {})
+    gx, gw = fw.grad([y], [x, w], [fw.ones_like(y)])
+    # maximum(x, w): x wins where x > w, half where x == w; the row max (broadcast over the 4
+    # columns, times 2) adds 8 per row, shared evenly by the tied maxima
+    tie = (xv == wv).astype(float)
+    win = (xv > wv).astype(float)
+    rowmax = xv == xv.max(-1, keepdims=True)
+    want_x = win + 0.5 * tie + 8.0 * rowmax / rowmax.sum(-1, keepdims=True)
+    want_w = ((1 - win) - 0.5 * tie).sum(0)
+    np.testing.assert_array_equal(gx.numpy(), want_x)
+    np.testing.assert_array_equal(gw.numpy(), want_w)
+    assert want_x[1].sum() == 2.0 + 8.0  # the tied row max shares its gradient (not 8 each)
+    if compile_on:
+        assert eager.BACKWARD_PATHS[key]["generated"] == before + 1

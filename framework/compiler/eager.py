@@ -29,7 +29,6 @@ from .._src.ops import base
 from .._src.plugins import host
 from .._src.tensor import Tensor
 from . import ir
-from .autodiff import vjp
 from .cache import ProgramCache
 from .emit import emitter
 from .trace import Geometry, NotFusible, trace
@@ -299,10 +298,10 @@ def generated_backward(op: base.OpDef, node: autograd.Node, gouts: list[Tensor |
         bw = plan.backward[wanted] = _build_backward(op, plan, ins, outs, gouts, node.attrs, wanted, comp)  # type: ignore[arg-type]
     if bw is None:
         return None
-    kernel, which, explicit = bw
+    kernel, which = bw
     rows = math.prod(ins[0].shape[:-1])
     n = ins[0].shape[-1]
-    launch_ins = list(ins) + (list(outs) if explicit else []) + [g for g in gouts]  # type: ignore[misc]
+    launch_ins = list(ins) + list(outs) + list(gouts)  # type: ignore[arg-type]
     g_outs = []
     for k in which:
         col = plan_in_col(ins[0].shape, ins[k].shape)
@@ -332,28 +331,31 @@ def plan_in_col(main: tuple[int, ...], shape: tuple[int, ...]) -> bool:
 def _build_backward(
     op: base.OpDef, plan: Plan, ins: list[Tensor], outs: list[Tensor], gouts: list[Tensor],
     attrs: dict[str, Any], wanted: tuple[bool, ...], comp: Any,
-) -> tuple[Kernel, list[int], bool] | None:
+) -> tuple[Kernel, list[int]] | None:
+    # NOTE: one gradient for every path: the op's own rule, or for a composite without one the
+    # decomposition differentiated by the primitives' rules (base._grad_by_decomposition), is
+    # traced like a forward. Eager, autograd and generated backward kernels agree by
+    # construction (ties in max/min included).
     try:
-        if op.grad is not None and op.grad is not base._grad_by_decomposition:
-            # The composite states its gradient: trace that rule like a decomposition.
-            n_in, n_out = len(ins), len(outs)
+        assert op.grad is not None
+        n_in, n_out = len(ins), len(outs)
 
-            def rule(*syms: Tensor) -> list[Tensor]:
-                node = _FakeNode(op, list(syms[:n_in]), attrs, list(syms[n_in:n_in + n_out]))
-                res = op.grad(node, list(syms[n_in + n_out:]))  # type: ignore[misc]
-                got = [r for r, w in zip(res, wanted) if w]
-                if any(r is None for r in got):
-                    raise NotFusible("the rule gives no gradient for a wanted input")
-                return got
+        def rule(*syms: Tensor) -> list[Tensor]:
+            node = _FakeNode(op, list(syms[:n_in]), attrs, list(syms[n_in:n_in + n_out]))
+            for s, w in zip(node.inputs, wanted):
+                s.stop_gradient = not w
+            res = op.grad(node, list(syms[n_in + n_out:]))  # type: ignore[misc]
+            got = [r for r, w in zip(res, wanted) if w]
+            if any(r is None for r in got):
+                raise NotFusible("the rule gives no gradient for a wanted input")
+            return got
 
-            prog, metas = trace(op.name + "_grad", rule, list(ins) + list(outs) + list(gouts), {}, ins[0].shape)
-            which = [k for k, w in enumerate(wanted) if w]
-            for k, (s, _) in zip(which, metas):
-                if s != ins[k].shape:
-                    raise NotFusible("a traced gradient does not have its input's shape")
-            return make_kernel(prog, comp.language, device_kind=_kind(ins[0].device)), which, True
-        prog, which = vjp(plan.forward.prog, list(wanted))
-        return make_kernel(prog, comp.language, device_kind=_kind(ins[0].device)), which, False
+        prog, metas = trace(op.name + "_grad", rule, list(ins) + list(outs) + list(gouts), {}, ins[0].shape)
+        which = [k for k, w in enumerate(wanted) if w]
+        for k, (s, _) in zip(which, metas):
+            if s != ins[k].shape:
+                raise NotFusible("a traced gradient does not have its input's shape")
+        return make_kernel(prog, comp.language, device_kind=_kind(ins[0].device)), which
     except NotFusible:
         return None
 

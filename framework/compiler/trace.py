@@ -42,6 +42,9 @@ class _Sym:
 
 
 _PASS = ("expand", "copy")
+#: A sum over every axis but the last, of a full-row value: the gradient of a weight. It may
+#: only be an output; the kernel writes the per-row terms and the caller sums them over rows.
+_ROWSUM = "rowsum"
 
 
 class Geometry:
@@ -68,15 +71,21 @@ class Geometry:
         raise NotFusible(f"input of shape {shape} fits no kind for rows of {self.shape}")
 
     def check(self, shape: tuple[int, ...], node: ir.Node) -> None:
+        """A value of ``shape`` may hold ``node``: its kind, or a broadcast of it (a per-row
+        value expanded along the row keeps its kind; the kernel reads it where its kind says)."""
+        if node.op == _ROWSUM:
+            return
         size = math.prod(shape)
-        if node.col:
-            ok = bool(shape) and shape[-1] == self.n and size == (self.rows * self.n if node.row else self.n)
-            ok = ok or (node.row and shape == self.shape)
+        full = bool(shape) and shape[-1] == self.n and size == self.rows * self.n
+        if node.row and node.col:
+            ok = full
+        elif node.col:
+            ok = full or (bool(shape) and shape[-1] == self.n and size == self.n)
         elif node.row:
-            ok = size == self.rows and (shape == self.lead or (bool(shape) and shape[-1] == 1))
+            ok = full or (size == self.rows and (shape == self.lead or (bool(shape) and shape[-1] == 1)))
         else:
-            ok = size == 1 or (size == self.rows and self.rows == 1)
-        if not ok and not (node.col and not node.row and size == self.rows * self.n):
+            ok = True  # a scalar broadcasts to any shape
+        if not ok:
             raise NotFusible(f"value of shape {shape} does not fit its kind ({node!r}) for rows of {self.shape}")
 
 
@@ -102,6 +111,11 @@ class _Tracer:
         raise NotFusible(f"a concrete tensor of shape {t.shape} ({t.dtype}) enters the graph")
 
     def __call__(self, op: base.OpDef, ins: list[Tensor], attrs: dict[str, Any]) -> list[Tensor]:
+        if op.name == "full":  # zeros_like and friends: a constant of the program
+            dtype = np.dtype(attrs["dtype"])
+            if dtype not in (*ir.FLOATS, ir.BOOL):
+                raise NotFusible(f"'full' makes a {dtype} value")
+            return [self.sym(self.b.const(attrs["value"], dtype), tuple(attrs["shape"]), dtype, attrs["device"])]
         if op.kind == "composite":
             assert op.decomposition is not None
             r = op.decomposition(*ins, **attrs)
@@ -126,6 +140,9 @@ class _Tracer:
             node = b.where(*args)
         elif name == "cast":
             node = b.cast(args[0], dtype)
+        elif (name == "sum" and ins[0].ndim >= 2 and args[0].row and args[0].col
+              and tuple(sorted(attrs["axes"])) == tuple(range(ins[0].ndim - 1))):
+            node = b.unary(_ROWSUM, args[0])
         elif name in ir.REDUCE:
             x = ins[0]
             if tuple(attrs["axes"]) != (x.ndim - 1,) or x.shape[-1] != self.geo.n:
@@ -161,7 +178,7 @@ def trace(
     if base.TRACER[0] is not None:
         raise NotFusible("already tracing")
     base.TRACER[0] = tr
-    prev = autograd._ENABLED[0]
+    prev = autograd._ENABLED[0]  # NOTE: off for the forward; a traced gradient rule turns it on
     autograd._ENABLED[0] = False
     try:
         res = fn(*sym_ins, **attrs)
@@ -173,19 +190,24 @@ def trace(
         base.TRACER[0] = None
         autograd._ENABLED[0] = prev
     outs = [res] if isinstance(res, Tensor) else list(res)
-    nodes, metas = [], []
+    nodes, metas, out_col = [], [], []
     for o in outs:
         if not isinstance(o, Tensor):
             raise NotFusible(f"the traced function returned {type(o).__name__}")
         node = tr.node(o)
+        rowsum = node.op == _ROWSUM
+        if rowsum:  # the caller sums the per-row terms
+            node = node.args[0]
         if node.op == "const" or not node.row and not node.col:
             raise NotFusible("an output does not depend on the row")
         if node.dtype not in ir.FLOATS:
             raise NotFusible(f"an output is {node.dtype}")
         nodes.append(node)
         metas.append((tuple(o.shape), o.dtype))
-    out_col = [math.prod(s) == geo.rows * geo.n and bool(s) and s[-1] == geo.n for s, _ in metas]
+        out_col.append(rowsum or (math.prod(o.shape) == geo.rows * geo.n and bool(o.shape) and o.shape[-1] == geo.n))
     if any(not c and math.prod(s) != geo.rows for c, (s, _) in zip(out_col, metas)):
         raise NotFusible("an output is neither a full row nor one value per row")
+    if any(a.op == _ROWSUM for n in ir.live_nodes(nodes) for a in n.args):
+        raise NotFusible("a sum over rows feeds another value")
     prog = ir.Program(name, geo.n, kinds, nodes, out_col, b.nodes)
     return prog, metas

@@ -64,9 +64,9 @@ TRACER: list[Callable[[OpDef, list[Tensor], dict[str, Any]], list[Tensor]] | Non
 
 def apply(op: OpDef, ins: list[Tensor], attrs: dict[str, Any]) -> list[Tensor]:
     """Run a primitive and record it for autograd when an input needs a gradient."""
-    if TRACER[0] is not None:
-        return TRACER[0](op, ins, attrs)
-    outs = dispatch.run(op, ins, attrs)
+    tracer = TRACER[0]
+    # NOTE: a tracer records with autograd too, so gradient rules can be traced like forwards
+    outs = dispatch.run(op, ins, attrs) if tracer is None else tracer(op, ins, attrs)
     if autograd._ENABLED[0] and op.grad is not None:
         for t in ins:
             if not t.stop_gradient:

@@ -14,7 +14,7 @@ from .. import dispatch
 from .. import dtypes as _dt
 from .. import tensor as _t
 from ..tensor import Tensor
-from .base import OPS
+from .base import OPS, TRACER
 
 
 def _shape(name: str, shape: Any) -> tuple[int, ...]:
@@ -39,6 +39,14 @@ def _device(device: Any) -> _dev.Device:
 
 
 def _full(shape: tuple[int, ...], value: Any, dtype: np.dtype, dev: _dev.Device) -> Tensor:
+    tracer = TRACER[0]
+    if tracer is not None:  # traced: a constant of the program, not a buffer
+        return tracer(OPS["full"], [], {"shape": shape, "value": value, "dtype": dtype, "device": dev})[0]
+    return fill_buffer(shape, value, dtype, dev)
+
+
+def fill_buffer(shape: tuple[int, ...], value: Any, dtype: np.dtype, dev: _dev.Device) -> Tensor:
+    """A real buffer filled with ``value``, even while tracing."""
     if dtype.kind in "iu" and isinstance(value, float) and not math.isfinite(value):
         raise OpArgumentError(f"[full] cannot fill an integer tensor ({dtype}) with {value}")
     if dtype.kind in "iu":

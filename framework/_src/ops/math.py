@@ -24,9 +24,9 @@ def _const(value: Any, dtype: np.dtype, device: Any, ndim: int = 0) -> Tensor:
     key = (type(value), value, dtype.num, device._name, ndim)
     t = _CONST.get(key)
     if t is None:
-        from .creation import _full
+        from .creation import fill_buffer
 
-        t = _full((1,) * ndim, value, dtype, device)
+        t = fill_buffer((1,) * ndim, value, dtype, device)
         t.native()
         if len(_CONST) > 4096:
             _CONST.clear()

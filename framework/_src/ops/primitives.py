@@ -181,12 +181,14 @@ primitive("logical_not", _bool, None, elementwise=True)
 # binary ------------------------------------------------------------------------------------
 def _g_add(n, g):
     x, y = n.inputs
-    return [sum_to(g[0], x.shape), sum_to(g[0], y.shape)]
+    return [sum_to(g[0], x.shape) if not x.stop_gradient else None,
+            sum_to(g[0], y.shape) if not y.stop_gradient else None]
 
 
 def _g_sub(n, g):
     x, y = n.inputs
-    return [sum_to(g[0], x.shape), sum_to(-g[0], y.shape)]
+    return [sum_to(g[0], x.shape) if not x.stop_gradient else None,
+            sum_to(-g[0], y.shape) if not y.stop_gradient else None]
 
 
 def _g_mul(n, g):
