@@ -198,6 +198,14 @@ def where_samples(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
     if _is_float(d):
         sp = specials(d)
         yield Sample([np.arange(sp.size) % 2 == 0, sp, sp[::-1].copy()], label="nan/inf")
+    # large (a plugin may switch strategy past ~1k elements, as the cpu one does), broadcast on
+    # every operand, and for floats NaN and infinities in both branches
+    x, y = values(d, (1, 48), rng), values(d, (64, 48), rng)
+    if _is_float(d):
+        sp = specials(d)
+        x.reshape(-1)[: sp.size] = sp
+        y.reshape(-1)[:: 97][: sp.size] = sp[::-1]
+    yield Sample([rng.random((64, 1)) < 0.5, x, y], label="large 3072 elements, broadcast (64, 1), (1, 48), (64, 48)")
 
 
 def cast_samples(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:

@@ -121,12 +121,27 @@ def test_binary(device, op):
 
 
 def test_where(device):
+    # the last shapes have >= 1024 elements (the cpu plugin's bit-select path), broadcast on
+    # every operand, and carry NaN and infinities in both branches
+    shapes = [((), (), ()), ((3, 4), (4,), ()), ((2, 1), (1, 3), (2, 3)), ((0,), (0,), (0,)),
+              ((64, 1), (1, 33), (64, 33)), ((2, 32, 1), (32, 48), ()), ((4096,), (4096,), (1,))]
     for dt in dtypes_of(device, "where"):
-        for sc, sx, sy in [((), (), ()), ((3, 4), (4,), ()), ((2, 1), (1, 3), (2, 3)), ((0,), (0,), (0,))]:
+        for sc, sx, sy in shapes:
             c = sample(sc, "bool")
             x, y = sample(sx, dt), sample(sy, dt)
+            if np.dtype(x.dtype).kind == "f" or x.dtype == np.dtype(fw.bfloat16):
+                for a in (x, y):
+                    if a.size >= 3:
+                        flat = a.reshape(-1)
+                        flat[:: 7] = np.nan
+                        flat[1 :: 11] = np.inf
+                        flat[2 :: 13] = -np.inf
             got = fw.where(fw.to_tensor(c, device=device), fw.to_tensor(x, device=device), fw.to_tensor(y, device=device))
-            assert_close(got, np.where(c, x, y))
+            want = np.where(c, x, y)
+            assert got.shape == want.shape, (dt, sc, sx, sy)
+            if want.size >= 1024 and (want.dtype.kind == "f" or want.dtype == np.dtype(fw.bfloat16)):
+                assert np.isnan(want.astype(np.float64)).any() and np.isinf(want.astype(np.float64)).any()
+            assert_close(got, want, rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("src", ALL)
