@@ -29,6 +29,18 @@ class Mutant:
     old: str
     new: str
     tests: list[str]
+    #: other (path, old, new) places the same bug can be planted when the code has moved
+    alternatives: tuple[tuple[str, str, str], ...] = ()
+
+    def site(self, tree: str) -> tuple[str, str, str] | None:
+        """The first (path, old, new) whose text occurs exactly once in ``tree``."""
+        for path, old, new in ((self.path, self.old, self.new), *self.alternatives):
+            full = os.path.join(tree, path)
+            if os.path.exists(full):
+                with open(full) as f:
+                    if f.read().count(old) == 1:
+                        return path, old, new
+        return None
 
 
 MUTANTS = [
@@ -44,7 +56,8 @@ MUTANTS = [
            ["tests/test_primitives.py::test_where"]),
     Mutant("checks ignore NaN mismatches", "conformance/checks.py",
            "    bad = nan_g != nan_e\n", "    bad = np.zeros(nan_g.shape, bool)\n",
-           ["tests/test_conformance_reference.py::test_assert_close_catches_what_it_should"]),
+           ["tests/test_conformance_reference.py::test_assert_close_catches_what_it_should"],
+           (("framework/testing.py", "bad = (nan_g != nan_e) | (inf_e", "bad = (nan_g & False) | (inf_e"),)),
     Mutant("relu turns NaN into 0", "framework/_src/ops/composites/activation.py",
            "return M.where(x <= 0, 0, x)", "return M.where(x > 0, x, 0)",
            ["tests/test_composites.py::test_relu_and_relu6_propagate_nan_in_value_and_gradient"]),
@@ -104,22 +117,24 @@ def main(argv: list[str] | None = None) -> int:
             print("the targeted tests fail WITHOUT any mutant; fix them first:\n" + base.stdout[-3000:])
             return 2
         for m in chosen:
-            path = os.path.join(tree, m.path)
-            with open(path) as f:
-                original = f.read()
-            if original.count(m.old) != 1:
-                print(f"STALE   {m.name}: the text to mutate occurs {original.count(m.old)} times in {m.path}")
+            site = m.site(tree)
+            if site is None:
+                print(f"STALE   {m.name}: the text to mutate is not found once in {m.path}; update the mutant")
                 failures += 1
                 continue
+            rel, old, new = site
+            path = os.path.join(tree, rel)
+            with open(path) as f:
+                original = f.read()
             with open(path, "w") as f:
-                f.write(original.replace(m.old, m.new))
+                f.write(original.replace(old, new))
             try:
                 r = _pytest(tree, m.tests)
             finally:
                 with open(path, "w") as f:
                     f.write(original)
             caught = r.returncode == 1  # pytest: 1 = tests failed (not 2-5: usage, collection, internal errors)
-            print(f"{'caught ' if caught else 'MISSED '} {m.name}  ({m.path})")
+            print(f"{'caught ' if caught else 'MISSED '} {m.name}  ({rel})")
             if not caught:
                 failures += 1
                 print("        " + (r.stdout.strip().splitlines() or ["(no output)"])[-1])
