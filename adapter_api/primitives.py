@@ -15,6 +15,13 @@ Bool arithmetic. Where a numeric op is expected on bool it is the logical one, a
 ``add`` and ``maximum`` are or, ``mul`` and ``minimum`` are and, ``max`` is any, ``min`` is
 all, ``argmax``/``argmin`` give the first True/False; comparisons order False < True.
 
+Gradients at ties (the core's rule, not a kernel's job; conformance checks it on every device).
+``maximum``/``minimum`` give the incoming gradient to the operand they pick and split it evenly,
+0.5 each, where ``x == y``. ``max``/``min`` over axes share each output's gradient evenly among
+the tied elements it came from (``g / count``). ``amax``/``amin`` are ``max``/``min``, and
+composites built on them (``max_pool2d``) inherit the rule; ``topk``, which picks by
+``argmax``, gives the whole gradient to the index it returned (the lower one on a tie).
+
 Errors. A kernel raises :class:`adapter_api.OpArgumentError` for bad input that only it can
 see (an index out of range in ``gather``, ``scatter``, ``scatter_add``), naming the op, the
 value and the allowed range; :class:`adapter_api.KernelNotFoundError` to decline attributes
@@ -120,7 +127,15 @@ _DTYPES: dict[str, tuple[str, ...]] = {
     "philox_uniform": ("float32", "float64"),
 }
 
+#: The gradient at ties (see "Gradients at ties" above), added to those ops' docs.
+_TIE_DOCS: dict[str, str] = {
+    **dict.fromkeys(("maximum", "minimum"), " Gradient: to the operand picked; where x == y, 0.5 to each."),
+    **dict.fromkeys(("max", "min"), " Gradient: shared evenly among the elements equal to the result (g / count)."),
+}
+
 #: name -> spec, in a stable order.
 PRIMITIVES: dict[str, PrimitiveSpec] = {
-    s.name: replace(s, dtypes=_DTYPES.get(s.name, ALL), key_input=1 if s.name == "where" else 0) for s in _ALL
+    s.name: replace(s, doc=s.doc + _TIE_DOCS.get(s.name, ""), dtypes=_DTYPES.get(s.name, ALL),
+                    key_input=1 if s.name == "where" else 0)
+    for s in _ALL
 }

@@ -56,17 +56,16 @@ class compose_eager:
 
 def _hand_fused(on: bool) -> None:
     """Register (or remove) the CPU plugin's hand-fused rms_norm kernel."""
-    from framework._src import dispatch
-    from framework._src.plugins import host
+    from framework import testing
     from plugins.cpu.fused import register_fused
 
-    reg = host().registry
+    reg = testing.registry()
     if on:
         register_fused(reg)
     else:
         for k in [k for k in reg.kernels if k[0] == "rms_norm" and k[1] == "cpu"]:
             del reg.kernels[k]
-    dispatch.clear_kernel_cache()
+    testing.clear_kernel_cache()
 
 
 def c_copy_ms(xn: np.ndarray, reps: int) -> float:
@@ -196,10 +195,10 @@ def main() -> None:
                 copy_note = f"OpenMP C copy {copy_ms:.2f} ms, numpy copy {np_copy:.2f} ms"
                 copy_ms = min(copy_ms, np_copy)  # the faster copy is the reference
             else:
-                from framework._src.ops.base import OPS, apply
+                from framework.testing import run_op
 
                 xt = fw.to_tensor(xn, device=dev)
-                copy_ms = median_ms(lambda t=xt: apply(OPS["copy"], [t], {}), sync, args.reps)
+                copy_ms = median_ms(lambda t=xt: run_op("copy", [t]), sync, args.reps)
                 copy_note = f"{dev} copy kernel {copy_ms:.2f} ms ({nbytes / copy_ms / 1e6:.1f} GB/s)"
             copy_bw = nbytes / copy_ms / 1e6
             copy_note += f"; reference copy {copy_bw:.1f} GB/s"

@@ -67,16 +67,15 @@ class Result:
 
 def make_target(device: str) -> Target:
     """Describe ``device`` from the registry only."""
-    from framework._src import device as _dev
-    from framework._src.plugins import host
+    from framework import testing
 
-    d = _dev.parse(device, check=False)
-    h = host()
-    if d.type not in h.registry.runtimes:
-        _dev.device_type(d.type)  # raises the readable "unknown device / broken plugin" error
+    d = testing.parse_device(device, check=False)
+    reg = testing.registry()
+    if d.type not in reg.runtimes:
+        testing.parse_device(d.type)  # raises the readable "unknown device / broken plugin" error
     kernels: dict[str, set[str]] = {}
     cpu: dict[str, set[str]] = {}
-    for (op, typ, dt) in h.registry.kernels:
+    for (op, typ, dt) in reg.kernels:
         if typ == d.type:
             kernels.setdefault(op, set()).add(dt.name)
         if typ == "cpu":
@@ -84,11 +83,11 @@ def make_target(device: str) -> Target:
     return Target(
         device=str(d),
         type=d.type,
-        plugin=h.plugin_of(d.type) or "?",
+        plugin=testing.plugin_of(d.type) or "?",
         kernels=kernels,
         cpu_kernels=cpu,
-        has_compiler=d.type in h.registry.compilers,
-        has_communicator=d.type in h.registry.communicators,
+        has_compiler=d.type in reg.compilers,
+        has_communicator=d.type in reg.communicators,
     )
 
 

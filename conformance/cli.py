@@ -94,13 +94,11 @@ def load_plugin(spec: str) -> Any:
 def metadata_of(device: str) -> dict[str, Any]:
     """Plugin and device facts (runs in a worker: it opens the device)."""
     import framework as fw
-    from framework._src import device as _dev
-    from framework._src.plugins import host
+    from framework import testing
 
-    d = _dev.parse(device)
-    h = host()
-    plugin = h.plugin_of(d.type) or "?"
-    rec = h.records.get(plugin)
+    d = testing.parse_device(device)
+    plugin = testing.plugin_of(d.type) or "?"
+    rec = fw.plugins().get(plugin)
     p = fw.get_device_properties(d)
     props = {k: (list(v) if isinstance(v, tuple) else v) for k, v in p.__dict__.items()}
     return {
@@ -109,7 +107,7 @@ def metadata_of(device: str) -> dict[str, Any]:
         "plugin_version": (rec.info.get("version", "") if rec else "") or "",
         "contract": ".".join(map(str, rec.contract)) if rec and rec.contract else "?",
         "core_contract": ".".join(map(str, fw.CONTRACT_VERSION)),
-        "kernel_count": sum(1 for k in h.registry.kernels if k[1] == d.type),
+        "kernel_count": sum(1 for k in testing.registry().kernels if k[1] == d.type),
         "device_count": fw.device_count(d.type),
         "properties": props,
         "oarlock_version": fw.__version__,

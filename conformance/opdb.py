@@ -19,6 +19,7 @@ import numpy as np
 
 from adapter_api import PRIMITIVES
 from adapter_api import primitives as P
+from framework.testing import TOLERANCES, Tolerance, tolerance  # noqa: F401  (one table, re-exported)
 
 from . import reference as R
 
@@ -28,29 +29,6 @@ FLOATS, INTS, NUMERIC, ALL = P.FLOATS, P.INTS, P.NUMERIC, P.ALL
 
 def dtype_of(name: str) -> np.dtype:
     return BF16 if name == "bfloat16" else np.dtype(name)
-
-
-@dataclass(frozen=True)
-class Tolerance:
-    rtol: float
-    atol: float
-
-
-#: Base tolerance per dtype: about two units in the last place (results are rounded once from
-#: a wider computation, so a correct kernel is within one). Integers and bools are exact.
-TOLERANCES: dict[str, Tolerance] = {
-    "float64": Tolerance(1e-12, 1e-14),
-    "float32": Tolerance(1e-5, 1e-6),
-    "float16": Tolerance(2e-3, 1e-3),
-    "bfloat16": Tolerance(1.6e-2, 1e-2),
-}
-
-
-def tolerance(dtype: np.dtype, scale: float = 1.0) -> Tolerance:
-    t = TOLERANCES.get(dtype.name)
-    if t is None:
-        return Tolerance(0.0, 0.0)
-    return Tolerance(t.rtol * scale, t.atol * scale)
 
 
 @dataclass

@@ -358,4 +358,45 @@ def plugins() -> dict[str, object]:
     return dict(host().records)
 
 
-__all__ = [name for name in dir() if not name.startswith("_") and name not in {"annotations"}]
+#: The public API: every name above except the ``from __future__`` import (a test keeps it
+#: complete). ``framework.testing`` is imported on its own: ``from framework import testing``.
+__all__ = [
+    "abs", "acos", "acosh", "add", "add_n", "addmm", "all", "allclose", "amax", "amin", "angle",
+    "any", "arange", "argmax", "argmin", "argsort", "asin", "asinh", "atan", "atan2", "atanh",
+    "bernoulli", "bfloat16", "bincount", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor",
+    "bmm", "bool_", "broadcast_shape", "broadcast_tensors", "broadcast_to", "cast", "cat", "ceil",
+    "CheckpointError", "cholesky", "cholesky_solve", "chunk", "clamp", "clip", "compiler", "concat",
+    "cond", "conj", "CONTRACT_VERSION", "corrcoef", "cos", "cosh", "count_nonzero", "cov", "cross",
+    "cumprod", "cumsum", "current_stream", "DataParallel", "deg2rad", "det", "Device", "device",
+    "device_count", "DeviceError", "DeviceMismatchError", "devices", "diag", "diagflat", "diagonal",
+    "diff", "digamma", "dist", "distributed", "divide", "dot", "dtype", "eig", "eigh", "eigvals",
+    "eigvalsh", "einsum", "empty", "empty_cache", "empty_like", "enable_grad", "equal", "equal_all",
+    "erf", "erfinv", "Event", "exp", "expand", "expand_as", "expm1", "eye", "fallback_stats",
+    "FallbackWarning", "flatten", "flip", "float16", "float32", "float64", "floor", "floor_divide",
+    "floor_mod", "fmax", "fmin", "from_dlpack", "full", "full_like", "gather", "gather_nd", "gcd",
+    "Generator", "get_default_dtype", "get_device", "get_device_properties", "get_rng_state",
+    "grad", "greater_equal", "greater_than", "histogram", "imag", "increment", "index_sample",
+    "index_select", "inner", "int16", "int32", "int64", "int8", "inverse", "io", "is_complex",
+    "is_empty", "is_floating_point", "is_grad_enabled", "is_integer", "is_tensor", "isclose",
+    "isfinite", "isinf", "isnan", "KernelError", "KernelNotFoundError", "kron", "kthvalue", "lcm",
+    "lerp", "less_equal", "less_than", "lgamma", "linalg", "linspace", "load", "log", "log10",
+    "log1p", "log2", "logical_and", "logical_not", "logical_or", "logical_xor", "logit",
+    "logsumexp", "lstsq", "lu", "lu_unpack", "manual_seed", "masked_fill", "masked_select",
+    "matmul", "matrix_power", "max", "maximum", "mean", "median", "memory_stats", "meshgrid", "min",
+    "minimum", "mm", "mod", "mode", "moveaxis", "multi_dot", "multinomial", "multiplex", "multiply",
+    "mv", "nansum", "neg", "nn", "no_grad", "nonzero", "norm", "normal", "not_equal", "numel",
+    "OarlockError", "ones", "ones_like", "op_path_stats", "OpArgumentError", "optim", "optimizer",
+    "outer", "OutOfMemoryError", "pad", "permute", "pinv", "PluginError", "plugins", "poisson",
+    "pow", "prod", "put_along_axis", "qr", "quantile", "rad2deg", "rand", "randint", "randint_like",
+    "randn", "randperm", "rank", "real", "reciprocal", "register_plugin", "registered_kernels",
+    "remainder", "repeat_interleave", "reset_fallback_stats", "reset_peak_memory_stats", "reshape",
+    "reverse", "roll", "rot90", "round", "rsqrt", "save", "scale", "scatter", "scatter_add",
+    "scatter_nd", "scatter_nd_add", "searchsorted", "seed", "set_default_dtype", "set_device",
+    "set_grad_enabled", "set_printoptions", "set_rng_state", "set_strict_kernels", "shape",
+    "shard_index", "sign", "sin", "sinh", "slice", "slogdet", "solve", "sort", "split", "sqrt",
+    "square", "squeeze", "stack", "standard_normal", "stanh", "std", "Stream", "stream",
+    "strided_slice", "subtract", "sum", "svd", "swapaxes", "synchronize", "t", "take_along_axis",
+    "tan", "tanh", "Tensor", "tensor", "tensordot", "tile", "to_tensor", "topk", "trace",
+    "transpose", "triangular_solve", "tril", "triu", "trunc", "uint8", "unbind", "uniform",
+    "unique", "unique_consecutive", "unsqueeze", "unstack", "var", "where", "zeros", "zeros_like",
+]

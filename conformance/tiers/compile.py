@@ -42,9 +42,9 @@ def trivial_kernel(device: str) -> None:
 
 def program_cache(device: str) -> None:
     from framework import compiler
-    from framework._src import device as _dev
+    from framework.testing import parse_device
 
-    comp = compiler.compiler_for(_dev.parse(device))
+    comp = compiler.compiler_for(parse_device(device))
     src = compiler.trivial_kernel(comp.language, "oarlock_conformance_cache")
     compiler.compile_source(src, "oarlock_conformance_cache", device)
     before = compiler.cache_stats()

@@ -17,11 +17,9 @@ OFFSETS = (0, 1, 4, 7, 64, 100)
 
 
 def _rt(device: str) -> tuple[Any, int, Any]:
-    from framework._src import device as _dev
+    from framework.testing import runtime_of
 
-    d = _dev.parse(device)
-    t = _dev.device_type(d.type)
-    return t.runtime, d.index, t.stream(d.index)
+    return runtime_of(device)
 
 
 def _read(rt: Any, idx: int, buf: Any, offset: int, n: int, stream: Any) -> np.ndarray:
