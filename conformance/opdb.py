@@ -39,6 +39,8 @@ class Sample:
     #: a bound on |x| summed over what one output element adds up (sum, matmul); the allowed
     #: error grows with it (floating-point summation error is relative to it, not to the result)
     magnitude: np.ndarray | None = None
+    #: replaces the dtype's tolerance (e.g. the tighter one of a long half-precision sum)
+    tol: Tolerance | None = None
 
 
 @dataclass
@@ -54,6 +56,10 @@ class OpInfo:
     creation: bool = False
     #: extra checks (e.g. out-of-range indices must raise): fn(run) -> None
     edge_checks: tuple[str, ...] = ()
+    #: floating output dtypes compared bit for bit (NaN matches any NaN; the sign of a zero
+    #: counts): data movement, neg/abs/floor/ceil and casts everywhere; in half precision
+    #: also the ops computed exactly and rounded once (add, sub, mul, div, sqrt)
+    exact: tuple[str, ...] = ()
 
     @property
     def dtypes(self) -> tuple[str, ...]:
@@ -105,19 +111,92 @@ def int_edges(d: np.dtype) -> np.ndarray:
 
 SHAPES = [(), (0,), (2, 0, 3), (17,), (3, 5), (2, 3, 4)]
 
+HALF = ("float16", "bfloat16")
+#: past 65,536 elements: where a kernel may change its launch geometry (a 16-bit grid
+#: dimension, a second pass, a multi-block path), which small samples never reach
+BIG_SHAPE = (257, 273)
+
 
 def _is_float(d: np.dtype) -> bool:
     return d.kind == "f" or d == BF16
 
 
+def half_accumulation_tol(d: np.dtype) -> Tolerance:
+    """One or two units in the last place of the result, relative to it alone: a sum or
+    matmul accumulated in float32 and rounded once to ``d`` stays within it; one accumulated
+    in ``d`` itself drifts far past it (and stalls once the sum outgrows its terms' precision)."""
+    return Tolerance(2.0**-10 if d.name == "float16" else 2.0**-7, 0.0)
+
+
+def _normal_range(d: np.dtype) -> tuple[float, float]:
+    """The smallest and largest positive normal numbers of ``d``."""
+    if d == BF16:
+        return 1.2e-38, 3.3e38
+    fi = np.finfo(d)
+    return float(fi.tiny), float(fi.max)
+
+
+#: Dense sweeps of each function's transition ranges, where implementations switch formulas
+#: (polynomial to asymptote, argument reduction, overflow to inf and underflow to 0), per
+#: dtype: {op: fn(d) -> float64 points}. A random sample rarely lands there.
+SWEEPS: dict[str, Callable[[np.dtype], np.ndarray]] = {
+    "tanh": lambda d: np.concatenate([np.linspace(-20, 20, 8001), np.linspace(4.8, 20, 4001),
+                                      -np.linspace(4.8, 20, 4001)]),
+    "exp": lambda d: np.linspace(*{"float16": (-18, 12), "float64": (-746, 711)}.get(d.name, (-105, 90)), 20001),
+    "log": lambda d: np.concatenate([np.geomspace(*_normal_range(d), 20001), np.linspace(0.5, 2.0, 4001)]),
+    "sqrt": lambda d: np.geomspace(*_normal_range(d), 20001),
+    "rsqrt": lambda d: np.geomspace(*_normal_range(d), 20001),
+    "sin": lambda d: np.linspace(-40, 40, 20001),
+    "cos": lambda d: np.linspace(-40, 40, 20001),
+    "erf": lambda d: np.linspace(-7, 7, 20001),
+    # around integers and halves, and large values: past 2**23 (float32) / 2**52 (float64)
+    # every float is an integer, past 2**31 a cast through int32 breaks
+    "floor": lambda d: _rounding_sweep(d),
+    "ceil": lambda d: _rounding_sweep(d),
+    "sign": lambda d: np.concatenate([np.geomspace(_normal_range(d)[0], 1, 2001),
+                                      -np.geomspace(_normal_range(d)[0], 1, 2001)]),
+}
+
+
+def _rounding_sweep(d: np.dtype) -> np.ndarray:
+    big = {"float16": (100, 6.0e4), "float64": (1e12, 1e20)}.get(d.name, (1e6, 1e12))
+    return np.concatenate([np.linspace(-5.5, 5.5, 4001), np.geomspace(*big, 2001), -np.geomspace(*big, 2001)])
+
+
+def with_signed_zeros(gen: Callable[..., Iterator[Sample]]) -> Callable[..., Iterator[Sample]]:
+    """Each sample, and for floats again with -0.0 and +0.0 in every input of the op's dtype:
+    ops that move data (or only flip or clear the sign) must keep the sign of zero, bit for bit."""
+
+    def wrapped(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
+        for s in gen(d, rng):
+            yield s
+            ins = [a for a in s.ins if a.dtype == d and a.size]
+            if not _is_float(d) or not ins:
+                continue
+            zeroed = []
+            for a in s.ins:
+                if a.dtype == d and a.size:
+                    a = a.copy()
+                    a.reshape(-1)[::3] = -0.0
+                    a.reshape(-1)[1::5] = 0.0
+                zeroed.append(a)
+            yield Sample(zeroed, dict(s.attrs), label=f"{s.label}, with -0.0 and +0.0", magnitude=s.magnitude, tol=s.tol)
+
+    return wrapped
+
+
 # -------------------------------------------------------------------------------------------
 # sample generators per family
 # -------------------------------------------------------------------------------------------
-def unary_samples(domain: str = "real", nan_ok: bool = True, big: float | None = None) -> Callable[..., Iterator[Sample]]:
+def unary_samples(op: str, domain: str = "real", nan_ok: bool = True, big: float | None = None) -> Callable[..., Iterator[Sample]]:
     def gen(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
         for s in SHAPES:
             yield Sample([values(d, s, rng, domain)], label=f"shape {s}")
         yield Sample([values(d, (40, 3), rng, domain)[::2]], label="strided numpy source")
+        yield Sample([values(d, BIG_SHAPE, rng, domain)], label=f"shape {BIG_SHAPE} ({math.prod(BIG_SHAPE)} elements)")
+        if _is_float(d) and op in SWEEPS:
+            pts = SWEEPS[op](d)
+            yield Sample([pts.astype(d)], label=f"dense sweep of {pts.size} points in [{pts.min():.3g}, {pts.max():.3g}]")
         if _is_float(d):
             large, small = magnitudes(d)
             if big is not None:
@@ -151,7 +230,8 @@ def binary_samples(kind: str = "real", nan_ok: bool = True, edges: bool = True) 
 
     def gen(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
         pairs = [((), ()), ((0,), (0,)), ((17,), (17,)), ((3, 5), (3, 5)), ((3, 1), (1, 4)),
-                 ((), (2, 3)), ((2, 3, 4), (3, 4)), ((2, 1, 4), (3, 1))]
+                 ((), (2, 3)), ((2, 3, 4), (3, 4)), ((2, 1, 4), (3, 1)), (BIG_SHAPE, BIG_SHAPE),
+                 ((BIG_SHAPE[0], 1), (1, BIG_SHAPE[1]))]
         for a, b in pairs:
             yield Sample([make(d, a, rng, False), make(d, b, rng, True)], label=f"shapes {a} and {b}")
         if _is_float(d) and nan_ok:
@@ -184,6 +264,8 @@ def where_samples(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
         x.reshape(-1)[: sp.size] = sp
         y.reshape(-1)[:: 97][: sp.size] = sp[::-1]
     yield Sample([rng.random((64, 1)) < 0.5, x, y], label="large 3072 elements, broadcast (64, 1), (1, 48), (64, 48)")
+    yield Sample([rng.random(BIG_SHAPE) < 0.5, values(d, BIG_SHAPE, rng), values(d, BIG_SHAPE, rng)],
+                 label=f"shape {BIG_SHAPE} ({math.prod(BIG_SHAPE)} elements)")
 
 
 def cast_samples(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
@@ -201,13 +283,20 @@ def cast_samples(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
         elif d == np.bool_:
             yield Sample([rng.random(9) < 0.5], {"dtype": t}, label=f"to {target}")
         else:
-            info = np.iinfo(t) if t.kind in "iu" else None
-            lo = max(np.iinfo(d).min, info.min) if info else np.iinfo(d).min
-            hi = min(np.iinfo(d).max, info.max) if info else np.iinfo(d).max
+            # int -> int over the source's whole range: a narrowing cast wraps (modulo 2**bits,
+            # as numpy's astype), it never saturates at the target's limits
+            lo, hi = int(np.iinfo(d).min), int(np.iinfo(d).max)
             if _is_float(t):
                 lo, hi = max(lo, -1000), min(hi, 1000)
             x = np.concatenate([rng.integers(lo, hi, 12, dtype=np.int64, endpoint=True), [lo, hi, 0]])
-            yield Sample([x.astype(d)], {"dtype": t}, label=f"to {target}")
+            label = f"to {target}"
+            if t.kind in "iu":
+                ti = np.iinfo(t)
+                past = [v for v in (ti.max + 1, ti.min - 1, ti.max + 300, 2 * ti.max + 3, -(ti.max + 2)) if lo <= v <= hi]
+                if past:
+                    x = np.concatenate([x, past])
+                    label += " (values past its range wrap)"
+            yield Sample([x.astype(d)], {"dtype": t}, label=label)
     yield Sample([values(d, (), rng)], {"dtype": dtype_of("float32")}, label="0-d")
     yield Sample([values(d, (0, 3), rng)], {"dtype": dtype_of("int32")}, label="empty")
 
@@ -221,8 +310,11 @@ def reduce_samples(op: str) -> Callable[..., Iterator[Sample]]:
                 return rng.integers(0 if d.kind == "u" else -2, 3, shape).astype(d)
             return values(d, shape, rng)
 
+        # long reduced axes (past 64: a second pass, a tree over work-groups) on the last, the
+        # first and two separated axes
         cases = [((), ()), ((7,), (0,)), ((3, 4, 5), (1,)), ((3, 4, 5), (0, 2)), ((3, 4, 5), (0, 1, 2)),
-                 ((2, 0), (0,)), ((64,), (0,))]
+                 ((2, 0), (0,)), ((64,), (0,)), ((257,), (0,)), ((3, 1000), (1,)), ((130, 5), (0,)),
+                 ((70, 3, 70), (0, 2))]
         if op in ("sum", "prod"):
             cases.append(((0, 3), (0,)))
         for shape, axes in cases:
@@ -240,6 +332,24 @@ def reduce_samples(op: str) -> Callable[..., Iterator[Sample]]:
         if d.kind in "iu" and op in ("max", "min"):
             e = int_edges(d)
             yield Sample([e], {"axes": (0,), "keepdim": False}, label="integer edge values")
+        if d.kind in "iu" and op == "sum":
+            # integers are exact modulo 2**bits: int64 sums past 2**31 (an int32 accumulator
+            # wraps), and sums past the dtype's own range, which wrap
+            if d.name == "int64":
+                big = rng.integers(-(2**40), 2**40, (3, 300), dtype=np.int64)
+                big[0] = rng.integers(2**31, 2**33, 300)
+                yield Sample([big], {"axes": (1,), "keepdim": False}, label="int64 values past 2**31")
+            info = np.iinfo(d)
+            yield Sample([rng.integers(info.max // 2, info.max, (2, 100), dtype=np.int64, endpoint=True).astype(d)],
+                         {"axes": (1,), "keepdim": False}, label=f"sum past the {d.name} range (wraps)")
+        if d.name == "int64" and op == "prod":
+            yield Sample([rng.integers(2**15, 2**20, (4, 3), dtype=np.int64)], {"axes": (1,), "keepdim": False},
+                         label="int64 products past 2**53")
+        if d.name in HALF and op == "sum":
+            tol = half_accumulation_tol(d)
+            for shape, axes in (((3, 4096), (1,)), ((4096, 3), (0,))):
+                yield Sample([rng.uniform(0.0, 1.0, shape).astype(d)], {"axes": axes, "keepdim": False}, tol=tol,
+                             label=f"long {d.name} sum, shape {shape} axes {axes}: accumulate in float32, round once")
 
     return gen
 
@@ -250,18 +360,28 @@ def arg_samples(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
             return rng.random(shape) < 0.5
         return rng.integers(0, 3, shape).astype(d)  # many ties: the first index must win
 
-    for shape, axis in [((7,), 0), ((3, 4), 1), ((2, 3, 4), 0), ((2, 3, 4), 2), ((1,), 0), ((2, 0), 0)]:
+    for shape, axis in [((7,), 0), ((3, 4), 1), ((2, 3, 4), 0), ((2, 3, 4), 2), ((1,), 0), ((2, 0), 0), ((3, 1000), 1),
+                        ((300, 2), 0)]:
         for keep in (False, True):
             yield Sample([ties(shape)], {"axis": axis, "keepdim": keep}, label=f"shape {shape} axis {axis} keepdim={keep} with ties")
     if _is_float(d):
         large, small = magnitudes(d)
         yield Sample([np.array([small, -large, large, -small, large], np.float64).astype(d)], {"axis": 0, "keepdim": False},
                      label="large and small magnitudes, infinities")
+        # NaN is the extreme of both (numpy's rule): the first NaN wins
+        nan, inf = np.nan, np.inf
+        yield Sample([np.array([1.0, nan, 3.0, nan, -inf, inf], np.float64).astype(d)], {"axis": 0, "keepdim": False},
+                     label="NaN: the first NaN wins")
+        x = rng.integers(0, 3, (4, 70)).astype(np.float64)
+        x[0, 5], x[0, 9], x[1, 69], x[2, 0], x[:, 33] = nan, nan, nan, nan, inf
+        for axis in (0, 1):
+            yield Sample([x.astype(d)], {"axis": axis, "keepdim": False}, label=f"rows with NaN, axis {axis}: the first NaN wins")
 
 
 def matmul_samples(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
+    # M, N and K past 64: a tiled kernel's second tile, its edge tiles, a split K
     for a, b in [((2, 3), (3, 4)), ((1, 1), (1, 1)), ((2, 3, 5), (2, 5, 4)), ((0, 3), (3, 2)), ((2, 0), (0, 3)),
-                 ((2, 2, 4, 3), (2, 2, 3, 5)), ((16, 33), (33, 9))]:
+                 ((2, 2, 4, 3), (2, 2, 3, 5)), ((16, 33), (33, 9)), ((70, 130), (130, 97)), ((2, 65, 67), (2, 67, 66))]:
         if d.kind in "iu":
             x, y = rng.integers(0, 4, a).astype(d), rng.integers(0 if d.kind == "u" else -3, 4, b).astype(d)
         else:
@@ -270,6 +390,15 @@ def matmul_samples(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
         if _is_float(d):
             mag = np.matmul(np.abs(x.astype(np.float64)), np.abs(y.astype(np.float64)))
         yield Sample([x, y], label=f"{a} @ {b}", magnitude=mag)
+    # integers are exact: never through floating point (int32 past 2**24, int64 past 2**53)
+    if d.name in ("int32", "int64"):
+        hi = 2**13 if d.name == "int32" else 2**30
+        x, y = (rng.integers(-hi, hi, s, dtype=np.int64).astype(d) for s in ((3, 5), (5, 4)))
+        yield Sample([x, y], label=f"(3, 5) @ (5, 4), values up to {hi}: products past 2**{24 if hi < 2**20 else 53}")
+    if d.name in HALF:
+        x, y = rng.uniform(0.0, 1.0, (4, 1024)).astype(d), rng.uniform(0.0, 1.0, (1024, 3)).astype(d)
+        yield Sample([x, y], label=f"(4, 1024) @ (1024, 3) in {d.name}: accumulate in float32, round once",
+                     tol=half_accumulation_tol(d))
 
 
 def _fill(d: np.dtype) -> Any:
@@ -333,6 +462,8 @@ def scatter_samples(op: str) -> Callable[..., Iterator[Sample]]:
         yield Sample([v((2, 4, 3)), i1, v((2, 2, 2, 3))], {"axis": 1}, label="2-d index, axis 1")
         yield Sample([v((3,)), np.zeros((0,), np.int64), v((0,))], {"axis": 0}, label="empty index")
         yield Sample([v((3, 4)), np.array([3, 1], np.int64), v((3, 2))], {"axis": 1}, label="last axis")
+        yield Sample([v((5, 3)), np.array(2, np.int64), v((3,))], {"axis": 0}, label="0-d index, axis 0")
+        yield Sample([v((2, 4, 3)), np.array(3, np.int64), v((2, 3))], {"axis": 1}, label="0-d index, axis 1")
 
     return gen
 
@@ -406,6 +537,14 @@ def _distinct(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
 # -------------------------------------------------------------------------------------------
 # the database
 # -------------------------------------------------------------------------------------------
+#: Unary ops whose result is exact in every float dtype, the sign of zero included.
+SIGN_EXACT = ("neg", "abs", "floor", "ceil")
+#: Ops computed exactly and rounded once: in half precision (computed in float32 and rounded
+#: once, as a correct kernel does) they must match bit for bit; in float32 an OpenCL device
+#: may take 2.5-3 ulp for div and sqrt, so there the dtype's tolerance applies.
+HALF_EXACT = ("add", "sub", "mul", "div", "sqrt")
+
+
 def _build() -> dict[str, OpInfo]:
     db: dict[str, OpInfo] = {}
 
@@ -417,9 +556,11 @@ def _build() -> dict[str, OpInfo]:
         big = 1.0e3 if n in ("sin", "cos") else None
         g = () if n in ("floor", "ceil", "sign") else (0,)
         dom = unary_domain.get(n, "real")
-        add(OpInfo(n, unary_samples(dom, big=big), R.REFERENCES[n], grad_inputs=g,
-                   grad_samples=smooth("positive" if dom == "positive" else ("apart" if n == "abs" else "real"))))
-    add(OpInfo("logical_not", unary_samples(), R.REFERENCES["logical_not"]))
+        gen = unary_samples(n, dom, big=big)
+        add(OpInfo(n, with_signed_zeros(gen) if n in SIGN_EXACT else gen, R.REFERENCES[n], grad_inputs=g,
+                   grad_samples=smooth("positive" if dom == "positive" else ("apart" if n == "abs" else "real")),
+                   exact=FLOATS if n in SIGN_EXACT else HALF if n in HALF_EXACT else ()))
+    add(OpInfo("logical_not", unary_samples("logical_not"), R.REFERENCES["logical_not"]))
     for n in ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "floor_divide", "remainder"):
         kind = {"pow": "pow", "floor_divide": "nonzero_rhs", "remainder": "nonzero_rhs", "div": "real"}.get(n, "real")
         nan_ok = n not in ("pow", "floor_divide", "remainder")
@@ -427,14 +568,14 @@ def _build() -> dict[str, OpInfo]:
         gsamp = smooth("apart" if n in ("maximum", "minimum") else ("pow" if n == "pow" else "positive"), 2)
         grad = (0, 1) if n not in ("floor_divide", "remainder") else ((0,) if n == "remainder" else ())
         add(OpInfo(n, binary_samples(kind, nan_ok, edges), R.REFERENCES[n], tol_scale=2.0 if n == "pow" else 1.0,
-                   grad_inputs=grad, grad_samples=gsamp))
+                   grad_inputs=grad, grad_samples=gsamp, exact=HALF if n in HALF_EXACT else ()))
     for n in ("eq", "ne", "lt", "le", "gt", "ge"):
         add(OpInfo(n, binary_samples(), R.REFERENCES[n]))
     for n in ("logical_and", "logical_or"):
         add(OpInfo(n, binary_samples(), R.REFERENCES[n]))
-    add(OpInfo("where", where_samples, R.where, grad_inputs=(1, 2),
+    add(OpInfo("where", with_signed_zeros(where_samples), R.where, grad_inputs=(1, 2), exact=FLOATS,
                grad_samples=grad_from(where_samples, lambda s: s.label.startswith("shapes (3, 1)"))))
-    add(OpInfo("cast", cast_samples, R.cast, grad_inputs=(0,),
+    add(OpInfo("cast", with_signed_zeros(cast_samples), R.cast, grad_inputs=(0,), exact=FLOATS,
                grad_samples=lambda d, rng: iter([Sample([rng.uniform(-2, 2, (3, 4)).astype(d)], {"dtype": d}, label="to itself"),
                                                  Sample([rng.uniform(-2, 2, (5,)).astype(d)], {"dtype": np.dtype("float64" if d.name == "float32" else "float32")}, label="to another float")])))
     for n in ("sum", "prod", "max", "min"):
@@ -445,15 +586,15 @@ def _build() -> dict[str, OpInfo]:
     add(OpInfo("matmul", matmul_samples, R.matmul, grad_inputs=(0, 1),
                grad_samples=grad_from(matmul_samples, lambda s: s.ins[0].size <= 24)))
     for n in ("permute", "expand", "slice", "concat", "pad", "copy"):
-        add(OpInfo(n, layout_samples(n), R.REFERENCES[n], grad_inputs=(0,) if n != "concat" else (0, 1, 2),
-                   grad_samples=grad_from(layout_samples(n))))
-    add(OpInfo("gather", gather_samples, R.gather, grad_inputs=(0,), grad_samples=grad_from(gather_samples),
-               edge_checks=("index_out_of_range",)))
+        add(OpInfo(n, with_signed_zeros(layout_samples(n)), R.REFERENCES[n], grad_inputs=(0,) if n != "concat" else (0, 1, 2),
+                   grad_samples=grad_from(layout_samples(n)), exact=FLOATS))
+    add(OpInfo("gather", with_signed_zeros(gather_samples), R.gather, grad_inputs=(0,), grad_samples=grad_from(gather_samples),
+               edge_checks=("index_out_of_range",), exact=FLOATS))
     add(OpInfo("scatter_add", scatter_samples("scatter_add"), R.scatter_add, grad_inputs=(0, 2),
                grad_samples=grad_from(scatter_samples("scatter_add")), edge_checks=("index_out_of_range",)))
-    add(OpInfo("scatter", scatter_samples("scatter"), R.scatter, grad_inputs=(0, 2),
-               grad_samples=grad_from(scatter_samples("scatter")), edge_checks=("index_out_of_range",)))
-    add(OpInfo("full", full_samples, R.full, creation=True))
+    add(OpInfo("scatter", with_signed_zeros(scatter_samples("scatter")), R.scatter, grad_inputs=(0, 2),
+               grad_samples=grad_from(scatter_samples("scatter")), edge_checks=("index_out_of_range",), exact=FLOATS))
+    add(OpInfo("full", full_samples, R.full, creation=True, exact=FLOATS))
     add(OpInfo("arange", arange_samples, lambda n, start, step, dtype: R.arange(n, start, step, dtype), creation=True))
     add(OpInfo("philox_uniform", philox_samples, R.philox_uniform, creation=True, tol_scale=0.0))
     missing = set(PRIMITIVES) - set(db)

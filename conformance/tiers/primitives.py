@@ -13,7 +13,7 @@ import numpy as np
 
 from ..cases import Case, Target
 from ..checks import CheckFailure, assert_close, put, run_kernel_guarded, run_primitive
-from ..opdb import OPDB, OpInfo, dtype_of, tolerance
+from ..opdb import OPDB, OpInfo, Tolerance, dtype_of, tolerance
 
 #: Byte-offset variant: inputs start this many elements into a larger buffer.
 OFFSET_ELEMS = 3
@@ -32,11 +32,13 @@ def check_sample(info: OpInfo, d: np.dtype, sample: Any, device: str, offset: in
         outs = run_primitive(info.name, ins, attrs, device)
     got = outs[0].numpy()
     want = _reference(info, sample.ins, attrs)
-    out_dtype = want.dtype
-    tol = tolerance(out_dtype, info.tol_scale)
+    exact = want.dtype.name in info.exact
+    tol = Tolerance(0.0, 0.0) if exact else sample.tol or tolerance(want.dtype, info.tol_scale)
     where = f"{info.name}[{d.name}] {sample.label}" + (f" (inputs at a {offset}-element offset)" if offset else "")
     try:
-        assert_close(got, want, tol.rtol, tol.atol, where, sample.magnitude)
+        assert_close(got, want, tol.rtol, tol.atol, where, None if exact or sample.tol else sample.magnitude)
+        if exact:
+            assert_zero_signs(got, want, where)
     except CheckFailure as exc:
         if sample.ins:
             exc.message += "; inputs: " + "; ".join(
@@ -47,6 +49,21 @@ def check_sample(info: OpInfo, d: np.dtype, sample: Any, device: str, offset: in
     # the inputs must be left as they were
     for t, a in zip(ins, sample.ins):
         assert_close(t.numpy(), a, 0, 0, f"{where}: an input was modified by the kernel")
+
+
+def assert_zero_signs(got: np.ndarray, want: np.ndarray, where: str) -> None:
+    """Every zero has the expected sign (values are already known to be equal)."""
+    floating = want.dtype.kind == "f" or want.dtype.name == "bfloat16"
+    if got.size == 0 or not floating:
+        return
+    w, g = want.astype(np.float64), got.astype(np.float64)
+    wrong = (w == 0) & (np.signbit(w) != np.signbit(g))
+    if wrong.any():
+        first = tuple(int(i) for i in np.argwhere(wrong)[0]) if want.ndim else ()
+        raise CheckFailure(
+            f"{where}: {int(wrong.sum())} of {int((w == 0).sum())} zeros have the wrong sign; first at index {first}: "
+            f"got {g[first]!r}, expected {w[first]!r} (the sign of zero is part of the value: neg(+0.0) is -0.0, "
+            f"abs(-0.0) is +0.0, and moving data copies its bits)", w[first], g[first])
 
 
 def check_index_out_of_range(info: OpInfo, d: np.dtype, device: str) -> None:
