@@ -21,19 +21,24 @@ from typing import Any
 
 import numpy as np
 
-UNARY = ("neg", "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "erf", "floor", "ceil", "sign",
-         "logical_not")
-BINARY = ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge",
-          "logical_and", "logical_or")
-REDUCE = ("sum", "max", "min")
+from .._src.ops.base import OPS, Lowering
+
 BOOL = np.dtype(np.bool_)
 FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
+def lowering(op: str) -> Lowering:
+    """The loop-IR lowering an op's definition gives (``ops.base.Lowering``)."""
+    d = OPS.get(op)
+    if d is None or d.lower is None:
+        raise KeyError(f"[compiler] op '{op}' has no loop-IR lowering in its OpDef")
+    return d.lower
+
+
 class Node:
     """One value of a fusion group. ``op`` is ``input`` (attr: input index), ``const`` (attr:
-    value), a name from :data:`UNARY`/:data:`BINARY`, ``where``, ``cast`` or ``reduce``
-    (attr: ``sum``/``max``/``min``)."""
+    value), ``cast``, ``reduce`` (attr: ``sum``/``max``/``min``) or the name of an op whose
+    OpDef lowers to an element-wise expression (:func:`lowering`)."""
 
     __slots__ = ("op", "args", "dtype", "row", "col", "attr", "id")
 
@@ -84,8 +89,13 @@ class Builder:
             return b
         return self._make(op, (a, b), np.dtype(dtype or a.dtype), a.row or b.row, a.col or b.col)
 
-    def where(self, c: Node, a: Node, b: Node) -> Node:
-        return self._make("where", (c, a, b), a.dtype, c.row or a.row or b.row, c.col or a.col or b.col)
+    def expr(self, op: str, args: tuple[Node, ...] | list[Node], dtype: np.dtype) -> Node:
+        """An element-wise op of the OpDef table on ``args`` (any number of them)."""
+        if len(args) == 1:
+            return self.unary(op, args[0], dtype)
+        if len(args) == 2:
+            return self.binary(op, args[0], args[1], dtype)
+        return self._make(op, tuple(args), np.dtype(dtype), any(a.row for a in args), any(a.col for a in args))
 
     def cast(self, a: Node, dtype: np.dtype) -> Node:
         dtype = np.dtype(dtype)

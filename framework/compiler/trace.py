@@ -41,7 +41,6 @@ class _Sym:
         raise NotFusible("a symbolic tensor's values were read during tracing")
 
 
-_PASS = ("expand", "copy")
 #: A sum over every axis but the last, of a full-row value: the gradient of a weight. It may
 #: only be an output; the kernel writes the per-row terms and the caller sums them over rows.
 _ROWSUM = "rowsum"
@@ -130,20 +129,17 @@ class _Tracer:
         b = self.b
         if dtype not in (*ir.FLOATS, ir.BOOL):
             raise NotFusible(f"'{name}' makes a {dtype} value")
-        if name in _PASS:
+        role = op.lower.role if op.lower is not None else None
+        if role == "pass":
             node = args[0]
-        elif name in ir.UNARY:
-            node = b.unary(name, args[0], dtype)
-        elif name in ir.BINARY:
-            node = b.binary(name, args[0], args[1], dtype)
-        elif name == "where":
-            node = b.where(*args)
-        elif name == "cast":
+        elif role == "expr":
+            node = b.expr(name, args, dtype)
+        elif role == "cast":
             node = b.cast(args[0], dtype)
         elif (name == "sum" and ins[0].ndim >= 2 and args[0].row and args[0].col
               and tuple(sorted(attrs["axes"])) == tuple(range(ins[0].ndim - 1))):
             node = b.unary(_ROWSUM, args[0])
-        elif name in ir.REDUCE:
+        elif role == "reduce":
             x = ins[0]
             if tuple(attrs["axes"]) != (x.ndim - 1,) or x.shape[-1] != self.geo.n:
                 raise NotFusible(f"'{name}' over axes {attrs['axes']} of {x.shape} is not along the row")

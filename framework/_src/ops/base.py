@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from adapter_api import PRIMITIVES
@@ -18,10 +19,27 @@ from ..tensor import Tensor
 Meta = tuple[tuple[int, ...], Any]
 
 
+@dataclass(frozen=True, slots=True)
+class Lowering:
+    """How an op becomes a value of the compiler's loop IR (``framework.compiler.ir``).
+
+    ``role`` is ``"expr"`` (an element-wise value, spelled by ``c``), ``"cast"``, ``"reduce"``
+    (along the row) or ``"pass"`` (a broadcast or copy: the value itself). ``c`` is the value
+    in the C family (C, OpenCL C, CUDA C): ``{0}``, ``{1}``, ``{2}`` are the operands,
+    ``{fn:exp}`` the math function for the value's type (``expf`` or ``exp``), ``{one}`` and
+    ``{zero}`` the literals of that type. ``costly`` marks a value worth keeping in memory
+    between passes rather than recomputing it. An emitter may still spell an op its own way
+    (``Emitter.native``: OpenCL's ``rsqrt``)."""
+
+    role: str = "expr"
+    c: str = ""
+    costly: bool = False
+
+
 class OpDef:
     """The definition of one operator."""
 
-    __slots__ = ("name", "kind", "infer", "grad", "elementwise", "decomposition", "doc", "spec", "__dict__")
+    __slots__ = ("name", "kind", "infer", "grad", "elementwise", "decomposition", "doc", "spec", "lower", "__dict__")
 
     def __init__(
         self,
@@ -32,6 +50,7 @@ class OpDef:
         elementwise: bool = False,
         decomposition: Callable[..., Any] | None = None,
         doc: str = "",
+        lower: Lowering | None = None,
     ) -> None:
         self.name = name
         self.kind = kind
@@ -41,6 +60,11 @@ class OpDef:
         self.decomposition = decomposition
         self.doc = doc
         self.spec = PRIMITIVES.get(name)
+        #: the lowering to the compiler's loop IR, or None (the op ends a fusion group)
+        self.lower = lower
+
+    #: why a primitive has no gradient rule ("" when it has one)
+    no_grad: str = ""
 
     def __repr__(self) -> str:
         return f"<OpDef {self.kind} {self.name}>"
@@ -50,10 +74,21 @@ class OpDef:
 OPS: dict[str, OpDef] = {}
 
 
-def primitive(name: str, infer: Callable[..., list[Meta]], grad: Callable[..., Any] | None = None, *, elementwise: bool = False) -> OpDef:
+def primitive(name: str, infer: Callable[..., list[Meta]], grad: Callable[..., Any] | None = None, *,
+              elementwise: bool = False, lower: Lowering | str | None = None, no_grad: str = "") -> OpDef:
+    """Define a primitive: its shape/dtype rule, its gradient rule (or ``no_grad``, saying why
+    it has none), and ``lower``, its :class:`Lowering` (a string is the ``c`` of an element-wise
+    one; an element-wise primitive must have one)."""
     if name not in PRIMITIVES:
         raise ValueError(f"'{name}' is not in adapter_api.PRIMITIVES")
-    op = OPS[name] = OpDef(name, "primitive", infer, grad, elementwise)
+    if (grad is None) == (not no_grad):
+        raise ValueError(f"primitive '{name}': give a gradient rule or no_grad='why it has none', not both")
+    if elementwise and lower is None:
+        raise ValueError(f"primitive '{name}' is element-wise: give its lowering to the loop IR (lower=...)")
+    if isinstance(lower, str):
+        lower = Lowering(c=lower)
+    op = OPS[name] = OpDef(name, "primitive", infer, grad, elementwise, lower=lower)
+    op.no_grad = no_grad
     return op
 
 

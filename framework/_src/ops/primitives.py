@@ -15,7 +15,7 @@ from adapter_api import OpArgumentError
 
 from .. import dtypes as _dt
 from ..tensor import Tensor
-from .base import primitive
+from .base import Lowering, primitive
 
 # -- shape rules ----------------------------------------------------------------------------
 
@@ -169,13 +169,22 @@ def _g_zero(n, g):
     return [zeros_like(t) if not t.stop_gradient else None for t in n.inputs]
 
 
-for _name, _grad in [
-    ("neg", _g_neg), ("abs", _g_abs), ("exp", _g_exp), ("log", _g_log), ("sqrt", _g_sqrt),
-    ("rsqrt", _g_rsqrt), ("sin", _g_sin), ("cos", _g_cos), ("tanh", _g_tanh), ("erf", _g_erf),
-    ("floor", _g_zero), ("ceil", _g_zero), ("sign", _g_zero),
+def _math(fn: str) -> Lowering:
+    return Lowering(c=f"{{fn:{fn}}}({{0}})", costly=fn in ("exp", "log", "tanh", "erf", "sin", "cos"))
+
+
+# name, gradient rule, lowering to the loop IR (see base.Lowering for the template syntax)
+for _name, _grad, _lower in [
+    ("neg", _g_neg, "(-{0})"), ("abs", _g_abs, "{fn:fabs}({0})"), ("exp", _g_exp, _math("exp")),
+    ("log", _g_log, _math("log")), ("sqrt", _g_sqrt, _math("sqrt")), ("rsqrt", _g_rsqrt, "({one} / {fn:sqrt}({0}))"),
+    ("sin", _g_sin, _math("sin")), ("cos", _g_cos, _math("cos")), ("tanh", _g_tanh, _math("tanh")),
+    ("erf", _g_erf, _math("erf")), ("floor", _g_zero, _math("floor")), ("ceil", _g_zero, _math("ceil")),
+    # numpy: sign(-0.0) is +0.0 and NaN stays NaN
+    ("sign", _g_zero, "({0} != {0} ? {0} : ({0} > {zero} ? {one} : ({0} < {zero} ? -{one} : {zero})))"),
 ]:
-    primitive(_name, _same, _grad, elementwise=True)
-primitive("logical_not", _bool, None, elementwise=True)
+    primitive(_name, _same, _grad, elementwise=True, lower=_lower)
+_BOOLEAN = "a boolean result: nothing to differentiate"
+primitive("logical_not", _bool, None, elementwise=True, lower="(!{0})", no_grad=_BOOLEAN)
 
 
 # binary ------------------------------------------------------------------------------------
@@ -240,14 +249,27 @@ def _g_remainder(n, g):
     return [sum_to(g[0], x.shape), sum_to(-(g[0] * M.floor_divide(x, y)), y.shape)]
 
 
-for _name, _grad in [
-    ("add", _g_add), ("sub", _g_sub), ("mul", _g_mul), ("div", _g_div), ("pow", _g_pow),
-    ("maximum", _g_minmax(lambda x, y: x > y)), ("minimum", _g_minmax(lambda x, y: x < y)),
-    ("floor_divide", _g_zero), ("remainder", _g_remainder),
+# NOTE: numpy's float divmod (npy_divmod): fmod, moved to the divisor's sign, and a quotient
+# rounded to the nearest integer of (a - mod) / b; b == 0 gives a / b and NaN.
+_FMOD = "{fn:fmod}({0}, {1})"
+_ADJUST = f"({_FMOD} != {{zero}} && (({{1}} < {{zero}}) != ({_FMOD} < {{zero}})))"
+_REMAINDER = (f"({_ADJUST} ? {_FMOD} + {{1}} : ({_FMOD} == {{zero}} ? {{fn:copysign}}({{zero}}, {{1}}) : {_FMOD}))")
+_DIV = f"(({{0}} - {_FMOD}) / {{1}} - ({_ADJUST} ? {{one}} : {{zero}}))"
+_FLOOR_DIVIDE = (f"({{1}} == {{zero}} ? {{0}} / {{1}} : ({_DIV} != {{zero}} ? {{fn:floor}}({_DIV}) + "
+                 f"({_DIV} - {{fn:floor}}({_DIV}) > ({{one}} / 2) ? {{one}} : {{zero}}) : "
+                 f"{{fn:copysign}}({{zero}}, {{0}} / {{1}})))")
+for _name, _grad, _lower in [
+    ("add", _g_add, "({0} + {1})"), ("sub", _g_sub, "({0} - {1})"), ("mul", _g_mul, "({0} * {1})"),
+    ("div", _g_div, "({0} / {1})"), ("pow", _g_pow, Lowering(c="{fn:pow}({0}, {1})", costly=True)),
+    ("maximum", _g_minmax(lambda x, y: x > y), "(({0} > {1} || {0} != {0}) ? {0} : {1})"),  # NaN wins
+    ("minimum", _g_minmax(lambda x, y: x < y), "(({0} < {1} || {0} != {0}) ? {0} : {1})"),
+    ("floor_divide", _g_zero, _FLOOR_DIVIDE), ("remainder", _g_remainder, _REMAINDER),
 ]:
-    primitive(_name, _make_binary_infer(_name, False), _grad, elementwise=True)
-for _name in ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or"):
-    primitive(_name, _make_binary_infer(_name, True), None, elementwise=True)
+    primitive(_name, _make_binary_infer(_name, False), _grad, elementwise=True, lower=_lower)
+for _name, _sym in (("eq", "=="), ("ne", "!="), ("lt", "<"), ("le", "<="), ("gt", ">"), ("ge", ">="),
+                    ("logical_and", "&&"), ("logical_or", "||")):
+    primitive(_name, _make_binary_infer(_name, True), None, elementwise=True, lower=f"({{0}} {_sym} {{1}})",
+              no_grad=_BOOLEAN)
 
 
 def _g_where(n, g):
@@ -258,7 +280,7 @@ def _g_where(n, g):
     return [None, gx, gy]
 
 
-primitive("where", _where_infer, _g_where, elementwise=True)
+primitive("where", _where_infer, _g_where, elementwise=True, lower="({0} ? {1} : {2})")
 
 
 def _g_cast(n, g):
@@ -266,7 +288,7 @@ def _g_cast(n, g):
     return [g[0].astype(x.dtype) if _dt.is_floating(x.dtype) else None]
 
 
-primitive("cast", lambda ins, a: [(ins[0].shape, a["dtype"])], _g_cast)
+primitive("cast", lambda ins, a: [(ins[0].shape, a["dtype"])], _g_cast, lower=Lowering("cast"))
 
 
 # reductions -------------------------------------------------------------------------------
@@ -297,12 +319,12 @@ def _g_maxmin(n, g):
     return [_keep(g[0], x, n.attrs) * mask / cnt]
 
 
-primitive("sum", _reduce_infer, _g_sum)
+primitive("sum", _reduce_infer, _g_sum, lower=Lowering("reduce"))
 primitive("prod", _reduce_infer, _g_prod)
-primitive("max", _reduce_infer, _g_maxmin)
-primitive("min", _reduce_infer, _g_maxmin)
-primitive("argmax", _arg_infer, None)
-primitive("argmin", _arg_infer, None)
+primitive("max", _reduce_infer, _g_maxmin, lower=Lowering("reduce"))
+primitive("min", _reduce_infer, _g_maxmin, lower=Lowering("reduce"))
+primitive("argmax", _arg_infer, None, no_grad="an integer index: nothing to differentiate")
+primitive("argmin", _arg_infer, None, no_grad="an integer index: nothing to differentiate")
 
 
 # linear algebra ----------------------------------------------------------------------------
@@ -328,7 +350,8 @@ def _g_permute(n, g):
 
 
 primitive("permute", lambda ins, a: [(tuple(ins[0].shape[p] for p in a["perm"]), ins[0].dtype)], _g_permute)
-primitive("expand", lambda ins, a: [(a["shape"], ins[0].dtype)], lambda n, g: [sum_to(g[0], n.inputs[0].shape)])
+primitive("expand", lambda ins, a: [(a["shape"], ins[0].dtype)], lambda n, g: [sum_to(g[0], n.inputs[0].shape)],
+          lower=Lowering("pass"))
 
 
 def _slice_infer(ins, a):
@@ -447,7 +470,7 @@ primitive("scatter_add", lambda ins, a: [(ins[0].shape, ins[0].dtype)], _g_scatt
 primitive("scatter", lambda ins, a: [(ins[0].shape, ins[0].dtype)], _g_scatter)
 
 # creation and memory ---------------------------------------------------------------------
-primitive("full", lambda ins, a: [(a["shape"], a["dtype"])])
-primitive("arange", lambda ins, a: [((0,), a["dtype"])])  # length given by the caller
-primitive("philox_uniform", lambda ins, a: [(a["shape"], a["dtype"])])
-primitive("copy", _same, lambda n, g: [g[0]])
+primitive("full", lambda ins, a: [(a["shape"], a["dtype"])], no_grad="no tensor input")
+primitive("arange", lambda ins, a: [((0,), a["dtype"])], no_grad="no tensor input")  # length given by the caller
+primitive("philox_uniform", lambda ins, a: [(a["shape"], a["dtype"])], no_grad="no tensor input")
+primitive("copy", _same, lambda n, g: [g[0]], lower=Lowering("pass"))

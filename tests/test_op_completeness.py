@@ -1,0 +1,89 @@
+"""Every primitive is one complete definition: adding one without a floor fails here, naming
+the op and the floor. The floors: the contract's schema (adapter_api), the OpDef (shape rule;
+gradient rule or a stated reason for none; lowering to the loop IR for element-wise ops and row
+reductions), each emitter's spelling of that lowering, the conformance reference and samples,
+and a kernel in each first-party plugin (cpu, opencl, cuda: registered without a GPU)."""
+
+from __future__ import annotations
+
+import importlib
+import re
+
+import numpy as np
+import pytest
+
+import framework  # noqa: F401  (defines the ops)
+from adapter_api import PRIMITIVES, Registry
+from conformance.opdb import OPDB
+from conformance.reference import REFERENCES
+from framework._src.ops.base import OPS
+
+emit = importlib.import_module("framework.compiler.emit")
+NAMES = sorted(PRIMITIVES)
+_LOWERED_REDUCTIONS = {"sum", "max", "min"}
+
+
+def _plugin_ops(module: str) -> set[str]:
+    try:
+        mod = importlib.import_module(module)
+    except ImportError as exc:  # pragma: no cover - in-tree plugins import without their SDKs
+        pytest.fail(f"{module} does not import without its SDK: {exc}")
+    reg = Registry(plugin=module)
+    mod.oarlock_register(reg)
+    return {k[0] for k in reg.kernels}
+
+
+PLUGIN_OPS = {m: _plugin_ops(m) for m in ("plugins.cpu", "plugins.opencl", "plugins.cuda")}
+
+
+def test_every_opdef_is_a_contract_primitive_and_back():
+    defined = {n for n, d in OPS.items() if d.kind == "primitive"}
+    assert defined == set(PRIMITIVES), (
+        f"in the contract without an OpDef: {sorted(set(PRIMITIVES) - defined)}; "
+        f"OpDefs not in the contract: {sorted(defined - set(PRIMITIVES))}")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_each_floor_has_an_entry(name):
+    d = OPS[name]
+    missing = []
+    if d.infer is None:
+        missing.append("shape/dtype rule (OpDef.infer)")
+    if d.grad is None and not d.no_grad:
+        missing.append("gradient rule, or no_grad='why'")
+    if (d.elementwise or name in _LOWERED_REDUCTIONS) and d.lower is None:
+        missing.append("lowering to the loop IR (OpDef.lower)")
+    if name not in REFERENCES:
+        missing.append("conformance reference (conformance/reference.py REFERENCES)")
+    if name not in OPDB:
+        missing.append("conformance samples (conformance/opdb.py OPDB)")
+    for plugin, ops in PLUGIN_OPS.items():
+        if name not in ops:
+            missing.append(f"a kernel in {plugin}")
+    assert not missing, f"primitive '{name}' lacks: " + "; ".join(missing)
+
+
+@pytest.mark.parametrize("language", sorted(emit.EMITTERS))
+def test_every_emitter_spells_every_lowering(language):
+    """Each element-wise lowering renders in each language with every field filled."""
+    em = emit.EMITTERS[language](emit.LOCAL_SIZE[language])
+    for name in NAMES:
+        low = OPS[name].lower
+        if low is None or low.role != "expr":
+            continue
+        template = em.native.get(name) or low.c
+        n_args = len(PRIMITIVES[name].inputs)
+        for dt in (np.dtype(np.float32), np.dtype(np.float64)):
+            text = em.render(template, [f"a{i}" for i in range(n_args)], dt)
+            assert not re.search(r"[{}]", text), f"{language}: '{name}' renders as {text!r}"
+            assert all(f"a{i}" in text for i in range(n_args)), f"{language}: '{name}' drops an operand: {text!r}"
+
+
+def test_a_primitive_without_a_gradient_or_a_reason_is_refused():
+    from framework._src.ops.base import primitive
+
+    with pytest.raises(ValueError, match="give a gradient rule or no_grad"):
+        primitive("neg", lambda ins, a: [], None, elementwise=True, lower="(-{0})")
+    with pytest.raises(ValueError, match="give its lowering"):
+        primitive("neg", lambda ins, a: [], lambda n, g: g, elementwise=True)
+    assert OPS["neg"].lower.c == "(-{0})"  # the refused definitions replaced nothing
