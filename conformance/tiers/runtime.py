@@ -170,7 +170,17 @@ def memset(device: str) -> None:
         rt.free(idx, buf)
 
 
-def elapsed_time(device: str) -> dict[str, Any]:
+#: Host sleep between two events in the units check of elapsed_ms.
+SLEEP_MS = 100.0
+
+
+def elapsed_ms(device: str) -> dict[str, Any]:
+    """Milliseconds, checked against a host sleep: the first event has completed (its stream
+    was synchronized) before the sleep, the second cannot complete before it is recorded after
+    it, so ``elapsed_ms`` is at least the sleep whatever the device's clock, and at most the
+    host's wall time around the whole (both bounds loose by 2x: they cannot flake)."""
+    import time
+
     import framework as fw
 
     x = fw.ones((512, 512), dtype="float32", device=device)
@@ -180,11 +190,88 @@ def elapsed_time(device: str) -> dict[str, Any]:
         x = x @ x * (1.0 / 512.0)
     e1.record()
     e1.synchronize()
-    ms = e0.elapsed_time(e1)
-    if not (isinstance(ms, float) and math.isfinite(ms) and ms >= 0.0):
-        raise CheckFailure("elapsed_time() between two completed events must be a finite float >= 0", ">= 0.0", ms)
+    work_ms = e0.elapsed_time(e1)
+    if not (isinstance(work_ms, float) and math.isfinite(work_ms) and work_ms >= 0.0):
+        raise CheckFailure("elapsed_ms() between two completed events must be a finite float >= 0", ">= 0.0", work_ms)
     assert_close(x.numpy()[:2, :2], np.ones((2, 2), np.float32), 1e-5, 1e-6, "work timed between the events")
-    return {"elapsed_ms": ms}
+
+    rt, idx, _ = _rt(device)
+    s = rt.create_stream(idx)
+    a, b = rt.create_event(idx), rt.create_event(idx)
+    t0 = time.perf_counter()
+    rt.record_event(a, s)
+    rt.synchronize_stream(s)
+    time.sleep(SLEEP_MS / 1000.0)
+    rt.record_event(b, s)
+    rt.synchronize_event(b)
+    wall = (time.perf_counter() - t0) * 1000.0
+    ms = rt.elapsed_ms(a, b)
+    lo, hi = SLEEP_MS / 2, 2 * wall + 50.0
+    if not (isinstance(ms, float) and lo <= ms <= hi):
+        raise CheckFailure(f"elapsed_ms() across a {SLEEP_MS:g} ms host sleep (wall time {wall:.1f} ms) returned {ms!r}; "
+                           f"it must be in milliseconds (a value in seconds or microseconds is off by 1000x)",
+                           f"a float in [{lo:g}, {hi:.1f}]", ms)
+    return {"elapsed_ms": work_ms, "sleep_elapsed_ms": ms}
+
+
+def _completion(device: str, method: str) -> dict[str, Any]:
+    """Work queued on stream 1 (a non-blocking upload, then device-to-device copies), then
+    ``method`` says it is done; a read on a third stream, ordered with nothing, must then see
+    the finished result. A method that answers early shows as stale bytes."""
+    import time
+
+    rt, idx, _ = _rt(device)
+    s1, s3 = rt.create_stream(idx), rt.create_stream(idx)
+    n = 1 << 24
+    rng = np.random.default_rng(7)
+    a, b = rt.allocate(idx, n), rt.allocate(idx, n)
+    rt.memset(idx, b, 0, 0, n, s1)
+    rt.synchronize_stream(s1)
+    keep = []
+    for round_ in range(2):
+        data = rng.integers(0, 256, n, dtype=np.uint8)
+        keep.append(data)  # a non-blocking upload's source stays alive until the end
+        rt.copy_h2d(idx, a, 0, data, s1, False)
+        for _ in range(2):
+            rt.copy_d2d(idx, b, 0, a, 0, n, s1, False)
+            rt.copy_d2d(idx, a, 0, b, 0, n, s1, False)
+        rt.copy_d2d(idx, b, 0, a, 0, n, s1, False)
+        waited = 0.0
+        if method == "synchronize_stream":
+            rt.synchronize_stream(s1)
+        else:
+            ev = None
+            if method == "query_event":
+                ev = rt.create_event(idx)
+                rt.record_event(ev, s1)
+            t0 = time.perf_counter()
+            while not (rt.query_event(ev) if ev is not None else rt.query_stream(s1)):
+                if time.perf_counter() - t0 > 60:
+                    raise CheckFailure(f"{method}() still says the work is not done after 60 s", True, False)
+                time.sleep(0.001)
+            waited = time.perf_counter() - t0
+        back = _read(rt, idx, b, 0, n, s3)
+        if not np.array_equal(back, data):
+            bad = int(np.count_nonzero(back != data))
+            raise CheckFailure(f"{method}() answered before the work on its stream was done: a read on another stream "
+                               f"right after it saw stale data ({bad} of {n} bytes differ, round {round_})",
+                               data[:16], back[:16])
+    rt.synchronize_stream(s1)
+    rt.free(idx, a)
+    rt.free(idx, b)
+    return {"waited_s": waited}
+
+
+def query_event(device: str) -> dict[str, Any]:
+    return _completion(device, "query_event")
+
+
+def query_stream(device: str) -> dict[str, Any]:
+    return _completion(device, "query_stream")
+
+
+def synchronize_stream(device: str) -> dict[str, Any]:
+    return _completion(device, "synchronize_stream")
 
 
 def isolation(device: str) -> None:
@@ -245,7 +332,7 @@ def synchronize(device: str) -> None:
 
 
 CHECKS = [properties, allocation_and_stats, copy_roundtrip, async_copies_with_events, stream_waits_event, memset,
-          elapsed_time, isolation, huge_allocation, synchronize]
+          elapsed_ms, query_event, query_stream, synchronize_stream, isolation, huge_allocation, synchronize]
 
 
 def cases(target: Target) -> list[Case]:
