@@ -5,4 +5,21 @@ Importing this package defines them all; the user-facing functions live in the s
 and are re-exported by ``framework.nn.functional``.
 """
 
-from . import activation, arith, attention, conv, loss, manipulation, misc, norm, sampling, sorting, special  # noqa: F401  # noqa: F401  (Paddle's tensor functions, issue 17)
+from . import (  # noqa: F401  # noqa: F401  (Paddle's tensor functions, issue 17)
+    activation,
+    activation_extra,
+    arith,
+    attention,
+    conv,
+    conv_extra,
+    loss,
+    loss_extra,
+    manipulation,
+    misc,
+    norm,
+    norm_extra,
+    resize,
+    sampling,
+    sorting,
+    special,
+)
