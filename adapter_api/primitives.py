@@ -22,6 +22,21 @@ the tied elements it came from (``g / count``). ``amax``/``amin`` are ``max``/``
 composites built on them (``max_pool2d``) inherit the rule; ``topk``, which picks by
 ``argmax``, gives the whole gradient to the index it returned (the lower one on a tie).
 
+Integers. Integer results are exact modulo 2**bits of the output dtype (they wrap, never
+saturate): sums and products accumulate in at least that width (an int64 sum past 2**31 must
+not pass through an int32 accumulator), and integer matmul never goes through floating point
+(int64 values past 2**53, int32 past 2**24 stay exact).
+
+Floating point. Results are those of the exact operation rounded once to the output dtype,
+to nearest even (transcendental functions, and div and sqrt in float32 and float64, within
+the tolerances of docs/conformance.md, on their whole domain, not only near 0). Ops that
+only move data (copy, permute, expand, slice, concat, pad, gather, scatter, where, full) and
+neg, abs, floor, ceil and cast are exact bit for bit in every float dtype, the sign of zero
+included: ``neg(+0.0)`` is -0.0, ``abs(-0.0)`` is +0.0, a copy keeps -0.0. In float16 and
+bfloat16, add, sub, mul, div and sqrt are exact too (computed in float32 and rounded once),
+results are rounded to nearest (not toward zero), and sums and matmuls accumulate in float32
+and round once at the end (a half-precision accumulator is not accurate enough).
+
 Errors. A kernel raises :class:`adapter_api.OpArgumentError` for bad input that only it can
 see (an index out of range in ``gather``, ``scatter``, ``scatter_add``), naming the op, the
 value and the allowed range; :class:`adapter_api.KernelNotFoundError` to decline attributes
@@ -77,7 +92,9 @@ _ALL = [
     *_specs("logical", "logical_and logical_or", ("x", "y"), (), "z = x {name} y; bool in, bool out."),
     PrimitiveSpec("where", ("cond", "x", "y"), (), "z = cond ? x : y; cond is bool; x, y, z share "
                   "one dtype; registered under x's dtype.", "select"),
-    PrimitiveSpec("cast", ("x",), ("dtype",), "y = x converted to dtype (float->int truncates "
+    PrimitiveSpec("cast", ("x",), ("dtype",), "y = x converted to dtype (int->int wraps modulo "
+                  "2**bits of the target, never saturates: int32 300 -> int8 44, -1 -> uint8 255; "
+                  "float->int truncates "
                   "toward zero, then wraps modulo 2**bits into the target: -1.5 -> uint8 255, "
                   "300.7 -> uint8 44, as numpy's astype; defined where the truncated value fits "
                   "int32, or int64 for an int64 target; NaN, inf and larger magnitudes are "
@@ -86,7 +103,8 @@ _ALL = [
             "y = {name} of x over axes (a sorted tuple of distinct non-negative ints); "
             "keepdim keeps them as size 1. y has x's dtype. max/min of an empty axis is not asked for."),
     *_specs("reduce", "argmax argmin", ("x",), ("axis", "keepdim"),
-            "y = int64 index of the first {name} along one axis."),
+            "y = int64 index of the first {name} along one axis. NaN counts as the extreme of "
+            "both: the index of the first NaN when there is one (numpy's rule)."),
     PrimitiveSpec("matmul", ("a", "b"), (), "c[..., i, j] = sum_k a[..., i, k] * b[..., k, j]; "
                   "a is (B..., M, K), b is (B..., K, N) with equal batch dims (ndim >= 2).", "linalg"),
     PrimitiveSpec("permute", ("x",), ("perm",), "y = x.transpose(perm).", "layout"),
