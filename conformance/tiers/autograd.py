@@ -180,6 +180,7 @@ def _tie_cases() -> list[TieCase]:
             y = _grid(rng, *shape_y)
             if shape_x == shape_y:  # about half the elements tied, the rest on either side
                 y = np.where(rng.random(shape_x) < 0.5, x, y)
+            y[(0,) * y.ndim] = x[(0,) * x.ndim]  # and at least one tie, broadcast or not
             return [x, y]
 
         return gen
