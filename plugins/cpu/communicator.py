@@ -6,9 +6,9 @@ and the missing ranks instead of an endless hang. Missing ranks are found like t
 that has waited more than half a second in collective number ``k`` tells its peers so on a
 side communicator; at the deadline, the peers that did not say so are the missing ones.
 
-MPICH signals the survivors with SIGUSR1 when a process of the job dies (under ``mpiexec
--disable-auto-cleanup``, which ``oarlock launch`` uses); the handler installed here shortens
-the wait to a short grace period instead of the full timeout. After a fault the process skips
+The survivors get SIGUSR1 when a process of the job dies (from ``oarlock launch``'s per-rank
+supervisor, on any MPI; from MPICH's Hydra under ``-disable-auto-cleanup``); the handler
+installed here shortens the wait to a short grace period instead of the full timeout. After a fault the process skips
 ``MPI_Finalize`` at exit (it would wait for the dead rank) and exits with status 1.
 
 float16 and bfloat16 are reduced in float32 (one rounding at the end); bool is reduced as
@@ -358,7 +358,7 @@ class MPICommunicator(Communicator):
         else:
             missing = peers
         names = ", ".join(self._who(r) for r in missing) or "none identified"
-        cause = "a process of the job died (MPI reported it); " if died else ""
+        cause = "a process of the job died (its launcher said so); " if died else ""
         return CommunicationError(
             f"[distributed] {what} timed out after {waited:.1f} s on rank {self._who(self.rank)} of {self.size}: "
             f"{cause}missing rank(s): {names} (dead, or stuck before this call); check those ranks' "
