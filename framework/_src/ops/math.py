@@ -276,7 +276,8 @@ def normalize_axes(name: str, axis: Any, ndim: int) -> tuple[int, ...]:
     if axis is None:
         return tuple(range(ndim))
     axes = [axis] if isinstance(axis, (int, np.integer)) else list(axis)
-    out = []
+    out: list[int] = []
+    seen: list[int] = []
     for a in axes:
         if isinstance(a, Tensor):
             a = int(a.item())
@@ -287,11 +288,11 @@ def normalize_axes(name: str, axis: Any, ndim: int) -> tuple[int, ...]:
                 f"[{name}] axis {a} is out of range for a tensor with {ndim} dimensions; expected -{builtins.max(ndim, 1)} <= axis < {builtins.max(ndim, 1)}"
             )
         a = int(a) % builtins.max(ndim, 1)
-        if ndim == 0:
-            continue
-        if a in out:
+        if a in seen:  # also for a 0-d tensor, whose only axis (0 or -1) reduces nothing
             raise OpArgumentError(f"[{name}] axis {a} appears twice in {axis!r}")
-        out.append(a)
+        seen.append(a)
+        if ndim:
+            out.append(a)
     return tuple(sorted(out))
 
 
