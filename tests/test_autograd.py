@@ -156,3 +156,32 @@ def test_broadcast_gradient_is_reduced_to_the_input_shape():
     assert x.grad.shape == (3, 1) and y.grad.shape == (4,)
     np.testing.assert_allclose(x.grad.numpy(), [[6.0]] * 3)
     np.testing.assert_allclose(y.grad.numpy(), [3.0] * 4)
+
+
+def test_grad_mode_is_per_thread_and_nests():
+    """Grad mode lives in a context variable: no_grad in one thread leaves another recording,
+    and nested modes restore what was there (PyTorch's thread-local grad mode)."""
+    import threading
+
+    seen = {}
+    inside = threading.Event()
+    release = threading.Event()
+
+    def worker():
+        x = fw.ones([2])
+        x.stop_gradient = False
+        inside.wait(5)
+        seen["recorded"] = not (x * 2.0).stop_gradient  # the main thread is inside no_grad now
+        release.set()
+
+    t = threading.Thread(target=worker)
+    t.start()
+    with fw.no_grad():
+        inside.set()
+        release.wait(5)
+        with fw.enable_grad():
+            assert fw.is_grad_enabled()
+        assert not fw.is_grad_enabled()
+    t.join(5)
+    assert seen == {"recorded": True}
+    assert fw.is_grad_enabled()

@@ -9,6 +9,7 @@ order and calls each op's gradient rule, which is written with framework ops its
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import weakref
 from collections.abc import Callable, Iterator, Sequence
@@ -20,24 +21,25 @@ if TYPE_CHECKING:
     from .ops.base import OpDef
     from .tensor import Tensor
 
-_ENABLED = [True]
+#: Whether ops record a graph. A context variable: it nests, and each thread (or asyncio task)
+#: has its own, starting enabled — like PyTorch's thread-local grad mode.
+GRAD_ENABLED: contextvars.ContextVar[bool] = contextvars.ContextVar("oarlock_grad_enabled", default=True)
 
 
 def is_grad_enabled() -> bool:
-    return _ENABLED[0]
+    return GRAD_ENABLED.get()
 
 
 class _GradMode(contextlib.ContextDecorator):
     def __init__(self, mode: bool) -> None:
         self.mode = mode
-        self.prev: list[bool] = []
+        self.tokens: list[contextvars.Token[bool]] = []
 
     def __enter__(self) -> None:
-        self.prev.append(_ENABLED[0])
-        _ENABLED[0] = self.mode
+        self.tokens.append(GRAD_ENABLED.set(self.mode))
 
     def __exit__(self, *exc: object) -> None:
-        _ENABLED[0] = self.prev.pop()
+        GRAD_ENABLED.reset(self.tokens.pop())
 
 
 def no_grad(func: Callable[..., Any] | None = None) -> Any:

@@ -7,6 +7,7 @@ with one warning per (op, device type) and counters in ``fw.fallback_stats()``;
 
 from __future__ import annotations
 
+import contextvars
 import math
 import os
 import warnings
@@ -35,7 +36,10 @@ _KCACHE: dict[tuple[str, str, np.dtype], KernelEntry | None] = {}
 _MISS = object()
 _FALLBACKS: Counter[tuple[str, str]] = Counter()
 _WARNED: set[tuple[str, str]] = set()
-_STRICT = [os.environ.get("OARLOCK_STRICT_KERNELS", "") not in ("", "0", "false", "False")]
+#: Strict mode: a missing kernel is an error instead of a CPU fallback. A context variable (each
+#: thread starts from OARLOCK_STRICT_KERNELS); ``fw.set_strict_kernels`` sets it.
+STRICT_KERNELS: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "oarlock_strict_kernels", default=os.environ.get("OARLOCK_STRICT_KERNELS", "") not in ("", "0", "false", "False"))
 CPU = "cpu"
 
 
@@ -49,7 +53,7 @@ def clear_kernel_cache() -> None:
 
 
 def set_strict_kernels(flag: bool) -> None:
-    _STRICT[0] = bool(flag)
+    STRICT_KERNELS.set(bool(flag))
 
 
 def fallback_stats() -> dict[str, int]:
@@ -190,7 +194,7 @@ def _fallback(
             f"[{op.name}] no kernel for dtype {dtype} on {dev}{where}; cast the input to a supported "
             f"dtype, or use a device whose plugin registers it (see `oarlock devices`)"
         )
-    if _STRICT[0]:
+    if STRICT_KERNELS.get():
         raise KernelNotFoundError(
             f"[{op.name}] the '{dev.type}' plugin registers no kernel for dtype {dtype}, and strict "
             f"mode (OARLOCK_STRICT_KERNELS=1) forbids the CPU fallback; register the kernel or turn strict mode off"

@@ -213,7 +213,7 @@ def generate(op: base.OpDef, ins: list[Tensor], attrs: dict[str, Any]) -> list[T
     except CompileError as exc:
         _fail(op, dev, plan, exc)
         return None
-    if autograd._ENABLED[0] and any(not t.stop_gradient for t in ins):
+    if autograd.GRAD_ENABLED.get() and any(not t.stop_gradient for t in ins):
         autograd.record(_grad_op(op), ins, attrs, outs)
     return outs
 

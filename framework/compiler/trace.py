@@ -174,8 +174,7 @@ def trace(
     if base.TRACER[0] is not None:
         raise NotFusible("already tracing")
     base.TRACER[0] = tr
-    prev = autograd._ENABLED[0]  # NOTE: off for the forward; a traced gradient rule turns it on
-    autograd._ENABLED[0] = False
+    grad = autograd.GRAD_ENABLED.set(False)  # NOTE: off for the forward; a traced gradient rule turns it on
     try:
         res = fn(*sym_ins, **attrs)
     except NotFusible:
@@ -184,7 +183,7 @@ def trace(
         raise NotFusible(f"tracing failed: {type(exc).__name__}: {exc}") from exc
     finally:
         base.TRACER[0] = None
-        autograd._ENABLED[0] = prev
+        autograd.GRAD_ENABLED.reset(grad)
     outs = [res] if isinstance(res, Tensor) else list(res)
     nodes, metas, out_col = [], [], []
     for o in outs:

@@ -102,7 +102,7 @@ def apply(op: OpDef, ins: list[Tensor], attrs: dict[str, Any]) -> list[Tensor]:
     tracer = TRACER[0]
     # NOTE: a tracer records with autograd too, so gradient rules can be traced like forwards
     outs = dispatch.run(op, ins, attrs) if tracer is None else tracer(op, ins, attrs)
-    if autograd._ENABLED[0] and op.grad is not None:
+    if autograd.GRAD_ENABLED.get() and op.grad is not None:
         for t in ins:
             if not t.stop_gradient:
                 autograd.record(op, ins, attrs, outs)
@@ -162,7 +162,7 @@ def call(op: OpDef, ins: list[Tensor], attrs: dict[str, Any]) -> Any:
                     return _finish(outs)
     PATHS[(op.name, dev.type)]["decomposed"] += 1
     assert op.decomposition is not None
-    if op.grad is not _grad_by_decomposition and TRACER[0] is None and autograd._ENABLED[0] and any(not t.stop_gradient for t in ins):
+    if op.grad is not _grad_by_decomposition and TRACER[0] is None and autograd.GRAD_ENABLED.get() and any(not t.stop_gradient for t in ins):
         # An explicit gradient rule is cheaper than the tape of the decomposition: run the
         # decomposition untaped and record the composite as one node.
         with autograd.no_grad():

@@ -27,7 +27,7 @@ def _move(x: Tensor, dev: _dev.Device) -> Tensor:
     if x.device == dev:
         return x
     out = dispatch.copy_to(x, dev)
-    if autograd._ENABLED[0] and not x.stop_gradient:
+    if autograd.GRAD_ENABLED.get() and not x.stop_gradient:
         autograd.record(TRANSFER, [x], {}, [out])
     return out
 

@@ -61,7 +61,7 @@ def reshape(x: Tensor, shape: Any, name: str | None = None) -> Tensor:
     if shape == x.shape:
         return x
     out = x._reshaped(shape)
-    if autograd._ENABLED[0] and not x.stop_gradient:
+    if autograd.GRAD_ENABLED.get() and not x.stop_gradient:
         autograd.record(RESHAPE, [x], {}, [out])
     return out
 
