@@ -43,7 +43,58 @@ from .layers import (
     Swish,
     Tanh,
 )
+from .layers_extra import (
+    CELU,
+    ELU,
+    GLU,
+    SELU,
+    AdaptiveAvgPool1D,
+    AdaptiveMaxPool2D,
+    AvgPool1D,
+    BatchNorm1D,
+    BatchNorm2D,
+    BCELoss,
+    Bilinear,
+    Conv1D,
+    Conv1DTranspose,
+    Conv2DTranspose,
+    Conv3D,
+    CTCLoss,
+    Dropout2D,
+    GroupNorm,
+    Hardsigmoid,
+    Hardswish,
+    Hardtanh,
+    InstanceNorm2D,
+    KLDivLoss,
+    LayerDict,
+    LocalResponseNorm,
+    LogSoftmax,
+    MarginRankingLoss,
+    MaxPool1D,
+    Mish,
+    NLLLoss,
+    Pad2D,
+    PixelShuffle,
+    PReLU,
+    ReLU6,
+    SmoothL1Loss,
+    Softplus,
+    Softsign,
+    SyncBatchNorm,
+    Unflatten,
+    Upsample,
+)
+from .rnn import GRU, LSTM, GRUCell, LSTMCell, SimpleRNN, SimpleRNNCell
+from .transformer import (
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 
 Module = Layer
+Silu = SiLU
 
 __all__ = [n for n in dir() if not n.startswith("_") and n != "annotations"]
