@@ -76,14 +76,17 @@ class Harness:
 
 def assert_close(got: np.ndarray, want: np.ndarray, dtype: Any = None, rtol: float | None = None,
                  atol: float | None = None) -> None:
-    """Compare with a tolerance per dtype (exact for integers and bool), NaNs equal."""
+    """Compare with the tolerance of the dtype (framework.testing.TOLERANCES; exact for
+    integers and bool), NaNs equal."""
+    from framework.testing import tolerance
+
     dtype = np.dtype(dtype or want.dtype)
     assert got.shape == want.shape, f"shape: expected {want.shape}, got {got.shape}"
     assert got.dtype == dtype, f"dtype: expected {dtype}, got {got.dtype}"
     if dtype.kind != "f":
         np.testing.assert_array_equal(got, want.astype(dtype))
         return
-    tol = {2: (2e-3, 1e-3), 4: (2e-5, 1e-6), 8: (1e-12, 1e-14)}[dtype.itemsize]
+    tol = tolerance(dtype)
     np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64),
-                               rtol=rtol if rtol is not None else tol[0],
-                               atol=atol if atol is not None else tol[1], equal_nan=True)
+                               rtol=rtol if rtol is not None else tol.rtol,
+                               atol=atol if atol is not None else tol.atol, equal_nan=True)
