@@ -208,6 +208,8 @@ def supervise(argv: list[str]) -> int:
     def forward(signum: int, frame: object) -> None:
         if signal_name(signum) in _STOPPING:
             stop["asked"] = True
+        elif folder and rank is not None and _read_record(folder, rank) is None:
+            return  # SIGUSR1/2 would kill a rank that has not installed its handler yet
         try:
             child.send_signal(signum)
         except OSError:
