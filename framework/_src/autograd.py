@@ -12,7 +12,7 @@ import contextlib
 import contextvars
 import functools
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from adapter_api import OpArgumentError
@@ -95,10 +95,6 @@ def record(op: OpDef, inputs: list[Tensor], attrs: dict[str, Any], outputs: list
             o._node = node
             o._out_index = i
             o.stop_gradient = False
-
-
-def _needs(t: Tensor) -> bool:
-    return not t.stop_gradient
 
 
 def _topo(roots: Sequence[Tensor]) -> list[Node]:
@@ -253,8 +249,3 @@ def grad(
     res = run_backward(outs, gos, retain_graph=keep, create_graph=create_graph, inputs=ins, allow_unused=allow_unused)
     assert res is not None
     return res
-
-
-@contextlib.contextmanager
-def _noop() -> Iterator[None]:
-    yield

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextvars
 import math
-import os
 import warnings
 from collections import Counter
 from typing import TYPE_CHECKING, Any
@@ -26,6 +25,7 @@ from adapter_api import (
 )
 
 from . import device as _dev
+from . import env
 from .plugins import host
 from .tensor import Tensor
 
@@ -38,8 +38,8 @@ _FALLBACKS: Counter[tuple[str, str]] = Counter()
 _WARNED: set[tuple[str, str]] = set()
 #: Strict mode: a missing kernel is an error instead of a CPU fallback. A context variable (each
 #: thread starts from OARLOCK_STRICT_KERNELS); ``fw.set_strict_kernels`` sets it.
-STRICT_KERNELS: contextvars.ContextVar[bool] = contextvars.ContextVar(
-    "oarlock_strict_kernels", default=os.environ.get("OARLOCK_STRICT_KERNELS", "") not in ("", "0", "false", "False"))
+_STRICT_DEFAULT: bool = env.flag("OARLOCK_STRICT_KERNELS")
+STRICT_KERNELS: contextvars.ContextVar[bool] = contextvars.ContextVar("oarlock_strict_kernels", default=_STRICT_DEFAULT)
 CPU = "cpu"
 
 

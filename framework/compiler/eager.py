@@ -13,7 +13,6 @@ backward) falls back to the decomposition; a compile failure warns once per op a
 from __future__ import annotations
 
 import math
-import os
 import threading
 import warnings
 from dataclasses import dataclass, field
@@ -376,7 +375,3 @@ def reset() -> None:
     _WARNED.clear()
     CACHE.clear_memory()
 
-
-def enabled() -> bool:
-    """Whether eager generated kernels are on (``OARLOCK_COMPILE`` is not ``0``)."""
-    return os.environ.get("OARLOCK_COMPILE", "1") not in ("0", "false", "False", "")

@@ -28,6 +28,7 @@ from typing import Any
 from adapter_api import CommunicationError, OpArgumentError
 
 from .._src import device as _dev
+from .._src import env
 from .._src.plugins import host as _plugin_host
 from .._src.tensor import Tensor
 from .._src.tensor import empty as _empty
@@ -149,7 +150,7 @@ def init_parallel_env(timeout: float | None = None, debug: bool | None = None) -
     if timeout is None and os.environ.get("OARLOCK_COLLECTIVE_TIMEOUT"):
         timeout = float(os.environ["OARLOCK_COLLECTIVE_TIMEOUT"])
     if debug is None:
-        debug = os.environ.get("OARLOCK_DISTRIBUTED_DEBUG", "") not in ("", "0")
+        debug = env.flag("OARLOCK_DISTRIBUTED_DEBUG")
     _STATE["debug"] = bool(debug)
     if world is None:
         if timeout is not None:  # the host communicator reads it while it starts (contract)

@@ -5,7 +5,6 @@ code generation all read it.
 
 from __future__ import annotations
 
-import os
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -13,7 +12,8 @@ from typing import Any
 
 from adapter_api import PRIMITIVES
 
-from .. import autograd, dispatch
+from .. import amp as _amp
+from .. import autograd, dispatch, env
 from ..tensor import Tensor
 
 Meta = tuple[tuple[int, ...], Any]
@@ -99,6 +99,8 @@ TRACER: list[Callable[[OpDef, list[Tensor], dict[str, Any]], list[Tensor]] | Non
 
 def apply(op: OpDef, ins: list[Tensor], attrs: dict[str, Any]) -> list[Tensor]:
     """Run a primitive and record it for autograd when an input needs a gradient."""
+    if _amp.POLICY.get() is not None:  # fw.amp.auto_cast: the op's allow/deny list picks the dtype
+        ins = _amp.cast_inputs(op.name, ins)
     tracer = TRACER[0]
     # NOTE: a tracer records with autograd too, so gradient rules can be traced like forwards
     outs = dispatch.run(op, ins, attrs) if tracer is None else tracer(op, ins, attrs)
@@ -124,7 +126,7 @@ GENERATORS: list[Callable[[OpDef, list[Tensor], dict[str, Any]], list[Tensor] | 
 
 
 def _compile_enabled() -> bool:
-    return os.environ.get("OARLOCK_COMPILE", "1") not in ("0", "false", "False", "")
+    return env.flag("OARLOCK_COMPILE", True)
 
 
 def composite(
@@ -148,6 +150,8 @@ def composite(
 
 def call(op: OpDef, ins: list[Tensor], attrs: dict[str, Any]) -> Any:
     """Run a composite: registered fused kernel, then generated kernel, then decomposition."""
+    if _amp.POLICY.get() is not None:
+        ins = _amp.cast_inputs(op.name, ins)
     dev = ins[0].device
     if op.infer is not None:
         entry = dispatch.find_kernel(op.name, dev.type, ins[0].dtype)

@@ -175,9 +175,4 @@ def one_hot_unchecked(x: Tensor, num_classes: int) -> Tensor:
     return M.cast(x.unsqueeze(-1) == classes, _dt.get_default_dtype())
 
 
-def masked_fill_where(x: Tensor, mask: Tensor, value: Any) -> Tensor:
-    """``where(mask, value, x)``: fill the masked positions (masking by ``where``)."""
-    return masked_fill(x, mask, value)
-
-
 _ = _m
