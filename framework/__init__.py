@@ -321,6 +321,7 @@ from ._src.printing import set_printoptions
 
 # isort: split
 from . import (  # layers, functional, initializers, optimizers; collectives
+    amp,
     distributed,
     io,
     linalg,
@@ -361,7 +362,7 @@ def plugins() -> dict[str, object]:
 #: The public API: every name above except the ``from __future__`` import (a test keeps it
 #: complete). ``framework.testing`` is imported on its own: ``from framework import testing``.
 __all__ = [
-    "abs", "acos", "acosh", "add", "add_n", "addmm", "all", "allclose", "amax", "amin", "angle",
+    "amp", "abs", "acos", "acosh", "add", "add_n", "addmm", "all", "allclose", "amax", "amin", "angle",
     "any", "arange", "argmax", "argmin", "argsort", "asin", "asinh", "atan", "atan2", "atanh",
     "bernoulli", "bfloat16", "bincount", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor",
     "bmm", "bool_", "broadcast_shape", "broadcast_tensors", "broadcast_to", "cast", "cat", "ceil",
