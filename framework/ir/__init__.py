@@ -1,0 +1,38 @@
+"""The program IR: SSA programs of operations, dialects generated from the OpDefs, a text
+form that round-trips, a verifier and an executor.
+
+>>> import framework as fw
+>>> from framework import ir
+>>> p = ir.parse_program(
+...     "module @f(%0: tensor<[s0, 3], float32, cpu>) -> (tensor<[s0, 3], float32, cpu>) {\\n"
+...     "  %1 = op.exp(%0) : tensor<[s0, 3], float32, cpu>\\n"
+...     "  builtin.return(%1)\\n"
+...     "}\\n")
+>>> ir.verify(p)
+>>> str(p) == ir.print_program(ir.parse_program(str(p)))
+True
+"""
+
+from __future__ import annotations
+
+from .core import (
+    Block,
+    IRError,
+    Operation,
+    Program,
+    Region,
+    SymDim,
+    TensorType,
+    Type,
+    Value,
+)
+from .dialects import OpInfo, infer_shapes, lookup, ops
+from .executor import Executor
+from .text import ParseError, parse_program, print_attr, print_program, print_type
+from .verify import VerifyError, verify
+
+__all__ = [
+    "Block", "Executor", "IRError", "OpInfo", "Operation", "ParseError", "Program", "Region", "SymDim",
+    "TensorType", "Type", "Value", "VerifyError", "infer_shapes", "lookup", "ops", "parse_program",
+    "print_attr", "print_program", "print_type", "verify",
+]

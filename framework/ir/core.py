@@ -1,0 +1,313 @@
+"""The program IR: Program → Region → Block → Operation, SSA values with use-def chains.
+
+A :class:`Value` is defined exactly once — by an operation's result or a block argument — and
+knows its uses, so a rewrite can ask "who reads this?" and swap one value for another with
+:meth:`Value.replace_all_uses_with`. Types say what a value holds (:class:`TensorType`: dtype,
+shape with static, unknown (``-1``) or symbolic dims, device); attributes are plain Python
+values (int, float, bool, str, numpy dtype, tuples of these, :class:`SymDim`).
+
+>>> from framework.ir import Program, TensorType, SymDim
+>>> import numpy as np
+>>> p = Program("f")
+>>> x = p.block.add_argument(TensorType((SymDim.of("s0"), 4), np.dtype("float32"), "cpu"))
+>>> y = p.block.append("op.neg", [x], [x.type])
+>>> len(x.uses)
+1
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from adapter_api import OarlockError
+
+
+class IRError(OarlockError):
+    """The program is malformed (a broken use-def chain, a bad type, an unknown op)."""
+
+
+# -- types ----------------------------------------------------------------------------------
+_SYM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+@dataclass(frozen=True, slots=True)
+class SymDim:
+    """An affine expression of named symbols: ``const + sum(coef * name)`` (``s0``, ``4*s0+1``).
+
+    A dynamic dimension is a symbol (``s0`` for the batch); a dimension computed from it by the
+    traced program (``reshape(x, [b * 4, -1])``) is an affine expression of it."""
+
+    terms: tuple[tuple[str, int], ...]
+    const: int = 0
+
+    @staticmethod
+    def of(name: str) -> SymDim:
+        if not _SYM_NAME.match(name):
+            raise IRError(f"[ir] symbol name {name!r} is not an identifier; use letters, digits and _")
+        return SymDim(((name, 1),), 0)
+
+    @staticmethod
+    def make(terms: Mapping[str, int], const: int = 0) -> int | SymDim:
+        """The expression, or the plain int when no symbol is left."""
+        t = tuple(sorted((n, int(c)) for n, c in terms.items() if c != 0))
+        return SymDim(t, int(const)) if t else int(const)
+
+    @property
+    def symbols(self) -> tuple[str, ...]:
+        return tuple(n for n, _ in self.terms)
+
+    def evaluate(self, binding: Mapping[str, int]) -> int:
+        try:
+            return self.const + sum(c * binding[n] for n, c in self.terms)
+        except KeyError as exc:
+            raise IRError(f"[ir] symbol {exc.args[0]!r} of {self} has no value; bind every symbol of the program") from None
+
+    def __str__(self) -> str:
+        parts = []
+        for n, c in self.terms:
+            t = n if c == 1 else f"-{n}" if c == -1 else f"{c}*{n}"
+            parts.append(t if not parts or t.startswith("-") else "+" + t)
+        if self.const:
+            parts.append(f"{self.const:+d}")
+        return "".join(parts)
+
+    __repr__ = __str__
+
+
+Dim = int | SymDim
+
+
+def eval_dim(d: Dim, binding: Mapping[str, int]) -> int:
+    return d.evaluate(binding) if isinstance(d, SymDim) else d
+
+
+def resolve(value: Any, binding: Mapping[str, int]) -> Any:
+    """An attribute value with every :class:`SymDim` replaced by its int under ``binding``."""
+    if isinstance(value, SymDim):
+        return value.evaluate(binding)
+    if isinstance(value, tuple):
+        return tuple(resolve(v, binding) for v in value)
+    return value
+
+
+def has_symbols(value: Any) -> bool:
+    if isinstance(value, SymDim):
+        return True
+    return isinstance(value, tuple) and any(has_symbols(v) for v in value)
+
+
+class Type:
+    """The type of a value."""
+
+
+@dataclass(frozen=True, slots=True)
+class TensorType(Type):
+    """A tensor: ``shape`` (each dim an int, ``-1`` for unknown, or a :class:`SymDim`),
+    numpy ``dtype`` and ``device`` (its name: ``"cpu"``, ``"opencl:0"``)."""
+
+    shape: tuple[Dim, ...]
+    dtype: np.dtype
+    device: str
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @property
+    def is_static(self) -> bool:
+        return all(isinstance(d, int) and d >= 0 for d in self.shape)
+
+    def concrete(self, binding: Mapping[str, int]) -> tuple[int, ...]:
+        return tuple(eval_dim(d, binding) for d in self.shape)
+
+    def with_device(self, device: str) -> TensorType:
+        return TensorType(self.shape, self.dtype, device)
+
+
+# -- values and operations ------------------------------------------------------------------
+class Value:
+    """An SSA value: the result ``index`` of ``owner`` (an :class:`Operation`), or argument
+    ``index`` of ``owner`` (a :class:`Block`). ``uses`` lists ``(operation, operand index)``."""
+
+    __slots__ = ("type", "owner", "index", "uses", "__weakref__")
+
+    def __init__(self, type: Type, owner: Operation | Block, index: int) -> None:
+        self.type = type
+        self.owner = owner
+        self.index = index
+        self.uses: list[tuple[Operation, int]] = []
+
+    @property
+    def defining_op(self) -> Operation | None:
+        return self.owner if isinstance(self.owner, Operation) else None
+
+    def replace_all_uses_with(self, other: Value) -> None:
+        """Make every reader of this value read ``other`` instead."""
+        if other is self:
+            return
+        for op, i in list(self.uses):
+            op.set_operand(i, other)
+
+    def __repr__(self) -> str:
+        where = f"{self.owner.name}#{self.index}" if isinstance(self.owner, Operation) else f"arg{self.index}"
+        return f"<Value {where}: {self.type}>"
+
+
+class Operation:
+    """One operation: ``name`` (``dialect.op``), operands, results, attributes, regions."""
+
+    __slots__ = ("name", "operands", "results", "attrs", "regions", "parent", "__weakref__")
+
+    def __init__(self, name: str, operands: list[Value], result_types: list[Type],
+                 attrs: dict[str, Any] | None = None, regions: list[Region] | None = None) -> None:
+        self.name = name
+        self.operands: list[Value] = []
+        self.results = [Value(t, self, i) for i, t in enumerate(result_types)]
+        self.attrs = dict(attrs or {})
+        self.regions = list(regions or [])
+        self.parent: Block | None = None
+        for v in operands:
+            self.operands.append(v)
+            v.uses.append((self, len(self.operands) - 1))
+
+    @property
+    def result(self) -> Value:
+        if len(self.results) != 1:
+            raise IRError(f"[ir] {self.name} has {len(self.results)} results; use .results")
+        return self.results[0]
+
+    @property
+    def dialect(self) -> str:
+        return self.name.partition(".")[0]
+
+    @property
+    def opname(self) -> str:
+        return self.name.partition(".")[2]
+
+    def set_operand(self, i: int, v: Value) -> None:
+        old = self.operands[i]
+        old.uses.remove((self, i))
+        self.operands[i] = v
+        v.uses.append((self, i))
+
+    def drop_operands(self) -> None:
+        for i, v in enumerate(self.operands):
+            v.uses.remove((self, i))
+        self.operands = []
+
+    def erase(self) -> None:
+        """Remove this operation from its block; its results must have no uses left."""
+        for r in self.results:
+            if r.uses:
+                readers = ", ".join(u.name for u, _ in r.uses[:3])
+                raise IRError(f"[ir] cannot erase {self.name}: result {r.index} is still read by {readers}; "
+                              f"replace its uses first (replace_all_uses_with)")
+        self.drop_operands()
+        if self.parent is not None:
+            self.parent.ops.remove(self)
+            self.parent = None
+
+    def __repr__(self) -> str:
+        return f"<Operation {self.name}>"
+
+
+class Block:
+    """A straight-line list of operations with block arguments."""
+
+    __slots__ = ("args", "ops", "parent")
+
+    def __init__(self) -> None:
+        self.args: list[Value] = []
+        self.ops: list[Operation] = []
+        self.parent: Region | None = None
+
+    def add_argument(self, type: Type) -> Value:
+        v = Value(type, self, len(self.args))
+        self.args.append(v)
+        return v
+
+    def append(self, name: str, operands: list[Value], result_types: list[Type],
+               attrs: dict[str, Any] | None = None) -> Value | Operation:
+        """Append an operation; returns its result when it has exactly one, else the op."""
+        op = self.append_op(Operation(name, operands, result_types, attrs))
+        return op.results[0] if len(op.results) == 1 else op
+
+    def append_op(self, op: Operation) -> Operation:
+        op.parent = self
+        self.ops.append(op)
+        return op
+
+    def insert_op(self, index: int, op: Operation) -> Operation:
+        op.parent = self
+        self.ops.insert(index, op)
+        return op
+
+
+class Region:
+    """A list of blocks owned by an operation (or by the program)."""
+
+    __slots__ = ("blocks",)
+
+    def __init__(self, blocks: list[Block] | None = None) -> None:
+        self.blocks = blocks if blocks is not None else [Block()]
+        for b in self.blocks:
+            b.parent = self
+
+
+class Program:
+    """A function-like program: one region whose entry block's arguments are the inputs and
+    whose last operation is ``builtin.return`` of the outputs."""
+
+    def __init__(self, name: str = "forward") -> None:
+        if not _SYM_NAME.match(name):
+            raise IRError(f"[ir] program name {name!r} is not an identifier")
+        self.name = name
+        self.body = Region()
+
+    @property
+    def block(self) -> Block:
+        return self.body.blocks[0]
+
+    @property
+    def inputs(self) -> list[Value]:
+        return self.block.args
+
+    @property
+    def return_op(self) -> Operation | None:
+        ops = self.block.ops
+        return ops[-1] if ops and ops[-1].name == "builtin.return" else None
+
+    @property
+    def outputs(self) -> list[Value]:
+        r = self.return_op
+        return list(r.operands) if r is not None else []
+
+    def walk(self) -> Iterator[Operation]:
+        """Every operation, nested regions included, in program order."""
+        def go(region: Region) -> Iterator[Operation]:
+            for b in region.blocks:
+                for op in b.ops:
+                    yield op
+                    for r in op.regions:
+                        yield from go(r)
+        yield from go(self.body)
+
+    def symbols(self) -> tuple[str, ...]:
+        """The symbols of the inputs' dynamic dims, in order of first appearance."""
+        seen: dict[str, None] = {}
+        for v in self.inputs:
+            if isinstance(v.type, TensorType):
+                for d in v.type.shape:
+                    if isinstance(d, SymDim):
+                        seen.update(dict.fromkeys(d.symbols))
+        return tuple(seen)
+
+    def __str__(self) -> str:
+        from .text import print_program
+
+        return print_program(self)

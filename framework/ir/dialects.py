@@ -1,0 +1,128 @@
+"""Dialects: which operation names exist, their traits and their shape inference.
+
+- ``builtin``: ``parameter`` (a weight, by name), ``constant`` (a tensor baked into the
+  program: a scalar inline as ``value``, a larger one by ``name``), ``return``.
+- ``op``: one operation per :class:`OpDef` in ``framework._src.ops.base.OPS``, generated, not
+  written twice. Its traits come from the OpDef (``elementwise``, ``side_effect_free``,
+  ``primitive`` / ``composite`` / ``view``) and its shape inference is the OpDef's ``infer``.
+
+An op not in the table is an error of the verifier and the parser.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .._src.ops import base
+from .._src.tensor import Tensor
+from .core import IRError, Operation, resolve
+
+#: ops whose operands may be swapped without changing the result
+_COMMUTATIVE = frozenset({"add", "mul", "maximum", "minimum", "eq", "ne", "logical_and", "logical_or"})
+#: ops that change state beyond their results (none of the pure op set today; random bits are
+#: counter-based, a function of their attributes)
+_SIDE_EFFECTS: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class OpInfo:
+    """What the IR knows of one operation name."""
+
+    name: str
+    traits: frozenset[str]
+    #: the OpDef behind an ``op.*`` operation (None for builtin ones)
+    opdef: base.OpDef | None = None
+    #: number of results, when fixed
+    results: int | None = 1
+    attrs: tuple[str, ...] = field(default=())
+
+    def has(self, trait: str) -> bool:
+        return trait in self.traits
+
+
+class _NoData:
+    """Storage stand-in for the tensors shape inference is called with: no values to read."""
+
+    __slots__ = ()
+
+    @property
+    def handle(self) -> Any:
+        raise IRError("[ir] shape inference read a tensor's values; an OpDef.infer must use shapes and dtypes only")
+
+
+def meta_tensor(shape: tuple[int, ...], dtype: np.dtype) -> Tensor:
+    """A tensor with a shape and dtype and no storage, for ``OpDef.infer``."""
+    from .._src import device as _dev
+
+    return Tensor._make(_NoData(), 0, tuple(shape), np.dtype(dtype), _dev.parse("cpu"))  # type: ignore[arg-type]
+
+
+def infer_shapes(op: Operation, binding: Mapping[str, int]) -> list[tuple[tuple[int, ...], np.dtype]] | None:
+    """The (shape, dtype) of each result of ``op`` under ``binding``, by its OpDef's rule, or
+    None when the op has no rule (builtin ops, views, host ops)."""
+    info = lookup(op.name)
+    d = info.opdef
+    if d is None or d.infer is None:
+        if d is not None and d.kind == "view":  # reshape: the shape attribute
+            return [(tuple(resolve(op.attrs["shape"], binding)), op.operands[0].type.dtype)]
+        return None
+    ins = [meta_tensor(v.type.concrete(binding), v.type.dtype) for v in op.operands]
+    attrs = {k: resolve(v, binding) for k, v in op.attrs.items()}
+    if op.opname == "full":
+        attrs["device"] = None
+    return [(tuple(s), np.dtype(t)) for s, t in d.infer(ins, attrs)]
+
+
+_TABLE: dict[str, OpInfo] = {}
+
+
+def _builtin() -> None:
+    pure = frozenset({"side_effect_free"})
+    _TABLE["builtin.parameter"] = OpInfo("builtin.parameter", pure, attrs=("name",))
+    _TABLE["builtin.constant"] = OpInfo("builtin.constant", pure | {"constant_like"})
+    _TABLE["builtin.return"] = OpInfo("builtin.return", frozenset({"terminator"}), results=0)
+
+
+def _generated() -> None:
+    for name, d in base.OPS.items():
+        traits = {d.kind}
+        if d.elementwise:
+            traits.add("elementwise")
+        if name not in _SIDE_EFFECTS:
+            traits.add("side_effect_free")
+        if name in _COMMUTATIVE:
+            traits.add("commutative")
+        if d.infer is not None:
+            traits.add("infer_shape")
+        if d.grad is not None:
+            traits.add("gradient")
+        if d.lower is not None:
+            traits.add("lowering")
+        nres = 1 if d.kind in ("primitive", "view") else None
+        _TABLE["op." + name] = OpInfo("op." + name, frozenset(traits), d, nres)
+
+
+def lookup(name: str) -> OpInfo:
+    """The :class:`OpInfo` of an operation name; an unknown name is an :class:`IRError`."""
+    if not _TABLE:
+        _builtin()
+        _generated()
+    info = _TABLE.get(name)
+    if info is None and name.startswith("op.") and name[3:] in base.OPS:  # an op defined after the table
+        _generated()
+        info = _TABLE.get(name)
+    if info is None:
+        raise IRError(f"[ir] unknown operation '{name}'; expected builtin.parameter/constant/return or "
+                      f"op.<name> of a defined op (framework._src.ops OPS)")
+    return info
+
+
+def ops() -> dict[str, OpInfo]:
+    """Every known operation name and its info."""
+    lookup("builtin.return")
+    return dict(_TABLE)
+

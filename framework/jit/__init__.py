@@ -1,0 +1,20 @@
+"""Dynamic to static (Paddle's ``paddle.jit``): trace a function or Layer into a program
+(:mod:`framework.ir`), run it with the executor, save it and load it for inference.
+
+>>> import framework as fw
+>>> net = fw.jit.to_static(fw.nn.Linear(784, 10), input_spec=[fw.static.InputSpec([None, 784])])
+>>> with fw.no_grad():
+...     net(fw.ones([2, 784])).shape
+(2, 10)
+"""
+
+from __future__ import annotations
+
+from .api import ConcreteProgram, StaticFunction, to_static
+from .io import ProgramFileError, TranslatedLayer, load, save
+from .trace import TracedValueError, TracingError
+
+__all__ = [
+    "ConcreteProgram", "ProgramFileError", "StaticFunction", "TracedValueError", "TracingError", "TranslatedLayer",
+    "load", "save", "to_static",
+]

@@ -1,0 +1,209 @@
+"""``to_static``: a function or Layer traced into a program and run by the executor.
+
+A :class:`StaticFunction` keeps one program per *guard set*: the dtypes and devices of the
+tensor arguments, their static dims, the non-tensor arguments and (for a Layer) its
+``training`` flag. A call whose guards match an existing program runs it; any other call
+traces a new one. Dims given as ``None`` in the ``input_spec`` are symbolic: one program
+serves every size there (see :mod:`framework.jit.symbolic`).
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .._src import autograd
+from .._src import device as _dev
+from .._src.tensor import Tensor
+from ..ir import Executor, Program, verify
+from ..static import InputSpec
+from . import symbolic
+from .trace import TracingError, trace
+
+
+@dataclass
+class ConcreteProgram:
+    """A traced program with what running it needs."""
+
+    program: Program
+    params: dict[str, Tensor]
+    constants: dict[str, Tensor]
+    structure: str  # "tensor" or "tuple"
+    executor: Executor
+    #: the symbols that were specialised (dims that did not trace as affine), with why
+    specialised: str = ""
+
+
+def _is_layer(obj: Any) -> bool:
+    from ..nn import Layer
+
+    return isinstance(obj, Layer)
+
+
+class StaticFunction:
+    """A function (or a Layer's forward) run as a traced program. Made by :func:`to_static`."""
+
+    def __init__(self, fn: Callable[..., Any], input_spec: Sequence[InputSpec] | None = None,
+                 layer: Any = None, full_graph: bool = True) -> None:
+        if input_spec is not None and (isinstance(input_spec, InputSpec) or
+                                       any(not isinstance(s, InputSpec) for s in input_spec)):
+            raise TypeError(f"[to_static] input_spec must be a list of fw.static.InputSpec, got {input_spec!r}")
+        self._fn = fn
+        self._layer = layer
+        self.input_spec = list(input_spec) if input_spec is not None else None
+        self.full_graph = full_graph
+        self._programs: dict[Any, ConcreteProgram] = {}
+        self._warned = False
+        functools.update_wrapper(self, fn)  # type: ignore[arg-type]
+
+    # -- guards ---------------------------------------------------------------------------
+    def _spec_of(self, k: int, t: Tensor) -> tuple[tuple[int | str, ...], np.dtype]:
+        """The dims of argument ``k`` as traced: an int (static, guarded) or a symbol name."""
+        spec = self.input_spec[k] if self.input_spec is not None and k < len(self.input_spec) else None
+        if spec is None or len(spec.shape) != len(t.shape):
+            return tuple(t.shape), t.dtype
+        dims: list[int | str] = []
+        for j, (d, n) in enumerate(zip(spec.shape, t.shape)):
+            dims.append(f"s{k}_{j}" if d is None else d if isinstance(d, str) else n)
+        return tuple(dims), t.dtype
+
+    def _params(self) -> dict[int, tuple[str, Tensor]]:
+        if self._layer is None:
+            return {}
+        out = {id(p): (n, p) for n, p in self._layer.named_parameters()}
+        out.update({id(b): (n, b) for n, b in self._layer.named_buffers() if id(b) not in out})
+        return out
+
+    # -- tracing --------------------------------------------------------------------------
+    def get_concrete_program(self, specs: Sequence[tuple[tuple[int | str, ...], np.dtype]], device: Any,
+                             extra: Sequence[Any] = ()) -> ConcreteProgram:
+        """The program for arguments of these (dims, dtype) on ``device`` (traced on first
+        use); a dim is an int or a symbol name."""
+        dev = _dev.parse(device) if not isinstance(device, _dev.Device) else device
+        training = bool(getattr(self._layer, "training", False))
+        key = (tuple((tuple(d), np.dtype(t)) for d, t in specs), dev, tuple(extra), training)
+        cp = self._programs.get(key)
+        if cp is None:
+            cp = self._programs[key] = self._trace(specs, dev, extra)
+        return cp
+
+    def _trace(self, specs: Sequence[tuple[tuple[int | str, ...], np.dtype]], dev: _dev.Device,
+               extra: Sequence[Any]) -> ConcreteProgram:
+        params = self._params()
+        symbols = list(dict.fromkeys(d for dims, _ in specs for d in dims if isinstance(d, str)))
+        name = getattr(self._fn, "__name__", "forward")
+        name = name if name.isidentifier() else "forward"
+
+        def run(binding: dict[str, int]) -> tuple[Any, str]:
+            shapes = [(tuple(binding[d] if isinstance(d, str) else d for d in dims), np.dtype(t)) for dims, t in specs]
+            return trace(self._fn, shapes, dev, params, extra, name)
+
+        why = ""
+        if symbols:
+            bindings = symbolic.probe_bindings(symbols)
+            traced = [run(b) for b in bindings]
+            try:
+                prog = symbolic.generalize([t.program for t, _ in traced], [t.constants for t, _ in traced], symbols)
+                tr, structure = traced[0]
+            except symbolic.NotAffine as exc:
+                why = str(exc)
+                symbols = []
+        if not symbols:  # static dims only: trace once, at the sizes asked for
+            tr, structure = run({})
+            prog = tr.program
+            if why:
+                warnings.warn(f"[to_static] the dynamic dims of {name} are specialised (one program per size): {why}",
+                              stacklevel=4)
+        verify(prog)
+        ex = Executor(prog, dev, tr.param_tensors, tr.constants)
+        return ConcreteProgram(prog, dict(tr.param_tensors), dict(tr.constants), structure, ex, why)
+
+    @property
+    def programs(self) -> list[ConcreteProgram]:
+        """Every program traced so far (one per guard set)."""
+        return list(self._programs.values())
+
+    # -- calling --------------------------------------------------------------------------
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        tensors = [a for a in args if isinstance(a, Tensor)]
+        if kwargs or not tensors or self._needs_grad(tensors):
+            return self._eager(args, kwargs, tensors)
+        dev = tensors[0].device
+        for t in tensors:
+            if t.device != dev:
+                raise TracingError(f"[to_static] the tensor arguments of {self.__name__} are on {dev} and {t.device}; "
+                                   f"put them on one device")
+        if len(tensors) != len(args):  # non-tensor arguments are guarded by value and passed as they are
+            extra = tuple(a for a in args if not isinstance(a, Tensor))
+            if any(isinstance(a, Tensor) for a in args[len(tensors):]) or any(not isinstance(a, Tensor) for a in args[:len(tensors)]):
+                raise TracingError(f"[to_static] {self.__name__}: put tensor arguments first, then Python values")
+            try:
+                hash(extra)
+            except TypeError:
+                raise TracingError(f"[to_static] {self.__name__}: non-tensor arguments must be hashable (they are "
+                                   f"guarded by value), got {[type(a).__name__ for a in extra]}") from None
+        else:
+            extra = ()
+        specs = [self._spec_of(k, t) for k, t in enumerate(tensors)]
+        cp = self.get_concrete_program(specs, dev, extra)
+        outs = cp.executor(*tensors)
+        return outs[0] if cp.structure == "tensor" else tuple(outs)
+
+    def _needs_grad(self, tensors: list[Tensor]) -> bool:
+        if not autograd.is_grad_enabled():
+            return False
+        if any(not t.stop_gradient for t in tensors):
+            return True
+        return self._layer is not None and any(not p.stop_gradient for p in self._layer.parameters())
+
+    def _eager(self, args: tuple[Any, ...], kwargs: dict[str, Any], tensors: list[Tensor]) -> Any:
+        if tensors and not self._warned and self._needs_grad(tensors):
+            self._warned = True
+            warnings.warn(f"[to_static] {self.__name__} runs eagerly while gradients are recorded: training under "
+                          f"to_static is not available yet. Call it under fw.no_grad() (inference) to run the program",
+                          stacklevel=3)
+        return self._fn(*args, **kwargs)
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        if obj is None:
+            return self
+        return functools.partial(self.__call__, obj)
+
+
+def to_static(function: Any = None, input_spec: Sequence[InputSpec] | None = None, full_graph: bool = True,
+              **kwargs: Any) -> Any:
+    """Run ``function`` (or a Layer's forward) as a traced program, as Paddle's
+    ``paddle.jit.to_static``.
+
+    >>> import framework as fw
+    >>> lin = fw.jit.to_static(fw.nn.Linear(4, 2), input_spec=[fw.static.InputSpec([None, 4])])
+    >>> with fw.no_grad():
+    ...     lin(fw.ones([3, 4])).shape
+    (3, 2)
+
+    Used bare or as ``@to_static(input_spec=[...])``. A Layer is changed in place (its
+    ``forward`` becomes a :class:`StaticFunction`) and returned.
+    """
+    if kwargs:
+        raise TypeError(f"[to_static] unexpected arguments {sorted(kwargs)}; expected input_spec= and full_graph=")
+    if function is None:
+        return lambda f: to_static(f, input_spec=input_spec, full_graph=full_graph)
+    if not full_graph:
+        raise NotImplementedError("[to_static] full_graph=False (falling back to Python for untraceable parts) is not "
+                                  "available; trace the whole function (full_graph=True)")
+    if _is_layer(function):
+        fwd = function.forward
+        if isinstance(fwd, StaticFunction):
+            return function
+        object.__setattr__(function, "forward", StaticFunction(fwd, input_spec, function, full_graph))
+        return function
+    if isinstance(function, StaticFunction):
+        return function
+    if not callable(function):
+        raise TypeError(f"[to_static] expected a function or a Layer, got {type(function).__name__}")
+    return StaticFunction(function, input_spec, None, full_graph)

@@ -1,0 +1,176 @@
+"""``jit.save`` / ``jit.load``: a program and its weights, for inference on any device.
+
+``save(layer, path, input_spec)`` writes two files:
+
+- ``path.oarlock``: the program's text form (:mod:`framework.ir.text`) under a versioned
+  header: ``// oarlock-program <version>``, ``// sha256 <digest of the rest>`` and
+  ``// returns tensor|tuple``;
+- ``path.safetensors``: the parameters and named constants, with ``fw.save`` (checksummed).
+
+``load(path, device)`` checks the header, the digest and the weights' checksum, parses the
+program with the hand-written parser and verifies it: nothing in either file is executed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from typing import Any
+
+from adapter_api import OarlockError
+
+from .._src import autograd
+from .._src import device as _dev
+from .._src.io import CheckpointError
+from .._src.io import load as _load_weights
+from .._src.io import save as _save_weights
+from .._src.tensor import Tensor
+from ..ir import Executor, IRError, Program, TensorType, parse_program, print_program, verify
+from ..nn import Layer, Parameter
+from ..static import InputSpec
+from .api import StaticFunction
+
+FORMAT_VERSION = 1
+_MAGIC = "// oarlock-program "
+PROGRAM_SUFFIX = ".oarlock"
+WEIGHTS_SUFFIX = ".safetensors"
+
+
+class ProgramFileError(OarlockError):
+    """A saved program is missing, damaged, truncated or of another version."""
+
+
+def save(layer: Any, path: str | os.PathLike[str], input_spec: list[InputSpec] | None = None, **configs: Any) -> None:
+    """Trace ``layer`` (a Layer or a ``to_static`` function) for ``input_spec`` and write
+    ``path.oarlock`` and ``path.safetensors`` (Paddle's ``paddle.jit.save``).
+
+    The program is traced on the device of the layer's parameters (the current device for a
+    layer without any); ``load`` may put it on any device."""
+    if configs:
+        raise TypeError(f"[jit.save] unexpected arguments {sorted(configs)}; expected input_spec=")
+    path = os.fspath(path)
+    if isinstance(layer, Layer):
+        fwd = layer.forward
+        sf = fwd if isinstance(fwd, StaticFunction) else StaticFunction(fwd, input_spec, layer)
+        params = layer.parameters()
+    elif isinstance(layer, StaticFunction):
+        sf, params = layer, []
+    else:
+        raise TypeError(f"[jit.save] expected a Layer or a to_static function, got {type(layer).__name__}")
+    spec = input_spec if input_spec is not None else sf.input_spec
+    if not spec:
+        raise ValueError("[jit.save] give input_spec=[fw.static.InputSpec(shape, dtype), ...] (or to_static with one): "
+                         "the program's inputs must be known to trace it")
+    dev = params[0].device if params else _dev.get_device()
+    dims = [tuple(f"s{k}_{j}" if d is None else d for j, d in enumerate(s.shape)) for k, s in enumerate(spec)]
+    saved, sf.input_spec = sf.input_spec, list(spec)
+    try:
+        with autograd.no_grad():
+            cp = sf.get_concrete_program([(d, s.dtype) for d, s in zip(dims, spec)], dev)
+    finally:
+        sf.input_spec = saved
+    body = print_program(cp.program)
+    digest = hashlib.sha256(body.encode()).hexdigest()
+    text = f"{_MAGIC}{FORMAT_VERSION}\n// sha256 {digest}\n// returns {cp.structure}\n{body}"
+    _save_weights({"params": dict(cp.params), "constants": dict(cp.constants)}, path + WEIGHTS_SUFFIX)
+    tmp = path + PROGRAM_SUFFIX + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path + PROGRAM_SUFFIX)
+
+
+def _read_program(path: str) -> tuple[Program, str]:
+    file = path + PROGRAM_SUFFIX
+    try:
+        with open(file, encoding="utf-8") as f:
+            text = f.read()
+    except FileNotFoundError:
+        raise ProgramFileError(f"[jit.load] no program at '{file}'; give the path passed to fw.jit.save (without suffix)") from None
+    except UnicodeDecodeError:
+        raise ProgramFileError(f"[jit.load] '{file}' is not text: not a saved program, or damaged") from None
+    lines = text.split("\n", 3)
+    if len(lines) < 4 or not lines[0].startswith(_MAGIC):
+        raise ProgramFileError(f"[jit.load] '{file}' does not start with '{_MAGIC}<version>': not a saved program, or truncated")
+    version = lines[0][len(_MAGIC):].strip()
+    if version != str(FORMAT_VERSION):
+        raise ProgramFileError(f"[jit.load] '{file}' is program format {version!r}; this Oarlock reads format "
+                               f"{FORMAT_VERSION}. Save it again with this version")
+    if not lines[1].startswith("// sha256 ") or not lines[2].startswith("// returns "):
+        raise ProgramFileError(f"[jit.load] '{file}' has a damaged header (sha256 and returns lines); restore the file")
+    body = lines[3]
+    if hashlib.sha256(body.encode()).hexdigest() != lines[1][len("// sha256 "):].strip():
+        raise ProgramFileError(f"[jit.load] '{file}' does not match its checksum: it is truncated or was changed "
+                               f"after saving; save it again or restore it")
+    structure = lines[2][len("// returns "):].strip()
+    if structure not in ("tensor", "tuple"):
+        raise ProgramFileError(f"[jit.load] '{file}' says it returns {structure!r}; expected tensor or tuple")
+    try:
+        prog = parse_program(body)
+        verify(prog)
+    except IRError as exc:
+        raise ProgramFileError(f"[jit.load] '{file}' is not a valid program: {exc}") from None
+    return prog, structure
+
+
+def retarget(program: Program, device: str) -> Program:
+    """A copy of ``program`` with every value's type on ``device``."""
+    p = parse_program(print_program(program))
+    for v in list(p.inputs) + [r for op in p.block.ops for r in op.results]:
+        if isinstance(v.type, TensorType):
+            v.type = v.type.with_device(device)
+    return p
+
+
+class TranslatedLayer(Layer):
+    """A loaded program as a Layer: call it with tensors on the device of its parameters
+    (``layer.to(device)`` moves them; the program is lowered again for the new device)."""
+
+    def __init__(self, program: Program, params: dict[str, Tensor], constants: dict[str, Tensor], structure: str) -> None:
+        super().__init__()
+        self.program = program
+        self._structure = structure
+        self._param_names: dict[str, str] = {}
+        for name, t in params.items():
+            p = Parameter.from_tensor(t, trainable=False)
+            key = name.replace(".", "_")
+            self.add_parameter(key, p)
+            self._param_names[name] = key
+        self._constants = dict(constants)
+        self._executors: dict[_dev.Device, Executor] = {}
+        self.eval()
+
+    def _executor(self, dev: _dev.Device) -> Executor:
+        ex = self._executors.get(dev)
+        if ex is None:
+            params = {n: getattr(self, k) for n, k in self._param_names.items()}
+            consts = {n: t.numpy() for n, t in self._constants.items()}
+            ex = self._executors[dev] = Executor(retarget(self.program, str(dev)), dev, params, consts)
+        return ex
+
+    def forward(self, *inputs: Tensor) -> Any:
+        if not inputs or not isinstance(inputs[0], Tensor):
+            raise TypeError(f"[jit.load] the loaded program takes {len(self.program.inputs)} tensors")
+        with autograd.no_grad():
+            outs = self._executor(inputs[0].device)(*inputs)
+        return outs[0] if self._structure == "tensor" else tuple(outs)
+
+
+def load(path: str | os.PathLike[str], device: Any = None, **configs: Any) -> TranslatedLayer:
+    """Load what :func:`save` wrote onto ``device`` (the current device by default); the
+    result is a Layer that runs the program (Paddle's ``paddle.jit.load``)."""
+    if configs:
+        raise TypeError(f"[jit.load] unexpected arguments {sorted(configs)}; expected device=")
+    path = os.fspath(path)
+    prog, structure = _read_program(path)
+    dev = _dev.get_device() if device is None else _dev.parse(device)
+    try:
+        weights = _load_weights(path + WEIGHTS_SUFFIX, device=dev)
+    except CheckpointError as exc:
+        raise ProgramFileError(f"[jit.load] the weights of '{path}' cannot be read: {exc}") from None
+    if not isinstance(weights, dict) or set(weights) != {"params", "constants"}:
+        raise ProgramFileError(f"[jit.load] '{path}{WEIGHTS_SUFFIX}' is not the weights file of a saved program")
+    names = {op.attrs["name"] for op in prog.block.ops if op.name == "builtin.parameter"}
+    missing = names - set(weights["params"])
+    if missing:
+        raise ProgramFileError(f"[jit.load] the weights of '{path}' lack parameters {sorted(missing)[:5]} the program reads")
+    return TranslatedLayer(prog, dict(weights["params"]), dict(weights["constants"]), structure)

@@ -1,0 +1,251 @@
+"""Tracing: run a function once with the dispatcher in recording mode and keep what it did
+as a :class:`framework.ir.Program`.
+
+The tracer is the ``TRACER`` hook of ``ops.base.apply``: every primitive (and every composite
+the device has a fused kernel for, which ``ops.base.call`` hands to ``apply`` as one op) comes
+here instead of running. A composite without a fused kernel runs its decomposition, whose
+primitives are recorded one by one: the program holds what eager mode would have run.
+Traced tensors are ordinary :class:`Tensor` objects whose storage is a :class:`_Symbolic`
+holding their IR value, so reshapes and detaches (which share storage) trace for free and a
+read of the values is caught (:class:`TracedValueError` names the user's line).
+
+Concrete tensors that enter an op become ``builtin.parameter`` (a Layer's parameters and
+buffers, or any :class:`Parameter`: shared, never copied) or ``builtin.constant`` (anything
+else: its values are baked into the program).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import traceback
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from adapter_api import OarlockError
+
+from .._src import autograd
+from .._src import device as _dev
+from .._src.ops import base
+from .._src.tensor import Tensor
+from ..ir import Operation, Program, TensorType, Value, print_attr
+
+_FRAMEWORK = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_INTERNAL = tuple(os.path.join(_FRAMEWORK, d) + os.sep for d in ("_src", "jit", "ir", "static"))
+
+
+class TracingError(OarlockError):
+    """The function cannot be traced into a program (the message says why and what to do)."""
+
+
+class TracedValueError(TracingError):
+    """Python code read the values of a traced tensor (``bool``, ``item``, ``numpy``...)."""
+
+
+def _user_line() -> str:
+    """The innermost frame outside the framework's own tracing machinery."""
+    for fr in reversed(traceback.extract_stack()):
+        if not os.path.abspath(fr.filename).startswith(_INTERNAL):
+            return f"{fr.filename}:{fr.lineno} ({fr.line or '?'})"
+    return "<unknown>"
+
+
+def _value_read(what: str) -> TracedValueError:
+    return TracedValueError(
+        f"[to_static] {what} of a traced tensor at {_user_line()}: while tracing a tensor has no values, "
+        f"so a Python branch or loop on it cannot be recorded. Use fw.where(cond, a, b) to choose elementwise, "
+        f"keep Python branches on shapes and Python values, or run this function eagerly (not under to_static); "
+        f"data-dependent control flow (fw.static.nn.cond / while_loop) is not available yet"
+    )
+
+
+class _Symbolic:
+    """Stands in for a storage block: the IR value of a traced tensor."""
+
+    __slots__ = ("value", "tracer")
+
+    def __init__(self, value: Value, tracer: Tracer) -> None:
+        self.value = value
+        self.tracer = tracer
+
+    @property
+    def handle(self) -> Any:
+        raise _value_read("reading the values (numpy(), a device copy)")
+
+
+class TracedTensor(Tensor):
+    """A tensor being traced: shape, dtype and device, no values."""
+
+    def __bool__(self) -> bool:
+        raise _value_read("bool() (an `if`/`while`/`and`/`or`)")
+
+    def item(self) -> Any:
+        raise _value_read("item()")
+
+    def numpy(self) -> np.ndarray:
+        raise _value_read("numpy()")
+
+    def tolist(self) -> Any:
+        raise _value_read("tolist()")
+
+    def __float__(self) -> float:
+        raise _value_read("float()")
+
+    def __int__(self) -> int:
+        raise _value_read("int()")
+
+    def __index__(self) -> int:
+        raise _value_read("use as an index (__index__)")
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        raise _value_read("conversion to a numpy array")
+
+    def __repr__(self) -> str:
+        return f"TracedTensor(shape={list(self.shape)}, dtype={self.dtype}, device={self.device})"
+
+
+def _attr(op: str, key: str, v: Any) -> Any:
+    """An attribute value in the IR's kinds (tuples, not lists; Python numbers, not numpy)."""
+    if isinstance(v, (list, tuple)):
+        return tuple(_attr(op, key, x) for x in v)
+    if isinstance(v, np.bool_):
+        return bool(v)
+    if isinstance(v, np.integer):
+        return int(v)
+    if isinstance(v, np.floating):
+        return float(v)
+    if isinstance(v, type) and issubclass(v, np.generic):
+        return np.dtype(v)
+    try:
+        print_attr(v)
+    except OarlockError:
+        raise TracingError(f"[to_static] attribute '{key}' of op '{op}' is {type(v).__name__} {v!r}, which a program "
+                           f"cannot hold; ops traced into programs take ints, floats, bools, strings, dtypes and tuples") from None
+    return v
+
+
+class Tracer:
+    """Records ops into ``program``; ``params`` maps ``id(tensor)`` to a parameter name."""
+
+    def __init__(self, name: str, device: _dev.Device, params: dict[int, tuple[str, Tensor]]) -> None:
+        self.program = Program(name)
+        self.block = self.program.block
+        self.device = device
+        self.devname = str(device)
+        self.params = params
+        self.param_values: dict[str, Value] = {}
+        self.param_tensors: dict[str, Tensor] = {}
+        self.const_values: dict[int, tuple[Tensor, Value]] = {}
+        self.constants: dict[str, Tensor] = {}
+
+    def _type(self, shape: Sequence[int], dtype: Any) -> TensorType:
+        return TensorType(tuple(int(d) for d in shape), np.dtype(dtype), self.devname)
+
+    def _tensor(self, v: Value, shape: Sequence[int], dtype: Any) -> TracedTensor:
+        return TracedTensor._make(_Symbolic(v, self), 0, tuple(shape), np.dtype(dtype), self.device)  # type: ignore[arg-type,return-value]
+
+    def input(self, shape: Sequence[int], dtype: Any) -> TracedTensor:
+        ty = self._type(shape, dtype)
+        return self._tensor(self.block.add_argument(ty), ty.shape, ty.dtype)  # type: ignore[arg-type]
+
+    def value_of(self, t: Tensor, op: str) -> Value:
+        blk = t._block
+        if isinstance(blk, _Symbolic):
+            if blk.tracer is not self:
+                raise TracingError(f"[to_static] op '{op}' reads a tensor from another trace (kept from an earlier "
+                                   f"call?); a traced function must not keep tensors between calls")
+            v = blk.value
+            if t._offset:
+                raise TracingError(f"[to_static] op '{op}' reads a view at an offset, which programs do not hold")
+            if tuple(t.shape) != v.type.shape:  # a reshape/squeeze/flatten: storage shared, shape changed
+                v = self.block.append("op.reshape", [v], [self._type(t.shape, t.dtype)], {"shape": tuple(t.shape)})
+            return v
+        if t.device != self.device:
+            raise TracingError(f"[to_static] op '{op}' reads a tensor on {t.device} while tracing on {self.device}; "
+                               f"create it on the input's device (or move the layer with layer.to)")
+        hit = self.params.get(id(t))
+        if hit is None and getattr(t, "persistable", False) and hasattr(t, "trainable"):  # a Parameter outside the layer
+            hit = self.params[id(t)] = (f"param_{len(self.params)}", t)
+        if hit is not None:
+            name, _ = hit
+            v = self.param_values.get(name)
+            if v is None:
+                v = self.block.append("builtin.parameter", [], [self._type(t.shape, t.dtype)], {"name": name})
+                self.param_values[name] = v
+                self.param_tensors[name] = t
+            return v  # type: ignore[return-value]
+        seen = self.const_values.get(id(t))
+        if seen is not None and seen[0] is t:
+            return seen[1]
+        ty = self._type(t.shape, t.dtype)
+        if math.prod(t.shape) == 1:
+            v = self.block.append("builtin.constant", [], [ty], {"value": _attr(op, "value", t.numpy().reshape(()).item())})
+        else:
+            name = f"const_{len(self.constants)}"
+            self.constants[name] = t
+            v = self.block.append("builtin.constant", [], [ty], {"name": name})
+        self.const_values[id(t)] = (t, v)  # type: ignore[assignment]
+        return v  # type: ignore[return-value]
+
+    def __call__(self, op: base.OpDef, ins: list[Tensor], attrs: dict[str, Any]) -> list[Tensor]:
+        attrs = dict(attrs)
+        if op.name == "full":
+            dev = attrs.pop("device", None)
+            if dev is not None and dev != self.device:
+                raise TracingError(f"[to_static] a tensor is created on {dev} while tracing on {self.device}; "
+                                   f"create it on the input's device")
+            metas = [(tuple(attrs["shape"]), np.dtype(attrs["dtype"]))]
+        elif op.infer is None:
+            raise TracingError(f"[to_static] op '{op.name}' has no shape rule, so it cannot be traced; run it eagerly")
+        else:
+            metas = op.infer(ins, attrs)
+        operands = [self.value_of(t, op.name) for t in ins]
+        attrs = {k: _attr(op.name, k, v) for k, v in attrs.items()}
+        types = [self._type(s, d) for s, d in metas]
+        o = self.block.append_op(Operation("op." + op.name, operands, list(types), attrs))
+        return [self._tensor(r, s, d) for r, (s, d) in zip(o.results, metas)]
+
+
+@contextlib.contextmanager
+def recording(tracer: Tracer) -> Iterator[None]:
+    """Install ``tracer`` as the dispatcher's recording hook (and turn autograd off)."""
+    hook = base.TRACER
+    if isinstance(hook, list):
+        if hook[0] is not None:
+            raise TracingError("[to_static] a function is already being traced (nested to_static or compiler tracing)")
+        hook[0] = tracer
+        restore: Callable[[], None] = lambda: hook.__setitem__(0, None)  # noqa: E731
+    else:  # a ContextVar
+        if hook.get(None) is not None:
+            raise TracingError("[to_static] a function is already being traced (nested to_static or compiler tracing)")
+        token = hook.set(tracer)
+        restore = lambda: hook.reset(token)  # noqa: E731
+    try:
+        with autograd.no_grad():
+            yield
+    finally:
+        restore()
+
+
+def trace(fn: Callable[..., Any], specs: Sequence[tuple[tuple[int, ...], np.dtype]], device: _dev.Device,
+          params: dict[int, tuple[str, Tensor]], extra: Sequence[Any] = (), name: str = "forward") -> tuple[Tracer, str]:
+    """Trace ``fn(*inputs, *extra)`` for inputs of the given (shape, dtype); returns the
+    tracer (program, parameters, constants) and the output structure (``"tensor"`` or
+    ``"tuple"``)."""
+    tr = Tracer(name, device, dict(params))
+    args = [tr.input(s, d) for s, d in specs]
+    with recording(tr):
+        res = fn(*args, *extra)
+    if isinstance(res, Tensor):
+        outs, structure = [res], "tensor"
+    elif isinstance(res, (tuple, list)) and all(isinstance(r, Tensor) for r in res):
+        outs, structure = list(res), "tuple"
+    else:
+        raise TracingError(f"[to_static] the traced function returned {type(res).__name__}; return a Tensor or a "
+                           f"tuple/list of Tensors")
+    values = [tr.value_of(o, "return") for o in outs]
+    tr.block.append("builtin.return", values, [])
+    return tr, structure
