@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import framework as fw
+from framework.testing import tolerance
 
 
 def _devices() -> list[str]:
@@ -54,8 +55,8 @@ def _opencl_summary() -> list[str]:
     """Which implementation each OpenCL device is, and which were left out (and why)."""
     try:
         n = fw.device_count("opencl")
-    except fw.DeviceError as exc:
-        return [f"opencl: not available ({exc})"]
+    except fw.OarlockError as exc:  # no plugin, or pyopencl missing (PluginError)
+        return [f"opencl: not available ({str(exc).splitlines()[0]})"]
     lines = []
     for i in range(n):
         p = fw.get_device_properties(f"opencl:{i}")
@@ -92,10 +93,9 @@ def assert_close(got, want, dtype=None, rtol=None, atol=None, equal_nan=True) ->
     w = np.asarray(want)
     assert g.shape == w.shape, f"shape: expected {w.shape}, got {g.shape}"
     d = np.dtype(dtype) if dtype is not None else g.dtype
-    if rtol is None:
-        rtol = {np.dtype(np.float16): 2e-3, fw.bfloat16: 1.6e-2, np.dtype(np.float32): 1e-5}.get(d, 1e-12 if d.kind == "f" else 0)
-    if atol is None:
-        atol = {np.dtype(np.float16): 1e-3, fw.bfloat16: 1e-2, np.dtype(np.float32): 1e-6}.get(d, 1e-12 if d.kind == "f" else 0)
+    tol = tolerance(d)  # the one table (framework.testing.TOLERANCES); exact for integers
+    rtol = tol.rtol if rtol is None else rtol
+    atol = tol.atol if atol is None else atol
     if g.dtype.kind in "biu" and w.dtype.kind in "biu":
         np.testing.assert_array_equal(g, w)
     else:
