@@ -146,12 +146,14 @@ class Value:
     def defining_op(self) -> Operation | None:
         return self.owner if isinstance(self.owner, Operation) else None
 
-    def replace_all_uses_with(self, other: Value) -> None:
-        """Make every reader of this value read ``other`` instead."""
+    def replace_all_uses_with(self, other: Value, except_ops: tuple[Operation, ...] = ()) -> None:
+        """Make every reader of this value read ``other`` instead — but the ops in
+        ``except_ops`` (typically the one computing ``other`` from this value)."""
         if other is self:
             return
         for op, i in list(self.uses):
-            op.set_operand(i, other)
+            if op not in except_ops:
+                op.set_operand(i, other)
 
     def __repr__(self) -> str:
         where = f"{self.owner.name}#{self.index}" if isinstance(self.owner, Operation) else f"arg{self.index}"

@@ -152,8 +152,9 @@ class _Tokens:
 
     def error(self, what: str) -> ParseError:
         kind, text, line, col = self.peek()
-        got = "the end of the text" if kind == "eof" else repr(text)
-        return ParseError(f"[ir.parse] line {line}, column {col}: expected {what}, got {got}")
+        if kind == "eof":
+            return ParseError(f"[ir.parse] the text ends early (truncated?) where {what} was expected")
+        return ParseError(f"[ir.parse] line {line}, column {col}: expected {what}, got {text!r}")
 
     def expect(self, text: str) -> None:
         if self.peek()[1] != text or self.peek()[0] == "string":

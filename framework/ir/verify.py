@@ -80,6 +80,10 @@ def _value_name(p: Program, v: Value) -> str:
     return f"argument {v.index}"
 
 
+def _at(binding: dict[str, int]) -> str:
+    return " with " + ", ".join(f"{k} = {v}" for k, v in binding.items()) if binding else ""
+
+
 def _check_types(p: Program) -> list[str]:
     problems = []
     syms: dict[str, None] = {}
@@ -113,5 +117,5 @@ def _check_types(p: Program) -> list[str]:
             got = tuple(-1 if d == -1 else d for d in t.concrete(binding))
             if t.dtype != dtype or any(g != -1 and g != s for g, s in zip(got, shape)) or len(got) != len(shape):
                 problems.append(f"{_where(k, op)}: result {r.index} is typed {t.dtype}{list(t.shape)} but its "
-                                f"operands give {dtype}{list(shape)} (type mismatch)")
+                                f"operands give {dtype}{list(shape)}{_at(binding)} (type mismatch)")
     return problems
