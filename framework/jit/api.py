@@ -35,8 +35,11 @@ class ConcreteProgram:
     constants: dict[str, Tensor]
     structure: str  # "tensor" or "tuple"
     executor: Executor
-    #: the symbols that were specialised (dims that did not trace as affine), with why
-    specialised: str = ""
+
+
+class _Specialise(TracingError):
+    """The traces at the probe sizes disagree beyond affine dims: the dynamic dims must be
+    specialised (the message says where)."""
 
 
 def _is_layer(obj: Any) -> bool:
@@ -59,6 +62,7 @@ class StaticFunction:
         self.full_graph = full_graph
         self._programs: dict[Any, ConcreteProgram] = {}
         self._warned = False
+        self._specialised: set[Any] = set()
         functools.update_wrapper(self, fn)  # type: ignore[arg-type]
 
     # -- guards ---------------------------------------------------------------------------
@@ -103,25 +107,20 @@ class StaticFunction:
             shapes = [(tuple(binding[d] if isinstance(d, str) else d for d in dims), np.dtype(t)) for dims, t in specs]
             return trace(self._fn, shapes, dev, params, extra, name)
 
-        why = ""
         if symbols:
             bindings = symbolic.probe_bindings(symbols)
             traced = [run(b) for b in bindings]
             try:
                 prog = symbolic.generalize([t.program for t, _ in traced], [t.constants for t, _ in traced], symbols)
-                tr, structure = traced[0]
             except symbolic.NotAffine as exc:
-                why = str(exc)
-                symbols = []
-        if not symbols:  # static dims only: trace once, at the sizes asked for
+                raise _Specialise(str(exc)) from None
+            tr, structure = traced[0]
+        else:  # static dims only: trace once
             tr, structure = run({})
             prog = tr.program
-            if why:
-                warnings.warn(f"[to_static] the dynamic dims of {name} are specialised (one program per size): {why}",
-                              stacklevel=4)
         verify(prog)
         ex = Executor(prog, dev, tr.param_tensors, tr.constants)
-        return ConcreteProgram(prog, dict(tr.param_tensors), dict(tr.constants), structure, ex, why)
+        return ConcreteProgram(prog, dict(tr.param_tensors), dict(tr.constants), structure, ex)
 
     @property
     def programs(self) -> list[ConcreteProgram]:
@@ -150,7 +149,17 @@ class StaticFunction:
         else:
             extra = ()
         specs = [self._spec_of(k, t) for k, t in enumerate(tensors)]
-        cp = self.get_concrete_program(specs, dev, extra)
+        skey = (tuple(specs), dev, extra)
+        if skey in self._specialised:
+            specs = [(tuple(t.shape), t.dtype) for t in tensors]
+        try:
+            cp = self.get_concrete_program(specs, dev, extra)
+        except _Specialise as exc:
+            self._specialised.add(skey)
+            warnings.warn(f"[to_static] the dynamic dims of {self.__name__} are specialised (one program per size): "
+                          f"{exc}", stacklevel=2)
+            specs = [(tuple(t.shape), t.dtype) for t in tensors]
+            cp = self.get_concrete_program(specs, dev, extra)
         outs = cp.executor(*tensors)
         return outs[0] if cp.structure == "tensor" else tuple(outs)
 

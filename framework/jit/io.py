@@ -29,6 +29,7 @@ from ..ir import Executor, IRError, Program, TensorType, parse_program, print_pr
 from ..nn import Layer, Parameter
 from ..static import InputSpec
 from .api import StaticFunction
+from .trace import TracingError
 
 FORMAT_VERSION = 1
 _MAGIC = "// oarlock-program "
@@ -67,6 +68,9 @@ def save(layer: Any, path: str | os.PathLike[str], input_spec: list[InputSpec] |
     try:
         with autograd.no_grad():
             cp = sf.get_concrete_program([(d, s.dtype) for d, s in zip(dims, spec)], dev)
+    except TracingError as exc:
+        raise TracingError(f"[jit.save] the program cannot serve the dynamic dims of {input_spec}: {exc}; give "
+                           f"static sizes in input_spec for those dims") from None
     finally:
         sf.input_spec = saved
     body = print_program(cp.program)
