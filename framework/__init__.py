@@ -85,6 +85,7 @@ from ._src.ops.indexing import (
     scatter,
     scatter_add,
     take_along_axis,
+    where,
 )
 from ._src.ops.math import (
     abs,
@@ -148,7 +149,20 @@ from ._src.ops.math import (
     sum,
     tanh,
     trunc,
-    where,
+)
+from ._src.ops.random import (
+    Generator,
+    bernoulli,
+    get_rng_state,
+    manual_seed,
+    normal,
+    rand,
+    randint,
+    randn,
+    randperm,
+    seed,
+    set_rng_state,
+    uniform,
 )
 from ._src.ops.shape import (
     broadcast_to,
@@ -173,20 +187,6 @@ from ._src.ops.shape import (
     unsqueeze,
 )
 from ._src.plugins import register_plugin
-from ._src.random import (
-    Generator,
-    bernoulli,
-    get_rng_state,
-    manual_seed,
-    normal,
-    rand,
-    randint,
-    randn,
-    randperm,
-    seed,
-    set_rng_state,
-    uniform,
-)
 from ._src.tensor import Tensor, from_dlpack, to_tensor
 
 # isort: split
@@ -326,6 +326,7 @@ from . import (  # layers, functional, initializers, optimizers; collectives
     io,
     jit,
     linalg,
+    metric,
     nn,
     optim,
     optimizer,
@@ -333,6 +334,7 @@ from . import (  # layers, functional, initializers, optimizers; collectives
 )
 from ._src.io import CheckpointError, load, save
 from .distributed import DataParallel
+from .hapi import Model, callbacks, flops, summary
 
 __version__ = "0.1.0"
 
@@ -364,7 +366,7 @@ def plugins() -> dict[str, object]:
 #: The public API: every name above except the ``from __future__`` import (a test keeps it
 #: complete). ``framework.testing`` is imported on its own: ``from framework import testing``.
 __all__ = [
-    "amp", "callbacks", "flops", "metric", "Model", "static", "summary", "abs", "acos", "acosh", "add", "add_n", "addmm", "all", "allclose", "amax", "amin", "angle",
+    "amp", "callbacks", "flops", "hapi", "metric", "Model", "static", "summary", "abs", "acos", "acosh", "add", "add_n", "addmm", "all", "allclose", "amax", "amin", "angle",
     "any", "arange", "argmax", "argmin", "argsort", "asin", "asinh", "atan", "atan2", "atanh",
     "bernoulli", "bfloat16", "bincount", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor",
     "bmm", "bool_", "broadcast_shape", "broadcast_tensors", "broadcast_to", "cast", "cat", "ceil",
