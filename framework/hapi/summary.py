@@ -129,6 +129,7 @@ def flops(net: Any, input_size: Any, custom_ops: dict[type, Callable[..., int]] 
 
     >>> import framework as fw
     >>> fw.flops(fw.nn.Linear(4, 8), [2, 4])
+    Total Flops: 64     Total Params: 40
     64
     """
     inputs = _inputs("flops", input_size, None, None)
