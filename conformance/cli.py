@@ -17,6 +17,7 @@ import platform
 import shlex
 import sys
 import time
+from collections import Counter
 from typing import Any
 
 from .cases import TIERS, collect, make_target
@@ -104,7 +105,8 @@ def metadata_of(device: str) -> dict[str, Any]:
     return {
         "plugin": plugin,
         "plugin_module": rec.module if rec else "",
-        "plugin_version": (rec.info.get("version", "") if rec else "") or "",
+        "plugin_version": (rec.info.get("version") or getattr(sys.modules.get(rec.module), "__version__", "")
+                           if rec else "") or "",
         "contract": ".".join(map(str, rec.contract)) if rec and rec.contract else "?",
         "core_contract": ".".join(map(str, fw.CONTRACT_VERSION)),
         "kernel_count": sum(1 for k in testing.registry().kernels if k[1] == d.type),
@@ -128,9 +130,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     import framework as fw
 
+    loaded: dict[str, str] = {}  # plugin name -> the --plugin spec it came from
     for spec in args.plugin:
         try:
-            load_plugin(spec)
+            loaded[load_plugin(spec).name] = spec
         except Exception as exc:  # noqa: BLE001
             print(f"[conformance] cannot load plugin {spec!r}: {type(exc).__name__}: {exc}", file=sys.stderr)
             return 2
@@ -156,11 +159,14 @@ def main(argv: list[str] | None = None) -> int:
     if status != "ok":
         print(f"[conformance] could not open '{target.device}': {meta}", file=sys.stderr)
         meta = {"plugin": target.plugin, "error": meta}
+    if meta.get("plugin") in loaded:  # named after its file; report it under its device's name
+        meta["plugin_loaded_from"] = loaded[meta["plugin"]]
+        meta["plugin"] = target.type
     print(f"oarlock conformance on {target.device}: plugin {meta.get('plugin')} {meta.get('plugin_version', '')}, "
           f"{len(cases)} cases, tiers {', '.join(t for t in TIERS if t in tiers and t not in unavailable)}")
     from .report import Progress, build, summary, write_json, write_junit
 
-    progress = Progress(len(cases), quiet=args.quiet)
+    progress = Progress(len(cases), quiet=args.quiet, per_tier=Counter(c.tier for c in cases))
     results = runner.run(progress)
     progress.finish()
     optional = {t.strip() for t in args.optional.split(",") if t.strip()}

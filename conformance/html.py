@@ -1,7 +1,8 @@
 """The HTML report: one self-contained page (inline CSS and SVG, no script, no network).
 
 Sections: plugin metadata, per-tier summary, an ops x dtypes matrix per tier coloured by
-outcome, failures with expected vs got, and model loss curves drawn against the golden ones.
+outcome, failures grouped by cause (one headline per cause, its cases folded) with expected vs
+got, and model loss curves drawn against the golden ones.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import math
 from typing import Any
 
 from .opdb import ALL
+from .report import failure_groups
 
 COLOURS = {
     "passed": "#2e9d4f",
@@ -151,14 +153,22 @@ def render(report: dict[str, Any]) -> str:
         out.append(f"<tr><td>{_e(tier)}</td><td colspan='6' class='sub' style='max-width:420px'>not run: {_e(why)}</td></tr>")
     out.append("</table>")
     out.append("<p class='legend'>" + "".join(f"<span><i style='background:{c}'></i>{LABEL[k]}</span>" for k, c in COLOURS.items()) + "</p></div></div>")
-    fails = [r for r in results if r["outcome"] == "failed"]
-    out.append(f"<h2>Failures ({len(fails)})</h2>")
-    if not fails:
+    by_id = {r["id"]: r for r in results}
+    groups = report.get("failure_groups") or failure_groups(results)
+    n_fail = sum(g["count"] for g in groups)
+    out.append(f"<h2>Failures ({n_fail}" + (f", {len(groups)} causes" if len(groups) != n_fail else "") + ")</h2>")
+    if not groups:
         out.append("<p class='sub'>none</p>")
-    for r in fails:
-        out.append(f"<div class='fail'><b>{_e(r['id'])}</b><pre>{_e(r['message'])}</pre>")
+    for g in groups:  # one headline per cause; the cases that share it folded below
+        r = by_id[g["ids"][0]]
+        if g["count"] == 1:
+            out.append(f"<div class='fail'><b>{_e(r['id'])}</b><pre>{_e(r['message'])}</pre>")
+        else:
+            out.append(f"<div class='fail'><b>{g['count']} cases</b><pre>{_e(g['cause'])}</pre><details><summary>the "
+                       f"{g['count']} cases</summary><pre>{_e(chr(10).join(g['ids']))}</pre></details>")
         if r.get("expected") is not None or r.get("got") is not None:
-            out.append(f"<table><tr><th>expected</th><td><pre>{_e(r['expected'])}</pre></td></tr>"
+            first = "" if g["count"] == 1 else f" ({_e(r['id'])})"
+            out.append(f"<table><tr><th>expected{first}</th><td><pre>{_e(r['expected'])}</pre></td></tr>"
                        f"<tr><th>got</th><td><pre>{_e(r['got'])}</pre></td></tr></table>")
         out.append("</div>")
     curves = [r for r in results if r.get("data", {}).get("loss")]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import xml.etree.ElementTree as ET
 from collections import Counter
@@ -16,36 +17,57 @@ MARK = {"passed": ".", "fallback": "f", "not_supported": "s", "skipped": "-", "f
 
 class Progress:
     """One line of marks per tier, like pytest: ``.`` passed, ``F`` failed, ``s`` not supported,
-    ``f`` passed with CPU fallbacks, ``-`` skipped."""
+    ``f`` passed with CPU fallbacks, ``-`` skipped.
 
-    def __init__(self, total: int, stream: TextIO = sys.stdout, quiet: bool = False) -> None:
+    Results arrive out of tier order (not-supported cases are decided first; with ``-j N``
+    workers run the next tier's cases while the last of a tier finish), so given ``per_tier``
+    (cases per tier) a tier's marks wait until every tier before it is complete."""
+
+    def __init__(self, total: int, stream: TextIO = sys.stdout, quiet: bool = False,
+                 per_tier: dict[str, int] | None = None) -> None:
         self.total = total
         self.stream = stream
         self.quiet = quiet
+        self.per_tier = {t: per_tier[t] for t in TIERS if per_tier and per_tier.get(t)}
+        self.held: dict[str, list[str]] = {}  #: marks not shown yet, per tier
+        self.shown: Counter[str] = Counter()
         self.n = 0
         self.tier = ""
         self.col = 0
 
     def __call__(self, r: Result) -> None:
-        self.n += 1
         if self.quiet:
             return
-        if r.tier != self.tier:
-            if self.tier:
-                self.stream.write("\n")
-            self.tier = r.tier
-            head = f"{r.tier:<12} "
-            self.stream.write(head)
-            self.col = len(head)
-        self.stream.write(MARK.get(r.outcome, "?"))
-        self.col += 1
-        if self.col >= 100:
-            self.stream.write(f" [{self.n}/{self.total}]\n{'':<13}")
-            self.col = 13
+        self.held.setdefault(r.tier, []).append(MARK.get(r.outcome, "?"))
+        for tier in self.per_tier or [r.tier]:
+            self._show(tier)
+            if self.shown[tier] < self.per_tier.get(tier, 0):
+                break  # later tiers wait for this one
         self.stream.flush()
 
+    def _show(self, tier: str) -> None:
+        for mark in self.held.pop(tier, []):
+            self.n += 1
+            self.shown[tier] += 1
+            if tier != self.tier:
+                if self.tier:
+                    self.stream.write("\n")
+                self.tier = tier
+                head = f"{tier:<12} "
+                self.stream.write(head)
+                self.col = len(head)
+            self.stream.write(mark)
+            self.col += 1
+            if self.col >= 100:
+                self.stream.write(f" [{self.n}/{self.total}]\n{'':<13}")
+                self.col = 13
+
     def finish(self) -> None:
-        if not self.quiet and self.n:
+        if self.quiet:
+            return
+        for tier in [*self.per_tier, *self.held]:  # anything still held (counts that did not add up)
+            self._show(tier)
+        if self.n:
             self.stream.write(f" [{self.n}/{self.total}]\n")
             self.stream.flush()
 
@@ -65,18 +87,49 @@ def failed_tiers(results: list[Result], required: set[str], strict: bool = False
     return [t for t in TIERS if t in bad and t in required]
 
 
-def summary(report: dict[str, Any], results: list[Result], stream: TextIO = sys.stdout, max_failures: int = 40) -> None:
+def cause_of(r: dict[str, Any]) -> str:
+    """A failure's message with the case's own op and dtype written ``{op}`` and ``{dtype}``,
+    and long hex strings (cache keys, addresses) as ``…``: failures with one cause (a compiler
+    that builds nothing, a missing library) then read alike."""
+    msg = r.get("message") or ""
+    for key in ("op", "dtype"):
+        if r.get(key):
+            msg = re.sub(rf"(?<![A-Za-z0-9]){re.escape(r[key])}(?![A-Za-z0-9])", "{" + key + "}", msg)
+    return re.sub(r"\b(0x[0-9a-f]+|(?=[0-9a-f]*[a-f])[0-9a-f]{8,})\b", "…", msg)
+
+
+def failure_groups(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Failed cases grouped by :func:`cause_of`, in order of first appearance:
+    ``[{"cause", "count", "ids"}]``. A group of one keeps its own message as the cause."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for r in results:
+        if r["outcome"] == "failed":
+            groups.setdefault(cause_of(r), []).append(r)
+    return [{"cause": c if len(rs) > 1 else rs[0]["message"], "count": len(rs), "ids": [r["id"] for r in rs]}
+            for c, rs in groups.items()]
+
+
+def summary(report: dict[str, Any], results: list[Result], stream: TextIO = sys.stdout, max_failures: int = 40,
+            max_ids: int = 8) -> None:
     meta = report["metadata"]
     w = stream.write
-    fails = [r for r in results if r.outcome == "failed"]
-    if fails:
-        w(f"\n{'=' * 30} failures {'=' * 30}\n")
-        for r in fails[:max_failures]:
-            w(f"FAILED {r.id}: {r.message[:600]}\n")
-            if r.expected is not None or r.got is not None:
-                w(f"    expected: {str(r.expected)[:300]}\n    got:      {str(r.got)[:300]}\n")
-        if len(fails) > max_failures:
-            w(f"... and {len(fails) - max_failures} more (see the JSON or HTML report)\n")
+    by_id = {r.id: r for r in results}
+    groups = failure_groups([r.to_dict() for r in results])
+    if groups:
+        n = sum(g["count"] for g in groups)
+        w(f"\n{'=' * 30} failures: {n} cases, {len(groups)} {'cause' if len(groups) == 1 else 'causes'} {'=' * 30}\n")
+        for g in groups[:max_failures]:
+            first = by_id[g["ids"][0]]
+            if g["count"] == 1:
+                w(f"FAILED {first.id}: {first.message[:600]}\n")
+            else:
+                ids = ", ".join(g["ids"][:max_ids]) + (f", ... and {g['count'] - max_ids} more" if g["count"] > max_ids else "")
+                w(f"FAILED {g['count']} cases: {g['cause'][:600]}\n    cases: {ids}\n")
+            if first.expected is not None or first.got is not None:
+                label = "" if g["count"] == 1 else f" ({first.id})"
+                w(f"    expected{label}: {str(first.expected)[:300]}\n    got{label}:      {str(first.got)[:300]}\n")
+        if len(groups) > max_failures:
+            w(f"... and {len(groups) - max_failures} more causes (see the JSON or HTML report)\n")
     w(f"\n{'=' * 24} conformance summary: {meta['device']} {'=' * 24}\n")
     w(f"plugin {meta['plugin']} {meta.get('plugin_version', '')}, contract {meta.get('contract', '?')} "
       f"(core {meta.get('core_contract', '?')}), {meta.get('kernel_count', 0)} kernels registered\n")
@@ -111,6 +164,7 @@ def build(meta: dict[str, Any], results: list[Result], required: set[str], stric
         "required_tiers": sorted(t for t in required if t in tiers),
         "unavailable_tiers": unavailable,
         "failed_tiers": failed_tiers(results, required, strict),
+        "failure_groups": failure_groups([r.to_dict() for r in results]),
         "results": [r.to_dict() for r in results],
     }
 
