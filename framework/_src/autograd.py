@@ -17,8 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 from adapter_api import OpArgumentError
 
+from . import dispatch
+from .opdef import OPS
+
 if TYPE_CHECKING:
-    from .ops.base import OpDef
+    from .opdef import OpDef
     from .tensor import Tensor
 
 #: Whether ops record a graph. A context variable: it nests, and each thread (or asyncio task)
@@ -131,8 +134,6 @@ def run_backward(
     inputs: Sequence[Tensor] | None = None,
     allow_unused: bool = False,
 ) -> list[Tensor | None] | None:
-    from .ops import creation
-
     for r in roots:
         if r.stop_gradient:
             raise OpArgumentError(
@@ -176,7 +177,7 @@ def run_backward(
                         f"[backward] grad can be implicitly created only for a tensor with one element, "
                         f"got shape {r.shape}; pass grad_tensor= of that shape"
                     )
-                g = creation.ones_like(r)
+                g = dispatch.run(OPS["full"], [], {"shape": r.shape, "value": 1, "dtype": r.dtype}, r.device)[0]
             elif g.shape != r.shape:
                 raise OpArgumentError(f"[backward] grad_tensor has shape {g.shape}, expected {r.shape}")
             _push(r, g)

@@ -6,7 +6,7 @@ import contextlib
 import contextvars
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from adapter_api import DeviceError, DeviceProperties, PluginError
@@ -113,10 +113,19 @@ def device_type(name: str) -> DeviceType:
     return t
 
 
-def invalidate_kernel_cache() -> None:
-    from . import dispatch
+#: called when the current stream of a device changes (kernel contexts carry the stream)
+_STREAM_LISTENERS: list[Callable[[], None]] = []
 
-    dispatch.clear_kernel_cache()
+
+def on_stream_change(listener: Callable[[], None]) -> None:
+    """Call ``listener()`` whenever ``with fw.stream(...)`` switches a device's stream (the
+    dispatcher subscribes to rebuild its kernel contexts; this floor knows nothing of it)."""
+    _STREAM_LISTENERS.append(listener)
+
+
+def _stream_changed() -> None:
+    for listener in _STREAM_LISTENERS:
+        listener()
 
 
 def _unknown(name: str) -> DeviceError:
@@ -303,12 +312,10 @@ def current_stream(name: object = None) -> Stream:
 
 @contextlib.contextmanager
 def stream(s: Stream) -> Iterator[Stream]:
-    from . import dispatch
-
     t = device_type(s.device.type)
     prev = t.current_streams.get(s.device.index)
     t.current_streams[s.device.index] = s.handle
-    dispatch._STATE.clear()  # kernel contexts pick up the new stream
+    _stream_changed()  # kernel contexts pick up the new stream
     try:
         yield s
     finally:
@@ -316,4 +323,4 @@ def stream(s: Stream) -> Iterator[Stream]:
             t.current_streams.pop(s.device.index, None)
         else:
             t.current_streams[s.device.index] = prev
-        dispatch._STATE.clear()
+        _stream_changed()

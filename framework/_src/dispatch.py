@@ -26,11 +26,13 @@ from adapter_api import (
 
 from . import device as _dev
 from . import env
+from . import plugins as _plugins
+from .opdef import OPS
 from .plugins import host
 from .tensor import Tensor
 
 if TYPE_CHECKING:
-    from .ops.base import OpDef
+    from .opdef import OpDef
 
 _KCACHE: dict[tuple[str, str, np.dtype], KernelEntry | None] = {}
 _MISS = object()
@@ -50,6 +52,9 @@ class FallbackWarning(UserWarning):
 def clear_kernel_cache() -> None:
     _KCACHE.clear()
     _STATE.clear()
+
+
+_plugins.on_registry_change(clear_kernel_cache)
 
 
 def set_strict_kernels(flag: bool) -> None:
@@ -89,6 +94,7 @@ class _DeviceState:
 
 
 _STATE: dict[_dev.Device, _DeviceState] = {}
+_dev.on_stream_change(_STATE.clear)
 
 
 def state(dev: _dev.Device) -> _DeviceState:
@@ -177,8 +183,6 @@ def run(
 
 
 def op_expand(t: Tensor, shape: tuple[int, ...]) -> Tensor:
-    from .ops.base import OPS
-
     if len(t.shape) < len(shape):
         t = t._reshaped((1,) * (len(shape) - len(t.shape)) + t.shape)
     return run(OPS["expand"], [t], {"shape": tuple(shape)})[0]

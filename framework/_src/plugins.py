@@ -238,10 +238,19 @@ def host(skip: dict[str, str] | None = None) -> PluginHost:
     return _HOST
 
 
+#: called after every registration by hand, so caches of kernel look-ups start over
+_REGISTRY_LISTENERS: list[Callable[[], None]] = []
+
+
+def on_registry_change(listener: Callable[[], None]) -> None:
+    """Call ``listener()`` whenever :func:`register_plugin` adds kernels (the dispatcher
+    subscribes to drop its look-up cache; this floor knows nothing of it)."""
+    _REGISTRY_LISTENERS.append(listener)
+
+
 def register_plugin(module: ModuleType | str, name: str | None = None) -> PluginRecord:
     """Register a plugin module by hand (tests, notebooks, a vendor developing a plugin)."""
-    from . import device as _device
-
     record = host().register_module(module, name=name)
-    _device.invalidate_kernel_cache()
+    for listener in _REGISTRY_LISTENERS:
+        listener()
     return record

@@ -9,8 +9,8 @@ import numpy as np
 
 from adapter_api import OpArgumentError
 
+from .._src.ops.random import Generator
 from .._src.ops.shape import stack
-from .._src.random import Generator
 from .._src.tensor import Tensor, to_tensor
 from .dataset import IterableDataset
 from .sampler import BatchSampler, RandomSampler, SequenceSampler

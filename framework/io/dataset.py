@@ -9,7 +9,7 @@ import numpy as np
 
 from adapter_api import OpArgumentError
 
-from .._src.random import Generator, randperm
+from .._src.ops.random import Generator, randperm
 from .._src.tensor import Tensor
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from adapter_api import OpArgumentError
 
-from .._src.random import Generator, randperm
+from .._src.ops.random import Generator, randperm
 
 
 class Sampler:
@@ -48,7 +48,7 @@ class RandomSampler(Sampler):
     def __iter__(self) -> Iterator[int]:
         n = len(self.data_source)
         if self.replacement:
-            from .._src.random import randint
+            from .._src.ops.random import randint
 
             return iter(randint(0, n, [len(self)], generator=self.generator).tolist())
         return iter(randperm(n, generator=self.generator).tolist())

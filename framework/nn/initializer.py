@@ -15,9 +15,9 @@ from typing import Any
 
 from adapter_api import OpArgumentError
 
-from .._src import random as _rand
 from .._src.dtypes import as_dtype, get_default_dtype
 from .._src.ops import creation as _c
+from .._src.ops import random as _rand
 from .._src.tensor import Tensor
 
 

@@ -1,77 +1,76 @@
-"""One op, one definition: :class:`OpDef` holds the schema, the shape/dtype rule, the
-gradient rule and (for composites) the decomposition. Eager dispatch, autograd, tracing and
+"""Defining ops (:func:`primitive`, :func:`composite`) and running them (:func:`apply`,
+:func:`call`). The definition itself, :class:`~framework._src.opdef.OpDef`, lives one floor
+down (the engine runs OpDefs without knowing any op); eager dispatch, autograd, tracing and
 code generation all read it.
 """
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from adapter_api import PRIMITIVES
+import numpy as np
+
+from adapter_api import PRIMITIVES, OpArgumentError
 
 from .. import amp as _amp
 from .. import autograd, dispatch, env
+from ..opdef import OPS, Lowering, Meta, OpDef
 from ..tensor import Tensor
 
-Meta = tuple[tuple[int, ...], Any]
+if TYPE_CHECKING:
+    from ..device import Device
+
+__all__ = ["OPS", "Lowering", "Meta", "OpDef", "apply", "apply1", "broadcast_shapes", "call", "composite",
+           "full_tensor", "primitive"]
+
+def broadcast_shapes(op: str, a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
+    """numpy's broadcast of two shapes; a mismatch is an error naming ``op`` (shape rules use it)."""
+    if a == b:
+        return a
+    if len(a) == len(b):  # fast path: one side is all ones (a cached scalar constant)
+        if b and max(b) == 1 and min(b) == 1:
+            return a
+        if a and max(a) == 1 and min(a) == 1:
+            return b
+    n = max(len(a), len(b))
+    pa = (1,) * (n - len(a)) + a
+    pb = (1,) * (n - len(b)) + b
+    out = []
+    for i, (x, y) in enumerate(zip(pa, pb)):
+        if x == y or y == 1:
+            out.append(x)
+        elif x == 1:
+            out.append(y)
+        else:
+            raise OpArgumentError(
+                f"[{op}] shapes {a} and {b} cannot be broadcast: dimension {i - n} is {x} vs {y}; "
+                f"make them equal or 1"
+            )
+    return tuple(out)
 
 
-@dataclass(frozen=True, slots=True)
-class Lowering:
-    """How an op becomes a value of the compiler's loop IR (``framework.compiler.ir``).
-
-    ``role`` is ``"expr"`` (an element-wise value, spelled by ``c``), ``"cast"``, ``"reduce"``
-    (along the row) or ``"pass"`` (a broadcast or copy: the value itself). ``c`` is the value
-    in the C family (C, OpenCL C, CUDA C): ``{0}``, ``{1}``, ``{2}`` are the operands,
-    ``{fn:exp}`` the math function for the value's type (``expf`` or ``exp``), ``{one}`` and
-    ``{zero}`` the literals of that type. ``costly`` marks a value worth keeping in memory
-    between passes rather than recomputing it. An emitter may still spell an op its own way
-    (``Emitter.native``: OpenCL's ``rsqrt``)."""
-
-    role: str = "expr"
-    c: str = ""
-    costly: bool = False
+def full_tensor(shape: tuple[int, ...], value: Any, dtype: np.dtype, dev: Device) -> Tensor:
+    """A tensor of ``shape`` filled with ``value`` (checked): a buffer, or while tracing a
+    constant of the program."""
+    tracer = TRACER[0]
+    if tracer is not None:  # traced: a constant of the program, not a buffer
+        return tracer(OPS["full"], [], {"shape": shape, "value": value, "dtype": dtype, "device": dev})[0]
+    return fill_buffer(shape, value, dtype, dev)
 
 
-class OpDef:
-    """The definition of one operator."""
-
-    __slots__ = ("name", "kind", "infer", "grad", "elementwise", "decomposition", "doc", "spec", "lower", "__dict__")
-
-    def __init__(
-        self,
-        name: str,
-        kind: str,
-        infer: Callable[[list[Tensor], dict[str, Any]], list[Meta]] | None = None,
-        grad: Callable[..., list[Tensor | None]] | None = None,
-        elementwise: bool = False,
-        decomposition: Callable[..., Any] | None = None,
-        doc: str = "",
-        lower: Lowering | None = None,
-    ) -> None:
-        self.name = name
-        self.kind = kind
-        self.infer = infer
-        self.grad = grad
-        self.elementwise = elementwise
-        self.decomposition = decomposition
-        self.doc = doc
-        self.spec = PRIMITIVES.get(name)
-        #: the lowering to the compiler's loop IR, or None (the op ends a fusion group)
-        self.lower = lower
-
-    #: why a primitive has no gradient rule ("" when it has one)
-    no_grad: str = ""
-
-    def __repr__(self) -> str:
-        return f"<OpDef {self.kind} {self.name}>"
-
-
-#: Every op the core defines, by name.
-OPS: dict[str, OpDef] = {}
+def fill_buffer(shape: tuple[int, ...], value: Any, dtype: np.dtype, dev: Device) -> Tensor:
+    """A real buffer filled with ``value``, even while tracing."""
+    if dtype.kind in "iu" and isinstance(value, float) and not math.isfinite(value):
+        raise OpArgumentError(f"[full] cannot fill an integer tensor ({dtype}) with {value}")
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        v = int(value)
+        if not info.min <= v <= info.max:
+            raise OpArgumentError(f"[full] value {value} does not fit in {dtype} ({info.min}..{info.max})")
+    return dispatch.run(OPS["full"], [], {"shape": shape, "value": value, "dtype": dtype}, dev)[0]
 
 
 def primitive(name: str, infer: Callable[..., list[Meta]], grad: Callable[..., Any] | None = None, *,
@@ -184,8 +183,6 @@ def _finish(outs: list[Tensor]) -> Any:
 
 def _grad_by_decomposition(node: autograd.Node, gouts: list[Tensor | None]) -> list[Tensor | None]:
     """Differentiate a fused/generated composite by re-running its decomposition."""
-    from . import creation
-
     assert node.inputs is not None and node.op.decomposition is not None
     leaves = [t.detach() for t in node.inputs]
     for t, src in zip(leaves, node.inputs):
@@ -193,7 +190,7 @@ def _grad_by_decomposition(node: autograd.Node, gouts: list[Tensor | None]) -> l
     with autograd.enable_grad():
         outs = node.op.decomposition(*leaves, **node.attrs)
     outs = [outs] if isinstance(outs, Tensor) else list(outs)
-    pairs = [(o, g if g is not None else creation.zeros_like(o)) for o, g in zip(outs, gouts) if not o.stop_gradient]
+    pairs = [(o, g if g is not None else full_tensor(o.shape, 0, o.dtype, o.device)) for o, g in zip(outs, gouts) if not o.stop_gradient]
     wanted = [t for t in leaves if not t.stop_gradient]
     if not pairs or not wanted:
         return [None] * len(leaves)

@@ -14,7 +14,8 @@ from .. import dispatch
 from .. import dtypes as _dt
 from .. import tensor as _t
 from ..tensor import Tensor
-from .base import OPS, TRACER
+from .base import OPS, apply1
+from .base import full_tensor as _full
 
 
 def _shape(name: str, shape: Any) -> tuple[int, ...]:
@@ -36,25 +37,6 @@ def _shape(name: str, shape: Any) -> tuple[int, ...]:
 
 def _device(device: Any) -> _dev.Device:
     return _dev.get_device() if device is None else _dev.parse(device)
-
-
-def _full(shape: tuple[int, ...], value: Any, dtype: np.dtype, dev: _dev.Device) -> Tensor:
-    tracer = TRACER[0]
-    if tracer is not None:  # traced: a constant of the program, not a buffer
-        return tracer(OPS["full"], [], {"shape": shape, "value": value, "dtype": dtype, "device": dev})[0]
-    return fill_buffer(shape, value, dtype, dev)
-
-
-def fill_buffer(shape: tuple[int, ...], value: Any, dtype: np.dtype, dev: _dev.Device) -> Tensor:
-    """A real buffer filled with ``value``, even while tracing."""
-    if dtype.kind in "iu" and isinstance(value, float) and not math.isfinite(value):
-        raise OpArgumentError(f"[full] cannot fill an integer tensor ({dtype}) with {value}")
-    if dtype.kind in "iu":
-        info = np.iinfo(dtype)
-        v = int(value)
-        if not info.min <= v <= info.max:
-            raise OpArgumentError(f"[full] value {value} does not fit in {dtype} ({info.min}..{info.max})")
-    return dispatch.run(OPS["full"], [], {"shape": shape, "value": value, "dtype": dtype}, dev)[0]
 
 
 def full(shape: Any, fill_value: Any, dtype: Any = None, device: Any = None, name: str | None = None) -> Tensor:
@@ -145,18 +127,14 @@ def eye(num_rows: int, num_columns: int | None = None, dtype: Any = None, device
 
 
 def tril(x: Tensor, diagonal: int = 0) -> Tensor:
-    from .math import where
-
     n, m = x.shape[-2:]
     r = arange(n, device=x.device).reshape((n, 1))
     c = arange(m, device=x.device).reshape((1, m))
-    return where(c - r <= diagonal, x, zeros_like(x))
+    return apply1(OPS["where"], [c - r <= diagonal, x, zeros_like(x)], {})
 
 
 def triu(x: Tensor, diagonal: int = 0) -> Tensor:
-    from .math import where
-
     n, m = x.shape[-2:]
     r = arange(n, device=x.device).reshape((n, 1))
     c = arange(m, device=x.device).reshape((1, m))
-    return where(c - r >= diagonal, x, zeros_like(x))
+    return apply1(OPS["where"], [c - r >= diagonal, x, zeros_like(x)], {})

@@ -320,3 +320,13 @@ def masked_fill(x: Tensor, mask: Tensor, value: Any) -> Tensor:
     from .math import where
 
     return where(mask, value, x)
+
+
+def where(condition: Any, x: Any = None, y: Any = None, name: str | None = None) -> Any:
+    """``condition ? x : y`` elementwise with broadcasting; with ``condition`` alone, the
+    indices where it holds (``nonzero(condition, as_tuple=True)``), as in Paddle."""
+    if x is None and y is None:
+        return nonzero(condition, as_tuple=True)
+    from .math import where as _where
+
+    return _where(condition, x, y)

@@ -13,7 +13,7 @@ from adapter_api import OpArgumentError
 
 from .. import dtypes as _dt
 from ..tensor import Tensor, to_tensor
-from .base import OPS, apply1, call, composite
+from .base import OPS, apply1, broadcast_shapes, call, composite, fill_buffer
 
 _CONST: dict[tuple[Any, ...], Tensor] = {}
 
@@ -24,8 +24,6 @@ def _const(value: Any, dtype: np.dtype, device: Any, ndim: int = 0) -> Tensor:
     key = (type(value), value, dtype.num, device._name, ndim)
     t = _CONST.get(key)
     if t is None:
-        from .creation import fill_buffer
-
         t = fill_buffer((1,) * ndim, value, dtype, device)
         t.native()
         if len(_CONST) > 4096:
@@ -116,10 +114,10 @@ def pow(x: Any, y: Any, name: str | None = None) -> Tensor:
     a, b = _operands("pow", x, y)
     if a.dtype.kind in "iu" and b.dtype.kind in "iu":
         from .creation import zeros
-        from .indexing import gather
 
         try:  # a negative exponent becomes index 1 of a 1-element tensor: the gather bounds check
-            gather(zeros((1,), dtype=_dt.int64, device=b.device), cast(less_than(b, 0), _dt.int64).reshape((-1,)))
+            apply1(OPS["gather"], [zeros((1,), dtype=_dt.int64, device=b.device),
+                                   cast(less_than(b, 0), _dt.int64).reshape((-1,))], {"axis": 0})
         except OpArgumentError:
             raise OpArgumentError(
                 f"[pow] the exponent y holds a negative value but x and y are integers ({a.dtype}, {b.dtype}); "
@@ -250,11 +248,8 @@ def cast(x: Tensor, dtype: Any) -> Tensor:
 
 
 def where(condition: Any, x: Any = None, y: Any = None, name: str | None = None) -> Tensor:
-    """``condition ? x : y`` elementwise with broadcasting."""
-    if x is None and y is None:
-        from .indexing import nonzero
-
-        return nonzero(condition, as_tuple=True)
+    """``condition ? x : y`` elementwise with broadcasting (``fw.where(condition)`` alone, the
+    indices where it holds, is ``indexing.where``)."""
     c = _check(condition, "where")
     if c.dtype != _dt.bool_:
         c = cast(c, _dt.bool_)
@@ -414,8 +409,6 @@ def matmul(x: Tensor, y: Tensor, transpose_x: bool = False, transpose_y: bool = 
             f"[matmul] shapes {sx} and {sy} do not match: {kx} != {ky}; "
             f"the last dim of x must equal the second-to-last of y"
         )
-    from .primitives import broadcast_shapes
-
     batch = broadcast_shapes("matmul", x.shape[:-2], y.shape[:-2])
     if x.shape[:-2] != batch:
         x = x.expand(batch + x.shape[-2:])

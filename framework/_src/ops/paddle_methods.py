@@ -12,10 +12,10 @@ from adapter_api import OpArgumentError
 
 from .. import autograd
 from .. import dtypes as _dt
-from .. import random as R
 from ..tensor import Tensor
 from . import creation, indexing, shape
 from . import math as M
+from . import random as R
 from .composites import activation, arith, manipulation, misc, norm, sampling, sorting, special
 
 
@@ -85,7 +85,7 @@ METHODS: dict[str, Callable[..., Any]] = {
     "scatter_nd_add": manipulation.scatter_nd_add, "strided_slice": manipulation.strided_slice, "reverse": manipulation.reverse,
     "scatter": indexing.scatter, "scatter_add": indexing.scatter_add, "take_along_axis": indexing.take_along_axis,
     "put_along_axis": indexing.put_along_axis, "masked_select": indexing.masked_select, "nonzero": indexing.nonzero,
-    "index_sample": sorting.index_sample, "where": lambda self, x=None, y=None: M.where(self, x, y),
+    "index_sample": sorting.index_sample, "where": lambda self, x=None, y=None: indexing.where(self, x, y),
     "is_floating_point": manipulation.is_floating_point, "is_integer": manipulation.is_integer,
     "is_complex": manipulation.is_complex, "is_empty": manipulation.is_empty, "rank": manipulation.rank,
     "broadcast_tensors": lambda self, *others: manipulation.broadcast_tensors([self, *others]),

@@ -11,38 +11,13 @@ from typing import Any
 
 import numpy as np
 
-from adapter_api import OpArgumentError
-
 from .. import dtypes as _dt
 from ..tensor import Tensor
-from .base import Lowering, primitive
+from .base import Lowering, broadcast_shapes, primitive
 
 # -- shape rules ----------------------------------------------------------------------------
 
 
-def broadcast_shapes(op: str, a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
-    if a == b:
-        return a
-    if len(a) == len(b):  # fast path: one side is all ones (a cached scalar constant)
-        if b and max(b) == 1 and min(b) == 1:
-            return a
-        if a and max(a) == 1 and min(a) == 1:
-            return b
-    n = max(len(a), len(b))
-    pa = (1,) * (n - len(a)) + a
-    pb = (1,) * (n - len(b)) + b
-    out = []
-    for i, (x, y) in enumerate(zip(pa, pb)):
-        if x == y or y == 1:
-            out.append(x)
-        elif x == 1:
-            out.append(y)
-        else:
-            raise OpArgumentError(
-                f"[{op}] shapes {a} and {b} cannot be broadcast: dimension {i - n} is {x} vs {y}; "
-                f"make them equal or 1"
-            )
-    return tuple(out)
 
 
 def _same(ins: list[Tensor], attrs: dict[str, Any]) -> list:

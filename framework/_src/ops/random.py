@@ -16,13 +16,13 @@ import numpy as np
 
 from adapter_api import OpArgumentError
 
-from . import device as _dev
-from . import dispatch
-from . import dtypes as _dt
-from .ops import math as M
-from .ops.base import OPS
-from .ops.creation import _shape
-from .tensor import Tensor, to_tensor
+from .. import device as _dev
+from .. import dispatch
+from .. import dtypes as _dt
+from ..tensor import Tensor, to_tensor
+from . import math as M
+from .base import OPS
+from .creation import _shape
 
 
 class Generator:
@@ -117,7 +117,7 @@ def normal(mean: float = 0.0, std: float = 1.0, shape: Any = None, dtype: Any = 
     u2 = u[1]
     r = M.sqrt(M.log(u1) * -2.0)
     th = u2 * (2.0 * math.pi)
-    from .ops.shape import concat
+    from .shape import concat
 
     z = concat([r * M.cos(th), r * M.sin(th)])[:n].reshape(shape)
     z = z * std + mean if (std != 1.0 or mean != 0.0) else z

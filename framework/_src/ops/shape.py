@@ -268,12 +268,11 @@ def pad(x: Tensor, pad: Sequence[int], mode: str = "constant", value: float = 0.
 
 def flip(x: Tensor, axis: Any) -> Tensor:
     from .creation import arange
-    from .indexing import gather
     from .math import normalize_axes
 
     for a in normalize_axes("flip", axis, x.ndim):
         n = x.shape[a]
-        x = gather(x, arange(n - 1, -1, -1, device=x.device), axis=a)
+        x = apply1(OPS["gather"], [x, arange(n - 1, -1, -1, device=x.device)], {"axis": a})
     return x
 
 

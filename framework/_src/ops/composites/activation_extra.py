@@ -12,9 +12,9 @@ from typing import Any
 
 from adapter_api import OpArgumentError
 
-from ... import random as _rand
 from ...tensor import Tensor
 from .. import math as M
+from .. import random as _rand
 from .. import shape as S
 from ..base import OPS, call, composite
 from ._common import axis_arg, float_arg, same_meta, tensor_arg

@@ -67,7 +67,7 @@ def is_complex(x: Tensor) -> bool:
 
 
 def broadcast_shape(x_shape: Sequence[int], y_shape: Sequence[int]) -> list[int]:
-    from ..primitives import broadcast_shapes
+    from ..base import broadcast_shapes
 
     return list(broadcast_shapes("broadcast_shape", tuple(x_shape), tuple(y_shape)))
 

@@ -8,10 +8,10 @@ from typing import Any
 from adapter_api import OpArgumentError
 
 from ... import dtypes as _dt
-from ... import random as _rand
 from ...tensor import Tensor
 from .. import creation as C
 from .. import math as M
+from .. import random as _rand
 from .. import shape as S
 from ..base import OPS, call, composite
 from ..indexing import checked_index, masked_fill, take_along_axis

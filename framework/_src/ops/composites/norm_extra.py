@@ -246,7 +246,7 @@ def alpha_dropout(x: Tensor, p: float = 0.5, training: bool = True, name: str | 
         return x
     if p == 1.0:
         return x * 0.0
-    from ... import random as _rand
+    from .. import random as _rand
 
     keep = M.cast(_rand.rand(x.shape, dtype=x.dtype, device=x.device) >= p, x.dtype)
     a = ((1.0 - p) * (1.0 + p * _SELU_ALPHA_P**2)) ** -0.5

@@ -9,9 +9,9 @@ from typing import Any
 from adapter_api import OpArgumentError
 
 from ... import dtypes as _dt
-from ... import random as R
 from ...tensor import Tensor
 from .. import math as M
+from .. import random as R
 from ._common import float_arg, tensor_arg
 from .misc import cumsum, topk
 
