@@ -366,7 +366,7 @@ def plugins() -> dict[str, object]:
 #: The public API: every name above except the ``from __future__`` import (a test keeps it
 #: complete). ``framework.testing`` is imported on its own: ``from framework import testing``.
 __all__ = [
-    "amp", "callbacks", "flops", "hapi", "metric", "Model", "static", "summary", "abs", "acos", "acosh", "add", "add_n", "addmm", "all", "allclose", "amax", "amin", "angle",
+    "amp", "callbacks", "flops", "hapi", "metric", "Model", "summary", "abs", "acos", "acosh", "add", "add_n", "addmm", "all", "allclose", "amax", "amin", "angle",
     "any", "arange", "argmax", "argmin", "argsort", "asin", "asinh", "atan", "atan2", "atanh",
     "bernoulli", "bfloat16", "bincount", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor",
     "bmm", "bool_", "broadcast_shape", "broadcast_tensors", "broadcast_to", "cast", "cat", "ceil",
@@ -381,7 +381,7 @@ __all__ = [
     "floor_mod", "fmax", "fmin", "from_dlpack", "full", "full_like", "gather", "gather_nd", "gcd",
     "Generator", "get_default_dtype", "get_device", "get_device_properties", "get_rng_state",
     "grad", "greater_equal", "greater_than", "histogram", "imag", "increment", "index_sample",
-    "index_select", "inner", "int16", "int32", "int64", "int8", "inverse", "io", "is_complex", "jit",
+    "index_select", "inner", "int16", "int32", "int64", "int8", "inverse", "io", "ir", "is_complex", "jit",
     "is_empty", "is_floating_point", "is_grad_enabled", "is_integer", "is_tensor", "isclose",
     "isfinite", "isinf", "isnan", "KernelError", "KernelNotFoundError", "kron", "kthvalue", "lcm",
     "lerp", "less_equal", "less_than", "lgamma", "linalg", "linspace", "load", "log", "log10",

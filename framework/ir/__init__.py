@@ -25,10 +25,13 @@ from .core import (
     TensorType,
     Type,
     Value,
+    print_attr,
+    print_program,
+    print_type,
 )
 from .dialects import OpInfo, infer_shapes, lookup, ops
 from .executor import Executor
-from .text import ParseError, parse_program, print_attr, print_program, print_type
+from .text import ParseError, parse_program
 from .verify import VerifyError, verify
 
 __all__ = [

@@ -17,6 +17,8 @@ values (int, float, bool, str, numpy dtype, tuples of these, :class:`SymDim`).
 
 from __future__ import annotations
 
+import json
+import math
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -310,6 +312,78 @@ class Program:
         return tuple(seen)
 
     def __str__(self) -> str:
-        from .text import print_program
-
         return print_program(self)
+
+
+# -- printing (the text form; text.py parses it) -------------------------------------------------------------------------------
+def print_type(t: Type) -> str:
+    if not isinstance(t, TensorType):
+        raise IRError(f"[ir] cannot print type {t!r}")
+    dims = ", ".join(str(d) for d in t.shape)
+    return f"tensor<[{dims}], {_dtype_name(t.dtype)}, {t.device}>"
+
+
+def _dtype_name(d: np.dtype) -> str:
+    return str(np.dtype(d))
+
+
+def print_attr(v: Any) -> str:
+    if isinstance(v, bool) or isinstance(v, np.bool_):
+        return "true" if v else "false"
+    if v is None:
+        return "none"
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    if isinstance(v, (float, np.floating)):
+        f = float(v)
+        if math.isnan(f):
+            return "nan"
+        if math.isinf(f):
+            return "inf" if f > 0 else "-inf"
+        r = repr(f)
+        return r if any(c in r for c in ".en") else r + ".0"
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, np.dtype):
+        return _dtype_name(v)
+    if isinstance(v, SymDim):
+        return f"sym<{v}>"
+    if isinstance(v, (tuple, list)):
+        inner = ", ".join(print_attr(x) for x in v)
+        return f"({inner},)" if len(v) == 1 else f"({inner})"
+    if isinstance(v, type) and issubclass(v, np.generic):
+        return _dtype_name(np.dtype(v))
+    raise IRError(f"[ir] attribute value {v!r} of type {type(v).__name__} has no text form; "
+                  f"attributes are ints, floats, bools, strings, dtypes, symbolic dims or tuples of these")
+
+
+def print_program(p: Program) -> str:
+    names: dict[Value, str] = {}
+
+    def name(v: Value) -> str:
+        n = names.get(v)
+        if n is None:
+            raise IRError(f"[ir] printing {p.name}: {v!r} is used before it is defined")
+        return n
+
+    for v in p.inputs:
+        names[v] = f"%{len(names)}"
+    args = ", ".join(f"{names[v]}: {print_type(v.type)}" for v in p.inputs)
+    outs = ", ".join(print_type(v.type) for v in p.outputs)
+    lines = [f"module @{p.name}({args}) -> ({outs}) {{"]
+    for op in p.block.ops:
+        for r in op.results:
+            names[r] = f"%{len(names)}"
+        lhs = ", ".join(names[r] for r in op.results)
+        s = f"{lhs} = {op.name}" if lhs else op.name
+        if op.operands or not op.results:
+            s += "(" + ", ".join(name(v) for v in op.operands) + ")"
+        if op.attrs:
+            s += " {" + ", ".join(f"{k} = {print_attr(op.attrs[k])}" for k in sorted(op.attrs)) + "}"
+        if op.results:
+            s += " : " + ", ".join(print_type(r.type) for r in op.results)
+        if op.regions:
+            raise IRError(f"[ir] {op.name} has regions, which this version's text form does not hold")
+        lines.append("  " + s)
+    lines.append("}")
+    return "\n".join(lines) + "\n"

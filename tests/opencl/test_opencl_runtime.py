@@ -23,9 +23,19 @@ def test_devices_and_properties(runtime):
         runtime.properties(99)
 
 
-def test_devices_are_ordered_by_platform_then_name(runtime):
-    keys = [(d.device.platform.name, d.name) for d in runtime.devices]
+def test_devices_are_ordered_gpus_first_then_pocl_then_by_name(runtime):
+    from plugins.opencl import platforms
+
+    keys = [(*platforms.sort_key(d.device.platform.name, rt_type(d)), d.name) for d in runtime.devices]
     assert keys == sorted(keys)
+    kinds = [k[0] for k in keys]
+    assert kinds == sorted(kinds)  # GPUs and accelerators (0) before CPUs (1)
+
+
+def rt_type(d):
+    import pyopencl as cl
+
+    return "gpu" if d.device.type & (cl.device_type.GPU | cl.device_type.ACCELERATOR) else "cpu"
 
 
 @pytest.mark.parametrize("nbytes", [0, 1, 3, 8, 1000, 4096 + 5, 1 << 20])
