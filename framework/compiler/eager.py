@@ -187,7 +187,7 @@ def _plan(op: base.OpDef, ins: list[Tensor], attrs: dict[str, Any], dev: _dev.De
 
 def generate(op: base.OpDef, ins: list[Tensor], attrs: dict[str, Any]) -> list[Tensor] | None:
     """``ops.base.GENERATORS`` entry: run ``op`` as a generated kernel, or return None."""
-    if base.TRACER[0] is not None or op.decomposition is None or not ins:
+    if base.TRACER.get() is not None or op.decomposition is None or not ins:
         return None
     if not all(isinstance(t, Tensor) for t in ins):
         return None

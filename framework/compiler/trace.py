@@ -171,19 +171,16 @@ def trace(
         row, col = geo.kind_of_input(t.shape)
         kinds.append((t.dtype, row, col))
         sym_ins.append(tr.sym(b.input(k, t.dtype, row, col), t.shape, t.dtype, t.device))
-    if base.TRACER[0] is not None:
+    if base.TRACER.get() is not None:
         raise NotFusible("already tracing")
-    base.TRACER[0] = tr
-    grad = autograd.GRAD_ENABLED.set(False)  # NOTE: off for the forward; a traced gradient rule turns it on
-    try:
-        res = fn(*sym_ins, **attrs)
-    except NotFusible:
-        raise
-    except Exception as exc:  # noqa: BLE001 — any failure means "not traceable", the caller decomposes
-        raise NotFusible(f"tracing failed: {type(exc).__name__}: {exc}") from exc
-    finally:
-        base.TRACER[0] = None
-        autograd.GRAD_ENABLED.reset(grad)
+    # NOTE: autograd off for the forward; a traced gradient rule turns it on
+    with base.tracing(tr, "compiler"), autograd.no_grad():
+        try:
+            res = fn(*sym_ins, **attrs)
+        except NotFusible:
+            raise
+        except Exception as exc:  # noqa: BLE001 — any failure means "not traceable", the caller decomposes
+            raise NotFusible(f"tracing failed: {type(exc).__name__}: {exc}") from exc
     outs = [res] if isinstance(res, Tensor) else list(res)
     nodes, metas, out_col = [], [], []
     for o in outs:

@@ -212,22 +212,10 @@ class Tracer:
 @contextlib.contextmanager
 def recording(tracer: Tracer) -> Iterator[None]:
     """Install ``tracer`` as the dispatcher's recording hook (and turn autograd off)."""
-    hook = base.TRACER
-    if isinstance(hook, list):
-        if hook[0] is not None:
-            raise TracingError("[to_static] a function is already being traced (nested to_static or compiler tracing)")
-        hook[0] = tracer
-        restore: Callable[[], None] = lambda: hook.__setitem__(0, None)  # noqa: E731
-    else:  # a ContextVar
-        if hook.get(None) is not None:
-            raise TracingError("[to_static] a function is already being traced (nested to_static or compiler tracing)")
-        token = hook.set(tracer)
-        restore = lambda: hook.reset(token)  # noqa: E731
-    try:
-        with autograd.no_grad():
-            yield
-    finally:
-        restore()
+    if base.TRACER.get() is not None:
+        raise TracingError("[to_static] a function is already being traced (nested to_static or compiler tracing)")
+    with base.tracing(tracer, "to_static"), autograd.no_grad():
+        yield
 
 
 def trace(fn: Callable[..., Any], specs: Sequence[tuple[tuple[int, ...], np.dtype]], device: _dev.Device,

@@ -6,9 +6,11 @@ code generation all read it.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -24,7 +26,7 @@ if TYPE_CHECKING:
     from ..device import Device
 
 __all__ = ["OPS", "Lowering", "Meta", "OpDef", "apply", "apply1", "broadcast_shapes", "call", "composite",
-           "full_tensor", "primitive"]
+           "full_tensor", "primitive", "tracing"]
 
 def broadcast_shapes(op: str, a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
     """numpy's broadcast of two shapes; a mismatch is an error naming ``op`` (shape rules use it)."""
@@ -55,7 +57,7 @@ def broadcast_shapes(op: str, a: tuple[int, ...], b: tuple[int, ...]) -> tuple[i
 def full_tensor(shape: tuple[int, ...], value: Any, dtype: np.dtype, dev: Device) -> Tensor:
     """A tensor of ``shape`` filled with ``value`` (checked): a buffer, or while tracing a
     constant of the program."""
-    tracer = TRACER[0]
+    tracer = TRACER.get()
     if tracer is not None:  # traced: a constant of the program, not a buffer
         return tracer(OPS["full"], [], {"shape": shape, "value": value, "dtype": dtype, "device": dev})[0]
     return fill_buffer(shape, value, dtype, dev)
@@ -93,14 +95,29 @@ def primitive(name: str, infer: Callable[..., list[Meta]], grad: Callable[..., A
 
 #: When set, ``apply`` hands every primitive to this callable instead of running it
 #: (tracing for the compiler and ``jit``): fn(op, ins, attrs) -> outs.
-TRACER: list[Callable[[OpDef, list[Tensor], dict[str, Any]], list[Tensor]] | None] = [None]
+TRACER: contextvars.ContextVar[Callable[[OpDef, list[Tensor], dict[str, Any]], list[Tensor]] | None] = (
+    contextvars.ContextVar("oarlock_tracer", default=None))
+
+
+@contextlib.contextmanager
+def tracing(tracer: Callable[[OpDef, list[Tensor], dict[str, Any]], list[Tensor]], what: str) -> Iterator[None]:
+    """Hand every primitive run in this context (thread, task) to ``tracer`` instead of a
+    kernel; ``what`` names the tracer in the error for a nested trace."""
+    if TRACER.get() is not None:
+        raise OpArgumentError(f"[{what}] a function is already being traced in this context "
+                              f"(nested to_static or compiler tracing)")
+    token = TRACER.set(tracer)
+    try:
+        yield
+    finally:
+        TRACER.reset(token)
 
 
 def apply(op: OpDef, ins: list[Tensor], attrs: dict[str, Any]) -> list[Tensor]:
     """Run a primitive and record it for autograd when an input needs a gradient."""
     if _amp.POLICY.get() is not None:  # fw.amp.auto_cast: the op's allow/deny list picks the dtype
         ins = _amp.cast_inputs(op.name, ins)
-    tracer = TRACER[0]
+    tracer = TRACER.get()
     # NOTE: a tracer records with autograd too, so gradient rules can be traced like forwards
     outs = dispatch.run(op, ins, attrs) if tracer is None else tracer(op, ins, attrs)
     if autograd.GRAD_ENABLED.get() and op.grad is not None:
@@ -165,7 +182,7 @@ def call(op: OpDef, ins: list[Tensor], attrs: dict[str, Any]) -> Any:
                     return _finish(outs)
     PATHS[(op.name, dev.type)]["decomposed"] += 1
     assert op.decomposition is not None
-    if op.grad is not _grad_by_decomposition and TRACER[0] is None and autograd.GRAD_ENABLED.get() and any(not t.stop_gradient for t in ins):
+    if op.grad is not _grad_by_decomposition and TRACER.get() is None and autograd.GRAD_ENABLED.get() and any(not t.stop_gradient for t in ins):
         # An explicit gradient rule is cheaper than the tape of the decomposition: run the
         # decomposition untaped and record the composite as one node.
         with autograd.no_grad():
