@@ -6,10 +6,8 @@ and the missing ranks instead of an endless hang. Missing ranks are found like t
 that has waited more than half a second in collective number ``k`` tells its peers so on a
 side communicator; at the deadline, the peers that did not say so are the missing ones.
 
-The survivors get SIGUSR1 when a process of the job dies (from ``oarlock launch``'s per-rank
-supervisor, on any MPI; from MPICH's Hydra under ``-disable-auto-cleanup``); the handler
-installed here shortens the wait to a short grace period instead of the full timeout. After a fault the process skips
-``MPI_Finalize`` at exit (it would wait for the dead rank) and exits with status 1.
+A peer's death reported by the launcher shortens the wait to a grace period, and a fault makes
+the process leave without ``MPI_Finalize``: see faults.py.
 
 float16 and bfloat16 are reduced in float32 (one rounding at the end); bool is reduced as
 logical or (``sum``, ``max``) or logical and (``min``, ``prod``).
@@ -17,11 +15,7 @@ logical or (``sum``, ``max``) or logical and (``min``, ``prod``).
 
 from __future__ import annotations
 
-import atexit
 import os
-import signal
-import sys
-import threading
 import time
 from typing import Any
 
@@ -29,11 +23,11 @@ import numpy as np
 
 from adapter_api import REDUCE_OPS, CommunicationError, Communicator
 
+from . import faults
+
 _ANNOUNCE_AFTER = 0.5  # seconds waited before a rank tells its peers it is waiting
-_GRACE = 2.0
-_SPIN = 0.005  # seconds a wait polls MPI without yielding the core  # seconds still waited after MPICH reports a dead process
+_SPIN = 0.005  # seconds a wait polls MPI without yielding the core
 _TAG_WAITING = 7
-_STATE: dict[str, Any] = {"peer_failed": None, "broken": False}
 
 
 def _mpi() -> Any:
@@ -46,55 +40,15 @@ def _mpi() -> Any:
     return MPI
 
 
-def _on_peer_failure(signum: int, frame: Any) -> None:
-    _STATE["peer_failed"] = time.monotonic()
-
-
-def _ignore_peer_failure_at_exit() -> None:
-    # NOTE: Python restores SIG_DFL for its handlers before mpi4py's MPI_Finalize runs; a
-    # SIGUSR1 from MPICH while finalizing (a peer that left first) would then kill this rank.
-    try:
-        signal.signal(signal.SIGUSR1, signal.SIG_IGN)
-    except (ValueError, OSError):
-        pass
-
-
-def _exit_after_fault() -> None:
-    if _STATE["broken"]:
-        # NOTE: MPI_Finalize would wait for the dead rank forever: leave without it.
-        for f in (sys.stdout, sys.stderr):
-            try:
-                f.flush()
-            except Exception:  # noqa: BLE001
-                pass
-        os._exit(1)
-
-
-def _abort_on_uncaught(kind: Any, value: Any, tb: Any) -> None:
-    """An uncaught exception on one rank ends the whole job (the others would wait for it)."""
-    sys.__excepthook__(kind, value, tb)
-    try:
-        from mpi4py import MPI
-
-        rank = MPI.COMM_WORLD.Get_rank()
-        print(f"[distributed] rank {rank} raised {kind.__name__}; aborting every rank of the job", file=sys.stderr)
-        sys.stderr.flush()
-        sys.stdout.flush()
-        MPI.COMM_WORLD.Abort(1)
-    except Exception:  # noqa: BLE001
-        os._exit(1)
-
-
 def _arrive(comm: Any, timeout: float) -> None:
     """A barrier that gives up after ``timeout`` seconds (used before the blocking Dup)."""
     req = comm.Ibarrier()
     t0 = time.monotonic()
     while not req.Test():
         waited = time.monotonic() - t0
-        failed = _STATE["peer_failed"]
-        if waited > timeout or (failed is not None and time.monotonic() > failed + _GRACE):
-            _STATE["broken"] = True
-            atexit.register(_exit_after_fault)
+        failed = faults.peer_failed()
+        if waited > timeout or (failed is not None and time.monotonic() > failed + faults.GRACE):
+            faults.mark_broken()
             raise CommunicationError(
                 f"[distributed] init_parallel_env timed out after {waited:.1f} s on rank {comm.Get_rank()}: "
                 f"not all {comm.Get_size()} ranks arrived (one died, or is stuck before init_parallel_env); "
@@ -139,16 +93,8 @@ class MPICommunicator(Communicator):
     @classmethod
     def world(cls) -> tuple[int, int]:
         MPI = _mpi()
-        if threading.current_thread() is threading.main_thread():
-            try:
-                if signal.getsignal(signal.SIGUSR1) in (signal.SIG_DFL, None):
-                    signal.signal(signal.SIGUSR1, _on_peer_failure)
-                    atexit.register(_ignore_peer_failure_at_exit)
-            except (ValueError, OSError):
-                pass
         w = MPI.COMM_WORLD
-        if w.Get_size() > 1 and sys.excepthook is sys.__excepthook__:
-            sys.excepthook = _abort_on_uncaught
+        faults.install(w.Get_size())
         return w.Get_rank(), w.Get_size()
 
     def __init__(
@@ -311,9 +257,9 @@ class MPICommunicator(Communicator):
                 if collective and not announced and waited > _ANNOUNCE_AFTER:
                     self._announce()
                     announced = True
-                failed = _STATE["peer_failed"]
+                failed = faults.peer_failed()
                 if failed is not None:
-                    deadline = min(deadline, failed + _GRACE)
+                    deadline = min(deadline, failed + faults.GRACE)
                 if now > deadline:
                     self._pending.append(req)  # MPI may still write the buffer: keep it alive
                     raise self._timeout(what, waited, peers, failed is not None)
@@ -343,8 +289,7 @@ class MPICommunicator(Communicator):
 
     def _timeout(self, what: Any, waited: float, peers: list[int] | None, died: bool) -> CommunicationError:
         what = what() if callable(what) else what
-        _STATE["broken"] = True
-        atexit.register(_exit_after_fault)
+        faults.mark_broken()
         if peers is None:
             end = time.monotonic() + min(1.0, self.timeout)
             while True:  # late announcements of ranks that are in this collective too
@@ -368,8 +313,7 @@ class MPICommunicator(Communicator):
 
     def _mpi_error(self, what: Any, exc: Exception) -> CommunicationError:
         what = what() if callable(what) else what
-        _STATE["broken"] = True
-        atexit.register(_exit_after_fault)
+        faults.mark_broken()
         return CommunicationError(
             f"[distributed] {what} failed on rank {self._who(self.rank)} of {self.size}: MPI error "
             f"{exc}; check that every rank makes the same call with the same shapes and dtypes "
@@ -489,7 +433,7 @@ class MPICommunicator(Communicator):
 
     def destroy(self) -> None:
         for c in (getattr(self, "_comm", None), getattr(self, "_ctl", None)):
-            if c is not None and not _STATE["broken"]:
+            if c is not None and not faults.broken():
                 try:
                     c.Free()
                 except Exception:  # noqa: BLE001 — MPI may already be finalized
