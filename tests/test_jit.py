@@ -142,16 +142,6 @@ def test_composites_trace_to_their_decomposition(device):
     assert "op.softmax" not in text and "op.exp" in text  # no fused softmax kernel: decomposed
 
 
-def test_gradients_run_eagerly_with_a_warning():
-    net = _mlp("cpu")
-    fw.jit.to_static(net, input_spec=[InputSpec([None, 784])])
-    x = fw.randn([2, 784])
-    with pytest.warns(UserWarning, match="runs eagerly while gradients are recorded"):
-        loss = net(x).sum()
-    loss.backward()
-    assert net[0].weight.grad is not None and not net.forward.programs
-
-
 def test_save_on_cpu_load_anywhere_gives_the_same_outputs(tmp_path, device):
     net = _mlp("cpu")
     path = os.path.join(tmp_path, "mlp")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -21,8 +21,10 @@ from .._src import autograd
 from .._src import device as _dev
 from .._src.tensor import Tensor
 from ..ir import Executor, Program, verify
+from ..ir import passes as _passes
 from ..static import InputSpec
 from . import symbolic
+from .autodiff import Backward, make_backward, split
 from .trace import TracingError, trace
 
 
@@ -35,6 +37,13 @@ class ConcreteProgram:
     constants: dict[str, Tensor]
     structure: str  # "tensor" or "tuple"
     executor: Executor
+    #: for a training program: the backward program and the autograd node that runs it
+    backward: Backward | None = None
+    #: the parameters' ``stop_gradient`` when traced for training (a change re-traces)
+    grad_guard: tuple[tuple[Tensor, bool], ...] = field(default_factory=tuple)
+
+    def guards_hold(self) -> bool:
+        return all(t.stop_gradient == sg for t, sg in self.grad_guard)
 
 
 class _Specialise(TracingError):
@@ -52,7 +61,7 @@ class StaticFunction:
     """A function (or a Layer's forward) run as a traced program. Made by :func:`to_static`."""
 
     def __init__(self, fn: Callable[..., Any], input_spec: Sequence[InputSpec] | None = None,
-                 layer: Any = None, full_graph: bool = True) -> None:
+                 layer: Any = None, full_graph: bool = True, passes: Any = _passes.DEFAULT_LEVEL) -> None:
         if input_spec is not None and (isinstance(input_spec, InputSpec) or
                                        any(not isinstance(s, InputSpec) for s in input_spec)):
             raise TypeError(f"[to_static] input_spec must be a list of fw.static.InputSpec, got {input_spec!r}")
@@ -60,8 +69,9 @@ class StaticFunction:
         self._layer = layer
         self.input_spec = list(input_spec) if input_spec is not None else None
         self.full_graph = full_graph
+        #: the pass level or pass names run on every traced program (None: none)
+        self.passes = passes
         self._programs: dict[Any, ConcreteProgram] = {}
-        self._warned = False
         self._specialised: set[Any] = set()
         functools.update_wrapper(self, fn)  # type: ignore[arg-type]
 
@@ -85,19 +95,21 @@ class StaticFunction:
 
     # -- tracing --------------------------------------------------------------------------
     def get_concrete_program(self, specs: Sequence[tuple[tuple[int | str, ...], np.dtype]], device: Any,
-                             extra: Sequence[Any] = ()) -> ConcreteProgram:
+                             extra: Sequence[Any] = (), requires: Sequence[bool] | None = None) -> ConcreteProgram:
         """The program for arguments of these (dims, dtype) on ``device`` (traced on first
-        use); a dim is an int or a symbol name."""
+        use); a dim is an int or a symbol name. ``requires`` (which arguments need a
+        gradient) asks for a training program: forward plus backward."""
         dev = _dev.parse(device) if not isinstance(device, _dev.Device) else device
         training = bool(getattr(self._layer, "training", False))
-        key = (tuple((tuple(d), np.dtype(t)) for d, t in specs), dev, tuple(extra), training)
+        req = None if requires is None else tuple(bool(r) for r in requires)
+        key = (tuple((tuple(d), np.dtype(t)) for d, t in specs), dev, tuple(extra), training, req)
         cp = self._programs.get(key)
-        if cp is None:
-            cp = self._programs[key] = self._trace(specs, dev, extra)
+        if cp is None or not cp.guards_hold():
+            cp = self._programs[key] = self._trace(specs, dev, extra, req)
         return cp
 
     def _trace(self, specs: Sequence[tuple[tuple[int | str, ...], np.dtype]], dev: _dev.Device,
-               extra: Sequence[Any]) -> ConcreteProgram:
+               extra: Sequence[Any], requires: tuple[bool, ...] | None = None) -> ConcreteProgram:
         params = self._params()
         symbols = list(dict.fromkeys(d for dims, _ in specs for d in dims if isinstance(d, str)))
         name = getattr(self._fn, "__name__", "forward")
@@ -105,7 +117,7 @@ class StaticFunction:
 
         def run(binding: dict[str, int]) -> tuple[Any, str]:
             shapes = [(tuple(binding[d] if isinstance(d, str) else d for d in dims), np.dtype(t)) for dims, t in specs]
-            return trace(self._fn, shapes, dev, params, extra, name)
+            return trace(self._fn, shapes, dev, params, extra, name, requires)
 
         if symbols:
             bindings = symbolic.probe_bindings(symbols)
@@ -119,8 +131,19 @@ class StaticFunction:
             tr, structure = run({})
             prog = tr.program
         verify(prog)
+        bw = None
+        guard: tuple[tuple[Tensor, bool], ...] = ()
+        if requires is not None:
+            guard = tuple((t, t.stop_gradient) for t in tr.param_tensors.values())
+        if tr.backward is not None:
+            b = tr.backward
+            prog, bprog, n_saved = split(prog, len(specs), b["n_fwd_ops"], b["n_outs"])
+            bex = Executor(bprog, dev, tr.param_tensors, tr.constants)
+            bw = make_backward(name, bprog, bex, b["n_outs"], n_saved, b["diff"], b["wanted"])
+        if self.passes is not None:  # fold, canonicalize, cse, fuse, dce (framework.ir.passes)
+            _passes.run_pipeline(prog, self.passes, tr.constants, dev)
         ex = Executor(prog, dev, tr.param_tensors, tr.constants)
-        return ConcreteProgram(prog, dict(tr.param_tensors), dict(tr.constants), structure, ex)
+        return ConcreteProgram(prog, dict(tr.param_tensors), dict(tr.constants), structure, ex, bw, guard)
 
     @property
     def programs(self) -> list[ConcreteProgram]:
@@ -130,8 +153,8 @@ class StaticFunction:
     # -- calling --------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         tensors = [a for a in args if isinstance(a, Tensor)]
-        if kwargs or not tensors or self._needs_grad(tensors):
-            return self._eager(args, kwargs, tensors)
+        if kwargs or not tensors:
+            return self._fn(*args, **kwargs)  # nothing to trace against: run as written
         dev = tensors[0].device
         for t in tensors:
             if t.device != dev:
@@ -149,34 +172,24 @@ class StaticFunction:
         else:
             extra = ()
         specs = [self._spec_of(k, t) for k, t in enumerate(tensors)]
+        requires = tuple(not t.stop_gradient for t in tensors) if autograd.is_grad_enabled() else None
         skey = (tuple(specs), dev, extra)
         if skey in self._specialised:
             specs = [(tuple(t.shape), t.dtype) for t in tensors]
         try:
-            cp = self.get_concrete_program(specs, dev, extra)
+            cp = self.get_concrete_program(specs, dev, extra, requires)
         except _Specialise as exc:
             self._specialised.add(skey)
             warnings.warn(f"[to_static] the dynamic dims of {self.__name__} are specialised (one program per size): "
                           f"{exc}", stacklevel=2)
             specs = [(tuple(t.shape), t.dtype) for t in tensors]
-            cp = self.get_concrete_program(specs, dev, extra)
+            cp = self.get_concrete_program(specs, dev, extra, requires)
         outs = cp.executor(*tensors)
+        if cp.backward is not None:  # training: one autograd node runs the backward program
+            n = cp.backward.n_outs
+            outs, saved = outs[:n], outs[n:]
+            cp.backward.record(tensors, cp.params, outs, saved)
         return outs[0] if cp.structure == "tensor" else tuple(outs)
-
-    def _needs_grad(self, tensors: list[Tensor]) -> bool:
-        if not autograd.is_grad_enabled():
-            return False
-        if any(not t.stop_gradient for t in tensors):
-            return True
-        return self._layer is not None and any(not p.stop_gradient for p in self._layer.parameters())
-
-    def _eager(self, args: tuple[Any, ...], kwargs: dict[str, Any], tensors: list[Tensor]) -> Any:
-        if tensors and not self._warned and self._needs_grad(tensors):
-            self._warned = True
-            warnings.warn(f"[to_static] {self.__name__} runs eagerly while gradients are recorded: training under "
-                          f"to_static is not available yet. Call it under fw.no_grad() (inference) to run the program",
-                          stacklevel=3)
-        return self._fn(*args, **kwargs)
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
         if obj is None:
@@ -185,7 +198,7 @@ class StaticFunction:
 
 
 def to_static(function: Any = None, input_spec: Sequence[InputSpec] | None = None, full_graph: bool = True,
-              **kwargs: Any) -> Any:
+              passes: Any = _passes.DEFAULT_LEVEL, **kwargs: Any) -> Any:
     """Run ``function`` (or a Layer's forward) as a traced program, as Paddle's
     ``paddle.jit.to_static``.
 
@@ -195,13 +208,17 @@ def to_static(function: Any = None, input_spec: Sequence[InputSpec] | None = Non
     ...     lin(fw.ones([3, 4])).shape
     (3, 2)
 
+    ``passes`` is the optimisation level run on every traced program (``"O2"``: fold,
+    canonicalize, cse, fuse, dce; ``"O1"``; ``"O0"``), a list of pass names, or None for
+    none (:mod:`framework.ir.passes`).
+
     Used bare or as ``@to_static(input_spec=[...])``. A Layer is changed in place (its
     ``forward`` becomes a :class:`StaticFunction`) and returned.
     """
     if kwargs:
-        raise TypeError(f"[to_static] unexpected arguments {sorted(kwargs)}; expected input_spec= and full_graph=")
+        raise TypeError(f"[to_static] unexpected arguments {sorted(kwargs)}; expected input_spec=, full_graph= and passes=")
     if function is None:
-        return lambda f: to_static(f, input_spec=input_spec, full_graph=full_graph)
+        return lambda f: to_static(f, input_spec=input_spec, full_graph=full_graph, passes=passes)
     if not full_graph:
         raise NotImplementedError("[to_static] full_graph=False (falling back to Python for untraceable parts) is not "
                                   "available; trace the whole function (full_graph=True)")
@@ -209,10 +226,10 @@ def to_static(function: Any = None, input_spec: Sequence[InputSpec] | None = Non
         fwd = function.forward
         if isinstance(fwd, StaticFunction):
             return function
-        object.__setattr__(function, "forward", StaticFunction(fwd, input_spec, function, full_graph))
+        object.__setattr__(function, "forward", StaticFunction(fwd, input_spec, function, full_graph, passes))
         return function
     if isinstance(function, StaticFunction):
         return function
     if not callable(function):
         raise TypeError(f"[to_static] expected a function or a Layer, got {type(function).__name__}")
-    return StaticFunction(function, input_spec, None, full_graph)
+    return StaticFunction(function, input_spec, None, full_graph, passes)

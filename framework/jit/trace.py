@@ -140,6 +140,8 @@ class Tracer:
         self.param_tensors: dict[str, Tensor] = {}
         self.const_values: dict[int, tuple[Tensor, Value]] = {}
         self.constants: dict[str, Tensor] = {}
+        #: for a training trace, where the joint program splits (see :func:`trace`)
+        self.backward: dict[str, Any] | None = None
 
     def _type(self, shape: Sequence[int], dtype: Any) -> TensorType:
         return TensorType(tuple(int(d) for d in shape), np.dtype(dtype), self.devname)
@@ -169,6 +171,11 @@ class Tracer:
         hit = self.params.get(id(t))
         if hit is None and getattr(t, "persistable", False) and hasattr(t, "trainable"):  # a Parameter outside the layer
             hit = self.params[id(t)] = (f"param_{len(self.params)}", t)
+        if hit is None:  # a reshape of a parameter (shares its storage): the parameter, reshaped in the program
+            base_param = self._param_of_storage(t)
+            if base_param is not None:
+                v = self.value_of(base_param, op)
+                return self.block.append("op.reshape", [v], [self._type(t.shape, t.dtype)], {"shape": tuple(t.shape)})  # type: ignore[return-value]
         if hit is not None:
             name, _ = hit
             v = self.param_values.get(name)
@@ -190,6 +197,15 @@ class Tracer:
         self.const_values[id(t)] = (t, v)  # type: ignore[assignment]
         return v  # type: ignore[return-value]
 
+    def _param_of_storage(self, t: Tensor) -> Tensor | None:
+        """The parameter whose whole storage ``t`` views with another shape, or None."""
+        if t._offset:
+            return None
+        for _, p in self.params.values():
+            if p._block is t._block and p is not t and not p._offset and p.dtype == t.dtype and p.size == t.size:
+                return p
+        return None
+
     def __call__(self, op: base.OpDef, ins: list[Tensor], attrs: dict[str, Any]) -> list[Tensor]:
         attrs = dict(attrs)
         if op.name == "full":
@@ -210,30 +226,52 @@ class Tracer:
 
 
 @contextlib.contextmanager
-def recording(tracer: Tracer) -> Iterator[None]:
-    """Install ``tracer`` as the dispatcher's recording hook (and turn autograd off)."""
+def recording(tracer: Tracer, grad: bool = False) -> Iterator[None]:
+    """Install ``tracer`` as the dispatcher's recording hook, with autograd off (or on, with
+    ``grad``: to trace the gradient rules for a backward program)."""
     if base.TRACER.get() is not None:
         raise TracingError("[to_static] a function is already being traced (nested to_static or compiler tracing)")
-    with base.tracing(tracer, "to_static"), autograd.no_grad():
+    with base.tracing(tracer, "to_static"), (autograd.enable_grad() if grad else autograd.no_grad()):
         yield
 
 
 def trace(fn: Callable[..., Any], specs: Sequence[tuple[tuple[int, ...], np.dtype]], device: _dev.Device,
-          params: dict[int, tuple[str, Tensor]], extra: Sequence[Any] = (), name: str = "forward") -> tuple[Tracer, str]:
+          params: dict[int, tuple[str, Tensor]], extra: Sequence[Any] = (), name: str = "forward",
+          requires: Sequence[bool] | None = None) -> tuple[Tracer, str]:
     """Trace ``fn(*inputs, *extra)`` for inputs of the given (shape, dtype); returns the
     tracer (program, parameters, constants) and the output structure (``"tensor"`` or
-    ``"tuple"``)."""
+    ``"tuple"``).
+
+    With ``requires`` (which inputs need a gradient) the trace is for training: autograd
+    runs inside it and the gradient rules are recorded after the forward, giving the joint
+    program that :func:`framework.jit.autodiff.split` cuts in two (``tr.backward`` holds
+    where: ``n_fwd_ops``, ``n_outs``, the differentiable outputs and what each gradient is
+    for; None when nothing needs a gradient)."""
+    from .autodiff import trace_backward
+
     tr = Tracer(name, device, dict(params))
     args = [tr.input(s, d) for s, d in specs]
-    with recording(tr):
+    for a, r in zip(args, requires or ()):
+        a.stop_gradient = not r
+    with recording(tr, grad=requires is not None):
         res = fn(*args, *extra)
-    if isinstance(res, Tensor):
-        outs, structure = [res], "tensor"
-    elif isinstance(res, (tuple, list)) and all(isinstance(r, Tensor) for r in res):
-        outs, structure = list(res), "tuple"
-    else:
-        raise TracingError(f"[to_static] the traced function returned {type(res).__name__}; return a Tensor or a "
-                           f"tuple/list of Tensors")
-    values = [tr.value_of(o, "return") for o in outs]
+        if isinstance(res, Tensor):
+            outs, structure = [res], "tensor"
+        elif isinstance(res, (tuple, list)) and all(isinstance(r, Tensor) for r in res):
+            outs, structure = list(res), "tuple"
+        else:
+            raise TracingError(f"[to_static] the traced function returned {type(res).__name__}; return a Tensor or a "
+                               f"tuple/list of Tensors")
+        values = [tr.value_of(o, "return") for o in outs]
+        if requires is not None:
+            n_fwd = len(tr.block.ops)
+            diff, wanted, grads = trace_backward(tr, outs, args)
+            if wanted:
+                tr.backward = {"n_fwd_ops": n_fwd, "n_outs": len(values), "diff": diff, "wanted": wanted}
+                values += grads
+            else:  # nothing reached a gradient: drop what the rules recorded, a forward program stays
+                for op in reversed(tr.block.ops[n_fwd:]):
+                    op.drop_operands()
+                del tr.block.ops[n_fwd:], tr.block.args[len(args):]
     tr.block.append("builtin.return", values, [])
     return tr, structure

@@ -1,0 +1,167 @@
+"""Training under ``to_static``: the backward program and the one autograd node that runs it.
+
+Tracing for training runs the user's function with autograd on *inside* the trace, then
+``autograd.grad`` of the traced outputs (seeded with one new program input per output,
+the incoming gradients) with respect to the inputs and parameters that need a gradient.
+The gradient rules therefore run in recording mode exactly as eager's tape would run them
+(a primitive's ``grad``, a composite's explicit rule or ``_grad_by_decomposition``): the
+program and the eager tape cannot disagree. The result is one *joint* program
+
+    (inputs..., grad_outputs...) -> (outputs..., grads...)
+
+which :func:`split` cuts at the first backward op into
+
+- the forward program ``(inputs...) -> (outputs..., saved...)``, where *saved* are the
+  forward values the backward reads (activations), and
+- the backward program ``(inputs..., saved..., grad_outputs...) -> (grads...)``; the
+  parameters and constants it reads are re-declared in it (shared with the Layer, so
+  they are read when it runs, like the eager tape's references).
+
+A call records ONE :class:`~framework._src.autograd.Node` (op ``to_static.<name>``) whose
+gradient rule runs the backward program through the executor; ``loss.backward()`` reaches
+the parameters through it and fills their ``.grad`` as eager does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from adapter_api import OpArgumentError
+
+from .._src import autograd
+from .._src.opdef import OpDef
+from .._src.ops import base
+from .._src.tensor import Tensor
+from ..ir import Executor, Operation, Program, Value, verify
+
+_SHARED = ("builtin.parameter", "builtin.constant")
+
+
+def trace_backward(tr: Any, outs: Sequence[Tensor], args: Sequence[Tensor]) -> tuple[list[int], list[tuple[str, Any]], list[Value]]:
+    """Inside a trace with autograd on: record the gradient rules of ``outs`` into ``tr``'s
+    program. Returns the outputs that take a gradient (their indices), what each gradient
+    is for (``("input", k)`` or ``("param", name)``) and the gradient values."""
+    diff = [k for k, o in enumerate(outs) if o._node is not None and not o.stop_gradient
+            and (o.dtype.kind == "f" or o.dtype.name == "bfloat16")]
+    wanted: list[tuple[str, Any]] = [("input", k) for k, a in enumerate(args) if not a.stop_gradient]
+    leaves: list[Tensor] = [args[k] for _, k in wanted]
+    for name, p in tr.param_tensors.items():
+        if not p.stop_gradient and (p.dtype.kind == "f" or p.dtype.name == "bfloat16"):
+            wanted.append(("param", name))
+            leaves.append(p)
+    if not diff or not leaves:
+        return [], [], []
+    gouts = [tr.input(outs[k].shape, outs[k].dtype) for k in diff]
+    grads = autograd.grad([outs[k] for k in diff], leaves, gouts, allow_unused=True)
+    kept: list[tuple[str, Any]] = []
+    values: list[Value] = []
+    for w, leaf, g in zip(wanted, leaves, grads):
+        if g is None:
+            continue
+        if tuple(g.shape) != tuple(leaf.shape):
+            g = g.reshape(leaf.shape)
+        kept.append(w)
+        values.append(tr.value_of(g, "grad"))
+    return diff, kept, values
+
+
+def split(joint: Program, n_inputs: int, n_fwd_ops: int, n_outs: int) -> tuple[Program, Program, int]:
+    """Cut ``joint`` (see the module docstring) into the forward and backward programs;
+    returns them and the number of saved values."""
+    ops = joint.block.ops
+    ret = joint.return_op
+    assert ret is not None
+    fwd_ops, bwd_ops = ops[:n_fwd_ops], ops[n_fwd_ops:-1]
+    in_fwd = set(map(id, fwd_ops))
+    saved: list[Value] = []
+    shared: list[Operation] = []
+    seen: set[int] = set()
+
+    def read(v: Value) -> None:
+        d = v.defining_op
+        if d is None or id(d) not in in_fwd or id(v) in seen:
+            return
+        seen.add(id(v))
+        if d.name in _SHARED:
+            shared.append(d)
+        else:
+            saved.append(v)
+
+    for op in bwd_ops:
+        if op.regions:
+            raise NotImplementedError(f"[to_static] backward through '{op.name}' (an op with regions) is not available")
+        for v in op.operands:
+            read(v)
+    for v in ret.operands[n_outs:]:
+        read(v)
+
+    def copy(op: Operation, m: dict[Value, Value], into: Program) -> None:
+        new = into.block.append_op(Operation(op.name, [m[v] for v in op.operands], [r.type for r in op.results],
+                                             dict(op.attrs)))
+        m.update(zip(op.results, new.results))
+
+    fwd = Program(joint.name)
+    m: dict[Value, Value] = {a: fwd.block.add_argument(a.type) for a in joint.inputs[:n_inputs]}
+    for op in fwd_ops:
+        copy(op, m, fwd)
+    fwd.block.append("builtin.return", [m[v] for v in ret.operands[:n_outs]] + [m[v] for v in saved], [])
+
+    bwd = Program(joint.name + "_grad")
+    mb: dict[Value, Value] = {a: bwd.block.add_argument(a.type) for a in joint.inputs[:n_inputs]}
+    mb.update({v: bwd.block.add_argument(v.type) for v in saved})
+    mb.update({a: bwd.block.add_argument(a.type) for a in joint.inputs[n_inputs:]})
+    order = {id(op): i for i, op in enumerate(fwd_ops)}
+    for op in sorted(shared, key=lambda o: order[id(o)]):
+        copy(op, mb, bwd)
+    for op in bwd_ops:
+        copy(op, mb, bwd)
+    bwd.block.append("builtin.return", [mb[v] for v in ret.operands[n_outs:]], [])
+    verify(fwd)
+    verify(bwd)
+    return fwd, bwd, len(saved)
+
+
+@dataclass
+class Backward:
+    """What a training call needs: the backward program, its executor and the node's op."""
+
+    program: Program
+    executor: Executor
+    n_outs: int
+    n_saved: int
+    diff: list[int]  # the outputs whose gradient the backward program takes, in order
+    wanted: list[tuple[str, Any]]  # ("input", k) or ("param", name): what each gradient is for
+    opdef: OpDef
+
+    def record(self, inputs: Sequence[Tensor], params: dict[str, Tensor], outs: list[Tensor],
+               saved: list[Tensor]) -> None:
+        """Record the call as one autograd node over the tensors the gradients are for."""
+        targets = [inputs[k] if kind == "input" else params[k] for kind, k in self.wanted]
+        metas = [(tuple(o.shape), o.dtype) for o in outs]
+        autograd.record(self.opdef, targets, {}, outs, ctx=(list(inputs), saved, metas))
+
+
+def make_backward(name: str, program: Program, executor: Executor, n_outs: int, n_saved: int, diff: list[int],
+                  wanted: list[tuple[str, Any]]) -> Backward:
+    bw: Backward
+
+    def rule(node: autograd.Node, gouts: list[Tensor | None]) -> list[Tensor | None]:
+        if autograd.is_grad_enabled():
+            raise OpArgumentError(f"[to_static] {name}: a gradient of the gradient (create_graph=True) through a "
+                                  f"static program is not available; run the function eagerly for higher-order "
+                                  f"gradients")
+        inputs, saved, metas = node.ctx
+        gs = []
+        for k in bw.diff:
+            g = gouts[k]
+            if g is None:  # an output the loss does not read
+                g = base.fill_buffer(metas[k][0], 0, metas[k][1], bw.executor.device)
+            gs.append(g)
+        return bw.executor(*inputs, *saved, *gs)
+
+    opdef = OpDef(f"to_static.{name}", "program", None, rule, False, None,
+                  f"the backward program of to_static function {name}")
+    bw = Backward(program, executor, n_outs, n_saved, diff, wanted, opdef)
+    return bw
