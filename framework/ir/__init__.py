@@ -15,6 +15,7 @@ True
 
 from __future__ import annotations
 
+from . import passes
 from .core import (
     Block,
     IRError,
@@ -31,11 +32,12 @@ from .core import (
 )
 from .dialects import OpInfo, infer_shapes, lookup, ops
 from .executor import Executor
+from .passes import PassManager, optimize
 from .text import ParseError, parse_program
 from .verify import VerifyError, verify
 
 __all__ = [
-    "Block", "Executor", "IRError", "OpInfo", "Operation", "ParseError", "Program", "Region", "SymDim",
+    "Block", "Executor", "IRError", "OpInfo", "Operation", "ParseError", "PassManager", "Program", "Region", "SymDim",
     "TensorType", "Type", "Value", "VerifyError", "infer_shapes", "lookup", "ops", "parse_program",
-    "print_attr", "print_program", "print_type", "verify",
+    "optimize", "passes", "print_attr", "print_program", "print_type", "verify",
 ]

@@ -1,0 +1,48 @@
+"""Passes over programs: a pass manager with levels, statistics and IR printing; dead code
+elimination, common subexpression elimination, constant folding; pattern rewriting to a
+fixpoint, with rules written as data (DRR).
+
+>>> import numpy as np
+>>> from framework import ir
+>>> from framework.ir import passes
+>>> p = ir.parse_program(
+...     "module @f(%0: tensor<[2, 3], float32, cpu>) -> (tensor<[2, 3], float32, cpu>) {\\n"
+...     "  %1 = op.permute(%0) {perm = (1, 0)} : tensor<[3, 2], float32, cpu>\\n"
+...     "  %2 = op.permute(%1) {perm = (1, 0)} : tensor<[2, 3], float32, cpu>\\n"
+...     "  builtin.return(%2)\\n"
+...     "}\\n")
+>>> _ = passes.optimize(p, "O2")
+>>> len(p.block.ops)
+1
+"""
+
+from __future__ import annotations
+
+from . import rules
+from .canonical import Canonicalize, Fuse, PermuteOfPermute
+from .cse import CommonSubexpressionElimination, eliminate_common_subexpressions
+from .dce import DeadCodeElimination, eliminate_dead_code
+from .drr import Attr, Const, Match, Pat, Res, Rule, Var
+from .fold import ConstantFolding, fold_constants
+from .manager import (
+    DEFAULT_LEVEL,
+    LEVELS,
+    PASSES,
+    FunctionPass,
+    Pass,
+    PassContext,
+    PassManager,
+    PassStats,
+    optimize,
+    register_pass,
+    run_pipeline,
+)
+from .rewrite import PatternRewriter, RewritePattern, apply_patterns_greedily
+
+__all__ = [
+    "DEFAULT_LEVEL", "LEVELS", "PASSES", "Attr", "Canonicalize", "CommonSubexpressionElimination", "Const",
+    "ConstantFolding", "DeadCodeElimination", "Fuse", "FunctionPass", "Match", "Pass", "PassContext", "PassManager",
+    "PassStats", "Pat", "PatternRewriter", "PermuteOfPermute", "Res", "RewritePattern", "Rule", "Var",
+    "apply_patterns_greedily", "eliminate_common_subexpressions", "eliminate_dead_code", "fold_constants",
+    "optimize", "register_pass", "rules", "run_pipeline",
+]
