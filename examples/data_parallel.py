@@ -35,13 +35,14 @@ def train_steps_data_parallel(
     seed: int = 0,
     device: Any = None,
     on_step: Callable[[int, float], None] | None = None,
+    static: bool = False,
 ) -> list[float]:
     """Like ``examples.models.train_steps``, on every rank of the launch; returns the global losses."""
     from examples.models import build
 
     dist.init_parallel_env()
     rank, nranks = dist.get_rank(), dist.get_world_size()
-    task = build(name, seed, device)
+    task = build(name, seed, device, static)
     dev = fw.get_device() if device is None else device
     model = fw.DataParallel(task.model)
     losses = []

@@ -178,8 +178,17 @@ class Task:
 TARGETS = {"mlp": (200, 0.1), "cnn": (150, 0.15), "tiny_llama": (200, 1.0)}
 
 
-def build(name: str, seed: int = 0, device: Any = None) -> Task:
-    """A fresh task: ``fw.seed(seed)`` weights and a ``default_rng(seed)`` data stream."""
+def build(name: str, seed: int = 0, device: Any = None, static: bool = False) -> Task:
+    """A fresh task: ``fw.seed(seed)`` weights and a ``default_rng(seed)`` data stream. With
+    ``static`` the model's forward runs as a ``fw.jit.to_static`` program (its backward too);
+    the loss, ``backward()`` and the optimizer step stay eager, as in Paddle."""
+    task = _build(name, seed, device)
+    if static:
+        fw.jit.to_static(task.model)
+    return task
+
+
+def _build(name: str, seed: int, device: Any) -> Task:
     dev = fw.get_device() if device is None else device
     rng = np.random.default_rng(seed)
     with fw.device(dev):
@@ -222,9 +231,11 @@ def build(name: str, seed: int = 0, device: Any = None) -> Task:
     raise ValueError(f"[examples] unknown model {name!r}; choose one of {sorted(TARGETS)}")
 
 
-def train_steps(name: str, steps: int, seed: int = 0, device: Any = None, on_step: Callable[[int, float], None] | None = None) -> list[float]:
-    """Train ``steps`` steps from scratch and return the loss after each (as Python floats)."""
-    task = build(name, seed, device)
+def train_steps(name: str, steps: int, seed: int = 0, device: Any = None, on_step: Callable[[int, float], None] | None = None,
+                static: bool = False) -> list[float]:
+    """Train ``steps`` steps from scratch and return the loss after each (as Python floats);
+    ``static`` trains the model under ``fw.jit.to_static``."""
+    task = build(name, seed, device, static)
     dev = fw.get_device() if device is None else device
     losses = []
     with fw.device(dev):

@@ -1,5 +1,5 @@
 """The command line shared by the example scripts: ``--device``, ``--steps``, ``--seed``,
-``--save``; a tqdm progress bar; a final summary line with the loss and the CPU fallbacks."""
+``--static`` (train under ``fw.jit.to_static``), ``--data-parallel``; a tqdm progress bar; a final summary line with the loss and the CPU fallbacks."""
 
 from __future__ import annotations
 
@@ -22,6 +22,8 @@ def main(name: str, description: str, argv: list[str] | None = None) -> float:
     p.add_argument("--steps", type=int, default=default_steps, help=f"training steps (default {default_steps})")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--static", action="store_true", help="train the model under fw.jit.to_static (its forward and "
+                   "backward run as programs through the executor); same loss curve as eager")
     p.add_argument("--data-parallel", action="store_true", help="split each batch over the ranks of `oarlock launch -n N` (examples/data_parallel.py)")
     args = p.parse_args(argv)
     quiet = False
@@ -42,7 +44,7 @@ def main(name: str, description: str, argv: list[str] | None = None) -> float:
         bar.set_postfix(loss=f"{loss:.4f}", refresh=False)
 
     t0 = time.perf_counter()
-    losses = train_steps(name, args.steps, seed=args.seed, device=args.device, on_step=on_step)
+    losses = train_steps(name, args.steps, seed=args.seed, device=args.device, on_step=on_step, static=args.static)
     bar.close()
     elapsed = time.perf_counter() - t0
     tail = losses[-10:]
@@ -55,6 +57,6 @@ def main(name: str, description: str, argv: list[str] | None = None) -> float:
     print(f"first loss {losses[0]:.4f}")
     print(
         f"{name}: final loss {final:.4f} (mean of the last {len(tail)} steps) after {args.steps} steps in "
-        f"{elapsed:.1f}s on {args.device}{verdict}; fallbacks: {fw.fallback_stats()}"
+        f"{elapsed:.1f}s on {args.device}{' (to_static)' if args.static else ''}{verdict}; fallbacks: {fw.fallback_stats()}"
     )
     return final

@@ -2,6 +2,7 @@
 
     python examples/train_mlp.py --device cpu
     python examples/train_mlp.py --device opencl --steps 50
+    python examples/train_mlp.py --device opencl --static   # forward and backward as to_static programs
 
 Prints a progress bar, then the final loss and ``fallbacks: {...}`` (ops that ran on the CPU
 plugin because the device's plugin has no kernel for them). The model and the training loop

@@ -66,3 +66,40 @@ def test_same_seed_gives_the_same_curve_and_another_seed_does_not():
     c = train_steps("mlp", 4, seed=4)
     assert a == b
     assert a != c
+
+
+def _device_or_skip(dev: str) -> str:
+    import framework as fw
+
+    try:
+        if fw.device_count(dev) == 0:
+            pytest.skip(f"no {dev} device")
+    except fw.OarlockError as exc:
+        pytest.skip(f"{dev}: {exc}")
+    return dev
+
+
+@pytest.mark.parametrize("dev", ["cpu", "opencl"])
+@pytest.mark.parametrize("name", ["mlp", "cnn", "tiny_llama"])
+def test_static_training_gives_the_eager_loss_curve(name, dev):
+    """--static: the model's forward and backward as to_static programs, the loss and the
+    optimizer step eager; the loss curve over a few steps equals eager's."""
+    sys.path.insert(0, ROOT)
+    from examples.models import train_steps
+
+    _device_or_skip(dev)
+    eager = train_steps(name, 4, seed=0, device=dev)
+    static = train_steps(name, 4, seed=0, device=dev, static=True)
+    np.testing.assert_allclose(static, eager, rtol=1e-5, atol=1e-6)
+
+
+def test_example_script_static_flag():
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+    proc = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "examples", "train_mlp.py"), "--device", "cpu", "--steps", "5", "--no-progress", "--static"],
+        capture_output=True, text=True, timeout=240, env=env, cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "(to_static)" in proc.stdout
+    first = float(re.search(r"first loss ([0-9.]+)", proc.stdout).group(1))
+    assert first == pytest.approx(golden("mlp")["loss"][0], abs=6e-5)
