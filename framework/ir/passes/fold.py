@@ -79,8 +79,6 @@ def _evaluate(op: Operation, ins: list[Tensor]) -> Tensor:
         if d.kind == "composite":
             r = base.call(d, ins, attrs)
             return r if isinstance(r, Tensor) else list(r)[0]
-        if d.name == "full":
-            attrs["device"] = _dev.parse(t.device)
         return dispatch.run(d, ins, attrs, None if ins else _dev.parse(t.device))[0]
 
 
