@@ -70,21 +70,49 @@ def sigmoid(x: Tensor, name: str | None = None) -> Tensor:
     return call(OPS["sigmoid"], [float_arg("sigmoid", x)], {})
 
 
+@composite("relu", infer=same_meta)
+def relu_decomposition(x: Tensor) -> Tensor:
+    """max(x, 0) as where(x <= 0, 0, x): NaN stays NaN and passes its gradient."""
+    return M.where(x <= 0, 0, x)
+
+
+@composite("relu6", infer=same_meta)
+def relu6_decomposition(x: Tensor) -> Tensor:
+    return M.where(x <= 0, 0, M.where(x >= 6, 6, x))
+
+
+@composite("leaky_relu", infer=same_meta)
+def leaky_relu_decomposition(x: Tensor, negative_slope: float) -> Tensor:
+    return M.where(x > 0, x, x * negative_slope)
+
+
+@composite("softplus", infer=same_meta)
+def softplus_decomposition(x: Tensor, beta: float, threshold: float) -> Tensor:
+    """log(1 + exp(beta x)) / beta, linear above ``threshold``, without overflow."""
+    z = x * beta if beta != 1.0 else x
+    soft = M.maximum(z, 0.0) + M.log(M.exp(-M.abs(z)) + 1.0)
+    if beta != 1.0:
+        soft = soft * (1.0 / beta)
+    return M.where(z > threshold, x, soft)
+
+
+@composite("hardtanh", infer=same_meta)
+def hardtanh_decomposition(x: Tensor, min: float, max: float) -> Tensor:
+    return M.clip(x, min, max)
+
+
 def relu(x: Tensor, name: str | None = None) -> Tensor:
     """max(x, 0); NaN stays NaN and passes its gradient (as in numpy, Paddle and PyTorch)."""
-    x = tensor_arg("relu", x)
-    return M.where(x <= 0, 0, x)
+    return call(OPS["relu"], [tensor_arg("relu", x)], {})
 
 
 def relu6(x: Tensor, name: str | None = None) -> Tensor:
     """min(max(x, 0), 6); NaN stays NaN."""
-    x = tensor_arg("relu6", x)
-    return M.where(x <= 0, 0, M.where(x >= 6, 6, x))
+    return call(OPS["relu6"], [tensor_arg("relu6", x)], {})
 
 
 def leaky_relu(x: Tensor, negative_slope: float = 0.01, name: str | None = None) -> Tensor:
-    x = float_arg("leaky_relu", x)
-    return M.where(x > 0, x, x * float(negative_slope))
+    return call(OPS["leaky_relu"], [float_arg("leaky_relu", x)], {"negative_slope": float(negative_slope)})
 
 
 def tanh(x: Tensor, name: str | None = None) -> Tensor:
@@ -93,13 +121,8 @@ def tanh(x: Tensor, name: str | None = None) -> Tensor:
 
 def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0, name: str | None = None) -> Tensor:
     """log(1 + exp(beta x)) / beta, linear above ``threshold`` (Paddle's and PyTorch's form)."""
-    x = float_arg("softplus", x)
-    z = x * float(beta) if beta != 1.0 else x
-    soft = M.maximum(z, 0.0) + M.log(M.exp(-M.abs(z)) + 1.0)
-    if beta != 1.0:
-        soft = soft * (1.0 / beta)
-    return M.where(z > threshold, x, soft)
+    return call(OPS["softplus"], [float_arg("softplus", x)], {"beta": float(beta), "threshold": float(threshold)})
 
 
-def hardtanh(x: Tensor, min: float = -1.0, max: float = 1.0) -> Tensor:
-    return M.clip(x, min, max)
+def hardtanh(x: Tensor, min: float = -1.0, max: float = 1.0, name: str | None = None) -> Tensor:
+    return call(OPS["hardtanh"], [tensor_arg("hardtanh", x)], {"min": float(min), "max": float(max)})

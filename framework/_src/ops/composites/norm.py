@@ -69,15 +69,28 @@ def log_softmax(x: Tensor, axis: int = -1, dtype: Any = None, name: str | None =
     return call(OPS["log_softmax"], [x], {"axis": axis_arg("log_softmax", axis, x.ndim)})
 
 
+def _logsumexp_infer(ins: list[Tensor], attrs: dict[str, Any]) -> list:
+    x, axes = ins[0], attrs["axes"]
+    shape = tuple(1 if i in axes else s for i, s in enumerate(x.shape)) if attrs["keepdim"] else tuple(
+        s for i, s in enumerate(x.shape) if i not in axes)
+    return [(shape, x.dtype)]
+
+
+@composite("logsumexp", infer=_logsumexp_infer)
+def logsumexp_decomposition(x: Tensor, axes: tuple[int, ...], keepdim: bool) -> Tensor:
+    """m + log(sum(exp(x - m))) with m the (detached) max: no overflow."""
+    m = M.max(x, axis=axes, keepdim=True).detach()
+    r = M.log(M.sum(M.exp(x - m), axis=axes, keepdim=True)) + m
+    return r if keepdim else M.sum(r, axis=axes, keepdim=False)
+
+
 def logsumexp(x: Tensor, axis: Any = None, keepdim: bool = False, name: str | None = None) -> Tensor:
     """log(sum(exp(x))) over ``axis`` (all axes when None), computed stably."""
     x = float_arg("logsumexp", x)
     axes = M.normalize_axes("logsumexp", axis, x.ndim)
     if not axes:
         return x
-    m = M.max(x, axis=axes, keepdim=True).detach()
-    r = M.log(M.sum(M.exp(x - m), axis=axes, keepdim=True)) + m
-    return r if keepdim else M.sum(r, axis=axes, keepdim=False)
+    return call(OPS["logsumexp"], [x], {"axes": tuple(axes), "keepdim": bool(keepdim)})
 
 
 # -- rms_norm / layer_norm ------------------------------------------------------------------
