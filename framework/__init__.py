@@ -323,6 +323,7 @@ from ._src.printing import set_printoptions
 from . import (  # layers, functional, initializers, optimizers; collectives
     amp,
     distributed,
+    inference,
     io,
     jit,
     linalg,
@@ -381,7 +382,7 @@ __all__ = [
     "floor_mod", "fmax", "fmin", "from_dlpack", "full", "full_like", "gather", "gather_nd", "gcd",
     "Generator", "get_default_dtype", "get_device", "get_device_properties", "get_rng_state",
     "grad", "greater_equal", "greater_than", "histogram", "imag", "increment", "index_sample",
-    "index_select", "inner", "int16", "int32", "int64", "int8", "inverse", "io", "ir", "is_complex", "jit",
+    "index_select", "inner", "int16", "int32", "int64", "int8", "inverse", "inference", "io", "ir", "is_complex", "jit",
     "is_empty", "is_floating_point", "is_grad_enabled", "is_integer", "is_tensor", "isclose",
     "isfinite", "isinf", "isnan", "KernelError", "KernelNotFoundError", "kron", "kthvalue", "lcm",
     "lerp", "less_equal", "less_than", "lgamma", "linalg", "linspace", "load", "log", "log10",

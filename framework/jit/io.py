@@ -4,7 +4,8 @@
 
 - ``path.oarlock``: the program's text form (:mod:`framework.ir.text`) under a versioned
   header: ``// oarlock-program <version>``, ``// sha256 <digest of the rest>`` and
-  ``// returns tensor|tuple``;
+  ``// returns tensor|tuple``; the rest starts with ``// inputs <name> ...`` (the
+  InputSpec names, ``x0``, ``x1``... where none is given: what a Predictor calls them);
 - ``path.safetensors``: the parameters and named constants, with ``fw.save`` (checksummed).
 
 ``load(path, device)`` checks the header, the digest and the weights' checksum, parses the
@@ -33,6 +34,7 @@ from .trace import TracingError
 
 FORMAT_VERSION = 1
 _MAGIC = "// oarlock-program "
+_INPUTS = "// inputs "
 PROGRAM_SUFFIX = ".oarlock"
 WEIGHTS_SUFFIX = ".safetensors"
 
@@ -73,7 +75,10 @@ def save(layer: Any, path: str | os.PathLike[str], input_spec: list[InputSpec] |
                            f"static sizes in input_spec for those dims") from None
     finally:
         sf.input_spec = saved
-    body = print_program(cp.program)
+    names = [s.name if s.name and s.name.isidentifier() else f"x{k}" for k, s in enumerate(spec)]
+    if len(set(names)) != len(names):
+        raise ValueError(f"[jit.save] the input names {names} repeat; give each InputSpec its own name=")
+    body = f"{_INPUTS}{' '.join(names)}\n{print_program(cp.program)}"
     digest = hashlib.sha256(body.encode()).hexdigest()
     text = f"{_MAGIC}{FORMAT_VERSION}\n// sha256 {digest}\n// returns {cp.structure}\n{body}"
     _save_weights({"params": dict(cp.params), "constants": dict(cp.constants)}, path + WEIGHTS_SUFFIX)
@@ -83,7 +88,7 @@ def save(layer: Any, path: str | os.PathLike[str], input_spec: list[InputSpec] |
     os.replace(tmp, path + PROGRAM_SUFFIX)
 
 
-def _read_program(path: str) -> tuple[Program, str]:
+def _read_program(path: str) -> tuple[Program, str, list[str]]:
     file = path + PROGRAM_SUFFIX
     try:
         with open(file, encoding="utf-8") as f:
@@ -108,12 +113,20 @@ def _read_program(path: str) -> tuple[Program, str]:
     structure = lines[2][len("// returns "):].strip()
     if structure not in ("tensor", "tuple"):
         raise ProgramFileError(f"[jit.load] '{file}' says it returns {structure!r}; expected tensor or tuple")
+    names: list[str] | None = None
+    if body.startswith(_INPUTS):
+        first, _, body = body.partition("\n")
+        names = first[len(_INPUTS):].split()
     try:
         prog = parse_program(body)
         verify(prog)
     except IRError as exc:
         raise ProgramFileError(f"[jit.load] '{file}' is not a valid program: {exc}") from None
-    return prog, structure
+    if names is None:
+        names = [f"x{k}" for k in range(len(prog.inputs))]
+    if len(names) != len(prog.inputs) or not all(n.isidentifier() for n in names):
+        raise ProgramFileError(f"[jit.load] '{file}' names inputs {names[:8]} for a program of {len(prog.inputs)} inputs")
+    return prog, structure, names
 
 
 def retarget(program: Program, device: str) -> Program:
@@ -129,9 +142,12 @@ class TranslatedLayer(Layer):
     """A loaded program as a Layer: call it with tensors on the device of its parameters
     (``layer.to(device)`` moves them; the program is lowered again for the new device)."""
 
-    def __init__(self, program: Program, params: dict[str, Tensor], constants: dict[str, Tensor], structure: str) -> None:
+    def __init__(self, program: Program, params: dict[str, Tensor], constants: dict[str, Tensor], structure: str,
+                 input_names: list[str] | None = None) -> None:
         super().__init__()
         self.program = program
+        #: the inputs' names (the InputSpec names given to save)
+        self.input_names = list(input_names or [f"x{k}" for k in range(len(program.inputs))])
         self._structure = structure
         self._param_names: dict[str, str] = {}
         for name, t in params.items():
@@ -165,7 +181,7 @@ def load(path: str | os.PathLike[str], device: Any = None, **configs: Any) -> Tr
     if configs:
         raise TypeError(f"[jit.load] unexpected arguments {sorted(configs)}; expected device=")
     path = os.fspath(path)
-    prog, structure = _read_program(path)
+    prog, structure, input_names = _read_program(path)
     dev = _dev.get_device() if device is None else _dev.parse(device)
     try:
         weights = _load_weights(path + WEIGHTS_SUFFIX, device=dev)
@@ -177,4 +193,4 @@ def load(path: str | os.PathLike[str], device: Any = None, **configs: Any) -> Tr
     missing = names - set(weights["params"])
     if missing:
         raise ProgramFileError(f"[jit.load] the weights of '{path}' lack parameters {sorted(missing)[:5]} the program reads")
-    return TranslatedLayer(prog, dict(weights["params"]), dict(weights["constants"]), structure)
+    return TranslatedLayer(prog, dict(weights["params"]), dict(weights["constants"]), structure, input_names)

@@ -14,7 +14,7 @@ from ...tensor import Tensor, to_tensor
 from .. import creation as C
 from .. import math as M
 from .. import shape as S
-from ..base import OPS, call, composite
+from ..base import OPS, TRACER, call, composite
 from ._common import float_arg, tensor_arg
 from .misc import dropout as _dropout
 from .norm import softmax
@@ -31,6 +31,8 @@ def causal_mask(lq: int, lk: int, device: Any) -> Tensor:
         r = C.arange(lq, device=device).reshape((lq, 1)) + (lk - lq)
         c = C.arange(lk, device=device).reshape((1, lk))
         m = c <= r
+        if TRACER.get() is not None:  # a traced mask belongs to its program: never cache it
+            return m
         if len(_CAUSAL) > 64:
             _CAUSAL.clear()
         _CAUSAL[key] = m
