@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 #: Tiers in the order a vendor climbs them.
-TIERS = ("runtime", "primitives", "random", "autograd", "composites", "compile", "collectives", "models")
+TIERS = ("runtime", "primitives", "random", "autograd", "composites", "static", "compile", "collectives", "models")
 
 #: Outcomes, best first. "fallback" passed, but part of it ran on the CPU plugin.
 OUTCOMES = ("passed", "fallback", "not_supported", "skipped", "failed")

@@ -17,6 +17,7 @@ TIER_MODULES: dict[str, Callable[[], ModuleType]] = {
     "random": _lazy("random"),
     "autograd": _lazy("autograd"),
     "composites": _lazy("composites"),
+    "static": _lazy("static"),
     "compile": _lazy("compile"),
     "collectives": _lazy("collectives"),
     "models": _lazy("models"),
