@@ -490,3 +490,20 @@ def test_oarlock_launch_runs_the_example_data_parallel() -> None:
 
     first = train_steps("tiny_llama", 1, seed=0, device="cpu")[0]  # one process, same global batch
     assert f"first loss {first:.4f}" in proc.stdout, proc.stdout[-3000:]
+
+
+@needs_mpi
+@pytest.mark.timeout(300)
+def test_collectives_tier_ranks_run_from_a_neutral_folder(tmp_path, monkeypatch) -> None:
+    """A vendor ran the tier from a project folder holding a package named like an installed
+    one; the ranks (``python -m``) imported that folder's copy. They now start in a folder of
+    their own, so a shadowing package in the caller's folder changes nothing."""
+    from framework.distributed import selfcheck
+
+    shadow = tmp_path / "framework"
+    shadow.mkdir()
+    (shadow / "__init__.py").write_text("raise ImportError('the shadowing copy was imported')\n")
+    monkeypatch.chdir(tmp_path)
+    recs = selfcheck.run_tier("cpu", nranks=(2,), timeout=240)
+    bad = [r for r in recs if not r["ok"]]
+    assert recs and not bad, bad[:2]

@@ -242,6 +242,7 @@ def _launch(
     timeout: float | None = None,
     time_limit: float | None = None,
     stdout: object = None,
+    cwd: str | None = None,
 ) -> int:
     """Start the job, watch it until it ends (or end it), return its exit status."""
     lau = identify()
@@ -254,6 +255,7 @@ def _launch(
             text=True,
             stdout=stdout,
             stderr=subprocess.STDOUT if stdout is not None else None,
+            cwd=cwd,
         )
         watch = JobWatch(job_dir, nprocs, say, timeout=timeout, time_limit=time_limit)
         try:
@@ -278,6 +280,7 @@ def run(
     timeout: float | None = None,
     collective_timeout: float | None = None,
     capture: bool = True,
+    cwd: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run ``python target...`` on ``nprocs`` ranks and wait (what tests and conformance use).
 
@@ -285,6 +288,7 @@ def run(
     :param timeout: seconds for the whole job (then it is ended, the output returned and the
         status is 124).
     :param collective_timeout: ``OARLOCK_COLLECTIVE_TIMEOUT`` for the ranks.
+    :param cwd: the ranks' working directory (``-m`` puts it first on their import path).
     :return: the ranks' output (stdout and stderr) followed by the launcher's report lines.
     """
     notes: list[str] = []
@@ -297,6 +301,7 @@ def run(
             timeout=collective_timeout,
             time_limit=timeout,
             stdout=out if capture else None,
+            cwd=cwd,
         )
         out.seek(0)
         text = out.read() if capture else ""

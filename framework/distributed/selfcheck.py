@@ -312,6 +312,7 @@ def run_tier(
                 n,
                 timeout=timeout,
                 collective_timeout=collective_timeout,
+                cwd=d,  # NOTE: a neutral folder: a vendor's project folder named like its package would shadow it
             )
             for r in range(n):
                 path = os.path.join(d, f"rank{r}.json")
