@@ -12,12 +12,7 @@ for: ``matmul(x, w) + b`` becomes ``linear(x, w, b)``.
 
 from __future__ import annotations
 
-from .drr import Attr, Const, Match, Pat, Res, Rule, Var, has_kernel, is_scalar, rank, same_type
-
-
-def _compose(m: Match) -> tuple[int, ...]:
-    """permute(permute(x, p), q) reads axis p[q[i]] of x at position i."""
-    return tuple(m["p"][i] for i in m["q"])
+from .drr import Attr, Const, Pat, Res, Rule, Var, has_kernel, is_scalar, rank, same_type
 
 
 def _identity(name: str) -> object:
@@ -29,9 +24,9 @@ def _int_or(flag_name: str) -> object:
 
 
 CANONICAL = [
-    Rule("permute_of_permute",
+    Rule("permute_of_permute",  # position i reads axis p[q[i]] of x
          source=Pat("permute", Pat("permute", Var("x"), perm=Attr("p")), perm=Attr("q")),
-         result=Res("permute", "x", perm=_compose)),
+         result=Res("permute", "x", perm=lambda m: tuple(m["p"][i] for i in m["q"]))),
     Rule("permute_identity", source=Pat("permute", Var("x"), perm=Attr("p")), result="x",
          where=[_identity("p")]),
     Rule("reshape_of_reshape", source=Pat("reshape", Pat("reshape", Var("x")), shape=Attr("s")),
