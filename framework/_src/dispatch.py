@@ -1,6 +1,7 @@
 """Dispatch: find the kernel for (op, device type, dtype), allocate outputs, call it.
 
-A primitive with no kernel on a device falls back to the CPU plugin (copy in, run, copy out)
+A primitive with no registered kernel may get one from a :data:`KERNEL_SOURCES` entry (the
+compiler's generated primitives); one with no kernel at all falls back to the CPU plugin (copy in, run, copy out)
 with one warning per (op, device type) and counters in ``fw.fallback_stats()``;
 ``OARLOCK_STRICT_KERNELS=1`` (or ``fw.set_strict_kernels(True)``) makes it an error.
 """
@@ -11,6 +12,7 @@ import contextvars
 import math
 import warnings
 from collections import Counter
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -71,12 +73,23 @@ def reset_fallback_stats() -> None:
     _WARNED.clear()
 
 
+#: Where kernels come from when the device's plugin registers none: ``fn(op, device_type,
+#: dtype) -> KernelEntry | None``. ``framework.compiler`` adds one (generated primitives for a
+#: plugin with compile access), so the order is registered kernel, generated, CPU fallback.
+KERNEL_SOURCES: list[Callable[[str, str, np.dtype], KernelEntry | None]] = []
+
+
 def find_kernel(op: str, device_type: str, dtype: np.dtype) -> KernelEntry | None:
     key = (op, device_type, dtype)
     try:
         return _KCACHE[key]
     except KeyError:
-        e = _KCACHE[key] = host().registry.kernels.get(key)
+        e = host().registry.kernels.get(key)
+        for source in KERNEL_SOURCES if e is None else ():
+            e = source(op, device_type, dtype)
+            if e is not None:
+                break
+        _KCACHE[key] = e
         return e
 
 

@@ -13,6 +13,10 @@ content). ``OARLOCK_COMPILE=0`` turns it off. Their backward is generated the sa
 >>> y = fw.nn.functional.rms_norm(x)                     # a generated kernel where possible
 >>> print(compiler.lower("rms_norm", x, epsilon=1e-6).describe())  # doctest: +SKIP
 
+Every element-wise, comparison, cast, reduction and creation primitive the plugin does not
+register is generated too (:mod:`framework.compiler.primitives`; :func:`generated_primitives`,
+:func:`primitive_stats`).
+
 Small public API, also used by the conformance suite's ``compile`` tier:
 :func:`compile_source`, :func:`launch`, :func:`trivial_kernel`, :func:`run_trivial_kernel`,
 :func:`cache_stats`, :func:`lower`, :func:`emit`, :func:`generated_source`, :func:`run_generated`.
@@ -30,10 +34,12 @@ from .._src import device as _dev
 from .._src.ops import base as _base
 from .._src.tensor import Tensor
 from . import eager as _eager
+from . import primitives as _primitives
 from .cache import CacheStats, ProgramCache, cache_dir, compile_error_message, source_excerpt
-from .eager import CACHE, CompileWarning, compiler_for, install, reset
+from .eager import CACHE, CompileWarning, compiler_for, install
 from .emit import emitter
 from .ir import Program
+from .primitives import generated_primitives, primitive_stats
 from .trace import NotFusible, trace
 
 __all__ = [
@@ -50,11 +56,13 @@ __all__ = [
     "compile_source",
     "compiler_for",
     "emit",
+    "generated_primitives",
     "generated_source",
     "has_compile_access",
     "install",
     "launch",
     "lower",
+    "primitive_stats",
     "reset",
     "run_generated",
     "run_trivial_kernel",
@@ -66,6 +74,12 @@ __all__ = [
 
 def _device(device: Any) -> _dev.Device:
     return _dev.get_device() if device is None else _dev.parse(device)
+
+
+def reset() -> None:
+    """Forget traced plans, generated primitives and built programs (the disk cache stays)."""
+    _eager.reset()
+    _primitives.reset()
 
 
 def has_compile_access(device: Any = None) -> bool:
@@ -190,3 +204,4 @@ def run_generated(op: str, *inputs: Tensor, **attrs: Any) -> tuple[list[Tensor],
 
 
 install()
+_primitives.install()

@@ -23,6 +23,38 @@ from . import ir
 #: a field of a Lowering template: {0}, {fn:exp}, {one}, {zero}
 _FIELD = re.compile(r"\{(\d|fn:\w+|one|zero)\}")
 
+#: 16-bit floats kept as their bits in memory: dtype name -> the tag of their converters
+HALVES = {"float16": "h", "bfloat16": "b"}
+
+
+def is_float(dt: np.dtype) -> bool:
+    return dt.kind == "f" or dt.name in HALVES
+
+
+def integer_template(op: str, src: np.dtype, T: str) -> str | None:
+    """How an op of the OpDef table reads for integer or bool operands, where the float
+    lowering does not (numpy's rules: integers wrap modulo 2**bits, never overflow in C;
+    bool ``add``/``maximum`` are or, ``mul``/``minimum`` are and; ``//`` and ``%`` follow the
+    divisor's sign and give 0 for a zero divisor)."""
+    if src == ir.BOOL:
+        return {"add": "({0} || {1})", "maximum": "({0} || {1})", "mul": "({0} && {1})",
+                "minimum": "({0} && {1})"}.get(op)
+    U = "uint64_t" if src.itemsize == 8 else "uint32_t"  # unsigned: wraps, and wide enough for int16 * int16
+    signed = src.kind == "i"
+    return {
+        "neg": f"(({T})(({U})0 - ({U}){{0}}))",
+        "abs": f"({{0}} < 0 ? (({T})(({U})0 - ({U}){{0}})) : {{0}})" if signed else "{0}",
+        "sign": f"(({T})(({{0}} > 0) - ({{0}} < 0)))",
+        "add": f"(({T})(({U}){{0}} + ({U}){{1}}))",
+        "sub": f"(({T})(({U}){{0}} - ({U}){{1}}))",
+        "mul": f"(({T})(({U}){{0}} * ({U}){{1}}))",
+        "pow": f"(({T})oarlock_ipow((uint64_t)(int64_t){{0}}, (int64_t){{1}}))",
+        "floor_divide": f"(({T})oarlock_floordiv((int64_t){{0}}, (int64_t){{1}}))",
+        "remainder": f"(({T})oarlock_mod((int64_t){{0}}, (int64_t){{1}}))",
+        "maximum": "({0} > {1} ? {0} : {1})",
+        "minimum": "({0} < {1} ? {0} : {1})",
+    }.get(op)
+
 
 class Emitter:
     """Shared expression syntax; subclasses say how rows, loops and reductions are laid out."""
@@ -38,10 +70,27 @@ class Emitter:
         self.local = local_size
 
     # -- types and literals -------------------------------------------------------------
+    #: the C type a value of each dtype is computed in (float16 and bfloat16: in double,
+    #: rounded once when stored, which is exact rounding for + - * / sqrt)
+    VALUE_TYPES = {"bool": "bool", "float32": "float", "float64": "double", "float16": "double",
+                   "bfloat16": "double", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t",
+                   "int64": "int64_t", "uint8": "uint8_t"}
+
     def ctype(self, dt: np.dtype) -> str:
-        if dt == ir.BOOL:
-            return "bool"
-        return "float" if dt == np.float32 else "double"
+        try:
+            return self.VALUE_TYPES[dt.name]
+        except KeyError:
+            raise NotImplementedError(f"[compiler] no {self.language} type for dtype {dt}") from None
+
+    def storage(self, dt: np.dtype) -> str:
+        """The C type of a tensor element in memory (float16/bfloat16: their bits)."""
+        return "uint16_t" if dt.name in HALVES else self.ctype(dt)
+
+    def loaded(self, dt: np.dtype, e: str) -> str:
+        return f"oarlock_{HALVES[dt.name]}2d({e})" if dt.name in HALVES else e
+
+    def stored(self, dt: np.dtype, e: str) -> str:
+        return f"oarlock_d2{HALVES[dt.name]}({e})" if dt.name in HALVES else e
 
     def inf(self, dt: np.dtype) -> str:
         return "INFINITY" if dt == np.float32 else "((double)INFINITY)"
@@ -52,6 +101,9 @@ class Emitter:
     def literal(self, v: object, dt: np.dtype) -> str:
         if dt == ir.BOOL:
             return "true" if v else "false"
+        if dt.kind in "iu":
+            i = int(v)  # type: ignore[call-overload]
+            return "INT64_MIN" if i == -(1 << 63) else f"(({self.ctype(dt)}){i}LL)"
         f = float(v)  # type: ignore[arg-type]
         if math.isnan(f):
             return self.nan(dt)
@@ -81,9 +133,15 @@ class Emitter:
                 return f"({a[0]} != 0)"
             if src == ir.BOOL:
                 return f"({a[0]} ? {self.literal(1.0, dt)} : {self.literal(0.0, dt)})"
+            if dt.kind in "iu" and is_float(src):  # truncate, then wrap into the target
+                return f"(({T})(int64_t)({a[0]}))"
             return f"(({T}){a[0]})"
+        if op in ("index", "arange", "philox"):
+            return self.special(n, a)
+        src = n.args[0].dtype if n.args else dt
+        typed = integer_template(op, src, T) if not is_float(src) else None
         try:
-            template = self.native.get(op) or ir.lowering(op).c
+            template = typed or self.native.get(op) or ir.lowering(op).c
         except KeyError as exc:
             raise NotImplementedError(f"[compiler] no {self.language} syntax for IR op '{op}': {exc}") from None
         return self.render(template, a, dt)
@@ -101,6 +159,9 @@ class Emitter:
 
         return _FIELD.sub(fill, template)
 
+    def special(self, n: ir.Node, a: list[str]) -> str:
+        raise NotImplementedError(f"[compiler] no {self.language} syntax for IR op '{n.op}'")
+
     def update(self, kind: str, acc: str, e: str) -> str:
         if kind == "sum":
             return f"{acc} += {e};"
@@ -108,8 +169,20 @@ class Emitter:
         return f"{acc} = {e} {cmp} {acc} ? {e} : {acc};"
 
     def init(self, kind: str, dt: np.dtype) -> str:
-        v = {"sum": 0.0, "max": -math.inf, "min": math.inf}[kind]
+        if dt.kind in "iu":
+            info = np.iinfo(dt)
+            return self.literal({"sum": 0, "prod": 1, "max": info.min, "min": info.max}[kind], dt)
+        v = {"sum": 0.0, "prod": 1.0, "max": -math.inf, "min": math.inf}[kind]
         return self.literal(v, dt)
+
+    # -- reductions (the C emitter widens these to every dtype) -------------------------
+    def red_decl(self, r: ir.Node, acc: str) -> list[str]:
+        if r.attr not in ("sum", "max", "min") or not is_float(r.dtype):
+            raise NotImplementedError(f"[compiler] {self.language}: no {r.attr} reduction of {r.args[0].dtype}")
+        return [f"{self.ctype(r.dtype)} {acc} = {self.init(r.attr, r.dtype)};"]
+
+    def red_update(self, r: ir.Node, acc: str, e: str) -> list[str]:
+        return [self.update(r.attr, acc, e)]
 
     # -- layout hooks (per language) ----------------------------------------------------
     def prologue(self, prog: ir.Program) -> list[str]:
@@ -145,7 +218,9 @@ class Emitter:
     def source(self, prog: ir.Program, entry: str) -> str:
         sched = ir.schedule(prog)
         spills = plan_spills(prog, sched)
-        head = [*self.prologue(prog), f"#define N {prog.n}", self.signature(prog, entry) + " {"]
+        self._prog = prog
+        n = "n" if prog.n is None else prog.n
+        head = [*self.prologue(prog), f"#define N {n}", self.signature(prog, entry) + " {"]
         opening, body = self.row_begin(prog)
         self._done: set[int] = set()
         for li, loop in enumerate(sched.loops):
@@ -157,8 +232,8 @@ class Emitter:
                 self._collect(n, seen, order, body)
             reds = [(r, f"acc{r.id}") for r in loop.reductions]
             for r, acc in reds:
-                body.append(f"{self.ctype(r.dtype)} {acc} = {self.init(r.attr, r.dtype)};")
-            body.extend(self.loop_begin([(r.attr, acc) for r, acc in reds]))
+                body.extend(self.red_decl(r, acc))
+            body.extend(self.loop_begin(reds))
             for i, k in reload.items():
                 used = [a.id for n in order for a in n.args] + [n.id for _, n in loop.stores]
                 if i in used or any(r.args[0].id == i for r in loop.reductions):
@@ -167,12 +242,12 @@ class Emitter:
                 e = self.expr(n, [f"v{a.id}" for a in n.args], self._load(n))
                 body.append(f"    const {self.ctype(n.dtype)} v{n.id} = {e};")
             for r, acc in reds:
-                body.append("    " + self.update(r.attr, acc, f"v{r.args[0].id}"))
+                body.extend("    " + u for u in self.red_update(r, acc, f"v{r.args[0].id}"))
             for i, (k, at) in spills.items():
                 if at == li:
                     body.append(f"    out{k}[r * N + j] = v{i};  /* kept for a later pass */")
             for k, n in loop.stores:
-                body.append(f"    {self.store_target(prog, k)} = v{n.id};")
+                body.append(f"    {self.store_target(prog, k)} = {self.stored(n.dtype, f'v{n.id}')};")
             body.append("}")
             body.extend(self.after_stores(prog, loop.stores))
             body.extend(self.combine(reds))
@@ -180,7 +255,7 @@ class Emitter:
         for k, n in sched.row_stores:
             if n.op != "reduce":
                 self._row_value(n, body)
-            body.append(self.row_store(k, f"v{n.id}"))
+            body.append(self.row_store(k, self.stored(n.dtype, f"v{n.id}")))
         lines = head + ["    " + s for s in opening]
         inner = "        " if self.row_loop else "    "
         lines += [inner + s for s in body]
@@ -190,14 +265,19 @@ class Emitter:
 
     row_loop = False
 
-    @staticmethod
-    def _load(n: ir.Node) -> str:
+    def _load(self, n: ir.Node) -> str:
+        if n.op != "input":
+            return ""
         k = n.attr
-        if n.row and n.col:
-            return f"in{k}[r * N + j]"
-        if n.col:
-            return f"in{k}[j]"
-        return f"in{k}[r]" if n.row else f"in{k}[0]"
+        if k in self._prog.loads:
+            at = self._prog.loads[k]
+        elif n.row and n.col:
+            at = "r * N + j"
+        elif n.col:
+            at = "j"
+        else:
+            at = "r" if n.row else "0"
+        return self.loaded(n.dtype, f"in{k}[{at}]")
 
     def _row_value(self, n: ir.Node, out: list[str]) -> None:
         """Emit a value that is constant along the row, once per row (hoisted out of loops)."""
@@ -223,9 +303,11 @@ class Emitter:
         order.append(n)
 
     def params(self, prog: ir.Program, ptr: str, cptr: str, size_t: str) -> str:
-        ps = [f"{cptr.format(T=self.ctype(d))} in{k}" for k, (d, _, _) in enumerate(prog.inputs)]
-        ps += [f"{ptr.format(T=self.ctype(o.dtype))} out{k}" for k, o in enumerate(prog.outputs)]
+        ps = [f"{cptr.format(T=self.storage(d))} in{k}" for k, (d, _, _) in enumerate(prog.inputs)]
+        ps += [f"{ptr.format(T=self.storage(o.dtype))} out{k}" for k, o in enumerate(prog.outputs)]
         ps.append(f"{size_t} rows")
+        if prog.n is None:
+            ps.append(f"{size_t} n")
         return ", ".join(ps)
 
 
@@ -268,7 +350,7 @@ def plan_spills(prog: ir.Program, sched: ir.Schedule) -> dict[int, tuple[int, in
         for k, store in lp.stores:
             best: tuple[int, int] | None = None
             for n in closure([store]).values():
-                if n.dtype != prog.outputs[k].dtype or not costly(n) or n.id in spills:
+                if n.dtype != prog.outputs[k].dtype or n.dtype not in ir.FLOATS or not costly(n) or n.id in spills:
                     continue
                 earlier = [lj for lj in range(li) if n.id in computed[lj]]
                 if earlier and (best is None or n.id > best[0]):
@@ -303,14 +385,93 @@ static inline void oarlock_stream_f64(double* d, const double* s, int64_t n) { m
 #endif"""
 
 
+# float16 / bfloat16: values are exact in double; a store rounds once to nearest even
+# (quantum 2**(e - bits) at the value's binade, clamped at the subnormal one).
+_C_HALF = r"""
+static inline double oarlock_h2d(uint16_t h) {
+    int e = (h >> 10) & 31; double m = h & 1023;
+    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m != 0 ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
+    return (h & 0x8000) ? -v : v;
+}
+static inline uint16_t oarlock_d2h(double x) {
+    uint16_t s = signbit(x) ? 0x8000 : 0; double a = fabs(x); int e;
+    if (a != a) return s | 0x7e00;
+    if (isinf(a)) return s | 0x7c00;
+    frexp(a, &e); if (e < -13) e = -13;
+    double q = ldexp(1.0, e - 11), r = nearbyint(a / q) * q;
+    if (r > 65504.0) return s | 0x7c00;
+    if (r < 0x1p-14) return s | (uint16_t)(r * 0x1p24);
+    double f = frexp(r, &e);
+    return s | (uint16_t)((e + 14) << 10) | (uint16_t)((f * 2.0 - 1.0) * 1024.0);
+}
+static inline double oarlock_b2d(uint16_t b) {
+    union { uint32_t u; float f; } v; v.u = (uint32_t)b << 16; return v.f;
+}
+static inline uint16_t oarlock_d2b(double x) {
+    uint16_t s = signbit(x) ? 0x8000 : 0; double a = fabs(x); int e;
+    if (a != a) return s | 0x7fc0;
+    frexp(a, &e); if (e < -125) e = -125;
+    if (isinf(a)) return s | 0x7f80;
+    double q = ldexp(1.0, e - 8), r = nearbyint(a / q) * q;
+    if (r > 0x1.fep127) return s | 0x7f80;
+    union { uint32_t u; float f; } v; v.f = (float)r; return s | (uint16_t)(v.u >> 16);
+}"""
+
+# Philox-4x32-10 (adapter_api.primitives: philox_uniform), element i of the stream.
+_C_PHILOX = r"""
+static inline uint32_t oarlock_philox(uint64_t i, uint64_t seed, uint64_t offset) {
+    uint64_t n = offset + i / 4;
+    uint32_t c0 = (uint32_t)n, c1 = (uint32_t)(n >> 32), c2 = 0, c3 = 0;
+    uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+    for (int round = 0; round < 10; ++round) {
+        uint64_t p0 = (uint64_t)0xD2511F53u * c0, p1 = (uint64_t)0xCD9E8D57u * c2;
+        uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
+        c0 = n0; c1 = (uint32_t)p1; c2 = n2; c3 = (uint32_t)p0;
+        k0 += 0x9E3779B9u; k1 += 0xBB67AE85u;
+    }
+    switch (i % 4) { case 0: return c0; case 1: return c1; case 2: return c2; default: return c3; }
+}"""
+
+# Integer pow (wraps; a negative exponent gives 0 but for bases 1 and -1), and numpy's
+# floor_divide / remainder (sign of the divisor; 0 for a zero divisor; INT_MIN // -1 wraps).
+_C_INT = r"""
+static inline uint64_t oarlock_ipow(uint64_t b, int64_t e) {
+    if (e < 0) return b == 1 ? 1 : b == (uint64_t)-1 ? ((e & 1) ? b : 1) : 0;
+    uint64_t r = 1;
+    while (e) { if (e & 1) r *= b; b *= b; e >>= 1; }
+    return r;
+}
+static inline int64_t oarlock_floordiv(int64_t a, int64_t b) {
+    if (b == 0) return 0;
+    if (b == -1) return (int64_t)(0 - (uint64_t)a);
+    int64_t q = a / b;
+    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+static inline int64_t oarlock_mod(int64_t a, int64_t b) {
+    if (b == 0 || b == -1) return 0;
+    int64_t m = a % b;
+    return (m != 0 && ((m < 0) != (b < 0))) ? m + b : m;
+}"""
+
+
 class CEmitter(Emitter):
-    """C99 for the host: OpenMP threads across rows, SIMD along the row."""
+    """C99 for the host: OpenMP threads across rows, SIMD along the row. Every dtype of the
+    contract (the others are float32/float64 only): integers, bool, and float16/bfloat16
+    computed in double and rounded once when stored."""
 
     language = "c"
     layout = "rows"
     PARALLEL_MIN = 1 << 18  #: elements below which a launch runs on the calling thread
+    #: generated primitives (framework.compiler.primitives) are built for this language
+    primitives = True
 
     def prologue(self, prog: ir.Program) -> list[str]:
+        nodes = ir.live_nodes(prog.outputs)
+        names = {d.name for d, _, _ in prog.inputs} | {n.dtype.name for n in nodes}
+        ops = {n.op for n in nodes if not n.args or not is_float(n.args[0].dtype)}
+        helpers = [src for need, src in (
+            (names & set(HALVES), _C_HALF), ("philox" in ops, _C_PHILOX),
+            (bool(ops & {"pow", "floor_divide", "remainder"}), _C_INT)) if need]
         return [
             "/* generated by framework.compiler */",
             "#ifdef OARLOCK_VECTOR_MATH",
@@ -320,7 +481,68 @@ class CEmitter(Emitter):
             "#include <stdbool.h>",
             "#include <stdint.h>",
             *_STREAM.splitlines(),
+            *"\n".join(helpers).splitlines(),
         ]
+
+    def special(self, n: ir.Node, a: list[str]) -> str:
+        T = self.ctype(n.dtype)
+        if n.op == "index":
+            return "((int64_t)(r * N + j))"
+        if n.op == "arange":
+            start, step = n.attr
+            if n.dtype.kind in "iu" or n.dtype == ir.BOOL:
+                return (f"(({T})(int64_t)((uint64_t){a[0]} * (uint64_t)({int(step)}LL) + "
+                        f"(uint64_t)({int(start)}LL)))")
+            return f"(({T})((double){a[0]} * {float(step)!r} + {float(start)!r}))"
+        seed, offset = n.attr  # philox
+        return (f"(({T})((double)(oarlock_philox((uint64_t){a[0]}, {seed % 2**64}ULL, {offset % 2**64}ULL) >> 8)"
+                f" * 0x1p-24))")
+
+    # reductions: integers accumulate in unsigned (they wrap), NaN wins max/min, arg* keep
+    # the first index of the extreme (a plain loop: no SIMD reduction for an index)
+    def _acc_type(self, r: ir.Node) -> str:
+        src = r.args[0].dtype
+        if r.attr in ("sum", "prod") and src.kind in "iu":
+            return "uint64_t" if src.itemsize == 8 else "uint32_t"
+        return "int" if src == ir.BOOL and r.attr in ("max", "min") else self.ctype(src)
+
+    def red_decl(self, r: ir.Node, acc: str) -> list[str]:
+        src = r.args[0].dtype
+        kind = {"argmax": "max", "argmin": "min"}.get(r.attr, r.attr)
+        init = ("0" if kind == "max" else "1") if src == ir.BOOL else self.init(kind, src)
+        out = [f"{self._acc_type(r)} {acc} = {init};"]
+        if r.attr in ("argmax", "argmin"):
+            out.append(f"int64_t idx{r.id} = 0;")
+        elif r.attr in ("max", "min") and is_float(src):
+            out.append(f"int nan{r.id} = 0;")
+        return out
+
+    def red_update(self, r: ir.Node, acc: str, e: str) -> list[str]:
+        src, kind = r.args[0].dtype, r.attr
+        if kind in ("sum", "prod"):
+            op = "+" if kind == "sum" else "*"
+            return [f"{acc} {op}= ({self._acc_type(r)}){e};"]
+        if kind in ("argmax", "argmin"):
+            cmp = ">" if kind == "argmax" else "<"
+            nan = f" || ({e} != {e} && {acc} == {acc})" if is_float(src) else ""
+            return [f"if ({e} {cmp} {acc}{nan}) {{ {acc} = {e}; idx{r.id} = j; }}"]
+        if src == ir.BOOL:
+            return [f"{acc} {'|' if kind == 'max' else '&'}= {e};"]
+        out = [self.update(kind, acc, e)]
+        return out + [f"nan{r.id} |= {e} != {e};"] if is_float(src) else out
+
+    def combine(self, reds: list[tuple[ir.Node, str]]) -> list[str]:
+        out = []
+        for r, acc in reds:
+            T = self.ctype(r.dtype)
+            if r.attr in ("argmax", "argmin"):
+                v = f"idx{r.id}"
+            elif r.attr in ("max", "min") and is_float(r.dtype):
+                v = f"nan{r.id} ? {self.nan(r.dtype)} : {acc}"
+            else:
+                v = f"({T}){acc}"
+            out.append(f"const {T} v{r.id} = {v};")
+        return out
 
     def signature(self, prog: ir.Program, entry: str) -> str:
         return f"void {entry}({self.params(prog, '{T}* restrict', 'const {T}* restrict', 'int64_t')})"
@@ -349,7 +571,9 @@ class CEmitter(Emitter):
         return max(o.dtype.itemsize for o in prog.outputs)
 
     def _streamed(self, prog: ir.Program) -> list[int]:
-        if prog.n < 64 or prog.n * self._itemsize(prog) > self.STREAM_ROW_MAX:
+        if prog.n is None or prog.n < 64 or prog.n * self._itemsize(prog) > self.STREAM_ROW_MAX:
+            return []
+        if any(o.dtype not in ir.FLOATS for o in prog.outputs):
             return []
         sched = ir.schedule(prog)
         last = sched.loops[-1].stores if sched.loops else []
@@ -369,9 +593,19 @@ class CEmitter(Emitter):
         out.append("}")
         return out
 
-    def loop_begin(self, reductions: list[tuple[str, str]]) -> list[str]:
-        clauses = "".join(f" reduction({'+' if k == 'sum' else k}:{acc})" for k, acc in reductions)
-        return [f"#pragma omp simd{clauses}", "for (int64_t j = 0; j < N; ++j) {"]
+    def loop_begin(self, reductions: list[tuple[ir.Node, str]]) -> list[str]:
+        loop = "for (int64_t j = 0; j < N; ++j) {"
+        if any(r.attr in ("argmax", "argmin") for r, _ in reductions):
+            return [loop]
+        clauses = []
+        for r, acc in reductions:
+            if r.args[0].dtype == ir.BOOL:
+                clauses.append(f"reduction({'|' if r.attr == 'max' else '&'}:{acc})")
+            else:
+                clauses.append(f"reduction({ {'sum': '+', 'prod': '*'}.get(r.attr, r.attr)}:{acc})")
+            if r.attr in ("max", "min") and is_float(r.args[0].dtype):
+                clauses.append(f"reduction(|:nan{r.id})")
+        return [" ".join(["#pragma omp simd", *clauses]), loop]
 
 
 class _GroupEmitter(Emitter):
@@ -385,7 +619,7 @@ class _GroupEmitter(Emitter):
     shared = ""
     index_t = ""
 
-    def loop_begin(self, reductions: list[tuple[str, str]]) -> list[str]:
+    def loop_begin(self, reductions: list[tuple[ir.Node, str]]) -> list[str]:
         return [f"for ({self.index_t} j = lid; j < N; j += L) {{"]
 
     def combine(self, reds: list[tuple[ir.Node, str]]) -> list[str]:
@@ -466,7 +700,7 @@ class OpenCLRowEmitter(OpenCLEmitter):
     def row_end(self) -> list[str]:
         return ["}"]
 
-    def loop_begin(self, reductions: list[tuple[str, str]]) -> list[str]:
+    def loop_begin(self, reductions: list[tuple[ir.Node, str]]) -> list[str]:
         return ["for (int j = 0; j < N; ++j) {"]
 
     def combine(self, reds: list[tuple[ir.Node, str]]) -> list[str]:

@@ -72,7 +72,12 @@ class Builder:
 
     def const(self, value: Any, dtype: np.dtype) -> Node:
         dtype = np.dtype(dtype)
-        v = bool(value) if dtype == BOOL else float(np.asarray(value, dtype).item())
+        if dtype == BOOL:
+            v: Any = bool(value)
+        elif dtype.kind in "iu":
+            v = int(value)  # exact: an int64 past 2**53 stays itself
+        else:
+            v = float(np.asarray(value, dtype).item())
         return self._make("const", (), dtype, False, False, v)
 
     def unary(self, op: str, a: Node, dtype: np.dtype | None = None) -> Node:
@@ -102,11 +107,20 @@ class Builder:
         return a if a.dtype == dtype else self._make("cast", (a,), dtype, a.row, a.col)
 
     def reduce(self, kind: str, a: Node) -> Node:
+        """``kind``: ``sum``, ``prod``, ``max``, ``min`` (the value's dtype) or ``argmax``,
+        ``argmin`` (the int64 index of the first extreme along the row; NaN counts as both)."""
         if not a.col:  # reducing a value that is constant along the row
-            if kind == "sum":
-                raise ValueError("sum of a row-constant value needs the row length; lower it as a product")
+            if kind in ("sum", "prod", "argmax", "argmin"):
+                raise ValueError(f"{kind} of a row-constant value needs the row length")
             return a
-        return self._make("reduce", (a,), a.dtype, a.row, False, kind)
+        dtype = np.dtype(np.int64) if kind in ("argmax", "argmin") else a.dtype
+        return self._make("reduce", (a,), dtype, a.row, False, kind)
+
+    def special(self, op: str, args: tuple[Node, ...], dtype: np.dtype, attr: Any) -> Node:
+        """A value no OpDef lowers to: ``index`` (the element's flat index, int64),
+        ``arange`` (attr ``(start, step)``) and ``philox`` (attr ``(seed, offset)``) of an index."""
+        row = col = True
+        return self._make(op, args, np.dtype(dtype), row, col, attr)
 
 
 def _hashable(v: Any) -> Any:
@@ -121,21 +135,26 @@ class Program:
 
     ``inputs[k]`` is ``(dtype, row, col)``; ``outputs[k]`` is a node, written for every element
     of the row when ``out_col[k]`` (a ``(rows, n)`` buffer), else once per row (``(rows,)``).
-    ``n`` is the row length.
+    ``n`` is the row length, or None when it is symbolic: the kernel then takes it as an
+    ``int64_t n`` argument after ``rows`` (generated primitives: one binary for every shape).
+    ``loads[k]``, when given, is the element index input ``k`` is read at (a C expression of
+    ``r`` and ``j``: a broadcast or a reduction over leading axes); otherwise its kind says.
     """
 
     name: str
-    n: int
+    n: int | None
     inputs: list[tuple[np.dtype, bool, bool]]
     outputs: list[Node]
     out_col: list[bool]
     nodes: list[Node] = field(default_factory=list)
+    loads: dict[int, str] = field(default_factory=dict)
 
     def describe(self) -> str:
         ins = ", ".join(f"in{k}:{d}:{'r' if r else '-'}{'c' if c else '-'}" for k, (d, r, c) in enumerate(self.inputs))
         body = "\n  ".join(repr(n) for n in live_nodes(self.outputs))
         outs = ", ".join(f"v{o.id}" for o in self.outputs)
-        return f"program {self.name}(n={self.n}; {ins}) -> ({outs})\n  {body}"
+        loads = "".join(f"; in{k} at [{e}]" for k, e in sorted(self.loads.items()))
+        return f"program {self.name}(n={self.n}; {ins}{loads}) -> ({outs})\n  {body}"
 
 
 def live_nodes(roots: list[Node]) -> list[Node]:
