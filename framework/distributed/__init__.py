@@ -19,6 +19,19 @@ before each collective. See :mod:`framework.distributed.collective`.
 
 from __future__ import annotations
 
+from . import auto_parallel
+from .auto_parallel import (
+    DistTensor,
+    Partial,
+    Placement,
+    ProcessMesh,
+    Replicate,
+    Shard,
+    dtensor_from_fn,
+    reshard,
+    shard_tensor,
+    unshard_dtensor,
+)
 from .collective import (
     Group,
     ReduceOp,
@@ -47,6 +60,17 @@ from .parallel import DataParallel
 from .sampler import DistributedBatchSampler
 
 __all__ = [
+    "DistTensor",
+    "Partial",
+    "Placement",
+    "ProcessMesh",
+    "Replicate",
+    "Shard",
+    "auto_parallel",
+    "dtensor_from_fn",
+    "reshard",
+    "shard_tensor",
+    "unshard_dtensor",
     "DataParallel",
     "DistributedBatchSampler",
     "Group",

@@ -1,0 +1,36 @@
+"""Automatic parallelism (Paddle's ``paddle.distributed`` auto-parallel API): lay a few tensors
+out over a :class:`ProcessMesh` with placements; ops propagate the layouts by their sharding
+rules and insert the communication. See docs/distributed.md.
+
+>>> import numpy as np, framework.distributed as dist
+>>> mesh = dist.ProcessMesh([0], dim_names=["mp"])
+>>> w = dist.shard_tensor(np.ones((4, 6), "float32"), mesh, [dist.Shard(1)])
+>>> w.placements, w.process_mesh.dim_names
+([Shard(1)], ['mp'])
+"""
+
+from __future__ import annotations
+
+from .dtensor import DistTensor, dtensor_from_fn, shard_tensor
+from .mesh import ProcessMesh
+from .placement import Partial, Placement, Replicate, Shard
+from .reshard import LOG, reshard, unshard_dtensor
+
+
+def reshard_log() -> list[dict]:
+    """Every reshard this process ran (tensor, mesh axis, from, to, collective, bytes, why)."""
+    return LOG
+
+__all__ = [
+    "DistTensor",
+    "Partial",
+    "Placement",
+    "ProcessMesh",
+    "Replicate",
+    "Shard",
+    "dtensor_from_fn",
+    "reshard",
+    "reshard_log",
+    "shard_tensor",
+    "unshard_dtensor",
+]

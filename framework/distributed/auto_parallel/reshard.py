@@ -1,0 +1,333 @@
+"""Reshard: move a distributed tensor from one layout to another with the collectives of
+:mod:`framework.distributed.collective`, on the tape.
+
+Transitions, per mesh axis (``k`` ranks on the axis, ``B`` bytes of the global tensor):
+
+=================  ================================  ==================================
+from -> to         forward                           backward (of the local value)
+=================  ================================  ==================================
+S(d) -> R          all_gather along d                slice of this rank's chunk
+P -> R             all_reduce(op)                    identity (avg: / k)
+P -> S(d)          reduce_scatter(op) along d        all_gather along d (avg: / k)
+R -> S(d)          local slice                       all_gather along d
+R -> P(sum)        first rank keeps, others zero     identity
+R -> P(avg)        keep                              times k
+R -> P(max/min)    keep                              identity
+S(i) -> S(j)       all_to_all                        all_to_all S(j) -> S(i)
+mesh A -> mesh B   gather on A, send/recv, slice     (no gradient across meshes)
+=================  ================================  ==================================
+
+Gradients keep one rule: the local gradient of a replicated tensor is the whole gradient,
+of a shard the shard's gradient, of a ``Partial(sum)`` part the whole gradient (of a
+``Partial(avg)`` part the whole gradient over k). Uneven shards
+(chunks of ``ceil(n/k)``) are padded for the collective and trimmed after.
+Every transition is logged (logger ``oarlock.distributed``; printed to stderr with
+``OARLOCK_PRINT_IR=1``) and kept in :data:`LOG`.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any
+
+from adapter_api import OpArgumentError
+
+from ..._src import autograd, env
+from ..._src.opdef import OpDef
+from ..._src.ops import creation as _creation
+from ..._src.ops import shape as _shape
+from ..._src.tensor import Tensor
+from ..._src.tensor import empty as _empty
+from ..._src.tensor import to_tensor as _to_tensor
+from .. import collective
+from .dtensor import DistTensor, check_placements, label
+from .mesh import ProcessMesh
+from .placement import Partial, Placement, Replicate, Shard, chunk, short
+
+_log = logging.getLogger("oarlock.distributed")
+
+#: every reshard this process ran: dicts with tensor, axis, transition, collective, bytes
+LOG: list[dict[str, Any]] = []
+
+
+def _note(x: Any, mesh: ProcessMesh, axis: int, src: Placement, dst: Placement, how: str, nbytes: int, why: str) -> None:
+    rec = {
+        "tensor": label(x), "mesh_axis": mesh.dim_names[axis], "from": short([src]), "to": short([dst]),
+        "collective": how, "bytes": nbytes, "why": why,
+    }
+    LOG.append(rec)
+    line = (f"[reshard] {rec['tensor']}: {rec['from']} -> {rec['to']} on mesh axis '{rec['mesh_axis']}' "
+            f"({how}, {nbytes} bytes){' for ' + why if why else ''}")
+    _log.info(line)
+    if env.flag("OARLOCK_PRINT_IR"):
+        print(line, file=sys.stderr, flush=True)
+
+
+# -- the tape: one node per collective ------------------------------------------------------
+def _grad_of(node: autograd.Node, gouts: list[Tensor | None]) -> list[Tensor | None]:
+    g = gouts[0]
+    return [None if g is None else node.attrs["backward"](g)]
+
+
+_RESHARD = OpDef("reshard", "collective", None, _grad_of, doc="a reshard step (its backward is in attrs)")
+
+
+def _on_tape(inp: Tensor, out: Tensor, backward: Any) -> Tensor:
+    if out is inp:  # nothing moved (one rank on the axis)
+        return inp
+    if autograd.is_grad_enabled() and not inp.stop_gradient:
+        autograd.record(_RESHARD, [inp], {"backward": backward}, [out])
+    return out
+
+
+# -- local building blocks (no tape) ---------------------------------------------------------
+def _narrow(t: Tensor, dim: int, start: int, end: int) -> Tensor:
+    if start == 0 and end == t.shape[dim]:
+        return t
+    return t[tuple(slice(None) for _ in range(dim)) + (slice(start, end),)]
+
+
+def _pad(t: Tensor, dim: int, size: int) -> Tensor:
+    if t.shape[dim] == size:
+        return t
+    extra = list(t.shape)
+    extra[dim] = size - t.shape[dim]
+    return _shape.concat([t, _creation.zeros(extra, dtype=t.dtype, device=t.device)], axis=dim)
+
+
+def _front(t: Tensor, dim: int) -> Tensor:
+    """``t`` with ``dim`` moved first (a contiguous copy)."""
+    if dim == 0:
+        return t
+    perm = [dim] + [i for i in range(t.ndim) if i != dim]
+    return _shape.transpose(t, perm)
+
+
+def _back(t: Tensor, dim: int) -> Tensor:
+    if dim == 0:
+        return t
+    perm = list(range(1, dim + 1)) + [0] + list(range(dim + 1, t.ndim))
+    return _shape.transpose(t, perm)
+
+
+def _gather(t: Tensor, dim: int, n: int, g: collective.Group, k: int) -> Tensor:
+    """All ranks' chunks of a dim of global size ``n``, joined."""
+    size = -(-n // k)
+    src = _front(_pad(t, dim, size), dim)
+    out = _empty((k, *src.shape), src.dtype, src.device)
+    collective.all_gather(out, src, group=g)
+    full = out.reshape((k * size, *src.shape[1:]))
+    return _back(_narrow(full, 0, 0, n), dim)
+
+
+def _reduce_scatter(t: Tensor, dim: int, k: int, c: int, op: str, g: collective.Group) -> Tensor:
+    n = t.shape[dim]
+    size = -(-n // k)
+    src = _front(_pad(t, dim, size * k), dim)
+    out = _empty((size, *src.shape[1:]), src.dtype, src.device)
+    collective.reduce_scatter(out, src, op=op, group=g)
+    a, b = chunk(n, k, c)
+    return _back(_narrow(out, 0, 0, b - a), dim)
+
+
+def _all_reduce(t: Tensor, op: str, g: collective.Group) -> Tensor:
+    out = t.detach().clone() if hasattr(t, "clone") else t.detach() + 0
+    collective.all_reduce(out, op=op, group=g)
+    return out
+
+
+def _all_to_all(t: Tensor, i: int, j: int, ni: int, nj: int, k: int, c: int, g: collective.Group) -> Tensor:
+    """Shard(i) -> Shard(j): split my chunk along j into k pieces, swap, join along i."""
+    si, sj = -(-ni // k), -(-nj // k)
+    src = _front(_pad(_pad(t, i, si), j, sj * k), j)  # (k*sj, ...) with dim i padded
+    out = _empty(src.shape, src.dtype, src.device)
+    collective.alltoall_single(src, out, group=g)
+    pieces = out.reshape((k, sj, *src.shape[1:]))
+    # piece r holds rank r's chunk along i: join them along i (i's place once j is back)
+    parts = [_back(pieces[r], j) for r in range(k)]
+    joined = _shape.concat(parts, axis=i)
+    a, b = chunk(nj, k, c)
+    return _narrow(_narrow(joined, i, 0, ni), j, 0, b - a)
+
+
+def _no_grad_of(x: Any, op: str) -> Tensor:
+    raise OpArgumentError(
+        f"[reshard] {label(x)}: no gradient through Partial({op!r}) -> Replicate; "
+        "use Partial('sum') or Partial('avg') on tensors that need a gradient"
+    )
+
+
+def reshard_local(x: Any, t: Tensor, shape: tuple[int, ...], mesh: ProcessMesh, src: list[Placement], dst: list[Placement], why: str = "") -> Tensor:
+    """This rank's shard of ``x`` laid out as ``dst`` (``src``: as it is), on the tape.
+
+    Order: partial values are reduced first, then shards are gathered or exchanged, then
+    replicated axes are sliced or made partial; an exchange to a dim another axis still
+    shards goes through a gather."""
+    coord = mesh.coordinate(collective.get_rank())
+    if coord is None:
+        return t
+    cur = list(src)
+
+    def go(axis: int, to: Placement) -> None:
+        nonlocal t
+        t = _Stepper(x, shape, mesh, coord, why).run(t, axis, cur[axis], to)
+        cur[axis] = to
+
+    for a in range(mesh.ndim):  # reduce partial values
+        if cur[a].is_partial() and cur[a] != dst[a]:
+            if isinstance(dst[a], Shard) and any(isinstance(p, Shard) and p.dim == dst[a].dim for p in cur):
+                go(a, Replicate())
+            else:
+                go(a, dst[a] if isinstance(dst[a], (Shard, Replicate)) else Replicate())
+    for a in range(mesh.ndim):  # gather or exchange shards
+        if isinstance(cur[a], Shard) and cur[a] != dst[a]:
+            to = dst[a]
+            if isinstance(to, Shard) and any(isinstance(p, Shard) and p.dim == to.dim for p in cur):
+                to = Replicate()
+            go(a, to if isinstance(to, Shard) else Replicate())
+    for a in range(mesh.ndim):  # slice or split replicated axes
+        if cur[a] != dst[a]:
+            go(a, dst[a])
+    return t
+
+
+class _Stepper:
+    """One transition on one mesh axis, with its backward on the tape."""
+
+    def __init__(self, x: Any, shape: tuple[int, ...], mesh: ProcessMesh, coord: list[int], why: str) -> None:
+        self.x, self.shape, self.mesh, self.coord, self.why = x, shape, mesh, coord, why
+
+    def run(self, t: Tensor, axis: int, src: Placement, dst: Placement) -> Tensor:
+        mesh, shape = self.mesh, self.shape
+        k, c = mesh.shape[axis], self.coord[axis]
+        g = mesh.get_group(axis) if k > 1 else None
+        nbytes = t.numel() * t.dtype.itemsize
+        note = lambda s, d, how, b: _note(self.x, mesh, axis, s, d, how, b, self.why)  # noqa: E731
+
+        def gather(u: Tensor, d: int) -> Tensor:
+            with autograd.no_grad():
+                return u if g is None else _gather(u, d, shape[d], g, k)
+
+        def mine(u: Tensor, d: int) -> Tensor:
+            a, b = chunk(shape[d], k, c)
+            with autograd.no_grad():
+                return _narrow(u, d, a, b)
+
+        def a2a(u: Tensor, i: int, j: int) -> Tensor:
+            with autograd.no_grad():
+                return u if g is None else _all_to_all(u, i, j, shape[i], shape[j], k, c, g)
+
+        def scatter(u: Tensor, d: int, op: str) -> Tensor:
+            with autograd.no_grad():
+                return u if g is None else _reduce_scatter(u, d, k, c, op, g)
+
+        def reduce(u: Tensor, op: str) -> Tensor:
+            with autograd.no_grad():
+                return u if g is None else _all_reduce(u, op, g)
+
+        def scale(u: Tensor, op: str) -> Tensor:
+            return u * (1.0 / k) if op == "avg" and k > 1 else u
+
+        if isinstance(src, Shard) and isinstance(dst, Shard):
+            i, j = src.dim, dst.dim
+            note(src, dst, "all_to_all", nbytes)
+            return _on_tape(t, a2a(t, i, j), lambda gr: a2a(gr, j, i))
+        if isinstance(src, Shard):
+            d = src.dim
+            note(src, Replicate(), "all_gather", nbytes * k)
+            out = _on_tape(t, gather(t, d), lambda gr: mine(gr, d))
+            return self.run(out, axis, Replicate(), dst) if isinstance(dst, Partial) else out
+        if isinstance(src, Partial):
+            op = src.reduce_type
+            if isinstance(dst, Shard):
+                d = dst.dim
+                note(src, dst, f"reduce_scatter({op})", nbytes)
+                return _on_tape(t, scatter(t, d, op), lambda gr: scale(gather(gr, d), op))
+            note(src, Replicate(), f"all_reduce({op})", nbytes)
+            if op in ("max", "min"):
+                out = _on_tape(t, reduce(t, op), lambda gr: _no_grad_of(self.x, op))
+            else:
+                out = _on_tape(t, reduce(t, op), lambda gr: scale(gr, op))
+            return self.run(out, axis, Replicate(), dst) if isinstance(dst, Partial) else out
+        if isinstance(dst, Shard):
+            d = dst.dim
+            note(src, dst, "slice", 0)
+            return _on_tape(t, mine(t, d), lambda gr: gather(gr, d))
+        if isinstance(dst, Partial):
+            zero = dst.reduce_type == "sum" and c != 0
+            note(src, dst, "zeros on the other ranks" if dst.reduce_type == "sum" else "keep", 0)
+            with autograd.no_grad():
+                out = t * 0 if zero else t.detach()
+            # an avg part's gradient is the whole one over k (see the rule above)
+            return _on_tape(t, out, lambda gr: gr * float(k) if dst.reduce_type == "avg" and k > 1 else gr)
+        return t
+
+
+def ensure_groups(mesh: ProcessMesh) -> None:
+    """Create the groups of every axis of ``mesh`` now, on every rank of the world (ranks
+    outside the mesh too: creating a group is a collective of the world)."""
+    for a, k in enumerate(mesh.shape):
+        if k > 1:
+            mesh.get_group(a)
+
+
+# -- the public call -------------------------------------------------------------------------
+def reshard(x: DistTensor, mesh: ProcessMesh, placements: list[Placement], why: str = "") -> DistTensor:
+    """``x`` laid out as ``placements`` over ``mesh`` (Paddle's ``dist.reshard``); gradients
+    flow back through every step on the same mesh.
+
+    >>> import numpy as np, framework.distributed as dist
+    >>> m = dist.ProcessMesh([0], dim_names=["x"])
+    >>> d = dist.shard_tensor(np.arange(4.0, dtype="float32"), m, [dist.Shard(0)])
+    >>> dist.reshard(d, m, [dist.Replicate()]).placements
+    [Replicate()]
+    """
+    if not isinstance(x, DistTensor):
+        raise OpArgumentError(f"[reshard] expected a DistTensor (from dist.shard_tensor), got {type(x).__name__}")
+    dst = check_placements("reshard", x, x.shape, mesh, placements)
+    ensure_groups(x.process_mesh)
+    ensure_groups(mesh)
+    if mesh != x.process_mesh:
+        return _move(x, mesh, dst, why)
+    local = x._local
+    if local is not None:
+        local = reshard_local(x, local, x.shape, mesh, x.placements, dst, why)
+    return DistTensor(local, mesh, dst, x.shape, x.dtype, x.name)
+
+
+def _move(x: DistTensor, mesh: ProcessMesh, dst: list[Placement], why: str) -> DistTensor:
+    """Between meshes: replicate on the source mesh, send the whole tensor to each rank of the
+    target mesh (from the source rank at the same position, modulo its size), then slice."""
+    src_mesh = x.process_mesh
+    me = collective.get_rank()
+    full = None
+    if x._local is not None:
+        full = reshard_local(x, x._local, x.shape, src_mesh, x.placements, [Replicate()] * src_mesh.ndim, why)
+    srcs, dsts = src_mesh.process_ids, mesh.process_ids
+    got = None
+    for n, d in enumerate(dsts):
+        s = srcs[n % len(srcs)]
+        if me == s == d:
+            got = full.detach()
+        elif me == s:
+            _note(x, src_mesh, 0, x.placements[0], Replicate(), f"send to rank {d}", full.numel() * full.dtype.itemsize, why)
+            collective.send(full.detach(), dst=d)
+        elif me == d:
+            got = _empty(x.shape, x.dtype, _recv_device(x))
+            collective.recv(got, src=s)
+    local = None
+    if got is not None:
+        local = reshard_local(x, got, x.shape, mesh, [Replicate()] * mesh.ndim, dst, why)
+    return DistTensor(local, mesh, dst, x.shape, x.dtype, x.name)
+
+
+def _recv_device(x: DistTensor) -> Any:
+    return x.device if x.device is not None else _to_tensor([0.0]).device
+
+
+def unshard_dtensor(x: DistTensor) -> Tensor:
+    """The whole tensor, replicated on every rank of its mesh, as a plain tensor (Paddle's
+    ``dist.unshard_dtensor``); ranks outside the mesh get None."""
+    r = reshard(x, x.process_mesh, [Replicate()] * x.process_mesh.ndim, why="unshard_dtensor")
+    return r._local
