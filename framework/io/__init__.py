@@ -10,6 +10,8 @@
 # ruff: noqa: F401  (re-exports)
 from __future__ import annotations
 
+from ._multiprocess import DataLoaderWorkerError
+from ._worker import WorkerInfo, get_worker_info
 from .dataloader import DataLoader, default_collate_fn
 from .dataset import ComposeDataset, Dataset, IterableDataset, Subset, TensorDataset, random_split
 from .sampler import BatchSampler, DistributedBatchSampler, RandomSampler, Sampler, SequenceSampler
@@ -17,4 +19,5 @@ from .sampler import BatchSampler, DistributedBatchSampler, RandomSampler, Sampl
 __all__ = [
     "Dataset", "IterableDataset", "TensorDataset", "Subset", "ComposeDataset", "random_split", "Sampler",
     "SequenceSampler", "RandomSampler", "BatchSampler", "DistributedBatchSampler", "DataLoader", "default_collate_fn",
+    "get_worker_info", "WorkerInfo", "DataLoaderWorkerError",
 ]

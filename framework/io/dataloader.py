@@ -1,4 +1,5 @@
-"""``DataLoader``: batches from a dataset through a batch sampler, stacked by ``collate_fn``."""
+"""``DataLoader``: batches from a dataset through a batch sampler, stacked by ``collate_fn``,
+in this process or in worker processes (``num_workers``)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ import numpy as np
 
 from adapter_api import OpArgumentError
 
+from .._src import device as _dev
 from .._src.ops.random import Generator
 from .._src.ops.shape import stack
 from .._src.tensor import Tensor, to_tensor
+from ._multiprocess import MultiProcessIterator, WorkerPool, mp_context
 from .dataset import IterableDataset
 from .sampler import BatchSampler, RandomSampler, SequenceSampler
 
@@ -41,8 +44,31 @@ class DataLoader:
     ``batch_size``/``shuffle``/``drop_last`` build a :class:`BatchSampler` (or pass
     ``batch_sampler``); shuffling uses ``generator`` (a ``fw.Generator``), else the global
     Philox generator, so ``fw.seed(n)`` makes the order reproducible. ``batch_size=None``
-    yields single samples. Samples are loaded in this process: ``num_workers`` is accepted for
-    Paddle compatibility and does not start worker processes.
+    yields single samples.
+
+    ``num_workers=0`` loads in this process. ``num_workers=N`` starts N worker processes
+    (``multiprocessing_context``: ``"forkserver"`` where the platform has it, else
+    ``"spawn"``; ``"fork"`` is refused) that load and collate on the host and send numpy
+    batches back; the dataset, ``collate_fn`` and ``worker_init_fn`` must be picklable. Each
+    worker keeps ``prefetch_factor`` batches in flight; batches come in the sampler's order,
+    equal to what ``num_workers=0`` gives. Each epoch every worker is seeded with
+    ``base + worker_id`` (Python's ``random``, numpy's global generator and ``fw.seed``),
+    ``base`` drawn from ``generator`` (else the global generator), so ``fw.seed(n)`` makes
+    the workers' random streams distinct and reproducible; :func:`get_worker_info` tells a
+    worker its id (an IterableDataset uses it to shard: each worker iterates its own copy,
+    and batches come round-robin over the workers). With ``use_buffer_reader`` (the default)
+    the arrays are copied to the current device on a copy stream of the loader's, the next
+    batch's copies running while the model computes on this one (synchronous copies on a
+    device without streams). A worker's exception is raised here, naming the worker and the
+    sample index; the workers are stopped at the end of each epoch (kept with
+    ``persistent_workers=True``), on an error, on ``break``, when the iterator is
+    garbage-collected, and on Ctrl-C. ``timeout`` (seconds, 0 = none) bounds the wait for a
+    batch.
+
+    >>> import framework as fw
+    >>> ds = fw.io.TensorDataset([fw.arange(6)])
+    >>> [b[0].tolist() for b in fw.io.DataLoader(ds, batch_size=4, num_workers=2)]
+    [[0, 1, 2, 3], [4, 5]]
     """
 
     def __init__(
@@ -50,11 +76,24 @@ class DataLoader:
         batch_size: int | None = 1, shuffle: bool = False, drop_last: bool = False, collate_fn: Callable[[list[Any]], Any] | None = None,
         num_workers: int = 0, use_buffer_reader: bool = True, prefetch_factor: int = 2, use_shared_memory: bool = True,
         timeout: int = 0, worker_init_fn: Any = None, persistent_workers: bool = False, generator: Generator | None = None,
+        multiprocessing_context: str | None = None,
     ) -> None:
-        if num_workers < 0:
-            raise OpArgumentError(f"[DataLoader] num_workers must be >= 0, got {num_workers}")
+        if not isinstance(num_workers, int) or num_workers < 0:
+            raise OpArgumentError(f"[DataLoader] num_workers must be an int >= 0, got {num_workers!r}")
+        if num_workers and (not isinstance(prefetch_factor, int) or prefetch_factor < 1):
+            raise OpArgumentError(f"[DataLoader] prefetch_factor must be an int >= 1 with num_workers > 0, got {prefetch_factor!r}")
+        if timeout < 0:
+            raise OpArgumentError(f"[DataLoader] timeout must be >= 0 seconds, got {timeout}")
+        if num_workers:
+            mp_context(multiprocessing_context)  # refuse 'fork' here, not at the first batch
         self.dataset = dataset
+        self._default_collate = collate_fn is None
         self.collate_fn = collate_fn or default_collate_fn
+        self.num_workers, self.prefetch_factor, self.timeout = num_workers, prefetch_factor, timeout
+        self.persistent_workers, self.worker_init_fn = bool(persistent_workers), worker_init_fn
+        self.use_buffer_reader, self.multiprocessing_context = bool(use_buffer_reader), multiprocessing_context
+        self.generator, self.places = generator, places
+        self._pool: WorkerPool | None = None
         self.iterable = isinstance(dataset, IterableDataset)
         self.batch_size, self.drop_last = batch_size, drop_last
         if self.iterable:
@@ -70,6 +109,7 @@ class DataLoader:
         else:
             sampler = RandomSampler(dataset, generator=generator) if shuffle else SequenceSampler(dataset)
             self.batch_sampler = BatchSampler(sampler=sampler, batch_size=batch_size, drop_last=drop_last)
+        self._auto_collate = self.batch_sampler is not None or (self.iterable and batch_size is not None)
 
     def __len__(self) -> int:
         if self.iterable:
@@ -79,6 +119,18 @@ class DataLoader:
         return len(self.batch_sampler)
 
     def __iter__(self) -> Iterator[Any]:
+        if self.num_workers:
+            if self._pool is None or not self._pool.alive:
+                self._pool = WorkerPool(self)
+            device = _dev.get_device() if self.places is None else _dev.parse(self.places[0] if isinstance(self.places, (list, tuple)) else self.places)
+            return MultiProcessIterator(self, self._pool, device)
+        return self._iter_here()
+
+    def worker_pids(self) -> list[int]:
+        """The process ids of the running workers (empty when none run)."""
+        return self._pool.pids() if self._pool is not None and self._pool.alive else []
+
+    def _iter_here(self) -> Iterator[Any]:
         if self.iterable:
             yield from self._iter_stream()
         elif self.batch_sampler is None:

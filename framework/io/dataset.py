@@ -34,7 +34,11 @@ class IterableDataset(Dataset):
 
 
 class TensorDataset(Dataset):
-    """Samples are the i-th rows of each tensor (all with the same first dimension)."""
+    """Samples are the i-th rows of each tensor (all with the same first dimension).
+
+    Pickled (to reach DataLoader worker processes) it carries the tensors' host data: in a
+    worker, samples are rows of numpy arrays, which the DataLoader makes into tensors again.
+    """
 
     def __init__(self, tensors: Sequence[Tensor]) -> None:
         self.tensors = list(tensors)
@@ -53,6 +57,12 @@ class TensorDataset(Dataset):
 
     def __len__(self) -> int:
         return self._n
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"tensors": [t.numpy() if isinstance(t, Tensor) else t for t in self.tensors], "_n": self._n}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.tensors, self._n = state["tensors"], state["_n"]
 
 
 class Subset(Dataset):
