@@ -360,3 +360,30 @@ def test_to_static_llama_block_passes_remove_ops_and_keep_values(device):
     assert_close(a, want)
     assert_close(b, want)
     np.testing.assert_array_equal(b, a)
+
+
+def test_to_static_fuses_matmul_add_on_a_plugin_with_a_linear_kernel(linfuse):
+    rng = np.random.default_rng(6)
+    x, w, b = (fw.to_tensor(rng.standard_normal(s).astype(np.float32), device=linfuse) for s in ((5, 3), (3, 4), (4,)))
+
+    def affine(x, w, b):  # type: ignore[no-untyped-def]
+        return fw.matmul(x, w) + b
+
+    with fw.no_grad():
+        sf = fw.jit.to_static(affine)
+        got = sf(x, w, b)
+    assert "op.linear" in _names(sf.programs[0].program) and "op.matmul" not in _names(sf.programs[0].program)
+    assert_close(got, x.numpy() @ w.numpy() + b.numpy())
+
+
+# -- the conformance static tier catches a wrong rewrite ---------------------------------------------
+def test_static_tier_fails_a_wrong_rule_and_passes_the_shipped_ones(monkeypatch):
+    from conformance.checks import CheckFailure
+    from conformance.tiers import static
+
+    with np.errstate(all="ignore"):  # the samples multiply inf by 0 on purpose
+        assert static.primitive_case("mul", "float32", "cpu")["samples"] > 0
+        wrong = Rule("mul_is_x", source=Pat("mul", Var("x"), Var("y")), result="x", where=[passes.drr.same_type("x")])
+        monkeypatch.setattr(passes.Canonicalize, "rules", [*passes.rules.CANONICAL, wrong])
+        with pytest.raises(CheckFailure, match=r"mul\[float32\] .* as a program"):
+            static.primitive_case("mul", "float32", "cpu")
