@@ -109,6 +109,55 @@ class TinyLlama(nn.Layer):
         return self.head(self.norm(h))
 
 
+class LlamaKVDecoder(nn.Layer):
+    """One decoding step of a :class:`TinyLlama` with a KV cache, every shape static but the
+    batch: a program to save and serve (``examples/generate_tiny_llama.py``).
+
+    ``forward(ids, pos, k_0, v_0, ..., k_{L-1}, v_{L-1})`` takes the new token ``ids``
+    (batch, 1) int64 at position ``pos`` (batch,) int64 and each layer's key/value cache
+    (batch, heads, max_seq, head_dim); it returns the next-token logits (batch, vocab) and
+    the caches with position ``pos`` written. The position is a tensor, so one program
+    serves every step: the rotary tables are gathered at ``pos``, the cache is written with
+    ``where`` on ``arange(max_seq) == pos`` and attention sees the positions ``<= pos``.
+    The parameters are the model's own (shared, not copied)."""
+
+    def __init__(self, model: TinyLlama) -> None:
+        super().__init__()
+        self.model = model
+
+    def cache_shape(self, batch: int) -> tuple[int, int, int, int]:
+        blk = self.model.blocks[0]
+        return (batch, blk.heads, self.model.rope_cos.shape[0], blk.head_dim)
+
+    def forward(self, ids: fw.Tensor, pos: fw.Tensor, *caches: fw.Tensor) -> tuple[fw.Tensor, ...]:
+        m = self.model
+        b = ids.shape[0]
+        t = m.rope_cos.shape[0]
+        p = pos.reshape((b, 1))
+        cos = F.embedding(p, m.rope_cos).reshape((b, 1, 1, -1))
+        sin = F.embedding(p, m.rope_sin).reshape((b, 1, 1, -1))
+        where = pos.reshape((b, 1, 1, 1))
+        steps = fw.arange(t, device=ids.device)
+        slot = steps.reshape((1, 1, t, 1)) == where  # the cache row written now
+        visible = steps.reshape((1, 1, 1, t)) <= where  # the rows attention reads
+        h = m.embed(ids)
+        new: list[fw.Tensor] = []
+        for i, blk in enumerate(m.blocks):
+            qkv = blk.qkv(blk.attn_norm(h)).reshape((b, 1, 3, blk.heads, blk.head_dim)).transpose((2, 0, 3, 1, 4))
+            q, k, v = (x.reshape((b, blk.heads, 1, blk.head_dim)) for x in fw.split(qkv, 3, axis=0))
+            q = F.rotary_embedding(q, cos, sin)
+            k = F.rotary_embedding(k, cos, sin)
+            kc = fw.where(slot, k, caches[2 * i])
+            vc = fw.where(slot, v, caches[2 * i + 1])
+            s = fw.matmul(q, kc, transpose_y=True) * (1.0 / math.sqrt(blk.head_dim))
+            a = fw.matmul(F.softmax(fw.where(visible, s, float("-inf")), axis=-1), vc)
+            h = h + blk.proj(a.transpose((0, 2, 1, 3)).reshape((b, 1, -1)))
+            mm = blk.mlp_norm(h)
+            h = h + blk.down(F.silu(blk.gate(mm)) * blk.up(mm))
+            new += [kc, vc]
+        return (m.head(m.norm(h)).reshape((b, -1)), *new)
+
+
 # -- data -------------------------------------------------------------------------------------
 def blobs(rng: np.random.Generator, n: int, dim: int = 32, classes: int = 4) -> tuple[np.ndarray, np.ndarray]:
     centers = np.random.default_rng(1234).standard_normal((classes, dim)).astype(np.float32)

@@ -80,3 +80,26 @@ def test_predictor_errors_name_what_to_do(trained_llama, tmp_path):
         predictor.get_output_handle("out0").copy_to_cpu()
     with pytest.raises(fw.jit.ProgramFileError, match="no program"):
         fw.inference.create_predictor(fw.inference.Config(str(tmp_path / "missing")))
+
+
+def test_generation_with_a_kv_cache_through_the_saved_program(tmp_path, device):
+    """examples/generate_tiny_llama.py's path: one cached decoding step saved as a program and
+    served by the Predictor gives, token after token, the logits of the eager model re-reading
+    the whole sequence (no cache), and so the same greedy continuation."""
+    from examples.generate_tiny_llama import generate_cached, generate_eager, save_decoder
+    from examples.models import TinyLlama
+
+    fw.manual_seed(0)
+    model = TinyLlama(20, dim=32, heads=2, layers=2, hidden=48, max_seq=16)
+    model.eval()
+    save_decoder(model, str(tmp_path / "dec"))
+    config = fw.inference.Config(str(tmp_path / "dec"))
+    config.set_device(device)
+    predictor = fw.inference.create_predictor(config)
+    assert predictor.get_input_names() == ["ids", "pos", "k0", "v0", "k1", "v1"]
+    prompt = [3, 1, 4, 1, 5]
+    cached, lc = generate_cached(predictor, prompt, 8, seed=0, temperature=0.0)
+    eager, le = generate_eager(model.to(device), prompt, 8, seed=0, temperature=0.0, device=device)
+    for a, b in zip(lc, le):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+    assert cached == eager and len(cached) == 13
