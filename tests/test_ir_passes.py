@@ -82,6 +82,25 @@ def test_cse_merges_equal_ops_commutative_ones_too_but_never_random_draws():
     assert_close(before - (e * e), _run(p, X)[0] - (e * e))
 
 
+def test_cse_keeps_constants_that_differ_only_in_the_sign_of_zero_or_in_type():
+    p = _prog(f"""  %1 = builtin.constant {{value = -0.0}} : {_t('1, 1')}
+  %2 = builtin.constant {{value = 0.0}} : {_t('1, 1')}
+  %3 = builtin.constant {{value = -0.0}} : {_t('1, 1')}
+  %4 = op.mul(%0, %1) : {_t('2, 3')}
+  %5 = op.mul(%0, %2) : {_t('2, 3')}
+  %6 = op.mul(%0, %3) : {_t('2, 3')}
+  %7 = op.add(%4, %5) : {_t('2, 3')}
+  %8 = op.sub(%7, %6) : {_t('2, 3')}
+  builtin.return(%8)""", f"%0: {_t('2, 3')}", _t('2, 3'))
+    x = -np.abs(X)
+    before = _run(p, x)[0]
+    _opt(p, "cse")
+    assert _names(p).count("builtin.constant") == 2 and _names(p).count("op.mul") == 2
+    got = _run(p, x)[0]
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(before))
+    np.testing.assert_array_equal(got, before)
+
+
 def test_fold_runs_constant_ops_once_inline_scalars_and_named_tensors():
     c = np.arange(6, dtype=np.float32).reshape(2, 3)
     p = _prog(f"""  %1 = builtin.constant {{value = 2.0}} : {_t('1, 1')}

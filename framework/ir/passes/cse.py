@@ -6,17 +6,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core import Program, print_attr, print_type
+from ..core import Program
 from .manager import Pass, PassContext, register_pass
 from .traits import commutative, mergeable
+
+
+def _freeze(v: Any) -> Any:
+    """An attribute as a key that tells 1 from 1.0 from True and -0.0 from 0.0 (NaN equals NaN)."""
+    if isinstance(v, tuple):
+        return tuple(_freeze(x) for x in v)
+    if isinstance(v, float):
+        return float, repr(v)
+    return type(v), v
 
 
 def _key(op: Any) -> tuple[Any, ...]:
     ids = [id(v) for v in op.operands]
     if commutative(op) and len({v.type for v in op.operands}) == 1:
         ids.sort()
-    attrs = tuple((k, print_attr(op.attrs[k])) for k in sorted(op.attrs))
-    return op.name, tuple(ids), attrs, tuple(print_type(r.type) for r in op.results)
+    attrs = tuple((k, _freeze(op.attrs[k])) for k in sorted(op.attrs))
+    return op.name, tuple(ids), attrs, tuple(r.type for r in op.results)
 
 
 def eliminate_common_subexpressions(program: Program) -> int:
