@@ -51,3 +51,26 @@ def test_every_reshard_transition_against_numpy(nranks: int) -> None:
     if nranks == 4:
         assert "mesh_move/send_recv" in names and "2d/S0.S1->S1.S0" in names
     assert proc.returncode == 0, proc.stdout[-3000:]
+
+
+# -- sharding rules: ops on distributed tensors under mpiexec ---------------------------------
+@needs_mpi
+@pytest.mark.mpi
+@pytest.mark.parametrize("nranks", [2, 4])
+def test_ops_follow_their_rules_against_one_process(nranks: int) -> None:
+    proc, out = _launch("ap_ops.py", nranks)
+    records = _records(proc, out, nranks)
+    failed = [f"rank {r}: {rec['name']}: {rec.get('detail', '')}" for r, rec in records if not rec["ok"]]
+    assert not failed, "\n".join(failed[:10])
+    by_name = {rec["name"]: rec for r, rec in records if r == 0}
+    for must in ("matmul/column", "matmul/row+bias", "elementwise/broadcast", "sum/sharded_axis", "softmax/sharded_axis",
+                 "rms_norm", "layer_norm", "embedding/column", "reshape/split", "transpose", "cross_entropy/batch",
+                 "error/not_divisible", "error/missing_dim", "error/mesh_mismatch"):
+        assert must in by_name, f"case {must} did not run"
+    # the row-parallel output is reduced before the bias is added, and the reshard says why
+    assert "[P(sum)]->[R] all_reduce(sum) (add)" in by_name["matmul/row+bias"]["reshards"]
+    # column parallel needs no communication in the op (only numpy() and the loss gather)
+    assert [r for r in by_name["matmul/column"]["reshards"] if r.endswith("(matmul)")] == []
+    if nranks == 4:
+        assert "2d/dp_x_tp_mlp" in by_name
+    assert proc.returncode == 0, proc.stdout[-3000:]

@@ -11,6 +11,7 @@ rules and insert the communication. See docs/distributed.md.
 
 from __future__ import annotations
 
+from . import functional
 from .dtensor import DistTensor, dtensor_from_fn, shard_tensor
 from .mesh import ProcessMesh
 from .placement import Partial, Placement, Replicate, Shard
@@ -29,6 +30,7 @@ __all__ = [
     "Replicate",
     "Shard",
     "dtensor_from_fn",
+    "functional",
     "reshard",
     "reshard_log",
     "shard_tensor",

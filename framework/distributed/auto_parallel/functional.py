@@ -1,0 +1,381 @@
+"""Eager execution on distributed tensors: each op reads its rule (:mod:`.rules`), reshards its
+inputs as the plan asks (each reshard logged), runs the framework's op on the local shards and
+wraps the result with the planned placements. Gradients flow through the local ops and the
+reshards on the tape. With plain tensors only, each function is the framework's op.
+
+>>> import numpy as np, framework.distributed as dist
+>>> from framework.distributed.auto_parallel import functional as D
+>>> m = dist.ProcessMesh([0], dim_names=["mp"])
+>>> x = dist.shard_tensor(np.ones((2, 4), "float32"), m, [dist.Replicate()])
+>>> w = dist.shard_tensor(np.ones((4, 6), "float32"), m, [dist.Shard(1)])
+>>> D.matmul(x, w).placements
+[Shard(1)]
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from adapter_api import OpArgumentError
+
+from ..._src import autograd
+from ..._src.ops import math as _math
+from ..._src.ops import shape as _shape
+from ..._src.ops.composites import activation as _act
+from ..._src.ops.composites import loss as _loss
+from ..._src.ops.composites import misc as _misc
+from ..._src.ops.composites import norm as _norm
+from ..._src.tensor import Tensor
+from .dtensor import DistTensor, label
+from .mesh import ProcessMesh
+from .placement import Placement, Replicate, Shard, chunk
+from .reshard import _all_reduce, _on_tape, ensure_groups, reshard, reshard_local
+from .rules import RULES, expand, plan
+
+
+# -- the executor ----------------------------------------------------------------------------
+def _mesh_of(op: str, xs: Sequence[Any]) -> ProcessMesh:
+    dts = [x for x in xs if isinstance(x, DistTensor)]
+    mesh = dts[0].process_mesh
+    for d in dts[1:]:
+        if d.process_mesh != mesh:
+            raise OpArgumentError(
+                f"[{op}] {label(dts[0])} is on {mesh} with placements {dts[0].placements}, but "
+                f"{label(d)} is on {d.process_mesh} with placements {d.placements}; move one with "
+                "dist.reshard(x, mesh, placements) first"
+            )
+    return mesh
+
+
+def _lift(x: Any, mesh: ProcessMesh) -> DistTensor:
+    """A plain tensor (the same on every rank) is replicated over the mesh."""
+    if isinstance(x, DistTensor):
+        return x
+    return DistTensor(x, mesh, [Replicate()] * mesh.ndim, x.shape, x.dtype, getattr(x, "name", None))
+
+
+def _grad_all_reduce(t: Tensor, mesh: ProcessMesh, axis: int) -> Tensor:
+    """Identity forward; backward all-reduces the gradient over ``axis`` (Megatron's ``f``)."""
+    if t.stop_gradient or mesh.shape[axis] == 1 or t.dtype.kind != "f":
+        return t
+    g = mesh.get_group(axis)
+    return _on_tape(t, t.detach(), lambda gr: _all_reduce(gr, "sum", g))
+
+
+def run(op: str, xs: Sequence[Any], local: Callable[..., Tensor], rule: str | None = None,
+        linear: str | None = None, reduce: str | None = None) -> DistTensor:
+    """Run ``local`` (the framework op on local shards) under op ``op``'s sharding rule."""
+    spec = RULES.get(op, RULES["unary"])
+    rule = rule or spec["rule"]
+    linear = spec.get("linear", "") if linear is None else linear
+    reduce = spec.get("reduce", "") if reduce is None else reduce
+    mesh = _mesh_of(op, xs)
+    ensure_groups(mesh)
+    dts = [_lift(x, mesh) for x in xs]
+    letters, out, kept = expand(rule, [d.shape for d in dts])
+    p = plan(op, rule, linear, reduce, letters, out, kept, [d.placements for d in dts],
+             [d.shape for d in dts], [d.dtype.itemsize for d in dts], mesh.shape)
+    sizes: dict[str, int] = {}
+    for lt, d in zip(letters, dts):
+        for c, n in zip(lt, d.shape):
+            if c != "_":
+                sizes[c] = n
+    shape = tuple(sizes.get(c, 1) for c in out)
+    locals_: list[Tensor] = []
+    for i, (d, need) in enumerate(zip(dts, p.inputs)):
+        t = d._local
+        if t is None:
+            return DistTensor(None, mesh, p.output, shape, dts[0].dtype)
+        if need != d.placements:
+            t = reshard_local(d, t, d.shape, mesh, d.placements, need, why=op)
+        for j, axis in p.grad_all_reduce:
+            if j == i:
+                t = _grad_all_reduce(t, mesh, axis)
+        locals_.append(t)
+    y = local(*locals_)
+    return DistTensor(y, mesh, p.output, shape, y.dtype)
+
+
+def _dist(*xs: Any) -> bool:
+    return any(isinstance(x, DistTensor) for x in xs)
+
+
+# -- ops ------------------------------------------------------------------------------------
+def matmul(x: Any, y: Any) -> Any:
+    """``x @ y`` (rule ``*mk,*kn->*mn``): a contracted ``k`` sharded gives a Partial output."""
+    if not _dist(x, y):
+        return _math.matmul(x, y)
+    if x.ndim < 2 or y.ndim < 2:
+        raise OpArgumentError(f"[matmul] distributed operands need 2 or more dims, got {list(x.shape)} and {list(y.shape)}")
+    return run("matmul", [x, y], _math.matmul)
+
+
+def linear(x: Any, weight: Any, bias: Any = None) -> Any:
+    """``x @ weight + bias`` (Paddle's layout: weight is ``[in, out]``)."""
+    y = matmul(x, weight)
+    return y if bias is None else add(y, bias)
+
+
+def _binary(op: str, fn: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    def f(x: Any, y: Any) -> Any:
+        if not _dist(x, y):
+            return fn(x, y)
+        if not isinstance(y, (Tensor, DistTensor)) or not isinstance(x, (Tensor, DistTensor)):
+            a, s = (x, y) if isinstance(x, DistTensor) else (y, x)
+            lin = "one" if op in ("multiply",) or (op == "divide" and a is x) else ""
+            return run(op, [a], lambda t: fn(t, s) if a is x else fn(s, t), rule="*->*", linear=lin)
+        return run(op, [x, y], fn)
+
+    f.__name__ = op
+    f.__doc__ = f"Element-wise {op} with numpy broadcasting (rule ``*,*->*``)."
+    return f
+
+
+add = _binary("add", lambda a, b: a + b)
+subtract = _binary("subtract", lambda a, b: a - b)
+multiply = _binary("multiply", lambda a, b: a * b)
+divide = _binary("divide", lambda a, b: a / b)
+
+
+def _unary(name: str, fn: Callable[[Tensor], Tensor]) -> Callable[[Any], Any]:
+    def f(x: Any) -> Any:
+        return run(name, [x], fn) if isinstance(x, DistTensor) else fn(x)
+
+    f.__name__ = name
+    f.__doc__ = f"Element-wise {name} (rule ``*->*``; a Partial input is reduced first)."
+    return f
+
+
+silu = _unary("silu", _act.silu)
+relu = _unary("relu", _act.relu)
+gelu = _unary("gelu", _act.gelu)
+tanh = _unary("tanh", _math.tanh)
+exp = _unary("exp", _math.exp)
+
+
+def _axes(x: Any, axis: Any) -> list[int]:
+    if axis is None:
+        return list(range(x.ndim))
+    axes = [axis] if isinstance(axis, int) else list(axis)
+    return sorted(a % x.ndim for a in axes)
+
+
+def _reduction(op: str, x: Any, axis: Any, keepdim: bool, local: Callable[[Tensor, list[int]], Tensor]) -> DistTensor:
+    axes = _axes(x, axis)
+    inl = "abcdefghijklmnop"[: x.ndim]
+    out = "".join(("Z" if keepdim else "") if i in axes else c for i, c in enumerate(inl))
+    return run(op, [x], lambda t: local(t, axes), rule=f"{inl}->{out}")
+
+
+def sum(x: Any, axis: Any = None, keepdim: bool = False) -> Any:  # noqa: A001 - Paddle's name
+    """Sum over ``axis``: a sharded axis gives a Partial(sum) output."""
+    if not isinstance(x, DistTensor):
+        return _math.sum(x, axis=axis, keepdim=keepdim)
+    return _reduction("sum", x, axis, keepdim, lambda t, a: _math.sum(t, axis=a, keepdim=keepdim))
+
+
+def mean(x: Any, axis: Any = None, keepdim: bool = False) -> Any:
+    """Mean over ``axis``: each rank sums its shard over the global count (exact for uneven
+    shards); a sharded axis gives a Partial(sum) output."""
+    if not isinstance(x, DistTensor):
+        return _math.mean(x, axis=axis, keepdim=keepdim)
+    count = math.prod(x.shape[a] for a in _axes(x, axis))
+    return _reduction("mean", x, axis, keepdim, lambda t, a: _math.sum(t, axis=a, keepdim=keepdim) * (1.0 / count))
+
+
+def max(x: Any, axis: Any = None, keepdim: bool = False) -> Any:  # noqa: A001 - Paddle's name
+    """Max over ``axis``: a sharded axis gives a Partial(max) output."""
+    if not isinstance(x, DistTensor):
+        return _math.max(x, axis=axis, keepdim=keepdim)
+    return _reduction("max", x, axis, keepdim, lambda t, a: _math.max(t, axis=a, keepdim=keepdim))
+
+
+def _last_axis(op: str, x: Any, axis: int) -> None:
+    if axis % x.ndim != x.ndim - 1:
+        raise OpArgumentError(f"[{op}] distributed tensors: only the last axis is supported, got axis={axis}")
+
+
+def softmax(x: Any, axis: int = -1) -> Any:
+    """Softmax over the last axis (rule ``*a->*a | a``: the axis is gathered when sharded)."""
+    if not isinstance(x, DistTensor):
+        return _norm.softmax(x, axis=axis)
+    _last_axis("softmax", x, axis)
+    return run("softmax", [x], lambda t: _norm.softmax(t, axis=-1))
+
+
+def log_softmax(x: Any, axis: int = -1) -> Any:
+    if not isinstance(x, DistTensor):
+        return _norm.log_softmax(x, axis=axis)
+    _last_axis("log_softmax", x, axis)
+    return run("log_softmax", [x], lambda t: _norm.log_softmax(t, axis=-1))
+
+
+def rms_norm(x: Any, weight: Any, epsilon: float = 1e-6) -> Any:
+    """RMS norm over the last axis (rule ``*a,a->*a | a``)."""
+    n = x.shape[-1]
+    if not _dist(x, weight):
+        return _norm.rms_norm(x, n, weight, epsilon)
+    return run("rms_norm", [x, weight], lambda t, w: _norm.rms_norm(t, n, w, epsilon))
+
+
+def layer_norm(x: Any, weight: Any, bias: Any, epsilon: float = 1e-5) -> Any:
+    """Layer norm over the last axis (rule ``*a,a,a->*a | a``)."""
+    n = x.shape[-1]
+    if not _dist(x, weight, bias):
+        return _norm.layer_norm(x, n, weight, bias, epsilon)
+    return run("layer_norm", [x, weight, bias], lambda t, w, b: _norm.layer_norm(t, n, w, b, epsilon))
+
+
+def embedding(ids: Any, weight: Any) -> Any:
+    """Rows of ``weight`` (rule ``*,vd->*d | v``: a vocabulary-sharded table is gathered)."""
+    if not _dist(ids, weight):
+        return _misc.embedding(ids, weight)
+    return run("embedding", [ids, weight], _misc.embedding)
+
+
+def cross_entropy(logits: Any, label: Any, reduction: str = "mean") -> Any:
+    """Softmax cross-entropy over the last axis (rule ``*c,*->* | c``); ``mean`` and ``sum``
+    reduce over every other dim (a sharded batch gives a Partial(sum) loss)."""
+    if not _dist(logits, label):
+        return _loss.cross_entropy(logits, label, reduction=reduction)
+    if reduction == "none":
+        return run("cross_entropy", [logits, label], lambda a, b: _loss.cross_entropy(a, b, reduction="none"),
+                   rule="*c,*->* | c")
+    scale = 1.0 / math.prod(label.shape) if reduction == "mean" else 1.0
+    return run("cross_entropy", [logits, label],
+               lambda a, b: _loss.cross_entropy(a, b, reduction="sum") * scale, rule="*c,*-> | c")
+
+
+def transpose(x: Any, perm: Sequence[int]) -> Any:
+    """Permute dims (placements follow their dims)."""
+    if not isinstance(x, DistTensor):
+        return _shape.transpose(x, perm)
+    inl = "abcdefghijklmnop"[: x.ndim]
+    out = "".join(inl[p] for p in perm)
+    return run("transpose", [x], lambda t: _shape.transpose(t, list(perm)), rule=f"{inl}->{out}")
+
+
+def _blocks(a: Sequence[int], b: Sequence[int]) -> list[tuple[list[int], list[int]]]:
+    """Group the dims of two shapes with the same count into runs of equal product."""
+    out, i, j = [], 0, 0
+    while i < len(a) or j < len(b):
+        bi, bj = [i], [j]
+        pa, pb = a[i] if i < len(a) else 1, b[j] if j < len(b) else 1
+        i, j = i + 1, j + 1
+        while pa != pb:
+            if pa < pb:
+                bi.append(i)
+                pa *= a[i]
+                i += 1
+            else:
+                bj.append(j)
+                pb *= b[j]
+                j += 1
+        out.append(([d for d in bi if d < len(a)], [d for d in bj if d < len(b)]))
+    return out
+
+
+def reshape(x: Any, shape: Sequence[int]) -> Any:
+    """Reshape; a sharded dim stays sharded when it is the leading dim of the group of dims it
+    splits into or merges with, which needs its size and the new leading size divisible by
+    the ranks of the mesh axis (else an error naming the tensor, mesh and placement); a
+    sharded minor dim is gathered first."""
+    if not isinstance(x, DistTensor):
+        return _shape.reshape(x, shape)
+    shape = list(shape)
+    if -1 in shape:
+        known = math.prod(s for s in shape if s != -1)
+        shape[shape.index(-1)] = x.numel() // known
+    mesh = x.process_mesh
+    ensure_groups(mesh)
+    blocks = _blocks(x.shape, shape)
+    need: list[Placement] = list(x.placements)
+    outp: list[Placement] = []
+    for axis, p in enumerate(x.placements):
+        if not isinstance(p, Shard):
+            outp.append(p)
+            continue
+        k = mesh.shape[axis]
+        ins, outs = next(bl for bl in blocks if p.dim in bl[0])
+        if p.dim != ins[0] or not outs:
+            need[axis] = Replicate()
+            outp.append(Replicate())
+            continue
+        o0 = outs[0]
+        if (len(ins), len(outs)) != (1, 1) and (x.shape[p.dim] % k or shape[o0] % k):
+            raise OpArgumentError(
+                f"[reshape] {label(x)}: placement {p} on mesh axis '{mesh.dim_names[axis]}' of {mesh}: "
+                f"dim {p.dim} of size {x.shape[p.dim]} becomes dims {outs} of sizes {[shape[o] for o in outs]}, "
+                f"which needs {x.shape[p.dim]} and {shape[o0]} divisible by the {k} ranks of the axis; "
+                "pick sizes divisible by the mesh axis or reshard the tensor to Replicate first"
+            )
+        outp.append(Shard(o0))
+    t = x._local
+    if t is None:
+        return DistTensor(None, mesh, outp, shape, x.dtype)
+    if need != x.placements:
+        t = reshard_local(x, t, x.shape, mesh, x.placements, need, why="reshape")
+    coord = mesh.coordinate(_rank())
+    local_shape = list(shape)
+    for axis, p in enumerate(outp):
+        if isinstance(p, Shard):
+            a, b = chunk(shape[p.dim], mesh.shape[axis], coord[axis])
+            local_shape[p.dim] = b - a
+    return DistTensor(_shape.reshape(t, local_shape), mesh, outp, shape, x.dtype)
+
+
+def _rank() -> int:
+    from .. import collective
+
+    return collective.get_rank()
+
+
+def backward(x: DistTensor, grad_tensor: Any = None) -> None:
+    """Backward from a distributed scalar: a Partial loss is all-reduced first (on the tape)."""
+    if not isinstance(x, DistTensor):
+        raise OpArgumentError(f"[backward] expected a DistTensor, got {type(x).__name__}")
+    r = x
+    if any(p.is_partial() for p in x.placements):
+        r = reshard(x, x.process_mesh, [Replicate()] * x.process_mesh.ndim, why="backward")
+    if r._local is not None:
+        autograd.backward(r._local, grad_tensor)
+
+
+def numpy(x: DistTensor) -> Any:
+    """The whole tensor as a numpy array (gathered; None outside the mesh)."""
+    r = reshard(x, x.process_mesh, [Replicate()] * x.process_mesh.ndim, why="numpy") if any(
+        not p.is_replicated() for p in x.placements) else x
+    return None if r._local is None else r._local.numpy()
+
+
+# -- operators and methods of DistTensor --------------------------------------------------------
+def _attach() -> None:
+    T = DistTensor
+    T.__add__ = lambda a, b: add(a, b)
+    T.__radd__ = lambda a, b: add(b, a)
+    T.__sub__ = lambda a, b: subtract(a, b)
+    T.__rsub__ = lambda a, b: subtract(b, a)
+    T.__mul__ = lambda a, b: multiply(a, b)
+    T.__rmul__ = lambda a, b: multiply(b, a)
+    T.__truediv__ = lambda a, b: divide(a, b)
+    T.__matmul__ = lambda a, b: matmul(a, b)
+    T.__rmatmul__ = lambda a, b: matmul(b, a)
+    T.__neg__ = lambda a: multiply(a, -1.0)
+    T.reshape = lambda a, *s: reshape(a, s[0] if len(s) == 1 and not isinstance(s[0], int) else s)
+    T.transpose = lambda a, perm: transpose(a, perm)
+    T.sum = lambda a, axis=None, keepdim=False: sum(a, axis, keepdim)
+    T.mean = lambda a, axis=None, keepdim=False: mean(a, axis, keepdim)
+    T.max = lambda a, axis=None, keepdim=False: max(a, axis, keepdim)
+    T.backward = lambda a, grad_tensor=None: backward(a, grad_tensor)
+    T.numpy = lambda a: numpy(a)
+
+
+_attach()
+
+__all__ = [
+    "add", "backward", "cross_entropy", "divide", "embedding", "exp", "gelu", "layer_norm", "linear",
+    "log_softmax", "matmul", "max", "mean", "multiply", "numpy", "relu", "reshape", "rms_norm", "run",
+    "silu", "softmax", "subtract", "sum", "tanh", "transpose",
+]
