@@ -7,9 +7,9 @@ infinities, out-of-range indices and axes, and operands on the wrong device. Eac
 give the value of the numpy reference (``conformance.reference``), or raise an
 ``OarlockError`` whose message names the op; never another exception, a crash or a hang.
 
-In CI the run is short and fixed (``derandomize``: the same examples every time). A long
-run: ``OARLOCK_FUZZ_EXAMPLES=20000 python -m pytest -q tests/test_fuzz_ops.py`` (random
-seeds then: ``OARLOCK_FUZZ_RANDOM=1``). A failure found is added below as an ``@example``.
+In CI the run is short and fixed (``derandomize``: the same examples every time). The long
+run is ``ci/fuzz [EXAMPLES]`` (20,000 examples with random seeds by default; the same as
+``OARLOCK_FUZZ_EXAMPLES=20000 OARLOCK_FUZZ_RANDOM=1 python -m pytest -q tests/test_fuzz_ops.py``). A failure found is added below as an ``@example``.
 """
 
 from __future__ import annotations
