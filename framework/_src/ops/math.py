@@ -454,7 +454,7 @@ def _g_matmul_t(n: Any, g: list) -> list:
     go = g[0]
     ga = gb = None
     if not a.stop_gradient:
-        ga = matmul_t(b, go, tx and ty, not tx) if tx else matmul_t(go, b, False, not ty)
+        ga = matmul_t(b, go, ty, True) if tx else matmul_t(go, b, False, not ty)
     if not b.stop_gradient:
         gb = matmul_t(go, a, True, tx and ty) if ty else matmul_t(a, go, not tx, False)
     return [ga, gb]

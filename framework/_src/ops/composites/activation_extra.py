@@ -43,8 +43,10 @@ def selu_decomposition(x: Tensor, *, scale: float, alpha: float) -> Tensor:
 
 @composite("celu", infer=same_meta)
 def celu_decomposition(x: Tensor, *, alpha: float) -> Tensor:
-    """max(0, x) + min(0, alpha (exp(x / alpha) - 1))."""
-    return M.where(x > 0, x, _expm1_neg(x * (1.0 / alpha)) * alpha)
+    """max(0, x) + min(0, alpha (exp(x / alpha) - 1)); for alpha < 0 the exponent is positive
+    where x < 0 (no clamp there: exp may overflow to the true limit, -inf)."""
+    inner = x * (1.0 / alpha)
+    return M.where(x > 0, x, (_expm1_neg(inner) if alpha > 0 else M.exp(inner) - 1.0) * alpha)
 
 
 @composite("prelu", infer=same_meta)

@@ -49,7 +49,7 @@ def atan_decomposition(x: Tensor) -> Tensor:
     mid = (a > 0.66) & (~big)
     safe = M.where(big, a, 1.0)
     r = M.where(big, -1.0 / safe, M.where(mid, (a - 1.0) / (a + 1.0), a))
-    zero = a * 0.0
+    zero = r * 0.0  # not a * 0.0: that is NaN at |x| = inf
     base = M.where(big, zero + _PIO2, M.where(mid, zero + _m.pi / 4, zero))
     z = r * r
     y = base + (r + r * (z * _poly(z, _ATAN_P) / _poly(z, _ATAN_Q, monic=True)))
@@ -156,7 +156,8 @@ def _digamma(x: Tensor) -> Tensor:
         acc = acc + 1.0 / (z + float(k))
     w = z + 6.0
     iw2 = 1.0 / (w * w)
-    series = M.log(w) - 0.5 / w - iw2 * (1.0 / 12 - iw2 * (1.0 / 120 - iw2 * (1.0 / 252 - iw2 * (1.0 / 240 - iw2 * (1.0 / 132)))))
+    tail = 1.0 / 132 - iw2 * (691.0 / 32760 - iw2 * (1.0 / 12))  # to w^-14: float64-accurate for w >= 6.5
+    series = M.log(w) - 0.5 / w - iw2 * (1.0 / 12 - iw2 * (1.0 / 120 - iw2 * (1.0 / 252 - iw2 * (1.0 / 240 - iw2 * tail))))
     psi = series - acc
     return M.where(neg, psi - _m.pi / tan(x * _m.pi), psi)
 
