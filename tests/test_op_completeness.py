@@ -87,3 +87,20 @@ def test_a_primitive_without_a_gradient_or_a_reason_is_refused():
     with pytest.raises(ValueError, match="give its lowering"):
         primitive("neg", lambda ins, a: [], lambda n, g: g, elementwise=True)
     assert OPS["neg"].lower.c == "(-{0})"  # the refused definitions replaced nothing
+
+
+def test_every_composite_is_in_the_conformance_composites_tier():
+    """Each registered composite has an entry in conformance/tiers/composites.py (a run through
+    the public API, an independent numpy reference, samples), and one with a gradient check
+    unless the op declares it has no gradient."""
+    from conformance.tiers.composites import gradient_checked_ops, listed_ops
+
+    composites = {n: d for n, d in OPS.items() if d.kind == "composite"}
+    listed, with_grad = listed_ops(), gradient_checked_ops()
+    unlisted = sorted(set(composites) - listed)
+    no_grad_check = sorted(n for n, d in composites.items() if n in listed and n not in with_grad and not d.no_grad)
+    assert not unlisted and not no_grad_check, (
+        f"registered composites not listed in the conformance composites tier: {unlisted}; "
+        f"listed without a gradient check: {no_grad_check}. Add a CompositeInfo to "
+        "conformance/tiers/composites.py (public call, numpy reference in conformance/composite_reference.py, "
+        "samples on the op's edges, grad=(...) for its differentiable inputs)")
