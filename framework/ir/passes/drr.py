@@ -29,6 +29,7 @@ from ..._src import dispatch
 from ..core import Operation, TensorType, Value
 from ..dialects import infer_shapes, lookup
 from .rewrite import PatternRewriter, RewritePattern
+from .traits import aliases_storage, returned
 
 
 @dataclass(frozen=True)
@@ -241,6 +242,8 @@ class _RulePattern(RewritePattern):
                 m.root, m.ctx = op, rewriter.ctx
                 if not all(c(m) for c in self.rule.where):
                     continue
+                if isinstance(self.rule.result, str) and returned(op) and aliases_storage(m[self.rule.result]):
+                    continue  # an output stays a fresh tensor: never the caller's input or a parameter
                 new = self._build(self.rule.result, m, op, rewriter, True)
                 if new is None or new.type != op.result.type:
                     continue

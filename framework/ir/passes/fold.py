@@ -3,7 +3,7 @@ through the eager kernel of its device (the same kernel the executor would call)
 result becomes a ``builtin.constant``: inline (``value``) for one element, else a named
 constant added to the pass context's constants.
 
-Not folded: random ops, ops with symbolic shapes or attributes, creation ops (no operands)
+Not folded: program outputs (each run returns a fresh tensor), random ops, ops with symbolic shapes or attributes, creation ops (no operands)
 of more than one element (a filled tensor is cheaper to make than to store), results of more
 than :data:`FOLD_LIMIT` elements, and host/transfer ops.
 """
@@ -22,7 +22,7 @@ from ..._src.tensor import Tensor, from_numpy_copy
 from ..core import Operation, Program, TensorType, has_symbols
 from ..dialects import lookup
 from .manager import Pass, PassContext, register_pass
-from .traits import RANDOM, removable
+from .traits import RANDOM, removable, returned
 
 #: the largest result (elements) folding makes
 FOLD_LIMIT = 1 << 20
@@ -31,6 +31,8 @@ FOLD_LIMIT = 1 << 20
 def _foldable(op: Operation) -> bool:
     if not op.name.startswith("op.") or op.name in RANDOM or not removable(op) or len(op.results) != 1:
         return False
+    if returned(op):
+        return False  # an output is a fresh tensor each run, never the program's constant
     d = lookup(op.name).opdef
     if d is None or d.kind not in ("primitive", "composite", "view"):
         return False

@@ -23,3 +23,16 @@ def mergeable(op: Operation) -> bool:
 
 def commutative(op: Operation) -> bool:
     return lookup(op.name).has("commutative")
+
+
+def returned(op: Operation) -> bool:
+    """A result of ``op`` is a program output: the executor gives outputs fresh buffers, so
+    such a result must not become a constant, an input or a parameter (the caller would get
+    the program's own tensor, shared between runs, or its argument back)."""
+    return any(u.name == "builtin.return" for r in op.results for u, _ in r.uses)
+
+
+def aliases_storage(v: object) -> bool:
+    """``v`` is an input, a parameter or a constant (not a fresh result of an op)."""
+    d = getattr(v, "defining_op", None)
+    return d is None or d.name.startswith("builtin.")
