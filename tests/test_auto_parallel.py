@@ -74,3 +74,88 @@ def test_ops_follow_their_rules_against_one_process(nranks: int) -> None:
     if nranks == 4:
         assert "2d/dp_x_tp_mlp" in by_name
     assert proc.returncode == 0, proc.stdout[-3000:]
+
+
+# -- tensor-parallel and DP x TP tiny Llama ----------------------------------------------------
+@needs_mpi
+@pytest.mark.mpi
+@pytest.mark.parametrize(("nranks", "dp"), [(2, 1), (4, 2)])
+def test_tiny_llama_tp_follows_the_single_process_curve(nranks: int, dp: int) -> None:
+    proc, out = _launch("ap_llama.py", nranks, str(dp))
+    for r in range(nranks):
+        path = os.path.join(out, f"rank{r}.json")
+        assert os.path.exists(path), f"rank {r} wrote no result (exit {proc.returncode}):\n{proc.stdout[-3000:]}"
+        d = json.load(open(path))
+        assert len(d["losses"]) == len(d["ref"]) == 6
+        np.testing.assert_allclose(d["losses"], d["ref"], rtol=1e-5, atol=1e-5)
+        assert min(d["losses"]) < d["losses"][0]  # it trained
+        # each rank holds only its shard of the sharded weights (norm weights are replicated)
+        assert d["whole"] == d["ref_held"] and d["held"] < 0.55 * d["whole"], (d["held"], d["whole"])
+        assert "all_gather" in d["collectives"], d["collectives"]
+        if dp > 1:  # data parallel from the rules: the replicated weights' gradients are all-reduced
+            assert "all_reduce(sum) of the gradient, in backward" in d["collectives"], d["collectives"]
+    assert proc.returncode == 0, proc.stdout[-3000:]
+
+
+# -- in this process: a world of one ---------------------------------------------------------
+def test_process_mesh_sub_meshes_and_names() -> None:
+    m = dist.ProcessMesh([[0, 1, 2], [3, 4, 5]], dim_names=["dp", "mp"])
+    assert m.shape == [2, 3] and m.ndim == 2 and m.process_ids == [0, 1, 2, 3, 4, 5]
+    assert m.get_dim_size("mp") == 3 and m.coordinate(4) == [1, 1] and m.coordinate(9) is None
+    assert m[1].process_ids == [3, 4, 5] and m[1].dim_names == ["mp"]
+    assert m["mp"].shape == [3, 2] and m["mp"].dim_names == ["mp", "dp"]
+    assert m.get_mesh_with_dim("mp", 2).process_ids == [2, 5]
+    with pytest.raises(fw.OpArgumentError, match=r"no axis named 'pp'.*\['dp', 'mp'\]"):
+        m.get_dim_size("pp")
+    with pytest.raises(fw.OpArgumentError, match="distinct"):
+        dist.ProcessMesh([0, 0])
+
+
+def test_annotation_errors_name_the_tensor_mesh_and_placement() -> None:
+    m = dist.ProcessMesh([0], dim_names=["x"])
+    x = fw.to_tensor(np.ones((4, 6), np.float32))
+    x.name = "w_q"
+    with pytest.raises(fw.OpArgumentError, match=r"\[shard_tensor\] tensor 'w_q' of shape \[4, 6\]: placement Shard\(2\) on mesh axis 'x' of ProcessMesh\(.*\) names tensor dim 2, but the tensor has 2 dims"):
+        dist.shard_tensor(x, m, [dist.Shard(2)])
+    with pytest.raises(fw.OpArgumentError, match=r"2 placements .* has 1 axes \['x'\]"):
+        dist.shard_tensor(x, m, [dist.Shard(0), dist.Replicate()])
+    m2 = dist.ProcessMesh([[0]], dim_names=["a", "b"])
+    with pytest.raises(fw.OpArgumentError, match=r"Shard\(0\) on mesh axes 'a' and 'b'"):
+        dist.shard_tensor(x, m2, [dist.Shard(0), dist.Shard(0)])
+    with pytest.raises(fw.OpArgumentError, match="unknown reduce_type 'prod'"):
+        dist.Partial("prod")
+
+
+def test_functional_ops_on_plain_tensors_are_the_framework_ops() -> None:
+    from framework.distributed.auto_parallel import functional as D
+
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal((4, 5)).astype(np.float32)
+    got = D.softmax(D.matmul(fw.to_tensor(a), fw.to_tensor(b)))
+    assert isinstance(got, fw.Tensor)
+    e = np.exp(a @ b - (a @ b).max(-1, keepdims=True))
+    np.testing.assert_allclose(got.numpy(), e / e.sum(-1, keepdims=True), rtol=1e-5)
+
+
+def test_shard_layer_on_a_mesh_of_one_keeps_values_and_tags_parameters() -> None:
+    from framework.distributed.auto_parallel import functional as D
+
+    fw.seed(0)
+    lin = fw.nn.Linear(4, 6)
+    w = lin.weight.numpy().copy()
+    m = dist.ProcessMesh([0], dim_names=["mp"])
+
+    def shard_fn(name, layer, mesh):
+        if isinstance(layer, fw.nn.Linear):
+            layer.weight = dist.shard_tensor(layer.weight, mesh, [dist.Shard(1)])
+
+    dist.shard_layer(lin, m, shard_fn)
+    assert {n for n, _ in lin.named_parameters()} == {"weight", "bias"}
+    assert lin.weight.dist_attr[1] == [dist.Shard(1)] and lin.bias.dist_attr[1] == [dist.Replicate()]
+    np.testing.assert_allclose(lin.weight.numpy(), w)
+    x = np.ones((2, 4), np.float32)
+    y = D.linear(fw.to_tensor(x), lin.weight, lin.bias)
+    assert y.placements == [dist.Shard(1)]
+    np.testing.assert_allclose(D.numpy(y), x @ w + lin.bias.numpy(), rtol=1e-5)
+    with pytest.raises(fw.OpArgumentError, match=r"\[shard_layer\] expected an nn.Layer"):
+        dist.shard_layer(object(), m)

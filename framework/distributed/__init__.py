@@ -29,6 +29,7 @@ from .auto_parallel import (
     Shard,
     dtensor_from_fn,
     reshard,
+    shard_layer,
     shard_tensor,
     unshard_dtensor,
 )
@@ -69,6 +70,7 @@ __all__ = [
     "auto_parallel",
     "dtensor_from_fn",
     "reshard",
+    "shard_layer",
     "shard_tensor",
     "unshard_dtensor",
     "DataParallel",

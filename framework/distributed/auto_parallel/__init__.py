@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from . import functional
 from .dtensor import DistTensor, dtensor_from_fn, shard_tensor
+from .layer import local_bytes, shard_layer
 from .mesh import ProcessMesh
 from .placement import Partial, Placement, Replicate, Shard
 from .reshard import LOG, reshard, unshard_dtensor
@@ -31,8 +32,10 @@ __all__ = [
     "Shard",
     "dtensor_from_fn",
     "functional",
+    "local_bytes",
     "reshard",
     "reshard_log",
+    "shard_layer",
     "shard_tensor",
     "unshard_dtensor",
 ]

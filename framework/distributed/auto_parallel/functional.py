@@ -31,13 +31,13 @@ from ..._src.tensor import Tensor
 from .dtensor import DistTensor, label
 from .mesh import ProcessMesh
 from .placement import Placement, Replicate, Shard, chunk
-from .reshard import _all_reduce, _on_tape, ensure_groups, reshard, reshard_local
+from .reshard import _all_reduce, _note, _on_tape, ensure_groups, reshard, reshard_local
 from .rules import RULES, expand, plan
 
 
 # -- the executor ----------------------------------------------------------------------------
 def _mesh_of(op: str, xs: Sequence[Any]) -> ProcessMesh:
-    dts = [x for x in xs if isinstance(x, DistTensor)]
+    dts = [view(x) for x in xs if isinstance(view(x), DistTensor)]
     mesh = dts[0].process_mesh
     for d in dts[1:]:
         if d.process_mesh != mesh:
@@ -49,18 +49,29 @@ def _mesh_of(op: str, xs: Sequence[Any]) -> ProcessMesh:
     return mesh
 
 
+def view(x: Any) -> Any:
+    """A parameter of :func:`shard_layer` (a local shard with ``dist_attr``) as a DistTensor."""
+    attr = getattr(x, "dist_attr", None) if isinstance(x, Tensor) else None
+    if attr is None:
+        return x
+    return DistTensor(x, attr[0], attr[1], attr[2], x.dtype, x.name)
+
+
 def _lift(x: Any, mesh: ProcessMesh) -> DistTensor:
     """A plain tensor (the same on every rank) is replicated over the mesh."""
+    x = view(x)
     if isinstance(x, DistTensor):
         return x
     return DistTensor(x, mesh, [Replicate()] * mesh.ndim, x.shape, x.dtype, getattr(x, "name", None))
 
 
-def _grad_all_reduce(t: Tensor, mesh: ProcessMesh, axis: int) -> Tensor:
+def _grad_all_reduce(x: DistTensor, t: Tensor, mesh: ProcessMesh, axis: int, op: str) -> Tensor:
     """Identity forward; backward all-reduces the gradient over ``axis`` (Megatron's ``f``)."""
     if t.stop_gradient or mesh.shape[axis] == 1 or t.dtype.kind != "f":
         return t
     g = mesh.get_group(axis)
+    _note(x, mesh, axis, Replicate(), Replicate(), "all_reduce(sum) of the gradient, in backward",
+          t.numel() * t.dtype.itemsize, op)
     return _on_tape(t, t.detach(), lambda gr: _all_reduce(gr, "sum", g))
 
 
@@ -92,14 +103,14 @@ def run(op: str, xs: Sequence[Any], local: Callable[..., Tensor], rule: str | No
             t = reshard_local(d, t, d.shape, mesh, d.placements, need, why=op)
         for j, axis in p.grad_all_reduce:
             if j == i:
-                t = _grad_all_reduce(t, mesh, axis)
+                t = _grad_all_reduce(d, t, mesh, axis, op)
         locals_.append(t)
     y = local(*locals_)
     return DistTensor(y, mesh, p.output, shape, y.dtype)
 
 
 def _dist(*xs: Any) -> bool:
-    return any(isinstance(x, DistTensor) for x in xs)
+    return any(isinstance(view(x), DistTensor) for x in xs)
 
 
 # -- ops ------------------------------------------------------------------------------------
@@ -120,6 +131,7 @@ def linear(x: Any, weight: Any, bias: Any = None) -> Any:
 
 def _binary(op: str, fn: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
     def f(x: Any, y: Any) -> Any:
+        x, y = view(x), view(y)
         if not _dist(x, y):
             return fn(x, y)
         if not isinstance(y, (Tensor, DistTensor)) or not isinstance(x, (Tensor, DistTensor)):
@@ -141,6 +153,7 @@ divide = _binary("divide", lambda a, b: a / b)
 
 def _unary(name: str, fn: Callable[[Tensor], Tensor]) -> Callable[[Any], Any]:
     def f(x: Any) -> Any:
+        x = view(x)
         return run(name, [x], fn) if isinstance(x, DistTensor) else fn(x)
 
     f.__name__ = name
@@ -171,6 +184,7 @@ def _reduction(op: str, x: Any, axis: Any, keepdim: bool, local: Callable[[Tenso
 
 def sum(x: Any, axis: Any = None, keepdim: bool = False) -> Any:  # noqa: A001 - Paddle's name
     """Sum over ``axis``: a sharded axis gives a Partial(sum) output."""
+    x = view(x)
     if not isinstance(x, DistTensor):
         return _math.sum(x, axis=axis, keepdim=keepdim)
     return _reduction("sum", x, axis, keepdim, lambda t, a: _math.sum(t, axis=a, keepdim=keepdim))
@@ -179,6 +193,7 @@ def sum(x: Any, axis: Any = None, keepdim: bool = False) -> Any:  # noqa: A001 -
 def mean(x: Any, axis: Any = None, keepdim: bool = False) -> Any:
     """Mean over ``axis``: each rank sums its shard over the global count (exact for uneven
     shards); a sharded axis gives a Partial(sum) output."""
+    x = view(x)
     if not isinstance(x, DistTensor):
         return _math.mean(x, axis=axis, keepdim=keepdim)
     count = math.prod(x.shape[a] for a in _axes(x, axis))
@@ -187,6 +202,7 @@ def mean(x: Any, axis: Any = None, keepdim: bool = False) -> Any:
 
 def max(x: Any, axis: Any = None, keepdim: bool = False) -> Any:  # noqa: A001 - Paddle's name
     """Max over ``axis``: a sharded axis gives a Partial(max) output."""
+    x = view(x)
     if not isinstance(x, DistTensor):
         return _math.max(x, axis=axis, keepdim=keepdim)
     return _reduction("max", x, axis, keepdim, lambda t, a: _math.max(t, axis=a, keepdim=keepdim))
@@ -199,6 +215,7 @@ def _last_axis(op: str, x: Any, axis: int) -> None:
 
 def softmax(x: Any, axis: int = -1) -> Any:
     """Softmax over the last axis (rule ``*a->*a | a``: the axis is gathered when sharded)."""
+    x = view(x)
     if not isinstance(x, DistTensor):
         return _norm.softmax(x, axis=axis)
     _last_axis("softmax", x, axis)
@@ -206,6 +223,7 @@ def softmax(x: Any, axis: int = -1) -> Any:
 
 
 def log_softmax(x: Any, axis: int = -1) -> Any:
+    x = view(x)
     if not isinstance(x, DistTensor):
         return _norm.log_softmax(x, axis=axis)
     _last_axis("log_softmax", x, axis)
@@ -250,6 +268,7 @@ def cross_entropy(logits: Any, label: Any, reduction: str = "mean") -> Any:
 
 def transpose(x: Any, perm: Sequence[int]) -> Any:
     """Permute dims (placements follow their dims)."""
+    x = view(x)
     if not isinstance(x, DistTensor):
         return _shape.transpose(x, perm)
     inl = "abcdefghijklmnop"[: x.ndim]
@@ -282,6 +301,7 @@ def reshape(x: Any, shape: Sequence[int]) -> Any:
     splits into or merges with, which needs its size and the new leading size divisible by
     the ranks of the mesh axis (else an error naming the tensor, mesh and placement); a
     sharded minor dim is gathered first."""
+    x = view(x)
     if not isinstance(x, DistTensor):
         return _shape.reshape(x, shape)
     shape = list(shape)
@@ -334,6 +354,7 @@ def _rank() -> int:
 
 def backward(x: DistTensor, grad_tensor: Any = None) -> None:
     """Backward from a distributed scalar: a Partial loss is all-reduced first (on the tape)."""
+    x = view(x)
     if not isinstance(x, DistTensor):
         raise OpArgumentError(f"[backward] expected a DistTensor, got {type(x).__name__}")
     r = x

@@ -1,0 +1,25 @@
+"""Under mpiexec: the tiny Llama of examples/train_tiny_llama_tp.py trained on a dp x tp mesh
+(argv: dp), and on each rank the same model in one process; each rank writes
+out/rank{r}.json with both loss curves and the parameter bytes it holds."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+
+import framework.distributed as dist  # noqa: E402
+from examples.train_tiny_llama_tp import train  # noqa: E402
+
+dp, out = int(sys.argv[1]), sys.argv[2]
+steps = 6
+dist.init_parallel_env()
+n = dist.get_world_size()
+losses, held, whole = train(steps, dp=dp, tp=n // dp)
+ref, ref_held, _ = train(steps)  # one process, the whole model, the whole batch
+log = dist.auto_parallel.reshard_log()
+with open(os.path.join(out, f"rank{dist.get_rank()}.json"), "w") as f:
+    json.dump({"losses": losses, "ref": ref, "held": held, "whole": whole, "ref_held": ref_held,
+               "collectives": sorted({r["collective"] for r in log})}, f)
