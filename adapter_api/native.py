@@ -18,6 +18,13 @@ which must not touch the device) when the core registers plugins, on first devic
 Tensors cross as pointers: a kernel gets each tensor's buffer handle, byte offset, dtype and
 shape (``oarlock_tensor``); host arrays cross as their addresses. No device memory passes
 through Python.
+
+A library of ABI 1.1 may fill two optional groups of entries, each all or none: collectives
+(:class:`NativeCommunicator`, the plugin's own, created from a unique id that rank 0's
+``comm_unique_id`` makes and the host communicator carries to every rank) and compile access
+(:class:`NativeCompiler`). Without the collective entries the device gets host-staged
+collectives (:class:`NativeStagedCommunicator`); without compile entries, a package may still
+pass a Python :class:`Compiler` as ``NativePlugin(..., compiler=...)``.
 """
 
 from __future__ import annotations
@@ -30,8 +37,11 @@ from typing import Any
 
 import numpy as np
 
-from .communicator import StagedCommunicator
+from .communicator import REDUCE_OPS, Communicator, StagedCommunicator
+from .compiler import Compiler
 from .errors import (
+    CommunicationError,
+    CompileError,
     DeviceError,
     KernelError,
     KernelNotFoundError,
@@ -55,6 +65,10 @@ MANDATORY = ("device_type", "last_error", "device_count", "properties", "allocat
              "copy_h2d", "copy_d2h", "copy_d2d", "create_event", "record_event", "synchronize_event",
              "elapsed_ms", "kernels")
 STREAM_ENTRIES = ("default_stream", "create_stream", "synchronize_stream", "query_stream", "stream_wait_event")
+#: ABI 1.1: optional groups, each all or none (the loader names the first missing entry).
+COLLECTIVE_ENTRIES = ("comm_unique_id", "comm_create", "comm_destroy", "comm_set_timeout", "all_reduce", "reduce",
+                      "broadcast", "all_gather", "reduce_scatter", "all_to_all", "send", "recv", "barrier")
+COMPILE_ENTRIES = ("kernel_language", "compiler_identity", "compile", "free_binary", "load", "launch", "free_program")
 
 _ERRORS = {2: OutOfMemoryError, 3: OpArgumentError, 4: KernelNotFoundError}
 
@@ -149,6 +163,20 @@ class NativeLibrary:
                               f"them or none (one synchronous stream)")
         self.device_type = f.string(t.device_type).decode()
         self.has_streams = bool(given)
+        self.has_collectives = minor >= 1 and self._group(COLLECTIVE_ENTRIES, "collective",
+                                                          "host-staged collectives")
+        self.has_compiler = minor >= 1 and self._group(COMPILE_ENTRIES, "compile", "no compile access")
+
+    def _group(self, entries: tuple[str, ...], what: str, default: str) -> bool:
+        """Whether the optional group ``entries`` is filled; refuses a partly filled one."""
+        t, null = self.table, ffi().NULL
+        given = [n for n in entries if getattr(t, n) != null]
+        if given and len(given) != len(entries):
+            missing = next(n for n in entries if n not in given)
+            raise PluginError(f"[native] {self.path} fills {len(given)} of the {len(entries)} {what} entries of "
+                              f"oarlock_plugin but leaves '{missing}' NULL; fill all of them or none ({default}); "
+                              f"see oarlock_device.h")
+        return bool(given)
 
     def _message(self) -> str:
         t = self.table
@@ -157,10 +185,11 @@ class NativeLibrary:
         p = t.last_error()
         return ffi().string(p).decode(errors="replace") if p != ffi().NULL else "(no message)"
 
-    def check(self, status: int, entry: str, default: type[Exception] = DeviceError) -> None:
-        """Raise the Oarlock error for a failed call of ``entry``."""
+    def check(self, status: int, entry: str, default: type[Exception] = DeviceError,
+              declined: type[Exception] = KernelNotFoundError) -> None:
+        """Raise the Oarlock error for a failed call of ``entry`` (``declined`` for NOT_SUPPORTED)."""
         if status:
-            cls = _ERRORS.get(status, default)
+            cls = declined if status == 4 else _ERRORS.get(status, default)
             raise cls(f"[{self.device_type}] {entry}: {self._message()}")
 
     def kernels(self) -> list[tuple[str, str, int, Any]]:
@@ -356,8 +385,8 @@ def native_kernel(lib: NativeLibrary, op: str, fn: Any) -> Any:
     return kernel
 
 
-class NativeCommunicator(StagedCommunicator):
-    """Host-staged collectives for a native device, through its copy entries."""
+class NativeStagedCommunicator(StagedCommunicator):
+    """Host-staged collectives for a native device without collective entries, through its copies."""
 
     def download(self, view: NativeView, stream: Any) -> np.ndarray:
         out = np.empty(view.shape, view.dtype)
@@ -371,11 +400,184 @@ class NativeCommunicator(StagedCommunicator):
             self.runtime.copy_h2d(self.device_index, view.buffer, view.offset, array, stream, True)
 
 
+class NativeCommunicator(Communicator):
+    """The library's own collectives (ABI 1.1 entries) on device buffers.
+
+    Not a bootstrap communicator: :meth:`create` sends rank 0's ``comm_unique_id`` to every
+    rank of the group over the host communicator, then each rank calls ``comm_create``.
+    """
+
+    def __init__(self, runtime: NativeRuntime, device_index: int, rank: int, size: int, uid: bytes,
+                 timeout: float = Communicator.timeout) -> None:
+        super().__init__(runtime, device_index, rank, size, uid)
+        self.native, self.t, self.f = runtime.native, runtime.native.table, ffi()
+        self.handle: Any = None
+        want = self.f.sizeof("uint8_t[OARLOCK_UNIQUE_ID_BYTES]")
+        if len(uid) != want:
+            raise CommunicationError(f"[{self.native.device_type}] comm_create: the unique id has {len(uid)} bytes, "
+                                     f"expected {want}; every rank must get rank 0's comm_unique_id")
+        self._timeout = float(timeout)
+        out = self.f.new("void **")
+        self._check(self.t.comm_create(device_index, uid, rank, size, self._timeout, out),
+                    f"comm_create(rank {rank} of {size})")
+        self.handle = out[0]
+
+    @classmethod
+    def create(cls, runtime: Any, device_index: int, host: Communicator) -> Communicator:
+        lib = runtime.native
+        uid = b""
+        if host.rank == 0:
+            buf = ffi().new("uint8_t[OARLOCK_UNIQUE_ID_BYTES]")
+            lib.check(lib.table.comm_unique_id(device_index, buf), "comm_unique_id", CommunicationError)
+            uid = bytes(ffi().buffer(buf))
+        uid = host.broadcast_bytes(uid, 0)
+        return cls(runtime, device_index, host.rank, host.size, uid, host.timeout)
+
+    @property
+    def timeout(self) -> float:  # type: ignore[override]
+        return self._timeout
+
+    @timeout.setter
+    def timeout(self, seconds: float) -> None:
+        self._timeout = float(seconds)
+        if self.handle is not None:
+            self._check(self.t.comm_set_timeout(self.handle, self._timeout), "comm_set_timeout")
+
+    def _check(self, status: int, entry: str) -> None:
+        self.native.check(status, entry, CommunicationError, declined=CommunicationError)
+
+    def _args(self, name: str, send: NativeView, recv: NativeView, recv_size: int) -> tuple[Any, ...]:
+        if recv.dtype != send.dtype or recv.size != recv_size:
+            raise OpArgumentError(f"[{self.native.device_type}] {name}: the output must hold {recv_size} "
+                                  f"{send.dtype}, got {recv.size} {recv.dtype}")
+        return self.handle, send.buffer, send.offset, recv.buffer, recv.offset
+
+    @staticmethod
+    def _op(name: str, op: str) -> int:
+        if op not in REDUCE_OPS:
+            raise OpArgumentError(f"[native] {name}: reduce op {op!r} is not one of {REDUCE_OPS}")
+        return REDUCE_OPS.index(op)
+
+    def _stream(self, stream: Any) -> Any:
+        return stream or self.f.NULL
+
+    # -- collectives --------------------------------------------------------------------
+    def all_reduce(self, send: NativeView, recv: NativeView, op: str, stream: Any) -> None:
+        a = self._args("all_reduce", send, recv, send.size)
+        self._check(self.t.all_reduce(*a, send.size, _dtype_code(send.dtype), self._op("all_reduce", op),
+                                      self._stream(stream)), f"all_reduce({op})")
+
+    def reduce(self, send: NativeView, recv: NativeView, op: str, root: int, stream: Any) -> None:
+        a = self._args("reduce", send, recv, send.size)
+        self._check(self.t.reduce(*a, send.size, _dtype_code(send.dtype), self._op("reduce", op), root,
+                                  self._stream(stream)), f"reduce({op}) to rank {root}")
+
+    def broadcast(self, buf: NativeView, root: int, stream: Any) -> None:
+        self._check(self.t.broadcast(self.handle, buf.buffer, buf.offset, buf.size, _dtype_code(buf.dtype), root,
+                                     self._stream(stream)), f"broadcast from rank {root}")
+
+    def all_gather(self, send: NativeView, recv: NativeView, stream: Any) -> None:
+        a = self._args("all_gather", send, recv, send.size * self.size)
+        self._check(self.t.all_gather(*a, send.size, _dtype_code(send.dtype), self._stream(stream)), "all_gather")
+
+    def reduce_scatter(self, send: NativeView, recv: NativeView, op: str, stream: Any) -> None:
+        if send.size != recv.size * self.size:
+            raise OpArgumentError(f"[{self.native.device_type}] reduce_scatter: the input must hold {self.size} x "
+                                  f"{recv.size} elements, got {send.size}")
+        a = self._args("reduce_scatter", send, recv, recv.size)
+        self._check(self.t.reduce_scatter(*a, recv.size, _dtype_code(send.dtype), self._op("reduce_scatter", op),
+                                          self._stream(stream)), f"reduce_scatter({op})")
+
+    def all_to_all(self, send: NativeView, recv: NativeView, stream: Any) -> None:
+        if send.size % self.size:
+            raise OpArgumentError(f"[{self.native.device_type}] all_to_all: {send.size} elements do not split "
+                                  f"into {self.size} equal chunks")
+        a = self._args("all_to_all", send, recv, send.size)
+        self._check(self.t.all_to_all(*a, send.size // self.size, _dtype_code(send.dtype), self._stream(stream)),
+                    "all_to_all")
+
+    def send(self, buf: NativeView, peer: int, stream: Any) -> None:
+        self._check(self.t.send(self.handle, buf.buffer, buf.offset, buf.size, _dtype_code(buf.dtype), peer,
+                                self._stream(stream)), f"send to rank {peer}")
+
+    def recv(self, buf: NativeView, peer: int, stream: Any) -> None:
+        self._check(self.t.recv(self.handle, buf.buffer, buf.offset, buf.size, _dtype_code(buf.dtype), peer,
+                                self._stream(stream)), f"recv from rank {peer}")
+
+    def barrier(self) -> None:
+        self._check(self.t.barrier(self.handle), "barrier")
+
+    def destroy(self) -> None:
+        if self.handle is not None:
+            handle, self.handle = self.handle, None
+            self._check(self.t.comm_destroy(handle), "comm_destroy")
+
+
+class NativeCompiler(Compiler):
+    """The library's compile access (ABI 1.1 entries) as a :class:`Compiler`.
+
+    ``identity()`` starts with the device type and library version, so two native plugins whose
+    compilers describe themselves alike never share cached binaries (the cache keys by this
+    class, the same for every native plugin).
+    """
+
+    def __init__(self, lib: NativeLibrary, device_index: int = 0) -> None:
+        self.native, self.t, self.f, self.device_index = lib, lib.table, ffi(), device_index
+        self.language = self.f.string(self.t.kernel_language).decode()
+
+    @classmethod
+    def factory(cls, lib: NativeLibrary) -> Any:
+        """``factory(runtime, device_index)`` for ``registry.add_compiler``."""
+        return lambda runtime=None, device_index=0: cls(lib, device_index)
+
+    def identity(self) -> str:
+        buf = self.f.new("char[]", 1024)
+        self.native.check(self.t.compiler_identity(self.device_index, buf, len(buf)), "compiler_identity", CompileError)
+        version = self.f.string(self.t.version).decode() if self.t.version != self.f.NULL else "?"
+        return f"{self.native.device_type} {version} | {self.f.string(buf).decode(errors='replace')}"
+
+    def compile(self, source: str, entry: str, options: tuple[str, ...] = ()) -> bytes:
+        opts = [self.f.new("char[]", o.encode()) for o in options]
+        arr = self.f.new("char *[]", opts or [self.f.NULL])
+        binary, nbytes = self.f.new("void **"), self.f.new("uint64_t *")
+        self.native.check(self.t.compile(self.device_index, source.encode(), entry.encode(), arr, len(opts), binary,
+                                         nbytes), f"compile({entry})", CompileError, declined=CompileError)
+        try:
+            return bytes(self.f.buffer(self.f.cast("char *", binary[0]), nbytes[0]))
+        finally:
+            self.t.free_binary(binary[0])
+
+    def load(self, binary: bytes, entry: str) -> Any:
+        out = self.f.new("void **")
+        self.native.check(self.t.load(self.device_index, self.f.from_buffer(binary), len(binary), entry.encode(), out),
+                          f"load({entry})", CompileError, declined=CompileError)
+        return self.f.gc(out[0], self.t.free_program)
+
+    def launch(self, program: Any, args: list[Any], grid: tuple[int, ...], local: tuple[int, ...] | None,
+               stream: Any) -> None:
+        a = self.f.new("oarlock_launch_arg[]", max(1, len(args)))
+        for k, v in enumerate(args):
+            if isinstance(v, NativeView):
+                a[k].kind, a[k].dtype, a[k].data, a[k].offset = 0, _dtype_code(v.dtype), v.buffer, v.offset
+            elif isinstance(v, (bool, int, np.integer)):
+                a[k].kind, a[k].dtype, a[k].i = 1, _dtype_code(np.asarray(v).dtype), _int64(v)
+            elif isinstance(v, (float, np.floating)):
+                a[k].kind, a[k].dtype, a[k].f = 2, _dtype_code(np.asarray(v).dtype), float(v)
+            else:
+                raise KernelError(f"[{self.native.device_type}] launch argument {k} is {type(v).__name__}; pass "
+                                  f"the tensors' native views and numpy scalars")
+        g = self.f.new("int64_t[]", list(grid) or [1])
+        loc = self.f.new("int64_t[]", list(local)) if local else self.f.NULL
+        self.native.check(self.t.launch(program, a, len(args), g, len(grid), loc, len(local) if local else 0,
+                                        stream or self.f.NULL), "launch", KernelError)
+
+
 class NativePlugin:
     """A native library as a plugin object: what an entry point of ``oarlock.plugins`` names.
 
     ``compiler`` optionally adds compile access written in Python (a :class:`Compiler`
-    class or factory), registered for the library's device type.
+    class or factory), registered for the library's device type; it takes the place of the
+    library's own compile entries when both are given.
     """
 
     CONTRACT = CONTRACT_VERSION  # the native ABI's own version is checked at load
@@ -411,14 +613,19 @@ class NativePlugin:
         registry.add_runtime(typ, lambda: NativeRuntime(lib))
         for op, dtype, flags, fn in lib.kernels():
             registry.add_kernel(op, typ, [dtype], native_kernel(lib, op, fn), broadcast=bool(flags & 1))
-        registry.add_communicator(typ, NativeCommunicator)
+        registry.add_communicator(typ, NativeCommunicator if lib.has_collectives else NativeStagedCommunicator)
         if self.compiler is not None:
             registry.add_compiler(typ, self.compiler)
+        elif lib.has_compiler:
+            registry.add_compiler(typ, NativeCompiler.factory(lib))
 
     @hookimpl
     def oarlock_plugin_info(self) -> dict[str, Any]:
         t, f = self.library.table, ffi()
-        info = {"library": self.path, "native_abi": f"{t.abi_major}.{t.abi_minor}"}
+        info = {"library": self.path, "native_abi": f"{t.abi_major}.{t.abi_minor}",
+                "collectives": "native" if self.library.has_collectives else "host-staged",
+                "compile": ("python" if self.compiler is not None else
+                            f.string(t.kernel_language).decode() if self.library.has_compiler else "none")}
         if t.version != f.NULL:
             info["version"] = f.string(t.version).decode()
         if t.description != f.NULL:

@@ -18,7 +18,9 @@ from adapter_api import KernelNotFoundError, OpArgumentError, OutOfMemoryError, 
 from adapter_api.native import NativeLibrary, NativePlugin, NativeView, include_dir
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SOURCE = os.path.join(ROOT, "examples", "native_plugin", "oarlock_nativedev", "nativedev.c")
+FOLDER = os.path.join(ROOT, "examples", "native_plugin", "oarlock_nativedev")
+SOURCE = os.path.join(FOLDER, "nativedev.c")
+GROUPS = [os.path.join(FOLDER, f) for f in ("collectives.c", "compiler.c")]  # the ABI 1.1 entries
 CC = shutil.which("cc") or shutil.which("gcc")
 needs_cc = pytest.mark.skipif(CC is None, reason="no C compiler")
 
@@ -35,8 +37,8 @@ def _build(tmp_path, name: str, after_init: str) -> str:
                    f"int oarlock_plugin_init(oarlock_plugin *p) {{\n  int s = example_init(p);\n  {after_init}\n"
                    f"  return s;\n}}\n")
     lib = tmp_path / f"{name}.so"
-    subprocess.run([CC, "-std=c11", "-O1", "-fPIC", "-shared", "-pthread", f"-I{include_dir()}", str(src), "-o",
-                    str(lib), "-lm"], check=True, capture_output=True, text=True)
+    subprocess.run([CC, "-std=c11", "-O1", "-fPIC", "-shared", "-pthread", f"-I{include_dir()}", f"-I{FOLDER}", str(src),
+                    *GROUPS, "-o", str(lib), "-lm", "-lrt", "-ldl"], check=True, capture_output=True, text=True)
     return str(lib)
 
 
@@ -78,7 +80,7 @@ def test_a_missing_mandatory_entry_is_named_at_load(tmp_path):
 
 @needs_cc
 def test_abi_versions_and_a_failing_init_are_refused(tmp_path):
-    with pytest.raises(PluginError, match="native ABI 2.0, but this oarlock implements 1.0; upgrade oarlock"):
+    with pytest.raises(PluginError, match="native ABI 2.1, but this oarlock implements 1.1; upgrade oarlock"):
         NativeLibrary(_build(tmp_path, "abi2", "p->abi_major = 2;"))
     with pytest.raises(PluginError, match="native ABI 1.99"):
         NativeLibrary(_build(tmp_path, "abi199", "p->abi_minor = 99;"))

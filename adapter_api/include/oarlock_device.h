@@ -7,16 +7,20 @@
  * which fills the table below with its device type, its runtime functions and its kernels.
  * `adapter_api.native` (cffi, no compiler needed at run time) loads the library and turns the
  * table into an ordinary plugin of the `oarlock.plugins` entry-point group: the same
- * DeviceRuntime, kernels and conformance suite as a Python plugin. The contract in words is
+ * DeviceRuntime, kernels, Communicator, Compiler and conformance suite as a Python plugin. The contract in words is
  * adapter_api/runtime.py (runtime), adapter_api/primitives.py (what each kernel computes) and
- * adapter_api/registry.py (how kernels are called); this header is its C spelling.
+ * adapter_api/registry.py (how kernels are called), adapter_api/communicator.py (collectives)
+ * and adapter_api/compiler.py (compile access); this header is its C spelling.
  *
  * Versioning. The core zeroes a table of its own size, sets `struct_size` to that size and
  * calls oarlock_plugin_init. The plugin checks `struct_size >= sizeof(oarlock_plugin)`
  * (OARLOCK_PLUGIN_CHECK below does it), fills the fields it knows, and sets `abi_major`,
  * `abi_minor` and `struct_size` to the values it was compiled with. The core accepts equal
  * majors and a plugin minor not newer than its own; a minor release only appends optional
- * entries (taken from `reserved`), so an older plugin leaves them NULL.
+ * entries (taken from `reserved`), so an older plugin leaves them NULL, and the core reads
+ * the entries of minors newer than the plugin's as NULL.
+ *   1.0  runtime, streams, events, kernels.
+ *   1.1  collectives and compile access (two optional groups, each all or none).
  *
  * Mandatory entries are checked at load: a NULL one makes the plugin broken, with an error
  * naming the entry. Optional entries may stay NULL (the default is given with each).
@@ -43,7 +47,7 @@ extern "C" {
 
 /* cdef:begin (the loader hands the text from here to cdef:end, minus preprocessor lines, to cffi) */
 
-enum { OARLOCK_ABI_MAJOR = 1, OARLOCK_ABI_MINOR = 0, OARLOCK_MAX_DIMS = 8 };
+enum { OARLOCK_ABI_MAJOR = 1, OARLOCK_ABI_MINOR = 1, OARLOCK_MAX_DIMS = 8, OARLOCK_UNIQUE_ID_BYTES = 128 };
 
 typedef enum oarlock_status {
     OARLOCK_OK = 0,
@@ -125,6 +129,23 @@ typedef struct oarlock_device_properties {
     uint32_t dtypes;        /* bit (1u << oarlock_dtype) for each dtype the device can hold */
 } oarlock_device_properties;
 
+/* Reduce operators of the collectives (ABI 1.1). */
+typedef enum oarlock_reduce_op {
+    OARLOCK_SUM = 0, OARLOCK_AVG = 1, OARLOCK_MAX = 2, OARLOCK_MIN = 3, OARLOCK_PROD = 4
+} oarlock_reduce_op;
+
+/* One argument of a compiled kernel's launch (ABI 1.1). */
+typedef enum oarlock_arg_kind { OARLOCK_ARG_BUFFER = 0, OARLOCK_ARG_INT = 1, OARLOCK_ARG_FLOAT = 2 } oarlock_arg_kind;
+
+typedef struct oarlock_launch_arg {
+    int32_t kind;         /* oarlock_arg_kind */
+    int32_t dtype;        /* BUFFER: its elements; INT/FLOAT: the scalar's (int64, float32, ...) */
+    void *data;           /* BUFFER: the buffer from allocate */
+    int64_t offset;       /* BUFFER: byte offset of element 0 */
+    int64_t i;            /* INT */
+    double f;             /* FLOAT */
+} oarlock_launch_arg;
+
 typedef struct oarlock_plugin {
     /* -- header ----------------------------------------------------------------------- */
     uint32_t struct_size;   /* in: the core's sizeof(oarlock_plugin); out: the plugin's */
@@ -175,12 +196,63 @@ typedef struct oarlock_plugin {
     const oarlock_kernel_def *kernels;                                        /* mandatory */
     int32_t kernel_count;
 
-    /* -- collectives and compile access ----------------------------------------------- */
-    /* ABI 1.0 has no C entries for them: the loader gives every native device host-staged
-     * collectives (adapter_api.StagedCommunicator over copy_d2h/copy_h2d), and a package may
-     * register a Python Compiler next to its library (see docs/vendor-guide.md). Native
-     * entries for both will be appended from `reserved` in a later minor version. */
-    void *reserved[24];
+    /* -- collectives (ABI 1.1; optional, all or none) --------------------------------- */
+    /* NCCL-shaped collectives on device buffers (handle + byte offset), `count` elements of
+     * `dtype`, enqueued on `stream` after the work queued there (NULL without streams).
+     * `op` is an oarlock_reduce_op; AVG of integers rounds down (floor), of bool is not asked
+     * for; SUM/MAX of bool is "or", PROD/MIN "and". `send` and `recv` may be the same buffer
+     * (all_reduce, reduce). A peer that does not arrive within the communicator's timeout
+     * fails the call with a message naming the missing rank(s). Any failure other than
+     * OUT_OF_MEMORY / INVALID_ARGUMENT becomes CommunicationError.
+     *
+     * Bootstrap: a native communicator is never the host one. For each group, rank 0 calls
+     * comm_unique_id, the core sends the OARLOCK_UNIQUE_ID_BYTES bytes to every rank over
+     * the host communicator (the cpu plugin's, on MPI), then every member calls comm_create
+     * at the same time. Without these entries the core stages collectives through host
+     * memory (copy_d2h, the host communicator, copy_h2d). */
+    int (*comm_unique_id)(int32_t device, uint8_t *id);     /* fill OARLOCK_UNIQUE_ID_BYTES bytes */
+    int (*comm_create)(int32_t device, const uint8_t *id, int32_t rank, int32_t size, double timeout_s,
+                       void **comm);
+    int (*comm_destroy)(void *comm);
+    int (*comm_set_timeout)(void *comm, double timeout_s);  /* seconds a call waits for a peer */
+    int (*all_reduce)(void *comm, void *send, uint64_t send_offset, void *recv, uint64_t recv_offset,
+                      uint64_t count, int32_t dtype, int32_t op, void *stream);
+    int (*reduce)(void *comm, void *send, uint64_t send_offset, void *recv, uint64_t recv_offset,
+                  uint64_t count, int32_t dtype, int32_t op, int32_t root, void *stream); /* recv: root only */
+    int (*broadcast)(void *comm, void *buf, uint64_t offset, uint64_t count, int32_t dtype, int32_t root,
+                     void *stream);
+    int (*all_gather)(void *comm, void *send, uint64_t send_offset, void *recv, uint64_t recv_offset,
+                      uint64_t send_count, int32_t dtype, void *stream);    /* recv: size x send_count, rank-major */
+    int (*reduce_scatter)(void *comm, void *send, uint64_t send_offset, void *recv, uint64_t recv_offset,
+                          uint64_t recv_count, int32_t dtype, int32_t op, void *stream); /* send: size x recv_count */
+    int (*all_to_all)(void *comm, void *send, uint64_t send_offset, void *recv, uint64_t recv_offset,
+                      uint64_t count, int32_t dtype, void *stream);  /* count per rank: chunk j goes to rank j */
+    int (*send)(void *comm, void *buf, uint64_t offset, uint64_t count, int32_t dtype, int32_t peer, void *stream);
+    int (*recv)(void *comm, void *buf, uint64_t offset, uint64_t count, int32_t dtype, int32_t peer, void *stream);
+    int (*barrier)(void *comm);
+
+    /* -- compile access (ABI 1.1; optional, all or none) ------------------------------ */
+    /* The core generates kernel source in `kernel_language` and builds it through its kernel
+     * cache: `compile` returns bytes the core stores (memory and disk) and hands back to `load`
+     * later, so the plugin caches nothing. The calling convention of generated kernels
+     * (adapter_api/compiler.py): parameters in0, in1, ..., out0, out1, ..., then the row count
+     * last (int64_t in C); `args` of `launch` come in that order, tensors as BUFFER (handle +
+     * byte offset of element 0), the row count as INT. `grid` is (rows) for "c" (the function
+     * loops over rows itself) and (rows * L) with `local` (L) for "opencl-c" and "cuda".
+     * A failing `compile` leaves the compiler's log in last_error (the core shows it with the
+     * source around the failing line): CompileError; a failing `launch`: KernelError. */
+    const char *kernel_language;   /* "c", "opencl-c" or "cuda" */
+    int (*compiler_identity)(int32_t device, char *buf, uint64_t size); /* changes whenever output would */
+    int (*compile)(int32_t device, const char *source, const char *entry, const char *const *options,
+                   int32_t n_options, void **binary, uint64_t *nbytes);
+    int (*free_binary)(void *binary);                        /* what compile returned, once copied */
+    int (*load)(int32_t device, const void *binary, uint64_t nbytes, const char *entry, void **program);
+    int (*launch)(void *program, const oarlock_launch_arg *args, int32_t n_args, const int64_t *grid,
+                  int32_t grid_dims, const int64_t *local, int32_t local_dims, void *stream);
+    int (*free_program)(void *program);
+
+    /* Later minor versions append entries here, taken from `reserved` (the table's size stays). */
+    void *reserved[4];
 } oarlock_plugin;
 
 int oarlock_plugin_init(oarlock_plugin *plugin);

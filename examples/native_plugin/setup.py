@@ -21,9 +21,9 @@ def include_dir():
 
 setup(ext_modules=[Extension(
     "oarlock_nativedev._nativedev",
-    sources=["oarlock_nativedev/nativedev.c"],
+    sources=["oarlock_nativedev/nativedev.c", "oarlock_nativedev/collectives.c", "oarlock_nativedev/compiler.c"],
     include_dirs=[include_dir()],
     extra_compile_args=["-std=c11", "-O2", "-pthread"],
     extra_link_args=["-pthread"],
-    libraries=["m"],
+    libraries=["m", "rt", "dl"],  # shm_open and dlopen live in libc from glibc 2.34 on
 )])

@@ -4,8 +4,10 @@
  * stream, matmul splits its rows over a few POSIX threads. Kernels are plain C loops over
  * float32, float64, int32, int64 and bool; floating-point math runs in double and is rounded
  * once, integer math wraps like numpy. What each primitive computes: adapter_api/primitives.py.
+ * This file is the runtime and the kernels; collectives.c and compiler.c add the ABI 1.1
+ * groups (collectives over shared memory, compile access for "c").
  */
-#include "oarlock_device.h"
+#include "nativedev.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -22,10 +24,10 @@ enum { F32 = OARLOCK_FLOAT32, F64 = OARLOCK_FLOAT64, I32 = OARLOCK_INT32, I64 = 
 static const int64_t MEMORY = 8LL << 30; /* what the device claims to have */
 static const int THREADS = 4;
 
-/* -- errors: one thread-local message ------------------------------------------------------ */
-static _Thread_local char message[512];
+/* -- errors: one thread-local message (long enough for a compiler's log) -------------------- */
+static _Thread_local char message[16384];
 
-static int fail(int status, const char *fmt, ...) {
+int nd_fail(int status, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(message, sizeof message, fmt, ap);
@@ -50,10 +52,10 @@ static int properties(int32_t dev, oarlock_device_properties *p) {
 
 static int allocate(int32_t dev, uint64_t nbytes, void **buffer) {
     if (nbytes > (uint64_t)MEMORY)
-        return fail(OARLOCK_OUT_OF_MEMORY, "out of memory: %llu bytes asked, the device has %lld",
+        return nd_fail(OARLOCK_OUT_OF_MEMORY, "out of memory: %llu bytes asked, the device has %lld",
                     (unsigned long long)nbytes, (long long)MEMORY);
     *buffer = aligned_alloc(64, (nbytes + 63) / 64 * 64 + 64);
-    return *buffer ? OARLOCK_OK : fail(OARLOCK_OUT_OF_MEMORY, "out of memory: malloc of %llu bytes failed",
+    return *buffer ? OARLOCK_OK : nd_fail(OARLOCK_OUT_OF_MEMORY, "out of memory: malloc of %llu bytes failed",
                                        (unsigned long long)nbytes);
 }
 static int release(int32_t dev, void *buffer) { free(buffer); return OARLOCK_OK; }
@@ -78,7 +80,7 @@ static int copy_d2d(int32_t dev, void *dst, uint64_t doff, const void *src, uint
 /* Events: work is finished when a call returns, so an event only remembers when it was recorded. */
 static int create_event(int32_t dev, void **event) {
     *event = calloc(1, sizeof(double));
-    return *event ? OARLOCK_OK : fail(OARLOCK_OUT_OF_MEMORY, "out of memory creating an event");
+    return *event ? OARLOCK_OK : nd_fail(OARLOCK_OUT_OF_MEMORY, "out of memory creating an event");
 }
 static int destroy_event(void *event) { free(event); return OARLOCK_OK; }
 static int record_event(void *event, void *stream) {
@@ -95,7 +97,10 @@ static int elapsed_ms(void *start, void *end, double *ms) {
 
 /* -- element access: every dtype read as double or int64, written back rounded or wrapped -- */
 static int is_float(int dt) { return dt == F32 || dt == F64; }
-static int64_t itemsize(int dt) { return dt == F64 || dt == I64 ? 8 : dt == B8 ? 1 : 4; }
+int64_t nd_itemsize(int dt) {
+    static const int8_t size[] = {1, 1, 2, 4, 8, 1, 2, 2, 4, 8}; /* in oarlock_dtype order */
+    return dt >= 0 && dt < (int)sizeof size ? size[dt] : 0;
+}
 
 static double ldf(const char *p, int dt, int64_t k) {
     switch (dt) {
@@ -285,7 +290,7 @@ BINARY(gt, f_gt, i_gt) BINARY(ge, f_ge, i_ge) BINARY(logical_and, 0, i_and) BINA
 KERNEL(k_where) { /* cond, x, y; copies the chosen element's bytes */
     walk w;
     walk_init(&w, o, in, 3);
-    int64_t n = oarlock_numel(o), sz = itemsize(o->dtype);
+    int64_t n = oarlock_numel(o), sz = nd_itemsize(o->dtype);
     char *po = PTR(o), *pc = PTR(&in[0]), *px = PTR(&in[1]), *py = PTR(&in[2]);
     for (int64_t k = 0; k < n; k++, walk_next(&w))
         memcpy(po + k * sz, pc[w.off[0]] ? px + w.off[1] * sz : py + w.off[2] * sz, sz);
@@ -295,7 +300,7 @@ KERNEL(k_where) { /* cond, x, y; copies the chosen element's bytes */
 KERNEL(k_cast) { /* float -> int truncates toward zero; -> bool is x != 0 */
     int to = o->dtype;
     if (to != F32 && to != F64 && to != I32 && to != I64 && to != B8)
-        return fail(OARLOCK_NOT_SUPPORTED, "cast to dtype code %d is not supported", to);
+        return nd_fail(OARLOCK_NOT_SUPPORTED, "cast to dtype code %d is not supported", to);
     int64_t n = oarlock_numel(o);
     char *po = PTR(o), *px = PTR(in);
     for (int64_t k = 0; k < n; k++) {
@@ -317,7 +322,7 @@ static int reduce(const oarlock_tensor *o, const oarlock_tensor *x, const oarloc
     for (int d = nd - 1; d >= 0; d--) if (!reduced[d]) { ost[d] = s; s *= x->shape[d]; }
     double *af = malloc(sizeof(double) * (m ? m : 1));
     int64_t *ai = malloc(sizeof(int64_t) * (m ? m : 1));
-    if (!af || !ai) { free(af); free(ai); return fail(OARLOCK_OUT_OF_MEMORY, "out of memory in a reduction"); }
+    if (!af || !ai) { free(af); free(ai); return nd_fail(OARLOCK_OUT_OF_MEMORY, "out of memory in a reduction"); }
     for (int64_t k = 0; k < m; k++) {
         af[k] = how == SUM ? -0.0 : how == PROD ? 1.0 : how == MAX ? -INFINITY : INFINITY;
         ai[k] = how == SUM ? 0 : how == PROD ? 1 : how == MAX ? INT64_MIN : INT64_MAX;
@@ -447,7 +452,7 @@ static void strided_copy(int nd, const int64_t *shape, char *dst, const int64_t 
     }
 }
 
-KERNEL(k_copy) { memcpy(PTR(o), PTR(in), oarlock_numel(o) * itemsize(o->dtype)); return OARLOCK_OK; }
+KERNEL(k_copy) { memcpy(PTR(o), PTR(in), oarlock_numel(o) * nd_itemsize(o->dtype)); return OARLOCK_OK; }
 
 KERNEL(k_permute) {
     const oarlock_attr *perm = attr(at, n_at, "perm");
@@ -455,7 +460,7 @@ KERNEL(k_permute) {
     strides(in, ist);
     strides(o, ost);
     for (int d = 0; d < o->ndim; d++) sst[d] = ist[perm->ints[d]];
-    strided_copy(o->ndim, o->shape, PTR(o), ost, PTR(in), sst, itemsize(o->dtype));
+    strided_copy(o->ndim, o->shape, PTR(o), ost, PTR(in), sst, nd_itemsize(o->dtype));
     return OARLOCK_OK;
 }
 
@@ -464,13 +469,13 @@ KERNEL(k_expand) {
     strides(in, ist);
     strides(o, ost);
     for (int d = 0; d < o->ndim; d++) if (in->shape[d] == 1) ist[d] = 0;
-    strided_copy(o->ndim, o->shape, PTR(o), ost, PTR(in), ist, itemsize(o->dtype));
+    strided_copy(o->ndim, o->shape, PTR(o), ost, PTR(in), ist, nd_itemsize(o->dtype));
     return OARLOCK_OK;
 }
 
 KERNEL(k_slice) {
     const oarlock_attr *starts = attr(at, n_at, "starts"), *steps = attr(at, n_at, "steps");
-    int64_t ist[8], ost[8], base = 0, sz = itemsize(o->dtype);
+    int64_t ist[8], ost[8], base = 0, sz = nd_itemsize(o->dtype);
     strides(in, ist);
     strides(o, ost);
     for (int d = 0; d < o->ndim; d++) base += starts->ints[d] * ist[d], ist[d] *= steps->ints[d];
@@ -480,7 +485,7 @@ KERNEL(k_slice) {
 
 KERNEL(k_concat) {
     int axis = (int)attr(at, n_at, "axis")->i;
-    int64_t ost[8], at_axis = 0, sz = itemsize(o->dtype);
+    int64_t ost[8], at_axis = 0, sz = nd_itemsize(o->dtype);
     strides(o, ost);
     for (int j = 0; j < n_ins; j++) {
         int64_t ist[8];
@@ -493,7 +498,7 @@ KERNEL(k_concat) {
 
 KERNEL(k_pad) {
     const oarlock_attr *pads = attr(at, n_at, "pads");
-    int64_t n = oarlock_numel(o), ist[8], ost[8], base = 0, sz = itemsize(o->dtype);
+    int64_t n = oarlock_numel(o), ist[8], ost[8], base = 0, sz = nd_itemsize(o->dtype);
     for (int64_t k = 0; k < n; k++) store_num(PTR(o), o->dtype, k, attr(at, n_at, "value"));
     strides(in, ist);
     strides(o, ost);
@@ -507,14 +512,14 @@ static int check_index(const oarlock_tensor *index, int64_t size, int axis) {
     const int64_t *ix = (const int64_t *)PTR(index);
     for (int64_t j = 0, n = oarlock_numel(index); j < n; j++)
         if (ix[j] < 0 || ix[j] >= size)
-            return fail(OARLOCK_INVALID_ARGUMENT, "index %lld is out of range [0, %lld) on axis %d; "
+            return nd_fail(OARLOCK_INVALID_ARGUMENT, "index %lld is out of range [0, %lld) on axis %d; "
                         "clamp or check the indices", (long long)ix[j], (long long)size, axis);
     return OARLOCK_OK;
 }
 
 KERNEL(k_gather) {
     int axis = (int)attr(at, n_at, "axis")->i;
-    int64_t outer, inner, len = in[0].shape[axis], ni = oarlock_numel(&in[1]), sz = itemsize(o->dtype);
+    int64_t outer, inner, len = in[0].shape[axis], ni = oarlock_numel(&in[1]), sz = nd_itemsize(o->dtype);
     if (check_index(&in[1], len, axis)) return OARLOCK_INVALID_ARGUMENT;
     split(&in[0], axis, &outer, &inner);
     const int64_t *ix = (const int64_t *)PTR(&in[1]);
@@ -525,7 +530,7 @@ KERNEL(k_gather) {
 }
 
 static int scatter(const oarlock_tensor *o, const oarlock_tensor *in, int axis, int add) {
-    int64_t outer, inner, len = in[0].shape[axis], ni = oarlock_numel(&in[1]), sz = itemsize(o->dtype);
+    int64_t outer, inner, len = in[0].shape[axis], ni = oarlock_numel(&in[1]), sz = nd_itemsize(o->dtype);
     if (check_index(&in[1], len, axis)) return OARLOCK_INVALID_ARGUMENT;
     split(&in[0], axis, &outer, &inner);
     memcpy(PTR(o), PTR(&in[0]), oarlock_numel(o) * sz);
@@ -621,5 +626,7 @@ int oarlock_plugin_init(oarlock_plugin *p) {
     p->elapsed_ms = elapsed_ms;
     p->kernels = KERNELS;
     p->kernel_count = (int32_t)(sizeof KERNELS / sizeof KERNELS[0]);
+    nd_collectives(p);
+    nd_compiler(p);
     return OARLOCK_OK;
 }
