@@ -14,7 +14,7 @@ import numpy as np
 
 from ..cases import Case, Target
 from ..checks import CheckFailure, assert_close, put
-from . import composites as C
+from .. import composite_reference as C
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
