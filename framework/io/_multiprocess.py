@@ -51,7 +51,13 @@ def mp_context(name: str | None) -> Any:
         )
     if name not in methods:
         raise OpArgumentError(f"[DataLoader] multiprocessing_context must be one of {[m for m in methods if m != 'fork']}, got {name!r}")
-    return mp.get_context(name)
+    ctx = mp.get_context(name)
+    if name == "forkserver":
+        # NOTE: the fork server imports the framework and the plugin registry once (no device
+        # is opened: runtimes are created on first use); each worker is then forked from it in
+        # milliseconds instead of importing them anew. A server started earlier keeps its preload.
+        ctx.set_forkserver_preload(["framework.io._worker", "framework.io._forkserver_preload"])
+    return ctx
 
 
 def _check_picklable(what: str, obj: Any, num_workers: int) -> None:

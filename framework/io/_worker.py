@@ -9,6 +9,7 @@ worker travel as :class:`HostTensor` (their numpy data) and become tensors in th
 
 from __future__ import annotations
 
+import os
 import pickle
 import queue
 import random
@@ -153,7 +154,10 @@ def worker_loop(
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     from .._src import device as _dev
 
-    _dev.set_device("cpu")  # a worker loads on the host; OARLOCK_DEVICE is for the main process
+    # a worker loads on the host: OARLOCK_DEVICE names the main process's device
+    os.environ["OARLOCK_DEVICE"] = "cpu"
+    if _dev._global_default[0] is not None and _dev._global_default[0].type != "cpu":
+        _dev.set_device("cpu")
     parent = mp.parent_process()
     _INFO[0] = WorkerInfo(worker_id, num_workers, 0, dataset)
     if init_fn is not None:
