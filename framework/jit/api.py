@@ -138,7 +138,10 @@ class StaticFunction:
         if tr.backward is not None:
             b = tr.backward
             prog, bprog, n_saved = split(prog, len(specs), b["n_fwd_ops"], b["n_outs"])
-            bex = Executor(bprog, dev, tr.param_tensors, tr.constants)
+            bconsts = dict(tr.constants)  # the backward program's own (passes fold and drop)
+            if self.passes is not None:
+                _passes.run_pipeline(bprog, self.passes, bconsts, dev)
+            bex = Executor(bprog, dev, tr.param_tensors, bconsts)
             bw = make_backward(name, bprog, bex, b["n_outs"], n_saved, b["diff"], b["wanted"])
         if self.passes is not None:  # fold, canonicalize, cse, fuse, dce (framework.ir.passes)
             _passes.run_pipeline(prog, self.passes, tr.constants, dev)
