@@ -52,23 +52,19 @@ def _pick(logits: np.ndarray, rng: np.random.Generator, temperature: float) -> i
 
 
 def generate_cached(predictor: fw.inference.Predictor, prompt: list[int], n: int, seed: int, temperature: float) -> tuple[list[int], list[np.ndarray]]:
-    """Prompt then ``n`` sampled tokens through the saved program, one token per run."""
+    """Prompt then ``n`` sampled tokens through the saved program, one token per run; the
+    caches stay on the predictor's device (``run(inputs)`` with tensors shares them)."""
     rng = np.random.default_rng(seed)
     names = predictor.get_input_names()
     shape = predictor.get_input_handle(names[2]).shape()
-    caches = [np.zeros([1, *shape[1:]], np.float32) for _ in names[2:]]
-    handles = [predictor.get_input_handle(nm) for nm in names]
-    outs = [predictor.get_output_handle(nm) for nm in predictor.get_output_names()]
+    dev = predictor.device
+    caches = [fw.zeros([1, *shape[1:]], dtype="float32", device=dev) for _ in names[2:]]
     tokens, logits = list(prompt), []
     for pos in range(len(prompt) + n - 1):
-        handles[0].copy_from_cpu(np.array([[tokens[pos]]], np.int64))
-        handles[1].copy_from_cpu(np.array([pos], np.int64))
-        for h, c in zip(handles[2:], caches):
-            h.copy_from_cpu(c)
-        predictor.run()
-        caches = [o.copy_to_cpu() for o in outs[1:]]
+        outs = predictor.run([np.array([[tokens[pos]]], np.int64), np.array([pos], np.int64), *caches])
+        caches = outs[1:]
         if pos >= len(prompt) - 1:
-            row = outs[0].copy_to_cpu()[0]
+            row = outs[0].numpy()[0]
             logits.append(row)
             tokens.append(_pick(row, rng, temperature))
     return tokens, logits
