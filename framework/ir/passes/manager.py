@@ -134,7 +134,7 @@ class PassManager:
         out = []
         for n in names:
             if n not in PASSES:
-                raise IRError(f"[passes] unknown pass '{n}'; choose from {sorted(PASSES)}")
+                raise IRError(f"[passes] unknown pass '{n}'; choose from {sorted(PASSES)} or a level {sorted(LEVELS)}")
             out.append(PASSES[n]())
         return PassManager(out, **kwargs)
 
