@@ -80,6 +80,11 @@ def make_target(device: str) -> Target:
             kernels.setdefault(op, set()).add(dt.name)
         if typ == "cpu":
             cpu.setdefault(op, set()).add(dt.name)
+    if d.type in reg.compilers:  # what the core generates for a plugin with compile access
+        from framework import compiler
+
+        for op, dts in compiler.generated_primitives(d.type).items():
+            kernels.setdefault(op, set()).update(dts)
     return Target(
         device=str(d),
         type=d.type,
