@@ -53,6 +53,19 @@ def test_every_reshard_transition_against_numpy(nranks: int) -> None:
     assert proc.returncode == 0, proc.stdout[-3000:]
 
 
+@needs_mpi
+@pytest.mark.mpi
+def test_reshard_transitions_on_opencl() -> None:
+    """The same transitions with the shards on an OpenCL device (its plugin's communicator)."""
+    if not any(d.type == "opencl" for d in fw.devices()):
+        pytest.skip("no OpenCL device")
+    proc, out = _launch("ap_reshard.py", 2, "opencl")
+    records = _records(proc, out, 2)
+    failed = [f"rank {r}: {rec['name']}: {rec.get('detail', '')}" for r, rec in records if not rec["ok"]]
+    assert not failed, "\n".join(failed[:10])
+    assert len(records) == 2 * 51 and proc.returncode == 0, proc.stdout[-3000:]
+
+
 # -- sharding rules: ops on distributed tensors under mpiexec ---------------------------------
 @needs_mpi
 @pytest.mark.mpi
@@ -161,3 +174,19 @@ def test_shard_layer_on_a_mesh_of_one_keeps_values_and_tags_parameters() -> None
     np.testing.assert_allclose(D.numpy(y), x @ w + lin.bias.numpy(), rtol=1e-5)
     with pytest.raises(fw.OpArgumentError, match=r"\[shard_layer\] expected an nn.Layer"):
         dist.shard_layer(object(), m)
+
+
+def test_each_reshard_is_logged_and_printed_with_print_ir(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from framework.distributed.auto_parallel import functional as D
+
+    m = dist.ProcessMesh([0], dim_names=["mp"])
+    x = dist.shard_tensor(np.ones((3, 4), np.float32), m, [dist.Shard(1)])
+    monkeypatch.setenv("OARLOCK_PRINT_IR", "1")
+    start = len(dist.auto_parallel.reshard_log())
+    y = D.softmax(x)  # the softmax axis must be whole: S(1) -> R
+    assert y.placements == [dist.Replicate()]
+    rec = dist.auto_parallel.reshard_log()[start]
+    assert (rec["from"], rec["to"], rec["collective"], rec["why"], rec["mesh_axis"]) == ("[S(1)]", "[R]", "all_gather", "softmax", "mp")
+    err = capsys.readouterr().err
+    assert "[reshard] the tensor of shape [3, 4]: [S(1)] -> [R] on mesh axis 'mp' (all_gather, 48 bytes) for softmax" in err
+    np.testing.assert_allclose(D.numpy(y), np.full((3, 4), 0.25, np.float32), rtol=1e-6)

@@ -1,4 +1,4 @@
-"""Under mpiexec (2 or 4 ranks): every reshard transition against numpy, forward and backward,
+"""Under mpiexec (2 or 4 ranks; argv: [device] out): every reshard transition against numpy, forward and backward,
 on a 1-d mesh (even and uneven shapes), on a 2x2 mesh (4 ranks) and between two meshes;
 each rank writes out/rank{r}.json: [{"name", "ok", "detail"}]."""
 
@@ -16,7 +16,8 @@ import numpy as np  # noqa: E402
 
 import framework.distributed as dist  # noqa: E402
 
-out = sys.argv[1]
+out = sys.argv[-1]
+device = sys.argv[1] if len(sys.argv) > 2 else "cpu"
 dist.init_parallel_env()
 rank, n = dist.get_rank(), dist.get_world_size()
 records: list[dict] = []
@@ -54,14 +55,15 @@ def transition(mesh, shape, src, dst):
     rng = np.random.default_rng(7)
     x = rng.standard_normal(shape).astype(np.float32)
     w = rng.standard_normal(shape).astype(np.float32)
-    d = dist.shard_tensor(x, mesh, src, stop_gradient=False)
+    d = dist.shard_tensor(x, mesh, src, place=device, stop_gradient=False)
     r = dist.reshard(d, mesh, dst)
     assert r.placements == list(dst) and r.shape == tuple(shape)
+    assert r._local_value().device.type == device, r._local_value().device
     expect_local(r, x, mesh, dst)
     full = dist.unshard_dtensor(r)  # back to Replicate: checks Partial layouts too
     np.testing.assert_allclose(full.numpy(), x, rtol=1e-5, atol=1e-6)
     # backward: loss = sum(x * w), replicated; the gradient of the source layout
-    loss = (full * dist.shard_tensor(w, mesh, [dist.Replicate()] * mesh.ndim)._local_value()).sum()
+    loss = (full * dist.shard_tensor(w, mesh, [dist.Replicate()] * mesh.ndim, place=device)._local_value()).sum()
     loss.backward()
     got = d._local_value().grad.numpy()
     want = w[region(shape, mesh, src)]
@@ -93,7 +95,7 @@ if n == 4:
         a = dist.ProcessMesh([0, 1], dim_names=["x"])
         b = dist.ProcessMesh([2, 3], dim_names=["x"])
         x = np.arange(30, dtype=np.float32).reshape(6, 5)
-        d = dist.shard_tensor(x, a, [dist.Shard(0)])
+        d = dist.shard_tensor(x, a, [dist.Shard(0)], place=device)
         r = dist.reshard(d, b, [dist.Shard(1)])
         assert r.process_mesh == b
         if rank in (2, 3):
