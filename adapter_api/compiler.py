@@ -7,7 +7,9 @@ Each generated program is one kernel function, ``entry``, with parameters in thi
 the inputs ``in0, in1, ...`` (const pointers to their element type), then the outputs
 ``out0, out1, ...``, then the row count ``rows`` last (``int64_t`` in C; ``long`` in OpenCL C;
 ``long long`` in CUDA). Every tensor is contiguous and viewed as ``rows`` rows of a row length
-``N`` baked into the source as a constant, so one binary serves every batch size.
+``N`` baked into the source as a constant, so one binary serves every batch size. Generated
+primitives have a symbolic row length: they take ``n`` after ``rows`` (same type), so one
+binary serves every shape.
 :meth:`Compiler.launch` gets ``args`` in that order: native views (see
 ``DeviceRuntime.view``; on a host device these are numpy arrays, whose data pointer is the
 argument, already offset to the tensor's first element) and numpy scalars (``np.int64(rows)``).

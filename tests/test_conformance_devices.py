@@ -1,6 +1,8 @@
 """The whole conformance suite, as a vendor runs it, on the in-tree OpenCL plugin and on the
-two example plugins installed with pip: examples/vendor_plugin (Python) and
-examples/native_plugin (C, through the native ABI), both in strict mode (a CPU fallback fails).
+three example plugins installed with pip: examples/vendor_plugin (Python),
+examples/native_plugin (C, through the native ABI) and examples/compiled_plugin (compile access:
+the core generates its element-wise, cast, reduction and creation primitives), all in strict
+mode (a CPU fallback fails).
 The README's test command installs them. The cpu reference runs in full in
 test_conformance_cli.py."""
 
@@ -19,9 +21,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
-@pytest.mark.parametrize("device", ["opencl", "simdev", "nativedev"])
+@pytest.mark.parametrize("device", ["opencl", "simdev", "nativedev", "ccdev"])
 def test_every_available_tier_passes(device, tmp_path):
-    examples = {"simdev": "vendor_plugin", "nativedev": "native_plugin"}
+    examples = {"simdev": "vendor_plugin", "nativedev": "native_plugin", "ccdev": "compiled_plugin"}
     if device in examples and not any(e.name == device for e in entry_points(group="oarlock.plugins")):
         pytest.fail(f"the example plugin is not installed: pip install ./examples/{examples[device]}")
     report = tmp_path / f"{device}.json"

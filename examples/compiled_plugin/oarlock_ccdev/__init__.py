@@ -1,7 +1,5 @@
-"""oarlock-ccdev: a device whose plugin writes only a runtime, compile access (C through the
-system compiler, loaded with cffi) and matmul, layout and index kernels. The core generates
-every element-wise, comparison, cast, reduction and creation primitive in C for it.
-"""
+"""oarlock-ccdev: only a runtime, compile access (C by cc, loaded with cffi) and matmul, layout and
+index kernels; the core generates every element-wise, cast, reduction and creation primitive."""
 
 import os
 import re
@@ -11,7 +9,7 @@ import time
 
 import numpy as np
 
-from adapter_api import CompileError, Compiler, DeviceProperties, DeviceRuntime, OpArgumentError, hookimpl
+import adapter_api as api
 
 CONTRACT = (1, 0)
 __version__ = "0.1.0"
@@ -20,21 +18,23 @@ NUMERIC = DTYPES[:-1]
 MEMORY = 8 << 30
 
 
-class CCRuntime(DeviceRuntime):
+class CCRuntime(api.DeviceRuntime):
     """Memory is a host bytearray per allocation; work runs at once, in order."""
 
     def device_count(self):
         return 1
 
     def properties(self, index):
-        return DeviceProperties(name="CCDev 1", vendor="Example Corp", total_memory=MEMORY, compute_units=os.cpu_count(),
+        return api.DeviceProperties(name="CCDev 1", vendor="Example Corp", total_memory=MEMORY, compute_units=os.cpu_count(),
                                 dtypes=DTYPES, driver_version="cc 0.1", runtime_version="numpy " + np.__version__)
 
     def allocate(self, index, nbytes):
+        if nbytes > MEMORY:
+            raise api.OutOfMemoryError(f"[ccdev] cannot allocate {nbytes} bytes: the device has {MEMORY}")
         return bytearray(nbytes)
 
     def free(self, index, buffer):
-        pass
+        pass  # the bytearray goes with its last reference
 
     def view(self, buffer, offset, shape, dtype):
         count = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
@@ -59,13 +59,13 @@ class CCRuntime(DeviceRuntime):
         event[0] = time.perf_counter()
 
     def synchronize_event(self, event):
-        pass
+        pass  # work is finished when it returns
 
     def elapsed_ms(self, start, end):
         return (end[0] - start[0]) * 1000.0
 
 
-class CCCompiler(Compiler):
+class CCCompiler(api.Compiler):
     """C99 + OpenMP built by ``$CC`` (else cc) into a shared library; the binary is the
     entry's C declaration, a NUL, and the library's bytes."""
 
@@ -75,20 +75,19 @@ class CCCompiler(Compiler):
     def __init__(self, runtime=None, index=0):
         self.cc, self.libs = os.environ.get("CC", "cc"), []
 
-    def identity(self):
-        r = subprocess.run([self.cc, "--version"], capture_output=True, text=True)
-        return f"{r.stdout.partition(chr(10))[0]} {' '.join(self.flags)}"
+    def identity(self):  # changes with the compiler's version and the flags
+        return subprocess.run([self.cc, "--version"], capture_output=True, text=True).stdout + " ".join(self.flags)
 
     def compile(self, source, entry, options=()):
         decl = re.search(r"void\s+" + entry + r"\s*\([^)]*\)", source)
         if decl is None:
-            raise CompileError(f"[ccdev] no 'void {entry}(...)' in the source; define the entry point")
+            raise api.CompileError(f"[ccdev] no 'void {entry}(...)' in the source; define the entry point")
         with tempfile.TemporaryDirectory(prefix="ccdev-") as d:
             with open(f"{d}/k.c", "w") as f:
                 f.write(source)
             r = subprocess.run([self.cc, f"{d}/k.c", *self.flags, *options, "-o", f"{d}/k.so"], capture_output=True, text=True)
             if r.returncode:
-                raise CompileError(f"[ccdev] {self.cc} could not compile '{entry}' (exit {r.returncode})\n{r.stderr}")
+                raise api.CompileError(f"[ccdev] {self.cc} could not compile '{entry}' (exit {r.returncode})\n{r.stderr}")
             with open(f"{d}/k.so", "rb") as f:
                 return re.sub(r"\brestrict\b", "", decl.group(0)).encode() + b"\0" + f.read()
 
@@ -110,28 +109,20 @@ class CCCompiler(Compiler):
         fn(*[ffi.cast("void *", a.ctypes.data) if isinstance(a, np.ndarray) else a.item() for a in args])
 
 
-def matmul(ctx, outs, ins):
-    a, b = ins
-    wide = outs[0].dtype.kind not in "iu"  # halves accumulate wide and round once
-    outs[0][...] = np.matmul(a.astype(np.float64), b.astype(np.float64)) if wide else np.matmul(a, b)
+def matmul(a, b):  # integers stay exact; floats accumulate in float64 and round once
+    return np.matmul(a, b) if a.dtype.kind in "iu" else np.matmul(a.astype(np.float64), b.astype(np.float64))
 
 
 def checked(index, size):
     if index.size and (index.min() < 0 or index.max() >= size):
-        raise OpArgumentError(f"[ccdev] index out of range [0, {size}): got {index.min()}..{index.max()}; check the indices")
+        raise api.OpArgumentError(f"[ccdev] index out of range [0, {size}): got {index.min()}..{index.max()}; check the indices")
     return index
 
 
 def scatter(ctx, outs, ins, axis, add=False):
-    x, index, src = ins
-    outs[0][...] = x
-    key = (slice(None),) * axis + (checked(index, x.shape[axis]),)
-    np.add.at(outs[0], key, src) if add else outs[0].__setitem__(key, src)
-
-
-def pad(ctx, outs, ins, pads, value):
-    outs[0][...] = value
-    outs[0][tuple(slice(b, b + s) for (b, _), s in zip(pads, ins[0].shape))] = ins[0]
+    outs[0][...] = ins[0]
+    key = (slice(None),) * axis + (checked(ins[1], ins[0].shape[axis]),)
+    np.add.at(outs[0], key, ins[2]) if add else outs[0].__setitem__(key, ins[2])
 
 
 def put(fn):
@@ -139,26 +130,21 @@ def put(fn):
 
 
 KERNELS = [
-    ("matmul", NUMERIC, matmul),
+    ("matmul", NUMERIC, put(matmul)),
     ("permute", DTYPES, put(lambda x, perm: x.transpose(perm))),
     ("expand", DTYPES, put(lambda x, shape: np.broadcast_to(x, shape))),
     ("slice", DTYPES, put(lambda x, starts, stops, steps: x[tuple(map(slice, starts, stops, steps))])),
     ("concat", DTYPES, put(lambda *xs, axis: np.concatenate(xs, axis))),
-    ("pad", DTYPES, pad),
+    ("pad", DTYPES, put(lambda x, pads, value: np.pad(x, pads, constant_values=value))),
     ("gather", DTYPES, put(lambda x, i, axis: np.take(x, checked(i, x.shape[axis]), axis))),
     ("scatter_add", NUMERIC, lambda ctx, outs, ins, axis: scatter(ctx, outs, ins, axis, add=True)),
     ("scatter", DTYPES, scatter),
 ]
 
 
-@hookimpl
+@api.hookimpl
 def oarlock_register(registry):
     registry.add_runtime("ccdev", CCRuntime)
     registry.add_compiler("ccdev", CCCompiler)
     for op, dtypes, fn in KERNELS:
         registry.add_kernel(op, "ccdev", dtypes, fn)
-
-
-@hookimpl
-def oarlock_plugin_info():
-    return {"version": __version__, "description": "host memory; C kernels generated by the core, built by cc"}
