@@ -78,6 +78,7 @@ def test_ops_follow_their_rules_against_one_process(nranks: int) -> None:
     by_name = {rec["name"]: rec for r, rec in records if r == 0}
     for must in ("matmul/column", "matmul/row+bias", "elementwise/broadcast", "sum/sharded_axis", "softmax/sharded_axis",
                  "rms_norm", "layer_norm", "embedding/column", "reshape/split", "transpose", "cross_entropy/batch",
+                 "concat/joined_axis_gathered", "split/split_axis_gathered",
                  "error/not_divisible", "error/missing_dim", "error/mesh_mismatch"):
         assert must in by_name, f"case {must} did not run"
     # the row-parallel output is reduced before the bias is added, and the reshard says why

@@ -96,6 +96,13 @@ case("cross_entropy/batch", D.cross_entropy, [arr(2 * k, 3, 7), rng.integers(0, 
      out_placements=[P])
 case("cross_entropy/class_gathered", D.cross_entropy, [arr(4, 7), rng.integers(0, 7, (4,))], [[S1], [R]],
      logged=("all_gather", "cross_entropy"))
+case("concat/other_axis_sharded", lambda a, b: D.concat([a, b], axis=1), [arr(2 * k, 3), arr(2 * k, 2)], [[S0], [S0]],
+     out_placements=[S0])
+case("concat/joined_axis_gathered", lambda a, b: D.concat([a, b], axis=0), [arr(2 * k, 3), arr(3, 3)], [[S0], [R]],
+     out_placements=[R], logged=("all_gather", "concat"))
+case("split/other_axis_sharded", lambda x: D.multiply(*D.split(x, 2, axis=1)), [arr(2 * k, 6)], [[S0]], out_placements=[S0])
+case("split/split_axis_gathered", lambda x: D.subtract(*D.split(x, [3, 3], axis=0)), [arr(6, 2 * k)], [[S0]],
+     out_placements=[R], logged=("all_gather", "split"))
 case("attention_like", lambda q, kk: D.softmax(D.matmul(q, D.transpose(kk, [0, 1, 3, 2]))),
      [arr(2, 2 * k, 3, 4), arr(2, 2 * k, 3, 4)], [[S1], [S1]], out_placements=[S1])
 if n == 4:

@@ -14,6 +14,7 @@ reshards on the tape. With plain tensors only, each function is the framework's 
 
 from __future__ import annotations
 
+import builtins
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -76,8 +77,9 @@ def _grad_all_reduce(x: DistTensor, t: Tensor, mesh: ProcessMesh, axis: int, op:
 
 
 def run(op: str, xs: Sequence[Any], local: Callable[..., Tensor], rule: str | None = None,
-        linear: str | None = None, reduce: str | None = None) -> DistTensor:
-    """Run ``local`` (the framework op on local shards) under op ``op``'s sharding rule."""
+        linear: str | None = None, reduce: str | None = None, shape: Sequence[int] | None = None) -> DistTensor:
+    """Run ``local`` (the framework op on local shards) under op ``op``'s sharding rule
+    (``shape``: the global output shape, when the rule's letters do not give it)."""
     spec = RULES.get(op, RULES["unary"])
     rule = rule or spec["rule"]
     linear = spec.get("linear", "") if linear is None else linear
@@ -93,7 +95,7 @@ def run(op: str, xs: Sequence[Any], local: Callable[..., Tensor], rule: str | No
         for c, n in zip(lt, d.shape):
             if c != "_":
                 sizes[c] = n
-    shape = tuple(sizes.get(c, 1) for c in out)
+    shape = tuple(sizes.get(c, 1) for c in out) if shape is None else tuple(shape)
     locals_: list[Tensor] = []
     for i, (d, need) in enumerate(zip(dts, p.inputs)):
         t = d._local
@@ -111,6 +113,9 @@ def run(op: str, xs: Sequence[Any], local: Callable[..., Tensor], rule: str | No
 
 def _dist(*xs: Any) -> bool:
     return any(isinstance(view(x), DistTensor) for x in xs)
+
+
+builtins_sum = builtins.sum
 
 
 # -- ops ------------------------------------------------------------------------------------
@@ -266,6 +271,52 @@ def cross_entropy(logits: Any, label: Any, reduction: str = "mean") -> Any:
                lambda a, b: _loss.cross_entropy(a, b, reduction="sum") * scale, rule="*c,*-> | c")
 
 
+def concat(xs: Sequence[Any], axis: int = 0) -> Any:
+    """Join along ``axis`` (rule ``*a,*b->*c | a b``: the joined axis is whole on each rank,
+    the other dims keep their shards)."""
+    xs = [view(x) for x in xs]
+    if not _dist(*xs):
+        return _shape.concat(list(xs), axis=axis)
+    nd = xs[0].ndim
+    axis %= nd
+    inl = "abcdefghijklmnop"[:nd]
+    own = "QRSTUVWXYZ"
+    if len(xs) > len(own) - 1:
+        raise OpArgumentError(f"[concat] distributed tensors: at most {len(own) - 1} inputs, got {len(xs)}")
+    ins = [inl[:axis] + own[i] + inl[axis + 1 :] for i in range(len(xs))]
+    out = inl[:axis] + "P" + inl[axis + 1 :]
+    shape = list(xs[0].shape)
+    shape[axis] = builtins_sum(x.shape[axis] for x in xs)
+    rule = f"{','.join(ins)}->{out} | {''.join(own[: len(xs)])}"
+    return run("concat", list(xs), lambda *ts: _shape.concat(list(ts), axis=axis), rule=rule, linear="all", shape=shape)
+
+
+def split(x: Any, num_or_sections: Any, axis: int = 0) -> list[Any]:
+    """Split along ``axis`` (the axis is made whole first, when sharded; the other dims keep
+    their shards). ``num_or_sections``: a count of equal parts or a list of sizes."""
+    x = view(x)
+    if not isinstance(x, DistTensor):
+        return _shape.split(x, num_or_sections, axis=axis)
+    axis %= x.ndim
+    n = x.shape[axis]
+    sizes = [n // num_or_sections] * num_or_sections if isinstance(num_or_sections, int) else list(num_or_sections)
+    if builtins_sum(sizes) != n:
+        raise OpArgumentError(f"[split] sections {sizes} do not add up to dim {axis} of size {n} of {label(x)}")
+    if any(isinstance(p, Shard) and p.dim == axis for p in x.placements):
+        x = reshard(x, x.process_mesh, [Replicate() if isinstance(p, Shard) and p.dim == axis else p
+                                        for p in x.placements], why="split")
+    inl = "abcdefghijklmnop"[: x.ndim]
+    rule = f"{inl}->{inl[:axis]}Z{inl[axis + 1:]} | {inl[axis]}"
+    outs, start = [], 0
+    for size in sizes:
+        shape = list(x.shape)
+        shape[axis] = size
+        idx = tuple(slice(None) for _ in range(axis)) + (slice(start, start + size),)
+        outs.append(run("split", [x], lambda t, idx=idx: t[idx], rule=rule, linear="one", shape=shape))
+        start += size
+    return outs
+
+
 def transpose(x: Any, perm: Sequence[int]) -> Any:
     """Permute dims (placements follow their dims)."""
     x = view(x)
@@ -396,7 +447,7 @@ def _attach() -> None:
 _attach()
 
 __all__ = [
-    "add", "backward", "cross_entropy", "divide", "embedding", "exp", "gelu", "layer_norm", "linear",
+    "add", "backward", "concat", "cross_entropy", "divide", "embedding", "exp", "gelu", "layer_norm", "linear",
     "log_softmax", "matmul", "max", "mean", "multiply", "numpy", "relu", "reshape", "rms_norm", "run",
-    "silu", "softmax", "subtract", "sum", "tanh", "transpose",
+    "silu", "softmax", "split", "subtract", "sum", "tanh", "transpose",
 ]

@@ -54,6 +54,8 @@ RULES: dict[str, dict[str, Any]] = {
     "embedding": {"rule": "*,vd->*d | v"},
     "cross_entropy": {"rule": "*c,*->* | c", "linear": "", "reduce": "sum"},
     "transpose": {"rule": "permutation", "linear": "one"},
+    "concat": {"rule": "*a,*b->*c | a b", "linear": "all"},
+    "split": {"rule": "*a->*b | a", "linear": "one"},
     "reshape": {"rule": "reshape", "linear": "one"},
 }
 
