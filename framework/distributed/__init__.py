@@ -12,6 +12,11 @@ Paddle, and return a task with ``wait()`` when ``sync_op=False``.
 >>> x.numpy().tolist() if dist.get_world_size() == 1 else [1.0, 2.0]
 [1.0, 2.0]
 
+Automatic parallelism (Paddle's names): ``ProcessMesh``, ``Shard``/``Replicate``/``Partial``,
+``shard_tensor``, ``reshard``, ``unshard_dtensor``, ``shard_layer`` and the ops of
+``auto_parallel.functional``, which follow sharding rules and insert the communication; see
+docs/distributed.md.
+
 Timeouts and checks: ``OARLOCK_COLLECTIVE_TIMEOUT`` (seconds, default 300) bounds every wait
 for a missing rank; ``OARLOCK_DISTRIBUTED_DEBUG=1`` checks op, dtype and shape across ranks
 before each collective. See :mod:`framework.distributed.collective`.
