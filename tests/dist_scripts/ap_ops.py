@@ -86,8 +86,10 @@ case("softmax/batch", D.softmax, [arr(2 * k, 5)], [[S0]], out_placements=[S0])
 case("rms_norm", D.rms_norm, [arr(2 * k, 3, 8), arr(8)], [[S0], [R]], out_placements=[S0])
 case("layer_norm", D.layer_norm, [arr(2 * k, 8), arr(8), arr(8)], [[S0], [R], [R]], out_placements=[S0])
 case("embedding/column", D.embedding, [rng.integers(0, 10, (2, 3)), arr(10, 2 * k)], [[R], [S1]], out_placements=[S2])
-case("embedding/vocab_gathered", D.embedding, [rng.integers(0, 10, (2 * k, 3)), arr(10, 4)], [[S0], [S0]],
-     out_placements=[S0], logged=("all_gather", "embedding"))
+case("embedding/vocab_parallel", D.embedding, [rng.integers(0, 10, (2, 3)), arr(10, 4)], [[R], [S0]], out_placements=[P])
+case("embedding/uneven_vocab_parallel", D.embedding, [rng.integers(0, 7, (2, 3)), arr(7, 4)], [[R], [S0]],
+     out_placements=[P])
+case("embedding/ids_and_vocab_on_one_axis", D.embedding, [rng.integers(0, 10, (2 * k, 3)), arr(10, 4)], [[S0], [S0]])
 case("reshape/split", lambda x: D.reshape(x, [2, 3, k, 4]), [arr(2, 3, 4 * k)], [[S2]], out_placements=[S2])
 case("reshape/merge", lambda x: D.reshape(x, [2, 4 * k]), [arr(2, 2 * k, 2)], [[S1]], out_placements=[S1])
 case("reshape/minor_gathered", lambda x: D.reshape(x, [2, 4 * k]), [arr(2, 2, 2 * k)], [[S2]], out_placements=[R])

@@ -77,9 +77,11 @@ def _grad_all_reduce(x: DistTensor, t: Tensor, mesh: ProcessMesh, axis: int, op:
 
 
 def run(op: str, xs: Sequence[Any], local: Callable[..., Tensor], rule: str | None = None,
-        linear: str | None = None, reduce: str | None = None, shape: Sequence[int] | None = None) -> DistTensor:
+        linear: str | None = None, reduce: str | None = None, shape: Sequence[int] | None = None,
+        with_plan: bool = False) -> DistTensor:
     """Run ``local`` (the framework op on local shards) under op ``op``'s sharding rule
-    (``shape``: the global output shape, when the rule's letters do not give it)."""
+    (``shape``: the global output shape, when the rule's letters do not give it;
+    ``with_plan``: ``local`` also gets the plan and the mesh, first)."""
     spec = RULES.get(op, RULES["unary"])
     rule = rule or spec["rule"]
     linear = spec.get("linear", "") if linear is None else linear
@@ -107,7 +109,8 @@ def run(op: str, xs: Sequence[Any], local: Callable[..., Tensor], rule: str | No
             if j == i:
                 t = _grad_all_reduce(d, t, mesh, axis, op)
         locals_.append(t)
-    y = local(*locals_)
+    p.shapes = [d.shape for d in dts]
+    y = local(p, mesh, *locals_) if with_plan else local(*locals_)
     return DistTensor(y, mesh, p.output, shape, y.dtype)
 
 
@@ -252,10 +255,23 @@ def layer_norm(x: Any, weight: Any, bias: Any, epsilon: float = 1e-5) -> Any:
 
 
 def embedding(ids: Any, weight: Any) -> Any:
-    """Rows of ``weight`` (rule ``*,vd->*d | v``: a vocabulary-sharded table is gathered)."""
+    """Rows of ``weight`` (rule ``*,vd->*d``). A vocabulary-sharded table (``Shard(0)``) stays
+    sharded: each rank looks up the ids in its range of rows, zeros the others, and the output
+    is ``Partial(sum)`` (Paddle's vocabulary-parallel embedding)."""
     if not _dist(ids, weight):
         return _misc.embedding(ids, weight)
-    return run("embedding", [ids, weight], _misc.embedding)
+    return run("embedding", [ids, weight], _vocab_embedding, with_plan=True)
+
+
+def _vocab_embedding(p: Any, mesh: ProcessMesh, ids: Tensor, w: Tensor) -> Tensor:
+    for axis, pl in enumerate(p.inputs[1]):
+        if isinstance(pl, Shard) and pl.dim == 0:  # this rank holds rows [a, b)
+            a, b = chunk(p.shapes[1][0], mesh.shape[axis], mesh.coordinate(_rank())[axis])
+            inside = _math.logical_and(ids >= a, ids < b)
+            local_ids = _math.where(inside, ids - a, _math.zeros_like(ids))
+            rows = _misc.embedding(local_ids, w)
+            return rows * _shape.unsqueeze(inside.astype(rows.dtype), -1)
+    return _misc.embedding(ids, w)
 
 
 def cross_entropy(logits: Any, label: Any, reduction: str = "mean") -> Any:

@@ -5,16 +5,16 @@ A rule is ``"inputs->output | kept"``: one group of letters per input and for th
 letter per tensor dim; ``*`` stands for the leading (broadcast) dims, aligned from the right
 as in numpy; a letter in an input and not in the output is contracted (summed: matmul, sum;
 or reduced by ``reduce``: max); letters after ``|`` must stay whole on every rank (softmax's
-axis, the normalised axis of a norm, the vocabulary of embedding and cross-entropy).
+axis, the normalised axis of a norm, the classes of cross-entropy).
 
 Planning, for each mesh axis in order:
 
 1. *Candidates*: the letters some input shards on the axis (not a kept letter, not one an
    earlier axis took), and "none".
-2. *Cost rule*: each candidate costs the bytes its reshards move per rank -- an input sharded
-   on another letter is all-gathered (its local bytes times ``k - 1``), a partial input is
-   reduce-scattered (its bytes) when it holds the letter, else all-reduced (twice its bytes),
-   a replicated input is sliced (free). The cheapest wins; a tie goes to the candidate met
+2. *Cost rule*: each candidate costs the bytes its reshards move per rank (ring estimates,
+   ``B`` the bytes of the whole tensor) -- an input sharded on another letter is all-gathered
+   (``B (k-1)/k``), a partial input is reduce-scattered (``B (k-1)/k``) when it holds the
+   letter, else all-reduced (twice that), a replicated input is sliced (free). The cheapest wins; a tie goes to the candidate met
    first (inputs in order, dims in order), "none" last.
 3. *Partial values* pass through an op that is linear in them (``linear``: "all" -- add
    and subtract, when every input is partial; "one" -- multiply, matmul, when one input is);
@@ -51,7 +51,7 @@ RULES: dict[str, dict[str, Any]] = {
     "log_softmax": {"rule": "*a->*a | a"},
     "rms_norm": {"rule": "*a,a->*a | a"},
     "layer_norm": {"rule": "*a,a,a->*a | a"},
-    "embedding": {"rule": "*,vd->*d | v"},
+    "embedding": {"rule": "*,vd->*d"},  # v sharded: each rank looks up its rows (Partial)
     "cross_entropy": {"rule": "*c,*->* | c", "linear": "", "reduce": "sum"},
     "transpose": {"rule": "permutation", "linear": "one"},
     "concat": {"rule": "*a,*b->*c | a b", "linear": "all"},
@@ -69,6 +69,7 @@ class Plan:
     output: list[Placement]
     grad_all_reduce: list[tuple[int, int]] = field(default_factory=list)
     letters: list[str] = field(default_factory=list)
+    shapes: list[tuple[int, ...]] = field(default_factory=list)
 
 
 def expand(rule: str, shapes: list[tuple[int, ...]]) -> tuple[list[str], str, set[str]]:
@@ -106,7 +107,7 @@ def plan(name: str, rule: str, linear: str, reduce: str, letters: list[str], out
     gar: list[tuple[int, int]] = []
     taken: set[str] = set()
     chosen_all: list[str] = []
-    local_bytes = [math.prod(s) * b for s, b in zip(shapes, itemsizes)]
+    nbytes = [math.prod(s) * b for s, b in zip(shapes, itemsizes)]  # of the whole tensors
     for axis, k in enumerate(mesh_shape):
         sharded = []  # (input, letter) sharded on this axis
         partial = [i for i in range(nin) if placements[i][axis].is_partial()]
@@ -127,9 +128,9 @@ def plan(name: str, rule: str, linear: str, reduce: str, letters: list[str], out
             for i in range(nin):
                 p = placements[i][axis]
                 if isinstance(p, Shard) and letters[i][p.dim] != c:
-                    total += local_bytes[i] * (k - 1)  # all_gather
+                    total += nbytes[i] * (k - 1) / k  # all_gather
                 elif p.is_partial() and not (keep and not c):
-                    total += local_bytes[i] * (1 if c and c in letters[i] else 2)  # reduce
+                    total += nbytes[i] * (k - 1) / k * (1 if c and c in letters[i] else 2)  # reduce
             return total
 
         best = min(cands, key=lambda c: (cost(c), cands.index(c)))
