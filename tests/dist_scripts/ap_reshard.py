@@ -71,6 +71,8 @@ def transition(mesh, shape, src, dst):
         if p.is_partial() and p.reduce_type == "avg":
             want = want / mesh.shape[axis]
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    # the gradient as a distributed tensor, gathered: the whole gradient, whatever the layout
+    np.testing.assert_allclose(d.grad.numpy(), w, rtol=1e-5, atol=1e-6)
 
 
 P = {"R": dist.Replicate(), "S0": dist.Shard(0), "S1": dist.Shard(1), "P": dist.Partial(), "Pavg": dist.Partial("avg")}

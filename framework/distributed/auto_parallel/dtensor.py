@@ -123,6 +123,9 @@ class DistTensor:
         g = None if self._local is None else self._local.grad
         if g is None and self._local is not None:
             return None
+        for axis, p in enumerate(self.placements):  # an avg part's gradient is the whole over k
+            if isinstance(p, Partial) and p.reduce_type == "avg" and g is not None:
+                g = g * float(self.process_mesh.shape[axis])
         return DistTensor(g, self.process_mesh, [Replicate() if p.is_partial() else p for p in self.placements], self.shape, self.dtype)
 
     @property
@@ -159,6 +162,11 @@ def shard_tensor(data: Any, mesh: ProcessMesh, placements: Sequence[Placement], 
     >>> d.shape, d.placements
     ((4, 2), [Shard(0)])
     """
+    if isinstance(data, DistTensor):
+        raise OpArgumentError(
+            f"[shard_tensor] {label(data)} is already distributed ({data.process_mesh}, placements "
+            f"{data.placements}); change its layout with dist.reshard(x, mesh, placements)"
+        )
     x = _as_tensor(data)
     if dtype is not None:
         x = x.astype(dtype)
