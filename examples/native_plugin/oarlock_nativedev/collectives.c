@@ -136,7 +136,10 @@ static int create(int32_t dev, const uint8_t *id, int32_t rank, int32_t size, do
     c->box_data = c->slots + (size_t)size * SLOT;
     if (rank == 0) atomic_store(&c->head->ready, MAGIC);
     while (atomic_load(&c->head->ready) != MAGIC)
-        if (give_up(c, &w)) { munmap(base, c->bytes); free(c); return nd_fail(OARLOCK_ERROR, "never ready"); }
+        if (give_up(c, &w)) {
+            munmap(base, c->bytes), free(c);
+            return nd_fail(OARLOCK_ERROR, "rank 0 did not finish setting up the shared memory within %g s", timeout);
+        }
     if (atomic_fetch_add(&c->head->attached, 1) + 1 == size) shm_unlink(c->name);
     *out = c;
     return OARLOCK_OK;
