@@ -290,3 +290,21 @@ def test_large_collectives_run_on_the_plugins_own_communicator_and_a_missing_pee
         failed = [k for k, v in res.items() if v is False]
         assert not failed, f"rank {r}: {failed}"
     assert "[nativedev] all_reduce(sum): rank(s) 1 did not arrive within 2 s (rank 0 waited)" in results[0]["timeout"]
+
+
+def test_the_compile_tier_runs_on_the_plugins_own_compiler(tmp_path):
+    """The compile tier is not "not run" for nativedev: its compile entries are the compiler."""
+    _installed()
+    import json
+    import sys
+
+    report = tmp_path / "compile.json"
+    p = subprocess.run([sys.executable, "-m", "framework.cli", "conformance", "--device", "nativedev", "--strict",
+                        "--tier", "compile", "--json", str(report), "-q"], cwd=ROOT, capture_output=True, text=True,
+                       timeout=600)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    data = json.loads(report.read_text())
+    assert data["unavailable_tiers"] == {} and data["failed_tiers"] == []
+    outcomes = {r["id"]: r["outcome"] for r in data["results"]}
+    assert outcomes["compile/compile_error"] == "passed" and outcomes["compile/generated[softmax]"] == "passed"
+    assert len(outcomes) >= 10 and set(outcomes.values()) == {"passed"}
