@@ -153,3 +153,16 @@ def test_tiny_llama_logits_and_gradients_equal_eager():
     assert set(ge) == set(gs)
     for k in ge:
         np.testing.assert_allclose(gs[k], ge[k], rtol=1e-4, atol=1e-6, err_msg=k)
+
+
+def test_random_draws_inside_a_trace_are_refused():
+    net = fw.nn.Sequential(fw.nn.Linear(32, 8), fw.nn.Dropout(0.5))
+    fw.jit.to_static(net)
+    x, _ = _data("cpu")
+    state = fw.get_rng_state()
+    with pytest.raises(fw.jit.TracingError, match=r"random numbers.*eval\(\)"):
+        net(x)
+    assert fw.get_rng_state() == state  # the refused trace consumed nothing
+    net.eval()
+    with fw.no_grad():
+        np.testing.assert_allclose(net(x).numpy(), net[0](x).numpy(), rtol=1e-6)

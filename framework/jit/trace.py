@@ -247,10 +247,12 @@ def trace(fn: Callable[..., Any], specs: Sequence[tuple[tuple[int, ...], np.dtyp
     program that :func:`framework.jit.autodiff.split` cuts in two (``tr.backward`` holds
     where: ``n_fwd_ops``, ``n_outs``, the differentiable outputs and what each gradient is
     for; None when nothing needs a gradient)."""
+    from .._src.ops.random import default_generator
     from .autodiff import trace_backward
 
     tr = Tracer(name, device, dict(params))
     args = [tr.input(s, d) for s, d in specs]
+    rng_before = default_generator.get_state()
     for a, r in zip(args, requires or ()):
         a.stop_gradient = not r
     with recording(tr, grad=requires is not None):
@@ -273,5 +275,10 @@ def trace(fn: Callable[..., Any], specs: Sequence[tuple[tuple[int, ...], np.dtyp
                 for op in reversed(tr.block.ops[n_fwd:]):
                     op.drop_operands()
                 del tr.block.ops[n_fwd:], tr.block.args[len(args):]
+    if default_generator.get_state() != rng_before:
+        default_generator.set_state(rng_before)
+        raise TracingError(f"[to_static] {name} draws random numbers (dropout, rand, a random initializer) while "
+                           f"traced; a program would replay the same draws on every run, so this is refused. Put "
+                           f"the layer in eval() (dropout off), draw outside and pass the tensor in, or run it eagerly")
     tr.block.append("builtin.return", values, [])
     return tr, structure
