@@ -124,8 +124,8 @@ class Builder:
 
 
 def _hashable(v: Any) -> Any:
-    if isinstance(v, float) and v != v:
-        return "nan"
+    if isinstance(v, float):  # -0.0 and 0.0 are two constants; NaN is one
+        return repr(v)
     return v
 
 

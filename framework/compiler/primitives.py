@@ -98,7 +98,7 @@ def run(op: str, device_type: str, ctx: Any, outs: list[Any], ins: list[Any], at
     dev = _dev.Device(device_type, ctx.device_index)
     comp = compiler_for(dev)
     key = (op, device_type, tuple((a.shape, a.dtype.str) for a in ins),
-           tuple((o.shape, o.dtype.str) for o in outs), _freeze(attrs))
+           tuple((o.shape, o.dtype.str) for o in outs), repr(_freeze(attrs)))  # repr: -0.0 is not 0.0
     tag = f"{op}[{(ins[0] if ins else outs[0]).dtype.name}]@{device_type}"
     got = _KERNELS.get(key, False)
     if got is False:

@@ -135,7 +135,7 @@ KERNELS = [
     ("expand", DTYPES, put(lambda x, shape: np.broadcast_to(x, shape))),
     ("slice", DTYPES, put(lambda x, starts, stops, steps: x[tuple(map(slice, starts, stops, steps))])),
     ("concat", DTYPES, put(lambda *xs, axis: np.concatenate(xs, axis))),
-    ("pad", DTYPES, put(lambda x, pads, value: np.pad(x, pads, constant_values=value))),
+    ("pad", DTYPES, put(lambda x, pads, value: np.pad(x, pads or 0, constant_values=value))),
     ("gather", DTYPES, put(lambda x, i, axis: np.take(x, checked(i, x.shape[axis]), axis))),
     ("scatter_add", NUMERIC, lambda ctx, outs, ins, axis: scatter(ctx, outs, ins, axis, add=True)),
     ("scatter", DTYPES, scatter),
