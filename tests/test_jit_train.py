@@ -166,3 +166,21 @@ def test_random_draws_inside_a_trace_are_refused():
     net.eval()
     with fw.no_grad():
         np.testing.assert_allclose(net(x).numpy(), net[0](x).numpy(), rtol=1e-6)
+
+
+def test_an_input_returned_as_it_is_keeps_its_gradient():
+    def f(a, b):
+        return a, (a * b).sum()
+
+    an = np.arange(4, dtype=np.float32)
+    got = []
+    for fn in (f, fw.jit.to_static(f)):
+        a = fw.to_tensor(an)
+        a.stop_gradient = False
+        b = fw.to_tensor(an + 1)
+        same, s = fn(a, b)
+        ((same * same).sum() + s).backward()
+        got.append(a.grad.numpy())
+        assert a._node is None  # the call did not take over its input's graph
+    np.testing.assert_allclose(got[1], got[0], rtol=1e-6)
+    np.testing.assert_allclose(got[0], 2 * an + an + 1, rtol=1e-6)

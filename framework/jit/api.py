@@ -191,7 +191,7 @@ class StaticFunction:
         if cp.backward is not None:  # training: one autograd node runs the backward program
             n = cp.backward.n_outs
             outs, saved = outs[:n], outs[n:]
-            cp.backward.record(tensors, cp.params, outs, saved)
+            outs = cp.backward.record(tensors, cp.params, outs, saved)
         return outs[0] if cp.structure == "tensor" else tuple(outs)
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:

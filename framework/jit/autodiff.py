@@ -43,8 +43,7 @@ def trace_backward(tr: Any, outs: Sequence[Tensor], args: Sequence[Tensor]) -> t
     """Inside a trace with autograd on: record the gradient rules of ``outs`` into ``tr``'s
     program. Returns the outputs that take a gradient (their indices), what each gradient
     is for (``("input", k)`` or ``("param", name)``) and the gradient values."""
-    diff = [k for k, o in enumerate(outs) if o._node is not None and not o.stop_gradient
-            and (o.dtype.kind == "f" or o.dtype.name == "bfloat16")]
+    diff = [k for k, o in enumerate(outs) if not o.stop_gradient and (o.dtype.kind == "f" or o.dtype.name == "bfloat16")]
     wanted: list[tuple[str, Any]] = [("input", k) for k, a in enumerate(args) if not a.stop_gradient]
     leaves: list[Tensor] = [args[k] for _, k in wanted]
     for name, p in tr.param_tensors.items():
@@ -136,11 +135,16 @@ class Backward:
     opdef: OpDef
 
     def record(self, inputs: Sequence[Tensor], params: dict[str, Tensor], outs: list[Tensor],
-               saved: list[Tensor]) -> None:
-        """Record the call as one autograd node over the tensors the gradients are for."""
+               saved: list[Tensor]) -> list[Tensor]:
+        """Record the call as one autograd node over the tensors the gradients are for;
+        returns the outputs to hand back (an input or parameter returned as it is becomes a
+        new tensor on the same storage, so the node never replaces its own input's graph)."""
         targets = [inputs[k] if kind == "input" else params[k] for kind, k in self.wanted]
+        known = {id(t) for t in (*inputs, *params.values())}
+        outs = [o._reshaped(o.shape) if id(o) in known else o for o in outs]
         metas = [(tuple(o.shape), o.dtype) for o in outs]
         autograd.record(self.opdef, targets, {}, outs, ctx=(list(inputs), saved, metas))
+        return outs
 
 
 def make_backward(name: str, program: Program, executor: Executor, n_outs: int, n_saved: int, diff: list[int],
