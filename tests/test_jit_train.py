@@ -184,3 +184,16 @@ def test_an_input_returned_as_it_is_keeps_its_gradient():
         assert a._node is None  # the call did not take over its input's graph
     np.testing.assert_allclose(got[1], got[0], rtol=1e-6)
     np.testing.assert_allclose(got[0], 2 * an + an + 1, rtol=1e-6)
+
+
+def test_two_calls_before_one_backward_keep_their_own_activations():
+    eager, static = _mlp("cpu"), _mlp("cpu")
+    fw.jit.to_static(static, input_spec=[InputSpec([None, 32])])
+    x1, y1 = _data("cpu", 8)
+    x2, y2 = _data("cpu", 5)
+    x2 = x2 * 3.0
+    for net in (eager, static):
+        (F.cross_entropy(net(x1), y1) + F.cross_entropy(net(x2), y2[:5])).backward()
+    ge, gs = _grads(eager), _grads(static)
+    for k in ge:
+        np.testing.assert_allclose(gs[k], ge[k], rtol=1e-5, atol=1e-6, err_msg=k)
