@@ -279,6 +279,46 @@ def test_break_and_garbage_collection_stop_workers():
     assert _wait_gone(pids) == []
 
 
+class Sleepy(io.Dataset):
+    def __getitem__(self, i):
+        import time
+
+        time.sleep(30)
+        return np.float32(i)
+
+    def __len__(self):
+        return 4
+
+
+def _init_offsets_numpy(worker_id):
+    np.random.seed(1000 + worker_id)
+
+
+def _init_fails(worker_id):
+    raise RuntimeError(f"no config for worker {worker_id}")
+
+
+class NumpyDraw(io.Dataset):
+    def __getitem__(self, i):
+        return np.float64(np.random.rand())
+
+    def __len__(self):
+        return 4
+
+
+def test_timeout_and_worker_init_fn():
+    dl = io.DataLoader(Sleepy(), batch_size=2, num_workers=1, timeout=1)
+    with pytest.raises(io.DataLoaderWorkerError, match=r"no batch from the workers within timeout=1 s"):
+        list(dl)
+    assert dl.worker_pids() == []
+    # worker_init_fn runs in each worker after the loader's seeding: what it seeds holds
+    got = [b.tolist() for b in io.DataLoader(NumpyDraw(), batch_size=2, num_workers=2, worker_init_fn=_init_offsets_numpy, timeout=120)]
+    want = [np.random.RandomState(1000 + w).rand(2).tolist() for w in (0, 1)]
+    assert got == want
+    with pytest.raises(RuntimeError, match=r"worker 0 failed on worker_init_fn: RuntimeError: no config for worker 0"):
+        list(io.DataLoader(NumpyDraw(), batch_size=2, num_workers=1, worker_init_fn=_init_fails, timeout=120))
+
+
 def test_worker_arguments_are_checked():
     with pytest.raises(fw.OpArgumentError, match=r"\[DataLoader\] multiprocessing_context='fork' is not allowed"):
         io.DataLoader(Squares(3), num_workers=1, multiprocessing_context="fork")

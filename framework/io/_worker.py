@@ -141,7 +141,8 @@ def worker_loop(
 ) -> None:
     """Serve requests from ``index_queue`` until ``None`` arrives or the parent dies.
 
-    Requests: ``("epoch", epoch, seed)`` reseeds (and restarts an iterable dataset);
+    Requests: ``("epoch", epoch, seed)`` reseeds (and restarts an iterable dataset; the
+    first one then calls ``init_fn(worker_id)``, so what it seeds overrides the seeding);
     ``("batch", epoch, send_idx, indices)`` loads a map-style batch; ``("next", epoch,
     send_idx)`` takes the next batch of an iterable dataset. Each answer is one pickled
     ``(epoch, send_idx, worker_id, kind, payload)`` with kind ``"data"``, ``"end"`` or
@@ -160,12 +161,6 @@ def worker_loop(
         _dev.set_device("cpu")
     parent = mp.parent_process()
     _INFO[0] = WorkerInfo(worker_id, num_workers, 0, dataset)
-    if init_fn is not None:
-        try:
-            init_fn(worker_id)
-        except Exception as exc:
-            _send(result_queue, -1, -1, worker_id, "error", _failure(worker_id, "worker_init_fn", exc), None)
-            return
     stream = None
     exhausted = False
     while True:
@@ -183,6 +178,13 @@ def worker_loop(
             _INFO[0] = WorkerInfo(worker_id, num_workers, seed, dataset)
             seed_worker(seed)
             stream, exhausted = None, False
+            if init_fn is not None:  # once, after the first seeding: what it seeds holds
+                fn, init_fn = init_fn, None
+                try:
+                    fn(worker_id)
+                except Exception as exc:
+                    _send(result_queue, -1, -1, worker_id, "error", _failure(worker_id, "worker_init_fn", exc), None)
+                    return
             continue
         send_idx = msg[2]
         if kind == "batch":

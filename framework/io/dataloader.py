@@ -54,7 +54,8 @@ class DataLoader:
     equal to what ``num_workers=0`` gives. Each epoch every worker is seeded with
     ``base + worker_id`` (Python's ``random``, numpy's global generator and ``fw.seed``),
     ``base`` drawn from ``generator`` (else the global generator), so ``fw.seed(n)`` makes
-    the workers' random streams distinct and reproducible; :func:`get_worker_info` tells a
+    the workers' random streams distinct and reproducible; ``worker_init_fn(worker_id)`` runs
+    once in each worker after its first seeding (what it seeds holds); :func:`get_worker_info` tells a
     worker its id (an IterableDataset uses it to shard: each worker iterates its own copy,
     and batches come round-robin over the workers). With ``use_buffer_reader`` (the default)
     the arrays are copied to the current device on a copy stream of the loader's, the next
