@@ -319,6 +319,31 @@ def test_timeout_and_worker_init_fn():
         list(io.DataLoader(NumpyDraw(), batch_size=2, num_workers=1, worker_init_fn=_init_fails, timeout=120))
 
 
+def test_epochs_stop_their_workers_and_leave_no_threads():
+    """Each epoch starts and stops its workers: after the first epoch, more epochs leave no
+    extra thread (queue feeders, copy streams) and no worker process behind."""
+    import multiprocessing
+    import threading
+    import time
+
+    dl = io.DataLoader(Squares(6), batch_size=2, num_workers=2, timeout=120)
+    list(dl)
+
+    def settled(limit):
+        end = time.monotonic() + 20
+        while time.monotonic() < end and threading.active_count() > limit:
+            time.sleep(0.05)
+        return threading.active_count()
+
+    base = settled(threading.active_count())
+    time.sleep(0.2)
+    base = threading.active_count()
+    for _ in range(3):
+        assert [b[1].tolist() for b in dl] == [[0, 1], [4, 9], [16, 25]]
+    assert settled(base) <= base
+    assert [p for p in multiprocessing.active_children() if p.name.startswith("oarlock-dataloader")] == []
+
+
 def test_worker_arguments_are_checked():
     with pytest.raises(fw.OpArgumentError, match=r"\[DataLoader\] multiprocessing_context='fork' is not allowed"):
         io.DataLoader(Squares(3), num_workers=1, multiprocessing_context="fork")

@@ -1,7 +1,7 @@
 """Host-to-device staging: a worker's numpy batch becomes tensors through a copy stream.
 
 Where the device's runtime has streams (``create_stream`` returns a handle), each array is
-copied asynchronously on a copy stream of the loader's own, an event is recorded behind the
+copied asynchronously on a copy stream (one per device, shared by the process's loaders), an event is recorded behind the
 copies, and the compute stream waits on that event only when the batch is handed to the user.
 The DataLoader submits batch k+1 before it hands out batch k, so the copy of the next batch
 runs while the model computes on this one. The host arrays stay referenced until their copy
@@ -27,6 +27,9 @@ from ._worker import HostTensor
 
 #: batches whose copies may still be in flight before the oldest is waited for
 _MAX_IN_FLIGHT = 4
+#: one copy stream per device, shared by every loader of the process (a stream may own a
+#: thread or a queue: one per loader or per epoch would pile them up)
+_COPY_STREAMS: dict[_dev.Device, Any] = {}
 
 
 class HostToDeviceStager:
@@ -36,7 +39,9 @@ class HostToDeviceStager:
         self.device = device
         self._type = _dev.device_type(device.type)
         self._rt = self._type.runtime
-        self.copy_stream = self._rt.create_stream(device.index)
+        if device not in _COPY_STREAMS:
+            _COPY_STREAMS[device] = self._rt.create_stream(device.index)
+        self.copy_stream = _COPY_STREAMS[device]
         self._held: deque[tuple[Any, list[np.ndarray]]] = deque()
 
     @property

@@ -58,7 +58,7 @@ class DataLoader:
     once in each worker after its first seeding (what it seeds holds); :func:`get_worker_info` tells a
     worker its id (an IterableDataset uses it to shard: each worker iterates its own copy,
     and batches come round-robin over the workers). With ``use_buffer_reader`` (the default)
-    the arrays are copied to the current device on a copy stream of the loader's, the next
+    the arrays are copied to the current device on a copy stream (one per device), the next
     batch's copies running while the model computes on this one (synchronous copies on a
     device without streams). A worker's exception is raised here, naming the worker and the
     sample index; the workers are stopped at the end of each epoch (kept with
