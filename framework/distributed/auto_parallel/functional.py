@@ -22,6 +22,7 @@ from typing import Any
 from adapter_api import OpArgumentError
 
 from ..._src import autograd
+from ..._src.ops import creation as _creation
 from ..._src.ops import math as _math
 from ..._src.ops import shape as _shape
 from ..._src.ops.composites import activation as _act
@@ -174,6 +175,7 @@ relu = _unary("relu", _act.relu)
 gelu = _unary("gelu", _act.gelu)
 tanh = _unary("tanh", _math.tanh)
 exp = _unary("exp", _math.exp)
+log = _unary("log", _math.log)
 
 
 def _axes(x: Any, axis: Any) -> list[int]:
@@ -213,7 +215,15 @@ def max(x: Any, axis: Any = None, keepdim: bool = False) -> Any:  # noqa: A001 -
     x = view(x)
     if not isinstance(x, DistTensor):
         return _math.max(x, axis=axis, keepdim=keepdim)
-    return _reduction("max", x, axis, keepdim, lambda t, a: _math.max(t, axis=a, keepdim=keepdim))
+    return _reduction("max", x, axis, keepdim, lambda t, a: _local_max(t, a, keepdim))
+
+
+def _local_max(t: Tensor, axes: list[int], keepdim: bool) -> Tensor:
+    """The max of a shard; an empty shard (uneven sharding) gives -inf, the identity of max."""
+    if builtins.any(t.shape[a] == 0 for a in axes):
+        shape = [1 if i in axes else n for i, n in enumerate(t.shape) if keepdim or i not in axes]
+        return _creation.full(shape, float("-inf"), dtype=t.dtype, device=t.device)
+    return _math.max(t, axis=axes, keepdim=keepdim)
 
 
 def _last_axis(op: str, x: Any, axis: int) -> None:
@@ -279,12 +289,45 @@ def cross_entropy(logits: Any, label: Any, reduction: str = "mean") -> Any:
     reduce over every other dim (a sharded batch gives a Partial(sum) loss)."""
     if not _dist(logits, label):
         return _loss.cross_entropy(logits, label, reduction=reduction)
+    logits = _lift(logits, _mesh_of("cross_entropy", [logits, label]))
+    if any(isinstance(p, Shard) and p.dim == logits.ndim - 1 for p in logits.placements):
+        return _vocab_cross_entropy(logits, label, reduction)
     if reduction == "none":
         return run("cross_entropy", [logits, label], lambda a, b: _loss.cross_entropy(a, b, reduction="none"),
                    rule="*c,*->* | c")
     scale = 1.0 / math.prod(label.shape) if reduction == "mean" else 1.0
     return run("cross_entropy", [logits, label],
                lambda a, b: _loss.cross_entropy(a, b, reduction="sum") * scale, rule="*c,*-> | c")
+
+
+def _vocab_cross_entropy(logits: DistTensor, label: Any, reduction: str) -> Any:
+    """Classes sharded (Paddle's vocabulary-parallel cross-entropy): the logits are never
+    gathered; the row max, the sum of exponentials and the target logit are reduced over the
+    class shards (all-reduces of one value per row), each from the rules of the ops below."""
+    mesh = logits.process_mesh
+    nclass = logits.shape[-1]
+    stop = DistTensor(logits._local.detach() if logits._local is not None else None, mesh, logits.placements,
+                      logits.shape, logits.dtype, logits.name)
+    row_max = max(stop, axis=-1, keepdim=True)  # Partial(max) over the class shards; no gradient needed
+    row_max = reshard(row_max, mesh, [Replicate() if p.is_partial() else p for p in row_max.placements],
+                      why="cross_entropy")
+    shifted = subtract(logits, row_max)
+    lse = log(sum(exp(shifted), axis=-1))  # the sum is Partial: log all-reduces it
+    target = sum(multiply(shifted, one_hot(label, nclass)), axis=-1)  # Partial: reduced by subtract
+    loss = subtract(lse, target)
+    if reduction == "none":
+        return loss
+    return mean(loss) if reduction == "mean" else sum(loss)
+
+
+def one_hot(x: Any, num_classes: int) -> Any:
+    """One-hot rows of ``num_classes`` (rule ``*->*c``: the new class dim is replicated)."""
+    x = view(x)
+    if not isinstance(x, DistTensor):
+        return _misc.one_hot(x, num_classes)
+    inl = "abcdefghijklmnop"[: x.ndim]
+    return run("one_hot", [x], lambda t: _misc.one_hot(t, num_classes), rule=f"{inl}->{inl}Z",
+               shape=(*x.shape, num_classes))
 
 
 def concat(xs: Sequence[Any], axis: int = 0) -> Any:
@@ -463,7 +506,7 @@ def _attach() -> None:
 _attach()
 
 __all__ = [
-    "add", "backward", "concat", "cross_entropy", "divide", "embedding", "exp", "gelu", "layer_norm", "linear",
-    "log_softmax", "matmul", "max", "mean", "multiply", "numpy", "relu", "reshape", "rms_norm", "run",
+    "add", "backward", "concat", "cross_entropy", "divide", "embedding", "exp", "gelu", "layer_norm", "linear", "log",
+    "log_softmax", "matmul", "max", "mean", "multiply", "numpy", "one_hot", "relu", "reshape", "rms_norm", "run",
     "silu", "softmax", "split", "subtract", "sum", "tanh", "transpose",
 ]
