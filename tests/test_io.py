@@ -344,6 +344,23 @@ def test_epochs_stop_their_workers_and_leave_no_threads():
     assert [p for p in multiprocessing.active_children() if p.name.startswith("oarlock-dataloader")] == []
 
 
+def test_two_iterators_over_one_loader():
+    dl = io.DataLoader(Squares(6), batch_size=2, num_workers=1, timeout=120)
+    a, b = iter(dl), iter(dl)  # each its own workers
+    assert [v[1].tolist() for v in zip(*[a, b]) for v in v] == [[0, 1], [0, 1], [4, 9], [4, 9], [16, 25], [16, 25]]
+    dl = io.DataLoader(Squares(6), batch_size=2, num_workers=1, persistent_workers=True, timeout=120)
+    a = iter(dl)
+    next(a)
+    b = iter(dl)
+    with pytest.raises(fw.OpArgumentError, match=r"this iterator was superseded"):
+        next(a)
+    assert [v[1].tolist() for v in b] == [[0, 1], [4, 9], [16, 25]]
+    dl.persistent_workers = False
+    pids = dl.worker_pids()
+    list(dl)
+    assert _wait_gone(pids) == []
+
+
 def test_worker_arguments_are_checked():
     with pytest.raises(fw.OpArgumentError, match=r"\[DataLoader\] multiprocessing_context='fork' is not allowed"):
         io.DataLoader(Squares(3), num_workers=1, multiprocessing_context="fork")

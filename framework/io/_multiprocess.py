@@ -84,6 +84,7 @@ class WorkerPool:
         self.index_queues: list[Any] = []
         self.workers: list[Any] = []
         self.epoch = -1
+        self.persistent = loader.persistent_workers
         for wid in range(n):
             iq = ctx.Queue()
             args = (
@@ -183,6 +184,11 @@ class MultiProcessIterator:
     def _receive(self) -> tuple[str, Any, int]:
         """The answer to request ``_rcvd_idx``, waiting for it (and watching the workers)."""
         timeout = self.loader.timeout
+        if self.pool.epoch != self.epoch:
+            raise OpArgumentError(
+                "[DataLoader] this iterator was superseded: a newer iter() over the same loader with "
+                "persistent_workers=True took its workers; finish one epoch before starting the next"
+            )
         while self._rcvd_idx not in self._buffer:
             try:
                 raw = self.pool.result_queue.get(timeout=_POLL_S)
@@ -278,7 +284,8 @@ class MultiProcessIterator:
             self.stager.close()
         if not self.loader.persistent_workers:
             self.pool.shutdown()
-            self.loader._pool = None
+            if self.loader._pool is self.pool:
+                self.loader._pool = None
 
     def close(self) -> None:
         """Leave the epoch early: stop the workers, unless they are persistent (their answers

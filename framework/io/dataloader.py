@@ -121,7 +121,11 @@ class DataLoader:
 
     def __iter__(self) -> Iterator[Any]:
         if self.num_workers:
-            if self._pool is None or not self._pool.alive:
+            # persistent workers serve one epoch after another; otherwise each iterator has
+            # its own (two iterators over one loader then run side by side)
+            if self._pool is not None and self._pool.persistent and not self.persistent_workers:
+                self._pool.shutdown()  # persistent_workers was switched off
+            if not self.persistent_workers or self._pool is None or not self._pool.alive:
                 self._pool = WorkerPool(self)
             device = _dev.get_device() if self.places is None else _dev.parse(self.places[0] if isinstance(self.places, (list, tuple)) else self.places)
             return MultiProcessIterator(self, self._pool, device)
