@@ -480,7 +480,7 @@ class CEmitter(Emitter):
             "#include <math.h>",
             "#include <stdbool.h>",
             "#include <stdint.h>",
-            *_STREAM.splitlines(),
+            *(_STREAM.splitlines() if self._streamed(prog) else ()),  # immintrin.h costs a third of a build
             *"\n".join(helpers).splitlines(),
         ]
 
