@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
+from .. import composite_reference as C
 from ..cases import Case, Target
 from ..checks import CheckFailure, assert_close, put
-from .. import composite_reference as C
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
