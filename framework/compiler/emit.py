@@ -480,7 +480,8 @@ class CEmitter(Emitter):
             "#include <math.h>",
             "#include <stdbool.h>",
             "#include <stdint.h>",
-            *(_STREAM.splitlines() if self._streamed(prog) else ()),  # immintrin.h costs a third of a build
+            # immintrin.h costs a third of a build: not for generated primitives (they never stream)
+            *(_STREAM.splitlines() if prog.n is not None else ()),
             *"\n".join(helpers).splitlines(),
         ]
 
