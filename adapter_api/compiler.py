@@ -77,7 +77,9 @@ class Compiler:
         """Turn a binary from :meth:`compile` into a launchable program for ``entry``."""
         raise NotImplementedError("need load")
 
-    def launch(self, program: Any, args: list[Any], grid: tuple[int, ...], local: tuple[int, ...] | None, stream: Any) -> None:
+    def launch(
+        self, program: Any, args: list[Any], grid: tuple[int, ...], local: tuple[int, ...] | None, stream: Any
+    ) -> None:
         """Run ``program``. ``args`` are native views (see ``DeviceRuntime.view``) and numpy
         scalars (``np.int64``, ``np.float32``) in the kernel's parameter order. ``grid`` is
         the global work size (CPU: the number of independent rows the C function loops over)."""

@@ -61,14 +61,55 @@ DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "float16", "bfloat
 MAX_DIMS = 8
 
 #: Entries a plugin must fill; the loader names the first missing one.
-MANDATORY = ("device_type", "last_error", "device_count", "properties", "allocate", "free", "memset",
-             "copy_h2d", "copy_d2h", "copy_d2d", "create_event", "record_event", "synchronize_event",
-             "elapsed_ms", "kernels")
-STREAM_ENTRIES = ("default_stream", "create_stream", "synchronize_stream", "query_stream", "stream_wait_event")
+MANDATORY = (
+    "device_type",
+    "last_error",
+    "device_count",
+    "properties",
+    "allocate",
+    "free",
+    "memset",
+    "copy_h2d",
+    "copy_d2h",
+    "copy_d2d",
+    "create_event",
+    "record_event",
+    "synchronize_event",
+    "elapsed_ms",
+    "kernels",
+)
+STREAM_ENTRIES = (
+    "default_stream",
+    "create_stream",
+    "synchronize_stream",
+    "query_stream",
+    "stream_wait_event",
+)
 #: ABI 1.1: optional groups, each all or none (the loader names the first missing entry).
-COLLECTIVE_ENTRIES = ("comm_unique_id", "comm_create", "comm_destroy", "comm_set_timeout", "all_reduce", "reduce",
-                      "broadcast", "all_gather", "reduce_scatter", "all_to_all", "send", "recv", "barrier")
-COMPILE_ENTRIES = ("kernel_language", "compiler_identity", "compile", "free_binary", "load", "launch", "free_program")
+COLLECTIVE_ENTRIES = (
+    "comm_unique_id",
+    "comm_create",
+    "comm_destroy",
+    "comm_set_timeout",
+    "all_reduce",
+    "reduce",
+    "broadcast",
+    "all_gather",
+    "reduce_scatter",
+    "all_to_all",
+    "send",
+    "recv",
+    "barrier",
+)
+COMPILE_ENTRIES = (
+    "kernel_language",
+    "compiler_identity",
+    "compile",
+    "free_binary",
+    "load",
+    "launch",
+    "free_program",
+)
 
 _ERRORS = {2: OutOfMemoryError, 3: OpArgumentError, 4: KernelNotFoundError}
 
@@ -113,7 +154,9 @@ class NativeView:
     def fill(self, t: Any) -> None:
         """Write this view into the ``oarlock_tensor`` ``t``."""
         if len(self.shape) > MAX_DIMS:
-            raise KernelNotFoundError(f"[native] a {len(self.shape)}-d tensor exceeds OARLOCK_MAX_DIMS ({MAX_DIMS})")
+            raise KernelNotFoundError(
+                f"[native] a {len(self.shape)}-d tensor exceeds OARLOCK_MAX_DIMS ({MAX_DIMS})"
+            )
         t.data, t.offset, t.dtype, t.ndim = self.buffer, self.offset, _dtype_code(self.dtype), len(self.shape)
         t.shape[0 : len(self.shape)] = self.shape
 
@@ -130,41 +173,60 @@ class NativeLibrary:
         try:
             self.lib = f.dlopen(path)
         except OSError as exc:
-            raise PluginError(f"[native] cannot load the library {path}: {exc}; rebuild or reinstall the plugin") from exc
+            raise PluginError(
+                f"[native] cannot load the library {path}: {exc}; rebuild or reinstall the plugin"
+            ) from exc
         self.table = f.new("oarlock_plugin *")
         self.table.struct_size = f.sizeof("oarlock_plugin")
         try:
             init = self.lib.oarlock_plugin_init
         except (AttributeError, OSError):
-            raise PluginError(f"[native] {path} exports no oarlock_plugin_init; export "
-                              f"'int oarlock_plugin_init(oarlock_plugin *)' from the library") from None
+            raise PluginError(
+                f"[native] {path} exports no oarlock_plugin_init; export "
+                f"'int oarlock_plugin_init(oarlock_plugin *)' from the library"
+            ) from None
         status = init(self.table)
         t = self.table
         if status != 0:
-            raise PluginError(f"[native] oarlock_plugin_init of {path} returned status {status}: {self._message()}; "
-                              f"the library may have been built for another oarlock_device.h")
+            raise PluginError(
+                f"[native] oarlock_plugin_init of {path} returned status {status}: {self._message()}; "
+                f"the library may have been built for another oarlock_device.h"
+            )
         major, minor = t.abi_major, t.abi_minor
         cmaj, cmin = self.lib.OARLOCK_ABI_MAJOR, self.lib.OARLOCK_ABI_MINOR
         if major != cmaj or minor > cmin:
-            fix = "upgrade oarlock" if (major, minor) > (cmaj, cmin) else "rebuild the plugin against this oarlock_device.h"
-            raise PluginError(f"[native] {path} was built for native ABI {major}.{minor}, but this oarlock implements "
-                              f"{cmaj}.{cmin}; {fix}")
+            fix = (
+                "upgrade oarlock"
+                if (major, minor) > (cmaj, cmin)
+                else "rebuild the plugin against this oarlock_device.h"
+            )
+            raise PluginError(
+                f"[native] {path} was built for native ABI {major}.{minor}, but this oarlock implements "
+                f"{cmaj}.{cmin}; {fix}"
+            )
         if t.struct_size > f.sizeof("oarlock_plugin"):
-            raise PluginError(f"[native] {path} fills a {t.struct_size}-byte oarlock_plugin table, larger than this "
-                              f"oarlock's {f.sizeof('oarlock_plugin')} bytes; upgrade oarlock")
+            raise PluginError(
+                f"[native] {path} fills a {t.struct_size}-byte oarlock_plugin table, larger than this "
+                f"oarlock's {f.sizeof('oarlock_plugin')} bytes; upgrade oarlock"
+            )
         for name in MANDATORY:
             if getattr(t, name) == f.NULL:
-                raise PluginError(f"[native] {path} leaves the mandatory entry '{name}' of oarlock_plugin NULL; "
-                                  f"fill it in oarlock_plugin_init (see oarlock_device.h)")
+                raise PluginError(
+                    f"[native] {path} leaves the mandatory entry '{name}' of oarlock_plugin NULL; "
+                    f"fill it in oarlock_plugin_init (see oarlock_device.h)"
+                )
         given = [n for n in STREAM_ENTRIES if getattr(t, n) != f.NULL]
         if given and len(given) != len(STREAM_ENTRIES):
             missing = [n for n in STREAM_ENTRIES if n not in given]
-            raise PluginError(f"[native] {path} fills the stream entries {given} but not {missing}; fill all of "
-                              f"them or none (one synchronous stream)")
+            raise PluginError(
+                f"[native] {path} fills the stream entries {given} but not {missing}; fill all of "
+                f"them or none (one synchronous stream)"
+            )
         self.device_type = f.string(t.device_type).decode()
         self.has_streams = bool(given)
-        self.has_collectives = minor >= 1 and self._group(COLLECTIVE_ENTRIES, "collective",
-                                                          "host-staged collectives")
+        self.has_collectives = minor >= 1 and self._group(
+            COLLECTIVE_ENTRIES, "collective", "host-staged collectives"
+        )
         self.has_compiler = minor >= 1 and self._group(COMPILE_ENTRIES, "compile", "no compile access")
 
     def _group(self, entries: tuple[str, ...], what: str, default: str) -> bool:
@@ -173,9 +235,11 @@ class NativeLibrary:
         given = [n for n in entries if getattr(t, n) != null]
         if given and len(given) != len(entries):
             missing = next(n for n in entries if n not in given)
-            raise PluginError(f"[native] {self.path} fills {len(given)} of the {len(entries)} {what} entries of "
-                              f"oarlock_plugin but leaves '{missing}' NULL; fill all of them or none ({default}); "
-                              f"see oarlock_device.h")
+            raise PluginError(
+                f"[native] {self.path} fills {len(given)} of the {len(entries)} {what} entries of "
+                f"oarlock_plugin but leaves '{missing}' NULL; fill all of them or none ({default}); "
+                f"see oarlock_device.h"
+            )
         return bool(given)
 
     def _message(self) -> str:
@@ -185,8 +249,13 @@ class NativeLibrary:
         p = t.last_error()
         return ffi().string(p).decode(errors="replace") if p != ffi().NULL else "(no message)"
 
-    def check(self, status: int, entry: str, default: type[Exception] = DeviceError,
-              declined: type[Exception] = KernelNotFoundError) -> None:
+    def check(
+        self,
+        status: int,
+        entry: str,
+        default: type[Exception] = DeviceError,
+        declined: type[Exception] = KernelNotFoundError,
+    ) -> None:
         """Raise the Oarlock error for a failed call of ``entry`` (``declined`` for NOT_SUPPORTED)."""
         if status:
             cls = declined if status == 4 else _ERRORS.get(status, default)
@@ -197,8 +266,10 @@ class NativeLibrary:
         for k in range(t.kernel_count):
             d = t.kernels[k]
             if not 0 <= d.dtype < len(DTYPES):
-                raise PluginError(f"[native] kernel row {k} ({ffi().string(d.op).decode()}) has dtype code {d.dtype}; "
-                                  f"use an oarlock_dtype")
+                raise PluginError(
+                    f"[native] kernel row {k} ({ffi().string(d.op).decode()}) has dtype code {d.dtype}; "
+                    f"use an oarlock_dtype"
+                )
             out.append((ffi().string(d.op).decode(), DTYPES[d.dtype], d.flags, d.fn))
         return out
 
@@ -222,11 +293,16 @@ class NativeRuntime(DeviceRuntime):
         p = self.f.new("oarlock_device_properties *")
         self.check(self.t.properties(index, p), "properties")
         s = lambda c: self.f.string(c).decode(errors="replace")  # noqa: E731
-        return DeviceProperties(name=s(p.name), vendor=s(p.vendor), total_memory=int(p.total_memory),
-                                compute_units=int(p.compute_units), driver_version=s(p.driver_version),
-                                runtime_version=s(p.runtime_version),
-                                dtypes=tuple(n for i, n in enumerate(DTYPES) if p.dtypes >> i & 1),
-                                extra={"library": self.native.path})
+        return DeviceProperties(
+            name=s(p.name),
+            vendor=s(p.vendor),
+            total_memory=int(p.total_memory),
+            compute_units=int(p.compute_units),
+            driver_version=s(p.driver_version),
+            runtime_version=s(p.runtime_version),
+            dtypes=tuple(n for i, n in enumerate(DTYPES) if p.dtypes >> i & 1),
+            extra={"library": self.native.path},
+        )
 
     # -- memory -------------------------------------------------------------------------
     def allocate(self, index: int, nbytes: int) -> Any:
@@ -249,18 +325,43 @@ class NativeRuntime(DeviceRuntime):
             raise OpArgumentError("[native] host arrays must be C-contiguous")
         return self.f.cast("void *", a.ctypes.data)
 
-    def copy_h2d(self, index: int, dst: Any, dst_offset: int, src: np.ndarray, stream: Any, blocking: bool = True) -> None:
-        self.check(self.t.copy_h2d(index, dst, dst_offset, self._host(src), src.nbytes, stream or self.f.NULL,
-                                   int(blocking)), "copy_h2d")
+    def copy_h2d(
+        self, index: int, dst: Any, dst_offset: int, src: np.ndarray, stream: Any, blocking: bool = True
+    ) -> None:
+        self.check(
+            self.t.copy_h2d(
+                index, dst, dst_offset, self._host(src), src.nbytes, stream or self.f.NULL, int(blocking)
+            ),
+            "copy_h2d",
+        )
 
-    def copy_d2h(self, index: int, dst: np.ndarray, src: Any, src_offset: int, stream: Any, blocking: bool = True) -> None:
-        self.check(self.t.copy_d2h(index, self._host(dst), src, src_offset, dst.nbytes, stream or self.f.NULL,
-                                   int(blocking)), "copy_d2h")
+    def copy_d2h(
+        self, index: int, dst: np.ndarray, src: Any, src_offset: int, stream: Any, blocking: bool = True
+    ) -> None:
+        self.check(
+            self.t.copy_d2h(
+                index, self._host(dst), src, src_offset, dst.nbytes, stream or self.f.NULL, int(blocking)
+            ),
+            "copy_d2h",
+        )
 
-    def copy_d2d(self, index: int, dst: Any, dst_offset: int, src: Any, src_offset: int, nbytes: int, stream: Any,
-                 blocking: bool = True) -> None:
-        self.check(self.t.copy_d2d(index, dst, dst_offset, src, src_offset, nbytes, stream or self.f.NULL,
-                                   int(blocking)), "copy_d2d")
+    def copy_d2d(
+        self,
+        index: int,
+        dst: Any,
+        dst_offset: int,
+        src: Any,
+        src_offset: int,
+        nbytes: int,
+        stream: Any,
+        blocking: bool = True,
+    ) -> None:
+        self.check(
+            self.t.copy_d2d(
+                index, dst, dst_offset, src, src_offset, nbytes, stream or self.f.NULL, int(blocking)
+            ),
+            "copy_d2d",
+        )
 
     # -- streams --------------------------------------------------------------------------
     def default_stream(self, index: int) -> Any:
@@ -407,19 +508,30 @@ class NativeCommunicator(Communicator):
     rank of the group over the host communicator, then each rank calls ``comm_create``.
     """
 
-    def __init__(self, runtime: NativeRuntime, device_index: int, rank: int, size: int, uid: bytes,
-                 timeout: float = Communicator.timeout) -> None:
+    def __init__(
+        self,
+        runtime: NativeRuntime,
+        device_index: int,
+        rank: int,
+        size: int,
+        uid: bytes,
+        timeout: float = Communicator.timeout,
+    ) -> None:
         super().__init__(runtime, device_index, rank, size, uid)
         self.native, self.t, self.f = runtime.native, runtime.native.table, ffi()
         self.handle: Any = None
         want = self.f.sizeof("uint8_t[OARLOCK_UNIQUE_ID_BYTES]")
         if len(uid) != want:
-            raise CommunicationError(f"[{self.native.device_type}] comm_create: the unique id has {len(uid)} bytes, "
-                                     f"expected {want}; every rank must get rank 0's comm_unique_id")
+            raise CommunicationError(
+                f"[{self.native.device_type}] comm_create: the unique id has {len(uid)} bytes, "
+                f"expected {want}; every rank must get rank 0's comm_unique_id"
+            )
         self._timeout = float(timeout)
         out = self.f.new("void **")
-        self._check(self.t.comm_create(device_index, uid, rank, size, self._timeout, out),
-                    f"comm_create(rank {rank} of {size})")
+        self._check(
+            self.t.comm_create(device_index, uid, rank, size, self._timeout, out),
+            f"comm_create(rank {rank} of {size})",
+        )
         self.handle = out[0]
 
     @classmethod
@@ -448,8 +560,10 @@ class NativeCommunicator(Communicator):
 
     def _args(self, name: str, send: NativeView, recv: NativeView, recv_size: int) -> tuple[Any, ...]:
         if recv.dtype != send.dtype or recv.size != recv_size:
-            raise OpArgumentError(f"[{self.native.device_type}] {name}: the output must hold {recv_size} "
-                                  f"{send.dtype}, got {recv.size} {recv.dtype}")
+            raise OpArgumentError(
+                f"[{self.native.device_type}] {name}: the output must hold {recv_size} "
+                f"{send.dtype}, got {recv.size} {recv.dtype}"
+            )
         return self.handle, send.buffer, send.offset, recv.buffer, recv.offset
 
     @staticmethod
@@ -464,45 +578,95 @@ class NativeCommunicator(Communicator):
     # -- collectives --------------------------------------------------------------------
     def all_reduce(self, send: NativeView, recv: NativeView, op: str, stream: Any) -> None:
         a = self._args("all_reduce", send, recv, send.size)
-        self._check(self.t.all_reduce(*a, send.size, _dtype_code(send.dtype), self._op("all_reduce", op),
-                                      self._stream(stream)), f"all_reduce({op})")
+        self._check(
+            self.t.all_reduce(
+                *a, send.size, _dtype_code(send.dtype), self._op("all_reduce", op), self._stream(stream)
+            ),
+            f"all_reduce({op})",
+        )
 
     def reduce(self, send: NativeView, recv: NativeView, op: str, root: int, stream: Any) -> None:
         a = self._args("reduce", send, recv, send.size)
-        self._check(self.t.reduce(*a, send.size, _dtype_code(send.dtype), self._op("reduce", op), root,
-                                  self._stream(stream)), f"reduce({op}) to rank {root}")
+        self._check(
+            self.t.reduce(
+                *a, send.size, _dtype_code(send.dtype), self._op("reduce", op), root, self._stream(stream)
+            ),
+            f"reduce({op}) to rank {root}",
+        )
 
     def broadcast(self, buf: NativeView, root: int, stream: Any) -> None:
-        self._check(self.t.broadcast(self.handle, buf.buffer, buf.offset, buf.size, _dtype_code(buf.dtype), root,
-                                     self._stream(stream)), f"broadcast from rank {root}")
+        self._check(
+            self.t.broadcast(
+                self.handle,
+                buf.buffer,
+                buf.offset,
+                buf.size,
+                _dtype_code(buf.dtype),
+                root,
+                self._stream(stream),
+            ),
+            f"broadcast from rank {root}",
+        )
 
     def all_gather(self, send: NativeView, recv: NativeView, stream: Any) -> None:
         a = self._args("all_gather", send, recv, send.size * self.size)
-        self._check(self.t.all_gather(*a, send.size, _dtype_code(send.dtype), self._stream(stream)), "all_gather")
+        self._check(
+            self.t.all_gather(*a, send.size, _dtype_code(send.dtype), self._stream(stream)), "all_gather"
+        )
 
     def reduce_scatter(self, send: NativeView, recv: NativeView, op: str, stream: Any) -> None:
         if send.size != recv.size * self.size:
-            raise OpArgumentError(f"[{self.native.device_type}] reduce_scatter: the input must hold {self.size} x "
-                                  f"{recv.size} elements, got {send.size}")
+            raise OpArgumentError(
+                f"[{self.native.device_type}] reduce_scatter: the input must hold {self.size} x "
+                f"{recv.size} elements, got {send.size}"
+            )
         a = self._args("reduce_scatter", send, recv, recv.size)
-        self._check(self.t.reduce_scatter(*a, recv.size, _dtype_code(send.dtype), self._op("reduce_scatter", op),
-                                          self._stream(stream)), f"reduce_scatter({op})")
+        self._check(
+            self.t.reduce_scatter(
+                *a, recv.size, _dtype_code(send.dtype), self._op("reduce_scatter", op), self._stream(stream)
+            ),
+            f"reduce_scatter({op})",
+        )
 
     def all_to_all(self, send: NativeView, recv: NativeView, stream: Any) -> None:
         if send.size % self.size:
-            raise OpArgumentError(f"[{self.native.device_type}] all_to_all: {send.size} elements do not split "
-                                  f"into {self.size} equal chunks")
+            raise OpArgumentError(
+                f"[{self.native.device_type}] all_to_all: {send.size} elements do not split "
+                f"into {self.size} equal chunks"
+            )
         a = self._args("all_to_all", send, recv, send.size)
-        self._check(self.t.all_to_all(*a, send.size // self.size, _dtype_code(send.dtype), self._stream(stream)),
-                    "all_to_all")
+        self._check(
+            self.t.all_to_all(*a, send.size // self.size, _dtype_code(send.dtype), self._stream(stream)),
+            "all_to_all",
+        )
 
     def send(self, buf: NativeView, peer: int, stream: Any) -> None:
-        self._check(self.t.send(self.handle, buf.buffer, buf.offset, buf.size, _dtype_code(buf.dtype), peer,
-                                self._stream(stream)), f"send to rank {peer}")
+        self._check(
+            self.t.send(
+                self.handle,
+                buf.buffer,
+                buf.offset,
+                buf.size,
+                _dtype_code(buf.dtype),
+                peer,
+                self._stream(stream),
+            ),
+            f"send to rank {peer}",
+        )
 
     def recv(self, buf: NativeView, peer: int, stream: Any) -> None:
-        self._check(self.t.recv(self.handle, buf.buffer, buf.offset, buf.size, _dtype_code(buf.dtype), peer,
-                                self._stream(stream)), f"recv from rank {peer}")
+        self._check(
+            self.t.recv(
+                self.handle,
+                buf.buffer,
+                buf.offset,
+                buf.size,
+                _dtype_code(buf.dtype),
+                peer,
+                self._stream(stream),
+            ),
+            f"recv from rank {peer}",
+        )
 
     def barrier(self) -> None:
         self._check(self.t.barrier(self.handle), "barrier")
@@ -532,7 +696,9 @@ class NativeCompiler(Compiler):
 
     def identity(self) -> str:
         buf = self.f.new("char[]", 1024)
-        self.native.check(self.t.compiler_identity(self.device_index, buf, len(buf)), "compiler_identity", CompileError)
+        self.native.check(
+            self.t.compiler_identity(self.device_index, buf, len(buf)), "compiler_identity", CompileError
+        )
         version = self.f.string(self.t.version).decode() if self.t.version != self.f.NULL else "?"
         return f"{self.native.device_type} {version} | {self.f.string(buf).decode(errors='replace')}"
 
@@ -540,8 +706,14 @@ class NativeCompiler(Compiler):
         opts = [self.f.new("char[]", o.encode()) for o in options]
         arr = self.f.new("char *[]", opts or [self.f.NULL])
         binary, nbytes = self.f.new("void **"), self.f.new("uint64_t *")
-        self.native.check(self.t.compile(self.device_index, source.encode(), entry.encode(), arr, len(opts), binary,
-                                         nbytes), f"compile({entry})", CompileError, declined=CompileError)
+        self.native.check(
+            self.t.compile(
+                self.device_index, source.encode(), entry.encode(), arr, len(opts), binary, nbytes
+            ),
+            f"compile({entry})",
+            CompileError,
+            declined=CompileError,
+        )
         try:
             return bytes(self.f.buffer(self.f.cast("char *", binary[0]), nbytes[0]))
         finally:
@@ -549,12 +721,17 @@ class NativeCompiler(Compiler):
 
     def load(self, binary: bytes, entry: str) -> Any:
         out = self.f.new("void **")
-        self.native.check(self.t.load(self.device_index, self.f.from_buffer(binary), len(binary), entry.encode(), out),
-                          f"load({entry})", CompileError, declined=CompileError)
+        self.native.check(
+            self.t.load(self.device_index, self.f.from_buffer(binary), len(binary), entry.encode(), out),
+            f"load({entry})",
+            CompileError,
+            declined=CompileError,
+        )
         return self.f.gc(out[0], self.t.free_program)
 
-    def launch(self, program: Any, args: list[Any], grid: tuple[int, ...], local: tuple[int, ...] | None,
-               stream: Any) -> None:
+    def launch(
+        self, program: Any, args: list[Any], grid: tuple[int, ...], local: tuple[int, ...] | None, stream: Any
+    ) -> None:
         a = self.f.new("oarlock_launch_arg[]", max(1, len(args)))
         for k, v in enumerate(args):
             if isinstance(v, NativeView):
@@ -564,12 +741,19 @@ class NativeCompiler(Compiler):
             elif isinstance(v, (float, np.floating)):
                 a[k].kind, a[k].dtype, a[k].f = 2, _dtype_code(np.asarray(v).dtype), float(v)
             else:
-                raise KernelError(f"[{self.native.device_type}] launch argument {k} is {type(v).__name__}; pass "
-                                  f"the tensors' native views and numpy scalars")
+                raise KernelError(
+                    f"[{self.native.device_type}] launch argument {k} is {type(v).__name__}; pass "
+                    f"the tensors' native views and numpy scalars"
+                )
         g = self.f.new("int64_t[]", list(grid) or [1])
         loc = self.f.new("int64_t[]", list(local)) if local else self.f.NULL
-        self.native.check(self.t.launch(program, a, len(args), g, len(grid), loc, len(local) if local else 0,
-                                        stream or self.f.NULL), "launch", KernelError)
+        self.native.check(
+            self.t.launch(
+                program, a, len(args), g, len(grid), loc, len(local) if local else 0, stream or self.f.NULL
+            ),
+            "launch",
+            KernelError,
+        )
 
 
 class NativePlugin:
@@ -592,7 +776,11 @@ class NativePlugin:
     def beside(cls, module_file: str, stem: str, **kw: Any) -> NativePlugin:
         """The library ``stem*.so`` (or ``.dylib``/``.dll``) in the folder of ``module_file``."""
         folder = os.path.dirname(os.path.abspath(module_file))
-        found = sorted(p for ext in ("so", "dylib", "dll", "pyd") for p in glob.glob(os.path.join(folder, f"{stem}*.{ext}")))
+        found = sorted(
+            p
+            for ext in ("so", "dylib", "dll", "pyd")
+            for p in glob.glob(os.path.join(folder, f"{stem}*.{ext}"))
+        )
         package = os.path.basename(folder)
         path = found[0] if found else os.path.join(folder, f"{stem}.so")
         return cls(path, name=kw.pop("name", package), **kw)
@@ -601,8 +789,10 @@ class NativePlugin:
     def library(self) -> NativeLibrary:
         if self._lib is None:
             if not os.path.exists(self.path):
-                raise PluginError(f"[native] the library {self.path} does not exist; build the plugin "
-                                  f"(pip install the package) before using it")
+                raise PluginError(
+                    f"[native] the library {self.path} does not exist; build the plugin "
+                    f"(pip install the package) before using it"
+                )
             self._lib = NativeLibrary(self.path)
         return self._lib
 
@@ -613,7 +803,9 @@ class NativePlugin:
         registry.add_runtime(typ, lambda: NativeRuntime(lib))
         for op, dtype, flags, fn in lib.kernels():
             registry.add_kernel(op, typ, [dtype], native_kernel(lib, op, fn), broadcast=bool(flags & 1))
-        registry.add_communicator(typ, NativeCommunicator if lib.has_collectives else NativeStagedCommunicator)
+        registry.add_communicator(
+            typ, NativeCommunicator if lib.has_collectives else NativeStagedCommunicator
+        )
         if self.compiler is not None:
             registry.add_compiler(typ, self.compiler)
         elif lib.has_compiler:
@@ -622,10 +814,18 @@ class NativePlugin:
     @hookimpl
     def oarlock_plugin_info(self) -> dict[str, Any]:
         t, f = self.library.table, ffi()
-        info = {"library": self.path, "native_abi": f"{t.abi_major}.{t.abi_minor}",
-                "collectives": "native" if self.library.has_collectives else "host-staged",
-                "compile": ("python" if self.compiler is not None else
-                            f.string(t.kernel_language).decode() if self.library.has_compiler else "none")}
+        info = {
+            "library": self.path,
+            "native_abi": f"{t.abi_major}.{t.abi_minor}",
+            "collectives": "native" if self.library.has_collectives else "host-staged",
+            "compile": (
+                "python"
+                if self.compiler is not None
+                else f.string(t.kernel_language).decode()
+                if self.library.has_compiler
+                else "none"
+            ),
+        }
         if t.version != f.NULL:
             info["version"] = f.string(t.version).decode()
         if t.description != f.NULL:

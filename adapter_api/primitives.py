@@ -74,72 +74,166 @@ class PrimitiveSpec:
     key_input: int = 0
 
 
-def _specs(family: str, names: str, inputs: tuple[str, ...], attrs: tuple[str, ...], doc: str) -> list[PrimitiveSpec]:
+def _specs(
+    family: str, names: str, inputs: tuple[str, ...], attrs: tuple[str, ...], doc: str
+) -> list[PrimitiveSpec]:
     return [PrimitiveSpec(n, inputs, attrs, doc.format(name=n), family) for n in names.split()]
 
 
 _ALL = [
-    *_specs("unary", "neg abs exp log sqrt rsqrt sin cos tanh erf floor ceil sign", ("x",), (),
-            "y = {name}(x), elementwise; y has x's dtype."),
+    *_specs(
+        "unary",
+        "neg abs exp log sqrt rsqrt sin cos tanh erf floor ceil sign",
+        ("x",),
+        (),
+        "y = {name}(x), elementwise; y has x's dtype.",
+    ),
     *_specs("unary", "logical_not", ("x",), (), "y = not x; x is bool, y is bool."),
-    *_specs("binary", "add sub mul div pow maximum minimum", ("x", "y"), (),
-            "z = {name}(x, y), elementwise; x, y and z share one dtype. Integer div is not "
-            "asked for (the core promotes '/' to float)."),
-    *_specs("binary", "floor_divide remainder", ("x", "y"), (),
-            "z = numpy.{name}(x, y) (sign of the result follows y, as in Python)."),
-    *_specs("compare", "eq ne lt le gt ge", ("x", "y"), (),
-            "z = x {name} y, elementwise; x and y share one dtype, z is bool."),
+    *_specs(
+        "binary",
+        "add sub mul div pow maximum minimum",
+        ("x", "y"),
+        (),
+        "z = {name}(x, y), elementwise; x, y and z share one dtype. Integer div is not "
+        "asked for (the core promotes '/' to float).",
+    ),
+    *_specs(
+        "binary",
+        "floor_divide remainder",
+        ("x", "y"),
+        (),
+        "z = numpy.{name}(x, y) (sign of the result follows y, as in Python).",
+    ),
+    *_specs(
+        "compare",
+        "eq ne lt le gt ge",
+        ("x", "y"),
+        (),
+        "z = x {name} y, elementwise; x and y share one dtype, z is bool.",
+    ),
     *_specs("logical", "logical_and logical_or", ("x", "y"), (), "z = x {name} y; bool in, bool out."),
-    PrimitiveSpec("where", ("cond", "x", "y"), (), "z = cond ? x : y; cond is bool; x, y, z share "
-                  "one dtype; registered under x's dtype.", "select"),
-    PrimitiveSpec("cast", ("x",), ("dtype",), "y = x converted to dtype (int->int wraps modulo "
-                  "2**bits of the target, never saturates: int32 300 -> int8 44, -1 -> uint8 255; "
-                  "float->int truncates "
-                  "toward zero, then wraps modulo 2**bits into the target: -1.5 -> uint8 255, "
-                  "300.7 -> uint8 44, as numpy's astype; defined where the truncated value fits "
-                  "int32, or int64 for an int64 target; NaN, inf and larger magnitudes are "
-                  "implementation-defined. nonzero->bool is True; bool->number is 0/1).", "convert"),
-    *_specs("reduce", "sum prod max min", ("x",), ("axes", "keepdim"),
-            "y = {name} of x over axes (a sorted tuple of distinct non-negative ints); "
-            "keepdim keeps them as size 1. y has x's dtype. max/min of an empty axis is not asked for."),
-    *_specs("reduce", "argmax argmin", ("x",), ("axis", "keepdim"),
-            "y = int64 index of the first {name} along one axis. NaN counts as the extreme of "
-            "both: the index of the first NaN when there is one (numpy's rule)."),
-    PrimitiveSpec("matmul", ("a", "b"), (), "c[..., i, j] = sum_k a[..., i, k] * b[..., k, j]; "
-                  "a is (B..., M, K), b is (B..., K, N) with equal batch dims (ndim >= 2).", "linalg"),
+    PrimitiveSpec(
+        "where",
+        ("cond", "x", "y"),
+        (),
+        "z = cond ? x : y; cond is bool; x, y, z share one dtype; registered under x's dtype.",
+        "select",
+    ),
+    PrimitiveSpec(
+        "cast",
+        ("x",),
+        ("dtype",),
+        "y = x converted to dtype (int->int wraps modulo "
+        "2**bits of the target, never saturates: int32 300 -> int8 44, -1 -> uint8 255; "
+        "float->int truncates "
+        "toward zero, then wraps modulo 2**bits into the target: -1.5 -> uint8 255, "
+        "300.7 -> uint8 44, as numpy's astype; defined where the truncated value fits "
+        "int32, or int64 for an int64 target; NaN, inf and larger magnitudes are "
+        "implementation-defined. nonzero->bool is True; bool->number is 0/1).",
+        "convert",
+    ),
+    *_specs(
+        "reduce",
+        "sum prod max min",
+        ("x",),
+        ("axes", "keepdim"),
+        "y = {name} of x over axes (a sorted tuple of distinct non-negative ints); "
+        "keepdim keeps them as size 1. y has x's dtype. max/min of an empty axis is not asked for.",
+    ),
+    *_specs(
+        "reduce",
+        "argmax argmin",
+        ("x",),
+        ("axis", "keepdim"),
+        "y = int64 index of the first {name} along one axis. NaN counts as the extreme of "
+        "both: the index of the first NaN when there is one (numpy's rule).",
+    ),
+    PrimitiveSpec(
+        "matmul",
+        ("a", "b"),
+        (),
+        "c[..., i, j] = sum_k a[..., i, k] * b[..., k, j]; "
+        "a is (B..., M, K), b is (B..., K, N) with equal batch dims (ndim >= 2).",
+        "linalg",
+    ),
     PrimitiveSpec("permute", ("x",), ("perm",), "y = x.transpose(perm).", "layout"),
-    PrimitiveSpec("expand", ("x",), ("shape",), "y = broadcast_to(x, shape); x has len(shape) "
-                  "dims, each equal to shape's or 1.", "layout"),
-    PrimitiveSpec("slice", ("x",), ("starts", "stops", "steps"), "y = x[starts[d]:stops[d]:"
-                  "steps[d] for each d]; 0 <= start <= stop <= size, step >= 1.", "layout"),
-    PrimitiveSpec("concat", ("*xs",), ("axis",), "y = concatenate(xs, axis); all xs share dtype "
-                  "and rank.", "layout"),
-    PrimitiveSpec("pad", ("x",), ("pads", "value"), "y = x padded with the constant value; pads "
-                  "is ((before, after), ...) per dim, non-negative.", "layout"),
-    PrimitiveSpec("gather", ("x", "index"), ("axis",), "y = numpy.take(x, index, axis); index is "
-                  "int64; y.shape = x.shape[:axis] + index.shape + x.shape[axis+1:]. An index "
-                  "outside [0, x.shape[axis]) raises OpArgumentError, never reads out of bounds.", "index"),
-    PrimitiveSpec("scatter_add", ("x", "index", "src"), ("axis",), "y = copy of x; then for "
-                  "every position of src, y[..., index[j], ...] += src[..., j, ...] (src laid "
-                  "out as gather's output). Duplicate indices accumulate. An index outside [0, "
-                  "x.shape[axis]) raises OpArgumentError, never writes out of bounds.", "index"),
-    PrimitiveSpec("scatter", ("x", "index", "src"), ("axis",), "as scatter_add, but assigns; "
-                  "with duplicate indices any one of the values may win.", "index"),
+    PrimitiveSpec(
+        "expand",
+        ("x",),
+        ("shape",),
+        "y = broadcast_to(x, shape); x has len(shape) dims, each equal to shape's or 1.",
+        "layout",
+    ),
+    PrimitiveSpec(
+        "slice",
+        ("x",),
+        ("starts", "stops", "steps"),
+        "y = x[starts[d]:stops[d]:steps[d] for each d]; 0 <= start <= stop <= size, step >= 1.",
+        "layout",
+    ),
+    PrimitiveSpec(
+        "concat", ("*xs",), ("axis",), "y = concatenate(xs, axis); all xs share dtype and rank.", "layout"
+    ),
+    PrimitiveSpec(
+        "pad",
+        ("x",),
+        ("pads", "value"),
+        "y = x padded with the constant value; pads is ((before, after), ...) per dim, non-negative.",
+        "layout",
+    ),
+    PrimitiveSpec(
+        "gather",
+        ("x", "index"),
+        ("axis",),
+        "y = numpy.take(x, index, axis); index is "
+        "int64; y.shape = x.shape[:axis] + index.shape + x.shape[axis+1:]. An index "
+        "outside [0, x.shape[axis]) raises OpArgumentError, never reads out of bounds.",
+        "index",
+    ),
+    PrimitiveSpec(
+        "scatter_add",
+        ("x", "index", "src"),
+        ("axis",),
+        "y = copy of x; then for "
+        "every position of src, y[..., index[j], ...] += src[..., j, ...] (src laid "
+        "out as gather's output). Duplicate indices accumulate. An index outside [0, "
+        "x.shape[axis]) raises OpArgumentError, never writes out of bounds.",
+        "index",
+    ),
+    PrimitiveSpec(
+        "scatter",
+        ("x", "index", "src"),
+        ("axis",),
+        "as scatter_add, but assigns; with duplicate indices any one of the values may win.",
+        "index",
+    ),
     PrimitiveSpec("full", (), ("shape", "value", "dtype"), "y = value everywhere.", "create"),
-    PrimitiveSpec("arange", (), ("start", "step", "dtype"), "y[i] = start + i * step, for the "
-                  "1-d output's length.", "create"),
-    PrimitiveSpec("philox_uniform", (), ("shape", "seed", "offset", "dtype"),
-                  "Counter-based uniform numbers in [0, 1), bitwise equal on every device. "
-                  "Element i: n = offset + i // 4; counter = (n mod 2**32, n >> 32, 0, 0); key = "
-                  "(seed mod 2**32, (seed >> 32) mod 2**32); bits = Philox4x32-10(counter, key)"
-                  "[i % 4]; y = (bits >> 8) * 2**-24, computed exactly in y's dtype (float32 or "
-                  "float64).", "random"),
+    PrimitiveSpec(
+        "arange",
+        (),
+        ("start", "step", "dtype"),
+        "y[i] = start + i * step, for the 1-d output's length.",
+        "create",
+    ),
+    PrimitiveSpec(
+        "philox_uniform",
+        (),
+        ("shape", "seed", "offset", "dtype"),
+        "Counter-based uniform numbers in [0, 1), bitwise equal on every device. "
+        "Element i: n = offset + i // 4; counter = (n mod 2**32, n >> 32, 0, 0); key = "
+        "(seed mod 2**32, (seed >> 32) mod 2**32); bits = Philox4x32-10(counter, key)"
+        "[i % 4]; y = (bits >> 8) * 2**-24, computed exactly in y's dtype (float32 or "
+        "float64).",
+        "random",
+    ),
     PrimitiveSpec("copy", ("x",), (), "y = x.", "memory"),
 ]
 
 #: Expected dtypes where they are not ``ALL``.
 _DTYPES: dict[str, tuple[str, ...]] = {
-    **dict.fromkeys("neg abs sign sub pow floor_divide remainder sum prod matmul scatter_add arange".split(), NUMERIC),
+    **dict.fromkeys(
+        "neg abs sign sub pow floor_divide remainder sum prod matmul scatter_add arange".split(), NUMERIC
+    ),
     **dict.fromkeys("exp log sqrt rsqrt sin cos tanh erf floor ceil div".split(), FLOATS),
     **dict.fromkeys("logical_not logical_and logical_or".split(), ("bool",)),
     "philox_uniform": ("float32", "float64"),
@@ -148,12 +242,18 @@ _DTYPES: dict[str, tuple[str, ...]] = {
 #: The gradient at ties (see "Gradients at ties" above), added to those ops' docs.
 _TIE_DOCS: dict[str, str] = {
     **dict.fromkeys(("maximum", "minimum"), " Gradient: to the operand picked; where x == y, 0.5 to each."),
-    **dict.fromkeys(("max", "min"), " Gradient: shared evenly among the elements equal to the result (g / count)."),
+    **dict.fromkeys(
+        ("max", "min"), " Gradient: shared evenly among the elements equal to the result (g / count)."
+    ),
 }
 
 #: name -> spec, in a stable order.
 PRIMITIVES: dict[str, PrimitiveSpec] = {
-    s.name: replace(s, doc=s.doc + _TIE_DOCS.get(s.name, ""), dtypes=_DTYPES.get(s.name, ALL),
-                    key_input=1 if s.name == "where" else 0)
+    s.name: replace(
+        s,
+        doc=s.doc + _TIE_DOCS.get(s.name, ""),
+        dtypes=_DTYPES.get(s.name, ALL),
+        key_input=1 if s.name == "where" else 0,
+    )
     for s in _ALL
 }

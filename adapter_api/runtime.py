@@ -94,7 +94,9 @@ class DeviceRuntime:
         raise NotImplementedError("need memset")
 
     # -- copies -------------------------------------------------------------------------
-    def copy_h2d(self, index: int, dst: Any, dst_offset: int, src: np.ndarray, stream: Any, blocking: bool = True) -> None:
+    def copy_h2d(
+        self, index: int, dst: Any, dst_offset: int, src: np.ndarray, stream: Any, blocking: bool = True
+    ) -> None:
         """Copy the bytes of the C-contiguous host array ``src`` into ``dst`` at ``dst_offset``.
 
         With ``blocking=False`` the copy may still run when this returns; the caller keeps
@@ -102,11 +104,23 @@ class DeviceRuntime:
         """
         raise NotImplementedError("need copy_h2d")
 
-    def copy_d2h(self, index: int, dst: np.ndarray, src: Any, src_offset: int, stream: Any, blocking: bool = True) -> None:
+    def copy_d2h(
+        self, index: int, dst: np.ndarray, src: Any, src_offset: int, stream: Any, blocking: bool = True
+    ) -> None:
         """Copy ``dst.nbytes`` bytes from ``src`` at ``src_offset`` into the host array ``dst``."""
         raise NotImplementedError("need copy_d2h")
 
-    def copy_d2d(self, index: int, dst: Any, dst_offset: int, src: Any, src_offset: int, nbytes: int, stream: Any, blocking: bool = True) -> None:
+    def copy_d2d(
+        self,
+        index: int,
+        dst: Any,
+        dst_offset: int,
+        src: Any,
+        src_offset: int,
+        nbytes: int,
+        stream: Any,
+        blocking: bool = True,
+    ) -> None:
         """Copy ``nbytes`` bytes between two buffers of the same device."""
         raise NotImplementedError("need copy_d2d")
 

@@ -14,11 +14,7 @@ CONTRACT_VERSION: tuple[int, int] = (1, 0)
 
 def check_contract(plugin: str, version: object) -> tuple[int, int]:
     """Return the plugin's version as a tuple, or raise :class:`ContractVersionError`."""
-    ok = (
-        isinstance(version, tuple)
-        and len(version) == 2
-        and all(isinstance(v, int) for v in version)
-    )
+    ok = isinstance(version, tuple) and len(version) == 2 and all(isinstance(v, int) for v in version)
     if not ok:
         raise ContractVersionError(
             f"[plugins] plugin '{plugin}' declares CONTRACT = {version!r}; expected a tuple "
@@ -27,9 +23,7 @@ def check_contract(plugin: str, version: object) -> tuple[int, int]:
     major, minor = version  # type: ignore[misc]
     cmaj, cmin = CONTRACT_VERSION
     if major != cmaj or minor > cmin:
-        fix = (
-            "upgrade oarlock" if (major, minor) > CONTRACT_VERSION else "upgrade the plugin"
-        )
+        fix = "upgrade oarlock" if (major, minor) > CONTRACT_VERSION else "upgrade the plugin"
         raise ContractVersionError(
             f"[plugins] plugin '{plugin}' targets adapter contract {major}.{minor}, but this "
             f"oarlock implements {cmaj}.{cmin}; {fix}, or install a matching pair"

@@ -46,7 +46,9 @@ def main() -> int:
         s *= 4
     if rank == 0:
         print(f"{n} ranks, device {args.device}, float32 sum in place, median of {args.repeat} (alternating)")
-        print(f"{'bytes':>10s} {'raw us':>10s} {'oarlock us':>11s} {'raw GB/s':>9s} {'oarlock GB/s':>13s} {'ratio':>6s}")
+        print(
+            f"{'bytes':>10s} {'raw us':>10s} {'oarlock us':>11s} {'raw GB/s':>9s} {'oarlock GB/s':>13s} {'ratio':>6s}"
+        )
     for nbytes in sizes:
         count = nbytes // 4
         raw = np.ones(count, np.float32)
@@ -76,7 +78,9 @@ def main() -> int:
             m_raw, m_fw = statistics.median(t_raw), statistics.median(t_fw)
             factor = 2 * (n - 1) / n
             bw_raw, bw_fw = nbytes / m_raw * factor / 1e9, nbytes / m_fw * factor / 1e9
-            print(f"{nbytes:10d} {m_raw * 1e6:10.1f} {m_fw * 1e6:11.1f} {bw_raw:9.2f} {bw_fw:13.2f} {bw_fw / bw_raw:5.2f}x")
+            print(
+                f"{nbytes:10d} {m_raw * 1e6:10.1f} {m_fw * 1e6:11.1f} {bw_raw:9.2f} {bw_fw:13.2f} {bw_fw / bw_raw:5.2f}x"
+            )
     return 0
 
 

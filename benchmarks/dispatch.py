@@ -55,9 +55,16 @@ def main() -> None:
     if torch is not None:
         ta16, tb16 = torch.from_numpy(a16), torch.from_numpy(b16)
         ta64, tb64 = torch.from_numpy(a64), torch.from_numpy(b64)
-        tfns = {"add": lambda: ta16 + tb16, "mul": lambda: ta16 * tb16, "adds": lambda: ta16 + 1.0, "mm": lambda: ta64 @ tb64}
+        tfns = {
+            "add": lambda: ta16 + tb16,
+            "mul": lambda: ta16 * tb16,
+            "adds": lambda: ta16 + 1.0,
+            "mm": lambda: ta64 @ tb64,
+        }
     print(f"device {args.device}; median of {args.repeat} x {args.number} calls; microseconds per op")
-    head = f"{'op':16s} {'oarlock':>9s} {'numpy':>9s}" + (f" {'torch':>9s} {'oar/torch':>10s}" if torch else "")
+    head = f"{'op':16s} {'oarlock':>9s} {'numpy':>9s}" + (
+        f" {'torch':>9s} {'oar/torch':>10s}" if torch else ""
+    )
     print(head)
     for name, (f_fw, f_np, key) in cases.items():
         t_fw = bench(f_fw, args.number, args.repeat)

@@ -88,8 +88,10 @@ def main() -> None:
     args = ap.parse_args()
     b, r = Bench(args.device), args.repeats
     props = b.rt.properties(args.device)
-    print(f"device: opencl:{args.device} {props.name} ({props.extra['platform']}, {props.compute_units} "
-          f"compute units), numpy {np.__version__}, median of {r}")
+    print(
+        f"device: opencl:{args.device} {props.name} ({props.extra['platform']}, {props.compute_units} "
+        f"compute units), numpy {np.__version__}, median of {r}"
+    )
     rows: list[tuple[str, str, str, str]] = []
 
     # -- bandwidth: y = a * x + b on 16M float32 ----------------------------------------
@@ -105,25 +107,44 @@ def main() -> None:
 
     dst = np.empty_like(xh)
     comp = b.reg.compilers["opencl"][1](b.rt, args.device)
-    src = ("__kernel void axpy(__global float* y, __global const float* x, float a, float c, long n)"
-           " { long i = get_global_id(0); if (i < n) y[i] = a * x[i] + c; }")
+    src = (
+        "__kernel void axpy(__global float* y, __global const float* x, float a, float c, long n)"
+        " { long i = get_global_id(0); if (i < n) y[i] = a * x[i] + c; }"
+    )
     axpy_k = comp.load(comp.compile(src, "axpy"), "axpy")
-    t = median_times({
-        "cl": axpy,
-        "fused": lambda: comp.launch(axpy_k, [y, x, np.float32(2), np.float32(1), np.int64(n)], (n,), (256,), b.q),
-        "np_copy": lambda: np.copyto(dst, xh),
-        "np_axpy": lambda: np.add(np.multiply(xh, np.float32(2), out=dst), np.float32(1), out=dst),
-    }, r, b.sync)
+    t = median_times(
+        {
+            "cl": axpy,
+            "fused": lambda: comp.launch(
+                axpy_k, [y, x, np.float32(2), np.float32(1), np.int64(n)], (n,), (256,), b.q
+            ),
+            "np_copy": lambda: np.copyto(dst, xh),
+            "np_axpy": lambda: np.add(np.multiply(xh, np.float32(2), out=dst), np.float32(1), out=dst),
+        },
+        r,
+        b.sync,
+    )
     t_cl, t_fused, t_np_copy, t_np_axpy = t["cl"], t["fused"], t["np_copy"], t["np_axpy"]
     gbs = lambda nbytes, t: nbytes / t / 1e9
     cl_gbs = gbs(4 * 4 * n, t_cl)  # mul: read x, write tmp; add: read tmp, write y
     np_copy_gbs = gbs(2 * 4 * n, t_np_copy)
-    rows.append(("a*x+b 16M f32 (mul+add, broadcast scalars)", f"{cl_gbs:.1f} GB/s, {t_cl * 1e3:.1f} ms",
-                 f"copy {np_copy_gbs:.1f} GB/s; a*x+b {t_np_axpy * 1e3:.1f} ms",
-                 f"{cl_gbs / np_copy_gbs:.2f}x bw, {t_np_axpy / t_cl:.2f}x time"))
+    rows.append(
+        (
+            "a*x+b 16M f32 (mul+add, broadcast scalars)",
+            f"{cl_gbs:.1f} GB/s, {t_cl * 1e3:.1f} ms",
+            f"copy {np_copy_gbs:.1f} GB/s; a*x+b {t_np_axpy * 1e3:.1f} ms",
+            f"{cl_gbs / np_copy_gbs:.2f}x bw, {t_np_axpy / t_cl:.2f}x time",
+        )
+    )
     fgbs = gbs(2 * 4 * n, t_fused)
-    rows.append(("a*x+b 16M f32 (fused, compile access)", f"{fgbs:.1f} GB/s, {t_fused * 1e3:.1f} ms",
-                 f"copy {np_copy_gbs:.1f} GB/s", f"{fgbs / np_copy_gbs:.2f}x bw, {t_np_axpy / t_fused:.2f}x time"))
+    rows.append(
+        (
+            "a*x+b 16M f32 (fused, compile access)",
+            f"{fgbs:.1f} GB/s, {t_fused * 1e3:.1f} ms",
+            f"copy {np_copy_gbs:.1f} GB/s",
+            f"{fgbs / np_copy_gbs:.2f}x bw, {t_np_axpy / t_fused:.2f}x time",
+        )
+    )
     for v in (x, a, c, tmp, y):
         b.rt.free(args.device, v.buffer)
 
@@ -134,12 +155,21 @@ def main() -> None:
         bh = np.random.default_rng(2).random((m, m), dtype=np.float32)
         av, bv, cv = b.put(ah), b.put(bh), b.empty((m, m), np.float32)
         reps = max(3, r // 2) if m > 1024 else r
-        t = median_times({"cl": lambda av=av, bv=bv, cv=cv: mm(b.ctx, [cv], [av, bv]),
-                          "np": lambda ah=ah, bh=bh: ah @ bh}, reps, b.sync)
+        t = median_times(
+            {"cl": lambda av=av, bv=bv, cv=cv: mm(b.ctx, [cv], [av, bv]), "np": lambda ah=ah, bh=bh: ah @ bh},
+            reps,
+            b.sync,
+        )
         t_cl, t_np = t["cl"], t["np"]
         fl = 2 * m**3
-        rows.append((f"matmul {m}x{m} f32", f"{fl / t_cl / 1e9:.1f} GFLOP/s", f"{fl / t_np / 1e9:.1f} GFLOP/s",
-                     f"{t_np / t_cl:.2f}x"))
+        rows.append(
+            (
+                f"matmul {m}x{m} f32",
+                f"{fl / t_cl / 1e9:.1f} GFLOP/s",
+                f"{fl / t_np / 1e9:.1f} GFLOP/s",
+                f"{t_np / t_cl:.2f}x",
+            )
+        )
         out = np.empty((m, m), np.float32)
         b.rt.copy_d2h(args.device, out, cv.buffer, 0, b.q)
         np.testing.assert_allclose(out, ah @ bh, rtol=1e-3)
@@ -156,8 +186,9 @@ def main() -> None:
 
     dev = b.rt.device(args.device)
     raw = dev.kernel("math", "float32", "b_add")
-    raw.set_args(out1.buffer, np.int64(0), one.buffer, np.int64(0), one.buffer, np.int64(0), np.int64(1),
-                 kernels._FLAT)
+    raw.set_args(
+        out1.buffer, np.int64(0), one.buffer, np.int64(0), one.buffer, np.int64(0), np.int64(1), kernels._FLAT
+    )
     grid = (dev.ew_local,), (dev.ew_local,)
 
     def batched() -> None:
@@ -170,18 +201,31 @@ def main() -> None:
             cl.enqueue_nd_range_kernel(b.q, raw, *grid)
         b.sync()
 
-    t = median_times({"single": lambda: add(*add_ctx), "raw": lambda: cl.enqueue_nd_range_kernel(b.q, raw, *grid)},
-                     max(r, 50) * 4, b.sync)
+    t = median_times(
+        {"single": lambda: add(*add_ctx), "raw": lambda: cl.enqueue_nd_range_kernel(b.q, raw, *grid)},
+        max(r, 50) * 4,
+        b.sync,
+    )
     t_single, t_raw = t["single"], t["raw"]
     t = median_times({"batch": batched, "raw": raw_batched}, r)
     t_batch, t_raw_batch = t["batch"] / batch, t["raw"] / batch
     t_np_add = median_time(lambda: np.add(xh[:1], xh[:1]), 1000)
-    rows.append(("launch: add 1 elem + finish", f"{t_single * 1e6:.1f} us",
-                 f"raw pyopencl {t_raw * 1e6:.1f} us; np.add {t_np_add * 1e6:.2f} us",
-                 f"{t_single / t_raw:.2f}x raw"))
-    rows.append((f"launch: {batch} x add, one finish", f"{t_batch * 1e6:.1f} us/launch",
-                 f"raw pyopencl {t_raw_batch * 1e6:.1f} us/launch",
-                 f"{t_batch / t_raw_batch:.2f}x raw, {t_single / t_batch:.1f}x cheaper than single"))
+    rows.append(
+        (
+            "launch: add 1 elem + finish",
+            f"{t_single * 1e6:.1f} us",
+            f"raw pyopencl {t_raw * 1e6:.1f} us; np.add {t_np_add * 1e6:.2f} us",
+            f"{t_single / t_raw:.2f}x raw",
+        )
+    )
+    rows.append(
+        (
+            f"launch: {batch} x add, one finish",
+            f"{t_batch * 1e6:.1f} us/launch",
+            f"raw pyopencl {t_raw_batch * 1e6:.1f} us/launch",
+            f"{t_batch / t_raw_batch:.2f}x raw, {t_single / t_batch:.1f}x cheaper than single",
+        )
+    )
     t_view = median_time(lambda: [b.rt.view(one.buffer, 0, (1,), np.float32) for _ in range(1000)], r) / 1000
     rows.append(("runtime.view() per call", f"{t_view * 1e6:.2f} us", "", ""))
 
@@ -189,13 +233,29 @@ def main() -> None:
     nonce = uuid.uuid4().hex
     first = _build_in_subprocess(args.device, nonce)
     cached = statistics.median(_build_in_subprocess(args.device, nonce) for _ in range(3))
-    rows.append(("build math/float32 + first exp launch (new process)", f"first {first * 1e3:.0f} ms",
-                 f"disk-cached {cached * 1e3:.0f} ms", f"{first / cached:.1f}x"))
+    rows.append(
+        (
+            "build math/float32 + first exp launch (new process)",
+            f"first {first * 1e3:.0f} ms",
+            f"disk-cached {cached * 1e3:.0f} ms",
+            f"{first / cached:.1f}x",
+        )
+    )
     t0 = time.perf_counter()
     b.rt.device(args.device).kernel("math", "float32", "u_exp")
-    rows.append(("same, in-process (program built, new cl.Kernel)", f"{(time.perf_counter() - t0) * 1e6:.1f} us", "", ""))
+    rows.append(
+        (
+            "same, in-process (program built, new cl.Kernel)",
+            f"{(time.perf_counter() - t0) * 1e6:.1f} us",
+            "",
+            "",
+        )
+    )
 
-    w = [max(len(row[i]) for row in rows + [("case", "opencl", "numpy / reference", "ratio")]) for i in range(4)]
+    w = [
+        max(len(row[i]) for row in rows + [("case", "opencl", "numpy / reference", "ratio")])
+        for i in range(4)
+    ]
     line = lambda cells: "  ".join(c.ljust(w[i]) for i, c in enumerate(cells))
     print(line(("case", "opencl", "numpy / reference", "ratio")))
     print(line(tuple("-" * x for x in w)))
@@ -232,8 +292,11 @@ def _build_in_subprocess(index: int, nonce: str) -> float:
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     code = _BUILD.format(root=root, index=index, nonce=nonce)
-    return float(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
-                                text=True).stdout.split()[-1])
+    return float(
+        subprocess.run(
+            [sys.executable, "-c", code], check=True, capture_output=True, text=True
+        ).stdout.split()[-1]
+    )
 
 
 if __name__ == "__main__":

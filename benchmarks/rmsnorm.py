@@ -78,10 +78,14 @@ void bench_copy(float* restrict y, const float* restrict x, int64_t n) {
     prog = compiler.compile_source(src, "bench_copy", "cpu")
     comp = compiler.compiler_for(fw.Device("cpu"))
     yn = np.empty_like(xn)
-    return median_ms(lambda: comp.launch(prog, [yn, xn, np.int64(xn.size)], (1,), None, None), lambda: None, reps)
+    return median_ms(
+        lambda: comp.launch(prog, [yn, xn, np.int64(xn.size)], (1,), None, None), lambda: None, reps
+    )
 
 
-def rows_for(op: str, xn: np.ndarray, wn: np.ndarray, bn: np.ndarray, device: str) -> dict[str, Callable[[], Any]]:
+def rows_for(
+    op: str, xn: np.ndarray, wn: np.ndarray, bn: np.ndarray, device: str
+) -> dict[str, Callable[[], Any]]:
     x, w, b = (fw.to_tensor(a, device=device) for a in (xn, wn, bn))
     n = xn.shape[-1]
     fw_fn = {
@@ -109,7 +113,9 @@ def rows_for(op: str, xn: np.ndarray, wn: np.ndarray, bn: np.ndarray, device: st
     return out
 
 
-def numpy_and_torch(op: str, xn: np.ndarray, wn: np.ndarray, bn: np.ndarray, torch_compile: bool) -> dict[str, Callable[[], Any]]:
+def numpy_and_torch(
+    op: str, xn: np.ndarray, wn: np.ndarray, bn: np.ndarray, torch_compile: bool
+) -> dict[str, Callable[[], Any]]:
     def np_rms() -> Any:
         return xn / np.sqrt((xn * xn).mean(-1, keepdims=True) + EPS) * wn
 
@@ -122,7 +128,9 @@ def numpy_and_torch(op: str, xn: np.ndarray, wn: np.ndarray, bn: np.ndarray, tor
         d = xn - mu
         return d / np.sqrt((d * d).mean(-1, keepdims=True) + EPS) * wn + bn
 
-    out: dict[str, Callable[[], Any]] = {"numpy composed": {"rms_norm": np_rms, "softmax": np_softmax, "layer_norm": np_ln}[op]}
+    out: dict[str, Callable[[], Any]] = {
+        "numpy composed": {"rms_norm": np_rms, "softmax": np_softmax, "layer_norm": np_ln}[op]
+    }
     try:
         import torch
         import torch.nn.functional as TF
@@ -149,7 +157,9 @@ def numpy_and_torch(op: str, xn: np.ndarray, wn: np.ndarray, bn: np.ndarray, tor
         "layer_norm": (t_ln, lambda: TF.layer_norm(x, (n,), w, b, EPS), (x, w, b)),
     }[op]
     out["torch eager composed"] = lambda: composed(*args)
-    out[{"rms_norm": "torch F.rms_norm", "softmax": "torch.softmax", "layer_norm": "torch F.layer_norm"}[op]] = lib
+    out[
+        {"rms_norm": "torch F.rms_norm", "softmax": "torch.softmax", "layer_norm": "torch F.layer_norm"}[op]
+    ] = lib
     if torch_compile:
         try:
             cf = torch.compile(composed)
@@ -188,10 +198,12 @@ def main() -> None:
             except Exception as exc:  # noqa: BLE001
                 print(f"\n[{dev}] unavailable: {exc}")
                 continue
-            sync = (lambda d=dev: fw.synchronize(d))
+            sync = lambda d=dev: fw.synchronize(d)
             if dev == "cpu":
                 copy_ms = c_copy_ms(xn, args.reps)
-                np_copy = median_ms(lambda a=xn, d=np.empty_like(xn): np.copyto(d, a), lambda: None, args.reps)
+                np_copy = median_ms(
+                    lambda a=xn, d=np.empty_like(xn): np.copyto(d, a), lambda: None, args.reps
+                )
                 copy_note = f"OpenMP C copy {copy_ms:.2f} ms, numpy copy {np_copy:.2f} ms"
                 copy_ms = min(copy_ms, np_copy)  # the faster copy is the reference
             else:

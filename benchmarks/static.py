@@ -92,13 +92,23 @@ def main() -> None:
     t_torch = None
     if torch is not None:
         ta, tc = torch.from_numpy(a), torch.from_numpy(c)
-        t_torch = bench(lambda: chain(ta, tc, torch.exp, torch.mul, torch.add, torch.neg), args.number, args.repeat)
-    rows.append((f"chain {CHAIN}, per op", t_eager / CHAIN, t_static / CHAIN, t_np / CHAIN,
-                 None if t_torch is None else t_torch / CHAIN))
+        t_torch = bench(
+            lambda: chain(ta, tc, torch.exp, torch.mul, torch.add, torch.neg), args.number, args.repeat
+        )
+    rows.append(
+        (
+            f"chain {CHAIN}, per op",
+            t_eager / CHAIN,
+            t_static / CHAIN,
+            t_np / CHAIN,
+            None if t_torch is None else t_torch / CHAIN,
+        )
+    )
 
     fw.manual_seed(0)
-    net = fw.nn.Sequential(fw.nn.Linear(784, 1024), fw.nn.ReLU(), fw.nn.Linear(1024, 1024), fw.nn.ReLU(),
-                           fw.nn.Linear(1024, 10)).to(dev)
+    net = fw.nn.Sequential(
+        fw.nn.Linear(784, 1024), fw.nn.ReLU(), fw.nn.Linear(1024, 1024), fw.nn.ReLU(), fw.nn.Linear(1024, 10)
+    ).to(dev)
     x = fw.to_tensor(rng.standard_normal((128, 784)).astype(np.float32), device=dev)
     snet = fw.nn.Sequential(*[layer for layer in net.children()])  # the same parameters, converted below
     fw.jit.to_static(snet, input_spec=[InputSpec([None, 784])])

@@ -76,7 +76,9 @@ def oarlock_llama(device: str):
     with fw.device(device):
         blk = LlamaBlock(D, H, HID)
         cos, sin = F.rotary_cos_sin(S, D // H, dtype="float32", device=device)
-        x = fw.to_tensor(np.random.default_rng(0).standard_normal((B, S, D)).astype(np.float32), device=device)
+        x = fw.to_tensor(
+            np.random.default_rng(0).standard_normal((B, S, D)).astype(np.float32), device=device
+        )
         params = blk.parameters()
 
     def step() -> None:
@@ -155,7 +157,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=30)
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--threads", type=int, default=None, help="BLAS/torch threads for both (default: their own)")
+    ap.add_argument(
+        "--threads", type=int, default=None, help="BLAS/torch threads for both (default: their own)"
+    )
     args = ap.parse_args()
     try:
         import torch
@@ -166,9 +170,13 @@ def main() -> None:
         threads = torch.get_num_threads()
     except ImportError:
         torch_ok, threads = False, 0
-    print(f"oarlock on {args.device}; torch {'eager, ' + str(threads) + ' threads' if torch_ok else 'not installed'}; "
-          f"median of {args.repeats} steps; OARLOCK_COMPILE={os.environ.get('OARLOCK_COMPILE', '1')}")
-    print(f"{'benchmark':<38}{'oarlock ms':>11}{'torch ms':>10}{'ratio':>7}{'oarlock cpu ms':>16}{'torch cpu ms':>14}{'cpu ratio':>10}")
+    print(
+        f"oarlock on {args.device}; torch {'eager, ' + str(threads) + ' threads' if torch_ok else 'not installed'}; "
+        f"median of {args.repeats} steps; OARLOCK_COMPILE={os.environ.get('OARLOCK_COMPILE', '1')}"
+    )
+    print(
+        f"{'benchmark':<38}{'oarlock ms':>11}{'torch ms':>10}{'ratio':>7}{'oarlock cpu ms':>16}{'torch cpu ms':>14}{'cpu ratio':>10}"
+    )
     for name, ours, theirs in (
         ("MLP 784-1024-1024-10 b128 SGD step", oarlock_mlp, torch_mlp),
         ("Llama block d256 h4 s128 b8 fwd+bwd", oarlock_llama, torch_llama),
@@ -182,8 +190,13 @@ def main() -> None:
             if t_fn is not None:
                 t_runs.append(timed(t_fn, max(1, args.repeats // 3)))
         ow, oc = (statistics.median(r[i] for r in o_runs) for i in (0, 1))
-        tw, tc = (statistics.median(r[i] for r in t_runs) for i in (0, 1)) if t_runs else (float("nan"), float("nan"))
+        tw, tc = (
+            (statistics.median(r[i] for r in t_runs) for i in (0, 1))
+            if t_runs
+            else (float("nan"), float("nan"))
+        )
         print(f"{name:<38}{ow:>11.2f}{tw:>10.2f}{ow / tw:>7.2f}{oc:>16.2f}{tc:>14.2f}{oc / tc:>10.2f}")
+
 
 if __name__ == "__main__":
     main()

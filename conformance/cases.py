@@ -15,7 +15,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 #: Tiers in the order a vendor climbs them.
-TIERS = ("runtime", "primitives", "random", "autograd", "composites", "static", "compile", "collectives", "models")
+TIERS = (
+    "runtime",
+    "primitives",
+    "random",
+    "autograd",
+    "composites",
+    "static",
+    "compile",
+    "collectives",
+    "models",
+)
 
 #: Outcomes, best first. "fallback" passed, but part of it ran on the CPU plugin.
 OUTCOMES = ("passed", "fallback", "not_supported", "skipped", "failed")
@@ -74,12 +84,16 @@ def _generated_primitives(device_type: str) -> dict[str, set[str]]:
     NOTE: answering needs the plugin's compiler, hence its runtime (an OpenCL context, threads
     of the driver); the runner forks its case workers from this process, and a forked copy of
     a live driver hangs. So the parent never starts a device: a fresh interpreter answers."""
-    code = ("import json, sys; from framework import compiler; "
-            "print(json.dumps({k: sorted(v) for k, v in compiler.generated_primitives(sys.argv[1]).items()}))")
+    code = (
+        "import json, sys; from framework import compiler; "
+        "print(json.dumps({k: sorted(v) for k, v in compiler.generated_primitives(sys.argv[1]).items()}))"
+    )
     p = subprocess.run([sys.executable, "-c", code, device_type], capture_output=True, text=True, timeout=600)
     if p.returncode != 0:
-        raise RuntimeError(f"[conformance] listing the primitives the core generates on '{device_type}' "
-                           f"failed:\n{p.stderr[-2000:]}")
+        raise RuntimeError(
+            f"[conformance] listing the primitives the core generates on '{device_type}' "
+            f"failed:\n{p.stderr[-2000:]}"
+        )
     return {k: set(v) for k, v in json.loads(p.stdout.strip().splitlines()[-1]).items()}
 
 
@@ -93,7 +107,7 @@ def make_target(device: str) -> Target:
         testing.parse_device(d.type)  # raises the readable "unknown device / broken plugin" error
     kernels: dict[str, set[str]] = {}
     cpu: dict[str, set[str]] = {}
-    for (op, typ, dt) in reg.kernels:
+    for op, typ, dt in reg.kernels:
         if typ == d.type:
             kernels.setdefault(op, set()).add(dt.name)
         if typ == "cpu":

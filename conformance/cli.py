@@ -40,26 +40,53 @@ def _tiers(values: list[str] | None) -> tuple[str, ...]:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="oarlock conformance", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--device", default=os.environ.get("OARLOCK_DEVICE") or "cpu", help="device to test, e.g. simdev or opencl:1 (default: $OARLOCK_DEVICE, else cpu)")
-    p.add_argument("--plugin", action="append", default=[],
-                   help="also load this plugin without installing it: an importable module name (oarlock_mydev), "
-                        "a .py file (path/mydev.py) or a package folder (path/oarlock_mydev); repeatable")
-    p.add_argument("--tier", action="append", help=f"tiers to run, repeatable or comma-separated ({', '.join(TIERS)})")
-    p.add_argument("-k", dest="pattern", help="only cases whose id contains this (comma = or; globs; 'not X')")
+    p = argparse.ArgumentParser(
+        prog="oarlock conformance", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument(
+        "--device",
+        default=os.environ.get("OARLOCK_DEVICE") or "cpu",
+        help="device to test, e.g. simdev or opencl:1 (default: $OARLOCK_DEVICE, else cpu)",
+    )
+    p.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        help="also load this plugin without installing it: an importable module name (oarlock_mydev), "
+        "a .py file (path/mydev.py) or a package folder (path/oarlock_mydev); repeatable",
+    )
+    p.add_argument(
+        "--tier", action="append", help=f"tiers to run, repeatable or comma-separated ({', '.join(TIERS)})"
+    )
+    p.add_argument(
+        "-k", dest="pattern", help="only cases whose id contains this (comma = or; globs; 'not X')"
+    )
     p.add_argument("--list", action="store_true", help="list the cases that would run, and exit")
     p.add_argument("--json", help="write the JSON report here")
     p.add_argument("--junit", help="write JUnit XML here")
     p.add_argument("--html", help="write the self-contained HTML report here")
-    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds per case before it is killed (default 120)")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT,
+        help="seconds per case before it is killed (default 120)",
+    )
     p.add_argument("-j", "--jobs", type=int, default=1, help="worker processes (default 1)")
-    p.add_argument("--no-isolate", action="store_true", help="run cases in this process (debugging; a crash ends the run)")
-    p.add_argument("--optional", default="", help="tiers whose failures do not fail the run (comma-separated)")
+    p.add_argument(
+        "--no-isolate",
+        action="store_true",
+        help="run cases in this process (debugging; a crash ends the run)",
+    )
+    p.add_argument(
+        "--optional", default="", help="tiers whose failures do not fail the run (comma-separated)"
+    )
     p.add_argument("--strict", action="store_true", help="count CPU fallbacks as failures")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress marks")
-    p.add_argument("--record-goldens", action="store_true",
-                   help="re-record the model-regression goldens in conformance/golden/ (run on the cpu reference)")
+    p.add_argument(
+        "--record-goldens",
+        action="store_true",
+        help="re-record the model-regression goldens in conformance/golden/ (run on the cpu reference)",
+    )
     return p
 
 
@@ -79,8 +106,9 @@ def load_plugin(spec: str) -> Any:
         elif os.path.basename(path) == "__init__.py":
             search = [os.path.dirname(path)]
         name = os.path.basename(search[0]) if search else os.path.splitext(os.path.basename(path))[0]
-        mod_spec = importlib.util.spec_from_file_location(name if search else f"oarlock_plugin_{name}", path,
-                                                          submodule_search_locations=search)
+        mod_spec = importlib.util.spec_from_file_location(
+            name if search else f"oarlock_plugin_{name}", path, submodule_search_locations=search
+        )
         if mod_spec is None or mod_spec.loader is None:
             raise FileNotFoundError(f"no Python module at {spec}")
         module = importlib.util.module_from_spec(mod_spec)
@@ -105,8 +133,10 @@ def metadata_of(device: str) -> dict[str, Any]:
     return {
         "plugin": plugin,
         "plugin_module": rec.module if rec else "",
-        "plugin_version": (rec.info.get("version") or getattr(sys.modules.get(rec.module), "__version__", "")
-                           if rec else "") or "",
+        "plugin_version": (
+            rec.info.get("version") or getattr(sys.modules.get(rec.module), "__version__", "") if rec else ""
+        )
+        or "",
         "contract": ".".join(map(str, rec.contract)) if rec and rec.contract else "?",
         "core_contract": ".".join(map(str, fw.CONTRACT_VERSION)),
         "kernel_count": sum(1 for k in testing.registry().kernels if k[1] == d.type),
@@ -162,8 +192,10 @@ def main(argv: list[str] | None = None) -> int:
     if meta.get("plugin") in loaded:  # named after its file; report it under its device's name
         meta["plugin_loaded_from"] = loaded[meta["plugin"]]
         meta["plugin"] = target.type
-    print(f"oarlock conformance on {target.device}: plugin {meta.get('plugin')} {meta.get('plugin_version', '')}, "
-          f"{len(cases)} cases, tiers {', '.join(t for t in TIERS if t in tiers and t not in unavailable)}")
+    print(
+        f"oarlock conformance on {target.device}: plugin {meta.get('plugin')} {meta.get('plugin_version', '')}, "
+        f"{len(cases)} cases, tiers {', '.join(t for t in TIERS if t in tiers and t not in unavailable)}"
+    )
     from .report import Progress, build, summary, write_json, write_junit
 
     progress = Progress(len(cases), quiet=args.quiet, per_tier=Counter(c.tier for c in cases))
@@ -172,9 +204,15 @@ def main(argv: list[str] | None = None) -> int:
     optional = {t.strip() for t in args.optional.split(",") if t.strip()}
     required = {t for t in tiers if t not in optional}
     meta.update(
-        device=target.device, duration_s=time.perf_counter() - t0, started=started, worker_restarts=runner.respawns,
-        command="oarlock conformance " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv)),
-        host=platform.node(), python=platform.python_version(), has_compiler=target.has_compiler,
+        device=target.device,
+        duration_s=time.perf_counter() - t0,
+        started=started,
+        worker_restarts=runner.respawns,
+        command="oarlock conformance "
+        + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv)),
+        host=platform.node(),
+        python=platform.python_version(),
+        has_compiler=target.has_compiler,
         has_communicator=target.has_communicator,
     )
     report = build(meta, results, required, args.strict, unavailable)

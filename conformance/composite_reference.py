@@ -53,7 +53,9 @@ def _channel(v: np.ndarray | None, ndim: int, axis: int = 1) -> np.ndarray | flo
     return v.reshape(shp)
 
 
-def batch_norm_eval(x: np.ndarray, mean: np.ndarray, var: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float = 1e-5) -> np.ndarray:
+def batch_norm_eval(
+    x: np.ndarray, mean: np.ndarray, var: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float = 1e-5
+) -> np.ndarray:
     """(x - running_mean) / sqrt(running_var + eps) * weight + bias, per channel (axis 1)."""
     c = lambda v: _channel(v, x.ndim)  # noqa: E731
     return (x - c(mean)) / np.sqrt(c(var) + eps) * c(w) + c(b)
@@ -75,7 +77,9 @@ def instance_norm(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float = 1e-5
     return (x - mu) / np.sqrt(var + eps) * _channel(w, x.ndim) + _channel(b, x.ndim)
 
 
-def group_norm(x: np.ndarray, groups: int, w: np.ndarray | None, b: np.ndarray | None, eps: float = 1e-5) -> np.ndarray:
+def group_norm(
+    x: np.ndarray, groups: int, w: np.ndarray | None, b: np.ndarray | None, eps: float = 1e-5
+) -> np.ndarray:
     """Channel-first ``x``: each sample's channels in ``groups`` consecutive blocks, each block
     normalised over its channels and positions, then a per-channel affine."""
     out = np.empty_like(x)
@@ -169,7 +173,9 @@ def erfinv(x: np.ndarray) -> np.ndarray:
 
 
 # -- convolution, pooling, unfold ------------------------------------------------------------
-def conv2d(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, stride: int, padding: int, dilation: int, groups: int) -> np.ndarray:
+def conv2d(
+    x: np.ndarray, w: np.ndarray, b: np.ndarray | None, stride: int, padding: int, dilation: int, groups: int
+) -> np.ndarray:
     n, c, h, wd = x.shape
     o, cg, kh, kw = w.shape
     xp = np.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
@@ -181,32 +187,57 @@ def conv2d(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, stride: int, padd
         g = oc // per
         for i in range(oh):
             for j in range(ow):
-                patch = xp[:, g * cg : (g + 1) * cg, i * stride : i * stride + dilation * (kh - 1) + 1 : dilation,
-                           j * stride : j * stride + dilation * (kw - 1) + 1 : dilation]
+                patch = xp[
+                    :,
+                    g * cg : (g + 1) * cg,
+                    i * stride : i * stride + dilation * (kh - 1) + 1 : dilation,
+                    j * stride : j * stride + dilation * (kw - 1) + 1 : dilation,
+                ]
                 out[:, oc, i, j] = (patch * w[oc]).sum(axis=(1, 2, 3))
     return out if b is None else out + b.reshape(1, -1, 1, 1)
 
 
-def conv3d(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, stride: tuple, padding: tuple, dilation: tuple, groups: int) -> np.ndarray:
+def conv3d(
+    x: np.ndarray,
+    w: np.ndarray,
+    b: np.ndarray | None,
+    stride: tuple,
+    padding: tuple,
+    dilation: tuple,
+    groups: int,
+) -> np.ndarray:
     """NCDHW cross-correlation, one output position at a time."""
     n = x.shape[0]
     o, cg = w.shape[:2]
     k = w.shape[2:]
     xp = np.pad(x, ((0, 0), (0, 0)) + tuple((p, p) for p in padding))
-    osz = tuple((x.shape[2 + i] + 2 * padding[i] - dilation[i] * (k[i] - 1) - 1) // stride[i] + 1 for i in range(3))
+    osz = tuple(
+        (x.shape[2 + i] + 2 * padding[i] - dilation[i] * (k[i] - 1) - 1) // stride[i] + 1 for i in range(3)
+    )
     out = np.zeros((n, o) + osz)
     per = o // groups
     for oc in range(o):
         g = oc // per
         for pos in np.ndindex(*osz):
-            sl = tuple(slice(pos[i] * stride[i], pos[i] * stride[i] + dilation[i] * (k[i] - 1) + 1, dilation[i]) for i in range(3))
+            sl = tuple(
+                slice(pos[i] * stride[i], pos[i] * stride[i] + dilation[i] * (k[i] - 1) + 1, dilation[i])
+                for i in range(3)
+            )
             patch = xp[(slice(None), slice(g * cg, (g + 1) * cg)) + sl]
             out[(slice(None), oc) + pos] = (patch * w[oc]).sum(axis=(1, 2, 3, 4))
     return out if b is None else out + b.reshape(1, -1, 1, 1, 1)
 
 
-def conv2d_transpose(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, stride: tuple, padding: tuple,
-                     output_padding: tuple, dilation: tuple, groups: int) -> np.ndarray:
+def conv2d_transpose(
+    x: np.ndarray,
+    w: np.ndarray,
+    b: np.ndarray | None,
+    stride: tuple,
+    padding: tuple,
+    output_padding: tuple,
+    dilation: tuple,
+    groups: int,
+) -> np.ndarray:
     """Scatter form: input pixel (i, j) of channel ci adds x * w[ci, :, a, b] at output
     (i*s + a*d - p, j*s + b*d - p) of its group's output channels."""
     n, cin, h, wd = x.shape
@@ -214,7 +245,9 @@ def conv2d_transpose(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, stride:
     (sh, sw), (ph, pw), (oph, opw), (dh, dw) = stride, padding, output_padding, dilation
     oh = (h - 1) * sh - 2 * ph + dh * (kh - 1) + oph + 1
     ow = (wd - 1) * sw - 2 * pw + dw * (kw - 1) + opw + 1
-    full = np.zeros((n, cog * groups, (h - 1) * sh + dh * (kh - 1) + 1 + oph, (wd - 1) * sw + dw * (kw - 1) + 1 + opw))
+    full = np.zeros(
+        (n, cog * groups, (h - 1) * sh + dh * (kh - 1) + 1 + oph, (wd - 1) * sw + dw * (kw - 1) + 1 + opw)
+    )
     per = cin // groups
     for ci in range(cin):
         g = ci // per
@@ -222,7 +255,9 @@ def conv2d_transpose(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, stride:
             for j in range(wd):
                 for a in range(kh):
                     for bb in range(kw):
-                        full[:, g * cog : (g + 1) * cog, i * sh + a * dh, j * sw + bb * dw] += x[:, ci, i, j, None] * w[ci, :, a, bb]
+                        full[:, g * cog : (g + 1) * cog, i * sh + a * dh, j * sw + bb * dw] += (
+                            x[:, ci, i, j, None] * w[ci, :, a, bb]
+                        )
     out = full[:, :, ph : ph + oh, pw : pw + ow]
     return out if b is None else out + b.reshape(1, -1, 1, 1)
 
@@ -260,7 +295,9 @@ def unfold(x: np.ndarray, k: tuple, stride: tuple, padding: tuple, dilation: tup
             for b in range(k[1]):
                 for i in range(oh):
                     for j in range(ow):
-                        out[:, ch * k[0] * k[1] + a * k[1] + b, i * ow + j] = xp[:, ch, i * stride[0] + a * dilation[0], j * stride[1] + b * dilation[1]]
+                        out[:, ch * k[0] * k[1] + a * k[1] + b, i * ow + j] = xp[
+                            :, ch, i * stride[0] + a * dilation[0], j * stride[1] + b * dilation[1]
+                        ]
     return out
 
 
@@ -274,7 +311,9 @@ def _cubic_weight(t: float, a: float = -0.75) -> float:
     return 0.0
 
 
-def _taps(mode: str, o: int, n_in: int, n_out: int, scale: float | None, align_corners: bool, align_mode: int) -> list[tuple[int, float]]:
+def _taps(
+    mode: str, o: int, n_in: int, n_out: int, scale: float | None, align_corners: bool, align_mode: int
+) -> list[tuple[int, float]]:
     """The (input index, weight) pairs that make output position ``o`` along one axis.
 
     ``scale`` is the user's scale_factor (None when a size was given): the source step is
@@ -300,7 +339,14 @@ def _taps(mode: str, o: int, n_in: int, n_out: int, scale: float | None, align_c
     return [(lo, 1.0 - frac), (min(lo + 1, n_in - 1), frac)]
 
 
-def interpolate(x: np.ndarray, size: tuple, mode: str, align_corners: bool = False, align_mode: int = 0, scale: tuple | None = None) -> np.ndarray:
+def interpolate(
+    x: np.ndarray,
+    size: tuple,
+    mode: str,
+    align_corners: bool = False,
+    align_mode: int = 0,
+    scale: tuple | None = None,
+) -> np.ndarray:
     """Resize the spatial axes of channel-first ``x`` one axis at a time (every mode is
     separable), each output position a weighted sum of its taps."""
     for ax in range(2, x.ndim):
@@ -308,7 +354,9 @@ def interpolate(x: np.ndarray, size: tuple, mode: str, align_corners: bool = Fal
         n_in, n_out = x.shape[ax], size[k]
         out = np.zeros(x.shape[:ax] + (n_out,) + x.shape[ax + 1 :])
         for o in range(n_out):
-            for i, wt in _taps(mode, o, n_in, n_out, None if scale is None else scale[k], align_corners, align_mode):
+            for i, wt in _taps(
+                mode, o, n_in, n_out, None if scale is None else scale[k], align_corners, align_mode
+            ):
                 idx_out = (slice(None),) * ax + (o,)
                 idx_in = (slice(None),) * ax + (i,)
                 out[idx_out] += wt * x[idx_in]
@@ -331,7 +379,9 @@ def rotary(x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
     return x * cos + rot * sin
 
 
-def cross_entropy(logits: np.ndarray, labels: np.ndarray, smoothing: float = 0.0, ignore: int = -100) -> np.ndarray:
+def cross_entropy(
+    logits: np.ndarray, labels: np.ndarray, smoothing: float = 0.0, ignore: int = -100
+) -> np.ndarray:
     lp = log_softmax(logits)
     keep = labels != ignore
     safe = np.where(keep, labels, 0)

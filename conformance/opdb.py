@@ -141,9 +141,12 @@ def _normal_range(d: np.dtype) -> tuple[float, float]:
 #: (polynomial to asymptote, argument reduction, overflow to inf and underflow to 0), per
 #: dtype: {op: fn(d) -> float64 points}. A random sample rarely lands there.
 SWEEPS: dict[str, Callable[[np.dtype], np.ndarray]] = {
-    "tanh": lambda d: np.concatenate([np.linspace(-20, 20, 8001), np.linspace(4.8, 20, 4001),
-                                      -np.linspace(4.8, 20, 4001)]),
-    "exp": lambda d: np.linspace(*{"float16": (-18, 12), "float64": (-746, 711)}.get(d.name, (-105, 90)), 20001),
+    "tanh": lambda d: np.concatenate(
+        [np.linspace(-20, 20, 8001), np.linspace(4.8, 20, 4001), -np.linspace(4.8, 20, 4001)]
+    ),
+    "exp": lambda d: np.linspace(
+        *{"float16": (-18, 12), "float64": (-746, 711)}.get(d.name, (-105, 90)), 20001
+    ),
     "log": lambda d: np.concatenate([np.geomspace(*_normal_range(d), 20001), np.linspace(0.5, 2.0, 4001)]),
     "sqrt": lambda d: np.geomspace(*_normal_range(d), 20001),
     "rsqrt": lambda d: np.geomspace(*_normal_range(d), 20001),
@@ -154,8 +157,9 @@ SWEEPS: dict[str, Callable[[np.dtype], np.ndarray]] = {
     # every float is an integer, past 2**31 a cast through int32 breaks
     "floor": lambda d: _rounding_sweep(d),
     "ceil": lambda d: _rounding_sweep(d),
-    "sign": lambda d: np.concatenate([np.geomspace(_normal_range(d)[0], 1, 2001),
-                                      -np.geomspace(_normal_range(d)[0], 1, 2001)]),
+    "sign": lambda d: np.concatenate(
+        [np.geomspace(_normal_range(d)[0], 1, 2001), -np.geomspace(_normal_range(d)[0], 1, 2001)]
+    ),
 }
 
 
@@ -181,7 +185,13 @@ def with_signed_zeros(gen: Callable[..., Iterator[Sample]]) -> Callable[..., Ite
                     a.reshape(-1)[::3] = -0.0
                     a.reshape(-1)[1::5] = 0.0
                 zeroed.append(a)
-            yield Sample(zeroed, dict(s.attrs), label=f"{s.label}, with -0.0 and +0.0", magnitude=s.magnitude, tol=s.tol)
+            yield Sample(
+                zeroed,
+                dict(s.attrs),
+                label=f"{s.label}, with -0.0 and +0.0",
+                magnitude=s.magnitude,
+                tol=s.tol,
+            )
 
     return wrapped
 
@@ -189,22 +199,33 @@ def with_signed_zeros(gen: Callable[..., Iterator[Sample]]) -> Callable[..., Ite
 # -------------------------------------------------------------------------------------------
 # sample generators per family
 # -------------------------------------------------------------------------------------------
-def unary_samples(op: str, domain: str = "real", nan_ok: bool = True, big: float | None = None) -> Callable[..., Iterator[Sample]]:
+def unary_samples(
+    op: str, domain: str = "real", nan_ok: bool = True, big: float | None = None
+) -> Callable[..., Iterator[Sample]]:
     def gen(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
         for s in SHAPES:
             yield Sample([values(d, s, rng, domain)], label=f"shape {s}")
         yield Sample([values(d, (40, 3), rng, domain)[::2]], label="strided numpy source")
-        yield Sample([values(d, BIG_SHAPE, rng, domain)], label=f"shape {BIG_SHAPE} ({math.prod(BIG_SHAPE)} elements)")
+        yield Sample(
+            [values(d, BIG_SHAPE, rng, domain)], label=f"shape {BIG_SHAPE} ({math.prod(BIG_SHAPE)} elements)"
+        )
         if _is_float(d) and op in SWEEPS:
             pts = SWEEPS[op](d)
-            yield Sample([pts.astype(d)], label=f"dense sweep of {pts.size} points in [{pts.min():.3g}, {pts.max():.3g}]")
+            yield Sample(
+                [pts.astype(d)],
+                label=f"dense sweep of {pts.size} points in [{pts.min():.3g}, {pts.max():.3g}]",
+            )
         if _is_float(d):
             large, small = magnitudes(d)
             if big is not None:
                 large = min(large, big)
             sign = 1.0 if domain == "positive" else -1.0
-            yield Sample([np.array([large, sign * large, 0.5 * large], np.float64).astype(d)], label="large magnitude")
-            yield Sample([np.array([small, sign * small, 3 * small], np.float64).astype(d)], label="small magnitude")
+            yield Sample(
+                [np.array([large, sign * large, 0.5 * large], np.float64).astype(d)], label="large magnitude"
+            )
+            yield Sample(
+                [np.array([small, sign * small, 3 * small], np.float64).astype(d)], label="small magnitude"
+            )
             if nan_ok:
                 yield Sample([specials(d)], label="nan/inf/signed zero")
         elif d.kind in "iu" and domain == "real":
@@ -213,15 +234,24 @@ def unary_samples(op: str, domain: str = "real", nan_ok: bool = True, big: float
     return gen
 
 
-def binary_samples(kind: str = "real", nan_ok: bool = True, edges: bool = True) -> Callable[..., Iterator[Sample]]:
+def binary_samples(
+    kind: str = "real", nan_ok: bool = True, edges: bool = True
+) -> Callable[..., Iterator[Sample]]:
     """kind: real | nonzero_rhs | pow."""
 
     def make(d: np.dtype, shape: tuple[int, ...], rng: np.random.Generator, rhs: bool) -> np.ndarray:
         if kind == "pow":
             if d.kind in "iu":
-                return rng.integers(0, 5, shape).astype(d) if rhs else rng.integers(0 if d.kind == "u" else -3, 4, shape).astype(d)
-            return (rng.integers(-3, 4, shape).astype(d) if rhs and shape == (3, 5) else
-                    values(d, shape, rng, "positive" if not rhs else "real"))
+                return (
+                    rng.integers(0, 5, shape).astype(d)
+                    if rhs
+                    else rng.integers(0 if d.kind == "u" else -3, 4, shape).astype(d)
+                )
+            return (
+                rng.integers(-3, 4, shape).astype(d)
+                if rhs and shape == (3, 5)
+                else values(d, shape, rng, "positive" if not rhs else "real")
+            )
         if kind == "nonzero_rhs" and rhs:
             v = values(d, shape, rng, "positive")
             if d.kind != "u":
@@ -230,9 +260,18 @@ def binary_samples(kind: str = "real", nan_ok: bool = True, edges: bool = True) 
         return values(d, shape, rng)
 
     def gen(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
-        pairs = [((), ()), ((0,), (0,)), ((17,), (17,)), ((3, 5), (3, 5)), ((3, 1), (1, 4)),
-                 ((), (2, 3)), ((2, 3, 4), (3, 4)), ((2, 1, 4), (3, 1)), (BIG_SHAPE, BIG_SHAPE),
-                 ((BIG_SHAPE[0], 1), (1, BIG_SHAPE[1]))]
+        pairs = [
+            ((), ()),
+            ((0,), (0,)),
+            ((17,), (17,)),
+            ((3, 5), (3, 5)),
+            ((3, 1), (1, 4)),
+            ((), (2, 3)),
+            ((2, 3, 4), (3, 4)),
+            ((2, 1, 4), (3, 1)),
+            (BIG_SHAPE, BIG_SHAPE),
+            ((BIG_SHAPE[0], 1), (1, BIG_SHAPE[1])),
+        ]
         for a, b in pairs:
             yield Sample([make(d, a, rng, False), make(d, b, rng, True)], label=f"shapes {a} and {b}")
         if _is_float(d) and nan_ok:
@@ -241,19 +280,34 @@ def binary_samples(kind: str = "real", nan_ok: bool = True, edges: bool = True) 
             yield Sample([x.reshape(-1).copy(), y.reshape(-1).copy()], label="nan/inf/signed zero pairs")
         if _is_float(d) and kind == "real":
             large, small = magnitudes(d)
-            yield Sample([np.array([large, -large, small, -small], np.float64).astype(d),
-                          np.array([large, small, -small, large], np.float64).astype(d)], label="large and small magnitudes")
+            yield Sample(
+                [
+                    np.array([large, -large, small, -small], np.float64).astype(d),
+                    np.array([large, small, -small, large], np.float64).astype(d),
+                ],
+                label="large and small magnitudes",
+            )
         if d.kind in "iu" and edges:
             e = int_edges(d)
             x, y = np.meshgrid(e, e)
-            yield Sample([x.reshape(-1).copy(), y.reshape(-1).copy()], label="integer edge values (wrap-around)")
+            yield Sample(
+                [x.reshape(-1).copy(), y.reshape(-1).copy()], label="integer edge values (wrap-around)"
+            )
 
     return gen
 
 
 def where_samples(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
-    for c, a, b in [((), (), ()), ((0,), (0,), (0,)), ((3, 4), (3, 4), (3, 4)), ((3, 1), (1, 4), (3, 4)), ((2, 3), (), (3,))]:
-        yield Sample([rng.random(c) < 0.5, values(d, a, rng), values(d, b, rng)], label=f"shapes {c}, {a}, {b}")
+    for c, a, b in [
+        ((), (), ()),
+        ((0,), (0,), (0,)),
+        ((3, 4), (3, 4), (3, 4)),
+        ((3, 1), (1, 4), (3, 4)),
+        ((2, 3), (), (3,)),
+    ]:
+        yield Sample(
+            [rng.random(c) < 0.5, values(d, a, rng), values(d, b, rng)], label=f"shapes {c}, {a}, {b}"
+        )
     if _is_float(d):
         sp = specials(d)
         yield Sample([np.arange(sp.size) % 2 == 0, sp, sp[::-1].copy()], label="nan/inf")
@@ -263,10 +317,14 @@ def where_samples(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
     if _is_float(d):
         sp = specials(d)
         x.reshape(-1)[: sp.size] = sp
-        y.reshape(-1)[:: 97][: sp.size] = sp[::-1]
-    yield Sample([rng.random((64, 1)) < 0.5, x, y], label="large 3072 elements, broadcast (64, 1), (1, 48), (64, 48)")
-    yield Sample([rng.random(BIG_SHAPE) < 0.5, values(d, BIG_SHAPE, rng), values(d, BIG_SHAPE, rng)],
-                 label=f"shape {BIG_SHAPE} ({math.prod(BIG_SHAPE)} elements)")
+        y.reshape(-1)[::97][: sp.size] = sp[::-1]
+    yield Sample(
+        [rng.random((64, 1)) < 0.5, x, y], label="large 3072 elements, broadcast (64, 1), (1, 48), (64, 48)"
+    )
+    yield Sample(
+        [rng.random(BIG_SHAPE) < 0.5, values(d, BIG_SHAPE, rng), values(d, BIG_SHAPE, rng)],
+        label=f"shape {BIG_SHAPE} ({math.prod(BIG_SHAPE)} elements)",
+    )
 
 
 def cast_samples(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
@@ -280,7 +338,11 @@ def cast_samples(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
                     x = np.concatenate([x, [-0.75, -1.5, -2.5]])
                 yield Sample([x.astype(d)], {"dtype": t}, label=f"to {target} (truncates toward zero)")
             else:
-                yield Sample([np.concatenate([values(d, (12,), rng), specials(d)]).astype(d)], {"dtype": t}, label=f"to {target}")
+                yield Sample(
+                    [np.concatenate([values(d, (12,), rng), specials(d)]).astype(d)],
+                    {"dtype": t},
+                    label=f"to {target}",
+                )
         elif d == np.bool_:
             yield Sample([rng.random(9) < 0.5], {"dtype": t}, label=f"to {target}")
         else:
@@ -293,7 +355,11 @@ def cast_samples(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
             label = f"to {target}"
             if t.kind in "iu":
                 ti = np.iinfo(t)
-                past = [v for v in (ti.max + 1, ti.min - 1, ti.max + 300, 2 * ti.max + 3, -(ti.max + 2)) if lo <= v <= hi]
+                past = [
+                    v
+                    for v in (ti.max + 1, ti.min - 1, ti.max + 300, 2 * ti.max + 3, -(ti.max + 2))
+                    if lo <= v <= hi
+                ]
                 if past:
                     x = np.concatenate([x, past])
                     label += " (values past its range wrap)"
@@ -313,9 +379,19 @@ def reduce_samples(op: str) -> Callable[..., Iterator[Sample]]:
 
         # long reduced axes (past 64: a second pass, a tree over work-groups) on the last, the
         # first and two separated axes
-        cases = [((), ()), ((7,), (0,)), ((3, 4, 5), (1,)), ((3, 4, 5), (0, 2)), ((3, 4, 5), (0, 1, 2)),
-                 ((2, 0), (0,)), ((64,), (0,)), ((257,), (0,)), ((3, 1000), (1,)), ((130, 5), (0,)),
-                 ((70, 3, 70), (0, 2))]
+        cases = [
+            ((), ()),
+            ((7,), (0,)),
+            ((3, 4, 5), (1,)),
+            ((3, 4, 5), (0, 2)),
+            ((3, 4, 5), (0, 1, 2)),
+            ((2, 0), (0,)),
+            ((64,), (0,)),
+            ((257,), (0,)),
+            ((3, 1000), (1,)),
+            ((130, 5), (0,)),
+            ((70, 3, 70), (0, 2)),
+        ]
         if op in ("sum", "prod"):
             cases.append(((0, 3), (0,)))
         for shape, axes in cases:
@@ -323,13 +399,24 @@ def reduce_samples(op: str) -> Callable[..., Iterator[Sample]]:
                 a = x(shape)
                 mag = None
                 if op == "sum" and _is_float(d):
-                    mag = np.sum(np.abs(a.astype(np.float64)), axis=axes, keepdims=keep) if axes else np.abs(a.astype(np.float64))
-                yield Sample([a], {"axes": axes, "keepdim": keep}, label=f"shape {shape} axes {axes} keepdim={keep}",
-                             magnitude=mag)
+                    mag = (
+                        np.sum(np.abs(a.astype(np.float64)), axis=axes, keepdims=keep)
+                        if axes
+                        else np.abs(a.astype(np.float64))
+                    )
+                yield Sample(
+                    [a],
+                    {"axes": axes, "keepdim": keep},
+                    label=f"shape {shape} axes {axes} keepdim={keep}",
+                    magnitude=mag,
+                )
         if _is_float(d) and op in ("max", "min", "sum"):
             sp = specials(d)
-            yield Sample([np.stack([sp, sp[::-1], np.arange(sp.size).astype(d)])], {"axes": (1,), "keepdim": False},
-                         label="rows with nan/inf")
+            yield Sample(
+                [np.stack([sp, sp[::-1], np.arange(sp.size).astype(d)])],
+                {"axes": (1,), "keepdim": False},
+                label="rows with nan/inf",
+            )
         if d.kind in "iu" and op in ("max", "min"):
             e = int_edges(d)
             yield Sample([e], {"axes": (0,), "keepdim": False}, label="integer edge values")
@@ -341,16 +428,26 @@ def reduce_samples(op: str) -> Callable[..., Iterator[Sample]]:
                 big[0] = rng.integers(2**31, 2**33, 300)
                 yield Sample([big], {"axes": (1,), "keepdim": False}, label="int64 values past 2**31")
             info = np.iinfo(d)
-            yield Sample([rng.integers(info.max // 2, info.max, (2, 100), dtype=np.int64, endpoint=True).astype(d)],
-                         {"axes": (1,), "keepdim": False}, label=f"sum past the {d.name} range (wraps)")
+            yield Sample(
+                [rng.integers(info.max // 2, info.max, (2, 100), dtype=np.int64, endpoint=True).astype(d)],
+                {"axes": (1,), "keepdim": False},
+                label=f"sum past the {d.name} range (wraps)",
+            )
         if d.name == "int64" and op == "prod":
-            yield Sample([rng.integers(2**15, 2**20, (4, 3), dtype=np.int64)], {"axes": (1,), "keepdim": False},
-                         label="int64 products past 2**53")
+            yield Sample(
+                [rng.integers(2**15, 2**20, (4, 3), dtype=np.int64)],
+                {"axes": (1,), "keepdim": False},
+                label="int64 products past 2**53",
+            )
         if d.name in HALF and op == "sum":
             tol = half_accumulation_tol(d)
             for shape, axes in (((3, 4096), (1,)), ((4096, 3), (0,))):
-                yield Sample([rng.uniform(0.0, 1.0, shape).astype(d)], {"axes": axes, "keepdim": False}, tol=tol,
-                             label=f"long {d.name} sum, shape {shape} axes {axes}: accumulate in float32, round once")
+                yield Sample(
+                    [rng.uniform(0.0, 1.0, shape).astype(d)],
+                    {"axes": axes, "keepdim": False},
+                    tol=tol,
+                    label=f"long {d.name} sum, shape {shape} axes {axes}: accumulate in float32, round once",
+                )
 
     return gen
 
@@ -361,28 +458,59 @@ def arg_samples(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
             return rng.random(shape) < 0.5
         return rng.integers(0, 3, shape).astype(d)  # many ties: the first index must win
 
-    for shape, axis in [((7,), 0), ((3, 4), 1), ((2, 3, 4), 0), ((2, 3, 4), 2), ((1,), 0), ((2, 0), 0), ((3, 1000), 1),
-                        ((300, 2), 0)]:
+    for shape, axis in [
+        ((7,), 0),
+        ((3, 4), 1),
+        ((2, 3, 4), 0),
+        ((2, 3, 4), 2),
+        ((1,), 0),
+        ((2, 0), 0),
+        ((3, 1000), 1),
+        ((300, 2), 0),
+    ]:
         for keep in (False, True):
-            yield Sample([ties(shape)], {"axis": axis, "keepdim": keep}, label=f"shape {shape} axis {axis} keepdim={keep} with ties")
+            yield Sample(
+                [ties(shape)],
+                {"axis": axis, "keepdim": keep},
+                label=f"shape {shape} axis {axis} keepdim={keep} with ties",
+            )
     if _is_float(d):
         large, small = magnitudes(d)
-        yield Sample([np.array([small, -large, large, -small, large], np.float64).astype(d)], {"axis": 0, "keepdim": False},
-                     label="large and small magnitudes, infinities")
+        yield Sample(
+            [np.array([small, -large, large, -small, large], np.float64).astype(d)],
+            {"axis": 0, "keepdim": False},
+            label="large and small magnitudes, infinities",
+        )
         # NaN is the extreme of both (numpy's rule): the first NaN wins
         nan, inf = np.nan, np.inf
-        yield Sample([np.array([1.0, nan, 3.0, nan, -inf, inf], np.float64).astype(d)], {"axis": 0, "keepdim": False},
-                     label="NaN: the first NaN wins")
+        yield Sample(
+            [np.array([1.0, nan, 3.0, nan, -inf, inf], np.float64).astype(d)],
+            {"axis": 0, "keepdim": False},
+            label="NaN: the first NaN wins",
+        )
         x = rng.integers(0, 3, (4, 70)).astype(np.float64)
         x[0, 5], x[0, 9], x[1, 69], x[2, 0], x[:, 33] = nan, nan, nan, nan, inf
         for axis in (0, 1):
-            yield Sample([x.astype(d)], {"axis": axis, "keepdim": False}, label=f"rows with NaN, axis {axis}: the first NaN wins")
+            yield Sample(
+                [x.astype(d)],
+                {"axis": axis, "keepdim": False},
+                label=f"rows with NaN, axis {axis}: the first NaN wins",
+            )
 
 
 def matmul_samples(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
     # M, N and K past 64: a tiled kernel's second tile, its edge tiles, a split K
-    for a, b in [((2, 3), (3, 4)), ((1, 1), (1, 1)), ((2, 3, 5), (2, 5, 4)), ((0, 3), (3, 2)), ((2, 0), (0, 3)),
-                 ((2, 2, 4, 3), (2, 2, 3, 5)), ((16, 33), (33, 9)), ((70, 130), (130, 97)), ((2, 65, 67), (2, 67, 66))]:
+    for a, b in [
+        ((2, 3), (3, 4)),
+        ((1, 1), (1, 1)),
+        ((2, 3, 5), (2, 5, 4)),
+        ((0, 3), (3, 2)),
+        ((2, 0), (0, 3)),
+        ((2, 2, 4, 3), (2, 2, 3, 5)),
+        ((16, 33), (33, 9)),
+        ((70, 130), (130, 97)),
+        ((2, 65, 67), (2, 67, 66)),
+    ]:
         if d.kind in "iu":
             x, y = rng.integers(0, 4, a).astype(d), rng.integers(0 if d.kind == "u" else -3, 4, b).astype(d)
         else:
@@ -395,11 +523,16 @@ def matmul_samples(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
     if d.name in ("int32", "int64"):
         hi = 2**13 if d.name == "int32" else 2**30
         x, y = (rng.integers(-hi, hi, s, dtype=np.int64).astype(d) for s in ((3, 5), (5, 4)))
-        yield Sample([x, y], label=f"(3, 5) @ (5, 4), values up to {hi}: products past 2**{24 if hi < 2**20 else 53}")
+        yield Sample(
+            [x, y], label=f"(3, 5) @ (5, 4), values up to {hi}: products past 2**{24 if hi < 2**20 else 53}"
+        )
     if d.name in HALF:
         x, y = rng.uniform(0.0, 1.0, (4, 1024)).astype(d), rng.uniform(0.0, 1.0, (1024, 3)).astype(d)
-        yield Sample([x, y], label=f"(4, 1024) @ (1024, 3) in {d.name}: accumulate in float32, round once",
-                     tol=half_accumulation_tol(d))
+        yield Sample(
+            [x, y],
+            label=f"(4, 1024) @ (1024, 3) in {d.name}: accumulate in float32, round once",
+            tol=half_accumulation_tol(d),
+        )
 
 
 def _fill(d: np.dtype) -> Any:
@@ -414,24 +547,53 @@ def layout_samples(op: str) -> Callable[..., Iterator[Sample]]:
     def gen(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
         v = lambda s: values(d, s, rng)  # noqa: E731
         if op == "permute":
-            for s, p in [((2, 3, 4), (2, 0, 1)), ((2, 3, 4), (1, 0, 2)), ((), ()), ((0, 3), (1, 0)), ((5,), (0,)),
-                         ((2, 3, 4, 5), (3, 1, 2, 0))]:
+            for s, p in [
+                ((2, 3, 4), (2, 0, 1)),
+                ((2, 3, 4), (1, 0, 2)),
+                ((), ()),
+                ((0, 3), (1, 0)),
+                ((5,), (0,)),
+                ((2, 3, 4, 5), (3, 1, 2, 0)),
+            ]:
                 yield Sample([v(s)], {"perm": p}, label=f"shape {s} perm {p}")
         elif op == "expand":
-            for s, t in [((3, 1), (3, 4)), ((1,), (5,)), ((1, 1), (2, 3)), ((2, 1, 3), (2, 4, 3)), ((1, 0), (3, 0)),
-                         ((), ()), ((4,), (4,))]:
+            for s, t in [
+                ((3, 1), (3, 4)),
+                ((1,), (5,)),
+                ((1, 1), (2, 3)),
+                ((2, 1, 3), (2, 4, 3)),
+                ((1, 0), (3, 0)),
+                ((), ()),
+                ((4,), (4,)),
+            ]:
                 yield Sample([v(s)], {"shape": t}, label=f"{s} to {t}")
         elif op == "slice":
-            for s, a, b, c in [((10,), (2,), (9,), (3,)), ((4, 5), (1, 0), (3, 5), (1, 2)), ((5,), (3,), (3,), (1,)),
-                               ((), (), (), ()), ((3, 4, 5), (0, 1, 4), (3, 4, 5), (2, 2, 1)), ((7,), (0,), (7,), (10,))]:
+            for s, a, b, c in [
+                ((10,), (2,), (9,), (3,)),
+                ((4, 5), (1, 0), (3, 5), (1, 2)),
+                ((5,), (3,), (3,), (1,)),
+                ((), (), (), ()),
+                ((3, 4, 5), (0, 1, 4), (3, 4, 5), (2, 2, 1)),
+                ((7,), (0,), (7,), (10,)),
+            ]:
                 yield Sample([v(s)], {"starts": a, "stops": b, "steps": c}, label=f"shape {s} [{a}:{b}:{c}]")
         elif op == "concat":
-            for shapes, ax in [([(2, 3), (4, 3)], 0), ([(2, 1), (2, 0), (2, 3)], 1), ([(5,)], 0),
-                               ([(1, 2, 3), (1, 2, 1), (1, 2, 2)], 2), ([(0, 2), (0, 2)], 0)]:
+            for shapes, ax in [
+                ([(2, 3), (4, 3)], 0),
+                ([(2, 1), (2, 0), (2, 3)], 1),
+                ([(5,)], 0),
+                ([(1, 2, 3), (1, 2, 1), (1, 2, 2)], 2),
+                ([(0, 2), (0, 2)], 0),
+            ]:
                 yield Sample([v(s) for s in shapes], {"axis": ax}, label=f"shapes {shapes} axis {ax}")
         elif op == "pad":
-            for s, pads in [((3, 4), ((1, 2), (0, 3))), ((0, 2), ((1, 1), (0, 0))), ((), ()), ((5,), ((0, 0),)),
-                            ((2, 2, 2), ((1, 0), (0, 1), (2, 2)))]:
+            for s, pads in [
+                ((3, 4), ((1, 2), (0, 3))),
+                ((0, 2), ((1, 1), (0, 0))),
+                ((), ()),
+                ((5,), ((0, 0),)),
+                ((2, 2, 2), ((1, 0), (0, 1), (2, 2))),
+            ]:
                 yield Sample([v(s)], {"pads": pads, "value": _fill(d)}, label=f"shape {s} pads {pads}")
         elif op == "copy":
             for s in SHAPES:
@@ -450,7 +612,9 @@ def gather_samples(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
     yield Sample([v((2, 5, 3)), np.array([[1, 4], [0, 0]], np.int64)], {"axis": 1}, label="2-d index, axis 1")
     yield Sample([v((5,)), np.zeros((0,), np.int64)], {"axis": 0}, label="empty index")
     yield Sample([v((5, 2)), np.array(3, np.int64)], {"axis": 0}, label="0-d index")
-    yield Sample([v((3, 6)), np.arange(6, dtype=np.int64)[::-1].copy()], {"axis": 1}, label="reversed, last axis")
+    yield Sample(
+        [v((3, 6)), np.arange(6, dtype=np.int64)[::-1].copy()], {"axis": 1}, label="reversed, last axis"
+    )
 
 
 def scatter_samples(op: str) -> Callable[..., Iterator[Sample]]:
@@ -458,7 +622,9 @@ def scatter_samples(op: str) -> Callable[..., Iterator[Sample]]:
         v = lambda s: values(d, s, rng)  # noqa: E731
         dup = op == "scatter_add"
         i0 = np.array([4, 0, 4, 2] if dup else [4, 0, 1, 2], np.int64)
-        yield Sample([v((5, 3)), i0, v((4, 3))], {"axis": 0}, label="axis 0" + (" with duplicates" if dup else ""))
+        yield Sample(
+            [v((5, 3)), i0, v((4, 3))], {"axis": 0}, label="axis 0" + (" with duplicates" if dup else "")
+        )
         i1 = np.array([[1, 1], [0, 2]] if dup else [[1, 3], [0, 2]], np.int64)
         yield Sample([v((2, 4, 3)), i1, v((2, 2, 2, 3))], {"axis": 1}, label="2-d index, axis 1")
         yield Sample([v((3,)), np.zeros((0,), np.int64), v((0,))], {"axis": 0}, label="empty index")
@@ -488,16 +654,30 @@ def arange_samples(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
     else:
         cases = [(11, -1.5, 0.25), (0, 0.0, 1.0), (6, 3.0, -0.5), (100, 0.0, 1.0)]
     for n, start, step in cases:
-        yield Sample([], {"n": n, "start": start, "step": step, "dtype": d}, label=f"n={n} start={start} step={step}")
+        yield Sample(
+            [], {"n": n, "start": start, "step": step, "dtype": d}, label=f"n={n} start={start} step={step}"
+        )
 
 
 def philox_samples(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
-    for shape, seed, off in [((10,), 0, 0), ((3, 5), 42, 7), ((0,), 1, 0), ((), 5, 3), ((1001,), 2**40 + 3, 2**33 + 1)]:
-        yield Sample([], {"shape": shape, "seed": seed, "offset": off, "dtype": d}, label=f"shape {shape} seed {seed} offset {off}")
+    for shape, seed, off in [
+        ((10,), 0, 0),
+        ((3, 5), 42, 7),
+        ((0,), 1, 0),
+        ((), 5, 3),
+        ((1001,), 2**40 + 3, 2**33 + 1),
+    ]:
+        yield Sample(
+            [],
+            {"shape": shape, "seed": seed, "offset": off, "dtype": d},
+            label=f"shape {shape} seed {seed} offset {off}",
+        )
 
 
 # gradient samples: smooth points away from kinks, ties and domain edges ----------------------
-def smooth(domain: str = "real", arity: int = 1, shapes: tuple = ((3, 4),)) -> Callable[..., Iterator[Sample]]:
+def smooth(
+    domain: str = "real", arity: int = 1, shapes: tuple = ((3, 4),)
+) -> Callable[..., Iterator[Sample]]:
     def gen(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
         for s in shapes:
             ins = []
@@ -505,7 +685,9 @@ def smooth(domain: str = "real", arity: int = 1, shapes: tuple = ((3, 4),)) -> C
                 if domain == "positive" or (domain == "pow" and i == 0):
                     ins.append(rng.uniform(0.5, 2.0, s).astype(d))
                 elif domain == "apart" and arity == 1:  # abs: away from the kink at 0
-                    ins.append((rng.uniform(0.5, 2.0, s) * np.where(rng.random(s) < 0.5, -1.0, 1.0)).astype(d))
+                    ins.append(
+                        (rng.uniform(0.5, 2.0, s) * np.where(rng.random(s) < 0.5, -1.0, 1.0)).astype(d)
+                    )
                 elif domain == "apart":  # maximum/minimum: |x - y| is large
                     base = rng.uniform(-2, 2, s)
                     ins.append((base + (1.0 if i == 0 else -1.0) * np.sign(rng.standard_normal(s))).astype(d))
@@ -513,12 +695,17 @@ def smooth(domain: str = "real", arity: int = 1, shapes: tuple = ((3, 4),)) -> C
                     ins.append(rng.uniform(-2, 2, s).astype(d))
             yield Sample(ins, label=f"shapes {s}")
         if arity == 2 and domain != "apart":
-            yield Sample([rng.uniform(0.5, 2.0, (3, 1)).astype(d), rng.uniform(0.5, 2.0, (1, 4)).astype(d)], label="broadcast (3,1) and (1,4)")
+            yield Sample(
+                [rng.uniform(0.5, 2.0, (3, 1)).astype(d), rng.uniform(0.5, 2.0, (1, 4)).astype(d)],
+                label="broadcast (3,1) and (1,4)",
+            )
 
     return gen
 
 
-def grad_from(samples: Callable[..., Iterator[Sample]], keep: Callable[[Sample], bool] = lambda s: True) -> Callable[..., Iterator[Sample]]:
+def grad_from(
+    samples: Callable[..., Iterator[Sample]], keep: Callable[[Sample], bool] = lambda s: True
+) -> Callable[..., Iterator[Sample]]:
     def gen(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
         for s in samples(d, rng):
             floats = [a.astype(np.float64) for a in s.ins if a.dtype == d]
@@ -553,50 +740,154 @@ def _build() -> dict[str, OpInfo]:
         db[info.name] = info
 
     unary_domain = {"log": "positive", "sqrt": "positive", "rsqrt": "positive"}
-    for n in ("neg", "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "erf", "floor", "ceil", "sign"):
+    for n in (
+        "neg",
+        "abs",
+        "exp",
+        "log",
+        "sqrt",
+        "rsqrt",
+        "sin",
+        "cos",
+        "tanh",
+        "erf",
+        "floor",
+        "ceil",
+        "sign",
+    ):
         big = 1.0e3 if n in ("sin", "cos") else None
         g = () if n in ("floor", "ceil", "sign") else (0,)
         dom = unary_domain.get(n, "real")
         gen = unary_samples(n, dom, big=big)
-        add(OpInfo(n, with_signed_zeros(gen) if n in SIGN_EXACT else gen, R.REFERENCES[n], grad_inputs=g,
-                   grad_samples=smooth("positive" if dom == "positive" else ("apart" if n == "abs" else "real")),
-                   exact=FLOATS if n in SIGN_EXACT else HALF if n in HALF_EXACT else ()))
+        add(
+            OpInfo(
+                n,
+                with_signed_zeros(gen) if n in SIGN_EXACT else gen,
+                R.REFERENCES[n],
+                grad_inputs=g,
+                grad_samples=smooth("positive" if dom == "positive" else ("apart" if n == "abs" else "real")),
+                exact=FLOATS if n in SIGN_EXACT else HALF if n in HALF_EXACT else (),
+            )
+        )
     add(OpInfo("logical_not", unary_samples("logical_not"), R.REFERENCES["logical_not"]))
     for n in ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "floor_divide", "remainder"):
-        kind = {"pow": "pow", "floor_divide": "nonzero_rhs", "remainder": "nonzero_rhs", "div": "real"}.get(n, "real")
+        kind = {"pow": "pow", "floor_divide": "nonzero_rhs", "remainder": "nonzero_rhs", "div": "real"}.get(
+            n, "real"
+        )
         nan_ok = n not in ("pow", "floor_divide", "remainder")
         edges = n in ("add", "sub", "mul", "maximum", "minimum")
         gsamp = smooth("apart" if n in ("maximum", "minimum") else ("pow" if n == "pow" else "positive"), 2)
         grad = (0, 1) if n not in ("floor_divide", "remainder") else ((0,) if n == "remainder" else ())
-        add(OpInfo(n, binary_samples(kind, nan_ok, edges), R.REFERENCES[n], tol_scale=2.0 if n == "pow" else 1.0,
-                   grad_inputs=grad, grad_samples=gsamp, exact=HALF if n in HALF_EXACT else ()))
+        add(
+            OpInfo(
+                n,
+                binary_samples(kind, nan_ok, edges),
+                R.REFERENCES[n],
+                tol_scale=2.0 if n == "pow" else 1.0,
+                grad_inputs=grad,
+                grad_samples=gsamp,
+                exact=HALF if n in HALF_EXACT else (),
+            )
+        )
     for n in ("eq", "ne", "lt", "le", "gt", "ge"):
         add(OpInfo(n, binary_samples(), R.REFERENCES[n]))
     for n in ("logical_and", "logical_or"):
         add(OpInfo(n, binary_samples(), R.REFERENCES[n]))
-    add(OpInfo("where", with_signed_zeros(where_samples), R.where, grad_inputs=(1, 2), exact=FLOATS,
-               grad_samples=grad_from(where_samples, lambda s: s.label.startswith("shapes (3, 1)"))))
-    add(OpInfo("cast", with_signed_zeros(cast_samples), R.cast, grad_inputs=(0,), exact=FLOATS,
-               grad_samples=lambda d, rng: iter([Sample([rng.uniform(-2, 2, (3, 4)).astype(d)], {"dtype": d}, label="to itself"),
-                                                 Sample([rng.uniform(-2, 2, (5,)).astype(d)], {"dtype": np.dtype("float64" if d.name == "float32" else "float32")}, label="to another float")])))
+    add(
+        OpInfo(
+            "where",
+            with_signed_zeros(where_samples),
+            R.where,
+            grad_inputs=(1, 2),
+            exact=FLOATS,
+            grad_samples=grad_from(where_samples, lambda s: s.label.startswith("shapes (3, 1)")),
+        )
+    )
+    add(
+        OpInfo(
+            "cast",
+            with_signed_zeros(cast_samples),
+            R.cast,
+            grad_inputs=(0,),
+            exact=FLOATS,
+            grad_samples=lambda d, rng: iter(
+                [
+                    Sample([rng.uniform(-2, 2, (3, 4)).astype(d)], {"dtype": d}, label="to itself"),
+                    Sample(
+                        [rng.uniform(-2, 2, (5,)).astype(d)],
+                        {"dtype": np.dtype("float64" if d.name == "float32" else "float32")},
+                        label="to another float",
+                    ),
+                ]
+            ),
+        )
+    )
     for n in ("sum", "prod", "max", "min"):
         gs = _distinct if n in ("max", "min") else grad_from(reduce_samples(n), lambda s: s.ins[0].size <= 64)
         add(OpInfo(n, reduce_samples(n), R.REFERENCES[n], grad_inputs=(0,), grad_samples=gs))
     for n in ("argmax", "argmin"):
         add(OpInfo(n, arg_samples, R.REFERENCES[n]))
-    add(OpInfo("matmul", matmul_samples, R.matmul, grad_inputs=(0, 1),
-               grad_samples=grad_from(matmul_samples, lambda s: s.ins[0].size <= 24)))
+    add(
+        OpInfo(
+            "matmul",
+            matmul_samples,
+            R.matmul,
+            grad_inputs=(0, 1),
+            grad_samples=grad_from(matmul_samples, lambda s: s.ins[0].size <= 24),
+        )
+    )
     for n in ("permute", "expand", "slice", "concat", "pad", "copy"):
-        add(OpInfo(n, with_signed_zeros(layout_samples(n)), R.REFERENCES[n], grad_inputs=(0,) if n != "concat" else (0, 1, 2),
-                   grad_samples=grad_from(layout_samples(n)), exact=FLOATS))
-    add(OpInfo("gather", with_signed_zeros(gather_samples), R.gather, grad_inputs=(0,), grad_samples=grad_from(gather_samples),
-               edge_checks=("index_out_of_range",), exact=FLOATS))
-    add(OpInfo("scatter_add", scatter_samples("scatter_add"), R.scatter_add, grad_inputs=(0, 2),
-               grad_samples=grad_from(scatter_samples("scatter_add")), edge_checks=("index_out_of_range",)))
-    add(OpInfo("scatter", with_signed_zeros(scatter_samples("scatter")), R.scatter, grad_inputs=(0, 2),
-               grad_samples=grad_from(scatter_samples("scatter")), edge_checks=("index_out_of_range",), exact=FLOATS))
+        add(
+            OpInfo(
+                n,
+                with_signed_zeros(layout_samples(n)),
+                R.REFERENCES[n],
+                grad_inputs=(0,) if n != "concat" else (0, 1, 2),
+                grad_samples=grad_from(layout_samples(n)),
+                exact=FLOATS,
+            )
+        )
+    add(
+        OpInfo(
+            "gather",
+            with_signed_zeros(gather_samples),
+            R.gather,
+            grad_inputs=(0,),
+            grad_samples=grad_from(gather_samples),
+            edge_checks=("index_out_of_range",),
+            exact=FLOATS,
+        )
+    )
+    add(
+        OpInfo(
+            "scatter_add",
+            scatter_samples("scatter_add"),
+            R.scatter_add,
+            grad_inputs=(0, 2),
+            grad_samples=grad_from(scatter_samples("scatter_add")),
+            edge_checks=("index_out_of_range",),
+        )
+    )
+    add(
+        OpInfo(
+            "scatter",
+            with_signed_zeros(scatter_samples("scatter")),
+            R.scatter,
+            grad_inputs=(0, 2),
+            grad_samples=grad_from(scatter_samples("scatter")),
+            edge_checks=("index_out_of_range",),
+            exact=FLOATS,
+        )
+    )
     add(OpInfo("full", full_samples, R.full, creation=True, exact=FLOATS))
-    add(OpInfo("arange", arange_samples, lambda n, start, step, dtype: R.arange(n, start, step, dtype), creation=True))
+    add(
+        OpInfo(
+            "arange",
+            arange_samples,
+            lambda n, start, step, dtype: R.arange(n, start, step, dtype),
+            creation=True,
+        )
+    )
     add(OpInfo("philox_uniform", philox_samples, R.philox_uniform, creation=True, tol_scale=0.0))
     missing = set(PRIMITIVES) - set(db)
     assert not missing, f"op database misses primitives {sorted(missing)}"

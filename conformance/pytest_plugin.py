@@ -21,9 +21,16 @@ from .runner import DEFAULT_TIMEOUT, Runner
 def pytest_addoption(parser: Any) -> None:
     g = parser.getgroup("oarlock conformance")
     g.addoption("--conformance-device", default=None, help="device to run the conformance suite on")
-    g.addoption("--conformance-tier", action="append", default=[], help=f"tiers ({', '.join(TIERS)}); repeatable")
+    g.addoption(
+        "--conformance-tier", action="append", default=[], help=f"tiers ({', '.join(TIERS)}); repeatable"
+    )
     g.addoption("--conformance-timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds per case")
-    g.addoption("--conformance-plugin", action="append", default=[], help="load an uninstalled plugin (module or path)")
+    g.addoption(
+        "--conformance-plugin",
+        action="append",
+        default=[],
+        help="load an uninstalled plugin (module or path)",
+    )
 
 
 def _cases(config: Any) -> list[Case]:
@@ -43,8 +50,17 @@ def pytest_generate_tests(metafunc: Any) -> None:
     if "conformance_case" not in metafunc.fixturenames:
         return
     if not metafunc.config.getoption("conformance_device"):
-        metafunc.parametrize("conformance_case", [pytest.param(None, marks=pytest.mark.skip(
-            reason="give --conformance-device NAME to run the conformance suite"))])
+        metafunc.parametrize(
+            "conformance_case",
+            [
+                pytest.param(
+                    None,
+                    marks=pytest.mark.skip(
+                        reason="give --conformance-device NAME to run the conformance suite"
+                    ),
+                )
+            ],
+        )
         return
     cases = _cases(metafunc.config)
     metafunc.parametrize("conformance_case", cases, ids=[c.id for c in cases])
@@ -65,5 +81,9 @@ def check(case: Case, results: dict[str, Result]) -> None:
     if r.outcome in ("not_supported", "skipped"):
         pytest.skip(f"{r.outcome}: {r.message}")
     if r.outcome == "failed":
-        extra = f"\nexpected: {r.expected}\ngot:      {r.got}" if r.expected is not None or r.got is not None else ""
+        extra = (
+            f"\nexpected: {r.expected}\ngot:      {r.got}"
+            if r.expected is not None or r.got is not None
+            else ""
+        )
         pytest.fail(f"{r.message}{extra}", pytrace=False)

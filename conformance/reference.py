@@ -47,9 +47,7 @@ def philox4x32_10(counter: np.ndarray, key: tuple[int, int]) -> np.ndarray:
             k1 = (k1 + np.uint64(_PHILOX_W[1])) & mask
         p0 = c[:, 0] * m0
         p1 = c[:, 2] * m1
-        c = np.stack(
-            [(p1 >> sh) ^ c[:, 1] ^ k0, p1 & mask, (p0 >> sh) ^ c[:, 3] ^ k1, p0 & mask], axis=1
-        )
+        c = np.stack([(p1 >> sh) ^ c[:, 1] ^ k0, p1 & mask, (p0 >> sh) ^ c[:, 3] ^ k1, p0 & mask], axis=1)
     return c.astype(np.uint32)
 
 

@@ -23,8 +23,13 @@ class Progress:
     workers run the next tier's cases while the last of a tier finish), so given ``per_tier``
     (cases per tier) a tier's marks wait until every tier before it is complete."""
 
-    def __init__(self, total: int, stream: TextIO = sys.stdout, quiet: bool = False,
-                 per_tier: dict[str, int] | None = None) -> None:
+    def __init__(
+        self,
+        total: int,
+        stream: TextIO = sys.stdout,
+        quiet: bool = False,
+        per_tier: dict[str, int] | None = None,
+    ) -> None:
         self.total = total
         self.stream = stream
         self.quiet = quiet
@@ -105,34 +110,49 @@ def failure_groups(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for r in results:
         if r["outcome"] == "failed":
             groups.setdefault(cause_of(r), []).append(r)
-    return [{"cause": c if len(rs) > 1 else rs[0]["message"], "count": len(rs), "ids": [r["id"] for r in rs]}
-            for c, rs in groups.items()]
+    return [
+        {"cause": c if len(rs) > 1 else rs[0]["message"], "count": len(rs), "ids": [r["id"] for r in rs]}
+        for c, rs in groups.items()
+    ]
 
 
-def summary(report: dict[str, Any], results: list[Result], stream: TextIO = sys.stdout, max_failures: int = 40,
-            max_ids: int = 8) -> None:
+def summary(
+    report: dict[str, Any],
+    results: list[Result],
+    stream: TextIO = sys.stdout,
+    max_failures: int = 40,
+    max_ids: int = 8,
+) -> None:
     meta = report["metadata"]
     w = stream.write
     by_id = {r.id: r for r in results}
     groups = failure_groups([r.to_dict() for r in results])
     if groups:
         n = sum(g["count"] for g in groups)
-        w(f"\n{'=' * 30} failures: {n} cases, {len(groups)} {'cause' if len(groups) == 1 else 'causes'} {'=' * 30}\n")
+        w(
+            f"\n{'=' * 30} failures: {n} cases, {len(groups)} {'cause' if len(groups) == 1 else 'causes'} {'=' * 30}\n"
+        )
         for g in groups[:max_failures]:
             first = by_id[g["ids"][0]]
             if g["count"] == 1:
                 w(f"FAILED {first.id}: {first.message[:600]}\n")
             else:
-                ids = ", ".join(g["ids"][:max_ids]) + (f", ... and {g['count'] - max_ids} more" if g["count"] > max_ids else "")
+                ids = ", ".join(g["ids"][:max_ids]) + (
+                    f", ... and {g['count'] - max_ids} more" if g["count"] > max_ids else ""
+                )
                 w(f"FAILED {g['count']} cases: {g['cause'][:600]}\n    cases: {ids}\n")
             if first.expected is not None or first.got is not None:
                 label = "" if g["count"] == 1 else f" ({first.id})"
-                w(f"    expected{label}: {str(first.expected)[:300]}\n    got{label}:      {str(first.got)[:300]}\n")
+                w(
+                    f"    expected{label}: {str(first.expected)[:300]}\n    got{label}:      {str(first.got)[:300]}\n"
+                )
         if len(groups) > max_failures:
             w(f"... and {len(groups) - max_failures} more causes (see the JSON or HTML report)\n")
     w(f"\n{'=' * 24} conformance summary: {meta['device']} {'=' * 24}\n")
-    w(f"plugin {meta['plugin']} {meta.get('plugin_version', '')}, contract {meta.get('contract', '?')} "
-      f"(core {meta.get('core_contract', '?')}), {meta.get('kernel_count', 0)} kernels registered\n")
+    w(
+        f"plugin {meta['plugin']} {meta.get('plugin_version', '')}, contract {meta.get('contract', '?')} "
+        f"(core {meta.get('core_contract', '?')}), {meta.get('kernel_count', 0)} kernels registered\n"
+    )
     props = meta.get("properties") or {}
     if props:
         w(f"device: {props.get('name', '?')} [{props.get('vendor', '?')}]\n")
@@ -140,18 +160,25 @@ def summary(report: dict[str, Any], results: list[Result], stream: TextIO = sys.
     for tier, c in report["tiers"].items():
         status = "FAIL" if c["failed"] else ("ok" if c["passed"] + c["fallback"] else "-")
         req = "" if tier in report["required_tiers"] else " (optional)"
-        w(f"{tier:<12} {c['passed']:>7} {c['failed']:>7} {c['not_supported']:>9} {c['fallback']:>9} {c['skipped']:>8}   {status}{req}\n")
+        w(
+            f"{tier:<12} {c['passed']:>7} {c['failed']:>7} {c['not_supported']:>9} {c['fallback']:>9} {c['skipped']:>8}   {status}{req}\n"
+        )
     for tier, why in report.get("unavailable_tiers", {}).items():
         w(f"{tier:<12} {'':>7} {'':>7} {'':>9} {'':>9} {'':>8}   not run: {why}\n")
     fb = meta.get("fallbacks") or {}
     if fb:
         w("CPU fallbacks: " + ", ".join(f"{k} x{v}" for k, v in sorted(fb.items())) + "\n")
-    w(f"{len(results)} cases in {meta['duration_s']:.1f} s; worker restarts after crashes/timeouts: {meta.get('worker_restarts', 0)}\n")
-    w(f"result: {'FAILED (' + ', '.join(report['failed_tiers']) + ')' if report['failed_tiers'] else 'PASSED'}\n")
+    w(
+        f"{len(results)} cases in {meta['duration_s']:.1f} s; worker restarts after crashes/timeouts: {meta.get('worker_restarts', 0)}\n"
+    )
+    w(
+        f"result: {'FAILED (' + ', '.join(report['failed_tiers']) + ')' if report['failed_tiers'] else 'PASSED'}\n"
+    )
 
 
-def build(meta: dict[str, Any], results: list[Result], required: set[str], strict: bool,
-          unavailable: dict[str, str]) -> dict[str, Any]:
+def build(
+    meta: dict[str, Any], results: list[Result], required: set[str], strict: bool, unavailable: dict[str, str]
+) -> dict[str, Any]:
     fb: Counter[str] = Counter()
     for r in results:
         fb.update(r.fallbacks)
@@ -192,15 +219,26 @@ def write_junit(report: dict[str, Any], path: str) -> None:
     for tier, rs in by_tier.items():
         c = Counter(r["outcome"] for r in rs)
         suite = ET.SubElement(
-            suites, "testsuite", name=f"{meta['device']}.{tier}", tests=str(len(rs)), failures=str(c["failed"]),
-            errors="0", skipped=str(c["not_supported"] + c["skipped"]), time=f"{sum(r['duration'] for r in rs):.3f}",
+            suites,
+            "testsuite",
+            name=f"{meta['device']}.{tier}",
+            tests=str(len(rs)),
+            failures=str(c["failed"]),
+            errors="0",
+            skipped=str(c["not_supported"] + c["skipped"]),
+            time=f"{sum(r['duration'] for r in rs):.3f}",
         )
         props = ET.SubElement(suite, "properties")
         for k in ("device", "plugin", "plugin_version", "contract", "kernel_count"):
             ET.SubElement(props, "property", name=k, value=str(meta.get(k, "")))
         for r in rs:
-            tc = ET.SubElement(suite, "testcase", classname=f"conformance.{tier}", name=r["id"].split("/", 1)[-1],
-                               time=f"{r['duration']:.3f}")
+            tc = ET.SubElement(
+                suite,
+                "testcase",
+                classname=f"conformance.{tier}",
+                name=r["id"].split("/", 1)[-1],
+                time=f"{r['duration']:.3f}",
+            )
             if r["outcome"] == "failed":
                 f = ET.SubElement(tc, "failure", message=r["message"][:500])
                 f.text = f"{r['message']}\nexpected: {r['expected']}\ngot: {r['got']}"

@@ -63,8 +63,13 @@ def execute(case: Case) -> Result:
     return res
 
 
-def _worker(conn: Connection, cases: list[Case], setup: Callable[[], None] | None,
-            job: Callable[[], Any] | None = None, crash_log: str | None = None) -> None:
+def _worker(
+    conn: Connection,
+    cases: list[Case],
+    setup: Callable[[], None] | None,
+    job: Callable[[], Any] | None = None,
+    crash_log: str | None = None,
+) -> None:
     # NOTE: a clean exit with os._exit: the forked child must not run the parent's atexit
     # handlers or flush its buffers twice.
     code = 0
@@ -98,8 +103,13 @@ def _worker(conn: Connection, cases: list[Case], setup: Callable[[], None] | Non
 
 
 class _Worker:
-    def __init__(self, ctx: Any, cases: list[Case], setup: Callable[[], None] | None,
-                 job: Callable[[], Any] | None = None) -> None:
+    def __init__(
+        self,
+        ctx: Any,
+        cases: list[Case],
+        setup: Callable[[], None] | None,
+        job: Callable[[], Any] | None = None,
+    ) -> None:
         self.conn, child = ctx.Pipe()
         fd, self.crash_log = tempfile.mkstemp(prefix="oarlock-conformance-crash-", suffix=".txt")
         os.close(fd)
@@ -162,8 +172,14 @@ def _death(proc: Any) -> str:
 class Runner:
     """Runs cases in ``jobs`` forked workers with a per-case timeout."""
 
-    def __init__(self, cases: list[Case], timeout: float = DEFAULT_TIMEOUT, jobs: int = 1,
-                 setup: Callable[[], None] | None = None, isolate: bool = True) -> None:
+    def __init__(
+        self,
+        cases: list[Case],
+        timeout: float = DEFAULT_TIMEOUT,
+        jobs: int = 1,
+        setup: Callable[[], None] | None = None,
+        isolate: bool = True,
+    ) -> None:
         self.cases = cases
         self.timeout = timeout
         self.jobs = max(1, jobs)
@@ -239,17 +255,39 @@ class Runner:
                             d = w.conn.recv()
                         except (EOFError, OSError):
                             msg = w.death()
-                            done(i, Result(case.id, case.tier, "failed", case.op, case.dtype, message=msg,
-                                           duration=now - w.started, data={"crash": True}))
+                            done(
+                                i,
+                                Result(
+                                    case.id,
+                                    case.tier,
+                                    "failed",
+                                    case.op,
+                                    case.dtype,
+                                    message=msg,
+                                    duration=now - w.started,
+                                    data={"crash": True},
+                                ),
+                            )
                             self._replace(workers, w)
                             continue
                         w.case = None
                         done(i, Result(**d))
                     elif now - w.started >= self._limit(i):
                         w.kill()
-                        done(i, Result(case.id, case.tier, "failed", case.op, case.dtype,
-                                       message=f"timed out after {self._limit(i):g} s (the case was killed; "
-                                               f"a hanging kernel?)", duration=now - w.started, data={"timeout": True}))
+                        done(
+                            i,
+                            Result(
+                                case.id,
+                                case.tier,
+                                "failed",
+                                case.op,
+                                case.dtype,
+                                message=f"timed out after {self._limit(i):g} s (the case was killed; "
+                                f"a hanging kernel?)",
+                                duration=now - w.started,
+                                data={"timeout": True},
+                            ),
+                        )
                         self._replace(workers, w, kill=False)
         finally:
             for w in workers:

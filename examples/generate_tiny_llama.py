@@ -39,7 +39,10 @@ def save_decoder(model: fw.nn.Layer, path: str) -> None:
     cache = InputSpec(["batch", heads, t, d], "float32")
     spec = [InputSpec(["batch", 1], "int64", name="ids"), InputSpec(["batch"], "int64", name="pos")]
     for i in range(len(model.blocks)):
-        spec += [InputSpec(cache.shape, "float32", name=f"k{i}"), InputSpec(cache.shape, "float32", name=f"v{i}")]
+        spec += [
+            InputSpec(cache.shape, "float32", name=f"k{i}"),
+            InputSpec(cache.shape, "float32", name=f"v{i}"),
+        ]
     fw.jit.save(dec, path, input_spec=spec)
 
 
@@ -51,7 +54,9 @@ def _pick(logits: np.ndarray, rng: np.random.Generator, temperature: float) -> i
     return int(rng.choice(len(p), p=p / p.sum()))
 
 
-def generate_cached(predictor: fw.inference.Predictor, prompt: list[int], n: int, seed: int, temperature: float) -> tuple[list[int], list[np.ndarray]]:
+def generate_cached(
+    predictor: fw.inference.Predictor, prompt: list[int], n: int, seed: int, temperature: float
+) -> tuple[list[int], list[np.ndarray]]:
     """Prompt then ``n`` sampled tokens through the saved program, one token per run; the
     caches stay on the predictor's device (``run(inputs)`` with tensors shares them)."""
     rng = np.random.default_rng(seed)
@@ -70,7 +75,9 @@ def generate_cached(predictor: fw.inference.Predictor, prompt: list[int], n: int
     return tokens, logits
 
 
-def generate_eager(model: fw.nn.Layer, prompt: list[int], n: int, seed: int, temperature: float, device: str) -> tuple[list[int], list[np.ndarray]]:
+def generate_eager(
+    model: fw.nn.Layer, prompt: list[int], n: int, seed: int, temperature: float, device: str
+) -> tuple[list[int], list[np.ndarray]]:
     """The same sampling with the eager model re-reading the whole sequence per token."""
     rng = np.random.default_rng(seed)
     tokens, logits = list(prompt), []
@@ -84,11 +91,17 @@ def generate_eager(model: fw.nn.Layer, prompt: list[int], n: int, seed: int, tem
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--device", default=os.environ.get("OARLOCK_DEVICE", "cpu"), help="where the Predictor and eager generation run")
+    p.add_argument(
+        "--device",
+        default=os.environ.get("OARLOCK_DEVICE", "cpu"),
+        help="where the Predictor and eager generation run",
+    )
     p.add_argument("--steps", type=int, default=200, help="training steps first (on cpu)")
     p.add_argument("--static", action="store_true", help="train under fw.jit.to_static")
     p.add_argument("--prompt", default="The river ")
-    p.add_argument("--tokens", type=int, default=48, help="new tokens (prompt + tokens <= 64, the model's context)")
+    p.add_argument(
+        "--tokens", type=int, default=48, help="new tokens (prompt + tokens <= 64, the model's context)"
+    )
     p.add_argument("--temperature", type=float, default=0.8)
     p.add_argument("--greedy", action="store_true", help="argmax instead of sampling")
     p.add_argument("--seed", type=int, default=0)
@@ -101,7 +114,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         for step in range(args.steps):
             loss = task.train_step(step)
     if args.steps:
-        print(f"trained {args.steps} steps on cpu{' under to_static' if args.static else ''}: loss {float(loss.item()):.4f}")
+        print(
+            f"trained {args.steps} steps on cpu{' under to_static' if args.static else ''}: loss {float(loss.item()):.4f}"
+        )
     model = task.model
     if isinstance(model.forward, fw.jit.StaticFunction):
         model.forward = model.forward._fn  # eager generation reads the model as written
@@ -110,7 +125,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     lookup = {c: i for i, c in enumerate(vocab)}
     prompt = [lookup[c] for c in args.prompt if c in lookup]
     if not prompt or len(prompt) + args.tokens > model.rope_cos.shape[0]:
-        p.error(f"the prompt ({len(prompt)} known characters) plus --tokens must fit in {model.rope_cos.shape[0]}")
+        p.error(
+            f"the prompt ({len(prompt)} known characters) plus --tokens must fit in {model.rope_cos.shape[0]}"
+        )
 
     with tempfile.TemporaryDirectory() as tmp:
         path = args.save or os.path.join(tmp, "tiny_llama_decode")
@@ -135,8 +152,10 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         print(f"eager, no cache:      {''.join(vocab[i] for i in eager)!r}")
     rates = {"cached": args.tokens / t_cached, "eager": args.tokens / t_eager}
     print(f"same tokens: {eager == cached}; largest logit difference {diff:.2e}")
-    print(f"tokens/s on {args.device}: saved program with KV cache {rates['cached']:.1f}, eager without cache "
-          f"{rates['eager']:.1f} ({rates['cached'] / rates['eager']:.2f}x)")
+    print(
+        f"tokens/s on {args.device}: saved program with KV cache {rates['cached']:.1f}, eager without cache "
+        f"{rates['eager']:.1f} ({rates['cached'] / rates['eager']:.2f}x)"
+    )
     return rates
 
 

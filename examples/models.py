@@ -79,7 +79,11 @@ class LlamaBlock(nn.Layer):
 
     def forward(self, h: fw.Tensor, cos: fw.Tensor, sin: fw.Tensor) -> fw.Tensor:
         b, s, d = h.shape
-        qkv = self.qkv(self.attn_norm(h)).reshape((b, s, 3, self.heads, self.head_dim)).transpose((2, 0, 3, 1, 4))
+        qkv = (
+            self.qkv(self.attn_norm(h))
+            .reshape((b, s, 3, self.heads, self.head_dim))
+            .transpose((2, 0, 3, 1, 4))
+        )
         q, k, v = (t.reshape((b, self.heads, s, self.head_dim)) for t in fw.split(qkv, 3, axis=0))
         q = F.rotary_embedding(q, cos, sin)
         k = F.rotary_embedding(k, cos, sin)
@@ -90,7 +94,9 @@ class LlamaBlock(nn.Layer):
 
 
 class TinyLlama(nn.Layer):
-    def __init__(self, vocab: int, dim: int = 64, heads: int = 4, layers: int = 2, hidden: int = 172, max_seq: int = 64) -> None:
+    def __init__(
+        self, vocab: int, dim: int = 64, heads: int = 4, layers: int = 2, hidden: int = 172, max_seq: int = 64
+    ) -> None:
         super().__init__()
         self.embed = nn.Embedding(vocab, dim, weight_attr=nn.initializer.Normal(0.0, 0.02))
         self.blocks = nn.LayerList([LlamaBlock(dim, heads, hidden) for _ in range(layers)])
@@ -143,7 +149,11 @@ class LlamaKVDecoder(nn.Layer):
         h = m.embed(ids)
         new: list[fw.Tensor] = []
         for i, blk in enumerate(m.blocks):
-            qkv = blk.qkv(blk.attn_norm(h)).reshape((b, 1, 3, blk.heads, blk.head_dim)).transpose((2, 0, 3, 1, 4))
+            qkv = (
+                blk.qkv(blk.attn_norm(h))
+                .reshape((b, 1, 3, blk.heads, blk.head_dim))
+                .transpose((2, 0, 3, 1, 4))
+            )
             q, k, v = (x.reshape((b, blk.heads, 1, blk.head_dim)) for x in fw.split(qkv, 3, axis=0))
             q = F.rotary_embedding(q, cos, sin)
             k = F.rotary_embedding(k, cos, sin)
@@ -264,8 +274,15 @@ def _build(name: str, seed: int, device: Any) -> Task:
             ids, vocab = char_corpus()
             seq, bs = 64, 16
             model = TinyLlama(len(vocab), max_seq=seq)
-            sched = fw.optim.lr.LinearWarmup(fw.optim.lr.CosineAnnealingDecay(3e-3, T_max=200, eta_min=3e-4), 20, 0.0, 3e-3)
-            opt = fw.optim.AdamW(learning_rate=sched, parameters=model.parameters(), weight_decay=0.01, grad_clip=fw.optim.ClipGradByGlobalNorm(1.0))
+            sched = fw.optim.lr.LinearWarmup(
+                fw.optim.lr.CosineAnnealingDecay(3e-3, T_max=200, eta_min=3e-4), 20, 0.0, 3e-3
+            )
+            opt = fw.optim.AdamW(
+                learning_rate=sched,
+                parameters=model.parameters(),
+                weight_decay=0.01,
+                grad_clip=fw.optim.ClipGradByGlobalNorm(1.0),
+            )
 
             def batch(step: int) -> tuple[fw.Tensor, fw.Tensor]:
                 starts = rng.integers(0, len(ids) - seq - 1, bs)
@@ -280,8 +297,14 @@ def _build(name: str, seed: int, device: Any) -> Task:
     raise ValueError(f"[examples] unknown model {name!r}; choose one of {sorted(TARGETS)}")
 
 
-def train_steps(name: str, steps: int, seed: int = 0, device: Any = None, on_step: Callable[[int, float], None] | None = None,
-                static: bool = False) -> list[float]:
+def train_steps(
+    name: str,
+    steps: int,
+    seed: int = 0,
+    device: Any = None,
+    on_step: Callable[[int, float], None] | None = None,
+    static: bool = False,
+) -> list[float]:
     """Train ``steps`` steps from scratch and return the loss after each (as Python floats);
     ``static`` trains the model under ``fw.jit.to_static``."""
     task = build(name, seed, device, static)

@@ -52,7 +52,9 @@ class Block(nn.Layer):
             return D.transpose(D.reshape(t, [b, s, self.heads, self.head_dim]), [0, 2, 1, 3])
 
         q, k, v = (heads(D.matmul(x, lin.weight)) for lin in (self.q, self.k, self.v))
-        scores = D.add(D.multiply(D.matmul(q, D.transpose(k, [0, 1, 3, 2])), 1.0 / math.sqrt(self.head_dim)), mask)
+        scores = D.add(
+            D.multiply(D.matmul(q, D.transpose(k, [0, 1, 3, 2])), 1.0 / math.sqrt(self.head_dim)), mask
+        )
         a = D.reshape(D.transpose(D.matmul(D.softmax(scores), v), [0, 2, 1, 3]), [b, s, d])
         h = D.add(h, D.matmul(a, self.o.weight))
         m = D.rms_norm(h, self.mlp_norm.weight)
@@ -61,7 +63,9 @@ class Block(nn.Layer):
 
 
 class TinyLlama(nn.Layer):
-    def __init__(self, vocab: int = 32, dim: int = 32, heads: int = 4, layers: int = 2, hidden: int = 64) -> None:
+    def __init__(
+        self, vocab: int = 32, dim: int = 32, heads: int = 4, layers: int = 2, hidden: int = 64
+    ) -> None:
         super().__init__()
         self.embed = nn.Embedding(vocab, dim)
         self.blocks = nn.LayerList([Block(dim, heads, hidden) for _ in range(layers)])
@@ -99,7 +103,9 @@ def batches(steps: int, batch: int, seq: int, vocab: int, seed: int = 0):
     return [(b[:, :-1], b[:, 1:]) for b in base]
 
 
-def train(steps: int = 8, dp: int = 1, tp: int = 1, batch: int = 4, seq: int = 8, seed: int = 0, lr: float = 1e-2):
+def train(
+    steps: int = 8, dp: int = 1, tp: int = 1, batch: int = 4, seq: int = 8, seed: int = 0, lr: float = 1e-2
+):
     """Train on a ``dp x tp`` mesh (1 x 1: one process, no mesh); returns (losses, bytes held,
     bytes of the whole model)."""
     fw.seed(seed)

@@ -60,9 +60,16 @@ class ViT(nn.Layer):
         super().__init__()
         self.patch_embed = nn.Conv2D(1, dim, kernel_size=PATCH, stride=PATCH)
         tokens = (SIZE // PATCH) ** 2
-        self.pos_embed = self.create_parameter([1, tokens, dim], default_initializer=nn.initializer.Normal(std=0.02))
+        self.pos_embed = self.create_parameter(
+            [1, tokens, dim], default_initializer=nn.initializer.Normal(std=0.02)
+        )
         self.blocks = nn.LayerList(
-            [nn.TransformerEncoderLayer(dim, heads, dim * 2, dropout=0.0, activation="gelu", normalize_before=True) for _ in range(depth)]
+            [
+                nn.TransformerEncoderLayer(
+                    dim, heads, dim * 2, dropout=0.0, activation="gelu", normalize_before=True
+                )
+                for _ in range(depth)
+            ]
         )
         self.norm = nn.LayerNorm(dim)
         self.head = nn.Linear(dim, classes)
@@ -100,7 +107,9 @@ def run(argv: list[str] | None = None) -> dict:
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--samples", type=int, default=768, help="training images")
     p.add_argument("--batch-size", type=int, default=64)
-    p.add_argument("--num-workers", type=int, default=2, help="DataLoader worker processes (0: load in this process)")
+    p.add_argument(
+        "--num-workers", type=int, default=2, help="DataLoader worker processes (0: load in this process)"
+    )
     p.add_argument("--steps", type=int, default=None, help="stop after this many steps (num_iters)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--verbose", type=int, default=1)
@@ -109,12 +118,22 @@ def run(argv: list[str] | None = None) -> dict:
     fw.set_device(args.device)
     fw.seed(args.seed)
     fw.reset_fallback_stats()
-    train = fw.io.DataLoader(StripeImages(args.samples, args.seed), batch_size=args.batch_size, shuffle=True, drop_last=True, num_workers=args.num_workers)
+    train = fw.io.DataLoader(
+        StripeImages(args.samples, args.seed),
+        batch_size=args.batch_size,
+        shuffle=True,
+        drop_last=True,
+        num_workers=args.num_workers,
+    )
     test = fw.io.DataLoader(StripeImages(256, args.seed + 1), batch_size=128, num_workers=0)
 
     model = fw.Model(ViT())
     optim = fw.optimizer.AdamW(learning_rate=3e-3, parameters=model.parameters(), weight_decay=0.01)
-    amp = None if AMP[args.amp] is None else {"level": "O1", "dtype": AMP[args.amp], "init_loss_scaling": 1024.0}
+    amp = (
+        None
+        if AMP[args.amp] is None
+        else {"level": "O1", "dtype": AMP[args.amp], "init_loss_scaling": 1024.0}
+    )
     model.prepare(optim, nn.CrossEntropyLoss(), fw.metric.Accuracy(), amp_configs=amp)
     history = LossHistory()
     t0 = time.perf_counter()
@@ -122,7 +141,13 @@ def run(argv: list[str] | None = None) -> dict:
     elapsed = time.perf_counter() - t0
     acc = model.evaluate(test, verbose=0)["acc"]
     final = float(np.mean(history.epoch_losses[-1]))
-    result = {"losses": history.losses, "final_loss": final, "acc": acc, "fallbacks": fw.fallback_stats(), "seconds": elapsed}
+    result = {
+        "losses": history.losses,
+        "final_loss": final,
+        "acc": acc,
+        "fallbacks": fw.fallback_stats(),
+        "seconds": elapsed,
+    }
     verdict = "reached" if final < TARGET_LOSS else "NOT reached"
     print(
         f"final loss {final:.4f} (target < {TARGET_LOSS}: {verdict}), eval accuracy {acc:.3f}, {len(history.losses)} steps in "

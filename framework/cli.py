@@ -45,7 +45,9 @@ def cmd_devices(args: argparse.Namespace) -> int:
                 continue
             if n == 0:
                 reason = getattr(t.runtime, "unavailable_reason", None) or "the runtime reports 0 devices"
-                text = reason if reason.lower().startswith("no ") else f"no {dt_name.upper()} device ({reason})"
+                text = (
+                    reason if reason.lower().startswith("no ") else f"no {dt_name.upper()} device ({reason})"
+                )
                 print(f"  {dt_name}: {text}")
             for i in range(n):
                 p = t.runtime.properties(i)
@@ -68,7 +70,10 @@ def cmd_devices(args: argparse.Namespace) -> int:
             extras.append("compile access")
         if any(e[0] == name for e in h.registry.communicators.values()):
             extras.append("collectives")
-        print(f"  kernels: {len(ops)} ops, {len(kernels)} (op, dtype) pairs" + (f"; {', '.join(extras)}" if extras else ""))
+        print(
+            f"  kernels: {len(ops)} ops, {len(kernels)} (op, dtype) pairs"
+            + (f"; {', '.join(extras)}" if extras else "")
+        )
         if args.verbose:
             print("    " + " ".join(ops))
     return status

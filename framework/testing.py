@@ -132,8 +132,10 @@ def gradient_tolerance(dtype: Any, scale: float = 1.0) -> Tolerance:
     """The finite-difference gradient tolerance of float32 or float64, times ``scale``."""
     name = _dtype_name(dtype)
     if name not in GRADIENT_TOLERANCES:
-        raise ValueError(f"[testing] gradients are checked in {sorted(GRADIENT_TOLERANCES)}, got dtype {name!r}; "
-                         f"differentiate in float32 or float64")
+        raise ValueError(
+            f"[testing] gradients are checked in {sorted(GRADIENT_TOLERANCES)}, got dtype {name!r}; "
+            f"differentiate in float32 or float64"
+        )
     return GRADIENT_TOLERANCES[name].scaled(scale)
 
 
@@ -189,7 +191,9 @@ class Comparison:
             if self.wrong_finite:
                 parts.append(f"{self.wrong_finite} finite off by up to {self.worst_wrong_error:.3g}")
             if self.nan_mismatches:
-                parts.append(f"{self.nan_mismatches} NaN where a number was expected or a number where NaN was")
+                parts.append(
+                    f"{self.nan_mismatches} NaN where a number was expected or a number where NaN was"
+                )
             if self.inf_mismatches:
                 parts.append(f"{self.inf_mismatches} infinity mismatched (wrong sign, or infinite vs finite)")
             detail = f"{'; '.join(parts)} (rtol {self.rtol:g}, atol {self.atol:g}; max rel error {self.max_rel_error:.3g})"
@@ -211,8 +215,10 @@ def compare(got: Any, expected: Any, rtol: float, atol: float, magnitude: Any = 
     ``rtol == atol == 0`` and no ``magnitude`` compare exactly (NaN equal to NaN)."""
     got, expected = np.asarray(got), np.asarray(expected)
     if got.shape != expected.shape:
-        raise ValueError(f"[testing] compare: shapes differ, got {got.shape}, expected {expected.shape}; "
-                         f"use assert_close to report it as a failed check")
+        raise ValueError(
+            f"[testing] compare: shapes differ, got {got.shape}, expected {expected.shape}; "
+            f"use assert_close to report it as a failed check"
+        )
     floating = _floating(got.dtype) and _floating(expected.dtype)
     exact = not floating or (rtol == 0 and atol == 0 and magnitude is None)
     if got.size == 0:
@@ -288,7 +294,9 @@ def assert_close(
     )
 
 
-def finite_difference(fn: Callable[..., Any], xs: Sequence[np.ndarray], i: int, w: np.ndarray, eps: float = 1e-6) -> np.ndarray:
+def finite_difference(
+    fn: Callable[..., Any], xs: Sequence[np.ndarray], i: int, w: np.ndarray, eps: float = 1e-6
+) -> np.ndarray:
     """d/dx_i of ``sum(fn(*xs) * w)`` by central differences in float64 (the reference an
     autograd gradient is compared with)."""
     x = np.array(xs[i], np.float64)
@@ -427,7 +435,9 @@ def run_primitive(name: str, ins: Sequence[Tensor], attrs: dict[str, Any], devic
     return _dispatch.run(op, list(ins), dict(attrs))
 
 
-def run_kernel_guarded(name: str, ins: Sequence[Tensor], attrs: dict[str, Any], device: Any, pad: int = 64) -> list[Tensor]:
+def run_kernel_guarded(
+    name: str, ins: Sequence[Tensor], attrs: dict[str, Any], device: Any, pad: int = 64
+) -> list[Tensor]:
     """Call the device's own kernel for primitive ``name`` with each output placed ``pad`` bytes
     into a buffer filled with :data:`GUARD_BYTE`; raise :class:`CheckFailure` when the kernel
     wrote outside its outputs. Without a kernel for the dtype, runs :func:`run_primitive`
@@ -441,14 +451,18 @@ def run_kernel_guarded(name: str, ins: Sequence[Tensor], attrs: dict[str, Any], 
         metas = [((n,), a["dtype"])]
     else:
         metas = op.infer(ins, a)
-    entry = _dispatch.find_kernel(name, dev.type, ins[op.spec.key_input].dtype if ins else np.dtype(metas[0][1]))
+    entry = _dispatch.find_kernel(
+        name, dev.type, ins[op.spec.key_input].dtype if ins else np.dtype(metas[0][1])
+    )
     if entry is None:
         return run_primitive(name, ins, attrs, device)
     if op.elementwise and not entry.broadcast:
         ins = [t if t.shape == metas[0][0] else _dispatch.op_expand(t, metas[0][0]) for t in ins]
     elif op.elementwise:
         rank = len(metas[0][0])
-        ins = [t if len(t.shape) == rank else t._reshaped((1,) * (rank - len(t.shape)) + t.shape) for t in ins]
+        ins = [
+            t if len(t.shape) == rank else t._reshaped((1,) * (rank - len(t.shape)) + t.shape) for t in ins
+        ]
     outs, blocks = [], []
     for shape, dtype in metas:
         nbytes = math.prod(shape) * np.dtype(dtype).itemsize

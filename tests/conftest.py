@@ -99,4 +99,6 @@ def assert_close(got, want, dtype=None, rtol=None, atol=None, equal_nan=True) ->
     if g.dtype.kind in "biu" and w.dtype.kind in "biu":
         np.testing.assert_array_equal(g, w)
     else:
-        np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=rtol, atol=atol, equal_nan=equal_nan)
+        np.testing.assert_allclose(
+            g.astype(np.float64), w.astype(np.float64), rtol=rtol, atol=atol, equal_nan=equal_nan
+        )

@@ -44,46 +44,91 @@ class Mutant:
 
 
 MUTANTS = [
-    Mutant("gather bounds check off by one (index == size accepted)", "plugins/cpu/kernels.py",
-           "if lo < 0 or hi >= size:", "if lo < 0 or hi > size:",
-           ["tests/test_errors.py::test_bad_input_is_reported_clearly"]),
-    Mutant("conformance runner ignores the per-case timeout", "conformance/runner.py",
-           "return self.cases[i].timeout or self.timeout", "return self.timeout",
-           ["tests/test_conformance_runner.py::test_runner_reports_each_bad_case_and_continues"]),
-    Mutant("cpu where, >= 1024 elements: NaN in the y branch becomes 0", "plugins/cpu/kernels.py",
-           "np.bitwise_or(zv, np.bitwise_and(np.invert(m), y.view(u)), out=zv)",
-           "np.bitwise_or(zv, np.bitwise_and(np.invert(m), np.nan_to_num(y).view(u)), out=zv)",
-           ["tests/test_primitives.py::test_where"]),
-    Mutant("checks ignore NaN mismatches", "conformance/checks.py",
-           "    bad = nan_g != nan_e\n", "    bad = np.zeros(nan_g.shape, bool)\n",
-           ["tests/test_conformance_reference.py::test_assert_close_catches_what_it_should"],
-           (("framework/testing.py", "bad = (nan_g != nan_e) | (inf_e", "bad = (nan_g & False) | (inf_e"),)),
-    Mutant("relu turns NaN into 0", "framework/_src/ops/composites/activation.py",
-           "return M.where(x <= 0, 0, x)", "return M.where(x > 0, x, 0)",
-           ["tests/test_composites.py::test_relu_and_relu6_propagate_nan_in_value_and_gradient"]),
-    Mutant("take_along_axis checks the flat index only", "framework/_src/ops/indexing.py",
-           "    indices = checked_index(name, indices, x.shape[axis],", "    _ = (name, indices, x.shape[axis],",
-           ["tests/test_errors.py::test_bad_input_is_reported_clearly"]),
-    Mutant("set_state_dict loads nothing silently when no key matches", "framework/nn/layer.py",
-           "if own and len(missing) == len(own):", "if False:",
-           ["tests/test_nn.py::test_set_state_dict_key_mismatches_are_never_silent"]),
-    Mutant("checkpoint checksum skipped when the format marker is damaged", "framework/_src/io.py",
-           "ours = isinstance(meta, dict) and (any(k in meta for k in _OUR_KEYS) or",
-           "ours = isinstance(meta, dict) and (meta.get('format') == FORMAT or",
-           ["tests/test_checkpoint.py::test_every_single_byte_corruption_is_refused"]),
-    Mutant("kernel cache trusts the entry's length", "framework/compiler/cache.py",
-           "    if len(body) != n:\n", "    if False:\n",
-           ["tests/test_compiler.py::test_a_bad_cache_entry_is_rebuilt_with_a_warning_naming_it"]),
-    Mutant("dropout is applied in eval mode", "framework/_src/ops/composites/misc.py",
-           "    if not training:\n", "    if False:\n",
-           ["tests/test_nn.py::test_train_eval_switch_dropout"]),
-    Mutant("Layer.to leaves parameters where they were", "framework/nn/layer.py",
-           "            r = r.to(device)\n", "            pass\n",
-           ["tests/test_nn.py::test_to_moves_parameters_in_place_and_casts"]),
-    Mutant("checkpoint load ignores the device asked for", "framework/_src/io.py",
-           "dev = None if return_numpy else (_dev.get_device() if device is None else _dev.parse(device))",
-           "dev = None if return_numpy else _dev.get_device()",
-           ["tests/test_checkpoint.py::test_load_onto_a_named_device"]),
+    Mutant(
+        "gather bounds check off by one (index == size accepted)",
+        "plugins/cpu/kernels.py",
+        "if lo < 0 or hi >= size:",
+        "if lo < 0 or hi > size:",
+        ["tests/test_errors.py::test_bad_input_is_reported_clearly"],
+    ),
+    Mutant(
+        "conformance runner ignores the per-case timeout",
+        "conformance/runner.py",
+        "return self.cases[i].timeout or self.timeout",
+        "return self.timeout",
+        ["tests/test_conformance_runner.py::test_runner_reports_each_bad_case_and_continues"],
+    ),
+    Mutant(
+        "cpu where, >= 1024 elements: NaN in the y branch becomes 0",
+        "plugins/cpu/kernels.py",
+        "np.bitwise_or(zv, np.bitwise_and(np.invert(m), y.view(u)), out=zv)",
+        "np.bitwise_or(zv, np.bitwise_and(np.invert(m), np.nan_to_num(y).view(u)), out=zv)",
+        ["tests/test_primitives.py::test_where"],
+    ),
+    Mutant(
+        "checks ignore NaN mismatches",
+        "conformance/checks.py",
+        "    bad = nan_g != nan_e\n",
+        "    bad = np.zeros(nan_g.shape, bool)\n",
+        ["tests/test_conformance_reference.py::test_assert_close_catches_what_it_should"],
+        (("framework/testing.py", "bad = (nan_g != nan_e) | (inf_e", "bad = (nan_g & False) | (inf_e"),),
+    ),
+    Mutant(
+        "relu turns NaN into 0",
+        "framework/_src/ops/composites/activation.py",
+        "return M.where(x <= 0, 0, x)",
+        "return M.where(x > 0, x, 0)",
+        ["tests/test_composites.py::test_relu_and_relu6_propagate_nan_in_value_and_gradient"],
+    ),
+    Mutant(
+        "take_along_axis checks the flat index only",
+        "framework/_src/ops/indexing.py",
+        "    indices = checked_index(name, indices, x.shape[axis],",
+        "    _ = (name, indices, x.shape[axis],",
+        ["tests/test_errors.py::test_bad_input_is_reported_clearly"],
+    ),
+    Mutant(
+        "set_state_dict loads nothing silently when no key matches",
+        "framework/nn/layer.py",
+        "if own and len(missing) == len(own):",
+        "if False:",
+        ["tests/test_nn.py::test_set_state_dict_key_mismatches_are_never_silent"],
+    ),
+    Mutant(
+        "checkpoint checksum skipped when the format marker is damaged",
+        "framework/_src/io.py",
+        "ours = isinstance(meta, dict) and (any(k in meta for k in _OUR_KEYS) or",
+        "ours = isinstance(meta, dict) and (meta.get('format') == FORMAT or",
+        ["tests/test_checkpoint.py::test_every_single_byte_corruption_is_refused"],
+    ),
+    Mutant(
+        "kernel cache trusts the entry's length",
+        "framework/compiler/cache.py",
+        "    if len(body) != n:\n",
+        "    if False:\n",
+        ["tests/test_compiler.py::test_a_bad_cache_entry_is_rebuilt_with_a_warning_naming_it"],
+    ),
+    Mutant(
+        "dropout is applied in eval mode",
+        "framework/_src/ops/composites/misc.py",
+        "    if not training:\n",
+        "    if False:\n",
+        ["tests/test_nn.py::test_train_eval_switch_dropout"],
+    ),
+    Mutant(
+        "Layer.to leaves parameters where they were",
+        "framework/nn/layer.py",
+        "            r = r.to(device)\n",
+        "            pass\n",
+        ["tests/test_nn.py::test_to_moves_parameters_in_place_and_casts"],
+    ),
+    Mutant(
+        "checkpoint load ignores the device asked for",
+        "framework/_src/io.py",
+        "dev = None if return_numpy else (_dev.get_device() if device is None else _dev.parse(device))",
+        "dev = None if return_numpy else _dev.get_device()",
+        ["tests/test_checkpoint.py::test_load_onto_a_named_device"],
+    ),
 ]
 
 
@@ -94,12 +139,20 @@ def _tree(dest: str) -> None:
 
 
 def _pytest(tree: str, tests: list[str]) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=tree + os.pathsep + os.environ.get("PYTHONPATH", ""), OARLOCK_DEVICE="cpu")
+    env = dict(
+        os.environ, PYTHONPATH=tree + os.pathsep + os.environ.get("PYTHONPATH", ""), OARLOCK_DEVICE="cpu"
+    )
     env.pop("OARLOCK_PLUGINS", None)
     with tempfile.TemporaryDirectory(prefix="oarlock-mutant-cache-") as cache:
         env["OARLOCK_CACHE_DIR"] = cache
-        return subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests],
-                              cwd=tree, env=env, capture_output=True, text=True, timeout=900)
+        return subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests],
+            cwd=tree,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -119,7 +172,9 @@ def main(argv: list[str] | None = None) -> int:
         for m in chosen:
             site = m.site(tree)
             if site is None:
-                print(f"STALE   {m.name}: the text to mutate is not found once in {m.path}; update the mutant")
+                print(
+                    f"STALE   {m.name}: the text to mutate is not found once in {m.path}; update the mutant"
+                )
                 failures += 1
                 continue
             rel, old, new = site
@@ -133,7 +188,9 @@ def main(argv: list[str] | None = None) -> int:
             finally:
                 with open(path, "w") as f:
                     f.write(original)
-            caught = r.returncode == 1  # pytest: 1 = tests failed (not 2-5: usage, collection, internal errors)
+            caught = (
+                r.returncode == 1
+            )  # pytest: 1 = tests failed (not 2-5: usage, collection, internal errors)
             print(f"{'caught ' if caught else 'MISSED '} {m.name}  ({rel})")
             if not caught:
                 failures += 1

@@ -31,7 +31,9 @@ def test_auto_cast_runs_allow_ops_low_and_deny_ops_in_float32(dtype, device):
     assert str(y.dtype) == dtype and str(lin.dtype) == dtype and str(conv.dtype) == dtype
     assert str(e.dtype) == "float32" and str(s.dtype) == "float32" and str(g.dtype) == "float32"
     tol = {"bfloat16": 2e-2, "float16": 2e-3}[dtype]
-    np.testing.assert_allclose(y.numpy().astype(np.float64), a.numpy() @ b.numpy(), rtol=tol * 4, atol=tol * 4)
+    np.testing.assert_allclose(
+        y.numpy().astype(np.float64), a.numpy() @ b.numpy(), rtol=tol * 4, atol=tol * 4
+    )
     assert str(fw.matmul(a, b).dtype) == "float32"  # outside the block: unchanged
 
 
@@ -152,7 +154,10 @@ def test_decorate_o2_casts_parameters_but_not_norms_and_keeps_master_weights():
         losses.append(loss.item())
     assert losses[-1] < 0.7 * losses[0]
     assert str(net[0].weight.dtype) == "bfloat16"
-    np.testing.assert_allclose(net[0].weight.numpy().astype(np.float32), opt.master_weights()[0].numpy().astype(fw.bfloat16).astype(np.float32))
+    np.testing.assert_allclose(
+        net[0].weight.numpy().astype(np.float32),
+        opt.master_weights()[0].numpy().astype(fw.bfloat16).astype(np.float32),
+    )
     same = fw.amp.decorate(fw.nn.Linear(2, 2), level="O1")
     assert str(same.weight.dtype) == "float32"
 

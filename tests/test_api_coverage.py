@@ -24,24 +24,45 @@ API = ROOT.parent / "shared" / "api"
 
 #: the module each prefix of paddle_nn.txt names, as an attribute path under ``framework``
 PREFIXES = {
-    "F": "nn.functional", "nn": "nn", "optimizer": "optimizer", "optimizer.lr": "optimizer.lr",
-    "io": "io", "amp": "amp", "top": "",
+    "F": "nn.functional",
+    "nn": "nn",
+    "optimizer": "optimizer",
+    "optimizer.lr": "optimizer.lr",
+    "io": "io",
+    "amp": "amp",
+    "top": "",
 }
 #: paddle/tensor's modules, in the order of paddle_tensor.txt's lines
 TENSOR_GROUPS = ["creation", "linalg", "logic", "manipulation", "math", "random", "search", "stat"]
 
 #: coverage floors in percent, per group; raise them as names are added, never lower them
 FLOORS = {
-    "tensor.creation": 96, "tensor.linalg": 100, "tensor.logic": 100, "tensor.manipulation": 94,
-    "tensor.math": 100, "tensor.random": 100, "tensor.search": 100, "tensor.stat": 100,
-    "F": 100, "nn": 100, "optimizer": 100, "optimizer.lr": 100, "io": 100, "amp": 100, "top": 100,
+    "tensor.creation": 96,
+    "tensor.linalg": 100,
+    "tensor.logic": 100,
+    "tensor.manipulation": 94,
+    "tensor.math": 100,
+    "tensor.random": 100,
+    "tensor.search": 100,
+    "tensor.stat": 100,
+    "F": 100,
+    "nn": 100,
+    "optimizer": 100,
+    "optimizer.lr": 100,
+    "io": 100,
+    "amp": 100,
+    "top": 100,
 }
 
 
 def _groups() -> dict[str, tuple[str, list[str]]]:
     """``{group: (attribute prefix, [names])}`` read from the lists."""
     out: dict[str, tuple[str, list[str]]] = {}
-    lines = [ln for ln in (API / "paddle_tensor.txt").read_text().splitlines() if ln.strip() and not ln.startswith("#")]
+    lines = [
+        ln
+        for ln in (API / "paddle_tensor.txt").read_text().splitlines()
+        if ln.strip() and not ln.startswith("#")
+    ]
     for key, ln in zip(TENSOR_GROUPS, lines):
         out["tensor." + key] = ("", ln.split())
     for ln in (API / "paddle_nn.txt").read_text().splitlines():
@@ -62,7 +83,9 @@ def _resolve(prefix: str, name: str) -> object | None:
     return obj
 
 
-pytestmark = pytest.mark.skipif(not API.is_dir(), reason=f"the API name lists are not beside the clone ({API}); CI has them")
+pytestmark = pytest.mark.skipif(
+    not API.is_dir(), reason=f"the API name lists are not beside the clone ({API}); CI has them"
+)
 
 
 def _table() -> dict[str, tuple[list[str], list[str]]]:
@@ -85,7 +108,9 @@ def test_coverage_per_group_meets_floor() -> None:
         print(f"  {g:22s} {len(present):3d}/{n:<3d} {pct:5.1f} %  missing: {' '.join(missing) or '-'}")
         if pct < FLOORS[g]:
             low.append(f"{g}: {pct:.1f} % < floor {FLOORS[g]} % (missing {missing})")
-    assert set(FLOORS) == set(table), f"groups changed: floors for {sorted(FLOORS)}, lists have {sorted(table)}"
+    assert set(FLOORS) == set(table), (
+        f"groups changed: floors for {sorted(FLOORS)}, lists have {sorted(table)}"
+    )
     assert not low, "coverage fell below its floor:\n" + "\n".join(low)
 
 
@@ -99,7 +124,9 @@ def test_present_names_are_callable() -> None:
 def test_present_names_are_exercised_by_a_test() -> None:
     """Every present name is called (``name(``) or used as an attribute (``.name``) in some
     test file other than this one: a name nobody exercises could be a stub."""
-    text = "\n".join(p.read_text() for p in (ROOT / "tests").glob("test_*.py") if p.name != pathlib.Path(__file__).name)
+    text = "\n".join(
+        p.read_text() for p in (ROOT / "tests").glob("test_*.py") if p.name != pathlib.Path(__file__).name
+    )
     untested = []
     for g, (present, _) in _table().items():
         for n in present:

@@ -32,7 +32,10 @@ def test_existing_activation_layers(device):
     e = np.exp(a - a.max(-1, keepdims=True))
     assert_close(fw.nn.Softmax(axis=-1)(x), e / e.sum(-1, keepdims=True))
     assert_close(fw.nn.LeakyReLU(0.2)(x), np.where(a > 0, a, 0.2 * a))
-    assert_close(fw.nn.AdaptiveAvgPool2D(1)(fw.to_tensor(a.reshape(1, 1, 3, 5), device=device)), a.mean().reshape(1, 1, 1, 1))
+    assert_close(
+        fw.nn.AdaptiveAvgPool2D(1)(fw.to_tensor(a.reshape(1, 1, 3, 5), device=device)),
+        a.mean().reshape(1, 1, 1, 1),
+    )
 
 
 def test_existing_loss_layers(device):

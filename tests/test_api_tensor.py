@@ -35,7 +35,12 @@ def test_existing_elementwise_and_reductions(device):
     assert fw.isinf(inf).tolist() == [False, True, True, False]
     b = a > 0
     assert fw.logical_not(fw.to_tensor(b, device=device)).tolist() == (~b).tolist()
-    assert fw.logical_xor(fw.to_tensor(b, device=device), fw.to_tensor(b.T.copy().T[::-1].copy(), device=device)).tolist() == (b ^ b[::-1]).tolist()
+    assert (
+        fw.logical_xor(
+            fw.to_tensor(b, device=device), fw.to_tensor(b.T.copy().T[::-1].copy(), device=device)
+        ).tolist()
+        == (b ^ b[::-1]).tolist()
+    )
     assert fw.allclose(x, x + 1e-9) and not fw.allclose(x, x + 1.0)
 
 
@@ -106,14 +111,21 @@ def test_inverse_trig_and_hyperbolic(device):
     assert_close(fw.asinh(y), np.arcsinh(b), atol=1e-12)
     assert_close(fw.acosh(fw.abs(y) + 1), np.arccosh(np.abs(b) + 1), atol=1e-12)
     yy, xx = np.meshgrid([-2.0, 0.0, 3.0], [-1.5, 0.0, 2.0])
-    assert_close(fw.atan2(fw.to_tensor(yy, device=device), fw.to_tensor(xx, device=device)), np.arctan2(yy, xx), atol=1e-12)
+    assert_close(
+        fw.atan2(fw.to_tensor(yy, device=device), fw.to_tensor(xx, device=device)),
+        np.arctan2(yy, xx),
+        atol=1e-12,
+    )
     assert_close(fw.log10(fw.abs(y) + 1), np.log10(np.abs(b) + 1))
     assert_close(fw.rad2deg(y), np.rad2deg(b))
     assert_close(fw.deg2rad(y), np.deg2rad(b))
     assert_close(fw.stanh(y), 1.7159 * np.tanh(0.67 * b))
     p = np.array([0.1, 0.5, 0.9])
     assert_close(fw.logit(fw.to_tensor(p, device=device)), np.log(p / (1 - p)))
-    assert_close(fw.logit(fw.to_tensor([0.0, 1.0], device=device), eps=1e-3), np.log(np.array([1e-3, 1 - 1e-3]) / np.array([1 - 1e-3, 1e-3])))
+    assert_close(
+        fw.logit(fw.to_tensor([0.0, 1.0], device=device), eps=1e-3),
+        np.log(np.array([1e-3, 1 - 1e-3]) / np.array([1 - 1e-3, 1e-3])),
+    )
     assert x.atan().shape == (13,) and y.sinh().shape == (13,)
 
 
@@ -121,7 +133,9 @@ def test_gamma_and_erfinv(device):
     import math
 
     v = np.array([-3.5, -0.5, 0.1, 0.5, 1.0, 2.5, 10.0, 150.0])
-    assert_close(fw.lgamma(fw.to_tensor(v, device=device)), [math.lgamma(t) for t in v], rtol=1e-12, atol=1e-12)
+    assert_close(
+        fw.lgamma(fw.to_tensor(v, device=device)), [math.lgamma(t) for t in v], rtol=1e-12, atol=1e-12
+    )
     h = 1e-5
     ref = [(math.lgamma(t + h) - math.lgamma(t - h)) / (2 * h) for t in v]
     assert_close(fw.digamma(fw.to_tensor(v, device=device)), ref, rtol=1e-7, atol=1e-7)
@@ -156,7 +170,9 @@ def test_arith(device):
     assert_close(fw.scale(x, 2.0, 1.0), 2 * a + 1)
     assert_close(fw.scale(x, 2.0, 1.0, bias_after_scale=False), 2 * (a + 1))
     assert_close(fw.increment(x, 3.0), a + 3)
-    assert_close(fw.multiplex([x, y], fw.to_tensor([[1], [0], [1]], device=device)), np.stack([b[0], a[1], b[2]]))
+    assert_close(
+        fw.multiplex([x, y], fw.to_tensor([[1], [0], [1]], device=device)), np.stack([b[0], a[1], b[2]])
+    )
     sq = _a(4, 4)
     s = fw.to_tensor(sq, device=device)
     assert_close(fw.addmm(s, s, s, beta=0.5, alpha=2.0), 0.5 * sq + 2 * sq @ sq)
@@ -220,7 +236,10 @@ def test_predicates_and_creation(device):
     assert fw.is_integer(fw.to_tensor([1], device=device))
     v = np.array([1.0, 2.0, 3.0])
     assert_close(fw.diag(fw.to_tensor(v, device=device), 1), np.diag(v, 1))
-    assert_close(fw.diag(fw.to_tensor(v, device=device), -1, padding_value=9.0), np.diag(v, -1) + 9 * (1 - (np.diag(v, -1) != 0)))
+    assert_close(
+        fw.diag(fw.to_tensor(v, device=device), -1, padding_value=9.0),
+        np.diag(v, -1) + 9 * (1 - (np.diag(v, -1) != 0)),
+    )
     m = _a(3, 4)
     assert_close(fw.diag(fw.to_tensor(m, device=device), 1), np.diag(m, 1))
     assert_close(fw.diagflat(fw.to_tensor(m[:2, :2], device=device)), np.diagflat(m[:2, :2]))
@@ -242,10 +261,14 @@ def test_manipulation(device):
     upd = _a(2, 4)
     want = a.copy()
     np.add.at(want, (idx[:, 0], idx[:, 1]), upd)
-    assert_close(fw.scatter_nd_add(x, fw.to_tensor(idx, device=device), fw.to_tensor(upd, device=device)), want)
+    assert_close(
+        fw.scatter_nd_add(x, fw.to_tensor(idx, device=device), fw.to_tensor(upd, device=device)), want
+    )
     sc = np.zeros((2, 3, 4))
     np.add.at(sc, (idx[:, 0], idx[:, 1]), upd)
-    assert_close(fw.scatter_nd(fw.to_tensor(idx, device=device), fw.to_tensor(upd, device=device), [2, 3, 4]), sc)
+    assert_close(
+        fw.scatter_nd(fw.to_tensor(idx, device=device), fw.to_tensor(upd, device=device), [2, 3, 4]), sc
+    )
     assert_close(fw.reverse(x, [0, 2]), a[::-1, :, ::-1])
     assert_close(fw.slice(x, [1, 2], [1, 0], [3, 2]), a[:, 1:3, 0:2])
     assert_close(fw.strided_slice(x, [2], [3], [0], [-2]), a[:, :, 3:0:-2])
@@ -261,7 +284,10 @@ def test_manipulation(device):
     assert_close(fw.repeat_interleave(x, 2, axis=1), np.repeat(a, 2, axis=1))
     assert_close(fw.repeat_interleave(x, fw.to_tensor([1, 0, 2]), axis=1), np.repeat(a, [1, 0, 2], axis=1))
     b = _a(4, 3, 5)
-    assert_close(fw.tensordot(x, fw.to_tensor(b, device=device), axes=([1, 2], [1, 0])), np.tensordot(a, b, axes=([1, 2], [1, 0])))
+    assert_close(
+        fw.tensordot(x, fw.to_tensor(b, device=device), axes=([1, 2], [1, 0])),
+        np.tensordot(a, b, axes=([1, 2], [1, 0])),
+    )
     assert_close(fw.tensordot(x, fw.to_tensor(a, device=device), axes=3), np.tensordot(a, a, axes=3))
     assert_close(fw.diagonal(x, 1, 1, 2), np.diagonal(a, 1, 1, 2))
     ids = np.array([0, 5, 9, 12, 19])
@@ -281,9 +307,16 @@ def test_einsum(device):
     a, b, c = _a(2, 3), _a(3, 4), _a(2, 3, 3)
     x, y, z = (fw.to_tensor(t, device=device) for t in (a, b, c))
     for eq, ops, arrs in [
-        ("ij,jk->ik", (x, y), (a, b)), ("ij,jk", (x, y), (a, b)), ("ij->ji", (x,), (a,)), ("ij->", (x,), (a,)),
-        ("bii->bi", (z,), (c,)), ("ii", (z[0],), (c[0],)), ("...j,jk->...k", (z, y), (c, b)), ("i,i->", (x[0], x[1]), (a[0], a[1])),
-        ("bij,bjk->bik", (z, z), (c, c)), ("ij,kj->ikj", (x, x), (a, a)),
+        ("ij,jk->ik", (x, y), (a, b)),
+        ("ij,jk", (x, y), (a, b)),
+        ("ij->ji", (x,), (a,)),
+        ("ij->", (x,), (a,)),
+        ("bii->bi", (z,), (c,)),
+        ("ii", (z[0],), (c[0],)),
+        ("...j,jk->...k", (z, y), (c, b)),
+        ("i,i->", (x[0], x[1]), (a[0], a[1])),
+        ("bij,bjk->bik", (z, z), (c, c)),
+        ("ij,kj->ikj", (x, x), (a, a)),
     ]:
         assert_close(fw.einsum(eq, *ops), np.einsum(eq, *arrs), atol=1e-12)
     check_grad(lambda t, u: fw.einsum("ij,jk->ik", t, u), a, b)
@@ -306,9 +339,17 @@ def test_sort_family(device):
     assert m.tolist() == [1.0, 4.0] and mi.tolist() == [3, 3]
     seq = np.array([1.0, 2.0, 2.0, 5.0])
     vals = np.array([0.0, 2.0, 3.0, 9.0])
-    assert_close(fw.searchsorted(fw.to_tensor(seq, device=device), fw.to_tensor(vals, device=device)), np.searchsorted(seq, vals))
-    assert_close(fw.searchsorted(fw.to_tensor(seq, device=device), fw.to_tensor(vals, device=device), right=True), np.searchsorted(seq, vals, "right"))
-    assert_close(fw.index_sample(x, fw.to_tensor([[4, 0], [2, 2]], device=device)), np.array([[5.0, 3.0], [4.0, 4.0]]))
+    assert_close(
+        fw.searchsorted(fw.to_tensor(seq, device=device), fw.to_tensor(vals, device=device)),
+        np.searchsorted(seq, vals),
+    )
+    assert_close(
+        fw.searchsorted(fw.to_tensor(seq, device=device), fw.to_tensor(vals, device=device), right=True),
+        np.searchsorted(seq, vals, "right"),
+    )
+    assert_close(
+        fw.index_sample(x, fw.to_tensor([[4, 0], [2, 2]], device=device)), np.array([[5.0, 3.0], [4.0, 4.0]])
+    )
     check_grad(lambda t: fw.sort(t, descending=True), [[0.3, -1.0, 2.0, 0.5]])
 
 
@@ -317,9 +358,18 @@ def test_unique(device):
     x = fw.to_tensor(a, device=device)
     u, idx, inv, cnt = fw.unique(x, return_index=True, return_inverse=True, return_counts=True)
     wu, wi, winv, wc = np.unique(a, return_index=True, return_inverse=True, return_counts=True)
-    assert u.tolist() == wu.tolist() and idx.tolist() == wi.tolist() and inv.tolist() == winv.tolist() and cnt.tolist() == wc.tolist()
+    assert (
+        u.tolist() == wu.tolist()
+        and idx.tolist() == wi.tolist()
+        and inv.tolist() == winv.tolist()
+        and cnt.tolist() == wc.tolist()
+    )
     v, inv, cnt = fw.unique_consecutive(x, return_inverse=True, return_counts=True)
-    assert v.tolist() == [3, 1, 3, 2, 1] and inv.tolist() == [0, 1, 2, 2, 3, 4, 4] and cnt.tolist() == [1, 1, 2, 1, 2]
+    assert (
+        v.tolist() == [3, 1, 3, 2, 1]
+        and inv.tolist() == [0, 1, 2, 2, 3, 4, 4]
+        and cnt.tolist() == [1, 1, 2, 1, 2]
+    )
     m = fw.to_tensor([[1, 2], [1, 2], [3, 4]], device=device)
     assert fw.unique_consecutive(m, axis=0).tolist() == [[1, 2], [3, 4]]
 
@@ -337,7 +387,9 @@ def test_statistics(device):
     assert_close(fw.quantile(x, 0.3, axis=0), np.quantile(a, 0.3, axis=0))
     assert_close(fw.quantile(x, [0.1, 0.9]), np.quantile(a, [0.1, 0.9]))
     for mode in ("lower", "higher", "nearest", "midpoint"):
-        assert_close(fw.quantile(x, 0.35, axis=1, interpolation=mode), np.quantile(a, 0.35, axis=1, method=mode))
+        assert_close(
+            fw.quantile(x, 0.35, axis=1, interpolation=mode), np.quantile(a, 0.35, axis=1, method=mode)
+        )
     check_grad(lambda t: fw.median(t, axis=1), _a(2, 4))
     check_grad(lambda t: fw.quantile(t, 0.4, axis=0), _a(4, 2))
     fw.set_printoptions(precision=2)

@@ -31,8 +31,18 @@ def test_import_contracts():
 
 
 def test_ruff_clean():
-    out = subprocess.run(_tool("ruff") + ["check", "."], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        _tool("ruff") + ["check", "."], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_ruff_format_clean():
+    """The tree is formatted by ``ruff format`` (applied once; kept so by this test)."""
+    out = subprocess.run(
+        _tool("ruff") + ["format", "--check", "."], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, "run `ruff format .`:\n" + out.stdout + out.stderr
 
 
 def test_importing_framework_does_not_import_vendor_sdks():

@@ -30,7 +30,9 @@ def _records(proc: object, out: str, n: int) -> list[tuple[int, dict]]:
     records = []
     for r in range(n):
         path = os.path.join(out, f"rank{r}.json")
-        assert os.path.exists(path), f"rank {r} wrote no result (exit {proc.returncode}):\n{proc.stdout[-3000:]}"
+        assert os.path.exists(path), (
+            f"rank {r} wrote no result (exit {proc.returncode}):\n{proc.stdout[-3000:]}"
+        )
         records += [(r, rec) for rec in json.load(open(path))]
     return records
 
@@ -45,8 +47,17 @@ def test_every_reshard_transition_against_numpy(nranks: int) -> None:
     failed = [f"rank {r}: {rec['name']}: {rec.get('detail', '')}" for r, rec in records if not rec["ok"]]
     assert not failed, "\n".join(failed[:10])
     names = {rec["name"] for _, rec in records}
-    for must in ("1d/8x{}/S0->R", "1d/8x{}/P->R", "1d/8x{}/P->S1", "1d/8x{}/R->S0", "1d/8x{}/R->P",
-                 "1d/8x{}/S0->S1", "1d/5x3/S1->S0", "1d/5x3/Pavg->S0", "log"):
+    for must in (
+        "1d/8x{}/S0->R",
+        "1d/8x{}/P->R",
+        "1d/8x{}/P->S1",
+        "1d/8x{}/R->S0",
+        "1d/8x{}/R->P",
+        "1d/8x{}/S0->S1",
+        "1d/5x3/S1->S0",
+        "1d/5x3/Pavg->S0",
+        "log",
+    ):
         assert must.format(4 * nranks) in names, f"check {must} did not run"
     if nranks == 4:
         assert "mesh_move/send_recv" in names and "2d/S0.S1->S1.S0" in names
@@ -76,17 +87,32 @@ def test_ops_follow_their_rules_against_one_process(nranks: int) -> None:
     failed = [f"rank {r}: {rec['name']}: {rec.get('detail', '')}" for r, rec in records if not rec["ok"]]
     assert not failed, "\n".join(failed[:10])
     by_name = {rec["name"]: rec for r, rec in records if r == 0}
-    for must in ("matmul/column", "matmul/row+bias", "elementwise/broadcast", "sum/sharded_axis", "softmax/sharded_axis",
-                 "rms_norm", "layer_norm", "embedding/column", "reshape/split", "transpose", "cross_entropy/batch",
-                 "concat/joined_axis_gathered", "split/split_axis_gathered",
-                 "error/not_divisible", "error/missing_dim", "error/mesh_mismatch"):
+    for must in (
+        "matmul/column",
+        "matmul/row+bias",
+        "elementwise/broadcast",
+        "sum/sharded_axis",
+        "softmax/sharded_axis",
+        "rms_norm",
+        "layer_norm",
+        "embedding/column",
+        "reshape/split",
+        "transpose",
+        "cross_entropy/batch",
+        "concat/joined_axis_gathered",
+        "split/split_axis_gathered",
+        "error/not_divisible",
+        "error/missing_dim",
+        "error/mesh_mismatch",
+    ):
         assert must in by_name, f"case {must} did not run"
     # the row-parallel output is reduced before the bias is added, and the reshard says why
     assert "[P(sum)]->[R] all_reduce(sum) (add)" in by_name["matmul/row+bias"]["reshards"]
     # column parallel needs no communication forward; backward all-reduces the gradient of x
     # (replicated, used against a column shard: its local gradient is partial)
     assert [r for r in by_name["matmul/column"]["reshards"] if r.endswith("(matmul)")] == [
-        "[R]->[R] all_reduce(sum) of the gradient, in backward (matmul)"]
+        "[R]->[R] all_reduce(sum) of the gradient, in backward (matmul)"
+    ]
     if nranks == 4:
         assert "2d/dp_x_tp_mlp" in by_name
     assert proc.returncode == 0, proc.stdout[-3000:]
@@ -100,7 +126,9 @@ def test_tiny_llama_tp_follows_the_single_process_curve(nranks: int, dp: int) ->
     proc, out = _launch("ap_llama.py", nranks, str(dp))
     for r in range(nranks):
         path = os.path.join(out, f"rank{r}.json")
-        assert os.path.exists(path), f"rank {r} wrote no result (exit {proc.returncode}):\n{proc.stdout[-3000:]}"
+        assert os.path.exists(path), (
+            f"rank {r} wrote no result (exit {proc.returncode}):\n{proc.stdout[-3000:]}"
+        )
         d = json.load(open(path))
         assert len(d["losses"]) == len(d["ref"]) == 6
         np.testing.assert_allclose(d["losses"], d["ref"], rtol=1e-5, atol=1e-5)
@@ -131,7 +159,10 @@ def test_annotation_errors_name_the_tensor_mesh_and_placement() -> None:
     m = dist.ProcessMesh([0], dim_names=["x"])
     x = fw.to_tensor(np.ones((4, 6), np.float32))
     x.name = "w_q"
-    with pytest.raises(fw.OpArgumentError, match=r"\[shard_tensor\] tensor 'w_q' of shape \[4, 6\]: placement Shard\(2\) on mesh axis 'x' of ProcessMesh\(.*\) names tensor dim 2, but the tensor has 2 dims"):
+    with pytest.raises(
+        fw.OpArgumentError,
+        match=r"\[shard_tensor\] tensor 'w_q' of shape \[4, 6\]: placement Shard\(2\) on mesh axis 'x' of ProcessMesh\(.*\) names tensor dim 2, but the tensor has 2 dims",
+    ):
         dist.shard_tensor(x, m, [dist.Shard(2)])
     with pytest.raises(fw.OpArgumentError, match=r"2 placements .* has 1 axes \['x'\]"):
         dist.shard_tensor(x, m, [dist.Shard(0), dist.Replicate()])
@@ -177,7 +208,9 @@ def test_shard_layer_on_a_mesh_of_one_keeps_values_and_tags_parameters() -> None
         dist.shard_layer(object(), m)
 
 
-def test_each_reshard_is_logged_and_printed_with_print_ir(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_each_reshard_is_logged_and_printed_with_print_ir(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     from framework.distributed.auto_parallel import functional as D
 
     m = dist.ProcessMesh([0], dim_names=["mp"])
@@ -187,7 +220,16 @@ def test_each_reshard_is_logged_and_printed_with_print_ir(monkeypatch: pytest.Mo
     y = D.softmax(x)  # the softmax axis must be whole: S(1) -> R
     assert y.placements == [dist.Replicate()]
     rec = dist.auto_parallel.reshard_log()[start]
-    assert (rec["from"], rec["to"], rec["collective"], rec["why"], rec["mesh_axis"]) == ("[S(1)]", "[R]", "all_gather", "softmax", "mp")
+    assert (rec["from"], rec["to"], rec["collective"], rec["why"], rec["mesh_axis"]) == (
+        "[S(1)]",
+        "[R]",
+        "all_gather",
+        "softmax",
+        "mp",
+    )
     err = capsys.readouterr().err
-    assert "[reshard] the tensor of shape [3, 4]: [S(1)] -> [R] on mesh axis 'mp' (all_gather, 48 bytes) for softmax" in err
+    assert (
+        "[reshard] the tensor of shape [3, 4]: [S(1)] -> [R] on mesh axis 'mp' (all_gather, 48 bytes) for softmax"
+        in err
+    )
     np.testing.assert_allclose(D.numpy(y), np.full((3, 4), 0.25, np.float32), rtol=1e-6)

@@ -44,7 +44,11 @@ PRIMITIVE_CASES = {
     "remainder": (lambda x: fw.remainder(x, 0.7), [AWAY]),
     "floor_divide": (lambda x: fw.floor_divide(x, 0.7) + x, [AWAY]),
     "where": (lambda x, y: fw.where(fw.to_tensor(A > 0), x, y), [A, B]),
-    "cast": (lambda x: x.astype("float32").astype("float64") * x, [A], {"eps": 1e-3, "atol": 1e-4, "rtol": 1e-4}),
+    "cast": (
+        lambda x: x.astype("float32").astype("float64") * x,
+        [A],
+        {"eps": 1e-3, "atol": 1e-4, "rtol": 1e-4},
+    ),
     "sum": (lambda x: fw.sum(x, axis=1), [A]),
     "sum_keepdim": (lambda x: fw.sum(x, axis=0, keepdim=True), [A]),
     "prod": (lambda x: fw.prod(x, axis=1), [POS]),
@@ -54,7 +58,10 @@ PRIMITIVE_CASES = {
     "matmul_wide": (lambda x, y: x @ y, [RNG.standard_normal((2, 6)), RNG.standard_normal((6, 7))]),
     "matmul_tall": (lambda x, y: x @ y, [RNG.standard_normal((2, 7, 6)), RNG.standard_normal((2, 6, 1))]),
     "where_broadcast_scalar": (lambda x: fw.where(fw.to_tensor(A[0] > 0), x, 0.0), [A]),
-    "matmul_batched_broadcast": (lambda x, y: x @ y, [RNG.standard_normal((2, 3, 4)), RNG.standard_normal((4, 2))]),
+    "matmul_batched_broadcast": (
+        lambda x, y: x @ y,
+        [RNG.standard_normal((2, 3, 4)), RNG.standard_normal((4, 2))],
+    ),
     "permute": (lambda x: fw.transpose(x, [1, 0]), [A]),
     "expand": (lambda x: fw.expand(x, [2, 3, 4]), [B_ROW]),
     "slice_steps": (lambda x: x[::2, 1::2], [A]),
@@ -62,7 +69,10 @@ PRIMITIVE_CASES = {
     "pad": (lambda x: fw.pad(x, [1, 2]), [A]),
     "gather": (lambda x: fw.gather(x, IDX, axis=0), [A]),
     "scatter_add": (lambda x, s: fw.scatter_add(x, IDX, s, axis=1), [A, RNG.standard_normal((3, 4))]),
-    "scatter": (lambda x, s: fw.scatter(x, fw.to_tensor(np.array([2, 0])), s, axis=0), [A, RNG.standard_normal((2, 4))]),
+    "scatter": (
+        lambda x, s: fw.scatter(x, fw.to_tensor(np.array([2, 0])), s, axis=0),
+        [A, RNG.standard_normal((2, 4))],
+    ),
     "copy": (lambda x: x.clone() * 2.0, [A]),
     "reshape": (lambda x: x.reshape([4, 3]) * fw.to_tensor(np.arange(12.0).reshape(4, 3)), [A]),
 }
@@ -77,9 +87,26 @@ def test_primitive_gradient_matches_finite_differences(name):
 def test_every_differentiable_primitive_is_covered():
     from adapter_api import PRIMITIVES
 
-    not_differentiable = {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not",
-                          "argmax", "argmin", "full", "arange", "philox_uniform"}
-    covered = {n.split("_broadcast")[0].split("_keepdim")[0].split("_steps")[0].split("_scalar")[0] for n in PRIMITIVE_CASES}
+    not_differentiable = {
+        "eq",
+        "ne",
+        "lt",
+        "le",
+        "gt",
+        "ge",
+        "logical_and",
+        "logical_or",
+        "logical_not",
+        "argmax",
+        "argmin",
+        "full",
+        "arange",
+        "philox_uniform",
+    }
+    covered = {
+        n.split("_broadcast")[0].split("_keepdim")[0].split("_steps")[0].split("_scalar")[0]
+        for n in PRIMITIVE_CASES
+    }
     covered |= {"matmul", "slice"}
     assert set(PRIMITIVES) - not_differentiable - covered == set()
 

@@ -26,7 +26,13 @@ def test_round_trip_of_nested_state(tmp_path):
     net(fw.randn([2, 4])).sum().backward()
     opt.step()
     opt.clear_grad()
-    state = {"model": net.state_dict(), "optim": opt.state_dict(), "epoch": 3, "note": "hi", "lrs": [0.1, None]}
+    state = {
+        "model": net.state_dict(),
+        "optim": opt.state_dict(),
+        "epoch": 3,
+        "note": "hi",
+        "lrs": [0.1, None],
+    }
     path = tmp_path / "ckpt.safetensors"
     fw.save(state, path)
     back = fw.load(path)
@@ -57,7 +63,10 @@ def test_file_is_plain_safetensors_readable_by_the_library(tmp_path):
 
 def test_dtypes_including_bfloat16_survive(tmp_path):
     path = tmp_path / "d.safetensors"
-    vals = {d: fw.to_tensor([1, 2, 3]).astype(d) for d in ("float32", "float64", "float16", "bfloat16", "int64", "int8", "bool")}
+    vals = {
+        d: fw.to_tensor([1, 2, 3]).astype(d)
+        for d in ("float32", "float64", "float16", "bfloat16", "int64", "int8", "bool")
+    }
     fw.save(vals, path)
     back = fw.load(path)
     for d, t in vals.items():
@@ -125,7 +134,9 @@ def test_every_single_byte_corruption_is_refused(tmp_path):
     """The checksum covers the whole file (header, structure, tensor data) except its own 64
     digits, so no damaged byte, not even in the format marker, lets bad weights through."""
     path = tmp_path / "c.safetensors"
-    fw.save({"model": {"w": fw.to_tensor([[1.0, 2.0], [3.0, 4.0]]), "b": fw.to_tensor([5, 6])}, "step": 3}, path)
+    fw.save(
+        {"model": {"w": fw.to_tensor([[1.0, 2.0], [3.0, 4.0]]), "b": fw.to_tensor([5, 6])}, "step": 3}, path
+    )
     good = path.read_bytes()
     assert b"oarlock-checkpoint" in good
     for i in range(len(good)):
@@ -138,7 +149,9 @@ def test_every_single_byte_corruption_is_refused(tmp_path):
     bad = bytearray(good)
     bad[marker] = ord("x")  # "xarlock-checkpoint-2": the file must not be read as a foreign safetensors file
     path.write_bytes(bytes(bad))
-    with pytest.raises(fw.CheckpointError, match=r"damaged Oarlock checkpoint: its format record is 'xarlock-checkpoint-2'"):
+    with pytest.raises(
+        fw.CheckpointError, match=r"damaged Oarlock checkpoint: its format record is 'xarlock-checkpoint-2'"
+    ):
         fw.load(path)
 
 
@@ -147,11 +160,16 @@ def test_directories_and_other_files_are_not_checkpoints(tmp_path):
         fw.load(tmp_path)
     png = tmp_path / "cat.png"
     png.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))
-    with pytest.raises(fw.CheckpointError, match=r"\[load\] '.*cat.png' is not an Oarlock checkpoint .*first bytes are b'\\x89PNG"):
+    with pytest.raises(
+        fw.CheckpointError,
+        match=r"\[load\] '.*cat.png' is not an Oarlock checkpoint .*first bytes are b'\\x89PNG",
+    ):
         fw.load(png)
     z = tmp_path / "model.pt"
     z.write_bytes(b"PK\x03\x04" + bytes(100))
-    with pytest.raises(fw.CheckpointError, match=r"not an Oarlock checkpoint .*zip archive, as torch.save writes"):
+    with pytest.raises(
+        fw.CheckpointError, match=r"not an Oarlock checkpoint .*zip archive, as torch.save writes"
+    ):
         fw.load(z)
     txt = tmp_path / "notes.txt"
     txt.write_text("hello world, this is text")
@@ -233,7 +251,11 @@ def test_checkpoints_of_format_1_still_load_and_are_checked(tmp_path):
     h = hashlib.sha256(b"model.w" + w.tobytes()).hexdigest()
     tree = {"__dict__": {"model": {"__dict__": {"w": {"__tensor__": "model.w"}}}, "step": 4}}
     path = tmp_path / "v1.safetensors"
-    save_file({"model.w": w}, str(path), metadata={"format": "oarlock-checkpoint-1", "tree": json.dumps(tree), "sha256": h})
+    save_file(
+        {"model.w": w},
+        str(path),
+        metadata={"format": "oarlock-checkpoint-1", "tree": json.dumps(tree), "sha256": h},
+    )
     back = fw.load(path)
     assert back["step"] == 4
     np.testing.assert_array_equal(back["model"]["w"].numpy(), w)

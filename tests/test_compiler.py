@@ -83,8 +83,15 @@ def test_not_a_fusion_group():
 
 
 def test_emitters_produce_each_language():
-    p = compiler.lower("layer_norm", fw.randn([2, 8]), fw.randn([8]), fw.randn([8]), epsilon=1e-5,
-                       has_weight=True, has_bias=True)
+    p = compiler.lower(
+        "layer_norm",
+        fw.randn([2, 8]),
+        fw.randn([8]),
+        fw.randn([8]),
+        epsilon=1e-5,
+        has_weight=True,
+        has_bias=True,
+    )
     c = compiler.emit(p, "c", "ln")
     cl = compiler.emit(p, "opencl-c", "ln")
     cu = compiler.emit(p, "cuda", "ln")
@@ -272,7 +279,11 @@ def test_backward_is_generated_and_matches_finite_differences(device, op):
         "layer_norm": (lambda x, w, b: F.layer_norm(x, 6, w, b), ref_ln, [x, w, b]),
         "softmax": (lambda x: F.softmax(x), ref_softmax, [x]),
         "log_softmax": (lambda x: F.log_softmax(x), ref_log_softmax, [x]),
-        "gelu": (lambda x: F.gelu(x), lambda x: 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2))), [x]),
+        "gelu": (
+            lambda x: F.gelu(x),
+            lambda x: 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2))),
+            [x],
+        ),
         "silu": (lambda x: F.silu(x), lambda x: x / (1 + np.exp(-x)), [x]),
     }
     fn, ref, arrays = table[op]
@@ -378,7 +389,11 @@ def test_gpu_shaped_opencl_kernels_run_on_any_opencl_device(device, op):
     if op == "softmax":
         ins, attrs, ref = [x], {"axis": 1}, ref_softmax(xn)
     else:
-        ins, attrs, ref = [x, w, b], {"epsilon": 1e-5, "has_weight": True, "has_bias": True}, ref_ln(xn, wn, bn)
+        ins, attrs, ref = (
+            [x, w, b],
+            {"epsilon": 1e-5, "has_weight": True, "has_bias": True},
+            ref_ln(xn, wn, bn),
+        )
     k = eager.make_kernel(compiler.lower(op, *ins, **attrs), "opencl-c", device_kind="")
     assert k.layout == "groups" and "barrier(" in k.source
     out = fw.empty([37, 300], device=device)
@@ -400,7 +415,9 @@ def test_large_outputs_take_the_streaming_store_path(dtype, rows):
     assert xn.nbytes >= EMIT.CEmitter.STREAM_MIN
     y = F.rms_norm(fw.to_tensor(xn), weight=fw.to_tensor(wn))
     np.testing.assert_allclose(y.numpy(), ref_rms(xn, wn), rtol=1e-5, atol=1e-5)
-    assert "oarlock_stream_" in compiler.generated_source("rms_norm", fw.to_tensor(xn), fw.to_tensor(wn), epsilon=1e-6)
+    assert "oarlock_stream_" in compiler.generated_source(
+        "rms_norm", fw.to_tensor(xn), fw.to_tensor(wn), epsilon=1e-6
+    )
 
 
 # -- issue 18: the cache loads only what it can vouch for ---------------------------------------
@@ -440,7 +457,11 @@ def test_a_bad_cache_entry_is_rebuilt_with_a_warning_naming_it(tmp_path, kind):
     key = C.program_key(comp, compiler.trivial_kernel("c", "kc_probe"), "kc_probe", ())
     path = compiler.ProgramCache(tmp_path).path(key)
     good = path.read_bytes()
-    other = compiler.ProgramCache(tmp_path).path(C.program_key(comp, compiler.trivial_kernel("c", "kc_other"), "kc_other", ())).read_bytes()
+    other = (
+        compiler.ProgramCache(tmp_path)
+        .path(C.program_key(comp, compiler.trivial_kernel("c", "kc_other"), "kc_other", ()))
+        .read_bytes()
+    )
     bad, why = _corruptions(good, other)[kind]
     if bad is None:
         bad = C.pack_entry(key, b"\x7fELF" + bytes(200))
@@ -462,14 +483,22 @@ def test_a_bad_cache_entry_is_rebuilt_with_a_warning_naming_it(tmp_path, kind):
             "print(cache.stats.compiles, y.tolist()); print([str(m.message) for m in w])\n"
         )
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                           env={**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")})
+        r = subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")},
+        )
         assert r.returncode == 0, r.stderr[-3000:]
         first, msgs = r.stdout.splitlines()[:2]
         assert first == "1 [1.0, 3.0, 5.0, 7.0, 9.0]"
         assert str(path) in msgs and "truncated or padded" in msgs
     else:
-        with pytest.warns(C.CacheEntryWarning, match=rf"\[kernel cache\] the entry '{path}' is not usable: .*{why}.*; rebuilding it"):
+        with pytest.warns(
+            C.CacheEntryWarning,
+            match=rf"\[kernel cache\] the entry '{path}' is not usable: .*{why}.*; rebuilding it",
+        ):
             _probe(cache, comp, "kc_probe")
         assert cache.stats.compiles == 1 and cache.stats.rebuilt == 1
     assert C.unpack_entry(path.read_bytes(), key)[0] is not None  # the rebuilt entry is sound
@@ -488,7 +517,9 @@ def test_cache_folders_are_created_private(tmp_path):
     assert oct(os.stat(entry.parent).st_mode & 0o777) == oct(0o700)
 
 
-@pytest.mark.parametrize("mode, who", [(0o777, "its group and others"), (0o770, "its group"), (0o703, "others")])
+@pytest.mark.parametrize(
+    "mode, who", [(0o777, "its group and others"), (0o770, "its group"), (0o703, "others")]
+)
 def test_a_cache_folder_others_can_write_is_refused(tmp_path, mode, who):
     from framework.compiler import cache as C
 
@@ -496,7 +527,10 @@ def test_a_cache_folder_others_can_write_is_refused(tmp_path, mode, who):
     top.mkdir()
     os.chmod(top, mode)
     cache = compiler.ProgramCache(top)
-    with pytest.raises(C.CacheFolderError, match=rf"\[kernel cache\] the folder '{top}' is writable by {who} \(mode 0{mode:o}\).*chmod 700"):
+    with pytest.raises(
+        C.CacheFolderError,
+        match=rf"\[kernel cache\] the folder '{top}' is writable by {who} \(mode 0{mode:o}\).*chmod 700",
+    ):
         _probe(cache, compiler.compiler_for(fw.Device("cpu")), "kc_shared")
     assert cache.stats.compiles == 0 and not list(top.rglob("*.bin"))
     os.chmod(top, 0o700)
@@ -568,12 +602,38 @@ def test_ties_get_the_same_gradient_generated_and_decomposed(device, compile_on,
 def _lowered_elementwise() -> list[str]:
     from framework._src.ops import base
 
-    return sorted(n for n, d in base.OPS.items() if d.kind == "primitive" and d.lower is not None
-                  and d.lower.role == "expr")
+    return sorted(
+        n
+        for n, d in base.OPS.items()
+        if d.kind == "primitive" and d.lower is not None and d.lower.role == "expr"
+    )
 
 
-_EDGE = np.array([-7.5, -3.0, -2.5, -1.0, -0.5, -0.0, 0.0, 0.5, 1.0, 2.5, 3.0, 7.5, 1e-3, -1e-3,
-                  np.inf, -np.inf, np.nan, 5.0, -5.0, 0.25], dtype=np.float64)
+_EDGE = np.array(
+    [
+        -7.5,
+        -3.0,
+        -2.5,
+        -1.0,
+        -0.5,
+        -0.0,
+        0.0,
+        0.5,
+        1.0,
+        2.5,
+        3.0,
+        7.5,
+        1e-3,
+        -1e-3,
+        np.inf,
+        -np.inf,
+        np.nan,
+        5.0,
+        -5.0,
+        0.25,
+    ],
+    dtype=np.float64,
+)
 
 
 @pytest.mark.parametrize("op", _lowered_elementwise())
@@ -590,7 +650,7 @@ def test_every_lowered_primitive_matches_its_eager_kernel(device, op):
     a = _EDGE.reshape(4, 5)
     b = np.roll(_EDGE[::-1], 3).reshape(4, 5)
     b[b == 0] = 0.5 if op in ("floor_divide", "remainder") else b[b == 0]  # numpy divides by 0 its own way
-    floats = [fw.to_tensor(v, device=device) for v in (a, b)[:max(arity, 2) if op == "where" else arity]]
+    floats = [fw.to_tensor(v, device=device) for v in (a, b)[: max(arity, 2) if op == "where" else arity]]
 
     def fn(*ts):
         if op in ("logical_not", "logical_and", "logical_or"):  # bool operands come from comparisons
@@ -603,8 +663,9 @@ def test_every_lowered_primitive_matches_its_eager_kernel(device, op):
     want = fn(*floats).numpy()
     xs = floats
     prog, _ = trace(op, fn, floats, {})
-    k = eager.make_kernel(prog, compiler.compiler_for(xs[0].device).language,
-                          device_kind=eager._kind(xs[0].device))
+    k = eager.make_kernel(
+        prog, compiler.compiler_for(xs[0].device).language, device_kind=eager._kind(xs[0].device)
+    )
     out = fw.empty([4, 5], dtype="float64", device=device)
     k.launch(xs[0].device, floats, [out], 4)
     got = out.numpy()

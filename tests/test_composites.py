@@ -27,7 +27,9 @@ def test_softmax_and_log_softmax_match_numpy(axis):
     x = RNG.standard_normal((3, 4, 5)) * 10
     t = fw.to_tensor(x)
     np.testing.assert_allclose(F.softmax(t, axis=axis).numpy(), np_softmax(x, axis), rtol=1e-12)
-    np.testing.assert_allclose(F.log_softmax(t, axis=axis).numpy(), np.log(np_softmax(x, axis)), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(
+        F.log_softmax(t, axis=axis).numpy(), np.log(np_softmax(x, axis)), rtol=1e-10, atol=1e-12
+    )
 
 
 def test_softmax_large_values_stay_finite():
@@ -38,7 +40,9 @@ def test_softmax_large_values_stay_finite():
 
 def test_logsumexp_matches_scipy():
     x = RNG.standard_normal((4, 6)) * 30
-    np.testing.assert_allclose(F.logsumexp(fw.to_tensor(x), axis=1).numpy(), special.logsumexp(x, axis=1), rtol=1e-12)
+    np.testing.assert_allclose(
+        F.logsumexp(fw.to_tensor(x), axis=1).numpy(), special.logsumexp(x, axis=1), rtol=1e-12
+    )
     np.testing.assert_allclose(F.logsumexp(fw.to_tensor(x)).numpy(), special.logsumexp(x), rtol=1e-12)
 
 
@@ -52,7 +56,9 @@ def test_layer_norm_matches_numpy():
     got = F.layer_norm(fw.to_tensor(x), [4, 5], fw.to_tensor(w), fw.to_tensor(b), epsilon=1e-5)
     np.testing.assert_allclose(got.numpy(), ref, rtol=1e-10, atol=1e-12)
     plain = F.layer_norm(fw.to_tensor(x), 5)
-    np.testing.assert_allclose(plain.numpy(), (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5), rtol=1e-10)
+    np.testing.assert_allclose(
+        plain.numpy(), (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5), rtol=1e-10
+    )
 
 
 def test_rms_norm_matches_numpy():
@@ -161,18 +167,33 @@ def np_conv2d(x, w, stride, pad, dil, groups):
         g = oc // og
         for i in range(oh):
             for j in range(ow):
-                patch = xp[:, g * cg : (g + 1) * cg, i * stride[0] : i * stride[0] + dil[0] * (kh - 1) + 1 : dil[0],
-                           j * stride[1] : j * stride[1] + dil[1] * (kw - 1) + 1 : dil[1]]
+                patch = xp[
+                    :,
+                    g * cg : (g + 1) * cg,
+                    i * stride[0] : i * stride[0] + dil[0] * (kh - 1) + 1 : dil[0],
+                    j * stride[1] : j * stride[1] + dil[1] * (kw - 1) + 1 : dil[1],
+                ]
                 out[:, oc, i, j] = (patch * w[oc]).sum((1, 2, 3))
     return out
 
 
-@pytest.mark.parametrize("stride,pad,dil,groups", [((1, 1), (0, 0), (1, 1), 1), ((2, 1), (1, 2), (1, 1), 1), ((1, 1), (1, 1), (2, 2), 2)])
+@pytest.mark.parametrize(
+    "stride,pad,dil,groups",
+    [((1, 1), (0, 0), (1, 1), 1), ((2, 1), (1, 2), (1, 1), 1), ((1, 1), (1, 1), (2, 2), 2)],
+)
 def test_conv2d_matches_direct_loops(stride, pad, dil, groups):
     x = RNG.standard_normal((2, 4, 7, 6))
     w = RNG.standard_normal((6, 4 // groups, 3, 2))
     b = RNG.standard_normal(6)
-    got = F.conv2d(fw.to_tensor(x), fw.to_tensor(w), fw.to_tensor(b), stride=stride, padding=pad, dilation=dil, groups=groups)
+    got = F.conv2d(
+        fw.to_tensor(x),
+        fw.to_tensor(w),
+        fw.to_tensor(b),
+        stride=stride,
+        padding=pad,
+        dilation=dil,
+        groups=groups,
+    )
     ref = np_conv2d(x, w, stride, pad, dil, groups) + b[None, :, None, None]
     np.testing.assert_allclose(got.numpy(), ref, rtol=1e-10, atol=1e-12)
 
@@ -207,7 +228,9 @@ def test_linear_embedding_one_hot_cumsum_topk():
     x = RNG.standard_normal((2, 3, 4))
     w = RNG.standard_normal((4, 5))
     b = RNG.standard_normal(5)
-    np.testing.assert_allclose(F.linear(fw.to_tensor(x), fw.to_tensor(w), fw.to_tensor(b)).numpy(), x @ w + b, rtol=1e-12)
+    np.testing.assert_allclose(
+        F.linear(fw.to_tensor(x), fw.to_tensor(w), fw.to_tensor(b)).numpy(), x @ w + b, rtol=1e-12
+    )
     table = RNG.standard_normal((6, 3))
     ids = np.array([[0, 5, 2], [2, 2, 1]])
     np.testing.assert_allclose(F.embedding(fw.to_tensor(ids), fw.to_tensor(table)).numpy(), table[ids])
@@ -275,7 +298,9 @@ def test_cross_entropy_variants_match_numpy():
     lp3 = np_log_softmax(np.moveaxis(l3, 1, -1))
     ref = -np.take_along_axis(lp3, y3[..., None], -1).mean()
     assert F.cross_entropy(fw.to_tensor(l3), fw.to_tensor(y3), axis=1).item() == pytest.approx(ref, rel=1e-12)
-    assert F.nll_loss(fw.to_tensor(np.moveaxis(lp3, -1, 1)), fw.to_tensor(y3)).item() == pytest.approx(ref, rel=1e-12)
+    assert F.nll_loss(fw.to_tensor(np.moveaxis(lp3, -1, 1)), fw.to_tensor(y3)).item() == pytest.approx(
+        ref, rel=1e-12
+    )
 
 
 def test_regression_losses_match_numpy():
@@ -290,7 +315,9 @@ def test_regression_losses_match_numpy():
     np.testing.assert_allclose(got, ref, rtol=1e-10, atol=1e-14)
     pw = np.array([1.0, 2.0, 0.5, 3.0])
     refp = -(pw * y * np.log(special.expit(a)) + (1 - y) * np.log(1 - special.expit(a)))
-    got = F.binary_cross_entropy_with_logits(ta, fw.to_tensor(y), pos_weight=fw.to_tensor(pw), reduction="none").numpy()
+    got = F.binary_cross_entropy_with_logits(
+        ta, fw.to_tensor(y), pos_weight=fw.to_tensor(pw), reduction="none"
+    ).numpy()
     np.testing.assert_allclose(got, refp, rtol=1e-10)
 
 
@@ -305,7 +332,9 @@ def test_attention_causal_and_masked_match_numpy():
     mask = RNG.uniform(size=(5, 5)) > 0.3
     mask[:, 0] = True
     ref = np.moveaxis(np_softmax(np.where(mask, s, -np.inf), -1) @ vh, 1, 2)
-    got = F.scaled_dot_product_attention(fw.to_tensor(q), fw.to_tensor(k), fw.to_tensor(v), attn_mask=fw.to_tensor(mask))
+    got = F.scaled_dot_product_attention(
+        fw.to_tensor(q), fw.to_tensor(k), fw.to_tensor(v), attn_mask=fw.to_tensor(mask)
+    )
     np.testing.assert_allclose(got.numpy(), ref, rtol=1e-10)
 
 
@@ -332,7 +361,10 @@ _Q = RNG.standard_normal((1, 4, 2, 3))
 GRAD_CASES_2 = {
     "linear": (lambda x, w, b: F.linear(x, w, b), [_X, RNG.standard_normal((4, 2)), RNG.standard_normal(2)]),
     "embedding": (lambda w: F.embedding(fw.to_tensor([[0, 2], [2, 1]]), w), [RNG.standard_normal((3, 2))]),
-    "conv2d_groups": (lambda x, w: F.conv2d(x, w, stride=(2, 1), padding=1, dilation=(1, 2), groups=2), [_IMG, _CW]),
+    "conv2d_groups": (
+        lambda x, w: F.conv2d(x, w, stride=(2, 1), padding=1, dilation=(1, 2), groups=2),
+        [_IMG, _CW],
+    ),
     "max_pool2d": (lambda x: F.max_pool2d(x, 2, stride=1), [_IMG]),
     "avg_pool2d": (lambda x: F.avg_pool2d(x, 3, stride=2, padding=1), [_IMG]),
     "adaptive_avg_pool2d": (lambda x: F.adaptive_avg_pool2d(x, 3), [_IMG]),
@@ -341,9 +373,18 @@ GRAD_CASES_2 = {
     "nll_loss": (lambda x: F.nll_loss(x, _LBL), [_X]),
     "mse_loss": (lambda a, b: F.mse_loss(a, b), [_X, _X.T.copy().T + 1]),
     "l1_loss": (lambda a: F.l1_loss(a, fw.zeros([3, 4], dtype="float64")), [_X]),
-    "bce_with_logits": (lambda x: F.binary_cross_entropy_with_logits(x, fw.to_tensor((_X > 0).astype(np.float64))), [_X]),
-    "sdpa_causal": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), [_Q, _Q + 0.5, _Q * 2]),
-    "rotary": (lambda x: F.rotary_embedding(x, *F.rotary_cos_sin(4, 4, dtype="float64")), [RNG.standard_normal((1, 4, 4))]),
+    "bce_with_logits": (
+        lambda x: F.binary_cross_entropy_with_logits(x, fw.to_tensor((_X > 0).astype(np.float64))),
+        [_X],
+    ),
+    "sdpa_causal": (
+        lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+        [_Q, _Q + 0.5, _Q * 2],
+    ),
+    "rotary": (
+        lambda x: F.rotary_embedding(x, *F.rotary_cos_sin(4, 4, dtype="float64")),
+        [RNG.standard_normal((1, 4, 4))],
+    ),
     "cumsum": (lambda x: F.cumsum(x, axis=1), [_X]),
     "topk_values": (lambda x: F.topk(x, 2, axis=1)[0], [_X]),
     "var": (lambda x: F.var(x, axis=0), [_X]),
@@ -384,9 +425,14 @@ def test_take_and_put_along_axis_reach_the_last_index_of_each_row():
     np.testing.assert_array_equal(got.numpy(), np.take_along_axis(a, idx, 1))
     ref = a.copy()
     np.put_along_axis(ref, idx[:, :1], -1.0, 1)
-    np.testing.assert_array_equal(fw.put_along_axis(fw.to_tensor(a), fw.to_tensor(idx[:, :1]), -1.0, axis=1).numpy(), ref)
+    np.testing.assert_array_equal(
+        fw.put_along_axis(fw.to_tensor(a), fw.to_tensor(idx[:, :1]), -1.0, axis=1).numpy(), ref
+    )
     idx0 = np.array([[2, 0, 1, 2]])
-    np.testing.assert_array_equal(fw.take_along_axis(fw.to_tensor(a), fw.to_tensor(idx0), axis=0).numpy(), np.take_along_axis(a, idx0, 0))
+    np.testing.assert_array_equal(
+        fw.take_along_axis(fw.to_tensor(a), fw.to_tensor(idx0), axis=0).numpy(),
+        np.take_along_axis(a, idx0, 0),
+    )
 
 
 def test_one_hot_last_class_and_cross_entropy_label_equal_to_class_count():

@@ -17,11 +17,19 @@ BAD = os.path.join(ROOT, "tests", "plugins_for_tests", "bad_kernels.py")
 VENDOR = os.path.join(ROOT, "examples", "vendor_plugin", "oarlock_simdev")
 
 
-def conformance(*args: str, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
+def conformance(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 600
+) -> subprocess.CompletedProcess:
     e = dict(os.environ, **(env or {}))
     e.pop("OARLOCK_DEVICE", None)
-    return subprocess.run([sys.executable, "-m", "framework.cli", "conformance", *args], cwd=ROOT, env=e,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "framework.cli", "conformance", *args],
+        cwd=ROOT,
+        env=e,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def test_list_shows_cases_and_not_supported_dtypes():
@@ -34,8 +42,20 @@ def test_list_shows_cases_and_not_supported_dtypes():
 
 def test_cpu_tiers_pass_and_write_every_report(tmp_path):
     j, x, h = tmp_path / "r.json", tmp_path / "r.xml", tmp_path / "r.html"
-    p = conformance("--device", "cpu", "--tier", "runtime,primitives,random,autograd", "--json", str(j),
-                    "--junit", str(x), "--html", str(h), "-j", "2")
+    p = conformance(
+        "--device",
+        "cpu",
+        "--tier",
+        "runtime,primitives,random,autograd",
+        "--json",
+        str(j),
+        "--junit",
+        str(x),
+        "--html",
+        str(h),
+        "-j",
+        "2",
+    )
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     assert "result: PASSED" in p.stdout
     rep = json.loads(j.read_text())
@@ -64,8 +84,20 @@ def test_model_tier_follows_the_golden_curve(tmp_path):
 
 def test_bad_kernels_give_exactly_three_failures_and_the_run_completes(tmp_path):
     j, h = tmp_path / "bad.json", tmp_path / "bad.html"
-    p = conformance("--plugin", BAD, "--device", "badk", "--tier", "runtime,primitives,random", "--timeout", "5",
-                    "--json", str(j), "--html", str(h))
+    p = conformance(
+        "--plugin",
+        BAD,
+        "--device",
+        "badk",
+        "--tier",
+        "runtime,primitives,random",
+        "--timeout",
+        "5",
+        "--json",
+        str(j),
+        "--html",
+        str(h),
+    )
     assert p.returncode == 1, p.stdout[-3000:] + p.stderr[-3000:]
     rep = json.loads(j.read_text())
     failed = {r["id"]: r for r in rep["results"] if r["outcome"] == "failed"}
@@ -80,14 +112,34 @@ def test_bad_kernels_give_exactly_three_failures_and_the_run_completes(tmp_path)
     page = h.read_text()
     assert "primitives/mul[int16]" in page and "expected</th>" in page
     # a failing tier that is declared optional does not fail the run
-    p = conformance("--plugin", BAD, "--device", "badk", "--tier", "primitives", "-k", "add[int16]", "--optional", "primitives")
+    p = conformance(
+        "--plugin",
+        BAD,
+        "--device",
+        "badk",
+        "--tier",
+        "primitives",
+        "-k",
+        "add[int16]",
+        "--optional",
+        "primitives",
+    )
     assert p.returncode == 0, p.stdout[-2000:]
 
 
 def test_vendor_plugin_from_its_folder_passes(tmp_path):
     j = tmp_path / "v.json"
-    p = conformance("--plugin", VENDOR, "--device", "simdev", "--tier", "runtime,primitives,random,autograd",
-                    "--json", str(j), env={"OARLOCK_PLUGINS": "cpu"})
+    p = conformance(
+        "--plugin",
+        VENDOR,
+        "--device",
+        "simdev",
+        "--tier",
+        "runtime,primitives,random,autograd",
+        "--json",
+        str(j),
+        env={"OARLOCK_PLUGINS": "cpu"},
+    )
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     rep = json.loads(j.read_text())
     assert rep["metadata"]["properties"]["vendor"] == "Example Corp"
@@ -112,30 +164,70 @@ def test_full_suite_on_cpu(tmp_path):
 def test_cpu_fallbacks_are_reported_as_fallback(tmp_path):
     j = tmp_path / "p.json"
     partial = os.path.join(ROOT, "tests", "plugins_for_tests", "partial.py")
-    p = conformance("--plugin", partial, "--device", "partial", "--tier", "composites,primitives", "-k", "softmax[float32],exp[",
-                    "--json", str(j))
+    p = conformance(
+        "--plugin",
+        partial,
+        "--device",
+        "partial",
+        "--tier",
+        "composites,primitives",
+        "-k",
+        "softmax[float32],exp[",
+        "--json",
+        str(j),
+    )
     assert p.returncode == 0, p.stdout[-3000:]
     rep = json.loads(j.read_text())
     by = {r["id"]: r for r in rep["results"]}
     soft = by["composites/softmax[float32]"]
-    assert soft["outcome"] == "fallback" and soft["fallbacks"] and all(k.endswith("@partial") for k in soft["fallbacks"])
+    assert (
+        soft["outcome"] == "fallback"
+        and soft["fallbacks"]
+        and all(k.endswith("@partial") for k in soft["fallbacks"])
+    )
     assert by["primitives/exp[float64]"]["outcome"] == "not_supported"
     assert rep["metadata"]["fallbacks"] and "CPU fallbacks:" in p.stdout
 
 
 def test_pytest_plugin_gives_one_test_per_case():
-    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "conformance.pytest_plugin", "-p", "no:cacheprovider",
-                        "conformance/test_conformance_suite.py", "--conformance-plugin", BAD, "--conformance-device", "badk",
-                        "--conformance-tier", "primitives", "-k", "add or mul", "--conformance-timeout", "20"],
-                       cwd=ROOT, capture_output=True, text=True, timeout=600)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "conformance.pytest_plugin",
+            "-p",
+            "no:cacheprovider",
+            "conformance/test_conformance_suite.py",
+            "--conformance-plugin",
+            BAD,
+            "--conformance-device",
+            "badk",
+            "--conformance-tier",
+            "primitives",
+            "-k",
+            "add or mul",
+            "--conformance-timeout",
+            "20",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert p.returncode == 1, p.stdout[-3000:]
-    failed = sorted(re.match(r"FAILED \S+::test_conformance_case\[(\S+)\]", ln).group(1)
-                    for ln in p.stdout.splitlines() if ln.startswith("FAILED"))
+    failed = sorted(
+        re.match(r"FAILED \S+::test_conformance_case\[(\S+)\]", ln).group(1)
+        for ln in p.stdout.splitlines()
+        if ln.startswith("FAILED")
+    )
     assert failed == ["primitives/add[int16]", "primitives/mul[int16]"], p.stdout[-3000:]
     assert "SIGSEGV" in p.stdout and "expected: int16[] 19" in p.stdout
 
 
-CORRUPTING_PLUGIN = '''
+CORRUPTING_PLUGIN = """
 import numpy as np
 from adapter_api import hookimpl
 
@@ -162,15 +254,25 @@ def oarlock_register(registry):
         if typ == "cpu":
             registry.add_kernel(op, "corrupt", [dtype], entry.fn, broadcast=entry.broadcast)
     registry.add_kernel("neg", "corrupt", ["int16"], _corrupting_neg, broadcast=True)
-'''
+"""
 
 
 def test_a_kernel_writing_past_its_output_fails_its_case(tmp_path):
     plugin = tmp_path / "corrupting.py"
     plugin.write_text(CORRUPTING_PLUGIN)
     j = tmp_path / "c.json"
-    p = conformance("--plugin", str(plugin), "--device", "corrupt", "--tier", "primitives", "-k", "neg[,abs[int16]",
-                    "--json", str(j))
+    p = conformance(
+        "--plugin",
+        str(plugin),
+        "--device",
+        "corrupt",
+        "--tier",
+        "primitives",
+        "-k",
+        "neg[,abs[int16]",
+        "--json",
+        str(j),
+    )
     assert p.returncode == 1, p.stdout[-3000:]
     rep = json.loads(j.read_text())
     failed = [r for r in rep["results"] if r["outcome"] == "failed"]

@@ -83,17 +83,24 @@ def test_where_is_looked_up_by_the_dtype_of_x(device):
         x, y = rng.standard_normal((3, 4)).astype(dt), rng.standard_normal((3, 4)).astype(dt)
         fw.reset_fallback_stats()
         with fw.no_grad():
-            z = fw.where(fw.to_tensor(c, device=device), fw.to_tensor(x, device=device), fw.to_tensor(y, device=device))
+            z = fw.where(
+                fw.to_tensor(c, device=device), fw.to_tensor(x, device=device), fw.to_tensor(y, device=device)
+            )
         np.testing.assert_array_equal(z.numpy(), np.where(c, x, y))
         assert fw.fallback_stats() == fallbacks
 
 
 def test_an_out_of_range_index_must_raise_op_argument_error(device):
     check_index_out_of_range(OPDB["gather"], np.dtype("int64"), device)  # the contract's error passes
-    with pytest.raises(CheckFailure, match=r"gather\[float32\]: an out-of-range index 5 .* raised KernelError, "
-                                           r"not OpArgumentError"):
+    with pytest.raises(
+        CheckFailure,
+        match=r"gather\[float32\]: an out-of-range index 5 .* raised KernelError, "
+        r"not OpArgumentError",
+    ):
         check_index_out_of_range(OPDB["gather"], np.dtype("float32"), device)
-    with pytest.raises(CheckFailure, match=r"gather\[float64\]: an out-of-range index \(5, axis of size 5\) did not raise"):
+    with pytest.raises(
+        CheckFailure, match=r"gather\[float64\]: an out-of-range index \(5, axis of size 5\) did not raise"
+    ):
         check_index_out_of_range(OPDB["gather"], np.dtype("float64"), device)
 
 

@@ -27,8 +27,20 @@ def test_every_available_tier_passes(device, tmp_path):
     if device in examples and not any(e.name == device for e in entry_points(group="oarlock.plugins")):
         pytest.fail(f"the example plugin is not installed: pip install ./examples/{examples[device]}")
     report = tmp_path / f"{device}.json"
-    cmd = [sys.executable, "-m", "framework.cli", "conformance", "--device", device, "-j", "2",
-           "--json", str(report), "--html", str(tmp_path / f"{device}.html")]
+    cmd = [
+        sys.executable,
+        "-m",
+        "framework.cli",
+        "conformance",
+        "--device",
+        device,
+        "-j",
+        "2",
+        "--json",
+        str(report),
+        "--html",
+        str(tmp_path / f"{device}.html"),
+    ]
     if device in examples:
         cmd.append("--strict")
     p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1700)

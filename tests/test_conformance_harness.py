@@ -36,7 +36,10 @@ def test_compare_is_exact_for_integers_and_zero_tolerance():
 
 
 def test_assert_close_names_the_check_and_shows_both_values():
-    with pytest.raises(testing.CheckFailure, match=r"mul: 1 of 3 elements wrong; .* first at index \(2,\): got np.float64\(7.0\), expected np.float64\(6.0\)") as info:
+    with pytest.raises(
+        testing.CheckFailure,
+        match=r"mul: 1 of 3 elements wrong; .* first at index \(2,\): got np.float64\(7.0\), expected np.float64\(6.0\)",
+    ) as info:
         testing.assert_close(np.array([1.0, 2.0, 7.0]), np.array([1.0, 2.0, 6.0]), 1e-12, 1e-14, "mul")
     assert info.value.expected.startswith("float64[3]") and "7." in info.value.got
     with pytest.raises(testing.CheckFailure, match="dtype"):
@@ -48,7 +51,9 @@ def test_one_tolerance_table():
 
     assert opdb.TOLERANCES is testing.TOLERANCES and opdb.tolerance is testing.tolerance
     assert testing.tolerance("float32") == testing.TOLERANCES["float32"]
-    assert testing.tolerance(np.dtype("float16"), 10).rtol == pytest.approx(10 * testing.TOLERANCES["float16"].rtol)
+    assert testing.tolerance(np.dtype("float16"), 10).rtol == pytest.approx(
+        10 * testing.TOLERANCES["float16"].rtol
+    )
     assert testing.tolerance("int64") == testing.Tolerance(0.0, 0.0)
     assert testing.tolerance(fw.bfloat16) == testing.TOLERANCES["bfloat16"]
     with pytest.raises(ValueError, match=r"\[testing\] gradients are checked in .*'float16'"):
@@ -63,7 +68,9 @@ def test_put_offset_view_and_guarded_kernel_run(device):
     np.testing.assert_array_equal(y.numpy(), -x)
     (z,) = testing.run_kernel_guarded("add", [t, testing.put(x[:1], device)], {}, device)  # broadcast input
     np.testing.assert_array_equal(z.numpy(), x + x[0])
-    (r,) = testing.run_primitive("arange", [], {"n": 4, "start": 1.0, "step": 0.5, "dtype": np.dtype("float32")}, device)
+    (r,) = testing.run_primitive(
+        "arange", [], {"n": 4, "start": 1.0, "step": 0.5, "dtype": np.dtype("float32")}, device
+    )
     np.testing.assert_array_equal(r.numpy(), np.float32([1.0, 1.5, 2.0, 2.5]))
 
 
@@ -86,7 +93,10 @@ def test_run_kernel_guarded_catches_a_write_past_the_output():
         testing.clear_kernel_cache()
         assert testing.find_kernel("neg", "cpu", "int16").fn is _writes_past_its_output
         x = testing.put(np.arange(7, dtype=np.int16), "cpu")
-        with pytest.raises(testing.CheckFailure, match=r"\[neg\] the kernel wrote 2 bytes outside its 14-byte output \(first after it\)") as info:
+        with pytest.raises(
+            testing.CheckFailure,
+            match=r"\[neg\] the kernel wrote 2 bytes outside its 14-byte output \(first after it\)",
+        ) as info:
             testing.run_kernel_guarded("neg", [x], {}, "cpu")
         assert "0xee" in info.value.got
     finally:
@@ -115,10 +125,16 @@ def test_framework_all_is_explicit_and_complete():
     import pathlib
 
     tree = ast.parse(pathlib.Path(fw.__file__).read_text())
-    assigned = [n for n in tree.body if isinstance(n, ast.Assign) and any(getattr(t, "id", "") == "__all__" for t in n.targets)]
+    assigned = [
+        n
+        for n in tree.body
+        if isinstance(n, ast.Assign) and any(getattr(t, "id", "") == "__all__" for t in n.targets)
+    ]
     assert len(assigned) == 1 and isinstance(assigned[0].value, ast.List), "__all__ must be a literal list"
     public = {n for n in vars(fw) if not n.startswith("_") and n not in {"annotations", "testing"}}
-    assert sorted(set(fw.__all__) ^ public) == [], "framework.__all__ and the public names of framework differ"
+    assert sorted(set(fw.__all__) ^ public) == [], (
+        "framework.__all__ and the public names of framework differ"
+    )
     assert len(fw.__all__) == len(set(fw.__all__))
 
 
@@ -138,7 +154,10 @@ def test_gradient_at_ties_follows_the_contract(device, name):
 
     case = _tie_cases()[name]
     check_ties(case, "float32", device)
-    if fw.registered_kernels(device).get(case.primitive) and np.dtype("float64") in fw.registered_kernels(device)[case.primitive]:
+    if (
+        fw.registered_kernels(device).get(case.primitive)
+        and np.dtype("float64") in fw.registered_kernels(device)[case.primitive]
+    ):
         check_ties(case, "float64", device)
 
 
@@ -176,5 +195,7 @@ def test_a_first_wins_gradient_fails_the_tie_check():
         gx = np.where(x >= y, w, 0.0)
         return [gx, w - gx]
 
-    with pytest.raises(testing.CheckFailure, match=r"d/d\(input 0\) of sum\(maximum\(...\) \* w\) at exact ties"):
+    with pytest.raises(
+        testing.CheckFailure, match=r"d/d\(input 0\) of sum\(maximum\(...\) \* w\) at exact ties"
+    ):
         check_ties(replace(case, grads=first_wins), "float32", "cpu")

@@ -26,18 +26,30 @@ KERNELS, RUNTIME, INIT = "kernels.py", "runtime.py", "__init__.py"
 
 # -- variants of the example plugin (text edits of the shipped files) ----------------------------
 HALF_EDITS = [
-    (KERNELS, 'FLOAT = ("float32", "float64")', 'FLOAT = ("float32", "float64", "float16", "bfloat16")\n'
-              'HALF = ("float16", "bfloat16")'),
+    (
+        KERNELS,
+        'FLOAT = ("float32", "float64")',
+        'FLOAT = ("float32", "float64", "float16", "bfloat16")\nHALF = ("float16", "bfloat16")',
+    ),
     # NOTE: numpy sums bfloat16 in bfloat16, and float16 matmuls round every partial sum;
     # the contract asks for float32 accumulation, rounded once.
-    (KERNELS, '("sum", NUM, reduce(np.sum)),',
-     '("sum", NUM, reduce(lambda x, axis, keepdims: np.sum(x, axis=axis, keepdims=keepdims,\n'
-     '                                                      dtype=np.float32 if x.dtype.name in HALF else None))),'),
-    (KERNELS, '("matmul", NUM, lambda ctx, outs, ins: outs[0].__setitem__(..., np.matmul(*ins))),',
-     '("matmul", NUM, lambda ctx, outs, ins: outs[0].__setitem__(..., np.matmul(\n'
-     '        *(i.astype(np.float32) if i.dtype.name in HALF else i for i in ins)))),'),
-    (RUNTIME, 'DTYPES = ("float32", "float64", "int32", "int64", "bool")',
-     'DTYPES = ("float32", "float64", "float16", "bfloat16", "int32", "int64", "bool")'),
+    (
+        KERNELS,
+        '("sum", NUM, reduce(np.sum)),',
+        '("sum", NUM, reduce(lambda x, axis, keepdims: np.sum(x, axis=axis, keepdims=keepdims,\n'
+        "                                                      dtype=np.float32 if x.dtype.name in HALF else None))),",
+    ),
+    (
+        KERNELS,
+        '("matmul", NUM, lambda ctx, outs, ins: outs[0].__setitem__(..., np.matmul(*ins))),',
+        '("matmul", NUM, lambda ctx, outs, ins: outs[0].__setitem__(..., np.matmul(\n'
+        "        *(i.astype(np.float32) if i.dtype.name in HALF else i for i in ins)))),",
+    ),
+    (
+        RUNTIME,
+        'DTYPES = ("float32", "float64", "int32", "int64", "bool")',
+        'DTYPES = ("float32", "float64", "float16", "bfloat16", "int32", "int64", "bool")',
+    ),
 ]
 
 ASYNC_RUNTIME = '''
@@ -126,15 +138,19 @@ class AsyncSimRuntime(SimRuntime):
 '''
 
 ASYNC_EDITS = [
-    (RUNTIME, "    def elapsed_ms(self, start, end):\n        return (end.time - start.time) * 1000.0\n",
-     "    def elapsed_ms(self, start, end):\n        return (end.time - start.time) * 1000.0\n" + ASYNC_RUNTIME),
+    (
+        RUNTIME,
+        "    def elapsed_ms(self, start, end):\n        return (end.time - start.time) * 1000.0\n",
+        "    def elapsed_ms(self, start, end):\n        return (end.time - start.time) * 1000.0\n"
+        + ASYNC_RUNTIME,
+    ),
     (INIT, "from .runtime import SimRuntime", "from .runtime import AsyncSimRuntime as SimRuntime"),
 ]
 
 VARIANTS = {"base": [], "half": HALF_EDITS, "async": ASYNC_EDITS}
 
 # helpers some mutants call, added to kernels.py before the KERNELS table
-HELPERS = '''
+HELPERS = """
 
 def _toward_zero(r, dtype):  # the bug: round to the dtype toward zero, not to nearest
     h = r.astype(dtype)
@@ -164,7 +180,7 @@ def _first_65536(r):  # the bug: a grid of at most 65,536 work items, the rest n
     r = np.array(r)
     r.reshape(-1)[65536:] = 0
     return r
-'''
+"""
 
 
 @dataclass
@@ -183,102 +199,285 @@ def k(op: str, *dtypes: str) -> list[str]:
 
 MUTANTS = [
     # integer width
-    Mutant("int64 sum accumulated in int32", "base",
-           [(KERNELS, '("sum", NUM, reduce(np.sum)),',
-             '("sum", NUM, reduce(lambda x, axis, keepdims: np.sum(x.astype(np.int32) if x.dtype == np.int64 else x,\n'
-             '                                                      axis=axis, keepdims=keepdims))),')],
-           "primitives", "sum[int", k("sum", "int64")),
-    Mutant("int64 matmul through float64", "base",
-           [(KERNELS, "np.matmul(*ins)", "np.matmul(*(i.astype(np.float64) for i in ins))")],
-           "primitives", "matmul[int", k("matmul", "int64")),
+    Mutant(
+        "int64 sum accumulated in int32",
+        "base",
+        [
+            (
+                KERNELS,
+                '("sum", NUM, reduce(np.sum)),',
+                '("sum", NUM, reduce(lambda x, axis, keepdims: np.sum(x.astype(np.int32) if x.dtype == np.int64 else x,\n'
+                "                                                      axis=axis, keepdims=keepdims))),",
+            )
+        ],
+        "primitives",
+        "sum[int",
+        k("sum", "int64"),
+    ),
+    Mutant(
+        "int64 matmul through float64",
+        "base",
+        [(KERNELS, "np.matmul(*ins)", "np.matmul(*(i.astype(np.float64) for i in ins))")],
+        "primitives",
+        "matmul[int",
+        k("matmul", "int64"),
+    ),
     # narrowing casts
-    Mutant("narrowing int->int cast saturates", "base",
-           [(KERNELS, 'if x.dtype.kind == "f" and y.dtype.kind in "iu" else x)',
-             'if x.dtype.kind == "f" and y.dtype.kind in "iu" else\n'
-             '              np.clip(x, np.iinfo(y.dtype).min, np.iinfo(y.dtype).max) if y.dtype.kind in "iu" else x)')],
-           "primitives", "cast[int", k("cast", "int64")),
+    Mutant(
+        "narrowing int->int cast saturates",
+        "base",
+        [
+            (
+                KERNELS,
+                'if x.dtype.kind == "f" and y.dtype.kind in "iu" else x)',
+                'if x.dtype.kind == "f" and y.dtype.kind in "iu" else\n'
+                '              np.clip(x, np.iinfo(y.dtype).min, np.iinfo(y.dtype).max) if y.dtype.kind in "iu" else x)',
+            )
+        ],
+        "primitives",
+        "cast[int",
+        k("cast", "int64"),
+    ),
     # scatter bounds
-    Mutant("scatter and scatter_add clamp an out-of-range index", "base",
-           [(KERNELS, "(checked_index(index, x.shape[axis]),)", "(np.clip(index, 0, x.shape[axis] - 1),)")],
-           "primitives", "scatter[float32],scatter_add[int64]", k("scatter", "float32") + k("scatter_add", "int64")),
+    Mutant(
+        "scatter and scatter_add clamp an out-of-range index",
+        "base",
+        [(KERNELS, "(checked_index(index, x.shape[axis]),)", "(np.clip(index, 0, x.shape[axis] - 1),)")],
+        "primitives",
+        "scatter[float32],scatter_add[int64]",
+        k("scatter", "float32") + k("scatter_add", "int64"),
+    ),
     # NaN in argmax/argmin
-    Mutant("argmax skips NaN", "base",
-           [(KERNELS, "np.argmax(ins[0], axis",
-             'np.argmax(np.where(np.isnan(ins[0]), -np.inf, ins[0]) if ins[0].dtype.kind == "f" else ins[0], axis')],
-           "primitives", "argmax[", k("argmax", "float32", "float64")),
-    Mutant("argmin skips NaN", "base",
-           [(KERNELS, "np.argmin(ins[0], axis", 'getattr(np, "nanargmin" if ins[0].dtype.kind == "f" else "argmin")(ins[0], axis')],
-           "primitives", "argmin[", k("argmin", "float32", "float64")),
+    Mutant(
+        "argmax skips NaN",
+        "base",
+        [
+            (
+                KERNELS,
+                "np.argmax(ins[0], axis",
+                'np.argmax(np.where(np.isnan(ins[0]), -np.inf, ins[0]) if ins[0].dtype.kind == "f" else ins[0], axis',
+            )
+        ],
+        "primitives",
+        "argmax[",
+        k("argmax", "float32", "float64"),
+    ),
+    Mutant(
+        "argmin skips NaN",
+        "base",
+        [
+            (
+                KERNELS,
+                "np.argmin(ins[0], axis",
+                'getattr(np, "nanargmin" if ins[0].dtype.kind == "f" else "argmin")(ins[0], axis',
+            )
+        ],
+        "primitives",
+        "argmin[",
+        k("argmin", "float32", "float64"),
+    ),
     # signed zeros
-    Mutant("neg(+0.0) gives +0.0 (computed as 0 - x)", "base",
-           [(KERNELS, '("neg", NUM, elementwise(np.negative)),', '("neg", NUM, elementwise(lambda x: 0 - x)),')],
-           "primitives", "neg[", k("neg", "float32", "float64")),
-    Mutant("copy turns -0.0 into +0.0 (x + 0)", "base",
-           [(KERNELS, "outs[0].__setitem__(..., ins[0])),", 'outs[0].__setitem__(..., ins[0] + 0 if ins[0].dtype.kind == "f" else ins[0])),')],
-           "primitives", "copy[", k("copy", "float32", "float64")),
+    Mutant(
+        "neg(+0.0) gives +0.0 (computed as 0 - x)",
+        "base",
+        [(KERNELS, '("neg", NUM, elementwise(np.negative)),', '("neg", NUM, elementwise(lambda x: 0 - x)),')],
+        "primitives",
+        "neg[",
+        k("neg", "float32", "float64"),
+    ),
+    Mutant(
+        "copy turns -0.0 into +0.0 (x + 0)",
+        "base",
+        [
+            (
+                KERNELS,
+                "outs[0].__setitem__(..., ins[0])),",
+                'outs[0].__setitem__(..., ins[0] + 0 if ins[0].dtype.kind == "f" else ins[0])),',
+            )
+        ],
+        "primitives",
+        "copy[",
+        k("copy", "float32", "float64"),
+    ),
     # half precision
-    Mutant("float16 add rounded toward zero", "half",
-           [(KERNELS, '("add", ALL, elementwise(lambda x, y: x | y if x.dtype == bool else x + y)),',
-             '("add", ALL, elementwise(lambda x, y: x | y if x.dtype == bool else\n'
-             '                         _toward_zero(x.astype(np.float32) + y, x.dtype) if x.dtype == np.float16 else x + y)),')],
-           "primitives", "add[float16],add[float32]", k("add", "float16")),
-    Mutant("cast to bfloat16 truncates", "half",
-           [(KERNELS, "    x, y = ins[0], outs[0]\n",
-             "    x, y = ins[0], outs[0]\n"
-             '    if y.dtype.name == "bfloat16" and x.dtype.kind == "f":  # keep the top 16 bits\n'
-             "        y[...] = (x.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16).view(y.dtype)\n"
-             "        return\n")],
-           "primitives", "cast[float32],cast[float64],cast[int32]", k("cast", "float32", "float64")),
-    Mutant("float16 sum accumulated in float16", "half",
-           [(KERNELS, "reduce(lambda x, axis, keepdims: np.sum(x, axis=axis, keepdims=keepdims,\n"
-                      "                                                      dtype=np.float32 if x.dtype.name in HALF else None))",
-             "reduce(_sum_in_half)")],
-           "primitives", "sum[float", k("sum", "float16")),
-    Mutant("bfloat16 matmul accumulated in bfloat16", "half",
-           [(KERNELS, "np.matmul(\n        *(i.astype(np.float32) if i.dtype.name in HALF else i for i in ins))",
-             "_matmul_in_half(*ins)")],
-           "primitives", "matmul[float16],matmul[bfloat16]", k("matmul", "bfloat16")),
+    Mutant(
+        "float16 add rounded toward zero",
+        "half",
+        [
+            (
+                KERNELS,
+                '("add", ALL, elementwise(lambda x, y: x | y if x.dtype == bool else x + y)),',
+                '("add", ALL, elementwise(lambda x, y: x | y if x.dtype == bool else\n'
+                "                         _toward_zero(x.astype(np.float32) + y, x.dtype) if x.dtype == np.float16 else x + y)),",
+            )
+        ],
+        "primitives",
+        "add[float16],add[float32]",
+        k("add", "float16"),
+    ),
+    Mutant(
+        "cast to bfloat16 truncates",
+        "half",
+        [
+            (
+                KERNELS,
+                "    x, y = ins[0], outs[0]\n",
+                "    x, y = ins[0], outs[0]\n"
+                '    if y.dtype.name == "bfloat16" and x.dtype.kind == "f":  # keep the top 16 bits\n'
+                "        y[...] = (x.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16).view(y.dtype)\n"
+                "        return\n",
+            )
+        ],
+        "primitives",
+        "cast[float32],cast[float64],cast[int32]",
+        k("cast", "float32", "float64"),
+    ),
+    Mutant(
+        "float16 sum accumulated in float16",
+        "half",
+        [
+            (
+                KERNELS,
+                "reduce(lambda x, axis, keepdims: np.sum(x, axis=axis, keepdims=keepdims,\n"
+                "                                                      dtype=np.float32 if x.dtype.name in HALF else None))",
+                "reduce(_sum_in_half)",
+            )
+        ],
+        "primitives",
+        "sum[float",
+        k("sum", "float16"),
+    ),
+    Mutant(
+        "bfloat16 matmul accumulated in bfloat16",
+        "half",
+        [
+            (
+                KERNELS,
+                "np.matmul(\n        *(i.astype(np.float32) if i.dtype.name in HALF else i for i in ins))",
+                "_matmul_in_half(*ins)",
+            )
+        ],
+        "primitives",
+        "matmul[float16],matmul[bfloat16]",
+        k("matmul", "bfloat16"),
+    ),
     # runtime
-    Mutant("elapsed_ms returns seconds", "base",
-           [(RUNTIME, "return (end.time - start.time) * 1000.0", "return end.time - start.time")],
-           "runtime", "elapsed_ms", ["runtime/elapsed_ms"]),
-    Mutant("query_event answers True before the work is done", "async",
-           [(RUNTIME, 'return getattr(event, "done", None) is None or event.done.is_set()', "return True")],
-           "runtime", "query_event,query_stream,synchronize_stream", ["runtime/query_event"]),
-    Mutant("query_stream answers True before the work is done", "async",
-           [(RUNTIME, "return stream is None or stream.pending == 0", "return True")],
-           "runtime", "query_event,query_stream,synchronize_stream", ["runtime/query_stream"]),
-    Mutant("synchronize_stream returns before the work is done", "async",
-           [(RUNTIME, "        if stream is not None:\n            stream.wait()\n", "        pass\n")],
-           "runtime", "query_event,query_stream,synchronize_stream", ["runtime/synchronize_stream"]),
+    Mutant(
+        "elapsed_ms returns seconds",
+        "base",
+        [(RUNTIME, "return (end.time - start.time) * 1000.0", "return end.time - start.time")],
+        "runtime",
+        "elapsed_ms",
+        ["runtime/elapsed_ms"],
+    ),
+    Mutant(
+        "query_event answers True before the work is done",
+        "async",
+        [(RUNTIME, 'return getattr(event, "done", None) is None or event.done.is_set()', "return True")],
+        "runtime",
+        "query_event,query_stream,synchronize_stream",
+        ["runtime/query_event"],
+    ),
+    Mutant(
+        "query_stream answers True before the work is done",
+        "async",
+        [(RUNTIME, "return stream is None or stream.pending == 0", "return True")],
+        "runtime",
+        "query_event,query_stream,synchronize_stream",
+        ["runtime/query_stream"],
+    ),
+    Mutant(
+        "synchronize_stream returns before the work is done",
+        "async",
+        [(RUNTIME, "        if stream is not None:\n            stream.wait()\n", "        pass\n")],
+        "runtime",
+        "query_event,query_stream,synchronize_stream",
+        ["runtime/synchronize_stream"],
+    ),
     # shapes
-    Mutant("sum reads only the first 64 elements of a reduced axis", "base",
-           [(KERNELS, '("sum", NUM, reduce(np.sum)),',
-             '("sum", NUM, reduce(lambda x, axis, keepdims: np.sum(\n'
-             "    x[tuple(slice(0, 64) if i in axis else slice(None) for i in range(x.ndim))], axis=axis, keepdims=keepdims))),")],
-           "primitives", "sum[float32],sum[int32]", k("sum", "float32", "int32")),
-    Mutant("matmul drops K past 64", "base",
-           [(KERNELS, "np.matmul(*ins)", "np.matmul(ins[0][..., :64], ins[1][..., :64, :])")],
-           "primitives", "matmul[float64],matmul[int64]", k("matmul", "float64", "int64")),
-    Mutant("add writes only the first 65,536 elements", "base",
-           [(KERNELS, "elementwise(lambda x, y: x | y if x.dtype == bool else x + y)",
-             "elementwise(lambda x, y: _first_65536(x | y if x.dtype == bool else x + y))")],
-           "primitives", "add[float32],add[bool]", k("add", "float32", "bool")),
-    Mutant("scatter and scatter_add ignore a 0-d index", "base",
-           [(KERNELS, "    y[...] = x\n", "    y[...] = x\n    if index.ndim == 0:  # loops over index.shape[0]\n        return\n")],
-           "primitives", "scatter[int32],scatter_add[float32]", k("scatter", "int32") + k("scatter_add", "float32")),
-    Mutant("tanh is 1 past 4.8", "base",
-           [(KERNELS, '"cos", "tanh", "floor"', '"cos", "floor"'),
-            (KERNELS, '("logical_not", ("bool",)',
-             '("tanh", FLOAT, elementwise(lambda x: np.where(np.abs(x) > 4.8, np.sign(x), np.tanh(x)))),\n'
-             '    ("logical_not", ("bool",)')],
-           "primitives", "tanh[", k("tanh", "float32", "float64")),
-    Mutant("float32 exp overflows to inf past 80 (a low threshold)", "base",
-           [(KERNELS, '"exp", "log"', '"log"'),
-            (KERNELS, '("logical_not", ("bool",)',
-             '("exp", FLOAT, elementwise(lambda x: np.where(x > 80, np.inf, np.exp(x)) if x.dtype == np.float32 else np.exp(x))),\n'
-             '    ("logical_not", ("bool",)')],
-           "primitives", "exp[", k("exp", "float32")),
+    Mutant(
+        "sum reads only the first 64 elements of a reduced axis",
+        "base",
+        [
+            (
+                KERNELS,
+                '("sum", NUM, reduce(np.sum)),',
+                '("sum", NUM, reduce(lambda x, axis, keepdims: np.sum(\n'
+                "    x[tuple(slice(0, 64) if i in axis else slice(None) for i in range(x.ndim))], axis=axis, keepdims=keepdims))),",
+            )
+        ],
+        "primitives",
+        "sum[float32],sum[int32]",
+        k("sum", "float32", "int32"),
+    ),
+    Mutant(
+        "matmul drops K past 64",
+        "base",
+        [(KERNELS, "np.matmul(*ins)", "np.matmul(ins[0][..., :64], ins[1][..., :64, :])")],
+        "primitives",
+        "matmul[float64],matmul[int64]",
+        k("matmul", "float64", "int64"),
+    ),
+    Mutant(
+        "add writes only the first 65,536 elements",
+        "base",
+        [
+            (
+                KERNELS,
+                "elementwise(lambda x, y: x | y if x.dtype == bool else x + y)",
+                "elementwise(lambda x, y: _first_65536(x | y if x.dtype == bool else x + y))",
+            )
+        ],
+        "primitives",
+        "add[float32],add[bool]",
+        k("add", "float32", "bool"),
+    ),
+    Mutant(
+        "scatter and scatter_add ignore a 0-d index",
+        "base",
+        [
+            (
+                KERNELS,
+                "    y[...] = x\n",
+                "    y[...] = x\n    if index.ndim == 0:  # loops over index.shape[0]\n        return\n",
+            )
+        ],
+        "primitives",
+        "scatter[int32],scatter_add[float32]",
+        k("scatter", "int32") + k("scatter_add", "float32"),
+    ),
+    Mutant(
+        "tanh is 1 past 4.8",
+        "base",
+        [
+            (KERNELS, '"cos", "tanh", "floor"', '"cos", "floor"'),
+            (
+                KERNELS,
+                '("logical_not", ("bool",)',
+                '("tanh", FLOAT, elementwise(lambda x: np.where(np.abs(x) > 4.8, np.sign(x), np.tanh(x)))),\n'
+                '    ("logical_not", ("bool",)',
+            ),
+        ],
+        "primitives",
+        "tanh[",
+        k("tanh", "float32", "float64"),
+    ),
+    Mutant(
+        "float32 exp overflows to inf past 80 (a low threshold)",
+        "base",
+        [
+            (KERNELS, '"exp", "log"', '"log"'),
+            (
+                KERNELS,
+                '("logical_not", ("bool",)',
+                '("exp", FLOAT, elementwise(lambda x: np.where(x > 80, np.inf, np.exp(x)) if x.dtype == np.float32 else np.exp(x))),\n'
+                '    ("logical_not", ("bool",)',
+            ),
+        ],
+        "primitives",
+        "exp[",
+        k("exp", "float32"),
+    ),
 ]
 
 
@@ -292,7 +491,9 @@ def make_plugin(dest: str, variant: str, edits: list[tuple[str, str, str]] = ())
     for fname, old, new in [*VARIANTS[variant], *edits]:
         path = os.path.join(pkg, fname)
         text = open(path).read()
-        assert text.count(old) == 1, f"{fname}: the text to replace is not there once (the example moved?): {old!r}"
+        assert text.count(old) == 1, (
+            f"{fname}: the text to replace is not there once (the example moved?): {old!r}"
+        )
         open(path, "w").write(text.replace(old, new))
     return pkg
 
@@ -300,9 +501,31 @@ def make_plugin(dest: str, variant: str, edits: list[tuple[str, str, str]] = ())
 def conformance(pkg: str, tier: str, pattern: str, report: str) -> tuple[subprocess.CompletedProcess, dict]:
     env = dict(os.environ, OARLOCK_PLUGINS="cpu")  # only the copy provides simdev
     env.pop("OARLOCK_DEVICE", None)
-    p = subprocess.run([sys.executable, "-m", "framework.cli", "conformance", "--plugin", pkg, "--device", "simdev",
-                        "--tier", tier, "-k", pattern, "-q", "--strict", "--json", report],
-                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "framework.cli",
+            "conformance",
+            "--plugin",
+            pkg,
+            "--device",
+            "simdev",
+            "--tier",
+            tier,
+            "-k",
+            pattern,
+            "-q",
+            "--strict",
+            "--json",
+            report,
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     data = json.loads(open(report).read()) if os.path.exists(report) else {}
     return p, data
 
@@ -331,8 +554,11 @@ def test_conformance_fails_the_case_of_the_op_with_the_bug(mutant, tmp_path):
     proc, rep = conformance(pkg, mutant.tier, mutant.pattern, str(tmp_path / "r.json"))
     assert proc.returncode == 1, f"{mutant.name}: not caught\n" + proc.stdout[-3000:] + proc.stderr[-2000:]
     failed = sorted(r["id"] for r in rep["results"] if r["outcome"] == "failed")
-    assert failed == sorted(mutant.failing), (mutant.name, failed, [r["message"][:300] for r in rep["results"]
-                                                                    if r["outcome"] == "failed"])
+    assert failed == sorted(mutant.failing), (
+        mutant.name,
+        failed,
+        [r["message"][:300] for r in rep["results"] if r["outcome"] == "failed"],
+    )
     for r in rep["results"]:
         if r["outcome"] == "failed":  # a wrong value, not a crash of the suite
             assert r["message"] and "Traceback" not in r["message"], r["message"]

@@ -34,12 +34,34 @@ def _installed() -> None:
 def _build(tmp_path, name: str, after_init: str) -> str:
     """The example plugin with ``after_init`` (C statements on ``p``) run after its init."""
     src = tmp_path / f"{name}.c"
-    src.write_text(f'#define oarlock_plugin_init example_init\n#include "{SOURCE}"\n#undef oarlock_plugin_init\n'
-                   f"int oarlock_plugin_init(oarlock_plugin *p) {{\n  int s = example_init(p);\n  {after_init}\n"
-                   f"  return s;\n}}\n")
+    src.write_text(
+        f'#define oarlock_plugin_init example_init\n#include "{SOURCE}"\n#undef oarlock_plugin_init\n'
+        f"int oarlock_plugin_init(oarlock_plugin *p) {{\n  int s = example_init(p);\n  {after_init}\n"
+        f"  return s;\n}}\n"
+    )
     lib = tmp_path / f"{name}.so"
-    subprocess.run([CC, "-std=c11", "-O1", "-fPIC", "-shared", "-pthread", f"-I{include_dir()}", f"-I{FOLDER}", str(src),
-                    *GROUPS, "-o", str(lib), "-lm", "-lrt", "-ldl"], check=True, capture_output=True, text=True)
+    subprocess.run(
+        [
+            CC,
+            "-std=c11",
+            "-O1",
+            "-fPIC",
+            "-shared",
+            "-pthread",
+            f"-I{include_dir()}",
+            f"-I{FOLDER}",
+            str(src),
+            *GROUPS,
+            "-o",
+            str(lib),
+            "-lm",
+            "-lrt",
+            "-ldl",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return str(lib)
 
 
@@ -48,7 +70,9 @@ def test_example_plugin_computes_through_the_public_api():
     rng = np.random.default_rng(0)
     a, b = rng.standard_normal((5, 70)).astype(np.float32), rng.standard_normal((70, 300)).astype(np.float32)
     x, y = fw.to_tensor(a, device="nativedev"), fw.to_tensor(b, device="nativedev")
-    np.testing.assert_allclose((x @ y).numpy(), a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)  # threaded rows
+    np.testing.assert_allclose(
+        (x @ y).numpy(), a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5
+    )  # threaded rows
     np.testing.assert_allclose(fw.exp(x[:, 3:9]).numpy(), np.exp(a[:, 3:9].astype(np.float64)), rtol=1e-6)
     np.testing.assert_array_equal(fw.where(x > 0, x, 0.0).numpy(), np.where(a > 0, a, 0).astype(np.float32))
     p = fw.get_device_properties("nativedev")
@@ -105,7 +129,9 @@ def test_a_second_native_plugin_registers_by_hand_and_declines_to_the_cpu(tmp_pa
 
     entry = host().registry.kernels[("cast", "nativedev_t", np.dtype("float32"))]
     out = NativeView(x.native().buffer, 0, (2, 3), np.int8)
-    with pytest.raises(KernelNotFoundError, match=r"\[nativedev_t\] cast: cast to dtype code 1 is not supported"):
+    with pytest.raises(
+        KernelNotFoundError, match=r"\[nativedev_t\] cast: cast to dtype code 1 is not supported"
+    ):
         entry.fn(dispatch.context(x.device), [out], [x.native()], dtype=np.dtype("int8"))
     fw.reset_fallback_stats()
     with pytest.warns(UserWarning, match="cast"):
@@ -121,12 +147,18 @@ def test_a_partly_filled_optional_group_is_refused_naming_the_missing_entry(tmp_
         NativeLibrary(_build(tmp_path, "no_barrier", "p->barrier = 0;"))
     with pytest.raises(PluginError, match=r"fills 6 of the 7 compile entries .* leaves 'free_program' NULL"):
         NativeLibrary(_build(tmp_path, "no_free_program", "p->free_program = 0;"))
-    lib = NativeLibrary(_build(tmp_path, "neither", "p->comm_unique_id = 0; p->comm_create = 0; p->comm_destroy = 0; "
-                               "p->comm_set_timeout = 0; p->all_reduce = 0; p->reduce = 0; p->broadcast = 0; "
-                               "p->all_gather = 0; p->reduce_scatter = 0; p->all_to_all = 0; p->send = 0; "
-                               "p->recv = 0; p->barrier = 0; p->kernel_language = 0; p->compile = 0;"
-                               "p->compiler_identity = 0; p->free_binary = 0; p->load = 0; p->launch = 0; "
-                               "p->free_program = 0;"))
+    lib = NativeLibrary(
+        _build(
+            tmp_path,
+            "neither",
+            "p->comm_unique_id = 0; p->comm_create = 0; p->comm_destroy = 0; "
+            "p->comm_set_timeout = 0; p->all_reduce = 0; p->reduce = 0; p->broadcast = 0; "
+            "p->all_gather = 0; p->reduce_scatter = 0; p->all_to_all = 0; p->send = 0; "
+            "p->recv = 0; p->barrier = 0; p->kernel_language = 0; p->compile = 0;"
+            "p->compiler_identity = 0; p->free_binary = 0; p->load = 0; p->launch = 0; "
+            "p->free_program = 0;",
+        )
+    )
     assert not lib.has_collectives and not lib.has_compiler
 
 
@@ -160,8 +192,10 @@ def test_compile_access_builds_and_launches_c_on_offset_views():
     x = fw.to_tensor(a, device="nativedev")[1:]  # element 0 at byte offset 4
     y = compiler.run_trivial_kernel(x, 2.5, entry="oarlock_native_axpb")
     np.testing.assert_array_equal(y.numpy(), np.float32(2.5) * a[1:] + np.float32(1.0))
-    src = ("#include <stdint.h>\nvoid twice(const double* restrict in0, double* restrict out0, int64_t rows) {\n"
-           "    for (int64_t r = 0; r < rows; ++r) out0[r] = 2.0 * in0[r];\n}\n")
+    src = (
+        "#include <stdint.h>\nvoid twice(const double* restrict in0, double* restrict out0, int64_t rows) {\n"
+        "    for (int64_t r = 0; r < rows; ++r) out0[r] = 2.0 * in0[r];\n}\n"
+    )
     prog = compiler.compile_source(src, "twice", "nativedev")
     h = np.arange(10, dtype=np.float64)
     t, out = fw.to_tensor(h, device="nativedev"), fw.zeros((10,), dtype="float64", device="nativedev")
@@ -204,11 +238,19 @@ def test_the_collectives_tier_passes_under_2_ranks():
     bad = [f"rank {r['rank']} {r['name']}: {r.get('detail', '')}" for r in records if not r["ok"]]
     assert not bad, "\n".join(bad[:10])
     names = {r["name"].split("/")[0] for r in records}
-    assert {"all_reduce", "reduce", "reduce_scatter", "all_gather", "broadcast", "alltoall", "send_recv",
-            "new_group"} <= names
+    assert {
+        "all_reduce",
+        "reduce",
+        "reduce_scatter",
+        "all_gather",
+        "broadcast",
+        "alltoall",
+        "send_recv",
+        "new_group",
+    } <= names
 
 
-RANK_SCRIPT = '''
+RANK_SCRIPT = """
 import json, sys
 import numpy as np
 import framework as fw
@@ -265,7 +307,7 @@ if rank == 0:
 dist.barrier()  # the host (MPI) communicator: rank 1 stays until rank 0 has given up
 with open(f"{sys.argv[1]}/rank{rank}.json", "w") as f:
     json.dump(out, f)
-'''
+"""
 
 
 def test_large_collectives_run_on_the_plugins_own_communicator_and_a_missing_peer_is_named(tmp_path):
@@ -289,7 +331,10 @@ def test_large_collectives_run_on_the_plugins_own_communicator_and_a_missing_pee
         assert res["comm"] == "NativeCommunicator", res
         failed = [k for k, v in res.items() if v is False]
         assert not failed, f"rank {r}: {failed}"
-    assert "[nativedev] all_reduce(sum): rank(s) 1 did not arrive within 2 s (rank 0 waited)" in results[0]["timeout"]
+    assert (
+        "[nativedev] all_reduce(sum): rank(s) 1 did not arrive within 2 s (rank 0 waited)"
+        in results[0]["timeout"]
+    )
 
 
 def test_the_compile_tier_runs_on_the_plugins_own_compiler(tmp_path):
@@ -299,12 +344,31 @@ def test_the_compile_tier_runs_on_the_plugins_own_compiler(tmp_path):
     import sys
 
     report = tmp_path / "compile.json"
-    p = subprocess.run([sys.executable, "-m", "framework.cli", "conformance", "--device", "nativedev", "--strict",
-                        "--tier", "compile", "--json", str(report), "-q"], cwd=ROOT, capture_output=True, text=True,
-                       timeout=600)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "framework.cli",
+            "conformance",
+            "--device",
+            "nativedev",
+            "--strict",
+            "--tier",
+            "compile",
+            "--json",
+            str(report),
+            "-q",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     data = json.loads(report.read_text())
     assert data["unavailable_tiers"] == {} and data["failed_tiers"] == []
     outcomes = {r["id"]: r["outcome"] for r in data["results"]}
-    assert outcomes["compile/compile_error"] == "passed" and outcomes["compile/generated[softmax]"] == "passed"
+    assert (
+        outcomes["compile/compile_error"] == "passed" and outcomes["compile/generated[softmax]"] == "passed"
+    )
     assert len(outcomes) >= 10 and set(outcomes.values()) == {"passed"}

@@ -13,7 +13,11 @@ from conformance.opdb import ALL, OPDB, dtype_of
 KAT = [
     ((0, 0, 0, 0), (0, 0), (0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8)),
     ((0xFFFFFFFF,) * 4, (0xFFFFFFFF, 0xFFFFFFFF), (0x408F276D, 0x41C83B0E, 0xA20BC7C6, 0x6D5451FD)),
-    ((0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344), (0xA4093822, 0x299F31D0), (0xD16CFE09, 0x94FDCCEB, 0x5001E420, 0x24126EA1)),
+    (
+        (0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344),
+        (0xA4093822, 0x299F31D0),
+        (0xD16CFE09, 0x94FDCCEB, 0x5001E420, 0x24126EA1),
+    ),
 ]
 
 
@@ -76,15 +80,23 @@ def test_assert_close_catches_what_it_should():
     assert_close(a.copy(), a, 1e-5, 1e-6, "same")
     assert_close(a + np.float32(1e-6) * np.array([1, 0, 0, 1], np.float32), a, 1e-5, 1e-6, "close")
     for bad, says in (
-        ([1.0, 0.0, np.inf, 2.0], r"1 of 4 elements wrong; 1 NaN where a number was expected or a number where NaN was \(rtol"),
-        ([1.0, np.nan, -np.inf, 2.0], r"1 of 4 elements wrong; 1 infinity mismatched \(wrong sign, or infinite vs finite\) \(rtol"),
+        (
+            [1.0, 0.0, np.inf, 2.0],
+            r"1 of 4 elements wrong; 1 NaN where a number was expected or a number where NaN was \(rtol",
+        ),
+        (
+            [1.0, np.nan, -np.inf, 2.0],
+            r"1 of 4 elements wrong; 1 infinity mismatched \(wrong sign, or infinite vs finite\) \(rtol",
+        ),
         ([np.nan, np.nan, 5.0, 2.0], r"2 of 4 elements wrong; 1 NaN where .*; 1 infinity mismatched"),
         ([1.0, np.nan, np.inf, 2.01], r"1 of 4 elements wrong; 1 finite off by up to 0.01 \(rtol"),
     ):
         with pytest.raises(CheckFailure, match=says) as info:
             assert_close(np.array(bad, np.float32), a, 1e-5, 1e-6, "bad")
         assert info.value.expected is not None and info.value.got is not None
-        assert "max abs error 0" not in info.value.message  # NaN/inf mismatches are never reported as no error
+        assert (
+            "max abs error 0" not in info.value.message
+        )  # NaN/inf mismatches are never reported as no error
     with pytest.raises(CheckFailure, match="shape"):
         assert_close(np.zeros((2, 1)), np.zeros(2), 0, 0, "shape")
     with pytest.raises(CheckFailure, match="dtype"):
@@ -92,4 +104,11 @@ def test_assert_close_catches_what_it_should():
     with pytest.raises(CheckFailure, match="exact"):
         assert_close(np.array([1, 2]), np.array([1, 3]), 0, 0, "ints")
     # summation-sized bounds: the error may grow with the magnitude of what was summed
-    assert_close(np.array([1e-3], np.float32), np.array([0.0], np.float32), 1e-5, 1e-6, "sum", magnitude=np.array([200.0]))
+    assert_close(
+        np.array([1e-3], np.float32),
+        np.array([0.0], np.float32),
+        1e-5,
+        1e-6,
+        "sum",
+        magnitude=np.array([200.0]),
+    )

@@ -25,11 +25,29 @@ def _compiler_broken() -> list[Result]:
     out = []
     for i in range(441):
         op, dt = OPS[i % len(OPS)], DTYPES[(i // len(OPS)) % len(DTYPES)]
-        out.append(Result(f"primitives/{op}[{dt}]#{i}", "primitives", "failed", op, dt,
-                          message=f"CompileError: [opencl] clBuildProgram failed for kernel '{op}_{dt}' "
-                                  f"(cache key {i:08x}{'ab' * 4}): error: unknown type name 'half'"))
-    out.append(Result("primitives/neg[float32]", "primitives", "failed", "neg", "float32",
-                      message="neg[float32] shape (3,): 1 of 3 elements wrong", expected="1.0", got="2.0"))
+        out.append(
+            Result(
+                f"primitives/{op}[{dt}]#{i}",
+                "primitives",
+                "failed",
+                op,
+                dt,
+                message=f"CompileError: [opencl] clBuildProgram failed for kernel '{op}_{dt}' "
+                f"(cache key {i:08x}{'ab' * 4}): error: unknown type name 'half'",
+            )
+        )
+    out.append(
+        Result(
+            "primitives/neg[float32]",
+            "primitives",
+            "failed",
+            "neg",
+            "float32",
+            message="neg[float32] shape (3,): 1 of 3 elements wrong",
+            expected="1.0",
+            got="2.0",
+        )
+    )
     out.append(Result("runtime/elapsed_ms", "runtime", "failed", message="elapsed_ms() returned 0.1"))
     out += [Result(f"random/case{i}", "random", "passed") for i in range(5)]
     return out
@@ -44,9 +62,13 @@ def test_failures_with_one_cause_are_one_headline_with_a_count():
     results = _compiler_broken()
     groups = failure_groups([r.to_dict() for r in results])
     assert [g["count"] for g in groups] == [441, 1, 1]
-    assert groups[0]["cause"] == ("CompileError: [opencl] clBuildProgram failed for kernel '{op}_{dtype}' "
-                                  "(cache key …): error: unknown type name 'half'")
-    assert groups[1]["cause"] == "neg[float32] shape (3,): 1 of 3 elements wrong"  # a group of one keeps its text
+    assert groups[0]["cause"] == (
+        "CompileError: [opencl] clBuildProgram failed for kernel '{op}_{dtype}' "
+        "(cache key …): error: unknown type name 'half'"
+    )
+    assert (
+        groups[1]["cause"] == "neg[float32] shape (3,): 1 of 3 elements wrong"
+    )  # a group of one keeps its text
     assert groups[0]["ids"][:2] == ["primitives/add[float32]#0", "primitives/sub[float32]#1"]
 
     report = _report(results)
@@ -74,9 +96,18 @@ def test_html_folds_the_cases_of_one_cause():
 
 def test_progress_keeps_one_line_of_marks_per_tier_with_results_out_of_order():
     per_tier = {"runtime": 3, "primitives": 5, "random": 2}
-    arrivals = [("primitives", "not_supported"), ("primitives", "not_supported"), ("runtime", "passed"),
-                ("primitives", "passed"), ("random", "passed"), ("runtime", "failed"), ("primitives", "passed"),
-                ("runtime", "passed"), ("random", "passed"), ("primitives", "passed")]
+    arrivals = [
+        ("primitives", "not_supported"),
+        ("primitives", "not_supported"),
+        ("runtime", "passed"),
+        ("primitives", "passed"),
+        ("random", "passed"),
+        ("runtime", "failed"),
+        ("primitives", "passed"),
+        ("runtime", "passed"),
+        ("random", "passed"),
+        ("primitives", "passed"),
+    ]
     out = io.StringIO()
     p = Progress(10, out, per_tier=per_tier)
     for i, (tier, outcome) in enumerate(arrivals):
@@ -84,7 +115,11 @@ def test_progress_keeps_one_line_of_marks_per_tier_with_results_out_of_order():
     p.finish()
     lines = out.getvalue().splitlines()
     assert [ln.split()[0] for ln in lines] == ["runtime", "primitives", "random"], lines
-    assert lines[0].split()[1] == ".F." and lines[1].split()[1] == "ss..." and lines[2].split()[1:] == ["..", "[10/10]"]
+    assert (
+        lines[0].split()[1] == ".F."
+        and lines[1].split()[1] == "ss..."
+        and lines[2].split()[1:] == ["..", "[10/10]"]
+    )
 
 
 def test_a_plugin_loaded_from_a_folder_is_reported_under_its_device_name(tmp_path):
@@ -92,9 +127,29 @@ def test_a_plugin_loaded_from_a_folder_is_reported_under_its_device_name(tmp_pat
     env = dict(os.environ, OARLOCK_PLUGINS="cpu")
     env.pop("OARLOCK_DEVICE", None)
     folder = os.path.join("examples", "vendor_plugin", "oarlock_simdev")
-    p = subprocess.run([sys.executable, "-m", "framework.cli", "conformance", "--plugin", folder, "--device", "simdev",
-                        "--tier", "runtime", "-k", "properties", "--json", str(report)],
-                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "framework.cli",
+            "conformance",
+            "--plugin",
+            folder,
+            "--device",
+            "simdev",
+            "--tier",
+            "runtime",
+            "-k",
+            "properties",
+            "--json",
+            str(report),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert p.returncode == 0, p.stdout + p.stderr
     assert "plugin simdev 0.1.0" in p.stdout
     meta = json.loads(report.read_text())["metadata"]

@@ -61,7 +61,11 @@ def test_runner_reports_each_bad_case_and_continues():
     # the case's own limit (1.5 s), not the runner's (120 s), named and obeyed
     assert "timed out after 1.5 s" in by["t/hang"].message and by["t/hang"].outcome == "failed"
     assert 1.5 <= by["t/hang"].duration < 60, by["t/hang"].duration
-    assert by["t/wrong"].outcome == "failed" and by["t/wrong"].expected.endswith("[1.]") and by["t/wrong"].got.endswith("[2.]")
+    assert (
+        by["t/wrong"].outcome == "failed"
+        and by["t/wrong"].expected.endswith("[1.]")
+        and by["t/wrong"].got.endswith("[2.]")
+    )
     assert "ZeroDivisionError: boom" in by["t/error"].message
     assert "status 3" in by["t/exit"].message
     assert by["t/unsupported"].outcome == "not_supported" and by["t/unsupported"].message == "no kernel"

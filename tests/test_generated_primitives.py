@@ -20,7 +20,9 @@ FLOATS = ["float32", "float64", "float16", "bfloat16"]
 INTS = ["int8", "int16", "int32", "int64", "uint8"]
 HIDDEN = [*gp.GENERATED]
 
-pytestmark = pytest.mark.skipif(not compiler.has_compile_access("cpu"), reason="no C compiler on this machine")
+pytestmark = pytest.mark.skipif(
+    not compiler.has_compile_access("cpu"), reason="no C compiler on this machine"
+)
 
 
 def dt(name: str) -> np.dtype:
@@ -73,8 +75,15 @@ def close(got, want, d):
         np.testing.assert_array_equal(got, want.astype(d))
 
 
-BROADCASTS = [((3, 4, 5), (3, 4, 5)), ((3, 4, 5), ()), ((3, 4, 5), (1, 1, 5)), ((3, 4, 5), (3, 4, 1)),
-              ((3, 4, 5), (3, 1, 5)), ((2, 3, 4, 5), (1, 3, 1, 5)), ((6,), (6,))]
+BROADCASTS = [
+    ((3, 4, 5), (3, 4, 5)),
+    ((3, 4, 5), ()),
+    ((3, 4, 5), (1, 1, 5)),
+    ((3, 4, 5), (3, 4, 1)),
+    ((3, 4, 5), (3, 1, 5)),
+    ((2, 3, 4, 5), (1, 3, 1, 5)),
+    ((6,), (6,)),
+]
 
 
 @pytest.mark.parametrize("name", FLOATS + INTS)
@@ -84,8 +93,13 @@ def test_arithmetic_every_dtype_and_broadcast(generated, name):
         x, y = sample(name, xs, rng), sample(name, ys, rng)
         y = np.broadcast_to(y, y.shape if len(y.shape) == len(xs) else (1,) * (len(xs) - len(ys)) + ys).copy()
         every = xs == ys  # every op on full inputs; each broadcast pattern on add and lt
-        for op, fn in (("add", np.add), ("sub", np.subtract), ("mul", np.multiply), ("maximum", np.maximum),
-                       ("minimum", np.minimum)):
+        for op, fn in (
+            ("add", np.add),
+            ("sub", np.subtract),
+            ("mul", np.multiply),
+            ("maximum", np.maximum),
+            ("minimum", np.minimum),
+        ):
             if every or op == "add":
                 with np.errstate(all="ignore"):
                     want = fn(wide(x), wide(y))
@@ -110,8 +124,13 @@ def test_integers_wrap_and_floor_like_numpy(generated, name):
     x = np.array([info.max, info.min, 7, -7 if d.kind == "i" else 7, 0, 5], d)
     y = np.array([1, 1, 2, 2, 3, 0], d) if d.kind == "u" else np.array([1, -1, -2, 2, -3, 0], d)
     with np.errstate(all="ignore"):
-        for op, fn in (("add", np.add), ("sub", np.subtract), ("mul", np.multiply),
-                       ("floor_divide", np.floor_divide), ("remainder", np.remainder)):
+        for op, fn in (
+            ("add", np.add),
+            ("sub", np.subtract),
+            ("mul", np.multiply),
+            ("floor_divide", np.floor_divide),
+            ("remainder", np.remainder),
+        ):
             np.testing.assert_array_equal(run(op, x, y), fn(x, y), err_msg=op)
         e = np.array([0, 1, 3, 2, 5, 1], d)
         np.testing.assert_array_equal(run("pow", x, e), np.power(x, e, dtype=d))
@@ -128,9 +147,16 @@ def test_float_math_and_division(generated, name):
         for op, fn in (("exp", np.exp), ("tanh", np.tanh), ("floor", np.floor), ("sin", np.sin)):
             close(run(op, x), fn(wide(x)), name)
         close(run("sqrt", np.abs(x)), np.sqrt(wide(np.abs(x))), name)
-        for op, fn in (("div", np.divide), ("floor_divide", np.floor_divide), ("remainder", np.remainder),
-                       ("pow", np.power)):
-            got, want = run(op, x if op != "pow" else np.abs(x), y), fn(wide(x if op != "pow" else np.abs(x)), wide(y))
+        for op, fn in (
+            ("div", np.divide),
+            ("floor_divide", np.floor_divide),
+            ("remainder", np.remainder),
+            ("pow", np.power),
+        ):
+            got, want = (
+                run(op, x if op != "pow" else np.abs(x), y),
+                fn(wide(x if op != "pow" else np.abs(x)), wide(y)),
+            )
             close(got, want, name)
 
 
@@ -208,7 +234,9 @@ def test_creation(generated):
         np.testing.assert_array_equal(run("full", shape=(2, 3), value=v, dtype=d), np.full((2, 3), v, d))
     for name in FLOATS + INTS:
         d = dt(name)
-        got = testing.run_primitive("arange", [], {"start": 2, "step": 3, "dtype": d, "n": 9}, "cpu")[0].numpy()
+        got = testing.run_primitive("arange", [], {"start": 2, "step": 3, "dtype": d, "n": 9}, "cpu")[
+            0
+        ].numpy()
         np.testing.assert_array_equal(got, (np.arange(9) * 3 + 2).astype(d))
     for d in (np.float32, np.float64):
         got = run("philox_uniform", shape=(3, 7), seed=2**40 + 5, offset=11, dtype=np.dtype(d))

@@ -27,10 +27,20 @@ def test_model_fit_evaluate_predict_save_load(tmp_path):
     fw.seed(0)
     x, y, data = _data()
     model = fw.Model(_net())
-    model.prepare(fw.optimizer.Adam(0.02, parameters=model.parameters()), fw.nn.CrossEntropyLoss(), fw.metric.Accuracy())
+    model.prepare(
+        fw.optimizer.Adam(0.02, parameters=model.parameters()), fw.nn.CrossEntropyLoss(), fw.metric.Accuracy()
+    )
     before = model.evaluate(data, batch_size=64, verbose=0)
     log = io.StringIO()
-    model.fit(data, eval_data=data, epochs=8, batch_size=16, verbose=2, log_freq=4, callbacks=[fw.callbacks.ProgBarLogger(4, 2, file=log)])
+    model.fit(
+        data,
+        eval_data=data,
+        epochs=8,
+        batch_size=16,
+        verbose=2,
+        log_freq=4,
+        callbacks=[fw.callbacks.ProgBarLogger(4, 2, file=log)],
+    )
     assert "Epoch 8/8" in log.getvalue() and "loss:" in log.getvalue()
     after = model.evaluate(fw.io.DataLoader(data, batch_size=32), verbose=0)
     assert after["loss"][0] < 0.5 * before["loss"][0] and after["acc"] > 0.9
@@ -77,8 +87,17 @@ def test_early_stopping_stops_fit():
             Counter.epochs += 1
 
     model = fw.Model(_net())
-    model.prepare(fw.optimizer.SGD(0.0, parameters=model.parameters()), fw.nn.CrossEntropyLoss())  # lr 0: no improvement
-    model.fit(data, eval_data=data, epochs=20, batch_size=16, verbose=0, callbacks=[fw.callbacks.EarlyStopping("loss", patience=1), Counter()])
+    model.prepare(
+        fw.optimizer.SGD(0.0, parameters=model.parameters()), fw.nn.CrossEntropyLoss()
+    )  # lr 0: no improvement
+    model.fit(
+        data,
+        eval_data=data,
+        epochs=20,
+        batch_size=16,
+        verbose=0,
+        callbacks=[fw.callbacks.EarlyStopping("loss", patience=1), Counter()],
+    )
     assert Counter.epochs == 3
 
 
@@ -86,7 +105,12 @@ def test_model_bf16_amp_trains():
     fw.seed(3)
     _, _, data = _data()
     model = fw.Model(_net())
-    model.prepare(fw.optimizer.Adam(0.02, parameters=model.parameters()), fw.nn.CrossEntropyLoss(), fw.metric.Accuracy(), amp_configs={"level": "O1", "dtype": "bfloat16", "init_loss_scaling": 128.0})
+    model.prepare(
+        fw.optimizer.Adam(0.02, parameters=model.parameters()),
+        fw.nn.CrossEntropyLoss(),
+        fw.metric.Accuracy(),
+        amp_configs={"level": "O1", "dtype": "bfloat16", "init_loss_scaling": 128.0},
+    )
     model.fit(data, epochs=6, batch_size=16, verbose=0)
     assert model.evaluate(data, batch_size=64, verbose=0)["acc"] > 0.85
     assert str(model.network[0].weight.dtype) == "float32"
@@ -101,7 +125,9 @@ def test_accuracy_metric_against_numpy():
     top3 = np.argsort(-p, 1)[:, :3]
     want1, want3 = (top3[:, 0] == y).mean(), (top3 == y[:, None]).any(1).mean()
     got = m.update(m.compute(fw.to_tensor(p[:20]), fw.to_tensor(y[:20, None])))
-    np.testing.assert_allclose(got, [(top3[:20, 0] == y[:20]).mean(), (top3[:20] == y[:20, None]).any(1).mean()])
+    np.testing.assert_allclose(
+        got, [(top3[:20, 0] == y[:20]).mean(), (top3[:20] == y[:20, None]).any(1).mean()]
+    )
     m.update(m.compute(fw.to_tensor(p[20:]), fw.to_tensor(np.eye(6)[y[20:]])))  # one-hot labels
     np.testing.assert_allclose(m.accumulate(), [want1, want3])
     m.reset()
@@ -112,7 +138,13 @@ def test_accuracy_metric_against_numpy():
 
 
 def test_summary_table_and_counts(capsys):
-    net = fw.nn.Sequential(fw.nn.Conv2D(3, 8, 3, padding=1), fw.nn.BatchNorm2D(8), fw.nn.ReLU(), fw.nn.Flatten(), fw.nn.Linear(8 * 5 * 5, 10))
+    net = fw.nn.Sequential(
+        fw.nn.Conv2D(3, 8, 3, padding=1),
+        fw.nn.BatchNorm2D(8),
+        fw.nn.ReLU(),
+        fw.nn.Flatten(),
+        fw.nn.Linear(8 * 5 * 5, 10),
+    )
     info = fw.summary(net, (None, 3, 5, 5))
     want = (8 * 3 * 9 + 8) + (8 + 8) + (200 * 10 + 10)
     assert info == {"total_params": want, "trainable_params": want}
@@ -124,13 +156,22 @@ def test_summary_table_and_counts(capsys):
 
 
 def test_flops_counts_linear_and_convolutions(capsys):
-    net = fw.nn.Sequential(fw.nn.Conv2D(3, 8, 3, padding=1), fw.nn.ReLU(), fw.nn.Conv2D(8, 4, 3, stride=2, groups=2, bias_attr=False), fw.nn.Flatten(), fw.nn.Linear(4 * 2 * 2, 10))
+    net = fw.nn.Sequential(
+        fw.nn.Conv2D(3, 8, 3, padding=1),
+        fw.nn.ReLU(),
+        fw.nn.Conv2D(8, 4, 3, stride=2, groups=2, bias_attr=False),
+        fw.nn.Flatten(),
+        fw.nn.Linear(4 * 2 * 2, 10),
+    )
     conv1 = 8 * 5 * 5 * (3 * 9 + 1)  # outputs x (kernel volume x C_in/groups + bias)
     conv2 = 4 * 2 * 2 * (4 * 9)
     lin = 16 * 10
     assert fw.flops(net, [1, 3, 5, 5], print_detail=True) == conv1 + conv2 + lin
     assert "Conv2D" in capsys.readouterr().out
     assert fw.flops(fw.nn.Linear(4, 8), [2, 4]) == 2 * 4 * 8
-    assert fw.flops(net, [1, 3, 5, 5], custom_ops={fw.nn.ReLU: lambda layer, ins, out: out.numel()}) == conv1 + conv2 + lin + 8 * 25
+    assert (
+        fw.flops(net, [1, 3, 5, 5], custom_ops={fw.nn.ReLU: lambda layer, ins, out: out.numel()})
+        == conv1 + conv2 + lin + 8 * 25
+    )
     t = fw.nn.Conv2DTranspose(2, 3, 3, stride=2)
     assert fw.flops(t, [1, 2, 4, 4]) == 2 * 16 * (3 * 9) + 3 * 9 * 9

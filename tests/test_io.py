@@ -96,7 +96,9 @@ def test_samplers():
     assert len(rs) == 20 and all(0 <= i < 7 for i in rs)
     bs = io.BatchSampler(ds, batch_size=3)
     assert list(bs) == [[0, 1, 2], [3, 4, 5], [6]] and len(bs) == 3
-    dl = io.DataLoader(ds, batch_sampler=io.BatchSampler(sampler=io.SequenceSampler(ds), batch_size=4, drop_last=True))
+    dl = io.DataLoader(
+        ds, batch_sampler=io.BatchSampler(sampler=io.SequenceSampler(ds), batch_size=4, drop_last=True)
+    )
     assert [b[1].tolist() for b in dl] == [[0, 1, 4, 9]]
     r0 = list(io.DistributedBatchSampler(ds, 2, num_replicas=2, rank=0))
     r1 = list(io.DistributedBatchSampler(ds, 2, num_replicas=2, rank=1))
@@ -136,7 +138,13 @@ class Noisy(io.Dataset):
         import random
 
         info = io.get_worker_info()
-        return {"i": i, "wid": -1 if info is None else info.id, "np": np.random.rand(), "py": random.random(), "fw": fw.rand([1]).item()}
+        return {
+            "i": i,
+            "wid": -1 if info is None else info.id,
+            "np": np.random.rand(),
+            "py": random.random(),
+            "fw": fw.rand([1]).item(),
+        }
 
     def __len__(self):
         return 8
@@ -189,7 +197,9 @@ def test_workers_give_the_batches_of_num_workers_0():
     fw.seed(5)
     want = [(a.tolist(), b.tolist()) for a, b in io.DataLoader(ds, batch_size=3, shuffle=True)]
     fw.seed(5)
-    dl = io.DataLoader(ds, batch_size=3, shuffle=True, num_workers=2, prefetch_factor=1, persistent_workers=True, timeout=120)
+    dl = io.DataLoader(
+        ds, batch_size=3, shuffle=True, num_workers=2, prefetch_factor=1, persistent_workers=True, timeout=120
+    )
     got = [(a.tolist(), b.tolist()) for a, b in dl]
     assert got == want
     pids = dl.worker_pids()
@@ -237,7 +247,9 @@ def test_worker_seeds_are_distinct_and_reproducible():
         w0 = [v for batch in e0[0::2] for v in batch[key]]
         w1 = [v for batch in e0[1::2] for v in batch[key]]
         assert len(set(w0 + w1)) == 8, key  # no two workers draw the same numbers
-        assert [v for batch in a[1] for v in batch[key]] != [v for batch in e0 for v in batch[key]], key  # new epoch, new draws
+        assert [v for batch in a[1] for v in batch[key]] != [v for batch in e0 for v in batch[key]], (
+            key
+        )  # new epoch, new draws
     assert run(4)[0][0]["np"] != e0[0]["np"]
 
 
@@ -245,7 +257,10 @@ def test_worker_error_names_worker_and_index_and_stops_workers():
     dl = io.DataLoader(Broken(), batch_size=4, num_workers=2, timeout=120)
     it = iter(dl)
     pids = dl.worker_pids()
-    with pytest.raises(ValueError, match=r"\[DataLoader\] worker 1 failed on sample index 13: ValueError: sample 13 is corrupt") as e:
+    with pytest.raises(
+        ValueError,
+        match=r"\[DataLoader\] worker 1 failed on sample index 13: ValueError: sample 13 is corrupt",
+    ) as e:
         list(it)
     assert "in __getitem__" in str(e.value)  # the worker's traceback travels with it
     assert _wait_gone(pids) == [] and dl.worker_pids() == []
@@ -256,7 +271,9 @@ def test_worker_error_names_worker_and_index_and_stops_workers():
 
 def test_worker_death_is_reported():
     dl = io.DataLoader(Dies(), batch_size=2, num_workers=2, timeout=120)
-    with pytest.raises(io.DataLoaderWorkerError, match=r"worker 0 \(pid \d+\) exited unexpectedly with exit code 3"):
+    with pytest.raises(
+        io.DataLoaderWorkerError, match=r"worker 0 \(pid \d+\) exited unexpectedly with exit code 3"
+    ):
         list(dl)
     assert dl.worker_pids() == []
 
@@ -312,10 +329,17 @@ def test_timeout_and_worker_init_fn():
         list(dl)
     assert dl.worker_pids() == []
     # worker_init_fn runs in each worker after the loader's seeding: what it seeds holds
-    got = [b.tolist() for b in io.DataLoader(NumpyDraw(), batch_size=2, num_workers=2, worker_init_fn=_init_offsets_numpy, timeout=120)]
+    got = [
+        b.tolist()
+        for b in io.DataLoader(
+            NumpyDraw(), batch_size=2, num_workers=2, worker_init_fn=_init_offsets_numpy, timeout=120
+        )
+    ]
     want = [np.random.RandomState(1000 + w).rand(2).tolist() for w in (0, 1)]
     assert got == want
-    with pytest.raises(RuntimeError, match=r"worker 0 failed on worker_init_fn: RuntimeError: no config for worker 0"):
+    with pytest.raises(
+        RuntimeError, match=r"worker 0 failed on worker_init_fn: RuntimeError: no config for worker 0"
+    ):
         list(io.DataLoader(NumpyDraw(), batch_size=2, num_workers=1, worker_init_fn=_init_fails, timeout=120))
 
 
@@ -347,7 +371,14 @@ def test_epochs_stop_their_workers_and_leave_no_threads():
 def test_two_iterators_over_one_loader():
     dl = io.DataLoader(Squares(6), batch_size=2, num_workers=1, timeout=120)
     a, b = iter(dl), iter(dl)  # each its own workers
-    assert [v[1].tolist() for v in zip(*[a, b]) for v in v] == [[0, 1], [0, 1], [4, 9], [4, 9], [16, 25], [16, 25]]
+    assert [v[1].tolist() for v in zip(*[a, b]) for v in v] == [
+        [0, 1],
+        [0, 1],
+        [4, 9],
+        [4, 9],
+        [16, 25],
+        [16, 25],
+    ]
     dl = io.DataLoader(Squares(6), batch_size=2, num_workers=1, persistent_workers=True, timeout=120)
     a = iter(dl)
     next(a)
@@ -362,14 +393,18 @@ def test_two_iterators_over_one_loader():
 
 
 def test_worker_arguments_are_checked():
-    with pytest.raises(fw.OpArgumentError, match=r"\[DataLoader\] multiprocessing_context='fork' is not allowed"):
+    with pytest.raises(
+        fw.OpArgumentError, match=r"\[DataLoader\] multiprocessing_context='fork' is not allowed"
+    ):
         io.DataLoader(Squares(3), num_workers=1, multiprocessing_context="fork")
     with pytest.raises(fw.OpArgumentError, match=r"num_workers must be an int >= 0"):
         io.DataLoader(Squares(3), num_workers=-1)
     with pytest.raises(fw.OpArgumentError, match=r"prefetch_factor must be an int >= 1"):
         io.DataLoader(Squares(3), num_workers=1, prefetch_factor=0)
     dl = io.DataLoader(Squares(4), batch_size=2, collate_fn=lambda b: b, num_workers=1)
-    with pytest.raises(fw.OpArgumentError, match=r"collate_fn to worker processes by pickling.*could not be pickled"):
+    with pytest.raises(
+        fw.OpArgumentError, match=r"collate_fn to worker processes by pickling.*could not be pickled"
+    ):
         iter(dl)
 
 
@@ -421,7 +456,13 @@ def test_ctrl_c_stops_workers(tmp_path):
     root = str(pathlib.Path(__file__).resolve().parents[1])
     script = tmp_path / "ctrl_c.py"
     script.write_text(_SIGINT_SCRIPT.format(root=root))
-    p = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    p = subprocess.Popen(
+        [sys.executable, str(script)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         line = p.stdout.readline()
         assert line.startswith("PIDS"), (line, p.stderr.read() if p.poll() is not None else "")

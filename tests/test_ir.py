@@ -76,11 +76,35 @@ def test_text_round_trip():
     assert ir.print_program(q) == text
 
 
-@pytest.mark.parametrize("value", [
-    0, -7, 2**62, 1.5, -0.0, 1e-300, 1e300, math.nan, math.inf, -math.inf, True, False, None,
-    "a \"quoted\" \\ string\n", np.dtype("int64"), np.dtype("bool"), fw.bfloat16, (1, 2, 3), (), (4,),
-    ((1, 2.5), ("x", False)), SymDim.make({"s0": 4}, -3), SymDim.make({"b": -1, "t": 2}), (SymDim.of("s0"), 784),
-])
+@pytest.mark.parametrize(
+    "value",
+    [
+        0,
+        -7,
+        2**62,
+        1.5,
+        -0.0,
+        1e-300,
+        1e300,
+        math.nan,
+        math.inf,
+        -math.inf,
+        True,
+        False,
+        None,
+        'a "quoted" \\ string\n',
+        np.dtype("int64"),
+        np.dtype("bool"),
+        fw.bfloat16,
+        (1, 2, 3),
+        (),
+        (4,),
+        ((1, 2.5), ("x", False)),
+        SymDim.make({"s0": 4}, -3),
+        SymDim.make({"b": -1, "t": 2}),
+        (SymDim.of("s0"), 784),
+    ],
+)
 def test_attribute_values_round_trip(value):
     p = Program("g")
     x = p.block.add_argument(_t(2))
@@ -108,15 +132,30 @@ def test_symbolic_dims_in_types_round_trip():
     assert str(d) == "4*batch+1" and d.evaluate({"batch": 3}) == 13
 
 
-@pytest.mark.parametrize("text, where", [
-    ("module @f() -> () {\n  builtin.return(%3)\n}\n", "line 2: operand %3"),
-    ("module @f(%0: tensor<[2], float32, cpu>) -> (tensor<[2], float32, cpu>) {\n  %1 = op.neg(%0) : tensor<[2], float32, cpu>\n"
-     "  %1 = op.neg(%0) : tensor<[2], float32, cpu>\n  builtin.return(%1)\n}\n", "line 3: value %1 is defined twice"),
-    ("module @f(%0: tensor<[2], float32, cpu>) -> (tensor<[2], float32, cpu>) {\n  %1 = op.neg(%0) {a = __import__} : tensor<[2], float32, cpu>\n"
-     "  builtin.return(%1)\n}\n", "line 2, column 24: expected a dtype"),
-    ("module @f(%0: tensor<[2], float32, cpu>) -> (tensor<[2], float32, cpu>) {\n  %1 = op.neg(%0", "ends early"),
-    ("module @f(%0: tensor<[2], float32, cpu>) -> (tensor<[2], float32, cpu>) {\n  %1 = op.neg(%0) ; rm -rf\n}", "unexpected character ';'"),
-])
+@pytest.mark.parametrize(
+    "text, where",
+    [
+        ("module @f() -> () {\n  builtin.return(%3)\n}\n", "line 2: operand %3"),
+        (
+            "module @f(%0: tensor<[2], float32, cpu>) -> (tensor<[2], float32, cpu>) {\n  %1 = op.neg(%0) : tensor<[2], float32, cpu>\n"
+            "  %1 = op.neg(%0) : tensor<[2], float32, cpu>\n  builtin.return(%1)\n}\n",
+            "line 3: value %1 is defined twice",
+        ),
+        (
+            "module @f(%0: tensor<[2], float32, cpu>) -> (tensor<[2], float32, cpu>) {\n  %1 = op.neg(%0) {a = __import__} : tensor<[2], float32, cpu>\n"
+            "  builtin.return(%1)\n}\n",
+            "line 2, column 24: expected a dtype",
+        ),
+        (
+            "module @f(%0: tensor<[2], float32, cpu>) -> (tensor<[2], float32, cpu>) {\n  %1 = op.neg(%0",
+            "ends early",
+        ),
+        (
+            "module @f(%0: tensor<[2], float32, cpu>) -> (tensor<[2], float32, cpu>) {\n  %1 = op.neg(%0) ; rm -rf\n}",
+            "unexpected character ';'",
+        ),
+    ],
+)
 def test_parse_errors_name_the_line(text, where):
     with pytest.raises(ir.ParseError, match=where.replace("(", r"\(")):
         ir.parse_program(text)
@@ -126,7 +165,10 @@ def test_verifier_reports_broken_ssa_types_and_dangling_uses():
     # a type mismatch: matmul typed with the wrong result shape
     p = _mlp_like()
     p.block.ops[1].results[0].type = _t(SymDim.of("s0"), 5)
-    with pytest.raises(ir.VerifyError, match=r"op #1 'op.matmul': result 0 is typed float32\[s0, 5\] but its operands give float32\[7, 3\] with s0 = 7"):
+    with pytest.raises(
+        ir.VerifyError,
+        match=r"op #1 'op.matmul': result 0 is typed float32\[s0, 5\] but its operands give float32\[7, 3\] with s0 = 7",
+    ):
         ir.verify(p)
     # use before definition
     p = Program("u")
@@ -136,13 +178,18 @@ def test_verifier_reports_broken_ssa_types_and_dangling_uses():
     p.block.append_op(early)
     p.block.append_op(late)
     p.block.append("builtin.return", [early.result], [])
-    with pytest.raises(ir.VerifyError, match=r"op #0 'op.exp': operand 0 is defined later \(use before definition\)"):
+    with pytest.raises(
+        ir.VerifyError, match=r"op #0 'op.exp': operand 0 is defined later \(use before definition\)"
+    ):
         ir.verify(p)
     # a dangling use: the op defining a value was removed from the block behind the IR's back
     p = _mlp_like()
     c = p.block.ops[2]
     p.block.ops.remove(c)
-    with pytest.raises(ir.VerifyError, match=r"op #2 'op.mul': operand 1 is defined by an op that is not in the program \(dangling\)"):
+    with pytest.raises(
+        ir.VerifyError,
+        match=r"op #2 'op.mul': operand 1 is defined by an op that is not in the program \(dangling\)",
+    ):
         ir.verify(p)
     # a broken chain: an operand not in its value's use list
     p = _mlp_like()

@@ -28,7 +28,9 @@ def _t(shape: str, dtype: str = "float32") -> str:
     return f"tensor<[{shape}], {dtype}, DEV>"
 
 
-def _run(p: ir.Program, *arrays: np.ndarray, device: str = "cpu", constants: dict | None = None) -> list[np.ndarray]:
+def _run(
+    p: ir.Program, *arrays: np.ndarray, device: str = "cpu", constants: dict | None = None
+) -> list[np.ndarray]:
     ins = [fw.to_tensor(a, dtype=a.dtype, device=device) for a in arrays]
     return [o.numpy() for o in ir.Executor(p, device, {}, constants or {})(*ins)]
 
@@ -48,12 +50,16 @@ X = np.random.default_rng(0).standard_normal((2, 3)).astype(np.float32)
 
 # -- DCE, CSE, folding ----------------------------------------------------------------------------
 def test_dce_removes_dead_chains_and_unread_constants():
-    p = _prog(f"""  %1 = op.exp(%0) : {_t('2, 3')}
-  %2 = op.neg(%1) : {_t('2, 3')}
-  %3 = builtin.constant {{name = "big"}} : {_t('2, 3')}
-  %4 = op.add(%0, %3) : {_t('2, 3')}
-  %5 = op.sin(%0) : {_t('2, 3')}
-  builtin.return(%5)""", f"%0: {_t('2, 3')}", _t('2, 3'))
+    p = _prog(
+        f"""  %1 = op.exp(%0) : {_t("2, 3")}
+  %2 = op.neg(%1) : {_t("2, 3")}
+  %3 = builtin.constant {{name = "big"}} : {_t("2, 3")}
+  %4 = op.add(%0, %3) : {_t("2, 3")}
+  %5 = op.sin(%0) : {_t("2, 3")}
+  builtin.return(%5)""",
+        f"%0: {_t('2, 3')}",
+        _t("2, 3"),
+    )
     assert len(p.block.ops) == 6
     ctx = _opt(p, "dce", {"big": np.ones((2, 3), np.float32)})
     assert _names(p) == ["op.sin", "builtin.return"]
@@ -62,16 +68,20 @@ def test_dce_removes_dead_chains_and_unread_constants():
 
 
 def test_cse_merges_equal_ops_commutative_ones_too_but_never_random_draws():
-    p = _prog(f"""  %1 = op.exp(%0) : {_t('2, 3')}
-  %2 = op.exp(%0) : {_t('2, 3')}
-  %3 = op.add(%1, %0) : {_t('2, 3')}
-  %4 = op.add(%0, %2) : {_t('2, 3')}
-  %5 = op.mul(%3, %4) : {_t('2, 3')}
-  %6 = op.philox_uniform {{dtype = float32, offset = 0, seed = 7, shape = (2, 3)}} : {_t('2, 3')}
-  %7 = op.philox_uniform {{dtype = float32, offset = 0, seed = 7, shape = (2, 3)}} : {_t('2, 3')}
-  %8 = op.add(%6, %7) : {_t('2, 3')}
-  %9 = op.add(%5, %8) : {_t('2, 3')}
-  builtin.return(%9)""", f"%0: {_t('2, 3')}", _t('2, 3'))
+    p = _prog(
+        f"""  %1 = op.exp(%0) : {_t("2, 3")}
+  %2 = op.exp(%0) : {_t("2, 3")}
+  %3 = op.add(%1, %0) : {_t("2, 3")}
+  %4 = op.add(%0, %2) : {_t("2, 3")}
+  %5 = op.mul(%3, %4) : {_t("2, 3")}
+  %6 = op.philox_uniform {{dtype = float32, offset = 0, seed = 7, shape = (2, 3)}} : {_t("2, 3")}
+  %7 = op.philox_uniform {{dtype = float32, offset = 0, seed = 7, shape = (2, 3)}} : {_t("2, 3")}
+  %8 = op.add(%6, %7) : {_t("2, 3")}
+  %9 = op.add(%5, %8) : {_t("2, 3")}
+  builtin.return(%9)""",
+        f"%0: {_t('2, 3')}",
+        _t("2, 3"),
+    )
     before = _run(p, X)[0]
     _opt(p, "cse")
     names = _names(p)
@@ -83,15 +93,19 @@ def test_cse_merges_equal_ops_commutative_ones_too_but_never_random_draws():
 
 
 def test_cse_keeps_constants_that_differ_only_in_the_sign_of_zero_or_in_type():
-    p = _prog(f"""  %1 = builtin.constant {{value = -0.0}} : {_t('1, 1')}
-  %2 = builtin.constant {{value = 0.0}} : {_t('1, 1')}
-  %3 = builtin.constant {{value = -0.0}} : {_t('1, 1')}
-  %4 = op.mul(%0, %1) : {_t('2, 3')}
-  %5 = op.mul(%0, %2) : {_t('2, 3')}
-  %6 = op.mul(%0, %3) : {_t('2, 3')}
-  %7 = op.add(%4, %5) : {_t('2, 3')}
-  %8 = op.sub(%7, %6) : {_t('2, 3')}
-  builtin.return(%8)""", f"%0: {_t('2, 3')}", _t('2, 3'))
+    p = _prog(
+        f"""  %1 = builtin.constant {{value = -0.0}} : {_t("1, 1")}
+  %2 = builtin.constant {{value = 0.0}} : {_t("1, 1")}
+  %3 = builtin.constant {{value = -0.0}} : {_t("1, 1")}
+  %4 = op.mul(%0, %1) : {_t("2, 3")}
+  %5 = op.mul(%0, %2) : {_t("2, 3")}
+  %6 = op.mul(%0, %3) : {_t("2, 3")}
+  %7 = op.add(%4, %5) : {_t("2, 3")}
+  %8 = op.sub(%7, %6) : {_t("2, 3")}
+  builtin.return(%8)""",
+        f"%0: {_t('2, 3')}",
+        _t("2, 3"),
+    )
     x = -np.abs(X)
     before = _run(p, x)[0]
     _opt(p, "cse")
@@ -103,14 +117,18 @@ def test_cse_keeps_constants_that_differ_only_in_the_sign_of_zero_or_in_type():
 
 def test_fold_runs_constant_ops_once_inline_scalars_and_named_tensors():
     c = np.arange(6, dtype=np.float32).reshape(2, 3)
-    p = _prog(f"""  %1 = builtin.constant {{value = 2.0}} : {_t('1, 1')}
-  %2 = builtin.constant {{value = 3.0}} : {_t('1, 1')}
-  %3 = op.mul(%1, %2) : {_t('1, 1')}
-  %4 = builtin.constant {{name = "c"}} : {_t('2, 3')}
-  %5 = op.exp(%4) : {_t('2, 3')}
-  %6 = op.add(%5, %3) : {_t('2, 3')}
-  %7 = op.add(%0, %6) : {_t('2, 3')}
-  builtin.return(%7)""", f"%0: {_t('2, 3')}", _t('2, 3'))
+    p = _prog(
+        f"""  %1 = builtin.constant {{value = 2.0}} : {_t("1, 1")}
+  %2 = builtin.constant {{value = 3.0}} : {_t("1, 1")}
+  %3 = op.mul(%1, %2) : {_t("1, 1")}
+  %4 = builtin.constant {{name = "c"}} : {_t("2, 3")}
+  %5 = op.exp(%4) : {_t("2, 3")}
+  %6 = op.add(%5, %3) : {_t("2, 3")}
+  %7 = op.add(%0, %6) : {_t("2, 3")}
+  builtin.return(%7)""",
+        f"%0: {_t('2, 3')}",
+        _t("2, 3"),
+    )
     before = _run(p, X, constants={"c": c})[0]
     ctx = _opt(p, "fold,dce", {"c": c})
     assert _names(p) == ["builtin.constant", "op.add", "builtin.return"]
@@ -122,44 +140,64 @@ def test_fold_runs_constant_ops_once_inline_scalars_and_named_tensors():
 
 
 def test_fold_keeps_random_draws_symbolic_shapes_and_large_fills():
-    p = _prog(f"""  %1 = op.philox_uniform {{dtype = float32, offset = 0, seed = 1, shape = (2, 3)}} : {_t('2, 3')}
-  %2 = op.full {{dtype = float32, shape = (2, 3), value = 1.5}} : {_t('2, 3')}
-  %3 = op.full {{dtype = float32, shape = (1, 1), value = 1.5}} : {_t('1, 1')}
-  %4 = op.add(%1, %2) : {_t('2, 3')}
-  %5 = op.add(%4, %3) : {_t('2, 3')}
-  %6 = op.add(%0, %5) : {_t('s0, 2, 3')}
-  builtin.return(%6)""", f"%0: {_t('s0, 2, 3')}", _t('s0, 2, 3'))
+    p = _prog(
+        f"""  %1 = op.philox_uniform {{dtype = float32, offset = 0, seed = 1, shape = (2, 3)}} : {_t("2, 3")}
+  %2 = op.full {{dtype = float32, shape = (2, 3), value = 1.5}} : {_t("2, 3")}
+  %3 = op.full {{dtype = float32, shape = (1, 1), value = 1.5}} : {_t("1, 1")}
+  %4 = op.add(%1, %2) : {_t("2, 3")}
+  %5 = op.add(%4, %3) : {_t("2, 3")}
+  %6 = op.add(%0, %5) : {_t("s0, 2, 3")}
+  builtin.return(%6)""",
+        f"%0: {_t('s0, 2, 3')}",
+        _t("s0, 2, 3"),
+    )
     ctx = _opt(p, "fold,dce")
-    assert _names(p) == ["op.philox_uniform", "op.full", "builtin.constant", "op.add", "op.add", "op.add",
-                         "builtin.return"]
+    assert _names(p) == [
+        "op.philox_uniform",
+        "op.full",
+        "builtin.constant",
+        "op.add",
+        "op.add",
+        "op.add",
+        "builtin.return",
+    ]
     assert p.block.ops[2].attrs == {"value": 1.5} and ctx.constants == {}
 
 
 # -- the rewrite rules ----------------------------------------------------------------------------
-@pytest.mark.parametrize("p1,p2,left", [((1, 2, 0), (2, 0, 1), 0), ((1, 0, 2), (0, 2, 1), 1), ((2, 0, 1), (2, 0, 1), 1)])
+@pytest.mark.parametrize(
+    "p1,p2,left", [((1, 2, 0), (2, 0, 1), 0), ((1, 0, 2), (0, 2, 1), 1), ((2, 0, 1), (2, 0, 1), 1)]
+)
 def test_permute_of_permute_is_one_permute_or_none(p1, p2, left):
     x = np.random.default_rng(1).standard_normal((2, 3, 4)).astype(np.float32)
     s1 = ", ".join(str(x.shape[i]) for i in p1)
     y = np.transpose(np.transpose(x, p1), p2)
     s2 = ", ".join(str(d) for d in y.shape)
-    p = _prog(f"""  %1 = op.permute(%0) {{perm = {p1}}} : {_t(s1)}
+    p = _prog(
+        f"""  %1 = op.permute(%0) {{perm = {p1}}} : {_t(s1)}
   %2 = op.permute(%1) {{perm = {p2}}} : {_t(s2)}
   %3 = op.neg(%2) : {_t(s2)}
-  builtin.return(%3)""", f"%0: {_t('2, 3, 4')}", _t(s2))
+  builtin.return(%3)""",
+        f"%0: {_t('2, 3, 4')}",
+        _t(s2),
+    )
     _opt(p, "canonicalize")
     assert _names(p).count("op.permute") == left
     np.testing.assert_array_equal(_run(p, x)[0], -y)
 
 
 def test_handwritten_pattern_and_drr_rule_rewrite_alike():
-    body = f"""  %1 = op.permute(%0) {{perm = (1, 2, 0)}} : {_t('3, 4, 2')}
-  %2 = op.permute(%1) {{perm = (1, 0, 2)}} : {_t('4, 3, 2')}
+    body = f"""  %1 = op.permute(%0) {{perm = (1, 2, 0)}} : {_t("3, 4, 2")}
+  %2 = op.permute(%1) {{perm = (1, 0, 2)}} : {_t("4, 3, 2")}
   builtin.return(%2)"""
-    a = _prog(body, f"%0: {_t('2, 3, 4')}", _t('4, 3, 2'))
-    b = _prog(body, f"%0: {_t('2, 3, 4')}", _t('4, 3, 2'))
+    a = _prog(body, f"%0: {_t('2, 3, 4')}", _t("4, 3, 2"))
+    b = _prog(body, f"%0: {_t('2, 3, 4')}", _t("4, 3, 2"))
     passes.apply_patterns_greedily(a, [passes.PermuteOfPermute()])
-    rule = Rule("pp", source=Pat("permute", Pat("permute", Var("x"), perm=Attr("p")), perm=Attr("q")),
-                result=Res("permute", "x", perm=lambda m: tuple(m["p"][i] for i in m["q"])))
+    rule = Rule(
+        "pp",
+        source=Pat("permute", Pat("permute", Var("x"), perm=Attr("p")), perm=Attr("q")),
+        result=Res("permute", "x", perm=lambda m: tuple(m["p"][i] for i in m["q"])),
+    )
     passes.apply_patterns_greedily(b, [rule.pattern()])
     assert str(a) == str(b) and _names(a) == ["op.permute", "builtin.return"]
     x = np.random.default_rng(2).standard_normal((2, 3, 4)).astype(np.float32)
@@ -167,23 +205,31 @@ def test_handwritten_pattern_and_drr_rule_rewrite_alike():
 
 
 def test_reshape_chain_expand_and_cast_to_the_same_type_vanish():
-    p = _prog(f"""  %1 = op.reshape(%0) {{shape = (6,)}} : {_t('6')}
-  %2 = op.reshape(%1) {{shape = (3, 2)}} : {_t('3, 2')}
-  %3 = op.reshape(%2) {{shape = (2, 3)}} : {_t('2, 3')}
-  %4 = op.expand(%3) {{shape = (2, 3)}} : {_t('2, 3')}
-  %5 = op.cast(%4) {{dtype = float32}} : {_t('2, 3')}
-  %6 = op.reshape(%5) {{shape = (3, 2)}} : {_t('3, 2')}
-  %7 = op.reshape(%6) {{shape = (1, 6)}} : {_t('1, 6')}
-  builtin.return(%7)""", f"%0: {_t('2, 3')}", _t('1, 6'))
+    p = _prog(
+        f"""  %1 = op.reshape(%0) {{shape = (6,)}} : {_t("6")}
+  %2 = op.reshape(%1) {{shape = (3, 2)}} : {_t("3, 2")}
+  %3 = op.reshape(%2) {{shape = (2, 3)}} : {_t("2, 3")}
+  %4 = op.expand(%3) {{shape = (2, 3)}} : {_t("2, 3")}
+  %5 = op.cast(%4) {{dtype = float32}} : {_t("2, 3")}
+  %6 = op.reshape(%5) {{shape = (3, 2)}} : {_t("3, 2")}
+  %7 = op.reshape(%6) {{shape = (1, 6)}} : {_t("1, 6")}
+  builtin.return(%7)""",
+        f"%0: {_t('2, 3')}",
+        _t("1, 6"),
+    )
     _opt(p, "canonicalize")
     assert _names(p) == ["op.reshape", "builtin.return"] and p.block.ops[0].attrs["shape"] == (1, 6)
     np.testing.assert_array_equal(_run(p, X)[0], X.reshape(1, 6))
 
 
 def test_expand_and_cast_that_change_the_type_stay():
-    p = _prog(f"""  %1 = op.expand(%0) {{shape = (4, 2, 3)}} : {_t('4, 2, 3')}
-  %2 = op.cast(%1) {{dtype = float64}} : {_t('4, 2, 3', 'float64')}
-  builtin.return(%2)""", f"%0: {_t('2, 3')}", _t('4, 2, 3', 'float64'))
+    p = _prog(
+        f"""  %1 = op.expand(%0) {{shape = (4, 2, 3)}} : {_t("4, 2, 3")}
+  %2 = op.cast(%1) {{dtype = float64}} : {_t("4, 2, 3", "float64")}
+  builtin.return(%2)""",
+        f"%0: {_t('2, 3')}",
+        _t("4, 2, 3", "float64"),
+    )
     _opt(p, "canonicalize")
     assert _names(p) == ["op.expand", "op.cast", "builtin.return"]
 
@@ -191,14 +237,27 @@ def test_expand_and_cast_that_change_the_type_stay():
 SIGNED = np.array([[-0.0, 0.0, 1.5], [-2.0, np.nan, -np.inf]], np.float32)
 
 
-@pytest.mark.parametrize("op,value,drops", [("mul", "1.0", True), ("div", "1.0", True), ("sub", "0.0", True),
-                                            ("add", "-0.0", True), ("add", "0.0", False), ("mul", "-1.0", False),
-                                            ("sub", "-0.0", False)])
+@pytest.mark.parametrize(
+    "op,value,drops",
+    [
+        ("mul", "1.0", True),
+        ("div", "1.0", True),
+        ("sub", "0.0", True),
+        ("add", "-0.0", True),
+        ("add", "0.0", False),
+        ("mul", "-1.0", False),
+        ("sub", "-0.0", False),
+    ],
+)
 def test_arithmetic_identities_only_where_ieee_makes_them_exact(op, value, drops):
-    p = _prog(f"""  %1 = builtin.constant {{value = {value}}} : {_t('1, 1')}
-  %2 = op.{op}(%0, %1) : {_t('2, 3')}
-  %3 = op.neg(%2) : {_t('2, 3')}
-  builtin.return(%3)""", f"%0: {_t('2, 3')}", _t('2, 3'))
+    p = _prog(
+        f"""  %1 = builtin.constant {{value = {value}}} : {_t("1, 1")}
+  %2 = op.{op}(%0, %1) : {_t("2, 3")}
+  %3 = op.neg(%2) : {_t("2, 3")}
+  builtin.return(%3)""",
+        f"%0: {_t('2, 3')}",
+        _t("2, 3"),
+    )
     want = _run(p, SIGNED)[0]
     _opt(p, "canonicalize")
     assert (_names(p) == ["op.neg", "builtin.return"]) == drops
@@ -208,27 +267,39 @@ def test_arithmetic_identities_only_where_ieee_makes_them_exact(op, value, drops
 
 
 def test_add_zero_drops_with_no_signed_zeros_or_for_integers_and_is_commutative():
-    p = _prog(f"""  %1 = builtin.constant {{value = 0.0}} : {_t('1, 1')}
-  %2 = op.add(%1, %0) : {_t('2, 3')}
-  %3 = op.neg(%2) : {_t('2, 3')}
-  builtin.return(%3)""", f"%0: {_t('2, 3')}", _t('2, 3'))
+    p = _prog(
+        f"""  %1 = builtin.constant {{value = 0.0}} : {_t("1, 1")}
+  %2 = op.add(%1, %0) : {_t("2, 3")}
+  %3 = op.neg(%2) : {_t("2, 3")}
+  builtin.return(%3)""",
+        f"%0: {_t('2, 3')}",
+        _t("2, 3"),
+    )
     _opt(p, "canonicalize", no_signed_zeros=True)
     assert _names(p) == ["op.neg", "builtin.return"]
-    q = _prog(f"""  %1 = builtin.constant {{value = 0}} : {_t('1', 'int64')}
-  %2 = op.add(%0, %1) : {_t('3', 'int64')}
-  %3 = builtin.constant {{value = 1}} : {_t('1', 'int64')}
-  %4 = op.mul(%3, %2) : {_t('3', 'int64')}
-  %5 = op.neg(%4) : {_t('3', 'int64')}
-  builtin.return(%5)""", f"%0: {_t('3', 'int64')}", _t('3', 'int64'))
+    q = _prog(
+        f"""  %1 = builtin.constant {{value = 0}} : {_t("1", "int64")}
+  %2 = op.add(%0, %1) : {_t("3", "int64")}
+  %3 = builtin.constant {{value = 1}} : {_t("1", "int64")}
+  %4 = op.mul(%3, %2) : {_t("3", "int64")}
+  %5 = op.neg(%4) : {_t("3", "int64")}
+  builtin.return(%5)""",
+        f"%0: {_t('3', 'int64')}",
+        _t("3", "int64"),
+    )
     _opt(q, "canonicalize")
     assert _names(q) == ["op.neg", "builtin.return"]
     np.testing.assert_array_equal(_run(q, np.array([4, -5, 6]))[0], [-4, 5, -6])
 
 
 def test_identity_with_broadcast_is_kept():
-    p = _prog(f"""  %1 = builtin.constant {{value = 1.0}} : {_t('2, 3')}
-  %2 = op.mul(%0, %1) : {_t('2, 3')}
-  builtin.return(%2)""", f"%0: {_t('3')}", _t('2, 3'))
+    p = _prog(
+        f"""  %1 = builtin.constant {{value = 1.0}} : {_t("2, 3")}
+  %2 = op.mul(%0, %1) : {_t("2, 3")}
+  builtin.return(%2)""",
+        f"%0: {_t('3')}",
+        _t("2, 3"),
+    )
     _opt(p, "canonicalize")
     assert _names(p) == ["builtin.constant", "op.mul", "builtin.return"]
 
@@ -263,11 +334,16 @@ def linfuse() -> str:
 
 
 def _matmul_add(device: str) -> ir.Program:
-    return _prog(f"""  %1 = builtin.constant {{name = "w"}} : {_t('3, 4')}
-  %2 = builtin.constant {{name = "b"}} : {_t('4')}
-  %3 = op.matmul(%0, %1) : {_t('s0, 4')}
-  %4 = op.add(%2, %3) : {_t('s0, 4')}
-  builtin.return(%4)""", f"%0: {_t('s0, 3')}", _t('s0, 4'), device)
+    return _prog(
+        f"""  %1 = builtin.constant {{name = "w"}} : {_t("3, 4")}
+  %2 = builtin.constant {{name = "b"}} : {_t("4")}
+  %3 = op.matmul(%0, %1) : {_t("s0, 4")}
+  %4 = op.add(%2, %3) : {_t("s0, 4")}
+  builtin.return(%4)""",
+        f"%0: {_t('s0, 3')}",
+        _t("s0, 4"),
+        device,
+    )
 
 
 def test_matmul_add_becomes_linear_only_where_the_plugin_has_a_kernel(linfuse):
@@ -286,16 +362,16 @@ def test_matmul_add_becomes_linear_only_where_the_plugin_has_a_kernel(linfuse):
 
 # -- the driver and the manager ----------------------------------------------------------------------
 def test_greedy_driver_orders_by_benefit_and_stops_patterns_that_undo_each_other():
-    body = f"""  %1 = op.exp(%0) : {_t('2, 3')}
+    body = f"""  %1 = op.exp(%0) : {_t("2, 3")}
   builtin.return(%1)"""
-    p = _prog(body, f"%0: {_t('2, 3')}", _t('2, 3'))
+    p = _prog(body, f"%0: {_t('2, 3')}", _t("2, 3"))
     to_sin = Rule("to_sin", source=Pat("exp", Var("x")), result=Res("sin", "x"), benefit=1)
     to_cos = Rule("to_cos", source=Pat("exp", Var("x")), result=Res("cos", "x"), benefit=5)
     rw = passes.apply_patterns_greedily(p, [to_sin.pattern(), to_cos.pattern()])
     assert _names(p) == ["op.cos", "builtin.return"] and rw.applied == {"to_cos": 1}
     ping = Rule("ping", source=Pat("exp", Var("x")), result=Res("neg", Res("neg", Res("exp", "x"))))
     pong = Rule("pong", source=Pat("neg", Pat("neg", Var("x"))), result="x")
-    q = _prog(body, f"%0: {_t('2, 3')}", _t('2, 3'))
+    q = _prog(body, f"%0: {_t('2, 3')}", _t("2, 3"))
     with pytest.raises(fw.OarlockError, match=r"did not reach a fixpoint .*undo each other"):
         passes.apply_patterns_greedily(q, [ping.pattern(), pong.pattern()])
 
@@ -310,14 +386,22 @@ def test_pass_manager_levels_statistics_and_printing(monkeypatch):
     monkeypatch.setenv("OARLOCK_PRINT_IR", "cse")
     out = io.StringIO()
     pm = passes.PassManager.level("O2", stream=out)
-    p = _prog(f"""  %1 = op.exp(%0) : {_t('2, 3')}
-  %2 = op.exp(%0) : {_t('2, 3')}
-  %3 = builtin.constant {{value = 1.0}} : {_t('1, 1')}
-  %4 = op.mul(%1, %3) : {_t('2, 3')}
-  %5 = op.add(%4, %2) : {_t('2, 3')}
-  builtin.return(%5)""", f"%0: {_t('2, 3')}", _t('2, 3'))
+    p = _prog(
+        f"""  %1 = op.exp(%0) : {_t("2, 3")}
+  %2 = op.exp(%0) : {_t("2, 3")}
+  %3 = builtin.constant {{value = 1.0}} : {_t("1, 1")}
+  %4 = op.mul(%1, %3) : {_t("2, 3")}
+  %5 = op.add(%4, %2) : {_t("2, 3")}
+  builtin.return(%5)""",
+        f"%0: {_t('2, 3')}",
+        _t("2, 3"),
+    )
     stats = {s.name: s for s in pm.run(p)}
-    assert (stats["canonicalize"].ops_before, stats["canonicalize"].removed, stats["canonicalize"].rewritten) == (6, 2, 1)
+    assert (
+        stats["canonicalize"].ops_before,
+        stats["canonicalize"].removed,
+        stats["canonicalize"].rewritten,
+    ) == (6, 2, 1)
     assert (stats["cse"].ops_before, stats["cse"].ops_after) == (4, 3)
     assert all(s.seconds >= 0 for s in stats.values()) and "cse" in pm.report()
     text = out.getvalue()
@@ -335,8 +419,12 @@ def test_debug_mode_names_the_pass_that_broke_the_program():
         return 1
 
     passes.register_pass("breaks", lambda: passes.FunctionPass("breaks", breaks))
-    p = _prog(f"""  %1 = op.exp(%0) : {_t('2, 3')}
-  builtin.return(%1)""", f"%0: {_t('2, 3')}", _t('2, 3'))
+    p = _prog(
+        f"""  %1 = op.exp(%0) : {_t("2, 3")}
+  builtin.return(%1)""",
+        f"%0: {_t('2, 3')}",
+        _t("2, 3"),
+    )
     with pytest.raises(ir.VerifyError, match=r"broken after pass 'breaks'(.|\n)*dangling"):
         passes.PassManager.named(["dce", "breaks"], verify_each=True).run(p)
     del passes.PASSES["breaks"]
@@ -371,7 +459,9 @@ def test_to_static_llama_block_passes_remove_ops_and_keep_values(device):
     blk = LlamaBlock(16, 2, 24).to(device)
     rng = np.random.default_rng(5)
     h = fw.to_tensor(rng.standard_normal((2, 5, 16)).astype(np.float32), device=device)
-    cos, sin = (fw.to_tensor(a[:5], device=device) for a in (t.numpy() for t in fw.nn.functional.rotary_cos_sin(8, 8)))
+    cos, sin = (
+        fw.to_tensor(a[:5], device=device) for a in (t.numpy() for t in fw.nn.functional.rotary_cos_sin(8, 8))
+    )
     with fw.no_grad():
         want = blk(h, cos, sin).numpy()
         raw = fw.jit.to_static(blk.forward, passes=None)
@@ -387,7 +477,10 @@ def test_to_static_llama_block_passes_remove_ops_and_keep_values(device):
 
 def test_to_static_fuses_matmul_add_on_a_plugin_with_a_linear_kernel(linfuse):
     rng = np.random.default_rng(6)
-    x, w, b = (fw.to_tensor(rng.standard_normal(s).astype(np.float32), device=linfuse) for s in ((5, 3), (3, 4), (4,)))
+    x, w, b = (
+        fw.to_tensor(rng.standard_normal(s).astype(np.float32), device=linfuse)
+        for s in ((5, 3), (3, 4), (4,))
+    )
 
     def affine(x, w, b):  # type: ignore[no-untyped-def]
         return fw.matmul(x, w) + b
@@ -413,11 +506,15 @@ def test_static_tier_fails_a_wrong_rule_and_passes_the_shipped_ones(monkeypatch)
 
 
 def test_outputs_stay_fresh_tensors_never_the_input_or_a_program_constant():
-    p = _prog(f"""  %1 = builtin.constant {{value = 1.0}} : {_t('1, 1')}
-  %2 = op.mul(%0, %1) : {_t('2, 3')}
-  %3 = builtin.constant {{value = 2.0}} : {_t('1, 1')}
-  %4 = op.add(%1, %3) : {_t('1, 1')}
-  builtin.return(%2, %4)""", f"%0: {_t('2, 3')}", f"{_t('2, 3')}, {_t('1, 1')}")
+    p = _prog(
+        f"""  %1 = builtin.constant {{value = 1.0}} : {_t("1, 1")}
+  %2 = op.mul(%0, %1) : {_t("2, 3")}
+  %3 = builtin.constant {{value = 2.0}} : {_t("1, 1")}
+  %4 = op.add(%1, %3) : {_t("1, 1")}
+  builtin.return(%2, %4)""",
+        f"%0: {_t('2, 3')}",
+        f"{_t('2, 3')}, {_t('1, 1')}",
+    )
     _opt(p, "fold,canonicalize,cse,dce")
     assert _names(p).count("op.mul") == 1 and _names(p).count("op.add") == 1
 

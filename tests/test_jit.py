@@ -39,7 +39,7 @@ def test_mlp_to_static_matches_eager_and_numpy_with_one_program_for_all_batches(
     progs = net.forward.programs
     assert len(progs) == 1
     text = str(progs[0].program)
-    assert "tensor<[s0_0, 784], float32" in text and "builtin.parameter {name = \"0.weight\"}" in text
+    assert "tensor<[s0_0, 784], float32" in text and 'builtin.parameter {name = "0.weight"}' in text
     assert text.count("op.matmul") == 2
 
 
@@ -69,7 +69,9 @@ def test_guards_retrace_on_dtype_device_and_static_dims():
         np.testing.assert_allclose(sf(fw.to_tensor(a)).numpy(), np.exp(a) * 2 + 1, rtol=1e-6)
         sf(fw.to_tensor(a + 1))  # same guards: no new trace
         assert len(sf.programs) == 1
-        np.testing.assert_allclose(sf(fw.to_tensor(a.astype(np.float64))).numpy(), np.exp(a.astype(np.float64)) * 2 + 1)
+        np.testing.assert_allclose(
+            sf(fw.to_tensor(a.astype(np.float64))).numpy(), np.exp(a.astype(np.float64)) * 2 + 1
+        )
         assert len(sf.programs) == 2 and sf.programs[1].program.inputs[0].type.dtype == np.float64
         sf(fw.to_tensor(a.reshape(3, 2)))
         assert len(sf.programs) == 3
@@ -128,8 +130,9 @@ def test_python_branch_on_a_traced_value_names_the_line():
 
 def test_composites_trace_to_their_decomposition(device):
     fw.manual_seed(3)
-    net = fw.nn.Sequential(fw.nn.Linear(8, 16), fw.nn.LayerNorm(16), fw.nn.GELU(), fw.nn.Linear(16, 4),
-                           fw.nn.Softmax()).to(device)
+    net = fw.nn.Sequential(
+        fw.nn.Linear(8, 16), fw.nn.LayerNorm(16), fw.nn.GELU(), fw.nn.Linear(16, 4), fw.nn.Softmax()
+    ).to(device)
     net.eval()
     x = fw.randn([5, 8]).to(device)
     with fw.no_grad():
@@ -197,7 +200,9 @@ def test_damaged_program_files_give_clear_errors_and_run_nothing(tmp_path):
 
 
 def test_static_function_program_is_verified_ir():
-    sf = fw.jit.to_static(lambda x, y: fw.maximum(x, y) - x, input_spec=[InputSpec(["n", 3]), InputSpec(["n", 3])])
+    sf = fw.jit.to_static(
+        lambda x, y: fw.maximum(x, y) - x, input_spec=[InputSpec(["n", 3]), InputSpec(["n", 3])]
+    )
     with fw.no_grad():
         a, b = np.ones((4, 3), np.float32), np.full((4, 3), 2.0, np.float32)
         np.testing.assert_allclose(sf(fw.to_tensor(a), fw.to_tensor(b)).numpy(), np.ones((4, 3)))

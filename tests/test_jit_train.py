@@ -29,8 +29,10 @@ def _grads(net: fw.nn.Layer) -> dict[str, np.ndarray]:
 
 def _data(device: str, n: int = 8) -> tuple[fw.Tensor, fw.Tensor]:
     rng = np.random.default_rng(3)
-    return (fw.to_tensor(rng.standard_normal((n, 32)).astype(np.float32), device=device),
-            fw.to_tensor(rng.integers(0, 4, n), device=device))
+    return (
+        fw.to_tensor(rng.standard_normal((n, 32)).astype(np.float32), device=device),
+        fw.to_tensor(rng.integers(0, 4, n), device=device),
+    )
 
 
 def test_mlp_loss_and_gradients_equal_eager_and_numpy(device):

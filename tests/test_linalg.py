@@ -34,10 +34,18 @@ def test_values(device):
     s = _spd(4, (2,))
     lo = fw.cholesky(fw.to_tensor(s, device=device))
     assert_close(lo, np.linalg.cholesky(s), rtol=1e-10)
-    assert_close(fw.cholesky(fw.to_tensor(s, device=device), upper=True), np.swapaxes(np.linalg.cholesky(s), -1, -2), rtol=1e-10)
+    assert_close(
+        fw.cholesky(fw.to_tensor(s, device=device), upper=True),
+        np.swapaxes(np.linalg.cholesky(s), -1, -2),
+        rtol=1e-10,
+    )
     assert_close(fw.cholesky_solve(y, lo), np.linalg.solve(s, b), rtol=1e-9)
     assert_close(fw.triangular_solve(x, y, upper=False), np.linalg.solve(np.tril(a), b), rtol=1e-10)
-    assert_close(fw.triangular_solve(x, y, upper=True, transpose=True), np.linalg.solve(np.swapaxes(np.triu(a), -1, -2), b), rtol=1e-10)
+    assert_close(
+        fw.triangular_solve(x, y, upper=True, transpose=True),
+        np.linalg.solve(np.swapaxes(np.triu(a), -1, -2), b),
+        rtol=1e-10,
+    )
     w, v = fw.eigh(fw.to_tensor(s, device=device))
     ww, _ = np.linalg.eigh(s)
     assert_close(w, ww, rtol=1e-10)
@@ -61,8 +69,19 @@ def test_values(device):
     assert_close(svals, wsv, rtol=1e-10)
     m = RNG.standard_normal((3, 3))
     for n in (0, 1, 3, 6, -2):
-        assert_close(fw.matrix_power(fw.to_tensor(m, device=device), n), np.linalg.matrix_power(m, n), rtol=1e-9, atol=1e-12)
-    assert_close(fw.multi_dot([fw.to_tensor(t.T, device=device), fw.to_tensor(t, device=device), fw.to_tensor(m, device=device)]), t.T @ t @ m, rtol=1e-10)
+        assert_close(
+            fw.matrix_power(fw.to_tensor(m, device=device), n),
+            np.linalg.matrix_power(m, n),
+            rtol=1e-9,
+            atol=1e-12,
+        )
+    assert_close(
+        fw.multi_dot(
+            [fw.to_tensor(t.T, device=device), fw.to_tensor(t, device=device), fw.to_tensor(m, device=device)]
+        ),
+        t.T @ t @ m,
+        rtol=1e-10,
+    )
     assert_close(fw.bmm(x, y), a @ b, rtol=1e-12)
     assert_close(fw.mv(x[0], y[0, :, 0]), a[0] @ b[0, :, 0], rtol=1e-12)
     assert_close(fw.cond(fw.to_tensor(m, device=device)), np.linalg.cond(m), rtol=1e-9)
@@ -74,7 +93,9 @@ def test_norms(device):
     x = fw.to_tensor(a, device=device)
     assert_close(fw.norm(x), np.linalg.norm(a), rtol=1e-12)
     assert_close(fw.linalg.norm(x, p=1, axis=1), np.linalg.norm(a, 1, axis=1), rtol=1e-12)
-    assert_close(fw.norm(x, p=3, axis=0, keepdim=True), np.linalg.norm(a, 3, axis=0, keepdims=True), rtol=1e-12)
+    assert_close(
+        fw.norm(x, p=3, axis=0, keepdim=True), np.linalg.norm(a, 3, axis=0, keepdims=True), rtol=1e-12
+    )
     assert_close(fw.norm(x, p=float("inf"), axis=1), np.linalg.norm(a, np.inf, axis=1), rtol=1e-12)
     assert_close(fw.norm(x, p=0, axis=1), np.linalg.norm(a, 0, axis=1), rtol=1e-12)
     for p in ("fro", "nuc", 1, -1, 2, -2, float("inf"), float("-inf")):
@@ -85,20 +106,48 @@ def test_norms(device):
 
 def test_cross_cov_histogram(device):
     a, b = RNG.standard_normal((4, 3)), RNG.standard_normal((4, 3))
-    assert_close(fw.cross(fw.to_tensor(a, device=device), fw.to_tensor(b, device=device)), np.cross(a, b), rtol=1e-12)
-    assert_close(fw.cross(fw.to_tensor(a.T.copy(), device=device), fw.to_tensor(b.T.copy(), device=device), axis=0), np.cross(a.T, b.T, axis=0), rtol=1e-12)
+    assert_close(
+        fw.cross(fw.to_tensor(a, device=device), fw.to_tensor(b, device=device)), np.cross(a, b), rtol=1e-12
+    )
+    assert_close(
+        fw.cross(fw.to_tensor(a.T.copy(), device=device), fw.to_tensor(b.T.copy(), device=device), axis=0),
+        np.cross(a.T, b.T, axis=0),
+        rtol=1e-12,
+    )
     c = RNG.standard_normal((3, 6))
     assert_close(fw.cov(fw.to_tensor(c, device=device)), np.cov(c), rtol=1e-12)
-    assert_close(fw.cov(fw.to_tensor(c, device=device), rowvar=False, ddof=False), np.cov(c, rowvar=False, ddof=0), rtol=1e-12)
+    assert_close(
+        fw.cov(fw.to_tensor(c, device=device), rowvar=False, ddof=False),
+        np.cov(c, rowvar=False, ddof=0),
+        rtol=1e-12,
+    )
     fwt, awt = np.array([1, 2, 1, 3, 1, 1]), RNG.uniform(0.5, 1.5, 6)
-    assert_close(fw.cov(fw.to_tensor(c, device=device), fweights=fw.to_tensor(fwt, device=device), aweights=fw.to_tensor(awt, device=device)), np.cov(c, fweights=fwt, aweights=awt), rtol=1e-10)
+    assert_close(
+        fw.cov(
+            fw.to_tensor(c, device=device),
+            fweights=fw.to_tensor(fwt, device=device),
+            aweights=fw.to_tensor(awt, device=device),
+        ),
+        np.cov(c, fweights=fwt, aweights=awt),
+        rtol=1e-10,
+    )
     assert_close(fw.corrcoef(fw.to_tensor(c, device=device)), np.corrcoef(c), rtol=1e-10)
     h = RNG.standard_normal(200)
     assert_close(fw.histogram(fw.to_tensor(h, device=device), bins=7), np.histogram(h, bins=7)[0])
-    assert_close(fw.histogram(fw.to_tensor(h, device=device), bins=4, min=-1, max=1), np.histogram(h, bins=4, range=(-1, 1))[0])
+    assert_close(
+        fw.histogram(fw.to_tensor(h, device=device), bins=4, min=-1, max=1),
+        np.histogram(h, bins=4, range=(-1, 1))[0],
+    )
     ints = np.array([0, 3, 3, 1, 7])
     assert_close(fw.bincount(fw.to_tensor(ints, device=device)), np.bincount(ints))
-    assert_close(fw.bincount(fw.to_tensor(ints, device=device), weights=fw.to_tensor(np.arange(5.0), device=device), minlength=10), np.bincount(ints, np.arange(5.0), minlength=10))
+    assert_close(
+        fw.bincount(
+            fw.to_tensor(ints, device=device),
+            weights=fw.to_tensor(np.arange(5.0), device=device),
+            minlength=10,
+        ),
+        np.bincount(ints, np.arange(5.0), minlength=10),
+    )
 
 
 def test_eig_and_lu(device):
@@ -134,7 +183,9 @@ def test_gradients():
     check_grad(fw.det, a)
     check_grad(fw.solve, a, RNG.standard_normal((3, 2)))
     check_grad(lambda t, u: fw.triangular_solve(t, u, upper=False), a, RNG.standard_normal((3, 2)))
-    check_grad(lambda t, u: fw.triangular_solve(t, u, upper=True, transpose=True), a, RNG.standard_normal((3, 2)))
+    check_grad(
+        lambda t, u: fw.triangular_solve(t, u, upper=True, transpose=True), a, RNG.standard_normal((3, 2))
+    )
     s = _spd(3)
     check_grad(lambda t: fw.cholesky(_sym(t)), s, atol=1e-5)
     check_grad(lambda t: fw.cholesky(_sym(t), upper=True), s, atol=1e-5)

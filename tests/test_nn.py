@@ -39,7 +39,10 @@ def test_layer_registers_parameters_sublayers_and_buffers():
 def test_set_state_dict_copies_values_and_reports_keys():
     a, b = Block(), Block()
     sd = a.state_dict()
-    with pytest.warns(UserWarning, match=r"\[set_state_dict\] loaded 5 of 5 entries; .*unexpected keys \(ignored\): \['extra'\]"):
+    with pytest.warns(
+        UserWarning,
+        match=r"\[set_state_dict\] loaded 5 of 5 entries; .*unexpected keys \(ignored\): \['extra'\]",
+    ):
         missing, unexpected = b.set_state_dict({**sd, "extra": fw.ones([1])})
     assert missing == [] and unexpected == ["extra"]
     for k, v in b.state_dict().items():
@@ -55,11 +58,15 @@ def test_set_state_dict_key_mismatches_are_never_silent():
     sd = a.state_dict()
     before = {k: v.numpy().copy() for k, v in b.state_dict().items()}
     # a PyTorch-style wrapper: nothing matches -> an error that says where the weights are
-    with pytest.raises(fw.OpArgumentError, match=r"\[set_state_dict\] none of the state dict's 2 keys .*sd\['model'\]"):
+    with pytest.raises(
+        fw.OpArgumentError, match=r"\[set_state_dict\] none of the state dict's 2 keys .*sd\['model'\]"
+    ):
         b.set_state_dict({"model": sd, "step": 3})
     # some keys missing: warn naming them, load the rest, return them
     part = {k: v for k, v in sd.items() if k != "norm.bias"}
-    with pytest.warns(UserWarning, match=r"loaded 4 of 5 entries; missing keys \(left as they were\): \['norm.bias'\]"):
+    with pytest.warns(
+        UserWarning, match=r"loaded 4 of 5 entries; missing keys \(left as they were\): \['norm.bias'\]"
+    ):
         missing, unexpected = b.set_state_dict(part)
     assert (missing, unexpected) == (["norm.bias"], [])
     np.testing.assert_array_equal(b.fc.weight.numpy(), a.fc.weight.numpy())
@@ -68,7 +75,9 @@ def test_set_state_dict_key_mismatches_are_never_silent():
     # strict: any mismatch raises and copies nothing
     c = Block()
     c_before = {k: v.numpy().copy() for k, v in c.state_dict().items()}
-    with pytest.raises(fw.OpArgumentError, match=r"strict=True and the keys differ: missing \['norm.bias'\], unexpected \[\]"):
+    with pytest.raises(
+        fw.OpArgumentError, match=r"strict=True and the keys differ: missing \['norm.bias'\], unexpected \[\]"
+    ):
         c.set_state_dict(part, strict=True)
     with pytest.raises(fw.OpArgumentError, match=r"unexpected \['extra'\]"):
         c.set_state_dict({**sd, "extra": fw.ones([1])}, strict=True)
@@ -98,13 +107,17 @@ def test_train_eval_switch_dropout():
     ref = _block_reference(b, x)
     b.eval()
     assert not b.drop.training
-    np.testing.assert_allclose(b(fw.to_tensor(x)).numpy(), ref, rtol=1e-5, atol=1e-5)  # dropout is the identity
+    np.testing.assert_allclose(
+        b(fw.to_tensor(x)).numpy(), ref, rtol=1e-5, atol=1e-5
+    )  # dropout is the identity
     b.train()
     assert b.drop.training
     y = b(fw.to_tensor(x)).numpy()
     dropped = y == 0
     assert 0.4 < dropped.mean() < 0.6, dropped.mean()  # p = 0.5 of 768 elements, Philox seed 0
-    np.testing.assert_allclose(y[~dropped], 2.0 * ref[~dropped], rtol=1e-5, atol=1e-5)  # kept ones scaled by 1/(1-p)
+    np.testing.assert_allclose(
+        y[~dropped], 2.0 * ref[~dropped], rtol=1e-5, atol=1e-5
+    )  # kept ones scaled by 1/(1-p)
 
 
 def test_forward_hooks_replace_inputs_and_outputs():
@@ -115,7 +128,9 @@ def test_forward_hooks_replace_inputs_and_outputs():
     np.testing.assert_allclose(out.numpy(), lin.bias.numpy()[None] + 1.0)
     h1.remove()
     h2.remove()
-    np.testing.assert_allclose(lin(fw.ones([1, 2])).numpy(), (np.ones((1, 2)) @ lin.weight.numpy()) + lin.bias.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(
+        lin(fw.ones([1, 2])).numpy(), (np.ones((1, 2)) @ lin.weight.numpy()) + lin.bias.numpy(), rtol=1e-6
+    )
 
 
 def test_to_moves_parameters_in_place_and_casts():
@@ -179,13 +194,17 @@ def test_layers_match_functional_references():
     np.testing.assert_allclose(conv(x).numpy(), ref.numpy())
     assert conv(x).shape == (2, 4, 4, 4)
     np.testing.assert_allclose(nn.MaxPool2D(2)(x).numpy(), x.numpy().reshape(2, 3, 4, 2, 4, 2).max((3, 5)))
-    np.testing.assert_allclose(nn.AvgPool2D(2)(x).numpy(), x.numpy().reshape(2, 3, 4, 2, 4, 2).mean((3, 5)), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        nn.AvgPool2D(2)(x).numpy(), x.numpy().reshape(2, 3, 4, 2, 4, 2).mean((3, 5)), rtol=1e-5, atol=1e-6
+    )
     emb = nn.Embedding(10, 4)
     ids = fw.to_tensor([[1, 9]])
     np.testing.assert_array_equal(emb(ids).numpy(), emb.weight.numpy()[[[1, 9]]])
     rms = nn.RMSNorm(8)
     h = x.numpy()
-    np.testing.assert_allclose(rms(x).numpy(), h / np.sqrt((h * h).mean(-1, keepdims=True) + 1e-6), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        rms(x).numpy(), h / np.sqrt((h * h).mean(-1, keepdims=True) + 1e-6), rtol=1e-5, atol=1e-6
+    )
     seq = nn.Sequential(nn.Flatten(), nn.Linear(192, 5), nn.GELU(), nn.Linear(5, 2), nn.SiLU(), nn.ReLU())
     assert seq(x).shape == (2, 2) and len(seq) == 6 and isinstance(seq[1], nn.Linear)
     ll = nn.LayerList([nn.Linear(2, 2) for _ in range(3)])

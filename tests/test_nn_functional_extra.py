@@ -47,7 +47,9 @@ def conv_ref(x, w, stride, pad, dil, groups):
         for pos in np.ndindex(*out):
             for off in np.ndindex(*k):
                 idx = tuple(pos[i] * stride[i] + off[i] * dil[i] for i in range(nd))
-                y[(slice(None), o) + pos] += (x[(slice(None), slice(g * cg, (g + 1) * cg)) + idx] * w[(o, slice(None)) + off]).sum(-1)
+                y[(slice(None), o) + pos] += (
+                    x[(slice(None), slice(g * cg, (g + 1) * cg)) + idx] * w[(o, slice(None)) + off]
+                ).sum(-1)
     return y
 
 
@@ -64,7 +66,9 @@ def convt_ref(x, w, stride, pad, outpad, dil, groups):
         for pos in np.ndindex(*x.shape[2:]):
             for off in np.ndindex(*k):
                 idx = tuple(pos[i] * stride[i] + off[i] * dil[i] for i in range(nd))
-                y[(slice(None), slice(g * cog, (g + 1) * cog)) + idx] += x[(slice(None), ci) + pos][:, None] * w[(ci, slice(None)) + off]
+                y[(slice(None), slice(g * cog, (g + 1) * cog)) + idx] += (
+                    x[(slice(None), ci) + pos][:, None] * w[(ci, slice(None)) + off]
+                )
     return y[(slice(None), slice(None)) + tuple(slice(pad[i][0], full[i] - pad[i][1]) for i in range(nd))]
 
 
@@ -79,7 +83,10 @@ ACTS = {
     "softsign": (F.softsign, lambda a: a / (1 + np.abs(a))),
     "tanhshrink": (F.tanhshrink, lambda a: a - np.tanh(a)),
     "hardshrink": (lambda x: F.hardshrink(x, 0.6), lambda a: np.where(np.abs(a) > 0.6, a, 0)),
-    "softshrink": (lambda x: F.softshrink(x, 0.6), lambda a: np.where(a > 0.6, a - 0.6, np.where(a < -0.6, a + 0.6, 0))),
+    "softshrink": (
+        lambda x: F.softshrink(x, 0.6),
+        lambda a: np.where(a > 0.6, a - 0.6, np.where(a < -0.6, a + 0.6, 0)),
+    ),
     "thresholded_relu": (lambda x: F.thresholded_relu(x, 0.5), lambda a: np.where(a > 0.5, a, 0)),
     "log_sigmoid": (F.log_sigmoid, lambda a: -_softplus(-a)),
     "glu": (F.glu, lambda a: a[:, :3] * _sig(a[:, 3:])),
@@ -133,7 +140,9 @@ def test_conv1d_matches_numpy(device):
     x, w, b = _a(2, 4, 9), _a(6, 2, 3), _a(6)
     y = F.conv1d(_t(x, device), _t(w, device), _t(b, device), stride=2, padding=1, dilation=2, groups=2)
     assert_close(y, conv_ref(x, w, (2,), [(1, 1)], (2,), 2) + b[None, :, None])
-    yl = F.conv1d(_t(x.transpose(0, 2, 1), device), _t(w, device), padding="same", groups=2, data_format="NLC")
+    yl = F.conv1d(
+        _t(x.transpose(0, 2, 1), device), _t(w, device), padding="same", groups=2, data_format="NLC"
+    )
     assert_close(yl, conv_ref(x, w, (1,), [(1, 1)], (1,), 2).transpose(0, 2, 1))
 
 
@@ -142,16 +151,31 @@ def test_conv3d_matches_numpy_and_gradients(device):
     y = F.conv3d(_t(x, device), _t(w, device), stride=(1, 2, 1), padding=1, dilation=(1, 1, 2), groups=2)
     assert_close(y, conv_ref(x, w, (1, 2, 1), [(1, 1)] * 3, (1, 1, 2), 2))
     if device == "cpu":
-        check_grad(lambda a, b: F.conv3d(a, b, stride=(2, 1, 1), padding=(0, 1, 0)), _a(1, 2, 3, 3, 2), _a(2, 2, 2, 2, 2))
+        check_grad(
+            lambda a, b: F.conv3d(a, b, stride=(2, 1, 1), padding=(0, 1, 0)),
+            _a(1, 2, 3, 3, 2),
+            _a(2, 2, 2, 2, 2),
+        )
     with pytest.raises(fw.OpArgumentError, match=r"\[conv3d\].*weight"):
         F.conv3d(_t(x), _t(_a(6, 3, 2, 2, 2)), groups=2)
 
 
 def test_conv2d_transpose_matches_numpy(device):
     x, w, b = _a(2, 4, 5, 6), _a(4, 3, 3, 2), _a(6)
-    y = F.conv2d_transpose(_t(x, device), _t(w, device), _t(b, device), stride=(2, 3), padding=(1, 0), output_padding=(1, 0), dilation=(1, 2), groups=2)
+    y = F.conv2d_transpose(
+        _t(x, device),
+        _t(w, device),
+        _t(b, device),
+        stride=(2, 3),
+        padding=(1, 0),
+        output_padding=(1, 0),
+        dilation=(1, 2),
+        groups=2,
+    )
     assert_close(y, convt_ref(x, w, (2, 3), [(1, 1), (0, 0)], (1, 0), (1, 2), 2) + b[None, :, None, None])
-    y2 = F.conv2d_transpose(_t(x, device), _t(w[:, :, :, :1], device), stride=2, output_size=(12, 12), groups=2)
+    y2 = F.conv2d_transpose(
+        _t(x, device), _t(w[:, :, :, :1], device), stride=2, output_size=(12, 12), groups=2
+    )
     assert y2.shape == (2, 6, 12, 12)
 
 
@@ -165,7 +189,11 @@ def test_conv2d_transpose_is_the_adjoint_of_conv2d():
 
 
 def test_conv_transpose_gradients():
-    check_grad(lambda a, b: F.conv2d_transpose(a, b, stride=2, padding=1, output_padding=1), _a(1, 2, 3, 2), _a(2, 2, 3, 3))
+    check_grad(
+        lambda a, b: F.conv2d_transpose(a, b, stride=2, padding=1, output_padding=1),
+        _a(1, 2, 3, 2),
+        _a(2, 2, 3, 3),
+    )
     check_grad(lambda a, b: F.conv1d_transpose(a, b, stride=2, padding=1), _a(1, 2, 4), _a(2, 3, 3))
 
 
@@ -186,13 +214,24 @@ def test_pool1d_and_adaptive_pools(device):
     cnt = np.pad(np.ones(9), (1, 1))
     avg = np.stack([zp[..., i * 2 : i * 2 + 3].sum(-1) / cnt[i * 2 : i * 2 + 3].sum() for i in range(5)], -1)
     assert_close(F.avg_pool1d(x, 3, 2, 1), avg)
-    assert_close(F.avg_pool1d(x, 3, 2, 1, exclusive=False), np.stack([zp[..., i * 2 : i * 2 + 3].mean(-1) for i in range(5)], -1))
+    assert_close(
+        F.avg_pool1d(x, 3, 2, 1, exclusive=False),
+        np.stack([zp[..., i * 2 : i * 2 + 3].mean(-1) for i in range(5)], -1),
+    )
     bounds = [(0, 3), (2, 5), (4, 7), (6, 9)]
     assert_close(F.adaptive_avg_pool1d(x, 4), np.stack([a[..., lo:hi].mean(-1) for lo, hi in bounds], -1))
     b = _a(2, 3, 5, 6)
     m = F.adaptive_max_pool2d(_t(b, device), (2, 3))
     rows, cols = [(0, 3), (2, 5)], [(0, 2), (2, 4), (4, 6)]
-    assert_close(m, np.array([[[[b[n, c, r0:r1, c0:c1].max() for c0, c1 in cols] for r0, r1 in rows] for c in range(3)] for n in range(2)]))
+    assert_close(
+        m,
+        np.array(
+            [
+                [[[b[n, c, r0:r1, c0:c1].max() for c0, c1 in cols] for r0, r1 in rows] for c in range(3)]
+                for n in range(2)
+            ]
+        ),
+    )
     check_grad(lambda t: F.adaptive_max_pool2d(t, 2), _a(1, 2, 4, 5))
 
 
@@ -210,7 +249,13 @@ def test_unfold_matches_numpy_and_fold_inverts_it(device):
     assert_close(u, want)
     # fold scatters the columns back: fold(unfold(x)) == x * (how many blocks cover each pixel)
     f = F.fold(u, [5, 6], [2, 3], strides=[1, 2], paddings=1)
-    cover = F.fold(F.unfold(fw.ones([1, 1, 5, 6], dtype="float64", device=device), [2, 3], strides=[1, 2], paddings=1), [5, 6], [2, 3], strides=[1, 2], paddings=1)
+    cover = F.fold(
+        F.unfold(fw.ones([1, 1, 5, 6], dtype="float64", device=device), [2, 3], strides=[1, 2], paddings=1),
+        [5, 6],
+        [2, 3],
+        strides=[1, 2],
+        paddings=1,
+    )
     assert_close(f, a * cover.numpy())
     check_grad(lambda t: F.fold(t, [4, 4], 2, strides=2), _a(1, 8, 4))
     with pytest.raises(fw.OpArgumentError, match=r"\[fold\]"):
@@ -240,7 +285,12 @@ def _bilinear_ref(a, oh, ow, align_corners):
     y1, x1 = np.minimum(y0 + 1, h - 1), np.minimum(x0 + 1, w - 1)
     wy, wx = (ys - y0)[:, None], (xs - x0)[None, :]
     g = lambda yy, xx: a[:, :, yy][:, :, :, xx]  # noqa: E731
-    return g(y0, x0) * (1 - wy) * (1 - wx) + g(y0, x1) * (1 - wy) * wx + g(y1, x0) * wy * (1 - wx) + g(y1, x1) * wy * wx
+    return (
+        g(y0, x0) * (1 - wy) * (1 - wx)
+        + g(y0, x1) * (1 - wy) * wx
+        + g(y1, x0) * wy * (1 - wx)
+        + g(y1, x1) * wy * wx
+    )
 
 
 def test_interpolate_modes(device):
@@ -248,16 +298,24 @@ def test_interpolate_modes(device):
     x = _t(a, device)
     assert_close(F.interpolate(x, scale_factor=2, mode="nearest"), a.repeat(2, 2).repeat(2, 3))
     assert_close(F.interpolate(x, size=[7, 9], mode="bilinear"), _bilinear_ref(a, 7, 9, False))
-    assert_close(F.interpolate(x, size=[7, 9], mode="bilinear", align_corners=True), _bilinear_ref(a, 7, 9, True))
-    assert_close(F.upsample(x, size=[2, 5], mode="area"), np.stack([a[:, :, :2].mean(2), a[:, :, 2:].mean(2)], 2))
+    assert_close(
+        F.interpolate(x, size=[7, 9], mode="bilinear", align_corners=True), _bilinear_ref(a, 7, 9, True)
+    )
+    assert_close(
+        F.upsample(x, size=[2, 5], mode="area"), np.stack([a[:, :, :2].mean(2), a[:, :, 2:].mean(2)], 2)
+    )
     one = _a(2, 3, 6)
     lin = F.interpolate(_t(one, device), size=11, mode="linear", align_corners=True).numpy()
-    assert_close(lin, np.stack([np.stack([np.interp(np.linspace(0, 5, 11), np.arange(6), r) for r in s]) for s in one]))
+    assert_close(
+        lin, np.stack([np.stack([np.interp(np.linspace(0, 5, 11), np.arange(6), r) for r in s]) for s in one])
+    )
     cub = F.interpolate(x, size=[4, 5], mode="bicubic", align_corners=True)
     assert_close(cub, a)  # cubic convolution interpolates: same size with aligned corners is the identity
     tri = F.interpolate(_t(_a(1, 2, 2, 3, 4), device), scale_factor=2, mode="trilinear")
     assert tri.shape == (1, 2, 4, 6, 8)
-    nhwc = F.interpolate(_t(a.transpose(0, 2, 3, 1), device), size=[7, 9], mode="bilinear", data_format="NHWC")
+    nhwc = F.interpolate(
+        _t(a.transpose(0, 2, 3, 1), device), size=[7, 9], mode="bilinear", data_format="NHWC"
+    )
     assert_close(nhwc, _bilinear_ref(a, 7, 9, False).transpose(0, 2, 3, 1))
     check_grad(lambda t: F.interpolate(t, size=[3, 4], mode="bilinear"), _a(1, 1, 2, 3))
     with pytest.raises(fw.OpArgumentError, match=r"\[interpolate\].*bilinear"):
@@ -276,11 +334,17 @@ def test_affine_grid_identity_and_grid_sample(device):
     g2 = F.affine_grid(_t(flip, device), [2, 3, 4, 5], align_corners=True)
     assert_close(F.grid_sample(_t(a, device), g2, mode="nearest", align_corners=True), a[..., ::-1])
     # a half-pixel shift is the mean of neighbours; outside the image reads zeros
-    shift = np.array([[[[-1.0 + 1.0 / 4, -1.0], [5.0, 0.0]]]])  # (1, 1, 2, 2): x between col 0 and 1, then far out
+    shift = np.array(
+        [[[[-1.0 + 1.0 / 4, -1.0], [5.0, 0.0]]]]
+    )  # (1, 1, 2, 2): x between col 0 and 1, then far out
     s = F.grid_sample(_t(a[:1], device), _t(shift, device), align_corners=True).numpy()
     assert_close(s[0, :, 0, 0], (a[0, :, 0, 0] + a[0, :, 0, 1]) / 2)
     assert_close(s[0, :, 0, 1], np.zeros(3))
-    check_grad(lambda img, g: F.grid_sample(img, g, align_corners=False), _a(1, 2, 3, 4), _a(1, 2, 2, 2, lo=-0.8, hi=0.8))
+    check_grad(
+        lambda img, g: F.grid_sample(img, g, align_corners=False),
+        _a(1, 2, 3, 4),
+        _a(1, 2, 2, 2, lo=-0.8, hi=0.8),
+    )
 
 
 # -- normalisation --------------------------------------------------------------------------
@@ -290,12 +354,16 @@ def test_batch_norm_training_updates_running_stats_and_eval_uses_them(device):
     w, b = _a(3), _a(3)
     y = F.batch_norm(_t(a, device), rm, rv, _t(w, device), _t(b, device), training=True, momentum=0.8)
     mu, var = a.mean((0, 2, 3)), a.var((0, 2, 3))
-    want = (a - mu[None, :, None, None]) / np.sqrt(var[None, :, None, None] + 1e-5) * w[None, :, None, None] + b[None, :, None, None]
+    want = (a - mu[None, :, None, None]) / np.sqrt(var[None, :, None, None] + 1e-5) * w[
+        None, :, None, None
+    ] + b[None, :, None, None]
     assert_close(y, want)
     assert_close(rm, 0.2 * mu)
     assert_close(rv, 0.8 + 0.2 * var)
     e = F.batch_norm(_t(a, device), rm, rv, training=False)
-    assert_close(e, (a - 0.2 * mu[None, :, None, None]) / np.sqrt(0.8 + 0.2 * var[None, :, None, None] + 1e-5))
+    assert_close(
+        e, (a - 0.2 * mu[None, :, None, None]) / np.sqrt(0.8 + 0.2 * var[None, :, None, None] + 1e-5)
+    )
     nlc = F.batch_norm(_t(a[:, :, 0].transpose(0, 2, 1), device), rm, rv, data_format="NLC")
     assert nlc.shape == (4, 5, 3)
 
@@ -313,8 +381,13 @@ def test_instance_and_group_norm(device):
     assert_close(y, (a - mu) / np.sqrt(var + 1e-5) * w[None, :, None, None] + b[None, :, None, None])
     g = a.reshape(2, 2, -1)
     gn = ((g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + 1e-5)).reshape(a.shape)
-    assert_close(F.group_norm(_t(a, device), 2, weight=_t(w, device), bias=_t(b, device)), gn * w[None, :, None, None] + b[None, :, None, None])
-    assert_close(F.group_norm(_t(a.transpose(0, 2, 3, 1), device), 2, data_format="NHWC"), gn.transpose(0, 2, 3, 1))
+    assert_close(
+        F.group_norm(_t(a, device), 2, weight=_t(w, device), bias=_t(b, device)),
+        gn * w[None, :, None, None] + b[None, :, None, None],
+    )
+    assert_close(
+        F.group_norm(_t(a.transpose(0, 2, 3, 1), device), 2, data_format="NHWC"), gn.transpose(0, 2, 3, 1)
+    )
     check_grad(lambda x, ww: F.group_norm(x, 2, weight=ww), _a(2, 4, 3), _a(4))
     check_grad(lambda x: F.instance_norm(x), _a(2, 2, 4))
     with pytest.raises(fw.OpArgumentError, match=r"\[group_norm\] num_groups=3"):
@@ -325,13 +398,19 @@ def test_local_response_norm_normalize_cosine_label_smooth(device):
     a = _a(2, 5, 3, 2)
     sq = np.pad(a * a, [(0, 0), (1, 1), (0, 0), (0, 0)])
     div = np.stack([sq[:, c : c + 3].sum(1) for c in range(5)], 1)
-    assert_close(F.local_response_norm(_t(a, device), 3, alpha=0.1, beta=0.75, k=2.0), a / (2.0 + 0.1 / 3 * div) ** 0.75)
+    assert_close(
+        F.local_response_norm(_t(a, device), 3, alpha=0.1, beta=0.75, k=2.0),
+        a / (2.0 + 0.1 / 3 * div) ** 0.75,
+    )
     check_grad(lambda x: F.local_response_norm(x, 2, alpha=0.5), _a(1, 3, 2))
     x = _a(3, 4)
     assert_close(F.normalize(_t(x, device)), x / np.linalg.norm(x, axis=1, keepdims=True))
     assert_close(F.normalize(_t(x, device), p=1, axis=0), x / np.abs(x).sum(0, keepdims=True))
     y = _a(3, 4)
-    assert_close(F.cosine_similarity(_t(x, device), _t(y, device)), (x * y).sum(1) / np.linalg.norm(x, axis=1) / np.linalg.norm(y, axis=1))
+    assert_close(
+        F.cosine_similarity(_t(x, device), _t(y, device)),
+        (x * y).sum(1) / np.linalg.norm(x, axis=1) / np.linalg.norm(y, axis=1),
+    )
     check_grad(lambda p, q: F.cosine_similarity(p, q, axis=-1), x, y)
     oh = np.eye(4)[[0, 2, 3]]
     assert_close(F.label_smooth(_t(oh, device), epsilon=0.2), oh * 0.8 + 0.05)
@@ -360,26 +439,45 @@ def test_losses_against_numpy(device):
     assert np.isfinite(F.binary_cross_entropy(t(np.array([0.0, 1.0])), t(np.array([1.0, 0.0]))).numpy())
     x, z = _a(4, 3) * 2, _a(4, 3) * 2
     d = x - z
-    assert_close(F.smooth_l1_loss(t(x), t(z), delta=0.5), np.where(np.abs(d) < 0.5, 0.5 * d * d, 0.5 * (np.abs(d) - 0.25)).mean())
+    assert_close(
+        F.smooth_l1_loss(t(x), t(z), delta=0.5),
+        np.where(np.abs(d) < 0.5, 0.5 * d * d, 0.5 * (np.abs(d) - 0.25)).mean(),
+    )
     logq = np.log(p / p.sum(1, keepdims=True))
     tgt = y / y.sum(1, keepdims=True)
     assert_close(F.kl_div(t(logq), t(tgt), reduction="sum"), (tgt * (np.log(tgt) - logq)).sum())
     assert_close(F.kl_div(t(logq), t(tgt), reduction="batchmean"), (tgt * (np.log(tgt) - logq)).sum() / 4)
     lab = np.array([1.0, -1.0, 1.0, -1.0])
-    assert_close(F.margin_ranking_loss(t(x[:, 0]), t(z[:, 0]), t(lab), margin=0.1), np.maximum(0, -lab * (x[:, 0] - z[:, 0]) + 0.1).mean())
-    assert_close(F.hinge_embedding_loss(t(x[:, 0]), t(lab)), np.where(lab == 1, x[:, 0], np.maximum(0, 1 - x[:, 0])).mean())
+    assert_close(
+        F.margin_ranking_loss(t(x[:, 0]), t(z[:, 0]), t(lab), margin=0.1),
+        np.maximum(0, -lab * (x[:, 0] - z[:, 0]) + 0.1).mean(),
+    )
+    assert_close(
+        F.hinge_embedding_loss(t(x[:, 0]), t(lab)),
+        np.where(lab == 1, x[:, 0], np.maximum(0, 1 - x[:, 0])).mean(),
+    )
     cos = (x * z).sum(1) / np.linalg.norm(x, axis=1) / np.linalg.norm(z, axis=1)
-    assert_close(F.cosine_embedding_loss(t(x), t(z), t(lab), margin=0.1), np.where(lab == 1, 1 - cos, np.maximum(0, cos - 0.1)).mean())
+    assert_close(
+        F.cosine_embedding_loss(t(x), t(z), t(lab), margin=0.1),
+        np.where(lab == 1, 1 - cos, np.maximum(0, cos - 0.1)).mean(),
+    )
     assert_close(F.square_error_cost(t(x), t(z)), d * d)
     a, pos, neg = _a(4, 5), _a(4, 5), _a(4, 5)
     dist = lambda u, v: np.linalg.norm(u - v + 1e-6, axis=-1)  # noqa: E731
-    assert_close(F.triplet_margin_loss(t(a), t(pos), t(neg)), np.maximum(dist(a, pos) - dist(a, neg) + 1, 0).mean())
-    assert_close(F.triplet_margin_loss(t(a), t(pos), t(neg), swap=True, reduction="sum"), np.maximum(dist(a, pos) - np.minimum(dist(a, neg), dist(pos, neg)) + 1, 0).sum())
+    assert_close(
+        F.triplet_margin_loss(t(a), t(pos), t(neg)), np.maximum(dist(a, pos) - dist(a, neg) + 1, 0).mean()
+    )
+    assert_close(
+        F.triplet_margin_loss(t(a), t(pos), t(neg), swap=True, reduction="sum"),
+        np.maximum(dist(a, pos) - np.minimum(dist(a, neg), dist(pos, neg)) + 1, 0).sum(),
+    )
     yb = (y > 0.5).astype(float)
     pr = _sig(x)
     pt = pr * yb + (1 - pr) * (1 - yb)
     ce = -(yb * np.log(pr) + (1 - yb) * np.log(1 - pr))
-    assert_close(F.sigmoid_focal_loss(t(x), t(yb)), (ce * (1 - pt) ** 2 * (0.25 * yb + 0.75 * (1 - yb))).sum())
+    assert_close(
+        F.sigmoid_focal_loss(t(x), t(yb)), (ce * (1 - pt) ** 2 * (0.25 * yb + 0.75 * (1 - yb))).sum()
+    )
     lg, ids = _a(4, 3), np.array([[0], [2], [1], [2]])
     ls = lg - np.log(np.exp(lg).sum(1, keepdims=True))
     out = F.softmax_with_cross_entropy(t(lg), fw.to_tensor(ids, device=device))
@@ -433,5 +531,9 @@ def test_ctc_loss_matches_the_alpha_recursion():
     assert_close(F.ctc_loss(_t(logits), *args, reduction="none"), ref)
     assert_close(F.ctc_loss(_t(logits), *args), (ref / lab_lens).mean())
     small = logits[:4, :2, :3].copy()
-    sargs = (fw.to_tensor(np.array([[1, 2], [2, 0]])), fw.to_tensor(np.array([4, 3])), fw.to_tensor(np.array([2, 1])))
+    sargs = (
+        fw.to_tensor(np.array([[1, 2], [2, 0]])),
+        fw.to_tensor(np.array([4, 3])),
+        fw.to_tensor(np.array([2, 1])),
+    )
     check_grad(lambda x: F.ctc_loss(x, *sargs, reduction="sum"), small)

@@ -70,7 +70,11 @@ def _np_rnn(kind, layer, x, lengths):
             finals.append(fin)
         x = np.concatenate(outs, -1)
     if kind == "lstm":
-        return x, np.array([[f[0] for f in fin] for fin in finals]), np.array([[f[1] for f in fin] for fin in finals])
+        return (
+            x,
+            np.array([[f[0] for f in fin] for fin in finals]),
+            np.array([[f[1] for f in fin] for fin in finals]),
+        )
     return x, np.array(finals)
 
 
@@ -180,16 +184,25 @@ def test_transformer_encoder_layer_matches_numpy(pre):
     x = _a(2, 5, 8).astype(np.float32)
     mask = np.triu(np.full((5, 5), -1e9), 1)
     got = layer(fw.to_tensor(x), fw.to_tensor(mask.astype(np.float32)))
-    assert_close(got, _np_encoder_layer(layer, x.astype(np.float64), mask, pre).astype(np.float32), rtol=1e-4, atol=1e-4)
+    assert_close(
+        got,
+        _np_encoder_layer(layer, x.astype(np.float64), mask, pre).astype(np.float32),
+        rtol=1e-4,
+        atol=1e-4,
+    )
     enc = fw.nn.TransformerEncoder(layer, 2)
     assert enc.layers[0].linear1.weight is not enc.layers[1].linear1.weight
-    want = _np_encoder_layer(enc.layers[1], _np_encoder_layer(enc.layers[0], x.astype(np.float64), None, pre), None, pre)
+    want = _np_encoder_layer(
+        enc.layers[1], _np_encoder_layer(enc.layers[0], x.astype(np.float64), None, pre), None, pre
+    )
     assert_close(enc(fw.to_tensor(x)), want.astype(np.float32), rtol=1e-4, atol=1e-4)
 
 
 def test_transformer_decoder_is_causal_and_trains():
     fw.seed(5)
-    model = fw.nn.Transformer(d_model=8, nhead=2, num_encoder_layers=1, num_decoder_layers=2, dim_feedforward=16, dropout=0.0)
+    model = fw.nn.Transformer(
+        d_model=8, nhead=2, num_encoder_layers=1, num_decoder_layers=2, dim_feedforward=16, dropout=0.0
+    )
     model.eval()
     src, tgt = _a(2, 4, 8).astype(np.float32), _a(2, 3, 8).astype(np.float32)
     mask = fw.nn.Transformer.generate_square_subsequent_mask(3)
@@ -238,10 +251,18 @@ def test_pool_resize_pad_layers():
     assert_close(fw.nn.AdaptiveMaxPool2D(1)(x), a.max((2, 3), keepdims=True))
     assert_close(fw.nn.Upsample(scale_factor=2)(x), a.repeat(2, 2).repeat(2, 3))
     assert fw.nn.PixelShuffle(1)(x).shape == (2, 3, 4, 5)
-    for mode, np_mode in (("constant", "constant"), ("reflect", "reflect"), ("replicate", "edge"), ("circular", "wrap")):
+    for mode, np_mode in (
+        ("constant", "constant"),
+        ("reflect", "reflect"),
+        ("replicate", "edge"),
+        ("circular", "wrap"),
+    ):
         got = fw.nn.Pad2D([1, 2, 3, 0], mode=mode)(x)
         assert_close(got, np.pad(a, [(0, 0), (0, 0), (3, 0), (1, 2)], mode=np_mode))
-    assert_close(fw.nn.Pad2D(1, data_format="NHWC")(fw.to_tensor(a.transpose(0, 2, 3, 1))), np.pad(a.transpose(0, 2, 3, 1), [(0, 0), (1, 1), (1, 1), (0, 0)]))
+    assert_close(
+        fw.nn.Pad2D(1, data_format="NHWC")(fw.to_tensor(a.transpose(0, 2, 3, 1))),
+        np.pad(a.transpose(0, 2, 3, 1), [(0, 0), (1, 1), (1, 1), (0, 0)]),
+    )
     with pytest.raises(fw.OpArgumentError, match=r"\[Pad2D\] reflect padding"):
         fw.nn.Pad2D(4, mode="reflect")(x)
     assert fw.nn.Unflatten(1, [3, 1])(fw.to_tensor(_a(2, 3))).shape == (2, 3, 1)
@@ -252,7 +273,12 @@ def test_pool_resize_pad_layers():
     bl = fw.nn.Bilinear(3, 4, 2)
     p, q = _a(5, 3), _a(5, 4)
     want = np.einsum("ni,kij,nj->nk", p, _w(bl, "weight"), q) + _w(bl, "bias")
-    assert_close(bl(fw.to_tensor(p.astype(np.float32)), fw.to_tensor(q.astype(np.float32))), want.astype(np.float32), rtol=1e-5, atol=1e-5)
+    assert_close(
+        bl(fw.to_tensor(p.astype(np.float32)), fw.to_tensor(q.astype(np.float32))),
+        want.astype(np.float32),
+        rtol=1e-5,
+        atol=1e-5,
+    )
 
 
 def test_batch_norm_layers_running_statistics_and_eval():
@@ -260,12 +286,22 @@ def test_batch_norm_layers_running_statistics_and_eval():
     a = _a(4, 3, 2, 2).astype(np.float32)
     y = bn(fw.to_tensor(a))
     mu, var = a.mean((0, 2, 3)), a.var((0, 2, 3))
-    assert_close(y, ((a - mu[:, None, None]) / np.sqrt(var[:, None, None] + 1e-5)).astype(np.float32), rtol=1e-4, atol=1e-5)
+    assert_close(
+        y,
+        ((a - mu[:, None, None]) / np.sqrt(var[:, None, None] + 1e-5)).astype(np.float32),
+        rtol=1e-4,
+        atol=1e-5,
+    )
     assert_close(bn._mean, 0.5 * mu, rtol=1e-5, atol=1e-6)
     assert_close(bn._variance, 0.5 + 0.5 * var, rtol=1e-5, atol=1e-6)
     assert "_mean" in bn.state_dict() and "_variance" in bn.state_dict()
     bn.eval()
-    assert_close(bn(fw.to_tensor(a)), ((a - 0.5 * mu[:, None, None]) / np.sqrt(0.5 + 0.5 * var[:, None, None] + 1e-5)).astype(np.float32), rtol=1e-4, atol=1e-5)
+    assert_close(
+        bn(fw.to_tensor(a)),
+        ((a - 0.5 * mu[:, None, None]) / np.sqrt(0.5 + 0.5 * var[:, None, None] + 1e-5)).astype(np.float32),
+        rtol=1e-4,
+        atol=1e-5,
+    )
     b1 = fw.nn.BatchNorm1D(3)
     assert b1(fw.to_tensor(_a(5, 3).astype(np.float32))).shape == (5, 3)
     sb = fw.nn.SyncBatchNorm(3)
@@ -274,7 +310,9 @@ def test_batch_norm_layers_running_statistics_and_eval():
     gn, inn = fw.nn.GroupNorm(1, 3), fw.nn.InstanceNorm2D(3)
     assert_close(gn(fw.to_tensor(a)), F.group_norm(fw.to_tensor(a), 1).numpy())
     assert_close(inn(fw.to_tensor(a)), F.instance_norm(fw.to_tensor(a)).numpy())
-    assert_close(fw.nn.LocalResponseNorm(3)(fw.to_tensor(a)), F.local_response_norm(fw.to_tensor(a), 3).numpy())
+    assert_close(
+        fw.nn.LocalResponseNorm(3)(fw.to_tensor(a)), F.local_response_norm(fw.to_tensor(a), 3).numpy()
+    )
 
 
 def test_layer_dict_registers_parameters():
@@ -294,10 +332,19 @@ def test_activation_and_loss_layers():
     a = _a(3, 4) * 3
     x = fw.to_tensor(a)
     pairs = [
-        (fw.nn.ReLU6(), F.relu6(x)), (fw.nn.Silu(), F.silu(x)), (fw.nn.LogSoftmax(0), F.log_softmax(x, 0)),
-        (fw.nn.ELU(0.5), F.elu(x, 0.5)), (fw.nn.SELU(), F.selu(x)), (fw.nn.CELU(2.0), F.celu(x, 2.0)),
-        (fw.nn.Hardswish(), F.hardswish(x)), (fw.nn.Hardsigmoid(), F.hardsigmoid(x)), (fw.nn.Hardtanh(-0.5, 0.5), F.hardtanh(x, -0.5, 0.5)),
-        (fw.nn.Mish(), F.mish(x)), (fw.nn.Softplus(beta=2.0), F.softplus(x, 2.0)), (fw.nn.Softsign(), F.softsign(x)), (fw.nn.GLU(), F.glu(x)),
+        (fw.nn.ReLU6(), F.relu6(x)),
+        (fw.nn.Silu(), F.silu(x)),
+        (fw.nn.LogSoftmax(0), F.log_softmax(x, 0)),
+        (fw.nn.ELU(0.5), F.elu(x, 0.5)),
+        (fw.nn.SELU(), F.selu(x)),
+        (fw.nn.CELU(2.0), F.celu(x, 2.0)),
+        (fw.nn.Hardswish(), F.hardswish(x)),
+        (fw.nn.Hardsigmoid(), F.hardsigmoid(x)),
+        (fw.nn.Hardtanh(-0.5, 0.5), F.hardtanh(x, -0.5, 0.5)),
+        (fw.nn.Mish(), F.mish(x)),
+        (fw.nn.Softplus(beta=2.0), F.softplus(x, 2.0)),
+        (fw.nn.Softsign(), F.softsign(x)),
+        (fw.nn.GLU(), F.glu(x)),
     ]
     for layer, want in pairs:
         assert_close(layer(x), want.numpy())

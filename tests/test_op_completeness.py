@@ -40,7 +40,8 @@ def test_every_opdef_is_a_contract_primitive_and_back():
     defined = {n for n, d in OPS.items() if d.kind == "primitive"}
     assert defined == set(PRIMITIVES), (
         f"in the contract without an OpDef: {sorted(set(PRIMITIVES) - defined)}; "
-        f"OpDefs not in the contract: {sorted(defined - set(PRIMITIVES))}")
+        f"OpDefs not in the contract: {sorted(defined - set(PRIMITIVES))}"
+    )
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -76,7 +77,9 @@ def test_every_emitter_spells_every_lowering(language):
         for dt in (np.dtype(np.float32), np.dtype(np.float64)):
             text = em.render(template, [f"a{i}" for i in range(n_args)], dt)
             assert not re.search(r"[{}]", text), f"{language}: '{name}' renders as {text!r}"
-            assert all(f"a{i}" in text for i in range(n_args)), f"{language}: '{name}' drops an operand: {text!r}"
+            assert all(f"a{i}" in text for i in range(n_args)), (
+                f"{language}: '{name}' drops an operand: {text!r}"
+            )
 
 
 def test_a_primitive_without_a_gradient_or_a_reason_is_refused():
@@ -98,9 +101,12 @@ def test_every_composite_is_in_the_conformance_composites_tier():
     composites = {n: d for n, d in OPS.items() if d.kind == "composite"}
     listed, with_grad = listed_ops(), gradient_checked_ops()
     unlisted = sorted(set(composites) - listed)
-    no_grad_check = sorted(n for n, d in composites.items() if n in listed and n not in with_grad and not d.no_grad)
+    no_grad_check = sorted(
+        n for n, d in composites.items() if n in listed and n not in with_grad and not d.no_grad
+    )
     assert not unlisted and not no_grad_check, (
         f"registered composites not listed in the conformance composites tier: {unlisted}; "
         f"listed without a gradient check: {no_grad_check}. Add a CompositeInfo to "
         "conformance/tiers/composites.py (public call, numpy reference in conformance/composite_reference.py, "
-        "samples on the op's edges, grad=(...) for its differentiable inputs)")
+        "samples on the op's edges, grad=(...) for its differentiable inputs)"
+    )

@@ -104,7 +104,13 @@ def test_step_counted_state_roundtrip():
     traj, _ = _run(fw.optimizer.Adamax, steps=2, learning_rate=0.1)
     w = fw.nn.Parameter.from_tensor(fw.to_tensor(traj[-1]))
     opt = fw.optimizer.Adamax(learning_rate=0.1, parameters=[w])
-    opt.set_state_dict({"param_0.t": 2, "param_0.moment": fw.to_tensor([0.0, 0.0, 0.0]), "param_0.inf_norm": fw.to_tensor([1.0, 1.0, 1.0])})
+    opt.set_state_dict(
+        {
+            "param_0.t": 2,
+            "param_0.moment": fw.to_tensor([0.0, 0.0, 0.0]),
+            "param_0.inf_norm": fw.to_tensor([1.0, 1.0, 1.0]),
+        }
+    )
     assert opt.state_dict()["param_0.t"] == 2
 
 
@@ -112,7 +118,9 @@ def test_lbfgs_solves_a_quadratic():
     a = np.array([[3.0, 0.5], [0.5, 1.0]])
     b = np.array([1.0, -2.0])
     w = fw.nn.Parameter.from_tensor(fw.to_tensor([0.0, 0.0], dtype="float64"))
-    opt = fw.optimizer.LBFGS(learning_rate=1.0, max_iter=100, tolerance_grad=1e-12, tolerance_change=1e-15, parameters=[w])
+    opt = fw.optimizer.LBFGS(
+        learning_rate=1.0, max_iter=100, tolerance_grad=1e-12, tolerance_change=1e-15, parameters=[w]
+    )
     at, bt = fw.to_tensor(a), fw.to_tensor(b)
 
     def closure():
@@ -140,7 +148,9 @@ def test_existing_schedulers_through_optimizer_lr():
     np.testing.assert_allclose(_rates(L.MultiStepDecay(1.0, [1, 3], 0.1), 4), [1, 0.1, 0.1, 0.01])
     np.testing.assert_allclose(_rates(L.ExponentialDecay(1.0, 0.5), 3), [1, 0.5, 0.25])
     np.testing.assert_allclose(_rates(L.LambdaDecay(2.0, lambda e: 1 / (e + 1)), 3), [2, 1, 2 / 3])
-    np.testing.assert_allclose(_rates(L.CosineAnnealingDecay(1.0, 4), 5), [(1 + math.cos(math.pi * e / 4)) / 2 for e in range(5)])
+    np.testing.assert_allclose(
+        _rates(L.CosineAnnealingDecay(1.0, 4), 5), [(1 + math.cos(math.pi * e / 4)) / 2 for e in range(5)]
+    )
     np.testing.assert_allclose(_rates(L.LinearWarmup(0.5, 2, 0.0, 1.0), 4), [0, 0.5, 0.5, 0.5])
     assert isinstance(L.StepDecay(1.0, 1), L.LRScheduler)
 
@@ -156,13 +166,24 @@ def test_polynomial_noam_piecewise():
 
 
 def test_one_cycle():
-    s = L.OneCycleLR(1.0, total_steps=10, divide_factor=10.0, end_learning_rate=0.0, phase_pct=0.3, anneal_strategy="linear")
+    s = L.OneCycleLR(
+        1.0,
+        total_steps=10,
+        divide_factor=10.0,
+        end_learning_rate=0.0,
+        phase_pct=0.3,
+        anneal_strategy="linear",
+    )
     r = _rates(s, 10)
     assert r[0] == pytest.approx(0.1) and r[2] == pytest.approx(1.0) and r[9] == pytest.approx(0.0)
     np.testing.assert_allclose(r[1], 0.55)
     np.testing.assert_allclose(r[2:], [1.0 - (e - 2) / 7 for e in range(2, 10)], atol=1e-12)
     c = _rates(L.OneCycleLR(1.0, total_steps=10, phase_pct=0.3), 10)
-    assert c[2] == pytest.approx(1.0) and c[9] == pytest.approx(1e-4) and c[5] == pytest.approx(1e-4 + (1 - 1e-4) / 2 * (1 + math.cos(math.pi * 3 / 7)))
+    assert (
+        c[2] == pytest.approx(1.0)
+        and c[9] == pytest.approx(1e-4)
+        and c[5] == pytest.approx(1e-4 + (1 - 1e-4) / 2 * (1 + math.cos(math.pi * 3 / 7)))
+    )
 
 
 def test_cosine_warm_restarts():

@@ -39,7 +39,12 @@ def test_cpu_plugin_found_through_entry_point():
 
 def test_discovery_with_fake_entry_points():
     h = PluginHost()
-    h.load_entry_points([ep("partial", "tests.plugins_for_tests.partial"), ep("broken", "tests.plugins_for_tests.broken_import")])
+    h.load_entry_points(
+        [
+            ep("partial", "tests.plugins_for_tests.partial"),
+            ep("broken", "tests.plugins_for_tests.broken_import"),
+        ]
+    )
     assert h.records["partial"].error is None
     assert h.records["partial"].device_types == ["partial"]
     assert ("add", "partial", np.dtype("float32")) in h.registry.kernels
@@ -66,7 +71,12 @@ def test_contract_mismatch_names_plugin_versions_and_fix():
 def test_oarlock_plugins_env_limits_loading(monkeypatch):
     monkeypatch.setenv("OARLOCK_PLUGINS", "partial")
     h = PluginHost()
-    h.load_entry_points([ep("partial", "tests.plugins_for_tests.partial"), ep("broken", "tests.plugins_for_tests.broken_import")])
+    h.load_entry_points(
+        [
+            ep("partial", "tests.plugins_for_tests.partial"),
+            ep("broken", "tests.plugins_for_tests.broken_import"),
+        ]
+    )
     assert set(h.records) == {"partial"}
 
 
@@ -116,7 +126,9 @@ def test_strict_mode_from_environment():
         """
     )
     env = dict(os.environ, OARLOCK_STRICT_KERNELS="1")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=_root(), timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=_root(), timeout=120
+    )
     assert "STRICT [tanh]" in out.stdout, out.stderr
 
 
@@ -151,7 +163,14 @@ def _fake_install(tmp_path, name: str, module: str) -> dict:
 
 def test_oarlock_devices_lists_cpu_and_a_broken_plugin(tmp_path):
     env = _fake_install(tmp_path, "vendorx", "tests.plugins_for_tests.broken_import")
-    out = subprocess.run([sys.executable, "-m", "framework.cli", "devices"], env=env, capture_output=True, text=True, timeout=120, cwd=_root())
+    out = subprocess.run(
+        [sys.executable, "-m", "framework.cli", "devices"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=_root(),
+    )
     assert out.returncode == 0, out.stderr
     text = out.stdout
     assert "plugin cpu (plugins.cpu)" in text and "cpu:0" in text and "kernels: 53 ops" in text
@@ -161,15 +180,26 @@ def test_oarlock_devices_lists_cpu_and_a_broken_plugin(tmp_path):
 def test_asking_for_a_broken_plugins_device_raises_its_error(tmp_path):
     env = _fake_install(tmp_path, "vendorx", "tests.plugins_for_tests.broken_import")
     code = "import framework as fw\ntry:\n    fw.set_device('vendorx')\nexcept fw.DeviceError as e:\n    print('ERR', e)\nprint('OK', fw.ones([1], device='cpu').device)"
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, cwd=_root())
-    assert "ERR [device] device 'vendorx' is unavailable because its plugin failed to load" in out.stdout, out.stdout + out.stderr
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, cwd=_root()
+    )
+    assert "ERR [device] device 'vendorx' is unavailable because its plugin failed to load" in out.stdout, (
+        out.stdout + out.stderr
+    )
     assert "libvendor.so.3" in out.stdout
     assert "OK cpu:0" in out.stdout  # import framework was not broken
 
 
 def test_oarlock_devices_survives_a_plugin_that_segfaults_while_registering(tmp_path):
     env = _fake_install(tmp_path, "vendorsegv", "tests.plugins_for_tests.segv_register")
-    out = subprocess.run([sys.executable, "-m", "framework.cli", "devices"], env=env, capture_output=True, text=True, timeout=300, cwd=_root())
+    out = subprocess.run(
+        [sys.executable, "-m", "framework.cli", "devices"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=_root(),
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     text = out.stdout
     assert "plugin cpu (plugins.cpu)" in text and "cpu:0" in text
@@ -181,10 +211,22 @@ def test_oarlock_devices_survives_a_plugin_that_segfaults_while_registering(tmp_
 def test_a_plugin_that_segfaults_at_run_time_is_named_on_stderr(tmp_path):
     env = _fake_install(tmp_path, "vendorsegv", "tests.plugins_for_tests.segv_register")
     code = "import framework as fw\nprint('before', flush=True)\nfw.ones([1])\nprint('after')"
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, cwd=_root())
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, cwd=_root()
+    )
     assert out.returncode == -11 and "before" in out.stdout and "after" not in out.stdout, out.stderr
     assert "Segmentation fault" in out.stderr
-    assert "<oarlock: registering plugin 'vendorsegv' (tests.plugins_for_tests.segv_register); if the process died here, leave the plugin out with OARLOCK_PLUGINS" in out.stderr
+    assert (
+        "<oarlock: registering plugin 'vendorsegv' (tests.plugins_for_tests.segv_register); if the process died here, leave the plugin out with OARLOCK_PLUGINS"
+        in out.stderr
+    )
     # leaving it out works
-    out = subprocess.run([sys.executable, "-c", code], env={**env, "OARLOCK_PLUGINS": "cpu"}, capture_output=True, text=True, timeout=120, cwd=_root())
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**env, "OARLOCK_PLUGINS": "cpu"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=_root(),
+    )
     assert out.returncode == 0 and "after" in out.stdout, out.stderr

@@ -66,7 +66,9 @@ SHAPES = [(), (0,), (5,), (2, 3, 4)]
 def test_unary(device, op):
     fn, ref, positive = UNARY[op]
     float_only = op not in ("neg", "abs", "sign")
-    for dt in dtypes_of(device, op, [d for d in ALL if d != "bool" and (not float_only or d.startswith(("float", "bfloat")))]):
+    for dt in dtypes_of(
+        device, op, [d for d in ALL if d != "bool" and (not float_only or d.startswith(("float", "bfloat")))]
+    ):
         for shape in SHAPES:
             x = sample(shape, dt, positive=positive)
             got = fn(fw.to_tensor(x, device=device))
@@ -100,7 +102,15 @@ BINARY = {
     "logical_and": (fw.logical_and, np.logical_and),
     "logical_or": (fw.logical_or, np.logical_or),
 }
-PAIRS = [((), ()), ((0,), (0,)), ((4,), (4,)), ((2, 3, 4), (3, 4)), ((2, 1, 4), (1, 3, 1)), ((), (2, 3)), ((0, 3), (1, 3))]
+PAIRS = [
+    ((), ()),
+    ((0,), (0,)),
+    ((4,), (4,)),
+    ((2, 3, 4), (3, 4)),
+    ((2, 1, 4), (1, 3, 1)),
+    ((), (2, 3)),
+    ((0, 3), (1, 3)),
+]
 
 
 @pytest.mark.parametrize("op", sorted(BINARY))
@@ -114,7 +124,11 @@ def test_binary(device, op):
                 a = np.abs(a) if a.dtype.kind != "b" else a
                 b = (np.abs(b) % 3).astype(b.dtype) if b.dtype.kind in "iu" else b
             got = fn(fw.to_tensor(a, device=device), fw.to_tensor(b, device=device))
-            out_dtype = np.bool_ if op in ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or") else a.dtype
+            out_dtype = (
+                np.bool_
+                if op in ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or")
+                else a.dtype
+            )
             want = ref64(ref, a, b, out_dtype=out_dtype)
             assert got.shape == np.broadcast_shapes(sa, sb), (op, dt, sa, sb)
             assert_close(got, want, dtype=out_dtype, rtol=_rtol(out_dtype, op))
@@ -123,8 +137,15 @@ def test_binary(device, op):
 def test_where(device):
     # the last shapes have >= 1024 elements (the cpu plugin's bit-select path), broadcast on
     # every operand, and carry NaN and infinities in both branches
-    shapes = [((), (), ()), ((3, 4), (4,), ()), ((2, 1), (1, 3), (2, 3)), ((0,), (0,), (0,)),
-              ((64, 1), (1, 33), (64, 33)), ((2, 32, 1), (32, 48), ()), ((4096,), (4096,), (1,))]
+    shapes = [
+        ((), (), ()),
+        ((3, 4), (4,), ()),
+        ((2, 1), (1, 3), (2, 3)),
+        ((0,), (0,), (0,)),
+        ((64, 1), (1, 33), (64, 33)),
+        ((2, 32, 1), (32, 48), ()),
+        ((4096,), (4096,), (1,)),
+    ]
     for dt in dtypes_of(device, "where"):
         for sc, sx, sy in shapes:
             c = sample(sc, "bool")
@@ -133,10 +154,12 @@ def test_where(device):
                 for a in (x, y):
                     if a.size >= 3:
                         flat = a.reshape(-1)
-                        flat[:: 7] = np.nan
-                        flat[1 :: 11] = np.inf
-                        flat[2 :: 13] = -np.inf
-            got = fw.where(fw.to_tensor(c, device=device), fw.to_tensor(x, device=device), fw.to_tensor(y, device=device))
+                        flat[::7] = np.nan
+                        flat[1::11] = np.inf
+                        flat[2::13] = -np.inf
+            got = fw.where(
+                fw.to_tensor(c, device=device), fw.to_tensor(x, device=device), fw.to_tensor(y, device=device)
+            )
             want = np.where(c, x, y)
             assert got.shape == want.shape, (dt, sc, sx, sy)
             if want.size >= 1024 and (want.dtype.kind == "f" or want.dtype == np.dtype(fw.bfloat16)):
@@ -169,15 +192,32 @@ REDUCE = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min}
 def test_reductions(device, op):
     fn = getattr(fw, op)
     for dt in dtypes_of(device, op, [d for d in ALL if d != "bool"]):
-        for shape, axis, keep in [((), None, False), ((5,), 0, False), ((2, 3, 4), (0, 2), True), ((2, 3, 4), -1, False),
-                                  ((3, 4), None, True), ((0, 4), 1, False), ((3, 5), 0, True)]:
+        for shape, axis, keep in [
+            ((), None, False),
+            ((5,), 0, False),
+            ((2, 3, 4), (0, 2), True),
+            ((2, 3, 4), -1, False),
+            ((3, 4), None, True),
+            ((0, 4), 1, False),
+            ((3, 5), 0, True),
+        ]:
             x = sample(shape, dt, lo=0.5, hi=1.5) if op == "prod" else sample(shape, dt)
             if op == "prod" and x.dtype.kind in "iu":
                 x = (x % 3 + 1).astype(x.dtype)
             got = fn(fw.to_tensor(x, device=device), axis=axis, keepdim=keep)
             want_dtype = np.int64 if x.dtype.kind in "iu" and op in ("sum", "prod") else x.dtype
-            ax = tuple(a % max(len(shape), 1) for a in ((axis,) if isinstance(axis, int) else axis)) if axis is not None else None
-            want = REDUCE[op](x.astype(np.float64) if x.dtype.kind == "f" or x.dtype == fw.bfloat16 else x.astype(want_dtype), axis=ax, keepdims=keep)
+            ax = (
+                tuple(a % max(len(shape), 1) for a in ((axis,) if isinstance(axis, int) else axis))
+                if axis is not None
+                else None
+            )
+            want = REDUCE[op](
+                x.astype(np.float64)
+                if x.dtype.kind == "f" or x.dtype == fw.bfloat16
+                else x.astype(want_dtype),
+                axis=ax,
+                keepdims=keep,
+            )
             tol = 5e-5 if np.dtype(want_dtype) == np.float32 else None
             assert_close(got, np.asarray(want).astype(want_dtype), dtype=want_dtype, rtol=tol)
 
@@ -198,13 +238,30 @@ def test_arg_reductions(device, op):
 
 def test_matmul(device):
     for dt in dtypes_of(device, "matmul", [d for d in ALL if d != "bool"]):
-        for sa, sb in [((3, 4), (4, 5)), ((2, 3, 4), (2, 4, 5)), ((2, 1, 3, 4), (3, 4, 2)), ((4,), (4, 3)),
-                       ((3, 4), (4,)), ((4,), (4,)), ((3, 0), (0, 2)), ((0, 4), (4, 2))]:
+        for sa, sb in [
+            ((3, 4), (4, 5)),
+            ((2, 3, 4), (2, 4, 5)),
+            ((2, 1, 3, 4), (3, 4, 2)),
+            ((4,), (4, 3)),
+            ((3, 4), (4,)),
+            ((4,), (4,)),
+            ((3, 0), (0, 2)),
+            ((0, 4), (4, 2)),
+        ]:
             a, b = sample(sa, dt, -2, 2), sample(sb, dt, -2, 2)
             got = fw.matmul(fw.to_tensor(a, device=device), fw.to_tensor(b, device=device))
-            want = np.matmul(a.astype(np.float64), b.astype(np.float64)) if a.dtype.kind == "f" or a.dtype == fw.bfloat16 else np.matmul(a, b)
-            assert_close(got, np.asarray(want).astype(a.dtype), dtype=a.dtype, rtol=1e-4 if a.dtype == np.float32 else None,
-                         atol=1e-4 if a.dtype == np.float32 else None)
+            want = (
+                np.matmul(a.astype(np.float64), b.astype(np.float64))
+                if a.dtype.kind == "f" or a.dtype == fw.bfloat16
+                else np.matmul(a, b)
+            )
+            assert_close(
+                got,
+                np.asarray(want).astype(a.dtype),
+                dtype=a.dtype,
+                rtol=1e-4 if a.dtype == np.float32 else None,
+                atol=1e-4 if a.dtype == np.float32 else None,
+            )
 
 
 def test_layout_ops(device):
@@ -212,7 +269,9 @@ def test_layout_ops(device):
         x = sample((2, 3, 4), dt)
         t = fw.to_tensor(x, device=device)
         assert_close(t.transpose([2, 0, 1]), x.transpose(2, 0, 1))
-        assert_close(fw.expand(fw.to_tensor(x[:, :1], device=device), (2, 3, 4)), np.broadcast_to(x[:, :1], (2, 3, 4)))
+        assert_close(
+            fw.expand(fw.to_tensor(x[:, :1], device=device), (2, 3, 4)), np.broadcast_to(x[:, :1], (2, 3, 4))
+        )
         assert_close(t[1:, ::2, 1:4:2], x[1:, ::2, 1:4:2])
         assert_close(t[::-1, 1], x[::-1, 1])
         assert_close(fw.concat([t, t[:, :1]], axis=1), np.concatenate([x, x[:, :1]], axis=1))
@@ -238,14 +297,18 @@ def test_gather_scatter(device):
         want = x.copy()
         idx1 = np.array([3, 1])
         want[idx1] = src[:2, 0, :2][:, :1].repeat(4, 1) if False else src[:2, 0, :].repeat(2, axis=1)[:, :4]
-        got = fw.scatter(t, fw.to_tensor(idx1, device=device), fw.to_tensor(want[idx1], device=device), axis=0)
+        got = fw.scatter(
+            t, fw.to_tensor(idx1, device=device), fw.to_tensor(want[idx1], device=device), axis=0
+        )
         assert_close(got, want)
 
 
 def test_full_arange(device):
     for dt in dtypes_of(device, "full"):
         d = np.dtype(fw.bfloat16) if dt == "bfloat16" else np.dtype(dt)
-        assert_close(fw.full((2, 3), 1 if d != np.bool_ else True, dtype=dt, device=device), np.full((2, 3), 1, d))
+        assert_close(
+            fw.full((2, 3), 1 if d != np.bool_ else True, dtype=dt, device=device), np.full((2, 3), 1, d)
+        )
         assert_close(fw.zeros((0, 3), dtype=dt, device=device), np.zeros((0, 3), d))
         assert fw.ones((), dtype=dt, device=device).shape == ()
     for dt in dtypes_of(device, "arange", ["int32", "int64", "float32", "float64"]):

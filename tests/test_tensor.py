@@ -14,7 +14,9 @@ def test_quick_start_example():
     assert (x @ x).numpy().tolist() == [[7.0, 10.0], [15.0, 22.0]]
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16", "int8", "int16", "int32", "int64", "uint8", "bool"])
+@pytest.mark.parametrize(
+    "dtype", ["float32", "float64", "float16", "bfloat16", "int8", "int16", "int32", "int64", "uint8", "bool"]
+)
 def test_every_dtype_round_trips(device, dtype):
     x = np.arange(6).reshape(2, 3).astype(fw._src.dtypes.as_dtype(dtype))
     t = fw.to_tensor(x, device=device)
@@ -71,10 +73,24 @@ def test_operators_match_numpy(device):
     a = np.array([[1.5, -2.0, 3.0], [0.5, 4.0, -1.0]], np.float32)
     b = np.array([2.0, 0.5, -3.0], np.float32)
     x, y = fw.to_tensor(a, device=device), fw.to_tensor(b, device=device)
-    for got, want in [(x + y, a + b), (x - y, a - b), (x * y, a * b), (x / y, a / b), (-x, -a), (abs(x), np.abs(a)),
-                      (x ** 2, a ** 2), (2 ** y, 2 ** b), (1 - x, 1 - a), (x // y, a // b), (x % y, a % b),
-                      (x @ y, a @ b), (x.T, a.T), (x.mean(), a.mean()), (x.sum(axis=0), a.sum(0)),
-                      (x.max(axis=1, keepdim=True), a.max(1, keepdims=True))]:
+    for got, want in [
+        (x + y, a + b),
+        (x - y, a - b),
+        (x * y, a * b),
+        (x / y, a / b),
+        (-x, -a),
+        (abs(x), np.abs(a)),
+        (x**2, a**2),
+        (2**y, 2**b),
+        (1 - x, 1 - a),
+        (x // y, a // b),
+        (x % y, a % b),
+        (x @ y, a @ b),
+        (x.T, a.T),
+        (x.mean(), a.mean()),
+        (x.sum(axis=0), a.sum(0)),
+        (x.max(axis=1, keepdim=True), a.max(1, keepdims=True)),
+    ]:
         assert_close(got, want, rtol=1e-6)
     assert_close((x > 1) & (x < 3.5), (a > 1) & (a < 3.5))
     assert_close(~(x > 1) | (x == 3), ~(a > 1) | (a == 3))
@@ -91,7 +107,10 @@ def test_reshape_family_shares_storage(device):
     assert_close(x.permute(1, 0, 2), np.arange(24).reshape(2, 3, 4).transpose(1, 0, 2))
     parts = fw.split(x, [1, -1], axis=2)
     assert [p.shape for p in parts] == [(2, 3, 1), (2, 3, 3)]
-    assert_close(fw.stack([x[0], x[1]], axis=1), np.stack([np.arange(12).reshape(3, 4), np.arange(12, 24).reshape(3, 4)], 1))
+    assert_close(
+        fw.stack([x[0], x[1]], axis=1),
+        np.stack([np.arange(12).reshape(3, 4), np.arange(12, 24).reshape(3, 4)], 1),
+    )
     assert_close(fw.tile(fw.to_tensor([1, 2], device=device), [2, 2]), np.tile([1, 2], (2, 2)))
     assert_close(fw.flip(x, [0, 2]), np.flip(np.arange(24).reshape(2, 3, 4), (0, 2)))
 
@@ -99,11 +118,29 @@ def test_reshape_family_shares_storage(device):
 def test_indexing_like_numpy(device):
     a = np.arange(60, dtype=np.float32).reshape(3, 4, 5)
     x = fw.to_tensor(a, device=device)
-    keys = [1, -1, (1, 2), (slice(None), 1), (Ellipsis, 2), (None, 1), (slice(1, None), None, slice(None, None, 2)),
-            (slice(None, None, -1),), (0, slice(3, 0, -2)), ([0, 2],), (slice(None), [3, 0, 3]), ([0, 1], [1, 2]),
-            (a[:, 0, 0] > 10,), (a > 30,), (Ellipsis, [4, 0]), (slice(5, 10),)]
+    keys = [
+        1,
+        -1,
+        (1, 2),
+        (slice(None), 1),
+        (Ellipsis, 2),
+        (None, 1),
+        (slice(1, None), None, slice(None, None, 2)),
+        (slice(None, None, -1),),
+        (0, slice(3, 0, -2)),
+        ([0, 2],),
+        (slice(None), [3, 0, 3]),
+        ([0, 1], [1, 2]),
+        (a[:, 0, 0] > 10,),
+        (a > 30,),
+        (Ellipsis, [4, 0]),
+        (slice(5, 10),),
+    ]
     for k in keys:
-        tk = tuple(fw.to_tensor(i, device=device) if isinstance(i, np.ndarray) else i for i in (k if isinstance(k, tuple) else (k,)))
+        tk = tuple(
+            fw.to_tensor(i, device=device) if isinstance(i, np.ndarray) else i
+            for i in (k if isinstance(k, tuple) else (k,))
+        )
         assert_close(x[tk], a[k])
     assert x[1, 2, 3].item() == a[1, 2, 3]
     idx = fw.to_tensor([2, 0], device=device)
@@ -115,8 +152,13 @@ def test_indexing_like_numpy(device):
 def test_setitem_like_numpy(device):
     a = np.zeros((4, 5), np.float32)
     x = fw.to_tensor(a, device=device)
-    for k, v in [((1, 2), 7.0), ((slice(None), 0), np.arange(4)), ((slice(2, None), slice(None, None, 2)), -1.0),
-                 (([0, 3], [4, 4]), [5.0, 6.0]), ((a == 0) & (np.arange(5) == 1), 9.0)]:
+    for k, v in [
+        ((1, 2), 7.0),
+        ((slice(None), 0), np.arange(4)),
+        ((slice(2, None), slice(None, None, 2)), -1.0),
+        (([0, 3], [4, 4]), [5.0, 6.0]),
+        ((a == 0) & (np.arange(5) == 1), 9.0),
+    ]:
         a[k] = v
         x[k if not isinstance(k, np.ndarray) else fw.to_tensor(k, device=device)] = v
         assert_close(x, a)
@@ -148,7 +190,9 @@ def test_dlpack_in_and_out_on_cpu():
 
 
 def test_dlpack_with_torch():
-    torch = pytest.importorskip("torch", reason="torch is not installed: the DLPack exchange with torch is not tested")
+    torch = pytest.importorskip(
+        "torch", reason="torch is not installed: the DLPack exchange with torch is not tested"
+    )
     with fw.device("cpu"):
         t = fw.from_dlpack(np.arange(6, dtype=np.float32).reshape(2, 3))
         tt = torch.from_dlpack(t)

@@ -91,8 +91,12 @@ def accumulate(device: str) -> None:
     t = np.tanh(a0 @ b0)
     ga = 2 * (1 - t * t) @ b0.T
     gb = 2 * a0.T @ (1 - t * t)
-    assert_close(a.grad.numpy(), ga.astype(np.float32), 1e-4, 1e-5, "accumulated grad of a in sum(tanh(a @ b))")
-    assert_close(b.grad.numpy(), gb.astype(np.float32), 1e-4, 1e-5, "accumulated grad of b in sum(tanh(a @ b))")
+    assert_close(
+        a.grad.numpy(), ga.astype(np.float32), 1e-4, 1e-5, "accumulated grad of a in sum(tanh(a @ b))"
+    )
+    assert_close(
+        b.grad.numpy(), gb.astype(np.float32), 1e-4, 1e-5, "accumulated grad of b in sum(tanh(a @ b))"
+    )
 
 
 # -- gradients at ties -----------------------------------------------------------------------
@@ -107,7 +111,9 @@ def _grid(rng: np.random.Generator, *shape: int, lo: int = -2, hi: int = 2) -> n
 
 def _sum_to(g: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     g = g.sum(axis=tuple(range(g.ndim - len(shape)))) if g.ndim > len(shape) else g
-    return g.sum(axis=tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1), keepdims=True).reshape(shape)
+    return g.sum(
+        axis=tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1), keepdims=True
+    ).reshape(shape)
 
 
 def _binary_ref(largest: bool) -> Callable[..., list[np.ndarray]]:
@@ -119,7 +125,9 @@ def _binary_ref(largest: bool) -> Callable[..., list[np.ndarray]]:
     return grads
 
 
-def _reduce_ref(largest: bool, axes: tuple[int, ...] | None, keepdim: bool = False) -> Callable[..., list[np.ndarray]]:
+def _reduce_ref(
+    largest: bool, axes: tuple[int, ...] | None, keepdim: bool = False
+) -> Callable[..., list[np.ndarray]]:
     def grads(w: np.ndarray, x: np.ndarray) -> list[np.ndarray]:
         ax = tuple(range(x.ndim)) if axes is None else axes
         best = (x.max if largest else x.min)(axis=ax, keepdims=True)
@@ -185,23 +193,67 @@ def _tie_cases() -> list[TieCase]:
 
         return gen
 
-    rows = lambda *shape: (lambda rng: [_grid(rng, *shape, lo=-1, hi=1)])  # noqa: E731  (few values: ties in every row)
+    rows = lambda *shape: lambda rng: [_grid(rng, *shape, lo=-1, hi=1)]  # noqa: E731  (few values: ties in every row)
     out: list[TieCase] = []
     for name, largest in (("maximum", True), ("minimum", False)):
         out.append(TieCase(f"{name}", prim(name), tied_pair((4, 6), (4, 6)), _binary_ref(largest), name))
-        out.append(TieCase(f"{name}_broadcast", prim(name), tied_pair((3, 1), (1, 4)), _binary_ref(largest), name))
+        out.append(
+            TieCase(f"{name}_broadcast", prim(name), tied_pair((3, 1), (1, 4)), _binary_ref(largest), name)
+        )
     for name, largest in (("max", True), ("min", False)):
-        out.append(TieCase(f"{name}_rows", prim(name, axes=(1,), keepdim=False), rows(5, 4), _reduce_ref(largest, (1,)), name))
-        out.append(TieCase(f"{name}_axes_0_2_keepdim", prim(name, axes=(0, 2), keepdim=True), rows(2, 3, 4),
-                           _reduce_ref(largest, (0, 2)), name))
-        out.append(TieCase(f"{name}_all_equal", prim(name, axes=(0, 1), keepdim=False),
-                           lambda rng: [np.full((3, 4), 0.5)], _reduce_ref(largest, None), name))
+        out.append(
+            TieCase(
+                f"{name}_rows",
+                prim(name, axes=(1,), keepdim=False),
+                rows(5, 4),
+                _reduce_ref(largest, (1,)),
+                name,
+            )
+        )
+        out.append(
+            TieCase(
+                f"{name}_axes_0_2_keepdim",
+                prim(name, axes=(0, 2), keepdim=True),
+                rows(2, 3, 4),
+                _reduce_ref(largest, (0, 2)),
+                name,
+            )
+        )
+        out.append(
+            TieCase(
+                f"{name}_all_equal",
+                prim(name, axes=(0, 1), keepdim=False),
+                lambda rng: [np.full((3, 4), 0.5)],
+                _reduce_ref(largest, None),
+                name,
+            )
+        )
         public = fw.amax if largest else fw.amin
         a = "amax" if largest else "amin"
-        out.append(TieCase(f"{a}_axis_-1", lambda x, f=public: f(x, axis=-1), rows(4, 5), _reduce_ref(largest, (1,)), name))
-        out.append(TieCase(f"{a}_all", lambda x, f=public: f(x), rows(3, 5), _reduce_ref(largest, None), name))
-    out.append(TieCase("max_pool2d", lambda x: F.max_pool2d(x, 2, 2), rows(2, 2, 4, 6), _pool_ref(2, 2), "max"))
-    out.append(TieCase("max_pool2d_overlapping", lambda x: F.max_pool2d(x, 3, 1), rows(1, 2, 5, 5), _pool_ref(3, 1), "max"))
+        out.append(
+            TieCase(
+                f"{a}_axis_-1",
+                lambda x, f=public: f(x, axis=-1),
+                rows(4, 5),
+                _reduce_ref(largest, (1,)),
+                name,
+            )
+        )
+        out.append(
+            TieCase(f"{a}_all", lambda x, f=public: f(x), rows(3, 5), _reduce_ref(largest, None), name)
+        )
+    out.append(
+        TieCase("max_pool2d", lambda x: F.max_pool2d(x, 2, 2), rows(2, 2, 4, 6), _pool_ref(2, 2), "max")
+    )
+    out.append(
+        TieCase(
+            "max_pool2d_overlapping",
+            lambda x: F.max_pool2d(x, 3, 1),
+            rows(1, 2, 5, 5),
+            _pool_ref(3, 1),
+            "max",
+        )
+    )
     out.append(TieCase("topk", lambda x: fw.topk(x, 3)[0], rows(4, 7), _topk_ref(3), "argmax"))
     return out
 
@@ -235,18 +287,48 @@ def cases(target: Target) -> list[Case]:
         dt = "float64" if target.registers(name, "float64") else "float32"
         cid = f"autograd/{name}[{dt}]"
         if target.registers(name, dt):
-            out.append(Case(cid, "autograd", (lambda n=name, d=dt: check_grad(n, d, target.device)), op=name, dtype=dt))
+            out.append(
+                Case(
+                    cid, "autograd", (lambda n=name, d=dt: check_grad(n, d, target.device)), op=name, dtype=dt
+                )
+            )
         else:
-            out.append(Case(f"autograd/{name}[float32]", "autograd", None, op=name, dtype="float32", preset="not_supported",
-                            reason=f"no float32 or float64 {name} kernel to differentiate"))
+            out.append(
+                Case(
+                    f"autograd/{name}[float32]",
+                    "autograd",
+                    None,
+                    op=name,
+                    dtype="float32",
+                    preset="not_supported",
+                    reason=f"no float32 or float64 {name} kernel to differentiate",
+                )
+            )
     for tc in _tie_cases():
         dt = "float64" if target.registers(tc.primitive, "float64") else "float32"
         cid = f"autograd/ties/{tc.name}[{dt}]"
         if target.registers(tc.primitive, dt):
-            out.append(Case(cid, "autograd", (lambda tc=tc, d=dt: check_ties(tc, d, target.device)), op=f"{tc.name} (ties)", dtype=dt))
+            out.append(
+                Case(
+                    cid,
+                    "autograd",
+                    (lambda tc=tc, d=dt: check_ties(tc, d, target.device)),
+                    op=f"{tc.name} (ties)",
+                    dtype=dt,
+                )
+            )
         else:
-            out.append(Case(f"autograd/ties/{tc.name}[float32]", "autograd", None, op=f"{tc.name} (ties)", dtype="float32",
-                            preset="not_supported", reason=f"no float32 or float64 {tc.primitive} kernel to differentiate"))
+            out.append(
+                Case(
+                    f"autograd/ties/{tc.name}[float32]",
+                    "autograd",
+                    None,
+                    op=f"{tc.name} (ties)",
+                    dtype="float32",
+                    preset="not_supported",
+                    reason=f"no float32 or float64 {tc.primitive} kernel to differentiate",
+                )
+            )
     out.append(Case("autograd/higher_order", "autograd", lambda: higher_order(target.device)))
     out.append(Case("autograd/accumulate", "autograd", lambda: accumulate(target.device)))
     return out

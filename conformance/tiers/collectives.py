@@ -34,14 +34,26 @@ def run_ranks(device: str, n: int) -> dict[str, Any]:
     names = Counter(r["name"].split("/")[0] for r in records)
     data = {"checks": len(records), "by_collective": dict(names)}
     if bad:
-        first = "\n".join(f"rank {r['rank']} {r['name']}: {r.get('detail', '')}" for r in bad[:5])  # whole tracebacks
-        raise CheckFailure(f"{len(bad)} of {len(records)} collective checks failed with {n} ranks:\n{first}",
-                           "every rank ok", f"{len(bad)} failed")
+        first = "\n".join(
+            f"rank {r['rank']} {r['name']}: {r.get('detail', '')}" for r in bad[:5]
+        )  # whole tracebacks
+        raise CheckFailure(
+            f"{len(bad)} of {len(records)} collective checks failed with {n} ranks:\n{first}",
+            "every rank ok",
+            f"{len(bad)} failed",
+        )
     return data
 
 
 def cases(target: Target) -> list[Case]:
     if unavailable(target):
         return []
-    return [Case(f"collectives/{n}_ranks", "collectives", (lambda n=n: run_ranks(target.device, n)), timeout=TIMEOUT)
-            for n in RANKS]
+    return [
+        Case(
+            f"collectives/{n}_ranks",
+            "collectives",
+            (lambda n=n: run_ranks(target.device, n)),
+            timeout=TIMEOUT,
+        )
+        for n in RANKS
+    ]

@@ -36,8 +36,13 @@ def trivial_kernel(device: str) -> None:
     for n in (1, 7, 1000, 65537):
         x = rng.standard_normal(n).astype(np.float32)
         y = compiler.run_trivial_kernel(put(x, device), 3.0)
-        assert_close(y.numpy(), (np.float32(3.0) * x + np.float32(1.0)).astype(np.float32), 1e-6, 1e-6,
-                     f"compiled y = 3 x + 1 over {n} elements")
+        assert_close(
+            y.numpy(),
+            (np.float32(3.0) * x + np.float32(1.0)).astype(np.float32),
+            1e-6,
+            1e-6,
+            f"compiled y = 3 x + 1 over {n} elements",
+        )
 
 
 def program_cache(device: str) -> None:
@@ -51,8 +56,11 @@ def program_cache(device: str) -> None:
     compiler.compile_source(src, "oarlock_conformance_cache", device)
     after = compiler.cache_stats()
     if after["compiles"] != before["compiles"] or after["memory_hits"] <= before["memory_hits"]:
-        raise CheckFailure("compiling the same source twice compiled it again instead of hitting the cache",
-                           "one more memory hit, no compile", f"{before} -> {after}")
+        raise CheckFailure(
+            "compiling the same source twice compiled it again instead of hitting the cache",
+            "one more memory hit, no compile",
+            f"{before} -> {after}",
+        )
 
 
 def compile_error(device: str) -> None:
@@ -64,10 +72,13 @@ def compile_error(device: str) -> None:
         compiler.compile_source(bad, "oarlock_conformance_broken", device)
     except fw.OarlockError as exc:
         if type(exc).__name__ != "CompileError":
-            raise CheckFailure(f"a broken source raised {type(exc).__name__}, not CompileError", "CompileError", str(exc)) from exc
+            raise CheckFailure(
+                f"a broken source raised {type(exc).__name__}, not CompileError", "CompileError", str(exc)
+            ) from exc
         if "oops" not in str(exc):
-            raise CheckFailure("the CompileError does not show the source around the error", "source excerpt",
-                               str(exc)[:400]) from exc
+            raise CheckFailure(
+                "the CompileError does not show the source around the error", "source excerpt", str(exc)[:400]
+            ) from exc
     else:
         raise CheckFailure("compiling a broken source did not raise", "CompileError", "no error")
 
@@ -76,10 +87,21 @@ def compile_error(device: str) -> None:
 GENERATED: dict[str, tuple[Any, dict[str, Any], Any]] = {
     "softmax": (lambda r: [r.uniform(-3, 3, (5, 33))], {"axis": 1}, lambda x: C.softmax(x, -1)),
     "log_softmax": (lambda r: [r.uniform(-3, 3, (5, 33))], {"axis": 1}, lambda x: C.log_softmax(x, -1)),
-    "rms_norm": (lambda r: [r.uniform(-2, 2, (4, 40)), r.uniform(-2, 2, (40,))], {"epsilon": 1e-6}, C.rms_norm),
-    "layer_norm": (lambda r: [r.uniform(-2, 2, (4, 40)), r.uniform(-2, 2, (40,)), r.uniform(-1, 1, (40,))],
-                   {"epsilon": 1e-5, "has_weight": True, "has_bias": True}, C.layer_norm),
-    "gelu": (lambda r: [r.uniform(-4, 4, (3, 50))], {"approximate": False}, lambda x: 0.5 * x * (1 + _erf(x / math.sqrt(2)))),
+    "rms_norm": (
+        lambda r: [r.uniform(-2, 2, (4, 40)), r.uniform(-2, 2, (40,))],
+        {"epsilon": 1e-6},
+        C.rms_norm,
+    ),
+    "layer_norm": (
+        lambda r: [r.uniform(-2, 2, (4, 40)), r.uniform(-2, 2, (40,)), r.uniform(-1, 1, (40,))],
+        {"epsilon": 1e-5, "has_weight": True, "has_bias": True},
+        C.layer_norm,
+    ),
+    "gelu": (
+        lambda r: [r.uniform(-4, 4, (3, 50))],
+        {"approximate": False},
+        lambda x: 0.5 * x * (1 + _erf(x / math.sqrt(2))),
+    ),
     "silu": (lambda r: [r.uniform(-6, 6, (3, 50))], {}, lambda x: x * C.sigmoid(x)),
     "sigmoid": (lambda r: [r.uniform(-8, 8, (3, 50))], {}, C.sigmoid),
 }
@@ -97,15 +119,31 @@ def generated(op: str, device: str) -> dict[str, Any]:
         return {"skip": f"{op} is not a fusion group on this device: {exc}"}
     want = np.asarray(ref(*[a.astype(np.float32).astype(np.float64) for a in xs])).astype(np.float32)
     assert_close(outs[0].numpy(), want, 1e-4, 1e-5, f"generated kernel of {op} against numpy")
-    assert_close(outs[0].numpy(), decomposed[0].numpy(), 1e-4, 1e-5, f"generated kernel of {op} against its decomposition")
+    assert_close(
+        outs[0].numpy(),
+        decomposed[0].numpy(),
+        1e-4,
+        1e-5,
+        f"generated kernel of {op} against its decomposition",
+    )
     return {"source_lines": len(compiler.generated_source(op, *ins, **attrs).splitlines())}
 
 
 def cases(target: Target) -> list[Case]:
     if unavailable(target):
         return []
-    out = [Case(f"compile/{fn.__name__}", "compile", (lambda fn=fn: fn(target.device)))
-           for fn in (trivial_kernel, program_cache, compile_error)]
-    out += [Case(f"compile/generated[{op}]", "compile", (lambda op=op: generated(op, target.device)), op=op, dtype="float32")
-            for op in GENERATED]
+    out = [
+        Case(f"compile/{fn.__name__}", "compile", (lambda fn=fn: fn(target.device)))
+        for fn in (trivial_kernel, program_cache, compile_error)
+    ]
+    out += [
+        Case(
+            f"compile/generated[{op}]",
+            "compile",
+            (lambda op=op: generated(op, target.device)),
+            op=op,
+            dtype="float32",
+        )
+        for op in GENERATED
+    ]
     return out

@@ -24,16 +24,30 @@ def unavailable(target: Target) -> str | None:
 def check_model(name: str, device: str) -> dict[str, Any]:
     golden = RG.load_golden(name)
     if golden is None:
-        raise CheckFailure(f"no golden curve for {name}; record it with `oarlock conformance --record-goldens`")
+        raise CheckFailure(
+            f"no golden curve for {name}; record it with `oarlock conformance --record-goldens`"
+        )
     r = RG.run_model(name, device, steps=golden["steps"])
     lt, ot = golden["loss_tolerance"], golden["output_tolerance"]
     data = {"loss": r["loss"], "golden": golden["loss"], "rtol": lt["rtol"], "atol": lt["atol"]}
     got, want = np.array(r["loss"]), np.array(golden["loss"])
     try:
         assert_close(got, want, lt["rtol"], lt["atol"], f"{name}: loss per step against the golden curve")
-        assert_close(r["output_loaded"], r["output"], 0, 0, f"{name}: outputs of the saved and re-loaded model vs the trained one")
+        assert_close(
+            r["output_loaded"],
+            r["output"],
+            0,
+            0,
+            f"{name}: outputs of the saved and re-loaded model vs the trained one",
+        )
         ref = np.array(golden["output"], np.float32).reshape(golden["output_shape"])
-        assert_close(r["output"].astype(np.float32), ref, ot["rtol"], ot["atol"], f"{name}: inference outputs against the golden ones")
+        assert_close(
+            r["output"].astype(np.float32),
+            ref,
+            ot["rtol"],
+            ot["atol"],
+            f"{name}: inference outputs against the golden ones",
+        )
     except CheckFailure as exc:
         exc.data = data  # type: ignore[attr-defined]
         raise
@@ -44,5 +58,13 @@ def check_model(name: str, device: str) -> dict[str, Any]:
 def cases(target: Target) -> list[Case]:
     if unavailable(target):
         return []
-    return [Case(f"models/{name}", "models", (lambda name=name: check_model(name, target.device)), op=name, timeout=TIMEOUT)
-            for name in RG.STEPS]
+    return [
+        Case(
+            f"models/{name}",
+            "models",
+            (lambda name=name: check_model(name, target.device)),
+            op=name,
+            timeout=TIMEOUT,
+        )
+        for name in RG.STEPS
+    ]

@@ -34,7 +34,9 @@ def check_sample(info: OpInfo, d: np.dtype, sample: Any, device: str, offset: in
     want = _reference(info, sample.ins, attrs)
     exact = want.dtype.name in info.exact
     tol = Tolerance(0.0, 0.0) if exact else sample.tol or tolerance(want.dtype, info.tol_scale)
-    where = f"{info.name}[{d.name}] {sample.label}" + (f" (inputs at a {offset}-element offset)" if offset else "")
+    where = f"{info.name}[{d.name}] {sample.label}" + (
+        f" (inputs at a {offset}-element offset)" if offset else ""
+    )
     try:
         assert_close(got, want, tol.rtol, tol.atol, where, None if exact or sample.tol else sample.magnitude)
         if exact:
@@ -63,7 +65,10 @@ def assert_zero_signs(got: np.ndarray, want: np.ndarray, where: str) -> None:
         raise CheckFailure(
             f"{where}: {int(wrong.sum())} of {int((w == 0).sum())} zeros have the wrong sign; first at index {first}: "
             f"got {g[first]!r}, expected {w[first]!r} (the sign of zero is part of the value: neg(+0.0) is -0.0, "
-            f"abs(-0.0) is +0.0, and moving data copies its bits)", w[first], g[first])
+            f"abs(-0.0) is +0.0, and moving data copies its bits)",
+            w[first],
+            g[first],
+        )
 
 
 def check_index_out_of_range(info: OpInfo, d: np.dtype, device: str) -> None:
@@ -81,13 +86,19 @@ def check_index_out_of_range(info: OpInfo, d: np.dtype, device: str) -> None:
         except fw.OpArgumentError:
             continue
         except Exception as exc:  # noqa: BLE001
-            raise CheckFailure(f"{info.name}[{d.name}]: an out-of-range index {bad} (axis of size 5) raised "
-                               f"{type(exc).__name__}, not OpArgumentError; raise adapter_api.OpArgumentError "
-                               f"naming the index and the range", "OpArgumentError",
-                               f"{type(exc).__name__}: {exc}") from exc
-        raise CheckFailure(f"{info.name}[{d.name}]: an out-of-range index ({bad}, axis of size 5) did not raise; the "
-                           f"contract says it must raise OpArgumentError, never touch memory out of bounds",
-                           "OpArgumentError", "no error")
+            raise CheckFailure(
+                f"{info.name}[{d.name}]: an out-of-range index {bad} (axis of size 5) raised "
+                f"{type(exc).__name__}, not OpArgumentError; raise adapter_api.OpArgumentError "
+                f"naming the index and the range",
+                "OpArgumentError",
+                f"{type(exc).__name__}: {exc}",
+            ) from exc
+        raise CheckFailure(
+            f"{info.name}[{d.name}]: an out-of-range index ({bad}, axis of size 5) did not raise; the "
+            f"contract says it must raise OpArgumentError, never touch memory out of bounds",
+            "OpArgumentError",
+            "no error",
+        )
 
 
 def _device_dtypes(device: str) -> set[str]:
@@ -122,11 +133,37 @@ def cases(target: Target) -> list[Case]:
         for dt in info.dtypes:
             cid = f"primitives/{name}[{dt}]"
             if target.registers(name, dt):
-                out.append(Case(cid, "primitives", (lambda n=name, d=dt: run_case(n, d, target.device)), op=name, dtype=dt))
+                out.append(
+                    Case(
+                        cid,
+                        "primitives",
+                        (lambda n=name, d=dt: run_case(n, d, target.device)),
+                        op=name,
+                        dtype=dt,
+                    )
+                )
             else:
-                out.append(Case(cid, "primitives", None, op=name, dtype=dt, preset="not_supported",
-                                reason=f"the '{target.plugin}' plugin registers no {name} kernel for {dt}"))
+                out.append(
+                    Case(
+                        cid,
+                        "primitives",
+                        None,
+                        op=name,
+                        dtype=dt,
+                        preset="not_supported",
+                        reason=f"the '{target.plugin}' plugin registers no {name} kernel for {dt}",
+                    )
+                )
         for dt in sorted(target.kernels.get(name, set()) - set(info.dtypes)):
-            out.append(Case(f"primitives/{name}[{dt}]", "primitives", None, op=name, dtype=dt, preset="skipped",
-                            reason=f"registered, but the contract does not define {name} for {dt}, so nothing checks it"))
+            out.append(
+                Case(
+                    f"primitives/{name}[{dt}]",
+                    "primitives",
+                    None,
+                    op=name,
+                    dtype=dt,
+                    preset="skipped",
+                    reason=f"registered, but the contract does not define {name} for {dt}, so nothing checks it",
+                )
+            )
     return out

@@ -29,13 +29,21 @@ def philox_kernel(device: str, dtype: str) -> dict[str, Any]:
     n = 0
     for seed, off in SEEDS:
         for shape in [(1,), (3,), (4,), (5,), (1027,), (2, 3, 7), (), (0,)]:
-            got = run_primitive("philox_uniform", [], {"shape": shape, "seed": seed, "offset": off, "dtype": d}, device)[0].numpy()
+            got = run_primitive(
+                "philox_uniform", [], {"shape": shape, "seed": seed, "offset": off, "dtype": d}, device
+            )[0].numpy()
             want = R.philox_uniform(shape, seed, off, d)
-            assert_close(got, want, 0, 0, f"philox_uniform {dtype} shape {shape} seed {seed} offset {off} (bitwise)")
+            assert_close(
+                got, want, 0, 0, f"philox_uniform {dtype} shape {shape} seed {seed} offset {off} (bitwise)"
+            )
             n += 1
     big = (1 << 20) + 3
-    got = run_primitive("philox_uniform", [], {"shape": (big,), "seed": 7, "offset": 99, "dtype": d}, device)[0].numpy()
-    assert_close(got, R.philox_uniform((big,), 7, 99, d), 0, 0, f"philox_uniform {dtype}, {big} values (bitwise)")
+    got = run_primitive("philox_uniform", [], {"shape": (big,), "seed": 7, "offset": 99, "dtype": d}, device)[
+        0
+    ].numpy()
+    assert_close(
+        got, R.philox_uniform((big,), 7, 99, d), 0, 0, f"philox_uniform {dtype}, {big} values (bitwise)"
+    )
     if got.min() < 0.0 or got.max() >= 1.0:
         raise CheckFailure("philox_uniform left [0, 1)", "[0, 1)", f"[{got.min()}, {got.max()}]")
     return {"calls": n + 1}
@@ -78,9 +86,13 @@ def randn_box_muller(device: str) -> None:
     r = np.sqrt(-2.0 * np.log(1.0 - u[0]))
     th = u[1] * 2.0 * math.pi
     want = np.concatenate([r * np.cos(th), r * np.sin(th)])[:n].astype(np.float32)
-    assert_close(got, want, 2e-5, 2e-5, "fw.randn((1001,)) after fw.seed(5) against Box-Muller on the reference")
+    assert_close(
+        got, want, 2e-5, 2e-5, "fw.randn((1001,)) after fw.seed(5) against Box-Muller on the reference"
+    )
     if abs(float(got.mean())) > 0.15 or abs(float(got.std()) - 1.0) > 0.1:
-        raise CheckFailure("randn moments are off", "mean ~0, std ~1", f"mean {got.mean():.3f}, std {got.std():.3f}")
+        raise CheckFailure(
+            "randn moments are off", "mean ~0, std ~1", f"mean {got.mean():.3f}, std {got.std():.3f}"
+        )
 
 
 def randint_bernoulli(device: str) -> None:
@@ -106,9 +118,26 @@ def cases(target: Target) -> list[Case]:
     for dt in ("float32", "float64"):
         cid = f"random/philox_uniform[{dt}]"
         if target.registers("philox_uniform", dt):
-            out.append(Case(cid, "random", (lambda d=dt: philox_kernel(target.device, d)), op="philox_uniform", dtype=dt))
+            out.append(
+                Case(
+                    cid,
+                    "random",
+                    (lambda d=dt: philox_kernel(target.device, d)),
+                    op="philox_uniform",
+                    dtype=dt,
+                )
+            )
         else:
-            out.append(Case(cid, "random", None, op="philox_uniform", dtype=dt, preset="not_supported",
-                            reason=f"no philox_uniform kernel for {dt}"))
+            out.append(
+                Case(
+                    cid,
+                    "random",
+                    None,
+                    op="philox_uniform",
+                    dtype=dt,
+                    preset="not_supported",
+                    reason=f"no philox_uniform kernel for {dt}",
+                )
+            )
     out += [Case(f"random/{fn.__name__}", "random", (lambda fn=fn: fn(target.device))) for fn in CHECKS[1:]]
     return out

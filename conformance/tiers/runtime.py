@@ -50,19 +50,31 @@ def allocation_and_stats(device: str) -> None:
     x = fw.zeros((1000,), dtype="float32", device=device)
     mid = fw.memory_stats(device)
     if mid["allocated_bytes"] < before["allocated_bytes"] + 4000:
-        raise CheckFailure("allocated_bytes did not grow by the 4000 bytes of a new tensor",
-                           f">= {before['allocated_bytes'] + 4000}", mid["allocated_bytes"])
+        raise CheckFailure(
+            "allocated_bytes did not grow by the 4000 bytes of a new tensor",
+            f">= {before['allocated_bytes'] + 4000}",
+            mid["allocated_bytes"],
+        )
     if mid["peak_allocated_bytes"] < mid["allocated_bytes"]:
-        raise CheckFailure("peak_allocated_bytes below allocated_bytes", mid["allocated_bytes"], mid["peak_allocated_bytes"])
+        raise CheckFailure(
+            "peak_allocated_bytes below allocated_bytes", mid["allocated_bytes"], mid["peak_allocated_bytes"]
+        )
     del x
     after = fw.memory_stats(device)
     if after["allocated_bytes"] != before["allocated_bytes"]:
-        raise CheckFailure("allocated_bytes did not return to its value after the tensor was freed",
-                           before["allocated_bytes"], after["allocated_bytes"])
+        raise CheckFailure(
+            "allocated_bytes did not return to its value after the tensor was freed",
+            before["allocated_bytes"],
+            after["allocated_bytes"],
+        )
     fw.empty_cache(device)
     emptied = fw.memory_stats(device)
     if emptied["reserved_bytes"] > after["reserved_bytes"]:
-        raise CheckFailure("empty_cache() did not release reserved memory", f"<= {after['reserved_bytes']}", emptied["reserved_bytes"])
+        raise CheckFailure(
+            "empty_cache() did not release reserved memory",
+            f"<= {after['reserved_bytes']}",
+            emptied["reserved_bytes"],
+        )
     rt, idx, stream = _rt(device)
     bufs = [rt.allocate(idx, n) for n in (0, 1, 4096, 1 << 20)]
     for b in bufs:
@@ -79,14 +91,20 @@ def copy_roundtrip(device: str) -> None:
             rt.copy_h2d(idx, buf, off, data, stream, True)
             back = _read(rt, idx, buf, off, n, stream)
             if not np.array_equal(back, data):
-                raise CheckFailure(f"host->device->host round trip of {n} bytes at offset {off} changed the bytes",
-                                   data[:16], back[:16])
+                raise CheckFailure(
+                    f"host->device->host round trip of {n} bytes at offset {off} changed the bytes",
+                    data[:16],
+                    back[:16],
+                )
             other = rt.allocate(idx, n + 32)
             rt.copy_d2d(idx, other, 5, buf, off, n, stream, True)
             back2 = _read(rt, idx, other, 5, n, stream)
             if not np.array_equal(back2, data):
-                raise CheckFailure(f"device->device copy of {n} bytes (from offset {off} to 5) changed the bytes",
-                                   data[:16], back2[:16])
+                raise CheckFailure(
+                    f"device->device copy of {n} bytes (from offset {off} to 5) changed the bytes",
+                    data[:16],
+                    back2[:16],
+                )
             rt.free(idx, buf)
             rt.free(idx, other)
     # typed round trips through the public API
@@ -123,8 +141,12 @@ def async_copies_with_events(device: str) -> None:
         back = _read(rt, idx, b, 0, n, s2)
         if not np.array_equal(back, src):
             bad = int(np.count_nonzero(back != src))
-            raise CheckFailure(f"round {round_}: a copy on stream 2 that waits for an event on stream 1 saw "
-                               f"stale data ({bad} of {n} bytes differ)", src[:16], back[:16])
+            raise CheckFailure(
+                f"round {round_}: a copy on stream 2 that waits for an event on stream 1 saw "
+                f"stale data ({bad} of {n} bytes differ)",
+                src[:16],
+                back[:16],
+            )
     rt.synchronize_stream(s1)
     rt.synchronize_stream(s2)
     if not (rt.query_stream(s1) and rt.query_stream(s2)):
@@ -151,7 +173,9 @@ def stream_waits_event(device: str) -> None:
     want = np.arange(200_000, dtype=np.float32) * 2.0
     assert_close(z.numpy(), want, 0, 0, "y = 2x + 1 on stream 1, then z = y - 1 on stream 2 after an event")
     if not ev.query():
-        raise CheckFailure("an event is not complete after the stream that waited on it synchronized", True, False)
+        raise CheckFailure(
+            "an event is not complete after the stream that waited on it synchronized", True, False
+        )
 
 
 def memset(device: str) -> None:
@@ -165,8 +189,12 @@ def memset(device: str) -> None:
         want[off : off + count] = 0xAB
         if not np.array_equal(got, want):
             bad = np.flatnonzero(got != want)
-            raise CheckFailure(f"memset of {count} bytes at offset {off} in a {n}-byte buffer: {bad.size} bytes wrong, "
-                               f"first at {int(bad[0])}", hex(int(want[bad[0]])), hex(int(got[bad[0]])))
+            raise CheckFailure(
+                f"memset of {count} bytes at offset {off} in a {n}-byte buffer: {bad.size} bytes wrong, "
+                f"first at {int(bad[0])}",
+                hex(int(want[bad[0]])),
+                hex(int(got[bad[0]])),
+            )
         rt.free(idx, buf)
 
 
@@ -192,7 +220,9 @@ def elapsed_ms(device: str) -> dict[str, Any]:
     e1.synchronize()
     work_ms = e0.elapsed_time(e1)
     if not (isinstance(work_ms, float) and math.isfinite(work_ms) and work_ms >= 0.0):
-        raise CheckFailure("elapsed_ms() between two completed events must be a finite float >= 0", ">= 0.0", work_ms)
+        raise CheckFailure(
+            "elapsed_ms() between two completed events must be a finite float >= 0", ">= 0.0", work_ms
+        )
     assert_close(x.numpy()[:2, :2], np.ones((2, 2), np.float32), 1e-5, 1e-6, "work timed between the events")
 
     rt, idx, _ = _rt(device)
@@ -208,9 +238,12 @@ def elapsed_ms(device: str) -> dict[str, Any]:
     ms = rt.elapsed_ms(a, b)
     lo, hi = SLEEP_MS / 2, 2 * wall + 50.0
     if not (isinstance(ms, float) and lo <= ms <= hi):
-        raise CheckFailure(f"elapsed_ms() across a {SLEEP_MS:g} ms host sleep (wall time {wall:.1f} ms) returned {ms!r}; "
-                           f"it must be in milliseconds (a value in seconds or microseconds is off by 1000x)",
-                           f"a float in [{lo:g}, {hi:.1f}]", ms)
+        raise CheckFailure(
+            f"elapsed_ms() across a {SLEEP_MS:g} ms host sleep (wall time {wall:.1f} ms) returned {ms!r}; "
+            f"it must be in milliseconds (a value in seconds or microseconds is off by 1000x)",
+            f"a float in [{lo:g}, {hi:.1f}]",
+            ms,
+        )
     return {"elapsed_ms": work_ms, "sleep_elapsed_ms": ms}
 
 
@@ -253,9 +286,12 @@ def _completion(device: str, method: str) -> dict[str, Any]:
         back = _read(rt, idx, b, 0, n, s3)
         if not np.array_equal(back, data):
             bad = int(np.count_nonzero(back != data))
-            raise CheckFailure(f"{method}() answered before the work on its stream was done: a read on another stream "
-                               f"right after it saw stale data ({bad} of {n} bytes differ, round {round_})",
-                               data[:16], back[:16])
+            raise CheckFailure(
+                f"{method}() answered before the work on its stream was done: a read on another stream "
+                f"right after it saw stale data ({bad} of {n} bytes differ, round {round_})",
+                data[:16],
+                back[:16],
+            )
     rt.synchronize_stream(s1)
     rt.free(idx, a)
     rt.free(idx, b)
@@ -298,10 +334,15 @@ def isolation(device: str) -> None:
             _ = a[:3] + h
         except fw.OarlockError as exc:
             if "device" not in str(exc):
-                raise CheckFailure("mixing devices in one op raised an error that does not mention devices",
-                                   "DeviceMismatchError", str(exc)) from exc
+                raise CheckFailure(
+                    "mixing devices in one op raised an error that does not mention devices",
+                    "DeviceMismatchError",
+                    str(exc),
+                ) from exc
         else:
-            raise CheckFailure("adding a cpu tensor to a device tensor did not raise", "DeviceMismatchError", "no error")
+            raise CheckFailure(
+                "adding a cpu tensor to a device tensor did not raise", "DeviceMismatchError", "no error"
+            )
 
 
 def huge_allocation(device: str) -> None:
@@ -312,15 +353,22 @@ def huge_allocation(device: str) -> None:
         fw.empty((huge,), dtype="uint8", device=device)
     except fw.OutOfMemoryError as exc:
         if "memory" not in str(exc).lower():
-            raise CheckFailure("the out-of-memory error does not say so", "'out of memory ...'", str(exc)) from exc
+            raise CheckFailure(
+                "the out-of-memory error does not say so", "'out of memory ...'", str(exc)
+            ) from exc
     except Exception as exc:  # noqa: BLE001
-        raise CheckFailure(f"a {huge}-byte allocation raised {type(exc).__name__}, not adapter_api.OutOfMemoryError; "
-                           f"raise OutOfMemoryError from DeviceRuntime.allocate", "OutOfMemoryError",
-                           f"{type(exc).__name__}: {exc}") from exc
+        raise CheckFailure(
+            f"a {huge}-byte allocation raised {type(exc).__name__}, not adapter_api.OutOfMemoryError; "
+            f"raise OutOfMemoryError from DeviceRuntime.allocate",
+            "OutOfMemoryError",
+            f"{type(exc).__name__}: {exc}",
+        ) from exc
     else:
         raise CheckFailure(f"a {huge}-byte allocation succeeded", "OutOfMemoryError", "no error")
     x = fw.full((8,), 3.0, dtype="float32", device=device)
-    assert_close((x * 2.0).numpy(), np.full(8, 6.0, np.float32), 0, 0, "the device after a refused allocation")
+    assert_close(
+        (x * 2.0).numpy(), np.full(8, 6.0, np.float32), 0, 0, "the device after a refused allocation"
+    )
 
 
 def synchronize(device: str) -> None:
@@ -331,8 +379,21 @@ def synchronize(device: str) -> None:
     assert_close(x.numpy(), np.full(1000, 3.0, np.float32), 0, 0, "after fw.synchronize")
 
 
-CHECKS = [properties, allocation_and_stats, copy_roundtrip, async_copies_with_events, stream_waits_event, memset,
-          elapsed_ms, query_event, query_stream, synchronize_stream, isolation, huge_allocation, synchronize]
+CHECKS = [
+    properties,
+    allocation_and_stats,
+    copy_roundtrip,
+    async_copies_with_events,
+    stream_waits_event,
+    memset,
+    elapsed_ms,
+    query_event,
+    query_stream,
+    synchronize_stream,
+    isolation,
+    huge_allocation,
+    synchronize,
+]
 
 
 def cases(target: Target) -> list[Case]:

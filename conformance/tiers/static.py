@@ -44,8 +44,11 @@ def traced(fn: Callable[..., Any], ins: Sequence[Any], device: str) -> tuple[Any
 
 def _equal(got: np.ndarray, want: np.ndarray, where: str) -> None:
     if got.shape != want.shape or got.dtype != want.dtype:
-        raise CheckFailure(f"{where}: the program gives {got.dtype}{list(got.shape)}, eager {want.dtype}{list(want.shape)}",
-                           f"{want.dtype}{list(want.shape)}", f"{got.dtype}{list(got.shape)}")
+        raise CheckFailure(
+            f"{where}: the program gives {got.dtype}{list(got.shape)}, eager {want.dtype}{list(want.shape)}",
+            f"{want.dtype}{list(want.shape)}",
+            f"{got.dtype}{list(got.shape)}",
+        )
     assert_close(got, want, 0, 0, where)
     assert_zero_signs(got, want, where)
 
@@ -73,8 +76,11 @@ def primitive_case(name: str, dtype: str, device: str, seed: int = 0) -> dict[st
         try:
             ex, ops, _ = traced(fn, ins, device)
         except Exception as exc:
-            raise CheckFailure(f"{where}: tracing or optimising failed: {type(exc).__name__}: {exc}", "a program",
-                               f"{type(exc).__name__}") from exc
+            raise CheckFailure(
+                f"{where}: tracing or optimising failed: {type(exc).__name__}: {exc}",
+                "a program",
+                f"{type(exc).__name__}",
+            ) from exc
         key = " ".join(o.partition(".")[2] for o in ops if o != "builtin.return")
         programs[key] = programs.get(key, 0) + 1
         _equal(ex(*ins)[0].numpy(), want, where)
@@ -97,8 +103,11 @@ def composite_case(info: C.CompositeInfo, dtype: str, device: str) -> dict[str, 
     try:
         ex, ops, stats = traced(info.run, ins, device)
     except Exception as exc:
-        raise CheckFailure(f"{where}: tracing or optimising failed: {type(exc).__name__}: {exc}", "a program",
-                           f"{type(exc).__name__}") from exc
+        raise CheckFailure(
+            f"{where}: tracing or optimising failed: {type(exc).__name__}: {exc}",
+            "a program",
+            f"{type(exc).__name__}",
+        ) from exc
     got = ex(*ins)[0].numpy()
     if got.shape != want.shape or got.dtype != want.dtype:
         _equal(got, want, where)
@@ -107,8 +116,11 @@ def composite_case(info: C.CompositeInfo, dtype: str, device: str) -> dict[str, 
         assert_close(got, want, tol.rtol, tol.atol, where)
     else:
         _equal(got, want, where)
-    return {"ops": len(ops) - 1, "removed_by_passes": sum(s.removed for s in stats),
-            "bitwise": bool(np.array_equal(got, want, equal_nan=got.dtype.kind == "f"))}
+    return {
+        "ops": len(ops) - 1,
+        "removed_by_passes": sum(s.removed for s in stats),
+        "bitwise": bool(np.array_equal(got, want, equal_nan=got.dtype.kind == "f")),
+    }
 
 
 def cases(target: Target) -> list[Case]:
@@ -117,13 +129,37 @@ def cases(target: Target) -> list[Case]:
         for dt in info.dtypes:
             cid = f"static/{name}[{dt}]"
             if target.registers(name, dt):
-                out.append(Case(cid, "static", (lambda n=name, d=dt: primitive_case(n, d, target.device)), op=name, dtype=dt))
+                out.append(
+                    Case(
+                        cid,
+                        "static",
+                        (lambda n=name, d=dt: primitive_case(n, d, target.device)),
+                        op=name,
+                        dtype=dt,
+                    )
+                )
             else:
-                out.append(Case(cid, "static", None, op=name, dtype=dt, preset="not_supported",
-                                reason=f"the '{target.plugin}' plugin registers no {name} kernel for {dt}"))
+                out.append(
+                    Case(
+                        cid,
+                        "static",
+                        None,
+                        op=name,
+                        dtype=dt,
+                        preset="not_supported",
+                        reason=f"the '{target.plugin}' plugin registers no {name} kernel for {dt}",
+                    )
+                )
     f64 = target.registers("matmul", "float64") and target.registers("exp", "float64")
     for cinfo in C._db():
         for dt in ("float32", "float64") if f64 else ("float32",):
-            out.append(Case(f"static/composite/{cinfo.name}[{dt}]", "static",
-                            (lambda ci=cinfo, d=dt: composite_case(ci, d, target.device)), op=cinfo.name, dtype=dt))
+            out.append(
+                Case(
+                    f"static/composite/{cinfo.name}[{dt}]",
+                    "static",
+                    (lambda ci=cinfo, d=dt: composite_case(ci, d, target.device)),
+                    op=cinfo.name,
+                    dtype=dt,
+                )
+            )
     return out

@@ -10,7 +10,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def include_dir():
     """oarlock_device.h: $OARLOCK_INCLUDE, this checkout's adapter_api/include, or the installed oarlock's."""
-    candidates = [os.environ.get("OARLOCK_INCLUDE", ""), os.path.join(HERE, "..", "..", "adapter_api", "include")]
+    candidates = [
+        os.environ.get("OARLOCK_INCLUDE", ""),
+        os.path.join(HERE, "..", "..", "adapter_api", "include"),
+    ]
     for c in candidates:
         if c and os.path.exists(os.path.join(c, "oarlock_device.h")):
             return os.path.abspath(c)
@@ -19,11 +22,19 @@ def include_dir():
     return installed()
 
 
-setup(ext_modules=[Extension(
-    "oarlock_nativedev._nativedev",
-    sources=["oarlock_nativedev/nativedev.c", "oarlock_nativedev/collectives.c", "oarlock_nativedev/compiler.c"],
-    include_dirs=[include_dir()],
-    extra_compile_args=["-std=c11", "-O2", "-pthread"],
-    extra_link_args=["-pthread"],
-    libraries=["m", "rt", "dl"],  # shm_open and dlopen live in libc from glibc 2.34 on
-)])
+setup(
+    ext_modules=[
+        Extension(
+            "oarlock_nativedev._nativedev",
+            sources=[
+                "oarlock_nativedev/nativedev.c",
+                "oarlock_nativedev/collectives.c",
+                "oarlock_nativedev/compiler.c",
+            ],
+            include_dirs=[include_dir()],
+            extra_compile_args=["-std=c11", "-O2", "-pthread"],
+            extra_link_args=["-pthread"],
+            libraries=["m", "rt", "dl"],  # shm_open and dlopen live in libc from glibc 2.34 on
+        )
+    ]
+)

@@ -25,12 +25,30 @@ if TYPE_CHECKING:
     from .tensor import Tensor
 
 #: ops run in the low dtype under O1 and O2
-ALLOW: frozenset[str] = frozenset({"matmul", "matmul_t", "linear", "conv2d", "conv3d", "conv2d_transpose", "unfold", "attention"})
+ALLOW: frozenset[str] = frozenset(
+    {"matmul", "matmul_t", "linear", "conv2d", "conv3d", "conv2d_transpose", "unfold", "attention"}
+)
 #: ops kept in float32 under O1 and O2 (precision-sensitive: exponentials, sums, normalisations)
-DENY: frozenset[str] = frozenset({
-    "exp", "log", "pow", "sum", "prod", "rsqrt", "softmax", "log_softmax", "layer_norm", "rms_norm",
-    "channel_norm", "group_norm", "log_sigmoid", "softplus", "erf", "interpolate",
-})
+DENY: frozenset[str] = frozenset(
+    {
+        "exp",
+        "log",
+        "pow",
+        "sum",
+        "prod",
+        "rsqrt",
+        "softmax",
+        "log_softmax",
+        "layer_norm",
+        "rms_norm",
+        "channel_norm",
+        "group_norm",
+        "log_sigmoid",
+        "softplus",
+        "erf",
+        "interpolate",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -62,6 +80,9 @@ def cast_inputs(op_name: str, ins: list[Tensor]) -> list[Tensor]:
         return ins
     token = POLICY.set(None)  # the casts themselves run outside the policy
     try:  # NOTE: Tensor.astype (attached by the ops floor): this floor imports no op
-        return [t.astype(want) if _dt.is_floating(t.dtype) and t.dtype not in (want, _dt.float64) else t for t in ins]
+        return [
+            t.astype(want) if _dt.is_floating(t.dtype) and t.dtype not in (want, _dt.float64) else t
+            for t in ins
+        ]
     finally:
         POLICY.reset(token)

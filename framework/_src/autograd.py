@@ -73,7 +73,9 @@ class Node:
 
     __slots__ = ("op", "inputs", "attrs", "_outs", "n_outputs", "ctx", "__weakref__")
 
-    def __init__(self, op: OpDef, inputs: list[Tensor], attrs: dict[str, Any], outputs: list[Tensor], ctx: Any = None) -> None:
+    def __init__(
+        self, op: OpDef, inputs: list[Tensor], attrs: dict[str, Any], outputs: list[Tensor], ctx: Any = None
+    ) -> None:
         self.op = op
         self.inputs: list[Tensor] | None = inputs
         self.attrs = attrs
@@ -91,7 +93,9 @@ class Node:
         return f"<Node {self.op.name}>"
 
 
-def record(op: OpDef, inputs: list[Tensor], attrs: dict[str, Any], outputs: list[Tensor], ctx: Any = None) -> None:
+def record(
+    op: OpDef, inputs: list[Tensor], attrs: dict[str, Any], outputs: list[Tensor], ctx: Any = None
+) -> None:
     node = Node(op, inputs, attrs, outputs, ctx)
     for i, o in enumerate(outputs):
         if o.dtype.kind == "f" or o.dtype.name == "bfloat16":
@@ -177,7 +181,9 @@ def run_backward(
                         f"[backward] grad can be implicitly created only for a tensor with one element, "
                         f"got shape {r.shape}; pass grad_tensor= of that shape"
                     )
-                g = dispatch.run(OPS["full"], [], {"shape": r.shape, "value": 1, "dtype": r.dtype}, r.device)[0]
+                g = dispatch.run(OPS["full"], [], {"shape": r.shape, "value": 1, "dtype": r.dtype}, r.device)[
+                    0
+                ]
             elif g.shape != r.shape:
                 raise OpArgumentError(f"[backward] grad_tensor has shape {g.shape}, expected {r.shape}")
             _push(r, g)
@@ -247,6 +253,8 @@ def grad(
     else:
         gos = list(grad_outputs)
     keep = create_graph if retain_graph is None else retain_graph
-    res = run_backward(outs, gos, retain_graph=keep, create_graph=create_graph, inputs=ins, allow_unused=allow_unused)
+    res = run_backward(
+        outs, gos, retain_graph=keep, create_graph=create_graph, inputs=ins, allow_unused=allow_unused
+    )
     assert res is not None
     return res

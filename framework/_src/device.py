@@ -134,7 +134,9 @@ def _unknown(name: str) -> DeviceError:
     msg = f"[device] unknown device '{name}'; known device types: {', '.join(known) or 'none'}"
     for plugin, err in h.broken().items():
         if plugin == name or name.startswith(plugin):
-            return DeviceError(f"[device] device '{name}' is unavailable because its plugin failed to load:\n{err}")
+            return DeviceError(
+                f"[device] device '{name}' is unavailable because its plugin failed to load:\n{err}"
+            )
         msg += f"\n  plugin '{plugin}' failed to load: {err.splitlines()[0]}"
     return DeviceError(msg + "\n  run `oarlock devices` to see every plugin and its status")
 
@@ -160,7 +162,9 @@ def parse(name: object, check: bool = True) -> Device:
             if check:
                 _PARSED[name] = dev
     else:
-        raise DeviceError(f"[device] expected a device name such as 'cpu' or 'opencl:0', got {type(name).__name__} {name!r}")
+        raise DeviceError(
+            f"[device] expected a device name such as 'cpu' or 'opencl:0', got {type(name).__name__} {name!r}"
+        )
     if check:
         t = device_type(dev.type)
         n = t.count()
@@ -170,8 +174,9 @@ def parse(name: object, check: bool = True) -> Device:
             _PARSED.pop(name, None) if isinstance(name, str) else None
             raise DeviceError(
                 f"[device] '{dev}' does not exist: the '{dev.type}' plugin reports {n} device(s){extra}; "
-                f"use an index below {n}" if n else
-                f"[device] '{dev}' does not exist: the '{dev.type}' plugin reports no device{extra}"
+                f"use an index below {n}"
+                if n
+                else f"[device] '{dev}' does not exist: the '{dev.type}' plugin reports no device{extra}"
             )
     return dev
 

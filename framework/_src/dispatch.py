@@ -43,7 +43,9 @@ _WARNED: set[tuple[str, str]] = set()
 #: Strict mode: a missing kernel is an error instead of a CPU fallback. A context variable (each
 #: thread starts from OARLOCK_STRICT_KERNELS); ``fw.set_strict_kernels`` sets it.
 _STRICT_DEFAULT: bool = env.flag("OARLOCK_STRICT_KERNELS")
-STRICT_KERNELS: contextvars.ContextVar[bool] = contextvars.ContextVar("oarlock_strict_kernels", default=_STRICT_DEFAULT)
+STRICT_KERNELS: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "oarlock_strict_kernels", default=_STRICT_DEFAULT
+)
 CPU = "cpu"
 
 
@@ -133,7 +135,11 @@ def check_same_device(op: str, ins: list[Tensor]) -> _dev.Device:
 
 
 def run(
-    op: OpDef, ins: list[Tensor], attrs: dict[str, Any], dev: _dev.Device | None = None, metas: list | None = None
+    op: OpDef,
+    ins: list[Tensor],
+    attrs: dict[str, Any],
+    dev: _dev.Device | None = None,
+    metas: list | None = None,
 ) -> list[Tensor]:
     """Run primitive ``op`` on ``ins`` (already promoted to the op's dtypes). Ops without
     tensor inputs pass ``dev``; ``metas`` overrides the shape rule (``arange``)."""
@@ -159,7 +165,10 @@ def run(
             rank = len(shape)
             for t in ins:
                 if len(t.shape) != rank:
-                    ins = [u if len(u.shape) == rank else u._reshaped((1,) * (rank - len(u.shape)) + u.shape) for u in ins]
+                    ins = [
+                        u if len(u.shape) == rank else u._reshaped((1,) * (rank - len(u.shape)) + u.shape)
+                        for u in ins
+                    ]
                     break
     st = _STATE.get(dev) or state(dev)
     if len(metas) == 1:

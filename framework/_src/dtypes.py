@@ -33,7 +33,9 @@ FLOAT_DTYPES = (float16, bfloat16, float32, float64)
 INT_DTYPES = (int8, int16, int32, int64, uint8)
 
 _BY_NAME = {str(d): d for d in ALL_DTYPES}
-_BY_NAME.update({"bool": bool_, "float": float32, "double": float64, "half": float16, "long": int64, "int": int32})
+_BY_NAME.update(
+    {"bool": bool_, "float": float32, "double": float64, "half": float16, "long": int64, "int": int32}
+)
 
 _DEFAULT_FLOAT = [float32]
 

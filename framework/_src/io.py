@@ -38,8 +38,19 @@ FORMAT = "oarlock-checkpoint-2"
 #: ours, and then all must be intact (one damaged key cannot turn the checksum off).
 _OUR_KEYS = ("format", "tree", "sha256")
 _FROM_ST = {
-    "F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16", "I64": "int64", "I32": "int32",
-    "I16": "int16", "I8": "int8", "U8": "uint8", "BOOL": "bool", "U16": "uint16", "U32": "uint32", "U64": "uint64",
+    "F64": "float64",
+    "F32": "float32",
+    "F16": "float16",
+    "BF16": "bfloat16",
+    "I64": "int64",
+    "I32": "int32",
+    "I16": "int16",
+    "I8": "int8",
+    "U8": "uint8",
+    "BOOL": "bool",
+    "U16": "uint16",
+    "U32": "uint32",
+    "U64": "uint64",
 }
 _TO_ST = {v: k for k, v in _FROM_ST.items()}
 #: Written before issue 18: its checksum covers the tensor data only (still read and checked).
@@ -68,7 +79,11 @@ def _flatten(obj: Any, prefix: str, tensors: dict[str, Tensor | np.ndarray], pat
             out[str(k)] = _flatten(v, f"{prefix}.{k}" if prefix else str(k), tensors, path)
         return {"__dict__": out}
     if isinstance(obj, (list, tuple)):
-        return {"__list__": [_flatten(v, f"{prefix}.{i}" if prefix else str(i), tensors, path) for i, v in enumerate(obj)]}
+        return {
+            "__list__": [
+                _flatten(v, f"{prefix}.{i}" if prefix else str(i), tensors, path) for i, v in enumerate(obj)
+            ]
+        }
     if obj is None or isinstance(obj, (bool, int, float, str)):
         return obj
     if isinstance(obj, (np.integer, np.floating, np.bool_)):
@@ -155,7 +170,9 @@ def save(obj: Any, path: str | os.PathLike[str], **kwargs: Any) -> None:
         except OSError:
             pass
     tmp = os.path.join(folder, f".{name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)  # the umask applies
+    fd = os.open(
+        tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666
+    )  # the umask applies
     try:
         with os.fdopen(fd, "wb") as f:
             h = hashlib.sha256(header)
@@ -201,23 +218,31 @@ def _read_header(path: str, f: BinaryIO, size: int) -> tuple[int, bytes, dict[st
     """(data start, raw header, parsed header) of an open safetensors file of ``size`` bytes."""
     first = f.read(9)
     if len(first) < 9:
-        raise CheckpointError(f"[load] '{path}' is too short to be a checkpoint ({size} bytes); it is truncated or not a checkpoint")
+        raise CheckpointError(
+            f"[load] '{path}' is too short to be a checkpoint ({size} bytes); it is truncated or not a checkpoint"
+        )
     if first[8:9] != b"{":
         raise _not_ours(path, first)
     n = int.from_bytes(first[:8], "little")
     if n > size - 8:
-        raise CheckpointError(f"[load] '{path}' is truncated: its header says {n} bytes, the file has {size - 8} after the length field")
+        raise CheckpointError(
+            f"[load] '{path}' is truncated: its header says {n} bytes, the file has {size - 8} after the length field"
+        )
     raw = first[8:] + f.read(n - 1)
     try:
         header = json.loads(raw)
         if not isinstance(header, dict):
             raise ValueError("the header is not a JSON object")
     except (UnicodeDecodeError, ValueError) as exc:
-        raise CheckpointError(f"[load] '{path}' has a corrupted safetensors header ({exc}); the file is damaged") from None
+        raise CheckpointError(
+            f"[load] '{path}' has a corrupted safetensors header ({exc}); the file is damaged"
+        ) from None
     return 8 + n, raw, header
 
 
-def _entries(path: str, header: dict[str, Any], data_len: int) -> list[tuple[str, np.dtype, tuple[int, ...], int, int]]:
+def _entries(
+    path: str, header: dict[str, Any], data_len: int
+) -> list[tuple[str, np.dtype, tuple[int, ...], int, int]]:
     """Validated (name, dtype, shape, begin, end) of every tensor, in file order."""
     out = []
     for name, e in header.items():
@@ -228,20 +253,28 @@ def _entries(path: str, header: dict[str, Any], data_len: int) -> list[tuple[str
             shape = tuple(int(s) for s in e["shape"])
             begin, end = (int(v) for v in e["data_offsets"])
         except (KeyError, TypeError, ValueError):
-            raise CheckpointError(f"[load] '{path}': the header entry of tensor '{name}' is damaged ({e!r})") from None
+            raise CheckpointError(
+                f"[load] '{path}': the header entry of tensor '{name}' is damaged ({e!r})"
+            ) from None
         dtype = _dt.as_dtype(dt) if dt in _dt._BY_NAME else np.dtype(dt)
         if min(shape, default=0) < 0 or end - begin != math.prod(shape) * dtype.itemsize:
-            raise CheckpointError(f"[load] '{path}': tensor '{name}' has shape {shape} of {dt} but {end - begin} bytes; the file is damaged")
+            raise CheckpointError(
+                f"[load] '{path}': tensor '{name}' has shape {shape} of {dt} but {end - begin} bytes; the file is damaged"
+            )
         out.append((name, dtype, shape, begin, end))
     out.sort(key=lambda t: (t[3], t[4]))
     pos = 0
     for name, _, _, begin, end in out:
         if begin != pos:
-            raise CheckpointError(f"[load] '{path}': tensor '{name}' starts at byte {begin} of the data, expected {pos}; the file is damaged")
+            raise CheckpointError(
+                f"[load] '{path}': tensor '{name}' starts at byte {begin} of the data, expected {pos}; the file is damaged"
+            )
         pos = end
     if pos != data_len:
         what = "truncated" if pos > data_len else "damaged"
-        raise CheckpointError(f"[load] '{path}' is {what}: its tensors need {pos} bytes of data, the file has {data_len}")
+        raise CheckpointError(
+            f"[load] '{path}' is {what}: its tensors need {pos} bytes of data, the file has {data_len}"
+        )
     return out
 
 
@@ -250,7 +283,9 @@ def load(path: str | os.PathLike[str], device: Any = None, return_numpy: bool = 
     of tensors) onto ``device`` (the current device by default), one tensor at a time."""
     path = os.fspath(path)
     if os.path.isdir(path):
-        raise CheckpointError(f"[load] '{path}' is a directory, not a checkpoint; pass the checkpoint file inside it")
+        raise CheckpointError(
+            f"[load] '{path}' is a directory, not a checkpoint; pass the checkpoint file inside it"
+        )
     try:
         f = open(path, "rb")
     except FileNotFoundError:
@@ -262,9 +297,15 @@ def load(path: str | os.PathLike[str], device: Any = None, return_numpy: bool = 
         size = os.fstat(f.fileno()).st_size
         start, raw, header = _read_header(path, f, size)
         meta = header.get("__metadata__") or {}
-        ours = isinstance(meta, dict) and (any(k in meta for k in _OUR_KEYS) or "oarlock" in str(meta.get("format", "")))
+        ours = isinstance(meta, dict) and (
+            any(k in meta for k in _OUR_KEYS) or "oarlock" in str(meta.get("format", ""))
+        )
         legacy = ours and meta.get("format") == _FORMAT_1
-        if ours and (meta.get("format") not in (FORMAT, _FORMAT_1) or not isinstance(meta.get("sha256"), str) or "tree" not in meta):
+        if ours and (
+            meta.get("format") not in (FORMAT, _FORMAT_1)
+            or not isinstance(meta.get("sha256"), str)
+            or "tree" not in meta
+        ):
             raise CheckpointError(
                 f"[load] '{path}' is a damaged Oarlock checkpoint: its format record is {meta.get('format')!r} "
                 f"(expected {FORMAT!r}) and its checksum and structure records must be present; restore it from a backup"
@@ -274,8 +315,12 @@ def load(path: str | os.PathLike[str], device: Any = None, return_numpy: bool = 
         if ours and not legacy:
             quoted = json.dumps(want).encode()
             if len(want) != 64 or raw.count(quoted) != 1:
-                raise CheckpointError(f"[load] '{path}' is corrupted: its checksum record {want[:16]!r} is damaged; restore it from a backup")
-            h = hashlib.sha256((start - 8).to_bytes(8, "little") + raw.replace(quoted, json.dumps(_PLACEHOLDER).encode()))
+                raise CheckpointError(
+                    f"[load] '{path}' is corrupted: its checksum record {want[:16]!r} is damaged; restore it from a backup"
+                )
+            h = hashlib.sha256(
+                (start - 8).to_bytes(8, "little") + raw.replace(quoted, json.dumps(_PLACEHOLDER).encode())
+            )
         entries = _entries(path, header, size - start)
         values: dict[str, Any] = {}
         host: dict[str, np.ndarray] = {}  # only for format 1, whose checksum is by sorted key
@@ -291,7 +336,9 @@ def load(path: str | os.PathLike[str], device: Any = None, return_numpy: bool = 
                 host[name] = a
             del buf, a
         if legacy and _digest_1(sorted(host.items())) != want:
-            raise CheckpointError(f"[load] '{path}' is corrupted: its tensor data does not match the checksum written with it; restore it from a backup")
+            raise CheckpointError(
+                f"[load] '{path}' is corrupted: its tensor data does not match the checksum written with it; restore it from a backup"
+            )
         if h is not None and h.hexdigest() != want:
             raise CheckpointError(
                 f"[load] '{path}' is corrupted: its bytes do not match the checksum written with it "
@@ -306,7 +353,9 @@ def load(path: str | os.PathLike[str], device: Any = None, return_numpy: bool = 
 
     def tensor(key: str, as_numpy: bool) -> Any:
         if key not in values:
-            raise CheckpointError(f"[load] '{path}' names tensor '{key}' in its metadata but does not hold it; the file is damaged")
+            raise CheckpointError(
+                f"[load] '{path}' names tensor '{key}' in its metadata but does not hold it; the file is damaged"
+            )
         v = values[key]
         if as_numpy and not return_numpy:
             return v.numpy()

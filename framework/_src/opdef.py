@@ -38,7 +38,18 @@ class Lowering:
 class OpDef:
     """The definition of one operator."""
 
-    __slots__ = ("name", "kind", "infer", "grad", "elementwise", "decomposition", "doc", "spec", "lower", "__dict__")
+    __slots__ = (
+        "name",
+        "kind",
+        "infer",
+        "grad",
+        "elementwise",
+        "decomposition",
+        "doc",
+        "spec",
+        "lower",
+        "__dict__",
+    )
 
     def __init__(
         self,

@@ -51,8 +51,13 @@ class PluginHost:
         self.manager.add_hookspecs(hookspecs)
 
     # -- loading ------------------------------------------------------------------------
-    def load_entry_points(self, eps: list[EntryPoint] | None = None, *, skip: dict[str, str] | None = None,
-                          announce: Callable[[str], None] | None = None) -> None:
+    def load_entry_points(
+        self,
+        eps: list[EntryPoint] | None = None,
+        *,
+        skip: dict[str, str] | None = None,
+        announce: Callable[[str], None] | None = None,
+    ) -> None:
         """Load plugins from ``eps`` (default: the installed entry points), honouring
         ``OARLOCK_PLUGINS=cpu,opencl``. Plugins named in ``skip`` are recorded as broken with
         the given error and not loaded (see :func:`probe_for_crashes`); ``announce`` is told
@@ -81,7 +86,9 @@ class PluginHost:
             if announce is not None:
                 announce(f"done {ep.name}")
 
-    def register_module(self, module: ModuleType | str, name: str | None = None, *, raise_errors: bool = True) -> PluginRecord:
+    def register_module(
+        self, module: ModuleType | str, name: str | None = None, *, raise_errors: bool = True
+    ) -> PluginRecord:
         """Register one plugin module (what an entry point names)."""
         if isinstance(module, str):
             module = importlib.import_module(module)
@@ -105,7 +112,9 @@ class PluginHost:
             self.manager.register(module, name=name)
             hook = getattr(module, "oarlock_register", None)
             if hook is None:
-                raise PluginError(f"[plugins] plugin '{name}' ({module.__name__}) defines no oarlock_register hook")
+                raise PluginError(
+                    f"[plugins] plugin '{name}' ({module.__name__}) defines no oarlock_register hook"
+                )
             with _named_on_crash():
                 _guarded("registering", name, module.__name__)(hook, registry=self.registry)
             info_hook = getattr(module, "oarlock_plugin_info", None)
@@ -129,7 +138,9 @@ class PluginHost:
         record.kernel_count = len(self.registry.kernels) - before_k
         return record
 
-    def _broken(self, name: str, where: str, stage: str, exc: BaseException, record: PluginRecord | None = None) -> None:
+    def _broken(
+        self, name: str, where: str, stage: str, exc: BaseException, record: PluginRecord | None = None
+    ) -> None:
         record = record or PluginRecord(name=name, module=where)
         tb = "".join(traceback.format_exception_only(type(exc), exc)).strip()
         record.error = (
@@ -153,8 +164,10 @@ class PluginHost:
 def _guarded(stage: str, name: str, module: str) -> Callable[..., Any]:
     """A caller whose frame names the plugin: if the process dies inside it, faulthandler's
     traceback carries the line ``File "<oarlock: registering plugin 'x' (mod); ...>"``."""
-    filename = (f"<oarlock: {stage} plugin '{name}' ({module}); if the process died here, leave the plugin out "
-                f"with OARLOCK_PLUGINS or run `oarlock devices`>")
+    filename = (
+        f"<oarlock: {stage} plugin '{name}' ({module}); if the process died here, leave the plugin out "
+        f"with OARLOCK_PLUGINS or run `oarlock devices`>"
+    )
     ns: dict[str, Any] = {}
     exec(compile("def call(fn, *args, **kwargs):\n    return fn(*args, **kwargs)\n", filename, "exec"), ns)  # noqa: S102
     return ns["call"]

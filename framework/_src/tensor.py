@@ -44,7 +44,9 @@ class Tensor:
 
     # -- construction (internal) --------------------------------------------------------
     @classmethod
-    def _make(cls, block: Block, offset: int, shape: tuple[int, ...], dtype: np.dtype, device: _dev.Device) -> Tensor:
+    def _make(
+        cls, block: Block, offset: int, shape: tuple[int, ...], dtype: np.dtype, device: _dev.Device
+    ) -> Tensor:
         t = object.__new__(cls)
         t._block = block
         t._offset = offset
@@ -56,7 +58,9 @@ class Tensor:
         t.stop_gradient = True
         return t
 
-    def __init__(self, data: Any = None, dtype: Any = None, device: Any = None, stop_gradient: bool = True) -> None:
+    def __init__(
+        self, data: Any = None, dtype: Any = None, device: Any = None, stop_gradient: bool = True
+    ) -> None:
         src = to_tensor(data, dtype=dtype, device=device, stop_gradient=stop_gradient)
         for slot in Tensor.__slots__:
             if slot not in ("__weakref__", "__dict__"):
@@ -121,7 +125,9 @@ class Tensor:
         out = np.empty(self.shape, self.dtype)
         if out.nbytes:
             dt = _dev.device_type(self.device.type)
-            dt.runtime.copy_d2h(self.device.index, out, self._block.handle, self._offset, dt.stream(self.device.index), True)
+            dt.runtime.copy_d2h(
+                self.device.index, out, self._block.handle, self._offset, dt.stream(self.device.index), True
+            )
         return out
 
     def item(self) -> Any:
@@ -176,13 +182,17 @@ class Tensor:
     def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:
         nv = self.native()
         if not hasattr(nv, "__dlpack__"):
-            raise OpArgumentError(f"[dlpack] tensors on {self.device} cannot be exported with DLPack; use .to('cpu') first")
+            raise OpArgumentError(
+                f"[dlpack] tensors on {self.device} cannot be exported with DLPack; use .to('cpu') first"
+            )
         return nv.__dlpack__(*args, **kwargs)
 
     def __dlpack_device__(self) -> Any:
         nv = self.native()
         if not hasattr(nv, "__dlpack_device__"):
-            raise OpArgumentError(f"[dlpack] tensors on {self.device} cannot be exported with DLPack; use .to('cpu') first")
+            raise OpArgumentError(
+                f"[dlpack] tensors on {self.device} cannot be exported with DLPack; use .to('cpu') first"
+            )
         return nv.__dlpack_device__()
 
 
@@ -195,7 +205,9 @@ def empty(shape: tuple[int, ...], dtype: np.dtype, device: _dev.Device) -> Tenso
 
 def from_numpy_copy(arr: np.ndarray, device: _dev.Device) -> Tensor:
     if not arr.flags.c_contiguous:
-        arr = np.ascontiguousarray(arr)  # NOTE: np.ascontiguousarray turns 0-d into 1-d; only call it when needed
+        arr = np.ascontiguousarray(
+            arr
+        )  # NOTE: np.ascontiguousarray turns 0-d into 1-d; only call it when needed
     t = empty(arr.shape, arr.dtype, device)
     if arr.nbytes:
         dt = _dev.device_type(device.type)
@@ -207,7 +219,9 @@ def _as_numpy(data: Any, dtype: np.dtype | None) -> np.ndarray:
     if isinstance(data, np.ndarray):
         arr = data
         if arr.dtype == np.dtype(object):
-            raise OpArgumentError("[to_tensor] numpy arrays of dtype object are not supported; convert to numbers first")
+            raise OpArgumentError(
+                "[to_tensor] numpy arrays of dtype object are not supported; convert to numbers first"
+            )
         if arr.dtype not in _dt._SUPPORTED and dtype is None:
             _check_fits_int64(arr)
             arr = arr.astype(_canonical(arr.dtype))
@@ -219,7 +233,9 @@ def _as_numpy(data: Any, dtype: np.dtype | None) -> np.ndarray:
         try:
             arr = np.asarray(data)
         except ValueError as exc:
-            raise OpArgumentError(f"[to_tensor] data is not a regular (rectangular) nested list: {exc}") from exc
+            raise OpArgumentError(
+                f"[to_tensor] data is not a regular (rectangular) nested list: {exc}"
+            ) from exc
         if arr.dtype == np.dtype(object) or arr.dtype.kind in "USV":
             raise OpArgumentError(
                 f"[to_tensor] cannot make a tensor from {type(data).__name__} holding {arr.dtype} values; "
@@ -238,7 +254,12 @@ def _as_numpy(data: Any, dtype: np.dtype | None) -> np.ndarray:
 
 def _check_fits_int64(arr: np.ndarray) -> None:
     """uint16/32 fit int64 exactly; uint64 values above 2**63 - 1 would wrap: raise instead."""
-    if arr.dtype.kind == "u" and arr.dtype.itemsize == 8 and arr.size and int(arr.max()) > np.iinfo(np.int64).max:
+    if (
+        arr.dtype.kind == "u"
+        and arr.dtype.itemsize == 8
+        and arr.size
+        and int(arr.max()) > np.iinfo(np.int64).max
+    ):
         raise OpArgumentError(
             f"[to_tensor] uint64 value {int(arr.max())} does not fit int64 (the widest integer dtype here) and would wrap; "
             f"convert it to float64 or reduce it below 2**63 first"
@@ -255,14 +276,20 @@ def _canonical(d: np.dtype) -> np.dtype:
     raise OpArgumentError(f"[to_tensor] unsupported numpy dtype {d}")
 
 
-def to_tensor(data: Any, dtype: Any = None, device: Any = None, stop_gradient: bool = True, place: Any = None) -> Tensor:
+def to_tensor(
+    data: Any, dtype: Any = None, device: Any = None, stop_gradient: bool = True, place: Any = None
+) -> Tensor:
     """Make a tensor from Python numbers, nested lists, a numpy array or another tensor.
 
     >>> import framework as fw
     >>> fw.to_tensor([[1.0, 2.0], [3.0, 4.0]]).shape
     (2, 2)
     """
-    dev = _dev.get_device() if device is None and place is None else _dev.parse(device if device is not None else place)
+    dev = (
+        _dev.get_device()
+        if device is None and place is None
+        else _dev.parse(device if device is not None else place)
+    )
     d = _dt.as_dtype(dtype, "to_tensor") if dtype is not None else None
     if isinstance(data, Tensor):
         t = data.to(dev)

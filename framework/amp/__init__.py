@@ -22,4 +22,12 @@ from .auto_cast import amp_guard, auto_cast, white_list
 from .decorate import MasterWeightOptimizer, decorate
 from .grad_scaler import AmpScaler, GradScaler
 
-__all__ = ["AmpScaler", "GradScaler", "MasterWeightOptimizer", "amp_guard", "auto_cast", "decorate", "white_list"]
+__all__ = [
+    "AmpScaler",
+    "GradScaler",
+    "MasterWeightOptimizer",
+    "amp_guard",
+    "auto_cast",
+    "decorate",
+    "white_list",
+]

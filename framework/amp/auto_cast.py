@@ -23,8 +23,12 @@ def _low_dtype(dtype: Any) -> Any:
 
 @contextmanager
 def auto_cast(
-    enable: bool = True, custom_white_list: Iterable[str] | None = None, custom_black_list: Iterable[str] | None = None,
-    level: str = "O1", dtype: str = "float16", use_promote: bool = True,
+    enable: bool = True,
+    custom_white_list: Iterable[str] | None = None,
+    custom_black_list: Iterable[str] | None = None,
+    level: str = "O1",
+    dtype: str = "float16",
+    use_promote: bool = True,
 ) -> Iterator[None]:
     """Mixed precision for the ops run inside the block (Paddle's ``paddle.amp.auto_cast``).
 
@@ -46,7 +50,9 @@ def auto_cast(
     white, black = set(custom_white_list or ()), set(custom_black_list or ())
     both = white & black
     if both:
-        raise OpArgumentError(f"[auto_cast] ops {sorted(both)} are in both custom_white_list and custom_black_list")
+        raise OpArgumentError(
+            f"[auto_cast] ops {sorted(both)} are in both custom_white_list and custom_black_list"
+        )
     if not enable or level in ("O0", "OD"):
         token = _amp.POLICY.set(None)
     else:
@@ -65,4 +71,3 @@ amp_guard = auto_cast
 def white_list() -> dict[str, frozenset[str]]:
     """The default op lists: ``{"allow": ..., "deny": ...}``."""
     return {"allow": _amp.ALLOW, "deny": _amp.DENY}
-

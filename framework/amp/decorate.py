@@ -13,7 +13,16 @@ from .._src.ops import math as M
 from .._src.tensor import Tensor
 
 #: layer types whose parameters stay float32 under O2 (Paddle keeps normalisations in float32)
-_KEEP_FP32 = ("BatchNorm1D", "BatchNorm2D", "SyncBatchNorm", "LayerNorm", "RMSNorm", "GroupNorm", "InstanceNorm2D", "LocalResponseNorm")
+_KEEP_FP32 = (
+    "BatchNorm1D",
+    "BatchNorm2D",
+    "SyncBatchNorm",
+    "LayerNorm",
+    "RMSNorm",
+    "GroupNorm",
+    "InstanceNorm2D",
+    "LocalResponseNorm",
+)
 
 
 class MasterWeightOptimizer:
@@ -84,8 +93,14 @@ def _cast_layer(layer: Any, dtype: Any, excluded: tuple[type, ...]) -> None:
 
 
 def decorate(
-    models: Any, optimizers: Any = None, level: str = "O1", dtype: str = "float16", master_weight: bool | None = None,
-    save_dtype: Any = None, master_grad: bool = False, excluded_layers: Any = None,
+    models: Any,
+    optimizers: Any = None,
+    level: str = "O1",
+    dtype: str = "float16",
+    master_weight: bool | None = None,
+    save_dtype: Any = None,
+    master_grad: bool = False,
+    excluded_layers: Any = None,
 ) -> Any:
     """Prepare ``models`` (and ``optimizers``) for :func:`auto_cast` at ``level``.
 
@@ -100,7 +115,11 @@ def decorate(
     if low not in (_dt.float16, _dt.bfloat16):
         raise OpArgumentError(f"[decorate] dtype must be 'float16' or 'bfloat16', got {dtype!r}")
     model_list = list(models) if isinstance(models, (list, tuple)) else [models]
-    opt_list = [] if optimizers is None else (list(optimizers) if isinstance(optimizers, (list, tuple)) else [optimizers])
+    opt_list = (
+        []
+        if optimizers is None
+        else (list(optimizers) if isinstance(optimizers, (list, tuple)) else [optimizers])
+    )
     if level == "O2":
         excl: tuple[type, ...] = ()
         if excluded_layers is not None:
@@ -109,7 +128,10 @@ def decorate(
         for m in model_list:
             _cast_layer(m, low, excl)
         if master_weight is not False:
-            opt_list = [o if isinstance(o, MasterWeightOptimizer) else MasterWeightOptimizer(o, o._all_params()) for o in opt_list]
+            opt_list = [
+                o if isinstance(o, MasterWeightOptimizer) else MasterWeightOptimizer(o, o._all_params())
+                for o in opt_list
+            ]
     out_models = model_list if isinstance(models, (list, tuple)) else model_list[0]
     if optimizers is None:
         return out_models

@@ -29,8 +29,14 @@ class GradScaler:
     """
 
     def __init__(
-        self, enable: bool = True, init_loss_scaling: float = 2.0**16, incr_ratio: float = 2.0, decr_ratio: float = 0.5,
-        incr_every_n_steps: int = 2000, decr_every_n_nan_or_inf: int = 1, use_dynamic_loss_scaling: bool = True,
+        self,
+        enable: bool = True,
+        init_loss_scaling: float = 2.0**16,
+        incr_ratio: float = 2.0,
+        decr_ratio: float = 0.5,
+        incr_every_n_steps: int = 2000,
+        decr_every_n_nan_or_inf: int = 1,
+        use_dynamic_loss_scaling: bool = True,
     ) -> None:
         if init_loss_scaling <= 0 or incr_ratio <= 1.0 or not 0.0 < decr_ratio < 1.0:
             raise OpArgumentError(
@@ -38,7 +44,9 @@ class GradScaler:
                 f"{init_loss_scaling}, {incr_ratio}, {decr_ratio}"
             )
         if incr_every_n_steps < 1 or decr_every_n_nan_or_inf < 1:
-            raise OpArgumentError(f"[GradScaler] incr_every_n_steps and decr_every_n_nan_or_inf must be >= 1, got {incr_every_n_steps}, {decr_every_n_nan_or_inf}")
+            raise OpArgumentError(
+                f"[GradScaler] incr_every_n_steps and decr_every_n_nan_or_inf must be >= 1, got {incr_every_n_steps}, {decr_every_n_nan_or_inf}"
+            )
         self._enable = bool(enable)
         self._scale = float(init_loss_scaling)
         self._init = float(init_loss_scaling)
@@ -144,9 +152,14 @@ class GradScaler:
         if not self._enable:
             return {}
         return {
-            "scale": self._scale, "incr_ratio": self._incr_ratio, "decr_ratio": self._decr_ratio,
-            "incr_every_n_steps": self._incr_every, "decr_every_n_nan_or_inf": self._decr_every,
-            "incr_count": self._incr_count, "decr_count": self._decr_count, "use_dynamic_loss_scaling": self._dynamic,
+            "scale": self._scale,
+            "incr_ratio": self._incr_ratio,
+            "decr_ratio": self._decr_ratio,
+            "incr_every_n_steps": self._incr_every,
+            "decr_every_n_nan_or_inf": self._decr_every,
+            "incr_count": self._incr_count,
+            "decr_count": self._decr_count,
+            "use_dynamic_loss_scaling": self._dynamic,
         }
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
@@ -154,11 +167,19 @@ class GradScaler:
             return
         missing = {"scale", "incr_count", "decr_count"} - set(state_dict)
         if missing:
-            raise OpArgumentError(f"[GradScaler] state_dict lacks {sorted(missing)}; pass what GradScaler.state_dict() returned")
+            raise OpArgumentError(
+                f"[GradScaler] state_dict lacks {sorted(missing)}; pass what GradScaler.state_dict() returned"
+            )
         get = lambda k, d: state_dict.get(k, d)  # noqa: E731
         self._scale = float(get("scale", self._scale))
-        self._incr_ratio, self._decr_ratio = float(get("incr_ratio", self._incr_ratio)), float(get("decr_ratio", self._decr_ratio))
-        self._incr_every, self._decr_every = int(get("incr_every_n_steps", self._incr_every)), int(get("decr_every_n_nan_or_inf", self._decr_every))
+        self._incr_ratio, self._decr_ratio = (
+            float(get("incr_ratio", self._incr_ratio)),
+            float(get("decr_ratio", self._decr_ratio)),
+        )
+        self._incr_every, self._decr_every = (
+            int(get("incr_every_n_steps", self._incr_every)),
+            int(get("decr_every_n_nan_or_inf", self._decr_every)),
+        )
         self._incr_count, self._decr_count = int(get("incr_count", 0)), int(get("decr_count", 0))
         self._dynamic = bool(get("use_dynamic_loss_scaling", self._dynamic))
 

@@ -91,8 +91,10 @@ def _compiler(device: Any) -> Any:
     dev = _device(device)
     comp = compiler_for(dev)
     if comp is None:
-        raise OpArgumentError(f"[compiler] device {dev} has no compile access (its plugin registers no "
-                              f"compiler); use another device")
+        raise OpArgumentError(
+            f"[compiler] device {dev} has no compile access (its plugin registers no "
+            f"compiler); use another device"
+        )
     return comp
 
 
@@ -103,8 +105,13 @@ def compile_source(source: str, entry: str, device: Any = None, options: tuple[s
     return CACHE.get(_compiler(device), source, entry, tuple(options))
 
 
-def launch(program: Any, args: list[Any], grid: tuple[int, ...], local: tuple[int, ...] | None = None,
-           device: Any = None) -> None:
+def launch(
+    program: Any,
+    args: list[Any],
+    grid: tuple[int, ...],
+    local: tuple[int, ...] | None = None,
+    device: Any = None,
+) -> None:
     """Launch a program from :func:`compile_source`: ``args`` are tensors (passed as their
     native views) and numpy scalars, in the kernel's parameter order."""
     dev = _device(device)
@@ -122,11 +129,11 @@ def cache_stats() -> dict[str, int]:
 
 _TRIVIAL = {
     "c": "#include <stdint.h>\nvoid {e}(float* y, const float* x, float a, int64_t n) {{\n"
-         "    for (int64_t i = 0; i < n; ++i) y[i] = a * x[i] + 1.0f;\n}}\n",
+    "    for (int64_t i = 0; i < n; ++i) y[i] = a * x[i] + 1.0f;\n}}\n",
     "opencl-c": "__kernel void {e}(__global float* y, __global const float* x, float a, long n) {{\n"
-                "    long i = get_global_id(0);\n    if (i < n) y[i] = a * x[i] + 1.0f;\n}}\n",
+    "    long i = get_global_id(0);\n    if (i < n) y[i] = a * x[i] + 1.0f;\n}}\n",
     "cuda": 'extern "C" __global__ void {e}(float* y, const float* x, float a, long long n) {{\n'
-            "    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;\n    if (i < n) y[i] = a * x[i] + 1.0f;\n}}\n",
+    "    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;\n    if (i < n) y[i] = a * x[i] + 1.0f;\n}}\n",
 }
 
 
@@ -157,8 +164,10 @@ def lower(op: str, *inputs: Tensor, **attrs: Any) -> Program:
     (raises :class:`NotFusible` when it is not a fusion group)."""
     d = _base.OPS.get(op)
     if d is None or d.decomposition is None:
-        raise OpArgumentError(f"[compiler] '{op}' is not a composite; known: "
-                              f"{sorted(k for k, v in _base.OPS.items() if v.decomposition)}")
+        raise OpArgumentError(
+            f"[compiler] '{op}' is not a composite; known: "
+            f"{sorted(k for k, v in _base.OPS.items() if v.decomposition)}"
+        )
     return trace(op, d.decomposition, list(inputs), attrs)[0]
 
 

@@ -63,7 +63,14 @@ class CacheStats:
 
 def program_key(compiler: Compiler, source: str, entry: str, options: tuple[str, ...]) -> str:
     h = hashlib.sha256()
-    for part in (compiler.language, f"{type(compiler).__module__}.{type(compiler).__qualname__}", compiler.identity(), entry, "\0".join(options), source):
+    for part in (
+        compiler.language,
+        f"{type(compiler).__module__}.{type(compiler).__qualname__}",
+        compiler.identity(),
+        entry,
+        "\0".join(options),
+        source,
+    ):
         h.update(part.encode())
         h.update(b"\0\1")
     return h.hexdigest()
@@ -77,14 +84,20 @@ def pack_entry(key: str, binary: bytes) -> bytes:
 def unpack_entry(data: bytes, key: str) -> tuple[bytes | None, str]:
     """(the binary, "") when ``data`` is a sound entry for ``key``, else (None, what is wrong)."""
     if len(data) < _HEAD or not data.startswith(MAGIC):
-        return None, f"it is {len(data)} bytes without a valid header (damaged, or written by an older Oarlock)"
+        return (
+            None,
+            f"it is {len(data)} bytes without a valid header (damaged, or written by an older Oarlock)",
+        )
     at = len(MAGIC)
     if data[at : at + 64] != key.encode():
         return None, "it was built for another source or options (its recorded key differs)"
     n = int.from_bytes(data[at + 64 : at + 72], "little")
     body = data[_HEAD:]
     if len(body) != n:
-        return None, f"it is truncated or padded: the header says {n} bytes of binary, the file has {len(body)}"
+        return (
+            None,
+            f"it is truncated or padded: the header says {n} bytes of binary, the file has {len(body)}",
+        )
     if hashlib.sha256(body).digest() != data[at + 72 : _HEAD]:
         return None, "its binary does not match the SHA-256 in its header"
     return body, ""
@@ -97,15 +110,19 @@ def check_private(folder: Path) -> None:
     except OSError:
         return
     uid = getattr(os, "getuid", lambda: None)()
-    fix = (f"fix it with `chmod 700 '{folder}'` (and make sure it is yours), or point OARLOCK_CACHE_DIR "
-           f"at a private folder")
+    fix = (
+        f"fix it with `chmod 700 '{folder}'` (and make sure it is yours), or point OARLOCK_CACHE_DIR "
+        f"at a private folder"
+    )
     if uid is not None and st.st_uid != uid:
         raise CacheFolderError(
             f"[kernel cache] the folder '{folder}' belongs to uid {st.st_uid}, not to you (uid {uid}); compiled "
             f"kernels in it could run someone else's code, so it is not used; {fix}"
         )
     if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        who = " and ".join(w for w, bit in (("its group", stat.S_IWGRP), ("others", stat.S_IWOTH)) if st.st_mode & bit)
+        who = " and ".join(
+            w for w, bit in (("its group", stat.S_IWGRP), ("others", stat.S_IWOTH)) if st.st_mode & bit
+        )
         raise CacheFolderError(
             f"[kernel cache] the folder '{folder}' is writable by {who} "
             f"(mode {stat.S_IMODE(st.st_mode):04o}); whoever can write it could run code in every training process, "
@@ -159,7 +176,11 @@ class ProgramCache:
 
     def _discard(self, path: Path, why: str) -> None:
         self.stats.rebuilt += 1
-        warnings.warn(f"[kernel cache] the entry '{path}' is not usable: {why}; rebuilding it", CacheEntryWarning, stacklevel=4)
+        warnings.warn(
+            f"[kernel cache] the entry '{path}' is not usable: {why}; rebuilding it",
+            CacheEntryWarning,
+            stacklevel=4,
+        )
         with contextlib.suppress(OSError):
             path.unlink()
 
@@ -185,7 +206,9 @@ class ProgramCache:
             check_private(folder)
         return True
 
-    def _binary(self, compiler: Compiler, source: str, entry: str, options: tuple[str, ...], key: str) -> tuple[bytes, bool]:
+    def _binary(
+        self, compiler: Compiler, source: str, entry: str, options: tuple[str, ...], key: str
+    ) -> tuple[bytes, bool]:
         """(the binary, whether it came from disk)."""
         path = self.path(key)
         if not self._folder(path):  # no cache folder to be had: build in memory only

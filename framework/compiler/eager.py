@@ -62,8 +62,11 @@ def compiler_for(dev: _dev.Device) -> Any:
         try:
             comp = entry[1](_dev.device_type(dev.type).runtime, dev.index)
         except Exception as exc:  # noqa: BLE001 — a broken compiler means "no compile access"
-            _warn_once(("*", dev.type), f"[compiler] plugin '{entry[0]}' could not create its compiler for {dev}: "
-                       f"{type(exc).__name__}: {exc}; composites run as their decomposition")
+            _warn_once(
+                ("*", dev.type),
+                f"[compiler] plugin '{entry[0]}' could not create its compiler for {dev}: "
+                f"{type(exc).__name__}: {exc}; composites run as their decomposition",
+            )
     _COMPILERS[dev] = comp
     return comp
 
@@ -154,7 +157,9 @@ def _freeze(v: Any) -> Any:
     return v if isinstance(v, (int, float, str, bool, type(None), np.dtype)) else repr(v)
 
 
-def _key(op: base.OpDef, ins: list[Tensor], attrs: dict[str, Any], dev: _dev.Device) -> tuple[Any, ...] | None:
+def _key(
+    op: base.OpDef, ins: list[Tensor], attrs: dict[str, Any], dev: _dev.Device
+) -> tuple[Any, ...] | None:
     x = ins[0]
     if not x.shape or x.dtype not in ir.FLOATS:
         return None
@@ -167,7 +172,9 @@ def _key(op: base.OpDef, ins: list[Tensor], attrs: dict[str, Any], dev: _dev.Dev
     return (op.name, dev.type, geo.n, len(x.shape), geo.rows == 1, kinds, frozen)
 
 
-def _plan(op: base.OpDef, ins: list[Tensor], attrs: dict[str, Any], dev: _dev.Device, comp: Any) -> Plan | None:
+def _plan(
+    op: base.OpDef, ins: list[Tensor], attrs: dict[str, Any], dev: _dev.Device, comp: Any
+) -> Plan | None:
     key = _key(op, ins, attrs, dev)
     if key is None:
         return None
@@ -221,7 +228,9 @@ def _fail(op: base.OpDef, dev: _dev.Device, plan: Plan, exc: Exception) -> None:
     for k, v in list(_PLANS.items()):
         if v is plan:
             _PLANS[k] = None
-    _warn_once((op.name, dev.type), f"{exc}\n[compiler] '{op.name}' on {dev} runs as its decomposition from now on")
+    _warn_once(
+        (op.name, dev.type), f"{exc}\n[compiler] '{op.name}' on {dev} runs as its decomposition from now on"
+    )
 
 
 def _empty(shape: tuple[int, ...], dtype: np.dtype, dev: _dev.Device) -> Tensor:
@@ -256,14 +265,18 @@ def _grad_op(op: base.OpDef) -> base.OpDef:
             assert original is not None
             return original(node, gouts)
 
-        g = _GRAD_OPS[op.name] = base.OpDef(op.name, "composite", op.infer, rule, False, op.decomposition, op.doc)
+        g = _GRAD_OPS[op.name] = base.OpDef(
+            op.name, "composite", op.infer, rule, False, op.decomposition, op.doc
+        )
     return g
 
 
 class _FakeNode:
     """What a gradient rule reads of a node, on symbolic tensors (for tracing the rule)."""
 
-    def __init__(self, op: base.OpDef, inputs: list[Tensor], attrs: dict[str, Any], outs: list[Tensor]) -> None:
+    def __init__(
+        self, op: base.OpDef, inputs: list[Tensor], attrs: dict[str, Any], outs: list[Tensor]
+    ) -> None:
         self.op, self.inputs, self.attrs, self._o = op, inputs, attrs, outs
         self.n_outputs = len(outs)
         self.ctx = None
@@ -272,7 +285,9 @@ class _FakeNode:
         return self._o[i]
 
 
-def generated_backward(op: base.OpDef, node: autograd.Node, gouts: list[Tensor | None]) -> list[Tensor | None] | None:
+def generated_backward(
+    op: base.OpDef, node: autograd.Node, gouts: list[Tensor | None]
+) -> list[Tensor | None] | None:
     """Gradients of ``op``'s inputs by a generated kernel, or None to use the op's rule."""
     if autograd.is_grad_enabled() or not base._compile_enabled() or node.inputs is None:
         return None  # create_graph needs a differentiable graph: the rule's ops
@@ -309,8 +324,10 @@ def generated_backward(op: base.OpDef, node: autograd.Node, gouts: list[Tensor |
         kernel.launch(dev, launch_ins, g_outs, rows)
     except CompileError as exc:
         plan.backward[wanted] = None
-        _warn_once((op.name + " backward", dev.type), f"{exc}\n[compiler] the backward of '{op.name}' runs as "
-                   f"its gradient rule from now on")
+        _warn_once(
+            (op.name + " backward", dev.type),
+            f"{exc}\n[compiler] the backward of '{op.name}' runs as its gradient rule from now on",
+        )
         return None
     res: list[Tensor | None] = [None] * len(ins)
     for k, g in zip(which, g_outs):
@@ -328,8 +345,14 @@ def plan_in_col(main: tuple[int, ...], shape: tuple[int, ...]) -> bool:
 
 
 def _build_backward(
-    op: base.OpDef, plan: Plan, ins: list[Tensor], outs: list[Tensor], gouts: list[Tensor],
-    attrs: dict[str, Any], wanted: tuple[bool, ...], comp: Any,
+    op: base.OpDef,
+    plan: Plan,
+    ins: list[Tensor],
+    outs: list[Tensor],
+    gouts: list[Tensor],
+    attrs: dict[str, Any],
+    wanted: tuple[bool, ...],
+    comp: Any,
 ) -> tuple[Kernel, list[int]] | None:
     # NOTE: one gradient for every path: the op's own rule, or for a composite without one the
     # decomposition differentiated by the primitives' rules (base._grad_by_decomposition), is
@@ -340,10 +363,10 @@ def _build_backward(
         n_in, n_out = len(ins), len(outs)
 
         def rule(*syms: Tensor) -> list[Tensor]:
-            node = _FakeNode(op, list(syms[:n_in]), attrs, list(syms[n_in:n_in + n_out]))
+            node = _FakeNode(op, list(syms[:n_in]), attrs, list(syms[n_in : n_in + n_out]))
             for s, w in zip(node.inputs, wanted):
                 s.stop_gradient = not w
-            res = op.grad(node, list(syms[n_in + n_out:]))  # type: ignore[misc]
+            res = op.grad(node, list(syms[n_in + n_out :]))  # type: ignore[misc]
             got = [r for r, w in zip(res, wanted) if w]
             if any(r is None for r in got):
                 raise NotFusible("the rule gives no gradient for a wanted input")
@@ -374,4 +397,3 @@ def reset() -> None:
     _COMPILERS.clear()
     _WARNED.clear()
     CACHE.clear_memory()
-

@@ -37,8 +37,12 @@ def integer_template(op: str, src: np.dtype, T: str) -> str | None:
     bool ``add``/``maximum`` are or, ``mul``/``minimum`` are and; ``//`` and ``%`` follow the
     divisor's sign and give 0 for a zero divisor)."""
     if src == ir.BOOL:
-        return {"add": "({0} || {1})", "maximum": "({0} || {1})", "mul": "({0} && {1})",
-                "minimum": "({0} && {1})"}.get(op)
+        return {
+            "add": "({0} || {1})",
+            "maximum": "({0} || {1})",
+            "mul": "({0} && {1})",
+            "minimum": "({0} && {1})",
+        }.get(op)
     U = "uint64_t" if src.itemsize == 8 else "uint32_t"  # unsigned: wraps, and wide enough for int16 * int16
     signed = src.kind == "i"
     return {
@@ -72,9 +76,18 @@ class Emitter:
     # -- types and literals -------------------------------------------------------------
     #: the C type a value of each dtype is computed in (float16 and bfloat16: in double,
     #: rounded once when stored, which is exact rounding for + - * / sqrt)
-    VALUE_TYPES = {"bool": "bool", "float32": "float", "float64": "double", "float16": "double",
-                   "bfloat16": "double", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t",
-                   "int64": "int64_t", "uint8": "uint8_t"}
+    VALUE_TYPES = {
+        "bool": "bool",
+        "float32": "float",
+        "float64": "double",
+        "float16": "double",
+        "bfloat16": "double",
+        "int8": "int8_t",
+        "int16": "int16_t",
+        "int32": "int32_t",
+        "int64": "int64_t",
+        "uint8": "uint8_t",
+    }
 
     def ctype(self, dt: np.dtype) -> str:
         try:
@@ -143,7 +156,9 @@ class Emitter:
         try:
             template = typed or self.native.get(op) or ir.lowering(op).c
         except KeyError as exc:
-            raise NotImplementedError(f"[compiler] no {self.language} syntax for IR op '{op}': {exc}") from None
+            raise NotImplementedError(
+                f"[compiler] no {self.language} syntax for IR op '{op}': {exc}"
+            ) from None
         return self.render(template, a, dt)
 
     def render(self, template: str, args: list[str], dt: np.dtype) -> str:
@@ -178,7 +193,9 @@ class Emitter:
     # -- reductions (the C emitter widens these to every dtype) -------------------------
     def red_decl(self, r: ir.Node, acc: str) -> list[str]:
         if r.attr not in ("sum", "max", "min") or not is_float(r.dtype):
-            raise NotImplementedError(f"[compiler] {self.language}: no {r.attr} reduction of {r.args[0].dtype}")
+            raise NotImplementedError(
+                f"[compiler] {self.language}: no {r.attr} reduction of {r.args[0].dtype}"
+            )
         return [f"{self.ctype(r.dtype)} {acc} = {self.init(r.attr, r.dtype)};"]
 
     def red_update(self, r: ir.Node, acc: str, e: str) -> list[str]:
@@ -287,7 +304,9 @@ class Emitter:
             raise AssertionError(f"reduction v{n.id} used before its loop")
         for a in n.args:
             self._row_value(a, out)
-        out.append(f"const {self.ctype(n.dtype)} v{n.id} = {self.expr(n, [f'v{a.id}' for a in n.args], self._load(n))};")
+        out.append(
+            f"const {self.ctype(n.dtype)} v{n.id} = {self.expr(n, [f'v{a.id}' for a in n.args], self._load(n))};"
+        )
         self._done.add(n.id)
 
     def _collect(self, n: ir.Node, seen: set[int], order: list[ir.Node], body: list[str]) -> None:
@@ -350,7 +369,12 @@ def plan_spills(prog: ir.Program, sched: ir.Schedule) -> dict[int, tuple[int, in
         for k, store in lp.stores:
             best: tuple[int, int] | None = None
             for n in closure([store]).values():
-                if n.dtype != prog.outputs[k].dtype or n.dtype not in ir.FLOATS or not costly(n) or n.id in spills:
+                if (
+                    n.dtype != prog.outputs[k].dtype
+                    or n.dtype not in ir.FLOATS
+                    or not costly(n)
+                    or n.id in spills
+                ):
                     continue
                 earlier = [lj for lj in range(li) if n.id in computed[lj]]
                 if earlier and (best is None or n.id > best[0]):
@@ -469,9 +493,15 @@ class CEmitter(Emitter):
         nodes = ir.live_nodes(prog.outputs)
         names = {d.name for d, _, _ in prog.inputs} | {n.dtype.name for n in nodes}
         ops = {n.op for n in nodes if not n.args or not is_float(n.args[0].dtype)}
-        helpers = [src for need, src in (
-            (names & set(HALVES), _C_HALF), ("philox" in ops, _C_PHILOX),
-            (bool(ops & {"pow", "floor_divide", "remainder"}), _C_INT)) if need]
+        helpers = [
+            src
+            for need, src in (
+                (names & set(HALVES), _C_HALF),
+                ("philox" in ops, _C_PHILOX),
+                (bool(ops & {"pow", "floor_divide", "remainder"}), _C_INT),
+            )
+            if need
+        ]
         return [
             "/* generated by framework.compiler */",
             "#ifdef OARLOCK_VECTOR_MATH",
@@ -492,12 +522,16 @@ class CEmitter(Emitter):
         if n.op == "arange":
             start, step = n.attr
             if n.dtype.kind in "iu" or n.dtype == ir.BOOL:
-                return (f"(({T})(int64_t)((uint64_t){a[0]} * (uint64_t)({int(step)}LL) + "
-                        f"(uint64_t)({int(start)}LL)))")
+                return (
+                    f"(({T})(int64_t)((uint64_t){a[0]} * (uint64_t)({int(step)}LL) + "
+                    f"(uint64_t)({int(start)}LL)))"
+                )
             return f"(({T})((double){a[0]} * {float(step)!r} + {float(start)!r}))"
         seed, offset = n.attr  # philox
-        return (f"(({T})((double)(oarlock_philox((uint64_t){a[0]}, {seed % 2**64}ULL, {offset % 2**64}ULL) >> 8)"
-                f" * 0x1p-24))")
+        return (
+            f"(({T})((double)(oarlock_philox((uint64_t){a[0]}, {seed % 2**64}ULL, {offset % 2**64}ULL) >> 8)"
+            f" * 0x1p-24))"
+        )
 
     # reductions: integers accumulate in unsigned (they wrap), NaN wins max/min, arg* keep
     # the first index of the extreme (a plain loop: no SIMD reduction for an index)
@@ -558,9 +592,11 @@ class CEmitter(Emitter):
             T = self.ctype(prog.outputs[k].dtype)
             body.append(f"{T} st{k}[N] __attribute__((aligned(64)));")
             body.append(f"{T}* restrict dst{k} = stream ? st{k} : out{k} + r * N;")
-        return [f"const bool stream = rows * N * {self._itemsize(prog)} >= {self.STREAM_MIN};",
-                f"#pragma omp parallel for schedule(static) if (rows * N > {self.PARALLEL_MIN})",
-                "for (int64_t r = 0; r < rows; ++r) {"], body
+        return [
+            f"const bool stream = rows * N * {self._itemsize(prog)} >= {self.STREAM_MIN};",
+            f"#pragma omp parallel for schedule(static) if (rows * N > {self.PARALLEL_MIN})",
+            "for (int64_t r = 0; r < rows; ++r) {",
+        ], body
 
     #: output bytes from which rows are written with non-temporal stores (they would only
     #: evict the inputs from the cache, and a plain store first reads the line)
@@ -603,7 +639,7 @@ class CEmitter(Emitter):
             if r.args[0].dtype == ir.BOOL:
                 clauses.append(f"reduction({'|' if r.attr == 'max' else '&'}:{acc})")
             else:
-                clauses.append(f"reduction({ {'sum': '+', 'prod': '*'}.get(r.attr, r.attr)}:{acc})")
+                clauses.append(f"reduction({ {'sum': '+', 'prod': '*'}.get(r.attr, r.attr) }:{acc})")
             if r.attr in ("max", "min") and is_float(r.args[0].dtype):
                 clauses.append(f"reduction(|:nan{r.id})")
         return [" ".join(["#pragma omp simd", *clauses]), loop]
@@ -675,7 +711,11 @@ class OpenCLEmitter(_GroupEmitter):
         return f"__kernel __attribute__((reqd_work_group_size(L, 1, 1))) void {entry}({ps})"
 
     def row_begin(self, prog: ir.Program) -> tuple[list[str], list[str]]:
-        return [], [*self.shared_decls(prog), "const long r = get_group_id(0);", "const int lid = get_local_id(0);"]
+        return [], [
+            *self.shared_decls(prog),
+            "const long r = get_group_id(0);",
+            "const int lid = get_local_id(0);",
+        ]
 
 
 class OpenCLRowEmitter(OpenCLEmitter):
@@ -723,10 +763,14 @@ class CUDAEmitter(_GroupEmitter):
         return ["/* generated by framework.compiler */", f"#define L {self.local}"]
 
     def inf(self, dt: np.dtype) -> str:
-        return "__int_as_float(0x7f800000)" if dt == np.float32 else "__longlong_as_double(0x7ff0000000000000LL)"
+        return (
+            "__int_as_float(0x7f800000)" if dt == np.float32 else "__longlong_as_double(0x7ff0000000000000LL)"
+        )
 
     def nan(self, dt: np.dtype) -> str:
-        return "__int_as_float(0x7fc00000)" if dt == np.float32 else "__longlong_as_double(0x7ff8000000000000LL)"
+        return (
+            "__int_as_float(0x7fc00000)" if dt == np.float32 else "__longlong_as_double(0x7ff8000000000000LL)"
+        )
 
     native = {"rsqrt": "{fn:rsqrt}({0})"}
 
@@ -735,11 +779,19 @@ class CUDAEmitter(_GroupEmitter):
         return f'extern "C" __global__ void __launch_bounds__(L) {entry}({ps})'
 
     def row_begin(self, prog: ir.Program) -> tuple[list[str], list[str]]:
-        return [], [*self.shared_decls(prog), "const long long r = blockIdx.x;", "const int lid = threadIdx.x;"]
+        return [], [
+            *self.shared_decls(prog),
+            "const long long r = blockIdx.x;",
+            "const int lid = threadIdx.x;",
+        ]
 
 
-EMITTERS: dict[str, type[Emitter]] = {"c": CEmitter, "opencl-c": OpenCLEmitter, "cuda": CUDAEmitter,
-                                      "opencl-c/cpu": OpenCLRowEmitter}
+EMITTERS: dict[str, type[Emitter]] = {
+    "c": CEmitter,
+    "opencl-c": OpenCLEmitter,
+    "cuda": CUDAEmitter,
+    "opencl-c/cpu": OpenCLRowEmitter,
+}
 #: work-group size; for the "rows" layout, rows per work-group (PoCL: 64 measured best for rms_norm)
 LOCAL_SIZE = {"c": 1, "opencl-c": 64, "cuda": 256, "opencl-c/cpu": 64}
 
@@ -756,4 +808,3 @@ def emitter(language: str, local_size: int | None = None, device_kind: str = "")
             f"[compiler] no emitter for kernel language {language!r}; known: {sorted(EMITTERS)}"
         ) from None
     return cls(local_size or LOCAL_SIZE[language])
-

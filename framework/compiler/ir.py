@@ -42,8 +42,18 @@ class Node:
 
     __slots__ = ("op", "args", "dtype", "row", "col", "attr", "id")
 
-    def __init__(self, op: str, args: tuple[Node, ...], dtype: np.dtype, row: bool, col: bool, attr: Any, id: int):
-        self.op, self.args, self.dtype, self.row, self.col, self.attr, self.id = op, args, dtype, row, col, attr, id
+    def __init__(
+        self, op: str, args: tuple[Node, ...], dtype: np.dtype, row: bool, col: bool, attr: Any, id: int
+    ):
+        self.op, self.args, self.dtype, self.row, self.col, self.attr, self.id = (
+            op,
+            args,
+            dtype,
+            row,
+            col,
+            attr,
+            id,
+        )
 
     def __repr__(self) -> str:
         kind = ("r" if self.row else "-") + ("c" if self.col else "-")
@@ -59,7 +69,9 @@ class Builder:
         self.nodes: list[Node] = []
         self._memo: dict[tuple[Any, ...], Node] = {}
 
-    def _make(self, op: str, args: tuple[Node, ...], dtype: np.dtype, row: bool, col: bool, attr: Any = None) -> Node:
+    def _make(
+        self, op: str, args: tuple[Node, ...], dtype: np.dtype, row: bool, col: bool, attr: Any = None
+    ) -> Node:
         key = (op, tuple(a.id for a in args), dtype.str, row, col, _hashable(attr))
         n = self._memo.get(key)
         if n is None:
@@ -100,7 +112,9 @@ class Builder:
             return self.unary(op, args[0], dtype)
         if len(args) == 2:
             return self.binary(op, args[0], args[1], dtype)
-        return self._make(op, tuple(args), np.dtype(dtype), any(a.row for a in args), any(a.col for a in args))
+        return self._make(
+            op, tuple(args), np.dtype(dtype), any(a.row for a in args), any(a.col for a in args)
+        )
 
     def cast(self, a: Node, dtype: np.dtype) -> Node:
         dtype = np.dtype(dtype)
@@ -150,7 +164,9 @@ class Program:
     loads: dict[int, str] = field(default_factory=dict)
 
     def describe(self) -> str:
-        ins = ", ".join(f"in{k}:{d}:{'r' if r else '-'}{'c' if c else '-'}" for k, (d, r, c) in enumerate(self.inputs))
+        ins = ", ".join(
+            f"in{k}:{d}:{'r' if r else '-'}{'c' if c else '-'}" for k, (d, r, c) in enumerate(self.inputs)
+        )
         body = "\n  ".join(repr(n) for n in live_nodes(self.outputs))
         outs = ", ".join(f"v{o.id}" for o in self.outputs)
         loads = "".join(f"; in{k} at [{e}]" for k, e in sorted(self.loads.items()))

@@ -97,8 +97,13 @@ def run(op: str, device_type: str, ctx: Any, outs: list[Any], ins: list[Any], at
     """Build (once, through the program cache) and launch the generated kernel of ``op``."""
     dev = _dev.Device(device_type, ctx.device_index)
     comp = compiler_for(dev)
-    key = (op, device_type, tuple((a.shape, a.dtype.str) for a in ins),
-           tuple((o.shape, o.dtype.str) for o in outs), repr(_freeze(attrs)))  # repr: -0.0 is not 0.0
+    key = (
+        op,
+        device_type,
+        tuple((a.shape, a.dtype.str) for a in ins),
+        tuple((o.shape, o.dtype.str) for o in outs),
+        repr(_freeze(attrs)),
+    )  # repr: -0.0 is not 0.0
     tag = f"{op}[{(ins[0] if ins else outs[0]).dtype.name}]@{device_type}"
     got = _KERNELS.get(key, False)
     if got is False:
@@ -109,11 +114,16 @@ def run(op: str, device_type: str, ctx: Any, outs: list[Any], ins: list[Any], at
         except (CompileError, NotImplementedError) as exc:
             got = None
             _STATS[tag + " failed"] += 1
-            _warn_once((op, device_type), f"{exc}\n[compiler] the generated primitive '{op}' does not build on "
-                       f"{device_type}; it runs on the cpu plugin (fallback) from now on")
+            _warn_once(
+                (op, device_type),
+                f"{exc}\n[compiler] the generated primitive '{op}' does not build on "
+                f"{device_type}; it runs on the cpu plugin (fallback) from now on",
+            )
         _KERNELS[key] = got
     if got is None:
-        raise KernelNotFoundError(f"[{op}] the generated kernel for {tag} did not build (see the CompileWarning)")
+        raise KernelNotFoundError(
+            f"[{op}] the generated kernel for {tag} did not build (see the CompileWarning)"
+        )
     kernel, rows, n = got
     _STATS[tag] += 1
     if rows == 0 or n == 0 and op not in REDUCTIONS:
@@ -133,8 +143,13 @@ def _rows_n(shape: tuple[int, ...]) -> tuple[int, int]:
     return (math.prod(shape[:-1]), shape[-1]) if shape else (1, 1)
 
 
-def lower(op: str, ins: list[tuple[tuple[int, ...], np.dtype]], out_shape: tuple[int, ...], out_dtype: np.dtype,
-          attrs: dict[str, Any]) -> tuple[ir.Program, int, int]:
+def lower(
+    op: str,
+    ins: list[tuple[tuple[int, ...], np.dtype]],
+    out_shape: tuple[int, ...],
+    out_dtype: np.dtype,
+    attrs: dict[str, Any],
+) -> tuple[ir.Program, int, int]:
     """The one-op program of primitive ``op`` and its launch geometry ``(rows, n)``."""
     b = ir.Builder()
     out_dtype = np.dtype(out_dtype)
@@ -146,8 +161,11 @@ def lower(op: str, ins: list[tuple[tuple[int, ...], np.dtype]], out_shape: tuple
             node = b.const(attrs["value"], out_dtype)
         else:
             idx = b.special("index", (), np.dtype(np.int64), None)
-            special = ("arange", (attrs["start"], attrs["step"])) if op == "arange" else (
-                "philox", (attrs["seed"], attrs["offset"]))
+            special = (
+                ("arange", (attrs["start"], attrs["step"]))
+                if op == "arange"
+                else ("philox", (attrs["seed"], attrs["offset"]))
+            )
             node = b.special(special[0], (idx,), out_dtype, special[1])
         return ir.Program(op, None, [], [node], [True], b.nodes), rows, n
     kinds, loads, args = [], {}, []
@@ -180,7 +198,7 @@ def _broadcast_kind(shape: tuple[int, ...], out: tuple[int, ...]) -> tuple[bool,
         return True, False, None
     # a general broadcast: the row index r runs over out[:-1]; read at the input's offset
     terms, inner = [], 1
-    strides = [math.prod(shape[d + 1:]) for d in range(len(shape))]
+    strides = [math.prod(shape[d + 1 :]) for d in range(len(shape))]
     for d in range(len(out) - 2, -1, -1):
         if shape[d] != 1:
             terms.append(f"((r / {inner}) % {out[d]}) * {strides[d]}")
@@ -191,8 +209,9 @@ def _broadcast_kind(shape: tuple[int, ...], out: tuple[int, ...]) -> tuple[bool,
     return True, col, " + ".join(terms) or "0"
 
 
-def _reduction(b: ir.Builder, op: str, x: tuple[tuple[int, ...], np.dtype], attrs: dict[str, Any]
-               ) -> tuple[ir.Program, int, int]:
+def _reduction(
+    b: ir.Builder, op: str, x: tuple[tuple[int, ...], np.dtype], attrs: dict[str, Any]
+) -> tuple[ir.Program, int, int]:
     shape, dt = x
     axes = tuple(attrs["axes"]) if "axes" in attrs else (attrs["axis"],)
     if not axes:  # nothing reduced: a copy
@@ -204,8 +223,10 @@ def _reduction(b: ir.Builder, op: str, x: tuple[tuple[int, ...], np.dtype], attr
     n = math.prod(shape[d] for d in axes)
     loads = {}
     if tuple(axes) != tuple(range(len(shape) - len(axes), len(shape))):
-        strides = [math.prod(shape[d + 1:]) for d in range(len(shape))]
-        loads[0] = " + ".join(_index_terms("r", kept, shape, strides) + _index_terms("j", list(axes), shape, strides))
+        strides = [math.prod(shape[d + 1 :]) for d in range(len(shape))]
+        loads[0] = " + ".join(
+            _index_terms("r", kept, shape, strides) + _index_terms("j", list(axes), shape, strides)
+        )
     node = b.reduce(op, b.input(0, dt, True, True))
     return ir.Program(op, None, [(np.dtype(dt), True, True)], [node], [False], b.nodes, loads), rows, n
 

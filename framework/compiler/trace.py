@@ -85,7 +85,9 @@ class Geometry:
         else:
             ok = True  # a scalar broadcasts to any shape
         if not ok:
-            raise NotFusible(f"value of shape {shape} does not fit its kind ({node!r}) for rows of {self.shape}")
+            raise NotFusible(
+                f"value of shape {shape} does not fit its kind ({node!r}) for rows of {self.shape}"
+            )
 
 
 class _Tracer:
@@ -114,7 +116,9 @@ class _Tracer:
             dtype = np.dtype(attrs["dtype"])
             if dtype not in (*ir.FLOATS, ir.BOOL):
                 raise NotFusible(f"'full' makes a {dtype} value")
-            return [self.sym(self.b.const(attrs["value"], dtype), tuple(attrs["shape"]), dtype, attrs["device"])]
+            return [
+                self.sym(self.b.const(attrs["value"], dtype), tuple(attrs["shape"]), dtype, attrs["device"])
+            ]
         if op.kind == "composite":
             assert op.decomposition is not None
             r = op.decomposition(*ins, **attrs)
@@ -136,8 +140,13 @@ class _Tracer:
             node = b.expr(name, args, dtype)
         elif role == "cast":
             node = b.cast(args[0], dtype)
-        elif (name == "sum" and ins[0].ndim >= 2 and args[0].row and args[0].col
-              and tuple(sorted(attrs["axes"])) == tuple(range(ins[0].ndim - 1))):
+        elif (
+            name == "sum"
+            and ins[0].ndim >= 2
+            and args[0].row
+            and args[0].col
+            and tuple(sorted(attrs["axes"])) == tuple(range(ins[0].ndim - 1))
+        ):
             node = b.unary(_ROWSUM, args[0])
         elif role == "reduce":
             x = ins[0]
@@ -153,7 +162,11 @@ class _Tracer:
 
 
 def trace(
-    name: str, fn: Callable[..., Any], ins: list[Tensor], attrs: dict[str, Any], main: tuple[int, ...] | None = None
+    name: str,
+    fn: Callable[..., Any],
+    ins: list[Tensor],
+    attrs: dict[str, Any],
+    main: tuple[int, ...] | None = None,
 ) -> tuple[ir.Program, list[tuple[tuple[int, ...], np.dtype]]]:
     """Trace ``fn(*ins, **attrs)`` into a :class:`ir.Program` and the outputs' (shape, dtype).
 
@@ -196,7 +209,9 @@ def trace(
             raise NotFusible(f"an output is {node.dtype}")
         nodes.append(node)
         metas.append((tuple(o.shape), o.dtype))
-        out_col.append(rowsum or (math.prod(o.shape) == geo.rows * geo.n and bool(o.shape) and o.shape[-1] == geo.n))
+        out_col.append(
+            rowsum or (math.prod(o.shape) == geo.rows * geo.n and bool(o.shape) and o.shape[-1] == geo.n)
+        )
     if any(not c and math.prod(s) != geo.rows for c, (s, _) in zip(out_col, metas)):
         raise NotFusible("an output is neither a full row nor one value per row")
     if any(a.op == _ROWSUM for n in ir.live_nodes(nodes) for a in n.args):

@@ -135,7 +135,9 @@ class JobWatch:
             return True
         if self.failed_at is not None and running:
             waits = [
-                GRACE if is_exiting(self.folder, r) else (rank_timeout(self.folder, r) or self.timeout) + GRACE
+                GRACE
+                if is_exiting(self.folder, r)
+                else (rank_timeout(self.folder, r) or self.timeout) + GRACE
                 for r in running
             ]
             if now - self.failed_at > max(waits):
@@ -339,7 +341,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("target", nargs="*", help="script.py args... or -m module args...")
     argv = list(sys.argv[1:] if argv is None else argv)
     # everything from the script (or -m) on belongs to the script, as with python itself
-    with_value = {"-n", "--nproc", "--nproc_per_node", "--hosts", "--timeout", "--time-limit", "--mpiexec-arg"}
+    with_value = {
+        "-n",
+        "--nproc",
+        "--nproc_per_node",
+        "--hosts",
+        "--timeout",
+        "--time-limit",
+        "--mpiexec-arg",
+    }
     i = 0
     while (
         i < len(argv) and argv[i] != "-m" and (argv[i].startswith("-") or (i and argv[i - 1] in with_value))

@@ -134,7 +134,9 @@ def command_line(
         if hosts:
             cmd += ["--host", hosts]
     else:
-        raise CommunicationError(f"[launch] unknown mpiexec dialect {dialect!r}; known: {', '.join(DIALECTS)}")
+        raise CommunicationError(
+            f"[launch] unknown mpiexec dialect {dialect!r}; known: {', '.join(DIALECTS)}"
+        )
     return [*cmd, *extra, "-n", str(nprocs), *program]
 
 

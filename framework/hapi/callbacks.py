@@ -69,7 +69,10 @@ class ProgBarLogger(Callback):
     def _bar(self, step: int, total: Any, logs: dict | None, final: bool = False) -> None:
         if self.verbose == 1 and isinstance(total, int) and total > 0:
             done = int(30 * min(step, total) / total)
-            self._out(f"\rstep {step}/{total} [{'=' * done}{'.' * (30 - done)}] {_fmt(logs)}", end="\n" if final else "")
+            self._out(
+                f"\rstep {step}/{total} [{'=' * done}{'.' * (30 - done)}] {_fmt(logs)}",
+                end="\n" if final else "",
+            )
         elif self.verbose >= 2 and (final or step % self.log_freq == 0):
             self._out(f"step {step}/{total} - {_fmt(logs)}")
 
@@ -90,9 +93,23 @@ class EarlyStopping(Callback):
     """Stop ``fit`` when ``monitor`` (an eval metric, e.g. ``loss`` or ``acc``) has not
     improved by ``min_delta`` for ``patience`` evaluations."""
 
-    def __init__(self, monitor: str = "loss", mode: str = "auto", patience: int = 0, verbose: int = 1, min_delta: float = 0.0, baseline: float | None = None, save_best_model: bool = False) -> None:
+    def __init__(
+        self,
+        monitor: str = "loss",
+        mode: str = "auto",
+        patience: int = 0,
+        verbose: int = 1,
+        min_delta: float = 0.0,
+        baseline: float | None = None,
+        save_best_model: bool = False,
+    ) -> None:
         super().__init__()
-        self.monitor, self.patience, self.min_delta, self.baseline = monitor, patience, abs(min_delta), baseline
+        self.monitor, self.patience, self.min_delta, self.baseline = (
+            monitor,
+            patience,
+            abs(min_delta),
+            baseline,
+        )
         self.mode = mode if mode != "auto" else ("max" if "acc" in monitor else "min")
         self.wait, self.best = 0, None
         self.stopped_epoch = -1
@@ -105,7 +122,9 @@ class EarlyStopping(Callback):
             return
         v = logs[self.monitor]
         v = float(v[0] if isinstance(v, (list, tuple)) else v)
-        better = self.best is None or (v < self.best - self.min_delta if self.mode == "min" else v > self.best + self.min_delta)
+        better = self.best is None or (
+            v < self.best - self.min_delta if self.mode == "min" else v > self.best + self.min_delta
+        )
         if better:
             self.best, self.wait = v, 0
         else:

@@ -50,7 +50,9 @@ class Model:
         self.stop_training = False
 
     # -- setup ------------------------------------------------------------------------------
-    def prepare(self, optimizer: Any = None, loss: Any = None, metrics: Any = None, amp_configs: Any = None) -> None:
+    def prepare(
+        self, optimizer: Any = None, loss: Any = None, metrics: Any = None, amp_configs: Any = None
+    ) -> None:
         """Set the optimizer, the loss (a Layer or callable of (outputs, labels)), metrics and
         mixed precision (``"O1"``, ``"O2"`` or ``{"level": ..., "dtype": ..., "init_loss_scaling": ...}``)."""
         from ..metric import Metric
@@ -59,7 +61,9 @@ class Model:
         self._metrics = _as_list(metrics)
         for m in self._metrics:
             if not isinstance(m, Metric):
-                raise OpArgumentError(f"[Model.prepare] metrics must be fw.metric.Metric instances, got {type(m).__name__}")
+                raise OpArgumentError(
+                    f"[Model.prepare] metrics must be fw.metric.Metric instances, got {type(m).__name__}"
+                )
         self._amp = None
         if amp_configs is not None:
             from .. import amp
@@ -69,10 +73,23 @@ class Model:
             dtype = cfg.pop("dtype", "bfloat16")
             if level != "O0":
                 if level == "O2":
-                    self.network, self._optimizer = amp.decorate(self.network, self._optimizer, level="O2", dtype=dtype)
-                scaler_keys = {"init_loss_scaling", "incr_ratio", "decr_ratio", "incr_every_n_steps", "decr_every_n_nan_or_inf", "use_dynamic_loss_scaling"}
+                    self.network, self._optimizer = amp.decorate(
+                        self.network, self._optimizer, level="O2", dtype=dtype
+                    )
+                scaler_keys = {
+                    "init_loss_scaling",
+                    "incr_ratio",
+                    "decr_ratio",
+                    "incr_every_n_steps",
+                    "decr_every_n_nan_or_inf",
+                    "use_dynamic_loss_scaling",
+                }
                 self._scaler = amp.GradScaler(**{k: v for k, v in cfg.items() if k in scaler_keys})
-                self._amp = {"level": level, "dtype": dtype, **{k: v for k, v in cfg.items() if k in ("custom_white_list", "custom_black_list")}}
+                self._amp = {
+                    "level": level,
+                    "dtype": dtype,
+                    **{k: v for k, v in cfg.items() if k in ("custom_white_list", "custom_black_list")},
+                }
 
     def parameters(self, *args: Any, **kwargs: Any) -> list[Tensor]:
         return self.network.parameters(*args, **kwargs)
@@ -87,14 +104,21 @@ class Model:
         else:
             n_in = len(fields) - max(len(self._labels), 1)
         if n_in < 1 or (with_labels and n_in >= len(fields)):
-            raise OpArgumentError(f"[Model] a batch has {len(fields)} fields; cannot split it into inputs and labels (pass Model(net, inputs=..., labels=...))")
+            raise OpArgumentError(
+                f"[Model] a batch has {len(fields)} fields; cannot split it into inputs and labels (pass Model(net, inputs=..., labels=...))"
+            )
         return fields[:n_in], fields[n_in:]
 
     def _forward(self, ins: list[Tensor]) -> list[Tensor]:
         if self._amp is not None:
             from .. import amp
 
-            with amp.auto_cast(level=self._amp["level"], dtype=self._amp["dtype"], custom_white_list=self._amp.get("custom_white_list"), custom_black_list=self._amp.get("custom_black_list")):
+            with amp.auto_cast(
+                level=self._amp["level"],
+                dtype=self._amp["dtype"],
+                custom_white_list=self._amp.get("custom_white_list"),
+                custom_black_list=self._amp.get("custom_black_list"),
+            ):
                 out = self.network(*ins)
         else:
             out = self.network(*ins)
@@ -160,10 +184,18 @@ class Model:
         if data is None:
             return None
         if isinstance(data, (Dataset, IterableDataset)):
-            return DataLoader(data, batch_size=batch_size, shuffle=shuffle and not isinstance(data, IterableDataset), drop_last=drop_last, num_workers=num_workers)
+            return DataLoader(
+                data,
+                batch_size=batch_size,
+                shuffle=shuffle and not isinstance(data, IterableDataset),
+                drop_last=drop_last,
+                num_workers=num_workers,
+            )
         return data  # a DataLoader or any iterable of batches
 
-    def _callbacks(self, callbacks: Any, verbose: int, log_freq: int, params: dict[str, Any]) -> list[Callback]:
+    def _callbacks(
+        self, callbacks: Any, verbose: int, log_freq: int, params: dict[str, Any]
+    ) -> list[Callback]:
         cbs = _as_list(callbacks)
         if verbose and not any(isinstance(c, ProgBarLogger) for c in cbs):
             cbs = [ProgBarLogger(log_freq, verbose)] + cbs
@@ -173,9 +205,22 @@ class Model:
         return cbs
 
     def fit(
-        self, train_data: Any = None, eval_data: Any = None, batch_size: int = 1, epochs: int = 1, eval_freq: int = 1,
-        log_freq: int = 10, save_dir: str | None = None, save_freq: int = 1, verbose: int = 2, drop_last: bool = False,
-        shuffle: bool = True, num_workers: int = 0, callbacks: Any = None, accumulate_grad_batches: int = 1, num_iters: int | None = None,
+        self,
+        train_data: Any = None,
+        eval_data: Any = None,
+        batch_size: int = 1,
+        epochs: int = 1,
+        eval_freq: int = 1,
+        log_freq: int = 10,
+        save_dir: str | None = None,
+        save_freq: int = 1,
+        verbose: int = 2,
+        drop_last: bool = False,
+        shuffle: bool = True,
+        num_workers: int = 0,
+        callbacks: Any = None,
+        accumulate_grad_batches: int = 1,
+        num_iters: int | None = None,
     ) -> None:
         """Train for ``epochs`` over ``train_data`` (a Dataset or DataLoader), evaluating on
         ``eval_data`` every ``eval_freq`` epochs and saving to ``save_dir`` every ``save_freq``."""
@@ -183,7 +228,12 @@ class Model:
             raise OpArgumentError("[Model.fit] train_data is required")
         loader = self._loader(train_data, batch_size, shuffle, drop_last, num_workers)
         steps = len(loader) if hasattr(loader, "__len__") else None
-        cbs = self._callbacks(callbacks, verbose, log_freq, {"epochs": epochs, "steps": steps, "batch_size": batch_size, "verbose": verbose})
+        cbs = self._callbacks(
+            callbacks,
+            verbose,
+            log_freq,
+            {"epochs": epochs, "steps": steps, "batch_size": batch_size, "verbose": verbose},
+        )
         self.stop_training = False
         for c in cbs:
             c.on_train_begin()
@@ -198,7 +248,9 @@ class Model:
                 for c in cbs:
                     c.on_train_batch_begin(step)
                 ins, labs = self._split(batch, True)
-                update = (step + 1) % max(1, accumulate_grad_batches) == 0 or (steps is not None and step + 1 == steps)
+                update = (step + 1) % max(1, accumulate_grad_batches) == 0 or (
+                    steps is not None and step + 1 == steps
+                )
                 res = self.train_batch(ins, labs, update=update)
                 loss = res[0] if isinstance(res, tuple) else res
                 logs = {"loss": loss[0], "step": step, "batch_size": batch_size}
@@ -223,10 +275,28 @@ class Model:
         for c in cbs:
             c.on_train_end(logs)
 
-    def evaluate(self, eval_data: Any, batch_size: int = 1, log_freq: int = 10, verbose: int = 2, num_workers: int = 0, callbacks: Any = None, num_samples: int | None = None) -> dict[str, Any]:
+    def evaluate(
+        self,
+        eval_data: Any,
+        batch_size: int = 1,
+        log_freq: int = 10,
+        verbose: int = 2,
+        num_workers: int = 0,
+        callbacks: Any = None,
+        num_samples: int | None = None,
+    ) -> dict[str, Any]:
         """Mean loss (weighted by batch size) and the metrics over ``eval_data``: ``{"loss": [x], "acc": y, ...}``."""
         loader = self._loader(eval_data, batch_size, False, False, num_workers)
-        cbs = callbacks if isinstance(callbacks, list) and all(isinstance(c, Callback) for c in callbacks) and callbacks and callbacks[0].model is self else self._callbacks(callbacks, verbose, log_freq, {"steps": len(loader) if hasattr(loader, "__len__") else None})
+        cbs = (
+            callbacks
+            if isinstance(callbacks, list)
+            and all(isinstance(c, Callback) for c in callbacks)
+            and callbacks
+            and callbacks[0].model is self
+            else self._callbacks(
+                callbacks, verbose, log_freq, {"steps": len(loader) if hasattr(loader, "__len__") else None}
+            )
+        )
         for m in self._metrics:
             m.reset()
         for c in cbs:
@@ -255,7 +325,15 @@ class Model:
             c.on_eval_end(logs)
         return logs
 
-    def predict(self, test_data: Any, batch_size: int = 1, num_workers: int = 0, stack_outputs: bool = False, verbose: int = 1, callbacks: Any = None) -> list[Any]:
+    def predict(
+        self,
+        test_data: Any,
+        batch_size: int = 1,
+        num_workers: int = 0,
+        stack_outputs: bool = False,
+        verbose: int = 1,
+        callbacks: Any = None,
+    ) -> list[Any]:
         """The network's outputs over ``test_data``: one list per output, of per-batch arrays
         (``stack_outputs=True``: one array per output, batches concatenated)."""
         loader = self._loader(test_data, batch_size, False, False, num_workers)
@@ -281,7 +359,9 @@ class Model:
 
     def load(self, path: str, skip_mismatch: bool = False, reset_optimizer: bool = False) -> None:
         if not os.path.exists(path + ".pdparams"):
-            raise OpArgumentError(f"[Model.load] {path}.pdparams does not exist; pass the path given to Model.save (without the suffix)")
+            raise OpArgumentError(
+                f"[Model.load] {path}.pdparams does not exist; pass the path given to Model.save (without the suffix)"
+            )
         self.network.set_state_dict(_load(path + ".pdparams"))
         if not reset_optimizer and self._optimizer is not None and os.path.exists(path + ".pdopt"):
             self._optimizer.set_state_dict(_load(path + ".pdopt"))

@@ -22,14 +22,23 @@ def _inputs(name: str, input_size: Any, dtypes: Any, input: Any) -> list[Tensor]
     if input is not None:
         return list(input) if isinstance(input, (list, tuple)) else [input]
     if input_size is None:
-        raise OpArgumentError(f"[{name}] pass input_size (a shape, a list of shapes or InputSpecs) or input (tensors)")
-    many = isinstance(input_size, (list, tuple)) and input_size and isinstance(input_size[0], (tuple, list, InputSpec))
+        raise OpArgumentError(
+            f"[{name}] pass input_size (a shape, a list of shapes or InputSpecs) or input (tensors)"
+        )
+    many = (
+        isinstance(input_size, (list, tuple))
+        and input_size
+        and isinstance(input_size[0], (tuple, list, InputSpec))
+    )
     sizes = list(input_size) if many else [input_size]
     dts = dtypes if isinstance(dtypes, (list, tuple)) else [dtypes] * len(sizes)
     out = []
     for s, d in zip(sizes, dts):
         if isinstance(s, InputSpec):
-            shape, d = tuple(v if isinstance(v, int) and v >= 0 else 1 for v in s.shape), s.dtype  # unknown dims: 1
+            shape, d = (
+                tuple(v if isinstance(v, int) and v >= 0 else 1 for v in s.shape),
+                s.dtype,
+            )  # unknown dims: 1
         else:
             shape = tuple(1 if v is None or v == -1 else int(v) for v in s)
         out.append(_C.ones(shape, dtype=d or "float32"))
@@ -84,7 +93,10 @@ def summary(net: Any, input_size: Any = None, dtypes: Any = None, input: Any = N
     params = net.parameters()
     total = sum(int(np.prod(p.shape)) for p in params)
     trainable = sum(int(np.prod(p.shape)) for p in params if not p.stop_gradient)
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(("Layer", "Type", "Output Shape"))]
+    widths = [
+        max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
+        for i, h in enumerate(("Layer", "Type", "Output Shape"))
+    ]
     line = "-" * (sum(widths) + 24)
     print(line)
     print(f"{'Layer':<{widths[0]}}  {'Type':<{widths[1]}}  {'Output Shape':<{widths[2]}}  {'Param #':>14}")
@@ -92,7 +104,9 @@ def summary(net: Any, input_size: Any = None, dtypes: Any = None, input: Any = N
     for name, typ, shp, n in rows:
         print(f"{name:<{widths[0]}}  {typ:<{widths[1]}}  {shp:<{widths[2]}}  {n:>14,}")
     print("=" * len(line))
-    print(f"Total params: {total:,}\nTrainable params: {trainable:,}\nNon-trainable params: {total - trainable:,}")
+    print(
+        f"Total params: {total:,}\nTrainable params: {trainable:,}\nNon-trainable params: {total - trainable:,}"
+    )
     print(line)
     return {"total_params": total, "trainable_params": trainable}
 
@@ -107,7 +121,9 @@ def _count(layer: Any, ins: tuple, out: Any) -> int:
     if kind == "Linear":
         return layer.weight.shape[0] * _numel(out)
     if kind in ("Conv1D", "Conv2D", "Conv3D"):
-        per_out = int(np.prod(layer.weight.shape[1:])) + (1 if getattr(layer, "bias", None) is not None else 0)
+        per_out = int(np.prod(layer.weight.shape[1:])) + (
+            1 if getattr(layer, "bias", None) is not None else 0
+        )
         return per_out * _numel(out)
     if kind in ("Conv1DTranspose", "Conv2DTranspose"):
         # every input pixel is scattered through the whole (C_out/groups, k...) kernel
@@ -120,7 +136,12 @@ def _count(layer: Any, ins: tuple, out: Any) -> int:
     return 0
 
 
-def flops(net: Any, input_size: Any, custom_ops: dict[type, Callable[..., int]] | None = None, print_detail: bool = False) -> int:
+def flops(
+    net: Any,
+    input_size: Any,
+    custom_ops: dict[type, Callable[..., int]] | None = None,
+    print_detail: bool = False,
+) -> int:
     """Multiply-accumulates of one forward pass at ``input_size``: Linear (in x out per row),
     convolutions (kernel volume x C_in/groups per output, + 1 with a bias), transposed
     convolutions, Bilinear, and 2 per element for normalisation layers; activations and

@@ -26,15 +26,19 @@ class Config:
     ``path.safetensors`` beside it); Paddle's two-file form ``Config(prog_file,
     params_file)`` is accepted when the two share that prefix."""
 
-    def __init__(self, path: str | os.PathLike[str], params_file: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], params_file: str | os.PathLike[str] | None = None
+    ) -> None:
         path = os.fspath(path)
         if path.endswith(PROGRAM_SUFFIX):
             path = path[: -len(PROGRAM_SUFFIX)]
         if params_file is not None:
             pf = os.fspath(params_file)
             if os.path.splitext(pf)[0] != path:
-                raise ValueError(f"[inference] Config: the program '{path}{PROGRAM_SUFFIX}' and the weights '{pf}' "
-                                 f"must share a prefix, as fw.jit.save writes them")
+                raise ValueError(
+                    f"[inference] Config: the program '{path}{PROGRAM_SUFFIX}' and the weights '{pf}' "
+                    f"must share a prefix, as fw.jit.save writes them"
+                )
         self._path = path
         self._device = "cpu"
 
@@ -43,7 +47,9 @@ class Config:
         """Run on ``device`` (``"cpu"``, ``"opencl"``, ``"cuda:1"``...); checked when the
         predictor is created."""
         if not isinstance(device, str):
-            raise TypeError(f"[inference] Config.set_device takes a device name such as 'opencl:0', got {device!r}")
+            raise TypeError(
+                f"[inference] Config.set_device takes a device name such as 'opencl:0', got {device!r}"
+            )
         self._device = device
 
     def device(self) -> str:
@@ -103,9 +109,11 @@ class InferTensor:
         arr = np.ascontiguousarray(np.asarray(data))
         want = self._p._input_types[self._index]
         if arr.dtype != want.dtype or arr.ndim != want.rank:
-            raise OpArgumentError(f"[inference] input '{self._name}' takes {want.dtype} of rank {want.rank} "
-                                  f"({[str(d) for d in want.shape]}), got {arr.dtype}{list(arr.shape)}; convert it "
-                                  f"with array.astype(...) / reshape")
+            raise OpArgumentError(
+                f"[inference] input '{self._name}' takes {want.dtype} of rank {want.rank} "
+                f"({[str(d) for d in want.shape]}), got {arr.dtype}{list(arr.shape)}; convert it "
+                f"with array.astype(...) / reshape"
+            )
         from .._src.tensor import from_numpy_copy
 
         self._p._inputs[self._index] = from_numpy_copy(arr, self._p.device)
@@ -113,8 +121,10 @@ class InferTensor:
     def share_external_data(self, tensor: Tensor) -> None:
         """Set this input from a tensor already on the predictor's device (no copy)."""
         if not isinstance(tensor, Tensor) or tensor.device != self._p.device:
-            raise OpArgumentError(f"[inference] share_external_data for '{self._name}' takes a Tensor on "
-                                  f"{self._p.device}, got {getattr(tensor, 'device', type(tensor).__name__)}")
+            raise OpArgumentError(
+                f"[inference] share_external_data for '{self._name}' takes a Tensor on "
+                f"{self._p.device}, got {getattr(tensor, 'device', type(tensor).__name__)}"
+            )
         self._p._inputs[self._index] = tensor
 
     def reshape(self, shape: Sequence[int]) -> None:
@@ -138,7 +148,9 @@ class InferTensor:
     def _tensor(self) -> Tensor:
         outs = self._p._outputs
         if outs is None:
-            raise OpArgumentError(f"[inference] output '{self._name}' has no value yet; call predictor.run() first")
+            raise OpArgumentError(
+                f"[inference] output '{self._name}' has no value yet; call predictor.run() first"
+            )
         return outs[self._index]
 
 
@@ -173,15 +185,19 @@ class Predictor:
         try:
             return names.index(name)
         except ValueError:
-            raise OpArgumentError(f"[inference] no {what} named {name!r}; the program's {what}s are {names}") from None
+            raise OpArgumentError(
+                f"[inference] no {what} named {name!r}; the program's {what}s are {names}"
+            ) from None
 
     def run(self, inputs: Sequence[Any] | None = None) -> list[Tensor] | None:
         """Run the program on the inputs set through the handles; or, as Paddle's newer
         form, on ``inputs`` (arrays or tensors, in input order), returning the outputs."""
         if inputs is not None:
             if len(inputs) != len(self._input_names):
-                raise OpArgumentError(f"[inference] run takes {len(self._input_names)} inputs "
-                                      f"({self._input_names}), got {len(inputs)}")
+                raise OpArgumentError(
+                    f"[inference] run takes {len(self._input_names)} inputs "
+                    f"({self._input_names}), got {len(inputs)}"
+                )
             for name, x in zip(self._input_names, inputs):
                 h = self.get_input_handle(name)
                 if isinstance(x, Tensor):
@@ -190,8 +206,10 @@ class Predictor:
                     h.copy_from_cpu(x)
         missing = [n for n, t in zip(self._input_names, self._inputs) if t is None]
         if missing:
-            raise OpArgumentError(f"[inference] inputs {missing} were not set; call "
-                                  f"get_input_handle(name).copy_from_cpu(array) before run()")
+            raise OpArgumentError(
+                f"[inference] inputs {missing} were not set; call "
+                f"get_input_handle(name).copy_from_cpu(array) before run()"
+            )
         with autograd.no_grad():
             res = self._layer(*self._inputs)
         self._outputs = [res] if isinstance(res, Tensor) else list(res)
@@ -206,7 +224,9 @@ def create_predictor(config: Config) -> Predictor:
     """A :class:`Predictor` for ``config`` (Paddle's ``paddle.inference.create_predictor``);
     a missing or damaged file raises :class:`framework.jit.ProgramFileError`."""
     if not isinstance(config, Config):
-        raise TypeError(f"[inference] create_predictor takes a fw.inference.Config, got {type(config).__name__}")
+        raise TypeError(
+            f"[inference] create_predictor takes a fw.inference.Config, got {type(config).__name__}"
+        )
     return Predictor(config)
 
 

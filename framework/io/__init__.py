@@ -17,7 +17,20 @@ from .dataset import ComposeDataset, Dataset, IterableDataset, Subset, TensorDat
 from .sampler import BatchSampler, DistributedBatchSampler, RandomSampler, Sampler, SequenceSampler
 
 __all__ = [
-    "Dataset", "IterableDataset", "TensorDataset", "Subset", "ComposeDataset", "random_split", "Sampler",
-    "SequenceSampler", "RandomSampler", "BatchSampler", "DistributedBatchSampler", "DataLoader", "default_collate_fn",
-    "get_worker_info", "WorkerInfo", "DataLoaderWorkerError",
+    "Dataset",
+    "IterableDataset",
+    "TensorDataset",
+    "Subset",
+    "ComposeDataset",
+    "random_split",
+    "Sampler",
+    "SequenceSampler",
+    "RandomSampler",
+    "BatchSampler",
+    "DistributedBatchSampler",
+    "DataLoader",
+    "default_collate_fn",
+    "get_worker_info",
+    "WorkerInfo",
+    "DataLoaderWorkerError",
 ]

@@ -50,7 +50,9 @@ def mp_context(name: str | None) -> Any:
             "parent's device contexts and threads; use 'spawn' or 'forkserver'"
         )
     if name not in methods:
-        raise OpArgumentError(f"[DataLoader] multiprocessing_context must be one of {[m for m in methods if m != 'fork']}, got {name!r}")
+        raise OpArgumentError(
+            f"[DataLoader] multiprocessing_context must be one of {[m for m in methods if m != 'fork']}, got {name!r}"
+        )
     ctx = mp.get_context(name)
     if name == "forkserver":
         # NOTE: the fork server imports the framework and the plugin registry once (no device
@@ -88,14 +90,25 @@ class WorkerPool:
         for wid in range(n):
             iq = ctx.Queue()
             args = (
-                loader.dataset, user_collate, loader._auto_collate, loader.iterable, loader.batch_size,
-                loader.drop_last, wid, n, iq, self.result_queue, loader.worker_init_fn,
+                loader.dataset,
+                user_collate,
+                loader._auto_collate,
+                loader.iterable,
+                loader.batch_size,
+                loader.drop_last,
+                wid,
+                n,
+                iq,
+                self.result_queue,
+                loader.worker_init_fn,
             )
             w = ctx.Process(target=worker_loop, args=args, daemon=True, name=f"oarlock-dataloader-{wid}")
             w.start()
             self.index_queues.append(iq)
             self.workers.append(w)
-        self._finalizer = weakref.finalize(self, _shutdown, self.workers, self.index_queues, self.result_queue)
+        self._finalizer = weakref.finalize(
+            self, _shutdown, self.workers, self.index_queues, self.result_queue
+        )
 
     @property
     def alive(self) -> bool:
@@ -214,7 +227,9 @@ class MultiProcessIterator:
                     "a crash in native code or the system's out-of-memory killer are the usual causes; try num_workers=0 to see the error"
                 )
         if timeout and time.monotonic() - self._last_progress > timeout:
-            raise DataLoaderWorkerError(f"[DataLoader] no batch from the workers within timeout={timeout} s; raise timeout= or look for a slow or stuck dataset")
+            raise DataLoaderWorkerError(
+                f"[DataLoader] no batch from the workers within timeout={timeout} s; raise timeout= or look for a slow or stuck dataset"
+            )
 
     def _next_host_batch(self) -> tuple[bool, Any]:
         """(True, batch of HostTensor leaves) or (False, None) at the end of the epoch."""

@@ -84,7 +84,9 @@ def numpy_collate(batch: Sequence[Any]) -> Any:
         return {k: numpy_collate([b[k] for b in batch]) for k in first}
     if isinstance(first, (tuple, list)):
         if any(len(b) != len(first) for b in batch):
-            raise ValueError(f"[DataLoader] samples have different numbers of fields: {sorted({len(b) for b in batch})}")
+            raise ValueError(
+                f"[DataLoader] samples have different numbers of fields: {sorted({len(b) for b in batch})}"
+            )
         return [numpy_collate([b[i] for b in batch]) for i in range(len(first))]
     if isinstance(first, (str, bytes)):
         return list(batch)
@@ -124,20 +126,33 @@ def _failure(worker_id: int, index: Any, exc: BaseException) -> WorkerFailure:
     return WorkerFailure(worker_id, index, exc_type, type(exc).__name__, str(exc), tb)
 
 
-def _send(result_queue: Any, epoch: int, send_idx: int, worker_id: int, kind: str, payload: Any, index: Any) -> None:
+def _send(
+    result_queue: Any, epoch: int, send_idx: int, worker_id: int, kind: str, payload: Any, index: Any
+) -> None:
     # NOTE: pickled here, not in the queue's feeder thread: a batch that cannot be pickled
     # must become an error the main process sees, not a message lost in a background thread.
     try:
         data = pickle.dumps((epoch, send_idx, worker_id, kind, payload), protocol=pickle.HIGHEST_PROTOCOL)
     except Exception as exc:
-        wrapped = TypeError(f"[DataLoader] the batch could not be pickled to send it to the main process: {exc}")
+        wrapped = TypeError(
+            f"[DataLoader] the batch could not be pickled to send it to the main process: {exc}"
+        )
         data = pickle.dumps((epoch, send_idx, worker_id, "error", _failure(worker_id, index, wrapped)))
     result_queue.put(data)
 
 
 def worker_loop(
-    dataset: Any, collate_fn: Any, auto_collate: bool, iterable: bool, batch_size: int | None, drop_last: bool,
-    worker_id: int, num_workers: int, index_queue: Any, result_queue: Any, init_fn: Any,
+    dataset: Any,
+    collate_fn: Any,
+    auto_collate: bool,
+    iterable: bool,
+    batch_size: int | None,
+    drop_last: bool,
+    worker_id: int,
+    num_workers: int,
+    index_queue: Any,
+    result_queue: Any,
+    init_fn: Any,
 ) -> None:
     """Serve requests from ``index_queue`` until ``None`` arrives or the parent dies.
 
@@ -183,7 +198,15 @@ def worker_loop(
                 try:
                     fn(worker_id)
                 except Exception as exc:
-                    _send(result_queue, -1, -1, worker_id, "error", _failure(worker_id, "worker_init_fn", exc), None)
+                    _send(
+                        result_queue,
+                        -1,
+                        -1,
+                        worker_id,
+                        "error",
+                        _failure(worker_id, "worker_init_fn", exc),
+                        None,
+                    )
                     return
             continue
         send_idx = msg[2]
@@ -205,7 +228,15 @@ def worker_loop(
         except StopIteration:
             exhausted = True
         except Exception as exc:
-            _send(result_queue, epoch, send_idx, worker_id, "error", _failure(worker_id, f"stream item {pos}", exc), None)
+            _send(
+                result_queue,
+                epoch,
+                send_idx,
+                worker_id,
+                "error",
+                _failure(worker_id, f"stream item {pos}", exc),
+                None,
+            )
             exhausted = True
             continue
         if not samples or (exhausted and drop_last and batch_size is not None and len(samples) < batch_size):
@@ -214,7 +245,15 @@ def worker_loop(
         try:
             out = _collate(samples, collate_fn, auto_collate and batch_size is not None)
         except Exception as exc:
-            _send(result_queue, epoch, send_idx, worker_id, "error", _failure(worker_id, "collate_fn", exc), None)
+            _send(
+                result_queue,
+                epoch,
+                send_idx,
+                worker_id,
+                "error",
+                _failure(worker_id, "collate_fn", exc),
+                None,
+            )
             continue
         _send(result_queue, epoch, send_idx, worker_id, "data", out, None)
 
@@ -227,7 +266,16 @@ def _collate(samples: list[Any], collate_fn: Any, auto_collate: bool) -> Any:
     return to_wire(collate_fn(samples))
 
 
-def _load_batch(dataset: Any, collate_fn: Any, auto_collate: bool, indices: Any, epoch: int, send_idx: int, worker_id: int, result_queue: Any) -> None:
+def _load_batch(
+    dataset: Any,
+    collate_fn: Any,
+    auto_collate: bool,
+    indices: Any,
+    epoch: int,
+    send_idx: int,
+    worker_id: int,
+    result_queue: Any,
+) -> None:
     idx_list = indices if auto_collate else [indices]
     samples = []
     for i in idx_list:
@@ -239,7 +287,14 @@ def _load_batch(dataset: Any, collate_fn: Any, auto_collate: bool, indices: Any,
     try:
         out = _collate(samples, collate_fn, auto_collate)
     except Exception as exc:
-        _send(result_queue, epoch, send_idx, worker_id, "error", _failure(worker_id, f"collate_fn of {list(idx_list)}", exc), None)
+        _send(
+            result_queue,
+            epoch,
+            send_idx,
+            worker_id,
+            "error",
+            _failure(worker_id, f"collate_fn of {list(idx_list)}", exc),
+            None,
+        )
         return
     _send(result_queue, epoch, send_idx, worker_id, "data", out, None)
-

@@ -31,11 +31,15 @@ def default_collate_fn(batch: Sequence[Any]) -> Any:
         return {k: default_collate_fn([b[k] for b in batch]) for k in first}
     if isinstance(first, (tuple, list)):
         if any(len(b) != len(first) for b in batch):
-            raise OpArgumentError(f"[DataLoader] samples have different numbers of fields: {sorted({len(b) for b in batch})}")
+            raise OpArgumentError(
+                f"[DataLoader] samples have different numbers of fields: {sorted({len(b) for b in batch})}"
+            )
         return [default_collate_fn([b[i] for b in batch]) for i in range(len(first))]
     if isinstance(first, (str, bytes)):
         return list(batch)
-    raise OpArgumentError(f"[DataLoader] cannot collate samples of type {type(first).__name__}; pass collate_fn=")
+    raise OpArgumentError(
+        f"[DataLoader] cannot collate samples of type {type(first).__name__}; pass collate_fn="
+    )
 
 
 class DataLoader:
@@ -73,16 +77,32 @@ class DataLoader:
     """
 
     def __init__(
-        self, dataset: Any, feed_list: Any = None, places: Any = None, return_list: bool = True, batch_sampler: Any = None,
-        batch_size: int | None = 1, shuffle: bool = False, drop_last: bool = False, collate_fn: Callable[[list[Any]], Any] | None = None,
-        num_workers: int = 0, use_buffer_reader: bool = True, prefetch_factor: int = 2, use_shared_memory: bool = True,
-        timeout: int = 0, worker_init_fn: Any = None, persistent_workers: bool = False, generator: Generator | None = None,
+        self,
+        dataset: Any,
+        feed_list: Any = None,
+        places: Any = None,
+        return_list: bool = True,
+        batch_sampler: Any = None,
+        batch_size: int | None = 1,
+        shuffle: bool = False,
+        drop_last: bool = False,
+        collate_fn: Callable[[list[Any]], Any] | None = None,
+        num_workers: int = 0,
+        use_buffer_reader: bool = True,
+        prefetch_factor: int = 2,
+        use_shared_memory: bool = True,
+        timeout: int = 0,
+        worker_init_fn: Any = None,
+        persistent_workers: bool = False,
+        generator: Generator | None = None,
         multiprocessing_context: str | None = None,
     ) -> None:
         if not isinstance(num_workers, int) or num_workers < 0:
             raise OpArgumentError(f"[DataLoader] num_workers must be an int >= 0, got {num_workers!r}")
         if num_workers and (not isinstance(prefetch_factor, int) or prefetch_factor < 1):
-            raise OpArgumentError(f"[DataLoader] prefetch_factor must be an int >= 1 with num_workers > 0, got {prefetch_factor!r}")
+            raise OpArgumentError(
+                f"[DataLoader] prefetch_factor must be an int >= 1 with num_workers > 0, got {prefetch_factor!r}"
+            )
         if timeout < 0:
             raise OpArgumentError(f"[DataLoader] timeout must be >= 0 seconds, got {timeout}")
         if num_workers:
@@ -92,14 +112,19 @@ class DataLoader:
         self.collate_fn = collate_fn or default_collate_fn
         self.num_workers, self.prefetch_factor, self.timeout = num_workers, prefetch_factor, timeout
         self.persistent_workers, self.worker_init_fn = bool(persistent_workers), worker_init_fn
-        self.use_buffer_reader, self.multiprocessing_context = bool(use_buffer_reader), multiprocessing_context
+        self.use_buffer_reader, self.multiprocessing_context = (
+            bool(use_buffer_reader),
+            multiprocessing_context,
+        )
         self.generator, self.places = generator, places
         self._pool: WorkerPool | None = None
         self.iterable = isinstance(dataset, IterableDataset)
         self.batch_size, self.drop_last = batch_size, drop_last
         if self.iterable:
             if shuffle or batch_sampler is not None:
-                raise OpArgumentError("[DataLoader] an IterableDataset cannot be shuffled or given a batch_sampler")
+                raise OpArgumentError(
+                    "[DataLoader] an IterableDataset cannot be shuffled or given a batch_sampler"
+                )
             self.batch_sampler = None
         elif batch_sampler is not None:
             if batch_size not in (None, 1) or shuffle or drop_last:
@@ -127,7 +152,11 @@ class DataLoader:
                 self._pool.shutdown()  # persistent_workers was switched off
             if not self.persistent_workers or self._pool is None or not self._pool.alive:
                 self._pool = WorkerPool(self)
-            device = _dev.get_device() if self.places is None else _dev.parse(self.places[0] if isinstance(self.places, (list, tuple)) else self.places)
+            device = (
+                _dev.get_device()
+                if self.places is None
+                else _dev.parse(self.places[0] if isinstance(self.places, (list, tuple)) else self.places)
+            )
             return MultiProcessIterator(self, self._pool, device)
         return self._iter_here()
 

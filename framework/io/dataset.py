@@ -30,7 +30,9 @@ class IterableDataset(Dataset):
         raise NotImplementedError(f"need __iter__ in {type(self).__name__}")
 
     def __getitem__(self, idx: int) -> Any:
-        raise OpArgumentError(f"[IterableDataset] {type(self).__name__} is iterable, not indexable; iterate over it or use a DataLoader")
+        raise OpArgumentError(
+            f"[IterableDataset] {type(self).__name__} is iterable, not indexable; iterate over it or use a DataLoader"
+        )
 
 
 class TensorDataset(Dataset):
@@ -47,7 +49,9 @@ class TensorDataset(Dataset):
         n = self.tensors[0].shape[0] if self.tensors[0].ndim else None
         for i, t in enumerate(self.tensors):
             if not isinstance(t, Tensor) or t.ndim == 0 or t.shape[0] != n:
-                raise OpArgumentError(f"[TensorDataset] tensor {i} must be a Tensor with first dimension {n}, got {getattr(t, 'shape', type(t).__name__)}")
+                raise OpArgumentError(
+                    f"[TensorDataset] tensor {i} must be a Tensor with first dimension {n}, got {getattr(t, 'shape', type(t).__name__)}"
+                )
         self._n = int(n or 0)
 
     def __getitem__(self, idx: int) -> tuple[Tensor, ...]:
@@ -87,7 +91,9 @@ class ComposeDataset(Dataset):
             raise OpArgumentError("[ComposeDataset] needs at least one dataset")
         lens = {len(d) for d in self.datasets}  # type: ignore[arg-type]
         if len(lens) != 1:
-            raise OpArgumentError(f"[ComposeDataset] datasets must have equal lengths, got {[len(d) for d in self.datasets]}")  # type: ignore[arg-type]
+            raise OpArgumentError(
+                f"[ComposeDataset] datasets must have equal lengths, got {[len(d) for d in self.datasets]}"
+            )  # type: ignore[arg-type]
 
     def __getitem__(self, idx: int) -> tuple[Any, ...]:
         out: list[Any] = []
@@ -100,7 +106,9 @@ class ComposeDataset(Dataset):
         return len(self.datasets[0])  # type: ignore[arg-type]
 
 
-def random_split(dataset: Dataset, lengths: Sequence[Any], generator: Generator | None = None) -> list[Subset]:
+def random_split(
+    dataset: Dataset, lengths: Sequence[Any], generator: Generator | None = None
+) -> list[Subset]:
     """Split into non-overlapping random subsets of the given lengths (ints summing to
     len(dataset), or fractions summing to 1); the permutation comes from the Philox generator."""
     n = len(dataset)  # type: ignore[arg-type]
@@ -111,7 +119,9 @@ def random_split(dataset: Dataset, lengths: Sequence[Any], generator: Generator 
             counts[i % len(counts)] += 1
         lens = counts
     if sum(lens) != n or any(v < 0 for v in lens):
-        raise OpArgumentError(f"[random_split] lengths {list(lengths)} must be non-negative and sum to the dataset size {n} (or be fractions summing to 1)")
+        raise OpArgumentError(
+            f"[random_split] lengths {list(lengths)} must be non-negative and sum to the dataset size {n} (or be fractions summing to 1)"
+        )
     perm = randperm(n, generator=generator).tolist()
     out, start = [], 0
     for v in lens:

@@ -35,7 +35,13 @@ class RandomSampler(Sampler):
     generator, so ``fw.seed`` makes it reproducible); ``replacement`` draws ``num_samples``
     indices independently."""
 
-    def __init__(self, data_source: Any, replacement: bool = False, num_samples: int | None = None, generator: Generator | None = None) -> None:
+    def __init__(
+        self,
+        data_source: Any,
+        replacement: bool = False,
+        num_samples: int | None = None,
+        generator: Generator | None = None,
+    ) -> None:
         super().__init__(data_source)
         self.replacement, self.generator = replacement, generator
         self._num = num_samples
@@ -58,12 +64,23 @@ class BatchSampler(Sampler):
     """Lists of ``batch_size`` indices from ``sampler`` (or from a Sequence/RandomSampler of
     ``dataset`` chosen by ``shuffle``); ``drop_last`` drops a short final batch."""
 
-    def __init__(self, dataset: Any = None, sampler: Sampler | None = None, shuffle: bool = False, batch_size: int = 1, drop_last: bool = False) -> None:
+    def __init__(
+        self,
+        dataset: Any = None,
+        sampler: Sampler | None = None,
+        shuffle: bool = False,
+        batch_size: int = 1,
+        drop_last: bool = False,
+    ) -> None:
         if (dataset is None) == (sampler is None):
             raise OpArgumentError("[BatchSampler] give exactly one of dataset= and sampler=")
         if not isinstance(batch_size, int) or batch_size <= 0:
             raise OpArgumentError(f"[BatchSampler] batch_size must be a positive int, got {batch_size!r}")
-        self.sampler = sampler if sampler is not None else (RandomSampler(dataset) if shuffle else SequenceSampler(dataset))
+        self.sampler = (
+            sampler
+            if sampler is not None
+            else (RandomSampler(dataset) if shuffle else SequenceSampler(dataset))
+        )
         self.batch_size, self.drop_last = batch_size, bool(drop_last)
 
     def __iter__(self) -> Iterator[list[int]]:
@@ -86,14 +103,24 @@ class DistributedBatchSampler(BatchSampler):
     indices are padded to a multiple of num_replicas and each rank takes every
     num_replicas-th one. Rank and size default to ``fw.distributed``'s."""
 
-    def __init__(self, dataset: Any, batch_size: int, num_replicas: int | None = None, rank: int | None = None, shuffle: bool = False, drop_last: bool = False) -> None:
+    def __init__(
+        self,
+        dataset: Any,
+        batch_size: int,
+        num_replicas: int | None = None,
+        rank: int | None = None,
+        shuffle: bool = False,
+        drop_last: bool = False,
+    ) -> None:
         if num_replicas is None or rank is None:
             from .. import distributed as dist
 
             num_replicas = dist.get_world_size() if num_replicas is None else num_replicas
             rank = dist.get_rank() if rank is None else rank
         if not 0 <= rank < num_replicas:
-            raise OpArgumentError(f"[DistributedBatchSampler] rank must be in [0, {num_replicas}), got {rank}")
+            raise OpArgumentError(
+                f"[DistributedBatchSampler] rank must be in [0, {num_replicas}), got {rank}"
+            )
         self.dataset, self.nranks, self.local_rank = dataset, int(num_replicas), int(rank)
         self.shuffle, self.epoch = shuffle, 0
         self.batch_size, self.drop_last = batch_size, bool(drop_last)
@@ -122,4 +149,6 @@ class DistributedBatchSampler(BatchSampler):
                 yield b
 
     def __len__(self) -> int:
-        return self.num_samples // self.batch_size if self.drop_last else -(-self.num_samples // self.batch_size)
+        return (
+            self.num_samples // self.batch_size if self.drop_last else -(-self.num_samples // self.batch_size)
+        )

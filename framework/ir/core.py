@@ -67,7 +67,9 @@ class SymDim:
         try:
             return self.const + sum(c * binding[n] for n, c in self.terms)
         except KeyError as exc:
-            raise IRError(f"[ir] symbol {exc.args[0]!r} of {self} has no value; bind every symbol of the program") from None
+            raise IRError(
+                f"[ir] symbol {exc.args[0]!r} of {self} has no value; bind every symbol of the program"
+            ) from None
 
     def __str__(self) -> str:
         parts = []
@@ -167,8 +169,14 @@ class Operation:
 
     __slots__ = ("name", "operands", "results", "attrs", "regions", "parent", "__weakref__")
 
-    def __init__(self, name: str, operands: list[Value], result_types: list[Type],
-                 attrs: dict[str, Any] | None = None, regions: list[Region] | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        operands: list[Value],
+        result_types: list[Type],
+        attrs: dict[str, Any] | None = None,
+        regions: list[Region] | None = None,
+    ) -> None:
         self.name = name
         self.operands: list[Value] = []
         self.results = [Value(t, self, i) for i, t in enumerate(result_types)]
@@ -209,8 +217,10 @@ class Operation:
         for r in self.results:
             if r.uses:
                 readers = ", ".join(u.name for u, _ in r.uses[:3])
-                raise IRError(f"[ir] cannot erase {self.name}: result {r.index} is still read by {readers}; "
-                              f"replace its uses first (replace_all_uses_with)")
+                raise IRError(
+                    f"[ir] cannot erase {self.name}: result {r.index} is still read by {readers}; "
+                    f"replace its uses first (replace_all_uses_with)"
+                )
         self.drop_operands()
         if self.parent is not None:
             self.parent.ops.remove(self)
@@ -235,8 +245,9 @@ class Block:
         self.args.append(v)
         return v
 
-    def append(self, name: str, operands: list[Value], result_types: list[Type],
-               attrs: dict[str, Any] | None = None) -> Value | Operation:
+    def append(
+        self, name: str, operands: list[Value], result_types: list[Type], attrs: dict[str, Any] | None = None
+    ) -> Value | Operation:
         """Append an operation; returns its result when it has exactly one, else the op."""
         op = self.append_op(Operation(name, operands, result_types, attrs))
         return op.results[0] if len(op.results) == 1 else op
@@ -293,12 +304,14 @@ class Program:
 
     def walk(self) -> Iterator[Operation]:
         """Every operation, nested regions included, in program order."""
+
         def go(region: Region) -> Iterator[Operation]:
             for b in region.blocks:
                 for op in b.ops:
                     yield op
                     for r in op.regions:
                         yield from go(r)
+
         yield from go(self.body)
 
     def symbols(self) -> tuple[str, ...]:
@@ -353,8 +366,10 @@ def print_attr(v: Any) -> str:
         return f"({inner},)" if len(v) == 1 else f"({inner})"
     if isinstance(v, type) and issubclass(v, np.generic):
         return _dtype_name(np.dtype(v))
-    raise IRError(f"[ir] attribute value {v!r} of type {type(v).__name__} has no text form; "
-                  f"attributes are ints, floats, bools, strings, dtypes, symbolic dims or tuples of these")
+    raise IRError(
+        f"[ir] attribute value {v!r} of type {type(v).__name__} has no text form; "
+        f"attributes are ints, floats, bools, strings, dtypes, symbolic dims or tuples of these"
+    )
 
 
 def print_program(p: Program) -> str:

@@ -51,7 +51,9 @@ class _NoData:
 
     @property
     def handle(self) -> Any:
-        raise IRError("[ir] shape inference read a tensor's values; an OpDef.infer must use shapes and dtypes only")
+        raise IRError(
+            "[ir] shape inference read a tensor's values; an OpDef.infer must use shapes and dtypes only"
+        )
 
 
 def meta_tensor(shape: tuple[int, ...], dtype: np.dtype) -> Tensor:
@@ -116,8 +118,10 @@ def lookup(name: str) -> OpInfo:
         _generated()
         info = _TABLE.get(name)
     if info is None:
-        raise IRError(f"[ir] unknown operation '{name}'; expected builtin.parameter/constant/return or "
-                      f"op.<name> of a defined op (framework._src.ops OPS)")
+        raise IRError(
+            f"[ir] unknown operation '{name}'; expected builtin.parameter/constant/return or "
+            f"op.<name> of a defined op (framework._src.ops OPS)"
+        )
     return info
 
 
@@ -125,4 +129,3 @@ def ops() -> dict[str, OpInfo]:
     """Every known operation name and its info."""
     lookup("builtin.return")
     return dict(_TABLE)
-

@@ -48,8 +48,13 @@ class Executor:
     ``params`` maps each ``builtin.parameter`` name to its tensor (shared, not copied);
     ``constants`` maps each named ``builtin.constant`` to a tensor or array."""
 
-    def __init__(self, program: Program, device: Any, params: Mapping[str, Tensor] | None = None,
-                 constants: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        program: Program,
+        device: Any,
+        params: Mapping[str, Tensor] | None = None,
+        constants: Mapping[str, Any] | None = None,
+    ) -> None:
         verify(program)
         self.program = program
         self.device = _dev.parse(device) if not isinstance(device, _dev.Device) else device
@@ -59,8 +64,10 @@ class Executor:
         self._plans: dict[tuple[int, ...], _Plan] = {}
         for op in program.block.ops:
             if op.name == "builtin.parameter" and op.attrs["name"] not in self.params:
-                raise IRError(f"[executor] @{program.name} reads parameter '{op.attrs['name']}', which was not given; "
-                              f"pass every parameter of the program (got {sorted(self.params)[:5]})")
+                raise IRError(
+                    f"[executor] @{program.name} reads parameter '{op.attrs['name']}', which was not given; "
+                    f"pass every parameter of the program (got {sorted(self.params)[:5]})"
+                )
 
     def bind(self, inputs: Sequence[Tensor]) -> dict[str, int]:
         """The value of each symbol, read from the inputs' shapes; checks every static dim."""
@@ -72,24 +79,34 @@ class Executor:
             ty = v.type
             assert isinstance(ty, TensorType)
             if not isinstance(t, Tensor):
-                raise OpArgumentError(f"[executor] input {k} of @{p.name} must be a Tensor, got {type(t).__name__}")
+                raise OpArgumentError(
+                    f"[executor] input {k} of @{p.name} must be a Tensor, got {type(t).__name__}"
+                )
             if len(t.shape) != ty.rank or t.dtype != ty.dtype:
-                raise OpArgumentError(f"[executor] input {k} of @{p.name} is {t.dtype}{list(t.shape)}, the program "
-                                      f"takes {ty.dtype}{[str(d) for d in ty.shape]}")
+                raise OpArgumentError(
+                    f"[executor] input {k} of @{p.name} is {t.dtype}{list(t.shape)}, the program "
+                    f"takes {ty.dtype}{[str(d) for d in ty.shape]}"
+                )
             if t.device != self.device:
-                raise OpArgumentError(f"[executor] input {k} of @{p.name} is on {t.device}, the program runs on "
-                                      f"{self.device}; move it with x.to('{self.device}')")
+                raise OpArgumentError(
+                    f"[executor] input {k} of @{p.name} is on {t.device}, the program runs on "
+                    f"{self.device}; move it with x.to('{self.device}')"
+                )
             for j, (d, n) in enumerate(zip(ty.shape, t.shape)):
                 if isinstance(d, SymDim) and len(d.terms) == 1 and d.terms[0][1] == 1 and d.const == 0:
                     name = d.terms[0][0]
                     if binding.setdefault(name, n) != n:
-                        raise OpArgumentError(f"[executor] dim {j} of input {k} of @{p.name} is {n}, but symbol "
-                                              f"{name} is {binding[name]} from an earlier dim; they must be equal")
+                        raise OpArgumentError(
+                            f"[executor] dim {j} of input {k} of @{p.name} is {n}, but symbol "
+                            f"{name} is {binding[name]} from an earlier dim; they must be equal"
+                        )
         for k, (t, v) in enumerate(zip(inputs, p.inputs)):
             for j, (d, n) in enumerate(zip(v.type.shape, t.shape)):
                 want = d.evaluate(binding) if isinstance(d, SymDim) else d
                 if want != -1 and want != n:
-                    raise OpArgumentError(f"[executor] dim {j} of input {k} of @{p.name} is {n}, expected {d} = {want}")
+                    raise OpArgumentError(
+                        f"[executor] dim {j} of input {k} of @{p.name} is {n}, expected {d} = {want}"
+                    )
         return binding
 
     def plan(self, binding: Mapping[str, int]) -> _Plan:
@@ -129,8 +146,14 @@ class _Eager:
 
     __slots__ = ("plan", "opdef", "ins", "outs", "attrs")
 
-    def __init__(self, plan: _Plan, opdef: base.OpDef, ins: list[tuple[int, tuple[int, ...] | None]],
-                 outs: list[int], attrs: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        plan: _Plan,
+        opdef: base.OpDef,
+        ins: list[tuple[int, tuple[int, ...] | None]],
+        outs: list[int],
+        attrs: dict[str, Any],
+    ) -> None:
         self.plan, self.opdef, self.ins, self.outs, self.attrs = plan, opdef, ins, outs, attrs
 
     def __call__(self, ctx: Any, o: Any, i: Any) -> None:
@@ -221,7 +244,11 @@ class _Plan:
                 continue
             key = ins[opdef.spec.key_input if opdef.spec else 0] if ins else None
             key_dtype = infos[key].dtype if key is not None else metas[0][1]
-            entry = dispatch.find_kernel(opdef.name, dev.type, key_dtype) if opdef.kind in ("primitive", "composite") else None
+            entry = (
+                dispatch.find_kernel(opdef.name, dev.type, key_dtype)
+                if opdef.kind in ("primitive", "composite")
+                else None
+            )
             if entry is None:
                 for s in outs:
                     infos[s].cls = _LATE
@@ -241,8 +268,18 @@ class _Plan:
                     tmp = new(out_shape, infos[s].dtype)
                     exp = dispatch.find_kernel("expand", dev.type, infos[s].dtype)
                     if exp is None:
-                        raise IRError(f"[executor] {op.name} needs 'expand' to broadcast on {dev}, which has no kernel for it")
-                    steps.append(("kernel", exp, [(s, padded if padded != shape else None)], [tmp], {"shape": out_shape}))
+                        raise IRError(
+                            f"[executor] {op.name} needs 'expand' to broadcast on {dev}, which has no kernel for it"
+                        )
+                    steps.append(
+                        (
+                            "kernel",
+                            exp,
+                            [(s, padded if padded != shape else None)],
+                            [tmp],
+                            {"shape": out_shape},
+                        )
+                    )
                     refs.append((tmp, None))
             steps.append(("kernel", (entry, opdef.name), refs, outs, attrs))
         ret = prog.return_op
@@ -253,11 +290,15 @@ class _Plan:
     # -- building -------------------------------------------------------------------------
     def _check_param(self, name: str, t: Tensor, info: _Info) -> None:
         if tuple(t.shape) != info.shape or t.dtype != info.dtype:
-            raise IRError(f"[executor] parameter '{name}' is {t.dtype}{list(t.shape)}, the program expects "
-                          f"{info.dtype}{list(info.shape)}; load the weights this program was saved with")
+            raise IRError(
+                f"[executor] parameter '{name}' is {t.dtype}{list(t.shape)}, the program expects "
+                f"{info.dtype}{list(info.shape)}; load the weights this program was saved with"
+            )
         if t.device != self.device:
-            raise IRError(f"[executor] parameter '{name}' is on {t.device}, the program runs on {self.device}; "
-                          f"move the layer with layer.to('{self.device}')")
+            raise IRError(
+                f"[executor] parameter '{name}' is on {t.device}, the program runs on {self.device}; "
+                f"move the layer with layer.to('{self.device}')"
+            )
 
     def _constant(self, attrs: dict[str, Any], info: _Info) -> Tensor:
         from .._src.tensor import from_numpy_copy
@@ -271,7 +312,9 @@ class _Plan:
                 raise IRError(f"[executor] constant '{name}' of @{self.ex.program.name} was not given")
             arr = src.numpy() if isinstance(src, Tensor) else np.asarray(src)
         if arr.shape != info.shape or arr.dtype != info.dtype:
-            raise IRError(f"[executor] constant '{attrs}' is {arr.dtype}{list(arr.shape)}, typed {info.dtype}{list(info.shape)}")
+            raise IRError(
+                f"[executor] constant '{attrs}' is {arr.dtype}{list(arr.shape)}, typed {info.dtype}{list(info.shape)}"
+            )
         return from_numpy_copy(arr, self.device)
 
     def _plan_memory(self, infos: list[_Info], steps: list, fixed: dict[int, Tensor], ctx: Any) -> None:
@@ -398,9 +441,11 @@ class _Plan:
         except OarlockError:
             raise
         except Exception as exc:  # noqa: BLE001 — a kernel's failure becomes a readable error
-            raise KernelError(f"[executor] instruction {k} ({self.names[k]}) of @{self.ex.program.name} failed on "
-                              f"{dev}: {type(exc).__name__}: {exc}; run the function eagerly to see which op and "
-                              f"inputs, and report it to the plugin's vendor") from exc
+            raise KernelError(
+                f"[executor] instruction {k} ({self.names[k]}) of @{self.ex.program.name} failed on "
+                f"{dev}: {type(exc).__name__}: {exc}; run the function eagerly to see which op and "
+                f"inputs, and report it to the plugin's vendor"
+            ) from exc
         outs = [slots[s] for s in self.output_slots]
         for s in self.dynamic:
             slots[s] = None

@@ -45,7 +45,8 @@ class ParseError(IRError):
 
 
 # -- tokenizer ------------------------------------------------------------------------------
-_TOKEN = re.compile(r"""
+_TOKEN = re.compile(
+    r"""
     (?P<ws>[ \t\r]+|//[^\n]*)
   | (?P<nl>\n)
   | (?P<value>%[0-9]+)
@@ -55,7 +56,9 @@ _TOKEN = re.compile(r"""
   | (?P<ident>-?[A-Za-z_][A-Za-z0-9_.]*)
   | (?P<arrow>->)
   | (?P<punct>[(){}\[\]<>,:=*+-])
-""", re.VERBOSE)
+""",
+    re.VERBOSE,
+)
 
 
 class _Tokens:
@@ -65,8 +68,10 @@ class _Tokens:
         while pos < len(text):
             m = _TOKEN.match(text, pos)
             if m is None:
-                raise ParseError(f"[ir.parse] line {line}, column {pos - start + 1}: unexpected character "
-                                 f"{text[pos]!r}; the program text is damaged or not a program")
+                raise ParseError(
+                    f"[ir.parse] line {line}, column {pos - start + 1}: unexpected character "
+                    f"{text[pos]!r}; the program text is damaged or not a program"
+                )
             kind = m.lastgroup or ""
             if kind == "nl":
                 line, start = line + 1, m.end()
@@ -198,7 +203,14 @@ def parse_attr(toks: _Tokens) -> Any:
                 return tuple(items)
     if kind == "ident":
         toks.next()
-        fixed = {"true": True, "false": False, "none": None, "nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+        fixed = {
+            "true": True,
+            "false": False,
+            "none": None,
+            "nan": math.nan,
+            "inf": math.inf,
+            "-inf": -math.inf,
+        }
         if text in fixed:
             return fixed[text]
         if text == "sym":
@@ -265,7 +277,9 @@ def parse_program(text: str) -> Program:
                     ref = toks.peek()
                     vname = toks.kind("value", "an operand (%n)")
                     if vname not in env:
-                        raise ParseError(f"[ir.parse] line {ref[2]}: operand {vname} of {opname} is not defined before it is used")
+                        raise ParseError(
+                            f"[ir.parse] line {ref[2]}: operand {vname} of {opname} is not defined before it is used"
+                        )
                     operands.append(env[vname])
                     if toks.accept(")"):
                         break
@@ -287,7 +301,9 @@ def parse_program(text: str) -> Program:
                 if not toks.accept(","):
                     break
             if len(types) != len(lhs):
-                raise ParseError(f"[ir.parse] line {at[2]}: {opname} defines {len(lhs)} values but gives {len(types)} types")
+                raise ParseError(
+                    f"[ir.parse] line {at[2]}: {opname} defines {len(lhs)} values but gives {len(types)} types"
+                )
         op = prog.block.append_op(Operation(opname, operands, types, attrs))
         for n, r in zip(lhs, op.results):
             define(n, r, at)
@@ -295,6 +311,8 @@ def parse_program(text: str) -> Program:
         raise toks.error("the end of the program")
     got = [v.type for v in prog.outputs]
     if got != out_types:
-        raise ParseError(f"[ir.parse] the signature of @{prog.name} declares outputs {[print_type(t) for t in out_types]} "
-                         f"but builtin.return gives {[print_type(t) for t in got]}")
+        raise ParseError(
+            f"[ir.parse] the signature of @{prog.name} declares outputs {[print_type(t) for t in out_types]} "
+            f"but builtin.return gives {[print_type(t) for t in got]}"
+        )
     return prog

@@ -47,9 +47,13 @@ def verify(p: Program, check_types: bool = True) -> None:
         for i, v in enumerate(op.operands):
             if v not in defined:
                 d = v.defining_op
-                why = ("defined later (use before definition)" if d in position and position[d] > k
-                       else "defined by an op that is not in the program (dangling)" if d is not None
-                       else "an argument of another block")
+                why = (
+                    "defined later (use before definition)"
+                    if d in position and position[d] > k
+                    else "defined by an op that is not in the program (dangling)"
+                    if d is not None
+                    else "an argument of another block"
+                )
                 problems.append(f"{where}: operand {i} is {why}")
             if (op, i) not in v.uses:
                 problems.append(f"{where}: operand {i} is not in its value's use list (broken use-def chain)")
@@ -62,9 +66,13 @@ def verify(p: Program, check_types: bool = True) -> None:
     for v in list(p.inputs) + [r for op in p.block.ops for r in op.results]:
         for u, i in v.uses:
             if u not in position:
-                problems.append(f"{_value_name(p, v)} is used by '{u.name}', which is not in the program (dangling use)")
+                problems.append(
+                    f"{_value_name(p, v)} is used by '{u.name}', which is not in the program (dangling use)"
+                )
             elif i >= len(u.operands) or u.operands[i] is not v:
-                problems.append(f"{_value_name(p, v)} lists a use by {_where(position[u], u)} operand {i}, which reads another value")
+                problems.append(
+                    f"{_value_name(p, v)} lists a use by {_where(position[u], u)} operand {i}, which reads another value"
+                )
     if p.return_op is None:
         problems.append("the program does not end in builtin.return")
     if check_types and not problems:
@@ -110,12 +118,20 @@ def _check_types(p: Program) -> list[str]:
         if metas is None:
             continue
         if len(metas) != len(op.results):
-            problems.append(f"{_where(k, op)}: the shape rule gives {len(metas)} results, the op has {len(op.results)}")
+            problems.append(
+                f"{_where(k, op)}: the shape rule gives {len(metas)} results, the op has {len(op.results)}"
+            )
             continue
         for r, (shape, dtype) in zip(op.results, metas):
             t = r.type
             got = tuple(-1 if d == -1 else d for d in t.concrete(binding))
-            if t.dtype != dtype or any(g != -1 and g != s for g, s in zip(got, shape)) or len(got) != len(shape):
-                problems.append(f"{_where(k, op)}: result {r.index} is typed {t.dtype}{list(t.shape)} but its "
-                                f"operands give {dtype}{list(shape)}{_at(binding)} (type mismatch)")
+            if (
+                t.dtype != dtype
+                or any(g != -1 and g != s for g, s in zip(got, shape))
+                or len(got) != len(shape)
+            ):
+                problems.append(
+                    f"{_where(k, op)}: result {r.index} is typed {t.dtype}{list(t.shape)} but its "
+                    f"operands give {dtype}{list(shape)}{_at(binding)} (type mismatch)"
+                )
     return problems

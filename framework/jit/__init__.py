@@ -15,6 +15,13 @@ from .io import ProgramFileError, TranslatedLayer, load, save
 from .trace import TracedValueError, TracingError
 
 __all__ = [
-    "ConcreteProgram", "ProgramFileError", "StaticFunction", "TracedValueError", "TracingError", "TranslatedLayer",
-    "load", "save", "to_static",
+    "ConcreteProgram",
+    "ProgramFileError",
+    "StaticFunction",
+    "TracedValueError",
+    "TracingError",
+    "TranslatedLayer",
+    "load",
+    "save",
+    "to_static",
 ]

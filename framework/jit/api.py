@@ -60,11 +60,20 @@ def _is_layer(obj: Any) -> bool:
 class StaticFunction:
     """A function (or a Layer's forward) run as a traced program. Made by :func:`to_static`."""
 
-    def __init__(self, fn: Callable[..., Any], input_spec: Sequence[InputSpec] | None = None,
-                 layer: Any = None, full_graph: bool = True, passes: Any = _passes.DEFAULT_LEVEL) -> None:
-        if input_spec is not None and (isinstance(input_spec, InputSpec) or
-                                       any(not isinstance(s, InputSpec) for s in input_spec)):
-            raise TypeError(f"[to_static] input_spec must be a list of fw.static.InputSpec, got {input_spec!r}")
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        input_spec: Sequence[InputSpec] | None = None,
+        layer: Any = None,
+        full_graph: bool = True,
+        passes: Any = _passes.DEFAULT_LEVEL,
+    ) -> None:
+        if input_spec is not None and (
+            isinstance(input_spec, InputSpec) or any(not isinstance(s, InputSpec) for s in input_spec)
+        ):
+            raise TypeError(
+                f"[to_static] input_spec must be a list of fw.static.InputSpec, got {input_spec!r}"
+            )
         self._fn = fn
         self._layer = layer
         self.input_spec = list(input_spec) if input_spec is not None else None
@@ -94,8 +103,13 @@ class StaticFunction:
         return out
 
     # -- tracing --------------------------------------------------------------------------
-    def get_concrete_program(self, specs: Sequence[tuple[tuple[int | str, ...], np.dtype]], device: Any,
-                             extra: Sequence[Any] = (), requires: Sequence[bool] | None = None) -> ConcreteProgram:
+    def get_concrete_program(
+        self,
+        specs: Sequence[tuple[tuple[int | str, ...], np.dtype]],
+        device: Any,
+        extra: Sequence[Any] = (),
+        requires: Sequence[bool] | None = None,
+    ) -> ConcreteProgram:
         """The program for arguments of these (dims, dtype) on ``device`` (traced on first
         use); a dim is an int or a symbol name. ``requires`` (which arguments need a
         gradient) asks for a training program: forward plus backward."""
@@ -108,22 +122,32 @@ class StaticFunction:
             cp = self._programs[key] = self._trace(specs, dev, extra, req)
         return cp
 
-    def _trace(self, specs: Sequence[tuple[tuple[int | str, ...], np.dtype]], dev: _dev.Device,
-               extra: Sequence[Any], requires: tuple[bool, ...] | None = None) -> ConcreteProgram:
+    def _trace(
+        self,
+        specs: Sequence[tuple[tuple[int | str, ...], np.dtype]],
+        dev: _dev.Device,
+        extra: Sequence[Any],
+        requires: tuple[bool, ...] | None = None,
+    ) -> ConcreteProgram:
         params = self._params()
         symbols = list(dict.fromkeys(d for dims, _ in specs for d in dims if isinstance(d, str)))
         name = getattr(self._fn, "__name__", "forward")
         name = name if name.isidentifier() else "forward"
 
         def run(binding: dict[str, int]) -> tuple[Any, str]:
-            shapes = [(tuple(binding[d] if isinstance(d, str) else d for d in dims), np.dtype(t)) for dims, t in specs]
+            shapes = [
+                (tuple(binding[d] if isinstance(d, str) else d for d in dims), np.dtype(t))
+                for dims, t in specs
+            ]
             return trace(self._fn, shapes, dev, params, extra, name, requires)
 
         if symbols:
             bindings = symbolic.probe_bindings(symbols)
             traced = [run(b) for b in bindings]
             try:
-                prog = symbolic.generalize([t.program for t, _ in traced], [t.constants for t, _ in traced], symbols)
+                prog = symbolic.generalize(
+                    [t.program for t, _ in traced], [t.constants for t, _ in traced], symbols
+                )
             except symbolic.NotAffine as exc:
                 raise _Specialise(str(exc)) from None
             tr, structure = traced[0]
@@ -161,17 +185,25 @@ class StaticFunction:
         dev = tensors[0].device
         for t in tensors:
             if t.device != dev:
-                raise TracingError(f"[to_static] the tensor arguments of {self.__name__} are on {dev} and {t.device}; "
-                                   f"put them on one device")
+                raise TracingError(
+                    f"[to_static] the tensor arguments of {self.__name__} are on {dev} and {t.device}; "
+                    f"put them on one device"
+                )
         if len(tensors) != len(args):  # non-tensor arguments are guarded by value and passed as they are
             extra = tuple(a for a in args if not isinstance(a, Tensor))
-            if any(isinstance(a, Tensor) for a in args[len(tensors):]) or any(not isinstance(a, Tensor) for a in args[:len(tensors)]):
-                raise TracingError(f"[to_static] {self.__name__}: put tensor arguments first, then Python values")
+            if any(isinstance(a, Tensor) for a in args[len(tensors) :]) or any(
+                not isinstance(a, Tensor) for a in args[: len(tensors)]
+            ):
+                raise TracingError(
+                    f"[to_static] {self.__name__}: put tensor arguments first, then Python values"
+                )
             try:
                 hash(extra)
             except TypeError:
-                raise TracingError(f"[to_static] {self.__name__}: non-tensor arguments must be hashable (they are "
-                                   f"guarded by value), got {[type(a).__name__ for a in extra]}") from None
+                raise TracingError(
+                    f"[to_static] {self.__name__}: non-tensor arguments must be hashable (they are "
+                    f"guarded by value), got {[type(a).__name__ for a in extra]}"
+                ) from None
         else:
             extra = ()
         specs = [self._spec_of(k, t) for k, t in enumerate(tensors)]
@@ -183,8 +215,11 @@ class StaticFunction:
             cp = self.get_concrete_program(specs, dev, extra, requires)
         except _Specialise as exc:
             self._specialised.add(skey)
-            warnings.warn(f"[to_static] the dynamic dims of {self.__name__} are specialised (one program per size): "
-                          f"{exc}", stacklevel=2)
+            warnings.warn(
+                f"[to_static] the dynamic dims of {self.__name__} are specialised (one program per size): "
+                f"{exc}",
+                stacklevel=2,
+            )
             specs = [(tuple(t.shape), t.dtype) for t in tensors]
             cp = self.get_concrete_program(specs, dev, extra, requires)
         outs = cp.executor(*tensors)
@@ -200,8 +235,13 @@ class StaticFunction:
         return functools.partial(self.__call__, obj)
 
 
-def to_static(function: Any = None, input_spec: Sequence[InputSpec] | None = None, full_graph: bool = True,
-              passes: Any = _passes.DEFAULT_LEVEL, **kwargs: Any) -> Any:
+def to_static(
+    function: Any = None,
+    input_spec: Sequence[InputSpec] | None = None,
+    full_graph: bool = True,
+    passes: Any = _passes.DEFAULT_LEVEL,
+    **kwargs: Any,
+) -> Any:
     """Run ``function`` (or a Layer's forward) as a traced program, as Paddle's
     ``paddle.jit.to_static``.
 
@@ -219,12 +259,16 @@ def to_static(function: Any = None, input_spec: Sequence[InputSpec] | None = Non
     ``forward`` becomes a :class:`StaticFunction`) and returned.
     """
     if kwargs:
-        raise TypeError(f"[to_static] unexpected arguments {sorted(kwargs)}; expected input_spec=, full_graph= and passes=")
+        raise TypeError(
+            f"[to_static] unexpected arguments {sorted(kwargs)}; expected input_spec=, full_graph= and passes="
+        )
     if function is None:
         return lambda f: to_static(f, input_spec=input_spec, full_graph=full_graph, passes=passes)
     if not full_graph:
-        raise NotImplementedError("[to_static] full_graph=False (falling back to Python for untraceable parts) is not "
-                                  "available; trace the whole function (full_graph=True)")
+        raise NotImplementedError(
+            "[to_static] full_graph=False (falling back to Python for untraceable parts) is not "
+            "available; trace the whole function (full_graph=True)"
+        )
     if _is_layer(function):
         fwd = function.forward
         if isinstance(fwd, StaticFunction):

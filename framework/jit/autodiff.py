@@ -39,11 +39,17 @@ from ..ir import Executor, Operation, Program, Value, verify
 _SHARED = ("builtin.parameter", "builtin.constant")
 
 
-def trace_backward(tr: Any, outs: Sequence[Tensor], args: Sequence[Tensor]) -> tuple[list[int], list[tuple[str, Any]], list[Value]]:
+def trace_backward(
+    tr: Any, outs: Sequence[Tensor], args: Sequence[Tensor]
+) -> tuple[list[int], list[tuple[str, Any]], list[Value]]:
     """Inside a trace with autograd on: record the gradient rules of ``outs`` into ``tr``'s
     program. Returns the outputs that take a gradient (their indices), what each gradient
     is for (``("input", k)`` or ``("param", name)``) and the gradient values."""
-    diff = [k for k, o in enumerate(outs) if not o.stop_gradient and (o.dtype.kind == "f" or o.dtype.name == "bfloat16")]
+    diff = [
+        k
+        for k, o in enumerate(outs)
+        if not o.stop_gradient and (o.dtype.kind == "f" or o.dtype.name == "bfloat16")
+    ]
     wanted: list[tuple[str, Any]] = [("input", k) for k, a in enumerate(args) if not a.stop_gradient]
     leaves: list[Tensor] = [args[k] for _, k in wanted]
     for name, p in tr.param_tensors.items():
@@ -90,15 +96,18 @@ def split(joint: Program, n_inputs: int, n_fwd_ops: int, n_outs: int) -> tuple[P
 
     for op in bwd_ops:
         if op.regions:
-            raise NotImplementedError(f"[to_static] backward through '{op.name}' (an op with regions) is not available")
+            raise NotImplementedError(
+                f"[to_static] backward through '{op.name}' (an op with regions) is not available"
+            )
         for v in op.operands:
             read(v)
     for v in ret.operands[n_outs:]:
         read(v)
 
     def copy(op: Operation, m: dict[Value, Value], into: Program) -> None:
-        new = into.block.append_op(Operation(op.name, [m[v] for v in op.operands], [r.type for r in op.results],
-                                             dict(op.attrs)))
+        new = into.block.append_op(
+            Operation(op.name, [m[v] for v in op.operands], [r.type for r in op.results], dict(op.attrs))
+        )
         m.update(zip(op.results, new.results))
 
     fwd = Program(joint.name)
@@ -134,8 +143,9 @@ class Backward:
     wanted: list[tuple[str, Any]]  # ("input", k) or ("param", name): what each gradient is for
     opdef: OpDef
 
-    def record(self, inputs: Sequence[Tensor], params: dict[str, Tensor], outs: list[Tensor],
-               saved: list[Tensor]) -> list[Tensor]:
+    def record(
+        self, inputs: Sequence[Tensor], params: dict[str, Tensor], outs: list[Tensor], saved: list[Tensor]
+    ) -> list[Tensor]:
         """Record the call as one autograd node over the tensors the gradients are for;
         returns the outputs to hand back (an input or parameter returned as it is becomes a
         new tensor on the same storage, so the node never replaces its own input's graph)."""
@@ -147,15 +157,24 @@ class Backward:
         return outs
 
 
-def make_backward(name: str, program: Program, executor: Executor, n_outs: int, n_saved: int, diff: list[int],
-                  wanted: list[tuple[str, Any]]) -> Backward:
+def make_backward(
+    name: str,
+    program: Program,
+    executor: Executor,
+    n_outs: int,
+    n_saved: int,
+    diff: list[int],
+    wanted: list[tuple[str, Any]],
+) -> Backward:
     bw: Backward
 
     def rule(node: autograd.Node, gouts: list[Tensor | None]) -> list[Tensor | None]:
         if autograd.is_grad_enabled():
-            raise OpArgumentError(f"[to_static] {name}: a gradient of the gradient (create_graph=True) through a "
-                                  f"static program is not available; run the function eagerly for higher-order "
-                                  f"gradients")
+            raise OpArgumentError(
+                f"[to_static] {name}: a gradient of the gradient (create_graph=True) through a "
+                f"static program is not available; run the function eagerly for higher-order "
+                f"gradients"
+            )
         inputs, saved, metas = node.ctx
         gs = []
         for k in bw.diff:
@@ -165,7 +184,14 @@ def make_backward(name: str, program: Program, executor: Executor, n_outs: int, 
             gs.append(g)
         return bw.executor(*inputs, *saved, *gs)
 
-    opdef = OpDef(f"to_static.{name}", "program", None, rule, False, None,
-                  f"the backward program of to_static function {name}")
+    opdef = OpDef(
+        f"to_static.{name}",
+        "program",
+        None,
+        rule,
+        False,
+        None,
+        f"the backward program of to_static function {name}",
+    )
     bw = Backward(program, executor, n_outs, n_saved, diff, wanted, opdef)
     return bw

@@ -43,7 +43,9 @@ class ProgramFileError(OarlockError):
     """A saved program is missing, damaged, truncated or of another version."""
 
 
-def save(layer: Any, path: str | os.PathLike[str], input_spec: list[InputSpec] | None = None, **configs: Any) -> None:
+def save(
+    layer: Any, path: str | os.PathLike[str], input_spec: list[InputSpec] | None = None, **configs: Any
+) -> None:
     """Trace ``layer`` (a Layer or a ``to_static`` function) for ``input_spec`` and write
     ``path.oarlock`` and ``path.safetensors`` (Paddle's ``paddle.jit.save``).
 
@@ -62,8 +64,10 @@ def save(layer: Any, path: str | os.PathLike[str], input_spec: list[InputSpec] |
         raise TypeError(f"[jit.save] expected a Layer or a to_static function, got {type(layer).__name__}")
     spec = input_spec if input_spec is not None else sf.input_spec
     if not spec:
-        raise ValueError("[jit.save] give input_spec=[fw.static.InputSpec(shape, dtype), ...] (or to_static with one): "
-                         "the program's inputs must be known to trace it")
+        raise ValueError(
+            "[jit.save] give input_spec=[fw.static.InputSpec(shape, dtype), ...] (or to_static with one): "
+            "the program's inputs must be known to trace it"
+        )
     dev = params[0].device if params else _dev.get_device()
     dims = [tuple(f"s{k}_{j}" if d is None else d for j, d in enumerate(s.shape)) for k, s in enumerate(spec)]
     saved, sf.input_spec = sf.input_spec, list(spec)
@@ -71,8 +75,10 @@ def save(layer: Any, path: str | os.PathLike[str], input_spec: list[InputSpec] |
         with autograd.no_grad():
             cp = sf.get_concrete_program([(d, s.dtype) for d, s in zip(dims, spec)], dev)
     except TracingError as exc:
-        raise TracingError(f"[jit.save] the program cannot serve the dynamic dims of {input_spec}: {exc}; give "
-                           f"static sizes in input_spec for those dims") from None
+        raise TracingError(
+            f"[jit.save] the program cannot serve the dynamic dims of {input_spec}: {exc}; give "
+            f"static sizes in input_spec for those dims"
+        ) from None
     finally:
         sf.input_spec = saved
     names = [s.name if s.name and s.name.isidentifier() else f"x{k}" for k, s in enumerate(spec)]
@@ -94,29 +100,39 @@ def _read_program(path: str) -> tuple[Program, str, list[str]]:
         with open(file, encoding="utf-8") as f:
             text = f.read()
     except FileNotFoundError:
-        raise ProgramFileError(f"[jit.load] no program at '{file}'; give the path passed to fw.jit.save (without suffix)") from None
+        raise ProgramFileError(
+            f"[jit.load] no program at '{file}'; give the path passed to fw.jit.save (without suffix)"
+        ) from None
     except UnicodeDecodeError:
         raise ProgramFileError(f"[jit.load] '{file}' is not text: not a saved program, or damaged") from None
     lines = text.split("\n", 3)
     if len(lines) < 4 or not lines[0].startswith(_MAGIC):
-        raise ProgramFileError(f"[jit.load] '{file}' does not start with '{_MAGIC}<version>': not a saved program, or truncated")
-    version = lines[0][len(_MAGIC):].strip()
+        raise ProgramFileError(
+            f"[jit.load] '{file}' does not start with '{_MAGIC}<version>': not a saved program, or truncated"
+        )
+    version = lines[0][len(_MAGIC) :].strip()
     if version != str(FORMAT_VERSION):
-        raise ProgramFileError(f"[jit.load] '{file}' is program format {version!r}; this Oarlock reads format "
-                               f"{FORMAT_VERSION}. Save it again with this version")
+        raise ProgramFileError(
+            f"[jit.load] '{file}' is program format {version!r}; this Oarlock reads format "
+            f"{FORMAT_VERSION}. Save it again with this version"
+        )
     if not lines[1].startswith("// sha256 ") or not lines[2].startswith("// returns "):
-        raise ProgramFileError(f"[jit.load] '{file}' has a damaged header (sha256 and returns lines); restore the file")
+        raise ProgramFileError(
+            f"[jit.load] '{file}' has a damaged header (sha256 and returns lines); restore the file"
+        )
     body = lines[3]
-    if hashlib.sha256(body.encode()).hexdigest() != lines[1][len("// sha256 "):].strip():
-        raise ProgramFileError(f"[jit.load] '{file}' does not match its checksum: it is truncated or was changed "
-                               f"after saving; save it again or restore it")
-    structure = lines[2][len("// returns "):].strip()
+    if hashlib.sha256(body.encode()).hexdigest() != lines[1][len("// sha256 ") :].strip():
+        raise ProgramFileError(
+            f"[jit.load] '{file}' does not match its checksum: it is truncated or was changed "
+            f"after saving; save it again or restore it"
+        )
+    structure = lines[2][len("// returns ") :].strip()
     if structure not in ("tensor", "tuple"):
         raise ProgramFileError(f"[jit.load] '{file}' says it returns {structure!r}; expected tensor or tuple")
     names: list[str] | None = None
     if body.startswith(_INPUTS):
         first, _, body = body.partition("\n")
-        names = first[len(_INPUTS):].split()
+        names = first[len(_INPUTS) :].split()
     try:
         prog = parse_program(body)
         verify(prog)
@@ -125,7 +141,9 @@ def _read_program(path: str) -> tuple[Program, str, list[str]]:
     if names is None:
         names = [f"x{k}" for k in range(len(prog.inputs))]
     if len(names) != len(prog.inputs) or not all(n.isidentifier() for n in names):
-        raise ProgramFileError(f"[jit.load] '{file}' names inputs {names[:8]} for a program of {len(prog.inputs)} inputs")
+        raise ProgramFileError(
+            f"[jit.load] '{file}' names inputs {names[:8]} for a program of {len(prog.inputs)} inputs"
+        )
     return prog, structure, names
 
 
@@ -142,8 +160,14 @@ class TranslatedLayer(Layer):
     """A loaded program as a Layer: call it with tensors on the device of its parameters
     (``layer.to(device)`` moves them; the program is lowered again for the new device)."""
 
-    def __init__(self, program: Program, params: dict[str, Tensor], constants: dict[str, Tensor], structure: str,
-                 input_names: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        program: Program,
+        params: dict[str, Tensor],
+        constants: dict[str, Tensor],
+        structure: str,
+        input_names: list[str] | None = None,
+    ) -> None:
         super().__init__()
         self.program = program
         #: the inputs' names (the InputSpec names given to save)
@@ -188,9 +212,13 @@ def load(path: str | os.PathLike[str], device: Any = None, **configs: Any) -> Tr
     except CheckpointError as exc:
         raise ProgramFileError(f"[jit.load] the weights of '{path}' cannot be read: {exc}") from None
     if not isinstance(weights, dict) or set(weights) != {"params", "constants"}:
-        raise ProgramFileError(f"[jit.load] '{path}{WEIGHTS_SUFFIX}' is not the weights file of a saved program")
+        raise ProgramFileError(
+            f"[jit.load] '{path}{WEIGHTS_SUFFIX}' is not the weights file of a saved program"
+        )
     names = {op.attrs["name"] for op in prog.block.ops if op.name == "builtin.parameter"}
     missing = names - set(weights["params"])
     if missing:
-        raise ProgramFileError(f"[jit.load] the weights of '{path}' lack parameters {sorted(missing)[:5]} the program reads")
+        raise ProgramFileError(
+            f"[jit.load] the weights of '{path}' lack parameters {sorted(missing)[:5]} the program reads"
+        )
     return TranslatedLayer(prog, dict(weights["params"]), dict(weights["constants"]), structure, input_names)

@@ -49,13 +49,17 @@ def _fit(name: str, vals: list[int], symbols: Sequence[str], check: dict[str, in
     for s, v in zip(symbols, vals[1:-1]):
         c, r = divmod(v - base, STEP - BASE)
         if r:
-            raise NotAffine(f"{name} is {base} at {BASE} and {v} at {STEP}: not an integer multiple of {symbols}")
+            raise NotAffine(
+                f"{name} is {base} at {BASE} and {v} at {STEP}: not an integer multiple of {symbols}"
+            )
         coefs[s] = c
     const = base - sum(c * BASE for c in coefs.values())
     d = SymDim.make(coefs, const)
     got = d.evaluate(check) if isinstance(d, SymDim) else d
     if got != vals[-1]:
-        raise NotAffine(f"{name} fits {d} but is {vals[-1]} (not {got}) at {check}: not affine in the dynamic dims")
+        raise NotAffine(
+            f"{name} fits {d} but is {vals[-1]} (not {got}) at {check}: not affine in the dynamic dims"
+        )
     return d
 
 
@@ -70,8 +74,11 @@ def _attr(name: str, vals: list[Any], symbols: Sequence[str], check: dict[str, i
             raise NotAffine(f"{name} changes kind with the dynamic dims")
         d = _fit(name, list(vals), symbols, check)
         return d
-    same = all(type(v) is type(first) and (v == first or (isinstance(v, float) and math.isnan(v) and math.isnan(first)))
-               for v in vals)
+    same = all(
+        type(v) is type(first)
+        and (v == first or (isinstance(v, float) and math.isnan(v) and math.isnan(first)))
+        for v in vals
+    )
     if not same:
         raise NotAffine(f"{name} is {vals[0]!r} in one trace and {vals[1:]!r} in others")
     return first
@@ -81,29 +88,44 @@ def _values(p: Program) -> list[Value]:
     return list(p.inputs) + [r for op in p.block.ops for r in op.results]
 
 
-def generalize(programs: Sequence[Program], constants: Sequence[dict[str, Any]], symbols: Sequence[str]) -> Program:
+def generalize(
+    programs: Sequence[Program], constants: Sequence[dict[str, Any]], symbols: Sequence[str]
+) -> Program:
     """The first program with every dim and int attribute that follows the symbols replaced
     by its affine expression (``programs`` were traced at :func:`probe_bindings`)."""
     check = probe_bindings(symbols)[-1]
     first = programs[0]
     ops = [p.block.ops for p in programs]
     if any(len(o) != len(ops[0]) for o in ops):
-        raise NotAffine(f"the traces have {sorted({len(o) for o in ops})} ops: the function's structure depends on a dynamic size")
+        raise NotAffine(
+            f"the traces have {sorted({len(o) for o in ops})} ops: the function's structure depends on a dynamic size"
+        )
     index = [{v: i for i, v in enumerate(_values(p))} for p in programs]
     for k in range(len(ops[0])):
         group = [o[k] for o in ops]
         op0 = group[0]
         where = f"op #{k} '{op0.name}'"
-        if any(o.name != op0.name or set(o.attrs) != set(op0.attrs) or len(o.results) != len(op0.results) for o in group):
-            raise NotAffine(f"{where} differs between traces: the function's structure depends on a dynamic size")
-        if any([ix[v] for v in o.operands] != [index[0][v] for v in op0.operands] for o, ix in zip(group, index)):
+        if any(
+            o.name != op0.name or set(o.attrs) != set(op0.attrs) or len(o.results) != len(op0.results)
+            for o in group
+        ):
+            raise NotAffine(
+                f"{where} differs between traces: the function's structure depends on a dynamic size"
+            )
+        if any(
+            [ix[v] for v in o.operands] != [index[0][v] for v in op0.operands] for o, ix in zip(group, index)
+        ):
             raise NotAffine(f"{where} reads different values in different traces")
         if op0.name == "builtin.constant" and "name" in op0.attrs:
             arrs = [np.asarray(c[o.attrs["name"]].numpy()) for c, o in zip(constants, group)]
             if any(a.shape != arrs[0].shape or not np.array_equal(a, arrs[0], equal_nan=True) for a in arrs):
-                raise NotAffine(f"{where}: a constant tensor depends on a dynamic size (arange over a dynamic dim?)")
+                raise NotAffine(
+                    f"{where}: a constant tensor depends on a dynamic size (arange over a dynamic dim?)"
+                )
         for key in op0.attrs:
-            op0.attrs[key] = _attr(f"{where} attribute '{key}'", [o.attrs[key] for o in group], symbols, check)
+            op0.attrs[key] = _attr(
+                f"{where} attribute '{key}'", [o.attrs[key] for o in group], symbols, check
+            )
     vals = [_values(p) for p in programs]
     for i, v0 in enumerate(vals[0]):
         types = [vs[i].type for vs in vals]
@@ -111,6 +133,9 @@ def generalize(programs: Sequence[Program], constants: Sequence[dict[str, Any]],
         assert isinstance(t0, TensorType)
         if any(t.dtype != t0.dtype or len(t.shape) != len(t0.shape) for t in types):
             raise NotAffine(f"value {i} changes dtype or rank between traces")
-        shape = tuple(_fit(f"dim {j} of value {i}", [t.shape[j] for t in types], symbols, check) for j in range(len(t0.shape)))
+        shape = tuple(
+            _fit(f"dim {j} of value {i}", [t.shape[j] for t in types], symbols, check)
+            for j in range(len(t0.shape))
+        )
         v0.type = TensorType(shape, t0.dtype, t0.device)
     return first

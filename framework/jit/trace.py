@@ -122,8 +122,10 @@ def _attr(op: str, key: str, v: Any) -> Any:
     try:
         print_attr(v)
     except OarlockError:
-        raise TracingError(f"[to_static] attribute '{key}' of op '{op}' is {type(v).__name__} {v!r}, which a program "
-                           f"cannot hold; ops traced into programs take ints, floats, bools, strings, dtypes and tuples") from None
+        raise TracingError(
+            f"[to_static] attribute '{key}' of op '{op}' is {type(v).__name__} {v!r}, which a program "
+            f"cannot hold; ops traced into programs take ints, floats, bools, strings, dtypes and tuples"
+        ) from None
     return v
 
 
@@ -157,25 +159,39 @@ class Tracer:
         blk = t._block
         if isinstance(blk, _Symbolic):
             if blk.tracer is not self:
-                raise TracingError(f"[to_static] op '{op}' reads a tensor from another trace (kept from an earlier "
-                                   f"call?); a traced function must not keep tensors between calls")
+                raise TracingError(
+                    f"[to_static] op '{op}' reads a tensor from another trace (kept from an earlier "
+                    f"call?); a traced function must not keep tensors between calls"
+                )
             v = blk.value
             if t._offset:
-                raise TracingError(f"[to_static] op '{op}' reads a view at an offset, which programs do not hold")
+                raise TracingError(
+                    f"[to_static] op '{op}' reads a view at an offset, which programs do not hold"
+                )
             if tuple(t.shape) != v.type.shape:  # a reshape/squeeze/flatten: storage shared, shape changed
-                v = self.block.append("op.reshape", [v], [self._type(t.shape, t.dtype)], {"shape": tuple(t.shape)})
+                v = self.block.append(
+                    "op.reshape", [v], [self._type(t.shape, t.dtype)], {"shape": tuple(t.shape)}
+                )
             return v
         if t.device != self.device:
-            raise TracingError(f"[to_static] op '{op}' reads a tensor on {t.device} while tracing on {self.device}; "
-                               f"create it on the input's device (or move the layer with layer.to)")
+            raise TracingError(
+                f"[to_static] op '{op}' reads a tensor on {t.device} while tracing on {self.device}; "
+                f"create it on the input's device (or move the layer with layer.to)"
+            )
         hit = self.params.get(id(t))
-        if hit is None and getattr(t, "persistable", False) and hasattr(t, "trainable"):  # a Parameter outside the layer
+        if (
+            hit is None and getattr(t, "persistable", False) and hasattr(t, "trainable")
+        ):  # a Parameter outside the layer
             hit = self.params[id(t)] = (f"param_{len(self.params)}", t)
-        if hit is None:  # a reshape of a parameter (shares its storage): the parameter, reshaped in the program
+        if (
+            hit is None
+        ):  # a reshape of a parameter (shares its storage): the parameter, reshaped in the program
             base_param = self._param_of_storage(t)
             if base_param is not None:
                 v = self.value_of(base_param, op)
-                return self.block.append("op.reshape", [v], [self._type(t.shape, t.dtype)], {"shape": tuple(t.shape)})  # type: ignore[return-value]
+                return self.block.append(
+                    "op.reshape", [v], [self._type(t.shape, t.dtype)], {"shape": tuple(t.shape)}
+                )  # type: ignore[return-value]
         if hit is not None:
             name, _ = hit
             v = self.param_values.get(name)
@@ -189,7 +205,9 @@ class Tracer:
             return seen[1]
         ty = self._type(t.shape, t.dtype)
         if math.prod(t.shape) == 1:
-            v = self.block.append("builtin.constant", [], [ty], {"value": _attr(op, "value", t.numpy().reshape(()).item())})
+            v = self.block.append(
+                "builtin.constant", [], [ty], {"value": _attr(op, "value", t.numpy().reshape(()).item())}
+            )
         else:
             name = f"const_{len(self.constants)}"
             self.constants[name] = t
@@ -202,7 +220,13 @@ class Tracer:
         if t._offset:
             return None
         for _, p in self.params.values():
-            if p._block is t._block and p is not t and not p._offset and p.dtype == t.dtype and p.size == t.size:
+            if (
+                p._block is t._block
+                and p is not t
+                and not p._offset
+                and p.dtype == t.dtype
+                and p.size == t.size
+            ):
                 return p
         return None
 
@@ -211,11 +235,15 @@ class Tracer:
         if op.name == "full":
             dev = attrs.pop("device", None)
             if dev is not None and dev != self.device:
-                raise TracingError(f"[to_static] a tensor is created on {dev} while tracing on {self.device}; "
-                                   f"create it on the input's device")
+                raise TracingError(
+                    f"[to_static] a tensor is created on {dev} while tracing on {self.device}; "
+                    f"create it on the input's device"
+                )
             metas = [(tuple(attrs["shape"]), np.dtype(attrs["dtype"]))]
         elif op.infer is None:
-            raise TracingError(f"[to_static] op '{op.name}' has no shape rule, so it cannot be traced; run it eagerly")
+            raise TracingError(
+                f"[to_static] op '{op.name}' has no shape rule, so it cannot be traced; run it eagerly"
+            )
         else:
             metas = op.infer(ins, attrs)
         operands = [self.value_of(t, op.name) for t in ins]
@@ -230,14 +258,22 @@ def recording(tracer: Tracer, grad: bool = False) -> Iterator[None]:
     """Install ``tracer`` as the dispatcher's recording hook, with autograd off (or on, with
     ``grad``: to trace the gradient rules for a backward program)."""
     if base.TRACER.get() is not None:
-        raise TracingError("[to_static] a function is already being traced (nested to_static or compiler tracing)")
-    with base.tracing(tracer, "to_static"), (autograd.enable_grad() if grad else autograd.no_grad()):
+        raise TracingError(
+            "[to_static] a function is already being traced (nested to_static or compiler tracing)"
+        )
+    with base.tracing(tracer, "to_static"), autograd.enable_grad() if grad else autograd.no_grad():
         yield
 
 
-def trace(fn: Callable[..., Any], specs: Sequence[tuple[tuple[int, ...], np.dtype]], device: _dev.Device,
-          params: dict[int, tuple[str, Tensor]], extra: Sequence[Any] = (), name: str = "forward",
-          requires: Sequence[bool] | None = None) -> tuple[Tracer, str]:
+def trace(
+    fn: Callable[..., Any],
+    specs: Sequence[tuple[tuple[int, ...], np.dtype]],
+    device: _dev.Device,
+    params: dict[int, tuple[str, Tensor]],
+    extra: Sequence[Any] = (),
+    name: str = "forward",
+    requires: Sequence[bool] | None = None,
+) -> tuple[Tracer, str]:
     """Trace ``fn(*inputs, *extra)`` for inputs of the given (shape, dtype); returns the
     tracer (program, parameters, constants) and the output structure (``"tensor"`` or
     ``"tuple"``).
@@ -262,8 +298,10 @@ def trace(fn: Callable[..., Any], specs: Sequence[tuple[tuple[int, ...], np.dtyp
         elif isinstance(res, (tuple, list)) and all(isinstance(r, Tensor) for r in res):
             outs, structure = list(res), "tuple"
         else:
-            raise TracingError(f"[to_static] the traced function returned {type(res).__name__}; return a Tensor or a "
-                               f"tuple/list of Tensors")
+            raise TracingError(
+                f"[to_static] the traced function returned {type(res).__name__}; return a Tensor or a "
+                f"tuple/list of Tensors"
+            )
         values = [tr.value_of(o, "return") for o in outs]
         if requires is not None:
             n_fwd = len(tr.block.ops)
@@ -274,11 +312,13 @@ def trace(fn: Callable[..., Any], specs: Sequence[tuple[tuple[int, ...], np.dtyp
             else:  # nothing reached a gradient: drop what the rules recorded, a forward program stays
                 for op in reversed(tr.block.ops[n_fwd:]):
                     op.drop_operands()
-                del tr.block.ops[n_fwd:], tr.block.args[len(args):]
+                del tr.block.ops[n_fwd:], tr.block.args[len(args) :]
     if default_generator.get_state() != rng_before:
         default_generator.set_state(rng_before)
-        raise TracingError(f"[to_static] {name} draws random numbers (dropout, rand, a random initializer) while "
-                           f"traced; a program would replay the same draws on every run, so this is refused. Put "
-                           f"the layer in eval() (dropout off), draw outside and pass the tensor in, or run it eagerly")
+        raise TracingError(
+            f"[to_static] {name} draws random numbers (dropout, rand, a random initializer) while "
+            f"traced; a program would replay the same draws on every run, so this is refused. Put "
+            f"the layer in eval() (dropout off), draw outside and pass the tensor in, or run it eagerly"
+        )
     tr.block.append("builtin.return", values, [])
     return tr, structure

@@ -60,7 +60,9 @@ class Accuracy(Metric):
         ``label`` holds class ids (N,) or (N, 1), or one-hot rows (N, C)."""
         p, y = _np(pred), _np(label)
         if p.ndim < 1 or p.shape[-1] < self.maxk:
-            raise OpArgumentError(f"[Accuracy] pred must have at least topk={self.maxk} scores per row, got shape {p.shape}")
+            raise OpArgumentError(
+                f"[Accuracy] pred must have at least topk={self.maxk} scores per row, got shape {p.shape}"
+            )
         p = p.reshape(-1, p.shape[-1])
         if y.ndim >= 1 and y.shape[-1] == p.shape[-1] and p.shape[-1] > 1 and y.size == p.size:
             y = y.reshape(-1, p.shape[-1]).argmax(-1)
@@ -94,7 +96,9 @@ class Accuracy(Metric):
         return [self._name] if len(self.topk) == 1 else [f"{self._name}_top{k}" for k in self.topk]
 
 
-def accuracy(input: Tensor, label: Tensor, k: int = 1, correct: Any = None, total: Any = None, name: str | None = None) -> float:
+def accuracy(
+    input: Tensor, label: Tensor, k: int = 1, correct: Any = None, total: Any = None, name: str | None = None
+) -> float:
     """Top-``k`` accuracy of one batch (Paddle's ``paddle.metric.accuracy``), as a float."""
     m = Accuracy(k)
     return m.update(m.compute(input, label))

@@ -112,13 +112,17 @@ def _gain(nonlinearity: str, negative_slope: float) -> float:
         return 1.0
     if nonlinearity == "tanh":
         return 5.0 / 3.0
-    raise OpArgumentError(f"[initializer] unknown nonlinearity {nonlinearity!r}; use relu, leaky_relu, tanh, sigmoid or linear")
+    raise OpArgumentError(
+        f"[initializer] unknown nonlinearity {nonlinearity!r}; use relu, leaky_relu, tanh, sigmoid or linear"
+    )
 
 
 class KaimingNormal(Initializer):
     """N(0, gain / sqrt(fan_in)), gain sqrt(2) for relu (He initialisation)."""
 
-    def __init__(self, fan_in: int | None = None, negative_slope: float = 0.0, nonlinearity: str = "relu") -> None:
+    def __init__(
+        self, fan_in: int | None = None, negative_slope: float = 0.0, nonlinearity: str = "relu"
+    ) -> None:
         self.fan_in, self.negative_slope, self.nonlinearity = fan_in, negative_slope, nonlinearity
 
     def sample(self, shape, dtype, device):  # type: ignore[no-untyped-def]
@@ -130,7 +134,9 @@ class KaimingNormal(Initializer):
 class KaimingUniform(Initializer):
     """U(-a, a), a = gain * sqrt(3 / fan_in)."""
 
-    def __init__(self, fan_in: int | None = None, negative_slope: float = 0.0, nonlinearity: str = "relu") -> None:
+    def __init__(
+        self, fan_in: int | None = None, negative_slope: float = 0.0, nonlinearity: str = "relu"
+    ) -> None:
         self.fan_in, self.negative_slope, self.nonlinearity = fan_in, negative_slope, nonlinearity
 
     def sample(self, shape, dtype, device):  # type: ignore[no-untyped-def]
@@ -139,4 +145,14 @@ class KaimingUniform(Initializer):
         return _rand.uniform(shape, dtype=dtype, min=-a, max=a, device=device)
 
 
-__all__ = ["Initializer", "Constant", "Normal", "Uniform", "XavierUniform", "XavierNormal", "KaimingNormal", "KaimingUniform", "compute_fans"]
+__all__ = [
+    "Initializer",
+    "Constant",
+    "Normal",
+    "Uniform",
+    "XavierUniform",
+    "XavierNormal",
+    "KaimingNormal",
+    "KaimingUniform",
+    "compute_fans",
+]

@@ -94,7 +94,9 @@ class Layer:
     # -- registration -------------------------------------------------------------------
     def _state(self) -> dict[str, Any]:
         if "_parameters" not in self.__dict__:
-            raise OpArgumentError(f"[Layer] {type(self).__name__}.__init__ must call super().__init__() before assigning attributes")
+            raise OpArgumentError(
+                f"[Layer] {type(self).__name__}.__init__ must call super().__init__() before assigning attributes"
+            )
         return self.__dict__
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -129,20 +131,26 @@ class Layer:
 
     def add_parameter(self, name: str, parameter: Parameter | None) -> Parameter | None:
         if parameter is not None and not isinstance(parameter, Parameter):
-            raise OpArgumentError(f"[Layer] add_parameter('{name}') expects a Parameter, got {type(parameter).__name__}; wrap it with create_parameter")
+            raise OpArgumentError(
+                f"[Layer] add_parameter('{name}') expects a Parameter, got {type(parameter).__name__}; wrap it with create_parameter"
+            )
         self._parameters[name] = parameter
         return parameter
 
     def add_sublayer(self, name: str, sublayer: Layer) -> Layer:
         if not isinstance(sublayer, Layer):
-            raise OpArgumentError(f"[Layer] add_sublayer('{name}') expects a Layer, got {type(sublayer).__name__}")
+            raise OpArgumentError(
+                f"[Layer] add_sublayer('{name}') expects a Layer, got {type(sublayer).__name__}"
+            )
         self._sub_layers[str(name)] = sublayer
         return sublayer
 
     def register_buffer(self, name: str, tensor: Tensor | None, persistable: bool = True) -> None:
         """A tensor that is state but not trained (running statistics, rotary tables)."""
         if tensor is not None and not isinstance(tensor, Tensor):
-            raise OpArgumentError(f"[Layer] register_buffer('{name}') expects a Tensor, got {type(tensor).__name__}")
+            raise OpArgumentError(
+                f"[Layer] register_buffer('{name}') expects a Tensor, got {type(tensor).__name__}"
+            )
         self.__dict__.pop(name, None)
         self._buffers[name] = tensor
         self.__dict__.setdefault("_buffer_names", set()).add(name)
@@ -152,7 +160,11 @@ class Layer:
             self._non_persistable.add(name)
 
     def create_parameter(
-        self, shape: Any, attr: Any = None, dtype: Any = None, is_bias: bool = False,
+        self,
+        shape: Any,
+        attr: Any = None,
+        dtype: Any = None,
+        is_bias: bool = False,
         default_initializer: I.Initializer | None = None,
     ) -> Parameter | None:
         """A new parameter drawn from ``attr`` (an initializer, or an object with an
@@ -164,15 +176,21 @@ class Layer:
         if init is None:
             init = default_initializer or (I.Constant(0.0) if is_bias else I.XavierUniform())
         if not callable(init):
-            raise OpArgumentError(f"[create_parameter] attr must be an Initializer, False or None, got {attr!r}")
+            raise OpArgumentError(
+                f"[create_parameter] attr must be an Initializer, False or None, got {attr!r}"
+            )
         t = init(tuple(int(s) for s in shape), dtype or self._dtype)
         trainable = getattr(attr, "trainable", True)
         return Parameter.from_tensor(t, trainable=trainable)
 
     # -- traversal ----------------------------------------------------------------------
-    def named_parameters(self, prefix: str = "", include_sublayers: bool = True) -> Iterator[tuple[str, Parameter]]:
+    def named_parameters(
+        self, prefix: str = "", include_sublayers: bool = True
+    ) -> Iterator[tuple[str, Parameter]]:
         seen: set[int] = set()
-        layers = self.named_sublayers(prefix=prefix, include_self=True) if include_sublayers else [(prefix, self)]
+        layers = (
+            self.named_sublayers(prefix=prefix, include_self=True) if include_sublayers else [(prefix, self)]
+        )
         for lp, layer in layers:
             for n, p in layer._parameters.items():
                 if p is None or id(p) in seen:
@@ -183,7 +201,9 @@ class Layer:
     def parameters(self, include_sublayers: bool = True) -> list[Parameter]:
         return [p for _, p in self.named_parameters(include_sublayers=include_sublayers)]
 
-    def named_sublayers(self, prefix: str = "", include_self: bool = False, layers_set: set | None = None) -> Iterator[tuple[str, Layer]]:
+    def named_sublayers(
+        self, prefix: str = "", include_self: bool = False, layers_set: set | None = None
+    ) -> Iterator[tuple[str, Layer]]:
         seen = set() if layers_set is None else layers_set
         if id(self) in seen:
             return
@@ -206,7 +226,9 @@ class Layer:
         return (s for _, s in self.named_children())
 
     def named_buffers(self, prefix: str = "", include_sublayers: bool = True) -> Iterator[tuple[str, Tensor]]:
-        layers = self.named_sublayers(prefix=prefix, include_self=True) if include_sublayers else [(prefix, self)]
+        layers = (
+            self.named_sublayers(prefix=prefix, include_self=True) if include_sublayers else [(prefix, self)]
+        )
         for lp, layer in layers:
             for n, b in layer._buffers.items():
                 if b is not None:
@@ -221,18 +243,29 @@ class Layer:
         return self
 
     # -- state --------------------------------------------------------------------------
-    def state_dict(self, destination: dict | None = None, include_sublayers: bool = True, structured_name_prefix: str = "") -> dict[str, Tensor]:
+    def state_dict(
+        self,
+        destination: dict | None = None,
+        include_sublayers: bool = True,
+        structured_name_prefix: str = "",
+    ) -> dict[str, Tensor]:
         """Parameters and persistable buffers by dotted name (``"blocks.0.attn.weight"``)."""
         out = OrderedDict() if destination is None else destination
         out.update(self.named_parameters(prefix=structured_name_prefix, include_sublayers=include_sublayers))
-        layers = self.named_sublayers(prefix=structured_name_prefix, include_self=True) if include_sublayers else [(structured_name_prefix, self)]
+        layers = (
+            self.named_sublayers(prefix=structured_name_prefix, include_self=True)
+            if include_sublayers
+            else [(structured_name_prefix, self)]
+        )
         for lp, layer in layers:
             for n, b in layer._buffers.items():
                 if b is not None and n not in layer._non_persistable:
                     out[f"{lp}.{n}" if lp else n] = b
         return out
 
-    def set_state_dict(self, state_dict: dict[str, Any], use_structured_name: bool = True, strict: bool = False) -> tuple[list[str], list[str]]:
+    def set_state_dict(
+        self, state_dict: dict[str, Any], use_structured_name: bool = True, strict: bool = False
+    ) -> tuple[list[str], list[str]]:
         """Copy values into the existing parameters and buffers (on their devices, in their
         dtypes). Returns ``(missing_keys, unexpected_keys)`` and warns naming them (Paddle's
         behaviour); ``strict=True`` raises on any of them instead (PyTorch's). A state dict of
@@ -244,7 +277,9 @@ class Layer:
         ([], [])
         """
         if not isinstance(state_dict, Mapping):
-            raise OpArgumentError(f"[set_state_dict] expected a dict of tensors by name, got {type(state_dict).__name__}")
+            raise OpArgumentError(
+                f"[set_state_dict] expected a dict of tensors by name, got {type(state_dict).__name__}"
+            )
         own = self.state_dict()
         missing = [k for k in own if k not in state_dict]
         unexpected = [str(k) for k in state_dict if k not in own]
@@ -363,7 +398,9 @@ class Layer:
         return "\n".join(lines) + (")" if len(lines) == 1 else "\n)")
 
     def __dir__(self) -> list[str]:
-        return sorted(set(super().__dir__()) | set(self._parameters) | set(self._sub_layers) | set(self._buffers))
+        return sorted(
+            set(super().__dir__()) | set(self._parameters) | set(self._sub_layers) | set(self._buffers)
+        )
 
 
 def _few(keys: list[str], n: int = 3) -> str:

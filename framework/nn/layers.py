@@ -19,7 +19,14 @@ from .layer import Layer, Parameter
 class Linear(Layer):
     """``y = x @ weight + bias`` with ``weight`` of shape ``[in_features, out_features]``."""
 
-    def __init__(self, in_features: int, out_features: int, weight_attr: Any = None, bias_attr: Any = None, name: str | None = None) -> None:
+    def __init__(
+        self,
+        in_features: int,
+        out_features: int,
+        weight_attr: Any = None,
+        bias_attr: Any = None,
+        name: str | None = None,
+    ) -> None:
         super().__init__()
         for what, v in (("in_features", in_features), ("out_features", out_features)):
             if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
@@ -36,7 +43,15 @@ class Linear(Layer):
 
 
 class Embedding(Layer):
-    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None, sparse: bool = False, weight_attr: Any = None, name: str | None = None) -> None:
+    def __init__(
+        self,
+        num_embeddings: int,
+        embedding_dim: int,
+        padding_idx: int | None = None,
+        sparse: bool = False,
+        weight_attr: Any = None,
+        name: str | None = None,
+    ) -> None:
         super().__init__()
         self.num_embeddings, self.embedding_dim, self.padding_idx = num_embeddings, embedding_dim, padding_idx
         self.weight = self.create_parameter((num_embeddings, embedding_dim), weight_attr)
@@ -49,14 +64,27 @@ class Embedding(Layer):
 
 
 def _shape(normalized_shape: Any) -> tuple[int, ...]:
-    return (int(normalized_shape),) if isinstance(normalized_shape, int) else tuple(int(s) for s in normalized_shape)
+    return (
+        (int(normalized_shape),)
+        if isinstance(normalized_shape, int)
+        else tuple(int(s) for s in normalized_shape)
+    )
 
 
 class LayerNorm(Layer):
-    def __init__(self, normalized_shape: Any, epsilon: float = 1e-5, weight_attr: Any = None, bias_attr: Any = None, name: str | None = None) -> None:
+    def __init__(
+        self,
+        normalized_shape: Any,
+        epsilon: float = 1e-5,
+        weight_attr: Any = None,
+        bias_attr: Any = None,
+        name: str | None = None,
+    ) -> None:
         super().__init__()
         self.normalized_shape, self.epsilon = _shape(normalized_shape), epsilon
-        self.weight = self.create_parameter(self.normalized_shape, weight_attr, default_initializer=I.Constant(1.0))
+        self.weight = self.create_parameter(
+            self.normalized_shape, weight_attr, default_initializer=I.Constant(1.0)
+        )
         self.bias = self.create_parameter(self.normalized_shape, bias_attr, is_bias=True)
 
     def forward(self, x: Tensor) -> Tensor:
@@ -66,17 +94,23 @@ class LayerNorm(Layer):
 class RMSNorm(Layer):
     """Root-mean-square norm over the trailing ``normalized_shape`` dims, with a learned scale."""
 
-    def __init__(self, normalized_shape: Any, epsilon: float = 1e-6, weight_attr: Any = None, name: str | None = None) -> None:
+    def __init__(
+        self, normalized_shape: Any, epsilon: float = 1e-6, weight_attr: Any = None, name: str | None = None
+    ) -> None:
         super().__init__()
         self.normalized_shape, self.epsilon = _shape(normalized_shape), epsilon
-        self.weight = self.create_parameter(self.normalized_shape, weight_attr, default_initializer=I.Constant(1.0))
+        self.weight = self.create_parameter(
+            self.normalized_shape, weight_attr, default_initializer=I.Constant(1.0)
+        )
 
     def forward(self, x: Tensor) -> Tensor:
         return F.rms_norm(x, self.normalized_shape, self.weight, self.epsilon)
 
 
 class Dropout(Layer):
-    def __init__(self, p: float = 0.5, axis: Any = None, mode: str = "upscale_in_train", name: str | None = None) -> None:
+    def __init__(
+        self, p: float = 0.5, axis: Any = None, mode: str = "upscale_in_train", name: str | None = None
+    ) -> None:
         super().__init__()
         self.p, self.axis, self.mode = p, axis, mode
 
@@ -89,32 +123,59 @@ class Conv2D(Layer):
     Kaiming-normal by default (Paddle's default for convolutions)."""
 
     def __init__(
-        self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
-        dilation: Any = 1, groups: int = 1, padding_mode: str = "zeros", weight_attr: Any = None,
-        bias_attr: Any = None, data_format: str = "NCHW",
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size: Any,
+        stride: Any = 1,
+        padding: Any = 0,
+        dilation: Any = 1,
+        groups: int = 1,
+        padding_mode: str = "zeros",
+        weight_attr: Any = None,
+        bias_attr: Any = None,
+        data_format: str = "NCHW",
     ) -> None:
         super().__init__()
         if padding_mode != "zeros":
             raise OpArgumentError(f"[Conv2D] padding_mode {padding_mode!r} is not supported; only 'zeros'")
         if in_channels % groups or out_channels % groups:
-            raise OpArgumentError(f"[Conv2D] groups={groups} must divide in_channels={in_channels} and out_channels={out_channels}")
+            raise OpArgumentError(
+                f"[Conv2D] groups={groups} must divide in_channels={in_channels} and out_channels={out_channels}"
+            )
         k = (kernel_size, kernel_size) if isinstance(kernel_size, int) else tuple(kernel_size)
-        self.stride, self.padding, self.dilation, self.groups, self.data_format = stride, padding, dilation, groups, data_format
+        self.stride, self.padding, self.dilation, self.groups, self.data_format = (
+            stride,
+            padding,
+            dilation,
+            groups,
+            data_format,
+        )
         self.in_channels, self.out_channels, self.kernel_size = in_channels, out_channels, k
         fan_in = in_channels // groups * k[0] * k[1]
-        self.weight = self.create_parameter((out_channels, in_channels // groups) + k, weight_attr, default_initializer=I.KaimingNormal(fan_in))
+        self.weight = self.create_parameter(
+            (out_channels, in_channels // groups) + k,
+            weight_attr,
+            default_initializer=I.KaimingNormal(fan_in),
+        )
         bound = 1.0 / math.sqrt(fan_in)
-        self.bias = self.create_parameter((out_channels,), bias_attr, is_bias=True, default_initializer=I.Uniform(-bound, bound))
+        self.bias = self.create_parameter(
+            (out_channels,), bias_attr, is_bias=True, default_initializer=I.Uniform(-bound, bound)
+        )
 
     def forward(self, x: Tensor) -> Tensor:
-        return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups, self.data_format)
+        return F.conv2d(
+            x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups, self.data_format
+        )
 
     def extra_repr(self) -> str:
         return f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
 class MaxPool2D(Layer):
-    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, name: str | None = None) -> None:
+    def __init__(
+        self, kernel_size: Any, stride: Any = None, padding: Any = 0, name: str | None = None
+    ) -> None:
         super().__init__()
         self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
 
@@ -123,7 +184,14 @@ class MaxPool2D(Layer):
 
 
 class AvgPool2D(Layer):
-    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, exclusive: bool = True, name: str | None = None) -> None:
+    def __init__(
+        self,
+        kernel_size: Any,
+        stride: Any = None,
+        padding: Any = 0,
+        exclusive: bool = True,
+        name: str | None = None,
+    ) -> None:
         super().__init__()
         self.kernel_size, self.stride, self.padding, self.exclusive = kernel_size, stride, padding, exclusive
 
@@ -254,15 +322,29 @@ class MultiHeadAttention(Layer):
     additive, broadcastable to (batch, heads, seq_q, seq_k)."""
 
     def __init__(
-        self, embed_dim: int, num_heads: int, dropout: float = 0.0, kdim: int | None = None,
-        vdim: int | None = None, need_weights: bool = False, weight_attr: Any = None, bias_attr: Any = None,
+        self,
+        embed_dim: int,
+        num_heads: int,
+        dropout: float = 0.0,
+        kdim: int | None = None,
+        vdim: int | None = None,
+        need_weights: bool = False,
+        weight_attr: Any = None,
+        bias_attr: Any = None,
     ) -> None:
         super().__init__()
         if embed_dim % num_heads:
-            raise OpArgumentError(f"[MultiHeadAttention] embed_dim={embed_dim} must be divisible by num_heads={num_heads}")
+            raise OpArgumentError(
+                f"[MultiHeadAttention] embed_dim={embed_dim} must be divisible by num_heads={num_heads}"
+            )
         if need_weights:
             raise OpArgumentError("[MultiHeadAttention] need_weights=True is not supported")
-        self.embed_dim, self.num_heads, self.head_dim, self.dropout = embed_dim, num_heads, embed_dim // num_heads, dropout
+        self.embed_dim, self.num_heads, self.head_dim, self.dropout = (
+            embed_dim,
+            num_heads,
+            embed_dim // num_heads,
+            dropout,
+        )
         self.q_proj = Linear(embed_dim, embed_dim, weight_attr, bias_attr)
         self.k_proj = Linear(kdim or embed_dim, embed_dim, weight_attr, bias_attr)
         self.v_proj = Linear(vdim or embed_dim, embed_dim, weight_attr, bias_attr)
@@ -272,14 +354,30 @@ class MultiHeadAttention(Layer):
         b, s, _ = x.shape
         return x.reshape((b, s, self.num_heads, self.head_dim)).transpose((0, 2, 1, 3))
 
-    def forward(self, query: Tensor, key: Tensor | None = None, value: Tensor | None = None, attn_mask: Tensor | None = None, is_causal: bool = False) -> Tensor:
+    def forward(
+        self,
+        query: Tensor,
+        key: Tensor | None = None,
+        value: Tensor | None = None,
+        attn_mask: Tensor | None = None,
+        is_causal: bool = False,
+    ) -> Tensor:
         key = query if key is None else key
         value = key if value is None else value
-        q, k, v = self._heads(self.q_proj(query)), self._heads(self.k_proj(key)), self._heads(self.v_proj(value))
+        q, k, v = (
+            self._heads(self.q_proj(query)),
+            self._heads(self.k_proj(key)),
+            self._heads(self.v_proj(value)),
+        )
         if self.dropout and self.training:
             o = F.scaled_dot_product_attention(
-                q.transpose((0, 2, 1, 3)), k.transpose((0, 2, 1, 3)), v.transpose((0, 2, 1, 3)),
-                attn_mask, self.dropout, is_causal, True,
+                q.transpose((0, 2, 1, 3)),
+                k.transpose((0, 2, 1, 3)),
+                v.transpose((0, 2, 1, 3)),
+                attn_mask,
+                self.dropout,
+                is_causal,
+                True,
             )
         else:
             o = F.attention(q, k, v, attn_mask, is_causal).transpose((0, 2, 1, 3))
@@ -340,13 +438,31 @@ class Softmax(Layer):
 
 # -- losses ---------------------------------------------------------------------------------
 class CrossEntropyLoss(Layer):
-    def __init__(self, weight: Tensor | None = None, ignore_index: int = -100, reduction: str = "mean", soft_label: bool = False, axis: int = -1, label_smoothing: float = 0.0, name: str | None = None) -> None:
+    def __init__(
+        self,
+        weight: Tensor | None = None,
+        ignore_index: int = -100,
+        reduction: str = "mean",
+        soft_label: bool = False,
+        axis: int = -1,
+        label_smoothing: float = 0.0,
+        name: str | None = None,
+    ) -> None:
         super().__init__()
         self.weight, self.ignore_index, self.reduction = weight, ignore_index, reduction
         self.soft_label, self.axis, self.label_smoothing = soft_label, axis, label_smoothing
 
     def forward(self, input: Tensor, label: Tensor) -> Tensor:
-        return F.cross_entropy(input, label, self.weight, self.ignore_index, self.reduction, self.soft_label, self.axis, label_smoothing=self.label_smoothing)
+        return F.cross_entropy(
+            input,
+            label,
+            self.weight,
+            self.ignore_index,
+            self.reduction,
+            self.soft_label,
+            self.axis,
+            label_smoothing=self.label_smoothing,
+        )
 
 
 class MSELoss(Layer):
@@ -368,7 +484,9 @@ class L1Loss(Layer):
 
 
 class BCEWithLogitsLoss(Layer):
-    def __init__(self, weight: Tensor | None = None, reduction: str = "mean", pos_weight: Tensor | None = None) -> None:
+    def __init__(
+        self, weight: Tensor | None = None, reduction: str = "mean", pos_weight: Tensor | None = None
+    ) -> None:
         super().__init__()
         self.weight, self.reduction, self.pos_weight = weight, reduction, pos_weight
 

@@ -39,7 +39,16 @@ def _sigmoid(x: Tensor) -> Tensor:
 class _Cell(Layer):
     _gates = 1
 
-    def __init__(self, input_size: int, hidden_size: int, weight_ih_attr: Any = None, weight_hh_attr: Any = None, bias_ih_attr: Any = None, bias_hh_attr: Any = None, name: str | None = None) -> None:
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        weight_ih_attr: Any = None,
+        weight_hh_attr: Any = None,
+        bias_ih_attr: Any = None,
+        bias_hh_attr: Any = None,
+        name: str | None = None,
+    ) -> None:
         super().__init__()
         for what, v in (("input_size", input_size), ("hidden_size", hidden_size)):
             if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
@@ -71,7 +80,17 @@ class _Cell(Layer):
 class SimpleRNNCell(_Cell):
     """h' = act(x W_ih^T + b_ih + h W_hh^T + b_hh), act tanh or relu."""
 
-    def __init__(self, input_size: int, hidden_size: int, activation: str = "tanh", weight_ih_attr: Any = None, weight_hh_attr: Any = None, bias_ih_attr: Any = None, bias_hh_attr: Any = None, name: str | None = None) -> None:
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        activation: str = "tanh",
+        weight_ih_attr: Any = None,
+        weight_hh_attr: Any = None,
+        bias_ih_attr: Any = None,
+        bias_hh_attr: Any = None,
+        name: str | None = None,
+    ) -> None:
         super().__init__(input_size, hidden_size, weight_ih_attr, weight_hh_attr, bias_ih_attr, bias_hh_attr)
         if activation not in ("tanh", "relu"):
             raise OpArgumentError(f"[SimpleRNNCell] activation must be 'tanh' or 'relu', got {activation!r}")
@@ -90,7 +109,9 @@ class LSTMCell(_Cell):
 
     _gates = 4
 
-    def forward(self, inputs: Tensor, states: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+    def forward(
+        self, inputs: Tensor, states: tuple[Tensor, Tensor] | None = None
+    ) -> tuple[Tensor, tuple[Tensor, Tensor]]:
         h, c = (self._zeros(inputs), self._zeros(inputs)) if states is None else states
         gates = self._proj(inputs, self.weight_ih, self.bias_ih) + self._proj(h, self.weight_hh, self.bias_hh)
         i, f, g, o = S.split(gates, 4, axis=-1)
@@ -135,14 +156,26 @@ class _RNNBase(Layer):
     _lstm = False
 
     def __init__(
-        self, input_size: int, hidden_size: int, num_layers: int = 1, direction: str = "forward", time_major: bool = False,
-        dropout: float = 0.0, weight_ih_attr: Any = None, weight_hh_attr: Any = None, bias_ih_attr: Any = None,
-        bias_hh_attr: Any = None, name: str | None = None, **cell_kw: Any,
+        self,
+        input_size: int,
+        hidden_size: int,
+        num_layers: int = 1,
+        direction: str = "forward",
+        time_major: bool = False,
+        dropout: float = 0.0,
+        weight_ih_attr: Any = None,
+        weight_hh_attr: Any = None,
+        bias_ih_attr: Any = None,
+        bias_hh_attr: Any = None,
+        name: str | None = None,
+        **cell_kw: Any,
     ) -> None:
         super().__init__()
         name_ = type(self).__name__
         if direction not in ("forward", "bidirect", "bidirectional"):
-            raise OpArgumentError(f"[{name_}] direction must be 'forward', 'bidirect' or 'bidirectional', got {direction!r}")
+            raise OpArgumentError(
+                f"[{name_}] direction must be 'forward', 'bidirect' or 'bidirectional', got {direction!r}"
+            )
         if not isinstance(num_layers, int) or num_layers < 1:
             raise OpArgumentError(f"[{name_}] num_layers must be a positive int, got {num_layers!r}")
         self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
@@ -152,7 +185,17 @@ class _RNNBase(Layer):
         for layer in range(num_layers):
             in_size = input_size if layer == 0 else hidden_size * self.num_directions
             for _ in range(self.num_directions):
-                cells.append(self._cell(in_size, hidden_size, weight_ih_attr=weight_ih_attr, weight_hh_attr=weight_hh_attr, bias_ih_attr=bias_ih_attr, bias_hh_attr=bias_hh_attr, **cell_kw))
+                cells.append(
+                    self._cell(
+                        in_size,
+                        hidden_size,
+                        weight_ih_attr=weight_ih_attr,
+                        weight_hh_attr=weight_hh_attr,
+                        bias_ih_attr=bias_ih_attr,
+                        bias_hh_attr=bias_hh_attr,
+                        **cell_kw,
+                    )
+                )
         self.cells = LayerList(cells)
 
     def _run(self, cell: _Cell, x: Tensor, state: Any, mask: Tensor | None) -> tuple[Tensor, Any]:
@@ -162,29 +205,48 @@ class _RNNBase(Layer):
             if mask is not None:
                 m = mask[:, t : t + 1]
                 y = y * m
-                new = tuple(M.where(m > 0, a, b) for a, b in zip(new, state)) if self._lstm else M.where(m > 0, new, state)
+                new = (
+                    tuple(M.where(m > 0, a, b) for a, b in zip(new, state))
+                    if self._lstm
+                    else M.where(m > 0, new, state)
+                )
             state = new
             outs.append(y)
         return S.stack(outs, axis=1), state
 
-    def forward(self, inputs: Tensor, initial_states: Any = None, sequence_length: Tensor | None = None) -> tuple[Tensor, Any]:
+    def forward(
+        self, inputs: Tensor, initial_states: Any = None, sequence_length: Tensor | None = None
+    ) -> tuple[Tensor, Any]:
         x = inputs.transpose((1, 0, 2)) if self.time_major else inputs
         name_ = type(self).__name__
         if x.ndim != 3 or x.shape[2] != self.input_size:
-            raise OpArgumentError(f"[{name_}] inputs must be (batch, time, {self.input_size}) ({'time, batch' if self.time_major else 'batch, time'} first), got shape {inputs.shape}")
+            raise OpArgumentError(
+                f"[{name_}] inputs must be (batch, time, {self.input_size}) ({'time, batch' if self.time_major else 'batch, time'} first), got shape {inputs.shape}"
+            )
         b, t = x.shape[:2]
         lengths = None
         mask = None
         if sequence_length is not None:
-            lengths = [int(v) for v in (sequence_length.tolist() if isinstance(sequence_length, Tensor) else sequence_length)]
+            lengths = [
+                int(v)
+                for v in (
+                    sequence_length.tolist() if isinstance(sequence_length, Tensor) else sequence_length
+                )
+            ]
             if len(lengths) != b or min(lengths) < 1 or max(lengths) > t:
-                raise OpArgumentError(f"[{name_}] sequence_length must hold {b} lengths in [1, {t}], got {lengths}")
-            mask = to_tensor([[1.0 if i < n else 0.0 for i in range(t)] for n in lengths], dtype=x.dtype, device=x.device)
+                raise OpArgumentError(
+                    f"[{name_}] sequence_length must hold {b} lengths in [1, {t}], got {lengths}"
+                )
+            mask = to_tensor(
+                [[1.0 if i < n else 0.0 for i in range(t)] for n in lengths], dtype=x.dtype, device=x.device
+            )
         nstates = self.num_layers * self.num_directions
         if initial_states is None:
             zero = _C.zeros((nstates, b, self.hidden_size), dtype=x.dtype, device=x.device)
             initial_states = (zero, zero) if self._lstm else zero
-        init = [tuple(s[i] for s in initial_states) if self._lstm else initial_states[i] for i in range(nstates)]
+        init = [
+            tuple(s[i] for s in initial_states) if self._lstm else initial_states[i] for i in range(nstates)
+        ]
         finals = []
         for layer in range(self.num_layers):
             outs = []
@@ -212,8 +274,20 @@ class SimpleRNN(_RNNBase):
 
     _cell = SimpleRNNCell
 
-    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, direction: str = "forward", time_major: bool = False, dropout: float = 0.0, activation: str = "tanh", **kw: Any) -> None:
-        super().__init__(input_size, hidden_size, num_layers, direction, time_major, dropout, activation=activation, **kw)
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        num_layers: int = 1,
+        direction: str = "forward",
+        time_major: bool = False,
+        dropout: float = 0.0,
+        activation: str = "tanh",
+        **kw: Any,
+    ) -> None:
+        super().__init__(
+            input_size, hidden_size, num_layers, direction, time_major, dropout, activation=activation, **kw
+        )
 
 
 class LSTM(_RNNBase):

@@ -29,14 +29,29 @@ class TransformerEncoderLayer(Layer):
     """Self-attention then a feed-forward block, each with a residual and a LayerNorm."""
 
     def __init__(
-        self, d_model: int, nhead: int, dim_feedforward: int, dropout: float = 0.1, activation: str = "relu",
-        attn_dropout: float | None = None, act_dropout: float | None = None, normalize_before: bool = False,
-        weight_attr: Any = None, bias_attr: Any = None, layer_norm_eps: float = 1e-5,
+        self,
+        d_model: int,
+        nhead: int,
+        dim_feedforward: int,
+        dropout: float = 0.1,
+        activation: str = "relu",
+        attn_dropout: float | None = None,
+        act_dropout: float | None = None,
+        normalize_before: bool = False,
+        weight_attr: Any = None,
+        bias_attr: Any = None,
+        layer_norm_eps: float = 1e-5,
     ) -> None:
         super().__init__()
         self.normalize_before = normalize_before
         self.activation = _act("TransformerEncoderLayer", activation)
-        self.self_attn = MultiHeadAttention(d_model, nhead, dropout if attn_dropout is None else attn_dropout, weight_attr=weight_attr, bias_attr=bias_attr)
+        self.self_attn = MultiHeadAttention(
+            d_model,
+            nhead,
+            dropout if attn_dropout is None else attn_dropout,
+            weight_attr=weight_attr,
+            bias_attr=bias_attr,
+        )
         self.linear1 = Linear(d_model, dim_feedforward, weight_attr, bias_attr)
         self.dropout = Dropout(dropout if act_dropout is None else act_dropout)
         self.linear2 = Linear(dim_feedforward, d_model, weight_attr, bias_attr)
@@ -58,7 +73,9 @@ class TransformerEncoder(Layer):
 
     def __init__(self, encoder_layer: Layer, num_layers: int, norm: Layer | None = None) -> None:
         super().__init__()
-        self.layers = LayerList([encoder_layer if i == 0 else copy.deepcopy(encoder_layer) for i in range(num_layers)])
+        self.layers = LayerList(
+            [encoder_layer if i == 0 else copy.deepcopy(encoder_layer) for i in range(num_layers)]
+        )
         self.num_layers, self.norm = num_layers, norm
 
     def forward(self, src: Tensor, src_mask: Tensor | None = None, cache: Any = None) -> Tensor:
@@ -71,9 +88,18 @@ class TransformerDecoderLayer(Layer):
     """Self-attention, cross-attention over ``memory``, feed-forward; residuals and LayerNorms."""
 
     def __init__(
-        self, d_model: int, nhead: int, dim_feedforward: int, dropout: float = 0.1, activation: str = "relu",
-        attn_dropout: float | None = None, act_dropout: float | None = None, normalize_before: bool = False,
-        weight_attr: Any = None, bias_attr: Any = None, layer_norm_eps: float = 1e-5,
+        self,
+        d_model: int,
+        nhead: int,
+        dim_feedforward: int,
+        dropout: float = 0.1,
+        activation: str = "relu",
+        attn_dropout: float | None = None,
+        act_dropout: float | None = None,
+        normalize_before: bool = False,
+        weight_attr: Any = None,
+        bias_attr: Any = None,
+        layer_norm_eps: float = 1e-5,
     ) -> None:
         super().__init__()
         self.normalize_before = normalize_before
@@ -87,7 +113,14 @@ class TransformerDecoderLayer(Layer):
         self.norm1, self.norm2, self.norm3 = (LayerNorm(d_model, layer_norm_eps) for _ in range(3))
         self.dropout1, self.dropout2, self.dropout3 = Dropout(dropout), Dropout(dropout), Dropout(dropout)
 
-    def forward(self, tgt: Tensor, memory: Tensor, tgt_mask: Tensor | None = None, memory_mask: Tensor | None = None, cache: Any = None) -> Tensor:
+    def forward(
+        self,
+        tgt: Tensor,
+        memory: Tensor,
+        tgt_mask: Tensor | None = None,
+        memory_mask: Tensor | None = None,
+        cache: Any = None,
+    ) -> Tensor:
         pre = self.normalize_before
         x = self.norm1(tgt) if pre else tgt
         tgt = tgt + self.dropout1(self.self_attn(x, x, x, tgt_mask))
@@ -107,10 +140,19 @@ class TransformerDecoder(Layer):
 
     def __init__(self, decoder_layer: Layer, num_layers: int, norm: Layer | None = None) -> None:
         super().__init__()
-        self.layers = LayerList([decoder_layer if i == 0 else copy.deepcopy(decoder_layer) for i in range(num_layers)])
+        self.layers = LayerList(
+            [decoder_layer if i == 0 else copy.deepcopy(decoder_layer) for i in range(num_layers)]
+        )
         self.num_layers, self.norm = num_layers, norm
 
-    def forward(self, tgt: Tensor, memory: Tensor, tgt_mask: Tensor | None = None, memory_mask: Tensor | None = None, cache: Any = None) -> Tensor:
+    def forward(
+        self,
+        tgt: Tensor,
+        memory: Tensor,
+        tgt_mask: Tensor | None = None,
+        memory_mask: Tensor | None = None,
+        cache: Any = None,
+    ) -> Tensor:
         for layer in self.layers:
             tgt = layer(tgt, memory, tgt_mask, memory_mask)
         return self.norm(tgt) if self.norm is not None else tgt
@@ -121,18 +163,52 @@ class Transformer(Layer):
     LayerNorm. ``forward(src, tgt, src_mask, tgt_mask, memory_mask)``."""
 
     def __init__(
-        self, d_model: int = 512, nhead: int = 8, num_encoder_layers: int = 6, num_decoder_layers: int = 6,
-        dim_feedforward: int = 2048, dropout: float = 0.1, activation: str = "relu", attn_dropout: float | None = None,
-        act_dropout: float | None = None, normalize_before: bool = False, weight_attr: Any = None, bias_attr: Any = None,
-        custom_encoder: Layer | None = None, custom_decoder: Layer | None = None,
+        self,
+        d_model: int = 512,
+        nhead: int = 8,
+        num_encoder_layers: int = 6,
+        num_decoder_layers: int = 6,
+        dim_feedforward: int = 2048,
+        dropout: float = 0.1,
+        activation: str = "relu",
+        attn_dropout: float | None = None,
+        act_dropout: float | None = None,
+        normalize_before: bool = False,
+        weight_attr: Any = None,
+        bias_attr: Any = None,
+        custom_encoder: Layer | None = None,
+        custom_decoder: Layer | None = None,
     ) -> None:
         super().__init__()
-        kw = dict(dropout=dropout, activation=activation, attn_dropout=attn_dropout, act_dropout=act_dropout, normalize_before=normalize_before, weight_attr=weight_attr, bias_attr=bias_attr)
-        self.encoder = custom_encoder or TransformerEncoder(TransformerEncoderLayer(d_model, nhead, dim_feedforward, **kw), num_encoder_layers, LayerNorm(d_model))
-        self.decoder = custom_decoder or TransformerDecoder(TransformerDecoderLayer(d_model, nhead, dim_feedforward, **kw), num_decoder_layers, LayerNorm(d_model))
+        kw = dict(
+            dropout=dropout,
+            activation=activation,
+            attn_dropout=attn_dropout,
+            act_dropout=act_dropout,
+            normalize_before=normalize_before,
+            weight_attr=weight_attr,
+            bias_attr=bias_attr,
+        )
+        self.encoder = custom_encoder or TransformerEncoder(
+            TransformerEncoderLayer(d_model, nhead, dim_feedforward, **kw),
+            num_encoder_layers,
+            LayerNorm(d_model),
+        )
+        self.decoder = custom_decoder or TransformerDecoder(
+            TransformerDecoderLayer(d_model, nhead, dim_feedforward, **kw),
+            num_decoder_layers,
+            LayerNorm(d_model),
+        )
         self.d_model, self.nhead = d_model, nhead
 
-    def forward(self, src: Tensor, tgt: Tensor, src_mask: Tensor | None = None, tgt_mask: Tensor | None = None, memory_mask: Tensor | None = None) -> Tensor:
+    def forward(
+        self,
+        src: Tensor,
+        tgt: Tensor,
+        src_mask: Tensor | None = None,
+        tgt_mask: Tensor | None = None,
+        memory_mask: Tensor | None = None,
+    ) -> Tensor:
         memory = self.encoder(src, src_mask)
         return self.decoder(tgt, memory, tgt_mask, memory_mask)
 

@@ -8,4 +8,14 @@ from . import lr
 from .clip import ClipGradByGlobalNorm, ClipGradByNorm, ClipGradByValue
 from .optimizer import SGD, Adam, AdamW, Momentum, Optimizer
 
-__all__ = ["lr", "Optimizer", "SGD", "Momentum", "Adam", "AdamW", "ClipGradByGlobalNorm", "ClipGradByNorm", "ClipGradByValue"]
+__all__ = [
+    "lr",
+    "Optimizer",
+    "SGD",
+    "Momentum",
+    "Adam",
+    "AdamW",
+    "ClipGradByGlobalNorm",
+    "ClipGradByNorm",
+    "ClipGradByValue",
+]

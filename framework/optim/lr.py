@@ -25,7 +25,9 @@ class LRScheduler:
 
     def __init__(self, learning_rate: float = 0.1, last_epoch: int = -1, verbose: bool = False) -> None:
         if not isinstance(learning_rate, (int, float)):
-            raise OpArgumentError(f"[{type(self).__name__}] learning_rate must be a number, got {type(learning_rate).__name__}")
+            raise OpArgumentError(
+                f"[{type(self).__name__}] learning_rate must be a number, got {type(learning_rate).__name__}"
+            )
         self.base_lr = float(learning_rate)
         self.last_epoch = last_epoch
         self.last_lr = self.base_lr
@@ -55,7 +57,14 @@ class LRScheduler:
 class StepDecay(LRScheduler):
     """lr * gamma ** (epoch // step_size)."""
 
-    def __init__(self, learning_rate: float, step_size: int, gamma: float = 0.1, last_epoch: int = -1, verbose: bool = False) -> None:
+    def __init__(
+        self,
+        learning_rate: float,
+        step_size: int,
+        gamma: float = 0.1,
+        last_epoch: int = -1,
+        verbose: bool = False,
+    ) -> None:
         if step_size <= 0:
             raise OpArgumentError(f"[StepDecay] step_size must be a positive int, got {step_size}")
         self.step_size, self.gamma = int(step_size), float(gamma)
@@ -66,7 +75,14 @@ class StepDecay(LRScheduler):
 
 
 class MultiStepDecay(LRScheduler):
-    def __init__(self, learning_rate: float, milestones: Sequence[int], gamma: float = 0.1, last_epoch: int = -1, verbose: bool = False) -> None:
+    def __init__(
+        self,
+        learning_rate: float,
+        milestones: Sequence[int],
+        gamma: float = 0.1,
+        last_epoch: int = -1,
+        verbose: bool = False,
+    ) -> None:
         self.milestones, self.gamma = sorted(int(m) for m in milestones), float(gamma)
         super().__init__(learning_rate, last_epoch, verbose)
 
@@ -75,7 +91,9 @@ class MultiStepDecay(LRScheduler):
 
 
 class ExponentialDecay(LRScheduler):
-    def __init__(self, learning_rate: float, gamma: float, last_epoch: int = -1, verbose: bool = False) -> None:
+    def __init__(
+        self, learning_rate: float, gamma: float, last_epoch: int = -1, verbose: bool = False
+    ) -> None:
         self.gamma = float(gamma)
         super().__init__(learning_rate, last_epoch, verbose)
 
@@ -84,7 +102,13 @@ class ExponentialDecay(LRScheduler):
 
 
 class LambdaDecay(LRScheduler):
-    def __init__(self, learning_rate: float, lr_lambda: Callable[[int], float], last_epoch: int = -1, verbose: bool = False) -> None:
+    def __init__(
+        self,
+        learning_rate: float,
+        lr_lambda: Callable[[int], float],
+        last_epoch: int = -1,
+        verbose: bool = False,
+    ) -> None:
         self.lr_lambda = lr_lambda
         super().__init__(learning_rate, last_epoch, verbose)
 
@@ -95,7 +119,14 @@ class LambdaDecay(LRScheduler):
 class CosineAnnealingDecay(LRScheduler):
     """eta_min + (lr - eta_min) * (1 + cos(pi * epoch / T_max)) / 2 (closed form)."""
 
-    def __init__(self, learning_rate: float, T_max: int, eta_min: float = 0.0, last_epoch: int = -1, verbose: bool = False) -> None:
+    def __init__(
+        self,
+        learning_rate: float,
+        T_max: int,
+        eta_min: float = 0.0,
+        last_epoch: int = -1,
+        verbose: bool = False,
+    ) -> None:
         if T_max <= 0:
             raise OpArgumentError(f"[CosineAnnealingDecay] T_max must be a positive int, got {T_max}")
         self.T_max, self.eta_min = int(T_max), float(eta_min)
@@ -110,7 +141,15 @@ class LinearWarmup(LRScheduler):
     """Linear from ``start_lr`` to ``end_lr`` over ``warmup_steps``, then ``learning_rate``
     (a number or another scheduler, which is stepped from then on)."""
 
-    def __init__(self, learning_rate: float | LRScheduler, warmup_steps: int, start_lr: float, end_lr: float, last_epoch: int = -1, verbose: bool = False) -> None:
+    def __init__(
+        self,
+        learning_rate: float | LRScheduler,
+        warmup_steps: int,
+        start_lr: float,
+        end_lr: float,
+        last_epoch: int = -1,
+        verbose: bool = False,
+    ) -> None:
         if warmup_steps <= 0:
             raise OpArgumentError(f"[LinearWarmup] warmup_steps must be a positive int, got {warmup_steps}")
         self.after = learning_rate
@@ -138,4 +177,12 @@ class LinearWarmup(LRScheduler):
             self.after.set_state_dict(state["after"])
 
 
-__all__ = ["LRScheduler", "StepDecay", "MultiStepDecay", "ExponentialDecay", "LambdaDecay", "CosineAnnealingDecay", "LinearWarmup"]
+__all__ = [
+    "LRScheduler",
+    "StepDecay",
+    "MultiStepDecay",
+    "ExponentialDecay",
+    "LambdaDecay",
+    "CosineAnnealingDecay",
+    "LinearWarmup",
+]

@@ -39,13 +39,21 @@ class Optimizer:
     _slots: tuple[str, ...] = ()
 
     def __init__(
-        self, learning_rate: float | LRScheduler = 0.001, parameters: Iterable[Any] | None = None,
-        weight_decay: float | None = None, grad_clip: Any = None, name: str | None = None,
+        self,
+        learning_rate: float | LRScheduler = 0.001,
+        parameters: Iterable[Any] | None = None,
+        weight_decay: float | None = None,
+        grad_clip: Any = None,
+        name: str | None = None,
     ) -> None:
         if parameters is None:
-            raise OpArgumentError(f"[{type(self).__name__}] parameters= is required, e.g. parameters=model.parameters()")
+            raise OpArgumentError(
+                f"[{type(self).__name__}] parameters= is required, e.g. parameters=model.parameters()"
+            )
         if not isinstance(learning_rate, (int, float, LRScheduler)):
-            raise OpArgumentError(f"[{type(self).__name__}] learning_rate must be a number or an LRScheduler, got {type(learning_rate).__name__}")
+            raise OpArgumentError(
+                f"[{type(self).__name__}] learning_rate must be a number or an LRScheduler, got {type(learning_rate).__name__}"
+            )
         self._learning_rate = learning_rate
         self.weight_decay = float(getattr(weight_decay, "coeff", weight_decay) or 0.0)
         self.grad_clip = grad_clip
@@ -53,9 +61,18 @@ class Optimizer:
         plist = list(parameters)
         if plist and isinstance(plist[0], dict):
             for g in plist:
-                self.param_groups.append({"learning_rate": 1.0, "weight_decay": self.weight_decay, **g, "params": list(g["params"])})
+                self.param_groups.append(
+                    {
+                        "learning_rate": 1.0,
+                        "weight_decay": self.weight_decay,
+                        **g,
+                        "params": list(g["params"]),
+                    }
+                )
         else:
-            self.param_groups.append({"params": plist, "learning_rate": 1.0, "weight_decay": self.weight_decay})
+            self.param_groups.append(
+                {"params": plist, "learning_rate": 1.0, "weight_decay": self.weight_decay}
+            )
         if not any(g["params"] for g in self.param_groups):
             raise OpArgumentError(
                 f"[{type(self).__name__}] parameters= is empty: there is nothing to optimize; pass "
@@ -64,7 +81,9 @@ class Optimizer:
         for g in self.param_groups:
             for i, p in enumerate(g["params"]):
                 if not isinstance(p, Tensor):
-                    raise OpArgumentError(f"[{type(self).__name__}] parameter {i} is a {type(p).__name__}, expected a Tensor/Parameter")
+                    raise OpArgumentError(
+                        f"[{type(self).__name__}] parameter {i} is a {type(p).__name__}, expected a Tensor/Parameter"
+                    )
         self._state: dict[int, dict[str, Tensor]] = {}
         self._step_count = 0
 
@@ -109,11 +128,15 @@ class Optimizer:
                 idx, slot = key[len("param_") :].split(".", 1)
                 i = int(idx)
                 if i >= len(params):
-                    raise OpArgumentError(f"[set_state_dict] '{key}' names parameter {i}, but the optimizer has {len(params)}; the checkpoint is for another model")
+                    raise OpArgumentError(
+                        f"[set_state_dict] '{key}' names parameter {i}, but the optimizer has {len(params)}; the checkpoint is for another model"
+                    )
                 p = params[i]
                 t = v if isinstance(v, Tensor) else to_tensor(v)
                 if t.shape != p.shape and slot not in self._scalar_slots():
-                    raise OpArgumentError(f"[set_state_dict] '{key}' has shape {t.shape}, parameter {i} has {p.shape}")
+                    raise OpArgumentError(
+                        f"[set_state_dict] '{key}' has shape {t.shape}, parameter {i} has {p.shape}"
+                    )
                 self._state.setdefault(id(p), {})[slot] = t.to(p.device).detach()
 
     set_dict = set_state_dict
@@ -153,7 +176,9 @@ class Optimizer:
     def _update(self, p: Tensor, g: Tensor, lr: float, wd: float, state: dict[str, Tensor]) -> None:
         raise NotImplementedError("need _update")
 
-    def minimize(self, loss: Tensor, startup_program: Any = None, parameters: Any = None, no_grad_set: Any = None) -> None:
+    def minimize(
+        self, loss: Tensor, startup_program: Any = None, parameters: Any = None, no_grad_set: Any = None
+    ) -> None:
         loss.backward()
         self.step()
 
@@ -161,7 +186,14 @@ class Optimizer:
 class SGD(Optimizer):
     """p -= lr * (g + weight_decay * p)."""
 
-    def __init__(self, learning_rate: float | LRScheduler = 0.001, parameters: Iterable[Any] | None = None, weight_decay: float | None = None, grad_clip: Any = None, name: str | None = None) -> None:
+    def __init__(
+        self,
+        learning_rate: float | LRScheduler = 0.001,
+        parameters: Iterable[Any] | None = None,
+        weight_decay: float | None = None,
+        grad_clip: Any = None,
+        name: str | None = None,
+    ) -> None:
         super().__init__(learning_rate, parameters, weight_decay, grad_clip, name)
 
     def _update(self, p, g, lr, wd, state):  # type: ignore[no-untyped-def]
@@ -174,8 +206,14 @@ class Momentum(Optimizer):
     """v = momentum * v + g; p -= lr * v, or with ``use_nesterov``: p -= lr * (g + momentum * v)."""
 
     def __init__(
-        self, learning_rate: float | LRScheduler = 0.001, momentum: float = 0.9, parameters: Iterable[Any] | None = None,
-        use_nesterov: bool = False, weight_decay: float | None = None, grad_clip: Any = None, name: str | None = None,
+        self,
+        learning_rate: float | LRScheduler = 0.001,
+        momentum: float = 0.9,
+        parameters: Iterable[Any] | None = None,
+        use_nesterov: bool = False,
+        weight_decay: float | None = None,
+        grad_clip: Any = None,
+        name: str | None = None,
     ) -> None:
         super().__init__(learning_rate, parameters, weight_decay, grad_clip, name)
         self.momentum, self.use_nesterov = float(momentum), bool(use_nesterov)
@@ -197,15 +235,29 @@ class Adam(Optimizer):
     _decoupled = False
 
     def __init__(
-        self, learning_rate: float | LRScheduler = 0.001, beta1: float = 0.9, beta2: float = 0.999, epsilon: float = 1e-8,
-        parameters: Iterable[Any] | None = None, weight_decay: float | None = None, grad_clip: Any = None,
-        lazy_mode: bool = False, multi_precision: bool = False, amsgrad: bool = False, name: str | None = None,
+        self,
+        learning_rate: float | LRScheduler = 0.001,
+        beta1: float = 0.9,
+        beta2: float = 0.999,
+        epsilon: float = 1e-8,
+        parameters: Iterable[Any] | None = None,
+        weight_decay: float | None = None,
+        grad_clip: Any = None,
+        lazy_mode: bool = False,
+        multi_precision: bool = False,
+        amsgrad: bool = False,
+        name: str | None = None,
     ) -> None:
         super().__init__(learning_rate, parameters, weight_decay, grad_clip, name)
         for nm, b in (("beta1", beta1), ("beta2", beta2)):
             if not 0.0 <= b < 1.0:
                 raise OpArgumentError(f"[{type(self).__name__}] {nm} must be in [0, 1), got {b}")
-        self.beta1, self.beta2, self.epsilon, self.amsgrad = float(beta1), float(beta2), float(epsilon), amsgrad
+        self.beta1, self.beta2, self.epsilon, self.amsgrad = (
+            float(beta1),
+            float(beta2),
+            float(epsilon),
+            amsgrad,
+        )
 
     def _update(self, p, g, lr, wd, state):  # type: ignore[no-untyped-def]
         if wd and not self._decoupled:
@@ -253,12 +305,34 @@ class AdamW(Adam):
     _decoupled = True
 
     def __init__(
-        self, learning_rate: float | LRScheduler = 0.001, beta1: float = 0.9, beta2: float = 0.999, epsilon: float = 1e-8,
-        parameters: Iterable[Any] | None = None, weight_decay: float = 0.01, lr_ratio: Any = None,
-        apply_decay_param_fun: Any = None, grad_clip: Any = None, lazy_mode: bool = False,
-        multi_precision: bool = False, amsgrad: bool = False, name: str | None = None,
+        self,
+        learning_rate: float | LRScheduler = 0.001,
+        beta1: float = 0.9,
+        beta2: float = 0.999,
+        epsilon: float = 1e-8,
+        parameters: Iterable[Any] | None = None,
+        weight_decay: float = 0.01,
+        lr_ratio: Any = None,
+        apply_decay_param_fun: Any = None,
+        grad_clip: Any = None,
+        lazy_mode: bool = False,
+        multi_precision: bool = False,
+        amsgrad: bool = False,
+        name: str | None = None,
     ) -> None:
-        super().__init__(learning_rate, beta1, beta2, epsilon, parameters, weight_decay, grad_clip, lazy_mode, multi_precision, amsgrad, name)
+        super().__init__(
+            learning_rate,
+            beta1,
+            beta2,
+            epsilon,
+            parameters,
+            weight_decay,
+            grad_clip,
+            lazy_mode,
+            multi_precision,
+            amsgrad,
+            name,
+        )
 
     def _update(self, p, g, lr, wd, state):  # type: ignore[no-untyped-def]
         if wd:

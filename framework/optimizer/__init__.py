@@ -22,6 +22,19 @@ from .adaptive import Adadelta, Adagrad, Adamax, Lamb, RMSProp
 from .lbfgs import LBFGS
 
 __all__ = [
-    "lr", "Optimizer", "SGD", "Momentum", "Adam", "AdamW", "Adagrad", "RMSProp", "Adadelta", "Adamax", "Lamb", "LBFGS",
-    "ClipGradByGlobalNorm", "ClipGradByNorm", "ClipGradByValue",
+    "lr",
+    "Optimizer",
+    "SGD",
+    "Momentum",
+    "Adam",
+    "AdamW",
+    "Adagrad",
+    "RMSProp",
+    "Adadelta",
+    "Adamax",
+    "Lamb",
+    "LBFGS",
+    "ClipGradByGlobalNorm",
+    "ClipGradByNorm",
+    "ClipGradByValue",
 ]

@@ -54,12 +54,20 @@ class Adagrad(Optimizer):
     """moment += g^2; p -= lr * g / (sqrt(moment) + epsilon)."""
 
     def __init__(
-        self, learning_rate: float | LRScheduler, epsilon: float = 1e-6, parameters: Iterable[Any] | None = None,
-        weight_decay: float | None = None, grad_clip: Any = None, name: str | None = None, initial_accumulator_value: float = 0.0,
+        self,
+        learning_rate: float | LRScheduler,
+        epsilon: float = 1e-6,
+        parameters: Iterable[Any] | None = None,
+        weight_decay: float | None = None,
+        grad_clip: Any = None,
+        name: str | None = None,
+        initial_accumulator_value: float = 0.0,
     ) -> None:
         super().__init__(learning_rate, parameters, weight_decay, grad_clip, name)
         self.epsilon = _positive("Adagrad", "epsilon", epsilon)
-        self.initial_accumulator_value = _positive("Adagrad", "initial_accumulator_value", initial_accumulator_value)
+        self.initial_accumulator_value = _positive(
+            "Adagrad", "initial_accumulator_value", initial_accumulator_value
+        )
 
     def _update(self, p, g, lr, wd, state):  # type: ignore[no-untyped-def]
         if wd:
@@ -77,9 +85,16 @@ class RMSProp(Optimizer):
     v = momentum v + lr g / sqrt(r + epsilon); p -= v."""
 
     def __init__(
-        self, learning_rate: float | LRScheduler, rho: float = 0.95, epsilon: float = 1e-6, momentum: float = 0.0,
-        centered: bool = False, parameters: Iterable[Any] | None = None, weight_decay: float | None = None,
-        grad_clip: Any = None, name: str | None = None,
+        self,
+        learning_rate: float | LRScheduler,
+        rho: float = 0.95,
+        epsilon: float = 1e-6,
+        momentum: float = 0.0,
+        centered: bool = False,
+        parameters: Iterable[Any] | None = None,
+        weight_decay: float | None = None,
+        grad_clip: Any = None,
+        name: str | None = None,
     ) -> None:
         super().__init__(learning_rate, parameters, weight_decay, grad_clip, name)
         self.rho = _positive("RMSProp", "rho", rho, 1.0 + 1e-12)
@@ -112,8 +127,14 @@ class Adadelta(Optimizer):
     E[dx^2] = rho E[dx^2] + (1 - rho) dx^2; p -= lr * dx."""
 
     def __init__(
-        self, learning_rate: float | LRScheduler = 0.001, epsilon: float = 1e-6, rho: float = 0.95,
-        parameters: Iterable[Any] | None = None, weight_decay: float | None = None, grad_clip: Any = None, name: str | None = None,
+        self,
+        learning_rate: float | LRScheduler = 0.001,
+        epsilon: float = 1e-6,
+        rho: float = 0.95,
+        parameters: Iterable[Any] | None = None,
+        weight_decay: float | None = None,
+        grad_clip: Any = None,
+        name: str | None = None,
     ) -> None:
         super().__init__(learning_rate, parameters, weight_decay, grad_clip, name)
         self.epsilon = _positive("Adadelta", "epsilon", epsilon)
@@ -136,8 +157,15 @@ class Adamax(_StepCounted):
     """m = b1 m + (1 - b1) g; u = max(b2 u + epsilon, |g|); p -= lr / (1 - b1^t) * m / u."""
 
     def __init__(
-        self, learning_rate: float | LRScheduler = 0.001, beta1: float = 0.9, beta2: float = 0.999, epsilon: float = 1e-8,
-        parameters: Iterable[Any] | None = None, weight_decay: float | None = None, grad_clip: Any = None, name: str | None = None,
+        self,
+        learning_rate: float | LRScheduler = 0.001,
+        beta1: float = 0.9,
+        beta2: float = 0.999,
+        epsilon: float = 1e-8,
+        parameters: Iterable[Any] | None = None,
+        weight_decay: float | None = None,
+        grad_clip: Any = None,
+        name: str | None = None,
     ) -> None:
         super().__init__(learning_rate, parameters, weight_decay, grad_clip, name)
         self.beta1 = _positive("Adamax", "beta1", beta1, 1.0)
@@ -151,7 +179,9 @@ class Adamax(_StepCounted):
         m = state.get("moment")
         m = g * (1 - self.beta1) if m is None else m * self.beta1 + g * (1 - self.beta1)
         u = state.get("inf_norm")
-        u = M.maximum(C.zeros_like(p) + self.epsilon if u is None else u * self.beta2 + self.epsilon, M.abs(g))
+        u = M.maximum(
+            C.zeros_like(p) + self.epsilon if u is None else u * self.beta2 + self.epsilon, M.abs(g)
+        )
         state["moment"], state["inf_norm"] = m, u
         _assign(p, p - m / u * (lr / (1 - self.beta1**t)))
 
@@ -161,9 +191,17 @@ class Lamb(_StepCounted):
     layer-wise trust ratio: p -= lr * (||p|| / ||r||) * r (ratio 1 when either norm is 0)."""
 
     def __init__(
-        self, learning_rate: float | LRScheduler = 0.001, lamb_weight_decay: float = 0.01, beta1: float = 0.9,
-        beta2: float = 0.999, epsilon: float = 1e-6, parameters: Iterable[Any] | None = None, grad_clip: Any = None,
-        exclude_from_weight_decay_fn: Callable[[Any], bool] | None = None, multi_precision: bool = False, name: str | None = None,
+        self,
+        learning_rate: float | LRScheduler = 0.001,
+        lamb_weight_decay: float = 0.01,
+        beta1: float = 0.9,
+        beta2: float = 0.999,
+        epsilon: float = 1e-6,
+        parameters: Iterable[Any] | None = None,
+        grad_clip: Any = None,
+        exclude_from_weight_decay_fn: Callable[[Any], bool] | None = None,
+        multi_precision: bool = False,
+        name: str | None = None,
     ) -> None:
         super().__init__(learning_rate, parameters, None, grad_clip, name)
         self.lamb_weight_decay = _positive("Lamb", "lamb_weight_decay", lamb_weight_decay)

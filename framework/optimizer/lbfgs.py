@@ -37,18 +37,37 @@ class LBFGS(Optimizer):
     line search is not implemented."""
 
     def __init__(
-        self, learning_rate: float | LRScheduler = 1.0, max_iter: int = 20, max_eval: int | None = None,
-        tolerance_grad: float = 1e-7, tolerance_change: float = 1e-9, history_size: int = 100,
-        line_search_fn: str | None = None, parameters: Iterable[Any] | None = None,
-        weight_decay: float | None = None, grad_clip: Any = None, name: str | None = None,
+        self,
+        learning_rate: float | LRScheduler = 1.0,
+        max_iter: int = 20,
+        max_eval: int | None = None,
+        tolerance_grad: float = 1e-7,
+        tolerance_change: float = 1e-9,
+        history_size: int = 100,
+        line_search_fn: str | None = None,
+        parameters: Iterable[Any] | None = None,
+        weight_decay: float | None = None,
+        grad_clip: Any = None,
+        name: str | None = None,
     ) -> None:
         super().__init__(learning_rate, parameters, weight_decay, grad_clip, name)
         if line_search_fn is not None:
-            raise OpArgumentError(f"[LBFGS] line_search_fn={line_search_fn!r} is not implemented; pass line_search_fn=None (a fixed step)")
+            raise OpArgumentError(
+                f"[LBFGS] line_search_fn={line_search_fn!r} is not implemented; pass line_search_fn=None (a fixed step)"
+            )
         if max_iter <= 0 or history_size <= 0:
-            raise OpArgumentError(f"[LBFGS] max_iter and history_size must be positive, got {max_iter} and {history_size}")
-        self.max_iter, self.max_eval = int(max_iter), int(max_eval if max_eval is not None else max_iter * 5 // 4)
-        self.tolerance_grad, self.tolerance_change, self.history_size = float(tolerance_grad), float(tolerance_change), int(history_size)
+            raise OpArgumentError(
+                f"[LBFGS] max_iter and history_size must be positive, got {max_iter} and {history_size}"
+            )
+        self.max_iter, self.max_eval = (
+            int(max_iter),
+            int(max_eval if max_eval is not None else max_iter * 5 // 4),
+        )
+        self.tolerance_grad, self.tolerance_change, self.history_size = (
+            float(tolerance_grad),
+            float(tolerance_change),
+            int(history_size),
+        )
         self._old_dirs: list[Tensor] = []
         self._old_stps: list[Tensor] = []
         self._ro: list[float] = []
@@ -78,7 +97,9 @@ class LBFGS(Optimizer):
     def step(self, closure: Callable[[], Tensor] | None = None) -> Tensor:  # type: ignore[override]
         """Run up to ``max_iter`` iterations; returns the first loss ``closure()`` gave."""
         if closure is None:
-            raise OpArgumentError("[LBFGS] step needs a closure that clears the gradients, computes the loss, calls backward and returns the loss")
+            raise OpArgumentError(
+                "[LBFGS] step needs a closure that clears the gradients, computes the loss, calls backward and returns the loss"
+            )
         lr = self.get_lr()
         orig_loss = closure()
         loss = float(orig_loss.item())
@@ -130,7 +151,10 @@ class LBFGS(Optimizer):
                     g = self._flat_grad()
                     if float(M.max(M.abs(g)).item()) <= self.tolerance_grad:
                         break
-                    if abs(float(M.max(M.abs(d)).item()) * t) <= self.tolerance_change or abs(loss_new - loss) < self.tolerance_change:
+                    if (
+                        abs(float(M.max(M.abs(d)).item()) * t) <= self.tolerance_change
+                        or abs(loss_new - loss) < self.tolerance_change
+                    ):
                         break
                     loss = loss_new
                 if evals >= self.max_eval:

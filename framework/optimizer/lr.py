@@ -35,10 +35,24 @@ class PolynomialDecay(LRScheduler):
     """(lr - end_lr) * (1 - epoch / decay_steps) ** power + end_lr; with ``cycle`` the decay
     restarts at each multiple of ``decay_steps``."""
 
-    def __init__(self, learning_rate: float, decay_steps: int, end_lr: float = 0.0001, power: float = 1.0, cycle: bool = False, last_epoch: int = -1, verbose: bool = False) -> None:
+    def __init__(
+        self,
+        learning_rate: float,
+        decay_steps: int,
+        end_lr: float = 0.0001,
+        power: float = 1.0,
+        cycle: bool = False,
+        last_epoch: int = -1,
+        verbose: bool = False,
+    ) -> None:
         if decay_steps <= 0:
             raise OpArgumentError(f"[PolynomialDecay] decay_steps must be a positive int, got {decay_steps}")
-        self.decay_steps, self.end_lr, self.power, self.cycle = int(decay_steps), float(end_lr), float(power), bool(cycle)
+        self.decay_steps, self.end_lr, self.power, self.cycle = (
+            int(decay_steps),
+            float(end_lr),
+            float(power),
+            bool(cycle),
+        )
         super().__init__(learning_rate, last_epoch, verbose)
 
     def get_lr(self) -> float:
@@ -54,9 +68,18 @@ class NoamDecay(LRScheduler):
     """lr * d_model ** -0.5 * min(epoch ** -0.5, epoch * warmup_steps ** -1.5) (the
     Transformer paper's schedule; epoch 0 counts as 1 in the first term)."""
 
-    def __init__(self, d_model: int, warmup_steps: int, learning_rate: float = 1.0, last_epoch: int = -1, verbose: bool = False) -> None:
+    def __init__(
+        self,
+        d_model: int,
+        warmup_steps: int,
+        learning_rate: float = 1.0,
+        last_epoch: int = -1,
+        verbose: bool = False,
+    ) -> None:
         if d_model <= 0 or warmup_steps <= 0:
-            raise OpArgumentError(f"[NoamDecay] d_model and warmup_steps must be positive, got {d_model} and {warmup_steps}")
+            raise OpArgumentError(
+                f"[NoamDecay] d_model and warmup_steps must be positive, got {d_model} and {warmup_steps}"
+            )
         self.d_model, self.warmup_steps = d_model, warmup_steps
         super().__init__(learning_rate, last_epoch, verbose)
 
@@ -69,9 +92,13 @@ class NoamDecay(LRScheduler):
 class PiecewiseDecay(LRScheduler):
     """``values[i]`` while epoch < ``boundaries[i]``, then ``values[-1]``."""
 
-    def __init__(self, boundaries: Sequence[int], values: Sequence[float], last_epoch: int = -1, verbose: bool = False) -> None:
+    def __init__(
+        self, boundaries: Sequence[int], values: Sequence[float], last_epoch: int = -1, verbose: bool = False
+    ) -> None:
         if len(values) != len(boundaries) + 1:
-            raise OpArgumentError(f"[PiecewiseDecay] values needs len(boundaries) + 1 = {len(boundaries) + 1} entries, got {len(values)}")
+            raise OpArgumentError(
+                f"[PiecewiseDecay] values needs len(boundaries) + 1 = {len(boundaries) + 1} entries, got {len(values)}"
+            )
         self.boundaries, self.values = [int(b) for b in boundaries], [float(v) for v in values]
         super().__init__(self.values[0], last_epoch, verbose)
 
@@ -88,15 +115,25 @@ class OneCycleLR(LRScheduler):
     back to the initial rate first), annealed by cosine or linearly."""
 
     def __init__(
-        self, max_learning_rate: float, total_steps: int, divide_factor: float = 25.0, end_learning_rate: float = 0.0001,
-        phase_pct: float = 0.3, anneal_strategy: str = "cos", three_phase: bool = False, last_epoch: int = -1, verbose: bool = False,
+        self,
+        max_learning_rate: float,
+        total_steps: int,
+        divide_factor: float = 25.0,
+        end_learning_rate: float = 0.0001,
+        phase_pct: float = 0.3,
+        anneal_strategy: str = "cos",
+        three_phase: bool = False,
+        last_epoch: int = -1,
+        verbose: bool = False,
     ) -> None:
         if total_steps <= 0:
             raise OpArgumentError(f"[OneCycleLR] total_steps must be a positive int, got {total_steps}")
         if not 0 < phase_pct < 1:
             raise OpArgumentError(f"[OneCycleLR] phase_pct must be in (0, 1), got {phase_pct}")
         if anneal_strategy not in ("cos", "linear"):
-            raise OpArgumentError(f"[OneCycleLR] anneal_strategy must be 'cos' or 'linear', got {anneal_strategy!r}")
+            raise OpArgumentError(
+                f"[OneCycleLR] anneal_strategy must be 'cos' or 'linear', got {anneal_strategy!r}"
+            )
         init = max_learning_rate / divide_factor
         self.total_steps, self.anneal = int(total_steps), anneal_strategy
         if three_phase:
@@ -116,7 +153,9 @@ class OneCycleLR(LRScheduler):
     def get_lr(self) -> float:
         step = self.last_epoch
         if step > self.total_steps:
-            raise OpArgumentError(f"[OneCycleLR] stepped {step} times, more than total_steps={self.total_steps}")
+            raise OpArgumentError(
+                f"[OneCycleLR] stepped {step} times, more than total_steps={self.total_steps}"
+            )
         for s, e, lo, hi in self.phases:
             if step <= e or (s, e, lo, hi) == self.phases[-1]:
                 pct = (step - s) / (e - s) if e > s else 1.0
@@ -128,9 +167,19 @@ class CosineAnnealingWarmRestarts(LRScheduler):
     """Cosine from lr down to eta_min over T_i epochs, restarting; T_i starts at T_0 and is
     multiplied by T_mult at each restart."""
 
-    def __init__(self, learning_rate: float, T_0: int, T_mult: int = 1, eta_min: float = 0.0, last_epoch: int = -1, verbose: bool = False) -> None:
+    def __init__(
+        self,
+        learning_rate: float,
+        T_0: int,
+        T_mult: int = 1,
+        eta_min: float = 0.0,
+        last_epoch: int = -1,
+        verbose: bool = False,
+    ) -> None:
         if T_0 <= 0 or T_mult < 1:
-            raise OpArgumentError(f"[CosineAnnealingWarmRestarts] T_0 must be positive and T_mult >= 1, got {T_0} and {T_mult}")
+            raise OpArgumentError(
+                f"[CosineAnnealingWarmRestarts] T_0 must be positive and T_mult >= 1, got {T_0} and {T_mult}"
+            )
         self.T_0, self.T_mult, self.eta_min = int(T_0), int(T_mult), float(eta_min)
         super().__init__(learning_rate, last_epoch, verbose)
 
@@ -151,15 +200,36 @@ class ReduceOnPlateau(LRScheduler):
     ``cooldown`` epochs; never below ``min_lr``."""
 
     def __init__(
-        self, learning_rate: float, mode: str = "min", factor: float = 0.1, patience: int = 10, threshold: float = 1e-4,
-        threshold_mode: str = "rel", cooldown: int = 0, min_lr: float = 0.0, epsilon: float = 1e-8, verbose: bool = False,
+        self,
+        learning_rate: float,
+        mode: str = "min",
+        factor: float = 0.1,
+        patience: int = 10,
+        threshold: float = 1e-4,
+        threshold_mode: str = "rel",
+        cooldown: int = 0,
+        min_lr: float = 0.0,
+        epsilon: float = 1e-8,
+        verbose: bool = False,
     ) -> None:
         if mode not in ("min", "max") or threshold_mode not in ("rel", "abs"):
-            raise OpArgumentError(f"[ReduceOnPlateau] mode must be 'min'/'max' and threshold_mode 'rel'/'abs', got {mode!r}, {threshold_mode!r}")
+            raise OpArgumentError(
+                f"[ReduceOnPlateau] mode must be 'min'/'max' and threshold_mode 'rel'/'abs', got {mode!r}, {threshold_mode!r}"
+            )
         if not 0 <= factor < 1:
             raise OpArgumentError(f"[ReduceOnPlateau] factor must be in [0, 1), got {factor}")
-        self.mode, self.factor, self.patience, self.threshold = mode, float(factor), int(patience), float(threshold)
-        self.threshold_mode, self.cooldown, self.min_lr, self.epsilon = threshold_mode, int(cooldown), float(min_lr), float(epsilon)
+        self.mode, self.factor, self.patience, self.threshold = (
+            mode,
+            float(factor),
+            int(patience),
+            float(threshold),
+        )
+        self.threshold_mode, self.cooldown, self.min_lr, self.epsilon = (
+            threshold_mode,
+            int(cooldown),
+            float(min_lr),
+            float(epsilon),
+        )
         self.best: float | None = None
         self.num_bad_epochs = 0
         self.cooldown_counter = 0
@@ -176,7 +246,9 @@ class ReduceOnPlateau(LRScheduler):
 
     def step(self, metrics: Any = None, epoch: int | None = None) -> None:  # type: ignore[override]
         if metrics is None:
-            raise OpArgumentError("[ReduceOnPlateau] step(metrics) needs the monitored value, e.g. scheduler.step(val_loss)")
+            raise OpArgumentError(
+                "[ReduceOnPlateau] step(metrics) needs the monitored value, e.g. scheduler.step(val_loss)"
+            )
         m = float(metrics.item() if hasattr(metrics, "item") else metrics)
         self.last_epoch = self.last_epoch + 1 if epoch is None else int(epoch)
         if self.best is None or self._better(m, self.best):
@@ -193,14 +265,35 @@ class ReduceOnPlateau(LRScheduler):
             self.cooldown_counter, self.num_bad_epochs = self.cooldown, 0
 
     def state_dict(self) -> dict[str, Any]:
-        return {"last_epoch": self.last_epoch, "last_lr": self.last_lr, "best": self.best, "num_bad_epochs": self.num_bad_epochs, "cooldown_counter": self.cooldown_counter}
+        return {
+            "last_epoch": self.last_epoch,
+            "last_lr": self.last_lr,
+            "best": self.best,
+            "num_bad_epochs": self.num_bad_epochs,
+            "cooldown_counter": self.cooldown_counter,
+        }
 
     def set_state_dict(self, state: dict[str, Any]) -> None:
         self.last_epoch, self.last_lr = int(state["last_epoch"]), float(state["last_lr"])
-        self.best, self.num_bad_epochs, self.cooldown_counter = state.get("best"), int(state.get("num_bad_epochs", 0)), int(state.get("cooldown_counter", 0))
+        self.best, self.num_bad_epochs, self.cooldown_counter = (
+            state.get("best"),
+            int(state.get("num_bad_epochs", 0)),
+            int(state.get("cooldown_counter", 0)),
+        )
 
 
 __all__ = [
-    "LRScheduler", "StepDecay", "MultiStepDecay", "ExponentialDecay", "LambdaDecay", "CosineAnnealingDecay", "LinearWarmup",
-    "PolynomialDecay", "NoamDecay", "PiecewiseDecay", "OneCycleLR", "CosineAnnealingWarmRestarts", "ReduceOnPlateau",
+    "LRScheduler",
+    "StepDecay",
+    "MultiStepDecay",
+    "ExponentialDecay",
+    "LambdaDecay",
+    "CosineAnnealingDecay",
+    "LinearWarmup",
+    "PolynomialDecay",
+    "NoamDecay",
+    "PiecewiseDecay",
+    "OneCycleLR",
+    "CosineAnnealingWarmRestarts",
+    "ReduceOnPlateau",
 ]

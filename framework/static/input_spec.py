@@ -27,8 +27,13 @@ class InputSpec:
     InputSpec(shape=(None, 784), dtype=float32, name=None)
     """
 
-    def __init__(self, shape: Sequence[int | str | None], dtype: Any = "float32", name: str | None = None,
-                 stop_gradient: bool = True) -> None:
+    def __init__(
+        self,
+        shape: Sequence[int | str | None],
+        dtype: Any = "float32",
+        name: str | None = None,
+        stop_gradient: bool = True,
+    ) -> None:
         if isinstance(shape, (int, str)) or shape is None:
             raise OpArgumentError(f"[InputSpec] shape must be a list of dims, got {shape!r}")
         dims: list[int | str | None] = []
@@ -42,7 +47,9 @@ class InputSpec:
             elif isinstance(d, (int, np.integer)) and not isinstance(d, bool) and int(d) >= 0:
                 dims.append(int(d))
             else:
-                raise OpArgumentError(f"[InputSpec] each dim is an int >= 0, None/-1 (dynamic) or a name; got {d!r} in {list(shape)}")
+                raise OpArgumentError(
+                    f"[InputSpec] each dim is an int >= 0, None/-1 (dynamic) or a name; got {d!r} in {list(shape)}"
+                )
         self.shape = tuple(dims)
         self.dtype = _dt.as_dtype(dtype, "InputSpec")
         self.name = name
@@ -54,7 +61,11 @@ class InputSpec:
         return cls(tuple(tensor.shape), tensor.dtype, name)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, InputSpec) and (self.shape, self.dtype, self.name) == (other.shape, other.dtype, other.name)
+        return isinstance(other, InputSpec) and (self.shape, self.dtype, self.name) == (
+            other.shape,
+            other.dtype,
+            other.name,
+        )
 
     def __hash__(self) -> int:
         return hash((self.shape, self.dtype, self.name))

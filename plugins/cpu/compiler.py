@@ -25,7 +25,15 @@ import numpy as np
 from adapter_api import CompileError, Compiler, KernelError
 
 _HEADER = b"OARLOCK-C1\n"
-_BASE_FLAGS = ("-O3", "-march=native", "-std=gnu11", "-fPIC", "-shared", "-fno-math-errno", "-fno-trapping-math")
+_BASE_FLAGS = (
+    "-O3",
+    "-march=native",
+    "-std=gnu11",
+    "-fPIC",
+    "-shared",
+    "-fno-math-errno",
+    "-fno-trapping-math",
+)
 
 
 @functools.cache
@@ -46,8 +54,9 @@ def _probe(cc: str, *flags: str) -> bool:
         src = os.path.join(d, "p.c")
         with open(src, "w") as f:
             f.write("#include <math.h>\nfloat f(float x) { return expf(x); }\n")
-        r = subprocess.run([cc, *_BASE_FLAGS, *flags, src, "-o", os.path.join(d, "p.so")],
-                           capture_output=True, text=True)
+        r = subprocess.run(
+            [cc, *_BASE_FLAGS, *flags, src, "-o", os.path.join(d, "p.so")], capture_output=True, text=True
+        )
         return r.returncode == 0
 
 
@@ -130,8 +139,10 @@ class CPUCompiler(Compiler):
         import cffi
 
         if not binary.startswith(_HEADER):
-            raise CompileError(f"[cpu] the binary of '{entry}' is not from CPUCompiler.compile; clear the kernel cache")
-        decl, lib = binary[len(_HEADER):].split(b"\0", 1)
+            raise CompileError(
+                f"[cpu] the binary of '{entry}' is not from CPUCompiler.compile; clear the kernel cache"
+            )
+        decl, lib = binary[len(_HEADER) :].split(b"\0", 1)
         ffi = cffi.FFI()
         ffi.cdef(decl.decode() + ";")
         fd, path = tempfile.mkstemp(prefix=f"oarlock-{entry}-", suffix=".so")
@@ -145,8 +156,9 @@ class CPUCompiler(Compiler):
         self._libs.append((ffi, handle))
         return _CProgram(ffi, fn, entry)
 
-    def launch(self, program: Any, args: list[Any], grid: tuple[int, ...], local: tuple[int, ...] | None,
-               stream: Any) -> None:
+    def launch(
+        self, program: Any, args: list[Any], grid: tuple[int, ...], local: tuple[int, ...] | None, stream: Any
+    ) -> None:
         call = [program.arg(i, a) for i, a in enumerate(args)]
         if stream is None:
             program.fn(*call)
@@ -165,15 +177,21 @@ class _CProgram:
             return self.ffi.cast("void *", a.__array_interface__["data"][0])
         if isinstance(a, np.generic):
             return a.item()
-        raise KernelError(f"[cpu] launch argument {i} of '{self.entry}' is {type(a).__name__}; pass numpy "
-                          f"arrays (the tensors' native views) and numpy scalars")
+        raise KernelError(
+            f"[cpu] launch argument {i} of '{self.entry}' is {type(a).__name__}; pass numpy "
+            f"arrays (the tensors' native views) and numpy scalars"
+        )
 
 
 def _declaration(source: str, entry: str) -> str:
-    m = re.search(r"(?:^|\n)\s*((?:[A-Za-z_][\w]*\s+)+\**\s*" + re.escape(entry) + r"\s*\([^)]*\))\s*\{", source)
+    m = re.search(
+        r"(?:^|\n)\s*((?:[A-Za-z_][\w]*\s+)+\**\s*" + re.escape(entry) + r"\s*\([^)]*\))\s*\{", source
+    )
     if m is None:
-        raise CompileError(f"[cpu] cannot find the definition of '{entry}' in the source; define it as "
-                           f"'void {entry}(...) {{ ... }}' at top level")
+        raise CompileError(
+            f"[cpu] cannot find the definition of '{entry}' in the source; define it as "
+            f"'void {entry}(...) {{ ... }}' at top level"
+        )
     decl = re.sub(r"\brestrict\b|\b__restrict__\b", "", m.group(1))
     return " ".join(decl.split())
 

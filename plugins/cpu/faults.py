@@ -84,7 +84,10 @@ def _abort_on_uncaught(kind: Any, value: Any, tb: Any) -> None:
         from mpi4py import MPI
 
         rank = MPI.COMM_WORLD.Get_rank()
-        print(f"[distributed] rank {rank} raised {kind.__name__}; aborting every rank of the job", file=sys.stderr)
+        print(
+            f"[distributed] rank {rank} raised {kind.__name__}; aborting every rank of the job",
+            file=sys.stderr,
+        )
         sys.stderr.flush()
         sys.stdout.flush()
         MPI.COMM_WORLD.Abort(1)

@@ -12,7 +12,9 @@ _LO = np.uint64(0xFFFFFFFF)
 _SH = np.uint64(32)
 
 
-def philox4x32_10(c0: np.ndarray, c1: np.ndarray, c2: np.ndarray, c3: np.ndarray, k0: int, k1: int) -> tuple[np.ndarray, ...]:
+def philox4x32_10(
+    c0: np.ndarray, c1: np.ndarray, c2: np.ndarray, c3: np.ndarray, k0: int, k1: int
+) -> tuple[np.ndarray, ...]:
     """Ten rounds on arrays of uint32 counters with one key; returns four uint32 arrays."""
     c0, c1, c2, c3 = (np.asarray(c, np.uint32) for c in (c0, c1, c2, c3))
     key0, key1 = np.uint32(k0), np.uint32(k1)

@@ -97,7 +97,9 @@ class CPURuntime(DeviceRuntime):
     def view(self, buffer: np.ndarray, offset: int, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
         return np.ndarray(shape, dtype, buffer, offset)
 
-    def memset(self, index: int, buffer: np.ndarray, offset: int, value: int, nbytes: int, stream: Any) -> None:
+    def memset(
+        self, index: int, buffer: np.ndarray, offset: int, value: int, nbytes: int, stream: Any
+    ) -> None:
         self._run(stream, buffer[offset : offset + nbytes].fill, value)
 
     # -- copies -------------------------------------------------------------------------
@@ -109,17 +111,47 @@ class CPURuntime(DeviceRuntime):
         if blocking:
             f.result()
 
-    def copy_h2d(self, index: int, dst: np.ndarray, dst_offset: int, src: np.ndarray, stream: Any, blocking: bool = True) -> None:
+    def copy_h2d(
+        self,
+        index: int,
+        dst: np.ndarray,
+        dst_offset: int,
+        src: np.ndarray,
+        stream: Any,
+        blocking: bool = True,
+    ) -> None:
         flat = src.reshape(-1).view(np.uint8)
         self._run(stream, np.copyto, dst[dst_offset : dst_offset + flat.size], flat, blocking=blocking)
 
-    def copy_d2h(self, index: int, dst: np.ndarray, src: np.ndarray, src_offset: int, stream: Any, blocking: bool = True) -> None:
+    def copy_d2h(
+        self,
+        index: int,
+        dst: np.ndarray,
+        src: np.ndarray,
+        src_offset: int,
+        stream: Any,
+        blocking: bool = True,
+    ) -> None:
         flat = dst.reshape(-1).view(np.uint8)
         self._run(stream, np.copyto, flat, src[src_offset : src_offset + flat.size], blocking=blocking)
 
-    def copy_d2d(self, index: int, dst: np.ndarray, dst_offset: int, src: np.ndarray, src_offset: int, nbytes: int, stream: Any, blocking: bool = True) -> None:
+    def copy_d2d(
+        self,
+        index: int,
+        dst: np.ndarray,
+        dst_offset: int,
+        src: np.ndarray,
+        src_offset: int,
+        nbytes: int,
+        stream: Any,
+        blocking: bool = True,
+    ) -> None:
         self._run(
-            stream, np.copyto, dst[dst_offset : dst_offset + nbytes], src[src_offset : src_offset + nbytes], blocking=blocking
+            stream,
+            np.copyto,
+            dst[dst_offset : dst_offset + nbytes],
+            src[src_offset : src_offset + nbytes],
+            blocking=blocking,
         )
 
     # -- streams and events -------------------------------------------------------------

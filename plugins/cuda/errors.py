@@ -105,7 +105,10 @@ def vendor_errors(
 
 
 def translate(
-    exc: BaseException, what: str, fix: str = "check the arguments and the device state", device: int | None = None
+    exc: BaseException,
+    what: str,
+    fix: str = "check the arguments and the device state",
+    device: int | None = None,
 ) -> OarlockError | None:
     """The adapter error for a vendor exception (None when ``exc`` is not a vendor one); the
     form of :func:`vendor_errors` for hot paths that cannot afford a context manager."""

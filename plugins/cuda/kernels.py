@@ -219,7 +219,15 @@ def gemm_args(a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> GemmArgs:
     *batch_dims, m, k = a_shape
     n = b_shape[-1]
     return GemmArgs(
-        m=n, n=m, k=k, lda=n, stride_a=k * n, ldb=k, stride_b=m * k, ldc=n, stride_c=m * n,
+        m=n,
+        n=m,
+        k=k,
+        lda=n,
+        stride_a=k * n,
+        ldb=k,
+        stride_b=m * k,
+        ldc=n,
+        stride_c=m * n,
         batch=math.prod(batch_dims),
     )
 
@@ -242,13 +250,29 @@ def bf16_matmul(xp: Any, outs: list[Any], ins: list[Any]) -> None:
     g = gemm_args(a.shape, b.shape)
     one, zero = np.ones(1, np.float32), np.zeros(1, np.float32)  # host scalars of COMPUTE_32F
     cublas.gemmStridedBatchedEx(
-        xp.cuda.device.get_cublas_handle(), _CUBLAS_OP_N, _CUBLAS_OP_N, g.m, g.n, g.k,
+        xp.cuda.device.get_cublas_handle(),
+        _CUBLAS_OP_N,
+        _CUBLAS_OP_N,
+        g.m,
+        g.n,
+        g.k,
         one.ctypes.data,
-        b.data.ptr, _CUDA_R_16BF, g.lda, g.stride_a,
-        a.data.ptr, _CUDA_R_16BF, g.ldb, g.stride_b,
+        b.data.ptr,
+        _CUDA_R_16BF,
+        g.lda,
+        g.stride_a,
+        a.data.ptr,
+        _CUDA_R_16BF,
+        g.ldb,
+        g.stride_b,
         zero.ctypes.data,
-        c.data.ptr, _CUDA_R_16BF, g.ldc, g.stride_c,
-        g.batch, _CUBLAS_COMPUTE_32F, _CUBLAS_GEMM_DEFAULT,
+        c.data.ptr,
+        _CUDA_R_16BF,
+        g.ldc,
+        g.stride_c,
+        g.batch,
+        _CUBLAS_COMPUTE_32F,
+        _CUBLAS_GEMM_DEFAULT,
     )
 
 

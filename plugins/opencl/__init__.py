@@ -58,4 +58,7 @@ def oarlock_register(registry: Any) -> None:
 
 @hookimpl
 def oarlock_plugin_info() -> dict[str, str]:
-    return {"version": "0.1.0", "requires": "pyopencl, an OpenCL driver (PoCL or Intel's CPU runtime from pip)"}
+    return {
+        "version": "0.1.0",
+        "requires": "pyopencl, an OpenCL driver (PoCL or Intel's CPU runtime from pip)",
+    }

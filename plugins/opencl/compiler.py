@@ -35,8 +35,10 @@ class OpenCLCompiler(Compiler):
 
     def identity(self) -> str:
         d = self.dev.device
-        return (f"{self.dev.name} | {d.platform.name} {d.platform.version} | driver "
-                f"{d.driver_version} | pyopencl {cl.VERSION_TEXT}")
+        return (
+            f"{self.dev.name} | {d.platform.name} {d.platform.version} | driver "
+            f"{d.driver_version} | pyopencl {cl.VERSION_TEXT}"
+        )
 
     def compile(self, source: str, entry: str, options: tuple[str, ...] = ()) -> bytes:
         prg = cl.Program(self.dev.context, source)
@@ -47,8 +49,10 @@ class OpenCLCompiler(Compiler):
         except cl.Error as exc:
             raise build_error(exc, prg, f"kernel '{entry}'", self.dev.device, CompileError) from exc
         if entry not in prg.kernel_names.split(";"):
-            raise CompileError(f"[opencl] the source builds, but has no kernel '{entry}'; kernels: "
-                               f"{prg.kernel_names!r}; declare it with __kernel")
+            raise CompileError(
+                f"[opencl] the source builds, but has no kernel '{entry}'; kernels: "
+                f"{prg.kernel_names!r}; declare it with __kernel"
+            )
         return bytes(prg.binaries[0])
 
     def load(self, binary: bytes, entry: str) -> cl.Kernel:
@@ -56,13 +60,20 @@ class OpenCLCompiler(Compiler):
         try:
             prg.build()
         except cl.Error as exc:
-            raise build_error(exc, prg, f"kernel '{entry}' (from binary)", self.dev.device,
-                              CompileError) from exc
+            raise build_error(
+                exc, prg, f"kernel '{entry}' (from binary)", self.dev.device, CompileError
+            ) from exc
         with check(f"loading kernel '{entry}'", self.dev.name):
             return cl.Kernel(prg, entry)
 
-    def launch(self, program: cl.Kernel, args: list[Any], grid: tuple[int, ...],
-               local: tuple[int, ...] | None, stream: Any) -> None:
+    def launch(
+        self,
+        program: cl.Kernel,
+        args: list[Any],
+        grid: tuple[int, ...],
+        local: tuple[int, ...] | None,
+        stream: Any,
+    ) -> None:
         q = stream if stream is not None else self.dev.queue
         native: list[Any] = []
         staged: list[tuple[CLView, cl.Buffer]] = []
@@ -72,8 +83,10 @@ class OpenCLCompiler(Compiler):
             elif isinstance(a, np.generic | cl.MemoryObjectHolder) or a is None:
                 native.append(a)
             else:
-                raise KernelError(f"[opencl] launch argument {a!r} ({type(a).__name__}) is not a "
-                                  f"view or a numpy scalar; pass np.int64(...) / np.float32(...)")
+                raise KernelError(
+                    f"[opencl] launch argument {a!r} ({type(a).__name__}) is not a "
+                    f"view or a numpy scalar; pass np.int64(...) / np.float32(...)"
+                )
         if local is not None:
             grid = tuple(-(-g // lo) * lo for g, lo in zip(grid, local))
         with check(f"launching '{program.function_name}'", self.dev.name):

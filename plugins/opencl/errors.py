@@ -43,8 +43,10 @@ def translate(exc: cl.Error, action: str, device: str, *, nbytes: int | None = N
             f"[opencl] {action}{size} failed on device '{device}': {reason}; free tensors, "
             f"call empty_cache(), or use smaller batches"
         )
-    return KernelError(f"[opencl] {action} failed on device '{device}': {reason}; "
-                       f"check the arguments, or report it with the device name")
+    return KernelError(
+        f"[opencl] {action} failed on device '{device}': {reason}; "
+        f"check the arguments, or report it with the device name"
+    )
 
 
 @contextmanager
@@ -56,8 +58,9 @@ def check(action: str, device: str, *, nbytes: int | None = None) -> Iterator[No
         raise translate(exc, action, device, nbytes=nbytes) from exc
 
 
-def build_error(exc: cl.Error, program: cl.Program, what: str, device: cl.Device,
-                error: type[OarlockError] = CompileError) -> OarlockError:
+def build_error(
+    exc: cl.Error, program: cl.Program, what: str, device: cl.Device, error: type[OarlockError] = CompileError
+) -> OarlockError:
     """The error for a failed clBuildProgram, with an excerpt of the build log."""
     try:
         log = program.get_build_info(device, cl.program_build_info.LOG)

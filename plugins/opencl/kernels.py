@@ -27,8 +27,16 @@ ALL = NUMERIC + ("bool",)
 
 _i64 = np.int64
 _MAXD = 8
-_INDEX = np.dtype([("rank", np.int64), ("flat", np.int64), ("shape", np.int64, _MAXD),
-                   ("s0", np.int64, _MAXD), ("s1", np.int64, _MAXD), ("s2", np.int64, _MAXD)])
+_INDEX = np.dtype(
+    [
+        ("rank", np.int64),
+        ("flat", np.int64),
+        ("shape", np.int64, _MAXD),
+        ("s0", np.int64, _MAXD),
+        ("s1", np.int64, _MAXD),
+        ("s2", np.int64, _MAXD),
+    ]
+)
 _FLAT = np.zeros((), _INDEX)
 _FLAT["rank"], _FLAT["flat"] = 1, 1
 _ONE_A, _ONE_B = _FLAT.copy(), _FLAT.copy()  # binary ops: a (or b) is a single element
@@ -97,8 +105,10 @@ def _index(shape: Sequence[int], *strides: Sequence[int]) -> np.ndarray:
     if len(cshape) == 1 and all(s[0] == 1 for s in cstrides):
         return _FLAT
     if len(cshape) > _MAXD:
-        raise KernelError(f"[opencl] {len(cshape)} non-mergeable dims in shape {tuple(shape)}; "
-                          f"kernels index at most {_MAXD}; reshape the tensor to fewer dims")
+        raise KernelError(
+            f"[opencl] {len(cshape)} non-mergeable dims in shape {tuple(shape)}; "
+            f"kernels index at most {_MAXD}; reshape the tensor to fewer dims"
+        )
     ix = np.zeros((), _INDEX)
     r = len(cshape)
     ix["rank"] = r
@@ -114,8 +124,17 @@ def _bcast_strides(out_shape: tuple[int, ...], shape: tuple[int, ...]) -> list[i
     return [0 if s == 1 and o != 1 else st[d] for d, (s, o) in enumerate(zip(shape, out_shape))]
 
 
-def _strided_copy(dev: OpenCLDevice, q: Any, y: CLView, yo: int, x: CLView, xo: int,
-                  shape: Sequence[int], src: Sequence[int], dst: Sequence[int]) -> None:
+def _strided_copy(
+    dev: OpenCLDevice,
+    q: Any,
+    y: CLView,
+    yo: int,
+    x: CLView,
+    xo: int,
+    shape: Sequence[int],
+    src: Sequence[int],
+    dst: Sequence[int],
+) -> None:
     """y[yo + dst . i] = x[xo + src . i] over ``shape`` (offsets and strides in elements)."""
     n = math.prod(shape)
     if n == 0:
@@ -132,8 +151,9 @@ def _strided_copy(dev: OpenCLDevice, q: Any, y: CLView, yo: int, x: CLView, xo: 
 def _check_index(dev: OpenCLDevice, q: Any, op: str, axis: int, size: int) -> None:
     bad = dev.take_error(q)
     if bad is not None:
-        raise OpArgumentError(f"[{op}] index {bad} out of range for axis {axis} of size {size}; "
-                              f"indices must be in [0, {size})")
+        raise OpArgumentError(
+            f"[{op}] index {bad} out of range for axis {axis} of size {size}; indices must be in [0, {size})"
+        )
 
 
 def _translated(op: str, fn: Callable[..., None]) -> Callable[..., None]:
@@ -205,8 +225,9 @@ def where(ctx, outs, ins, **_):
             ix = _FLAT
         else:
             ix = _index(z.shape, *(_bcast_strides(z.shape, v.shape) for v in (c, a, b)))
-        _launch_ew(dev, q, k, n, z.buffer, z.eoff, c.buffer, c.eoff, a.buffer, a.eoff, b.buffer, b.eoff,
-                _i64(n), ix)
+        _launch_ew(
+            dev, q, k, n, z.buffer, z.eoff, c.buffer, c.eoff, a.buffer, a.eoff, b.buffer, b.eoff, _i64(n), ix
+        )
 
 
 def cast(ctx, outs, ins, **_):
@@ -258,8 +279,12 @@ def _reduce_rows(dev, q, op, y, yo, xbuf, xo, dtype, A, R):
     chunk = -(-R // nchunks)
     nchunks = -(-R // chunk)
     part = dev.temp(A * nchunks * dtype.itemsize)
-    dev.launch(q, k, (A * nchunks * ls,), (ls,), part, _i64(0), xbuf, _i64(xo), _i64(R), _i64(chunk), _i64(nchunks))
-    dev.launch(q, k, (A * ls,), (ls,), y.buffer, _i64(yo), part, _i64(0), _i64(nchunks), _i64(nchunks), _i64(1))
+    dev.launch(
+        q, k, (A * nchunks * ls,), (ls,), part, _i64(0), xbuf, _i64(xo), _i64(R), _i64(chunk), _i64(nchunks)
+    )
+    dev.launch(
+        q, k, (A * ls,), (ls,), y.buffer, _i64(yo), part, _i64(0), _i64(nchunks), _i64(nchunks), _i64(1)
+    )
 
 
 def _reduce(op: str) -> Callable[..., None]:
@@ -270,8 +295,10 @@ def _reduce(op: str) -> Callable[..., None]:
         dev, q = _env(ctx, x.dtype)
         if x.size == 0:
             if op not in _IDENTITY:
-                raise OpArgumentError(f"[{op}] reduction over an empty axis of shape {x.shape}; "
-                                      f"{op} of nothing is undefined; reduce a non-empty tensor")
+                raise OpArgumentError(
+                    f"[{op}] reduction over an empty axis of shape {x.shape}; "
+                    f"{op} of nothing is undefined; reduce a non-empty tensor"
+                )
             dev.fill(q, y.buffer, np.array(_IDENTITY[op], x.dtype), y.offset, y.nbytes)
             return
         runs = _groups(x.shape, set(axes))
@@ -282,7 +309,7 @@ def _reduce(op: str) -> Callable[..., None]:
         if flags in ([True], [False, True], [True, False], [False, True, False]):
             sizes = [s for s, _ in runs]
             i = flags.index(True)
-            A, R, B = math.prod(sizes[:i]), sizes[i], math.prod(sizes[i + 1:])
+            A, R, B = math.prod(sizes[:i]), sizes[i], math.prod(sizes[i + 1 :])
             if B == 1 and R > 16:
                 _reduce_rows(dev, q, op, y, y.eoff, x.buffer, x.eoff, x.dtype, A, R)
                 return
@@ -298,8 +325,18 @@ def _reduce(op: str) -> Callable[..., None]:
         A = x.size // R
         tmp = dev.temp(x.nbytes)
         k = dev.kernel("move", str(x.dtype.itemsize), "strided_copy")
-        _launch_ew(dev, q, k, x.size, tmp, _i64(0), x.buffer, x.eoff, _i64(x.size),
-                _index(tshape, [xs[d] for d in order], _strides(tshape)))
+        _launch_ew(
+            dev,
+            q,
+            k,
+            x.size,
+            tmp,
+            _i64(0),
+            x.buffer,
+            x.eoff,
+            _i64(x.size),
+            _index(tshape, [xs[d] for d in order], _strides(tshape)),
+        )
         _reduce_rows(dev, q, op, y, y.eoff, tmp, 0, x.dtype, A, R)
 
     return kernel
@@ -312,10 +349,12 @@ def _argreduce(op: str) -> Callable[..., None]:
             return
         shape = x.shape if x.shape else (1,)
         axis = int(axis) if x.shape else 0
-        A, R, B = math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:])
+        A, R, B = math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1 :])
         if R == 0:
-            raise OpArgumentError(f"[{op}] axis {axis} of shape {x.shape} is empty; an empty axis "
-                                  f"has no {op}; pass a non-empty axis")
+            raise OpArgumentError(
+                f"[{op}] axis {axis} of shape {x.shape} is empty; an empty axis "
+                f"has no {op}; pass a non-empty axis"
+            )
         dev, q = _env(ctx, x.dtype)
         if B == 1 and R > 64:
             k = dev.kernel("math", _NAMES[x.dtype], f"r_{op}_rows")
@@ -349,17 +388,61 @@ def matmul(ctx, outs, ins, **_):
         na, nb_ = batch * mb * K * rm, batch * nb * K * cw
         ap, bp = dev.temp(na * a.dtype.itemsize), dev.temp(nb_ * a.dtype.itemsize)
         per, ls = dev.per_item, dev.ew_local
-        dev.launch(q, dev.kernel("math", name, "matmul_pack_a"), _grid(na, per, ls), (ls,), ap, a.buffer,
-                   a.eoff, _i64(M), _i64(K), _i64(na))
-        dev.launch(q, dev.kernel("math", name, "matmul_pack_b"), _grid(nb_, per, ls), (ls,), bp, b.buffer,
-                   b.eoff, _i64(K), _i64(N), _i64(nb_))
-        dev.launch(q, dev.kernel("math", name, "matmul_packed"), (nb, -(-mb // 8) * 8, batch), (1, 8, 1),
-                   c.buffer, c.eoff, ap, bp, _i64(M), _i64(N), _i64(K))
+        dev.launch(
+            q,
+            dev.kernel("math", name, "matmul_pack_a"),
+            _grid(na, per, ls),
+            (ls,),
+            ap,
+            a.buffer,
+            a.eoff,
+            _i64(M),
+            _i64(K),
+            _i64(na),
+        )
+        dev.launch(
+            q,
+            dev.kernel("math", name, "matmul_pack_b"),
+            _grid(nb_, per, ls),
+            (ls,),
+            bp,
+            b.buffer,
+            b.eoff,
+            _i64(K),
+            _i64(N),
+            _i64(nb_),
+        )
+        dev.launch(
+            q,
+            dev.kernel("math", name, "matmul_packed"),
+            (nb, -(-mb // 8) * 8, batch),
+            (1, 8, 1),
+            c.buffer,
+            c.eoff,
+            ap,
+            bp,
+            _i64(M),
+            _i64(N),
+            _i64(K),
+        )
         return
     k = dev.kernel("math", _NAMES[a.dtype], "matmul")
     grid = (-(-N // _TS) * _TS, -(-M // _TS) * _RTS, batch)
-    dev.launch(q, k, grid, (_TS, _RTS, 1), c.buffer, c.eoff, a.buffer, a.eoff, b.buffer, b.eoff,
-      _i64(M), _i64(N), _i64(K))
+    dev.launch(
+        q,
+        k,
+        grid,
+        (_TS, _RTS, 1),
+        c.buffer,
+        c.eoff,
+        a.buffer,
+        a.eoff,
+        b.buffer,
+        b.eoff,
+        _i64(M),
+        _i64(N),
+        _i64(K),
+    )
 
 
 # -- layout ------------------------------------------------------------------------------
@@ -388,8 +471,9 @@ def slice_(ctx, outs, ins, starts=(), stops=(), steps=(), **_):
     xs = _strides(x.shape)
     steps = steps or (1,) * len(x.shape)
     off = int(x.eoff) + sum(int(s) * st for s, st in zip(starts, xs))
-    _strided_copy(dev, q, y, y.eoff, x, off, y.shape, [st * int(p) for st, p in zip(xs, steps)],
-                  _strides(y.shape))
+    _strided_copy(
+        dev, q, y, y.eoff, x, off, y.shape, [st * int(p) for st, p in zip(xs, steps)], _strides(y.shape)
+    )
 
 
 def concat(ctx, outs, ins, axis=0, **_):
@@ -416,7 +500,7 @@ def pad(ctx, outs, ins, pads=(), value=0, **_):
 def _pjqa(x: CLView, index: CLView, axis: int) -> tuple[int, int, int, int]:
     if index.dtype != np.int64:
         raise OpArgumentError(f"[opencl] index tensors must be int64, got {index.dtype}; cast the index")
-    return math.prod(x.shape[:axis]), index.size, math.prod(x.shape[axis + 1:]), x.shape[axis]
+    return math.prod(x.shape[:axis]), index.size, math.prod(x.shape[axis + 1 :]), x.shape[axis]
 
 
 def gather(ctx, outs, ins, axis=0, **_):
@@ -426,8 +510,23 @@ def gather(ctx, outs, ins, axis=0, **_):
         return
     dev, q = _env(ctx, x.dtype)
     k = dev.kernel("move", str(x.dtype.itemsize), "gather")
-    _launch(dev, q, k, y.size, y.buffer, y.eoff, x.buffer, x.eoff, index.buffer, index.eoff,
-            _i64(P), _i64(J), _i64(Q), _i64(A), dev.error_buffer)
+    _launch(
+        dev,
+        q,
+        k,
+        y.size,
+        y.buffer,
+        y.eoff,
+        x.buffer,
+        x.eoff,
+        index.buffer,
+        index.eoff,
+        _i64(P),
+        _i64(J),
+        _i64(Q),
+        _i64(A),
+        dev.error_buffer,
+    )
     _check_index(dev, q, "gather", axis, A)
 
 
@@ -444,11 +543,28 @@ def _scatter(op: str) -> Callable[..., None]:
             k = dev.kernel("move", str(x.dtype.itemsize), "scatter")
         else:
             if x.dtype.itemsize == 8 and not dev.has_int64_atomics:
-                raise KernelError(f"[scatter_add] {x.dtype} needs 64-bit atomics (cl_khr_int64_base_atomics), "
-                                  f"which device '{dev.name}' lacks; use a 4-byte dtype or another device")
+                raise KernelError(
+                    f"[scatter_add] {x.dtype} needs 64-bit atomics (cl_khr_int64_base_atomics), "
+                    f"which device '{dev.name}' lacks; use a 4-byte dtype or another device"
+                )
             k = dev.kernel("math", _NAMES[x.dtype], "scatter_add")
-        _launch(dev, q, k, n, y.buffer, y.eoff, index.buffer, index.eoff, src.buffer, src.eoff,
-                _i64(P), _i64(J), _i64(Q), _i64(A), dev.error_buffer)
+        _launch(
+            dev,
+            q,
+            k,
+            n,
+            y.buffer,
+            y.eoff,
+            index.buffer,
+            index.eoff,
+            src.buffer,
+            src.eoff,
+            _i64(P),
+            _i64(J),
+            _i64(Q),
+            _i64(A),
+            dev.error_buffer,
+        )
         _check_index(dev, q, op, axis, A)
 
     return kernel
@@ -483,8 +599,18 @@ def philox_uniform(ctx, outs, ins, seed=0, offset=0, **_):
     dev, q = _env(ctx, y.dtype)
     seed = int(seed) & 0xFFFFFFFFFFFFFFFF
     k = dev.kernel("math", _NAMES[y.dtype], "philox_uniform")
-    _launch(dev, q, k, -(-n // 4), y.buffer, y.eoff, _i64(n), np.uint64(int(offset) & 0xFFFFFFFFFFFFFFFF),
-            np.uint32(seed & 0xFFFFFFFF), np.uint32(seed >> 32))
+    _launch(
+        dev,
+        q,
+        k,
+        -(-n // 4),
+        y.buffer,
+        y.eoff,
+        _i64(n),
+        np.uint64(int(offset) & 0xFFFFFFFFFFFFFFFF),
+        np.uint32(seed & 0xFFFFFFFF),
+        np.uint32(seed >> 32),
+    )
 
 
 # -- the table ---------------------------------------------------------------------------
@@ -496,11 +622,26 @@ def table() -> list[tuple[str, tuple[str, ...], Callable[..., None], bool]]:
     rows: list[tuple[str, tuple[str, ...], Callable[..., None], bool]] = []
     for op in ("exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "erf", "floor", "ceil"):
         rows.append((op, FLOATS, _unary(op), False))
-    rows += [("neg", NUMERIC, _unary("neg"), False), ("sign", NUMERIC, _unary("sign"), False),
-             ("abs", ALL, _unary("abs"), False), ("logical_not", ("bool",), _unary("logical_not"), False)]
-    for op, dts in (("add", ALL), ("mul", ALL), ("maximum", ALL), ("minimum", ALL), ("sub", NUMERIC),
-                    ("div", FLOATS), ("pow", NUMERIC), ("floor_divide", NUMERIC), ("remainder", NUMERIC),
-                    *((c, ALL) for c in _COMPARE), ("logical_and", ("bool",)), ("logical_or", ("bool",))):
+    rows += [
+        ("neg", NUMERIC, _unary("neg"), False),
+        ("sign", NUMERIC, _unary("sign"), False),
+        ("abs", ALL, _unary("abs"), False),
+        ("logical_not", ("bool",), _unary("logical_not"), False),
+    ]
+    for op, dts in (
+        ("add", ALL),
+        ("mul", ALL),
+        ("maximum", ALL),
+        ("minimum", ALL),
+        ("sub", NUMERIC),
+        ("div", FLOATS),
+        ("pow", NUMERIC),
+        ("floor_divide", NUMERIC),
+        ("remainder", NUMERIC),
+        *((c, ALL) for c in _COMPARE),
+        ("logical_and", ("bool",)),
+        ("logical_or", ("bool",)),
+    ):
         rows.append((op, dts, _binary(op), True))
     rows += [
         ("where", ALL, where, True),

@@ -151,8 +151,11 @@ def configure_icd() -> str | None:
         for name, text in entries.items():
             _write_text(folder / name, text)
     except OSError as exc:  # a read-only cache: Intel's runtime stays invisible, PoCL works
-        print(f"[opencl] cannot write the ICD vendors folder {folder} ({exc}); Intel's CPU "
-              f"runtime is not offered; set OARLOCK_CACHE_DIR to a writable folder", file=sys.stderr)
+        print(
+            f"[opencl] cannot write the ICD vendors folder {folder} ({exc}); Intel's CPU "
+            f"runtime is not offered; set OARLOCK_CACHE_DIR to a writable folder",
+            file=sys.stderr,
+        )
         return None
     os.environ["OCL_ICD_VENDORS"] = str(folder)
     return str(folder)
@@ -168,8 +171,17 @@ class ProbeResult:
 def _probe_key(device: Any, broken: bool) -> str:
     p = device.platform
     env = sorted((k, v) for k, v in os.environ.items() if k.startswith(("POCL_", "CL_CONFIG_")))
-    parts = [_PROBE_VERSION, p.name, p.version, device.name, device.version, device.driver_version,
-             env, broken, sys.platform]
+    parts = [
+        _PROBE_VERSION,
+        p.name,
+        p.version,
+        device.name,
+        device.version,
+        device.driver_version,
+        env,
+        broken,
+        sys.platform,
+    ]
     return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()
 
 

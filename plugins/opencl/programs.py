@@ -23,19 +23,65 @@ if TYPE_CHECKING:
 
 #: dtype name -> build defines (see common.h.cl)
 TYPES: dict[str, dict[str, str]] = {
-    "bool": dict(T="uchar", UT="uchar", ACC="uchar", T_BITS="uchar", T_SIZE="1", IS_BOOL="1",
-                 T_MIN="0", T_MAX="1"),
+    "bool": dict(
+        T="uchar", UT="uchar", ACC="uchar", T_BITS="uchar", T_SIZE="1", IS_BOOL="1", T_MIN="0", T_MAX="1"
+    ),
     "uint8": dict(T="uchar", UT="uchar", ACC="uchar", T_BITS="uchar", T_SIZE="1", T_MIN="0", T_MAX="255"),
-    "int32": dict(T="int", UT="uint", ACC="int", T_BITS="uint", T_SIZE="4", IS_SIGNED="1",
-                  T_MIN="(-2147483647-1)", T_MAX="2147483647"),
-    "int64": dict(T="long", UT="ulong", ACC="long", T_BITS="ulong", T_SIZE="8", IS_SIGNED="1",
-                  T_MIN="(-9223372036854775807L-1)", T_MAX="9223372036854775807L"),
-    "float16": dict(T="half", UT="ushort", ACC="float", T_BITS="ushort", T_SIZE="2", IS_FLOAT="1",
-                    IS_SIGNED="1", IS_HALF="1", T_MIN="(-INFINITY)", T_MAX="INFINITY"),
-    "float32": dict(T="float", UT="uint", ACC="float", T_BITS="uint", T_SIZE="4", IS_FLOAT="1",
-                    IS_SIGNED="1", T_MIN="(-INFINITY)", T_MAX="INFINITY"),
-    "float64": dict(T="double", UT="ulong", ACC="double", T_BITS="ulong", T_SIZE="8", IS_FLOAT="1",
-                    IS_SIGNED="1", IS_DOUBLE="1", T_MIN="(-INFINITY)", T_MAX="INFINITY"),
+    "int32": dict(
+        T="int",
+        UT="uint",
+        ACC="int",
+        T_BITS="uint",
+        T_SIZE="4",
+        IS_SIGNED="1",
+        T_MIN="(-2147483647-1)",
+        T_MAX="2147483647",
+    ),
+    "int64": dict(
+        T="long",
+        UT="ulong",
+        ACC="long",
+        T_BITS="ulong",
+        T_SIZE="8",
+        IS_SIGNED="1",
+        T_MIN="(-9223372036854775807L-1)",
+        T_MAX="9223372036854775807L",
+    ),
+    "float16": dict(
+        T="half",
+        UT="ushort",
+        ACC="float",
+        T_BITS="ushort",
+        T_SIZE="2",
+        IS_FLOAT="1",
+        IS_SIGNED="1",
+        IS_HALF="1",
+        T_MIN="(-INFINITY)",
+        T_MAX="INFINITY",
+    ),
+    "float32": dict(
+        T="float",
+        UT="uint",
+        ACC="float",
+        T_BITS="uint",
+        T_SIZE="4",
+        IS_FLOAT="1",
+        IS_SIGNED="1",
+        T_MIN="(-INFINITY)",
+        T_MAX="INFINITY",
+    ),
+    "float64": dict(
+        T="double",
+        UT="ulong",
+        ACC="double",
+        T_BITS="ulong",
+        T_SIZE="8",
+        IS_FLOAT="1",
+        IS_SIGNED="1",
+        IS_DOUBLE="1",
+        T_MIN="(-INFINITY)",
+        T_MAX="INFINITY",
+    ),
 }
 _FLAGS = ("IS_FLOAT", "IS_SIGNED", "IS_BOOL", "IS_HALF", "IS_DOUBLE")
 _MOVE_TYPES = {"1": "uchar", "2": "ushort", "4": "uint", "8": "ulong"}
@@ -72,8 +118,7 @@ def cast_source(has_fp64: bool) -> str:
                 expr = f"({dt})convert_{wide}_sat_rtz({v})"
             else:
                 expr = f"({dt})({v})"
-            store = (f"vstore_half_rte({expr}, yo + i, y)" if d == "float16"
-                     else f"y[yo + i] = {expr}")
+            store = f"vstore_half_rte({expr}, yo + i, y)" if d == "float16" else f"y[yo + i] = {expr}"
             out.append(
                 f"__kernel void cast_{s}_{d}(__global {dt}* y, long yo, __global const {st}* x, "
                 f"long xo, long n) {{ long i0 = get_global_id(0) * PER, i1 = min(n, i0 + PER); "
@@ -85,8 +130,12 @@ def cast_source(has_fp64: bool) -> str:
 
 def source_and_options(dev: OpenCLDevice, family: str, key: str) -> tuple[str, list[str]]:
     # PER: consecutive elements per work item of elementwise kernels (dev.per_item)
-    opts = [f"-DLS={dev.local_size}", f"-DPER={dev.per_item}", f"-DHAS_FP64={int(dev.has_fp64)}",
-            f"-DHAS_I64_ATOMICS={int(dev.has_int64_atomics)}"]
+    opts = [
+        f"-DLS={dev.local_size}",
+        f"-DPER={dev.per_item}",
+        f"-DHAS_FP64={int(dev.has_fp64)}",
+        f"-DHAS_I64_ATOMICS={int(dev.has_int64_atomics)}",
+    ]
     if family == "math":
         if key == "float64":
             require_fp64(dev)

@@ -124,8 +124,14 @@ class OpenCLDevice:
                 k = self.kernels[(family, key, name)] = cl.Kernel(prg, name)
         return k
 
-    def launch(self, queue: cl.CommandQueue, kernel: cl.Kernel, grid: tuple[int, ...],
-               local: tuple[int, ...] | None, *args: Any) -> None:
+    def launch(
+        self,
+        queue: cl.CommandQueue,
+        kernel: cl.Kernel,
+        grid: tuple[int, ...],
+        local: tuple[int, ...] | None,
+        *args: Any,
+    ) -> None:
         """Set ``args`` (buffers, numpy scalars, numpy structs) and enqueue ``kernel``."""
         if _FAST_ARGS:
             bufs: list[Any] = []
@@ -163,18 +169,35 @@ class OpenCLDevice:
         """A scratch buffer; dropping it is safe while queued work still uses it."""
         return cl.Buffer(self.context, cl.mem_flags.READ_WRITE, max(8, nbytes))
 
-    def fill(self, queue: cl.CommandQueue, buf: cl.Buffer, pattern: np.ndarray, offset: int, nbytes: int) -> None:
+    def fill(
+        self, queue: cl.CommandQueue, buf: cl.Buffer, pattern: np.ndarray, offset: int, nbytes: int
+    ) -> None:
         if nbytes > 0:
             cl.enqueue_fill_buffer(queue, buf, pattern, offset, nbytes)
 
-    def copy(self, queue: cl.CommandQueue, dst: cl.Buffer, dst_offset: int, src: cl.Buffer, src_offset: int, nbytes: int) -> None:
+    def copy(
+        self,
+        queue: cl.CommandQueue,
+        dst: cl.Buffer,
+        dst_offset: int,
+        src: cl.Buffer,
+        src_offset: int,
+        nbytes: int,
+    ) -> None:
         if nbytes > 0 and not (dst == src and dst_offset == src_offset):
             cl.enqueue_copy(queue, dst, src, byte_count=nbytes, src_offset=src_offset, dst_offset=dst_offset)
 
 
 def _device_type(bits: int) -> str:
-    names = [n for n, b in (("cpu", cl.device_type.CPU), ("gpu", cl.device_type.GPU),
-                            ("accelerator", cl.device_type.ACCELERATOR)) if bits & b]
+    names = [
+        n
+        for n, b in (
+            ("cpu", cl.device_type.CPU),
+            ("gpu", cl.device_type.GPU),
+            ("accelerator", cl.device_type.ACCELERATOR),
+        )
+        if bits & b
+    ]
     return "|".join(names) or "other"
 
 
@@ -195,8 +218,14 @@ def _list_devices() -> tuple[list[cl.Device], list[Unavailable], str]:
     try:
         platforms = cl.get_platforms()
     except (cl.Error, RuntimeError) as exc:
-        return [], [], (f"no OpenCL platform found ({exc}); install a driver, e.g. pip install "
-                        f"pocl-binary-distribution")
+        return (
+            [],
+            [],
+            (
+                f"no OpenCL platform found ({exc}); install a driver, e.g. pip install "
+                f"pocl-binary-distribution"
+            ),
+        )
     found, left_out = [], []
     for p in platforms:
         try:
@@ -214,13 +243,20 @@ def _list_devices() -> tuple[list[cl.Device], list[Unavailable], str]:
         if res.ok:
             usable.append(d)
         else:
-            left_out.append(Unavailable(
-                d.platform.name, d.name.strip(),
-                f"its OpenCL compiler cannot build a program ({res.reason}); {platforms_mod.FIX_BUILD}"))
+            left_out.append(
+                Unavailable(
+                    d.platform.name,
+                    d.name.strip(),
+                    f"its OpenCL compiler cannot build a program ({res.reason}); {platforms_mod.FIX_BUILD}",
+                )
+            )
     reason = ""
     if not usable:
-        reason = ("OpenCL platforms found, but none has a device; install a driver" if not left_out
-                  else "no usable OpenCL device: " + "; ".join(str(u) for u in left_out))
+        reason = (
+            "OpenCL platforms found, but none has a device; install a driver"
+            if not left_out
+            else "no usable OpenCL device: " + "; ".join(str(u) for u in left_out)
+        )
     return usable, left_out, reason
 
 
@@ -332,35 +368,58 @@ class OpenCLRuntime(DeviceRuntime):
             cl.enqueue_fill_buffer(stream or dev.queue, buffer, np.uint8(value & 0xFF), offset, nbytes)
 
     # -- copies ------------------------------------------------------------------------
-    def copy_h2d(self, index: int, dst: Any, dst_offset: int, src: np.ndarray, stream: Any, blocking: bool = True) -> None:
+    def copy_h2d(
+        self, index: int, dst: Any, dst_offset: int, src: np.ndarray, stream: Any, blocking: bool = True
+    ) -> None:
         if src.nbytes == 0:
             return
         if not src.flags.c_contiguous:
             if not blocking:
-                raise OpArgumentError("[opencl] copy_h2d got a non-contiguous host array for an "
-                                      "async copy; pass np.ascontiguousarray(src)")
+                raise OpArgumentError(
+                    "[opencl] copy_h2d got a non-contiguous host array for an "
+                    "async copy; pass np.ascontiguousarray(src)"
+                )
             src = np.ascontiguousarray(src)
         dev = self.device(index)
         with check("copy host->device", dev.name, nbytes=src.nbytes):
-            cl.enqueue_copy(stream or dev.queue, dst, src.reshape(-1), dst_offset=dst_offset, is_blocking=blocking)
+            cl.enqueue_copy(
+                stream or dev.queue, dst, src.reshape(-1), dst_offset=dst_offset, is_blocking=blocking
+            )
 
-    def copy_d2h(self, index: int, dst: np.ndarray, src: Any, src_offset: int, stream: Any, blocking: bool = True) -> None:
+    def copy_d2h(
+        self, index: int, dst: np.ndarray, src: Any, src_offset: int, stream: Any, blocking: bool = True
+    ) -> None:
         if dst.nbytes == 0:
             return
         if not dst.flags.c_contiguous:
-            raise OpArgumentError("[opencl] copy_d2h needs a C-contiguous host array; got a "
-                                  "strided one; pass np.empty(shape, dtype)")
+            raise OpArgumentError(
+                "[opencl] copy_d2h needs a C-contiguous host array; got a "
+                "strided one; pass np.empty(shape, dtype)"
+            )
         dev = self.device(index)
         with check("copy device->host", dev.name, nbytes=dst.nbytes):
-            cl.enqueue_copy(stream or dev.queue, dst.reshape(-1), src, src_offset=src_offset, is_blocking=blocking)
+            cl.enqueue_copy(
+                stream or dev.queue, dst.reshape(-1), src, src_offset=src_offset, is_blocking=blocking
+            )
 
-    def copy_d2d(self, index: int, dst: Any, dst_offset: int, src: Any, src_offset: int, nbytes: int, stream: Any, blocking: bool = True) -> None:
+    def copy_d2d(
+        self,
+        index: int,
+        dst: Any,
+        dst_offset: int,
+        src: Any,
+        src_offset: int,
+        nbytes: int,
+        stream: Any,
+        blocking: bool = True,
+    ) -> None:
         if nbytes <= 0:
             return
         dev = self.device(index)
         with check("copy device->device", dev.name, nbytes=nbytes):
-            evt = cl.enqueue_copy(stream or dev.queue, dst, src, byte_count=nbytes,
-                                  src_offset=src_offset, dst_offset=dst_offset)
+            evt = cl.enqueue_copy(
+                stream or dev.queue, dst, src, byte_count=nbytes, src_offset=src_offset, dst_offset=dst_offset
+            )
             if blocking:
                 evt.wait()
 
@@ -409,8 +468,10 @@ class OpenCLRuntime(DeviceRuntime):
 
     def elapsed_ms(self, start: OpenCLEvent, end: OpenCLEvent) -> float:
         if start.marker is None or end.marker is None:
-            raise OpArgumentError("[opencl] elapsed_ms needs two recorded events; got an event "
-                                  "never recorded; call record_event first")
+            raise OpArgumentError(
+                "[opencl] elapsed_ms needs two recorded events; got an event "
+                "never recorded; call record_event first"
+            )
         end.marker.wait()
         start.marker.wait()
         dev = self.device(start.index)

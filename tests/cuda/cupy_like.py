@@ -120,7 +120,11 @@ def _device_function(name: str, fn: Any) -> Any:
     def call(*args: Any, **kwargs: Any) -> Any:
         if name == "copyto" and len(args) >= 2:
             dst, src = args[0], args[1]
-            src = _cuda_convert(_host_view(src), np.dtype(dst.dtype)).view(DeviceArray) if isinstance(src, DeviceArray) else src
+            src = (
+                _cuda_convert(_host_view(src), np.dtype(dst.dtype)).view(DeviceArray)
+                if isinstance(src, DeviceArray)
+                else src
+            )
             args = (dst, src, *args[2:])
         if name in ("amin", "min") and kwargs.get("out") is not None:
             _min_out_quirk(_host_view(args[0]).view(DeviceArray))

@@ -20,12 +20,20 @@ def gemm_strided_batched(m, n, k, A, lda, sa, B, ldb, sb, C, ldc, sc, batch):
     for t in range(batch):
         for i in range(m):
             for j in range(n):
-                C[t * sc + i + j * ldc] = sum(A[t * sa + i + p * lda] * B[t * sb + p + j * ldb] for p in range(k))
+                C[t * sc + i + j * ldc] = sum(
+                    A[t * sa + i + p * lda] * B[t * sb + p + j * ldb] for p in range(k)
+                )
 
 
 @pytest.mark.parametrize(
     "a_shape,b_shape",
-    [((3, 4), (4, 5)), ((1, 7), (7, 1)), ((2, 3, 4), (2, 4, 6)), ((2, 2, 1, 3), (2, 2, 3, 2)), ((5, 1), (1, 3))],
+    [
+        ((3, 4), (4, 5)),
+        ((1, 7), (7, 1)),
+        ((2, 3, 4), (2, 4, 6)),
+        ((2, 2, 1, 3), (2, 2, 3, 2)),
+        ((5, 1), (1, 3)),
+    ],
 )
 def test_gemm_args_compute_row_major_matmul(a_shape, b_shape):
     rng = np.random.default_rng(0)
@@ -36,7 +44,18 @@ def test_gemm_args_compute_row_major_matmul(a_shape, b_shape):
     c = np.full(want.size, np.nan)
     # cuBLAS's A is our b, its B our a (see GemmArgs)
     gemm_strided_batched(
-        g.m, g.n, g.k, b.reshape(-1), g.lda, g.stride_a, a.reshape(-1), g.ldb, g.stride_b,
-        c, g.ldc, g.stride_c, g.batch,
+        g.m,
+        g.n,
+        g.k,
+        b.reshape(-1),
+        g.lda,
+        g.stride_a,
+        a.reshape(-1),
+        g.ldb,
+        g.stride_b,
+        c,
+        g.ldc,
+        g.stride_c,
+        g.batch,
     )
     np.testing.assert_array_equal(c.reshape(want.shape), want)

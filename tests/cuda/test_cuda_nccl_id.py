@@ -34,5 +34,7 @@ def test_unique_id_from_either_cupy_is_the_same_bytes():
 
 @pytest.mark.parametrize("bad", [UID[:100], (1, 2, 3), "x" * NCCL_UNIQUE_ID_BYTES])
 def test_wrong_id_is_a_clear_error(bad):
-    with pytest.raises(CommunicationError, match=rf"^\[cuda\] NCCL unique id must be {NCCL_UNIQUE_ID_BYTES} bytes, got"):
+    with pytest.raises(
+        CommunicationError, match=rf"^\[cuda\] NCCL unique id must be {NCCL_UNIQUE_ID_BYTES} bytes, got"
+    ):
         comm_id(bad, "14.2.0")

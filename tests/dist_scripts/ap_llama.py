@@ -21,5 +21,14 @@ losses, held, whole = train(steps, dp=dp, tp=n // dp)
 ref, ref_held, _ = train(steps)  # one process, the whole model, the whole batch
 log = dist.auto_parallel.reshard_log()
 with open(os.path.join(out, f"rank{dist.get_rank()}.json"), "w") as f:
-    json.dump({"losses": losses, "ref": ref, "held": held, "whole": whole, "ref_held": ref_held,
-               "collectives": sorted({r["collective"] for r in log})}, f)
+    json.dump(
+        {
+            "losses": losses,
+            "ref": ref,
+            "held": held,
+            "whole": whole,
+            "ref_held": ref_held,
+            "collectives": sorted({r["collective"] for r in log}),
+        },
+        f,
+    )

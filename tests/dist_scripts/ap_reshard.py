@@ -28,7 +28,13 @@ def check(name: str, fn) -> None:
         fn()
         records.append({"name": name, "ok": True})
     except Exception as exc:  # noqa: BLE001 - recorded for the test to show
-        records.append({"name": name, "ok": False, "detail": f"{type(exc).__name__}: {exc}\n{traceback.format_exc()[-800:]}"})
+        records.append(
+            {
+                "name": name,
+                "ok": False,
+                "detail": f"{type(exc).__name__}: {exc}\n{traceback.format_exc()[-800:]}",
+            }
+        )
 
 
 def region(shape, mesh, placements):
@@ -63,7 +69,9 @@ def transition(mesh, shape, src, dst):
     full = dist.unshard_dtensor(r)  # back to Replicate: checks Partial layouts too
     np.testing.assert_allclose(full.numpy(), x, rtol=1e-5, atol=1e-6)
     # backward: loss = sum(x * w), replicated; the gradient of the source layout
-    loss = (full * dist.shard_tensor(w, mesh, [dist.Replicate()] * mesh.ndim, place=device)._local_value()).sum()
+    loss = (
+        full * dist.shard_tensor(w, mesh, [dist.Replicate()] * mesh.ndim, place=device)._local_value()
+    ).sum()
     loss.backward()
     got = d._local_value().grad.numpy()
     want = w[region(shape, mesh, src)]
@@ -75,23 +83,38 @@ def transition(mesh, shape, src, dst):
     np.testing.assert_allclose(d.grad.numpy(), w, rtol=1e-5, atol=1e-6)
 
 
-P = {"R": dist.Replicate(), "S0": dist.Shard(0), "S1": dist.Shard(1), "P": dist.Partial(), "Pavg": dist.Partial("avg")}
+P = {
+    "R": dist.Replicate(),
+    "S0": dist.Shard(0),
+    "S1": dist.Shard(1),
+    "P": dist.Partial(),
+    "Pavg": dist.Partial("avg"),
+}
 
 mesh1 = dist.ProcessMesh(list(range(n)), dim_names=["x"])
 for shape in [(8, 4 * n), (5, 3)]:  # even, then uneven (some ranks hold less or nothing)
     for a, b in itertools.product(P, P):
-        check(f"1d/{shape[0]}x{shape[1]}/{a}->{b}", lambda a=a, b=b, shape=shape: transition(mesh1, shape, [P[a]], [P[b]]))
+        check(
+            f"1d/{shape[0]}x{shape[1]}/{a}->{b}",
+            lambda a=a, b=b, shape=shape: transition(mesh1, shape, [P[a]], [P[b]]),
+        )
 
 if n == 4:
     mesh2 = dist.ProcessMesh([[0, 1], [2, 3]], dim_names=["dp", "mp"])
     pairs = [
-        (("S0", "R"), ("R", "S1")), (("S0", "S1"), ("R", "R")), (("P", "S1"), ("S0", "R")),
-        (("R", "R"), ("S1", "S0")), (("S0", "S1"), ("S1", "S0")), (("P", "P"), ("R", "S0")),
+        (("S0", "R"), ("R", "S1")),
+        (("S0", "S1"), ("R", "R")),
+        (("P", "S1"), ("S0", "R")),
+        (("R", "R"), ("S1", "S0")),
+        (("S0", "S1"), ("S1", "S0")),
+        (("P", "P"), ("R", "S0")),
         (("S1", "R"), ("P", "S0")),
     ]
     for src, dst in pairs:
-        check(f"2d/{'.'.join(src)}->{'.'.join(dst)}", lambda src=src, dst=dst: transition(
-            mesh2, (6, 5), [P[s] for s in src], [P[s] for s in dst]))
+        check(
+            f"2d/{'.'.join(src)}->{'.'.join(dst)}",
+            lambda src=src, dst=dst: transition(mesh2, (6, 5), [P[s] for s in src], [P[s] for s in dst]),
+        )
 
     def move():
         a = dist.ProcessMesh([0, 1], dim_names=["x"])
@@ -111,7 +134,14 @@ if n == 4:
     check("mesh_move/send_recv", move)
 
 # an inserted reshard is logged
-check("log", lambda: None if any(rec["collective"].startswith("all_gather") for rec in dist.auto_parallel.reshard_log()) else (_ for _ in ()).throw(AssertionError("no all_gather logged")))
+check(
+    "log",
+    lambda: (
+        None
+        if any(rec["collective"].startswith("all_gather") for rec in dist.auto_parallel.reshard_log())
+        else (_ for _ in ()).throw(AssertionError("no all_gather logged"))
+    ),
+)
 
 with open(os.path.join(out, f"rank{rank}.json"), "w") as f:
     json.dump(records, f)

@@ -57,6 +57,8 @@ with open(os.path.join(out, f"rank{rank}.json"), "w") as f:
 # every survivor has written its report, so the test sees all of them.
 deadline = time.monotonic() + 10
 while time.monotonic() < deadline:
-    if all(os.path.exists(os.path.join(out, f"rank{r}.json")) for r in range(dist.get_world_size()) if r != 1):
+    if all(
+        os.path.exists(os.path.join(out, f"rank{r}.json")) for r in range(dist.get_world_size()) if r != 1
+    ):
         break
     time.sleep(0.05)

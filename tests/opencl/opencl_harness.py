@@ -57,16 +57,24 @@ class Harness:
         nbytes = int(np.prod(v.shape)) * v.dtype.itemsize
         raw = np.empty(nbytes + 2 * PAD, np.uint8)
         self.rt.copy_d2h(0, raw, v.buffer, v.offset - PAD, self.q)
-        assert (raw[:PAD] == SENTINEL).all() and (raw[PAD + nbytes:] == SENTINEL).all(), (
+        assert (raw[:PAD] == SENTINEL).all() and (raw[PAD + nbytes :] == SENTINEL).all(), (
             "kernel wrote outside its output view"
         )
-        return raw[PAD:PAD + nbytes].view(v.dtype).reshape(v.shape).copy()
+        return raw[PAD : PAD + nbytes].view(v.dtype).reshape(v.shape).copy()
 
     def kernel(self, op: str, dtype: Any) -> Any:
         return self.registry.kernels[(op, "opencl", np.dtype(dtype))]
 
-    def run(self, op: str, ins: list[np.ndarray], out_shape: tuple[int, ...], out_dtype: Any, /,
-            key: Any = None, **attrs: Any) -> np.ndarray:
+    def run(
+        self,
+        op: str,
+        ins: list[np.ndarray],
+        out_shape: tuple[int, ...],
+        out_dtype: Any,
+        /,
+        key: Any = None,
+        **attrs: Any,
+    ) -> np.ndarray:
         """Run ``op`` registered under ``key`` (default: the first input's dtype)."""
         key = key if key is not None else (ins[0].dtype if ins else out_dtype)
         out = self.empty(out_shape, out_dtype)
@@ -74,8 +82,9 @@ class Harness:
         return self.get(out)
 
 
-def assert_close(got: np.ndarray, want: np.ndarray, dtype: Any = None, rtol: float | None = None,
-                 atol: float | None = None) -> None:
+def assert_close(
+    got: np.ndarray, want: np.ndarray, dtype: Any = None, rtol: float | None = None, atol: float | None = None
+) -> None:
     """Compare with the tolerance of the dtype (framework.testing.TOLERANCES; exact for
     integers and bool), NaNs equal."""
     from framework.testing import tolerance
@@ -87,6 +96,10 @@ def assert_close(got: np.ndarray, want: np.ndarray, dtype: Any = None, rtol: flo
         np.testing.assert_array_equal(got, want.astype(dtype))
         return
     tol = tolerance(dtype)
-    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64),
-                               rtol=rtol if rtol is not None else tol.rtol,
-                               atol=atol if atol is not None else tol.atol, equal_nan=True)
+    np.testing.assert_allclose(
+        got.astype(np.float64),
+        want.astype(np.float64),
+        rtol=rtol if rtol is not None else tol.rtol,
+        atol=atol if atol is not None else tol.atol,
+        equal_nan=True,
+    )

@@ -46,7 +46,9 @@ def test_compile_load_launch(compiler, runtime, x_offset, y_offset):
 
 
 def test_compile_error_carries_the_log(compiler):
-    with pytest.raises(CompileError, match=r"(?s)\[opencl\] clBuildProgram failed for kernel 'bad' on device .*undeclared"):
+    with pytest.raises(
+        CompileError, match=r"(?s)\[opencl\] clBuildProgram failed for kernel 'bad' on device .*undeclared"
+    ):
         compiler.compile("__kernel void bad(__global float* a) { a[0] = nope; }", "bad")
 
 

@@ -17,12 +17,24 @@ SHAPES = [(), (0,), (3, 347)]
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
 UNARY_REF = {
-    "neg": np.negative, "abs": np.abs, "sign": np.sign, "exp": np.exp, "log": np.log,
-    "sqrt": np.sqrt, "rsqrt": lambda x: 1 / np.sqrt(x), "sin": np.sin, "cos": np.cos,
-    "tanh": np.tanh, "erf": _erf, "floor": np.floor, "ceil": np.ceil, "logical_not": np.logical_not,
+    "neg": np.negative,
+    "abs": np.abs,
+    "sign": np.sign,
+    "exp": np.exp,
+    "log": np.log,
+    "sqrt": np.sqrt,
+    "rsqrt": lambda x: 1 / np.sqrt(x),
+    "sin": np.sin,
+    "cos": np.cos,
+    "tanh": np.tanh,
+    "erf": _erf,
+    "floor": np.floor,
+    "ceil": np.ceil,
+    "logical_not": np.logical_not,
 }
-UNARY_DTYPES = {op: FLOATS for op in ("exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "erf",
-                                      "floor", "ceil")}
+UNARY_DTYPES = {
+    op: FLOATS for op in ("exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "erf", "floor", "ceil")
+}
 UNARY_DTYPES |= {"neg": NUMERIC, "sign": NUMERIC, "abs": ALL, "logical_not": ("bool",)}
 
 
@@ -64,16 +76,38 @@ def test_unary(h, op, dtype, shape):
 
 
 BINARY_REF = {
-    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "pow": np.power,
-    "maximum": np.maximum, "minimum": np.minimum, "floor_divide": np.floor_divide,
-    "remainder": np.remainder, "eq": np.equal, "ne": np.not_equal, "lt": np.less,
-    "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
-    "logical_and": np.logical_and, "logical_or": np.logical_or,
+    "add": np.add,
+    "sub": np.subtract,
+    "mul": np.multiply,
+    "div": np.divide,
+    "pow": np.power,
+    "maximum": np.maximum,
+    "minimum": np.minimum,
+    "floor_divide": np.floor_divide,
+    "remainder": np.remainder,
+    "eq": np.equal,
+    "ne": np.not_equal,
+    "lt": np.less,
+    "le": np.less_equal,
+    "gt": np.greater,
+    "ge": np.greater_equal,
+    "logical_and": np.logical_and,
+    "logical_or": np.logical_or,
 }
 COMPARE = ("eq", "ne", "lt", "le", "gt", "ge")
-BINARY_DTYPES = {"add": ALL, "mul": ALL, "maximum": ALL, "minimum": ALL, "sub": NUMERIC,
-                 "div": FLOATS, "pow": NUMERIC, "floor_divide": NUMERIC, "remainder": NUMERIC,
-                 "logical_and": ("bool",), "logical_or": ("bool",)} | {c: ALL for c in COMPARE}
+BINARY_DTYPES = {
+    "add": ALL,
+    "mul": ALL,
+    "maximum": ALL,
+    "minimum": ALL,
+    "sub": NUMERIC,
+    "div": FLOATS,
+    "pow": NUMERIC,
+    "floor_divide": NUMERIC,
+    "remainder": NUMERIC,
+    "logical_and": ("bool",),
+    "logical_or": ("bool",),
+} | {c: ALL for c in COMPARE}
 BSHAPES = [  # (a, b, out)
     ((4, 300), (4, 300), (4, 300)),
     ((4, 1), (1, 300), (4, 300)),
@@ -142,8 +176,9 @@ def test_integer_wraparound(h, dtype):
         assert_close(h.run("neg", [a], a.shape, dtype), -a)
 
 
-@pytest.mark.parametrize("shapes", [((4, 5), (4, 5), (4, 5)), ((4, 1), (1, 5), (4, 1)), ((), (), ())],
-                         ids=str)
+@pytest.mark.parametrize(
+    "shapes", [((4, 5), (4, 5), (4, 5)), ((4, 1), (1, 5), (4, 1)), ((), (), ())], ids=str
+)
 @pytest.mark.parametrize("dtype", ALL)
 def test_where(h, registry, dtype, shapes):
     assert registry.kernels[("where", "opencl", np.dtype(dtype))].broadcast

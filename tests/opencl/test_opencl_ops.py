@@ -21,14 +21,26 @@ def sample(shape, dtype, lo=-3.0, hi=3.0):
     if dtype.kind == "f":
         return RNG.uniform(lo, hi, shape).astype(dtype)
     info = np.iinfo(dtype)
-    return RNG.integers(max(info.min, int(lo) * 10), min(info.max, int(hi) * 10), shape, endpoint=True).astype(dtype)
+    return RNG.integers(
+        max(info.min, int(lo) * 10), min(info.max, int(hi) * 10), shape, endpoint=True
+    ).astype(dtype)
 
 
 # -- reductions --------------------------------------------------------------------------
 REDUCE_CASES = [  # (shape, axes): covers rows, chunked rows, cols and the permute path
-    ((4, 5, 6), (0,)), ((4, 5, 6), (1,)), ((4, 5, 6), (2,)), ((4, 5, 6), (0, 2)),
-    ((4, 5, 6), (0, 1, 2)), ((4, 5, 6), (1, 2)), ((3, 5000), (1,)), ((70001,), (0,)),
-    ((2000, 3), (0,)), ((3000, 4), (0,)), ((3, 1, 40), (1, 2)), ((), ()), ((5, 1), (1,)),
+    ((4, 5, 6), (0,)),
+    ((4, 5, 6), (1,)),
+    ((4, 5, 6), (2,)),
+    ((4, 5, 6), (0, 2)),
+    ((4, 5, 6), (0, 1, 2)),
+    ((4, 5, 6), (1, 2)),
+    ((3, 5000), (1,)),
+    ((70001,), (0,)),
+    ((2000, 3), (0,)),
+    ((3000, 4), (0,)),
+    ((3, 1, 40), (1, 2)),
+    ((), ()),
+    ((5, 1), (1,)),
 ]
 REDUCE_REF = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min}
 REDUCE_DTYPES = {"sum": NUMERIC, "prod": NUMERIC, "max": ALL, "min": ALL}
@@ -55,7 +67,9 @@ def test_reduce(h, op, dtype, shape, axes, keepdim):
 def test_reduce_empty_axis(h, op, ident, dtype):
     x = np.zeros((0, 5), dtype)
     assert_close(h.run(op, [x], (5,), dtype, axes=(0,), keepdim=False), np.full(5, ident, dtype))
-    assert_close(h.run(op, [x.T.copy()], (5, 1), dtype, axes=(1,), keepdim=True), np.full((5, 1), ident, dtype))
+    assert_close(
+        h.run(op, [x.T.copy()], (5, 1), dtype, axes=(1,), keepdim=True), np.full((5, 1), ident, dtype)
+    )
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
@@ -93,8 +107,14 @@ def test_argmax_nan_is_first_max(h, dtype):
 
 
 # -- matmul ------------------------------------------------------------------------------
-MATMUL_SHAPES = [((1, 1), (1, 1)), ((33, 47), (47, 29)), ((3, 20, 30), (3, 30, 10)),
-                 ((2, 2, 5, 64), (2, 2, 64, 3)), ((4, 0), (0, 5)), ((0, 3), (3, 4))]
+MATMUL_SHAPES = [
+    ((1, 1), (1, 1)),
+    ((33, 47), (47, 29)),
+    ((3, 20, 30), (3, 30, 10)),
+    ((2, 2, 5, 64), (2, 2, 64, 3)),
+    ((4, 0), (0, 5)),
+    ((0, 3), (3, 4)),
+]
 
 
 @pytest.mark.parametrize("sa,sb", MATMUL_SHAPES, ids=str)
@@ -105,8 +125,12 @@ def test_matmul(h, dtype, sa, sb):
     acc = np.float64 if np.dtype(dtype).kind == "f" else dtype
     want = np.matmul(a.astype(acc), b.astype(acc)).astype(dtype)
     got = h.run("matmul", [a, b], want.shape, dtype)
-    assert_close(got, want, rtol=1e-2 if dtype == "float16" else 1e-4 if dtype == "float32" else None,
-                 atol=1e-2 if dtype == "float16" else None)
+    assert_close(
+        got,
+        want,
+        rtol=1e-2 if dtype == "float16" else 1e-4 if dtype == "float32" else None,
+        atol=1e-2 if dtype == "float16" else None,
+    )
 
 
 # -- layout ------------------------------------------------------------------------------
@@ -121,12 +145,18 @@ def test_layout_ops(h, dtype):
     assert_close(h.run("expand", [e], (3, 5, 4), dtype, shape=(3, 5, 4)), np.broadcast_to(e, (3, 5, 4)))
     assert_close(h.run("expand", [e[:0]], (0, 5, 4), dtype, shape=(0, 5, 4)), np.zeros((0, 5, 4), dtype))
     m = sample((10, 12), dtype)
-    assert_close(h.run("slice", [m], (4, 4), dtype, starts=(1, 2), stops=(9, 12), steps=(2, 3)), m[1:9:2, 2:12:3])
+    assert_close(
+        h.run("slice", [m], (4, 4), dtype, starts=(1, 2), stops=(9, 12), steps=(2, 3)), m[1:9:2, 2:12:3]
+    )
     assert_close(h.run("slice", [m], (0, 12), dtype, starts=(3, 0), stops=(3, 12), steps=(1, 1)), m[3:3])
     assert_close(h.run("copy", [m], m.shape, dtype), m)
-    assert_close(h.run("pad", [m], (13, 15), dtype, pads=((1, 2), (0, 3)), value=1),
-                 np.pad(m, ((1, 2), (0, 3)), constant_values=1))
-    assert_close(h.run("pad", [m[:0]], (2, 12), dtype, pads=((1, 1), (0, 0)), value=0), np.zeros((2, 12), dtype))
+    assert_close(
+        h.run("pad", [m], (13, 15), dtype, pads=((1, 2), (0, 3)), value=1),
+        np.pad(m, ((1, 2), (0, 3)), constant_values=1),
+    )
+    assert_close(
+        h.run("pad", [m[:0]], (2, 12), dtype, pads=((1, 1), (0, 0)), value=0), np.zeros((2, 12), dtype)
+    )
 
 
 @pytest.mark.parametrize("axis", [0, 1, 2])
@@ -177,12 +207,16 @@ def test_scatter_add_many_collisions(h):
     x = np.zeros(3, np.float32)
     idx = RNG.integers(0, 3, 20000).astype(np.int64)
     src = np.ones(20000, np.float32)
-    assert_close(h.run("scatter_add", [x, idx, src], (3,), np.float32, axis=0),
-                 np.bincount(idx, minlength=3).astype(np.float32))
+    assert_close(
+        h.run("scatter_add", [x, idx, src], (3,), np.float32, axis=0),
+        np.bincount(idx, minlength=3).astype(np.float32),
+    )
     u = np.zeros(7, np.uint8)  # 1-byte values: CAS on the enclosing 32-bit word
     uidx = RNG.integers(0, 7, 5000).astype(np.int64)
-    assert_close(h.run("scatter_add", [u, uidx, np.ones(5000, np.uint8)], (7,), np.uint8, axis=0),
-                 (np.bincount(uidx, minlength=7) % 256).astype(np.uint8))
+    assert_close(
+        h.run("scatter_add", [u, uidx, np.ones(5000, np.uint8)], (7,), np.uint8, axis=0),
+        (np.bincount(uidx, minlength=7) % 256).astype(np.uint8),
+    )
 
 
 @pytest.mark.parametrize("bad", [7, -1])
@@ -202,8 +236,10 @@ def test_index_out_of_range_raises(h, op, bad):
 def test_full(h, dtype):
     value = True if dtype == "bool" else 3
     for shape in ((), (0,), (3, 77)):
-        assert_close(h.run("full", [], shape, dtype, shape=shape, value=value, dtype=np.dtype(dtype)),
-                     np.full(shape, value, dtype))
+        assert_close(
+            h.run("full", [], shape, dtype, shape=shape, value=value, dtype=np.dtype(dtype)),
+            np.full(shape, value, dtype),
+        )
 
 
 @pytest.mark.parametrize("dtype", NUMERIC)
@@ -219,8 +255,11 @@ M0, M1, W0, W1 = 0xD2511F53, 0xCD9E8D57, 0x9E3779B9, 0xBB67AE85
 KAT = [  # Random123 known-answer vectors for philox4x32_10
     ((0, 0, 0, 0), (0, 0), (0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8)),
     ((0xFFFFFFFF,) * 4, (0xFFFFFFFF,) * 2, (0x408F276D, 0x41C83B0E, 0xA20BC7C6, 0x6D5451FD)),
-    ((0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344), (0xA4093822, 0x299F31D0),
-     (0xD16CFE09, 0x94FDCCEB, 0x5001E420, 0x24126EA1)),
+    (
+        (0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344),
+        (0xA4093822, 0x299F31D0),
+        (0xD16CFE09, 0x94FDCCEB, 0x5001E420, 0x24126EA1),
+    ),
 ]
 
 
@@ -240,8 +279,12 @@ def philox_ref(ctr, key):
 def philox_uniform_ref(n, seed, offset, dtype):
     g = (offset + np.arange(-(-n // 4), dtype=np.uint64)) & np.uint64(2**64 - 1)
     zero = np.zeros_like(g)
-    bits = np.stack(philox_ref((g & np.uint64(0xFFFFFFFF), g >> np.uint64(32), zero, zero),
-                               (seed % 2**32, (seed >> 32) % 2**32)), axis=1).reshape(-1)[:n]
+    bits = np.stack(
+        philox_ref(
+            (g & np.uint64(0xFFFFFFFF), g >> np.uint64(32), zero, zero), (seed % 2**32, (seed >> 32) % 2**32)
+        ),
+        axis=1,
+    ).reshape(-1)[:n]
     return ((bits >> 8).astype(dtype) * dtype(2.0**-24)).astype(dtype)
 
 
@@ -253,7 +296,8 @@ def test_philox_known_answers(h, ctr, key, want):
     dev = h.rt.device(0)
     out = h.empty((4,), np.uint32)
     dev.kernel("math", "float32", "philox_bits")(
-        h.q, (1,), None, out.buffer, cltypes.make_uint4(*ctr), cltypes.make_uint2(*key))
+        h.q, (1,), None, out.buffer, cltypes.make_uint4(*ctr), cltypes.make_uint2(*key)
+    )
     # philox_bits writes from the buffer start; read it without the harness's offset
     raw = np.empty(4, np.uint32)
     h.rt.copy_d2h(0, raw, out.buffer, 0, h.q)
@@ -261,10 +305,14 @@ def test_philox_known_answers(h, ctr, key, want):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("n,seed,offset", [(1, 0, 0), (4, 0, 0), (1001, 42, 7), (10, 2**40 + 5, 2**33 - 1),
-                                          (6, 2**64 - 1, 2**64 - 2), (0, 1, 0)])
+@pytest.mark.parametrize(
+    "n,seed,offset",
+    [(1, 0, 0), (4, 0, 0), (1001, 42, 7), (10, 2**40 + 5, 2**33 - 1), (6, 2**64 - 1, 2**64 - 2), (0, 1, 0)],
+)
 def test_philox_uniform_bitwise(h, dtype, n, seed, offset):
-    got = h.run("philox_uniform", [], (n,), dtype, shape=(n,), seed=seed, offset=offset, dtype=np.dtype(dtype))
+    got = h.run(
+        "philox_uniform", [], (n,), dtype, shape=(n,), seed=seed, offset=offset, dtype=np.dtype(dtype)
+    )
     want = philox_uniform_ref(n, seed, offset, dtype)
     assert got.tobytes() == want.tobytes()
     if n >= 4 and seed == 0 and offset == 0:  # counter 0, key 0: the first KAT vector

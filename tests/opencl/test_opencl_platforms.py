@@ -46,15 +46,23 @@ print("REPORT" + json.dumps(out))
 
 
 def _run(tmp_path, code: str, **env: str) -> dict:
-    full = {k: v for k, v in os.environ.items()
-            if k not in ("OCL_ICD_VENDORS", "OARLOCK_OPENCL_HIDE", "OARLOCK_OPENCL_PROBE_FAIL",
-                         "OARLOCK_DEVICE")}
+    full = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("OCL_ICD_VENDORS", "OARLOCK_OPENCL_HIDE", "OARLOCK_OPENCL_PROBE_FAIL", "OARLOCK_DEVICE")
+    }
     full.update(OARLOCK_CACHE_DIR=str(tmp_path / "cache"), **env)
-    p = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT, env=full,
-                       capture_output=True, text=True, timeout=240)
+    p = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        cwd=ROOT,
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     line = [ln for ln in p.stdout.splitlines() if ln.startswith("REPORT")][-1]
-    return json.loads(line[len("REPORT"):])
+    return json.loads(line[len("REPORT") :])
 
 
 def test_implementation_names_and_order():
@@ -63,9 +71,15 @@ def test_implementation_names_and_order():
     assert platforms.implementation("Intel(R) OpenCL Graphics") == "intel-gpu"
     assert platforms.implementation("NVIDIA CUDA") == "nvidia"
     assert platforms.implementation("Some Vendor CL") == "some vendor cl"
-    keys = sorted([("Intel(R) OpenCL", "cpu"), ("Portable Computing Language", "cpu"),
-                   ("NVIDIA CUDA", "gpu"), ("Other", "cpu")],
-                  key=lambda t: platforms.sort_key(*t))
+    keys = sorted(
+        [
+            ("Intel(R) OpenCL", "cpu"),
+            ("Portable Computing Language", "cpu"),
+            ("NVIDIA CUDA", "gpu"),
+            ("Other", "cpu"),
+        ],
+        key=lambda t: platforms.sort_key(*t),
+    )
     assert [k[0] for k in keys] == ["NVIDIA CUDA", "Portable Computing Language", "Intel(R) OpenCL", "Other"]
 
 
@@ -113,8 +127,9 @@ def test_hidden_pocl_leaves_intel_as_opencl0(tmp_path):
     r = _run(tmp_path, _REPORT, OARLOCK_OPENCL_HIDE="pocl")
     assert r["offered"][0] == "intel-cpu" and "pocl" not in r["offered"]
     assert r["max_err"] < 1e-4
-    assert any("Portable Computing Language" in u and "hidden by OARLOCK_OPENCL_HIDE" in u
-               for u in r["unavailable"]), r
+    assert any(
+        "Portable Computing Language" in u and "hidden by OARLOCK_OPENCL_HIDE" in u for u in r["unavailable"]
+    ), r
 
 
 @needs_intel
@@ -147,18 +162,28 @@ def test_no_device_can_build_gives_a_clear_error_not_a_build_log(tmp_path):
     """
     r = _run(tmp_path, code, OARLOCK_OPENCL_PROBE_FAIL="pocl,intel,nvidia,amd")
     assert r["error"] and "no usable OpenCL device" in r["error"] and "cannot build a program" in r["error"]
-    p = subprocess.run([sys.executable, "-m", "framework.cli", "devices"], cwd=ROOT, capture_output=True,
-                       text=True, timeout=240,
-                       env={**os.environ, "OARLOCK_CACHE_DIR": str(tmp_path / "cache"),
-                            "OARLOCK_OPENCL_PROBE_FAIL": "pocl,intel,nvidia,amd"})
+    p = subprocess.run(
+        [sys.executable, "-m", "framework.cli", "devices"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env={
+            **os.environ,
+            "OARLOCK_CACHE_DIR": str(tmp_path / "cache"),
+            "OARLOCK_OPENCL_PROBE_FAIL": "pocl,intel,nvidia,amd",
+        },
+    )
     assert "opencl: no usable OpenCL device" in p.stdout, p.stdout + p.stderr
 
 
 def _offered() -> list[str]:
     import framework as fw
 
-    return [fw.get_device_properties(f"opencl:{i}").extra["implementation"]
-            for i in range(fw.device_count("opencl"))]
+    return [
+        fw.get_device_properties(f"opencl:{i}").extra["implementation"]
+        for i in range(fw.device_count("opencl"))
+    ]
 
 
 @pytest.mark.slow
@@ -174,13 +199,32 @@ def test_the_other_implementation_passes_the_plugin_suite():
     print(f"opencl:0 is {first}; running the plugin suite on {second}")
     env = {k: v for k, v in os.environ.items() if k not in ("OARLOCK_DEVICE", "OCL_ICD_VENDORS")}
     env.update(OARLOCK_OPENCL_HIDE=first)
-    files = ["tests/opencl", "tests/test_primitives.py", "--deselect",
-             "tests/opencl/test_opencl_platforms.py::test_the_other_implementation_passes_the_plugin_suite"]
-    check = subprocess.run([sys.executable, "-c", "import framework as fw; "
-                            "print(fw.get_device_properties('opencl:0').extra['implementation'])"],
-                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
+    files = [
+        "tests/opencl",
+        "tests/test_primitives.py",
+        "--deselect",
+        "tests/opencl/test_opencl_platforms.py::test_the_other_implementation_passes_the_plugin_suite",
+    ]
+    check = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import framework as fw; print(fw.get_device_properties('opencl:0').extra['implementation'])",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert check.stdout.strip() == second, check.stdout + check.stderr
-    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *files],
-                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=850)
+    p = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *files],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=850,
+    )
     assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-2000:]
     assert " passed" in p.stdout and "failed" not in p.stdout

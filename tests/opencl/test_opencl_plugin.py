@@ -16,8 +16,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 def _python(code: str) -> str:
     env = dict(os.environ, PYTHONPATH=ROOT)
-    res = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, cwd=ROOT,
-                         capture_output=True, text=True, timeout=60)
+    res = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert res.returncode == 0, res.stderr
     return res.stdout
 
@@ -32,8 +38,11 @@ def test_registers_every_primitive():
     assert ops == set(PRIMITIVES)
     assert "opencl" in reg.runtimes and "opencl" in reg.compilers and "opencl" in reg.communicators
     f32 = np.dtype(np.float32)
-    assert all((op, "opencl", f32) in reg.kernels for op in PRIMITIVES if op != "logical_not"
-               and not op.startswith("logical"))
+    assert all(
+        (op, "opencl", f32) in reg.kernels
+        for op in PRIMITIVES
+        if op != "logical_not" and not op.startswith("logical")
+    )
     assert reg.kernels[("add", "opencl", f32)].broadcast
     assert not reg.kernels[("exp", "opencl", f32)].broadcast
 

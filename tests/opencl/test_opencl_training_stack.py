@@ -13,7 +13,13 @@ import pytest
 import framework as fw
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-FILES = ["tests/test_composites.py", "tests/test_autograd.py", "tests/test_nn.py", "tests/test_optim.py", "tests/test_checkpoint.py"]
+FILES = [
+    "tests/test_composites.py",
+    "tests/test_autograd.py",
+    "tests/test_nn.py",
+    "tests/test_optim.py",
+    "tests/test_checkpoint.py",
+]
 
 
 def _opencl_or_skip() -> None:
@@ -21,7 +27,9 @@ def _opencl_or_skip() -> None:
     OARLOCK_PLUGINS may leave it out, pyopencl may be missing."""
     rec = fw.plugins().get("opencl")
     if rec is None:
-        pytest.skip(f"the opencl plugin is not loaded (OARLOCK_PLUGINS={os.environ.get('OARLOCK_PLUGINS', '')!r})")
+        pytest.skip(
+            f"the opencl plugin is not loaded (OARLOCK_PLUGINS={os.environ.get('OARLOCK_PLUGINS', '')!r})"
+        )
     if rec.error:
         pytest.skip(f"the opencl plugin failed to load: {rec.error.splitlines()[0]}")
     if fw.device_count("opencl") == 0:
@@ -32,8 +40,14 @@ def _opencl_or_skip() -> None:
 def test_training_stack_passes_on_opencl():
     _opencl_or_skip()
     env = dict(os.environ, OARLOCK_DEVICE="opencl:0")
-    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *FILES],
-                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=850)
+    p = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *FILES],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=850,
+    )
     assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-2000:]
 
 
@@ -43,7 +57,13 @@ def test_examples_train_on_opencl_with_zero_fallbacks(example):
     """Strict mode turns any CPU fallback into an error, so a clean run proves there was none."""
     _opencl_or_skip()
     env = dict(os.environ, OARLOCK_STRICT_KERNELS="1")
-    p = subprocess.run([sys.executable, f"examples/{example}", "--device", "opencl", "--steps", "4"],
-                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=850)
+    p = subprocess.run(
+        [sys.executable, f"examples/{example}", "--device", "opencl", "--steps", "4"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=850,
+    )
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     assert "fallbacks: {}" in p.stdout

@@ -20,7 +20,9 @@ class PartialRuntime(DeviceRuntime):
         return 2
 
     def properties(self, index: int) -> DeviceProperties:
-        return DeviceProperties(name=f"partial-{index}", vendor="tests", total_memory=1 << 30, compute_units=1)
+        return DeviceProperties(
+            name=f"partial-{index}", vendor="tests", total_memory=1 << 30, compute_units=1
+        )
 
     def allocate(self, index: int, nbytes: int) -> bytearray:
         if nbytes > (1 << 30):

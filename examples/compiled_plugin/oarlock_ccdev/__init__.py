@@ -25,8 +25,15 @@ class CCRuntime(api.DeviceRuntime):
         return 1
 
     def properties(self, index):
-        return api.DeviceProperties(name="CCDev 1", vendor="Example Corp", total_memory=MEMORY, compute_units=os.cpu_count(),
-                                dtypes=DTYPES, driver_version="cc 0.1", runtime_version="numpy " + np.__version__)
+        return api.DeviceProperties(
+            name="CCDev 1",
+            vendor="Example Corp",
+            total_memory=MEMORY,
+            compute_units=os.cpu_count(),
+            dtypes=DTYPES,
+            driver_version="cc 0.1",
+            runtime_version="numpy " + np.__version__,
+        )
 
     def allocate(self, index, nbytes):
         if nbytes > MEMORY:
@@ -41,16 +48,16 @@ class CCRuntime(api.DeviceRuntime):
         return np.frombuffer(buffer, np.uint8, count, offset).view(dtype).reshape(shape)
 
     def memset(self, index, buffer, offset, value, nbytes, stream):
-        buffer[offset:offset + nbytes] = bytes([value]) * nbytes
+        buffer[offset : offset + nbytes] = bytes([value]) * nbytes
 
     def copy_h2d(self, index, dst, dst_offset, src, stream, blocking=True):
-        dst[dst_offset:dst_offset + src.nbytes] = src.tobytes()
+        dst[dst_offset : dst_offset + src.nbytes] = src.tobytes()
 
     def copy_d2h(self, index, dst, src, src_offset, stream, blocking=True):
         dst.reshape(-1).view(np.uint8)[:] = np.frombuffer(src, np.uint8, dst.nbytes, src_offset)
 
     def copy_d2d(self, index, dst, dst_offset, src, src_offset, nbytes, stream, blocking=True):
-        dst[dst_offset:dst_offset + nbytes] = src[src_offset:src_offset + nbytes]
+        dst[dst_offset : dst_offset + nbytes] = src[src_offset : src_offset + nbytes]
 
     def create_event(self, index):
         return [0.0]
@@ -76,7 +83,9 @@ class CCCompiler(api.Compiler):
         self.cc, self.libs = os.environ.get("CC", "cc"), []
 
     def identity(self):  # changes with the compiler's version and the flags
-        return subprocess.run([self.cc, "--version"], capture_output=True, text=True).stdout + " ".join(self.flags)
+        return subprocess.run([self.cc, "--version"], capture_output=True, text=True).stdout + " ".join(
+            self.flags
+        )
 
     def compile(self, source, entry, options=()):
         decl = re.search(r"void\s+" + entry + r"\s*\([^)]*\)", source)
@@ -85,9 +94,15 @@ class CCCompiler(api.Compiler):
         with tempfile.TemporaryDirectory(prefix="ccdev-") as d:
             with open(f"{d}/k.c", "w") as f:
                 f.write(source)
-            r = subprocess.run([self.cc, f"{d}/k.c", *self.flags, *options, "-o", f"{d}/k.so"], capture_output=True, text=True)
+            r = subprocess.run(
+                [self.cc, f"{d}/k.c", *self.flags, *options, "-o", f"{d}/k.so"],
+                capture_output=True,
+                text=True,
+            )
             if r.returncode:
-                raise api.CompileError(f"[ccdev] {self.cc} could not compile '{entry}' (exit {r.returncode})\n{r.stderr}")
+                raise api.CompileError(
+                    f"[ccdev] {self.cc} could not compile '{entry}' (exit {r.returncode})\n{r.stderr}"
+                )
             with open(f"{d}/k.so", "rb") as f:
                 return re.sub(r"\brestrict\b", "", decl.group(0)).encode() + b"\0" + f.read()
 
@@ -115,7 +130,9 @@ def matmul(a, b):  # integers stay exact; floats accumulate in float64 and round
 
 def checked(index, size):
     if index.size and (index.min() < 0 or index.max() >= size):
-        raise api.OpArgumentError(f"[ccdev] index out of range [0, {size}): got {index.min()}..{index.max()}; check the indices")
+        raise api.OpArgumentError(
+            f"[ccdev] index out of range [0, {size}): got {index.min()}..{index.max()}; check the indices"
+        )
     return index
 
 

@@ -25,8 +25,9 @@ def elementwise(fn):
 
 def checked_index(index, size):
     if index.size and (index.min() < 0 or index.max() >= size):
-        raise OpArgumentError(f"[simdev] index out of range [0, {size}): got {index.min()}..{index.max()}; "
-                              f"check the indices")
+        raise OpArgumentError(
+            f"[simdev] index out of range [0, {size}): got {index.min()}..{index.max()}; check the indices"
+        )
     return index
 
 
@@ -41,7 +42,11 @@ def scatter(ctx, outs, ins, axis, add=False):
 def cast(ctx, outs, ins, dtype):
     x, y = ins[0], outs[0]
     with np.errstate(invalid="ignore"):
-        y[...] = x != 0 if y.dtype == bool else (np.trunc(x) if x.dtype.kind == "f" and y.dtype.kind in "iu" else x)
+        y[...] = (
+            x != 0
+            if y.dtype == bool
+            else (np.trunc(x) if x.dtype.kind == "f" and y.dtype.kind in "iu" else x)
+        )
 
 
 def reduce(fn):
@@ -59,8 +64,14 @@ def philox(ctx, outs, ins, shape, seed, offset, dtype):
     k = [seed & 0xFFFFFFFF, (seed >> 32) & 0xFFFFFFFF]
     for _ in range(10):  # Philox-4x32-10: ten rounds, key bumped after each
         p0, p1 = c[0] * np.uint64(0xD2511F53), c[2] * np.uint64(0xCD9E8D57)
-        c = np.stack([(p1 >> np.uint64(32)) ^ c[1] ^ np.uint64(k[0]), p1 & np.uint64(0xFFFFFFFF),
-                      (p0 >> np.uint64(32)) ^ c[3] ^ np.uint64(k[1]), p0 & np.uint64(0xFFFFFFFF)])
+        c = np.stack(
+            [
+                (p1 >> np.uint64(32)) ^ c[1] ^ np.uint64(k[0]),
+                p1 & np.uint64(0xFFFFFFFF),
+                (p0 >> np.uint64(32)) ^ c[3] ^ np.uint64(k[1]),
+                p0 & np.uint64(0xFFFFFFFF),
+            ]
+        )
         k = [(k[0] + 0x9E3779B9) & 0xFFFFFFFF, (k[1] + 0xBB67AE85) & 0xFFFFFFFF]
     bits = c.T.reshape(-1)[:n] >> np.uint64(8)
     outs[0][...] = (bits.astype(np.float64) * 2.0**-24).reshape(outs[0].shape)
@@ -83,7 +94,10 @@ KERNELS = [
     ("sign", NUM, elementwise(np.sign)),
     ("rsqrt", FLOAT, elementwise(lambda x: 1 / np.sqrt(x))),
     ("erf", FLOAT, elementwise(lambda x: erf(x) if x.size else x)),
-    *[(n, FLOAT, elementwise(getattr(np, n))) for n in ("exp", "log", "sqrt", "sin", "cos", "tanh", "floor", "ceil")],
+    *[
+        (n, FLOAT, elementwise(getattr(np, n)))
+        for n in ("exp", "log", "sqrt", "sin", "cos", "tanh", "floor", "ceil")
+    ],
     ("logical_not", ("bool",), elementwise(np.logical_not)),
     ("add", ALL, elementwise(lambda x, y: x | y if x.dtype == bool else x + y)),
     ("mul", ALL, elementwise(lambda x, y: x & y if x.dtype == bool else x * y)),
@@ -92,8 +106,17 @@ KERNELS = [
     ("pow", NUM, elementwise(np.power)),
     *[(n, ALL, elementwise(getattr(np, n))) for n in ("maximum", "minimum")],
     *[(n, NUM, elementwise(getattr(np, n))) for n in ("floor_divide", "remainder")],
-    *[(n, ALL, elementwise(getattr(np, f))) for n, f in [("eq", "equal"), ("ne", "not_equal"), ("lt", "less"),
-                                                          ("le", "less_equal"), ("gt", "greater"), ("ge", "greater_equal")]],
+    *[
+        (n, ALL, elementwise(getattr(np, f)))
+        for n, f in [
+            ("eq", "equal"),
+            ("ne", "not_equal"),
+            ("lt", "less"),
+            ("le", "less_equal"),
+            ("gt", "greater"),
+            ("ge", "greater_equal"),
+        ]
+    ],
     ("logical_and", ("bool",), elementwise(np.logical_and)),
     ("logical_or", ("bool",), elementwise(np.logical_or)),
     ("where", ALL, elementwise(np.where)),
@@ -102,17 +125,39 @@ KERNELS = [
     ("prod", NUM, reduce(np.prod)),
     ("max", ALL, reduce(np.max)),
     ("min", ALL, reduce(np.min)),
-    ("argmax", ALL, lambda ctx, outs, ins, axis, keepdim: outs[0].__setitem__(..., np.argmax(ins[0], axis, keepdims=keepdim))),
-    ("argmin", ALL, lambda ctx, outs, ins, axis, keepdim: outs[0].__setitem__(..., np.argmin(ins[0], axis, keepdims=keepdim))),
+    (
+        "argmax",
+        ALL,
+        lambda ctx, outs, ins, axis, keepdim: outs[0].__setitem__(
+            ..., np.argmax(ins[0], axis, keepdims=keepdim)
+        ),
+    ),
+    (
+        "argmin",
+        ALL,
+        lambda ctx, outs, ins, axis, keepdim: outs[0].__setitem__(
+            ..., np.argmin(ins[0], axis, keepdims=keepdim)
+        ),
+    ),
     ("matmul", NUM, lambda ctx, outs, ins: outs[0].__setitem__(..., np.matmul(*ins))),
     ("permute", ALL, lambda ctx, outs, ins, perm: outs[0].__setitem__(..., ins[0].transpose(perm))),
     ("expand", ALL, lambda ctx, outs, ins, shape: outs[0].__setitem__(..., np.broadcast_to(ins[0], shape))),
-    ("slice", ALL, lambda ctx, outs, ins, starts, stops, steps: outs[0].__setitem__(
-        ..., ins[0][tuple(map(slice, starts, stops, steps))])),
+    (
+        "slice",
+        ALL,
+        lambda ctx, outs, ins, starts, stops, steps: outs[0].__setitem__(
+            ..., ins[0][tuple(map(slice, starts, stops, steps))]
+        ),
+    ),
     ("concat", ALL, lambda ctx, outs, ins, axis: outs[0].__setitem__(..., np.concatenate(ins, axis))),
     ("pad", ALL, pad),
-    ("gather", ALL, lambda ctx, outs, ins, axis: outs[0].__setitem__(
-        ..., np.take(ins[0], checked_index(ins[1], ins[0].shape[axis]), axis))),
+    (
+        "gather",
+        ALL,
+        lambda ctx, outs, ins, axis: outs[0].__setitem__(
+            ..., np.take(ins[0], checked_index(ins[1], ins[0].shape[axis]), axis)
+        ),
+    ),
     ("scatter_add", NUM, lambda ctx, outs, ins, axis: scatter(ctx, outs, ins, axis, add=True)),
     ("scatter", ALL, scatter),
     ("full", ALL, lambda ctx, outs, ins, shape, value, dtype: outs[0].fill(value)),

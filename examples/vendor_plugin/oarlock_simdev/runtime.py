@@ -21,8 +21,15 @@ class SimRuntime(DeviceRuntime):
         return 1
 
     def properties(self, index):
-        return DeviceProperties(name="SimDev 1", vendor="Example Corp", total_memory=MEMORY, compute_units=1,
-                                dtypes=DTYPES, driver_version="sim 0.1", runtime_version="numpy " + np.__version__)
+        return DeviceProperties(
+            name="SimDev 1",
+            vendor="Example Corp",
+            total_memory=MEMORY,
+            compute_units=1,
+            dtypes=DTYPES,
+            driver_version="sim 0.1",
+            runtime_version="numpy " + np.__version__,
+        )
 
     def allocate(self, index, nbytes):
         if nbytes > MEMORY:

@@ -25,8 +25,21 @@ from ..tensor import Tensor
 if TYPE_CHECKING:
     from ..device import Device
 
-__all__ = ["OPS", "Lowering", "Meta", "OpDef", "apply", "apply1", "broadcast_shapes", "call", "composite",
-           "full_tensor", "primitive", "tracing"]
+__all__ = [
+    "OPS",
+    "Lowering",
+    "Meta",
+    "OpDef",
+    "apply",
+    "apply1",
+    "broadcast_shapes",
+    "call",
+    "composite",
+    "full_tensor",
+    "primitive",
+    "tracing",
+]
+
 
 def broadcast_shapes(op: str, a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
     """numpy's broadcast of two shapes; a mismatch is an error naming ``op`` (shape rules use it)."""
@@ -75,8 +88,15 @@ def fill_buffer(shape: tuple[int, ...], value: Any, dtype: np.dtype, dev: Device
     return dispatch.run(OPS["full"], [], {"shape": shape, "value": value, "dtype": dtype}, dev)[0]
 
 
-def primitive(name: str, infer: Callable[..., list[Meta]], grad: Callable[..., Any] | None = None, *,
-              elementwise: bool = False, lower: Lowering | str | None = None, no_grad: str = "") -> OpDef:
+def primitive(
+    name: str,
+    infer: Callable[..., list[Meta]],
+    grad: Callable[..., Any] | None = None,
+    *,
+    elementwise: bool = False,
+    lower: Lowering | str | None = None,
+    no_grad: str = "",
+) -> OpDef:
     """Define a primitive: its shape/dtype rule, its gradient rule (or ``no_grad``, saying why
     it has none), and ``lower``, its :class:`Lowering` (a string is the ``c`` of an element-wise
     one; an element-wise primitive must have one)."""
@@ -96,16 +116,21 @@ def primitive(name: str, infer: Callable[..., list[Meta]], grad: Callable[..., A
 #: When set, ``apply`` hands every primitive to this callable instead of running it
 #: (tracing for the compiler and ``jit``): fn(op, ins, attrs) -> outs.
 TRACER: contextvars.ContextVar[Callable[[OpDef, list[Tensor], dict[str, Any]], list[Tensor]] | None] = (
-    contextvars.ContextVar("oarlock_tracer", default=None))
+    contextvars.ContextVar("oarlock_tracer", default=None)
+)
 
 
 @contextlib.contextmanager
-def tracing(tracer: Callable[[OpDef, list[Tensor], dict[str, Any]], list[Tensor]], what: str) -> Iterator[None]:
+def tracing(
+    tracer: Callable[[OpDef, list[Tensor], dict[str, Any]], list[Tensor]], what: str
+) -> Iterator[None]:
     """Hand every primitive run in this context (thread, task) to ``tracer`` instead of a
     kernel; ``what`` names the tracer in the error for a nested trace."""
     if TRACER.get() is not None:
-        raise OpArgumentError(f"[{what}] a function is already being traced in this context "
-                              f"(nested to_static or compiler tracing)")
+        raise OpArgumentError(
+            f"[{what}] a function is already being traced in this context "
+            f"(nested to_static or compiler tracing)"
+        )
     token = TRACER.set(tracer)
     try:
         yield
@@ -134,7 +159,9 @@ def apply1(op: OpDef, ins: list[Tensor], attrs: dict[str, Any]) -> Tensor:
 
 # -- composites -----------------------------------------------------------------------------
 #: counters of which path each composite took: {(op, device type): {path: n}}
-PATHS: dict[tuple[str, str], dict[str, int]] = defaultdict(lambda: {"fused": 0, "generated": 0, "decomposed": 0})
+PATHS: dict[tuple[str, str], dict[str, int]] = defaultdict(
+    lambda: {"fused": 0, "generated": 0, "decomposed": 0}
+)
 
 #: Generated-kernel providers (framework.compiler registers one): fn(op, ins, attrs) -> outs | None.
 #: A provider that returns outputs has recorded them for autograd when needed.
@@ -158,7 +185,9 @@ def composite(
     """
 
     def wrap(fn: Callable[..., Any]) -> OpDef:
-        op = OPS[name] = OpDef(name, "composite", infer, grad or _grad_by_decomposition, False, fn, fn.__doc__ or "")
+        op = OPS[name] = OpDef(
+            name, "composite", infer, grad or _grad_by_decomposition, False, fn, fn.__doc__ or ""
+        )
         return op
 
     return wrap
@@ -182,7 +211,12 @@ def call(op: OpDef, ins: list[Tensor], attrs: dict[str, Any]) -> Any:
                     return _finish(outs)
     PATHS[(op.name, dev.type)]["decomposed"] += 1
     assert op.decomposition is not None
-    if op.grad is not _grad_by_decomposition and TRACER.get() is None and autograd.GRAD_ENABLED.get() and any(not t.stop_gradient for t in ins):
+    if (
+        op.grad is not _grad_by_decomposition
+        and TRACER.get() is None
+        and autograd.GRAD_ENABLED.get()
+        and any(not t.stop_gradient for t in ins)
+    ):
         # An explicit gradient rule is cheaper than the tape of the decomposition: run the
         # decomposition untaped and record the composite as one node.
         with autograd.no_grad():
@@ -207,12 +241,21 @@ def _grad_by_decomposition(node: autograd.Node, gouts: list[Tensor | None]) -> l
     with autograd.enable_grad():
         outs = node.op.decomposition(*leaves, **node.attrs)
     outs = [outs] if isinstance(outs, Tensor) else list(outs)
-    pairs = [(o, g if g is not None else full_tensor(o.shape, 0, o.dtype, o.device)) for o, g in zip(outs, gouts) if not o.stop_gradient]
+    pairs = [
+        (o, g if g is not None else full_tensor(o.shape, 0, o.dtype, o.device))
+        for o, g in zip(outs, gouts)
+        if not o.stop_gradient
+    ]
     wanted = [t for t in leaves if not t.stop_gradient]
     if not pairs or not wanted:
         return [None] * len(leaves)
-    res = autograd.grad([p[0] for p in pairs], wanted, [p[1] for p in pairs], allow_unused=True,
-                        create_graph=autograd.is_grad_enabled())
+    res = autograd.grad(
+        [p[0] for p in pairs],
+        wanted,
+        [p[1] for p in pairs],
+        allow_unused=True,
+        create_graph=autograd.is_grad_enabled(),
+    )
     it = iter(res)
     return [next(it) if not t.stop_gradient else None for t in leaves]
 

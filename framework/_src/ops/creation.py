@@ -31,7 +31,9 @@ def _shape(name: str, shape: Any) -> tuple[int, ...]:
     if bad or any(s < 0 for s in out):
         raise OpArgumentError(f"[{name}] shape must hold non-negative ints, got {tuple(shape)!r}")
     if math.prod(out) >= 2**62:
-        raise OpArgumentError(f"[{name}] shape {out} has {math.prod(out)} elements, more than any device can hold; check the shape")
+        raise OpArgumentError(
+            f"[{name}] shape {out} has {math.prod(out)} elements, more than any device can hold; check the shape"
+        )
     return out
 
 
@@ -39,7 +41,9 @@ def _device(device: Any) -> _dev.Device:
     return _dev.get_device() if device is None else _dev.parse(device)
 
 
-def full(shape: Any, fill_value: Any, dtype: Any = None, device: Any = None, name: str | None = None) -> Tensor:
+def full(
+    shape: Any, fill_value: Any, dtype: Any = None, device: Any = None, name: str | None = None
+) -> Tensor:
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
     d = _dt.as_dtype(dtype, "full") if dtype is not None else _dt.infer_dtype(fill_value)
@@ -87,7 +91,14 @@ def empty_like(x: Tensor, dtype: Any = None) -> Tensor:
     return _t.empty(x.shape, d, dev)
 
 
-def arange(start: Any = 0, end: Any = None, step: Any = 1, dtype: Any = None, device: Any = None, name: str | None = None) -> Tensor:
+def arange(
+    start: Any = 0,
+    end: Any = None,
+    step: Any = 1,
+    dtype: Any = None,
+    device: Any = None,
+    name: str | None = None,
+) -> Tensor:
     """``[start, end)`` with ``step`` (``arange(5)`` is 0..4)."""
     if end is None:
         start, end = 0, start
@@ -103,7 +114,9 @@ def arange(start: Any = 0, end: Any = None, step: Any = 1, dtype: Any = None, de
     else:
         d = _dt.as_dtype(dtype, "arange")
     n = max(0, math.ceil((end - start) / step))
-    return dispatch.run(OPS["arange"], [], {"start": start, "step": step, "dtype": d}, _device(device), [((n,), d)])[0]
+    return dispatch.run(
+        OPS["arange"], [], {"start": start, "step": step, "dtype": d}, _device(device), [((n,), d)]
+    )[0]
 
 
 def linspace(start: float, stop: float, num: int, dtype: Any = None, device: Any = None) -> Tensor:

@@ -37,7 +37,9 @@ def _index_tensor(name: str, index: Any, device: Any) -> Tensor:
     if index.dtype.kind not in "iu":
         raise OpArgumentError(f"[{name}] index must hold integers, got dtype {index.dtype}")
     if index.device != device:
-        raise OpArgumentError(f"[{name}] index is on {index.device} but the tensor is on {device}; move it with index.to('{device}')")
+        raise OpArgumentError(
+            f"[{name}] index is on {index.device} but the tensor is on {device}; move it with index.to('{device}')"
+        )
     return index if index.dtype == _dt.int64 else index.astype(_dt.int64)
 
 
@@ -65,7 +67,9 @@ def _scatter(opname: str, x: Tensor, index: Any, src: Any, axis: int) -> Tensor:
         try:
             src = src.expand(want)
         except OpArgumentError:
-            raise OpArgumentError(f"[{opname}] updates have shape {src.shape}, expected {want} (x {x.shape}, index {idx.shape}, axis {ax})") from None
+            raise OpArgumentError(
+                f"[{opname}] updates have shape {src.shape}, expected {want} (x {x.shape}, index {idx.shape}, axis {ax})"
+            ) from None
     return apply1(OPS[opname], [x, idx, src], {"axis": ax})
 
 
@@ -89,7 +93,9 @@ def checked_index(name: str, index: Tensor, size: int, what: str) -> Tensor:
     try:
         return gather(arange(size, device=index.device), index.reshape((-1,)), axis=0).reshape(index.shape)
     except OpArgumentError as exc:
-        raise IndexOutOfRangeError(f"[{name}] {what} must be in [0, {size}); the device reports: {exc}") from None
+        raise IndexOutOfRangeError(
+            f"[{name}] {what} must be in [0, {size}); the device reports: {exc}"
+        ) from None
 
 
 def _flat_positions(name: str, x: Tensor, idx_shape: tuple[int, ...], indices: Tensor, axis: int) -> Tensor:
@@ -134,7 +140,9 @@ def put_along_axis(x: Tensor, indices: Tensor, values: Any, axis: int, reduce: s
     fn = scatter_add if reduce == "add" else scatter
     if not isinstance(values, Tensor):
         values = to_tensor(values, dtype=x.dtype, device=x.device)
-    return fn(x.reshape((-1,)), flat.reshape((-1,)), values.expand(idx.shape).reshape((-1,)), axis=0).reshape(x.shape)
+    return fn(x.reshape((-1,)), flat.reshape((-1,)), values.expand(idx.shape).reshape((-1,)), axis=0).reshape(
+        x.shape
+    )
 
 
 # -- x[key] ---------------------------------------------------------------------------------
@@ -145,7 +153,12 @@ def _normalize_key(key: Any) -> tuple[Any, ...]:
 
 
 def _is_basic(k: Any) -> bool:
-    return k is None or k is Ellipsis or isinstance(k, slice) or (isinstance(k, (int, np.integer)) and not isinstance(k, bool))
+    return (
+        k is None
+        or k is Ellipsis
+        or isinstance(k, slice)
+        or (isinstance(k, (int, np.integer)) and not isinstance(k, bool))
+    )
 
 
 def _host_key(key: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -160,7 +173,9 @@ def _host_key(key: tuple[Any, ...]) -> tuple[Any, ...]:
         if isinstance(k, slice):
             for part in (k.start, k.stop, k.step):
                 if isinstance(part, Tensor):
-                    k = slice(*(int(p.item()) if isinstance(p, Tensor) else p for p in (k.start, k.stop, k.step)))
+                    k = slice(
+                        *(int(p.item()) if isinstance(p, Tensor) else p for p in (k.start, k.stop, k.step))
+                    )
                     break
         out.append(k)
     return tuple(out)
@@ -188,7 +203,9 @@ def _basic_getitem(x: Tensor, key: tuple[Any, ...]) -> Tensor:
     if sum(1 for k in key if k is Ellipsis) > 1:
         raise OpArgumentError("[getitem] an index can only have a single ellipsis ('...')")
     if n_real > x.ndim:
-        raise IndexOutOfRangeError(f"[getitem] too many indices for a tensor of shape {x.shape}: {n_real} were given")
+        raise IndexOutOfRangeError(
+            f"[getitem] too many indices for a tensor of shape {x.shape}: {n_real} were given"
+        )
     full: list[Any] = []
     for k in key:
         if k is Ellipsis:
@@ -227,7 +244,9 @@ def _basic_getitem(x: Tensor, key: tuple[Any, ...]) -> Tensor:
         else:
             i = int(k)
             if not -size <= i < size:
-                raise IndexOutOfRangeError(f"[getitem] index {i} is out of bounds for axis {d} with size {size}")
+                raise IndexOutOfRangeError(
+                    f"[getitem] index {i} is out of bounds for axis {d} with size {size}"
+                )
             i %= size
             starts.append(i)
             stops.append(i + 1)
@@ -260,16 +279,22 @@ def setitem(x: Tensor, key: Any, value: Any) -> None:
     if isinstance(value, Tensor):
         v = value.astype(x.dtype) if value.dtype != x.dtype else value
         if v.device != x.device:
-            raise OpArgumentError(f"[setitem] value is on {v.device} but the tensor is on {x.device}; move it with value.to('{x.device}')")
+            raise OpArgumentError(
+                f"[setitem] value is on {v.device} but the tensor is on {x.device}; move it with value.to('{x.device}')"
+            )
     else:
         try:
             v = to_tensor(np.asarray(value), dtype=x.dtype, device=x.device)
         except (TypeError, ValueError) as exc:
-            raise OpArgumentError(f"[setitem] cannot assign {type(value).__name__} to a {x.dtype} tensor: {exc}") from None
+            raise OpArgumentError(
+                f"[setitem] cannot assign {type(value).__name__} to a {x.dtype} tensor: {exc}"
+            ) from None
     try:
         v = v.expand(flat.shape)
     except OpArgumentError:
-        raise OpArgumentError(f"[setitem] value of shape {v.shape} cannot be broadcast to the indexed shape {flat.shape}") from None
+        raise OpArgumentError(
+            f"[setitem] value of shape {v.shape} cannot be broadcast to the indexed shape {flat.shape}"
+        ) from None
     idx = to_tensor(flat.reshape(-1), device=x.device)
     src = alias(x)
     r = scatter(src.reshape((-1,)), idx, v.reshape((-1,)), axis=0).reshape(x.shape)

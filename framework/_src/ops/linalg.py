@@ -33,11 +33,15 @@ def _mT(x: Tensor) -> Tensor:
 def _square(name: str, x: Tensor) -> Tensor:
     x = float_arg(name, x)
     if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
-        raise OpArgumentError(f"[{name}] x must be a (batch of) square matrices (..., n, n), got shape {x.shape}")
+        raise OpArgumentError(
+            f"[{name}] x must be a (batch of) square matrices (..., n, n), got shape {x.shape}"
+        )
     return x
 
 
-def host_op(name: str, grad: Callable[..., list] | None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def host_op(
+    name: str, grad: Callable[..., list] | None
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Define op ``name`` computed on the host by ``fn(*numpy arrays, **attrs)`` (one array or
     a tuple), with ``grad`` as its autograd rule (``None``: not differentiable)."""
 
@@ -51,11 +55,15 @@ def host_op(name: str, grad: Callable[..., list] | None) -> Callable[[Callable[.
             try:
                 res = fn(*[t.numpy() for t in ins], **attrs)
             except np.linalg.LinAlgError as exc:
-                raise OpArgumentError(f"[{name}] {exc} (input shape {ins[0].shape}); the matrix must be {_NEEDS.get(name, 'well-conditioned')}") from None
+                raise OpArgumentError(
+                    f"[{name}] {exc} (input shape {ins[0].shape}); the matrix must be {_NEEDS.get(name, 'well-conditioned')}"
+                ) from None
             many = isinstance(res, tuple)
             outs = [to_tensor(_host_result(r, ins[0].dtype), device=dev) for r in (res if many else (res,))]
             if grad is not None and autograd.is_grad_enabled() and any(not t.stop_gradient for t in ins):
-                autograd.record(op, ins, attrs, outs, ctx=[o.detach() for o in outs])  # outputs kept for the rule
+                autograd.record(
+                    op, ins, attrs, outs, ctx=[o.detach() for o in outs]
+                )  # outputs kept for the rule
             return tuple(outs) if many else outs[0]
 
         run.op = op  # type: ignore[attr-defined]
@@ -70,7 +78,12 @@ def _host_result(r: Any, dtype: np.dtype) -> np.ndarray:
     return np.array(r, dtype=dtype if r.dtype.kind == "f" else r.dtype, order="C")
 
 
-_NEEDS = {"inverse": "invertible", "solve": "invertible", "cholesky": "symmetric positive definite", "det": "square"}
+_NEEDS = {
+    "inverse": "invertible",
+    "solve": "invertible",
+    "cholesky": "symmetric positive definite",
+    "det": "square",
+}
 
 
 # -- inverse, det, solve ----------------------------------------------------------------------------
@@ -133,7 +146,9 @@ def solve(x: Tensor, y: Tensor, left: bool = True, name: str | None = None) -> T
     if vec:
         b = b.unsqueeze(-1)
     if b.shape[-2] != a.shape[-1]:
-        raise OpArgumentError(f"[solve] y has {b.shape[-2]} rows but x is {a.shape[-1]} x {a.shape[-1]} (shapes {x.shape} and {y.shape})")
+        raise OpArgumentError(
+            f"[solve] y has {b.shape[-2]} rows but x is {a.shape[-1]} x {a.shape[-1]} (shapes {x.shape} and {y.shape})"
+        )
     out = _solve([a, b])
     return out.squeeze(-1) if vec else out
 
@@ -151,7 +166,9 @@ def _g_triangular(n: Any, g: list) -> list:
 
 
 @host_op("triangular_solve", _g_triangular)
-def _triangular(a: np.ndarray, b: np.ndarray, upper: bool, transpose: bool, unitriangular: bool) -> np.ndarray:
+def _triangular(
+    a: np.ndarray, b: np.ndarray, upper: bool, transpose: bool, unitriangular: bool
+) -> np.ndarray:
     t = np.triu(a) if upper else np.tril(a)
     if unitriangular:
         idx = np.arange(a.shape[-1])
@@ -162,10 +179,22 @@ def _triangular(a: np.ndarray, b: np.ndarray, upper: bool, transpose: bool, unit
     return np.linalg.solve(t, b)
 
 
-def triangular_solve(x: Tensor, y: Tensor, upper: bool = True, transpose: bool = False, unitriangular: bool = False, name: str | None = None) -> Tensor:
+def triangular_solve(
+    x: Tensor,
+    y: Tensor,
+    upper: bool = True,
+    transpose: bool = False,
+    unitriangular: bool = False,
+    name: str | None = None,
+) -> Tensor:
     """X with op(T) X = y, T the upper (or lower) triangle of x, op = transpose if asked."""
     a = _square("triangular_solve", x)
-    return _triangular([a, float_arg("triangular_solve", y, "y").astype(a.dtype)], upper=bool(upper), transpose=bool(transpose), unitriangular=bool(unitriangular))
+    return _triangular(
+        [a, float_arg("triangular_solve", y, "y").astype(a.dtype)],
+        upper=bool(upper),
+        transpose=bool(transpose),
+        unitriangular=bool(unitriangular),
+    )
 
 
 # -- cholesky -----------------------------------------------------------------------------------------
@@ -205,7 +234,11 @@ def cholesky_solve(x: Tensor, y: Tensor, upper: bool = False, name: str | None =
 def _g_eigh(n: Any, g: list) -> list:
     w, v = n.ctx[0], n.ctx[1]
     gw, gv = g
-    inner = C.zeros_like(v) if gw is None else gw.unsqueeze(-1) * C.eye(w.shape[-1], dtype=w.dtype, device=w.device)
+    inner = (
+        C.zeros_like(v)
+        if gw is None
+        else gw.unsqueeze(-1) * C.eye(w.shape[-1], dtype=w.dtype, device=w.device)
+    )
     if gv is not None:
         diff = w.unsqueeze(-2) - w.unsqueeze(-1)  # [i, j] = w_j - w_i
         eye = C.eye(w.shape[-1], dtype=w.dtype, device=w.device)
@@ -235,7 +268,9 @@ def eigvalsh(x: Tensor, UPLO: str = "L", name: str | None = None) -> Tensor:
 def _real_or_raise(name: str, vals: np.ndarray) -> np.ndarray:
     if np.iscomplexobj(vals):
         if np.abs(vals.imag).max(initial=0.0) > 0:
-            raise OpArgumentError(f"[{name}] the eigenvalues are complex and Oarlock has no complex dtype; use eigh for symmetric matrices")
+            raise OpArgumentError(
+                f"[{name}] the eigenvalues are complex and Oarlock has no complex dtype; use eigh for symmetric matrices"
+            )
         vals = vals.real
     return vals
 
@@ -247,7 +282,9 @@ def eig(x: Tensor, name: str | None = None) -> tuple[Tensor, Tensor]:
     w, v = np.linalg.eig(a.numpy())
     w = _real_or_raise("eig", w)
     v = _real_or_raise("eig", v)
-    return to_tensor(w.astype(a.dtype), device=a.device), to_tensor(np.ascontiguousarray(v.astype(a.dtype)), device=a.device)
+    return to_tensor(w.astype(a.dtype), device=a.device), to_tensor(
+        np.ascontiguousarray(v.astype(a.dtype)), device=a.device
+    )
 
 
 def eigvals(x: Tensor, name: str | None = None) -> Tensor:
@@ -264,7 +301,9 @@ def _g_qr(n: Any, g: list) -> list:
     gr = g[1] if g[1] is not None else C.zeros_like(r)
     a = n.inputs[0]
     if a.shape[-2] < a.shape[-1]:
-        raise OpArgumentError(f"[qr] the gradient needs rows >= columns (reduced QR of a tall matrix), got shape {a.shape}")
+        raise OpArgumentError(
+            f"[qr] the gradient needs rows >= columns (reduced QR of a tall matrix), got shape {a.shape}"
+        )
     m = M.matmul(r, _mT(gr)) - M.matmul(_mT(gq), q)
     b = gq + M.matmul(q, _copyltu(m))
     # b R^-T, by a triangular solve: (R^-1 b^T)^T
@@ -303,7 +342,11 @@ def _g_svd(n: Any, g: list) -> list:
     if gu is not None:
         j = f * (M.matmul(_mT(u), gu) - M.matmul(_mT(gu), u))
         inner = inner + M.matmul(j, smat)
-        extra = M.matmul(gu - M.matmul(u, M.matmul(_mT(u), gu)), sinv.swapaxes(-1, -2) * eye) if u.shape[-2] > k else None
+        extra = (
+            M.matmul(gu - M.matmul(u, M.matmul(_mT(u), gu)), sinv.swapaxes(-1, -2) * eye)
+            if u.shape[-2] > k
+            else None
+        )
         if extra is not None:
             ga = M.matmul(extra, vh)
     if gvh is not None:
@@ -311,7 +354,9 @@ def _g_svd(n: Any, g: list) -> list:
         kk = f * (M.matmul(_mT(v), gv) - M.matmul(_mT(gv), v))
         inner = inner + M.matmul(smat, kk)
         if v.shape[-2] > k:
-            extra = M.matmul(M.matmul(u, 1.0 / s.unsqueeze(-1) * eye), _mT(gv - M.matmul(v, M.matmul(_mT(v), gv))))
+            extra = M.matmul(
+                M.matmul(u, 1.0 / s.unsqueeze(-1) * eye), _mT(gv - M.matmul(v, M.matmul(_mT(v), gv)))
+            )
             ga = extra if ga is None else ga + extra
     core = M.matmul(M.matmul(u, inner), vh)
     return [core if ga is None else core + ga]
@@ -369,7 +414,9 @@ def lu(x: Tensor, pivot: bool = True, get_infos: bool = False, name: str | None 
     return packed, pivots
 
 
-def lu_unpack(x: Tensor, y: Tensor, unpack_ludata: bool = True, unpack_pivots: bool = True, name: str | None = None) -> tuple[Tensor, Tensor, Tensor]:
+def lu_unpack(
+    x: Tensor, y: Tensor, unpack_ludata: bool = True, unpack_pivots: bool = True, name: str | None = None
+) -> tuple[Tensor, Tensor, Tensor]:
     """(P, L, U) from :func:`lu`'s packed factors ``x`` and pivots ``y``, with A = P L U."""
     lu_ = tensor_arg("lu_unpack", x)
     m, n = lu_.shape[-2:]
@@ -428,13 +475,17 @@ def pinv(x: Tensor, rcond: float = 1e-15, hermitian: bool = False, name: str | N
     return M.matmul(_mT(vh) * sinv.unsqueeze(-2), _mT(u))
 
 
-def lstsq(x: Tensor, y: Tensor, rcond: float | None = None, driver: str | None = None, name: str | None = None) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+def lstsq(
+    x: Tensor, y: Tensor, rcond: float | None = None, driver: str | None = None, name: str | None = None
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """Least-squares solution of x @ X = y: (solution, residuals, rank, singular_values), as
     Paddle returns them; the solution is pinv(x) @ y (differentiable)."""
     a = float_arg("lstsq", x)
     b = float_arg("lstsq", y, "y").astype(a.dtype)
     if a.ndim < 2 or b.ndim < 2 or a.shape[-2] != b.shape[-2]:
-        raise OpArgumentError(f"[lstsq] x (..., m, n) and y (..., m, k) need the same m, got {a.shape} and {b.shape}")
+        raise OpArgumentError(
+            f"[lstsq] x (..., m, n) and y (..., m, k) need the same m, got {a.shape} and {b.shape}"
+        )
     m, n = a.shape[-2:]
     eps = float(np.finfo(a.dtype).eps) if a.dtype.kind == "f" else 1e-7
     rc = rcond if rcond is not None else eps * max(m, n)
@@ -449,7 +500,9 @@ def lstsq(x: Tensor, y: Tensor, rcond: float | None = None, driver: str | None =
     return sol, resid, rank, s
 
 
-def norm(x: Tensor, p: Any = "fro", axis: Any = None, keepdim: bool = False, name: str | None = None) -> Tensor:
+def norm(
+    x: Tensor, p: Any = "fro", axis: Any = None, keepdim: bool = False, name: str | None = None
+) -> Tensor:
     """Vector norms (p a number, inf, -inf or 0) over one axis or the flattened tensor;
     matrix norms ('fro', 'nuc', inf, -inf, 1, -1, 2, -2) over two axes."""
     x = float_arg("norm", x)
@@ -461,7 +514,9 @@ def norm(x: Tensor, p: Any = "fro", axis: Any = None, keepdim: bool = False, nam
         return _matrix_norm(x, p, axes, keepdim)
     if isinstance(p, str):
         if p != "fro":
-            raise OpArgumentError(f"[norm] p={p!r} needs a 2-d axis (matrix norm); vector norms take a number, inf or -inf")
+            raise OpArgumentError(
+                f"[norm] p={p!r} needs a 2-d axis (matrix norm); vector norms take a number, inf or -inf"
+            )
         p = 2
     if axis is None and x.ndim > 1:
         r = norm(x.reshape((-1,)), p, 0)
@@ -496,18 +551,24 @@ def _matrix_norm(x: Tensor, p: Any, axes: list[int], keepdim: bool) -> Tensor:
         rs = M.sum(M.abs(t), axis=-1)
         out = M.max(rs, axis=-1) if p > 0 else M.min(rs, axis=-1)
     else:
-        raise OpArgumentError(f"[norm] matrix norm p must be 'fro', 'nuc', 1, -1, 2, -2, inf or -inf, got {p!r}")
+        raise OpArgumentError(
+            f"[norm] matrix norm p must be 'fro', 'nuc', 1, -1, 2, -2, inf or -inf, got {p!r}"
+        )
     if keepdim:
         for a in sorted(axes):
             out = out.unsqueeze(a)
     return out
 
 
-def matrix_norm(x: Tensor, p: Any = "fro", axis: Sequence[int] = (-2, -1), keepdim: bool = False, name: str | None = None) -> Tensor:
+def matrix_norm(
+    x: Tensor, p: Any = "fro", axis: Sequence[int] = (-2, -1), keepdim: bool = False, name: str | None = None
+) -> Tensor:
     return norm(x, p, list(axis), keepdim)
 
 
-def vector_norm(x: Tensor, p: float = 2.0, axis: Any = None, keepdim: bool = False, name: str | None = None) -> Tensor:
+def vector_norm(
+    x: Tensor, p: float = 2.0, axis: Any = None, keepdim: bool = False, name: str | None = None
+) -> Tensor:
     if axis is not None and not isinstance(axis, int) and len(axis) == 2:
         return M.sum(M.abs(x) ** float(p), axis=list(axis), keepdim=keepdim) ** (1.0 / float(p))
     return norm(x, float(p), axis, keepdim)
@@ -549,7 +610,9 @@ def cross(x: Tensor, y: Tensor, axis: int = 9, name: str | None = None) -> Tenso
         axis = next((i for i, s in enumerate(x.shape) if s == 3), -1)
     ax = axis % max(x.ndim, 1)
     if x.shape[ax] != 3 or x.shape != y.shape:
-        raise OpArgumentError(f"[cross] x and y need equal shapes with size 3 on axis {axis}, got {x.shape} and {y.shape}")
+        raise OpArgumentError(
+            f"[cross] x and y need equal shapes with size 3 on axis {axis}, got {x.shape} and {y.shape}"
+        )
 
     def c(t: Tensor, i: int) -> Tensor:
         return I.gather(t, to_tensor([i], device=t.device), axis=ax)
@@ -559,7 +622,14 @@ def cross(x: Tensor, y: Tensor, axis: int = 9, name: str | None = None) -> Tenso
     return S.concat([x1 * y2 - x2 * y1, x2 * y0 - x0 * y2, x0 * y1 - x1 * y0], axis=ax)
 
 
-def cov(x: Tensor, rowvar: bool = True, ddof: bool = True, fweights: Tensor | None = None, aweights: Tensor | None = None, name: str | None = None) -> Tensor:
+def cov(
+    x: Tensor,
+    rowvar: bool = True,
+    ddof: bool = True,
+    fweights: Tensor | None = None,
+    aweights: Tensor | None = None,
+    name: str | None = None,
+) -> Tensor:
     """Covariance of the variables in the rows (``rowvar``) or columns of ``x``."""
     x = float_arg("cov", x)
     if x.ndim > 2:
@@ -608,7 +678,15 @@ def _diag(c: Tensor) -> Tensor:
     return diagonal(c)
 
 
-def histogram(input: Tensor, bins: int = 100, min: float = 0, max: float = 0, weight: Tensor | None = None, density: bool = False, name: str | None = None) -> Tensor:
+def histogram(
+    input: Tensor,
+    bins: int = 100,
+    min: float = 0,
+    max: float = 0,
+    weight: Tensor | None = None,
+    density: bool = False,
+    name: str | None = None,
+) -> Tensor:
     """Counts of the values in ``bins`` equal bins over [min, max] (the data's range when both
     are 0); values outside are ignored; the last bin includes max."""
     x = tensor_arg("histogram", input).reshape((-1,))
@@ -627,7 +705,9 @@ def histogram(input: Tensor, bins: int = 100, min: float = 0, max: float = 0, we
     w = M.cast(inside, _dt.int64) if weight is None else M.where(inside, weight.reshape((-1,)), 0.0)
     out = I.scatter_add(C.zeros([bins], dtype=w.dtype, device=x.device), idx, w, axis=0)
     if density:
-        return out.astype(_dt.get_default_dtype()) / (M.sum(out).astype(_dt.get_default_dtype()) * ((hi - lo) / bins))
+        return out.astype(_dt.get_default_dtype()) / (
+            M.sum(out).astype(_dt.get_default_dtype()) * ((hi - lo) / bins)
+        )
     return out
 
 
@@ -635,11 +715,17 @@ def bincount(x: Tensor, weights: Tensor | None = None, minlength: int = 0, name:
     """Count of each non-negative int in ``x`` (summed ``weights`` when given)."""
     x = tensor_arg("bincount", x)
     if x.ndim != 1 or x.dtype.kind not in "iu":
-        raise OpArgumentError(f"[bincount] x must be a 1-d integer tensor, got shape {x.shape} dtype {x.dtype}")
+        raise OpArgumentError(
+            f"[bincount] x must be a 1-d integer tensor, got shape {x.shape} dtype {x.dtype}"
+        )
     if x.numel() and int(M.min(x).item()) < 0:
         raise OpArgumentError("[bincount] x must hold non-negative ints")
     n = _imax(int(M.max(x).item()) + 1 if x.numel() else 0, int(minlength))
-    w = C.ones(x.shape, dtype="int64", device=x.device) if weights is None else tensor_arg("bincount", weights, "weights")
+    w = (
+        C.ones(x.shape, dtype="int64", device=x.device)
+        if weights is None
+        else tensor_arg("bincount", weights, "weights")
+    )
     return I.scatter_add(C.zeros([n], dtype=w.dtype, device=x.device), x.astype("int64"), w, axis=0)
 
 

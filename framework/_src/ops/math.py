@@ -63,7 +63,9 @@ def _operands(name: str, x: Any, y: Any) -> tuple[Tensor, Tensor]:
             x = _tensor_like(name, x, y)
             d = _dt.promote(x.dtype, y.dtype)
     else:
-        raise OpArgumentError(f"[{name}] expected at least one Tensor, got {type(x).__name__} and {type(y).__name__}")
+        raise OpArgumentError(
+            f"[{name}] expected at least one Tensor, got {type(x).__name__} and {type(y).__name__}"
+        )
     if x.dtype != d:
         x = cast(x, d)
     if y.dtype != d:
@@ -116,8 +118,14 @@ def pow(x: Any, y: Any, name: str | None = None) -> Tensor:
         from .creation import zeros
 
         try:  # a negative exponent becomes index 1 of a 1-element tensor: the gather bounds check
-            apply1(OPS["gather"], [zeros((1,), dtype=_dt.int64, device=b.device),
-                                   cast(less_than(b, 0), _dt.int64).reshape((-1,))], {"axis": 0})
+            apply1(
+                OPS["gather"],
+                [
+                    zeros((1,), dtype=_dt.int64, device=b.device),
+                    cast(less_than(b, 0), _dt.int64).reshape((-1,)),
+                ],
+                {"axis": 0},
+            )
         except OpArgumentError:
             raise OpArgumentError(
                 f"[pow] the exponent y holds a negative value but x and y are integers ({a.dtype}, {b.dtype}); "
@@ -136,9 +144,17 @@ def _logical(name: str):
         if like is None:
             raise OpArgumentError(f"[{op.name}] expected at least one Tensor")
         if a is None:
-            a = _const(x, _dt.bool_, like.device, like.ndim) if isinstance(x, _SCALARS) else _tensor_like(op.name, x, like)
+            a = (
+                _const(x, _dt.bool_, like.device, like.ndim)
+                if isinstance(x, _SCALARS)
+                else _tensor_like(op.name, x, like)
+            )
         if b is None:
-            b = _const(y, _dt.bool_, like.device, like.ndim) if isinstance(y, _SCALARS) else _tensor_like(op.name, y, like)
+            b = (
+                _const(y, _dt.bool_, like.device, like.ndim)
+                if isinstance(y, _SCALARS)
+                else _tensor_like(op.name, y, like)
+            )
         return apply1(op, [cast(a, _dt.bool_), cast(b, _dt.bool_)], {})
 
     return f
@@ -158,7 +174,9 @@ def logical_not(x: Tensor) -> Tensor:
 
 def _check(x: Any, name: str) -> Tensor:
     if not isinstance(x, Tensor):
-        raise OpArgumentError(f"[{name}] expected a Tensor, got {type(x).__name__}; wrap data with fw.to_tensor")
+        raise OpArgumentError(
+            f"[{name}] expected a Tensor, got {type(x).__name__}; wrap data with fw.to_tensor"
+        )
     return x
 
 
@@ -170,7 +188,9 @@ def _unary(name: str, float_only: bool):
         if float_only and not _dt.is_floating(x.dtype):
             x = cast(x, _dt.get_default_dtype())
         elif x.dtype == _dt.bool_:
-            raise OpArgumentError(f"[{op.name}] expected a numeric tensor, got bool; cast it first with x.astype('int64')")
+            raise OpArgumentError(
+                f"[{op.name}] expected a numeric tensor, got bool; cast it first with x.astype('int64')"
+            )
         return apply1(op, [x], {})
 
     f.__name__ = name
@@ -297,7 +317,9 @@ def _reduce(opname: str, x: Tensor, axis: Any, keepdim: bool) -> Tensor:
     return apply1(OPS[opname], [x], {"axes": axes, "keepdim": bool(keepdim)})
 
 
-def sum(x: Tensor, axis: Any = None, dtype: Any = None, keepdim: bool = False, name: str | None = None) -> Tensor:
+def sum(
+    x: Tensor, axis: Any = None, dtype: Any = None, keepdim: bool = False, name: str | None = None
+) -> Tensor:
     x = _check(x, "sum")
     if dtype is not None:
         x = cast(x, dtype)
@@ -318,7 +340,9 @@ def prod(x: Tensor, axis: Any = None, keepdim: bool = False, dtype: Any = None) 
 def _nonempty(name: str, x: Tensor, axis: Any) -> None:
     axes = normalize_axes(name, axis, x.ndim)
     if builtins.any(x.shape[a] == 0 for a in axes) or (x.numel() == 0 and not axes):
-        raise OpArgumentError(f"[{name}] cannot reduce over an empty dimension of shape {x.shape}; the result is undefined")
+        raise OpArgumentError(
+            f"[{name}] cannot reduce over an empty dimension of shape {x.shape}; the result is undefined"
+        )
 
 
 def max(x: Tensor, axis: Any = None, keepdim: bool = False, name: str | None = None) -> Tensor:
@@ -351,11 +375,15 @@ def _arg(opname: str, x: Tensor, axis: Any, keepdim: bool) -> Tensor:
     return apply1(OPS[opname], [x], {"axis": ax, "keepdim": bool(keepdim)})
 
 
-def argmax(x: Tensor, axis: Any = None, keepdim: bool = False, dtype: Any = "int64", name: str | None = None) -> Tensor:
+def argmax(
+    x: Tensor, axis: Any = None, keepdim: bool = False, dtype: Any = "int64", name: str | None = None
+) -> Tensor:
     return _arg("argmax", x, axis, keepdim)
 
 
-def argmin(x: Tensor, axis: Any = None, keepdim: bool = False, dtype: Any = "int64", name: str | None = None) -> Tensor:
+def argmin(
+    x: Tensor, axis: Any = None, keepdim: bool = False, dtype: Any = "int64", name: str | None = None
+) -> Tensor:
     return _arg("argmin", x, axis, keepdim)
 
 
@@ -371,11 +399,21 @@ def mean(x: Tensor, axis: Any = None, keepdim: bool = False, name: str | None = 
 
 
 def all(x: Tensor, axis: Any = None, keepdim: bool = False) -> Tensor:
-    return cast(_reduce("min", cast(x, _dt.uint8), axis, keepdim) if x.numel() else _const(True, _dt.bool_, x.device).reshape(()), _dt.bool_)
+    return cast(
+        _reduce("min", cast(x, _dt.uint8), axis, keepdim)
+        if x.numel()
+        else _const(True, _dt.bool_, x.device).reshape(()),
+        _dt.bool_,
+    )
 
 
 def any(x: Tensor, axis: Any = None, keepdim: bool = False) -> Tensor:
-    return cast(_reduce("max", cast(x, _dt.uint8), axis, keepdim) if x.numel() else _const(False, _dt.bool_, x.device).reshape(()), _dt.bool_)
+    return cast(
+        _reduce("max", cast(x, _dt.uint8), axis, keepdim)
+        if x.numel()
+        else _const(False, _dt.bool_, x.device).reshape(()),
+        _dt.bool_,
+    )
 
 
 def count_nonzero(x: Tensor, axis: Any = None, keepdim: bool = False) -> Tensor:
@@ -383,12 +421,16 @@ def count_nonzero(x: Tensor, axis: Any = None, keepdim: bool = False) -> Tensor:
 
 
 # -- matmul ---------------------------------------------------------------------------------
-def matmul(x: Tensor, y: Tensor, transpose_x: bool = False, transpose_y: bool = False, name: str | None = None) -> Tensor:
+def matmul(
+    x: Tensor, y: Tensor, transpose_x: bool = False, transpose_y: bool = False, name: str | None = None
+) -> Tensor:
     """Matrix product with numpy's rules for 1-d operands and batch broadcasting."""
     x = _check(x, "matmul")
     y = _check(y, "matmul")
     if x.ndim == 0 or y.ndim == 0:
-        raise OpArgumentError(f"[matmul] both operands need at least 1 dimension, got shapes {x.shape} and {y.shape}; use * for scalars")
+        raise OpArgumentError(
+            f"[matmul] both operands need at least 1 dimension, got shapes {x.shape} and {y.shape}; use * for scalars"
+        )
     x, y = _operands("matmul", x, y)
     if x.dtype == _dt.bool_:
         raise OpArgumentError("[matmul] bool tensors are not supported; cast to a number type first")

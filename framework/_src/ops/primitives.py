@@ -18,8 +18,6 @@ from .base import Lowering, broadcast_shapes, primitive
 # -- shape rules ----------------------------------------------------------------------------
 
 
-
-
 def _same(ins: list[Tensor], attrs: dict[str, Any]) -> list:
     x = ins[0]
     return [(x.shape, x.dtype)]
@@ -81,7 +79,9 @@ def sum_to(g: Tensor, shape: tuple[int, ...]) -> Tensor:
     from .math import sum as _sum
 
     lead = len(g.shape) - len(shape)
-    axes = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape) if s == 1 and g.shape[i + lead] != 1)
+    axes = tuple(range(lead)) + tuple(
+        i + lead for i, s in enumerate(shape) if s == 1 and g.shape[i + lead] != 1
+    )
     r = _sum(g, axis=axes, keepdim=True) if axes else g
     return r.reshape(shape)
 
@@ -150,10 +150,18 @@ def _math(fn: str) -> Lowering:
 
 # name, gradient rule, lowering to the loop IR (see base.Lowering for the template syntax)
 for _name, _grad, _lower in [
-    ("neg", _g_neg, "(-{0})"), ("abs", _g_abs, "{fn:fabs}({0})"), ("exp", _g_exp, _math("exp")),
-    ("log", _g_log, _math("log")), ("sqrt", _g_sqrt, _math("sqrt")), ("rsqrt", _g_rsqrt, "({one} / {fn:sqrt}({0}))"),
-    ("sin", _g_sin, _math("sin")), ("cos", _g_cos, _math("cos")), ("tanh", _g_tanh, _math("tanh")),
-    ("erf", _g_erf, _math("erf")), ("floor", _g_zero, _math("floor")), ("ceil", _g_zero, _math("ceil")),
+    ("neg", _g_neg, "(-{0})"),
+    ("abs", _g_abs, "{fn:fabs}({0})"),
+    ("exp", _g_exp, _math("exp")),
+    ("log", _g_log, _math("log")),
+    ("sqrt", _g_sqrt, _math("sqrt")),
+    ("rsqrt", _g_rsqrt, "({one} / {fn:sqrt}({0}))"),
+    ("sin", _g_sin, _math("sin")),
+    ("cos", _g_cos, _math("cos")),
+    ("tanh", _g_tanh, _math("tanh")),
+    ("erf", _g_erf, _math("erf")),
+    ("floor", _g_zero, _math("floor")),
+    ("ceil", _g_zero, _math("ceil")),
     # numpy: sign(-0.0) is +0.0 and NaN stays NaN
     ("sign", _g_zero, "({0} != {0} ? {0} : ({0} > {zero} ? {one} : ({0} < {zero} ? -{one} : {zero})))"),
 ]:
@@ -165,14 +173,18 @@ primitive("logical_not", _bool, None, elementwise=True, lower="(!{0})", no_grad=
 # binary ------------------------------------------------------------------------------------
 def _g_add(n, g):
     x, y = n.inputs
-    return [sum_to(g[0], x.shape) if not x.stop_gradient else None,
-            sum_to(g[0], y.shape) if not y.stop_gradient else None]
+    return [
+        sum_to(g[0], x.shape) if not x.stop_gradient else None,
+        sum_to(g[0], y.shape) if not y.stop_gradient else None,
+    ]
 
 
 def _g_sub(n, g):
     x, y = n.inputs
-    return [sum_to(g[0], x.shape) if not x.stop_gradient else None,
-            sum_to(-g[0], y.shape) if not y.stop_gradient else None]
+    return [
+        sum_to(g[0], x.shape) if not x.stop_gradient else None,
+        sum_to(-g[0], y.shape) if not y.stop_gradient else None,
+    ]
 
 
 def _g_mul(n, g):
@@ -228,23 +240,45 @@ def _g_remainder(n, g):
 # rounded to the nearest integer of (a - mod) / b; b == 0 gives a / b and NaN.
 _FMOD = "{fn:fmod}({0}, {1})"
 _ADJUST = f"({_FMOD} != {{zero}} && (({{1}} < {{zero}}) != ({_FMOD} < {{zero}})))"
-_REMAINDER = (f"({_ADJUST} ? {_FMOD} + {{1}} : ({_FMOD} == {{zero}} ? {{fn:copysign}}({{zero}}, {{1}}) : {_FMOD}))")
+_REMAINDER = (
+    f"({_ADJUST} ? {_FMOD} + {{1}} : ({_FMOD} == {{zero}} ? {{fn:copysign}}({{zero}}, {{1}}) : {_FMOD}))"
+)
 _DIV = f"(({{0}} - {_FMOD}) / {{1}} - ({_ADJUST} ? {{one}} : {{zero}}))"
-_FLOOR_DIVIDE = (f"({{1}} == {{zero}} ? {{0}} / {{1}} : ({_DIV} != {{zero}} ? {{fn:floor}}({_DIV}) + "
-                 f"({_DIV} - {{fn:floor}}({_DIV}) > ({{one}} / 2) ? {{one}} : {{zero}}) : "
-                 f"{{fn:copysign}}({{zero}}, {{0}} / {{1}})))")
+_FLOOR_DIVIDE = (
+    f"({{1}} == {{zero}} ? {{0}} / {{1}} : ({_DIV} != {{zero}} ? {{fn:floor}}({_DIV}) + "
+    f"({_DIV} - {{fn:floor}}({_DIV}) > ({{one}} / 2) ? {{one}} : {{zero}}) : "
+    f"{{fn:copysign}}({{zero}}, {{0}} / {{1}})))"
+)
 for _name, _grad, _lower in [
-    ("add", _g_add, "({0} + {1})"), ("sub", _g_sub, "({0} - {1})"), ("mul", _g_mul, "({0} * {1})"),
-    ("div", _g_div, "({0} / {1})"), ("pow", _g_pow, Lowering(c="{fn:pow}({0}, {1})", costly=True)),
+    ("add", _g_add, "({0} + {1})"),
+    ("sub", _g_sub, "({0} - {1})"),
+    ("mul", _g_mul, "({0} * {1})"),
+    ("div", _g_div, "({0} / {1})"),
+    ("pow", _g_pow, Lowering(c="{fn:pow}({0}, {1})", costly=True)),
     ("maximum", _g_minmax(lambda x, y: x > y), "(({0} > {1} || {0} != {0}) ? {0} : {1})"),  # NaN wins
     ("minimum", _g_minmax(lambda x, y: x < y), "(({0} < {1} || {0} != {0}) ? {0} : {1})"),
-    ("floor_divide", _g_zero, _FLOOR_DIVIDE), ("remainder", _g_remainder, _REMAINDER),
+    ("floor_divide", _g_zero, _FLOOR_DIVIDE),
+    ("remainder", _g_remainder, _REMAINDER),
 ]:
     primitive(_name, _make_binary_infer(_name, False), _grad, elementwise=True, lower=_lower)
-for _name, _sym in (("eq", "=="), ("ne", "!="), ("lt", "<"), ("le", "<="), ("gt", ">"), ("ge", ">="),
-                    ("logical_and", "&&"), ("logical_or", "||")):
-    primitive(_name, _make_binary_infer(_name, True), None, elementwise=True, lower=f"({{0}} {_sym} {{1}})",
-              no_grad=_BOOLEAN)
+for _name, _sym in (
+    ("eq", "=="),
+    ("ne", "!="),
+    ("lt", "<"),
+    ("le", "<="),
+    ("gt", ">"),
+    ("ge", ">="),
+    ("logical_and", "&&"),
+    ("logical_or", "||"),
+):
+    primitive(
+        _name,
+        _make_binary_infer(_name, True),
+        None,
+        elementwise=True,
+        lower=f"({{0}} {_sym} {{1}})",
+        no_grad=_BOOLEAN,
+    )
 
 
 def _g_where(n, g):
@@ -325,12 +359,18 @@ def _g_permute(n, g):
 
 
 primitive("permute", lambda ins, a: [(tuple(ins[0].shape[p] for p in a["perm"]), ins[0].dtype)], _g_permute)
-primitive("expand", lambda ins, a: [(a["shape"], ins[0].dtype)], lambda n, g: [sum_to(g[0], n.inputs[0].shape)],
-          lower=Lowering("pass"))
+primitive(
+    "expand",
+    lambda ins, a: [(a["shape"], ins[0].dtype)],
+    lambda n, g: [sum_to(g[0], n.inputs[0].shape)],
+    lower=Lowering("pass"),
+)
 
 
 def _slice_infer(ins, a):
-    return [(tuple(_slice_len(s, e, st) for s, e, st in zip(a["starts"], a["stops"], a["steps"])), ins[0].dtype)]
+    return [
+        (tuple(_slice_len(s, e, st) for s, e, st in zip(a["starts"], a["stops"], a["steps"])), ins[0].dtype)
+    ]
 
 
 def _g_slice(n, g):
@@ -437,7 +477,11 @@ def _g_scatter(n, g):
     from .indexing import gather, scatter
 
     x, idx, src = n.inputs
-    return [scatter(g[0], idx, zeros_like(src), axis=n.attrs["axis"]), None, gather(g[0], idx, axis=n.attrs["axis"])]
+    return [
+        scatter(g[0], idx, zeros_like(src), axis=n.attrs["axis"]),
+        None,
+        gather(g[0], idx, axis=n.attrs["axis"]),
+    ]
 
 
 primitive("gather", _gather_infer, _g_gather)
@@ -446,6 +490,8 @@ primitive("scatter", lambda ins, a: [(ins[0].shape, ins[0].dtype)], _g_scatter)
 
 # creation and memory ---------------------------------------------------------------------
 primitive("full", lambda ins, a: [(a["shape"], a["dtype"])], no_grad="no tensor input")
-primitive("arange", lambda ins, a: [((0,), a["dtype"])], no_grad="no tensor input")  # length given by the caller
+primitive(
+    "arange", lambda ins, a: [((0,), a["dtype"])], no_grad="no tensor input"
+)  # length given by the caller
 primitive("philox_uniform", lambda ins, a: [(a["shape"], a["dtype"])], no_grad="no tensor input")
 primitive("copy", _same, lambda n, g: [g[0]], lower=Lowering("pass"))

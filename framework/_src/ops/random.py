@@ -93,7 +93,15 @@ def rand(shape: Any, dtype: Any = None, device: Any = None, generator: Generator
     return _uniform01(_shape("rand", shape), _float(dtype), device, generator)
 
 
-def uniform(shape: Any, dtype: Any = None, min: float = -1.0, max: float = 1.0, seed: int = 0, device: Any = None, generator: Generator | None = None) -> Tensor:
+def uniform(
+    shape: Any,
+    dtype: Any = None,
+    min: float = -1.0,
+    max: float = 1.0,
+    seed: int = 0,
+    device: Any = None,
+    generator: Generator | None = None,
+) -> Tensor:
     """Uniform in [min, max) (Paddle's ``paddle.uniform``)."""
     if not min < max:
         raise OpArgumentError(f"[uniform] min must be below max, got min={min}, max={max}")
@@ -106,7 +114,14 @@ def randn(shape: Any, dtype: Any = None, device: Any = None, generator: Generato
     return normal(0.0, 1.0, shape, dtype=dtype, device=device, generator=generator)
 
 
-def normal(mean: float = 0.0, std: float = 1.0, shape: Any = None, dtype: Any = None, device: Any = None, generator: Generator | None = None) -> Tensor:
+def normal(
+    mean: float = 0.0,
+    std: float = 1.0,
+    shape: Any = None,
+    dtype: Any = None,
+    device: Any = None,
+    generator: Generator | None = None,
+) -> Tensor:
     shape = _shape("normal", shape if shape is not None else ())
     d = _float(dtype)
     n = math.prod(shape)
@@ -124,7 +139,14 @@ def normal(mean: float = 0.0, std: float = 1.0, shape: Any = None, dtype: Any = 
     return M.cast(z, d)
 
 
-def randint(low: int = 0, high: int | None = None, shape: Any = (1,), dtype: Any = None, device: Any = None, generator: Generator | None = None) -> Tensor:
+def randint(
+    low: int = 0,
+    high: int | None = None,
+    shape: Any = (1,),
+    dtype: Any = None,
+    device: Any = None,
+    generator: Generator | None = None,
+) -> Tensor:
     """Integers uniform in [low, high)."""
     if high is None:
         low, high = 0, low
@@ -139,14 +161,18 @@ def randint(low: int = 0, high: int | None = None, shape: Any = (1,), dtype: Any
 
 def bernoulli(p: Tensor, generator: Generator | None = None) -> Tensor:
     """1 with probability ``p`` elementwise."""
-    u = _uniform01(p.shape, p.dtype if p.dtype in (_dt.float32, _dt.float64) else _dt.float32, p.device, generator)
+    u = _uniform01(
+        p.shape, p.dtype if p.dtype in (_dt.float32, _dt.float64) else _dt.float32, p.device, generator
+    )
     return M.cast(M.less_than(u, p), p.dtype)
 
 
 def _host_uniform(n: int, g: Generator) -> np.ndarray:
     off = g.take(n)
     cpu = _dev.parse("cpu")
-    t = dispatch.run(OPS["philox_uniform"], [], {"shape": (n,), "seed": g.seed, "offset": off, "dtype": _dt.float64}, cpu)[0]
+    t = dispatch.run(
+        OPS["philox_uniform"], [], {"shape": (n,), "seed": g.seed, "offset": off, "dtype": _dt.float64}, cpu
+    )[0]
     return t.numpy()
 
 

@@ -102,7 +102,9 @@ def transpose(x: Tensor, perm: Sequence[int], name: str | None = None) -> Tensor
     """Permute dimensions (Paddle's ``transpose(x, perm)``); copies."""
     perm = tuple(int(p) for p in perm)
     if sorted(p % max(x.ndim, 1) for p in perm) != list(range(x.ndim)):
-        raise OpArgumentError(f"[transpose] perm {perm} is not a permutation of the {x.ndim} dimensions of {x.shape}")
+        raise OpArgumentError(
+            f"[transpose] perm {perm} is not a permutation of the {x.ndim} dimensions of {x.shape}"
+        )
     perm = tuple(p % x.ndim for p in perm)
     if perm == tuple(range(x.ndim)):
         return x
@@ -131,13 +133,17 @@ def expand(x: Tensor, shape: Any) -> Tensor:
     """Broadcast to ``shape`` (-1 keeps a size); materialises the result."""
     shape = [shape] if isinstance(shape, int) else list(shape)
     if len(shape) < x.ndim:
-        raise OpArgumentError(f"[expand] target shape {tuple(shape)} has fewer dims than the tensor {x.shape}")
+        raise OpArgumentError(
+            f"[expand] target shape {tuple(shape)} has fewer dims than the tensor {x.shape}"
+        )
     src = (1,) * (len(shape) - x.ndim) + x.shape
     out = []
     for i, (s, t_) in enumerate(zip(src, shape)):
         t_ = s if t_ == -1 else int(t_)
         if s != t_ and s != 1:
-            raise OpArgumentError(f"[expand] cannot expand {x.shape} to {tuple(shape)}: dimension {i} is {s}, not 1 or {t_}")
+            raise OpArgumentError(
+                f"[expand] cannot expand {x.shape} to {tuple(shape)}: dimension {i} is {s}, not 1 or {t_}"
+            )
         out.append(t_)
     out = tuple(out)
     if out == x.shape:
@@ -191,7 +197,9 @@ def stack(xs: Sequence[Tensor], axis: int = 0, name: str | None = None) -> Tenso
         raise OpArgumentError("[stack] expected a non-empty list of tensors")
     for i, t_ in enumerate(xs):
         if t_.shape != xs[0].shape:
-            raise OpArgumentError(f"[stack] tensor {i} has shape {t_.shape}, tensor 0 has {xs[0].shape}; they must be equal")
+            raise OpArgumentError(
+                f"[stack] tensor {i} has shape {t_.shape}, tensor 0 has {xs[0].shape}; they must be equal"
+            )
     nd = xs[0].ndim + 1
     if not -nd <= axis < nd:
         raise OpArgumentError(f"[stack] axis {axis} is out of range for {nd} dimensions")
@@ -218,14 +226,18 @@ def split(x: Tensor, num_or_sections: Any, axis: int = 0) -> list[Tensor]:
     n = x.shape[ax]
     if isinstance(num_or_sections, int):
         if num_or_sections <= 0 or n % num_or_sections:
-            raise OpArgumentError(f"[split] cannot split size {n} of axis {ax} into {num_or_sections} equal parts")
+            raise OpArgumentError(
+                f"[split] cannot split size {n} of axis {ax} into {num_or_sections} equal parts"
+            )
         sizes = [n // num_or_sections] * num_or_sections
     else:
         sizes = list(num_or_sections)
         if sizes.count(-1) == 1:
             sizes[sizes.index(-1)] = n - (sum(sizes) + 1)
         if sum(sizes) != n or any(s < 0 for s in sizes):
-            raise OpArgumentError(f"[split] sections {list(num_or_sections)} do not add up to size {n} of axis {ax}")
+            raise OpArgumentError(
+                f"[split] sections {list(num_or_sections)} do not add up to size {n} of axis {ax}"
+            )
     out = []
     start = 0
     for s in sizes:

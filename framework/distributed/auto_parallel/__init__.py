@@ -23,6 +23,7 @@ def reshard_log() -> list[dict]:
     """Every reshard this process ran (tensor, mesh axis, from, to, collective, bytes, why)."""
     return LOG
 
+
 __all__ = [
     "DistTensor",
     "Partial",

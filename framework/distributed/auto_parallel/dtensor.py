@@ -28,7 +28,9 @@ def label(x: Any) -> str:
     return f"tensor '{name}' of shape {shape}" if name else f"the tensor of shape {shape}"
 
 
-def check_placements(what: str, x: Any, shape: Sequence[int], mesh: ProcessMesh, placements: Any) -> list[Placement]:
+def check_placements(
+    what: str, x: Any, shape: Sequence[int], mesh: ProcessMesh, placements: Any
+) -> list[Placement]:
     """Validate an annotation: one placement per mesh axis, each Shard on an existing dim, at
     most one mesh axis per tensor dim. Errors name the tensor, the mesh and the placement."""
     if not isinstance(mesh, ProcessMesh):
@@ -65,7 +67,9 @@ def check_placements(what: str, x: Any, shape: Sequence[int], mesh: ProcessMesh,
     return out
 
 
-def local_region(shape: Sequence[int], mesh: ProcessMesh, placements: list[Placement], coord: list[int]) -> list[tuple[int, int]]:
+def local_region(
+    shape: Sequence[int], mesh: ProcessMesh, placements: list[Placement], coord: list[int]
+) -> list[tuple[int, int]]:
     """``[start, end)`` per tensor dim of the shard at mesh coordinate ``coord``."""
     region = [(0, n) for n in shape]
     for axis, p in enumerate(placements):
@@ -79,7 +83,15 @@ class DistTensor:
 
     __array_priority__ = 1000  # numpy defers to our operators
 
-    def __init__(self, local: Tensor | None, mesh: ProcessMesh, placements: list[Placement], shape: Sequence[int], dtype: Any, name: str | None = None) -> None:
+    def __init__(
+        self,
+        local: Tensor | None,
+        mesh: ProcessMesh,
+        placements: list[Placement],
+        shape: Sequence[int],
+        dtype: Any,
+        name: str | None = None,
+    ) -> None:
         self._local = local
         self.process_mesh = mesh
         self.placements = list(placements)
@@ -126,7 +138,13 @@ class DistTensor:
         for axis, p in enumerate(self.placements):  # an avg part's gradient is the whole over k
             if isinstance(p, Partial) and p.reduce_type == "avg" and g is not None:
                 g = g * float(self.process_mesh.shape[axis])
-        return DistTensor(g, self.process_mesh, [Replicate() if p.is_partial() else p for p in self.placements], self.shape, self.dtype)
+        return DistTensor(
+            g,
+            self.process_mesh,
+            [Replicate() if p.is_partial() else p for p in self.placements],
+            self.shape,
+            self.dtype,
+        )
 
     @property
     def device(self) -> Any:
@@ -151,7 +169,14 @@ def _as_tensor(data: Any) -> Tensor:
     return data if isinstance(data, Tensor) else _to_tensor(data)
 
 
-def shard_tensor(data: Any, mesh: ProcessMesh, placements: Sequence[Placement], dtype: Any = None, place: Any = None, stop_gradient: bool | None = None) -> DistTensor:
+def shard_tensor(
+    data: Any,
+    mesh: ProcessMesh,
+    placements: Sequence[Placement],
+    dtype: Any = None,
+    place: Any = None,
+    stop_gradient: bool | None = None,
+) -> DistTensor:
     """Lay the (global, same on every rank) ``data`` out over ``mesh``: each rank keeps its
     shard (``Shard``), the whole (``Replicate``) or -- for ``Partial`` -- the value on the
     first rank of the axis and zeros (sum) or the value (avg, max, min) elsewhere.
@@ -188,6 +213,8 @@ def shard_tensor(data: Any, mesh: ProcessMesh, placements: Sequence[Placement], 
     return DistTensor(local, mesh, ps, x.shape, x.dtype, getattr(x, "name", None))
 
 
-def dtensor_from_fn(fn: Callable[..., Any], mesh: ProcessMesh, placements: Sequence[Placement], *args: Any, **kwargs: Any) -> DistTensor:
+def dtensor_from_fn(
+    fn: Callable[..., Any], mesh: ProcessMesh, placements: Sequence[Placement], *args: Any, **kwargs: Any
+) -> DistTensor:
     """``shard_tensor(fn(*args, **kwargs), mesh, placements)`` (Paddle's helper)."""
     return shard_tensor(fn(*args, **kwargs), mesh, placements)

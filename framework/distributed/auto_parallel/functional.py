@@ -72,14 +72,29 @@ def _grad_all_reduce(x: DistTensor, t: Tensor, mesh: ProcessMesh, axis: int, op:
     if t.stop_gradient or mesh.shape[axis] == 1 or t.dtype.kind != "f":
         return t
     g = mesh.get_group(axis)
-    _note(x, mesh, axis, Replicate(), Replicate(), "all_reduce(sum) of the gradient, in backward",
-          t.numel() * t.dtype.itemsize, op)
+    _note(
+        x,
+        mesh,
+        axis,
+        Replicate(),
+        Replicate(),
+        "all_reduce(sum) of the gradient, in backward",
+        t.numel() * t.dtype.itemsize,
+        op,
+    )
     return _on_tape(t, t.detach(), lambda gr: _all_reduce(gr, "sum", g))
 
 
-def run(op: str, xs: Sequence[Any], local: Callable[..., Tensor], rule: str | None = None,
-        linear: str | None = None, reduce: str | None = None, shape: Sequence[int] | None = None,
-        with_plan: bool = False) -> DistTensor:
+def run(
+    op: str,
+    xs: Sequence[Any],
+    local: Callable[..., Tensor],
+    rule: str | None = None,
+    linear: str | None = None,
+    reduce: str | None = None,
+    shape: Sequence[int] | None = None,
+    with_plan: bool = False,
+) -> DistTensor:
     """Run ``local`` (the framework op on local shards) under op ``op``'s sharding rule
     (``shape``: the global output shape, when the rule's letters do not give it;
     ``with_plan``: ``local`` also gets the plan and the mesh, first)."""
@@ -91,8 +106,19 @@ def run(op: str, xs: Sequence[Any], local: Callable[..., Tensor], rule: str | No
     ensure_groups(mesh)
     dts = [_lift(x, mesh) for x in xs]
     letters, out, kept = expand(rule, [d.shape for d in dts])
-    p = plan(op, rule, linear, reduce, letters, out, kept, [d.placements for d in dts],
-             [d.shape for d in dts], [d.dtype.itemsize for d in dts], mesh.shape)
+    p = plan(
+        op,
+        rule,
+        linear,
+        reduce,
+        letters,
+        out,
+        kept,
+        [d.placements for d in dts],
+        [d.shape for d in dts],
+        [d.dtype.itemsize for d in dts],
+        mesh.shape,
+    )
     sizes: dict[str, int] = {}
     for lt, d in zip(letters, dts):
         for c, n in zip(lt, d.shape):
@@ -128,7 +154,9 @@ def matmul(x: Any, y: Any) -> Any:
     if not _dist(x, y):
         return _math.matmul(x, y)
     if x.ndim < 2 or y.ndim < 2:
-        raise OpArgumentError(f"[matmul] distributed operands need 2 or more dims, got {list(x.shape)} and {list(y.shape)}")
+        raise OpArgumentError(
+            f"[matmul] distributed operands need 2 or more dims, got {list(x.shape)} and {list(y.shape)}"
+        )
     return run("matmul", [x, y], _math.matmul)
 
 
@@ -185,7 +213,9 @@ def _axes(x: Any, axis: Any) -> list[int]:
     return sorted(a % x.ndim for a in axes)
 
 
-def _reduction(op: str, x: Any, axis: Any, keepdim: bool, local: Callable[[Tensor, list[int]], Tensor]) -> DistTensor:
+def _reduction(
+    op: str, x: Any, axis: Any, keepdim: bool, local: Callable[[Tensor, list[int]], Tensor]
+) -> DistTensor:
     axes = _axes(x, axis)
     inl = "abcdefghijklmnop"[: x.ndim]
     out = "".join(("Z" if keepdim else "") if i in axes else c for i, c in enumerate(inl))
@@ -207,7 +237,9 @@ def mean(x: Any, axis: Any = None, keepdim: bool = False) -> Any:
     if not isinstance(x, DistTensor):
         return _math.mean(x, axis=axis, keepdim=keepdim)
     count = math.prod(x.shape[a] for a in _axes(x, axis))
-    return _reduction("mean", x, axis, keepdim, lambda t, a: _math.sum(t, axis=a, keepdim=keepdim) * (1.0 / count))
+    return _reduction(
+        "mean", x, axis, keepdim, lambda t, a: _math.sum(t, axis=a, keepdim=keepdim) * (1.0 / count)
+    )
 
 
 def max(x: Any, axis: Any = None, keepdim: bool = False) -> Any:  # noqa: A001 - Paddle's name
@@ -293,11 +325,19 @@ def cross_entropy(logits: Any, label: Any, reduction: str = "mean") -> Any:
     if any(isinstance(p, Shard) and p.dim == logits.ndim - 1 for p in logits.placements):
         return _vocab_cross_entropy(logits, label, reduction)
     if reduction == "none":
-        return run("cross_entropy", [logits, label], lambda a, b: _loss.cross_entropy(a, b, reduction="none"),
-                   rule="*c,*->* | c")
+        return run(
+            "cross_entropy",
+            [logits, label],
+            lambda a, b: _loss.cross_entropy(a, b, reduction="none"),
+            rule="*c,*->* | c",
+        )
     scale = 1.0 / math.prod(label.shape) if reduction == "mean" else 1.0
-    return run("cross_entropy", [logits, label],
-               lambda a, b: _loss.cross_entropy(a, b, reduction="sum") * scale, rule="*c,*-> | c")
+    return run(
+        "cross_entropy",
+        [logits, label],
+        lambda a, b: _loss.cross_entropy(a, b, reduction="sum") * scale,
+        rule="*c,*-> | c",
+    )
 
 
 def _vocab_cross_entropy(logits: DistTensor, label: Any, reduction: str) -> Any:
@@ -306,11 +346,18 @@ def _vocab_cross_entropy(logits: DistTensor, label: Any, reduction: str) -> Any:
     class shards (all-reduces of one value per row), each from the rules of the ops below."""
     mesh = logits.process_mesh
     nclass = logits.shape[-1]
-    stop = DistTensor(logits._local.detach() if logits._local is not None else None, mesh, logits.placements,
-                      logits.shape, logits.dtype, logits.name)
+    stop = DistTensor(
+        logits._local.detach() if logits._local is not None else None,
+        mesh,
+        logits.placements,
+        logits.shape,
+        logits.dtype,
+        logits.name,
+    )
     row_max = max(stop, axis=-1, keepdim=True)  # Partial(max) over the class shards; no gradient needed
-    row_max = reshard(row_max, mesh, [Replicate() if p.is_partial() else p for p in row_max.placements],
-                      why="cross_entropy")
+    row_max = reshard(
+        row_max, mesh, [Replicate() if p.is_partial() else p for p in row_max.placements], why="cross_entropy"
+    )
     shifted = subtract(logits, row_max)
     lse = log(sum(exp(shifted), axis=-1))  # the sum is Partial: log all-reduces it
     target = sum(multiply(shifted, one_hot(label, nclass)), axis=-1)  # Partial: reduced by subtract
@@ -326,8 +373,13 @@ def one_hot(x: Any, num_classes: int) -> Any:
     if not isinstance(x, DistTensor):
         return _misc.one_hot(x, num_classes)
     inl = "abcdefghijklmnop"[: x.ndim]
-    return run("one_hot", [x], lambda t: _misc.one_hot(t, num_classes), rule=f"{inl}->{inl}Z",
-               shape=(*x.shape, num_classes))
+    return run(
+        "one_hot",
+        [x],
+        lambda t: _misc.one_hot(t, num_classes),
+        rule=f"{inl}->{inl}Z",
+        shape=(*x.shape, num_classes),
+    )
 
 
 def concat(xs: Sequence[Any], axis: int = 0) -> Any:
@@ -347,7 +399,14 @@ def concat(xs: Sequence[Any], axis: int = 0) -> Any:
     shape = list(xs[0].shape)
     shape[axis] = builtins_sum(x.shape[axis] for x in xs)
     rule = f"{','.join(ins)}->{out} | {''.join(own[: len(xs)])}"
-    return run("concat", list(xs), lambda *ts: _shape.concat(list(ts), axis=axis), rule=rule, linear="all", shape=shape)
+    return run(
+        "concat",
+        list(xs),
+        lambda *ts: _shape.concat(list(ts), axis=axis),
+        rule=rule,
+        linear="all",
+        shape=shape,
+    )
 
 
 def split(x: Any, num_or_sections: Any, axis: int = 0) -> list[Any]:
@@ -358,14 +417,24 @@ def split(x: Any, num_or_sections: Any, axis: int = 0) -> list[Any]:
         return _shape.split(x, num_or_sections, axis=axis)
     axis %= x.ndim
     n = x.shape[axis]
-    sizes = [n // num_or_sections] * num_or_sections if isinstance(num_or_sections, int) else list(num_or_sections)
+    sizes = (
+        [n // num_or_sections] * num_or_sections
+        if isinstance(num_or_sections, int)
+        else list(num_or_sections)
+    )
     if builtins_sum(sizes) != n:
-        raise OpArgumentError(f"[split] sections {sizes} do not add up to dim {axis} of size {n} of {label(x)}")
+        raise OpArgumentError(
+            f"[split] sections {sizes} do not add up to dim {axis} of size {n} of {label(x)}"
+        )
     if any(isinstance(p, Shard) and p.dim == axis for p in x.placements):
-        x = reshard(x, x.process_mesh, [Replicate() if isinstance(p, Shard) and p.dim == axis else p
-                                        for p in x.placements], why="split")
+        x = reshard(
+            x,
+            x.process_mesh,
+            [Replicate() if isinstance(p, Shard) and p.dim == axis else p for p in x.placements],
+            why="split",
+        )
     inl = "abcdefghijklmnop"[: x.ndim]
-    rule = f"{inl}->{inl[:axis]}Z{inl[axis + 1:]} | {inl[axis]}"
+    rule = f"{inl}->{inl[:axis]}Z{inl[axis + 1 :]} | {inl[axis]}"
     outs, start = [], 0
     for size in sizes:
         shape = list(x.shape)
@@ -476,8 +545,11 @@ def backward(x: DistTensor, grad_tensor: Any = None) -> None:
 
 def numpy(x: DistTensor) -> Any:
     """The whole tensor as a numpy array (gathered; None outside the mesh)."""
-    r = reshard(x, x.process_mesh, [Replicate()] * x.process_mesh.ndim, why="numpy") if any(
-        not p.is_replicated() for p in x.placements) else x
+    r = (
+        reshard(x, x.process_mesh, [Replicate()] * x.process_mesh.ndim, why="numpy")
+        if any(not p.is_replicated() for p in x.placements)
+        else x
+    )
     return None if r._local is None else r._local.numpy()
 
 
@@ -506,7 +578,33 @@ def _attach() -> None:
 _attach()
 
 __all__ = [
-    "add", "backward", "concat", "cross_entropy", "divide", "embedding", "exp", "gelu", "layer_norm", "linear", "log",
-    "log_softmax", "matmul", "max", "mean", "multiply", "numpy", "one_hot", "relu", "reshape", "rms_norm", "run",
-    "silu", "softmax", "split", "subtract", "sum", "tanh", "transpose",
+    "add",
+    "backward",
+    "concat",
+    "cross_entropy",
+    "divide",
+    "embedding",
+    "exp",
+    "gelu",
+    "layer_norm",
+    "linear",
+    "log",
+    "log_softmax",
+    "matmul",
+    "max",
+    "mean",
+    "multiply",
+    "numpy",
+    "one_hot",
+    "relu",
+    "reshape",
+    "rms_norm",
+    "run",
+    "silu",
+    "softmax",
+    "split",
+    "subtract",
+    "sum",
+    "tanh",
+    "transpose",
 ]

@@ -12,8 +12,13 @@ from .mesh import ProcessMesh
 from .placement import Replicate
 
 
-def shard_layer(layer: Any, process_mesh: ProcessMesh, shard_fn: Callable[[str, Any, ProcessMesh], None] | None = None,
-                input_fn: Any = None, output_fn: Any = None) -> Any:
+def shard_layer(
+    layer: Any,
+    process_mesh: ProcessMesh,
+    shard_fn: Callable[[str, Any, ProcessMesh], None] | None = None,
+    input_fn: Any = None,
+    output_fn: Any = None,
+) -> Any:
     """Paddle's ``dist.shard_layer``: call ``shard_fn(name, sublayer, mesh)`` for every
     sublayer (it assigns ``sublayer.weight = dist.shard_tensor(sublayer.weight, mesh, [...])``);
     every parameter it leaves alone is replicated. Each parameter then holds only this rank's
@@ -39,10 +44,14 @@ def shard_layer(layer: Any, process_mesh: ProcessMesh, shard_fn: Callable[[str, 
                         f"[shard_layer] shard_fn set '{name}.{attr}' to a DistTensor, but it is not a "
                         f"parameter of {type(sub).__name__}; shard the layer's parameters only"
                     )
-                sub.add_parameter(attr, _local_parameter(kinds[attr], value, f"{name}.{attr}" if name else attr))
+                sub.add_parameter(
+                    attr, _local_parameter(kinds[attr], value, f"{name}.{attr}" if name else attr)
+                )
         for attr, p in list(sub._parameters.items()):
             if p is not None and getattr(p, "dist_attr", None) is None:
-                d = shard_tensor(p, process_mesh, [Replicate()] * process_mesh.ndim, stop_gradient=p.stop_gradient)
+                d = shard_tensor(
+                    p, process_mesh, [Replicate()] * process_mesh.ndim, stop_gradient=p.stop_gradient
+                )
                 sub.add_parameter(attr, _local_parameter(type(p), d, f"{name}.{attr}" if name else attr))
     if input_fn is not None or output_fn is not None:
         forward = layer.forward
@@ -75,7 +84,7 @@ def local_bytes(layer: Any) -> tuple[int, int]:
         held += n
         attr = getattr(p, "dist_attr", None)
         full = 1
-        for s in (attr[2] if attr is not None else p.shape):
+        for s in attr[2] if attr is not None else p.shape:
             full *= s
         whole += full * p.dtype.itemsize
     return held, whole

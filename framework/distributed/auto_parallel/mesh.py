@@ -62,7 +62,9 @@ class ProcessMesh:
         """The index of mesh axis ``dim`` (a name or an index)."""
         if isinstance(dim, str):
             if dim not in self.dim_names:
-                raise OpArgumentError(f"[ProcessMesh] {self} has no axis named {dim!r}; its axes are {self.dim_names}")
+                raise OpArgumentError(
+                    f"[ProcessMesh] {self} has no axis named {dim!r}; its axes are {self.dim_names}"
+                )
             return self.dim_names.index(dim)
         if not -self.ndim <= dim < self.ndim:
             raise OpArgumentError(f"[ProcessMesh] {self} has no axis {dim}; it has {self.ndim}")
@@ -93,7 +95,7 @@ class ProcessMesh:
         arr = self._mesh[key]
         if isinstance(key, tuple):
             kept = [n for n, k in zip(self.dim_names, key) if not isinstance(k, (int, np.integer))]
-            kept += self.dim_names[len(key):]
+            kept += self.dim_names[len(key) :]
         else:
             kept = self.dim_names[1:] if isinstance(key, (int, np.integer)) else list(self.dim_names)
         if arr.ndim == 0:

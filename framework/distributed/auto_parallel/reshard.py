@@ -51,14 +51,23 @@ _log = logging.getLogger("oarlock.distributed")
 LOG: list[dict[str, Any]] = []
 
 
-def _note(x: Any, mesh: ProcessMesh, axis: int, src: Placement, dst: Placement, how: str, nbytes: int, why: str) -> None:
+def _note(
+    x: Any, mesh: ProcessMesh, axis: int, src: Placement, dst: Placement, how: str, nbytes: int, why: str
+) -> None:
     rec = {
-        "tensor": label(x), "mesh_axis": mesh.dim_names[axis], "from": short([src]), "to": short([dst]),
-        "collective": how, "bytes": nbytes, "why": why,
+        "tensor": label(x),
+        "mesh_axis": mesh.dim_names[axis],
+        "from": short([src]),
+        "to": short([dst]),
+        "collective": how,
+        "bytes": nbytes,
+        "why": why,
     }
     LOG.append(rec)
-    line = (f"[reshard] {rec['tensor']}: {rec['from']} -> {rec['to']} on mesh axis '{rec['mesh_axis']}' "
-            f"({how}, {nbytes} bytes){' for ' + why if why else ''}")
+    line = (
+        f"[reshard] {rec['tensor']}: {rec['from']} -> {rec['to']} on mesh axis '{rec['mesh_axis']}' "
+        f"({how}, {nbytes} bytes){' for ' + why if why else ''}"
+    )
     _log.info(line)
     if env.flag("OARLOCK_PRINT_IR"):
         print(line, file=sys.stderr, flush=True)
@@ -158,7 +167,15 @@ def _no_grad_of(x: Any, op: str) -> Tensor:
     )
 
 
-def reshard_local(x: Any, t: Tensor, shape: tuple[int, ...], mesh: ProcessMesh, src: list[Placement], dst: list[Placement], why: str = "") -> Tensor:
+def reshard_local(
+    x: Any,
+    t: Tensor,
+    shape: tuple[int, ...],
+    mesh: ProcessMesh,
+    src: list[Placement],
+    dst: list[Placement],
+    why: str = "",
+) -> Tensor:
     """This rank's shard of ``x`` laid out as ``dst`` (``src``: as it is), on the tape.
 
     Order: partial values are reduced first, then shards are gathered or exchanged, then
@@ -284,7 +301,9 @@ def reshard(x: DistTensor, mesh: ProcessMesh, placements: list[Placement], why: 
     [Replicate()]
     """
     if not isinstance(x, DistTensor):
-        raise OpArgumentError(f"[reshard] expected a DistTensor (from dist.shard_tensor), got {type(x).__name__}")
+        raise OpArgumentError(
+            f"[reshard] expected a DistTensor (from dist.shard_tensor), got {type(x).__name__}"
+        )
     dst = check_placements("reshard", x, x.shape, mesh, placements)
     ensure_groups(x.process_mesh)
     ensure_groups(mesh)
@@ -311,7 +330,16 @@ def _move(x: DistTensor, mesh: ProcessMesh, dst: list[Placement], why: str) -> D
         if me == s == d:
             got = full.detach()
         elif me == s:
-            _note(x, src_mesh, 0, x.placements[0], Replicate(), f"send to rank {d}", full.numel() * full.dtype.itemsize, why)
+            _note(
+                x,
+                src_mesh,
+                0,
+                x.placements[0],
+                Replicate(),
+                f"send to rank {d}",
+                full.numel() * full.dtype.itemsize,
+                why,
+            )
             collective.send(full.detach(), dst=d)
         elif me == d:
             got = _empty(x.shape, x.dtype, _recv_device(x))

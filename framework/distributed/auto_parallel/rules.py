@@ -93,13 +93,26 @@ def expand(rule: str, shapes: list[tuple[int, ...]]) -> tuple[list[str], str, se
     for lt, s in zip(letters, shapes):
         for c, n in zip(lt, s):
             sizes[c] = max(sizes.get(c, 1), n)
-    letters = ["".join("_" if n == 1 and sizes[c] > 1 else c for c, n in zip(lt, s)) for lt, s in zip(letters, shapes)]
+    letters = [
+        "".join("_" if n == 1 and sizes[c] > 1 else c for c, n in zip(lt, s))
+        for lt, s in zip(letters, shapes)
+    ]
     return letters, spell(out, None), set(kept.strip())
 
 
-def plan(name: str, rule: str, linear: str, reduce: str, letters: list[str], out: str, kept: set[str],
-         placements: list[list[Placement]], shapes: list[tuple[int, ...]], itemsizes: list[int],
-         mesh_shape: list[int]) -> Plan:
+def plan(
+    name: str,
+    rule: str,
+    linear: str,
+    reduce: str,
+    letters: list[str],
+    out: str,
+    kept: set[str],
+    placements: list[list[Placement]],
+    shapes: list[tuple[int, ...]],
+    itemsizes: list[int],
+    mesh_shape: list[int],
+) -> Plan:
     """Apply the rule to the inputs' placements (see the module docstring)."""
     nin = len(letters)
     need: list[list[Placement]] = [[Replicate()] * len(mesh_shape) for _ in range(nin)]
@@ -168,7 +181,11 @@ def _keeps_partial(linear: str, partial: list[int], ps: list[Placement]) -> bool
     if not partial:
         return False
     if linear == "all":
-        return len(partial) == len(ps) and len({ps[i] for i in partial}) == 1 and ps[0].reduce_type in ("sum", "avg")
+        return (
+            len(partial) == len(ps)
+            and len({ps[i] for i in partial}) == 1
+            and ps[0].reduce_type in ("sum", "avg")
+        )
     if linear == "one":
         return len(partial) == 1 and ps[partial[0]] == Partial("sum")
     if linear == "first":

@@ -102,11 +102,13 @@ class Rule:
 # -- constraints (data helpers) ---------------------------------------------------------------
 def is_scalar(name: str, value: float, signed_zero: bool = True) -> Callable[[Match], bool]:
     """The constant ``name`` equals ``value`` (and, for a zero, has its sign)."""
+
     def check(m: Match) -> bool:
         c = m[name]
         if isinstance(c, bool) or c != value:
             return False
         return not signed_zero or value != 0 or bool(np.signbit(c)) == bool(np.signbit(value))
+
     return check
 
 
@@ -121,10 +123,12 @@ def rank(name: str, r: int) -> Callable[[Match], bool]:
 
 def has_kernel(op: str) -> Callable[[Match], bool]:
     """The plugin of the program's device registers a kernel for ``op`` at the root's dtype."""
+
     def check(m: Match) -> bool:
         t = m["out"].type
         dev = _dev.parse(m.ctx.device or t.device)
         return dispatch.find_kernel(op, dev.type, t.dtype) is not None
+
     return check
 
 
@@ -200,7 +204,9 @@ class _RulePattern(RewritePattern):
         self.name = rule.name
         self.benefit = rule.benefit if rule.benefit is not None else rule.source.ops()
 
-    def _build(self, res: Res | str, m: Match, root: Operation, rw: PatternRewriter, top: bool) -> Value | None:
+    def _build(
+        self, res: Res | str, m: Match, root: Operation, rw: PatternRewriter, top: bool
+    ) -> Value | None:
         if isinstance(res, str):
             return m[res]
         operands = []
@@ -242,7 +248,11 @@ class _RulePattern(RewritePattern):
                 m.root, m.ctx = op, rewriter.ctx
                 if not all(c(m) for c in self.rule.where):
                     continue
-                if isinstance(self.rule.result, str) and returned(op) and aliases_storage(m[self.rule.result]):
+                if (
+                    isinstance(self.rule.result, str)
+                    and returned(op)
+                    and aliases_storage(m[self.rule.result])
+                ):
                     continue  # an output stays a fresh tensor: never the caller's input or a parameter
                 new = self._build(self.rule.result, m, op, rewriter, True)
                 if new is None or new.type != op.result.type:

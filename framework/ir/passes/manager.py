@@ -55,8 +55,10 @@ class PassStats:
     seconds: float = 0.0
 
     def __str__(self) -> str:
-        return (f"{self.name:<13} {self.ops_before:>5} -> {self.ops_after:<5} removed {self.removed:<4} "
-                f"rewritten {self.rewritten:<4} {self.seconds * 1e3:8.3f} ms")
+        return (
+            f"{self.name:<13} {self.ops_before:>5} -> {self.ops_after:<5} removed {self.removed:<4} "
+            f"rewritten {self.rewritten:<4} {self.seconds * 1e3:8.3f} ms"
+        )
 
 
 class Pass:
@@ -111,8 +113,13 @@ class PassManager:
     ``verify_each`` (default: the ``OARLOCK_VERIFY_IR`` switch) verifies after every pass;
     ``print_ir`` (default: ``OARLOCK_PRINT_IR``) names the passes to print around."""
 
-    def __init__(self, passes: Iterable[Pass], verify_each: bool | None = None,
-                 print_ir: str | Iterable[str] | None = None, stream: TextIO | None = None) -> None:
+    def __init__(
+        self,
+        passes: Iterable[Pass],
+        verify_each: bool | None = None,
+        print_ir: str | Iterable[str] | None = None,
+        stream: TextIO | None = None,
+    ) -> None:
         self.passes = list(passes)
         self.verify_each = env.flag("OARLOCK_VERIFY_IR", False) if verify_each is None else verify_each
         if print_ir is None:
@@ -121,8 +128,10 @@ class PassManager:
         self.print_ir = {n.strip() for n in names if n.strip()}
         unknown = self.print_ir - set(PASSES) - {"all"}
         if unknown:
-            raise IRError(f"[passes] OARLOCK_PRINT_IR names {sorted(unknown)}, which are not passes; "
-                          f"choose from {sorted(PASSES)} or 'all'")
+            raise IRError(
+                f"[passes] OARLOCK_PRINT_IR names {sorted(unknown)}, which are not passes; "
+                f"choose from {sorted(PASSES)} or 'all'"
+            )
         self.stream = stream
         self.stats: list[PassStats] = []
 
@@ -134,7 +143,9 @@ class PassManager:
         out = []
         for n in names:
             if n not in PASSES:
-                raise IRError(f"[passes] unknown pass '{n}'; choose from {sorted(PASSES)} or a level {sorted(LEVELS)}")
+                raise IRError(
+                    f"[passes] unknown pass '{n}'; choose from {sorted(PASSES)} or a level {sorted(LEVELS)}"
+                )
             out.append(PASSES[n]())
         return PassManager(out, **kwargs)
 
@@ -143,7 +154,9 @@ class PassManager:
         """The pipeline of an optimisation level: ``O0`` (none), ``O1`` (canonicalize, cse,
         dce) or ``O2`` (fold, canonicalize, cse, fuse, dce: the default)."""
         if level not in LEVELS:
-            raise IRError(f"[passes] unknown level {level!r}; choose from {sorted(LEVELS)} or name the passes")
+            raise IRError(
+                f"[passes] unknown level {level!r}; choose from {sorted(LEVELS)} or name the passes"
+            )
         return PassManager.named(LEVELS[level], **kwargs)
 
     def _wants_print(self, name: str) -> bool:
@@ -172,7 +185,9 @@ class PassManager:
                 try:
                     verify(program)
                 except VerifyError as exc:
-                    raise VerifyError(f"[passes] the program is broken after pass '{p.name}':\n{exc}") from None
+                    raise VerifyError(
+                        f"[passes] the program is broken after pass '{p.name}':\n{exc}"
+                    ) from None
             self.stats.append(PassStats(p.name, before, after, max(before - after, 0), rewritten, dt))
         return self.stats
 
@@ -181,9 +196,13 @@ class PassManager:
         return "\n".join(str(s) for s in self.stats)
 
 
-def optimize(program: Program, level: str | Iterable[str] | None = DEFAULT_LEVEL,
-             constants: Mapping[str, Any] | None = None, device: Any = None,
-             no_signed_zeros: bool = False) -> tuple[dict[str, Any], list[PassStats]]:
+def optimize(
+    program: Program,
+    level: str | Iterable[str] | None = DEFAULT_LEVEL,
+    constants: Mapping[str, Any] | None = None,
+    device: Any = None,
+    no_signed_zeros: bool = False,
+) -> tuple[dict[str, Any], list[PassStats]]:
     """Run a level (``"O2"``) or named passes over ``program`` in place; returns the named
     constants the program reads afterwards and the statistics. ``level=None`` runs nothing."""
     ctx = PassContext(dict(constants or {}), None if device is None else str(device), no_signed_zeros)
@@ -194,7 +213,9 @@ def optimize(program: Program, level: str | Iterable[str] | None = DEFAULT_LEVEL
     return ctx.constants, stats
 
 
-def run_pipeline(program: Program, level: str | Iterable[str], constants: dict[str, Any], device: Any = None) -> list[PassStats]:
+def run_pipeline(
+    program: Program, level: str | Iterable[str], constants: dict[str, Any], device: Any = None
+) -> list[PassStats]:
     """What ``to_static`` runs on every traced program: ``level`` (or named passes) over
     ``program`` in place, with ``constants`` (the tracer's named constants) updated in place:
     folded tensors added, unread ones dropped."""

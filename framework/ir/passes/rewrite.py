@@ -49,8 +49,14 @@ class PatternRewriter:
         if op is not None and op.parent is not None:
             self.worklist.append(op)
 
-    def create(self, name: str, operands: Sequence[Value], result_types: Sequence[Type],
-               attrs: dict[str, Any] | None = None, before: Operation | None = None) -> Operation:
+    def create(
+        self,
+        name: str,
+        operands: Sequence[Value],
+        result_types: Sequence[Type],
+        attrs: dict[str, Any] | None = None,
+        before: Operation | None = None,
+    ) -> Operation:
         """A new op inserted before ``before`` (the op being rewritten)."""
         if before is None or before.parent is None:
             raise IRError(f"[passes] {name} must be created before an op that is in the program")
@@ -64,11 +70,15 @@ class PatternRewriter:
         """Make every reader of ``op``'s results read ``values`` and erase ``op`` (and the
         ops it leaves without readers)."""
         if len(values) != len(op.results):
-            raise IRError(f"[passes] replacing {op.name} ({len(op.results)} results) with {len(values)} values")
+            raise IRError(
+                f"[passes] replacing {op.name} ({len(op.results)} results) with {len(values)} values"
+            )
         for old, new in zip(op.results, values):
             if old.type != new.type:
-                raise IRError(f"[passes] a rewrite of {op.name} changes the type of result {old.index} from "
-                              f"{old.type} to {new.type}; a rewrite must keep types")
+                raise IRError(
+                    f"[passes] a rewrite of {op.name} changes the type of result {old.index} from "
+                    f"{old.type} to {new.type}; a rewrite must keep types"
+                )
             for user, _ in old.uses:
                 self._push(user)
             old.replace_all_uses_with(new)
@@ -87,14 +97,23 @@ class PatternRewriter:
             defs = [v.defining_op for v in o.operands]
             o.erase()
             for d in defs:
-                if d is not None and d.parent is not None and removable(d) and all(not r.uses for r in d.results):
+                if (
+                    d is not None
+                    and d.parent is not None
+                    and removable(d)
+                    and all(not r.uses for r in d.results)
+                ):
                     stack.append(d)
                 else:
                     self._push(d)
 
 
-def apply_patterns_greedily(program: Program, patterns: Iterable[RewritePattern], ctx: PassContext | None = None,
-                            max_rewrites: int | None = None) -> PatternRewriter:
+def apply_patterns_greedily(
+    program: Program,
+    patterns: Iterable[RewritePattern],
+    ctx: PassContext | None = None,
+    max_rewrites: int | None = None,
+) -> PatternRewriter:
     """Apply ``patterns`` until none matches (a fixpoint); returns the rewriter with its counts
     (``rewrites``, ``applied`` per pattern name). ``max_rewrites`` (default: 10 per op + 100)
     stops patterns that undo each other, with an error naming the last one."""
@@ -120,7 +139,9 @@ def apply_patterns_greedily(program: Program, patterns: Iterable[RewritePattern]
                 name = p.name or type(p).__name__
                 rw.applied[name] = rw.applied.get(name, 0) + 1
                 if rw.rewrites > limit:
-                    raise IRError(f"[passes] pattern rewriting of @{program.name} did not reach a fixpoint after "
-                                  f"{limit} rewrites (last: {name}); two patterns probably undo each other")
+                    raise IRError(
+                        f"[passes] pattern rewriting of @{program.name} did not reach a fixpoint after "
+                        f"{limit} rewrites (last: {name}); two patterns probably undo each other"
+                    )
                 break
     return rw

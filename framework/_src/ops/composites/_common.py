@@ -13,7 +13,9 @@ from .. import math as M
 
 def tensor_arg(name: str, x: Any, what: str = "x") -> Tensor:
     if not isinstance(x, Tensor):
-        raise OpArgumentError(f"[{name}] {what} must be a Tensor, got {type(x).__name__}; wrap data with fw.to_tensor")
+        raise OpArgumentError(
+            f"[{name}] {what} must be a Tensor, got {type(x).__name__}; wrap data with fw.to_tensor"
+        )
     return x
 
 
@@ -29,7 +31,9 @@ def axis_arg(name: str, axis: Any, ndim: int) -> int:
         raise OpArgumentError(f"[{name}] axis must be an int, got {axis!r}")
     n = max(ndim, 1)
     if not -n <= axis < n:
-        raise OpArgumentError(f"[{name}] axis {axis} is out of range for a tensor with {ndim} dimensions; expected -{n} <= axis < {n}")
+        raise OpArgumentError(
+            f"[{name}] axis {axis} is out of range for a tensor with {ndim} dimensions; expected -{n} <= axis < {n}"
+        )
     return axis % n
 
 

@@ -121,7 +121,9 @@ def tanh(x: Tensor, name: str | None = None) -> Tensor:
 
 def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0, name: str | None = None) -> Tensor:
     """log(1 + exp(beta x)) / beta, linear above ``threshold`` (Paddle's and PyTorch's form)."""
-    return call(OPS["softplus"], [float_arg("softplus", x)], {"beta": float(beta), "threshold": float(threshold)})
+    return call(
+        OPS["softplus"], [float_arg("softplus", x)], {"beta": float(beta), "threshold": float(threshold)}
+    )
 
 
 def hardtanh(x: Tensor, min: float = -1.0, max: float = 1.0, name: str | None = None) -> Tensor:

@@ -121,9 +121,13 @@ def elu(x: Tensor, alpha: float = 1.0, name: str | None = None) -> Tensor:
     return _one("elu", x, {"alpha": float(alpha)})
 
 
-def selu(x: Tensor, scale: float = _SELU_SCALE, alpha: float = _SELU_ALPHA, name: str | None = None) -> Tensor:
+def selu(
+    x: Tensor, scale: float = _SELU_SCALE, alpha: float = _SELU_ALPHA, name: str | None = None
+) -> Tensor:
     if scale <= 1.0 or alpha < 0:
-        raise OpArgumentError(f"[selu] scale must be > 1 and alpha >= 0 (Paddle's rule), got scale={scale}, alpha={alpha}")
+        raise OpArgumentError(
+            f"[selu] scale must be > 1 and alpha >= 0 (Paddle's rule), got scale={scale}, alpha={alpha}"
+        )
     return _one("selu", x, {"scale": float(scale), "alpha": float(alpha)})
 
 
@@ -144,7 +148,9 @@ def prelu(x: Tensor, weight: Tensor, data_format: str = "NCHW", name: str | None
     else:
         ch = 1 if data_format[1:2] == "C" else x.ndim - 1
         if x.ndim < 2 or x.shape[ch] != n:
-            raise OpArgumentError(f"[prelu] weight has {n} elements but x {x.shape} has {x.shape[ch] if x.ndim >= 2 else 'no'} channels on axis {ch}; pass 1 or one per channel")
+            raise OpArgumentError(
+                f"[prelu] weight has {n} elements but x {x.shape} has {x.shape[ch] if x.ndim >= 2 else 'no'} channels on axis {ch}; pass 1 or one per channel"
+            )
         shp = [1] * x.ndim
         shp[ch] = n
         w = weight.reshape(tuple(shp))
@@ -182,7 +188,9 @@ def softshrink(x: Tensor, threshold: float = 0.5, name: str | None = None) -> Te
     return _one("softshrink", x, {"threshold": float(threshold)})
 
 
-def thresholded_relu(x: Tensor, threshold: float = 1.0, value: float = 0.0, name: str | None = None) -> Tensor:
+def thresholded_relu(
+    x: Tensor, threshold: float = 1.0, value: float = 0.0, name: str | None = None
+) -> Tensor:
     return _one("thresholded_relu", x, {"threshold": float(threshold), "value": float(value)})
 
 
@@ -200,7 +208,9 @@ def glu(x: Tensor, axis: int = -1, name: str | None = None) -> Tensor:
     return a * ((M.tanh(b * 0.5) + 1.0) * 0.5)
 
 
-def gumbel_softmax(x: Tensor, temperature: float = 1.0, hard: bool = False, axis: int = -1, name: str | None = None) -> Tensor:
+def gumbel_softmax(
+    x: Tensor, temperature: float = 1.0, hard: bool = False, axis: int = -1, name: str | None = None
+) -> Tensor:
     """softmax((x + g) / temperature) with g ~ Gumbel(0, 1) drawn from the framework's seeded
     generator; ``hard=True`` returns the one-hot of the argmax with the soft gradient
     (straight-through)."""

@@ -44,7 +44,9 @@ def cumprod(x: Tensor, dim: int | None = None, dtype: Any = None, name: str | No
     return x
 
 
-def nansum(x: Tensor, axis: Any = None, dtype: Any = None, keepdim: bool = False, name: str | None = None) -> Tensor:
+def nansum(
+    x: Tensor, axis: Any = None, dtype: Any = None, keepdim: bool = False, name: str | None = None
+) -> Tensor:
     x = tensor_arg("nansum", x)
     if _dt.is_floating(x.dtype):
         x = M.where(M.isnan(x), 0.0, x)
@@ -61,7 +63,14 @@ def add_n(inputs: Any, name: str | None = None) -> Tensor:
     return out
 
 
-def scale(x: Tensor, scale: float = 1.0, bias: float = 0.0, bias_after_scale: bool = True, act: Any = None, name: str | None = None) -> Tensor:
+def scale(
+    x: Tensor,
+    scale: float = 1.0,
+    bias: float = 0.0,
+    bias_after_scale: bool = True,
+    act: Any = None,
+    name: str | None = None,
+) -> Tensor:
     """scale * x + bias (``bias_after_scale=False``: scale * (x + bias))."""
     x = tensor_arg("scale", x)
     s = float(scale.item()) if isinstance(scale, Tensor) else scale
@@ -86,7 +95,9 @@ def multiplex(inputs: Sequence[Tensor], index: Tensor, name: str | None = None) 
     return flat.gather(idx.astype("int64") * ts[0].shape[0] + rows, axis=0)
 
 
-def addmm(input: Tensor, x: Tensor, y: Tensor, beta: float = 1.0, alpha: float = 1.0, name: str | None = None) -> Tensor:
+def addmm(
+    input: Tensor, x: Tensor, y: Tensor, beta: float = 1.0, alpha: float = 1.0, name: str | None = None
+) -> Tensor:
     """beta * input + alpha * (x @ y)."""
     return tensor_arg("addmm", input) * beta + M.matmul(x, y) * alpha
 
@@ -140,7 +151,14 @@ def lcm(x: Tensor, y: Tensor, name: str | None = None) -> Tensor:
     return M.where(g == 0, 0, M.abs(M.floor_divide(a, M.where(g == 0, 1, g)) * b))
 
 
-def diff(x: Tensor, n: int = 1, axis: int = -1, prepend: Tensor | None = None, append: Tensor | None = None, name: str | None = None) -> Tensor:
+def diff(
+    x: Tensor,
+    n: int = 1,
+    axis: int = -1,
+    prepend: Tensor | None = None,
+    append: Tensor | None = None,
+    name: str | None = None,
+) -> Tensor:
     """n-th forward difference along ``axis``."""
     x = tensor_arg("diff", x)
     ax = axis_arg("diff", axis, x.ndim)
@@ -181,7 +199,9 @@ def inner(x: Tensor, y: Tensor, name: str | None = None) -> Tensor:
     x, y = tensor_arg("inner", x), tensor_arg("inner", y, "y")
     if x.ndim == 0 or y.ndim == 0:
         return x * y
-    return M.matmul(x.reshape((-1, x.shape[-1])), y.reshape((-1, y.shape[-1])).T).reshape(x.shape[:-1] + y.shape[:-1])
+    return M.matmul(x.reshape((-1, x.shape[-1])), y.reshape((-1, y.shape[-1])).T).reshape(
+        x.shape[:-1] + y.shape[:-1]
+    )
 
 
 def outer(x: Tensor, y: Tensor, name: str | None = None) -> Tensor:
@@ -210,7 +230,14 @@ def angle(x: Tensor, name: str | None = None) -> Tensor:
 
 
 # -- comparisons -------------------------------------------------------------------------------
-def isclose(x: Tensor, y: Tensor, rtol: float = 1e-5, atol: float = 1e-8, equal_nan: bool = False, name: str | None = None) -> Tensor:
+def isclose(
+    x: Tensor,
+    y: Tensor,
+    rtol: float = 1e-5,
+    atol: float = 1e-8,
+    equal_nan: bool = False,
+    name: str | None = None,
+) -> Tensor:
     """|x - y| <= atol + rtol * |y| elementwise (infinities equal when identical)."""
     a, b = M._operands("isclose", x, y)
     close = M.abs(a - b) <= M.abs(b) * rtol + atol

@@ -45,7 +45,9 @@ def _sdpa_infer(ins: list[Tensor], attrs: dict[str, Any]) -> list:
 
 
 @composite("attention", infer=_sdpa_infer)
-def attention_decomposition(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, *, causal: bool, scale: float) -> Tensor:
+def attention_decomposition(
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, *, causal: bool, scale: float
+) -> Tensor:
     """softmax(q k^T * scale [+ mask] [causal]) v on (B, H, S, D) tensors."""
     s = M.matmul(q * scale, k, transpose_y=True)
     if mask is not None:
@@ -55,27 +57,45 @@ def attention_decomposition(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None
     return M.matmul(softmax(s, axis=-1), v)
 
 
-def attention(q: Tensor, k: Tensor, v: Tensor, attn_mask: Tensor | None = None, is_causal: bool = False, scale: float | None = None) -> Tensor:
+def attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    attn_mask: Tensor | None = None,
+    is_causal: bool = False,
+    scale: float | None = None,
+) -> Tensor:
     """Attention on (B, H, S, D) tensors (PyTorch's layout): the composite ``attention``."""
     q = float_arg("attention", q, "query")
     k = tensor_arg("attention", k, "key")
     v = tensor_arg("attention", v, "value")
     if q.ndim < 2 or k.shape[-1] != q.shape[-1] or k.shape[-2] != v.shape[-2]:
-        raise OpArgumentError(f"[attention] query {q.shape}, key {k.shape} and value {v.shape} do not fit: need matching head dims and key/value lengths")
+        raise OpArgumentError(
+            f"[attention] query {q.shape}, key {k.shape} and value {v.shape} do not fit: need matching head dims and key/value lengths"
+        )
     sc = 1.0 / _m.sqrt(q.shape[-1]) if scale is None else float(scale)
     ins = [q, k, v] if attn_mask is None else [q, k, v, attn_mask]
     return call(OPS["attention"], ins, {"causal": bool(is_causal), "scale": sc})
 
 
 def scaled_dot_product_attention(
-    query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | None = None, dropout_p: float = 0.0,
-    is_causal: bool = False, training: bool = True, scale: float | None = None, name: str | None = None,
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    attn_mask: Tensor | None = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    training: bool = True,
+    scale: float | None = None,
+    name: str | None = None,
 ) -> Tensor:
     """Paddle's layout: (batch, seq_len, num_heads, head_dim) in and out. ``attn_mask`` is
     bool (True keeps) or additive, broadcastable to (batch, heads, seq_q, seq_k)."""
     for nm, t in (("query", query), ("key", key), ("value", value)):
         if tensor_arg("scaled_dot_product_attention", t, nm).ndim != 4:
-            raise OpArgumentError(f"[scaled_dot_product_attention] {nm} must be 4-d (batch, seq, heads, dim), got shape {t.shape}")
+            raise OpArgumentError(
+                f"[scaled_dot_product_attention] {nm} must be 4-d (batch, seq, heads, dim), got shape {t.shape}"
+            )
     q, k, v = (t.transpose((0, 2, 1, 3)) for t in (query, key, value))
     if dropout_p and training:
         sc = 1.0 / _m.sqrt(q.shape[-1]) if scale is None else scale
@@ -90,14 +110,18 @@ def scaled_dot_product_attention(
     return out.transpose((0, 2, 1, 3))
 
 
-def rotary_cos_sin(seq_len: int, head_dim: int, base: float = 10000.0, dtype: Any = None, device: Any = None) -> tuple[Tensor, Tensor]:
+def rotary_cos_sin(
+    seq_len: int, head_dim: int, base: float = 10000.0, dtype: Any = None, device: Any = None
+) -> tuple[Tensor, Tensor]:
     """cos and sin tables of shape (seq_len, head_dim) for :func:`rotary_embedding`
     (frequencies base^(-2i/head_dim), each repeated for both halves)."""
     if head_dim % 2:
         raise OpArgumentError(f"[rotary_cos_sin] head_dim must be even, got {head_dim}")
     d = _dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
     inv = C.arange(0, head_dim, 2, dtype=_dt.float64, device=device) * (-_m.log(base) / head_dim)
-    freqs = C.arange(seq_len, dtype=_dt.float64, device=device).reshape((seq_len, 1)) * M.exp(inv).reshape((1, -1))
+    freqs = C.arange(seq_len, dtype=_dt.float64, device=device).reshape((seq_len, 1)) * M.exp(inv).reshape(
+        (1, -1)
+    )
     emb = S.concat([freqs, freqs], axis=-1)
     return M.cast(M.cos(emb), d), M.cast(M.sin(emb), d)
 

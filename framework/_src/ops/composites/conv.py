@@ -31,7 +31,9 @@ def _pair(name: str, what: str, v: Any, least: int | None = None) -> tuple[int, 
     return (a, b)
 
 
-def _padding(name: str, padding: Any, ksize: tuple[int, int], dilation: tuple[int, int]) -> tuple[tuple[int, int], tuple[int, int]]:
+def _padding(
+    name: str, padding: Any, ksize: tuple[int, int], dilation: tuple[int, int]
+) -> tuple[tuple[int, int], tuple[int, int]]:
     """((top, bottom), (left, right)) from an int, a pair, four ints or 'same'/'valid'."""
     if isinstance(padding, str):
         p = padding.lower()
@@ -40,7 +42,9 @@ def _padding(name: str, padding: Any, ksize: tuple[int, int], dilation: tuple[in
         if p == "same":
             tot = [d * (k - 1) for k, d in zip(ksize, dilation)]
             return ((tot[0] // 2, tot[0] - tot[0] // 2), (tot[1] // 2, tot[1] - tot[1] // 2))
-        raise OpArgumentError(f"[{name}] padding must be an int, a pair, 4 ints, 'same' or 'valid', got {padding!r}")
+        raise OpArgumentError(
+            f"[{name}] padding must be an int, a pair, 4 ints, 'same' or 'valid', got {padding!r}"
+        )
     if isinstance(padding, (list, tuple)) and len(padding) == 4:
         t, b, left, r = (int(v) for v in padding)
         return ((t, b), (left, r))
@@ -58,7 +62,9 @@ def _out_size(name: str, size: int, k: int, s: int, d: int, pads: tuple[int, int
     return o
 
 
-def _patches(x: Tensor, k: tuple[int, int], s: tuple[int, int], d: tuple[int, int], o: tuple[int, int]) -> Tensor:
+def _patches(
+    x: Tensor, k: tuple[int, int], s: tuple[int, int], d: tuple[int, int], o: tuple[int, int]
+) -> Tensor:
     """(N, C, KH*KW, OH, OW): one strided slice per kernel offset."""
     n, c = x.shape[:2]
     cols = []
@@ -83,7 +89,9 @@ def _conv_infer(ins: list[Tensor], attrs: dict[str, Any]) -> list:
 
 
 @composite("conv2d", infer=_conv_infer)
-def conv2d_decomposition(x: Tensor, w: Tensor, *, stride: tuple, padding: tuple, dilation: tuple, groups: int) -> Tensor:
+def conv2d_decomposition(
+    x: Tensor, w: Tensor, *, stride: tuple, padding: tuple, dilation: tuple, groups: int
+) -> Tensor:
     """NCHW input, (O, C/groups, KH, KW) weight: pad, im2col, one batched matmul."""
     n, c = x.shape[:2]
     o_ch, cg, kh, kw = w.shape
@@ -98,8 +106,15 @@ def conv2d_decomposition(x: Tensor, w: Tensor, *, stride: tuple, padding: tuple,
 
 
 def conv2d(
-    x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
-    dilation: Any = 1, groups: int = 1, data_format: str = "NCHW", name: str | None = None,
+    x: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    groups: int = 1,
+    data_format: str = "NCHW",
+    name: str | None = None,
 ) -> Tensor:
     """2-d convolution (cross-correlation) of NCHW ``x`` with ``weight`` (O, C/groups, KH, KW)."""
     x = float_arg("conv2d", x)
@@ -109,16 +124,25 @@ def conv2d(
     if data_format == "NHWC":
         x = x.transpose((0, 3, 1, 2))
     if x.ndim != 4 or weight.ndim != 4:
-        raise OpArgumentError(f"[conv2d] x must be 4-d (N, C, H, W) and weight 4-d (O, C/groups, KH, KW), got {x.shape} and {weight.shape}")
+        raise OpArgumentError(
+            f"[conv2d] x must be 4-d (N, C, H, W) and weight 4-d (O, C/groups, KH, KW), got {x.shape} and {weight.shape}"
+        )
     if not isinstance(groups, int) or groups < 1 or x.shape[1] % groups or weight.shape[0] % groups:
-        raise OpArgumentError(f"[conv2d] groups={groups!r} must divide the input channels {x.shape[1]} and output channels {weight.shape[0]}")
+        raise OpArgumentError(
+            f"[conv2d] groups={groups!r} must divide the input channels {x.shape[1]} and output channels {weight.shape[0]}"
+        )
     if weight.shape[1] * groups != x.shape[1]:
         raise OpArgumentError(
             f"[conv2d] weight has {weight.shape[1]} input channels per group, x has {x.shape[1]} channels "
             f"with groups={groups}: expected weight.shape[1] == {x.shape[1] // groups}"
         )
     d = _pair("conv2d", "dilation", dilation, least=1)
-    attrs = {"stride": _pair("conv2d", "stride", stride, least=1), "padding": _padding("conv2d", padding, weight.shape[2:], d), "dilation": d, "groups": groups}
+    attrs = {
+        "stride": _pair("conv2d", "stride", stride, least=1),
+        "padding": _padding("conv2d", padding, weight.shape[2:], d),
+        "dilation": d,
+        "groups": groups,
+    }
     if weight.dtype != x.dtype:
         weight = weight.astype(x.dtype)
     y = call(OPS["conv2d"], [x, weight], attrs)
@@ -136,14 +160,20 @@ def _pool_args(name: str, x: Tensor, kernel_size: Any, stride: Any, padding: Any
     pads = _padding(name, padding, k, (1, 1))
     if min(min(pads[0]), min(pads[1])) < 0:
         raise OpArgumentError(f"[{name}] padding must not be negative, got {padding!r}")
-    o = (_out_size(name, x.shape[2], k[0], s[0], 1, pads[0]), _out_size(name, x.shape[3], k[1], s[1], 1, pads[1]))
+    o = (
+        _out_size(name, x.shape[2], k[0], s[0], 1, pads[0]),
+        _out_size(name, x.shape[3], k[1], s[1], 1, pads[1]),
+    )
     return x, k, s, pads, o
 
 
 def _pool_infer(ins: list[Tensor], attrs: dict[str, Any]) -> list:
     x = ins[0]
     k, s, p = attrs["kernel_size"], attrs["stride"], attrs["padding"]
-    o = (_out_size("pool2d", x.shape[2], k[0], s[0], 1, p[0]), _out_size("pool2d", x.shape[3], k[1], s[1], 1, p[1]))
+    o = (
+        _out_size("pool2d", x.shape[2], k[0], s[0], 1, p[0]),
+        _out_size("pool2d", x.shape[3], k[1], s[1], 1, p[1]),
+    )
     return [(x.shape[:2] + o, x.dtype)]
 
 
@@ -156,7 +186,9 @@ def max_pool2d_decomposition(x: Tensor, *, kernel_size: tuple, stride: tuple, pa
 
 
 @composite("avg_pool2d", infer=_pool_infer)
-def avg_pool2d_decomposition(x: Tensor, *, kernel_size: tuple, stride: tuple, padding: tuple, exclusive: bool) -> Tensor:
+def avg_pool2d_decomposition(
+    x: Tensor, *, kernel_size: tuple, stride: tuple, padding: tuple, exclusive: bool
+) -> Tensor:
     """Pad with 0, sum the KH*KW strided windows, divide by the window size (``exclusive``:
     by the count of non-padding elements)."""
     o = _pool_infer([x], {"kernel_size": kernel_size, "stride": stride, "padding": padding})[0][0][2:]
@@ -169,23 +201,50 @@ def avg_pool2d_decomposition(x: Tensor, *, kernel_size: tuple, stride: tuple, pa
     return total * (1.0 / (kernel_size[0] * kernel_size[1]))
 
 
-def max_pool2d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False, return_mask: bool = False, data_format: str = "NCHW", name: str | None = None) -> Tensor:
+def max_pool2d(
+    x: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    ceil_mode: bool = False,
+    return_mask: bool = False,
+    data_format: str = "NCHW",
+    name: str | None = None,
+) -> Tensor:
     """Max over KH x KW windows of NCHW ``x`` (stride defaults to the kernel size)."""
     if ceil_mode or return_mask or data_format != "NCHW":
-        raise OpArgumentError("[max_pool2d] ceil_mode, return_mask and NHWC are not supported; use the defaults")
-    if isinstance(x, Tensor) and x.dtype.kind in "iu":  # keeps the dtype: pooled exactly in float64, cast back
+        raise OpArgumentError(
+            "[max_pool2d] ceil_mode, return_mask and NHWC are not supported; use the defaults"
+        )
+    if (
+        isinstance(x, Tensor) and x.dtype.kind in "iu"
+    ):  # keeps the dtype: pooled exactly in float64, cast back
         return max_pool2d(x.astype("float64"), kernel_size, stride, padding).astype(x.dtype)
     x, k, s, pads, _ = _pool_args("max_pool2d", x, kernel_size, stride, padding)
     return call(OPS["max_pool2d"], [x], {"kernel_size": k, "stride": s, "padding": pads})
 
 
-def avg_pool2d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False, exclusive: bool = True, divisor_override: Any = None, data_format: str = "NCHW", name: str | None = None) -> Tensor:
+def avg_pool2d(
+    x: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    ceil_mode: bool = False,
+    exclusive: bool = True,
+    divisor_override: Any = None,
+    data_format: str = "NCHW",
+    name: str | None = None,
+) -> Tensor:
     """Mean over KH x KW windows of NCHW ``x``; ``exclusive`` (Paddle's default) leaves the
     padding out of the count."""
     if ceil_mode or divisor_override is not None or data_format != "NCHW":
-        raise OpArgumentError("[avg_pool2d] ceil_mode, divisor_override and NHWC are not supported; use the defaults")
+        raise OpArgumentError(
+            "[avg_pool2d] ceil_mode, divisor_override and NHWC are not supported; use the defaults"
+        )
     x, k, s, pads, _ = _pool_args("avg_pool2d", x, kernel_size, stride, padding)
-    return call(OPS["avg_pool2d"], [x], {"kernel_size": k, "stride": s, "padding": pads, "exclusive": bool(exclusive)})
+    return call(
+        OPS["avg_pool2d"], [x], {"kernel_size": k, "stride": s, "padding": pads, "exclusive": bool(exclusive)}
+    )
 
 
 def _adaptive_axis(x: Tensor, axis: int, out: int) -> Tensor:
@@ -200,11 +259,15 @@ def _adaptive_axis(x: Tensor, axis: int, out: int) -> Tensor:
         starts = [0] * x.ndim
         stops = list(x.shape)
         starts[axis], stops[axis] = a, b
-        parts.append(M.mean(S.slice_raw(x, tuple(starts), tuple(stops), (1,) * x.ndim), axis=axis, keepdim=True))
+        parts.append(
+            M.mean(S.slice_raw(x, tuple(starts), tuple(stops), (1,) * x.ndim), axis=axis, keepdim=True)
+        )
     return S.concat(parts, axis=axis)
 
 
-def adaptive_avg_pool2d(x: Tensor, output_size: Any, data_format: str = "NCHW", name: str | None = None) -> Tensor:
+def adaptive_avg_pool2d(
+    x: Tensor, output_size: Any, data_format: str = "NCHW", name: str | None = None
+) -> Tensor:
     """Average pooling to a fixed ``output_size``; window i spans [floor(i*H/O), ceil((i+1)*H/O))."""
     x = float_arg("adaptive_avg_pool2d", x)
     if x.ndim != 4 or data_format != "NCHW":

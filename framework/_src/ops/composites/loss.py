@@ -38,8 +38,12 @@ def _hard_label(name: str, label: Tensor, lead: tuple[int, ...]) -> Tensor:
 
 
 def nll_loss(
-    input: Tensor, label: Tensor, weight: Tensor | None = None, ignore_index: int = -100,
-    reduction: str = "mean", name: str | None = None,
+    input: Tensor,
+    label: Tensor,
+    weight: Tensor | None = None,
+    ignore_index: int = -100,
+    reduction: str = "mean",
+    name: str | None = None,
 ) -> Tensor:
     """Negative log-likelihood of log-probabilities ``input`` (N, C) or (N, C, d...) at integer ``label``."""
     input = float_arg("nll_loss", input, "input")
@@ -70,8 +74,13 @@ def _check_labels(name: str, safe: Tensor, c: int, ignore_index: int) -> None:
 
 
 def _nll_last(
-    logp: Tensor, label: Tensor, weight: Tensor | None, ignore_index: int, reduction: str,
-    label_smoothing: float, name: str,
+    logp: Tensor,
+    label: Tensor,
+    weight: Tensor | None,
+    ignore_index: int,
+    reduction: str,
+    label_smoothing: float,
+    name: str,
 ) -> Tensor:
     c = logp.shape[-1]
     label = _hard_label(name, tensor_arg(name, label, "label"), logp.shape[:-1])
@@ -93,9 +102,16 @@ def _nll_last(
 
 
 def cross_entropy(
-    input: Tensor, label: Tensor, weight: Tensor | None = None, ignore_index: int = -100,
-    reduction: str = "mean", soft_label: bool = False, axis: int = -1, use_softmax: bool = True,
-    label_smoothing: float = 0.0, name: str | None = None,
+    input: Tensor,
+    label: Tensor,
+    weight: Tensor | None = None,
+    ignore_index: int = -100,
+    reduction: str = "mean",
+    soft_label: bool = False,
+    axis: int = -1,
+    use_softmax: bool = True,
+    label_smoothing: float = 0.0,
+    name: str | None = None,
 ) -> Tensor:
     """Softmax cross-entropy (Paddle's signature; classes along ``axis``, the last by default).
 
@@ -122,7 +138,9 @@ def cross_entropy(
     if soft_label:
         label = tensor_arg("cross_entropy", label, "label")
         if label.shape != logp.shape:
-            raise OpArgumentError(f"[cross_entropy] soft labels must have the input's shape {logp.shape}, got {label.shape}")
+            raise OpArgumentError(
+                f"[cross_entropy] soft labels must have the input's shape {logp.shape}, got {label.shape}"
+            )
         target = M.cast(label, logp.dtype)
         if label_smoothing:
             target = target * (1.0 - label_smoothing) + label_smoothing / logp.shape[-1]
@@ -152,8 +170,12 @@ def l1_loss(input: Tensor, label: Tensor, reduction: str = "mean", name: str | N
 
 
 def binary_cross_entropy_with_logits(
-    logit: Tensor, label: Tensor, weight: Tensor | None = None, reduction: str = "mean",
-    pos_weight: Tensor | None = None, name: str | None = None,
+    logit: Tensor,
+    label: Tensor,
+    weight: Tensor | None = None,
+    reduction: str = "mean",
+    pos_weight: Tensor | None = None,
+    name: str | None = None,
 ) -> Tensor:
     """-[y log sigmoid(x) + (1 - y) log(1 - sigmoid(x))], computed stably from logits."""
     x, y = _pair("binary_cross_entropy_with_logits", logit, label)
@@ -166,4 +188,3 @@ def binary_cross_entropy_with_logits(
     if weight is not None:
         loss = loss * weight.astype(x.dtype)
     return _reduce("binary_cross_entropy_with_logits", loss, reduction)
-

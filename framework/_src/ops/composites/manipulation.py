@@ -118,9 +118,13 @@ def scatter_nd_add(x: Tensor, index: Tensor, updates: Tensor, name: str | None =
     want = index.shape[:-1] + rest
     updates = tensor_arg("scatter_nd_add", updates, "updates")
     if updates.shape != want:
-        raise OpArgumentError(f"[scatter_nd_add] updates have shape {updates.shape}, expected {want} (index {index.shape}, x {x.shape})")
+        raise OpArgumentError(
+            f"[scatter_nd_add] updates have shape {updates.shape}, expected {want} (index {index.shape}, x {x.shape})"
+        )
     n = int(np.prod(x.shape[:k]))
-    out = I.scatter_add(x.reshape((n,) + rest), flat.reshape((-1,)), updates.astype(x.dtype).reshape((-1,) + rest), axis=0)
+    out = I.scatter_add(
+        x.reshape((n,) + rest), flat.reshape((-1,)), updates.astype(x.dtype).reshape((-1,) + rest), axis=0
+    )
     return out.reshape(x.shape)
 
 
@@ -142,11 +146,20 @@ def shard_index(input: Tensor, index_num: int, nshards: int, shard_id: int, igno
 
 
 # -- slicing ----------------------------------------------------------------------------------
-def strided_slice(x: Tensor, axes: Sequence[int], starts: Sequence[int], ends: Sequence[int], strides: Sequence[int], name: str | None = None) -> Tensor:
+def strided_slice(
+    x: Tensor,
+    axes: Sequence[int],
+    starts: Sequence[int],
+    ends: Sequence[int],
+    strides: Sequence[int],
+    name: str | None = None,
+) -> Tensor:
     """x[starts:ends:strides] on the given axes (Python slice rules, negative strides too)."""
     x = tensor_arg("strided_slice", x)
     if not len(axes) == len(starts) == len(ends) == len(strides):
-        raise OpArgumentError(f"[strided_slice] axes, starts, ends and strides need equal lengths, got {len(axes)}, {len(starts)}, {len(ends)}, {len(strides)}")
+        raise OpArgumentError(
+            f"[strided_slice] axes, starts, ends and strides need equal lengths, got {len(axes)}, {len(starts)}, {len(ends)}, {len(strides)}"
+        )
     key: list[Any] = [_py_slice(None)] * x.ndim
     for a, s, e, st in zip(axes, starts, ends, strides):
         a = axis_arg("strided_slice", int(a), x.ndim)
@@ -176,7 +189,10 @@ def reverse(x: Tensor, axis: Any, name: str | None = None) -> Tensor:
 def moveaxis(x: Tensor, source: Any, destination: Any, name: str | None = None) -> Tensor:
     x = tensor_arg("moveaxis", x)
     src = [axis_arg("moveaxis", a, x.ndim) for a in ([source] if isinstance(source, int) else source)]
-    dst = [axis_arg("moveaxis", a, x.ndim) for a in ([destination] if isinstance(destination, int) else destination)]
+    dst = [
+        axis_arg("moveaxis", a, x.ndim)
+        for a in ([destination] if isinstance(destination, int) else destination)
+    ]
     if len(src) != len(dst):
         raise OpArgumentError(f"[moveaxis] source and destination need equal lengths, got {src} and {dst}")
     order = [a for a in range(x.ndim) if a not in src]
@@ -236,9 +252,13 @@ def repeat_interleave(x: Tensor, repeats: Any, axis: int | None = None, name: st
             raise OpArgumentError(f"[repeat_interleave] repeats must be >= 0, got {repeats}")
         idx = np.repeat(np.arange(n), repeats)
     else:
-        reps = np.asarray(repeats.tolist() if isinstance(repeats, Tensor) else repeats, dtype=np.int64).reshape(-1)
+        reps = np.asarray(
+            repeats.tolist() if isinstance(repeats, Tensor) else repeats, dtype=np.int64
+        ).reshape(-1)
         if reps.shape != (n,) or (reps < 0).any():
-            raise OpArgumentError(f"[repeat_interleave] repeats must be {n} non-negative ints (one per element along axis {ax}), got {reps.tolist()}")
+            raise OpArgumentError(
+                f"[repeat_interleave] repeats must be {n} non-negative ints (one per element along axis {ax}), got {reps.tolist()}"
+            )
         idx = np.repeat(np.arange(n), reps)
     return I.gather(x, to_tensor(idx, device=x.device), axis=ax)
 
@@ -254,7 +274,9 @@ def tensordot(x: Tensor, y: Tensor, axes: Any = 2, name: str | None = None) -> T
     ax = [axis_arg("tensordot", a, x.ndim) for a in ax]
     ay = [axis_arg("tensordot", a, y.ndim) for a in ay]
     if [x.shape[a] for a in ax] != [y.shape[a] for a in ay]:
-        raise OpArgumentError(f"[tensordot] contracted sizes differ: x {[x.shape[a] for a in ax]} vs y {[y.shape[a] for a in ay]}")
+        raise OpArgumentError(
+            f"[tensordot] contracted sizes differ: x {[x.shape[a] for a in ax]} vs y {[y.shape[a] for a in ay]}"
+        )
     fx = [a for a in range(x.ndim) if a not in ax]
     fy = [a for a in range(y.ndim) if a not in ay]
     k = int(np.prod([x.shape[a] for a in ax]))
@@ -290,7 +312,9 @@ def diag(x: Tensor, offset: int = 0, padding_value: float = 0, name: str | None 
         raise OpArgumentError(f"[diag] x must be 1-d or 2-d, got shape {x.shape}")
     n = x.shape[0] + abs(offset)
     r0, c0 = (0, offset) if offset >= 0 else (-offset, 0)
-    pos = to_tensor(np.array([(r0 + i) * n + c0 + i for i in range(x.shape[0])], dtype=np.int64), device=x.device)
+    pos = to_tensor(
+        np.array([(r0 + i) * n + c0 + i for i in range(x.shape[0])], dtype=np.int64), device=x.device
+    )
     base = C.full([n * n], padding_value, dtype=x.dtype, device=x.device)
     if padding_value != 0:
         base = I.scatter(base, pos, C.zeros_like(x), axis=0)
@@ -321,7 +345,9 @@ def einsum(equation: str, *operands: Tensor) -> Tensor:
     """Einstein summation (explicit ``->`` or implicit output, ``...`` broadcast dims): operands
     are aligned on a common letter order, multiplied with broadcasting and summed over the
     letters that are not in the output."""
-    ops = list(operands[0]) if len(operands) == 1 and isinstance(operands[0], (list, tuple)) else list(operands)
+    ops = (
+        list(operands[0]) if len(operands) == 1 and isinstance(operands[0], (list, tuple)) else list(operands)
+    )
     eq = equation.replace(" ", "")
     lhs, _, rhs = eq.partition("->")
     terms = lhs.split(",")
@@ -335,10 +361,12 @@ def einsum(equation: str, *operands: Tensor) -> Tensor:
         if "..." in term:
             n = t.ndim - (len(term) - 3)
             if n > len(ell):
-                ell = free[: n]
+                ell = free[:n]
             term = term.replace("...", "".join(ell[len(ell) - n :]) if n else "")
         if len(term) != t.ndim:
-            raise OpArgumentError(f"[einsum] term '{term}' has {len(term)} letters but its operand has {t.ndim} dims (shape {t.shape})")
+            raise OpArgumentError(
+                f"[einsum] term '{term}' has {len(term)} letters but its operand has {t.ndim} dims (shape {t.shape})"
+            )
         parsed.append(term)
     if not _:
         counts: dict[str, int] = {}
@@ -369,5 +397,3 @@ def einsum(equation: str, *operands: Tensor) -> Tensor:
         out = M.sum(out, axis=summed)
     kept = [c for c in letters if c in rhs]
     return S.transpose(out, [kept.index(c) for c in rhs]) if kept != list(rhs) else out
-
-

@@ -39,7 +39,9 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None, name: str | No
     x = tensor_arg("linear", x)
     weight = tensor_arg("linear", weight, "weight")
     if weight.ndim != 2:
-        raise OpArgumentError(f"[linear] weight must be 2-d (in_features, out_features), got shape {weight.shape}")
+        raise OpArgumentError(
+            f"[linear] weight must be 2-d (in_features, out_features), got shape {weight.shape}"
+        )
     if x.ndim == 0 or x.shape[-1] != weight.shape[0]:
         raise OpArgumentError(
             f"[linear] x has shape {x.shape} but weight has {weight.shape}: the last dim of x must equal "
@@ -53,13 +55,17 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None, name: str | No
     return call(OPS["linear"], ins, {})
 
 
-def embedding(x: Tensor, weight: Tensor, padding_idx: int | None = None, sparse: bool = False, name: str | None = None) -> Tensor:
+def embedding(
+    x: Tensor, weight: Tensor, padding_idx: int | None = None, sparse: bool = False, name: str | None = None
+) -> Tensor:
     """Rows of ``weight`` picked by the integer ids ``x`` (a ``gather`` on axis 0); the row at
     ``padding_idx`` gets no gradient."""
     x = tensor_arg("embedding", x)
     weight = tensor_arg("embedding", weight, "weight")
     if x.dtype.kind not in "iu":
-        raise OpArgumentError(f"[embedding] ids must be integers, got dtype {x.dtype}; cast with x.astype('int64')")
+        raise OpArgumentError(
+            f"[embedding] ids must be integers, got dtype {x.dtype}; cast with x.astype('int64')"
+        )
     out = weight.gather(x, axis=0)
     if padding_idx is not None:
         pad = padding_idx % weight.shape[0]
@@ -67,14 +73,23 @@ def embedding(x: Tensor, weight: Tensor, padding_idx: int | None = None, sparse:
     return out
 
 
-def dropout(x: Tensor, p: float = 0.5, axis: Any = None, training: bool = True, mode: str = "upscale_in_train", name: str | None = None) -> Tensor:
+def dropout(
+    x: Tensor,
+    p: float = 0.5,
+    axis: Any = None,
+    training: bool = True,
+    mode: str = "upscale_in_train",
+    name: str | None = None,
+) -> Tensor:
     """Zero each element with probability ``p`` using a Philox mask (the same on every device
     for the same seed); ``upscale_in_train`` scales the kept ones by 1/(1-p)."""
     x = tensor_arg("dropout", x)
     if not 0.0 <= p <= 1.0:
         raise OpArgumentError(f"[dropout] p must be in [0, 1], got {p}")
     if mode not in ("upscale_in_train", "downscale_in_infer"):
-        raise OpArgumentError(f"[dropout] mode must be 'upscale_in_train' or 'downscale_in_infer', got {mode!r}")
+        raise OpArgumentError(
+            f"[dropout] mode must be 'upscale_in_train' or 'downscale_in_infer', got {mode!r}"
+        )
     if not training:
         return x * (1.0 - p) if mode == "downscale_in_infer" and p > 0 else x
     if p == 0.0:
@@ -85,13 +100,17 @@ def dropout(x: Tensor, p: float = 0.5, axis: Any = None, training: bool = True, 
     if axis is not None:
         axes = M.normalize_axes("dropout", axis, x.ndim)
         shape = tuple(s if i in axes else 1 for i, s in enumerate(x.shape))
-    u = _rand.rand(shape, dtype=x.dtype if x.dtype in (_dt.float32, _dt.float64) else _dt.float32, device=x.device)
+    u = _rand.rand(
+        shape, dtype=x.dtype if x.dtype in (_dt.float32, _dt.float64) else _dt.float32, device=x.device
+    )
     keep = M.cast(u >= p, x.dtype)
     scale = 1.0 / (1.0 - p) if mode == "upscale_in_train" else 1.0
     return x * (keep * scale)
 
 
-def var(x: Tensor, axis: Any = None, unbiased: bool = True, keepdim: bool = False, name: str | None = None) -> Tensor:
+def var(
+    x: Tensor, axis: Any = None, unbiased: bool = True, keepdim: bool = False, name: str | None = None
+) -> Tensor:
     """Variance over ``axis`` (``unbiased`` divides by n - 1, Paddle's default)."""
     x = float_arg("var", x)
     axes = M.normalize_axes("var", axis, x.ndim)
@@ -103,7 +122,9 @@ def var(x: Tensor, axis: Any = None, unbiased: bool = True, keepdim: bool = Fals
     return M.sum(d * d, axis=axes, keepdim=keepdim) * (1.0 / denom if denom > 0 else float("nan"))
 
 
-def std(x: Tensor, axis: Any = None, unbiased: bool = True, keepdim: bool = False, name: str | None = None) -> Tensor:
+def std(
+    x: Tensor, axis: Any = None, unbiased: bool = True, keepdim: bool = False, name: str | None = None
+) -> Tensor:
     return M.sqrt(var(x, axis=axis, unbiased=unbiased, keepdim=keepdim))
 
 
@@ -133,7 +154,9 @@ def cumsum(x: Tensor, axis: int | None = None, dtype: Any = None, name: str | No
     return x
 
 
-def topk(x: Tensor, k: int, axis: int = -1, largest: bool = True, sorted: bool = True, name: str | None = None) -> tuple[Tensor, Tensor]:
+def topk(
+    x: Tensor, k: int, axis: int = -1, largest: bool = True, sorted: bool = True, name: str | None = None
+) -> tuple[Tensor, Tensor]:
     """The ``k`` largest (or smallest) values along ``axis`` and their int64 indices, by k
     rounds of argmax and masking (ties go to the lower index)."""
     x = tensor_arg("topk", x)

@@ -71,8 +71,11 @@ def log_softmax(x: Tensor, axis: int = -1, dtype: Any = None, name: str | None =
 
 def _logsumexp_infer(ins: list[Tensor], attrs: dict[str, Any]) -> list:
     x, axes = ins[0], attrs["axes"]
-    shape = tuple(1 if i in axes else s for i, s in enumerate(x.shape)) if attrs["keepdim"] else tuple(
-        s for i, s in enumerate(x.shape) if i not in axes)
+    shape = (
+        tuple(1 if i in axes else s for i, s in enumerate(x.shape))
+        if attrs["keepdim"]
+        else tuple(s for i, s in enumerate(x.shape) if i not in axes)
+    )
     return [(shape, x.dtype)]
 
 
@@ -106,7 +109,9 @@ def rms_norm_decomposition(x: Tensor, weight: Tensor | None = None, *, epsilon: 
 
 
 @composite("layer_norm", infer=same_meta)
-def layer_norm_decomposition(x: Tensor, *params: Tensor, epsilon: float, has_weight: bool, has_bias: bool) -> Tensor:
+def layer_norm_decomposition(
+    x: Tensor, *params: Tensor, epsilon: float, has_weight: bool, has_bias: bool
+) -> Tensor:
     """(x - mean) * rsqrt(var + epsilon) [* weight] [+ bias] over the last axis."""
     n = x.shape[-1]
     mu = M.sum(x, axis=-1, keepdim=True) * (1.0 / n)
@@ -125,7 +130,9 @@ def layer_norm_decomposition(x: Tensor, *params: Tensor, epsilon: float, has_wei
 def _norm_shape(name: str, x: Tensor, normalized_shape: Any) -> int:
     if normalized_shape is None:
         normalized_shape = x.shape[-1:]
-    shp = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(int(s) for s in normalized_shape)
+    shp = (
+        (normalized_shape,) if isinstance(normalized_shape, int) else tuple(int(s) for s in normalized_shape)
+    )
     k = len(shp)
     if k == 0 or x.shape[x.ndim - k :] != shp:
         raise OpArgumentError(
@@ -145,11 +152,19 @@ def _flat_param(name: str, p: Tensor | None, size: int, what: str) -> Tensor | N
         return None
     p = tensor_arg(name, p, what)
     if p.numel() != size:
-        raise OpArgumentError(f"[{name}] {what} has shape {p.shape}, expected {size} elements (the normalized size)")
+        raise OpArgumentError(
+            f"[{name}] {what} has shape {p.shape}, expected {size} elements (the normalized size)"
+        )
     return p.reshape((size,))
 
 
-def rms_norm(x: Tensor, normalized_shape: Any = None, weight: Tensor | None = None, epsilon: float = 1e-6, name: str | None = None) -> Tensor:
+def rms_norm(
+    x: Tensor,
+    normalized_shape: Any = None,
+    weight: Tensor | None = None,
+    epsilon: float = 1e-6,
+    name: str | None = None,
+) -> Tensor:
     """Root-mean-square normalisation over the trailing ``normalized_shape`` dims (the last
     dim when None), times ``weight`` when given."""
     x = float_arg("rms_norm", x)
@@ -167,8 +182,12 @@ def rms_norm(x: Tensor, normalized_shape: Any = None, weight: Tensor | None = No
 
 
 def layer_norm(
-    x: Tensor, normalized_shape: Any = None, weight: Tensor | None = None, bias: Tensor | None = None,
-    epsilon: float = 1e-5, name: str | None = None,
+    x: Tensor,
+    normalized_shape: Any = None,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    epsilon: float = 1e-5,
+    name: str | None = None,
 ) -> Tensor:
     """Layer normalisation over the trailing ``normalized_shape`` dims (Paddle's signature)."""
     x = float_arg("layer_norm", x)
@@ -185,4 +204,3 @@ def layer_norm(
     ins = [xf] + [p.astype(x.dtype) for p in (w, b) if p is not None]
     attrs = {"epsilon": float(epsilon), "has_weight": w is not None, "has_bias": b is not None}
     return call(OPS["layer_norm"], ins, attrs).reshape(x.shape)
-

@@ -24,7 +24,9 @@ _SELU_ALPHA_P = -1.0507009873554804934193349852946 * 1.6732632423543772848170429
 
 
 @composite("channel_norm", infer=same_meta)
-def channel_norm_decomposition(x: Tensor, mean: Tensor, var: Tensor, *params: Tensor, epsilon: float, has_weight: bool, has_bias: bool) -> Tensor:
+def channel_norm_decomposition(
+    x: Tensor, mean: Tensor, var: Tensor, *params: Tensor, epsilon: float, has_weight: bool, has_bias: bool
+) -> Tensor:
     """(x - mean) * rsqrt(var + epsilon) [* weight] [+ bias]; every operand is already shaped to
     broadcast against x."""
     y = (x - mean) * M.rsqrt(var + epsilon)
@@ -44,10 +46,14 @@ def _channel_axis(name: str, x: Tensor, data_format: str) -> int:
         return 1
     if data_format[0] == "N" and data_format[-1] == "C":
         return x.ndim - 1
-    raise OpArgumentError(f"[{name}] data_format must be channel-first (NC, NCL, NCHW, NCDHW) or channel-last (NLC, NHWC, NDHWC), got {data_format!r}")
+    raise OpArgumentError(
+        f"[{name}] data_format must be channel-first (NC, NCL, NCHW, NCDHW) or channel-last (NLC, NHWC, NDHWC), got {data_format!r}"
+    )
 
 
-def _per_channel(name: str, t: Tensor | None, c: int, shape: tuple[int, ...], dtype: Any, what: str) -> Tensor | None:
+def _per_channel(
+    name: str, t: Tensor | None, c: int, shape: tuple[int, ...], dtype: Any, what: str
+) -> Tensor | None:
     if t is None:
         return None
     t = tensor_arg(name, t, what)
@@ -56,15 +62,29 @@ def _per_channel(name: str, t: Tensor | None, c: int, shape: tuple[int, ...], dt
     return t.astype(dtype).reshape(shape)
 
 
-def _normalize(name: str, x: Tensor, mean: Tensor, var: Tensor, w: Tensor | None, b: Tensor | None, epsilon: float) -> Tensor:
+def _normalize(
+    name: str, x: Tensor, mean: Tensor, var: Tensor, w: Tensor | None, b: Tensor | None, epsilon: float
+) -> Tensor:
     ins = [x, mean, var] + [p for p in (w, b) if p is not None]
-    return call(OPS["channel_norm"], ins, {"epsilon": float(epsilon), "has_weight": w is not None, "has_bias": b is not None})
+    return call(
+        OPS["channel_norm"],
+        ins,
+        {"epsilon": float(epsilon), "has_weight": w is not None, "has_bias": b is not None},
+    )
 
 
 def batch_norm(
-    x: Tensor, running_mean: Tensor, running_var: Tensor, weight: Tensor | None = None, bias: Tensor | None = None,
-    training: bool = False, momentum: float = 0.9, epsilon: float = 1e-5, data_format: str = "NCHW",
-    use_global_stats: bool | None = None, name: str | None = None,
+    x: Tensor,
+    running_mean: Tensor,
+    running_var: Tensor,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    training: bool = False,
+    momentum: float = 0.9,
+    epsilon: float = 1e-5,
+    data_format: str = "NCHW",
+    use_global_stats: bool | None = None,
+    name: str | None = None,
 ) -> Tensor:
     """Batch normalisation over every axis but the channel one (Paddle's signature).
 
@@ -87,7 +107,9 @@ def batch_norm(
     axes = tuple(i for i in range(x.ndim) if i != ax)
     n = x.numel() // c
     if n < 2 and training:
-        raise OpArgumentError(f"[batch_norm] training needs more than one value per channel, got x of shape {x.shape}")
+        raise OpArgumentError(
+            f"[batch_norm] training needs more than one value per channel, got x of shape {x.shape}"
+        )
     mean = M.mean(x, axis=axes, keepdim=True)
     d = x - mean
     var = M.mean(d * d, axis=axes, keepdim=True)
@@ -105,15 +127,24 @@ def _update_running(buf: Tensor, stat: Tensor, momentum: float) -> None:
 
 
 def instance_norm(
-    x: Tensor, running_mean: Tensor | None = None, running_var: Tensor | None = None, weight: Tensor | None = None,
-    bias: Tensor | None = None, use_input_stats: bool = True, momentum: float = 0.9, eps: float = 1e-5,
-    data_format: str = "NCHW", name: str | None = None,
+    x: Tensor,
+    running_mean: Tensor | None = None,
+    running_var: Tensor | None = None,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    use_input_stats: bool = True,
+    momentum: float = 0.9,
+    eps: float = 1e-5,
+    data_format: str = "NCHW",
+    name: str | None = None,
 ) -> Tensor:
     """Normalise each (sample, channel) over its spatial positions, then scale and shift per channel."""
     x = float_arg("instance_norm", x)
     ax = _channel_axis("instance_norm", x, data_format)
     if x.ndim < 3:
-        raise OpArgumentError(f"[instance_norm] x must have spatial dimensions (N, C, ...), got shape {x.shape}")
+        raise OpArgumentError(
+            f"[instance_norm] x must have spatial dimensions (N, C, ...), got shape {x.shape}"
+        )
     c = x.shape[ax]
     shp = tuple(c if i == ax else 1 for i in range(x.ndim))
     w = _per_channel("instance_norm", weight, c, shp, x.dtype, "weight")
@@ -135,7 +166,9 @@ def instance_norm(
 
 
 @composite("group_norm", infer=same_meta)
-def group_norm_decomposition(x: Tensor, *params: Tensor, num_groups: int, epsilon: float, has_weight: bool, has_bias: bool) -> Tensor:
+def group_norm_decomposition(
+    x: Tensor, *params: Tensor, num_groups: int, epsilon: float, has_weight: bool, has_bias: bool
+) -> Tensor:
     """Channel-first x: (N, G, rest) statistics, normalise, reshape back, per-channel affine."""
     n = x.shape[0]
     g = x.reshape((n, num_groups, -1))
@@ -153,8 +186,13 @@ def group_norm_decomposition(x: Tensor, *params: Tensor, num_groups: int, epsilo
 
 
 def group_norm(
-    x: Tensor, num_groups: int, epsilon: float = 1e-5, weight: Tensor | None = None, bias: Tensor | None = None,
-    data_format: str = "NCHW", name: str | None = None,
+    x: Tensor,
+    num_groups: int,
+    epsilon: float = 1e-5,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    data_format: str = "NCHW",
+    name: str | None = None,
 ) -> Tensor:
     """Normalise each sample over groups of ``C / num_groups`` channels (and all positions)."""
     x = float_arg("group_norm", x)
@@ -165,21 +203,42 @@ def group_norm(
         return group_norm(x.transpose(perm), num_groups, epsilon, weight, bias, "NCHW").transpose(inv)
     c = x.shape[1]
     if not isinstance(num_groups, int) or num_groups < 1 or c % num_groups:
-        raise OpArgumentError(f"[group_norm] num_groups={num_groups!r} must be a positive int dividing the channels {c}")
+        raise OpArgumentError(
+            f"[group_norm] num_groups={num_groups!r} must be a positive int dividing the channels {c}"
+        )
     shp = (1, c) + (1,) * (x.ndim - 2)
     w = _per_channel("group_norm", weight, c, shp, x.dtype, "weight")
     b = _per_channel("group_norm", bias, c, shp, x.dtype, "bias")
     ins = [x] + [p for p in (w, b) if p is not None]
-    return call(OPS["group_norm"], ins, {"num_groups": num_groups, "epsilon": float(epsilon), "has_weight": w is not None, "has_bias": b is not None})
+    return call(
+        OPS["group_norm"],
+        ins,
+        {
+            "num_groups": num_groups,
+            "epsilon": float(epsilon),
+            "has_weight": w is not None,
+            "has_bias": b is not None,
+        },
+    )
 
 
-def local_response_norm(x: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0, data_format: str = "NCHW", name: str | None = None) -> Tensor:
+def local_response_norm(
+    x: Tensor,
+    size: int,
+    alpha: float = 1e-4,
+    beta: float = 0.75,
+    k: float = 1.0,
+    data_format: str = "NCHW",
+    name: str | None = None,
+) -> Tensor:
     """x / (k + alpha * mean of x^2 over ``size`` neighbouring channels)^beta (the window is
     zero-padded: size//2 channels before, (size-1)//2 after)."""
     x = float_arg("local_response_norm", x)
     ax = _channel_axis("local_response_norm", x, data_format)
     if x.ndim < 3:
-        raise OpArgumentError(f"[local_response_norm] x must be at least 3-d (N, C, ...), got shape {x.shape}")
+        raise OpArgumentError(
+            f"[local_response_norm] x must be at least 3-d (N, C, ...), got shape {x.shape}"
+        )
     if not isinstance(size, int) or size < 1:
         raise OpArgumentError(f"[local_response_norm] size must be a positive int, got {size!r}")
     c = x.shape[ax]
@@ -195,7 +254,9 @@ def local_response_norm(x: Tensor, size: int, alpha: float = 1e-4, beta: float =
     return x / M.pow(acc * (alpha / size) + k, beta)
 
 
-def normalize(x: Tensor, p: float = 2, axis: int = 1, epsilon: float = 1e-12, name: str | None = None) -> Tensor:
+def normalize(
+    x: Tensor, p: float = 2, axis: int = 1, epsilon: float = 1e-12, name: str | None = None
+) -> Tensor:
     """x / max(||x||_p along ``axis``, epsilon)."""
     x = float_arg("normalize", x)
     if x.ndim == 0:
@@ -219,20 +280,30 @@ def cosine_similarity(x1: Tensor, x2: Tensor, axis: int = 1, eps: float = 1e-8) 
     return w12 * M.rsqrt(M.maximum(w1 * w2, eps * eps))
 
 
-def label_smooth(label: Tensor, prior_dist: Tensor | None = None, epsilon: float = 0.1, name: str | None = None) -> Tensor:
+def label_smooth(
+    label: Tensor, prior_dist: Tensor | None = None, epsilon: float = 0.1, name: str | None = None
+) -> Tensor:
     """(1 - epsilon) * label + epsilon * prior (uniform over the last axis when None)."""
     label = float_arg("label_smooth", label, "label")
     if not 0.0 <= epsilon <= 1.0:
         raise OpArgumentError(f"[label_smooth] epsilon must be in [0, 1], got {epsilon}")
-    prior = (1.0 / label.shape[-1]) if prior_dist is None else tensor_arg("label_smooth", prior_dist, "prior_dist").astype(label.dtype)
+    prior = (
+        (1.0 / label.shape[-1])
+        if prior_dist is None
+        else tensor_arg("label_smooth", prior_dist, "prior_dist").astype(label.dtype)
+    )
     return label * (1.0 - epsilon) + prior * epsilon
 
 
-def dropout2d(x: Tensor, p: float = 0.5, training: bool = True, data_format: str = "NCHW", name: str | None = None) -> Tensor:
+def dropout2d(
+    x: Tensor, p: float = 0.5, training: bool = True, data_format: str = "NCHW", name: str | None = None
+) -> Tensor:
     """Zero whole channels of a 4-d ``x`` with probability ``p`` (kept ones scaled by 1/(1-p))."""
     x = tensor_arg("dropout2d", x)
     if x.ndim != 4 or data_format not in ("NCHW", "NHWC"):
-        raise OpArgumentError(f"[dropout2d] x must be 4-d NCHW or NHWC, got shape {x.shape} and {data_format!r}")
+        raise OpArgumentError(
+            f"[dropout2d] x must be 4-d NCHW or NHWC, got shape {x.shape} and {data_format!r}"
+        )
     return dropout(x, p, axis=[0, 1] if data_format == "NCHW" else [0, 3], training=training)
 
 

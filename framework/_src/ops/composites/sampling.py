@@ -21,21 +21,29 @@ def standard_normal(shape: Any, dtype: Any = None, name: str | None = None) -> T
     return R.randn(shape, dtype=dtype)
 
 
-def randint_like(x: Tensor, low: int = 0, high: int | None = None, dtype: Any = None, name: str | None = None) -> Tensor:
+def randint_like(
+    x: Tensor, low: int = 0, high: int | None = None, dtype: Any = None, name: str | None = None
+) -> Tensor:
     """Integers uniform in [low, high) with the shape of ``x`` (and its dtype unless given)."""
     x = tensor_arg("randint_like", x)
     return R.randint(low, high, x.shape, dtype=dtype if dtype is not None else x.dtype, device=x.device)
 
 
-def multinomial(x: Tensor, num_samples: int = 1, replacement: bool = False, name: str | None = None) -> Tensor:
+def multinomial(
+    x: Tensor, num_samples: int = 1, replacement: bool = False, name: str | None = None
+) -> Tensor:
     """Class indices drawn from the (unnormalised) probabilities in the last axis of ``x``:
     with ``replacement`` by inverting the CDF, without by the Gumbel-top-k trick."""
     p = float_arg("multinomial", x)
     if p.ndim not in (1, 2):
-        raise OpArgumentError(f"[multinomial] x must be 1-d or 2-d (rows of probabilities), got shape {p.shape}")
+        raise OpArgumentError(
+            f"[multinomial] x must be 1-d or 2-d (rows of probabilities), got shape {p.shape}"
+        )
     c = p.shape[-1]
     if not isinstance(num_samples, int) or num_samples <= 0 or (not replacement and num_samples > c):
-        raise OpArgumentError(f"[multinomial] num_samples must be a positive int (at most {c} without replacement), got {num_samples!r}")
+        raise OpArgumentError(
+            f"[multinomial] num_samples must be a positive int (at most {c} without replacement), got {num_samples!r}"
+        )
     if bool(M.any(p < 0).item()):
         raise OpArgumentError("[multinomial] probabilities must be non-negative")
     lead = p.shape[:-1]

@@ -35,7 +35,9 @@ def _ranks(x: Tensor, descending: bool) -> Tensor:
     return M.sum(M.cast(before | ties, _dt.int64), axis=-1)
 
 
-def argsort(x: Tensor, axis: int = -1, descending: bool = False, stable: bool = True, name: str | None = None) -> Tensor:
+def argsort(
+    x: Tensor, axis: int = -1, descending: bool = False, stable: bool = True, name: str | None = None
+) -> Tensor:
     """Indices that sort ``x`` along ``axis`` (stable; ``descending`` for largest first)."""
     x = tensor_arg("argsort", x)
     if x.ndim == 0:
@@ -48,7 +50,9 @@ def argsort(x: Tensor, axis: int = -1, descending: bool = False, stable: bool = 
     return out.swapaxes(ax, -1) if ax != x.ndim - 1 else out
 
 
-def sort(x: Tensor, axis: int = -1, descending: bool = False, stable: bool = True, name: str | None = None) -> Tensor:
+def sort(
+    x: Tensor, axis: int = -1, descending: bool = False, stable: bool = True, name: str | None = None
+) -> Tensor:
     """``x`` sorted along ``axis`` (differentiable: the gradient goes back to each element)."""
     x = tensor_arg("sort", x)
     if x.ndim == 0:
@@ -56,7 +60,9 @@ def sort(x: Tensor, axis: int = -1, descending: bool = False, stable: bool = Tru
     return I.take_along_axis(x, argsort(x, axis, descending), axis_arg("sort", axis, x.ndim))
 
 
-def kthvalue(x: Tensor, k: int, axis: int = -1, keepdim: bool = False, name: str | None = None) -> tuple[Tensor, Tensor]:
+def kthvalue(
+    x: Tensor, k: int, axis: int = -1, keepdim: bool = False, name: str | None = None
+) -> tuple[Tensor, Tensor]:
     """The k-th smallest value (1-based) along ``axis`` and its index."""
     x = tensor_arg("kthvalue", x)
     ax = axis_arg("kthvalue", axis, x.ndim)
@@ -81,7 +87,9 @@ def _flat_axis(name: str, x: Tensor, axis: Any) -> tuple[Tensor, int]:
     return x, axis_arg(name, axis, x.ndim)
 
 
-def median(x: Tensor, axis: int | None = None, keepdim: bool = False, mode: str = "avg", name: str | None = None) -> Tensor:
+def median(
+    x: Tensor, axis: int | None = None, keepdim: bool = False, mode: str = "avg", name: str | None = None
+) -> Tensor:
     """Median along ``axis`` (all elements when None); ``mode='avg'`` averages the two middle
     values of an even count, ``'min'`` takes the lower one."""
     if mode not in ("avg", "min"):
@@ -99,11 +107,20 @@ def median(x: Tensor, axis: int | None = None, keepdim: bool = False, mode: str 
     return out if keepdim else out.squeeze(ax)
 
 
-def quantile(x: Tensor, q: Any, axis: Any = None, keepdim: bool = False, interpolation: str = "linear", name: str | None = None) -> Tensor:
+def quantile(
+    x: Tensor,
+    q: Any,
+    axis: Any = None,
+    keepdim: bool = False,
+    interpolation: str = "linear",
+    name: str | None = None,
+) -> Tensor:
     """The q-th quantiles (q in [0, 1], a number or a list) along ``axis``; ``interpolation``
     is 'linear', 'lower', 'higher', 'nearest' or 'midpoint' as in numpy."""
     if interpolation not in ("linear", "lower", "higher", "nearest", "midpoint"):
-        raise OpArgumentError(f"[quantile] interpolation must be linear/lower/higher/nearest/midpoint, got {interpolation!r}")
+        raise OpArgumentError(
+            f"[quantile] interpolation must be linear/lower/higher/nearest/midpoint, got {interpolation!r}"
+        )
     x = float_arg("quantile", x)
     qs = [q] if isinstance(q, (int, float)) else list(q.tolist() if isinstance(q, Tensor) else q)
     if any(not 0 <= v <= 1 for v in qs):
@@ -147,13 +164,21 @@ def mode(x: Tensor, axis: int = -1, keepdim: bool = False, name: str | None = No
     return (val, idx) if keepdim else (val.squeeze(ax), idx.squeeze(ax))
 
 
-def searchsorted(sorted_sequence: Tensor, values: Tensor, out_int32: bool = False, right: bool = False, name: str | None = None) -> Tensor:
+def searchsorted(
+    sorted_sequence: Tensor,
+    values: Tensor,
+    out_int32: bool = False,
+    right: bool = False,
+    name: str | None = None,
+) -> Tensor:
     """Insertion positions of ``values`` in the last axis of ``sorted_sequence`` (left: first
     position, ``right``: after equal entries)."""
     seq = tensor_arg("searchsorted", sorted_sequence, "sorted_sequence")
     v = tensor_arg("searchsorted", values, "values")
     if seq.ndim > 1 and seq.shape[:-1] != v.shape[:-1]:
-        raise OpArgumentError(f"[searchsorted] leading dims of sorted_sequence {seq.shape[:-1]} and values {v.shape[:-1]} differ")
+        raise OpArgumentError(
+            f"[searchsorted] leading dims of sorted_sequence {seq.shape[:-1]} and values {v.shape[:-1]} differ"
+        )
     a, b = M._operands("searchsorted", seq.unsqueeze(-2), v.unsqueeze(-1))
     hit = (a <= b) if right else (a < b)
     out = M.sum(M.cast(hit, _dt.int64), axis=-1)
@@ -165,12 +190,22 @@ def index_sample(x: Tensor, index: Tensor) -> Tensor:
     x = tensor_arg("index_sample", x)
     index = tensor_arg("index_sample", index, "index")
     if x.ndim != 2 or index.ndim != 2 or index.shape[0] != x.shape[0]:
-        raise OpArgumentError(f"[index_sample] x and index must be 2-d with equal rows, got {x.shape} and {index.shape}")
+        raise OpArgumentError(
+            f"[index_sample] x and index must be 2-d with equal rows, got {x.shape} and {index.shape}"
+        )
     return I.take_along_axis(x, index, 1)
 
 
 # -- value-dependent shapes (host) ------------------------------------------------------------------
-def unique(x: Tensor, return_index: bool = False, return_inverse: bool = False, return_counts: bool = False, axis: int | None = None, dtype: Any = "int64", name: str | None = None) -> Any:
+def unique(
+    x: Tensor,
+    return_index: bool = False,
+    return_inverse: bool = False,
+    return_counts: bool = False,
+    axis: int | None = None,
+    dtype: Any = "int64",
+    name: str | None = None,
+) -> Any:
     """The sorted unique values (of the flattened tensor, or unique slices along ``axis``),
     with first indices, the inverse map and counts when asked. Read on the host: the result
     size depends on the values."""
@@ -178,7 +213,9 @@ def unique(x: Tensor, return_index: bool = False, return_inverse: bool = False, 
     arr = x.numpy()
     if axis is not None:
         axis = axis_arg("unique", axis, x.ndim)
-    vals, idx, inv, cnt = np.unique(arr, return_index=True, return_inverse=True, return_counts=True, axis=axis)
+    vals, idx, inv, cnt = np.unique(
+        arr, return_index=True, return_inverse=True, return_counts=True, axis=axis
+    )
     out = [to_tensor(vals, device=x.device)]
     d = _dt.as_dtype(dtype, "unique")
     for want, a in ((return_index, idx), (return_inverse, inv.reshape(-1)), (return_counts, cnt)):
@@ -187,7 +224,14 @@ def unique(x: Tensor, return_index: bool = False, return_inverse: bool = False, 
     return out[0] if len(out) == 1 else tuple(out)
 
 
-def unique_consecutive(x: Tensor, return_inverse: bool = False, return_counts: bool = False, axis: int | None = None, dtype: Any = "int64", name: str | None = None) -> Any:
+def unique_consecutive(
+    x: Tensor,
+    return_inverse: bool = False,
+    return_counts: bool = False,
+    axis: int | None = None,
+    dtype: Any = "int64",
+    name: str | None = None,
+) -> Any:
     """Collapse runs of equal consecutive values (of the flattened tensor, or of slices along
     ``axis``); read on the host."""
     x = tensor_arg("unique_consecutive", x)
