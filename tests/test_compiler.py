@@ -550,22 +550,25 @@ def test_a_cache_folder_of_another_user_is_refused(tmp_path):
 
 
 # -- one gradient: generated backward kernels trace the same rules as eager autograd ----------
-def _tie_probe_op():
+@pytest.fixture
+def tie_probe_op():
+    """A composite made for this test (maximum against a vector, plus the row max), removed
+    from the op table afterwards so the completeness tests never see it."""
     from framework._src.ops import base
     from framework._src.ops.composites._common import same_meta
 
-    if "tie_probe" not in base.OPS:
+    @base.composite("tie_probe", infer=same_meta)
+    def _tie_probe(x, w):
+        return fw.maximum(x, w) + fw.max(x, axis=-1, keepdim=True) * 2.0
 
-        @base.composite("tie_probe", infer=same_meta)
-        def _tie_probe(x, w):
-            """maximum with ties against a per-column vector, plus the row max (ties too)."""
-            return fw.maximum(x, w) + fw.max(x, axis=-1, keepdim=True) * 2.0
-
-    return base.OPS["tie_probe"]
+    try:
+        yield base.OPS["tie_probe"]
+    finally:
+        base.OPS.pop("tie_probe", None)
 
 
 @pytest.mark.parametrize("compile_on", [True, False])
-def test_ties_get_the_same_gradient_generated_and_decomposed(device, compile_on, monkeypatch):
+def test_ties_get_the_same_gradient_generated_and_decomposed(device, compile_on, monkeypatch, tie_probe_op):
     """The contract's tie rule (maximum/minimum split the gradient evenly between equal
     operands; max/min along an axis share it evenly among the tied elements) holds on the
     generated backward kernel exactly as on the decomposition: both come from one rule."""
@@ -574,7 +577,7 @@ def test_ties_get_the_same_gradient_generated_and_decomposed(device, compile_on,
     monkeypatch.setenv("OARLOCK_COMPILE", "1" if compile_on else "0")
     from framework._src.ops import base
 
-    op = _tie_probe_op()
+    op = tie_probe_op
     xv = np.array([[1.0, 2.0, 0.0, 3.0], [3.0, 3.0, -1.0, 0.5]])
     wv = np.array([1.0, 1.0, 1.0, 3.0])
     x = fw.to_tensor(xv, device=device)

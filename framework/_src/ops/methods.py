@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from adapter_api import OpArgumentError
@@ -65,6 +66,38 @@ def to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
 
 def clone(self: Tensor) -> Tensor:
     return apply1(OPS["copy"], [self], {})
+
+
+def __deepcopy__(self: Tensor, memo: dict[int, Any]) -> Tensor:
+    """``copy.deepcopy``: a new tensor with its own storage and no graph (as PyTorch's leaf
+    copy); ``stop_gradient`` and the other attributes of subclasses (Parameter) carry over."""
+    with autograd.no_grad():
+        data = apply1(OPS["copy"], [self], {})
+    new = object.__new__(type(self))
+    for cls in type(self).__mro__:
+        for slot in getattr(cls, "__slots__", ()):
+            if slot in ("__weakref__", "__dict__") or not hasattr(self, slot):
+                continue
+            value = getattr(self, slot)
+            setattr(
+                new,
+                slot,
+                value
+                if slot in _STORAGE_SLOTS or not isinstance(value, (dict, list))
+                else copy.deepcopy(value, memo),
+            )
+    for slot in _STORAGE_SLOTS:
+        setattr(new, slot, getattr(data, slot))
+    new._node = None
+    for k, v in getattr(self, "__dict__", {}).items():  # name, persistable, ...; not the graph's
+        if k not in ("grad", "_hooks", "_out_index", "_retain_grad"):
+            setattr(new, k, copy.deepcopy(v, memo))
+    memo[id(self)] = new
+    return new
+
+
+#: what makes a tensor's value: taken from the copy, not from the original
+_STORAGE_SLOTS = ("_block", "_offset", "shape", "dtype", "device", "_nv")
 
 
 def detach(self: Tensor) -> Tensor:
@@ -171,6 +204,7 @@ def _set_value(self: Tensor, value: Any) -> Tensor:
 
 
 _METHODS: dict[str, Any] = {
+    "__deepcopy__": __deepcopy__,
     "__add__": M.add,
     "__radd__": _rev(M.add),
     "__sub__": M.subtract,
