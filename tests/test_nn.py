@@ -252,3 +252,20 @@ def test_layer_errors_are_clear():
         Bad()
     with pytest.raises(fw.OpArgumentError, match="in_features"):
         nn.Linear(3, 2)(fw.ones([1, 4]))
+
+
+def test_deepcopy_gives_an_independent_layer_with_its_own_storage():
+    import copy
+
+    fw.seed(3)
+    lin = nn.Linear(3, 2)
+    x = fw.randn([4, 3])
+    lin(x).sum().backward()  # the original has a graph and gradients
+    twin = copy.deepcopy(lin)
+    assert type(twin.weight) is type(lin.weight) and not twin.weight.stop_gradient
+    np.testing.assert_array_equal(twin.weight.numpy(), lin.weight.numpy())
+    assert twin.weight.grad is None
+    with fw.no_grad():
+        twin.weight.set_value(np.zeros((3, 2), np.float32))
+    assert np.abs(lin.weight.numpy()).sum() > 0  # the original keeps its values
+    np.testing.assert_array_equal(twin(x).numpy(), np.broadcast_to(twin.bias.numpy(), (4, 2)))
