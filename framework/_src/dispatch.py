@@ -81,6 +81,22 @@ def reset_fallback_stats() -> None:
 KERNEL_SOURCES: list[Callable[[str, str, np.dtype], KernelEntry | None]] = []
 
 
+#: Interceptors of ops on distributed tensors: ``fn(op, ins, attrs) -> outs | None``.
+#: ``framework.distributed`` registers one when it makes its first distributed tensor (a
+#: tensor whose class sets ``_dist``); :func:`intercept` hands it every op with such an input.
+#: The engine knows no distributed type: with no interceptor registered the cost is one test.
+INTERCEPTORS: list[Callable[[OpDef, list[Any], dict[str, Any]], Any]] = []
+
+
+def intercept(op: OpDef, ins: list[Any], attrs: dict[str, Any]) -> Any:
+    """The interceptor's result when an input of ``op`` is distributed, else None (for a
+    composite the interceptor may return None too: its decomposition runs, op by op)."""
+    for t in ins:
+        if getattr(t, "_dist", False):
+            return INTERCEPTORS[0](op, ins, attrs)
+    return None
+
+
 def find_kernel(op: str, device_type: str, dtype: np.dtype) -> KernelEntry | None:
     key = (op, device_type, dtype)
     try:

@@ -41,6 +41,8 @@ class Tensor:
     _retain_grad = False
     name: str | None = None
     persistable = False
+    #: a distributed tensor's class sets it: its ops go to ``dispatch.INTERCEPTORS``
+    _dist = False
 
     # -- construction (internal) --------------------------------------------------------
     @classmethod

@@ -140,6 +140,10 @@ def tracing(
 
 def apply(op: OpDef, ins: list[Tensor], attrs: dict[str, Any]) -> list[Tensor]:
     """Run a primitive and record it for autograd when an input needs a gradient."""
+    if dispatch.INTERCEPTORS:  # a distributed tensor exists: its ops run by sharding rules
+        outs = dispatch.intercept(op, ins, attrs)
+        if outs is not None:
+            return outs
     if _amp.POLICY.get() is not None:  # fw.amp.auto_cast: the op's allow/deny list picks the dtype
         ins = _amp.cast_inputs(op.name, ins)
     tracer = TRACER.get()
@@ -194,7 +198,11 @@ def composite(
 
 
 def call(op: OpDef, ins: list[Tensor], attrs: dict[str, Any]) -> Any:
-    """Run a composite: registered fused kernel, then generated kernel, then decomposition."""
+    """Run a composite: registered fused kernel, then generated kernel, then decomposition
+    (on distributed inputs: the interceptor's rule, else the decomposition)."""
+    if dispatch.INTERCEPTORS and any(getattr(t, "_dist", False) for t in ins):
+        out = dispatch.intercept(op, ins, attrs)
+        return op.decomposition(*ins, **attrs) if out is None else out
     if _amp.POLICY.get() is not None:
         ins = _amp.cast_inputs(op.name, ins)
     dev = ins[0].device

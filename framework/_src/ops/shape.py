@@ -11,7 +11,7 @@ import numpy as np
 
 from adapter_api import OpArgumentError
 
-from .. import autograd
+from .. import autograd, dispatch
 from .. import dtypes as _dt
 from ..tensor import Tensor
 from .base import OPS, OpDef, apply1
@@ -60,6 +60,8 @@ def reshape(x: Tensor, shape: Any, name: str | None = None) -> Tensor:
     shape = _resolve_shape(x, shape)
     if shape == x.shape:
         return x
+    if dispatch.INTERCEPTORS and x._dist:  # a distributed tensor: the interceptor's reshape
+        return dispatch.intercept(RESHAPE, [x], {"shape": shape})
     out = x._reshaped(shape)
     if autograd.GRAD_ENABLED.get() and not x.stop_gradient:
         autograd.record(RESHAPE, [x], {}, [out])
