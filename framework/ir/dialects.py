@@ -2,6 +2,10 @@
 
 - ``builtin``: ``parameter`` (a weight, by name), ``constant`` (a tensor baked into the
   program: a scalar inline as ``value``, a larger one by ``name``), ``return``.
+- ``cf`` (control flow): ``cond`` (an operand, the predicate, and two regions: then, else),
+  ``while`` (operands: the initial loop values; regions: cond and body, whose block arguments
+  are the loop-carried values) and ``yield`` (the terminator of their blocks). Their regions
+  may read values of enclosing blocks (captured, not passed). See :mod:`framework.ir.control`.
 - ``op``: one operation per :class:`OpDef` in ``framework._src.ops.base.OPS``, generated, not
   written twice. Its traits come from the OpDef (``elementwise``, ``side_effect_free``,
   ``primitive`` / ``composite`` / ``view``) and its shape inference is the OpDef's ``infer``.
@@ -87,6 +91,9 @@ def _builtin() -> None:
     _TABLE["builtin.parameter"] = OpInfo("builtin.parameter", pure, attrs=("name",))
     _TABLE["builtin.constant"] = OpInfo("builtin.constant", pure | {"constant_like"})
     _TABLE["builtin.return"] = OpInfo("builtin.return", frozenset({"terminator"}), results=0)
+    _TABLE["cf.cond"] = OpInfo("cf.cond", frozenset({"regions"}), results=None)
+    _TABLE["cf.while"] = OpInfo("cf.while", frozenset({"regions"}), results=None)
+    _TABLE["cf.yield"] = OpInfo("cf.yield", frozenset({"terminator"}), results=0)
 
 
 def _generated() -> None:
@@ -119,10 +126,18 @@ def lookup(name: str) -> OpInfo:
         info = _TABLE.get(name)
     if info is None:
         raise IRError(
-            f"[ir] unknown operation '{name}'; expected builtin.parameter/constant/return or "
+            f"[ir] unknown operation '{name}'; expected builtin.parameter/constant/return, "
+            f"cf.cond/while/yield or "
             f"op.<name> of a defined op (framework._src.ops OPS)"
         )
     return info
+
+
+def register(info: OpInfo) -> None:
+    """Add an operation name made at run time (a fusion group's ``fused.<id>``: its OpDef is
+    not in the op table, so it never reaches the eager API or the conformance tiers)."""
+    ops()  # the builtin and generated entries first
+    _TABLE[info.name] = info
 
 
 def ops() -> dict[str, OpInfo]:
