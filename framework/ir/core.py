@@ -182,6 +182,8 @@ class Operation:
         self.results = [Value(t, self, i) for i, t in enumerate(result_types)]
         self.attrs = dict(attrs or {})
         self.regions = list(regions or [])
+        for r in self.regions:
+            r.owner = self
         self.parent: Block | None = None
         for v in operands:
             self.operands.append(v)
@@ -200,6 +202,23 @@ class Operation:
     @property
     def opname(self) -> str:
         return self.name.partition(".")[2]
+
+    def add_region(self, region: Region | None = None) -> Region:
+        r = region if region is not None else Region()
+        r.owner = self
+        self.regions.append(r)
+        return r
+
+    def walk(self) -> Iterator[Operation]:
+        """The operations nested in this one's regions (not itself), in program order."""
+        for r in self.regions:
+            yield from walk_region(r)
+
+    def enclosing_op(self) -> Operation | None:
+        """The operation whose region holds this one (None at the program's top level)."""
+        b = self.parent
+        r = b.parent if b is not None else None
+        return r.owner if r is not None else None
 
     def set_operand(self, i: int, v: Value) -> None:
         old = self.operands[i]
@@ -264,14 +283,20 @@ class Block:
 
 
 class Region:
-    """A list of blocks owned by an operation (or by the program)."""
+    """A list of blocks owned by an operation (or by the program). The control-flow dialect's
+    regions hold one block each; ``owner`` is the operation (None for the program's body)."""
 
-    __slots__ = ("blocks",)
+    __slots__ = ("blocks", "owner")
 
     def __init__(self, blocks: list[Block] | None = None) -> None:
         self.blocks = blocks if blocks is not None else [Block()]
+        self.owner: Operation | None = None
         for b in self.blocks:
             b.parent = self
+
+    @property
+    def block(self) -> Block:
+        return self.blocks[0]
 
 
 class Program:
@@ -304,15 +329,18 @@ class Program:
 
     def walk(self) -> Iterator[Operation]:
         """Every operation, nested regions included, in program order."""
+        yield from walk_region(self.body)
 
-        def go(region: Region) -> Iterator[Operation]:
-            for b in region.blocks:
-                for op in b.ops:
-                    yield op
-                    for r in op.regions:
-                        yield from go(r)
-
-        yield from go(self.body)
+    def values(self) -> list[Value]:
+        """Every value: the inputs, then in program order each op's results and the
+        arguments of its regions' blocks."""
+        out = list(self.inputs)
+        for op in self.walk():
+            out += op.results
+            for r in op.regions:
+                for b in r.blocks:
+                    out += b.args
+        return out
 
     def symbols(self) -> tuple[str, ...]:
         """The symbols of the inputs' dynamic dims, in order of first appearance."""
@@ -326,6 +354,58 @@ class Program:
 
     def __str__(self) -> str:
         return print_program(self)
+
+
+def walk_region(region: Region) -> Iterator[Operation]:
+    """The operations of ``region``, nested ones included, in program order."""
+    for b in region.blocks:
+        for op in b.ops:
+            yield op
+            for r in op.regions:
+                yield from walk_region(r)
+
+
+def free_values(op: Operation) -> list[Value]:
+    """The values ``op``'s regions read but do not define (captured from enclosing blocks),
+    in order of first use."""
+    inner: set[Value] = set()
+    for o in op.walk():
+        inner.update(o.results)
+        for r in o.regions:
+            for b in r.blocks:
+                inner.update(b.args)
+    for r in op.regions:
+        for b in r.blocks:
+            inner.update(b.args)
+    seen: dict[Value, None] = {}
+    for o in op.walk():
+        for v in o.operands:
+            if v not in inner:
+                seen[v] = None
+    return list(seen)
+
+
+def clone_op(op: Operation, mapping: dict[Value, Value]) -> Operation:
+    """A copy of ``op`` (its regions deep-copied) reading ``mapping[v]`` for each operand
+    ``v``; ``mapping`` gains the copy's results and block arguments."""
+    regions = []
+    for r in op.regions:
+        blocks = []
+        for b in r.blocks:
+            nb = Block()
+            for a in b.args:
+                mapping[a] = nb.add_argument(a.type)
+            for o in b.ops:
+                nb.append_op(clone_op(o, mapping))
+            blocks.append(nb)
+        regions.append(Region(blocks))
+    try:
+        operands = [mapping[v] for v in op.operands]
+    except KeyError:
+        raise IRError(f"[ir] copying {op.name}: an operand is defined outside what is copied") from None
+    new = Operation(op.name, operands, [r.type for r in op.results], dict(op.attrs), regions)
+    mapping.update(zip(op.results, new.results))
+    return new
 
 
 # -- printing (the text form; text.py parses it) -------------------------------------------------------------------------------
@@ -381,24 +461,40 @@ def print_program(p: Program) -> str:
             raise IRError(f"[ir] printing {p.name}: {v!r} is used before it is defined")
         return n
 
-    for v in p.inputs:
+    def fresh(v: Value) -> str:
         names[v] = f"%{len(names)}"
+        return names[v]
+
+    def block(b: Block, indent: str, lines: list[str]) -> None:
+        for op in b.ops:
+            lhs = ", ".join(fresh(r) for r in op.results)
+            s = f"{lhs} = {op.name}" if lhs else op.name
+            if op.operands or not op.results:
+                s += "(" + ", ".join(name(v) for v in op.operands) + ")"
+            if op.attrs:
+                s += " {" + ", ".join(f"{k} = {print_attr(op.attrs[k])}" for k in sorted(op.attrs)) + "}"
+            if op.results:
+                s += " : " + ", ".join(print_type(r.type) for r in op.results)
+            if not op.regions:
+                lines.append(indent + s)
+                continue
+            for k, r in enumerate(op.regions):
+                if len(r.blocks) != 1:
+                    raise IRError(f"[ir] {op.name}: a region holds one block in this text form")
+                rb = r.blocks[0]
+                head = s + " {" if k == 0 else indent + "} {"
+                lines.append(indent + head if k == 0 else head)
+                if rb.args:
+                    args = ", ".join(f"{fresh(a)}: {print_type(a.type)}" for a in rb.args)
+                    lines.append(f"{indent}^bb0({args}):")
+                block(rb, indent + "  ", lines)
+            lines.append(indent + "}")
+
+    for v in p.inputs:
+        fresh(v)
     args = ", ".join(f"{names[v]}: {print_type(v.type)}" for v in p.inputs)
     outs = ", ".join(print_type(v.type) for v in p.outputs)
     lines = [f"module @{p.name}({args}) -> ({outs}) {{"]
-    for op in p.block.ops:
-        for r in op.results:
-            names[r] = f"%{len(names)}"
-        lhs = ", ".join(names[r] for r in op.results)
-        s = f"{lhs} = {op.name}" if lhs else op.name
-        if op.operands or not op.results:
-            s += "(" + ", ".join(name(v) for v in op.operands) + ")"
-        if op.attrs:
-            s += " {" + ", ".join(f"{k} = {print_attr(op.attrs[k])}" for k in sorted(op.attrs)) + "}"
-        if op.results:
-            s += " : " + ", ".join(print_type(r.type) for r in op.results)
-        if op.regions:
-            raise IRError(f"[ir] {op.name} has regions, which this version's text form does not hold")
-        lines.append("  " + s)
+    block(p.block, "  ", lines)
     lines.append("}")
     return "\n".join(lines) + "\n"

@@ -35,6 +35,7 @@ from .._src import autograd, dispatch
 from .._src import device as _dev
 from .._src.ops import base
 from .._src.tensor import Tensor
+from . import control
 from .core import IRError, Program, SymDim, TensorType, Value, resolve
 from .dialects import infer_shapes, lookup
 from .verify import verify
@@ -226,6 +227,13 @@ class _Plan:
                 s = slot_of[op.result] = new(concrete(op.result), op.result.type.dtype)
                 fixed[s] = self._constant(op.attrs, infos[s])
                 continue
+            if control.handles(op):  # cf ops, draws from the global generator (framework.ir.control)
+                outs = [new(concrete(r), r.type.dtype) for r in op.results]
+                for r, s in zip(op.results, outs):
+                    slot_of[r], infos[s].cls = s, _LATE
+                refs = [(slot_of[v], None) for v in control.reads(op)]
+                steps.append(("control", control.lower(op, ex, binding), refs, outs, {}))
+                continue
             attrs = {a: resolve(v, binding) for a, v in op.attrs.items()}
             opdef = info.opdef
             assert opdef is not None
@@ -385,6 +393,10 @@ class _Plan:
                 continue
             if kind == "eager":
                 instrs.append((_Eager(self, payload, refs, outs, attrs), None, None, None, {}))
+                names.append(payload.name)
+                continue
+            if kind == "control":
+                instrs.append((payload.instruction(self, refs, outs), None, None, None, {}))
                 names.append(payload.name)
                 continue
             entry, name = payload

@@ -28,9 +28,11 @@ import numpy as np
 
 from .._src import dtypes as _dt
 from .core import (
+    Block,
     IRError,
     Operation,
     Program,
+    Region,
     SymDim,
     TensorType,
     Type,
@@ -55,7 +57,7 @@ _TOKEN = re.compile(
   | (?P<number>-?(?:[0-9]+\.[0-9]*(?:[eE][-+]?[0-9]+)?|[0-9]+[eE][-+]?[0-9]+|[0-9]+))
   | (?P<ident>-?[A-Za-z_][A-Za-z0-9_.]*)
   | (?P<arrow>->)
-  | (?P<punct>[(){}\[\]<>,:=*+-])
+  | (?P<punct>[(){}\[\]<>,:=*+^-])
 """,
     re.VERBOSE,
 )
@@ -256,6 +258,40 @@ def parse_program(text: str) -> Program:
                 break
             toks.expect(",")
     toks.expect("{")
+    _parse_ops(toks, prog.block, env, set(env))
+    if toks.peek()[0] != "eof":
+        raise toks.error("the end of the program")
+    got = [v.type for v in prog.outputs]
+    if got != out_types:
+        raise ParseError(
+            f"[ir.parse] the signature of @{prog.name} declares outputs {[print_type(t) for t in out_types]} "
+            f"but builtin.return gives {[print_type(t) for t in got]}"
+        )
+    return prog
+
+
+def _is_attr_dict(toks: _Tokens) -> bool:
+    """At ``{``: an attribute dict (``{name = ...``) rather than a region."""
+    i = toks.i
+    return (
+        i + 2 < len(toks.toks)
+        and toks.toks[i + 1][0] == "ident"
+        and toks.toks[i + 2][1] == "="
+        and toks.toks[i + 2][0] == "punct"
+    )
+
+
+def _parse_ops(toks: _Tokens, block: Block, env: dict[str, Value], seen: set[str]) -> None:
+    """The operations of ``block`` up to its closing ``}`` (consumed). ``env`` holds the names
+    visible here; ``seen`` every name defined so far (SSA: once only). Values a nested region
+    defines go out of scope at its end."""
+
+    def define(name: str, v: Value, where: tuple[str, str, int, int], scope: dict[str, Value]) -> None:
+        if name in seen:
+            raise ParseError(f"[ir.parse] line {where[2]}: value {name} is defined twice (SSA: once only)")
+        seen.add(name)
+        scope[name] = v
+
     while not toks.accept("}"):
         at = toks.peek()
         lhs: list[str] = []
@@ -278,14 +314,16 @@ def parse_program(text: str) -> Program:
                     vname = toks.kind("value", "an operand (%n)")
                     if vname not in env:
                         raise ParseError(
-                            f"[ir.parse] line {ref[2]}: operand {vname} of {opname} is not defined before it is used"
+                            f"[ir.parse] line {ref[2]}: operand {vname} of {opname} is not defined before it "
+                            f"is used (or is defined inside a region that has ended)"
                         )
                     operands.append(env[vname])
                     if toks.accept(")"):
                         break
                     toks.expect(",")
         attrs: dict[str, Any] = {}
-        if toks.accept("{"):
+        if toks.peek()[1] == "{" and _is_attr_dict(toks):
+            toks.expect("{")
             while True:
                 key = toks.kind("ident", "an attribute name")
                 toks.expect("=")
@@ -304,15 +342,28 @@ def parse_program(text: str) -> Program:
                 raise ParseError(
                     f"[ir.parse] line {at[2]}: {opname} defines {len(lhs)} values but gives {len(types)} types"
                 )
-        op = prog.block.append_op(Operation(opname, operands, types, attrs))
+        regions: list[Region] = []
+        while toks.peek()[1] == "{" and toks.peek()[0] == "punct":
+            toks.next()
+            blk = Block()
+            scope = dict(env)
+            if toks.accept("^"):
+                if toks.kind("ident", "a block label (bb0)") != "bb0":
+                    toks.i -= 1
+                    raise toks.error("the block label 'bb0'")
+                toks.expect("(")
+                if not toks.accept(")"):
+                    while True:
+                        a = toks.peek()
+                        n = toks.kind("value", "a block argument (%n)")
+                        toks.expect(":")
+                        define(n, blk.add_argument(parse_type(toks)), a, scope)
+                        if toks.accept(")"):
+                            break
+                        toks.expect(",")
+                toks.expect(":")
+            _parse_ops(toks, blk, scope, seen)
+            regions.append(Region([blk]))
+        op = block.append_op(Operation(opname, operands, types, attrs, regions))
         for n, r in zip(lhs, op.results):
-            define(n, r, at)
-    if toks.peek()[0] != "eof":
-        raise toks.error("the end of the program")
-    got = [v.type for v in prog.outputs]
-    if got != out_types:
-        raise ParseError(
-            f"[ir.parse] the signature of @{prog.name} declares outputs {[print_type(t) for t in out_types]} "
-            f"but builtin.return gives {[print_type(t) for t in got]}"
-        )
-    return prog
+            define(n, r, at, env)

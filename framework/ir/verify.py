@@ -5,7 +5,11 @@ rule agrees with each result's type). Every problem names the op and its positio
 
 from __future__ import annotations
 
-from .core import IRError, Operation, Program, SymDim, TensorType, Value
+from collections.abc import Iterator
+
+import numpy as np
+
+from .core import Block, IRError, Operation, Program, SymDim, TensorType, Value, print_type
 from .dialects import infer_shapes, lookup
 
 
@@ -18,60 +22,101 @@ class VerifyError(IRError):
 _PROBE = (7, 11, 13, 17, 19, 23, 29, 31)
 
 
-def _where(k: int, op: Operation) -> str:
-    return f"op #{k} '{op.name}'"
+def _where(k: int, op: Operation, path: str = "") -> str:
+    return f"{path}op #{k} '{op.name}'"
+
+
+def _numel1(t: object) -> bool:
+    return isinstance(t, TensorType) and all(d == 1 for d in t.shape)
+
+
+def _types(vs: list[Value]) -> list[str]:
+    return [print_type(v.type) if isinstance(v.type, TensorType) else repr(v.type) for v in vs]
+
+
+def _check_cf(op: Operation, where: str) -> list[str]:
+    """The control-flow dialect's rules: region and block shapes, what each yield gives."""
+    out: list[str] = []
+    name = op.name
+    if name == "cf.yield":
+        return out
+    regions = op.regions
+    if len(regions) != 2 or any(len(r.blocks) != 1 for r in regions):
+        return [f"{where}: needs two regions of one block each, has {[len(r.blocks) for r in regions]}"]
+    res = [r.type for r in op.results]
+    if name == "cf.cond":
+        if len(op.operands) != 1 or op.operands[0].type.dtype != np.bool_ or not _numel1(op.operands[0].type):
+            out.append(
+                f"{where}: takes one operand, a bool predicate of one element; got {_types(op.operands)}"
+            )
+        for k, (label, r) in enumerate(zip(("then", "else"), regions)):
+            b = r.blocks[0]
+            if b.args:
+                out.append(f"{where}: region {k} ({label}) has block arguments; a cond's regions take none")
+            y = b.ops[-1] if b.ops else None
+            if y is None or y.name != "cf.yield":
+                continue  # reported as a missing terminator
+            got = [v.type for v in y.operands]
+            if len(got) != len(res):
+                out.append(
+                    f"{where}: region {k} ({label}) yields {len(got)} values, the cond has {len(res)} results"
+                )
+            else:
+                for i, (g, t) in enumerate(zip(got, res)):
+                    if g != t:
+                        out.append(
+                            f"{where}: region {k} ({label}) yields {_types([y.operands[i]])[0]} as output {i}, "
+                            f"the result is typed {print_type(t)} (type mismatch)"
+                        )
+        return out
+    # cf.while: operands = initial loop values, regions = (cond, body)
+    init = [v.type for v in op.operands]
+    if init != res:
+        out.append(f"{where}: the loop values are typed {_types(op.operands)} but the results {res}")
+    for k, (label, r) in enumerate(zip(("cond", "body"), regions)):
+        b = r.blocks[0]
+        if [a.type for a in b.args] != init:
+            out.append(
+                f"{where}: region {k} ({label}) takes {_types(b.args)}, the loop values are {_types(op.operands)}"
+            )
+        y = b.ops[-1] if b.ops else None
+        if y is None or y.name != "cf.yield":
+            continue
+        if k == 0:
+            if (
+                len(y.operands) != 1
+                or y.operands[0].type.dtype != np.bool_
+                or not _numel1(y.operands[0].type)
+            ):
+                out.append(
+                    f"{where}: region 0 (cond) must yield one bool of one element, yields {_types(y.operands)}"
+                )
+        elif [v.type for v in y.operands] != init:
+            out.append(
+                f"{where}: region 1 (body) yields {_types(y.operands)}, the loop values are "
+                f"{_types(op.operands)}: the body must keep each loop value's type"
+            )
+    return out
 
 
 def verify(p: Program, check_types: bool = True) -> None:
-    """Raise :class:`VerifyError` listing every broken invariant of ``p``."""
+    """Raise :class:`VerifyError` listing every broken invariant of ``p``. A problem inside
+    a region is named by its path: ``op #3 'cf.cond' region 1: op #0 'op.exp'``."""
     problems: list[str] = []
-    defined: set[Value] = set()
+    everywhere: set[Operation] = set(p.walk())
     for i, a in enumerate(p.inputs):
         if a.owner is not p.block or a.index != i:
             problems.append(f"argument {i}: its owner/index say {a.owner!r}#{a.index}")
-        defined.add(a)
-    position = {op: k for k, op in enumerate(p.block.ops)}
-    for k, op in enumerate(p.block.ops):
-        where = _where(k, op)
-        if op.parent is not p.block:
-            problems.append(f"{where}: its parent is not the block it is in")
-        try:
-            info = lookup(op.name)
-        except IRError as exc:
-            problems.append(f"{where}: {exc}")
-            continue
-        if info.results is not None and len(op.results) != info.results:
-            problems.append(f"{where}: has {len(op.results)} results, expected {info.results}")
-        if info.has("terminator") and k != len(p.block.ops) - 1:
-            problems.append(f"{where}: a terminator must be the last op of its block")
-        for i, v in enumerate(op.operands):
-            if v not in defined:
-                d = v.defining_op
-                why = (
-                    "defined later (use before definition)"
-                    if d in position and position[d] > k
-                    else "defined by an op that is not in the program (dangling)"
-                    if d is not None
-                    else "an argument of another block"
-                )
-                problems.append(f"{where}: operand {i} is {why}")
-            if (op, i) not in v.uses:
-                problems.append(f"{where}: operand {i} is not in its value's use list (broken use-def chain)")
-        for r in op.results:
-            if r in defined:
-                problems.append(f"{where}: result {r.index} is already defined (SSA: one definition)")
-            if r.owner is not op:
-                problems.append(f"{where}: result {r.index} says it is owned by {r.owner!r}")
-            defined.add(r)
-    for v in list(p.inputs) + [r for op in p.block.ops for r in op.results]:
+    _verify_block(p.block, set(p.inputs), "", None, everywhere, problems)
+    for v in p.values():
         for u, i in v.uses:
-            if u not in position:
+            if u not in everywhere:
                 problems.append(
                     f"{_value_name(p, v)} is used by '{u.name}', which is not in the program (dangling use)"
                 )
             elif i >= len(u.operands) or u.operands[i] is not v:
                 problems.append(
-                    f"{_value_name(p, v)} lists a use by {_where(position[u], u)} operand {i}, which reads another value"
+                    f"{_value_name(p, v)} lists a use by '{u.name}' operand {i}, which reads another value"
                 )
     if p.return_op is None:
         problems.append("the program does not end in builtin.return")
@@ -81,11 +126,83 @@ def verify(p: Program, check_types: bool = True) -> None:
         raise VerifyError(f"[ir.verify] @{p.name} is malformed:\n  " + "\n  ".join(problems))
 
 
+def _verify_block(
+    block: Block,
+    visible: set[Value],
+    path: str,
+    owner: Operation | None,
+    everywhere: set[Operation],
+    problems: list[str],
+) -> None:
+    """Check ``block``'s ops; ``visible`` holds the values defined before it in enclosing
+    blocks (captured values must be among them: dominance)."""
+    defined = set(visible) | set(block.args)
+    for i, a in enumerate(block.args):
+        if a.owner is not block or a.index != i:
+            problems.append(f"{path}block argument {i}: its owner/index say {a.owner!r}#{a.index}")
+    position = {op: k for k, op in enumerate(block.ops)}
+    terminator = "builtin.return" if owner is None else "cf.yield"
+    for k, op in enumerate(block.ops):
+        where = _where(k, op, path)
+        if op.parent is not block:
+            problems.append(f"{where}: its parent is not the block it is in")
+        try:
+            info = lookup(op.name)
+        except IRError as exc:
+            problems.append(f"{where}: {exc}")
+            continue
+        if info.results is not None and len(op.results) != info.results:
+            problems.append(f"{where}: has {len(op.results)} results, expected {info.results}")
+        if info.has("terminator"):
+            if k != len(block.ops) - 1:
+                problems.append(f"{where}: a terminator must be the last op of its block")
+            if op.name != terminator:
+                inside = "the program's body" if owner is None else f"a region of '{owner.name}'"
+                problems.append(f"{where}: {op.name} cannot end {inside}; expected {terminator}")
+        elif k == len(block.ops) - 1 and owner is not None:
+            problems.append(f"{where}: the block of a region of '{owner.name}' must end in cf.yield")
+        for i, v in enumerate(op.operands):
+            if v not in defined:
+                d = v.defining_op
+                if d in position and position[d] > k:
+                    why = "defined later (use before definition)"
+                elif d is not None and d in everywhere:
+                    why = "defined inside another region, which does not enclose this op (dominance)"
+                elif d is not None:
+                    why = "defined by an op that is not in the program (dangling)"
+                else:
+                    why = "an argument of a block that does not enclose this op"
+                problems.append(f"{where}: operand {i} is {why}")
+            if (op, i) not in v.uses:
+                problems.append(f"{where}: operand {i} is not in its value's use list (broken use-def chain)")
+        if op.dialect == "cf":
+            problems += _check_cf(op, where)
+        elif op.regions:
+            problems.append(f"{where}: has regions, which only cf ops hold")
+        for j, r in enumerate(op.regions):
+            if r.owner is not op:
+                problems.append(f"{where}: region {j} says it is owned by another op")
+            for b in r.blocks:
+                if b.parent is not r:
+                    problems.append(f"{where}: a block of region {j} says it is in another region")
+                _verify_block(b, defined, f"{where} region {j}: ", op, everywhere, problems)
+        for r in op.results:
+            if r in defined:
+                problems.append(f"{where}: result {r.index} is already defined (SSA: one definition)")
+            if r.owner is not op:
+                problems.append(f"{where}: result {r.index} says it is owned by {r.owner!r}")
+            defined.add(r)
+    if owner is not None and not block.ops:
+        problems.append(f"{path}the block is empty; a region's block ends in cf.yield")
+
+
 def _value_name(p: Program, v: Value) -> str:
     if isinstance(v.owner, Operation):
         k = p.block.ops.index(v.owner) if v.owner in p.block.ops else "?"
         return f"result {v.index} of op #{k} '{v.owner.name}'"
-    return f"argument {v.index}"
+    if v.owner is p.block:
+        return f"argument {v.index}"
+    return f"block argument {v.index} of a region"
 
 
 def _at(binding: dict[str, int]) -> str:
@@ -102,24 +219,24 @@ def _check_types(p: Program) -> list[str]:
                     if isinstance(d, SymDim):
                         syms.update(dict.fromkeys(d.symbols))
     binding = {s: _PROBE[i % len(_PROBE)] + 30 * (i // len(_PROBE)) for i, s in enumerate(syms)}
-    for k, op in enumerate(p.block.ops):
+    for where, op in _ops_with_paths(p.block, ""):
         for v in op.operands + op.results:
             if not isinstance(v.type, TensorType):
-                problems.append(f"{_where(k, op)}: {v!r} is not a tensor")
-        if op.name.startswith("builtin."):
+                problems.append(f"{where}: {v!r} is not a tensor")
+        if op.name.startswith("builtin.") or op.dialect == "cf":
             continue
         if any(d == -1 for v in op.operands for d in v.type.shape):
             continue  # unknown dims: the rule cannot be evaluated statically
         try:
             metas = infer_shapes(op, binding)
         except Exception as exc:  # noqa: BLE001 — a rule that rejects its inputs is a type error
-            problems.append(f"{_where(k, op)}: its shape rule rejects the operand types: {exc}")
+            problems.append(f"{where}: its shape rule rejects the operand types: {exc}")
             continue
         if metas is None:
             continue
         if len(metas) != len(op.results):
             problems.append(
-                f"{_where(k, op)}: the shape rule gives {len(metas)} results, the op has {len(op.results)}"
+                f"{where}: the shape rule gives {len(metas)} results, the op has {len(op.results)}"
             )
             continue
         for r, (shape, dtype) in zip(op.results, metas):
@@ -131,7 +248,16 @@ def _check_types(p: Program) -> list[str]:
                 or len(got) != len(shape)
             ):
                 problems.append(
-                    f"{_where(k, op)}: result {r.index} is typed {t.dtype}{list(t.shape)} but its "
+                    f"{where}: result {r.index} is typed {t.dtype}{list(t.shape)} but its "
                     f"operands give {dtype}{list(shape)}{_at(binding)} (type mismatch)"
                 )
     return problems
+
+
+def _ops_with_paths(block: Block, path: str) -> Iterator[tuple[str, Operation]]:
+    for k, op in enumerate(block.ops):
+        where = _where(k, op, path)
+        yield where, op
+        for j, r in enumerate(op.regions):
+            for b in r.blocks:
+                yield from _ops_with_paths(b, f"{where} region {j}: ")
