@@ -1,6 +1,7 @@
-"""Under mpiexec: the tiny Llama of examples/train_tiny_llama_tp.py trained on a dp x tp mesh
-(argv: dp), and on each rank the same model in one process; each rank writes
-out/rank{r}.json with both loss curves and the parameter bytes it holds."""
+"""Under mpiexec: the unmodified tiny Llama of examples/models.py trained by
+examples/train_tiny_llama_tp.py on a dp x tp mesh (argv: dp), and on each rank the same model
+in one process; each rank writes out/rank{r}.json with both loss curves, the parameter and
+optimizer-state bytes it holds and the collectives the rules inserted."""
 
 from __future__ import annotations
 
@@ -17,8 +18,8 @@ dp, out = int(sys.argv[1]), sys.argv[2]
 steps = 6
 dist.init_parallel_env()
 n = dist.get_world_size()
-losses, held, whole = train(steps, dp=dp, tp=n // dp)
-ref, ref_held, _ = train(steps)  # one process, the whole model, the whole batch
+losses, held, whole, states = train(steps, dp=dp, tp=n // dp)
+ref, ref_held, _, ref_states = train(steps)  # one process, the whole model, the whole batch
 log = dist.auto_parallel.reshard_log()
 with open(os.path.join(out, f"rank{dist.get_rank()}.json"), "w") as f:
     json.dump(
@@ -28,6 +29,9 @@ with open(os.path.join(out, f"rank{dist.get_rank()}.json"), "w") as f:
             "held": held,
             "whole": whole,
             "ref_held": ref_held,
+            "states": states,
+            "ref_states": ref_states,
+            "why": sorted({r["why"].split(":")[0] for r in log}),
             "collectives": sorted({r["collective"] for r in log}),
         },
         f,

@@ -15,6 +15,7 @@ import numpy as np  # noqa: E402
 
 import framework as fw  # noqa: E402
 import framework.distributed as dist  # noqa: E402
+import framework.nn.functional as F  # noqa: E402
 from framework.distributed.auto_parallel import functional as D  # noqa: E402
 
 out = sys.argv[1]
@@ -237,15 +238,58 @@ if n == 4:
     )
 
 # annotation errors: name the tensor, mesh and placement
-error(
-    "error/not_divisible",
-    lambda: D.reshape(dist.shard_tensor(arr(2, 3, 6 * k), mesh, [S2]), [2, 3, 3, 2 * k]),
-    "[reshape]",
-    "Shard(2)",
-    "mesh axis 'x'",
-    "ProcessMesh(",
-    "divisible",
+# a split that does not fall on shard boundaries gathers the dim first, and says why
+case(
+    "reshape/not_divisible_gathered",
+    lambda x: x.reshape([2, 3, 3, 2 * k]),
+    [arr(2, 3, 6 * k)],
+    [[S2]],
+    out_placements=[R],
+    logged=(
+        "all_gather",
+        f"reshape: dim 2 of size {6 * k} becomes dims [2, 3] of sizes [3, {2 * k}], not divisible "
+        f"by the {k} ranks of mesh axis 'x'",
+    ),
 )
+
+# the framework's own ops (functions, methods, operators), unmodified, through the interceptor
+case(
+    "engine/mlp_column_row_bias",
+    lambda x, w1, w2, b: F.linear(F.silu(F.linear(x, w1)), w2, b),
+    [arr(4, 8), arr(8, 4 * k), arr(4 * k, 6), arr(6)],
+    [[R], [S1], [S0], [R]],
+    out_placements=[R],
+    logged=("all_reduce", "add"),
+)
+case(
+    "engine/operators_and_methods",
+    lambda x, y: ((x @ y) * 2.0 - 1.0).transpose((1, 0)).sum(axis=0) / 3.0,
+    [arr(4 * k, 8), arr(8, 6)],
+    [[S0], [R]],
+    out_placements=[S0],
+)
+case(
+    "engine/softmax_cross_entropy",
+    lambda x, y: F.cross_entropy(F.softmax(x, axis=-1) * 3.0, y),
+    [arr(2 * k, 5), np.arange(2 * k) % 5],
+    [[S0], [S0]],
+)
+case(
+    "engine/embedding_vocab_rows",
+    lambda w, ids: F.embedding(ids, w),
+    [arr(4 * k + 1, 6), (np.arange(12) * 7) % (4 * k + 1)],
+    [[S0], [R]],
+    out_placements=[P],
+)
+case(
+    "engine/no_rule_runs_replicated",
+    lambda x, i, u: fw.scatter_add(x * 1.0, i, u * 1.0, axis=0),
+    [arr(3 * k, 4), np.array([0, 2, 1]), arr(3, 4)],
+    [[S0], [R], [R]],
+    out_placements=[R],
+    logged=("all_gather", "scatter_add: no sharding rule"),
+)
+
 error(
     "error/missing_dim",
     lambda: dist.shard_tensor(fw.to_tensor(arr(4, 4)), mesh, [S2]),

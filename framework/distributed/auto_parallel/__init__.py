@@ -11,7 +11,7 @@ rules and insert the communication. See docs/distributed.md.
 
 from __future__ import annotations
 
-from . import functional
+from . import functional, spmd
 from .dtensor import DistTensor, dtensor_from_fn, shard_tensor
 from .layer import local_bytes, shard_layer
 from .mesh import ProcessMesh
@@ -38,5 +38,6 @@ __all__ = [
     "reshard_log",
     "shard_layer",
     "shard_tensor",
+    "spmd",
     "unshard_dtensor",
 ]

@@ -1,18 +1,20 @@
 """The distributed tensor: this rank's shard, the mesh, the placements and the global shape.
 
-A :class:`DistTensor` is not a :class:`Tensor`: its ``shape`` is the global one and the ops of
-:mod:`.ops` (and its operators) run on the local shards, inserting the communication the
-sharding rules ask for. ``x._local_value()`` is this rank's shard, a plain tensor on the tape
+A :class:`DistTensor` is a :class:`Tensor` whose ``shape`` is the global one: every framework
+op on it (functions, methods, operators) is handed by the engine's interceptor hook to
+:mod:`.spmd`, which runs it on the local shards, inserting the communication the sharding
+rules ask for. ``x._local_value()`` is this rank's shard, a plain tensor on the tape
 (gradients flow through it); ranks outside the mesh hold ``None``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from adapter_api import OpArgumentError
 
+from ..._src import autograd, dispatch
 from ..._src.autograd import no_grad
 from ..._src.tensor import Tensor
 from ..._src.tensor import to_tensor as _to_tensor
@@ -78,10 +80,20 @@ def local_region(
     return region
 
 
-class DistTensor:
-    """A tensor laid out over a :class:`ProcessMesh` (see :func:`shard_tensor`)."""
+class DistTensor(Tensor):
+    """A tensor laid out over a :class:`ProcessMesh` (see :func:`shard_tensor`): a
+    :class:`Tensor` whose ``shape`` is the global one. Every framework op on it goes through
+    the interceptor of :mod:`.spmd` (the op's sharding rule, the reshards it needs, the op on
+    the local shards); its storage is this rank's shard, ``_local_value()``."""
 
+    __slots__ = ()
+    _dist = True
     __array_priority__ = 1000  # numpy defers to our operators
+    #: the engine's interceptor for ops on distributed tensors (:func:`.spmd.intercept` sets
+    #: it); registered with the engine when the first distributed tensor is made
+    interceptor: ClassVar[Any] = None
+    #: ``whole(x, why) -> DistTensor``: ``x`` replicated on its mesh (:mod:`.reshard` sets it)
+    whole: ClassVar[Any] = None
 
     def __init__(
         self,
@@ -97,7 +109,12 @@ class DistTensor:
         self.placements = list(placements)
         self.shape = tuple(int(s) for s in shape)
         self.dtype = dtype
-        self.name = name
+        self.device = None if local is None else local.device
+        self._node = None
+        if name is not None:
+            self.name = name
+        if not dispatch.INTERCEPTORS and DistTensor.interceptor is not None:
+            dispatch.INTERCEPTORS.append(DistTensor.interceptor)  # the first one turns it on
 
     # -- Paddle's accessors ---------------------------------------------------------------
     def _local_value(self) -> Tensor | None:
@@ -106,22 +123,17 @@ class DistTensor:
 
     local_value = _local_value
 
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    def numel(self) -> int:
-        n = 1
-        for s in self.shape:
-            n *= s
-        return n
-
-    @property
     def is_dist(self) -> bool:
         return True
 
     @property
-    def stop_gradient(self) -> bool:
+    def dist_attr(self) -> tuple[ProcessMesh, list[Placement], tuple[int, ...]]:
+        """(mesh, placements, global shape)."""
+        return self.process_mesh, list(self.placements), self.shape
+
+    # -- storage and the tape are the local shard's -------------------------------------------
+    @property
+    def stop_gradient(self) -> bool:  # type: ignore[override]
         return True if self._local is None else self._local.stop_gradient
 
     @stop_gradient.setter
@@ -130,7 +142,32 @@ class DistTensor:
             self._local.stop_gradient = v
 
     @property
-    def grad(self) -> DistTensor | None:
+    def _block(self) -> Any:  # type: ignore[override]
+        return None if self._local is None else self._local._block
+
+    @_block.setter
+    def _block(self, v: Any) -> None:
+        self._local._block = v
+
+    @property
+    def _offset(self) -> int:  # type: ignore[override]
+        return 0 if self._local is None else self._local._offset
+
+    @_offset.setter
+    def _offset(self, v: int) -> None:
+        self._local._offset = v
+
+    @property
+    def _nv(self) -> Any:  # type: ignore[override]
+        return None if self._local is None else self._local._nv
+
+    @_nv.setter
+    def _nv(self, v: Any) -> None:
+        if self._local is not None:
+            self._local._nv = v
+
+    @property
+    def grad(self) -> DistTensor | None:  # type: ignore[override]
         """The gradient, laid out like the tensor (a shard's gradient is the gradient of the shard)."""
         g = None if self._local is None else self._local.grad
         if g is None and self._local is not None:
@@ -146,9 +183,56 @@ class DistTensor:
             self.dtype,
         )
 
-    @property
-    def device(self) -> Any:
-        return None if self._local is None else self._local.device
+    @grad.setter
+    def grad(self, g: Any) -> None:
+        if self._local is not None:
+            self._local.grad = g._local if isinstance(g, DistTensor) else g
+
+    def clear_grad(self, set_to_zero: bool = False) -> None:
+        if self._local is not None:
+            self._local.clear_grad(set_to_zero)
+
+    def detach(self) -> DistTensor:
+        local = None if self._local is None else self._local.detach()
+        return DistTensor(local, self.process_mesh, self.placements, self.shape, self.dtype, self.name)
+
+    def backward(self, grad_tensor: Any = None, retain_graph: bool = False) -> None:
+        """Backward from a distributed scalar: a Partial value is all-reduced first (on the tape)."""
+        r = self.whole(self, "backward") if any(p.is_partial() for p in self.placements) else self
+        if r._local is not None:
+            g = grad_tensor._local if isinstance(grad_tensor, DistTensor) else grad_tensor
+            autograd.backward(r._local, g, retain_graph)
+
+    def numpy(self) -> Any:
+        """The whole tensor (gathered from the shards; None on a rank outside the mesh)."""
+        r = self.whole(self, "numpy") if any(not p.is_replicated() for p in self.placements) else self
+        return None if r._local is None else r._local.numpy()
+
+    def native(self) -> Any:
+        raise OpArgumentError(
+            f"[distributed] {label(self)} is laid out over {self.process_mesh} as {short(self.placements)}: "
+            "a kernel sees its shard only; use x._local_value()"
+        )
+
+    def _reshaped(self, shape: tuple[int, ...]) -> Tensor:
+        raise OpArgumentError(
+            f"[distributed] {label(self)}: a storage view of a distributed tensor; use x.reshape(shape)"
+        )
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> DistTensor:
+        import copy
+
+        local = None if self._local is None else copy.deepcopy(self._local, memo)
+        new = object.__new__(type(self))
+        DistTensor.__init__(new, local, self.process_mesh, self.placements, self.shape, self.dtype, self.name)
+        if _is_parameter(self):
+            new.trainable, new.optimize_attr, new.persistable = (
+                self.trainable,
+                dict(self.optimize_attr),
+                True,
+            )
+        memo[id(self)] = new
+        return new
 
     def coordinate(self) -> list[int] | None:
         return self.process_mesh.coordinate(collective.get_rank())
@@ -163,6 +247,32 @@ class DistTensor:
             f"{self.process_mesh.dim_names}, placements={short(self.placements)}, "
             f"local_shape={None if self._local is None else list(self._local.shape)})"
         )
+
+
+def _is_parameter(x: Any) -> bool:
+    return isinstance(x, Tensor) and hasattr(type(x), "from_tensor") and hasattr(x, "trainable")
+
+
+_DIST_KINDS: dict[type, type] = {}
+
+
+def dist_parameter(kind: type, d: DistTensor, trainable: bool, name: str | None) -> DistTensor:
+    """``d`` as a parameter of class ``kind`` (the layer's ``Parameter``): a distributed
+    subclass of it, so the layer registers it and the optimizer updates it, while its storage
+    and gradient are this rank's shard's (a trainable leaf of class ``kind``)."""
+    cls = _DIST_KINDS.get(kind)
+    if cls is None:
+        cls = _DIST_KINDS[kind] = type(f"Dist{kind.__name__}", (DistTensor, kind), {"__slots__": ()})
+    local = d._local
+    if local is not None and not isinstance(local, kind):
+        local = kind.from_tensor(local, trainable=trainable)
+        local.name = name
+    p = object.__new__(cls)
+    DistTensor.__init__(p, local, d.process_mesh, d.placements, d.shape, d.dtype, name)
+    p.trainable = trainable
+    p.optimize_attr = {"learning_rate": 1.0}
+    p.persistable = True
+    return p
 
 
 def _as_tensor(data: Any) -> Tensor:
@@ -210,7 +320,10 @@ def shard_tensor(
                     local = local * 0
             local = local.detach()
         local.stop_gradient = sg
-    return DistTensor(local, mesh, ps, x.shape, x.dtype, getattr(x, "name", None))
+    d = DistTensor(local, mesh, ps, x.shape, x.dtype, getattr(x, "name", None))
+    if _is_parameter(data):  # a parameter stays one (Paddle's dist parameter)
+        return dist_parameter(type(data), d, not sg, getattr(data, "name", None))
+    return d
 
 
 def dtensor_from_fn(

@@ -39,7 +39,7 @@ from .rules import RULES, expand, plan
 
 # -- the executor ----------------------------------------------------------------------------
 def _mesh_of(op: str, xs: Sequence[Any]) -> ProcessMesh:
-    dts = [view(x) for x in xs if isinstance(view(x), DistTensor)]
+    dts = [x for x in xs if isinstance(x, DistTensor)]
     mesh = dts[0].process_mesh
     for d in dts[1:]:
         if d.process_mesh != mesh:
@@ -51,17 +51,8 @@ def _mesh_of(op: str, xs: Sequence[Any]) -> ProcessMesh:
     return mesh
 
 
-def view(x: Any) -> Any:
-    """A parameter of :func:`shard_layer` (a local shard with ``dist_attr``) as a DistTensor."""
-    attr = getattr(x, "dist_attr", None) if isinstance(x, Tensor) else None
-    if attr is None:
-        return x
-    return DistTensor(x, attr[0], attr[1], attr[2], x.dtype, x.name)
-
-
 def _lift(x: Any, mesh: ProcessMesh) -> DistTensor:
     """A plain tensor (the same on every rank) is replicated over the mesh."""
-    x = view(x)
     if isinstance(x, DistTensor):
         return x
     return DistTensor(x, mesh, [Replicate()] * mesh.ndim, x.shape, x.dtype, getattr(x, "name", None))
@@ -142,7 +133,7 @@ def run(
 
 
 def _dist(*xs: Any) -> bool:
-    return any(isinstance(view(x), DistTensor) for x in xs)
+    return any(isinstance(x, DistTensor) for x in xs)
 
 
 builtins_sum = builtins.sum
@@ -168,7 +159,6 @@ def linear(x: Any, weight: Any, bias: Any = None) -> Any:
 
 def _binary(op: str, fn: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
     def f(x: Any, y: Any) -> Any:
-        x, y = view(x), view(y)
         if not _dist(x, y):
             return fn(x, y)
         if not isinstance(y, (Tensor, DistTensor)) or not isinstance(x, (Tensor, DistTensor)):
@@ -190,7 +180,6 @@ divide = _binary("divide", lambda a, b: a / b)
 
 def _unary(name: str, fn: Callable[[Tensor], Tensor]) -> Callable[[Any], Any]:
     def f(x: Any) -> Any:
-        x = view(x)
         return run(name, [x], fn) if isinstance(x, DistTensor) else fn(x)
 
     f.__name__ = name
@@ -224,7 +213,6 @@ def _reduction(
 
 def sum(x: Any, axis: Any = None, keepdim: bool = False) -> Any:  # noqa: A001 - Paddle's name
     """Sum over ``axis``: a sharded axis gives a Partial(sum) output."""
-    x = view(x)
     if not isinstance(x, DistTensor):
         return _math.sum(x, axis=axis, keepdim=keepdim)
     return _reduction("sum", x, axis, keepdim, lambda t, a: _math.sum(t, axis=a, keepdim=keepdim))
@@ -233,7 +221,6 @@ def sum(x: Any, axis: Any = None, keepdim: bool = False) -> Any:  # noqa: A001 -
 def mean(x: Any, axis: Any = None, keepdim: bool = False) -> Any:
     """Mean over ``axis``: each rank sums its shard over the global count (exact for uneven
     shards); a sharded axis gives a Partial(sum) output."""
-    x = view(x)
     if not isinstance(x, DistTensor):
         return _math.mean(x, axis=axis, keepdim=keepdim)
     count = math.prod(x.shape[a] for a in _axes(x, axis))
@@ -244,7 +231,6 @@ def mean(x: Any, axis: Any = None, keepdim: bool = False) -> Any:
 
 def max(x: Any, axis: Any = None, keepdim: bool = False) -> Any:  # noqa: A001 - Paddle's name
     """Max over ``axis``: a sharded axis gives a Partial(max) output."""
-    x = view(x)
     if not isinstance(x, DistTensor):
         return _math.max(x, axis=axis, keepdim=keepdim)
     return _reduction("max", x, axis, keepdim, lambda t, a: _local_max(t, a, keepdim))
@@ -265,7 +251,6 @@ def _last_axis(op: str, x: Any, axis: int) -> None:
 
 def softmax(x: Any, axis: int = -1) -> Any:
     """Softmax over the last axis (rule ``*a->*a | a``: the axis is gathered when sharded)."""
-    x = view(x)
     if not isinstance(x, DistTensor):
         return _norm.softmax(x, axis=axis)
     _last_axis("softmax", x, axis)
@@ -273,7 +258,6 @@ def softmax(x: Any, axis: int = -1) -> Any:
 
 
 def log_softmax(x: Any, axis: int = -1) -> Any:
-    x = view(x)
     if not isinstance(x, DistTensor):
         return _norm.log_softmax(x, axis=axis)
     _last_axis("log_softmax", x, axis)
@@ -369,7 +353,6 @@ def _vocab_cross_entropy(logits: DistTensor, label: Any, reduction: str) -> Any:
 
 def one_hot(x: Any, num_classes: int) -> Any:
     """One-hot rows of ``num_classes`` (rule ``*->*c``: the new class dim is replicated)."""
-    x = view(x)
     if not isinstance(x, DistTensor):
         return _misc.one_hot(x, num_classes)
     inl = "abcdefghijklmnop"[: x.ndim]
@@ -385,7 +368,7 @@ def one_hot(x: Any, num_classes: int) -> Any:
 def concat(xs: Sequence[Any], axis: int = 0) -> Any:
     """Join along ``axis`` (rule ``*a,*b->*c | a b``: the joined axis is whole on each rank,
     the other dims keep their shards)."""
-    xs = [view(x) for x in xs]
+    xs = list(xs)
     if not _dist(*xs):
         return _shape.concat(list(xs), axis=axis)
     nd = xs[0].ndim
@@ -412,7 +395,6 @@ def concat(xs: Sequence[Any], axis: int = 0) -> Any:
 def split(x: Any, num_or_sections: Any, axis: int = 0) -> list[Any]:
     """Split along ``axis`` (the axis is made whole first, when sharded; the other dims keep
     their shards). ``num_or_sections``: a count of equal parts or a list of sizes."""
-    x = view(x)
     if not isinstance(x, DistTensor):
         return _shape.split(x, num_or_sections, axis=axis)
     axis %= x.ndim
@@ -447,7 +429,6 @@ def split(x: Any, num_or_sections: Any, axis: int = 0) -> list[Any]:
 
 def transpose(x: Any, perm: Sequence[int]) -> Any:
     """Permute dims (placements follow their dims)."""
-    x = view(x)
     if not isinstance(x, DistTensor):
         return _shape.transpose(x, perm)
     inl = "abcdefghijklmnop"[: x.ndim]
@@ -477,10 +458,9 @@ def _blocks(a: Sequence[int], b: Sequence[int]) -> list[tuple[list[int], list[in
 
 def reshape(x: Any, shape: Sequence[int]) -> Any:
     """Reshape; a sharded dim stays sharded when it is the leading dim of the group of dims it
-    splits into or merges with, which needs its size and the new leading size divisible by
-    the ranks of the mesh axis (else an error naming the tensor, mesh and placement); a
-    sharded minor dim is gathered first."""
-    x = view(x)
+    splits into or merges with and its size and the new leading size are divisible by the
+    ranks of the mesh axis; otherwise it is gathered first (logged with the reason: a fused
+    ``[q k v]`` projection split into heads, for one)."""
     if not isinstance(x, DistTensor):
         return _shape.reshape(x, shape)
     shape = list(shape)
@@ -492,30 +472,31 @@ def reshape(x: Any, shape: Sequence[int]) -> Any:
     blocks = _blocks(x.shape, shape)
     need: list[Placement] = list(x.placements)
     outp: list[Placement] = []
+    why = "reshape"
     for axis, p in enumerate(x.placements):
         if not isinstance(p, Shard):
             outp.append(p)
             continue
         k = mesh.shape[axis]
         ins, outs = next(bl for bl in blocks if p.dim in bl[0])
-        if p.dim != ins[0] or not outs:
+        o0 = outs[0] if outs else None
+        whole = p.dim != ins[0] or o0 is None
+        if not whole and (len(ins), len(outs)) != (1, 1) and (x.shape[p.dim] % k or shape[o0] % k):
+            whole = True
+            why = (
+                f"reshape: dim {p.dim} of size {x.shape[p.dim]} becomes dims {outs} of sizes "
+                f"{[shape[o] for o in outs]}, not divisible by the {k} ranks of mesh axis '{mesh.dim_names[axis]}'"
+            )
+        if whole:
             need[axis] = Replicate()
             outp.append(Replicate())
             continue
-        o0 = outs[0]
-        if (len(ins), len(outs)) != (1, 1) and (x.shape[p.dim] % k or shape[o0] % k):
-            raise OpArgumentError(
-                f"[reshape] {label(x)}: placement {p} on mesh axis '{mesh.dim_names[axis]}' of {mesh}: "
-                f"dim {p.dim} of size {x.shape[p.dim]} becomes dims {outs} of sizes {[shape[o] for o in outs]}, "
-                f"which needs {x.shape[p.dim]} and {shape[o0]} divisible by the {k} ranks of the axis; "
-                "pick sizes divisible by the mesh axis or reshard the tensor to Replicate first"
-            )
         outp.append(Shard(o0))
     t = x._local
     if t is None:
         return DistTensor(None, mesh, outp, shape, x.dtype)
     if need != x.placements:
-        t = reshard_local(x, t, x.shape, mesh, x.placements, need, why="reshape")
+        t = reshard_local(x, t, x.shape, mesh, x.placements, need, why=why)
     coord = mesh.coordinate(_rank())
     local_shape = list(shape)
     for axis, p in enumerate(outp):
@@ -533,7 +514,6 @@ def _rank() -> int:
 
 def backward(x: DistTensor, grad_tensor: Any = None) -> None:
     """Backward from a distributed scalar: a Partial loss is all-reduced first (on the tape)."""
-    x = view(x)
     if not isinstance(x, DistTensor):
         raise OpArgumentError(f"[backward] expected a DistTensor, got {type(x).__name__}")
     r = x
@@ -552,30 +532,6 @@ def numpy(x: DistTensor) -> Any:
     )
     return None if r._local is None else r._local.numpy()
 
-
-# -- operators and methods of DistTensor --------------------------------------------------------
-def _attach() -> None:
-    T = DistTensor
-    T.__add__ = lambda a, b: add(a, b)
-    T.__radd__ = lambda a, b: add(b, a)
-    T.__sub__ = lambda a, b: subtract(a, b)
-    T.__rsub__ = lambda a, b: subtract(b, a)
-    T.__mul__ = lambda a, b: multiply(a, b)
-    T.__rmul__ = lambda a, b: multiply(b, a)
-    T.__truediv__ = lambda a, b: divide(a, b)
-    T.__matmul__ = lambda a, b: matmul(a, b)
-    T.__rmatmul__ = lambda a, b: matmul(b, a)
-    T.__neg__ = lambda a: multiply(a, -1.0)
-    T.reshape = lambda a, *s: reshape(a, s[0] if len(s) == 1 and not isinstance(s[0], int) else s)
-    T.transpose = lambda a, perm: transpose(a, perm)
-    T.sum = lambda a, axis=None, keepdim=False: sum(a, axis, keepdim)
-    T.mean = lambda a, axis=None, keepdim=False: mean(a, axis, keepdim)
-    T.max = lambda a, axis=None, keepdim=False: max(a, axis, keepdim)
-    T.backward = lambda a, grad_tensor=None: backward(a, grad_tensor)
-    T.numpy = lambda a: numpy(a)
-
-
-_attach()
 
 __all__ = [
     "add",

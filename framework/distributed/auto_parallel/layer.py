@@ -20,11 +20,10 @@ def shard_layer(
     output_fn: Any = None,
 ) -> Any:
     """Paddle's ``dist.shard_layer``: call ``shard_fn(name, sublayer, mesh)`` for every
-    sublayer (it assigns ``sublayer.weight = dist.shard_tensor(sublayer.weight, mesh, [...])``);
-    every parameter it leaves alone is replicated. Each parameter then holds only this rank's
-    shard (a plain ``Parameter``, so optimizers and ``state_dict`` see shards) and carries
-    ``dist_attr`` (mesh, placements, global shape), which the ops of
-    :mod:`~framework.distributed.auto_parallel.functional` read.
+    sublayer (it assigns ``sublayer.weight = dist.shard_tensor(sublayer.weight, mesh, [...])``,
+    a distributed parameter); every parameter it leaves alone is replicated. The layer's
+    forward is unchanged: its framework ops see distributed tensors and follow their sharding
+    rules (:mod:`.spmd`). Each parameter stores only this rank's shard.
 
     ``input_fn(inputs, mesh)`` / ``output_fn(outputs, mesh)`` wrap the forward, as in Paddle.
     """
@@ -33,26 +32,28 @@ def shard_layer(
     if not isinstance(process_mesh, ProcessMesh):
         raise OpArgumentError(f"[shard_layer] expected a dist.ProcessMesh, got {type(process_mesh).__name__}")
     for name, sub in [("", layer), *layer.named_sublayers()]:
-        kinds = {attr: type(p) for attr, p in sub._parameters.items() if p is not None}
         if shard_fn is not None:
             shard_fn(name, sub, process_mesh)
         for attr, value in list(sub.__dict__.items()):
-            if isinstance(value, DistTensor):  # shard_fn assigned a distributed parameter
-                object.__delattr__(sub, attr)
-                if attr not in kinds:
-                    raise OpArgumentError(
-                        f"[shard_layer] shard_fn set '{name}.{attr}' to a DistTensor, but it is not a "
-                        f"parameter of {type(sub).__name__}; shard the layer's parameters only"
-                    )
-                sub.add_parameter(
-                    attr, _local_parameter(kinds[attr], value, f"{name}.{attr}" if name else attr)
+            if isinstance(value, DistTensor):  # shard_fn assigned a distributed non-parameter
+                raise OpArgumentError(
+                    f"[shard_layer] shard_fn set '{name}.{attr}' to a DistTensor, but it is not a "
+                    f"parameter of {type(sub).__name__}; shard the layer's parameters only"
                 )
         for attr, p in list(sub._parameters.items()):
-            if p is not None and getattr(p, "dist_attr", None) is None:
-                d = shard_tensor(
-                    p, process_mesh, [Replicate()] * process_mesh.ndim, stop_gradient=p.stop_gradient
-                )
-                sub.add_parameter(attr, _local_parameter(type(p), d, f"{name}.{attr}" if name else attr))
+            if p is None:
+                continue
+            full = f"{name}.{attr}" if name else attr
+            if isinstance(p, DistTensor):
+                if p.process_mesh != process_mesh:
+                    raise OpArgumentError(
+                        f"[shard_layer] parameter '{full}' is on {p.process_mesh}, the layer on {process_mesh}"
+                    )
+                p.name = p.name or full
+                continue
+            d = shard_tensor(p, process_mesh, [Replicate()] * process_mesh.ndim)
+            d.name = full
+            sub.add_parameter(attr, d)
     if input_fn is not None or output_fn is not None:
         forward = layer.forward
 
@@ -66,25 +67,11 @@ def shard_layer(
     return layer
 
 
-def _local_parameter(kind: Any, d: DistTensor, name: str) -> Any:
-    """A parameter of class ``kind`` (the layer's) holding this rank's shard of ``d``."""
-    if d._local is None:
-        return None
-    p = kind.from_tensor(d._local, trainable=not d.stop_gradient)
-    p.name = name
-    p.dist_attr = (d.process_mesh, list(d.placements), tuple(d.shape))
-    return p
-
-
 def local_bytes(layer: Any) -> tuple[int, int]:
     """(bytes of parameters this rank holds, bytes of the whole parameters)."""
     held = whole = 0
     for p in layer.parameters():
-        n = p.numel() * p.dtype.itemsize
-        held += n
-        attr = getattr(p, "dist_attr", None)
-        full = 1
-        for s in attr[2] if attr is not None else p.shape:
-            full *= s
-        whole += full * p.dtype.itemsize
+        local = p._local_value() if isinstance(p, DistTensor) else p
+        held += 0 if local is None else local.numel() * local.dtype.itemsize
+        whole += p.numel() * p.dtype.itemsize
     return held, whole

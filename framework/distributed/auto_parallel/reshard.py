@@ -359,3 +359,8 @@ def unshard_dtensor(x: DistTensor) -> Tensor:
     ``dist.unshard_dtensor``); ranks outside the mesh get None."""
     r = reshard(x, x.process_mesh, [Replicate()] * x.process_mesh.ndim, why="unshard_dtensor")
     return r._local
+
+
+DistTensor.whole = staticmethod(
+    lambda x, why: reshard(x, x.process_mesh, [Replicate()] * x.process_mesh.ndim, why=why)
+)
