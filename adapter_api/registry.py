@@ -18,6 +18,16 @@ import numpy as np
 #: cast to a dtype the device cannot hold, say); the core then treats it as missing.
 Kernel = Callable[..., None]
 
+#: A kernel's binder (optional, for static programs): ``bind(ctx, outs, ins, **attrs)``
+#: returns a zero-argument callable that does what ``fn(ctx, outs, ins, **attrs)`` does for
+#: exactly these arrays, and may do it faster (a numpy ufunc with its arrays and ``out``
+#: already bound, say). The executor binds each instruction of a static program once and
+#: binds again only when an array changes, so the per-call work the binder removes (context
+#: tests, attribute unpacking, dtype checks) is never paid on the hot path. The callable must
+#: launch on ``ctx.stream`` as the kernel would; return None to decline (the executor then
+#: calls ``fn``).
+Binder = Callable[..., Callable[[], None] | None]
+
 
 @dataclass
 class KernelContext:
@@ -35,6 +45,7 @@ class KernelEntry:
     fn: Kernel
     plugin: str
     broadcast: bool = False  #: accepts inputs broadcastable to the output shape
+    bind: Binder | None = None  #: optional fast path for static programs (see :data:`Binder`)
 
 
 @dataclass
@@ -71,6 +82,7 @@ class Registry:
         fn: Kernel,
         *,
         broadcast: bool = False,
+        bind: Binder | None = None,
     ) -> None:
         """Register ``fn`` as the kernel of ``op`` on ``device_type`` for each dtype in
         ``dtypes``: the op's dispatch dtype, which is the dtype of its first tensor input,
@@ -80,9 +92,11 @@ class Registry:
 
         With ``broadcast=True`` elementwise kernels receive inputs of the output's rank whose
         sizes are equal to the output's or 1; otherwise the core expands them first.
+
+        ``bind`` (optional) is the kernel's fast path for static programs: see :data:`Binder`.
         """
         for dt in dtypes:
-            self.kernels[(op, device_type, np.dtype(dt))] = KernelEntry(fn, self.plugin, broadcast)
+            self.kernels[(op, device_type, np.dtype(dt))] = KernelEntry(fn, self.plugin, broadcast, bind)
 
     def add_communicator(self, device_type: str, factory: Callable[..., Any]) -> None:
         """Register the :class:`Communicator` class (or factory) for ``device_type``."""

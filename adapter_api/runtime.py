@@ -169,3 +169,50 @@ class DeviceRuntime:
     # -- whole device -------------------------------------------------------------------
     def synchronize(self, index: int) -> None:
         """Block until all work on device ``index`` has finished."""
+
+    # -- graph capture and replay (optional) ----------------------------------------------
+    # A runtime that can record the work launched on a stream and launch the recording again
+    # (CUDA graphs, a command buffer, a host-side list of bound calls) offers it here; the
+    # executor then runs a whole static program as one launch. Plugins without it run the
+    # program's instruction list: nothing is lost but the launch overhead.
+    def supports_graphs(self, index: int) -> bool:
+        """True when device ``index`` implements :meth:`begin_capture`, :meth:`end_capture`
+        and :meth:`launch_graph`. Default False: the executor never asks for a capture."""
+        return False
+
+    def begin_capture(self, index: int, stream: Any) -> None:
+        """Start capturing ``stream`` (one from :meth:`create_stream`): until
+        :meth:`end_capture`, work launched on it (kernels called with this stream in
+        ``ctx.stream``, copies, memsets) is recorded in order and **not run**. Nothing may
+        synchronize the stream or read device memory back while it captures.
+
+        Example (the executor's use)::
+
+            s = rt.create_stream(0)
+            rt.begin_capture(0, s)
+            for instr in program: instr(ctx_on_s)      # recorded, not run
+            g = rt.end_capture(0, s)
+            rt.launch_graph(g, stream)                 # runs it; again on every step
+        """
+        raise NotImplementedError(
+            "graph capture is optional: need begin_capture when supports_graphs() is True"
+        )
+
+    def end_capture(self, index: int, stream: Any) -> Any:
+        """Stop capturing ``stream``; return the graph (an opaque handle) of the work
+        launched on it since :meth:`begin_capture`. Raise if the capture failed (the stream
+        must be usable again afterwards either way)."""
+        raise NotImplementedError(
+            "graph capture is optional: need end_capture when supports_graphs() is True"
+        )
+
+    def launch_graph(self, graph: Any, stream: Any) -> None:
+        """Queue the captured work on ``stream`` (any stream of the device: the default
+        one is None for the cpu plugin), reading and writing the very buffers it was captured
+        with, in the captured order; it is ordered after earlier work on ``stream``."""
+        raise NotImplementedError(
+            "graph capture is optional: need launch_graph when supports_graphs() is True"
+        )
+
+    def destroy_graph(self, graph: Any) -> None:
+        """Release a graph (called when its program's plan is dropped); default: nothing."""

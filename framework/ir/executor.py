@@ -22,6 +22,7 @@ A run is then ``for fn, ctx, outs, ins, attrs in instrs: fn(ctx, outs, ins, **at
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -29,9 +30,9 @@ from typing import Any
 
 import numpy as np
 
-from adapter_api import KernelError, OarlockError, OpArgumentError
+from adapter_api import KernelContext, KernelError, OarlockError, OpArgumentError
 
-from .._src import autograd, dispatch
+from .._src import autograd, dispatch, env
 from .._src import device as _dev
 from .._src.ops import base
 from .._src.tensor import Tensor
@@ -41,6 +42,9 @@ from .dialects import infer_shapes, lookup
 from .verify import verify
 
 _FIXED, _START, _LATE = 0, 1, 2
+_NEVER = object()
+#: graph replay where the runtime offers it (``OARLOCK_GRAPHS=0`` turns it off everywhere)
+GRAPHS_DEFAULT = env.flag("OARLOCK_GRAPHS", True)
 
 
 class Executor:
@@ -55,8 +59,12 @@ class Executor:
         device: Any,
         params: Mapping[str, Tensor] | None = None,
         constants: Mapping[str, Any] | None = None,
+        graphs: bool | None = None,
     ) -> None:
         verify(program)
+        #: replay a whole run as one captured graph where the device runtime offers capture
+        #: (None: the ``OARLOCK_GRAPHS`` default, on); False runs the instruction list always
+        self.graphs = GRAPHS_DEFAULT if graphs is None else bool(graphs)
         self.program = program
         self.device = _dev.parse(device) if not isinstance(device, _dev.Device) else device
         self.params = dict(params or {})
@@ -122,11 +130,42 @@ class Executor:
         pl = self._plans.get(tuple(binding[s] for s in self.symbols)) or self.plan(binding)
         return pl.run(inputs)
 
-    def memory_stats(self, binding: Mapping[str, int]) -> dict[str, int]:
-        """Bytes of intermediates: ``planned`` (the buffers the plan holds after reuse) and
-        ``unplanned`` (what one buffer per value would take)."""
+    def memory_stats(self, binding: Mapping[str, int]) -> dict[str, Any]:
+        """Bytes of intermediates: ``planned`` (the buffers the plan holds after reuse),
+        ``unplanned`` (what one buffer per value would take) and ``held`` (what the plan
+        keeps allocated between runs as the allocator counts it: planned buffers rounded,
+        plus a captured graph's input and output buffers); ``graph`` says whether runs are
+        replayed as one captured graph and, if not, ``graph_off`` says why."""
         pl = self.plan(binding)
-        return {"planned": pl.planned_bytes, "unplanned": pl.unplanned_bytes, "instructions": len(pl.instrs)}
+        return {
+            "planned": pl.planned_bytes,
+            "unplanned": pl.unplanned_bytes,
+            "held": pl.held_bytes(),
+            "instructions": len(pl.instrs),
+            "graph": pl.graph is not None,
+            "graph_off": pl.graph_failed,
+        }
+
+    def held_bytes(self) -> int:
+        """Bytes every plan of this executor keeps allocated between runs."""
+        return sum(pl.held_bytes() for pl in self._plans.values())
+
+    def use_graphs(self, plan: _Plan) -> bool:
+        """Whether ``plan`` is to be captured: graphs on, no eager step inside, and the
+        device runtime offers capture (:meth:`adapter_api.DeviceRuntime.supports_graphs`)."""
+        if not self.graphs:
+            return False
+        if plan.has_eager:
+            plan.graph_failed = "the program has eager steps (ops without a kernel on the device)"
+            return False
+        try:
+            ok = bool(plan.ctx.runtime.supports_graphs(self.device.index))
+        except Exception as exc:  # noqa: BLE001 — a runtime's failure to answer means no
+            plan.graph_failed = f"supports_graphs raised {type(exc).__name__}: {exc}"
+            return False
+        if not ok:
+            plan.graph_failed = "the device runtime offers no graph capture"
+        return ok
 
 
 class _Info:
@@ -157,7 +196,7 @@ class _Eager:
     ) -> None:
         self.plan, self.opdef, self.ins, self.outs, self.attrs = plan, opdef, ins, outs, attrs
 
-    def __call__(self, ctx: Any, o: Any, i: Any) -> None:
+    def __call__(self) -> None:
         slots = self.plan.slots
         ins = [slots[s] if shape is None else slots[s]._reshaped(shape) for s, shape in self.ins]
         if self.opdef.kind == "composite":
@@ -177,7 +216,7 @@ class _View:
     def __init__(self, plan: _Plan, src: int, dst: int, shape: tuple[int, ...]) -> None:
         self.plan, self.src, self.dst, self.shape = plan, src, dst, shape
 
-    def __call__(self, ctx: Any, o: Any, i: Any) -> None:
+    def __call__(self) -> None:
         self.plan.set(self.dst, self.plan.slots[self.src]._reshaped(self.shape))
 
 
@@ -368,6 +407,7 @@ class _Plan:
             for s in ends.pop(k, []):
                 pool[math.prod(infos[s].shape) * infos[s].dtype.itemsize].append(blocks[s])
         self.planned_bytes, self.unplanned_bytes = peak, unplanned
+        self.blocks = list({id(b): b for b in blocks.values()}.values())
         # materialise: tensors of fixed slots, native views, patch sites
         slots: list[Tensor | None] = [None] * len(infos)
         for s, t in fixed.items():
@@ -378,8 +418,10 @@ class _Plan:
             if inf.base is not None and inf.cls == _FIXED:
                 slots[s] = slots[inf.base]._reshaped(inf.shape)  # type: ignore[union-attr]
         self.slots = slots
-        sites: dict[int, list[tuple[list[Any], int, tuple[int, ...] | None]]] = defaultdict(list)
-        instrs: list[tuple[Any, Any, list[Any], list[Any], dict[str, Any]]] = []
+        sites: dict[int, list[tuple[int, bool, int, tuple[int, ...] | None]]] = defaultdict(list)
+        # one instruction: [fn, ctx, outs, ins, attrs, binder]; eager steps and late views are
+        # zero-argument callables in the fn place
+        instrs: list[list[Any]] = []
         names: list[str] = []
         self.start_views: list[tuple[int, int, tuple[int, ...]]] = []
         for kind, payload, refs, outs, attrs in steps:
@@ -388,18 +430,19 @@ class _Plan:
                 if infos[dst].cls == _START:
                     self.start_views.append((src, dst, infos[dst].shape))
                 elif infos[dst].cls == _LATE:
-                    instrs.append((_View(self, src, dst, infos[dst].shape), None, None, None, {}))
+                    instrs.append([_View(self, src, dst, infos[dst].shape), None, None, None, None, None])
                     names.append("reshape")
                 continue
             if kind == "eager":
-                instrs.append((_Eager(self, payload, refs, outs, attrs), None, None, None, {}))
+                instrs.append([_Eager(self, payload, refs, outs, attrs), None, None, None, None, None])
                 names.append(payload.name)
                 continue
             if kind == "control":
-                instrs.append((payload.instruction(self, refs, outs), None, None, None, {}))
+                instrs.append([payload.instruction(self, refs, outs), None, None, None, None, None])
                 names.append(payload.name)
                 continue
             entry, name = payload
+            k = len(instrs)
             ilist: list[Any] = [None] * len(refs)
             olist: list[Any] = [None] * len(outs)
             for j, (s, shape) in enumerate(refs):
@@ -407,33 +450,97 @@ class _Plan:
                 if infos[s].cls == _FIXED and t is not None:
                     ilist[j] = (t if shape is None else t._reshaped(shape)).native()
                 else:
-                    sites[s].append((ilist, j, shape))
+                    sites[s].append((k, False, j, shape))
             for j, s in enumerate(outs):
                 t = slots[s]
                 if infos[s].cls == _FIXED and t is not None:
                     olist[j] = t.native()
                 else:
-                    sites[s].append((olist, j, None))
-            instrs.append((entry.fn, ctx, olist, ilist, attrs))
+                    sites[s].append((k, True, j, None))
+            instrs.append([entry.fn, ctx, olist, ilist, attrs, entry.bind])
             names.append(name)
         self.instrs = instrs
         self.names = names
         self.sites = {s: tuple(v) for s, v in sites.items()}
         self.fresh = [(s, infos[s].shape, infos[s].dtype) for s, inf in enumerate(infos) if inf.fresh]
         self.dynamic = [s for s, inf in enumerate(infos) if inf.cls != _FIXED]
+        self.has_eager = any(ins[1] is None for ins in instrs)
+        self.roots = [root(s) for s in range(len(infos))]
+        self.infos = infos
+        self.ctx = ctx
+        self.bound: list[Any] = [None] * len(instrs)
+        for k in range(len(instrs)):
+            self._bind(k)
+        self.cur: dict[int, tuple[Any, int]] = {}  # dynamic slot -> (handle, offset) bound now
+        self.ran_on: Any = _NEVER  # the stream of the last run
+        self.runs = 0
+        self.graph: _Graph | None = None
+        self.graph_failed: str | None = None  # why this plan cannot be captured
+
+    # -- binding ----------------------------------------------------------------------------
+    def _bind(self, k: int) -> None:
+        """Make instruction ``k`` a zero-argument call: the kernel's binder (its fast path)
+        when it offers one and every array is known, else the kernel with its lists."""
+        fn, ctx, o, i, a, binder = self.instrs[k]
+        if ctx is None:  # an eager step or a late view
+            self.bound[k] = fn
+            return
+        if binder is not None and all(v is not None for v in o) and all(v is not None for v in i):
+            call = binder(ctx, o, i, **a)
+            if call is not None:
+                self.bound[k] = call
+                return
+        self.bound[k] = functools.partial(fn, ctx, o, i, **a)
+
+    def _restream(self, ctx: Any) -> None:
+        """The current stream changed: order this run after the plan's last run (its
+        buffers are reused) with the runtime's events, then launch on the new stream."""
+        old = self.ran_on
+        rt = ctx.runtime
+        if old is not _NEVER and old is not None and old is not ctx.stream:
+            ev = rt.create_event(ctx.device_index)
+            rt.record_event(ev, old)
+            rt.stream_wait_event(ctx.stream, ev)
+        self.ctx = ctx
+        for k, ins in enumerate(self.instrs):
+            if ins[1] is not None:
+                ins[1] = ctx
+                self._bind(k)
 
     # -- running --------------------------------------------------------------------------
     def set(self, s: int, t: Tensor) -> None:
         self.slots[s] = t
         sites = self.sites.get(s)
-        if sites:
-            nv = t._nv if t._nv is not None else t.native()
-            for lst, j, shape in sites:
-                lst[j] = nv if shape is None else t._reshaped(shape).native()
+        if not sites:
+            return
+        h, off = t._block.handle, t._offset
+        cur = self.cur.get(s)
+        if cur is not None and cur[0] is h and cur[1] == off:
+            return  # the same memory as bound: nothing to patch
+        self.cur[s] = (h, off)
+        nv = t._nv if t._nv is not None else t.native()
+        instrs = self.instrs
+        for k, out, j, shape in sites:
+            ins = instrs[k]
+            (ins[2] if out else ins[3])[j] = nv if shape is None else t._reshaped(shape).native()
+            if ins[5] is not None:
+                self._bind(k)
 
     def run(self, inputs: Sequence[Tensor]) -> list[Tensor]:
-        slots = self.slots
         dev = self.device
+        st = dispatch._STATE.get(dev) or dispatch.state(dev)
+        if st.ctx is not self.ctx or self.ran_on is not st.ctx.stream:
+            self._restream(st.ctx)
+        self.ran_on = st.ctx.stream
+        self.runs += 1
+        g = self.graph
+        if g is not None:
+            return g.replay(inputs)
+        if self.runs == 2 and self.graph_failed is None and self.ex.use_graphs(self):
+            g = self.graph = _Graph.capture(self, inputs)
+            if g is not None:
+                return g.replay(inputs)
+        slots = self.slots
         for s, t in zip(self.input_slots, inputs):
             self.set(s, t)
         for s, t in self.param_slots:
@@ -445,20 +552,143 @@ class _Plan:
             self.set(s, o)
         for src, dst, shape in self.start_views:
             self.set(dst, slots[src]._reshaped(shape))  # type: ignore[union-attr]
+        self._launch()
+        outs = [slots[s] for s in self.output_slots]
+        for s in self.dynamic:
+            slots[s] = None
+        return outs  # type: ignore[return-value]
+
+    def _launch(self) -> None:
         k = 0
         try:
-            with autograd.no_grad():
-                for k, (fn, ctx, o, i, a) in enumerate(self.instrs):  # noqa: B007 — k names the failing one
-                    fn(ctx, o, i, **a)
+            if self.has_eager:
+                with autograd.no_grad():
+                    for k, f in enumerate(self.bound):  # noqa: B007 — k names the failing one
+                        f()
+            else:
+                for k, f in enumerate(self.bound):  # noqa: B007
+                    f()
         except OarlockError:
             raise
         except Exception as exc:  # noqa: BLE001 — a kernel's failure becomes a readable error
             raise KernelError(
                 f"[executor] instruction {k} ({self.names[k]}) of @{self.ex.program.name} failed on "
-                f"{dev}: {type(exc).__name__}: {exc}; run the function eagerly to see which op and "
+                f"{self.device}: {type(exc).__name__}: {exc}; run the function eagerly to see which op and "
                 f"inputs, and report it to the plugin's vendor"
             ) from exc
-        outs = [slots[s] for s in self.output_slots]
-        for s in self.dynamic:
-            slots[s] = None
-        return outs  # type: ignore[return-value]
+
+    def held_bytes(self) -> int:
+        """Bytes this plan keeps allocated between runs (planned intermediates, graph buffers),
+        as the allocator counts them (rounded blocks)."""
+        extra = self.graph.held_bytes() if self.graph is not None else 0
+        return sum(b.size for b in self.blocks) + extra
+
+
+class _Graph:
+    """A plan captured once through the runtime's graph capture and replayed on every run.
+
+    The captured work reads and writes fixed buffers, so a replay copies the inputs into the
+    captured input buffers, launches the graph on the current stream and copies the outputs
+    out into new tensors (the caller keeps them; the next replay overwrites the captured
+    ones). Parameters are read where they were when captured: a parameter whose storage was
+    replaced since (an optimizer step outside the program) is copied into it first."""
+
+    def __init__(self, plan: _Plan, graph: Any, stream: Any, ins: list[Tensor], bufs: list[Tensor]) -> None:
+        self.plan, self.graph, self.stream, self.ins, self.bufs = plan, graph, stream, ins, bufs
+        ptensors = {s: t for s, t in plan.param_slots}
+        self.params = [(t, t._block, t._offset, t.size * t.dtype.itemsize) for _, t in plan.param_slots]
+        self.outs: list[tuple[str, Any]] = []
+        for s in plan.output_slots:
+            t = plan.slots[s]
+            assert t is not None
+            r = plan.roots[s]
+            if r in ptensors:
+                self.outs.append(("param", (ptensors[r], t.shape)))
+            else:
+                self.outs.append(("copy", t))
+
+    @classmethod
+    def capture(cls, plan: _Plan, inputs: Sequence[Tensor]) -> _Graph | None:
+        dev, alloc = plan.device, plan.alloc
+        ctx = plan.ctx
+        rt, idx = ctx.runtime, ctx.device_index
+
+        def buffer(shape: tuple[int, ...], dtype: np.dtype) -> Tensor:
+            t = Tensor._make(alloc.malloc(math.prod(shape) * dtype.itemsize), 0, shape, dtype, dev)
+            return t
+
+        ins = [buffer(tuple(t.shape), t.dtype) for t in inputs]
+        bufs = list(ins)
+        for s, t in zip(plan.input_slots, ins):
+            plan.set(s, t)
+        for s, t in plan.param_slots:
+            plan.set(s, t)
+        for s, shape, dtype in plan.fresh:
+            o = buffer(shape, dtype)
+            bufs.append(o)
+            plan.set(s, o)
+        for src, dst, shape in plan.start_views:
+            plan.set(dst, plan.slots[src]._reshaped(shape))  # type: ignore[union-attr]
+        graph = None
+        try:
+            cs = rt.create_stream(idx)
+            cctx = KernelContext(idx, cs, rt)
+            for k, ins_ in enumerate(plan.instrs):
+                ins_[1] = cctx
+                plan._bind(k)
+            rt.begin_capture(idx, cs)
+            try:
+                for f in plan.bound:
+                    f()
+            finally:
+                graph = rt.end_capture(idx, cs)
+        except Exception as exc:  # noqa: BLE001 — a capture that fails leaves the instruction list
+            plan.graph_failed = f"capture failed: {type(exc).__name__}: {exc}"
+            graph = None
+        finally:
+            for k, ins_ in enumerate(plan.instrs):
+                ins_[1] = ctx
+                plan._bind(k)
+        if graph is None:
+            return None
+        return cls(plan, graph, cs, ins, bufs)
+
+    def replay(self, inputs: Sequence[Tensor]) -> list[Tensor]:
+        plan = self.plan
+        ctx = plan.ctx
+        rt, idx, stream = ctx.runtime, ctx.device_index, ctx.stream
+        for t, buf in zip(inputs, self.ins):
+            if t.device != plan.device:
+                raise OpArgumentError(
+                    f"[executor] an input is on {t.device}, the program runs on {plan.device}"
+                )
+            n = t.size * t.dtype.itemsize
+            rt.copy_d2d(idx, buf._block.handle, 0, t._block.handle, t._offset, n, stream, False)
+        for t, blk, off, n in self.params:
+            if t._block is not blk or t._offset != off:  # replaced since the capture
+                rt.copy_d2d(idx, blk.handle, off, t._block.handle, t._offset, n, stream, False)
+        try:
+            rt.launch_graph(self.graph, stream)
+        except OarlockError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            raise KernelError(
+                f"[executor] replaying the captured graph of @{plan.ex.program.name} failed on "
+                f"{plan.device}: {type(exc).__name__}: {exc}; run with OARLOCK_GRAPHS=0 to use the "
+                f"instruction list, and report it to the plugin's vendor"
+            ) from exc
+        malloc, dev = plan.alloc.malloc, plan.device
+        outs: list[Tensor] = []
+        for kind, what in self.outs:
+            if kind == "param":
+                p, shape = what
+                outs.append(p if tuple(p.shape) == tuple(shape) else p._reshaped(shape))
+                continue
+            n = what.size * what.dtype.itemsize
+            o = Tensor._make(malloc(n), 0, what.shape, what.dtype, dev)
+            rt.copy_d2d(idx, o._block.handle, 0, what._block.handle, what._offset, n, stream, False)
+            outs.append(o)
+        return outs
+
+    def held_bytes(self) -> int:
+        return sum(t._block.size for t in self.bufs)

@@ -163,7 +163,9 @@ class CPUCompiler(Compiler):
         if stream is None:
             program.fn(*call)
         else:
-            stream.submit(program.fn, *call).result()
+            f = stream.submit(program.fn, *call)
+            if f is not None:  # None: the stream captures (the call is recorded, not run)
+                f.result()
 
 
 class _CProgram:

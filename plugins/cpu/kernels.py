@@ -6,6 +6,7 @@ and is rounded once into the output, as the GPU libraries do.
 
 from __future__ import annotations
 
+import functools
 import warnings
 from typing import Any
 
@@ -39,17 +40,19 @@ def _unary(fn: Any):
     def k(ctx: Any, outs: list, ins: list) -> None:
         if ctx.stream is None:
             fn(ins[0], out=outs[0])
-        else:
-            ctx.stream.submit(k, _SYNC, outs, ins)
+        else:  # the arrays themselves: the caller may reuse its lists before the stream runs
+            ctx.stream.submit(fn, ins[0], outs[0])
 
     def k_half(ctx: Any, outs: list, ins: list) -> None:
         if ctx.stream is None:
             outs[0][...] = fn(ins[0].astype(np.float32))
         else:
-            ctx.stream.submit(k_half, _SYNC, outs, ins)
+            ctx.stream.submit(k_half, _SYNC, list(outs), list(ins))
 
     k.inline_stream = k_half.inline_stream = True
     k.half = k_half
+    # static programs: the ufunc itself with its arrays bound (``out`` positional)
+    k.bind = lambda ctx, outs, ins: functools.partial(fn, ins[0], outs[0]) if ctx.stream is None else None
     return k
 
 
@@ -65,16 +68,19 @@ def _binary(fn: Any):
         if ctx.stream is None:
             fn(ins[0], ins[1], out=outs[0])
         else:
-            ctx.stream.submit(k, _SYNC, outs, ins)
+            ctx.stream.submit(fn, ins[0], ins[1], outs[0])
 
     def k_half(ctx: Any, outs: list, ins: list) -> None:
         if ctx.stream is None:
             outs[0][...] = fn(ins[0].astype(np.float32), ins[1].astype(np.float32))
         else:
-            ctx.stream.submit(k_half, _SYNC, outs, ins)
+            ctx.stream.submit(k_half, _SYNC, list(outs), list(ins))
 
     k.inline_stream = k_half.inline_stream = True
     k.half = k_half
+    k.bind = lambda ctx, outs, ins: (
+        functools.partial(fn, ins[0], ins[1], outs[0]) if ctx.stream is None else None
+    )
     return k
 
 
@@ -142,6 +148,16 @@ def _matmul(ctx: Any, outs: list, ins: list) -> None:
         c[...] = np.matmul(a, b)
     else:
         np.matmul(a, b, out=c)
+
+
+def _bind_matmul(ctx: Any, outs: list, ins: list) -> Any:
+    a = ins[0]
+    if ctx.stream is None and a.dtype not in _HALF and a.dtype != np.bool_:
+        return functools.partial(np.matmul, a, ins[1], outs[0])
+    return None
+
+
+_matmul.bind = _bind_matmul  # type: ignore[attr-defined]
 
 
 def _matmul_t(ctx: Any, outs: list, ins: list, transpose_x: bool, transpose_y: bool) -> None:
@@ -257,10 +273,20 @@ def _on_stream(fn: Any):
         if s is None:
             fn(ctx, outs, ins, **attrs)
         else:
-            s.submit(lambda: fn(ctx, outs, ins, **attrs))
+            s.submit(functools.partial(fn, _SYNC, list(outs), list(ins), **attrs))
 
     k.__name__ = getattr(fn, "__name__", "kernel")
     return k
+
+
+def _bind_on_stream(fn: Any):
+    """The binder of a kernel wrapped by :func:`_on_stream`: on the default stream, the
+    kernel itself with its arguments (the wrapper's stream test is paid once)."""
+
+    def bind(ctx: Any, outs: list, ins: list, **attrs: Any) -> Any:
+        return functools.partial(fn, ctx, outs, ins, **attrs) if ctx.stream is None else None
+
+    return bind
 
 
 def _erf(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
@@ -329,11 +355,13 @@ def register_kernels(registry: Any) -> None:
     # which gives 0) are the defined IEEE results here, as on accelerators: no warning.
     warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"plugins\.cpu\.kernels")
     for op, fn, dtypes, bcast in TABLE:
-        k = fn if getattr(fn, "inline_stream", False) else _on_stream(fn)
+        inline = getattr(fn, "inline_stream", False)
+        k = fn if inline else _on_stream(fn)
+        bind = getattr(fn, "bind", None) or (None if inline else _bind_on_stream(fn))
         half = getattr(fn, "half", None)
         if half is not None:
             full = [d for d in dtypes if np.dtype(d) not in _HALF]
-            registry.add_kernel(op, "cpu", full, k, broadcast=bcast)
+            registry.add_kernel(op, "cpu", full, k, broadcast=bcast, bind=bind)
             registry.add_kernel(op, "cpu", [d for d in dtypes if np.dtype(d) in _HALF], half, broadcast=bcast)
         else:
-            registry.add_kernel(op, "cpu", dtypes, k, broadcast=bcast)
+            registry.add_kernel(op, "cpu", dtypes, k, broadcast=bcast, bind=bind)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 import threading
@@ -12,29 +13,56 @@ from typing import Any
 
 import numpy as np
 
-from adapter_api import DeviceProperties, DeviceRuntime, OutOfMemoryError
+from adapter_api import DeviceError, DeviceProperties, DeviceRuntime, OutOfMemoryError
 
 _DTYPES = ("float32", "float64", "float16", "bfloat16", "int8", "int16", "int32", "int64", "uint8", "bool")
 
 
 class CPUStream:
-    """An in-order queue run by one worker thread (numpy releases the GIL in kernels)."""
+    """An in-order queue run by one worker thread (numpy releases the GIL in kernels).
+
+    While it captures (:meth:`CPURuntime.begin_capture`), work submitted to it is recorded as
+    bound calls, ``partial(fn, *args)``, instead of run (the kernels submit their arrays, not
+    the caller's lists, so what is recorded is what was launched)."""
 
     def __init__(self) -> None:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="oarlock-cpu-stream")
         self._last: Future[Any] | None = None
+        self.capture: list[Any] | None = None
 
-    def submit(self, fn: Any, *args: Any) -> Future[Any]:
+    def submit(self, fn: Any, *args: Any) -> Future[Any] | None:
+        cap = self.capture
+        if cap is not None:
+            cap.append(functools.partial(fn, *args) if args else fn)
+            return None
         self._last = f = self._pool.submit(fn, *args)
         return f
 
     def synchronize(self) -> None:
+        if self.capture is not None:
+            raise DeviceError(
+                "[cpu] a stream was synchronized (or a blocking copy queued on it) while it captures; "
+                "capture only work that runs without waiting (no reads back to the host)"
+            )
         f = self._last
         if f is not None:
             f.result()  # re-raises the first error of the last task
 
     def done(self) -> bool:
         return self._last is None or self._last.done()
+
+
+class CPUGraph:
+    """What a capture recorded: zero-argument calls, run in order by each launch."""
+
+    __slots__ = ("calls",)
+
+    def __init__(self, calls: list[Any]) -> None:
+        self.calls = tuple(calls)
+
+    def run(self) -> None:
+        for call in self.calls:
+            call()
 
 
 class CPUEvent:
@@ -107,6 +135,8 @@ class CPURuntime(DeviceRuntime):
         if stream is None:
             fn(*args)
             return
+        if blocking and stream.capture is not None:
+            stream.synchronize()  # raises: a capture cannot wait
         f = stream.submit(fn, *args)
         if blocking:
             f.result()
@@ -200,3 +230,31 @@ class CPURuntime(DeviceRuntime):
     def synchronize(self, index: int) -> None:
         for s in list(self._streams):
             s.synchronize()
+
+    # -- graph capture: the bound calls launched on a stream, replayed -------------------
+    def supports_graphs(self, index: int) -> bool:
+        return True
+
+    def begin_capture(self, index: int, stream: Any) -> None:
+        if not isinstance(stream, CPUStream):
+            raise DeviceError(
+                f"[cpu] begin_capture needs a stream from create_stream, got {stream!r} (the default "
+                f"stream runs work at once and cannot capture)"
+            )
+        if stream.capture is not None:
+            raise DeviceError("[cpu] begin_capture on a stream that already captures; end that capture first")
+        stream.synchronize()  # earlier work first: a capture starts from an idle queue
+        stream.capture = []
+
+    def end_capture(self, index: int, stream: Any) -> CPUGraph:
+        calls = getattr(stream, "capture", None)
+        if calls is None:
+            raise DeviceError("[cpu] end_capture on a stream that does not capture; call begin_capture first")
+        stream.capture = None
+        return CPUGraph(calls)
+
+    def launch_graph(self, graph: CPUGraph, stream: Any) -> None:
+        if stream is None:
+            graph.run()
+        else:
+            stream.submit(graph.run)
