@@ -49,16 +49,18 @@ def tp_shard_fn(mp: str):
 def state_bytes(opt: fw.optim.Optimizer) -> int:
     """Bytes of optimizer state this rank holds (a distributed state counts its shard)."""
     n = 0
-    for slots in opt._state.values():
-        for v in slots.values():
-            if isinstance(v, fw.Tensor):
-                t = v._local_value() if isinstance(v, dist.DistTensor) else v
-                n += 0 if t is None else t.numel() * t.dtype.itemsize
+    for v in opt.state_dict().values():
+        if isinstance(v, fw.Tensor):
+            t = v._local_value() if isinstance(v, dist.DistTensor) else v
+            n += 0 if t is None else t.numel() * t.dtype.itemsize
     return n
 
 
-def train(steps: int = 8, dp: int = 1, tp: int = 1, batch: int = 8, seq: int = 32, seed: int = 0):
-    """Train on a ``dp x tp`` mesh (1 x 1: one process, no mesh); returns (losses, parameter
+def train(
+    steps: int = 8, dp: int = 1, tp: int = 1, batch: int = 8, seq: int = 32, seed: int = 0, zero: bool = False
+):
+    """Train on a ``dp x tp`` mesh (1 x 1: one process, no mesh; ``zero``: the optimizer
+    states split over the data-parallel axis too, ZeRO stage 1); returns (losses, parameter
     bytes held, parameter bytes of the whole model, optimizer-state bytes held)."""
     ids_all, vocab = char_corpus()
     fw.seed(seed)
@@ -74,6 +76,8 @@ def train(steps: int = 8, dp: int = 1, tp: int = 1, batch: int = 8, seq: int = 3
         weight_decay=0.01,
         grad_clip=fw.optim.ClipGradByGlobalNorm(1.0),
     )
+    if mesh is not None:  # the states follow the parameters' placements (and with zero: split over dp)
+        opt = dist.shard_optimizer(opt, dist.ShardingStage1("dp", mesh) if zero else None)
     rng = np.random.default_rng(seed)
     losses = []
     for _ in range(steps):
@@ -97,9 +101,10 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dp", type=int, default=1)
     ap.add_argument("--steps", type=int, default=8)
+    ap.add_argument("--zero", action="store_true", help="split the optimizer states over dp (ZeRO 1)")
     args = ap.parse_args()
     n = dist.get_world_size()
-    losses, held, whole, states = train(args.steps, dp=args.dp, tp=n // args.dp)
+    losses, held, whole, states = train(args.steps, dp=args.dp, tp=n // args.dp, zero=args.zero)
     if dist.get_rank() == 0:
         for i, v in enumerate(losses):
             print(f"step {i}: loss {v:.6f}")

@@ -145,6 +145,9 @@ def test_tiny_llama_tp_follows_the_single_process_curve(nranks: int, dp: int) ->
         assert "all_gather" in d["collectives"], d["collectives"]
         # the fused [q k v] columns are gathered before the heads are split; the logits before the loss
         assert "reshape" in d["why"] and "log_softmax" in d["why"], d["why"]
+        if dp > 1:  # ZeRO stage 1 trains the same, with the states split over dp too
+            np.testing.assert_allclose(d["zero_losses"], d["ref"], rtol=1e-5, atol=1e-5)
+            assert d["zero_states"] < 0.55 * d["states"], (d["zero_states"], d["states"])
         if dp > 1:  # data parallel from the rules: the replicated weights' gradients are all-reduced
             assert "all_reduce(sum) of the gradient, in backward" in d["collectives"], d["collectives"]
     assert proc.returncode == 0, proc.stdout[-3000:]
@@ -242,3 +245,34 @@ def test_each_reshard_is_logged_and_printed_with_print_ir(
         in err
     )
     np.testing.assert_allclose(D.numpy(y), np.full((3, 4), 0.25, np.float32), rtol=1e-6)
+
+
+def test_shard_optimizer_states_follow_the_parameters_and_zero_splits_them() -> None:
+    """On a mesh of one: the states are distributed tensors laid out as the parameter (or as
+    ShardingStage1 says), and the updates equal the plain optimizer's."""
+    rng = np.random.default_rng(0)
+    w0 = rng.standard_normal((4, 6)).astype(np.float32)
+    m = dist.ProcessMesh([[0]], dim_names=["dp", "mp"])
+
+    def run(stage):
+        w = fw.nn.Parameter.from_tensor(fw.to_tensor(w0))
+        if stage is not False:
+            w = dist.shard_tensor(w, m, [dist.Replicate(), dist.Shard(1)])
+        opt = fw.optim.AdamW(learning_rate=0.1, parameters=[w])
+        if stage is not False:
+            opt = dist.shard_optimizer(opt, stage)
+        for _ in range(3):
+            ((w * w).sum() + w.sum()).backward()
+            opt.step()
+            opt.clear_grad()
+        return w, opt
+
+    ref, _ = run(False)
+    for stage in (None, dist.ShardingStage1("dp", m)):
+        w, opt = run(stage)
+        np.testing.assert_allclose(w.numpy(), ref.numpy(), rtol=1e-6)
+        states = [v for k, v in opt.state_dict().items() if k.endswith("moment1")]
+        want = [dist.Replicate(), dist.Shard(1)] if stage is None else [dist.Shard(0), dist.Shard(1)]
+        assert states and all(isinstance(v, dist.DistTensor) and v.placements == want for v in states)
+    with pytest.raises(fw.OpArgumentError, match=r"\[shard_optimizer\] parameter .* is not distributed"):
+        dist.shard_optimizer(fw.optim.SGD(parameters=[fw.nn.Parameter.from_tensor(fw.ones((2,)))]))

@@ -13,9 +13,9 @@ Paddle, and return a task with ``wait()`` when ``sync_op=False``.
 [1.0, 2.0]
 
 Automatic parallelism (Paddle's names): ``ProcessMesh``, ``Shard``/``Replicate``/``Partial``,
-``shard_tensor``, ``reshard``, ``unshard_dtensor``, ``shard_layer`` and the ops of
-``auto_parallel.functional``, which follow sharding rules and insert the communication; see
-docs/distributed.md.
+``shard_tensor``, ``reshard``, ``unshard_dtensor``, ``shard_layer``, ``shard_optimizer``
+(``ShardingStage1``): the framework's own ops on distributed tensors follow sharding rules and
+insert the communication; see docs/distributed.md.
 
 Timeouts and checks: ``OARLOCK_COLLECTIVE_TIMEOUT`` (seconds, default 300) bounds every wait
 for a missing rank; ``OARLOCK_DISTRIBUTED_DEBUG=1`` checks op, dtype and shape across ranks
@@ -32,9 +32,11 @@ from .auto_parallel import (
     ProcessMesh,
     Replicate,
     Shard,
+    ShardingStage1,
     dtensor_from_fn,
     reshard,
     shard_layer,
+    shard_optimizer,
     shard_tensor,
     unshard_dtensor,
 )
@@ -72,10 +74,12 @@ __all__ = [
     "ProcessMesh",
     "Replicate",
     "Shard",
+    "ShardingStage1",
     "auto_parallel",
     "dtensor_from_fn",
     "reshard",
     "shard_layer",
+    "shard_optimizer",
     "shard_tensor",
     "unshard_dtensor",
     "DataParallel",

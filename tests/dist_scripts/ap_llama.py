@@ -20,6 +20,8 @@ dist.init_parallel_env()
 n = dist.get_world_size()
 losses, held, whole, states = train(steps, dp=dp, tp=n // dp)
 ref, ref_held, _, ref_states = train(steps)  # one process, the whole model, the whole batch
+# ZeRO stage 1: the optimizer states split over the data-parallel axis too
+zero_losses, _, _, zero_states = train(steps, dp=dp, tp=n // dp, zero=True) if dp > 1 else ([], 0, 0, 0)
 log = dist.auto_parallel.reshard_log()
 with open(os.path.join(out, f"rank{dist.get_rank()}.json"), "w") as f:
     json.dump(
@@ -30,6 +32,8 @@ with open(os.path.join(out, f"rank{dist.get_rank()}.json"), "w") as f:
             "whole": whole,
             "ref_held": ref_held,
             "states": states,
+            "zero_losses": zero_losses,
+            "zero_states": zero_states,
             "ref_states": ref_states,
             "why": sorted({r["why"].split(":")[0] for r in log}),
             "collectives": sorted({r["collective"] for r in log}),

@@ -15,6 +15,7 @@ from . import functional, spmd
 from .dtensor import DistTensor, dtensor_from_fn, shard_tensor
 from .layer import local_bytes, shard_layer
 from .mesh import ProcessMesh
+from .optimizer import ShardingStage1, shard_optimizer
 from .placement import Partial, Placement, Replicate, Shard
 from .reshard import LOG, reshard, unshard_dtensor
 
@@ -31,12 +32,14 @@ __all__ = [
     "ProcessMesh",
     "Replicate",
     "Shard",
+    "ShardingStage1",
     "dtensor_from_fn",
     "functional",
     "local_bytes",
     "reshard",
     "reshard_log",
     "shard_layer",
+    "shard_optimizer",
     "shard_tensor",
     "spmd",
     "unshard_dtensor",
