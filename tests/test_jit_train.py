@@ -157,14 +157,22 @@ def test_tiny_llama_logits_and_gradients_equal_eager():
         np.testing.assert_allclose(gs[k], ge[k], rtol=1e-4, atol=1e-6, err_msg=k)
 
 
-def test_random_draws_inside_a_trace_are_refused():
+def test_dropout_under_to_static_draws_the_eager_masks_and_backward_reuses_them():
     net = fw.nn.Sequential(fw.nn.Linear(32, 8), fw.nn.Dropout(0.5))
-    fw.jit.to_static(net)
     x, _ = _data("cpu")
-    state = fw.get_rng_state()
-    with pytest.raises(fw.jit.TracingError, match=r"random numbers.*eval\(\)"):
-        net(x)
-    assert fw.get_rng_state() == state  # the refused trace consumed nothing
+    fw.seed(5)
+    eager = [net(x) for _ in range(2)]
+    ge = [p for p in fw.grad(eager[1].sum(), list(net.parameters()))]
+    fw.jit.to_static(net)
+    fw.seed(5)
+    static = [net(x) for _ in range(2)]  # each call draws afresh, as eager does
+    gs = fw.grad(static[1].sum(), list(net.parameters()))
+    for e, s in zip(eager, static):
+        np.testing.assert_array_equal(s.numpy() == 0, e.numpy() == 0)
+        np.testing.assert_allclose(s.numpy(), e.numpy(), rtol=1e-5, atol=1e-6)
+    assert not np.array_equal(static[0].numpy() == 0, static[1].numpy() == 0)
+    for a, b in zip(gs, ge):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-4, atol=1e-6)
     net.eval()
     with fw.no_grad():
         np.testing.assert_allclose(net(x).numpy(), net[0](x).numpy(), rtol=1e-6)

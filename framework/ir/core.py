@@ -241,6 +241,8 @@ class Operation:
                     f"replace its uses first (replace_all_uses_with)"
                 )
         self.drop_operands()
+        for o in self.walk():  # ops in its regions stop reading outer values
+            o.drop_operands()
         if self.parent is not None:
             self.parent.ops.remove(self)
             self.parent = None

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+from . import control  # noqa: F401 — registers how the to_static tracer records fw.static.nn.cond/while_loop
 from .api import ConcreteProgram, StaticFunction, to_static
 from .io import ProgramFileError, TranslatedLayer, load, save
 from .trace import TracedValueError, TracingError

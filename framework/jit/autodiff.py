@@ -35,6 +35,7 @@ from .._src.opdef import OpDef
 from .._src.ops import base
 from .._src.tensor import Tensor
 from ..ir import Executor, Operation, Program, Value, verify
+from ..ir.core import clone_op
 
 _SHARED = ("builtin.parameter", "builtin.constant")
 
@@ -95,20 +96,14 @@ def split(joint: Program, n_inputs: int, n_fwd_ops: int, n_outs: int) -> tuple[P
             saved.append(v)
 
     for op in bwd_ops:
-        if op.regions:
-            raise NotImplementedError(
-                f"[to_static] backward through '{op.name}' (an op with regions) is not available"
-            )
-        for v in op.operands:
-            read(v)
+        for o in (op, *op.walk()):  # a cf op's regions read forward values too (captured)
+            for v in o.operands:
+                read(v)
     for v in ret.operands[n_outs:]:
         read(v)
 
     def copy(op: Operation, m: dict[Value, Value], into: Program) -> None:
-        new = into.block.append_op(
-            Operation(op.name, [m[v] for v in op.operands], [r.type for r in op.results], dict(op.attrs))
-        )
-        m.update(zip(op.results, new.results))
+        into.block.append_op(clone_op(op, m))  # regions deep-copied
 
     fwd = Program(joint.name)
     m: dict[Value, Value] = {a: fwd.block.add_argument(a.type) for a in joint.inputs[:n_inputs]}

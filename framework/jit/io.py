@@ -150,7 +150,7 @@ def _read_program(path: str) -> tuple[Program, str, list[str]]:
 def retarget(program: Program, device: str) -> Program:
     """A copy of ``program`` with every value's type on ``device``."""
     p = parse_program(print_program(program))
-    for v in list(p.inputs) + [r for op in p.block.ops for r in op.results]:
+    for v in p.values():
         if isinstance(v.type, TensorType):
             v.type = v.type.with_device(device)
     return p
@@ -215,7 +215,7 @@ def load(path: str | os.PathLike[str], device: Any = None, **configs: Any) -> Tr
         raise ProgramFileError(
             f"[jit.load] '{path}{WEIGHTS_SUFFIX}' is not the weights file of a saved program"
         )
-    names = {op.attrs["name"] for op in prog.block.ops if op.name == "builtin.parameter"}
+    names = {op.attrs["name"] for op in prog.walk() if op.name == "builtin.parameter"}
     missing = names - set(weights["params"])
     if missing:
         raise ProgramFileError(

@@ -85,7 +85,7 @@ def _attr(name: str, vals: list[Any], symbols: Sequence[str], check: dict[str, i
 
 
 def _values(p: Program) -> list[Value]:
-    return list(p.inputs) + [r for op in p.block.ops for r in op.results]
+    return p.values()  # nested regions' results and block arguments included
 
 
 def generalize(
@@ -95,7 +95,7 @@ def generalize(
     by its affine expression (``programs`` were traced at :func:`probe_bindings`)."""
     check = probe_bindings(symbols)[-1]
     first = programs[0]
-    ops = [p.block.ops for p in programs]
+    ops = [list(p.walk()) for p in programs]
     if any(len(o) != len(ops[0]) for o in ops):
         raise NotAffine(
             f"the traces have {sorted({len(o) for o in ops})} ops: the function's structure depends on a dynamic size"
@@ -106,7 +106,11 @@ def generalize(
         op0 = group[0]
         where = f"op #{k} '{op0.name}'"
         if any(
-            o.name != op0.name or set(o.attrs) != set(op0.attrs) or len(o.results) != len(op0.results)
+            o.name != op0.name
+            or set(o.attrs) != set(op0.attrs)
+            or len(o.results) != len(op0.results)
+            or [len(b.args) for r in o.regions for b in r.blocks]
+            != [len(b.args) for r in op0.regions for b in r.blocks]
             for o in group
         ):
             raise NotAffine(

@@ -31,7 +31,7 @@ from .._src import autograd
 from .._src import device as _dev
 from .._src.ops import base
 from .._src.tensor import Tensor
-from ..ir import Operation, Program, TensorType, Value, print_attr
+from ..ir import Block, Operation, Program, TensorType, Value, print_attr
 
 _FRAMEWORK = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _INTERNAL = tuple(os.path.join(_FRAMEWORK, d) + os.sep for d in ("_src", "jit", "ir", "static"))
@@ -56,20 +56,33 @@ def _user_line() -> str:
 def _value_read(what: str) -> TracedValueError:
     return TracedValueError(
         f"[to_static] {what} of a traced tensor at {_user_line()}: while tracing a tensor has no values, "
-        f"so a Python branch or loop on it cannot be recorded. Use fw.where(cond, a, b) to choose elementwise, "
-        f"keep Python branches on shapes and Python values, or run this function eagerly (not under to_static); "
-        f"data-dependent control flow (fw.static.nn.cond / while_loop) is not available yet"
+        f"so a Python branch or loop on it cannot be recorded. For data-dependent control flow use "
+        f"fw.static.nn.cond(pred, true_fn, false_fn) for an `if` and fw.static.nn.while_loop(cond, body, "
+        f"loop_vars) for a `while` (as Paddle's paddle.static.nn.cond / while_loop); fw.where(cond, a, b) "
+        f"chooses elementwise; Python branches on shapes and Python values are fine"
     )
+
+
+class _Scope:
+    """Where traced values may be read: the program's body, or a region being traced (closed
+    when its tracing ends: its values are gone)."""
+
+    __slots__ = ("open", "what")
+
+    def __init__(self, what: str) -> None:
+        self.open = True
+        self.what = what
 
 
 class _Symbolic:
     """Stands in for a storage block: the IR value of a traced tensor."""
 
-    __slots__ = ("value", "tracer")
+    __slots__ = ("value", "tracer", "scope")
 
-    def __init__(self, value: Value, tracer: Tracer) -> None:
+    def __init__(self, value: Value, tracer: Tracer, scope: _Scope) -> None:
         self.value = value
         self.tracer = tracer
+        self.scope = scope
 
     @property
     def handle(self) -> Any:
@@ -106,6 +119,13 @@ class TracedTensor(Tensor):
     def __repr__(self) -> str:
         return f"TracedTensor(shape={list(self.shape)}, dtype={self.dtype}, device={self.device})"
 
+    def backward(self, grad_tensor: Tensor | None = None, retain_graph: bool = False) -> None:
+        """Inside a traced training step: recorded into the program (framework.jit.train_step)."""
+        from .train_step import traced_backward
+
+        if not traced_backward(self, grad_tensor, retain_graph):
+            super().backward(grad_tensor, retain_graph)  # type: ignore[misc]
+
 
 def _attr(op: str, key: str, v: Any) -> Any:
     """An attribute value in the IR's kinds (tuples, not lists; Python numbers, not numpy)."""
@@ -132,9 +152,16 @@ def _attr(op: str, key: str, v: Any) -> Any:
 class Tracer:
     """Records ops into ``program``; ``params`` maps ``id(tensor)`` to a parameter name."""
 
+    #: ``random.py`` draws from the global generator at run time under this tracer
+    #: (``philox_uniform`` with ``seed = none``; see :mod:`framework.ir.control`)
+    runtime_random = True
+
     def __init__(self, name: str, device: _dev.Device, params: dict[int, tuple[str, Tensor]]) -> None:
         self.program = Program(name)
         self.block = self.program.block
+        self.scope = _Scope("the function")
+        #: a tensor of each traced value (the one its op returned: it carries the autograd graph)
+        self.tensor_of: dict[Value, Tensor] = {}
         self.device = device
         self.devname = str(device)
         self.params = params
@@ -149,7 +176,26 @@ class Tracer:
         return TensorType(tuple(int(d) for d in shape), np.dtype(dtype), self.devname)
 
     def _tensor(self, v: Value, shape: Sequence[int], dtype: Any) -> TracedTensor:
-        return TracedTensor._make(_Symbolic(v, self), 0, tuple(shape), np.dtype(dtype), self.device)  # type: ignore[arg-type,return-value]
+        t = TracedTensor._make(_Symbolic(v, self, self.scope), 0, tuple(shape), np.dtype(dtype), self.device)  # type: ignore[arg-type]
+        self.tensor_of.setdefault(v, t)
+        return t  # type: ignore[return-value]
+
+    @contextlib.contextmanager
+    def region(self, what: str) -> Iterator[Block]:
+        """Trace into a new block (a region of a cf op being built); its values go out of
+        scope at the end. Parameters and constants still go to the program's body."""
+        blk, scope = Block(), _Scope(what)
+        saved = self.block, self.scope
+        self.block, self.scope = blk, scope
+        try:
+            yield blk
+        finally:
+            scope.open = False
+            self.block, self.scope = saved
+
+    def _top(self, name: str, ty: TensorType, attrs: dict[str, Any]) -> Value:
+        """A builtin op in the program's body (so every region sees it)."""
+        return self.program.block.append(name, [], [ty], attrs)  # type: ignore[return-value]
 
     def input(self, shape: Sequence[int], dtype: Any) -> TracedTensor:
         ty = self._type(shape, dtype)
@@ -164,6 +210,11 @@ class Tracer:
                     f"call?); a traced function must not keep tensors between calls"
                 )
             v = blk.value
+            if not blk.scope.open:
+                raise TracingError(
+                    f"[to_static] op '{op}' at {_user_line()} reads a tensor computed inside {blk.scope.what}, "
+                    f"whose tracing has ended; return it from that function instead of keeping it"
+                )
             if t._offset:
                 raise TracingError(
                     f"[to_static] op '{op}' reads a view at an offset, which programs do not hold"
@@ -196,7 +247,8 @@ class Tracer:
             name, _ = hit
             v = self.param_values.get(name)
             if v is None:
-                v = self.block.append("builtin.parameter", [], [self._type(t.shape, t.dtype)], {"name": name})
+                v = self._top("builtin.parameter", self._type(t.shape, t.dtype), {"name": name})
+                self.tensor_of.setdefault(v, t)
                 self.param_values[name] = v
                 self.param_tensors[name] = t
             return v  # type: ignore[return-value]
@@ -205,13 +257,12 @@ class Tracer:
             return seen[1]
         ty = self._type(t.shape, t.dtype)
         if math.prod(t.shape) == 1:
-            v = self.block.append(
-                "builtin.constant", [], [ty], {"value": _attr(op, "value", t.numpy().reshape(()).item())}
-            )
+            v = self._top("builtin.constant", ty, {"value": _attr(op, "value", t.numpy().reshape(()).item())})
         else:
             name = f"const_{len(self.constants)}"
             self.constants[name] = t
-            v = self.block.append("builtin.constant", [], [ty], {"name": name})
+            v = self._top("builtin.constant", ty, {"name": name})
+        self.tensor_of.setdefault(v, t)
         self.const_values[id(t)] = (t, v)  # type: ignore[assignment]
         return v  # type: ignore[return-value]
 
@@ -316,9 +367,10 @@ def trace(
     if default_generator.get_state() != rng_before:
         default_generator.set_state(rng_before)
         raise TracingError(
-            f"[to_static] {name} draws random numbers (dropout, rand, a random initializer) while "
-            f"traced; a program would replay the same draws on every run, so this is refused. Put "
-            f"the layer in eval() (dropout off), draw outside and pass the tensor in, or run it eagerly"
+            f"[to_static] {name} draws random numbers on the host while traced (randperm, a random "
+            f"initializer); a program would replay the same draws on every run, so this is refused. "
+            f"Draw outside and pass the tensor in, or run it eagerly (rand, dropout and the other "
+            f"Philox draws are recorded and draw afresh on every run)"
         )
     tr.block.append("builtin.return", values, [])
     return tr, structure

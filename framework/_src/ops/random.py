@@ -20,6 +20,7 @@ from .. import device as _dev
 from .. import dispatch
 from .. import dtypes as _dt
 from ..tensor import Tensor, to_tensor
+from . import base
 from . import math as M
 from .base import OPS
 from .creation import _shape
@@ -69,15 +70,33 @@ def set_rng_state(state: tuple[int, int]) -> None:
     default_generator.set_state(state)
 
 
-def _uniform01(shape: tuple[int, ...], dtype: np.dtype, device: Any, gen: Generator | None) -> Tensor:
+def _uniform01(
+    shape: tuple[int, ...], dtype: np.dtype, device: Any, gen: Generator | None, fixed: bool = False
+) -> Tensor:
+    """Uniforms in [0, 1) from ``gen`` (the global generator by default; ``fixed``: a
+    generator made for this call from an explicit seed).
+
+    Under a tracer that says ``runtime_random`` (``to_static``), a draw from the global
+    generator is recorded with ``seed = offset = None``: the program takes the counters when
+    it runs, so each call draws afresh exactly as eager mode does."""
     g = gen or default_generator
     dev = _dev.get_device() if device is None else _dev.parse(device)
     n = math.prod(shape)
     work = dtype if dtype in (_dt.float32, _dt.float64) else _dt.float32
-    off = g.take(n)
-    out = dispatch.run(
-        OPS["philox_uniform"], [], {"shape": shape, "seed": g.seed, "offset": off, "dtype": work}, dev
-    )[0]
+    tracer = base.TRACER.get()
+    if tracer is not None and getattr(tracer, "runtime_random", False) and not fixed:
+        if gen is not None and gen is not default_generator:
+            raise OpArgumentError(
+                "[random] a Generator object passed to a random op while tracing for to_static: a "
+                "program draws from the global generator (fw.seed) when it runs; drop generator=, "
+                "or draw outside the traced function and pass the tensor in"
+            )
+        attrs = {"shape": shape, "seed": None, "offset": None, "dtype": work}
+        out = base.apply(OPS["philox_uniform"], [], attrs)[0]
+    else:
+        off = g.take(n)
+        attrs = {"shape": shape, "seed": g.seed, "offset": off, "dtype": work}
+        out = dispatch.run(OPS["philox_uniform"], [], attrs, dev)[0]
     return out if work == dtype else M.cast(out, dtype)
 
 
@@ -106,7 +125,9 @@ def uniform(
     if not min < max:
         raise OpArgumentError(f"[uniform] min must be below max, got min={min}, max={max}")
     g = Generator(seed) if seed else generator
-    return _uniform01(_shape("uniform", shape), _float(dtype), device, g) * (max - min) + min
+    return (
+        _uniform01(_shape("uniform", shape), _float(dtype), device, g, fixed=bool(seed)) * (max - min) + min
+    )
 
 
 def randn(shape: Any, dtype: Any = None, device: Any = None, generator: Generator | None = None) -> Tensor:

@@ -1,12 +1,13 @@
 """Common subexpression elimination: a side-effect-free op equal to an earlier one (same
 name, operands, attributes and result types; operands sorted for commutative ops) is replaced
-by it. Random ops are never merged."""
+by it, in the program's body and in regions (an op in a region may be replaced by an equal one
+of an enclosing block before it). Random ops and ops with regions are never merged."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..core import Program
+from ..core import Block, Program
 from .manager import Pass, PassContext, register_pass
 from .traits import commutative, mergeable
 
@@ -30,9 +31,17 @@ def _key(op: Any) -> tuple[Any, ...]:
 
 def eliminate_common_subexpressions(program: Program) -> int:
     """Merge equal ops into their first occurrence; returns how many were merged."""
-    seen: dict[tuple[Any, ...], Any] = {}
+    return _cse_block(program.block, {})
+
+
+def _cse_block(block: Block, seen: dict[tuple[Any, ...], Any]) -> int:
+    """Merge in ``block``; ``seen`` holds the ops of enclosing blocks before it (a region may
+    reuse them, never the other way round: each region gets a copy)."""
     merged = 0
-    for op in list(program.block.ops):
+    for op in list(block.ops):
+        for r in op.regions:
+            for b in r.blocks:
+                merged += _cse_block(b, dict(seen))
         if not mergeable(op):
             continue
         k = _key(op)

@@ -122,8 +122,8 @@ def apply_patterns_greedily(
         by_root.setdefault(p.root, []).append(p)
     generic = by_root.get(None, [])
     rw = PatternRewriter(program, ctx or PassContext())
-    rw.worklist = list(reversed(program.block.ops))  # pop() visits in program order
-    limit = max_rewrites if max_rewrites is not None else 10 * len(program.block.ops) + 100
+    rw.worklist = list(reversed(list(program.walk())))  # pop() visits in program order, regions too
+    limit = max_rewrites if max_rewrites is not None else 10 * len(rw.worklist) + 100
     while rw.worklist:
         op = rw.worklist.pop()
         if op.parent is None:

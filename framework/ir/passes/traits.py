@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..control import draws_at_run
 from ..core import Operation
 from ..dialects import lookup
 
@@ -11,14 +12,22 @@ RANDOM = frozenset({"op.philox_uniform"})
 
 
 def removable(op: Operation) -> bool:
-    """Free of side effects and not a terminator: DCE may drop it once nothing reads it."""
+    """Free of side effects and not a terminator: DCE may drop it once nothing reads it.
+
+    A draw from the global generator at run time (``seed = none``) has one: it advances the
+    generator, so a later draw (in the program or after it, eagerly) depends on it. A
+    ``cf.cond`` is removable when every op in its regions is; a ``cf.while`` never is (it
+    may not end)."""
+    if op.regions:
+        return op.name == "cf.cond" and all(o.name == "cf.yield" or removable(o) for o in op.walk())
     info = lookup(op.name)
-    return info.has("side_effect_free") and not info.has("terminator") and not op.regions
+    return info.has("side_effect_free") and not info.has("terminator") and not draws_at_run(op)
 
 
 def mergeable(op: Operation) -> bool:
-    """Two such ops with equal operands and attributes compute the same values (CSE)."""
-    return removable(op) and op.name not in RANDOM and bool(op.results)
+    """Two such ops with equal operands and attributes compute the same values (CSE); never
+    an op with regions (equal operands say nothing of what the regions compute)."""
+    return removable(op) and op.name not in RANDOM and bool(op.results) and not op.regions
 
 
 def commutative(op: Operation) -> bool:
