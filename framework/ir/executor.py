@@ -71,6 +71,9 @@ class Executor:
         self.constants = dict(constants or {})
         self.symbols = program.symbols()
         self._plans: dict[tuple[int, ...], _Plan] = {}
+        #: the inputs' (shape, dtype, device) of the last call and its plan: a call with the
+        #: same metadata skips the checks and the binding
+        self._last: tuple[tuple[tuple[Any, ...], ...], _Plan] | None = None
         for op in program.block.ops:
             if op.name == "builtin.parameter" and op.attrs["name"] not in self.params:
                 raise IRError(
@@ -126,8 +129,21 @@ class Executor:
         return pl
 
     def __call__(self, *inputs: Tensor) -> list[Tensor]:
+        last = self._last
+        if last is not None and len(inputs) == len(last[0]):
+            for t, (shape, dtype, dev) in zip(inputs, last[0]):  # the same metadata as last call
+                if (
+                    not isinstance(t, Tensor)
+                    or t.shape != shape
+                    or t.dtype is not dtype
+                    or t.device is not dev
+                ):
+                    break
+            else:
+                return last[1].run(inputs)
         binding = self.bind(inputs)
         pl = self._plans.get(tuple(binding[s] for s in self.symbols)) or self.plan(binding)
+        self._last = (tuple((t.shape, t.dtype, t.device) for t in inputs), pl)
         return pl.run(inputs)
 
     def memory_stats(self, binding: Mapping[str, int]) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from .._src.tensor import Tensor
 from ..ir import Executor, Program, verify
 from ..ir import passes as _passes
 from ..static import InputSpec
-from . import symbolic
+from . import symbolic, train_step
 from .autodiff import Backward, make_backward, split
 from .trace import TracingError, trace
 
@@ -41,6 +41,9 @@ class ConcreteProgram:
     backward: Backward | None = None
     #: the parameters' ``stop_gradient`` when traced for training (a change re-traces)
     grad_guard: tuple[tuple[Tensor, bool], ...] = field(default_factory=tuple)
+    #: a traced training step (backward / optimizer calls inside): (actions, number of the
+    #: function's own outputs, whether it returned one tensor); see framework.jit.train_step
+    step: tuple[list[tuple[str, Any]], int, bool] | None = None
 
     def guards_hold(self) -> bool:
         return all(t.stop_gradient == sg for t, sg in self.grad_guard)
@@ -81,6 +84,7 @@ class StaticFunction:
         #: the pass level or pass names run on every traced program (None: none)
         self.passes = passes
         self._programs: dict[Any, ConcreteProgram] = {}
+        self._fast: dict[Any, ConcreteProgram] = {}  # tensor metadata -> program (see __call__)
         self._specialised: set[Any] = set()
         functools.update_wrapper(self, fn)  # type: ignore[arg-type]
 
@@ -102,6 +106,32 @@ class StaticFunction:
         out.update({id(b): (n, b) for n, b in self._layer.named_buffers() if id(b) not in out})
         return out
 
+    def _step_fn(self, n_args: int, steps: list[Any] | None) -> Callable[..., Any]:
+        """The function as traced: ``backward``/``step``/``clear_grad`` calls inside are
+        recorded (framework.jit.train_step); the gradients become extra outputs."""
+        fn = self._fn
+
+        def traced(*args: Any) -> Any:
+            with train_step.recording(args[:n_args]) as rec:
+                res = fn(*args)
+                if not rec.active:
+                    return res
+                rec.flush()
+                outs = (
+                    [res]
+                    if isinstance(res, Tensor)
+                    else list(res)
+                    if isinstance(res, (tuple, list))
+                    else None
+                )
+                if outs is None or not all(isinstance(o, Tensor) for o in outs):
+                    return res  # the tracer names what is wrong with it
+                if steps is not None and not steps:
+                    steps.append((list(rec.actions), len(outs), isinstance(res, Tensor)))
+                return (*(o.detach() for o in outs), *rec.grads)
+
+        return traced
+
     # -- tracing --------------------------------------------------------------------------
     def get_concrete_program(
         self,
@@ -119,7 +149,10 @@ class StaticFunction:
         key = (tuple((tuple(d), np.dtype(t)) for d, t in specs), dev, tuple(extra), training, req)
         cp = self._programs.get(key)
         if cp is None or not cp.guards_hold():
-            cp = self._programs[key] = self._trace(specs, dev, extra, req)
+            steps: list[Any] = []
+            cp = self._trace(specs, dev, extra, req, steps)
+            cp.step = steps[0] if steps else None
+            self._programs[key] = cp
         return cp
 
     def _trace(
@@ -128,6 +161,7 @@ class StaticFunction:
         dev: _dev.Device,
         extra: Sequence[Any],
         requires: tuple[bool, ...] | None = None,
+        steps: list[Any] | None = None,
     ) -> ConcreteProgram:
         params = self._params()
         symbols = list(dict.fromkeys(d for dims, _ in specs for d in dims if isinstance(d, str)))
@@ -139,7 +173,7 @@ class StaticFunction:
                 (tuple(binding[d] if isinstance(d, str) else d for d in dims), np.dtype(t))
                 for dims, t in specs
             ]
-            return trace(self._fn, shapes, dev, params, extra, name, requires)
+            return trace(self._step_fn(len(specs), steps), shapes, dev, params, extra, name, requires)
 
         if symbols:
             bindings = symbolic.probe_bindings(symbols)
@@ -179,6 +213,17 @@ class StaticFunction:
 
     # -- calling --------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        fast = None
+        if not kwargs and args and all(isinstance(a, Tensor) for a in args):
+            # the same tensor metadata as a call before: the same program (guards re-checked)
+            fast = (
+                tuple([(a.shape, a.dtype, a.device, a.stop_gradient) for a in args]),
+                autograd.GRAD_ENABLED.get(),
+                getattr(self._layer, "training", False),
+            )
+            cp = self._fast.get(fast)
+            if cp is not None and cp.guards_hold():
+                return self._run(cp, args)
         tensors = [a for a in args if isinstance(a, Tensor)]
         if kwargs or not tensors:
             return self._fn(*args, **kwargs)  # nothing to trace against: run as written
@@ -222,11 +267,20 @@ class StaticFunction:
             )
             specs = [(tuple(t.shape), t.dtype) for t in tensors]
             cp = self.get_concrete_program(specs, dev, extra, requires)
+        if fast is not None:
+            self._fast[fast] = cp
+        return self._run(cp, tensors)
+
+    def _run(self, cp: ConcreteProgram, tensors: Sequence[Tensor]) -> Any:
         outs = cp.executor(*tensors)
         if cp.backward is not None:  # training: one autograd node runs the backward program
             n = cp.backward.n_outs
             outs, saved = outs[:n], outs[n:]
             outs = cp.backward.record(tensors, cp.params, outs, saved)
+        if cp.step is not None:  # a training step: gradients, optimizer step, clear_grad
+            actions, n, single = cp.step
+            train_step.apply(actions, outs[n:], tensors)
+            return outs[0] if single else tuple(outs[:n])
         return outs[0] if cp.structure == "tensor" else tuple(outs)
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:

@@ -20,6 +20,7 @@ from adapter_api import OpArgumentError
 from .._src.autograd import no_grad
 from .._src.ops import math as M
 from .._src.tensor import Tensor, to_tensor
+from ..jit import train_step as _jit_step
 from .lr import LRScheduler
 
 
@@ -148,6 +149,8 @@ class Optimizer:
     # -- stepping -------------------------------------------------------------------------
     def clear_grad(self, set_to_zero: bool = False) -> None:
         """Drop every parameter's gradient (``set_to_zero=True`` keeps zero tensors)."""
+        if _jit_step.recording_optimizer(self, "clear_grad", set_to_zero):
+            return  # inside a traced training step: runs after the program (framework.jit.train_step)
         for p in self._all_params():
             p.clear_grad(set_to_zero)
 
@@ -157,6 +160,8 @@ class Optimizer:
     @no_grad()
     def step(self) -> None:
         """Apply one update to every parameter that has a gradient."""
+        if _jit_step.recording_optimizer(self, "step"):
+            return  # inside a traced training step: runs after the program (framework.jit.train_step)
         self._step_count += 1
         base_lr = self.get_lr()
         for group in self.param_groups:
