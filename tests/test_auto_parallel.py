@@ -61,6 +61,7 @@ def test_every_reshard_transition_against_numpy(nranks: int) -> None:
         assert must.format(4 * nranks) in names, f"check {must} did not run"
     if nranks == 4:
         assert "mesh_move/send_recv" in names and "2d/S0.S1->S1.S0" in names
+        assert "mesh_move/backward" in names
     assert proc.returncode == 0, proc.stdout[-3000:]
 
 

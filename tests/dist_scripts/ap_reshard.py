@@ -14,6 +14,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import numpy as np  # noqa: E402
 
+import framework as fw  # noqa: E402
 import framework.distributed as dist  # noqa: E402
 
 out = sys.argv[-1]
@@ -131,7 +132,24 @@ if n == 4:
         if rank in (0, 1):
             np.testing.assert_allclose(back._local_value().numpy(), x)
 
+    def move_backward():
+        """The gradient of a move between meshes comes back to the source ranks (send/recv)."""
+        a = dist.ProcessMesh([0, 1], dim_names=["x"])
+        b = dist.ProcessMesh([2, 3], dim_names=["x"])
+        x = np.arange(30, dtype=np.float32).reshape(6, 5)
+        w = np.linspace(-1.0, 1.0, 30, dtype=np.float32).reshape(6, 5)
+        d = dist.shard_tensor(x, a, [dist.Shard(0)], place=device, stop_gradient=False)
+        r = dist.reshard(d, b, [dist.Shard(1)])
+        loss = (r * r * fw.to_tensor(w, device=device)).sum()  # on mesh b only
+        loss.backward()  # every rank: b's backward, then the gradient goes back to a
+        if rank in (0, 1):
+            rows = slice(3 * rank, 3 * rank + 3)
+            np.testing.assert_allclose(d._local_value().grad.numpy(), (2 * x * w)[rows], rtol=1e-6)
+        else:
+            assert d._local_value() is None
+
     check("mesh_move/send_recv", move)
+    check("mesh_move/backward", move_backward)
 
 # an inserted reshard is logged
 check(

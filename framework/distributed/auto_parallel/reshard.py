@@ -317,37 +317,81 @@ def reshard(x: DistTensor, mesh: ProcessMesh, placements: list[Placement], why: 
 
 def _move(x: DistTensor, mesh: ProcessMesh, dst: list[Placement], why: str) -> DistTensor:
     """Between meshes: replicate on the source mesh, send the whole tensor to each rank of the
-    target mesh (from the source rank at the same position, modulo its size), then slice."""
+    target mesh (from the source rank at the same position, modulo its size), then slice.
+
+    Gradients come back the same way: with grad enabled, the source says (one flag) whether the
+    tensor needs a gradient; the target's received tensor is then a leaf that keeps its
+    gradient, and :func:`backward_across_meshes` (run by ``DistTensor.backward`` on every rank)
+    sends it back to the source, which continues its own backward from the sent tensor."""
     src_mesh = x.process_mesh
     me = collective.get_rank()
     full = None
     if x._local is not None:
         full = reshard_local(x, x._local, x.shape, src_mesh, x.placements, [Replicate()] * src_mesh.ndim, why)
     srcs, dsts = src_mesh.process_ids, mesh.process_ids
-    got = None
+    graded = autograd.is_grad_enabled() and x.dtype.kind == "f"
+    got, got_from, sent_to = None, None, []
     for n, d in enumerate(dsts):
         s = srcs[n % len(srcs)]
         if me == s == d:
-            got = full.detach()
+            got = full  # the same rank: the tape goes straight through
         elif me == s:
-            _note(
-                x,
-                src_mesh,
-                0,
-                x.placements[0],
-                Replicate(),
-                f"send to rank {d}",
-                full.numel() * full.dtype.itemsize,
-                why,
-            )
+            nbytes = full.numel() * full.dtype.itemsize
+            _note(x, src_mesh, 0, x.placements[0], Replicate(), f"send to rank {d}", nbytes, why)
             collective.send(full.detach(), dst=d)
+            if graded:
+                collective.send(_to_tensor([0 if full.stop_gradient else 1], device=full.device), dst=d)
+            sent_to.append(d)
         elif me == d:
             got = _empty(x.shape, x.dtype, _recv_device(x))
             collective.recv(got, src=s)
+            if graded:
+                flag = _empty((1,), _to_tensor([0]).dtype, got.device)
+                collective.recv(flag, src=s)
+                if int(flag.numpy()[0]):
+                    got.stop_gradient = False  # a leaf: its gradient is sent back in backward
+                    got_from = s
+    if graded and sent_to and full is not None and not full.stop_gradient:
+        PENDING.append(("source", full, sent_to, x))
+    if got_from is not None:
+        PENDING.append(("target", got, [got_from], x))
     local = None
     if got is not None:
         local = reshard_local(x, got, x.shape, mesh, [Replicate()] * mesh.ndim, dst, why)
     return DistTensor(local, mesh, dst, x.shape, x.dtype, x.name)
+
+
+#: moves between meshes whose gradient is still to be exchanged: (role, tensor, peers, x)
+PENDING: list[tuple[str, Tensor, list[int], Any]] = []
+
+
+def backward_across_meshes() -> None:
+    """Exchange the gradients of the moves between meshes, newest first (every rank calls it
+    after its local backward): a target sends its received tensor's gradient (zeros when
+    nothing used it) back to the source; a source adds what its targets send and continues
+    its backward from the tensor it sent."""
+    while PENDING:
+        role, t, peers, x = PENDING.pop()
+        if role == "target":
+            g = t.grad if t.grad is not None else _creation.zeros(t.shape, dtype=t.dtype, device=t.device)
+            _note(
+                x,
+                x.process_mesh,
+                0,
+                Replicate(),
+                Replicate(),
+                f"gradient send to rank {peers[0]}",
+                g.numel() * g.dtype.itemsize,
+                "backward",
+            )
+            collective.send(g.detach(), dst=peers[0])
+            continue
+        total = None
+        for peer in peers:
+            g = _empty(t.shape, t.dtype, t.device)
+            collective.recv(g, src=peer)
+            total = g if total is None else total + g
+        autograd.backward(t, total, retain_graph=bool(PENDING))
 
 
 def _recv_device(x: DistTensor) -> Any:
@@ -364,3 +408,4 @@ def unshard_dtensor(x: DistTensor) -> Tensor:
 DistTensor.whole = staticmethod(
     lambda x, why: reshard(x, x.process_mesh, [Replicate()] * x.process_mesh.ndim, why=why)
 )
+DistTensor.across = staticmethod(lambda run: backward_across_meshes() if run else bool(PENDING))
