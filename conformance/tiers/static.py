@@ -60,7 +60,7 @@ def primitive_case(name: str, dtype: str, device: str, seed: int = 0) -> dict[st
     d = dtype_of(dtype)
     rng = np.random.default_rng(seed)
     held = _device_dtypes(device)
-    n = 0
+    n = replayed = 0
     programs: dict[str, int] = {}
     for sample in info.samples(d, rng):
         attrs = dict(sample.attrs)
@@ -89,7 +89,29 @@ def primitive_case(name: str, dtype: str, device: str, seed: int = 0) -> dict[st
             shifted = [put(a, device, OFFSET_ELEMS) for a in sample.ins]
             _equal(ex(*shifted)[0].numpy(), want, where + f" (inputs at a {OFFSET_ELEMS}-element offset)")
             n += 1
-    return {"samples": n, "programs": programs}
+            replayed += _check_replay(ex, sample.ins, want, device, where)
+    return {"samples": n, "programs": programs, "replayed": replayed}
+
+
+def _check_replay(ex: Any, samples: Sequence[np.ndarray], want: np.ndarray, device: str, where: str) -> int:
+    """Where the runtime offers graph capture the executor replays a program from its second
+    run on: a replay (of new input tensors, at an offset) must equal eager too, and a capture
+    must not fail. Returns 1 when a replay was checked."""
+    if not ex.memory_stats({})["graph_offered"]:
+        return 0
+    got = ex(*[put(a, device, OFFSET_ELEMS) for a in samples])[0].numpy()
+    stats = ex.memory_stats({})
+    if not stats["graph"]:
+        off = stats["graph_off"] or "?"
+        if "eager steps" in off:  # an op without a kernel runs through the dispatcher: never captured
+            return 0
+        raise CheckFailure(
+            f"{where}: the runtime offers graph capture (supports_graphs), but capturing the program failed: {off}",
+            "a captured graph",
+            off,
+        )
+    _equal(got, want, where + " (a graph replay)")
+    return 1
 
 
 def composite_case(info: C.CompositeInfo, dtype: str, device: str) -> dict[str, Any]:

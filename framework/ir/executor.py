@@ -160,6 +160,7 @@ class Executor:
             "instructions": len(pl.instrs),
             "graph": pl.graph is not None,
             "graph_off": pl.graph_failed,
+            "graph_offered": self.graphs and _offers_graphs(pl.ctx.runtime, self.device.index),
         }
 
     def held_bytes(self) -> int:
@@ -174,14 +175,17 @@ class Executor:
         if plan.has_eager:
             plan.graph_failed = "the program has eager steps (ops without a kernel on the device)"
             return False
-        try:
-            ok = bool(plan.ctx.runtime.supports_graphs(self.device.index))
-        except Exception as exc:  # noqa: BLE001 — a runtime's failure to answer means no
-            plan.graph_failed = f"supports_graphs raised {type(exc).__name__}: {exc}"
-            return False
+        ok = _offers_graphs(plan.ctx.runtime, self.device.index)
         if not ok:
             plan.graph_failed = "the device runtime offers no graph capture"
         return ok
+
+
+def _offers_graphs(runtime: Any, index: int) -> bool:
+    try:
+        return bool(runtime.supports_graphs(index))
+    except Exception:  # noqa: BLE001 — a runtime that cannot answer offers none
+        return False
 
 
 class _Info:
