@@ -49,14 +49,9 @@ def handles(op: Operation) -> bool:
 
 
 def reads(op: Operation) -> list[Value]:
-    """Every value ``op`` reads when it runs: its operands, then what its regions capture."""
-    out = list(op.operands)
-    seen = set(out)
-    for v in free_values(op):
-        if v not in seen:
-            seen.add(v)
-            out.append(v)
-    return out
+    """Every value ``op`` reads when it runs: its operands, then what its regions capture (a
+    value may be both: a loop's initial value that its body also reads)."""
+    return list(op.operands) + free_values(op)
 
 
 def region_program(op: Operation, k: int, captured: Sequence[Value], name: str) -> Program:
