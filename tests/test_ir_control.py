@@ -481,3 +481,24 @@ def test_save_and_load_a_program_with_cf_ops(tmp_path):
     (res,) = predictor.run([x])
     with fw.no_grad():
         np.testing.assert_allclose(res.numpy(), net(_t(x)).numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_cond_while_and_draws_in_a_program_equal_eager_on_every_device(device):
+    def f(x):
+        h = fw.nn.functional.dropout(x, 0.25, training=True)
+        h = cond(h.sum() > 0.0, lambda: fw.exp(h), lambda: h * 2.0)
+        _, h = while_loop(
+            lambda i, h: i < 3, lambda i, h: [i + 1, h * 0.5 + x], [fw.zeros([], "int64", device=device), h]
+        )
+        return h
+
+    sf = fw.jit.to_static(f, input_spec=[InputSpec([None, 8])])
+    rng = np.random.default_rng(5)
+    for sign in (1.0, -1.0):
+        x = fw.to_tensor(sign * np.abs(rng.standard_normal((4, 8))).astype(np.float32), device=device)
+        with fw.no_grad():
+            fw.seed(21)
+            want = f(x).numpy()
+            fw.seed(21)
+            got = sf(x).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
