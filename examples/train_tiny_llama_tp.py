@@ -56,17 +56,38 @@ def state_bytes(opt: fw.optim.Optimizer) -> int:
     return n
 
 
+def sample_batch(batch: int = 8, seq: int = 32, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """The first batch :func:`train` draws (what ``dist.auto_plan`` is given)."""
+    ids_all, _ = char_corpus()
+    starts = np.random.default_rng(seed).integers(0, len(ids_all) - seq - 1, batch)
+    return (
+        np.stack([ids_all[s : s + seq] for s in starts]),
+        np.stack([ids_all[s + 1 : s + seq + 1] for s in starts]),
+    )
+
+
 def train(
-    steps: int = 8, dp: int = 1, tp: int = 1, batch: int = 8, seq: int = 32, seed: int = 0, zero: bool = False
+    steps: int = 8,
+    dp: int = 1,
+    tp: int = 1,
+    batch: int = 8,
+    seq: int = 32,
+    seed: int = 0,
+    zero: bool = False,
+    plan: dist.Plan | None = None,
 ):
     """Train on a ``dp x tp`` mesh (1 x 1: one process, no mesh; ``zero``: the optimizer
-    states split over the data-parallel axis too, ZeRO stage 1); returns (losses, parameter
-    bytes held, parameter bytes of the whole model, optimizer-state bytes held)."""
+    states split over the data-parallel axis too, ZeRO stage 1; ``plan``: laid out by
+    ``dist.auto_plan``'s plan instead); returns (losses, parameter bytes held, parameter bytes
+    of the whole model, optimizer-state bytes held)."""
     ids_all, vocab = char_corpus()
     fw.seed(seed)
     model = TinyLlama(len(vocab), max_seq=seq)
     mesh = None
-    if dp * tp > 1:
+    if plan is not None:
+        mesh = plan.mesh
+        plan.apply(model)
+    elif dp * tp > 1:
         dist.init_parallel_env()
         mesh = dist.ProcessMesh(np.arange(dp * tp).reshape(dp, tp), dim_names=["dp", "mp"])
         dist.shard_layer(model, mesh, tp_shard_fn("mp"))
@@ -84,7 +105,7 @@ def train(
         starts = rng.integers(0, len(ids_all) - seq - 1, batch)
         x = fw.to_tensor(np.stack([ids_all[s : s + seq] for s in starts]))
         y = fw.to_tensor(np.stack([ids_all[s + 1 : s + seq + 1] for s in starts]))
-        if mesh is not None:  # the batch is split over the data-parallel axis
+        if mesh is not None and mesh.shape[0] > 1:  # the batch is split over the data-parallel axis
             x = dist.shard_tensor(x, mesh, [dist.Shard(0), dist.Replicate()])
             y = dist.shard_tensor(y, mesh, [dist.Shard(0), dist.Replicate()])
         logits = model(x)

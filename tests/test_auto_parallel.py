@@ -277,3 +277,31 @@ def test_shard_optimizer_states_follow_the_parameters_and_zero_splits_them() -> 
         assert states and all(isinstance(v, dist.DistTensor) and v.placements == want for v in states)
     with pytest.raises(fw.OpArgumentError, match=r"\[shard_optimizer\] parameter .* is not distributed"):
         dist.shard_optimizer(fw.optim.SGD(parameters=[fw.nn.Parameter.from_tensor(fw.ones((2,)))]))
+
+
+# -- strategy search -------------------------------------------------------------------------
+@needs_mpi
+@pytest.mark.mpi
+def test_auto_plan_scores_every_layout_and_its_plan_trains_like_one_process() -> None:
+    proc, out = _launch("ap_plan.py", 4)
+    picks = set()
+    for r in range(4):
+        path = os.path.join(out, f"rank{r}.json")
+        assert os.path.exists(path), (
+            f"rank {r} wrote no result (exit {proc.returncode}):\n{proc.stdout[-3000:]}"
+        )
+        d = json.load(open(path))
+        table = d["table"]
+        # dp x tp in {4x1, 2x2, 1x4}; for tp > 1: replicated, pairs, pairs+column, column, hand-written
+        assert sorted({(row["dp"], row["tp"]) for row in table}) == [(1, 4), (2, 2), (4, 1)]
+        assert len(table) == 1 + 5 + 5 and sum(row["picked"] for row in table) == 1
+        for row in table:
+            assert row["score_ms"] == pytest.approx(row["compute_ms"] + row["comm_ms"])
+        by = {(row["dp"], row["tp"], row["layout"]): row for row in table}
+        assert by[(1, 4, "replicated")]["bytes_moved"] == 0  # nothing to move: every rank has it all
+        assert by[(1, 4, "column")]["memory_bytes"] < 0.3 * by[(4, 1, "replicated")]["memory_bytes"]
+        assert d["unchanged"]  # the search leaves the model as it was
+        np.testing.assert_allclose(d["losses"], d["ref"], rtol=1e-5, atol=1e-5)
+        picks.add(tuple(d["pick"]))
+    assert len(picks) == 1, picks  # every rank applies the same plan
+    assert proc.returncode == 0, proc.stdout[-3000:]

@@ -17,6 +17,7 @@ from .layer import local_bytes, shard_layer
 from .mesh import ProcessMesh
 from .optimizer import ShardingStage1, shard_optimizer
 from .placement import Partial, Placement, Replicate, Shard
+from .planner import Plan, auto_plan
 from .reshard import LOG, reshard, unshard_dtensor
 
 
@@ -27,8 +28,10 @@ def reshard_log() -> list[dict]:
 
 __all__ = [
     "DistTensor",
+    "auto_plan",
     "Partial",
     "Placement",
+    "Plan",
     "ProcessMesh",
     "Replicate",
     "Shard",

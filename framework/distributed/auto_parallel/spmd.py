@@ -164,7 +164,7 @@ def _linear(attrs: dict[str, Any], ins: list[Any]) -> Rule | None:
 
 
 _LINEAR_EW = {"add": "all", "sub": "all", "mul": "one", "div": "first", "neg": "one", "copy": "one"}
-_ACTIVATIONS = (
+ACTIVATIONS = (
     "gelu silu sigmoid relu relu6 leaky_relu softplus hardtanh elu selu celu hardswish hardsigmoid "
     "mish softsign tanhshrink hardshrink softshrink thresholded_relu log_sigmoid atan lgamma digamma erfinv"
 ).split()
@@ -194,7 +194,7 @@ OP_RULES: dict[str, Callable[[dict[str, Any], list[Any]], Rule | None]] = {
     "layer_norm": _norm,
     "attention": _attention,
     "atan2": lambda a, ins: _elementwise(2),
-    **{name: (lambda a, ins: _elementwise(1)) for name in _ACTIVATIONS},
+    **{name: (lambda a, ins: _elementwise(1)) for name in ACTIVATIONS},
 }
 
 
