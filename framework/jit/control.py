@@ -13,13 +13,15 @@ captured values, and records ``autograd.grad`` of the replayed outputs, i.e. the
 gradient rules, exactly as the eager tape would run them. The forward branch is recomputed in
 the backward program (its intermediates are not saved across the cond).
 
-``cf.while`` has no gradient yet: a training trace whose loss depends on a loop value that
-needs a gradient gets a clear error.
+``cf.while``'s gradient is built from ``cf.while`` ops by recomputation (no per-iteration
+state is saved: the IR has no tensor arrays): the trip count, then for each iteration from the
+last the state recomputed from the initial values and the VJP of one body application; the
+backward runs the body O(n²) times for n iterations (:func:`_while_grad`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -140,7 +142,7 @@ def trace_while(
             blocks.append(blk)
     op = tr.block.append_op(Operation("cf.while", init, list(types), regions=[Region([b]) for b in blocks]))
     outs = [tr._tensor(r, t.shape, t.dtype) for r, t in zip(op.results, loop_vars)]
-    _record(tr, op, outs, _WHILE_GRAD, None)
+    _record(tr, op, outs, _WHILE_GRAD, tr)
     return outs
 
 
@@ -172,9 +174,9 @@ def _replay(tr: Any, blk: Block, env: dict[Value, Tensor]) -> list[Tensor]:
             res = trace_while(tr, _replayer(tr, regions[0], env, 0), _replayer(tr, regions[1], env, 1), ins)
         elif draws_at_run(o):
             raise TracingError(
-                "[to_static] the gradient of a cond whose branch draws random numbers (dropout inside "
-                "fw.static.nn.cond) is not available: the backward would draw a different mask. Draw "
-                "the mask outside the cond and pass it in"
+                "[to_static] the gradient of a cond whose branch (or a while_loop whose body) draws random "
+                "numbers (dropout inside fw.static.nn.cond / while_loop) is not available: the backward "
+                "recomputes the branch and would draw a different mask. Draw the mask outside and pass it in"
             )
         else:
             d = lookup(o.name).opdef
@@ -255,18 +257,94 @@ def _cond_grad(node: autograd.Node, gouts: list[Tensor | None]) -> list[Tensor |
     return res
 
 
+def _leaf(tr: Any, t: Tensor, grad: bool) -> Tensor:
+    """A tensor on ``t``'s value with no graph: where a replay's gradient stops."""
+    leaf = tr._tensor(tr.value_of(t, "gradient"), t.shape, t.dtype)
+    leaf.stop_gradient = not grad
+    return leaf
+
+
+def _zeros(tr: Any, t: Tensor) -> Tensor:
+    return base.full_tensor(tuple(t.shape), 0, t.dtype, tr.device)
+
+
 def _while_grad(node: autograd.Node, gouts: list[Tensor | None]) -> list[Tensor | None]:
-    raise TracingError(
-        "[to_static] training through fw.static.nn.while_loop under to_static is not supported yet: the "
-        "loss depends on a loop value that needs a gradient. Run the training step eagerly (while_loop "
-        "then unrolls in Python and gradients flow), or keep the loop out of the differentiated path "
-        "(loop over values that need no gradient)"
-    )
+    """The gradient of ``cf.while`` by recomputation, itself made of ``cf.while`` ops:
+
+    1. the trip count ``n``: the loop run again with a counter;
+    2. ``for j = n-1 .. 0``: the state after ``j`` iterations, recomputed from the initial
+       values (an inner loop), then the VJP of one body application at that state (its ops
+       replayed with autograd on, as for cond): the loop values' gradients flow back one
+       iteration and the captured values' gradients add up.
+
+    No per-iteration state is saved (the IR has no tensor arrays): the backward runs the body
+    O(n²) times."""
+    op, captured, tr = node.ctx
+    ins = node.inputs
+    assert ins is not None
+    nc = len(captured)
+    init = list(ins[nc:])
+    res: list[Tensor | None] = [None] * len(ins)
+    fl = [i for i, t in enumerate(init) if _float(t)]
+    need_c = [i for i in range(nc) if not ins[i].stop_gradient and _float(ins[i])]
+    need_i = [i for i in fl if not init[i].stop_gradient]
+    if not (need_c or need_i) or all(gouts[i] is None for i in fl):
+        return res
+    cond_blk, body_blk = (r.blocks[0] for r in op.regions)
+    outer = {v: ins[k] for k, v in enumerate(captured)}
+
+    def step(vals: Sequence[Tensor], env_extra: dict[Value, Tensor] | None = None) -> list[Tensor]:
+        env = dict(outer)
+        env.update(env_extra or {})
+        env.update(zip(body_blk.args, vals))
+        return _replay(tr, body_blk, env)
+
+    def holds(vals: Sequence[Tensor]) -> Tensor:
+        env = dict(outer)
+        env.update(zip(cond_blk.args, vals))
+        return _replay(tr, cond_blk, env)[0]
+
+    def counted(*vals: Tensor) -> list[Tensor]:
+        return [*step(vals[:-1]), vals[-1] + 1]
+
+    zero = base.full_tensor((), 0, np.dtype("int64"), tr.device)
+    with autograd.no_grad():
+        n = trace_while(tr, lambda *v: holds(v[:-1]), counted, [*init, zero])[-1]
+        ng = len(fl)
+
+        def back(j: Tensor, *acc: Tensor) -> list[Tensor]:
+            gv, gc = acc[:ng], acc[ng:]
+            state = trace_while(tr, lambda *v: v[-1] < j, counted, [*init, zero])[:-1]
+            leaves = [_leaf(tr, t, i in fl) for i, t in enumerate(state)]
+            cleaves = {captured[i]: _leaf(tr, ins[i], True) for i in need_c}
+            with autograd.enable_grad():
+                outs = step(leaves, cleaves)
+            pairs = [(outs[i], g) for i, g in zip(fl, gv) if not outs[i].stop_gradient]
+            wrt = [leaves[i] for i in fl] + [cleaves[captured[i]] for i in need_c]
+            grads = (
+                autograd.grad([o for o, _ in pairs], wrt, [g for _, g in pairs], allow_unused=True)
+                if pairs
+                else [None] * len(wrt)
+            )
+            new = [_zeros(tr, w) if g is None else g.reshape(w.shape) for g, w in zip(grads, wrt)]
+            return [j - 1, *new[:ng], *(a + b for a, b in zip(gc, new[ng:]))]
+
+        g0 = [gouts[i] if gouts[i] is not None else _zeros(tr, init[i]) for i in fl]
+        gc0 = [_zeros(tr, ins[i]) for i in need_c]
+        final = trace_while(tr, lambda j, *_: j >= 0, back, [n - 1, *g0, *gc0])
+    for k, i in enumerate(fl):
+        if i in need_i:
+            res[nc + i] = final[1 + k]
+    for k, i in enumerate(need_c):
+        res[i] = final[1 + ng + k]
+    return res
 
 
 _COND_GRAD = OpDef(
     "cf.cond", "program", None, _cond_grad, False, None, "the gradient of cf.cond: a cf.cond of VJPs"
 )
-_WHILE_GRAD = OpDef("cf.while", "program", None, _while_grad, False, None, "cf.while (no gradient yet)")
+_WHILE_GRAD = OpDef(
+    "cf.while", "program", None, _while_grad, False, None, "the gradient of cf.while: loops of VJPs"
+)
 
 RECORDERS[Tracer] = (trace_cond, trace_while)
