@@ -34,6 +34,7 @@ from .._src import device as _dev
 from .._src.ops import base as _base
 from .._src.tensor import Tensor
 from . import eager as _eager
+from . import fused as _fused
 from . import primitives as _primitives
 from .cache import CacheStats, ProgramCache, cache_dir, compile_error_message, source_excerpt
 from .eager import CACHE, CompileWarning, compiler_for, install
@@ -214,3 +215,4 @@ def run_generated(op: str, *inputs: Tensor, **attrs: Any) -> tuple[list[Tensor],
 
 install()
 _primitives.install()
+_fused.install()

@@ -58,9 +58,11 @@ class Geometry:
         self.rows = math.prod(self.lead)
 
     def kind_of_input(self, shape: tuple[int, ...]) -> tuple[bool, bool]:
-        if shape == self.shape:
-            return True, True
         size = math.prod(shape)
+        if shape == self.shape or (
+            self.rows > 1 and shape and shape[-1] == self.n and size == self.rows * self.n
+        ):
+            return True, True  # the same elements in the same order: (1024, 64) as (16, 64, 64)
         if size == 1:
             return False, False
         if shape and shape[-1] == self.n and size == self.n:
@@ -91,9 +93,10 @@ class Geometry:
 
 
 class _Tracer:
-    def __init__(self, geo: Geometry, b: ir.Builder) -> None:
+    def __init__(self, geo: Geometry, b: ir.Builder, rowsum: bool = True) -> None:
         self.geo = geo
         self.b = b
+        self.rowsum = rowsum
         self.keep: list[Tensor] = []
 
     def sym(self, node: ir.Node, shape: tuple[int, ...], dtype: np.dtype, device: Any) -> Tensor:
@@ -141,7 +144,8 @@ class _Tracer:
         elif role == "cast":
             node = b.cast(args[0], dtype)
         elif (
-            name == "sum"
+            self.rowsum
+            and name == "sum"
             and ins[0].ndim >= 2
             and args[0].row
             and args[0].col
@@ -167,21 +171,36 @@ def trace(
     ins: list[Tensor],
     attrs: dict[str, Any],
     main: tuple[int, ...] | None = None,
+    group: bool = False,
 ) -> tuple[ir.Program, list[tuple[tuple[int, ...], np.dtype]]]:
     """Trace ``fn(*ins, **attrs)`` into a :class:`ir.Program` and the outputs' (shape, dtype).
 
     ``main`` is the shape whose last axis is the row (the first input's by default). Raises
     :class:`NotFusible` when the graph is not a fusion group.
+
+    ``group=True`` traces a fusion group of a program (:mod:`framework.compiler.fused`):
+    bool inputs (masks) are read as they are, an input of any shape that broadcasts to
+    ``main`` is read through an index expression (``Program.loads``: a ``[seq, seq]`` mask
+    under ``[batch, heads, seq, seq]`` scores), and a sum over rows is not taken (its
+    partial sums would need a second kernel).
     """
     geo = Geometry(tuple(main if main is not None else ins[0].shape))
     b = ir.Builder()
-    tr = _Tracer(geo, b)
+    tr = _Tracer(geo, b, rowsum=not group)
     kinds = []
     sym_ins = []
+    loads: dict[int, str] = {}
     for k, t in enumerate(ins):
-        if t.dtype not in ir.FLOATS:
+        if t.dtype not in ir.FLOATS and not (group and t.dtype == ir.BOOL):
             raise NotFusible(f"input {k} is {t.dtype}; generated kernels take float32/float64")
-        row, col = geo.kind_of_input(t.shape)
+        try:
+            row, col = geo.kind_of_input(t.shape)
+        except NotFusible:
+            if not group:
+                raise
+            row, col, at = _broadcast_load(t.shape, geo.shape)
+            if at is not None:
+                loads[k] = at
         kinds.append((t.dtype, row, col))
         sym_ins.append(tr.sym(b.input(k, t.dtype, row, col), t.shape, t.dtype, t.device))
     if base.TRACER.get() is not None:
@@ -216,5 +235,25 @@ def trace(
         raise NotFusible("an output is neither a full row nor one value per row")
     if any(a.op == _ROWSUM for n in ir.live_nodes(nodes) for a in n.args):
         raise NotFusible("a sum over rows feeds another value")
-    prog = ir.Program(name, geo.n, kinds, nodes, out_col, b.nodes)
+    prog = ir.Program(name, geo.n, kinds, nodes, out_col, b.nodes, loads)
     return prog, metas
+
+
+def _broadcast_load(shape: tuple[int, ...], main: tuple[int, ...]) -> tuple[bool, bool, str | None]:
+    """(row, col, index expression) of an input of ``shape`` broadcast to ``main``: the
+    element (r, j) of the ``(rows, n)`` view reads the input at the expression's offset."""
+    if len(shape) > len(main):
+        raise NotFusible(f"input of shape {shape} has more axes than the rows {main}")
+    padded = (1,) * (len(main) - len(shape)) + tuple(shape)
+    if any(s not in (1, m) for s, m in zip(padded, main)):
+        raise NotFusible(f"input of shape {shape} does not broadcast to {main}")
+    col = padded[-1] == main[-1] != 1
+    terms = []
+    for d in range(len(main) - 1):
+        if padded[d] != 1:
+            inner = math.prod(main[d + 1 : -1])
+            terms.append(f"((r / {inner}) % {main[d]}) * {math.prod(padded[d + 1 :])}")
+    row = bool(terms)
+    if col:
+        terms.append("j")
+    return row, col, " + ".join(terms) if row else None

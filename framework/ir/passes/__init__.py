@@ -24,6 +24,7 @@ from .cse import CommonSubexpressionElimination, eliminate_common_subexpressions
 from .dce import DeadCodeElimination, eliminate_dead_code
 from .drr import Attr, Const, Match, Pat, Res, Rule, Var
 from .fold import ConstantFolding, fold_constants
+from .fusion import Fusion, fuse_program, fusion_stats
 from .manager import (
     DEFAULT_LEVEL,
     LEVELS,
@@ -51,6 +52,7 @@ __all__ = [
     "DeadCodeElimination",
     "Fuse",
     "FunctionPass",
+    "Fusion",
     "Match",
     "Pass",
     "PassContext",
@@ -67,6 +69,8 @@ __all__ = [
     "eliminate_common_subexpressions",
     "eliminate_dead_code",
     "fold_constants",
+    "fuse_program",
+    "fusion_stats",
     "optimize",
     "register_pass",
     "rules",

@@ -1,0 +1,188 @@
+"""Kernels for the fusion groups of programs (:mod:`framework.ir.passes.fusion`).
+
+A group arrives as a small program (its inputs, ops and outputs, dims possibly symbolic).
+:func:`lower_group` traces it on symbolic tensors at two sizes of its symbols
+(:func:`framework.compiler.trace` with ``group=True``) and keeps it only when both give the
+same loop-IR program: then one kernel, with the number of rows (and, when the row length is
+symbolic, the row length) as arguments, serves every size. The *main* value, whose last axis
+is the row, is the group's largest.
+
+Its kernel reaches the executor through ``dispatch.KERNEL_SOURCES`` like a generated
+primitive: looking up ``fused.g<id>`` builds the kernel (once, through the program cache, on
+disk too); a kernel that does not build warns once (:class:`CompileWarning`), is counted
+(``fusion_stats()["failed"]``) and declines, so the executor runs the group's ops unfused.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from adapter_api import CompileError, KernelEntry
+
+from .._src import device as _dev
+from .._src.ops import base
+from .._src.tensor import Tensor
+from ..ir import Program, SymDim, TensorType
+from ..ir.dialects import meta_tensor
+from ..ir.passes import fusion
+from . import ir
+from .eager import Kernel, _kind, _warn_once, compiler_for, make_kernel
+from .emit import EMITTERS
+from .trace import NotFusible, trace
+
+PLUGIN = "oarlock.compiler (fused)"
+#: the two sizes every symbol takes when a group is traced (primes: no accidental equal dims)
+_PROBES = ((11, 13, 17, 19, 23, 29, 31, 37), (41, 43, 47, 53, 59, 61, 67, 71))
+
+
+@dataclass
+class Lowered:
+    """A group lowered to the loop IR: ``main`` is the type whose last axis is the row."""
+
+    program: ir.Program
+    main: TensorType
+
+
+def _binding(symbols: tuple[str, ...], probe: int) -> dict[str, int]:
+    values = _PROBES[probe]
+    return {s: values[k % len(values)] + 64 * (k // len(values)) for k, s in enumerate(symbols)}
+
+
+def _main(body: Program, binding: dict[str, int]) -> TensorType:
+    values = [*body.inputs, *(r for op in body.block.ops for r in op.results)]
+    best: TensorType | None = None
+    size = -1
+    for v in values:
+        t = v.type
+        if isinstance(t, TensorType) and t.rank and t.dtype.kind == "f":
+            n = math.prod(t.concrete(binding))
+            if n > size:
+                best, size = t, n
+    if best is None:
+        raise NotFusible("the group has no floating-point value")
+    return best
+
+
+def _trace_at(body: Program, symbols: tuple[str, ...], binding: dict[str, int]) -> Lowered:
+    main = _main(body, binding)
+    ins: list[Tensor] = []
+    for v in body.inputs:
+        t = v.type
+        assert isinstance(t, TensorType)
+        ins.append(meta_tensor(t.concrete(binding), t.dtype))
+
+    def run(*syms: Tensor) -> list[Tensor]:
+        return fusion.replay(body, syms, binding)
+
+    prog, _ = trace(body.name, run, ins, {}, main.concrete(binding), group=True)
+    if isinstance(main.shape[-1], SymDim):
+        prog.n = None  # the row length is an argument of the kernel
+    return Lowered(prog, main)
+
+
+def lower_group(body: Program, full: bool = True) -> Lowered:
+    """The loop-IR program of a group (raises :class:`NotFusible` with the reason). With
+    ``full``, a group with symbolic dims is traced at two sizes and must lower alike."""
+    symbols = fusion._symbols(body.inputs, body.block.ops)
+    low = _trace_at(body, symbols, _binding(symbols, 0))
+    if full and symbols:
+        other = _trace_at(body, symbols, _binding(symbols, 1))
+        if other.program.describe() != low.program.describe():
+            raise NotFusible("the loop IR depends on the size of a symbolic dim")
+    return low
+
+
+class Backend:
+    """The compiler as the fusion pass's backend (:class:`framework.ir.passes.fusion.Backend`)."""
+
+    def available(self, device: str) -> bool:
+        if not base._compile_enabled():
+            return False
+        comp = compiler_for(_dev.parse(device))
+        return comp is not None and _language(comp.language, _dev.parse(device)) in EMITTERS
+
+    def check(self, body: Program, device: str, full: bool) -> fusion.Estimate | str:
+        try:
+            low = lower_group(body, full)
+        except NotFusible as exc:
+            return str(exc)
+        passes = max(len(ir.schedule(low.program).loops), 1)
+        if not full:
+            return fusion.Estimate(passes)
+        dev = _dev.parse(device)
+        comp = compiler_for(dev)
+        try:
+            kernel = make_kernel(low.program, comp.language, device_kind=_kind(dev))
+        except NotImplementedError as exc:  # the emitter has no syntax for some value
+            return str(exc)
+        return fusion.Estimate(passes, kernel.source)
+
+
+def _language(language: str, dev: _dev.Device) -> str:
+    kind = _kind(dev)
+    return f"{language}/{kind}" if kind and f"{language}/{kind}" in EMITTERS else language
+
+
+def kernel_source(op: str, device_type: str, dtype: np.dtype) -> KernelEntry | None:
+    """``dispatch.KERNEL_SOURCES`` entry: the generated kernel of fusion group ``op``."""
+    g = fusion.GROUPS.get(op)
+    if g is None or not base._compile_enabled():
+        return None
+    dev = _dev.Device(device_type, 0)
+    comp = compiler_for(dev)
+    if comp is None:
+        return None
+    try:
+        low = lower_group(g.body)
+        kernel = make_kernel(low.program, comp.language, device_kind=_kind(dev))
+        kernel.build(comp)
+    except (CompileError, NotImplementedError, NotFusible) as exc:
+        fusion.count("failed")
+        _warn_once(
+            (op, device_type),
+            f"{exc}\n[compiler] fusion group {op} ({len(g.body.block.ops) - 1} ops) does not build on "
+            f"{device_type}; its ops run unfused from now on",
+        )
+        return None
+    fusion.count("kernels")
+    return KernelEntry(_launcher(g, low, kernel, device_type), PLUGIN)
+
+
+def _launcher(g: fusion.Group, low: Lowered, kernel: Kernel, device_type: str) -> Any:
+    symbolic_n = low.program.n is None
+    main = low.main
+    rows_layout = kernel.layout == "rows"
+    local = kernel.local
+    symbols = g.symbols
+
+    def launch(ctx: Any, outs: list[Any], ins: list[Any], dims: tuple[int, ...] = ()) -> None:
+        shape = main.concrete(dict(zip(symbols, dims)))
+        rows = math.prod(shape[:-1])
+        if rows == 0:
+            return
+        comp = compiler_for(_dev.Device(device_type, ctx.device_index))
+        args = [*ins, *outs, np.int64(rows)]
+        if symbolic_n:
+            args.append(np.int64(shape[-1]))
+        if rows_layout:
+            grid, loc = (rows,), ((local,) if local > 1 else None)
+        else:
+            grid, loc = (rows * local,), (local,)
+        comp.launch(kernel.build(comp), args, grid, loc, ctx.stream)
+
+    return launch
+
+
+def install() -> None:
+    """Register the fusion backend and the kernel source (idempotent)."""
+    from .._src import dispatch
+
+    if not any(isinstance(b, Backend) for b in fusion.BACKENDS):
+        fusion.BACKENDS.append(Backend())
+    if kernel_source not in dispatch.KERNEL_SOURCES:
+        dispatch.KERNEL_SOURCES.append(kernel_source)
+        dispatch.clear_kernel_cache()

@@ -1,0 +1,463 @@
+"""The fusion pass: neighbouring element-wise, broadcast, row-reduction and reshape ops of a
+program become one ``fused.g<id>`` op, whose kernel the compiler generates.
+
+A *fusion group* is a convex set of ops (no path leaves the group and comes back) whose values
+all fit the compiler's loop IR: full rows of one ``(rows, n)`` view, per-row values (a
+reduction along the row: ``sum``, ``max``, ``min``), per-column vectors and scalars, and any
+input broadcast to the rows (a ``[seq, seq]`` mask under ``[batch, heads, seq, seq]`` scores).
+Residual add + rms_norm, bias + gelu, scale + mask + softmax, the rotary embedding and the
+element-wise chains of a backward program are such groups.
+
+Grouping walks the program in order. An op that can join a group (its OpDef lowers to the
+loop IR, or it is a reshape) joins the group of one of its operands when the group stays
+convex and the compiler can still trace it (:data:`BACKENDS`: ``framework.compiler``
+registers one); otherwise it starts a group. No op is ever put in two groups, so nothing is
+recomputed and no reduction is duplicated. The cost model then keeps a group when the bytes
+its one kernel moves (each input read once per pass over the row, each output written once)
+are no more than the bytes its ops move one by one (every operand read, every result
+written): the intermediates it saves outweigh the extra passes a second reduction level
+needs (a tie still saves launches).
+
+Each kept group becomes one op whose operands are the group's inputs and whose results are
+the values read after it. Its OpDef (a composite registered in the IR's op table only, never
+in the eager op table) has the group's ops as its decomposition, so the executor finds the
+generated kernel through ``dispatch.find_kernel`` (the compiler's ``KERNEL_SOURCES`` entry)
+and, when the kernel does not build, runs the unfused ops as an eager step (a
+``CompileWarning`` once, counted in :func:`fusion_stats`). The group's symbolic dims are the
+op's ``dims`` attribute, so one kernel serves every batch size.
+
+Programs keep their portable form: :func:`fuse_program` fuses a copy for one device (what
+``to_static`` and ``jit.load`` hand to the executor); ``jit.save`` writes the unfused program.
+``OARLOCK_PRINT_IR=fusion`` prints the program around the pass, every group's ops and its
+generated source.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import math
+import os
+import sys
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ..._src import dispatch, env
+from ..._src.opdef import OpDef
+from ..._src.ops import base
+from ..._src.tensor import Tensor
+from ..core import Operation, Program, SymDim, TensorType, Value, print_program, resolve
+from ..dialects import OpInfo, lookup, register
+from .dce import eliminate_dead_code
+from .manager import Pass, PassContext, PassManager, register_pass
+
+#: ops with these loop-IR roles may join a group (besides reshapes)
+_ROLES = ("expr", "cast", "pass", "reduce")
+#: what the cost model evaluates a symbolic dim at (bytes are compared, not measured)
+_SIZE_OF_SYMBOL = 64
+
+
+@dataclass
+class Estimate:
+    """What a backend says of a group it can emit: ``passes`` over the row the kernel makes
+    (each reads the group's full inputs again) and the generated ``source`` (when asked)."""
+
+    passes: int
+    source: str = ""
+
+
+class Backend(Protocol):
+    """What the fusion pass asks of the compiler (``framework.compiler`` registers one)."""
+
+    def available(self, device: str) -> bool:
+        """Whether fused kernels can be generated for ``device`` (compile access, switched on)."""
+        ...
+
+    def check(self, body: Program, device: str, full: bool) -> Estimate | str:
+        """An :class:`Estimate` when ``body`` (a group as a program) can be emitted for
+        ``device``, else why not. ``full`` checks every batch size and emits the source;
+        otherwise one size is traced (the quick check made while a group grows)."""
+        ...
+
+
+#: fusion backends, the last one is used (``framework.compiler`` adds itself on import)
+BACKENDS: list[Backend] = []
+
+
+@dataclass
+class Group:
+    """A fusion group made into an op: its name, its ops as a program, its symbols."""
+
+    name: str
+    body: Program
+    symbols: tuple[str, ...]
+    opdef: OpDef
+    estimate: Estimate
+
+
+#: every group made so far, by op name (``fused.g<id>``: a hash of the body and the device)
+GROUPS: dict[str, Group] = {}
+_STATS: Counter[str] = Counter()
+
+
+def fusion_stats() -> dict[str, int]:
+    """Counters since start: ``groups`` made, ``ops`` fused into them, ``kernels`` built,
+    ``failed`` builds (those groups run unfused) and ``unfused_runs`` of failed groups."""
+    keys = ("groups", "ops", "kernels", "failed", "unfused_runs")
+    return {k: _STATS[k] for k in keys}
+
+
+def count(key: str, n: int = 1) -> None:
+    """Add to a :func:`fusion_stats` counter (the compiler counts builds and failures)."""
+    _STATS[key] += n
+
+
+def replay(body: Program, ins: Sequence[Tensor], binding: Mapping[str, int]) -> list[Tensor]:
+    """Run a group's ops one by one on ``ins``: through the kernels (the unfused fallback), or
+    recorded by the tracer in place (the compiler tracing the group to its loop IR)."""
+    vals: dict[Value, Tensor] = dict(zip(body.inputs, ins))
+    dev = ins[0].device
+    tracer = base.TRACER.get()
+    for op in body.block.ops:
+        if op.name == "builtin.return":
+            break
+        if op.name == "builtin.constant":
+            ty = op.result.type
+            assert isinstance(ty, TensorType)
+            vals[op.result] = base.full_tensor(ty.concrete(binding), op.attrs["value"], ty.dtype, dev)
+            continue
+        d = lookup(op.name).opdef
+        assert d is not None
+        args = [vals[v] for v in op.operands]
+        attrs = {k: resolve(v, binding) for k, v in op.attrs.items()}
+        if d.kind == "view":
+            outs = [args[0]._reshaped(tuple(attrs["shape"]))]
+        elif tracer is not None:
+            outs = tracer(d, args, attrs)
+        else:
+            outs = dispatch.run(d, args, attrs)
+        vals.update(zip(op.results, outs))
+    return [vals[v] for v in body.outputs]
+
+
+# -- grouping -------------------------------------------------------------------------------
+def _fusible_type(v: Value) -> bool:
+    t = v.type
+    return isinstance(t, TensorType) and (t.dtype.kind in "fb")
+
+
+def can_join(op: Operation) -> bool:
+    """Whether ``op`` may be part of a group (what the compiler then checks in full)."""
+    if not op.name.startswith("op.") or len(op.results) != 1 or op.regions:
+        return False
+    d = lookup(op.name).opdef
+    if d is None or op.name == "op.full":
+        return False
+    if d.kind != "view" and (d.lower is None or d.lower.role not in _ROLES):
+        return False
+    return all(_fusible_type(v) for v in (*op.operands, *op.results))
+
+
+def _scalar_const(v: Value) -> bool:
+    d = v.defining_op
+    return d is not None and d.name == "builtin.constant" and "value" in d.attrs
+
+
+def _bytes(v: Value) -> int:
+    t = v.type
+    assert isinstance(t, TensorType)
+    dims = [_SIZE_OF_SYMBOL if isinstance(d, SymDim) else max(d, 0) for d in t.shape]
+    return math.prod(dims) * t.dtype.itemsize
+
+
+def _symbols(values: Sequence[Value], ops: Sequence[Operation]) -> tuple[str, ...]:
+    seen: dict[str, None] = {}
+
+    def add(x: Any) -> None:
+        if isinstance(x, SymDim):
+            seen.update(dict.fromkeys(x.symbols))
+        elif isinstance(x, tuple):
+            for y in x:
+                add(y)
+
+    for v in values:
+        if isinstance(v.type, TensorType):
+            add(tuple(v.type.shape))
+    for op in ops:
+        for r in op.results:
+            if isinstance(r.type, TensorType):
+                add(tuple(r.type.shape))
+        add(tuple(op.attrs.values()))
+    return tuple(sorted(seen))
+
+
+class _Candidate:
+    """A group being built: its ops in program order, its inputs and outputs."""
+
+    def __init__(self, ops: list[Operation], returned: set[Value]) -> None:
+        self.ops = ops
+        inside = set(ops)
+        self.inputs: list[Value] = []
+        self.consts: list[Value] = []
+        for op in ops:
+            for v in op.operands:
+                d = v.defining_op
+                if d in inside or v in self.inputs or v in self.consts:
+                    continue
+                (self.consts if _scalar_const(v) else self.inputs).append(v)
+        self.outputs = [
+            r for op in ops for r in op.results if r in returned or any(u not in inside for u, _ in r.uses)
+        ]
+
+    def body(self, name: str = "group") -> Program:
+        """The group as a program: its inputs, its scalar constants, its ops, its outputs."""
+        p = Program(name)
+        m: dict[Value, Value] = {v: p.block.add_argument(v.type) for v in self.inputs}
+        for v in self.consts:
+            d = v.defining_op
+            assert d is not None
+            m[v] = p.block.append("builtin.constant", [], [v.type], dict(d.attrs))  # type: ignore[assignment]
+        for op in self.ops:
+            new = p.block.append_op(
+                Operation(op.name, [m[v] for v in op.operands], [r.type for r in op.results], dict(op.attrs))
+            )
+            m.update(zip(op.results, new.results))
+        p.block.append("builtin.return", [m[v] for v in self.outputs], [])
+        return p
+
+    def compute_ops(self) -> int:
+        return sum(1 for op in self.ops if lookup(op.name).opdef.kind != "view")  # type: ignore[union-attr]
+
+    def unfused_bytes(self) -> int:
+        """Bytes the ops move one by one: every operand read, every result written."""
+        total = 0
+        for op in self.ops:
+            if lookup(op.name).opdef.kind == "view":  # type: ignore[union-attr]
+                continue
+            total += sum(_bytes(v) for v in op.operands if not _scalar_const(v))
+            total += sum(_bytes(r) for r in op.results)
+        return total
+
+    def fused_bytes(self, passes: int) -> int:
+        """Bytes one kernel moves: each input read on every pass, each output written once."""
+        return sum(_bytes(v) for v in self.inputs) * max(passes, 1) + sum(_bytes(v) for v in self.outputs)
+
+
+class Fusion(Pass):
+    """Group ops into fused ops for ``ctx.device`` (see the module docstring). After a run,
+    ``groups`` holds the groups made and ``rejected`` why candidates were left unfused."""
+
+    name = "fusion"
+
+    def __init__(self) -> None:
+        self.groups: list[Group] = []
+        self.rejected: list[tuple[int, str]] = []
+
+    def run(self, program: Program, ctx: PassContext) -> int:
+        self.groups, self.rejected = [], []
+        if ctx.device is None or not BACKENDS or not BACKENDS[-1].available(ctx.device):
+            return 0
+        backend, device = BACKENDS[-1], ctx.device
+        returned = set(program.outputs)
+        found = self._grow(program, backend, device, returned)
+        made: list[tuple[_Candidate, Group, str]] = []
+        for ops in found:
+            cand = _Candidate(ops, returned)
+            if cand.compute_ops() < 2:
+                continue
+            est = backend.check(cand.body(), device, True)
+            if isinstance(est, str):
+                self.rejected.append((len(ops), est))
+                continue
+            fused, unfused = cand.fused_bytes(est.passes), cand.unfused_bytes()
+            if fused > unfused:  # a tie still saves launches
+                self.rejected.append((len(ops), f"moves {fused} bytes fused, {unfused} unfused"))
+                continue
+            summary = (
+                f"{len(ops)} ops, {len(cand.inputs)} inputs, {len(cand.outputs)} outputs, "
+                f"{est.passes} passes, {fused} bytes fused vs {unfused} unfused"
+            )
+            made.append((cand, _group(cand, device, est), summary))
+        for cand, g, _ in made:  # inputs again: an earlier group's results replaced some
+            _rewrite(program, _Candidate(cand.ops, set(program.outputs)), g)
+        if made:
+            _topological_order(program)
+            eliminate_dead_code(program)
+        self.groups = [g for _, g, _ in made]
+        fused_ops = sum(len(c.ops) for c, _, _ in made)
+        count("groups", len(made))
+        count("ops", fused_ops)
+        if _printing("fusion"):
+            self._print([(g, s) for _, g, s in made])
+        return fused_ops
+
+    def _grow(
+        self, program: Program, backend: Backend, device: str, returned: set[Value]
+    ) -> list[list[Operation]]:
+        """Groups in program order: each op joins (or joins up) the groups of its operands
+        when the result stays convex and traceable, else it starts a group."""
+        group_of: dict[Operation, int] = {}
+        #: the groups each op depends on, through any path (ids as made; ``find`` merges)
+        after: dict[Operation, frozenset[int]] = {}
+        members: dict[int, list[Operation]] = {}
+        parent: dict[int, int] = {}
+
+        def find(g: int) -> int:
+            while parent[g] != g:
+                parent[g] = parent[parent[g]]
+                g = parent[g]
+            return g
+
+        def gid(op: Operation) -> int | None:
+            g = group_of.get(op)
+            return None if g is None else find(g)
+
+        def fits(ops: list[Operation]) -> bool:
+            return not isinstance(backend.check(_Candidate(ops, returned).body(), device, False), str)
+
+        def convex(ops: list[Operation], ids: set[int]) -> bool:
+            inside = set(ops)
+            for m in ops:
+                for v in m.operands:
+                    p = v.defining_op
+                    if p is not None and p not in inside and any(find(g) in ids for g in after[p]):
+                        return False  # a path leaves the group and comes back
+            return True
+
+        order = {op: k for k, op in enumerate(program.block.ops)}
+        for op in program.block.ops:
+            producers = [d for d in (v.defining_op for v in op.operands) if d is not None]
+            dep: set[int] = set()
+            for p in producers:
+                dep |= after.get(p, frozenset())
+                if p in group_of:
+                    dep.add(group_of[p])
+            after[op] = frozenset(dep)
+            if not can_join(op):
+                continue
+            near = list(dict.fromkeys(g for g in (gid(p) for p in reversed(producers)) if g is not None))
+            tries = [near] if len(near) > 1 else []  # join them all up first, then one by one
+            tries += [[g] for g in near]
+            placed = None
+            for ids in tries:
+                ops = sorted((m for g in ids for m in members[g]), key=lambda m: order[m])
+                ops.append(op)
+                if convex(ops, set(ids)) and fits(ops):
+                    placed = ids
+                    break
+            if placed is not None:
+                g0 = placed[0]
+                for g in placed[1:]:
+                    parent[g] = g0
+                    members[g0] += members.pop(g)
+                members[g0].sort(key=lambda m: order[m])
+                members[g0].append(op)
+                group_of[op] = g0
+            elif fits([op]):
+                g = len(parent)
+                parent[g] = g
+                members[g] = [op]
+                group_of[op] = g
+        return list(members.values())
+
+    def _print(self, made: list[tuple[Group, str]]) -> None:
+        out = sys.stderr
+        out.write(f"// ----- fusion: {len(made)} groups (symbolic dims counted as {_SIZE_OF_SYMBOL}) -----\n")
+        for g, summary in made:
+            out.write(f"// group {g.name}: {summary}\n")
+            out.write(print_program(g.body))
+            out.write(f"// generated source of {g.name}:\n{g.estimate.source}\n")
+        for n, why in self.rejected:
+            out.write(f"// not fused ({n} ops): {why}\n")
+
+
+def _printing(name: str) -> bool:
+    names = {n.strip() for n in os.environ.get("OARLOCK_PRINT_IR", "").split(",")}
+    return name in names or "all" in names
+
+
+def _group(cand: _Candidate, device: str, est: Estimate) -> Group:
+    body = cand.body()
+    digest = hashlib.sha256((device + "\n" + print_program(body)).encode()).hexdigest()[:12]
+    name = f"fused.g{digest}"
+    g = GROUPS.get(name)
+    if g is not None:
+        return g
+    body.name = f"g{digest}"
+    symbols = _symbols(body.inputs, body.block.ops)
+
+    def unfused(*ins: Tensor, dims: tuple[int, ...] = ()) -> list[Tensor]:
+        if base.TRACER.get() is None:
+            count("unfused_runs")
+        return replay(body, ins, dict(zip(symbols, dims)))
+
+    opdef = OpDef(name, "composite", None, None, False, unfused, f"fusion group of {len(cand.ops)} ops")
+    register(OpInfo(name, frozenset({"composite", "side_effect_free", "fused"}), opdef, None, ("dims",)))
+    g = GROUPS[name] = Group(name, body, symbols, opdef, est)
+    return g
+
+
+def _rewrite(program: Program, cand: _Candidate, g: Group) -> None:
+    block = program.block
+    at = block.ops.index(cand.ops[-1])
+    attrs = {"dims": tuple(SymDim.of(s) for s in g.symbols)} if g.symbols else {}
+    new = Operation(g.name, list(cand.inputs), [v.type for v in cand.outputs], attrs)
+    block.insert_op(at + 1, new)
+    for old, r in zip(cand.outputs, new.results):
+        old.replace_all_uses_with(r)
+    for op in reversed(cand.ops):
+        op.erase()
+
+
+def _topological_order(program: Program) -> None:
+    """Reorder the block so every value is defined before it is read, keeping the program
+    order wherever the data allows (a fused op sits at its group's last op, which may come
+    after a reader of one of its earlier results)."""
+    ops = program.block.ops
+    body, ret = (ops[:-1], ops[-1]) if ops and ops[-1].name == "builtin.return" else (ops, None)
+    index = {op: k for k, op in enumerate(body)}
+    waiting = {op: 0 for op in body}
+    readers: dict[Operation, list[Operation]] = {op: [] for op in body}
+    for op in body:
+        for d in {v.defining_op for v in op.operands}:
+            if d in index:
+                waiting[op] += 1
+                readers[d].append(op)
+    ready = [(index[op], op) for op in body if waiting[op] == 0]
+    heapq.heapify(ready)
+    order: list[Operation] = []
+    while ready:
+        _, op = heapq.heappop(ready)
+        order.append(op)
+        for r in readers[op]:
+            waiting[r] -= 1
+            if waiting[r] == 0:
+                heapq.heappush(ready, (index[r], r))
+    assert len(order) == len(body), "[fusion] a group made a cycle"
+    program.block.ops[:] = order + ([ret] if ret is not None else [])
+
+
+def compile_enabled() -> bool:
+    """``OARLOCK_COMPILE`` (default on): fused kernels for programs, as generated kernels in eager."""
+    return env.flag("OARLOCK_COMPILE", True)
+
+
+def fuse_program(program: Program, device: Any) -> Program:
+    """A copy of ``program`` with its fusion groups made into fused ops for ``device``, or
+    ``program`` itself when nothing was fused (``OARLOCK_COMPILE=0``, no compile access, no
+    group worth it). What ``to_static`` and ``jit.load`` hand to the executor."""
+    dev = str(device)
+    if not compile_enabled() or not BACKENDS or not BACKENDS[-1].available(dev):
+        return program
+    from ..text import parse_program
+
+    copy = parse_program(print_program(program))
+    copy.name = program.name
+    pm = PassManager([Fusion()])
+    pm.run(copy, PassContext(device=dev))
+    return copy if pm.stats and pm.stats[0].rewritten else program
+
+
+register_pass("fusion", Fusion)
