@@ -27,6 +27,7 @@ from .._src.io import load as _load_weights
 from .._src.io import save as _save_weights
 from .._src.tensor import Tensor
 from ..ir import Executor, IRError, Program, TensorType, parse_program, print_program, verify
+from ..ir import passes as _passes
 from ..nn import Layer, Parameter
 from ..static import InputSpec
 from .api import StaticFunction
@@ -188,7 +189,8 @@ class TranslatedLayer(Layer):
         if ex is None:
             params = {n: getattr(self, k) for n, k in self._param_names.items()}
             consts = {n: t.numpy() for n, t in self._constants.items()}
-            ex = self._executors[dev] = Executor(retarget(self.program, str(dev)), dev, params, consts)
+            prog = _passes.fuse_program(retarget(self.program, str(dev)), dev)  # OARLOCK_COMPILE=0: unfused
+            ex = self._executors[dev] = Executor(prog, dev, params, consts)
         return ex
 
     def forward(self, *inputs: Tensor) -> Any:
