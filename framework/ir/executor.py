@@ -579,18 +579,19 @@ class _Plan:
         return outs  # type: ignore[return-value]
 
     def _launch(self) -> None:
-        k = 0
+        it = iter(self.bound)  # NOTE: no enumerate on the hot path; the iterator knows where it failed
         try:
             if self.has_eager:
                 with autograd.no_grad():
-                    for k, f in enumerate(self.bound):  # noqa: B007 — k names the failing one
+                    for f in it:
                         f()
             else:
-                for k, f in enumerate(self.bound):  # noqa: B007
+                for f in it:
                     f()
         except OarlockError:
             raise
         except Exception as exc:  # noqa: BLE001 — a kernel's failure becomes a readable error
+            k = it.__reduce__()[2] - 1  # type: ignore[index]
             raise KernelError(
                 f"[executor] instruction {k} ({self.names[k]}) of @{self.ex.program.name} failed on "
                 f"{self.device}: {type(exc).__name__}: {exc}; run the function eagerly to see which op and "

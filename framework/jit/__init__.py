@@ -13,6 +13,7 @@ from __future__ import annotations
 from . import control  # noqa: F401 — registers how the to_static tracer records fw.static.nn.cond/while_loop
 from .api import ConcreteProgram, StaticFunction, to_static
 from .io import ProgramFileError, TranslatedLayer, load, save
+from .memory import memory_report
 from .trace import TracedValueError, TracingError
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "TracingError",
     "TranslatedLayer",
     "load",
+    "memory_report",
     "save",
     "to_static",
 ]

@@ -215,16 +215,20 @@ class StaticFunction:
     # -- calling --------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         fast = None
-        if not kwargs and args and all(isinstance(a, Tensor) for a in args):
+        if not kwargs:
             # the same tensor metadata as a call before: the same program (guards re-checked)
-            fast = (
-                tuple([(a.shape, a.dtype, a.device, a.stop_gradient) for a in args]),
-                autograd.GRAD_ENABLED.get(),
-                getattr(self._layer, "training", False),
-            )
-            cp = self._fast.get(fast)
-            if cp is not None and cp.guards_hold():
-                return self._run(cp, args)
+            try:
+                fast = (
+                    *[(a.shape, a.dtype, a.device, a.stop_gradient, a._dist) for a in args],
+                    autograd.GRAD_ENABLED.get(),
+                    self._layer is not None and self._layer.training,
+                )
+            except AttributeError:  # a non-tensor argument: the full path
+                fast = None
+            else:
+                cp = self._fast.get(fast)
+                if cp is not None and (not cp.grad_guard or cp.guards_hold()):
+                    return self._run(cp, args)
         tensors = [a for a in args if isinstance(a, Tensor)]
         if kwargs or not tensors:
             return self._fn(*args, **kwargs)  # nothing to trace against: run as written
@@ -268,7 +272,7 @@ class StaticFunction:
             )
             specs = [(tuple(t.shape), t.dtype) for t in tensors]
             cp = self.get_concrete_program(specs, dev, extra, requires)
-        if fast is not None:
+        if fast is not None and len(tensors) == len(args):
             self._fast[fast] = cp
         return self._run(cp, tensors)
 

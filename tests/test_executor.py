@@ -1,0 +1,273 @@
+"""The executor's run path: instructions bound once (the kernels' fast path from the
+contract), graph capture and replay where the runtime offers it (the cpu plugin records the
+bound calls its capturing stream is given), streams and events, peak memory against eager
+mode, and a whole training step (backward + optimizer) inside a to_static function.
+
+Values are checked against numpy and against eager mode (an independent path: the
+dispatcher and the tape)."""
+
+from __future__ import annotations
+
+import functools
+import time
+
+import numpy as np
+import pytest
+
+import framework as fw
+import framework.nn.functional as F
+from framework import ir
+from framework._src import device as _dev
+
+CHAIN = (
+    "module @chain(%0: tensor<[s0], float32, cpu>, %1: tensor<[s0], float32, cpu>) -> (tensor<[s0], float32, cpu>) {\n"
+    "  %2 = op.exp(%0) : tensor<[s0], float32, cpu>\n"
+    "  %3 = op.neg(%2) : tensor<[s0], float32, cpu>\n"
+    "  %4 = op.mul(%3, %1) : tensor<[s0], float32, cpu>\n"
+    "  %5 = op.add(%4, %1) : tensor<[s0], float32, cpu>\n"
+    "  %6 = op.exp(%5) : tensor<[s0], float32, cpu>\n"
+    "  builtin.return(%6)\n"
+    "}\n"
+)
+
+
+def _np_chain(a: np.ndarray, c: np.ndarray) -> np.ndarray:
+    return np.exp(-np.exp(a) * c + c)
+
+
+def _ins(n: int, seed: int, device: str = "cpu") -> tuple[fw.Tensor, fw.Tensor, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    a = (rng.standard_normal(n) * 0.5).astype(np.float32)
+    c = rng.standard_normal(n).astype(np.float32)
+    return fw.to_tensor(a, device=device), fw.to_tensor(c, device=device), a, c
+
+
+def _plan(ex: ir.Executor) -> object:
+    (pl,) = ex._plans.values()
+    return pl
+
+
+def test_cpu_kernels_are_bound_to_their_ufuncs_once():
+    ex = ir.Executor(ir.parse_program(CHAIN), "cpu", graphs=False)
+    for seed in range(3):  # new input tensors each run: their readers are bound again
+        x, c, a, cn = _ins(16, seed)
+        np.testing.assert_allclose(ex(x, c)[0].numpy(), _np_chain(a, cn), rtol=1e-6)
+    pl = _plan(ex)
+    funcs = [b.func for b in pl.bound]
+    assert funcs == [np.exp, np.negative, np.multiply, np.add, np.exp]  # the kernels' bind fast path
+    # the bound arrays are the planned buffers: instruction 1 reads what instruction 0 writes
+    assert pl.bound[1].args[0] is pl.bound[0].args[1]
+    # a run with the same input tensors patches only the output's writer (the previous output
+    # is still held, so the new one has other memory); the other bound calls are kept
+    held = ex(x, c)[0]
+    before = list(pl.bound)
+    y = ex(x, c)[0]
+    assert y._block.handle is not held._block.handle
+    assert [b is a for a, b in zip(before, pl.bound)] == [True, True, True, True, False]
+
+
+def test_graph_replay_runs_what_was_captured_on_the_cpu_plugin():
+    ex = ir.Executor(ir.parse_program(CHAIN), "cpu", graphs=True)
+    outs = []
+    for seed in range(4):  # run 1: the instruction list; run 2: capture + replay; then replays
+        x, c, a, cn = _ins(16, seed)
+        y = ex(x, c)[0]
+        outs.append((y, _np_chain(a, cn)))
+        np.testing.assert_allclose(y.numpy(), outs[-1][1], rtol=1e-6)
+    stats = ex.memory_stats({"s0": 16})
+    assert stats["graph"] and stats["graph_offered"] and stats["graph_off"] is None
+    g = _plan(ex).graph
+    # the recording is what the kernels launched on the capturing stream: the ufuncs themselves
+    assert [call.func for call in g.graph.calls] == [np.exp, np.negative, np.multiply, np.add, np.exp]
+    for y, want in outs:  # outputs handed out earlier were copied out, not overwritten by later replays
+        np.testing.assert_allclose(y.numpy(), want, rtol=1e-6)
+    # another batch size is another plan, captured on its own second run
+    for seed in (7, 8):
+        x, c, a, cn = _ins(5, seed)
+        np.testing.assert_allclose(ex(x, c)[0].numpy(), _np_chain(a, cn), rtol=1e-6)
+    assert ex.memory_stats({"s0": 5})["graph"]
+
+
+def test_runtimes_without_capture_run_the_instruction_list():
+    if "simdev" not in [d.type for d in fw.devices()]:
+        pytest.skip("the example vendor plugin (simdev) is not installed")
+    p = ir.parse_program(CHAIN.replace(", cpu>", ", simdev>"))
+    ex = ir.Executor(p, "simdev", graphs=True)
+    for seed in range(3):
+        x, c, a, cn = _ins(8, seed, "simdev")
+        np.testing.assert_allclose(ex(x, c)[0].numpy(), _np_chain(a, cn), rtol=1e-6)
+    stats = ex.memory_stats({"s0": 8})
+    assert not stats["graph"] and not stats["graph_offered"]
+    assert "offers no graph capture" in stats["graph_off"]
+
+
+def test_a_replayed_layer_sees_parameters_replaced_by_an_optimizer_outside():
+    fw.manual_seed(1)
+    eager = fw.nn.Linear(6, 3)
+    fw.manual_seed(1)
+    static = fw.jit.to_static(fw.nn.Linear(6, 3))
+    rng = np.random.default_rng(0)
+    opts = [fw.optim.SGD(learning_rate=0.5, parameters=m.parameters()) for m in (eager, static)]
+    for _ in range(5):
+        x = fw.to_tensor(rng.standard_normal((4, 6)).astype(np.float32))
+        losses = []
+        for m, opt in zip((eager, static), opts):
+            loss = (m(x) ** 2).mean()
+            loss.backward()
+            opt.step()  # a new storage for every parameter
+            opt.clear_grad()
+            losses.append(loss.numpy())
+        np.testing.assert_allclose(losses[1], losses[0], rtol=1e-5)
+    for pe, ps in zip(eager.parameters(), static.parameters()):
+        np.testing.assert_allclose(ps.numpy(), pe.numpy(), rtol=1e-5, atol=1e-6)
+    cp = static.forward.programs[0]
+    assert cp.executor.memory_stats({})["graph"] and cp.backward.executor.memory_stats({})["graph"]
+
+
+def test_a_cpu_capture_refuses_to_wait_and_ends_cleanly():
+    # a blocking copy waits for its stream: a capturing stream runs nothing, so it is refused
+    rt = _dev.device_type("cpu").runtime
+    s = rt.create_stream(0)
+    rt.begin_capture(0, s)
+    with pytest.raises(fw.OarlockError, match=r"synchronized .* while it captures"):
+        rt.copy_h2d(0, np.empty(8, np.uint8), 0, np.ones(8, np.uint8), s, True)
+    g = rt.end_capture(0, s)
+    assert g.calls == ()
+    with pytest.raises(fw.OarlockError, match=r"does not capture"):
+        rt.end_capture(0, s)
+
+
+def test_programs_launch_on_the_current_stream_and_order_with_events():
+    ex = ir.Executor(ir.parse_program(CHAIN), "cpu", graphs=False)
+    x, c, a, cn = _ins(64, 0)
+    want = _np_chain(a, cn)
+    s1, s2 = fw.Stream("cpu"), fw.Stream("cpu")
+    # eager work on s1 produces the input; the program on s2 waits for it through an event
+    with fw.stream(s1):
+        s1.handle.submit(time.sleep, 0.2)  # the stream is busy: its work finishes late
+        x1 = fw.neg(fw.neg(x))
+    ev = s1.record_event()
+    s2.wait_event(ev)
+    with fw.stream(s2):
+        y = ex(x1, c)[0]
+    assert not s2.query()  # launched on s2's worker, still waiting for s1
+    s2.synchronize()
+    np.testing.assert_allclose(y.numpy(), want, rtol=1e-5)
+    # a run on the default stream after a run on s1 waits for it (the plan's buffers are shared)
+    with fw.stream(s1):
+        s1.handle.submit(time.sleep, 0.2)
+        y1 = ex(x, c)[0]
+    y0 = ex(x, c)[0]  # the default stream: runs at once, after s1's run
+    assert s1.query()
+    np.testing.assert_allclose(y0.numpy(), want, rtol=1e-6)
+    np.testing.assert_allclose(y1.numpy(), want, rtol=1e-6)
+
+
+def test_a_graph_is_replayed_on_the_stream_of_the_run():
+    ex = ir.Executor(ir.parse_program(CHAIN), "cpu", graphs=True)
+    x, c, a, cn = _ins(32, 3)
+    ex(x, c), ex(x, c)  # captured
+    assert ex.memory_stats({"s0": 32})["graph"]
+    s = fw.Stream("cpu")
+    with fw.stream(s):
+        s.handle.submit(time.sleep, 0.2)
+        y = ex(x, c)[0]  # input copy, replay and output copy all queued behind the sleep
+    assert not s.query()
+    s.synchronize()
+    np.testing.assert_allclose(y.numpy(), _np_chain(a, cn), rtol=1e-6)
+
+
+def _distinct_chain(x: fw.Tensor, c: fw.Tensor) -> fw.Tensor:
+    # every intermediate has its own name, as model code writes it: eager keeps them all alive
+    a = fw.exp(x)
+    b = fw.neg(a)
+    d = fw.multiply(b, c)
+    e = fw.add(d, c)
+    f = fw.exp(e)
+    g = fw.neg(f)
+    return fw.multiply(g, c)
+
+
+@pytest.mark.parametrize("graphs", [False, True])
+def test_static_peak_memory_is_at_most_eager_on_a_chain(monkeypatch, graphs):
+    monkeypatch.setenv("OARLOCK_COMPILE", "0")  # the op-by-op program, not one fused kernel
+    f = fw.jit.to_static(_distinct_chain)
+    x, c, _, _ = _ins(1 << 16, 0)
+    with fw.no_grad():
+        f(x, c)
+        f.programs[0].executor.graphs = graphs
+        r = fw.jit.memory_report(f, x, c)
+    nbytes = (1 << 16) * 4
+    assert r["eager_peak_bytes"] >= 6 * nbytes  # six intermediates alive at once, from the allocator
+    assert r["static_held_bytes"] > 0 and r["static_run_bytes"] >= nbytes  # the fresh output
+    assert r["static_peak_bytes"] == r["static_held_bytes"] + r["static_run_bytes"]
+    assert r["static_peak_bytes"] <= r["eager_peak_bytes"]
+
+
+def _model_and_opt(kind: str) -> tuple[fw.nn.Layer, fw.optim.Optimizer]:
+    fw.manual_seed(0)
+    m = fw.nn.Sequential(fw.nn.Linear(8, 16), fw.nn.ReLU(), fw.nn.Linear(16, 4))
+    kw = {"learning_rate": 0.05, "parameters": m.parameters()}
+    opt = {
+        "SGD": functools.partial(fw.optim.SGD, **kw),
+        "Momentum": functools.partial(fw.optim.Momentum, momentum=0.9, **kw),
+        "AdamW": functools.partial(fw.optim.AdamW, weight_decay=0.01, **kw),
+    }[kind]()
+    return m, opt
+
+
+@pytest.mark.parametrize("kind", ["SGD", "Momentum", "AdamW"])
+def test_a_training_step_inside_to_static_equals_eager(kind):
+    rng = np.random.default_rng(0)
+    data = [
+        (
+            fw.to_tensor(rng.standard_normal((5, 8)).astype(np.float32)),
+            fw.to_tensor(rng.integers(0, 4, 5).astype(np.int64)),
+        )
+        for _ in range(6)
+    ]
+    results = []
+    for static in (False, True):
+        m, opt = _model_and_opt(kind)
+
+        def step(x, y, m=m, opt=opt):
+            loss = F.cross_entropy(m(x), y)
+            loss.backward()
+            opt.step()
+            opt.clear_grad()
+            return loss
+
+        fn = fw.jit.to_static(step) if static else step
+        losses = [float(fn(x, y).numpy()) for x, y in data]
+        results.append((losses, [p.numpy() for p in m.parameters()], m, fn))
+    (le, pe, _, _), (ls, ps, ms, fs) = results
+    np.testing.assert_allclose(ls, le, rtol=1e-5)
+    for a, b in zip(ps, pe):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    assert len(fs.programs) == 1  # one program for all six steps
+    assert all(p.grad is None for p in ms.parameters())  # clear_grad ran after each program run
+    kinds = [k for k, _ in fs.programs[0].step[0]]
+    assert kinds == ["grads", "step", "clear_grad"]
+
+
+def test_backward_inside_without_a_step_accumulates_like_eager():
+    m, _ = _model_and_opt("SGD")
+    x = fw.to_tensor(np.random.default_rng(1).standard_normal((3, 8)).astype(np.float32))
+
+    def fwd_bwd(x):
+        loss = (m(x) ** 2).sum()
+        loss.backward()
+        return loss
+
+    f = fw.jit.to_static(fwd_bwd)
+    f(x)
+    g1 = [p.grad.numpy() for p in m.parameters()]
+    f(x)  # a second call accumulates onto the first call's gradients, as eager backward does
+    for p, g in zip(m.parameters(), g1):
+        np.testing.assert_allclose(p.grad.numpy(), 2 * g, rtol=1e-5, atol=1e-6)
+    m.clear_gradients()
+    (m(x) ** 2).sum().backward()
+    for p, g in zip(m.parameters(), g1):
+        np.testing.assert_allclose(p.grad.numpy(), g, rtol=1e-5, atol=1e-6)
+    with fw.no_grad(), pytest.raises(fw.OarlockError, match=r"does not require a gradient"):
+        fw.jit.to_static(fwd_bwd)(x)
