@@ -57,6 +57,15 @@ class CUDABuffer:
         return int(self.ptr.ptr) + offset
 
 
+@dataclass(eq=False)
+class CUDAGraph:
+    """A captured CUDA graph (``cupy.cuda.Graph``) and the pool its temporaries came from."""
+
+    graph: Any
+    pool: Any
+    device: int
+
+
 class CUDARuntime(DeviceRuntime):
     """Memory, copies, streams and events of NVIDIA GPUs through cupy.
 
@@ -91,6 +100,7 @@ class CUDARuntime(DeviceRuntime):
         self._count: int | None = None
         self._streams: dict[int, Any] = {}
         self._pending: list[tuple[Any, Any, np.ndarray | None]] = []  # (event, pinned staging, d2h dst)
+        self._captures: dict[int, tuple[Any, Any]] = {}  # id(stream) -> (graph's pool, allocator before)
         self._lock = threading.Lock()
 
     # -- devices ------------------------------------------------------------------------
@@ -371,6 +381,72 @@ class CUDARuntime(DeviceRuntime):
         with vendor_errors("synchronize the device", device=index):
             cp.cuda.Device(index).synchronize()
         self._drain(wait=True)
+
+    # -- graph capture: CUDA graphs through cupy's stream capture ------------------------
+    def supports_graphs(self, index: int) -> bool:
+        """CUDA graphs: on NVIDIA devices whose cupy has stream capture (not on HIP)."""
+        if self.device_count() == 0:
+            return False
+        cp = self._cupy(index)
+        return not getattr(cp.cuda.runtime, "is_hip", False) and hasattr(cp.cuda.Stream, "begin_capture")
+
+    def begin_capture(self, index: int, stream: Any) -> None:
+        """Start a relaxed-mode capture on ``stream`` (a non-blocking stream from
+        :meth:`create_stream`). Temporaries cupy allocates while capturing (reduction
+        scratch, bfloat16 casts) come from a memory pool the graph keeps: the replayed
+        kernels write to those addresses, so no one else may get them meanwhile."""
+        cp = self._cupy(index)
+        if stream is None or stream.ptr in (0, 1):
+            raise DeviceError(
+                "[cuda] a graph capture needs a stream from create_stream (the legacy default stream cannot capture)"
+            )
+        pool = cp.cuda.MemoryPool()
+        get = getattr(cp.cuda, "get_allocator", None)
+        prev = get() if get is not None else cp.get_default_memory_pool().malloc
+        with cp.cuda.Device(index), vendor_errors("begin a CUDA graph capture", device=index):
+            cp.cuda.set_allocator(pool.malloc)
+            try:
+                stream.begin_capture()
+            except BaseException:
+                cp.cuda.set_allocator(prev)
+                raise
+        with self._lock:
+            self._captures[id(stream)] = (pool, prev)
+
+    def end_capture(self, index: int, stream: Any) -> CUDAGraph:
+        cp = self._cupy(index)
+        with self._lock:
+            pool, prev = self._captures.pop(id(stream), (None, None))
+        if pool is None:
+            raise DeviceError(
+                "[cuda] end_capture on a stream that does not capture; call begin_capture first"
+            )
+        try:
+            with (
+                cp.cuda.Device(index),
+                vendor_errors(
+                    "end a CUDA graph capture",
+                    "something in the captured work synchronized or copied to the host; run without graphs "
+                    "(OARLOCK_GRAPHS=0) to find it",
+                    device=index,
+                ),
+            ):
+                graph = stream.end_capture()
+        finally:
+            cp.cuda.set_allocator(prev)
+        return CUDAGraph(graph, pool, index)
+
+    def launch_graph(self, graph: CUDAGraph, stream: Any) -> None:
+        cp = self._cupy(graph.device)
+        s = self._stream(graph.device, stream)
+        with cp.cuda.Device(graph.device), vendor_errors("launch a CUDA graph", device=graph.device):
+            graph.graph.launch(s)
+
+    def destroy_graph(self, graph: CUDAGraph) -> None:
+        graph.graph = None
+        if graph.pool is not None:
+            graph.pool.free_all_blocks()
+            graph.pool = None
 
     # -- extras (not in the contract) ---------------------------------------------------
     def memory_info(self, index: int) -> dict[str, int]:
