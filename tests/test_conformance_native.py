@@ -247,6 +247,7 @@ def test_the_collectives_tier_passes_under_2_ranks():
         "alltoall",
         "send_recv",
         "new_group",
+        "reshard",
     } <= names
 
 

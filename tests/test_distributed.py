@@ -70,8 +70,15 @@ def test_collectives_against_numpy(device: str, nranks: int) -> None:
         "new_group",
         "debug/shape_mismatch",
         "all_reduce/sync_op=False",
+        # the reshard transitions, built on the collectives above
+        f"reshard/1d/8x{4 * nranks}/S0->R",
+        f"reshard/1d/8x{4 * nranks}/P->S1",
+        f"reshard/1d/8x{4 * nranks}/S0->S1",
+        "reshard/1d/5x3/Pavg->S0",
     ):
         assert must in names, f"check {must} did not run"
+    if nranks == 4:
+        assert "reshard/mesh_move/backward" in names and "reshard/2d/S0.S1->S1.S0" in names
     assert proc.returncode == 0, proc.stdout[-3000:]
 
 

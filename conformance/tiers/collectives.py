@@ -1,4 +1,7 @@
-"""Tier ``collectives``: every collective x dtype x reduce op, under mpiexec with 2 and 4 ranks.
+"""Tier ``collectives``: every collective x dtype x reduce op, then every reshard transition of
+``fw.distributed.reshard`` built on them (``reshard/...``: S->R, P->R, P->S, R->S, R->P,
+S(i)->S(j), uneven shards, a 2x2 mesh and a move between meshes, forward and backward), under
+mpiexec with 2 and 4 ranks.
 
 The checks themselves live with the communication code (``framework.distributed.selfcheck``,
 one numpy reference per rank); this tier launches them and turns each rank count into a case.

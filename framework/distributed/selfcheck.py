@@ -1,4 +1,6 @@
-"""The ``collectives`` tier: every collective x dtype x reduce op against numpy, under mpiexec.
+"""The ``collectives`` tier: every collective x dtype x reduce op against numpy, then every
+reshard transition of ``dist.reshard`` (``reshard/...`` records, made of those collectives),
+under mpiexec.
 
 Run on every rank (``oarlock launch -n 4 -m framework.distributed.selfcheck --device opencl
 --out DIR``); each rank writes ``DIR/rank<r>.json`` with one record per check. From Python,
@@ -288,6 +290,11 @@ def run_checks(device: str, dtypes: tuple[str, ...] | None = None) -> Checker:
             _STATE["debug"] = old
 
     c.check("debug/shape_mismatch", mismatch)
+    dist.barrier()
+    # the layer users call: every reshard transition, made of the collectives above
+    from .auto_parallel.selfcheck import run_reshard_checks
+
+    run_reshard_checks(lambda name, fn: c.check(f"reshard/{name}", fn), device)
     dist.barrier()
     return c
 
