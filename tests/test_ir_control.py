@@ -532,3 +532,50 @@ def test_cond_while_and_draws_in_a_program_equal_eager_on_every_device(device):
             fw.seed(21)
             got = sf(x).numpy()
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+class _Nested(fw.nn.Layer):
+    """A cond inside a loop body, and a loop inside a cond branch."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = fw.nn.Linear(3, 3)
+
+    def forward(self, x: fw.Tensor, n: fw.Tensor) -> fw.Tensor:
+        def body(i, y):
+            z = self.lin(y)
+            z = cond(z.sum() > 0.0, lambda: fw.tanh(z), lambda: z * 0.5 + x)
+            return [i + 1, z]
+
+        _, y = while_loop(lambda i, y: i < n, body, [fw.zeros([], dtype="int64"), x])
+        w = self.lin.weight[0]
+        inner = lambda: while_loop(
+            lambda j, v: j < 2, lambda j, v: [j + 1, v * w], [fw.zeros([], "int64"), y]
+        )[1]  # noqa: E731
+        y = cond(y.mean() > 0.0, inner, lambda: y * 3.0)
+        return (y * y).sum()
+
+
+def test_training_through_nested_cond_and_while_equals_eager():
+    fw.seed(0)
+    net = _Nested()
+    rng = np.random.default_rng(1)
+    xs = [rng.standard_normal((2, 3)).astype(np.float32) for _ in range(3)]
+
+    def grads(x: np.ndarray, n: int) -> list[np.ndarray]:
+        for p in net.parameters():
+            p.grad = None
+        t = _t(x)
+        t.stop_gradient = False
+        loss = net(t, _t(n, np.int64))
+        loss.backward()
+        return [loss.numpy(), t.grad.numpy()] + [
+            np.zeros(p.shape, np.float32) if p.grad is None else p.grad.numpy() for p in net.parameters()
+        ]
+
+    runs = [(x, n) for x in xs for n in (0, 2)]
+    eager = [grads(x, n) for x, n in runs]
+    fw.jit.to_static(net)
+    for (x, n), want in zip(runs, eager):
+        for a, b in zip(grads(x, n), want):
+            np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)

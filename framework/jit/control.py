@@ -54,14 +54,23 @@ def _branch(tr: Any, fn: Callable[[], Any] | None, label: str) -> tuple[Block, l
     return blk, flat, struct
 
 
-def _record(tr: Any, op: Operation, outs: list[Tensor], rule: OpDef, ctx: Any) -> None:
-    """Make ``op`` one node of the tracing tape over the tensors its regions capture."""
+def _record(
+    tr: Any,
+    op: Operation,
+    outs: list[Tensor],
+    rule: OpDef,
+    ctx: Any,
+    env: dict[Value, Tensor] | None = None,
+    loop_vars: Sequence[Tensor] = (),
+) -> None:
+    """Make ``op`` one node of the tracing tape over the tensors its regions capture (and a
+    loop's initial values). ``env`` says which tensor stands for a value during a replay
+    (a leaf, not the forward tensor of the same value, so the replay's gradient stops there)."""
     if not autograd.is_grad_enabled():
         return
+    env = env or {}
     captured = free_values(op)
-    tensors = [tr.tensor_of[v] for v in captured]
-    extra = [tr.tensor_of[v] for v in op.operands if op.name == "cf.while"]
-    ins = tensors + extra
+    ins = [env[v] if v in env else tr.tensor_of[v] for v in captured] + list(loop_vars)
     if not any(not t.stop_gradient and _float(t) for t in ins):
         return
     autograd.record(rule, ins, {}, outs, ctx=(op, captured, ctx))
@@ -81,7 +90,11 @@ def trace_cond(tr: Any, pred: Any, true_fn: Any, false_fn: Any) -> Any:
 
 
 def _emit_cond(
-    tr: Any, pred: Tensor, then: Callable[[], Any], other: Callable[[], Any]
+    tr: Any,
+    pred: Tensor,
+    then: Callable[[], Any],
+    other: Callable[[], Any],
+    env: dict[Value, Tensor] | None = None,
 ) -> tuple[list[Tensor], Any]:
     pv = tr.value_of(pred, "cond")
     b0, f0, s0 = then()
@@ -101,7 +114,7 @@ def _emit_cond(
     types = [tr._type(t.shape, t.dtype) for t in f0]
     op = tr.block.append_op(Operation("cf.cond", [pv], types, regions=[Region([b0]), Region([b1])]))
     outs = [tr._tensor(r, t.shape, t.dtype) for r, t in zip(op.results, f0)]
-    _record(tr, op, outs, _COND_GRAD, pred)
+    _record(tr, op, outs, _COND_GRAD, pred, env)
     return outs, s0
 
 
@@ -115,7 +128,11 @@ def _shape_of(s: Any) -> str:
 
 
 def trace_while(
-    tr: Any, cond: Callable[..., Any], body: Callable[..., Any], loop_vars: list[Tensor]
+    tr: Any,
+    cond: Callable[..., Any],
+    body: Callable[..., Any],
+    loop_vars: list[Tensor],
+    env: dict[Value, Tensor] | None = None,
 ) -> list[Tensor]:
     """Record ``while_loop(cond, body, loop_vars)`` into ``tr``'s current block."""
     init = [tr.value_of(t, "while_loop") for t in loop_vars]
@@ -142,7 +159,7 @@ def trace_while(
             blocks.append(blk)
     op = tr.block.append_op(Operation("cf.while", init, list(types), regions=[Region([b]) for b in blocks]))
     outs = [tr._tensor(r, t.shape, t.dtype) for r, t in zip(op.results, loop_vars)]
-    _record(tr, op, outs, _WHILE_GRAD, tr)
+    _record(tr, op, outs, _WHILE_GRAD, tr, env, loop_vars)
     return outs
 
 
@@ -167,11 +184,13 @@ def _replay(tr: Any, blk: Block, env: dict[Value, Tensor]) -> list[Tensor]:
                 ins[0],
                 lambda r0=r0: _replayed_branch(tr, r0, env, "true_fn"),
                 lambda r1=r1: _replayed_branch(tr, r1, env, "false_fn"),
+                env,
             )
         elif o.name == "cf.while":
             regions = [r.blocks[0] for r in o.regions]
-
-            res = trace_while(tr, _replayer(tr, regions[0], env, 0), _replayer(tr, regions[1], env, 1), ins)
+            res = trace_while(
+                tr, _replayer(tr, regions[0], env, 0), _replayer(tr, regions[1], env, 1), ins, env
+            )
         elif draws_at_run(o):
             raise TracingError(
                 "[to_static] the gradient of a cond whose branch (or a while_loop whose body) draws random "
