@@ -1,33 +1,53 @@
-"""Static programs against eager mode: per-op overhead and an MLP forward, side by side in one run.
+"""Static programs against eager mode and torch eager, side by side in one run.
 
-    python benchmarks/static.py [--device cpu] [--repeat 7] [--number 300]
+    python benchmarks/static.py [--device cpu] [--threads 1] [--repeat 7] [--number 300]
 
-Cases (medians over repeats of the mean time per call):
+Cases (medians over repeats; the chain in microseconds per op, the rest in milliseconds):
 
-- ``chain N``: N small elementwise ops (alternating exp/neg/mul/add on 16 floats); the
-  per-op figure is the time per call divided by N. numpy's own calls on the same chain are
-  the floor (what the kernels cost with no framework at all).
-- ``mlp``: the forward of Linear(784, 1024) → ReLU → Linear(1024, 1024) → ReLU →
-  Linear(1024, 10) at batch 128, eager vs ``fw.jit.to_static`` (both under ``fw.no_grad``).
+- ``chain 32``: 32 small elementwise ops (alternating exp/neg/mul/add on 16 floats), per op.
+  The program is traced op by op (no fusion: the executor's own overhead per instruction);
+  ``chain 32, fused`` is the same function with the compiler's fusion on (one kernel).
+  numpy's own calls with ``out=`` on the same chain are the floor.
+- ``mlp fwd``: Linear(784, 1024) → ReLU → Linear(1024, 1024) → ReLU → Linear(1024, 10) at
+  batch 128, forward only (``fw.no_grad``).
+- ``mlp SGD step``: the same MLP's whole training step (cross-entropy, backward, SGD step,
+  clear_grad); under ``to_static`` the step is one traced function with ``loss.backward()``
+  and ``opt.step()`` inside (framework/jit/train_step.py).
+- ``llama block fwd+bwd``: one Llama block (dim 256, 4 heads, seq 128, batch 8, SwiGLU
+  hidden 688), forward and backward (``loss.backward()`` inside the static function).
 
-torch eager is shown when importable (one thread, as the numpy kernels use).
+Columns: eager; static (graph replay where the device runtime offers capture, as the
+executor does by default); static with replay off (the bound instruction list); numpy;
+torch eager (``--threads`` sets torch's and the BLAS threads; one by default). Peak memory of
+the MLP step and the Llama block, static against eager, comes from ``fw.jit.memory_report``.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import sys
 import time
 
-import numpy as np
+_THREADS = sys.argv[sys.argv.index("--threads") + 1] if "--threads" in sys.argv else "1"
+os.environ.update(OPENBLAS_NUM_THREADS=_THREADS, OMP_NUM_THREADS=_THREADS, MKL_NUM_THREADS=_THREADS)
 
-import framework as fw
-from framework.static import InputSpec
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import framework as fw  # noqa: E402
+import framework.nn.functional as F  # noqa: E402
+from benchmarks.train_step import B_MLP, DIMS, HID, B, D, H, S, torch_llama, torch_mlp  # noqa: E402
+from examples.models import LlamaBlock  # noqa: E402
+from framework.static import InputSpec  # noqa: E402
 
 CHAIN = 32
 
 
 def bench(fn, number: int, repeat: int) -> float:
+    """Median over ``repeat`` runs of the mean microseconds per call of ``number`` calls."""
     fn()
     fn()
     runs = []
@@ -45,19 +65,30 @@ def chain(x, c, exp, mul, add, neg):
     return x
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--device", default="cpu")
-    ap.add_argument("--repeat", type=int, default=7)
-    ap.add_argument("--number", type=int, default=300)
-    args = ap.parse_args()
-    try:
-        import torch
+def replay_off(sf) -> None:
+    """Run every program of a traced static function as its bound instruction list."""
+    for cp in sf.programs:
+        cp.executor.graphs = False
+        if cp.backward is not None:
+            cp.backward.executor.graphs = False
 
-        torch.set_num_threads(1)
-    except ImportError:
-        torch = None
-    dev = args.device
+
+def traced_unfused(fn, *args):
+    """``fn`` under to_static, traced with the compiler's fusion off (op by op)."""
+    sf = fw.jit.to_static(fn)
+    old = os.environ.get("OARLOCK_COMPILE")
+    os.environ["OARLOCK_COMPILE"] = "0"
+    try:
+        sf(*args)
+    finally:
+        if old is None:
+            del os.environ["OARLOCK_COMPILE"]
+        else:
+            os.environ["OARLOCK_COMPILE"] = old
+    return sf
+
+
+def chain_rows(dev: str, number: int, repeat: int, torch) -> list[tuple]:
     rng = np.random.default_rng(0)
     a = (rng.random(16, dtype=np.float32) * 0.1).astype(np.float32)
     c = np.full(16, 0.5, np.float32)
@@ -66,12 +97,6 @@ def main() -> None:
     def eager_chain(x):
         return chain(x, fc, fw.exp, fw.multiply, fw.add, fw.neg)
 
-    static_chain = fw.jit.to_static(eager_chain, input_spec=[InputSpec([16])])
-    rows = []
-    with fw.no_grad():
-        np.testing.assert_allclose(static_chain(fa).numpy(), eager_chain(fa).numpy(), rtol=1e-5)
-        t_eager = bench(lambda: eager_chain(fa), args.number, args.repeat)
-        t_static = bench(lambda: static_chain(fa), args.number, args.repeat)
     out = np.empty_like(a)
 
     def np_chain():
@@ -88,36 +113,65 @@ def main() -> None:
                 x = np.add(x, c, out=out)
         return x
 
-    t_np = bench(np_chain, args.number, args.repeat)
     t_torch = None
     if torch is not None:
         ta, tc = torch.from_numpy(a), torch.from_numpy(c)
-        t_torch = bench(
-            lambda: chain(ta, tc, torch.exp, torch.mul, torch.add, torch.neg), args.number, args.repeat
-        )
-    rows.append(
-        (
-            f"chain {CHAIN}, per op",
-            t_eager / CHAIN,
-            t_static / CHAIN,
-            t_np / CHAIN,
-            None if t_torch is None else t_torch / CHAIN,
-        )
-    )
+        t_torch = bench(lambda: chain(ta, tc, torch.exp, torch.mul, torch.add, torch.neg), number, repeat)
+    rows = []
+    with fw.no_grad():
+        t_eager = bench(lambda: eager_chain(fa), number, repeat)
+        t_np = bench(np_chain, number, repeat)
+        for label, make in (
+            ("chain 32, per op (us)", lambda: traced_unfused(eager_chain, fa)),
+            (
+                "chain 32 fused, per op (us)",
+                lambda: fw.jit.to_static(eager_chain, input_spec=[InputSpec([16])]),
+            ),
+        ):
+            sg, sl = make(), make()
+            sg(fa), sl(fa)
+            replay_off(sl)
+            np.testing.assert_allclose(sg(fa).numpy(), eager_chain(fa).numpy(), rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(sl(fa).numpy(), eager_chain(fa).numpy(), rtol=1e-5, atol=1e-6)
+            t_g = bench(lambda sg=sg: sg(fa), number, repeat)
+            t_l = bench(lambda sl=sl: sl(fa), number, repeat)
+            rows.append(
+                (
+                    label,
+                    t_eager / CHAIN,
+                    t_g / CHAIN,
+                    t_l / CHAIN,
+                    t_np / CHAIN,
+                    None if t_torch is None else t_torch / CHAIN,
+                )
+            )
+    return rows
 
+
+def _mlp(dev: str):
     fw.manual_seed(0)
-    net = fw.nn.Sequential(
+    return fw.nn.Sequential(
         fw.nn.Linear(784, 1024), fw.nn.ReLU(), fw.nn.Linear(1024, 1024), fw.nn.ReLU(), fw.nn.Linear(1024, 10)
     ).to(dev)
-    x = fw.to_tensor(rng.standard_normal((128, 784)).astype(np.float32), device=dev)
-    snet = fw.nn.Sequential(*[layer for layer in net.children()])  # the same parameters, converted below
-    fw.jit.to_static(snet, input_spec=[InputSpec([None, 784])])
-    n_mlp = max(args.number // 10, 10)
+
+
+def mlp_rows(dev: str, number: int, repeat: int, torch) -> tuple[list[tuple], list[tuple]]:
+    rng = np.random.default_rng(0)
+    x = fw.to_tensor(rng.standard_normal((B_MLP, DIMS[0])).astype(np.float32), device=dev)
+    y = fw.to_tensor(rng.integers(0, 10, B_MLP), device=dev)
+    rows, mem = [], []
+    # forward only
+    net, sg, sl = _mlp(dev), _mlp(dev), _mlp(dev)
+    fw.jit.to_static(sg, input_spec=[InputSpec([None, 784])])
+    fw.jit.to_static(sl, input_spec=[InputSpec([None, 784])])
     with fw.no_grad():
-        np.testing.assert_allclose(snet(x).numpy(), net(x).numpy(), rtol=1e-4, atol=1e-5)
-        m_eager = bench(lambda: net(x), n_mlp, args.repeat)
-        m_static = bench(lambda: snet(x), n_mlp, args.repeat)
-    m_torch = None
+        sg(x), sl(x)
+        replay_off(sl.forward)
+        np.testing.assert_allclose(sg(x).numpy(), net(x).numpy(), rtol=1e-4, atol=1e-5)
+        e = bench(lambda: net(x), number, repeat) / 1e3
+        g = bench(lambda: sg(x), number, repeat) / 1e3
+        ll = bench(lambda: sl(x), number, repeat) / 1e3
+    t = None
     if torch is not None:
         ws = [torch.from_numpy(p.numpy()) for p in net.parameters()]
         tx = torch.from_numpy(x.numpy())
@@ -128,14 +182,120 @@ def main() -> None:
             return h @ ws[4] + ws[5]
 
         with torch.no_grad():
-            m_torch = bench(tmlp, n_mlp, args.repeat)
-    rows.append(("mlp 784-1024-1024-10 b128 fwd", m_eager, m_static, None, m_torch))
+            t = bench(tmlp, number, repeat) / 1e3
+    rows.append(("mlp 784-1024-1024-10 b128 fwd (ms)", e, g, ll, None, t))
 
-    print(f"device {dev}; median of {args.repeat} repeats; microseconds")
-    print(f"{'case':32s} {'eager':>9s} {'static':>9s} {'numpy':>9s} {'torch':>9s} {'eager/static':>13s}")
-    for name, e, s, n, t in rows:
-        fmt = lambda v: f"{v:9.2f}" if v is not None else f"{'-':>9s}"  # noqa: E731
-        print(f"{name:32s} {fmt(e)} {fmt(s)} {fmt(n)} {fmt(t)} {e / s:13.2f}")
+    # the whole SGD step
+    def make_step(static: bool, replay: bool = True):
+        m = _mlp(dev)
+        opt = fw.optim.SGD(learning_rate=0.01, parameters=m.parameters())
+
+        def step(x, y):
+            loss = F.cross_entropy(m(x), y)
+            loss.backward()
+            opt.step()
+            opt.clear_grad()
+            return loss
+
+        if not static:
+            return step
+        sf = fw.jit.to_static(step)
+        sf(x, y)
+        if not replay:
+            replay_off(sf)
+        return sf
+
+    fe, fg, fl = make_step(False), make_step(True), make_step(True, False)
+    for f in (fe, fg, fl):
+        f(x, y)
+    e = bench(lambda: fe(x, y).numpy(), number, repeat) / 1e3
+    g = bench(lambda: fg(x, y).numpy(), number, repeat) / 1e3
+    ll = bench(lambda: fl(x, y).numpy(), number, repeat) / 1e3
+    t = bench(torch_mlp(), number, repeat) / 1e3 if torch is not None else None
+    rows.append(("mlp b128 SGD step (ms)", e, g, ll, None, t))
+    mem.append(("mlp b128 SGD step", fw.jit.memory_report(make_step(True), x, y)))
+    return rows, mem
+
+
+def llama_rows(dev: str, number: int, repeat: int, torch) -> tuple[list[tuple], list[tuple]]:
+    x = fw.to_tensor(np.random.default_rng(0).standard_normal((B, S, D)).astype(np.float32), device=dev)
+    cos, sin = F.rotary_cos_sin(S, D // H, dtype="float32", device=dev)
+
+    def make(static: bool, replay: bool = True):
+        fw.seed(0)
+        with fw.device(dev):
+            blk = LlamaBlock(D, H, HID)
+
+        def fwd_bwd(x):
+            loss = blk(x, cos, sin).sum()
+            loss.backward()
+            return loss
+
+        def step():
+            loss = f(x)
+            blk.clear_gradients()
+            return loss.numpy()
+
+        f = fwd_bwd
+        if static:
+            f = fw.jit.to_static(fwd_bwd)
+            f(x)
+            if not replay:
+                replay_off(f)
+        return step, f, blk
+
+    (se, _, _), (sg, fg, bg), (sl, _, _) = make(False), make(True), make(True, False)
+    np.testing.assert_allclose(sg(), se(), rtol=1e-4)
+    e = bench(se, number, repeat) / 1e3
+    g = bench(sg, number, repeat) / 1e3
+    ll = bench(sl, number, repeat) / 1e3
+    t = bench(torch_llama(), number, repeat) / 1e3 if torch is not None else None
+    mem = [("llama block fwd+bwd", fw.jit.memory_report(fg, x))]
+    bg.clear_gradients()
+    return [("llama block d256 s128 b8 fwd+bwd (ms)", e, g, ll, None, t)], mem
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--threads", type=int, default=1, help="torch and BLAS threads (default 1)")
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--number", type=int, default=300, help="calls per repeat for the chain")
+    ap.add_argument("--steps", type=int, default=5, help="calls per repeat for the MLP and Llama cases")
+    args = ap.parse_args()
+    try:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    except ImportError:
+        torch = None
+    dev = args.device
+    rows = chain_rows(dev, args.number, args.repeat, torch)
+    r, mem = mlp_rows(dev, args.steps, args.repeat, torch)
+    rows += r
+    r, m = llama_rows(dev, args.steps, args.repeat, torch)
+    rows += r
+    mem += m
+
+    print(
+        f"device {dev} ({fw.get_device_properties(dev).name}); {args.threads} thread(s) for torch and BLAS; "
+        f"torch {'eager ' + torch.__version__ if torch is not None else 'not installed'}; median of {args.repeat} repeats"
+    )
+    print(
+        f"{'case':40s} {'eager':>9s} {'static':>9s} {'no replay':>9s} {'numpy':>9s} {'torch':>9s} "
+        f"{'eager/static':>12s} {'static/torch':>12s}"
+    )
+    fmt = lambda v: f"{v:9.3f}" if v is not None else f"{'-':>9s}"  # noqa: E731
+    for name, e, s, sl, n, t in rows:
+        ratio_t = f"{s / t:12.2f}" if t else f"{'-':>12s}"
+        print(f"{name:40s} {fmt(e)} {fmt(s)} {fmt(sl)} {fmt(n)} {fmt(t)} {e / s:12.2f} {ratio_t}")
+    print()
+    print(
+        f"{'peak memory (MiB, allocator)':40s} {'eager':>9s} {'static':>9s} {'held':>9s} {'static/eager':>12s}"
+    )
+    for name, rep in mem:
+        e, s, h = (rep[k] / 2**20 for k in ("eager_peak_bytes", "static_peak_bytes", "static_held_bytes"))
+        print(f"{name:40s} {e:9.2f} {s:9.2f} {h:9.2f} {s / e:12.2f}")
 
 
 if __name__ == "__main__":

@@ -712,4 +712,7 @@ class _Graph:
         return outs
 
     def held_bytes(self) -> int:
-        return sum(t._block.size for t in self.bufs)
+        """The captured input and output buffers, and the captured storage of parameters
+        whose tensors have moved to other storage since (kept for the graph to read)."""
+        moved = {id(blk): blk.size for t, blk, _, _ in self.params if t._block is not blk}
+        return sum(t._block.size for t in self.bufs) + sum(moved.values())
