@@ -49,7 +49,7 @@ def _branch(tr: Any, fn: Callable[[], Any] | None, label: str) -> tuple[Block, l
     with tr.region(f"{label} of a cond"), autograd.no_grad():
         blk = tr.block
         res = fn() if fn is not None else None
-        flat, struct = flatten(f"cond] [{label}", res)
+        flat, struct = flatten(f"cond: {label}", res)
         blk.append("cf.yield", [tr.value_of(t, "cond") for t in flat], [])
     return blk, flat, struct
 

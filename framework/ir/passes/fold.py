@@ -88,7 +88,7 @@ def fold_constants(program: Program, ctx: PassContext) -> int:
     """Fold every foldable op (in program order, so chains fold in one sweep); returns the
     number of ops folded."""
     folded = 0
-    names = {op.attrs.get("name") for op in program.block.ops if op.name == "builtin.constant"} | set(
+    names = {op.attrs.get("name") for op in program.walk() if op.name == "builtin.constant"} | set(
         ctx.constants
     )
     for op in list(program.block.ops):
