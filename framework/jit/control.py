@@ -1,5 +1,5 @@
-"""Tracing ``fw.static.nn.cond`` and ``while_loop`` into the ``cf`` dialect, and the gradient
-of ``cf.cond``.
+"""Tracing ``fw.static.nn.cond`` and ``while_loop`` into the ``cf`` dialect, and the gradients
+of ``cf.cond`` and ``cf.while``.
 
 A branch (or a loop's cond and body) is traced into a region with autograd off: what it reads
 from the enclosing scope is captured (the region reads the outer value; nothing is passed).
