@@ -479,6 +479,8 @@ def reshape(x: Any, shape: Sequence[int]) -> Any:
             continue
         k = mesh.shape[axis]
         ins, outs = next(bl for bl in blocks if p.dim in bl[0])
+        ins = [d for d in ins if x.shape[d] != 1] or ins  # dims of size 1 do not move the layout
+        outs = [d for d in outs if shape[d] != 1] or outs
         o0 = outs[0] if outs else None
         whole = p.dim != ins[0] or o0 is None
         if not whole and (len(ins), len(outs)) != (1, 1) and (x.shape[p.dim] % k or shape[o0] % k):

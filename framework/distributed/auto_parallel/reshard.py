@@ -218,6 +218,8 @@ class _Stepper:
     def run(self, t: Tensor, axis: int, src: Placement, dst: Placement) -> Tensor:
         mesh, shape = self.mesh, self.shape
         k, c = mesh.shape[axis], self.coord[axis]
+        if k == 1:  # one rank on the axis: every layout is the whole tensor, nothing moves
+            return t
         g = mesh.get_group(axis) if k > 1 else None
         nbytes = t.numel() * t.dtype.itemsize
         note = lambda s, d, how, b: _note(self.x, mesh, axis, s, d, how, b, self.why)  # noqa: E731
