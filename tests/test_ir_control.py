@@ -579,3 +579,29 @@ def test_training_through_nested_cond_and_while_equals_eager():
     for (x, n), want in zip(runs, eager):
         for a, b in zip(grads(x, n), want):
             np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_case_and_switch_case_pick_like_python_eagerly_and_in_a_program():
+    from framework.static.nn import case, switch_case
+
+    def f(x):
+        return case([(x.sum() > 5.0, lambda: x * 10.0), (x.sum() > 2.0, lambda: x * 2.0)], lambda: x - 1.0)
+
+    def g(i, x):
+        return switch_case(i, {1: lambda: x + 1.0, 3: lambda: x * 3.0}, lambda: x * 0.0)
+
+    sf, sg = fw.jit.to_static(f), fw.jit.to_static(g)
+    base = np.array([1.0, 2.0], np.float32)
+    with fw.no_grad():
+        for v in (0.5, 1.0, 5.0):
+            s = float((base * v).sum())
+            want = base * v * 10.0 if s > 5 else base * v * 2.0 if s > 2 else base * v - 1.0
+            for fn in (f, sf):
+                np.testing.assert_allclose(fn(_t(base * v)).numpy(), want, rtol=1e-6)
+        for i, want in ((0, base * 0.0), (1, base + 1.0), (3, base * 3.0)):
+            for fn in (g, sg):
+                np.testing.assert_allclose(fn(_t(i, np.int64), _t(base)).numpy(), want, rtol=1e-6)
+    assert [op.name for op in sg.programs[0].program.walk()].count("cf.cond") == 2
+    assert switch_case(_t(7, np.int64), [lambda: 1, lambda: 2]) == 2  # no default: the largest index's
+    with pytest.raises(OpArgumentError, match=r"\[switch_case\] branch_index must be an int tensor"):
+        switch_case(_t(1.0, np.float32), [lambda: 1])

@@ -29,7 +29,7 @@ from adapter_api import OpArgumentError
 from .._src.ops import base
 from .._src.tensor import Tensor
 
-__all__ = ["cond", "while_loop"]
+__all__ = ["case", "cond", "switch_case", "while_loop"]
 
 
 # -- nested structures of tensors (a tensor, None, or tuples/lists of them) -----------------
@@ -186,3 +186,70 @@ def while_loop(
     while _truth("while_loop", cond(*vals)):
         vals = check_loop_values(body(*vals), loop_vars, "body")
     return vals
+
+
+def case(
+    pred_fn_pairs: Sequence[tuple[Any, Callable[[], Any]]],
+    default: Callable[[], Any] | None = None,
+    name: str | None = None,
+) -> Any:
+    """Python's ``if / elif / else`` (Paddle's ``paddle.static.nn.case``): the function of the
+    first pair whose predicate holds, else ``default()`` (without one, the last pair's
+    function is the default). Built from :func:`cond`, so it traces into nested ``cf.cond``."""
+    pairs = list(pred_fn_pairs) if isinstance(pred_fn_pairs, (list, tuple)) else None
+    if not pairs or any(not isinstance(p, (list, tuple)) or len(p) != 2 or not callable(p[1]) for p in pairs):
+        raise OpArgumentError(
+            "[case] pred_fn_pairs must be a non-empty list of (bool tensor, callable) pairs, got "
+            f"{pred_fn_pairs!r}"
+        )
+    if default is not None and not callable(default):
+        raise OpArgumentError(f"[case] default must be callable or None, got {type(default).__name__}")
+    if default is None:
+        *pairs, (_, default) = pairs
+        if not pairs:
+            return default()
+
+    def chain(k: int) -> Any:
+        if k == len(pairs):
+            return default()
+        pred, fn = pairs[k]
+        return cond(pred, fn, lambda: chain(k + 1))
+
+    return chain(0)
+
+
+def switch_case(
+    branch_index: Any,
+    branch_fns: Any,
+    default: Callable[[], Any] | None = None,
+    name: str | None = None,
+) -> Any:
+    """C's ``switch`` (Paddle's ``paddle.static.nn.switch_case``): ``branch_fns`` is a dict
+    ``{index: fn}``, a list of ``(index, fn)`` pairs, or a list of functions (indexed by
+    position); the function whose index equals ``branch_index`` (an int tensor of one element)
+    runs, else ``default()`` (without one, the function of the largest index)."""
+    if isinstance(branch_fns, dict):
+        items = list(branch_fns.items())
+    elif isinstance(branch_fns, (list, tuple)) and all(callable(f) for f in branch_fns):
+        items = list(enumerate(branch_fns))
+    elif isinstance(branch_fns, (list, tuple)):
+        items = [tuple(p) for p in branch_fns]
+    else:
+        items = []
+    if not items or any(
+        len(p) != 2 or not isinstance(p[0], (int, np.integer)) or not callable(p[1]) for p in items
+    ):
+        raise OpArgumentError(
+            "[switch_case] branch_fns must be a dict {int: callable}, a list of (int, callable) pairs "
+            f"or a list of callables, got {branch_fns!r}"
+        )
+    keys = [int(k) for k, _ in items]
+    if len(set(keys)) != len(keys):
+        raise OpArgumentError(f"[switch_case] the branch indices {keys} repeat; give each its own")
+    if not isinstance(branch_index, Tensor) or branch_index.dtype.kind not in "iu" or branch_index.size != 1:
+        got = describe(branch_index) if isinstance(branch_index, Tensor) else type(branch_index).__name__
+        raise OpArgumentError(f"[switch_case] branch_index must be an int tensor of one element, got {got}")
+    items.sort(key=lambda p: int(p[0]))
+    if default is None:
+        *items, (_, default) = items
+    return case([(branch_index == int(k), fn) for k, fn in items], default) if items else default()
