@@ -1,0 +1,331 @@
+"""The compiler over programs: to_static programs with their fusion groups as generated
+kernels, against eager, the same programs unfused, torch eager and torch.compile, side by
+side in one run (medians, and ratios against the compiled program).
+
+    python benchmarks/compiler.py                          # cpu and opencl, every section
+    python benchmarks/compiler.py --devices cpu --steps 10 --reps 5 --shape 2048x4096 --threads 2
+
+Sections, per device:
+
+- ``train``: one training step of the examples' tiny Llama (dim 64, 2 layers, 4 heads,
+  SwiGLU 172, seq 64, batch 16, vocabulary 46; cross-entropy, backward, AdamW with global
+  norm clipping): eager; ``to_static`` with the compiler off (``OARLOCK_COMPILE=0`` while
+  the programs are traced); ``to_static`` with it (forward and backward programs fused).
+  On cpu the same model and step in torch eager and with ``torch.compile`` (forward and
+  loss compiled), when torch is importable.
+- ``predict``: the same model saved with ``fw.jit.save`` and run by a Predictor (batch 16 x
+  64 tokens), with and without the compiler.
+- ``groups``: ``rms_norm``, ``layer_norm`` and ``softmax`` (float32, ``--shape``) as
+  ``to_static`` programs, each one fused group, against a plain copy of the same bytes (an
+  OpenMP C copy built through the cpu plugin's compile access; on opencl the plugin's
+  ``copy`` kernel), the unfused program and eager (which runs the composite as one
+  generated kernel already).
+
+Timings include what a user waits for: the step's loss is read (a device synchronisation).
+BLAS, OpenMP and torch run ``--threads`` threads (1 by default: on a shared machine spinning
+threads of one library steal the cores of the other).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from typing import Any
+
+_THREADS = sys.argv[sys.argv.index("--threads") + 1] if "--threads" in sys.argv else "1"
+# before numpy and torch load their BLAS: busy-waiting BLAS threads on shared cores cost more than they give
+os.environ.update(OPENBLAS_NUM_THREADS=_THREADS, OMP_NUM_THREADS=_THREADS, MKL_NUM_THREADS=_THREADS)
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import framework as fw  # noqa: E402
+import framework.nn.functional as F  # noqa: E402
+from benchmarks.rmsnorm import c_copy_ms  # noqa: E402
+from examples.models import build  # noqa: E402
+from framework.static import InputSpec  # noqa: E402
+
+EPS = 1e-6
+
+
+def median_ms(fn: Callable[[], Any], reps: int, warmup: int = 2) -> float:
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+class compile_off:
+    """``with compile_off():`` traces (and runs) with ``OARLOCK_COMPILE=0``."""
+
+    def __enter__(self) -> None:
+        self.old = os.environ.get("OARLOCK_COMPILE")
+        os.environ["OARLOCK_COMPILE"] = "0"
+
+    def __exit__(self, *exc: object) -> None:
+        if self.old is None:
+            os.environ.pop("OARLOCK_COMPILE", None)
+        else:
+            os.environ["OARLOCK_COMPILE"] = self.old
+
+
+def table(title: str, rows: list[tuple[str, float | None]], ref: str) -> None:
+    """Print ``rows`` (name, ms) with each one's ratio to the row named ``ref``."""
+    base = dict(rows)[ref]
+    print(f"\n== {title}")
+    print(f"  {'variant':<40} {'ms':>9} {'vs ' + ref:>28}")
+    for name, ms in rows:
+        if ms is None:
+            continue
+        print(f"  {name:<40} {ms:9.2f} {ms / base:27.2f}x")
+
+
+# -- the tiny Llama training step -----------------------------------------------------------
+def oarlock_step(device: str, static: bool, compiled: bool) -> Callable[[], float]:
+    task = build("tiny_llama", 0, device, static)
+    with fw.device(device):
+        x, y = task.batch(0)
+
+    def step() -> float:
+        loss = task.loss(task.model(x), y)
+        loss.backward()
+        task.update()
+        return float(loss.numpy())
+
+    if static and not compiled:
+        with compile_off():
+            step()  # the programs are traced (and stay) unfused
+    else:
+        step()
+    return step
+
+
+def torch_llama(compiled: bool) -> Callable[[], float] | None:
+    try:
+        import torch
+    except ImportError:
+        return None
+    torch.manual_seed(0)
+    V, D, H, L, HID, S, B = 46, 64, 4, 2, 172, 64, 16
+    hd = D // H
+    lin = lambda a, b: torch.nn.Linear(a, b, bias=False)  # noqa: E731
+
+    class Block(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.n1, self.n2 = torch.nn.Parameter(torch.ones(D)), torch.nn.Parameter(torch.ones(D))
+            self.qkv, self.proj = lin(D, 3 * D), lin(D, D)
+            self.gate, self.up, self.down = lin(D, HID), lin(D, HID), lin(HID, D)
+
+        def forward(self, h: Any, cos: Any, sin: Any) -> Any:
+            def rms(t: Any, w: Any) -> Any:
+                return t * torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + EPS) * w
+
+            def rope(t: Any) -> Any:
+                t1, t2 = t.chunk(2, -1)
+                return t * cos + torch.cat([-t2, t1], -1) * sin
+
+            q, k, v = self.qkv(rms(h, self.n1)).reshape(B, S, 3, H, hd).permute(2, 0, 3, 1, 4)
+            a = torch.nn.functional.scaled_dot_product_attention(rope(q), rope(k), v, is_causal=True)
+            h = h + self.proj(a.transpose(1, 2).reshape(B, S, D))
+            m = rms(h, self.n2)
+            return h + self.down(torch.nn.functional.silu(self.gate(m)) * self.up(m))
+
+    class Llama(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.embed = torch.nn.Embedding(V, D)
+            self.blocks = torch.nn.ModuleList([Block() for _ in range(L)])
+            self.norm, self.head = torch.nn.Parameter(torch.ones(D)), lin(D, V)
+            inv = 10000.0 ** (-torch.arange(0, hd, 2, dtype=torch.float64) / hd)
+            emb = torch.arange(S, dtype=torch.float64)[:, None] * inv[None]
+            emb = torch.cat([emb, emb], -1)
+            self.cos, self.sin = emb.cos().float(), emb.sin().float()
+
+        def forward(self, ids: Any, labels: Any) -> Any:
+            h = self.embed(ids)
+            for b in self.blocks:
+                h = b(h, self.cos, self.sin)
+            h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + EPS) * self.norm
+            return torch.nn.functional.cross_entropy(self.head(h).reshape(-1, V), labels.reshape(-1))
+
+    model = Llama()
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
+    rng = np.random.default_rng(0)
+    ids = torch.from_numpy(rng.integers(0, V, (B, S)))
+    labels = torch.from_numpy(rng.integers(0, V, (B, S)))
+    fwd = torch.compile(model) if compiled else model
+
+    def step() -> float:
+        loss = fwd(ids, labels)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        return float(loss.detach())
+
+    step()
+    return step
+
+
+def train_rows(device: str, steps: int, torch_rows: bool, torch_compile: bool) -> None:
+    rows: list[tuple[str, float | None]] = [
+        ("oarlock eager", median_ms(oarlock_step(device, False, False), steps)),
+        ("oarlock to_static, compiler off", median_ms(oarlock_step(device, True, False), steps)),
+        ("oarlock to_static + compiler", median_ms(oarlock_step(device, True, True), steps)),
+    ]
+    if device == "cpu" and torch_rows:
+        for label, compiled in (("torch eager", False), ("torch.compile", True)):
+            if compiled and not torch_compile:
+                continue
+            try:
+                fn = torch_llama(compiled)
+            except Exception as exc:  # noqa: BLE001 — a benchmark row, not a requirement
+                print(f"  ({label} unavailable: {type(exc).__name__}: {str(exc)[:200]})")
+                continue
+            if fn is not None:
+                rows.append((label, median_ms(fn, steps)))
+    table(f"tiny Llama training step on {device} (median of {steps})", rows, "oarlock to_static + compiler")
+
+
+# -- the Predictor --------------------------------------------------------------------------
+def predict_rows(device: str, reps: int) -> None:
+    task = build("tiny_llama", 0, device)
+    task.model.eval()
+    ids = np.random.default_rng(1).integers(0, 46, (16, 64))
+    rows = []
+    outs = []
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "tiny_llama")
+        fw.jit.save(task.model, path, input_spec=[InputSpec([None, 64], "int64")])
+        for label, off in (("Predictor, compiler off", True), ("Predictor + compiler", False)):
+            ctx = compile_off() if off else _Nothing()
+            with ctx:
+                cfg = fw.inference.Config(path)
+                cfg.set_device(device)
+                pred = fw.inference.create_predictor(cfg)
+                inp = pred.get_input_handle(pred.get_input_names()[0])
+                out = pred.get_output_handle(pred.get_output_names()[0])
+
+                def run(inp: Any = inp, out: Any = out, pred: Any = pred) -> Any:
+                    inp.copy_from_cpu(ids)
+                    pred.run()
+                    return out.copy_to_cpu()
+
+                outs.append(run())
+                rows.append((label, median_ms(run, reps)))
+    np.testing.assert_allclose(outs[0], outs[1], rtol=1e-4, atol=1e-4)
+    table(
+        f"tiny Llama inference (16 x 64 tokens) on {device} (median of {reps})", rows, "Predictor + compiler"
+    )
+
+
+class _Nothing:
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
+# -- single groups against a copy -----------------------------------------------------------
+def group_rows(device: str, shape: tuple[int, int], reps: int) -> None:
+    rng = np.random.default_rng(0)
+    xn = rng.standard_normal(shape, dtype=np.float32)
+    wn = rng.standard_normal(shape[-1], dtype=np.float32)
+    bn = rng.standard_normal(shape[-1], dtype=np.float32)
+    x, w, b = (fw.to_tensor(a, device=device) for a in (xn, wn, bn))
+    n = shape[-1]
+    nbytes = 2 * xn.nbytes
+    if device == "cpu":
+        copy_ms = min(c_copy_ms(xn, reps), median_ms(lambda d=np.empty_like(xn): np.copyto(d, xn), reps))
+        copy = "C/numpy copy (faster of the two)"
+    else:
+        from framework.testing import run_op
+
+        copy_ms = median_ms(lambda: fw.synchronize(device) if run_op("copy", [x]) else None, reps)
+        copy = f"{device} copy kernel"
+    print(
+        f"\n== fused groups, float32 {shape} on {device} (median of {reps}); {copy}: {copy_ms:.2f} ms "
+        f"({nbytes / copy_ms / 1e6:.1f} GB/s)"
+    )
+    print(
+        f"  {'group':<12} {'fused ms':>9} {'GB/s':>7} {'vs copy':>8} {'unfused prog ms':>16} {'eager ms':>9} {'unfused/fused':>14}"
+    )
+    fns = {
+        "rms_norm": (lambda x, w, b: F.rms_norm(x, weight=w, epsilon=EPS)),
+        "layer_norm": (lambda x, w, b: F.layer_norm(x, n, w, b, epsilon=EPS)),
+        "softmax": (lambda x, w, b: F.softmax(x, axis=-1)),
+    }
+    spec = [InputSpec([None, n]), InputSpec([n]), InputSpec([n])]
+    with fw.no_grad():
+        for name, fn in fns.items():
+            fused = fw.jit.to_static(fn, input_spec=spec)
+            plain = fw.jit.to_static(fn, input_spec=spec)
+            fused(x, w, b)
+            with compile_off():
+                plain(x, w, b)
+            groups = [
+                op for op in fused.programs[0].executor.program.block.ops if op.name.startswith("fused.")
+            ]
+            np.testing.assert_allclose(fused(x, w, b).numpy(), plain(x, w, b).numpy(), rtol=1e-4, atol=1e-5)
+
+            def timed(f: Any) -> float:
+                return median_ms(lambda: (f(x, w, b), fw.synchronize(device)), reps)
+
+            tf, tp, te = timed(fused), timed(plain), timed(fn)
+            print(
+                f"  {name:<12} {tf:9.2f} {nbytes / tf / 1e6:7.1f} {tf / copy_ms:7.2f}x {tp:16.2f} {te:9.2f} "
+                f"{tp / tf:13.2f}x   ({len(groups)} group)"
+            )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--devices", default="cpu,opencl")
+    ap.add_argument("--sections", default="train,predict,groups")
+    ap.add_argument("--steps", type=int, default=10, help="timed training steps per variant")
+    ap.add_argument("--reps", type=int, default=10, help="timed calls per Predictor / group variant")
+    ap.add_argument("--shape", default="4096x4096", help="rows x n of the single-group section")
+    ap.add_argument("--threads", default="1", help="BLAS, OpenMP and torch threads (default 1)")
+    ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--no-torch-compile", action="store_true")
+    args = ap.parse_args()
+    shape = tuple(int(s) for s in args.shape.split("x"))
+    try:
+        import torch
+
+        torch.set_num_threads(int(args.threads))
+        torch_note = f"torch {torch.__version__}, {torch.get_num_threads()} threads"
+    except ImportError:
+        torch_note = "torch not installed"
+    print(f"cpu: {fw.get_device_properties('cpu').name}, {os.cpu_count()} cores; {torch_note}")
+    sections = args.sections.split(",")
+    for dev in args.devices.split(","):
+        try:
+            fw.to_tensor([0.0], device=dev)
+        except Exception as exc:  # noqa: BLE001
+            print(f"\n[{dev}] unavailable: {exc}")
+            continue
+        print(f"\n##### {dev}: {fw.get_device_properties(dev).name}")
+        if "train" in sections:
+            train_rows(dev, args.steps, not args.no_torch, not args.no_torch_compile)
+        if "predict" in sections:
+            predict_rows(dev, args.reps)
+        if "groups" in sections:
+            group_rows(dev, shape, args.reps)  # type: ignore[arg-type]
+    print(f"\nfusion: {fw.ir.passes.fusion_stats()}")
+
+
+if __name__ == "__main__":
+    main()
