@@ -152,6 +152,9 @@ def test_tiny_llama_tp_follows_the_single_process_curve(nranks: int, dp: int) ->
         assert "all_gather" in d["collectives"], d["collectives"]
         # the fused [q k v] columns are gathered before the heads are split; the logits before the loss
         assert "reshape" in d["why"] and "log_softmax" in d["why"], d["why"]
+        if dp == 1:  # the hand-written TP (collectives by hand) follows the same curve, same shards
+            np.testing.assert_allclose(d["manual_losses"], d["ref"], rtol=1e-5, atol=1e-5)
+            assert d["manual_held"] == d["held"], (d["manual_held"], d["held"])
         if dp > 1:  # ZeRO stage 1 trains the same, with the states split over dp too
             np.testing.assert_allclose(d["zero_losses"], d["ref"], rtol=1e-5, atol=1e-5)
             assert d["zero_states"] < 0.55 * d["states"], (d["zero_states"], d["states"])
