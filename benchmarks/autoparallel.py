@@ -9,7 +9,8 @@ Each configuration trains ``--steps`` steps (AdamW, the first two not timed); ra
 median step time, its ratio to the baseline, the bytes this rank moved per step (the
 reshards' log: all-gathers, all-reduces, reduce-scatters, the gradient all-reduces of the
 rules; for the baseline the gradient bytes it all-reduces) and the parameter bytes per rank.
-Add ``--plan`` to print ``dist.auto_plan``'s table for the same model and batch.
+Add ``--plan`` to print ``dist.auto_plan``'s table for the same model and batch, with the
+hand-written placements of examples/train_tiny_llama_tp.py scored beside its own layouts.
 """
 
 from __future__ import annotations
@@ -115,7 +116,23 @@ def main() -> None:
         _, vocab = char_corpus()
         fw.seed(0)
         x, y = batches(1, args.batch, args.seq)[0]
-        dist.auto_plan(TinyLlama(len(vocab), max_seq=args.seq), dist.ProcessMesh(list(range(n))), (x, y))
+        model = TinyLlama(len(vocab), max_seq=args.seq)
+        kinds = {
+            "qkv": "col",
+            "gate": "col",
+            "up": "col",
+            "head": "col",
+            "embed": "col",
+            "proj": "row",
+            "down": "row",
+        }
+        hand = {
+            m: kinds[m.rsplit(".", 1)[-1]]
+            for m, _ in model.named_sublayers()
+            if m.rsplit(".", 1)[-1] in kinds
+        }
+        # the placements of examples/train_tiny_llama_tp.py scored beside the search's own
+        dist.auto_plan(model, dist.ProcessMesh(list(range(n))), (x, y), extra={"hand-written": hand})
 
 
 if __name__ == "__main__":
