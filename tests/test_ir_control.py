@@ -605,3 +605,17 @@ def test_case_and_switch_case_pick_like_python_eagerly_and_in_a_program():
     assert switch_case(_t(7, np.int64), [lambda: 1, lambda: 2]) == 2  # no default: the largest index's
     with pytest.raises(OpArgumentError, match=r"\[switch_case\] branch_index must be an int tensor"):
         switch_case(_t(1.0, np.float32), [lambda: 1])
+
+
+def test_a_cond_on_a_constant_predicate_is_inlined_by_canonicalize():
+    def f(x):
+        flag = fw.ones([]) > 0.5  # folds to a constant
+        h = x * 2.0
+        return cond(flag, lambda: fw.exp(h) + x, lambda: h - x)
+
+    sf = fw.jit.to_static(f, input_spec=[InputSpec([None, 2])])
+    x = _t([[0.5, -1.0], [2.0, 0.0]], np.float32)
+    with fw.no_grad():
+        np.testing.assert_allclose(sf(x).numpy(), np.exp(2.0 * x.numpy()) + x.numpy(), rtol=1e-6)
+    names = [op.name for op in sf.programs[0].program.walk()]
+    assert "cf.cond" not in names and "op.exp" in names and "op.sub" not in names

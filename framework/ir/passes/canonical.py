@@ -1,12 +1,14 @@
 """Canonicalisation and fusion: the rules of :mod:`.rules` through the greedy pattern driver.
 
 :class:`PermuteOfPermute` is the ``permute_of_permute`` rule written by hand, kept to show
-(docs/architecture.md) and test that the two spellings rewrite alike.
+(docs/architecture.md) and test that the two spellings rewrite alike. :class:`CondOfConstant`
+inlines the taken region of a ``cf.cond`` whose predicate is a constant (a rewrite across
+regions, which a pattern of ops cannot say).
 """
 
 from __future__ import annotations
 
-from ..core import Operation, Program
+from ..core import Operation, Program, clone_op, free_values
 from .manager import Pass, PassContext, register_pass
 from .rewrite import PatternRewriter, RewritePattern, apply_patterns_greedily
 from .rules import CANONICAL, FUSION
@@ -29,14 +31,38 @@ class PermuteOfPermute(RewritePattern):
         return True
 
 
+class CondOfConstant(RewritePattern):
+    """``cf.cond`` on a constant predicate -> the ops of the region it takes, inlined before it
+    (they may read what the region captured; nothing else changes)."""
+
+    root = "cf.cond"
+    name = "cond_of_constant"
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> bool:
+        d = op.operands[0].defining_op
+        if d is None or d.name != "builtin.constant" or "value" not in d.attrs:
+            return False
+        taken = op.regions[0 if d.attrs["value"] else 1].blocks[0]
+        blk = op.parent
+        assert blk is not None
+        m = {v: v for v in free_values(op)}  # captured values stay what they are
+        at = blk.ops.index(op)
+        for k, o in enumerate(taken.ops[:-1]):
+            rewriter._push(blk.insert_op(at + k, clone_op(o, m)))
+        rewriter.replace_op(op, [m[v] for v in taken.ops[-1].operands])
+        return True
+
+
 class Canonicalize(Pass):
-    """IEEE-exact simplifications (the ``CANONICAL`` rules), greedily to a fixpoint."""
+    """IEEE-exact simplifications (the ``CANONICAL`` rules) and the hand-written patterns,
+    greedily to a fixpoint."""
 
     name = "canonicalize"
     rules = CANONICAL
+    hand_written: tuple[type[RewritePattern], ...] = (CondOfConstant,)
 
     def __init__(self) -> None:
-        self.patterns = [r.pattern() for r in self.rules]
+        self.patterns = [r.pattern() for r in self.rules] + [p() for p in self.hand_written]
         self.applied: dict[str, int] = {}
 
     def run(self, program: Program, ctx: PassContext) -> int:
@@ -50,6 +76,7 @@ class Fuse(Canonicalize):
 
     name = "fuse"
     rules = FUSION
+    hand_written = ()
 
 
 register_pass("canonicalize", Canonicalize)
