@@ -149,32 +149,47 @@ def kernel_source(op: str, device_type: str, dtype: np.dtype) -> KernelEntry | N
         )
         return None
     fusion.count("kernels")
-    return KernelEntry(_launcher(g, low, kernel, device_type), PLUGIN)
+    return _launcher(g, low, kernel, device_type)
 
 
-def _launcher(g: fusion.Group, low: Lowered, kernel: Kernel, device_type: str) -> Any:
+def _launcher(g: fusion.Group, low: Lowered, kernel: Kernel, device_type: str) -> KernelEntry:
+    """The kernel entry of a built group: ``fn`` and a binder (its arguments and launch
+    geometry worked out once per device and size)."""
     symbolic_n = low.program.n is None
     main = low.main
     rows_layout = kernel.layout == "rows"
     local = kernel.local
     symbols = g.symbols
+    geometry: dict[tuple[int, tuple[int, ...]], tuple[Any, ...]] = {}
+
+    def prepare(ctx: Any, dims: tuple[int, ...]) -> tuple[Any, ...]:
+        key = (ctx.device_index, dims)
+        got = geometry.get(key)
+        if got is None:
+            shape = main.concrete(dict(zip(symbols, dims)))
+            rows = math.prod(shape[:-1])
+            comp = compiler_for(_dev.Device(device_type, ctx.device_index))
+            tail = [np.int64(rows)] + ([np.int64(shape[-1])] if symbolic_n else [])
+            if rows_layout:
+                grid, loc = (rows,), ((local,) if local > 1 else None)
+            else:
+                grid, loc = (rows * local,), (local,)
+            got = geometry[key] = (rows, comp, kernel.build(comp), tail, grid, loc)
+        return got
 
     def launch(ctx: Any, outs: list[Any], ins: list[Any], dims: tuple[int, ...] = ()) -> None:
-        shape = main.concrete(dict(zip(symbols, dims)))
-        rows = math.prod(shape[:-1])
-        if rows == 0:
-            return
-        comp = compiler_for(_dev.Device(device_type, ctx.device_index))
-        args = [*ins, *outs, np.int64(rows)]
-        if symbolic_n:
-            args.append(np.int64(shape[-1]))
-        if rows_layout:
-            grid, loc = (rows,), ((local,) if local > 1 else None)
-        else:
-            grid, loc = (rows * local,), (local,)
-        comp.launch(kernel.build(comp), args, grid, loc, ctx.stream)
+        rows, comp, prog, tail, grid, loc = prepare(ctx, tuple(dims))
+        if rows:
+            comp.launch(prog, [*ins, *outs, *tail], grid, loc, ctx.stream)
 
-    return launch
+    def bind(ctx: Any, outs: list[Any], ins: list[Any], dims: tuple[int, ...] = ()) -> Any:
+        rows, comp, prog, tail, grid, loc = prepare(ctx, tuple(dims))
+        args, stream = [*ins, *outs, *tail], ctx.stream
+        if not rows:
+            return lambda: None
+        return lambda: comp.launch(prog, args, grid, loc, stream)
+
+    return KernelEntry(launch, PLUGIN, bind=bind)
 
 
 def install() -> None:
