@@ -180,6 +180,15 @@ class DeviceRuntime:
         and :meth:`launch_graph`. Default False: the executor never asks for a capture."""
         return False
 
+    def graph_worthwhile(self, index: int, launches: int, copy_bytes: int) -> bool:
+        """Whether replaying a graph of ``launches`` kernel launches, which needs
+        ``copy_bytes`` of device-to-device copies around each replay (inputs in, outputs
+        out, parameters an optimizer moved), beats launching the kernels one by one.
+        Default True: on an accelerator a launch costs microseconds and a copy runs at memory
+        bandwidth. A host device, where a copy competes with the work itself, may say no for
+        programs that move much data per launch; the executor then runs the list."""
+        return True
+
     def begin_capture(self, index: int, stream: Any) -> None:
         """Start capturing ``stream`` (one from :meth:`create_stream`): until
         :meth:`end_capture`, work launched on it (kernels called with this stream in

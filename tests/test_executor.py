@@ -124,6 +124,40 @@ def test_a_replayed_layer_sees_parameters_replaced_by_an_optimizer_outside():
     assert cp.executor.memory_stats({})["graph"] and cp.backward.executor.memory_stats({})["graph"]
 
 
+def test_the_cpu_runtime_declines_replays_that_copy_more_than_they_save():
+    # one launch over 4 MiB: the copies in and out would cost more than the launch saved
+    one_op = (
+        "module @f(%0: tensor<[s0], float32, cpu>) -> (tensor<[s0], float32, cpu>) {\n"
+        "  %1 = op.exp(%0) : tensor<[s0], float32, cpu>\n"
+        "  builtin.return(%1)\n"
+        "}\n"
+    )
+    ex = ir.Executor(ir.parse_program(one_op), "cpu", graphs=True)
+    a = np.random.default_rng(0).standard_normal(1 << 20).astype(np.float32)
+    for _ in range(3):
+        np.testing.assert_allclose(ex(fw.to_tensor(a))[0].numpy(), np.exp(a), rtol=1e-6)
+    stats = ex.memory_stats({"s0": 1 << 20})
+    assert not stats["graph"] and "too many for 1 launches" in stats["graph_off"]
+    # a layer whose parameters an optimizer moves every step: the first replay copies them in,
+    # then the plan goes back to its list (8 MiB of weights per step for three launches)
+    fw.manual_seed(0)
+    eager = fw.nn.Linear(1024, 1024)
+    fw.manual_seed(0)
+    static = fw.jit.to_static(fw.nn.Linear(1024, 1024))
+    x = fw.to_tensor(np.random.default_rng(1).standard_normal((2, 1024)).astype(np.float32))
+    opts = [fw.optim.SGD(learning_rate=0.1, parameters=m.parameters()) for m in (eager, static)]
+    for _ in range(4):
+        with fw.no_grad():
+            ys = [m(x).numpy() for m in (eager, static)]
+        np.testing.assert_allclose(ys[1], ys[0], rtol=1e-5, atol=1e-5)
+        for m, opt in zip((eager, static), opts):
+            m.weight.grad = fw.ones([1024, 1024]) * 0.01
+            opt.step()
+            opt.clear_grad()
+    stats = static.forward.programs[0].executor.memory_stats({})
+    assert not stats["graph"] and "too many" in stats["graph_off"]
+
+
 def test_a_cpu_capture_refuses_to_wait_and_ends_cleanly():
     # a blocking copy waits for its stream: a capturing stream runs nothing, so it is refused
     rt = _dev.device_type("cpu").runtime

@@ -175,10 +175,22 @@ class Executor:
         if plan.has_eager:
             plan.graph_failed = "the program has eager steps (ops without a kernel on the device)"
             return False
-        ok = _offers_graphs(plan.ctx.runtime, self.device.index)
-        if not ok:
+        rt, idx = plan.ctx.runtime, self.device.index
+        if not _offers_graphs(rt, idx):
             plan.graph_failed = "the device runtime offers no graph capture"
-        return ok
+            return False
+        return _worthwhile(plan, plan.copy_bytes())
+
+
+def _worthwhile(plan: _Plan, copy_bytes: int) -> bool:
+    """Ask the runtime whether a replay with these copies beats the instruction list."""
+    try:
+        ok = bool(plan.ctx.runtime.graph_worthwhile(plan.ctx.device_index, len(plan.instrs), copy_bytes))
+    except Exception:  # noqa: BLE001 — a runtime that cannot answer: replay (the contract's default)
+        ok = True
+    if not ok:
+        plan.graph_failed = f"the runtime finds {copy_bytes} bytes of copies per replay too many for {len(plan.instrs)} launches"
+    return ok
 
 
 def _offers_graphs(runtime: Any, index: int) -> bool:
@@ -598,6 +610,14 @@ class _Plan:
                 f"inputs, and report it to the plugin's vendor"
             ) from exc
 
+    def copy_bytes(self) -> int:
+        """Bytes a graph replay copies: every input in, every output out."""
+        infos = self.infos
+        return sum(
+            math.prod(infos[s].shape) * infos[s].dtype.itemsize
+            for s in (*self.input_slots, *self.output_slots)
+        )
+
     def held_bytes(self) -> int:
         """Bytes this plan keeps allocated between runs (planned intermediates, graph buffers),
         as the allocator counts them (rounded blocks)."""
@@ -685,9 +705,11 @@ class _Graph:
                 )
             n = t.size * t.dtype.itemsize
             rt.copy_d2d(idx, buf._block.handle, 0, t._block.handle, t._offset, n, stream, False)
+        moved = 0
         for t, blk, off, n in self.params:
             if t._block is not blk or t._offset != off:  # replaced since the capture
                 rt.copy_d2d(idx, blk.handle, off, t._block.handle, t._offset, n, stream, False)
+                moved += n
         try:
             rt.launch_graph(self.graph, stream)
         except OarlockError:
@@ -709,6 +731,9 @@ class _Graph:
             o = Tensor._make(malloc(n), 0, what.shape, what.dtype, dev)
             rt.copy_d2d(idx, o._block.handle, 0, what._block.handle, what._offset, n, stream, False)
             outs.append(o)
+        if moved and not _worthwhile(plan, plan.copy_bytes() + moved):
+            plan.graph = None  # parameters move every step (an optimizer outside): run the list
+            rt.destroy_graph(self.graph)
         return outs
 
     def held_bytes(self) -> int:
