@@ -272,7 +272,7 @@ def test_predictor_runs_fused_and_unfused_alike(dev, tmp_path, monkeypatch):
 
 # -- what the pass does not do ---------------------------------------------------------------
 def test_compile_off_and_no_device_leave_the_program_alone(monkeypatch):
-    x = fw.to_tensor(np.ones((4, 8), np.float32))
+    x = fw.to_tensor(np.ones((4, 8), np.float32), device="cpu")
     (y,), prog = run_static(lambda x: fw.exp(x) * 2.0 + 1.0, [x], compile_=False, monkeypatch=monkeypatch)
     assert not fused(prog)
     np.testing.assert_allclose(y, np.exp(1.0) * 2 + 1, rtol=1e-6)
@@ -331,7 +331,7 @@ def test_a_fused_kernel_that_does_not_build_runs_unfused_with_a_warning(monkeypa
     before = passes.fusion_stats()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        (y,), prog = run_static(f, [fw.to_tensor(x), fw.to_tensor(b)])
+        (y,), prog = run_static(f, [fw.to_tensor(x, device="cpu"), fw.to_tensor(b, device="cpu")])
     assert fused(prog)  # the group is made; its kernel declines
     kinds = {type(w.message).__name__ for w in caught}
     assert "CompileWarning" in kinds, kinds
