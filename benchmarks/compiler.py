@@ -10,7 +10,9 @@ Sections, per device:
 - ``train``: one training step of the examples' tiny Llama (dim 64, 2 layers, 4 heads,
   SwiGLU 172, seq 64, batch 16, vocabulary 46; cross-entropy, backward, AdamW with global
   norm clipping): eager; ``to_static`` with the compiler off (``OARLOCK_COMPILE=0`` while
-  the programs are traced); ``to_static`` with it (forward and backward programs fused).
+  the programs are traced); ``to_static`` with it (forward and backward programs fused);
+  the same two with the whole step as one ``to_static`` function (loss and backward in the
+  program too, cross-entropy's log-softmax fused; the optimizer step runs after it eagerly).
   On cpu the same model and step in torch eager and with ``torch.compile`` (forward and
   loss compiled), when torch is importable.
 - ``predict``: the same model saved with ``fw.jit.save`` and run by a Predictor (batch 16 x
@@ -65,6 +67,21 @@ def median_ms(fn: Callable[[], Any], reps: int, warmup: int = 2) -> float:
     return statistics.median(times)
 
 
+def interleaved(fns: dict[str, Callable[[], Any]], reps: int, warmup: int = 2) -> dict[str, float]:
+    """Median ms of each function, timed round-robin (one call of each per round), so a
+    change of load on a shared machine hits every variant alike."""
+    for _ in range(warmup):
+        for fn in fns.values():
+            fn()
+    times: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(reps):
+        for k, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            times[k].append((time.perf_counter() - t0) * 1e3)
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
 class compile_off:
     """``with compile_off():`` traces (and runs) with ``OARLOCK_COMPILE=0``."""
 
@@ -107,6 +124,34 @@ def oarlock_step(device: str, static: bool, compiled: bool) -> Callable[[], floa
             step()  # the programs are traced (and stay) unfused
     else:
         step()
+    return step
+
+
+def oarlock_whole_step(device: str, compiled: bool) -> Callable[[], float]:
+    """The whole step as one ``to_static`` function: forward, loss and backward are one
+    program; the optimizer step runs right after it (as written, eagerly)."""
+    task = build("tiny_llama", 0, device)
+    with fw.device(device):
+        x, y = task.batch(0)
+
+    @fw.jit.to_static
+    def train_step(x: Any, y: Any) -> Any:
+        loss = task.loss(task.model(x), y)
+        loss.backward()
+        task.optimizer.step()
+        task.optimizer.clear_grad()
+        return loss
+
+    def step() -> float:
+        loss = train_step(x, y)
+        task.info["scheduler"].step()
+        return float(loss.numpy())
+
+    if compiled:
+        step()
+    else:
+        with compile_off():
+            step()
     return step
 
 
@@ -179,11 +224,13 @@ def torch_llama(compiled: bool) -> Callable[[], float] | None:
 
 
 def train_rows(device: str, steps: int, torch_rows: bool, torch_compile: bool) -> None:
-    rows: list[tuple[str, float | None]] = [
-        ("oarlock eager", median_ms(oarlock_step(device, False, False), steps)),
-        ("oarlock to_static, compiler off", median_ms(oarlock_step(device, True, False), steps)),
-        ("oarlock to_static + compiler", median_ms(oarlock_step(device, True, True), steps)),
-    ]
+    fns: dict[str, Callable[[], Any]] = {
+        "oarlock eager": oarlock_step(device, False, False),
+        "oarlock to_static, compiler off": oarlock_step(device, True, False),
+        "oarlock to_static + compiler": oarlock_step(device, True, True),
+        "oarlock to_static whole step, compiler off": oarlock_whole_step(device, False),
+        "oarlock to_static whole step + compiler": oarlock_whole_step(device, True),
+    }
     if device == "cpu" and torch_rows:
         for label, compiled in (("torch eager", False), ("torch.compile", True)):
             if compiled and not torch_compile:
@@ -194,7 +241,8 @@ def train_rows(device: str, steps: int, torch_rows: bool, torch_compile: bool) -
                 print(f"  ({label} unavailable: {type(exc).__name__}: {str(exc)[:200]})")
                 continue
             if fn is not None:
-                rows.append((label, median_ms(fn, steps)))
+                fns[label] = fn
+    rows: list[tuple[str, float | None]] = list(interleaved(fns, steps).items())
     table(f"tiny Llama training step on {device} (median of {steps})", rows, "oarlock to_static + compiler")
 
 
@@ -203,7 +251,7 @@ def predict_rows(device: str, reps: int) -> None:
     task = build("tiny_llama", 0, device)
     task.model.eval()
     ids = np.random.default_rng(1).integers(0, 46, (16, 64))
-    rows = []
+    runs: dict[str, Callable[[], Any]] = {}
     outs = []
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "tiny_llama")
@@ -223,7 +271,8 @@ def predict_rows(device: str, reps: int) -> None:
                     return out.copy_to_cpu()
 
                 outs.append(run())
-                rows.append((label, median_ms(run, reps)))
+                runs[label] = run
+        rows = list(interleaved(runs, reps).items())
     np.testing.assert_allclose(outs[0], outs[1], rtol=1e-4, atol=1e-4)
     table(
         f"tiny Llama inference (16 x 64 tokens) on {device} (median of {reps})", rows, "Predictor + compiler"
@@ -280,10 +329,14 @@ def group_rows(device: str, shape: tuple[int, int], reps: int) -> None:
             ]
             np.testing.assert_allclose(fused(x, w, b).numpy(), plain(x, w, b).numpy(), rtol=1e-4, atol=1e-5)
 
-            def timed(f: Any) -> float:
-                return median_ms(lambda: (f(x, w, b), fw.synchronize(device)), reps)
-
-            tf, tp, te = timed(fused), timed(plain), timed(fn)
+            got = interleaved(
+                {
+                    k: (lambda f=f: (f(x, w, b), fw.synchronize(device)))
+                    for k, f in (("f", fused), ("p", plain), ("e", fn))
+                },
+                reps,
+            )
+            tf, tp, te = got["f"], got["p"], got["e"]
             print(
                 f"  {name:<12} {tf:9.2f} {nbytes / tf / 1e6:7.1f} {tf / copy_ms:7.2f}x {tp:16.2f} {te:9.2f} "
                 f"{tp / tf:13.2f}x   ({len(groups)} group)"
