@@ -162,6 +162,24 @@ class ProgramCache:
                 self.stats.memory_hits += 1
         return prog
 
+    def get_batch(
+        self, compiler: Compiler, source: str, entries: tuple[str, ...], options: tuple[str, ...] = ()
+    ) -> dict[str, Any]:
+        """Every entry of one translation unit, built once (one key, one disk entry) and
+        loaded entry by entry from the same binary."""
+        key = program_key(compiler, source, "\0".join(entries), tuple(options))
+        mk = (id(compiler), key)
+        progs = self._mem.get(mk)
+        if progs is not None:
+            self.stats.memory_hits += 1
+            return progs
+        with self._lock:
+            progs = self._mem.get(mk)
+            if progs is None:
+                binary, _ = self._binary(compiler, source, entries[0], tuple(options), key)
+                progs = self._mem[mk] = {e: compiler.load(binary, e) for e in entries}
+        return progs
+
     def _load(self, compiler: Compiler, source: str, entry: str, options: tuple[str, ...], key: str) -> Any:
         binary, cached = self._binary(compiler, source, entry, options, key)
         if not cached:

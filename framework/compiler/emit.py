@@ -89,7 +89,13 @@ class Emitter:
         "uint8": "uint8_t",
     }
 
+    #: the type float16/bfloat16 values are computed in (OpenCL: float, or double when the
+    #: program holds float64 anyway)
+    half_t = "double"
+
     def ctype(self, dt: np.dtype) -> str:
+        if dt.name in HALVES:
+            return self.half_t
         try:
             return self.VALUE_TYPES[dt.name]
         except KeyError:
@@ -97,7 +103,11 @@ class Emitter:
 
     def storage(self, dt: np.dtype) -> str:
         """The C type of a tensor element in memory (float16/bfloat16: their bits)."""
-        return "uint16_t" if dt.name in HALVES else self.ctype(dt)
+        if dt.name in HALVES:
+            return "uint16_t"
+        return self.bool_storage if dt == ir.BOOL else self.ctype(dt)
+
+    bool_storage = "bool"
 
     def loaded(self, dt: np.dtype, e: str) -> str:
         return f"oarlock_{HALVES[dt.name]}2d({e})" if dt.name in HALVES else e
@@ -175,7 +185,22 @@ class Emitter:
         return _FIELD.sub(fill, template)
 
     def special(self, n: ir.Node, a: list[str]) -> str:
-        raise NotImplementedError(f"[compiler] no {self.language} syntax for IR op '{n.op}'")
+        T = self.ctype(n.dtype)
+        if n.op == "index":
+            return "((int64_t)(r * N + j))"
+        if n.op == "arange":
+            start, step = n.attr
+            if n.dtype.kind in "iu" or n.dtype == ir.BOOL:
+                return (
+                    f"(({T})(int64_t)((uint64_t){a[0]} * (uint64_t)({int(step)}LL) + "
+                    f"(uint64_t)({int(start)}LL)))"
+                )
+            return f"(({T})((double){a[0]} * {float(step)!r} + {float(start)!r}))"
+        seed, offset = n.attr  # philox
+        return (
+            f"(({T})((double)(oarlock_philox((uint64_t){a[0]}, {seed % 2**64}ULL, {offset % 2**64}ULL) >> 8)"
+            f" * 0x1p-24))"
+        )
 
     def update(self, kind: str, acc: str, e: str) -> str:
         if kind == "sum":
@@ -190,16 +215,46 @@ class Emitter:
         v = {"sum": 0.0, "prod": 1.0, "max": -math.inf, "min": math.inf}[kind]
         return self.literal(v, dt)
 
-    # -- reductions (the C emitter widens these to every dtype) -------------------------
+    # reductions: integers accumulate in unsigned (they wrap), NaN wins max/min, arg* keep
+    # the first index of the extreme (a plain loop: no SIMD reduction for an index)
+    def _acc_type(self, r: ir.Node) -> str:
+        src = r.args[0].dtype
+        if r.attr in ("sum", "prod") and src.kind in "iu":
+            return "uint64_t" if src.itemsize == 8 else "uint32_t"
+        return "int" if src == ir.BOOL else self.ctype(src)
+
     def red_decl(self, r: ir.Node, acc: str) -> list[str]:
-        if r.attr not in ("sum", "max", "min") or not is_float(r.dtype):
-            raise NotImplementedError(
-                f"[compiler] {self.language}: no {r.attr} reduction of {r.args[0].dtype}"
-            )
-        return [f"{self.ctype(r.dtype)} {acc} = {self.init(r.attr, r.dtype)};"]
+        src = r.args[0].dtype
+        kind = {"argmax": "max", "argmin": "min"}.get(r.attr, r.attr)
+        init = ("0" if kind == "max" else "1") if src == ir.BOOL else self.init(kind, src)
+        out = [f"{self._acc_type(r)} {acc} = {init};"]
+        if r.attr in ("argmax", "argmin"):
+            out.append(f"int64_t idx{r.id} = 0;")
+        elif r.attr in ("max", "min") and is_float(src):
+            out.append(f"int nan{r.id} = 0;")
+        return out
 
     def red_update(self, r: ir.Node, acc: str, e: str) -> list[str]:
-        return [self.update(r.attr, acc, e)]
+        src, kind = r.args[0].dtype, r.attr
+        if kind in ("sum", "prod"):
+            op = "+" if kind == "sum" else "*"
+            return [f"{acc} {op}= ({self._acc_type(r)}){e};"]
+        if kind in ("argmax", "argmin"):
+            cmp = ">" if kind == "argmax" else "<"
+            nan = f" || ({e} != {e} && {acc} == {acc})" if is_float(src) else ""
+            return [f"if ({e} {cmp} {acc}{nan}) {{ {acc} = {e}; idx{r.id} = j; }}"]
+        if src == ir.BOOL:
+            return [f"{acc} {'|' if kind == 'max' else '&'}= {e};"]
+        out = [self.update(kind, acc, e)]
+        return out + [f"nan{r.id} |= {e} != {e};"] if is_float(src) else out
+
+    def finish(self, r: ir.Node, acc: str, idx: str, nan: str) -> str:
+        """The row's value of reduction ``r`` from its accumulator (and index, NaN flag)."""
+        if r.attr in ("argmax", "argmin"):
+            return idx
+        if r.attr in ("max", "min") and is_float(r.dtype):
+            return f"{nan} ? {self.nan(r.dtype)} : {acc}"
+        return f"({self.ctype(r.dtype)}){acc}"
 
     # -- layout hooks (per language) ----------------------------------------------------
     def prologue(self, prog: ir.Program) -> list[str]:
@@ -220,7 +275,10 @@ class Emitter:
 
     def combine(self, reds: list[tuple[ir.Node, str]]) -> list[str]:
         """After a loop: turn each work-item's accumulator into the row's value."""
-        return [f"const {self.ctype(r.dtype)} v{r.id} = {acc};" for r, acc in reds]
+        return [
+            f"const {self.ctype(r.dtype)} v{r.id} = {self.finish(r, acc, f'idx{r.id}', f'nan{r.id}')};"
+            for r, acc in reds
+        ]
 
     def row_store(self, k: int, name: str) -> str:
         return f"out{k}[r] = {name};"
@@ -231,13 +289,48 @@ class Emitter:
     def after_stores(self, prog: ir.Program, stores: list[tuple[int, ir.Node]]) -> list[str]:
         return []
 
+    # -- batches ------------------------------------------------------------------------
+    #: how several kernels share one build: "entries" (each is an entry point of one program)
+    #: or "dispatch" (one entry point switching on a kernel number: C, whose binaries load
+    #: one entry each)
+    batch = "entries"
+    _batch: list[ir.Program] = []
+
+    def programs(self, prog: ir.Program) -> list[ir.Program]:
+        """The programs a prologue serves: ``prog``, or every program of the batch being emitted."""
+        return self._batch or [prog]
+
+    def batch_source(self, progs: list[tuple[ir.Program, str]], entry: str) -> str:
+        """One translation unit holding every ``(program, entry)``: the prologue they need once,
+        then each kernel; for ``batch = "dispatch"`` the kernels are static and ``entry``
+        dispatches (see :meth:`dispatcher`)."""
+        self._batch = [p for p, _ in progs]
+        try:
+            lines = self.prologue(progs[0][0])
+            for prog, name in progs:
+                lines.append(self.source(prog, name, prologue=False))
+            if self.batch == "dispatch":
+                lines += self.dispatcher(progs, entry)
+        finally:
+            self._batch = []
+        return "\n".join(lines) + "\n"
+
+    def dispatcher(self, progs: list[tuple[ir.Program, str]], entry: str) -> list[str]:
+        raise NotImplementedError(f"[compiler] {self.language}: no dispatching batch")
+
     # -- the kernel ---------------------------------------------------------------------
-    def source(self, prog: ir.Program, entry: str) -> str:
+    def source(self, prog: ir.Program, entry: str, prologue: bool = True) -> str:
         sched = ir.schedule(prog)
         spills = plan_spills(prog, sched)
         self._prog = prog
         n = "n" if prog.n is None else prog.n
-        head = [*self.prologue(prog), f"#define N {n}", self.signature(prog, entry) + " {"]
+        head = [
+            *(self.prologue(prog) if prologue else ()),
+            f"#define N {n}",
+            ("static " if not prologue and self.batch == "dispatch" else "")
+            + self.signature(prog, entry)
+            + " {",
+        ]
         opening, body = self.row_begin(prog)
         self._done: set[int] = set()
         for li, loop in enumerate(sched.loops):
@@ -478,6 +571,29 @@ static inline int64_t oarlock_mod(int64_t a, int64_t b) {
 }"""
 
 
+def needed_helpers(progs: list[ir.Program]) -> list[str]:
+    """Which helper families the programs' source needs: "half", "philox", "int"."""
+    names: set[str] = set()
+    ops: set[str] = set()
+    for prog in progs:
+        nodes = ir.live_nodes(prog.outputs)
+        names |= {d.name for d, _, _ in prog.inputs} | {n.dtype.name for n in nodes}
+        ops |= {n.op for n in nodes if not n.args or not is_float(n.args[0].dtype)}
+    need = (
+        ("half", bool(names & set(HALVES))),
+        ("philox", "philox" in ops),
+        ("int", bool(ops & {"pow", "floor_divide", "remainder"})),
+    )
+    return [h for h, yes in need if yes]
+
+
+def _flag(r: ir.Node) -> str:
+    """The extra per-work-item state of reduction ``r``: "idx" (arg*), "nan" (float max/min) or ""."""
+    if r.attr in ("argmax", "argmin"):
+        return "idx"
+    return "nan" if r.attr in ("max", "min") and is_float(r.args[0].dtype) else ""
+
+
 class CEmitter(Emitter):
     """C99 for the host: OpenMP threads across rows, SIMD along the row. Every dtype of the
     contract (the others are float32/float64 only): integers, bool, and float16/bfloat16
@@ -490,17 +606,9 @@ class CEmitter(Emitter):
     primitives = True
 
     def prologue(self, prog: ir.Program) -> list[str]:
-        nodes = ir.live_nodes(prog.outputs)
-        names = {d.name for d, _, _ in prog.inputs} | {n.dtype.name for n in nodes}
-        ops = {n.op for n in nodes if not n.args or not is_float(n.args[0].dtype)}
         helpers = [
-            src
-            for need, src in (
-                (names & set(HALVES), _C_HALF),
-                ("philox" in ops, _C_PHILOX),
-                (bool(ops & {"pow", "floor_divide", "remainder"}), _C_INT),
-            )
-            if need
+            {"half": _C_HALF, "philox": _C_PHILOX, "int": _C_INT}[h]
+            for h in needed_helpers(self.programs(prog))
         ]
         return [
             "/* generated by framework.compiler */",
@@ -515,72 +623,25 @@ class CEmitter(Emitter):
             *"\n".join(helpers).splitlines(),
         ]
 
-    def special(self, n: ir.Node, a: list[str]) -> str:
-        T = self.ctype(n.dtype)
-        if n.op == "index":
-            return "((int64_t)(r * N + j))"
-        if n.op == "arange":
-            start, step = n.attr
-            if n.dtype.kind in "iu" or n.dtype == ir.BOOL:
-                return (
-                    f"(({T})(int64_t)((uint64_t){a[0]} * (uint64_t)({int(step)}LL) + "
-                    f"(uint64_t)({int(start)}LL)))"
-                )
-            return f"(({T})((double){a[0]} * {float(step)!r} + {float(start)!r}))"
-        seed, offset = n.attr  # philox
-        return (
-            f"(({T})((double)(oarlock_philox((uint64_t){a[0]}, {seed % 2**64}ULL, {offset % 2**64}ULL) >> 8)"
-            f" * 0x1p-24))"
-        )
-
-    # reductions: integers accumulate in unsigned (they wrap), NaN wins max/min, arg* keep
-    # the first index of the extreme (a plain loop: no SIMD reduction for an index)
-    def _acc_type(self, r: ir.Node) -> str:
-        src = r.args[0].dtype
-        if r.attr in ("sum", "prod") and src.kind in "iu":
-            return "uint64_t" if src.itemsize == 8 else "uint32_t"
-        return "int" if src == ir.BOOL and r.attr in ("max", "min") else self.ctype(src)
-
-    def red_decl(self, r: ir.Node, acc: str) -> list[str]:
-        src = r.args[0].dtype
-        kind = {"argmax": "max", "argmin": "min"}.get(r.attr, r.attr)
-        init = ("0" if kind == "max" else "1") if src == ir.BOOL else self.init(kind, src)
-        out = [f"{self._acc_type(r)} {acc} = {init};"]
-        if r.attr in ("argmax", "argmin"):
-            out.append(f"int64_t idx{r.id} = 0;")
-        elif r.attr in ("max", "min") and is_float(src):
-            out.append(f"int nan{r.id} = 0;")
-        return out
-
-    def red_update(self, r: ir.Node, acc: str, e: str) -> list[str]:
-        src, kind = r.args[0].dtype, r.attr
-        if kind in ("sum", "prod"):
-            op = "+" if kind == "sum" else "*"
-            return [f"{acc} {op}= ({self._acc_type(r)}){e};"]
-        if kind in ("argmax", "argmin"):
-            cmp = ">" if kind == "argmax" else "<"
-            nan = f" || ({e} != {e} && {acc} == {acc})" if is_float(src) else ""
-            return [f"if ({e} {cmp} {acc}{nan}) {{ {acc} = {e}; idx{r.id} = j; }}"]
-        if src == ir.BOOL:
-            return [f"{acc} {'|' if kind == 'max' else '&'}= {e};"]
-        out = [self.update(kind, acc, e)]
-        return out + [f"nan{r.id} |= {e} != {e};"] if is_float(src) else out
-
-    def combine(self, reds: list[tuple[ir.Node, str]]) -> list[str]:
-        out = []
-        for r, acc in reds:
-            T = self.ctype(r.dtype)
-            if r.attr in ("argmax", "argmin"):
-                v = f"idx{r.id}"
-            elif r.attr in ("max", "min") and is_float(r.dtype):
-                v = f"nan{r.id} ? {self.nan(r.dtype)} : {acc}"
-            else:
-                v = f"({T}){acc}"
-            out.append(f"const {T} v{r.id} = {v};")
-        return out
-
     def signature(self, prog: ir.Program, entry: str) -> str:
         return f"void {entry}({self.params(prog, '{T}* restrict', 'const {T}* restrict', 'int64_t')})"
+
+    batch = "dispatch"
+    #: tensors a dispatched kernel takes at most (``where``: three inputs and its output)
+    DISPATCH_TENSORS = 4
+
+    def dispatcher(self, progs: list[tuple[ir.Program, str]], entry: str) -> list[str]:
+        """``entry(k, p0..p3, rows, n)`` runs kernel ``k`` of the batch on tensors ``p0..``."""
+        ptrs = ", ".join(f"void* p{i}" for i in range(self.DISPATCH_TENSORS))
+        out = [f"void {entry}(int64_t k, {ptrs}, int64_t rows, int64_t n) {{", "    switch (k) {"]
+        for k, (prog, name) in enumerate(progs):
+            dts = [d for d, _, _ in prog.inputs] + [o.dtype for o in prog.outputs]
+            if len(dts) > self.DISPATCH_TENSORS:
+                raise NotImplementedError(f"[compiler] '{name}' takes {len(dts)} tensors; a batch takes 4")
+            args = [f"({self.storage(d)}*)p{i}" for i, d in enumerate(dts)]
+            args += ["rows", "n"] if prog.n is None else ["rows"]
+            out.append(f"    case {k}: {name}({', '.join(args)}); break;")
+        return [*out, "    }", "}"]
 
     row_loop = True
 
@@ -660,49 +721,152 @@ class _GroupEmitter(Emitter):
         return [f"for ({self.index_t} j = lid; j < N; j += L) {{"]
 
     def combine(self, reds: list[tuple[ir.Node, str]]) -> list[str]:
+        """Each work-item's (accumulator, NaN flag, index) into local memory, then a tree."""
         if not reds:
             return []
-        out = [f"red{r.id}[lid] = {acc};" for r, acc in reds]
-        out.append(self.barrier)
-        out.append("for (int s = L / 2; s > 0; s >>= 1) {")
-        out.append("    if (lid < s) {")
+        out = []
+        for r, acc in reds:
+            out.append(f"red{r.id}[lid] = {acc};")
+            if _flag(r):
+                out.append(f"{_flag(r)}s{r.id}[lid] = {_flag(r)}{r.id};")
+        out += [self.barrier, "for (int s = L / 2; s > 0; s >>= 1) {", "    if (lid < s) {"]
         for r, _ in reds:
-            a, b = f"red{r.id}[lid]", f"red{r.id}[lid + s]"
-            if r.attr == "sum":
-                out.append(f"        {a} += {b};")
-            else:
-                cmp = ">" if r.attr == "max" else "<"
-                out.append(f"        {a} = {b} {cmp} {a} ? {b} : {a};")
-        out.append("    }")
-        out.append("    " + self.barrier)
-        out.append("}")
-        out += [f"const {self.ctype(r.dtype)} v{r.id} = red{r.id}[0];" for r, _ in reds]
+            out += ["        " + line for line in self.merge(r)]
+        out += ["    }", "    " + self.barrier, "}"]
+        for r, _ in reds:
+            v = self.finish(r, f"red{r.id}[0]", f"idxs{r.id}[0]", f"nans{r.id}[0]")
+            out.append(f"const {self.ctype(r.dtype)} v{r.id} = {v};")
         return out
+
+    def merge(self, r: ir.Node) -> list[str]:
+        """Fold work-item ``lid + s``'s partial reduction into ``lid``'s."""
+        i, src, kind = r.id, r.args[0].dtype, r.attr
+        a, b = f"red{i}[lid]", f"red{i}[lid + s]"
+        if kind in ("sum", "prod"):
+            return [f"{a} {'+' if kind == 'sum' else '*'}= {b};"]
+        if kind in ("argmax", "argmin"):
+            cmp = ">" if kind == "argmax" else "<"
+            ia, ib = f"idxs{i}[lid]", f"idxs{i}[lid + s]"
+            take = f"{b} {cmp} {a} || ({b} == {a} && {ib} < {ia})"
+            if is_float(src):  # the first NaN wins
+                take = f"({b} != {b} && ({a} == {a} || {ib} < {ia})) || ({a} == {a} && ({take}))"
+            return [f"if ({take}) {{ {a} = {b}; {ia} = {ib}; }}"]
+        if src == ir.BOOL:
+            return [f"{a} {'|' if kind == 'max' else '&'}= {b};"]
+        out = [f"{a} = {b} {'>' if kind == 'max' else '<'} {a} ? {b} : {a};"]
+        return out + [f"nans{i}[lid] |= nans{i}[lid + s];"] if is_float(src) else out
 
     def row_store(self, k: int, name: str) -> str:
         return f"if (lid == 0) out{k}[r] = {name};"
 
     def shared_decls(self, prog: ir.Program) -> list[str]:
-        nodes = ir.live_nodes(prog.outputs)
-        return [f"{self.shared} {self.ctype(n.dtype)} red{n.id}[L];" for n in nodes if n.op == "reduce"]
+        out = []
+        for n in ir.live_nodes(prog.outputs):
+            if n.op == "reduce":
+                out.append(f"{self.shared} {self._acc_type(n)} red{n.id}[L];")
+                if _flag(n) == "idx":
+                    out.append(f"{self.shared} int64_t idxs{n.id}[L];")
+                elif _flag(n) == "nan":
+                    out.append(f"{self.shared} int nans{n.id}[L];")
+        return out
 
     def row_end(self) -> list[str]:
         return []
 
 
+#: C's fixed-width names in the GPU languages (their helpers are written in C)
+_TYPEDEFS = {
+    "opencl-c": "typedef char int8_t; typedef short int16_t; typedef int int32_t; typedef long int64_t;\n"
+    "typedef uchar uint8_t; typedef ushort uint16_t; typedef uint uint32_t; typedef ulong uint64_t;\n"
+    "#define INT64_MIN (-9223372036854775807L - 1)",
+    # NOTE: long is 64 bits on the device as on the (LP64) host; these match glibc's
+    "cuda": "typedef signed char int8_t; typedef short int16_t; typedef int int32_t; typedef long int64_t;\n"
+    "typedef unsigned char uint8_t; typedef unsigned short uint16_t; typedef unsigned int uint32_t;\n"
+    "typedef unsigned long uint64_t;\n#ifndef INT64_MIN\n#define INT64_MIN (-9223372036854775807L - 1)\n#endif\n"
+    "#ifndef INFINITY\n#define INFINITY __int_as_float(0x7f800000)\n#endif\n"
+    "#ifndef NAN\n#define NAN __int_as_float(0x7fc00000)\n#endif",
+}
+
+# float16 / bfloat16 in OpenCL C: values in float (or double: V), rounded once to nearest even
+# when stored (vstore_half_rte; bfloat16 through a round-to-odd float, so a double rounds once).
+_CL_HALF = r"""
+V oarlock_h2d(ushort h) { return (V)vload_half(0, (const half*)&h); }
+ushort oarlock_d2h(V x) { ushort h; vstore_half_rte(x, 0, (half*)&h); return h; }
+V oarlock_b2d(ushort b) { return (V)as_float((uint)b << 16); }
+ushort oarlock_d2b(V x) {
+    float f = convert_float_rtz(x);
+    uint u = as_uint(f);
+    if ((V)f != x && f == f && !isinf(f)) u |= 1;
+    if (f != f) return (ushort)((u >> 16) | 0x40);
+    return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}"""
+
+
+def _gpu_helpers(progs: list[ir.Program], language: str, half: str) -> list[str]:
+    """The C helpers a program needs, in OpenCL C or CUDA C (same code, other qualifiers)."""
+    lines = _TYPEDEFS[language].splitlines()
+    for h in needed_helpers(progs):
+        src = {"half": half, "philox": _C_PHILOX, "int": _C_INT}[h]
+        if language == "cuda":
+            src = src.replace("static inline", "static __device__ inline")
+        else:  # OpenCL C: plain functions
+            src = src.replace("static inline ", "")
+        lines += src.splitlines()
+    return lines
+
+
 class OpenCLEmitter(_GroupEmitter):
-    """OpenCL C: work-group of ``L`` work-items per row."""
+    """OpenCL C: work-group of ``L`` work-items per row. Every dtype: bool is a byte in
+    memory, float16/bfloat16 their bits, computed in float (double when the program has
+    float64) and rounded once when stored."""
 
     language = "opencl-c"
     fn_suffix_float = ""
     barrier = "barrier(CLK_LOCAL_MEM_FENCE);"
     shared = "__local"
     index_t = "int"
+    bool_storage = "uchar"
+    primitives = True
+
+    def _fp64(self, prog: ir.Program) -> bool:
+        """Whether the program needs doubles: float64 values, or arange/philox (exact in double)."""
+        progs = self.programs(prog)
+        dts = {d for p in progs for d, _, _ in p.inputs} | {n.dtype for p in progs for n in p.nodes}
+        return np.dtype(np.float64) in dts or any(
+            n.op in ("arange", "philox") for p in progs for n in p.nodes
+        )
+
+    def inf(self, dt: np.dtype) -> str:
+        return f"(({self.ctype(dt)})INFINITY)"
+
+    def nan(self, dt: np.dtype) -> str:
+        return f"(({self.ctype(dt)})NAN)"
+
+    def source(self, prog: ir.Program, entry: str, prologue: bool = True) -> str:
+        self.half_t = "double" if self._fp64(prog) else "float"
+        return super().source(prog, entry, prologue)
+
+    def literal(self, v: object, dt: np.dtype) -> str:
+        if dt.name in HALVES and self.half_t == "float" and math.isfinite(float(v)):  # type: ignore[arg-type]
+            return f"{float(np.float32(v))!r}f"  # a double literal would make calls ambiguous
+        return super().literal(v, dt)
 
     def prologue(self, prog: ir.Program) -> list[str]:
-        dts = {d for d, _, _ in prog.inputs} | {n.dtype for n in prog.nodes}
-        fp64 = ["#pragma OPENCL EXTENSION cl_khr_fp64 : enable"] if np.dtype(np.float64) in dts else []
-        return ["/* generated by framework.compiler */", *fp64, f"#define L {self.local}"]
+        self.half_t = "double" if self._fp64(prog) else "float"
+        fp64 = ["#pragma OPENCL EXTENSION cl_khr_fp64 : enable"] if self._fp64(prog) else []
+        half = _CL_HALF.replace("(V)", f"({self.half_t})").replace("V ", f"{self.half_t} ")
+        return [
+            "/* generated by framework.compiler */",
+            *fp64,
+            f"#define L {self.local}",
+            *_gpu_helpers(self.programs(prog), self.language, half),
+        ]
+
+    def expr(self, n: ir.Node, a: list[str], load: str) -> str:
+        if n.op == "cast" and n.dtype.kind in "iu" and is_float(n.args[0].dtype):
+            # NOTE: out-of-range and NaN are undefined for a C cast; saturate, then wrap
+            return f"(({self.ctype(n.dtype)})convert_long_sat_rtz({a[0]}))"
+        return super().expr(n, a, load)
 
     native = {"rsqrt": "rsqrt({0})"}
 
@@ -752,15 +916,29 @@ class OpenCLRowEmitter(OpenCLEmitter):
 
 
 class CUDAEmitter(_GroupEmitter):
-    """CUDA C++ (NVRTC): a block of ``L`` threads per row."""
+    """CUDA C++ (NVRTC): a block of ``L`` threads per row; every dtype, as the C emitter
+    (float16/bfloat16 computed in double, rounded once when stored)."""
 
     language = "cuda"
     barrier = "__syncthreads();"
     shared = "__shared__"
     index_t = "int"
+    primitives = True
 
     def prologue(self, prog: ir.Program) -> list[str]:
-        return ["/* generated by framework.compiler */", f"#define L {self.local}"]
+        half = _C_HALF.replace(
+            "union { uint32_t u; float f; } v; v.u = (uint32_t)b << 16; return v.f;",
+            "return __uint_as_float((uint32_t)b << 16);",
+        )
+        half = half.replace(
+            "union { uint32_t u; float f; } v; v.f = (float)r; return s | (uint16_t)(v.u >> 16);",
+            "return s | (uint16_t)(__float_as_uint((float)r) >> 16);",
+        )
+        return [
+            "/* generated by framework.compiler */",
+            f"#define L {self.local}",
+            *_gpu_helpers(self.programs(prog), self.language, half),
+        ]
 
     def inf(self, dt: np.dtype) -> str:
         return (

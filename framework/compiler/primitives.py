@@ -24,8 +24,10 @@ off.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -35,9 +37,10 @@ from adapter_api import PRIMITIVES, CompileError, KernelEntry, KernelNotFoundErr
 from .._src import device as _dev
 from .._src import dispatch
 from .._src.ops import base
-from . import ir
-from .eager import Kernel, _freeze, _warn_once, compiler_for, make_kernel
-from .emit import EMITTERS
+from .._src.plugins import host
+from . import ir, tune
+from .eager import CACHE, _freeze, _kind, _warn_once, compiler_for
+from .emit import EMITTERS, emitter
 
 REDUCTIONS = ("sum", "prod", "max", "min", "argmax", "argmin")
 CREATION = ("full", "arange", "philox_uniform")
@@ -49,7 +52,7 @@ GENERATED = tuple(
 PLUGIN = "oarlock.compiler (generated)"
 
 _STATS: Counter[str] = Counter()
-_KERNELS: dict[tuple[Any, ...], tuple[Kernel, int, int] | None] = {}
+_KERNELS: dict[tuple[Any, ...], Any] = {}
 
 
 def primitive_stats() -> dict[str, int]:
@@ -73,6 +76,14 @@ def generated_primitives(device_type: str) -> dict[str, set[str]]:
     return out
 
 
+def _holds(device_type: str) -> tuple[str, ...]:
+    """The dtypes the device says it holds: nothing is generated for the others."""
+    try:
+        return tuple(_dev.device_type(device_type).runtime.properties(0).dtypes)
+    except Exception:  # noqa: BLE001 — properties are the plugin's: without them, every dtype
+        return tuple(PRIMITIVES["cast"].dtypes)
+
+
 def _dtype(name: str) -> np.dtype:
     from .._src import dtypes
 
@@ -84,7 +95,7 @@ def kernel_source(op: str, device_type: str, dtype: np.dtype) -> KernelEntry | N
     if op not in GENERATED or dtype.name not in PRIMITIVES[op].dtypes or not base._compile_enabled():
         return None
     comp = compiler_for(_dev.Device(device_type, 0))
-    if comp is None or not can_generate(comp.language):
+    if comp is None or not can_generate(comp.language) or dtype.name not in _holds(device_type):
         return None
 
     def kernel(ctx: Any, outs: list[Any], ins: list[Any], **attrs: Any) -> None:
@@ -93,13 +104,95 @@ def kernel_source(op: str, device_type: str, dtype: np.dtype) -> KernelEntry | N
     return KernelEntry(kernel, PLUGIN, broadcast=base.OPS[op].elementwise)
 
 
+# -- families: the kernels one build holds ---------------------------------------------------
+#: op -> its family; the first use of a family (for one dtype and broadcast or axis pattern)
+#: builds every op of it that the plugin lacks, in one translation unit
+_UNARY = ("neg", "abs", "sign", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "erf")
+FAMILIES: dict[str, tuple[str, ...]] = {
+    "unary": (*_UNARY, "floor", "ceil", "logical_not", "copy"),
+    "binary": ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "floor_divide", "remainder"),
+    "compare": ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or"),
+    "reduce": ("sum", "prod", "max", "min", "argmax", "argmin"),
+}
+_FAMILY_OF = {op: fam for fam, ops in FAMILIES.items() for op in ops}
+_BOOLEAN_OUT = {"logical_not", *FAMILIES["compare"]}
+
+
+@dataclass
+class _Launch:
+    """One generated kernel, ready to run: a program of a batch and how to call it."""
+
+    program: Any
+    index: int  #: its number in a dispatching batch, else -1
+    layout: str
+    local: int
+    rows: int
+    n: int
+
+
+_BATCHES: dict[tuple[Any, ...], dict[str, tuple[Any, int]] | None] = {}
+
+
+def _members(
+    op: str, device_type: str, dtypes: tuple[np.dtype, ...], attrs: dict[str, Any]
+) -> list[tuple[str, np.dtype, dict[str, Any]]]:
+    """(op, output dtype, attrs) of every kernel built with ``op``'s: the ops of its family (or
+    for ``cast`` every target dtype) that the plugin does not register for this dtype."""
+    registered = host().registry.kernels
+    src = dtypes[0] if dtypes else None
+
+    def lacking(o: str, dt: np.dtype) -> bool:
+        return dt.name in PRIMITIVES[o].dtypes and (o, device_type, dt) not in registered
+
+    if op == "cast":
+        return [
+            ("cast", _dtype(d), {"dtype": _dtype(d)})
+            for d in PRIMITIVES["cast"].dtypes
+            if lacking("cast", src)
+        ]
+    fam = _FAMILY_OF.get(op)
+    if fam is None or src is None:
+        return []
+    out = []
+    for o in FAMILIES[fam]:
+        if not lacking(o, src if o != "where" else dtypes[1]):
+            continue
+        if fam == "reduce":
+            axes = tuple(attrs["axes"]) if "axes" in attrs else (attrs["axis"],)
+            if o in ("argmax", "argmin"):
+                if len(axes) != 1:
+                    continue
+                out.append((o, np.dtype(np.int64), {"axis": axes[0]}))
+            else:
+                out.append((o, src, {"axes": axes}))
+        else:
+            out.append((o, np.dtype(np.bool_) if o in _BOOLEAN_OUT else src, {}))
+    return out
+
+
+def _build(
+    comp: Any, device_type: str, dev: _dev.Device, programs: list[tuple[str, ir.Program]]
+) -> dict[str, tuple[Any, int]]:
+    """Emit ``programs`` as one translation unit, build it through the cache; op -> (program, index)."""
+    em = emitter(comp.language, tune.local_size(comp, "primitive"), _kind(dev))
+    named = [(p, f"{p.name}_{hashlib.sha256(p.describe().encode()).hexdigest()[:12]}") for _, p in programs]
+    entry = "oarlock_batch_" + hashlib.sha256("|".join(e for _, e in named).encode()).hexdigest()[:12]
+    source = em.batch_source(named, entry)
+    if em.batch == "dispatch":
+        prog = CACHE.get_batch(comp, source, (entry,), em.build_options)[entry]
+        return {op: (prog, k) for k, (op, _) in enumerate(programs)}
+    progs = CACHE.get_batch(comp, source, tuple(e for _, e in named), em.build_options)
+    return {op: (progs[e], -1) for (op, _), (_, e) in zip(programs, named)}
+
+
 def run(op: str, device_type: str, ctx: Any, outs: list[Any], ins: list[Any], attrs: dict[str, Any]) -> None:
-    """Build (once, through the program cache) and launch the generated kernel of ``op``."""
+    """Build (once, with the rest of its family, through the program cache) and launch the
+    generated kernel of ``op``."""
     dev = _dev.Device(device_type, ctx.device_index)
     comp = compiler_for(dev)
     key = (
         op,
-        device_type,
+        dev,
         tuple((a.shape, a.dtype.str) for a in ins),
         tuple((o.shape, o.dtype.str) for o in outs),
         repr(_freeze(attrs)),
@@ -107,33 +200,74 @@ def run(op: str, device_type: str, ctx: Any, outs: list[Any], ins: list[Any], at
     tag = f"{op}[{(ins[0] if ins else outs[0]).dtype.name}]@{device_type}"
     got = _KERNELS.get(key, False)
     if got is False:
-        try:
-            prog, rows, n = lower(op, [(a.shape, a.dtype) for a in ins], outs[0].shape, outs[0].dtype, attrs)
-            got = (make_kernel(prog, comp.language), rows, n)
-            got[0].build(comp)
-        except (CompileError, NotImplementedError) as exc:
-            got = None
-            _STATS[tag + " failed"] += 1
-            _warn_once(
-                (op, device_type),
-                f"{exc}\n[compiler] the generated primitive '{op}' does not build on "
-                f"{device_type}; it runs on the cpu plugin (fallback) from now on",
-            )
-        _KERNELS[key] = got
+        got = _KERNELS[key] = _prepare(op, dev, comp, ins, outs, attrs, tag)
     if got is None:
         raise KernelNotFoundError(
             f"[{op}] the generated kernel for {tag} did not build (see the CompileWarning)"
         )
-    kernel, rows, n = got
     _STATS[tag] += 1
-    if rows == 0 or n == 0 and op not in REDUCTIONS:
+    if got.rows == 0 or got.n == 0 and op not in REDUCTIONS:
         return
-    args = [*ins, *outs, np.int64(rows), np.int64(n)]
-    comp.launch(kernel.build(comp), args, (rows,), None, ctx.stream)
+    args = [*ins, *outs]
+    if got.index >= 0:  # a dispatching batch: (k, four tensors, rows, n)
+        args = [np.int64(got.index), *args, *[args[-1]] * (4 - len(args))]
+    args += [np.int64(got.rows), np.int64(got.n)]
+    if got.layout == "rows":
+        grid, local = (got.rows,), ((got.local,) if got.local > 1 else None)
+    else:
+        grid, local = (got.rows * got.local,), (got.local,)
+    comp.launch(got.program, args, grid, local, ctx.stream)
+
+
+def _prepare(
+    op: str, dev: _dev.Device, comp: Any, ins: list[Any], outs: list[Any], attrs: dict[str, Any], tag: str
+) -> _Launch | None:
+    metas = [(a.shape, a.dtype) for a in ins]
+    out_shape, out_dtype = outs[0].shape, outs[0].dtype
+    try:
+        prog, rows, n = lower(op, metas, out_shape, out_dtype, attrs)
+    except NotImplementedError as exc:
+        return _failed(op, dev, tag, exc)
+    fam = "cast" if op == "cast" else _FAMILY_OF.get(op, prog.describe())
+    pattern = (dev, fam, tuple(prog.inputs), tuple(prog.out_col), tuple(sorted(prog.loads.items())))
+    em_local = emitter(comp.language, tune.local_size(comp, "primitive"), _kind(dev))
+    built = _BATCHES.get(pattern)
+    if built is None or op not in built:
+        family: list[tuple[str, ir.Program]] = [(op, prog)]
+        for o, odt, a in _members(op, dev.type, tuple(d for _, d in metas), attrs):
+            name = f"{o}:{odt.name}" if o == "cast" else o
+            if name == (f"{op}:{out_dtype.name}" if op == "cast" else op):
+                continue
+            try:
+                family.append((name, lower(o, metas, out_shape, odt, a)[0]))
+            except NotImplementedError:
+                continue
+        try:
+            built = _build(comp, dev.type, dev, family)
+        except (CompileError, NotImplementedError):
+            try:  # one member may not build: the op alone
+                built = _build(comp, dev.type, dev, [(op, prog)])
+            except (CompileError, NotImplementedError) as exc:
+                return _failed(op, dev, tag, exc)
+        _BATCHES[pattern] = built
+    name = f"{op}:{out_dtype.name}" if op == "cast" else op
+    program, index = built[name if name in built else op]
+    return _Launch(program, index, em_local.layout, em_local.local, rows, n)
+
+
+def _failed(op: str, dev: _dev.Device, tag: str, exc: Exception) -> None:
+    _STATS[tag + " failed"] += 1
+    _warn_once(
+        (op, dev.type),
+        f"{exc}\n[compiler] the generated primitive '{op}' does not build on "
+        f"{dev.type}; it runs on the cpu plugin (fallback) from now on",
+    )
+    return None
 
 
 def reset() -> None:
     _KERNELS.clear()
+    _BATCHES.clear()
     _STATS.clear()
     dispatch.clear_kernel_cache()
 

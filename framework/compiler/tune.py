@@ -1,0 +1,170 @@
+"""Launch tuning: the work-group size of generated kernels, measured once per device, kernel
+and shape bucket and kept on disk.
+
+A kernel of the "rows" layout (C, OpenCL on a CPU device) takes its work-group size (rows per
+work-group) at launch, so tuning costs no rebuild: the first launch of a kernel in a shape
+bucket (rows and row length, each rounded up to a power of two) times every candidate
+(:data:`CANDIDATES`, a warm-up and :data:`REPEATS` timed launches each; the launch writes the
+kernel's own outputs, so the work is not lost) and keeps the fastest. Choices live in
+``tuning.json`` beside the kernel cache (:func:`cache.cache_dir`), keyed by the compiler's
+identity (device, driver, compiler version), the kernel's entry name (a hash of its program)
+and the bucket, and are written under a file lock through a temp file + ``os.replace``.
+
+``OARLOCK_TUNE=0`` turns tuning off: every launch takes the emitter's fixed default
+(``emit.LOCAL_SIZE``), so runs are deterministic. A damaged tuning file is ignored (and
+rewritten on the next choice); the folder must be private, as for the kernel cache.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .cache import cache_dir, check_private
+
+#: work-group sizes tried for a "rows" kernel (None: the driver picks)
+CANDIDATES: tuple[int | None, ...] = (None, 1, 4, 16, 64, 256)
+REPEATS = 3
+#: launches smaller than this many elements keep the default (timing them is noise)
+MIN_ELEMENTS = 1 << 16
+VERSION = 1
+
+_LOCK = threading.Lock()
+_MEMORY: dict[str, int | None] = {}
+_LOADED: dict[Path, dict[str, Any]] = {}
+STATS = {"measured": 0, "from_disk": 0}
+
+
+def enabled() -> bool:
+    return os.environ.get("OARLOCK_TUNE", "1").strip().lower() not in ("0", "false", "off", "no")
+
+
+def path() -> Path:
+    return cache_dir() / "tuning.json"
+
+
+def bucket(rows: int, n: int) -> str:
+    """Shape bucket: rows and row length rounded up to powers of two."""
+    return f"{1 << max(rows - 1, 0).bit_length()}x{1 << max(n - 1, 0).bit_length()}"
+
+
+def key(identity: str, entry: str, rows: int, n: int) -> str:
+    dev = hashlib.sha256(identity.encode()).hexdigest()[:16]
+    return f"{dev}|{entry}|{bucket(rows, n)}"
+
+
+def _read(p: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(p.read_text())
+    except (OSError, ValueError):
+        return {}
+    if (
+        not isinstance(data, dict)
+        or data.get("version") != VERSION
+        or not isinstance(data.get("entries"), dict)
+    ):
+        return {}
+    return data["entries"]
+
+
+def _entries() -> dict[str, Any]:
+    p = path()
+    got = _LOADED.get(p)
+    if got is None:
+        got = _LOADED[p] = _read(p)
+    return got
+
+
+def _store(k: str, value: dict[str, Any]) -> None:
+    """Add one choice to the tuning file (merged with what other processes wrote)."""
+    p = path()
+    try:
+        p.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        check_private(p.parent)
+        from filelock import FileLock
+
+        with FileLock(str(p) + ".lock", timeout=60):
+            entries = _read(p)
+            entries[k] = value
+            fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=".tmp-", suffix=".json")
+            try:
+                with os.fdopen(fd, "w") as f:
+                    json.dump({"version": VERSION, "entries": entries}, f, indent=1, sort_keys=True)
+                os.replace(tmp, p)
+            except OSError:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+                raise
+        _LOADED[p] = entries
+    except Exception:  # noqa: BLE001 — a cache that cannot be written only costs a re-tune
+        _LOADED.setdefault(p, {})[k] = value
+
+
+def choose(
+    comp: Any,
+    entry: str,
+    rows: int,
+    n: int,
+    default: int | None,
+    run: Callable[[int | None], None],
+    sync: Callable[[], None],
+) -> int | None:
+    """The work-group size to launch ``entry`` with on ``rows`` rows of ``n`` elements.
+
+    ``run(local)`` launches the kernel, ``sync()`` waits for the device. Measures on the
+    first call for a bucket (when tuning is on and the launch is large enough).
+    """
+    if not enabled() or rows * max(n, 1) < MIN_ELEMENTS:
+        return default
+    k = key(comp.identity(), entry, rows, n)
+    got = _MEMORY.get(k, False)
+    if got is not False:
+        return got  # type: ignore[return-value]
+    with _LOCK:
+        stored = _entries().get(k)
+        if isinstance(stored, dict) and "local" in stored:
+            STATS["from_disk"] += 1
+            _MEMORY[k] = stored["local"]
+            return stored["local"]
+        times: dict[str, float] = {}
+        best, best_t = default, float("inf")
+        for cand in CANDIDATES:
+            if cand is not None and cand > rows:
+                continue
+            try:
+                run(cand)  # warm-up (and the driver's first-launch work)
+                sync()
+                t0 = time.perf_counter()
+                for _ in range(REPEATS):
+                    run(cand)
+                sync()
+            except Exception:  # noqa: BLE001 — a size the device refuses is not a choice
+                continue
+            t = (time.perf_counter() - t0) / REPEATS
+            times[str(cand)] = round(t * 1e3, 4)
+            if t < best_t:
+                best, best_t = cand, t
+        STATS["measured"] += 1
+        _MEMORY[k] = best
+        _store(k, {"local": best, "ms": times, "default": default})
+        return best
+
+
+def reset() -> None:
+    """Forget choices held in memory (the file stays)."""
+    _MEMORY.clear()
+    _LOADED.clear()
+    STATS.update(measured=0, from_disk=0)
+
+
+def local_size(comp: Any, kind: str) -> int | None:
+    """The compile-time work-group size for kernels of ``kind`` (None: the emitter's default)."""
+    return None

@@ -1,0 +1,65 @@
+"""Generated primitives in OpenCL C, run for real: the opencl plugin's own element-wise,
+comparison, cast, reduction and creation kernels are hidden and every check of
+tests/test_generated_primitives.py runs on the kernels the core generates instead, for every
+dtype the device holds, against numpy. PoCL (opencl:0) runs both layouts: one work-item per
+row (what a CPU device gets) and one work-group per row with a tree reduction in local memory
+(what a GPU gets; the CUDA emitter shares that code), and Intel's runtime (opencl:1) the first.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+
+import pytest
+
+import framework as fw
+from framework import compiler
+from framework._src import device as _dev
+from framework.compiler import eager
+
+pytest.importorskip("pyopencl", reason="pyopencl is not installed")
+
+_spec = importlib.util.spec_from_file_location(
+    "_generated_checks", pathlib.Path(__file__).parents[1] / "test_generated_primitives.py"
+)
+checks = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(checks)
+
+# NOTE: an OpenCL CPU driver takes seconds per program (PoCL: about 2 s plus 1 s per
+# kernel), so the broadcast and axis patterns are a subset of the C test's: one of each kind
+checks.BROADCASTS = [((3, 4, 5), (3, 4, 5)), ((3, 4, 5), ()), ((3, 4, 5), (3, 1, 5))]
+checks.AXES = [(), (2,), (0, 2)]
+
+CASES = [("opencl:0", "rows"), ("opencl:0", "groups"), ("opencl:1", "rows")]
+
+
+@pytest.fixture(scope="module", params=CASES, ids=[f"{d}-{k}" for d, k in CASES])
+def generated(request):
+    device, layout = request.param
+    try:
+        if not compiler.has_compile_access(device):
+            pytest.skip(f"{device}: no compile access")
+    except fw.OarlockError as exc:
+        pytest.skip(f"{device}: {exc}")
+    dev = _dev.parse(device)
+    kind = eager._kind(dev)
+    eager._KINDS[dev] = "cpu" if layout == "rows" else ""
+    try:
+        with checks.kernels_hidden("opencl"):
+            yield checks.Generated(device)
+    finally:
+        eager._KINDS[dev] = kind
+
+
+test_arithmetic_every_dtype_and_broadcast = checks.test_arithmetic_every_dtype_and_broadcast
+test_integers_wrap_and_floor_like_numpy = checks.test_integers_wrap_and_floor_like_numpy
+test_float_math_and_division = checks.test_float_math_and_division
+test_cast_every_pair = checks.test_cast_every_pair
+test_float16_and_bfloat16_round_once_to_nearest_even = (
+    checks.test_float16_and_bfloat16_round_once_to_nearest_even
+)
+test_reductions_over_any_axes = checks.test_reductions_over_any_axes
+test_max_and_argmax_see_nan_and_sums_wrap = checks.test_max_and_argmax_see_nan_and_sums_wrap
+test_creation = checks.test_creation
+test_public_ops_run_generated_with_autograd = checks.test_public_ops_run_generated_with_autograd
