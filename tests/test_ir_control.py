@@ -619,3 +619,30 @@ def test_a_cond_on_a_constant_predicate_is_inlined_by_canonicalize():
         np.testing.assert_allclose(sf(x).numpy(), np.exp(2.0 * x.numpy()) + x.numpy(), rtol=1e-6)
     names = [op.name for op in sf.programs[0].program.walk()]
     assert "cf.cond" not in names and "op.exp" in names and "op.sub" not in names
+
+
+def test_a_detached_capture_takes_no_gradient_as_in_eager():
+    def f(x):
+        h = x * 2.0
+        hd = h.detach()  # before the cond: one branch reads it detached, the other not
+        a = cond(x.sum() > 0, lambda: hd * x, lambda: h * x).sum()
+        b = cond(x.sum() < 0, lambda: hd * x, lambda: h * x).sum()
+        c = cond(x.sum() > 0, lambda: h.detach() * h, lambda: h * h).sum()  # inside a branch
+        _, y = while_loop(lambda i, y: i < 2, lambda i, y: [i + 1, y * hd], [fw.zeros([], dtype="int64"), x])
+        # views made inside a branch keep the gradient (same shape or not)
+        d = cond(
+            x.sum() > 0, lambda: (h.reshape([3]) * x).sum() + (h.reshape([1, 3]) * 3.0).sum(), lambda: x.sum()
+        )
+        return a + b + c + y.sum() + d
+
+    grads = []
+    for static in (False, True):
+        x = _t([0.5, 1.0, 2.0], np.float32)
+        x.stop_gradient = False
+        (fw.jit.to_static(f) if static else f)(x).backward()
+        grads.append(x.grad.numpy())
+    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-6)
+    xv = np.array([0.5, 1.0, 2.0])
+    np.testing.assert_allclose(
+        grads[0], 2 * xv + 4 * xv + (2 * xv) * 2 + (2 * xv) ** 2 + 4 * xv + 6, rtol=1e-6
+    )

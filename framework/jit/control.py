@@ -1,9 +1,12 @@
 """Tracing ``fw.static.nn.cond`` and ``while_loop`` into the ``cf`` dialect, and the gradients
 of ``cf.cond`` and ``cf.while``.
 
-A branch (or a loop's cond and body) is traced into a region with autograd off: what it reads
-from the enclosing scope is captured (the region reads the outer value; nothing is passed).
-The cf op is then ONE node on the tracing tape whose inputs are the captured tensors.
+A branch (or a loop's cond and body) is traced into a region: what it reads from the
+enclosing scope is captured (the region reads the outer value; nothing is passed). The cf op
+is then ONE node on the tracing tape whose inputs are the captured tensors (what the branch
+recorded on the tape is never reached from the outputs). A branch that reads a detached
+tensor reads it through ``op.reshape {stop_gradient = true}`` (the tracer adds it), where the
+gradient's replay stops.
 
 Its gradient rule (run by :func:`framework.jit.autodiff.trace_backward` in recording mode,
 like every OpDef's rule) emits a ``cf.cond`` on the same predicate whose branches are the
@@ -46,7 +49,9 @@ def _float(t: Tensor) -> bool:
 
 
 def _branch(tr: Any, fn: Callable[[], Any] | None, label: str) -> tuple[Block, list[Tensor], Any]:
-    with tr.region(f"{label} of a cond"), autograd.no_grad():
+    # NOTE: autograd stays as it is: a view made inside the branch keeps its graph, so a
+    # detached capture is told apart from it (the tracer marks the former, see value_of)
+    with tr.region(f"{label} of a cond"):
         blk = tr.block
         res = fn() if fn is not None else None
         flat, struct = flatten(f"cond: {label}", res)
@@ -138,25 +143,24 @@ def trace_while(
     init = [tr.value_of(t, "while_loop") for t in loop_vars]
     types = [v.type for v in init]
     blocks = []
-    with autograd.no_grad():
-        for k, fn in enumerate((cond, body)):
-            label = ("cond", "body")[k]
-            with tr.region(f"the {label} of a while_loop"):
-                blk = tr.block
-                args = [tr._tensor(blk.add_argument(ty), t.shape, t.dtype) for ty, t in zip(types, loop_vars)]
-                res = fn(*args)
-                if k == 0:
-                    if not isinstance(res, Tensor):
-                        raise TracingError(
-                            f"[while_loop] at {_user_line()}: cond returned {type(res).__name__}; it must return "
-                            f"a bool tensor of one element"
-                        )
-                    check_predicate("while_loop", res)
-                    vals = [res]
-                else:
-                    vals = check_loop_values(res, loop_vars, "body")
-                blk.append("cf.yield", [tr.value_of(t, "while_loop") for t in vals], [])
-            blocks.append(blk)
+    for k, fn in enumerate((cond, body)):  # autograd as it is (see _branch)
+        label = ("cond", "body")[k]
+        with tr.region(f"the {label} of a while_loop"):
+            blk = tr.block
+            args = [tr._tensor(blk.add_argument(ty), t.shape, t.dtype) for ty, t in zip(types, loop_vars)]
+            res = fn(*args)
+            if k == 0:
+                if not isinstance(res, Tensor):
+                    raise TracingError(
+                        f"[while_loop] at {_user_line()}: cond returned {type(res).__name__}; it must return "
+                        f"a bool tensor of one element"
+                    )
+                check_predicate("while_loop", res)
+                vals = [res]
+            else:
+                vals = check_loop_values(res, loop_vars, "body")
+            blk.append("cf.yield", [tr.value_of(t, "while_loop") for t in vals], [])
+        blocks.append(blk)
     op = tr.block.append_op(Operation("cf.while", init, list(types), regions=[Region([b]) for b in blocks]))
     outs = [tr._tensor(r, t.shape, t.dtype) for r, t in zip(op.results, loop_vars)]
     _record(tr, op, outs, _WHILE_GRAD, tr, env, loop_vars)
@@ -203,7 +207,9 @@ def _replay(tr: Any, blk: Block, env: dict[Value, Tensor]) -> list[Tensor]:
                 raise TracingError(
                     f"[to_static] the gradient of a cond cannot replay '{o.name}' inside a branch"
                 )
-            if d.kind == "view":
+            if d.kind == "view" and o.attrs.get("stop_gradient"):  # a detached capture
+                res = [ins[0].detach()]
+            elif d.kind == "view":
                 res = [ins[0].reshape(tuple(o.attrs["shape"]))]
             else:
                 res = base.apply(d, ins, dict(o.attrs))

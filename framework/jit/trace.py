@@ -162,6 +162,8 @@ class Tracer:
         self.scope = _Scope("the function")
         #: a tensor of each traced value (the one its op returned: it carries the autograd graph)
         self.tensor_of: dict[Value, Tensor] = {}
+        #: tracing for training (the gradient rules are recorded after the forward)
+        self.training = False
         self.device = device
         self.devname = str(device)
         self.params = params
@@ -215,6 +217,14 @@ class Tracer:
                     f"[to_static] op '{op}' at {_user_line()} reads a tensor computed inside {blk.scope.what}, "
                     f"whose tracing has ended; return it from that function instead of keeping it"
                 )
+            if self.training and blk.scope is not self.scope and t.stop_gradient:
+                first = self.tensor_of.get(v)
+                if first is not None and first is not t and not first.stop_gradient:
+                    # a region reads a detached tensor (x.detach(), before or inside it): the
+                    # program says so, for the gradient's replay of the region to stop there
+                    v = self.block.append(
+                        "op.reshape", [v], [v.type], {"shape": tuple(v.type.shape), "stop_gradient": True}
+                    )
             if t._offset:
                 raise TracingError(
                     f"[to_static] op '{op}' reads a view at an offset, which programs do not hold"
@@ -338,6 +348,7 @@ def trace(
     from .autodiff import trace_backward
 
     tr = Tracer(name, device, dict(params))
+    tr.training = requires is not None
     args = [tr.input(s, d) for s, d in specs]
     rng_before = default_generator.get_state()
     for a, r in zip(args, requires or ()):
