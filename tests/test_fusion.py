@@ -340,3 +340,20 @@ def test_a_fused_kernel_that_does_not_build_runs_unfused_with_a_warning(monkeypa
     assert after["failed"] == before["failed"] + 1
     assert after["unfused_runs"] == before["unfused_runs"] + 1
     np.testing.assert_allclose(y, np.tanh(x + b) * 0.5 - b, rtol=1e-6, atol=1e-7)
+
+
+def test_a_value_a_cond_branch_captures_is_defined_before_the_cond(dev):
+    rng = np.random.default_rng(11)
+    x = arr(rng, 6, 16)
+
+    def f(x):
+        a = fw.exp(x) * 0.5 + 1.0  # a group whose result a branch captures
+        y = fw.static.nn.cond(x.sum() > 0, lambda: a * 2.0, lambda: a - 1.0)
+        return y + a * 3.0
+
+    (y,), prog = run_static(f, [fw.to_tensor(x, device=dev)])
+    fw.ir.verify(prog)
+    assert fused(prog) and any(op.regions for op in prog.block.ops)
+    a = np.exp(x) * 0.5 + 1.0
+    ref = (a * 2.0 if x.sum() > 0 else a - 1.0) + a * 3.0
+    np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-6)

@@ -48,7 +48,7 @@ from ..._src import dispatch, env
 from ..._src.opdef import OpDef
 from ..._src.ops import base
 from ..._src.tensor import Tensor
-from ..core import Operation, Program, SymDim, TensorType, Value, print_program, resolve
+from ..core import Operation, Program, SymDim, TensorType, Value, free_values, print_program, resolve
 from ..dialects import OpInfo, lookup, register
 from .dce import eliminate_dead_code
 from .manager import Pass, PassContext, PassManager, register_pass
@@ -328,7 +328,7 @@ class Fusion(Pass):
 
         order = {op: k for k, op in enumerate(program.block.ops)}
         for op in program.block.ops:
-            producers = [d for d in (v.defining_op for v in op.operands) if d is not None]
+            producers = [d for d in (v.defining_op for v in _reads(op)) if d is not None]
             dep: set[int] = set()
             for p in producers:
                 dep |= after.get(p, frozenset())
@@ -411,6 +411,11 @@ def _rewrite(program: Program, cand: _Candidate, g: Group) -> None:
         op.erase()
 
 
+def _reads(op: Operation) -> list[Value]:
+    """What ``op`` reads: its operands and the values its regions capture (``cf.cond``)."""
+    return list(op.operands) + free_values(op) if op.regions else op.operands
+
+
 def _topological_order(program: Program) -> None:
     """Reorder the block so every value is defined before it is read, keeping the program
     order wherever the data allows (a fused op sits at its group's last op, which may come
@@ -421,7 +426,7 @@ def _topological_order(program: Program) -> None:
     waiting = {op: 0 for op in body}
     readers: dict[Operation, list[Operation]] = {op: [] for op in body}
     for op in body:
-        for d in {v.defining_op for v in op.operands}:
+        for d in {v.defining_op for v in _reads(op)}:
             if d in index:
                 waiting[op] += 1
                 readers[d].append(op)
