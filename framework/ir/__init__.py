@@ -1,4 +1,5 @@
-"""The program IR: SSA programs of operations, dialects generated from the OpDefs, a text
+"""The program IR: SSA programs of operations, dialects generated from the OpDefs plus the
+control-flow dialect (``cf.cond``, ``cf.while`` with regions; run by :mod:`.control`), a text
 form that round-trips, a verifier and an executor.
 
 >>> import framework as fw
