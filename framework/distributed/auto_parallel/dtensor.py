@@ -95,7 +95,8 @@ class DistTensor(Tensor):
     #: ``whole(x, why) -> DistTensor``: ``x`` replicated on its mesh (:mod:`.reshard` sets it)
     whole: ClassVar[Any] = None
     #: ``across(run)``: with None, whether moves between meshes wait for their gradient; with
-    #: True, exchange those gradients (:mod:`.reshard` sets it)
+    #: True, finish the backward across ranks: the kept gradient all-reduces, the moves'
+    #: gradients (:mod:`.reshard` sets it)
     across: ClassVar[Any] = None
 
     def __init__(
@@ -204,12 +205,13 @@ class DistTensor(Tensor):
         every rank calls it, also one outside the loss's mesh: the gradients of moves between
         meshes are exchanged after the local backward."""
         r = self.whole(self, "backward") if any(p.is_partial() for p in self.placements) else self
-        pending = self.across is not None and self.across(None)
+        pending = self.across(None)
         if r._local is not None:
             g = grad_tensor._local if isinstance(grad_tensor, DistTensor) else grad_tensor
             autograd.backward(r._local, g, retain_graph or pending)
-        if pending:  # moves between meshes: their gradients go back to the source ranks
-            self.across(True)
+        # the kept gradients of replicated parameters are all-reduced in buckets; moves between
+        # meshes send their gradients back to the source ranks
+        self.across(True)
 
     def numpy(self) -> Any:
         """The whole tensor (gathered from the shards; None on a rank outside the mesh)."""

@@ -15,6 +15,7 @@ reshards on the tape. With plain tensors only, each function is the framework's 
 from __future__ import annotations
 
 import builtins
+import functools
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -33,7 +34,7 @@ from ..._src.tensor import Tensor
 from .dtensor import DistTensor, label
 from .mesh import ProcessMesh
 from .placement import Placement, Replicate, Shard, chunk
-from .reshard import _all_reduce, _note, _on_tape, ensure_groups, reshard, reshard_local
+from .reshard import _all_reduce, _note, _on_tape, defer_grad, ensure_groups, reshard, reshard_local
 from .rules import RULES, expand, plan
 
 
@@ -59,7 +60,10 @@ def _lift(x: Any, mesh: ProcessMesh) -> DistTensor:
 
 
 def _grad_all_reduce(x: DistTensor, t: Tensor, mesh: ProcessMesh, axis: int, op: str) -> Tensor:
-    """Identity forward; backward all-reduces the gradient over ``axis`` (Megatron's ``f``)."""
+    """Identity forward; backward all-reduces the gradient over ``axis`` (Megatron's ``f``).
+    For a leaf (a parameter replicated over a data-parallel axis) the partial gradient is
+    kept and all-reduced with the others in buckets when the backward ends
+    (:func:`.reshard.flush_grads`), as ``DataParallel`` does."""
     if t.stop_gradient or mesh.shape[axis] == 1 or t.dtype.kind != "f":
         return t
     g = mesh.get_group(axis)
@@ -73,6 +77,8 @@ def _grad_all_reduce(x: DistTensor, t: Tensor, mesh: ProcessMesh, axis: int, op:
         t.numel() * t.dtype.itemsize,
         op,
     )
+    if t._node is None:  # a leaf (a parameter): all-reduced in buckets after the backward
+        return _on_tape(t, t.detach(), lambda gr: defer_grad(t, g, gr))
     return _on_tape(t, t.detach(), lambda gr: _all_reduce(gr, "sum", g))
 
 
@@ -96,26 +102,17 @@ def run(
     mesh = _mesh_of(op, xs)
     ensure_groups(mesh)
     dts = [_lift(x, mesh) for x in xs]
-    letters, out, kept = expand(rule, [d.shape for d in dts])
-    p = plan(
+    p, shape_of_letters = _planned(
         op,
         rule,
         linear,
         reduce,
-        letters,
-        out,
-        kept,
-        [d.placements for d in dts],
-        [d.shape for d in dts],
-        [d.dtype.itemsize for d in dts],
-        mesh.shape,
+        tuple(tuple(d.placements) for d in dts),
+        tuple(d.shape for d in dts),
+        tuple(d.dtype.itemsize for d in dts),
+        tuple(mesh.shape),
     )
-    sizes: dict[str, int] = {}
-    for lt, d in zip(letters, dts):
-        for c, n in zip(lt, d.shape):
-            if c != "_":
-                sizes[c] = n
-    shape = tuple(sizes.get(c, 1) for c in out) if shape is None else tuple(shape)
+    shape = shape_of_letters if shape is None else tuple(shape)
     locals_: list[Tensor] = []
     for i, (d, need) in enumerate(zip(dts, p.inputs)):
         t = d._local
@@ -127,9 +124,44 @@ def run(
             if j == i:
                 t = _grad_all_reduce(d, t, mesh, axis, op)
         locals_.append(t)
-    p.shapes = [d.shape for d in dts]
     y = local(p, mesh, *locals_) if with_plan else local(*locals_)
     return DistTensor(y, mesh, p.output, shape, y.dtype)
+
+
+@functools.lru_cache(maxsize=8192)
+def _planned(
+    op: str,
+    rule: str,
+    linear: str,
+    reduce: str,
+    placements: tuple[tuple[Placement, ...], ...],
+    shapes: tuple[tuple[int, ...], ...],
+    itemsizes: tuple[int, ...],
+    mesh_shape: tuple[int, ...],
+) -> tuple[Any, tuple[int, ...]]:
+    """The plan of an op for these layouts and shapes, and the output shape its letters give
+    (a training step asks the same questions every step: planned once; never mutated)."""
+    letters, out, kept = expand(rule, list(shapes))
+    p = plan(
+        op,
+        rule,
+        linear,
+        reduce,
+        letters,
+        out,
+        kept,
+        [list(x) for x in placements],
+        list(shapes),
+        list(itemsizes),
+        list(mesh_shape),
+    )
+    p.shapes = list(shapes)
+    sizes: dict[str, int] = {}
+    for lt, sh in zip(letters, shapes):
+        for c, n in zip(lt, sh):
+            if c != "_":
+                sizes[c] = n
+    return p, tuple(sizes.get(c, 1) for c in out)
 
 
 def _dist(*xs: Any) -> bool:

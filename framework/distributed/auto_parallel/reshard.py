@@ -410,4 +410,53 @@ def unshard_dtensor(x: DistTensor) -> Tensor:
 DistTensor.whole = staticmethod(
     lambda x, why: reshard(x, x.process_mesh, [Replicate()] * x.process_mesh.ndim, why=why)
 )
-DistTensor.across = staticmethod(lambda run: backward_across_meshes() if run else bool(PENDING))
+#: partial gradients of leaves waiting for their all-reduce, per group: [(leaf, gradient)]
+DEFERRED: dict[Any, list[tuple[Tensor, Tensor]]] = {}
+#: bytes of one all-reduce of deferred gradients (DataParallel's default bucket)
+BUCKET_BYTES = 25 * 1024 * 1024
+
+
+def defer_grad(leaf: Tensor, group: collective.Group, grad: Tensor) -> None:
+    """Keep ``grad``, a partial gradient of ``leaf`` over ``group``, for :func:`flush_grads`
+    (the leaf gets nothing from this path until then)."""
+    DEFERRED.setdefault(group, []).append((leaf, grad.detach()))
+
+
+def flush_grads() -> None:
+    """All-reduce the kept partial gradients, a bucket of one dtype at a time per group (in
+    the order the groups were first met: the same on every rank of a group), and add each
+    to its leaf's gradient."""
+    while DEFERRED:
+        group = next(iter(DEFERRED))
+        items = DEFERRED.pop(group)
+        while items:
+            dtype = items[0][1].dtype
+            bucket, size, rest = [], 0, []
+            for leaf, g in items:
+                if g.dtype == dtype and (not bucket or size + g.nbytes <= BUCKET_BYTES):
+                    bucket.append((leaf, g))
+                    size += g.nbytes
+                else:
+                    rest.append((leaf, g))
+            items = rest
+            with autograd.no_grad():
+                flat = (
+                    _shape.concat([g.reshape((-1,)) for _, g in bucket], axis=0)
+                    if len(bucket) > 1
+                    else (bucket[0][1].reshape((-1,)).clone())
+                )
+                collective.all_reduce(flat, group=group)
+                start = 0
+                for leaf, g in bucket:
+                    part = flat[start : start + g.numel()].reshape(g.shape)
+                    start += g.numel()
+                    leaf.grad = part if leaf.grad is None else leaf.grad + part
+
+
+def _after_backward() -> None:
+    flush_grads()
+    backward_across_meshes()
+    flush_grads()  # the sources' backwards may have kept more
+
+
+DistTensor.across = staticmethod(lambda run: _after_backward() if run else bool(PENDING))
