@@ -2,7 +2,8 @@
 
     python benchmarks/static.py [--device cpu] [--threads 1] [--repeat 7] [--number 300]
 
-Cases (medians over repeats; the chain in microseconds per op, the rest in milliseconds):
+Cases (medians over repeats, the variants of a case taking turns within each repeat; the
+chain in microseconds per op, the rest in milliseconds):
 
 - ``chain 32``: 32 small elementwise ops (alternating exp/neg/mul/add on 16 floats), per op.
   The program is traced op by op (no fusion: the executor's own overhead per instruction);
@@ -46,17 +47,21 @@ from framework.static import InputSpec  # noqa: E402
 CHAIN = 32
 
 
-def bench(fn, number: int, repeat: int) -> float:
-    """Median over ``repeat`` runs of the mean microseconds per call of ``number`` calls."""
-    fn()
-    fn()
-    runs = []
+def side_by_side(fns, number: int, repeat: int) -> list[float | None]:
+    """Median microseconds per call of each function (None stays None). The functions take
+    turns within every repeat, so all of them see the same machine load."""
+    live = [f for f in fns if f is not None]
+    for f in live:
+        f()
+        f()
+    runs: dict[int, list[float]] = {id(f): [] for f in live}
     for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        runs.append((time.perf_counter() - t0) / number * 1e6)
-    return statistics.median(runs)
+        for f in live:
+            t0 = time.perf_counter()
+            for _ in range(number):
+                f()
+            runs[id(f)].append((time.perf_counter() - t0) / number * 1e6)
+    return [statistics.median(runs[id(f)]) if f is not None else None for f in fns]
 
 
 def chain(x, c, exp, mul, add, neg):
@@ -113,39 +118,33 @@ def chain_rows(dev: str, number: int, repeat: int, torch) -> list[tuple]:
                 x = np.add(x, c, out=out)
         return x
 
-    t_torch = None
+    t_chain = None
     if torch is not None:
         ta, tc = torch.from_numpy(a), torch.from_numpy(c)
-        t_torch = bench(lambda: chain(ta, tc, torch.exp, torch.mul, torch.add, torch.neg), number, repeat)
-    rows = []
+
+        def t_chain():
+            return chain(ta, tc, torch.exp, torch.mul, torch.add, torch.neg)
+
+    statics = []
     with fw.no_grad():
-        t_eager = bench(lambda: eager_chain(fa), number, repeat)
-        t_np = bench(np_chain, number, repeat)
-        for label, make in (
-            ("chain 32, per op (us)", lambda: traced_unfused(eager_chain, fa)),
-            (
-                "chain 32 fused, per op (us)",
-                lambda: fw.jit.to_static(eager_chain, input_spec=[InputSpec([16])]),
-            ),
+        for make in (
+            lambda: traced_unfused(eager_chain, fa),
+            lambda: fw.jit.to_static(eager_chain, input_spec=[InputSpec([16])]),
         ):
             sg, sl = make(), make()
             sg(fa), sl(fa)
             replay_off(sl)
-            np.testing.assert_allclose(sg(fa).numpy(), eager_chain(fa).numpy(), rtol=1e-5, atol=1e-6)
-            np.testing.assert_allclose(sl(fa).numpy(), eager_chain(fa).numpy(), rtol=1e-5, atol=1e-6)
-            t_g = bench(lambda sg=sg: sg(fa), number, repeat)
-            t_l = bench(lambda sl=sl: sl(fa), number, repeat)
-            rows.append(
-                (
-                    label,
-                    t_eager / CHAIN,
-                    t_g / CHAIN,
-                    t_l / CHAIN,
-                    t_np / CHAIN,
-                    None if t_torch is None else t_torch / CHAIN,
-                )
-            )
-    return rows
+            for f in (sg, sl):
+                np.testing.assert_allclose(f(fa).numpy(), eager_chain(fa).numpy(), rtol=1e-5, atol=1e-6)
+            statics += [lambda sg=sg: sg(fa), lambda sl=sl: sl(fa)]
+        e, g, ll, gf, lf, n, t = side_by_side(
+            [lambda: eager_chain(fa), *statics, np_chain, t_chain], number, repeat
+        )
+    per = lambda v: None if v is None else v / CHAIN  # noqa: E731
+    return [
+        ("chain 32, per op (us)", per(e), per(g), per(ll), per(n), per(t)),
+        ("chain 32 fused, per op (us)", per(e), per(gf), per(lf), per(n), per(t)),
+    ]
 
 
 def _mlp(dev: str):
@@ -168,21 +167,22 @@ def mlp_rows(dev: str, number: int, repeat: int, torch) -> tuple[list[tuple], li
         sg(x), sl(x)
         replay_off(sl.forward)
         np.testing.assert_allclose(sg(x).numpy(), net(x).numpy(), rtol=1e-4, atol=1e-5)
-        e = bench(lambda: net(x), number, repeat) / 1e3
-        g = bench(lambda: sg(x), number, repeat) / 1e3
-        ll = bench(lambda: sl(x), number, repeat) / 1e3
-    t = None
+    tmlp = None
     if torch is not None:
         ws = [torch.from_numpy(p.numpy()) for p in net.parameters()]
         tx = torch.from_numpy(x.numpy())
 
         def tmlp():
-            h = torch.relu(tx @ ws[0] + ws[1])
-            h = torch.relu(h @ ws[2] + ws[3])
-            return h @ ws[4] + ws[5]
+            with torch.no_grad():
+                h = torch.relu(tx @ ws[0] + ws[1])
+                h = torch.relu(h @ ws[2] + ws[3])
+                return h @ ws[4] + ws[5]
 
-        with torch.no_grad():
-            t = bench(tmlp, number, repeat) / 1e3
+    with fw.no_grad():
+        e, g, ll, t = (
+            v / 1e3 if v is not None else None
+            for v in side_by_side([lambda: net(x), lambda: sg(x), lambda: sl(x), tmlp], number, repeat)
+        )
     rows.append(("mlp 784-1024-1024-10 b128 fwd (ms)", e, g, ll, None, t))
 
     # the whole SGD step
@@ -208,10 +208,19 @@ def mlp_rows(dev: str, number: int, repeat: int, torch) -> tuple[list[tuple], li
     fe, fg, fl = make_step(False), make_step(True), make_step(True, False)
     for f in (fe, fg, fl):
         f(x, y)
-    e = bench(lambda: fe(x, y).numpy(), number, repeat) / 1e3
-    g = bench(lambda: fg(x, y).numpy(), number, repeat) / 1e3
-    ll = bench(lambda: fl(x, y).numpy(), number, repeat) / 1e3
-    t = bench(torch_mlp(), number, repeat) / 1e3 if torch is not None else None
+    e, g, ll, t = (
+        v / 1e3 if v is not None else None
+        for v in side_by_side(
+            [
+                lambda: fe(x, y).numpy(),
+                lambda: fg(x, y).numpy(),
+                lambda: fl(x, y).numpy(),
+                torch_mlp() if torch is not None else None,
+            ],
+            number,
+            repeat,
+        )
+    )
     rows.append(("mlp b128 SGD step (ms)", e, g, ll, None, t))
     mem.append(("mlp b128 SGD step", fw.jit.memory_report(make_step(True), x, y)))
     return rows, mem
@@ -246,10 +255,10 @@ def llama_rows(dev: str, number: int, repeat: int, torch) -> tuple[list[tuple], 
 
     (se, _, _), (sg, fg, bg), (sl, _, _) = make(False), make(True), make(True, False)
     np.testing.assert_allclose(sg(), se(), rtol=1e-4)
-    e = bench(se, number, repeat) / 1e3
-    g = bench(sg, number, repeat) / 1e3
-    ll = bench(sl, number, repeat) / 1e3
-    t = bench(torch_llama(), number, repeat) / 1e3 if torch is not None else None
+    e, g, ll, t = (
+        v / 1e3 if v is not None else None
+        for v in side_by_side([se, sg, sl, torch_llama() if torch is not None else None], number, repeat)
+    )
     mem = [("llama block fwd+bwd", fw.jit.memory_report(fg, x))]
     bg.clear_gradients()
     return [("llama block d256 s128 b8 fwd+bwd (ms)", e, g, ll, None, t)], mem

@@ -9,7 +9,7 @@ dispatcher and the tape)."""
 from __future__ import annotations
 
 import functools
-import time
+import threading
 
 import numpy as np
 import pytest
@@ -177,22 +177,26 @@ def test_programs_launch_on_the_current_stream_and_order_with_events():
     want = _np_chain(a, cn)
     s1, s2 = fw.Stream("cpu"), fw.Stream("cpu")
     # eager work on s1 produces the input; the program on s2 waits for it through an event
+    gate = threading.Event()
     with fw.stream(s1):
-        s1.handle.submit(time.sleep, 0.2)  # the stream is busy: its work finishes late
+        s1.handle.submit(gate.wait)  # the stream is busy until the gate opens
         x1 = fw.neg(fw.neg(x))
     ev = s1.record_event()
     s2.wait_event(ev)
     with fw.stream(s2):
         y = ex(x1, c)[0]
-    assert not s2.query()  # launched on s2's worker, still waiting for s1
+    assert not s2.query()  # launched on s2's worker, waiting for s1
+    gate.set()
     s2.synchronize()
     np.testing.assert_allclose(y.numpy(), want, rtol=1e-5)
     # a run on the default stream after a run on s1 waits for it (the plan's buffers are shared)
+    gate = threading.Event()
     with fw.stream(s1):
-        s1.handle.submit(time.sleep, 0.2)
+        s1.handle.submit(gate.wait)
         y1 = ex(x, c)[0]
-    y0 = ex(x, c)[0]  # the default stream: runs at once, after s1's run
-    assert s1.query()
+    threading.Timer(0.3, gate.set).start()
+    y0 = ex(x, c)[0]  # the default stream: runs on this thread once s1's run is done
+    assert gate.is_set() and s1.query()
     np.testing.assert_allclose(y0.numpy(), want, rtol=1e-6)
     np.testing.assert_allclose(y1.numpy(), want, rtol=1e-6)
 
@@ -203,10 +207,12 @@ def test_a_graph_is_replayed_on_the_stream_of_the_run():
     ex(x, c), ex(x, c)  # captured
     assert ex.memory_stats({"s0": 32})["graph"]
     s = fw.Stream("cpu")
+    gate = threading.Event()
     with fw.stream(s):
-        s.handle.submit(time.sleep, 0.2)
-        y = ex(x, c)[0]  # input copy, replay and output copy all queued behind the sleep
+        s.handle.submit(gate.wait)
+        y = ex(x, c)[0]  # input copy, replay and output copy all queued behind the gate
     assert not s.query()
+    gate.set()
     s.synchronize()
     np.testing.assert_allclose(y.numpy(), _np_chain(a, cn), rtol=1e-6)
 
