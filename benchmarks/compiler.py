@@ -100,11 +100,11 @@ def table(title: str, rows: list[tuple[str, float | None]], ref: str) -> None:
     """Print ``rows`` (name, ms) with each one's ratio to the row named ``ref``."""
     base = dict(rows)[ref]
     print(f"\n== {title}")
-    print(f"  {'variant':<40} {'ms':>9} {'vs ' + ref:>28}")
+    print(f"  {'variant':<44} {'ms':>9} {'vs ' + ref:>32}")
     for name, ms in rows:
         if ms is None:
             continue
-        print(f"  {name:<40} {ms:9.2f} {ms / base:27.2f}x")
+        print(f"  {name:<44} {ms:9.2f} {ms / base:31.2f}x")
 
 
 # -- the tiny Llama training step -----------------------------------------------------------
