@@ -299,3 +299,25 @@ def test_auto_plan_scores_every_layout_and_its_plan_trains_like_one_process() ->
         picks.add(tuple(d["pick"]))
     assert len(picks) == 1, picks  # every rank applies the same plan
     assert proc.returncode == 0, proc.stdout[-3000:]
+
+
+def test_unmodified_ops_on_a_mesh_of_one_and_the_traced_program_error() -> None:
+    """The framework's own ops on distributed tensors (a plain tensor beside one is taken as
+    replicated) give the plain values; a program being traced refuses distributed tensors."""
+    rng = np.random.default_rng(1)
+    a, w = rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal((4, 5)).astype(np.float32)
+    m = dist.ProcessMesh([0], dim_names=["mp"])
+    wd = dist.shard_tensor(w, m, [dist.Shard(1)])
+    y = fw.nn.functional.gelu(fw.to_tensor(a) @ wd).sum(axis=0) * 2.0
+    assert isinstance(y, dist.DistTensor) and y.shape == (5,) and y.placements == [dist.Shard(0)]
+    ref = fw.nn.functional.gelu(fw.to_tensor(a) @ fw.to_tensor(w)).sum(axis=0) * 2.0
+    np.testing.assert_allclose(y.numpy(), ref.numpy(), rtol=1e-6)
+    with pytest.raises(fw.OpArgumentError, match=r"\[distributed\] .*a kernel sees its shard only"):
+        wd.native()
+
+    @fw.jit.to_static
+    def f(x):
+        return x @ wd  # a distributed parameter met while tracing (a sharded layer under to_static)
+
+    with pytest.raises(fw.OpArgumentError, match=r"\[matmul\] .*distributed tensors run eagerly only"):
+        f(fw.to_tensor(a))

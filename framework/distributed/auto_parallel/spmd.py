@@ -27,6 +27,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from adapter_api import OpArgumentError
+
 from ..._src.opdef import OpDef
 from ..._src.ops import base as _base
 from ..._src.ops import math as _math
@@ -223,6 +225,11 @@ def intercept(op: OpDef, ins: list[Any], attrs: dict[str, Any]) -> Any:
     """Run ``op`` on inputs of which one at least is distributed (see the module docstring);
     a primitive's outputs come back as a list, a composite's as its value, None for a
     composite to decompose."""
+    if _base.TRACER.get() is not None:
+        raise OpArgumentError(
+            f"[{op.name}] a distributed tensor met a program being traced (to_static): distributed "
+            "tensors run eagerly only; call the function without fw.jit.to_static"
+        )
     if op.kind == "view":
         return reshape(ins[0], attrs["shape"])
     rule = rule_of(op, attrs, ins)
