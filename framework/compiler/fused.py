@@ -24,6 +24,7 @@ import numpy as np
 from adapter_api import CompileError, KernelEntry
 
 from .._src import device as _dev
+from .._src import dispatch
 from .._src.ops import base
 from .._src.tensor import Tensor
 from ..ir import Program, SymDim, TensorType
@@ -41,10 +42,13 @@ _PROBES = ((11, 13, 17, 19, 23, 29, 31, 37), (41, 43, 47, 53, 59, 61, 67, 71))
 
 @dataclass
 class Lowered:
-    """A group lowered to the loop IR: ``main`` is the type whose last axis is the row."""
+    """A group lowered to the loop IR: ``main`` is the type whose last axis is the row;
+    ``partials`` are the outputs that are sums over rows (a weight's gradient): the kernel
+    writes one row of partial sums per row and a ``sum`` kernel adds them up."""
 
     program: ir.Program
     main: TensorType
+    partials: tuple[int, ...] = ()
 
 
 def _binding(symbols: tuple[str, ...], probe: int) -> dict[str, int]:
@@ -78,10 +82,13 @@ def _trace_at(body: Program, symbols: tuple[str, ...], binding: dict[str, int]) 
     def run(*syms: Tensor) -> list[Tensor]:
         return fusion.replay(body, syms, binding)
 
-    prog, _ = trace(body.name, run, ins, {}, main.concrete(binding), group=True)
+    shape = main.concrete(binding)
+    prog, metas = trace(body.name, run, ins, {}, shape, group=True)
     if isinstance(main.shape[-1], SymDim):
         prog.n = None  # the row length is an argument of the kernel
-    return Lowered(prog, main)
+    full = math.prod(shape)
+    partials = tuple(k for k, (s, _) in enumerate(metas) if prog.out_col[k] and math.prod(s) != full)
+    return Lowered(prog, main, partials)
 
 
 def lower_group(body: Program, full: bool = True) -> Lowered:
@@ -111,15 +118,16 @@ class Backend:
         except NotFusible as exc:
             return str(exc)
         passes = max(len(ir.schedule(low.program).loops), 1)
+        scratch = 2 * len(low.partials) * fusion.type_bytes(low.main)  # partial sums written, read
         if not full:
-            return fusion.Estimate(passes)
+            return fusion.Estimate(passes, "", scratch)
         dev = _dev.parse(device)
         comp = compiler_for(dev)
         try:
             kernel = make_kernel(low.program, comp.language, device_kind=_kind(dev))
         except NotImplementedError as exc:  # the emitter has no syntax for some value
             return str(exc)
-        return fusion.Estimate(passes, kernel.source)
+        return fusion.Estimate(passes, kernel.source, scratch)
 
 
 def _language(language: str, dev: _dev.Device) -> str:
@@ -160,13 +168,16 @@ def _launcher(g: fusion.Group, low: Lowered, kernel: Kernel, device_type: str) -
     rows_layout = kernel.layout == "rows"
     local = kernel.local
     symbols = g.symbols
+    partials = low.partials
+    out_types = [v.type for v in g.body.outputs]
     geometry: dict[tuple[int, tuple[int, ...]], tuple[Any, ...]] = {}
 
     def prepare(ctx: Any, dims: tuple[int, ...]) -> tuple[Any, ...]:
         key = (ctx.device_index, dims)
         got = geometry.get(key)
         if got is None:
-            shape = main.concrete(dict(zip(symbols, dims)))
+            binding = dict(zip(symbols, dims))
+            shape = main.concrete(binding)
             rows = math.prod(shape[:-1])
             comp = compiler_for(_dev.Device(device_type, ctx.device_index))
             tail = [np.int64(rows)] + ([np.int64(shape[-1])] if symbolic_n else [])
@@ -174,28 +185,68 @@ def _launcher(g: fusion.Group, low: Lowered, kernel: Kernel, device_type: str) -
                 grid, loc = (rows,), ((local,) if local > 1 else None)
             else:
                 grid, loc = (rows * local,), (local,)
-            got = geometry[key] = (rows, comp, kernel.build(comp), tail, grid, loc)
+            # a sum over rows, of shape (n,) or (1, ..., 1, n): (rows, n) or (rows, 1, ..., n)
+            # partials, summed over axis 0
+            sums = []
+            for k in partials:
+                out = out_types[k].concrete(binding)  # type: ignore[union-attr]
+                sums.append((k, (rows, *(out[1:] if len(out) > 1 else out))))
+            got = geometry[key] = (rows, comp, kernel.build(comp), tail, grid, loc, sums)
         return got
 
+    def partial_sums(
+        ctx: Any, outs: list[Any], sums: list[tuple[int, tuple[int, ...]]]
+    ) -> tuple[list[Any], Any]:
+        """The outputs with scratch rows for the sums over rows, and what finishes them."""
+        if not sums:
+            return outs, None
+        dev = _dev.Device(device_type, ctx.device_index)
+        alloc = _dev.allocator_of(dev)
+        args, finish = list(outs), []
+        for k, shape in sums:
+            dtype = np.dtype(outs[k].dtype)
+            block = alloc.malloc(math.prod(shape) * dtype.itemsize)
+            scratch = ctx.runtime.view(block.handle, 0, shape, dtype)
+            args[k] = scratch
+            keep = len(shape) == len(outs[k].shape)
+            entry = dispatch.find_kernel("sum", device_type, dtype)
+            finish.append((entry.fn, [outs[k]], [scratch], {"axes": (0,), "keepdim": keep}, block))
+
+        def run() -> None:
+            for fn, o, i, attrs, _block in finish:
+                fn(ctx, o, i, **attrs)
+
+        return args, run
+
     def launch(ctx: Any, outs: list[Any], ins: list[Any], dims: tuple[int, ...] = ()) -> None:
-        rows, comp, prog, tail, grid, loc = prepare(ctx, tuple(dims))
-        if rows:
-            comp.launch(prog, [*ins, *outs, *tail], grid, loc, ctx.stream)
+        rows, comp, prog, tail, grid, loc, sums = prepare(ctx, tuple(dims))
+        if not rows:
+            return
+        outs, finish = partial_sums(ctx, outs, sums)
+        comp.launch(prog, [*ins, *outs, *tail], grid, loc, ctx.stream)
+        if finish is not None:
+            finish()
 
     def bind(ctx: Any, outs: list[Any], ins: list[Any], dims: tuple[int, ...] = ()) -> Any:
-        rows, comp, prog, tail, grid, loc = prepare(ctx, tuple(dims))
-        args, stream = [*ins, *outs, *tail], ctx.stream
+        rows, comp, prog, tail, grid, loc, sums = prepare(ctx, tuple(dims))
         if not rows:
             return lambda: None
-        return lambda: comp.launch(prog, args, grid, loc, stream)
+        outs, finish = partial_sums(ctx, outs, sums)  # the scratch rows live as long as the binding
+        args, stream = [*ins, *outs, *tail], ctx.stream
+        if finish is None:
+            return lambda: comp.launch(prog, args, grid, loc, stream)
+
+        def call() -> None:
+            comp.launch(prog, args, grid, loc, stream)
+            finish()
+
+        return call
 
     return KernelEntry(launch, PLUGIN, bind=bind)
 
 
 def install() -> None:
     """Register the fusion backend and the kernel source (idempotent)."""
-    from .._src import dispatch
-
     if not any(isinstance(b, Backend) for b in fusion.BACKENDS):
         fusion.BACKENDS.append(Backend())
     if kernel_source not in dispatch.KERNEL_SOURCES:

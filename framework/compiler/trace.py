@@ -93,10 +93,9 @@ class Geometry:
 
 
 class _Tracer:
-    def __init__(self, geo: Geometry, b: ir.Builder, rowsum: bool = True) -> None:
+    def __init__(self, geo: Geometry, b: ir.Builder) -> None:
         self.geo = geo
         self.b = b
-        self.rowsum = rowsum
         self.keep: list[Tensor] = []
 
     def sym(self, node: ir.Node, shape: tuple[int, ...], dtype: np.dtype, device: Any) -> Tensor:
@@ -144,8 +143,7 @@ class _Tracer:
         elif role == "cast":
             node = b.cast(args[0], dtype)
         elif (
-            self.rowsum
-            and name == "sum"
+            name == "sum"
             and ins[0].ndim >= 2
             and args[0].row
             and args[0].col
@@ -181,12 +179,11 @@ def trace(
     ``group=True`` traces a fusion group of a program (:mod:`framework.compiler.fused`):
     bool inputs (masks) are read as they are, an input of any shape that broadcasts to
     ``main`` is read through an index expression (``Program.loads``: a ``[seq, seq]`` mask
-    under ``[batch, heads, seq, seq]`` scores), and a sum over rows is not taken (its
-    partial sums would need a second kernel).
+    under ``[batch, heads, seq, seq]`` scores).
     """
     geo = Geometry(tuple(main if main is not None else ins[0].shape))
     b = ir.Builder()
-    tr = _Tracer(geo, b, rowsum=not group)
+    tr = _Tracer(geo, b)
     kinds = []
     sym_ins = []
     loads: dict[int, str] = {}

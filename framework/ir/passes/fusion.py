@@ -66,6 +66,8 @@ class Estimate:
 
     passes: int
     source: str = ""
+    #: bytes the kernel writes and reads back besides its outputs (partial sums over rows)
+    scratch: int = 0
 
 
 class Backend(Protocol):
@@ -166,8 +168,11 @@ def _scalar_const(v: Value) -> bool:
 
 
 def _bytes(v: Value) -> int:
-    t = v.type
-    assert isinstance(t, TensorType)
+    return type_bytes(v.type)  # type: ignore[arg-type]
+
+
+def type_bytes(t: TensorType) -> int:
+    """The bytes of a value of type ``t`` as the cost model counts them (symbols at 64)."""
     dims = [_SIZE_OF_SYMBOL if isinstance(d, SymDim) else max(d, 0) for d in t.shape]
     return math.prod(dims) * t.dtype.itemsize
 
@@ -240,9 +245,11 @@ class _Candidate:
             total += sum(_bytes(r) for r in op.results)
         return total
 
-    def fused_bytes(self, passes: int) -> int:
-        """Bytes one kernel moves: each input read on every pass, each output written once."""
-        return sum(_bytes(v) for v in self.inputs) * max(passes, 1) + sum(_bytes(v) for v in self.outputs)
+    def fused_bytes(self, est: Estimate) -> int:
+        """Bytes one kernel moves: each input read on every pass, each output written once,
+        partial sums written and read back."""
+        ins = sum(_bytes(v) for v in self.inputs)
+        return ins * max(est.passes, 1) + sum(_bytes(v) for v in self.outputs) + est.scratch
 
 
 class Fusion(Pass):
@@ -271,7 +278,7 @@ class Fusion(Pass):
             if isinstance(est, str):
                 self.rejected.append((len(ops), est))
                 continue
-            fused, unfused = cand.fused_bytes(est.passes), cand.unfused_bytes()
+            fused, unfused = cand.fused_bytes(est), cand.unfused_bytes()
             if fused > unfused:  # a tie still saves launches
                 self.rejected.append((len(ops), f"moves {fused} bytes fused, {unfused} unfused"))
                 continue
