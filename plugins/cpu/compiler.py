@@ -94,6 +94,9 @@ class CPUCompiler(Compiler):
     language = "c"
 
     def __init__(self, runtime: Any = None, index: int = 0) -> None:
+        from .threads import apply
+
+        apply()  # OMP_NUM_THREADS / OMP_WAIT_POLICY before a kernel loads libgomp (threads.py)
         self.runtime = runtime
         self._libs: list[Any] = []
 

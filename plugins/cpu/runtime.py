@@ -92,6 +92,9 @@ class CPURuntime(DeviceRuntime):
     """One device, ``cpu:0``: the host."""
 
     def __init__(self) -> None:
+        from .threads import apply
+
+        apply()  # one thread budget for BLAS and generated kernels (threads.py)
         self._streams: weakref.WeakSet[CPUStream] = weakref.WeakSet()
 
     def device_count(self) -> int:
