@@ -70,16 +70,26 @@ def median_ms(fn: Callable[[], Any], reps: int, warmup: int = 2) -> float:
 def interleaved(fns: dict[str, Callable[[], Any]], reps: int, warmup: int = 2) -> dict[str, float]:
     """Median ms of each function, timed round-robin (one call of each per round), so a
     change of load on a shared machine hits every variant alike."""
+    return {k: wall for k, (wall, _) in interleaved_cpu(fns, reps, warmup).items()}
+
+
+def interleaved_cpu(
+    fns: dict[str, Callable[[], Any]], reps: int, warmup: int = 2
+) -> dict[str, tuple[float, float]]:
+    """:func:`interleaved` with the median process CPU ms too (the work done, all threads:
+    steadier than wall time when other jobs share the cores)."""
     for _ in range(warmup):
         for fn in fns.values():
             fn()
-    times: dict[str, list[float]] = {k: [] for k in fns}
+    times: dict[str, list[tuple[float, float]]] = {k: [] for k in fns}
     for _ in range(reps):
         for k, fn in fns.items():
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             fn()
-            times[k].append((time.perf_counter() - t0) * 1e3)
-    return {k: statistics.median(v) for k, v in times.items()}
+            times[k].append(((time.perf_counter() - t0) * 1e3, (time.process_time() - c0) * 1e3))
+    return {
+        k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for k, v in times.items()
+    }
 
 
 class compile_off:
@@ -96,15 +106,13 @@ class compile_off:
             os.environ["OARLOCK_COMPILE"] = self.old
 
 
-def table(title: str, rows: list[tuple[str, float | None]], ref: str) -> None:
-    """Print ``rows`` (name, ms) with each one's ratio to the row named ``ref``."""
-    base = dict(rows)[ref]
-    print(f"\n== {title}")
-    print(f"  {'variant':<44} {'ms':>9} {'vs ' + ref:>32}")
-    for name, ms in rows:
-        if ms is None:
-            continue
-        print(f"  {name:<44} {ms:9.2f} {ms / base:31.2f}x")
+def table(title: str, rows: dict[str, tuple[float, float]], ref: str) -> None:
+    """Print ``rows`` (name: wall ms, CPU ms) with each one's ratios to the row ``ref``."""
+    bw, bc = rows[ref]
+    print(f"\n== {title}; ratios: time / time of '{ref}'")
+    print(f"  {'variant':<44} {'ms':>9} {'ratio':>7} {'cpu ms':>9} {'ratio':>7}")
+    for name, (w, c) in rows.items():
+        print(f"  {name:<44} {w:9.2f} {w / bw:6.2f}x {c:9.2f} {c / bc:6.2f}x")
 
 
 # -- the tiny Llama training step -----------------------------------------------------------
@@ -242,8 +250,11 @@ def train_rows(device: str, steps: int, torch_rows: bool, torch_compile: bool) -
                 continue
             if fn is not None:
                 fns[label] = fn
-    rows: list[tuple[str, float | None]] = list(interleaved(fns, steps).items())
-    table(f"tiny Llama training step on {device} (median of {steps})", rows, "oarlock to_static + compiler")
+    table(
+        f"tiny Llama training step on {device} (median of {steps})",
+        interleaved_cpu(fns, steps),
+        "oarlock to_static + compiler",
+    )
 
 
 # -- the Predictor --------------------------------------------------------------------------
@@ -272,7 +283,7 @@ def predict_rows(device: str, reps: int) -> None:
 
                 outs.append(run())
                 runs[label] = run
-        rows = list(interleaved(runs, reps).items())
+        rows = interleaved_cpu(runs, reps)
     np.testing.assert_allclose(outs[0], outs[1], rtol=1e-4, atol=1e-4)
     table(
         f"tiny Llama inference (16 x 64 tokens) on {device} (median of {reps})", rows, "Predictor + compiler"
