@@ -27,7 +27,7 @@ from .._src import device as _dev
 from .._src.ops import base
 from .._src.plugins import host
 from .._src.tensor import Tensor
-from . import ir
+from . import ir, tune
 from .cache import ProgramCache
 from .emit import emitter
 from .trace import Geometry, NotFusible, trace
@@ -96,11 +96,21 @@ class Kernel:
         if rows == 0:
             return
         args = [t.native() for t in ins] + [o.native() for o in outs] + [np.int64(rows)]
-        if self.layout == "rows":
-            grid, local = (rows,), ((self.local,) if self.local > 1 else None)
+        stream = dispatch.context(dev).stream
+        if self.layout == "rows":  # the work-group size is tuned per device and shape (tune.py)
+            lo = tune.rows_local(
+                comp,
+                self.entry,
+                rows,
+                self.prog.n or 0,
+                self.local if self.local > 1 else None,
+                lambda g: comp.launch(p, args, (rows,), None if g is None else (g,), stream),
+                lambda: _dev.device_type(dev.type).runtime.synchronize(dev.index),
+            )
+            grid, local = (rows,), (None if lo is None else (lo,))
         else:
             grid, local = (rows * self.local,), (self.local,)
-        comp.launch(p, args, grid, local, dispatch.context(dev).stream)
+        comp.launch(p, args, grid, local, stream)
 
 
 def make_kernel(prog: ir.Program, language: str, local: int | None = None, device_kind: str = "") -> Kernel:

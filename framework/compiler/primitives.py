@@ -123,6 +123,7 @@ class _Launch:
     """One generated kernel, ready to run: a program of a batch and how to call it."""
 
     program: Any
+    entry: str
     index: int  #: its number in a dispatching batch, else -1
     layout: str
     local: int
@@ -130,7 +131,7 @@ class _Launch:
     n: int
 
 
-_BATCHES: dict[tuple[Any, ...], dict[str, tuple[Any, int]] | None] = {}
+_BATCHES: dict[tuple[Any, ...], dict[str, tuple[Any, str, int]]] = {}
 
 
 def _members(
@@ -172,7 +173,7 @@ def _members(
 
 def _build(
     comp: Any, device_type: str, dev: _dev.Device, programs: list[tuple[str, ir.Program]]
-) -> dict[str, tuple[Any, int]]:
+) -> dict[str, tuple[Any, str, int]]:
     """Emit ``programs`` as one translation unit, build it through the cache; op -> (program, index)."""
     em = emitter(comp.language, tune.local_size(comp, "primitive"), _kind(dev))
     named = [(p, f"{p.name}_{hashlib.sha256(p.describe().encode()).hexdigest()[:12]}") for _, p in programs]
@@ -180,9 +181,9 @@ def _build(
     source = em.batch_source(named, entry)
     if em.batch == "dispatch":
         prog = CACHE.get_batch(comp, source, (entry,), em.build_options)[entry]
-        return {op: (prog, k) for k, (op, _) in enumerate(programs)}
+        return {op: (prog, e, k) for k, ((op, _), (_, e)) in enumerate(zip(programs, named))}
     progs = CACHE.get_batch(comp, source, tuple(e for _, e in named), em.build_options)
-    return {op: (progs[e], -1) for (op, _), (_, e) in zip(programs, named)}
+    return {op: (progs[e], e, -1) for (op, _), (_, e) in zip(programs, named)}
 
 
 def run(op: str, device_type: str, ctx: Any, outs: list[Any], ins: list[Any], attrs: dict[str, Any]) -> None:
@@ -212,8 +213,17 @@ def run(op: str, device_type: str, ctx: Any, outs: list[Any], ins: list[Any], at
     if got.index >= 0:  # a dispatching batch: (k, four tensors, rows, n)
         args = [np.int64(got.index), *args, *[args[-1]] * (4 - len(args))]
     args += [np.int64(got.rows), np.int64(got.n)]
-    if got.layout == "rows":
-        grid, local = (got.rows,), ((got.local,) if got.local > 1 else None)
+    if got.layout == "rows":  # the work-group size is tuned per device and shape (tune.py)
+        lo = tune.rows_local(
+            comp,
+            got.entry,
+            got.rows,
+            got.n,
+            got.local if got.local > 1 else None,
+            lambda g: comp.launch(got.program, args, (got.rows,), None if g is None else (g,), ctx.stream),
+            lambda: ctx.runtime.synchronize(ctx.device_index),
+        )
+        grid, local = (got.rows,), (None if lo is None else (lo,))
     else:
         grid, local = (got.rows * got.local,), (got.local,)
     comp.launch(got.program, args, grid, local, ctx.stream)
@@ -251,8 +261,8 @@ def _prepare(
                 return _failed(op, dev, tag, exc)
         _BATCHES[pattern] = built
     name = f"{op}:{out_dtype.name}" if op == "cast" else op
-    program, index = built[name if name in built else op]
-    return _Launch(program, index, em_local.layout, em_local.local, rows, n)
+    program, entry, index = built[name if name in built else op]
+    return _Launch(program, entry, index, em_local.layout, em_local.local, rows, n)
 
 
 def _failed(op: str, dev: _dev.Device, tag: str, exc: Exception) -> None:

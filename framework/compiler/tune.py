@@ -158,6 +158,22 @@ def choose(
         return best
 
 
+def rows_local(
+    comp: Any,
+    entry: str,
+    rows: int,
+    n: int,
+    default: int | None,
+    launch: Callable[[int | None], None],
+    sync: Callable[[], None],
+) -> int | None:
+    """The work-group size for a "rows" kernel: tuned where the launch takes one (not C,
+    whose launch has no work-groups), else ``default``."""
+    if comp.language == "c":
+        return default
+    return choose(comp, entry, rows, n, default, launch, sync)
+
+
 def reset() -> None:
     """Forget choices held in memory (the file stays)."""
     _MEMORY.clear()

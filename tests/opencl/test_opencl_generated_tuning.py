@@ -1,0 +1,76 @@
+"""Launch tuning (framework/compiler/tune.py) on PoCL: the first launch of a generated kernel
+in a shape bucket measures the work-group sizes and keeps the fastest in tuning.json (keyed by
+device identity, kernel and bucket), a fresh process reads it back, OARLOCK_TUNE=0 keeps the
+fixed default, and a damaged file is ignored; results match numpy whichever size runs."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import framework as fw
+import framework.nn.functional as F
+from framework import compiler
+from framework._src import device as _dev
+from framework.compiler import tune
+
+pytest.importorskip("pyopencl", reason="pyopencl is not installed")
+DEVICE = "opencl:0"
+
+
+@pytest.fixture
+def fresh(tmp_path, monkeypatch):
+    try:
+        if not compiler.has_compile_access(DEVICE):
+            pytest.skip(f"{DEVICE}: no compile access")
+    except fw.OarlockError as exc:
+        pytest.skip(f"{DEVICE}: {exc}")
+    monkeypatch.setenv("OARLOCK_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("OARLOCK_TUNE", raising=False)
+    tune.reset()
+    compiler.reset()
+    yield tmp_path
+    tune.reset()
+    compiler.reset()
+
+
+def rms(x: np.ndarray) -> np.ndarray:
+    return x / np.sqrt((x.astype(np.float64) ** 2).mean(-1, keepdims=True) + 1e-6)
+
+
+def run(a: np.ndarray) -> np.ndarray:
+    return F.rms_norm(fw.to_tensor(a, device=DEVICE), epsilon=1e-6).numpy()
+
+
+def test_tuned_once_kept_on_disk_and_read_back(fresh):
+    a = np.random.default_rng(0).standard_normal((256, 512)).astype(np.float32)
+    np.testing.assert_allclose(run(a), rms(a), rtol=1e-5, atol=1e-6)
+    assert tune.STATS["measured"] == 1
+    entries = json.loads((fresh / "tuning.json").read_text())["entries"]
+    (k, v), *_ = [(k, v) for k, v in entries.items() if k.split("|")[1].startswith("rms_norm")]
+    comp = compiler.compiler_for(_dev.parse(DEVICE))
+    assert k == tune.key(comp.identity(), k.split("|")[1], 256, 512) and k.endswith("|256x512")
+    assert v["local"] in tune.CANDIDATES and set(v["ms"]) <= {str(c) for c in tune.CANDIDATES}
+    np.testing.assert_allclose(run(a[:200]), rms(a[:200]), rtol=1e-5, atol=1e-6)  # same bucket
+    assert tune.STATS["measured"] == 1
+    tune.reset()  # as a new process: the choice comes from the file
+    np.testing.assert_allclose(run(a), rms(a), rtol=1e-5, atol=1e-6)
+    assert tune.STATS == {"measured": 0, "from_disk": 1}
+
+
+def test_tuning_off_is_the_fixed_default(fresh, monkeypatch):
+    monkeypatch.setenv("OARLOCK_TUNE", "0")
+    a = np.random.default_rng(1).standard_normal((256, 512)).astype(np.float32)
+    np.testing.assert_allclose(run(a), rms(a), rtol=1e-5, atol=1e-6)
+    assert tune.STATS["measured"] == 0 and not (fresh / "tuning.json").exists()
+    assert tune.choose(object(), "k", 1 << 12, 1 << 12, 64, lambda g: None, lambda: None) == 64
+
+
+def test_a_damaged_tuning_file_is_ignored_and_rewritten(fresh):
+    (fresh / "tuning.json").write_text("{not json")
+    a = np.random.default_rng(2).standard_normal((256, 512)).astype(np.float32)
+    np.testing.assert_allclose(run(a), rms(a), rtol=1e-5, atol=1e-6)
+    assert tune.STATS["measured"] == 1
+    assert json.loads((fresh / "tuning.json").read_text())["version"] == tune.VERSION
