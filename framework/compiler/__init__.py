@@ -17,6 +17,11 @@ Every element-wise, comparison, cast, reduction and creation primitive the plugi
 register is generated too (:mod:`framework.compiler.primitives`; :func:`generated_primitives`,
 :func:`primitive_stats`).
 
+Programs (``to_static``, ``jit.load``, the Predictor) are fused across op boundaries: the
+``fusion`` pass (:mod:`framework.ir.passes.fusion`) groups their element-wise, broadcast,
+row-reduction and reshape ops and :mod:`framework.compiler.fused` lowers, emits and builds one
+kernel per group, found by the executor through ``dispatch.KERNEL_SOURCES``.
+
 Small public API, also used by the conformance suite's ``compile`` tier:
 :func:`compile_source`, :func:`launch`, :func:`trivial_kernel`, :func:`run_trivial_kernel`,
 :func:`cache_stats`, :func:`lower`, :func:`emit`, :func:`generated_source`, :func:`run_generated`.
