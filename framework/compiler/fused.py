@@ -94,7 +94,7 @@ def _trace_at(body: Program, symbols: tuple[str, ...], binding: dict[str, int]) 
 def lower_group(body: Program, full: bool = True) -> Lowered:
     """The loop-IR program of a group (raises :class:`NotFusible` with the reason). With
     ``full``, a group with symbolic dims is traced at two sizes and must lower alike."""
-    symbols = fusion._symbols(body.inputs, body.block.ops)
+    symbols = fusion.symbols_of(body.inputs, body.block.ops)
     low = _trace_at(body, symbols, _binding(symbols, 0))
     if full and symbols:
         other = _trace_at(body, symbols, _binding(symbols, 1))

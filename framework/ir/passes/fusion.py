@@ -177,7 +177,8 @@ def type_bytes(t: TensorType) -> int:
     return math.prod(dims) * t.dtype.itemsize
 
 
-def _symbols(values: Sequence[Value], ops: Sequence[Operation]) -> tuple[str, ...]:
+def symbols_of(values: Sequence[Value], ops: Sequence[Operation]) -> tuple[str, ...]:
+    """The symbols in the types of ``values`` and of ``ops``' results and attributes, sorted."""
     seen: dict[str, None] = {}
 
     def add(x: Any) -> None:
@@ -393,7 +394,7 @@ def _group(cand: _Candidate, device: str, est: Estimate) -> Group:
     if g is not None:
         return g
     body.name = f"g{digest}"
-    symbols = _symbols(body.inputs, body.block.ops)
+    symbols = symbols_of(body.inputs, body.block.ops)
 
     def unfused(*ins: Tensor, dims: tuple[int, ...] = ()) -> list[Tensor]:
         if base.TRACER.get() is None:
