@@ -311,3 +311,16 @@ def test_backward_inside_without_a_step_accumulates_like_eager():
         np.testing.assert_allclose(p.grad.numpy(), g, rtol=1e-5, atol=1e-6)
     with fw.no_grad(), pytest.raises(fw.OarlockError, match=r"does not require a gradient"):
         fw.jit.to_static(fwd_bwd)(x)
+
+
+def test_the_static_tier_checks_graph_replays_and_catches_a_broken_one(monkeypatch):
+    from conformance.checks import CheckFailure
+    from conformance.tiers import static
+    from plugins.cpu import runtime as cpu_runtime
+
+    with np.errstate(all="ignore"):  # the samples multiply inf by 0 on purpose
+        assert static.primitive_case("mul", "float32", "cpu")["replayed"] > 0
+        # a plugin bug: a replay runs the recorded launches but the last one
+        monkeypatch.setattr(cpu_runtime.CPUGraph, "run", lambda g: [call() for call in g.calls[:-1]])
+        with pytest.raises(CheckFailure, match=r"mul\[float32\] .* a graph replay\)"):
+            static.primitive_case("mul", "float32", "cpu")
