@@ -7,6 +7,7 @@ failure), or PTX when the GPU is newer than NVRTC knows; the core caches those b
 
 from __future__ import annotations
 
+import hashlib
 import os
 from typing import Any
 
@@ -44,6 +45,7 @@ class CUDACompiler(Compiler):
         self.runtime = runtime
         self.device_index = device_index
         self._arch = arch
+        self._modules: dict[bytes, Any] = {}
 
     # -- target -------------------------------------------------------------------------
     def arch(self) -> str:
@@ -99,11 +101,18 @@ class CUDACompiler(Compiler):
         if not binary.startswith(b"\x7fELF") and not binary.endswith(b"\0"):
             binary = binary + b"\0"  # the driver reads PTX as a C string
         with cp.cuda.Device(self.device_index):
-            module = cp.cuda.function.Module()
-            with vendor_errors(
-                f"load the module of '{entry}'", "clear the kernel cache and retry", device=self.device_index
-            ):
-                module.load(binary)
+            # NOTE: a batch of kernels is one module loaded once per entry: load it once
+            key = hashlib.sha256(binary).digest()
+            module = self._modules.get(key)
+            if module is None:
+                module = cp.cuda.function.Module()
+                with vendor_errors(
+                    f"load the module of '{entry}'",
+                    "clear the kernel cache and retry",
+                    device=self.device_index,
+                ):
+                    module.load(binary)
+                self._modules[key] = module
             try:
                 return module.get_function(entry)
             except Exception as exc:

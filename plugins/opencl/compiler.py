@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import warnings
 from typing import Any
 
@@ -32,6 +33,7 @@ class OpenCLCompiler(Compiler):
     def __init__(self, runtime: OpenCLRuntime, index: int) -> None:
         self.runtime = runtime
         self.dev = runtime.device(index)
+        self._programs: dict[bytes, cl.Program] = {}
 
     def identity(self) -> str:
         d = self.dev.device
@@ -56,13 +58,18 @@ class OpenCLCompiler(Compiler):
         return bytes(prg.binaries[0])
 
     def load(self, binary: bytes, entry: str) -> cl.Kernel:
-        prg = cl.Program(self.dev.context, [self.dev.device], [binary])
-        try:
-            prg.build()
-        except cl.Error as exc:
-            raise build_error(
-                exc, prg, f"kernel '{entry}' (from binary)", self.dev.device, CompileError
-            ) from exc
+        # NOTE: a batch of kernels is one binary loaded once per entry: build it once
+        key = hashlib.sha256(binary).digest()
+        prg = self._programs.get(key)
+        if prg is None:
+            prg = cl.Program(self.dev.context, [self.dev.device], [binary])
+            try:
+                prg.build()
+            except cl.Error as exc:
+                raise build_error(
+                    exc, prg, f"kernel '{entry}' (from binary)", self.dev.device, CompileError
+                ) from exc
+            self._programs[key] = prg
         with check(f"loading kernel '{entry}'", self.dev.name):
             return cl.Kernel(prg, entry)
 
