@@ -100,7 +100,7 @@ class CUDARuntime(DeviceRuntime):
         self._count: int | None = None
         self._streams: dict[int, Any] = {}
         self._pending: list[tuple[Any, Any, np.ndarray | None]] = []  # (event, pinned staging, d2h dst)
-        self._captures: dict[int, tuple[Any, Any]] = {}  # id(stream) -> (graph's pool, allocator before)
+        self._captures: dict[int, tuple[Any, Any]] = {}  # id(stream) -> (graph's pool, allocator scope)
         self._lock = threading.Lock()
 
     # -- devices ------------------------------------------------------------------------
@@ -401,22 +401,23 @@ class CUDARuntime(DeviceRuntime):
                 "[cuda] a graph capture needs a stream from create_stream (the legacy default stream cannot capture)"
             )
         pool = cp.cuda.MemoryPool()
-        get = getattr(cp.cuda, "get_allocator", None)
-        prev = get() if get is not None else cp.get_default_memory_pool().malloc
+        # NOTE: using_allocator is this thread's only (a loader thread keeps the default pool);
+        # it is entered here and left in end_capture, which the executor calls on this thread
+        scope = cp.cuda.using_allocator(pool.malloc)
         with cp.cuda.Device(index), vendor_errors("begin a CUDA graph capture", device=index):
-            cp.cuda.set_allocator(pool.malloc)
+            scope.__enter__()
             try:
                 stream.begin_capture()
             except BaseException:
-                cp.cuda.set_allocator(prev)
+                scope.__exit__(None, None, None)
                 raise
         with self._lock:
-            self._captures[id(stream)] = (pool, prev)
+            self._captures[id(stream)] = (pool, scope)
 
     def end_capture(self, index: int, stream: Any) -> CUDAGraph:
         cp = self._cupy(index)
         with self._lock:
-            pool, prev = self._captures.pop(id(stream), (None, None))
+            pool, scope = self._captures.pop(id(stream), (None, None))
         if pool is None:
             raise DeviceError(
                 "[cuda] end_capture on a stream that does not capture; call begin_capture first"
@@ -433,7 +434,7 @@ class CUDARuntime(DeviceRuntime):
             ):
                 graph = stream.end_capture()
         finally:
-            cp.cuda.set_allocator(prev)
+            scope.__exit__(None, None, None)
         return CUDAGraph(graph, pool, index)
 
     def launch_graph(self, graph: CUDAGraph, stream: Any) -> None:
