@@ -325,3 +325,47 @@ def test_a_broken_build_falls_back_with_a_warning_and_a_count():
             (x + x).numpy()
         finally:
             fw.set_strict_kernels(False)
+
+
+# -- CUDA C: no GPU here, so the source is only checked for C++ validity -------------------
+_CUDA_EXTRA = """
+#define __device__
+static float __uint_as_float(unsigned) { return 0; }
+static unsigned __float_as_uint(float) { return 0; }
+using std::ldexp; using std::frexp; using std::nearbyint; using std::signbit; using std::isinf;
+using std::fabs; using std::floor; using std::fmod; using std::copysign; using std::pow; using std::erf;
+using std::tanh; using std::sin; using std::cos; using std::log; using std::ceil;
+"""
+
+
+def test_cuda_batches_are_valid_cpp(tmp_path):
+    """The CUDA emitter shares the OpenCL emitter's code; until a GPU runs it, its batches
+    (every family, halves, integers, reductions with NaN and index state) must be valid C++."""
+    import shutil
+    import subprocess
+
+    from framework.compiler.emit import emitter
+    from tests.test_compiler import _CUDA_SHIM
+
+    cxx = shutil.which("g++") or shutil.which("clang++")
+    if cxx is None:
+        pytest.skip("no C++ compiler")
+    progs = []
+    for d in (np.float32, np.float64, np.float16, np.int8, np.int64, np.uint8, np.bool_):
+        d = np.dtype(d)
+        x = [((3, 4, 5), d), ((3, 1, 5), d)]
+        for op in ("add", "floor_divide", "pow", "lt", "maximum"):
+            out = np.dtype(np.bool_) if op == "lt" else d
+            if d != np.bool_ or op in ("add", "maximum", "lt"):
+                progs.append(gp.lower(op, x, (3, 4, 5), out, {})[0])
+        for op in ("max", "argmax", "sum") if d != np.bool_ else ("max", "argmin"):
+            attrs = {"axis": 1} if op.startswith("arg") else {"axes": (0, 2)}
+            progs.append(gp.lower(op, x[:1], (4,), np.dtype(np.int64) if "arg" in op else d, attrs)[0])
+        progs.append(gp.lower("cast", x[:1], (3, 4, 5), np.dtype(np.float16), {"dtype": np.float16})[0])
+    progs.append(gp.lower("philox_uniform", [], (3, 7), np.dtype(np.float32), {"seed": 5, "offset": 1})[0])
+    em = emitter("cuda")
+    named = [(p, f"k{i}") for i, p in enumerate(progs)]
+    src = tmp_path / "batch.cpp"
+    src.write_text(_CUDA_SHIM + _CUDA_EXTRA + em.batch_source(named, "unused"))
+    r = subprocess.run([cxx, "-fsyntax-only", "-std=c++17", str(src)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[:4000]
