@@ -25,7 +25,9 @@ Kernel = Callable[..., None]
 #: binds again only when an array changes, so the per-call work the binder removes (context
 #: tests, attribute unpacking, dtype checks) is never paid on the hot path. The callable must
 #: launch on ``ctx.stream`` as the kernel would; return None to decline (the executor then
-#: calls ``fn``).
+#: calls ``fn``). Memory the binder allocates for the call (scratch) belongs to the callable:
+#: the executor keeps a callable alive while anything may still run it (a captured graph
+#: included), so freeing that memory when the callable dies is safe.
 Binder = Callable[..., Callable[[], None] | None]
 
 

@@ -636,6 +636,7 @@ class _Graph:
 
     def __init__(self, plan: _Plan, graph: Any, stream: Any, ins: list[Tensor], bufs: list[Tensor]) -> None:
         self.plan, self.graph, self.stream, self.ins, self.bufs = plan, graph, stream, ins, bufs
+        self.kept: list[Any] = []  # the bound calls captured: they own what the graph reads
         ptensors = {s: t for s, t in plan.param_slots}
         self.params = [(t, t._block, t._offset, t.size * t.dtype.itemsize) for _, t in plan.param_slots]
         self.outs: list[tuple[str, Any]] = []
@@ -683,6 +684,9 @@ class _Graph:
                     f()
             finally:
                 graph = rt.end_capture(idx, cs)
+            # what the bound calls own (a fused kernel's scratch rows) is read by the graph:
+            # it lives as long as the graph
+            kept = list(plan.bound)
         except Exception as exc:  # noqa: BLE001 — a capture that fails leaves the instruction list
             plan.graph_failed = f"capture failed: {type(exc).__name__}: {exc}"
             graph = None
@@ -692,7 +696,9 @@ class _Graph:
                 plan._bind(k)
         if graph is None:
             return None
-        return cls(plan, graph, cs, ins, bufs)
+        g = cls(plan, graph, cs, ins, bufs)
+        g.kept = kept
+        return g
 
     def replay(self, inputs: Sequence[Tensor]) -> list[Tensor]:
         plan = self.plan
