@@ -32,7 +32,12 @@ import sys
 import time
 
 _THREADS = sys.argv[sys.argv.index("--threads") + 1] if "--threads" in sys.argv else "1"
-os.environ.update(OPENBLAS_NUM_THREADS=_THREADS, OMP_NUM_THREADS=_THREADS, MKL_NUM_THREADS=_THREADS)
+os.environ.update(
+    OPENBLAS_NUM_THREADS=_THREADS,
+    OMP_NUM_THREADS=_THREADS,
+    MKL_NUM_THREADS=_THREADS,
+    OARLOCK_NUM_THREADS=_THREADS,
+)  # OARLOCK_NUM_THREADS: the cpu plugin's thread budget (BLAS and generated kernels)
 
 import numpy as np  # noqa: E402
 
