@@ -48,7 +48,17 @@ from ..._src import dispatch, env
 from ..._src.opdef import OpDef
 from ..._src.ops import base
 from ..._src.tensor import Tensor
-from ..core import Operation, Program, SymDim, TensorType, Value, free_values, print_program, resolve
+from ..core import (
+    Operation,
+    Program,
+    SymDim,
+    TensorType,
+    Value,
+    clone_op,
+    free_values,
+    print_program,
+    resolve,
+)
 from ..dialects import OpInfo, lookup, register
 from .dce import eliminate_dead_code
 from .manager import Pass, PassContext, PassManager, register_pass
@@ -464,10 +474,10 @@ def fuse_program(program: Program, device: Any) -> Program:
     dev = str(device)
     if not compile_enabled() or not BACKENDS or not BACKENDS[-1].available(dev):
         return program
-    from ..text import parse_program
-
-    copy = parse_program(print_program(program))
-    copy.name = program.name
+    copy = Program(program.name)
+    mapping: dict[Value, Value] = {v: copy.block.add_argument(v.type) for v in program.inputs}
+    for op in program.block.ops:
+        copy.block.append_op(clone_op(op, mapping))
     pm = PassManager([Fusion()])
     pm.run(copy, PassContext(device=dev))
     return copy if pm.stats and pm.stats[0].rewritten else program
