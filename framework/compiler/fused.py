@@ -27,7 +27,7 @@ from .._src import device as _dev
 from .._src import dispatch
 from .._src.ops import base
 from .._src.tensor import Tensor
-from ..ir import Program, SymDim, TensorType
+from ..ir import Program, SymDim, TensorType, print_program
 from ..ir.dialects import meta_tensor
 from ..ir.passes import fusion
 from . import ir
@@ -104,7 +104,11 @@ def lower_group(body: Program, full: bool = True) -> Lowered:
 
 
 class Backend:
-    """The compiler as the fusion pass's backend (:class:`framework.ir.passes.fusion.Backend`)."""
+    """The compiler as the fusion pass's backend (:class:`framework.ir.passes.fusion.Backend`).
+    Answers are kept by the group's text (the layers of a model repeat the same groups)."""
+
+    def __init__(self) -> None:
+        self._answers: dict[tuple[str, str, bool], fusion.Estimate | str] = {}
 
     def available(self, device: str) -> bool:
         if not base._compile_enabled():
@@ -113,6 +117,15 @@ class Backend:
         return comp is not None and _language(comp.language, _dev.parse(device)) in EMITTERS
 
     def check(self, body: Program, device: str, full: bool) -> fusion.Estimate | str:
+        key = (print_program(body), device, full)
+        got = self._answers.get(key)
+        if got is None:
+            if len(self._answers) > 4096:
+                self._answers.clear()
+            got = self._answers[key] = self._check(body, device, full)
+        return got
+
+    def _check(self, body: Program, device: str, full: bool) -> fusion.Estimate | str:
         try:
             low = lower_group(body, full)
         except NotFusible as exc:
