@@ -241,6 +241,7 @@ def _prepare(
     fam = "cast" if op == "cast" else _FAMILY_OF.get(op, prog.describe())
     pattern = (dev, fam, tuple(prog.inputs), tuple(prog.out_col), tuple(sorted(prog.loads.items())))
     em_local = emitter(comp.language, tune.local_size(comp, "primitive"), _kind(dev))
+    rows, n = flat_rows(prog, rows, n, em_local.layout)
     built = _BATCHES.get(pattern)
     if built is None or op not in built:
         family: list[tuple[str, ir.Program]] = [(op, prog)]
@@ -263,6 +264,25 @@ def _prepare(
     name = f"{op}:{out_dtype.name}" if op == "cast" else op
     program, entry, index = built[name if name in built else op]
     return _Launch(program, entry, index, em_local.layout, em_local.local, rows, n)
+
+
+#: row length a flat element-wise launch is cut into, per layout (a power of two that divides
+#: the element count, at most this): enough rows for the threads or work-items, rows long
+#: enough to vectorise
+FLAT_ROW = {"rows": 1024, "groups": 4096}
+
+
+def flat_rows(prog: ir.Program, rows: int, n: int, layout: str) -> tuple[int, int]:
+    """The launch geometry of ``prog``: a kernel whose inputs are all full or scalars and whose
+    output is full reads element ``r * n + j`` only, so any ``rows * n`` split of the elements
+    serves; a 1-d tensor (one row) is cut into rows the launch can spread."""
+    if prog.loads or not all(prog.out_col) or any(r != c for _, r, c in prog.inputs):
+        return rows, n
+    total = rows * n
+    if total == 0:
+        return rows, n
+    chunk = min(total & -total, FLAT_ROW.get(layout, 1024))  # largest power of two dividing total
+    return total // chunk, chunk
 
 
 def _failed(op: str, dev: _dev.Device, tag: str, exc: Exception) -> None:
