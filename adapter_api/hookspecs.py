@@ -52,6 +52,11 @@ def oarlock_register(registry):  # type: ignore[no-untyped-def]
     :param registry: an :class:`adapter_api.Registry`; call ``add_runtime``, ``add_kernel``,
         ``add_communicator`` and ``add_compiler`` on it.
     :return: nothing.
+
+    Optional, for static programs: ``add_kernel(..., bind=binder)`` gives a kernel a fast path
+    bound once per instruction (:data:`adapter_api.registry.Binder`), and a runtime whose
+    ``supports_graphs`` returns True captures and replays whole program runs
+    (``begin_capture``, ``end_capture``, ``launch_graph`` on :class:`adapter_api.DeviceRuntime`).
     """
 
 
