@@ -3,15 +3,17 @@ program become one ``fused.g<id>`` op, whose kernel the compiler generates.
 
 A *fusion group* is a convex set of ops (no path leaves the group and comes back) whose values
 all fit the compiler's loop IR: full rows of one ``(rows, n)`` view, per-row values (a
-reduction along the row: ``sum``, ``max``, ``min``), per-column vectors and scalars, and any
-input broadcast to the rows (a ``[seq, seq]`` mask under ``[batch, heads, seq, seq]`` scores).
-Residual add + rms_norm, bias + gelu, scale + mask + softmax, the rotary embedding and the
-element-wise chains of a backward program are such groups.
+reduction along the row: ``sum``, ``max``, ``min``), per-column vectors and scalars, any
+input broadcast to the rows (a ``[seq, seq]`` mask under ``[batch, heads, seq, seq]`` scores)
+and, as an output, a sum over the rows (a norm weight's gradient: partial sums per row, then
+one ``sum``). Residual add + rms_norm, bias + gelu, scale + mask + softmax, the rotary
+embedding, cross-entropy's log-softmax and the element-wise chains of a backward program are
+such groups.
 
 Grouping walks the program in order. An op that can join a group (its OpDef lowers to the
-loop IR, or it is a reshape) joins the group of one of its operands when the group stays
-convex and the compiler can still trace it (:data:`BACKENDS`: ``framework.compiler``
-registers one); otherwise it starts a group. No op is ever put in two groups, so nothing is
+loop IR, or it is a reshape) joins the groups of its operands (all of them at a join, else
+one) when the union stays convex and the compiler can still trace it (:data:`BACKENDS`:
+``framework.compiler`` registers one); otherwise it starts a group. No op is ever put in two groups, so nothing is
 recomputed and no reduction is duplicated. The cost model then keeps a group when the bytes
 its one kernel moves (each input read once per pass over the row, each output written once)
 are no more than the bytes its ops move one by one (every operand read, every result
