@@ -30,7 +30,7 @@ from .._src.tensor import Tensor
 from ..ir import Program, SymDim, TensorType, print_program
 from ..ir.dialects import meta_tensor
 from ..ir.passes import fusion
-from . import ir
+from . import ir, tune
 from .eager import Kernel, _kind, _warn_once, compiler_for, make_kernel
 from .emit import EMITTERS
 from .trace import NotFusible, trace
@@ -231,12 +231,36 @@ def _launcher(g: fusion.Group, low: Lowered, kernel: Kernel, device_type: str) -
 
         return args, run
 
+    tuned: dict[tuple[int, tuple[int, ...]], Any] = {}
+
+    def work_group(ctx: Any, dims: tuple[int, ...], comp: Any, prog: Any, args: list[Any], loc: Any) -> Any:
+        """A "rows" kernel's work-group size, tuned once per device and size (tune.py)."""
+        if not rows_layout:
+            return loc
+        key = (ctx.device_index, dims)
+        got = tuned.get(key, False)
+        if got is False:
+            rows, n = int(args[-1 - symbolic_n]), int(args[-1]) if symbolic_n else low.program.n or 0
+            stream = ctx.stream
+            lo = tune.rows_local(
+                comp,
+                kernel.entry,
+                rows,
+                n,
+                loc[0] if loc else None,
+                lambda g: comp.launch(prog, args, (rows,), None if g is None else (g,), stream),
+                lambda: ctx.runtime.synchronize(ctx.device_index),
+            )
+            got = tuned[key] = None if lo is None else (lo,)
+        return got
+
     def launch(ctx: Any, outs: list[Any], ins: list[Any], dims: tuple[int, ...] = ()) -> None:
         rows, comp, prog, tail, grid, loc, sums = prepare(ctx, tuple(dims))
         if not rows:
             return
         outs, finish = partial_sums(ctx, outs, sums)
-        comp.launch(prog, [*ins, *outs, *tail], grid, loc, ctx.stream)
+        args = [*ins, *outs, *tail]
+        comp.launch(prog, args, grid, work_group(ctx, tuple(dims), comp, prog, args, loc), ctx.stream)
         if finish is not None:
             finish()
 
@@ -246,6 +270,7 @@ def _launcher(g: fusion.Group, low: Lowered, kernel: Kernel, device_type: str) -
             return lambda: None
         outs, finish = partial_sums(ctx, outs, sums)  # the scratch rows live as long as the binding
         args, stream = [*ins, *outs, *tail], ctx.stream
+        loc = work_group(ctx, tuple(dims), comp, prog, args, loc)
         if finish is None:
             return lambda: comp.launch(prog, args, grid, loc, stream)
 
