@@ -48,8 +48,8 @@ def _compiler(runtime: Any, index: int) -> Any:
 @hookimpl
 def oarlock_register(registry: Any) -> None:
     registry.add_runtime("opencl", _runtime)
-    for op, dtypes, fn, broadcast in kernels.table():
-        registry.add_kernel(op, "opencl", dtypes, fn, broadcast=broadcast)
+    for op, dtypes, fn, broadcast, bind in kernels.table():
+        registry.add_kernel(op, "opencl", dtypes, fn, broadcast=broadcast, bind=bind)
     registry.add_compiler("opencl", _compiler)
     from .communicator import register_communicator  # host-staged collectives (no pyopencl)
 

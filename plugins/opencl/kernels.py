@@ -9,6 +9,7 @@ device, so registering costs nothing.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -148,12 +149,29 @@ def _strided_copy(
     _launch_ew(dev, q, k, n, y.buffer, _i64(yo), x.buffer, _i64(xo), _i64(n), _index(shape, src, dst))
 
 
-def _check_index(dev: OpenCLDevice, q: Any, op: str, axis: int, size: int) -> None:
-    bad = dev.take_error(q)
-    if bad is not None:
-        raise OpArgumentError(
+def index_error(bad: int, notes: Sequence[tuple[str, int, int]]) -> OpArgumentError:
+    """The error for index ``bad`` reported by one of the launches ``notes`` (op, axis, size)."""
+    if len(notes) == 1:
+        op, axis, size = notes[0]
+        return OpArgumentError(
             f"[{op}] index {bad} out of range for axis {axis} of size {size}; indices must be in [0, {size})"
         )
+    which = ", ".join(f"{op} (axis {axis} of size {size})" for op, axis, size in notes)
+    return OpArgumentError(
+        f"[{notes[0][0]}] index {bad} out of range in one of the static program's {which}; "
+        f"indices must be in [0, size)"
+    )
+
+
+def _check_index(dev: OpenCLDevice, q: Any, op: str, axis: int, size: int) -> None:
+    from .runtime import Recorder
+
+    if type(q) is Recorder:  # a bound launch: the queue's next synchronisation reads it
+        q.check((op, axis, size))
+        return
+    bad = dev.take_error(q)
+    if bad is not None:
+        raise index_error(bad, [(op, axis, size)])
 
 
 def _translated(op: str, fn: Callable[..., None]) -> Callable[..., None]:
@@ -176,6 +194,28 @@ def _translated(op: str, fn: Callable[..., None]) -> Callable[..., None]:
 
     kernel.__name__ = kernel.__qualname__ = f"opencl_{op}"
     return kernel
+
+
+def _binder(fn: Callable[..., None]) -> Callable[..., Any]:
+    """The bind fast path of kernel ``fn`` (adapter_api's ``Binder``): run ``fn`` once with a
+    :class:`~plugins.opencl.runtime.Recorder` for its queue, so everything it works out per
+    call (kernel lookup, grid, index structs, scratch buffers, argument bytes) is settled
+    here; the returned call enqueues the recorded launches on their own kernel objects, whose
+    arguments stay set. Declines (None) where ``fn`` raises: the plain call reports it."""
+
+    def bind(ctx: Any, outs: list, ins: list, **attrs: Any) -> Any:
+        from .runtime import Recorder
+
+        dev = ctx.runtime.device(ctx.device_index)
+        rec = Recorder(dev, ctx.stream if ctx.stream is not None else dev.queue)
+        try:
+            fn(dataclasses.replace(ctx, stream=rec), outs, ins, **attrs)
+        except Exception:  # noqa: BLE001 — the unbound call raises it with the op's name
+            dev.give_back(rec.private)
+            return None
+        return rec.finish()
+
+    return bind
 
 
 # -- elementwise -------------------------------------------------------------------------
@@ -445,6 +485,24 @@ def matmul(ctx, outs, ins, **_):
     )
 
 
+def matmul_t(ctx, outs, ins, transpose_x=False, transpose_y=False, **_):
+    """The ``matmul_t`` composite: each operand to transpose is copied transposed into a scratch
+    buffer (one strided copy), then :func:`matmul` (so a static program has no eager step)."""
+    (c,), (a, b) = outs, ins
+    if c.size == 0:
+        return
+    dev, q = _env(ctx, a.dtype)
+
+    def transposed(v: CLView) -> CLView:
+        st = _strides(v.shape)
+        shape = (*v.shape[:-2], v.shape[-1], v.shape[-2])
+        t = ctx.runtime.view(dev.temp(v.nbytes), 0, shape, v.dtype)
+        _strided_copy(dev, q, t, 0, v, v.eoff, shape, [*st[:-2], st[-1], st[-2]], _strides(shape))
+        return t
+
+    matmul(ctx, outs, [transposed(a) if transpose_x else a, transposed(b) if transpose_y else b])
+
+
 # -- layout ------------------------------------------------------------------------------
 def copy(ctx, outs, ins, **_):
     (y,), (x,) = outs, ins
@@ -617,8 +675,8 @@ def philox_uniform(ctx, outs, ins, seed=0, offset=0, **_):
 _COMPARE = ("eq", "ne", "lt", "le", "gt", "ge")
 
 
-def table() -> list[tuple[str, tuple[str, ...], Callable[..., None], bool]]:
-    """(op, dtypes, kernel, broadcast) for every registered kernel."""
+def table() -> list[tuple[str, tuple[str, ...], Callable[..., None], bool, Callable[..., Any]]]:
+    """(op, dtypes, kernel, broadcast, binder) for every registered kernel."""
     rows: list[tuple[str, tuple[str, ...], Callable[..., None], bool]] = []
     for op in ("exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "erf", "floor", "ceil"):
         rows.append((op, FLOATS, _unary(op), False))
@@ -653,6 +711,7 @@ def table() -> list[tuple[str, tuple[str, ...], Callable[..., None], bool]]:
         ("argmax", ALL, _argreduce("argmax"), False),
         ("argmin", ALL, _argreduce("argmin"), False),
         ("matmul", NUMERIC, matmul, False),
+        ("matmul_t", NUMERIC, matmul_t, False),  # a composite's kernel, not a primitive
         ("permute", ALL, permute, False),
         ("expand", ALL, expand, False),
         ("slice", ALL, slice_, False),
@@ -666,4 +725,4 @@ def table() -> list[tuple[str, tuple[str, ...], Callable[..., None], bool]]:
         ("philox_uniform", ("float32", "float64"), philox_uniform, False),
         ("copy", ALL, copy, False),
     ]
-    return [(op, dts, _translated(op, fn), bc) for op, dts, fn, bc in rows]
+    return [(op, dts, _translated(op, fn), bc, _binder(fn)) for op, dts, fn, bc in rows]

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import time
+import weakref
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -22,6 +24,7 @@ _COMPLETE = cl.command_execution_status.COMPLETE
 _MEM = cl.MemoryObjectHolder
 _ZERO = np.int64(0)
 _enqueue = cl.enqueue_nd_range_kernel
+_SMALL_H2D = 1 << 16  #: host->device copies up to this many bytes do not wait (see copy_h2d)
 # NOTE: pyopencl's generic Kernel.set_arg probes each by-value argument's type (through
 # exceptions) before taking its bytes: about 9 us per numpy scalar on PoCL, most of a launch.
 # The multi-setters its own generated invokers use take buffers and by-value bytes directly.
@@ -51,6 +54,73 @@ class CLView(NamedTuple):
     @property
     def nbytes(self) -> int:
         return self.size * self.dtype.itemsize
+
+
+def _set_args(kernel: cl.Kernel, args: tuple[Any, ...]) -> None:
+    if _FAST_ARGS:
+        bufs: list[Any] = []
+        vals: list[Any] = []
+        for i, a in enumerate(args):
+            if isinstance(a, _MEM):
+                bufs += (i, a)
+            else:
+                vals += (i, a)
+        kernel._set_arg_multi(tuple(bufs))
+        kernel._set_arg_buf_multi(tuple(vals))
+    else:
+        kernel.set_args(*args)
+
+
+class Recorder:
+    """Stands in for a command queue while a kernel's binder runs it once (see kernels.bind).
+
+    ``OpenCLDevice.launch`` / ``copy`` / ``fill`` given a Recorder record their work instead of
+    enqueuing it: each launch gets a private ``cl.Kernel`` (from the device's pool) whose
+    arguments are set here, once, so a replay is one ``enqueue_nd_range_kernel`` per launch.
+    Scratch buffers the kernel asked for stay with the recording. An index check
+    (``kernels._check_index``) becomes a note the next host synchronisation of ``queue`` reads
+    (:meth:`OpenCLDevice.settle`), not a blocking read per call.
+    """
+
+    __slots__ = ("dev", "queue", "steps", "private", "keep")
+
+    def __init__(self, dev: OpenCLDevice, queue: cl.CommandQueue) -> None:
+        self.dev, self.queue = dev, queue
+        self.steps: list[Any] = []
+        self.private: list[tuple[tuple[str, str, str], cl.Kernel]] = []
+        #: the launches' arguments: a kernel object holds no reference to its buffers
+        self.keep: list[tuple[Any, ...]] = []
+
+    def launch(self, kernel: cl.Kernel, grid: tuple[int, ...], local: Any, args: tuple[Any, ...]) -> None:
+        key = self.dev.kernel_keys.get(id(kernel))
+        if key is None:
+            raise LookupError(f"kernel {kernel.function_name!r} was not made by OpenCLDevice.kernel")
+        pool = self.dev.kernel_pool.get(key)
+        pk = pool.pop() if pool else self.dev.new_kernel(key)
+        self.private.append((key, pk))
+        _set_args(pk, args)
+        self.keep.append(args)
+        self.steps.append(functools.partial(_enqueue, self.queue, pk, grid, local))
+
+    def check(self, note: tuple[Any, ...]) -> None:
+        self.steps.append(functools.partial(self.dev.note_check, self.queue, note))
+
+    def finish(self) -> Any:
+        """The zero-argument call that replays what was recorded; its private kernels go back
+        to the device's pool when it is dropped (OpenCL takes arguments at enqueue time)."""
+        steps = tuple(self.steps)
+        if len(steps) == 1:
+            call = steps[0]
+        else:
+
+            def call() -> None:
+                for f in steps:
+                    f()
+
+        call.keep = self.keep  # type: ignore[attr-defined]  # scratch buffers live as long as the call
+        if self.private:
+            weakref.finalize(call, self.dev.give_back, self.private)
+        return call
 
 
 @dataclass(slots=True)
@@ -93,6 +163,13 @@ class OpenCLDevice:
         self.programs: dict[tuple[str, str], cl.Program] = {}
         self.allocated = 0
         self._err: cl.Buffer | None = None
+        #: id of a shared kernel -> its (family, key, name); idle private kernels per key
+        self.kernel_keys: dict[int, tuple[str, str, str]] = {}
+        self.kernel_pool: dict[tuple[str, str, str], list[cl.Kernel]] = {}
+        #: queue -> index checks of bound launches not yet read (see :meth:`settle`)
+        self.unchecked: dict[Any, set[tuple[Any, ...]]] = {}
+        #: events of small host->device copies not waited for (see copy_h2d)
+        self.inflight: list[Any] = []
 
     @property
     def context(self) -> cl.Context:
@@ -122,7 +199,44 @@ class OpenCLDevice:
                 prg = self.programs[(family, key)] = programs.build(self, family, key)
             with check(f"creating kernel '{name}' of program '{family}/{key}'", self.name):
                 k = self.kernels[(family, key, name)] = cl.Kernel(prg, name)
+            self.kernel_keys[id(k)] = (family, key, name)
         return k
+
+    def new_kernel(self, key: tuple[str, str, str]) -> cl.Kernel:
+        """A kernel object of its own for a bound launch (its arguments stay set)."""
+        family, pkey, name = key
+        with check(f"creating kernel '{name}' of program '{family}/{pkey}'", self.name):
+            return cl.Kernel(self.programs[(family, pkey)], name)
+
+    def give_back(self, private: list[tuple[tuple[str, str, str], cl.Kernel]]) -> None:
+        for key, k in private:
+            self.kernel_pool.setdefault(key, []).append(k)
+
+    def note_check(self, queue: Any, note: tuple[Any, ...]) -> None:
+        s = self.unchecked.get(queue)
+        if s is None:
+            s = self.unchecked[queue] = set()
+        s.add(note)
+
+    def drained(self, queue: Any) -> None:
+        """``queue`` has no work left: forget finished copies, read pending index checks."""
+        if self.inflight:
+            self.inflight = [e for e in self.inflight if e.command_queue != queue]
+        if self.unchecked:
+            self.settle(queue)
+
+    def settle(self, queue: Any) -> None:
+        """Read the index checks bound launches left on ``queue`` (call once it is drained):
+        raise the error a kernel reported, naming the ops it may have come from."""
+        notes = self.unchecked.pop(queue, None)
+        if not notes:
+            return
+        bad = self.take_error(queue)
+        if bad is None:
+            return
+        from .kernels import index_error
+
+        raise index_error(bad, sorted(notes, key=repr))
 
     def launch(
         self,
@@ -132,19 +246,12 @@ class OpenCLDevice:
         local: tuple[int, ...] | None,
         *args: Any,
     ) -> None:
-        """Set ``args`` (buffers, numpy scalars, numpy structs) and enqueue ``kernel``."""
-        if _FAST_ARGS:
-            bufs: list[Any] = []
-            vals: list[Any] = []
-            for i, a in enumerate(args):
-                if isinstance(a, _MEM):
-                    bufs += (i, a)
-                else:
-                    vals += (i, a)
-            kernel._set_arg_multi(tuple(bufs))
-            kernel._set_arg_buf_multi(tuple(vals))
-        else:
-            kernel.set_args(*args)
+        """Set ``args`` (buffers, numpy scalars, numpy structs) and enqueue ``kernel`` (or
+        record both, when ``queue`` is a :class:`Recorder`)."""
+        if type(queue) is Recorder:
+            queue.launch(kernel, grid, local, args)
+            return
+        _set_args(kernel, args)
         _enqueue(queue, kernel, grid, local)
 
     @property
@@ -173,6 +280,11 @@ class OpenCLDevice:
         self, queue: cl.CommandQueue, buf: cl.Buffer, pattern: np.ndarray, offset: int, nbytes: int
     ) -> None:
         if nbytes > 0:
+            if type(queue) is Recorder:
+                queue.steps.append(
+                    functools.partial(cl.enqueue_fill_buffer, queue.queue, buf, pattern, offset, nbytes)
+                )
+                return
             cl.enqueue_fill_buffer(queue, buf, pattern, offset, nbytes)
 
     def copy(
@@ -185,6 +297,19 @@ class OpenCLDevice:
         nbytes: int,
     ) -> None:
         if nbytes > 0 and not (dst == src and dst_offset == src_offset):
+            if type(queue) is Recorder:
+                queue.steps.append(
+                    functools.partial(
+                        cl.enqueue_copy,
+                        queue.queue,
+                        dst,
+                        src,
+                        byte_count=nbytes,
+                        src_offset=src_offset,
+                        dst_offset=dst_offset,
+                    )
+                )
+                return
             cl.enqueue_copy(queue, dst, src, byte_count=nbytes, src_offset=src_offset, dst_offset=dst_offset)
 
 
@@ -381,10 +506,21 @@ class OpenCLRuntime(DeviceRuntime):
                 )
             src = np.ascontiguousarray(src)
         dev = self.device(index)
+        q = stream or dev.queue
         with check("copy host->device", dev.name, nbytes=src.nbytes):
-            cl.enqueue_copy(
-                stream or dev.queue, dst, src.reshape(-1), dst_offset=dst_offset, is_blocking=blocking
-            )
+            if blocking and src.nbytes <= _SMALL_H2D:
+                # NOTE: a blocking write waits for the whole queue (a host synchronisation per
+                # input of every static run); a small one copies the host array and enqueues
+                # without waiting. pyopencl's event keeps that copy alive and waits for it when
+                # dropped, so the events are kept until the queue is next drained.
+                evt = cl.enqueue_copy(
+                    q, dst, src.reshape(-1).copy(), dst_offset=dst_offset, is_blocking=False
+                )
+                dev.inflight.append(evt)
+                if len(dev.inflight) > 256:
+                    dev.inflight.pop(0).wait()
+                return
+            cl.enqueue_copy(q, dst, src.reshape(-1), dst_offset=dst_offset, is_blocking=blocking)
 
     def copy_d2h(
         self, index: int, dst: np.ndarray, src: Any, src_offset: int, stream: Any, blocking: bool = True
@@ -397,10 +533,11 @@ class OpenCLRuntime(DeviceRuntime):
                 "strided one; pass np.empty(shape, dtype)"
             )
         dev = self.device(index)
+        q = stream or dev.queue
         with check("copy device->host", dev.name, nbytes=dst.nbytes):
-            cl.enqueue_copy(
-                stream or dev.queue, dst.reshape(-1), src, src_offset=src_offset, is_blocking=blocking
-            )
+            cl.enqueue_copy(q, dst.reshape(-1), src, src_offset=src_offset, is_blocking=blocking)
+        if blocking:
+            dev.drained(q)
 
     def copy_d2d(
         self,
@@ -432,6 +569,9 @@ class OpenCLRuntime(DeviceRuntime):
 
     def synchronize_stream(self, stream: Any) -> None:
         stream.finish()
+        for dev in self.devices:
+            if dev._queue is not None and (stream is dev._queue or stream in dev.queues):
+                dev.drained(stream)
 
     def query_stream(self, stream: Any) -> bool:
         # NOTE: OpenCL cannot ask a queue whether it is idle; a marker enqueued now completes
@@ -480,5 +620,8 @@ class OpenCLRuntime(DeviceRuntime):
 
     # -- whole device ------------------------------------------------------------------
     def synchronize(self, index: int) -> None:
-        for q in self.device(index).queues:
+        dev = self.device(index)
+        for q in dev.queues:
             q.finish()
+        for q in dev.queues:
+            dev.drained(q)
