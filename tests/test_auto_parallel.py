@@ -62,6 +62,7 @@ def test_every_reshard_transition_against_numpy(nranks: int) -> None:
     if nranks == 4:
         assert "mesh_move/send_recv" in names and "2d/S0.S1->S1.S0" in names
         assert "mesh_move/backward" in names
+        assert "2d_nested/S0.S0->S1.S0" in names and "2d_nested/matmul" in names
     assert proc.returncode == 0, proc.stdout[-3000:]
 
 
@@ -189,8 +190,16 @@ def test_annotation_errors_name_the_tensor_mesh_and_placement() -> None:
     with pytest.raises(fw.OpArgumentError, match=r"2 placements .* has 1 axes \['x'\]"):
         dist.shard_tensor(x, m, [dist.Shard(0), dist.Replicate()])
     m2 = dist.ProcessMesh([[0]], dim_names=["a", "b"])
-    with pytest.raises(fw.OpArgumentError, match=r"Shard\(0\) on mesh axes 'a' and 'b'"):
-        dist.shard_tensor(x, m2, [dist.Shard(0), dist.Shard(0)])
+    both = dist.shard_tensor(x, m2, [dist.Shard(0), dist.Shard(0)])  # one dim over two axes: nested
+    assert both.placements == [dist.Shard(0), dist.Shard(0)]
+    with pytest.raises(
+        fw.OpArgumentError, match=r"Shard\(0\) on mesh axes \['a', 'b'\] .* divisible by their 4 ranks"
+    ):
+        dist.shard_tensor(
+            np.ones((6, 2), np.float32),
+            dist.ProcessMesh([[0, 1], [2, 3]], dim_names=["a", "b"]),
+            [dist.Shard(0), dist.Shard(0)],
+        )
     with pytest.raises(fw.OpArgumentError, match="unknown reduce_type 'prod'"):
         dist.Partial("prod")
 

@@ -9,6 +9,7 @@ rules ask for. ``x._local_value()`` is this rank's shard, a plain tensor on the 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
@@ -43,7 +44,7 @@ def check_placements(
             f"[{what}] {label(x)}: {len(placements)} placements {placements} for {mesh}, which has "
             f"{mesh.ndim} axes {mesh.dim_names}; give one placement per mesh axis"
         )
-    seen: dict[int, str] = {}
+    seen: dict[int, list[str]] = {}
     out: list[Placement] = []
     for axis, p in zip(mesh.dim_names, placements):
         if not isinstance(p, Placement):
@@ -59,12 +60,17 @@ def check_placements(
                     f"dim {p.dim}, but the tensor has {nd} dims; shard a dim in [0, {nd})"
                 )
             p = Shard(p.dim % nd)
-            if p.dim in seen:
-                raise OpArgumentError(
-                    f"[{what}] {label(x)}: placement {p} on mesh axes '{seen[p.dim]}' and '{axis}' of {mesh}: "
-                    "one tensor dim sharded over two mesh axes is not supported; shard another dim"
-                )
-            seen[p.dim] = axis
+            if p.dim in seen:  # nested: this axis splits each chunk of the earlier axes
+                seen[p.dim].append(axis)
+                k = math.prod(mesh.get_dim_size(a) for a in seen[p.dim])
+                if shape[p.dim] % k:
+                    raise OpArgumentError(
+                        f"[{what}] {label(x)}: placement {p} on mesh axes {seen[p.dim]} of {mesh}: a dim "
+                        f"sharded over several mesh axes needs its size {shape[p.dim]} divisible by their "
+                        f"{k} ranks; pad the dim or shard it over one axis"
+                    )
+            else:
+                seen[p.dim] = [axis]
         out.append(p)
     return out
 
@@ -74,9 +80,13 @@ def local_region(
 ) -> list[tuple[int, int]]:
     """``[start, end)`` per tensor dim of the shard at mesh coordinate ``coord``."""
     region = [(0, n) for n in shape]
+    index: dict[int, tuple[int, int]] = {}  # dim -> (chunk index, chunks): axes nest in mesh order
     for axis, p in enumerate(placements):
         if isinstance(p, Shard):
-            region[p.dim] = chunk(shape[p.dim], mesh.shape[axis], coord[axis])
+            i, k = index.get(p.dim, (0, 1))
+            index[p.dim] = (i * mesh.shape[axis] + coord[axis], k * mesh.shape[axis])
+    for d, (i, k) in index.items():
+        region[d] = chunk(shape[d], k, i)
     return region
 
 

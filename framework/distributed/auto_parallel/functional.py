@@ -31,7 +31,7 @@ from ..._src.ops.composites import loss as _loss
 from ..._src.ops.composites import misc as _misc
 from ..._src.ops.composites import norm as _norm
 from ..._src.tensor import Tensor
-from .dtensor import DistTensor, label
+from .dtensor import DistTensor, label, local_region
 from .mesh import ProcessMesh
 from .placement import Placement, Replicate, Shard, chunk
 from .reshard import _all_reduce, _note, _on_tape, defer_grad, ensure_groups, reshard, reshard_local
@@ -510,6 +510,10 @@ def reshape(x: Any, shape: Sequence[int]) -> Any:
             outp.append(p)
             continue
         k = mesh.shape[axis]
+        if any(isinstance(q, Shard) and q.dim == p.dim for q in x.placements[:axis]):
+            need[axis] = Replicate()  # a dim sharded over several axes: the inner ones gathered
+            outp.append(Replicate())
+            continue
         ins, outs = next(bl for bl in blocks if p.dim in bl[0])
         ins = [d for d in ins if x.shape[d] != 1] or ins  # dims of size 1 do not move the layout
         outs = [d for d in outs if shape[d] != 1] or outs
@@ -531,12 +535,8 @@ def reshape(x: Any, shape: Sequence[int]) -> Any:
         return DistTensor(None, mesh, outp, shape, x.dtype)
     if need != x.placements:
         t = reshard_local(x, t, x.shape, mesh, x.placements, need, why=why)
-    coord = mesh.coordinate(_rank())
-    local_shape = list(shape)
-    for axis, p in enumerate(outp):
-        if isinstance(p, Shard):
-            a, b = chunk(shape[p.dim], mesh.shape[axis], coord[axis])
-            local_shape[p.dim] = b - a
+    region = local_region(shape, mesh, outp, mesh.coordinate(_rank()))
+    local_shape = [b - a for a, b in region]
     return DistTensor(_shape.reshape(t, local_shape), mesh, outp, shape, x.dtype)
 
 

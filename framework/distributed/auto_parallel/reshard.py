@@ -178,9 +178,11 @@ def reshard_local(
 ) -> Tensor:
     """This rank's shard of ``x`` laid out as ``dst`` (``src``: as it is), on the tape.
 
-    Order: partial values are reduced first, then shards are gathered or exchanged, then
-    replicated axes are sliced or made partial; an exchange to a dim another axis still
-    shards goes through a gather."""
+    Order: partial values are reduced first, then shards are gathered or exchanged (inner
+    axes first), then replicated axes are sliced or made partial (outer axes first); an
+    exchange to a dim another axis still shards goes through a gather. A dim sharded over
+    several axes is cut in mesh order (the earlier axis outer), so an axis that nests inside
+    another's chunk is gathered before the outer one changes and cut again after."""
     coord = mesh.coordinate(collective.get_rank())
     if coord is None:
         return t
@@ -188,8 +190,21 @@ def reshard_local(
 
     def go(axis: int, to: Placement) -> None:
         nonlocal t
-        t = _Stepper(x, shape, mesh, coord, why).run(t, axis, cur[axis], to)
+        # a dim that other axes shard too: this axis splits (or joins) their chunk of it
+        eff = list(shape)
+        for d in {p.dim for p in (cur[axis], to) if isinstance(p, Shard)}:
+            for b, p in enumerate(cur):
+                if b != axis and isinstance(p, Shard) and p.dim == d:
+                    eff[d] //= mesh.shape[b]
+        t = _Stepper(x, tuple(eff), mesh, coord, why).run(t, axis, cur[axis], to)
         cur[axis] = to
+
+    def inner_first(axis: int) -> None:
+        """Gather the axes after ``axis`` that shard its dim too (their chunks nest in its)."""
+        d = cur[axis].dim
+        for b in reversed(range(axis + 1, mesh.ndim)):
+            if isinstance(cur[b], Shard) and cur[b].dim == d:
+                go(b, Replicate())
 
     for a in range(mesh.ndim):  # reduce partial values
         if cur[a].is_partial() and cur[a] != dst[a]:
@@ -197,14 +212,19 @@ def reshard_local(
                 go(a, Replicate())
             else:
                 go(a, dst[a] if isinstance(dst[a], (Shard, Replicate)) else Replicate())
-    for a in range(mesh.ndim):  # gather or exchange shards
+    for a in reversed(range(mesh.ndim)):  # gather or exchange shards, inner axes first
         if isinstance(cur[a], Shard) and cur[a] != dst[a]:
+            inner_first(a)
             to = dst[a]
             if isinstance(to, Shard) and any(isinstance(p, Shard) and p.dim == to.dim for p in cur):
                 to = Replicate()
             go(a, to if isinstance(to, Shard) else Replicate())
-    for a in range(mesh.ndim):  # slice or split replicated axes
+    for a in range(mesh.ndim):  # slice or split replicated axes, outer axes first
         if cur[a] != dst[a]:
+            if isinstance(dst[a], Shard):  # an inner axis already cutting that dim: cut after
+                for b in reversed(range(a + 1, mesh.ndim)):
+                    if isinstance(cur[b], Shard) and cur[b].dim == dst[a].dim:
+                        go(b, Replicate())
             go(a, dst[a])
     return t
 

@@ -27,14 +27,19 @@ def run_reshard_checks(check: Callable[[str, Callable[[], None]], None], device:
     rank, n = dist.get_rank(), dist.get_world_size()
 
     def region(shape, mesh, placements):
+        """This rank's block: chunks of ceil(n / k); a dim sharded over several mesh axes is
+        cut into the product of their sizes, the earlier axis outer."""
         coord = mesh.coordinate(rank)
         idx = [slice(0, s) for s in shape]
+        chunks: dict[int, tuple[int, int]] = {}
         for axis, p in enumerate(placements):
             if isinstance(p, dist.Shard):
-                k, c = mesh.shape[axis], coord[axis]
-                size = -(-shape[p.dim] // k)
-                a = min(c * size, shape[p.dim])
-                idx[p.dim] = slice(a, min(a + size, shape[p.dim]))
+                c, k = chunks.get(p.dim, (0, 1))
+                chunks[p.dim] = (c * mesh.shape[axis] + coord[axis], k * mesh.shape[axis])
+        for d, (c, k) in chunks.items():
+            size = -(-shape[d] // k)
+            a = min(c * size, shape[d])
+            idx[d] = slice(a, min(a + size, shape[d]))
         return tuple(idx)
 
     def expect_local(d, x, mesh, placements):
@@ -101,6 +106,32 @@ def run_reshard_checks(check: Callable[[str, Callable[[], None]], None], device:
                 f"2d/{'.'.join(src)}->{'.'.join(dst)}",
                 lambda src=src, dst=dst: transition(mesh2, (6, 5), [P[s] for s in src], [P[s] for s in dst]),
             )
+        nested = [  # one dim sharded over both mesh axes (8 rows: 4 chunks of 2, dp outer)
+            (("S0", "S0"), ("R", "R")),
+            (("R", "R"), ("S0", "S0")),
+            (("S0", "S0"), ("S1", "S0")),
+            (("S0", "S0"), ("R", "S0")),
+            (("S0", "S0"), ("S0", "R")),
+            (("P", "S0"), ("S0", "S0")),
+            (("S1", "S1"), ("S0", "S0")),
+            (("S0", "S1"), ("S1", "S1")),
+        ]
+        for src, dst in nested:
+            check(
+                f"2d_nested/{'.'.join(src)}->{'.'.join(dst)}",
+                lambda src=src, dst=dst: transition(mesh2, (8, 4), [P[s] for s in src], [P[s] for s in dst]),
+            )
+
+        def nested_matmul():
+            """An op on a dim sharded over both axes: the rule keeps the outer shard."""
+            x = np.arange(32, dtype=np.float32).reshape(8, 4) / 7
+            w = np.linspace(-1, 1, 24, dtype=np.float32).reshape(4, 6)
+            d = dist.shard_tensor(x, mesh2, [dist.Shard(0), dist.Shard(0)], place=device)
+            y = d @ fw.to_tensor(w, device=device)
+            assert y.placements == [dist.Shard(0), dist.Replicate()], y.placements
+            np.testing.assert_allclose(y.numpy(), x @ w, rtol=1e-5, atol=1e-6)
+
+        check("2d_nested/matmul", nested_matmul)
 
         def move():
             a = dist.ProcessMesh([0, 1], dim_names=["x"])
