@@ -10,8 +10,12 @@
         return loss
 
 The split (documented in docs/user-guide.md): the **forward and backward** are traced into one
-program; the **optimizer update** runs after it, eagerly, with the optimizer's own code, in the
-order the function called it. While tracing:
+program; the **optimizer update** runs after it, in the order the function called it, as the
+optimizer's own update program (framework.optim.fused: every parameter's update traced from the
+optimizer's code into one program, run by the executor with the fusion pass; the step's
+learning rate and bias corrections are its runtime scalars) where the optimizer runs fused,
+which is the default with the compiler on (``OARLOCK_COMPILE=0``, ``fused=False`` or an
+optimizer without a split update: eagerly, op by op). While tracing:
 
 - ``loss.backward()`` on a traced tensor records the gradient rules (``autograd.grad`` of the
   loss with respect to the leaves its tape reaches: parameters, inputs that need a gradient)
@@ -23,7 +27,8 @@ order the function called it. While tracing:
 Each call of the program then runs it once and replays the actions: the gradients computed
 since the previous action are accumulated into the leaves' ``.grad`` exactly as eager
 ``backward`` does (onto a gradient left from before the call too), ``opt.step()`` updates the
-parameters (the Layer's own tensors: shared, never copied) and ``opt.clear_grad()`` clears.
+parameters (the Layer's own tensors: shared, never copied; their storage is repointed to the
+update's results, the objects stay) and ``opt.clear_grad()`` clears.
 So N calls give the parameters N eager steps give, for every optimizer.
 """
 

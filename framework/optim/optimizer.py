@@ -46,6 +46,7 @@ class Optimizer:
         weight_decay: float | None = None,
         grad_clip: Any = None,
         name: str | None = None,
+        fused: bool | None = None,
     ) -> None:
         if parameters is None:
             raise OpArgumentError(
@@ -87,6 +88,12 @@ class Optimizer:
                     )
         self._state: dict[int, dict[str, Tensor]] = {}
         self._step_count = 0
+        if fused not in (None, True, False):
+            raise OpArgumentError(f"[{type(self).__name__}] fused must be None, True or False, got {fused!r}")
+        #: run the update as one program (framework.optim.fused): True, False, or None for
+        #: "when the compiler is on and the device has compile access"
+        self.fused = fused
+        self._fused_update: Any = None
 
     # -- learning rate --------------------------------------------------------------------
     def get_lr(self) -> float:
@@ -163,20 +170,85 @@ class Optimizer:
         if _jit_step.recording_optimizer(self, "step"):
             return  # inside a traced training step: runs after the program (framework.jit.train_step)
         self._step_count += 1
-        base_lr = self.get_lr()
+        work = self._work()
+        if not work:
+            return
+        plan = self._plan(self.get_lr(), work)
+        if self._fusable():
+            from . import fused
+
+            if self._fused_update is None:
+                self._fused_update = fused.FusedUpdate(self)
+            if self._fused_update.step(work, plan):
+                return
+        self._apply_groups(work, plan)
+
+    def _work(self) -> list[tuple[dict[str, Any], list[tuple[Tensor, Tensor]]]]:
+        """Each parameter group with the (parameter, gradient) pairs it updates now: the
+        parameters that have a gradient and take one."""
+        out = []
         for group in self.param_groups:
             pg = [(p, p.grad) for p in group["params"] if p.grad is not None and not p.stop_gradient]
-            if not pg:
-                continue
-            if self.grad_clip is not None:
-                pg = self.grad_clip(pg)
+            if pg:
+                out.append((group, pg))
+        return out
+
+    def _plan(self, base_lr: float, work: list[tuple[dict[str, Any], list[Any]]]) -> list[list[Any]]:
+        """The host side of a step, per parameter of ``work``: its learning rate, or for a
+        fusable optimizer the scalars ``_scalars`` gives (advancing step counters)."""
+        plan = []
+        for group, pg in work:
             lr = base_lr * group["learning_rate"]
-            for p, g in pg:
-                if g.dtype != p.dtype:
-                    g = M.cast(g, p.dtype)
+            row = []
+            for p, _ in pg:
                 scale = getattr(p, "optimize_attr", None)
                 plr = lr * scale["learning_rate"] if scale else lr
-                self._update(p, g.detach(), plr, group["weight_decay"], self._state.setdefault(id(p), {}))
+                if self._fusable():
+                    state = self._state.setdefault(id(p), {})
+                    row.append(self._scalars(plr, group["weight_decay"], state))
+                else:
+                    row.append(plr)
+            plan.append(row)
+        return plan
+
+    def _apply_groups(
+        self,
+        work: list[tuple[dict[str, Any], list[tuple[Tensor, Tensor]]]],
+        plan: list[list[Any]],
+        states: dict[int, dict[str, Tensor]] | None = None,
+    ) -> None:
+        """The tensor side of a step: clipping, then every parameter's update. Eager runs it
+        on the tensors; framework.optim.fused traces it into the update program (``states``:
+        the traced states by parameter, ``plan``: the traced scalars)."""
+        states = self._state if states is None else states
+        for (group, pg), row in zip(work, plan):
+            if self.grad_clip is not None:
+                pg = self.grad_clip(pg)
+            for (p, g), sc in zip(pg, row):
+                if g.dtype != p.dtype:
+                    g = M.cast(g, p.dtype)
+                state = states.setdefault(id(p), {})
+                if self._fusable():
+                    self._apply(p, g.detach(), group["weight_decay"], state, sc)
+                else:
+                    self._update(p, g.detach(), sc, group["weight_decay"], state)
+
+    # -- a fusable optimizer splits its update: host scalars, then tensor math ----------------
+    def _fusable(self) -> bool:
+        """Whether the update is split into ``_scalars`` + ``_apply`` (SGD, Momentum, Adam,
+        AdamW), which the update program traces; other optimizers run ``_update`` eagerly."""
+        return type(self)._apply is not Optimizer._apply
+
+    def _scalars(self, lr: float, wd: float, state: dict[str, Any]) -> dict[str, float]:
+        """The step's scalars for one parameter (host side: advances its step counter)."""
+        return {"lr": lr}
+
+    def _init_state(self, p: Tensor, state: dict[str, Any]) -> None:
+        """Create the state slots the update reads, as zeros (the update program takes them
+        as inputs; a zero slot updates exactly as a missing one)."""
+
+    def _apply(self, p: Tensor, g: Tensor, wd: float, state: dict[str, Tensor], sc: dict[str, Any]) -> None:
+        raise NotImplementedError("need _apply")
 
     def _update(self, p: Tensor, g: Tensor, lr: float, wd: float, state: dict[str, Tensor]) -> None:
         raise NotImplementedError("need _update")
@@ -198,13 +270,14 @@ class SGD(Optimizer):
         weight_decay: float | None = None,
         grad_clip: Any = None,
         name: str | None = None,
+        fused: bool | None = None,
     ) -> None:
-        super().__init__(learning_rate, parameters, weight_decay, grad_clip, name)
+        super().__init__(learning_rate, parameters, weight_decay, grad_clip, name, fused)
 
-    def _update(self, p, g, lr, wd, state):  # type: ignore[no-untyped-def]
+    def _apply(self, p, g, wd, state, sc):  # type: ignore[no-untyped-def]
         if wd:
             g = g + p * wd
-        _assign(p, p - g * lr)
+        _assign(p, p - g * sc["lr"])
 
 
 class Momentum(Optimizer):
@@ -219,18 +292,23 @@ class Momentum(Optimizer):
         weight_decay: float | None = None,
         grad_clip: Any = None,
         name: str | None = None,
+        fused: bool | None = None,
     ) -> None:
-        super().__init__(learning_rate, parameters, weight_decay, grad_clip, name)
+        super().__init__(learning_rate, parameters, weight_decay, grad_clip, name, fused)
         self.momentum, self.use_nesterov = float(momentum), bool(use_nesterov)
 
-    def _update(self, p, g, lr, wd, state):  # type: ignore[no-untyped-def]
+    def _init_state(self, p, state):  # type: ignore[no-untyped-def]
+        if "velocity" not in state:
+            state["velocity"] = M.zeros_like(p)
+
+    def _apply(self, p, g, wd, state, sc):  # type: ignore[no-untyped-def]
         if wd:
             g = g + p * wd
         v = state.get("velocity")
         v = g if v is None else v * self.momentum + g
         state["velocity"] = v
         step = g + v * self.momentum if self.use_nesterov else v
-        _assign(p, p - step * lr)
+        _assign(p, p - step * sc["lr"])
 
 
 class Adam(Optimizer):
@@ -252,8 +330,9 @@ class Adam(Optimizer):
         multi_precision: bool = False,
         amsgrad: bool = False,
         name: str | None = None,
+        fused: bool | None = None,
     ) -> None:
-        super().__init__(learning_rate, parameters, weight_decay, grad_clip, name)
+        super().__init__(learning_rate, parameters, weight_decay, grad_clip, name, fused)
         for nm, b in (("beta1", beta1), ("beta2", beta2)):
             if not 0.0 <= b < 1.0:
                 raise OpArgumentError(f"[{type(self).__name__}] {nm} must be in [0, 1), got {b}")
@@ -264,23 +343,35 @@ class Adam(Optimizer):
             amsgrad,
         )
 
-    def _update(self, p, g, lr, wd, state):  # type: ignore[no-untyped-def]
-        if wd and not self._decoupled:
-            g = g + p * wd
+    def _scalars(self, lr, wd, state):  # type: ignore[no-untyped-def]
         t = int(state["t"]) + 1 if "t" in state else 1
+        state["t"] = t
+        sc = {"lr_bc1": lr / (1 - self.beta1**t), "rsqrt_bc2": 1.0 / math.sqrt(1 - self.beta2**t)}
+        if self._decoupled and wd:
+            sc["decay"] = 1.0 - lr * wd
+        return sc
+
+    def _init_state(self, p, state):  # type: ignore[no-untyped-def]
+        for k in ("moment1", "moment2") + (("moment2_max",) if self.amsgrad else ()):
+            if k not in state:
+                state[k] = M.zeros_like(p)
+
+    def _apply(self, p, g, wd, state, sc):  # type: ignore[no-untyped-def]
+        if wd and self._decoupled:
+            _assign(p, p * sc["decay"])
+        elif wd:
+            g = g + p * wd
         m = state.get("moment1")
         v = state.get("moment2")
         m = g * (1 - self.beta1) if m is None else m * self.beta1 + g * (1 - self.beta1)
         v = g * g * (1 - self.beta2) if v is None else v * self.beta2 + g * g * (1 - self.beta2)
-        state["moment1"], state["moment2"], state["t"] = m, v, t  # type: ignore[assignment]
+        state["moment1"], state["moment2"] = m, v
         denom_v = v
         if self.amsgrad:
             vmax = state.get("moment2_max")
             denom_v = v if vmax is None else M.maximum(vmax, v)
             state["moment2_max"] = denom_v
-        bc1 = 1 - self.beta1**t
-        bc2 = 1 - self.beta2**t
-        upd = m / (M.sqrt(denom_v) * (1.0 / math.sqrt(bc2)) + self.epsilon) * (lr / bc1)
+        upd = m / (M.sqrt(denom_v) * sc["rsqrt_bc2"] + self.epsilon) * sc["lr_bc1"]
         _assign(p, p - upd)
 
     def state_dict(self) -> dict[str, Any]:
@@ -324,6 +415,7 @@ class AdamW(Adam):
         multi_precision: bool = False,
         amsgrad: bool = False,
         name: str | None = None,
+        fused: bool | None = None,
     ) -> None:
         super().__init__(
             learning_rate,
@@ -337,9 +429,5 @@ class AdamW(Adam):
             multi_precision,
             amsgrad,
             name,
+            fused,
         )
-
-    def _update(self, p, g, lr, wd, state):  # type: ignore[no-untyped-def]
-        if wd:
-            _assign(p, p * (1.0 - lr * wd))
-        Adam._update(self, p, g, lr, 0.0, state)
