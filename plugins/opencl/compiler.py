@@ -64,7 +64,9 @@ class OpenCLCompiler(Compiler):
         if prg is None:
             prg = cl.Program(self.dev.context, [self.dev.device], [binary])
             try:
-                prg.build()
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", cl.CompilerWarning)
+                    prg.build()
             except cl.Error as exc:
                 raise build_error(
                     exc, prg, f"kernel '{entry}' (from binary)", self.dev.device, CompileError
