@@ -58,6 +58,8 @@ def run(kind: str, dp: int, tp: int, args: argparse.Namespace) -> dict[str, floa
         mesh = dist.ProcessMesh(np.arange(n).reshape(dp, tp), dim_names=["dp", "mp"])
         dist.shard_layer(model, mesh, tp_shard_fn("mp"))
     opt = fw.optim.AdamW(learning_rate=3e-3, parameters=model.parameters())
+    if mesh is not None:  # the states follow the parameters' placements
+        opt = dist.shard_optimizer(opt)
     times, logged = [], []
     log = dist.auto_parallel.reshard_log()
     for step, (x, y) in enumerate(batches(args.steps, args.batch, args.seq)):

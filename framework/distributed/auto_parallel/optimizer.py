@@ -140,6 +140,8 @@ def shard_optimizer(optimizer: Any, shard_fn: Callable[..., Any] | None = None) 
         raise OpArgumentError(
             f"[shard_optimizer] expected a framework optimizer (fw.optim.*), got {type(optimizer).__name__}"
         )
+    if hasattr(optimizer, "fused"):  # the update runs eagerly: its ops meet the interceptor
+        optimizer.fused = False
     if shard_fn is None:
         for p in optimizer._all_params():
             if not isinstance(p, DistTensor):
