@@ -6,6 +6,11 @@
   ``while`` (operands: the initial loop values; regions: cond and body, whose block arguments
   are the loop-carried values) and ``yield`` (the terminator of their blocks). Their regions
   may read values of enclosing blocks (captured, not passed). See :mod:`framework.ir.control`.
+- ``kernel`` (lowered for one device by :mod:`framework.ir.passes.lower`): ``kernel.<op>``
+  (the op with the kernel chosen for it in ``kernel.*`` attributes; ``kernel.fused.g<id>`` for
+  a fusion group), ``kernel.expand`` (broadcasting made explicit) and ``kernel.eager`` (an op
+  run through the dispatcher; ``kernel.op`` names it). Each takes its traits, result count and
+  shape rule from the op it lowers, with the trait ``kernel`` added.
 - ``op``: one operation per :class:`OpDef` in ``framework._src.ops.base.OPS``, generated, not
   written twice. Its traits come from the OpDef (``elementwise``, ``side_effect_free``,
   ``primitive`` / ``composite`` / ``view``) and its shape inference is the OpDef's ``infer``.
@@ -72,13 +77,15 @@ def infer_shapes(op: Operation, binding: Mapping[str, int]) -> list[tuple[tuple[
     None when the op has no rule (builtin ops, views, host ops)."""
     info = lookup(op.name)
     d = info.opdef
+    if op.name == "kernel.eager":
+        d = lookup(str(op.attrs.get("kernel.op"))).opdef
     if d is None or d.infer is None:
         if d is not None and d.kind == "view":  # reshape: the shape attribute
             return [(tuple(resolve(op.attrs["shape"], binding)), op.operands[0].type.dtype)]
         return None
     ins = [meta_tensor(v.type.concrete(binding), v.type.dtype) for v in op.operands]
-    attrs = {k: resolve(v, binding) for k, v in op.attrs.items()}
-    if op.opname == "full":
+    attrs = {k: resolve(v, binding) for k, v in op.attrs.items() if not k.startswith("kernel.")}
+    if d.name == "full":
         attrs["device"] = None
     return [(tuple(s), np.dtype(t)) for s, t in d.infer(ins, attrs)]
 
@@ -121,15 +128,34 @@ def lookup(name: str) -> OpInfo:
         _builtin()
         _generated()
     info = _TABLE.get(name)
+    if info is None and name.startswith("kernel."):
+        info = _kernel(name)
     if info is None and name.startswith("op.") and name[3:] in base.OPS:  # an op defined after the table
         _generated()
         info = _TABLE.get(name)
     if info is None:
         raise IRError(
             f"[ir] unknown operation '{name}'; expected builtin.parameter/constant/return, "
-            f"cf.cond/while/yield or "
+            f"cf.cond/while/yield, kernel.<name>/kernel.eager or "
             f"op.<name> of a defined op (framework._src.ops OPS)"
         )
+    return info
+
+
+def _kernel(name: str) -> OpInfo | None:
+    """The kernel dialect's entry for ``name``: ``kernel.eager`` (any op, through the
+    dispatcher; its results are counted by the op it runs) or ``kernel.X``, which lowers
+    ``op.X`` (``fused.g<id>`` for ``kernel.fused.g<id>``)."""
+    if name == "kernel.eager":
+        info = OpInfo(name, frozenset({"kernel", "eager"}), None, None, ("kernel.op", "kernel.reason"))
+    else:
+        rest = name[len("kernel.") :]
+        try:
+            of = lookup(rest if rest.startswith("fused.") else "op." + rest)
+        except IRError:
+            return None
+        info = OpInfo(name, of.traits | {"kernel"}, of.opdef, of.results, of.attrs)
+    _TABLE[name] = info
     return info
 
 

@@ -1,15 +1,16 @@
 """The executor: a program lowered once to a flat instruction list and run with no shape
 inference, dispatch or autograd on the way.
 
-Lowering happens once per binding of the program's symbols (one per batch size seen) and
-does, for every op:
+The program is first lowered to the kernel dialect for the device, once per executor
+(:func:`framework.ir.passes.lower.lower`): every op's kernel is chosen there (the dispatcher's
+kernel table, ``(op, device type, dtype)``), an op the device has no kernel for becomes a
+``kernel.eager`` step (it runs through the dispatcher as in eager mode: decomposition, CPU
+fallback with its warning) and broadcasting for kernels that do not broadcast is made explicit
+(``kernel.expand``). The instruction list is built from that program once per binding of its
+symbols (one per batch size seen); for every op it
 
-- picks the kernel through the dispatcher's kernel table (``(op, device type, dtype)``), once;
-  an op the device has no kernel for (a composite without a fused kernel, a primitive the
-  plugin lacks) becomes an *eager step*: it runs through the dispatcher as in eager mode
-  (decomposition, CPU fallback with its warning);
-- resolves elementwise broadcasting once: a rank-padded view for kernels that broadcast, an
-  ``expand`` instruction for those that do not (what ``dispatch.run`` does on every call);
+- reads the kernel from the op's ``kernel.name`` (no choice is made here);
+- pads element-wise operands to the result's rank (a view) for the kernels that broadcast;
 - assigns every value a slot. Intermediates get buffers planned by liveness: a buffer is
   handed back to a pool after the last instruction that reads it and reused by a later value
   of the same byte size, so the plan holds the peak of live values, not their sum. Program
@@ -39,6 +40,7 @@ from .._src.tensor import Tensor
 from . import control
 from .core import IRError, Program, SymDim, TensorType, Value, resolve
 from .dialects import infer_shapes, lookup
+from .passes.lower import VIEW, base_name, kernel_entry, lower, op_attrs
 from .verify import verify
 
 _FIXED, _START, _LATE = 0, 1, 2
@@ -62,11 +64,13 @@ class Executor:
         graphs: bool | None = None,
     ) -> None:
         verify(program)
+        self.device = _dev.parse(device) if not isinstance(device, _dev.Device) else device
+        #: the program in the kernel dialect for this device: every kernel chosen once, here
+        self.lowered = lower(program, self.device)
         #: replay a whole run as one captured graph where the device runtime offers capture
         #: (None: the ``OARLOCK_GRAPHS`` default, on); False runs the instruction list always
         self.graphs = GRAPHS_DEFAULT if graphs is None else bool(graphs)
         self.program = program
-        self.device = _dev.parse(device) if not isinstance(device, _dev.Device) else device
         self.params = dict(params or {})
         self.constants = dict(constants or {})
         self.symbols = program.symbols()
@@ -262,7 +266,7 @@ class _Plan:
         st = dispatch.state(dev)
         self.alloc, self.view_fn = st.alloc, st.view
         ctx = st.ctx
-        prog = ex.program
+        prog = ex.lowered
         infos: list[_Info] = []
         slot_of: dict[Value, int] = {}
 
@@ -286,7 +290,6 @@ class _Plan:
         for op in prog.block.ops:
             if op.name == "builtin.return":
                 break
-            info = lookup(op.name)
             if op.name == "builtin.parameter":
                 t = ex.params[op.attrs["name"]]
                 s = slot_of[op.result] = new(concrete(op.result), op.result.type.dtype)
@@ -305,8 +308,10 @@ class _Plan:
                 refs = [(slot_of[v], None) for v in control.reads(op)]
                 steps.append(("control", control.lower(op, ex, binding), refs, outs, {}))
                 continue
-            attrs = {a: resolve(v, binding) for a, v in op.attrs.items()}
-            opdef = info.opdef
+            # the kernel dialect: the lowering chose the kernel (or an eager step) and made
+            # broadcasting explicit; what is left here is the shapes of this binding
+            attrs = {a: resolve(v, binding) for a, v in op_attrs(op).items()}
+            opdef = lookup(base_name(op)).opdef
             assert opdef is not None
             metas = [(concrete(r), r.type.dtype) for r in op.results]
             if any(d < 0 for sh, _ in metas for d in sh):
@@ -315,51 +320,24 @@ class _Plan:
             for r, s in zip(op.results, outs):
                 slot_of[r] = s
             ins = [slot_of[v] for v in op.operands]
-            if opdef.kind == "view":
+            if op.name == "kernel.eager":
+                for s in outs:
+                    infos[s].cls = _LATE
+                steps.append(("eager", opdef, [(s, None) for s in ins], outs, attrs))
+                continue
+            if op.attrs["kernel.name"] == VIEW:
                 src = ins[0]
                 infos[outs[0]].base = src
                 infos[outs[0]].cls = infos[src].cls
                 steps.append(("view", None, [(src, None)], outs, {}))
                 continue
-            key = ins[opdef.spec.key_input if opdef.spec else 0] if ins else None
-            key_dtype = infos[key].dtype if key is not None else metas[0][1]
-            entry = (
-                dispatch.find_kernel(opdef.name, dev.type, key_dtype)
-                if opdef.kind in ("primitive", "composite")
-                else None
-            )
-            if entry is None:
-                for s in outs:
-                    infos[s].cls = _LATE
-                steps.append(("eager", opdef, [(s, None) for s in ins], outs, attrs))
-                continue
+            entry = kernel_entry(op, dev.type)
+            rank = len(metas[0][0]) if metas else 0
+            pad = opdef.elementwise or opdef.name == "expand"  # operands padded to the result's rank
             refs: list[tuple[int, tuple[int, ...] | None]] = []
             for s in ins:
                 shape = infos[s].shape
-                out_shape = metas[0][0]
-                if not opdef.elementwise or shape == out_shape:
-                    refs.append((s, None))
-                    continue
-                padded = (1,) * (len(out_shape) - len(shape)) + shape
-                if entry.broadcast:
-                    refs.append((s, padded if padded != shape else None))
-                else:  # the kernel wants equal shapes: expand once into a temporary
-                    tmp = new(out_shape, infos[s].dtype)
-                    exp = dispatch.find_kernel("expand", dev.type, infos[s].dtype)
-                    if exp is None:
-                        raise IRError(
-                            f"[executor] {op.name} needs 'expand' to broadcast on {dev}, which has no kernel for it"
-                        )
-                    steps.append(
-                        (
-                            "kernel",
-                            exp,
-                            [(s, padded if padded != shape else None)],
-                            [tmp],
-                            {"shape": out_shape},
-                        )
-                    )
-                    refs.append((tmp, None))
+                refs.append((s, (1,) * (rank - len(shape)) + shape if pad and len(shape) < rank else None))
             steps.append(("kernel", (entry, opdef.name), refs, outs, attrs))
         ret = prog.return_op
         assert ret is not None

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from .core import Block, IRError, Operation, Program, SymDim, TensorType, Value, print_type
-from .dialects import infer_shapes, lookup
+from .dialects import OpInfo, infer_shapes, lookup
 
 
 class VerifyError(IRError):
@@ -99,6 +99,53 @@ def _check_cf(op: Operation, where: str) -> list[str]:
     return out
 
 
+def _check_kernel(op: Operation, info: OpInfo, where: str) -> list[str]:
+    """The kernel dialect's rules: the lowering's attributes are there, the kernel was chosen
+    for the dtype its key operand has, and a kernel that does not broadcast gets operands of
+    the result's shape (``kernel.expand`` in front)."""
+    a = op.attrs
+    need = ("kernel.op", "kernel.reason") if op.name == "kernel.eager" else ("kernel.name",)
+    missing = [k for k in (*need, "kernel.device") if k not in a]
+    if missing:
+        return [f"{where}: lacks the attribute(s) {missing} of the kernel dialect"]
+    if op.name == "kernel.eager":
+        try:
+            of = lookup(str(a["kernel.op"]))
+        except IRError as exc:
+            return [f"{where}: kernel.op {a['kernel.op']!r} is not an op: {exc}"]
+        if of.opdef is None:
+            return [f"{where}: kernel.op {a['kernel.op']!r} is not an op with a definition"]
+        return []
+    d = info.opdef
+    if a["kernel.name"] == "view":
+        return (
+            [] if d is not None and d.kind == "view" else [f"{where}: only a view op has kernel.name 'view'"]
+        )
+    if "kernel.dtype" not in a:
+        return [f"{where}: lacks the attribute kernel.dtype (the dtype its kernel was chosen for)"]
+    want = np.dtype(a["kernel.dtype"])
+    out: list[str] = []
+    k = d.spec.key_input if d is not None and d.spec else 0
+    if op.operands and k < len(op.operands):
+        got = op.operands[k].type.dtype
+        if got != want:
+            out.append(
+                f"{where}: kernel.dtype is {want.name} but operand {k}, which picks the kernel, is "
+                f"{np.dtype(got).name} (dtype mismatch: the kernel was chosen for another dtype)"
+            )
+    elif op.results and op.results[0].type.dtype != want:
+        out.append(f"{where}: kernel.dtype is {want.name} but the result is {op.results[0].type.dtype}")
+    if a.get("kernel.broadcast") is False and op.results:
+        shape = tuple(op.results[0].type.shape)
+        for j, v in enumerate(op.operands):
+            if tuple(v.type.shape) != shape:
+                out.append(
+                    f"{where}: operand {j} is {_types([v])[0]} but the result is "
+                    f"{print_type(op.results[0].type)}; its kernel does not broadcast (kernel.expand first)"
+                )
+    return out
+
+
 def verify(p: Program, check_types: bool = True) -> None:
     """Raise :class:`VerifyError` listing every broken invariant of ``p``. A problem inside
     a region is named by its path: ``op #3 'cf.cond' region 1: op #0 'op.exp'``."""
@@ -177,7 +224,9 @@ def _verify_block(
                 problems.append(f"{where}: operand {i} is not in its value's use list (broken use-def chain)")
         if op.dialect == "cf":
             problems += _check_cf(op, where)
-        elif op.regions:
+        elif op.dialect == "kernel":
+            problems += _check_kernel(op, info, where)
+        if op.regions and op.dialect != "cf":
             problems.append(f"{where}: has regions, which only cf ops hold")
         for j, r in enumerate(op.regions):
             if r.owner is not op:

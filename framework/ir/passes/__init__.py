@@ -25,6 +25,7 @@ from .dce import DeadCodeElimination, eliminate_dead_code
 from .drr import Attr, Const, Match, Pat, Res, Rule, Var
 from .fold import ConstantFolding, fold_constants
 from .fusion import Fusion, fuse_program, fusion_stats
+from .lower import Lower, lower
 from .manager import (
     DEFAULT_LEVEL,
     LEVELS,
@@ -53,6 +54,7 @@ __all__ = [
     "Fuse",
     "FunctionPass",
     "Fusion",
+    "Lower",
     "Match",
     "Pass",
     "PassContext",
@@ -70,6 +72,7 @@ __all__ = [
     "eliminate_dead_code",
     "fold_constants",
     "fuse_program",
+    "lower",
     "fusion_stats",
     "optimize",
     "register_pass",
