@@ -174,7 +174,7 @@ class Optimizer:
         if not work:
             return
         plan = self._plan(self.get_lr(), work)
-        if self._fusable():
+        if self.fused is not False and self._fusable():
             from . import fused
 
             if self._fused_update is None:
