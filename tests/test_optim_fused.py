@@ -210,3 +210,25 @@ def test_to_static_training_step_runs_the_update_program(device):
         np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
     if compiler.has_compile_access(device):
         assert opt._fused_update is not None and opt._fused_update.last is not None
+
+
+def test_a_clip_that_reads_values_runs_eagerly_with_a_warning(device):
+    def clip_on_host(pairs):  # reads a value on the host: cannot be traced into a program
+        norm = float(sum(float((g * g).sum().numpy()) for _, g in pairs)) ** 0.5
+        return [(p, g * min(1.0, 1.0 / norm)) for p, g in pairs]
+
+    out = []
+    for fused in (False, True):
+        ps = make_params(device)
+        opt = fw.optim.SGD(0.1, parameters=ps, grad_clip=clip_on_host, fused=fused)
+        for k in range(2):
+            for p, g in zip(ps, grads_for(k)):
+                p.grad = fw.to_tensor(g, device=device)
+            if fused and k == 0:
+                with pytest.warns(UserWarning, match=r"\[SGD.step\] the update cannot run as a program"):
+                    opt.step()
+            else:
+                opt.step()
+        out.append([p.numpy() for p in ps])
+    for a, b in zip(*out):
+        np.testing.assert_allclose(b, a, rtol=1e-6)

@@ -17,8 +17,8 @@ without a gradient are not inputs, as eager skips them.
 When it is used (``Optimizer(fused=...)``): ``True`` always (on a device without compile access
 the program runs unfused through the executor); ``False`` never; ``None`` (the default) when the
 compiler is on (``OARLOCK_COMPILE``, default on) and the parameters' device has compile access.
-Parameters on several devices, or a gradient-clipping callable that cannot be traced, run the
-eager update (the latter with one warning).
+Parameters on several devices, distributed tensors, or a gradient-clipping callable that
+cannot be traced, run the eager update (the latter with one warning).
 """
 
 from __future__ import annotations
@@ -64,8 +64,8 @@ class FusedUpdate:
         opt = self.opt
         pairs = [pg for _, pgs in work for pg in pgs]
         dev = pairs[0][0].device
-        if self.failed is not None or any(t.device != dev for pg in pairs for t in pg):
-            return False
+        if self.failed is not None or any(t.device != dev or t._dist for pg in pairs for t in pg):
+            return False  # several devices, or distributed tensors (their ops meet the interceptor)
         if not wanted(opt, dev):
             return False
         for p, _ in pairs:
