@@ -4,6 +4,18 @@ Blocks are rounded up (512 B below 1 MiB, 128 KiB above) and kept in per-size fr
 when tensors die, so steady-state training makes no raw device allocations. Statistics
 follow PyTorch's ``memory_stats`` in spirit. On out-of-memory the cache is released and the
 allocation retried once; then the error names the device and the sizes.
+
+Streams. Work queued on a stream may still read a block after its tensor died, so a freed
+block goes back to the pool of the stream it was allocated on (:attr:`Block.stream`, the
+device's current stream at allocation): later work on that stream runs after the queued
+work, so it may reuse the block at once. Another stream takes it only once an event recorded
+on the block's stream at free time has completed (while only one stream was ever used, no
+event is recorded: the free costs what it did). A block used on a further stream
+(:meth:`CachingAllocator.record_stream`, PyTorch's ``record_stream``; the executor calls it
+when a plan's buffers move to another stream) waits for events on each of those streams
+before any stream reuses it. :meth:`CachingAllocator.empty_cache` waits for those events
+before it returns blocks to the device (``DeviceRuntime.free`` is called only when no queued
+work still uses the buffer).
 """
 
 from __future__ import annotations
@@ -25,14 +37,17 @@ def round_size(nbytes: int) -> int:
 
 
 class Block:
-    """One allocation: the plugin's buffer handle and its rounded size."""
+    """One allocation: the plugin's buffer handle, its rounded size, the stream it was
+    allocated on and the further streams it was used on (:meth:`CachingAllocator.record_stream`)."""
 
-    __slots__ = ("handle", "size", "allocator", "__weakref__")
+    __slots__ = ("handle", "size", "allocator", "stream", "uses", "__weakref__")
 
-    def __init__(self, handle: Any, size: int, allocator: CachingAllocator) -> None:
+    def __init__(self, handle: Any, size: int, allocator: CachingAllocator, stream: Any = None) -> None:
         self.handle = handle
         self.size = size
         self.allocator = allocator
+        self.stream = stream
+        self.uses: list[Any] | None = None
 
     def __del__(self) -> None:
         alloc = self.allocator
@@ -47,12 +62,24 @@ class Block:
 class CachingAllocator:
     """Pools raw allocations of one device."""
 
-    def __init__(self, runtime: Any, index: int, name: str) -> None:
+    def __init__(self, runtime: Any, index: int, name: str, stream: Any = None) -> None:
         self.runtime = runtime
         self.index = index
         self.name = name
         self.passthrough = bool(getattr(runtime, "own_pool", False))
-        self._free: dict[int, list[Any]] = defaultdict(list)
+        #: the stream allocations are made on now (the device's current stream; the device
+        #: layer sets it through :meth:`use_stream`)
+        self.stream: Any = stream
+        #: stream -> size -> free handles; ``_free`` is the current stream's entry
+        self._pools: dict[Any, defaultdict[int, list[Any]]] = {}
+        self._free: defaultdict[int, list[Any]] = self._pool_of(stream)
+        #: more than one stream has been used: frees record events, misses look at other pools
+        self.multi = False
+        #: id(handle) -> the event recorded on its stream when it was freed (absent: complete)
+        self._events: dict[int, Any] = {}
+        #: blocks used on further streams, not reusable until their events complete:
+        #: (handle, size, stream, events)
+        self._pending: list[tuple[Any, int, Any, list[Any]]] = []
         self.allocated = 0
         self.reserved = 0
         self.peak_allocated = 0
@@ -73,6 +100,8 @@ class CachingAllocator:
         if pool:
             handle = pool.pop()
             self.num_cache_hits += 1
+        elif self.multi and (handle := self._from_other_streams(size)) is not None:
+            self.num_cache_hits += 1
         else:
             handle = self._raw_alloc(size, nbytes)
             self.reserved += size
@@ -81,7 +110,106 @@ class CachingAllocator:
         self.allocated += size
         if self.allocated > self.peak_allocated:
             self.peak_allocated = self.allocated
-        return Block(handle, size, self)
+        return Block(handle, size, self, self.stream)
+
+    # -- streams ------------------------------------------------------------------------
+    def _pool_of(self, stream: Any) -> defaultdict[int, list[Any]]:
+        pool = self._pools.get(stream)
+        if pool is None:
+            pool = self._pools[stream] = defaultdict(list)
+        return pool
+
+    def use_stream(self, stream: Any) -> None:
+        """Allocate on ``stream`` from now on (the device layer calls it when the current
+        stream changes). The first switch to a second stream marks what the first one's
+        pool holds with an event (it was freed without one)."""
+        if stream is self.stream:
+            return
+        if not self.multi:
+            self._go_multi()
+        self.stream = stream
+        self._free = self._pool_of(stream)
+
+    def record_stream(self, block: Block, stream: Any) -> None:
+        """``block`` is used by work on ``stream`` too (not only the one it was allocated
+        on): when freed it waits for that work before any stream reuses it."""
+        if stream is block.stream or block.allocator is not self:
+            return
+        if block.uses is None:
+            block.uses = [stream]
+        elif not any(s is stream for s in block.uses):
+            block.uses.append(stream)
+        if not self.multi:
+            self._go_multi()
+
+    def _go_multi(self) -> None:
+        """A second stream appears: what the pool holds was freed without an event, so it
+        gets one now (the work queued on its stream so far)."""
+        self.multi = True
+        handles = [h for hs in self._free.values() for h in hs]
+        ev = self._record(self.stream) if handles else None
+        if ev is not None:
+            for h in handles:
+                self._events[id(h)] = ev
+
+    def _mark(self, handle: Any, stream: Any) -> None:
+        """Record (or clear) the free-time event of ``handle``."""
+        ev = self._record(stream)
+        if ev is None:
+            self._events.pop(id(handle), None)
+        else:
+            self._events[id(handle)] = ev
+
+    def _record(self, stream: Any) -> Any:
+        """An event completing when the work queued on ``stream`` so far is done, or None
+        when that work is done already (or the runtime has no events: then wait here)."""
+        rt = self.runtime
+        try:
+            if rt.query_stream(stream):
+                return None
+            ev = rt.create_event(self.index)
+            rt.record_event(ev, stream)
+            return ev
+        except NotImplementedError:
+            rt.synchronize_stream(stream)
+            return None
+
+    def _done(self, ev: Any) -> bool:
+        return ev is None or bool(self.runtime.query_event(ev))
+
+    def _from_other_streams(self, size: int) -> Any:
+        """A free handle of ``size`` whose free-time event has completed, from the pool of
+        another stream (or a block used on several streams whose work is all done)."""
+        if self._pending:
+            self._settle()
+            pool = self._free.get(size)
+            if pool:
+                return pool.pop()
+        events = self._events
+        for stream, pools in self._pools.items():
+            if stream is self.stream:
+                continue
+            handles = pools.get(size)
+            if not handles:
+                continue
+            for i, h in enumerate(handles):
+                ev = events.get(id(h))
+                if self._done(ev):
+                    events.pop(id(h), None)
+                    return handles.pop(i)
+        return None
+
+    def _settle(self) -> None:
+        """Blocks used on several streams whose events have all completed go back to the
+        pools of their streams."""
+        still = []
+        for h, size, stream, evs in self._pending:
+            if all(self._done(e) for e in evs):
+                self._pool_of(stream)[size].append(h)
+                self._events.pop(id(h), None)
+            else:
+                still.append((h, size, stream, evs))
+        self._pending = still
 
     def _raw_alloc(self, size: int, nbytes: int) -> Any:
         try:
@@ -106,17 +234,34 @@ class CachingAllocator:
             self.reserved -= block.size
             self.num_device_frees += 1
             self.runtime.free(self.index, block.handle)
-        else:
+        elif block.uses:
+            evs = [self._record(s) for s in (block.stream, *block.uses)]
+            self._pending.append((block.handle, block.size, block.stream, [e for e in evs if e is not None]))
+        elif block.stream is self.stream:
             self._free[block.size].append(block.handle)
+            if self.multi:
+                self._mark(block.handle, block.stream)
+        else:
+            self._pool_of(block.stream)[block.size].append(block.handle)
+            self._mark(block.handle, block.stream)
 
     def empty_cache(self) -> None:
-        """Return every cached (unused) block to the device."""
-        for size, handles in self._free.items():
-            for h in handles:
-                self.runtime.free(self.index, h)
-                self.reserved -= size
-                self.num_device_frees += 1
-        self._free.clear()
+        """Return every cached (unused) block to the device, once the work queued when it
+        was freed is done."""
+        rt = self.runtime
+        pending = [(h, size, evs) for h, size, _, evs in self._pending]
+        self._pending = []
+        for pools in self._pools.values():
+            for size, handles in pools.items():
+                pending += [(h, size, [self._events.pop(id(h), None)]) for h in handles]
+                handles.clear()
+        for h, size, evs in pending:
+            for e in evs:
+                if e is not None:
+                    rt.synchronize_event(e)
+            rt.free(self.index, h)
+            self.reserved -= size
+            self.num_device_frees += 1
 
     def stats(self) -> dict[str, int]:
         return {

@@ -86,7 +86,9 @@ class DeviceType:
     def allocator(self, index: int) -> CachingAllocator:
         a = self.allocators.get(index)
         if a is None:
-            a = self.allocators[index] = CachingAllocator(self.runtime, index, f"{self.name}:{index}")
+            a = self.allocators[index] = CachingAllocator(
+                self.runtime, index, f"{self.name}:{index}", self.stream(index)
+            )
         return a
 
     def stream(self, index: int) -> Any:
@@ -320,6 +322,8 @@ def stream(s: Stream) -> Iterator[Stream]:
     t = device_type(s.device.type)
     prev = t.current_streams.get(s.device.index)
     t.current_streams[s.device.index] = s.handle
+    alloc = t.allocator(s.device.index)
+    alloc.use_stream(s.handle)  # blocks are allocated on (and freed back to) the current stream
     _stream_changed()  # kernel contexts pick up the new stream
     try:
         yield s
@@ -328,4 +332,5 @@ def stream(s: Stream) -> Iterator[Stream]:
             t.current_streams.pop(s.device.index, None)
         else:
             t.current_streams[s.device.index] = prev
+        alloc.use_stream(t.stream(s.device.index))
         _stream_changed()

@@ -511,6 +511,9 @@ class _Plan:
             ev = rt.create_event(ctx.device_index)
             rt.record_event(ev, old)
             rt.stream_wait_event(ctx.stream, ev)
+        if old is not _NEVER and old is not ctx.stream:
+            for b in self.blocks:  # the plan's buffers are used on this stream too
+                self.alloc.record_stream(b, ctx.stream)
         self.ctx = ctx
         for k, ins in enumerate(self.instrs):
             if ins[1] is not None:
