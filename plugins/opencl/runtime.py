@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import functools
 import math
 import os
@@ -102,6 +103,11 @@ class Recorder:
         self.keep.append(args)
         self.steps.append(functools.partial(_enqueue, self.queue, pk, grid, local))
 
+    def buffers(self) -> list[Any]:
+        """Every buffer the recorded launches take (each once)."""
+        seen = {id(a): a for args in self.keep for a in args if isinstance(a, _MEM)}
+        return list(seen.values())
+
     def check(self, note: tuple[Any, ...]) -> None:
         self.steps.append(functools.partial(self.dev.note_check, self.queue, note))
 
@@ -168,6 +174,9 @@ class OpenCLDevice:
         self.kernel_pool: dict[tuple[str, str, str], list[cl.Kernel]] = {}
         #: queue -> index checks of bound launches not yet read (see :meth:`settle`)
         self.unchecked: dict[Any, set[tuple[Any, ...]]] = {}
+        #: recorded bound calls by kernel, queue, views and attributes (see kernels._binder)
+        self.bound: collections.OrderedDict[tuple[Any, ...], Any] = collections.OrderedDict()
+        self.bound_scratch = 0  #: bytes of scratch buffers the cached calls hold
         #: events of small host->device copies not waited for (see copy_h2d)
         self.inflight: list[Any] = []
 
@@ -218,20 +227,37 @@ class OpenCLDevice:
             s = self.unchecked[queue] = set()
         s.add(note)
 
-    def drained(self, queue: Any) -> None:
-        """``queue`` has no work left: forget finished copies, read pending index checks."""
+    def read_checks(self, queue: Any) -> Any:
+        """Before a blocking read of ``queue``: where bound launches left index checks on it,
+        enqueue a read of the error words too (no wait; the blocking read waits for both)."""
+        if queue not in self.unchecked:
+            return None
+        host = np.empty(2, np.int64)
+        return host, cl.enqueue_copy(queue, host, self.error_buffer, is_blocking=False)
+
+    def drained(self, queue: Any, checks: Any = None) -> None:
+        """``queue`` has no work left: forget finished copies, read pending index checks
+        (``checks``: what :meth:`read_checks` enqueued before the wait)."""
         if self.inflight:
             self.inflight = [e for e in self.inflight if e.command_queue != queue]
         if self.unchecked:
-            self.settle(queue)
+            self.settle(queue, checks)
 
-    def settle(self, queue: Any) -> None:
+    def settle(self, queue: Any, checks: Any = None) -> None:
         """Read the index checks bound launches left on ``queue`` (call once it is drained):
         raise the error a kernel reported, naming the ops it may have come from."""
         notes = self.unchecked.pop(queue, None)
         if not notes:
             return
-        bad = self.take_error(queue)
+        if checks is None:
+            bad = self.take_error(queue)
+        else:
+            host, evt = checks
+            evt.wait()  # already complete: the queue is in order and was drained after it
+            bad = None
+            if host[0]:
+                bad = int(host[1])
+                cl.enqueue_fill_buffer(queue, self.error_buffer, np.uint8(0), 0, 16).wait()
         if bad is None:
             return
         from .kernels import index_error
@@ -534,10 +560,11 @@ class OpenCLRuntime(DeviceRuntime):
             )
         dev = self.device(index)
         q = stream or dev.queue
+        checks = dev.read_checks(q) if blocking and dev.unchecked else None
         with check("copy device->host", dev.name, nbytes=dst.nbytes):
             cl.enqueue_copy(q, dst.reshape(-1), src, src_offset=src_offset, is_blocking=blocking)
         if blocking:
-            dev.drained(q)
+            dev.drained(q, checks)
 
     def copy_d2d(
         self,

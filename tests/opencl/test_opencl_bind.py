@@ -81,17 +81,25 @@ def test_bound_calls_of_one_kernel_keep_their_own_arguments(h):
     np.testing.assert_array_equal(h.get(yb), -b)
 
 
-def test_a_dropped_bound_call_gives_its_kernel_object_back(h):
+def test_bound_calls_are_cached_by_views_and_give_their_kernel_objects_back(h):
+    """Binding the same views again returns the recorded call; a call dropped from the cache
+    and by its holder gives its kernel object back for the next binding."""
     dev = h.rt.device(0)
     x, y = h.put(np.ones(8, np.float32)), h.empty((8,), np.float32)
     call = _bound(h, "sqrt", [y], [x])
+    assert _bound(h, "sqrt", [y], [x]) is call
+    other = _bound(h, "sqrt", [h.empty((8,), np.float32)], [x])
+    assert other is not call
     key = dev.kernel_keys[id(dev.kernel("math", "float32", "u_sqrt"))]
+    dev.bound.clear()
+    dev.bound_scratch = 0
     idle = len(dev.kernel_pool.get(key, []))
     del call
     assert len(dev.kernel_pool[key]) == idle + 1
     again = _bound(h, "sqrt", [y], [x])  # the next binding of that kernel reuses it
     assert len(dev.kernel_pool[key]) == idle
     again()
+    other()
     np.testing.assert_array_equal(h.get(y), np.ones(8, np.float32))
 
 
