@@ -40,7 +40,7 @@ from .._src.tensor import Tensor
 from . import control
 from .core import IRError, Program, SymDim, TensorType, Value, resolve
 from .dialects import infer_shapes, lookup
-from .passes.lower import VIEW, base_name, kernel_entry, lower, op_attrs
+from .passes.lower import VIEW, StaleKernelError, base_name, kernel_entry, lower, op_attrs
 from .verify import verify
 
 _FIXED, _START, _LATE = 0, 1, 2
@@ -129,7 +129,18 @@ class Executor:
         key = tuple(binding[s] for s in self.symbols)
         pl = self._plans.get(key)
         if pl is None:
-            pl = self._plans[key] = _Plan(self, dict(binding))
+            try:
+                pl = _Plan(self, dict(binding))
+            except StaleKernelError:
+                if self.lowered is self.program:  # given lowered: the caller lowers again
+                    raise
+                # the plugins changed since the lowering (a kernel registered, a source
+                # added): lower again, once, and drop the plans built from the old choice
+                self.lowered = lower(self.program, self.device)
+                self._plans.clear()
+                self._last = None
+                pl = _Plan(self, dict(binding))
+            self._plans[key] = pl
         return pl
 
     def __call__(self, *inputs: Tensor) -> list[Tensor]:

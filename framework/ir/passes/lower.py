@@ -45,6 +45,10 @@ PREFIX = "kernel."
 VIEW = "view"
 
 
+class StaleKernelError(IRError):
+    """A kernel-dialect op names a kernel the dispatcher's table no longer gives."""
+
+
 def kernel_name(entry: KernelEntry, op: str, dtype: np.dtype) -> str:
     """The stable name of a kernel: the plugin (or generator) that gave it, the op, the dtype."""
     return f"{entry.plugin}/{op}/{np.dtype(dtype).name}"
@@ -75,7 +79,7 @@ def kernel_entry(op: Operation, device_type: str) -> KernelEntry:
     entry = dispatch.find_kernel(opdef.name, device_type, dtype)
     if entry is None or kernel_name(entry, opdef.name, dtype) != name:
         now = "none" if entry is None else kernel_name(entry, opdef.name, dtype)
-        raise IRError(
+        raise StaleKernelError(
             f"[lower] {op.name} was lowered to kernel '{name}', but {device_type} now gives {now}; "
             f"lower the program again (the plugins changed since)"
         )
