@@ -10,7 +10,8 @@ block goes back to the pool of the stream it was allocated on (:attr:`Block.stre
 device's current stream at allocation): later work on that stream runs after the queued
 work, so it may reuse the block at once. Another stream takes it only once an event recorded
 on the block's stream at free time has completed (while only one stream was ever used, no
-event is recorded: the free costs what it did). A block used on a further stream
+event is recorded: the free costs what it did; nor for the ``None`` stream, the contract's
+synchronous queue). A block used on a further stream
 (:meth:`CachingAllocator.record_stream`, PyTorch's ``record_stream``; the executor calls it
 when a plan's buffers move to another stream) waits for events on each of those streams
 before any stream reuses it. :meth:`CachingAllocator.empty_cache` waits for those events
@@ -162,17 +163,18 @@ class CachingAllocator:
 
     def _record(self, stream: Any) -> Any:
         """An event completing when the work queued on ``stream`` so far is done, or None
-        when that work is done already (or the runtime has no events: then wait here)."""
+        when nothing can be pending: the ``None`` stream is the contract's synchronous queue
+        (a runtime without events waits here instead)."""
+        if stream is None:
+            return None
         rt = self.runtime
         try:
-            if rt.query_stream(stream):
-                return None
             ev = rt.create_event(self.index)
-            rt.record_event(ev, stream)
-            return ev
         except NotImplementedError:
             rt.synchronize_stream(stream)
             return None
+        rt.record_event(ev, stream)
+        return ev
 
     def _done(self, ev: Any) -> bool:
         return ev is None or bool(self.runtime.query_event(ev))
