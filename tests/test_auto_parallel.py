@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -330,3 +331,58 @@ def test_unmodified_ops_on_a_mesh_of_one_and_the_traced_program_error() -> None:
 
     with pytest.raises(fw.OpArgumentError, match=r"\[matmul\] .*distributed tensors run eagerly only"):
         f(fw.to_tensor(a))
+
+
+@needs_mpi
+@pytest.mark.mpi
+def test_dist_to_static_traces_each_ranks_program_and_trains_like_eager() -> None:
+    """dist.to_static on a TP MLP (2 ranks): each rank's program holds its shards and the
+    reshards as ops (forward P->R all_reduces, Megatron's identity and its backward
+    all_reduce); 4 training steps follow the eager distributed curve and leave the same
+    shards; eval and predict give the eager values; a chain of every transition kind trains
+    like eager, its program holding each transition and, in the backward, its reverse."""
+    proc, out = _launch("ap_static.py", 2)
+    for r in range(2):
+        path = os.path.join(out, f"rank{r}.json")
+        assert os.path.exists(path), (
+            f"rank {r} wrote no result (exit {proc.returncode}):\n{proc.stdout[-3000:]}"
+        )
+        d = json.load(open(path))
+        np.testing.assert_allclose(d["eager"], d["ref"], rtol=1e-5)  # eager TP = one process
+        np.testing.assert_allclose(d["static"], d["eager"], rtol=1e-6)
+        assert d["static"][-1] != d["static"][0]  # it trained
+        for k, v in d["eager_shards"].items():
+            np.testing.assert_allclose(d["static_shards"][k], v, rtol=1e-6, atol=1e-7, err_msg=k)
+        for name in ("up1", "up2"):  # column parallel: half the columns, half the bias
+            assert d["shapes"][f"{name}.weight"] == [8, 8] and d["shapes"][f"{name}.bias"] == [8]
+        for name in ("down1", "down2"):  # row parallel: half the rows, the whole bias
+            assert d["shapes"][f"{name}.weight"] == [8, 8] and d["shapes"][f"{name}.bias"] == [8]
+        np.testing.assert_allclose(d["static_eval"], d["eager_eval"], rtol=1e-6)
+        np.testing.assert_allclose(d["static_pred"], d["eager_pred"], rtol=1e-6, atol=1e-7)
+        train = [ln for ln in d["train_program"].splitlines() if "op.dist_reshard" in ln]
+        forward_ar = [ln for ln in train if 'src = "Psum"' in ln and 'why = "add"' in ln]
+        identity = [ln for ln in train if 'grad_reduce = "sum"' in ln]
+        backward_ar = [ln for ln in train if 'src = "Psum"' in ln and 'why = "matmul"' in ln]
+        assert len(forward_ar) == 2 and len(identity) == 1 and len(backward_ar) == 1, train
+        assert all("mesh = (0, 1)" in ln and 'dst = "R"' in ln for ln in train)
+        assert "tensor<[8, 8], float32" in d["train_program"]  # the shards, not the [8, 16] weights
+        assert "tensor<[8, 16]" not in d["train_program"] and "tensor<[16, 8]" not in d["train_program"]
+        # every transition kind on a parameter (S0->R, R->S1, S1->S0, R->P, P->S1), through
+        # the program's forward and backward, against the eager run: losses and the updated shard
+        np.testing.assert_allclose(d["chain_static"], d["chain_eager"], rtol=1e-6)
+        np.testing.assert_allclose(d["chain_w_static"], d["chain_w_eager"], rtol=1e-5, atol=1e-6)
+        steps = [
+            (m.group(1), m.group(2))
+            for m in (
+                re.search(r'dst = "(\w+)".*src = "(\w+)"', ln)
+                for ln in d["chain_program"].splitlines()
+                if "op.dist_reshard" in ln
+            )
+        ]
+        steps = [f"{a}->{b}" for b, a in steps]
+        forward = ["S0->R", "R->S1", "S1->S0", "S0->R", "R->Psum", "Psum->S1"]
+        backward = ["S1->R", "R->S0", "S0->S1", "S1->R", "R->S0"]  # the reverses, last first
+        assert steps[:6] == forward and steps[-5:] == backward, steps
+        pred = [ln for ln in d["predict_program"].splitlines() if "op.dist_reshard" in ln]
+        assert len(pred) == 2 and not any('grad_reduce = "sum"' in ln for ln in pred), pred
+    assert proc.returncode == 0, proc.stdout[-3000:]

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from . import auto_parallel
 from .auto_parallel import (
+    DistModel,
     DistTensor,
     Partial,
     Placement,
@@ -40,6 +41,7 @@ from .auto_parallel import (
     shard_layer,
     shard_optimizer,
     shard_tensor,
+    to_static,
     unshard_dtensor,
 )
 from .collective import (
@@ -70,6 +72,7 @@ from .parallel import DataParallel
 from .sampler import DistributedBatchSampler
 
 __all__ = [
+    "DistModel",
     "DistTensor",
     "Partial",
     "Placement",
@@ -85,6 +88,7 @@ __all__ = [
     "shard_layer",
     "shard_optimizer",
     "shard_tensor",
+    "to_static",
     "unshard_dtensor",
     "DataParallel",
     "DistributedBatchSampler",

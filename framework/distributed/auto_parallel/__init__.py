@@ -19,6 +19,7 @@ from .optimizer import ShardingStage1, shard_optimizer
 from .placement import Partial, Placement, Replicate, Shard
 from .planner import Plan, auto_plan
 from .reshard import LOG, reshard, unshard_dtensor
+from .static import DistModel, to_static
 
 
 def reshard_log() -> list[dict]:
@@ -27,6 +28,7 @@ def reshard_log() -> list[dict]:
 
 
 __all__ = [
+    "DistModel",
     "DistTensor",
     "auto_plan",
     "Partial",
@@ -45,5 +47,6 @@ __all__ = [
     "shard_optimizer",
     "shard_tensor",
     "spmd",
+    "to_static",
     "unshard_dtensor",
 ]

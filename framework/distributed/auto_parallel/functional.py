@@ -23,6 +23,7 @@ from typing import Any
 from adapter_api import OpArgumentError
 
 from ..._src import autograd
+from ..._src.ops import base as _base
 from ..._src.ops import creation as _creation
 from ..._src.ops import math as _math
 from ..._src.ops import shape as _shape
@@ -34,7 +35,16 @@ from ..._src.tensor import Tensor
 from .dtensor import DistTensor, label, local_region
 from .mesh import ProcessMesh
 from .placement import Placement, Replicate, Shard, chunk
-from .reshard import _all_reduce, _note, _on_tape, defer_grad, ensure_groups, reshard, reshard_local
+from .reshard import (
+    _all_reduce,
+    _note,
+    _on_tape,
+    defer_grad,
+    ensure_groups,
+    reshard,
+    reshard_local,
+    traced_step,
+)
 from .rules import RULES, expand, plan
 
 
@@ -77,6 +87,8 @@ def _grad_all_reduce(x: DistTensor, t: Tensor, mesh: ProcessMesh, axis: int, op:
         t.numel() * t.dtype.itemsize,
         op,
     )
+    if _base.TRACER.get() is not None:  # a traced program: an op whose gradient all-reduces
+        return traced_step(x, t, x.shape, mesh, axis, Replicate(), Replicate(), op, grad_reduce="sum")
     if t._node is None:  # a leaf (a parameter): all-reduced in buckets after the backward
         return _on_tape(t, t.detach(), lambda gr: defer_grad(t, g, gr))
     return _on_tape(t, t.detach(), lambda gr: _all_reduce(gr, "sum", g))

@@ -27,6 +27,7 @@ Every transition is logged (logger ``oarlock.distributed``; printed to stderr wi
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import sys
 from typing import Any
@@ -35,6 +36,7 @@ from adapter_api import OpArgumentError
 
 from ..._src import autograd, env
 from ..._src.opdef import OpDef
+from ..._src.ops import base as _base
 from ..._src.ops import creation as _creation
 from ..._src.ops import shape as _shape
 from ..._src.tensor import Tensor
@@ -55,7 +57,7 @@ def _note(
     x: Any, mesh: ProcessMesh, axis: int, src: Placement, dst: Placement, how: str, nbytes: int, why: str
 ) -> None:
     rec = {
-        "tensor": label(x),
+        "tensor": x if isinstance(x, str) else label(x),
         "mesh_axis": mesh.dim_names[axis],
         "from": short([src]),
         "to": short([dst]),
@@ -240,6 +242,8 @@ class _Stepper:
         k, c = mesh.shape[axis], self.coord[axis]
         if k == 1:  # one rank on the axis: every layout is the whole tensor, nothing moves
             return t
+        if _base.TRACER.get() is not None:  # a program is traced: the step becomes an op of it
+            return traced_step(self.x, t, self.shape, mesh, axis, src, dst, self.why)
         g = mesh.get_group(axis) if k > 1 else None
         nbytes = t.numel() * t.dtype.itemsize
         note = lambda s, d, how, b: _note(self.x, mesh, axis, s, d, how, b, self.why)  # noqa: E731
@@ -345,6 +349,12 @@ def _move(x: DistTensor, mesh: ProcessMesh, dst: list[Placement], why: str) -> D
     tensor needs a gradient; the target's received tensor is then a leaf that keeps its
     gradient, and :func:`backward_across_meshes` (run by ``DistTensor.backward`` on every rank)
     sends it back to the source, which continues its own backward from the sent tensor."""
+    if _base.TRACER.get() is not None:
+        raise OpArgumentError(
+            f"[reshard] {label(x)}: a move from {x.process_mesh} to {mesh} inside a traced program "
+            "(dist.to_static) is not supported (send/recv are not program ops); keep the program on one "
+            "mesh, or run it eagerly"
+        )
     src_mesh = x.process_mesh
     me = collective.get_rank()
     full = None
@@ -480,3 +490,193 @@ def _after_backward() -> None:
 
 
 DistTensor.across = staticmethod(lambda run: _after_backward() if run else bool(PENDING))
+
+
+# -- a reshard in a traced program (dist.to_static) --------------------------------------------
+# While a program is traced, each transition above is recorded as one IR op, ``op.dist_reshard``
+# (registered in the IR's op table only, as the fusion groups are: it never reaches the eager
+# op table), on this rank's local value. Its attributes name the mesh, the mesh axis, the
+# placements from and to, and the tensor's (effective) global shape; running it (the executor's
+# eager step) is the transition above on concrete tensors, with the plugin's collectives. Its
+# gradient rule records the reverse transition (the backward column of the table), so the
+# backward program holds the reshards' backward. ``grad_reduce`` marks Megatron's ``f``: an
+# identity whose gradient is all-reduced over the axis (``P(sum) -> R``).
+def _enc(p: Placement) -> str:
+    if isinstance(p, Shard):
+        return f"S{p.dim}"
+    if isinstance(p, Partial):
+        return f"P{p.reduce_type}"
+    return "R"
+
+
+def _dec(s: str) -> Placement:
+    if s.startswith("S"):
+        return Shard(int(s[1:]))
+    if s.startswith("P"):
+        return Partial(s[1:])
+    return Replicate()
+
+
+_MESHES: dict[tuple[Any, ...], ProcessMesh] = {}
+
+
+def _mesh_of(attrs: dict[str, Any]) -> ProcessMesh:
+    key = (tuple(attrs["mesh"]), tuple(attrs["mesh_shape"]), tuple(attrs["dim_names"]))
+    m = _MESHES.get(key)
+    if m is None:
+        import numpy as np
+
+        m = ProcessMesh(np.asarray(key[0], dtype=np.int64).reshape(key[1]).tolist(), list(key[2]))
+        ensure_groups(m)
+        m = _MESHES.setdefault(key, m)
+    return m
+
+
+def _step_shape(ins: list[Tensor], attrs: dict[str, Any]) -> list[tuple[tuple[int, ...], Any]]:
+    """The local shape after the transition (this rank's chunk where ``dst`` shards)."""
+    x = ins[0]
+    out = list(x.shape)
+    src, dst, shape = _dec(attrs["src"]), _dec(attrs["dst"]), attrs["shape"]
+    if isinstance(src, Shard):
+        out[src.dim] = shape[src.dim]
+    if isinstance(dst, Shard):
+        m = _mesh_of(attrs)
+        axis = attrs["axis"]
+        a, b = chunk(shape[dst.dim], m.shape[axis], m.coordinate(collective.get_rank())[axis])
+        out[dst.dim] = b - a
+    return [(tuple(out), x.dtype)]
+
+
+def _run_step(t: Tensor, **attrs: Any) -> Tensor:
+    """``op.dist_reshard`` on a concrete local value: the transition, by the collectives."""
+    if _base.TRACER.get() is not None:  # the compiler's kernel generator asks: not a fusible op
+        raise OpArgumentError("[dist_reshard] a collective runs on concrete tensors only; it is not traced")
+    if attrs.get("grad_reduce"):
+        return _base.apply(_base.OPS["copy"], [t], {})[0]  # the forward of Megatron's f: identity
+    m = _mesh_of(attrs)
+    stepper = _Stepper(
+        attrs["tensor"], tuple(attrs["shape"]), m, m.coordinate(collective.get_rank()), attrs["why"]
+    )
+    with autograd.no_grad():
+        out = stepper.run(t, attrs["axis"], _dec(attrs["src"]), _dec(attrs["dst"]))
+        if out._block is t._block:  # a slice (or nothing moved) is a view: the op's result is its own
+            out = _base.apply(_base.OPS["copy"], [out], {})[0]
+    return out
+
+
+def _step_grad(node: autograd.Node, gouts: list[Tensor | None]) -> list[Tensor | None]:
+    """The reverse transition of a recorded step (the table's backward column), recorded too."""
+    g = gouts[0]
+    if g is None:
+        return [None]
+    a = node.attrs
+    src, dst = _dec(a["src"]), _dec(a["dst"])
+    k = _mesh_of(a).shape[a["axis"]]
+
+    def back(u: Tensor, s: Placement, d: Placement, **extra: Any) -> Tensor:
+        return _base.apply(RESHARD_STEP, [u], {**a, "src": _enc(s), "dst": _enc(d), **extra})[0]
+
+    if a.get("grad_reduce"):
+        return [back(g, Partial("sum"), Replicate(), grad_reduce="")]
+    if isinstance(dst, Partial):  # R -> P (after a gather when src shards): sum and max/min keep
+        if dst.reduce_type == "avg":
+            g = g * float(k)
+    if isinstance(src, Shard) and isinstance(dst, Shard):
+        return [back(g, dst, src)]
+    if isinstance(src, Shard):  # gathered: this rank's chunk of the gradient
+        return [back(g, Replicate(), src)]
+    if isinstance(src, Partial):
+        if src.reduce_type in ("max", "min"):
+            _no_grad_of(a["tensor"], src.reduce_type)
+        if isinstance(dst, Shard):  # reduce-scattered: the gradient gathered
+            g = back(g, dst, Replicate())
+        return [g * (1.0 / k) if src.reduce_type == "avg" else g]
+    if isinstance(dst, Shard):  # sliced: the gradient gathered
+        return [back(g, dst, Replicate())]
+    return [g]
+
+
+#: the IR op of one traced transition (``op.dist_reshard``; see above)
+RESHARD_STEP = OpDef(
+    "dist_reshard",
+    "composite",
+    _step_shape,
+    _step_grad,
+    decomposition=_run_step,
+    doc="one reshard transition on one mesh axis, run with the plugin's collectives",
+)
+
+
+def _register() -> None:
+    from ...ir import dialects
+
+    dialects.register(
+        dialects.OpInfo(
+            "op.dist_reshard",
+            frozenset({"composite", "side_effect_free", "infer_shape", "gradient"}),
+            RESHARD_STEP,
+            1,
+            (
+                "mesh",
+                "mesh_shape",
+                "dim_names",
+                "axis",
+                "src",
+                "dst",
+                "shape",
+                "tensor",
+                "why",
+                "grad_reduce",
+            ),
+        )
+    )
+
+
+#: set by :mod:`.static` while ``dist.to_static`` traces a step: distributed tensors may meet
+#: the tracer only then (``fw.jit.to_static`` alone would return bare local values)
+SPMD_TRACING: contextvars.ContextVar[bool] = contextvars.ContextVar("oarlock_spmd_tracing", default=False)
+
+
+def check_traceable(op: str) -> None:
+    """Refuse a distributed tensor in a program traced by anything but ``dist.to_static``."""
+    if _base.TRACER.get() is not None and not SPMD_TRACING.get():
+        raise OpArgumentError(
+            f"[{op}] a distributed tensor met a program being traced by fw.jit.to_static: outside "
+            "dist.to_static distributed tensors run eagerly only; call the function without "
+            "fw.jit.to_static, or trace the layer with dist.to_static(layer, loader, loss, optimizer)"
+        )
+
+
+def traced_step(
+    x: Any,
+    t: Tensor,
+    shape: tuple[int, ...],
+    mesh: ProcessMesh,
+    axis: int,
+    src: Placement,
+    dst: Placement,
+    why: str,
+    grad_reduce: str = "",
+) -> Tensor:
+    """Record one transition of ``t`` (this rank's value) into the program being traced."""
+    check_traceable("reshard")
+    if "op.dist_reshard" not in _REGISTERED:
+        _register()
+        _REGISTERED.add("op.dist_reshard")
+    attrs = {
+        "mesh": tuple(mesh.process_ids),
+        "mesh_shape": tuple(mesh.shape),
+        "dim_names": tuple(mesh.dim_names),
+        "axis": int(axis),
+        "src": _enc(src),
+        "dst": _enc(dst),
+        "shape": tuple(int(n) for n in shape),
+        "tensor": x if isinstance(x, str) else label(x),
+        "why": why,
+        "grad_reduce": grad_reduce,
+    }
+    _MESHES.setdefault((attrs["mesh"], attrs["mesh_shape"], attrs["dim_names"]), mesh)
+    return _base.apply(RESHARD_STEP, [t], attrs)[0]
+
+
+_REGISTERED: set[str] = set()

@@ -27,8 +27,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from adapter_api import OpArgumentError
-
 from ..._src.opdef import OpDef
 from ..._src.ops import base as _base
 from ..._src.ops import math as _math
@@ -37,7 +35,7 @@ from .dtensor import DistTensor, local_region
 from .functional import _lift, _mesh_of, reshape, run
 from .mesh import ProcessMesh
 from .placement import Replicate, Shard, chunk
-from .reshard import ensure_groups, reshard_local
+from .reshard import check_traceable, ensure_groups, reshard_local
 
 _LOW = "abcdefghijklmnop"
 
@@ -225,11 +223,7 @@ def intercept(op: OpDef, ins: list[Any], attrs: dict[str, Any]) -> Any:
     """Run ``op`` on inputs of which one at least is distributed (see the module docstring);
     a primitive's outputs come back as a list, a composite's as its value, None for a
     composite to decompose."""
-    if _base.TRACER.get() is not None:
-        raise OpArgumentError(
-            f"[{op.name}] a distributed tensor met a program being traced (to_static): distributed "
-            "tensors run eagerly only; call the function without fw.jit.to_static"
-        )
+    check_traceable(op.name)
     if op.kind == "view":
         return reshape(ins[0], attrs["shape"])
     rule = rule_of(op, attrs, ins)
