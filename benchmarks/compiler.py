@@ -12,9 +12,16 @@ Sections, per device:
   norm clipping): eager; ``to_static`` with the compiler off (``OARLOCK_COMPILE=0`` while
   the programs are traced); ``to_static`` with it (forward and backward programs fused);
   the same two with the whole step as one ``to_static`` function (loss and backward in the
-  program too, cross-entropy's log-softmax fused; the optimizer step runs after it eagerly).
+  program too, cross-entropy's log-softmax fused; the optimizer step runs after it as its
+  update program, framework.optim.fused). Rows marked "eager optimizer" run the optimizer
+  op by op (``fused=False``: what to_static did before the update program); "eager, fused
+  optimizer" is eager mode with the update program. "compiler off" rows run the eager
+  optimizer.
   On cpu the same model and step in torch eager and with ``torch.compile`` (forward and
   loss compiled), when torch is importable.
+- ``optim``: the optimizer step alone (the same AdamW with clipping over the model's
+  parameters): eager op by op, the update program (framework.optim.fused) unfused, and
+  fused; with the kernel launches per update.
 - ``predict``: the same model saved with ``fw.jit.save`` and run by a Predictor (batch 16 x
   64 tokens), with and without the compiler.
 - ``groups``: ``rms_norm``, ``layer_norm`` and ``softmax`` (float32, ``--shape``) as
@@ -116,8 +123,9 @@ def table(title: str, rows: dict[str, tuple[float, float]], ref: str) -> None:
 
 
 # -- the tiny Llama training step -----------------------------------------------------------
-def oarlock_step(device: str, static: bool, compiled: bool) -> Callable[[], float]:
+def oarlock_step(device: str, static: bool, compiled: bool, fused: bool | None = None) -> Callable[[], float]:
     task = build("tiny_llama", 0, device, static)
+    task.optimizer.fused = fused if compiled else False
     with fw.device(device):
         x, y = task.batch(0)
 
@@ -135,10 +143,12 @@ def oarlock_step(device: str, static: bool, compiled: bool) -> Callable[[], floa
     return step
 
 
-def oarlock_whole_step(device: str, compiled: bool) -> Callable[[], float]:
+def oarlock_whole_step(device: str, compiled: bool, fused: bool | None = None) -> Callable[[], float]:
     """The whole step as one ``to_static`` function: forward, loss and backward are one
-    program; the optimizer step runs right after it (as written, eagerly)."""
+    program; the optimizer step runs right after it (its update program, or with
+    ``fused=False`` eagerly op by op)."""
     task = build("tiny_llama", 0, device)
+    task.optimizer.fused = fused if compiled else False
     with fw.device(device):
         x, y = task.batch(0)
 
@@ -234,9 +244,12 @@ def torch_llama(compiled: bool) -> Callable[[], float] | None:
 def train_rows(device: str, steps: int, torch_rows: bool, torch_compile: bool) -> None:
     fns: dict[str, Callable[[], Any]] = {
         "oarlock eager": oarlock_step(device, False, False),
+        "oarlock eager, fused optimizer": oarlock_step(device, False, True, True),
         "oarlock to_static, compiler off": oarlock_step(device, True, False),
+        "oarlock to_static + compiler, eager optimizer": oarlock_step(device, True, True, False),
         "oarlock to_static + compiler": oarlock_step(device, True, True),
         "oarlock to_static whole step, compiler off": oarlock_whole_step(device, False),
+        "oarlock to_static whole step + compiler, eager opt.": oarlock_whole_step(device, True, False),
         "oarlock to_static whole step + compiler": oarlock_whole_step(device, True),
     }
     if device == "cpu" and torch_rows:
@@ -255,6 +268,46 @@ def train_rows(device: str, steps: int, torch_rows: bool, torch_compile: bool) -
         interleaved_cpu(fns, steps),
         "oarlock to_static + compiler",
     )
+
+
+def optim_rows(device: str, steps: int) -> None:
+    """The tiny Llama's optimizer step alone (AdamW with global-norm clipping over its
+    parameters, gradients set once): eager, the update program unfused (compiler off) and
+    fused."""
+    fns: dict[str, Callable[[], Any]] = {}
+    launches = {}
+    for label, fused, compiled in (
+        ("AdamW step eager", False, True),
+        ("AdamW step as a program, compiler off", True, False),
+        ("AdamW step as a program + compiler (fused)", True, True),
+    ):
+        task = build("tiny_llama", 0, device)
+        task.optimizer.fused = fused
+        with fw.device(device):
+            x, y = task.batch(0)
+        task.loss(task.model(x), y).backward()
+        opt = task.optimizer
+
+        def step(opt: Any = opt, compiled: bool = compiled) -> float:
+            if compiled:
+                opt.step()
+            else:
+                with compile_off():
+                    opt.step()
+            return float(opt._all_params()[0].numpy().reshape(-1)[0])
+
+        step()
+        fns[label] = step
+        if opt._fused_update is not None:
+            launches[label] = opt._fused_update.launches()
+    n = len(task.optimizer._all_params())
+    table(
+        f"tiny Llama optimizer step alone on {device}, {n} parameters (median of {steps})",
+        interleaved_cpu(fns, steps),
+        "AdamW step as a program + compiler (fused)",
+    )
+    for label, k in launches.items():
+        print(f"  kernel launches per update, {label}: {k}")
 
 
 # -- the Predictor --------------------------------------------------------------------------
@@ -357,7 +410,7 @@ def group_rows(device: str, shape: tuple[int, int], reps: int) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--devices", default="cpu,opencl")
-    ap.add_argument("--sections", default="train,predict,groups")
+    ap.add_argument("--sections", default="train,optim,predict,groups")
     ap.add_argument("--steps", type=int, default=10, help="timed training steps per variant")
     ap.add_argument("--reps", type=int, default=10, help="timed calls per Predictor / group variant")
     ap.add_argument("--shape", default="4096x4096", help="rows x n of the single-group section")
@@ -384,6 +437,8 @@ def main() -> None:
         print(f"\n##### {dev}: {fw.get_device_properties(dev).name}")
         if "train" in sections:
             train_rows(dev, args.steps, not args.no_torch, not args.no_torch_compile)
+        if "optim" in sections:
+            optim_rows(dev, args.steps)
         if "predict" in sections:
             predict_rows(dev, args.reps)
         if "groups" in sections:
