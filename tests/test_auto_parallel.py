@@ -386,3 +386,8 @@ def test_dist_to_static_traces_each_ranks_program_and_trains_like_eager() -> Non
         pred = [ln for ln in d["predict_program"].splitlines() if "op.dist_reshard" in ln]
         assert len(pred) == 2 and not any('grad_reduce = "sum"' in ln for ln in pred), pred
     assert proc.returncode == 0, proc.stdout[-3000:]
+    # the unmodified tiny Llama, tensor parallel, under dist.to_static: the eager TP curve
+    # (the rank script asserts it, rtol 1e-5, and prints both)
+    llama = launch.run([str(SCRIPTS / "ap_static.py"), "--llama", "1"], 2, timeout=240, collective_timeout=60)
+    assert llama.returncode == 0, llama.stdout[-3000:]
+    assert llama.stdout.count("reshard ops") == 2, llama.stdout[-3000:]

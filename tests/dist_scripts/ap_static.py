@@ -17,9 +17,43 @@ import framework as fw  # noqa: E402
 import framework.distributed as dist  # noqa: E402
 from framework.ir import print_program  # noqa: E402
 
-out = sys.argv[1]
 dist.init_parallel_env()
 n = dist.get_world_size()
+if sys.argv[1] == "--llama":  # by hand: `oarlock launch -n 2|4 tests/dist_scripts/ap_static.py --llama DP`
+    import examples.train_tiny_llama_tp as tp
+
+    dp, steps = int(sys.argv[2]), 4
+    eager_curve = tp.train(steps, dp=dp, tp=n // dp)[0]
+    fw.seed(0)
+    ids_all, vocab = tp.char_corpus()
+    llama = tp.TinyLlama(len(vocab), max_seq=32)
+    grid = dist.ProcessMesh(np.arange(n).reshape(dp, n // dp).tolist(), dim_names=["dp", "mp"])
+    dist.shard_layer(llama, grid, tp.tp_shard_fn("mp"))
+    adamw = fw.optim.AdamW(
+        learning_rate=3e-3,
+        parameters=llama.parameters(),
+        weight_decay=0.01,
+        grad_clip=fw.optim.ClipGradByGlobalNorm(1.0),
+    )
+
+    def lm_loss(logits, y):
+        return fw.nn.functional.cross_entropy(logits.reshape((-1, logits.shape[-1])), y.reshape((-1,)))
+
+    dm = dist.to_static(llama, None, lm_loss, dist.shard_optimizer(adamw))
+    rng, curve = np.random.default_rng(0), []
+    for _ in range(steps):  # the batches of examples/train_tiny_llama_tp.py
+        starts = rng.integers(0, len(ids_all) - 33, 8)
+        x = fw.to_tensor(np.stack([ids_all[s : s + 32] for s in starts]))
+        y = fw.to_tensor(np.stack([ids_all[s + 1 : s + 33] for s in starts]))
+        if dp > 1:
+            x = dist.shard_tensor(x, grid, [dist.Shard(0), dist.Replicate()])
+            y = dist.shard_tensor(y, grid, [dist.Shard(0), dist.Replicate()])
+        curve.append(float(dm(x, y).numpy()))
+    ops = print_program(dm.dist_main_program()).count("op.dist_reshard")
+    print(f"rank {dist.get_rank()}: eager {eager_curve}\n        to_static {curve} ({ops} reshard ops)")
+    np.testing.assert_allclose(curve, eager_curve, rtol=1e-5)
+    sys.exit(0)
+out = sys.argv[1]
 mesh = dist.ProcessMesh(list(range(n)), dim_names=["mp"])
 steps, din, hid = 4, 8, 16
 
