@@ -313,7 +313,8 @@ def test_auto_plan_scores_every_layout_and_its_plan_trains_like_one_process() ->
 
 def test_unmodified_ops_on_a_mesh_of_one_and_the_traced_program_error() -> None:
     """The framework's own ops on distributed tensors (a plain tensor beside one is taken as
-    replicated) give the plain values; a program being traced refuses distributed tensors."""
+    replicated) give the plain values; fw.jit.to_static refuses distributed tensors, dist.to_static
+    traces them (a training step and a prediction equal eager's; its argument errors)."""
     rng = np.random.default_rng(1)
     a, w = rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal((4, 5)).astype(np.float32)
     m = dist.ProcessMesh([0], dim_names=["mp"])
@@ -331,6 +332,31 @@ def test_unmodified_ops_on_a_mesh_of_one_and_the_traced_program_error() -> None:
 
     with pytest.raises(fw.OpArgumentError, match=r"\[matmul\] .*distributed tensors run eagerly only"):
         f(fw.to_tensor(a))
+
+    # dist.to_static traces them (a DistModel): one SGD step and a prediction equal eager's
+    def make() -> tuple[fw.nn.Linear, fw.optim.SGD]:
+        fw.seed(3)
+        lin = fw.nn.Linear(4, 5)
+        lin.weight = dist.shard_tensor(lin.weight, m, [dist.Shard(1)])
+        return lin, fw.optim.SGD(learning_rate=0.1, parameters=lin.parameters())
+
+    x, y = fw.to_tensor(a[:2]), fw.to_tensor(w[:2, :5])
+    lin, opt = make()
+    loss = fw.nn.functional.mse_loss(lin(x), y)
+    loss.backward()
+    opt.step()
+    lin2, opt2 = make()
+    dm = dist.to_static(lin2, None, fw.nn.functional.mse_loss, opt2)
+    np.testing.assert_allclose(dm(x, y).numpy(), loss.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(lin2.weight.numpy(), lin.weight.numpy(), rtol=1e-6)
+    assert dm.dist_main_program("train") is not None
+    np.testing.assert_allclose(dm.predict()(x).numpy(), lin(x).numpy(), rtol=1e-6)
+    with pytest.raises(fw.OpArgumentError, match=r"\[dist.to_static\] strategy="):
+        dist.to_static(lin2, strategy=object())
+    with pytest.raises(
+        fw.OpArgumentError, match=r"\[DistModel.train\] training needs a loss and an optimizer"
+    ):
+        dist.to_static(lin2).train()
 
 
 @needs_mpi
