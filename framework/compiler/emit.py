@@ -895,11 +895,10 @@ class OpenCLEmitter(_GroupEmitter):
 # exp in float for a loop the driver vectorises: PoCL's scalar exp is a call its loop
 # vectoriser cannot widen (softmax ran 15x a copy), this is plain arithmetic it can.
 # Cody-Waite reduction x = k ln2 + r, |r| <= ln2/2, Cephes' degree-7 polynomial, 2^k put into
-# the exponent bits (and one exact multiply by 2^-30..1 for subnormal results). Measured
-# against float64 exp over [-110, 95]: at most 1.0 ulp (rel. 8.3e-8), exp(-inf) = 0,
-# exp(+inf) = inf, NaN stays NaN, overflow past ln(FLT_MAX) to inf, underflow through the
-# subnormals to 0. Every step is one operation the vectoriser widens (no reassociation
-# risk: the only product of two scale factors is exact).
+# the exponent bits (and one multiply by 2^-30..1 for subnormal results, so reassociation
+# cannot overflow an intermediate). Against float64 exp over [-110, 95]: at most 1.0 ulp
+# (rel. 8.3e-8); exp(-inf) = 0, exp(+inf) = inf, NaN stays NaN, inf from the first float past
+# ln(FLT_MAX), subnormal results down to 0 (tests/opencl/test_opencl_row_exp.py).
 _CL_EXPF = r"""
 float oarlock_expf(float x) {
     float c = x < -104.0f ? -104.0f : x;
@@ -918,7 +917,7 @@ float oarlock_expf(float x) {
     p = (p * r) * r + r + 1.0f;
     const int ka = k < -120 ? -120 : k;
     p = as_float(as_int(p) + (ka << 23)) * as_float((k - ka + 127) << 23);
-    return x != x ? x : x > 88.72283935546875f ? ((float)INFINITY) : p;
+    return x != x ? x : x >= 88.72283935546875f ? ((float)INFINITY) : p;
 }"""
 
 
