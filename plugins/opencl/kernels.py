@@ -457,6 +457,24 @@ def matmul(ctx, outs, ins, **_):
     N = b.shape[-1]
     batch = math.prod(a.shape[:-2])
     dev, q = _env(ctx, a.dtype)
+    if dev.is_cpu and a.dtype in _BLK_CW and M < _BLK_RM:
+        # math.cl matmul_small: a few rows of A against B in place, one launch
+        dev.launch(
+            q,
+            dev.kernel("math", _NAMES[a.dtype], "matmul_small"),
+            (-(-N // _BLK_CW[a.dtype]), M, batch),
+            None,
+            c.buffer,
+            c.eoff,
+            a.buffer,
+            a.eoff,
+            b.buffer,
+            b.eoff,
+            _i64(M),
+            _i64(N),
+            _i64(K),
+        )
+        return
     if dev.is_cpu and a.dtype in _BLK_CW:
         # math.cl matmul_packed: pack A and B into panels, then one item per RM x CW block
         name, cw, rm = _NAMES[a.dtype], _BLK_CW[a.dtype], _BLK_RM

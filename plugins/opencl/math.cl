@@ -407,6 +407,37 @@ __kernel void matmul_pack_b(__global T* bp, __global const T* b, long bo, long K
         bp[i] = col < N ? b[bo + (bt * K + k) * N + col] : (T)0;
     }
 }
+// Few rows (a decoding step's matrix-vector products): packing costs two launches and a copy
+// of B per call for little reuse, so an item reads its row of A and CW columns of B in place
+// (one vector load of B per k, B's rows are contiguous) and sums over k in order.
+__kernel void matmul_small(__global T* c, long co, __global const T* a, long ao, __global const T* b,
+                           long bo, long M, long N, long K) {
+#pragma OPENCL FP_CONTRACT ON
+    long jb = get_global_id(0), row = get_global_id(1), bt = get_global_id(2);
+    long col = jb * MM_CW;
+    if (col >= N || row >= M) return;
+    __global const T* pa = a + ao + (bt * M + row) * K;
+    __global const T* pb = b + bo + bt * K * N + col;
+    c += co + (bt * M + row) * N + col;
+    if (col + MM_CW <= N) {
+        VT acc[MM_NV];
+        for (int v = 0; v < MM_NV; ++v) acc[v] = 0;
+        for (long k = 0; k < K; ++k) {
+            T ak = pa[k];
+            for (int v = 0; v < MM_NV; ++v) acc[v] = ak * vload8(v, pb + k * N) + acc[v];
+        }
+        for (int v = 0; v < MM_NV; ++v) vstore8(acc[v], v, c);
+        return;
+    }
+    long w = N - col;  // ragged edge: fewer than CW columns
+    T acc[MM_CW];
+    for (int j = 0; j < MM_CW; ++j) acc[j] = 0;
+    for (long k = 0; k < K; ++k) {
+        T ak = pa[k];
+        for (int j = 0; j < w; ++j) acc[j] = ak * pb[k * N + j] + acc[j];
+    }
+    for (int j = 0; j < w; ++j) c[j] = acc[j];
+}
 __kernel void matmul_packed(__global T* c, long co, __global const T* ap, __global const T* bp,
                             long M, long N, long K) {
 #pragma OPENCL FP_CONTRACT ON
