@@ -110,6 +110,42 @@ def rows_for(
 
         out["oarlock hand-fused (numpy)"] = fused
     out["oarlock generated"] = fw_fn
+    if op == "softmax":
+        out.update(softmax_before_after(xn, device))
+    return out
+
+
+def softmax_before_after(xn: np.ndarray, device: str) -> dict[str, Callable[[], Any]]:
+    """The generated softmax kernel launched directly, as built now and as it was before the row
+    math work of issue #14 (the same source with one change undone), side by side: on cpu the
+    exp values kept for the last pass went to the output row, not the streamed row buffer; on
+    OpenCL (PoCL) the driver's ``exp`` instead of the vectorisable ``oarlock_expf``."""
+    import re
+
+    x = fw.to_tensor(xn, device=device)
+    src = compiler.generated_source("softmax", x, axis=-1)
+    rows = np.int64(xn.shape[0])
+    if device == "cpu":
+        before = re.sub(r"dst0\[j\] = (v\d+);  /\* kept", r"out0[r * N + j] = \1;  /* kept", src)
+        before = re.sub(r"= dst0\[j\];", "= out0[r * N + j];", before)
+    else:
+        before = src.replace("oarlock_expf(v", "exp(v")
+    if before == src:
+        return {}
+    comp = compiler.compiler_for(fw.Device(device))
+    entry = re.search(r"void (\w+)\(", src.split("#define N")[1]).group(1)
+    out: dict[str, Callable[[], Any]] = {}
+    for label, s in (("kernel now", src), ("kernel before #14", before)):
+        if device == "cpu":
+            prog, yn = compiler.compile_source(s, entry, device), np.empty_like(xn)
+            out[f"softmax {label}"] = lambda p=prog, y=yn: comp.launch(p, [xn, y, rows], (1,), None, None)
+        else:
+            prog = compiler.compile_source(s, entry, device, options=("-cl-unsafe-math-optimizations",))
+            y = fw.to_tensor(np.empty_like(xn), device=device)
+            for wg in (1, 64):
+                out[f"softmax {label}, wg {wg}"] = lambda p=prog, y=y, wg=wg: compiler.launch(
+                    p, [x, y, rows], (int(rows),), (wg,), device
+                )
     return out
 
 
