@@ -407,6 +407,8 @@ def test_pass_manager_levels_statistics_and_printing(monkeypatch):
     text = out.getvalue()
     assert "IR before pass 'cse'" in text and "IR after pass 'cse'" in text and "pass 'fold'" not in text
     assert text.count("op.exp") == 3  # two before CSE, one after
+    monkeypatch.setenv("OARLOCK_PRINT_IR", "1")  # the switch form, as the reshard log reads it
+    assert passes.PassManager.level("O2").print_ir == {"all"}
     monkeypatch.setenv("OARLOCK_PRINT_IR", "csee")
     with pytest.raises(fw.OarlockError, match=r"OARLOCK_PRINT_IR names \['csee'\]"):
         passes.PassManager.level("O2")

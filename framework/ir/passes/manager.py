@@ -9,7 +9,7 @@ around a named pass and verification after each pass in debug mode.
 Environment:
 
 - ``OARLOCK_PRINT_IR=cse`` prints the program before and after the pass named ``cse``
-  (comma-separated names; ``all`` for every pass) to stderr;
+  (comma-separated names; ``all`` or ``1`` for every pass) to stderr;
 - ``OARLOCK_VERIFY_IR=1`` (debug mode) verifies the program after every pass and names the
   pass that broke it.
 """
@@ -126,6 +126,8 @@ class PassManager:
             print_ir = os.environ.get("OARLOCK_PRINT_IR", "")
         names = print_ir.split(",") if isinstance(print_ir, str) else list(print_ir)
         self.print_ir = {n.strip() for n in names if n.strip()}
+        if self.print_ir & {"1", "true", "yes", "on"}:  # the switch form (as for the reshard log)
+            self.print_ir = {"all"}
         unknown = self.print_ir - set(PASSES) - {"all"}
         if unknown:
             raise IRError(
