@@ -50,7 +50,8 @@ def test_block_is_reused_across_streams_once_the_work_is_done():
         x = fw.tensor(np.ones(N + 1, np.float32))  # another size class than the test above
         y = x + 1.0
         freed = x._block.handle
-        del x
+        del x  # filed, with its event, at the next allocation (never inside the finaliser)
+        _ = fw.zeros([1])
         a.synchronize()  # the work that read x is done: its free-time event has completed
     hits = alloc.num_cache_hits
     with fw.stream(b):
@@ -107,3 +108,35 @@ def test_block_used_on_a_second_stream_waits_for_that_stream():
         a.synchronize()
     assert w._block.handle is freed
     np.testing.assert_array_equal(z.numpy(), np.full(N + 3, 9.0, np.float32))
+
+
+def test_a_free_made_by_a_finaliser_never_calls_into_the_plugin():
+    """Block.__del__ can run inside the plugin's own code (the garbage collector may run
+    while a ThreadPoolExecutor's submit holds its lock to start a worker); recording the
+    free-time event there re-entered that submit and hung. The free is filed, with its
+    event, at the next allocation instead."""
+    a, b = fw.Stream("cpu"), fw.Stream("cpu")
+    alloc = _dev.allocator_of(_dev.parse("cpu"))
+    calls: list[str] = []
+    rt = alloc.runtime
+    with fw.stream(a):
+        x = fw.tensor(np.ones(N + 3, np.float32))
+    with fw.stream(b):  # two streams used: frees from now on need events
+        real = rt.record_event
+
+        def counting(ev, stream):
+            calls.append("record_event")
+            return real(ev, stream)
+
+        rt.record_event = counting
+        try:
+            freed = x._block.handle
+            del x  # the finaliser: no plugin call
+            assert calls == []
+            z = fw.zeros([N + 3])  # the next allocation files it (its event recorded now)
+            b.synchronize()
+        finally:
+            del rt.record_event
+    assert calls, "the deferred free recorded no event"
+    a.synchronize()
+    assert z._block.handle is not freed or alloc._events.get(id(freed)) is None

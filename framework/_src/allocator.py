@@ -9,7 +9,9 @@ Streams. Work queued on a stream may still read a block after its tensor died, s
 block goes back to the pool of the stream it was allocated on (:attr:`Block.stream`, the
 device's current stream at allocation): later work on that stream runs after the queued
 work, so it may reuse the block at once. Another stream takes it only once an event recorded
-on the block's stream at free time has completed (while only one stream was ever used, no
+on the block's stream at free time has completed (a free comes from a finaliser, which must
+not call into the plugin, so that event is recorded at the next allocation: it covers at
+least the work queued when the block was freed) (while only one stream was ever used, no
 event is recorded: the free costs what it did; nor for the ``None`` stream, the contract's
 synchronous queue). A block used on a further stream
 (:meth:`CachingAllocator.record_stream`, PyTorch's ``record_stream``; the executor calls it
@@ -21,7 +23,7 @@ work still uses the buffer).
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import defaultdict, deque
 from typing import Any
 
 from adapter_api import OutOfMemoryError
@@ -81,6 +83,10 @@ class CachingAllocator:
         #: blocks used on further streams, not reusable until their events complete:
         #: (handle, size, stream, events)
         self._pending: list[tuple[Any, int, Any, list[Any]]] = []
+        #: frees that need an event, made by finalisers: recorded at the next allocation, never
+        #: inside the finaliser (it may run while the plugin's own code holds a lock — a
+        #: ThreadPoolExecutor's submit starting a thread — and recording calls into the plugin)
+        self._deferred: deque[tuple[Any, int, Any, list[Any] | None]] = deque()
         self.allocated = 0
         self.reserved = 0
         self.peak_allocated = 0
@@ -97,6 +103,8 @@ class CachingAllocator:
         else:
             size = round_size(nbytes)
         self.num_requests += 1
+        if self._deferred:
+            self._drain()
         pool = self._free.get(size)
         if pool:
             handle = pool.pop()
@@ -126,6 +134,8 @@ class CachingAllocator:
         pool holds with an event (it was freed without one)."""
         if stream is self.stream:
             return
+        if self._deferred:
+            self._drain()
         if not self.multi:
             self._go_multi()
         self.stream = stream
@@ -236,21 +246,33 @@ class CachingAllocator:
             self.reserved -= block.size
             self.num_device_frees += 1
             self.runtime.free(self.index, block.handle)
-        elif block.uses:
-            evs = [self._record(s) for s in (block.stream, *block.uses)]
-            self._pending.append((block.handle, block.size, block.stream, [e for e in evs if e is not None]))
-        elif block.stream is self.stream:
-            self._free[block.size].append(block.handle)
-            if self.multi:
-                self._mark(block.handle, block.stream)
+        elif not block.uses and not self.multi and block.stream is self.stream:
+            self._free[block.size].append(block.handle)  # one stream: no event, no plugin call
         else:
-            self._pool_of(block.stream)[block.size].append(block.handle)
-            self._mark(block.handle, block.stream)
+            self._deferred.append((block.handle, block.size, block.stream, block.uses))
+
+    def _drain(self) -> None:
+        """File the deferred frees: record their events (now, outside any finaliser: the
+        event covers at least the work queued when the block was freed) and pool them."""
+        d = self._deferred
+        while d:
+            h, size, stream, uses = d.popleft()
+            if uses:
+                evs = [self._record(s) for s in (stream, *uses)]
+                self._pending.append((h, size, stream, [e for e in evs if e is not None]))
+            elif stream is self.stream:
+                self._free[size].append(h)
+                if self.multi:
+                    self._mark(h, stream)
+            else:
+                self._pool_of(stream)[size].append(h)
+                self._mark(h, stream)
 
     def empty_cache(self) -> None:
         """Return every cached (unused) block to the device, once the work queued when it
         was freed is done."""
         rt = self.runtime
+        self._drain()
         pending = [(h, size, evs) for h, size, _, evs in self._pending]
         self._pending = []
         for pools in self._pools.values():
