@@ -56,7 +56,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import framework as fw  # noqa: E402
 import framework.nn.functional as F  # noqa: E402
-from benchmarks.rmsnorm import c_copy_ms  # noqa: E402
+from benchmarks.rmsnorm import c_copy_ms, compose_eager  # noqa: E402
+from benchmarks.rmsnorm import median_ms as rmsnorm_median_ms  # noqa: E402
 from examples.models import build  # noqa: E402
 from framework.static import InputSpec  # noqa: E402
 
@@ -64,14 +65,7 @@ EPS = 1e-6
 
 
 def median_ms(fn: Callable[[], Any], reps: int, warmup: int = 2) -> float:
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
+    return rmsnorm_median_ms(fn, lambda: None, reps, warmup)
 
 
 def interleaved(fns: dict[str, Callable[[], Any]], reps: int, warmup: int = 2) -> dict[str, float]:
@@ -99,18 +93,8 @@ def interleaved_cpu(
     }
 
 
-class compile_off:
-    """``with compile_off():`` traces (and runs) with ``OARLOCK_COMPILE=0``."""
-
-    def __enter__(self) -> None:
-        self.old = os.environ.get("OARLOCK_COMPILE")
-        os.environ["OARLOCK_COMPILE"] = "0"
-
-    def __exit__(self, *exc: object) -> None:
-        if self.old is None:
-            os.environ.pop("OARLOCK_COMPILE", None)
-        else:
-            os.environ["OARLOCK_COMPILE"] = self.old
+#: ``with compile_off():`` traces (and runs) with ``OARLOCK_COMPILE=0``
+compile_off = compose_eager
 
 
 def table(title: str, rows: dict[str, tuple[float, float]], ref: str) -> None:

@@ -15,25 +15,16 @@ Cases (medians over repeats of the mean time per call, under ``fw.no_grad``):
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
 import numpy as np
 
 import framework as fw
+from benchmarks.dispatch import bench as dispatch_bench
 from framework.static.nn import cond, while_loop
 
 
 def bench(fn, number: int, repeat: int) -> float:
-    fn()
-    fn()
-    runs = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        runs.append((time.perf_counter() - t0) / number * 1e6)
-    return statistics.median(runs)
+    return dispatch_bench(fn, number, repeat, warmup=2)
 
 
 def main() -> None:
