@@ -56,7 +56,39 @@ def _binding(symbols: tuple[str, ...], probe: int) -> dict[str, int]:
     return {s: values[k % len(values)] + 64 * (k // len(values)) for k, s in enumerate(symbols)}
 
 
+#: a reduction over every axis is one row of the flat view up to this many elements (past it,
+#: one work-group, or one thread, per tensor is slower than the device's reduction kernel)
+WHOLE_MAX = 1 << 20
+_REDUCTIONS = ("op.sum", "op.max", "op.min")
+
+
+def _flat_main(body: Program, binding: dict[str, int]) -> TensorType | None:
+    """The flat type ``(numel,)`` of the value a reduction over every axis reads (a
+    gradient's sum of squares for the global-norm clip), when the group has one."""
+    for op in body.block.ops:
+        if op.name not in _REDUCTIONS or not op.operands:
+            continue
+        t = op.operands[0].type
+        if (
+            not isinstance(t, TensorType)
+            or t.rank < 2
+            or sorted(op.attrs.get("axes", ())) != list(range(t.rank))
+        ):
+            continue
+        numel = math.prod(t.concrete(binding))
+        syms = [d for d in t.shape if isinstance(d, SymDim)]
+        if len(syms) > 1 or (syms and len(syms[0].terms) != 1) or not 0 < numel <= WHOLE_MAX:
+            return None  # the flat length would not be affine in the symbols
+        rest = math.prod(d for d in t.shape if not isinstance(d, SymDim))
+        flat = SymDim.make({syms[0].terms[0][0]: syms[0].terms[0][1] * rest}) if syms else rest
+        return TensorType((flat,), t.dtype, t.device)
+    return None
+
+
 def _main(body: Program, binding: dict[str, int]) -> TensorType:
+    flat = _flat_main(body, binding)
+    if flat is not None:
+        return flat
     values = [*body.inputs, *(r for op in body.block.ops for r in op.results)]
     best: TensorType | None = None
     size = -1

@@ -59,8 +59,10 @@ class Geometry:
 
     def kind_of_input(self, shape: tuple[int, ...]) -> tuple[bool, bool]:
         size = math.prod(shape)
-        if shape == self.shape or (
-            self.rows > 1 and shape and shape[-1] == self.n and size == self.rows * self.n
+        if (
+            shape == self.shape
+            or self.flat(shape)
+            or (self.rows > 1 and shape and shape[-1] == self.n and size == self.rows * self.n)
         ):
             return True, True  # the same elements in the same order: (1024, 64) as (16, 64, 64)
         if size == 1:
@@ -71,13 +73,18 @@ class Geometry:
             return True, False
         raise NotFusible(f"input of shape {shape} fits no kind for rows of {self.shape}")
 
+    def flat(self, shape: tuple[int, ...]) -> bool:
+        """Whether ``shape`` is the one row of a flat view: ``(6, 5)`` under ``(30,)`` (a sum
+        over every axis of a tensor is a reduction along the row of its flat view)."""
+        return self.rows == 1 and len(shape) > 1 and math.prod(shape) == self.n
+
     def check(self, shape: tuple[int, ...], node: ir.Node) -> None:
         """A value of ``shape`` may hold ``node``: its kind, or a broadcast of it (a per-row
         value expanded along the row keeps its kind; the kernel reads it where its kind says)."""
         if node.op == _ROWSUM:
             return
         size = math.prod(shape)
-        full = bool(shape) and shape[-1] == self.n and size == self.rows * self.n
+        full = (bool(shape) and shape[-1] == self.n and size == self.rows * self.n) or self.flat(shape)
         if node.row and node.col:
             ok = full
         elif node.col:
@@ -152,7 +159,8 @@ class _Tracer:
             node = b.unary(_ROWSUM, args[0])
         elif role == "reduce":
             x = ins[0]
-            if tuple(attrs["axes"]) != (x.ndim - 1,) or x.shape[-1] != self.geo.n:
+            whole = self.geo.flat(x.shape) and sorted(attrs["axes"]) == list(range(x.ndim))
+            if not whole and (tuple(attrs["axes"]) != (x.ndim - 1,) or x.shape[-1] != self.geo.n):
                 raise NotFusible(f"'{name}' over axes {attrs['axes']} of {x.shape} is not along the row")
             if not args[0].col:
                 raise NotFusible(f"'{name}' of a value constant along the row")
@@ -226,7 +234,9 @@ def trace(
         nodes.append(node)
         metas.append((tuple(o.shape), o.dtype))
         out_col.append(
-            rowsum or (math.prod(o.shape) == geo.rows * geo.n and bool(o.shape) and o.shape[-1] == geo.n)
+            rowsum
+            or geo.flat(tuple(o.shape))
+            or (math.prod(o.shape) == geo.rows * geo.n and bool(o.shape) and o.shape[-1] == geo.n)
         )
     if any(not c and math.prod(s) != geo.rows for c, (s, _) in zip(out_col, metas)):
         raise NotFusible("an output is neither a full row nor one value per row")

@@ -346,6 +346,17 @@ class Fusion(Pass):
                         return False  # a path leaves the group and comes back
             return True
 
+        #: the longest chain of groups up to a group (itself included: ``depth``) or an op
+        #: outside groups (``chain``); an op joins its deepest neighbour first, which keeps the
+        #: chain, and with it the horizontal fusion's levels, short (a global norm's sum of
+        #: squares feeds one chain of adds, not one add per parameter's group)
+        depth: dict[int, int] = {}
+        chain: dict[Operation, int] = {}
+
+        def out(p: Operation) -> int:
+            g = gid(p)
+            return chain.get(p, 0) if g is None else depth[g] + 1
+
         order = {op: k for k, op in enumerate(program.block.ops)}
         for op in program.block.ops:
             producers = [d for d in (v.defining_op for v in _reads(op)) if d is not None]
@@ -359,7 +370,7 @@ class Fusion(Pass):
                 continue
             near = list(dict.fromkeys(g for g in (gid(p) for p in reversed(producers)) if g is not None))
             tries = [near] if len(near) > 1 else []  # join them all up first, then one by one
-            tries += [[g] for g in near]
+            tries += sorted(([g] for g in near), key=lambda ids: -depth[ids[0]])
             placed = None
             for ids in tries:
                 ops = sorted((m for g in ids for m in members[g]), key=lambda m: order[m])
@@ -367,8 +378,10 @@ class Fusion(Pass):
                 if convex(ops, set(ids)) and fits(ops):
                     placed = ids
                     break
+            outside = [out(p) for p in producers if gid(p) not in (placed or ())]
             if placed is not None:
                 g0 = placed[0]
+                depth[g0] = max([depth[g] for g in placed] + outside)
                 for g in placed[1:]:
                     parent[g] = g0
                     members[g0] += members.pop(g)
@@ -380,6 +393,9 @@ class Fusion(Pass):
                 parent[g] = g
                 members[g] = [op]
                 group_of[op] = g
+                depth[g] = max(outside, default=0)
+            else:
+                chain[op] = max(outside, default=0)
         return list(members.values())
 
     def _print(self, made: list[tuple[Group, str]]) -> None:
