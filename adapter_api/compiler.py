@@ -49,6 +49,7 @@ Example::
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 
@@ -84,3 +85,14 @@ class Compiler:
         scalars (``np.int64``, ``np.float32``) in the kernel's parameter order. ``grid`` is
         the global work size (CPU: the number of independent rows the C function loops over)."""
         raise NotImplementedError("need launch")
+
+    def bind(
+        self, program: Any, args: list[Any], grid: tuple[int, ...], local: tuple[int, ...] | None, stream: Any
+    ) -> Callable[[], None] | None:
+        """Optional fast path: a zero-argument call that does what :meth:`launch` with these
+        arguments does, its arguments converted once (CPU: data pointers cast once; OpenCL:
+        ``set_args`` once). The core binds a kernel of a program once and calls the result on
+        every run, binding again when an argument's memory changes; the arrays in ``args``
+        stay alive while the call is held. ``None`` (the default) makes the core call
+        :meth:`launch` each time."""
+        return None

@@ -138,24 +138,33 @@ def test_the_cpu_runtime_declines_replays_that_copy_more_than_they_save():
         np.testing.assert_allclose(ex(fw.to_tensor(a))[0].numpy(), np.exp(a), rtol=1e-6)
     stats = ex.memory_stats({"s0": 1 << 20})
     assert not stats["graph"] and "too many for 1 launches" in stats["graph_off"]
-    # a layer whose parameters an optimizer moves every step: the first replay copies them in,
-    # then the plan goes back to its list (8 MiB of weights per step for three launches)
-    fw.manual_seed(0)
-    eager = fw.nn.Linear(1024, 1024)
-    fw.manual_seed(0)
-    static = fw.jit.to_static(fw.nn.Linear(1024, 1024))
-    x = fw.to_tensor(np.random.default_rng(1).standard_normal((2, 1024)).astype(np.float32))
-    opts = [fw.optim.SGD(learning_rate=0.1, parameters=m.parameters()) for m in (eager, static)]
-    for _ in range(4):
-        with fw.no_grad():
-            ys = [m(x).numpy() for m in (eager, static)]
-        np.testing.assert_allclose(ys[1], ys[0], rtol=1e-5, atol=1e-5)
-        for m, opt in zip((eager, static), opts):
-            m.weight.grad = fw.ones([1024, 1024]) * 0.01
-            opt.step()
-            opt.clear_grad()
-    stats = static.forward.programs[0].executor.memory_stats({})
-    assert not stats["graph"] and "too many" in stats["graph_off"]
+    # a layer whose parameters an optimizer moves every step (the eager update, op by op): the
+    # first replay copies them in, then the plan goes back to its list (8 MiB of weights per
+    # step for three launches); the update program writes them in place: the replay stays
+    for fused, replayed in ((False, False), (True, True)):
+        fw.manual_seed(0)
+        eager = fw.nn.Linear(1024, 1024)
+        fw.manual_seed(0)
+        static = fw.jit.to_static(fw.nn.Linear(1024, 1024))
+        x = fw.to_tensor(np.random.default_rng(1).standard_normal((2, 1024)).astype(np.float32))
+        opts = [
+            fw.optim.SGD(learning_rate=0.1, parameters=m.parameters(), fused=fused) for m in (eager, static)
+        ]
+        storage = static.weight._block
+        for _ in range(4):
+            with fw.no_grad():
+                ys = [m(x).numpy() for m in (eager, static)]
+            np.testing.assert_allclose(ys[1], ys[0], rtol=1e-5, atol=1e-5)
+            for m, opt in zip((eager, static), opts):
+                m.weight.grad = fw.ones([1024, 1024]) * 0.01
+                opt.step()
+                opt.clear_grad()
+        stats = static.forward.programs[0].executor.memory_stats({})
+        assert (static.weight._block is storage) is replayed
+        if replayed:
+            assert stats["graph"], stats["graph_off"]
+        else:
+            assert not stats["graph"] and "too many" in stats["graph_off"]
 
 
 def test_a_cpu_capture_refuses_to_wait_and_ends_cleanly():
@@ -324,3 +333,87 @@ def test_the_static_tier_checks_graph_replays_and_catches_a_broken_one(monkeypat
         monkeypatch.setattr(cpu_runtime.CPUGraph, "run", lambda g: [call() for call in g.calls[:-1]])
         with pytest.raises(CheckFailure, match=r"mul\[float32\] .* a graph replay\)"):
             static.primitive_case("mul", "float32", "cpu")
+
+
+# -- outputs written in place (Executor(inplace=...)) ----------------------------------------
+UPDATE = (
+    "module @upd(%0: tensor<[s0], float32, cpu>, %1: tensor<[s0], float32, cpu>) -> "
+    "(tensor<[s0], float32, cpu>, tensor<[s0], float32, cpu>) {\n"
+    "  %2 = op.mul(%1, %1) : tensor<[s0], float32, cpu>\n"
+    "  %3 = op.sub(%0, %2) : tensor<[s0], float32, cpu>\n"
+    "  builtin.return(%3, %2)\n"
+    "}\n"
+)
+# the input is read after the output that replaces it is computed: a copy at the end
+LATE_READ = (
+    "module @late(%0: tensor<[s0], float32, cpu>) -> (tensor<[s0], float32, cpu>, tensor<[s0], float32, cpu>) {\n"
+    "  %1 = op.exp(%0) : tensor<[s0], float32, cpu>\n"
+    "  %2 = op.add(%0, %1) : tensor<[s0], float32, cpu>\n"
+    "  builtin.return(%1, %2)\n"
+    "}\n"
+)
+
+
+@pytest.mark.parametrize("graphs", [False, True])
+def test_outputs_written_in_place_keep_the_inputs_storage(graphs):
+    rng = np.random.default_rng(0)
+    p0, g = rng.standard_normal(1000).astype(np.float32), rng.standard_normal(1000).astype(np.float32)
+    ex = ir.Executor(ir.parse_program(UPDATE), "cpu", graphs=graphs, inplace={0: 0})
+    p, gt = fw.to_tensor(p0), fw.to_tensor(g)
+    storage, want = p._block, p0.copy()
+    for _ in range(4):
+        new, sq = ex(p, gt)
+        want = want - g * g
+        assert new is p and p._block is storage  # returned as its input, in its storage
+        np.testing.assert_allclose(p.numpy(), want, rtol=1e-6)
+        np.testing.assert_allclose(sq.numpy(), g * g, rtol=1e-6)
+    stats = ex.memory_stats({"s0": 1000})
+    assert stats["instructions"] == 2  # written straight into p: no copy
+    assert stats["graph"] is (graphs and stats["graph_offered"])
+    # another tensor (other storage) is updated in its own storage too
+    q = fw.to_tensor(p0)
+    assert ex(q, gt)[0] is q
+    np.testing.assert_allclose(q.numpy(), p0 - g * g, rtol=1e-6)
+    np.testing.assert_allclose(p.numpy(), want, rtol=1e-6)  # p untouched by q's run
+
+
+def test_an_input_read_after_its_replacement_is_written_through_a_copy():
+    x0 = np.linspace(-1, 1, 64, dtype=np.float32)
+    ex = ir.Executor(ir.parse_program(LATE_READ), "cpu", graphs=False, inplace={0: 0})
+    x = fw.to_tensor(x0)
+    e, s = ex(x)
+    assert e is x
+    np.testing.assert_allclose(x.numpy(), np.exp(x0), rtol=1e-6)
+    np.testing.assert_allclose(s.numpy(), x0 + np.exp(x0), rtol=1e-6)  # read the old x
+    assert ex.memory_stats({"s0": 64})["instructions"] == 3  # exp, add, copy into x
+
+
+def test_inplace_errors_name_the_argument():
+    prog = ir.parse_program(UPDATE)
+    with pytest.raises(fw.OpArgumentError, match="output index 2 out of range"):
+        ir.Executor(prog, "cpu", inplace={2: 0})
+    with pytest.raises(fw.OpArgumentError, match="an input is given for two outputs"):
+        ir.Executor(prog, "cpu", inplace={0: 0, 1: 0})
+    ex = ir.Executor(prog, "cpu", inplace={0: 0})
+    p = fw.to_tensor(np.ones(8, np.float32))
+    with pytest.raises(fw.OpArgumentError, match="input 0 of @upd is written in place, but input 1 shares"):
+        ex(p, p)
+    np.testing.assert_array_equal(p.numpy(), np.ones(8, np.float32))  # nothing was written
+
+
+def test_fused_kernels_are_bound_once_through_the_compile_access():
+    # Compiler.bind: the cpu plugin casts the data pointers once; a run calls the bound cffi
+    # function, and a new input's memory rebinds only the instructions that read it
+    from framework.compiler import has_compile_access
+
+    if not has_compile_access(_dev.parse("cpu")):
+        pytest.skip("no C compiler for the cpu plugin")
+    f = fw.jit.to_static(lambda x: F.silu(x * 2.0 + 1.0) * x)
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        a = rng.standard_normal((4, 33)).astype(np.float32)
+        want = (a * 2 + 1) / (1 + np.exp(-(a * 2 + 1))) * a
+        np.testing.assert_allclose(f(fw.to_tensor(a)).numpy(), want, rtol=1e-5, atol=1e-6)
+    plan = next(iter(f.programs[0].executor._plans.values()))
+    fused = [b for b, n in zip(plan.bound, plan.names) if n.startswith("fused.")]
+    assert fused and all(isinstance(b, functools.partial) and hasattr(b, "keep") for b in fused)

@@ -303,11 +303,15 @@ def _launcher(g: fusion.Group, low: Lowered, kernel: Kernel, device_type: str) -
         outs, finish = partial_sums(ctx, outs, sums)  # the scratch rows live as long as the binding
         args, stream = [*ins, *outs, *tail], ctx.stream
         loc = work_group(ctx, tuple(dims), comp, prog, args, loc)
+        fast = comp.bind(prog, args, grid, loc, stream) if hasattr(comp, "bind") else None
         if finish is None:
-            return lambda: comp.launch(prog, args, grid, loc, stream)
+            return fast or (lambda: comp.launch(prog, args, grid, loc, stream))
 
         def call() -> None:
-            comp.launch(prog, args, grid, loc, stream)
+            if fast is not None:
+                fast()
+            else:
+                comp.launch(prog, args, grid, loc, stream)
             finish()
 
         return call

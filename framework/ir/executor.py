@@ -53,7 +53,17 @@ class Executor:
     """Runs a :class:`Program` on one device.
 
     ``params`` maps each ``builtin.parameter`` name to its tensor (shared, not copied);
-    ``constants`` maps each named ``builtin.constant`` to a tensor or array."""
+    ``constants`` maps each named ``builtin.constant`` to a tensor or array.
+
+    ``inplace`` maps output indices to input indices: output ``k`` is written into the
+    storage of input ``inplace[k]`` (of the same type) and the run returns that input tensor
+    for it, as an in-place update (``p.add_(...)``) would; the caller's storage stays where
+    it is, so a repeated call binds nothing anew (an optimizer's update of its parameters and
+    states). The kernel that computes the output writes straight into the input when nothing
+    reads the input after it and it reads the input element-wise only (the same index it
+    writes); otherwise the output is computed into a buffer of the plan and copied into the
+    input at the end of the run. An input given for an in-place output must not share storage
+    with another input."""
 
     def __init__(
         self,
@@ -62,6 +72,7 @@ class Executor:
         params: Mapping[str, Tensor] | None = None,
         constants: Mapping[str, Any] | None = None,
         graphs: bool | None = None,
+        inplace: Mapping[int, int] | None = None,
     ) -> None:
         verify(program)
         self.device = _dev.parse(device) if not isinstance(device, _dev.Device) else device
@@ -78,12 +89,37 @@ class Executor:
         #: the inputs' (shape, dtype, device) of the last call and its plan: a call with the
         #: same metadata skips the checks and the binding
         self._last: tuple[tuple[tuple[Any, ...], ...], _Plan] | None = None
+        self.inplace = self._check_inplace(program, dict(inplace or {}))
         for op in program.block.ops:
             if op.name == "builtin.parameter" and op.attrs["name"] not in self.params:
                 raise IRError(
                     f"[executor] @{program.name} reads parameter '{op.attrs['name']}', which was not given; "
                     f"pass every parameter of the program (got {sorted(self.params)[:5]})"
                 )
+
+    @staticmethod
+    def _check_inplace(program: Program, inplace: dict[int, int]) -> dict[int, int]:
+        n_in, outs = len(program.inputs), program.outputs
+        where = f"[executor] inplace of @{program.name}"
+        for k, j in inplace.items():
+            if not (isinstance(k, int) and 0 <= k < len(outs)):
+                raise OpArgumentError(
+                    f"{where}: output index {k!r} out of range; the program has {len(outs)} outputs"
+                )
+            if not (isinstance(j, int) and 0 <= j < n_in):
+                raise OpArgumentError(
+                    f"{where}: input index {j!r} out of range; the program has {n_in} inputs"
+                )
+            if outs[k].type != program.inputs[j].type:
+                raise OpArgumentError(
+                    f"{where}: output {k} is {outs[k].type}, input {j} is {program.inputs[j].type}; an "
+                    f"output written in place needs an input of the same type"
+                )
+        if len(set(inplace.values())) != len(inplace):
+            raise OpArgumentError(f"{where}: an input is given for two outputs ({inplace}); one each")
+        if len({outs[k] for k in inplace}) != len(inplace):
+            raise OpArgumentError(f"{where}: two outputs given in place are the same value; one each")
+        return inplace
 
     def bind(self, inputs: Sequence[Tensor]) -> dict[str, int]:
         """The value of each symbol, read from the inputs' shapes; checks every static dim."""
@@ -255,6 +291,82 @@ class _Eager:
             self.plan.set(s, t)
 
 
+class _CopyBack:
+    """An in-place output copied into its input's storage at the end of a run, through the
+    runtime, where the device registers no ``copy`` kernel."""
+
+    __slots__ = ("plan", "src", "dst")
+
+    def __init__(self, plan: _Plan, src: int, dst: int) -> None:
+        self.plan, self.src, self.dst = plan, src, dst
+
+    def __call__(self) -> None:
+        plan = self.plan
+        s, d = plan.slots[self.src], plan.slots[self.dst]
+        assert s is not None and d is not None
+        ctx = plan.ctx
+        n = s.size * s.dtype.itemsize
+        ctx.runtime.copy_d2d(
+            ctx.device_index, d._block.handle, d._offset, s._block.handle, s._offset, n, ctx.stream, False
+        )
+
+
+def _check_overlap(ex: Executor, inputs: Sequence[Tensor]) -> None:
+    """An input written in place must not share storage with another input."""
+    spans: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
+    for j, t in enumerate(inputs):
+        spans[id(t._block)].append((t._offset, t._offset + t.size * t.dtype.itemsize, j))
+    own = ex.inplace.values()
+    for j in own:
+        t = inputs[j]
+        lo, hi = t._offset, t._offset + t.size * t.dtype.itemsize
+        for a, b, i in spans[id(t._block)]:
+            if i != j and a < hi and lo < b:
+                raise OpArgumentError(
+                    f"[executor] input {j} of @{ex.program.name} is written in place, but input {i} "
+                    f"shares its storage; pass a copy (x.clone()) for one of them"
+                )
+
+
+def _writes_in_place(steps: list, w: int, si: int, root: Any) -> bool:
+    """Whether step ``w`` may write its output into input slot ``si``'s storage: no later
+    step reads ``si``, and if ``w`` reads it, only element-wise at the index it writes (an
+    element-wise op reading it at the output's shape, or a fusion group in which everything
+    computed from it is element-wise)."""
+    for k in range(w + 1, len(steps)):
+        if any(root(s) == si for s, _ in steps[k][2]):
+            return False
+    kind, payload, refs, _, _ = steps[w]
+    reads = [j for j, (s, _) in enumerate(refs) if root(s) == si]
+    if not reads:
+        return True
+    if any(refs[j][0] != si or refs[j][1] is not None for j in reads):
+        return False  # read through a view or padded: not the index written
+    name = payload[1]
+    if name.startswith("fused."):
+        from .passes import fusion
+
+        group = fusion.GROUPS.get(name)
+        return group is not None and _pointwise_from(group.body, reads)
+    opdef = base.OPS.get(name)
+    return opdef is not None and opdef.elementwise
+
+
+def _pointwise_from(body: Program, positions: list[int]) -> bool:
+    """Whether every op of ``body`` computed from its inputs at ``positions`` is element-wise
+    and keeps their shape (so a kernel reads them at the index it writes)."""
+    shape = body.inputs[positions[0]].type.shape
+    tainted = {body.inputs[j] for j in positions}
+    for op in body.block.ops:
+        if op.name == "builtin.return" or not any(v in tainted for v in op.operands):
+            continue
+        opdef = lookup(op.name).opdef
+        if opdef is None or not opdef.elementwise or any(r.type.shape != shape for r in op.results):
+            return False
+        tainted.update(op.results)
+    return True
+
+
 class _View:
     """A reshape of a value known only while running (an eager step's result)."""
 
@@ -385,13 +497,49 @@ class _Plan:
             )
         return from_numpy_copy(arr, self.device)
 
+    def _alias(
+        self, infos: list[_Info], steps: list, fixed: dict[int, Tensor], root: Any
+    ) -> list[tuple[int, int]]:
+        """Place the in-place outputs (``Executor(inplace=...)``): straight into their input
+        where the kernel writing them may (see :func:`_writes_in_place`), else a copy into the
+        input appended to ``steps``. Returns the (input slot, output slot) pairs written
+        straight into the input."""
+        direct: list[tuple[int, int]] = []
+        writer = {s: k for k, st in enumerate(steps) if st[0] == "kernel" for s in st[3]}
+        for k, j in self.ex.inplace.items():
+            so, si = self.output_slots[k], self.input_slots[j]
+            if infos[so].shape != infos[si].shape:
+                raise IRError(
+                    f"[executor] output {k} of @{self.ex.program.name} is {list(infos[so].shape)} here, its "
+                    f"in-place input {j} is {list(infos[si].shape)}; they must be equal"
+                )
+            if root(so) == si:
+                continue  # the input itself (or a view of it) is returned: nothing to write
+            w = writer.get(so)
+            if (
+                w is not None
+                and infos[so].base is None
+                and infos[so].cls == _FIXED
+                and so not in fixed
+                and sum(1 for x in self.output_slots if root(x) == so) == 1
+                and _writes_in_place(steps, w, si, root)
+            ):
+                infos[so].base, infos[so].cls = si, _START
+                direct.append((si, so))
+                continue
+            steps.append(("copyback", None, [(so, None)], [si], {}))
+        return direct
+
     def _plan_memory(self, infos: list[_Info], steps: list, fixed: dict[int, Tensor], ctx: Any) -> None:
         def root(s: int) -> int:
             while infos[s].base is not None:
                 s = infos[s].base  # type: ignore[assignment]
             return s
 
-        for s in self.output_slots:  # outputs (and what they view) are new each run
+        aliased = self._alias(infos, steps, fixed, root)
+        for k, s in enumerate(self.output_slots):  # outputs (and what they view) are new each run
+            if k in self.ex.inplace:
+                continue  # returned as its input (written into it or copied at the end)
             r = root(s)
             if infos[r].cls == _FIXED and r not in fixed:
                 infos[r].fresh = True
@@ -462,6 +610,13 @@ class _Plan:
                 instrs.append([payload.instruction(self, refs, outs), None, None, None, None, None])
                 names.append(payload.name)
                 continue
+            if kind == "copyback":  # an in-place output the kernel could not write into its input
+                entry = dispatch.find_kernel("copy", self.device.type, infos[outs[0]].dtype)
+                if entry is None:
+                    instrs.append([_CopyBack(self, refs[0][0], outs[0]), None, None, None, None, None])
+                    names.append("copy")
+                    continue
+                payload = (entry, "copy")
             entry, name = payload
             k = len(instrs)
             ilist: list[Any] = [None] * len(refs)
@@ -480,6 +635,8 @@ class _Plan:
                     sites[s].append((k, True, j, None))
             instrs.append([entry.fn, ctx, olist, ilist, attrs, entry.bind])
             names.append(name)
+        for si, so in aliased:  # written straight into the input: a view of it, set per run
+            self.start_views.append((si, so, infos[so].shape))
         self.instrs = instrs
         self.names = names
         self.sites = {s: tuple(v) for s, v in sites.items()}
@@ -557,13 +714,19 @@ class _Plan:
             self._restream(st.ctx)
         self.ran_on = st.ctx.stream
         self.runs += 1
+        if self.ex.inplace:
+            _check_overlap(self.ex, inputs)
         g = self.graph
         if g is not None:
-            return g.replay(inputs)
-        if self.runs == 2 and self.graph_failed is None and self.ex.use_graphs(self):
+            outs = g.replay(inputs)
+            if outs is not None:
+                return outs
+        elif self.runs == 2 and self.graph_failed is None and self.ex.use_graphs(self):
             g = self.graph = _Graph.capture(self, inputs)
             if g is not None:
-                return g.replay(inputs)
+                outs = g.replay(inputs)
+                if outs is not None:
+                    return outs
         slots = self.slots
         for s, t in zip(self.input_slots, inputs):
             self.set(s, t)
@@ -578,6 +741,8 @@ class _Plan:
             self.set(dst, slots[src]._reshaped(shape))  # type: ignore[union-attr]
         self._launch()
         outs = [slots[s] for s in self.output_slots]
+        for k, j in self.ex.inplace.items():
+            outs[k] = inputs[j]
         for s in self.dynamic:
             slots[s] = None
         return outs  # type: ignore[return-value]
@@ -604,11 +769,10 @@ class _Plan:
 
     def copy_bytes(self) -> int:
         """Bytes a graph replay copies: every input in, every output out."""
-        infos = self.infos
-        return sum(
-            math.prod(infos[s].shape) * infos[s].dtype.itemsize
-            for s in (*self.input_slots, *self.output_slots)
-        )
+        infos, inplace = self.infos, self.ex.inplace
+        ins = [s for j, s in enumerate(self.input_slots) if j not in inplace.values()]
+        outs = [s for k, s in enumerate(self.output_slots) if k not in inplace]
+        return sum(math.prod(infos[s].shape) * infos[s].dtype.itemsize for s in (*ins, *outs))
 
     def held_bytes(self) -> int:
         """Bytes this plan keeps allocated between runs (planned intermediates, graph buffers),
@@ -624,7 +788,9 @@ class _Graph:
     captured input buffers, launches the graph on the current stream and copies the outputs
     out into new tensors (the caller keeps them; the next replay overwrites the captured
     ones). Parameters are read where they were when captured: a parameter whose storage was
-    replaced since (an optimizer step outside the program) is copied into it first."""
+    replaced since (an optimizer step outside the program) is copied into it first. In-place
+    inputs (``Executor(inplace=...)``) are captured where they are and neither copied in nor
+    out; a run given one in other storage runs the instruction list instead."""
 
     def __init__(self, plan: _Plan, graph: Any, stream: Any, ins: list[Tensor], bufs: list[Tensor]) -> None:
         self.plan, self.graph, self.stream, self.ins, self.bufs = plan, graph, stream, ins, bufs
@@ -632,7 +798,14 @@ class _Graph:
         ptensors = {s: t for s, t in plan.param_slots}
         self.params = [(t, t._block, t._offset, t.size * t.dtype.itemsize) for _, t in plan.param_slots]
         self.outs: list[tuple[str, Any]] = []
-        for s in plan.output_slots:
+        inplace = plan.ex.inplace
+        #: in-place inputs: (input index, the storage captured) — read and written where they are
+        self.own = frozenset(inplace.values())
+        self.inplace = [(j, t._block, t._offset) for j, t in enumerate(ins) if j in self.own]
+        for k, s in enumerate(plan.output_slots):
+            if k in inplace:
+                self.outs.append(("input", inplace[k]))
+                continue
             t = plan.slots[s]
             assert t is not None
             r = plan.roots[s]
@@ -651,8 +824,9 @@ class _Graph:
             t = Tensor._make(alloc.malloc(math.prod(shape) * dtype.itemsize), 0, shape, dtype, dev)
             return t
 
-        ins = [buffer(tuple(t.shape), t.dtype) for t in inputs]
-        bufs = list(ins)
+        own = set(plan.ex.inplace.values())  # in-place inputs are captured where they are
+        ins = [t if j in own else buffer(tuple(t.shape), t.dtype) for j, t in enumerate(inputs)]
+        bufs = [t for j, t in enumerate(ins) if j not in own]
         for s, t in zip(plan.input_slots, ins):
             plan.set(s, t)
         for s, t in plan.param_slots:
@@ -692,15 +866,22 @@ class _Graph:
         g.kept = kept
         return g
 
-    def replay(self, inputs: Sequence[Tensor]) -> list[Tensor]:
+    def replay(self, inputs: Sequence[Tensor]) -> list[Tensor] | None:
         plan = self.plan
         ctx = plan.ctx
         rt, idx, stream = ctx.runtime, ctx.device_index, ctx.stream
-        for t, buf in zip(inputs, self.ins):
+        for j, blk, off in self.inplace:
+            t = inputs[j]
+            if t._block is not blk or t._offset != off:
+                return None  # an in-place input in other storage than captured: run the list
+        own = self.own
+        for j, (t, buf) in enumerate(zip(inputs, self.ins)):
             if t.device != plan.device:
                 raise OpArgumentError(
                     f"[executor] an input is on {t.device}, the program runs on {plan.device}"
                 )
+            if j in own:
+                continue  # an in-place input: read and written where it is
             n = t.size * t.dtype.itemsize
             rt.copy_d2d(idx, buf._block.handle, 0, t._block.handle, t._offset, n, stream, False)
         moved = 0
@@ -721,6 +902,9 @@ class _Graph:
         malloc, dev = plan.alloc.malloc, plan.device
         outs: list[Tensor] = []
         for kind, what in self.outs:
+            if kind == "input":
+                outs.append(inputs[what])
+                continue
             if kind == "param":
                 p, shape = what
                 outs.append(p if tuple(p.shape) == tuple(shape) else p._reshaped(shape))

@@ -99,10 +99,11 @@ class FusedUpdate:
             inputs += [st[n] for n in _slots(st)]
         for (dtype, items), _ in sorted(sets.items(), key=lambda kv: kv[1]):
             inputs += [to_tensor(np.asarray(v, dtype=dtype), device=dev) for _, v in items]
-        results = ex(*inputs)
+        results = ex(*inputs)  # written in place (Executor(inplace=...))
         for r, (pid, slot) in zip(results, outs):
             t = self._target(pairs, pid, slot)
-            t._block, t._offset, t._nv = r._block, r._offset, None
+            if r is not t:  # an input given twice (checked by the executor) cannot be in place
+                t._block, t._offset, t._nv = r._block, r._offset, None
         self.last = ex
         return True
 
@@ -153,7 +154,16 @@ class FusedUpdate:
         tr, _ = trace(update, specs, dev, {}, (), name)
         prog = tr.program
         _passes.run_pipeline(prog, _passes.DEFAULT_LEVEL, tr.constants, dev)
-        return Executor(_passes.fuse_program(prog, dev), dev, {}, tr.constants), outs
+        # every new parameter and state is written into the tensor it replaces: the inputs
+        # keep their storage, so a step binds nothing anew (and a graph replays it as is)
+        where = {(i, ""): i for i in range(len(pairs))}
+        k = 2 * len(pairs)
+        for i, names in enumerate(slots):
+            for n in names:
+                where[(i, n)] = k
+                k += 1
+        inplace = {o: where[key] for o, key in enumerate(outs)}
+        return Executor(_passes.fuse_program(prog, dev), dev, {}, tr.constants, inplace=inplace), outs
 
     def launches(self) -> int:
         """Kernel launches (instructions) of the last step's program."""

@@ -145,7 +145,8 @@ class Optimizer:
                     raise OpArgumentError(
                         f"[set_state_dict] '{key}' has shape {t.shape}, parameter {i} has {p.shape}"
                     )
-                self._state.setdefault(id(p), {})[slot] = t.to(p.device).detach()
+                # a copy: the update writes its state in place, the caller keeps the dict's
+                self._state.setdefault(id(p), {})[slot] = t.to(p.device).detach().clone()
 
     set_dict = set_state_dict
     load_state_dict = set_state_dict

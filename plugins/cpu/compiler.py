@@ -170,6 +170,24 @@ class CPUCompiler(Compiler):
             if f is not None:  # None: the stream captures (the call is recorded, not run)
                 f.result()
 
+    def bind(
+        self, program: Any, args: list[Any], grid: tuple[int, ...], local: tuple[int, ...] | None, stream: Any
+    ) -> Any:
+        """:meth:`launch` with the pointers cast once: a bound cffi call."""
+        call = [program.arg(i, a) for i, a in enumerate(args)]
+        fn = program.fn
+        if stream is None:
+            bound = functools.partial(fn, *call)
+            bound.keep = args  # type: ignore[attr-defined]  # the arrays the pointers point into
+            return bound
+
+        def submit(keep: list[Any] = args) -> None:  # keep: the arrays the pointers point into
+            f = stream.submit(fn, *call)
+            if f is not None:  # None: the stream captures (the call is recorded, not run)
+                f.result()
+
+        return submit
+
 
 class _CProgram:
     __slots__ = ("ffi", "fn", "entry", "keep")
