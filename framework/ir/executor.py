@@ -328,28 +328,55 @@ def _check_overlap(ex: Executor, inputs: Sequence[Tensor]) -> None:
                 )
 
 
-def _writes_in_place(steps: list, w: int, si: int, root: Any) -> bool:
-    """Whether step ``w`` may write its output into input slot ``si``'s storage: no later
-    step reads ``si``, and if ``w`` reads it, only element-wise at the index it writes (an
-    element-wise op reading it at the output's shape, or a fusion group in which everything
-    computed from it is element-wise)."""
+def _writes_in_place(steps: list, w: int, si: int, so: int, root: Any) -> bool:
+    """Whether step ``w`` may write its output ``so`` into input slot ``si``'s storage: no
+    later step reads ``si``, and if ``w`` reads it, only element-wise at the index it writes
+    (see :func:`_reads_in_step`)."""
     for k in range(w + 1, len(steps)):
         if any(root(s) == si for s, _ in steps[k][2]):
             return False
-    kind, payload, refs, _, _ = steps[w]
+    _, payload, refs, outs, _ = steps[w]
     reads = [j for j, (s, _) in enumerate(refs) if root(s) == si]
     if not reads:
         return True
     if any(refs[j][0] != si or refs[j][1] is not None for j in reads):
         return False  # read through a view or padded: not the index written
-    name = payload[1]
-    if name.startswith("fused."):
-        from .passes import fusion
+    return _reads_in_step(payload[1], reads, outs.index(so))
 
-        group = fusion.GROUPS.get(name)
-        return group is not None and _pointwise_from(group.body, reads)
-    opdef = base.OPS.get(name)
-    return opdef is not None and opdef.elementwise
+
+def _reads_in_step(name: str, positions: list[int], out: int) -> bool:
+    """Whether op ``name`` reads its operands at ``positions`` only at the index where it
+    writes result ``out``: an element-wise op; a fusion group in which everything computed
+    from them is element-wise; a merged kernel (``fused.h``) in which only the part writing
+    ``out`` reads them, and does so."""
+    if not name.startswith("fused."):
+        opdef = base.OPS.get(name)
+        return opdef is not None and opdef.elementwise
+    from .passes import fusion
+
+    group: Any = fusion.GROUPS.get(name)
+    if group is None and name.startswith("fused.h"):  # merged by the horizontal pass
+        from .passes import horizontal
+
+        group = horizontal.HGROUPS.get(name)
+    if group is None:
+        return False
+    body = group.body
+    ins = {body.inputs[j] for j in positions}
+    readers = [
+        op for op in body.block.ops if op.name != "builtin.return" and any(v in ins for v in op.operands)
+    ]
+    if any(op.name.startswith("fused.") for op in readers):  # parts run side by side
+        ret = body.return_op
+        assert ret is not None
+        res = ret.operands[out]
+        part = readers[0]
+        return (
+            len(readers) == 1
+            and res.owner is part
+            and _reads_in_step(part.name, [k for k, v in enumerate(part.operands) if v in ins], res.index)
+        )
+    return _pointwise_from(body, positions)
 
 
 def _pointwise_from(body: Program, positions: list[int]) -> bool:
@@ -522,7 +549,7 @@ class _Plan:
                 and infos[so].cls == _FIXED
                 and so not in fixed
                 and sum(1 for x in self.output_slots if root(x) == so) == 1
-                and _writes_in_place(steps, w, si, root)
+                and _writes_in_place(steps, w, si, so, root)
             ):
                 infos[so].base, infos[so].cls = si, _START
                 direct.append((si, so))

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import warnings
+import weakref
 from typing import Any
 
 import numpy as np
@@ -12,7 +14,7 @@ import pyopencl as cl
 from adapter_api import CompileError, Compiler, KernelError
 
 from .errors import build_error, check
-from .runtime import CLView, OpenCLRuntime
+from .runtime import CLView, OpenCLRuntime, Recorder, _enqueue, _set_args
 
 
 class OpenCLCompiler(Compiler):
@@ -108,6 +110,44 @@ class OpenCLCompiler(Compiler):
             # copy it back (inputs come back unchanged).
             for view, buf in staged:
                 cl.enqueue_copy(q, view.buffer, buf, byte_count=view.nbytes, dst_offset=view.offset)
+
+    def bind(
+        self,
+        program: cl.Kernel,
+        args: list[Any],
+        grid: tuple[int, ...],
+        local: tuple[int, ...] | None,
+        stream: Any,
+    ) -> Any:
+        """:meth:`launch` as one enqueue: a private kernel object of ``program`` (from a
+        pool) whose arguments are set here, once. Declines (None) where a view needs a staged
+        copy (an offset the device cannot address) or an argument is not one it takes."""
+        q = stream if stream is not None else self.dev.queue
+        if type(q) is Recorder:
+            return None
+        native: list[Any] = []
+        for a in args:
+            if isinstance(a, CLView):
+                staged: list[Any] = []
+                native.append(self._buffer(q, a, staged))
+                if staged:
+                    return None
+            elif isinstance(a, np.generic | cl.MemoryObjectHolder):
+                native.append(a)
+            else:
+                return None
+        if local is not None:
+            grid = tuple(-(-g // lo) * lo for g, lo in zip(grid, local))
+        pool = getattr(program, "oarlock_pool", None)  # private kernels of this program, free
+        if pool is None:
+            pool = program.oarlock_pool = []
+        with check(f"binding '{program.function_name}'", self.dev.name):
+            pk = pool.pop() if pool else cl.Kernel(program.program, program.function_name)
+            _set_args(pk, tuple(native))
+        call = functools.partial(_enqueue, q, pk, tuple(grid), None if local is None else tuple(local))
+        call.keep = (native, args, program)  # type: ignore[attr-defined]  # a kernel holds no buffers
+        weakref.finalize(call, pool.append, pk)
+        return call
 
     def _buffer(self, q: Any, view: CLView, staged: list) -> Any:
         if view.offset == 0:
