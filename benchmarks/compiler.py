@@ -47,8 +47,14 @@ from collections.abc import Callable
 from typing import Any
 
 _THREADS = sys.argv[sys.argv.index("--threads") + 1] if "--threads" in sys.argv else "1"
-# before numpy and torch load their BLAS: busy-waiting BLAS threads on shared cores cost more than they give
-os.environ.update(OPENBLAS_NUM_THREADS=_THREADS, OMP_NUM_THREADS=_THREADS, MKL_NUM_THREADS=_THREADS)
+# before numpy and torch load their BLAS: busy-waiting BLAS threads on shared cores cost more than they give;
+# OARLOCK_NUM_THREADS: the cpu plugin's budget (BLAS and generated kernels), the same as torch's
+os.environ.update(
+    OPENBLAS_NUM_THREADS=_THREADS,
+    OMP_NUM_THREADS=_THREADS,
+    MKL_NUM_THREADS=_THREADS,
+    OARLOCK_NUM_THREADS=_THREADS,
+)
 
 import numpy as np  # noqa: E402
 
