@@ -7,10 +7,14 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
+import threading
 
 import pytest
 
 pytest.importorskip("threadpoolctl")
+
+_ENV_KEYS = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
 
 _PROBE = """
 import json, numpy as np, framework as fw
@@ -20,32 +24,75 @@ print(json.dumps(threads.describe()))
 """
 
 
+def _clean(**env: str) -> dict:
+    out = {k: v for k, v in os.environ.items() if not k.startswith(("OARLOCK_NUM", "OARLOCK_THREAD", "OMP_"))}
+    for k in _ENV_KEYS:
+        out.pop(k, None)
+    return {**out, **env}
+
+
+def _python(src: str, **env: str) -> str:
+    r = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(src)],
+        env=_clean(**env),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    return r.stdout
+
+
 def probe(**env: str) -> dict:
-    clean = {
-        k: v for k, v in os.environ.items() if not k.startswith(("OARLOCK_NUM", "OARLOCK_THREAD", "OMP_"))
-    }
-    clean.pop("OPENBLAS_NUM_THREADS", None)
-    r = subprocess.run([sys.executable, "-c", _PROBE], env={**clean, **env}, capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    return json.loads(_python(_PROBE, **env).strip().splitlines()[-1])
 
 
-def test_one_budget_for_blas_and_openmp():
+def test_one_thread_budget_puts_every_pool_on_one():
     got = probe(OARLOCK_NUM_THREADS="1")
     assert got["budget"] == 1 and got["OMP_NUM_THREADS"] == "1" and got["OMP_WAIT_POLICY"] == "PASSIVE"
     assert got["pools"] and all(n == 1 for _, n in got["pools"]), got["pools"]
+    assert got["split_matmul"] is False and got["workers"] == 0
+
+
+def test_a_budget_of_two_runs_blas_on_one_thread_and_splits_products_itself():
+    got = probe(OARLOCK_NUM_THREADS="2")
+    assert got["budget"] == 2 and got["OMP_NUM_THREADS"] == "2"
+    assert got["pools"] and all(n == 1 for _, n in got["pools"]), got["pools"]
+    assert got["split_matmul"] is True and got["workers"] == 1
 
 
 def test_default_budget_is_the_usable_cores_and_user_settings_win():
     got = probe(OMP_WAIT_POLICY="ACTIVE")
     assert got["budget"] == len(os.sched_getaffinity(0))
     assert got["OMP_WAIT_POLICY"] == "ACTIVE"  # what the user set is kept
-    assert all(n == got["budget"] for _, n in got["pools"]), got["pools"]
+    assert got["split_matmul"] is (got["budget"] > 1)
+
+
+@pytest.mark.parametrize("var", ["OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"])
+def test_a_users_one_thread_blas_or_openmp_setting_is_respected(var):
+    got = probe(**{var: "1"})  # no OARLOCK_NUM_THREADS: the user's word is the budget
+    assert got["budget"] == 1 and got["workers"] == 0 and got["split_matmul"] is False
+    assert got["OMP_NUM_THREADS"] == "1"
+    if var != "MKL_NUM_THREADS":  # OpenBLAS reads OMP_NUM_THREADS too, not MKL's
+        assert all(n == 1 for _, n in got["pools"]), got["pools"]
+
+
+def test_a_users_blas_thread_count_is_left_as_set():
+    got = probe(OPENBLAS_NUM_THREADS="2")  # owned by the plugin, BLAS would run on one
+    assert got["pools"] and all(n == min(2, os.cpu_count()) for _, n in got["pools"]), got["pools"]
+    assert got["split_matmul"] is False  # BLAS threads itself as the user asked
+    assert got["budget"] == min(2, len(os.sched_getaffinity(0)))
+
+
+def test_oarlock_num_threads_overrides_the_users_blas_and_openmp_settings():
+    got = probe(OARLOCK_NUM_THREADS="2", OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    assert got["budget"] == 2 and got["OMP_NUM_THREADS"] == "2" and got["split_matmul"] is True
+    assert all(n == 1 for _, n in got["pools"]), got["pools"]
 
 
 def test_policy_off_leaves_the_pools_alone():
     got = probe(OARLOCK_THREAD_POLICY="0", OPENBLAS_NUM_THREADS="1")
-    assert got["enabled"] is False and got["OMP_WAIT_POLICY"] is None
+    assert got["enabled"] is False and got["OMP_WAIT_POLICY"] is None and got["split_matmul"] is False
 
 
 def test_a_bad_budget_is_named():
@@ -56,3 +103,109 @@ def test_a_bad_budget_is_named():
         text=True,
     )
     assert r.returncode != 0 and "OARLOCK_NUM_THREADS must be a positive integer, got 'two'" in r.stderr
+
+
+# -- the split kernels give numpy's bits ------------------------------------------------------
+_SPLIT = """
+import json, os, numpy as np, framework as fw
+from plugins.cpu import kernels, threads
+rng = np.random.default_rng(0)
+fw.ones([2]).numpy()  # the plugin loads: the policy applies
+res = {"grain32": kernels.row_grain(np.dtype("float32")), "grain64": kernels.row_grain(np.dtype("float64"))}
+
+def check(name, got, want, parts):
+    res[name] = {"split": parts, "equal": bool(np.array_equal(got, want)),
+                 "err": float(np.max(np.abs(got.astype(np.float64) - want)) if got.size else 0.0)}
+
+def t(a):
+    return fw.to_tensor(a)
+
+# products: rows of a 2-d product, blocks of a batch, a batch broadcast, transposed operands
+for name, sa, sb, dt in [
+    ("rows", (1000, 688), (688, 256), "float32"),
+    ("rows_f64", (517, 300), (300, 200), "float64"),
+    ("batch", (8, 4, 128, 64), (8, 4, 64, 128), "float32"),
+    ("broadcast", (3, 500, 64), (64, 700), "float32"),
+    ("rhs_batch", (600, 64), (5, 64, 300), "float32"),
+]:
+    a = rng.standard_normal(sa).astype(dt); b = rng.standard_normal(sb).astype(dt)
+    want = a @ b  # numpy in this process: BLAS on one thread, the product whole
+    parts = kernels._matmul_parts(a, b, np.empty_like(want))
+    check(name, (t(a) @ t(b)).numpy(), want, len(parts or []))
+a = rng.standard_normal((256, 1024)).astype("float32"); b = rng.standard_normal((688, 1024)).astype("float32")
+want = a @ b.T
+check("transposed", fw.matmul(t(a), t(b), transpose_y=True).numpy(), want, len(kernels._matmul_parts(a, b.T, want) or []))
+a = rng.standard_normal((1024, 256)).astype("float32"); b = rng.standard_normal((1024, 688)).astype("float32")
+want = a.T @ b
+check("transposed_x", fw.matmul(t(a), t(b), transpose_x=True).numpy(), want, len(kernels._matmul_parts(a.T, b, want) or []))
+
+# elementwise, broadcasting inputs included, and the copies
+x = rng.standard_normal((8, 128, 688)).astype("float32"); w = rng.standard_normal(688).astype("float32")
+check("add_bcast", (t(x) + t(w)).numpy(), x + w, len(kernels._elementwise_parts(x, [x, w]) or []))
+q = rng.standard_normal((3, 8, 4, 128, 64)).astype("float32"); c = rng.standard_normal((1, 1, 128, 64)).astype("float32")
+check("mul_bcast", (t(q) * t(c)).numpy(), q * c, len(kernels._elementwise_parts(q, [q, c]) or []))
+check("exp", fw.exp(t(x)).numpy(), np.exp(x), 2)
+s = rng.standard_normal((8, 4, 128, 128)).astype("float32"); m = np.tril(np.ones((1, 1, 128, 128), bool))
+check("where", fw.where(t(m), t(s), t(np.float32(-1e9) * np.ones((1, 1, 1, 1), "float32"))).numpy(),
+      np.where(m, s, np.float32(-1e9)), 2)
+check("permute", fw.transpose(t(q), [1, 3, 0, 2, 4]).numpy(), q.transpose(1, 3, 0, 2, 4), 2)
+check("slice", t(q)[:, :, :, 3:120].numpy(), q[:, :, :, 3:120], 2)
+
+# a static program binds the split kernels once
+@fw.jit.to_static
+def f(a, b, x, w):
+    return (a @ b) * 2.0, x * w
+a = rng.standard_normal((1000, 688)).astype("float32"); b = rng.standard_normal((688, 256)).astype("float32")
+for _ in range(2):
+    p, r = f(t(a), t(b), t(x), t(w))
+check("static_matmul", p.numpy(), (a @ b) * np.float32(2.0), 2)
+check("static_mul", r.numpy(), x * w, 2)
+
+# a forked child has none of the parent's threads: its split kernels run (on its own thread)
+pid = os.fork()
+if pid == 0:
+    ok = np.array_equal((t(a) @ t(b)).numpy(), a @ b) and np.array_equal((t(x) + t(w)).numpy(), x + w)
+    os._exit(0 if ok else 3)
+res["fork_status"] = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+print(json.dumps(res))
+"""
+
+
+def test_split_kernels_give_numpys_bits():
+    res = json.loads(_python(_SPLIT, OARLOCK_NUM_THREADS="2").strip().splitlines()[-1])
+    grain32, exact32 = res.pop("grain32")
+    grain64, exact64 = res.pop("grain64")
+    assert res.pop("fork_status") == 0
+    for name, r in res.items():
+        assert r["split"] >= 2, (name, r)  # the case is large enough to be split
+        exact = exact64 if name.endswith("f64") else exact32
+        if name.startswith(("rows", "transposed")) and not exact:
+            # no row tile of this BLAS is exact: rounding as its own threads would
+            assert r["err"] < 1e-3, (name, r)
+        else:
+            assert r["equal"], (name, r, grain32, grain64)
+
+
+def test_worker_pool_runs_every_part_once_and_hands_errors_back():
+    from plugins.cpu.threads import WorkerPool
+
+    pool = WorkerPool(2)
+    seen: list[tuple[int, int]] = []
+    lock = threading.Lock()
+
+    def note(i: int) -> None:
+        with lock:
+            seen.append((i, threading.get_ident()))
+
+    for _ in range(50):
+        seen.clear()
+        pool.run(note, [(i,) for i in range(7)])
+        assert sorted(i for i, _ in seen) == list(range(7))
+
+    def boom(i: int) -> None:
+        if i == 3:
+            raise ValueError("part 3")
+
+    with pytest.raises(ValueError, match="part 3"):
+        pool.run(boom, [(i,) for i in range(5)])
+    pool.run(note, [(0,), (1,)])  # still serves after an error

@@ -7,6 +7,7 @@ and is rounded once into the output, as the GPU libraries do.
 from __future__ import annotations
 
 import functools
+import threading
 import warnings
 from typing import Any
 
@@ -16,6 +17,7 @@ from scipy import special as _special
 
 from adapter_api import OpArgumentError
 
+from . import threads
 from .philox import philox_uniform
 
 F16 = np.dtype(np.float16)
@@ -38,10 +40,13 @@ def _unary(fn: Any):
     out= directly (the registry picks by dtype, so the hot path makes no dtype test)."""
 
     def k(ctx: Any, outs: list, ins: list) -> None:
-        if ctx.stream is None:
-            fn(ins[0], out=outs[0])
-        else:  # the arrays themselves: the caller may reuse its lists before the stream runs
-            ctx.stream.submit(fn, ins[0], outs[0])
+        if outs[0].size < MIN_ELEMS_SPLIT:
+            if ctx.stream is None:
+                fn(ins[0], outs[0])
+            else:  # the arrays themselves: the caller may reuse its lists before the stream runs
+                ctx.stream.submit(fn, ins[0], outs[0])
+        else:
+            _elementwise(fn, outs[0], ins, ctx.stream)
 
     def k_half(ctx: Any, outs: list, ins: list) -> None:
         if ctx.stream is None:
@@ -51,9 +56,68 @@ def _unary(fn: Any):
 
     k.inline_stream = k_half.inline_stream = True
     k.half = k_half
-    # static programs: the ufunc itself with its arrays bound (``out`` positional)
-    k.bind = lambda ctx, outs, ins: functools.partial(fn, ins[0], outs[0]) if ctx.stream is None else None
+    k.bind = _bind_elementwise(fn)
     return k
+
+
+# -- elementwise work on the thread budget (threads.py) ----------------------------------------
+# NOTE: a thread gets at least this many elements (~30 µs of a float32 add on one core): below
+# it, waking a worker costs more than half the kernel saves.
+MIN_ELEMS_PER_THREAD = 1 << 16
+MIN_ELEMS_SPLIT = 2 * MIN_ELEMS_PER_THREAD
+
+
+def _elementwise_parts(out: np.ndarray, ins: list) -> list | None:
+    """``(*ins, out)`` cut into independent blocks along one axis of ``out`` for the budget's
+    threads (an input that broadcasts along it stays whole), or None to run it whole. Each
+    element is computed as without the cut, so the bits are the same."""
+    n = threads.threads_for(out.size, MIN_ELEMS_PER_THREAD) if out.size >= MIN_ELEMS_SPLIT else 1
+    if n < 2:
+        return None
+    # the first axis that splits evenly, else the longest
+    ax = next((i for i, s in enumerate(out.shape) if s % n == 0 or s >= 4 * n), None)
+    if ax is None:
+        ax = max(range(out.ndim), key=out.shape.__getitem__)
+    size = out.shape[ax]
+    n = min(n, size)
+    if n < 2:
+        return None
+    e = [size * i // n for i in range(n + 1)]
+    # each input's own axis for it (numpy aligns shapes on the right); None where it broadcasts
+    axes = [ax - out.ndim + x.ndim for x in ins]
+    axes = [a if a >= 0 and x.shape[a] == size else None for x, a in zip(ins, axes)]
+    parts = []
+    for lo, hi in zip(e, e[1:]):
+        s = slice(lo, hi)
+        blocks = [x if a is None else x[(slice(None),) * a + (s,)] for x, a in zip(ins, axes)]
+        parts.append((*blocks, out[(slice(None),) * ax + (s,)]))
+    return parts
+
+
+def _elementwise(fn: Any, out: np.ndarray, ins: list, stream: Any = None) -> None:
+    """``fn(*ins, out)`` over the thread budget when ``out`` is large (on ``stream``'s worker
+    when given: what it records is the call itself, or the split of it)."""
+    parts = _elementwise_parts(out, ins)
+    call = (fn, *ins, out) if parts is None else (threads.run_parts, fn, parts)
+    if stream is None:
+        call[0](*call[1:])
+    else:
+        stream.submit(*call)
+
+
+def _bind_elementwise(fn: Any):
+    """Static programs: the ufunc itself with its arrays bound (``out`` positional), or its
+    split over the budget when large."""
+
+    def bind(ctx: Any, outs: list, ins: list) -> Any:
+        if ctx.stream is not None:
+            return None
+        parts = _elementwise_parts(outs[0], ins)
+        if parts is None:
+            return functools.partial(fn, *ins, outs[0])
+        return functools.partial(threads.run_parts, fn, parts)
+
+    return bind
 
 
 def _rsqrt(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
@@ -65,10 +129,13 @@ def _rsqrt(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
 
 def _binary(fn: Any):
     def k(ctx: Any, outs: list, ins: list) -> None:
-        if ctx.stream is None:
-            fn(ins[0], ins[1], out=outs[0])
+        if outs[0].size < MIN_ELEMS_SPLIT:
+            if ctx.stream is None:
+                fn(ins[0], ins[1], outs[0])
+            else:
+                ctx.stream.submit(fn, ins[0], ins[1], outs[0])
         else:
-            ctx.stream.submit(fn, ins[0], ins[1], outs[0])
+            _elementwise(fn, outs[0], ins, ctx.stream)
 
     def k_half(ctx: Any, outs: list, ins: list) -> None:
         if ctx.stream is None:
@@ -78,18 +145,19 @@ def _binary(fn: Any):
 
     k.inline_stream = k_half.inline_stream = True
     k.half = k_half
-    k.bind = lambda ctx, outs, ins: (
-        functools.partial(fn, ins[0], ins[1], outs[0]) if ctx.stream is None else None
-    )
+    k.bind = _bind_elementwise(fn)
     return k
 
 
 def _where(ctx: Any, outs: list, ins: list) -> None:
-    c, x, y = ins
     z = outs[0]
     if z.size < 1024:
-        np.copyto(z, np.where(c, x, y))
-        return
+        np.copyto(z, np.where(*ins))
+    else:
+        _elementwise(_select, z, ins)
+
+
+def _select(c: np.ndarray, x: np.ndarray, y: np.ndarray, z: np.ndarray) -> None:
     # NOTE: numpy's where branches per element and runs ~5x slower on random masks than this
     # branchless bit select (exact for every dtype, NaN payloads included).
     u = _UINT[z.dtype.itemsize]
@@ -147,14 +215,84 @@ def _matmul(ctx: Any, outs: list, ins: list) -> None:
     elif a.dtype == np.bool_:
         c[...] = np.matmul(a, b)
     else:
-        np.matmul(a, b, out=c)
+        parts = _matmul_parts(a, b, c)
+        if parts is None:
+            np.matmul(a, b, out=c)
+        else:
+            threads.run_parts(np.matmul, parts)
 
 
 def _bind_matmul(ctx: Any, outs: list, ins: list) -> Any:
     a = ins[0]
     if ctx.stream is None and a.dtype not in _HALF and a.dtype != np.bool_:
+        parts = _matmul_parts(a, ins[1], outs[0])
+        if parts is not None:
+            return functools.partial(threads.run_parts, np.matmul, parts)
         return functools.partial(np.matmul, a, ins[1], outs[0])
     return None
+
+
+# -- products on the thread budget (threads.py) ------------------------------------------------
+# NOTE: a thread gets at least this many multiply-adds (~60 µs of one core's float32 BLAS):
+# below it, waking a worker costs more than the product's half saves.
+MIN_MACS_PER_THREAD = 1 << 21
+_GRAIN: dict[str, tuple[int, bool]] = {}
+_GRAIN_LOCK = threading.Lock()
+
+
+def row_grain(dtype: np.dtype) -> tuple[int, bool]:
+    """Rows per block, and whether a product cut into blocks of rows that start at multiples of
+    it has exactly the bits of the whole product. The BLAS kernel computes a tile of rows at a
+    time and its last, partial tile differently; the tile is found once per dtype by trying the
+    candidates on products of the four transpose layouts. ``(64, False)`` when none is exact:
+    a split product then rounds as BLAS's own threads would, the same way for a given budget."""
+    g = _GRAIN.get(dtype.char)
+    if g is None:
+        with _GRAIN_LOCK:
+            g = _GRAIN.get(dtype.char)
+            if g is None:
+                g = _GRAIN[dtype.char] = _probe_grain(dtype)
+    return g
+
+
+def _probe_grain(dtype: np.dtype) -> tuple[int, bool]:
+    rng = np.random.default_rng(0)
+    cases = []
+    for m, k, n in ((150, 160, 100), (97, 300, 64)):
+        x = rng.standard_normal((m, k)).astype(dtype)
+        y = rng.standard_normal((k, n)).astype(dtype)
+        for a in (x, np.asfortranarray(x)):
+            for b in (y, np.asfortranarray(y)):
+                cases.append((a, b, a @ b))
+    for g in (1, 2, 4, 6, 8, 12, 16, 24, 32, 48, 64):
+        if all(
+            np.array_equal(np.concatenate([a[lo:hi] @ b for lo, hi in zip(cuts, cuts[1:])]), whole)
+            for a, b, whole in cases
+            for cuts in ([0, g, a.shape[0]], [0, g, (a.shape[0] // 2) // g * g or g, a.shape[0]])
+        ):
+            return g, True
+    return 64, False
+
+
+def _matmul_parts(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> list | None:
+    """The product as independent ``(a, b, c)`` blocks for the budget's threads: blocks of the
+    leading batch axis, else of rows; None to run it whole (small, or the policy off)."""
+    if a.ndim < 2 or b.ndim < 2 or c.dtype.char not in "fd" or not threads.split_products():
+        return None
+    n = threads.threads_for(c.size * a.shape[-1], MIN_MACS_PER_THREAD)
+    if n < 2:
+        return None
+    if c.ndim > 2 and c.shape[0] >= n:
+        e = [c.shape[0] * i // n for i in range(n + 1)]
+        sa = a.ndim == c.ndim and a.shape[0] > 1  # operands broadcast over the axis stay whole
+        sb = b.ndim == c.ndim and b.shape[0] > 1
+        return [(a[lo:hi] if sa else a, b[lo:hi] if sb else b, c[lo:hi]) for lo, hi in zip(e, e[1:])]
+    m, g = c.shape[-2], row_grain(c.dtype)[0]
+    n = min(n, m // g)
+    if n < 2:
+        return None
+    e = [m * i // n // g * g for i in range(n)] + [m]
+    return [(a[..., lo:hi, :], b, c[..., lo:hi, :]) for lo, hi in zip(e, e[1:])]
 
 
 _matmul.bind = _bind_matmul  # type: ignore[attr-defined]
@@ -171,15 +309,15 @@ def _matmul_t(ctx: Any, outs: list, ins: list, transpose_x: bool, transpose_y: b
 
 
 def _permute(ctx: Any, outs: list, ins: list, perm: tuple[int, ...]) -> None:
-    np.copyto(outs[0], ins[0].transpose(perm))
+    _elementwise(_assign, outs[0], [ins[0].transpose(perm)])
 
 
 def _expand(ctx: Any, outs: list, ins: list, shape: tuple[int, ...]) -> None:
-    np.copyto(outs[0], np.broadcast_to(ins[0], shape))
+    _elementwise(_assign, outs[0], [np.broadcast_to(ins[0], shape)])
 
 
 def _slice(ctx: Any, outs: list, ins: list, starts: tuple, stops: tuple, steps: tuple) -> None:
-    np.copyto(outs[0], ins[0][tuple(slice(a, b, c) for a, b, c in zip(starts, stops, steps))])
+    _elementwise(_assign, outs[0], [ins[0][tuple(slice(a, b, c) for a, b, c in zip(starts, stops, steps))]])
 
 
 def _concat(ctx: Any, outs: list, ins: list, axis: int) -> None:
@@ -218,6 +356,15 @@ def _scatter_add(ctx: Any, outs: list, ins: list, axis: int) -> None:
         acc = y.astype(np.float32)
         np.add.at(acc, key, src.astype(np.float32))
         y[...] = acc
+    elif idx.ndim == 1 and idx.size > 1 and y.dtype != np.bool_:
+        # NOTE: np.add.at is an unbuffered loop (an embedding's gradient, 1024 ids x 64:
+        # 1.7 ms); sorting the ids and summing each run of equal ids with reduceat is 6x
+        # faster, adding in the same order (a stable sort keeps each id's rows in order)
+        order = np.argsort(idx, kind="stable")
+        ids = idx[order]
+        starts = np.flatnonzero(np.concatenate(([True], ids[1:] != ids[:-1])))
+        rows = np.moveaxis(src, axis, 0)[order]
+        np.moveaxis(y, axis, 0)[ids[starts]] += np.add.reduceat(rows, starts, axis=0)
     else:
         np.add.at(y, key, src)
 
@@ -249,7 +396,11 @@ def _philox(ctx: Any, outs: list, ins: list, shape: tuple, seed: int, offset: in
 
 
 def _copy(ctx: Any, outs: list, ins: list) -> None:
-    np.copyto(outs[0], ins[0])
+    _elementwise(_assign, outs[0], ins)
+
+
+def _assign(x: np.ndarray, y: np.ndarray) -> None:
+    np.copyto(y, x)
 
 
 def _logical_not(ctx: Any, outs: list, ins: list) -> None:

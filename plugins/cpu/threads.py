@@ -1,35 +1,86 @@
-"""The CPU plugin's thread policy: one budget of compute threads for BLAS and the generated
-OpenMP kernels, and no busy-waiting between them.
+"""The CPU plugin's thread policy: one budget of compute threads for matmul, the large numpy
+kernels and the generated OpenMP kernels, and no busy-waiting between them.
 
 On a machine with few cores three thread pools meet: the BLAS library's (matmul), libgomp's
 (generated C kernels, ``#pragma omp parallel for``) and the plugin's stream workers. Left
-alone, libgomp's workers spin for a while after each kernel, on the cores the next matmul's
-BLAS threads need, and each pool sizes itself to the whole machine. The policy:
+alone, each sizes itself to the whole machine, and the BLAS and OpenMP threads spin for a while
+after each call on the cores the next kernel needs (OpenBLAS's also wait on each other inside a
+product, so one thread the OS puts off stalls the other). The policy:
 
-- the budget is ``OARLOCK_NUM_THREADS``, else the cores this process may run on;
-- BLAS is limited to the budget (threadpoolctl, at runtime creation);
+- the budget is ``OARLOCK_NUM_THREADS``; else the smallest thread count the user gave BLAS or
+  OpenMP (``OMP_NUM_THREADS``, ``OPENBLAS_NUM_THREADS``, ``MKL_NUM_THREADS``…) up to the cores;
+  else the cores this process may run on;
+- BLAS runs on one thread, and the plugin splits a product big enough to gain into independent
+  blocks of rows (or of the batch) that :class:`WorkerPool`'s ``budget - 1`` threads and the
+  calling thread take in turn (:func:`run_parts`). Nothing waits for a thread that has not
+  started: the caller takes every block no worker has claimed yet, so a busy machine degrades
+  to one thread, not to a stall. The blocks follow the BLAS kernel's row tiles
+  (:func:`row_grain`), so a split product has the bits of the whole one at any budget. When the
+  user sized BLAS themselves (one of the variables above, and no ``OARLOCK_NUM_THREADS``),
+  BLAS is left as they set it and products are not split;
+- large elementwise kernels are split the same way (numpy's loops are single-threaded);
 - generated kernels get ``OMP_NUM_THREADS`` = the budget and ``OMP_WAIT_POLICY=PASSIVE``
   (their threads sleep as soon as a kernel ends), set before the first kernel loads libgomp
   unless the user set them;
 - a stream worker runs the work its caller waits for, so it takes no share of the budget.
 
-``OARLOCK_THREAD_POLICY=0`` leaves every pool as its library configures it.
+``OARLOCK_THREAD_POLICY=0`` leaves every pool as its library configures it and splits nothing.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
+import queue
 import threading
 from typing import Any
 
 from adapter_api import DeviceError
 
-_APPLIED: list[Any] = []
+# what the user may have sized BLAS or OpenMP with (OpenBLAS also reads OMP_NUM_THREADS)
+_BLAS_ENV = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
+_USER_ENV = (*_BLAS_ENV, "OMP_NUM_THREADS")
+
+
+class _State:
+    """What :func:`apply` decided, once per process."""
+
+    def __init__(self, budget: int, own_blas: bool, limiter: Any) -> None:
+        self.budget = budget
+        self.own_blas = own_blas  # BLAS at one thread; the plugin splits products
+        self.limiter = limiter
+        self.pool: WorkerPool | None = None
+
+
+_STATE: list[_State] = []
 _LOCK = threading.Lock()
 
 
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _user_counts() -> list[int]:
+    """The thread counts the user set for BLAS or OpenMP (positive integers only)."""
+    out = []
+    for k in _USER_ENV:
+        try:
+            n = int(os.environ.get(k, "").strip().split(",")[0])
+        except ValueError:
+            continue
+        if n >= 1:
+            out.append(n)
+    return out
+
+
 def budget() -> int:
-    """Compute threads: ``OARLOCK_NUM_THREADS``, else the cores this process may use."""
+    """Compute threads: ``OARLOCK_NUM_THREADS``, else the smallest BLAS/OpenMP count the user
+    set (up to the cores), else the cores this process may use."""
+    if _STATE:
+        return _STATE[0].budget
     env = os.environ.get("OARLOCK_NUM_THREADS", "").strip()
     if env:
         try:
@@ -41,10 +92,8 @@ def budget() -> int:
                 f"[cpu] OARLOCK_NUM_THREADS must be a positive integer, got {env!r}; unset it or give one"
             )
         return n
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
+    user = _user_counts()
+    return min(min(user), _cores()) if user else _cores()
 
 
 def enabled() -> bool:
@@ -53,31 +102,38 @@ def enabled() -> bool:
 
 def apply() -> None:
     """Apply the policy once per process (idempotent); before the first generated kernel loads."""
-    if _APPLIED or not enabled():
+    if _STATE or not enabled():
         return
     with _LOCK:
-        if _APPLIED:
+        if _STATE:
             return
         n = budget()
         explicit = bool(os.environ.get("OARLOCK_NUM_THREADS", "").strip())
+        user_blas = any(os.environ.get(k, "").strip() for k in _USER_ENV)
         if explicit or "OMP_NUM_THREADS" not in os.environ:
             os.environ["OMP_NUM_THREADS"] = str(n)
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        own = explicit or not user_blas
         limiter = None
-        try:
-            from threadpoolctl import threadpool_limits
+        if own:
+            try:
+                from threadpoolctl import threadpool_limits
 
-            limiter = threadpool_limits(limits=n, user_api="blas")
-        except Exception:  # noqa: BLE001 — no threadpoolctl, or a BLAS it cannot drive: keep BLAS's own
-            limiter = None
-        _APPLIED.append((n, limiter))
+                limiter = threadpool_limits(limits=1, user_api="blas")
+            except Exception:  # noqa: BLE001 — no threadpoolctl, or a BLAS it cannot drive: keep BLAS's own
+                limiter, own = None, False
+        _STATE.append(_State(n, own, limiter))
 
 
 def describe() -> dict[str, Any]:
-    """What the policy set: the budget, the OpenMP settings and the BLAS pools' thread counts."""
+    """What the policy set: the budget, whether products are split, the OpenMP settings and the
+    BLAS pools' thread counts."""
+    st = _STATE[0] if _STATE else None
     out: dict[str, Any] = {
         "enabled": enabled(),
         "budget": budget(),
+        "split_matmul": bool(st and st.own_blas and st.budget > 1),
+        "workers": (st.budget - 1) if st else 0,
         "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"),
         "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY"),
     }
@@ -92,3 +148,108 @@ def describe() -> dict[str, Any]:
     except Exception:  # noqa: BLE001
         out["pools"] = []
     return out
+
+
+# -- splitting work ---------------------------------------------------------------------------
+class _Job:
+    """Independent parts of one kernel: whoever calls :meth:`work` claims the next part."""
+
+    __slots__ = ("fn", "parts", "n", "claim", "left", "lock", "done", "error")
+
+    def __init__(self, fn: Any, parts: list) -> None:
+        self.fn, self.parts, self.n = fn, parts, len(parts)
+        self.claim = itertools.count().__next__  # atomic under the GIL
+        self.left = self.n
+        self.lock = threading.Lock()
+        self.done = threading.Lock()
+        self.done.acquire()  # released by whoever finishes the last part
+        self.error: BaseException | None = None
+
+    def work(self) -> None:
+        mine = 0
+        try:
+            while (i := self.claim()) < self.n:
+                mine += 1
+                self.fn(*self.parts[i])
+        except BaseException as exc:  # noqa: BLE001 — handed to the caller
+            self.error = exc
+        finally:
+            if mine:
+                with self.lock:
+                    self.left -= mine
+                    last = self.left == 0
+                if last:
+                    self.done.release()
+
+
+class WorkerPool:
+    """``n`` daemon threads that sleep on a queue (no spinning) and help with :class:`_Job` s."""
+
+    def __init__(self, n: int) -> None:
+        self._queues: list[queue.SimpleQueue] = []
+        for i in range(n):
+            q: queue.SimpleQueue = queue.SimpleQueue()
+            self._queues.append(q)
+            threading.Thread(target=self._serve, args=(q,), name=f"oarlock-cpu-{i}", daemon=True).start()
+
+    @staticmethod
+    def _serve(q: queue.SimpleQueue) -> None:
+        while True:
+            q.get().work()
+
+    def run(self, fn: Any, parts: list) -> None:
+        """``fn(*p)`` for every ``p`` in ``parts``, on the workers and the calling thread; returns
+        when all are done. The caller takes every part no worker has claimed, so it waits only
+        for parts already running elsewhere."""
+        job = _Job(fn, parts)
+        for q in self._queues[: len(parts) - 1]:
+            q.put(job)
+        job.work()
+        job.done.acquire()
+        if job.error is not None:
+            raise job.error
+
+
+def _pool() -> WorkerPool | None:
+    st = _STATE[0] if _STATE else None
+    if st is None or st.budget < 2:
+        return None
+    if st.pool is None:
+        with _LOCK:
+            if st.pool is None:
+                st.pool = WorkerPool(st.budget - 1)
+    return st.pool
+
+
+def _forget_pool() -> None:  # a forked child has none of the parent's threads
+    if _STATE:
+        _STATE[0].pool = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
+def threads_for(work: int, per_thread: int) -> int:
+    """How many threads a kernel of ``work`` units should use when each should get at least
+    ``per_thread`` of them: 1 below that, at most the budget (1 with the policy off)."""
+    st = _STATE[0] if _STATE else None
+    if st is None or st.budget < 2:
+        return 1
+    return max(1, min(st.budget, work // per_thread))
+
+
+def split_products() -> bool:
+    """Whether the plugin splits matmuls (it owns BLAS's threads: BLAS runs on one)."""
+    st = _STATE[0] if _STATE else None
+    return bool(st and st.own_blas and st.budget > 1)
+
+
+def run_parts(fn: Any, parts: list) -> None:
+    """``fn(*p)`` for each part, spread over the budget (in order on this thread without one)."""
+    pool = _pool() if len(parts) > 1 else None
+    if pool is None:
+        for p in parts:
+            fn(*p)
+    else:
+        pool.run(fn, parts)
