@@ -40,6 +40,7 @@ from .._src.ops import base as _base
 from .._src.tensor import Tensor
 from . import eager as _eager
 from . import fused as _fused
+from . import horizontal as _horizontal
 from . import primitives as _primitives
 from .cache import CacheStats, ProgramCache, cache_dir, compile_error_message, source_excerpt
 from .eager import CACHE, CompileWarning, compiler_for, install
@@ -221,3 +222,4 @@ def run_generated(op: str, *inputs: Tensor, **attrs: Any) -> tuple[list[Tensor],
 install()
 _primitives.install()
 _fused.install()
+_horizontal.install()

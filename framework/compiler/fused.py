@@ -205,6 +205,45 @@ def kernel_source(op: str, device_type: str, dtype: np.dtype) -> KernelEntry | N
     return _launcher(g, low, kernel, device_type)
 
 
+def partial_sums(
+    device_type: str, ctx: Any, outs: list[Any], sums: list[tuple[int, tuple[int, ...]]]
+) -> tuple[list[Any], Any]:
+    """The outputs with scratch rows in place of the sums over rows (``sums``: output index,
+    scratch shape), and what finishes them (the device's ``sum`` over the rows), or None."""
+    if not sums:
+        return outs, None
+    dev = _dev.Device(device_type, ctx.device_index)
+    alloc = _dev.allocator_of(dev)
+    args, finish = list(outs), []
+    for k, shape in sums:
+        dtype = np.dtype(outs[k].dtype)
+        block = alloc.malloc(math.prod(shape) * dtype.itemsize)
+        scratch = ctx.runtime.view(block.handle, 0, shape, dtype)
+        args[k] = scratch
+        keep = len(shape) == len(outs[k].shape)
+        entry = dispatch.find_kernel("sum", device_type, dtype)
+        finish.append((entry.fn, [outs[k]], [scratch], {"axes": (0,), "keepdim": keep}, block))
+
+    def run() -> None:
+        for fn, o, i, attrs, _block in finish:
+            fn(ctx, o, i, **attrs)
+
+    return args, run
+
+
+def partial_shapes(
+    low: Lowered, out_types: list[Any], binding: dict[str, int]
+) -> list[tuple[int, tuple[int, ...]]]:
+    """(output index, scratch shape) of each sum over rows of a group: a sum of shape
+    ``(n,)`` or ``(1, ..., 1, n)`` has ``(rows, n)`` or ``(rows, 1, ..., n)`` partials."""
+    rows = math.prod(low.main.concrete(binding)[:-1])
+    sums = []
+    for k in low.partials:
+        out = out_types[k].concrete(binding)
+        sums.append((k, (rows, *(out[1:] if len(out) > 1 else out))))
+    return sums
+
+
 def _launcher(g: fusion.Group, low: Lowered, kernel: Kernel, device_type: str) -> KernelEntry:
     """The kernel entry of a built group: ``fn`` and a binder (its arguments and launch
     geometry worked out once per device and size)."""
@@ -213,7 +252,6 @@ def _launcher(g: fusion.Group, low: Lowered, kernel: Kernel, device_type: str) -
     rows_layout = kernel.layout == "rows"
     local = kernel.local
     symbols = g.symbols
-    partials = low.partials
     out_types = [v.type for v in g.body.outputs]
     geometry: dict[tuple[int, tuple[int, ...]], tuple[Any, ...]] = {}
 
@@ -230,38 +268,9 @@ def _launcher(g: fusion.Group, low: Lowered, kernel: Kernel, device_type: str) -
                 grid, loc = (rows,), ((local,) if local > 1 else None)
             else:
                 grid, loc = (rows * local,), (local,)
-            # a sum over rows, of shape (n,) or (1, ..., 1, n): (rows, n) or (rows, 1, ..., n)
-            # partials, summed over axis 0
-            sums = []
-            for k in partials:
-                out = out_types[k].concrete(binding)  # type: ignore[union-attr]
-                sums.append((k, (rows, *(out[1:] if len(out) > 1 else out))))
+            sums = partial_shapes(low, out_types, binding)
             got = geometry[key] = (rows, comp, kernel.build(comp), tail, grid, loc, sums)
         return got
-
-    def partial_sums(
-        ctx: Any, outs: list[Any], sums: list[tuple[int, tuple[int, ...]]]
-    ) -> tuple[list[Any], Any]:
-        """The outputs with scratch rows for the sums over rows, and what finishes them."""
-        if not sums:
-            return outs, None
-        dev = _dev.Device(device_type, ctx.device_index)
-        alloc = _dev.allocator_of(dev)
-        args, finish = list(outs), []
-        for k, shape in sums:
-            dtype = np.dtype(outs[k].dtype)
-            block = alloc.malloc(math.prod(shape) * dtype.itemsize)
-            scratch = ctx.runtime.view(block.handle, 0, shape, dtype)
-            args[k] = scratch
-            keep = len(shape) == len(outs[k].shape)
-            entry = dispatch.find_kernel("sum", device_type, dtype)
-            finish.append((entry.fn, [outs[k]], [scratch], {"axes": (0,), "keepdim": keep}, block))
-
-        def run() -> None:
-            for fn, o, i, attrs, _block in finish:
-                fn(ctx, o, i, **attrs)
-
-        return args, run
 
     tuned: dict[tuple[int, tuple[int, ...]], Any] = {}
 
@@ -290,7 +299,7 @@ def _launcher(g: fusion.Group, low: Lowered, kernel: Kernel, device_type: str) -
         rows, comp, prog, tail, grid, loc, sums = prepare(ctx, tuple(dims))
         if not rows:
             return
-        outs, finish = partial_sums(ctx, outs, sums)
+        outs, finish = partial_sums(device_type, ctx, outs, sums)
         args = [*ins, *outs, *tail]
         comp.launch(prog, args, grid, work_group(ctx, tuple(dims), comp, prog, args, loc), ctx.stream)
         if finish is not None:
@@ -300,23 +309,30 @@ def _launcher(g: fusion.Group, low: Lowered, kernel: Kernel, device_type: str) -
         rows, comp, prog, tail, grid, loc, sums = prepare(ctx, tuple(dims))
         if not rows:
             return lambda: None
-        outs, finish = partial_sums(ctx, outs, sums)  # the scratch rows live as long as the binding
+        # the scratch rows live as long as the binding
+        outs, finish = partial_sums(device_type, ctx, outs, sums)
         args, stream = [*ins, *outs, *tail], ctx.stream
         loc = work_group(ctx, tuple(dims), comp, prog, args, loc)
-        fast = comp.bind(prog, args, grid, loc, stream) if hasattr(comp, "bind") else None
-        if finish is None:
-            return fast or (lambda: comp.launch(prog, args, grid, loc, stream))
-
-        def call() -> None:
-            if fast is not None:
-                fast()
-            else:
-                comp.launch(prog, args, grid, loc, stream)
-            finish()
-
-        return call
+        return bound_call(comp, prog, args, grid, loc, stream, finish)
 
     return KernelEntry(launch, PLUGIN, bind=bind)
+
+
+def bound_call(comp: Any, prog: Any, args: list[Any], grid: Any, loc: Any, stream: Any, finish: Any) -> Any:
+    """One launch with its arguments bound (the compiler's ``bind`` where it has one), then
+    ``finish`` (the sums over rows) when there is one."""
+    fast = comp.bind(prog, args, grid, loc, stream) if hasattr(comp, "bind") else None
+    if finish is None:
+        return fast or (lambda: comp.launch(prog, args, grid, loc, stream))
+
+    def call() -> None:
+        if fast is not None:
+            fast()
+        else:
+            comp.launch(prog, args, grid, loc, stream)
+        finish()
+
+    return call
 
 
 def install() -> None:

@@ -25,6 +25,7 @@ from .dce import DeadCodeElimination, eliminate_dead_code
 from .drr import Attr, Const, Match, Pat, Res, Rule, Var
 from .fold import ConstantFolding, fold_constants
 from .fusion import Fusion, fuse_program, fusion_stats
+from .horizontal import HorizontalFusion
 from .lower import Lower, lower
 from .manager import (
     DEFAULT_LEVEL,
@@ -54,6 +55,7 @@ __all__ = [
     "Fuse",
     "FunctionPass",
     "Fusion",
+    "HorizontalFusion",
     "Lower",
     "Match",
     "Pass",

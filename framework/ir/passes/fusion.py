@@ -117,9 +117,11 @@ _STATS: Counter[str] = Counter()
 
 
 def fusion_stats() -> dict[str, int]:
-    """Counters since start: ``groups`` made, ``ops`` fused into them, ``kernels`` built,
-    ``failed`` builds (those groups run unfused) and ``unfused_runs`` of failed groups."""
-    keys = ("groups", "ops", "kernels", "failed", "unfused_runs")
+    """Counters since start: ``groups`` made, ``ops`` fused into them, ``horizontal`` merged
+    kernels made of independent groups (:mod:`.horizontal`), ``kernels`` built, ``failed``
+    builds (those groups run unfused, merged ones part by part) and ``unfused_runs`` of
+    failed groups."""
+    keys = ("groups", "ops", "horizontal", "kernels", "failed", "unfused_runs")
     return {k: _STATS[k] for k in keys}
 
 
@@ -480,6 +482,10 @@ def _topological_order(program: Program) -> None:
     program.block.ops[:] = order + ([ret] if ret is not None else [])
 
 
+#: passes :func:`fuse_program` runs after this one (:mod:`.horizontal` adds its own)
+AFTER: list[Any] = []
+
+
 def compile_enabled() -> bool:
     """``OARLOCK_COMPILE`` (default on): fused kernels for programs, as generated kernels in eager."""
     return env.flag("OARLOCK_COMPILE", True)
@@ -496,9 +502,9 @@ def fuse_program(program: Program, device: Any) -> Program:
     mapping: dict[Value, Value] = {v: copy.block.add_argument(v.type) for v in program.inputs}
     for op in program.block.ops:
         copy.block.append_op(clone_op(op, mapping))
-    pm = PassManager([Fusion()])
+    pm = PassManager([Fusion(), *(make() for make in AFTER)])
     pm.run(copy, PassContext(device=dev))
-    return copy if pm.stats and pm.stats[0].rewritten else program
+    return copy if any(s.rewritten for s in pm.stats) else program
 
 
 register_pass("fusion", Fusion)

@@ -1,0 +1,423 @@
+"""Kernels of merged ops (:mod:`framework.ir.passes.horizontal`): several independent fusion
+groups (*parts*) in one launch.
+
+Each part is lowered as its own group (:func:`framework.compiler.fused.lower_group`) and
+emitted by the device's emitter as a block of the merged kernel: the emitter's row hooks are
+replaced so that the block reads its tensors through aliases of the kernel's arguments
+(``in0`` of part 2 is the kernel's ``a5``) and takes its row from the merged index space;
+everything inside a row (loops, reductions, the row math) is the emitter's own code.
+
+- C (OpenMP): the rows of every part are cut into tiles of about :data:`TILE` elements; one
+  ``omp parallel for schedule(dynamic)`` hands the tiles of all parts to the threads (a part
+  of one long row, a gradient's sum of squares, runs on one thread while the others take the
+  next parts). Below ``CEmitter.PARALLEL_MIN`` elements in all, the calling thread runs it.
+- OpenCL C, CPU devices (PoCL): one work-item per row of the concatenated rows; a segment
+  dispatch (an ``if``/``else if`` chain on the row's index) picks the part. Work-groups are
+  sized so that there are at least :data:`MIN_GROUPS` of them (a merged kernel of twelve
+  one-row parts must not be one work-group, which PoCL runs on one thread).
+- OpenCL C and CUDA C, GPUs: one work-group (block) per row of the concatenated rows, the
+  same segment dispatch on the group's index (uniform in the group, so the barriers of a
+  reduction stay legal). The local memory of the reductions is one buffer sized for the
+  largest part (a work-group runs one part only), handed to each part as pointers.
+
+The kernel's arguments are each distinct input once, then the outputs, then the row count
+(and symbolic row length) of each part with symbolic dims; fixed row counts are constants of
+the source. A sum over rows (a weight's gradient) is written as partial rows and summed after
+the launch by the device's ``sum``, as for one group.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from adapter_api import CompileError, KernelEntry
+
+from .._src import device as _dev
+from .._src.ops import base
+from ..ir import TensorType
+from ..ir.passes import fusion, horizontal
+from . import ir
+from .eager import Kernel, _kind, _warn_once, compiler_for
+from .emit import CEmitter, Emitter, _flag, emitter
+from .fused import Lowered, bound_call, lower_group, partial_shapes, partial_sums
+from .trace import NotFusible
+
+PLUGIN = "oarlock.compiler (horizontal)"
+#: elements of a tile of rows in the C kernel (the unit the threads take)
+TILE = 1 << 14
+#: work-groups a merged kernel on a CPU OpenCL device keeps at the least
+MIN_GROUPS = 16
+#: bytes of kernel arguments the OpenCL and CUDA languages promise at the least (OpenCL's
+#: CL_DEVICE_MAX_PARAMETER_SIZE for a full-profile device; CUDA's 4 KiB), and C's 127
+#: parameters (C99's translation limit); a plugin may report ``max_parameter_size``
+_ARG_BYTES = {"opencl-c": 1024, "cuda": 4096}
+_C_PARAMETERS = 127
+
+
+@dataclass
+class Part:
+    """One part of a merged kernel: its lowered group and where its tensors are."""
+
+    low: Lowered
+    ins: list[int]  #: the kernel's tensor argument of each input
+    outs: list[int]  #: the merged op's output index of each output
+    symbolic: bool  #: its row count (and row length) are kernel arguments
+    out_types: list[TensorType]
+
+
+@dataclass
+class _Style:
+    """How one kernel language spells what a merged kernel adds."""
+
+    ptr: str  # a writable tensor
+    cptr: str  # a read-only tensor
+    size_t: str
+    head: str  # the kernel's signature, ``{entry}`` and ``{params}``
+    index: str  # the merged index (row, or work-group)
+    lid: str  # the work-item's index in its group ("" when a work-item is a row)
+    shared: str  # the local-memory buffer of the reductions, ``{words}``
+    shared_ptr: str  # a pointer into it, ``{T}``
+
+
+_STYLES = {
+    "c": _Style("{T}* restrict", "const {T}* restrict", "int64_t", "void {entry}({params})", "", "", "", ""),
+    "opencl-c/rows": _Style(
+        "__global {T}* restrict",
+        "__global const {T}* restrict",
+        "long",
+        "__kernel void {entry}({params})",
+        "get_global_id(0)",
+        "",
+        "",
+        "",
+    ),
+    "opencl-c/groups": _Style(
+        "__global {T}* restrict",
+        "__global const {T}* restrict",
+        "long",
+        "__kernel __attribute__((reqd_work_group_size(L, 1, 1))) void {entry}({params})",
+        "get_group_id(0)",
+        "get_local_id(0)",
+        "__local ulong hz_scratch[{words}];",
+        "__local {T}*",
+    ),
+    "cuda/groups": _Style(
+        "{T}* __restrict__",
+        "const {T}* __restrict__",
+        "long long",
+        'extern "C" __global__ void __launch_bounds__(L) {entry}({params})',
+        "blockIdx.x",
+        "threadIdx.x",
+        "__shared__ unsigned long long hz_scratch[{words}];",
+        "{T}*",
+    ),
+}
+
+
+def _style(em: Emitter) -> _Style:
+    key = em.language if em.language == "c" else f"{em.language}/{em.layout}"
+    try:
+        return _STYLES[key]
+    except KeyError:
+        raise NotImplementedError(f"[compiler] no merged kernels for {key}") from None
+
+
+_PART_CLASSES: dict[type[Emitter], type[Emitter]] = {}
+
+
+def _part_emitter(cls: type[Emitter]) -> type[Emitter]:
+    """``cls`` emitting one part as a block of the merged kernel: no prologue, no signature,
+    the row from the merged index space, the tensors through aliases (``hz_open``)."""
+    got = _PART_CLASSES.get(cls)
+    if got is not None:
+        return got
+
+    class PartEmitter(cls):  # type: ignore[valid-type,misc]
+        hz_open: list[str] = []
+        hz_first: list[str] = []
+
+        def prologue(self, prog: ir.Program) -> list[str]:
+            return []
+
+        def signature(self, prog: ir.Program, entry: str) -> str:
+            return f"/* part {entry} */"
+
+        def row_begin(self, prog: ir.Program) -> tuple[list[str], list[str]]:
+            return self.hz_open, self.hz_first
+
+        def _streamed(self, prog: ir.Program) -> list[int]:
+            return []  # a part writes its rows in place (no per-thread row buffer)
+
+    PartEmitter.__name__ = f"Part{cls.__name__}"
+    _PART_CLASSES[cls] = PartEmitter
+    return PartEmitter
+
+
+def _scratch(em: Emitter, prog: ir.Program, style: _Style) -> tuple[list[str], int]:
+    """Pointers into the shared buffer for a part's reductions (what ``shared_decls`` declares
+    for one kernel), and the buffer's words it needs."""
+    lines, words = [], 0
+    for n in ir.live_nodes(prog.outputs):
+        if n.op != "reduce":
+            continue
+        arrays = [(f"red{n.id}", em._acc_type(n))]
+        if _flag(n) == "idx":
+            arrays.append((f"idxs{n.id}", "int64_t"))
+        elif _flag(n) == "nan":
+            arrays.append((f"nans{n.id}", "int"))
+        for name, T in arrays:
+            ptr = style.shared_ptr.format(T=T)
+            lines.append(f"{ptr} {name} = ({ptr})(hz_scratch + {words});")
+            words += em.local
+    return lines, words
+
+
+def merged_source(parts: list[Part], n_inputs: int, language: str, device_kind: str, entry: str) -> Kernel:
+    """The merged kernel of ``parts`` for ``language`` (its tensor arguments: ``n_inputs``
+    inputs, then the outputs)."""
+    em = emitter(language, None, device_kind)
+    style = _style(em)
+    progs = [p.low.program for p in parts]
+    em._batch = progs
+    try:
+        lines = list(em.prologue(progs[0]))
+    finally:
+        em._batch = []
+    # tensor arguments
+    params: list[str] = [""] * (n_inputs + sum(len(p.outs) for p in parts))
+    for p in parts:
+        for k, a in enumerate(p.ins):
+            params[a] = f"{style.cptr.format(T=em.storage(p.low.program.inputs[k][0]))} a{a}"
+        for k, o in enumerate(p.outs):
+            params[n_inputs + o] = (
+                f"{style.ptr.format(T=em.storage(p.low.program.outputs[k].dtype))} a{n_inputs + o}"
+            )
+    rows, ns = [], []
+    for i, p in enumerate(parts):
+        prog = p.low.program
+        if p.symbolic:
+            params.append(f"{style.size_t} hz_rows{i}")
+            rows.append(f"hz_rows{i}")
+            if prog.n is None:
+                params.append(f"{style.size_t} hz_n{i}")
+        else:
+            rows.append(str(math.prod(p.low.main.concrete({})[:-1])))
+        ns.append(f"hz_n{i}" if prog.n is None else str(prog.n))
+    lines.append(style.head.format(entry=entry, params=", ".join(params)) + " {")
+    part_cls = _part_emitter(type(em))
+    blocks, words = [], 0
+    for i, p in enumerate(parts):
+        pe = part_cls(em.local)
+        pe._batch = progs
+        prog = p.low.program
+        T = style.size_t
+        alias = [
+            f"{style.cptr.format(T=pe.storage(d))} in{k} = a{a};"
+            for k, ((d, _, _), a) in enumerate(zip(prog.inputs, p.ins))
+        ]
+        alias += [
+            f"{style.ptr.format(T=pe.storage(o.dtype))} out{k} = a{n_inputs + a};"
+            for k, (o, a) in enumerate(zip(prog.outputs, p.outs))
+        ]
+        alias.append(f"const {T} rows = {rows[i]}; (void)rows;")
+        if prog.n is None:
+            alias.append(f"const {T} n = hz_n{i};")
+        if language == "c":
+            pe.hz_open, pe.hz_first = [*alias, "for (int64_t r = hz_r0; r < hz_r1; ++r) {"], []
+        elif em.layout == "rows":
+            pe.hz_open, pe.hz_first = [*alias, f"const long r = hz_g - hz_s{i};", "if (r < rows) {"], []
+        else:
+            ptrs, need = _scratch(pe, prog, style)
+            words = max(words, need)
+            pe.hz_open, pe.hz_first = [], [*alias, *ptrs, f"const {T} r = hz_g - hz_s{i};"]
+        blocks.append(pe.source(prog, f"{i}: {prog.name}").rstrip("\n").splitlines() + ["#undef N"])
+    body: list[str] = []
+    if language == "c":
+        tiles = []
+        for i in range(len(parts)):
+            tiles.append(
+                f"(TILE_ELEMS / {ns[i]} > 1 ? TILE_ELEMS / {ns[i]} : 1)"
+                if not ns[i].isdigit()
+                else str(max(1, TILE // max(int(ns[i]), 1)))
+            )
+        body.append("const int64_t hz_t0 = 0;")
+        for i in range(len(parts)):
+            body.append(f"const int64_t hz_t{i + 1} = hz_t{i} + ({rows[i]} + {tiles[i]} - 1) / {tiles[i]};")
+        work = " + ".join(f"{r} * {n}" for r, n in zip(rows, ns))
+        body.append(f"const int64_t hz_work = {work};")
+        body.append(f"#pragma omp parallel for schedule(dynamic, 1) if (hz_work > {CEmitter.PARALLEL_MIN})")
+        body.append(f"for (int64_t hz_t = 0; hz_t < hz_t{len(parts)}; ++hz_t) {{")
+        for i, block in enumerate(blocks):
+            body.append(("    if" if i == 0 else "    } else if") + f" (hz_t < hz_t{i + 1}) {{")
+            body.append(f"        const int64_t hz_r0 = (hz_t - hz_t{i}) * {tiles[i]};")
+            body.append(
+                f"        const int64_t hz_r1 = hz_r0 + {tiles[i]} < {rows[i]} ? hz_r0 + {tiles[i]} : {rows[i]};"
+            )
+            body += ["        " + s for s in block]
+        body += ["    }", "}"]
+        lines.insert(len(lines) - 1, f"#define TILE_ELEMS {TILE}")
+    else:
+        T = style.size_t
+        if words:
+            body.append(style.shared.format(words=words))
+        body.append(f"const {T} hz_g = {style.index};")
+        if style.lid:
+            body.append(f"const int lid = {style.lid};")
+        body.append(f"const {T} hz_s0 = 0;")
+        for i in range(len(parts)):
+            body.append(f"const {T} hz_s{i + 1} = hz_s{i} + {rows[i]};")
+        for i, block in enumerate(blocks):
+            body.append(("if" if i == 0 else "} else if") + f" (hz_g < hz_s{i + 1}) {{")
+            body += ["    " + s for s in block]
+        body.append("}")
+    lines += ["    " + s for s in body] + ["}"]
+    source = "\n".join(lines) + "\n"
+    return Kernel(progs[0], source, entry, language, em.local, em.layout, em.build_options)
+
+
+def _parts(h: horizontal.HGroup) -> list[Part]:
+    index = {v: k for k, v in enumerate(h.body.inputs)}
+    parts, first = [], 0
+    for op, g in zip(h.parts, horizontal.merged_parts(h)):
+        low = lower_group(g.body)
+        outs = list(range(first, first + len(op.results)))
+        first += len(op.results)
+        types = [v.type for v in g.body.outputs]
+        parts.append(Part(low, [index[v] for v in op.operands], outs, bool(g.symbols), types))  # type: ignore[arg-type]
+    return parts
+
+
+def make_merged(h: horizontal.HGroup, language: str, device_kind: str) -> tuple[Kernel, list[Part]]:
+    """The merged kernel of ``h`` (raises :class:`NotFusible` or ``NotImplementedError``)."""
+    parts = _parts(h)
+    digest = hashlib.sha256(h.name.encode()).hexdigest()[:8]
+    entry = f"{h.body.name}_{digest}"
+    return merged_source(parts, len(h.body.inputs), language, device_kind, entry), parts
+
+
+class Backend:
+    """The compiler as the horizontal pass's backend (:class:`horizontal.Backend`)."""
+
+    def limits(self, device: str) -> horizontal.Limits | None:
+        if not base._compile_enabled():
+            return None
+        dev = _dev.parse(device)
+        comp = compiler_for(dev)
+        if comp is None:
+            return None
+        kind = _kind(dev)
+        try:
+            _style(emitter(comp.language, None, kind))
+        except NotImplementedError:
+            return None
+        big = 1 << 21 if kind == "cpu" else 1 << 24
+        if comp.language == "c":
+            return horizontal.Limits(max_args=_C_PARAMETERS, big=big)
+        size = _ARG_BYTES.get(comp.language, 1024)
+        try:
+            size = int(
+                _dev.device_type(dev.type).runtime.properties(dev.index).extra.get("max_parameter_size", size)
+            )
+        except Exception:  # noqa: BLE001 — properties are informational; keep the language's minimum
+            pass
+        return horizontal.Limits(max_args=max(size // 8, 2), big=big)
+
+    def source(self, group: horizontal.HGroup, device: str) -> str:
+        dev = _dev.parse(device)
+        comp = compiler_for(dev)
+        try:
+            return make_merged(group, comp.language, _kind(dev))[0].source
+        except (NotImplementedError, NotFusible) as exc:
+            return f"/* no merged kernel: {exc} */"
+
+
+def kernel_source(op: str, device_type: str, dtype: np.dtype) -> KernelEntry | None:
+    """``dispatch.KERNEL_SOURCES`` entry: the merged kernel of ``fused.h`` op ``op``."""
+    h = horizontal.HGROUPS.get(op)
+    if h is None or not base._compile_enabled():
+        return None
+    dev = _dev.Device(device_type, 0)
+    comp = compiler_for(dev)
+    if comp is None:
+        return None
+    try:
+        kernel, parts = make_merged(h, comp.language, _kind(dev))
+        kernel.build(comp)
+    except (CompileError, NotImplementedError, NotFusible) as exc:
+        fusion.count("failed")
+        _warn_once(
+            (op, device_type),
+            f"{exc}\n[compiler] merged kernel {op} ({len(h.parts)} fusion groups) does not build on "
+            f"{device_type}; its groups run one by one from now on",
+        )
+        return None
+    fusion.count("kernels")
+    return _launcher(h, parts, kernel, device_type)
+
+
+def _local(kernel: Kernel, total: int) -> int | None:
+    """The work-group size of a "rows" kernel: the emitter's, halved until there are
+    :data:`MIN_GROUPS` groups (None: one work-item per group)."""
+    lo = kernel.local
+    while lo > 1 and total < lo * MIN_GROUPS:
+        lo //= 2
+    return lo if lo > 1 else None
+
+
+def _launcher(h: horizontal.HGroup, parts: list[Part], kernel: Kernel, device_type: str) -> KernelEntry:
+    symbols = h.symbols
+    geometry: dict[tuple[int, tuple[int, ...]], tuple[Any, ...]] = {}
+
+    def prepare(ctx: Any, dims: tuple[int, ...]) -> tuple[Any, ...]:
+        key = (ctx.device_index, dims)
+        got = geometry.get(key)
+        if got is None:
+            binding = dict(zip(symbols, dims))
+            tail: list[Any] = []
+            total = 0
+            sums: list[tuple[int, tuple[int, ...]]] = []
+            for p in parts:
+                shape = p.low.main.concrete(binding)
+                rows = math.prod(shape[:-1])
+                total += rows
+                if p.symbolic:
+                    tail.append(np.int64(rows))
+                    if p.low.program.n is None:
+                        tail.append(np.int64(shape[-1]))
+                sums += [(p.outs[k], s) for k, s in partial_shapes(p.low, p.out_types, binding)]
+            comp = compiler_for(_dev.Device(device_type, ctx.device_index))
+            if kernel.layout == "rows":
+                lo = _local(kernel, total)
+                grid, loc = (total,), (None if lo is None else (lo,))
+            else:
+                grid, loc = (total * kernel.local,), (kernel.local,)
+            got = geometry[key] = (total, comp, kernel.build(comp), tail, grid, loc, sums)
+        return got
+
+    def launch(ctx: Any, outs: list[Any], ins: list[Any], dims: tuple[int, ...] = ()) -> None:
+        bind(ctx, outs, ins, dims)()
+
+    def bind(ctx: Any, outs: list[Any], ins: list[Any], dims: tuple[int, ...] = ()) -> Any:
+        total, comp, prog, tail, grid, loc, sums = prepare(ctx, tuple(dims))
+        if not total:
+            return lambda: None
+        outs, finish = partial_sums(device_type, ctx, outs, sums)  # scratch lives with the binding
+        return bound_call(comp, prog, [*ins, *outs, *tail], grid, loc, ctx.stream, finish)
+
+    return KernelEntry(launch, PLUGIN, bind=bind)
+
+
+def install() -> None:
+    """Register the horizontal backend and the kernel source (idempotent)."""
+    from .._src import dispatch
+
+    if not any(isinstance(b, Backend) for b in horizontal.BACKENDS):
+        horizontal.BACKENDS.append(Backend())
+    if kernel_source not in dispatch.KERNEL_SOURCES:
+        dispatch.KERNEL_SOURCES.append(kernel_source)
+        dispatch.clear_kernel_cache()
