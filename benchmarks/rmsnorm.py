@@ -7,6 +7,10 @@ single-threaded copy is shown too). On OpenCL the copy is the plugin's ``copy`` 
 
     python benchmarks/rmsnorm.py                      # cpu + opencl, (4096, 4096) and (64, 4096)
     python benchmarks/rmsnorm.py --devices cpu --no-torch-compile --reps 10
+
+Rows "kernel at width W" launch the generated kernel built at each vector width (framework
+compiler's ``_RowLoops``: passes in chunks of W elements with W partial results per reduction
+and a prefetch of the next row; width 1 is the plain loops).
 """
 
 from __future__ import annotations
@@ -110,8 +114,38 @@ def rows_for(
 
         out["oarlock hand-fused (numpy)"] = fused
     out["oarlock generated"] = fw_fn
+    out.update(width_rows(op, x, w, b, device))
     if op == "softmax":
         out.update(softmax_before_after(xn, device))
+    return out
+
+
+def width_rows(op: str, x: Any, w: Any, b: Any, device: str) -> dict[str, Callable[[], Any]]:
+    """The generated kernel launched directly at each vector width of tune.WIDTHS (emit.py
+    ``_RowLoops``; width 1 is the plain loops, as before issue #14's chunked passes), side by
+    side with what eager mode runs (its width tuned)."""
+    from framework.compiler import eager, tune
+
+    ins, attrs = {
+        "rms_norm": ([x, w], {"epsilon": EPS}),
+        "softmax": ([x], {"axis": -1}),
+        "layer_norm": ([x, w, b], {"epsilon": EPS, "has_weight": True, "has_bias": True}),
+    }[op]
+    prog = compiler.lower(op, *ins, **attrs)
+    dev = fw.Device(device)
+    comp = compiler.compiler_for(dev)
+    rows = int(np.prod(x.shape[:-1]))
+    y = fw.to_tensor(np.empty(x.shape, np.float32), device=device)
+    out: dict[str, Callable[[], Any]] = {}
+    for width in tune.WIDTHS:
+        k = eager.make_kernel(prog, comp.language, device_kind=eager.device_kind(dev), width=width)
+        if k.width is None:
+            return {}
+        p = k.build(comp)
+        local = (k.local,) if k.local > 1 else None
+        out[f"kernel at width {width}"] = lambda p=p, local=local: compiler.launch(
+            p, [*ins, y, np.int64(rows)], (rows,), local, device
+        )
     return out
 
 

@@ -87,6 +87,21 @@ def _reset_state():
     yield
 
 
+@pytest.fixture
+def fresh_tuning(tmp_path, monkeypatch):
+    """An empty kernel cache and tuning file in ``tmp_path``, tuning on, nothing in memory."""
+    from framework import compiler
+    from framework.compiler import tune
+
+    monkeypatch.setenv("OARLOCK_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("OARLOCK_TUNE", raising=False)
+    tune.reset()
+    compiler.reset()
+    yield tmp_path
+    tune.reset()
+    compiler.reset()
+
+
 def assert_close(got, want, dtype=None, rtol=None, atol=None, equal_nan=True) -> None:
     """Compare a tensor (or array) with a numpy reference; prints shapes and dtypes on failure."""
     g = got.numpy() if isinstance(got, fw.Tensor) else np.asarray(got)

@@ -83,6 +83,10 @@ class Kernel:
     layout: str
     options: tuple[str, ...] = ()
     programs: dict[int, Any] = field(default_factory=dict)
+    device_kind: str = ""
+    #: the vector width it was emitted with (emit._RowLoops), None for other emitters
+    width: int | None = None
+    variants: dict[int, Kernel] = field(default_factory=dict)
 
     def build(self, comp: Any) -> Any:
         p = self.programs.get(id(comp))
@@ -90,14 +94,49 @@ class Kernel:
             p = self.programs[id(comp)] = CACHE.get(comp, self.source, self.entry, self.options)
         return p
 
+    def variant(self, width: int) -> Kernel:
+        """The same program emitted with vector width ``width``."""
+        if width == self.width:
+            return self
+        k = self.variants.get(width)
+        if k is None:
+            k = self.variants[width] = make_kernel(
+                self.prog, self.language, self.local, self.device_kind, width
+            )
+        return k
+
+    def tuned(self, comp: Any, rows: int, args: list[Any], stream: Any, sync: Any) -> Kernel:
+        """The variant to launch on ``rows`` rows: its vector width measured once per device,
+        kernel and row length (tune.rows_width; each candidate built through the program cache
+        and launched on ``args``), else this one."""
+        if self.width is None or self.layout != "rows":
+            return self
+        seen: dict[str, int] = {}
+        for w in tune.WIDTHS:
+            seen.setdefault(self.variant(w).source, w)
+        local = (self.local,) if self.local > 1 else None
+        width = tune.rows_width(
+            comp,
+            self.entry,
+            rows,
+            self.prog.n or 0,
+            self.width,
+            tuple(seen.values()),
+            lambda w: comp.launch(self.variant(w).build(comp), args, (rows,), local, stream),
+            sync,
+        )
+        return self.variant(width)
+
     def launch(self, dev: _dev.Device, ins: list[Tensor], outs: list[Tensor], rows: int) -> None:
         comp = compiler_for(dev)
-        p = self.build(comp)
         if rows == 0:
+            self.build(comp)  # a compile error raises all the same
             return
         args = [t.native() for t in ins] + [o.native() for o in outs] + [np.int64(rows)]
         stream = dispatch.context(dev).stream
-        if self.layout == "rows":  # the work-group size is tuned per device and shape (tune.py)
+        if self.layout == "rows":  # vector width and work-group size tuned per device and shape (tune.py)
+            sync = lambda: _dev.device_type(dev.type).runtime.synchronize(dev.index)  # noqa: E731
+            p = self.tuned(comp, rows, args, stream, sync).build(comp)
             lo = tune.rows_local(
                 comp,
                 self.entry,
@@ -105,22 +144,36 @@ class Kernel:
                 self.prog.n or 0,
                 self.local if self.local > 1 else None,
                 lambda g: comp.launch(p, args, (rows,), None if g is None else (g,), stream),
-                lambda: _dev.device_type(dev.type).runtime.synchronize(dev.index),
+                sync,
             )
             grid, local = (rows,), (None if lo is None else (lo,))
         else:
+            p = self.build(comp)
             grid, local = (rows * self.local,), (self.local,)
         comp.launch(p, args, grid, local, stream)
 
 
-def make_kernel(prog: ir.Program, language: str, local: int | None = None, device_kind: str = "") -> Kernel:
-    """Emit ``prog`` for ``language``; the entry name carries a hash of the program."""
+def make_kernel(
+    prog: ir.Program, language: str, local: int | None = None, device_kind: str = "", width: int | None = None
+) -> Kernel:
+    """Emit ``prog`` for ``language``; the entry name carries a hash of the program (every
+    vector width of it shares the name: tuning keys its choices by it)."""
     import hashlib
 
-    em = emitter(language, local, device_kind)
+    em = emitter(language, local, device_kind, width)
     h = hashlib.sha256(prog.describe().encode()).hexdigest()[:12]
     entry = f"{prog.name}_{h}"
-    return Kernel(prog, em.source(prog, entry), entry, language, em.local, em.layout, em.build_options)
+    return Kernel(
+        prog,
+        em.source(prog, entry),
+        entry,
+        language,
+        em.local,
+        em.layout,
+        em.build_options,
+        device_kind=device_kind,
+        width=getattr(em, "width", None),
+    )
 
 
 def device_kind(dev: _dev.Device) -> str:

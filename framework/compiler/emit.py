@@ -223,30 +223,35 @@ class Emitter:
             return "uint64_t" if src.itemsize == 8 else "uint32_t"
         return "int" if src == ir.BOOL else self.ctype(src)
 
-    def red_decl(self, r: ir.Node, acc: str) -> list[str]:
+    def _red_init(self, r: ir.Node) -> str:
         src = r.args[0].dtype
         kind = {"argmax": "max", "argmin": "min"}.get(r.attr, r.attr)
-        init = ("0" if kind == "max" else "1") if src == ir.BOOL else self.init(kind, src)
-        out = [f"{self._acc_type(r)} {acc} = {init};"]
+        return ("0" if kind == "max" else "1") if src == ir.BOOL else self.init(kind, src)
+
+    def red_decl(self, r: ir.Node, acc: str) -> list[str]:
+        src = r.args[0].dtype
+        out = [f"{self._acc_type(r)} {acc} = {self._red_init(r)};"]
         if r.attr in ("argmax", "argmin"):
             out.append(f"int64_t idx{r.id} = 0;")
         elif r.attr in ("max", "min") and is_float(src):
             out.append(f"int nan{r.id} = 0;")
         return out
 
-    def red_update(self, r: ir.Node, acc: str, e: str) -> list[str]:
+    def red_update(self, r: ir.Node, acc: str, e: str, lane: str = "") -> list[str]:
+        """Fold element ``e`` into ``acc`` (``lane``: the suffix naming a lane of its arrays)."""
         src, kind = r.args[0].dtype, r.attr
+        acc += lane
         if kind in ("sum", "prod"):
             op = "+" if kind == "sum" else "*"
             return [f"{acc} {op}= ({self._acc_type(r)}){e};"]
         if kind in ("argmax", "argmin"):
             cmp = ">" if kind == "argmax" else "<"
             nan = f" || ({e} != {e} && {acc} == {acc})" if is_float(src) else ""
-            return [f"if ({e} {cmp} {acc}{nan}) {{ {acc} = {e}; idx{r.id} = j; }}"]
+            return [f"if ({e} {cmp} {acc}{nan}) {{ {acc} = {e}; idx{r.id}{lane} = j; }}"]
         if src == ir.BOOL:
             return [f"{acc} {'|' if kind == 'max' else '&'}= {e};"]
         out = [self.update(kind, acc, e)]
-        return out + [f"nan{r.id} |= {e} != {e};"] if is_float(src) else out
+        return out + [f"nan{r.id}{lane} |= {e} != {e};"] if is_float(src) else out
 
     def finish(self, r: ir.Node, acc: str, idx: str, nan: str) -> str:
         """The row's value of reduction ``r`` from its accumulator (and index, NaN flag)."""
@@ -272,6 +277,19 @@ class Emitter:
 
     def loop_begin(self, reductions: list[tuple[str, str]]) -> list[str]:
         raise NotImplementedError
+
+    def lanes(self, prog: ir.Program, reds: list[tuple[ir.Node, str]]) -> int:
+        """Partial accumulators per reduction of a loop (1: one, in the loop's own form)."""
+        return 1
+
+    def lane_decl(self, r: ir.Node, acc: str, lanes: int) -> list[str]:
+        raise NotImplementedError
+
+    def loop(
+        self, prog: ir.Program, li: int, reds: list[tuple[ir.Node, str]], inner: list[str], lanes: int
+    ) -> list[str]:
+        """Pass ``li`` along the row around its body ``inner``."""
+        return [*self.loop_begin(reds), *("    " + s for s in inner), "}"]
 
     def combine(self, reds: list[tuple[ir.Node, str]]) -> list[str]:
         """After a loop: turn each work-item's accumulator into the row's value."""
@@ -345,26 +363,30 @@ class Emitter:
             for n in roots:
                 self._collect(n, seen, order, body)
             reds = [(r, f"acc{r.id}") for r in loop.reductions]
+            lanes = self.lanes(prog, reds)
+            lane = "_l[j - jj]" if lanes > 1 else ""
             for r, acc in reds:
                 body.extend(self.red_decl(r, acc))
-            body.extend(self.loop_begin(reds))
+                if lanes > 1:
+                    body.extend(self.lane_decl(r, acc, lanes))
+            inner: list[str] = []
             for i, k in reload.items():
                 used = [a.id for n in order for a in n.args] + [n.id for _, n in loop.stores]
                 if i in used or any(r.args[0].id == i for r in loop.reductions):
-                    body.append(
-                        f"    const {self.ctype(prog.outputs[k].dtype)} v{i} = {self.spill_at(prog, k)};"
+                    inner.append(
+                        f"const {self.ctype(prog.outputs[k].dtype)} v{i} = {self.spill_at(prog, k)};"
                     )
             for n in order:
                 e = self.expr(n, [f"v{a.id}" for a in n.args], self._load(n))
-                body.append(f"    const {self.ctype(n.dtype)} v{n.id} = {e};")
+                inner.append(f"const {self.ctype(n.dtype)} v{n.id} = {e};")
             for r, acc in reds:
-                body.extend("    " + u for u in self.red_update(r, acc, f"v{r.args[0].id}"))
+                inner.extend(self.red_update(r, acc, f"v{r.args[0].id}", lane))
             for i, (k, at) in spills.items():
                 if at == li:
-                    body.append(f"    {self.spill_at(prog, k)} = v{i};  /* kept for a later pass */")
+                    inner.append(f"{self.spill_at(prog, k)} = v{i};  /* kept for a later pass */")
             for k, n in loop.stores:
-                body.append(f"    {self.store_target(prog, k)} = {self.stored(n.dtype, f'v{n.id}')};")
-            body.append("}")
+                inner.append(f"{self.store_target(prog, k)} = {self.stored(n.dtype, f'v{n.id}')};")
+            body.extend(self.loop(prog, li, reds, inner, lanes))
             body.extend(self.after_stores(prog, loop.stores))
             body.extend(self.combine(reds))
             self._done.update(r.id for r, _ in reds)
@@ -600,13 +622,124 @@ def _flag(r: ir.Node) -> str:
     return "nan" if r.attr in ("max", "min") and is_float(r.args[0].dtype) else ""
 
 
-class CEmitter(Emitter):
+class _RowLoops(Emitter):
+    """Passes along a row in chunks of :attr:`width` elements, for emitters of the "rows"
+    layout (one thread or work-item per row, a plain loop along it that the compiler
+    vectorises): each reduction keeps ``width`` partial results, so the vectorised loop
+    holds several SIMD registers of them and its adds do not wait on one another (one
+    accumulator leaves the loop bound by the add's latency), and the second pass over a row
+    that fits in cache prefetches the next row while it computes."""
+
+    #: the pragma that asks for SIMD code along a chunk
+    simd: tuple[str, ...] = ()
+    #: the type of the element index ``j``
+    j_t = "int"
+
+    #: elements of a row per chunk of a pass (the vector width): each reduction keeps this
+    #: many partial results (several SIMD registers, so the adds do not wait on each other)
+    #: and later passes prefetch the next row chunk by chunk; tuned per device and shape
+    #: (tune.py), this when tuning is off
+    width = 32
+    #: bytes of a row's inputs up to which a later pass prefetches the next row (it stays in L2)
+    PREFETCH_ROW_MAX = 64 << 10
+
+    def lanes(self, prog: ir.Program, reds: list[tuple[ir.Node, str]]) -> int:
+        if prog.n is None or self.width <= 1 or prog.n < self.width or not reds:
+            return 1
+        return 1 if any(r.attr in ("argmax", "argmin") for r, _ in reds) else self.width
+
+    def lane_decl(self, r: ir.Node, acc: str, lanes: int) -> list[str]:
+        out = [f"{self._acc_type(r)} {acc}_l[{lanes}];"]
+        init = [f"{acc}_l[l] = {self._red_init(r)};"]
+        if _flag(r) == "nan":
+            out.append(f"int nan{r.id}_l[{lanes}];")
+            init.append(f"nan{r.id}_l[l] = 0;")
+        return [*out, f"for (int l = 0; l < {lanes}; ++l) {{ {' '.join(init)} }}"]
+
+    def _fold_lanes(self, reds: list[tuple[ir.Node, str]], lanes: int) -> list[str]:
+        """Each reduction's partial results into its accumulator, lane by lane."""
+        out = []
+        for r, acc in reds:
+            part, src = f"{acc}_l[l]", r.args[0].dtype
+            if r.attr in ("sum", "prod"):
+                out.append(f"{acc} {'+' if r.attr == 'sum' else '*'}= {part};")
+            elif src == ir.BOOL:
+                out.append(f"{acc} {'|' if r.attr == 'max' else '&'}= {part};")
+            else:
+                out.append(self.update(r.attr, acc, part))
+                if _flag(r) == "nan":
+                    out.append(f"nan{r.id} |= nan{r.id}_l[l];")
+        return [f"for (int l = 0; l < {lanes}; ++l) {{", *("    " + s for s in out), "}"]
+
+    def _prefetch(self, prog: ir.Program, li: int) -> list[str]:
+        """The second pass over a row that fits in cache fetches the next row (its inputs read
+        along the row) into L2 while it computes: the first pass then finds it there."""
+        if li != 1 or prog.n is None:
+            return []
+        ks = sorted(
+            {
+                n.attr
+                for n in ir.live_nodes(prog.outputs)
+                if n.op == "input" and n.row and n.col and n.attr not in prog.loads
+            }
+        )
+        size = sum(self.storage_size(prog.inputs[k][0]) for k in ks)
+        if not ks or prog.n * size > self.PREFETCH_ROW_MAX:
+            return []
+        out = []
+        for k in ks:
+            step = max(64 // self.storage_size(prog.inputs[k][0]), 1)
+            out += [self.prefetch(f"in{k} + (r + 1) * N + jj + {o}") for o in range(0, self.width, step)]
+        return [f"if (r + 1 < rows) {{ {' '.join(out)} }}"] if out else []
+
+    def storage_size(self, dt: np.dtype) -> int:
+        return 1 if dt == ir.BOOL else dt.itemsize
+
+    def prefetch(self, at: str) -> str:
+        """Fetch the cache line at address ``at`` into L2 (a hint: it never faults)."""
+        return f"__builtin_prefetch({at}, 0, 2);"
+
+    def loop(
+        self, prog: ir.Program, li: int, reds: list[tuple[ir.Node, str]], inner: list[str], lanes: int
+    ) -> list[str]:
+        """Chunks of :attr:`width` elements (full ones unrolled into SIMD registers, then the
+        tail), when the pass keeps partial results per lane or prefetches."""
+        pf = self._prefetch(prog, li) if prog.n is not None and prog.n >= self.width > 1 else []
+        if lanes <= 1 and not pf:
+            return super().loop(prog, li, reds, inner, lanes)
+        assert prog.n is not None
+        w = self.width
+        main, tail = prog.n - prog.n % w, prog.n % w
+        out = [
+            f"for ({self.j_t} jj = 0; jj < {main}; jj += {w}) {{",
+            *("    " + s for s in pf),
+            *("    " + s for s in self.simd),
+            f"    for ({self.j_t} j = jj; j < jj + {w}; ++j) {{",
+            *("        " + s for s in inner),
+            "    }",
+            "}",
+        ]
+        if tail:
+            out += [
+                "{",
+                f"    const {self.j_t} jj = {main};",
+                f"    for ({self.j_t} j = jj; j < N; ++j) {{",
+                *("        " + s for s in inner),
+                "    }",
+                "}",
+            ]
+        return out + (self._fold_lanes(reds, lanes) if lanes > 1 else [])
+
+
+class CEmitter(_RowLoops):
     """C99 for the host: OpenMP threads across rows, SIMD along the row. Every dtype of the
     contract (the others are float32/float64 only): integers, bool, and float16/bfloat16
     computed in double and rounded once when stored."""
 
     language = "c"
     layout = "rows"
+    simd = ("#pragma omp simd",)
+    j_t = "int64_t"
     PARALLEL_MIN = 1 << 18  #: elements below which a launch runs on the calling thread
     #: generated primitives (framework.compiler.primitives) are built for this language
     primitives = True
@@ -921,7 +1054,7 @@ float oarlock_expf(float x) {
 }"""
 
 
-class OpenCLRowEmitter(OpenCLEmitter):
+class OpenCLRowEmitter(_RowLoops, OpenCLEmitter):
     """OpenCL C for CPU devices (PoCL): one work-item per row and a plain loop along it, which
     the driver's compiler vectorises like the C emitter's loops (no barriers, no local memory).
     ``exp`` in float is :data:`_CL_EXPF` (the driver's is a call that keeps the loop scalar)."""
@@ -1022,9 +1155,12 @@ EMITTERS: dict[str, type[Emitter]] = {
 LOCAL_SIZE = {"c": 1, "opencl-c": 64, "cuda": 256, "opencl-c/cpu": 64}
 
 
-def emitter(language: str, local_size: int | None = None, device_kind: str = "") -> Emitter:
+def emitter(
+    language: str, local_size: int | None = None, device_kind: str = "", width: int | None = None
+) -> Emitter:
     """The emitter for a compiler's ``language`` (``"c"``, ``"opencl-c"``, ``"cuda"``);
-    ``device_kind="cpu"`` picks a CPU-shaped variant where there is one."""
+    ``device_kind="cpu"`` picks a CPU-shaped variant where there is one; ``width``, the vector
+    width of an emitter that chunks its passes (:class:`_RowLoops`), else its default."""
     if device_kind and f"{language}/{device_kind}" in EMITTERS:
         language = f"{language}/{device_kind}"
     try:
@@ -1033,4 +1169,7 @@ def emitter(language: str, local_size: int | None = None, device_kind: str = "")
         raise NotImplementedError(
             f"[compiler] no emitter for kernel language {language!r}; known: {sorted(EMITTERS)}"
         ) from None
-    return cls(local_size or LOCAL_SIZE[language])
+    em = cls(local_size or LOCAL_SIZE[language])
+    if width is not None and isinstance(em, _RowLoops):
+        em.width = width
+    return em

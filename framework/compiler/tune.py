@@ -1,5 +1,5 @@
-"""Launch tuning: the work-group size of generated kernels, measured once per device, kernel
-and shape bucket and kept on disk.
+"""Launch tuning: the work-group size and vector width of generated kernels, measured once per
+device, kernel and shape bucket and kept on disk.
 
 A kernel of the "rows" layout (C, OpenCL on a CPU device) takes its work-group size (rows per
 work-group) at launch, so tuning costs no rebuild: the first launch of a kernel in a shape
@@ -10,8 +10,13 @@ kernel's own outputs, so the work is not lost) and keeps the fastest. Choices li
 identity (device, driver, compiler version), the kernel's entry name (a hash of its program)
 and the bucket, and are written under a file lock through a temp file + ``os.replace``.
 
-``OARLOCK_TUNE=0`` turns tuning off: every launch takes the emitter's fixed default
-(``emit.LOCAL_SIZE``), so runs are deterministic. A damaged tuning file is ignored (and
+The vector width of a "rows" kernel (the elements per chunk of its passes along a row: each
+reduction keeps that many partial results, and the second pass prefetches the next row chunk
+by chunk) is compiled in, so each candidate (:data:`WIDTHS`, only those whose source differs)
+is a build; it is chosen once per device, kernel and row length, before the work-group size.
+
+``OARLOCK_TUNE=0`` turns tuning off: every launch takes the emitter's fixed defaults
+(``emit.LOCAL_SIZE``, ``emit._RowLoops.width``), so runs are deterministic. A damaged tuning file is ignored (and
 rewritten on the next choice); the folder must be private, as for the kernel cache.
 """
 
@@ -37,8 +42,12 @@ REPEATS = 3
 MIN_ELEMENTS = 1 << 16
 #: the file's format, bumped too when the emitters change the code of kernels whose entry names
 #: (a hash of the program, not of the source) stay, so choices measured on the old code go
-#: (2: PoCL's softmax computes exp as vectorisable arithmetic, its work-group size choice changed)
-VERSION = 2
+#: (2: PoCL's softmax computes exp as vectorisable arithmetic, its work-group size choice changed;
+#: 3: "rows" kernels pass along a row in chunks with partial results per lane and prefetch the
+#: next row, and their vector width is a choice too)
+VERSION = 3
+#: vector widths tried for a "rows" kernel (emit.py ``_RowLoops.width``; 1: plain loops)
+WIDTHS: tuple[int, ...] = (1, 8, 32)
 
 _LOCK = threading.Lock()
 _MEMORY: dict[str, int | None] = {}
@@ -127,23 +136,34 @@ def choose(
     """
     if not enabled() or rows * max(n, 1) < MIN_ELEMENTS:
         return default
-    k = key(comp.identity(), entry, rows, n)
+    cands = tuple(c for c in CANDIDATES if c is None or c <= rows)
+    return _pick(key(comp.identity(), entry, rows, n), "local", cands, default, run, sync)
+
+
+def _pick(
+    k: str,
+    field: str,
+    candidates: tuple[Any, ...],
+    default: Any,
+    run: Callable[[Any], None],
+    sync: Callable[[], None],
+) -> Any:
+    """The fastest of ``candidates`` for key ``k`` (from memory, the file, or measured now:
+    a warm-up and :data:`REPEATS` timed runs each), kept in the file as ``{field: choice}``."""
     got = _MEMORY.get(k, False)
     if got is not False:
-        return got  # type: ignore[return-value]
+        return got
     with _LOCK:
         stored = _entries().get(k)
-        if isinstance(stored, dict) and "local" in stored:
+        if isinstance(stored, dict) and field in stored:
             STATS["from_disk"] += 1
-            _MEMORY[k] = stored["local"]
-            return stored["local"]
+            _MEMORY[k] = stored[field]
+            return stored[field]
         times: dict[str, float] = {}
         best, best_t = default, float("inf")
-        for cand in CANDIDATES:
-            if cand is not None and cand > rows:
-                continue
+        for cand in candidates:
             try:
-                run(cand)  # warm-up (and the driver's first-launch work)
+                run(cand)  # warm-up (and the driver's first-launch work, or a build)
                 sync()
                 t0 = time.perf_counter()
                 for _ in range(REPEATS):
@@ -157,7 +177,7 @@ def choose(
                 best, best_t = cand, t
         STATS["measured"] += 1
         _MEMORY[k] = best
-        _store(k, {"local": best, "ms": times, "default": default})
+        _store(k, {field: best, "ms": times, "default": default})
         return best
 
 
@@ -175,6 +195,34 @@ def rows_local(
     if comp.language == "c":
         return default
     return choose(comp, entry, rows, n, default, launch, sync)
+
+
+def width_key(identity: str, entry: str, n: int) -> str:
+    """Key of a vector width choice: device, kernel and row length (the width changes the
+    work along a row, not across rows)."""
+    dev = hashlib.sha256(identity.encode()).hexdigest()[:16]
+    return f"{dev}|{entry}|width n={n}"
+
+
+def rows_width(
+    comp: Any,
+    entry: str,
+    rows: int,
+    n: int,
+    default: int,
+    candidates: tuple[int, ...],
+    run: Callable[[int], None],
+    sync: Callable[[], None],
+) -> int:
+    """The vector width to build a "rows" kernel with (its passes in chunks of that many
+    elements, each reduction keeping that many partial results; emit.py ``_RowLoops``),
+    measured once per device, kernel and row length among ``candidates`` (the distinct
+    sources: each is a build, through the program cache). ``run(width)`` builds (once) and
+    launches that variant on the caller's arguments. ``default`` when tuning is off, the
+    launch is small or there is nothing to choose."""
+    if not enabled() or rows * max(n, 1) < MIN_ELEMENTS or len(candidates) < 2:
+        return default
+    return _pick(width_key(comp.identity(), entry, n), "width", candidates, default, run, sync)
 
 
 def reset() -> None:

@@ -1,6 +1,6 @@
 """Launch tuning (framework/compiler/tune.py) on PoCL: the first launch of a generated kernel
-in a shape bucket measures the work-group sizes and keeps the fastest in tuning.json (keyed by
-device identity, kernel and bucket), a fresh process reads it back, OARLOCK_TUNE=0 keeps the
+in a shape bucket measures the vector widths and work-group sizes and keeps the fastest in
+tuning.json (keyed by device identity, kernel and bucket or row length), a fresh process reads it back, OARLOCK_TUNE=0 keeps the
 fixed default, and a damaged file is ignored; results match numpy whichever size runs."""
 
 from __future__ import annotations
@@ -21,19 +21,13 @@ DEVICE = "opencl:0"
 
 
 @pytest.fixture
-def fresh(tmp_path, monkeypatch):
+def fresh(fresh_tuning):
     try:
         if not compiler.has_compile_access(DEVICE):
             pytest.skip(f"{DEVICE}: no compile access")
     except fw.OarlockError as exc:
         pytest.skip(f"{DEVICE}: {exc}")
-    monkeypatch.setenv("OARLOCK_CACHE_DIR", str(tmp_path))
-    monkeypatch.delenv("OARLOCK_TUNE", raising=False)
-    tune.reset()
-    compiler.reset()
-    yield tmp_path
-    tune.reset()
-    compiler.reset()
+    return fresh_tuning
 
 
 def rms(x: np.ndarray) -> np.ndarray:
@@ -47,17 +41,20 @@ def run(a: np.ndarray) -> np.ndarray:
 def test_tuned_once_kept_on_disk_and_read_back(fresh):
     a = np.random.default_rng(0).standard_normal((256, 512)).astype(np.float32)
     np.testing.assert_allclose(run(a), rms(a), rtol=1e-5, atol=1e-6)
-    assert tune.STATS["measured"] == 1
+    assert tune.STATS["measured"] == 2  # the vector width, then the work-group size
     entries = json.loads((fresh / "tuning.json").read_text())["entries"]
-    (k, v), *_ = [(k, v) for k, v in entries.items() if k.split("|")[1].startswith("rms_norm")]
+    mine = {k: v for k, v in entries.items() if k.split("|")[1].startswith("rms_norm")}
+    (k, v), (kw, vw) = sorted(mine.items())
     comp = compiler.compiler_for(_dev.parse(DEVICE))
     assert k == tune.key(comp.identity(), k.split("|")[1], 256, 512) and k.endswith("|256x512")
     assert v["local"] in tune.CANDIDATES and set(v["ms"]) <= {str(c) for c in tune.CANDIDATES}
+    assert kw == tune.width_key(comp.identity(), k.split("|")[1], 512)
+    assert vw["width"] in tune.WIDTHS and set(vw["ms"]) <= {str(w) for w in tune.WIDTHS}
     np.testing.assert_allclose(run(a[:200]), rms(a[:200]), rtol=1e-5, atol=1e-6)  # same bucket
-    assert tune.STATS["measured"] == 1
-    tune.reset()  # as a new process: the choice comes from the file
+    assert tune.STATS["measured"] == 2
+    tune.reset()  # as a new process: the choices come from the file
     np.testing.assert_allclose(run(a), rms(a), rtol=1e-5, atol=1e-6)
-    assert tune.STATS == {"measured": 0, "from_disk": 1}
+    assert tune.STATS == {"measured": 0, "from_disk": 2}
 
 
 def test_tuning_off_is_the_fixed_default(fresh, monkeypatch):
@@ -72,5 +69,5 @@ def test_a_damaged_tuning_file_is_ignored_and_rewritten(fresh):
     (fresh / "tuning.json").write_text("{not json")
     a = np.random.default_rng(2).standard_normal((256, 512)).astype(np.float32)
     np.testing.assert_allclose(run(a), rms(a), rtol=1e-5, atol=1e-6)
-    assert tune.STATS["measured"] == 1
+    assert tune.STATS["measured"] == 2
     assert json.loads((fresh / "tuning.json").read_text())["version"] == tune.VERSION

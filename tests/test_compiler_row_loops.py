@@ -1,0 +1,180 @@
+"""Row kernels in chunks (framework/compiler/emit.py ``_RowLoops``): each reduction keeps one
+partial result per lane of a chunk, the second pass prefetches the next row, and the vector
+width (elements per chunk) is tuned per device and row length (tune.py). Every width gives
+numpy's values: sums, products, max/min with NaN in a full chunk and in the tail, integers
+that wrap, bool any/all, float16 rounded once; rows shorter than a chunk take the plain loop."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+import framework as fw
+import framework.nn.functional as F
+from framework import compiler
+from framework._src import device as _dev
+from framework.compiler import eager, ir, tune
+
+ROWS = 5
+
+
+def _rows_device(device: str) -> str:
+    if not compiler.has_compile_access(device):
+        pytest.skip(f"{device} has no compile access")
+    if (
+        eager.make_kernel(_program("float32", 64)[0], _comp(device).language, device_kind=_kind(device)).width
+        is None
+    ):
+        pytest.skip(f"{device}: its kernels are not of the rows layout")
+    return device
+
+
+def _comp(device: str):
+    return compiler.compiler_for(_dev.parse(device))
+
+
+def _kind(device: str) -> str:
+    return eager.device_kind(_dev.parse(device))
+
+
+def _program(dtype: str, n: int) -> tuple[ir.Program, list[str]]:
+    """Every lane-kept reduction of a row in one pass and, for floats, ``x - max`` in a second."""
+    dt = np.dtype(dtype)
+    b = ir.Builder()
+    x = b.input(0, dt, True, True)
+    kinds = ["max", "min"] if dt == np.bool_ else ["sum", "prod", "max", "min"]
+    outs = [b.reduce(k, x) for k in kinds]
+    col = [False] * len(outs)
+    if dt.kind == "f":
+        outs.append(b.binary("sub", x, outs[kinds.index("max")]))
+        col.append(True)
+        kinds.append("x - max")
+    return ir.Program("lanes", n, [(dt, True, True)], outs, col, b.nodes), kinds
+
+
+def _data(dtype: str, n: int) -> np.ndarray:
+    r = np.random.default_rng(n)
+    dt = np.dtype(dtype)
+    if dt == np.bool_:
+        x = r.random((ROWS, n)) < 0.9
+        x[0] = True  # all
+        x[1] = False  # none
+        return x
+    if dt.kind == "i":
+        return r.integers(-1000, 1000, (ROWS, n)).astype(dt)
+    x = (1.0 + 0.01 * r.standard_normal((ROWS, n))).astype(dt)  # products stay finite
+    x[1, 33 % n] = np.nan  # inside a full chunk
+    x[2, n - 1] = np.nan  # the tail
+    x[3, 3] = 1.5  # a max in lane 3
+    return x
+
+
+def _reference(kind: str, x: np.ndarray) -> np.ndarray:
+    if x.dtype == np.bool_:
+        return x.any(1) if kind == "max" else x.all(1)
+    if x.dtype.kind == "i":  # integers wrap, as in C
+        if kind in ("sum", "prod"):
+            return (np.sum if kind == "sum" else np.prod)(x, axis=1, dtype=x.dtype)
+        return (np.max if kind == "max" else np.min)(x, axis=1)
+    wide = x.astype(np.float64)
+    if kind == "x - max":
+        return (wide - wide.max(1, keepdims=True)).astype(x.dtype)
+    return {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min}[kind](wide, axis=1).astype(x.dtype)
+
+
+TOL = {"float32": 2e-6, "float64": 1e-13, "float16": 1e-3}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int32", "bool"])
+@pytest.mark.parametrize("n,width", [(37, 8), (100, 32), (7, 32), (64, 1)])
+def test_every_width_gives_numpy_values(device, dtype, n, width):
+    device = _rows_device(device)
+    prog, kinds = _program(dtype, n)
+    k = eager.make_kernel(prog, _comp(device).language, device_kind=_kind(device), width=width)
+    assert k.width == width
+    chunked = n >= width > 1
+    assert ("_l[" in k.source) == chunked and (f"jj += {width})" in k.source) == chunked
+    x = _data(dtype, n)
+    outs = [
+        fw.empty([ROWS, n] if c else [ROWS], dtype=o.dtype, device=device)
+        for o, c in zip(prog.outputs, prog.out_col)
+    ]
+    k.launch(_dev.parse(device), [fw.to_tensor(x, device=device)], outs, ROWS)
+    for kind, out in zip(kinds, outs):
+        got, want = out.numpy(), _reference(kind, x)
+        if np.dtype(dtype).kind == "f":
+            np.testing.assert_allclose(got, want, rtol=TOL[dtype], atol=TOL[dtype], err_msg=kind)
+        else:
+            np.testing.assert_array_equal(got, want, err_msg=kind)
+
+
+def test_the_second_pass_prefetches_the_next_row_and_odd_rows_have_a_tail():
+    x = fw.to_tensor(np.zeros((2, 4096), np.float32))
+    prog = compiler.lower("softmax", x, axis=-1)
+    wide = eager.make_kernel(prog, "c", width=32).source
+    passes = wide.split("jj += 32)")  # max, exp and sum (normalise: a plain loop)
+    assert len(passes) == 3 and "for (int64_t j = 0; j < N; ++j)" in passes[2]
+    assert "__builtin_prefetch(in0 + (r + 1) * N + jj + 16, 0, 2);" in passes[2]
+    assert "__builtin_prefetch" not in passes[1] and wide.count("__builtin_prefetch") == 2
+    assert len(re.findall(r"float acc\d+_l\[32\];", wide)) == 2
+    plain = eager.make_kernel(prog, "c", width=1).source
+    assert "_l[" not in plain and "__builtin_prefetch" not in plain
+    odd = eager.make_kernel(
+        compiler.lower("softmax", fw.to_tensor(np.zeros((2, 100), np.float32)), axis=-1), "c"
+    )
+    assert "const int64_t jj = 96;" in odd.source and "for (int64_t j = jj; j < N; ++j)" in odd.source
+
+
+def _softmax(a: np.ndarray) -> np.ndarray:
+    e = np.exp(a - a.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def test_the_width_is_tuned_once_per_row_length_and_kept_on_disk(fresh_tuning):
+    compiles = compiler.cache_stats()["compiles"]
+    a = np.random.default_rng(0).standard_normal((64, 2048)).astype(np.float32)
+    np.testing.assert_allclose(F.softmax(fw.to_tensor(a)).numpy(), _softmax(a), rtol=1e-5, atol=1e-7)
+    assert tune.STATS["measured"] == 1  # C launches have no work-group size to tune
+    assert compiler.cache_stats()["compiles"] == compiles + len(tune.WIDTHS)  # a build per width
+    (k, v), *_ = json.loads((fresh_tuning / "tuning.json").read_text())["entries"].items()
+    entry = k.split("|")[1]
+    assert k == tune.width_key(_comp("cpu").identity(), entry, 2048) and entry.startswith("softmax")
+    assert v["width"] in tune.WIDTHS and v["default"] == 32 and set(v["ms"]) == {str(w) for w in tune.WIDTHS}
+    b = a[:40] * 2  # another row count, same row length: the same choice
+    np.testing.assert_allclose(F.softmax(fw.to_tensor(b)).numpy(), _softmax(b), rtol=1e-5, atol=1e-7)
+    tune.reset()
+    compiler.reset()  # as a new process: the choice comes from the file, the build from the cache
+    compiles, disk_hits = compiler.cache_stats()["compiles"], compiler.cache_stats()["disk_hits"]
+    np.testing.assert_allclose(F.softmax(fw.to_tensor(a)).numpy(), _softmax(a), rtol=1e-5, atol=1e-7)
+    assert tune.STATS == {"measured": 0, "from_disk": 1}
+    assert (
+        compiler.cache_stats()["compiles"] == compiles
+        and compiler.cache_stats()["disk_hits"] == disk_hits + 1
+    )
+
+
+def test_tuning_off_builds_only_the_default_width(fresh_tuning, monkeypatch):
+    monkeypatch.setenv("OARLOCK_TUNE", "0")
+    a = np.random.default_rng(1).standard_normal((64, 2048)).astype(np.float32)
+    compiles = compiler.cache_stats()["compiles"]
+    np.testing.assert_allclose(F.softmax(fw.to_tensor(a)).numpy(), _softmax(a), rtol=1e-5, atol=1e-7)
+    assert compiler.cache_stats()["compiles"] == compiles + 1 and tune.STATS["measured"] == 0
+    assert not (fresh_tuning / "tuning.json").exists()
+    src = compiler.generated_source("softmax", fw.to_tensor(a), axis=-1)
+    assert "jj += 32)" in src  # the emitter's default
+
+
+def test_each_width_is_its_own_cache_entry():
+    from framework.compiler.cache import program_key
+
+    prog = compiler.lower("softmax", fw.to_tensor(np.zeros((2, 256), np.float32)), axis=-1)
+    comp = _comp("cpu")
+    keys = {
+        program_key(comp, k.source, k.entry, k.options)
+        for k in (eager.make_kernel(prog, "c", width=w) for w in tune.WIDTHS)
+    }
+    assert len(keys) == len(tune.WIDTHS)
+    assert len({eager.make_kernel(prog, "c", width=w).entry for w in tune.WIDTHS}) == 1
