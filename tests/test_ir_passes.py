@@ -529,3 +529,51 @@ def test_outputs_stay_fresh_tensors_never_the_input_or_a_program_constant():
         y1, y2 = sf(x), sf(x)
     assert y1 is not x and y1 is not y2
     np.testing.assert_array_equal(y1.numpy(), X)
+
+
+def _split_grad(dtype: str = "float32", pads: tuple = ((0, 3), (1, 2), (2, 0))) -> ir.Program:
+    """The gradient of a tensor split along axis 0 (``x[0:1]``, ``x[1:2]``, ``x[2:4]``):
+    zero-pads of the three slices' gradients, summed."""
+    sizes = [4 - b - e for b, e in pads]
+    body, args = [], []
+    for k, ((b, e), n) in enumerate(zip(pads, sizes)):
+        args.append(f"%{k}: {_t(f'{n}, 3', dtype)}")
+        zero = "0.0" if dtype == "float32" else "0"
+        body.append(
+            f"  %{3 + k} = op.pad(%{k}) {{pads = (({b}, {e}), (0, 0)), value = {zero}}} : {_t('4, 3', dtype)}"
+        )
+    body.append(f"  %6 = op.add(%3, %4) : {_t('4, 3', dtype)}")
+    body.append(f"  %7 = op.add(%6, %5) : {_t('4, 3', dtype)}")
+    body.append("  builtin.return(%7)")
+    return _prog("\n".join(body), ", ".join(args), _t("4, 3", dtype))
+
+
+def test_a_sum_of_zero_pads_that_tile_an_axis_is_a_concat_bit_for_bit():
+    a = np.array([[1.0, -0.0, np.nan]], np.float32)
+    b = np.array([[-2.0, 0.0, -0.0]], np.float32)
+    c = np.array([[3.0, np.inf, -1.5], [-0.0, 5.0, 7.0]], np.float32)
+    want = _run(_split_grad(), a, b, c)[0]  # the pads and adds, unrewritten
+    p = _split_grad()
+    _opt(p, "canonicalize")
+    names = _names(p)
+    assert "op.pad" not in names and names.count("op.concat") == 1
+    got = _run(p, a, b, c)[0]
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))  # -0.0 became +0.0 in both
+    assert not np.signbit(got[0, 1])
+    q = _split_grad()
+    _opt(q, "canonicalize", no_signed_zeros=True)  # no + 0.0 needed
+    assert _names(q) == ["op.concat", "builtin.return"]
+    np.testing.assert_array_equal(_run(q, a, b, c)[0], np.concatenate([a, b, c]))
+    ints = _split_grad("int64")
+    _opt(ints, "canonicalize")
+    assert _names(ints) == ["op.concat", "builtin.return"]
+    ia, ib, ic = (np.arange(3)[None] + 10 * k for k in range(3))
+    ic = np.concatenate([ic, ic + 1])
+    np.testing.assert_array_equal(_run(ints, ia, ib, ic)[0], np.concatenate([ia, ib, ic]))
+
+
+@pytest.mark.parametrize("pads", [((0, 3), (1, 2), (1, 1)), ((0, 3), (2, 1), (2, 0))])
+def test_pads_that_overlap_or_leave_a_gap_stay(pads):
+    p = _split_grad(pads=pads)
+    _opt(p, "canonicalize")
+    assert _names(p).count("op.pad") == 3
