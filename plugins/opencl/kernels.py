@@ -445,8 +445,13 @@ def _argreduce(op: str) -> Callable[..., None]:
 
 # -- linear algebra ----------------------------------------------------------------------
 _TS, _RTS = 32, 8  # matmul tile and rows per work item group (math.cl: TS, TS / WPT)
-_BLK_RM = 8  # rows of an item's block in matmul_packed (CPU devices; math.cl: MM_RM, MM_CW)
+_BLK_RM = 6  # rows of an item's block in the CPU matmul kernels (math.cl: MM_RM, MM_CW)
 _BLK_CW = {np.dtype(np.float32): 16, np.dtype(np.float64): 8}
+
+
+#: B up to this many bytes per batch entry is read in place (matmul_strided); past it the
+#: packed kernel's contiguous panels pay for their two packing launches (benchmarks/opencl.py)
+_IN_PLACE_B = 1 << 20
 
 
 def matmul(ctx, outs, ins, **_):
@@ -454,10 +459,19 @@ def matmul(ctx, outs, ins, **_):
     if c.size == 0:
         return
     M, K = a.shape[-2:]
-    N = b.shape[-1]
-    batch = math.prod(a.shape[:-2])
     dev, q = _env(ctx, a.dtype)
-    if dev.is_cpu and a.dtype in _BLK_CW and M < _BLK_RM:
+    _matmul(dev, q, c, a, (M * K, K, 1), b)
+
+
+def _matmul(
+    dev: OpenCLDevice, q: Any, c: CLView, a: CLView, a_strides: tuple[int, int, int], b: CLView
+) -> None:
+    """c = a @ b over the batch; ``a_strides`` (batch, row, k) in elements: (M*K, K, 1) for a
+    row-major A, (M*K, 1, M) for the transpose of a row-major [K, M] (CPU devices only)."""
+    M, N = c.shape[-2:]
+    K = b.shape[-2]
+    batch = math.prod(c.shape[:-2])
+    if dev.is_cpu and a.dtype in _BLK_CW and M < _BLK_RM and a_strides[2] == 1:
         # math.cl matmul_small: a few rows of A against B in place, one launch
         dev.launch(
             q,
@@ -470,6 +484,30 @@ def matmul(ctx, outs, ins, **_):
             a.eoff,
             b.buffer,
             b.eoff,
+            _i64(M),
+            _i64(N),
+            _i64(K),
+        )
+        return
+    if dev.is_cpu and a.dtype in _BLK_CW and (a_strides[2] != 1 or K * N * b.dtype.itemsize <= _IN_PLACE_B):
+        # math.cl matmul_strided: an RM x CW block per item, operands in place
+        mb, nb = -(-M // _BLK_RM), -(-N // _BLK_CW[a.dtype])
+        sab, sam, sak = a_strides
+        dev.launch(
+            q,
+            dev.kernel("math", _NAMES[a.dtype], "matmul_strided"),
+            (nb, -(-mb // 2) * 2, batch),
+            (1, 2, 1),
+            c.buffer,
+            c.eoff,
+            a.buffer,
+            a.eoff,
+            _i64(sab),
+            _i64(sam),
+            _i64(sak),
+            b.buffer,
+            b.eoff,
+            _i64(K * N if b.size == batch * K * N else 0),
             _i64(M),
             _i64(N),
             _i64(K),
@@ -540,8 +578,9 @@ def matmul(ctx, outs, ins, **_):
 
 
 def matmul_t(ctx, outs, ins, transpose_x=False, transpose_y=False, **_):
-    """The ``matmul_t`` composite: each operand to transpose is copied transposed into a scratch
-    buffer (one strided copy), then :func:`matmul` (so a static program has no eager step)."""
+    """The ``matmul_t`` composite: an operand to transpose is copied transposed into a scratch
+    buffer (one strided copy), then :func:`matmul` (so a static program has no eager step). On
+    CPU devices the in-place kernel reads a transposed A through its strides, with no copy."""
     (c,), (a, b) = outs, ins
     if c.size == 0:
         return
@@ -554,7 +593,13 @@ def matmul_t(ctx, outs, ins, transpose_x=False, transpose_y=False, **_):
         _strided_copy(dev, q, t, 0, v, v.eoff, shape, [*st[:-2], st[-1], st[-2]], _strides(shape))
         return t
 
-    matmul(ctx, outs, [transposed(a) if transpose_x else a, transposed(b) if transpose_y else b])
+    if transpose_y:
+        b = transposed(b)
+    M, K = c.shape[-2], b.shape[-2]
+    if transpose_x and dev.is_cpu and a.dtype in _BLK_CW and M >= _BLK_RM:
+        _matmul(dev, q, c, a, (M * K, 1, M), b)
+        return
+    _matmul(dev, q, c, transposed(a) if transpose_x else a, (M * K, K, 1), b)
 
 
 # -- layout ------------------------------------------------------------------------------

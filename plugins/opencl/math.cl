@@ -367,18 +367,19 @@ void matmul(__global T* c, long co, __global const T* a, long ao, __global const
 }
 #endif
 
-// ---- batched matmul for CPU devices: packed panels, an RM x CW register block per item ----
+// ---- batched matmul for CPU devices: an RM x CW register block per item ----
 // NOTE: on PoCL's CPU device a work-group runs its items one after another (vectorised only
-// where it can prove it pays), so the 32x32 local-memory tile above mostly copies. Here A and
-// B are first packed into panels (A: [batch][M/RM][K][RM], B: [batch][N/CW][K][CW], zero
-// padded), so an item walks two contiguous streams (no page stride per k) while it holds RM
-// rows x CW columns in vector registers: one vector load of B and RM scalar loads of A per k.
-// The sum runs over k in order, like the tiled kernel. a * b + c under FP_CONTRACT (the
-// compiler fuses it into the FMA instruction; 15-35% faster than without), not fma(): PoCL's
-// vector fma() is a library call, 2-3x slower. Measured 5-8x the tiled kernel
-// (benchmarks/opencl.py).
+// where it can prove it pays), so the 32x32 local-memory tile above mostly copies. Here an
+// item holds RM rows x CW columns of C in vector registers: per k, one vector load of B's row
+// and RM scalar loads of A. The sum runs over k in order, like the tiled kernel. a * b + c
+// under FP_CONTRACT (the compiler fuses it into the FMA instruction; 15-35% faster than
+// without), not fma(): PoCL's vector fma() is a library call, 2-3x slower. PoCL (3.0) also
+// calls vload8/vstore8 as functions and keeps arrays indexed in loops it does not unroll on
+// the stack, so the loads are spelled out (LD8) and the loops over the block unrolled: the
+// 6 x 2 float8 accumulators take 12 of AVX2's 16 registers (with 8 rows they spilled, and
+// every FMA went through memory: 3-4x slower).
 #if IS_FLOAT && !IS_HALF
-#define MM_RM 8
+#define MM_RM 6
 #if IS_DOUBLE
 #define VT double8
 #define MM_NV 1
@@ -387,6 +388,81 @@ void matmul(__global T* c, long co, __global const T* a, long ao, __global const
 #define MM_NV 2
 #endif
 #define MM_CW (8 * MM_NV)
+// 8 consecutive elements as a vector; the same with those at or past w read as 0; a vector
+// into 8 consecutive elements
+#define LD8(p) ((VT)((p)[0], (p)[1], (p)[2], (p)[3], (p)[4], (p)[5], (p)[6], (p)[7]))
+#define LD8W(p, w)                                                                               \
+    ((VT)((w) > 0 ? (p)[0] : 0, (w) > 1 ? (p)[1] : 0, (w) > 2 ? (p)[2] : 0, (w) > 3 ? (p)[3] : 0, \
+          (w) > 4 ? (p)[4] : 0, (w) > 5 ? (p)[5] : 0, (w) > 6 ? (p)[6] : 0, (w) > 7 ? (p)[7] : 0))
+#define ST8(p, x)                                                                                \
+    ((p)[0] = (x).s0, (p)[1] = (x).s1, (p)[2] = (x).s2, (p)[3] = (x).s3, (p)[4] = (x).s4,         \
+     (p)[5] = (x).s5, (p)[6] = (x).s6, (p)[7] = (x).s7)
+// acc[r][v] += a_r * b[v] for the block's rows r; ark(r) is row r's element of A at this k
+#define MM_FMA(ark)                                                                              \
+    _Pragma("unroll") for (int r = 0; r < MM_RM; ++r) {                                          \
+        T ar_ = ark(r);                                                                          \
+        _Pragma("unroll") for (int v = 0; v < MM_NV; ++v) acc[r][v] = ar_ * bk[v] + acc[r][v];    \
+    }
+// Store the block at c (C's row row0, column col; rows past M and columns past w dropped)
+#define MM_STORE(c, N, rows, w)                                                                  \
+    _Pragma("unroll") for (int r = 0; r < MM_RM; ++r) {                                          \
+        if (r >= (rows)) break;                                                                  \
+        _Pragma("unroll") for (int v = 0; v < MM_NV; ++v) {                                      \
+            if ((w) >= 8 * v + 8) {                                                              \
+                ST8((c) + r * (N) + 8 * v, acc[r][v]);                                           \
+            } else {                                                                             \
+                T o_[8];                                                                         \
+                ST8(o_, acc[r][v]);                                                              \
+                for (int j = 0; j < 8 && 8 * v + j < (w); ++j) (c)[r * (N) + 8 * v + j] = o_[j]; \
+            }                                                                                    \
+        }                                                                                        \
+    }
+#define MM_ZERO                                                                                  \
+    VT acc[MM_RM][MM_NV];                                                                        \
+    _Pragma("unroll") for (int r = 0; r < MM_RM; ++r)                                            \
+        _Pragma("unroll") for (int v = 0; v < MM_NV; ++v) acc[r][v] = 0;
+
+// Operands in place: A with any strides (sam, sak; a transposed A is sam = 1 and needs no
+// copy), B with contiguous rows; rows past M repeat the last row and are not stored, a ragged
+// block of columns reads B's row with the columns past N as zeros. For operands that stay in
+// cache (the Llama's projections, attention heads and weight gradients) this saves the
+// packing launches below and their copies, which cost as much as the product itself.
+__kernel void matmul_strided(__global T* c, long co, __global const T* a, long ao, long sab,
+                             long sam, long sak, __global const T* b, long bo, long sbb, long M,
+                             long N, long K) {
+#pragma OPENCL FP_CONTRACT ON
+    long jb = get_global_id(0), ib = get_global_id(1), bt = get_global_id(2);
+    long col = jb * MM_CW, row0 = ib * MM_RM;
+    if (row0 >= M || col >= N) return;
+    __global const T* pb = b + bo + bt * sbb + col;
+    __global const T* pa[MM_RM];
+#pragma unroll
+    for (int r = 0; r < MM_RM; ++r) pa[r] = a + ao + bt * sab + (row0 + r < M ? row0 + r : M - 1) * sam;
+    MM_ZERO
+    long w = N - col;
+#define A_AT(r) pa[r][k * sak]
+    if (w >= MM_CW) {
+        for (long k = 0; k < K; ++k) {
+            VT bk[MM_NV];
+#pragma unroll
+            for (int v = 0; v < MM_NV; ++v) bk[v] = LD8(pb + k * N + 8 * v);
+            MM_FMA(A_AT)
+        }
+    } else {
+        for (long k = 0; k < K; ++k) {
+            VT bk[MM_NV];
+#pragma unroll
+            for (int v = 0; v < MM_NV; ++v) bk[v] = LD8W(pb + k * N + 8 * v, w - 8 * v);
+            MM_FMA(A_AT)
+        }
+    }
+#undef A_AT
+    MM_STORE(c + co + bt * M * N + row0 * N + col, N, M - row0, w)
+}
+
+// Large operands: A and B are first packed into panels (A: [batch][M/RM][K][RM], B:
+// [batch][N/CW][K][CW], zero padded), so an item walks two contiguous streams (no page
+// stride per k). Measured 5-8x the tiled kernel (benchmarks/opencl.py).
 __kernel void matmul_pack_a(__global T* ap, __global const T* a, long ao, long M, long K, long n) {
     long i0 = get_global_id(0) * PER, i1 = min(n, i0 + PER);
     long mb = (M + MM_RM - 1) / MM_RM;
@@ -407,37 +483,6 @@ __kernel void matmul_pack_b(__global T* bp, __global const T* b, long bo, long K
         bp[i] = col < N ? b[bo + (bt * K + k) * N + col] : (T)0;
     }
 }
-// Few rows (a decoding step's matrix-vector products): packing costs two launches and a copy
-// of B per call for little reuse, so an item reads its row of A and CW columns of B in place
-// (one vector load of B per k, B's rows are contiguous) and sums over k in order.
-__kernel void matmul_small(__global T* c, long co, __global const T* a, long ao, __global const T* b,
-                           long bo, long M, long N, long K) {
-#pragma OPENCL FP_CONTRACT ON
-    long jb = get_global_id(0), row = get_global_id(1), bt = get_global_id(2);
-    long col = jb * MM_CW;
-    if (col >= N || row >= M) return;
-    __global const T* pa = a + ao + (bt * M + row) * K;
-    __global const T* pb = b + bo + bt * K * N + col;
-    c += co + (bt * M + row) * N + col;
-    if (col + MM_CW <= N) {
-        VT acc[MM_NV];
-        for (int v = 0; v < MM_NV; ++v) acc[v] = 0;
-        for (long k = 0; k < K; ++k) {
-            T ak = pa[k];
-            for (int v = 0; v < MM_NV; ++v) acc[v] = ak * vload8(v, pb + k * N) + acc[v];
-        }
-        for (int v = 0; v < MM_NV; ++v) vstore8(acc[v], v, c);
-        return;
-    }
-    long w = N - col;  // ragged edge: fewer than CW columns
-    T acc[MM_CW];
-    for (int j = 0; j < MM_CW; ++j) acc[j] = 0;
-    for (long k = 0; k < K; ++k) {
-        T ak = pa[k];
-        for (int j = 0; j < w; ++j) acc[j] = ak * pb[k * N + j] + acc[j];
-    }
-    for (int j = 0; j < w; ++j) c[j] = acc[j];
-}
 __kernel void matmul_packed(__global T* c, long co, __global const T* ap, __global const T* bp,
                             long M, long N, long K) {
 #pragma OPENCL FP_CONTRACT ON
@@ -447,27 +492,44 @@ __kernel void matmul_packed(__global T* c, long co, __global const T* ap, __glob
     long mb = (M + MM_RM - 1) / MM_RM, nb = (N + MM_CW - 1) / MM_CW;
     __global const T* pa = ap + (bt * mb + ib) * K * MM_RM;
     __global const T* pb = bp + (bt * nb + jb) * K * MM_CW;
-    c += co + bt * M * N;
-    VT acc[MM_RM][MM_NV];
-    for (int r = 0; r < MM_RM; ++r)
-        for (int v = 0; v < MM_NV; ++v) acc[r][v] = 0;
+    MM_ZERO
+#define A_AT(r) pa[k * MM_RM + r]
     for (long k = 0; k < K; ++k) {
         VT bk[MM_NV];
-        for (int v = 0; v < MM_NV; ++v) bk[v] = vload8(v, pb + k * MM_CW);
-        for (int r = 0; r < MM_RM; ++r) {
-            T ar = pa[k * MM_RM + r];
-            for (int v = 0; v < MM_NV; ++v) acc[r][v] = ar * bk[v] + acc[r][v];
-        }
+#pragma unroll
+        for (int v = 0; v < MM_NV; ++v) bk[v] = LD8(pb + k * MM_CW + 8 * v);
+        MM_FMA(A_AT)
     }
-    if (row0 + MM_RM <= M && col + MM_CW <= N) {
-        for (int r = 0; r < MM_RM; ++r)
-            for (int v = 0; v < MM_NV; ++v) vstore8(acc[r][v], v, c + (row0 + r) * N + col);
-        return;
+#undef A_AT
+    MM_STORE(c + co + bt * M * N + row0 * N + col, N, M - row0, N - col)
+}
+
+// Few rows (a decoding step's matrix-vector products): an item reads its row of A and CW
+// columns of B in place and sums over k in order.
+__kernel void matmul_small(__global T* c, long co, __global const T* a, long ao, __global const T* b,
+                           long bo, long M, long N, long K) {
+#pragma OPENCL FP_CONTRACT ON
+    long jb = get_global_id(0), row = get_global_id(1), bt = get_global_id(2);
+    long col = jb * MM_CW;
+    if (col >= N || row >= M) return;
+    __global const T* pa = a + ao + (bt * M + row) * K;
+    __global const T* pb = b + bo + bt * K * N + col;
+    c += co + (bt * M + row) * N + col;
+    long w = N - col;
+    VT acc[MM_NV];
+#pragma unroll
+    for (int v = 0; v < MM_NV; ++v) acc[v] = 0;
+    for (long k = 0; k < K; ++k) {
+        T ak = pa[k];
+#pragma unroll
+        for (int v = 0; v < MM_NV; ++v)
+            acc[v] = ak * (w >= MM_CW ? LD8(pb + k * N + 8 * v) : LD8W(pb + k * N + 8 * v, w - 8 * v)) + acc[v];
     }
-    for (int r = 0; r < MM_RM && row0 + r < M; ++r) {  // ragged edge block
-        T row[MM_CW];
-        for (int v = 0; v < MM_NV; ++v) vstore8(acc[r][v], v, row);
-        for (int j = 0; j < MM_CW && col + j < N; ++j) c[(row0 + r) * N + col + j] = row[j];
+#pragma unroll
+    for (int v = 0; v < MM_NV; ++v) {
+        T o_[8];
+        ST8(o_, acc[v]);
+        for (int j = 0; j < 8 && 8 * v + j < w; ++j) c[8 * v + j] = o_[j];
     }
 }
 #endif

@@ -133,6 +133,36 @@ def test_matmul(h, dtype, sa, sb):
     )
 
 
+# (a, b) as stored; transposes apply to the last two dims. On CPU devices these cover the
+# in-place kernel (ragged rows and columns, a transposed A read through its strides, a batch),
+# the few-rows kernel and the packed kernel (B over 1 MiB).
+MATMUL_T_CASES = [
+    ((1024 // 16, 64), (64, 192), False, False),
+    ((37, 29), (29, 46), False, False),
+    ((3, 20, 13), (3, 13, 21), False, False),
+    ((70, 19), (70, 45), True, False),
+    ((2, 33, 9), (2, 33, 17), True, False),
+    ((19, 33), (40, 33), False, True),
+    ((33, 19), (40, 33), True, True),
+    ((5, 64), (64, 20), False, False),
+    ((12, 600), (600, 500), False, False),
+    ((600, 12), (600, 500), True, False),
+]
+
+
+@pytest.mark.parametrize("sa,sb,tx,ty", MATMUL_T_CASES, ids=str)
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32"])
+def test_matmul_t(h, dtype, sa, sb, tx, ty):
+    a, b = sample(sa, dtype, -1, 1), sample(sb, dtype, -1, 1)
+    acc = np.float64 if np.dtype(dtype).kind == "f" else dtype
+    ta = np.swapaxes(a, -1, -2) if tx else a
+    tb = np.swapaxes(b, -1, -2) if ty else b
+    want = np.matmul(ta.astype(acc), tb.astype(acc)).astype(dtype)
+    got = h.run("matmul_t", [a, b], want.shape, dtype, transpose_x=tx, transpose_y=ty)
+    f32 = dtype == "float32"
+    assert_close(got, want, rtol=1e-4 if f32 else None, atol=1e-4 if f32 else None)
+
+
 # -- layout ------------------------------------------------------------------------------
 @pytest.mark.parametrize("dtype", ALL)
 def test_layout_ops(h, dtype):
