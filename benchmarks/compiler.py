@@ -20,8 +20,11 @@ Sections, per device:
   On cpu the same model and step in torch eager and with ``torch.compile`` (forward and
   loss compiled), when torch is importable.
 - ``optim``: the optimizer step alone (the same AdamW with clipping over the model's
-  parameters): eager op by op, the update program (framework.optim.fused) unfused, and
-  fused; with the kernel launches per update.
+  parameters): eager op by op, the update program (framework.optim.fused) unfused, fused
+  with one kernel per fusion group (``OARLOCK_HORIZONTAL=0``) and with the independent groups
+  merged (framework.ir.passes.horizontal: every sum of squares, the norm, every update); with
+  the kernel launches per update. The ``train`` section has the compiled rows with one kernel
+  per group too ("kernel per group").
 - ``predict``: the same model saved with ``fw.jit.save`` and run by a Predictor (batch 16 x
   64 tokens), with and without the compiler.
 - ``groups``: ``rms_norm``, ``layer_norm`` and ``softmax`` (float32, ``--shape``) as
@@ -45,6 +48,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from typing import Any
+from unittest import mock
 
 _THREADS = sys.argv[sys.argv.index("--threads") + 1] if "--threads" in sys.argv else "1"
 # before numpy and torch load their BLAS: busy-waiting BLAS threads on shared cores cost more than they give;
@@ -101,6 +105,12 @@ def interleaved_cpu(
 
 #: ``with compile_off():`` traces (and runs) with ``OARLOCK_COMPILE=0``
 compile_off = compose_eager
+
+
+def horizontal(on: bool) -> Any:
+    """``with horizontal(False):`` fuses programs with one kernel per fusion group
+    (``OARLOCK_HORIZONTAL=0``: independent groups are not merged)."""
+    return mock.patch.dict(os.environ, {} if on else {"OARLOCK_HORIZONTAL": "0"})
 
 
 def table(title: str, rows: dict[str, tuple[float, float]], ref: str) -> None:
@@ -242,6 +252,9 @@ def train_rows(device: str, steps: int, torch_rows: bool, torch_compile: bool) -
         "oarlock to_static whole step + compiler, eager opt.": oarlock_whole_step(device, True, False),
         "oarlock to_static whole step + compiler": oarlock_whole_step(device, True),
     }
+    with horizontal(False):
+        fns["oarlock to_static + compiler, kernel per group"] = oarlock_step(device, True, True)
+        fns["oarlock whole step + compiler, kernel per group"] = oarlock_whole_step(device, True)
     if device == "cpu" and torch_rows:
         for label, compiled in (("torch eager", False), ("torch.compile", True)):
             if compiled and not torch_compile:
@@ -262,14 +275,15 @@ def train_rows(device: str, steps: int, torch_rows: bool, torch_compile: bool) -
 
 def optim_rows(device: str, steps: int) -> None:
     """The tiny Llama's optimizer step alone (AdamW with global-norm clipping over its
-    parameters, gradients set once): eager, the update program unfused (compiler off) and
-    fused."""
+    parameters, gradients set once): eager, the update program unfused (compiler off), fused
+    one kernel per group (``OARLOCK_HORIZONTAL=0``) and with the independent groups merged."""
     fns: dict[str, Callable[[], Any]] = {}
     launches = {}
-    for label, fused, compiled in (
-        ("AdamW step eager", False, True),
-        ("AdamW step as a program, compiler off", True, False),
-        ("AdamW step as a program + compiler (fused)", True, True),
+    for label, fused, compiled, merged in (
+        ("AdamW step eager", False, True, True),
+        ("AdamW step as a program, compiler off", True, False, True),
+        ("AdamW program + compiler, kernel per group", True, True, False),
+        ("AdamW step as a program + compiler (fused)", True, True, True),
     ):
         task = build("tiny_llama", 0, device)
         task.optimizer.fused = fused
@@ -286,7 +300,8 @@ def optim_rows(device: str, steps: int) -> None:
                     opt.step()
             return float(opt._all_params()[0].numpy().reshape(-1)[0])
 
-        step()
+        with horizontal(merged):
+            step()  # the update program is built (and fused) here
         fns[label] = step
         if opt._fused_update is not None:
             launches[label] = opt._fused_update.launches()

@@ -152,6 +152,23 @@ def test_sums_over_rows_and_symbolic_batches(dev):
     assert len(merged(prog)) == 1 and "dims" in merged(prog)[0].attrs, prog
 
 
+def test_a_symbolic_row_length_in_a_part(dev):
+    rng = np.random.default_rng(11)
+
+    def f(x, y):
+        return F.softmax(x * 2.0, axis=-1), fw.tanh(y) * y
+
+    sf = fw.jit.to_static(f, input_spec=[InputSpec(["b", "n"]), InputSpec(["c", 7])])
+    for (r, n), c in (((3, 5), 2), ((4, 19), 9)):
+        x, y = arr(rng, r, n), arr(rng, c, 7)
+        with fw.no_grad():
+            got = [o.numpy() for o in sf(fw.to_tensor(x, device=dev), fw.to_tensor(y, device=dev))]
+        e = np.exp(2 * x - (2 * x).max(-1, keepdims=True))
+        np.testing.assert_allclose(got[0], e / e.sum(-1, keepdims=True), rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(got[1], np.tanh(y) * y, rtol=2e-6, atol=1e-7)
+    assert len(merged(sf.programs[0].executor.program)) == 1
+
+
 def test_int_ops_stay_outside(dev):
     rng = np.random.default_rng(5)
     a, b = arr(rng, 4, 6), arr(rng, 9)

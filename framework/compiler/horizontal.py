@@ -241,7 +241,7 @@ def merged_source(parts: list[Part], n_inputs: int, language: str, device_kind: 
         tiles = []
         for i in range(len(parts)):
             tiles.append(
-                f"(TILE_ELEMS / {ns[i]} > 1 ? TILE_ELEMS / {ns[i]} : 1)"
+                f"({ns[i]} > 0 && TILE_ELEMS / {ns[i]} > 1 ? TILE_ELEMS / {ns[i]} : 1)"
                 if not ns[i].isdigit()
                 else str(max(1, TILE // max(int(ns[i]), 1)))
             )
