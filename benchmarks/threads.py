@@ -1,8 +1,16 @@
-"""Threads on cpu: the Llama block fwd+bwd (benchmarks/train_step.py's) with 1 and 2 threads,
-Oarlock without and with its thread policy (plugins/cpu/threads.py) and torch eager, side by
-side in one run: median milliseconds and the 2-thread speed-up.
+"""Threads on cpu: 1 and 2 threads side by side in one run, Oarlock without and with its thread
+policy (plugins/cpu/threads.py) and torch eager: median milliseconds (wall and process CPU) and
+the speed-up of the larger thread count.
 
-    python benchmarks/threads.py [--repeats 15] [--threads 1,2]
+    python benchmarks/threads.py [--repeats 15] [--rounds 3] [--threads 1,2] [--cases block,tiny]
+
+Cases:
+
+- ``block``: one Llama block (dim 256, 4 heads, seq 128, batch 8) forward + backward, eager
+  (benchmarks/train_step.py's);
+- ``tiny``: a training step of the examples' tiny Llama as one ``to_static`` function with the
+  compiler, AdamW's update program after it (benchmarks/compiler.py's "whole step"); torch
+  eager runs the same model and step.
 
 Each configuration runs in a fresh interpreter (thread pools are sized when their library
 loads), the configurations interleaved round by round so all see the same machine load:
@@ -11,6 +19,9 @@ loads), the configurations interleaved round by round so all see the same machin
   ``OPENBLAS_NUM_THREADS``/``OMP_NUM_THREADS`` = N, OpenMP's default (spinning) wait policy;
 - ``oarlock, policy``: ``OARLOCK_NUM_THREADS=N`` only;
 - ``torch eager``: ``torch.set_num_threads(N)``.
+
+CPU time is the whole process's (every thread): on a loaded machine it is the steadier figure,
+and against the wall time it shows threads that spin instead of sleeping.
 """
 
 from __future__ import annotations
@@ -25,19 +36,28 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 _CHILD = r"""
-import json, os, sys, time, statistics
+import json, os, sys
 sys.path.insert(0, {root!r})
-which, n, repeats = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-from benchmarks import train_step as ts
+case, which, n, repeats = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 if which == "torch":
     import torch
     torch.set_num_threads(n)
-    fn = ts.torch_llama()
-else:
-    fn = ts.oarlock_llama("cpu")
+if case == "tiny":
+    sys.argv = [sys.argv[0], "--threads", str(n)]  # benchmarks.compiler sizes the pools on import
+    from benchmarks import compiler as bc
+    fn = bc.torch_llama(False) if which == "torch" else bc.oarlock_whole_step("cpu", True)
+from benchmarks import train_step as ts
+if case == "block":
+    fn = ts.torch_llama() if which == "torch" else ts.oarlock_llama("cpu")
 wall, cpu = ts.timed(fn, repeats)
 print(json.dumps({{"wall": wall, "cpu": cpu}}))
 """
+
+KINDS = [("nopolicy", "oarlock, no policy"), ("policy", "oarlock, policy"), ("torch", "torch eager")]
+TITLES = {
+    "block": "Llama block d256 h4 s128 b8 fwd+bwd (eager)",
+    "tiny": "tiny Llama training step, whole step to_static + compiler (torch: eager)",
+}
 
 
 def env_for(kind: str, n: int) -> dict[str, str]:
@@ -51,17 +71,17 @@ def env_for(kind: str, n: int) -> dict[str, str]:
     return env
 
 
-def run(kind: str, n: int, repeats: int) -> dict[str, float]:
+def run(case: str, kind: str, n: int, repeats: int) -> dict[str, float]:
     which = "torch" if kind == "torch" else "oarlock"
     r = subprocess.run(
-        [sys.executable, "-c", _CHILD.format(root=ROOT), which, str(n), str(repeats)],
+        [sys.executable, "-c", _CHILD.format(root=ROOT), case, which, str(n), str(repeats)],
         env=env_for(kind, n),
         capture_output=True,
         text=True,
         cwd=ROOT,
     )
     if r.returncode:
-        raise SystemExit(f"[benchmarks] {kind} with {n} threads failed:\n{r.stderr[-3000:]}")
+        raise SystemExit(f"[benchmarks] {case}: {kind} with {n} threads failed:\n{r.stderr[-3000:]}")
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
@@ -70,31 +90,45 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=15, help="timed steps per round")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--cases", default="block,tiny", help="of: " + ", ".join(TITLES))
     args = ap.parse_args()
     counts = [int(t) for t in args.threads.split(",")]
-    kinds = [("nopolicy", "oarlock, no policy"), ("policy", "oarlock, policy"), ("torch", "torch eager")]
+    cases = [c for c in args.cases.split(",") if c]
+    bad = [c for c in cases if c not in TITLES]
+    if bad:
+        raise SystemExit(f"[benchmarks] unknown case(s) {bad}; choose from {list(TITLES)}")
+    kinds = KINDS
     try:
         import torch  # noqa: F401
     except ImportError:
-        kinds = kinds[:2]
-    res: dict[tuple[str, int], list[dict[str, float]]] = {}
+        kinds = KINDS[:2]
+    res: dict[tuple[str, str, int], list[dict[str, float]]] = {}
     for _ in range(args.rounds):
-        for kind, _label in kinds:
-            for n in counts:
-                res.setdefault((kind, n), []).append(run(kind, n, args.repeats))
-    print(
-        f"Llama block d256 h4 s128 b8 fwd+bwd on cpu; median of {args.rounds} rounds x {args.repeats} steps; "
-        f"{os.cpu_count()} cores"
-    )
-    head = "".join(f"{f'{n} thr ms':>11}" for n in counts)
-    print(
-        f"{'':<22}{head}{f'{counts[0]}/{counts[-1]} speed-up':>16}{'cpu ms (' + str(counts[-1]) + ' thr)':>16}"
-    )
-    for kind, label in kinds:
-        walls = [statistics.median(r["wall"] for r in res[(kind, n)]) for n in counts]
-        cpu = statistics.median(r["cpu"] for r in res[(kind, counts[-1])])
-        cols = "".join(f"{w:>11.2f}" for w in walls)
-        print(f"{label:<22}{cols}{walls[0] / walls[-1]:>16.2f}{cpu:>16.2f}")
+        for case in cases:
+            for kind, _label in kinds:
+                for n in counts:
+                    res.setdefault((case, kind, n), []).append(run(case, kind, n, args.repeats))
+    try:
+        load = " load average {:.1f} {:.1f} {:.1f};".format(*os.getloadavg())
+    except OSError:
+        load = ""
+    print(f"cpu, {os.cpu_count()} cores;{load} median of {args.rounds} rounds x {args.repeats} steps")
+    lo, hi = counts[0], counts[-1]
+    for case in cases:
+        print(f"\n{TITLES[case]}")
+        head = "".join(f"{f'{n} thr ms':>10}" for n in counts) + "".join(
+            f"{f'cpu {n} thr':>10}" for n in counts
+        )
+        print(f"{'':<20}{head}{f'{lo}/{hi} wall':>10}{f'{hi}/{lo} cpu':>10}")
+        walls: dict[str, list[float]] = {}
+        for kind, label in kinds:
+            walls[kind] = [statistics.median(r["wall"] for r in res[(case, kind, n)]) for n in counts]
+            cpus = [statistics.median(r["cpu"] for r in res[(case, kind, n)]) for n in counts]
+            cols = "".join(f"{w:>10.2f}" for w in walls[kind]) + "".join(f"{c:>10.2f}" for c in cpus)
+            print(f"{label:<20}{cols}{walls[kind][0] / walls[kind][-1]:>10.2f}{cpus[-1] / cpus[0]:>10.2f}")
+        if "torch" in walls:
+            ratio = walls["policy"][-1] / walls["torch"][-1]
+            print(f"oarlock policy / torch eager at {hi} threads: {ratio:.2f}")
 
 
 if __name__ == "__main__":
