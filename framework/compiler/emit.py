@@ -1054,10 +1054,35 @@ float oarlock_expf(float x) {
 }"""
 
 
+# tanh in float from the exp above, for the same reason (silu = x * sigmoid runs through tanh:
+# 20x a copy on PoCL with the driver's). Cephes' tanhf: x + x^3 P(x^2) below |x| = 0.625, else
+# 1 - 2 / (exp(2|x|) + 1) with x's sign; both are computed and one is selected, so the loop
+# stays branch-free. Against float64 tanh over [-20, 20]: at most 2 ulp
+# (tests/opencl/test_opencl_row_exp.py); +-1 past |x| ~ 9, NaN stays NaN, -0 stays -0.
+_CL_TANHF = r"""
+float oarlock_tanhf(float x) {
+    const float z = x * x;
+    float p = -5.70498872745e-3f;
+    p = p * z + 2.06390887954e-2f;
+    p = p * z - 5.37397155531e-2f;
+    p = p * z + 1.33314422036e-1f;
+    p = p * z - 3.33332819422e-1f;
+    const float small = p * z * x + x;
+    const float a = x < 0.0f ? -x : x;
+    const float t = 1.0f - 2.0f / (oarlock_expf(2.0f * a) + 1.0f);
+    return a < 0.625f ? small : x < 0.0f ? -t : t;
+}"""
+
+#: float functions of the row emitter spelt as plain arithmetic: name -> (function, its source,
+#: what it needs first)
+_CL_ROW_MATH = {"exp": ("oarlock_expf", _CL_EXPF, ()), "tanh": ("oarlock_tanhf", _CL_TANHF, ("exp",))}
+
+
 class OpenCLRowEmitter(_RowLoops, OpenCLEmitter):
     """OpenCL C for CPU devices (PoCL): one work-item per row and a plain loop along it, which
     the driver's compiler vectorises like the C emitter's loops (no barriers, no local memory).
-    ``exp`` in float is :data:`_CL_EXPF` (the driver's is a call that keeps the loop scalar)."""
+    ``exp`` and ``tanh`` in float are :data:`_CL_ROW_MATH` (the driver's are calls that keep
+    the loop scalar)."""
 
     layout = "rows"
     #: reductions along the row vectorise only when the compiler may reassociate
@@ -1065,14 +1090,23 @@ class OpenCLRowEmitter(_RowLoops, OpenCLEmitter):
 
     def prologue(self, prog: ir.Program) -> list[str]:
         lines = [s for s in super().prologue(prog) if not s.startswith("#define L")]
-        if any(
-            n.op == "exp" and self.ctype(n.dtype) == "float" for p in self.programs(prog) for n in p.nodes
-        ):
-            lines += _CL_EXPF.splitlines()
+        used = {
+            n.op
+            for p in self.programs(prog)
+            for n in p.nodes
+            if n.op in _CL_ROW_MATH and self.ctype(n.dtype) == "float"
+        }
+        for name in list(used):
+            used.update(_CL_ROW_MATH[name][2])
+        for name, (_, src, _) in _CL_ROW_MATH.items():  # in dependency order
+            if name in used:
+                lines += src.splitlines()
         return lines
 
     def fn(self, name: str, dt: np.dtype) -> str:
-        return "oarlock_expf" if name == "exp" and self.ctype(dt) == "float" else super().fn(name, dt)
+        if name in _CL_ROW_MATH and self.ctype(dt) == "float":
+            return _CL_ROW_MATH[name][0]
+        return super().fn(name, dt)
 
     def signature(self, prog: ir.Program, entry: str) -> str:
         ps = self.params(prog, "__global {T}* restrict", "__global const {T}* restrict", "long")

@@ -1,7 +1,8 @@
-"""The float exp of OpenCL row kernels (PoCL, a CPU device): plain arithmetic the driver's loop
-vectoriser widens instead of the driver's exp. Run for real against numpy's float64 exp over
-the whole float32 domain (overflow, underflow through the subnormals, infinities, NaN), as the
-generated ``exp`` primitive and inside the generated softmax.
+"""The float exp and tanh of OpenCL row kernels (PoCL, a CPU device): plain arithmetic the
+driver's loop vectoriser widens instead of the driver's functions. Run for real against numpy's
+float64 exp over the whole float32 domain (overflow, underflow through the subnormals,
+infinities, NaN) and tanh over [-20, 20], as generated primitives and inside the generated
+softmax and silu.
 """
 
 from __future__ import annotations
@@ -63,6 +64,22 @@ def test_row_exp_is_within_two_ulp_on_the_whole_domain(rows_device):
     assert np.all(got[over] == np.inf) and over.sum() > 0
     n = len(SPECIAL)
     np.testing.assert_array_equal(got[-n:][:5], [np.nan, np.inf, 0.0, 1.0, 1.0])
+
+
+def test_row_tanh_is_within_two_ulp(rows_device):
+    """tanh from the row exp (silu and the tanh gelu run through it), both of its branches."""
+    edge = [np.nan, np.inf, -np.inf, 0.0, 1e-30, -1e-30, 0.6249, 0.625, -0.625, 9.0, 10.0]
+    x = np.concatenate([np.linspace(-20, 20, 1 << 18, dtype=np.float32), np.float32(edge)])
+    with checks.kernels_hidden("opencl"):
+        got = checks.Generated(rows_device)("tanh", x).astype(np.float64)
+    ref = np.tanh(x.astype(np.float64))
+    ref32 = ref.astype(np.float32)
+    normal = np.isfinite(x) & (np.abs(ref32) >= np.finfo(np.float32).tiny)
+    ulp = np.abs(got[normal] - ref[normal]) / np.spacing(np.abs(ref32[normal])).astype(np.float64)
+    assert ulp.max() <= 2.0, f"tanh is {ulp.max():.2f} ulp off at x={x[normal][ulp.argmax()]}"  # PoCL: 1.24
+    np.testing.assert_array_equal(got[-len(edge) :][:4], [np.nan, 1.0, -1.0, 0.0])
+    src = compiler.generated_source("silu", fw.to_tensor(x[:8].reshape(2, 4), device=rows_device))
+    assert "oarlock_tanhf(" in src and "fabs(" not in src  # PoCL's fabs/copysign are calls: 20x slower
 
 
 def test_generated_softmax_uses_it_and_matches_numpy(rows_device):
