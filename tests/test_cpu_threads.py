@@ -209,3 +209,32 @@ def test_worker_pool_runs_every_part_once_and_hands_errors_back():
     with pytest.raises(ValueError, match="part 3"):
         pool.run(boom, [(i,) for i in range(5)])
     pool.run(note, [(0,), (1,)])  # still serves after an error
+
+
+_OVERLAP = """
+import json, numpy as np, framework as fw
+from plugins.cpu import kernels
+fw.ones([2]).numpy()
+rng = np.random.default_rng(0)
+res = {}
+buf = rng.standard_normal(513 * 512).astype("float32")
+y = rng.standard_normal((512, 512)).astype("float32")
+# the input is the output shifted by a row: numpy buffers the input, a block could not
+out, x = buf[512:].reshape(512, 512), buf[:-512].reshape(512, 512)
+want = x + y
+res["shifted_parts"] = kernels._elementwise_parts(out, [x, y]) is not None
+kernels._elementwise(np.add, out, [x, y])
+res["shifted"] = bool(np.array_equal(out, want))
+# the very same view (in place) is split
+z = rng.standard_normal((512, 512)).astype("float32")
+want = z + y
+res["inplace_parts"] = len(kernels._elementwise_parts(z, [z, y]) or [])
+kernels._elementwise(np.add, z, [z, y])
+res["inplace"] = bool(np.array_equal(z, want))
+print(json.dumps(res))
+"""
+
+
+def test_an_input_overlapping_the_output_is_not_split_unless_it_is_the_output():
+    res = json.loads(_python(_OVERLAP, OARLOCK_NUM_THREADS="2").strip().splitlines()[-1])
+    assert res == {"shifted_parts": False, "shifted": True, "inplace_parts": 2, "inplace": True}

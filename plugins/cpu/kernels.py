@@ -72,7 +72,7 @@ def _elementwise_parts(out: np.ndarray, ins: list) -> list | None:
     threads (an input that broadcasts along it stays whole), or None to run it whole. Each
     element is computed as without the cut, so the bits are the same."""
     n = threads.threads_for(out.size, MIN_ELEMS_PER_THREAD) if out.size >= MIN_ELEMS_SPLIT else 1
-    if n < 2:
+    if n < 2 or any(_overlaps(x, out) for x in ins):
         return None
     # the first axis that splits evenly, else the longest
     ax = next((i for i, s in enumerate(out.shape) if s % n == 0 or s >= 4 * n), None)
@@ -92,6 +92,20 @@ def _elementwise_parts(out: np.ndarray, ins: list) -> list | None:
         blocks = [x if a is None else x[(slice(None),) * a + (s,)] for x, a in zip(ins, axes)]
         parts.append((*blocks, out[(slice(None),) * ax + (s,)]))
     return parts
+
+
+def _overlaps(x: Any, out: np.ndarray) -> bool:
+    """Whether ``x`` may share memory with ``out`` other than as the very same view (in place,
+    which a block computes like the whole): numpy then buffers the whole input first."""
+    return (
+        isinstance(x, np.ndarray)
+        and np.may_share_memory(x, out)
+        and not (
+            x.__array_interface__["data"][0] == out.__array_interface__["data"][0]
+            and x.strides == out.strides
+            and x.shape == out.shape
+        )
+    )
 
 
 def _elementwise(fn: Any, out: np.ndarray, ins: list, stream: Any = None) -> None:
@@ -280,8 +294,8 @@ def _matmul_parts(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> list | None:
     if a.ndim < 2 or b.ndim < 2 or c.dtype.char not in "fd" or not threads.split_products():
         return None
     n = threads.threads_for(c.size * a.shape[-1], MIN_MACS_PER_THREAD)
-    if n < 2:
-        return None
+    if n < 2 or np.may_share_memory(a, c) or np.may_share_memory(b, c):
+        return None  # numpy copies an operand the output overlaps; a block of it cannot
     if c.ndim > 2 and c.shape[0] >= n:
         e = [c.shape[0] * i // n for i in range(n + 1)]
         sa = a.ndim == c.ndim and a.shape[0] > 1  # operands broadcast over the axis stay whole
