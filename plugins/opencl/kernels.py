@@ -325,6 +325,7 @@ def cast(ctx, outs, ins, **_):
 
 # -- reductions --------------------------------------------------------------------------
 _IDENTITY = {"sum": 0, "prod": 1}
+_CPU_COLS = 16  #: on CPU devices, reduce an [A, R, B] array in place from this many columns B
 
 
 def _groups(shape: Sequence[int], axes: Sequence[int]) -> list[tuple[int, bool]]:
@@ -389,9 +390,25 @@ def _reduce(op: str) -> Callable[..., None]:
             if B == 1 and R > 16:
                 _reduce_rows(dev, q, op, y, y.eoff, x.buffer, x.eoff, x.dtype, A, R)
                 return
-            if B == 1 or A * B >= 1024 or R <= 64:
+            # NOTE: on CPU devices neighbouring columns are neighbouring lanes of the vectorised
+            # work-group, so a sum over the rows of a [R, 64] gradient reads it once, in place:
+            # 20x the transposing copy plus row reduction below (PoCL, the Llama's norm weights)
+            if B == 1 or A * B >= 1024 or R <= 64 or (dev.is_cpu and B >= _CPU_COLS):
                 k = dev.kernel("math", _NAMES[x.dtype], f"r_{op}_cols")
-                _launch(dev, q, k, A * B, y.buffer, y.eoff, x.buffer, x.eoff, _i64(A), _i64(R), _i64(B))
+                ls = dev.ew_local if dev.is_cpu else dev.local_size
+                dev.launch(
+                    q,
+                    k,
+                    _grid(A * B, 1, ls),
+                    (ls,),
+                    y.buffer,
+                    y.eoff,
+                    x.buffer,
+                    x.eoff,
+                    _i64(A),
+                    _i64(R),
+                    _i64(B),
+                )
                 return
         # General case: move the reduced dims last into a scratch buffer, then reduce rows.
         xs = _strides(x.shape)

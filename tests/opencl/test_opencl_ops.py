@@ -38,6 +38,8 @@ REDUCE_CASES = [  # (shape, axes): covers rows, chunked rows, cols and the permu
     ((70001,), (0,)),
     ((2000, 3), (0,)),
     ((3000, 4), (0,)),
+    ((1024, 64), (0,)),  # CPU devices: columns in place (a norm weight's gradient)
+    ((3, 100, 17), (1,)),
     ((3, 1, 40), (1, 2)),
     ((), ()),
     ((5, 1), (1,)),
