@@ -1033,7 +1033,7 @@ class OpenCLEmitter(_GroupEmitter):
 # (rel. 8.3e-8); exp(-inf) = 0, exp(+inf) = inf, NaN stays NaN, inf from the first float past
 # ln(FLT_MAX), subnormal results down to 0 (tests/opencl/test_opencl_row_exp.py).
 _CL_EXPF = r"""
-float oarlock_expf(float x) {
+__attribute__((always_inline)) float oarlock_expf(float x) {
     float c = x < -104.0f ? -104.0f : x;
     c = c > 89.0f ? 89.0f : c;
     const float t = c * 1.44269504088896341f;
@@ -1060,7 +1060,7 @@ float oarlock_expf(float x) {
 # stays branch-free. Against float64 tanh over [-20, 20]: at most 2 ulp
 # (tests/opencl/test_opencl_row_exp.py); +-1 past |x| ~ 9, NaN stays NaN, -0 stays -0.
 _CL_TANHF = r"""
-float oarlock_tanhf(float x) {
+__attribute__((always_inline)) float oarlock_tanhf(float x) {
     const float z = x * x;
     float p = -5.70498872745e-3f;
     p = p * z + 2.06390887954e-2f;
@@ -1073,16 +1073,54 @@ float oarlock_tanhf(float x) {
     return a < 0.625f ? small : x < 0.0f ? -t : t;
 }"""
 
+# erf in float (the exact gelu), from the row exp too: x + x P(x^2) below |x| = 1, else
+# 1 - exp(-x^2) Q(1/|x|) with x's sign, 1 past |x| = 4 (where erf rounds to 1). P and Q were
+# fitted for this file (numpy, least squares of the relative error on Chebyshev nodes: erf(x)/x
+# - 1 of degree 6 in x^2 on [0, 1], 1.2e-9; erfc(t) exp(t^2) of degree 8 in 1/t on [1, 4],
+# 7.8e-8). Against float64 erf over [-6, 6]: at most 2 ulp (tests/opencl/test_opencl_row_exp.py).
+_CL_ERFF = (
+    "\n"
+    + """__attribute__((always_inline)) float oarlock_erff(float x) {
+    const float a = x < 0.0f ? -x : x;
+    const float z = x * x;
+    float p = 7.847262168070301e-05f;
+    p = p * z - 0.0008008193108253181f;
+    p = p * z + 0.0051880995742976665f;
+    p = p * z - 0.026853691786527634f;
+    p = p * z + 0.1128358244895935f;
+    p = p * z - 0.3761262595653534f;
+    p = p * z + 0.12837916612625122f;
+    const float small = p * x + x;
+    const float u = 1.0f / (a > 1.0f ? a : 1.0f);
+    float q = -0.010076413862407207f;
+    q = q * u + 0.03165923431515694f;
+    q = q * u + 0.017203914001584053f;
+    q = q * u - 0.23425890505313873f;
+    q = q * u + 0.4915410876274109f;
+    q = q * u - 0.4692467749118805f;
+    q = q * u + 0.041353754699230194f;
+    q = q * u + 0.559144139289856f;
+    q = q * u + 0.0002635122509673238f;
+    const float big = a >= 4.0f ? 1.0f : 1.0f - oarlock_expf(-z) * q;
+    return a < 1.0f ? small : x < 0.0f ? -big : big;
+}"""
+)
+
 #: float functions of the row emitter spelt as plain arithmetic: name -> (function, its source,
-#: what it needs first)
-_CL_ROW_MATH = {"exp": ("oarlock_expf", _CL_EXPF, ()), "tanh": ("oarlock_tanhf", _CL_TANHF, ("exp",))}
+#: what it needs first). NOTE: always inlined: PoCL's inliner leaves erf's call of exp a call,
+#: and a call keeps the row loop scalar (the exact gelu ran at 12-25x a copy).
+_CL_ROW_MATH = {
+    "exp": ("oarlock_expf", _CL_EXPF, ()),
+    "tanh": ("oarlock_tanhf", _CL_TANHF, ("exp",)),
+    "erf": ("oarlock_erff", _CL_ERFF, ("exp",)),
+}
 
 
 class OpenCLRowEmitter(_RowLoops, OpenCLEmitter):
     """OpenCL C for CPU devices (PoCL): one work-item per row and a plain loop along it, which
     the driver's compiler vectorises like the C emitter's loops (no barriers, no local memory).
-    ``exp`` and ``tanh`` in float are :data:`_CL_ROW_MATH` (the driver's are calls that keep
-    the loop scalar)."""
+    ``exp``, ``tanh`` and ``erf`` in float are :data:`_CL_ROW_MATH` (the driver's are calls
+    that keep the loop scalar)."""
 
     layout = "rows"
     #: reductions along the row vectorise only when the compiler may reassociate

@@ -1,8 +1,8 @@
-"""The float exp and tanh of OpenCL row kernels (PoCL, a CPU device): plain arithmetic the
+"""The float exp, tanh and erf of OpenCL row kernels (PoCL, a CPU device): plain arithmetic the
 driver's loop vectoriser widens instead of the driver's functions. Run for real against numpy's
 float64 exp over the whole float32 domain (overflow, underflow through the subnormals,
-infinities, NaN) and tanh over [-20, 20], as generated primitives and inside the generated
-softmax and silu.
+infinities, NaN), tanh over [-20, 20] and erf over [-6, 6], as generated primitives and inside
+the generated softmax, silu and gelu.
 """
 
 from __future__ import annotations
@@ -80,6 +80,27 @@ def test_row_tanh_is_within_two_ulp(rows_device):
     np.testing.assert_array_equal(got[-len(edge) :][:4], [np.nan, 1.0, -1.0, 0.0])
     src = compiler.generated_source("silu", fw.to_tensor(x[:8].reshape(2, 4), device=rows_device))
     assert "oarlock_tanhf(" in src and "fabs(" not in src  # PoCL's fabs/copysign are calls: 20x slower
+
+
+def test_row_erf_is_within_two_ulp(rows_device):
+    """erf from the row exp (the exact gelu runs through it), both of its branches."""
+    import math
+
+    edge = [np.nan, np.inf, -np.inf, 0.0, 1e-30, -1e-30, 0.9999, 1.0, 1.0001, -1.0, 3.99, 4.0]
+    x = np.concatenate([np.linspace(-6, 6, 1 << 18, dtype=np.float32), np.float32(edge)])
+    with checks.kernels_hidden("opencl"):
+        got = checks.Generated(rows_device)("erf", x).astype(np.float64)
+    ref = np.vectorize(math.erf)(x.astype(np.float64))
+    ref32 = ref.astype(np.float32)
+    normal = np.isfinite(x) & (np.abs(ref32) >= np.finfo(np.float32).tiny)
+    ulp = np.abs(got[normal] - ref[normal]) / np.spacing(np.abs(ref32[normal])).astype(np.float64)
+    assert ulp.max() <= 2.0, f"erf is {ulp.max():.2f} ulp off at x={x[normal][ulp.argmax()]}"  # PoCL: 1.01
+    np.testing.assert_array_equal(got[-len(edge) :][:4], [np.nan, 1.0, -1.0, 0.0])
+    assert got[-1] == 1.0 and got[-2] == 1.0
+    src = compiler.generated_source(
+        "gelu", fw.to_tensor(x[:8].reshape(2, 4), device=rows_device), approximate=False
+    )
+    assert "oarlock_erff(" in src and src.count("__attribute__((always_inline))") == 2
 
 
 def test_generated_softmax_uses_it_and_matches_numpy(rows_device):
