@@ -317,3 +317,31 @@ def test_tiny_llama_adamw_with_clip_is_three_kernels_and_equals_eager(dev):
     assert fu.launches() == 3
     program = fu.last.program
     assert [len(horizontal.HGROUPS[n].parts) for n in kernels(program) if n.startswith("fused.h")] == [12, 12]
+
+
+def test_parts_far_apart_are_not_merged(dev, monkeypatch):
+    """A merged op runs where its last part was: parts more than ``Limits.window`` ops apart
+    stay separate kernels (the first one's inputs would stay live that long)."""
+    import dataclasses
+
+    rng = np.random.default_rng(13)
+    a, b, w = arr(rng, 4, 6), arr(rng, 5, 3), arr(rng, 6, 6)
+
+    def f(a, b, w):
+        y1 = fw.exp(a) * 2.0
+        m = a
+        for _ in range(4):
+            m = fw.matmul(m, w)
+        return y1, m, fw.tanh(b) * b
+
+    args = [fw.to_tensor(x, device=dev) for x in (a, b, w)]
+    _, prog = run_static(f, args)
+    assert len(merged(prog)) == 1
+    limits = chorizontal.Backend.limits
+    monkeypatch.setattr(
+        chorizontal.Backend, "limits", lambda self, d: dataclasses.replace(limits(self, d), window=3)
+    )
+    outs, prog = run_static(f, args)
+    assert not merged(prog) and len(kernels(prog)) == 2, prog
+    np.testing.assert_allclose(outs[0], np.exp(a) * 2, rtol=2e-6)
+    np.testing.assert_allclose(outs[2], np.tanh(b) * b, rtol=2e-6, atol=1e-7)

@@ -15,9 +15,11 @@ too, made a one-op group first, when the compiler can lower it.
 The cost model (what the backend says of the device, :class:`Limits`): merging saves
 launches, never bytes, so a level is cut into kernels of at most ``max_parts`` parts and
 ``max_args`` kernel arguments (an OpenCL device takes 1024 bytes of arguments at the least,
-a C function 127 parameters: the kernel would not build past them), and a part of
-``big`` elements or more stays alone (its own launch is noise next to it, and its own kernel
-may stream its output, which a merged one does not). A kernel of one part is not made. No
+a C function 127 parameters: the kernel would not build past them) spanning at most
+``window`` ops of the program (a merged op runs where its last part was: merging far apart
+would keep the first parts' inputs live that long), and a part of ``big`` elements or more
+stays alone (its own launch is noise next to it, and its own kernel may stream its output,
+which a merged one does not). A kernel of one part is not made. No
 part is ever split or repeated: the parts of a merged kernel run side by side (the C kernel
 hands out tiles of rows of every part to its threads, the OpenCL and CUDA kernels give each
 row of each part its own work-group), so merging never makes a kernel serialise.
@@ -59,6 +61,10 @@ class Limits:
     max_args: int
     max_parts: int = 48
     big: int = 1 << 22
+    #: the most ops between a merged kernel's first part and its last: a merged op sits at its
+    #: last part, so merging far apart keeps the earlier parts' inputs live that long (a
+    #: forward's activations until the backward)
+    window: int = 256
 
 
 class Backend(Protocol):
@@ -147,6 +153,7 @@ class HorizontalFusion(Pass):
         backend = fusion.BACKENDS[-1]
         returned = set(program.outputs)
         level_in: dict[Operation, int] = {}
+        position = {op: k for k, op in enumerate(program.block.ops)}
         parts: set[Operation] = set()
         levels: dict[int, list[tuple[Operation, fusion.Estimate | None]]] = {}
         for op in program.block.ops:
@@ -163,7 +170,8 @@ class HorizontalFusion(Pass):
             chunk: list[tuple[Operation, fusion.Estimate | None]] = []
             for item in levels[level]:
                 ops = [op for op, _ in chunk] + [item[0]]
-                if chunk and (len(ops) > limits.max_parts or arguments(ops) > limits.max_args):
+                far = chunk and position[item[0]] - position[chunk[0][0]] > limits.window
+                if chunk and (far or len(ops) > limits.max_parts or arguments(ops) > limits.max_args):
                     chunks.append(chunk)
                     chunk = []
                 chunk.append(item)
