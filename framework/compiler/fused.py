@@ -274,15 +274,20 @@ def _launcher(g: fusion.Group, low: Lowered, kernel: Kernel, device_type: str) -
 
     tuned: dict[tuple[int, tuple[int, ...]], Any] = {}
 
-    def work_group(ctx: Any, dims: tuple[int, ...], comp: Any, prog: Any, args: list[Any], loc: Any) -> Any:
-        """A "rows" kernel's work-group size, tuned once per device and size (tune.py)."""
+    def work_group(
+        ctx: Any, dims: tuple[int, ...], comp: Any, prog: Any, args: list[Any], loc: Any
+    ) -> tuple[Any, Any]:
+        """A "rows" kernel's program (its vector width) and work-group size, tuned once per
+        device and size (tune.py)."""
         if not rows_layout:
-            return loc
+            return prog, loc
         key = (ctx.device_index, dims)
-        got = tuned.get(key, False)
-        if got is False:
+        got = tuned.get(key)
+        if got is None:
             rows, n = int(args[-1 - symbolic_n]), int(args[-1]) if symbolic_n else low.program.n or 0
             stream = ctx.stream
+            sync = lambda: ctx.runtime.synchronize(ctx.device_index)  # noqa: E731
+            prog = kernel.tuned(comp, rows, args, stream, sync).build(comp)
             lo = tune.rows_local(
                 comp,
                 kernel.entry,
@@ -290,9 +295,9 @@ def _launcher(g: fusion.Group, low: Lowered, kernel: Kernel, device_type: str) -
                 n,
                 loc[0] if loc else None,
                 lambda g: comp.launch(prog, args, (rows,), None if g is None else (g,), stream),
-                lambda: ctx.runtime.synchronize(ctx.device_index),
+                sync,
             )
-            got = tuned[key] = None if lo is None else (lo,)
+            got = tuned[key] = (prog, None if lo is None else (lo,))
         return got
 
     def launch(ctx: Any, outs: list[Any], ins: list[Any], dims: tuple[int, ...] = ()) -> None:
@@ -301,7 +306,8 @@ def _launcher(g: fusion.Group, low: Lowered, kernel: Kernel, device_type: str) -
             return
         outs, finish = partial_sums(device_type, ctx, outs, sums)
         args = [*ins, *outs, *tail]
-        comp.launch(prog, args, grid, work_group(ctx, tuple(dims), comp, prog, args, loc), ctx.stream)
+        prog, loc = work_group(ctx, tuple(dims), comp, prog, args, loc)
+        comp.launch(prog, args, grid, loc, ctx.stream)
         if finish is not None:
             finish()
 
@@ -312,7 +318,7 @@ def _launcher(g: fusion.Group, low: Lowered, kernel: Kernel, device_type: str) -
         # the scratch rows live as long as the binding
         outs, finish = partial_sums(device_type, ctx, outs, sums)
         args, stream = [*ins, *outs, *tail], ctx.stream
-        loc = work_group(ctx, tuple(dims), comp, prog, args, loc)
+        prog, loc = work_group(ctx, tuple(dims), comp, prog, args, loc)
         return bound_call(comp, prog, args, grid, loc, stream, finish)
 
     return KernelEntry(launch, PLUGIN, bind=bind)
