@@ -72,7 +72,8 @@ def _hand_fused(on: bool) -> None:
     testing.clear_kernel_cache()
 
 
-def c_copy_ms(xn: np.ndarray, reps: int) -> float:
+def c_copy(xn: np.ndarray) -> Callable[[], Any]:
+    """An OpenMP C copy of ``xn`` (built through the cpu plugin's compile access)."""
     src = """#include <stdint.h>
 void bench_copy(float* restrict y, const float* restrict x, int64_t n) {
     #pragma omp parallel for simd schedule(static)
@@ -82,9 +83,11 @@ void bench_copy(float* restrict y, const float* restrict x, int64_t n) {
     prog = compiler.compile_source(src, "bench_copy", "cpu")
     comp = compiler.compiler_for(fw.Device("cpu"))
     yn = np.empty_like(xn)
-    return median_ms(
-        lambda: comp.launch(prog, [yn, xn, np.int64(xn.size)], (1,), None, None), lambda: None, reps
-    )
+    return lambda: comp.launch(prog, [yn, xn, np.int64(xn.size)], (1,), None, None)
+
+
+def c_copy_ms(xn: np.ndarray, reps: int) -> float:
+    return median_ms(c_copy(xn), lambda: None, reps)
 
 
 def rows_for(

@@ -4,8 +4,9 @@ device, kernel and shape bucket and kept on disk.
 A kernel of the "rows" layout (C, OpenCL on a CPU device) takes its work-group size (rows per
 work-group) at launch, so tuning costs no rebuild: the first launch of a kernel in a shape
 bucket (rows and row length, each rounded up to a power of two) times every candidate
-(:data:`CANDIDATES`, a warm-up and :data:`REPEATS` timed launches each; the launch writes the
-kernel's own outputs, so the work is not lost) and keeps the fastest. Choices live in
+(:data:`CANDIDATES`: a warm-up each, then :data:`REPEATS` rounds timing each once, the
+fastest run counting; the launch writes the kernel's own outputs, so the work is not lost)
+and keeps the fastest. Choices live in
 ``tuning.json`` beside the kernel cache (:func:`cache.cache_dir`), keyed by the compiler's
 identity (device, driver, compiler version), the kernel's entry name (a hash of its program)
 and the bucket, and are written under a file lock through a temp file + ``os.replace``.
@@ -37,7 +38,7 @@ from .cache import cache_dir, check_private
 
 #: work-group sizes tried for a "rows" kernel (None: the driver picks)
 CANDIDATES: tuple[int | None, ...] = (None, 1, 4, 16, 64, 256)
-REPEATS = 3
+REPEATS = 5
 #: launches smaller than this many elements keep the default (timing them is noise)
 MIN_ELEMENTS = 1 << 16
 #: the file's format, bumped too when the emitters change the code of kernels whose entry names
@@ -150,7 +151,8 @@ def _pick(
     sync: Callable[[], None],
 ) -> Any:
     """The fastest of ``candidates`` for key ``k`` (from memory, the file, or measured now:
-    a warm-up and :data:`REPEATS` timed runs each), kept in the file as ``{field: choice}``."""
+    a warm-up each, then :data:`REPEATS` rounds timing each once; a candidate's time is its
+    fastest run), kept in the file as ``{field: choice}``."""
     got = _MEMORY.get(k, False)
     if got is not False:
         return got
@@ -160,22 +162,24 @@ def _pick(
             STATS["from_disk"] += 1
             _MEMORY[k] = stored[field]
             return stored[field]
-        times: dict[str, float] = {}
-        best, best_t = default, float("inf")
+        runs: dict[Any, float] = {}
         for cand in candidates:
             try:
                 run(cand)  # warm-up (and the driver's first-launch work, or a build)
                 sync()
-                t0 = time.perf_counter()
-                for _ in range(REPEATS):
-                    run(cand)
-                sync()
             except Exception:  # noqa: BLE001 — a size the device refuses is not a choice
                 continue
-            t = (time.perf_counter() - t0) / REPEATS
-            times[str(cand)] = round(t * 1e3, 4)
-            if t < best_t:
-                best, best_t = cand, t
+            runs[cand] = float("inf")
+        # round robin, the fastest run of each: other work on the machine slows some runs of
+        # every candidate alike instead of all runs of one
+        for _ in range(REPEATS):
+            for cand in runs:
+                t0 = time.perf_counter()
+                run(cand)
+                sync()
+                runs[cand] = min(runs[cand], time.perf_counter() - t0)
+        times = {str(c): round(t * 1e3, 4) for c, t in runs.items()}
+        best = min(runs, key=runs.__getitem__) if runs else default
         STATS["measured"] += 1
         _MEMORY[k] = best
         _store(k, {field: best, "ms": times, "default": default})
