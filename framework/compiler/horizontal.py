@@ -11,8 +11,9 @@ everything inside a row (loops, reductions, the row math) is the emitter's own c
   ``omp parallel for schedule(dynamic)`` hands the tiles of all parts to the threads (a part
   of one long row, a gradient's sum of squares, runs on one thread while the others take the
   next parts). Below ``CEmitter.PARALLEL_MIN`` elements in all, the calling thread runs it.
-- OpenCL C, CPU devices (PoCL): one work-item per row of the concatenated rows; a segment
-  dispatch (an ``if``/``else if`` chain on the row's index) picks the part. Work-groups are
+- OpenCL C, CPU devices (PoCL): one work-item per row; each part starts a work-group, and a
+  segment dispatch (an ``if``/``else if`` chain on the work-group's index, uniform in the
+  group, so PoCL still vectorises across its work-items) picks the part. Work-groups are
   sized so that there are at least :data:`MIN_GROUPS` of them (a merged kernel of twelve
   one-row parts must not be one work-group, which PoCL runs on one thread).
 - OpenCL C and CUDA C, GPUs: one work-group (block) per row of the concatenated rows, the
@@ -91,7 +92,7 @@ _STYLES = {
         "__global const {T}* restrict",
         "long",
         "__kernel void {entry}({params})",
-        "get_global_id(0)",
+        "get_group_id(0)",
         "",
         "",
         "",
@@ -128,27 +129,37 @@ def _style(em: Emitter) -> _Style:
 
 
 _PART_CLASSES: dict[type[Emitter], type[Emitter]] = {}
+#: how a part's function is declared, by style key
+_FUNCTION = {
+    "c": "static inline void",
+    "opencl-c/rows": "void",
+    "opencl-c/groups": "void",
+    "cuda/groups": "static __device__ __forceinline__ void",
+}
 
 
 def _part_emitter(cls: type[Emitter]) -> type[Emitter]:
-    """``cls`` emitting one part as a block of the merged kernel: no prologue, no signature,
-    the row from the merged index space, the tensors through aliases (``hz_open``)."""
+    """``cls`` emitting one part as a function the merged kernel calls: no prologue, the row
+    (C: a range of rows) and the reductions' local memory as arguments (``hz_*`` attributes).
+    A function, not a block of the kernel: its tensor parameters are ``restrict`` where the
+    compiler honours it (an alias declared in a block is not, and PoCL then keeps the loop
+    along the row scalar)."""
     got = _PART_CLASSES.get(cls)
     if got is not None:
         return got
 
     class PartEmitter(cls):  # type: ignore[valid-type,misc]
+        hz_signature = ""
         hz_open: list[str] = []
-        hz_first: list[str] = []
 
         def prologue(self, prog: ir.Program) -> list[str]:
             return []
 
         def signature(self, prog: ir.Program, entry: str) -> str:
-            return f"/* part {entry} */"
+            return self.hz_signature
 
         def row_begin(self, prog: ir.Program) -> tuple[list[str], list[str]]:
-            return self.hz_open, self.hz_first
+            return self.hz_open, []
 
         def _streamed(self, prog: ir.Program) -> list[int]:
             return []  # a part writes its rows in place (no per-thread row buffer)
@@ -158,93 +169,89 @@ def _part_emitter(cls: type[Emitter]) -> type[Emitter]:
     return PartEmitter
 
 
-def _scratch(em: Emitter, prog: ir.Program, style: _Style) -> tuple[list[str], int]:
-    """Pointers into the shared buffer for a part's reductions (what ``shared_decls`` declares
-    for one kernel), and the buffer's words it needs."""
-    lines, words = [], 0
+def _scratch(em: Emitter, prog: ir.Program) -> list[tuple[str, str]]:
+    """(name, element type) of the local-memory arrays of a part's reductions (what
+    ``shared_decls`` declares for one kernel)."""
+    arrays = []
     for n in ir.live_nodes(prog.outputs):
         if n.op != "reduce":
             continue
-        arrays = [(f"red{n.id}", em._acc_type(n))]
+        arrays.append((f"red{n.id}", em._acc_type(n)))
         if _flag(n) == "idx":
             arrays.append((f"idxs{n.id}", "int64_t"))
         elif _flag(n) == "nan":
             arrays.append((f"nans{n.id}", "int"))
-        for name, T in arrays:
-            ptr = style.shared_ptr.format(T=T)
-            lines.append(f"{ptr} {name} = ({ptr})(hz_scratch + {words});")
-            words += em.local
-    return lines, words
+    return arrays
 
 
 def merged_source(parts: list[Part], n_inputs: int, language: str, device_kind: str, entry: str) -> Kernel:
     """The merged kernel of ``parts`` for ``language`` (its tensor arguments: ``n_inputs``
-    inputs, then the outputs)."""
+    inputs, then the outputs): each part a function, then the kernel that dispatches."""
     em = emitter(language, None, device_kind)
     style = _style(em)
+    key = em.language if em.language == "c" else f"{em.language}/{em.layout}"
     progs = [p.low.program for p in parts]
     em._batch = progs
     try:
         lines = list(em.prologue(progs[0]))
     finally:
         em._batch = []
-    # tensor arguments
+    T = style.size_t
     params: list[str] = [""] * (n_inputs + sum(len(p.outs) for p in parts))
-    for p in parts:
-        for k, a in enumerate(p.ins):
-            params[a] = f"{style.cptr.format(T=em.storage(p.low.program.inputs[k][0]))} a{a}"
-        for k, o in enumerate(p.outs):
-            params[n_inputs + o] = (
-                f"{style.ptr.format(T=em.storage(p.low.program.outputs[k].dtype))} a{n_inputs + o}"
-            )
-    rows, ns = [], []
+    rows, ns, calls = [], [], []
+    part_cls = _part_emitter(type(em))
+    words = 0
     for i, p in enumerate(parts):
         prog = p.low.program
+        for k, a in enumerate(p.ins):
+            params[a] = f"{style.cptr.format(T=em.storage(prog.inputs[k][0]))} a{a}"
+        for k, o in enumerate(p.outs):
+            params[n_inputs + o] = f"{style.ptr.format(T=em.storage(prog.outputs[k].dtype))} a{n_inputs + o}"
         if p.symbolic:
-            params.append(f"{style.size_t} hz_rows{i}")
             rows.append(f"hz_rows{i}")
-            if prog.n is None:
-                params.append(f"{style.size_t} hz_n{i}")
+            ns.append(f"hz_n{i}" if prog.n is None else str(prog.n))
         else:
             rows.append(str(math.prod(p.low.main.concrete({})[:-1])))
-        ns.append(f"hz_n{i}" if prog.n is None else str(prog.n))
-    lines.append(style.head.format(entry=entry, params=", ".join(params)) + " {")
-    part_cls = _part_emitter(type(em))
-    blocks, words = [], 0
-    for i, p in enumerate(parts):
+            ns.append(str(prog.n))
+        args = [f"a{a}" for a in p.ins] + [f"a{n_inputs + o}" for o in p.outs] + [rows[i]]
+        args += [ns[i]] if prog.n is None else []
         pe = part_cls(em.local)
         pe._batch = progs
-        prog = p.low.program
-        T = style.size_t
-        alias = [
-            f"{style.cptr.format(T=pe.storage(d))} in{k} = a{a};"
-            for k, ((d, _, _), a) in enumerate(zip(prog.inputs, p.ins))
-        ]
-        alias += [
-            f"{style.ptr.format(T=pe.storage(o.dtype))} out{k} = a{n_inputs + a};"
-            for k, (o, a) in enumerate(zip(prog.outputs, p.outs))
-        ]
-        alias.append(f"const {T} rows = {rows[i]}; (void)rows;")
-        if prog.n is None:
-            alias.append(f"const {T} n = hz_n{i};")
+        head = f"{_FUNCTION[key]} hz_part{i}({pe.params(prog, style.ptr, style.cptr, T)}"
         if language == "c":
-            pe.hz_open, pe.hz_first = [*alias, "for (int64_t r = hz_r0; r < hz_r1; ++r) {"], []
+            pe.hz_signature = f"{head}, int64_t hz_r0, int64_t hz_r1)"
+            pe.hz_open = ["for (int64_t r = hz_r0; r < hz_r1; ++r) {"]
+            args += ["hz_r0", "hz_r1"]
         elif em.layout == "rows":
-            pe.hz_open, pe.hz_first = [*alias, f"const long r = hz_g - hz_s{i};", "if (r < rows) {"], []
+            pe.hz_signature = f"{head}, long r)"
+            pe.hz_open = ["if (r < rows) {"]
+            args.append(f"(hz_g - hz_s{i}) * hz_l + get_local_id(0)")
         else:
-            ptrs, need = _scratch(pe, prog, style)
-            words = max(words, need)
-            pe.hz_open, pe.hz_first = [], [*alias, *ptrs, f"const {T} r = hz_g - hz_s{i};"]
-        blocks.append(pe.source(prog, f"{i}: {prog.name}").rstrip("\n").splitlines() + ["#undef N"])
+            arrays = _scratch(pe, prog)
+            local = "".join(f", {style.shared_ptr.format(T=t)} {name}" for name, t in arrays)
+            pe.hz_signature = f"{head}, {T} r, int lid{local})"
+            pe.hz_open = []
+            args += [f"hz_g - hz_s{i}", "lid"]
+            args += [
+                f"({style.shared_ptr.format(T=t)})(hz_scratch + {k * em.local})"
+                for k, (_, t) in enumerate(arrays)
+            ]
+            words = max(words, len(arrays) * em.local)
+        lines += pe.source(prog, f"hz_part{i}").rstrip("\n").splitlines() + ["#undef N"]
+        calls.append(f"hz_part{i}({', '.join(args)});")
+    for i, p in enumerate(parts):
+        if p.symbolic:
+            params.append(f"{T} hz_rows{i}")
+            if p.low.program.n is None:
+                params.append(f"{T} hz_n{i}")
     body: list[str] = []
     if language == "c":
-        tiles = []
-        for i in range(len(parts)):
-            tiles.append(
-                f"({ns[i]} > 0 && TILE_ELEMS / {ns[i]} > 1 ? TILE_ELEMS / {ns[i]} : 1)"
-                if not ns[i].isdigit()
-                else str(max(1, TILE // max(int(ns[i]), 1)))
-            )
+        tiles = [
+            f"({n} > 0 && TILE_ELEMS / {n} > 1 ? TILE_ELEMS / {n} : 1)"
+            if not n.isdigit()
+            else str(max(1, TILE // max(int(n), 1)))
+            for n in ns
+        ]
         body.append("const int64_t hz_t0 = 0;")
         for i in range(len(parts)):
             body.append(f"const int64_t hz_t{i + 1} = hz_t{i} + ({rows[i]} + {tiles[i]} - 1) / {tiles[i]};")
@@ -252,29 +259,33 @@ def merged_source(parts: list[Part], n_inputs: int, language: str, device_kind: 
         body.append(f"const int64_t hz_work = {work};")
         body.append(f"#pragma omp parallel for schedule(dynamic, 1) if (hz_work > {CEmitter.PARALLEL_MIN})")
         body.append(f"for (int64_t hz_t = 0; hz_t < hz_t{len(parts)}; ++hz_t) {{")
-        for i, block in enumerate(blocks):
+        for i, call in enumerate(calls):
             body.append(("    if" if i == 0 else "    } else if") + f" (hz_t < hz_t{i + 1}) {{")
             body.append(f"        const int64_t hz_r0 = (hz_t - hz_t{i}) * {tiles[i]};")
             body.append(
                 f"        const int64_t hz_r1 = hz_r0 + {tiles[i]} < {rows[i]} ? hz_r0 + {tiles[i]} : {rows[i]};"
             )
-            body += ["        " + s for s in block]
+            body.append(f"        {call}")
         body += ["    }", "}"]
-        lines.insert(len(lines) - 1, f"#define TILE_ELEMS {TILE}")
+        lines.append(f"#define TILE_ELEMS {TILE}")
     else:
-        T = style.size_t
         if words:
             body.append(style.shared.format(words=words))
         body.append(f"const {T} hz_g = {style.index};")
         if style.lid:
             body.append(f"const int lid = {style.lid};")
         body.append(f"const {T} hz_s0 = 0;")
+        rows_layout = em.layout == "rows"
+        if rows_layout:  # each part starts a work-group: the dispatch is uniform in the group
+            body.append(f"const {T} hz_l = get_local_size(0);")
         for i in range(len(parts)):
-            body.append(f"const {T} hz_s{i + 1} = hz_s{i} + {rows[i]};")
-        for i, block in enumerate(blocks):
+            size = f"({rows[i]} + hz_l - 1) / hz_l" if rows_layout else rows[i]
+            body.append(f"const {T} hz_s{i + 1} = hz_s{i} + {size};")
+        for i, call in enumerate(calls):
             body.append(("if" if i == 0 else "} else if") + f" (hz_g < hz_s{i + 1}) {{")
-            body += ["    " + s for s in block]
+            body.append(f"    {call}")
         body.append("}")
+    lines.append(style.head.format(entry=entry, params=", ".join(params)) + " {")
     lines += ["    " + s for s in body] + ["}"]
     source = "\n".join(lines) + "\n"
     return Kernel(progs[0], source, entry, language, em.local, em.layout, em.build_options)
@@ -315,7 +326,9 @@ class Backend:
             _style(emitter(comp.language, None, kind))
         except NotImplementedError:
             return None
-        big = 1 << 21 if kind == "cpu" else 1 << 24
+        # NOTE: PoCL ran twelve 176K-element AdamW updates merged 1-12% slower than as twelve
+        # kernels (their launches cost less than that): parts that size keep their own there
+        big = 1 << 21 if comp.language == "c" else 1 << 17 if kind == "cpu" else 1 << 24
         if comp.language == "c":
             return horizontal.Limits(max_args=_C_PARAMETERS, big=big)
         size = _ARG_BYTES.get(comp.language, 1024)
@@ -360,13 +373,13 @@ def kernel_source(op: str, device_type: str, dtype: np.dtype) -> KernelEntry | N
     return _launcher(h, parts, kernel, device_type)
 
 
-def _local(kernel: Kernel, total: int) -> int | None:
+def _local(kernel: Kernel, total: int) -> int:
     """The work-group size of a "rows" kernel: the emitter's, halved until there are
-    :data:`MIN_GROUPS` groups (None: one work-item per group)."""
-    lo = kernel.local
+    :data:`MIN_GROUPS` groups."""
+    lo = max(kernel.local, 1)
     while lo > 1 and total < lo * MIN_GROUPS:
         lo //= 2
-    return lo if lo > 1 else None
+    return lo
 
 
 def _launcher(h: horizontal.HGroup, parts: list[Part], kernel: Kernel, device_type: str) -> KernelEntry:
@@ -391,9 +404,10 @@ def _launcher(h: horizontal.HGroup, parts: list[Part], kernel: Kernel, device_ty
                         tail.append(np.int64(shape[-1]))
                 sums += [(p.outs[k], s) for k, s in partial_shapes(p.low, p.out_types, binding)]
             comp = compiler_for(_dev.Device(device_type, ctx.device_index))
-            if kernel.layout == "rows":
+            if kernel.layout == "rows":  # every part starts a work-group
                 lo = _local(kernel, total)
-                grid, loc = (total,), (None if lo is None else (lo,))
+                groups = sum(-(-math.prod(p.low.main.concrete(binding)[:-1]) // lo) for p in parts)
+                grid, loc = (groups * lo,), (lo,)
             else:
                 grid, loc = (total * kernel.local,), (kernel.local,)
             got = geometry[key] = (total, comp, kernel.build(comp), tail, grid, loc, sums)
