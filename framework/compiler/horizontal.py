@@ -2,10 +2,11 @@
 groups (*parts*) in one launch.
 
 Each part is lowered as its own group (:func:`framework.compiler.fused.lower_group`) and
-emitted by the device's emitter as a block of the merged kernel: the emitter's row hooks are
-replaced so that the block reads its tensors through aliases of the kernel's arguments
-(``in0`` of part 2 is the kernel's ``a5``) and takes its row from the merged index space;
-everything inside a row (loops, reductions, the row math) is the emitter's own code.
+emitted by the device's emitter as a function the merged kernel calls (``hz_part2(a5, ...)``):
+the emitter's row hooks are replaced so that the function takes its row (C: a range of rows)
+and the reductions' local memory as arguments; everything inside a row (loops, reductions,
+the row math) is the emitter's own code. Its tensors are ``restrict`` parameters, which the
+compilers use on parameters (LLVM, under PoCL, ignores ``restrict`` on a local pointer).
 
 - C (OpenMP): the rows of every part are cut into tiles of about :data:`TILE` elements; one
   ``omp parallel for schedule(dynamic)`` hands the tiles of all parts to the threads (a part
