@@ -147,13 +147,9 @@ def test_the_width_is_tuned_once_per_row_length_and_kept_on_disk(fresh_tuning):
     np.testing.assert_allclose(F.softmax(fw.to_tensor(b)).numpy(), _softmax(b), rtol=1e-5, atol=1e-7)
     tune.reset()
     compiler.reset()  # as a new process: the choice comes from the file, the build from the cache
-    compiles, disk_hits = compiler.cache_stats()["compiles"], compiler.cache_stats()["disk_hits"]
+    compiles = compiler.cache_stats()["compiles"]
     np.testing.assert_allclose(F.softmax(fw.to_tensor(a)).numpy(), _softmax(a), rtol=1e-5, atol=1e-7)
-    assert tune.STATS == {"measured": 0, "from_disk": 1}
-    assert (
-        compiler.cache_stats()["compiles"] == compiles
-        and compiler.cache_stats()["disk_hits"] == disk_hits + 1
-    )
+    assert tune.STATS == {"measured": 0, "from_disk": 1} and compiler.cache_stats()["compiles"] == compiles
 
 
 def test_tuning_off_builds_only_the_default_width(fresh_tuning, monkeypatch):

@@ -105,27 +105,41 @@ class Kernel:
             )
         return k
 
-    def tuned(self, comp: Any, rows: int, args: list[Any], stream: Any, sync: Any) -> Kernel:
-        """The variant to launch on ``rows`` rows: its vector width measured once per device,
-        kernel and row length (tune.rows_width; each candidate built through the program cache
-        and launched on ``args``), else this one."""
-        if self.width is None or self.layout != "rows":
-            return self
+    def tuned(
+        self, comp: Any, rows: int, args: list[Any], stream: Any, sync: Any
+    ) -> tuple[Any, tuple[int] | None]:
+        """The program and work-group size to launch this "rows" kernel with on ``rows`` rows
+        (tune.py, measured on ``args`` once per device and shape): the work-group size first,
+        on this variant (tune.rows_local), then the vector width at that size
+        (tune.rows_width; each candidate built through the program cache)."""
+        n = self.prog.n or 0
+        p = self.build(comp)
+        lo = tune.rows_local(
+            comp,
+            self.entry,
+            rows,
+            n,
+            self.local if self.local > 1 else None,
+            lambda g: comp.launch(p, args, (rows,), None if g is None else (g,), stream),
+            sync,
+        )
+        local = None if lo is None else (lo,)
+        if self.width is None:
+            return p, local
         seen: dict[str, int] = {}
         for w in tune.WIDTHS:
             seen.setdefault(self.variant(w).source, w)
-        local = (self.local,) if self.local > 1 else None
         width = tune.rows_width(
             comp,
             self.entry,
             rows,
-            self.prog.n or 0,
+            n,
             self.width,
             tuple(seen.values()),
             lambda w: comp.launch(self.variant(w).build(comp), args, (rows,), local, stream),
             sync,
         )
-        return self.variant(width)
+        return self.variant(width).build(comp), local
 
     def launch(self, dev: _dev.Device, ins: list[Tensor], outs: list[Tensor], rows: int) -> None:
         comp = compiler_for(dev)
@@ -134,19 +148,10 @@ class Kernel:
             return
         args = [t.native() for t in ins] + [o.native() for o in outs] + [np.int64(rows)]
         stream = dispatch.context(dev).stream
-        if self.layout == "rows":  # vector width and work-group size tuned per device and shape (tune.py)
+        if self.layout == "rows":  # work-group size and vector width tuned per device and shape
             sync = lambda: _dev.device_type(dev.type).runtime.synchronize(dev.index)  # noqa: E731
-            p = self.tuned(comp, rows, args, stream, sync).build(comp)
-            lo = tune.rows_local(
-                comp,
-                self.entry,
-                rows,
-                self.prog.n or 0,
-                self.local if self.local > 1 else None,
-                lambda g: comp.launch(p, args, (rows,), None if g is None else (g,), stream),
-                sync,
-            )
-            grid, local = (rows,), (None if lo is None else (lo,))
+            p, local = self.tuned(comp, rows, args, stream, sync)
+            grid = (rows,)
         else:
             p = self.build(comp)
             grid, local = (rows * self.local,), (self.local,)

@@ -30,7 +30,7 @@ from .._src.tensor import Tensor
 from ..ir import Program, SymDim, TensorType, print_program
 from ..ir.dialects import meta_tensor
 from ..ir.passes import fusion
-from . import ir, tune
+from . import ir
 from .eager import Kernel, _kind, _warn_once, compiler_for, make_kernel
 from .emit import EMITTERS
 from .trace import NotFusible, trace
@@ -284,20 +284,9 @@ def _launcher(g: fusion.Group, low: Lowered, kernel: Kernel, device_type: str) -
         key = (ctx.device_index, dims)
         got = tuned.get(key)
         if got is None:
-            rows, n = int(args[-1 - symbolic_n]), int(args[-1]) if symbolic_n else low.program.n or 0
-            stream = ctx.stream
+            rows = int(args[-1 - symbolic_n])
             sync = lambda: ctx.runtime.synchronize(ctx.device_index)  # noqa: E731
-            prog = kernel.tuned(comp, rows, args, stream, sync).build(comp)
-            lo = tune.rows_local(
-                comp,
-                kernel.entry,
-                rows,
-                n,
-                loc[0] if loc else None,
-                lambda g: comp.launch(prog, args, (rows,), None if g is None else (g,), stream),
-                sync,
-            )
-            got = tuned[key] = (prog, None if lo is None else (lo,))
+            got = tuned[key] = kernel.tuned(comp, rows, args, ctx.stream, sync)
         return got
 
     def launch(ctx: Any, outs: list[Any], ins: list[Any], dims: tuple[int, ...] = ()) -> None:

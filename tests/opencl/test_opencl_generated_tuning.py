@@ -41,7 +41,7 @@ def run(a: np.ndarray) -> np.ndarray:
 def test_tuned_once_kept_on_disk_and_read_back(fresh):
     a = np.random.default_rng(0).standard_normal((256, 512)).astype(np.float32)
     np.testing.assert_allclose(run(a), rms(a), rtol=1e-5, atol=1e-6)
-    assert tune.STATS["measured"] == 2  # the vector width, then the work-group size
+    assert tune.STATS["measured"] == 2  # the work-group size, then the vector width
     entries = json.loads((fresh / "tuning.json").read_text())["entries"]
     mine = {k: v for k, v in entries.items() if k.split("|")[1].startswith("rms_norm")}
     (k, v), (kw, vw) = sorted(mine.items())
