@@ -35,18 +35,26 @@ def _f32(x: np.ndarray) -> np.ndarray:
     return x.astype(np.float32) if x.dtype in _HALF else x
 
 
-def _unary(fn: Any):
+def _unary(fn: Any, split: bool = False):
     """Two kernels per op: half precision computes in float32; the others call numpy with
-    out= directly (the registry picks by dtype, so the hot path makes no dtype test)."""
+    out= directly (the registry picks by dtype, so the hot path makes no dtype test).
+    ``split``: a large input is cut over the thread budget (the transcendental functions: a
+    few ns an element, where a second thread gains; the others are bound by memory traffic
+    and the time a sleeping worker takes to wake)."""
 
     def k(ctx: Any, outs: list, ins: list) -> None:
-        if outs[0].size < MIN_ELEMS_SPLIT:
+        if not split or outs[0].size < MIN_ELEMS_SPLIT:
             if ctx.stream is None:
                 fn(ins[0], outs[0])
             else:  # the arrays themselves: the caller may reuse its lists before the stream runs
                 ctx.stream.submit(fn, ins[0], outs[0])
         else:
-            _elementwise(fn, outs[0], ins, ctx.stream)
+            parts = _elementwise_parts(outs[0], ins[0])
+            call = (fn, ins[0], outs[0]) if parts is None else (threads.run_parts, fn, parts)
+            if ctx.stream is None:
+                call[0](*call[1:])
+            else:  # what the stream records is the call itself, or its split
+                ctx.stream.submit(*call)
 
     def k_half(ctx: Any, outs: list, ins: list) -> None:
         if ctx.stream is None:
@@ -54,25 +62,34 @@ def _unary(fn: Any):
         else:
             ctx.stream.submit(k_half, _SYNC, list(outs), list(ins))
 
+    def bind(ctx: Any, outs: list, ins: list) -> Any:
+        """Static programs: the ufunc itself with its arrays bound (``out`` positional), or
+        its split over the budget."""
+        if ctx.stream is not None:
+            return None
+        parts = _elementwise_parts(outs[0], ins[0]) if split else None
+        if parts is None:
+            return functools.partial(fn, ins[0], outs[0])
+        return functools.partial(threads.run_parts, fn, parts)
+
     k.inline_stream = k_half.inline_stream = True
     k.half = k_half
-    k.bind = _bind_elementwise(fn)
+    k.bind = bind
     return k
 
 
 # -- elementwise work on the thread budget (threads.py) ----------------------------------------
-# NOTE: a thread gets at least this many elements (~30 µs of a float32 add on one core): below
-# it, waking a worker costs more than half the kernel saves.
+# NOTE: a thread gets at least this many elements (~150 µs of a float32 exp on one core): a
+# sleeping worker takes ~50 µs to wake on the 2-core VM measured.
 MIN_ELEMS_PER_THREAD = 1 << 16
 MIN_ELEMS_SPLIT = 2 * MIN_ELEMS_PER_THREAD
 
 
-def _elementwise_parts(out: np.ndarray, ins: list) -> list | None:
-    """``(*ins, out)`` cut into independent blocks along one axis of ``out`` for the budget's
-    threads (an input that broadcasts along it stays whole), or None to run it whole. Each
-    element is computed as without the cut, so the bits are the same."""
+def _elementwise_parts(out: np.ndarray, x: np.ndarray) -> list | None:
+    """``(x, out)`` cut into blocks along one axis for the budget's threads, or None to run
+    it whole. Each element is computed as without the cut, so the bits are the same."""
     n = threads.threads_for(out.size, MIN_ELEMS_PER_THREAD) if out.size >= MIN_ELEMS_SPLIT else 1
-    if n < 2 or any(_overlaps(x, out) for x in ins):
+    if n < 2 or _overlaps(x, out):
         return None
     # the first axis that splits evenly, else the longest
     ax = next((i for i, s in enumerate(out.shape) if s % n == 0 or s >= 4 * n), None)
@@ -83,55 +100,18 @@ def _elementwise_parts(out: np.ndarray, ins: list) -> list | None:
     if n < 2:
         return None
     e = [size * i // n for i in range(n + 1)]
-    # each input's own axis for it (numpy aligns shapes on the right); None where it broadcasts
-    axes = [ax - out.ndim + x.ndim for x in ins]
-    axes = [a if a >= 0 and x.shape[a] == size else None for x, a in zip(ins, axes)]
-    parts = []
-    for lo, hi in zip(e, e[1:]):
-        s = slice(lo, hi)
-        blocks = [x if a is None else x[(slice(None),) * a + (s,)] for x, a in zip(ins, axes)]
-        parts.append((*blocks, out[(slice(None),) * ax + (s,)]))
-    return parts
+    lead = (slice(None),) * ax
+    return [(x[(*lead, slice(lo, hi))], out[(*lead, slice(lo, hi))]) for lo, hi in zip(e, e[1:])]
 
 
-def _overlaps(x: Any, out: np.ndarray) -> bool:
+def _overlaps(x: np.ndarray, out: np.ndarray) -> bool:
     """Whether ``x`` may share memory with ``out`` other than as the very same view (in place,
     which a block computes like the whole): numpy then buffers the whole input first."""
-    return (
-        isinstance(x, np.ndarray)
-        and np.may_share_memory(x, out)
-        and not (
-            x.__array_interface__["data"][0] == out.__array_interface__["data"][0]
-            and x.strides == out.strides
-            and x.shape == out.shape
-        )
+    return np.may_share_memory(x, out) and not (
+        x.__array_interface__["data"][0] == out.__array_interface__["data"][0]
+        and x.strides == out.strides
+        and x.shape == out.shape
     )
-
-
-def _elementwise(fn: Any, out: np.ndarray, ins: list, stream: Any = None) -> None:
-    """``fn(*ins, out)`` over the thread budget when ``out`` is large (on ``stream``'s worker
-    when given: what it records is the call itself, or the split of it)."""
-    parts = _elementwise_parts(out, ins)
-    call = (fn, *ins, out) if parts is None else (threads.run_parts, fn, parts)
-    if stream is None:
-        call[0](*call[1:])
-    else:
-        stream.submit(*call)
-
-
-def _bind_elementwise(fn: Any):
-    """Static programs: the ufunc itself with its arrays bound (``out`` positional), or its
-    split over the budget when large."""
-
-    def bind(ctx: Any, outs: list, ins: list) -> Any:
-        if ctx.stream is not None:
-            return None
-        parts = _elementwise_parts(outs[0], ins)
-        if parts is None:
-            return functools.partial(fn, *ins, outs[0])
-        return functools.partial(threads.run_parts, fn, parts)
-
-    return bind
 
 
 def _rsqrt(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
@@ -143,13 +123,10 @@ def _rsqrt(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
 
 def _binary(fn: Any):
     def k(ctx: Any, outs: list, ins: list) -> None:
-        if outs[0].size < MIN_ELEMS_SPLIT:
-            if ctx.stream is None:
-                fn(ins[0], ins[1], outs[0])
-            else:
-                ctx.stream.submit(fn, ins[0], ins[1], outs[0])
+        if ctx.stream is None:
+            fn(ins[0], ins[1], out=outs[0])
         else:
-            _elementwise(fn, outs[0], ins, ctx.stream)
+            ctx.stream.submit(fn, ins[0], ins[1], outs[0])
 
     def k_half(ctx: Any, outs: list, ins: list) -> None:
         if ctx.stream is None:
@@ -159,19 +136,18 @@ def _binary(fn: Any):
 
     k.inline_stream = k_half.inline_stream = True
     k.half = k_half
-    k.bind = _bind_elementwise(fn)
+    k.bind = lambda ctx, outs, ins: (
+        functools.partial(fn, ins[0], ins[1], outs[0]) if ctx.stream is None else None
+    )
     return k
 
 
 def _where(ctx: Any, outs: list, ins: list) -> None:
+    c, x, y = ins
     z = outs[0]
     if z.size < 1024:
-        np.copyto(z, np.where(*ins))
-    else:
-        _elementwise(_select, z, ins)
-
-
-def _select(c: np.ndarray, x: np.ndarray, y: np.ndarray, z: np.ndarray) -> None:
+        np.copyto(z, np.where(c, x, y))
+        return
     # NOTE: numpy's where branches per element and runs ~5x slower on random masks than this
     # branchless bit select (exact for every dtype, NaN payloads included).
     u = _UINT[z.dtype.itemsize]
@@ -247,9 +223,9 @@ def _bind_matmul(ctx: Any, outs: list, ins: list) -> Any:
 
 
 # -- products on the thread budget (threads.py) ------------------------------------------------
-# NOTE: a thread gets at least this many multiply-adds (~60 µs of one core's float32 BLAS):
-# below it, waking a worker costs more than the product's half saves.
-MIN_MACS_PER_THREAD = 1 << 21
+# NOTE: a thread gets at least this many multiply-adds (~130 µs of one core's float32 BLAS): a
+# sleeping worker takes ~50 µs to wake on the 2-core VM measured, more on a loaded machine.
+MIN_MACS_PER_THREAD = 1 << 22
 _GRAIN: dict[str, tuple[int, bool]] = {}
 _GRAIN_LOCK = threading.Lock()
 
@@ -323,15 +299,15 @@ def _matmul_t(ctx: Any, outs: list, ins: list, transpose_x: bool, transpose_y: b
 
 
 def _permute(ctx: Any, outs: list, ins: list, perm: tuple[int, ...]) -> None:
-    _elementwise(_assign, outs[0], [ins[0].transpose(perm)])
+    np.copyto(outs[0], ins[0].transpose(perm))
 
 
 def _expand(ctx: Any, outs: list, ins: list, shape: tuple[int, ...]) -> None:
-    _elementwise(_assign, outs[0], [np.broadcast_to(ins[0], shape)])
+    np.copyto(outs[0], np.broadcast_to(ins[0], shape))
 
 
 def _slice(ctx: Any, outs: list, ins: list, starts: tuple, stops: tuple, steps: tuple) -> None:
-    _elementwise(_assign, outs[0], [ins[0][tuple(slice(a, b, c) for a, b, c in zip(starts, stops, steps))]])
+    np.copyto(outs[0], ins[0][tuple(slice(a, b, c) for a, b, c in zip(starts, stops, steps))])
 
 
 def _concat(ctx: Any, outs: list, ins: list, axis: int) -> None:
@@ -410,11 +386,7 @@ def _philox(ctx: Any, outs: list, ins: list, shape: tuple, seed: int, offset: in
 
 
 def _copy(ctx: Any, outs: list, ins: list) -> None:
-    _elementwise(_assign, outs[0], ins)
-
-
-def _assign(x: np.ndarray, y: np.ndarray) -> None:
-    np.copyto(y, x)
+    np.copyto(outs[0], ins[0])
 
 
 def _logical_not(ctx: Any, outs: list, ins: list) -> None:
@@ -462,14 +434,14 @@ TABLE: list[tuple[str, Any, tuple, bool]] = [
     ("neg", _unary(np.negative), NUMERIC, True),
     ("abs", _unary(np.abs), NUMERIC, True),
     ("sign", _unary(np.sign), NUMERIC, True),
-    ("exp", _unary(np.exp), FLOATS, True),
-    ("log", _unary(np.log), FLOATS, True),
+    ("exp", _unary(np.exp, split=True), FLOATS, True),
+    ("log", _unary(np.log, split=True), FLOATS, True),
     ("sqrt", _unary(np.sqrt), FLOATS, True),
     ("rsqrt", _unary(_rsqrt), FLOATS, True),
-    ("sin", _unary(np.sin), FLOATS, True),
-    ("cos", _unary(np.cos), FLOATS, True),
-    ("tanh", _unary(np.tanh), FLOATS, True),
-    ("erf", _unary(_erf), FLOATS, True),
+    ("sin", _unary(np.sin, split=True), FLOATS, True),
+    ("cos", _unary(np.cos, split=True), FLOATS, True),
+    ("tanh", _unary(np.tanh, split=True), FLOATS, True),
+    ("erf", _unary(_erf, split=True), FLOATS, True),
     ("floor", _unary(np.floor), FLOATS, True),
     ("ceil", _unary(np.ceil), FLOATS, True),
     ("logical_not", _logical_not, ("bool",), True),
