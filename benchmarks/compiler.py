@@ -27,7 +27,7 @@ Sections, per device:
   per group too ("kernel per group").
 - ``predict``: the same model saved with ``fw.jit.save`` and run by a Predictor (batch 16 x
   64 tokens), with and without the compiler.
-- ``groups``: ``rms_norm``, ``layer_norm`` and ``softmax`` (float32, ``--shape``) as
+- ``groups``: ``rms_norm``, ``layer_norm``, ``softmax``, ``silu`` and ``gelu`` (float32, ``--shape``) as
   ``to_static`` programs, each one fused group, against a plain copy of the same bytes (an
   OpenMP C copy built through the cpu plugin's compile access; on opencl the plugin's
   ``copy`` kernel), the unfused program and eager (which runs the composite as one
@@ -377,6 +377,8 @@ def group_rows(device: str, shape: tuple[int, int], reps: int) -> None:
         "rms_norm": (lambda x, w, b: F.rms_norm(x, weight=w, epsilon=EPS)),
         "layer_norm": (lambda x, w, b: F.layer_norm(x, n, w, b, epsilon=EPS)),
         "softmax": (lambda x, w, b: F.softmax(x, axis=-1)),
+        "silu": (lambda x, w, b: F.silu(x)),
+        "gelu": (lambda x, w, b: F.gelu(x)),
     }
     spec = [InputSpec([None, n]), InputSpec([n]), InputSpec([n])]
     timed: dict[str, Callable[[], Any]] = dict(copies)
