@@ -380,17 +380,22 @@ def _reads_in_step(name: str, positions: list[int], out: int) -> bool:
 
 
 def _pointwise_from(body: Program, positions: list[int]) -> bool:
-    """Whether every op of ``body`` computed from its inputs at ``positions`` is element-wise
-    and keeps their shape (so a kernel reads them at the index it writes)."""
+    """Whether ``body`` is one element-wise pass (no reduction: a row kernel of several passes
+    could write an output in an early pass and read the input again in a later one) and every
+    op computed from its inputs at ``positions`` keeps their shape (so the kernel reads them at
+    the index it writes, before it writes it)."""
     shape = body.inputs[positions[0]].type.shape
     tainted = {body.inputs[j] for j in positions}
     for op in body.block.ops:
-        if op.name == "builtin.return" or not any(v in tainted for v in op.operands):
+        if op.name in ("builtin.return", "builtin.constant"):
             continue
         opdef = lookup(op.name).opdef
-        if opdef is None or not opdef.elementwise or any(r.type.shape != shape for r in op.results):
+        if opdef is None or not opdef.elementwise:
             return False
-        tainted.update(op.results)
+        if any(v in tainted for v in op.operands):
+            if any(r.type.shape != shape for r in op.results):
+                return False
+            tainted.update(op.results)
     return True
 
 
