@@ -146,20 +146,12 @@ inline ACC ipow(ACC a, ACC b) {
             }                                                                                \
             return;                                                                          \
         }                                                                                    \
-        for (long i = i0; i < i1; ++i) {                                                     \
-            long ia = 0, ib = 0, r = i;                                                      \
-            for (int d = (int)ix.rank - 1; d > 0; --d) {                                     \
-                long c = r % ix.shape[d];                                                    \
-                r /= ix.shape[d];                                                            \
-                ia += c * ix.s0[d];                                                          \
-                ib += c * ix.s1[d];                                                          \
-            }                                                                                \
-            ia += r * ix.s0[0];                                                              \
-            ib += r * ix.s1[0];                                                              \
-            ACC a = LOAD(xa, ao + ia);                                                       \
-            ACC b = LOAD(xb, bo + ib);                                                       \
-            OUT_STORE(z, zo + i, (EXPR));                                                    \
-        }                                                                                    \
+        long ia = ao, ib = bo, iz = zo;                                                      \
+        INDEX_WALK(ix, i0, i1, ia, ib, iz, for (long j = 0; j < run; ++j) {                  \
+            ACC a = LOAD(xa, ia + j * walk_t0);                                              \
+            ACC b = LOAD(xb, ib + j * walk_t1);                                              \
+            OUT_STORE(z, zo + i0 + j, (EXPR));                                               \
+        })                                                                                   \
     }
 #define STORE_BOOL(z, i, v) ((z)[i] = (uchar)((v) ? 1 : 0))
 
@@ -203,25 +195,15 @@ BINARY(b_ge, uchar, STORE_BOOL, a >= b)
 __kernel void where_(__global T* z, long zo, __global const uchar* cond, long co,
                      __global const T* xa, long ao, __global const T* xb, long bo, long n,
                      Index ix) {
-    long i0 = get_global_id(0) * PER, i1 = min(n, i0 + PER);
-    for (long i = i0; i < i1; ++i) {
-        long ic = i, ia = i, ib = i;
-        if (!ix.flat) {
-            ic = 0; ia = 0; ib = 0;
-            long r = i;
-            for (int d = (int)ix.rank - 1; d > 0; --d) {
-                long c = r % ix.shape[d];
-                r /= ix.shape[d];
-                ic += c * ix.s0[d];
-                ia += c * ix.s1[d];
-                ib += c * ix.s2[d];
-            }
-            ic += r * ix.s0[0];
-            ia += r * ix.s1[0];
-            ib += r * ix.s2[0];
-        }
-        STORE(z, zo + i, cond[co + ic] ? LOAD(xa, ao + ia) : LOAD(xb, bo + ib));
+    long i = get_global_id(0) * PER, i1 = min(n, i + PER);
+    if (ix.flat) {
+        for (; i < i1; ++i) STORE(z, zo + i, cond[co + i] ? LOAD(xa, ao + i) : LOAD(xb, bo + i));
+        return;
     }
+    long ic = co, ia = ao, ib = bo;
+    INDEX_WALK(ix, i, i1, ic, ia, ib, for (long j = 0; j < run; ++j) {
+        STORE(z, zo + i + j, cond[ic + j * walk_t0] ? LOAD(xa, ia + j * walk_t1) : LOAD(xb, ib + j * walk_t2));
+    })
 }
 
 // ---- reductions ----

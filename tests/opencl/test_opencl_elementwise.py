@@ -113,6 +113,8 @@ BSHAPES = [  # (a, b, out)
     ((4, 1), (1, 300), (4, 300)),
     ((1, 1), (5, 7), (5, 7)),
     ((2, 1, 5), (1, 3, 5), (2, 3, 5)),
+    ((3, 1, 7, 1), (1, 5, 1, 9), (3, 5, 7, 9)),  # runs shorter than an item's elements
+    ((6, 1, 130), (1, 4, 1), (6, 4, 130)),
     ((), (), ()),
     ((0, 3), (1, 3), (0, 3)),
 ]
@@ -177,7 +179,14 @@ def test_integer_wraparound(h, dtype):
 
 
 @pytest.mark.parametrize(
-    "shapes", [((4, 5), (4, 5), (4, 5)), ((4, 1), (1, 5), (4, 1)), ((), (), ())], ids=str
+    "shapes",
+    [
+        ((4, 5), (4, 5), (4, 5)),
+        ((4, 1), (1, 5), (4, 1)),
+        ((3, 1, 7, 1), (1, 5, 1, 9), (3, 5, 1, 1)),
+        ((), (), ()),
+    ],
+    ids=str,
 )
 @pytest.mark.parametrize("dtype", ALL)
 def test_where(h, registry, dtype, shapes):
