@@ -417,3 +417,37 @@ def test_fused_kernels_are_bound_once_through_the_compile_access():
     plan = next(iter(f.programs[0].executor._plans.values()))
     fused = [b for b, n in zip(plan.bound, plan.names) if n.startswith("fused.")]
     assert fused and all(isinstance(b, functools.partial) and hasattr(b, "keep") for b in fused)
+
+
+# x is read again in the pass after the one that stores x * 2: that output may not go into x
+TWO_PASSES = (
+    "module @two(%0: tensor<[4, 8], float32, cpu>, %1: tensor<[4, 8], float32, cpu>) -> "
+    "(tensor<[4, 8], float32, cpu>, tensor<[4, 8], float32, cpu>) {\n"
+    "  %2 = builtin.constant {value = 2.0} : tensor<[1, 1], float32, cpu>\n"
+    "  %3 = op.mul(%0, %2) : tensor<[4, 8], float32, cpu>\n"
+    "  %4 = op.sum(%1) {axes = (1,), keepdim = true} : tensor<[4, 1], float32, cpu>\n"
+    "  %5 = op.mul(%0, %4) : tensor<[4, 8], float32, cpu>\n"
+    "  builtin.return(%3, %5)\n"
+    "}\n"
+)
+
+
+@pytest.mark.parametrize("aliased,direct", [(0, False), (1, True)])
+def test_a_fused_row_kernel_writes_in_place_only_in_the_last_pass_reading_the_input(aliased, direct):
+    from framework.compiler import has_compile_access
+    from framework.ir import passes
+
+    if not has_compile_access(_dev.parse("cpu")):
+        pytest.skip("no C compiler for the cpu plugin")
+    prog = passes.fuse_program(ir.parse_program(TWO_PASSES), "cpu")
+    assert sum(op.name.startswith("fused.") for op in prog.block.ops) == 1  # one kernel, two passes
+    ex = ir.Executor(prog, "cpu", graphs=False, inplace={aliased: 0})
+    rng = np.random.default_rng(0)
+    x0, g = rng.standard_normal((4, 8)).astype(np.float32), rng.standard_normal((4, 8)).astype(np.float32)
+    x = fw.to_tensor(x0)
+    outs = ex(x, fw.to_tensor(g))
+    assert outs[aliased] is x
+    np.testing.assert_allclose(outs[0].numpy(), x0 * 2, rtol=1e-6)
+    np.testing.assert_allclose(outs[1].numpy(), x0 * g.sum(1, keepdims=True), rtol=1e-5)
+    plan = next(iter(ex._plans.values()))
+    assert ("copy" in plan.names) is not direct

@@ -376,27 +376,42 @@ def _reads_in_step(name: str, positions: list[int], out: int) -> bool:
             and res.owner is part
             and _reads_in_step(part.name, [k for k, v in enumerate(part.operands) if v in ins], res.index)
         )
-    return _pointwise_from(body, positions)
+    return _pointwise_from(body, positions, out)
 
 
-def _pointwise_from(body: Program, positions: list[int]) -> bool:
-    """Whether ``body`` is one element-wise pass (no reduction: a row kernel of several passes
-    could write an output in an early pass and read the input again in a later one) and every
-    op computed from its inputs at ``positions`` keeps their shape (so the kernel reads them at
-    the index it writes, before it writes it)."""
+def _pointwise_from(body: Program, positions: list[int], out: int) -> bool:
+    """Whether a group kernel reads its inputs at ``positions`` only at the index where it
+    writes output ``out``, and never after writing it: every op computed from them is
+    element-wise and keeps their shape (none feeds a reduction), and every output computed
+    from them is stored in the same pass along the row as ``out``, or an earlier one (a row
+    kernel's pass ``k`` stores the element outputs of reduction depth ``k``: see
+    ``framework.compiler.ir.schedule``), so no later pass reads them again."""
     shape = body.inputs[positions[0]].type.shape
     tainted = {body.inputs[j] for j in positions}
+    depth: dict[Value, int] = {}
     for op in body.block.ops:
-        if op.name in ("builtin.return", "builtin.constant"):
+        if op.name == "builtin.return":
             continue
         opdef = lookup(op.name).opdef
+        d = max((depth.get(v, 0) for v in op.operands), default=0)
         if opdef is None or not opdef.elementwise:
-            return False
-        if any(v in tainted for v in op.operands):
+            if any(v in tainted for v in op.operands):
+                return False
+            d += op.name in _REDUCE_OPS
+        elif any(v in tainted for v in op.operands):
             if any(r.type.shape != shape for r in op.results):
                 return False
             tainted.update(op.results)
-    return True
+        for r in op.results:
+            depth[r] = d
+    ret = body.return_op
+    assert ret is not None
+    last = depth.get(ret.operands[out], 0)
+    return all(depth.get(v, 0) <= last for v in ret.operands if v in tainted)
+
+
+#: the ops a row kernel reduces in a pass of its own
+_REDUCE_OPS = ("op.sum", "op.max", "op.min", "op.prod", "op.mean", "op.argmax", "op.argmin")
 
 
 class _View:
