@@ -135,7 +135,7 @@ def width_rows(op: str, x: Any, w: Any, b: Any, device: str) -> dict[str, Callab
         "layer_norm": ([x, w, b], {"epsilon": EPS, "has_weight": True, "has_bias": True}),
     }[op]
     prog = compiler.lower(op, *ins, **attrs)
-    dev = fw.Device(device)
+    dev = x.device
     comp = compiler.compiler_for(dev)
     rows = int(np.prod(x.shape[:-1]))
     y = fw.to_tensor(np.empty(x.shape, np.float32), device=device)
@@ -169,7 +169,7 @@ def softmax_before_after(xn: np.ndarray, device: str) -> dict[str, Callable[[], 
         before = src.replace("oarlock_expf(v", "exp(v")
     if before == src:
         return {}
-    comp = compiler.compiler_for(fw.Device(device))
+    comp = compiler.compiler_for(x.device)
     entry = re.search(r"void (\w+)\(", src.split("#define N")[1]).group(1)
     out: dict[str, Callable[[], Any]] = {}
     for label, s in (("kernel now", src), ("kernel before #14", before)):
