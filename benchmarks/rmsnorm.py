@@ -1,6 +1,7 @@
 """RMSNorm (and softmax, layer_norm) forward: composed eager vs hand-fused vs generated kernels.
 
-Everything is measured side by side in one run: medians over ``--reps`` calls after a warm-up,
+Everything is measured side by side in one run: medians over ``--reps`` rounds (one call of
+every variant of an op per round) after a warm-up,
 with GB/s (bytes read + written once) and the fraction of the copy bandwidth measured in the
 same run (an OpenMP C copy built through the CPU plugin's compile access; numpy's
 single-threaded copy is shown too). On OpenCL the copy is the plugin's ``copy`` kernel.
@@ -42,6 +43,23 @@ def median_ms(fn: Callable[[], Any], sync: Callable[[], None], reps: int, warmup
         sync()
         times.append((time.perf_counter() - t0) * 1e3)
     return statistics.median(times)
+
+
+def round_robin(fns: dict[str, Callable[[], Any]], sync: Callable[[], None], reps: int) -> dict[str, float]:
+    """Median ms of each function, timed one call of each per round (a change of load on a
+    shared machine hits every variant alike)."""
+    for fn in fns.values():
+        fn()
+        fn()
+    sync()
+    times: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(reps):
+        for k, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            sync()
+            times[k].append((time.perf_counter() - t0) * 1e3)
+    return {k: statistics.median(v) for k, v in times.items()}
 
 
 class compose_eager:
@@ -140,14 +158,25 @@ def width_rows(op: str, x: Any, w: Any, b: Any, device: str) -> dict[str, Callab
     rows = int(np.prod(x.shape[:-1]))
     y = fw.to_tensor(np.empty(x.shape, np.float32), device=device)
     out: dict[str, Callable[[], Any]] = {}
+    args = [*ins, y, np.int64(rows)]
     for width in tune.WIDTHS:
         k = eager.make_kernel(prog, comp.language, device_kind=eager.device_kind(dev), width=width)
         if k.width is None:
             return {}
         p = k.build(comp)
-        local = (k.local,) if k.local > 1 else None
+        # the work-group size eager mode tunes (kept by kernel, shared by its widths)
+        lo = tune.rows_local(
+            comp,
+            k.entry,
+            rows,
+            x.shape[-1],
+            k.local if k.local > 1 else None,
+            lambda g, p=p: compiler.launch(p, args, (rows,), None if g is None else (g,), device),
+            lambda: fw.synchronize(device),
+        )
+        local = None if lo is None else (lo,)
         out[f"kernel at width {width}"] = lambda p=p, local=local: compiler.launch(
-            p, [*ins, y, np.int64(rows)], (rows,), local, device
+            p, args, (rows,), local, device
         )
     return out
 
@@ -293,10 +322,8 @@ def main() -> None:
                 rows = rows_for(op, xn, wn, bn, dev)
                 if dev == "cpu":
                     rows.update(numpy_and_torch(op, xn, wn, bn, not args.no_torch_compile))
-                res = {}
-                for name, fn in rows.items():
-                    ms = median_ms(fn, sync, args.reps)
-                    res[name] = ms
+                res = round_robin(rows, sync, args.reps)
+                for name, ms in res.items():
                     gbs = nbytes / ms / 1e6
                     print(f"  {name:<30} {ms:9.2f} {gbs:8.1f} {gbs / copy_bw:8.0%}")
                 g = res["oarlock generated"]
