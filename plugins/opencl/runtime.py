@@ -17,14 +17,15 @@ import pyopencl as cl
 from adapter_api import DeviceError, DeviceProperties, DeviceRuntime, OpArgumentError, OutOfMemoryError
 
 from . import platforms as platforms_mod
-from . import programs
+from . import profile, programs
 from .errors import check
 
 _PROFILING = cl.command_queue_properties.PROFILING_ENABLE
 _COMPLETE = cl.command_execution_status.COMPLETE
 _MEM = cl.MemoryObjectHolder
 _ZERO = np.int64(0)
-_enqueue = cl.enqueue_nd_range_kernel
+#: every launch goes through this (OARLOCK_OPENCL_PROFILE=1: keeping its event, see profile.py)
+_enqueue = profile.enqueue if profile.ENABLED else cl.enqueue_nd_range_kernel
 _SMALL_H2D = 1 << 16  #: host->device copies up to this many bytes do not wait (see copy_h2d)
 # NOTE: pyopencl's generic Kernel.set_arg probes each by-value argument's type (through
 # exceptions) before taking its bytes: about 9 us per numpy scalar on PoCL, most of a launch.
