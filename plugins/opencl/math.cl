@@ -587,6 +587,30 @@ __kernel void scatter_add(__global T* y, long yo, __global const long* idx, long
 }
 #endif
 
+// CPU devices, P * Q columns or more than a group: item (p, q) owns column q of y[p] and adds
+// src[p, j, q] for j in order, with no atomics (numpy's np.add.at order, so the sums are
+// deterministic; an embedding gradient's few rows no longer serialise on compare-and-swap).
+#if !IS_BOOL
+__kernel void scatter_add_cols(__global T* y, long yo, __global const long* idx, long io,
+                               __global const T* src, long so, long P, long J, long Q, long A,
+                               __global long* err) {
+    long i = get_global_id(0);
+    if (i >= P * Q) return;
+    long p = i / Q, q = i % Q;
+    __global const T* s = src + so + p * J * Q + q;
+    long yb = yo + p * A * Q + q;
+    for (long j = 0; j < J; ++j) {
+        long k = idx[io + j];
+        if (k < 0 || k >= A) {
+            err[0] = 1;
+            err[1] = k;
+            continue;
+        }
+        STORE(y, yb + k * Q, ADD(LOAD(y, yb + k * Q), LOAD(s, j * Q)));
+    }
+}
+#endif
+
 // ---- philox_uniform: Philox4x32-10 (Salmon et al., Random123) ----
 #if IS_FLOAT && !IS_HALF
 inline uint4 philox4x32_10(uint4 c, uint2 k) {

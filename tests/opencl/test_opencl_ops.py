@@ -239,6 +239,20 @@ def test_scatter_add_accumulates_duplicates(h, dtype, axis):
     assert_close(got, want.astype(dtype))
 
 
+@pytest.mark.parametrize("shape,axis", [((46, 64), 0), ((3, 46, 8), 1)], ids=str)
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "uint8", "float16"])
+def test_scatter_add_embedding_gradient(h, dtype, shape, axis):
+    """Many columns (CPU devices: an item per column, no atomics): 1024 rows into 46."""
+    x = sample(shape, dtype, 0, 3)
+    idx = RNG.integers(0, 46, 1024).astype(np.int64)
+    src = sample((*shape[:axis], 1024, *shape[axis + 1 :]), dtype, 0, 3)
+    want = x.astype(np.float64 if np.dtype(dtype).kind == "f" else dtype)
+    np.add.at(want, (slice(None),) * axis + (idx,), src)
+    got = h.run("scatter_add", [x, idx, src], x.shape, dtype, axis=axis)
+    f16 = dtype == "float16"
+    assert_close(got, want.astype(dtype), rtol=1e-2 if f16 else None, atol=0.5 if f16 else None)
+
+
 def test_scatter_add_many_collisions(h):
     """Thousands of float adds on the same few elements (the atomic compare-and-swap loop)."""
     x = np.zeros(3, np.float32)
@@ -258,14 +272,15 @@ def test_scatter_add_many_collisions(h):
 
 @pytest.mark.parametrize("bad", [7, -1])
 @pytest.mark.parametrize("op", ["gather", "scatter", "scatter_add"])
-def test_index_out_of_range_raises(h, op, bad):
-    x = np.arange(10, dtype=np.float32).reshape(5, 2)
+@pytest.mark.parametrize("cols", [2, 20])  # 20: scatter_add's item per column on CPU devices
+def test_index_out_of_range_raises(h, op, bad, cols):
+    x = np.arange(5 * cols, dtype=np.float32).reshape(5, cols)
     idx = np.array([0, bad, 2], np.int64)
-    ins = [x, idx] if op == "gather" else [x, idx, np.ones((3, 2), np.float32)]
+    ins = [x, idx] if op == "gather" else [x, idx, np.ones((3, cols), np.float32)]
     with pytest.raises(OpArgumentError, match=rf"\[{op}\] index {bad} out of range for axis 0 of size 5"):
-        h.run(op, ins, (3, 2) if op == "gather" else (5, 2), np.float32, axis=0)
+        h.run(op, ins, (3, cols) if op == "gather" else (5, cols), np.float32, axis=0)
     # the error does not stick: the next call succeeds
-    assert_close(h.run("gather", [x, np.array([4], np.int64)], (1, 2), np.float32, axis=0), x[[4]])
+    assert_close(h.run("gather", [x, np.array([4], np.int64)], (1, cols), np.float32, axis=0), x[[4]])
 
 
 # -- creation ----------------------------------------------------------------------------
