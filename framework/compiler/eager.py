@@ -87,6 +87,9 @@ class Kernel:
     #: the vector width it was emitted with (emit._RowLoops), None for other emitters
     width: int | None = None
     variants: dict[int, Kernel] = field(default_factory=dict)
+    #: what :meth:`tuned` chose, by compiler, tuning's state and the shape bucket (a launch
+    #: pays for no key or file lookup once its bucket is known)
+    choices: dict[tuple[Any, ...], tuple[Any, tuple[int] | None]] = field(default_factory=dict)
 
     def build(self, comp: Any) -> Any:
         p = self.programs.get(id(comp))
@@ -113,6 +116,21 @@ class Kernel:
         on this variant (tune.rows_local), then the vector width at that size
         (tune.rows_width; each candidate built through the program cache)."""
         n = self.prog.n or 0
+        key = (
+            id(comp),
+            tune.epoch(),
+            tune.enabled(),
+            rows * max(n, 1) >= tune.MIN_ELEMENTS,
+            tune.bucket(rows, n),
+        )
+        got = self.choices.get(key)
+        if got is None:
+            got = self.choices[key] = self._tune(comp, rows, n, args, stream, sync)
+        return got
+
+    def _tune(
+        self, comp: Any, rows: int, n: int, args: list[Any], stream: Any, sync: Any
+    ) -> tuple[Any, tuple[int] | None]:
         p = self.build(comp)
         lo = tune.rows_local(
             comp,

@@ -230,8 +230,19 @@ def rows_width(
     return _pick(width_key(comp.identity(), entry, n), "width", candidates, default, run, sync)
 
 
+_EPOCH = 0
+
+
+def epoch() -> int:
+    """A number that changes whenever :func:`reset` forgets the choices held in memory (what
+    callers that keep a choice of their own key it by)."""
+    return _EPOCH
+
+
 def reset() -> None:
     """Forget choices held in memory (the file stays)."""
+    global _EPOCH
+    _EPOCH += 1
     _MEMORY.clear()
     _LOADED.clear()
     STATS.update(measured=0, from_disk=0)
