@@ -717,30 +717,11 @@ def _scatter(op: str) -> Callable[..., None]:
         n = P * J * Q
         if n == 0:
             return
+        ls = dev.local_size
         if op == "scatter":
             k = dev.kernel("move", str(x.dtype.itemsize), "scatter")
-        elif dev.is_cpu and P * Q >= dev.ew_local:
-            k = dev.kernel("math", _NAMES[x.dtype], "scatter_add_cols")
-            ls = dev.ew_local
-            dev.launch(
-                q,
-                k,
-                _grid(P * Q, 1, ls),
-                (ls,),
-                y.buffer,
-                y.eoff,
-                index.buffer,
-                index.eoff,
-                src.buffer,
-                src.eoff,
-                _i64(P),
-                _i64(J),
-                _i64(Q),
-                _i64(A),
-                dev.error_buffer,
-            )
-            _check_index(dev, q, op, axis, A)
-            return
+        elif dev.is_cpu and P * Q >= dev.ew_local:  # an item per column, no atomics
+            k, n, ls = dev.kernel("math", _NAMES[x.dtype], "scatter_add_cols"), P * Q, dev.ew_local
         else:
             if x.dtype.itemsize == 8 and not dev.has_int64_atomics:
                 raise KernelError(
@@ -748,11 +729,11 @@ def _scatter(op: str) -> Callable[..., None]:
                     f"which device '{dev.name}' lacks; use a 4-byte dtype or another device"
                 )
             k = dev.kernel("math", _NAMES[x.dtype], "scatter_add")
-        _launch(
-            dev,
+        dev.launch(
             q,
             k,
-            n,
+            _grid(n, 1, ls),
+            (ls,),
             y.buffer,
             y.eoff,
             index.buffer,
