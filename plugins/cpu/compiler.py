@@ -69,7 +69,9 @@ def _version(cc: str) -> str:
         return "unknown"
 
 
+@functools.cache
 def _march() -> str:
+    """A hash of this CPU's feature flags (read once: ``identity()`` is on launch paths)."""
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
