@@ -17,7 +17,8 @@ import time
 
 if "--threads" in sys.argv:  # must be set before numpy/torch load their BLAS
     _n = sys.argv[sys.argv.index("--threads") + 1]
-    os.environ.update(OPENBLAS_NUM_THREADS=_n, OMP_NUM_THREADS=_n, MKL_NUM_THREADS=_n)
+    # OARLOCK_NUM_THREADS: the cpu plugin's budget (it then owns BLAS's threads, plugins/cpu/threads.py)
+    os.environ.update(OPENBLAS_NUM_THREADS=_n, OMP_NUM_THREADS=_n, MKL_NUM_THREADS=_n, OARLOCK_NUM_THREADS=_n)
 
 import numpy as np  # noqa: E402
 
@@ -158,7 +159,10 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=30)
     ap.add_argument("--device", default="cpu")
     ap.add_argument(
-        "--threads", type=int, default=None, help="BLAS/torch threads for both (default: their own)"
+        "--threads",
+        type=int,
+        default=None,
+        help="threads for both: torch's, Oarlock's budget (default: their own)",
     )
     args = ap.parse_args()
     try:
