@@ -18,7 +18,8 @@ product, so one thread the OS puts off stalls the other). The policy:
   (:func:`row_grain`), so a split product has the bits of the whole one at any budget. When the
   user sized BLAS themselves (one of the variables above, and no ``OARLOCK_NUM_THREADS``),
   BLAS is left as they set it and products are not split;
-- large elementwise kernels are split the same way (numpy's loops are single-threaded);
+- large exp/log/sin/cos/tanh/erf kernels are split the same way (numpy's loops are single-
+  threaded; the cheaper elementwise kernels are bound by memory traffic and run whole);
 - generated kernels get ``OMP_NUM_THREADS`` = the budget and ``OMP_WAIT_POLICY=PASSIVE``
   (their threads sleep as soon as a kernel ends), set before the first kernel loads libgomp
   unless the user set them;
