@@ -174,3 +174,56 @@ def test_each_width_is_its_own_cache_entry():
     }
     assert len(keys) == len(tune.WIDTHS)
     assert len({eager.make_kernel(prog, "c", width=w).entry for w in tune.WIDTHS}) == 1
+
+
+# -- exp of masked values on cpu (emit.py _C_EXPF) -------------------------------------------
+def _cpu_with_compiler() -> None:
+    if not compiler.has_compile_access("cpu"):
+        pytest.skip("cpu has no compile access (no C compiler)")
+
+
+def test_a_causal_softmax_equals_numpy_masked_lanes_exact_zero_and_an_all_masked_row_nan():
+    _cpu_with_compiler()
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((4, 3, 40, 40)).astype(np.float32) * 4
+    mask = np.tril(np.ones((40, 40), bool))
+    mask[7] = False  # a row with nothing kept: max is -inf, every exp(-inf - -inf) is NaN
+
+    def f(x, m):
+        return F.softmax(fw.where(m, x, fw.full([1, 1, 1, 1], float("-inf"))), axis=-1)
+
+    sf = fw.jit.to_static(f)
+    for _ in range(2):
+        got = sf(fw.to_tensor(x), fw.to_tensor(mask)).numpy()
+    s = np.where(mask, x.astype(np.float64), -np.inf)
+    with np.errstate(invalid="ignore"):
+        e = np.exp(s - s.max(-1, keepdims=True))
+        want = e / e.sum(-1, keepdims=True)
+    np.testing.assert_allclose(got, want, rtol=2e-6, atol=0)  # NaNs in the same places
+    masked = ~mask
+    masked[7] = False
+    assert (got[..., masked] == 0).all()  # exactly +0 where the mask drops a value
+    assert np.isnan(got[..., 7, :]).all()
+
+
+def test_exp_of_a_masked_fill_keeps_glibc_values_and_the_edges():
+    _cpu_with_compiler()
+    edge = np.array(
+        [np.nan, np.inf, -np.inf, 88.8, 88.7, -87.2, -87.4, -100, -103.9, -104, -104.5, -1e30, 0, -0.0]
+    )
+    x = np.concatenate([edge, np.random.default_rng(1).uniform(-120, 89, 4096 - edge.size)]).astype(
+        np.float32
+    )
+    keep = np.ones(x.size, bool)
+    keep[::7] = False
+    f = fw.jit.to_static(lambda x, m: fw.exp(fw.where(m, x, fw.full([1], float("-inf")))))
+    for _ in range(2):
+        got = f(fw.to_tensor(x.reshape(64, 64)), fw.to_tensor(keep.reshape(64, 64))).numpy().ravel()
+    with np.errstate(over="ignore"):
+        want = np.exp(np.where(keep, x, -np.inf).astype(np.float64))
+    finite = np.isfinite(want) & (want < np.finfo(np.float32).max)
+    np.testing.assert_allclose(got[finite], want[finite], rtol=4e-7, atol=2e-45)  # glibc: <= 2.5 ulp
+    assert np.array_equal(np.isnan(got), np.isnan(want)) and np.array_equal(
+        np.isinf(got), ~finite & ~np.isnan(want)
+    )
+    assert (got[~keep] == 0).all() and not np.signbit(got[~keep]).any()

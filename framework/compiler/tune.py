@@ -46,8 +46,9 @@ MIN_ELEMENTS = 1 << 16
 #: (2: PoCL's softmax computes exp as vectorisable arithmetic, its work-group size choice changed;
 #: 3: "rows" kernels pass along a row in chunks with partial results per lane and prefetch the
 #: next row, and their vector width is a choice too; 4: PoCL's tanh is vectorisable arithmetic;
-#: 5: erf too, and the row math always inlined)
-VERSION = 5
+#: 5: erf too, and the row math always inlined; 6: C computes float exp as arithmetic and
+#: reads bool tensors as bytes, which vectorises a masked softmax's row loop)
+VERSION = 6
 #: vector widths tried for a "rows" kernel (emit.py ``_RowLoops.width``; 1: plain loops)
 WIDTHS: tuple[int, ...] = (1, 8, 32)
 
