@@ -362,3 +362,23 @@ def test_a_value_a_cond_branch_captures_is_defined_before_the_cond(dev):
     a = np.exp(x) * 0.5 + 1.0
     ref = (a * 2.0 if x.sum() > 0 else a - 1.0) + a * 3.0
     np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-6)
+
+
+def test_a_reshaped_input_used_outside_a_group_is_a_view_not_a_kernel_output(dev):
+    # the SwiGLU gate and up, reshaped inside the group and read again outside (the backward
+    # keeps them): a view of the group's input outside, not a copy the kernel writes
+    rng = np.random.default_rng(3)
+    a, b = arr(rng, 32, 24), arr(rng, 32, 24)
+    args = [fw.to_tensor(a, device=dev), fw.to_tensor(b, device=dev)]
+
+    def f(a, b):
+        ga, gb = a.reshape([4, 8, 24]), b.reshape([4, 8, 24])
+        return F.silu(ga) * gb, ga, gb
+
+    (y, ga, gb), prog = run_static(f, args)
+    (group,) = fused(prog)
+    assert len(group.results) == 1  # only the product: ga and gb are views of the inputs
+    assert [op.name for op in prog.block.ops].count("op.reshape") == 2
+    np.testing.assert_allclose(y, (a / (1 + np.exp(-a)) * b).reshape(4, 8, 24), rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(ga, a.reshape(4, 8, 24))
+    np.testing.assert_array_equal(gb, b.reshape(4, 8, 24))

@@ -227,9 +227,22 @@ class _Candidate:
                 if d in inside or v in self.inputs or v in self.consts:
                     continue
                 (self.consts if _scalar_const(v) else self.inputs).append(v)
-        self.outputs = [
+        escaping = [
             r for op in ops for r in op.results if r in returned or any(u not in inside for u, _ in r.uses)
         ]
+        #: escaping results that only reshape a group input: a view of the input outside the
+        #: group, not an output the kernel copies (the SwiGLU gate and up, reshaped for the
+        #: backward, were two full-size copies)
+        self.views: list[tuple[Value, Value, Operation]] = []
+        self.outputs = []
+        for r in escaping:
+            src = r
+            while src.defining_op in inside and _is_view(src.defining_op):  # type: ignore[arg-type]
+                src = src.defining_op.operands[0]  # type: ignore[union-attr]
+            if src is not r and src in self.inputs:
+                self.views.append((r, src, r.defining_op))  # type: ignore[arg-type]
+            else:
+                self.outputs.append(r)
 
     def body(self, name: str = "group") -> Program:
         """The group as a program: its inputs, its scalar constants, its ops, its outputs."""
@@ -437,6 +450,10 @@ def _group(cand: _Candidate, device: str, est: Estimate) -> Group:
     return g
 
 
+def _is_view(op: Operation) -> bool:
+    return lookup(op.name).opdef.kind == "view"  # type: ignore[union-attr]
+
+
 def _rewrite(program: Program, cand: _Candidate, g: Group) -> None:
     block = program.block
     at = block.ops.index(cand.ops[-1])
@@ -445,6 +462,10 @@ def _rewrite(program: Program, cand: _Candidate, g: Group) -> None:
     block.insert_op(at + 1, new)
     for old, r in zip(cand.outputs, new.results):
         old.replace_all_uses_with(r)
+    for old, src, view in cand.views:  # the input viewed outside the group
+        alias = Operation(view.name, [src], [old.type], dict(view.attrs))
+        block.insert_op(block.ops.index(new), alias)
+        old.replace_all_uses_with(alias.results[0])
     for op in reversed(cand.ops):
         op.erase()
 
