@@ -331,3 +331,18 @@ def test_philox_known_answer(device):
     b = fw.rand([1000], device="cpu").numpy()
     np.testing.assert_array_equal(a, b)  # bitwise equal to the cpu plugin
     assert 0.0 <= a.min() and a.max() < 1.0 and abs(a.mean() - 0.5) < 0.05
+
+
+@pytest.mark.parametrize(
+    "axis,shape,ids", [(0, (46, 8), (16, 64)), (1, (3, 9, 4), (2, 5)), (2, (2, 3, 6), (11,))]
+)
+def test_scatter_add_with_ids_of_any_shape_equals_numpy_add_at(device, axis, shape, ids):
+    # an embedding's gradient: ids [batch, seq], many repeated (the cpu kernel sorts them)
+    rng = np.random.default_rng(axis)
+    x = rng.standard_normal(shape).astype(np.float32)
+    idx = rng.integers(0, shape[axis], ids)
+    src = rng.standard_normal(shape[:axis] + ids + shape[axis + 1 :]).astype(np.float32)
+    want = x.astype(np.float64)
+    np.add.at(want, (slice(None),) * axis + (idx,), src)
+    got = fw.scatter_add(*(fw.to_tensor(a, device=device) for a in (x, idx, src)), axis=axis)
+    assert_close(got, want.astype(np.float32), rtol=1e-5, atol=1e-5)

@@ -346,7 +346,12 @@ def _scatter_add(ctx: Any, outs: list, ins: list, axis: int) -> None:
         acc = y.astype(np.float32)
         np.add.at(acc, key, src.astype(np.float32))
         y[...] = acc
-    elif idx.ndim == 1 and idx.size > 1 and y.dtype != np.bool_:
+    elif (
+        idx.size > 1 and y.dtype != np.bool_ and src.shape == x.shape[:axis] + idx.shape + x.shape[axis + 1 :]
+    ):
+        if idx.ndim != 1:  # ids of any shape (an embedding's [batch, seq]): one run of ids
+            src = src.reshape(src.shape[:axis] + (idx.size,) + src.shape[axis + idx.ndim :])
+            idx = idx.reshape(-1)
         # NOTE: np.add.at is an unbuffered loop (an embedding's gradient, 1024 ids x 64:
         # 1.7 ms); sorting the ids and summing each run of equal ids with reduceat is 6x
         # faster, adding in the same order (a stable sort keeps each id's rows in order)
