@@ -16,6 +16,7 @@ disk too); a kernel that does not build warns once (:class:`CompileWarning`), is
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -183,26 +184,49 @@ def _language(language: str, dev: _dev.Device) -> str:
 def kernel_source(op: str, device_type: str, dtype: np.dtype) -> KernelEntry | None:
     """``dispatch.KERNEL_SOURCES`` entry: the generated kernel of fusion group ``op``."""
     g = fusion.GROUPS.get(op)
-    if g is None or not base._compile_enabled():
+    if g is None:
+        return None
+
+    def make(comp: Any, dev: _dev.Device) -> tuple[Kernel, Lowered]:
+        low = lower_group(g.body)
+        return make_kernel(low.program, comp.language, device_kind=_kind(dev)), low
+
+    what = f"fusion group {op} ({len(g.body.block.ops) - 1} ops)"
+    return built_entry(
+        op, device_type, make, what, "its ops run unfused", lambda low, k: _launcher(g, low, k, device_type)
+    )
+
+
+def built_entry(
+    op: str,
+    device_type: str,
+    make: Callable[[Any, _dev.Device], tuple[Kernel, Any]],
+    what: str,
+    fallback: str,
+    launcher: Callable[[Any, Kernel], KernelEntry],
+) -> KernelEntry | None:
+    """The kernel entry of a generated op: ``make(compiler, device)`` gives the kernel (and
+    what its launcher needs), built here once, and ``launcher(that, kernel)`` the entry. A
+    kernel that does not build is counted (``fusion_stats()["failed"]``), warned about once
+    (``what`` does not build; ``fallback``) and gives None: the op runs its decomposition."""
+    if not base._compile_enabled():
         return None
     dev = _dev.Device(device_type, 0)
     comp = compiler_for(dev)
     if comp is None:
         return None
     try:
-        low = lower_group(g.body)
-        kernel = make_kernel(low.program, comp.language, device_kind=_kind(dev))
+        kernel, extra = make(comp, dev)
         kernel.build(comp)
     except (CompileError, NotImplementedError, NotFusible) as exc:
         fusion.count("failed")
         _warn_once(
             (op, device_type),
-            f"{exc}\n[compiler] fusion group {op} ({len(g.body.block.ops) - 1} ops) does not build on "
-            f"{device_type}; its ops run unfused from now on",
+            f"{exc}\n[compiler] {what} does not build on {device_type}; {fallback} from now on",
         )
         return None
     fusion.count("kernels")
-    return _launcher(g, low, kernel, device_type)
+    return launcher(extra, kernel)
 
 
 def partial_sums(

@@ -37,16 +37,16 @@ from typing import Any
 
 import numpy as np
 
-from adapter_api import CompileError, KernelEntry
+from adapter_api import KernelEntry
 
 from .._src import device as _dev
 from .._src.ops import base
 from ..ir import TensorType
-from ..ir.passes import fusion, horizontal
+from ..ir.passes import horizontal
 from . import ir
-from .eager import Kernel, _kind, _warn_once, compiler_for
+from .eager import Kernel, _kind, compiler_for
 from .emit import CEmitter, Emitter, _flag, emitter
-from .fused import Lowered, bound_call, lower_group, partial_shapes, partial_sums
+from .fused import Lowered, bound_call, built_entry, lower_group, partial_shapes, partial_sums
 from .trace import NotFusible
 
 PLUGIN = "oarlock.compiler (horizontal)"
@@ -353,25 +353,16 @@ class Backend:
 def kernel_source(op: str, device_type: str, dtype: np.dtype) -> KernelEntry | None:
     """``dispatch.KERNEL_SOURCES`` entry: the merged kernel of ``fused.h`` op ``op``."""
     h = horizontal.HGROUPS.get(op)
-    if h is None or not base._compile_enabled():
+    if h is None:
         return None
-    dev = _dev.Device(device_type, 0)
-    comp = compiler_for(dev)
-    if comp is None:
-        return None
-    try:
-        kernel, parts = make_merged(h, comp.language, _kind(dev))
-        kernel.build(comp)
-    except (CompileError, NotImplementedError, NotFusible) as exc:
-        fusion.count("failed")
-        _warn_once(
-            (op, device_type),
-            f"{exc}\n[compiler] merged kernel {op} ({len(h.parts)} fusion groups) does not build on "
-            f"{device_type}; its groups run one by one from now on",
-        )
-        return None
-    fusion.count("kernels")
-    return _launcher(h, parts, kernel, device_type)
+    return built_entry(
+        op,
+        device_type,
+        lambda comp, dev: make_merged(h, comp.language, _kind(dev)),
+        f"merged kernel {op} ({len(h.parts)} fusion groups)",
+        "its groups run one by one",
+        lambda parts, kernel: _launcher(h, parts, kernel, device_type),
+    )
 
 
 def _local(kernel: Kernel, total: int) -> int:
