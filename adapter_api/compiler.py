@@ -61,6 +61,9 @@ class Compiler:
 
     #: "c", "opencl-c" or "cuda": which emitter the core uses for this device.
     language: str = ""
+    #: the most arguments one launch takes (None: the language's own limit). The core cuts a
+    #: kernel that merges many fusion groups so that it needs no more.
+    max_args: int | None = None
 
     def identity(self) -> str:
         """A string that changes whenever compiled output would (compiler version, target)."""

@@ -685,6 +685,9 @@ class NativeCompiler(Compiler):
     class, the same for every native plugin).
     """
 
+    #: OARLOCK_MAX_LAUNCH_ARGS of oarlock_device.h: a native launch gets a fixed-size array
+    max_args = 64
+
     def __init__(self, lib: NativeLibrary, device_index: int = 0) -> None:
         self.native, self.t, self.f, self.device_index = lib, lib.table, ffi(), device_index
         self.language = self.f.string(self.t.kernel_language).decode()

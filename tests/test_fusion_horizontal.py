@@ -17,6 +17,7 @@ import pytest
 import framework as fw
 import framework.nn.functional as F
 from framework import compiler
+from framework._src import device as _dev
 from framework.compiler import eager as _eager
 from framework.compiler import horizontal as chorizontal
 from framework.ir import passes
@@ -346,3 +347,15 @@ def test_parts_far_apart_are_not_merged(dev, monkeypatch):
     assert not merged(prog) and len(kernels(prog)) == 2, prog
     np.testing.assert_allclose(outs[0], np.exp(a) * 2, rtol=2e-6)
     np.testing.assert_allclose(outs[2], np.tanh(b) * b, rtol=2e-6, atol=1e-7)
+
+
+def test_a_compilers_max_args_cuts_the_merged_kernels(dev, monkeypatch):
+    """Compiler.max_args (a native plugin's launch takes at most 64): every merged kernel
+    fits, the update still equals numpy's."""
+    comp = compiler.compiler_for(_dev.parse(dev))
+    monkeypatch.setattr(type(comp), "max_args", 24, raising=False)
+    fu = adamw_step(dev, clip=False)
+    ops = merged(fu.last.program)
+    assert len(ops) > 1  # one kernel before the cap
+    for op in ops:
+        assert horizontal.arguments(horizontal.HGROUPS[op.name].parts) <= 24

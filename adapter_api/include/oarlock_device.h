@@ -134,6 +134,9 @@ typedef enum oarlock_reduce_op {
     OARLOCK_SUM = 0, OARLOCK_AVG = 1, OARLOCK_MAX = 2, OARLOCK_MIN = 3, OARLOCK_PROD = 4
 } oarlock_reduce_op;
 
+/* The most arguments the core passes to one compiled kernel's launch. */
+#define OARLOCK_MAX_LAUNCH_ARGS 64
+
 /* One argument of a compiled kernel's launch (ABI 1.1). */
 typedef enum oarlock_arg_kind { OARLOCK_ARG_BUFFER = 0, OARLOCK_ARG_INT = 1, OARLOCK_ARG_FLOAT = 2 } oarlock_arg_kind;
 
@@ -240,7 +243,9 @@ typedef struct oarlock_plugin {
      * byte offset of element 0), the row count as INT. `grid` is (rows) for "c" (the function
      * loops over rows itself) and (rows * L) with `local` (L) for "opencl-c" and "cuda".
      * A failing `compile` leaves the compiler's log in last_error (the core shows it with the
-     * source around the failing line): CompileError; a failing `launch`: KernelError. */
+     * source around the failing line): CompileError; a failing `launch`: KernelError.
+     * The core passes at most OARLOCK_MAX_LAUNCH_ARGS arguments to one `launch` (a merged
+     * kernel of many groups is cut to fit), so a fixed array of that size holds them. */
     const char *kernel_language;   /* "c", "opencl-c" or "cuda" */
     int (*compiler_identity)(int32_t device, char *buf, uint64_t size); /* changes whenever output would */
     int (*compile)(int32_t device, const char *source, const char *entry, const char *const *options,

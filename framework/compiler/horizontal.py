@@ -330,8 +330,9 @@ class Backend:
         # NOTE: PoCL ran twelve 176K-element AdamW updates merged 1-12% slower than as twelve
         # kernels (their launches cost less than that): parts that size keep their own there
         big = 1 << 21 if comp.language == "c" else 1 << 17 if kind == "cpu" else 1 << 24
+        cap = getattr(comp, "max_args", None) or _C_PARAMETERS  # the plugin's launch (Compiler.max_args)
         if comp.language == "c":
-            return horizontal.Limits(max_args=_C_PARAMETERS, big=big)
+            return horizontal.Limits(max_args=min(_C_PARAMETERS, cap), big=big)
         size = _ARG_BYTES.get(comp.language, 1024)
         try:
             size = int(
@@ -339,7 +340,7 @@ class Backend:
             )
         except Exception:  # noqa: BLE001 — properties are informational; keep the language's minimum
             pass
-        return horizontal.Limits(max_args=max(size // 8, 2), big=big)
+        return horizontal.Limits(max_args=min(max(size // 8, 2), cap), big=big)
 
     def source(self, group: horizontal.HGroup, device: str) -> str:
         dev = _dev.parse(device)
