@@ -81,6 +81,21 @@ def device(request: pytest.FixtureRequest) -> str:
     return request.param
 
 
+@pytest.fixture
+def dev(device: str) -> str:
+    """``device``, skipped where it has no compile access (the compiler's tests)."""
+    from framework import compiler
+
+    if not compiler.has_compile_access(device):
+        pytest.skip(f"{device} has no compile access")
+    return device
+
+
+def arr(rng: np.random.Generator, *shape: int, dtype: Any = np.float32) -> np.ndarray:
+    """Standard normal values of ``shape`` and ``dtype``."""
+    return rng.standard_normal(shape).astype(dtype)
+
+
 @pytest.fixture(autouse=True)
 def _reset_state():
     fw.reset_fallback_stats()

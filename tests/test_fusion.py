@@ -21,19 +21,9 @@ from framework.compiler import eager as _eager
 from framework.ir import passes
 from framework.ir.passes import fusion
 from framework.static import InputSpec
+from tests.conftest import arr
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-@pytest.fixture
-def dev(device):
-    if not compiler.has_compile_access(device):
-        pytest.skip(f"{device} has no compile access")
-    return device
-
-
-def arr(rng, *shape, dtype=np.float32):
-    return rng.standard_normal(shape).astype(dtype)
 
 
 def run_static(fn, args, spec=None, compile_=True, monkeypatch=None):

@@ -23,17 +23,7 @@ from framework.compiler import horizontal as chorizontal
 from framework.ir import passes
 from framework.ir.passes import horizontal
 from framework.static import InputSpec
-
-
-@pytest.fixture
-def dev(device):
-    if not compiler.has_compile_access(device):
-        pytest.skip(f"{device} has no compile access")
-    return device
-
-
-def arr(rng, *shape, dtype=np.float32):
-    return rng.standard_normal(shape).astype(dtype)
+from tests.conftest import arr
 
 
 def run_static(fn, args, spec=None):

@@ -340,24 +340,29 @@ def _launcher(g: fusion.Group, low: Lowered, kernel: Kernel, device_type: str) -
 def bound_call(comp: Any, prog: Any, args: list[Any], grid: Any, loc: Any, stream: Any, finish: Any) -> Any:
     """One launch with its arguments bound (the compiler's ``bind`` where it has one), then
     ``finish`` (the sums over rows) when there is one."""
-    fast = comp.bind(prog, args, grid, loc, stream) if hasattr(comp, "bind") else None
+    launch = (comp.bind(prog, args, grid, loc, stream) if hasattr(comp, "bind") else None) or (
+        lambda: comp.launch(prog, args, grid, loc, stream)
+    )
     if finish is None:
-        return fast or (lambda: comp.launch(prog, args, grid, loc, stream))
+        return launch
 
     def call() -> None:
-        if fast is not None:
-            fast()
-        else:
-            comp.launch(prog, args, grid, loc, stream)
+        launch()
         finish()
 
     return call
 
 
+def register(backends: list[Any], backend: type, source: Any) -> None:
+    """Add an instance of ``backend`` to a pass's ``backends`` and ``source`` to the
+    dispatcher's kernel sources, once each."""
+    if not any(isinstance(b, backend) for b in backends):
+        backends.append(backend())
+    if source not in dispatch.KERNEL_SOURCES:
+        dispatch.KERNEL_SOURCES.append(source)
+        dispatch.clear_kernel_cache()
+
+
 def install() -> None:
     """Register the fusion backend and the kernel source (idempotent)."""
-    if not any(isinstance(b, Backend) for b in fusion.BACKENDS):
-        fusion.BACKENDS.append(Backend())
-    if kernel_source not in dispatch.KERNEL_SOURCES:
-        dispatch.KERNEL_SOURCES.append(kernel_source)
-        dispatch.clear_kernel_cache()
+    register(fusion.BACKENDS, Backend, kernel_source)

@@ -46,7 +46,7 @@ from ..ir.passes import horizontal
 from . import ir
 from .eager import Kernel, _kind, compiler_for
 from .emit import CEmitter, Emitter, _flag, emitter
-from .fused import Lowered, bound_call, built_entry, lower_group, partial_shapes, partial_sums
+from .fused import Lowered, bound_call, built_entry, lower_group, partial_shapes, partial_sums, register
 from .trace import NotFusible
 
 PLUGIN = "oarlock.compiler (horizontal)"
@@ -421,10 +421,4 @@ def _launcher(h: horizontal.HGroup, parts: list[Part], kernel: Kernel, device_ty
 
 def install() -> None:
     """Register the horizontal backend and the kernel source (idempotent)."""
-    from .._src import dispatch
-
-    if not any(isinstance(b, Backend) for b in horizontal.BACKENDS):
-        horizontal.BACKENDS.append(Backend())
-    if kernel_source not in dispatch.KERNEL_SOURCES:
-        dispatch.KERNEL_SOURCES.append(kernel_source)
-        dispatch.clear_kernel_cache()
+    register(horizontal.BACKENDS, Backend, kernel_source)

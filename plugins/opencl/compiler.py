@@ -86,26 +86,24 @@ class OpenCLCompiler(Compiler):
         stream: Any,
     ) -> None:
         q = stream if stream is not None else self.dev.queue
-        native: list[Any] = []
         staged: list[tuple[CLView, cl.Buffer]] = []
-        for a in args:
-            if isinstance(a, CLView):
-                native.append(self._buffer(q, a, staged))
-            elif isinstance(a, np.generic | cl.MemoryObjectHolder) or a is None:
-                native.append(a)
-            else:
-                raise KernelError(
-                    f"[opencl] launch argument {a!r} ({type(a).__name__}) is not a "
-                    f"view or a numpy scalar; pass np.int64(...) / np.float32(...)"
-                )
-        if local is not None:
-            grid = tuple(-(-g // lo) * lo for g, lo in zip(grid, local))
+        native = self._natives(q, args, staged)
+        if native is None:
+            bad = next(
+                a
+                for a in args
+                if not isinstance(a, CLView | np.generic | cl.MemoryObjectHolder) and a is not None
+            )
+            raise KernelError(
+                f"[opencl] launch argument {bad!r} ({type(bad).__name__}) is not a "
+                f"view or a numpy scalar; pass np.int64(...) / np.float32(...)"
+            )
+        grid, lo = _geometry(grid, local)
         with check(f"launching '{program.function_name}'", self.dev.name):
-            lo = None if local is None else tuple(local)
             if any(a is None for a in native):
-                program(q, tuple(grid), lo, *native)
+                program(q, grid, lo, *native)
             else:  # the plugin's fast argument setters (pyopencl's generic set_arg is slow)
-                self.dev.launch(q, program, tuple(grid), lo, *native)
+                self.dev.launch(q, program, grid, lo, *native)
             # NOTE: views at offsets the device cannot address directly ran on a staged copy;
             # copy it back (inputs come back unchanged).
             for view, buf in staged:
@@ -125,29 +123,34 @@ class OpenCLCompiler(Compiler):
         q = stream if stream is not None else self.dev.queue
         if type(q) is Recorder:
             return None
-        native: list[Any] = []
-        for a in args:
-            if isinstance(a, CLView):
-                staged: list[Any] = []
-                native.append(self._buffer(q, a, staged))
-                if staged:
-                    return None
-            elif isinstance(a, np.generic | cl.MemoryObjectHolder):
-                native.append(a)
-            else:
-                return None
-        if local is not None:
-            grid = tuple(-(-g // lo) * lo for g, lo in zip(grid, local))
+        staged: list[Any] = []
+        native = self._natives(q, args, staged)
+        if native is None or staged or any(a is None for a in native):
+            return None
+        grid, lo = _geometry(grid, local)
         pool = getattr(program, "oarlock_pool", None)  # private kernels of this program, free
         if pool is None:
             pool = program.oarlock_pool = []
         with check(f"binding '{program.function_name}'", self.dev.name):
             pk = pool.pop() if pool else cl.Kernel(program.program, program.function_name)
             _set_args(pk, tuple(native))
-        call = functools.partial(_enqueue, q, pk, tuple(grid), None if local is None else tuple(local))
+        call = functools.partial(_enqueue, q, pk, grid, lo)
         call.keep = (native, args, program)  # type: ignore[attr-defined]  # a kernel holds no buffers
         weakref.finalize(call, pool.append, pk)
         return call
+
+    def _natives(self, q: Any, args: list[Any], staged: list) -> list[Any] | None:
+        """The arguments as the kernel takes them (a view's buffer or sub-buffer, staged when
+        its offset is not addressable), or None when one is neither a view nor a scalar."""
+        native: list[Any] = []
+        for a in args:
+            if isinstance(a, CLView):
+                native.append(self._buffer(q, a, staged))
+            elif isinstance(a, np.generic | cl.MemoryObjectHolder) or a is None:
+                native.append(a)
+            else:
+                return None
+        return native
 
     def _buffer(self, q: Any, view: CLView, staged: list) -> Any:
         if view.offset == 0:
@@ -160,3 +163,12 @@ class OpenCLCompiler(Compiler):
             cl.enqueue_copy(q, buf, view.buffer, byte_count=view.nbytes, src_offset=view.offset)
         staged.append((view, buf))
         return buf
+
+
+def _geometry(
+    grid: tuple[int, ...], local: tuple[int, ...] | None
+) -> tuple[tuple[int, ...], tuple[int, ...] | None]:
+    """The global size rounded up to whole work-groups, and the local size (as tuples)."""
+    if local is None:
+        return tuple(grid), None
+    return tuple(-(-g // lo) * lo for g, lo in zip(grid, local)), tuple(local)

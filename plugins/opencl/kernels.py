@@ -494,21 +494,7 @@ def _matmul(
     batch = math.prod(c.shape[:-2])
     if dev.is_cpu and a.dtype in _BLK_CW and M < _BLK_RM and a_strides[2] == 1:
         # math.cl matmul_small: a few rows of A against B in place, one launch
-        dev.launch(
-            q,
-            dev.kernel("math", _NAMES[a.dtype], "matmul_small"),
-            (-(-N // _BLK_CW[a.dtype]), M, batch),
-            None,
-            c.buffer,
-            c.eoff,
-            a.buffer,
-            a.eoff,
-            b.buffer,
-            b.eoff,
-            _i64(M),
-            _i64(N),
-            _i64(K),
-        )
+        _launch_cab(dev, q, "matmul_small", (-(-N // _BLK_CW[a.dtype]), M, batch), None, c, a, b, M, N, K)
         return
     if dev.is_cpu and a.dtype in _BLK_CW and (a_strides[2] != 1 or K * N * b.dtype.itemsize <= _IN_PLACE_B):
         # math.cl matmul_strided: an RM x CW block per item, operands in place
@@ -579,13 +565,30 @@ def _matmul(
             _i64(K),
         )
         return
-    k = dev.kernel("math", _NAMES[a.dtype], "matmul")
-    grid = (-(-N // _TS) * _TS, -(-M // _TS) * _RTS, batch)
+    _launch_cab(
+        dev, q, "matmul", (-(-N // _TS) * _TS, -(-M // _TS) * _RTS, batch), (_TS, _RTS, 1), c, a, b, M, N, K
+    )
+
+
+def _launch_cab(
+    dev: OpenCLDevice,
+    q: Any,
+    name: str,
+    grid: tuple,
+    local: tuple | None,
+    c: CLView,
+    a: CLView,
+    b: CLView,
+    M: int,
+    N: int,
+    K: int,
+) -> None:
+    """Launch math.cl's ``name(c, a, b, M, N, K)`` (matmul, matmul_small) for ``a``'s dtype."""
     dev.launch(
         q,
-        k,
+        dev.kernel("math", _NAMES[a.dtype], name),
         grid,
-        (_TS, _RTS, 1),
+        local,
         c.buffer,
         c.eoff,
         a.buffer,
