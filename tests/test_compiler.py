@@ -420,6 +420,29 @@ def test_large_outputs_take_the_streaming_store_path(dtype, rows):
     )
 
 
+@pytest.mark.parametrize("dtype,rows", [("float32", 1031), ("float64", 517)])
+def test_streamed_rows_drain_while_the_next_row_computes(dtype, rows):
+    """A streamed row leaves its buffer piece by piece during the next row's first pass: every
+    row arrives whole (odd rows per thread, a row length off the 32-byte grid, exp kept in the
+    row buffer between passes), and the last row of each thread too."""
+    xn = _rng(14).standard_normal((rows, 2050)).astype(dtype) * 4
+    assert xn.nbytes >= EMIT.CEmitter.STREAM_MIN
+    src = compiler.generated_source("softmax", fw.to_tensor(xn), axis=1)
+    assert "oarlock_stream_upto_" in src and "pend = r" in src
+    y = F.softmax(fw.to_tensor(xn), axis=-1).numpy()
+    e = np.exp(xn.astype(np.float64) - xn.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(
+        y, e / e.sum(axis=1, keepdims=True), rtol=1e-5 if dtype == "float32" else 1e-12
+    )
+    # the same kernel on a strided view's copy and on a tensor whose rows start off a 32-byte line
+    off = fw.to_tensor(np.ascontiguousarray(xn[:, 1:]))
+    z = F.softmax(off, axis=-1).numpy()
+    e2 = np.exp(xn[:, 1:].astype(np.float64) - xn[:, 1:].max(axis=1, keepdims=True))
+    np.testing.assert_allclose(
+        z, e2 / e2.sum(axis=1, keepdims=True), rtol=1e-5 if dtype == "float32" else 1e-12
+    )
+
+
 # -- issue 18: the cache loads only what it can vouch for ---------------------------------------
 def _probe(cache, comp, entry):
     """Get ``entry``'s trivial kernel through ``cache`` and check it computes 2x + 1."""

@@ -311,6 +311,14 @@ class Emitter:
     def after_stores(self, prog: ir.Program, stores: list[tuple[int, ir.Node]]) -> list[str]:
         return []
 
+    def chunk_prefix(self, prog: ir.Program, li: int) -> list[str]:
+        """Lines at the head of each chunk of pass ``li`` (emitters that pass in chunks)."""
+        return []
+
+    def after_pass(self, prog: ir.Program, li: int) -> list[str]:
+        """Lines after pass ``li`` (before :meth:`after_stores`)."""
+        return []
+
     # -- batches ------------------------------------------------------------------------
     #: how several kernels share one build: "entries" (each is an entry point of one program)
     #: or "dispatch" (one entry point switching on a kernel number: C, whose binaries load
@@ -387,6 +395,7 @@ class Emitter:
             for k, n in loop.stores:
                 inner.append(f"{self.store_target(prog, k)} = {self.stored(n.dtype, f'v{n.id}')};")
             body.extend(self.loop(prog, li, reds, inner, lanes))
+            body.extend(self.after_pass(prog, li))
             body.extend(self.after_stores(prog, loop.stores))
             body.extend(self.combine(reds))
             self._done.update(r.id for r, _ in reds)
@@ -506,28 +515,37 @@ def plan_spills(prog: ir.Program, sched: ir.Schedule) -> dict[int, tuple[int, in
 
 
 # Non-temporal row writes: the output goes to memory without first reading its cache lines.
-_STREAM = r"""
-#include <string.h>
-#if defined(__AVX__)
-#include <immintrin.h>
-static inline void oarlock_stream_f32(float* restrict d, const float* restrict s, int64_t n) {
-    int64_t j = 0;
-    for (; j < n && ((uintptr_t)(d + j) & 31); ++j) d[j] = s[j];
-    for (; j + 8 <= n; j += 8) _mm256_stream_ps(d + j, _mm256_loadu_ps(s + j));
-    for (; j < n; ++j) d[j] = s[j];
-    _mm_sfence();
-}
-static inline void oarlock_stream_f64(double* restrict d, const double* restrict s, int64_t n) {
-    int64_t j = 0;
-    for (; j < n && ((uintptr_t)(d + j) & 31); ++j) d[j] = s[j];
-    for (; j + 4 <= n; j += 4) _mm256_stream_pd(d + j, _mm256_loadu_pd(s + j));
-    for (; j < n; ++j) d[j] = s[j];
-    _mm_sfence();
-}
-#else
-static inline void oarlock_stream_f32(float* d, const float* s, int64_t n) { memcpy(d, s, n * sizeof(float)); }
-static inline void oarlock_stream_f64(double* d, const double* s, int64_t n) { memcpy(d, s, n * sizeof(double)); }
-#endif"""
+# A row waits in its row buffer and goes out piece by piece while the next row computes
+# (oarlock_stream_upto: the stores drain to memory under the arithmetic instead of after it);
+# each piece but the last ends on a 32-byte boundary, so no cache line is split between an
+# aligned stream and a plain store. The caller fences once when its rows are done.
+_STREAM_UPTO = r"""
+static inline int64_t oarlock_stream_upto_{s}({T}* restrict d, const {T}* restrict s, int64_t j, int64_t upto, int64_t n) {{
+    if (upto < n) upto -= ((uintptr_t)(d + upto) & 31) / sizeof({T});
+    for (; j < upto && ((uintptr_t)(d + j) & 31); ++j) d[j] = s[j];
+    for (; j + {w} <= upto; j += {w}) _mm256_stream_{v}(d + j, _mm256_loadu_{v}(s + j));
+    for (; j < upto; ++j) d[j] = s[j];
+    return j;
+}}"""
+_STREAM_COPY = r"""
+static inline int64_t oarlock_stream_upto_{s}({T}* d, const {T}* s, int64_t j, int64_t upto, int64_t n) {{
+    if (upto > j) memcpy(d + j, s + j, (upto - j) * sizeof({T}));
+    return upto > j ? upto : j;
+}}"""
+_STREAM_TYPES = [dict(s="f32", T="float", w=8, v="ps"), dict(s="f64", T="double", w=4, v="pd")]
+_STREAM = "\n".join(
+    [
+        "#include <string.h>",
+        "#if defined(__AVX__)",
+        "#include <immintrin.h>",
+        *(_STREAM_UPTO.format(**t).strip("\n") for t in _STREAM_TYPES),
+        "#define oarlock_stream_fence() _mm_sfence()",
+        "#else",
+        *(_STREAM_COPY.format(**t).strip("\n") for t in _STREAM_TYPES),
+        "#define oarlock_stream_fence() ((void)0)",
+        "#endif",
+    ]
+)
 
 
 # float16 / bfloat16: values are exact in double; a store rounds once to nearest even
@@ -705,6 +723,7 @@ class _RowLoops(Emitter):
         """Chunks of :attr:`width` elements (full ones unrolled into SIMD registers, then the
         tail), when the pass keeps partial results per lane or prefetches."""
         pf = self._prefetch(prog, li) if prog.n is not None and prog.n >= self.width > 1 else []
+        pf += self.chunk_prefix(prog, li) if pf or lanes > 1 else []
         if lanes <= 1 and not pf:
             return super().loop(prog, li, reds, inner, lanes)
         assert prog.n is not None
@@ -834,16 +853,28 @@ class CEmitter(_RowLoops):
     def row_begin(self, prog: ir.Program) -> tuple[list[str], list[str]]:
         # NOTE: small launches stay on one thread: waking the team costs more than the work,
         # and far more when other processes hold the cores.
+        parallel = f"if (rows * N > {self.PARALLEL_MIN})"
+        loop = "for (int64_t r = 0; r < rows; ++r) {"
+        streamed = self._streamed(prog)
+        if not streamed:
+            return [f"#pragma omp parallel for schedule(static) {parallel}", loop], []
+        # two row buffers per thread: the row computing in one, the row before it streaming
+        # out of the other during this row's last pass (flush_pass; measured in
+        # docs/benchmarks.md: streaming each row out after its own last pass left the stores
+        # to drain with nothing to overlap)
+        opening = [f"const bool stream = rows * N * {self._itemsize(prog)} >= {self.STREAM_MIN};"]
+        opening += [f"#pragma omp parallel {parallel}", "{"]
         body = []
-        for k in self._streamed(prog):
+        for k in streamed:
             T = self.ctype(prog.outputs[k].dtype)
-            body.append(f"{T} st{k}[N] __attribute__((aligned(64)));")
-            body.append(f"{T}* restrict dst{k} = stream ? st{k} : out{k} + r * N;")
-        return [
-            f"const bool stream = rows * N * {self._itemsize(prog)} >= {self.STREAM_MIN};",
-            f"#pragma omp parallel for schedule(static) if (rows * N > {self.PARALLEL_MIN})",
-            "for (int64_t r = 0; r < rows; ++r) {",
-        ], body
+            opening.append(
+                f"{T} sa{k}[N] __attribute__((aligned(64))), sb{k}[N] __attribute__((aligned(64)));"
+            )
+            opening.append(f"int64_t done{k} = 0;  /* elements of row pend streamed out */")
+            body.append(f"{T}* restrict dst{k} = stream ? (pb ? sa{k} : sb{k}) : out{k} + r * N;")
+        # pend: the row waiting in its buffers (sb when pb, else sa); this row takes the others
+        opening += ["int64_t pend = -1;", "int pb = 1;", "#pragma omp for schedule(static) nowait", loop]
+        return opening, body
 
     #: output bytes from which rows are written with non-temporal stores (they would only
     #: evict the inputs from the cache, and a plain store first reads the line)
@@ -870,16 +901,49 @@ class CEmitter(_RowLoops):
     #: output they would cost a read for ownership and a write-back on top of the stream
     spill_at = store_target
 
-    def after_stores(self, prog: ir.Program, stores: list[tuple[int, ir.Node]]) -> list[str]:
-        ks = [k for k, _ in stores if k in self._streamed(prog)]
-        if not ks:
+    #: the pass along the row during which the row before streams out, chunk by chunk (-1:
+    #: the last, which writes the outputs; the row's input is in cache by then, prefetched)
+    flush_pass = -1
+
+    def _flush_pass(self, prog: ir.Program) -> int:
+        return self.flush_pass if self.flush_pass >= 0 else len(ir.schedule(prog).loops) - 1
+
+    def _flush(self, prog: ir.Program, upto: str) -> list[str]:
+        """Stream the pending row's buffers out up to element ``upto`` (``N``: all of it)."""
+        out = []
+        for k in self._streamed(prog):
+            fn = (
+                "oarlock_stream_upto_f32"
+                if prog.outputs[k].dtype == np.float32
+                else "oarlock_stream_upto_f64"
+            )
+            out.append(f"done{k} = {fn}(out{k} + pend * N, pb ? sb{k} : sa{k}, done{k}, {upto}, N);")
+        if upto == "N":
+            return [
+                "if (pend >= 0) {",
+                *("    " + s for s in out),
+                "    " + "; ".join([*(f"done{k} = 0" for k in self._streamed(prog)), "pend = -1"]) + ";",
+                "}",
+            ]
+        return [f"if (pend >= 0) {{ {' '.join(out)} }}"]
+
+    def chunk_prefix(self, prog: ir.Program, li: int) -> list[str]:
+        if li != self._flush_pass(prog) or not self._streamed(prog):
             return []
-        out = ["if (stream) {"]
-        for k in ks:
-            fn = "oarlock_stream_f32" if prog.outputs[k].dtype == np.float32 else "oarlock_stream_f64"
-            out.append(f"    {fn}(out{k} + r * N, st{k}, N);")
-        out.append("}")
-        return out
+        return self._flush(prog, f"jj + {self.width}")
+
+    def after_pass(self, prog: ir.Program, li: int) -> list[str]:
+        return self._flush(prog, "N") if li == self._flush_pass(prog) and self._streamed(prog) else []
+
+    def after_stores(self, prog: ir.Program, stores: list[tuple[int, ir.Node]]) -> list[str]:
+        if not any(k in self._streamed(prog) for k, _ in stores):
+            return []
+        return ["if (stream) { pend = r; pb = !pb; }"]
+
+    def row_end(self) -> list[str]:
+        if not self._streamed(self._prog):
+            return ["}"]
+        return ["}", *self._flush(self._prog, "N"), "oarlock_stream_fence();", "}"]
 
     def loop_begin(self, reductions: list[tuple[ir.Node, str]]) -> list[str]:
         loop = "for (int64_t j = 0; j < N; ++j) {"

@@ -47,8 +47,9 @@ MIN_ELEMENTS = 1 << 16
 #: 3: "rows" kernels pass along a row in chunks with partial results per lane and prefetch the
 #: next row, and their vector width is a choice too; 4: PoCL's tanh is vectorisable arithmetic;
 #: 5: erf too, and the row math always inlined; 6: C computes float exp as arithmetic and
-#: reads bool tensors as bytes, which vectorises a masked softmax's row loop)
-VERSION = 6
+#: reads bool tensors as bytes, which vectorises a masked softmax's row loop; 7: C streams a
+#: row out during the next row's last pass, and a row statistic divides as one reciprocal)
+VERSION = 7
 #: vector widths tried for a "rows" kernel (emit.py ``_RowLoops.width``; 1: plain loops)
 WIDTHS: tuple[int, ...] = (1, 8, 32)
 
