@@ -120,12 +120,14 @@ def check(name, got, want, parts):
 def t(a):
     return fw.to_tensor(a)
 
-# products: rows of a 2-d product, blocks of a batch, a batch broadcast, transposed operands
+# products: rows of a 2-d product, blocks of a batch, a batch broadcast, a stack times a matrix,
+# transposed operands
 for name, sa, sb, dt in [
     ("rows", (1000, 688), (688, 256), "float32"),
     ("rows_f64", (517, 300), (300, 200), "float64"),
     ("batch", (8, 4, 128, 64), (8, 4, 64, 128), "float32"),
     ("broadcast", (3, 500, 64), (64, 700), "float32"),
+    ("stack", (8, 128, 256), (256, 768), "float32"),  # one product of 1024 rows where bits allow
     ("rhs_batch", (600, 64), (5, 64, 300), "float32"),
 ]:
     a = rng.standard_normal(sa).astype(dt); b = rng.standard_normal(sb).astype(dt)

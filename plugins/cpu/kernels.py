@@ -205,6 +205,7 @@ def _matmul(ctx: Any, outs: list, ins: list) -> None:
     elif a.dtype == np.bool_:
         c[...] = np.matmul(a, b)
     else:
+        a, b, c = _flat(a, b, c)
         parts = _matmul_parts(a, b, c)
         if parts is None:
             np.matmul(a, b, out=c)
@@ -212,13 +213,27 @@ def _matmul(ctx: Any, outs: list, ins: list) -> None:
             threads.run_parts(np.matmul, parts)
 
 
+def _flat(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A stack of matrices times one matrix as one product of the stacked rows (numpy calls BLAS
+    once per matrix of the stack otherwise: (8, 128, 256) @ (256, 768) ran 5-7 % slower as 8
+    products than as one, and split in two over threads it is 2 products of 512 rows, not 2
+    stacks of 4 products of 128). Only where the bits stay those of the stack: each matrix's
+    rows a whole number of the BLAS kernel's exact row tiles (:func:`row_grain`)."""
+    if a.ndim > 2 and b.ndim == 2 and a.flags.c_contiguous and c.flags.c_contiguous and c.dtype.char in "fd":
+        g, exact = row_grain(c.dtype)
+        if exact and a.shape[-2] % g == 0:
+            return a.reshape(-1, a.shape[-1]), b, c.reshape(-1, c.shape[-1])
+    return a, b, c
+
+
 def _bind_matmul(ctx: Any, outs: list, ins: list) -> Any:
     a = ins[0]
     if ctx.stream is None and a.dtype not in _HALF and a.dtype != np.bool_:
-        parts = _matmul_parts(a, ins[1], outs[0])
+        a, b, c = _flat(a, ins[1], outs[0])
+        parts = _matmul_parts(a, b, c)
         if parts is not None:
             return functools.partial(threads.run_parts, np.matmul, parts)
-        return functools.partial(np.matmul, a, ins[1], outs[0])
+        return functools.partial(np.matmul, a, b, c)
     return None
 
 
