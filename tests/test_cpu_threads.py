@@ -149,14 +149,15 @@ for name, ours, theirs, arg in [("exp", fw.exp, np.exp, x), ("tanh", fw.tanh, np
 qs = q[:, :, :, 3:120]
 check("exp_strided", fw.exp(t(q)[:, :, :, 3:120]).numpy(), np.exp(qs), len(kernels._elementwise_parts(np.empty_like(qs), qs) or []))
 
-# a static program binds the split kernels once
+# a static program binds the split kernels once (its captured graph replays the bound blocks)
 @fw.jit.to_static
 def f(a, b, x):
-    return (a @ b) * 2.0, fw.exp(x)
+    return (a @ b) * 2.0, fw.exp(x), fw.matmul(a, b.T, transpose_y=True)
 a = rng.standard_normal((1000, 688)).astype("float32"); b = rng.standard_normal((688, 256)).astype("float32")
-for _ in range(2):
-    p, r = f(t(a), t(b), t(x))
+for _ in range(3):
+    p, r, pt = f(t(a), t(b), t(x))
 check("static_matmul", p.numpy(), (a @ b) * np.float32(2.0), len(kernels._matmul_parts(a, b, a @ b) or []))
+check("static_matmul_t", pt.numpy(), a @ b, len(kernels._matmul_parts(a, b, a @ b) or []))
 check("static_exp", r.numpy(), np.exp(x), len(kernels._elementwise_parts(x, x) or []))
 
 # a forked child has none of the parent's threads: its split kernels run (on its own thread)

@@ -305,12 +305,20 @@ _matmul.bind = _bind_matmul  # type: ignore[attr-defined]
 
 def _matmul_t(ctx: Any, outs: list, ins: list, transpose_x: bool, transpose_y: bool) -> None:
     """Fused kernel for the ``matmul_t`` composite: BLAS reads transposed operands in place."""
+    _matmul(ctx, outs, _transposed(ins, transpose_x, transpose_y))
+
+
+def _transposed(ins: list, transpose_x: bool, transpose_y: bool) -> list:
     a, b = ins
-    if transpose_x:
-        a = a.swapaxes(-1, -2)
-    if transpose_y:
-        b = b.swapaxes(-1, -2)
-    _matmul(ctx, outs, [a, b])
+    return [a.swapaxes(-1, -2) if transpose_x else a, b.swapaxes(-1, -2) if transpose_y else b]
+
+
+def _bind_matmul_t(ctx: Any, outs: list, ins: list, transpose_x: bool, transpose_y: bool) -> Any:
+    """Static programs: the transposed views, the blocks and the BLAS call made once."""
+    return _bind_matmul(ctx, outs, _transposed(ins, transpose_x, transpose_y))
+
+
+_matmul_t.bind = _bind_matmul_t  # type: ignore[attr-defined]
 
 
 def _permute(ctx: Any, outs: list, ins: list, perm: tuple[int, ...]) -> None:
@@ -423,14 +431,19 @@ _SYNC = _Sync()
 
 
 def _on_stream(fn: Any):
-    """Run on the caller's thread on the default stream, on the stream's worker otherwise."""
+    """Run on the caller's thread on the default stream, on the stream's worker otherwise.
+    A kernel with a binder (products) goes to the stream bound: a captured graph replays the
+    BLAS call on its blocks, not the kernel's checks and cuts on every run."""
+    binder = getattr(fn, "bind", None)
 
     def k(ctx: Any, outs: list, ins: list, **attrs: Any) -> None:
         s = ctx.stream
         if s is None:
             fn(ctx, outs, ins, **attrs)
         else:
-            s.submit(functools.partial(fn, _SYNC, list(outs), list(ins), **attrs))
+            outs, ins = list(outs), list(ins)
+            call = binder(_SYNC, outs, ins, **attrs) if binder is not None else None
+            s.submit(call or functools.partial(fn, _SYNC, outs, ins, **attrs))
 
     k.__name__ = getattr(fn, "__name__", "kernel")
     return k
