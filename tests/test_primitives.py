@@ -6,6 +6,8 @@ float64 numpy reference rounded to the dtype.
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from scipy import special
@@ -278,6 +280,17 @@ def test_layout_ops(device):
         assert_close(fw.pad(t, [1, 2, 0, 1]), np.pad(x, ((0, 0), (0, 1), (1, 2))))
         assert_close(t[0:0], x[0:0])
         assert_close(t.clone(), x)
+
+
+def test_every_permutation_of_a_4d_tensor(device):
+    """Permutations that keep trailing axes in place (copied as runs) and those that do not,
+    on empty tensors too, for every dtype the device permutes."""
+    for dt in dtypes_of(device, "permute"):
+        for shape in [(2, 3, 4, 5), (3, 0, 2, 4)]:
+            x = sample(shape, dt)
+            t = fw.to_tensor(x, device=device)
+            for perm in itertools.permutations(range(4)):
+                assert_close(t.transpose(list(perm)), x.transpose(perm))
 
 
 def test_gather_scatter(device):

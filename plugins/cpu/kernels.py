@@ -7,6 +7,7 @@ and is rounded once into the output, as the GPU libraries do.
 from __future__ import annotations
 
 import functools
+import math
 import threading
 import warnings
 from typing import Any
@@ -322,7 +323,18 @@ _matmul_t.bind = _bind_matmul_t  # type: ignore[attr-defined]
 
 
 def _permute(ctx: Any, outs: list, ins: list, perm: tuple[int, ...]) -> None:
-    np.copyto(outs[0], ins[0].transpose(perm))
+    x, y = ins[0], outs[0]
+    n, k = len(perm), 0
+    while k < n - 1 and perm[n - 1 - k] == n - 1 - k:
+        k += 1  # trailing axes the permutation keeps
+    if k and x.size and x.flags.c_contiguous and y.flags.c_contiguous:
+        # each kept run of elements as one wide element: numpy moves it as a block (the
+        # attention heads' (16, 64, 4, 16) -> (16, 4, 64, 16): 31 -> 14 us; runs of 16 bytes 9x)
+        run = np.dtype((np.void, x.itemsize * math.prod(x.shape[n - k :])))
+        x = x.reshape(*x.shape[: n - k], -1).view(run)[..., 0]
+        y = y.reshape(*y.shape[: n - k], -1).view(run)[..., 0]
+        perm = perm[: n - k]
+    np.copyto(y, x.transpose(perm))
 
 
 def _expand(ctx: Any, outs: list, ins: list, shape: tuple[int, ...]) -> None:
