@@ -443,6 +443,27 @@ def test_streamed_rows_drain_while_the_next_row_computes(dtype, rows):
     )
 
 
+def test_row_buffers_on_a_threads_stack_are_bounded():
+    """Two row buffers per streamed output live on each OpenMP thread's stack: past
+    STREAM_BUFFERS_MAX the kernel writes its rows with plain stores instead."""
+    f32 = np.dtype(np.float32)
+
+    def prog(outputs):
+        b = ir.Builder()
+        x = b.input(0, f32, True, True)
+        outs = [b.binary("mul", x, b.const(float(i + 2), f32)) for i in range(outputs)]
+        return ir.Program("p", 4096, [(f32, True, True)], outs, [True] * outputs)
+
+    per_output = 2 * 4096 * 4
+    few, many = (
+        EMIT.CEmitter.STREAM_BUFFERS_MAX // per_output,
+        EMIT.CEmitter.STREAM_BUFFERS_MAX // per_output + 1,
+    )
+    assert "pend = r" in compiler.emit(prog(few), "c", "k")
+    src = compiler.emit(prog(many), "c", "k")
+    assert "pend = r" not in src and "sa0[N]" not in src and "out0[r * N + j] =" in src
+
+
 # -- issue 18: the cache loads only what it can vouch for ---------------------------------------
 def _probe(cache, comp, entry):
     """Get ``entry``'s trivial kernel through ``cache`` and check it computes 2x + 1."""

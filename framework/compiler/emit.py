@@ -880,6 +880,7 @@ class CEmitter(_RowLoops):
     #: evict the inputs from the cache, and a plain store first reads the line)
     STREAM_MIN = 8 << 20
     STREAM_ROW_MAX = 32 << 10  #: the per-thread row buffer must stay in L1/L2
+    STREAM_BUFFERS_MAX = 256 << 10  #: all of a thread's row buffers (beyond: plain stores)
 
     @staticmethod
     def _itemsize(prog: ir.Program) -> int:
@@ -891,8 +892,11 @@ class CEmitter(_RowLoops):
         if any(o.dtype not in ir.FLOATS for o in prog.outputs):
             return []
         sched = ir.schedule(prog)
-        last = sched.loops[-1].stores if sched.loops else []
-        return [k for k, _ in last]
+        ks = [k for k, _ in (sched.loops[-1].stores if sched.loops else [])]
+        # two row buffers per output on each thread's stack (an OpenMP thread may have 2 MB)
+        if 2 * prog.n * self._itemsize(prog) * len(ks) > self.STREAM_BUFFERS_MAX:
+            return []
+        return ks
 
     def store_target(self, prog: ir.Program, k: int) -> str:
         return f"dst{k}[j]" if k in self._streamed(prog) else f"out{k}[r * N + j]"
