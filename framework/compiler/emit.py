@@ -859,9 +859,9 @@ class CEmitter(_RowLoops):
         if not streamed:
             return [f"#pragma omp parallel for schedule(static) {parallel}", loop], []
         # two row buffers per thread: the row computing in one, the row before it streaming
-        # out of the other during this row's last pass (flush_pass; measured in
-        # docs/benchmarks.md: streaming each row out after its own last pass left the stores
-        # to drain with nothing to overlap)
+        # out of the other during this row's last pass (measured in docs/benchmarks.md:
+        # streaming each row out after its own last pass left the stores to drain with nothing
+        # to overlap, and during its first pass was slower still)
         opening = [f"const bool stream = rows * N * {self._itemsize(prog)} >= {self.STREAM_MIN};"]
         opening += [f"#pragma omp parallel {parallel}", "{"]
         body = []
@@ -887,6 +887,13 @@ class CEmitter(_RowLoops):
         return max(o.dtype.itemsize for o in prog.outputs)
 
     def _streamed(self, prog: ir.Program) -> list[int]:
+        """The outputs written through row buffers (asked for at every store: kept per program)."""
+        memo = self.__dict__.get("_streamed_of")
+        if memo is None or memo[0] is not prog:
+            memo = self._streamed_of = (prog, self._streamed_outputs(prog))
+        return memo[1]
+
+    def _streamed_outputs(self, prog: ir.Program) -> list[int]:
         if prog.n is None or prog.n < 64 or prog.n * self._itemsize(prog) > self.STREAM_ROW_MAX:
             return []
         if any(o.dtype not in ir.FLOATS for o in prog.outputs):
@@ -905,12 +912,11 @@ class CEmitter(_RowLoops):
     #: output they would cost a read for ownership and a write-back on top of the stream
     spill_at = store_target
 
-    #: the pass along the row during which the row before streams out, chunk by chunk (-1:
-    #: the last, which writes the outputs; the row's input is in cache by then, prefetched)
-    flush_pass = -1
-
-    def _flush_pass(self, prog: ir.Program) -> int:
-        return self.flush_pass if self.flush_pass >= 0 else len(ir.schedule(prog).loops) - 1
+    @staticmethod
+    def _flush_pass(prog: ir.Program) -> int:
+        """The pass during which the row before streams out, chunk by chunk: the last, which
+        writes the outputs (the row's input is in cache by then, prefetched)."""
+        return len(ir.schedule(prog).loops) - 1
 
     def _flush(self, prog: ir.Program, upto: str) -> list[str]:
         """Stream the pending row's buffers out up to element ``upto`` (``N``: all of it)."""

@@ -206,12 +206,15 @@ def _matmul(ctx: Any, outs: list, ins: list) -> None:
     elif a.dtype == np.bool_:
         c[...] = np.matmul(a, b)
     else:
-        a, b, c = _flat(a, b, c)
-        parts = _matmul_parts(a, b, c)
-        if parts is None:
-            np.matmul(a, b, out=c)
-        else:
-            threads.run_parts(np.matmul, parts)
+        fn, args = _product(a, b, c)
+        fn(*args)
+
+
+def _product(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[Any, tuple]:
+    """The call that computes ``c = a @ b``: BLAS once, or its blocks on the thread budget."""
+    a, b, c = _flat(a, b, c)
+    parts = _matmul_parts(a, b, c)
+    return (np.matmul, (a, b, c)) if parts is None else (threads.run_parts, (np.matmul, parts))
 
 
 def _flat(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -230,11 +233,8 @@ def _flat(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.n
 def _bind_matmul(ctx: Any, outs: list, ins: list) -> Any:
     a = ins[0]
     if ctx.stream is None and a.dtype not in _HALF and a.dtype != np.bool_:
-        a, b, c = _flat(a, ins[1], outs[0])
-        parts = _matmul_parts(a, b, c)
-        if parts is not None:
-            return functools.partial(threads.run_parts, np.matmul, parts)
-        return functools.partial(np.matmul, a, b, c)
+        fn, args = _product(a, ins[1], outs[0])
+        return functools.partial(fn, *args)
     return None
 
 
