@@ -373,6 +373,23 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool) -> np.n
     return softmax(s) @ v
 
 
+def attention_grads(
+    q: np.ndarray, k: np.ndarray, v: np.ndarray, do: np.ndarray, causal: bool, scale: float
+) -> np.ndarray:
+    """dq, dk and dv of attention (scale given) for the output gradient ``do``, flattened and
+    concatenated: dp = do v^T, ds = p (dp - rowsum(p dp)), dq = ds k scale, dk = ds^T q scale,
+    dv = p^T do."""
+    s = q @ np.swapaxes(k, -1, -2) * scale
+    if causal:
+        lq, lk = s.shape[-2:]
+        s = np.where(np.tril(np.ones((lq, lk), bool)), s, -np.inf)
+    p = softmax(s)
+    dp = do @ np.swapaxes(v, -1, -2)
+    ds = p * (dp - (p * dp).sum(-1, keepdims=True))
+    grads = (ds @ k * scale, np.swapaxes(ds, -1, -2) @ q * scale, np.swapaxes(p, -1, -2) @ do)
+    return np.concatenate([g.reshape(-1) for g in grads])
+
+
 def rotary(x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
     h = x.shape[-1] // 2
     rot = np.concatenate([-x[..., h:], x[..., :h]], axis=-1)

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from framework.testing import gradient_tolerance, op_names, op_path_stats, tolerance
+from framework.testing import gradient_tolerance, op_names, op_path_stats, run_op, tolerance
 
 from .. import composite_reference as R
 from ..cases import Case, Target
@@ -229,6 +229,13 @@ def _db_core(fw: Any, F: Any, cos_sin: Callable[[], np.ndarray]) -> list[Composi
             lambda q, k, v: R.attention(q, k, v, False),
             lambda r: [_u(r, 1, 3, 4, 8), _u(r, 1, 3, 6, 8), _u(r, 1, 3, 6, 8)],
             (0, 1, 2),
+        ),
+        CompositeInfo(
+            "attention_grad",
+            _attention_grads,
+            lambda q, k, v, do: R.attention_grads(q, k, v, do, True, 0.5),
+            lambda r: [_u(r, 2, 2, 5, 4), _u(r, 2, 2, 5, 4), _u(r, 2, 2, 5, 3), _u(r, 2, 2, 5, 3)],
+            (0, 1, 2, 3),
         ),
         CompositeInfo(
             "rotary_embedding",
@@ -816,6 +823,15 @@ def _db_spatial(F: Any) -> list[CompositeInfo]:
             op="interpolate",
         ),
     ]
+
+
+def _attention_grads(q: Any, k: Any, v: Any, do: Any) -> Any:
+    """attention's gradients (dq, dk, dv) through its gradient composite, flattened into one
+    tensor (what autograd runs for ``attention``: a plugin's fused kernel, or the decomposition)."""
+    import framework as fw
+
+    grads = run_op("attention_grad", [q, k, v, do], {"causal": True, "scale": 0.5})
+    return fw.concat([g.reshape([-1]) for g in grads])
 
 
 def listed_ops() -> set[str]:

@@ -75,6 +75,9 @@ class OpDef:
 
     #: why a primitive has no gradient rule ("" when it has one)
     no_grad: str = ""
+    #: a composite's explicit gradient rule is used in eager mode only where this op (or the
+    #: composite itself) has a kernel; None: always (``ops.base.composite``)
+    grad_kernel: str | None = None
 
     def __repr__(self) -> str:
         return f"<OpDef {self.kind} {self.name}>"

@@ -20,11 +20,15 @@ def oarlock_register(registry):  # type: ignore[no-untyped-def]
     registry.add_runtime("cpu", CPURuntime)
     register_kernels(registry)
     try:
-        from .compiler import register_compiler
+        from .compiler import find_cc, register_compiler
     except ImportError:
         pass
     else:
         register_compiler(registry)
+        if find_cc() is not None:  # the fused attention is C; without a compiler, the decomposition
+            from .attention import register_attention
+
+            register_attention(registry)
     try:
         from .communicator import register_communicator
     except ImportError:

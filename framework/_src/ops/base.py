@@ -180,18 +180,23 @@ def composite(
     name: str,
     infer: Callable[..., list[Meta]] | None = None,
     grad: Callable[..., Any] | None = None,
+    grad_kernel: str | None = None,
 ) -> Callable[[Callable[..., Any]], OpDef]:
     """Define a composite op by its decomposition (a function of tensors and attrs).
 
     ``infer`` lets a plugin's fused kernel (registered under ``name``) or a generated kernel
     replace the decomposition; ``grad`` is an explicit gradient rule used then (without it the
-    decomposition is re-run under autograd to differentiate).
+    decomposition is re-run under autograd to differentiate). ``grad_kernel`` names the op
+    the rule is worth it for: where neither this op nor that one has a kernel, eager mode
+    differentiates the decomposition's tape instead (the rule may recompute what the tape
+    keeps, e.g. attention's weights).
     """
 
     def wrap(fn: Callable[..., Any]) -> OpDef:
         op = OPS[name] = OpDef(
             name, "composite", infer, grad or _grad_by_decomposition, False, fn, fn.__doc__ or ""
         )
+        op.grad_kernel = grad_kernel
         return op
 
     return wrap
@@ -221,6 +226,9 @@ def call(op: OpDef, ins: list[Tensor], attrs: dict[str, Any]) -> Any:
     assert op.decomposition is not None
     if (
         op.grad is not _grad_by_decomposition
+        and (
+            op.grad_kernel is None or dispatch.find_kernel(op.grad_kernel, dev.type, ins[0].dtype) is not None
+        )
         and TRACER.get() is None
         and autograd.GRAD_ENABLED.get()
         and any(not t.stop_gradient for t in ins)

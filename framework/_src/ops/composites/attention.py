@@ -15,6 +15,7 @@ from .. import creation as C
 from .. import math as M
 from .. import shape as S
 from ..base import OPS, TRACER, call, composite
+from ..primitives import sum_to
 from ._common import float_arg, tensor_arg
 from .misc import dropout as _dropout
 from .norm import softmax
@@ -44,17 +45,60 @@ def _sdpa_infer(ins: list[Tensor], attrs: dict[str, Any]) -> list:
     return [(q.shape[:-1] + v.shape[-1:], q.dtype)]
 
 
-@composite("attention", infer=_sdpa_infer)
-def attention_decomposition(
-    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, *, causal: bool, scale: float
-) -> Tensor:
-    """softmax(q k^T * scale [+ mask] [causal]) v on (B, H, S, D) tensors."""
+def _scores(q: Tensor, k: Tensor, mask: Tensor | None, causal: bool, scale: float) -> Tensor:
+    """q k^T * scale with the mask applied: the attention weights' logits."""
     s = M.matmul(q * scale, k, transpose_y=True)
     if mask is not None:
         s = M.where(mask, s, float("-inf")) if mask.dtype == _dt.bool_ else s + mask
     if causal:
         s = M.where(causal_mask(s.shape[-2], s.shape[-1], q.device), s, float("-inf"))
-    return M.matmul(softmax(s, axis=-1), v)
+    return s
+
+
+def _g_attention(n: Any, g: list) -> list:
+    """The gradients of q, k and v through the composite ``attention_grad`` (a plugin's fused
+    kernel recomputes the weights block by block instead of keeping them; a mask gets none)."""
+    q, k, v = n.inputs[:3]
+    nones: list = [None] * len(n.inputs)
+    if g[0] is None or all(t.stop_gradient for t in (q, k, v)):
+        return nones
+    ins = [q, k, v, g[0], *n.inputs[3:]]
+    dq, dk, dv = call(OPS["attention_grad"], ins, dict(n.attrs))
+    return [
+        None if q.stop_gradient else dq,
+        None if k.stop_gradient else dk,
+        None if v.stop_gradient else dv,
+        *nones[3:],
+    ]
+
+
+@composite("attention", infer=_sdpa_infer, grad=_g_attention, grad_kernel="attention_grad")
+def attention_decomposition(
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, *, causal: bool, scale: float
+) -> Tensor:
+    """softmax(q k^T * scale [+ mask] [causal]) v on (B, H, S, D) tensors."""
+    return M.matmul(softmax(_scores(q, k, mask, causal, scale), axis=-1), v)
+
+
+def _sdpa_grad_infer(ins: list[Tensor], attrs: dict[str, Any]) -> list:
+    return [(t.shape, t.dtype) for t in ins[:3]]
+
+
+@composite("attention_grad", infer=_sdpa_grad_infer)
+def attention_grad_decomposition(
+    q: Tensor, k: Tensor, v: Tensor, do: Tensor, mask: Tensor | None = None, *, causal: bool, scale: float
+) -> tuple[Tensor, Tensor, Tensor]:
+    """The gradients (dq, dk, dv) of ``attention`` for the output's gradient ``do``, the
+    weights p recomputed: dp = do v^T, ds = p * (dp - rowsum(p * dp)), dq = ds k * scale,
+    dk = ds^T q * scale, dv = p^T do (each summed back to its input's shape when q, k and v
+    broadcast against each other)."""
+    p = softmax(_scores(q, k, mask, causal, scale), axis=-1)
+    dp = M.matmul(do, v, transpose_y=True)
+    ds = p * (dp - M.sum(p * dp, axis=-1, keepdim=True))
+    dq = M.matmul(ds, k) * scale
+    dk = M.matmul(ds, q * scale, transpose_x=True)
+    dv = M.matmul(p, do, transpose_x=True)
+    return sum_to(dq, q.shape), sum_to(dk, k.shape), sum_to(dv, v.shape)
 
 
 def attention(

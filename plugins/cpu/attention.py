@@ -1,0 +1,217 @@
+"""Fused kernels of the ``attention`` composite and its gradient ``attention_grad`` on cpu.
+
+The decomposition writes the scores, the weights and their exponentials (Lq x Lk per head) to
+memory and reads them back three times; BLAS runs the per-head products (64 x 16 @ 16 x 64 in
+the tiny Llama) at half its speed on large ones. ``attention.c`` instead works on blocks
+of query rows that stay in the cache, skips the keys a causal mask hides, and recomputes the
+weights in the backward pass instead of keeping them (as flash attention does).
+
+The C is built once per machine by the plugin's compiler (:class:`~plugins.cpu.compiler.
+CPUCompiler`: ``-O3 -march=native``, OpenMP over the heads) and kept in the kernel cache
+directory (``OARLOCK_CACHE_DIR``, else the user cache directory), keyed by the source, the
+compiler and the CPU. A mask tensor, heads that broadcast (q, k and v with different leading
+shapes) and a machine without a C compiler take the numpy path below, which computes what
+the decomposition computes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import threading
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from adapter_api import CompileError
+
+from .kernels import _on_stream
+
+_SOURCE = Path(__file__).with_name("attention.c")
+_LOCK = threading.Lock()
+_LIBS: dict[str, Any] = {}  # dtype char -> (fwd, bwd) programs, or None when they do not build
+
+
+def _cache_dir() -> Path:
+    env = os.environ.get("OARLOCK_CACHE_DIR")
+    if env:
+        return Path(env) / "cpu"
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("oarlock")) / "cpu"
+
+
+def _built(comp: Any, source: str, entry: str, options: tuple[str, ...]) -> bytes:
+    """The binary of ``entry``, from the cache or built (and cached) now."""
+    key = hashlib.sha256("\n".join((source, entry, *options, comp.identity())).encode()).hexdigest()[:32]
+    path = _cache_dir() / f"attention-{entry}-{key}.bin"
+    try:
+        return path.read_bytes()
+    except OSError:
+        pass
+    binary = comp.compile(source, entry, options)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        with os.fdopen(fd, "wb") as f:
+            f.write(binary)
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a read-only cache: build again next process
+    return binary
+
+
+def _programs(dtype: np.dtype) -> Any:
+    """(forward, backward) C programs for ``dtype`` (float32/float64), or None without a C
+    compiler (warned once; the numpy path runs)."""
+    got = _LIBS.get(dtype.char, False)
+    if got is not False:
+        return got
+    with _LOCK:
+        got = _LIBS.get(dtype.char, False)
+        if got is not False:
+            return got
+        from .compiler import CPUCompiler
+
+        comp = CPUCompiler()
+        opts = ("-DT_DOUBLE",) if dtype == np.float64 else ()
+        try:
+            source = _SOURCE.read_text()
+            got = tuple(comp.load(_built(comp, source, e, opts), e) for e in ("attn_fwd", "attn_bwd"))
+        except (CompileError, OSError) as exc:
+            warnings.warn(
+                f"[cpu] the fused attention kernel does not build ({exc}); attention runs in numpy",
+                stacklevel=2,
+            )
+            got = None
+        _LIBS[dtype.char] = got
+    return got
+
+
+def _heads(ins: list) -> tuple[int, ...] | None:
+    """The leading (batch, heads) shape when the fused kernel takes these inputs: no mask, q,
+    k, v (and the output's gradient) of one float dtype, rank >= 3, the same leading shape."""
+    q = ins[0]
+    if q.dtype.char not in "fd" or q.ndim < 3 or any(t.dtype != q.dtype for t in ins):
+        return None
+    lead = q.shape[:-2]
+    if any(t.ndim != q.ndim or t.shape[:-2] != lead for t in ins):
+        return None
+    return lead
+
+
+def _ptr(prog: Any, a: np.ndarray) -> Any:
+    return prog.ffi.cast("void *", a.__array_interface__["data"][0])
+
+
+def _contiguous(arrays: list) -> tuple[list, list]:
+    """Each array, or a C-contiguous buffer standing for it, and the (array, buffer) pairs to
+    copy between them on each run (a bound call reads its arrays when it runs, not when bound)."""
+    bufs, copies = [], []
+    for a in arrays:
+        if a.flags.c_contiguous:
+            bufs.append(a)
+        else:
+            b = np.empty(a.shape, a.dtype)
+            bufs.append(b)
+            copies.append((a, b))
+    return bufs, copies
+
+
+def _c_call(which: int, outs: list, ins: list, causal: bool, scale: float) -> Any:
+    """The bound C call of the forward (``which`` 0: q, k, v -> o) or the backward (1: q, k,
+    v, do -> dq, dk, dv), or None when these inputs take the numpy path."""
+    if len(ins) != 3 + which or _heads(ins) is None:
+        return None
+    progs = _programs(ins[0].dtype)
+    if progs is None:
+        return None
+    f = progs[which]
+    ins, copy_in = _contiguous(ins)
+    res, copy_out = _contiguous(outs)
+    q, k, v = ins[:3]
+    dims = (int(np.prod(q.shape[:-2])), q.shape[-2], k.shape[-2], q.shape[-1], v.shape[-1])
+    args = (*(_ptr(f, t) for t in (*ins, *res)), *dims, float(scale), int(causal))
+    name = ("attention", "attention_grad")[which]
+
+    def run(keep: tuple = (ins, res, outs)) -> None:
+        for a, b in copy_in:
+            np.copyto(b, a)
+        if f.fn(*args) != 0:
+            raise MemoryError(f"[cpu] {name}: no memory for the fused kernel's scratch rows")
+        for o, b in copy_out:
+            np.copyto(o, b)
+
+    return run
+
+
+# -- the numpy path: what the decomposition computes -----------------------------------------
+def _weights(q: np.ndarray, k: np.ndarray, mask: np.ndarray | None, causal: bool, scale: float) -> np.ndarray:
+    s = np.matmul(q * q.dtype.type(scale), np.swapaxes(k, -1, -2))
+    if mask is not None:
+        s = np.where(mask, s, -np.inf) if mask.dtype == np.bool_ else s + mask
+    if causal:
+        lq, lk = s.shape[-2:]
+        s = np.where(np.arange(lk)[None, :] <= np.arange(lq)[:, None] + (lk - lq), s, -np.inf)
+    with np.errstate(invalid="ignore"):
+        e = np.exp(s - s.max(-1, keepdims=True))
+        return (e / e.sum(-1, keepdims=True)).astype(q.dtype, copy=False)
+
+
+def _sum_to(g: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    lead = g.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        i + lead for i, s in enumerate(shape) if s == 1 and g.shape[i + lead] != 1
+    )
+    return g.sum(axis=axes, keepdims=True).reshape(shape) if axes else g
+
+
+def _attention(ctx: Any, outs: list, ins: list, causal: bool, scale: float) -> None:
+    run = _c_call(0, outs, ins, causal, scale)
+    if run is not None:
+        run()
+        return
+    q, k, v = ins[:3]
+    p = _weights(q, k, ins[3] if len(ins) > 3 else None, causal, scale)
+    np.copyto(outs[0], np.matmul(p, v))
+
+
+def _attention_grad(ctx: Any, outs: list, ins: list, causal: bool, scale: float) -> None:
+    run = _c_call(1, outs, ins, causal, scale)
+    if run is not None:
+        run()
+        return
+    q, k, v, do = ins[:4]
+    p = _weights(q, k, ins[4] if len(ins) > 4 else None, causal, scale)
+    dp = np.matmul(do, np.swapaxes(v, -1, -2))
+    with np.errstate(invalid="ignore"):
+        ds = p * (dp - (p * dp).sum(-1, keepdims=True))
+    sc = q.dtype.type(scale)
+    grads = (
+        np.matmul(ds, k) * sc,
+        np.matmul(np.swapaxes(ds, -1, -2), q * sc),
+        np.matmul(np.swapaxes(p, -1, -2), do),
+    )
+    for o, g, t in zip(outs, grads, ins[:3]):
+        np.copyto(o, _sum_to(g, t.shape))
+
+
+def _binder(which: int) -> Any:
+    def bind(ctx: Any, outs: list, ins: list, causal: bool, scale: float) -> Any:
+        """Static programs: the C call with its pointers made once (None: the kernel runs)."""
+        return _c_call(which, list(outs), list(ins), causal, scale) if ctx.stream is None else None
+
+    return bind
+
+
+_attention.bind = _binder(0)  # type: ignore[attr-defined]
+_attention_grad.bind = _binder(1)  # type: ignore[attr-defined]
+
+
+def register_attention(registry: Any) -> None:
+    """The fused ``attention`` and ``attention_grad`` kernels (float32, float64) on cpu."""
+    for op, fn in (("attention", _attention), ("attention_grad", _attention_grad)):
+        registry.add_kernel(op, "cpu", ("float32", "float64"), _on_stream(fn), bind=fn.bind)

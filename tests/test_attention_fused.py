@@ -1,0 +1,199 @@
+"""The cpu plugin's fused attention (``attention`` and its gradient ``attention_grad`` in C,
+plugins/cpu/attention.c) against float64 numpy references: outputs, first and second
+gradients, the shapes the kernel pads (head dims off the vector width, more or fewer keys than
+queries), the inputs it hands to its numpy path (masks, heads that broadcast, strided views),
+and the same step under to_static."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+import framework as fw
+import framework.nn.functional as F
+from framework import testing
+
+pytestmark = pytest.mark.skipif(
+    testing.find_kernel("attention", "cpu", "float32") is None,
+    reason="no C compiler: the cpu plugin registers no fused attention",
+)
+
+
+def ref(q, k, v, do, scale, causal, mask=None):
+    """(o, dq, dk, dv) in float64: softmax(q k^T * scale [mask] [causal]) v and its gradients."""
+    q, k, v, do = (np.asarray(a, np.float64) for a in (q, k, v, do))
+    s = (q * scale) @ np.swapaxes(k, -1, -2)
+    if mask is not None:
+        s = np.where(mask, s, -np.inf) if mask.dtype == np.bool_ else s + mask
+    lq, lk = s.shape[-2:]
+    if causal:
+        s = np.where(np.arange(lk)[None, :] <= np.arange(lq)[:, None] + (lk - lq), s, -np.inf)
+    with np.errstate(invalid="ignore"):
+        e = np.exp(s - s.max(-1, keepdims=True))
+        p = e / e.sum(-1, keepdims=True)
+        o = p @ v
+        dp = do @ np.swapaxes(v, -1, -2)
+        ds = p * (dp - (p * dp).sum(-1, keepdims=True))
+    dq = ds @ k * scale
+    dk = np.swapaxes(ds, -1, -2) @ (q * scale)
+    dv = np.swapaxes(p, -1, -2) @ do
+
+    def to(g, shape):  # summed back over broadcast heads
+        lead = g.ndim - len(shape)
+        axes = tuple(range(lead)) + tuple(
+            i + lead for i, n in enumerate(shape) if n == 1 and g.shape[i + lead] != 1
+        )
+        return g.sum(axis=axes, keepdims=True).reshape(shape) if axes else g
+
+    return o, to(dq, q.shape), to(dk, k.shape), to(dv, v.shape)
+
+
+def run(q, k, v, do, causal, mask=None, view=None):
+    ts = [fw.to_tensor(a, stop_gradient=False) for a in (q, k, v)]
+    ins = [t if view is None else view(t) for t in ts]
+    m = None if mask is None else fw.to_tensor(mask)
+    o = F.attention(*ins, attn_mask=m, is_causal=causal)
+    grads = fw.grad([o], ts, grad_outputs=[fw.to_tensor(do)])
+    return [o.numpy(), *(g.numpy() for g in grads)]
+
+
+def check(got, want, dtype):
+    tol = {"float32": 2e-5, "float64": 1e-12}[np.dtype(dtype).name]
+    for g, w, name in zip(got, want, ("o", "dq", "dk", "dv")):
+        assert g.shape == w.shape, name
+        np.testing.assert_array_equal(np.isnan(g), np.isnan(w), err_msg=f"NaN pattern of {name}")
+        scale = max(1.0, float(np.nanmax(np.abs(w)))) if np.isfinite(w).any() else 1.0
+        np.testing.assert_allclose(
+            np.nan_to_num(g), np.nan_to_num(w), rtol=tol, atol=tol * scale, err_msg=name
+        )
+
+
+SHAPES = [
+    # (q shape, lk, dv, causal)
+    ((2, 3, 5, 4), 5, 4, True),
+    ((2, 3, 7, 3), 9, 5, True),  # head dims off the vector width, more keys than queries
+    ((2, 2, 33, 16), 33, 16, False),
+    ((1, 1, 70, 24), 70, 20, True),  # several blocks of rows, a partial last one
+    ((16, 4, 64, 16), 64, 16, True),  # the tiny Llama's heads
+    ((3, 6, 8), 6, 8, False),  # one batch axis
+    ((2, 1, 2, 5, 8), 5, 8, True),  # three batch axes
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize(
+    "shape", SHAPES, ids=lambda s: "x".join(map(str, s[0])) + f"-k{s[1]}v{s[2]}{'c' if s[3] else ''}"
+)
+def test_fused_attention_and_its_gradients_match_numpy(shape, dtype):
+    qs, lk, dv, causal = shape
+    rng = np.random.default_rng(len(qs) * 100 + qs[-1])
+    q = rng.standard_normal(qs).astype(dtype)
+    k = rng.standard_normal((*qs[:-2], lk, qs[-1])).astype(dtype)
+    v = rng.standard_normal((*qs[:-2], lk, dv)).astype(dtype)
+    do = rng.standard_normal((*qs[:-1], dv)).astype(dtype)
+    check(run(q, k, v, do, causal), ref(q, k, v, do, 1 / np.sqrt(qs[-1]), causal), dtype)
+
+
+def test_queries_that_see_no_key_give_nan_as_the_decomposition():
+    # causal with more queries than keys: the first two queries see no key (softmax of
+    # nothing); their outputs and query gradients are NaN, the others are finite
+    rng = np.random.default_rng(3)
+    q, do = (rng.standard_normal((1, 2, 6, 8)) for _ in range(2))
+    k, v = (rng.standard_normal((1, 2, 4, 8)) for _ in range(2))
+    o, dq, dk, dv = run(q, k, v, do, True)
+    want = ref(q, k, v, do, 1 / np.sqrt(8), True)
+    assert np.isnan(o[..., :2, :]).all() and np.isfinite(o[..., 2:, :]).all()
+    assert np.isnan(dq[..., :2, :]).all()
+    np.testing.assert_allclose(o[..., 2:, :], want[0][..., 2:, :], rtol=1e-12)
+    np.testing.assert_allclose(dq[..., 2:, :], want[1][..., 2:, :], rtol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["bool mask", "additive mask", "broadcast heads", "strided views"])
+def test_inputs_the_kernel_hands_to_numpy(kind):
+    rng = np.random.default_rng(7)
+    q, do = (rng.standard_normal((2, 3, 5, 8)).astype(np.float32) for _ in range(2))
+    k, v = (rng.standard_normal((2, 3, 6, 8)).astype(np.float32) for _ in range(2))
+    mask = view = None
+    if kind == "bool mask":
+        mask = rng.random((2, 1, 5, 6)) < 0.7
+        mask[..., 0] = True  # every query sees a key
+    elif kind == "additive mask":
+        mask = rng.standard_normal((5, 6)).astype(np.float32)
+    elif kind == "broadcast heads":
+        k, v = k[:, :1], v[:, :1]  # one key/value head for three query heads
+    else:
+
+        def view(t):  # the same values through a transposed view: not contiguous
+            return t.transpose((0, 2, 1, 3)).transpose((0, 2, 1, 3))
+
+    check(run(q, k, v, do, False, mask, view), ref(q, k, v, do, 1 / np.sqrt(8), False, mask), "float32")
+
+
+@contextlib.contextmanager
+def fused_kernels_off() -> Iterator[None]:
+    """The cpu registry without the fused attention: the decomposition runs."""
+    reg = testing.registry().kernels
+    saved = {key: reg.pop(key) for key in list(reg) if key[0] in ("attention", "attention_grad")}
+    testing.clear_kernel_cache()
+    try:
+        yield
+    finally:
+        reg.update(saved)
+        testing.clear_kernel_cache()
+
+
+def test_the_gradient_composite_decomposes_to_what_the_kernel_computes():
+    # attention_grad run as its decomposition (the kernels off) and as the fused kernel
+    rng = np.random.default_rng(11)
+    q, k, v, do = (fw.to_tensor(rng.standard_normal((2, 2, 7, 5))) for _ in range(4))
+    attrs = {"causal": True, "scale": 0.4}
+    fused = [t.numpy() for t in testing.run_op("attention_grad", [q, k, v, do], attrs)]
+    with fused_kernels_off():
+        assert testing.find_kernel("attention_grad", "cpu", "float64") is None
+        dec = [t.numpy() for t in testing.run_op("attention_grad", [q, k, v, do], attrs)]
+    want = ref(q.numpy(), k.numpy(), v.numpy(), do.numpy(), 0.4, True)[1:]
+    for a, b, w in zip(fused, dec, want):
+        np.testing.assert_allclose(a, w, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(b, w, rtol=1e-12, atol=1e-12)
+
+
+def test_second_derivatives_through_the_fused_gradient():
+    # d/dq of sum(dL/dv * w2), L = sum(attention(q, k, v) * w1): the fused gradient's own
+    # gradient (its decomposition re-run under autograd) against finite differences
+    rng = np.random.default_rng(5)
+    q, k, v = (rng.standard_normal((1, 2, 4, 3)) for _ in range(3))
+    w1, w2 = rng.standard_normal((1, 2, 4, 3)), rng.standard_normal((1, 2, 4, 3))
+
+    def dv_of(qa):
+        qt, kt, vt = (fw.to_tensor(a, stop_gradient=False) for a in (qa, k, v))
+        o = F.attention(qt, kt, vt, is_causal=True)
+        (gv,) = fw.grad([o], [vt], grad_outputs=[fw.to_tensor(w1)], create_graph=True)
+        return qt, gv
+
+    qt, gv = dv_of(q)
+    (gq,) = fw.grad([gv], [qt], grad_outputs=[fw.to_tensor(w2)])
+    num = testing.finite_difference(lambda qa: dv_of(qa)[1].numpy(), [q], 0, w2)
+    np.testing.assert_allclose(gq.numpy(), num, rtol=1e-6, atol=1e-8)
+
+
+def test_a_static_training_step_runs_the_fused_ops_and_matches_eager():
+    rng = np.random.default_rng(2)
+    data = [rng.standard_normal((2, 2, 8, 4)).astype(np.float32) for _ in range(3)]
+    w = fw.to_tensor(rng.standard_normal((2, 2, 8, 4)).astype(np.float32))
+
+    def loss_and_grads(q, k, v):
+        ts = [fw.to_tensor(a, stop_gradient=False) for a in (q, k, v)]
+        loss = (F.attention(*ts, is_causal=True) * w).sum()
+        return [loss, *fw.grad([loss], ts)]
+
+    eager = [t.numpy() for t in loss_and_grads(*data)]
+    static = fw.jit.to_static(lambda q, k, v: loss_and_grads(q, k, v))
+    got = [t.numpy() for t in static(*(fw.to_tensor(a) for a in data))]
+    for g, e in zip(got, eager):
+        np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-6)
+    cp = static.programs[0]
+    text = str(cp.program) + (str(cp.backward.program) if cp.backward is not None else "")
+    assert "op.attention(" in text and "op.attention_grad(" in text, text
