@@ -17,6 +17,7 @@ the decomposition computes.
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import tempfile
 import threading
@@ -104,7 +105,7 @@ def _heads(ins: list) -> tuple[int, ...] | None:
 
 
 def _ptr(prog: Any, a: np.ndarray) -> Any:
-    return prog.ffi.cast("void *", a.__array_interface__["data"][0])
+    return prog.ffi.from_buffer(a)  # a C-contiguous array (0.45 us; its __array_interface__ 2.8)
 
 
 def _contiguous(arrays: list) -> tuple[list, list]:
@@ -133,7 +134,7 @@ def _c_call(which: int, outs: list, ins: list, causal: bool, scale: float) -> An
     ins, copy_in = _contiguous(ins)
     res, copy_out = _contiguous(outs)
     q, k, v = ins[:3]
-    dims = (int(np.prod(q.shape[:-2])), q.shape[-2], k.shape[-2], q.shape[-1], v.shape[-1])
+    dims = (math.prod(q.shape[:-2]), q.shape[-2], k.shape[-2], q.shape[-1], v.shape[-1])
     args = (*(_ptr(f, t) for t in (*ins, *res)), *dims, float(scale), int(causal))
     name = ("attention", "attention_grad")[which]
 

@@ -199,6 +199,8 @@ class _CProgram:
 
     def arg(self, i: int, a: Any) -> Any:
         if isinstance(a, np.ndarray):
+            if a.flags.c_contiguous:  # NOTE: from_buffer 0.45 us, __array_interface__ 2.8 us
+                return self.ffi.cast("void *", self.ffi.from_buffer(a))
             return self.ffi.cast("void *", a.__array_interface__["data"][0])
         if isinstance(a, np.generic):
             return a.item()
