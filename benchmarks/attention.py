@@ -1,0 +1,133 @@
+"""Attention on cpu: the cpu plugin's fused kernels (``attention`` and ``attention_grad``,
+plugins/cpu/attention.c) against the decomposition (the same call with the two kernels taken
+out of the registry) and torch's ``scaled_dot_product_attention``, forward alone and forward +
+backward, eager, causal, float32; median ms, timed round robin in one process.
+
+    python -m benchmarks.attention [--reps 10] [--rounds 5] [--threads 1]
+
+The variants run in rounds, each round a block of ``--reps`` calls per variant (switching the
+kernels in and out of the registry between blocks, not between calls: a switch clears the
+dispatcher's kernel cache).
+
+Shapes: the tiny Llama's heads (batch 16, 4 heads, 64 tokens, head dim 16) and the Llama
+block of benchmarks/train_step.py (8, 4, 128, 64).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+_THREADS = sys.argv[sys.argv.index("--threads") + 1] if "--threads" in sys.argv else "1"
+os.environ.setdefault("OARLOCK_NUM_THREADS", _THREADS)
+
+import numpy as np  # noqa: E402
+
+import framework as fw  # noqa: E402
+import framework.nn.functional as F  # noqa: E402
+from framework import testing  # noqa: E402
+
+SHAPES = {
+    "tiny Llama heads (16, 4, 64, 16)": (16, 4, 64, 16),
+    "Llama block heads (8, 4, 128, 64)": (8, 4, 128, 64),
+}
+
+
+@contextlib.contextmanager
+def fused(on: bool) -> Iterator[None]:
+    """The registry with (on) or without (off) the cpu plugin's fused attention kernels."""
+    reg = testing.registry().kernels
+    saved = {} if on else {k: reg.pop(k) for k in list(reg) if k[0] in ("attention", "attention_grad")}
+    testing.clear_kernel_cache()
+    try:
+        yield
+    finally:
+        reg.update(saved)
+        testing.clear_kernel_cache()
+
+
+def oarlock(shape: tuple[int, ...], backward: bool) -> Callable[[], Any]:
+    rng = np.random.default_rng(0)
+    q, k, v, do = (rng.standard_normal(shape).astype(np.float32) for _ in range(4))
+    ts = [fw.to_tensor(a, stop_gradient=not backward) for a in (q, k, v)]
+    g = fw.to_tensor(do)
+
+    def run() -> Any:
+        o = F.attention(*ts, is_causal=True)
+        if backward:
+            return [t.numpy() for t in fw.grad([o], ts, grad_outputs=[g])]
+        return o.numpy()
+
+    return run
+
+
+def rounds(fns: dict[str, tuple[Callable[[], Any], Any]], reps: int, n: int) -> dict[str, float]:
+    """Median ms per call of each ``(fn, context)``: ``n`` rounds, each a block of ``reps``
+    calls per variant inside its context (after one untimed call)."""
+    times: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(n):
+        for name, (fn, ctx) in fns.items():
+            with ctx():
+                fn()
+                for _ in range(reps):
+                    t0 = time.perf_counter()
+                    fn()
+                    times[name].append((time.perf_counter() - t0) * 1e3)
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def torch_sdpa(shape: tuple[int, ...], backward: bool) -> Callable[[], Any] | None:
+    try:
+        import torch
+    except ImportError:
+        return None
+    torch.set_num_threads(int(_THREADS))
+    g = torch.Generator().manual_seed(0)
+    q, k, v, do = (torch.randn(shape, generator=g) for _ in range(4))
+    for t in (q, k, v):
+        t.requires_grad_(backward)
+
+    def run() -> Any:
+        o = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        if backward:
+            return torch.autograd.grad(o, (q, k, v), do)
+        return o
+
+    return run
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--threads", default="1")
+    args = ap.parse_args()
+    if testing.find_kernel("attention", "cpu", "float32") is None:
+        print("the cpu plugin registered no fused attention (no C compiler): nothing to compare")
+        return
+    print(f"cpu: {fw.get_device_properties('cpu').name}, {os.cpu_count()} cores, {args.threads} thread(s)")
+    for title, shape in SHAPES.items():
+        for backward in (False, True):
+            run = oarlock(shape, backward)
+            fns: dict[str, tuple[Callable[[], Any], Any]] = {
+                "fused kernels": (run, lambda: fused(True)),
+                "decomposition": (run, lambda: fused(False)),
+            }
+            t = torch_sdpa(shape, backward)
+            if t is not None:
+                fns["torch sdpa"] = (t, contextlib.nullcontext)
+            res = rounds(fns, args.reps, args.rounds)
+            what = "forward + backward" if backward else "forward"
+            print(f"\n== {title}, causal, {what} (median of {args.rounds} x {args.reps})")
+            for name, ms in res.items():
+                print(f"  {name:16s} {ms:8.3f} ms  {ms / res['fused kernels']:5.2f}x")
+
+
+if __name__ == "__main__":
+    main()
