@@ -95,6 +95,28 @@ static void tile_pb(const T* p, int64_t ldp, const T* b, int64_t dp, int64_t n, 
  * partial sums per vector: the multiply-adds of one element do not wait on each other. */
 #define RB (4 * R) /* query rows per block of the backward */
 static void tile_ptb(const T* p, int64_t ldp, const T* b, int64_t dp, int64_t n, T* acc) {
+    if (dp <= 2 * W) { /* one or two vectors a row: 4 keys at a time, their sums in registers */
+        const int two = dp > W;
+        for (int64_t j = 0; j < n; j += 4) {
+            vt s[4][2];
+            for (int u = 0; u < 4; ++u) s[u][0] = s[u][1] = BCAST(0);
+            for (int r = 0; r < RB; ++r) {
+                const vt b0 = VLOAD(b + r * dp), b1 = two ? VLOAD(b + r * dp + W) : BCAST(0);
+                const T* pr = p + r * ldp + j; /* zero past n up to the row's padded length */
+                for (int u = 0; u < 4; ++u) {
+                    const vt x = BCAST(pr[u]);
+                    s[u][0] += x * b0;
+                    s[u][1] += x * b1;
+                }
+            }
+            for (int u = 0; u < 4 && j + u < n; ++u) {
+                T* a = acc + (j + u) * dp;
+                VSTORE(a, VLOAD(a) + s[u][0]);
+                if (two) VSTORE(a + W, VLOAD(a + W) + s[u][1]);
+            }
+        }
+        return;
+    }
     for (int64_t j = 0; j < n; ++j) {
         vt x[RB];
         for (int r = 0; r < RB; ++r) x[r] = BCAST(p[r * ldp + j]);
