@@ -132,6 +132,25 @@ def test_inputs_the_kernel_hands_to_numpy(kind):
     check(run(q, k, v, do, False, mask, view), ref(q, k, v, do, 1 / np.sqrt(8), False, mask), "float32")
 
 
+def test_an_additive_mask_that_learns_gets_its_gradient():
+    # the fused gradient covers q, k and v; a float mask that needs a gradient (a learned
+    # position bias) is differentiated through the decomposition: d mask = ds
+    rng = np.random.default_rng(9)
+    q, k, v, do = (rng.standard_normal((2, 2, 5, 4)) for _ in range(4))
+    bias = rng.standard_normal((5, 5))
+    ts = [fw.to_tensor(a, stop_gradient=False) for a in (q, k, v, bias)]
+    o = F.attention(*ts[:3], attn_mask=ts[3])
+    got = [t.numpy() for t in fw.grad([o], ts, grad_outputs=[fw.to_tensor(do)])]
+
+    def out(bias_):
+        return ref(q, k, v, do, 0.5, False, bias_)[0]
+
+    want = ref(q, k, v, do, 0.5, False, bias)[1:]
+    for g, w in zip(got[:3], want):
+        np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(got[3], testing.finite_difference(out, [bias], 0, do), rtol=1e-6, atol=1e-8)
+
+
 @contextlib.contextmanager
 def fused_kernels_off() -> Iterator[None]:
     """The cpu registry without the fused attention: the decomposition runs."""

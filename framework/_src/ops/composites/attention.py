@@ -14,7 +14,7 @@ from ...tensor import Tensor, to_tensor
 from .. import creation as C
 from .. import math as M
 from .. import shape as S
-from ..base import OPS, TRACER, call, composite
+from ..base import OPS, TRACER, _grad_by_decomposition, call, composite
 from ..primitives import sum_to
 from ._common import float_arg, tensor_arg
 from .misc import dropout as _dropout
@@ -60,6 +60,8 @@ def _g_attention(n: Any, g: list) -> list:
     kernel recomputes the weights block by block instead of keeping them; a mask gets none)."""
     q, k, v = n.inputs[:3]
     nones: list = [None] * len(n.inputs)
+    if len(n.inputs) > 3 and not n.inputs[3].stop_gradient:
+        return _grad_by_decomposition(n, g)  # an additive mask that learns: its gradient too
     if g[0] is None or all(t.stop_gradient for t in (q, k, v)):
         return nones
     ins = [q, k, v, g[0], *n.inputs[3:]]
