@@ -7,19 +7,16 @@ of query rows that stay in the cache, skips the keys a causal mask hides, and re
 weights in the backward pass instead of keeping them (as flash attention does).
 
 The C is built once per machine by the plugin's compiler (:class:`~plugins.cpu.compiler.
-CPUCompiler`: ``-O3 -march=native``, OpenMP over the heads) and kept in the kernel cache
-directory (``OARLOCK_CACHE_DIR``, else the user cache directory), keyed by the source, the
-compiler and the CPU. A mask tensor, heads that broadcast (q, k and v with different leading
+CPUCompiler`: ``-O3 -march=native``, OpenMP over the heads) through the core's kernel cache
+(``framework.compiler.cache.ProgramCache``: keyed by the source, the compiler and the CPU,
+entries verified before they load). A mask tensor, heads that broadcast (q, k and v with different leading
 shapes) and a machine without a C compiler take the numpy path below, which computes what
 the decomposition computes.
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
-import os
-import tempfile
 import threading
 import warnings
 from pathlib import Path
@@ -34,35 +31,8 @@ from .kernels import _on_stream
 _SOURCE = Path(__file__).with_name("attention.c")
 _LOCK = threading.Lock()
 _LIBS: dict[str, Any] = {}  # dtype char -> (fwd, bwd) programs, or None when they do not build
-
-
-def _cache_dir() -> Path:
-    env = os.environ.get("OARLOCK_CACHE_DIR")
-    if env:
-        return Path(env) / "cpu"
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("oarlock")) / "cpu"
-
-
-def _built(comp: Any, source: str, entry: str, options: tuple[str, ...]) -> bytes:
-    """The binary of ``entry``, from the cache or built (and cached) now."""
-    key = hashlib.sha256("\n".join((source, entry, *options, comp.identity())).encode()).hexdigest()[:32]
-    path = _cache_dir() / f"attention-{entry}-{key}.bin"
-    try:
-        return path.read_bytes()
-    except OSError:
-        pass
-    binary = comp.compile(source, entry, options)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-        with os.fdopen(fd, "wb") as f:
-            f.write(binary)
-        os.replace(tmp, path)
-    except OSError:
-        pass  # a read-only cache: build again next process
-    return binary
+_CACHE: Any = None  # the core's ProgramCache (verified entries on disk), made at first use
+_COMPILER: Any = None
 
 
 def _programs(dtype: np.dtype) -> Any:
@@ -75,13 +45,17 @@ def _programs(dtype: np.dtype) -> Any:
         got = _LIBS.get(dtype.char, False)
         if got is not False:
             return got
+        from framework.compiler.cache import ProgramCache  # the core's kernel cache (public)
+
         from .compiler import CPUCompiler
 
-        comp = CPUCompiler()
+        global _CACHE, _COMPILER
+        if _CACHE is None:
+            _CACHE, _COMPILER = ProgramCache(), CPUCompiler()
         opts = ("-DT_DOUBLE",) if dtype == np.float64 else ()
         try:
             source = _SOURCE.read_text()
-            got = tuple(comp.load(_built(comp, source, e, opts), e) for e in ("attn_fwd", "attn_bwd"))
+            got = tuple(_CACHE.get(_COMPILER, source, e, opts) for e in ("attn_fwd", "attn_bwd"))
         except (CompileError, OSError) as exc:
             warnings.warn(
                 f"[cpu] the fused attention kernel does not build ({exc}); attention runs in numpy",
