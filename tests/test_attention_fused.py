@@ -111,6 +111,15 @@ def test_queries_that_see_no_key_give_nan_as_the_decomposition():
     np.testing.assert_allclose(dq[..., 2:, :], want[1][..., 2:, :], rtol=1e-12)
 
 
+def test_attention_over_no_keys_is_an_error_naming_the_op():
+    q = fw.to_tensor(np.ones((2, 3, 4, 8), np.float32))
+    k = fw.to_tensor(np.ones((2, 3, 0, 8), np.float32))
+    with pytest.raises(fw.OpArgumentError, match=r"\[attention\] key \(2, 3, 0, 8\) has no positions"):
+        F.attention(q, k, k, is_causal=True)
+    with pytest.raises(fw.OpArgumentError, match=r"\[scaled_dot_product_attention\] key"):
+        F.scaled_dot_product_attention(q, k.transpose((0, 2, 1, 3)), k.transpose((0, 2, 1, 3)))
+
+
 @pytest.mark.parametrize("kind", ["bool mask", "additive mask", "broadcast heads", "strided views"])
 def test_inputs_the_kernel_hands_to_numpy(kind):
     rng = np.random.default_rng(7)

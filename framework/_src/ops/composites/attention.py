@@ -119,6 +119,10 @@ def attention(
         raise OpArgumentError(
             f"[attention] query {q.shape}, key {k.shape} and value {v.shape} do not fit: need matching head dims and key/value lengths"
         )
+    if k.shape[-2] == 0:
+        raise OpArgumentError(
+            f"[attention] key {k.shape} has no positions (length 0 on axis -2); a query needs at least one key"
+        )
     sc = 1.0 / _m.sqrt(q.shape[-1]) if scale is None else float(scale)
     ins = [q, k, v] if attn_mask is None else [q, k, v, attn_mask]
     return call(OPS["attention"], ins, {"causal": bool(is_causal), "scale": sc})
@@ -143,6 +147,11 @@ def scaled_dot_product_attention(
                 f"[scaled_dot_product_attention] {nm} must be 4-d (batch, seq, heads, dim), got shape {t.shape}"
             )
     q, k, v = (t.transpose((0, 2, 1, 3)) for t in (query, key, value))
+    if k.shape[-2] == 0:
+        raise OpArgumentError(
+            f"[scaled_dot_product_attention] key {key.shape} has no positions (length 0 on axis 1); "
+            f"a query needs at least one key"
+        )
     if dropout_p and training:
         sc = 1.0 / _m.sqrt(q.shape[-1]) if scale is None else scale
         s = M.matmul(q * sc, k, transpose_y=True)
