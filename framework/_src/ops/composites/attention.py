@@ -57,7 +57,8 @@ def _scores(q: Tensor, k: Tensor, mask: Tensor | None, causal: bool, scale: floa
 
 def _g_attention(n: Any, g: list) -> list:
     """The gradients of q, k and v through the composite ``attention_grad`` (a plugin's fused
-    kernel recomputes the weights block by block instead of keeping them; a mask gets none)."""
+    kernel recomputes the weights block by block instead of keeping them). A bool mask takes
+    no gradient; an additive one that needs one sends the whole rule to the decomposition."""
     q, k, v = n.inputs[:3]
     nones: list = [None] * len(n.inputs)
     if len(n.inputs) > 3 and not n.inputs[3].stop_gradient:
