@@ -225,3 +225,58 @@ def test_a_static_training_step_runs_the_fused_ops_and_matches_eager():
     cp = static.programs[0]
     text = str(cp.program) + (str(cp.backward.program) if cp.backward is not None else "")
     assert "op.attention(" in text and "op.attention_grad(" in text, text
+
+
+_ASAN_CHILD = r"""
+import itertools, sys
+import numpy as np, cffi
+ffi = cffi.FFI()
+ffi.cdef('''int attn_fwd(const void*, const void*, const void*, void*, int64_t, int64_t, int64_t, int64_t, int64_t, double, int);
+int attn_bwd(const void*, const void*, const void*, const void*, void*, void*, void*, int64_t, int64_t, int64_t, int64_t, int64_t, double, int);''')
+libs = {np.float32: ffi.dlopen(sys.argv[1]), np.float64: ffi.dlopen(sys.argv[2])}
+rng = np.random.default_rng(0)
+n = 0
+for dt, bh, lq, lk, d, dv, causal in itertools.product(
+    (np.float32, np.float64), (1, 3), (1, 4, 5, 17), (1, 7, 16, 17), (1, 3, 8, 20), (1, 5, 16), (0, 1)
+):
+    q, do = rng.standard_normal((bh, lq, d)).astype(dt), rng.standard_normal((bh, lq, dv)).astype(dt)
+    k, v = rng.standard_normal((bh, lk, d)).astype(dt), rng.standard_normal((bh, lk, dv)).astype(dt)
+    o, dq, dk, dvv = np.empty_like(do), np.empty_like(q), np.empty_like(k), np.empty_like(v)
+    b = ffi.from_buffer
+    assert libs[dt].attn_fwd(b(q), b(k), b(v), b(o), bh, lq, lk, d, dv, 0.3, causal) == 0
+    assert libs[dt].attn_bwd(b(q), b(k), b(v), b(do), b(dq), b(dk), b(dvv), bh, lq, lk, d, dv, 0.3, causal) == 0
+    n += 1
+print("ok", n)
+"""
+
+
+def test_the_c_kernels_stay_in_bounds_under_address_sanitizer(tmp_path):
+    # the plugin's C built with -fsanitize=address and run over ragged shapes (rows, keys and
+    # head dims off every block and vector width, causal and not, two OpenMP threads): an
+    # access outside a buffer aborts the child with ASan's report
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    asan = subprocess.run([cc, "-print-file-name=libasan.so"], capture_output=True, text=True).stdout.strip()
+    if not os.path.isabs(asan) or not os.path.exists(asan):
+        pytest.skip("no libasan for this compiler")
+    src = Path(testing.__file__).resolve().parents[1] / "plugins" / "cpu" / "attention.c"
+    libs = []
+    for name, extra in (("f", []), ("d", ["-DT_DOUBLE"])):
+        so = tmp_path / f"attn_{name}.so"
+        flags = ["-O1", "-g", "-std=gnu11", "-fPIC", "-shared", "-fopenmp", "-fsanitize=address", *extra]
+        r = subprocess.run([cc, *flags, str(src), "-o", str(so), "-lm"], capture_output=True, text=True)
+        if r.returncode != 0:
+            pytest.skip(f"cannot build with -fsanitize=address: {r.stderr[-300:]}")
+        libs.append(str(so))
+    env = {**os.environ, "LD_PRELOAD": asan, "ASAN_OPTIONS": "detect_leaks=0", "OMP_NUM_THREADS": "2"}
+    r = subprocess.run(
+        [sys.executable, "-c", _ASAN_CHILD, *libs], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert r.returncode == 0 and r.stdout.startswith("ok"), r.stderr[-3000:]
