@@ -31,8 +31,9 @@ The public harness behind ``oarlock conformance`` (and what a vendor's own tests
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -362,6 +363,21 @@ def find_kernel(op: str, device: Any, dtype: Any) -> KernelEntry | None:
 def clear_kernel_cache() -> None:
     """Forget the dispatcher's kernel lookups (after adding or removing registry kernels)."""
     _dispatch.clear_kernel_cache()
+
+
+@contextlib.contextmanager
+def kernels_removed(*ops: str) -> Iterator[None]:
+    """Inside, the registry holds no kernel of ``ops`` (any device, any dtype): composites run
+    their generated kernel or decomposition, as on a plugin that never registered them. The
+    kernels are back, and the dispatcher's lookups cleared, on the way out."""
+    reg = registry().kernels
+    saved = {key: reg.pop(key) for key in list(reg) if key[0] in ops}
+    clear_kernel_cache()
+    try:
+        yield
+    finally:
+        reg.update(saved)
+        clear_kernel_cache()
 
 
 def op_names(kind: str | None = None) -> list[str]:

@@ -6,9 +6,6 @@ and the same step under to_static."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
-
 import numpy as np
 import pytest
 
@@ -160,26 +157,13 @@ def test_an_additive_mask_that_learns_gets_its_gradient():
     np.testing.assert_allclose(got[3], testing.finite_difference(out, [bias], 0, do), rtol=1e-6, atol=1e-8)
 
 
-@contextlib.contextmanager
-def fused_kernels_off() -> Iterator[None]:
-    """The cpu registry without the fused attention: the decomposition runs."""
-    reg = testing.registry().kernels
-    saved = {key: reg.pop(key) for key in list(reg) if key[0] in ("attention", "attention_grad")}
-    testing.clear_kernel_cache()
-    try:
-        yield
-    finally:
-        reg.update(saved)
-        testing.clear_kernel_cache()
-
-
 def test_the_gradient_composite_decomposes_to_what_the_kernel_computes():
     # attention_grad run as its decomposition (the kernels off) and as the fused kernel
     rng = np.random.default_rng(11)
     q, k, v, do = (fw.to_tensor(rng.standard_normal((2, 2, 7, 5))) for _ in range(4))
     attrs = {"causal": True, "scale": 0.4}
     fused = [t.numpy() for t in testing.run_op("attention_grad", [q, k, v, do], attrs)]
-    with fused_kernels_off():
+    with testing.kernels_removed("attention", "attention_grad"):
         assert testing.find_kernel("attention_grad", "cpu", "float64") is None
         dec = [t.numpy() for t in testing.run_op("attention_grad", [q, k, v, do], attrs)]
     want = ref(q.numpy(), k.numpy(), v.numpy(), do.numpy(), 0.4, True)[1:]

@@ -66,16 +66,15 @@ def _programs(dtype: np.dtype) -> Any:
     return got
 
 
-def _heads(ins: list) -> tuple[int, ...] | None:
-    """The leading (batch, heads) shape when the fused kernel takes these inputs: no mask, q,
-    k, v (and the output's gradient) of one float dtype, rank >= 3, the same leading shape."""
+def _fits(ins: list) -> bool:
+    """Whether the C kernel takes these inputs (the mask is counted by the caller): q, k, v
+    (and the output's gradient) of one float dtype, rank >= 3, one leading (batch, heads) shape."""
     q = ins[0]
-    if q.dtype.char not in "fd" or q.ndim < 3 or any(t.dtype != q.dtype for t in ins):
-        return None
-    lead = q.shape[:-2]
-    if any(t.ndim != q.ndim or t.shape[:-2] != lead for t in ins):
-        return None
-    return lead
+    return (
+        q.dtype.char in "fd"
+        and q.ndim >= 3
+        and all(t.dtype == q.dtype and t.ndim == q.ndim and t.shape[:-2] == q.shape[:-2] for t in ins)
+    )
 
 
 def _ptr(prog: Any, a: np.ndarray) -> Any:
@@ -99,7 +98,7 @@ def _contiguous(arrays: list) -> tuple[list, list]:
 def _c_call(which: int, outs: list, ins: list, causal: bool, scale: float) -> Any:
     """The bound C call of the forward (``which`` 0: q, k, v -> o) or the backward (1: q, k,
     v, do -> dq, dk, dv), or None when these inputs take the numpy path."""
-    if len(ins) != 3 + which or _heads(ins) is None:
+    if len(ins) != 3 + which or not _fits(ins):
         return None
     progs = _programs(ins[0].dtype)
     if progs is None:

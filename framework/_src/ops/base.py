@@ -226,12 +226,12 @@ def call(op: OpDef, ins: list[Tensor], attrs: dict[str, Any]) -> Any:
     assert op.decomposition is not None
     if (
         op.grad is not _grad_by_decomposition
-        and (
-            op.grad_kernel is None or dispatch.find_kernel(op.grad_kernel, dev.type, ins[0].dtype) is not None
-        )
         and TRACER.get() is None
         and autograd.GRAD_ENABLED.get()
         and any(not t.stop_gradient for t in ins)
+        and (
+            op.grad_kernel is None or dispatch.find_kernel(op.grad_kernel, dev.type, ins[0].dtype) is not None
+        )
     ):
         # An explicit gradient rule is cheaper than the tape of the decomposition: run the
         # decomposition untaped and record the composite as one node.
