@@ -227,3 +227,49 @@ def test_exp_of_a_masked_fill_keeps_glibc_values_and_the_edges():
         np.isinf(got), ~finite & ~np.isnan(want)
     )
     assert (got[~keep] == 0).all() and not np.signbit(got[~keep]).any()
+
+
+def _elementwise(n: int | None, weight: bool = False) -> ir.Program:
+    """tanh(x * s) * z and x + z (s a scalar input; with ``weight``, z is a (n,) vector)."""
+    f32 = np.dtype(np.float32)
+    b = ir.Builder()
+    x, s, z = b.input(0, f32, True, True), b.input(1, f32, False, False), b.input(2, f32, not weight, True)
+    outs = [b.binary("mul", b.unary("tanh", b.binary("mul", x, s)), z), b.binary("add", x, z)]
+    ins = [(f32, True, True), (f32, False, False), (f32, not weight, True)]
+    return ir.Program("flat", n, ins, outs, [True, True], b.nodes)
+
+
+def test_an_elementwise_row_with_a_tail_runs_as_one_loop_over_every_element():
+    _cpu_with_compiler()
+    rows, n = 1601, 172  # 275372 elements: the OpenMP team runs it; 172 = 10 vectors and a tail of 12
+    k = eager.make_kernel(_elementwise(n), "c")
+    assert "for (int64_t i = 0; i < rows * N; ++i)" in k.source and "int64_t r = 0" not in k.source
+    # a whole number of vectors, or a weight read along the row: row by row as before
+    for prog in (_elementwise(64), _elementwise(n, weight=True)):
+        src = eager.make_kernel(prog, "c").source
+        assert "for (int64_t r = 0; r < rows; ++r)" in src and "rows * N; ++i" not in src
+    rng = np.random.default_rng(3)
+    x, z = (rng.standard_normal((rows, n)).astype(np.float32) * 3 for _ in range(2))
+    x[5, n - 1], x[6, 0] = np.nan, np.inf  # a NaN in a row's tail, an inf at a row's start
+    s = np.array([0.7], np.float32)
+    outs = [fw.empty([rows, n], dtype="float32") for _ in range(2)]
+    k.launch(_dev.parse("cpu"), [fw.to_tensor(a) for a in (x, s, z)], outs, rows)
+    wide = x.astype(np.float64)
+    np.testing.assert_allclose(outs[0].numpy(), np.tanh(wide * 0.7) * z, rtol=2e-6, atol=1e-6)
+    np.testing.assert_array_equal(outs[1].numpy(), x + z)
+
+
+def test_an_elementwise_group_of_a_row_length_known_only_when_run_gives_numpy_values():
+    _cpu_with_compiler()
+    from framework.ir import passes
+    from framework.static import InputSpec
+
+    before = passes.fusion_stats()["groups"]
+    f = fw.jit.to_static(lambda a, b: F.silu(a) * b, input_spec=[InputSpec(["rows", "n"], "float32")] * 2)
+    rng = np.random.default_rng(4)
+    for shape in [(37, 172), (5, 9), (3, 64)]:
+        a, b = (rng.standard_normal(shape).astype(np.float32) for _ in range(2))
+        got = f(fw.to_tensor(a), fw.to_tensor(b)).numpy()
+        w = a.astype(np.float64)
+        np.testing.assert_allclose(got, w / (1 + np.exp(-w)) * b, rtol=2e-6, atol=1e-6)
+    assert passes.fusion_stats()["groups"] > before

@@ -165,6 +165,9 @@ def _part_emitter(cls: type[Emitter]) -> type[Emitter]:
         def _streamed(self, prog: ir.Program) -> list[int]:
             return []  # a part writes its rows in place (no per-thread row buffer)
 
+        def row_end(self) -> list[str]:
+            return ["}"] if self._flat(self._prog) else super().row_end()
+
     PartEmitter.__name__ = f"Part{cls.__name__}"
     _PART_CLASSES[cls] = PartEmitter
     return PartEmitter
@@ -221,7 +224,11 @@ def merged_source(parts: list[Part], n_inputs: int, language: str, device_kind: 
         head = f"{_FUNCTION[key]} hz_part{i}({pe.params(prog, style.ptr, style.cptr, T)}"
         if language == "c":
             pe.hz_signature = f"{head}, int64_t hz_r0, int64_t hz_r1)"
-            pe.hz_open = ["for (int64_t r = hz_r0; r < hz_r1; ++r) {"]
+            pe.hz_open = (
+                ["#pragma omp simd", "for (int64_t i = hz_r0 * N; i < hz_r1 * N; ++i) {"]
+                if pe._flat(prog)
+                else ["for (int64_t r = hz_r0; r < hz_r1; ++r) {"]
+            )
             args += ["hz_r0", "hz_r1"]
         elif em.layout == "rows":
             pe.hz_signature = f"{head}, long r)"
