@@ -886,6 +886,11 @@ class CEmitter(_RowLoops):
             return self.loaded(n.dtype, f"in{n.attr}[i]")
         return super()._load(n)
 
+    def special(self, n: ir.Node, a: list[str]) -> str:
+        if n.op == "index" and self._flat(self._prog):
+            return "((int64_t)i)"  # r * N + j
+        return super().special(n, a)
+
     def loop(
         self, prog: ir.Program, li: int, reds: list[tuple[ir.Node, str]], inner: list[str], lanes: int
     ) -> list[str]:
