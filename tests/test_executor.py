@@ -451,3 +451,64 @@ def test_a_fused_row_kernel_writes_in_place_only_in_the_last_pass_reading_the_in
     np.testing.assert_allclose(outs[1].numpy(), x0 * g.sum(1, keepdims=True), rtol=1e-5)
     plan = next(iter(ex._plans.values()))
     assert ("copy" in plan.names) is not direct
+
+
+# q, k and v of a fused qkv projection: a permute, then three slices along its leading axis
+QKV = (
+    "module @qkv(%0: tensor<[s0, 3, 4], float32, cpu>) -> (tensor<[1, s0, 4], float32, cpu>, "
+    "tensor<[1, s0, 4], float32, cpu>, tensor<[3, s0, 2], float32, cpu>, tensor<[3, 1, 4], float32, cpu>) {\n"
+    "  %1 = op.permute(%0) {perm = (1, 0, 2)} : tensor<[3, s0, 4], float32, cpu>\n"
+    "  %2 = op.slice(%1) {starts = (0, 0, 0), steps = (1, 1, 1), stops = (1, sym<s0>, 4)} : tensor<[1, s0, 4], float32, cpu>\n"
+    "  %3 = op.slice(%1) {starts = (1, 0, 0), steps = (1, 1, 1), stops = (2, sym<s0>, 4)} : tensor<[1, s0, 4], float32, cpu>\n"
+    "  %4 = op.slice(%1) {starts = (2, 0, 0), steps = (1, 1, 1), stops = (3, sym<s0>, 4)} : tensor<[1, s0, 4], float32, cpu>\n"
+    "  %5 = op.exp(%2) : tensor<[1, s0, 4], float32, cpu>\n"
+    "  %6 = op.add(%5, %3) : tensor<[1, s0, 4], float32, cpu>\n"
+    "  %7 = op.slice(%1) {starts = (0, 0, 1), steps = (1, 1, 2), stops = (3, sym<s0>, 4)} : tensor<[3, s0, 2], float32, cpu>\n"
+    "  %8 = op.slice(%0) {starts = (1, 0, 0), steps = (1, 1, 1), stops = (2, 3, 4)} : tensor<[1, 3, 4], float32, cpu>\n"
+    "  %9 = op.reshape(%8) {shape = (3, 1, 4)} : tensor<[3, 1, 4], float32, cpu>\n"
+    "  builtin.return(%6, %4, %7, %9)\n"
+    "}\n"
+)
+
+
+@pytest.mark.parametrize("graphs", [False, True])
+def test_a_slice_that_is_one_run_of_its_input_is_a_view_and_the_others_copy(graphs):
+    ex = ir.Executor(ir.parse_program(QKV), "cpu", graphs=graphs)
+    rng = np.random.default_rng(0)
+    for rows in (5, 5, 5, 2):  # a graph replays from the third run; then another binding
+        x = rng.standard_normal((rows, 3, 4)).astype(np.float32)
+        t = fw.to_tensor(x)
+        outs = [o.numpy() for o in ex(t)]
+        p = x.transpose(1, 0, 2)
+        np.testing.assert_allclose(outs[0], np.exp(p[0:1]) + p[1:2], rtol=1e-6)
+        np.testing.assert_array_equal(outs[1], p[2:3])  # returned: a view of the permute's buffer
+        np.testing.assert_array_equal(outs[2], p[:, :, 1::2])
+        np.testing.assert_array_equal(outs[3], x[1:2].reshape(3, 1, 4))  # a view of the input
+        np.testing.assert_array_equal(t.numpy(), x)
+    plan = ex._plans[next(reversed(ex._plans))]
+    assert plan.names.count("slice") == 1  # only the strided one runs a kernel
+
+
+def test_contiguous_slices_are_found_as_numpy_lays_them_out():
+    from framework.ir.executor import contiguous_slice
+
+    rng = np.random.default_rng(1)
+    for _ in range(400):
+        shape = tuple(int(d) for d in rng.integers(1, 5, rng.integers(1, 5)))
+        x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+        sl = []
+        for d in shape:
+            a = int(rng.integers(0, d))
+            b = int(rng.integers(a + 1, d + 1))
+            sl.append((a, b, int(rng.choice([1, 1, 1, 2]))))
+        attrs = {
+            "starts": [a for a, _, _ in sl],
+            "stops": [b for _, b, _ in sl],
+            "steps": [s for *_, s in sl],
+        }
+        v = x[tuple(slice(a, b, s) for a, b, s in sl)]
+        off = contiguous_slice(shape, attrs)
+        assert (off is not None) == v.flags.c_contiguous, (shape, sl)
+        if off is not None:
+            np.testing.assert_array_equal(x.ravel()[off : off + v.size], v.ravel())
+    assert contiguous_slice((4,), {"starts": (0,), "stops": (5,), "steps": (1,)}) is None  # past the end

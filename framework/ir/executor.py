@@ -253,13 +253,14 @@ def _offers_graphs(runtime: Any, index: int) -> bool:
 
 
 class _Info:
-    __slots__ = ("shape", "dtype", "cls", "base", "fresh", "last")
+    __slots__ = ("shape", "dtype", "cls", "base", "off", "fresh", "last")
 
     def __init__(self, shape: tuple[int, ...], dtype: np.dtype) -> None:
         self.shape = shape
         self.dtype = dtype
         self.cls = _FIXED
         self.base: int | None = None  # a view of this slot
+        self.off = 0  # a view's first element in its base (a slice along a leading axis)
         self.fresh = False  # a program output: a new buffer each run
         self.last = -1  # the last step reading it
 
@@ -422,16 +423,51 @@ def _pointwise_from(body: Program, positions: list[int], out: int) -> bool:
 _REDUCE_OPS = ("op.sum", "op.max", "op.min", "op.prod", "op.mean", "op.argmax", "op.argmin")
 
 
+def _viewed(t: Tensor, shape: tuple[int, ...], off: int) -> Tensor:
+    """``t``'s storage from element ``off`` on, as ``shape``."""
+    if not off:
+        return t if t.shape == shape else t._reshaped(shape)
+    return Tensor._make(t._block, t._offset + off * t.dtype.itemsize, shape, t.dtype, t.device)
+
+
+def contiguous_slice(shape: tuple[int, ...], attrs: dict[str, Any]) -> int | None:
+    """The first element of ``slice(x, starts, stops, steps)`` in ``x`` (of ``shape``, row-major)
+    when the slice is one contiguous run of it (every axis after the first one cut is whole,
+    every axis before it keeps one index), else None."""
+    try:
+        starts, stops, steps = (tuple(attrs[k]) for k in ("starts", "stops", "steps"))
+    except (KeyError, TypeError):
+        return None
+    if not len(starts) == len(stops) == len(steps) == len(shape):
+        return None
+    if not all(isinstance(v, (int, np.integer)) for v in (*starts, *stops, *steps)):
+        return None
+    off, stride, inner = 0, 1, True  # inner: every axis after this one is whole
+    for d, a, b, st in reversed(list(zip(shape, starts, stops, steps))):
+        if not (0 <= a <= b <= d and st >= 1):
+            return None
+        n = len(range(a, b, st))
+        if not inner and n != 1:
+            return None  # a cut axis inside: strided
+        if n > 1 and st != 1:
+            return None
+        off += a * stride
+        stride *= d
+        inner = inner and n == d
+    return off
+
+
 class _View:
-    """A reshape of a value known only while running (an eager step's result)."""
+    """A reshape (or a contiguous slice) of a value known only while running (an eager
+    step's result)."""
 
-    __slots__ = ("plan", "src", "dst", "shape")
+    __slots__ = ("plan", "src", "dst", "shape", "off")
 
-    def __init__(self, plan: _Plan, src: int, dst: int, shape: tuple[int, ...]) -> None:
-        self.plan, self.src, self.dst, self.shape = plan, src, dst, shape
+    def __init__(self, plan: _Plan, src: int, dst: int, shape: tuple[int, ...], off: int = 0) -> None:
+        self.plan, self.src, self.dst, self.shape, self.off = plan, src, dst, shape, off
 
     def __call__(self) -> None:
-        self.plan.set(self.dst, self.plan.slots[self.src]._reshaped(self.shape))
+        self.plan.set(self.dst, _viewed(self.plan.slots[self.src], self.shape, self.off))  # type: ignore[arg-type]
 
 
 class _Plan:
@@ -509,6 +545,13 @@ class _Plan:
                 infos[outs[0]].cls = infos[src].cls
                 steps.append(("view", None, [(src, None)], outs, {}))
                 continue
+            if opdef.name == "slice" and len(outs) == 1:
+                off = contiguous_slice(infos[ins[0]].shape, attrs)
+                if off is not None:  # one run of the input: a view of it, no kernel
+                    infos[outs[0]].base, infos[outs[0]].off = ins[0], off
+                    infos[outs[0]].cls = infos[ins[0]].cls
+                    steps.append(("view", None, [(ins[0], None)], outs, {}))
+                    continue
             entry = kernel_entry(op, dev.type)
             rank = len(metas[0][0]) if metas else 0
             pad = opdef.elementwise or opdef.name == "expand"  # operands padded to the result's rank
@@ -640,22 +683,23 @@ class _Plan:
             slots[s] = Tensor._make(blk, 0, infos[s].shape, infos[s].dtype, self.device)
         for s, inf in enumerate(infos):  # fixed views, in slot order (a view follows its base)
             if inf.base is not None and inf.cls == _FIXED:
-                slots[s] = slots[inf.base]._reshaped(inf.shape)  # type: ignore[union-attr]
+                slots[s] = _viewed(slots[inf.base], inf.shape, inf.off)  # type: ignore[arg-type]
         self.slots = slots
         sites: dict[int, list[tuple[int, bool, int, tuple[int, ...] | None]]] = defaultdict(list)
         # one instruction: [fn, ctx, outs, ins, attrs, binder]; eager steps and late views are
         # zero-argument callables in the fn place
         instrs: list[list[Any]] = []
         names: list[str] = []
-        self.start_views: list[tuple[int, int, tuple[int, ...]]] = []
+        self.start_views: list[tuple[int, int, tuple[int, ...], int]] = []
         for kind, payload, refs, outs, attrs in steps:
             if kind == "view":
                 src, dst = refs[0][0], outs[0]
-                if infos[dst].cls == _START:
-                    self.start_views.append((src, dst, infos[dst].shape))
-                elif infos[dst].cls == _LATE:
-                    instrs.append([_View(self, src, dst, infos[dst].shape), None, None, None, None, None])
-                    names.append("reshape")
+                inf = infos[dst]
+                if inf.cls == _START:
+                    self.start_views.append((src, dst, inf.shape, inf.off))
+                elif inf.cls == _LATE:
+                    instrs.append([_View(self, src, dst, inf.shape, inf.off), None, None, None, None, None])
+                    names.append("slice" if inf.off else "reshape")
                 continue
             if kind == "eager":
                 instrs.append([_Eager(self, payload, refs, outs, attrs), None, None, None, None, None])
@@ -691,7 +735,7 @@ class _Plan:
             instrs.append([entry.fn, ctx, olist, ilist, attrs, entry.bind])
             names.append(name)
         for si, so in aliased:  # written straight into the input: a view of it, set per run
-            self.start_views.append((si, so, infos[so].shape))
+            self.start_views.append((si, so, infos[so].shape, 0))
         self.instrs = instrs
         self.names = names
         self.sites = {s: tuple(v) for s, v in sites.items()}
@@ -792,9 +836,8 @@ class _Plan:
             o = Tensor._make(malloc(math.prod(shape) * dtype.itemsize), 0, shape, dtype, dev)
             o._nv = view(o._block.handle, 0, shape, dtype)
             self.set(s, o)
-        for src, dst, shape in self.start_views:
-            t = slots[src]
-            self.set(dst, t if t.shape == shape else t._reshaped(shape))  # type: ignore[union-attr]
+        for src, dst, shape, off in self.start_views:
+            self.set(dst, _viewed(slots[src], shape, off))  # type: ignore[arg-type]
         self._launch()
         outs = [slots[s] for s in self.output_slots]
         for k, j in self.ex.inplace.items():
@@ -865,7 +908,7 @@ class _Graph:
             t = plan.slots[s]
             assert t is not None
             r = plan.roots[s]
-            if r in ptensors:
+            if r in ptensors and t._offset == ptensors[r]._offset:
                 self.outs.append(("param", (ptensors[r], t.shape)))
             else:
                 self.outs.append(("copy", t))
@@ -891,8 +934,8 @@ class _Graph:
             o = buffer(shape, dtype)
             bufs.append(o)
             plan.set(s, o)
-        for src, dst, shape in plan.start_views:
-            plan.set(dst, plan.slots[src]._reshaped(shape))  # type: ignore[union-attr]
+        for src, dst, shape, off in plan.start_views:
+            plan.set(dst, _viewed(plan.slots[src], shape, off))  # type: ignore[arg-type]
         graph = None
         try:
             cs = rt.create_stream(idx)
