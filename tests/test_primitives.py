@@ -224,6 +224,23 @@ def test_reductions(device, op):
             assert_close(got, np.asarray(want).astype(want_dtype), dtype=want_dtype, rtol=tol)
 
 
+@pytest.mark.parametrize("dt", ["float32", "float64"])
+def test_sums_over_many_leading_rows(device, dt):
+    # a weight's gradient: the sum over every row (the cpu plugin makes it one BLAS product
+    # from 64 rows on); infinities and NaN stay where a column has them
+    for shape, axis, keep in [((1024, 64), 0, False), ((16, 64, 33), (0, 1), True), ((63, 5), 0, False)]:
+        x = sample(shape, dt)
+        x.reshape(-1, shape[-1])[7, 2] = np.inf
+        x.reshape(-1, shape[-1])[9, 3] = np.nan
+        x.reshape(-1, shape[-1])[[5, 6], [4, 4]] = [np.inf, -np.inf]
+        got = fw.sum(fw.to_tensor(x, device=device), axis=axis, keepdim=keep)
+        with np.errstate(invalid="ignore"):
+            want = x.astype(np.float64).sum(axis=axis, keepdims=keep).astype(dt)
+        assert_close(got, want, dtype=np.dtype(dt), rtol=2e-5 if dt == "float32" else None)
+        flat = got.numpy().reshape(-1)
+        assert flat[2] == np.inf and np.isnan(flat[3]) and np.isnan(flat[4])
+
+
 @pytest.mark.parametrize("op", ["argmax", "argmin"])
 def test_arg_reductions(device, op):
     fn = getattr(fw, op)

@@ -30,6 +30,7 @@ NUMERIC = (*FLOATS, *INTS)
 ALL = (*NUMERIC, "bool")
 _HALF = (F16, BF16)
 _HALF_NUMS = frozenset((F16.num, BF16.num))  # NOTE: dtype == dtype is slow; compare numbers
+_BLAS_NUMS = frozenset((np.dtype(np.float32).num, np.dtype(np.float64).num))
 
 
 def _f32(x: np.ndarray) -> np.ndarray:
@@ -186,6 +187,37 @@ def _reduce(fn: Any):
             fn(x, axis=axes, keepdims=keepdim, out=y)
 
     return k
+
+
+_sum_any = _reduce(np.sum)
+_SUM_ROWS_MIN = 64  #: leading elements from which a sum over them is one BLAS product
+_ONES: dict[tuple[int, int], np.ndarray] = {}
+
+
+def _sum(ctx: Any, outs: list, ins: list, axes: tuple[int, ...], keepdim: bool) -> None:
+    """``sum``; over the leading axes of a float32/float64 tensor (a bias's or a norm weight's
+    gradient: the sum over every row), ``ones @ x`` through BLAS: numpy adds a (1024, 64)
+    along axis 0 row by row in 25 us, the product takes 3.7 us. BLAS adds in blocks (its
+    rounding differs from numpy's; against float64 the product was the closer of the two on
+    that shape: 1.9e-4 against 6.5e-4); infinities and NaN propagate the same."""
+    x, y = ins[0], outs[0]
+    k = len(axes)
+    if (
+        k
+        and k < x.ndim
+        and x.dtype.num in _BLAS_NUMS
+        and tuple(axes) == tuple(range(k))
+        and x.flags.c_contiguous
+    ):
+        m = math.prod(x.shape[:k])
+        if m >= _SUM_ROWS_MIN and y.flags.c_contiguous:
+            ones = _ONES.get((m, x.dtype.num))
+            if ones is None:
+                ones = _ONES[(m, x.dtype.num)] = np.ones(m, x.dtype)
+            n = x.size // m
+            np.matmul(ones, x.reshape(m, n), out=y.reshape(n))
+            return
+    _sum_any(ctx, outs, ins, axes, keepdim)
 
 
 def _arg(fn: Any):
@@ -509,7 +541,7 @@ TABLE: list[tuple[str, Any, tuple, bool]] = [
     ("logical_or", _binary(np.logical_or), ("bool",), True),
     ("where", _where, ALL, True),
     ("cast", _cast, ALL, False),
-    ("sum", _reduce(np.sum), NUMERIC, False),
+    ("sum", _sum, NUMERIC, False),
     ("prod", _reduce(np.prod), NUMERIC, False),
     ("max", _reduce(np.max), ALL, False),
     ("min", _reduce(np.min), ALL, False),
