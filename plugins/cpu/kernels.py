@@ -354,11 +354,36 @@ def _bind_matmul_t(ctx: Any, outs: list, ins: list, transpose_x: bool, transpose
 _matmul_t.bind = _bind_matmul_t  # type: ignore[attr-defined]
 
 
-def _permute(ctx: Any, outs: list, ins: list, perm: tuple[int, ...]) -> None:
-    x, y = ins[0], outs[0]
+def _kept(perm: tuple[int, ...]) -> int:
+    """The trailing axes a permutation keeps in place (all but one at most)."""
     n, k = len(perm), 0
     while k < n - 1 and perm[n - 1 - k] == n - 1 - k:
-        k += 1  # trailing axes the permutation keeps
+        k += 1
+    return k
+
+
+_C_PERMUTE_MIN = 1 << 16  #: bytes from which an eager permute goes through the C kernel
+
+
+def _bind_permute(ctx: Any, outs: list, ins: list, perm: tuple[int, ...]) -> Any:
+    """Static programs: the C kernel's call with its arguments made once (layout.py)."""
+    if ctx.stream is not None:
+        return None
+    from .layout import permute_call
+
+    return permute_call(ins[0], outs[0], tuple(perm), _kept(tuple(perm)))
+
+
+def _permute(ctx: Any, outs: list, ins: list, perm: tuple[int, ...]) -> None:
+    x, y = ins[0], outs[0]
+    n, k = len(perm), _kept(tuple(perm))
+    if k and x.nbytes >= _C_PERMUTE_MIN:  # below: the call's set-up costs more than it saves
+        from .layout import permute_call
+
+        call = permute_call(x, y, tuple(perm), k)
+        if call is not None:
+            call()
+            return
     if k and x.size and x.flags.c_contiguous and y.flags.c_contiguous:
         # each kept run of elements as one wide element: numpy moves it as a block (the
         # attention heads' (16, 64, 4, 16) -> (16, 4, 64, 16): 31 -> 14 us; runs of 16 bytes 9x)
@@ -367,6 +392,9 @@ def _permute(ctx: Any, outs: list, ins: list, perm: tuple[int, ...]) -> None:
         y = y.reshape(*y.shape[: n - k], -1).view(run)[..., 0]
         perm = perm[: n - k]
     np.copyto(y, x.transpose(perm))
+
+
+_permute.bind = _bind_permute  # type: ignore[attr-defined]
 
 
 def _expand(ctx: Any, outs: list, ins: list, shape: tuple[int, ...]) -> None:

@@ -1,0 +1,77 @@
+"""A C kernel for ``permute`` on cpu (``layout.c``): the runs of bytes a permutation keeps
+together (its unchanged trailing axes) copied in the output's order.
+
+Built once per machine by the plugin's compiler through the core's kernel cache, as
+``attention.c`` is; without a C compiler (or for runs under 16 bytes, where numpy's own
+strided copy is as good) ``permute`` stays numpy's ``copyto`` of the transposed view.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from adapter_api import CompileError
+
+_SOURCE = Path(__file__).with_name("layout.c")
+_LOCK = threading.Lock()
+_PROG: list[Any] = []  # [the built program, or None when it does not build]
+RUN_MIN = 16  #: bytes a run needs for the C kernel
+
+
+def _program() -> Any:
+    if _PROG:
+        return _PROG[0]
+    with _LOCK:
+        if not _PROG:
+            from framework.compiler.cache import ProgramCache  # the core's kernel cache (public)
+
+            from .compiler import CPUCompiler
+
+            try:
+                prog = ProgramCache().get(CPUCompiler(), _SOURCE.read_text(), "permute_runs", ())
+            except (CompileError, OSError) as exc:
+                warnings.warn(
+                    f"[cpu] the permute kernel does not build ({exc}); permute runs in numpy", stacklevel=2
+                )
+                prog = None
+            _PROG.append(prog)
+    return _PROG[0]
+
+
+def permute_call(x: np.ndarray, y: np.ndarray, perm: tuple[int, ...], kept: int) -> Any:
+    """A zero-argument call writing ``y = x.transpose(perm)`` (both C-contiguous; ``kept``
+    trailing axes unchanged by ``perm``) through the C kernel, or None where it does not
+    apply (no C compiler, runs under :data:`RUN_MIN` bytes, nothing to move)."""
+    n = len(perm)
+    run = x.itemsize * math.prod(x.shape[n - kept :])
+    if run < RUN_MIN or not x.size or n - kept < 1 or n - kept > 16:
+        return None
+    if not (x.flags.c_contiguous and y.flags.c_contiguous):
+        return None
+    prog = _program()
+    if prog is None:
+        return None
+    outer = perm[: n - kept]
+    oshape = np.array([y.shape[k] for k in range(n - kept)], np.int64)
+    istride = np.array([x.strides[a] for a in outer], np.int64)
+    ffi, fn = prog.ffi, prog.fn
+    args = (
+        ffi.from_buffer(x),
+        ffi.from_buffer(y),
+        n - kept,
+        ffi.from_buffer("int64_t[]", oshape),
+        ffi.from_buffer("int64_t[]", istride),
+        run,
+    )
+
+    def run_it(keep: tuple = (x, y, oshape, istride)) -> None:
+        if fn(*args) != 0:
+            raise RuntimeError("[cpu] permute: the kernel refused its arguments")
+
+    return run_it
