@@ -399,3 +399,16 @@ def test_scatter_add_with_ids_of_any_shape_equals_numpy_add_at(device, axis, sha
     np.add.at(want, (slice(None),) * axis + (idx,), src)
     got = fw.scatter_add(*(fw.to_tensor(a, device=device) for a in (x, idx, src)), axis=axis)
     assert_close(got, want.astype(np.float32), rtol=1e-5, atol=1e-5)
+
+
+def test_permute_without_the_c_kernel_is_numpys(monkeypatch):
+    """A cpu plugin whose C permute does not build (no compiler) copies through numpy."""
+    from plugins.cpu import layout
+
+    monkeypatch.setattr(layout, "_PROG", [None])
+    x = sample((16, 64, 3, 4, 16), "float32")
+    perm = (2, 0, 3, 1, 4)
+    assert_close(fw.to_tensor(x).transpose(list(perm)), x.transpose(perm))
+    f = fw.jit.to_static(lambda t: t.transpose(list(perm)))
+    for _ in range(2):
+        assert_close(f(fw.to_tensor(x)), x.transpose(perm))
