@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Any
 
 import numpy as np
 
@@ -866,10 +867,7 @@ class CEmitter(_RowLoops):
         element, and SwiGLU's silu over rows of 172 took 5.6x its time without the ``tanhf``
         (147 against 26 us on 1024 rows); flat, the tail comes once. Such a program is never
         streamed through row buffers (plain stores)."""
-        memo = self.__dict__.get("_flat_of")
-        if memo is None or memo[0] is not prog:
-            memo = self._flat_of = (prog, self._flat_program(prog))
-        return memo[1]
+        return self._of_program("_flat_of", prog, self._flat_program)
 
     def _flat_program(self, prog: ir.Program) -> bool:
         if prog.n is not None and prog.n % self.VECTOR_FLOATS == 0 and prog.n >= 64:
@@ -942,9 +940,15 @@ class CEmitter(_RowLoops):
 
     def _streamed(self, prog: ir.Program) -> list[int]:
         """The outputs written through row buffers (asked for at every store: kept per program)."""
-        memo = self.__dict__.get("_streamed_of")
+        return self._of_program("_streamed_of", prog, self._streamed_outputs)
+
+    def _of_program(self, name: str, prog: ir.Program, compute: Any) -> Any:
+        """``compute(prog)``, kept under ``name`` for the program being emitted (the emitter
+        asks at every load and store)."""
+        memo = self.__dict__.get(name)
         if memo is None or memo[0] is not prog:
-            memo = self._streamed_of = (prog, self._streamed_outputs(prog))
+            memo = (prog, compute(prog))
+            setattr(self, name, memo)
         return memo[1]
 
     def _streamed_outputs(self, prog: ir.Program) -> list[int]:

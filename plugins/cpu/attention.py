@@ -17,53 +17,22 @@ the decomposition computes.
 from __future__ import annotations
 
 import math
-import threading
-import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from adapter_api import CompileError
-
+from .compiler import own_programs
 from .kernels import _on_stream
 
 _SOURCE = Path(__file__).with_name("attention.c")
-_LOCK = threading.Lock()
-_LIBS: dict[str, Any] = {}  # dtype char -> (fwd, bwd) programs, or None when they do not build
-_CACHE: Any = None  # the core's ProgramCache (verified entries on disk), made at first use
-_COMPILER: Any = None
 
 
 def _programs(dtype: np.dtype) -> Any:
     """(forward, backward) C programs for ``dtype`` (float32/float64), or None without a C
     compiler (warned once; the numpy path runs)."""
-    got = _LIBS.get(dtype.char, False)
-    if got is not False:
-        return got
-    with _LOCK:
-        got = _LIBS.get(dtype.char, False)
-        if got is not False:
-            return got
-        from framework.compiler.cache import ProgramCache  # the core's kernel cache (public)
-
-        from .compiler import CPUCompiler
-
-        global _CACHE, _COMPILER
-        if _CACHE is None:
-            _CACHE, _COMPILER = ProgramCache(), CPUCompiler()
-        opts = ("-DT_DOUBLE",) if dtype == np.float64 else ()
-        try:
-            source = _SOURCE.read_text()
-            got = tuple(_CACHE.get(_COMPILER, source, e, opts) for e in ("attn_fwd", "attn_bwd"))
-        except (CompileError, OSError) as exc:
-            warnings.warn(
-                f"[cpu] the fused attention kernel does not build ({exc}); attention runs in numpy",
-                stacklevel=2,
-            )
-            got = None
-        _LIBS[dtype.char] = got
-    return got
+    opts = ("-DT_DOUBLE",) if dtype == np.float64 else ()
+    return own_programs(_SOURCE, ("attn_fwd", "attn_bwd"), opts, "fused attention")
 
 
 def _fits(ins: list) -> bool:

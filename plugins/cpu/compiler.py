@@ -18,6 +18,8 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
+import warnings
 from typing import Any
 
 import numpy as np
@@ -221,6 +223,33 @@ def _declaration(source: str, entry: str) -> str:
         )
     decl = re.sub(r"\brestrict\b|\b__restrict__\b", "", m.group(1))
     return " ".join(decl.split())
+
+
+_OWN_LOCK = threading.Lock()
+_OWN: dict[tuple[str, tuple[str, ...], tuple[str, ...]], Any] = {}  # -> programs, or None
+
+
+def own_programs(path: Any, entries: tuple[str, ...], options: tuple[str, ...], what: str) -> Any:
+    """The plugin's own C (``attention.c``, ``layout.c``): the programs of ``entries`` in the
+    file at ``path``, built once per process through the core's kernel cache (verified entries
+    on disk, keyed by the source, the compiler and the CPU), or None when they do not build (no
+    C compiler: warned once, naming ``what`` runs in numpy instead)."""
+    key = (str(path), entries, options)
+    if key in _OWN:
+        return _OWN[key]
+    with _OWN_LOCK:
+        if key not in _OWN:
+            from framework.compiler.cache import ProgramCache  # the core's kernel cache (public)
+
+            try:
+                cache, comp, source = ProgramCache(), CPUCompiler(), open(path).read()
+                _OWN[key] = tuple(cache.get(comp, source, e, options) for e in entries)
+            except (CompileError, OSError) as exc:
+                warnings.warn(
+                    f"[cpu] the {what} kernel does not build ({exc}); {what} runs in numpy", stacklevel=3
+                )
+                _OWN[key] = None
+    return _OWN[key]
 
 
 def register_compiler(registry: Any) -> None:

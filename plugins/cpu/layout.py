@@ -9,39 +9,20 @@ strided copy is as good) ``permute`` stays numpy's ``copyto`` of the transposed 
 from __future__ import annotations
 
 import math
-import threading
-import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from adapter_api import CompileError
+from .compiler import own_programs
 
 _SOURCE = Path(__file__).with_name("layout.c")
-_LOCK = threading.Lock()
-_PROG: list[Any] = []  # [the built program, or None when it does not build]
 RUN_MIN = 16  #: bytes a run needs for the C kernel
 
 
 def _program() -> Any:
-    if _PROG:
-        return _PROG[0]
-    with _LOCK:
-        if not _PROG:
-            from framework.compiler.cache import ProgramCache  # the core's kernel cache (public)
-
-            from .compiler import CPUCompiler
-
-            try:
-                prog = ProgramCache().get(CPUCompiler(), _SOURCE.read_text(), "permute_runs", ())
-            except (CompileError, OSError) as exc:
-                warnings.warn(
-                    f"[cpu] the permute kernel does not build ({exc}); permute runs in numpy", stacklevel=2
-                )
-                prog = None
-            _PROG.append(prog)
-    return _PROG[0]
+    progs = own_programs(_SOURCE, ("permute_runs",), (), "permute")
+    return None if progs is None else progs[0]
 
 
 def permute_call(x: np.ndarray, y: np.ndarray, perm: tuple[int, ...], kept: int) -> Any:
