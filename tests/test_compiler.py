@@ -723,3 +723,24 @@ def test_every_lowered_primitive_matches_its_eager_kernel(device, op):
         np.testing.assert_array_equal(got, want, op)
     else:
         np.testing.assert_allclose(got, want, rtol=1e-13, atol=0, equal_nan=True, err_msg=op)
+
+
+def test_a_rotated_read_moves_down_to_the_loads():
+    """Builder.take: an input read at a rotated column is a ``take`` node; rotations compose
+    (back to the input itself at a full turn); an element-wise value is recomputed from its
+    rotated operands; a per-row value is itself; an element index cannot be rotated."""
+    b = ir.Builder()
+    x = b.input(0, np.float32, True, True)
+    w = b.input(1, np.float32, False, True)
+    s = b.reduce("sum", x)
+    e = b.binary("add", b.binary("mul", x, w), s)
+    t = b.take(e, 3, 8)
+    assert t.op == "add" and t.args[1] is s
+    m = t.args[0]
+    assert [a.op for a in m.args] == ["take", "take"] and m.args[0].attr == (0, 3, 8)
+    assert m.args[1].attr == (1, 3, 8) and not m.args[1].row
+    assert b.take(b.take(x, 3, 8), 5, 8) is x
+    assert b.take(b.take(x, 3, 8), 2, 8).attr == (0, 5, 8)
+    assert b.take(x, 16, 8) is x and b.take(s, 3, 8) is s
+    with pytest.raises(ValueError, match="index"):
+        b.take(b.special("index", (), np.int64, None), 1, 8)

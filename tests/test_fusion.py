@@ -372,3 +372,84 @@ def test_a_reshaped_input_used_outside_a_group_is_a_view_not_a_kernel_output(dev
     np.testing.assert_allclose(y, (a / (1 + np.exp(-a)) * b).reshape(4, 8, 24), rtol=1e-5, atol=1e-6)
     np.testing.assert_array_equal(ga, a.reshape(4, 8, 24))
     np.testing.assert_array_equal(gb, b.reshape(4, 8, 24))
+
+
+# -- a gather along the row by a rotation: rotary's rotate-half ------------------------------
+def rotary_ref(x, cos, sin):
+    h = x.shape[-1] // 2
+    return x * cos + np.concatenate([-x[..., h:], x[..., :h]], -1) * sin
+
+
+def test_rotary_embedding_is_one_kernel_reading_the_rotated_row(dev, monkeypatch):
+    """q and k's rotary embedding: the rotate-half gather is a load at the rotated column of
+    the group's kernel (no gather, no product with a permutation left in the program); an
+    infinite input stays one infinite value (a product with a signed permutation spread it
+    as NaN over its row)."""
+    rng = np.random.default_rng(11)
+    q = arr(rng, 2, 3, 8, 16)
+    q[1, 2, 5, 3] = np.inf
+    cos, sin = (t.numpy() for t in F.rotary_cos_sin(8, 16))
+
+    def f(q, cos, sin):
+        return F.rotary_embedding(q, cos, sin)
+
+    args = [fw.to_tensor(x, device=dev) for x in (q, cos, sin)]
+    (y,), prog = run_static(f, args)
+    assert (
+        len(fused(prog)) == 1 and "op.gather" not in op_names(prog) and "op.matmul" not in op_names(prog)
+    ), prog
+    outside = [op for op in prog.block.ops if op.name.startswith("op.") and op.name != "op.reshape"]
+    assert [(op.name, op.result.type.shape) for op in outside] == [("op.mul", (8, 16))], prog  # sin * sign
+    src = fusion.GROUPS[fused(prog)[0].name].estimate.source
+    assert "tk8" in src, src
+    with np.errstate(invalid="ignore"):
+        ref = rotary_ref(q.astype(np.float64), cos, sin)
+    finite = np.isfinite(ref)
+    np.testing.assert_allclose(y[finite], ref[finite], rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(np.isposinf(y), np.isposinf(ref))
+    np.testing.assert_array_equal(np.isnan(y), np.isnan(ref))
+    assert np.isfinite(y).sum() == q.size - 2  # the inf's own element and its rotated partner
+    (y0,), prog0 = run_static(f, args, compile_=False, monkeypatch=monkeypatch)
+    assert not fused(prog0) and "op.gather" in op_names(prog0)
+    np.testing.assert_allclose(y, y0, rtol=1e-6, atol=1e-7)
+
+
+def test_rotary_training_step_fuses_the_rotated_gradient(dev):
+    """Forward and backward of rotary under to_static: the backward's gather by the inverse
+    rotation (the gradient of a gather by a ``permutation``) reads the incoming gradient
+    times the sin table at the rotated column inside its group."""
+    rng = np.random.default_rng(12)
+    x, gy = arr(rng, 2, 2, 4, 8), arr(rng, 2, 2, 4, 8)
+    cos, sin = (t.numpy() for t in F.rotary_cos_sin(4, 8))
+
+    def f(x, cos, sin):
+        return F.rotary_embedding(x * 1.5, cos, sin)
+
+    sf = fw.jit.to_static(f)
+    xt = fw.to_tensor(x, device=dev)
+    xt.stop_gradient = False
+    y = sf(xt, fw.to_tensor(cos, device=dev), fw.to_tensor(sin, device=dev))
+    y.backward(fw.to_tensor(gy, device=dev))
+    bprog = sf.programs[-1].backward.executor.program
+    assert fused(bprog) and "op.gather" not in op_names(bprog) and "op.scatter_add" not in op_names(bprog), (
+        bprog
+    )
+    np.testing.assert_allclose(y.numpy(), rotary_ref(1.5 * x, cos, sin), rtol=1e-5, atol=1e-6)
+    # d/dx of x*cos + R(x)*sin with R(x) = x @ P: g*cos + (g*sin) @ P^T
+    h = 4
+    gs = gy * sin
+    back = np.concatenate([gs[..., h:], -gs[..., :h]], -1)
+    np.testing.assert_allclose(xt.grad.numpy(), 1.5 * (gy * cos + back), rtol=1e-5, atol=1e-6)
+
+
+def test_a_gather_that_is_not_a_rotation_stays_a_gather(dev):
+    rng = np.random.default_rng(13)
+    x = arr(rng, 4, 8)
+    idx = np.array([1, 0, 2, 3, 4, 5, 7, 6])
+
+    def f(x):
+        return fw.gather(x * 2.0, fw.to_tensor(idx, device=x.device), axis=1) + 1.0
+
+    (y,), prog = run_static(f, [fw.to_tensor(x, device=dev)])
+    assert "op.gather" in op_names(prog), prog
+    np.testing.assert_allclose(y, (x * 2.0)[:, idx] + 1.0, rtol=1e-6)

@@ -412,3 +412,29 @@ def test_permute_without_the_c_kernel_is_numpys(monkeypatch):
     f = fw.jit.to_static(lambda t: t.transpose(list(perm)))
     for _ in range(2):
         assert_close(f(fw.to_tensor(x)), x.transpose(perm))
+
+
+def test_gather_by_a_permutation_has_a_gather_as_gradient():
+    """``permutation`` indices: the gradient of a gather by one is a gather by its inverse,
+    equal to the scatter-add of any other index; a non-permutation is refused."""
+    from framework._src.ops.indexing import permutation
+
+    rng = np.random.default_rng(5)
+    perm = rng.permutation(7)
+    x = rng.standard_normal((3, 7)).astype(np.float32)
+    g = rng.standard_normal((3, 7)).astype(np.float32)
+    grads = []
+    for idx in (permutation(perm, "cpu"), fw.to_tensor(perm)):
+        xt = fw.to_tensor(x)
+        xt.stop_gradient = False
+        y = fw.gather(xt, idx, axis=1)
+        np.testing.assert_array_equal(y.numpy(), x[:, perm])
+        y.backward(fw.to_tensor(g))
+        grads.append(xt.grad.numpy())
+    want = np.zeros_like(x)
+    want[:, perm] = g
+    np.testing.assert_array_equal(grads[0], want)
+    np.testing.assert_array_equal(grads[1], want)
+    assert permutation(perm, "cpu") is permutation(list(perm), "cpu")
+    with pytest.raises(fw.OpArgumentError, match=r"\[permutation\] \[0, 0, 1\] is not a permutation"):
+        permutation([0, 0, 1], "cpu")

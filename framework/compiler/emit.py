@@ -147,7 +147,7 @@ class Emitter:
     def expr(self, n: ir.Node, a: list[str], load: str) -> str:
         op, dt = n.op, n.dtype
         T = self.ctype(dt)
-        if op == "input":
+        if op in ("input", "take"):
             return load
         if op == "const":
             return self.literal(n.attr, dt)
@@ -399,7 +399,13 @@ class Emitter:
                     inner.append(f"{self.spill_at(prog, k)} = v{i};  /* kept for a later pass */")
             for k, n in loop.stores:
                 inner.append(f"{self.store_target(prog, k)} = {self.stored(n.dtype, f'v{n.id}')};")
-            body.extend(self.loop(prog, li, reds, inner, lanes))
+            shifts = sorted({n.attr[1] for n in order if n.op == "take"})
+            segments = self.segments(prog, reds, lanes, shifts) if shifts else None
+            if segments is not None:
+                body.extend(self.segmented(inner, segments))
+            else:
+                tk = [f"const int64_t tk{s} = (j < N - {s} ? {s} : {s} - N);" for s in shifts]
+                body.extend(self.loop(prog, li, reds, tk + inner, lanes))
             body.extend(self.after_pass(prog, li))
             body.extend(self.after_stores(prog, loop.stores))
             body.extend(self.combine(reds))
@@ -417,7 +423,35 @@ class Emitter:
 
     row_loop = False
 
+    def segments(
+        self, prog: ir.Program, reds: list[tuple[ir.Node, str]], lanes: int, shifts: list[int]
+    ) -> list[tuple[int, int, list[tuple[int, int]]]] | None:
+        """A pass that reads rotated columns (``take``: column ``(j + s) % N`` is ``j + tk<s>``)
+        as loops over column ranges, each with every ``tk<s>`` fixed: ``(lo, hi, [(s, tk)])``,
+        or None for one loop that picks ``tk<s>`` per element."""
+        return None
+
+    @staticmethod
+    def column_ranges(n: int, shifts: list[int]) -> list[tuple[int, int, list[tuple[int, int]]]]:
+        cuts = sorted({0, n, *(n - s for s in shifts)})
+        return [
+            (lo, hi, [(s, s if hi <= n - s else s - n) for s in shifts]) for lo, hi in zip(cuts, cuts[1:])
+        ]
+
+    def segmented(
+        self, inner: list[str], segments: list[tuple[int, int, list[tuple[int, int]]]]
+    ) -> list[str]:
+        raise NotImplementedError
+
     def _load(self, n: ir.Node) -> str:
+        if n.op == "take":  # the input at column (j + s) % N: j + tk<s>, set by the loop
+            k, s, _ = n.attr
+            col = f"(j + tk{s})"
+            if k in self._prog.loads:
+                at = re.sub(r"\bj\b", col, self._prog.loads[k])
+            else:
+                at = f"r * N + {col}" if n.row else col
+            return self.loaded(n.dtype, f"in{k}[{at}]")
         if n.op != "input":
             return ""
         k = n.attr
@@ -874,6 +908,8 @@ class CEmitter(_RowLoops):
             return False
         if prog.loads or not all(prog.out_col):
             return False
+        if any(n.op == "take" for n in ir.live_nodes(prog.outputs)):
+            return False  # a rotated column is an index within the row
         sched = ir.schedule(prog)
         if len(sched.loops) != 1 or sched.loops[0].reductions or sched.row_stores:
             return False
@@ -893,6 +929,31 @@ class CEmitter(_RowLoops):
         self, prog: ir.Program, li: int, reds: list[tuple[ir.Node, str]], inner: list[str], lanes: int
     ) -> list[str]:
         return inner if self._flat(prog) else super().loop(prog, li, reds, inner, lanes)
+
+    def segments(
+        self, prog: ir.Program, reds: list[tuple[ir.Node, str]], lanes: int, shifts: list[int]
+    ) -> list[tuple[int, int, list[tuple[int, int]]]] | None:
+        # NOTE: one loop with tk<s> chosen per element made gcc gather (vgatherqps) every
+        # rotated load; over a column range the rotated row is a contiguous load
+        if reds or lanes > 1 or prog.n is None:
+            return None
+        return self.column_ranges(prog.n, shifts)
+
+    def segmented(
+        self, inner: list[str], segments: list[tuple[int, int, list[tuple[int, int]]]]
+    ) -> list[str]:
+        out = []
+        for lo, hi, tks in segments:
+            out += [
+                "{",
+                *(f"    const int64_t tk{s} = {tk};" for s, tk in tks),
+                "    #pragma omp simd",
+                f"    for (int64_t j = {lo}; j < {hi}; ++j) {{",
+                *("        " + x for x in inner),
+                "    }",
+                "}",
+            ]
+        return out
 
     def row_begin(self, prog: ir.Program) -> tuple[list[str], list[str]]:
         # NOTE: small launches stay on one thread: waking the team costs more than the work,

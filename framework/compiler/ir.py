@@ -36,9 +36,10 @@ def lowering(op: str) -> Lowering:
 
 
 class Node:
-    """One value of a fusion group. ``op`` is ``input`` (attr: input index), ``const`` (attr:
-    value), ``cast``, ``reduce`` (attr: ``sum``/``max``/``min``) or the name of an op whose
-    OpDef lowers to an element-wise expression (:func:`lowering`)."""
+    """One value of a fusion group. ``op`` is ``input`` (attr: input index), ``take`` (an
+    input read at a rotated column, attr ``(input, shift, n)``: :meth:`Builder.take`),
+    ``const`` (attr: value), ``cast``, ``reduce`` (attr: ``sum``/``max``/``min``) or the name
+    of an op whose OpDef lowers to an element-wise expression (:func:`lowering`)."""
 
     __slots__ = ("op", "args", "dtype", "row", "col", "attr", "id")
 
@@ -134,6 +135,28 @@ class Builder:
             return a
         dtype = np.dtype(np.int64) if kind in ("argmax", "argmin") else a.dtype
         return self._make("reduce", (a,), dtype, a.row, False, kind)
+
+    def take(self, a: Node, shift: int, n: int) -> Node:
+        """``a`` read at column ``(j + shift) % n`` of its row (a gather along the row by a
+        rotation: rotary's rotate-half). The rotation moves down to the loads: an input is
+        read at the rotated column (a ``take`` node, attr ``(input, shift, n)``), an
+        element-wise value is recomputed from its rotated operands, a per-row or scalar value
+        is itself. Raises ValueError for a value that depends on its column otherwise (an
+        element index, a random draw)."""
+        shift %= n
+        if not a.col or not shift:
+            return a
+        if a.op == "input":
+            return self._make("take", (), a.dtype, a.row, True, (a.attr, shift, n))
+        if a.op == "take":
+            k, s0, _ = a.attr
+            s = (s0 + shift) % n
+            if not s:
+                return self.input(k, a.dtype, a.row, True)
+            return self._make("take", (), a.dtype, a.row, True, (k, s, n))
+        if a.op in ("index", "arange", "philox", "rowsum"):
+            raise ValueError(f"a gather along the row of a '{a.op}' value")
+        return self._make(a.op, tuple(self.take(x, shift, n) for x in a.args), a.dtype, a.row, a.col, a.attr)
 
     def special(self, op: str, args: tuple[Node, ...], dtype: np.dtype, attr: Any) -> Node:
         """A value no OpDef lowers to: ``index`` (the element's flat index, int64),

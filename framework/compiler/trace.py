@@ -5,8 +5,9 @@ Symbolic tensors are ordinary :class:`Tensor` objects whose storage block is a :
 holding an IR node, so reshape, detach and other storage-sharing views trace for free. The
 ``TRACER`` hook of ``ops.base.apply`` hands every primitive to :class:`_Tracer`.
 
-A graph is a fusion group when every primitive is elementwise, a cast, an expand, a copy or a
-``sum``/``max``/``min`` over the last axis, and every value fits one kind of
+A graph is a fusion group when every primitive is elementwise, a cast, an expand, a copy, a
+``sum``/``max``/``min`` over the last axis or a ``gather`` along the row by a rotation of it
+(a constant index: rotary's rotate-half), and every value fits one kind of
 :mod:`framework.compiler.ir` (full row, per-column vector, per-row scalar, scalar).
 """
 
@@ -132,6 +133,9 @@ class _Tracer:
             assert op.decomposition is not None
             r = op.decomposition(*ins, **attrs)
             return [r] if isinstance(r, Tensor) else list(r)
+        role = op.lower.role if op.lower is not None else None
+        if role == "take":
+            return [self._take(ins, attrs)]
         args = [self.node(t) for t in ins]
         metas = op.infer(ins, attrs) if op.infer is not None else None
         if metas is None or len(metas) != 1:
@@ -142,7 +146,6 @@ class _Tracer:
         b = self.b
         if dtype not in (*ir.FLOATS, ir.BOOL):
             raise NotFusible(f"'{name}' makes a {dtype} value")
-        role = op.lower.role if op.lower is not None else None
         if role == "pass":
             node = args[0]
         elif role == "expr":
@@ -169,6 +172,28 @@ class _Tracer:
             raise NotFusible(f"primitive '{name}' is not elementwise or a row reduction")
         self.geo.check(tuple(shape), node)
         return [self.sym(node, shape, dtype, ins[0].device)]
+
+    def _take(self, ins: list[Tensor], attrs: dict[str, Any]) -> Tensor:
+        """A gather along the row by a rotation of it, ``index[j] = (j + s) % n``, the index a
+        concrete tensor (a constant of the program): the value read at the rotated column."""
+        x, index = ins
+        n = self.geo.n
+        if attrs["axis"] != x.ndim - 1 or not x.shape or x.shape[-1] != n:
+            raise NotFusible(f"'gather' over axis {attrs['axis']} of {x.shape} is not along the row")
+        if isinstance(index._block, _Sym) or index.ndim != 1 or index.shape[0] != n:
+            raise NotFusible(
+                f"'gather' along the row by an index of shape {index.shape} not known when built"
+            )
+        idx = index.numpy()
+        s = int(idx[0]) % n if n else 0
+        if not np.array_equal(idx, (np.arange(n) + s) % n):
+            raise NotFusible("'gather' along the row by an index that is not a rotation of the row")
+        try:
+            node = self.b.take(self.node(x), s, n)
+        except ValueError as exc:
+            raise NotFusible(str(exc)) from None
+        self.geo.check(tuple(x.shape), node)
+        return self.sym(node, tuple(x.shape), x.dtype, x.device)
 
 
 def trace(

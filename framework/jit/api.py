@@ -199,12 +199,12 @@ class StaticFunction:
             bconsts = dict(tr.constants)  # the backward program's own (passes fold and drop)
             if self.passes is not None:
                 _passes.run_pipeline(bprog, self.passes, bconsts, dev)
-            bex = Executor(_passes.fuse_program(bprog, dev), dev, tr.param_tensors, bconsts)
+            bex = Executor(_passes.fuse_program(bprog, dev, bconsts), dev, tr.param_tensors, bconsts)
             bw = make_backward(name, bprog, bex, b["n_outs"], n_saved, b["diff"], b["wanted"])
         if self.passes is not None:  # fold, canonicalize, cse, fuse, dce (framework.ir.passes)
             _passes.run_pipeline(prog, self.passes, tr.constants, dev)
         # the compiler's fusion groups (OARLOCK_COMPILE=0: none) on a copy; `prog` stays portable
-        ex = Executor(_passes.fuse_program(prog, dev), dev, tr.param_tensors, tr.constants)
+        ex = Executor(_passes.fuse_program(prog, dev, tr.constants), dev, tr.param_tensors, tr.constants)
         return ConcreteProgram(prog, dict(tr.param_tensors), dict(tr.constants), structure, ex, bw, guard)
 
     @property

@@ -189,7 +189,9 @@ class TranslatedLayer(Layer):
         if ex is None:
             params = {n: getattr(self, k) for n, k in self._param_names.items()}
             consts = {n: t.numpy() for n, t in self._constants.items()}
-            prog = _passes.fuse_program(retarget(self.program, str(dev)), dev)  # OARLOCK_COMPILE=0: unfused
+            prog = _passes.fuse_program(
+                retarget(self.program, str(dev)), dev, consts
+            )  # OARLOCK_COMPILE=0: unfused
             ex = self._executors[dev] = Executor(prog, dev, params, consts)
         return ex
 

@@ -163,7 +163,9 @@ class FusedUpdate:
                 where[(i, n)] = k
                 k += 1
         inplace = {o: where[key] for o, key in enumerate(outs)}
-        return Executor(_passes.fuse_program(prog, dev), dev, {}, tr.constants, inplace=inplace), outs
+        return Executor(
+            _passes.fuse_program(prog, dev, tr.constants), dev, {}, tr.constants, inplace=inplace
+        ), outs
 
     def launches(self) -> int:
         """Kernel launches (instructions) of the last step's program."""

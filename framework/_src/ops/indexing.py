@@ -54,6 +54,30 @@ def gather(x: Tensor, index: Any, axis: int = 0, name: str | None = None) -> Ten
 
 index_select = gather
 
+_PERMUTATIONS: dict[tuple[tuple[int, ...], Any], Tensor] = {}
+
+
+def permutation(perm: Any, device: Any) -> Tensor:
+    """The int64 index tensor of the permutation ``perm`` of ``range(len(perm))`` for
+    :func:`gather` (made once per permutation and device). Its gradient is a gather by the
+    inverse permutation, not a scatter-add into zeros, and the compiler fuses a gather along
+    the row by a rotation (``perm[j] = (j + s) % n``) into the kernel that reads it."""
+    p = tuple(int(i) for i in perm)
+    if sorted(p) != list(range(len(p))):
+        raise OpArgumentError(f"[permutation] {list(p)} is not a permutation of range({len(p)})")
+    key = (p, device)
+    t = _PERMUTATIONS.get(key)
+    if t is None:
+        inv = tuple(int(i) for i in np.argsort(p))
+        t = _PERMUTATIONS[key] = to_tensor(np.asarray(p, np.int64), device=device)
+        u = (
+            t
+            if inv == p
+            else _PERMUTATIONS.setdefault((inv, device), to_tensor(np.asarray(inv, np.int64), device=device))
+        )
+        t._inverse, u._inverse = u, t  # type: ignore[attr-defined]
+    return t
+
 
 def _scatter(opname: str, x: Tensor, index: Any, src: Any, axis: int) -> Tensor:
     ax = _axis(opname, axis, x.ndim)

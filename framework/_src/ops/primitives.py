@@ -459,9 +459,12 @@ def _gather_infer(ins, a):
 
 def _g_gather(n, g):
     from .creation import zeros_like
-    from .indexing import scatter_add
+    from .indexing import gather, scatter_add
 
     x, idx = n.inputs
+    inverse = getattr(idx, "_inverse", None)
+    if inverse is not None:  # a permutation (``indexing.permutation``): gather by its inverse
+        return [gather(g[0], inverse, axis=n.attrs["axis"]), None]
     return [scatter_add(zeros_like(x), idx, g[0], axis=n.attrs["axis"]), None]
 
 
@@ -484,7 +487,9 @@ def _g_scatter(n, g):
     ]
 
 
-primitive("gather", _gather_infer, _g_gather)
+# NOTE: the loop IR reads a gather along the row whose index is a constant rotation of the
+# row (rotary's rotate-half, roll) as a load at the rotated column (``compiler.ir.Builder.take``)
+primitive("gather", _gather_infer, _g_gather, lower=Lowering("take"))
 primitive("scatter_add", lambda ins, a: [(ins[0].shape, ins[0].dtype)], _g_scatter_add)
 primitive("scatter", lambda ins, a: [(ins[0].shape, ins[0].dtype)], _g_scatter)
 

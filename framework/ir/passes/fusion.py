@@ -46,10 +46,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import numpy as np
+
 from ..._src import dispatch, env
 from ..._src.opdef import OpDef
 from ..._src.ops import base
-from ..._src.tensor import Tensor
+from ..._src.tensor import Tensor, from_numpy_copy
 from ..core import (
     Operation,
     Program,
@@ -66,7 +68,9 @@ from .dce import eliminate_dead_code
 from .manager import Pass, PassContext, PassManager, register_pass
 
 #: ops with these loop-IR roles may join a group (besides reshapes)
-_ROLES = ("expr", "cast", "pass", "reduce")
+_ROLES = ("expr", "cast", "pass", "reduce", "take")
+#: a constant index of a gather in a group is inlined into the group's body up to this length
+_INDEX_MAX = 4096
 #: what the cost model evaluates a symbolic dim at (bytes are compared, not measured)
 _SIZE_OF_SYMBOL = 64
 
@@ -142,7 +146,10 @@ def replay(body: Program, ins: Sequence[Tensor], binding: Mapping[str, int]) -> 
         if op.name == "builtin.constant":
             ty = op.result.type
             assert isinstance(ty, TensorType)
-            vals[op.result] = base.full_tensor(ty.concrete(binding), op.attrs["value"], ty.dtype, dev)
+            if "index" in op.attrs:  # a gather's index (``_Candidate``)
+                vals[op.result] = from_numpy_copy(np.asarray(op.attrs["index"], ty.dtype), dev)
+            else:
+                vals[op.result] = base.full_tensor(ty.concrete(binding), op.attrs["value"], ty.dtype, dev)
             continue
         d = lookup(op.name).opdef
         assert d is not None
@@ -173,7 +180,25 @@ def can_join(op: Operation) -> bool:
         return False
     if d.kind != "view" and (d.lower is None or d.lower.role not in _ROLES):
         return False
+    if d.lower is not None and d.lower.role == "take":  # a gather: by a constant index
+        data, index = op.operands
+        return _index_const(index) and all(_fusible_type(v) for v in (data, *op.results))
     return all(_fusible_type(v) for v in (*op.operands, *op.results))
+
+
+def _index_const(v: Value) -> bool:
+    """Whether ``v`` is a small named integer constant (a gather's index inlined in a group)."""
+    d, t = v.defining_op, v.type
+    return (
+        d is not None
+        and d.name == "builtin.constant"
+        and "name" in d.attrs
+        and isinstance(t, TensorType)
+        and t.dtype.kind in "iu"
+        and t.rank == 1
+        and isinstance(t.shape[0], int)
+        and t.shape[0] <= _INDEX_MAX
+    )
 
 
 def _scalar_const(v: Value) -> bool:
@@ -216,17 +241,30 @@ def symbols_of(values: Sequence[Value], ops: Sequence[Operation]) -> tuple[str, 
 class _Candidate:
     """A group being built: its ops in program order, its inputs and outputs."""
 
-    def __init__(self, ops: list[Operation], returned: set[Value]) -> None:
+    def __init__(
+        self, ops: list[Operation], returned: set[Value], constants: Mapping[str, Any] | None = None
+    ) -> None:
         self.ops = ops
         inside = set(ops)
         self.inputs: list[Value] = []
+        #: scalar constants and a gather's constant index (its values from ``constants``,
+        #: the program's): part of the body, not inputs
         self.consts: list[Value] = []
+        self.values: dict[Value, tuple[int, ...]] = {}
         for op in ops:
             for v in op.operands:
                 d = v.defining_op
                 if d in inside or v in self.inputs or v in self.consts:
                     continue
-                (self.consts if _scalar_const(v) else self.inputs).append(v)
+                if _scalar_const(v):
+                    self.consts.append(v)
+                elif constants is not None and _index_const(v) and d.attrs["name"] in constants:  # type: ignore[union-attr]
+                    src = constants[d.attrs["name"]]  # type: ignore[union-attr]
+                    arr = src.numpy() if isinstance(src, Tensor) else np.asarray(src)
+                    self.values[v] = tuple(int(i) for i in arr.reshape(-1))
+                    self.consts.append(v)
+                else:
+                    self.inputs.append(v)
         escaping = [
             r for op in ops for r in op.results if r in returned or any(u not in inside for u, _ in r.uses)
         ]
@@ -251,7 +289,9 @@ class _Candidate:
         for v in self.consts:
             d = v.defining_op
             assert d is not None
-            m[v] = p.block.append("builtin.constant", [], [v.type], dict(d.attrs))  # type: ignore[assignment]
+            # a gather's index: its values in the body (they name the group's kernel)
+            attrs = {"index": self.values[v]} if v in self.values else dict(d.attrs)
+            m[v] = p.block.append("builtin.constant", [], [v.type], attrs)  # type: ignore[assignment]
         for op in self.ops:
             new = p.block.append_op(
                 Operation(op.name, [m[v] for v in op.operands], [r.type for r in op.results], dict(op.attrs))
@@ -296,10 +336,10 @@ class Fusion(Pass):
             return 0
         backend, device = BACKENDS[-1], ctx.device
         returned = set(program.outputs)
-        found = self._grow(program, backend, device, returned)
+        found = self._grow(program, backend, device, returned, ctx.constants)
         made: list[tuple[_Candidate, Group, str]] = []
         for ops in found:
-            cand = _Candidate(ops, returned)
+            cand = _Candidate(ops, returned, ctx.constants)
             if cand.compute_ops() < 2:
                 continue
             est = backend.check(cand.body(), device, True)
@@ -316,7 +356,7 @@ class Fusion(Pass):
             )
             made.append((cand, _group(cand, device, est), summary))
         for cand, g, _ in made:  # inputs again: an earlier group's results replaced some
-            _rewrite(program, _Candidate(cand.ops, set(program.outputs)), g)
+            _rewrite(program, _Candidate(cand.ops, set(program.outputs), ctx.constants), g)
         if made:
             _topological_order(program)
             eliminate_dead_code(program)
@@ -329,7 +369,12 @@ class Fusion(Pass):
         return fused_ops
 
     def _grow(
-        self, program: Program, backend: Backend, device: str, returned: set[Value]
+        self,
+        program: Program,
+        backend: Backend,
+        device: str,
+        returned: set[Value],
+        constants: Mapping[str, Any],
     ) -> list[list[Operation]]:
         """Groups in program order: each op joins (or joins up) the groups of its operands
         when the result stays convex and traceable, else it starts a group."""
@@ -350,7 +395,9 @@ class Fusion(Pass):
             return None if g is None else find(g)
 
         def fits(ops: list[Operation]) -> bool:
-            return not isinstance(backend.check(_Candidate(ops, returned).body(), device, False), str)
+            return not isinstance(
+                backend.check(_Candidate(ops, returned, constants).body(), device, False), str
+            )
 
         def convex(ops: list[Operation], ids: set[int]) -> bool:
             inside = set(ops)
@@ -512,10 +559,11 @@ def compile_enabled() -> bool:
     return env.flag("OARLOCK_COMPILE", True)
 
 
-def fuse_program(program: Program, device: Any) -> Program:
+def fuse_program(program: Program, device: Any, constants: Mapping[str, Any] | None = None) -> Program:
     """A copy of ``program`` with its fusion groups made into fused ops for ``device``, or
     ``program`` itself when nothing was fused (``OARLOCK_COMPILE=0``, no compile access, no
-    group worth it). What ``to_static`` and ``jit.load`` hand to the executor."""
+    group worth it). What ``to_static`` and ``jit.load`` hand to the executor. ``constants``
+    are the program's named constants (a gather's constant index is read into its group)."""
     dev = str(device)
     if not compile_enabled() or not BACKENDS or not BACKENDS[-1].available(dev):
         return program
@@ -524,7 +572,7 @@ def fuse_program(program: Program, device: Any) -> Program:
     for op in program.block.ops:
         copy.block.append_op(clone_op(op, mapping))
     pm = PassManager([Fusion(), *(make() for make in AFTER)])
-    pm.run(copy, PassContext(device=dev))
+    pm.run(copy, PassContext(constants=dict(constants or {}), device=dev))
     return copy if any(s.rewritten for s in pm.stats) else program
 
 

@@ -15,6 +15,7 @@ from .. import creation as C
 from .. import math as M
 from .. import shape as S
 from ..base import OPS, TRACER, _grad_by_decomposition, call, composite
+from ..indexing import gather, permutation
 from ..primitives import sum_to
 from ._common import float_arg, tensor_arg
 from .misc import dropout as _dropout
@@ -182,19 +183,17 @@ def rotary_cos_sin(
     return M.cast(M.cos(emb), d), M.cast(M.sin(emb), d)
 
 
-_ROT: dict[tuple[int, Any, Any], Tensor] = {}
+_ROT: dict[tuple[int, Any, Any], tuple[Tensor, Tensor]] = {}
 
 
-def _rotate_half_matrix(d: int, dtype: Any, device: Any) -> Tensor:
-    """R with x @ R = concat(-x[..., d/2:], x[..., :d/2]) (entries 0 and +-1)."""
+def _rotate_half(d: int, dtype: Any, device: Any) -> tuple[Tensor, Tensor]:
+    """(index, sign) with gather(x, index, -1) * sign = concat(-x[..., d/2:], x[..., :d/2])."""
     key = (d, dtype, device)
     r = _ROT.get(key)
     if r is None:
         h = d // 2
-        m = np.zeros((d, d), dtype=dtype)
-        m[np.arange(h) + h, np.arange(h)] = -1
-        m[np.arange(h), np.arange(h) + h] = 1
-        r = _ROT[key] = to_tensor(m, device=device)
+        sign = np.concatenate([-np.ones(h), np.ones(h)]).astype(dtype)
+        r = _ROT[key] = (permutation(np.r_[h:d, 0:h], device), to_tensor(sign, device=device))
     return r
 
 
@@ -203,13 +202,15 @@ def rotary_embedding(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
     (the GPT-NeoX / Llama form). ``cos``/``sin`` broadcast to ``x`` (e.g. (seq, dim) for
     (batch, heads, seq, dim) inputs).
 
-    NOTE: rotate_half is one matmul with a signed permutation matrix (cheaper forward and
-    backward than slicing and concatenating); an infinite input therefore gives NaN in
-    its whole row rather than +-inf in one place.
+    NOTE: rotate_half is one gather by a rotation of the last dim, its sign folded into
+    ``sin``; the gather's gradient is a gather by the inverse rotation, and the compiler
+    reads a rotated row inside the fused kernel (no copy, no product with a signed
+    permutation matrix, which also turned one infinite input into a row of NaN).
     """
     x = float_arg("rotary_embedding", x)
     d = x.shape[-1]
     if d % 2:
         raise OpArgumentError(f"[rotary_embedding] the last dim must be even, got shape {x.shape}")
-    rot = M.matmul(x.reshape((-1, d)), _rotate_half_matrix(d, x.dtype, x.device)).reshape(x.shape)
-    return x * cos.astype(x.dtype) + rot * sin.astype(x.dtype)
+    index, sign = _rotate_half(d, x.dtype, x.device)
+    rot = gather(x, index, axis=x.ndim - 1)
+    return x * cos.astype(x.dtype) + rot * (sin.astype(x.dtype) * sign)
