@@ -423,8 +423,9 @@ def test_gather_by_a_permutation_has_a_gather_as_gradient():
     perm = rng.permutation(7)
     x = rng.standard_normal((3, 7)).astype(np.float32)
     g = rng.standard_normal((3, 7)).astype(np.float32)
+    dev = fw.to_tensor(x).device
     grads = []
-    for idx in (permutation(perm, "cpu"), fw.to_tensor(perm)):
+    for idx in (permutation(perm, dev), fw.to_tensor(perm)):
         xt = fw.to_tensor(x)
         xt.stop_gradient = False
         y = fw.gather(xt, idx, axis=1)
@@ -435,6 +436,6 @@ def test_gather_by_a_permutation_has_a_gather_as_gradient():
     want[:, perm] = g
     np.testing.assert_array_equal(grads[0], want)
     np.testing.assert_array_equal(grads[1], want)
-    assert permutation(perm, "cpu") is permutation(list(perm), "cpu")
+    assert permutation(perm, dev) is permutation(list(perm), dev)
     with pytest.raises(fw.OpArgumentError, match=r"\[permutation\] \[0, 0, 1\] is not a permutation"):
-        permutation([0, 0, 1], "cpu")
+        permutation([0, 0, 1], dev)
