@@ -16,7 +16,9 @@ Sections, per device:
   update program, framework.optim.fused). Rows marked "eager optimizer" run the optimizer
   op by op (``fused=False``: what to_static did before the update program); "eager, fused
   optimizer" is eager mode with the update program. "compiler off" rows run the eager
-  optimizer.
+  optimizer. "no recompute" saves every forward value the backward reads
+  (``OARLOCK_REMAT=0``; by default short element-wise chains are recomputed in the backward,
+  framework.jit.autodiff.rematerialize).
   On cpu the same model and step in torch eager and with ``torch.compile`` (forward and
   loss compiled), when torch is importable.
 - ``optim``: the optimizer step alone (the same AdamW with clipping over the model's
@@ -254,6 +256,8 @@ def train_rows(device: str, steps: int, torch_rows: bool, torch_compile: bool) -
         "oarlock to_static whole step + compiler, eager opt.": oarlock_whole_step(device, True, False),
         "oarlock to_static whole step + compiler": oarlock_whole_step(device, True),
     }
+    with mock.patch.dict(os.environ, {"OARLOCK_REMAT": "0"}):  # every value the backward reads saved
+        fns["oarlock to_static + compiler, no recompute"] = oarlock_step(device, True, True)
     with horizontal(False):
         fns["oarlock to_static + compiler, kernel per group"] = oarlock_step(device, True, True)
         fns["oarlock whole step + compiler, kernel per group"] = oarlock_whole_step(device, True)

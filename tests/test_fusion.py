@@ -453,3 +453,45 @@ def test_a_gather_that_is_not_a_rotation_stays_a_gather(dev):
     (y,), prog = run_static(f, [fw.to_tensor(x, device=dev)])
     assert "op.gather" in op_names(prog), prog
     np.testing.assert_allclose(y, (x * 2.0)[:, idx] + 1.0, rtol=1e-6)
+
+
+# -- recomputing in the backward ----------------------------------------------------------------
+def swiglu_grads(dev, monkeypatch, remat, compile_="1"):
+    monkeypatch.setenv("OARLOCK_REMAT", remat)
+    monkeypatch.setenv("OARLOCK_COMPILE", compile_)
+    rng = np.random.default_rng(14)
+    g, u, w = arr(rng, 6, 40), arr(rng, 6, 40), arr(rng, 40, 8)
+
+    def f(g, u, w):
+        return fw.matmul(F.silu(g) * u, w)
+
+    sf = fw.jit.to_static(f)
+    ts = [fw.to_tensor(x, device=dev) for x in (g, u, w)]
+    for t in ts:
+        t.stop_gradient = False
+    (sf(*ts) ** 2).sum().backward()
+    return sf.programs[-1].backward, [t.grad.numpy() for t in ts], (g, u, w)
+
+
+def test_the_backward_recomputes_silu_from_gate_and_up(dev, monkeypatch):
+    """SwiGLU under to_static: the backward reads gate and up (and the product for the
+    matmul's weight gradient) and computes silu's exp again inside its fused group, instead
+    of reading exp(-x), 1 + exp(-x) and silu(x) saved by the forward; the gradients are those
+    of numpy's float64 formulas either way."""
+    bw, got, (g, u, w) = swiglu_grads(dev, monkeypatch, "1")
+    bw0, got0, _ = swiglu_grads(dev, monkeypatch, "0")
+    assert bw.n_saved < bw0.n_saved, (bw.n_saved, bw0.n_saved)
+    ops = op_names(bw.program)
+    assert "op.exp" in ops and "op.exp" not in op_names(bw0.program)
+    assert any("op.exp" in op_names(fusion.GROUPS[op.name].body) for op in fused(bw.executor.program))
+    gd, ud, wd = (x.astype(np.float64) for x in (g, u, w))
+    s = 1 / (1 + np.exp(-gd))
+    h = gd * s * ud
+    dy = 2 * (h @ wd)
+    dh = dy @ wd.T
+    want = [dh * ud * s * (1 + gd * (1 - s)), dh * gd * s, h.T @ dy]
+    for a, b, c in zip(got, got0, want):
+        np.testing.assert_allclose(a, c, rtol=2e-5, atol=1e-5)
+        np.testing.assert_allclose(b, c, rtol=2e-5, atol=1e-5)
+    bw_off, got_off, _ = swiglu_grads(dev, monkeypatch, "1", compile_="0")
+    assert bw_off.n_saved == bw0.n_saved  # unfused, recomputing would only add kernels

@@ -195,7 +195,9 @@ class StaticFunction:
             guard = tuple((t, t.stop_gradient) for t in tr.param_tensors.values())
         if tr.backward is not None:
             b = tr.backward
-            prog, bprog, n_saved = split(prog, len(specs), b["n_fwd_ops"], b["n_outs"])
+            # recomputing in the backward pays where the recomputed ops join its fusion groups
+            recompute = _passes.fuses(dev)
+            prog, bprog, n_saved = split(prog, len(specs), b["n_fwd_ops"], b["n_outs"], recompute)
             bconsts = dict(tr.constants)  # the backward program's own (passes fold and drop)
             if self.passes is not None:
                 _passes.run_pipeline(bprog, self.passes, bconsts, dev)

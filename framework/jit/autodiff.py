@@ -30,12 +30,14 @@ from typing import Any
 
 from adapter_api import OpArgumentError
 
-from .._src import autograd
+from .._src import autograd, env
 from .._src.opdef import OpDef
 from .._src.ops import base
 from .._src.tensor import Tensor
-from ..ir import Executor, Operation, Program, Value, verify
+from ..ir import Executor, Operation, Program, TensorType, Value, verify
 from ..ir.core import clone_op
+from ..ir.dialects import lookup
+from ..ir.passes.fusion import type_bytes
 
 _SHARED = ("builtin.parameter", "builtin.constant")
 
@@ -73,9 +75,12 @@ def trace_backward(
     return diff, kept, values
 
 
-def split(joint: Program, n_inputs: int, n_fwd_ops: int, n_outs: int) -> tuple[Program, Program, int]:
+def split(
+    joint: Program, n_inputs: int, n_fwd_ops: int, n_outs: int, recompute: bool = False
+) -> tuple[Program, Program, int]:
     """Cut ``joint`` (see the module docstring) into the forward and backward programs;
-    returns them and the number of saved values."""
+    returns them and the number of saved values. ``recompute``: the backward computes short
+    element-wise chains again rather than reading them (:func:`rematerialize`)."""
     ops = joint.block.ops
     ret = joint.return_op
     assert ret is not None
@@ -101,6 +106,12 @@ def split(joint: Program, n_inputs: int, n_fwd_ops: int, n_outs: int) -> tuple[P
                 read(v)
     for v in ret.operands[n_outs:]:
         read(v)
+    saved, again = rematerialize(fwd_ops, saved) if recompute else (saved, [])
+    for op in again:  # the parameters and constants recomputed values read
+        for v in op.operands:
+            d = v.defining_op
+            if d is not None and d.name in _SHARED and d not in shared:
+                shared.append(d)
 
     def copy(op: Operation, m: dict[Value, Value], into: Program) -> None:
         into.block.append_op(clone_op(op, m))  # regions deep-copied
@@ -118,12 +129,92 @@ def split(joint: Program, n_inputs: int, n_fwd_ops: int, n_outs: int) -> tuple[P
     order = {id(op): i for i, op in enumerate(fwd_ops)}
     for op in sorted(shared, key=lambda o: order[id(o)]):
         copy(op, mb, bwd)
+    for op in again:  # in forward order
+        copy(op, mb, bwd)
     for op in bwd_ops:
         copy(op, mb, bwd)
     bwd.block.append("builtin.return", [mb[v] for v in ret.operands[n_outs:]], [])
     verify(fwd)
     verify(bwd)
     return fwd, bwd, len(saved)
+
+
+#: a saved value is recomputed from at most this many forward ops
+_REMAT_OPS = 8
+
+
+def _recomputable(op: Operation) -> bool:
+    """An op the backward may run again instead of reading its result: a view, or an
+    element-wise, cast or broadcast op of the loop IR (deterministic, no regions)."""
+    if op.regions or len(op.results) != 1 or not op.operands or not op.name.startswith("op."):
+        return False
+    d = lookup(op.name).opdef
+    if d is None:
+        return False
+    return d.kind == "view" or (d.lower is not None and d.lower.role in ("expr", "cast", "pass"))
+
+
+def rematerialize(fwd_ops: Sequence[Operation], saved: list[Value]) -> tuple[list[Value], list[Operation]]:
+    """Which forward values the backward reads from memory, and which it computes again.
+
+    A saved value made by a short chain of element-wise ops (:func:`_recomputable`) from
+    values the backward has anyway (other saved values, the inputs, parameters and
+    constants) is recomputed when the values the chain needs besides those take fewer bytes
+    than it: SwiGLU's backward read silu's exp(-x), 1 + exp(-x), silu and its product with
+    ``up`` from the forward, where ``gate`` and ``up`` suffice. The forward writes fewer
+    tensors and the recomputed ops join the backward's fusion groups. Latest values first, so
+    a value another one was recomputed from may be recomputed in turn.
+    ``OARLOCK_REMAT=0`` saves every value the backward reads. Returns the saved values (in
+    forward order) and the ops to recompute (in forward order)."""
+    if not env.flag("OARLOCK_REMAT", True) or not saved:
+        return saved, []
+    order = {id(op): i for i, op in enumerate(fwd_ops)}
+    keep: dict[Value, None] = dict.fromkeys(saved)
+    again: set[int] = set()
+
+    def have(u: Value) -> bool:
+        d = u.defining_op
+        return u in keep or d is None or id(d) not in order or d.name in _SHARED or id(d) in again
+
+    def chain(v: Value) -> tuple[list[Operation], list[Value]] | None:
+        ops: dict[int, Operation] = {}
+        need: dict[Value, None] = {}
+        stack = [v]
+        while stack:
+            u = stack.pop()
+            d = u.defining_op
+            assert d is not None
+            if id(d) in ops:
+                continue
+            if not _recomputable(d) or len(ops) >= _REMAT_OPS:
+                return None
+            ops[id(d)] = d
+            for w in d.operands:
+                if have(w):
+                    continue
+                wd = w.defining_op
+                if wd is not None and _recomputable(wd) and len(ops) < _REMAT_OPS:
+                    stack.append(w)
+                else:
+                    need[w] = None
+        return list(ops.values()), list(need)
+
+    for v in sorted(saved, key=lambda v: -order[id(v.defining_op)]):  # type: ignore[arg-type]
+        if not isinstance(v.type, TensorType):
+            continue
+        found = chain(v)
+        if found is None:
+            continue
+        ops, need = found
+        if any(not isinstance(w.type, TensorType) for w in need):
+            continue
+        if sum(type_bytes(w.type) for w in need) >= type_bytes(v.type):  # type: ignore[arg-type]
+            continue
+        del keep[v]
+        keep.update(dict.fromkeys(need))
+        again.update(id(op) for op in ops)
+    saved = sorted(keep, key=lambda v: order.get(id(v.defining_op), -1))
+    return saved, [op for op in fwd_ops if id(op) in again]
 
 
 @dataclass

@@ -24,7 +24,7 @@ from .cse import CommonSubexpressionElimination, eliminate_common_subexpressions
 from .dce import DeadCodeElimination, eliminate_dead_code
 from .drr import Attr, Const, Match, Pat, Res, Rule, Var
 from .fold import ConstantFolding, fold_constants
-from .fusion import Fusion, fuse_program, fusion_stats
+from .fusion import Fusion, fuse_program, fuses, fusion_stats
 from .horizontal import HorizontalFusion
 from .lower import Lower, lower
 from .manager import (
@@ -74,6 +74,7 @@ __all__ = [
     "eliminate_dead_code",
     "fold_constants",
     "fuse_program",
+    "fuses",
     "lower",
     "fusion_stats",
     "optimize",

@@ -559,13 +559,19 @@ def compile_enabled() -> bool:
     return env.flag("OARLOCK_COMPILE", True)
 
 
+def fuses(device: Any) -> bool:
+    """Whether :func:`fuse_program` makes fusion groups for ``device`` (the compiler is on and
+    the device has compile access)."""
+    return compile_enabled() and bool(BACKENDS) and BACKENDS[-1].available(str(device))
+
+
 def fuse_program(program: Program, device: Any, constants: Mapping[str, Any] | None = None) -> Program:
     """A copy of ``program`` with its fusion groups made into fused ops for ``device``, or
     ``program`` itself when nothing was fused (``OARLOCK_COMPILE=0``, no compile access, no
     group worth it). What ``to_static`` and ``jit.load`` hand to the executor. ``constants``
     are the program's named constants (a gather's constant index is read into its group)."""
     dev = str(device)
-    if not compile_enabled() or not BACKENDS or not BACKENDS[-1].available(dev):
+    if not fuses(dev):
         return program
     copy = Program(program.name)
     mapping: dict[Value, Value] = {v: copy.block.add_argument(v.type) for v in program.inputs}
