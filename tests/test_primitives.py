@@ -439,3 +439,19 @@ def test_gather_by_a_permutation_has_a_gather_as_gradient():
     assert permutation(perm, dev) is permutation(list(perm), dev)
     with pytest.raises(fw.OpArgumentError, match=r"\[permutation\] \[0, 0, 1\] is not a permutation"):
         permutation([0, 0, 1], dev)
+
+
+@pytest.mark.parametrize(
+    "shape,axis,index",
+    [
+        ((3, 5, 8), 2, [4, 5, 6, 7, 0, 1, 2, 3]),  # a rotation: rotary's rotate-half
+        ((3, 5, 8), 1, [3, 4, 0, 1, 2]),
+        ((4, 6), 1, [0, 1, 2, 0, 1, 2]),  # a run repeated
+        ((4, 6), 1, [5, 4, 3, 2]),  # runs of one
+        ((2, 9), 0, [1, 0]),
+    ],
+)
+def test_gather_by_runs_of_consecutive_indices(shape, axis, index):
+    x = np.random.default_rng(6).standard_normal(shape).astype(np.float32)
+    got = fw.gather(fw.to_tensor(x), fw.to_tensor(np.array(index)), axis=axis).numpy()
+    np.testing.assert_array_equal(got, np.take(x, index, axis=axis))

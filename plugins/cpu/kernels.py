@@ -425,9 +425,24 @@ def _check_index(op: str, idx: np.ndarray, size: int, axis: int) -> None:
             )
 
 
+#: a 1-D gather index made of at most this many runs of consecutive indices is that many
+#: slice copies (a rotation, rotary's rotate-half, is two)
+_GATHER_RUNS = 4
+
+
 def _gather(ctx: Any, outs: list, ins: list, axis: int) -> None:
     x, idx = ins
     _check_index("gather", idx, x.shape[axis], axis)
+    if idx.ndim == 1 and 1 < idx.size and x.size > idx.size:
+        cuts = np.flatnonzero(np.diff(idx) != 1) + 1
+        if len(cuts) < _GATHER_RUNS:
+            # NOTE: np.take copies element by element: the rotate-half of (8, 4, 128, 64)
+            # float32 took 324 us, as two slice copies 76
+            lead = (slice(None),) * axis
+            for lo, hi in zip((0, *cuts), (*cuts, idx.size)):
+                start = int(idx[lo]) % x.shape[axis]
+                np.copyto(outs[0][(*lead, slice(lo, hi))], x[(*lead, slice(start, start + hi - lo))])
+            return
     np.take(x, idx, axis=axis, out=outs[0])
 
 
