@@ -29,6 +29,8 @@ Sections, per device:
   per group too ("kernel per group"), and a second table times eager, the whole step with the
   compiler and torch.compile again in a round robin of their own (among a dozen models each
   variant finds the caches full of the others').
+- ``remat``: the to_static + compiler step with and without recomputing short element-wise
+  chains in the backward (``OARLOCK_REMAT=0``), the two alone.
 - ``predict``: the same model saved with ``fw.jit.save`` and run by a Predictor (batch 16 x
   64 tokens), with and without the compiler.
 - ``groups``: ``rms_norm``, ``layer_norm``, ``softmax``, ``silu`` and ``gelu`` (float32, ``--shape``) as
@@ -329,6 +331,20 @@ def optim_rows(device: str, steps: int) -> None:
         print(f"  kernel launches per update, {label}: {k}")
 
 
+# -- recomputing in the backward ----------------------------------------------------------
+def remat_rows(device: str, steps: int) -> None:
+    """The to_static + compiler step with and without recomputation in the backward, alone
+    (in the train section's round robin a dozen models share the caches)."""
+    fns = {"oarlock to_static + compiler": oarlock_step(device, True, True)}
+    with mock.patch.dict(os.environ, {"OARLOCK_REMAT": "0"}):
+        fns["oarlock to_static + compiler, no recompute"] = oarlock_step(device, True, True)
+    table(
+        f"tiny Llama training step on {device}, recomputing in the backward or not (median of {steps})",
+        interleaved_cpu(fns, steps),
+        "oarlock to_static + compiler",
+    )
+
+
 # -- the Predictor --------------------------------------------------------------------------
 def predict_rows(device: str, reps: int) -> None:
     task = build("tiny_llama", 0, device)
@@ -463,6 +479,8 @@ def main() -> None:
             optim_rows(dev, args.steps)
         if "predict" in sections:
             predict_rows(dev, args.reps)
+        if "remat" in sections:
+            remat_rows(dev, args.steps)
         if "groups" in sections:
             group_rows(dev, shape, args.reps)  # type: ignore[arg-type]
     print(f"\nfusion: {fw.ir.passes.fusion_stats()}")
