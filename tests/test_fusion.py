@@ -442,6 +442,24 @@ def test_rotary_training_step_fuses_the_rotated_gradient(dev):
     np.testing.assert_allclose(xt.grad.numpy(), 1.5 * (gy * cos + back), rtol=1e-5, atol=1e-6)
 
 
+def test_a_rotated_row_inside_a_reduction(dev):
+    """The rotated read in a pass that also reduces along the row (its column offset chosen
+    per element rather than per column range): rms of the rotary output, and the output."""
+    rng = np.random.default_rng(15)
+    q = arr(rng, 3, 5, 40)
+    cos, sin = (t.numpy() for t in F.rotary_cos_sin(5, 40))
+
+    def f(q, cos, sin):
+        r = F.rotary_embedding(q, cos, sin)
+        return r, (r * r).mean(-1)
+
+    (y, ms), prog = run_static(f, [fw.to_tensor(x, device=dev) for x in (q, cos, sin)])
+    assert "op.gather" not in op_names(prog), prog
+    ref = rotary_ref(q.astype(np.float64), cos, sin)
+    np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ms, (ref * ref).mean(-1), rtol=1e-5, atol=1e-6)
+
+
 def test_a_gather_that_is_not_a_rotation_stays_a_gather(dev):
     rng = np.random.default_rng(13)
     x = arr(rng, 4, 8)
