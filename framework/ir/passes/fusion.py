@@ -238,17 +238,35 @@ def symbols_of(values: Sequence[Value], ops: Sequence[Operation]) -> tuple[str, 
     return tuple(sorted(seen))
 
 
+class _IndexValues(dict):  # type: ignore[type-arg]
+    """A program's named constants as tuples of ints, each read from its tensor once per pass
+    (a group is checked many times while it grows; on a GPU each read is a copy to the host)."""
+
+    def __init__(self, constants: Mapping[str, Any]) -> None:
+        super().__init__()
+        self.constants = constants
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.constants
+
+    def __missing__(self, name: str) -> tuple[int, ...]:
+        src = self.constants[name]
+        arr = src.numpy() if isinstance(src, Tensor) else np.asarray(src)
+        values = self[name] = tuple(int(i) for i in arr.reshape(-1))
+        return values
+
+
 class _Candidate:
     """A group being built: its ops in program order, its inputs and outputs."""
 
     def __init__(
-        self, ops: list[Operation], returned: set[Value], constants: Mapping[str, Any] | None = None
+        self, ops: list[Operation], returned: set[Value], indices: Mapping[str, tuple[int, ...]] | None = None
     ) -> None:
         self.ops = ops
         inside = set(ops)
         self.inputs: list[Value] = []
-        #: scalar constants and a gather's constant index (its values from ``constants``,
-        #: the program's): part of the body, not inputs
+        #: scalar constants and a gather's constant index (its values from ``indices``:
+        #: :class:`_IndexValues` of the program's constants): part of the body, not inputs
         self.consts: list[Value] = []
         self.values: dict[Value, tuple[int, ...]] = {}
         for op in ops:
@@ -258,10 +276,8 @@ class _Candidate:
                     continue
                 if _scalar_const(v):
                     self.consts.append(v)
-                elif constants is not None and _index_const(v) and d.attrs["name"] in constants:  # type: ignore[union-attr]
-                    src = constants[d.attrs["name"]]  # type: ignore[union-attr]
-                    arr = src.numpy() if isinstance(src, Tensor) else np.asarray(src)
-                    self.values[v] = tuple(int(i) for i in arr.reshape(-1))
+                elif indices is not None and _index_const(v) and d.attrs["name"] in indices:  # type: ignore[union-attr]
+                    self.values[v] = indices[d.attrs["name"]]  # type: ignore[union-attr]
                     self.consts.append(v)
                 else:
                     self.inputs.append(v)
@@ -336,10 +352,11 @@ class Fusion(Pass):
             return 0
         backend, device = BACKENDS[-1], ctx.device
         returned = set(program.outputs)
-        found = self._grow(program, backend, device, returned, ctx.constants)
+        indices = _IndexValues(ctx.constants)
+        found = self._grow(program, backend, device, returned, indices)
         made: list[tuple[_Candidate, Group, str]] = []
         for ops in found:
-            cand = _Candidate(ops, returned, ctx.constants)
+            cand = _Candidate(ops, returned, indices)
             if cand.compute_ops() < 2:
                 continue
             est = backend.check(cand.body(), device, True)
@@ -356,7 +373,7 @@ class Fusion(Pass):
             )
             made.append((cand, _group(cand, device, est), summary))
         for cand, g, _ in made:  # inputs again: an earlier group's results replaced some
-            _rewrite(program, _Candidate(cand.ops, set(program.outputs), ctx.constants), g)
+            _rewrite(program, _Candidate(cand.ops, set(program.outputs), indices), g)
         if made:
             _topological_order(program)
             eliminate_dead_code(program)
@@ -374,7 +391,7 @@ class Fusion(Pass):
         backend: Backend,
         device: str,
         returned: set[Value],
-        constants: Mapping[str, Any],
+        indices: Mapping[str, tuple[int, ...]],
     ) -> list[list[Operation]]:
         """Groups in program order: each op joins (or joins up) the groups of its operands
         when the result stays convex and traceable, else it starts a group."""
@@ -396,7 +413,7 @@ class Fusion(Pass):
 
         def fits(ops: list[Operation]) -> bool:
             return not isinstance(
-                backend.check(_Candidate(ops, returned, constants).body(), device, False), str
+                backend.check(_Candidate(ops, returned, indices).body(), device, False), str
             )
 
         def convex(ops: list[Operation], ids: set[int]) -> bool:
