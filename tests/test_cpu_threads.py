@@ -14,6 +14,8 @@ import pytest
 
 pytest.importorskip("threadpoolctl")
 
+from plugins.cpu.threads import SPIN_COUNT  # noqa: E402
+
 _ENV_KEYS = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
 
 _PROBE = """
@@ -25,7 +27,11 @@ print(json.dumps(threads.describe()))
 
 
 def _clean(**env: str) -> dict:
-    out = {k: v for k, v in os.environ.items() if not k.startswith(("OARLOCK_NUM", "OARLOCK_THREAD", "OMP_"))}
+    out = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("OARLOCK_NUM", "OARLOCK_THREAD", "OMP_", "GOMP_"))
+    }
     for k in _ENV_KEYS:
         out.pop(k, None)
     return {**out, **env}
@@ -49,7 +55,9 @@ def probe(**env: str) -> dict:
 
 def test_one_thread_budget_puts_every_pool_on_one():
     got = probe(OARLOCK_NUM_THREADS="1")
-    assert got["budget"] == 1 and got["OMP_NUM_THREADS"] == "1" and got["OMP_WAIT_POLICY"] == "PASSIVE"
+    assert got["budget"] == 1 and got["OMP_NUM_THREADS"] == "1"
+    # idle OpenMP threads wait briefly for the next kernel, then sleep (no wait policy forced)
+    assert got["OMP_WAIT_POLICY"] is None and got["GOMP_SPINCOUNT"] == str(SPIN_COUNT)
     assert got["pools"] and all(n == 1 for _, n in got["pools"]), got["pools"]
     assert got["split_matmul"] is False and got["workers"] == 0
 
@@ -65,6 +73,13 @@ def test_default_budget_is_the_usable_cores_and_user_settings_win():
     got = probe(OMP_WAIT_POLICY="ACTIVE")
     assert got["budget"] == len(os.sched_getaffinity(0))
     assert got["OMP_WAIT_POLICY"] == "ACTIVE"  # what the user set is kept
+    assert got["GOMP_SPINCOUNT"] is None  # and the spin is theirs to choose with it
+
+
+def test_a_users_spin_count_or_passive_wait_is_kept():
+    assert probe(GOMP_SPINCOUNT="7")["GOMP_SPINCOUNT"] == "7"
+    got = probe(OMP_WAIT_POLICY="PASSIVE")
+    assert got["OMP_WAIT_POLICY"] == "PASSIVE" and got["GOMP_SPINCOUNT"] is None
     assert got["split_matmul"] is (got["budget"] > 1)
 
 
@@ -93,6 +108,7 @@ def test_oarlock_num_threads_overrides_the_users_blas_and_openmp_settings():
 def test_policy_off_leaves_the_pools_alone():
     got = probe(OARLOCK_THREAD_POLICY="0", OPENBLAS_NUM_THREADS="1")
     assert got["enabled"] is False and got["OMP_WAIT_POLICY"] is None and got["split_matmul"] is False
+    assert got["GOMP_SPINCOUNT"] is None
 
 
 def test_a_bad_budget_is_named():
@@ -108,10 +124,18 @@ def test_a_bad_budget_is_named():
 # -- the split kernels give numpy's bits ------------------------------------------------------
 _SPLIT = """
 import json, os, numpy as np, framework as fw
-from plugins.cpu import kernels, threads
+from plugins.cpu import gemm, kernels, threads
 rng = np.random.default_rng(0)
 fw.ones([2]).numpy()  # the plugin loads: the policy applies
 res = {"grain32": kernels.row_grain(np.dtype("float32")), "grain64": kernels.row_grain(np.dtype("float64"))}
+team = []  # the 2-d products the OpenMP team ran (gemm.py): (a shape, b shape, by columns)
+_gemm_call = gemm.gemm_call
+def spy(a, b, c, nt):
+    call = _gemm_call(a, b, c, nt)
+    if call is not None:
+        team.append([list(a.shape), list(b.shape), gemm.blocks(c.shape[0], c.shape[1], nt, c.dtype)[0]])
+    return call
+gemm.gemm_call = spy
 
 def check(name, got, want, parts):
     res[name] = {"split": parts, "equal": bool(np.array_equal(got, want)),
@@ -129,6 +153,8 @@ for name, sa, sb, dt in [
     ("broadcast", (3, 500, 64), (64, 700), "float32"),
     ("stack", (8, 128, 256), (256, 768), "float32"),  # one product of 1024 rows where bits allow
     ("rhs_batch", (600, 64), (5, 64, 300), "float32"),
+    ("cols", (64, 1024), (1024, 192), "float32"),  # one row tile: blocks of columns where exact
+    ("cols_f64", (64, 1024), (1024, 200), "float64"),
 ]:
     a = rng.standard_normal(sa).astype(dt); b = rng.standard_normal(sb).astype(dt)
     want = a @ b  # numpy in this process: BLAS on one thread, the product whole
@@ -140,6 +166,11 @@ check("transposed", fw.matmul(t(a), t(b), transpose_y=True).numpy(), want, len(k
 a = rng.standard_normal((1024, 256)).astype("float32"); b = rng.standard_normal((1024, 688)).astype("float32")
 want = a.T @ b
 check("transposed_x", fw.matmul(t(a), t(b), transpose_x=True).numpy(), want, len(kernels._matmul_parts(a.T, b, want) or []))
+
+a = rng.standard_normal((1000, 400)).astype("float32")[:, 3:300]  # rows with a stride (lda 400)
+b = rng.standard_normal((297, 256)).astype("float32")
+want = a @ b
+check("strided", (t(a) @ t(b)).numpy(), want, len(kernels._matmul_parts(a, b, want) or []))
 
 # the transcendental functions (the others are not split)
 x = rng.standard_normal((8, 128, 688)).astype("float32")
@@ -166,6 +197,8 @@ if pid == 0:
     ok = np.array_equal((t(a) @ t(b)).numpy(), a @ b) and np.array_equal(fw.exp(t(x)).numpy(), np.exp(x))
     os._exit(0 if ok else 3)
 res["fork_status"] = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+res["blas_found"] = gemm.blas_gemm("f") is not None
+res["team"] = team
 print(json.dumps(res))
 """
 
@@ -176,14 +209,34 @@ def test_split_kernels_give_numpys_bits():
     grain32, exact32 = res.pop("grain32")
     grain64, exact64 = res.pop("grain64")
     assert res.pop("fork_status") == 0
+    team, found = res.pop("team"), res.pop("blas_found")
+    if found:  # numpy's BLAS is callable from C: its 2-d products ran on the OpenMP team
+        shapes = [(tuple(a), tuple(b)) for a, b, _ in team]
+        for want in [((1000, 688), (688, 256)), ((517, 300), (300, 200)), ((64, 1024), (1024, 192))]:
+            assert want in shapes, (want, shapes)
+        assert ((256, 1024), (1024, 688)) in shapes and ((1000, 297), (297, 256)) in shapes, shapes
+        # the weight gradient's shape: one row tile, cut by columns where their tile is exact
+        assert [c for a, b, c in team if a == [64, 1024] and b == [1024, 192]] == [
+            kernels_cols_exact(res, "float32")
+        ]
     for name, r in res.items():
-        assert r["split"] >= 2, (name, r)  # the case is large enough to be split
+        if not name.startswith("cols"):  # 64 rows: one row tile, the team's columns or whole
+            assert r["split"] >= 2, (name, r)  # the case is large enough to be split
         exact = exact64 if name.endswith("f64") else exact32
         if name.startswith(("rows", "transposed")) and not exact:
             # no row tile of this BLAS is exact: rounding as its own threads would
             assert r["err"] < 1e-3, (name, r)
         else:
             assert r["equal"], (name, r, grain32, grain64)
+
+
+def kernels_cols_exact(res: dict, dtype: str) -> bool:
+    """Whether this BLAS's column tile is exact for ``dtype`` (the plugin's own probe)."""
+    import numpy as np
+
+    from plugins.cpu.kernels import row_grain
+
+    return row_grain(np.dtype(dtype), cols=True)[1]
 
 
 def test_worker_pool_runs_every_part_once_and_hands_errors_back():
@@ -240,3 +293,25 @@ print(json.dumps(res))
 def test_an_input_overlapping_the_output_is_not_split_unless_it_is_the_output():
     res = json.loads(_python(_OVERLAP, OARLOCK_NUM_THREADS="2").strip().splitlines()[-1])
     assert res == {"shifted_parts": False, "shifted": True, "inplace_parts": 2, "inplace": True}
+
+
+_FORK_AFTER_TEAM = """
+import os, numpy as np, framework as fw
+rng = np.random.default_rng(0)
+x = rng.standard_normal((1024, 4096)).astype("float32")
+a, b = rng.standard_normal((1000, 688)).astype("float32"), rng.standard_normal((688, 256)).astype("float32")
+f = fw.jit.to_static(lambda t: fw.exp(t) * 2.0 + 1.0)  # one generated kernel, parallel at this size
+want = np.exp(x) * np.float32(2.0) + np.float32(1.0)
+got = f(fw.to_tensor(x)).numpy(), (fw.to_tensor(a) @ fw.to_tensor(b)).numpy()  # the team ran
+pid = os.fork()
+if pid == 0:  # the child's own kernels: libgomp must not wait for the parent's team
+    g = f(fw.to_tensor(x)).numpy(), (fw.to_tensor(a) @ fw.to_tensor(b)).numpy()
+    ok = np.allclose(g[0], want, rtol=1e-5) and np.array_equal(g[1], got[1])
+    os._exit(0 if ok else 3)
+print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]), np.allclose(got[0], want, rtol=1e-5))
+"""
+
+
+def test_a_forked_child_runs_its_kernels_after_the_parent_used_the_openmp_team():
+    out = _python(_FORK_AFTER_TEAM, OARLOCK_NUM_THREADS="2").split()
+    assert out[-2:] == ["0", "True"], out

@@ -836,7 +836,7 @@ class CEmitter(_RowLoops):
     #: loads ``bool`` beside floats ("no vectype"): a causal mask kept softmax's exp scalar
     bool_storage = "uint8_t"
     j_t = "int64_t"
-    PARALLEL_MIN = 1 << 18  #: elements below which a launch runs on the calling thread
+    PARALLEL_MIN = 1 << 15  #: elements below which a launch runs on the calling thread
     #: generated primitives (framework.compiler.primitives) are built for this language
     primitives = True
 
@@ -956,8 +956,9 @@ class CEmitter(_RowLoops):
         return out
 
     def row_begin(self, prog: ir.Program) -> tuple[list[str], list[str]]:
-        # NOTE: small launches stay on one thread: waking the team costs more than the work,
-        # and far more when other processes hold the cores.
+        # NOTE: small launches stay on one thread: the fork and join cost more than the work
+        # (a sleeping team takes ~45 us to wake on a 2-core VM; the cpu plugin keeps it awake
+        # ~0.2 ms between kernels, hence 2^15 elements and not the 2^18 of passive waiting).
         parallel = f"if (rows * N > {self.PARALLEL_MIN})"
         if self._flat(prog):
             # NOTE: not "parallel for simd": gcc 12 then called the scalar tanhf per element (15x)

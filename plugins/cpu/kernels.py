@@ -245,6 +245,14 @@ def _matmul(ctx: Any, outs: list, ins: list) -> None:
 def _product(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[Any, tuple]:
     """The call that computes ``c = a @ b``: BLAS once, or its blocks on the thread budget."""
     a, b, c = _flat(a, b, c)
+    if c.ndim == 2 and threads.split_products():
+        nt = threads.team_threads(c.size * a.shape[-1], MIN_MACS_PER_TEAM_THREAD)
+        if nt > 1:
+            from .gemm import gemm_call
+
+            call = gemm_call(a, b, c, nt)
+            if call is not None:
+                return call, ()
     parts = _matmul_parts(a, b, c)
     return (np.matmul, (a, b, c)) if parts is None else (threads.run_parts, (np.matmul, parts))
 
@@ -274,39 +282,51 @@ def _bind_matmul(ctx: Any, outs: list, ins: list) -> Any:
 # NOTE: a thread gets at least this many multiply-adds (~130 µs of one core's float32 BLAS): a
 # sleeping worker takes ~50 µs to wake on the 2-core VM measured, more on a loaded machine.
 MIN_MACS_PER_THREAD = 1 << 22
-_GRAIN: dict[str, tuple[int, bool]] = {}
+# NOTE: a product on the OpenMP team (gemm.py) finds its threads awake after a kernel less than
+# ~0.2 ms before (threads.py's spin): a thread's block need only outweigh the fork and join
+MIN_MACS_PER_TEAM_THREAD = 1 << 20
+_GRAIN: dict[tuple[str, bool], tuple[int, bool]] = {}
 _GRAIN_LOCK = threading.Lock()
 
 
-def row_grain(dtype: np.dtype) -> tuple[int, bool]:
+def row_grain(dtype: np.dtype, cols: bool = False) -> tuple[int, bool]:
     """Rows per block, and whether a product cut into blocks of rows that start at multiples of
     it has exactly the bits of the whole product. The BLAS kernel computes a tile of rows at a
     time and its last, partial tile differently; the tile is found once per dtype by trying the
     candidates on products of the four transpose layouts. ``(64, False)`` when none is exact:
-    a split product then rounds as BLAS's own threads would, the same way for a given budget."""
-    g = _GRAIN.get(dtype.char)
+    a split product then rounds as BLAS's own threads would, the same way for a given budget.
+    ``cols``: the same for blocks of columns (of the output and of the right operand)."""
+    key = (dtype.char, cols)
+    g = _GRAIN.get(key)
     if g is None:
         with _GRAIN_LOCK:
-            g = _GRAIN.get(dtype.char)
+            g = _GRAIN.get(key)
             if g is None:
-                g = _GRAIN[dtype.char] = _probe_grain(dtype)
+                g = _GRAIN[key] = _probe_grain(dtype, cols)
     return g
 
 
-def _probe_grain(dtype: np.dtype) -> tuple[int, bool]:
+def _probe_grain(dtype: np.dtype, cols: bool) -> tuple[int, bool]:
     rng = np.random.default_rng(0)
     cases = []
-    for m, k, n in ((150, 160, 100), (97, 300, 64)):
+    for m, k, n in ((150, 160, 100), (97, 300, 64), (64, 1024, 97)):
         x = rng.standard_normal((m, k)).astype(dtype)
         y = rng.standard_normal((k, n)).astype(dtype)
         for a in (x, np.asfortranarray(x)):
             for b in (y, np.asfortranarray(y)):
                 cases.append((a, b, a @ b))
+
+    def cut(a: np.ndarray, b: np.ndarray, cuts: list[int]) -> np.ndarray:
+        if cols:
+            return np.concatenate([a @ b[:, lo:hi] for lo, hi in zip(cuts, cuts[1:])], axis=1)
+        return np.concatenate([a[lo:hi] @ b for lo, hi in zip(cuts, cuts[1:])])
+
     for g in (1, 2, 4, 6, 8, 12, 16, 24, 32, 48, 64):
         if all(
-            np.array_equal(np.concatenate([a[lo:hi] @ b for lo, hi in zip(cuts, cuts[1:])]), whole)
+            np.array_equal(cut(a, b, cuts), whole)
             for a, b, whole in cases
-            for cuts in ([0, g, a.shape[0]], [0, g, (a.shape[0] // 2) // g * g or g, a.shape[0]])
+            for n in [whole.shape[1] if cols else whole.shape[0]]
+            for cuts in ([0, g, n], [0, g, (n // 2) // g * g or g, n])
         ):
             return g, True
     return 64, False

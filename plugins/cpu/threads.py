@@ -12,7 +12,7 @@ product, so one thread the OS puts off stalls the other). The policy:
   else the cores this process may run on;
 - BLAS runs on one thread, and the plugin splits a product big enough to gain into independent
   blocks of rows (or of the batch) that :class:`WorkerPool`'s ``budget - 1`` threads and the
-  calling thread take in turn (:func:`run_parts`). Nothing waits for a thread that has not
+  calling thread take in turn (:func:`run_parts`) where the OpenMP team cannot (below). Nothing waits for a thread that has not
   started: the caller takes every block no worker has claimed yet, so a busy machine degrades
   to one thread, not to a stall. The blocks follow the BLAS kernel's row tiles
   (:func:`row_grain`), so a split product has the bits of the whole one at any budget. When the
@@ -20,9 +20,15 @@ product, so one thread the OS puts off stalls the other). The policy:
   BLAS is left as they set it and products are not split;
 - large exp/log/sin/cos/tanh/erf kernels are split the same way (numpy's loops are single-
   threaded; the cheaper elementwise kernels are bound by memory traffic and run whole);
-- generated kernels get ``OMP_NUM_THREADS`` = the budget and ``OMP_WAIT_POLICY=PASSIVE``
-  (their threads sleep as soon as a kernel ends), set before the first kernel loads libgomp
-  unless the user set them;
+- a 2-D float product runs its blocks on the OpenMP team instead (gemm.py: numpy's BLAS
+  called from C per block), and generated kernels get ``OMP_NUM_THREADS`` = the budget and
+  ``GOMP_SPINCOUNT`` = :data:`SPIN_COUNT` (an idle team thread waits ~0.2 ms for the next
+  kernel, then sleeps: a kernel of 100 us gains from a second thread instead of waiting ~45 us
+  for it to wake), set before the first kernel loads libgomp unless the user set
+  ``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT``. BLAS runs on one thread inside each block, so
+  nothing spins against it;
+- a forked child runs OpenMP regions on one thread (its libgomp would wait for the parent's
+  team);
 - a stream worker runs the work its caller waits for, so it takes no share of the budget.
 
 ``OARLOCK_THREAD_POLICY=0`` leaves every pool as its library configures it and splits nothing.
@@ -30,6 +36,7 @@ product, so one thread the OS puts off stalls the other). The policy:
 
 from __future__ import annotations
 
+import ctypes
 import itertools
 import os
 import queue
@@ -41,6 +48,9 @@ from adapter_api import DeviceError
 # what the user may have sized BLAS or OpenMP with (OpenBLAS also reads OMP_NUM_THREADS)
 _BLAS_ENV = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
 _USER_ENV = (*_BLAS_ENV, "OMP_NUM_THREADS")
+#: libgomp's busy-wait iterations before an idle OpenMP thread sleeps (~15-20 ns each measured on
+#: the 2-core Intel VM: ~0.2 ms), so the next kernel finds its team awake; 0 would be passive
+SPIN_COUNT = 10000
 
 
 class _State:
@@ -51,6 +61,7 @@ class _State:
         self.own_blas = own_blas  # BLAS at one thread; the plugin splits products
         self.limiter = limiter
         self.pool: WorkerPool | None = None
+        self.forked = False  # a forked child: the parent's OpenMP team is not there
 
 
 _STATE: list[_State] = []
@@ -113,7 +124,8 @@ def apply() -> None:
         user_blas = any(os.environ.get(k, "").strip() for k in _USER_ENV)
         if explicit or "OMP_NUM_THREADS" not in os.environ:
             os.environ["OMP_NUM_THREADS"] = str(n)
-        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        if not any(os.environ.get(k, "").strip() for k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")):
+            os.environ["GOMP_SPINCOUNT"] = str(SPIN_COUNT)
         own = explicit or not user_blas
         limiter = None
         if own:
@@ -137,6 +149,7 @@ def describe() -> dict[str, Any]:
         "workers": (st.budget - 1) if st else 0,
         "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"),
         "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY"),
+        "GOMP_SPINCOUNT": os.environ.get("GOMP_SPINCOUNT"),
     }
     try:
         from threadpoolctl import threadpool_info
@@ -222,9 +235,18 @@ def _pool() -> WorkerPool | None:
     return st.pool
 
 
-def _forget_pool() -> None:  # a forked child has none of the parent's threads
+def _forget_pool() -> None:
+    """After a fork, in the child: it has none of the parent's threads, neither the worker
+    pool's (a new one starts when needed) nor the OpenMP team's. libgomp does not know that:
+    the child's next parallel region would wait forever for the team's threads, so the child
+    runs OpenMP regions on its own thread (as torch's data-loader workers do)."""
     if _STATE:
         _STATE[0].pool = None
+        _STATE[0].forked = True
+    try:  # only if libgomp is loaded (RTLD_NOLOAD): a child that never had a team is left alone
+        ctypes.CDLL("libgomp.so.1", mode=os.RTLD_NOLOAD | os.RTLD_LAZY).omp_set_num_threads(1)
+    except (OSError, AttributeError):
+        pass
 
 
 if hasattr(os, "register_at_fork"):
@@ -238,6 +260,13 @@ def threads_for(work: int, per_thread: int) -> int:
     if st is None or st.budget < 2:
         return 1
     return max(1, min(st.budget, work // per_thread))
+
+
+def team_threads(work: int, per_thread: int) -> int:
+    """:func:`threads_for` on the OpenMP team (a kernel that sets its own thread count): 1 in
+    a forked child, whose libgomp would wait for the parent's team."""
+    st = _STATE[0] if _STATE else None
+    return 1 if st is None or st.forked else threads_for(work, per_thread)
 
 
 def split_products() -> bool:

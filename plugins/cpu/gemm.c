@@ -1,0 +1,64 @@
+/* Products split over the OpenMP team for the CPU plugin (plugins/cpu/gemm.py builds it).
+ *
+ * c (m x n, row stride ldc) = op(a) @ op(b) by the BLAS numpy links (its cblas_?gemm, whose
+ * address gemm.py finds), the rows of c (or with cols, its columns) cut into nt blocks at
+ * multiples of g (the BLAS kernel's exact tile: each block has the bits of the whole product),
+ * the blocks run by the
+ * OpenMP team that also runs the generated kernels. One team for every parallel kernel: its
+ * threads wait a short while for the next kernel before they sleep (threads.py sets the spin),
+ * so a product of 100 us gains from a second thread instead of waiting ~45 us for it to wake.
+ * BLAS itself runs on one thread inside each block.
+ *
+ * ta / tb: a is stored as k x m (b as n x k), read transposed. ilp64: the BLAS takes 64-bit
+ * integers (numpy's own OpenBLAS: scipy_cblas_sgemm64_), else C ints. Returns 0.
+ */
+#include <stdint.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#ifdef T_DOUBLE
+#define T double
+#else
+#define T float
+#endif
+
+typedef void (*gemm64_t)(int, int, int, int64_t, int64_t, int64_t, T, const T*, int64_t, const T*, int64_t, T, T*,
+                         int64_t);
+typedef void (*gemm32_t)(int, int, int, int, int, int, T, const T*, int, const T*, int, T, T*, int);
+
+enum { ROW_MAJOR = 101, NO_TRANS = 111, TRANS = 112 };
+
+int gemm_rows(int64_t fn, int ilp64, int ta, int tb, int64_t m, int64_t n, int64_t k, const void* a_, int64_t lda,
+              const void* b_, int64_t ldb, void* c_, int64_t ldc, int cols, int64_t g, int nt) {
+    const T *a = a_, *b = b_;
+    T* c = c_;
+    const int64_t len = cols ? n : m, blocks = (len + g - 1) / g;
+    if (nt > blocks) nt = (int)blocks;
+    if (nt < 1) nt = 1;
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        int t = 0, tn = 1;
+#ifdef _OPENMP
+        t = omp_get_thread_num();
+        tn = omp_get_num_threads();
+#endif
+        int64_t lo = blocks * t / tn * g, hi = blocks * (t + 1) / tn * g;
+        if (hi > len) hi = len;
+        if (hi > lo) {
+            /* a block of rows: rows lo..hi of op(a) and c; of columns: columns of op(b) and c */
+            const T* ab = cols ? a : (ta ? a + lo : a + lo * lda);
+            const T* bb = cols ? (tb ? b + lo * ldb : b + lo) : b;
+            T* cb = cols ? c + lo : c + lo * ldc;
+            const int64_t mb = cols ? m : hi - lo, nb = cols ? hi - lo : n;
+            const int oa = ta ? TRANS : NO_TRANS, ob = tb ? TRANS : NO_TRANS;
+            if (ilp64)
+                ((gemm64_t)(intptr_t)fn)(ROW_MAJOR, oa, ob, mb, nb, k, (T)1, ab, lda, bb, ldb, (T)0, cb, ldc);
+            else
+                ((gemm32_t)(intptr_t)fn)(ROW_MAJOR, oa, ob, (int)mb, (int)nb, (int)k, (T)1, ab, (int)lda, bb,
+                                         (int)ldb, (T)0, cb, (int)ldc);
+        }
+    }
+    return 0;
+}
