@@ -245,12 +245,12 @@ def _matmul(ctx: Any, outs: list, ins: list) -> None:
 def _product(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[Any, tuple]:
     """The call that computes ``c = a @ b``: BLAS once, or its blocks on the thread budget."""
     a, b, c = _flat(a, b, c)
-    if c.ndim == 2 and threads.split_products():
-        nt = threads.team_threads(c.size * a.shape[-1], MIN_MACS_PER_TEAM_THREAD)
-        if nt > 1:
-            from .gemm import gemm_call
+    if c.ndim == 2 and c.dtype.char in "fd":
+        from . import gemm
 
-            call = gemm_call(a, b, c, nt)
+        nt = threads.team_threads(c.size * a.shape[-1], MIN_MACS_PER_TEAM_THREAD)
+        if threads.split_products() and nt > 1 or gemm.routes_all(c.dtype.char):
+            call = gemm.gemm_call(a, b, c, nt if threads.split_products() else 1)
             if call is not None:
                 return call, ()
     parts = _matmul_parts(a, b, c)
@@ -262,10 +262,14 @@ def _flat(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.n
     once per matrix of the stack otherwise: (8, 128, 256) @ (256, 768) ran 5-7 % slower as 8
     products than as one, and split in two over threads it is 2 products of 512 rows, not 2
     stacks of 4 products of 128). Only where the bits stay those of the stack: each matrix's
-    rows a whole number of the BLAS kernel's exact row tiles (:func:`row_grain`)."""
+    rows a whole number of the BLAS kernel's exact row tiles (:func:`row_grain`); with MKL
+    (gemm.py), always: its products are not numpy's bits anyway, and one product of the stacked
+    rows is the same computation at every budget."""
     if a.ndim > 2 and b.ndim == 2 and a.flags.c_contiguous and c.flags.c_contiguous and c.dtype.char in "fd":
+        from .gemm import routes_all
+
         g, exact = row_grain(c.dtype)
-        if exact and a.shape[-2] % g == 0:
+        if exact and a.shape[-2] % g == 0 or routes_all(c.dtype.char):
             return a.reshape(-1, a.shape[-1]), b, c.reshape(-1, c.shape[-1])
     return a, b, c
 
@@ -293,8 +297,9 @@ def row_grain(dtype: np.dtype, cols: bool = False) -> tuple[int, bool]:
     """Rows per block, and whether a product cut into blocks of rows that start at multiples of
     it has exactly the bits of the whole product. The BLAS kernel computes a tile of rows at a
     time and its last, partial tile differently; the tile is found once per dtype by trying the
-    candidates on products of the four transpose layouts. ``(64, False)`` when none is exact:
-    a split product then rounds as BLAS's own threads would, the same way for a given budget.
+    candidates on products of the four transpose layouts. ``(64, False)`` when none is exact
+    (and never exact with MKL): a split product then rounds as BLAS's own threads would, the
+    same way for a given budget.
     ``cols``: the same for blocks of columns (of the output and of the right operand)."""
     key = (dtype.char, cols)
     g = _GRAIN.get(key)
@@ -302,11 +307,21 @@ def row_grain(dtype: np.dtype, cols: bool = False) -> tuple[int, bool]:
         with _GRAIN_LOCK:
             g = _GRAIN.get(key)
             if g is None:
-                g = _GRAIN[key] = _probe_grain(dtype, cols)
+                g = _probe_grain(dtype, cols)
+                from .gemm import routes_all
+
+                if routes_all(dtype.char):
+                    # NOTE: MKL picks its kernels by the problem's size: a tile exact on the
+                    # probe's products was not on others (256 x 1024 @ 1024 x 688 split in two
+                    # rounded differently), so none is taken as exact
+                    g = (g[0] if g[1] else 64, False)
+                g = _GRAIN[key] = g
     return g
 
 
 def _probe_grain(dtype: np.dtype, cols: bool) -> tuple[int, bool]:
+    from .gemm import product  # the BLAS the products run on (numpy's, or MKL)
+
     rng = np.random.default_rng(0)
     cases = []
     for m, k, n in ((150, 160, 100), (97, 300, 64), (64, 1024, 97)):
@@ -314,12 +329,12 @@ def _probe_grain(dtype: np.dtype, cols: bool) -> tuple[int, bool]:
         y = rng.standard_normal((k, n)).astype(dtype)
         for a in (x, np.asfortranarray(x)):
             for b in (y, np.asfortranarray(y)):
-                cases.append((a, b, a @ b))
+                cases.append((a, b, product(a, b)))
 
     def cut(a: np.ndarray, b: np.ndarray, cuts: list[int]) -> np.ndarray:
         if cols:
-            return np.concatenate([a @ b[:, lo:hi] for lo, hi in zip(cuts, cuts[1:])], axis=1)
-        return np.concatenate([a[lo:hi] @ b for lo, hi in zip(cuts, cuts[1:])])
+            return np.concatenate([product(a, b[:, lo:hi]) for lo, hi in zip(cuts, cuts[1:])], axis=1)
+        return np.concatenate([product(a[lo:hi], b) for lo, hi in zip(cuts, cuts[1:])])
 
     for g in (1, 2, 4, 6, 8, 12, 16, 24, 32, 48, 64):
         if all(

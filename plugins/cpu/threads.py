@@ -269,6 +269,12 @@ def team_threads(work: int, per_thread: int) -> int:
     return 1 if st is None or st.forked else threads_for(work, per_thread)
 
 
+def owns_blas() -> bool:
+    """Whether the policy sizes BLAS (on at one thread; the user did not size it)."""
+    st = _STATE[0] if _STATE else None
+    return bool(st and st.own_blas)
+
+
 def split_products() -> bool:
     """Whether the plugin splits matmuls (it owns BLAS's threads: BLAS runs on one)."""
     st = _STATE[0] if _STATE else None
