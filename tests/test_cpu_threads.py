@@ -375,3 +375,50 @@ def test_a_bad_or_missing_blas_is_named():
     assert r.returncode != 0 and "OARLOCK_BLAS=mkl, but Intel's MKL is not installed" in r.stderr, r.stderr[
         -2000:
     ]
+
+
+# -- add/sub/mul/div of large float arrays on the OpenMP team (elementwise.c) ----------------
+_TEAM_BINARY = """
+import json, numpy as np, framework as fw
+from plugins.cpu import kernels
+rng = np.random.default_rng(0)
+res = {"cases": [], "team": 0}
+orig = kernels._team_binary
+def spy(fn, a, b, y):
+    call = orig(fn, a, b, y)
+    res["team"] += call is not None
+    return call
+kernels._team_binary = spy
+special = np.array([0.0, -0.0, np.nan, np.inf, -np.inf, 1e-45, 3e38, -1.0])
+for dt in ("float32", "float64"):
+    for sa, sb in [((8, 128, 688), (8, 128, 688)), ((8, 4, 128, 64), (128, 64)), ((128, 64), (8, 4, 128, 64)),
+                   ((8, 4, 128, 64), (4, 1, 64)), ((8, 4, 128, 64), (1,)), ((300, 301), (300, 301))]:
+        a = rng.standard_normal(sa).astype(dt); b = rng.standard_normal(sb).astype(dt)
+        a.flat[:8] = special; b.flat[-8:] = special
+        ta, tb = fw.to_tensor(a), fw.to_tensor(b)
+        with np.errstate(all="ignore"):
+            for name, ours, ref in (("add", ta + tb, a + b), ("sub", ta - tb, a - b),
+                                    ("mul", ta * tb, a * b), ("div", ta / tb, a / b)):
+                res["cases"].append([dt, name, list(sa), list(sb), bool(np.array_equal(ours.numpy(), ref, equal_nan=True))])
+# in place: the output is an input
+x = rng.standard_normal((512, 512)).astype("float32"); y = rng.standard_normal((512, 512)).astype("float32")
+tx = fw.to_tensor(x); tx.add_(fw.to_tensor(y))
+res["inplace"] = bool(np.array_equal(tx.numpy(), x + y))
+# a static program binds the team's call
+f = fw.jit.to_static(lambda p, q: p * q)
+res["static"] = bool(np.array_equal(f(fw.to_tensor(x), fw.to_tensor(y)).numpy(), x * y))
+print(json.dumps(res))
+"""
+
+
+def test_binary_kernels_on_the_team_give_numpys_bits():
+    # the compiler off: the static program binds the plugin's kernel, not a generated one
+    res = json.loads(
+        _python(_TEAM_BINARY, OARLOCK_NUM_THREADS="2", OARLOCK_COMPILE="0").strip().splitlines()[-1]
+    )
+    bad = [c for c in res["cases"] if not c[-1]]
+    assert not bad, bad
+    assert res["inplace"] and res["static"]
+    # same-shape and trailing-block operands (4 ops x 2 dtypes x 4 such shapes, and in place)
+    # and the static product went to the team; (4, 1, 64) and a scalar stayed numpy's
+    assert res["team"] >= 34, res["team"]
