@@ -294,6 +294,21 @@ def _db_core(fw: Any, F: Any, cos_sin: Callable[[], np.ndarray]) -> list[Composi
             "std", lambda x: F.std(x, axis=0), lambda x: x.std(axis=0, ddof=1), lambda r: [_u(r, 5, 3)], (0,)
         ),
         CompositeInfo(
+            "split",  # one part: the others' gradients are zeros in the concatenation
+            lambda x: fw.split(x, [2, -1, 3], axis=1)[1],
+            lambda x: x[:, 2:-3],
+            lambda r: [_u(r, 3, 9, 2)],
+            (0,),
+        ),
+        CompositeInfo(
+            "split_all_parts",
+            lambda x: (lambda p: p[0] * 2.0 - p[1] + p[2] * p[2])(fw.split(x, 3, axis=0)),
+            lambda x: x[:2] * 2.0 - x[2:4] + x[4:] * x[4:],
+            lambda r: [_u(r, 6, 5)],
+            (0,),
+            op="split",
+        ),
+        CompositeInfo(
             "cumsum",
             lambda x: F.cumsum(x, axis=1),
             lambda x: np.cumsum(x, axis=1),

@@ -14,7 +14,7 @@ from adapter_api import OpArgumentError
 from .. import autograd, dispatch
 from .. import dtypes as _dt
 from ..tensor import Tensor
-from .base import OPS, OpDef, apply1
+from .base import OPS, OpDef, apply1, call, composite
 
 
 def _view_grad(n: autograd.Node, g: list[Tensor | None]) -> list[Tensor | None]:
@@ -240,15 +240,42 @@ def split(x: Tensor, num_or_sections: Any, axis: int = 0) -> list[Tensor]:
             raise OpArgumentError(
                 f"[split] sections {list(num_or_sections)} do not add up to size {n} of axis {ax}"
             )
+    return list(call(OPS["split"], [x], {"sizes": tuple(sizes), "axis": ax}))
+
+
+def _g_split(node: autograd.Node, gouts: list[Tensor | None]) -> list[Tensor | None]:
+    """The gradient of ``split``: the parts' gradients concatenated back along the axis (a
+    part without one contributes zeros), one concat instead of a zero-padded copy per part
+    and their sum."""
+    x = node.inputs[0]  # type: ignore[index]
+    if x.stop_gradient or all(g is None for g in gouts):
+        return [None]
+    from .creation import zeros
+
+    ax, parts = node.attrs["axis"], []
+    for size, g in zip(node.attrs["sizes"], gouts):
+        if g is None:
+            shape = list(x.shape)
+            shape[ax] = size
+            g = zeros(shape, dtype=x.dtype, device=x.device)
+        parts.append(g)
+    return [concat(parts, ax)]
+
+
+@composite("split", grad=_g_split)
+def _split_decomposition(x: Tensor, *, sizes: tuple[int, ...], axis: int) -> tuple[Tensor, ...]:
+    """The parts of ``x`` along ``axis``, of the given sizes: slices (views where the device
+    allows). Eager autograd records the composite as one node (:func:`_g_split`); a traced
+    program keeps the slices, whose summed zero-pads the canonical pass makes a concat."""
     out = []
     start = 0
     for s in sizes:
         starts = [0] * x.ndim
         stops = list(x.shape)
-        starts[ax], stops[ax] = start, start + s
+        starts[axis], stops[axis] = start, start + s
         out.append(slice_raw(x, tuple(starts), tuple(stops), (1,) * x.ndim))
         start += s
-    return out
+    return tuple(out)
 
 
 def chunk(x: Tensor, chunks: int, axis: int = 0) -> list[Tensor]:
