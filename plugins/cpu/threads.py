@@ -12,7 +12,8 @@ product, so one thread the OS puts off stalls the other). The policy:
   else the cores this process may run on;
 - BLAS runs on one thread, and the plugin splits a product big enough to gain into independent
   blocks of rows (or of the batch) that :class:`WorkerPool`'s ``budget - 1`` threads and the
-  calling thread take in turn (:func:`run_parts`) where the OpenMP team cannot (below). Nothing waits for a thread that has not
+  calling thread take in turn (:func:`run_parts`) where the OpenMP team cannot (below).
+  Nothing waits for a thread that has not
   started: the caller takes every block no worker has claimed yet, so a busy machine degrades
   to one thread, not to a stall. The blocks follow the BLAS kernel's row tiles
   (:func:`row_grain`), so a split product has the bits of the whole one at any budget. When the
