@@ -422,3 +422,29 @@ def test_binary_kernels_on_the_team_give_numpys_bits():
     # same-shape and trailing-block operands (4 ops x 2 dtypes x 4 such shapes, and in place)
     # and the static product went to the team; (4, 1, 64) and a scalar stayed numpy's
     assert res["team"] >= 34, res["team"]
+
+
+_TEAM_PERMUTE = """
+import json, numpy as np, framework as fw
+from plugins.cpu import layout, threads
+rng = np.random.default_rng(0)
+res = []
+cases = [((8, 128, 3, 4, 64), (2, 0, 3, 1, 4)), ((8, 4, 128, 64), (0, 2, 1, 3)),
+         ((7, 5, 3, 64, 33), (2, 1, 0, 3, 4)), ((3, 1001, 2, 16), (2, 0, 1, 3)), ((9, 300, 40), (1, 0, 2))]
+for shape, perm in cases:
+    a = rng.standard_normal(shape).astype("float32")
+    y = np.empty([shape[p] for p in perm], "float32")
+    from plugins.cpu.kernels import _kept
+    call = layout.permute_call(a, y, perm, _kept(perm))
+    nt = threads.team_threads(a.nbytes, layout.MIN_BYTES_PER_TEAM_THREAD)
+    call()
+    via_op = fw.to_tensor(a).transpose(list(perm)).numpy()
+    res.append([list(shape), nt, bool(np.array_equal(y, a.transpose(perm))), bool(np.array_equal(via_op, a.transpose(perm)))])
+print(json.dumps(res))
+"""
+
+
+def test_permute_split_over_the_team_gives_the_transposed_array():
+    res = json.loads(_python(_TEAM_PERMUTE, OARLOCK_NUM_THREADS="2").strip().splitlines()[-1])
+    assert all(ok and op_ok for _, _, ok, op_ok in res), res
+    assert [nt for _, nt, _, _ in res[:3]] == [2, 2, 2], res  # big enough for both threads

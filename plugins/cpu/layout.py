@@ -14,10 +14,13 @@ from typing import Any
 
 import numpy as np
 
+from . import threads
 from .compiler import own_programs
 
 _SOURCE = Path(__file__).with_name("layout.c")
 RUN_MIN = 16  #: bytes a run needs for the C kernel
+#: bytes each thread of the OpenMP team copies at least (a warm team: threads.py's spin)
+MIN_BYTES_PER_TEAM_THREAD = 1 << 18
 
 
 def _program() -> Any:
@@ -49,6 +52,7 @@ def permute_call(x: np.ndarray, y: np.ndarray, perm: tuple[int, ...], kept: int)
         ffi.from_buffer("int64_t[]", oshape),
         ffi.from_buffer("int64_t[]", istride),
         run,
+        threads.team_threads(x.nbytes, MIN_BYTES_PER_TEAM_THREAD),
     )
 
     def run_it(keep: tuple = (x, y, oshape, istride)) -> None:
