@@ -14,9 +14,6 @@
  */
 #include <stdint.h>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #ifdef T_DOUBLE
 #define T double
@@ -37,14 +34,9 @@ int gemm_rows(int64_t fn, int ilp64, int ta, int tb, int64_t m, int64_t n, int64
     const int64_t len = cols ? n : m, blocks = (len + g - 1) / g;
     if (nt > blocks) nt = (int)blocks;
     if (nt < 1) nt = 1;
-#pragma omp parallel num_threads(nt) if (nt > 1)
-    {
-        int t = 0, tn = 1;
-#ifdef _OPENMP
-        t = omp_get_thread_num();
-        tn = omp_get_num_threads();
-#endif
-        int64_t lo = blocks * t / tn * g, hi = blocks * (t + 1) / tn * g;
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
+    for (int t = 0; t < nt; ++t) {
+        int64_t lo = blocks * t / nt * g, hi = blocks * (t + 1) / nt * g;
         if (hi > len) hi = len;
         if (hi > lo) {
             /* a block of rows: rows lo..hi of op(a) and c; of columns: columns of op(b) and c */

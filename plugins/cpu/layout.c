@@ -2,9 +2,6 @@
 #include <stdint.h>
 #include <string.h>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 /* y = a permutation of x's runs of `run` bytes (the trailing axes a permutation keeps, moved
  * as one block). y is written in order: its outer axes are oshape[0..rank) (row-major) and
@@ -35,14 +32,9 @@ int permute_runs(const char* restrict x, char* restrict y, int64_t rank, const i
     const int64_t n = oshape[rank - 1], step = istride[rank - 1], outer = total / n;
     if (nt > outer) nt = (int)outer;
     if (nt < 1) nt = 1;
-#pragma omp parallel num_threads(nt) if (nt > 1)
-    {
-        int t = 0, tn = 1;
-#ifdef _OPENMP
-        t = omp_get_thread_num();
-        tn = omp_get_num_threads();
-#endif
-        const int64_t lo = outer * t / tn, hi = outer * (t + 1) / tn;
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
+    for (int t = 0; t < nt; ++t) {
+        const int64_t lo = outer * t / nt, hi = outer * (t + 1) / nt;
         int64_t idx[16] = {0}, p = lo;
         const char* base = x;
         for (int64_t k = rank - 2; k >= 0; --k) { /* the multi-index of outer position lo */
