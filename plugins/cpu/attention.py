@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from .compiler import own_programs
+from .compiler import float_options, own_programs
 from .kernels import _on_stream
 
 _SOURCE = Path(__file__).with_name("attention.c")
@@ -31,8 +31,7 @@ _SOURCE = Path(__file__).with_name("attention.c")
 def _programs(dtype: np.dtype) -> Any:
     """(forward, backward) C programs for ``dtype`` (float32/float64), or None without a C
     compiler (warned once; the numpy path runs)."""
-    opts = ("-DT_DOUBLE",) if dtype == np.float64 else ()
-    return own_programs(_SOURCE, ("attn_fwd", "attn_bwd"), opts, "fused attention")
+    return own_programs(_SOURCE, ("attn_fwd", "attn_bwd"), float_options(dtype), "fused attention")
 
 
 def _fits(ins: list) -> bool:

@@ -252,5 +252,17 @@ def own_programs(path: Any, entries: tuple[str, ...], options: tuple[str, ...], 
     return _OWN[key]
 
 
+def own_program(path: Any, entry: str, options: tuple[str, ...], what: str) -> Any:
+    """:func:`own_programs` for one entry: its program, or None."""
+    progs = own_programs(path, (entry,), options, what)
+    return None if progs is None else progs[0]
+
+
+def float_options(dtype: Any) -> tuple[str, ...]:
+    """The options building the plugin's own C for a float dtype: its ``T`` is float, or
+    double with ``-DT_DOUBLE``."""
+    return ("-DT_DOUBLE",) if np.dtype(dtype) == np.float64 else ()
+
+
 def register_compiler(registry: Any) -> None:
     registry.add_compiler("cpu", CPUCompiler)

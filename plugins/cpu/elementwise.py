@@ -11,21 +11,16 @@ from typing import Any
 
 import numpy as np
 
-from .compiler import own_programs
+from .compiler import float_options, own_program
 
 _SOURCE = Path(__file__).with_name("elementwise.c")
-
-
-def _program(char: str) -> Any:
-    progs = own_programs(_SOURCE, ("binary_op",), ("-DT_DOUBLE",) if char == "d" else (), "elementwise")
-    return None if progs is None else progs[0]
 
 
 def binary_call(code: int, a: np.ndarray, b: np.ndarray, y: np.ndarray, nt: int) -> Any:
     """A zero-argument call writing ``y = a (op code) b`` over ``nt`` threads (the arrays
     C-contiguous and of one float dtype, each of y's shape or of its trailing shape: kernels.py
     checks), or None without a compiler."""
-    prog = _program(y.dtype.char)
+    prog = own_program(_SOURCE, "binary_op", float_options(y.dtype), "elementwise")
     if prog is None:
         return None
     ffi, fn = prog.ffi, prog.fn

@@ -34,7 +34,7 @@ import numpy as np
 
 from adapter_api import DeviceError
 
-from .compiler import own_programs
+from .compiler import float_options, own_program
 
 _SOURCE = Path(__file__).with_name("gemm.c")
 _INT32_MAX = (1 << 31) - 1
@@ -128,8 +128,10 @@ def _chosen(char: str) -> tuple[str, tuple[int, bool] | None]:
                 "x86-64); unset OARLOCK_BLAS to use the BLAS numpy links"
             )
         return "mkl", mkl
-    if mkl is None or mine is None or _program(char) is None:
-        return ("numpy", mine) if mine is not None or mkl is None else ("mkl", mkl)
+    if mkl is None or _program(char) is None:  # no MKL, or no compiler to call it from
+        return "numpy", mine
+    if mine is None:
+        return "mkl", mkl
     t_mkl, t_mine = _probe_time(char, mkl), _probe_time(char, mine)
     # NOTE: MKL only where it is clearly faster: numpy's BLAS gives numpy's own bits
     return ("mkl", mkl) if t_mkl < 0.9 * t_mine else ("numpy", mine)
@@ -173,12 +175,12 @@ def routes_all(char: str) -> bool:
 
     if char not in "fd" or not threads.owns_blas():  # the user sized numpy's BLAS: theirs
         return False
-    return _chosen(char)[0] != "numpy" and _chosen(char)[1] is not None
+    name, sym = _chosen(char)
+    return name != "numpy" and sym is not None
 
 
 def _program(char: str) -> Any:
-    progs = own_programs(_SOURCE, ("gemm_rows",), ("-DT_DOUBLE",) if char == "d" else (), "split product")
-    return None if progs is None else progs[0]
+    return own_program(_SOURCE, "gemm_rows", float_options(char), "split product")
 
 
 def _layout(x: np.ndarray) -> tuple[int, int] | None:

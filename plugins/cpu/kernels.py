@@ -301,9 +301,10 @@ def _product(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[Any, tuple]:
     if c.ndim == 2 and c.dtype.char in "fd":
         from . import gemm
 
-        nt = threads.team_threads(c.size * a.shape[-1], MIN_MACS_PER_TEAM_THREAD)
-        if threads.split_products() and nt > 1 or gemm.routes_all(c.dtype.char):
-            call = gemm.gemm_call(a, b, c, nt if threads.split_products() else 1)
+        split = threads.split_products()
+        nt = threads.team_threads(c.size * a.shape[-1], MIN_MACS_PER_TEAM_THREAD) if split else 1
+        if nt > 1 or gemm.routes_all(c.dtype.char):
+            call = gemm.gemm_call(a, b, c, nt)
             if call is not None:
                 return call, ()
     parts = _matmul_parts(a, b, c)

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from . import threads
-from .compiler import own_programs
+from .compiler import own_program
 
 _SOURCE = Path(__file__).with_name("layout.c")
 RUN_MIN = 16  #: bytes a run needs for the C kernel
@@ -24,8 +24,7 @@ MIN_BYTES_PER_TEAM_THREAD = 1 << 18
 
 
 def _program() -> Any:
-    progs = own_programs(_SOURCE, ("permute_runs",), (), "permute")
-    return None if progs is None else progs[0]
+    return own_program(_SOURCE, "permute_runs", (), "permute")
 
 
 def permute_call(x: np.ndarray, y: np.ndarray, perm: tuple[int, ...], kept: int) -> Any:

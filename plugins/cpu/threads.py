@@ -236,7 +236,7 @@ def _pool() -> WorkerPool | None:
     return st.pool
 
 
-def _forget_pool() -> None:
+def _after_fork_in_child() -> None:
     """After a fork, in the child: it has none of the parent's threads, neither the worker
     pool's (a new one starts when needed) nor the OpenMP team's. libgomp does not know that:
     the child's next parallel region would wait forever for the team's threads, so the child
@@ -251,7 +251,7 @@ def _forget_pool() -> None:
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_pool)
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def threads_for(work: int, per_thread: int) -> int:
