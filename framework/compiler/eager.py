@@ -30,7 +30,7 @@ from .._src.tensor import Tensor
 from . import ir, tune
 from .cache import ProgramCache
 from .emit import emitter
-from .trace import Geometry, NotFusible, trace
+from .trace import Geometry, NotFusible, _broadcast_load, trace
 
 #: The process-wide program cache used by eager generated kernels.
 CACHE = ProgramCache()
@@ -217,6 +217,8 @@ class Plan:
     op: base.OpDef
     forward: Kernel
     metas: list[tuple[tuple[int, ...], np.dtype]]
+    #: constants the decomposition made, read as inputs after the op's own (trace.trace)
+    consts: list[Tensor] = field(default_factory=list)
     backward: dict[tuple[bool, ...], Any] = field(default_factory=dict)
 
 
@@ -251,11 +253,20 @@ def _key(
         return None
     geo = Geometry(x.shape)
     try:
-        kinds = tuple((t.dtype.str, *geo.kind_of_input(t.shape)) for t in ins)
+        kinds = tuple(_input_kind(geo, t) for t in ins)
         frozen = _freeze(attrs)
     except (NotFusible, TypeError):
         return None
-    return (op.name, dev.type, geo.n, len(x.shape), geo.rows == 1, kinds, frozen)
+    return (op.name, dev, geo.n, len(x.shape), geo.rows == 1, kinds, frozen)
+
+
+def _input_kind(geo: Geometry, t: Tensor) -> tuple[Any, ...]:
+    """An input's part of a plan's key: its kind, or the expression it is read at (a
+    broadcast: the same expression serves every shape that gives it)."""
+    try:
+        return (t.dtype.str, *geo.kind_of_input(t.shape))
+    except NotFusible:
+        return (t.dtype.str, *_broadcast_load(t.shape, geo.shape))
 
 
 def _plan(
@@ -269,9 +280,10 @@ def _plan(
     except KeyError:
         pass
     plan = None
+    consts: list[Tensor] = []
     try:
-        prog, metas = trace(op.name, op.decomposition, ins, attrs)  # type: ignore[arg-type]
-        plan = Plan(op, make_kernel(prog, comp.language, device_kind=_kind(dev)), metas)
+        prog, metas = trace(op.name, op.decomposition, ins, attrs, consts=consts)  # type: ignore[arg-type]
+        plan = Plan(op, make_kernel(prog, comp.language, device_kind=_kind(dev)), metas, consts)
     except NotFusible:
         plan = None
     _PLANS[key] = plan
@@ -301,7 +313,7 @@ def generate(op: base.OpDef, ins: list[Tensor], attrs: dict[str, Any]) -> list[T
     rows = math.prod(x.shape[:-1])
     outs = [_empty(s, d, dev) for s, d in metas]
     try:
-        plan.forward.launch(dev, ins, outs, rows)
+        plan.forward.launch(dev, ins + plan.consts, outs, rows)
     except CompileError as exc:
         _fail(op, dev, plan, exc)
         return None
@@ -398,10 +410,10 @@ def generated_backward(
         bw = plan.backward[wanted] = _build_backward(op, plan, ins, outs, gouts, node.attrs, wanted, comp)  # type: ignore[arg-type]
     if bw is None:
         return None
-    kernel, which = bw
+    kernel, which, consts = bw
     rows = math.prod(ins[0].shape[:-1])
     n = ins[0].shape[-1]
-    launch_ins = list(ins) + list(outs) + list(gouts)  # type: ignore[arg-type]
+    launch_ins = list(ins) + list(outs) + list(gouts) + consts  # type: ignore[arg-type]
     g_outs = []
     for k in which:
         col = plan_in_col(ins[0].shape, ins[k].shape)
@@ -439,7 +451,7 @@ def _build_backward(
     attrs: dict[str, Any],
     wanted: tuple[bool, ...],
     comp: Any,
-) -> tuple[Kernel, list[int]] | None:
+) -> tuple[Kernel, list[int], list[Tensor]] | None:
     # NOTE: one gradient for every path: the op's own rule, or for a composite without one the
     # decomposition differentiated by the primitives' rules (base._grad_by_decomposition), is
     # traced like a forward. Eager, autograd and generated backward kernels agree by
@@ -458,12 +470,15 @@ def _build_backward(
                 raise NotFusible("the rule gives no gradient for a wanted input")
             return got
 
-        prog, metas = trace(op.name + "_grad", rule, list(ins) + list(outs) + list(gouts), {}, ins[0].shape)
+        consts: list[Tensor] = []
+        prog, metas = trace(
+            op.name + "_grad", rule, list(ins) + list(outs) + list(gouts), {}, ins[0].shape, consts=consts
+        )
         which = [k for k, w in enumerate(wanted) if w]
         for k, (s, _) in zip(which, metas):
             if s != ins[k].shape:
                 raise NotFusible("a traced gradient does not have its input's shape")
-        return make_kernel(prog, comp.language, device_kind=_kind(ins[0].device)), which
+        return make_kernel(prog, comp.language, device_kind=_kind(ins[0].device)), which, consts
     except NotFusible:
         return None
 

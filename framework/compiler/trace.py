@@ -101,10 +101,70 @@ class Geometry:
 
 
 class _Tracer:
-    def __init__(self, geo: Geometry, b: ir.Builder) -> None:
+    def __init__(
+        self,
+        geo: Geometry,
+        b: ir.Builder,
+        kinds: list[tuple[np.dtype, bool, bool]],
+        loads: dict[int, str],
+        consts: list[Tensor] | None = None,
+    ) -> None:
         self.geo = geo
         self.b = b
         self.keep: list[Tensor] = []
+        #: the program's inputs (kind of each) and broadcast loads, grown by constants
+        self.kinds, self.loads = kinds, loads
+        #: concrete float tensors read as further inputs (None: a concrete tensor is not fusible)
+        self.consts = consts
+        self._const_nodes: dict[int, ir.Node] = {}
+        #: node id -> the shape (left-padded to the main's rank) a value read through a
+        #: broadcast load holds, where that is not a kind: used at another shape (a reshape
+        #: traces for free) it would be read at the wrong elements
+        self.bshape: dict[int, tuple[int, ...]] = {}
+
+    def padded(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        return (1,) * (len(self.geo.shape) - len(shape)) + tuple(shape)
+
+    def full(self, shape: tuple[int, ...]) -> bool:
+        return bool(shape) and shape[-1] == self.geo.n and math.prod(shape) == self.geo.rows * self.geo.n
+
+    def input(self, k: int, t: Tensor, broadcast: bool) -> ir.Node:
+        """Input ``k`` of the program, read as its kind or, with ``broadcast``, through an
+        index expression (``Program.loads``)."""
+        try:
+            row, col = self.geo.kind_of_input(t.shape)
+            at = None
+        except NotFusible:
+            if not broadcast:
+                raise
+            row, col, at = _broadcast_load(t.shape, self.geo.shape)
+        self.kinds.append((t.dtype, row, col))
+        node = self.b.input(k, t.dtype, row, col)
+        if at is not None:
+            self.loads[k] = at
+            if self.consts is not None:
+                self.bshape[node.id] = self.padded(t.shape)
+        return node
+
+    def use(self, t: Tensor, node: ir.Node) -> ir.Node:
+        """``node`` as the value of ``t``: a value read through a broadcast load is only
+        read at the shape it was made at, or expanded to the full rows."""
+        want = self.bshape.get(node.id)
+        if want is not None and not self.full(t.shape) and self.padded(t.shape) != want:
+            raise NotFusible(f"a broadcast value of shape {want} is used as {t.shape}")
+        return node
+
+    def place(self, node: ir.Node, shape: tuple[int, ...], args: list[ir.Node]) -> None:
+        """Check that ``node`` may hold a value of ``shape``: its kind, or a broadcast of a
+        value read through a load at that shape."""
+        if any(a.id in self.bshape for a in args) or node.id in self.bshape:
+            if self.full(shape):
+                return
+            p = self.padded(shape)
+            if self.bshape.setdefault(node.id, p) != p:
+                raise NotFusible(f"one value at two broadcast shapes, {self.bshape[node.id]} and {p}")
+            return
+        self.geo.check(shape, node)
 
     def sym(self, node: ir.Node, shape: tuple[int, ...], dtype: np.dtype, device: Any) -> Tensor:
         t = Tensor._make(_Sym(node), 0, tuple(shape), np.dtype(dtype), device)  # type: ignore[arg-type]
@@ -114,11 +174,19 @@ class _Tracer:
     def node(self, t: Tensor) -> ir.Node:
         blk = t._block
         if isinstance(blk, _Sym):
-            return blk.node
+            return self.use(t, blk.node)
         if t.numel() == 1 and t.dtype in (*ir.FLOATS, ir.BOOL):
             return self.b.const(t.numpy().reshape(()).item(), t.dtype)
         if t.numel() == 1 and t.dtype.kind in "iu":
             return self.b.const(t.numpy().reshape(()).item(), np.float64)
+        if self.consts is not None and t.dtype in ir.FLOATS and t.numel() > 1:
+            # a constant the traced function made (rotary's sign): it depends on shapes and
+            # attributes only, so the kernel reads it as a further input, passed by the caller
+            node = self._const_nodes.get(id(t))
+            if node is None:
+                node = self._const_nodes[id(t)] = self.input(len(self.kinds), t, True)
+                self.consts.append(t)
+            return self.use(t, node)
         raise NotFusible(f"a concrete tensor of shape {t.shape} ({t.dtype}) enters the graph")
 
     def __call__(self, op: base.OpDef, ins: list[Tensor], attrs: dict[str, Any]) -> list[Tensor]:
@@ -155,6 +223,7 @@ class _Tracer:
         elif (
             name == "sum"
             and ins[0].ndim >= 2
+            and self.full(ins[0].shape)
             and args[0].row
             and args[0].col
             and tuple(sorted(attrs["axes"])) == tuple(range(ins[0].ndim - 1))
@@ -170,7 +239,7 @@ class _Tracer:
             node = b.reduce(name, args[0])
         else:
             raise NotFusible(f"primitive '{name}' is not elementwise or a row reduction")
-        self.geo.check(tuple(shape), node)
+        self.place(node, tuple(shape), args)
         return [self.sym(node, shape, dtype, ins[0].device)]
 
     def _take(self, ins: list[Tensor], attrs: dict[str, Any]) -> Tensor:
@@ -188,11 +257,12 @@ class _Tracer:
         s = int(idx[0]) % n if n else 0
         if not np.array_equal(idx, (np.arange(n) + s) % n):
             raise NotFusible("'gather' along the row by an index that is not a rotation of the row")
+        arg = self.node(x)
         try:
-            node = self.b.take(self.node(x), s, n)
+            node = self.b.take(arg, s, n)
         except ValueError as exc:
             raise NotFusible(str(exc)) from None
-        self.geo.check(tuple(x.shape), node)
+        self.place(node, tuple(x.shape), [arg])
         return self.sym(node, tuple(x.shape), x.dtype, x.device)
 
 
@@ -203,6 +273,7 @@ def trace(
     attrs: dict[str, Any],
     main: tuple[int, ...] | None = None,
     group: bool = False,
+    consts: list[Tensor] | None = None,
 ) -> tuple[ir.Program, list[tuple[tuple[int, ...], np.dtype]]]:
     """Trace ``fn(*ins, **attrs)`` into a :class:`ir.Program` and the outputs' (shape, dtype).
 
@@ -213,26 +284,23 @@ def trace(
     bool inputs (masks) are read as they are, an input of any shape that broadcasts to
     ``main`` is read through an index expression (``Program.loads``: a ``[seq, seq]`` mask
     under ``[batch, heads, seq, seq]`` scores).
+
+    ``consts`` (a list, for eager generated kernels) reads inputs that fit no kind through
+    broadcast loads as well (rotary's ``(seq, dim)`` tables under ``(batch, heads, seq, dim)``),
+    a value made from one only at its own shape or expanded to the full rows, and a concrete
+    float tensor the function makes (a constant of its shapes and attributes: rotary's sign)
+    as a further input, appended to ``consts``: the caller passes them after ``ins``.
     """
     geo = Geometry(tuple(main if main is not None else ins[0].shape))
     b = ir.Builder()
-    tr = _Tracer(geo, b)
-    kinds = []
-    sym_ins = []
+    kinds: list[tuple[np.dtype, bool, bool]] = []
     loads: dict[int, str] = {}
+    tr = _Tracer(geo, b, kinds, loads, consts)
+    sym_ins = []
     for k, t in enumerate(ins):
         if t.dtype not in ir.FLOATS and not (group and t.dtype == ir.BOOL):
             raise NotFusible(f"input {k} is {t.dtype}; generated kernels take float32/float64")
-        try:
-            row, col = geo.kind_of_input(t.shape)
-        except NotFusible:
-            if not group:
-                raise
-            row, col, at = _broadcast_load(t.shape, geo.shape)
-            if at is not None:
-                loads[k] = at
-        kinds.append((t.dtype, row, col))
-        sym_ins.append(tr.sym(b.input(k, t.dtype, row, col), t.shape, t.dtype, t.device))
+        sym_ins.append(tr.sym(tr.input(k, t, group or consts is not None), t.shape, t.dtype, t.device))
     if base.TRACER.get() is not None:
         raise NotFusible("already tracing")
     # NOTE: autograd off for the forward; a traced gradient rule turns it on

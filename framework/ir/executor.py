@@ -36,6 +36,7 @@ from adapter_api import KernelContext, KernelError, OarlockError, OpArgumentErro
 from .._src import autograd, dispatch, env
 from .._src import device as _dev
 from .._src.ops import base
+from .._src.ops.shape import contiguous_slice  # noqa: F401 — the rule views of slices follow
 from .._src.tensor import Tensor
 from . import control
 from .core import IRError, Program, SymDim, TensorType, Value, resolve
@@ -428,33 +429,6 @@ def _viewed(t: Tensor, shape: tuple[int, ...], off: int) -> Tensor:
     if not off:
         return t if t.shape == shape else t._reshaped(shape)
     return Tensor._make(t._block, t._offset + off * t.dtype.itemsize, shape, t.dtype, t.device)
-
-
-def contiguous_slice(shape: tuple[int, ...], attrs: dict[str, Any]) -> int | None:
-    """The first element of ``slice(x, starts, stops, steps)`` in ``x`` (of ``shape``, row-major)
-    when the slice is one contiguous run of it (every axis after the first one cut is whole,
-    every axis before it keeps one index), else None."""
-    try:
-        starts, stops, steps = (tuple(attrs[k]) for k in ("starts", "stops", "steps"))
-    except (KeyError, TypeError):
-        return None
-    if not len(starts) == len(stops) == len(steps) == len(shape):
-        return None
-    if not all(isinstance(v, (int, np.integer)) for v in (*starts, *stops, *steps)):
-        return None
-    off, stride, inner = 0, 1, True  # inner: every axis after this one is whole
-    for d, a, b, st in reversed(list(zip(shape, starts, stops, steps))):
-        if not (0 <= a <= b <= d and st >= 1):
-            return None
-        n = len(range(a, b, st))
-        if not inner and n != 1:
-            return None  # a cut axis inside: strided
-        if n > 1 and st != 1:
-            return None
-        off += a * stride
-        stride *= d
-        inner = inner and n == d
-    return off
 
 
 class _View:

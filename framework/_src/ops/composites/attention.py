@@ -14,7 +14,7 @@ from ...tensor import Tensor, to_tensor
 from .. import creation as C
 from .. import math as M
 from .. import shape as S
-from ..base import OPS, TRACER, _grad_by_decomposition, call, composite
+from ..base import OPS, TRACER, _grad_by_decomposition, broadcast_shapes, call, composite
 from ..indexing import gather, permutation
 from ..primitives import sum_to
 from ._common import float_arg, tensor_arg
@@ -197,20 +197,38 @@ def _rotate_half(d: int, dtype: Any, device: Any) -> tuple[Tensor, Tensor]:
     return r
 
 
-def rotary_embedding(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
-    """x * cos + rotate_half(x) * sin, rotate_half(x) = concat(-x2, x1) over the last dim
-    (the GPT-NeoX / Llama form). ``cos``/``sin`` broadcast to ``x`` (e.g. (seq, dim) for
-    (batch, heads, seq, dim) inputs).
+def _rotary_infer(ins: list[Tensor], attrs: dict[str, Any]) -> list:
+    x, cos, sin = ins
+    shape = broadcast_shapes(
+        "rotary_embedding", broadcast_shapes("rotary_embedding", x.shape, cos.shape), sin.shape
+    )
+    return [(shape, x.dtype)]
+
+
+@composite("rotary_embedding", infer=_rotary_infer)
+def _rotary_decomposition(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+    """x * cos + rotate_half(x) * sin, rotate_half(x) = concat(-x2, x1) over the last dim.
 
     NOTE: rotate_half is one gather by a rotation of the last dim, its sign folded into
     ``sin``; the gather's gradient is a gather by the inverse rotation, and the compiler
     reads a rotated row inside the fused kernel (no copy, no product with a signed
-    permutation matrix, which also turned one infinite input into a row of NaN).
+    permutation matrix, which also turned one infinite input into a row of NaN). A composite:
+    eager mode runs it as one generated kernel, the tables read through a broadcast load
+    (compiler.trace), its gradient another; the sign is a constant the kernel reads.
     """
-    x = float_arg("rotary_embedding", x)
-    d = x.shape[-1]
-    if d % 2:
-        raise OpArgumentError(f"[rotary_embedding] the last dim must be even, got shape {x.shape}")
-    index, sign = _rotate_half(d, x.dtype, x.device)
+    index, sign = _rotate_half(x.shape[-1], x.dtype, x.device)
     rot = gather(x, index, axis=x.ndim - 1)
     return x * cos.astype(x.dtype) + rot * (sin.astype(x.dtype) * sign)
+
+
+def rotary_embedding(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+    """x * cos + rotate_half(x) * sin, rotate_half(x) = concat(-x2, x1) over the last dim
+    (the GPT-NeoX / Llama form). ``cos``/``sin`` broadcast to ``x`` (e.g. (seq, dim) for
+    (batch, heads, seq, dim) inputs)."""
+    x = float_arg("rotary_embedding", x)
+    cos, sin = tensor_arg("rotary_embedding", cos, "cos"), tensor_arg("rotary_embedding", sin, "sin")
+    d = x.shape[-1] if x.shape else 0
+    if not x.shape or d % 2:
+        raise OpArgumentError(f"[rotary_embedding] the last dim of x must be even, got shape {x.shape}")
+    _rotary_infer([x, cos, sin], {})  # the tables must broadcast with x: an error naming the op
+    return call(OPS["rotary_embedding"], [x, cos, sin], {})
