@@ -251,13 +251,29 @@ def _key(
     x = ins[0]
     if not x.shape or x.dtype not in ir.FLOATS:
         return None
-    geo = Geometry(x.shape)
-    try:
-        kinds = tuple(_input_kind(geo, t) for t in ins)
-        frozen = _freeze(attrs)
-    except (NotFusible, TypeError):
+    shapes = tuple((t.shape, t.dtype) for t in ins)
+    kinds = _KINDS_OF.get(shapes, _MISS)
+    if kinds is _MISS:  # NOTE: the kinds of a signature once: 10 us a call computed each time
+        if len(_KINDS_OF) > 4096:
+            _KINDS_OF.clear()
+        geo = Geometry(x.shape)
+        try:
+            kinds = (geo.n, len(x.shape), geo.rows == 1, tuple(_input_kind(geo, t) for t in ins))
+        except NotFusible:
+            kinds = None
+        _KINDS_OF[shapes] = kinds
+    if kinds is None:
         return None
-    return (op.name, dev, geo.n, len(x.shape), geo.rows == 1, kinds, frozen)
+    try:
+        frozen = _freeze(attrs) if attrs else ()
+    except TypeError:
+        return None
+    return (op.name, dev, *kinds, frozen)
+
+
+_MISS = object()
+#: ((shape, dtype) of each input) -> the plan key's part they give (None: no kinds fit)
+_KINDS_OF: dict[tuple[Any, ...], tuple[Any, ...] | None] = {}
 
 
 def _input_kind(geo: Geometry, t: Tensor) -> tuple[Any, ...]:
@@ -493,6 +509,7 @@ def install() -> None:
 def reset() -> None:
     """Forget traced plans and built programs (the disk cache stays)."""
     _PLANS.clear()
+    _KINDS_OF.clear()
     _GRAD_OPS.clear()
     BACKWARD_PATHS.clear()
     _COMPILERS.clear()

@@ -34,6 +34,7 @@ import numpy as np
 
 from adapter_api import DeviceError
 
+from . import threads
 from .compiler import float_options, own_program
 
 _SOURCE = Path(__file__).with_name("gemm.c")
@@ -171,8 +172,6 @@ def blas_name(char: str = "f") -> str:
 def routes_all(char: str) -> bool:
     """Whether every 2-D product of this dtype goes through :func:`gemm_call` (the chosen BLAS
     is not numpy's, so ``np.matmul`` would give other bits), not only the split ones."""
-    from . import threads
-
     if char not in "fd" or not threads.owns_blas():  # the user sized numpy's BLAS: theirs
         return False
     name, sym = _chosen(char)
@@ -261,13 +260,23 @@ def _call(
     m, k = a.shape
     n = b.shape[1]
     ffi, fn = prog.ffi, prog.fn
-    pa, pb, pc = (ffi.cast("void *", x.__array_interface__["data"][0]) for x in (a, b, c))
+    pa, pb, pc = _pointer(ffi, a), _pointer(ffi, b), _pointer(ffi, c)
     args = (addr, int(ilp64), la[0], lb[0], m, n, k, pa, la[1], pb, lb[1], pc, lc[1], int(cols), g, nt)
 
     def run(keep: tuple = (a, b, c)) -> None:
         fn(*args)
 
     return run
+
+
+def _pointer(ffi: Any, x: np.ndarray) -> Any:
+    """``x``'s first element as a ``void *`` (from_buffer ~0.2 us for a contiguous array, the
+    transpose of one through its C-contiguous view; 1.1 us through ``__array_interface__``)."""
+    if x.flags.c_contiguous:
+        return ffi.cast("void *", ffi.from_buffer(x))
+    if x.flags.f_contiguous:
+        return ffi.cast("void *", ffi.from_buffer(x.T))
+    return ffi.cast("void *", x.__array_interface__["data"][0])
 
 
 def product(a: np.ndarray, b: np.ndarray) -> np.ndarray:

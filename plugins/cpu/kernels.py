@@ -18,7 +18,7 @@ from scipy import special as _special
 
 from adapter_api import OpArgumentError
 
-from . import threads
+from . import gemm, threads
 from .philox import philox_uniform
 
 F16 = np.dtype(np.float16)
@@ -299,8 +299,6 @@ def _product(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[Any, tuple]:
     """The call that computes ``c = a @ b``: BLAS once, or its blocks on the thread budget."""
     a, b, c = _flat(a, b, c)
     if c.ndim == 2 and c.dtype.char in "fd":
-        from . import gemm
-
         split = threads.split_products()
         nt = threads.team_threads(c.size * a.shape[-1], MIN_MACS_PER_TEAM_THREAD) if split else 1
         if nt > 1 or gemm.routes_all(c.dtype.char):
@@ -320,10 +318,8 @@ def _flat(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.n
     (gemm.py), always: its products are not numpy's bits anyway, and one product of the stacked
     rows is the same computation at every budget."""
     if a.ndim > 2 and b.ndim == 2 and a.flags.c_contiguous and c.flags.c_contiguous and c.dtype.char in "fd":
-        from .gemm import routes_all
-
         g, exact = row_grain(c.dtype)
-        if exact and a.shape[-2] % g == 0 or routes_all(c.dtype.char):
+        if exact and a.shape[-2] % g == 0 or gemm.routes_all(c.dtype.char):
             return a.reshape(-1, a.shape[-1]), b, c.reshape(-1, c.shape[-1])
     return a, b, c
 
@@ -362,9 +358,7 @@ def row_grain(dtype: np.dtype, cols: bool = False) -> tuple[int, bool]:
             g = _GRAIN.get(key)
             if g is None:
                 g = _probe_grain(dtype, cols)
-                from .gemm import routes_all
-
-                if routes_all(dtype.char):
+                if gemm.routes_all(dtype.char):
                     # NOTE: MKL picks its kernels by the problem's size: a tile exact on the
                     # probe's products was not on others (256 x 1024 @ 1024 x 688 split in two
                     # rounded differently), so none is taken as exact
@@ -374,8 +368,7 @@ def row_grain(dtype: np.dtype, cols: bool = False) -> tuple[int, bool]:
 
 
 def _probe_grain(dtype: np.dtype, cols: bool) -> tuple[int, bool]:
-    from .gemm import product  # the BLAS the products run on (numpy's, or MKL)
-
+    product = gemm.product  # the BLAS the products run on (numpy's, or MKL)
     rng = np.random.default_rng(0)
     cases = []
     for m, k, n in ((150, 160, 100), (97, 300, 64), (64, 1024, 97)):

@@ -50,6 +50,10 @@ def broadcast_shapes(op: str, a: tuple[int, ...], b: tuple[int, ...]) -> tuple[i
             return a
         if a and max(a) == 1 and min(a) == 1:
             return b
+    a, b = tuple(a), tuple(b)
+    got = _BROADCASTS.get((a, b))
+    if got is not None:
+        return got
     n = max(len(a), len(b))
     pa = (1,) * (n - len(a)) + a
     pb = (1,) * (n - len(b)) + b
@@ -64,7 +68,15 @@ def broadcast_shapes(op: str, a: tuple[int, ...], b: tuple[int, ...]) -> tuple[i
                 f"[{op}] shapes {a} and {b} cannot be broadcast: dimension {i - n} is {x} vs {y}; "
                 f"make them equal or 1"
             )
-    return tuple(out)
+    if len(_BROADCASTS) > 4096:
+        _BROADCASTS.clear()
+    got = _BROADCASTS[(a, b)] = tuple(out)
+    return got
+
+
+#: (a, b) -> their broadcast shape, for the pairs that broadcast (an eager step meets the
+#: same few again and again; the general rule took ~3 us a call)
+_BROADCASTS: dict[tuple[tuple[int, ...], tuple[int, ...]], tuple[int, ...]] = {}
 
 
 def full_tensor(shape: tuple[int, ...], value: Any, dtype: np.dtype, dev: Device) -> Tensor:

@@ -26,6 +26,12 @@ OPS["reshape"] = RESHAPE
 
 
 def _resolve_shape(x: Tensor, shape: Any) -> tuple[int, ...]:
+    if (
+        type(shape) is tuple
+        and all(type(s) is int and s >= 0 for s in shape)
+        and math.prod(shape) == x.numel()
+    ):
+        return shape  # the common case, sizes given in full (2.2 -> 0.9 us)
     if isinstance(shape, (int, np.integer)):
         shape = (shape,)
     if isinstance(shape, Tensor):
