@@ -448,3 +448,40 @@ def test_permute_split_over_the_team_gives_the_transposed_array():
     res = json.loads(_python(_TEAM_PERMUTE, OARLOCK_NUM_THREADS="2").strip().splitlines()[-1])
     assert all(ok and op_ok for _, _, ok, op_ok in res), res
     assert [nt for _, nt, _, _ in res[:3]] == [2, 2, 2], res  # big enough for both threads
+
+
+_TEAM_CONCAT = """
+import json, numpy as np, framework as fw
+from plugins.cpu import layout, threads
+fw.ones([1])  # the plugin loads: its thread policy sizes the team
+rng = np.random.default_rng(0)
+res = []
+cases = [([(1, 8, 4, 128, 64)] * 3, 0), ([(8, 128, 100), (8, 128, 156), (8, 128, 1)], 2),
+         ([(4, 0, 64), (4, 3000, 64), (4, 7, 64)], 1), ([(30000, 7), (5, 7)], 0),
+         ([(64, 1000, 3), (64, 1000, 3)], 2), ([(3, 70000)], 0)]
+for shapes, axis in cases:
+    for dt in ("float32", "float64", "int64"):
+        xs = [(rng.standard_normal(s) * 100).astype(dt) for s in shapes]
+        want = np.concatenate(xs, axis)
+        y = np.full(want.shape, -1, dt)
+        call = layout.concat_call(xs, y, axis)
+        if call is not None:
+            call()
+        via_op = fw.concat([fw.to_tensor(x) for x in xs], axis=axis).numpy()
+        res.append([[list(s) for s in shapes], dt, call is not None,
+                    call is None or bool(np.array_equal(y, want)), bool(np.array_equal(via_op, want))])
+# a static program binds the team's call
+a, b = (rng.standard_normal((2, 128, 1024)).astype("float32") for _ in range(2))
+f = fw.jit.to_static(lambda p, q: fw.concat([p, q], axis=1))
+static_ok = bool(np.array_equal(f(fw.to_tensor(a), fw.to_tensor(b)).numpy(), np.concatenate([a, b], 1)))
+print(json.dumps({"cases": res, "static": static_ok}))
+"""
+
+
+def test_concat_on_the_team_gives_numpys_array():
+    """The team's concat copies each part's bytes where np.concatenate puts them: every axis,
+    empty parts, runs of 12 bytes, three dtypes; through fw.concat and a static program."""
+    res = json.loads(_python(_TEAM_CONCAT, OARLOCK_NUM_THREADS="2").strip().splitlines()[-1])
+    assert all(ok and op_ok for *_, ok, op_ok in res["cases"]), res
+    assert all(team for _, _, team, _, _ in res["cases"]), res  # each is over two threads' share
+    assert res["static"]

@@ -55,3 +55,39 @@ int permute_runs(const char* restrict x, char* restrict y, int64_t rank, const i
     }
     return 0;
 }
+
+/* y = the parts xs[0..nparts) side by side along an axis: each of y's `rows` outer positions
+ * holds lens[p] bytes of each part p in turn (a concat; the parts and y C-contiguous). The
+ * team's threads take equal contiguous shares of y's bytes: np.concatenate copied the Llama
+ * block's three (1, 8, 4, 128, 64) gradients on one thread at ~13 GB/s. */
+int concat_rows(const char* const* xs, const int64_t* restrict lens, int64_t nparts, char* restrict y,
+                int64_t rows, int nt) {
+    int64_t ylen = 0;
+    for (int64_t p = 0; p < nparts; ++p) ylen += lens[p];
+    const int64_t total = rows * ylen;
+    if (total <= 0) return 0;
+    if (nt < 1) nt = 1;
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
+    for (int t = 0; t < nt; ++t) {
+        int64_t lo = total * t / nt;
+        const int64_t hi = total * (t + 1) / nt;
+        if (lo >= hi) continue;
+        int64_t r = lo / ylen, off = lo % ylen, p = 0;
+        while (off >= lens[p]) off -= lens[p++]; /* the part and offset of byte lo */
+        while (lo < hi) {
+            int64_t n = lens[p] - off;
+            if (n > hi - lo) n = hi - lo;
+            memcpy(y + lo, xs[p] + r * lens[p] + off, (size_t)n);
+            lo += n;
+            off += n;
+            if (off == lens[p]) {
+                off = 0;
+                if (++p == nparts) {
+                    p = 0;
+                    ++r;
+                }
+            }
+        }
+    }
+    return 0;
+}

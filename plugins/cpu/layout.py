@@ -27,6 +27,34 @@ def _program() -> Any:
     return own_program(_SOURCE, "permute_runs", (), "permute")
 
 
+def _concat_program() -> Any:
+    return own_program(_SOURCE, "concat_rows", (), "concat")
+
+
+def concat_call(xs: list[np.ndarray], y: np.ndarray, axis: int) -> Any:
+    """A zero-argument call writing ``y = np.concatenate(xs, axis)`` on the OpenMP team
+    (``concat_rows``), or None where numpy runs it: under two threads' share of bytes, not all
+    C-contiguous, a dtype other than y's, a part overlapping y, or no C compiler."""
+    nt = threads.team_threads(y.nbytes, MIN_BYTES_PER_TEAM_THREAD)
+    if nt < 2 or not y.flags.c_contiguous or not xs:
+        return None
+    if any(x.dtype != y.dtype or not x.flags.c_contiguous or np.may_share_memory(x, y) for x in xs):
+        return None
+    prog = _concat_program()
+    if prog is None:
+        return None
+    ffi, fn = prog.ffi, prog.fn
+    rows = math.prod(y.shape[:axis])
+    lens = ffi.new("int64_t[]", [x.nbytes // rows if rows else 0 for x in xs])
+    ptrs = ffi.new("const char *[]", [ffi.cast("const char *", ffi.from_buffer(x)) for x in xs])
+    args = (ptrs, lens, len(xs), ffi.from_buffer(y), rows, nt)
+
+    def run_it(keep: tuple = (xs, y, lens, ptrs)) -> None:
+        fn(*args)
+
+    return run_it
+
+
 def permute_call(x: np.ndarray, y: np.ndarray, perm: tuple[int, ...], kept: int) -> Any:
     """A zero-argument call writing ``y = x.transpose(perm)`` (both C-contiguous; ``kept``
     trailing axes unchanged by ``perm``) through the C kernel, or None where it does not
