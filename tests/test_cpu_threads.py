@@ -485,3 +485,48 @@ def test_concat_on_the_team_gives_numpys_array():
     assert all(ok and op_ok for *_, ok, op_ok in res["cases"]), res
     assert all(team for _, _, team, _, _ in res["cases"]), res  # each is over two threads' share
     assert res["static"]
+
+
+def test_cpu_buffers_start_on_a_cache_line():
+    """The cpu runtime's buffers are 64-byte aligned (whole-line streaming stores need it);
+    a view at an offset keeps its offset from there."""
+    import numpy as np
+
+    import framework as fw
+
+    for n in (1, 7, 1000, 1 << 20):
+        t = fw.ones([n])
+        assert t.native().ctypes.data % 64 == 0
+        np.testing.assert_array_equal(t.numpy(), np.ones(n, np.float32))
+    parts = fw.split(fw.arange(12).astype("float32").reshape([3, 4]), 3, axis=0)
+    assert [p.native().ctypes.data % 64 for p in parts] == [0, 16, 32]
+    np.testing.assert_array_equal(parts[2].numpy(), [[8, 9, 10, 11]])
+
+
+_STREAM_PERMUTE = """
+import json, numpy as np, framework as fw
+from plugins.cpu import layout
+from plugins.cpu.kernels import _kept
+fw.ones([1])
+rng = np.random.default_rng(1)
+res = []
+for shape, perm in [((8, 128, 3, 4, 64), (2, 0, 3, 1, 4)), ((3, 8, 4, 128, 64), (1, 3, 0, 2, 4)),
+                    ((256, 64, 40), (1, 0, 2))]:  # runs of 160 bytes: plain stores
+    a = rng.standard_normal(shape).astype("float32")
+    want = a.transpose(perm)
+    assert want.nbytes >= layout.STREAM_MIN
+    for skip in (0, 16, 4):  # 64-byte aligned (streamed where runs are whole lines), or not
+        raw = np.empty(want.nbytes + 128, np.uint8)
+        start = -raw.ctypes.data % 64 + skip
+        y = raw[start:start + want.nbytes].view("float32").reshape(want.shape)
+        layout.permute_call(a, y, perm, _kept(perm))()
+        res.append(bool(np.array_equal(y, want)))
+print(json.dumps(res))
+"""
+
+
+def test_a_large_permute_streams_its_output_and_gives_the_transposed_array():
+    """From layout.STREAM_MIN bytes the permute writes with non-temporal stores where its output
+    starts on a cache line and runs are whole lines (else plain stores): the same array."""
+    res = json.loads(_python(_STREAM_PERMUTE, OARLOCK_NUM_THREADS="2").strip().splitlines()[-1])
+    assert res == [True] * 9, res

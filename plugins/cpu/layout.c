@@ -22,9 +22,25 @@ static void copy_runs(char* y, const char* src, int64_t n, int64_t run, int64_t 
     }
 }
 
-/* nt: threads of the OpenMP team, each writing a contiguous share of y's outer positions */
+#if defined(__SSE2__)
+#include <immintrin.h>
+/* copy_runs with non-temporal stores: y (64-byte aligned) written by whole cache lines
+ * without first reading them (run a multiple of 64) */
+static void stream_runs(char* y, const char* src, int64_t n, int64_t run, int64_t step) {
+    for (int64_t i = 0; i < n; ++i, y += run, src += step)
+        for (int64_t c = 0; c < run; c += 16)
+            _mm_stream_si128((__m128i*)(y + c), _mm_loadu_si128((const __m128i*)(src + c)));
+}
+#define OARLOCK_CAN_STREAM 1
+#else
+#define OARLOCK_CAN_STREAM 0
+#endif
+
+/* nt: threads of the OpenMP team, each writing a contiguous share of y's outer positions;
+ * stream: write y with non-temporal stores (y 64-byte aligned, run a multiple of 64) */
 int permute_runs(const char* restrict x, char* restrict y, int64_t rank, const int64_t* restrict oshape,
-                 const int64_t* restrict istride, int64_t run, int nt) {
+                 const int64_t* restrict istride, int64_t run, int nt, int stream) {
+    if (stream && (!OARLOCK_CAN_STREAM || run % 64 || ((uintptr_t)y & 63))) stream = 0;
     if (rank < 1 || rank > 16 || run < 1) return 1;
     int64_t total = 1;
     for (int64_t k = 0; k < rank; ++k) total *= oshape[k];
@@ -44,7 +60,12 @@ int permute_runs(const char* restrict x, char* restrict y, int64_t rank, const i
         }
         char* yo = y + lo * n * run;
         for (int64_t o = lo; o < hi; ++o, yo += n * run) {
-            copy_runs(yo, base, n, run, step);
+#if OARLOCK_CAN_STREAM
+            if (stream)
+                stream_runs(yo, base, n, run, step);
+            else
+#endif
+                copy_runs(yo, base, n, run, step);
             for (int64_t k = rank - 2; k >= 0; --k) { /* the next outer position */
                 base += istride[k];
                 if (++idx[k] < oshape[k]) break;
@@ -52,6 +73,9 @@ int permute_runs(const char* restrict x, char* restrict y, int64_t rank, const i
                 idx[k] = 0;
             }
         }
+#if OARLOCK_CAN_STREAM
+        if (stream) _mm_sfence();
+#endif
     }
     return 0;
 }

