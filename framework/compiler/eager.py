@@ -30,7 +30,7 @@ from .._src.tensor import Tensor
 from . import ir, tune
 from .cache import ProgramCache
 from .emit import emitter
-from .trace import Geometry, NotFusible, _broadcast_load, trace
+from .trace import Geometry, NotFusible, broadcast_load, trace
 
 #: The process-wide program cache used by eager generated kernels.
 CACHE = ProgramCache()
@@ -282,7 +282,7 @@ def _input_kind(geo: Geometry, t: Tensor) -> tuple[Any, ...]:
     try:
         return (t.dtype.str, *geo.kind_of_input(t.shape))
     except NotFusible:
-        return (t.dtype.str, *_broadcast_load(t.shape, geo.shape))
+        return (t.dtype.str, *broadcast_load(t.shape, geo.shape))
 
 
 def _plan(

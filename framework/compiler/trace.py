@@ -137,7 +137,7 @@ class _Tracer:
         except NotFusible:
             if not broadcast:
                 raise
-            row, col, at = _broadcast_load(t.shape, self.geo.shape)
+            row, col, at = broadcast_load(t.shape, self.geo.shape)
         self.kinds.append((t.dtype, row, col))
         node = self.b.input(k, t.dtype, row, col)
         if at is not None:
@@ -339,7 +339,7 @@ def trace(
     return prog, metas
 
 
-def _broadcast_load(shape: tuple[int, ...], main: tuple[int, ...]) -> tuple[bool, bool, str | None]:
+def broadcast_load(shape: tuple[int, ...], main: tuple[int, ...]) -> tuple[bool, bool, str | None]:
     """(row, col, index expression) of an input of ``shape`` broadcast to ``main``: the
     element (r, j) of the ``(rows, n)`` view reads the input at the expression's offset."""
     if len(shape) > len(main):

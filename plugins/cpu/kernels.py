@@ -444,7 +444,7 @@ def _kept(perm: tuple[int, ...]) -> int:
     return k
 
 
-_C_PERMUTE_MIN = 1 << 16  #: bytes from which an eager permute goes through the C kernel
+_C_LAYOUT_MIN = 1 << 16  #: bytes from which an eager permute or concat goes through layout.c
 
 
 def _bind_permute(ctx: Any, outs: list, ins: list, perm: tuple[int, ...]) -> Any:
@@ -459,7 +459,7 @@ def _bind_permute(ctx: Any, outs: list, ins: list, perm: tuple[int, ...]) -> Any
 def _permute(ctx: Any, outs: list, ins: list, perm: tuple[int, ...]) -> None:
     x, y = ins[0], outs[0]
     n, k = len(perm), _kept(tuple(perm))
-    if k and x.nbytes >= _C_PERMUTE_MIN:  # below: the call's set-up costs more than it saves
+    if k and x.nbytes >= _C_LAYOUT_MIN:  # below: the call's set-up costs more than it saves
         from .layout import permute_call
 
         call = permute_call(x, y, tuple(perm), k)
@@ -488,7 +488,7 @@ def _slice(ctx: Any, outs: list, ins: list, starts: tuple, stops: tuple, steps: 
 
 
 def _concat(ctx: Any, outs: list, ins: list, axis: int) -> None:
-    if outs[0].nbytes >= _C_PERMUTE_MIN:
+    if outs[0].nbytes >= _C_LAYOUT_MIN:
         from .layout import concat_call
 
         call = concat_call(ins, outs[0], axis)

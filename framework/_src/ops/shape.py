@@ -303,9 +303,9 @@ def _split_decomposition(x: Tensor, *, sizes: tuple[int, ...], axis: int) -> tup
 
     NOTE: in eager mode a part that is one contiguous run of ``x`` (:func:`contiguous_slice`:
     every axis before ``axis`` of size 1) is a view of its storage, as a reshape is (in-place
-    updates rebind a tensor to new storage; only an optimizer's step writes parameters in
-    place, and then every view of them sees it, as in PyTorch): the Llama block's q, k, v
-    split of the permuted qkv copied 3 MB a step (0.38 ms at two threads)."""
+    updates rebind a tensor to new storage; only an optimizer's fused update writes parameters
+    in place, and views of them see it, as in PyTorch): the Llama block's q, k, v split of the
+    permuted qkv copied 3 MB a step (0.38 ms at two threads)."""
     views = TRACER.get() is None and not getattr(x, "_dist", False)
     out = []
     start = 0
