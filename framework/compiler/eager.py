@@ -30,7 +30,7 @@ from .._src.tensor import Tensor
 from . import ir, tune
 from .cache import ProgramCache
 from .emit import emitter
-from .trace import Geometry, NotFusible, broadcast_load, trace
+from .trace import Geometry, NotFusible, trace
 
 #: The process-wide program cache used by eager generated kernels.
 CACHE = ProgramCache()
@@ -258,7 +258,14 @@ def _key(
             _KINDS_OF.clear()
         geo = Geometry(x.shape)
         try:
-            kinds = (geo.n, len(x.shape), geo.rows == 1, tuple(_input_kind(geo, t) for t in ins))
+            # an input's kind, or the expression it is read at (a broadcast: the same
+            # expression serves every shape that gives it)
+            kinds = (
+                geo.n,
+                len(x.shape),
+                geo.rows == 1,
+                tuple((t.dtype.str, *geo.kind_or_load(t.shape)) for t in ins),
+            )
         except NotFusible:
             kinds = None
         _KINDS_OF[shapes] = kinds
@@ -274,15 +281,6 @@ def _key(
 _MISS = object()
 #: ((shape, dtype) of each input) -> the plan key's part they give (None: no kinds fit)
 _KINDS_OF: dict[tuple[Any, ...], tuple[Any, ...] | None] = {}
-
-
-def _input_kind(geo: Geometry, t: Tensor) -> tuple[Any, ...]:
-    """An input's part of a plan's key: its kind, or the expression it is read at (a
-    broadcast: the same expression serves every shape that gives it)."""
-    try:
-        return (t.dtype.str, *geo.kind_of_input(t.shape))
-    except NotFusible:
-        return (t.dtype.str, *broadcast_load(t.shape, geo.shape))
 
 
 def _plan(

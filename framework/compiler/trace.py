@@ -74,6 +74,14 @@ class Geometry:
             return True, False
         raise NotFusible(f"input of shape {shape} fits no kind for rows of {self.shape}")
 
+    def kind_or_load(self, shape: tuple[int, ...]) -> tuple[bool, bool, str | None]:
+        """(row, col, index expression) of an input: its kind (no expression), else, where it
+        broadcasts to the rows, the expression it is read at (:func:`broadcast_load`)."""
+        try:
+            return (*self.kind_of_input(shape), None)
+        except NotFusible:
+            return broadcast_load(shape, self.shape)
+
     def flat(self, shape: tuple[int, ...]) -> bool:
         """Whether ``shape`` is the one row of a flat view: ``(6, 5)`` under ``(30,)`` (a sum
         over every axis of a tensor is a reduction along the row of its flat view)."""
@@ -131,13 +139,10 @@ class _Tracer:
     def input(self, k: int, t: Tensor, broadcast: bool) -> ir.Node:
         """Input ``k`` of the program, read as its kind or, with ``broadcast``, through an
         index expression (``Program.loads``)."""
-        try:
-            row, col = self.geo.kind_of_input(t.shape)
-            at = None
-        except NotFusible:
-            if not broadcast:
-                raise
-            row, col, at = broadcast_load(t.shape, self.geo.shape)
+        if broadcast:
+            row, col, at = self.geo.kind_or_load(t.shape)
+        else:
+            row, col, at = (*self.geo.kind_of_input(t.shape), None)
         self.kinds.append((t.dtype, row, col))
         node = self.b.input(k, t.dtype, row, col)
         if at is not None:

@@ -201,15 +201,23 @@ class _CProgram:
 
     def arg(self, i: int, a: Any) -> Any:
         if isinstance(a, np.ndarray):
-            if a.flags.c_contiguous:  # NOTE: from_buffer 0.45 us, __array_interface__ 2.8 us
-                return self.ffi.cast("void *", self.ffi.from_buffer(a))
-            return self.ffi.cast("void *", a.__array_interface__["data"][0])
+            return pointer(self.ffi, a)
         if isinstance(a, np.generic):
             return a.item()
         raise KernelError(
             f"[cpu] launch argument {i} of '{self.entry}' is {type(a).__name__}; pass numpy "
             f"arrays (the tensors' native views) and numpy scalars"
         )
+
+
+def pointer(ffi: Any, x: np.ndarray) -> Any:
+    """``x``'s first element as a ``void *``: through ``from_buffer`` for a C-contiguous array
+    or the transpose of one (~0.2 us), else its address (``__array_interface__``, ~1.1 us)."""
+    if x.flags.c_contiguous:
+        return ffi.cast("void *", ffi.from_buffer(x))
+    if x.flags.f_contiguous:
+        return ffi.cast("void *", ffi.from_buffer(x.T))
+    return ffi.cast("void *", x.__array_interface__["data"][0])
 
 
 def _declaration(source: str, entry: str) -> str:

@@ -35,7 +35,7 @@ import numpy as np
 from adapter_api import DeviceError
 
 from . import threads
-from .compiler import float_options, own_program
+from .compiler import float_options, own_program, pointer
 
 _SOURCE = Path(__file__).with_name("gemm.c")
 _INT32_MAX = (1 << 31) - 1
@@ -260,23 +260,13 @@ def _call(
     m, k = a.shape
     n = b.shape[1]
     ffi, fn = prog.ffi, prog.fn
-    pa, pb, pc = _pointer(ffi, a), _pointer(ffi, b), _pointer(ffi, c)
+    pa, pb, pc = pointer(ffi, a), pointer(ffi, b), pointer(ffi, c)
     args = (addr, int(ilp64), la[0], lb[0], m, n, k, pa, la[1], pb, lb[1], pc, lc[1], int(cols), g, nt)
 
     def run(keep: tuple = (a, b, c)) -> None:
         fn(*args)
 
     return run
-
-
-def _pointer(ffi: Any, x: np.ndarray) -> Any:
-    """``x``'s first element as a ``void *`` (from_buffer ~0.2 us for a contiguous array, the
-    transpose of one through its C-contiguous view; 1.1 us through ``__array_interface__``)."""
-    if x.flags.c_contiguous:
-        return ffi.cast("void *", ffi.from_buffer(x))
-    if x.flags.f_contiguous:
-        return ffi.cast("void *", ffi.from_buffer(x.T))
-    return ffi.cast("void *", x.__array_interface__["data"][0])
 
 
 def product(a: np.ndarray, b: np.ndarray) -> np.ndarray:

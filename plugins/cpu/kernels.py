@@ -18,7 +18,7 @@ from scipy import special as _special
 
 from adapter_api import OpArgumentError
 
-from . import gemm, threads
+from . import elementwise, gemm, layout, threads
 from .philox import philox_uniform
 
 F16 = np.dtype(np.float16)
@@ -152,9 +152,7 @@ def _team_binary(fn: Any, a: np.ndarray, b: np.ndarray, y: np.ndarray) -> Any:
     nt = threads.team_threads(y.size, MIN_ELEMS_PER_TEAM_THREAD)
     if nt < 2:
         return None
-    from .elementwise import binary_call
-
-    return binary_call(code, a, b, y, nt)
+    return elementwise.binary_call(code, a, b, y, nt)
 
 
 def _trailing(s: tuple[int, ...], out: tuple[int, ...]) -> bool:
@@ -444,25 +442,21 @@ def _kept(perm: tuple[int, ...]) -> int:
     return k
 
 
-_C_LAYOUT_MIN = 1 << 16  #: bytes from which an eager permute or concat goes through layout.c
+_C_LAYOUT_MIN = 1 << 16  #: bytes from which an eager permute goes through layout.c
 
 
 def _bind_permute(ctx: Any, outs: list, ins: list, perm: tuple[int, ...]) -> Any:
     """Static programs: the C kernel's call with its arguments made once (layout.py)."""
     if ctx.stream is not None:
         return None
-    from .layout import permute_call
-
-    return permute_call(ins[0], outs[0], tuple(perm), _kept(tuple(perm)))
+    return layout.permute_call(ins[0], outs[0], tuple(perm), _kept(tuple(perm)))
 
 
 def _permute(ctx: Any, outs: list, ins: list, perm: tuple[int, ...]) -> None:
     x, y = ins[0], outs[0]
     n, k = len(perm), _kept(tuple(perm))
     if k and x.nbytes >= _C_LAYOUT_MIN:  # below: the call's set-up costs more than it saves
-        from .layout import permute_call
-
-        call = permute_call(x, y, tuple(perm), k)
+        call = layout.permute_call(x, y, tuple(perm), k)
         if call is not None:
             call()
             return
@@ -488,23 +482,18 @@ def _slice(ctx: Any, outs: list, ins: list, starts: tuple, stops: tuple, steps: 
 
 
 def _concat(ctx: Any, outs: list, ins: list, axis: int) -> None:
-    if outs[0].nbytes >= _C_LAYOUT_MIN:
-        from .layout import concat_call
-
-        call = concat_call(ins, outs[0], axis)
-        if call is not None:
-            call()
-            return
-    np.concatenate(ins, axis=axis, out=outs[0])
+    call = layout.concat_call(ins, outs[0], axis)  # None below two team threads' share
+    if call is None:
+        np.concatenate(ins, axis=axis, out=outs[0])
+    else:
+        call()
 
 
 def _bind_concat(ctx: Any, outs: list, ins: list, axis: int) -> Any:
     """Static programs: the team's call with its pointers made once (layout.py)."""
     if ctx.stream is not None:
         return None
-    from .layout import concat_call
-
-    return concat_call(ins, outs[0], axis)
+    return layout.concat_call(ins, outs[0], axis)
 
 
 _concat.bind = _bind_concat  # type: ignore[attr-defined]
