@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import sys
 
 import numpy as np
@@ -421,18 +422,29 @@ def test_large_outputs_take_the_streaming_store_path(dtype, rows):
 
 
 @pytest.mark.parametrize("dtype,rows", [("float32", 1031), ("float64", 517)])
-def test_streamed_rows_drain_while_the_next_row_computes(dtype, rows):
-    """A streamed row leaves its buffer piece by piece during the next row's first pass: every
-    row arrives whole (odd rows per thread, a row length off the 32-byte grid, exp kept in the
-    row buffer between passes), and the last row of each thread too."""
+def test_streamed_rows_go_out_chunk_by_chunk(dtype, rows):
+    """A streamed row goes out chunk by chunk; softmax's last pass (three passes) runs during
+    the next row's exp pass, the thread's last row after its loop. Every row arrives whole:
+    odd rows per thread, a row length off the 32-byte grid (every other row starts off a
+    line and is stored plainly), a tail chunk, exp kept in two row buffers between passes."""
     xn = _rng(14).standard_normal((rows, 2050)).astype(dtype) * 4
     assert xn.nbytes >= EMIT.CEmitter.STREAM_MIN
     src = compiler.generated_source("softmax", fw.to_tensor(xn), axis=1)
-    assert "oarlock_stream_upto_" in src and "pend = r" in src
+    assert re.search(r"oarlock_stream(32|64)_f(32|64)\(out0 \+ pend \* N \+ jj, t0, N - jj\);", src)
+    assert "sb0[N]" in src and "kept for a later pass" in src and "pend = r;" in src
     y = F.softmax(fw.to_tensor(xn), axis=-1).numpy()
     e = np.exp(xn.astype(np.float64) - xn.max(axis=1, keepdims=True))
     np.testing.assert_allclose(
         y, e / e.sum(axis=1, keepdims=True), rtol=1e-5 if dtype == "float32" else 1e-12
+    )
+    # plain loops (vector width 1): the last pass still streams in chunks of its own
+    prog = compiler.lower("softmax", fw.to_tensor(xn), axis=1)
+    k = eager.make_kernel(prog, "c", width=1)
+    assert "oarlock_stream64_" in k.source and "pend = r;" in k.source
+    out = fw.empty(list(xn.shape), dtype=dtype)
+    k.launch(out.device, [fw.to_tensor(xn)], [out], rows)
+    np.testing.assert_allclose(
+        out.numpy(), e / e.sum(axis=1, keepdims=True), rtol=1e-5 if dtype == "float32" else 1e-12
     )
     # the same kernel on a strided view's copy and on a tensor whose rows start off a 32-byte line
     off = fw.to_tensor(np.ascontiguousarray(xn[:, 1:]))
@@ -443,8 +455,51 @@ def test_streamed_rows_drain_while_the_next_row_computes(dtype, rows):
     )
 
 
-def test_row_buffers_on_a_threads_stack_are_bounded():
-    """Two row buffers per streamed output live on each OpenMP thread's stack: past
+@pytest.mark.parametrize("dtype,rows", [("float32", 1031), ("float64", 517)])
+@pytest.mark.parametrize("width", [1, 8, 32])
+def test_a_rows_last_pass_during_the_next_rows_pass(dtype, rows, width):
+    """A three-pass program whose last pass reads a kept value, the row's input again, a
+    column input and row scalars of both earlier passes, into two streamed outputs and a row
+    output: each row's last pass runs during the next row's second pass (the thread's last
+    row after its loop), and every output equals numpy's, at every vector width."""
+    dt = np.dtype(dtype)
+    b = ir.Builder()
+    x, w = b.input(0, dt, True, True), b.input(1, dt, False, True)
+    m = b.reduce("max", x)
+    e = b.unary("exp", b.binary("sub", x, m))
+    s = b.reduce("sum", e)
+    y0 = b.binary("div", e, s)
+    y1 = b.binary("add", b.binary("mul", b.binary("sub", x, m), w), s)
+    prog = ir.Program(
+        "piped", 2050, [(dt, True, True), (dt, False, True)], [y0, y1, s], [True, True, False], b.nodes
+    )
+    k = eager.make_kernel(prog, "c", width=width)
+    assert "pend = r;" in k.source and "in0[pend * N + j]" in k.source
+    xn = _rng(21).standard_normal((rows, 2050)).astype(dt) * 3
+    wn = _rng(22).standard_normal(2050).astype(dt)
+    assert xn.nbytes >= EMIT.CEmitter.STREAM_MIN
+    outs = [
+        fw.empty([rows, 2050], dtype=dtype),
+        fw.empty([rows, 2050], dtype=dtype),
+        fw.empty([rows], dtype=dtype),
+    ]
+    k.launch(outs[0].device, [fw.to_tensor(xn), fw.to_tensor(wn)], outs, rows)
+    xw = xn.astype(np.float64)
+    mx = xw.max(1, keepdims=True)
+    ex = np.exp(xw - mx)
+    sm = ex.sum(1, keepdims=True)
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(outs[0].numpy(), ex / sm, rtol=tol, atol=tol)
+    np.testing.assert_allclose(outs[1].numpy(), (xw - mx) * wn + sm, rtol=tol, atol=tol)
+    np.testing.assert_allclose(outs[2].numpy(), sm[:, 0], rtol=tol)
+    # a small launch of the same kernel (not streamed): the last pass in place
+    few = fw.empty([3, 2050], dtype=dtype), fw.empty([3, 2050], dtype=dtype), fw.empty([3], dtype=dtype)
+    k.launch(few[0].device, [fw.to_tensor(xn[:3]), fw.to_tensor(wn)], list(few), 3)
+    np.testing.assert_allclose(few[1].numpy(), ((xw - mx) * wn + sm)[:3], rtol=tol, atol=tol)
+
+
+def test_row_buffers_on_a_threads_stack_are_bounded(monkeypatch):
+    """A chunk array per streamed output lives on each OpenMP thread's stack: past
     STREAM_BUFFERS_MAX the kernel writes its rows with plain stores instead."""
     f32 = np.dtype(np.float32)
 
@@ -454,14 +509,11 @@ def test_row_buffers_on_a_threads_stack_are_bounded():
         outs = [b.binary("mul", x, b.const(float(i + 2), f32)) for i in range(outputs)]
         return ir.Program("p", 4096, [(f32, True, True)], outs, [True] * outputs)
 
-    per_output = 2 * 4096 * 4
-    few, many = (
-        EMIT.CEmitter.STREAM_BUFFERS_MAX // per_output,
-        EMIT.CEmitter.STREAM_BUFFERS_MAX // per_output + 1,
-    )
-    assert "pend = r" in compiler.emit(prog(few), "c", "k")
-    src = compiler.emit(prog(many), "c", "k")
-    assert "pend = r" not in src and "sa0[N]" not in src and "out0[r * N + j] =" in src
+    per_output = EMIT.CEmitter.STREAM_CHUNK * 4
+    monkeypatch.setattr(EMIT.CEmitter, "STREAM_BUFFERS_MAX", 3 * per_output)
+    assert "oarlock_stream64_f32(out2" in compiler.emit(prog(3), "c", "k")
+    src = compiler.emit(prog(4), "c", "k")
+    assert "_f32(out" not in src and " t0[" not in src and "out0[r * N + j] =" in src
 
 
 # -- issue 18: the cache loads only what it can vouch for ---------------------------------------

@@ -320,9 +320,16 @@ class Emitter:
         """Lines at the head of each chunk of pass ``li`` (emitters that pass in chunks)."""
         return []
 
+    def chunk_suffix(self, prog: ir.Program, li: int, count: str) -> list[str]:
+        """Lines after each chunk of pass ``li`` (``count`` elements, from ``jj``)."""
+        return []
+
     def after_pass(self, prog: ir.Program, li: int) -> list[str]:
         """Lines after pass ``li`` (before :meth:`after_stores`)."""
         return []
+
+    def note_pass(self, prog: ir.Program, li: int, inner: list[str]) -> None:
+        """Pass ``li``'s body ``inner`` is ready, before :meth:`loop` wraps it."""
 
     # -- batches ------------------------------------------------------------------------
     #: how several kernels share one build: "entries" (each is an entry point of one program)
@@ -405,6 +412,7 @@ class Emitter:
                 body.extend(self.segmented(inner, segments))
             else:
                 tk = [f"const int64_t tk{s} = (j < N - {s} ? {s} : {s} - N);" for s in shifts]
+                self.note_pass(prog, li, tk + inner)
                 body.extend(self.loop(prog, li, reds, tk + inner, lanes))
             body.extend(self.after_pass(prog, li))
             body.extend(self.after_stores(prog, loop.stores))
@@ -554,33 +562,50 @@ def plan_spills(prog: ir.Program, sched: ir.Schedule) -> dict[int, tuple[int, in
 
 
 # Non-temporal row writes: the output goes to memory without first reading its cache lines.
-# A row waits in its row buffer and goes out piece by piece while the next row computes
-# (oarlock_stream_upto: the stores drain to memory under the arithmetic instead of after it);
-# each piece but the last ends on a 32-byte boundary, so no cache line is split between an
-# aligned stream and a plain store. The caller fences once when its rows are done.
-_STREAM_UPTO = r"""
-static inline int64_t oarlock_stream_upto_{s}({T}* restrict d, const {T}* restrict s, int64_t j, int64_t upto, int64_t n) {{
-    if (upto < n) upto -= ((uintptr_t)(d + upto) & 31) / sizeof({T});
-    for (; j < upto && ((uintptr_t)(d + j) & 31); ++j) d[j] = s[j];
-    for (; j + {w} <= upto; j += {w}) _mm256_stream_{v}(d + j, _mm256_loadu_{v}(s + j));
-    for (; j < upto; ++j) d[j] = s[j];
-    return j;
+# The pass that stores a row computes it chunk by chunk into a small array (it stays in
+# registers) and writes each chunk out at once with non-temporal stores: oarlock_stream64 in
+# full 64-byte lines where AVX-512 has them (the destination on a 64-byte line, chunks of
+# whole lines), oarlock_stream32 in 32-byte halves (on a 32-byte line); elements after the
+# last whole vector are stored plainly. The caller checks the row's alignment
+# (OARLOCK_LINE64 / OARLOCK_LINE32: the mask of address bits that must be zero; else it stores
+# plainly) and fences once when its rows are done. No alignment test inside: with one the
+# loop cost softmax 8-10 % (docs/benchmarks.md).
+_STREAM_WIDE = r"""
+static inline void oarlock_stream64_{s}({T}* restrict d, const {T}* restrict s, int64_t n) {{
+    int64_t j = 0;
+    for (; j + {w2} <= n; j += {w2}) _mm512_stream_{v}(d + j, _mm512_loadu_{v}(s + j));
+    for (; j < n; ++j) d[j] = s[j];
+}}"""
+_STREAM_HALF = r"""
+static inline void oarlock_stream{name}_{s}({T}* restrict d, const {T}* restrict s, int64_t n) {{
+    int64_t j = 0;
+    for (; j + {w} <= n; j += {w}) _mm256_stream_{v}(d + j, _mm256_loadu_{v}(s + j));
+    for (; j < n; ++j) d[j] = s[j];
 }}"""
 _STREAM_COPY = r"""
-static inline int64_t oarlock_stream_upto_{s}({T}* d, const {T}* s, int64_t j, int64_t upto, int64_t n) {{
-    if (upto > j) memcpy(d + j, s + j, (upto - j) * sizeof({T}));
-    return upto > j ? upto : j;
+static inline void oarlock_stream{name}_{s}({T}* d, const {T}* s, int64_t n) {{
+    memcpy(d, s, n * sizeof({T}));
 }}"""
-_STREAM_TYPES = [dict(s="f32", T="float", w=8, v="ps"), dict(s="f64", T="double", w=4, v="pd")]
+_STREAM_TYPES = [dict(s="f32", T="float", w=8, w2=16, v="ps"), dict(s="f64", T="double", w=4, w2=8, v="pd")]
 _STREAM = "\n".join(
     [
         "#include <string.h>",
         "#if defined(__AVX__)",
         "#include <immintrin.h>",
-        *(_STREAM_UPTO.format(**t).strip("\n") for t in _STREAM_TYPES),
+        *(_STREAM_HALF.format(name="32", **t).strip("\n") for t in _STREAM_TYPES),
+        "#define OARLOCK_LINE32 31",
+        "#if defined(__AVX512F__)",
+        *(_STREAM_WIDE.format(**t).strip("\n") for t in _STREAM_TYPES),
+        "#define OARLOCK_LINE64 63",
+        "#else",
+        *(_STREAM_HALF.format(name="64", **t).strip("\n") for t in _STREAM_TYPES),
+        "#define OARLOCK_LINE64 31",
+        "#endif",
         "#define oarlock_stream_fence() _mm_sfence()",
         "#else",
-        *(_STREAM_COPY.format(**t).strip("\n") for t in _STREAM_TYPES),
+        *(_STREAM_COPY.format(name=n, **t).strip("\n") for t in _STREAM_TYPES for n in ("32", "64")),
+        "#define OARLOCK_LINE32 0",
+        "#define OARLOCK_LINE64 0",
         "#define oarlock_stream_fence() ((void)0)",
         "#endif",
     ]
@@ -762,31 +787,50 @@ class _RowLoops(Emitter):
         """Chunks of :attr:`width` elements (full ones unrolled into SIMD registers, then the
         tail), when the pass keeps partial results per lane or prefetches."""
         pf = self._prefetch(prog, li) if prog.n is not None and prog.n >= self.width > 1 else []
-        pf += self.chunk_prefix(prog, li) if pf or lanes > 1 else []
-        if lanes <= 1 and not pf:
+        pf += self.chunk_prefix(prog, li)
+        suffix = self.chunk_suffix(prog, li, str(self.chunk(prog, li)))
+        if lanes <= 1 and not pf and not suffix and not self.in_chunks(prog, li):
             return super().loop(prog, li, reds, inner, lanes)
         assert prog.n is not None
-        w = self.width
+        w = self.chunk(prog, li)
         main, tail = prog.n - prog.n % w, prog.n % w
         out = [
             f"for ({self.j_t} jj = 0; jj < {main}; jj += {w}) {{",
             *("    " + s for s in pf),
-            *("    " + s for s in self.simd),
-            f"    for ({self.j_t} j = jj; j < jj + {w}; ++j) {{",
-            *("        " + s for s in inner),
-            "    }",
+            *("    " + s for s in self.chunk_body(prog, li, inner, str(w), f"jj + {w}")),
+            *("    " + s for s in suffix),
             "}",
         ]
         if tail:
             out += [
                 "{",
                 f"    const {self.j_t} jj = {main};",
-                f"    for ({self.j_t} j = jj; j < N; ++j) {{",
-                *("        " + s for s in inner),
-                "    }",
+                *("    " + s for s in self.chunk_prefix(prog, li)),
+                *("    " + s for s in self.chunk_body(prog, li, inner, "N - jj", "N", simd=False)),
+                *("    " + s for s in self.chunk_suffix(prog, li, "N - jj")),
                 "}",
             ]
         return out + (self._fold_lanes(reds, lanes) if lanes > 1 else [])
+
+    def chunk_body(
+        self, prog: ir.Program, li: int, inner: list[str], count: str, bound: str, simd: bool = True
+    ) -> list[str]:
+        """One chunk of pass ``li``: ``inner`` for ``j`` from ``jj`` up to ``bound`` (``count``
+        elements; ``simd``: a full chunk, under the SIMD pragma)."""
+        return [
+            *(self.simd if simd else ()),
+            f"for ({self.j_t} j = jj; j < {bound}; ++j) {{",
+            *("    " + s for s in inner),
+            "}",
+        ]
+
+    def chunk(self, prog: ir.Program, li: int) -> int:
+        """Elements per chunk of pass ``li``: :attr:`width` (its lanes' count)."""
+        return self.width
+
+    def in_chunks(self, prog: ir.Program, li: int) -> bool:
+        """Whether pass ``li`` runs in chunks even with no lanes, prefetch or suffix."""
+        return False
 
 
 # exp in float for C where its argument is computed from a constant at or below -104 (a
@@ -928,7 +972,12 @@ class CEmitter(_RowLoops):
     def loop(
         self, prog: ir.Program, li: int, reds: list[tuple[ir.Node, str]], inner: list[str], lanes: int
     ) -> list[str]:
-        return inner if self._flat(prog) else super().loop(prog, li, reds, inner, lanes)
+        if self._flat(prog):
+            return inner
+        out = super().loop(prog, li, reds, inner, lanes)
+        if self._pipelined(prog) and self._last(prog, li):
+            return ["if (!stream) {", *("    " + x for x in out), "}"]  # else: during the next row
+        return out
 
     def segments(
         self, prog: ir.Program, reds: list[tuple[ir.Node, str]], lanes: int, shifts: list[int]
@@ -972,22 +1021,38 @@ class CEmitter(_RowLoops):
         streamed = self._streamed(prog)
         if not streamed:
             return [f"#pragma omp parallel for schedule(static) {parallel}", loop], []
-        # two row buffers per thread: the row computing in one, the row before it streaming
-        # out of the other during this row's last pass (measured in docs/benchmarks.md:
-        # streaming each row out after its own last pass left the stores to drain with nothing
-        # to overlap, and during its first pass was slower still)
+        # a row goes out chunk by chunk, each chunk computed into a small array that stays in
+        # registers and written at once with non-temporal stores (_STREAM_CHUNK); measured in
+        # docs/benchmarks.md: a whole row kept in a row buffer and streamed from there took a
+        # pass more over it (softmax 4096 x 4096: 8-12 % slower)
         opening = [f"const bool stream = rows * N * {self._itemsize(prog)} >= {self.STREAM_MIN};"]
         opening += [f"#pragma omp parallel {parallel}", "{"]
-        body = []
-        for k in streamed:
+        spilled = self._spilled(prog)
+        piped = self._pipelined(prog)
+        # streamed where every output row starts on a line (else plain stores)
+        lines = " | ".join(f"(uintptr_t)(out{k} + r * N)" for k in streamed)
+        body = [f"const bool st = stream && !(({lines}) & {self._line(prog)});"]
+        for k in sorted(spilled):
             T = self.ctype(prog.outputs[k].dtype)
-            opening.append(
-                f"{T} sa{k}[N] __attribute__((aligned(64))), sb{k}[N] __attribute__((aligned(64)));"
-            )
-            opening.append(f"int64_t done{k} = 0;  /* elements of row pend streamed out */")
-            body.append(f"{T}* restrict dst{k} = stream ? (pb ? sa{k} : sb{k}) : out{k} + r * N;")
-        # pend: the row waiting in its buffers (sb when pb, else sa); this row takes the others
-        opening += ["int64_t pend = -1;", "int pb = 1;", "#pragma omp for schedule(static) nowait", loop]
+            if piped:
+                # the row computing fills one buffer while the pending row's last pass reads
+                # the other
+                opening.append(
+                    f"{T} sa{k}[N] __attribute__((aligned(64))), sb{k}[N] __attribute__((aligned(64)));"
+                )
+                body.append(f"{T}* restrict dst{k} = stream ? (pb ? sb{k} : sa{k}) : out{k} + r * N;")
+                body.append(f"const {T}* restrict prv{k} = pb ? sa{k} : sb{k};")
+            else:
+                opening.append(f"{T} sa{k}[N] __attribute__((aligned(64)));")
+                body.append(f"{T}* restrict dst{k} = stream ? sa{k} : out{k} + r * N;")
+        if piped:
+            opening += [
+                "int64_t pend = -1;  /* the row whose last pass runs during this row's */",
+                "int pb = 0;",
+                "bool pst = false;  /* whether row pend streams */",
+                *(f"{T} p{i};" for i, T in self._row_values(prog)),
+            ]
+        opening += ["#pragma omp for schedule(static) nowait", loop]
         return opening, body
 
     #: output bytes from which rows are written with non-temporal stores (they would only
@@ -1023,66 +1088,188 @@ class CEmitter(_RowLoops):
             return []
         if any(o.dtype not in ir.FLOATS for o in prog.outputs):
             return []
+        if any(n.op == "take" for n in ir.live_nodes(prog.outputs)):
+            return []  # a rotated row passes in column ranges (segmented), not in chunks
         sched = ir.schedule(prog)
         ks = [k for k, _ in (sched.loops[-1].stores if sched.loops else [])]
-        # two row buffers per output on each thread's stack (an OpenMP thread may have 2 MB)
-        if 2 * prog.n * self._itemsize(prog) * len(ks) > self.STREAM_BUFFERS_MAX:
+        # a chunk array per output, and two row buffers per spilled one (one when the last pass
+        # runs in place), on each thread's stack (an OpenMP thread may have 2 MB)
+        spilled = {k for k, _ in plan_spills(prog, sched).values()}
+        per_thread = sum(2 * prog.n if k in spilled else self.STREAM_CHUNK for k in ks)
+        if per_thread * self._itemsize(prog) > self.STREAM_BUFFERS_MAX:
             return []
         return ks
+
+    def _spilled(self, prog: ir.Program) -> set[int]:
+        """The streamed outputs that keep a value for a later pass (in their row buffer)."""
+        spills = plan_spills(prog, ir.schedule(prog))
+        return {k for k, _ in spills.values()} & set(self._streamed(prog))
+
+    #: elements per chunk of a streamed row's last pass where :attr:`width` is less (plain loops)
+    STREAM_CHUNK = 32
+
+    def chunk(self, prog: ir.Program, li: int) -> int:
+        if self.width > 1 or not self._streamed(prog):
+            return self.width
+        return self.STREAM_CHUNK  # width 1 keeps no lanes: the chunk is free to choose
+
+    def _lines(self, prog: ir.Program) -> int:
+        """The stream helper's line: 64 bytes where every chunk is whole 64-byte lines, else 32."""
+        size = min(prog.outputs[k].dtype.itemsize for k in self._streamed(prog))
+        return 64 if self.chunk(prog, -1) * size % 64 == 0 else 32
+
+    def _line(self, prog: ir.Program) -> str:
+        return f"OARLOCK_LINE{self._lines(prog)}"
+
+    def _last(self, prog: ir.Program, li: int) -> bool:
+        """Whether pass ``li`` is the one that stores streamed outputs (the last)."""
+        return bool(self._streamed(prog)) and li == len(ir.schedule(prog).loops) - 1
+
+    in_chunks = _last
 
     def store_target(self, prog: ir.Program, k: int) -> str:
         if self._flat(prog):
             return f"out{k}[i]"
+        # c<k>: a placeholder that _store_chunk makes the chunk array or the output row
+        return f"c{k}[j - jj]" if k in self._streamed(prog) else f"out{k}[r * N + j]"
+
+    def spill_at(self, prog: ir.Program, k: int) -> str:
+        # a streamed row keeps its spilled values in its row buffer: written to the output they
+        # would cost a read for ownership and a write-back on top of the stream
         return f"dst{k}[j]" if k in self._streamed(prog) else f"out{k}[r * N + j]"
 
-    #: a row that is streamed keeps its spilled values in the row buffer too: written to the
-    #: output they would cost a read for ownership and a write-back on top of the stream
-    spill_at = store_target
+    def chunk_body(
+        self, prog: ir.Program, li: int, inner: list[str], count: str, bound: str, simd: bool = True
+    ) -> list[str]:
+        if not self._last(prog, li):
+            return super().chunk_body(prog, li, inner, count, bound, simd)
+        return self._store_chunk(prog, inner, count, bound, simd)
 
-    @staticmethod
-    def _flush_pass(prog: ir.Program) -> int:
-        """The pass during which the row before streams out, chunk by chunk: the last, which
-        writes the outputs (the row's input is in cache by then, prefetched)."""
-        return len(ir.schedule(prog).loops) - 1
+    def _store_chunk(
+        self, prog: ir.Program, inner: list[str], count: str, bound: str, simd: bool
+    ) -> list[str]:
+        """A chunk of the last pass: into chunk arrays streamed out when the row streams (a
+        separate loop: through a pointer chosen at run time the array would not stay in
+        registers), else into the output row."""
+        ks = self._streamed(prog)
+        to_t, to_out = list(inner), list(inner)
+        for k in ks:
+            to_t = [x.replace(f"c{k}[j - jj]", f"t{k}[j - jj]") for x in to_t]
+            to_out = [x.replace(f"c{k}[j - jj]", f"out{k}[r * N + j]") for x in to_out]
+        streamed = [
+            f"{self.ctype(prog.outputs[k].dtype)} t{k}[{self.chunk(prog, -1)}] __attribute__((aligned(64)));"
+            for k in ks
+        ]
+        streamed += super().chunk_body(prog, -1, to_t, count, bound, simd)
+        for k in ks:
+            s = "f32" if prog.outputs[k].dtype == np.float32 else "f64"
+            streamed.append(f"oarlock_stream{self._lines(prog)}_{s}(out{k} + r * N + jj, t{k}, {count});")
+        plain = super().chunk_body(prog, -1, to_out, count, bound, simd)
+        return ["if (st) {", *("    " + x for x in streamed), "} else {", *("    " + x for x in plain), "}"]
 
-    def _flush(self, prog: ir.Program, upto: str) -> list[str]:
-        """Stream the pending row's buffers out up to element ``upto`` (``N``: all of it)."""
-        out = []
-        for k in self._streamed(prog):
-            fn = (
-                "oarlock_stream_upto_f32"
-                if prog.outputs[k].dtype == np.float32
-                else "oarlock_stream_upto_f64"
-            )
-            out.append(f"done{k} = {fn}(out{k} + pend * N, pb ? sb{k} : sa{k}, done{k}, {upto}, N);")
-        if upto == "N":
-            return [
-                "if (pend >= 0) {",
-                *("    " + s for s in out),
-                "    " + "; ".join([*(f"done{k} = 0" for k in self._streamed(prog)), "pend = -1"]) + ";",
-                "}",
-            ]
-        return [f"if (pend >= 0) {{ {' '.join(out)} }}"]
+    # -- a row's last pass during the next row's pass before it ------------------------------
+    # Softmax's last pass (scale the kept exp, store) is light: the row's stores then drain to
+    # memory with little arithmetic beside them. Where a program has three passes or more and
+    # its last keeps no reduction, a streamed row's last pass runs instead chunk by chunk inside
+    # the next row's pass before the last (softmax's exp and sum, which prefetches the row after
+    # it): the pending row's scalars (p<id>), its kept values (prv<k>, the other row buffer), its
+    # index (pend) and its stream flag (pst) stand in for the row's own. Measured on softmax
+    # 4096 x 4096 (docs/benchmarks.md).
+    def _pipelined(self, prog: ir.Program) -> bool:
+        return self._of_program("_pipelined_of", prog, self._pipelined_program)
 
-    def chunk_prefix(self, prog: ir.Program, li: int) -> list[str]:
-        if li != self._flush_pass(prog) or not self._streamed(prog):
-            return []
-        return self._flush(prog, f"jj + {self.width}")
+    def _pipelined_program(self, prog: ir.Program) -> bool:
+        loops = ir.schedule(prog).loops
+        return bool(self._streamed(prog)) and len(loops) >= 3 and not loops[-1].reductions
 
-    def after_pass(self, prog: ir.Program, li: int) -> list[str]:
-        return self._flush(prog, "N") if li == self._flush_pass(prog) and self._streamed(prog) else []
+    def _row_values(self, prog: ir.Program) -> list[tuple[int, str]]:
+        """(id, C type) of the row scalars the last pass reads (kept for its deferred run)."""
+        return self._of_program("_row_values_of", prog, self._last_pass_row_values)
+
+    def _last_pass_row_values(self, prog: ir.Program) -> list[tuple[int, str]]:
+        sched = ir.schedule(prog)
+        seen: set[int] = set(plan_spills(prog, sched))
+        rows: dict[int, ir.Node] = {}
+
+        def walk(n: ir.Node) -> None:
+            if n.id in seen:
+                return
+            seen.add(n.id)
+            if not n.col:
+                rows[n.id] = n
+                return
+            for a in n.args:
+                walk(a)
+
+        for _, n in sched.loops[-1].stores:
+            walk(n)
+        return [(i, self.ctype(n.dtype)) for i, n in sorted(rows.items())]
+
+    def note_pass(self, prog: ir.Program, li: int, inner: list[str]) -> None:
+        if self._pipelined(prog) and self._last(prog, li):
+            self._last_inner = inner
+
+    def _deferred_chunk(self, prog: ir.Program, count: str) -> list[str]:
+        """The pending row's last pass over the chunk from ``jj`` (``count`` elements)."""
+        full = count != "N - jj"
+        lines = self._store_chunk(prog, self._last_inner, count, f"jj + {count}" if full else "N", full)
+        names = {i for i, _ in self._row_values(prog)}
+
+        def pending(x: str) -> str:
+            x = re.sub(r"\b(r|st)\b", lambda m: "pend" if m[1] == "r" else "pst", x)
+            x = re.sub(r"\bv(\d+)\b", lambda m: f"p{m[1]}" if int(m[1]) in names else m[0], x)
+            return re.sub(r"\bdst(\d+)\[", r"prv\1[", x)
+
+        return ["if (pend >= 0) {", *("    " + pending(x) for x in lines), "}"]
+
+    #: where the pending row's last pass goes (filled in once the last pass's body is known)
+    _DEFER = "/* oarlock: the pending row's last pass, {} */"
+
+    def source(self, prog: ir.Program, entry: str, prologue: bool = True) -> str:
+        src = super().source(prog, entry, prologue)
+        if not self._pipelined(prog):
+            return src
+        mark = self._DEFER.split("{}")[0]
+        lines = []
+        for line in src.split("\n"):
+            at = line.find(mark)
+            if at < 0:
+                lines.append(line)
+            else:
+                count = line[at + len(mark) :].split(" */")[0]
+                lines += [line[:at] + x for x in self._deferred_chunk(prog, count)]
+        return "\n".join(lines)
 
     def after_stores(self, prog: ir.Program, stores: list[tuple[int, ir.Node]]) -> list[str]:
-        if not any(k in self._streamed(prog) for k, _ in stores):
+        if not self._pipelined(prog) or not any(k in self._streamed(prog) for k, _ in stores):
             return []
-        return ["if (stream) { pend = r; pb = !pb; }"]
+        keep = " ".join(f"p{i} = v{i};" for i, _ in self._row_values(prog))
+        return [f"if (stream) {{ pend = r; pb = !pb; pst = st; {keep} }}"]
+
+    def chunk_suffix(self, prog: ir.Program, li: int, count: str) -> list[str]:
+        loops = len(ir.schedule(prog).loops)
+        return [self._DEFER.format(count)] if self._pipelined(prog) and li == loops - 2 else []
 
     def row_end(self) -> list[str]:
         if self._flat(self._prog):
             return ["}", "}"]
         if not self._streamed(self._prog):
             return ["}"]
-        return ["}", *self._flush(self._prog, "N"), "oarlock_stream_fence();", "}"]
+        prog = self._prog
+        if not self._pipelined(prog):
+            return ["}", "oarlock_stream_fence();", "}"]
+        # the thread's last row: its last pass now, in the same chunks
+        assert prog.n is not None
+        w = self.chunk(prog, -1)
+        main = prog.n - prog.n % w
+        last = [f"for (int64_t jj = 0; jj < {main}; jj += {w}) {{", "    " + self._DEFER.format(w), "}"]
+        if prog.n % w:
+            last += ["{", f"    const int64_t jj = {main};", "    " + self._DEFER.format("N - jj"), "}"]
+        prv = [
+            f"const {self.ctype(prog.outputs[k].dtype)}* restrict prv{k} = pb ? sa{k} : sb{k};"
+            for k in sorted(self._spilled(prog))
+        ]
+        return ["}", "{", *prv, *last, "}", "oarlock_stream_fence();", "}"]
 
     def loop_begin(self, reductions: list[tuple[ir.Node, str]]) -> list[str]:
         loop = "for (int64_t j = 0; j < N; ++j) {"

@@ -48,8 +48,9 @@ MIN_ELEMENTS = 1 << 16
 #: next row, and their vector width is a choice too; 4: PoCL's tanh is vectorisable arithmetic;
 #: 5: erf too, and the row math always inlined; 6: C computes float exp as arithmetic and
 #: reads bool tensors as bytes, which vectorises a masked softmax's row loop; 7: C streams a
-#: row out during the next row's last pass, and a row statistic divides as one reciprocal)
-VERSION = 7
+#: row out during the next row's last pass, and a row statistic divides as one reciprocal;
+#: 8: C streams a row out chunk by chunk during its own last pass, which always runs in chunks)
+VERSION = 8
 #: vector widths tried for a "rows" kernel (emit.py ``_RowLoops.width``; 1: plain loops)
 WIDTHS: tuple[int, ...] = (1, 8, 32)
 
