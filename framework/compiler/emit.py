@@ -1180,7 +1180,15 @@ class CEmitter(_RowLoops):
 
     def _pipelined_program(self, prog: ir.Program) -> bool:
         loops = ir.schedule(prog).loops
-        return bool(self._streamed(prog)) and len(loops) >= 3 and not loops[-1].reductions
+        if not self._streamed(prog) or len(loops) < 3 or loops[-1].reductions:
+            return False
+        assert prog.n is not None
+        return prog.n * self._itemsize(prog) >= self.PIPELINE_ROW_MIN
+
+    #: row bytes from which the last pass runs during the next row's (shorter rows: in place;
+    #: with rows of 64 floats the deferred form made softmax and layer_norm 10-20 % slower on
+    #: launches too small to stream, by its bookkeeping per row)
+    PIPELINE_ROW_MIN = 4 << 10
 
     def _row_values(self, prog: ir.Program) -> list[tuple[int, str]]:
         """(id, C type) of the row scalars the last pass reads (kept for its deferred run)."""
