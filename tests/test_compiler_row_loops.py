@@ -279,3 +279,28 @@ def test_an_elementwise_group_of_a_row_length_known_only_when_run_gives_numpy_va
         w = a.astype(np.float64)
         np.testing.assert_allclose(got, w / (1 + np.exp(-w)) * b, rtol=2e-6, atol=1e-6)
     assert passes.fusion_stats()["groups"] > before
+
+
+def test_a_kernel_updating_in_place_is_not_tuned_on_its_own_arguments(fresh_tuning):
+    """Tuning launches a kernel several times on its arguments: a kernel whose output is its
+    input's storage (an update in place) runs once, at the default width, and gives numpy's
+    values; the same kernel on separate storage is measured (every width differs in source)."""
+    dt = np.dtype(np.float32)
+    b = ir.Builder()
+    x = b.input(0, dt, True, True)
+    prog = ir.Program(
+        "inplace", 512, [(dt, True, True)], [b.binary("sub", x, b.reduce("max", x))], [True], b.nodes
+    )
+    k = eager.make_kernel(prog, "c")
+    assert len({k.variant(w).source for w in tune.WIDTHS}) > 1
+    xn = np.random.default_rng(3).standard_normal((512, 512)).astype(np.float32)
+    want = xn - xn.max(1, keepdims=True)
+    t = fw.to_tensor(xn)
+    before = tune.STATS["measured"]
+    k.launch(t.device, [t], [t], 512)
+    np.testing.assert_allclose(t.numpy(), want, rtol=1e-6, atol=1e-6)
+    assert tune.STATS["measured"] == before
+    out = fw.empty([512, 512])
+    k.launch(out.device, [fw.to_tensor(xn)], [out], 512)
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-6, atol=1e-6)
+    assert tune.STATS["measured"] > before

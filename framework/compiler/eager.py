@@ -166,7 +166,11 @@ class Kernel:
             return
         args = [t.native() for t in ins] + [o.native() for o in outs] + [np.int64(rows)]
         stream = dispatch.context(dev).stream
-        if self.layout == "rows":  # work-group size and vector width tuned per device and shape
+        if self.layout == "rows" and _aliased(ins, outs):
+            # tuning launches the kernel several times on its arguments: an output that is an
+            # input's storage (an update in place) would take the update once per launch
+            p, local, grid = self.build(comp), (self.local,) if self.local > 1 else None, (rows,)
+        elif self.layout == "rows":  # work-group size and vector width tuned per device and shape
             sync = lambda: _dev.device_type(dev.type).runtime.synchronize(dev.index)  # noqa: E731
             p, local = self.tuned(comp, rows, args, stream, sync)
             grid = (rows,)
@@ -174,6 +178,12 @@ class Kernel:
             p = self.build(comp)
             grid, local = (rows * self.local,), (self.local,)
         comp.launch(p, args, grid, local, stream)
+
+
+def _aliased(ins: list[Tensor], outs: list[Tensor]) -> bool:
+    """Whether an output shares storage with an input."""
+    blocks = {id(t._block) for t in ins}
+    return any(id(o._block) in blocks for o in outs)
 
 
 def make_kernel(

@@ -316,16 +316,8 @@ class Emitter:
     def after_stores(self, prog: ir.Program, stores: list[tuple[int, ir.Node]]) -> list[str]:
         return []
 
-    def chunk_prefix(self, prog: ir.Program, li: int) -> list[str]:
-        """Lines at the head of each chunk of pass ``li`` (emitters that pass in chunks)."""
-        return []
-
     def chunk_suffix(self, prog: ir.Program, li: int, count: str) -> list[str]:
         """Lines after each chunk of pass ``li`` (``count`` elements, from ``jj``)."""
-        return []
-
-    def after_pass(self, prog: ir.Program, li: int) -> list[str]:
-        """Lines after pass ``li`` (before :meth:`after_stores`)."""
         return []
 
     def note_pass(self, prog: ir.Program, li: int, inner: list[str]) -> None:
@@ -414,7 +406,6 @@ class Emitter:
                 tk = [f"const int64_t tk{s} = (j < N - {s} ? {s} : {s} - N);" for s in shifts]
                 self.note_pass(prog, li, tk + inner)
                 body.extend(self.loop(prog, li, reds, tk + inner, lanes))
-            body.extend(self.after_pass(prog, li))
             body.extend(self.after_stores(prog, loop.stores))
             body.extend(self.combine(reds))
             self._done.update(r.id for r, _ in reds)
@@ -784,10 +775,10 @@ class _RowLoops(Emitter):
     def loop(
         self, prog: ir.Program, li: int, reds: list[tuple[ir.Node, str]], inner: list[str], lanes: int
     ) -> list[str]:
-        """Chunks of :attr:`width` elements (full ones unrolled into SIMD registers, then the
-        tail), when the pass keeps partial results per lane or prefetches."""
+        """Chunks of :meth:`chunk` elements (full ones unrolled into SIMD registers, then the
+        tail), when the pass keeps partial results per lane, prefetches, has a
+        :meth:`chunk_suffix` or asks for chunks (:meth:`in_chunks`)."""
         pf = self._prefetch(prog, li) if prog.n is not None and prog.n >= self.width > 1 else []
-        pf += self.chunk_prefix(prog, li)
         suffix = self.chunk_suffix(prog, li, str(self.chunk(prog, li)))
         if lanes <= 1 and not pf and not suffix and not self.in_chunks(prog, li):
             return super().loop(prog, li, reds, inner, lanes)
@@ -805,7 +796,6 @@ class _RowLoops(Emitter):
             out += [
                 "{",
                 f"    const {self.j_t} jj = {main};",
-                *("    " + s for s in self.chunk_prefix(prog, li)),
                 *("    " + s for s in self.chunk_body(prog, li, inner, "N - jj", "N", simd=False)),
                 *("    " + s for s in self.chunk_suffix(prog, li, "N - jj")),
                 "}",
@@ -1109,9 +1099,16 @@ class CEmitter(_RowLoops):
     STREAM_CHUNK = 32
 
     def chunk(self, prog: ir.Program, li: int) -> int:
-        if self.width > 1 or not self._streamed(prog):
+        if not self._streamed(prog):
             return self.width
-        return self.STREAM_CHUNK  # width 1 keeps no lanes: the chunk is free to choose
+        loops = ir.schedule(prog).loops
+        if self._pipelined(prog) or loops[-1].reductions:
+            # the last pass keeps lanes, or runs inside a pass that does: the width's chunks
+            # (width 1 keeps no lanes: the chunk is free to choose)
+            return self.width if self.width > 1 else self.STREAM_CHUNK
+        # a last pass with no lanes: chunks of its own, whatever the width, so a one-pass
+        # program's source does not depend on the width (tuning then has nothing to measure)
+        return self.STREAM_CHUNK if li in (-1, len(loops) - 1) else self.width
 
     def _lines(self, prog: ir.Program) -> int:
         """The stream helper's line: 64 bytes where every chunk is whole 64-byte lines, else 32."""
