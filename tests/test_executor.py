@@ -512,3 +512,108 @@ def test_contiguous_slices_are_found_as_numpy_lays_them_out():
         if off is not None:
             np.testing.assert_array_equal(x.ravel()[off : off + v.size], v.ravel())
     assert contiguous_slice((4,), {"starts": (0,), "stops": (5,), "steps": (1,)}) is None  # past the end
+
+
+# a concat whose inputs are written where it would copy them to (their leading dims are 1), and
+# concats that must copy: along a later axis of rows, an input given twice, a program output, a
+# program input
+CONCATS = (
+    "module @cat(%0: tensor<[1, s0, 4], float32, cpu>, %1: tensor<[1, s0, 4], float32, cpu>) -> ("
+    "tensor<[2, s0, 4], float32, cpu>, tensor<[1, s0, 4], float32, cpu>, tensor<[1, s0, 8], float32, cpu>, "
+    "tensor<[2, s0, 4], float32, cpu>, tensor<[2, s0, 4], float32, cpu>) {\n"
+    "  %2 = op.exp(%0) : tensor<[1, s0, 4], float32, cpu>\n"
+    "  %3 = op.neg(%1) : tensor<[1, s0, 4], float32, cpu>\n"
+    "  %4 = op.concat(%2, %3) {axis = 0} : tensor<[2, s0, 4], float32, cpu>\n"
+    "  %5 = op.mul(%4, %4) : tensor<[2, s0, 4], float32, cpu>\n"
+    "  %6 = op.add(%2, %3) : tensor<[1, s0, 4], float32, cpu>\n"
+    "  %7 = op.sin(%0) : tensor<[1, s0, 4], float32, cpu>\n"
+    "  %8 = op.cos(%1) : tensor<[1, s0, 4], float32, cpu>\n"
+    "  %9 = op.concat(%7, %8) {axis = 2} : tensor<[1, s0, 8], float32, cpu>\n"
+    "  %10 = op.concat(%7, %7) {axis = 0} : tensor<[2, s0, 4], float32, cpu>\n"
+    "  %11 = op.concat(%6, %0) {axis = 0} : tensor<[2, s0, 4], float32, cpu>\n"
+    "  builtin.return(%5, %6, %9, %10, %11)\n"
+    "}\n"
+)
+
+
+@pytest.mark.parametrize("graphs", [False, True])
+def test_a_concats_inputs_are_written_into_its_result_where_they_are_runs_of_it(graphs):
+    ex = ir.Executor(ir.parse_program(CONCATS), "cpu", graphs=graphs)
+    rng = np.random.default_rng(0)
+    for rows in (5, 5, 5, 3):  # a graph replays from the third run; then another binding
+        a = rng.standard_normal((1, rows, 4)).astype(np.float32)
+        b = rng.standard_normal((1, rows, 4)).astype(np.float32)
+        outs = [o.numpy() for o in ex(fw.to_tensor(a), fw.to_tensor(b))]
+        cat = np.concatenate([np.exp(a), -b])
+        np.testing.assert_allclose(outs[0], cat * cat, rtol=1e-6)
+        np.testing.assert_allclose(outs[1], np.exp(a) - b, rtol=1e-6)  # read after the concat
+        np.testing.assert_allclose(outs[2], np.concatenate([np.sin(a), np.cos(b)], axis=2), rtol=1e-6)
+        np.testing.assert_allclose(outs[3], np.concatenate([np.sin(a)] * 2), rtol=1e-6)
+        np.testing.assert_allclose(outs[4], np.concatenate([np.exp(a) - b, a]), rtol=1e-6)
+    plan = ex._plans[next(reversed(ex._plans))]
+    assert plan.names.count("concat") == 3  # the first is written in place; the others copy
+
+
+def test_fused_groups_write_a_concats_inputs_in_place_under_to_static():
+    @fw.jit.to_static
+    def f(x, w):
+        h = x * F.sigmoid(x) * w  # two fusion groups, each writing one half of the concat
+        g = (x - w) * (x - w)
+        return fw.concat([h.reshape([1, 8, 16]), g.reshape([1, 8, 16])]).sum(axis=0) * 2.0
+
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((8, 16)).astype(np.float32)
+    w = rng.standard_normal((8, 16)).astype(np.float32)
+    for _ in range(3):
+        got = f(fw.to_tensor(x), fw.to_tensor(w)).numpy()
+        np.testing.assert_allclose(got, (x / (1 + np.exp(-x)) * w + (x - w) ** 2) * 2.0, rtol=1e-5, atol=1e-6)
+    plan = next(iter(f.programs[0].executor._plans.values()))
+    assert "concat" not in plan.names
+
+
+FOUR = (
+    "module @four(%0: tensor<[s0], float32, cpu>) -> (tensor<[s0], float32, cpu>, tensor<[s0], float32, cpu>, "
+    "tensor<[s0], float32, cpu>, tensor<[s0], float32, cpu>) {\n"
+    "  %1 = op.exp(%0) : tensor<[s0], float32, cpu>\n"
+    "  %2 = op.neg(%0) : tensor<[s0], float32, cpu>\n"
+    "  %3 = op.sin(%0) : tensor<[s0], float32, cpu>\n"
+    "  %4 = op.cos(%0) : tensor<[s0], float32, cpu>\n"
+    "  builtin.return(%1, %2, %3, %4)\n"
+    "}\n"
+)
+
+
+def test_outputs_land_where_they_were_last_run_when_the_caller_let_them_go():
+    """Outputs of one size come back from the allocator's pool in another order than they
+    went in; each takes its own block of the last run again, so the instructions writing them
+    (and a program reading them) stay bound."""
+    ex = ir.Executor(ir.parse_program(FOUR), "cpu", graphs=False)
+    x = np.linspace(-1, 1, 4096, dtype=np.float32)
+    t = fw.to_tensor(x)
+    seen = []
+    for _ in range(4):
+        outs = ex(t)
+        np.testing.assert_allclose(outs[2].numpy(), np.sin(x), rtol=1e-6)
+        seen.append([id(o._block.handle) for o in outs])
+        while outs:  # the caller drops them, first to last: their blocks go back to the pool
+            del outs[0]
+    assert seen[1] == seen[2] == seen[3]
+    plan = _plan(ex)
+    calls = []
+    orig = plan._bind
+    plan._bind = lambda k: calls.append(k) or orig(k)
+    for _ in range(3):
+        ex(t)
+    assert calls == []  # nothing rebound
+
+
+def test_the_allocator_hands_a_caller_its_preferred_block_when_it_is_free():
+    from framework._src import dispatch
+
+    alloc = dispatch.state(_dev.Device("cpu", 0)).alloc
+    blocks = [alloc.malloc(3000) for _ in range(3)]
+    ids = [id(b.handle) for b in blocks]
+    del blocks
+    got = alloc.malloc(3000, prefer=ids[0])
+    assert id(got.handle) == ids[0]
+    assert id(alloc.malloc(3000, prefer=12345).handle) in ids[1:]  # not free: any block of the size

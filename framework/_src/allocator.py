@@ -97,7 +97,13 @@ class CachingAllocator:
         self.num_cache_hits = 0
         self.num_ooms = 0
 
-    def malloc(self, nbytes: int) -> Block:
+    def malloc(self, nbytes: int, prefer: int | None = None) -> Block:
+        """A block of at least ``nbytes``. ``prefer``: the ``id`` of a handle this caller had
+        before, taken again when it is free in the current stream's pool (a program's output
+        lands where the instructions reading it are bound: several blocks of one size
+        otherwise come back from the pool in another order each time). An id, not the
+        handle: holding a handle would keep its memory after :meth:`empty_cache`; an id
+        reused by another handle only picks another free block of the size."""
         if 0 < nbytes < _SMALL:
             size = (nbytes + 511) & ~511
         else:
@@ -108,6 +114,11 @@ class CachingAllocator:
         pool = self._free.get(size)
         if pool:
             handle = pool.pop()
+            if prefer is not None and id(handle) != prefer:
+                for i, h in enumerate(pool):
+                    if id(h) == prefer:
+                        pool[i], handle = handle, h
+                        break
             self.num_cache_hits += 1
         elif self.multi and (handle := self._from_other_streams(size)) is not None:
             self.num_cache_hits += 1

@@ -569,6 +569,53 @@ class _Plan:
             )
         return from_numpy_copy(arr, self.device)
 
+    def _concat_in_place(self, infos: list[_Info], steps: list, fixed: dict[int, Tensor]) -> list:
+        """The steps without the concats whose inputs their kernels can write straight into
+        the result: where every dim before the concat's axis is 1, each input is one run of
+        the result's elements, so it becomes a view of the result at that run (its writer
+        fills it there) and the concat copies nothing. An input qualifies when it is a
+        planned intermediate written by one kernel step: not a program input or output, a
+        constant, an eager step's result, a view or another concat's input, and not given
+        twice."""
+        writers: defaultdict[int, list[str]] = defaultdict(list)
+        for kind, _, _, outs, _ in steps:
+            for s in outs:
+                writers[s].append(kind)
+        outputs = set(self.output_slots)
+
+        def placeable(s: int) -> bool:
+            inf = infos[s]
+            return (
+                inf.cls == _FIXED
+                and inf.base is None
+                and s not in fixed
+                and s not in outputs
+                and writers[s] == ["kernel"]
+            )
+
+        kept = []
+        for step in steps:
+            kind, payload, refs, outs, attrs = step
+            if kind == "kernel" and payload[1] == "concat" and len(outs) == 1:
+                c, ins = outs[0], [s for s, _ in refs]
+                shape = infos[c].shape
+                axis = attrs.get("axis", 0) % max(len(shape), 1)
+                if (
+                    infos[c].cls == _FIXED
+                    and infos[c].base is None
+                    and c not in fixed
+                    and all(d == 1 for d in shape[:axis])
+                    and len(set(ins)) == len(ins)
+                    and all(placeable(s) and infos[s].dtype == infos[c].dtype for s in ins)
+                ):
+                    off = 0
+                    for s in ins:
+                        infos[s].base, infos[s].off = c, off
+                        off += math.prod(infos[s].shape)
+                    continue
+            kept.append(step)
+        return kept
+
     def _alias(
         self, infos: list[_Info], steps: list, fixed: dict[int, Tensor], root: Any
     ) -> list[tuple[int, int]]:
@@ -616,6 +663,7 @@ class _Plan:
             if infos[r].cls == _FIXED and r not in fixed:
                 infos[r].fresh = True
                 infos[r].cls = _START
+        steps[:] = self._concat_in_place(infos, steps, fixed)
         for s, info in enumerate(infos):  # a view's class follows its base's
             if info.base is not None:
                 info.cls = infos[root(s)].cls
@@ -631,9 +679,12 @@ class _Plan:
         held = peak = unplanned = 0
         ends: dict[int, list[int]] = defaultdict(list)
         for k, (kind, _, _, outs, _) in enumerate(steps):
+            # a block is taken by the first step writing it: its value's or a view's (a
+            # concat's input written in place)
             for s in outs if kind == "kernel" else ():
+                s = root(s)
                 inf = infos[s]
-                if inf.cls != _FIXED or s in fixed or inf.base is not None:
+                if inf.cls != _FIXED or s in fixed or s in blocks:
                     continue
                 nbytes = math.prod(inf.shape) * inf.dtype.itemsize
                 unplanned += nbytes
@@ -714,6 +765,7 @@ class _Plan:
         self.names = names
         self.sites = {s: tuple(v) for s, v in sites.items()}
         self.fresh = [(s, infos[s].shape, infos[s].dtype) for s, inf in enumerate(infos) if inf.fresh]
+        self.had: dict[int, int] = {}  # fresh slot -> the id of its block's handle in the last run
         self.dynamic = [s for s, inf in enumerate(infos) if inf.cls != _FIXED]
         self.has_eager = any(ins[1] is None for ins in instrs)
         self.roots = [root(s) for s in range(len(infos))]
@@ -805,9 +857,11 @@ class _Plan:
             self.set(s, t)
         for s, t in self.param_slots:
             self.set(s, t)
-        malloc, view = self.alloc.malloc, self.view_fn
+        malloc, view, had = self.alloc.malloc, self.view_fn, self.had
         for s, shape, dtype in self.fresh:
-            o = Tensor._make(malloc(math.prod(shape) * dtype.itemsize), 0, shape, dtype, dev)
+            blk = malloc(math.prod(shape) * dtype.itemsize, had.get(s))  # its last block when free
+            had[s] = id(blk.handle)  # not the block: it goes back to the pool with its tensor
+            o = Tensor._make(blk, 0, shape, dtype, dev)
             o._nv = view(o._block.handle, 0, shape, dtype)
             self.set(s, o)
         for src, dst, shape, off in self.start_views:
