@@ -390,7 +390,7 @@ def test_philox_known_answer(device):
     "axis,shape,ids", [(0, (46, 8), (16, 64)), (1, (3, 9, 4), (2, 5)), (2, (2, 3, 6), (11,))]
 )
 def test_scatter_add_with_ids_of_any_shape_equals_numpy_add_at(device, axis, shape, ids):
-    # an embedding's gradient: ids [batch, seq], many repeated (the cpu kernel sorts them)
+    # an embedding's gradient: ids [batch, seq], many repeated
     rng = np.random.default_rng(axis)
     x = rng.standard_normal(shape).astype(np.float32)
     idx = rng.integers(0, shape[axis], ids)
@@ -399,6 +399,33 @@ def test_scatter_add_with_ids_of_any_shape_equals_numpy_add_at(device, axis, sha
     np.add.at(want, (slice(None),) * axis + (idx,), src)
     got = fw.scatter_add(*(fw.to_tensor(a, device=device) for a in (x, idx, src)), axis=axis)
     assert_close(got, want.astype(np.float32), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("c_kernel", [True, False])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_cpu_scatter_add_has_add_at_bits_with_and_without_its_c_kernel(monkeypatch, c_kernel, dtype):
+    """The cpu plugin adds each source row in order (index.c), as numpy's add.at does; without
+    a C compiler its numpy path (a sort and reduceat) gives the sums to rounding."""
+    from plugins.cpu import index
+
+    if not c_kernel:
+        monkeypatch.setattr(index, "own_program", lambda *a: None)
+    rng = np.random.default_rng(7)
+    for axis, shape, ids in ((0, (46, 64), (16, 64)), (1, (3, 9, 5), (2, 7)), (0, (40,), (300,))):
+        x = rng.standard_normal(shape).astype(dtype)
+        idx = rng.integers(0, shape[axis], ids)
+        src = rng.standard_normal(shape[:axis] + ids + shape[axis + 1 :]).astype(dtype)
+        want = x.copy()
+        np.add.at(want, (slice(None),) * axis + (idx,), src)
+        got = fw.scatter_add(*(fw.to_tensor(a, device="cpu") for a in (x, idx, src)), axis=axis).numpy()
+        if c_kernel:
+            np.testing.assert_array_equal(got, want)
+        else:
+            np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == "float32" else 1e-12, atol=1e-5)
+        bad = idx.copy()
+        bad.flat[3] = shape[axis]
+        with pytest.raises(fw.OpArgumentError, match=rf"scatter_add.*index {shape[axis]} is out of range"):
+            fw.scatter_add(*(fw.to_tensor(a, device="cpu") for a in (x, bad, src)), axis=axis)
 
 
 def test_permute_without_the_c_kernel_is_numpys(monkeypatch):
