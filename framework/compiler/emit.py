@@ -944,7 +944,7 @@ class CEmitter(_RowLoops):
             return False
         if any(n.op == "take" for n in ir.live_nodes(prog.outputs)):
             return False  # a rotated column is an index within the row
-        sched = ir.schedule(prog)
+        sched = self._schedule(prog)
         if len(sched.loops) != 1 or sched.loops[0].reductions or sched.row_stores:
             return False
         return all(n.row == n.col for n in ir.live_nodes(prog.outputs) if n.op == "input")
@@ -1059,6 +1059,13 @@ class CEmitter(_RowLoops):
         """The outputs written through row buffers (asked for at every store: kept per program)."""
         return self._of_program("_streamed_of", prog, self._streamed_outputs)
 
+    def _schedule(self, prog: ir.Program) -> ir.Schedule:
+        return self._of_program("_schedule_of", prog, ir.schedule)
+
+    def _spills(self, prog: ir.Program) -> dict[int, tuple[int, int]]:
+        """:func:`plan_spills` of the program being emitted, planned once."""
+        return self._of_program("_spills_of", prog, lambda p: plan_spills(p, self._schedule(p)))
+
     def _of_program(self, name: str, prog: ir.Program, compute: Any) -> Any:
         """``compute(prog)``, kept under ``name`` for the program being emitted (the emitter
         asks at every load and store)."""
@@ -1080,11 +1087,11 @@ class CEmitter(_RowLoops):
             return []
         if any(n.op == "take" for n in ir.live_nodes(prog.outputs)):
             return []  # a rotated row passes in column ranges (segmented), not in chunks
-        sched = ir.schedule(prog)
+        sched = self._schedule(prog)
         ks = [k for k, _ in (sched.loops[-1].stores if sched.loops else [])]
         # a chunk array per output, and two row buffers per spilled one (one when the last pass
         # runs in place), on each thread's stack (an OpenMP thread may have 2 MB)
-        spilled = {k for k, _ in plan_spills(prog, sched).values()}
+        spilled = {k for k, _ in self._spills(prog).values()}
         per_thread = sum(2 * prog.n if k in spilled else self.STREAM_CHUNK for k in ks)
         if per_thread * self._itemsize(prog) > self.STREAM_BUFFERS_MAX:
             return []
@@ -1092,8 +1099,9 @@ class CEmitter(_RowLoops):
 
     def _spilled(self, prog: ir.Program) -> set[int]:
         """The streamed outputs that keep a value for a later pass (in their row buffer)."""
-        spills = plan_spills(prog, ir.schedule(prog))
-        return {k for k, _ in spills.values()} & set(self._streamed(prog))
+        return self._of_program(
+            "_spilled_of", prog, lambda p: {k for k, _ in self._spills(p).values()} & set(self._streamed(p))
+        )
 
     #: elements per chunk of a streamed row's last pass where :attr:`width` is less (plain loops)
     STREAM_CHUNK = 32
@@ -1101,7 +1109,7 @@ class CEmitter(_RowLoops):
     def chunk(self, prog: ir.Program, li: int) -> int:
         if not self._streamed(prog):
             return self.width
-        loops = ir.schedule(prog).loops
+        loops = self._schedule(prog).loops
         if self._pipelined(prog) or loops[-1].reductions:
             # the last pass keeps lanes, or runs inside a pass that does: the width's chunks
             # (width 1 keeps no lanes: the chunk is free to choose)
@@ -1120,7 +1128,7 @@ class CEmitter(_RowLoops):
 
     def _last(self, prog: ir.Program, li: int) -> bool:
         """Whether pass ``li`` is the one that stores streamed outputs (the last)."""
-        return bool(self._streamed(prog)) and li == len(ir.schedule(prog).loops) - 1
+        return bool(self._streamed(prog)) and li == len(self._schedule(prog).loops) - 1
 
     in_chunks = _last
 
@@ -1176,7 +1184,7 @@ class CEmitter(_RowLoops):
         return self._of_program("_pipelined_of", prog, self._pipelined_program)
 
     def _pipelined_program(self, prog: ir.Program) -> bool:
-        loops = ir.schedule(prog).loops
+        loops = self._schedule(prog).loops
         if not self._streamed(prog) or len(loops) < 3 or loops[-1].reductions:
             return False
         assert prog.n is not None
@@ -1192,8 +1200,8 @@ class CEmitter(_RowLoops):
         return self._of_program("_row_values_of", prog, self._last_pass_row_values)
 
     def _last_pass_row_values(self, prog: ir.Program) -> list[tuple[int, str]]:
-        sched = ir.schedule(prog)
-        seen: set[int] = set(plan_spills(prog, sched))
+        sched = self._schedule(prog)
+        seen: set[int] = set(self._spills(prog))
         rows: dict[int, ir.Node] = {}
 
         def walk(n: ir.Node) -> None:
@@ -1252,7 +1260,7 @@ class CEmitter(_RowLoops):
         return [f"if (stream) {{ pend = r; pb = !pb; pst = st; {keep} }}"]
 
     def chunk_suffix(self, prog: ir.Program, li: int, count: str) -> list[str]:
-        loops = len(ir.schedule(prog).loops)
+        loops = len(self._schedule(prog).loops)
         return [self._DEFER.format(count)] if self._pipelined(prog) and li == loops - 2 else []
 
     def row_end(self) -> list[str]:

@@ -229,8 +229,17 @@ def _declaration(source: str, entry: str) -> str:
             f"[cpu] cannot find the definition of '{entry}' in the source; define it as "
             f"'void {entry}(...) {{ ... }}' at top level"
         )
-    decl = re.sub(r"\brestrict\b|\b__restrict__\b", "", m.group(1))
-    return " ".join(decl.split())
+    decl = " ".join(re.sub(r"\brestrict\b|\b__restrict__\b", "", m.group(1)).split())
+    import cffi
+
+    try:  # the declaration is what load() gives cffi: a type only the source defines fails there
+        cffi.FFI().cdef(decl + ";")
+    except cffi.CDefError as exc:
+        raise CompileError(
+            f"[cpu] cffi cannot read the declaration of '{entry}' ({decl}): {exc}; declare its "
+            f"parameters with C's own types (void * for a pointer to a macro's type)"
+        ) from None
+    return decl
 
 
 _OWN_LOCK = threading.Lock()
