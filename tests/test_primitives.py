@@ -411,7 +411,13 @@ def test_cpu_scatter_add_has_add_at_bits_with_and_without_its_c_kernel(monkeypat
     if not c_kernel:
         monkeypatch.setattr(index, "own_program", lambda *a: None)
     rng = np.random.default_rng(7)
-    for axis, shape, ids in ((0, (46, 64), (16, 64)), (1, (3, 9, 5), (2, 7)), (0, (40,), (300,))):
+    # the last: a 1 MB table, whose columns the OpenMP team shares where it has two threads
+    for axis, shape, ids in (
+        (0, (46, 64), (16, 64)),
+        (1, (3, 9, 5), (2, 7)),
+        (0, (40,), (300,)),
+        (0, (2048, 128), (4000,)),
+    ):
         x = rng.standard_normal(shape).astype(dtype)
         idx = rng.integers(0, shape[axis], ids)
         src = rng.standard_normal(shape[:axis] + ids + shape[axis + 1 :]).astype(dtype)
