@@ -554,7 +554,7 @@ def test_a_concats_inputs_are_written_into_its_result_where_they_are_runs_of_it(
     assert plan.names.count("concat") == 3  # the first is written in place; the others copy
 
 
-def test_fused_groups_write_a_concats_inputs_in_place_under_to_static():
+def test_fused_groups_write_a_concats_inputs_in_place_under_to_static(dev):
     @fw.jit.to_static
     def f(x, w):
         h = x * F.sigmoid(x) * w  # two fusion groups, each writing one half of the concat
@@ -565,7 +565,7 @@ def test_fused_groups_write_a_concats_inputs_in_place_under_to_static():
     x = rng.standard_normal((8, 16)).astype(np.float32)
     w = rng.standard_normal((8, 16)).astype(np.float32)
     for _ in range(3):
-        got = f(fw.to_tensor(x), fw.to_tensor(w)).numpy()
+        got = f(fw.to_tensor(x, device=dev), fw.to_tensor(w, device=dev)).numpy()
         np.testing.assert_allclose(got, (x / (1 + np.exp(-x)) * w + (x - w) ** 2) * 2.0, rtol=1e-5, atol=1e-6)
     plan = next(iter(f.programs[0].executor._plans.values()))
     assert "concat" not in plan.names
