@@ -1226,14 +1226,16 @@ class CEmitter(_RowLoops):
         """The pending row's last pass over the chunk from ``jj`` (``count`` elements)."""
         full = count != "N - jj"
         lines = self._store_chunk(prog, self._last_inner, count, f"jj + {count}" if full else "N", full)
-        names = {i for i, _ in self._row_values(prog)}
-
-        def pending(x: str) -> str:
-            x = re.sub(r"\b(r|st)\b", lambda m: "pend" if m[1] == "r" else "pst", x)
-            x = re.sub(r"\bv(\d+)\b", lambda m: f"p{m[1]}" if int(m[1]) in names else m[0], x)
-            return re.sub(r"\bdst(\d+)\[", r"prv\1[", x)
-
-        return ["if (pend >= 0) {", *("    " + pending(x) for x in lines), "}"]
+        # the last pass's own lines, in a block whose names are the pending row's: its index,
+        # its stream flag, the row scalars it reads (saved per thread) and its kept values
+        # (the other row buffer) shadow the row's own
+        names = ["const int64_t r = pend;", "const bool st = pst;"]
+        names += [f"const {ct} v{i} = p{i};" for i, ct in self._row_values(prog)]
+        names += [
+            f"const {self.ctype(prog.outputs[k].dtype)}* restrict dst{k} = prv{k};"
+            for k in sorted(self._spilled(prog))
+        ]
+        return ["if (pend >= 0) {", *("    " + x for x in names + lines), "}"]
 
     #: where the pending row's last pass goes (filled in once the last pass's body is known)
     _DEFER = "/* oarlock: the pending row's last pass, {} */"
