@@ -777,7 +777,10 @@ class _RowLoops(Emitter):
     ) -> list[str]:
         """Chunks of :meth:`chunk` elements (full ones unrolled into SIMD registers, then the
         tail), when the pass keeps partial results per lane, prefetches, has a
-        :meth:`chunk_suffix` or asks for chunks (:meth:`in_chunks`)."""
+        :meth:`chunk_suffix` or asks for chunks (:meth:`in_chunks`). The tail is under the
+        SIMD pragma too: a row of 46 logits left 14 scalar ``expf`` calls a row, and
+        cross-entropy's log-softmax over 1024 x 46 took 87-137 us; vectorised (8 + 4 lanes,
+        then 2 scalar) 60 us (AMD Zen 5, one thread)."""
         pf = self._prefetch(prog, li) if prog.n is not None and prog.n >= self.width > 1 else []
         suffix = self.chunk_suffix(prog, li, str(self.chunk(prog, li)))
         if lanes <= 1 and not pf and not suffix and not self.in_chunks(prog, li):
@@ -796,7 +799,7 @@ class _RowLoops(Emitter):
             out += [
                 "{",
                 f"    const {self.j_t} jj = {main};",
-                *("    " + s for s in self.chunk_body(prog, li, inner, "N - jj", "N", simd=False)),
+                *("    " + s for s in self.chunk_body(prog, li, inner, "N - jj", "N", simd=True)),
                 *("    " + s for s in self.chunk_suffix(prog, li, "N - jj")),
                 "}",
             ]
@@ -924,7 +927,7 @@ class CEmitter(_RowLoops):
     row_loop = True
 
     #: a vector's elements for the narrowest float (AVX-512's 16 floats): rows of a length that is
-    #: not a multiple of it leave a scalar tail per row
+    #: not a multiple of it leave a tail per row (in narrower vectors, then scalar)
     VECTOR_FLOATS = 16
 
     def _flat(self, prog: ir.Program) -> bool:
