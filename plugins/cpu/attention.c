@@ -28,7 +28,11 @@ typedef int64_t TI; /* the integer of T's width */
 #define T float
 typedef int32_t TI;
 #endif
-#define VB 32 /* bytes per vector (AVX2; AVX-512 measured no faster: Zen 4 splits it, and D=16 pads to a whole vector) */
+#ifdef ATTN_WIDE
+#define VB 64 /* bytes per vector: AVX-512, for head sizes of whole 64-byte vectors and 32+ keys (attention.py) */
+#else
+#define VB 32 /* AVX2 (AVX-512 measured no faster on Zen 4, which splits it, and pads a head of 8 floats) */
+#endif
 #define W ((int64_t)(VB / sizeof(T))) /* lanes */
 #define R 4  /* query rows per block */
 #define TJ (2 * W) /* key columns per tile */

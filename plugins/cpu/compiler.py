@@ -72,16 +72,29 @@ def _version(cc: str) -> str:
 
 
 @functools.cache
-def _march() -> str:
-    """A hash of this CPU's feature flags (read once: ``identity()`` is on launch paths)."""
+def _flags_line() -> str | None:
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
                 if line.startswith("flags"):
-                    return hashlib.sha256(line.encode()).hexdigest()[:16]
+                    return line
     except OSError:
         pass
-    return os.uname().machine
+    return None
+
+
+@functools.cache
+def _march() -> str:
+    """A hash of this CPU's feature flags (read once: ``identity()`` is on launch paths)."""
+    line = _flags_line()
+    return hashlib.sha256(line.encode()).hexdigest()[:16] if line else os.uname().machine
+
+
+def cpu_has(flag: str) -> bool:
+    """Whether this CPU lists ``flag`` (``avx512f``...) in /proc/cpuinfo: what ``-march=native``
+    builds for (False where there is no such file)."""
+    line = _flags_line()
+    return line is not None and flag in line.partition(":")[2].split()
 
 
 class CPUCompiler(Compiler):
