@@ -33,6 +33,9 @@ import framework as fw  # noqa: E402
 import framework.nn.functional as F  # noqa: E402
 from framework import testing  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from benchmarks import cpu_description  # noqa: E402
+
 SHAPES = {
     "tiny Llama heads (16, 4, 64, 16)": (16, 4, 64, 16),
     "Llama block heads (8, 4, 128, 64)": (8, 4, 128, 64),
@@ -103,7 +106,7 @@ def main() -> None:
     if testing.find_kernel("attention", "cpu", "float32") is None:
         print("the cpu plugin registered no fused attention (no C compiler): nothing to compare")
         return
-    print(f"cpu: {fw.get_device_properties('cpu').name}, {os.cpu_count()} cores, {args.threads} thread(s)")
+    print(f"cpu: {cpu_description()}, {args.threads} thread(s)")
     for title, shape in SHAPES.items():
         for backward in (False, True):
             run = oarlock(shape, backward)

@@ -72,6 +72,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import framework as fw  # noqa: E402
 import framework.nn.functional as F  # noqa: E402
+from benchmarks import cpu_description  # noqa: E402
 from benchmarks.rmsnorm import c_copy, compose_eager  # noqa: E402
 from benchmarks.rmsnorm import median_ms as rmsnorm_median_ms  # noqa: E402
 from examples.models import build  # noqa: E402
@@ -464,7 +465,7 @@ def main() -> None:
         torch_note = f"torch {torch.__version__}, {torch.get_num_threads()} threads"
     except ImportError:
         torch_note = "torch not installed"
-    print(f"cpu: {fw.get_device_properties('cpu').name}, {os.cpu_count()} cores; {torch_note}")
+    print(f"cpu: {cpu_description()}; {torch_note}")
     sections = args.sections.split(",")
     for dev in args.devices.split(","):
         try:

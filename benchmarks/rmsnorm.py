@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -28,6 +29,9 @@ import numpy as np
 import framework as fw
 import framework.nn.functional as F
 from framework import compiler
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from benchmarks import cpu_description  # noqa: E402
 
 EPS = 1e-6
 
@@ -287,7 +291,7 @@ def main() -> None:
         print(f"torch {torch.__version__}, threads {torch.get_num_threads()}")
     except ImportError:
         pass
-    print(f"cpu: {fw.get_device_properties('cpu').name}, {os.cpu_count()} cores")
+    print(f"cpu: {cpu_description()}")
     for shape_s in args.shapes.split(","):
         shape = tuple(int(s) for s in shape_s.split("x"))
         xn = rng.standard_normal(shape, dtype=np.float32)

@@ -34,6 +34,8 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+from benchmarks import cpu_description  # noqa: E402
 
 _CHILD = r"""
 import json, os, sys
@@ -121,7 +123,7 @@ def main() -> None:
         load = " load average {:.1f} {:.1f} {:.1f};".format(*os.getloadavg())
     except OSError:
         load = ""
-    print(f"cpu, {os.cpu_count()} cores;{load} median of {args.rounds} rounds x {args.repeats} steps")
+    print(f"cpu: {cpu_description()};{load} median of {args.rounds} rounds x {args.repeats} steps")
     lo, hi = counts[0], counts[-1]
     for case in cases:
         print(f"\n{TITLES[case]}")

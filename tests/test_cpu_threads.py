@@ -530,3 +530,31 @@ def test_a_large_permute_streams_its_output_and_gives_the_transposed_array():
     starts on a cache line and runs are whole lines (else plain stores): the same array."""
     res = json.loads(_python(_STREAM_PERMUTE, OARLOCK_NUM_THREADS="2").strip().splitlines()[-1])
     assert res == [True] * 9, res
+
+
+_PROPS = """
+import json, numpy as np, framework as fw, threadpoolctl
+extra = fw.get_device_properties("cpu").extra
+pools = [p for p in threadpoolctl.threadpool_info() if "numpy" in p["filepath"] and p["user_api"] == "blas"]
+print(json.dumps({"extra": extra, "numpy": pools[:1]}))
+"""
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/cpuinfo"), reason="no /proc/cpuinfo")
+def test_cpu_properties_tell_the_cpu_family_and_numpys_blas_kernels():
+    # an "AMD EPYC" is a Zen 4 (family 25) or a Zen 5 (26); an OPENBLAS_CORETYPE in the
+    # environment (left as it is: some machines need it) forces OpenBLAS's kernels and is named
+    got = json.loads(_python(_PROPS).strip().splitlines()[-1])
+    with open("/proc/cpuinfo") as f:
+        family = next((ln.split(":")[1].strip() for ln in f if ln.startswith("cpu family")), None)
+    assert got["extra"].get("cpu_family") == family
+    if not got["numpy"]:
+        pytest.skip("threadpoolctl does not see numpy's BLAS here")
+    pool = got["numpy"][0]
+    blas = got["extra"]["blas"]
+    assert blas.startswith(f"{pool['internal_api']} {pool['version']}"), blas
+    if pool.get("architecture"):
+        assert f"{pool['architecture']} kernels" in blas
+    forced = os.environ.get("OPENBLAS_CORETYPE")
+    if pool["internal_api"] == "openblas":
+        assert (f"OPENBLAS_CORETYPE={forced}" in blas) if forced else ("OPENBLAS_CORETYPE" not in blas), blas

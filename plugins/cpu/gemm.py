@@ -75,6 +75,7 @@ def _numpy_blas(char: str) -> tuple[int, bool] | None:
         ]
     except Exception:  # noqa: BLE001 — no threadpoolctl, or a BLAS it cannot read
         return None
+    paths.sort(key=lambda p: "numpy" not in p)  # numpy's own before scipy's (loaded by some kernels)
     for path in paths:
         try:
             lib = ctypes.CDLL(path)
