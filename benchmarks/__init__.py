@@ -13,5 +13,5 @@ def cpu_description() -> str:
     p = fw.get_device_properties("cpu")
     e = p.extra
     fam = f" (family {e['cpu_family']} model {e.get('cpu_model', '?')})" if "cpu_family" in e else ""
-    blas = f"; BLAS: {e['blas']}" if "blas" in e else ""
+    blas = f"; numpy's BLAS: {e['numpy_blas']}" if "numpy_blas" in e else ""
     return f"{p.name}{fam}, {os.cpu_count()} cores{blas}"

@@ -551,7 +551,7 @@ def test_cpu_properties_tell_the_cpu_family_and_numpys_blas_kernels():
     if not got["numpy"]:
         pytest.skip("threadpoolctl does not see numpy's BLAS here")
     pool = got["numpy"][0]
-    blas = got["extra"]["blas"]
+    blas = got["extra"]["numpy_blas"]
     assert blas.startswith(f"{pool['internal_api']} {pool['version']}"), blas
     if pool.get("architecture"):
         assert f"{pool['architecture']} kernels" in blas

@@ -95,7 +95,7 @@ def _cpu_name() -> str:
 @functools.cache
 def _cpu_extra() -> dict[str, str]:
     """What tells two CPUs of one name apart (an "AMD EPYC" is a Zen 4 or a Zen 5), and the BLAS
-    numpy loaded with the kernels it picked for this CPU (an ``OPENBLAS_CORETYPE`` in the
+    numpy loaded (products may run on MKL instead: gemm.py) with the kernels it picked for this CPU (an ``OPENBLAS_CORETYPE`` in the
     environment overrides the pick: Haswell's kernels ran the tiny Llama's products at 58 % of
     SkylakeX's on a Zen 5)."""
     out: dict[str, str] = {}
@@ -119,7 +119,7 @@ def _cpu_extra() -> dict[str, str]:
             p = pools[0]
             arch = f", {p['architecture']} kernels" if p.get("architecture") else ""
             forced = os.environ.get("OPENBLAS_CORETYPE") if p.get("internal_api") == "openblas" else None
-            out["blas"] = f"{p.get('internal_api')} {p.get('version')}{arch}" + (
+            out["numpy_blas"] = f"{p.get('internal_api')} {p.get('version')}{arch}" + (
                 f" (OPENBLAS_CORETYPE={forced})" if forced else ""
             )
     except Exception:  # noqa: BLE001 — no threadpoolctl, or a BLAS it cannot read
