@@ -95,9 +95,9 @@ def _cpu_name() -> str:
 @functools.cache
 def _cpu_extra() -> dict[str, str]:
     """What tells two CPUs of one name apart (an "AMD EPYC" is a Zen 4 or a Zen 5), and the BLAS
-    numpy loaded (products may run on MKL instead: gemm.py) with the kernels it picked for this CPU (an ``OPENBLAS_CORETYPE`` in the
-    environment overrides the pick: Haswell's kernels ran the tiny Llama's products at 58 % of
-    SkylakeX's on a Zen 5)."""
+    numpy loaded with the kernels it picked for this CPU (products may run on MKL instead:
+    gemm.py). An ``OPENBLAS_CORETYPE`` in the environment overrides the pick: Haswell's
+    kernels ran the tiny Llama's products at 58 % of SkylakeX's speed on a Zen 5."""
     out: dict[str, str] = {}
     try:
         with open("/proc/cpuinfo") as f:
