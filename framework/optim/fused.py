@@ -41,6 +41,14 @@ def _slots(state: dict[str, Any]) -> tuple[str, ...]:
     return tuple(k for k, v in state.items() if isinstance(v, Tensor))
 
 
+def _scalars(dtype: str, values: list[float], device: Any) -> list[Tensor]:
+    """The step's scalars as 0-d tensors on ``device``: one host-to-device copy, each scalar a
+    view of it."""
+    dt = np.dtype(dtype)
+    t = to_tensor(np.asarray(values, dtype=dt), device=device)
+    return [Tensor._make(t._block, t._offset + i * dt.itemsize, (), dt, t.device) for i in range(len(values))]
+
+
 def wanted(opt: Any, device: Any) -> bool:
     """Whether ``opt`` runs its update as a program on ``device`` (see the module docstring)."""
     if opt.fused is not None:
@@ -68,15 +76,21 @@ class FusedUpdate:
             return False  # several devices, or distributed tensors (their ops meet the interceptor)
         if not wanted(opt, dev):
             return False
-        for p, _ in pairs:
-            opt._init_state(p, opt._state.setdefault(id(p), {}))
         # one scalar set per distinct (dtype, scalars): usually one for all parameters
+        states = opt._state
         sets: dict[tuple[Any, ...], int] = {}
         layout = []
+        own: list[Tensor] = []  # the parameters' state tensors, in the program's input order
+        written: list[Tensor] = []  # what its outputs update: each parameter, then its states
         for (group, pgs), row in zip(work, plan):
             for (p, g), sc in zip(pgs, row):
+                st = states.setdefault(id(p), {})
+                opt._init_state(p, st)
                 k = sets.setdefault((p.dtype.str, tuple(sc.items())), len(sets))
-                slots = _slots(opt._state[id(p)])
+                slots = _slots(st)
+                kept = [st[n] for n in slots]
+                own += kept
+                written += [p, *kept]
                 layout.append((id(p), p.shape, p.dtype.str, g.shape, g.dtype.str, slots, k, tuple(sc)))
             layout.append(("group", group["weight_decay"]))
         key = (tuple(layout), id(opt.grad_clip), str(dev))
@@ -92,24 +106,16 @@ class FusedUpdate:
                     stacklevel=3,
                 )
                 return False
-        ex, outs = hit
-        inputs = [p for p, _ in pairs] + [g for _, g in pairs]
-        for p, _ in pairs:
-            st = opt._state[id(p)]
-            inputs += [st[n] for n in _slots(st)]
+        ex = hit[0]
+        inputs = [p for p, _ in pairs] + [g for _, g in pairs] + own
         for (dtype, items), _ in sorted(sets.items(), key=lambda kv: kv[1]):
-            inputs += [to_tensor(np.asarray(v, dtype=dtype), device=dev) for _, v in items]
+            inputs += _scalars(dtype, [v for _, v in items], dev)
         results = ex(*inputs)  # written in place (Executor(inplace=...))
-        for r, (pid, slot) in zip(results, outs):
-            t = self._target(pairs, pid, slot)
+        for r, t in zip(results, written):  # the outputs' order (_build: ``outs``)
             if r is not t:  # an input given twice (checked by the executor) cannot be in place
                 t._block, t._offset, t._nv = r._block, r._offset, None
         self.last = ex
         return True
-
-    def _target(self, pairs: list[tuple[Tensor, Tensor]], k: int, slot: str) -> Tensor:
-        p = pairs[k][0]
-        return p if slot == "" else self.opt._state[id(p)][slot]
 
     def _build(
         self, work: Work, plan: list[list[dict[str, float]]], sets: dict[tuple[Any, ...], int], dev: Any
