@@ -617,3 +617,31 @@ def test_the_allocator_hands_a_caller_its_preferred_block_when_it_is_free():
     got = alloc.malloc(3000, prefer=ids[0])
     assert id(got.handle) == ids[0]
     assert id(alloc.malloc(3000, prefer=12345).handle) in ids[1:]  # not free: any block of the size
+
+
+@pytest.mark.parametrize("compiled", ["1", "0"])
+def test_a_kernel_that_declines_when_run_falls_back_as_eager_does(monkeypatch, compiled):
+    # the OpenCL plugin registers cast for every dtype and declines (KernelNotFoundError) a
+    # cast to bfloat16 when it runs; eager mode falls back to the cpu plugin, and so must a
+    # program (it raised the plugin's error before). Later instructions read the result from
+    # the storage the plan gave it; the second run takes the fallback at once.
+    if fw.device_count("opencl") == 0:
+        pytest.skip("no OpenCL device")
+    monkeypatch.setenv("OARLOCK_COMPILE", compiled)
+    x = fw.to_tensor(np.linspace(-2, 2, 24, dtype=np.float32).reshape(4, 6), device="opencl:0")
+
+    def f(x):
+        y = (x * 3.3).astype("bfloat16").astype("float32")
+        return y + x, y.sum()
+
+    want = [t.numpy() for t in f(x)]
+    g = fw.jit.to_static(f)
+    before = fw.fallback_stats().get("cast@opencl", 0)
+    for _ in range(2):
+        got = g(x)
+        assert all(t.device == x.device for t in got)
+        for a, b in zip(got, want):
+            np.testing.assert_array_equal(a.numpy(), b)
+    assert fw.fallback_stats().get("cast@opencl", 0) > before  # counted, as in eager mode
+    bf = (np.linspace(-2, 2, 24, dtype=np.float32) * np.float32(3.3)).astype("bfloat16").astype(np.float32)
+    np.testing.assert_array_equal(want[0].reshape(-1), bf + np.linspace(-2, 2, 24, dtype=np.float32))

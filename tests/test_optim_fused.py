@@ -235,3 +235,35 @@ def test_a_clip_that_reads_values_runs_eagerly_with_a_warning(device):
         out.append([p.numpy() for p in ps])
     for a, b in zip(*out):
         np.testing.assert_allclose(b, a, rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("name", sorted(OPTIMIZERS))
+def test_half_precision_parameters_update_as_eager(device, name, dtype):
+    # bfloat16's numpy dtype string is '<V2' (a raw 2-byte void): the update's scalars once
+    # took that string as their dtype and the step raised a TypeError from numpy
+    def run(fused):
+        rng = np.random.default_rng(3)
+        ps = [
+            fw.nn.Parameter.from_tensor(
+                fw.to_tensor(rng.standard_normal(s).astype(np.float32), device=device).astype(dtype)
+            )
+            for s in SHAPES
+        ]
+        opt = OPTIMIZERS[name](ps, fused)
+        for k in range(3):
+            for p, g in zip(ps, grads_for(k)):
+                p.grad = fw.to_tensor(g, device=device).astype(dtype)
+            opt.step()
+            opt._learning_rate.step()
+        return ps, opt
+
+    eager, _ = run(False)
+    fused, fopt = run(True)
+    assert fopt._fused_update is not None and fopt._fused_update.last is not None
+    for a, b in zip(eager, fused):
+        assert str(b.dtype) == dtype and b.dtype == a.dtype
+        tol = 1e-2 if dtype == "bfloat16" else 2e-3
+        np.testing.assert_allclose(
+            b.astype("float32").numpy(), a.astype("float32").numpy(), rtol=tol, atol=tol
+        )

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from adapter_api import KernelContext, KernelError, OarlockError, OpArgumentError
+from adapter_api import KernelContext, KernelError, KernelNotFoundError, OarlockError, OpArgumentError
 
 from .._src import autograd, dispatch, env
 from .._src import device as _dev
@@ -292,6 +292,47 @@ class _Eager:
             res = dispatch.run(self.opdef, ins, self.attrs, self.plan.device if not ins else None)
         for s, t in zip(self.outs, res):
             self.plan.set(s, t)
+
+
+class _Declined:
+    """A kernel that declined its inputs when it ran (it raised ``KernelNotFoundError``
+    before doing anything, as the OpenCL plugin's cast to bfloat16 does): from then on the op
+    runs through the dispatcher, which falls back to the cpu plugin as eager mode does (warned
+    once, counted in ``fw.fallback_stats()``), and its results are copied into the storage the
+    plan gave them, which later instructions are bound to."""
+
+    __slots__ = ("plan", "opdef", "ins", "outs", "attrs")
+
+    def __init__(
+        self,
+        plan: _Plan,
+        opdef: base.OpDef,
+        ins: list[tuple[int, tuple[int, ...] | None]],
+        outs: list[int],
+        attrs: dict[str, Any],
+    ) -> None:
+        self.plan, self.opdef, self.ins, self.outs, self.attrs = plan, opdef, ins, outs, attrs
+
+    def __call__(self) -> None:
+        plan = self.plan
+        slots, ctx = plan.slots, plan.ctx
+        ins = [slots[s] if shape is None else slots[s]._reshaped(shape) for s, shape in self.ins]  # type: ignore[union-attr]
+        res = dispatch.run(self.opdef, ins, self.attrs, plan.device if not ins else None)
+        for s, t in zip(self.outs, res):
+            o = slots[s]
+            assert o is not None and o.shape == t.shape and o.dtype == t.dtype, (self.opdef.name, s)
+            n = t.size * t.dtype.itemsize
+            if n:
+                ctx.runtime.copy_d2d(
+                    ctx.device_index,
+                    o._block.handle,
+                    o._offset,
+                    t._block.handle,
+                    t._offset,
+                    n,
+                    ctx.stream,
+                    False,
+                )
 
 
 class _CopyBack:
@@ -715,6 +756,7 @@ class _Plan:
         # zero-argument callables in the fn place
         instrs: list[list[Any]] = []
         names: list[str] = []
+        declinable: dict[int, tuple[str, Any, list[int], dict[str, Any]]] = {}  # kernel steps' ops
         self.start_views: list[tuple[int, int, tuple[int, ...], int]] = []
         for kind, payload, refs, outs, attrs in steps:
             if kind == "view":
@@ -759,10 +801,13 @@ class _Plan:
                     sites[s].append((k, True, j, None))
             instrs.append([entry.fn, ctx, olist, ilist, attrs, entry.bind])
             names.append(name)
+            if kind == "kernel":
+                declinable[k] = (name, refs, outs, attrs)
         for si, so in aliased:  # written straight into the input: a view of it, set per run
             self.start_views.append((si, so, infos[so].shape, 0))
         self.instrs = instrs
         self.names = names
+        self.declinable = declinable
         self.sites = {s: tuple(v) for s, v in sites.items()}
         self.fresh = [(s, infos[s].shape, infos[s].dtype) for s, inf in enumerate(infos) if inf.fresh]
         self.had: dict[int, int] = {}  # fresh slot -> the id of its block's handle in the last run
@@ -874,8 +919,10 @@ class _Plan:
             slots[s] = None
         return outs  # type: ignore[return-value]
 
-    def _launch(self) -> None:
-        it = iter(self.bound)  # NOTE: no enumerate on the hot path; the iterator knows where it failed
+    def _launch(self, start: int = 0) -> None:
+        """Run the instructions from ``start`` on."""
+        it = iter(self.bound if not start else self.bound[start:])
+        # NOTE: no enumerate on the hot path; the iterator knows where it failed
         try:
             if self.has_eager:
                 with autograd.no_grad():
@@ -884,15 +931,36 @@ class _Plan:
             else:
                 for f in it:
                     f()
+        except KernelNotFoundError:
+            k = start + it.__reduce__()[2] - 1  # type: ignore[index]
+            if not self._decline(k):
+                raise
+            self._launch(k)  # the declined op through the dispatcher, then the rest
         except OarlockError:
             raise
         except Exception as exc:  # noqa: BLE001 — a kernel's failure becomes a readable error
-            k = it.__reduce__()[2] - 1  # type: ignore[index]
+            k = start + it.__reduce__()[2] - 1  # type: ignore[index]
             raise KernelError(
                 f"[executor] instruction {k} ({self.names[k]}) of @{self.ex.program.name} failed on "
                 f"{self.device}: {type(exc).__name__}: {exc}; run the function eagerly to see which op and "
                 f"inputs, and report it to the plugin's vendor"
             ) from exc
+
+    def _decline(self, k: int) -> bool:
+        """Instruction ``k``'s kernel declined its inputs: make it a :class:`_Declined` step
+        for this and every later run (its argument lists stay, for :meth:`set` to patch).
+        False when ``k`` is no kernel step (nothing to fall back to)."""
+        step = self.declinable.pop(k, None)
+        opdef = None if step is None else base.OPS.get(step[0])
+        if step is None or opdef is None:
+            return False
+        _, refs, outs, attrs = step
+        d = _Declined(self, opdef, refs, outs, attrs)
+        old = self.instrs[k]
+        self.instrs[k] = [d, None, old[2], old[3], old[4], None]
+        self.bound[k] = d
+        self.has_eager = True
+        return True
 
     def copy_bytes(self) -> int:
         """Bytes a graph replay copies: every input in, every output out."""

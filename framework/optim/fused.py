@@ -41,10 +41,9 @@ def _slots(state: dict[str, Any]) -> tuple[str, ...]:
     return tuple(k for k, v in state.items() if isinstance(v, Tensor))
 
 
-def _scalars(dtype: str, values: list[float], device: Any) -> list[Tensor]:
+def _scalars(dt: np.dtype, values: list[float], device: Any) -> list[Tensor]:
     """The step's scalars as 0-d tensors on ``device``: one host-to-device copy, each scalar a
     view of it."""
-    dt = np.dtype(dtype)
     t = to_tensor(np.asarray(values, dtype=dt), device=device)
     return [Tensor._make(t._block, t._offset + i * dt.itemsize, (), dt, t.device) for i in range(len(values))]
 
@@ -86,12 +85,12 @@ class FusedUpdate:
             for (p, g), sc in zip(pgs, row):
                 st = states.setdefault(id(p), {})
                 opt._init_state(p, st)
-                k = sets.setdefault((p.dtype.str, tuple(sc.items())), len(sets))
+                k = sets.setdefault((p.dtype, tuple(sc.items())), len(sets))  # the dtype: bfloat16's .str is '<V2'
                 slots = _slots(st)
                 kept = [st[n] for n in slots]
                 own += kept
                 written += [p, *kept]
-                layout.append((id(p), p.shape, p.dtype.str, g.shape, g.dtype.str, slots, k, tuple(sc)))
+                layout.append((id(p), p.shape, p.dtype, g.shape, g.dtype, slots, k, tuple(sc)))
             layout.append(("group", group["weight_decay"]))
         key = (tuple(layout), id(opt.grad_clip), str(dev))
         hit = self.programs.get(key)
@@ -144,7 +143,7 @@ class FusedUpdate:
             tw, tplan, k = [], [], 0
             for (group, pgs), row in zip(work, plan):
                 tw.append((group, list(zip(ps[k : k + len(pgs)], gs[k : k + len(pgs)]))))
-                tplan.append([scal[sets[(p.dtype.str, tuple(sc.items()))]] for (p, _), sc in zip(pgs, row)])
+                tplan.append([scal[sets[(p.dtype, tuple(sc.items()))]] for (p, _), sc in zip(pgs, row)])
                 k += len(pgs)
             opt._apply_groups(tw, tplan, states)
             res: list[Tensor] = []
