@@ -85,7 +85,8 @@ class FusedUpdate:
             for (p, g), sc in zip(pgs, row):
                 st = states.setdefault(id(p), {})
                 opt._init_state(p, st)
-                k = sets.setdefault((p.dtype, tuple(sc.items())), len(sets))  # the dtype: bfloat16's .str is '<V2'
+                # keyed by the dtype itself: bfloat16's .str is '<V2', a raw 2-byte void
+                k = sets.setdefault((p.dtype, tuple(sc.items())), len(sets))
                 slots = _slots(st)
                 kept = [st[n] for n in slots]
                 own += kept
