@@ -306,6 +306,16 @@ CASES = [
         fw.OpArgumentError,
         r"\[rms_norm\] cannot normalize over zero elements",
     ),
+    (  # the weight passed where the shape goes: named, not read as a shape of its values
+        lambda d: _F().rms_norm(fw.ones([2, 70], device=d), fw.ones([70], device=d), 1e-6),
+        fw.OpArgumentError,
+        r"\[rms_norm\] normalized_shape must be an int or a sequence of ints .*got a Tensor of shape \[70\]",
+    ),
+    (
+        lambda d: _F().layer_norm(fw.ones([2, 3], device=d), "abc"),
+        fw.OpArgumentError,
+        r"\[layer_norm\] normalized_shape must be an int or a sequence of ints .*got 'abc'",
+    ),
     (
         lambda d: fw.nn.Linear(0, 0),
         fw.OpArgumentError,

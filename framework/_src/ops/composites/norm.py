@@ -130,9 +130,22 @@ def layer_norm_decomposition(
 def _norm_shape(name: str, x: Tensor, normalized_shape: Any) -> int:
     if normalized_shape is None:
         normalized_shape = x.shape[-1:]
-    shp = (
-        (normalized_shape,) if isinstance(normalized_shape, int) else tuple(int(s) for s in normalized_shape)
-    )
+    if isinstance(normalized_shape, Tensor):  # e.g. the weight passed where the shape goes
+        raise OpArgumentError(
+            f"[{name}] normalized_shape must be an int or a sequence of ints (the trailing sizes of x), "
+            f"got a Tensor of shape {list(normalized_shape.shape)}; pass a weight as weight=..."
+        )
+    try:
+        shp = (
+            (normalized_shape.__index__(),)  # an int, numpy's too
+            if hasattr(normalized_shape, "__index__")
+            else tuple(s.__index__() for s in normalized_shape)
+        )
+    except (TypeError, ValueError, AttributeError):
+        raise OpArgumentError(
+            f"[{name}] normalized_shape must be an int or a sequence of ints (the trailing sizes of x), "
+            f"got {normalized_shape!r}"
+        ) from None
     k = len(shp)
     if k == 0 or x.shape[x.ndim - k :] != shp:
         raise OpArgumentError(
