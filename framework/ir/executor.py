@@ -282,48 +282,38 @@ class _Eager:
     ) -> None:
         self.plan, self.opdef, self.ins, self.outs, self.attrs = plan, opdef, ins, outs, attrs
 
-    def __call__(self) -> None:
+    def results(self) -> list[Tensor]:
+        """The op run through the dispatcher on its inputs' current tensors."""
         slots = self.plan.slots
-        ins = [slots[s] if shape is None else slots[s]._reshaped(shape) for s, shape in self.ins]
+        ins = [slots[s] if shape is None else slots[s]._reshaped(shape) for s, shape in self.ins]  # type: ignore[union-attr]
         if self.opdef.kind == "composite":
             r = base.call(self.opdef, ins, self.attrs)
-            res = [r] if isinstance(r, Tensor) else list(r)
-        else:
-            res = dispatch.run(self.opdef, ins, self.attrs, self.plan.device if not ins else None)
-        for s, t in zip(self.outs, res):
+            return [r] if isinstance(r, Tensor) else list(r)
+        return dispatch.run(self.opdef, ins, self.attrs, self.plan.device if not ins else None)
+
+    def __call__(self) -> None:
+        for s, t in zip(self.outs, self.results()):
             self.plan.set(s, t)
 
 
-class _Declined:
+class _Declined(_Eager):
     """A kernel that declined its inputs when it ran (it raised ``KernelNotFoundError``
     before doing anything, as the OpenCL plugin's cast to bfloat16 does): from then on the op
     runs through the dispatcher, which falls back to the cpu plugin as eager mode does (warned
     once, counted in ``fw.fallback_stats()``), and its results are copied into the storage the
     plan gave them, which later instructions are bound to."""
 
-    __slots__ = ("plan", "opdef", "ins", "outs", "attrs")
-
-    def __init__(
-        self,
-        plan: _Plan,
-        opdef: base.OpDef,
-        ins: list[tuple[int, tuple[int, ...] | None]],
-        outs: list[int],
-        attrs: dict[str, Any],
-    ) -> None:
-        self.plan, self.opdef, self.ins, self.outs, self.attrs = plan, opdef, ins, outs, attrs
+    __slots__ = ()
 
     def __call__(self) -> None:
-        plan = self.plan
-        slots, ctx = plan.slots, plan.ctx
-        ins = [slots[s] if shape is None else slots[s]._reshaped(shape) for s, shape in self.ins]  # type: ignore[union-attr]
-        res = dispatch.run(self.opdef, ins, self.attrs, plan.device if not ins else None)
-        for s, t in zip(self.outs, res):
+        slots, ctx = self.plan.slots, self.plan.ctx
+        for s, t in zip(self.outs, self.results()):
             o = slots[s]
             assert o is not None and o.shape == t.shape and o.dtype == t.dtype, (self.opdef.name, s)
             n = t.size * t.dtype.itemsize
             if n:
-                ctx.runtime.copy_d2d(
+                rt = ctx.runtime
+                rt.copy_d2d(
                     ctx.device_index,
                     o._block.handle,
                     o._offset,

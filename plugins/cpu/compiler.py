@@ -72,29 +72,33 @@ def _version(cc: str) -> str:
 
 
 @functools.cache
-def _flags_line() -> str | None:
+def cpu_info() -> dict[str, str]:
+    """The first processor's fields in /proc/cpuinfo ("model name", "cpu family", "flags"...),
+    read once; {} where there is no such file."""
+    out: dict[str, str] = {}
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
-                if line.startswith("flags"):
-                    return line
+                if not line.strip():
+                    break  # the first processor is enough
+                key, _, value = line.partition(":")
+                out.setdefault(key.strip(), value.strip())
     except OSError:
         pass
-    return None
+    return out
 
 
 @functools.cache
 def _march() -> str:
     """A hash of this CPU's feature flags (read once: ``identity()`` is on launch paths)."""
-    line = _flags_line()
-    return hashlib.sha256(line.encode()).hexdigest()[:16] if line else os.uname().machine
+    flags = cpu_info().get("flags")
+    return hashlib.sha256(flags.encode()).hexdigest()[:16] if flags else os.uname().machine
 
 
 def cpu_has(flag: str) -> bool:
     """Whether this CPU lists ``flag`` (``avx512f``...) in /proc/cpuinfo: what ``-march=native``
     builds for (False where there is no such file)."""
-    line = _flags_line()
-    return line is not None and flag in line.partition(":")[2].split()
+    return flag in cpu_info().get("flags", "").split()
 
 
 class CPUCompiler(Compiler):

@@ -65,17 +65,9 @@ def _numpy_blas(char: str) -> tuple[int, bool] | None:
     """The address of numpy's BLAS ``?gemm`` for dtype char ``f``/``d`` and whether it takes
     64-bit integers, or None."""
     prefix = {"f": "s", "d": "d"}[char]
-    try:
-        from threadpoolctl import threadpool_info
-
-        paths = [
-            p["filepath"]
-            for p in threadpool_info()
-            if p.get("user_api") == "blas" and "libmkl_rt" not in os.path.basename(p["filepath"])
-        ]
-    except Exception:  # noqa: BLE001 — no threadpoolctl, or a BLAS it cannot read
-        return None
-    paths.sort(key=lambda p: "numpy" not in p)  # numpy's own before scipy's (loaded by some kernels)
+    paths = [
+        p["filepath"] for p in threads.blas_pools() if "libmkl_rt" not in os.path.basename(p["filepath"])
+    ]
     for path in paths:
         try:
             lib = ctypes.CDLL(path)

@@ -15,6 +15,9 @@ import numpy as np
 
 from adapter_api import DeviceError, DeviceProperties, DeviceRuntime, OutOfMemoryError
 
+from .compiler import cpu_info
+from .threads import blas_pools
+
 #: bytes every buffer starts on (a cache line, an AVX-512 vector; numpy's own start on 16):
 #: whole-line non-temporal stores need it, and the Llama block's step ran ~2 % faster
 ALIGN = 64
@@ -82,14 +85,7 @@ class CPUEvent:
 
 
 def _cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+    return cpu_info().get("model name") or platform.processor() or platform.machine()
 
 
 @functools.cache
@@ -98,32 +94,16 @@ def _cpu_extra() -> dict[str, str]:
     numpy loaded with the kernels it picked for this CPU (products may run on MKL instead:
     gemm.py). An ``OPENBLAS_CORETYPE`` in the environment overrides the pick: Haswell's
     kernels ran the tiny Llama's products at 58 % of SkylakeX's speed on a Zen 5."""
-    out: dict[str, str] = {}
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                key = key.strip()
-                if key in ("cpu family", "model"):
-                    out.setdefault("cpu_" + key.split()[-1], value.strip())
-                if not line.strip():
-                    break  # the first processor is enough
-    except OSError:
-        pass
-    try:
-        from threadpoolctl import threadpool_info
-
-        pools = [p for p in threadpool_info() if p.get("user_api") == "blas"]
-        pools.sort(key=lambda p: "numpy" not in str(p.get("filepath", "")))  # numpy's own first
-        if pools:
-            p = pools[0]
-            arch = f", {p['architecture']} kernels" if p.get("architecture") else ""
-            forced = os.environ.get("OPENBLAS_CORETYPE") if p.get("internal_api") == "openblas" else None
-            out["numpy_blas"] = f"{p.get('internal_api')} {p.get('version')}{arch}" + (
-                f" (OPENBLAS_CORETYPE={forced})" if forced else ""
-            )
-    except Exception:  # noqa: BLE001 — no threadpoolctl, or a BLAS it cannot read
-        pass
+    info = cpu_info()
+    out = {f"cpu_{k.split()[-1]}": info[k] for k in ("cpu family", "model") if k in info}
+    pools = blas_pools()
+    if pools:
+        p = pools[0]
+        arch = f", {p['architecture']} kernels" if p.get("architecture") else ""
+        forced = os.environ.get("OPENBLAS_CORETYPE") if p.get("internal_api") == "openblas" else None
+        out["numpy_blas"] = f"{p.get('internal_api')} {p.get('version')}{arch}" + (
+            f" (OPENBLAS_CORETYPE={forced})" if forced else ""
+        )
     return out
 
 

@@ -165,6 +165,18 @@ def describe() -> dict[str, Any]:
     return out
 
 
+def blas_pools() -> list[dict[str, Any]]:
+    """threadpoolctl's BLAS entries, numpy's own first (scipy's, loaded by some kernels, after
+    it; MKL's too), or [] without threadpoolctl or a BLAS it can read."""
+    try:
+        from threadpoolctl import threadpool_info
+
+        pools = [p for p in threadpool_info() if p.get("user_api") == "blas"]
+    except Exception:  # noqa: BLE001 — no threadpoolctl, or a BLAS it cannot read
+        return []
+    return sorted(pools, key=lambda p: "numpy" not in str(p.get("filepath", "")))
+
+
 # -- splitting work ---------------------------------------------------------------------------
 class _Job:
     """Independent parts of one kernel: whoever calls :meth:`work` claims the next part."""
