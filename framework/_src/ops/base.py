@@ -26,12 +26,14 @@ if TYPE_CHECKING:
     from ..device import Device
 
 __all__ = [
+    "LATER",
     "OPS",
     "Lowering",
     "Meta",
     "OpDef",
     "apply",
     "apply1",
+    "attach_grad",
     "broadcast_shapes",
     "call",
     "composite",
@@ -123,6 +125,29 @@ def primitive(
     op = OPS[name] = OpDef(name, "primitive", infer, grad, elementwise, lower=lower)
     op.no_grad = no_grad
     return op
+
+
+class _Later:
+    """The gradient rule of a primitive that a later module attaches (:func:`attach_grad`): the
+    rules are written with ops defined after the primitives (``ops.primitive_grads``)."""
+
+    def __repr__(self) -> str:
+        return "LATER"
+
+    def __call__(self, node: autograd.Node, gouts: list[Tensor | None]) -> list[Tensor | None]:
+        raise RuntimeError(f"[autograd] the gradient rule of '{node.op.name}' was never attached")
+
+
+#: ``primitive(name, infer, LATER, ...)``: the gradient rule is attached later (:func:`attach_grad`)
+LATER = _Later()
+
+
+def attach_grad(name: str, rule: Callable[..., Any]) -> None:
+    """Give primitive ``name``, defined with ``grad=LATER``, its gradient rule."""
+    op = OPS[name]
+    if op.grad is not LATER:
+        raise ValueError(f"primitive '{name}' was not defined with grad=LATER (its gradient: {op.grad!r})")
+    op.grad = rule
 
 
 #: When set, ``apply`` hands every primitive to this callable instead of running it

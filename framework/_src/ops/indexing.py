@@ -18,7 +18,10 @@ from adapter_api import OpArgumentError
 from .. import autograd
 from .. import dtypes as _dt
 from ..tensor import Tensor, to_tensor
+from . import math as M
 from .base import OPS, apply1
+from .creation import arange
+from .shape import flip, slice_raw
 
 
 class IndexOutOfRangeError(OpArgumentError, IndexError):
@@ -112,8 +115,6 @@ def scatter(x: Tensor, index: Any, updates: Any, axis: int = 0, overwrite: bool 
 def checked_index(name: str, index: Tensor, size: int, what: str) -> Tensor:
     """``index`` unchanged, after the device's gather bounds check against ``size`` (a value
     outside ``[0, size)`` raises an error naming ``name`` and ``what``; nothing is read back)."""
-    from .creation import arange
-
     try:
         return gather(arange(size, device=index.device), index.reshape((-1,)), axis=0).reshape(index.shape)
     except OpArgumentError as exc:
@@ -125,8 +126,6 @@ def checked_index(name: str, index: Tensor, size: int, what: str) -> Tensor:
 def _flat_positions(name: str, x: Tensor, idx_shape: tuple[int, ...], indices: Tensor, axis: int) -> Tensor:
     """Flat element offsets of take_along_axis positions (computed on the device); each index
     is checked against its own axis, so one past the end of a row is an error, not the next row."""
-    from .creation import arange
-
     if any(idx_shape[d] > x.shape[d] for d in range(x.ndim) if d != axis):
         raise OpArgumentError(
             f"[{name}] indices have shape {idx_shape} but x has {x.shape}: outside axis {axis} the "
@@ -276,8 +275,6 @@ def _basic_getitem(x: Tensor, key: tuple[Any, ...]) -> Tensor:
             stops.append(i + 1)
             steps.append(1)
         d += 1
-    from .shape import flip, slice_raw
-
     y = slice_raw(x, tuple(starts), tuple(stops), tuple(steps))
     if flips:
         y = flip(y, flips)
@@ -366,9 +363,7 @@ def masked_select(x: Tensor, mask: Tensor) -> Tensor:
 
 
 def masked_fill(x: Tensor, mask: Tensor, value: Any) -> Tensor:
-    from .math import where
-
-    return where(mask, value, x)
+    return M.where(mask, value, x)
 
 
 def where(condition: Any, x: Any = None, y: Any = None, name: str | None = None) -> Any:
@@ -376,6 +371,4 @@ def where(condition: Any, x: Any = None, y: Any = None, name: str | None = None)
     indices where it holds (``nonzero(condition, as_tuple=True)``), as in Paddle."""
     if x is None and y is None:
         return nonzero(condition, as_tuple=True)
-    from .math import where as _where
-
-    return _where(condition, x, y)
+    return M.where(condition, x, y)

@@ -24,6 +24,7 @@ from . import math as M
 from . import shape as S
 from .base import OPS, OpDef
 from .composites._common import float_arg, tensor_arg
+from .composites.manipulation import diagonal
 
 
 def _mT(x: Tensor) -> Tensor:
@@ -673,8 +674,6 @@ def corrcoef(x: Tensor, rowvar: bool = True, name: str | None = None) -> Tensor:
 
 
 def _diag(c: Tensor) -> Tensor:
-    from .composites.manipulation import diagonal
-
     return diagonal(c)
 
 

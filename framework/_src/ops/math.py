@@ -13,6 +13,7 @@ from adapter_api import OpArgumentError
 
 from .. import dtypes as _dt
 from ..tensor import Tensor, to_tensor
+from . import creation as C
 from .base import OPS, apply1, broadcast_shapes, call, composite, fill_buffer
 
 _CONST: dict[tuple[Any, ...], Tensor] = {}
@@ -115,13 +116,11 @@ def pow(x: Any, y: Any, name: str | None = None) -> Tensor:
     (as in numpy), checked on the device without reading the exponent back."""
     a, b = _operands("pow", x, y)
     if a.dtype.kind in "iu" and b.dtype.kind in "iu":
-        from .creation import zeros
-
         try:  # a negative exponent becomes index 1 of a 1-element tensor: the gather bounds check
             apply1(
                 OPS["gather"],
                 [
-                    zeros((1,), dtype=_dt.int64, device=b.device),
+                    C.zeros((1,), dtype=_dt.int64, device=b.device),
                     cast(less_than(b, 0), _dt.int64).reshape((-1,)),
                 ],
                 {"axis": 0},
@@ -525,15 +524,11 @@ def allclose(x: Tensor, y: Tensor, rtol: float = 1e-5, atol: float = 1e-8) -> bo
 
 
 def ones_like(x: Tensor) -> Tensor:
-    from .creation import ones_like as f
-
-    return f(x)
+    return C.ones_like(x)
 
 
 def zeros_like(x: Tensor) -> Tensor:
-    from .creation import zeros_like as f
-
-    return f(x)
+    return C.zeros_like(x)
 
 
 def _seq(v: Any) -> Sequence[Any]:

@@ -10,7 +10,7 @@ from adapter_api import OpArgumentError
 from .. import autograd, dispatch
 from .. import device as _dev
 from .. import dtypes as _dt
-from ..tensor import Tensor
+from ..tensor import Tensor, to_tensor
 from . import creation, indexing, shape
 from . import math as M
 from .base import OPS, OpDef, apply1
@@ -191,8 +191,6 @@ def _fill_(self: Tensor, value: Any) -> Tensor:
 
 def _set_value(self: Tensor, value: Any) -> Tensor:
     """Replace the values (same shape), keeping the tensor object: ``param.set_value(arr)``."""
-    from ..tensor import to_tensor
-
     v = value if isinstance(value, Tensor) else to_tensor(value, dtype=self.dtype, device=self.device)
     if v.shape != self.shape:
         raise OpArgumentError(f"[set_value] value has shape {v.shape}, the tensor has {self.shape}")

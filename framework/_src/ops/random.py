@@ -24,6 +24,7 @@ from . import base
 from . import math as M
 from .base import OPS
 from .creation import _shape
+from .shape import concat
 
 
 class Generator:
@@ -153,8 +154,6 @@ def normal(
     u2 = u[1]
     r = M.sqrt(M.log(u1) * -2.0)
     th = u2 * (2.0 * math.pi)
-    from .shape import concat
-
     z = concat([r * M.cos(th), r * M.sin(th)])[:n].reshape(shape)
     z = z * std + mean if (std != 1.0 or mean != 0.0) else z
     return M.cast(z, d)

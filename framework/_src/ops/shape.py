@@ -15,6 +15,8 @@ from .. import autograd, dispatch
 from .. import dtypes as _dt
 from ..tensor import Tensor
 from .base import OPS, TRACER, OpDef, apply1, call, composite
+from .creation import arange, zeros
+from .math import normalize_axes
 
 
 def _view_grad(n: autograd.Node, g: list[Tensor | None]) -> list[Tensor | None]:
@@ -256,8 +258,6 @@ def _g_split(node: autograd.Node, gouts: list[Tensor | None]) -> list[Tensor | N
     x = node.inputs[0]  # type: ignore[index]
     if x.stop_gradient or all(g is None for g in gouts):
         return [None]
-    from .creation import zeros
-
     ax, parts = node.attrs["axis"], []
     for size, g in zip(node.attrs["sizes"], gouts):
         if g is None:
@@ -354,9 +354,6 @@ def pad(x: Tensor, pad: Sequence[int], mode: str = "constant", value: float = 0.
 
 
 def flip(x: Tensor, axis: Any) -> Tensor:
-    from .creation import arange
-    from .math import normalize_axes
-
     for a in normalize_axes("flip", axis, x.ndim):
         n = x.shape[a]
         x = apply1(OPS["gather"], [x, arange(n - 1, -1, -1, device=x.device)], {"axis": a})

@@ -13,6 +13,7 @@ from typing import Any
 from adapter_api import OpArgumentError
 
 from ...tensor import Tensor
+from .. import creation as C
 from .. import math as M
 from .. import random as _rand
 from .. import shape as S
@@ -224,8 +225,6 @@ def gumbel_softmax(
     if not hard:
         return y
     idx = M.argmax(y, axis=ax, keepdim=True)
-    from .. import creation as C
-
     shp = [1] * x.ndim
     shp[ax] = x.shape[ax]
     hard_y = M.cast(C.arange(x.shape[ax], device=x.device).reshape(tuple(shp)) == idx, x.dtype)

@@ -20,7 +20,7 @@ from .. import creation as C
 from .. import math as M
 from .. import shape as S
 from ._common import axis_arg, float_arg, tensor_arg
-from .manipulation import diagonal
+from .manipulation import broadcast_shape, broadcast_tensors, diagonal
 
 
 def cumprod(x: Tensor, dim: int | None = None, dtype: Any = None, name: str | None = None) -> Tensor:
@@ -127,8 +127,6 @@ def _int_pair(name: str, x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
     if x.dtype.kind not in "iu":
         raise OpArgumentError(f"[{name}] expects integer tensors, got {x.dtype}")
     if x.shape != y.shape:
-        from .manipulation import broadcast_tensors
-
         x, y = broadcast_tensors([x, y])
     return x, y
 
@@ -284,8 +282,6 @@ def _bitwise(name: str, x: Tensor, y: Tensor, bit: Any) -> Tensor:
 
 
 def broadcast(a: Tensor, b: Tensor) -> list[int]:
-    from .manipulation import broadcast_shape
-
     return broadcast_shape(a.shape, b.shape)
 
 

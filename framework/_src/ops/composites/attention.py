@@ -16,7 +16,7 @@ from .. import math as M
 from .. import shape as S
 from ..base import OPS, TRACER, _grad_by_decomposition, broadcast_shapes, call, composite
 from ..indexing import gather, permutation
-from ..primitives import sum_to
+from ..primitive_grads import sum_to
 from ._common import float_arg, tensor_arg
 from .misc import dropout as _dropout
 from .norm import softmax

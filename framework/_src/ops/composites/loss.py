@@ -8,6 +8,8 @@ from adapter_api import OpArgumentError
 from ...tensor import Tensor
 from .. import math as M
 from .. import shape as S
+from ..creation import arange
+from ..indexing import gather
 from ._common import axis_arg, float_arg, tensor_arg
 from .misc import one_hot_unchecked
 from .norm import log_softmax
@@ -61,9 +63,6 @@ def _class_last(x: Tensor) -> Tensor:
 def _check_labels(name: str, safe: Tensor, c: int, ignore_index: int) -> None:
     """Labels outside [0, c) would silently pick nothing from the one-hot: let the gather
     kernel's bounds check (which every plugin must do) catch them, and say it in loss terms."""
-    from ..creation import arange
-    from ..indexing import gather
-
     try:
         gather(arange(c, device=safe.device), safe.reshape((-1,)), axis=0)
     except OpArgumentError as exc:

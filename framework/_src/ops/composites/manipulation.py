@@ -24,6 +24,7 @@ from .. import creation as C
 from .. import indexing as I
 from .. import math as M
 from .. import shape as S
+from ..base import broadcast_shapes
 from ._common import axis_arg, tensor_arg
 
 _py_slice = builtins.slice
@@ -67,8 +68,6 @@ def is_complex(x: Tensor) -> bool:
 
 
 def broadcast_shape(x_shape: Sequence[int], y_shape: Sequence[int]) -> list[int]:
-    from ..base import broadcast_shapes
-
     return list(broadcast_shapes("broadcast_shape", tuple(x_shape), tuple(y_shape)))
 
 

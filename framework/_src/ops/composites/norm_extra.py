@@ -15,6 +15,7 @@ from adapter_api import OpArgumentError
 from ... import autograd
 from ...tensor import Tensor
 from .. import math as M
+from .. import random as _rand
 from .. import shape as S
 from ..base import OPS, call, composite
 from ._common import float_arg, same_meta, tensor_arg
@@ -317,8 +318,6 @@ def alpha_dropout(x: Tensor, p: float = 0.5, training: bool = True, name: str | 
         return x
     if p == 1.0:
         return x * 0.0
-    from .. import random as _rand
-
     keep = M.cast(_rand.rand(x.shape, dtype=x.dtype, device=x.device) >= p, x.dtype)
     a = ((1.0 - p) * (1.0 + p * _SELU_ALPHA_P**2)) ** -0.5
     b = -a * _SELU_ALPHA_P * p

@@ -19,6 +19,7 @@ from ...tensor import Tensor
 from .. import math as M
 from ..base import OPS, call, composite
 from ._common import float_arg
+from .manipulation import broadcast_tensors
 
 _PIO2 = _m.pi / 2
 _T3P8 = 2.41421356237309504880  # tan(3 pi / 8)
@@ -94,8 +95,6 @@ def atan2(x: Tensor, y: Tensor, name: str | None = None) -> Tensor:
     ordinate, y the abscissa)."""
     a, b = M._operands("atan2", float_arg("atan2", x), float_arg("atan2", y))
     if a.shape != b.shape:
-        from .manipulation import broadcast_tensors
-
         a, b = broadcast_tensors([a, b])
     return call(OPS["atan2"], [a, b], {})
 
