@@ -201,6 +201,7 @@ from ._src.ops.composites.arith import (
     bitwise_xor,
     conj,
     cumprod,
+    cumsum,
     diff,
     equal_all,
     fmax,
@@ -218,7 +219,9 @@ from ._src.ops.composites.arith import (
     outer,
     real,
     scale,
+    std,
     trace,
+    var,
 )
 from ._src.ops.composites.manipulation import (
     broadcast_shape,
@@ -250,7 +253,6 @@ from ._src.ops.composites.manipulation import (
     tensordot,
     unstack,
 )
-from ._src.ops.composites.misc import cumsum, std, topk, var
 from ._src.ops.composites.norm import logsumexp
 from ._src.ops.composites.sampling import multinomial, poisson, randint_like, standard_normal
 from ._src.ops.composites.sorting import (
@@ -262,6 +264,7 @@ from ._src.ops.composites.sorting import (
     quantile,
     searchsorted,
     sort,
+    topk,
     unique,
     unique_consecutive,
 )

@@ -110,7 +110,7 @@ MUTANTS = [
     ),
     Mutant(
         "dropout is applied in eval mode",
-        "framework/_src/ops/composites/misc.py",
+        "framework/_src/ops/composites/dropout.py",
         "    if not training:\n",
         "    if False:\n",
         ["tests/test_nn.py::test_train_eval_switch_dropout"],

@@ -10,89 +10,87 @@
 from __future__ import annotations
 
 from .._src.ops.composites.activation import (
-    gelu,
-    hardtanh,
-    leaky_relu,
-    relu,
-    relu6,
-    sigmoid,
-    silu,
-    softplus,
-    swish,
-    tanh,
-)
-from .._src.ops.composites.activation_extra import (
     celu,
     elu,
+    gelu,
     glu,
     gumbel_softmax,
     hardshrink,
     hardsigmoid,
     hardswish,
+    hardtanh,
+    leaky_relu,
     log_sigmoid,
     mish,
     prelu,
+    relu,
+    relu6,
     selu,
+    sigmoid,
+    silu,
+    softplus,
     softshrink,
     softsign,
+    swish,
+    tanh,
     tanhshrink,
     thresholded_relu,
 )
+from .._src.ops.composites.arith import cumsum, std, var
 from .._src.ops.composites.attention import (
     attention,
     rotary_cos_sin,
     rotary_embedding,
     scaled_dot_product_attention,
 )
-from .._src.ops.composites.conv import adaptive_avg_pool2d, avg_pool2d, conv2d, max_pool2d
-from .._src.ops.composites.conv_extra import (
-    adaptive_avg_pool1d,
-    adaptive_max_pool2d,
-    avg_pool1d,
-    conv1d,
-    conv1d_transpose,
-    conv2d_transpose,
-    conv3d,
-    fold,
-    max_pool1d,
-    pixel_shuffle,
-    pixel_unshuffle,
-    unfold,
-)
+from .._src.ops.composites.channel_norm import batch_norm, group_norm, instance_norm, local_response_norm
+from .._src.ops.composites.conv import conv1d, conv2d, conv3d
+from .._src.ops.composites.conv_transpose import conv1d_transpose, conv2d_transpose
+from .._src.ops.composites.ctc_loss import ctc_loss
+from .._src.ops.composites.dropout import alpha_dropout, dropout, dropout2d
+from .._src.ops.composites.embedding import embedding, one_hot
+from .._src.ops.composites.linear import linear
 from .._src.ops.composites.loss import (
+    binary_cross_entropy,
     binary_cross_entropy_with_logits,
     cross_entropy,
+    kl_div,
     l1_loss,
+    label_smooth,
     mse_loss,
     nll_loss,
-)
-from .._src.ops.composites.loss_extra import (
-    binary_cross_entropy,
-    cosine_embedding_loss,
-    ctc_loss,
-    hinge_embedding_loss,
-    kl_div,
-    margin_ranking_loss,
     sigmoid_focal_loss,
     smooth_l1_loss,
     softmax_with_cross_entropy,
     square_error_cost,
+)
+from .._src.ops.composites.margin_loss import (
+    cosine_embedding_loss,
+    hinge_embedding_loss,
+    margin_ranking_loss,
     triplet_margin_loss,
 )
-from .._src.ops.composites.misc import cumsum, dropout, embedding, linear, one_hot, std, topk, var
-from .._src.ops.composites.norm import layer_norm, log_softmax, logsumexp, rms_norm, softmax
-from .._src.ops.composites.norm_extra import (
-    alpha_dropout,
-    batch_norm,
+from .._src.ops.composites.norm import (
     cosine_similarity,
-    dropout2d,
-    group_norm,
-    instance_norm,
-    label_smooth,
-    local_response_norm,
+    layer_norm,
+    log_softmax,
+    logsumexp,
     normalize,
+    rms_norm,
+    softmax,
+)
+from .._src.ops.composites.patches import fold, pixel_shuffle, pixel_unshuffle, unfold
+from .._src.ops.composites.pooling import (
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    adaptive_max_pool2d,
+    avg_pool1d,
+    avg_pool2d,
+    max_pool1d,
+    max_pool2d,
 )
 from .._src.ops.composites.resize import affine_grid, grid_sample, interpolate, upsample
+from .._src.ops.composites.sorting import topk
 from .._src.ops.indexing import masked_fill
 from .._src.ops.math import clip, where
 from .._src.ops.shape import pad

@@ -16,7 +16,7 @@ from ..tensor import Tensor
 from . import creation, indexing, shape
 from . import math as M
 from . import random as R
-from .composites import activation, arith, manipulation, misc, norm, sampling, sorting, special
+from .composites import activation, arith, manipulation, norm, sampling, sorting, special
 
 
 def inplace(fn: Callable[..., Tensor], name: str, same_shape: bool = True) -> Callable[..., Tensor]:
@@ -65,16 +65,16 @@ def _scale(
 
 METHODS: dict[str, Callable[..., Any]] = {
     # statistics and reductions
-    "var": misc.var,
-    "std": misc.std,
+    "var": arith.var,
+    "std": arith.std,
     "logsumexp": norm.logsumexp,
-    "cumsum": misc.cumsum,
+    "cumsum": arith.cumsum,
     "cumprod": arith.cumprod,
     "nansum": arith.nansum,
     "numel_tensor": manipulation.numel,
     "median": sorting.median,
     "quantile": sorting.quantile,
-    "topk": misc.topk,
+    "topk": sorting.topk,
     "sort": sorting.sort,
     "argsort": sorting.argsort,
     "kthvalue": sorting.kthvalue,
@@ -202,7 +202,7 @@ INPLACE: dict[str, tuple[Callable[..., Tensor], bool]] = {
     "floor_divide": (M.floor_divide, True),
     "lerp": (arith.lerp, True),
     "erfinv": (special.erfinv, True),
-    "cumsum": (misc.cumsum, True),
+    "cumsum": (arith.cumsum, True),
     "scale": (_scale, True),
     "masked_fill": (indexing.masked_fill, True),
     "scatter": (indexing.scatter, True),

@@ -28,8 +28,8 @@ from ..._src.ops import creation as _creation
 from ..._src.ops import math as _math
 from ..._src.ops import shape as _shape
 from ..._src.ops.composites import activation as _act
+from ..._src.ops.composites import embedding as _embedding
 from ..._src.ops.composites import loss as _loss
-from ..._src.ops.composites import misc as _misc
 from ..._src.ops.composites import norm as _norm
 from ..._src.tensor import Tensor
 from .dtensor import DistTensor, label, local_region
@@ -329,7 +329,7 @@ def embedding(ids: Any, weight: Any) -> Any:
     sharded: each rank looks up the ids in its range of rows, zeros the others, and the output
     is ``Partial(sum)`` (Paddle's vocabulary-parallel embedding)."""
     if not _dist(ids, weight):
-        return _misc.embedding(ids, weight)
+        return _embedding.embedding(ids, weight)
     return run("embedding", [ids, weight], _vocab_embedding, with_plan=True)
 
 
@@ -339,9 +339,9 @@ def _vocab_embedding(p: Any, mesh: ProcessMesh, ids: Tensor, w: Tensor) -> Tenso
             a, b = chunk(p.shapes[1][0], mesh.shape[axis], mesh.coordinate(_rank())[axis])
             inside = _math.logical_and(ids >= a, ids < b)
             local_ids = _math.where(inside, ids - a, _math.zeros_like(ids))
-            rows = _misc.embedding(local_ids, w)
+            rows = _embedding.embedding(local_ids, w)
             return rows * _shape.unsqueeze(inside.astype(rows.dtype), -1)
-    return _misc.embedding(ids, w)
+    return _embedding.embedding(ids, w)
 
 
 def cross_entropy(logits: Any, label: Any, reduction: str = "mean") -> Any:
@@ -398,12 +398,12 @@ def _vocab_cross_entropy(logits: DistTensor, label: Any, reduction: str) -> Any:
 def one_hot(x: Any, num_classes: int) -> Any:
     """One-hot rows of ``num_classes`` (rule ``*->*c``: the new class dim is replicated)."""
     if not isinstance(x, DistTensor):
-        return _misc.one_hot(x, num_classes)
+        return _embedding.one_hot(x, num_classes)
     inl = "abcdefghijklmnop"[: x.ndim]
     return run(
         "one_hot",
         [x],
-        lambda t: _misc.one_hot(t, num_classes),
+        lambda t: _embedding.one_hot(t, num_classes),
         rule=f"{inl}->{inl}Z",
         shape=(*x.shape, num_classes),
     )

@@ -5,19 +5,23 @@ Importing this package defines them all; the user-facing functions live in the s
 and are re-exported by ``framework.nn.functional``.
 """
 
-from . import (  # noqa: F401  # noqa: F401  (Paddle's tensor functions, issue 17)
+from . import (  # noqa: F401
     activation,
-    activation_extra,
     arith,
     attention,
+    channel_norm,
     conv,
-    conv_extra,
+    conv_transpose,
+    ctc_loss,
+    dropout,
+    embedding,
+    linear,
     loss,
-    loss_extra,
     manipulation,
-    misc,
+    margin_loss,
     norm,
-    norm_extra,
+    patches,
+    pooling,
     resize,
     sampling,
     sorting,

@@ -1,4 +1,11 @@
-"""Activations: relu, leaky_relu, gelu (exact and tanh), silu, sigmoid, tanh, softplus."""
+"""Activations: relu, leaky_relu, gelu (exact and tanh), silu, sigmoid, tanh, softplus,
+hardtanh, relu6; and Paddle's others: elu, selu, celu, prelu, hardswish, hardsigmoid, mish,
+softsign, tanhshrink, hardshrink, softshrink, thresholded_relu, log_sigmoid, glu,
+gumbel_softmax.
+
+Each elementwise one is a composite defined by its decomposition (its gradient is the
+decomposition's, differentiated by the primitives' rules, unless a rule stands beside it).
+"""
 
 from __future__ import annotations
 
@@ -8,9 +15,13 @@ from typing import Any
 from adapter_api import OpArgumentError
 
 from ...tensor import Tensor
+from .. import creation as C
 from .. import math as M
+from .. import random as _rand
+from .. import shape as S
 from ..base import OPS, call, composite
-from ._common import float_arg, same_meta, tensor_arg
+from ._common import axis_arg, float_arg, same_meta, tensor_arg
+from .norm import softmax
 
 _SQRT1_2 = 1.0 / _m.sqrt(2.0)
 _SQRT2_PI = _m.sqrt(2.0 / _m.pi)
@@ -136,3 +147,215 @@ def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0, name: str | 
 
 def hardtanh(x: Tensor, min: float = -1.0, max: float = 1.0, name: str | None = None) -> Tensor:
     return call(OPS["hardtanh"], [tensor_arg("hardtanh", x)], {"min": float(min), "max": float(max)})
+
+
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+
+
+def _expm1_neg(x: Tensor) -> Tensor:
+    """exp(min(x, 0)) - 1: the negative branch of elu, never overflowing on the positive side."""
+    return M.exp(M.minimum(x, 0.0)) - 1.0
+
+
+@composite("elu", infer=same_meta)
+def elu_decomposition(x: Tensor, *, alpha: float) -> Tensor:
+    """x where x > 0, else alpha (exp(x) - 1)."""
+    return M.where(x > 0, x, _expm1_neg(x) * alpha)
+
+
+@composite("selu", infer=same_meta)
+def selu_decomposition(x: Tensor, *, scale: float, alpha: float) -> Tensor:
+    """scale * (x where x > 0, else alpha (exp(x) - 1))."""
+    return M.where(x > 0, x, _expm1_neg(x) * alpha) * scale
+
+
+@composite("celu", infer=same_meta)
+def celu_decomposition(x: Tensor, *, alpha: float) -> Tensor:
+    """max(0, x) + min(0, alpha (exp(x / alpha) - 1)); for alpha < 0 the exponent is positive
+    where x < 0 (no clamp there: exp may overflow to the true limit, -inf)."""
+    inner = x * (1.0 / alpha)
+    return M.where(x > 0, x, (_expm1_neg(inner) if alpha > 0 else M.exp(inner) - 1.0) * alpha)
+
+
+@composite("prelu", infer=same_meta)
+def prelu_decomposition(x: Tensor, weight: Tensor) -> Tensor:
+    """x where x > 0, else weight * x (``weight`` already broadcast to x's rank)."""
+    return M.where(x > 0, x, x * weight)
+
+
+@composite("hardswish", infer=same_meta)
+def hardswish_decomposition(x: Tensor) -> Tensor:
+    """x * relu6(x + 3) / 6."""
+    return x * M.clip(x + 3.0, 0.0, 6.0) * (1.0 / 6.0)
+
+
+@composite("hardsigmoid", infer=same_meta)
+def hardsigmoid_decomposition(x: Tensor, *, slope: float, offset: float) -> Tensor:
+    """clip(slope * x + offset, 0, 1)."""
+    return M.clip(x * slope + offset, 0.0, 1.0)
+
+
+def _softplus(x: Tensor) -> Tensor:
+    return M.maximum(x, 0.0) + M.log(M.exp(-M.abs(x)) + 1.0)
+
+
+@composite("mish", infer=same_meta)
+def mish_decomposition(x: Tensor) -> Tensor:
+    """x * tanh(softplus(x))."""
+    return x * M.tanh(_softplus(x))
+
+
+@composite("softsign", infer=same_meta)
+def softsign_decomposition(x: Tensor) -> Tensor:
+    """x / (1 + |x|)."""
+    return x / (M.abs(x) + 1.0)
+
+
+@composite("tanhshrink", infer=same_meta)
+def tanhshrink_decomposition(x: Tensor) -> Tensor:
+    """x - tanh(x)."""
+    return x - M.tanh(x)
+
+
+@composite("hardshrink", infer=same_meta)
+def hardshrink_decomposition(x: Tensor, *, threshold: float) -> Tensor:
+    """x where |x| > threshold, else 0."""
+    return M.where(M.abs(x) > threshold, x, 0.0)
+
+
+@composite("softshrink", infer=same_meta)
+def softshrink_decomposition(x: Tensor, *, threshold: float) -> Tensor:
+    """x - threshold above it, x + threshold below -threshold, else 0."""
+    return M.where(x > threshold, x - threshold, M.where(x < -threshold, x + threshold, 0.0))
+
+
+@composite("thresholded_relu", infer=same_meta)
+def thresholded_relu_decomposition(x: Tensor, *, threshold: float, value: float) -> Tensor:
+    """x where x > threshold, else ``value``."""
+    return M.where(x > threshold, x, value)
+
+
+@composite("log_sigmoid", infer=same_meta)
+def log_sigmoid_decomposition(x: Tensor) -> Tensor:
+    """-softplus(-x), computed without overflow."""
+    return -_softplus(-x)
+
+
+def _one(name: str, x: Tensor, attrs: dict[str, Any] | None = None) -> Tensor:
+    return call(OPS[name], [float_arg(name, x)], attrs or {})
+
+
+def elu(x: Tensor, alpha: float = 1.0, name: str | None = None) -> Tensor:
+    return _one("elu", x, {"alpha": float(alpha)})
+
+
+def selu(
+    x: Tensor, scale: float = _SELU_SCALE, alpha: float = _SELU_ALPHA, name: str | None = None
+) -> Tensor:
+    if scale <= 1.0 or alpha < 0:
+        raise OpArgumentError(
+            f"[selu] scale must be > 1 and alpha >= 0 (Paddle's rule), got scale={scale}, alpha={alpha}"
+        )
+    return _one("selu", x, {"scale": float(scale), "alpha": float(alpha)})
+
+
+def celu(x: Tensor, alpha: float = 1.0, name: str | None = None) -> Tensor:
+    if alpha == 0:
+        raise OpArgumentError("[celu] alpha must not be 0")
+    return _one("celu", x, {"alpha": float(alpha)})
+
+
+def prelu(x: Tensor, weight: Tensor, data_format: str = "NCHW", name: str | None = None) -> Tensor:
+    """x where x > 0, else weight * x; ``weight`` has 1 element or one per channel (axis 1
+    for NC..., the last axis for NHWC-style ``data_format``)."""
+    x = float_arg("prelu", x)
+    weight = tensor_arg("prelu", weight, "weight").astype(x.dtype)
+    n = weight.numel()
+    if n == 1:
+        w = weight.reshape((1,) * max(x.ndim, 1))
+    else:
+        ch = 1 if data_format[1:2] == "C" else x.ndim - 1
+        if x.ndim < 2 or x.shape[ch] != n:
+            raise OpArgumentError(
+                f"[prelu] weight has {n} elements but x {x.shape} has {x.shape[ch] if x.ndim >= 2 else 'no'} channels on axis {ch}; pass 1 or one per channel"
+            )
+        shp = [1] * x.ndim
+        shp[ch] = n
+        w = weight.reshape(tuple(shp))
+    return call(OPS["prelu"], [x, w], {})
+
+
+def hardswish(x: Tensor, name: str | None = None) -> Tensor:
+    return _one("hardswish", x)
+
+
+def hardsigmoid(x: Tensor, slope: float = 0.1666667, offset: float = 0.5, name: str | None = None) -> Tensor:
+    """clip(slope * x + offset, 0, 1) (Paddle's default slope 1/6)."""
+    return _one("hardsigmoid", x, {"slope": float(slope), "offset": float(offset)})
+
+
+def mish(x: Tensor, name: str | None = None) -> Tensor:
+    return _one("mish", x)
+
+
+def softsign(x: Tensor, name: str | None = None) -> Tensor:
+    return _one("softsign", x)
+
+
+def tanhshrink(x: Tensor, name: str | None = None) -> Tensor:
+    return _one("tanhshrink", x)
+
+
+def hardshrink(x: Tensor, threshold: float = 0.5, name: str | None = None) -> Tensor:
+    return _one("hardshrink", x, {"threshold": float(threshold)})
+
+
+def softshrink(x: Tensor, threshold: float = 0.5, name: str | None = None) -> Tensor:
+    if threshold < 0:
+        raise OpArgumentError(f"[softshrink] threshold must be >= 0, got {threshold}")
+    return _one("softshrink", x, {"threshold": float(threshold)})
+
+
+def thresholded_relu(
+    x: Tensor, threshold: float = 1.0, value: float = 0.0, name: str | None = None
+) -> Tensor:
+    return _one("thresholded_relu", x, {"threshold": float(threshold), "value": float(value)})
+
+
+def log_sigmoid(x: Tensor, name: str | None = None) -> Tensor:
+    return _one("log_sigmoid", x)
+
+
+def glu(x: Tensor, axis: int = -1, name: str | None = None) -> Tensor:
+    """a * sigmoid(b) with a, b the two halves of ``x`` along ``axis``."""
+    x = float_arg("glu", x)
+    ax = axis_arg("glu", axis, x.ndim)
+    if x.shape[ax] % 2:
+        raise OpArgumentError(f"[glu] the size of axis {ax} must be even, got {x.shape[ax]} (x {x.shape})")
+    a, b = S.split(x, 2, axis=ax)
+    return a * ((M.tanh(b * 0.5) + 1.0) * 0.5)
+
+
+def gumbel_softmax(
+    x: Tensor, temperature: float = 1.0, hard: bool = False, axis: int = -1, name: str | None = None
+) -> Tensor:
+    """softmax((x + g) / temperature) with g ~ Gumbel(0, 1) drawn from the framework's seeded
+    generator; ``hard=True`` returns the one-hot of the argmax with the soft gradient
+    (straight-through)."""
+    x = float_arg("gumbel_softmax", x)
+    if temperature <= 0:
+        raise OpArgumentError(f"[gumbel_softmax] temperature must be > 0, got {temperature}")
+    ax = axis_arg("gumbel_softmax", axis, x.ndim)
+    u = _rand.uniform(x.shape, dtype=x.dtype, min=1e-10, max=1.0, device=x.device)
+    g = -M.log(-M.log(u))
+    y = softmax((x + g) * (1.0 / temperature), axis=ax)
+    if not hard:
+        return y
+    idx = M.argmax(y, axis=ax, keepdim=True)
+    shp = [1] * x.ndim
+    shp[ax] = x.shape[ax]
+    hard_y = M.cast(C.arange(x.shape[ax], device=x.device).reshape(tuple(shp)) == idx, x.dtype)
+    return hard_y - y.detach() + y

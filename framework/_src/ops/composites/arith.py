@@ -1,7 +1,7 @@
 """Paddle's remaining math functions, each a decomposition into existing ops (so each runs
-and differentiates wherever they do): cumprod, nansum, add_n, scale, increment, multiplex,
-addmm, trace, kron, lerp, gcd, lcm, diff, fmax, fmin, inner, outer, the real-valued complex
-helpers (real, imag, conj, angle), isclose, equal_all and the bitwise ops.
+and differentiates wherever they do): cumprod, nansum, var, std, cumsum, add_n, scale,
+increment, multiplex, addmm, trace, kron, lerp, gcd, lcm, diff, fmax, fmin, inner, outer, the
+real-valued complex helpers (real, imag, conj, angle), isclose, equal_all and the bitwise ops.
 """
 
 from __future__ import annotations
@@ -51,6 +51,52 @@ def nansum(
     if _dt.is_floating(x.dtype):
         x = M.where(M.isnan(x), 0.0, x)
     return M.sum(x, axis=axis, dtype=dtype, keepdim=keepdim)
+
+
+def var(
+    x: Tensor, axis: Any = None, unbiased: bool = True, keepdim: bool = False, name: str | None = None
+) -> Tensor:
+    """Variance over ``axis`` (``unbiased`` divides by n - 1, Paddle's default)."""
+    x = float_arg("var", x)
+    axes = M.normalize_axes("var", axis, x.ndim)
+    n = 1
+    for a in axes:
+        n *= x.shape[a]
+    d = x - M.mean(x, axis=axes, keepdim=True)
+    denom = n - 1 if unbiased else n
+    return M.sum(d * d, axis=axes, keepdim=keepdim) * (1.0 / denom if denom > 0 else float("nan"))
+
+
+def std(
+    x: Tensor, axis: Any = None, unbiased: bool = True, keepdim: bool = False, name: str | None = None
+) -> Tensor:
+    return M.sqrt(var(x, axis=axis, unbiased=unbiased, keepdim=keepdim))
+
+
+def cumsum(x: Tensor, axis: int | None = None, dtype: Any = None, name: str | None = None) -> Tensor:
+    """Running sum along ``axis`` (the flattened tensor when None): log2(n) shifted adds
+    (Hillis-Steele), all primitives."""
+    x = tensor_arg("cumsum", x)
+    if dtype is not None:
+        x = M.cast(x, dtype)
+    elif x.dtype.kind in "biu":
+        x = M.cast(x, _dt.int64)
+    if axis is None:
+        x, axis = x.reshape((-1,)), 0
+    ax = axis_arg("cumsum", axis, x.ndim)
+    if x.ndim == 0:
+        return x
+    n = x.shape[ax]
+    k = 1
+    while k < n:
+        starts = [0] * x.ndim
+        stops = list(x.shape)
+        stops[ax] = n - k
+        pads = [(0, 0)] * x.ndim
+        pads[ax] = (k, 0)
+        x = x + S.pad_raw(S.slice_raw(x, tuple(starts), tuple(stops), (1,) * x.ndim), tuple(pads), 0)
+        k *= 2
+    return x
 
 
 def add_n(inputs: Any, name: str | None = None) -> Tensor:

@@ -18,7 +18,7 @@ from ..base import OPS, TRACER, _grad_by_decomposition, broadcast_shapes, call, 
 from ..indexing import gather, permutation
 from ..primitive_grads import sum_to
 from ._common import float_arg, tensor_arg
-from .misc import dropout as _dropout
+from .dropout import dropout as _dropout
 from .norm import softmax
 
 _CAUSAL: dict[tuple[int, int, Any], Tensor] = {}

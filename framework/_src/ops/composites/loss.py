@@ -1,7 +1,11 @@
 """Losses: cross_entropy (label smoothing, ignore_index, soft labels, class weights), nll,
-mse, l1, binary cross-entropy with logits. Built on log_softmax and reductions."""
+mse, l1, binary cross-entropy with logits; binary_cross_entropy, smooth_l1_loss, kl_div,
+sigmoid_focal_loss, square_error_cost, softmax_with_cross_entropy and label_smooth (Paddle's
+names and defaults). Built on log_softmax and reductions (their gradients by autograd)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from adapter_api import OpArgumentError
 
@@ -11,7 +15,7 @@ from .. import shape as S
 from ..creation import arange
 from ..indexing import gather
 from ._common import axis_arg, float_arg, tensor_arg
-from .misc import one_hot_unchecked
+from .embedding import one_hot_unchecked
 from .norm import log_softmax
 
 _REDUCTIONS = ("mean", "sum", "none")
@@ -187,3 +191,120 @@ def binary_cross_entropy_with_logits(
     if weight is not None:
         loss = loss * weight.astype(x.dtype)
     return _reduce("binary_cross_entropy_with_logits", loss, reduction)
+
+
+def binary_cross_entropy(
+    input: Tensor,
+    label: Tensor,
+    weight: Tensor | None = None,
+    reduction: str = "mean",
+    name: str | None = None,
+) -> Tensor:
+    """-(y log p + (1 - y) log(1 - p)) of probabilities ``input``; each log is clipped at -100
+    (Paddle's and PyTorch's rule) so p = 0 or 1 gives a finite loss."""
+    p, y = _pair("binary_cross_entropy", input, label)
+    if p.shape != y.shape:
+        raise OpArgumentError(
+            f"[binary_cross_entropy] input {p.shape} and label {y.shape} must have the same shape"
+        )
+    tiny = 3.720075976020836e-44  # exp(-100)
+    loss = -(y * M.log(M.maximum(p, tiny)) + (1.0 - y) * M.log(M.maximum(1.0 - p, tiny)))
+    if weight is not None:
+        loss = loss * tensor_arg("binary_cross_entropy", weight, "weight").astype(p.dtype)
+    return _reduce("binary_cross_entropy", loss, reduction)
+
+
+def smooth_l1_loss(
+    input: Tensor, label: Tensor, reduction: str = "mean", delta: float = 1.0, name: str | None = None
+) -> Tensor:
+    """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta), with d = input - label (Paddle's
+    Huber form)."""
+    x, y = _pair("smooth_l1_loss", input, label)
+    d = x - y
+    a = M.abs(d)
+    loss = M.where(a < delta, d * d * 0.5, (a - 0.5 * delta) * delta)
+    return _reduce("smooth_l1_loss", loss, reduction)
+
+
+def kl_div(
+    input: Tensor, label: Tensor, reduction: str = "mean", log_target: bool = False, name: str | None = None
+) -> Tensor:
+    """label * (log(label) - input) with ``input`` log-probabilities (0 where label is 0);
+    ``batchmean`` divides the sum by the batch size."""
+    x, y = _pair("kl_div", input, label)
+    if log_target:
+        loss = M.exp(y) * (y - x)
+    else:
+        safe = M.where(y > 0, y, 1.0)
+        loss = M.where(y > 0, y * (M.log(safe) - x), 0.0)
+    if reduction == "batchmean":
+        return M.sum(loss) * (1.0 / x.shape[0]) if x.ndim else M.sum(loss)
+    return _reduce("kl_div", loss, reduction)
+
+
+def sigmoid_focal_loss(
+    logit: Tensor,
+    label: Tensor,
+    normalizer: Tensor | None = None,
+    alpha: float = 0.25,
+    gamma: float = 2.0,
+    reduction: str = "sum",
+    name: str | None = None,
+) -> Tensor:
+    """Focal loss: alpha_t (1 - p_t)^gamma * BCE(logit, label), divided by ``normalizer``."""
+    x, y = _pair("sigmoid_focal_loss", logit, label)
+    p = (M.tanh(x * 0.5) + 1.0) * 0.5
+    ce = binary_cross_entropy_with_logits(x, y, reduction="none")
+    p_t = p * y + (1.0 - p) * (1.0 - y)
+    loss = ce * M.pow(1.0 - p_t, float(gamma))
+    if alpha >= 0:
+        loss = loss * (y * alpha + (1.0 - y) * (1.0 - alpha))
+    if normalizer is not None:
+        loss = loss / tensor_arg("sigmoid_focal_loss", normalizer, "normalizer").astype(x.dtype)
+    return _reduce("sigmoid_focal_loss", loss, reduction)
+
+
+def square_error_cost(input: Tensor, label: Tensor) -> Tensor:
+    """(input - label)^2, elementwise."""
+    x, y = _pair("square_error_cost", input, label)
+    d = x - y
+    return d * d
+
+
+def softmax_with_cross_entropy(
+    logits: Tensor,
+    label: Tensor,
+    soft_label: bool = False,
+    ignore_index: int = -100,
+    numeric_stable_mode: bool = True,
+    return_softmax: bool = False,
+    axis: int = -1,
+) -> Any:
+    """Per-sample cross-entropy with the class axis kept as size 1 (Paddle's legacy op); with
+    ``return_softmax`` also the softmax."""
+    logits = float_arg("softmax_with_cross_entropy", logits, "logits")
+    ax = axis % logits.ndim
+    lab = label
+    if not soft_label and isinstance(label, Tensor) and label.ndim == logits.ndim and label.shape[ax] == 1:
+        lab = label.squeeze(ax)
+    loss = cross_entropy(
+        logits, lab, ignore_index=ignore_index, reduction="none", soft_label=soft_label, axis=ax
+    ).unsqueeze(ax)
+    if return_softmax:
+        return loss, M.exp(log_softmax(logits, axis=ax))
+    return loss
+
+
+def label_smooth(
+    label: Tensor, prior_dist: Tensor | None = None, epsilon: float = 0.1, name: str | None = None
+) -> Tensor:
+    """(1 - epsilon) * label + epsilon * prior (uniform over the last axis when None)."""
+    label = float_arg("label_smooth", label, "label")
+    if not 0.0 <= epsilon <= 1.0:
+        raise OpArgumentError(f"[label_smooth] epsilon must be in [0, 1], got {epsilon}")
+    prior = (
+        (1.0 / label.shape[-1])
+        if prior_dist is None
+        else tensor_arg("label_smooth", prior_dist, "prior_dist").astype(label.dtype)
+    )
+    return label * (1.0 - epsilon) + prior * epsilon

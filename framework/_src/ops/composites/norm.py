@@ -1,4 +1,5 @@
-"""Normalisations and softmax: softmax, log_softmax, logsumexp, rms_norm, layer_norm.
+"""Normalisations and softmax: softmax, log_softmax, logsumexp, rms_norm, layer_norm; the
+vector norms normalize and cosine_similarity.
 
 Decompositions are elementwise ops plus reductions (over the last axis for the norms), the
 shape the compiler fuses.
@@ -217,3 +218,30 @@ def layer_norm(
     ins = [xf] + [p.astype(x.dtype) for p in (w, b) if p is not None]
     attrs = {"epsilon": float(epsilon), "has_weight": w is not None, "has_bias": b is not None}
     return call(OPS["layer_norm"], ins, attrs).reshape(x.shape)
+
+
+# -- vector norms ---------------------------------------------------------------------------
+def normalize(
+    x: Tensor, p: float = 2, axis: int = 1, epsilon: float = 1e-12, name: str | None = None
+) -> Tensor:
+    """x / max(||x||_p along ``axis``, epsilon)."""
+    x = float_arg("normalize", x)
+    if x.ndim == 0:
+        raise OpArgumentError("[normalize] x must have at least 1 dimension")
+    if p == 2:
+        nrm = M.sqrt(M.sum(x * x, axis=axis, keepdim=True))
+    elif p == 1:
+        nrm = M.sum(M.abs(x), axis=axis, keepdim=True)
+    else:
+        nrm = M.pow(M.sum(M.pow(M.abs(x), float(p)), axis=axis, keepdim=True), 1.0 / p)
+    return x / M.maximum(nrm, epsilon)
+
+
+def cosine_similarity(x1: Tensor, x2: Tensor, axis: int = 1, eps: float = 1e-8) -> Tensor:
+    """sum(x1 x2) / sqrt(max(sum(x1^2) sum(x2^2), eps^2)) along ``axis`` (Paddle's form)."""
+    x1 = float_arg("cosine_similarity", x1, "x1")
+    x2 = float_arg("cosine_similarity", x2, "x2").astype(x1.dtype)
+    w12 = M.sum(x1 * x2, axis=axis)
+    w1 = M.sum(x1 * x1, axis=axis)
+    w2 = M.sum(x2 * x2, axis=axis)
+    return w12 * M.rsqrt(M.maximum(w1 * w2, eps * eps))

@@ -13,7 +13,8 @@ from ...tensor import Tensor
 from .. import math as M
 from .. import random as R
 from ._common import float_arg, tensor_arg
-from .misc import cumsum, topk
+from .arith import cumsum
+from .sorting import topk
 
 
 def standard_normal(shape: Any, dtype: Any = None, name: str | None = None) -> Tensor:

@@ -1,7 +1,7 @@
-"""Sorting and order statistics by decomposition: argsort, sort, kthvalue, median, quantile,
-mode, searchsorted and index_sample run on the device from comparisons and reductions;
-``unique`` and ``unique_consecutive`` (whose result shape depends on the values) read the
-values on the host.
+"""Sorting and order statistics by decomposition: argsort, sort, kthvalue, topk, median,
+quantile, mode, searchsorted and index_sample run on the device from comparisons and
+reductions; ``unique`` and ``unique_consecutive`` (whose result shape depends on the values)
+read the values on the host.
 
 ``argsort`` ranks each element by counting the elements before it (stable: ties keep their
 order) and scatters positions by rank: O(n^2) work and memory per row of the sorted axis, so it
@@ -22,6 +22,7 @@ from .. import creation as C
 from .. import indexing as I
 from .. import math as M
 from .. import shape as S
+from ..indexing import take_along_axis
 from ._common import axis_arg, float_arg, tensor_arg
 
 
@@ -72,6 +73,33 @@ def kthvalue(
     idx = S.slice_raw(argsort(x, ax), *_one(x.shape, ax, k - 1))
     val = I.take_along_axis(x, idx, ax)
     return (val, idx) if keepdim else (val.squeeze(ax), idx.squeeze(ax))
+
+
+def topk(
+    x: Tensor, k: int, axis: int = -1, largest: bool = True, sorted: bool = True, name: str | None = None
+) -> tuple[Tensor, Tensor]:
+    """The ``k`` largest (or smallest) values along ``axis`` and their int64 indices, by k
+    rounds of argmax and masking (ties go to the lower index)."""
+    x = tensor_arg("topk", x)
+    ax = axis_arg("topk", axis, x.ndim)
+    n = x.shape[ax] if x.ndim else 1
+    if not isinstance(k, int) or not 0 < k <= n:
+        raise OpArgumentError(f"[topk] k must be an int in [1, {n}] (the size of axis {ax}), got {k!r}")
+    work = x if largest else -x
+    if work.dtype.kind in "biu":
+        work = M.cast(work, _dt.float64)
+    fill = float("-inf")
+    pos_shape = [1] * x.ndim
+    pos_shape[ax] = n
+    positions = C.arange(n, device=x.device).reshape(tuple(pos_shape))
+    idxs = []
+    cur = work.detach()
+    for _ in range(k):
+        i = M.argmax(cur, axis=ax, keepdim=True)
+        idxs.append(i)
+        cur = M.where(positions == i, fill, cur)
+    index = S.concat(idxs, axis=ax) if k > 1 else idxs[0]
+    return take_along_axis(x, index, ax), index
 
 
 def _one(shape: tuple[int, ...], ax: int, i: int) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:

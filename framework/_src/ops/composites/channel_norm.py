@@ -1,5 +1,5 @@
-"""Batch, instance, group and local-response normalisation; normalize, cosine_similarity,
-label_smooth; dropout2d and alpha_dropout.
+"""Normalisation of (N, C, ...) tensors by channel: batch, instance, group and local-response
+normalisation.
 
 batch_norm/instance_norm compute their statistics with differentiable reductions and hand
 them to one ``channel_norm`` composite ((x - mean) * rsqrt(var + eps) * weight + bias over the
@@ -15,13 +15,9 @@ from adapter_api import OpArgumentError
 from ... import autograd
 from ...tensor import Tensor
 from .. import math as M
-from .. import random as _rand
 from .. import shape as S
 from ..base import OPS, call, composite
 from ._common import float_arg, same_meta, tensor_arg
-from .misc import dropout
-
-_SELU_ALPHA_P = -1.0507009873554804934193349852946 * 1.6732632423543772848170429916717
 
 
 @composite("channel_norm", infer=same_meta)
@@ -253,72 +249,3 @@ def local_response_norm(
         part = S.slice_raw(sq, tuple(starts), tuple(stops), (1,) * x.ndim)
         acc = part if acc is None else acc + part
     return x / M.pow(acc * (alpha / size) + k, beta)
-
-
-def normalize(
-    x: Tensor, p: float = 2, axis: int = 1, epsilon: float = 1e-12, name: str | None = None
-) -> Tensor:
-    """x / max(||x||_p along ``axis``, epsilon)."""
-    x = float_arg("normalize", x)
-    if x.ndim == 0:
-        raise OpArgumentError("[normalize] x must have at least 1 dimension")
-    if p == 2:
-        nrm = M.sqrt(M.sum(x * x, axis=axis, keepdim=True))
-    elif p == 1:
-        nrm = M.sum(M.abs(x), axis=axis, keepdim=True)
-    else:
-        nrm = M.pow(M.sum(M.pow(M.abs(x), float(p)), axis=axis, keepdim=True), 1.0 / p)
-    return x / M.maximum(nrm, epsilon)
-
-
-def cosine_similarity(x1: Tensor, x2: Tensor, axis: int = 1, eps: float = 1e-8) -> Tensor:
-    """sum(x1 x2) / sqrt(max(sum(x1^2) sum(x2^2), eps^2)) along ``axis`` (Paddle's form)."""
-    x1 = float_arg("cosine_similarity", x1, "x1")
-    x2 = float_arg("cosine_similarity", x2, "x2").astype(x1.dtype)
-    w12 = M.sum(x1 * x2, axis=axis)
-    w1 = M.sum(x1 * x1, axis=axis)
-    w2 = M.sum(x2 * x2, axis=axis)
-    return w12 * M.rsqrt(M.maximum(w1 * w2, eps * eps))
-
-
-def label_smooth(
-    label: Tensor, prior_dist: Tensor | None = None, epsilon: float = 0.1, name: str | None = None
-) -> Tensor:
-    """(1 - epsilon) * label + epsilon * prior (uniform over the last axis when None)."""
-    label = float_arg("label_smooth", label, "label")
-    if not 0.0 <= epsilon <= 1.0:
-        raise OpArgumentError(f"[label_smooth] epsilon must be in [0, 1], got {epsilon}")
-    prior = (
-        (1.0 / label.shape[-1])
-        if prior_dist is None
-        else tensor_arg("label_smooth", prior_dist, "prior_dist").astype(label.dtype)
-    )
-    return label * (1.0 - epsilon) + prior * epsilon
-
-
-def dropout2d(
-    x: Tensor, p: float = 0.5, training: bool = True, data_format: str = "NCHW", name: str | None = None
-) -> Tensor:
-    """Zero whole channels of a 4-d ``x`` with probability ``p`` (kept ones scaled by 1/(1-p))."""
-    x = tensor_arg("dropout2d", x)
-    if x.ndim != 4 or data_format not in ("NCHW", "NHWC"):
-        raise OpArgumentError(
-            f"[dropout2d] x must be 4-d NCHW or NHWC, got shape {x.shape} and {data_format!r}"
-        )
-    return dropout(x, p, axis=[0, 1] if data_format == "NCHW" else [0, 3], training=training)
-
-
-def alpha_dropout(x: Tensor, p: float = 0.5, training: bool = True, name: str | None = None) -> Tensor:
-    """Dropout that keeps SELU's zero mean and unit variance: dropped values become
-    alpha' = -scale*alpha, then a * y + b restores the moments."""
-    x = float_arg("alpha_dropout", x)
-    if not 0.0 <= p <= 1.0:
-        raise OpArgumentError(f"[alpha_dropout] p must be in [0, 1], got {p}")
-    if not training or p == 0.0:
-        return x
-    if p == 1.0:
-        return x * 0.0
-    keep = M.cast(_rand.rand(x.shape, dtype=x.dtype, device=x.device) >= p, x.dtype)
-    a = ((1.0 - p) * (1.0 + p * _SELU_ALPHA_P**2)) ** -0.5
-    b = -a * _SELU_ALPHA_P * p
-    return (x * keep + (1.0 - keep) * _SELU_ALPHA_P) * a + b

@@ -1,0 +1,184 @@
+"""Transposed convolution: conv2d_transpose and conv1d_transpose.
+
+conv2d_transpose is the gradient-of-conv2d form: insert stride-1 zeros between the input's
+pixels, pad by dilation*(k-1)-padding, run conv2d with the flipped, channel-swapped weight;
+conv1d_transpose runs it on a height-1 image.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from adapter_api import OpArgumentError
+
+from ...tensor import Tensor
+from .. import creation as C
+from .. import shape as S
+from ..base import OPS, call, composite
+from ._common import float_arg, tensor_arg
+from ._window import _ntuple, _pad1d_as_2d, _padding, _to_ncl
+from .conv import _check_groups
+
+
+def _convt_out(size: int, k: int, s: int, d: int, pads: tuple[int, int], op: int) -> int:
+    return (size - 1) * s - pads[0] - pads[1] + d * (k - 1) + op + 1
+
+
+def _convt_infer(ins: list[Tensor], attrs: dict[str, Any]) -> list:
+    x, w = ins
+    g = attrs["groups"]
+    o = tuple(
+        _convt_out(
+            x.shape[2 + i],
+            w.shape[2 + i],
+            attrs["stride"][i],
+            attrs["dilation"][i],
+            attrs["padding"][i],
+            attrs["output_padding"][i],
+        )
+        for i in range(2)
+    )
+    return [((x.shape[0], w.shape[1] * g) + o, x.dtype)]
+
+
+def _dilate(x: Tensor, axis: int, s: int) -> Tensor:
+    """Insert s-1 zeros between neighbours along ``axis`` (size n -> (n-1)*s+1)."""
+    if s == 1:
+        return x
+    n = x.shape[axis]
+    parts = [x.unsqueeze(axis + 1)]
+    zshape = x.shape[: axis + 1] + (s - 1,) + x.shape[axis + 1 :]
+    parts.append(C.zeros(zshape, dtype=x.dtype, device=x.device))
+    y = S.concat(parts, axis=axis + 1).reshape(x.shape[:axis] + (n * s,) + x.shape[axis + 1 :])
+    stops = list(y.shape)
+    stops[axis] = (n - 1) * s + 1
+    return S.slice_raw(y, (0,) * y.ndim, tuple(stops), (1,) * y.ndim)
+
+
+def _pad_or_crop(x: Tensor, axis: int, before: int, after: int) -> Tensor:
+    pads = [(0, 0)] * x.ndim
+    pads[axis] = (max(before, 0), max(after, 0))
+    x = S.pad_raw(x, tuple(pads), 0.0)
+    if before < 0 or after < 0:
+        starts, stops = [0] * x.ndim, list(x.shape)
+        starts[axis] = max(-before, 0)
+        stops[axis] = x.shape[axis] - max(-after, 0)
+        x = S.slice_raw(x, tuple(starts), tuple(stops), (1,) * x.ndim)
+    return x
+
+
+@composite("conv2d_transpose", infer=_convt_infer)
+def conv2d_transpose_decomposition(
+    x: Tensor,
+    w: Tensor,
+    *,
+    stride: tuple,
+    padding: tuple,
+    output_padding: tuple,
+    dilation: tuple,
+    groups: int,
+) -> Tensor:
+    """Zero-insert by the stride, pad by dilation*(k-1)-padding (+ output_padding after), then
+    conv2d (stride 1) with the weight flipped and its in/out channels swapped per group."""
+    cin, cog, kh, kw = w.shape
+    for ax in (2, 3):
+        i = ax - 2
+        x = _dilate(x, ax, stride[i])
+        full = dilation[i] * (w.shape[ax] - 1)
+        x = _pad_or_crop(x, ax, full - padding[i][0], full - padding[i][1] + output_padding[i])
+    wg = w.reshape((groups, cin // groups, cog, kh, kw)).transpose((0, 2, 1, 3, 4))
+    wf = S.flip(wg.reshape((groups * cog, cin // groups, kh, kw)), [2, 3])
+    attrs = {"stride": (1, 1), "padding": ((0, 0), (0, 0)), "dilation": tuple(dilation), "groups": groups}
+    return call(OPS["conv2d"], [x, wf], attrs)
+
+
+def conv2d_transpose(
+    x: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    output_padding: Any = 0,
+    dilation: Any = 1,
+    groups: int = 1,
+    output_size: Any = None,
+    data_format: str = "NCHW",
+    name: str | None = None,
+) -> Tensor:
+    """Transposed 2-d convolution (the gradient of conv2d wrt its input) of NCHW ``x`` with
+    ``weight`` (C_in, C_out/groups, KH, KW), Paddle's layout; ``output_size`` picks the
+    output_padding that reaches it."""
+    x = float_arg("conv2d_transpose", x)
+    weight = tensor_arg("conv2d_transpose", weight, "weight")
+    if data_format not in ("NCHW", "NHWC"):
+        raise OpArgumentError(f"[conv2d_transpose] data_format must be 'NCHW' or 'NHWC', got {data_format!r}")
+    if data_format == "NHWC":
+        x = x.transpose((0, 3, 1, 2))
+    if x.ndim != 4 or weight.ndim != 4:
+        raise OpArgumentError(
+            f"[conv2d_transpose] x must be 4-d (N, C, H, W) and weight 4-d (C_in, C_out/groups, KH, KW), got {x.shape} and {weight.shape}"
+        )
+    _check_groups("conv2d_transpose", x, weight, groups, True)
+    s = _ntuple("conv2d_transpose", "stride", stride, 2, 1)
+    d = _ntuple("conv2d_transpose", "dilation", dilation, 2, 1)
+    if isinstance(padding, str):
+        if padding.lower() != "valid":
+            raise OpArgumentError(
+                f"[conv2d_transpose] padding {padding!r} is not supported; use ints or 'valid'"
+            )
+        padding = 0
+    pads = _padding("conv2d_transpose", padding, weight.shape[2:], d)
+    op = list(_ntuple("conv2d_transpose", "output_padding", output_padding, 2))
+    if output_size is not None:
+        want = _ntuple("conv2d_transpose", "output_size", output_size, 2, 1)
+        for i in range(2):
+            base = _convt_out(x.shape[2 + i], weight.shape[2 + i], s[i], d[i], pads[i], 0)
+            op[i] = want[i] - base
+            if not 0 <= op[i] < max(s[i], d[i]):
+                raise OpArgumentError(
+                    f"[conv2d_transpose] output_size {want} cannot be reached: dim {i} gives {base} to {base + max(s[i], d[i]) - 1}"
+                )
+    for i in range(2):
+        if not 0 <= op[i] < max(s[i], d[i]):
+            raise OpArgumentError(
+                f"[conv2d_transpose] output_padding {tuple(op)} must be >= 0 and smaller than the stride or dilation"
+            )
+    attrs = {"stride": s, "padding": pads, "output_padding": tuple(op), "dilation": d, "groups": groups}
+    y = call(OPS["conv2d_transpose"], [x, weight.astype(x.dtype)], attrs)
+    if bias is not None:
+        y = y + tensor_arg("conv2d_transpose", bias, "bias").astype(y.dtype).reshape((1, -1, 1, 1))
+    return y.transpose((0, 2, 3, 1)) if data_format == "NHWC" else y
+
+
+def conv1d_transpose(
+    x: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    output_padding: Any = 0,
+    groups: int = 1,
+    dilation: Any = 1,
+    output_size: Any = None,
+    data_format: str = "NCL",
+    name: str | None = None,
+) -> Tensor:
+    """Transposed 1-d convolution of (N, C, L) ``x`` with ``weight`` (C_in, C_out/groups, K)."""
+    x = _to_ncl("conv1d_transpose", float_arg("conv1d_transpose", x), data_format)
+    weight = tensor_arg("conv1d_transpose", weight, "weight")
+    if weight.ndim != 3:
+        raise OpArgumentError(
+            f"[conv1d_transpose] weight must be 3-d (C_in, C_out/groups, K), got shape {weight.shape}"
+        )
+    (s,), (d,), (op,) = (
+        _ntuple("conv1d_transpose", w, v, 1)
+        for w, v in (("stride", stride), ("dilation", dilation), ("output_padding", output_padding))
+    )
+    pad = (
+        padding if isinstance(padding, str) else _pad1d_as_2d("conv1d_transpose", padding, weight.shape[2], d)
+    )
+    osz = None if output_size is None else (1, _ntuple("conv1d_transpose", "output_size", output_size, 1)[0])
+    y = conv2d_transpose(
+        x.unsqueeze(2), weight.unsqueeze(2), bias, (1, s), pad, (0, op), (1, d), groups, osz
+    ).squeeze(2)
+    return y.transpose((0, 2, 1)) if data_format == "NLC" else y

@@ -1,0 +1,49 @@
+"""``linear``: x @ weight + bias, a composite (a plugin may fuse it)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from adapter_api import OpArgumentError
+
+from ...tensor import Tensor
+from .. import math as M
+from ..base import OPS, call, composite
+from ._common import tensor_arg
+
+
+def _linear_infer(ins: list[Tensor], attrs: dict[str, Any]) -> list:
+    x, w = ins[0], ins[1]
+    return [(x.shape[:-1] + w.shape[-1:], x.dtype)]
+
+
+@composite("linear", infer=_linear_infer)
+def linear_decomposition(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """x @ weight (+ bias); weight is (in_features, out_features) as in Paddle."""
+    lead = x.shape[:-1]
+    x2 = x.reshape((-1, x.shape[-1])) if x.ndim != 2 else x
+    y = M.matmul(x2, weight)
+    if bias is not None:
+        y = y + bias
+    return y.reshape(lead + weight.shape[-1:]) if x.ndim != 2 else y
+
+
+def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None, name: str | None = None) -> Tensor:
+    """``x @ weight + bias`` with ``weight`` of shape ``[in_features, out_features]`` (Paddle layout)."""
+    x = tensor_arg("linear", x)
+    weight = tensor_arg("linear", weight, "weight")
+    if weight.ndim != 2:
+        raise OpArgumentError(
+            f"[linear] weight must be 2-d (in_features, out_features), got shape {weight.shape}"
+        )
+    if x.ndim == 0 or x.shape[-1] != weight.shape[0]:
+        raise OpArgumentError(
+            f"[linear] x has shape {x.shape} but weight has {weight.shape}: the last dim of x must equal "
+            f"in_features={weight.shape[0]}"
+        )
+    if x.dtype != weight.dtype:
+        x = M.cast(x, weight.dtype)
+    ins = [x, weight] if bias is None else [x, weight, tensor_arg("linear", bias, "bias")]
+    if x.ndim == 1:
+        return call(OPS["linear"], [ins[0].reshape((1, -1))] + ins[1:], {}).reshape(weight.shape[-1:])
+    return call(OPS["linear"], ins, {})
