@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import subprocess
@@ -49,3 +50,52 @@ def test_importing_framework_does_not_import_vendor_sdks():
     code = "import sys, framework; bad = [m for m in ('pyopencl', 'cupy', 'mpi4py') if m in sys.modules]; print(bad)"
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def _function_level_imports(tree: ast.AST, path: str) -> list[str]:
+    """``path:line`` of each import inside a function body, except under ``if TYPE_CHECKING``."""
+    found: list[str] = []
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.orelse:  # the body is type-only; an else branch runs
+                visit(child, in_function)
+            return
+        if in_function and isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.append(f"{path}:{node.lineno}: {ast.unparse(node)}")
+        inner = in_function or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+        for child in ast.iter_child_nodes(node):
+            visit(child, inner)
+
+    visit(tree, False)
+    return found
+
+
+def test_ops_modules_import_at_the_top():
+    """framework/_src/ops loads in floors (base, primitives, creation, math, shape, indexing, the
+    primitives' gradient rules, composites...): each module imports what it needs at its top, so
+    an import inside a function, reaching a module loaded later, is refused here. Code that needs
+    a later op belongs in a later module (gradient rules in ops/primitive_grads.py)."""
+    ops = os.path.join(ROOT, "framework", "_src", "ops")
+    found = []
+    for dirpath, _, files in os.walk(ops):
+        for name in sorted(files):
+            if name.endswith(".py"):
+                path = os.path.join(dirpath, name)
+                with open(path) as f:
+                    tree = ast.parse(f.read(), path)
+                found += _function_level_imports(tree, os.path.relpath(path, ROOT))
+    assert not found, "imports inside functions in framework/_src/ops:\n" + "\n".join(found)
+
+
+def test_the_function_level_import_check_sees_nested_ones_and_skips_type_only_ones():
+    code = (
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from a import B\n"
+        "def f():\n    if True:\n        import os\n    if TYPE_CHECKING:\n        from c import D\n"
+        "class K:\n    def m(self):\n        from .x import y\n"
+    )
+    assert _function_level_imports(ast.parse(code), "m.py") == [
+        "m.py:6: import os",
+        "m.py:11: from .x import y",
+    ]
