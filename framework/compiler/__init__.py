@@ -43,11 +43,11 @@ from . import fused as _fused
 from . import horizontal as _horizontal
 from . import primitives as _primitives
 from .cache import CacheStats, ProgramCache, cache_dir, compile_error_message, source_excerpt
+from .capture import NotFusible, trace
 from .eager import CACHE, CompileWarning, compiler_for, install
 from .emit import emitter
-from .ir import Program
+from .loop_ir import Program
 from .primitives import generated_primitives, primitive_stats
-from .trace import NotFusible, trace
 
 __all__ = [
     "CACHE",

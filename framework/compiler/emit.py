@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from . import ir
+from . import loop_ir
 
 #: a field of a Lowering template: {0}, {fn:exp}, {one}, {zero}
 _FIELD = re.compile(r"\{(\d|fn:\w+|one|zero)\}")
@@ -37,7 +37,7 @@ def integer_template(op: str, src: np.dtype, T: str) -> str | None:
     lowering does not (numpy's rules: integers wrap modulo 2**bits, never overflow in C;
     bool ``add``/``maximum`` are or, ``mul``/``minimum`` are and; ``//`` and ``%`` follow the
     divisor's sign and give 0 for a zero divisor)."""
-    if src == ir.BOOL:
+    if src == loop_ir.BOOL:
         return {
             "add": "({0} || {1})",
             "maximum": "({0} || {1})",
@@ -106,7 +106,7 @@ class Emitter:
         """The C type of a tensor element in memory (float16/bfloat16: their bits)."""
         if dt.name in HALVES:
             return "uint16_t"
-        return self.bool_storage if dt == ir.BOOL else self.ctype(dt)
+        return self.bool_storage if dt == loop_ir.BOOL else self.ctype(dt)
 
     bool_storage = "bool"
 
@@ -123,7 +123,7 @@ class Emitter:
         return "NAN" if dt == np.float32 else "((double)NAN)"
 
     def literal(self, v: object, dt: np.dtype) -> str:
-        if dt == ir.BOOL:
+        if dt == loop_ir.BOOL:
             return "true" if v else "false"
         if dt.kind in "iu":
             i = int(v)  # type: ignore[call-overload]
@@ -144,7 +144,7 @@ class Emitter:
     native: dict[str, str] = {}
 
     # -- expressions --------------------------------------------------------------------
-    def expr(self, n: ir.Node, a: list[str], load: str) -> str:
+    def expr(self, n: loop_ir.Node, a: list[str], load: str) -> str:
         op, dt = n.op, n.dtype
         T = self.ctype(dt)
         if op in ("input", "take"):
@@ -153,9 +153,9 @@ class Emitter:
             return self.literal(n.attr, dt)
         if op == "cast":
             src = n.args[0].dtype
-            if dt == ir.BOOL:
+            if dt == loop_ir.BOOL:
                 return f"({a[0]} != 0)"
-            if src == ir.BOOL:
+            if src == loop_ir.BOOL:
                 return f"({a[0]} ? {self.literal(1.0, dt)} : {self.literal(0.0, dt)})"
             if dt.kind in "iu" and is_float(src):  # truncate, then wrap into the target
                 return f"(({T})(int64_t)({a[0]}))"
@@ -165,7 +165,7 @@ class Emitter:
         src = n.args[0].dtype if n.args else dt
         typed = integer_template(op, src, T) if not is_float(src) else None
         try:
-            template = typed or self.native.get(op) or ir.lowering(op).c
+            template = typed or self.native.get(op) or loop_ir.lowering(op).c
         except KeyError as exc:
             raise NotImplementedError(
                 f"[compiler] no {self.language} syntax for IR op '{op}': {exc}"
@@ -185,13 +185,13 @@ class Emitter:
 
         return _FIELD.sub(fill, template)
 
-    def special(self, n: ir.Node, a: list[str]) -> str:
+    def special(self, n: loop_ir.Node, a: list[str]) -> str:
         T = self.ctype(n.dtype)
         if n.op == "index":
             return "((int64_t)(r * N + j))"
         if n.op == "arange":
             start, step = n.attr
-            if n.dtype.kind in "iu" or n.dtype == ir.BOOL:
+            if n.dtype.kind in "iu" or n.dtype == loop_ir.BOOL:
                 return (
                     f"(({T})(int64_t)((uint64_t){a[0]} * (uint64_t)({int(step)}LL) + "
                     f"(uint64_t)({int(start)}LL)))"
@@ -218,18 +218,18 @@ class Emitter:
 
     # reductions: integers accumulate in unsigned (they wrap), NaN wins max/min, arg* keep
     # the first index of the extreme (a plain loop: no SIMD reduction for an index)
-    def _acc_type(self, r: ir.Node) -> str:
+    def _acc_type(self, r: loop_ir.Node) -> str:
         src = r.args[0].dtype
         if r.attr in ("sum", "prod") and src.kind in "iu":
             return "uint64_t" if src.itemsize == 8 else "uint32_t"
-        return "int" if src == ir.BOOL else self.ctype(src)
+        return "int" if src == loop_ir.BOOL else self.ctype(src)
 
-    def _red_init(self, r: ir.Node) -> str:
+    def _red_init(self, r: loop_ir.Node) -> str:
         src = r.args[0].dtype
         kind = {"argmax": "max", "argmin": "min"}.get(r.attr, r.attr)
-        return ("0" if kind == "max" else "1") if src == ir.BOOL else self.init(kind, src)
+        return ("0" if kind == "max" else "1") if src == loop_ir.BOOL else self.init(kind, src)
 
-    def red_decl(self, r: ir.Node, acc: str) -> list[str]:
+    def red_decl(self, r: loop_ir.Node, acc: str) -> list[str]:
         src = r.args[0].dtype
         out = [f"{self._acc_type(r)} {acc} = {self._red_init(r)};"]
         if r.attr in ("argmax", "argmin"):
@@ -238,7 +238,7 @@ class Emitter:
             out.append(f"int nan{r.id} = 0;")
         return out
 
-    def red_update(self, r: ir.Node, acc: str, e: str, lane: str = "") -> list[str]:
+    def red_update(self, r: loop_ir.Node, acc: str, e: str, lane: str = "") -> list[str]:
         """Fold element ``e`` into ``acc`` (``lane``: the suffix naming a lane of its arrays)."""
         src, kind = r.args[0].dtype, r.attr
         acc += lane
@@ -249,12 +249,12 @@ class Emitter:
             cmp = ">" if kind == "argmax" else "<"
             nan = f" || ({e} != {e} && {acc} == {acc})" if is_float(src) else ""
             return [f"if ({e} {cmp} {acc}{nan}) {{ {acc} = {e}; idx{r.id}{lane} = j; }}"]
-        if src == ir.BOOL:
+        if src == loop_ir.BOOL:
             return [f"{acc} {'|' if kind == 'max' else '&'}= {e};"]
         out = [self.update(kind, acc, e)]
         return out + [f"nan{r.id}{lane} |= {e} != {e};"] if is_float(src) else out
 
-    def finish(self, r: ir.Node, acc: str, idx: str, nan: str) -> str:
+    def finish(self, r: loop_ir.Node, acc: str, idx: str, nan: str) -> str:
         """The row's value of reduction ``r`` from its accumulator (and index, NaN flag)."""
         if r.attr in ("argmax", "argmin"):
             return idx
@@ -263,40 +263,45 @@ class Emitter:
         return f"({self.ctype(r.dtype)}){acc}"
 
     # -- layout hooks (per language) ----------------------------------------------------
-    def prologue(self, prog: ir.Program) -> list[str]:
+    def prologue(self, prog: loop_ir.Program) -> list[str]:
         raise NotImplementedError
 
-    def signature(self, prog: ir.Program, entry: str) -> str:
+    def signature(self, prog: loop_ir.Program, entry: str) -> str:
         raise NotImplementedError
 
-    def row_begin(self, prog: ir.Program) -> tuple[list[str], list[str]]:
+    def row_begin(self, prog: loop_ir.Program) -> tuple[list[str], list[str]]:
         """(lines that open the per-row scope, first lines inside it)."""
         raise NotImplementedError
 
     def row_end(self) -> list[str]:
         return ["}"]
 
-    def _flat(self, prog: ir.Program) -> bool:
+    def _flat(self, prog: loop_ir.Program) -> bool:
         """Whether ``prog`` is emitted as one loop over every element rather than row by row."""
         return False
 
     def loop_begin(self, reductions: list[tuple[str, str]]) -> list[str]:
         raise NotImplementedError
 
-    def lanes(self, prog: ir.Program, reds: list[tuple[ir.Node, str]]) -> int:
+    def lanes(self, prog: loop_ir.Program, reds: list[tuple[loop_ir.Node, str]]) -> int:
         """Partial accumulators per reduction of a loop (1: one, in the loop's own form)."""
         return 1
 
-    def lane_decl(self, r: ir.Node, acc: str, lanes: int) -> list[str]:
+    def lane_decl(self, r: loop_ir.Node, acc: str, lanes: int) -> list[str]:
         raise NotImplementedError
 
     def loop(
-        self, prog: ir.Program, li: int, reds: list[tuple[ir.Node, str]], inner: list[str], lanes: int
+        self,
+        prog: loop_ir.Program,
+        li: int,
+        reds: list[tuple[loop_ir.Node, str]],
+        inner: list[str],
+        lanes: int,
     ) -> list[str]:
         """Pass ``li`` along the row around its body ``inner``."""
         return [*self.loop_begin(reds), *("    " + s for s in inner), "}"]
 
-    def combine(self, reds: list[tuple[ir.Node, str]]) -> list[str]:
+    def combine(self, reds: list[tuple[loop_ir.Node, str]]) -> list[str]:
         """After a loop: turn each work-item's accumulator into the row's value."""
         return [
             f"const {self.ctype(r.dtype)} v{r.id} = {self.finish(r, acc, f'idx{r.id}', f'nan{r.id}')};"
@@ -306,21 +311,21 @@ class Emitter:
     def row_store(self, k: int, name: str) -> str:
         return f"out{k}[r] = {name};"
 
-    def store_target(self, prog: ir.Program, k: int) -> str:
+    def store_target(self, prog: loop_ir.Program, k: int) -> str:
         return f"out{k}[r * N + j]"
 
-    def spill_at(self, prog: ir.Program, k: int) -> str:
+    def spill_at(self, prog: loop_ir.Program, k: int) -> str:
         """Where a value kept for a later pass (:func:`plan_spills`) lives: output ``k``'s row."""
         return f"out{k}[r * N + j]"
 
-    def after_stores(self, prog: ir.Program, stores: list[tuple[int, ir.Node]]) -> list[str]:
+    def after_stores(self, prog: loop_ir.Program, stores: list[tuple[int, loop_ir.Node]]) -> list[str]:
         return []
 
-    def chunk_suffix(self, prog: ir.Program, li: int, count: str) -> list[str]:
+    def chunk_suffix(self, prog: loop_ir.Program, li: int, count: str) -> list[str]:
         """Lines after each chunk of pass ``li`` (``count`` elements, from ``jj``)."""
         return []
 
-    def note_pass(self, prog: ir.Program, li: int, inner: list[str]) -> None:
+    def note_pass(self, prog: loop_ir.Program, li: int, inner: list[str]) -> None:
         """Pass ``li``'s body ``inner`` is ready, before :meth:`loop` wraps it."""
 
     # -- batches ------------------------------------------------------------------------
@@ -328,13 +333,13 @@ class Emitter:
     #: or "dispatch" (one entry point switching on a kernel number: C, whose binaries load
     #: one entry each)
     batch = "entries"
-    _batch: list[ir.Program] = []
+    _batch: list[loop_ir.Program] = []
 
-    def programs(self, prog: ir.Program) -> list[ir.Program]:
+    def programs(self, prog: loop_ir.Program) -> list[loop_ir.Program]:
         """The programs a prologue serves: ``prog``, or every program of the batch being emitted."""
         return self._batch or [prog]
 
-    def batch_source(self, progs: list[tuple[ir.Program, str]], entry: str) -> str:
+    def batch_source(self, progs: list[tuple[loop_ir.Program, str]], entry: str) -> str:
         """One translation unit holding every ``(program, entry)``: the prologue they need once,
         then each kernel; for ``batch = "dispatch"`` the kernels are static and ``entry``
         dispatches (see :meth:`dispatcher`)."""
@@ -349,12 +354,12 @@ class Emitter:
             self._batch = []
         return "\n".join(lines) + "\n"
 
-    def dispatcher(self, progs: list[tuple[ir.Program, str]], entry: str) -> list[str]:
+    def dispatcher(self, progs: list[tuple[loop_ir.Program, str]], entry: str) -> list[str]:
         raise NotImplementedError(f"[compiler] {self.language}: no dispatching batch")
 
     # -- the kernel ---------------------------------------------------------------------
-    def source(self, prog: ir.Program, entry: str, prologue: bool = True) -> str:
-        sched = ir.schedule(prog)
+    def source(self, prog: loop_ir.Program, entry: str, prologue: bool = True) -> str:
+        sched = loop_ir.schedule(prog)
         spills = plan_spills(prog, sched)
         self._prog = prog
         n = "n" if prog.n is None else prog.n
@@ -370,7 +375,7 @@ class Emitter:
         for li, loop in enumerate(sched.loops):
             reload = {i: k for i, (k, at) in spills.items() if at < li}
             roots = [r.args[0] for r in loop.reductions] + [n for _, n in loop.stores]
-            order: list[ir.Node] = []
+            order: list[loop_ir.Node] = []
             seen: set[int] = set(reload)
             for n in roots:
                 self._collect(n, seen, order, body)
@@ -423,7 +428,7 @@ class Emitter:
     row_loop = False
 
     def segments(
-        self, prog: ir.Program, reds: list[tuple[ir.Node, str]], lanes: int, shifts: list[int]
+        self, prog: loop_ir.Program, reds: list[tuple[loop_ir.Node, str]], lanes: int, shifts: list[int]
     ) -> list[tuple[int, int, list[tuple[int, int]]]] | None:
         """A pass that reads rotated columns (``take``: column ``(j + s) % N`` is ``j + tk<s>``)
         as loops over column ranges, each with every ``tk<s>`` fixed: ``(lo, hi, [(s, tk)])``,
@@ -442,7 +447,7 @@ class Emitter:
     ) -> list[str]:
         raise NotImplementedError
 
-    def _load(self, n: ir.Node) -> str:
+    def _load(self, n: loop_ir.Node) -> str:
         if n.op == "take":  # the input at column (j + s) % N: j + tk<s>, set by the loop
             k, s, _ = n.attr
             col = f"(j + tk{s})"
@@ -464,7 +469,7 @@ class Emitter:
             at = "r" if n.row else "0"
         return self.loaded(n.dtype, f"in{k}[{at}]")
 
-    def _row_value(self, n: ir.Node, out: list[str]) -> None:
+    def _row_value(self, n: loop_ir.Node, out: list[str]) -> None:
         """Emit a value that is constant along the row, once per row (hoisted out of loops)."""
         if n.id in self._done:
             return
@@ -477,7 +482,7 @@ class Emitter:
         )
         self._done.add(n.id)
 
-    def _collect(self, n: ir.Node, seen: set[int], order: list[ir.Node], body: list[str]) -> None:
+    def _collect(self, n: loop_ir.Node, seen: set[int], order: list[loop_ir.Node], body: list[str]) -> None:
         """The values a loop body computes per element, in dependency order."""
         if n.id in seen:
             return
@@ -489,7 +494,7 @@ class Emitter:
             self._collect(a, seen, order, body)
         order.append(n)
 
-    def params(self, prog: ir.Program, ptr: str, cptr: str, size_t: str) -> str:
+    def params(self, prog: loop_ir.Program, ptr: str, cptr: str, size_t: str) -> str:
         ps = [f"{cptr.format(T=self.storage(d))} in{k}" for k, (d, _, _) in enumerate(prog.inputs)]
         ps += [f"{ptr.format(T=self.storage(o.dtype))} out{k}" for k, o in enumerate(prog.outputs)]
         ps.append(f"{size_t} rows")
@@ -499,11 +504,11 @@ class Emitter:
 
 
 def _costly_op(op: str) -> bool:
-    d = ir.OPS.get(op)
+    d = loop_ir.OPS.get(op)
     return d is not None and d.lower is not None and d.lower.costly
 
 
-def plan_spills(prog: ir.Program, sched: ir.Schedule) -> dict[int, tuple[int, int]]:
+def plan_spills(prog: loop_ir.Program, sched: loop_ir.Schedule) -> dict[int, tuple[int, int]]:
     """Values worth keeping in an output row instead of recomputing them in a later pass.
 
     When a transcendental element value (softmax's ``exp(x - max)``) is computed in an
@@ -515,14 +520,14 @@ def plan_spills(prog: ir.Program, sched: ir.Schedule) -> dict[int, tuple[int, in
         return {}
     expensive: dict[int, bool] = {}
 
-    def costly(n: ir.Node) -> bool:
+    def costly(n: loop_ir.Node) -> bool:
         v = expensive.get(n.id)
         if v is None:
             v = expensive[n.id] = n.col and (_costly_op(n.op) or any(costly(a) for a in n.args))
         return v
 
-    def closure(roots: list[ir.Node]) -> dict[int, ir.Node]:
-        out: dict[int, ir.Node] = {}
+    def closure(roots: list[loop_ir.Node]) -> dict[int, loop_ir.Node]:
+        out: dict[int, loop_ir.Node] = {}
         stack = [n for n in roots if n.col]
         while stack:
             n = stack.pop()
@@ -539,7 +544,7 @@ def plan_spills(prog: ir.Program, sched: ir.Schedule) -> dict[int, tuple[int, in
             for n in closure([store]).values():
                 if (
                     n.dtype != prog.outputs[k].dtype
-                    or n.dtype not in ir.FLOATS
+                    or n.dtype not in loop_ir.FLOATS
                     or not costly(n)
                     or n.id in spills
                 ):
@@ -672,12 +677,12 @@ static inline int64_t oarlock_mod(int64_t a, int64_t b) {
 }"""
 
 
-def needed_helpers(progs: list[ir.Program]) -> list[str]:
+def needed_helpers(progs: list[loop_ir.Program]) -> list[str]:
     """Which helper families the programs' source needs: "half", "philox", "int"."""
     names: set[str] = set()
     ops: set[str] = set()
     for prog in progs:
-        nodes = ir.live_nodes(prog.outputs)
+        nodes = loop_ir.live_nodes(prog.outputs)
         names |= {d.name for d, _, _ in prog.inputs} | {n.dtype.name for n in nodes}
         ops |= {n.op for n in nodes if not n.args or not is_float(n.args[0].dtype)}
     need = (
@@ -688,7 +693,7 @@ def needed_helpers(progs: list[ir.Program]) -> list[str]:
     return [h for h, yes in need if yes]
 
 
-def _flag(r: ir.Node) -> str:
+def _flag(r: loop_ir.Node) -> str:
     """The extra per-work-item state of reduction ``r``: "idx" (arg*), "nan" (float max/min) or ""."""
     if r.attr in ("argmax", "argmin"):
         return "idx"
@@ -716,12 +721,12 @@ class _RowLoops(Emitter):
     #: bytes of a row's inputs up to which a later pass prefetches the next row (it stays in L2)
     PREFETCH_ROW_MAX = 64 << 10
 
-    def lanes(self, prog: ir.Program, reds: list[tuple[ir.Node, str]]) -> int:
+    def lanes(self, prog: loop_ir.Program, reds: list[tuple[loop_ir.Node, str]]) -> int:
         if prog.n is None or self.width <= 1 or prog.n < self.width or not reds:
             return 1
         return 1 if any(r.attr in ("argmax", "argmin") for r, _ in reds) else self.width
 
-    def lane_decl(self, r: ir.Node, acc: str, lanes: int) -> list[str]:
+    def lane_decl(self, r: loop_ir.Node, acc: str, lanes: int) -> list[str]:
         out = [f"{self._acc_type(r)} {acc}_l[{lanes}];"]
         init = [f"{acc}_l[l] = {self._red_init(r)};"]
         if _flag(r) == "nan":
@@ -729,14 +734,14 @@ class _RowLoops(Emitter):
             init.append(f"nan{r.id}_l[l] = 0;")
         return [*out, f"for (int l = 0; l < {lanes}; ++l) {{ {' '.join(init)} }}"]
 
-    def _fold_lanes(self, reds: list[tuple[ir.Node, str]], lanes: int) -> list[str]:
+    def _fold_lanes(self, reds: list[tuple[loop_ir.Node, str]], lanes: int) -> list[str]:
         """Each reduction's partial results into its accumulator, lane by lane."""
         out = []
         for r, acc in reds:
             part, src = f"{acc}_l[l]", r.args[0].dtype
             if r.attr in ("sum", "prod"):
                 out.append(f"{acc} {'+' if r.attr == 'sum' else '*'}= {part};")
-            elif src == ir.BOOL:
+            elif src == loop_ir.BOOL:
                 out.append(f"{acc} {'|' if r.attr == 'max' else '&'}= {part};")
             else:
                 out.append(self.update(r.attr, acc, part))
@@ -744,7 +749,7 @@ class _RowLoops(Emitter):
                     out.append(f"nan{r.id} |= nan{r.id}_l[l];")
         return [f"for (int l = 0; l < {lanes}; ++l) {{", *("    " + s for s in out), "}"]
 
-    def _prefetch(self, prog: ir.Program, li: int) -> list[str]:
+    def _prefetch(self, prog: loop_ir.Program, li: int) -> list[str]:
         """The second pass over a row that fits in cache fetches the next row (its inputs read
         along the row) into L2 while it computes: the first pass then finds it there."""
         if li != 1 or prog.n is None:
@@ -752,7 +757,7 @@ class _RowLoops(Emitter):
         ks = sorted(
             {
                 n.attr
-                for n in ir.live_nodes(prog.outputs)
+                for n in loop_ir.live_nodes(prog.outputs)
                 if n.op == "input" and n.row and n.col and n.attr not in prog.loads
             }
         )
@@ -766,14 +771,19 @@ class _RowLoops(Emitter):
         return [f"if (r + 1 < rows) {{ {' '.join(out)} }}"] if out else []
 
     def storage_size(self, dt: np.dtype) -> int:
-        return 1 if dt == ir.BOOL else dt.itemsize
+        return 1 if dt == loop_ir.BOOL else dt.itemsize
 
     def prefetch(self, at: str) -> str:
         """Fetch the cache line at address ``at`` into L2 (a hint: it never faults)."""
         return f"__builtin_prefetch({at}, 0, 2);"
 
     def loop(
-        self, prog: ir.Program, li: int, reds: list[tuple[ir.Node, str]], inner: list[str], lanes: int
+        self,
+        prog: loop_ir.Program,
+        li: int,
+        reds: list[tuple[loop_ir.Node, str]],
+        inner: list[str],
+        lanes: int,
     ) -> list[str]:
         """Chunks of :meth:`chunk` elements (full ones unrolled into SIMD registers, then the
         tail), when the pass keeps partial results per lane, prefetches, has a
@@ -806,7 +816,7 @@ class _RowLoops(Emitter):
         return out + (self._fold_lanes(reds, lanes) if lanes > 1 else [])
 
     def chunk_body(
-        self, prog: ir.Program, li: int, inner: list[str], count: str, bound: str, simd: bool = True
+        self, prog: loop_ir.Program, li: int, inner: list[str], count: str, bound: str, simd: bool = True
     ) -> list[str]:
         """One chunk of pass ``li``: ``inner`` for ``j`` from ``jj`` up to ``bound`` (``count``
         elements; ``simd``: a full chunk, under the SIMD pragma)."""
@@ -817,11 +827,11 @@ class _RowLoops(Emitter):
             "}",
         ]
 
-    def chunk(self, prog: ir.Program, li: int) -> int:
+    def chunk(self, prog: loop_ir.Program, li: int) -> int:
         """Elements per chunk of pass ``li``: :attr:`width` (its lanes' count)."""
         return self.width
 
-    def in_chunks(self, prog: ir.Program, li: int) -> bool:
+    def in_chunks(self, prog: loop_ir.Program, li: int) -> bool:
         """Whether pass ``li`` runs in chunks even with no lanes, prefetch or suffix."""
         return False
 
@@ -843,7 +853,7 @@ static inline __attribute__((always_inline)) float oarlock_expf(float x) {
 }"""
 
 
-def _masked_exp(n: ir.Node) -> bool:
+def _masked_exp(n: loop_ir.Node) -> bool:
     """A float exp whose argument is computed from a constant at or below -104 (see _C_EXPF)."""
     if n.op != "exp" or n.dtype != np.float32:
         return False
@@ -877,7 +887,7 @@ class CEmitter(_RowLoops):
     #: generated primitives (framework.compiler.primitives) are built for this language
     primitives = True
 
-    def prologue(self, prog: ir.Program) -> list[str]:
+    def prologue(self, prog: loop_ir.Program) -> list[str]:
         helpers = [
             {"half": _C_HALF, "philox": _C_PHILOX, "int": _C_INT}[h]
             for h in needed_helpers(self.programs(prog))
@@ -896,22 +906,22 @@ class CEmitter(_RowLoops):
             *(_C_EXPF.splitlines() if any(map(_masked_exp, self._nodes(prog))) else ()),
         ]
 
-    def _nodes(self, prog: ir.Program) -> list[ir.Node]:
-        return [n for p in self.programs(prog) for n in ir.live_nodes(p.outputs)]
+    def _nodes(self, prog: loop_ir.Program) -> list[loop_ir.Node]:
+        return [n for p in self.programs(prog) for n in loop_ir.live_nodes(p.outputs)]
 
-    def expr(self, n: ir.Node, a: list[str], load: str) -> str:
+    def expr(self, n: loop_ir.Node, a: list[str], load: str) -> str:
         if _masked_exp(n):
             return f"oarlock_expf({a[0]})"
         return super().expr(n, a, load)
 
-    def signature(self, prog: ir.Program, entry: str) -> str:
+    def signature(self, prog: loop_ir.Program, entry: str) -> str:
         return f"void {entry}({self.params(prog, '{T}* restrict', 'const {T}* restrict', 'int64_t')})"
 
     batch = "dispatch"
     #: tensors a dispatched kernel takes at most (``where``: three inputs and its output)
     DISPATCH_TENSORS = 4
 
-    def dispatcher(self, progs: list[tuple[ir.Program, str]], entry: str) -> list[str]:
+    def dispatcher(self, progs: list[tuple[loop_ir.Program, str]], entry: str) -> list[str]:
         """``entry(k, p0..p3, rows, n)`` runs kernel ``k`` of the batch on tensors ``p0..``."""
         ptrs = ", ".join(f"void* p{i}" for i in range(self.DISPATCH_TENSORS))
         out = [f"void {entry}(int64_t k, {ptrs}, int64_t rows, int64_t n) {{", "    switch (k) {"]
@@ -930,7 +940,7 @@ class CEmitter(_RowLoops):
     #: not a multiple of it leave a tail per row (in narrower vectors, then scalar)
     VECTOR_FLOATS = 16
 
-    def _flat(self, prog: ir.Program) -> bool:
+    def _flat(self, prog: loop_ir.Program) -> bool:
         """Whether ``prog`` runs as one loop over all ``rows * N`` elements: element-wise (one
         pass, no reduction, no per-row output), every input read whole or as one scalar, and a
         row whose length leaves a tail (not a multiple of :attr:`VECTOR_FLOATS`, or not known
@@ -940,30 +950,35 @@ class CEmitter(_RowLoops):
         streamed through row buffers (plain stores)."""
         return self._of_program("_flat_of", prog, self._flat_program)
 
-    def _flat_program(self, prog: ir.Program) -> bool:
+    def _flat_program(self, prog: loop_ir.Program) -> bool:
         if prog.n is not None and prog.n % self.VECTOR_FLOATS == 0 and prog.n >= 64:
             return False
         if prog.loads or not all(prog.out_col):
             return False
-        if any(n.op == "take" for n in ir.live_nodes(prog.outputs)):
+        if any(n.op == "take" for n in loop_ir.live_nodes(prog.outputs)):
             return False  # a rotated column is an index within the row
         sched = self._schedule(prog)
         if len(sched.loops) != 1 or sched.loops[0].reductions or sched.row_stores:
             return False
-        return all(n.row == n.col for n in ir.live_nodes(prog.outputs) if n.op == "input")
+        return all(n.row == n.col for n in loop_ir.live_nodes(prog.outputs) if n.op == "input")
 
-    def _load(self, n: ir.Node) -> str:
+    def _load(self, n: loop_ir.Node) -> str:
         if n.op == "input" and n.row and n.col and self._flat(self._prog):
             return self.loaded(n.dtype, f"in{n.attr}[i]")
         return super()._load(n)
 
-    def special(self, n: ir.Node, a: list[str]) -> str:
+    def special(self, n: loop_ir.Node, a: list[str]) -> str:
         if n.op == "index" and self._flat(self._prog):
             return "((int64_t)i)"  # r * N + j
         return super().special(n, a)
 
     def loop(
-        self, prog: ir.Program, li: int, reds: list[tuple[ir.Node, str]], inner: list[str], lanes: int
+        self,
+        prog: loop_ir.Program,
+        li: int,
+        reds: list[tuple[loop_ir.Node, str]],
+        inner: list[str],
+        lanes: int,
     ) -> list[str]:
         if self._flat(prog):
             return inner
@@ -973,7 +988,7 @@ class CEmitter(_RowLoops):
         return out
 
     def segments(
-        self, prog: ir.Program, reds: list[tuple[ir.Node, str]], lanes: int, shifts: list[int]
+        self, prog: loop_ir.Program, reds: list[tuple[loop_ir.Node, str]], lanes: int, shifts: list[int]
     ) -> list[tuple[int, int, list[tuple[int, int]]]] | None:
         # NOTE: one loop with tk<s> chosen per element made gcc gather (vgatherqps) every
         # rotated load; over a column range the rotated row is a contiguous load
@@ -997,7 +1012,7 @@ class CEmitter(_RowLoops):
             ]
         return out
 
-    def row_begin(self, prog: ir.Program) -> tuple[list[str], list[str]]:
+    def row_begin(self, prog: loop_ir.Program) -> tuple[list[str], list[str]]:
         # NOTE: small launches stay on one thread: the fork and join cost more than the work
         # (a sleeping team takes ~45 us to wake on a 2-core VM; the cpu plugin keeps it awake
         # ~0.2 ms between kernels, hence 2^15 elements and not the 2^18 of passive waiting).
@@ -1055,21 +1070,21 @@ class CEmitter(_RowLoops):
     STREAM_BUFFERS_MAX = 256 << 10  #: all of a thread's row buffers (beyond: plain stores)
 
     @staticmethod
-    def _itemsize(prog: ir.Program) -> int:
+    def _itemsize(prog: loop_ir.Program) -> int:
         return max(o.dtype.itemsize for o in prog.outputs)
 
-    def _streamed(self, prog: ir.Program) -> list[int]:
+    def _streamed(self, prog: loop_ir.Program) -> list[int]:
         """The outputs written through row buffers (asked for at every store: kept per program)."""
         return self._of_program("_streamed_of", prog, self._streamed_outputs)
 
-    def _schedule(self, prog: ir.Program) -> ir.Schedule:
-        return self._of_program("_schedule_of", prog, ir.schedule)
+    def _schedule(self, prog: loop_ir.Program) -> loop_ir.Schedule:
+        return self._of_program("_schedule_of", prog, loop_ir.schedule)
 
-    def _spills(self, prog: ir.Program) -> dict[int, tuple[int, int]]:
+    def _spills(self, prog: loop_ir.Program) -> dict[int, tuple[int, int]]:
         """:func:`plan_spills` of the program being emitted, planned once."""
         return self._of_program("_spills_of", prog, lambda p: plan_spills(p, self._schedule(p)))
 
-    def _of_program(self, name: str, prog: ir.Program, compute: Any) -> Any:
+    def _of_program(self, name: str, prog: loop_ir.Program, compute: Any) -> Any:
         """``compute(prog)``, kept under ``name`` for the program being emitted (the emitter
         asks at every load and store)."""
         memo = self.__dict__.get(name)
@@ -1078,7 +1093,7 @@ class CEmitter(_RowLoops):
             setattr(self, name, memo)
         return memo[1]
 
-    def _streamed_outputs(self, prog: ir.Program) -> list[int]:
+    def _streamed_outputs(self, prog: loop_ir.Program) -> list[int]:
         if (
             self._flat(prog)
             or prog.n is None
@@ -1086,9 +1101,9 @@ class CEmitter(_RowLoops):
             or prog.n * self._itemsize(prog) > self.STREAM_ROW_MAX
         ):
             return []
-        if any(o.dtype not in ir.FLOATS for o in prog.outputs):
+        if any(o.dtype not in loop_ir.FLOATS for o in prog.outputs):
             return []
-        if any(n.op == "take" for n in ir.live_nodes(prog.outputs)):
+        if any(n.op == "take" for n in loop_ir.live_nodes(prog.outputs)):
             return []  # a rotated row passes in column ranges (segmented), not in chunks
         sched = self._schedule(prog)
         ks = [k for k, _ in (sched.loops[-1].stores if sched.loops else [])]
@@ -1100,7 +1115,7 @@ class CEmitter(_RowLoops):
             return []
         return ks
 
-    def _spilled(self, prog: ir.Program) -> set[int]:
+    def _spilled(self, prog: loop_ir.Program) -> set[int]:
         """The streamed outputs that keep a value for a later pass (in their row buffer)."""
         return self._of_program(
             "_spilled_of", prog, lambda p: {k for k, _ in self._spills(p).values()} & set(self._streamed(p))
@@ -1109,7 +1124,7 @@ class CEmitter(_RowLoops):
     #: elements per chunk of a streamed row's last pass where :attr:`width` is less (plain loops)
     STREAM_CHUNK = 32
 
-    def chunk(self, prog: ir.Program, li: int) -> int:
+    def chunk(self, prog: loop_ir.Program, li: int) -> int:
         if not self._streamed(prog):
             return self.width
         loops = self._schedule(prog).loops
@@ -1121,40 +1136,40 @@ class CEmitter(_RowLoops):
         # program's source does not depend on the width (tuning then has nothing to measure)
         return self.STREAM_CHUNK if li in (-1, len(loops) - 1) else self.width
 
-    def _lines(self, prog: ir.Program) -> int:
+    def _lines(self, prog: loop_ir.Program) -> int:
         """The stream helper's line: 64 bytes where every chunk is whole 64-byte lines, else 32."""
         size = min(prog.outputs[k].dtype.itemsize for k in self._streamed(prog))
         return 64 if self.chunk(prog, -1) * size % 64 == 0 else 32
 
-    def _line(self, prog: ir.Program) -> str:
+    def _line(self, prog: loop_ir.Program) -> str:
         return f"OARLOCK_LINE{self._lines(prog)}"
 
-    def _last(self, prog: ir.Program, li: int) -> bool:
+    def _last(self, prog: loop_ir.Program, li: int) -> bool:
         """Whether pass ``li`` is the one that stores streamed outputs (the last)."""
         return bool(self._streamed(prog)) and li == len(self._schedule(prog).loops) - 1
 
     in_chunks = _last
 
-    def store_target(self, prog: ir.Program, k: int) -> str:
+    def store_target(self, prog: loop_ir.Program, k: int) -> str:
         if self._flat(prog):
             return f"out{k}[i]"
         # c<k>: a placeholder that _store_chunk makes the chunk array or the output row
         return f"c{k}[j - jj]" if k in self._streamed(prog) else f"out{k}[r * N + j]"
 
-    def spill_at(self, prog: ir.Program, k: int) -> str:
+    def spill_at(self, prog: loop_ir.Program, k: int) -> str:
         # a streamed row keeps its spilled values in its row buffer: written to the output they
         # would cost a read for ownership and a write-back on top of the stream
         return f"dst{k}[j]" if k in self._streamed(prog) else f"out{k}[r * N + j]"
 
     def chunk_body(
-        self, prog: ir.Program, li: int, inner: list[str], count: str, bound: str, simd: bool = True
+        self, prog: loop_ir.Program, li: int, inner: list[str], count: str, bound: str, simd: bool = True
     ) -> list[str]:
         if not self._last(prog, li):
             return super().chunk_body(prog, li, inner, count, bound, simd)
         return self._store_chunk(prog, inner, count, bound, simd)
 
     def _store_chunk(
-        self, prog: ir.Program, inner: list[str], count: str, bound: str, simd: bool
+        self, prog: loop_ir.Program, inner: list[str], count: str, bound: str, simd: bool
     ) -> list[str]:
         """A chunk of the last pass: into chunk arrays streamed out when the row streams (a
         separate loop: through a pointer chosen at run time the array would not stay in
@@ -1183,10 +1198,10 @@ class CEmitter(_RowLoops):
     # it): the pending row's scalars (p<id>), its kept values (prv<k>, the other row buffer), its
     # index (pend) and its stream flag (pst) stand in for the row's own. Measured on softmax
     # 4096 x 4096 (docs/benchmarks.md).
-    def _pipelined(self, prog: ir.Program) -> bool:
+    def _pipelined(self, prog: loop_ir.Program) -> bool:
         return self._of_program("_pipelined_of", prog, self._pipelined_program)
 
-    def _pipelined_program(self, prog: ir.Program) -> bool:
+    def _pipelined_program(self, prog: loop_ir.Program) -> bool:
         loops = self._schedule(prog).loops
         if not self._streamed(prog) or len(loops) < 3 or loops[-1].reductions:
             return False
@@ -1198,16 +1213,16 @@ class CEmitter(_RowLoops):
     #: launches too small to stream, by its bookkeeping per row)
     PIPELINE_ROW_MIN = 4 << 10
 
-    def _row_values(self, prog: ir.Program) -> list[tuple[int, str]]:
+    def _row_values(self, prog: loop_ir.Program) -> list[tuple[int, str]]:
         """(id, C type) of the row scalars the last pass reads (kept for its deferred run)."""
         return self._of_program("_row_values_of", prog, self._last_pass_row_values)
 
-    def _last_pass_row_values(self, prog: ir.Program) -> list[tuple[int, str]]:
+    def _last_pass_row_values(self, prog: loop_ir.Program) -> list[tuple[int, str]]:
         sched = self._schedule(prog)
         seen: set[int] = set(self._spills(prog))
-        rows: dict[int, ir.Node] = {}
+        rows: dict[int, loop_ir.Node] = {}
 
-        def walk(n: ir.Node) -> None:
+        def walk(n: loop_ir.Node) -> None:
             if n.id in seen:
                 return
             seen.add(n.id)
@@ -1221,11 +1236,11 @@ class CEmitter(_RowLoops):
             walk(n)
         return [(i, self.ctype(n.dtype)) for i, n in sorted(rows.items())]
 
-    def note_pass(self, prog: ir.Program, li: int, inner: list[str]) -> None:
+    def note_pass(self, prog: loop_ir.Program, li: int, inner: list[str]) -> None:
         if self._pipelined(prog) and self._last(prog, li):
             self._last_inner = inner
 
-    def _deferred_chunk(self, prog: ir.Program, count: str) -> list[str]:
+    def _deferred_chunk(self, prog: loop_ir.Program, count: str) -> list[str]:
         """The pending row's last pass over the chunk from ``jj`` (``count`` elements)."""
         full = count != "N - jj"
         lines = self._store_chunk(prog, self._last_inner, count, f"jj + {count}" if full else "N", full)
@@ -1243,7 +1258,7 @@ class CEmitter(_RowLoops):
     #: where the pending row's last pass goes (filled in once the last pass's body is known)
     _DEFER = "/* oarlock: the pending row's last pass, {} */"
 
-    def source(self, prog: ir.Program, entry: str, prologue: bool = True) -> str:
+    def source(self, prog: loop_ir.Program, entry: str, prologue: bool = True) -> str:
         src = super().source(prog, entry, prologue)
         if not self._pipelined(prog):
             return src
@@ -1258,13 +1273,13 @@ class CEmitter(_RowLoops):
                 lines += [line[:at] + x for x in self._deferred_chunk(prog, count)]
         return "\n".join(lines)
 
-    def after_stores(self, prog: ir.Program, stores: list[tuple[int, ir.Node]]) -> list[str]:
+    def after_stores(self, prog: loop_ir.Program, stores: list[tuple[int, loop_ir.Node]]) -> list[str]:
         if not self._pipelined(prog) or not any(k in self._streamed(prog) for k, _ in stores):
             return []
         keep = " ".join(f"p{i} = v{i};" for i, _ in self._row_values(prog))
         return [f"if (stream) {{ pend = r; pb = !pb; pst = st; {keep} }}"]
 
-    def chunk_suffix(self, prog: ir.Program, li: int, count: str) -> list[str]:
+    def chunk_suffix(self, prog: loop_ir.Program, li: int, count: str) -> list[str]:
         loops = len(self._schedule(prog).loops)
         return [self._DEFER.format(count)] if self._pipelined(prog) and li == loops - 2 else []
 
@@ -1289,13 +1304,13 @@ class CEmitter(_RowLoops):
         ]
         return ["}", "{", *prv, *last, "}", "oarlock_stream_fence();", "}"]
 
-    def loop_begin(self, reductions: list[tuple[ir.Node, str]]) -> list[str]:
+    def loop_begin(self, reductions: list[tuple[loop_ir.Node, str]]) -> list[str]:
         loop = "for (int64_t j = 0; j < N; ++j) {"
         if any(r.attr in ("argmax", "argmin") for r, _ in reductions):
             return [loop]
         clauses = []
         for r, acc in reductions:
-            if r.args[0].dtype == ir.BOOL:
+            if r.args[0].dtype == loop_ir.BOOL:
                 clauses.append(f"reduction({'|' if r.attr == 'max' else '&'}:{acc})")
             else:
                 clauses.append(f"reduction({ {'sum': '+', 'prod': '*'}.get(r.attr, r.attr) }:{acc})")
@@ -1315,10 +1330,10 @@ class _GroupEmitter(Emitter):
     shared = ""
     index_t = ""
 
-    def loop_begin(self, reductions: list[tuple[ir.Node, str]]) -> list[str]:
+    def loop_begin(self, reductions: list[tuple[loop_ir.Node, str]]) -> list[str]:
         return [f"for ({self.index_t} j = lid; j < N; j += L) {{"]
 
-    def combine(self, reds: list[tuple[ir.Node, str]]) -> list[str]:
+    def combine(self, reds: list[tuple[loop_ir.Node, str]]) -> list[str]:
         """Each work-item's (accumulator, NaN flag, index) into local memory, then a tree."""
         if not reds:
             return []
@@ -1336,7 +1351,7 @@ class _GroupEmitter(Emitter):
             out.append(f"const {self.ctype(r.dtype)} v{r.id} = {v};")
         return out
 
-    def merge(self, r: ir.Node) -> list[str]:
+    def merge(self, r: loop_ir.Node) -> list[str]:
         """Fold work-item ``lid + s``'s partial reduction into ``lid``'s."""
         i, src, kind = r.id, r.args[0].dtype, r.attr
         a, b = f"red{i}[lid]", f"red{i}[lid + s]"
@@ -1349,7 +1364,7 @@ class _GroupEmitter(Emitter):
             if is_float(src):  # the first NaN wins
                 take = f"({b} != {b} && ({a} == {a} || {ib} < {ia})) || ({a} == {a} && ({take}))"
             return [f"if ({take}) {{ {a} = {b}; {ia} = {ib}; }}"]
-        if src == ir.BOOL:
+        if src == loop_ir.BOOL:
             return [f"{a} {'|' if kind == 'max' else '&'}= {b};"]
         out = [f"{a} = {b} {'>' if kind == 'max' else '<'} {a} ? {b} : {a};"]
         return out + [f"nans{i}[lid] |= nans{i}[lid + s];"] if is_float(src) else out
@@ -1357,9 +1372,9 @@ class _GroupEmitter(Emitter):
     def row_store(self, k: int, name: str) -> str:
         return f"if (lid == 0) out{k}[r] = {name};"
 
-    def shared_decls(self, prog: ir.Program) -> list[str]:
+    def shared_decls(self, prog: loop_ir.Program) -> list[str]:
         out = []
-        for n in ir.live_nodes(prog.outputs):
+        for n in loop_ir.live_nodes(prog.outputs):
             if n.op == "reduce":
                 out.append(f"{self.shared} {self._acc_type(n)} red{n.id}[L];")
                 if _flag(n) == "idx":
@@ -1400,7 +1415,7 @@ ushort oarlock_d2b(V x) {
 }"""
 
 
-def _gpu_helpers(progs: list[ir.Program], language: str, half: str) -> list[str]:
+def _gpu_helpers(progs: list[loop_ir.Program], language: str, half: str) -> list[str]:
     """The C helpers a program needs, in OpenCL C or CUDA C (same code, other qualifiers)."""
     lines = _TYPEDEFS[language].splitlines()
     for h in needed_helpers(progs):
@@ -1426,7 +1441,7 @@ class OpenCLEmitter(_GroupEmitter):
     bool_storage = "uchar"
     primitives = True
 
-    def _fp64(self, prog: ir.Program) -> bool:
+    def _fp64(self, prog: loop_ir.Program) -> bool:
         """Whether the program needs doubles: float64 values, or arange/philox (exact in double)."""
         progs = self.programs(prog)
         dts = {d for p in progs for d, _, _ in p.inputs} | {n.dtype for p in progs for n in p.nodes}
@@ -1440,7 +1455,7 @@ class OpenCLEmitter(_GroupEmitter):
     def nan(self, dt: np.dtype) -> str:
         return f"(({self.ctype(dt)})NAN)"
 
-    def source(self, prog: ir.Program, entry: str, prologue: bool = True) -> str:
+    def source(self, prog: loop_ir.Program, entry: str, prologue: bool = True) -> str:
         self.half_t = "double" if self._fp64(prog) else "float"
         return super().source(prog, entry, prologue)
 
@@ -1449,7 +1464,7 @@ class OpenCLEmitter(_GroupEmitter):
             return f"{float(np.float32(v))!r}f"  # a double literal would make calls ambiguous
         return super().literal(v, dt)
 
-    def prologue(self, prog: ir.Program) -> list[str]:
+    def prologue(self, prog: loop_ir.Program) -> list[str]:
         self.half_t = "double" if self._fp64(prog) else "float"
         fp64 = ["#pragma OPENCL EXTENSION cl_khr_fp64 : enable"] if self._fp64(prog) else []
         half = _CL_HALF.replace("(V)", f"({self.half_t})").replace("V ", f"{self.half_t} ")
@@ -1460,7 +1475,7 @@ class OpenCLEmitter(_GroupEmitter):
             *_gpu_helpers(self.programs(prog), self.language, half),
         ]
 
-    def expr(self, n: ir.Node, a: list[str], load: str) -> str:
+    def expr(self, n: loop_ir.Node, a: list[str], load: str) -> str:
         if n.op == "cast" and n.dtype.kind in "iu" and is_float(n.args[0].dtype):
             # NOTE: out-of-range and NaN are undefined for a C cast; saturate, then wrap
             return f"(({self.ctype(n.dtype)})convert_long_sat_rtz({a[0]}))"
@@ -1468,11 +1483,11 @@ class OpenCLEmitter(_GroupEmitter):
 
     native = {"rsqrt": "rsqrt({0})"}
 
-    def signature(self, prog: ir.Program, entry: str) -> str:
+    def signature(self, prog: loop_ir.Program, entry: str) -> str:
         ps = self.params(prog, "__global {T}* restrict", "__global const {T}* restrict", "long")
         return f"__kernel __attribute__((reqd_work_group_size(L, 1, 1))) void {entry}({ps})"
 
-    def row_begin(self, prog: ir.Program) -> tuple[list[str], list[str]]:
+    def row_begin(self, prog: loop_ir.Program) -> tuple[list[str], list[str]]:
         return [], [
             *self.shared_decls(prog),
             "const long r = get_group_id(0);",
@@ -1581,7 +1596,7 @@ class OpenCLRowEmitter(_RowLoops, OpenCLEmitter):
     #: reductions along the row vectorise only when the compiler may reassociate
     build_options = ("-cl-unsafe-math-optimizations",)
 
-    def prologue(self, prog: ir.Program) -> list[str]:
+    def prologue(self, prog: loop_ir.Program) -> list[str]:
         lines = [s for s in super().prologue(prog) if not s.startswith("#define L")]
         used = {
             n.op
@@ -1601,22 +1616,22 @@ class OpenCLRowEmitter(_RowLoops, OpenCLEmitter):
             return _CL_ROW_MATH[name][0]
         return super().fn(name, dt)
 
-    def signature(self, prog: ir.Program, entry: str) -> str:
+    def signature(self, prog: loop_ir.Program, entry: str) -> str:
         ps = self.params(prog, "__global {T}* restrict", "__global const {T}* restrict", "long")
         return f"__kernel void {entry}({ps})"
 
     row_loop = True
 
-    def row_begin(self, prog: ir.Program) -> tuple[list[str], list[str]]:
+    def row_begin(self, prog: loop_ir.Program) -> tuple[list[str], list[str]]:
         return ["const long r = get_global_id(0);", "if (r < rows) {"], []
 
     def row_end(self) -> list[str]:
         return ["}"]
 
-    def loop_begin(self, reductions: list[tuple[ir.Node, str]]) -> list[str]:
+    def loop_begin(self, reductions: list[tuple[loop_ir.Node, str]]) -> list[str]:
         return ["for (int j = 0; j < N; ++j) {"]
 
-    def combine(self, reds: list[tuple[ir.Node, str]]) -> list[str]:
+    def combine(self, reds: list[tuple[loop_ir.Node, str]]) -> list[str]:
         return Emitter.combine(self, reds)
 
     def row_store(self, k: int, name: str) -> str:
@@ -1633,7 +1648,7 @@ class CUDAEmitter(_GroupEmitter):
     index_t = "int"
     primitives = True
 
-    def prologue(self, prog: ir.Program) -> list[str]:
+    def prologue(self, prog: loop_ir.Program) -> list[str]:
         half = _C_HALF.replace(
             "union { uint32_t u; float f; } v; v.u = (uint32_t)b << 16; return v.f;",
             "return __uint_as_float((uint32_t)b << 16);",
@@ -1660,11 +1675,11 @@ class CUDAEmitter(_GroupEmitter):
 
     native = {"rsqrt": "{fn:rsqrt}({0})"}
 
-    def signature(self, prog: ir.Program, entry: str) -> str:
+    def signature(self, prog: loop_ir.Program, entry: str) -> str:
         ps = self.params(prog, "{T}* __restrict__", "const {T}* __restrict__", "long long")
         return f'extern "C" __global__ void __launch_bounds__(L) {entry}({ps})'
 
-    def row_begin(self, prog: ir.Program) -> tuple[list[str], list[str]]:
+    def row_begin(self, prog: loop_ir.Program) -> tuple[list[str], list[str]]:
         return [], [
             *self.shared_decls(prog),
             "const long long r = blockIdx.x;",

@@ -426,7 +426,7 @@ def _pointwise_from(body: Program, positions: list[int], out: int) -> bool:
     element-wise and keeps their shape (none feeds a reduction), and every output computed
     from them is stored in the same pass along the row as ``out``, or an earlier one (a row
     kernel's pass ``k`` stores the element outputs of reduction depth ``k``: see
-    ``framework.compiler.ir.schedule``), so no later pass reads them again."""
+    ``framework.compiler.loop_ir.schedule``), so no later pass reads them again."""
     shape = body.inputs[positions[0]].type.shape
     tainted = {body.inputs[j] for j in positions}
     depth: dict[Value, int] = {}

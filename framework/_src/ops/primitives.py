@@ -488,7 +488,7 @@ def _g_scatter(n, g):
 
 
 # NOTE: the loop IR reads a gather along the row whose index is a constant rotation of the
-# row (rotary's rotate-half, roll) as a load at the rotated column (``compiler.ir.Builder.take``)
+# row (rotary's rotate-half, roll) as a load at the rotated column (``compiler.loop_ir.Builder.take``)
 primitive("gather", _gather_infer, _g_gather, lower=Lowering("take"))
 primitive("scatter_add", lambda ins, a: [(ins[0].shape, ins[0].dtype)], _g_scatter_add)
 primitive("scatter", lambda ins, a: [(ins[0].shape, ins[0].dtype)], _g_scatter)
