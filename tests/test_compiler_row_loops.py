@@ -1,4 +1,4 @@
-"""Row kernels in chunks (framework/compiler/emit.py ``_RowLoops``): each reduction keeps one
+"""Row kernels in chunks (framework/compiler/emit/rows.py ``_RowLoops``): each reduction keeps one
 partial result per lane of a chunk, the second pass prefetches the next row, and the vector
 width (elements per chunk) is tuned per device and row length (tune.py). Every width gives
 numpy's values: sums, products, max/min with NaN in a full chunk and in the tail, integers
@@ -187,7 +187,7 @@ def test_each_width_is_its_own_cache_entry():
     assert len({eager.make_kernel(prog, "c", width=w).entry for w in tune.WIDTHS}) == 1
 
 
-# -- exp of masked values on cpu (emit.py _C_EXPF) -------------------------------------------
+# -- exp of masked values on cpu (emit/masked_expf.h) -------------------------------------------
 def _cpu_with_compiler() -> None:
     if not compiler.has_compile_access("cpu"):
         pytest.skip("cpu has no compile access (no C compiler)")

@@ -46,7 +46,8 @@ from ..ir.passes import horizontal
 from . import loop_ir
 from .capture import NotFusible
 from .eager import Kernel, _kind, compiler_for
-from .emit import CEmitter, Emitter, _flag, emitter
+from .emit import CEmitter, Emitter, emitter
+from .emit.base import _flag
 from .fused import Lowered, bound_call, built_entry, lower_group, partial_shapes, partial_sums, register
 
 PLUGIN = "oarlock.compiler (horizontal)"
