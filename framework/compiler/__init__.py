@@ -36,6 +36,7 @@ import numpy as np
 from adapter_api import CompileError, OpArgumentError
 
 from .._src import device as _dev
+from .._src import plugins as _plugins
 from .._src.ops import base as _base
 from .._src.tensor import Tensor
 from . import eager as _eager
@@ -223,3 +224,6 @@ install()
 _primitives.install()
 _fused.install()
 _horizontal.install()
+#: plugins build their own sources (the cpu plugin's attention.c, ...) through a cache of their
+#: own: the same folder, apart from the generated kernels' statistics (:func:`cache_stats`)
+_plugins.provide_program_cache(ProgramCache())
