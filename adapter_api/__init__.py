@@ -8,7 +8,7 @@ This package imports nothing else of Oarlock's.
 """
 
 from .communicator import REDUCE_OPS, Communicator, StagedCommunicator
-from .compiler import Compiler
+from .compiler import Compiler, ProgramCache
 from .errors import (
     CommunicationError,
     CompileError,
@@ -50,6 +50,7 @@ __all__ = [
     "OutOfMemoryError",
     "PluginError",
     "PrimitiveSpec",
+    "ProgramCache",
     "Registry",
     "StagedCommunicator",
     "check_contract",

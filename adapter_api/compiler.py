@@ -34,6 +34,12 @@ plugins whose :meth:`Compiler.identity` strings agree never load each other's bi
 program with :meth:`Compiler.load`. A plugin therefore never caches anything itself; it makes
 ``identity()`` change whenever compiled output would (compiler version, target, flags).
 
+Sources a plugin writes itself (hand-written C or OpenCL C beside its kernels) go through the
+same cache: the core hands it over as ``registry.program_cache`` (a :class:`ProgramCache`) when
+the plugin registers, and the plugin builds them with its own compiler through it, so they too
+are compiled once per machine and verified when loaded. A plugin never imports the core for
+that.
+
 Example::
 
     class CLCompiler(Compiler):
@@ -99,3 +105,38 @@ class Compiler:
         stay alive while the call is held. ``None`` (the default) makes the core call
         :meth:`launch` each time."""
         return None
+
+
+class ProgramCache:
+    """The core's kernel cache, for sources a plugin builds itself: compile once per machine,
+    then memory and disk (see *Kernel cache* above: keyed by the compiler's class, identity,
+    the entry, the options and the source; an entry is verified before it loads).
+
+    The core implements it and hands it to every plugin as ``registry.program_cache`` when the
+    plugin registers (it may be None: a core without one, where the plugin builds without a
+    cache or does without its own sources). Keep it, and build through it when the sources are
+    first needed, not while registering (registering is cheap and touches no device).
+
+    Example::
+
+        @hookimpl
+        def oarlock_register(registry):
+            global CACHE
+            CACHE = registry.program_cache
+
+        def my_program():               # on first use
+            return CACHE.get(MyCompiler(), open(SOURCE).read(), "my_kernel", ("-DT_DOUBLE",))
+    """
+
+    def get(self, compiler: Compiler, source: str, entry: str, options: tuple[str, ...] = ()) -> Any:
+        """The program :meth:`Compiler.load` gives for ``entry`` of ``source`` built by
+        ``compiler`` with ``options``: from memory, else from disk, else built and stored.
+        Raises :class:`adapter_api.CompileError` (the compiler's log and the source around the
+        failing line) when it does not build."""
+        raise NotImplementedError("need get")
+
+    def get_batch(
+        self, compiler: Compiler, source: str, entries: tuple[str, ...], options: tuple[str, ...] = ()
+    ) -> dict[str, Any]:
+        """Every entry of one source built once (one binary, one disk entry): ``{entry: program}``."""
+        raise NotImplementedError("need get_batch")

@@ -57,6 +57,8 @@ def oarlock_register(registry):  # type: ignore[no-untyped-def]
     bound once per instruction (:data:`adapter_api.registry.Binder`), and a runtime whose
     ``supports_graphs`` returns True captures and replays whole program runs
     (``begin_capture``, ``end_capture``, ``launch_graph`` on :class:`adapter_api.DeviceRuntime`).
+    ``registry.program_cache`` is the core's kernel cache (:class:`adapter_api.ProgramCache`):
+    keep it to build sources of the plugin's own through it on first use.
     """
 
 

@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from .compiler import ProgramCache
+
 #: A kernel: ``fn(ctx, outs, ins, **attrs)``. ``outs`` and ``ins`` are lists of native views
 #: (see ``DeviceRuntime.view``) of contiguous buffers the core allocated; the kernel writes
 #: its results into ``outs`` and returns nothing. A kernel may raise
@@ -60,6 +62,9 @@ class Registry:
     communicators: dict[str, tuple[str, Callable[..., Any]]] = field(default_factory=dict)
     compilers: dict[str, tuple[str, Callable[..., Any]]] = field(default_factory=dict)
     plugin: str = "?"
+    #: the core's kernel cache (:class:`adapter_api.ProgramCache`), for sources a plugin builds
+    #: itself; set by the core before any plugin registers (None: the core offers none)
+    program_cache: ProgramCache | None = None
 
     def add_runtime(self, device_type: str, factory: Callable[[], Any]) -> None:
         """Register the :class:`DeviceRuntime` (class or factory) for ``device_type``."""

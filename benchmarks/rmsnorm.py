@@ -146,7 +146,7 @@ def rows_for(
 
 
 def width_rows(op: str, x: Any, w: Any, b: Any, device: str) -> dict[str, Callable[[], Any]]:
-    """The generated kernel launched directly at each vector width of tune.WIDTHS (emit.py
+    """The generated kernel launched directly at each vector width of tune.WIDTHS (emit/rows.py
     ``_RowLoops``; width 1 is the plain loops, as before issue #14's chunked passes), side by
     side with what eager mode runs (its width tuned)."""
     from framework.compiler import eager, tune

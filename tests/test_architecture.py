@@ -1,5 +1,5 @@
-"""The contract holds: framework/ and adapter_api/ import no plugin and no vendor SDK
-(import-linter, configured in pyproject.toml), and the tree is ruff-clean."""
+"""The contract holds: framework/ and adapter_api/ import no plugin and no vendor SDK, and
+plugins no framework (import-linter, configured in pyproject.toml); the tree is ruff-clean."""
 
 from __future__ import annotations
 

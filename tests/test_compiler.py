@@ -14,7 +14,7 @@ import pytest
 import framework as fw
 import framework.nn.functional as F
 from framework import compiler
-from framework.compiler import eager, ir
+from framework.compiler import eager, loop_ir
 
 EMIT = sys.modules["framework.compiler.emit"]
 
@@ -65,16 +65,16 @@ def ref_log_softmax(x):
 def test_rms_norm_lowers_to_one_reduction_and_two_passes():
     x, w = fw.randn([4, 16]), fw.randn([16])
     p = compiler.lower("rms_norm", x, w, epsilon=1e-6)
-    nodes = ir.live_nodes(p.outputs)
+    nodes = loop_ir.live_nodes(p.outputs)
     assert [n.attr for n in nodes if n.op == "reduce"] == ["sum"]
     assert p.inputs[0][1:] == (True, True) and p.inputs[1][1:] == (False, True)
-    sched = ir.schedule(p)
+    sched = loop_ir.schedule(p)
     assert len(sched.loops) == 2 and len(sched.loops[0].reductions) == 1 and sched.loops[1].stores
 
 
 def test_softmax_lowers_to_max_then_sum():
     p = compiler.lower("softmax", fw.randn([3, 8]), axis=1)
-    sched = ir.schedule(p)
+    sched = loop_ir.schedule(p)
     assert [[r.attr for r in lp.reductions] for lp in sched.loops] == [["max"], ["sum"], []]
 
 
@@ -482,14 +482,14 @@ def test_a_rows_last_pass_during_the_next_rows_pass(dtype, rows, width):
     output: each row's last pass runs during the next row's second pass (the thread's last
     row after its loop), and every output equals numpy's, at every vector width."""
     dt = np.dtype(dtype)
-    b = ir.Builder()
+    b = loop_ir.Builder()
     x, w = b.input(0, dt, True, True), b.input(1, dt, False, True)
     m = b.reduce("max", x)
     e = b.unary("exp", b.binary("sub", x, m))
     s = b.reduce("sum", e)
     y0 = b.binary("div", e, s)
     y1 = b.binary("add", b.binary("mul", b.binary("sub", x, m), w), s)
-    prog = ir.Program(
+    prog = loop_ir.Program(
         "piped", 2050, [(dt, True, True), (dt, False, True)], [y0, y1, s], [True, True, False], b.nodes
     )
     k = eager.make_kernel(prog, "c", width=width)
@@ -529,10 +529,10 @@ def test_row_buffers_on_a_threads_stack_are_bounded(monkeypatch):
     f32 = np.dtype(np.float32)
 
     def prog(outputs):
-        b = ir.Builder()
+        b = loop_ir.Builder()
         x = b.input(0, f32, True, True)
         outs = [b.binary("mul", x, b.const(float(i + 2), f32)) for i in range(outputs)]
-        return ir.Program("p", 4096, [(f32, True, True)], outs, [True] * outputs)
+        return loop_ir.Program("p", 4096, [(f32, True, True)], outs, [True] * outputs)
 
     per_output = EMIT.CEmitter.STREAM_CHUNK * 4
     monkeypatch.setattr(EMIT.CEmitter, "STREAM_BUFFERS_MAX", 3 * per_output)
@@ -766,7 +766,7 @@ def test_every_lowered_primitive_matches_its_eager_kernel(device, op):
     emitter, agrees with the plugin's own kernel on edge values (signed zeros, inf, NaN,
     negative operands of floor_divide and remainder); exact ops bit for bit."""
     from framework._src.ops import base
-    from framework.compiler.trace import trace
+    from framework.compiler.capture import trace
 
     _compile_dev(device)
     d = base.OPS[op]
@@ -806,7 +806,7 @@ def test_a_rotated_read_moves_down_to_the_loads():
     """Builder.take: an input read at a rotated column is a ``take`` node; rotations compose
     (back to the input itself at a full turn); an element-wise value is recomputed from its
     rotated operands; a per-row value is itself; an element index cannot be rotated."""
-    b = ir.Builder()
+    b = loop_ir.Builder()
     x = b.input(0, np.float32, True, True)
     w = b.input(1, np.float32, False, True)
     s = b.reduce("sum", x)

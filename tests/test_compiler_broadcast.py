@@ -1,4 +1,4 @@
-"""Eager generated kernels with broadcast inputs and constants (framework.compiler.trace):
+"""Eager generated kernels with broadcast inputs and constants (framework.compiler.capture):
 rotary embedding as one kernel forward and one backward, its (seq, dim) tables read through
 an index expression under (batch, heads, seq, dim) rows, its sign a constant the kernel
 reads; a broadcast value read at another shape is refused (the composite decomposes); and
@@ -13,7 +13,7 @@ import framework as fw
 import framework.nn.functional as F
 from framework import compiler
 from framework.compiler import eager
-from framework.compiler.trace import NotFusible, trace
+from framework.compiler.capture import NotFusible, trace
 
 from .test_compiler import _cache_dir  # noqa: F401 — the module's own kernel cache folder
 

@@ -1,4 +1,4 @@
-"""Row kernels in chunks (framework/compiler/emit.py ``_RowLoops``): each reduction keeps one
+"""Row kernels in chunks (framework/compiler/emit/rows.py ``_RowLoops``): each reduction keeps one
 partial result per lane of a chunk, the second pass prefetches the next row, and the vector
 width (elements per chunk) is tuned per device and row length (tune.py). Every width gives
 numpy's values: sums, products, max/min with NaN in a full chunk and in the tail, integers
@@ -16,7 +16,7 @@ import framework as fw
 import framework.nn.functional as F
 from framework import compiler
 from framework._src import device as _dev
-from framework.compiler import eager, ir, tune
+from framework.compiler import eager, loop_ir, tune
 
 ROWS = 5
 
@@ -40,10 +40,10 @@ def _kind(device: str) -> str:
     return eager.device_kind(_dev.parse(device))
 
 
-def _program(dtype: str, n: int) -> tuple[ir.Program, list[str]]:
+def _program(dtype: str, n: int) -> tuple[loop_ir.Program, list[str]]:
     """Every lane-kept reduction of a row in one pass and, for floats, ``x - max`` in a second."""
     dt = np.dtype(dtype)
-    b = ir.Builder()
+    b = loop_ir.Builder()
     x = b.input(0, dt, True, True)
     kinds = ["max", "min"] if dt == np.bool_ else ["sum", "prod", "max", "min"]
     outs = [b.reduce(k, x) for k in kinds]
@@ -52,7 +52,7 @@ def _program(dtype: str, n: int) -> tuple[ir.Program, list[str]]:
         outs.append(b.binary("sub", x, outs[kinds.index("max")]))
         col.append(True)
         kinds.append("x - max")
-    return ir.Program("lanes", n, [(dt, True, True)], outs, col, b.nodes), kinds
+    return loop_ir.Program("lanes", n, [(dt, True, True)], outs, col, b.nodes), kinds
 
 
 def _data(dtype: str, n: int) -> np.ndarray:
@@ -187,7 +187,7 @@ def test_each_width_is_its_own_cache_entry():
     assert len({eager.make_kernel(prog, "c", width=w).entry for w in tune.WIDTHS}) == 1
 
 
-# -- exp of masked values on cpu (emit.py _C_EXPF) -------------------------------------------
+# -- exp of masked values on cpu (emit/masked_expf.h) -------------------------------------------
 def _cpu_with_compiler() -> None:
     if not compiler.has_compile_access("cpu"):
         pytest.skip("cpu has no compile access (no C compiler)")
@@ -240,14 +240,14 @@ def test_exp_of_a_masked_fill_keeps_glibc_values_and_the_edges():
     assert (got[~keep] == 0).all() and not np.signbit(got[~keep]).any()
 
 
-def _elementwise(n: int | None, weight: bool = False) -> ir.Program:
+def _elementwise(n: int | None, weight: bool = False) -> loop_ir.Program:
     """tanh(x * s) * z and x + z (s a scalar input; with ``weight``, z is a (n,) vector)."""
     f32 = np.dtype(np.float32)
-    b = ir.Builder()
+    b = loop_ir.Builder()
     x, s, z = b.input(0, f32, True, True), b.input(1, f32, False, False), b.input(2, f32, not weight, True)
     outs = [b.binary("mul", b.unary("tanh", b.binary("mul", x, s)), z), b.binary("add", x, z)]
     ins = [(f32, True, True), (f32, False, False), (f32, not weight, True)]
-    return ir.Program("flat", n, ins, outs, [True, True], b.nodes)
+    return loop_ir.Program("flat", n, ins, outs, [True, True], b.nodes)
 
 
 def test_an_elementwise_row_with_a_tail_runs_as_one_loop_over_every_element():
@@ -291,9 +291,9 @@ def test_a_kernel_updating_in_place_is_not_tuned_on_its_own_arguments(fresh_tuni
     input's storage (an update in place) runs once, at the default width, and gives numpy's
     values; the same kernel on separate storage is measured (every width differs in source)."""
     dt = np.dtype(np.float32)
-    b = ir.Builder()
+    b = loop_ir.Builder()
     x = b.input(0, dt, True, True)
-    prog = ir.Program(
+    prog = loop_ir.Program(
         "inplace", 512, [(dt, True, True)], [b.binary("sub", x, b.reduce("max", x))], [True], b.nodes
     )
     k = eager.make_kernel(prog, "c")

@@ -490,7 +490,7 @@ def test_a_slice_that_is_one_run_of_its_input_is_a_view_and_the_others_copy(grap
 
 
 def test_contiguous_slices_are_found_as_numpy_lays_them_out():
-    from framework.ir.executor import contiguous_slice
+    from framework._src.ops.shape import contiguous_slice
 
     rng = np.random.default_rng(1)
     for _ in range(400):

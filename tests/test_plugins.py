@@ -230,3 +230,17 @@ def test_a_plugin_that_segfaults_at_run_time_is_named_on_stderr(tmp_path):
         cwd=_root(),
     )
     assert out.returncode == 0 and "after" in out.stdout, out.stderr
+
+
+def test_plugins_get_the_core_kernel_cache_through_the_registry():
+    """The contract hands every plugin the core's kernel cache (``registry.program_cache``):
+    the cpu plugin builds its own C through it, importing nothing of the core."""
+    from adapter_api import ProgramCache
+    from framework._src.plugins import host
+    from plugins.cpu import compiler as cpu_compiler
+
+    cache = PluginHost().registry.program_cache
+    assert isinstance(cache, ProgramCache)
+    assert cache is host().registry.program_cache
+    assert cache is not fw.compiler.CACHE  # the generated kernels' statistics stay their own
+    assert cpu_compiler._PROGRAM_CACHE is cache

@@ -20,7 +20,7 @@ Meta = tuple[tuple[int, ...], Any]
 
 @dataclass(frozen=True, slots=True)
 class Lowering:
-    """How an op becomes a value of the compiler's loop IR (``framework.compiler.ir``).
+    """How an op becomes a value of the compiler's loop IR (``framework.compiler.loop_ir``).
 
     ``role`` is ``"expr"`` (an element-wise value, spelled by ``c``), ``"cast"``, ``"reduce"``
     (along the row) or ``"pass"`` (a broadcast or copy: the value itself). ``c`` is the value

@@ -23,7 +23,7 @@ from typing import Any
 
 import pluggy
 
-from adapter_api import ContractVersionError, PluginError, Registry, check_contract, hookspecs
+from adapter_api import ContractVersionError, PluginError, ProgramCache, Registry, check_contract, hookspecs
 
 ENTRY_POINT_GROUP = "oarlock.plugins"
 
@@ -45,7 +45,7 @@ class PluginHost:
     """Loads plugins into one :class:`Registry`."""
 
     def __init__(self) -> None:
-        self.registry = Registry()
+        self.registry = Registry(program_cache=_PROGRAM_CACHE)
         self.records: dict[str, PluginRecord] = {}
         self.manager = pluggy.PluginManager(hookspecs.PROJECT)
         self.manager.add_hookspecs(hookspecs)
@@ -239,6 +239,18 @@ def probe_for_crashes(timeout: float = 120.0) -> dict[str, str]:
 
 
 _HOST: PluginHost | None = None
+#: the core's kernel cache, handed to plugins as ``registry.program_cache`` (see
+#: :func:`provide_program_cache`)
+_PROGRAM_CACHE: ProgramCache | None = None
+
+
+def provide_program_cache(cache: ProgramCache) -> None:
+    """Hand ``cache`` to every plugin as ``registry.program_cache``, for the sources it builds
+    itself (the compiler provides it when imported; this floor knows nothing of compiling)."""
+    global _PROGRAM_CACHE
+    _PROGRAM_CACHE = cache
+    if _HOST is not None:
+        _HOST.registry.program_cache = cache
 
 
 def host(skip: dict[str, str] | None = None) -> PluginHost:

@@ -36,6 +36,7 @@ import numpy as np
 from adapter_api import CompileError, OpArgumentError
 
 from .._src import device as _dev
+from .._src import plugins as _plugins
 from .._src.ops import base as _base
 from .._src.tensor import Tensor
 from . import eager as _eager
@@ -43,11 +44,11 @@ from . import fused as _fused
 from . import horizontal as _horizontal
 from . import primitives as _primitives
 from .cache import CacheStats, ProgramCache, cache_dir, compile_error_message, source_excerpt
+from .capture import NotFusible, trace
 from .eager import CACHE, CompileWarning, compiler_for, install
 from .emit import emitter
-from .ir import Program
+from .loop_ir import Program
 from .primitives import generated_primitives, primitive_stats
-from .trace import NotFusible, trace
 
 __all__ = [
     "CACHE",
@@ -223,3 +224,6 @@ install()
 _primitives.install()
 _fused.install()
 _horizontal.install()
+#: plugins build their own sources (the cpu plugin's attention.c, ...) through a cache of their
+#: own: the same folder, apart from the generated kernels' statistics (:func:`cache_stats`)
+_plugins.provide_program_cache(ProgramCache())

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from adapter_api import CompileError, Compiler
+from adapter_api import ProgramCache as _ProgramCacheContract
 
 #: The first bytes of every cache entry; then the key (64 hex digits), the binary's length
 #: (8 bytes, little endian) and its SHA-256 (32 bytes), then the binary.
@@ -130,8 +131,9 @@ def check_private(folder: Path) -> None:
         )
 
 
-class ProgramCache:
-    """Compile-once access to programs: memory, then disk, then the plugin's compiler."""
+class ProgramCache(_ProgramCacheContract):
+    """Compile-once access to programs: memory, then disk, then the plugin's compiler (the
+    contract's :class:`adapter_api.ProgramCache`, handed to plugins for their own sources)."""
 
     def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
         self._dir = Path(directory) if directory is not None else None

@@ -27,10 +27,10 @@ from .._src import device as _dev
 from .._src.ops import base
 from .._src.plugins import host
 from .._src.tensor import Tensor
-from . import ir, tune
+from . import loop_ir, tune
 from .cache import ProgramCache
+from .capture import Geometry, NotFusible, trace
 from .emit import emitter
-from .trace import Geometry, NotFusible, trace
 
 #: The process-wide program cache used by eager generated kernels.
 CACHE = ProgramCache()
@@ -75,7 +75,7 @@ def compiler_for(dev: _dev.Device) -> Any:
 class Kernel:
     """A loop-IR program built for one compiler: launch it with tensors."""
 
-    prog: ir.Program
+    prog: loop_ir.Program
     source: str
     entry: str
     language: str
@@ -187,7 +187,11 @@ def _aliased(ins: list[Tensor], outs: list[Tensor]) -> bool:
 
 
 def make_kernel(
-    prog: ir.Program, language: str, local: int | None = None, device_kind: str = "", width: int | None = None
+    prog: loop_ir.Program,
+    language: str,
+    local: int | None = None,
+    device_kind: str = "",
+    width: int | None = None,
 ) -> Kernel:
     """Emit ``prog`` for ``language``; the entry name carries a hash of the program (every
     vector width of it shares the name: tuning keys its choices by it)."""
@@ -259,7 +263,7 @@ def _key(
     op: base.OpDef, ins: list[Tensor], attrs: dict[str, Any], dev: _dev.Device
 ) -> tuple[Any, ...] | None:
     x = ins[0]
-    if not x.shape or x.dtype not in ir.FLOATS:
+    if not x.shape or x.dtype not in loop_ir.FLOATS:
         return None
     shapes = tuple((t.shape, t.dtype) for t in ins)
     kinds = _KINDS_OF.get(shapes, _MISS)

@@ -31,10 +31,10 @@ from .._src.tensor import Tensor
 from ..ir import Program, SymDim, TensorType, print_program
 from ..ir.dialects import meta_tensor
 from ..ir.passes import fusion
-from . import ir
+from . import loop_ir
+from .capture import NotFusible, trace
 from .eager import Kernel, _kind, _warn_once, compiler_for, make_kernel
 from .emit import EMITTERS
-from .trace import NotFusible, trace
 
 PLUGIN = "oarlock.compiler (fused)"
 #: the two sizes every symbol takes when a group is traced (primes: no accidental equal dims)
@@ -47,7 +47,7 @@ class Lowered:
     ``partials`` are the outputs that are sums over rows (a weight's gradient): the kernel
     writes one row of partial sums per row and a ``sum`` kernel adds them up."""
 
-    program: ir.Program
+    program: loop_ir.Program
     main: TensorType
     partials: tuple[int, ...] = ()
 
@@ -163,7 +163,7 @@ class Backend:
             low = lower_group(body, full)
         except NotFusible as exc:
             return str(exc)
-        passes = max(len(ir.schedule(low.program).loops), 1)
+        passes = max(len(loop_ir.schedule(low.program).loops), 1)
         scratch = 2 * len(low.partials) * fusion.type_bytes(low.main)  # partial sums written, read
         if not full:
             return fusion.Estimate(passes, "", scratch)

@@ -43,11 +43,12 @@ from .._src import device as _dev
 from .._src.ops import base
 from ..ir import TensorType
 from ..ir.passes import horizontal
-from . import ir
+from . import loop_ir
+from .capture import NotFusible
 from .eager import Kernel, _kind, compiler_for
-from .emit import CEmitter, Emitter, _flag, emitter
+from .emit import CEmitter, Emitter, emitter
+from .emit.base import _flag
 from .fused import Lowered, bound_call, built_entry, lower_group, partial_shapes, partial_sums, register
-from .trace import NotFusible
 
 PLUGIN = "oarlock.compiler (horizontal)"
 #: elements of a tile of rows in the C kernel (the unit the threads take)
@@ -153,16 +154,16 @@ def _part_emitter(cls: type[Emitter]) -> type[Emitter]:
         hz_signature = ""
         hz_open: list[str] = []
 
-        def prologue(self, prog: ir.Program) -> list[str]:
+        def prologue(self, prog: loop_ir.Program) -> list[str]:
             return []
 
-        def signature(self, prog: ir.Program, entry: str) -> str:
+        def signature(self, prog: loop_ir.Program, entry: str) -> str:
             return self.hz_signature
 
-        def row_begin(self, prog: ir.Program) -> tuple[list[str], list[str]]:
+        def row_begin(self, prog: loop_ir.Program) -> tuple[list[str], list[str]]:
             return self.hz_open, []
 
-        def _streamed(self, prog: ir.Program) -> list[int]:
+        def _streamed(self, prog: loop_ir.Program) -> list[int]:
             return []  # a part writes its rows in place (no per-thread row buffer)
 
         def row_end(self) -> list[str]:
@@ -173,11 +174,11 @@ def _part_emitter(cls: type[Emitter]) -> type[Emitter]:
     return PartEmitter
 
 
-def _scratch(em: Emitter, prog: ir.Program) -> list[tuple[str, str]]:
+def _scratch(em: Emitter, prog: loop_ir.Program) -> list[tuple[str, str]]:
     """(name, element type) of the local-memory arrays of a part's reductions (what
     ``shared_decls`` declares for one kernel)."""
     arrays = []
-    for n in ir.live_nodes(prog.outputs):
+    for n in loop_ir.live_nodes(prog.outputs):
         if n.op != "reduce":
             continue
         arrays.append((f"red{n.id}", em._acc_type(n)))

@@ -1,7 +1,7 @@
 """Generated primitives: every element-wise, comparison, cast, reduction and creation
 primitive a plugin with compile access does not register, built from the OpDefs' lowerings.
 
-Each is a one-op program of the loop IR (:mod:`framework.compiler.ir`) with a symbolic row
+Each is a one-op program of the loop IR (:mod:`framework.compiler.loop_ir`) with a symbolic row
 length, so one binary serves every shape of a dtype and broadcast pattern:
 
 - element-wise ops (comparisons, ``where``, ``cast``, ``copy`` included) view the output as
@@ -38,7 +38,7 @@ from .._src import device as _dev
 from .._src import dispatch
 from .._src.ops import base
 from .._src.plugins import host
-from . import ir, tune
+from . import loop_ir, tune
 from .eager import CACHE, _freeze, _kind, _warn_once, compiler_for
 from .emit import EMITTERS, emitter
 
@@ -172,7 +172,7 @@ def _members(
 
 
 def _build(
-    comp: Any, device_type: str, dev: _dev.Device, programs: list[tuple[str, ir.Program]]
+    comp: Any, device_type: str, dev: _dev.Device, programs: list[tuple[str, loop_ir.Program]]
 ) -> dict[str, tuple[Any, str, int]]:
     """Emit ``programs`` as one translation unit, build it through the cache; op -> (program, index)."""
     em = emitter(comp.language, tune.local_size(comp, "primitive"), _kind(dev))
@@ -244,7 +244,7 @@ def _prepare(
     rows, n = flat_rows(prog, rows, n, em_local.layout)
     built = _BATCHES.get(pattern)
     if built is None or op not in built:
-        family: list[tuple[str, ir.Program]] = [(op, prog)]
+        family: list[tuple[str, loop_ir.Program]] = [(op, prog)]
         for o, odt, a in _members(op, dev.type, tuple(d for _, d in metas), attrs):
             name = f"{o}:{odt.name}" if o == "cast" else o
             if name == (f"{op}:{out_dtype.name}" if op == "cast" else op):
@@ -272,7 +272,7 @@ def _prepare(
 FLAT_ROW = {"rows": 1024, "groups": 4096}
 
 
-def flat_rows(prog: ir.Program, rows: int, n: int, layout: str) -> tuple[int, int]:
+def flat_rows(prog: loop_ir.Program, rows: int, n: int, layout: str) -> tuple[int, int]:
     """The launch geometry of ``prog``: a kernel whose inputs are all full or scalars and whose
     output is full reads element ``r * n + j`` only, so any ``rows * n`` split of the elements
     serves; a 1-d tensor (one row) is cut into rows the launch can spread."""
@@ -313,9 +313,9 @@ def lower(
     out_shape: tuple[int, ...],
     out_dtype: np.dtype,
     attrs: dict[str, Any],
-) -> tuple[ir.Program, int, int]:
+) -> tuple[loop_ir.Program, int, int]:
     """The one-op program of primitive ``op`` and its launch geometry ``(rows, n)``."""
-    b = ir.Builder()
+    b = loop_ir.Builder()
     out_dtype = np.dtype(out_dtype)
     if op in REDUCTIONS:
         return _reduction(b, op, ins[0], attrs)
@@ -331,7 +331,7 @@ def lower(
                 else ("philox", (attrs["seed"], attrs["offset"]))
             )
             node = b.special(special[0], (idx,), out_dtype, special[1])
-        return ir.Program(op, None, [], [node], [True], b.nodes), rows, n
+        return loop_ir.Program(op, None, [], [node], [True], b.nodes), rows, n
     kinds, loads, args = [], {}, []
     for k, (shape, dt) in enumerate(ins):
         row, col, at = _broadcast_kind(shape, out_shape)
@@ -345,7 +345,7 @@ def lower(
         node = b.cast(args[0], out_dtype)
     else:
         node = b.expr(op, args, out_dtype)
-    return ir.Program(op, None, kinds, [node], [True], b.nodes, loads), rows, n
+    return loop_ir.Program(op, None, kinds, [node], [True], b.nodes, loads), rows, n
 
 
 def _broadcast_kind(shape: tuple[int, ...], out: tuple[int, ...]) -> tuple[bool, bool, str | None]:
@@ -374,14 +374,14 @@ def _broadcast_kind(shape: tuple[int, ...], out: tuple[int, ...]) -> tuple[bool,
 
 
 def _reduction(
-    b: ir.Builder, op: str, x: tuple[tuple[int, ...], np.dtype], attrs: dict[str, Any]
-) -> tuple[ir.Program, int, int]:
+    b: loop_ir.Builder, op: str, x: tuple[tuple[int, ...], np.dtype], attrs: dict[str, Any]
+) -> tuple[loop_ir.Program, int, int]:
     shape, dt = x
     axes = tuple(attrs["axes"]) if "axes" in attrs else (attrs["axis"],)
     if not axes:  # nothing reduced: a copy
         rows, n = _rows_n(shape)
         node = b.input(0, dt, True, True)
-        return ir.Program(op, None, [(np.dtype(dt), True, True)], [node], [True], b.nodes), rows, n
+        return loop_ir.Program(op, None, [(np.dtype(dt), True, True)], [node], [True], b.nodes), rows, n
     kept = [d for d in range(len(shape)) if d not in axes]
     rows = math.prod(shape[d] for d in kept)
     n = math.prod(shape[d] for d in axes)
@@ -392,7 +392,7 @@ def _reduction(
             _index_terms("r", kept, shape, strides) + _index_terms("j", list(axes), shape, strides)
         )
     node = b.reduce(op, b.input(0, dt, True, True))
-    return ir.Program(op, None, [(np.dtype(dt), True, True)], [node], [False], b.nodes, loads), rows, n
+    return loop_ir.Program(op, None, [(np.dtype(dt), True, True)], [node], [False], b.nodes, loads), rows, n
 
 
 def _index_terms(var: str, dims: list[int], shape: tuple[int, ...], strides: list[int]) -> list[str]:

@@ -51,7 +51,7 @@ MIN_ELEMENTS = 1 << 16
 #: row out during the next row's last pass, and a row statistic divides as one reciprocal;
 #: 8: C streams a row out chunk by chunk during its own last pass, which always runs in chunks)
 VERSION = 8
-#: vector widths tried for a "rows" kernel (emit.py ``_RowLoops.width``; 1: plain loops)
+#: vector widths tried for a "rows" kernel (emit/rows.py ``_RowLoops.width``; 1: plain loops)
 WIDTHS: tuple[int, ...] = (1, 8, 32)
 
 _LOCK = threading.Lock()
@@ -223,7 +223,7 @@ def rows_width(
     sync: Callable[[], None],
 ) -> int:
     """The vector width to build a "rows" kernel with (its passes in chunks of that many
-    elements, each reduction keeping that many partial results; emit.py ``_RowLoops``),
+    elements, each reduction keeping that many partial results; emit/rows.py ``_RowLoops``),
     measured once per device, kernel and row length among ``candidates`` (the distinct
     sources: each is a build, through the program cache). ``run(width)`` builds (once) and
     launches that variant on the caller's arguments. ``default`` when tuning is off, the

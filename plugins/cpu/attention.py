@@ -8,8 +8,8 @@ weights in the backward pass instead of keeping them (as flash attention does).
 
 The C is built once per machine by the plugin's compiler (:class:`~plugins.cpu.compiler.
 CPUCompiler`: ``-O3 -march=native``, OpenMP over the heads) through the core's kernel cache
-(``framework.compiler.cache.ProgramCache``: keyed by the source, the compiler and the CPU,
-entries verified before they load). A mask tensor, heads that broadcast (q, k and v with different leading
+(``registry.program_cache``, handed over when the plugin registers: keyed by the source, the
+compiler and the CPU, entries verified before they load). A mask tensor, heads that broadcast (q, k and v with different leading
 shapes) and a machine without a C compiler take the numpy path below, which computes what
 the decomposition computes.
 """

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from adapter_api import CompileError, Compiler, KernelError
+from adapter_api import CompileError, Compiler, KernelError, ProgramCache
 
 _HEADER = b"OARLOCK-C1\n"
 _BASE_FLAGS = (
@@ -261,23 +261,27 @@ def _declaration(source: str, entry: str) -> str:
 
 _OWN_LOCK = threading.Lock()
 _OWN: dict[tuple[str, tuple[str, ...], tuple[str, ...]], Any] = {}  # -> programs, or None
+#: the core's kernel cache (``registry.program_cache``), kept by :func:`register_compiler`
+_PROGRAM_CACHE: ProgramCache | None = None
 
 
 def own_programs(path: Any, entries: tuple[str, ...], options: tuple[str, ...], what: str) -> Any:
     """The plugin's own C (``attention.c``, ``layout.c``): the programs of ``entries`` in the
     file at ``path``, built once per process through the core's kernel cache (verified entries
-    on disk, keyed by the source, the compiler and the CPU), or None when they do not build (no
-    C compiler: warned once, naming ``what`` runs in numpy instead)."""
+    on disk, keyed by the source, the compiler and the CPU; built without it where the core
+    offers none), or None when they do not build (no C compiler: warned once, naming ``what``
+    runs in numpy instead)."""
     key = (str(path), entries, options)
     if key in _OWN:
         return _OWN[key]
     with _OWN_LOCK:
         if key not in _OWN:
-            from framework.compiler.cache import ProgramCache  # the core's kernel cache (public)
-
             try:
-                cache, comp, source = ProgramCache(), CPUCompiler(), open(path).read()
-                _OWN[key] = tuple(cache.get(comp, source, e, options) for e in entries)
+                cache, comp, source = _PROGRAM_CACHE, CPUCompiler(), open(path).read()
+                if cache is None:
+                    _OWN[key] = tuple(comp.load(comp.compile(source, e, options), e) for e in entries)
+                else:
+                    _OWN[key] = tuple(cache.get(comp, source, e, options) for e in entries)
             except (CompileError, OSError) as exc:
                 warnings.warn(
                     f"[cpu] the {what} kernel does not build ({exc}); {what} runs in numpy", stacklevel=3
@@ -299,4 +303,7 @@ def float_options(dtype: Any) -> tuple[str, ...]:
 
 
 def register_compiler(registry: Any) -> None:
+    """Register compile access for "cpu", and keep the core's kernel cache for the plugin's own C."""
+    global _PROGRAM_CACHE
     registry.add_compiler("cpu", CPUCompiler)
+    _PROGRAM_CACHE = getattr(registry, "program_cache", None)

@@ -195,7 +195,7 @@ def _gather_infer(ins, a):
 
 
 # NOTE: the loop IR reads a gather along the row whose index is a constant rotation of the
-# row (rotary's rotate-half, roll) as a load at the rotated column (``compiler.ir.Builder.take``)
+# row (rotary's rotate-half, roll) as a load at the rotated column (``compiler.loop_ir.Builder.take``)
 primitive("gather", _gather_infer, LATER, lower=Lowering("take"))
 primitive("scatter_add", lambda ins, a: [(ins[0].shape, ins[0].dtype)], LATER)
 primitive("scatter", lambda ins, a: [(ins[0].shape, ins[0].dtype)], LATER)

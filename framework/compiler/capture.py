@@ -8,7 +8,7 @@ holding an IR node, so reshape, detach and other storage-sharing views trace for
 A graph is a fusion group when every primitive is elementwise, a cast, an expand, a copy, a
 ``sum``/``max``/``min`` over the last axis or a ``gather`` along the row by a rotation of it
 (a constant index: rotary's rotate-half), and every value fits one kind of
-:mod:`framework.compiler.ir` (full row, per-column vector, per-row scalar, scalar).
+:mod:`framework.compiler.loop_ir` (full row, per-column vector, per-row scalar, scalar).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import numpy as np
 from .._src import autograd
 from .._src.ops import base
 from .._src.tensor import Tensor
-from . import ir
+from . import loop_ir
 
 
 class NotFusible(Exception):
@@ -34,7 +34,7 @@ class _Sym:
 
     __slots__ = ("node",)
 
-    def __init__(self, node: ir.Node) -> None:
+    def __init__(self, node: loop_ir.Node) -> None:
         self.node = node
 
     @property
@@ -87,7 +87,7 @@ class Geometry:
         over every axis of a tensor is a reduction along the row of its flat view)."""
         return self.rows == 1 and len(shape) > 1 and math.prod(shape) == self.n
 
-    def check(self, shape: tuple[int, ...], node: ir.Node) -> None:
+    def check(self, shape: tuple[int, ...], node: loop_ir.Node) -> None:
         """A value of ``shape`` may hold ``node``: its kind, or a broadcast of it (a per-row
         value expanded along the row keeps its kind; the kernel reads it where its kind says)."""
         if node.op == _ROWSUM:
@@ -112,7 +112,7 @@ class _Tracer:
     def __init__(
         self,
         geo: Geometry,
-        b: ir.Builder,
+        b: loop_ir.Builder,
         kinds: list[tuple[np.dtype, bool, bool]],
         loads: dict[int, str],
         consts: list[Tensor] | None = None,
@@ -124,7 +124,7 @@ class _Tracer:
         self.kinds, self.loads = kinds, loads
         #: concrete float tensors read as further inputs (None: a concrete tensor is not fusible)
         self.consts = consts
-        self._const_nodes: dict[int, ir.Node] = {}
+        self._const_nodes: dict[int, loop_ir.Node] = {}
         #: node id -> the shape (left-padded to the main's rank) a value read through a
         #: broadcast load holds, where that is not a kind: used at another shape (a reshape
         #: traces for free) it would be read at the wrong elements
@@ -136,7 +136,7 @@ class _Tracer:
     def full(self, shape: tuple[int, ...]) -> bool:
         return bool(shape) and shape[-1] == self.geo.n and math.prod(shape) == self.geo.rows * self.geo.n
 
-    def input(self, k: int, t: Tensor, broadcast: bool) -> ir.Node:
+    def input(self, k: int, t: Tensor, broadcast: bool) -> loop_ir.Node:
         """Input ``k`` of the program, read as its kind or, with ``broadcast``, through an
         index expression (``Program.loads``)."""
         if broadcast:
@@ -151,7 +151,7 @@ class _Tracer:
                 self.bshape[node.id] = self.padded(t.shape)
         return node
 
-    def use(self, t: Tensor, node: ir.Node) -> ir.Node:
+    def use(self, t: Tensor, node: loop_ir.Node) -> loop_ir.Node:
         """``node`` as the value of ``t``: a value read through a broadcast load is only
         read at the shape it was made at, or expanded to the full rows."""
         want = self.bshape.get(node.id)
@@ -159,7 +159,7 @@ class _Tracer:
             raise NotFusible(f"a broadcast value of shape {want} is used as {t.shape}")
         return node
 
-    def place(self, node: ir.Node, shape: tuple[int, ...], args: list[ir.Node]) -> None:
+    def place(self, node: loop_ir.Node, shape: tuple[int, ...], args: list[loop_ir.Node]) -> None:
         """Check that ``node`` may hold a value of ``shape``: its kind, or a broadcast of a
         value read through a load at that shape."""
         if any(a.id in self.bshape for a in args) or node.id in self.bshape:
@@ -171,20 +171,20 @@ class _Tracer:
             return
         self.geo.check(shape, node)
 
-    def sym(self, node: ir.Node, shape: tuple[int, ...], dtype: np.dtype, device: Any) -> Tensor:
+    def sym(self, node: loop_ir.Node, shape: tuple[int, ...], dtype: np.dtype, device: Any) -> Tensor:
         t = Tensor._make(_Sym(node), 0, tuple(shape), np.dtype(dtype), device)  # type: ignore[arg-type]
         self.keep.append(t)
         return t
 
-    def node(self, t: Tensor) -> ir.Node:
+    def node(self, t: Tensor) -> loop_ir.Node:
         blk = t._block
         if isinstance(blk, _Sym):
             return self.use(t, blk.node)
-        if t.numel() == 1 and t.dtype in (*ir.FLOATS, ir.BOOL):
+        if t.numel() == 1 and t.dtype in (*loop_ir.FLOATS, loop_ir.BOOL):
             return self.b.const(t.numpy().reshape(()).item(), t.dtype)
         if t.numel() == 1 and t.dtype.kind in "iu":
             return self.b.const(t.numpy().reshape(()).item(), np.float64)
-        if self.consts is not None and t.dtype in ir.FLOATS and t.numel() > 1:
+        if self.consts is not None and t.dtype in loop_ir.FLOATS and t.numel() > 1:
             # a constant the traced function made (rotary's sign): it depends on shapes and
             # attributes only, so the kernel reads it as a further input, passed by the caller
             node = self._const_nodes.get(id(t))
@@ -197,7 +197,7 @@ class _Tracer:
     def __call__(self, op: base.OpDef, ins: list[Tensor], attrs: dict[str, Any]) -> list[Tensor]:
         if op.name == "full":  # zeros_like and friends: a constant of the program
             dtype = np.dtype(attrs["dtype"])
-            if dtype not in (*ir.FLOATS, ir.BOOL):
+            if dtype not in (*loop_ir.FLOATS, loop_ir.BOOL):
                 raise NotFusible(f"'full' makes a {dtype} value")
             return [
                 self.sym(self.b.const(attrs["value"], dtype), tuple(attrs["shape"]), dtype, attrs["device"])
@@ -217,7 +217,7 @@ class _Tracer:
         dtype = np.dtype(dtype)
         name = op.name
         b = self.b
-        if dtype not in (*ir.FLOATS, ir.BOOL):
+        if dtype not in (*loop_ir.FLOATS, loop_ir.BOOL):
             raise NotFusible(f"'{name}' makes a {dtype} value")
         if role == "pass":
             node = args[0]
@@ -279,8 +279,8 @@ def trace(
     main: tuple[int, ...] | None = None,
     group: bool = False,
     consts: list[Tensor] | None = None,
-) -> tuple[ir.Program, list[tuple[tuple[int, ...], np.dtype]]]:
-    """Trace ``fn(*ins, **attrs)`` into a :class:`ir.Program` and the outputs' (shape, dtype).
+) -> tuple[loop_ir.Program, list[tuple[tuple[int, ...], np.dtype]]]:
+    """Trace ``fn(*ins, **attrs)`` into a :class:`loop_ir.Program` and the outputs' (shape, dtype).
 
     ``main`` is the shape whose last axis is the row (the first input's by default). Raises
     :class:`NotFusible` when the graph is not a fusion group.
@@ -297,13 +297,13 @@ def trace(
     as a further input, appended to ``consts``: the caller passes them after ``ins``.
     """
     geo = Geometry(tuple(main if main is not None else ins[0].shape))
-    b = ir.Builder()
+    b = loop_ir.Builder()
     kinds: list[tuple[np.dtype, bool, bool]] = []
     loads: dict[int, str] = {}
     tr = _Tracer(geo, b, kinds, loads, consts)
     sym_ins = []
     for k, t in enumerate(ins):
-        if t.dtype not in ir.FLOATS and not (group and t.dtype == ir.BOOL):
+        if t.dtype not in loop_ir.FLOATS and not (group and t.dtype == loop_ir.BOOL):
             raise NotFusible(f"input {k} is {t.dtype}; generated kernels take float32/float64")
         sym_ins.append(tr.sym(tr.input(k, t, group or consts is not None), t.shape, t.dtype, t.device))
     if base.TRACER.get() is not None:
@@ -327,7 +327,7 @@ def trace(
             node = node.args[0]
         if node.op == "const" or not node.row and not node.col:
             raise NotFusible("an output does not depend on the row")
-        if node.dtype not in ir.FLOATS:
+        if node.dtype not in loop_ir.FLOATS:
             raise NotFusible(f"an output is {node.dtype}")
         nodes.append(node)
         metas.append((tuple(o.shape), o.dtype))
@@ -338,9 +338,9 @@ def trace(
         )
     if any(not c and math.prod(s) != geo.rows for c, (s, _) in zip(out_col, metas)):
         raise NotFusible("an output is neither a full row nor one value per row")
-    if any(a.op == _ROWSUM for n in ir.live_nodes(nodes) for a in n.args):
+    if any(a.op == _ROWSUM for n in loop_ir.live_nodes(nodes) for a in n.args):
         raise NotFusible("a sum over rows feeds another value")
-    prog = ir.Program(name, geo.n, kinds, nodes, out_col, b.nodes, loads)
+    prog = loop_ir.Program(name, geo.n, kinds, nodes, out_col, b.nodes, loads)
     return prog, metas
 
 
