@@ -14,6 +14,7 @@ import numpy as np
 
 from adapter_api import OpArgumentError
 
+from .. import _world
 from .._src.ops import creation as _C
 from .._src.ops.indexing import index_select
 from .._src.tensor import Tensor, to_tensor
@@ -554,11 +555,9 @@ class SyncBatchNorm(BatchNorm2D):
     _formats = ("NCHW", "NHWC", "NCL", "NC", "NCDHW")
 
     def forward(self, x: Tensor) -> Tensor:
-        from .. import distributed as dist
-
-        if dist.is_initialized() and dist.get_world_size() > 1:
+        if _world.is_initialized() and _world.get_world_size() > 1:
             raise OpArgumentError(
-                f"[SyncBatchNorm] statistics are not synchronised across the {dist.get_world_size()} processes; "
+                f"[SyncBatchNorm] statistics are not synchronised across the {_world.get_world_size()} processes; "
                 "use BatchNorm2D (per-process statistics) instead"
             )
         return super().forward(x)
