@@ -75,7 +75,7 @@ import framework.nn.functional as F  # noqa: E402
 from benchmarks import cpu_description  # noqa: E402
 from benchmarks.rmsnorm import c_copy, compose_eager  # noqa: E402
 from benchmarks.rmsnorm import median_ms as rmsnorm_median_ms  # noqa: E402
-from examples.models import build  # noqa: E402
+from conformance.models import build  # noqa: E402
 from framework.static import InputSpec  # noqa: E402
 
 EPS = 1e-6

@@ -469,7 +469,7 @@ def test_time_limit_bounds_the_whole_job() -> None:
 @pytest.mark.slow
 def test_tiny_llama_data_parallel_matches_one_process() -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from examples.models import train_steps
+    from conformance.models import train_steps
 
     steps = 4
     proc, out = _launch("dp_llama.py", 2, str(steps), "cpu")
@@ -501,7 +501,7 @@ def test_oarlock_launch_runs_the_example_data_parallel() -> None:
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert proc.stdout.count("tiny_llama: final loss") == 1, proc.stdout[-3000:]  # rank 0 reports
     sys.path.insert(0, str(root))
-    from examples.models import train_steps
+    from conformance.models import train_steps
 
     first = train_steps("tiny_llama", 1, seed=0, device="cpu")[0]  # one process, same global batch
     assert f"first loss {first:.4f}" in proc.stdout, proc.stdout[-3000:]
