@@ -1,5 +1,5 @@
 """Automatic parallelism on cpu: step time and bytes moved per step of the tiny Llama of
-examples/models.py laid out as DP, TP and DP x TP by placements (``dist.shard_layer``),
+conformance/models.py laid out as DP, TP and DP x TP by placements (``dist.shard_layer``),
 against the data-parallel baseline (``dist.DataParallel``: the whole model on each rank, the
 gradients all-reduced in buckets), side by side in one run.
 
@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import framework as fw  # noqa: E402
 import framework.distributed as dist  # noqa: E402
 import framework.nn.functional as F  # noqa: E402
-from examples.models import TinyLlama, char_corpus  # noqa: E402
+from conformance.models import TinyLlama, char_corpus  # noqa: E402
 from examples.train_tiny_llama_tp import tp_shard_fn  # noqa: E402
 
 
@@ -106,7 +106,7 @@ def main() -> None:
     if dist.get_rank() == 0:
         base = rows[0][1]["ms"]
         print(
-            f"tiny Llama (examples/models.py), batch {args.batch} x seq {args.seq}, {n} ranks on cpu, "
+            f"tiny Llama (conformance/models.py), batch {args.batch} x seq {args.seq}, {n} ranks on cpu, "
             f"median of {args.steps - 2} steps (rank 0)"
         )
         print(

@@ -13,7 +13,7 @@ Sections, per device:
   the programs are traced); ``to_static`` with it (forward and backward programs fused);
   the same two with the whole step as one ``to_static`` function (loss and backward in the
   program too, cross-entropy's log-softmax fused; the optimizer step runs after it as its
-  update program, framework.optim.fused). Rows marked "eager optimizer" run the optimizer
+  update program, framework.optimizer.fused). Rows marked "eager optimizer" run the optimizer
   op by op (``fused=False``: what to_static did before the update program); "eager, fused
   optimizer" is eager mode with the update program. "compiler off" rows run the eager
   optimizer. "no recompute" saves every forward value the backward reads
@@ -22,7 +22,7 @@ Sections, per device:
   On cpu the same model and step in torch eager and with ``torch.compile`` (forward and
   loss compiled), when torch is importable.
 - ``optim``: the optimizer step alone (the same AdamW with clipping over the model's
-  parameters): eager op by op, the update program (framework.optim.fused) unfused, fused
+  parameters): eager op by op, the update program (framework.optimizer.fused) unfused, fused
   with one kernel per fusion group (``OARLOCK_HORIZONTAL=0``) and with the independent groups
   merged (framework.ir.passes.horizontal: every sum of squares, the norm, every update); with
   the kernel launches per update. The ``train`` section has the compiled rows with one kernel
@@ -75,7 +75,7 @@ import framework.nn.functional as F  # noqa: E402
 from benchmarks import cpu_description  # noqa: E402
 from benchmarks.rmsnorm import c_copy, compose_eager  # noqa: E402
 from benchmarks.rmsnorm import median_ms as rmsnorm_median_ms  # noqa: E402
-from examples.models import build  # noqa: E402
+from conformance.models import build  # noqa: E402
 from framework.static import InputSpec  # noqa: E402
 
 EPS = 1e-6

@@ -46,7 +46,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import framework as fw  # noqa: E402
 import framework.nn.functional as F  # noqa: E402
 from benchmarks.train_step import B_MLP, DIMS, HID, B, D, H, S, torch_llama, torch_mlp  # noqa: E402
-from examples.models import LlamaBlock  # noqa: E402
+from conformance.models import LlamaBlock  # noqa: E402
 from framework.static import InputSpec  # noqa: E402
 
 CHAIN = 32

@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import framework as fw  # noqa: E402
 import framework.nn.functional as F  # noqa: E402
-from examples.models import LlamaBlock  # noqa: E402
+from conformance.models import LlamaBlock  # noqa: E402
 
 B_MLP, DIMS = 128, (784, 1024, 1024, 10)
 B, S, D, H, HID = 8, 128, 256, 4, 688

@@ -1,11 +1,12 @@
-"""Model regression: train the example models a few steps and compare with golden curves.
+"""Model regression: train the models a few steps and compare with golden curves.
 
-The models are the examples' (``examples/models.py``: MLP, small CNN, tiny Llama). Each starts
-from Philox-initialised weights (``fw.seed``), so every device starts from identical weights
-and sees identical batches; the loss after each step must stay within the tolerance of the
-golden curve recorded on the reference (the cpu plugin). After training, the model is saved
-with ``fw.save``, loaded into a freshly built model and run on a fixed input: those inference
-outputs must equal the trained model's exactly and the golden ones within tolerance.
+The models are those of :mod:`conformance.models` (MLP, small CNN, tiny Llama; the examples
+train them too). Each starts from Philox-initialised weights (``fw.seed``), so every device
+starts from identical weights and sees identical batches; the loss after each step must stay
+within the tolerance of the golden curve recorded on the reference (the cpu plugin). After
+training, the model is saved with ``fw.save``, loaded into a freshly built model and run on a
+fixed input: those inference outputs must equal the trained model's exactly and the golden
+ones within tolerance.
 
 Record the goldens (then review the diff of conformance/golden/ like code)::
 
@@ -14,11 +15,8 @@ Record the goldens (then review the diff of conformance/golden/ like code)::
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import json
 import os
-import sys
 import tempfile
 from types import ModuleType
 from typing import Any
@@ -36,25 +34,6 @@ STEPS = {"mlp": 20, "cnn": 12, "tiny_llama": 6}
 #: order) move the losses by about 1e-6 over these steps; a wrong kernel moves them by far more.
 LOSS_TOL = {"rtol": 2e-3, "atol": 2e-3}
 OUTPUT_TOL = {"rtol": 1e-2, "atol": 2e-3}
-
-
-def models_module() -> ModuleType | None:
-    """``examples.models`` from this source tree (the examples are not an installed package)."""
-    try:
-        return importlib.import_module("examples.models")
-    except ImportError:
-        pass
-    path = os.path.join(os.path.dirname(GOLDEN_DIR), os.pardir, "examples", "models.py")
-    path = os.path.normpath(path)
-    if not os.path.exists(path):
-        return None
-    spec = importlib.util.spec_from_file_location("oarlock_example_models", path)
-    if spec is None or spec.loader is None:
-        return None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _probe_input(models: ModuleType, name: str) -> np.ndarray:
@@ -76,14 +55,13 @@ def run_model(name: str, device: str, steps: int | None = None) -> dict[str, Any
     """Train ``name`` on ``device``; returns losses and the saved model's inference outputs."""
     import framework as fw
 
-    models = models_module()
-    if models is None:
-        raise RuntimeError("[conformance] examples/models.py is not available in this installation")
+    from . import models  # imports framework: not before a run needs it
+
     n = STEPS[name] if steps is None else steps
     task = models.build(name, SEED, device)
     losses = []
     with fw.device(device):
-        for step in range(n):  # as examples.models.train_steps, keeping the model
+        for step in range(n):  # as models.train_steps, keeping the model
             losses.append(float(task.train_step(step).item()))
         probe = fw.to_tensor(_probe_input(models, name), device=device)
         with fw.no_grad():

@@ -37,8 +37,8 @@ def train_steps_data_parallel(
     on_step: Callable[[int, float], None] | None = None,
     static: bool = False,
 ) -> list[float]:
-    """Like ``examples.models.train_steps``, on every rank of the launch; returns the global losses."""
-    from examples.models import build
+    """Like ``conformance.models.train_steps``, on every rank of the launch; returns the global losses."""
+    from conformance.models import build
 
     dist.init_parallel_env()
     rank, nranks = dist.get_rank(), dist.get_world_size()

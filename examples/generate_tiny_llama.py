@@ -5,7 +5,7 @@ from it through the Predictor; eager generation without a cache runs beside it.
     python examples/generate_tiny_llama.py --device opencl --steps 100 --static --greedy
 
 The model trains ``--steps`` steps on cpu (``--static``: under ``fw.jit.to_static``), then
-``fw.jit.save`` writes ``examples.models.LlamaKVDecoder`` (one token in, next-token logits
+``fw.jit.save`` writes ``conformance.models.LlamaKVDecoder`` (one token in, next-token logits
 and the updated caches out; the batch is the only dynamic dim) and
 ``fw.inference.create_predictor`` serves it on ``--device`` with no Python model code.
 The same prompt is continued twice: by the program with its cache (one token per run), and
@@ -29,7 +29,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import framework as fw  # noqa: E402
-from examples.models import LlamaKVDecoder, build  # noqa: E402
+from conformance.models import LlamaKVDecoder, build  # noqa: E402
 from framework.static import InputSpec  # noqa: E402
 
 

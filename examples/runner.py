@@ -12,9 +12,14 @@ if __package__ in (None, ""):
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+#: name -> (steps the example runs by default, the mean loss of the last 10 steps it stays
+#: under by then on the cpu plugin with seed 0)
+TARGETS = {"mlp": (200, 0.1), "cnn": (150, 0.15), "tiny_llama": (200, 1.0)}
+
+
 def main(name: str, description: str, argv: list[str] | None = None) -> float:
     import framework as fw
-    from examples.models import TARGETS, train_steps
+    from conformance.models import train_steps
 
     default_steps, target = TARGETS[name]
     p = argparse.ArgumentParser(description=description)

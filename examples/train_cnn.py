@@ -6,7 +6,7 @@
 
 Prints a progress bar, then the final loss and ``fallbacks: {...}`` (ops that ran on the CPU
 plugin because the device's plugin has no kernel for them). The model and the training loop
-are in examples/models.py (``train_steps("cnn", ...)``).
+are in conformance/models.py (``train_steps("cnn", ...)``).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Train a tiny Llama-style decoder (RMSNorm, rotary, causal attention, SwiGLU) on examples/data/tiny_verse.txt, character by character.
+"""Train a tiny Llama-style decoder (RMSNorm, rotary, causal attention, SwiGLU) on conformance/data/tiny_verse.txt, character by character.
 
     python examples/train_tiny_llama.py --device cpu
     python examples/train_tiny_llama.py --device opencl --steps 50
@@ -6,7 +6,7 @@
 
 Prints a progress bar, then the final loss and ``fallbacks: {...}`` (ops that ran on the CPU
 plugin because the device's plugin has no kernel for them). The model and the training loop
-are in examples/models.py (``train_steps("tiny_llama", ...)``).
+are in conformance/models.py (``train_steps("tiny_llama", ...)``).
 """
 
 from __future__ import annotations

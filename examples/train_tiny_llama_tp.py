@@ -1,10 +1,10 @@
-"""Tensor parallelism (and DP x TP) for the tiny Llama of examples/models.py, from placements alone.
+"""Tensor parallelism (and DP x TP) for the tiny Llama of conformance/models.py, from placements alone.
 
     oarlock launch -n 2 examples/train_tiny_llama_tp.py            # TP on a mesh of 2
     oarlock launch -n 4 examples/train_tiny_llama_tp.py --dp 2     # DP x TP on a 2x2 mesh
     python examples/train_tiny_llama_tp.py                          # one process (the reference)
 
-The model is the single-device ``TinyLlama`` of examples/models.py, unmodified: its forward
+The model is the single-device ``TinyLlama`` of conformance/models.py, unmodified: its forward
 calls the framework's own ops, which see distributed parameters and follow their sharding
 rules. ``shard_fn`` is the whole of the parallel code: the fused q/k/v projection, gate and up
 are column-parallel (``Shard(1)`` of the ``[in, out]`` weight), proj and down row-parallel
@@ -28,7 +28,7 @@ import numpy as np  # noqa: E402
 import framework as fw  # noqa: E402
 import framework.distributed as dist  # noqa: E402
 import framework.nn.functional as F  # noqa: E402
-from examples.models import TinyLlama, char_corpus  # noqa: E402
+from conformance.models import TinyLlama, char_corpus  # noqa: E402
 
 
 def tp_shard_fn(mp: str):

@@ -5,7 +5,7 @@ style), to count what the placements save.
     oarlock launch -n 2 examples/train_tiny_llama_tp_manual.py
     python examples/train_tiny_llama_tp_manual.py                 # one process (the reference)
 
-Each rank builds its shards of the ``TinyLlama`` weights of examples/models.py; the forward
+Each rank builds its shards of the ``TinyLlama`` weights of conformance/models.py; the forward
 calls the collectives (column-parallel outputs gathered, row-parallel outputs all-reduced, the
 gradients of replicated inputs all-reduced in backward); the gradient clipping adds the
 sharded gradients' squared norms over the ranks.
@@ -25,7 +25,7 @@ import numpy as np  # noqa: E402
 import framework as fw  # noqa: E402
 import framework.distributed as dist  # noqa: E402
 import framework.nn.functional as F  # noqa: E402
-from examples.models import TinyLlama, char_corpus  # noqa: E402
+from conformance.models import TinyLlama, char_corpus  # noqa: E402
 
 
 # -- the collectives, each with its backward --------------------------------------------------

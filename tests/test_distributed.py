@@ -1,5 +1,6 @@
 """framework.distributed: collectives under mpiexec (2 and 4 ranks, cpu and opencl), faults,
-data-parallel training; the sampler, the launcher and a world of one in this process."""
+data-parallel training; the launcher and a world of one in this process (the sampler:
+test_io_distributed_sampler.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,6 @@ import pytest
 import framework as fw
 import framework.distributed as dist
 from framework.distributed import launch, mpiexec
-from framework.distributed.sampler import DistributedBatchSampler
 from tests.conftest import MPI_INSTALLED, needs_mpi
 
 SCRIPTS = Path(__file__).parent / "dist_scripts"
@@ -153,7 +153,7 @@ def test_data_parallel_follows_the_single_process_curve() -> None:
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
-# -- in this process: a world of one, the sampler, the launcher -----------------------------
+# -- in this process: a world of one, the launcher ------------------------------------------
 @needs_mpi
 def test_world_of_one_collectives_are_identities() -> None:
     g = dist.init_parallel_env()
@@ -204,36 +204,6 @@ def test_data_parallel_on_one_rank_keeps_gradients() -> None:
     m.apply_collective_grads()
     np.testing.assert_array_equal(m.w.grad.numpy(), [[1.0, 1.0], [1.0, 1.0]])
     assert m.parameters()[0] is m.w
-
-
-def test_sampler_splits_each_global_batch_by_rank() -> None:
-    data = list(range(10))
-    r0 = list(DistributedBatchSampler(data, batch_size=2, num_replicas=2, rank=0))
-    r1 = list(DistributedBatchSampler(data, batch_size=2, num_replicas=2, rank=1))
-    assert r0 == [[0, 1], [4, 5], [8]]
-    assert r1 == [[2, 3], [6, 7], [9]]
-    one = list(DistributedBatchSampler(data, batch_size=4, num_replicas=1, rank=0))
-    assert one == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
-    for k in range(3):  # together the ranks see exactly the single process's batches
-        assert sorted(r0[k] + r1[k]) == one[k]
-    assert len(DistributedBatchSampler(data, 2, 2, 0)) == 3
-    # 7 samples on 3 ranks: padded by wrapping around to 9
-    r = [list(DistributedBatchSampler(list(range(7)), 2, 3, k)) for k in range(3)]
-    assert r == [[[0, 1], [6]], [[2, 3], [0]], [[4, 5], [1]]]
-    assert list(DistributedBatchSampler(list(range(7)), 2, 3, 0, drop_last=True)) == [[0, 1]]
-
-
-def test_sampler_shuffles_the_same_way_on_every_rank() -> None:
-    a = DistributedBatchSampler(list(range(20)), 5, 2, 0, shuffle=True)
-    b = DistributedBatchSampler(list(range(20)), 5, 2, 1, shuffle=True)
-    seen = [i for batch in list(a) + list(b) for i in batch]
-    assert sorted(seen) == list(range(20))
-    a.set_epoch(1)
-    assert [i for batch in a for i in batch] != [
-        i for batch in DistributedBatchSampler(list(range(20)), 5, 2, 0, shuffle=True) for i in batch
-    ]
-    with pytest.raises(fw.OpArgumentError, match=r"rank must be in \[0, 2\), got 2"):
-        DistributedBatchSampler(list(range(4)), 1, 2, 2)
 
 
 # -- the launcher: dialects, and the MPI that is installed ----------------------------------
@@ -499,7 +469,7 @@ def test_time_limit_bounds_the_whole_job() -> None:
 @pytest.mark.slow
 def test_tiny_llama_data_parallel_matches_one_process() -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from examples.models import train_steps
+    from conformance.models import train_steps
 
     steps = 4
     proc, out = _launch("dp_llama.py", 2, str(steps), "cpu")
@@ -531,7 +501,7 @@ def test_oarlock_launch_runs_the_example_data_parallel() -> None:
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert proc.stdout.count("tiny_llama: final loss") == 1, proc.stdout[-3000:]  # rank 0 reports
     sys.path.insert(0, str(root))
-    from examples.models import train_steps
+    from conformance.models import train_steps
 
     first = train_steps("tiny_llama", 1, seed=0, device="cpu")[0]  # one process, same global batch
     assert f"first loss {first:.4f}" in proc.stdout, proc.stdout[-3000:]

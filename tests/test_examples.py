@@ -66,7 +66,7 @@ def test_example_trains_and_reports(name):
 @pytest.mark.parametrize("name", ["mlp", "cnn", "tiny_llama"])
 def test_loss_curve_matches_the_recorded_one(name):
     sys.path.insert(0, ROOT)
-    from examples.models import train_steps
+    from conformance.models import train_steps
 
     g = golden(name)
     assert (g["seed"], g["recorded_on"]) == (0, "cpu")
@@ -75,7 +75,7 @@ def test_loss_curve_matches_the_recorded_one(name):
 
 def test_same_seed_gives_the_same_curve_and_another_seed_does_not():
     sys.path.insert(0, ROOT)
-    from examples.models import train_steps
+    from conformance.models import train_steps
 
     a = train_steps("mlp", 4, seed=3)
     b = train_steps("mlp", 4, seed=3)
@@ -101,7 +101,7 @@ def test_static_training_gives_the_eager_loss_curve(name, dev):
     """--static: the model's forward and backward as to_static programs, the loss and the
     optimizer step eager; the loss curve over a few steps equals eager's."""
     sys.path.insert(0, ROOT)
-    from examples.models import train_steps
+    from conformance.models import train_steps
 
     _device_or_skip(dev)
     eager = train_steps(name, 4, seed=0, device=dev)

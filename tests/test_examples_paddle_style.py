@@ -93,14 +93,14 @@ def test_amp_tracks_the_float32_curve(name, device):
     assert got["fallbacks"] == {}
 
 
-# -- the tiny Llama of examples/models.py in mixed precision -----------------------------------
+# -- the tiny Llama of conformance/models.py in mixed precision --------------------------------
 #: stated: every step's loss within LLAMA_TOL of the float32 curve over the first LLAMA_STEPS
 #: steps (measured: at most 0.001 in bf16 on cpu, 0.0002 in fp16 on PoCL)
 LLAMA_TOL, LLAMA_STEPS = 0.01, 20
 
 
 def _llama_curve(device: str, dtype: str | None) -> tuple[np.ndarray, str]:
-    from examples import models
+    from conformance import models
 
     task = models.build("tiny_llama", seed=0, device=device)
     scaler = fw.amp.GradScaler(init_loss_scaling=1024.0) if dtype == "float16" else None

@@ -204,7 +204,7 @@ def test_a_symbolic_row_length_is_a_kernel_argument(dev):
 # -- whole models: forward and training ------------------------------------------------------
 def tiny_llama(dev):
     sys.path.insert(0, ROOT)
-    from examples.models import TinyLlama
+    from conformance.models import TinyLlama
 
     with fw.device(dev):
         fw.seed(0)

@@ -284,7 +284,7 @@ def test_tiny_llama_adamw_with_clip_is_three_kernels_and_equals_eager(dev):
     import sys
 
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from examples.models import TinyLlama
+    from conformance.models import TinyLlama
 
     rng = np.random.default_rng(12)
     ids = fw.to_tensor(rng.integers(0, 23, (2, 8)), device=dev)

@@ -21,7 +21,7 @@ sys.path.insert(0, ROOT)
 def trained_llama(tmp_path_factory):
     """The examples' tiny Llama after 3 AdamW steps under to_static (cpu), saved; and the
     trained model's eager logits on a batch of held-out ids."""
-    from examples.models import build
+    from conformance.models import build
 
     task = build("tiny_llama", seed=0, device="cpu", static=True)
     with fw.device("cpu"):
@@ -86,8 +86,8 @@ def test_generation_with_a_kv_cache_through_the_saved_program(tmp_path, device):
     """examples/generate_tiny_llama.py's path: one cached decoding step saved as a program and
     served by the Predictor gives, token after token, the logits of the eager model re-reading
     the whole sequence (no cache), and so the same greedy continuation."""
+    from conformance.models import TinyLlama
     from examples.generate_tiny_llama import generate_cached, generate_eager, save_decoder
-    from examples.models import TinyLlama
 
     fw.manual_seed(0)
     model = TinyLlama(20, dim=32, heads=2, layers=2, hidden=48, max_seq=16)

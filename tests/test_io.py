@@ -100,14 +100,6 @@ def test_samplers():
         ds, batch_sampler=io.BatchSampler(sampler=io.SequenceSampler(ds), batch_size=4, drop_last=True)
     )
     assert [b[1].tolist() for b in dl] == [[0, 1, 4, 9]]
-    r0 = list(io.DistributedBatchSampler(ds, 2, num_replicas=2, rank=0))
-    r1 = list(io.DistributedBatchSampler(ds, 2, num_replicas=2, rank=1))
-    assert r0 == [[0, 2], [4, 6]] and r1 == [[1, 3], [5, 0]]
-    d = io.DistributedBatchSampler(ds, 2, num_replicas=2, rank=0, shuffle=True)
-    d.set_epoch(1)
-    a = list(d)
-    d.set_epoch(2)
-    assert a != list(d) and len(d) == 2
 
 
 # -- worker processes ----------------------------------------------------------------------

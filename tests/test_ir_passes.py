@@ -438,7 +438,7 @@ def _count(sf) -> int:
 
 
 def test_to_static_mlp_before_and_after_passes_equals_eager(device):
-    from examples.models import MLP
+    from conformance.models import MLP
 
     fw.seed(0)
     net = MLP((8, 16, 16, 4)).to(device)
@@ -455,7 +455,7 @@ def test_to_static_mlp_before_and_after_passes_equals_eager(device):
 
 
 def test_to_static_llama_block_passes_remove_ops_and_keep_values(device):
-    from examples.models import LlamaBlock
+    from conformance.models import LlamaBlock
 
     fw.seed(1)
     blk = LlamaBlock(16, 2, 24).to(device)

@@ -137,7 +137,7 @@ def test_double_backward_through_a_program_is_a_clear_error():
 
 
 def test_tiny_llama_logits_and_gradients_equal_eager():
-    from examples.models import TinyLlama
+    from conformance.models import TinyLlama
 
     fw.manual_seed(0)
     eager = TinyLlama(20, dim=32, heads=2, layers=1, hidden=48, max_seq=16)

@@ -1,4 +1,4 @@
-"""The optimizer update as one program (framework.optim.fused): SGD, Momentum, Adam and AdamW
+"""The optimizer update as one program (framework.optimizer.fused): SGD, Momentum, Adam and AdamW
 run fused give the parameters and states the eager update gives (weight decay, an LR
 schedule, parameters left without a gradient, clipping), on every device; AdamW equals a
 numpy reference; the program is one kernel (a group per parameter, merged); the tensors stay the

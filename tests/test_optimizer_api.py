@@ -16,6 +16,14 @@ def test_optim_alias_is_the_same_package():
     assert fw.optimizer.SGD is fw.optim.SGD and fw.optimizer.Adam is fw.optim.Adam
     assert fw.optimizer.AdamW is fw.optim.AdamW and fw.optimizer.Momentum is fw.optim.Momentum
     assert fw.optimizer.lr.StepDecay is fw.optim.lr.StepDecay
+    # a true alias: the same module objects, submodules included
+    import framework.optim.fused
+    import framework.optim.lr
+
+    from framework.optim import lr as old_lr
+
+    assert fw.optim is fw.optimizer and old_lr is L and framework.optim.lr is fw.optimizer.lr
+    assert framework.optim.fused is fw.optimizer.fused and fw.optim.lr.OneCycleLR is L.OneCycleLR
 
 
 def _run(opt_cls, steps=3, **kw):

@@ -40,7 +40,7 @@ def test_registers_only_primitives(primonly):
 
 
 def test_tiny_llama_follows_the_cpu_loss_curve(primonly, monkeypatch):
-    from examples.models import train_steps
+    from conformance.models import train_steps
 
     # Decompositions on both devices (no generated kernels on cpu): the curves must be equal.
     monkeypatch.setenv("OARLOCK_COMPILE", "0")
@@ -63,7 +63,7 @@ def test_tiny_llama_follows_the_cpu_loss_curve(primonly, monkeypatch):
 
 
 def test_cnn_trains_on_primitives_only(primonly):
-    from examples.models import train_steps
+    from conformance.models import train_steps
 
     fw.set_strict_kernels(True)
     try:

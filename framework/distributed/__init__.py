@@ -24,6 +24,7 @@ before each collective. See :mod:`framework.distributed.collective`.
 
 from __future__ import annotations
 
+from ..io import DistributedBatchSampler
 from . import auto_parallel
 from .auto_parallel import (
     DistModel,
@@ -69,7 +70,6 @@ from .collective import (
     send,
 )
 from .parallel import DataParallel
-from .sampler import DistributedBatchSampler
 
 __all__ = [
     "DistModel",

@@ -27,6 +27,7 @@ from typing import Any
 
 from adapter_api import CommunicationError, OpArgumentError
 
+from .. import _world as _world_queries
 from .._src import device as _dev
 from .._src import env
 from .._src.plugins import host as _plugin_host
@@ -246,6 +247,10 @@ def get_world_size(group: Group | None = None) -> int:
     if group is None and _STATE["world"] is None:
         return int(os.environ.get("PMI_SIZE", os.environ.get("OMPI_COMM_WORLD_SIZE", "1")))
     return _group(group).nranks
+
+
+# the layers below this package (io's sampler, nn's SyncBatchNorm) ask the world through it
+_world_queries.register(get_rank, get_world_size, is_initialized)
 
 
 def new_group(ranks: list[int] | None = None, timeout: float | None = None) -> Group:

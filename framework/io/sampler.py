@@ -5,8 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
+
 from adapter_api import OpArgumentError
 
+from .. import _world
 from .._src.ops.random import Generator, randperm
 
 
@@ -99,9 +102,23 @@ class BatchSampler(Sampler):
 
 
 class DistributedBatchSampler(BatchSampler):
-    """The batches of rank ``rank`` of ``num_replicas``: the (shuffled, per ``set_epoch``)
-    indices are padded to a multiple of num_replicas and each rank takes every
-    num_replicas-th one. Rank and size default to ``fw.distributed``'s."""
+    """The batches of rank ``rank`` of ``num_replicas``, laid out and shuffled as Paddle's
+    ``paddle.io.DistributedBatchSampler``.
+
+    The indices are padded by wrapping around to a multiple of ``num_replicas`` (every rank
+    gets ``ceil(len(dataset) / num_replicas)`` samples), then shuffled when ``shuffle`` (numpy's
+    ``RandomState(seed + epoch)``, the same on every rank; the epoch advances after each pass,
+    or is set by :meth:`set_epoch`). Global batch ``k`` is the ``batch_size * num_replicas``
+    indices from ``k * batch_size * num_replicas``, and rank ``r`` takes its ``r``-th slice of
+    ``batch_size``; the short last global batch is split evenly across the ranks. So N ranks
+    with ``batch_size=b`` together see the batches one process sees with ``batch_size=N*b``.
+    Rank and size default to ``fw.distributed``'s; ``seed`` (not in Paddle, default 0 as there)
+    changes every epoch's shuffle.
+
+    >>> s = DistributedBatchSampler(list(range(10)), batch_size=2, num_replicas=2, rank=1)
+    >>> list(s)
+    [[2, 3], [6, 7], [9]]
+    """
 
     def __init__(
         self,
@@ -111,35 +128,46 @@ class DistributedBatchSampler(BatchSampler):
         rank: int | None = None,
         shuffle: bool = False,
         drop_last: bool = False,
+        seed: int = 0,
     ) -> None:
-        if num_replicas is None or rank is None:
-            from .. import distributed as dist
-
-            num_replicas = dist.get_world_size() if num_replicas is None else num_replicas
-            rank = dist.get_rank() if rank is None else rank
-        if not 0 <= rank < num_replicas:
+        if not isinstance(batch_size, int) or batch_size <= 0:
             raise OpArgumentError(
-                f"[DistributedBatchSampler] rank must be in [0, {num_replicas}), got {rank}"
+                f"[DistributedBatchSampler] batch_size must be a positive int, got {batch_size!r}"
             )
-        self.dataset, self.nranks, self.local_rank = dataset, int(num_replicas), int(rank)
-        self.shuffle, self.epoch = shuffle, 0
-        self.batch_size, self.drop_last = batch_size, bool(drop_last)
-        n = len(dataset)
-        self.num_samples = -(-n // self.nranks)
+        self.dataset, self.batch_size = dataset, batch_size
+        self.nranks = int(_world.get_world_size() if num_replicas is None else num_replicas)
+        self.local_rank = int(_world.get_rank() if rank is None else rank)
+        if not 0 <= self.local_rank < self.nranks:
+            raise OpArgumentError(
+                f"[DistributedBatchSampler] rank must be in [0, {self.nranks}), got {self.local_rank}"
+            )
+        self.shuffle, self.drop_last = shuffle, bool(drop_last)
+        self.seed, self.epoch = int(seed), 0
+        self.num_samples = -(-len(dataset) // self.nranks)
         self.total_size = self.num_samples * self.nranks
-        self.sampler = self  # type: ignore[assignment]
 
     def set_epoch(self, epoch: int) -> None:
+        """The epoch whose shuffle the next pass uses (the same on every rank)."""
         self.epoch = int(epoch)
 
     def _indices(self) -> list[int]:
+        """This rank's ``num_samples`` indices, in order."""
         n = len(self.dataset)
-        if self.shuffle:
-            idx = randperm(n, generator=Generator(self.epoch)).tolist()
-        else:
-            idx = list(range(n))
+        idx = list(range(n))
         idx += idx[: self.total_size - n]
-        return idx[self.local_rank : self.total_size : self.nranks]
+        if self.shuffle:
+            np.random.RandomState(self.seed + self.epoch).shuffle(idx)
+            self.epoch += 1
+        if self.nranks == 1:
+            return idx
+        b, r, ranks = self.batch_size, self.local_rank, self.nranks
+        last = self.total_size % (b * ranks)  # the short last global batch, split evenly
+        mine: list[int] = []
+        for start in range(r * b, self.total_size - last, b * ranks):
+            mine += idx[start : start + b]
+        share = last // ranks
+        tail = idx[self.total_size - last :]
+        return mine + tail[r * share : (r + 1) * share]
 
     def __iter__(self) -> Iterator[list[int]]:  # type: ignore[override]
         idx = self._indices()
@@ -149,6 +177,6 @@ class DistributedBatchSampler(BatchSampler):
                 yield b
 
     def __len__(self) -> int:
-        return (
-            self.num_samples // self.batch_size if self.drop_last else -(-self.num_samples // self.batch_size)
-        )
+        if self.drop_last:
+            return self.num_samples // self.batch_size
+        return -(-self.num_samples // self.batch_size)

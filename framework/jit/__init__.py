@@ -10,14 +10,11 @@
 
 from __future__ import annotations
 
-from ..distributed.auto_parallel import static as _dist_static
 from . import control  # noqa: F401 — registers how the to_static tracer records fw.static.nn.cond/while_loop
 from .api import ConcreteProgram, StaticFunction, to_static
 from .io import ProgramFileError, TranslatedLayer, load, save
 from .memory import memory_report
 from .trace import TracedValueError, TracingError
-
-_dist_static.STATIC_FUNCTION = StaticFunction  # dist.to_static (a DistModel) traces with it
 
 __all__ = [
     "ConcreteProgram",

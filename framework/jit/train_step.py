@@ -11,7 +11,7 @@
 
 The split (documented in docs/user-guide.md): the **forward and backward** are traced into one
 program; the **optimizer update** runs after it, in the order the function called it, as the
-optimizer's own update program (framework.optim.fused: every parameter's update traced from the
+optimizer's own update program (framework.optimizer.fused: every parameter's update traced from the
 optimizer's code into one program, run by the executor with the fusion pass; the step's
 learning rate and bias corrections are its runtime scalars) where the optimizer runs fused,
 which is the default with the compiler on (``OARLOCK_COMPILE=0``, ``fused=False`` or an

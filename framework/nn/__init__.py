@@ -12,81 +12,79 @@
 from __future__ import annotations
 
 from . import functional, initializer
-from .layer import Layer, Parameter
-from .layers import (
-    GELU,
-    AdaptiveAvgPool2D,
-    AvgPool2D,
-    BCEWithLogitsLoss,
-    Conv2D,
-    CrossEntropyLoss,
-    Dropout,
-    Embedding,
-    Flatten,
-    Identity,
-    L1Loss,
-    LayerList,
-    LayerNorm,
-    LeakyReLU,
-    Linear,
-    MaxPool2D,
-    ModuleList,
-    MSELoss,
-    MultiHeadAttention,
-    ParameterList,
-    ReLU,
-    RMSNorm,
-    Sequential,
-    Sigmoid,
-    SiLU,
-    Softmax,
-    Swish,
-    Tanh,
-)
-from .layers_extra import (
+from .activation import (
     CELU,
     ELU,
+    GELU,
     GLU,
     SELU,
-    AdaptiveAvgPool1D,
-    AdaptiveMaxPool2D,
-    AvgPool1D,
-    BatchNorm1D,
-    BatchNorm2D,
-    BCELoss,
-    Bilinear,
-    Conv1D,
-    Conv1DTranspose,
-    Conv2DTranspose,
-    Conv3D,
-    CTCLoss,
-    Dropout2D,
-    GroupNorm,
     Hardsigmoid,
     Hardswish,
     Hardtanh,
-    InstanceNorm2D,
-    KLDivLoss,
-    LayerDict,
-    LocalResponseNorm,
+    LeakyReLU,
     LogSoftmax,
-    MarginRankingLoss,
-    MaxPool1D,
     Mish,
-    NLLLoss,
-    Pad2D,
-    PixelShuffle,
     PReLU,
+    ReLU,
     ReLU6,
-    SmoothL1Loss,
+    Sigmoid,
+    SiLU,
+    Softmax,
     Softplus,
     Softsign,
-    SyncBatchNorm,
+    Swish,
+    Tanh,
+)
+from .common import (
+    Bilinear,
+    Dropout,
+    Dropout2D,
+    Embedding,
+    Flatten,
+    Identity,
+    Linear,
+    Pad2D,
+    PixelShuffle,
     Unflatten,
     Upsample,
 )
+from .container import LayerDict, LayerList, ModuleList, ParameterList, Sequential
+from .conv import Conv1D, Conv1DTranspose, Conv2D, Conv2DTranspose, Conv3D
+from .layer import Layer, Parameter
+from .loss import (
+    BCELoss,
+    BCEWithLogitsLoss,
+    CrossEntropyLoss,
+    CTCLoss,
+    KLDivLoss,
+    L1Loss,
+    MarginRankingLoss,
+    MSELoss,
+    NLLLoss,
+    SmoothL1Loss,
+)
+from .norm import (
+    BatchNorm1D,
+    BatchNorm2D,
+    GroupNorm,
+    InstanceNorm2D,
+    LayerNorm,
+    LocalResponseNorm,
+    RMSNorm,
+    SyncBatchNorm,
+)
+from .pooling import (
+    AdaptiveAvgPool1D,
+    AdaptiveAvgPool2D,
+    AdaptiveMaxPool2D,
+    AvgPool1D,
+    AvgPool2D,
+    MaxPool1D,
+    MaxPool2D,
+)
 from .rnn import GRU, LSTM, GRUCell, LSTMCell, SimpleRNN, SimpleRNNCell
 from .transformer import (
+    MultiHeadAttention,
     Transformer,
     TransformerDecoder,
     TransformerDecoderLayer,
@@ -97,4 +95,12 @@ from .transformer import (
 Module = Layer
 Silu = SiLU
 
-__all__ = [n for n in dir() if not n.startswith("_") and n != "annotations"]
+#: every layer, ``functional`` and ``initializer`` (and the modules ``layer``, ``rnn`` and
+#: ``transformer``, exported before the layers were grouped); the modules that group the layers
+#: (``conv``, ``norm``, ``loss``...) are where they live, not names to import with ``*``
+__all__ = [
+    n
+    for n in dir()
+    if not n.startswith("_")
+    and n not in {"annotations", "activation", "common", "container", "conv", "loss", "norm", "pooling"}
+]

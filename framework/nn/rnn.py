@@ -28,8 +28,8 @@ from .._src.ops.indexing import take_along_axis
 from .._src.tensor import Tensor, to_tensor
 from . import functional as F
 from . import initializer as I
+from .container import LayerList
 from .layer import Layer
-from .layers import LayerList
 
 
 def _sigmoid(x: Tensor) -> Tensor:

@@ -1,6 +1,6 @@
-"""Transformer layers (Paddle names and structure): TransformerEncoderLayer,
-TransformerEncoder, TransformerDecoderLayer, TransformerDecoder and Transformer, built on
-:class:`MultiHeadAttention`, Linear, LayerNorm and Dropout. ``normalize_before`` selects
+"""Transformer layers (Paddle names and structure): MultiHeadAttention, and
+TransformerEncoderLayer, TransformerEncoder, TransformerDecoderLayer, TransformerDecoder and
+Transformer built on it, Linear, LayerNorm and Dropout. ``normalize_before`` selects
 pre-norm; masks are bool (True keeps) or additive, broadcastable to (batch, heads, q, k)."""
 
 from __future__ import annotations
@@ -13,8 +13,10 @@ from adapter_api import OpArgumentError
 from .._src.ops import creation as _C
 from .._src.tensor import Tensor
 from . import functional as F
+from .common import Dropout, Linear
+from .container import LayerList
 from .layer import Layer
-from .layers import Dropout, LayerList, LayerNorm, Linear, MultiHeadAttention
+from .norm import LayerNorm
 
 _ACTS = {"relu": F.relu, "gelu": F.gelu}
 
@@ -23,6 +25,75 @@ def _act(name: str, activation: str) -> Any:
     if activation not in _ACTS:
         raise OpArgumentError(f"[{name}] activation must be one of {sorted(_ACTS)}, got {activation!r}")
     return _ACTS[activation]
+
+
+class MultiHeadAttention(Layer):
+    """Paddle's MultiHeadAttention on (batch, seq, embed_dim) inputs: q/k/v/out projections
+    around :func:`~framework.nn.functional.attention`. ``attn_mask`` is bool (True keeps) or
+    additive, broadcastable to (batch, heads, seq_q, seq_k)."""
+
+    def __init__(
+        self,
+        embed_dim: int,
+        num_heads: int,
+        dropout: float = 0.0,
+        kdim: int | None = None,
+        vdim: int | None = None,
+        need_weights: bool = False,
+        weight_attr: Any = None,
+        bias_attr: Any = None,
+    ) -> None:
+        super().__init__()
+        if embed_dim % num_heads:
+            raise OpArgumentError(
+                f"[MultiHeadAttention] embed_dim={embed_dim} must be divisible by num_heads={num_heads}"
+            )
+        if need_weights:
+            raise OpArgumentError("[MultiHeadAttention] need_weights=True is not supported")
+        self.embed_dim, self.num_heads, self.head_dim, self.dropout = (
+            embed_dim,
+            num_heads,
+            embed_dim // num_heads,
+            dropout,
+        )
+        self.q_proj = Linear(embed_dim, embed_dim, weight_attr, bias_attr)
+        self.k_proj = Linear(kdim or embed_dim, embed_dim, weight_attr, bias_attr)
+        self.v_proj = Linear(vdim or embed_dim, embed_dim, weight_attr, bias_attr)
+        self.out_proj = Linear(embed_dim, embed_dim, weight_attr, bias_attr)
+
+    def _heads(self, x: Tensor) -> Tensor:
+        b, s, _ = x.shape
+        return x.reshape((b, s, self.num_heads, self.head_dim)).transpose((0, 2, 1, 3))
+
+    def forward(
+        self,
+        query: Tensor,
+        key: Tensor | None = None,
+        value: Tensor | None = None,
+        attn_mask: Tensor | None = None,
+        is_causal: bool = False,
+    ) -> Tensor:
+        key = query if key is None else key
+        value = key if value is None else value
+        q, k, v = (
+            self._heads(self.q_proj(query)),
+            self._heads(self.k_proj(key)),
+            self._heads(self.v_proj(value)),
+        )
+        if self.dropout and self.training:
+            o = F.scaled_dot_product_attention(
+                q.transpose((0, 2, 1, 3)),
+                k.transpose((0, 2, 1, 3)),
+                v.transpose((0, 2, 1, 3)),
+                attn_mask,
+                self.dropout,
+                is_causal,
+                True,
+            )
+        else:
+            o = F.attention(q, k, v, attn_mask, is_causal).transpose((0, 2, 1, 3))
+        b, s = o.shape[:2]
+        return self.out_proj(o.reshape((b, s, self.embed_dim)))
 
 
 class TransformerEncoderLayer(Layer):

@@ -1,21 +1,20 @@
-"""``fw.optim``: optimizers, learning-rate schedulers (``fw.optim.lr``) and gradient clipping
-(Paddle names: ``learning_rate=``, ``parameters=``, ``clear_grad()``)."""
+"""``fw.optim``: another name for :mod:`framework.optimizer` (Paddle's spelling), the same
+module objects: ``fw.optim.SGD is fw.optimizer.SGD``, and ``framework.optim.lr`` (or ``.fused``,
+``.clip``, ...) is ``framework.optimizer.lr``.
 
-# ruff: noqa: F401  (re-exports)
+>>> import framework as fw
+>>> fw.optim is fw.optimizer and fw.optim.lr.StepDecay is fw.optimizer.lr.StepDecay
+True
+"""
+
 from __future__ import annotations
 
-from . import lr
-from .clip import ClipGradByGlobalNorm, ClipGradByNorm, ClipGradByValue
-from .optimizer import SGD, Adam, AdamW, Momentum, Optimizer
+import sys
 
-__all__ = [
-    "lr",
-    "Optimizer",
-    "SGD",
-    "Momentum",
-    "Adam",
-    "AdamW",
-    "ClipGradByGlobalNorm",
-    "ClipGradByNorm",
-    "ClipGradByValue",
-]
+from .. import optimizer as _optimizer
+from ..optimizer import adaptive, clip, fused, lbfgs, lr, optimizer  # noqa: F401  every submodule
+
+for _name, _module in list(sys.modules.items()):
+    if _name.startswith(_optimizer.__name__ + "."):
+        sys.modules[__name__ + _name[len(_optimizer.__name__) :]] = _module
+sys.modules[__name__] = _optimizer

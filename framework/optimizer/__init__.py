@@ -1,8 +1,7 @@
-"""``fw.optimizer``: Paddle's spelling of the optimizer package (``paddle.optimizer.AdamW``).
-
-It holds every optimizer of ``fw.optim`` (the same classes: ``fw.optim`` stays as an alias)
-plus Adagrad, RMSProp, Adadelta, Adamax, Lamb and LBFGS, and ``fw.optimizer.lr`` with every
-scheduler.
+"""``fw.optimizer`` (Paddle's ``paddle.optimizer``): every optimizer, gradient clipping, the
+fused update and the learning-rate schedulers (``fw.optimizer.lr``); Paddle names
+(``learning_rate=``, ``parameters=``, ``clear_grad()``). ``fw.optim`` is another name for this
+package (the same module objects).
 
 >>> import framework as fw
 >>> w = fw.nn.Parameter.from_tensor(fw.to_tensor([1.0, -2.0], dtype="float64"))
@@ -15,11 +14,11 @@ scheduler.
 # ruff: noqa: F401  (re-exports)
 from __future__ import annotations
 
-from ..optim.clip import ClipGradByGlobalNorm, ClipGradByNorm, ClipGradByValue
-from ..optim.optimizer import SGD, Adam, AdamW, Momentum, Optimizer
 from . import lr
 from .adaptive import Adadelta, Adagrad, Adamax, Lamb, RMSProp
+from .clip import ClipGradByGlobalNorm, ClipGradByNorm, ClipGradByValue
 from .lbfgs import LBFGS
+from .optimizer import SGD, Adam, AdamW, Momentum, Optimizer
 
 __all__ = [
     "lr",

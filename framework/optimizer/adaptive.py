@@ -12,8 +12,8 @@ from adapter_api import OpArgumentError
 
 from .._src.ops import creation as C
 from .._src.ops import math as M
-from ..optim.lr import LRScheduler
-from ..optim.optimizer import Optimizer, _assign
+from .lr import LRScheduler
+from .optimizer import Optimizer, _assign
 
 
 class _StepCounted(Optimizer):

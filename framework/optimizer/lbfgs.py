@@ -28,8 +28,8 @@ from .._src.ops import creation as C
 from .._src.ops import math as M
 from .._src.ops import shape as S
 from .._src.tensor import Tensor
-from ..optim.lr import LRScheduler
-from ..optim.optimizer import Optimizer, _assign
+from .lr import LRScheduler
+from .optimizer import Optimizer, _assign
 
 
 class LBFGS(Optimizer):

@@ -1,4 +1,4 @@
-"""Under mpiexec: the unmodified tiny Llama of examples/models.py trained by
+"""Under mpiexec: the unmodified tiny Llama of conformance/models.py trained by
 examples/train_tiny_llama_tp.py on a dp x tp mesh (argv: dp), and on each rank the same model
 in one process; each rank writes out/rank{r}.json with both loss curves, the parameter and
 optimizer-state bytes it holds and the collectives the rules inserted."""

@@ -1,4 +1,4 @@
-"""Under mpiexec (4 ranks): dist.auto_plan on the tiny Llama of examples/models.py (with the
+"""Under mpiexec (4 ranks): dist.auto_plan on the tiny Llama of conformance/models.py (with the
 hand-written layout of examples/train_tiny_llama_tp.py scored beside its own), then the
 picked plan applied with one call and trained; each rank writes out/rank{r}.json with the
 table, the pick and both loss curves."""
@@ -13,7 +13,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import framework as fw  # noqa: E402
 import framework.distributed as dist  # noqa: E402
-from examples.models import TinyLlama, char_corpus  # noqa: E402
+from conformance.models import TinyLlama, char_corpus  # noqa: E402
 from examples.train_tiny_llama_tp import sample_batch, train  # noqa: E402
 
 out = sys.argv[1]

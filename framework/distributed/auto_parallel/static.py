@@ -25,13 +25,10 @@ from adapter_api import OpArgumentError
 
 from ..._src import autograd
 from ..._src.tensor import Tensor
+from ...jit import StaticFunction
 from .dtensor import DistTensor
 from .placement import Replicate
 from .reshard import SPMD_TRACING, reshard
-
-#: ``framework.jit.StaticFunction``, registered by :mod:`framework.jit` when it is imported (the
-#: program layer sits above this package: jit reads nn, which reads distributed)
-STATIC_FUNCTION: Any = None
 
 
 def _whole_local(x: Any) -> Tensor:
@@ -128,8 +125,7 @@ class DistModel:
             return loss.detach()
 
         step.__name__ = f"dist_{mode}_step"
-        assert STATIC_FUNCTION is not None, "framework.jit registers its StaticFunction on import"
-        sf = STATIC_FUNCTION(step)
+        sf = StaticFunction(step)
         sf._params = self._params  # type: ignore[method-assign]
         self._programs[key] = sf
         return sf

@@ -35,7 +35,7 @@ def _assign(p: Tensor, value: Tensor) -> None:
 class Optimizer:
     """Base class. ``parameters`` is a list of parameters (or of dicts ``{"params": [...],
     "learning_rate": scale, "weight_decay": wd}``); ``learning_rate`` is a number or an
-    :class:`~framework.optim.lr.LRScheduler`."""
+    :class:`~framework.optimizer.lr.LRScheduler`."""
 
     _slots: tuple[str, ...] = ()
 
@@ -90,7 +90,7 @@ class Optimizer:
         self._step_count = 0
         if fused not in (None, True, False):
             raise OpArgumentError(f"[{type(self).__name__}] fused must be None, True or False, got {fused!r}")
-        #: run the update as one program (framework.optim.fused): True, False, or None for
+        #: run the update as one program (framework.optimizer.fused): True, False, or None for
         #: "when the compiler is on and the device has compile access"
         self.fused = fused
         self._fused_update: Any = None
@@ -219,7 +219,7 @@ class Optimizer:
         states: dict[int, dict[str, Tensor]] | None = None,
     ) -> None:
         """The tensor side of a step: clipping, then every parameter's update. Eager runs it
-        on the tensors; framework.optim.fused traces it into the update program (``states``:
+        on the tensors; framework.optimizer.fused traces it into the update program (``states``:
         the traced states by parameter, ``plan``: the traced scalars)."""
         states = self._state if states is None else states
         for (group, pg), row in zip(work, plan):

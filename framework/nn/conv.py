@@ -1,0 +1,244 @@
+"""Convolution layers (Paddle names): Conv2D, and Conv1D, Conv3D, Conv1DTranspose and
+Conv2DTranspose built from one ``_ConvNd``."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from adapter_api import OpArgumentError
+
+from .._src.tensor import Tensor
+from . import functional as F
+from . import initializer as I
+from .layer import Layer
+
+
+class Conv2D(Layer):
+    """NCHW 2-d convolution; weight ``(out_channels, in_channels/groups, kh, kw)``,
+    Kaiming-normal by default (Paddle's default for convolutions)."""
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size: Any,
+        stride: Any = 1,
+        padding: Any = 0,
+        dilation: Any = 1,
+        groups: int = 1,
+        padding_mode: str = "zeros",
+        weight_attr: Any = None,
+        bias_attr: Any = None,
+        data_format: str = "NCHW",
+    ) -> None:
+        super().__init__()
+        if padding_mode != "zeros":
+            raise OpArgumentError(f"[Conv2D] padding_mode {padding_mode!r} is not supported; only 'zeros'")
+        if in_channels % groups or out_channels % groups:
+            raise OpArgumentError(
+                f"[Conv2D] groups={groups} must divide in_channels={in_channels} and out_channels={out_channels}"
+            )
+        k = (kernel_size, kernel_size) if isinstance(kernel_size, int) else tuple(kernel_size)
+        self.stride, self.padding, self.dilation, self.groups, self.data_format = (
+            stride,
+            padding,
+            dilation,
+            groups,
+            data_format,
+        )
+        self.in_channels, self.out_channels, self.kernel_size = in_channels, out_channels, k
+        fan_in = in_channels // groups * k[0] * k[1]
+        self.weight = self.create_parameter(
+            (out_channels, in_channels // groups) + k,
+            weight_attr,
+            default_initializer=I.KaimingNormal(fan_in),
+        )
+        bound = 1.0 / math.sqrt(fan_in)
+        self.bias = self.create_parameter(
+            (out_channels,), bias_attr, is_bias=True, default_initializer=I.Uniform(-bound, bound)
+        )
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.conv2d(
+            x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups, self.data_format
+        )
+
+    def extra_repr(self) -> str:
+        return f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+def _ksize(name: str, k: Any, n: int) -> tuple[int, ...]:
+    t = (int(k),) * n if isinstance(k, int) else tuple(int(v) for v in k)
+    if len(t) != n or min(t) < 1:
+        raise OpArgumentError(f"[{name}] kernel_size must be a positive int or {n} of them, got {k!r}")
+    return t
+
+
+class _ConvNd(Layer):
+    _nd = 2
+    _transposed = False
+    _fn = "conv2d"
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size: Any,
+        stride: Any = 1,
+        padding: Any = 0,
+        output_padding: Any = 0,
+        dilation: Any = 1,
+        groups: int = 1,
+        padding_mode: str = "zeros",
+        weight_attr: Any = None,
+        bias_attr: Any = None,
+        data_format: str | None = None,
+    ) -> None:
+        super().__init__()
+        name = type(self).__name__
+        if padding_mode != "zeros":
+            raise OpArgumentError(f"[{name}] padding_mode {padding_mode!r} is not supported; only 'zeros'")
+        if not isinstance(groups, int) or groups < 1 or in_channels % groups or out_channels % groups:
+            raise OpArgumentError(
+                f"[{name}] groups={groups!r} must divide in_channels={in_channels} and out_channels={out_channels}"
+            )
+        k = _ksize(name, kernel_size, self._nd)
+        self.in_channels, self.out_channels, self.kernel_size = in_channels, out_channels, k
+        self.stride, self.padding, self.output_padding, self.dilation, self.groups = (
+            stride,
+            padding,
+            output_padding,
+            dilation,
+            groups,
+        )
+        self.data_format = data_format
+        shape = (
+            (in_channels, out_channels // groups)
+            if self._transposed
+            else (out_channels, in_channels // groups)
+        ) + k
+        fan_in = (out_channels if self._transposed else in_channels) // groups * int(np.prod(k))
+        self.weight = self.create_parameter(shape, weight_attr, default_initializer=I.KaimingNormal(fan_in))
+        bound = 1.0 / math.sqrt(fan_in)
+        self.bias = self.create_parameter(
+            (out_channels,), bias_attr, is_bias=True, default_initializer=I.Uniform(-bound, bound)
+        )
+
+    def forward(self, x: Tensor, output_size: Any = None) -> Tensor:
+        fn = getattr(F, self._fn)
+        kw = {} if self.data_format is None else {"data_format": self.data_format}
+        if self._transposed:
+            return fn(
+                x,
+                self.weight,
+                self.bias,
+                self.stride,
+                self.padding,
+                self.output_padding,
+                dilation=self.dilation,
+                groups=self.groups,
+                output_size=output_size,
+                **kw,
+            )
+        return fn(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups, **kw)
+
+    def extra_repr(self) -> str:
+        return f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+def _conv_class(cls_name: str, nd: int, transposed: bool, fn: str, doc: str) -> type[Layer]:
+    if transposed:
+
+        def __init__(
+            self,
+            in_channels,
+            out_channels,
+            kernel_size,
+            stride=1,
+            padding=0,
+            output_padding=0,
+            groups=1,
+            dilation=1,
+            weight_attr=None,
+            bias_attr=None,
+            data_format=None,
+        ):  # type: ignore[no-untyped-def]  # noqa: E501
+            _ConvNd.__init__(
+                self,
+                in_channels,
+                out_channels,
+                kernel_size,
+                stride,
+                padding,
+                output_padding,
+                dilation,
+                groups,
+                "zeros",
+                weight_attr,
+                bias_attr,
+                data_format,
+            )
+    else:
+
+        def __init__(
+            self,
+            in_channels,
+            out_channels,
+            kernel_size,
+            stride=1,
+            padding=0,
+            dilation=1,
+            groups=1,
+            padding_mode="zeros",
+            weight_attr=None,
+            bias_attr=None,
+            data_format=None,
+        ):  # type: ignore[no-untyped-def]  # noqa: E501
+            _ConvNd.__init__(
+                self,
+                in_channels,
+                out_channels,
+                kernel_size,
+                stride,
+                padding,
+                0,
+                dilation,
+                groups,
+                padding_mode,
+                weight_attr,
+                bias_attr,
+                data_format,
+            )
+
+    return type(
+        cls_name,
+        (_ConvNd,),
+        {"_nd": nd, "_transposed": transposed, "_fn": fn, "__init__": __init__, "__doc__": doc},
+    )
+
+
+Conv1D = _conv_class(
+    "Conv1D", 1, False, "conv1d", "1-d convolution of (N, C, L); weight (out, in/groups, k)."
+)
+
+
+Conv3D = _conv_class(
+    "Conv3D", 3, False, "conv3d", "3-d convolution of NCDHW; weight (out, in/groups, kd, kh, kw)."
+)
+
+
+Conv1DTranspose = _conv_class(
+    "Conv1DTranspose", 1, True, "conv1d_transpose", "Transposed 1-d convolution; weight (in, out/groups, k)."
+)
+
+
+Conv2DTranspose = _conv_class(
+    "Conv2DTranspose",
+    2,
+    True,
+    "conv2d_transpose",
+    "Transposed 2-d convolution; weight (in, out/groups, kh, kw).",
+)

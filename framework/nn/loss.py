@@ -1,0 +1,137 @@
+"""Loss layers (Paddle names): CrossEntropyLoss, MSELoss, L1Loss, BCEWithLogitsLoss, BCELoss,
+SmoothL1Loss, NLLLoss, KLDivLoss, MarginRankingLoss and CTCLoss, each over
+:mod:`framework.nn.functional`."""
+
+from __future__ import annotations
+
+from .._src.tensor import Tensor
+from . import functional as F
+from .layer import Layer
+
+
+class CrossEntropyLoss(Layer):
+    def __init__(
+        self,
+        weight: Tensor | None = None,
+        ignore_index: int = -100,
+        reduction: str = "mean",
+        soft_label: bool = False,
+        axis: int = -1,
+        label_smoothing: float = 0.0,
+        name: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.weight, self.ignore_index, self.reduction = weight, ignore_index, reduction
+        self.soft_label, self.axis, self.label_smoothing = soft_label, axis, label_smoothing
+
+    def forward(self, input: Tensor, label: Tensor) -> Tensor:
+        return F.cross_entropy(
+            input,
+            label,
+            self.weight,
+            self.ignore_index,
+            self.reduction,
+            self.soft_label,
+            self.axis,
+            label_smoothing=self.label_smoothing,
+        )
+
+
+class MSELoss(Layer):
+    def __init__(self, reduction: str = "mean") -> None:
+        super().__init__()
+        self.reduction = reduction
+
+    def forward(self, input: Tensor, label: Tensor) -> Tensor:
+        return F.mse_loss(input, label, self.reduction)
+
+
+class L1Loss(Layer):
+    def __init__(self, reduction: str = "mean") -> None:
+        super().__init__()
+        self.reduction = reduction
+
+    def forward(self, input: Tensor, label: Tensor) -> Tensor:
+        return F.l1_loss(input, label, self.reduction)
+
+
+class BCEWithLogitsLoss(Layer):
+    def __init__(
+        self, weight: Tensor | None = None, reduction: str = "mean", pos_weight: Tensor | None = None
+    ) -> None:
+        super().__init__()
+        self.weight, self.reduction, self.pos_weight = weight, reduction, pos_weight
+
+    def forward(self, logit: Tensor, label: Tensor) -> Tensor:
+        return F.binary_cross_entropy_with_logits(logit, label, self.weight, self.reduction, self.pos_weight)
+
+
+class BCELoss(Layer):
+    def __init__(
+        self, weight: Tensor | None = None, reduction: str = "mean", name: str | None = None
+    ) -> None:
+        super().__init__()
+        self.weight, self.reduction = weight, reduction
+
+    def forward(self, input: Tensor, label: Tensor) -> Tensor:
+        return F.binary_cross_entropy(input, label, self.weight, self.reduction)
+
+
+class SmoothL1Loss(Layer):
+    def __init__(self, reduction: str = "mean", delta: float = 1.0, name: str | None = None) -> None:
+        super().__init__()
+        self.reduction, self.delta = reduction, delta
+
+    def forward(self, input: Tensor, label: Tensor) -> Tensor:
+        return F.smooth_l1_loss(input, label, self.reduction, self.delta)
+
+
+class NLLLoss(Layer):
+    def __init__(
+        self,
+        weight: Tensor | None = None,
+        ignore_index: int = -100,
+        reduction: str = "mean",
+        name: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.weight, self.ignore_index, self.reduction = weight, ignore_index, reduction
+
+    def forward(self, input: Tensor, label: Tensor) -> Tensor:
+        return F.nll_loss(input, label, self.weight, self.ignore_index, self.reduction)
+
+
+class KLDivLoss(Layer):
+    def __init__(self, reduction: str = "mean", log_target: bool = False) -> None:
+        super().__init__()
+        self.reduction, self.log_target = reduction, log_target
+
+    def forward(self, input: Tensor, label: Tensor) -> Tensor:
+        return F.kl_div(input, label, self.reduction, self.log_target)
+
+
+class MarginRankingLoss(Layer):
+    def __init__(self, margin: float = 0.0, reduction: str = "mean", name: str | None = None) -> None:
+        super().__init__()
+        self.margin, self.reduction = margin, reduction
+
+    def forward(self, input: Tensor, other: Tensor, label: Tensor) -> Tensor:
+        return F.margin_ranking_loss(input, other, label, self.margin, self.reduction)
+
+
+class CTCLoss(Layer):
+    def __init__(self, blank: int = 0, reduction: str = "mean") -> None:
+        super().__init__()
+        self.blank, self.reduction = blank, reduction
+
+    def forward(
+        self,
+        log_probs: Tensor,
+        labels: Tensor,
+        input_lengths: Tensor,
+        label_lengths: Tensor,
+        norm_by_times: bool = False,
+    ) -> Tensor:
+        return F.ctc_loss(
+            log_probs, labels, input_lengths, label_lengths, self.blank, self.reduction, norm_by_times
+        )

@@ -1,0 +1,211 @@
+"""Normalisation layers (Paddle names): LayerNorm, RMSNorm, BatchNorm1D/2D (running statistics
+in buffers), SyncBatchNorm, GroupNorm, InstanceNorm2D and LocalResponseNorm."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from adapter_api import OpArgumentError
+
+from .. import _world
+from .._src.ops import creation as _C
+from .._src.tensor import Tensor
+from . import functional as F
+from . import initializer as I
+from .layer import Layer
+
+
+def _shape(normalized_shape: Any) -> tuple[int, ...]:
+    return (
+        (int(normalized_shape),)
+        if isinstance(normalized_shape, int)
+        else tuple(int(s) for s in normalized_shape)
+    )
+
+
+class LayerNorm(Layer):
+    def __init__(
+        self,
+        normalized_shape: Any,
+        epsilon: float = 1e-5,
+        weight_attr: Any = None,
+        bias_attr: Any = None,
+        name: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.normalized_shape, self.epsilon = _shape(normalized_shape), epsilon
+        self.weight = self.create_parameter(
+            self.normalized_shape, weight_attr, default_initializer=I.Constant(1.0)
+        )
+        self.bias = self.create_parameter(self.normalized_shape, bias_attr, is_bias=True)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.epsilon)
+
+
+class RMSNorm(Layer):
+    """Root-mean-square norm over the trailing ``normalized_shape`` dims, with a learned scale."""
+
+    def __init__(
+        self, normalized_shape: Any, epsilon: float = 1e-6, weight_attr: Any = None, name: str | None = None
+    ) -> None:
+        super().__init__()
+        self.normalized_shape, self.epsilon = _shape(normalized_shape), epsilon
+        self.weight = self.create_parameter(
+            self.normalized_shape, weight_attr, default_initializer=I.Constant(1.0)
+        )
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.rms_norm(x, self.normalized_shape, self.weight, self.epsilon)
+
+
+class _BatchNormBase(Layer):
+    _formats: tuple[str, ...] = ("NCHW", "NHWC")
+
+    def __init__(
+        self,
+        num_features: int,
+        momentum: float = 0.9,
+        epsilon: float = 1e-5,
+        weight_attr: Any = None,
+        bias_attr: Any = None,
+        data_format: str | None = None,
+        use_global_stats: bool | None = None,
+        name: str | None = None,
+    ) -> None:
+        super().__init__()
+        fmt = data_format or self._formats[0]
+        if fmt not in self._formats:
+            raise OpArgumentError(
+                f"[{type(self).__name__}] data_format must be one of {self._formats}, got {fmt!r}"
+            )
+        self.num_features, self.momentum, self.epsilon, self.data_format, self.use_global_stats = (
+            num_features,
+            momentum,
+            epsilon,
+            fmt,
+            use_global_stats,
+        )
+        self.weight = self.create_parameter((num_features,), weight_attr, default_initializer=I.Constant(1.0))
+        self.bias = self.create_parameter((num_features,), bias_attr, is_bias=True)
+        self.register_buffer("_mean", _C.zeros((num_features,)))
+        self.register_buffer("_variance", _C.ones((num_features,)))
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.batch_norm(
+            x,
+            self._mean,
+            self._variance,
+            self.weight,
+            self.bias,
+            self.training,
+            self.momentum,
+            self.epsilon,
+            self.data_format,
+            self.use_global_stats,
+        )
+
+    def extra_repr(self) -> str:
+        return f"num_features={self.num_features}, momentum={self.momentum}, epsilon={self.epsilon}"
+
+
+class BatchNorm1D(_BatchNormBase):
+    """Batch norm of (N, C) or (N, C, L) input; running statistics in ``_mean``/``_variance``."""
+
+    _formats = ("NCL", "NC", "NLC")
+
+
+class BatchNorm2D(_BatchNormBase):
+    """Batch norm of NCHW input; running statistics in ``_mean``/``_variance``."""
+
+    _formats = ("NCHW", "NHWC")
+
+
+class SyncBatchNorm(BatchNorm2D):
+    """Paddle's SyncBatchNorm in one process: the statistics of the local batch (BatchNorm2D).
+
+    Across processes the statistics are not synchronised; construct it only where the world
+    has one process (``convert_sync_batchnorm`` returns the layer unchanged).
+    """
+
+    _formats = ("NCHW", "NHWC", "NCL", "NC", "NCDHW")
+
+    def forward(self, x: Tensor) -> Tensor:
+        if _world.is_initialized() and _world.get_world_size() > 1:
+            raise OpArgumentError(
+                f"[SyncBatchNorm] statistics are not synchronised across the {_world.get_world_size()} processes; "
+                "use BatchNorm2D (per-process statistics) instead"
+            )
+        return super().forward(x)
+
+    @classmethod
+    def convert_sync_batchnorm(cls, layer: Layer) -> Layer:
+        return layer
+
+
+class GroupNorm(Layer):
+    def __init__(
+        self,
+        num_groups: int,
+        num_channels: int,
+        epsilon: float = 1e-5,
+        weight_attr: Any = None,
+        bias_attr: Any = None,
+        data_format: str = "NCHW",
+        name: str | None = None,
+    ) -> None:
+        super().__init__()
+        if num_channels % num_groups:
+            raise OpArgumentError(
+                f"[GroupNorm] num_groups={num_groups} must divide num_channels={num_channels}"
+            )
+        self.num_groups, self.epsilon, self.data_format = num_groups, epsilon, data_format
+        self.weight = self.create_parameter((num_channels,), weight_attr, default_initializer=I.Constant(1.0))
+        self.bias = self.create_parameter((num_channels,), bias_attr, is_bias=True)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.group_norm(x, self.num_groups, self.epsilon, self.weight, self.bias, self.data_format)
+
+
+class InstanceNorm2D(Layer):
+    def __init__(
+        self,
+        num_features: int,
+        epsilon: float = 1e-5,
+        momentum: float = 0.9,
+        weight_attr: Any = None,
+        bias_attr: Any = None,
+        data_format: str = "NCHW",
+        name: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.epsilon, self.momentum, self.data_format = epsilon, momentum, data_format
+        self.weight = self.create_parameter((num_features,), weight_attr, default_initializer=I.Constant(1.0))
+        self.bias = self.create_parameter((num_features,), bias_attr, is_bias=True)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.instance_norm(
+            x,
+            weight=self.weight,
+            bias=self.bias,
+            momentum=self.momentum,
+            eps=self.epsilon,
+            data_format=self.data_format,
+        )
+
+
+class LocalResponseNorm(Layer):
+    def __init__(
+        self,
+        size: int,
+        alpha: float = 1e-4,
+        beta: float = 0.75,
+        k: float = 1.0,
+        data_format: str = "NCHW",
+        name: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k, self.data_format = size, alpha, beta, k, data_format
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.local_response_norm(x, self.size, self.alpha, self.beta, self.k, self.data_format)
