@@ -13,7 +13,9 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..tensor import Tensor
-from .base import Lowering, broadcast_shapes, primitive
+from . import sharding as _sh
+from .base import Identity, Lowering, broadcast_shapes, primitive
+from .cost import matmul_flops
 
 # -- shape rules ----------------------------------------------------------------------------
 
@@ -144,14 +146,21 @@ def _g_zero(n, g):
     return [zeros_like(t) if not t.stop_gradient else None for t in n.inputs]
 
 
+#: primitives fw.amp.auto_cast keeps in float32 (precision-sensitive: exponentials, sums)
+_DENY = {"exp": "deny", "log": "deny", "rsqrt": "deny", "erf": "deny", "pow": "deny"}
+
+
 def _math(fn: str) -> Lowering:
     return Lowering(c=f"{{fn:{fn}}}({{0}})", costly=fn in ("exp", "log", "tanh", "erf", "sin", "cos"))
 
 
+# NOTE: integers wrap modulo 2**bits as numpy's do: computed in an unsigned type ({U}), which
+# C defines to wrap, where signed overflow is undefined
+_NEG_INT = "(({T})(({U})0 - ({U}){0}))"
 # name, gradient rule, lowering to the loop IR (see base.Lowering for the template syntax)
 for _name, _grad, _lower in [
-    ("neg", _g_neg, "(-{0})"),
-    ("abs", _g_abs, "{fn:fabs}({0})"),
+    ("neg", _g_neg, Lowering(c="(-{0})", c_int=_NEG_INT)),
+    ("abs", _g_abs, Lowering(c="{fn:fabs}({0})", c_int=f"({{0}} < 0 ? {_NEG_INT} : {{0}})", c_uint="{0}")),
     ("exp", _g_exp, _math("exp")),
     ("log", _g_log, _math("log")),
     ("sqrt", _g_sqrt, _math("sqrt")),
@@ -163,11 +172,27 @@ for _name, _grad, _lower in [
     ("floor", _g_zero, _math("floor")),
     ("ceil", _g_zero, _math("ceil")),
     # numpy: sign(-0.0) is +0.0 and NaN stays NaN
-    ("sign", _g_zero, "({0} != {0} ? {0} : ({0} > {zero} ? {one} : ({0} < {zero} ? -{one} : {zero})))"),
+    (
+        "sign",
+        _g_zero,
+        Lowering(
+            c="({0} != {0} ? {0} : ({0} > {zero} ? {one} : ({0} < {zero} ? -{one} : {zero})))",
+            c_int="(({T})(({0} > 0) - ({0} < 0)))",
+        ),
+    ),
 ]:
-    primitive(_name, _same, _grad, elementwise=True, lower=_lower)
+    primitive(
+        _name,
+        _same,
+        _grad,
+        elementwise=True,
+        lower=_lower,
+        family="unary",
+        amp=_DENY.get(_name, ""),
+        sharding=_sh.elementwise("one" if _name == "neg" else ""),  # -(partial) is partial
+    )
 _BOOLEAN = "a boolean result: nothing to differentiate"
-primitive("logical_not", _bool, None, elementwise=True, lower="(!{0})", no_grad=_BOOLEAN)
+primitive("logical_not", _bool, None, elementwise=True, lower="(!{0})", no_grad=_BOOLEAN, family="unary")
 
 
 # binary ------------------------------------------------------------------------------------
@@ -249,18 +274,73 @@ _FLOOR_DIVIDE = (
     f"({_DIV} - {{fn:floor}}({_DIV}) > ({{one}} / 2) ? {{one}} : {{zero}}) : "
     f"{{fn:copysign}}({{zero}}, {{0}} / {{1}})))"
 )
-for _name, _grad, _lower in [
-    ("add", _g_add, "({0} + {1})"),
-    ("sub", _g_sub, "({0} - {1})"),
-    ("mul", _g_mul, "({0} * {1})"),
-    ("div", _g_div, "({0} / {1})"),
-    ("pow", _g_pow, Lowering(c="{fn:pow}({0}, {1})", costly=True)),
-    ("maximum", _g_minmax(lambda x, y: x > y), "(({0} > {1} || {0} != {0}) ? {0} : {1})"),  # NaN wins
-    ("minimum", _g_minmax(lambda x, y: x < y), "(({0} < {1} || {0} != {0}) ? {0} : {1})"),
-    ("floor_divide", _g_zero, _FLOOR_DIVIDE),
-    ("remainder", _g_remainder, _REMAINDER),
+_OR, _AND = "({0} || {1})", "({0} && {1})"  # bool add/maximum, mul/minimum (numpy's)
+# name, gradient rule, lowering, other OpDef fields (identity: x op c is x bit for bit;
+# linear: how partial values pass the sharding rule)
+for _name, _grad, _lower, _facts in [
+    (
+        "add",
+        _g_add,
+        Lowering(c="({0} + {1})", c_int="(({T})(({U}){0} + ({U}){1}))", c_bool=_OR),
+        dict(commutative=True, identity=Identity(-0.0, both=True), sharding=_sh.elementwise("all")),
+    ),
+    (
+        "sub",
+        _g_sub,
+        Lowering(c="({0} - {1})", c_int="(({T})(({U}){0} - ({U}){1}))"),
+        dict(identity=Identity(0.0), sharding=_sh.elementwise("all")),
+    ),
+    (
+        "mul",
+        _g_mul,
+        Lowering(c="({0} * {1})", c_int="(({T})(({U}){0} * ({U}){1}))", c_bool=_AND),
+        dict(commutative=True, identity=Identity(1.0, both=True), sharding=_sh.elementwise("one")),
+    ),
+    ("div", _g_div, "({0} / {1})", dict(identity=Identity(1.0), sharding=_sh.elementwise("first"))),
+    (
+        "pow",
+        _g_pow,
+        Lowering(
+            c="{fn:pow}({0}, {1})",
+            costly=True,
+            c_int="(({T})oarlock_ipow((uint64_t)(int64_t){0}, (int64_t){1}))",
+        ),
+        dict(amp="deny"),
+    ),
+    (  # NaN wins
+        "maximum",
+        _g_minmax(lambda x, y: x > y),
+        Lowering(c="(({0} > {1} || {0} != {0}) ? {0} : {1})", c_int="({0} > {1} ? {0} : {1})", c_bool=_OR),
+        dict(commutative=True),
+    ),
+    (
+        "minimum",
+        _g_minmax(lambda x, y: x < y),
+        Lowering(c="(({0} < {1} || {0} != {0}) ? {0} : {1})", c_int="({0} < {1} ? {0} : {1})", c_bool=_AND),
+        dict(commutative=True),
+    ),
+    (
+        "floor_divide",
+        _g_zero,
+        Lowering(c=_FLOOR_DIVIDE, c_int="(({T})oarlock_floordiv((int64_t){0}, (int64_t){1}))"),
+        {},
+    ),
+    (
+        "remainder",
+        _g_remainder,
+        Lowering(c=_REMAINDER, c_int="(({T})oarlock_mod((int64_t){0}, (int64_t){1}))"),
+        {},
+    ),
 ]:
-    primitive(_name, _make_binary_infer(_name, False), _grad, elementwise=True, lower=_lower)
+    primitive(
+        _name,
+        _make_binary_infer(_name, False),
+        _grad,
+        elementwise=True,
+        lower=_lower,
+        family="binary",
+        **_facts,
+    )
 for _name, _sym in (
     ("eq", "=="),
     ("ne", "!="),
@@ -278,6 +358,8 @@ for _name, _sym in (
         elementwise=True,
         lower=f"({{0}} {_sym} {{1}})",
         no_grad=_BOOLEAN,
+        family="compare",
+        commutative=_name in ("eq", "ne", "logical_and", "logical_or"),
     )
 
 
@@ -297,7 +379,9 @@ def _g_cast(n, g):
     return [g[0].astype(x.dtype) if _dt.is_floating(x.dtype) else None]
 
 
-primitive("cast", lambda ins, a: [(ins[0].shape, a["dtype"])], _g_cast, lower=Lowering("cast"))
+primitive(
+    "cast", lambda ins, a: [(ins[0].shape, a["dtype"])], _g_cast, lower=Lowering("cast"), sharding=_sh.cast
+)
 
 
 # reductions -------------------------------------------------------------------------------
@@ -328,12 +412,27 @@ def _g_maxmin(n, g):
     return [_keep(g[0], x, n.attrs) * mask / cnt]
 
 
-primitive("sum", _reduce_infer, _g_sum, lower=Lowering("reduce"))
-primitive("prod", _reduce_infer, _g_prod)
-primitive("max", _reduce_infer, _g_maxmin, lower=Lowering("reduce"))
-primitive("min", _reduce_infer, _g_maxmin, lower=Lowering("reduce"))
-primitive("argmax", _arg_infer, None, no_grad="an integer index: nothing to differentiate")
-primitive("argmin", _arg_infer, None, no_grad="an integer index: nothing to differentiate")
+_RED = dict(family="reduce")
+primitive(
+    "sum",
+    _reduce_infer,
+    _g_sum,
+    lower=Lowering("reduce"),
+    amp="deny",
+    sharding=_sh.reduction("one", "sum"),
+    **_RED,
+)
+primitive("prod", _reduce_infer, _g_prod, amp="deny", sharding=_sh.reduction(kept=True), **_RED)
+primitive(
+    "max", _reduce_infer, _g_maxmin, lower=Lowering("reduce"), sharding=_sh.reduction("", "max"), **_RED
+)
+primitive(
+    "min", _reduce_infer, _g_maxmin, lower=Lowering("reduce"), sharding=_sh.reduction("", "min"), **_RED
+)
+_INDEX = "an integer index: nothing to differentiate"
+_ARG = _sh.reduction(kept=True, axis_attr="axis")
+primitive("argmax", _arg_infer, None, no_grad=_INDEX, sharding=_ARG, **_RED)
+primitive("argmin", _arg_infer, None, no_grad=_INDEX, sharding=_ARG, **_RED)
 
 
 # linear algebra ----------------------------------------------------------------------------
@@ -348,7 +447,7 @@ def _g_matmul(n, g):
     ]
 
 
-primitive("matmul", _matmul_infer, _g_matmul)
+primitive("matmul", _matmul_infer, _g_matmul, amp="allow", sharding=_sh.matmul, flops=matmul_flops)
 
 
 # layout ------------------------------------------------------------------------------------
@@ -358,12 +457,18 @@ def _g_permute(n, g):
     return [g[0].transpose(inv)]
 
 
-primitive("permute", lambda ins, a: [(tuple(ins[0].shape[p] for p in a["perm"]), ins[0].dtype)], _g_permute)
+primitive(
+    "permute",
+    lambda ins, a: [(tuple(ins[0].shape[p] for p in a["perm"]), ins[0].dtype)],
+    _g_permute,
+    sharding=_sh.permute,
+)
 primitive(
     "expand",
     lambda ins, a: [(a["shape"], ins[0].dtype)],
     lambda n, g: [sum_to(g[0], n.inputs[0].shape)],
     lower=Lowering("pass"),
+    sharding=_sh.expand,
 )
 
 
@@ -405,7 +510,7 @@ def _g_slice(n, g):
     return [pad_raw(r, tuple(pads), 0.0)]
 
 
-primitive("slice", _slice_infer, _g_slice)
+primitive("slice", _slice_infer, _g_slice, sharding=_sh.slice_)
 
 
 def _concat_infer(ins, a):
@@ -431,7 +536,7 @@ def _g_concat(n, g):
     return out
 
 
-primitive("concat", _concat_infer, _g_concat)
+primitive("concat", _concat_infer, _g_concat, sharding=_sh.concat)
 
 
 def _pad_infer(ins, a):
@@ -447,7 +552,7 @@ def _g_pad(n, g):
     return [slice_raw(g[0], starts, stops, (1,) * len(x.shape))]
 
 
-primitive("pad", _pad_infer, _g_pad)
+primitive("pad", _pad_infer, _g_pad, sharding=_sh.pad)
 
 
 # indexing ----------------------------------------------------------------------------------
@@ -489,14 +594,29 @@ def _g_scatter(n, g):
 
 # NOTE: the loop IR reads a gather along the row whose index is a constant rotation of the
 # row (rotary's rotate-half, roll) as a load at the rotated column (``compiler.ir.Builder.take``)
-primitive("gather", _gather_infer, _g_gather, lower=Lowering("take"))
-primitive("scatter_add", lambda ins, a: [(ins[0].shape, ins[0].dtype)], _g_scatter_add)
-primitive("scatter", lambda ins, a: [(ins[0].shape, ins[0].dtype)], _g_scatter)
+primitive("gather", _gather_infer, _g_gather, lower=Lowering("take"), sharding=_sh.gather)
+_SCATTER = "writes rows by index anywhere in the output: replicated"
+primitive("scatter_add", lambda ins, a: [(ins[0].shape, ins[0].dtype)], _g_scatter_add, no_sharding=_SCATTER)
+primitive("scatter", lambda ins, a: [(ins[0].shape, ins[0].dtype)], _g_scatter, no_sharding=_SCATTER)
 
 # creation and memory ---------------------------------------------------------------------
-primitive("full", lambda ins, a: [(a["shape"], a["dtype"])], no_grad="no tensor input")
+_CREATES = "no tensor input: a new replicated tensor"
+primitive("full", lambda ins, a: [(a["shape"], a["dtype"])], no_grad="no tensor input", no_sharding=_CREATES)
 primitive(
-    "arange", lambda ins, a: [((0,), a["dtype"])], no_grad="no tensor input"
+    "arange", lambda ins, a: [((0,), a["dtype"])], no_grad="no tensor input", no_sharding=_CREATES
 )  # length given by the caller
-primitive("philox_uniform", lambda ins, a: [(a["shape"], a["dtype"])], no_grad="no tensor input")
-primitive("copy", _same, lambda n, g: [g[0]], lower=Lowering("pass"))
+primitive(
+    "philox_uniform",
+    lambda ins, a: [(a["shape"], a["dtype"])],
+    no_grad="no tensor input",
+    no_sharding=_CREATES,
+    random=True,
+)
+primitive(
+    "copy",
+    _same,
+    lambda n, g: [g[0]],
+    lower=Lowering("pass"),
+    family="unary",
+    sharding=_sh.elementwise("one"),
+)

@@ -9,6 +9,7 @@ from adapter_api import OpArgumentError
 
 from ...tensor import Tensor
 from .. import math as M
+from .. import sharding as _sh
 from ..base import OPS, call, composite
 from ._common import float_arg, same_meta, tensor_arg
 
@@ -16,7 +17,7 @@ _SQRT1_2 = 1.0 / _m.sqrt(2.0)
 _SQRT2_PI = _m.sqrt(2.0 / _m.pi)
 
 
-@composite("gelu", infer=same_meta)
+@composite("gelu", sharding=_sh.elementwise(), infer=same_meta)
 def gelu_decomposition(x: Tensor, approximate: bool) -> Tensor:
     """0.5 x (1 + erf(x / sqrt 2)); with ``approximate``: 0.5 x (1 + tanh(sqrt(2/pi)(x + 0.044715 x^3)))."""
     if approximate:
@@ -43,7 +44,7 @@ def _sigmoid_grad(node: Any, gouts: list) -> list:
     return [gouts[0] * (y * (1.0 - y))]
 
 
-@composite("silu", infer=same_meta, grad=_silu_grad)
+@composite("silu", sharding=_sh.elementwise(), infer=same_meta, grad=_silu_grad)
 def silu_decomposition(x: Tensor) -> Tensor:
     """x / (1 + exp(-x)). NOTE: exp(-x) may overflow to inf, where the quotient is the
     exact limit (-0 for x below about -88 in float32); a generated kernel's vector expf is
@@ -51,7 +52,7 @@ def silu_decomposition(x: Tensor) -> Tensor:
     return x / (M.exp(-x).astype(x.dtype) + 1.0)
 
 
-@composite("sigmoid", infer=same_meta, grad=_sigmoid_grad)
+@composite("sigmoid", sharding=_sh.elementwise(), infer=same_meta, grad=_sigmoid_grad)
 def sigmoid_decomposition(x: Tensor) -> Tensor:
     """1 / (1 + exp(-x)) (0 where exp(-x) overflows to inf: the exact limit)."""
     return _sigmoid_of(x)
@@ -78,23 +79,23 @@ def sigmoid(x: Tensor, name: str | None = None) -> Tensor:
     return call(OPS["sigmoid"], [float_arg("sigmoid", x)], {})
 
 
-@composite("relu", infer=same_meta)
+@composite("relu", sharding=_sh.elementwise(), infer=same_meta)
 def relu_decomposition(x: Tensor) -> Tensor:
     """max(x, 0) as where(x <= 0, 0, x): NaN stays NaN and passes its gradient."""
     return M.where(x <= 0, 0, x)
 
 
-@composite("relu6", infer=same_meta)
+@composite("relu6", sharding=_sh.elementwise(), infer=same_meta)
 def relu6_decomposition(x: Tensor) -> Tensor:
     return M.where(x <= 0, 0, M.where(x >= 6, 6, x))
 
 
-@composite("leaky_relu", infer=same_meta)
+@composite("leaky_relu", sharding=_sh.elementwise(), infer=same_meta)
 def leaky_relu_decomposition(x: Tensor, negative_slope: float) -> Tensor:
     return M.where(x > 0, x, x * negative_slope)
 
 
-@composite("softplus", infer=same_meta)
+@composite("softplus", amp="deny", sharding=_sh.elementwise(), infer=same_meta)
 def softplus_decomposition(x: Tensor, beta: float, threshold: float) -> Tensor:
     """log(1 + exp(beta x)) / beta, linear above ``threshold``, without overflow."""
     z = x * beta if beta != 1.0 else x
@@ -104,7 +105,7 @@ def softplus_decomposition(x: Tensor, beta: float, threshold: float) -> Tensor:
     return M.where(z > threshold, x, soft)
 
 
-@composite("hardtanh", infer=same_meta)
+@composite("hardtanh", sharding=_sh.elementwise(), infer=same_meta)
 def hardtanh_decomposition(x: Tensor, min: float, max: float) -> Tensor:
     return M.clip(x, min, max)
 

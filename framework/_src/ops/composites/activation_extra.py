@@ -16,6 +16,7 @@ from ...tensor import Tensor
 from .. import math as M
 from .. import random as _rand
 from .. import shape as S
+from .. import sharding as _sh
 from ..base import OPS, call, composite
 from ._common import axis_arg, float_arg, same_meta, tensor_arg
 from .norm import softmax
@@ -29,19 +30,19 @@ def _expm1_neg(x: Tensor) -> Tensor:
     return M.exp(M.minimum(x, 0.0)) - 1.0
 
 
-@composite("elu", infer=same_meta)
+@composite("elu", sharding=_sh.elementwise(), infer=same_meta)
 def elu_decomposition(x: Tensor, *, alpha: float) -> Tensor:
     """x where x > 0, else alpha (exp(x) - 1)."""
     return M.where(x > 0, x, _expm1_neg(x) * alpha)
 
 
-@composite("selu", infer=same_meta)
+@composite("selu", sharding=_sh.elementwise(), infer=same_meta)
 def selu_decomposition(x: Tensor, *, scale: float, alpha: float) -> Tensor:
     """scale * (x where x > 0, else alpha (exp(x) - 1))."""
     return M.where(x > 0, x, _expm1_neg(x) * alpha) * scale
 
 
-@composite("celu", infer=same_meta)
+@composite("celu", sharding=_sh.elementwise(), infer=same_meta)
 def celu_decomposition(x: Tensor, *, alpha: float) -> Tensor:
     """max(0, x) + min(0, alpha (exp(x / alpha) - 1)); for alpha < 0 the exponent is positive
     where x < 0 (no clamp there: exp may overflow to the true limit, -inf)."""
@@ -55,13 +56,13 @@ def prelu_decomposition(x: Tensor, weight: Tensor) -> Tensor:
     return M.where(x > 0, x, x * weight)
 
 
-@composite("hardswish", infer=same_meta)
+@composite("hardswish", sharding=_sh.elementwise(), infer=same_meta)
 def hardswish_decomposition(x: Tensor) -> Tensor:
     """x * relu6(x + 3) / 6."""
     return x * M.clip(x + 3.0, 0.0, 6.0) * (1.0 / 6.0)
 
 
-@composite("hardsigmoid", infer=same_meta)
+@composite("hardsigmoid", sharding=_sh.elementwise(), infer=same_meta)
 def hardsigmoid_decomposition(x: Tensor, *, slope: float, offset: float) -> Tensor:
     """clip(slope * x + offset, 0, 1)."""
     return M.clip(x * slope + offset, 0.0, 1.0)
@@ -71,43 +72,43 @@ def _softplus(x: Tensor) -> Tensor:
     return M.maximum(x, 0.0) + M.log(M.exp(-M.abs(x)) + 1.0)
 
 
-@composite("mish", infer=same_meta)
+@composite("mish", sharding=_sh.elementwise(), infer=same_meta)
 def mish_decomposition(x: Tensor) -> Tensor:
     """x * tanh(softplus(x))."""
     return x * M.tanh(_softplus(x))
 
 
-@composite("softsign", infer=same_meta)
+@composite("softsign", sharding=_sh.elementwise(), infer=same_meta)
 def softsign_decomposition(x: Tensor) -> Tensor:
     """x / (1 + |x|)."""
     return x / (M.abs(x) + 1.0)
 
 
-@composite("tanhshrink", infer=same_meta)
+@composite("tanhshrink", sharding=_sh.elementwise(), infer=same_meta)
 def tanhshrink_decomposition(x: Tensor) -> Tensor:
     """x - tanh(x)."""
     return x - M.tanh(x)
 
 
-@composite("hardshrink", infer=same_meta)
+@composite("hardshrink", sharding=_sh.elementwise(), infer=same_meta)
 def hardshrink_decomposition(x: Tensor, *, threshold: float) -> Tensor:
     """x where |x| > threshold, else 0."""
     return M.where(M.abs(x) > threshold, x, 0.0)
 
 
-@composite("softshrink", infer=same_meta)
+@composite("softshrink", sharding=_sh.elementwise(), infer=same_meta)
 def softshrink_decomposition(x: Tensor, *, threshold: float) -> Tensor:
     """x - threshold above it, x + threshold below -threshold, else 0."""
     return M.where(x > threshold, x - threshold, M.where(x < -threshold, x + threshold, 0.0))
 
 
-@composite("thresholded_relu", infer=same_meta)
+@composite("thresholded_relu", sharding=_sh.elementwise(), infer=same_meta)
 def thresholded_relu_decomposition(x: Tensor, *, threshold: float, value: float) -> Tensor:
     """x where x > threshold, else ``value``."""
     return M.where(x > threshold, x, value)
 
 
-@composite("log_sigmoid", infer=same_meta)
+@composite("log_sigmoid", amp="deny", sharding=_sh.elementwise(), infer=same_meta)
 def log_sigmoid_decomposition(x: Tensor) -> Tensor:
     """-softplus(-x), computed without overflow."""
     return -_softplus(-x)

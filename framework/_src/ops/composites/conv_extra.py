@@ -22,6 +22,7 @@ from .. import creation as C
 from .. import math as M
 from .. import shape as S
 from ..base import OPS, call, composite
+from ..cost import conv_flops, conv_transpose_flops, no_flops
 from ._common import float_arg, tensor_arg
 from .conv import _adaptive_axis, _out_size, _padding, _pair, avg_pool2d, conv2d, max_pool2d
 
@@ -194,7 +195,7 @@ def _conv3d_infer(ins: list[Tensor], attrs: dict[str, Any]) -> list:
     return [((x.shape[0], w.shape[0]) + _conv3d_out(x, w, attrs), x.dtype)]
 
 
-@composite("conv3d", infer=_conv3d_infer)
+@composite("conv3d", flops=conv_flops, amp="allow", infer=_conv3d_infer)
 def conv3d_decomposition(
     x: Tensor, w: Tensor, *, stride: tuple, padding: tuple, dilation: tuple, groups: int
 ) -> Tensor:
@@ -312,7 +313,7 @@ def _pad_or_crop(x: Tensor, axis: int, before: int, after: int) -> Tensor:
     return x
 
 
-@composite("conv2d_transpose", infer=_convt_infer)
+@composite("conv2d_transpose", flops=conv_transpose_flops, amp="allow", infer=_convt_infer)
 def conv2d_transpose_decomposition(
     x: Tensor,
     w: Tensor,
@@ -437,7 +438,7 @@ def _unfold_infer(ins: list[Tensor], attrs: dict[str, Any]) -> list:
     return [((x.shape[0], x.shape[1] * k[0] * k[1], o[0] * o[1]), x.dtype)]
 
 
-@composite("unfold", infer=_unfold_infer)
+@composite("unfold", flops=no_flops, amp="allow", infer=_unfold_infer)
 def unfold_decomposition(
     x: Tensor, *, kernel_sizes: tuple, strides: tuple, paddings: tuple, dilations: tuple
 ) -> Tensor:

@@ -13,7 +13,9 @@ from .. import creation as C
 from .. import math as M
 from .. import random as _rand
 from .. import shape as S
+from .. import sharding as _sh
 from ..base import OPS, call, composite
+from ..cost import matmul_flops
 from ..indexing import checked_index, masked_fill, take_along_axis
 from ._common import axis_arg, float_arg, tensor_arg
 
@@ -23,7 +25,7 @@ def _linear_infer(ins: list[Tensor], attrs: dict[str, Any]) -> list:
     return [(x.shape[:-1] + w.shape[-1:], x.dtype)]
 
 
-@composite("linear", infer=_linear_infer)
+@composite("linear", amp="allow", sharding=_sh.linear, flops=matmul_flops, infer=_linear_infer)
 def linear_decomposition(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """x @ weight (+ bias); weight is (in_features, out_features) as in Paddle."""
     lead = x.shape[:-1]

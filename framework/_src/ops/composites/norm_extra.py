@@ -23,7 +23,7 @@ from .misc import dropout
 _SELU_ALPHA_P = -1.0507009873554804934193349852946 * 1.6732632423543772848170429916717
 
 
-@composite("channel_norm", infer=same_meta)
+@composite("channel_norm", amp="deny", infer=same_meta)
 def channel_norm_decomposition(
     x: Tensor, mean: Tensor, var: Tensor, *params: Tensor, epsilon: float, has_weight: bool, has_bias: bool
 ) -> Tensor:
@@ -165,7 +165,7 @@ def instance_norm(
     return _normalize("instance_norm", x, mean, var, w, b, eps)
 
 
-@composite("group_norm", infer=same_meta)
+@composite("group_norm", amp="deny", infer=same_meta)
 def group_norm_decomposition(
     x: Tensor, *params: Tensor, num_groups: int, epsilon: float, has_weight: bool, has_bias: bool
 ) -> Tensor:
