@@ -513,3 +513,18 @@ def test_the_backward_recomputes_silu_from_gate_and_up(dev, monkeypatch):
         np.testing.assert_allclose(b, c, rtol=2e-5, atol=1e-5)
     bw_off, got_off, _ = swiglu_grads(dev, monkeypatch, "1", compile_="0")
     assert bw_off.n_saved == bw0.n_saved  # unfused, recomputing would only add kernels
+
+
+def test_a_fused_add_of_zero_keeps_the_sign_of_zero_as_eager_mode_does():
+    """``x + 0.0`` turns ``-0.0`` into ``+0.0``: the compiler's loop IR asks the same
+    question as the IR's canonical rules (``opdef.folds_to``) and keeps the add, so the fused
+    kernel's zeros have eager mode's signs (it used to fold the add away)."""
+    x = fw.to_tensor(np.array([[-0.0, 1.5, -0.0, 2.0]], "float32"))
+
+    def f(x):
+        return fw.tanh(x + 0.0) * -1.0
+
+    want = f(x).numpy()
+    got = fw.jit.to_static(f)(x).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-6)  # tanh: within an ulp of numpy's
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))  # -0.0 where eager has it

@@ -110,3 +110,75 @@ def test_every_composite_is_in_the_conformance_composites_tier():
         "conformance/tiers/composites.py (public call, numpy reference in conformance/composite_reference.py, "
         "samples on the op's edges, grad=(...) for its differentiable inputs)"
     )
+
+
+# -- the OpDef's other fields: each consumer's need, named where an op lacks it ---------------
+ALL_OPS = sorted(n for n, d in OPS.items() if d.kind in ("primitive", "composite"))
+
+
+@pytest.mark.parametrize("name", ALL_OPS)
+def test_each_op_states_what_auto_parallel_amp_and_the_ir_read(name):
+    """Auto-parallel reads ``sharding`` (or ``no_sharding``: why replicated or decomposed is
+    right); AMP reads ``amp``; the IR's canonical rules and the loop IR read ``identity``;
+    the planner and cost models read ``flops``: every product (AMP class "allow") has one."""
+    from framework._src.opdef import AMP_CLASSES, Identity
+
+    d = OPS[name]
+    missing = []
+    if d.sharding is None and not d.no_sharding:
+        missing.append("a sharding rule (OpDef.sharding) or no_sharding='why it needs none'")
+    if d.amp not in AMP_CLASSES:
+        missing.append(f"an AMP class in {AMP_CLASSES} (OpDef.amp), not {d.amp!r}")
+    if d.amp == "allow" and d.flops is None:
+        missing.append("a FLOP count (OpDef.flops): it is a product, whose time is its arithmetic")
+    if d.identity is not None and not isinstance(d.identity, Identity):
+        missing.append("an Identity (OpDef.identity)")
+    if d.identity is not None and d.identity.both and not d.commutative:
+        missing.append("commutative=True (an identity on both sides of an op that is not commutative)")
+    assert not missing, f"op '{name}' lacks: " + "; ".join(missing)
+
+
+_INTEGER_DTYPES = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"}
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if OPS[n].elementwise])
+def test_each_integer_lowering_is_spelled_for_integers(name):
+    """The C emitter spells an element-wise op for integer operands from ``Lowering.c_int``;
+    a float spelling (a math function, float literals) cannot serve for them."""
+    d = OPS[name]
+    ints = _INTEGER_DTYPES & set(PRIMITIVES[name].dtypes)
+    if not ints or d.lower.spelling(np.dtype("int32")) != d.lower.c:
+        return
+    assert not re.search(r"\{(fn:\w+|one|zero)\}", d.lower.c), (
+        f"primitive '{name}' takes {sorted(ints)} but its lowering {d.lower.c!r} is a float spelling: "
+        "give Lowering(c_int=...)"
+    )
+
+
+def test_the_generated_families_and_the_ir_traits_come_from_the_opdefs():
+    """No second table: the compiler's families, the IR's commutative and random traits and
+    AMP's lists are the OpDefs' fields, read back."""
+    from framework._src import amp
+    from framework.compiler import primitives as gen
+    from framework.ir.dialects import lookup
+
+    for name, d in OPS.items():
+        if d.family:
+            assert name in gen.FAMILIES[d.family]
+        info = lookup("op." + name)
+        assert info.has("commutative") == d.commutative, name
+        assert info.has("random") == d.random, name
+    assert amp.op_class("allow") == {n for n, d in OPS.items() if d.amp == "allow"}
+    assert {"matmul", "linear", "attention"} <= amp.op_class("allow")
+    assert {"softmax", "exp", "sum"} <= amp.op_class("deny")
+    assert {n for n, d in OPS.items() if d.random} == {"philox_uniform"}
+
+
+def test_an_unknown_or_invalid_fact_is_refused():
+    from framework._src.ops.base import with_facts
+
+    with pytest.raises(ValueError, match="unknown OpDef field 'comutative'"):
+        with_facts(OPS["add"], comutative=True)
+    with pytest.raises(ValueError, match="amp='low' is not valid"):
+        with_facts(OPS["add"], amp="low")
+    assert OPS["add"].amp == ""

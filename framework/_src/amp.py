@@ -3,8 +3,9 @@
 While a policy is set, :func:`framework._src.ops.base.apply` (primitives) and ``call``
 (composites) pass their inputs through :func:`cast_inputs` first:
 
-- ``ALLOW`` ops (matmul, linear, convolutions) run in the low dtype (float16/bfloat16);
-- ``DENY`` ops (exp, log, pow, reductions, softmax, norms, losses) run in float32;
+- ops of AMP class "allow" (``OpDef.amp``: matmul, linear, convolutions, attention) run in
+  the low dtype (float16/bfloat16);
+- ops of class "deny" (exp, log, pow, sums, softmax, norms) run in float32;
 - other ops run in the dtype of their inputs (O1), or in the low dtype too (O2).
 
 Only floating inputs are cast; casts are ops like any other, so gradients flow back to the
@@ -20,35 +21,22 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import dtypes as _dt
+from .opdef import OPS
 
 if TYPE_CHECKING:
     from .tensor import Tensor
 
-#: ops run in the low dtype under O1 and O2
-ALLOW: frozenset[str] = frozenset(
-    {"matmul", "matmul_t", "linear", "conv2d", "conv3d", "conv2d_transpose", "unfold", "attention"}
-)
-#: ops kept in float32 under O1 and O2 (precision-sensitive: exponentials, sums, normalisations)
-DENY: frozenset[str] = frozenset(
-    {
-        "exp",
-        "log",
-        "pow",
-        "sum",
-        "prod",
-        "rsqrt",
-        "softmax",
-        "log_softmax",
-        "layer_norm",
-        "rms_norm",
-        "channel_norm",
-        "group_norm",
-        "log_sigmoid",
-        "softplus",
-        "erf",
-        "interpolate",
-    }
-)
+
+def op_class(cls: str) -> frozenset[str]:
+    """The ops in AMP class ``cls`` ("allow": run in the low dtype under O1 and O2; "deny":
+    kept in float32, precision-sensitive), read from their OpDefs (``OpDef.amp``).
+
+    >>> import framework
+    >>> from framework._src import amp
+    >>> sorted(amp.op_class("allow"))[:3]
+    ['attention', 'conv2d', 'conv2d_transpose']
+    """
+    return frozenset(name for name, d in OPS.items() if d.amp == cls)
 
 
 @dataclass(frozen=True)

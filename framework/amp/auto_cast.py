@@ -56,8 +56,8 @@ def auto_cast(
     if not enable or level in ("O0", "OD"):
         token = _amp.POLICY.set(None)
     else:
-        allow = (_amp.ALLOW | white) - black
-        deny = (_amp.DENY | black) - white
+        allow = (_amp.op_class("allow") | white) - black
+        deny = (_amp.op_class("deny") | black) - white
         token = _amp.POLICY.set(_amp.AmpPolicy(level, low, frozenset(allow), frozenset(deny)))
     try:
         yield
@@ -69,5 +69,5 @@ amp_guard = auto_cast
 
 
 def white_list() -> dict[str, frozenset[str]]:
-    """The default op lists: ``{"allow": ..., "deny": ...}``."""
-    return {"allow": _amp.ALLOW, "deny": _amp.DENY}
+    """The default op lists, from the OpDefs' AMP classes: ``{"allow": ..., "deny": ...}``."""
+    return {"allow": _amp.op_class("allow"), "deny": _amp.op_class("deny")}

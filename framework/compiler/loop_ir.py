@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from .._src.opdef import folds_to
 from .._src.ops.base import OPS, Lowering
 
 BOOL = np.dtype(np.bool_)
@@ -97,14 +98,14 @@ class Builder:
         return self._make(op, (a,), np.dtype(dtype or a.dtype), a.row, a.col)
 
     def binary(self, op: str, a: Node, b: Node, dtype: np.dtype | None = None) -> Node:
-        if op == "mul":
-            for x, y in ((a, b), (b, a)):
-                if x.op == "const" and x.attr == 1.0 and y.dtype == x.dtype:
-                    return y
-        if op in ("add", "sub") and b.op == "const" and b.attr == 0.0 and a.dtype == b.dtype:
-            return a
-        if op == "add" and a.op == "const" and a.attr == 0.0 and a.dtype == b.dtype:
-            return b
+        d = OPS.get(op)
+        if d is not None and d.identity is not None and a.dtype == b.dtype:
+            # x * 1, x - 0.0, x + (-0.0): the IR's exactness rule (opdef.folds_to), so
+            # x + 0.0 stays (it turns -0.0 into +0.0)
+            if b.op == "const" and folds_to(d, b.attr, a.dtype, side=1):
+                return a
+            if a.op == "const" and folds_to(d, a.attr, b.dtype, side=0):
+                return b
         if op == "div" and a.col and not b.col and (dtype or a.dtype) in FLOATS and _reduced(b):
             # x / s along a row, s a row's statistic (softmax's sum): one division per row and
             # a multiply per element, as torch's softmax does (within 1.5 ulp of x / s; a

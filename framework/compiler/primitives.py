@@ -105,15 +105,13 @@ def kernel_source(op: str, device_type: str, dtype: np.dtype) -> KernelEntry | N
 
 
 # -- families: the kernels one build holds ---------------------------------------------------
-#: op -> its family; the first use of a family (for one dtype and broadcast or axis pattern)
-#: builds every op of it that the plugin lacks, in one translation unit
-_UNARY = ("neg", "abs", "sign", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "erf")
-FAMILIES: dict[str, tuple[str, ...]] = {
-    "unary": (*_UNARY, "floor", "ceil", "logical_not", "copy"),
-    "binary": ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "floor_divide", "remainder"),
-    "compare": ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or"),
-    "reduce": ("sum", "prod", "max", "min", "argmax", "argmin"),
-}
+#: family -> its ops, from the OpDefs (``OpDef.family``); the first use of a family (for one
+#: dtype and broadcast or axis pattern) builds every op of it that the plugin lacks, in one
+#: translation unit
+FAMILIES: dict[str, tuple[str, ...]] = {}
+for _name, _d in base.OPS.items():
+    if _d.family:
+        FAMILIES[_d.family] = (*FAMILIES.get(_d.family, ()), _name)
 _FAMILY_OF = {op: fam for fam, ops in FAMILIES.items() for op in ops}
 _BOOLEAN_OUT = {"logical_not", *FAMILIES["compare"]}
 

@@ -13,7 +13,8 @@
   shape rule from the op it lowers, with the trait ``kernel`` added.
 - ``op``: one operation per :class:`OpDef` in ``framework._src.ops.base.OPS``, generated, not
   written twice. Its traits come from the OpDef (``elementwise``, ``side_effect_free``,
-  ``primitive`` / ``composite`` / ``view``) and its shape inference is the OpDef's ``infer``.
+  ``commutative``, ``random``, ``primitive`` / ``composite`` / ``view``) and its shape
+  inference is the OpDef's ``infer``.
 
 An op not in the table is an error of the verifier and the parser.
 """
@@ -30,8 +31,6 @@ from .._src.ops import base
 from .._src.tensor import Tensor
 from .core import IRError, Operation, resolve
 
-#: ops whose operands may be swapped without changing the result
-_COMMUTATIVE = frozenset({"add", "mul", "maximum", "minimum", "eq", "ne", "logical_and", "logical_or"})
 #: ops that change state beyond their results (none of the pure op set today; random bits are
 #: counter-based, a function of their attributes)
 _SIDE_EFFECTS: frozenset[str] = frozenset()
@@ -110,8 +109,10 @@ def _generated() -> None:
             traits.add("elementwise")
         if name not in _SIDE_EFFECTS:
             traits.add("side_effect_free")
-        if name in _COMMUTATIVE:
+        if d.commutative:
             traits.add("commutative")
+        if d.random:
+            traits.add("random")
         if d.infer is not None:
             traits.add("infer_shape")
         if d.grad is not None:

@@ -19,8 +19,9 @@ from adapter_api import PRIMITIVES, OpArgumentError
 
 from .. import amp as _amp
 from .. import autograd, dispatch, env
-from ..opdef import OPS, Lowering, Meta, OpDef
+from ..opdef import AMP_CLASSES, OPS, Identity, Lowering, Meta, OpDef, SpmdRule
 from ..tensor import Tensor
+from . import sharding as _sharding
 
 if TYPE_CHECKING:
     from ..device import Device
@@ -28,9 +29,11 @@ if TYPE_CHECKING:
 __all__ = [
     "LATER",
     "OPS",
+    "Identity",
     "Lowering",
     "Meta",
     "OpDef",
+    "SpmdRule",
     "apply",
     "apply1",
     "attach_grad",
@@ -110,10 +113,13 @@ def primitive(
     elementwise: bool = False,
     lower: Lowering | str | None = None,
     no_grad: str = "",
+    **facts: Any,
 ) -> OpDef:
     """Define a primitive: its shape/dtype rule, its gradient rule (or ``no_grad``, saying why
     it has none), and ``lower``, its :class:`Lowering` (a string is the ``c`` of an element-wise
-    one; an element-wise primitive must have one)."""
+    one; an element-wise primitive must have one). ``facts`` are the OpDef's other fields
+    (:func:`with_facts`); an element-wise primitive's sharding rule is the element-wise one
+    unless it says otherwise."""
     if name not in PRIMITIVES:
         raise ValueError(f"'{name}' is not in adapter_api.PRIMITIVES")
     if (grad is None) == (not no_grad):
@@ -124,6 +130,42 @@ def primitive(
         lower = Lowering(c=lower)
     op = OPS[name] = OpDef(name, "primitive", infer, grad, elementwise, lower=lower)
     op.no_grad = no_grad
+    if elementwise and "sharding" not in facts and "no_sharding" not in facts:
+        facts["sharding"] = _sharding.elementwise()
+    return with_facts(op, **facts)
+
+
+#: the OpDef fields ``primitive``/``composite`` take as keywords, and what each must be
+_FACTS: dict[str, Callable[[Any], bool]] = {
+    "family": lambda v: v in ("", "unary", "binary", "compare", "reduce"),
+    "commutative": lambda v: isinstance(v, bool),
+    "random": lambda v: isinstance(v, bool),
+    "identity": lambda v: v is None or isinstance(v, Identity),
+    "amp": lambda v: v in AMP_CLASSES,
+    "sharding": lambda v: v is None or callable(v),
+    "no_sharding": lambda v: isinstance(v, str),
+    "flops": lambda v: v is None or callable(v),
+}
+
+
+def with_facts(op: OpDef, **facts: Any) -> OpDef:
+    """Set the OpDef's other fields (family, commutative, random, identity, amp,
+    sharding, no_sharding, flops; see :class:`OpDef`), each checked.
+
+    >>> import framework
+    >>> from framework._src.ops.base import OPS
+    >>> OPS["softmax"].amp, OPS["exp"].amp
+    ('deny', 'deny')
+    """
+    for key, value in facts.items():
+        check = _FACTS.get(key)
+        if check is None:
+            raise ValueError(
+                f"[ops] op '{op.name}': unknown OpDef field '{key}'; expected one of {sorted(_FACTS)}"
+            )
+        if not check(value):
+            raise ValueError(f"[ops] op '{op.name}': OpDef field {key}={value!r} is not valid")
+        setattr(op, key, value)
     return op
 
 
@@ -213,11 +255,15 @@ def _compile_enabled() -> bool:
     return env.flag("OARLOCK_COMPILE", True)
 
 
+_DECOMPOSES = "a composite: its decomposition runs, each op in it by its own rule"
+
+
 def composite(
     name: str,
     infer: Callable[..., list[Meta]] | None = None,
     grad: Callable[..., Any] | None = None,
     grad_kernel: str | None = None,
+    **facts: Any,
 ) -> Callable[[Callable[..., Any]], OpDef]:
     """Define a composite op by its decomposition (a function of tensors and attrs).
 
@@ -226,15 +272,18 @@ def composite(
     decomposition is re-run under autograd to differentiate). ``grad_kernel`` names the op
     the rule is worth it for: where neither this op nor that one has a kernel, eager mode
     differentiates the decomposition's tape instead (the rule may recompute what the tape
-    keeps, e.g. attention's weights).
+    keeps, e.g. attention's weights). ``facts`` are the OpDef's other fields
+    (:func:`with_facts`); without a sharding rule a composite's decomposition runs on
+    distributed inputs, each op it is made of following its own rule.
     """
+    facts.setdefault("no_sharding", "" if facts.get("sharding") else _DECOMPOSES)
 
     def wrap(fn: Callable[..., Any]) -> OpDef:
         op = OPS[name] = OpDef(
             name, "composite", infer, grad or _grad_by_decomposition, False, fn, fn.__doc__ or ""
         )
         op.grad_kernel = grad_kernel
-        return op
+        return with_facts(op, **facts)
 
     return wrap
 

@@ -14,7 +14,9 @@ from adapter_api import OpArgumentError
 from .. import dtypes as _dt
 from ..tensor import Tensor, to_tensor
 from . import creation as C
+from . import sharding as _sh
 from .base import OPS, apply1, broadcast_shapes, call, composite, fill_buffer
+from .cost import matmul_flops
 
 _CONST: dict[tuple[Any, ...], Tensor] = {}
 
@@ -501,7 +503,14 @@ def _g_matmul_t(n: Any, g: list) -> list:
     return [ga, gb]
 
 
-_MATMUL_T = composite("matmul_t", infer=_matmul_t_infer, grad=_g_matmul_t)(_matmul_t_decomposition)
+_MATMUL_T = composite(
+    "matmul_t",
+    amp="allow",
+    sharding=_sh.matmul_t,
+    flops=matmul_flops,
+    infer=_matmul_t_infer,
+    grad=_g_matmul_t,
+)(_matmul_t_decomposition)
 
 
 def matmul_t(a: Tensor, b: Tensor, transpose_x: bool, transpose_y: bool) -> Tensor:

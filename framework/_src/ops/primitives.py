@@ -12,7 +12,9 @@ from typing import Any
 
 from .. import dtypes as _dt
 from ..tensor import Tensor
-from .base import LATER, Lowering, broadcast_shapes, primitive
+from . import sharding as _sh
+from .base import LATER, Identity, Lowering, broadcast_shapes, primitive
+from .cost import matmul_flops
 
 # -- shape rules ----------------------------------------------------------------------------
 
@@ -69,14 +71,21 @@ def _slice_len(start: int, stop: int, step: int) -> int:
 
 
 # unary -------------------------------------------------------------------------------------
+#: primitives fw.amp.auto_cast keeps in float32 (precision-sensitive: exponentials)
+_DENY = {"exp": "deny", "log": "deny", "rsqrt": "deny", "erf": "deny"}
+
+
 def _math(fn: str) -> Lowering:
     return Lowering(c=f"{{fn:{fn}}}({{0}})", costly=fn in ("exp", "log", "tanh", "erf", "sin", "cos"))
 
 
+# NOTE: integers wrap modulo 2**bits as numpy's do: computed in an unsigned type ({U}), which
+# C defines to wrap, where signed overflow is undefined
+_NEG_INT = "(({T})(({U})0 - ({U}){0}))"
 # name, lowering to the loop IR (see base.Lowering for the template syntax)
 for _name, _lower in [
-    ("neg", "(-{0})"),
-    ("abs", "{fn:fabs}({0})"),
+    ("neg", Lowering(c="(-{0})", c_int=_NEG_INT)),
+    ("abs", Lowering(c="{fn:fabs}({0})", c_int=f"({{0}} < 0 ? {_NEG_INT} : {{0}})", c_uint="{0}")),
     ("exp", _math("exp")),
     ("log", _math("log")),
     ("sqrt", _math("sqrt")),
@@ -88,11 +97,26 @@ for _name, _lower in [
     ("floor", _math("floor")),
     ("ceil", _math("ceil")),
     # numpy: sign(-0.0) is +0.0 and NaN stays NaN
-    ("sign", "({0} != {0} ? {0} : ({0} > {zero} ? {one} : ({0} < {zero} ? -{one} : {zero})))"),
+    (
+        "sign",
+        Lowering(
+            c="({0} != {0} ? {0} : ({0} > {zero} ? {one} : ({0} < {zero} ? -{one} : {zero})))",
+            c_int="(({T})(({0} > 0) - ({0} < 0)))",
+        ),
+    ),
 ]:
-    primitive(_name, _same, LATER, elementwise=True, lower=_lower)
+    primitive(
+        _name,
+        _same,
+        LATER,
+        elementwise=True,
+        lower=_lower,
+        family="unary",
+        amp=_DENY.get(_name, ""),
+        sharding=_sh.elementwise("one" if _name == "neg" else ""),  # -(partial) is partial
+    )
 _BOOLEAN = "a boolean result: nothing to differentiate"
-primitive("logical_not", _bool, None, elementwise=True, lower="(!{0})", no_grad=_BOOLEAN)
+primitive("logical_not", _bool, None, elementwise=True, lower="(!{0})", no_grad=_BOOLEAN, family="unary")
 
 
 # binary ------------------------------------------------------------------------------------
@@ -109,18 +133,61 @@ _FLOOR_DIVIDE = (
     f"({_DIV} - {{fn:floor}}({_DIV}) > ({{one}} / 2) ? {{one}} : {{zero}}) : "
     f"{{fn:copysign}}({{zero}}, {{0}} / {{1}})))"
 )
-for _name, _lower in [
-    ("add", "({0} + {1})"),
-    ("sub", "({0} - {1})"),
-    ("mul", "({0} * {1})"),
-    ("div", "({0} / {1})"),
-    ("pow", Lowering(c="{fn:pow}({0}, {1})", costly=True)),
-    ("maximum", "(({0} > {1} || {0} != {0}) ? {0} : {1})"),  # NaN wins
-    ("minimum", "(({0} < {1} || {0} != {0}) ? {0} : {1})"),
-    ("floor_divide", _FLOOR_DIVIDE),
-    ("remainder", _REMAINDER),
+_OR, _AND = "({0} || {1})", "({0} && {1})"  # bool add/maximum, mul/minimum (numpy's)
+# name, lowering, other OpDef fields (identity: x op c is x bit for bit; the sharding rule's
+# linear: how partial values pass)
+for _name, _lower, _facts in [
+    (
+        "add",
+        Lowering(c="({0} + {1})", c_int="(({T})(({U}){0} + ({U}){1}))", c_bool=_OR),
+        dict(commutative=True, identity=Identity(-0.0, both=True), sharding=_sh.elementwise("all")),
+    ),
+    (
+        "sub",
+        Lowering(c="({0} - {1})", c_int="(({T})(({U}){0} - ({U}){1}))"),
+        dict(identity=Identity(0.0), sharding=_sh.elementwise("all")),
+    ),
+    (
+        "mul",
+        Lowering(c="({0} * {1})", c_int="(({T})(({U}){0} * ({U}){1}))", c_bool=_AND),
+        dict(commutative=True, identity=Identity(1.0, both=True), sharding=_sh.elementwise("one")),
+    ),
+    ("div", "({0} / {1})", dict(identity=Identity(1.0), sharding=_sh.elementwise("first"))),
+    (
+        "pow",
+        Lowering(
+            c="{fn:pow}({0}, {1})",
+            costly=True,
+            c_int="(({T})oarlock_ipow((uint64_t)(int64_t){0}, (int64_t){1}))",
+        ),
+        dict(amp="deny"),
+    ),
+    (  # NaN wins
+        "maximum",
+        Lowering(c="(({0} > {1} || {0} != {0}) ? {0} : {1})", c_int="({0} > {1} ? {0} : {1})", c_bool=_OR),
+        dict(commutative=True),
+    ),
+    (
+        "minimum",
+        Lowering(c="(({0} < {1} || {0} != {0}) ? {0} : {1})", c_int="({0} < {1} ? {0} : {1})", c_bool=_AND),
+        dict(commutative=True),
+    ),
+    (
+        "floor_divide",
+        Lowering(c=_FLOOR_DIVIDE, c_int="(({T})oarlock_floordiv((int64_t){0}, (int64_t){1}))"),
+        {},
+    ),
+    ("remainder", Lowering(c=_REMAINDER, c_int="(({T})oarlock_mod((int64_t){0}, (int64_t){1}))"), {}),
 ]:
-    primitive(_name, _make_binary_infer(_name, False), LATER, elementwise=True, lower=_lower)
+    primitive(
+        _name,
+        _make_binary_infer(_name, False),
+        LATER,
+        elementwise=True,
+        lower=_lower,
+        family="binary",
+        **_facts,
+    )
 for _name, _sym in (
     ("eq", "=="),
     ("ne", "!="),
@@ -138,27 +205,49 @@ for _name, _sym in (
         elementwise=True,
         lower=f"({{0}} {_sym} {{1}})",
         no_grad=_BOOLEAN,
+        family="compare",
+        commutative=_name in ("eq", "ne", "logical_and", "logical_or"),
     )
 primitive("where", _where_infer, LATER, elementwise=True, lower="({0} ? {1} : {2})")
-primitive("cast", lambda ins, a: [(ins[0].shape, a["dtype"])], LATER, lower=Lowering("cast"))
+primitive(
+    "cast", lambda ins, a: [(ins[0].shape, a["dtype"])], LATER, lower=Lowering("cast"), sharding=_sh.cast
+)
 
 
 # reductions -------------------------------------------------------------------------------
-primitive("sum", _reduce_infer, LATER, lower=Lowering("reduce"))
-primitive("prod", _reduce_infer, LATER)
-primitive("max", _reduce_infer, LATER, lower=Lowering("reduce"))
-primitive("min", _reduce_infer, LATER, lower=Lowering("reduce"))
-primitive("argmax", _arg_infer, None, no_grad="an integer index: nothing to differentiate")
-primitive("argmin", _arg_infer, None, no_grad="an integer index: nothing to differentiate")
+_RED = dict(family="reduce")
+primitive(
+    "sum",
+    _reduce_infer,
+    LATER,
+    lower=Lowering("reduce"),
+    amp="deny",
+    sharding=_sh.reduction("one", "sum"),
+    **_RED,
+)
+primitive("prod", _reduce_infer, LATER, amp="deny", sharding=_sh.reduction(kept=True), **_RED)
+primitive("max", _reduce_infer, LATER, lower=Lowering("reduce"), sharding=_sh.reduction("", "max"), **_RED)
+primitive("min", _reduce_infer, LATER, lower=Lowering("reduce"), sharding=_sh.reduction("", "min"), **_RED)
+_INDEX = "an integer index: nothing to differentiate"
+_ARG = _sh.reduction(kept=True, axis_attr="axis")
+primitive("argmax", _arg_infer, None, no_grad=_INDEX, sharding=_ARG, **_RED)
+primitive("argmin", _arg_infer, None, no_grad=_INDEX, sharding=_ARG, **_RED)
 
 
 # linear algebra ----------------------------------------------------------------------------
-primitive("matmul", _matmul_infer, LATER)
+primitive("matmul", _matmul_infer, LATER, amp="allow", sharding=_sh.matmul, flops=matmul_flops)
 
 
 # layout ------------------------------------------------------------------------------------
-primitive("permute", lambda ins, a: [(tuple(ins[0].shape[p] for p in a["perm"]), ins[0].dtype)], LATER)
-primitive("expand", lambda ins, a: [(a["shape"], ins[0].dtype)], LATER, lower=Lowering("pass"))
+primitive(
+    "permute",
+    lambda ins, a: [(tuple(ins[0].shape[p] for p in a["perm"]), ins[0].dtype)],
+    LATER,
+    sharding=_sh.permute,
+)
+primitive(
+    "expand", lambda ins, a: [(a["shape"], ins[0].dtype)], LATER, lower=Lowering("pass"), sharding=_sh.expand
+)
 
 
 def _slice_infer(ins, a):
@@ -167,7 +256,7 @@ def _slice_infer(ins, a):
     ]
 
 
-primitive("slice", _slice_infer, LATER)
+primitive("slice", _slice_infer, LATER, sharding=_sh.slice_)
 
 
 def _concat_infer(ins, a):
@@ -177,14 +266,14 @@ def _concat_infer(ins, a):
     return [(tuple(shape), ins[0].dtype)]
 
 
-primitive("concat", _concat_infer, LATER)
+primitive("concat", _concat_infer, LATER, sharding=_sh.concat)
 
 
 def _pad_infer(ins, a):
     return [(tuple(s + b + e for s, (b, e) in zip(ins[0].shape, a["pads"])), ins[0].dtype)]
 
 
-primitive("pad", _pad_infer, LATER)
+primitive("pad", _pad_infer, LATER, sharding=_sh.pad)
 
 
 # indexing ----------------------------------------------------------------------------------
@@ -196,14 +285,22 @@ def _gather_infer(ins, a):
 
 # NOTE: the loop IR reads a gather along the row whose index is a constant rotation of the
 # row (rotary's rotate-half, roll) as a load at the rotated column (``compiler.loop_ir.Builder.take``)
-primitive("gather", _gather_infer, LATER, lower=Lowering("take"))
-primitive("scatter_add", lambda ins, a: [(ins[0].shape, ins[0].dtype)], LATER)
-primitive("scatter", lambda ins, a: [(ins[0].shape, ins[0].dtype)], LATER)
+primitive("gather", _gather_infer, LATER, lower=Lowering("take"), sharding=_sh.gather)
+_SCATTER = "writes rows by index anywhere in the output: replicated"
+primitive("scatter_add", lambda ins, a: [(ins[0].shape, ins[0].dtype)], LATER, no_sharding=_SCATTER)
+primitive("scatter", lambda ins, a: [(ins[0].shape, ins[0].dtype)], LATER, no_sharding=_SCATTER)
 
 # creation and memory ---------------------------------------------------------------------
-primitive("full", lambda ins, a: [(a["shape"], a["dtype"])], no_grad="no tensor input")
+_CREATES = "no tensor input: a new replicated tensor"
+primitive("full", lambda ins, a: [(a["shape"], a["dtype"])], no_grad="no tensor input", no_sharding=_CREATES)
 primitive(
-    "arange", lambda ins, a: [((0,), a["dtype"])], no_grad="no tensor input"
+    "arange", lambda ins, a: [((0,), a["dtype"])], no_grad="no tensor input", no_sharding=_CREATES
 )  # length given by the caller
-primitive("philox_uniform", lambda ins, a: [(a["shape"], a["dtype"])], no_grad="no tensor input")
-primitive("copy", _same, LATER, lower=Lowering("pass"))
+primitive(
+    "philox_uniform",
+    lambda ins, a: [(a["shape"], a["dtype"])],
+    no_grad="no tensor input",
+    no_sharding=_CREATES,
+    random=True,
+)
+primitive("copy", _same, LATER, lower=Lowering("pass"), family="unary", sharding=_sh.elementwise("one"))

@@ -17,6 +17,7 @@ import re
 
 import numpy as np
 
+from ..._src.ops.base import OPS
 from .. import loop_ir
 
 #: a field of a Lowering template: {0}, {fn:exp}, {one}, {zero}
@@ -31,32 +32,19 @@ def is_float(dt: np.dtype) -> bool:
 
 
 def integer_template(op: str, src: np.dtype, T: str) -> str | None:
-    """How an op of the OpDef table reads for integer or bool operands, where the float
-    lowering does not (numpy's rules: integers wrap modulo 2**bits, never overflow in C;
-    bool ``add``/``maximum`` are or, ``mul``/``minimum`` are and; ``//`` and ``%`` follow the
-    divisor's sign and give 0 for a zero divisor)."""
-    if src == loop_ir.BOOL:
-        return {
-            "add": "({0} || {1})",
-            "maximum": "({0} || {1})",
-            "mul": "({0} && {1})",
-            "minimum": "({0} && {1})",
-        }.get(op)
-    U = "uint64_t" if src.itemsize == 8 else "uint32_t"  # unsigned: wraps, and wide enough for int16 * int16
-    signed = src.kind == "i"
-    return {
-        "neg": f"(({T})(({U})0 - ({U}){{0}}))",
-        "abs": f"({{0}} < 0 ? (({T})(({U})0 - ({U}){{0}})) : {{0}})" if signed else "{0}",
-        "sign": f"(({T})(({{0}} > 0) - ({{0}} < 0)))",
-        "add": f"(({T})(({U}){{0}} + ({U}){{1}}))",
-        "sub": f"(({T})(({U}){{0}} - ({U}){{1}}))",
-        "mul": f"(({T})(({U}){{0}} * ({U}){{1}}))",
-        "pow": f"(({T})oarlock_ipow((uint64_t)(int64_t){{0}}, (int64_t){{1}}))",
-        "floor_divide": f"(({T})oarlock_floordiv((int64_t){{0}}, (int64_t){{1}}))",
-        "remainder": f"(({T})oarlock_mod((int64_t){{0}}, (int64_t){{1}}))",
-        "maximum": "({0} > {1} ? {0} : {1})",
-        "minimum": "({0} < {1} ? {0} : {1})",
-    }.get(op)
+    """How an op reads for integer or bool operands where its float lowering does not: the
+    OpDef's ``Lowering.c_int`` / ``c_uint`` / ``c_bool`` with ``{T}`` the operands' C type
+    and ``{U}`` an unsigned type as wide (at least 32 bits: wide enough for int16 * int16);
+    None: the float spelling serves."""
+    d = OPS.get(op)
+    low = d.lower if d is not None else None
+    if low is None:
+        return None
+    got = low.spelling(src)
+    if got == low.c:
+        return None
+    U = "uint64_t" if src.itemsize == 8 else "uint32_t"
+    return got.replace("{T}", T).replace("{U}", U)
 
 
 class Emitter:

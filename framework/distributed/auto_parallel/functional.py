@@ -1,4 +1,6 @@
-"""Eager execution on distributed tensors: each op reads its rule (:mod:`.rules`), reshards its
+"""Eager execution on distributed tensors: each op reads its sharding rule (its OpDef's
+``sharding``, in the notation of :mod:`.rules`; a function made of several ops states the
+rule of the whole where it calls :func:`run`), reshards its
 inputs as the plan asks (each reshard logged), runs the framework's op on the local shards and
 wraps the result with the planned placements. Gradients flow through the local ops and the
 reshards on the tape. With plain tensors only, each function is the framework's op.
@@ -23,6 +25,7 @@ from typing import Any
 from adapter_api import OpArgumentError
 
 from ..._src import autograd
+from ..._src.opdef import SpmdRule
 from ..._src.ops import base as _base
 from ..._src.ops import creation as _creation
 from ..._src.ops import math as _math
@@ -45,7 +48,7 @@ from .reshard import (
     reshard_local,
     traced_step,
 )
-from .rules import RULES, expand, plan
+from .rules import expand, plan
 
 
 # -- the executor ----------------------------------------------------------------------------
@@ -94,23 +97,28 @@ def _grad_all_reduce(x: DistTensor, t: Tensor, mesh: ProcessMesh, axis: int, op:
     return _on_tape(t, t.detach(), lambda gr: _all_reduce(gr, "sum", g))
 
 
+def op_rule(name: str, xs: Sequence[Any], attrs: dict[str, Any] | None = None) -> SpmdRule:
+    """OpDef ``name``'s sharding rule for inputs ``xs`` (global shapes) and ``attrs``."""
+    rule = _base.OPS[name].sharding
+    got = None if rule is None else rule(attrs or {}, list(xs))
+    if got is None:
+        raise OpArgumentError(f"[{name}] has no sharding rule for these inputs")
+    return got
+
+
 def run(
     op: str,
     xs: Sequence[Any],
     local: Callable[..., Tensor],
-    rule: str | None = None,
-    linear: str | None = None,
-    reduce: str | None = None,
+    spec: SpmdRule,
     shape: Sequence[int] | None = None,
     with_plan: bool = False,
 ) -> DistTensor:
-    """Run ``local`` (the framework op on local shards) under op ``op``'s sharding rule
-    (``shape``: the global output shape, when the rule's letters do not give it;
-    ``with_plan``: ``local`` also gets the plan and the mesh, first)."""
-    spec = RULES.get(op, RULES["unary"])
-    rule = rule or spec["rule"]
-    linear = spec.get("linear", "") if linear is None else linear
-    reduce = spec.get("reduce", "") if reduce is None else reduce
+    """Run ``local`` (the framework op on local shards) under the sharding rule ``spec``
+    (``op`` names it in the log and errors; ``shape``: the global output shape, when the
+    rule's letters do not give it; ``with_plan``: ``local`` also gets the plan and the mesh,
+    first)."""
+    rule, linear, reduce = spec.rule, spec.linear, spec.reduce
     mesh = _mesh_of(op, xs)
     ensure_groups(mesh)
     dts = [_lift(x, mesh) for x in xs]
@@ -192,7 +200,7 @@ def matmul(x: Any, y: Any) -> Any:
         raise OpArgumentError(
             f"[matmul] distributed operands need 2 or more dims, got {list(x.shape)} and {list(y.shape)}"
         )
-    return run("matmul", [x, y], _math.matmul)
+    return run("matmul", [x, y], _math.matmul, op_rule("matmul", [x, y]))
 
 
 def linear(x: Any, weight: Any, bias: Any = None) -> Any:
@@ -201,30 +209,30 @@ def linear(x: Any, weight: Any, bias: Any = None) -> Any:
     return y if bias is None else add(y, bias)
 
 
-def _binary(op: str, fn: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+def _binary(op: str, opdef: str, fn: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
     def f(x: Any, y: Any) -> Any:
         if not _dist(x, y):
             return fn(x, y)
         if not isinstance(y, (Tensor, DistTensor)) or not isinstance(x, (Tensor, DistTensor)):
             a, s = (x, y) if isinstance(x, DistTensor) else (y, x)
             lin = "one" if op in ("multiply",) or (op == "divide" and a is x) else ""
-            return run(op, [a], lambda t: fn(t, s) if a is x else fn(s, t), rule="*->*", linear=lin)
-        return run(op, [x, y], fn)
+            return run(op, [a], lambda t: fn(t, s) if a is x else fn(s, t), SpmdRule("*->*", lin))
+        return run(op, [x, y], fn, op_rule(opdef, [x, y]))
 
     f.__name__ = op
     f.__doc__ = f"Element-wise {op} with numpy broadcasting (rule ``*,*->*``)."
     return f
 
 
-add = _binary("add", lambda a, b: a + b)
-subtract = _binary("subtract", lambda a, b: a - b)
-multiply = _binary("multiply", lambda a, b: a * b)
-divide = _binary("divide", lambda a, b: a / b)
+add = _binary("add", "add", lambda a, b: a + b)
+subtract = _binary("subtract", "sub", lambda a, b: a - b)
+multiply = _binary("multiply", "mul", lambda a, b: a * b)
+divide = _binary("divide", "div", lambda a, b: a / b)
 
 
 def _unary(name: str, fn: Callable[[Tensor], Tensor]) -> Callable[[Any], Any]:
     def f(x: Any) -> Any:
-        return run(name, [x], fn) if isinstance(x, DistTensor) else fn(x)
+        return run(name, [x], fn, op_rule(name, [x])) if isinstance(x, DistTensor) else fn(x)
 
     f.__name__ = name
     f.__doc__ = f"Element-wise {name} (rule ``*->*``; a Partial input is reduced first)."
@@ -247,19 +255,18 @@ def _axes(x: Any, axis: Any) -> list[int]:
 
 
 def _reduction(
-    op: str, x: Any, axis: Any, keepdim: bool, local: Callable[[Tensor, list[int]], Tensor]
+    op: str, opdef: str, x: Any, axis: Any, keepdim: bool, local: Callable[[Tensor, list[int]], Tensor]
 ) -> DistTensor:
     axes = _axes(x, axis)
-    inl = "abcdefghijklmnop"[: x.ndim]
-    out = "".join(("Z" if keepdim else "") if i in axes else c for i, c in enumerate(inl))
-    return run(op, [x], lambda t: local(t, axes), rule=f"{inl}->{out}")
+    spec = op_rule(opdef, [x], {"axes": axes, "keepdim": keepdim})
+    return run(op, [x], lambda t: local(t, axes), spec)
 
 
 def sum(x: Any, axis: Any = None, keepdim: bool = False) -> Any:  # noqa: A001 - Paddle's name
     """Sum over ``axis``: a sharded axis gives a Partial(sum) output."""
     if not isinstance(x, DistTensor):
         return _math.sum(x, axis=axis, keepdim=keepdim)
-    return _reduction("sum", x, axis, keepdim, lambda t, a: _math.sum(t, axis=a, keepdim=keepdim))
+    return _reduction("sum", "sum", x, axis, keepdim, lambda t, a: _math.sum(t, axis=a, keepdim=keepdim))
 
 
 def mean(x: Any, axis: Any = None, keepdim: bool = False) -> Any:
@@ -268,8 +275,8 @@ def mean(x: Any, axis: Any = None, keepdim: bool = False) -> Any:
     if not isinstance(x, DistTensor):
         return _math.mean(x, axis=axis, keepdim=keepdim)
     count = math.prod(x.shape[a] for a in _axes(x, axis))
-    return _reduction(
-        "mean", x, axis, keepdim, lambda t, a: _math.sum(t, axis=a, keepdim=keepdim) * (1.0 / count)
+    return _reduction(  # a sum, scaled
+        "mean", "sum", x, axis, keepdim, lambda t, a: _math.sum(t, axis=a, keepdim=keepdim) * (1.0 / count)
     )
 
 
@@ -277,7 +284,7 @@ def max(x: Any, axis: Any = None, keepdim: bool = False) -> Any:  # noqa: A001 -
     """Max over ``axis``: a sharded axis gives a Partial(max) output."""
     if not isinstance(x, DistTensor):
         return _math.max(x, axis=axis, keepdim=keepdim)
-    return _reduction("max", x, axis, keepdim, lambda t, a: _local_max(t, a, keepdim))
+    return _reduction("max", "max", x, axis, keepdim, lambda t, a: _local_max(t, a, keepdim))
 
 
 def _local_max(t: Tensor, axes: list[int], keepdim: bool) -> Tensor:
@@ -298,14 +305,15 @@ def softmax(x: Any, axis: int = -1) -> Any:
     if not isinstance(x, DistTensor):
         return _norm.softmax(x, axis=axis)
     _last_axis("softmax", x, axis)
-    return run("softmax", [x], lambda t: _norm.softmax(t, axis=-1))
+    return run("softmax", [x], lambda t: _norm.softmax(t, axis=-1), op_rule("softmax", [x], {"axis": -1}))
 
 
 def log_softmax(x: Any, axis: int = -1) -> Any:
     if not isinstance(x, DistTensor):
         return _norm.log_softmax(x, axis=axis)
     _last_axis("log_softmax", x, axis)
-    return run("log_softmax", [x], lambda t: _norm.log_softmax(t, axis=-1))
+    spec = op_rule("log_softmax", [x], {"axis": -1})
+    return run("log_softmax", [x], lambda t: _norm.log_softmax(t, axis=-1), spec)
 
 
 def rms_norm(x: Any, weight: Any, epsilon: float = 1e-6) -> Any:
@@ -313,7 +321,8 @@ def rms_norm(x: Any, weight: Any, epsilon: float = 1e-6) -> Any:
     n = x.shape[-1]
     if not _dist(x, weight):
         return _norm.rms_norm(x, n, weight, epsilon)
-    return run("rms_norm", [x, weight], lambda t, w: _norm.rms_norm(t, n, w, epsilon))
+    spec = op_rule("rms_norm", [x, weight])
+    return run("rms_norm", [x, weight], lambda t, w: _norm.rms_norm(t, n, w, epsilon), spec)
 
 
 def layer_norm(x: Any, weight: Any, bias: Any, epsilon: float = 1e-5) -> Any:
@@ -321,7 +330,8 @@ def layer_norm(x: Any, weight: Any, bias: Any, epsilon: float = 1e-5) -> Any:
     n = x.shape[-1]
     if not _dist(x, weight, bias):
         return _norm.layer_norm(x, n, weight, bias, epsilon)
-    return run("layer_norm", [x, weight, bias], lambda t, w, b: _norm.layer_norm(t, n, w, b, epsilon))
+    spec = op_rule("layer_norm", [x, weight, bias])
+    return run("layer_norm", [x, weight, bias], lambda t, w, b: _norm.layer_norm(t, n, w, b, epsilon), spec)
 
 
 def embedding(ids: Any, weight: Any) -> Any:
@@ -330,7 +340,7 @@ def embedding(ids: Any, weight: Any) -> Any:
     is ``Partial(sum)`` (Paddle's vocabulary-parallel embedding)."""
     if not _dist(ids, weight):
         return _embedding.embedding(ids, weight)
-    return run("embedding", [ids, weight], _vocab_embedding, with_plan=True)
+    return run("embedding", [ids, weight], _vocab_embedding, SpmdRule("*,vd->*d"), with_plan=True)
 
 
 def _vocab_embedding(p: Any, mesh: ProcessMesh, ids: Tensor, w: Tensor) -> Tensor:
@@ -357,14 +367,14 @@ def cross_entropy(logits: Any, label: Any, reduction: str = "mean") -> Any:
             "cross_entropy",
             [logits, label],
             lambda a, b: _loss.cross_entropy(a, b, reduction="none"),
-            rule="*c,*->* | c",
+            SpmdRule("*c,*->* | c", "", "sum"),
         )
     scale = 1.0 / math.prod(label.shape) if reduction == "mean" else 1.0
     return run(
         "cross_entropy",
         [logits, label],
         lambda a, b: _loss.cross_entropy(a, b, reduction="sum") * scale,
-        rule="*c,*-> | c",
+        SpmdRule("*c,*-> | c", "", "sum"),
     )
 
 
@@ -404,7 +414,7 @@ def one_hot(x: Any, num_classes: int) -> Any:
         "one_hot",
         [x],
         lambda t: _embedding.one_hot(t, num_classes),
-        rule=f"{inl}->{inl}Z",
+        SpmdRule(f"{inl}->{inl}Z"),
         shape=(*x.shape, num_classes),
     )
 
@@ -430,8 +440,7 @@ def concat(xs: Sequence[Any], axis: int = 0) -> Any:
         "concat",
         list(xs),
         lambda *ts: _shape.concat(list(ts), axis=axis),
-        rule=rule,
-        linear="all",
+        SpmdRule(rule, "all"),
         shape=shape,
     )
 
@@ -466,7 +475,7 @@ def split(x: Any, num_or_sections: Any, axis: int = 0) -> list[Any]:
         shape = list(x.shape)
         shape[axis] = size
         idx = tuple(slice(None) for _ in range(axis)) + (slice(start, start + size),)
-        outs.append(run("split", [x], lambda t, idx=idx: t[idx], rule=rule, linear="one", shape=shape))
+        outs.append(run("split", [x], lambda t, idx=idx: t[idx], SpmdRule(rule, "one"), shape=shape))
         start += size
     return outs
 
@@ -475,9 +484,8 @@ def transpose(x: Any, perm: Sequence[int]) -> Any:
     """Permute dims (placements follow their dims)."""
     if not isinstance(x, DistTensor):
         return _shape.transpose(x, perm)
-    inl = "abcdefghijklmnop"[: x.ndim]
-    out = "".join(inl[p] for p in perm)
-    return run("transpose", [x], lambda t: _shape.transpose(t, list(perm)), rule=f"{inl}->{out}")
+    spec = op_rule("permute", [x], {"perm": [p % x.ndim for p in perm]})
+    return run("transpose", [x], lambda t: _shape.transpose(t, list(perm)), spec)
 
 
 def _blocks(a: Sequence[int], b: Sequence[int]) -> list[tuple[list[int], list[int]]]:

@@ -28,7 +28,6 @@ The search, on ``N`` ranks:
 from __future__ import annotations
 
 import copy
-import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -48,10 +47,6 @@ from .layer import local_bytes, shard_layer
 from .mesh import ProcessMesh
 from .placement import Replicate, Shard
 from .reshard import LOG
-from .spmd import ACTIVATIONS
-
-_PASS = frozenset({"cast", "copy", *ACTIVATIONS})  # and every element-wise primitive
-_FLOP_OPS = ("matmul", "linear", "matmul_t", "attention")
 
 
 @dataclass
@@ -96,6 +91,16 @@ def _layers(model: Any) -> tuple[list[str], list[str]]:
     return lin, emb
 
 
+def _elementwise(node: Any) -> bool:
+    """The tape node's op maps elements to elements: an element-wise primitive, or an op
+    whose sharding rule (its OpDef's) is element-wise (``*->*``: casts, copies, activations)."""
+    op = node.op
+    if op.elementwise:
+        return True
+    rule = op.sharding(node.attrs, node.inputs) if op.sharding is not None else None
+    return rule is not None and set(rule.rule.replace(",", "").replace("->", "")) == {"*"}
+
+
 def linear_pairs(model: Any, inputs: Any) -> list[tuple[str, str]]:
     """``(a, b)``: linear ``b`` reads linear ``a``'s output through element-wise ops only
     (one forward of ``model`` on ``inputs`` in this process, then a walk of its tape)."""
@@ -126,7 +131,7 @@ def linear_pairs(model: Any, inputs: Any) -> list[tuple[str, str]]:
                 found.add(outs[id(u)])
                 continue
             node = u._node
-            if node is not None and (node.op.elementwise or node.op.name in _PASS):
+            if node is not None and _elementwise(node):
                 stack.extend(x for x in node.inputs if isinstance(x, Tensor))
         pairs += [(a, b) for a in sorted(found)]
     del keep
@@ -184,7 +189,8 @@ def probe_rates(mesh: ProcessMesh, device: Any = None, nbytes: int = 1 << 20) ->
 
 
 def local_flops(loss: Tensor) -> float:
-    """FLOPs of the matmuls and attention on this rank's tape up to ``loss`` (forward)."""
+    """FLOPs of the ops on this rank's tape up to ``loss`` whose time is their arithmetic
+    (``OpDef.flops``: products, attention), forward."""
     total, seen, stack = 0.0, set(), [loss._node] if loss._node is not None else []
     while stack:
         node = stack.pop()
@@ -192,12 +198,9 @@ def local_flops(loss: Tensor) -> float:
             continue
         seen.add(id(node))
         ts = [t for t in node.inputs or () if isinstance(t, Tensor)]
-        if node.op.name in _FLOP_OPS and len(ts) >= 2:
-            a, b = ts[0].shape, ts[1].shape
-            if node.op.name == "attention":  # q k^T and p v
-                total += 4 * math.prod(a[:-1]) * b[-2] * a[-1]
-            else:
-                total += 2 * math.prod(a) * b[-1]
+        if node.op.flops is not None and len(ts) >= 2:
+            outs = [node.out(i).shape for i in range(node.n_outputs)]
+            total += node.op.flops([t.shape for t in ts], outs, node.attrs)
         stack.extend(t._node for t in ts if t._node is not None)
     return total
 

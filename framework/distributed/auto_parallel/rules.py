@@ -1,5 +1,5 @@
-"""Sharding (SPMD) rules, declared per op in an einsum-like notation, and the planner that
-reads them.
+"""The planner of sharding (SPMD) rules. Each op declares its rule in its OpDef
+(``OpDef.sharding``, built with ``framework._src.ops.sharding``) in an einsum-like notation.
 
 A rule is ``"inputs->output | kept"``: one group of letters per input and for the output, one
 letter per tensor dim; ``*`` stands for the leading (broadcast) dims, aligned from the right
@@ -31,33 +31,8 @@ from __future__ import annotations
 import math
 import string
 from dataclasses import dataclass, field
-from typing import Any
 
 from .placement import Partial, Placement, Replicate, Shard
-
-#: op -> rule; see the module docstring for the notation
-RULES: dict[str, dict[str, Any]] = {
-    "matmul": {"rule": "*mk,*kn->*mn", "linear": "one"},
-    "add": {"rule": "*,*->*", "linear": "all"},
-    "subtract": {"rule": "*,*->*", "linear": "all"},
-    "multiply": {"rule": "*,*->*", "linear": "one"},
-    "divide": {"rule": "*,*->*", "linear": "first"},
-    "unary": {"rule": "*->*"},  # silu, relu, exp, tanh, scale...: element-wise, not linear
-    "scale": {"rule": "*->*", "linear": "one"},
-    "sum": {"rule": "reduction", "linear": "one", "reduce": "sum"},
-    "mean": {"rule": "reduction", "linear": "one", "reduce": "sum"},
-    "max": {"rule": "reduction", "reduce": "max"},
-    "softmax": {"rule": "*a->*a | a"},
-    "log_softmax": {"rule": "*a->*a | a"},
-    "rms_norm": {"rule": "*a,a->*a | a"},
-    "layer_norm": {"rule": "*a,a,a->*a | a"},
-    "embedding": {"rule": "*,vd->*d"},  # v sharded: each rank looks up its rows (Partial)
-    "cross_entropy": {"rule": "*c,*->* | c", "linear": "", "reduce": "sum"},
-    "transpose": {"rule": "permutation", "linear": "one"},
-    "concat": {"rule": "*a,*b->*c | a b", "linear": "all"},
-    "split": {"rule": "*a->*b | a", "linear": "one"},
-    "reshape": {"rule": "reshape", "linear": "one"},
-}
 
 
 @dataclass

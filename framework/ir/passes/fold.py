@@ -22,14 +22,14 @@ from ..._src.tensor import Tensor, from_numpy_copy
 from ..core import Operation, Program, TensorType, has_symbols
 from ..dialects import lookup
 from .manager import Pass, PassContext, register_pass
-from .traits import RANDOM, removable, returned
+from .traits import random, removable, returned
 
 #: the largest result (elements) folding makes
 FOLD_LIMIT = 1 << 20
 
 
 def _foldable(op: Operation) -> bool:
-    if not op.name.startswith("op.") or op.name in RANDOM or not removable(op) or len(op.results) != 1:
+    if not op.name.startswith("op.") or random(op) or not removable(op) or len(op.results) != 1:
         return False
     if returned(op):
         return False  # an output is a fresh tensor each run, never the program's constant

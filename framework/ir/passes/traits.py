@@ -6,10 +6,6 @@ from ..control import draws_at_run
 from ..core import Operation
 from ..dialects import lookup
 
-#: ops whose result is a draw of random bits: never merged by CSE or folded, so two dropout
-#: masks stay two even when their attributes happen to agree
-RANDOM = frozenset({"op.philox_uniform"})
-
 
 def removable(op: Operation) -> bool:
     """Free of side effects and not a terminator: DCE may drop it once nothing reads it.
@@ -27,7 +23,13 @@ def removable(op: Operation) -> bool:
 def mergeable(op: Operation) -> bool:
     """Two such ops with equal operands and attributes compute the same values (CSE); never
     an op with regions (equal operands say nothing of what the regions compute)."""
-    return removable(op) and op.name not in RANDOM and bool(op.results) and not op.regions
+    return removable(op) and not random(op) and bool(op.results) and not op.regions
+
+
+def random(op: Operation) -> bool:
+    """The result is a draw of random bits (``OpDef.random``): never merged by CSE or folded,
+    so two dropout masks stay two even when their attributes happen to agree."""
+    return lookup(op.name).has("random")
 
 
 def commutative(op: Operation) -> bool:

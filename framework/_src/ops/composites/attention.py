@@ -14,7 +14,9 @@ from ...tensor import Tensor, to_tensor
 from .. import creation as C
 from .. import math as M
 from .. import shape as S
+from .. import sharding as _sh
 from ..base import OPS, TRACER, _grad_by_decomposition, broadcast_shapes, call, composite
+from ..cost import attention_flops
 from ..indexing import gather, permutation
 from ..primitive_grads import sum_to
 from ._common import float_arg, tensor_arg
@@ -76,7 +78,15 @@ def _g_attention(n: Any, g: list) -> list:
     ]
 
 
-@composite("attention", infer=_sdpa_infer, grad=_g_attention, grad_kernel="attention_grad")
+@composite(
+    "attention",
+    amp="allow",
+    sharding=_sh.attention,
+    flops=attention_flops,
+    infer=_sdpa_infer,
+    grad=_g_attention,
+    grad_kernel="attention_grad",
+)
 def attention_decomposition(
     q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, *, causal: bool, scale: float
 ) -> Tensor:

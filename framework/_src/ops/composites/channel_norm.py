@@ -20,7 +20,7 @@ from ..base import OPS, call, composite
 from ._common import float_arg, same_meta, tensor_arg
 
 
-@composite("channel_norm", infer=same_meta)
+@composite("channel_norm", amp="deny", infer=same_meta)
 def channel_norm_decomposition(
     x: Tensor, mean: Tensor, var: Tensor, *params: Tensor, epsilon: float, has_weight: bool, has_bias: bool
 ) -> Tensor:
@@ -162,7 +162,7 @@ def instance_norm(
     return _normalize("instance_norm", x, mean, var, w, b, eps)
 
 
-@composite("group_norm", infer=same_meta)
+@composite("group_norm", amp="deny", infer=same_meta)
 def group_norm_decomposition(
     x: Tensor, *params: Tensor, num_groups: int, epsilon: float, has_weight: bool, has_bias: bool
 ) -> Tensor:

@@ -15,6 +15,7 @@ from ...tensor import Tensor
 from .. import math as M
 from .. import shape as S
 from ..base import OPS, call, composite
+from ..cost import conv_flops
 from ._common import float_arg, tensor_arg
 from ._window import (
     _ntuple,
@@ -41,7 +42,7 @@ def _conv_infer(ins: list[Tensor], attrs: dict[str, Any]) -> list:
     return [((x.shape[0], w.shape[0]) + _conv_geometry(x, w, attrs), x.dtype)]
 
 
-@composite("conv2d", infer=_conv_infer)
+@composite("conv2d", flops=conv_flops, amp="allow", infer=_conv_infer)
 def conv2d_decomposition(
     x: Tensor, w: Tensor, *, stride: tuple, padding: tuple, dilation: tuple, groups: int
 ) -> Tensor:
@@ -139,7 +140,7 @@ def _conv3d_infer(ins: list[Tensor], attrs: dict[str, Any]) -> list:
     return [((x.shape[0], w.shape[0]) + _conv3d_out(x, w, attrs), x.dtype)]
 
 
-@composite("conv3d", infer=_conv3d_infer)
+@composite("conv3d", amp="allow", flops=conv_flops, infer=_conv3d_infer)
 def conv3d_decomposition(
     x: Tensor, w: Tensor, *, stride: tuple, padding: tuple, dilation: tuple, groups: int
 ) -> Tensor:

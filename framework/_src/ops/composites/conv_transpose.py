@@ -15,6 +15,7 @@ from ...tensor import Tensor
 from .. import creation as C
 from .. import shape as S
 from ..base import OPS, call, composite
+from ..cost import conv_transpose_flops
 from ._common import float_arg, tensor_arg
 from ._window import _ntuple, _pad1d_as_2d, _padding, _to_ncl
 from .conv import _check_groups
@@ -67,7 +68,7 @@ def _pad_or_crop(x: Tensor, axis: int, before: int, after: int) -> Tensor:
     return x
 
 
-@composite("conv2d_transpose", infer=_convt_infer)
+@composite("conv2d_transpose", amp="allow", flops=conv_transpose_flops, infer=_convt_infer)
 def conv2d_transpose_decomposition(
     x: Tensor,
     w: Tensor,

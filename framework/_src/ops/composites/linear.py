@@ -8,7 +8,9 @@ from adapter_api import OpArgumentError
 
 from ...tensor import Tensor
 from .. import math as M
+from .. import sharding as _sh
 from ..base import OPS, call, composite
+from ..cost import matmul_flops
 from ._common import tensor_arg
 
 
@@ -17,7 +19,7 @@ def _linear_infer(ins: list[Tensor], attrs: dict[str, Any]) -> list:
     return [(x.shape[:-1] + w.shape[-1:], x.dtype)]
 
 
-@composite("linear", infer=_linear_infer)
+@composite("linear", amp="allow", sharding=_sh.linear, flops=matmul_flops, infer=_linear_infer)
 def linear_decomposition(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """x @ weight (+ bias); weight is (in_features, out_features) as in Paddle."""
     lead = x.shape[:-1]

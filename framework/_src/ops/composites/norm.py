@@ -13,6 +13,7 @@ from adapter_api import OpArgumentError
 
 from ...tensor import Tensor
 from .. import math as M
+from .. import sharding as _sh
 from ..base import OPS, call, composite
 from ._common import axis_arg, float_arg, same_meta, tensor_arg
 
@@ -26,7 +27,7 @@ def _softmax_grad(node: Any, gouts: list) -> list:
     return [y * (g - M.sum(g * y, axis=ax, keepdim=True))]
 
 
-@composite("softmax", infer=same_meta, grad=_softmax_grad)
+@composite("softmax", amp="deny", sharding=_sh.axis_kept, infer=same_meta, grad=_softmax_grad)
 def softmax_decomposition(x: Tensor, axis: int) -> Tensor:
     """exp(x - max) / sum(exp(x - max)) along ``axis``."""
     m = M.max(x, axis=axis, keepdim=True).detach()
@@ -41,7 +42,7 @@ def _log_softmax_grad(node: Any, gouts: list) -> list:
     return [g - M.exp(y) * M.sum(g, axis=ax, keepdim=True)]
 
 
-@composite("log_softmax", infer=same_meta, grad=_log_softmax_grad)
+@composite("log_softmax", amp="deny", sharding=_sh.axis_kept, infer=same_meta, grad=_log_softmax_grad)
 def log_softmax_decomposition(x: Tensor, axis: int) -> Tensor:
     """x - max - log(sum(exp(x - max))) along ``axis``."""
     m = M.max(x, axis=axis, keepdim=True).detach()
@@ -80,7 +81,7 @@ def _logsumexp_infer(ins: list[Tensor], attrs: dict[str, Any]) -> list:
     return [(shape, x.dtype)]
 
 
-@composite("logsumexp", infer=_logsumexp_infer)
+@composite("logsumexp", sharding=_sh.reduction(kept=True), infer=_logsumexp_infer)
 def logsumexp_decomposition(x: Tensor, axes: tuple[int, ...], keepdim: bool) -> Tensor:
     """m + log(sum(exp(x - m))) with m the (detached) max: no overflow."""
     m = M.max(x, axis=axes, keepdim=True).detach()
@@ -100,7 +101,7 @@ def logsumexp(x: Tensor, axis: Any = None, keepdim: bool = False, name: str | No
 # -- rms_norm / layer_norm ------------------------------------------------------------------
 
 
-@composite("rms_norm", infer=same_meta)
+@composite("rms_norm", amp="deny", sharding=_sh.norm, infer=same_meta)
 def rms_norm_decomposition(x: Tensor, weight: Tensor | None = None, *, epsilon: float) -> Tensor:
     """x * rsqrt(mean(x*x, last axis) + epsilon) [* weight]."""
     n = x.shape[-1]
@@ -109,7 +110,7 @@ def rms_norm_decomposition(x: Tensor, weight: Tensor | None = None, *, epsilon: 
     return y * weight if weight is not None else y
 
 
-@composite("layer_norm", infer=same_meta)
+@composite("layer_norm", amp="deny", sharding=_sh.norm, infer=same_meta)
 def layer_norm_decomposition(
     x: Tensor, *params: Tensor, epsilon: float, has_weight: bool, has_bias: bool
 ) -> Tensor:

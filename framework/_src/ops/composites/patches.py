@@ -15,6 +15,7 @@ from adapter_api import OpArgumentError
 from ...tensor import Tensor, to_tensor
 from .. import shape as S
 from ..base import OPS, call, composite
+from ..cost import no_flops
 from ._common import float_arg, tensor_arg
 from ._window import _ntuple, _out_size, _padding, _patches_nd
 from .conv_transpose import _convt_out
@@ -27,7 +28,7 @@ def _unfold_infer(ins: list[Tensor], attrs: dict[str, Any]) -> list:
     return [((x.shape[0], x.shape[1] * k[0] * k[1], o[0] * o[1]), x.dtype)]
 
 
-@composite("unfold", infer=_unfold_infer)
+@composite("unfold", amp="allow", flops=no_flops, infer=_unfold_infer)
 def unfold_decomposition(
     x: Tensor, *, kernel_sizes: tuple, strides: tuple, paddings: tuple, dilations: tuple
 ) -> Tensor:

@@ -77,7 +77,7 @@ def _interp_infer(ins: list[Tensor], attrs: dict[str, Any]) -> list:
     return [(x.shape[:2] + tuple(attrs["size"]), x.dtype)]
 
 
-@composite("interpolate", infer=_interp_infer)
+@composite("interpolate", amp="deny", infer=_interp_infer)
 def interpolate_decomposition(
     x: Tensor, *, mode: str, size: tuple, ratios: tuple, align_corners: bool, align_mode: int
 ) -> Tensor:

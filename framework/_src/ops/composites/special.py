@@ -17,6 +17,7 @@ from typing import Any
 
 from ...tensor import Tensor
 from .. import math as M
+from .. import sharding as _sh
 from ..base import OPS, call, composite
 from ._common import float_arg
 from .manipulation import broadcast_tensors
@@ -53,7 +54,7 @@ def _atan_grad(node: Any, g: list) -> list:
     return [g[0] / (x * x + 1.0)]
 
 
-@composite("atan", grad=_atan_grad)
+@composite("atan", sharding=_sh.elementwise(), grad=_atan_grad)
 def atan_decomposition(x: Tensor) -> Tensor:
     """Cephes atan: reduce |x| to [0, 0.66] (x > tan(3pi/8): pi/2 - atan(1/x); x > 0.66:
     pi/4 + atan((x-1)/(x+1))), then x + x z P(z)/Q(z) with z = x^2."""
@@ -75,7 +76,7 @@ def _atan2_grad(node: Any, g: list) -> list:
     return [g[0] * x / r2, -(g[0] * y) / r2]
 
 
-@composite("atan2", grad=_atan2_grad)
+@composite("atan2", sharding=_sh.elementwise(), grad=_atan2_grad)
 def atan2_decomposition(y: Tensor, x: Tensor) -> Tensor:
     """atan(y / x) moved to the right quadrant; x == 0 gives +-pi/2 (0 when y == 0 too)."""
     q = OPS["atan"].decomposition(y / M.where(x == 0, 1.0, x))
@@ -205,7 +206,7 @@ def _lgamma_grad(node: Any, g: list) -> list:
     return [g[0] * _digamma(node.inputs[0])]
 
 
-@composite("lgamma", grad=_lgamma_grad)
+@composite("lgamma", sharding=_sh.elementwise(), grad=_lgamma_grad)
 def lgamma_decomposition(x: Tensor) -> Tensor:
     """log|Gamma(x)|: Lanczos for x >= 0.5, log(pi / |sin(pi x)|) - lgamma(1 - x) below."""
     neg = x < 0.5
@@ -218,7 +219,7 @@ def _digamma_grad(node: Any, g: list) -> list:
     return [g[0] * _trigamma(node.inputs[0])]
 
 
-@composite("digamma", grad=_digamma_grad)
+@composite("digamma", sharding=_sh.elementwise(), grad=_digamma_grad)
 def digamma_decomposition(x: Tensor) -> Tensor:
     """psi(x) = psi(x + 6) - sum 1/(x + k), asymptotic series at x + 6; reflection below 0.5."""
     return _digamma(x)
@@ -265,7 +266,7 @@ def _erfinv_grad(node: Any, g: list) -> list:
     return [g[0] * (M.exp(y * y) * _SQRT_PI_2)]
 
 
-@composite("erfinv", grad=_erfinv_grad)
+@composite("erfinv", sharding=_sh.elementwise(), grad=_erfinv_grad)
 def erfinv_decomposition(x: Tensor) -> Tensor:
     """Giles' approximation, then two Newton steps on erf(y) = x; +-inf at +-1."""
     w = -M.log((1.0 - x) * (1.0 + x))
