@@ -111,7 +111,27 @@ def dropout(
 def var(
     x: Tensor, axis: Any = None, unbiased: bool = True, keepdim: bool = False, name: str | None = None
 ) -> Tensor:
-    """Variance over ``axis`` (``unbiased`` divides by n - 1, Paddle's default)."""
+    """The variance of the elements of ``x`` over ``axis``.
+
+    Args:
+        x (Tensor): the input; integers are cast to the default float dtype.
+        axis (int | list[int] | tuple[int], optional): the axes to reduce; ``None``: all of them.
+        unbiased (bool): divide by ``n - 1`` (Paddle's default), else by ``n``.
+        keepdim (bool): keep the reduced axes, with size 1.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: a float tensor; NaN when ``n - 1`` is 0 and ``unbiased``.
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.to_tensor([[1.0, 2.0], [3.0, 4.0]])
+        >>> fw.var(x, axis=0)
+        Tensor(shape=[2], dtype=float32, device=cpu:0,
+               [2., 2.])
+        >>> fw.var(x, unbiased=False).item()
+        1.25
+    """
     x = float_arg("var", x)
     axes = M.normalize_axes("var", axis, x.ndim)
     n = 1
@@ -125,12 +145,52 @@ def var(
 def std(
     x: Tensor, axis: Any = None, unbiased: bool = True, keepdim: bool = False, name: str | None = None
 ) -> Tensor:
+    """The standard deviation of the elements of ``x`` over ``axis`` (the square root of :func:`var`).
+
+    Args:
+        x (Tensor): the input; integers are cast to the default float dtype.
+        axis (int | list[int] | tuple[int], optional): the axes to reduce; ``None``: all of them.
+        unbiased (bool): divide by ``n - 1`` (Paddle's default), else by ``n``.
+        keepdim (bool): keep the reduced axes, with size 1.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: a float tensor.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.std(fw.to_tensor([1.0, 2.0, 3.0, 4.0]))
+        Tensor(shape=[], dtype=float32, device=cpu:0,
+               1.2909945)
+    """
     return M.sqrt(var(x, axis=axis, unbiased=unbiased, keepdim=keepdim))
 
 
 def cumsum(x: Tensor, axis: int | None = None, dtype: Any = None, name: str | None = None) -> Tensor:
-    """Running sum along ``axis`` (the flattened tensor when None): log2(n) shifted adds
-    (Hillis-Steele), all primitives."""
+    """The running sum of ``x`` along ``axis``.
+
+    Computed with log2(n) shifted adds (Hillis-Steele), all primitives.
+
+    Args:
+        x (Tensor): the input.
+        axis (int, optional): the axis; ``None``: over the flattened ``x``.
+        dtype (str | np.dtype, optional): cast ``x`` to this first; by default bool and integers
+            sum as int64.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: of ``x``'s shape (1-d when ``axis`` is ``None``).
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.to_tensor([[1, 2], [3, 4]])
+        >>> fw.cumsum(x, axis=0)
+        Tensor(shape=[2, 2], dtype=int64, device=cpu:0,
+               [[1, 2],
+                [4, 6]])
+        >>> fw.cumsum(x).tolist()
+        [1, 3, 6, 10]
+    """
     x = tensor_arg("cumsum", x)
     if dtype is not None:
         x = M.cast(x, dtype)
@@ -157,8 +217,33 @@ def cumsum(x: Tensor, axis: int | None = None, dtype: Any = None, name: str | No
 def topk(
     x: Tensor, k: int, axis: int = -1, largest: bool = True, sorted: bool = True, name: str | None = None
 ) -> tuple[Tensor, Tensor]:
-    """The ``k`` largest (or smallest) values along ``axis`` and their int64 indices, by k
-    rounds of argmax and masking (ties go to the lower index)."""
+    """The ``k`` largest (or smallest) values of ``x`` along ``axis``, and their indices.
+
+    Computed by ``k`` rounds of argmax and masking; ties go to the lower index.
+
+    Args:
+        x (Tensor): the input.
+        k (int): how many, in ``[1, x.shape[axis]]``.
+        axis (int): the axis.
+        largest (bool): the largest values, else the smallest.
+        sorted (bool): Paddle's argument; the values always come sorted (largest, or smallest,
+            first).
+        name: ignored (Paddle's signature).
+
+    Returns:
+        tuple[Tensor, Tensor]: the values and their int64 indices, ``k`` long along ``axis``.
+
+    Example:
+        >>> import framework as fw
+        >>> values, indices = fw.topk(fw.to_tensor([1, 5, 3, 5, 2]), 2)
+        >>> values
+        Tensor(shape=[2], dtype=int64, device=cpu:0,
+               [5, 5])
+        >>> indices.tolist()
+        [1, 3]
+        >>> fw.topk(fw.to_tensor([[1, 5, 3], [4, 0, 2]]), 1, largest=False)[0].tolist()
+        [[1], [0]]
+    """
     x = tensor_arg("topk", x)
     ax = axis_arg("topk", axis, x.ndim)
     n = x.shape[ax] if x.ndim else 1
