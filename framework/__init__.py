@@ -345,7 +345,20 @@ clamp = clip
 
 
 def registered_kernels(name: object = None) -> dict[str, list[object]]:
-    """``{op: [dtypes]}`` of the kernels a device's plugin registered (no fallbacks)."""
+    """The kernels a device type's plugin registered, by op: ``{op: [dtypes]}`` (no fallbacks).
+
+    Args:
+        name (str | Device, optional): a device or device type; default the current device.
+
+    Returns:
+        dict[str, list[numpy.dtype]]: the dtypes of each op's kernels.
+
+    Example:
+        >>> import framework as fw
+        >>> kernels = fw.registered_kernels("cpu")
+        >>> fw.float32 in kernels["add"]
+        True
+    """
     from ._src import device as _d
     from ._src.plugins import host
 
@@ -358,7 +371,18 @@ def registered_kernels(name: object = None) -> dict[str, list[object]]:
 
 
 def plugins() -> dict[str, object]:
-    """Every discovered plugin with its status (what ``oarlock devices`` prints)."""
+    """Every discovered plugin with its status (what ``oarlock devices`` prints).
+
+    Returns:
+        dict[str, PluginRecord]: by plugin name: the module, contract version, device types,
+        kernel count, and the error of a plugin that failed to load.
+
+    Example:
+        >>> import framework as fw
+        >>> record = fw.plugins()["cpu"]
+        >>> record.module, record.error, record.kernel_count > 0
+        ('plugins.cpu', None, True)
+    """
     from ._src.plugins import host
 
     return dict(host().records)
