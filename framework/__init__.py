@@ -8,6 +8,25 @@
 Every device, the CPU included, is a plugin found through the ``oarlock.plugins`` entry
 point. Switch device by name: ``fw.set_device("opencl")``, ``with fw.device("cpu"):``,
 ``x.to("opencl:0")`` or ``OARLOCK_DEVICE=opencl``.
+
+Data types are numpy dtypes (``bfloat16`` from ml_dtypes); wherever a dtype is taken, its name
+works too (``"float32"``). Floats default to float32 (:func:`set_default_dtype`).
+
+>>> x = fw.to_tensor([1, 2], dtype=fw.int32)
+>>> x.dtype == fw.int32, x.astype(fw.float16).dtype
+(True, dtype('float16'))
+>>> [str(d) for d in (fw.bfloat16, fw.float16, fw.float32, fw.float64)]
+['bfloat16', 'float16', 'float32', 'float64']
+>>> [str(d) for d in (fw.int8, fw.int16, fw.int32, fw.int64, fw.uint8, fw.bool_)]
+['int8', 'int16', 'int32', 'int64', 'uint8', 'bool']
+>>> isinstance(fw.float32, fw.dtype)
+True
+
+``CONTRACT_VERSION`` is the (major, minor) version of the adapter contract this core
+implements; a plugin declares the version it targets, and a major mismatch keeps it out.
+
+>>> fw.plugins()["cpu"].contract == fw.CONTRACT_VERSION
+True
 """
 
 from __future__ import annotations

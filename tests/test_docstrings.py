@@ -17,6 +17,7 @@ function; they are skipped when ``OARLOCK_DEVICE`` names another device (they pr
 
 from __future__ import annotations
 
+import contextvars
 import doctest
 import inspect
 import os
@@ -102,34 +103,25 @@ def _run(obj: object, name: str) -> None:
     )
     assert tests and tests[0].examples, f"fw.{name} has no example to run"
     runner = doctest.DocTestRunner(optionflags=FLAGS)
-    dtype, rng = fw.get_default_dtype(), fw.get_rng_state()
-    saved = np.get_printoptions()
-    try:
-        np.set_printoptions(**NUMPY_PRINT)
+    report: list[str] = []
+
+    def run_all() -> None:
         with fw.device("cpu"):
             for t in tests:
-                runner.run(t, out=_Report.write)
+                runner.run(t, out=report.append)
+
+    # the examples may set context variables (grad mode, strict kernels), the default dtype,
+    # the random state and numpy's print options: each runs in a copy of the context, and the
+    # rest is put back
+    dtype, rng, printing = fw.get_default_dtype(), fw.get_rng_state(), np.get_printoptions()
+    try:
+        np.set_printoptions(**NUMPY_PRINT)
+        contextvars.copy_context().run(run_all)
     finally:
-        np.set_printoptions(**saved)
+        np.set_printoptions(**printing)
         fw.set_default_dtype(dtype)
         fw.set_rng_state(rng)
-    report = _Report.take()
-    assert not runner.failures, f"fw.{name}: {runner.failures} example(s) failed\n{report}"
-
-
-class _Report:
-    """doctest's failure report, kept for the assertion message."""
-
-    text: list[str] = []
-
-    @classmethod
-    def write(cls, s: str) -> None:
-        cls.text.append(s)
-
-    @classmethod
-    def take(cls) -> str:
-        out, cls.text = "".join(cls.text), []
-        return out
+    assert not runner.failures, f"fw.{name}: {runner.failures} example(s) failed\n" + "".join(report)
 
 
 @pytest.mark.parametrize("name", OWN)
