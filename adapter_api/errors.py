@@ -111,7 +111,9 @@ class CommunicationError(OarlockError):
 
 
 class OpArgumentError(OarlockError, ValueError):
-    """An operator got an argument of the wrong shape, dtype, value or type; an :class:`OarlockError` and a ``ValueError``.
+    """An operator got an argument of the wrong shape, dtype, value or type.
+
+    An :class:`OarlockError` and a ``ValueError``.
 
     Example:
         >>> import framework as fw

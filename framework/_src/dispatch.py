@@ -50,7 +50,7 @@ CPU = "cpu"
 
 
 class FallbackWarning(UserWarning):
-    """Warned once per op and device type when an op runs on the CPU plugin because the device's plugin has no kernel for it.
+    """Warned once per (op, device type) run on the CPU plugin because the device's plugin lacks the kernel.
 
     A ``UserWarning``; :func:`fallback_stats` counts the fallbacks, and
     ``fw.set_strict_kernels(True)`` (or ``OARLOCK_STRICT_KERNELS=1``) makes them errors.
@@ -93,7 +93,7 @@ def set_strict_kernels(flag: bool) -> None:
 
 
 def fallback_stats() -> dict[str, int]:
-    """How many times each op fell back to the CPU plugin, since start or the last :func:`reset_fallback_stats`.
+    """How many times each op fell back to the CPU plugin since start (or :func:`reset_fallback_stats`).
 
     Returns:
         dict[str, int]: ``{"op@device_type": count}``, sorted; empty when every op found a

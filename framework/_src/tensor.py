@@ -48,6 +48,7 @@ class Tensor:
         >>> x.mean(axis=1).tolist()
         [1.5, 3.5]
     """
+
     __slots__ = (
         "_block",
         "_offset",
@@ -309,10 +310,10 @@ def _canonical(d: np.dtype) -> np.dtype:
 def to_tensor(
     data: Any, dtype: Any = None, device: Any = None, stop_gradient: bool = True, place: Any = None
 ) -> Tensor:
-    """Make a tensor from Python numbers, nested lists, a numpy array or another tensor; ``tensor`` is this function.
+    """Make a tensor from Python numbers, nested lists, a numpy array or another tensor.
 
-    The data is copied. Python floats give the default float dtype (float32), ints int64 and
-    bools bool; a numpy array keeps its dtype.
+    ``tensor`` is this function. The data is copied. Python floats give the default float dtype
+    (float32), ints int64 and bools bool; a numpy array keeps its dtype.
 
     Args:
         data: numbers, nested lists, a numpy array or a tensor.

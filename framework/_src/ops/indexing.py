@@ -233,7 +233,7 @@ def take_along_axis(x: Tensor, indices: Tensor, axis: int) -> Tensor:
 
 
 def put_along_axis(x: Tensor, indices: Tensor, values: Any, axis: int, reduce: str = "assign") -> Tensor:
-    """A copy of ``x`` with ``values`` put at ``indices`` along ``axis`` (the inverse of :func:`take_along_axis`).
+    """A copy of ``x`` with ``values`` put at ``indices`` along ``axis`` (see :func:`take_along_axis`).
 
     Args:
         x (Tensor): the input.

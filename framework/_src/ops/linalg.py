@@ -134,7 +134,8 @@ def _det(a: np.ndarray) -> np.ndarray:
 def det(x: Tensor, name: str | None = None) -> Tensor:
     """The determinant of a square matrix, or of each in a batch.
 
-    Computed on the host with numpy's LAPACK; the result is copied to ``x``'s device. The gradient is ``det(x) * inverse(x)^T``.
+    Computed on the host with numpy's LAPACK; the result is copied to ``x``'s device. The
+    gradient is ``det(x) * inverse(x)^T``.
 
     Args:
         x (Tensor): ``[..., n, n]``.
@@ -381,7 +382,8 @@ def _eigh(a: np.ndarray, UPLO: str) -> tuple[np.ndarray, np.ndarray]:
 def eigh(x: Tensor, UPLO: str = "L", name: str | None = None) -> tuple[Tensor, Tensor]:
     """The eigenvalues (ascending) and eigenvectors of a symmetric matrix.
 
-    Computed on the host with numpy's LAPACK; the result is copied to ``x``'s device. The eigenvectors' signs are LAPACK's.
+    Computed on the host with numpy's LAPACK; the result is copied to ``x``'s device. The
+    eigenvectors' signs are LAPACK's.
 
     Args:
         x (Tensor): ``[..., n, n]``; only one triangle is read.
@@ -440,7 +442,8 @@ def _real_or_raise(name: str, vals: np.ndarray) -> np.ndarray:
 def eig(x: Tensor, name: str | None = None) -> tuple[Tensor, Tensor]:
     """The eigenvalues and eigenvectors of a general square matrix whose eigenvalues are real.
 
-    Computed on the host with numpy's LAPACK; the result is copied to ``x``'s device. Complex eigenvalues raise (there is no complex dtype); no gradient.
+    Computed on the host with numpy's LAPACK; the result is copied to ``x``'s device. Complex
+    eigenvalues raise (there is no complex dtype); no gradient.
 
     Args:
         x (Tensor): ``[..., n, n]``.
@@ -469,7 +472,7 @@ def eig(x: Tensor, name: str | None = None) -> tuple[Tensor, Tensor]:
 
 
 def eigvals(x: Tensor, name: str | None = None) -> Tensor:
-    """The eigenvalues of a general square matrix whose eigenvalues are real (:func:`eig` without the vectors).
+    """The eigenvalues of a general square matrix, when they are real (:func:`eig` without vectors).
 
     Args:
         x (Tensor): ``[..., n, n]``.
@@ -589,7 +592,8 @@ def _svd(a: np.ndarray, full_matrices: bool) -> tuple[np.ndarray, np.ndarray, np
 def svd(x: Tensor, full_matrices: bool = False, name: str | None = None) -> tuple[Tensor, Tensor, Tensor]:
     """The singular value decomposition ``x = U @ diag(S) @ VH``, singular values descending.
 
-    Computed on the host with numpy's LAPACK; the result is copied to ``x``'s device. The signs of ``U`` and ``VH`` are LAPACK's.
+    Computed on the host with numpy's LAPACK; the result is copied to ``x``'s device. The
+    signs of ``U`` and ``VH`` are LAPACK's.
 
     Args:
         x (Tensor): ``[..., m, n]``.
@@ -681,7 +685,7 @@ def lu(x: Tensor, pivot: bool = True, get_infos: bool = False, name: str | None 
 def lu_unpack(
     x: Tensor, y: Tensor, unpack_ludata: bool = True, unpack_pivots: bool = True, name: str | None = None
 ) -> tuple[Tensor, Tensor, Tensor]:
-    """The permutation, lower and upper factors ``(P, L, U)`` from :func:`lu`'s output, with ``A = P @ L @ U``.
+    """The factors ``(P, L, U)``, with ``A = P @ L @ U``, from the output of :func:`lu`.
 
     Args:
         x (Tensor): the packed factors from :func:`lu`.
@@ -812,9 +816,9 @@ def pinv(x: Tensor, rcond: float = 1e-15, hermitian: bool = False, name: str | N
 def lstsq(
     x: Tensor, y: Tensor, rcond: float | None = None, driver: str | None = None, name: str | None = None
 ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    """The least-squares solution ``X`` of ``x @ X = y``, with residuals, rank and singular values (as Paddle).
+    """The least-squares solution ``X`` of ``x @ X = y``, with residuals, rank and singular values.
 
-    The solution is ``pinv(x) @ y`` (differentiable).
+    The four results are Paddle's. The solution is ``pinv(x) @ y`` (differentiable).
 
     Args:
         x (Tensor): ``[..., m, n]``.

@@ -293,7 +293,9 @@ Example:
            [-4,  3])
 """
 remainder = _binary("remainder")
-remainder.__doc__ = """Elementwise ``x % y`` with the sign of ``y`` (as Python); ``mod`` and ``floor_mod`` are this function.
+remainder.__doc__ = """Elementwise ``x % y``, with the sign of ``y`` (as Python).
+
+``mod`` and ``floor_mod`` are this function.
 
 Args:
     x (Tensor | number): the left operand.

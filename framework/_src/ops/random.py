@@ -71,9 +71,10 @@ default_generator = Generator(0)
 
 
 def seed(n: int) -> Generator:
-    """Reset the global random stream to ``(seed=n, offset=0)`` (Paddle's ``paddle.seed``); ``manual_seed`` is this function.
+    """Reset the global random stream to ``(seed=n, offset=0)`` (Paddle's ``paddle.seed``).
 
-    The same seed and the same calls give bitwise-identical uniform tensors on every device.
+    ``manual_seed`` is this function. The same seed and the same calls give bitwise-identical
+    uniform tensors on every device.
 
     Args:
         n (int): the seed.

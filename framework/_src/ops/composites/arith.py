@@ -176,7 +176,7 @@ def increment(x: Tensor, value: float = 1.0, name: str | None = None) -> Tensor:
 
 
 def multiplex(inputs: Sequence[Tensor], index: Tensor, name: str | None = None) -> Tensor:
-    """Pick each row from one of several tensors: row ``i`` of the result is row ``i`` of ``inputs[index[i]]``.
+    """Pick each row from one of several tensors: row ``i`` of ``inputs[index[i]]`` for row ``i``.
 
     Args:
         inputs (list[Tensor]): tensors of one shape ``[n, ...]``.
@@ -749,7 +749,9 @@ def bitwise_xor(x: Tensor, y: Tensor, out: Any = None, name: str | None = None) 
 
 
 def bitwise_not(x: Tensor, out: Any = None, name: str | None = None) -> Tensor:
-    """Elementwise bitwise NOT (``~x``): ``-x - 1`` for signed integers, ``max - x`` for unsigned, NOT for bool.
+    """Elementwise bitwise NOT (``~x``) of integer or bool tensors.
+
+    That is ``-x - 1`` for signed integers, ``max - x`` for unsigned ones, logical NOT for bool.
 
     Args:
         x (Tensor): integers or bools.

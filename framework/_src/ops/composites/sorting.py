@@ -254,7 +254,9 @@ def quantile(
 
 
 def mode(x: Tensor, axis: int = -1, keepdim: bool = False, name: str | None = None) -> tuple[Tensor, Tensor]:
-    """The most frequent value of ``x`` along ``axis`` (the smallest of equally frequent ones) and the index of its last occurrence.
+    """The most frequent value of ``x`` along ``axis``, and the index of its last occurrence.
+
+    Of equally frequent values, the smallest wins.
 
     Args:
         x (Tensor): the input.
@@ -367,7 +369,7 @@ def unique(
     dtype: Any = "int64",
     name: str | None = None,
 ) -> Any:
-    """The sorted unique values of ``x`` (or unique slices along ``axis``), with indices and counts when asked.
+    """The sorted unique values of ``x`` (or slices along ``axis``), with indices and counts when asked.
 
     Read on the host: the size of the result depends on the values.
 
