@@ -8,6 +8,25 @@
 Every device, the CPU included, is a plugin found through the ``oarlock.plugins`` entry
 point. Switch device by name: ``fw.set_device("opencl")``, ``with fw.device("cpu"):``,
 ``x.to("opencl:0")`` or ``OARLOCK_DEVICE=opencl``.
+
+Data types are numpy dtypes (``bfloat16`` from ml_dtypes); wherever a dtype is taken, its name
+works too (``"float32"``). Floats default to float32 (:func:`set_default_dtype`).
+
+>>> x = fw.to_tensor([1, 2], dtype=fw.int32)
+>>> x.dtype == fw.int32, x.astype(fw.float16).dtype
+(True, dtype('float16'))
+>>> [str(d) for d in (fw.bfloat16, fw.float16, fw.float32, fw.float64)]
+['bfloat16', 'float16', 'float32', 'float64']
+>>> [str(d) for d in (fw.int8, fw.int16, fw.int32, fw.int64, fw.uint8, fw.bool_)]
+['int8', 'int16', 'int32', 'int64', 'uint8', 'bool']
+>>> isinstance(fw.float32, fw.dtype)
+True
+
+``CONTRACT_VERSION`` is the (major, minor) version of the adapter contract this core
+implements; a plugin declares the version it targets, and a major mismatch keeps it out.
+
+>>> fw.plugins()["cpu"].contract == fw.CONTRACT_VERSION
+True
 """
 
 from __future__ import annotations
@@ -348,7 +367,20 @@ clamp = clip
 
 
 def registered_kernels(name: object = None) -> dict[str, list[object]]:
-    """``{op: [dtypes]}`` of the kernels a device's plugin registered (no fallbacks)."""
+    """The kernels a device type's plugin registered, by op: ``{op: [dtypes]}`` (no fallbacks).
+
+    Args:
+        name (str | Device, optional): a device or device type; default the current device.
+
+    Returns:
+        dict[str, list[numpy.dtype]]: the dtypes of each op's kernels.
+
+    Example:
+        >>> import framework as fw
+        >>> kernels = fw.registered_kernels("cpu")
+        >>> fw.float32 in kernels["add"]
+        True
+    """
     from ._src import device as _d
     from ._src.plugins import host
 
@@ -361,7 +393,18 @@ def registered_kernels(name: object = None) -> dict[str, list[object]]:
 
 
 def plugins() -> dict[str, object]:
-    """Every discovered plugin with its status (what ``oarlock devices`` prints)."""
+    """Every discovered plugin with its status (what ``oarlock devices`` prints).
+
+    Returns:
+        dict[str, PluginRecord]: by plugin name: the module, contract version, device types,
+        kernel count, and the error of a plugin that failed to load.
+
+    Example:
+        >>> import framework as fw
+        >>> record = fw.plugins()["cpu"]
+        >>> record.module, record.error, record.kernel_count > 0
+        ('plugins.cpu', None, True)
+    """
     from ._src.plugins import host
 
     return dict(host().records)

@@ -30,6 +30,19 @@ GRAD_ENABLED: contextvars.ContextVar[bool] = contextvars.ContextVar("oarlock_gra
 
 
 def is_grad_enabled() -> bool:
+    """Whether ops record the graph for autograd now (False inside ``with fw.no_grad():``).
+
+    Returns:
+        bool: the current grad mode.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.is_grad_enabled()
+        True
+        >>> with fw.no_grad():
+        ...     fw.is_grad_enabled()
+        False
+    """
     return GRAD_ENABLED.get()
 
 
@@ -46,7 +59,30 @@ class _GradMode(contextlib.ContextDecorator):
 
 
 def no_grad(func: Callable[..., Any] | None = None) -> Any:
-    """Context manager (``with fw.no_grad():``) or decorator that records no graph."""
+    """Record no graph: a context manager (``with fw.no_grad():``) or a decorator.
+
+    Tensors made inside have ``stop_gradient=True``; use it for inference and for updates that
+    must not be differentiated.
+
+    Args:
+        func (callable, optional): decorated as ``@fw.no_grad``; also ``@fw.no_grad()``.
+
+    Returns:
+        A context manager that also decorates, or the wrapped ``func``.
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.to_tensor([1.0, 2.0], stop_gradient=False)
+        >>> with fw.no_grad():
+        ...     y = x * 2
+        >>> y.stop_gradient
+        True
+        >>> @fw.no_grad
+        ... def double(t):
+        ...     return t * 2
+        >>> double(x).stop_gradient
+        True
+    """
     if callable(func):
 
         @functools.wraps(func)
@@ -59,10 +95,41 @@ def no_grad(func: Callable[..., Any] | None = None) -> Any:
 
 
 def enable_grad() -> _GradMode:
+    """A context manager (or decorator) that records the graph again, e.g. inside ``fw.no_grad()``.
+
+    Returns:
+        A context manager that also decorates.
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.to_tensor([1.0], stop_gradient=False)
+        >>> with fw.no_grad():
+        ...     with fw.enable_grad():
+        ...         y = x * 2
+        >>> y.stop_gradient
+        False
+    """
     return _GradMode(True)
 
 
 def set_grad_enabled(mode: bool) -> _GradMode:
+    """Turn graph recording on or off from here on; the returned object's ``__exit__`` undoes it.
+
+    Args:
+        mode (bool): record the graph (True) or not.
+
+    Returns:
+        A context-manager object; its ``__exit__`` restores the mode from before the call.
+
+    Example:
+        >>> import framework as fw
+        >>> _ = fw.set_grad_enabled(False)
+        >>> fw.is_grad_enabled()
+        False
+        >>> _ = fw.set_grad_enabled(True)
+        >>> fw.is_grad_enabled()
+        True
+    """
     g = _GradMode(mode)
     g.__enter__()
     return g
@@ -241,7 +308,32 @@ def grad(
     create_graph: bool = False,
     allow_unused: bool = False,
 ) -> list[Tensor | None]:
-    """Gradients of ``outputs`` with respect to ``inputs`` (nothing is accumulated into ``.grad``)."""
+    """The gradients of ``outputs`` with respect to ``inputs``; nothing is accumulated into ``.grad``.
+
+    Args:
+        outputs (Tensor | list[Tensor]): the tensors to differentiate.
+        inputs (Tensor | list[Tensor]): the tensors to differentiate with respect to.
+        grad_outputs (Tensor | list[Tensor | None], optional): the gradients of ``outputs`` (ones
+            for a ``None``, which a 0-d output takes).
+        retain_graph (bool, optional): keep the graph for another backward pass; default
+            ``create_graph``.
+        create_graph (bool): record the backward pass too, for higher-order gradients.
+        allow_unused (bool): give ``None`` for an input the outputs do not depend on, instead of
+            raising.
+
+    Returns:
+        list[Tensor | None]: one gradient per input.
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.to_tensor([1.0, 2.0], stop_gradient=False)
+        >>> (dx,) = fw.grad((x**3).sum(), x, create_graph=True)
+        >>> dx.tolist()
+        [3.0, 12.0]
+        >>> fw.grad(dx.sum(), x)[0]
+        Tensor(shape=[2], dtype=float32, device=cpu:0,
+               [ 6., 12.])
+    """
     from .tensor import Tensor as _T
 
     outs = [outputs] if isinstance(outputs, _T) else list(outputs)

@@ -16,7 +16,23 @@ from .plugins import host
 
 
 class Device:
-    """A device type and ordinal. Compare and hash by name; ``str(d) == "opencl:0"``."""
+    """A device: a type (the plugin's device name) and an ordinal.
+
+    Devices compare and hash by name, and equal their name as a string; functions that take a
+    device take a :class:`Device` or its name (``"cpu"``, ``"opencl:1"``).
+
+    Args:
+        type (str): the device type, e.g. ``"cpu"``.
+        index (int): the ordinal among the devices of that type.
+
+    Example:
+        >>> import framework as fw
+        >>> d = fw.Device("cpu")
+        >>> d
+        Device('cpu:0')
+        >>> str(d), d == "cpu:0", fw.ones([1]).device == d
+        ('cpu:0', True, True)
+    """
 
     __slots__ = ("type", "index", "_name", "_hash")
 
@@ -189,8 +205,20 @@ _global_default: list[Device | None] = [None]
 
 
 def get_device() -> Device:
-    """The device new tensors go to: ``with fw.device(...)``, else ``fw.set_device``, else
-    ``OARLOCK_DEVICE``, else ``cpu``."""
+    """The device new tensors go to.
+
+    That is the device of the innermost ``with fw.device(...)``, else the one given to
+    :func:`set_device`, else ``OARLOCK_DEVICE``, else ``cpu``.
+
+    Returns:
+        Device: the current device.
+
+    Example:
+        >>> import framework as fw
+        >>> with fw.device("cpu"):
+        ...     fw.get_device()
+        Device('cpu:0')
+    """
     d = _current.get()
     if d is not None:
         return d
@@ -201,7 +229,23 @@ def get_device() -> Device:
 
 
 def set_device(name: object) -> Device:
-    """Make ``name`` the default device for this process; returns it."""
+    """Make a device the default one of this process, for new tensors outside ``with fw.device``.
+
+    Args:
+        name (str | Device): e.g. ``"cpu"`` or ``"opencl:1"``; it must exist.
+
+    Returns:
+        Device: the device.
+
+    Example:
+        >>> import framework as fw
+        >>> prev = fw.get_device()
+        >>> fw.set_device("cpu")
+        Device('cpu:0')
+        >>> fw.zeros([1]).device
+        Device('cpu:0')
+        >>> _ = fw.set_device(prev)
+    """
     d = parse(name)
     _global_default[0] = d
     return d
@@ -209,7 +253,23 @@ def set_device(name: object) -> Device:
 
 @contextlib.contextmanager
 def device(name: object) -> Iterator[Device]:
-    """``with fw.device("opencl:0"):`` — new tensors go to that device inside the block."""
+    """A context manager in which new tensors go to the device ``name``.
+
+    Blocks nest; on leaving one the previous device is current again.
+
+    Args:
+        name (str | Device): e.g. ``"cpu"`` or ``"opencl:1"``; it must exist.
+
+    Returns:
+        contextlib.AbstractContextManager[Device]: yields the device.
+
+    Example:
+        >>> import framework as fw
+        >>> with fw.device("cpu") as d:
+        ...     x = fw.ones([2])
+        >>> d, x.device
+        (Device('cpu:0'), Device('cpu:0'))
+    """
     d = parse(name)
     token = _current.set(d)
     try:
@@ -219,11 +279,33 @@ def device(name: object) -> Iterator[Device]:
 
 
 def device_count(type_name: str = "cpu") -> int:
+    """The number of devices of one type (0 when its plugin cannot start).
+
+    Args:
+        type_name (str): the device type, e.g. ``"cpu"`` or ``"opencl"``.
+
+    Returns:
+        int: the count.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.device_count("cpu")
+        1
+    """
     return device_type(type_name).count()
 
 
 def devices() -> list[Device]:
-    """Every available device of every loaded plugin."""
+    """Every available device of every loaded plugin, the cpu first.
+
+    Returns:
+        list[Device]: the devices.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.devices()[0]
+        Device('cpu:0')
+    """
     out = []
     for name in sorted(host().registry.runtimes, key=lambda n: (n != "cpu", n)):
         for i in range(device_type(name).count()):
@@ -232,11 +314,37 @@ def devices() -> list[Device]:
 
 
 def get_device_properties(name: object = None) -> DeviceProperties:
+    """What a device's plugin reports about it: name, vendor, memory, compute units, dtypes.
+
+    Args:
+        name (str | Device, optional): the device; default the current one.
+
+    Returns:
+        adapter_api.DeviceProperties: the properties.
+
+    Example:
+        >>> import framework as fw
+        >>> props = fw.get_device_properties("cpu")
+        >>> "float32" in props.dtypes, props.total_memory > 0
+        (True, True)
+    """
     d = get_device() if name is None else parse(name)
     return device_type(d.type).runtime.properties(d.index)
 
 
 def synchronize(name: object = None) -> None:
+    """Wait until all work queued on a device has finished.
+
+    Args:
+        name (str | Device, optional): the device; default the current one.
+
+    Example:
+        >>> import framework as fw
+        >>> y = fw.ones([1000]) * 2
+        >>> fw.synchronize("cpu")
+        >>> y.sum().item()
+        2000.0
+    """
     d = get_device() if name is None else parse(name)
     device_type(d.type).runtime.synchronize(d.index)
 
@@ -246,17 +354,55 @@ def allocator_of(dev: Device) -> CachingAllocator:
 
 
 def memory_stats(name: object = None) -> dict[str, int]:
-    """Caching-allocator statistics of a device: allocated, reserved, peak, counts."""
+    """The caching allocator's statistics for a device, in bytes and counts.
+
+    Args:
+        name (str | Device, optional): the device; default the current one.
+
+    Returns:
+        dict[str, int]: ``allocated_bytes``, ``reserved_bytes``, ``peak_allocated_bytes``,
+        ``peak_reserved_bytes``, ``num_device_allocs``, ``num_device_frees``,
+        ``num_alloc_requests``, ``num_cache_hits``, ``num_ooms``.
+
+    Example:
+        >>> import framework as fw
+        >>> stats = fw.memory_stats("cpu")
+        >>> sorted(stats)[:3]
+        ['allocated_bytes', 'num_alloc_requests', 'num_cache_hits']
+    """
     d = get_device() if name is None else parse(name)
     return allocator_of(d).stats()
 
 
 def empty_cache(name: object = None) -> None:
+    """Give the blocks a device's caching allocator keeps free back to the device.
+
+    Args:
+        name (str | Device, optional): the device; default the current one.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.empty_cache("cpu")
+        >>> fw.memory_stats("cpu")["reserved_bytes"] >= fw.memory_stats("cpu")["allocated_bytes"]
+        True
+    """
     d = get_device() if name is None else parse(name)
     allocator_of(d).empty_cache()
 
 
 def reset_peak_memory_stats(name: object = None) -> None:
+    """Reset a device's peak memory statistics to the current values.
+
+    Args:
+        name (str | Device, optional): the device; default the current one.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.reset_peak_memory_stats("cpu")
+        >>> s = fw.memory_stats("cpu")
+        >>> s["peak_allocated_bytes"] == s["allocated_bytes"]
+        True
+    """
     d = get_device() if name is None else parse(name)
     allocator_of(d).reset_peak_stats()
 
@@ -266,7 +412,24 @@ _NEW = object()
 
 
 class Stream:
-    """A queue of work on one device. ``with fw.stream(s):`` makes ops run on it."""
+    """A queue of work on one device; ``with fw.stream(s):`` makes ops run on it.
+
+    Work on one stream runs in order; work on two streams may overlap. ``synchronize`` waits for
+    the stream, ``query`` says whether it is idle, ``wait_event`` makes it wait for an
+    :class:`Event`, ``record_event`` records one on it.
+
+    Args:
+        device (str | Device, optional): the device; default the current one.
+
+    Example:
+        >>> import framework as fw
+        >>> s = fw.Stream("cpu")
+        >>> with fw.stream(s):
+        ...     y = fw.ones([2]) + 1
+        >>> s.synchronize()
+        >>> y.tolist(), s.query()
+        ([2.0, 2.0], True)
+    """
 
     def __init__(self, device: object = None, _handle: Any = _NEW) -> None:
         self.device = get_device() if device is None else parse(device)
@@ -289,7 +452,24 @@ class Stream:
 
 
 class Event:
-    """A marker in a stream; measures time between two points."""
+    """A marker recorded in a stream: wait for the work before it, or time the work between two.
+
+    ``record`` puts it in a stream (default the current one), ``synchronize`` waits for it,
+    ``query`` says whether it has completed, ``elapsed_time`` gives the milliseconds to another.
+
+    Args:
+        device (str | Device, optional): the device; default the current one.
+
+    Example:
+        >>> import framework as fw
+        >>> start, end = fw.Event("cpu"), fw.Event("cpu")
+        >>> start.record()
+        >>> y = fw.ones([1000]) * 2
+        >>> end.record()
+        >>> end.synchronize()
+        >>> start.elapsed_time(end) >= 0.0
+        True
+    """
 
     def __init__(self, device: object = None) -> None:
         self.device = get_device() if device is None else parse(device)
@@ -312,6 +492,19 @@ class Event:
 
 
 def current_stream(name: object = None) -> Stream:
+    """The stream ops on a device run on now: the one of ``with fw.stream``, else the default.
+
+    Args:
+        name (str | Device, optional): the device; default the current one.
+
+    Returns:
+        Stream: the stream.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.current_stream("cpu").device
+        Device('cpu:0')
+    """
     d = get_device() if name is None else parse(name)
     t = device_type(d.type)
     return Stream(d, _handle=t.stream(d.index))
@@ -319,6 +512,23 @@ def current_stream(name: object = None) -> Stream:
 
 @contextlib.contextmanager
 def stream(s: Stream) -> Iterator[Stream]:
+    """A context manager in which ops on the stream's device run on stream ``s``.
+
+    Memory is allocated on (and freed back to) that stream inside the block.
+
+    Args:
+        s (Stream): the stream.
+
+    Returns:
+        contextlib.AbstractContextManager[Stream]: yields ``s``.
+
+    Example:
+        >>> import framework as fw
+        >>> s = fw.Stream("cpu")
+        >>> with fw.stream(s):
+        ...     fw.current_stream("cpu").handle is s.handle
+        True
+    """
     t = device_type(s.device.type)
     prev = t.current_streams.get(s.device.index)
     t.current_streams[s.device.index] = s.handle

@@ -50,7 +50,18 @@ CPU = "cpu"
 
 
 class FallbackWarning(UserWarning):
-    """An op ran on the CPU plugin because the device's plugin has no kernel for it."""
+    """Warned once per (op, device type) run on the CPU plugin because the device's plugin lacks the kernel.
+
+    A ``UserWarning``; :func:`fallback_stats` counts the fallbacks, and
+    ``fw.set_strict_kernels(True)`` (or ``OARLOCK_STRICT_KERNELS=1``) makes them errors.
+
+    Example:
+        >>> import framework as fw, warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("error", fw.FallbackWarning)  # a fallback would raise here
+        ...     (fw.ones([2]) + 1).tolist()
+        [2.0, 2.0]
+    """
 
 
 def clear_kernel_cache() -> None:
@@ -62,15 +73,51 @@ _plugins.on_registry_change(clear_kernel_cache)
 
 
 def set_strict_kernels(flag: bool) -> None:
+    """Make an op without a kernel on the device an error instead of a CPU fallback (or allow it again).
+
+    The flag is per thread (a context variable); it starts from ``OARLOCK_STRICT_KERNELS``.
+    With it set, a missing kernel raises :class:`KernelNotFoundError`.
+
+    Args:
+        flag (bool): True: strict; False: fall back to the CPU plugin with a
+            :class:`FallbackWarning`.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.set_strict_kernels(True)
+        >>> (fw.ones([2]) * 3).tolist()  # the cpu plugin has the kernel
+        [3.0, 3.0]
+        >>> fw.set_strict_kernels(False)
+    """
     STRICT_KERNELS.set(bool(flag))
 
 
 def fallback_stats() -> dict[str, int]:
-    """``{"op@device_type": count}`` of CPU fallbacks since start (or the last reset)."""
+    """How many times each op fell back to the CPU plugin since start (or :func:`reset_fallback_stats`).
+
+    Returns:
+        dict[str, int]: ``{"op@device_type": count}``, sorted; empty when every op found a
+        kernel on its device.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.reset_fallback_stats()
+        >>> _ = fw.ones([2]) + 1  # the cpu plugin has every kernel: no fallback
+        >>> fw.fallback_stats()
+        {}
+    """
     return {f"{op}@{dt}": n for (op, dt), n in sorted(_FALLBACKS.items())}
 
 
 def reset_fallback_stats() -> None:
+    """Clear the CPU-fallback counts of :func:`fallback_stats` (and warn again on the next fallback).
+
+    Example:
+        >>> import framework as fw
+        >>> fw.reset_fallback_stats()
+        >>> fw.fallback_stats()
+        {}
+    """
     _FALLBACKS.clear()
     _WARNED.clear()
 

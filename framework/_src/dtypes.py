@@ -41,10 +41,32 @@ _DEFAULT_FLOAT = [float32]
 
 
 def get_default_dtype() -> np.dtype:
+    """The float dtype that tensors get by default (float32 unless :func:`set_default_dtype` changed it).
+
+    Returns:
+        numpy.dtype: the default float dtype.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.get_default_dtype()
+        dtype('float32')
+    """
     return _DEFAULT_FLOAT[0]
 
 
 def set_default_dtype(dtype: object) -> None:
+    """Set the float dtype tensors get by default (creation functions, Python floats, int-to-float casts).
+
+    Args:
+        dtype (str | numpy.dtype): float16, bfloat16, float32 or float64.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.set_default_dtype("float64")
+        >>> fw.ones([1]).dtype, fw.to_tensor([0.5]).dtype
+        (dtype('float64'), dtype('float64'))
+        >>> fw.set_default_dtype("float32")
+    """
     d = as_dtype(dtype)
     if d not in FLOAT_DTYPES:
         raise OpArgumentError(f"[set_default_dtype] expected a floating dtype, got {d}")

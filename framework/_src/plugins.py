@@ -274,7 +274,26 @@ def on_registry_change(listener: Callable[[], None]) -> None:
 
 
 def register_plugin(module: ModuleType | str, name: str | None = None) -> PluginRecord:
-    """Register a plugin module by hand (tests, notebooks, a vendor developing a plugin)."""
+    """Register a plugin module by hand (tests, notebooks, a vendor developing a plugin).
+
+    Installed plugins are found through the ``oarlock.plugins`` entry point; this registers one
+    that is not installed. Registering a name already loaded returns its record.
+
+    Args:
+        module (ModuleType | str): the plugin module (or its import name), with ``CONTRACT`` and
+            an ``oarlock_register`` hook.
+        name (str, optional): the plugin's name; default the module's last name.
+
+    Returns:
+        PluginRecord: the plugin's name, module, contract, device types and kernel count; a
+        plugin that fails to register raises :class:`PluginError`.
+
+    Example:
+        >>> import framework as fw
+        >>> record = fw.register_plugin("plugins.cpu", name="cpu")
+        >>> record.name, record.device_types, record.error
+        ('cpu', ['cpu'], None)
+    """
     record = host().register_module(module, name=name)
     for listener in _REGISTRY_LISTENERS:
         listener()

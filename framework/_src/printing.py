@@ -14,9 +14,23 @@ def set_printoptions(
     sci_mode: bool | None = None,
     linewidth: int | None = None,
 ) -> None:
-    """Digits after the point, the element count above which the middle is elided, the items
-    kept at each edge, scientific notation on/off, and the line width. Tensors print through
-    numpy, so this sets numpy's print options too."""
+    """Set how tensors print; tensors print through numpy, so numpy's print options change too.
+
+    Args:
+        precision (int, optional): digits after the point.
+        threshold (int, optional): the element count above which the middle is elided.
+        edgeitems (int, optional): the items kept at each edge when eliding.
+        sci_mode (bool, optional): scientific notation on (True) or off.
+        linewidth (int, optional): characters per line.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.set_printoptions(precision=2)
+        >>> fw.to_tensor([1 / 3, 2 / 3])
+        Tensor(shape=[2], dtype=float32, device=cpu:0,
+               [0.33, 0.67])
+        >>> fw.set_printoptions(precision=8)
+    """
     opts: dict[str, object] = {}
     for key, v in (
         ("precision", precision),

@@ -20,6 +20,35 @@ from .allocator import Block
 
 
 class Tensor:
+    """An n-dimensional array on a device, with the data for autograd.
+
+    ``fw.Tensor(data)`` is :func:`to_tensor`; ops make tensors too. A tensor has ``shape`` (a
+    tuple), ``dtype`` (a numpy dtype), ``device`` (a :class:`Device`), ``stop_gradient`` (True:
+    no gradient flows to it) and, after ``backward()``, ``grad``. Most functions of ``fw`` are
+    methods as well (``x.sum(axis=0)``, ``x.reshape([4])``, ``x.astype("int32")``), and Python
+    operators work (``+ - * / // % ** @``, comparisons, ``x[key]``, ``x[key] = value``).
+    ``numpy()``, ``item()`` and ``tolist()`` copy values to the host.
+
+    Args:
+        data: numbers, nested lists, a numpy array or a tensor.
+        dtype (str | numpy.dtype, optional): as in :func:`to_tensor`.
+        device (str | Device, optional): default the current device.
+        stop_gradient (bool): True: no gradient is computed for it.
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.Tensor([[1.0, 2.0], [3.0, 4.0]], stop_gradient=False)
+        >>> x.shape, x.dtype, x.device
+        ((2, 2), dtype('float32'), Device('cpu:0'))
+        >>> (x * x).sum().backward()
+        >>> x.grad
+        Tensor(shape=[2, 2], dtype=float32, device=cpu:0,
+               [[2., 4.],
+                [6., 8.]])
+        >>> x.mean(axis=1).tolist()
+        [1.5, 3.5]
+    """
+
     __slots__ = (
         "_block",
         "_offset",
@@ -283,9 +312,28 @@ def to_tensor(
 ) -> Tensor:
     """Make a tensor from Python numbers, nested lists, a numpy array or another tensor.
 
-    >>> import framework as fw
-    >>> fw.to_tensor([[1.0, 2.0], [3.0, 4.0]]).shape
-    (2, 2)
+    ``tensor`` is this function. The data is copied. Python floats give the default float dtype
+    (float32), ints int64 and bools bool; a numpy array keeps its dtype.
+
+    Args:
+        data: numbers, nested lists, a numpy array or a tensor.
+        dtype (str | numpy.dtype, optional): the dtype wanted; default inferred from ``data``.
+        device (str | Device, optional): default the current device.
+        stop_gradient (bool): True: no gradient is computed for it.
+        place (str | Device, optional): Paddle's name for ``device``.
+
+    Returns:
+        Tensor: a new tensor.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.to_tensor([[1.0, 2.0], [3.0, 4.0]]).shape
+        (2, 2)
+        >>> fw.to_tensor([1, 2], dtype="float64")
+        Tensor(shape=[2], dtype=float64, device=cpu:0,
+               [1., 2.])
+        >>> fw.tensor(3).dtype
+        dtype('int64')
     """
     dev = (
         _dev.get_device()
@@ -307,7 +355,21 @@ def to_tensor(
 
 
 def from_dlpack(obj: Any, device: Any = None) -> Tensor:
-    """Import a DLPack-capable array (numpy, cupy, torch CPU tensors) as a tensor (copies)."""
+    """Import a DLPack-capable host array (numpy, a torch CPU tensor) as a tensor; the data is copied.
+
+    Args:
+        obj: an object with ``__dlpack__`` whose memory is on the host.
+        device (str | Device, optional): where the tensor goes; default the current device.
+
+    Returns:
+        Tensor: a new tensor.
+
+    Example:
+        >>> import framework as fw, numpy as np
+        >>> fw.from_dlpack(np.arange(3.0))
+        Tensor(shape=[3], dtype=float64, device=cpu:0,
+               [0., 1., 2.])
+    """
     if not hasattr(obj, "__dlpack__"):
         raise OpArgumentError(f"[from_dlpack] expected an object with __dlpack__, got {type(obj).__name__}")
     try:

@@ -31,18 +31,30 @@ class DataParallel:
     gradient is the gradient of the global batch: N ranks with batch ``b`` follow one process
     with batch ``N*b`` (use :class:`DistributedBatchSampler`).
 
-    Example::
-
-        dist.init_parallel_env()
-        model = fw.DataParallel(MyModel())
-        for x, y in batches:
-            loss = loss_fn(model(x), y)
-            loss.backward()
-            model.apply_collective_grads()
-            opt.step(); opt.clear_grad()
-
     Attribute access, ``parameters()``, ``state_dict()`` (unprefixed keys), ``train()``... go to
     the wrapped layer, so checkpoints load into a plain model.
+
+    Args:
+        layers (Layer): the model.
+        strategy: Paddle's argument; not read.
+        comm_buffer_size (float): the bucket size in MiB.
+        last_comm_buffer_size (float): Paddle's size of the last bucket in MiB.
+        find_unused_parameters (bool): Paddle's argument: allow parameters without a gradient.
+        group (Group, optional): the ranks to average over; default all of them.
+
+    Example:
+        One process (``oarlock launch -n 4 train.py`` runs the same code on four ranks):
+
+        >>> import framework as fw
+        >>> model = fw.DataParallel(fw.nn.Linear(2, 1))
+        >>> opt = fw.optimizer.SGD(0.1, parameters=model.parameters())
+        >>> model(fw.ones([4, 2])).mean().backward()
+        >>> model.apply_collective_grads()  # the average over the ranks
+        >>> model.weight.grad.tolist()
+        [[1.0], [1.0]]
+        >>> opt.step(); opt.clear_grad()
+        >>> sorted(model.state_dict())
+        ['bias', 'weight']
     """
 
     def __init__(

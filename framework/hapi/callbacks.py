@@ -1,5 +1,24 @@
-"""Callbacks for :class:`~framework.Model` (Paddle's ``paddle.callbacks``): the base class,
-a progress bar and early stopping."""
+"""Callbacks for :class:`~framework.Model` (Paddle's ``paddle.callbacks``).
+
+:class:`Callback` is the base class (override the hooks you need), :class:`ProgBarLogger`
+prints progress and :class:`EarlyStopping` stops ``fit`` when a metric stops improving.
+
+>>> import framework as fw
+>>> class CountEpochs(fw.callbacks.Callback):
+...     def __init__(self):
+...         super().__init__()
+...         self.epochs = 0
+...     def on_epoch_end(self, epoch, logs=None):
+...         self.epochs += 1
+>>> x = fw.ones([8, 4])
+>>> data = fw.io.TensorDataset([x, fw.zeros([8], dtype="int64")])
+>>> model = fw.Model(fw.nn.Linear(4, 2))
+>>> model.prepare(fw.optimizer.SGD(0.1, parameters=model.parameters()), fw.nn.CrossEntropyLoss())
+>>> count = CountEpochs()
+>>> model.fit(data, epochs=3, batch_size=4, verbose=0, callbacks=[count])
+>>> count.epochs
+3
+"""
 
 from __future__ import annotations
 

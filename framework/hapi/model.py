@@ -35,9 +35,29 @@ def _as_list(x: Any) -> list:
 
 
 class Model:
-    """Wraps a network for ``prepare`` / ``fit`` / ``evaluate`` / ``predict`` / ``save`` /
-    ``load``. ``inputs`` and ``labels`` (InputSpecs or their count) say how many of a batch's
-    fields feed the network; by default the last field is the label."""
+    """A network wrapped for training: ``prepare``, ``fit``, ``evaluate``, ``predict``, ``save``, ``load``.
+
+    Args:
+        network (Layer): the network.
+        inputs (list[InputSpec] | int, optional): the specs (or the count) of the fields of a
+            batch that feed the network.
+        labels (list[InputSpec] | int, optional): likewise for the labels; by default the last
+            field of a batch is the label.
+
+    Example:
+        >>> import framework as fw, numpy as np
+        >>> _ = fw.seed(0)
+        >>> x = fw.to_tensor(np.random.default_rng(0).standard_normal((32, 4)).astype("float32"))
+        >>> data = fw.io.TensorDataset([x, (x.sum(axis=1) > 0).astype("int64")])
+        >>> model = fw.Model(fw.nn.Linear(4, 2))
+        >>> opt = fw.optimizer.SGD(0.1, parameters=model.parameters())
+        >>> model.prepare(opt, fw.nn.CrossEntropyLoss(), fw.metric.Accuracy())
+        >>> model.fit(data, epochs=2, batch_size=16, verbose=0)
+        >>> sorted(model.evaluate(data, batch_size=32, verbose=0))
+        ['acc', 'loss']
+        >>> model.predict(data, batch_size=32, verbose=0)[0][0].shape
+        (32, 2)
+    """
 
     def __init__(self, network: Any, inputs: Any = None, labels: Any = None) -> None:
         self.network = network

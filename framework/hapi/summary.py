@@ -73,14 +73,33 @@ def _shape(out: Any) -> Any:
 
 
 def summary(net: Any, input_size: Any = None, dtypes: Any = None, input: Any = None) -> dict[str, int]:
-    """Print one row per leaf layer (name, type, output shape, parameters) and the totals;
-    return ``{"total_params": n, "trainable_params": m}``. Unknown dims (None/-1) become 1.
+    """Print a table of ``net``'s leaf layers (name, type, output shape, parameters) and the totals.
 
-    >>> import framework as fw
-    >>> info = fw.summary(fw.nn.Sequential(fw.nn.Linear(4, 8), fw.nn.ReLU()), (2, 4))  # doctest: +ELLIPSIS
-    -...
-    >>> info
-    {'total_params': 40, 'trainable_params': 40}
+    Args:
+        net (Layer): the network.
+        input_size (list[int] | tuple[int] | list, optional): the input shape (or one per
+            input); unknown dims (None/-1) become 1.
+        dtypes (str | list[str], optional): the input dtypes; default float32.
+        input (Tensor | list[Tensor], optional): inputs to run instead of ``input_size``.
+
+    Returns:
+        dict[str, int]: ``{"total_params": n, "trainable_params": m}``.
+
+    Example:
+        >>> import framework as fw
+        >>> info = fw.summary(fw.nn.Sequential(fw.nn.Linear(4, 8), fw.nn.ReLU()), (2, 4))
+        -----------------------------------------------
+        Layer  Type    Output Shape         Param #
+        ===============================================
+        0      Linear  [2, 8]                    40
+        1      ReLU    [2, 8]                     0
+        ===============================================
+        Total params: 40
+        Trainable params: 40
+        Non-trainable params: 0
+        -----------------------------------------------
+        >>> info
+        {'total_params': 40, 'trainable_params': 40}
     """
     inputs = _inputs("summary", input_size, dtypes, input)
     rows: list[tuple[str, str, str, int]] = []
@@ -142,16 +161,27 @@ def flops(
     custom_ops: dict[type, Callable[..., int]] | None = None,
     print_detail: bool = False,
 ) -> int:
-    """Multiply-accumulates of one forward pass at ``input_size``: Linear (in x out per row),
-    convolutions (kernel volume x C_in/groups per output, + 1 with a bias), transposed
-    convolutions, Bilinear, and 2 per element for normalisation layers; activations and
-    pools count 0. ``custom_ops`` maps a layer type to ``fn(layer, inputs, output) -> int``.
-    Work done outside layers (a bare ``fw.matmul`` in ``forward``) is not counted, as in Paddle.
+    """The multiply-accumulates of one forward pass of ``net`` at ``input_size``; prints the totals.
 
-    >>> import framework as fw
-    >>> fw.flops(fw.nn.Linear(4, 8), [2, 4])
-    Total Flops: 64     Total Params: 40
-    64
+    Linear counts in x out per row; convolutions the kernel volume x C_in/groups per output
+    (+ 1 with a bias), transposed convolutions and Bilinear likewise, normalisation layers 2 per
+    element; activations and pools count 0. Work done outside layers (a bare ``fw.matmul`` in
+    ``forward``) is not counted, as in Paddle.
+
+    Args:
+        net (Layer): the network.
+        input_size (list[int] | list[list[int]]): the input shape (or one per input).
+        custom_ops (dict, optional): ``{layer type: fn(layer, inputs, output) -> int}``.
+        print_detail (bool): also print one row per layer.
+
+    Returns:
+        int: the total.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.flops(fw.nn.Linear(4, 8), [2, 4])
+        Total Flops: 64     Total Params: 40
+        64
     """
     inputs = _inputs("flops", input_size, None, None)
     custom = custom_ops or {}

@@ -1,6 +1,7 @@
-"""The program IR: SSA programs of operations, dialects generated from the OpDefs plus the
-control-flow dialect (``cf.cond``, ``cf.while`` with regions; run by :mod:`.control`), a text
-form that round-trips, a verifier and an executor.
+"""The program IR: SSA programs of operations, a text form that round-trips, a verifier and an executor.
+
+The dialects are generated from the OpDefs, plus the control-flow dialect (``cf.cond``,
+``cf.while`` with regions; run by :mod:`.control`).
 
 >>> import framework as fw
 >>> from framework import ir

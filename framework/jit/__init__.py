@@ -1,5 +1,7 @@
-"""Dynamic to static (Paddle's ``paddle.jit``): trace a function or Layer into a program
-(:mod:`framework.ir`), run it with the executor, save it and load it for inference.
+"""Dynamic to static (Paddle's ``paddle.jit``): functions and Layers traced into programs.
+
+A traced program (:mod:`framework.ir`) runs with the executor, and is saved and loaded for
+inference.
 
 >>> import framework as fw
 >>> net = fw.jit.to_static(fw.nn.Linear(784, 10), input_spec=[fw.static.InputSpec([None, 784])])

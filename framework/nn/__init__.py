@@ -1,5 +1,4 @@
-"""``fw.nn``: :class:`Layer`, the built-in layers, ``functional`` and ``initializer``
-(Paddle naming).
+"""``fw.nn``: :class:`Layer`, the built-in layers, ``functional`` and ``initializer`` (Paddle's names).
 
 >>> import framework as fw
 >>> _ = fw.seed(0)

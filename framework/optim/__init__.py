@@ -1,6 +1,7 @@
-"""``fw.optim``: another name for :mod:`framework.optimizer` (Paddle's spelling), the same
-module objects: ``fw.optim.SGD is fw.optimizer.SGD``, and ``framework.optim.lr`` (or ``.fused``,
-``.clip``, ...) is ``framework.optimizer.lr``.
+"""``fw.optim``: another name for :mod:`framework.optimizer` (Paddle's spelling), the same module objects.
+
+``fw.optim.SGD is fw.optimizer.SGD``, and ``framework.optim.lr`` (or ``.fused``, ``.clip``, ...)
+is ``framework.optimizer.lr``.
 
 >>> import framework as fw
 >>> fw.optim is fw.optimizer and fw.optim.lr.StepDecay is fw.optimizer.lr.StepDecay

@@ -1,5 +1,6 @@
-"""``fw.optimizer`` (Paddle's ``paddle.optimizer``): every optimizer, gradient clipping, the
-fused update and the learning-rate schedulers (``fw.optimizer.lr``); Paddle names
+"""``fw.optimizer``: every optimizer, gradient clipping and learning-rate scheduler (Paddle's ``paddle.optimizer``).
+
+Also the fused update and the schedulers (``fw.optimizer.lr``); Paddle names
 (``learning_rate=``, ``parameters=``, ``clear_grad()``). ``fw.optim`` is another name for this
 package (the same module objects).
 

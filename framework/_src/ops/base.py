@@ -363,5 +363,17 @@ def _grad_by_decomposition(node: autograd.Node, gouts: list[Tensor | None]) -> l
 
 
 def path_stats() -> dict[str, dict[str, int]]:
-    """Which path each composite took so far: ``{"softmax@cpu": {"fused": 0, ...}}``."""
+    """Which way each composite op ran so far: a fused kernel, a generated one, or its decomposition.
+
+    Returns:
+        dict[str, dict[str, int]]: ``{"op@device_type": {"fused": n, "generated": n,
+        "decomposed": n}}``, sorted.
+
+    Example:
+        >>> import framework as fw
+        >>> before = sum(fw.op_path_stats().get("softmax@cpu", {}).values())
+        >>> _ = fw.nn.functional.softmax(fw.ones([2, 3]))
+        >>> sum(fw.op_path_stats()["softmax@cpu"].values()) - before
+        1
+    """
     return {f"{op}@{dt}": dict(v) for (op, dt), v in sorted(PATHS.items())}

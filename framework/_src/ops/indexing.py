@@ -47,7 +47,28 @@ def _index_tensor(name: str, index: Any, device: Any) -> Tensor:
 
 
 def gather(x: Tensor, index: Any, axis: int = 0, name: str | None = None) -> Tensor:
-    """``numpy.take(x, index, axis)``: index may have any shape; out-of-range indices raise."""
+    """The entries of ``x`` at ``index`` along ``axis`` (``numpy.take``); ``index_select`` is this function.
+
+    Args:
+        x (Tensor): the input, at least 1-d.
+        index (Tensor | list[int]): integer positions along ``axis``, of any shape; one out of
+            range is an error.
+        axis (int): the dim to index.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: ``x``'s shape with dim ``axis`` replaced by ``index``'s shape.
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.to_tensor([[1, 2, 3], [4, 5, 6]])
+        >>> fw.gather(x, fw.to_tensor([1, 0]))
+        Tensor(shape=[2, 3], dtype=int64, device=cpu:0,
+               [[4, 5, 6],
+                [1, 2, 3]])
+        >>> fw.index_select(x, fw.to_tensor([2, 0]), axis=1).tolist()
+        [[3, 1], [6, 4]]
+    """
     if x.ndim == 0:
         raise OpArgumentError("[gather] cannot gather from a 0-d tensor")
     ax = _axis("gather", axis, x.ndim)
@@ -101,12 +122,50 @@ def _scatter(opname: str, x: Tensor, index: Any, src: Any, axis: int) -> Tensor:
 
 
 def scatter_add(x: Tensor, index: Any, updates: Any, axis: int = 0) -> Tensor:
-    """Copy of ``x`` with ``updates`` added at ``index`` along ``axis`` (duplicates accumulate)."""
+    """A copy of ``x`` with ``updates`` added at ``index`` along ``axis``; repeated indices accumulate.
+
+    Args:
+        x (Tensor): the input.
+        index (Tensor | list[int]): integer positions along ``axis``.
+        updates (Tensor | number): of ``x``'s shape with dim ``axis`` replaced by ``index``'s
+            shape (broadcast to it); cast to ``x``'s dtype.
+        axis (int): the dim to index.
+
+    Returns:
+        Tensor: like ``x``.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.scatter_add(fw.zeros([3]), fw.to_tensor([1, 1]), fw.to_tensor([5.0, 7.0]))
+        Tensor(shape=[3], dtype=float32, device=cpu:0,
+               [ 0., 12.,  0.])
+    """
     return _scatter("scatter_add", x, index, updates, axis)
 
 
 def scatter(x: Tensor, index: Any, updates: Any, axis: int = 0, overwrite: bool = True) -> Tensor:
-    """Copy of ``x`` with ``updates`` written at ``index`` along ``axis``."""
+    """A copy of ``x`` with ``updates`` written at ``index`` along ``axis``.
+
+    Args:
+        x (Tensor): the input.
+        index (Tensor | list[int]): integer positions along ``axis``.
+        updates (Tensor | number): of ``x``'s shape with dim ``axis`` replaced by ``index``'s
+            shape (broadcast to it); cast to ``x``'s dtype.
+        axis (int): the dim to index.
+        overwrite (bool): True: the updates replace the entries; False: they are added
+            (:func:`scatter_add`).
+
+    Returns:
+        Tensor: like ``x``.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.scatter(fw.zeros([3, 2]), fw.to_tensor([2, 0]), fw.to_tensor([[1.0, 1.0], [2.0, 2.0]]))
+        Tensor(shape=[3, 2], dtype=float32, device=cpu:0,
+               [[2., 2.],
+                [0., 0.],
+                [1., 1.]])
+    """
     if not overwrite:
         return _scatter("scatter_add", x, index, updates, axis)
     return _scatter("scatter", x, index, updates, axis)
@@ -144,6 +203,26 @@ def _flat_positions(name: str, x: Tensor, idx_shape: tuple[int, ...], indices: T
 
 
 def take_along_axis(x: Tensor, indices: Tensor, axis: int) -> Tensor:
+    """The entries of ``x`` at ``indices`` along ``axis``, matched position by position elsewhere.
+
+    As ``numpy.take_along_axis``: ``out[i, j] = x[i, indices[i, j]]`` for ``axis=1``.
+
+    Args:
+        x (Tensor): the input.
+        indices (Tensor): integers, of ``x``'s rank, no larger than ``x`` outside ``axis``.
+        axis (int): the dim to index.
+
+    Returns:
+        Tensor: of ``indices``'s shape.
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.to_tensor([[1, 2, 3], [4, 5, 6]])
+        >>> fw.take_along_axis(x, fw.to_tensor([[2], [0]]), axis=1)
+        Tensor(shape=[2, 1], dtype=int64, device=cpu:0,
+               [[3],
+                [4]])
+    """
     ax = _axis("take_along_axis", axis, x.ndim)
     idx = _index_tensor("take_along_axis", indices, x.device)
     if idx.ndim != x.ndim:
@@ -153,6 +232,28 @@ def take_along_axis(x: Tensor, indices: Tensor, axis: int) -> Tensor:
 
 
 def put_along_axis(x: Tensor, indices: Tensor, values: Any, axis: int, reduce: str = "assign") -> Tensor:
+    """A copy of ``x`` with ``values`` put at ``indices`` along ``axis`` (see :func:`take_along_axis`).
+
+    Args:
+        x (Tensor): the input.
+        indices (Tensor): integers, of ``x``'s rank, no larger than ``x`` outside ``axis``.
+        values (Tensor | number): broadcast to ``indices``'s shape.
+        axis (int): the dim to index.
+        reduce (str): ``"assign"`` writes the values, ``"add"`` adds them.
+
+    Returns:
+        Tensor: like ``x``.
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.to_tensor([[1, 2, 3], [4, 5, 6]])
+        >>> fw.put_along_axis(x, fw.to_tensor([[2], [0]]), 0, axis=1)
+        Tensor(shape=[2, 3], dtype=int64, device=cpu:0,
+               [[1, 2, 0],
+                [0, 5, 6]])
+        >>> fw.put_along_axis(x, fw.to_tensor([[0], [0]]), 10, axis=1, reduce="add").tolist()
+        [[11, 2, 3], [14, 5, 6]]
+    """
     ax = _axis("put_along_axis", axis, x.ndim)
     idx = _index_tensor("put_along_axis", indices, x.device)
     if idx.ndim != x.ndim:
@@ -348,6 +449,26 @@ def rebind(x: Tensor, r: Tensor) -> None:
 
 
 def nonzero(x: Tensor, as_tuple: bool = False) -> Any:
+    """The indices of the non-zero elements of ``x`` (read back to the host).
+
+    Args:
+        x (Tensor): the input.
+        as_tuple (bool): False: one ``[n, x.ndim]`` tensor, a row per element; True: a tuple of
+            ``x.ndim`` 1-d tensors, one per dim.
+
+    Returns:
+        Tensor | tuple[Tensor, ...]: int64 indices.
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.to_tensor([[0, 1], [2, 0]])
+        >>> fw.nonzero(x)
+        Tensor(shape=[2, 2], dtype=int64, device=cpu:0,
+               [[0, 1],
+                [1, 0]])
+        >>> [i.tolist() for i in fw.nonzero(x, as_tuple=True)]
+        [[0, 1], [1, 0]]
+    """
     idx = np.nonzero(x.numpy())
     if as_tuple:
         return tuple(to_tensor(i.astype(np.int64), device=x.device) for i in idx)
@@ -355,6 +476,22 @@ def nonzero(x: Tensor, as_tuple: bool = False) -> Any:
 
 
 def masked_select(x: Tensor, mask: Tensor) -> Tensor:
+    """The elements of ``x`` where ``mask`` is True, as a 1-d tensor.
+
+    Args:
+        x (Tensor): the input.
+        mask (Tensor): bool, broadcast to ``x``'s shape.
+
+    Returns:
+        Tensor: 1-d, in row-major order.
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.to_tensor([[1, 2, 3], [4, 5, 6]])
+        >>> fw.masked_select(x, x > 3)
+        Tensor(shape=[3], dtype=int64, device=cpu:0,
+               [4, 5, 6])
+    """
     if mask.dtype != _dt.bool_:
         raise OpArgumentError(f"[masked_select] mask must be bool, got {mask.dtype}")
     if mask.shape != x.shape:
@@ -363,12 +500,50 @@ def masked_select(x: Tensor, mask: Tensor) -> Tensor:
 
 
 def masked_fill(x: Tensor, mask: Tensor, value: Any) -> Tensor:
+    """A copy of ``x`` with ``value`` where ``mask`` is True.
+
+    Args:
+        x (Tensor): the input.
+        mask (Tensor): bool, broadcast with ``x``.
+        value (number | Tensor): the value to put.
+
+    Returns:
+        Tensor: ``where(mask, value, x)``.
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.to_tensor([[1, 2, 3], [4, 5, 6]])
+        >>> fw.masked_fill(x, x > 3, 0)
+        Tensor(shape=[2, 3], dtype=int64, device=cpu:0,
+               [[1, 2, 3],
+                [0, 0, 0]])
+    """
     return M.where(mask, value, x)
 
 
 def where(condition: Any, x: Any = None, y: Any = None, name: str | None = None) -> Any:
-    """``condition ? x : y`` elementwise with broadcasting; with ``condition`` alone, the
-    indices where it holds (``nonzero(condition, as_tuple=True)``), as in Paddle."""
+    """Elementwise ``x if condition else y``; with ``condition`` alone, the indices where it holds.
+
+    Args:
+        condition (Tensor): read as bool; broadcast with ``x`` and ``y``.
+        x (Tensor | number, optional): taken where ``condition`` holds.
+        y (Tensor | number, optional): taken elsewhere; ``x`` and ``y`` are promoted to one dtype.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor | tuple[Tensor, ...]: the chosen values; without ``x`` and ``y``,
+        ``nonzero(condition, as_tuple=True)``, as in Paddle.
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.to_tensor([[1, 2, 3], [4, 5, 6]])
+        >>> fw.where(x > 3, x, -x)
+        Tensor(shape=[2, 3], dtype=int64, device=cpu:0,
+               [[-1, -2, -3],
+                [ 4,  5,  6]])
+        >>> [i.tolist() for i in fw.where(fw.to_tensor([True, False, True]))]
+        [[0, 2]]
+    """
     if x is None and y is None:
         return nonzero(condition, as_tuple=True)
     return M.where(condition, x, y)

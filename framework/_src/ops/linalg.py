@@ -100,7 +100,24 @@ def _inverse(a: np.ndarray) -> np.ndarray:
 
 
 def inverse(x: Tensor, name: str | None = None) -> Tensor:
-    """The inverse of a (batch of) square matrices."""
+    """The inverse of a square matrix, or of each in a batch.
+
+    Computed on the host with numpy's LAPACK; the result is copied to ``x``'s device.
+
+    Args:
+        x (Tensor): ``[..., n, n]``, invertible.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: like ``x``; differentiable.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.inverse(fw.to_tensor([[4.0, 2.0], [2.0, 3.0]]))
+        Tensor(shape=[2, 2], dtype=float32, device=cpu:0,
+               [[ 0.375, -0.25 ],
+                [-0.25 ,  0.5  ]])
+    """
     return _inverse([_square("inverse", x)])
 
 
@@ -116,12 +133,43 @@ def _det(a: np.ndarray) -> np.ndarray:
 
 
 def det(x: Tensor, name: str | None = None) -> Tensor:
-    """Determinant of a (batch of) square matrices; gradient det(A) A^-T."""
+    """The determinant of a square matrix, or of each in a batch.
+
+    Computed on the host with numpy's LAPACK; the result is copied to ``x``'s device. The
+    gradient is ``det(x) * inverse(x)^T``.
+
+    Args:
+        x (Tensor): ``[..., n, n]``.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: ``[...]``.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.det(fw.to_tensor([[4.0, 2.0], [2.0, 3.0]]))
+        Tensor(shape=[], dtype=float32, device=cpu:0,
+               8.)
+    """
     return _det([_square("det", x)])
 
 
 def slogdet(x: Tensor, name: str | None = None) -> Tensor:
-    """(sign, log|det|) stacked, as Paddle returns them."""
+    """The sign and the natural log of the absolute value of the determinant, stacked (as Paddle).
+
+    Args:
+        x (Tensor): ``[..., n, n]``.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: ``[2, ...]``: the signs, then ``log|det(x)|``.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.slogdet(fw.to_tensor([[4.0, 2.0], [2.0, 3.0]]))
+        Tensor(shape=[2], dtype=float32, device=cpu:0,
+               [1.       , 2.0794415])
+    """
     d = det(x)
     return S.stack([M.sign(d), M.log(M.abs(d))], axis=0)
 
@@ -140,7 +188,27 @@ def _solve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def solve(x: Tensor, y: Tensor, left: bool = True, name: str | None = None) -> Tensor:
-    """X with x @ X = y (``y`` a matrix or a batch of them; a vector is one column)."""
+    """The solution ``X`` of ``x @ X = y`` for a square ``x``.
+
+    Computed on the host with numpy's LAPACK; the result is copied to ``x``'s device.
+
+    Args:
+        x (Tensor): ``[..., n, n]``, invertible.
+        y (Tensor): ``[..., n, k]``, or ``[n]`` for one column.
+        left (bool): Paddle's argument, not read: ``x`` is always on the left.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: of ``y``'s shape; differentiable.
+
+    Example:
+        >>> import framework as fw
+        >>> a = fw.to_tensor([[4.0, 2.0], [2.0, 3.0]])
+        >>> fw.solve(a, fw.to_tensor([[2.0], [1.0]]))
+        Tensor(shape=[2, 1], dtype=float32, device=cpu:0,
+               [[0.5],
+                [0. ]])
+    """
     a = _square("solve", x)
     b = float_arg("solve", y, "y").astype(a.dtype)
     vec = b.ndim == a.ndim - 1
@@ -188,7 +256,29 @@ def triangular_solve(
     unitriangular: bool = False,
     name: str | None = None,
 ) -> Tensor:
-    """X with op(T) X = y, T the upper (or lower) triangle of x, op = transpose if asked."""
+    """The solution ``X`` of ``op(T) @ X = y``, ``T`` a triangle of ``x``.
+
+    Computed on the host with numpy's LAPACK; the result is copied to ``x``'s device.
+
+    Args:
+        x (Tensor): ``[..., n, n]``; only its upper (or lower) triangle is read.
+        y (Tensor): ``[..., n, k]``.
+        upper (bool): use the upper triangle of ``x``, else the lower one.
+        transpose (bool): ``op(T) = T^T``, else ``T``.
+        unitriangular (bool): take the diagonal of ``T`` as ones.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: of ``y``'s shape; differentiable.
+
+    Example:
+        >>> import framework as fw
+        >>> t = fw.to_tensor([[2.0, 1.0], [0.0, 4.0]])
+        >>> fw.triangular_solve(t, fw.to_tensor([[4.0], [8.0]]))
+        Tensor(shape=[2, 1], dtype=float32, device=cpu:0,
+               [[1.],
+                [2.]])
+    """
     a = _square("triangular_solve", x)
     return _triangular(
         [a, float_arg("triangular_solve", y, "y").astype(a.dtype)],
@@ -220,12 +310,48 @@ def _cholesky(a: np.ndarray, upper: bool) -> np.ndarray:
 
 
 def cholesky(x: Tensor, upper: bool = False, name: str | None = None) -> Tensor:
-    """Cholesky factor L (x = L L^T) of a symmetric positive-definite matrix; ``upper``: U = L^T."""
+    """The Cholesky factor of a symmetric positive-definite matrix: ``L`` with ``x = L @ L^T``.
+
+    Computed on the host with numpy's LAPACK; the result is copied to ``x``'s device.
+
+    Args:
+        x (Tensor): ``[..., n, n]``, symmetric positive-definite.
+        upper (bool): return ``U = L^T`` (``x = U^T @ U``) instead.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: like ``x``, lower (or upper) triangular; differentiable.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.cholesky(fw.to_tensor([[4.0, 2.0], [2.0, 5.0]]))
+        Tensor(shape=[2, 2], dtype=float32, device=cpu:0,
+               [[2., 0.],
+                [1., 2.]])
+    """
     return _cholesky([_square("cholesky", x)], upper=bool(upper))
 
 
 def cholesky_solve(x: Tensor, y: Tensor, upper: bool = False, name: str | None = None) -> Tensor:
-    """X with (L L^T) X = x, given the Cholesky factor ``y`` (L, or U when ``upper``)."""
+    """The solution ``X`` of ``A @ X = x`` given the Cholesky factor ``y`` of ``A``.
+
+    Args:
+        x (Tensor): the right-hand side, ``[..., n, k]``.
+        y (Tensor): ``L`` with ``A = L @ L^T`` (or ``U`` with ``A = U^T @ U`` when ``upper``).
+        upper (bool): ``y`` is upper triangular.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: of ``x``'s shape.
+
+    Example:
+        >>> import framework as fw
+        >>> L = fw.cholesky(fw.to_tensor([[4.0, 2.0], [2.0, 5.0]]))
+        >>> fw.cholesky_solve(fw.to_tensor([[6.0], [7.0]]), L)
+        Tensor(shape=[2, 1], dtype=float32, device=cpu:0,
+               [[1.],
+                [1.]])
+    """
     f = _square("cholesky_solve", y)
     z = triangular_solve(f, x, upper=upper, transpose=upper)
     return triangular_solve(f, z, upper=upper, transpose=not upper)
@@ -255,14 +381,52 @@ def _eigh(a: np.ndarray, UPLO: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def eigh(x: Tensor, UPLO: str = "L", name: str | None = None) -> tuple[Tensor, Tensor]:
-    """Eigenvalues (ascending) and eigenvectors of a symmetric matrix, read from its lower
-    (``UPLO='L'``) or upper triangle."""
+    """The eigenvalues (ascending) and eigenvectors of a symmetric matrix.
+
+    Computed on the host with numpy's LAPACK; the result is copied to ``x``'s device. The
+    eigenvectors' signs are LAPACK's.
+
+    Args:
+        x (Tensor): ``[..., n, n]``; only one triangle is read.
+        UPLO (str): ``"L"`` reads the lower triangle, ``"U"`` the upper one.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        tuple[Tensor, Tensor]: the eigenvalues ``[..., n]`` and the eigenvectors as columns
+        ``[..., n, n]``; differentiable (distinct eigenvalues).
+
+    Example:
+        >>> import framework as fw
+        >>> a = fw.to_tensor([[2.0, 1.0], [1.0, 2.0]])
+        >>> w, v = fw.eigh(a)
+        >>> w
+        Tensor(shape=[2], dtype=float32, device=cpu:0,
+               [1., 3.])
+        >>> fw.allclose(v @ fw.diag(w) @ v.T, a, atol=1e-6)
+        True
+    """
     if UPLO not in ("L", "U"):
         raise OpArgumentError(f"[eigh] UPLO must be 'L' or 'U', got {UPLO!r}")
     return _eigh([_square("eigh", x)], UPLO=UPLO)
 
 
 def eigvalsh(x: Tensor, UPLO: str = "L", name: str | None = None) -> Tensor:
+    """The eigenvalues (ascending) of a symmetric matrix (:func:`eigh` without the vectors).
+
+    Args:
+        x (Tensor): ``[..., n, n]``; only one triangle is read.
+        UPLO (str): ``"L"`` reads the lower triangle, ``"U"`` the upper one.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: ``[..., n]``.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.eigvalsh(fw.to_tensor([[2.0, 1.0], [1.0, 2.0]]))
+        Tensor(shape=[2], dtype=float32, device=cpu:0,
+               [1., 3.])
+    """
     return eigh(x, UPLO)[0]
 
 
@@ -277,8 +441,28 @@ def _real_or_raise(name: str, vals: np.ndarray) -> np.ndarray:
 
 
 def eig(x: Tensor, name: str | None = None) -> tuple[Tensor, Tensor]:
-    """Eigenvalues and eigenvectors of a general matrix whose eigenvalues are real (complex
-    ones raise: there is no complex dtype). Host; no gradient."""
+    """The eigenvalues and eigenvectors of a general square matrix whose eigenvalues are real.
+
+    Computed on the host with numpy's LAPACK; the result is copied to ``x``'s device. Complex
+    eigenvalues raise (there is no complex dtype); no gradient.
+
+    Args:
+        x (Tensor): ``[..., n, n]``.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        tuple[Tensor, Tensor]: the eigenvalues ``[..., n]`` (LAPACK's order) and the eigenvectors
+        as columns ``[..., n, n]``.
+
+    Example:
+        >>> import framework as fw
+        >>> w, v = fw.eig(fw.to_tensor([[2.0, 0.0], [0.0, 3.0]]))
+        >>> w
+        Tensor(shape=[2], dtype=float32, device=cpu:0,
+               [2., 3.])
+        >>> v.tolist()
+        [[1.0, 0.0], [0.0, 1.0]]
+    """
     a = _square("eig", x)
     w, v = np.linalg.eig(a.numpy())
     w = _real_or_raise("eig", w)
@@ -289,6 +473,21 @@ def eig(x: Tensor, name: str | None = None) -> tuple[Tensor, Tensor]:
 
 
 def eigvals(x: Tensor, name: str | None = None) -> Tensor:
+    """The eigenvalues of a general square matrix, when they are real (:func:`eig` without vectors).
+
+    Args:
+        x (Tensor): ``[..., n, n]``.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: ``[..., n]``, in LAPACK's order.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.eigvals(fw.to_tensor([[2.0, 1.0], [0.0, 3.0]]))
+        Tensor(shape=[2], dtype=float32, device=cpu:0,
+               [2., 3.])
+    """
     return eig(x)[0]
 
 
@@ -317,7 +516,30 @@ def _qr(a: np.ndarray, mode: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def qr(x: Tensor, mode: str = "reduced", name: str | None = None) -> Any:
-    """QR factorization; ``mode`` 'reduced' (Q m x k, R k x n), 'complete' or 'r' (R only)."""
+    """The QR factorization ``x = Q @ R``, ``Q`` with orthonormal columns and ``R`` upper triangular.
+
+    Computed on the host with numpy's LAPACK; the result is copied to ``x``'s device. The signs are LAPACK's.
+
+    Args:
+        x (Tensor): ``[..., m, n]``.
+        mode (str): ``"reduced"`` (``Q`` is ``m x k``, ``R`` is ``k x n``, ``k = min(m, n)``),
+            ``"complete"`` (``Q`` is ``m x m``) or ``"r"`` (``R`` only).
+        name: ignored (Paddle's signature).
+
+    Returns:
+        tuple[Tensor, Tensor] | Tensor: ``(Q, R)``, or ``R`` for ``mode="r"``; differentiable.
+
+    Example:
+        >>> import framework as fw
+        >>> a = fw.to_tensor([[3.0, 0.0], [4.0, 5.0]])
+        >>> q, r = fw.qr(a)
+        >>> fw.allclose(q @ r, a, atol=1e-6), fw.allclose(q.T @ q, fw.eye(2), atol=1e-6)
+        (True, True)
+        >>> fw.abs(r)
+        Tensor(shape=[2, 2], dtype=float32, device=cpu:0,
+               [[5., 4.],
+                [0., 3.]])
+    """
     if mode not in ("reduced", "complete", "r"):
         raise OpArgumentError(f"[qr] mode must be 'reduced', 'complete' or 'r', got {mode!r}")
     a = float_arg("qr", x)
@@ -369,7 +591,30 @@ def _svd(a: np.ndarray, full_matrices: bool) -> tuple[np.ndarray, np.ndarray, np
 
 
 def svd(x: Tensor, full_matrices: bool = False, name: str | None = None) -> tuple[Tensor, Tensor, Tensor]:
-    """U, S, VH with x = U diag(S) VH (singular values descending)."""
+    """The singular value decomposition ``x = U @ diag(S) @ VH``, singular values descending.
+
+    Computed on the host with numpy's LAPACK; the result is copied to ``x``'s device. The
+    signs of ``U`` and ``VH`` are LAPACK's.
+
+    Args:
+        x (Tensor): ``[..., m, n]``.
+        full_matrices (bool): ``U`` ``m x m`` and ``VH`` ``n x n``, else ``m x k`` and ``k x n``
+            (``k = min(m, n)``).
+        name: ignored (Paddle's signature).
+
+    Returns:
+        tuple[Tensor, Tensor, Tensor]: ``(U, S, VH)``; differentiable (distinct singular values).
+
+    Example:
+        >>> import framework as fw
+        >>> a = fw.to_tensor([[3.0, 0.0], [0.0, -4.0]])
+        >>> u, s, vh = fw.svd(a)
+        >>> s
+        Tensor(shape=[2], dtype=float32, device=cpu:0,
+               [4., 3.])
+        >>> fw.allclose(u @ fw.diag(s) @ vh, a)
+        True
+    """
     a = float_arg("svd", x)
     if a.ndim < 2:
         raise OpArgumentError(f"[svd] x must have at least 2 dims, got shape {a.shape}")
@@ -382,8 +627,31 @@ def svdvals(x: Tensor, name: str | None = None) -> Tensor:
 
 # -- LU (host, no gradient) ------------------------------------------------------------------------------
 def lu(x: Tensor, pivot: bool = True, get_infos: bool = False, name: str | None = None) -> Any:
-    """Packed LU factors (L below the diagonal with a unit diagonal, U on and above) and the
-    1-based int32 pivots, by Doolittle elimination with partial pivoting on the host."""
+    """The LU factorization with partial pivoting, packed as LAPACK does (``A = P @ L @ U``).
+
+    Doolittle elimination on the host; no gradient. :func:`lu_unpack` gives ``P``, ``L``, ``U``.
+
+    Args:
+        x (Tensor): ``[..., m, n]``.
+        pivot (bool): only ``True``.
+        get_infos (bool): also return, per matrix, 0 or the 1-based index of the first zero pivot.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        tuple[Tensor, ...]: the packed factors (``L`` below the diagonal, its unit diagonal
+        implied; ``U`` on and above) and the 1-based int32 pivots (row ``i`` was swapped with row
+        ``pivots[i] - 1``); with ``get_infos``, the int32 infos as well.
+
+    Example:
+        >>> import framework as fw
+        >>> packed, pivots = fw.lu(fw.to_tensor([[1.0, 2.0], [3.0, 4.0]]))
+        >>> packed
+        Tensor(shape=[2, 2], dtype=float32, device=cpu:0,
+               [[3.        , 4.        ],
+                [0.33333334, 0.6666667 ]])
+        >>> pivots.tolist()
+        [2, 2]
+    """
     if not pivot:
         raise OpArgumentError("[lu] pivot=False is not supported; use the default pivot=True")
     a = float_arg("lu", x)
@@ -418,7 +686,28 @@ def lu(x: Tensor, pivot: bool = True, get_infos: bool = False, name: str | None 
 def lu_unpack(
     x: Tensor, y: Tensor, unpack_ludata: bool = True, unpack_pivots: bool = True, name: str | None = None
 ) -> tuple[Tensor, Tensor, Tensor]:
-    """(P, L, U) from :func:`lu`'s packed factors ``x`` and pivots ``y``, with A = P L U."""
+    """The factors ``(P, L, U)``, with ``A = P @ L @ U``, from the output of :func:`lu`.
+
+    Args:
+        x (Tensor): the packed factors from :func:`lu`.
+        y (Tensor): the pivots from :func:`lu`.
+        unpack_ludata (bool): Paddle's argument; ``L`` and ``U`` are always returned.
+        unpack_pivots (bool): Paddle's argument; ``P`` is always returned.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        tuple[Tensor, Tensor, Tensor]: ``P`` ``[..., m, m]``, ``L`` ``[..., m, k]`` (unit
+        diagonal) and ``U`` ``[..., k, n]``.
+
+    Example:
+        >>> import framework as fw
+        >>> a = fw.to_tensor([[1.0, 2.0], [3.0, 4.0]])
+        >>> p, l, u = fw.lu_unpack(*fw.lu(a))
+        >>> p.tolist()
+        [[0.0, 1.0], [1.0, 0.0]]
+        >>> fw.allclose(p @ l @ u, a)
+        True
+    """
     lu_ = tensor_arg("lu_unpack", x)
     m, n = lu_.shape[-2:]
     k = min(m, n)
@@ -437,7 +726,25 @@ def lu_unpack(
 
 # -- decompositions into the above -------------------------------------------------------------------------
 def matrix_power(x: Tensor, n: int, name: str | None = None) -> Tensor:
-    """x multiplied by itself n times by repeated squaring (n < 0: of the inverse; n = 0: I)."""
+    """``x`` multiplied by itself ``n`` times, by repeated squaring.
+
+    Args:
+        x (Tensor): ``[..., k, k]``.
+        n (int): the power; 0 gives the identity, a negative power is one of the inverse.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: like ``x``.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.matrix_power(fw.to_tensor([[1.0, 1.0], [0.0, 1.0]]), 3)
+        Tensor(shape=[2, 2], dtype=float32, device=cpu:0,
+               [[1., 3.],
+                [0., 1.]])
+        >>> fw.matrix_power(fw.to_tensor([[2.0, 0.0], [0.0, 4.0]]), -1).tolist()
+        [[0.5, 0.0], [0.0, 0.25]]
+    """
     a = _square("matrix_power", x)
     if not isinstance(n, int):
         raise OpArgumentError(f"[matrix_power] n must be an int, got {n!r}")
@@ -457,7 +764,22 @@ def matrix_power(x: Tensor, n: int, name: str | None = None) -> Tensor:
 
 
 def multi_dot(x: Sequence[Tensor], name: str | None = None) -> Tensor:
-    """x[0] @ x[1] @ ... (a 1-d first/last operand is a row/column vector)."""
+    """The chained matrix product ``x[0] @ x[1] @ ...``.
+
+    Args:
+        x (list[Tensor]): at least two matrices; a 1-d first (last) one is a row (column) vector.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: the product.
+
+    Example:
+        >>> import framework as fw
+        >>> a, b, c = fw.to_tensor([[1.0, 2.0]]), fw.eye(2), fw.to_tensor([[3.0], [4.0]])
+        >>> fw.multi_dot([a, b, c])
+        Tensor(shape=[1, 1], dtype=float32, device=cpu:0,
+               [[11.]])
+    """
     ts = list(x)
     if len(ts) < 2:
         raise OpArgumentError(f"[multi_dot] needs at least 2 tensors, got {len(ts)}")
@@ -468,8 +790,24 @@ def multi_dot(x: Sequence[Tensor], name: str | None = None) -> Tensor:
 
 
 def pinv(x: Tensor, rcond: float = 1e-15, hermitian: bool = False, name: str | None = None) -> Tensor:
-    """Moore-Penrose pseudo-inverse V diag(1/s) U^T, singular values below rcond * max(s)
-    treated as zero (differentiable through svd)."""
+    """The Moore-Penrose pseudo-inverse ``V @ diag(1/s) @ U^T``, from the SVD.
+
+    Args:
+        x (Tensor): ``[..., m, n]``.
+        rcond (float): singular values below ``rcond * max(s)`` count as zero.
+        hermitian (bool): Paddle's argument; the general SVD is used either way.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: ``[..., n, m]``; differentiable through :func:`svd`.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.pinv(fw.to_tensor([[1.0, 0.0], [0.0, 0.0]]))
+        Tensor(shape=[2, 2], dtype=float32, device=cpu:0,
+               [[1., 0.],
+                [0., 0.]])
+    """
     u, s, vh = svd(x)
     keep = s > M.max(s, axis=-1, keepdim=True) * rcond
     sinv = M.where(keep, 1.0 / M.where(keep, s, s * 0.0 + 1.0), s * 0.0)
@@ -479,8 +817,34 @@ def pinv(x: Tensor, rcond: float = 1e-15, hermitian: bool = False, name: str | N
 def lstsq(
     x: Tensor, y: Tensor, rcond: float | None = None, driver: str | None = None, name: str | None = None
 ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    """Least-squares solution of x @ X = y: (solution, residuals, rank, singular_values), as
-    Paddle returns them; the solution is pinv(x) @ y (differentiable)."""
+    """The least-squares solution ``X`` of ``x @ X = y``, with residuals, rank and singular values.
+
+    The four results are Paddle's. The solution is ``pinv(x) @ y`` (differentiable).
+
+    Args:
+        x (Tensor): ``[..., m, n]``.
+        y (Tensor): ``[..., m, k]``.
+        rcond (float, optional): singular values below ``rcond * max(s)`` count as zero; default
+            the dtype's epsilon times ``max(m, n)``.
+        driver (str, optional): Paddle's LAPACK driver; ignored.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        tuple[Tensor, Tensor, Tensor, Tensor]: the solution ``[..., n, k]``; the squared
+        residuals ``[..., k]`` when ``m > n`` and ``x`` has full rank, else an empty tensor; the
+        int32 rank; the singular values of ``x``.
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.to_tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+        >>> sol, resid, rank, s = fw.lstsq(x, fw.to_tensor([[1.0], [2.0], [3.0]]))
+        >>> sol
+        Tensor(shape=[2, 1], dtype=float32, device=cpu:0,
+               [[1.],
+                [2.]])
+        >>> rank.item()
+        2
+    """
     a = float_arg("lstsq", x)
     b = float_arg("lstsq", y, "y").astype(a.dtype)
     if a.ndim < 2 or b.ndim < 2 or a.shape[-2] != b.shape[-2]:
@@ -504,8 +868,33 @@ def lstsq(
 def norm(
     x: Tensor, p: Any = "fro", axis: Any = None, keepdim: bool = False, name: str | None = None
 ) -> Tensor:
-    """Vector norms (p a number, inf, -inf or 0) over one axis or the flattened tensor;
-    matrix norms ('fro', 'nuc', inf, -inf, 1, -1, 2, -2) over two axes."""
+    """A vector or matrix norm of ``x``.
+
+    Vector norms (``p`` a number, ``inf``, ``-inf`` or 0) reduce one axis, or the flattened
+    tensor; matrix norms (``"fro"``, ``"nuc"``, ``inf``, ``-inf``, 1, -1, 2, -2) reduce two axes.
+
+    Args:
+        x (Tensor): the input; integers are cast to the default float dtype.
+        p (str | float): the norm; ``"fro"`` (the default) over all elements is the 2-norm.
+        axis (int | list[int], optional): one axis (vector norm) or two (matrix norm); ``None``:
+            all elements.
+        keepdim (bool): keep the reduced axes, with size 1.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: the norms.
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.to_tensor([[3.0, 4.0], [6.0, 8.0]])
+        >>> fw.norm(x, p=2, axis=1)
+        Tensor(shape=[2], dtype=float32, device=cpu:0,
+               [ 5., 10.])
+        >>> fw.norm(fw.to_tensor([3.0, -4.0]), p=1).item()
+        7.0
+        >>> fw.norm(x, p=1, axis=[0, 1]).item()
+        12.0
+    """
     x = float_arg("norm", x)
     if p is None:
         p = "fro"
@@ -576,8 +965,23 @@ def vector_norm(
 
 
 def cond(x: Tensor, p: Any = None, name: str | None = None) -> Tensor:
-    """Condition number: s_max / s_min for p None or 2 (-2: the inverse), else
-    norm(x, p) * norm(x^-1, p)."""
+    """The condition number of a matrix.
+
+    Args:
+        x (Tensor): ``[..., m, n]``; square unless ``p`` is ``None``, 2 or -2.
+        p (str | float, optional): ``None`` or 2: ``s_max / s_min``; -2: its inverse; else
+            ``norm(x, p) * norm(inverse(x), p)`` with a matrix norm ``p``.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: ``[...]``.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.cond(fw.to_tensor([[2.0, 0.0], [0.0, 4.0]]))
+        Tensor(shape=[], dtype=float32, device=cpu:0,
+               2.)
+    """
     if p is None or p in (2, -2):
         s = svd(x)[1]
         r = M.max(s, axis=-1) / M.min(s, axis=-1)
@@ -586,11 +990,48 @@ def cond(x: Tensor, p: Any = None, name: str | None = None) -> Tensor:
 
 
 def dist(x: Tensor, y: Tensor, p: float = 2, name: str | None = None) -> Tensor:
-    """The p-norm of x - y (broadcast)."""
+    """The ``p``-norm of ``x - y`` over all elements.
+
+    Args:
+        x (Tensor): the first tensor.
+        y (Tensor): the second; ``x`` and ``y`` broadcast together.
+        p (float): the vector norm, as in :func:`norm`.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: 0-d.
+
+    Example:
+        >>> import framework as fw
+        >>> x, y = fw.to_tensor([3.0, 0.0]), fw.to_tensor([0.0, 4.0])
+        >>> fw.dist(x, y)
+        Tensor(shape=[], dtype=float32, device=cpu:0,
+               5.)
+        >>> fw.dist(x, y, p=1).item()
+        7.0
+    """
     return norm(x - y, float(p))
 
 
 def bmm(x: Tensor, y: Tensor, name: str | None = None) -> Tensor:
+    """Batched matrix product of two 3-d tensors with the same batch size.
+
+    Args:
+        x (Tensor): ``[b, m, k]``.
+        y (Tensor): ``[b, k, n]``.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: ``[b, m, n]``.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.bmm(fw.ones([2, 1, 3]), fw.ones([2, 3, 2]))
+        Tensor(shape=[2, 1, 2], dtype=float32, device=cpu:0,
+               [[[3., 3.]],
+        <BLANKLINE>
+                [[3., 3.]]])
+    """
     x, y = tensor_arg("bmm", x), tensor_arg("bmm", y, "y")
     if x.ndim != 3 or y.ndim != 3 or x.shape[0] != y.shape[0]:
         raise OpArgumentError(f"[bmm] needs two 3-d tensors with the same batch, got {x.shape} and {y.shape}")
@@ -598,6 +1039,22 @@ def bmm(x: Tensor, y: Tensor, name: str | None = None) -> Tensor:
 
 
 def mv(x: Tensor, vec: Tensor, name: str | None = None) -> Tensor:
+    """Matrix-vector product.
+
+    Args:
+        x (Tensor): ``[m, n]``.
+        vec (Tensor): ``[n]``.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: ``[m]``.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.mv(fw.to_tensor([[1.0, 2.0], [3.0, 4.0]]), fw.to_tensor([1.0, 1.0]))
+        Tensor(shape=[2], dtype=float32, device=cpu:0,
+               [3., 7.])
+    """
     x, vec = tensor_arg("mv", x), tensor_arg("mv", vec, "vec")
     if x.ndim != 2 or vec.ndim != 1:
         raise OpArgumentError(f"[mv] needs a matrix and a vector, got {x.shape} and {vec.shape}")
@@ -605,7 +1062,23 @@ def mv(x: Tensor, vec: Tensor, name: str | None = None) -> Tensor:
 
 
 def cross(x: Tensor, y: Tensor, axis: int = 9, name: str | None = None) -> Tensor:
-    """Cross product of 3-vectors along ``axis`` (Paddle's default 9: the first axis of size 3)."""
+    """The cross product of 3-vectors along ``axis``.
+
+    Args:
+        x (Tensor): size 3 along ``axis``.
+        y (Tensor): of ``x``'s shape.
+        axis (int): the axis; Paddle's default 9 means the first axis of size 3.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: of ``x``'s shape.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.cross(fw.to_tensor([1.0, 0.0, 0.0]), fw.to_tensor([0.0, 1.0, 0.0]))
+        Tensor(shape=[3], dtype=float32, device=cpu:0,
+               [0., 0., 1.])
+    """
     x, y = tensor_arg("cross", x), tensor_arg("cross", y, "y")
     if axis == 9:
         axis = next((i for i, s in enumerate(x.shape) if s == 3), -1)
@@ -631,7 +1104,26 @@ def cov(
     aweights: Tensor | None = None,
     name: str | None = None,
 ) -> Tensor:
-    """Covariance of the variables in the rows (``rowvar``) or columns of ``x``."""
+    """The covariance matrix of the variables in the rows (or columns) of ``x``.
+
+    Args:
+        x (Tensor): 1-d (one variable) or 2-d.
+        rowvar (bool): each row is a variable, its columns the observations; False: the reverse.
+        ddof (bool): divide by ``n - 1`` (unbiased), else by ``n``.
+        fweights (Tensor, optional): integer frequency weights, one per observation.
+        aweights (Tensor, optional): observation weights.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: ``[v, v]`` for ``v`` variables (0-d for one).
+
+    Example:
+        >>> import framework as fw
+        >>> fw.cov(fw.to_tensor([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0]]))
+        Tensor(shape=[2, 2], dtype=float32, device=cpu:0,
+               [[1., 2.],
+                [2., 4.]])
+    """
     x = float_arg("cov", x)
     if x.ndim > 2:
         raise OpArgumentError(f"[cov] x must be 1-d or 2-d, got shape {x.shape}")
@@ -665,7 +1157,23 @@ def cov(
 
 
 def corrcoef(x: Tensor, rowvar: bool = True, name: str | None = None) -> Tensor:
-    """Pearson correlation coefficients (cov normalised by the standard deviations, clipped to [-1, 1])."""
+    """The Pearson correlation coefficients of the variables in the rows (or columns) of ``x``.
+
+    Args:
+        x (Tensor): 1-d (one variable) or 2-d.
+        rowvar (bool): each row is a variable, its columns the observations; False: the reverse.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: ``[v, v]``, in ``[-1, 1]``.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.corrcoef(fw.to_tensor([[1.0, 2.0, 3.0], [3.0, 2.0, 1.0]]))
+        Tensor(shape=[2, 2], dtype=float32, device=cpu:0,
+               [[ 1., -1.],
+                [-1.,  1.]])
+    """
     c = cov(x, rowvar)
     if c.ndim == 0:
         return c / c
@@ -686,8 +1194,28 @@ def histogram(
     density: bool = False,
     name: str | None = None,
 ) -> Tensor:
-    """Counts of the values in ``bins`` equal bins over [min, max] (the data's range when both
-    are 0); values outside are ignored; the last bin includes max."""
+    """Counts of the values of ``input`` in ``bins`` equal bins over ``[min, max]``.
+
+    Values outside the range are ignored; the last bin includes ``max``.
+
+    Args:
+        input (Tensor): the values (flattened).
+        bins (int): the number of bins.
+        min (float): the lower end; with ``max`` also 0, the data's minimum.
+        max (float): the upper end; with ``min`` also 0, the data's maximum.
+        weight (Tensor, optional): a weight per value, summed instead of counting.
+        density (bool): divide by the total and the bin width (a density, integrating to 1).
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: ``[bins]``: int64 counts, or the weights' dtype, or a float density.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.histogram(fw.to_tensor([1.0, 2.0, 1.0, 4.0]), bins=4, min=0, max=4)
+        Tensor(shape=[4], dtype=int64, device=cpu:0,
+               [0, 2, 1, 1])
+    """
     x = tensor_arg("histogram", input).reshape((-1,))
     if not isinstance(bins, int) or bins <= 0:
         raise OpArgumentError(f"[histogram] bins must be a positive int, got {bins!r}")
@@ -711,7 +1239,25 @@ def histogram(
 
 
 def bincount(x: Tensor, weights: Tensor | None = None, minlength: int = 0, name: str | None = None) -> Tensor:
-    """Count of each non-negative int in ``x`` (summed ``weights`` when given)."""
+    """The number of times each non-negative integer occurs in ``x``.
+
+    Args:
+        x (Tensor): 1-d, non-negative integers.
+        weights (Tensor, optional): of ``x``'s shape; summed per value instead of counting.
+        minlength (int): the least length of the result.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: ``[max(max(x) + 1, minlength)]``: int64 counts, or the weights' dtype.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.bincount(fw.to_tensor([0, 1, 1, 3]))
+        Tensor(shape=[4], dtype=int64, device=cpu:0,
+               [1, 2, 0, 1])
+        >>> fw.bincount(fw.to_tensor([0, 1, 1]), weights=fw.to_tensor([0.5, 1.0, 2.0])).tolist()
+        [0.5, 3.0]
+    """
     x = tensor_arg("bincount", x)
     if x.ndim != 1 or x.dtype.kind not in "iu":
         raise OpArgumentError(

@@ -89,23 +89,253 @@ def _binary(name: str):
 
 
 add = _binary("add")
+add.__doc__ = """Elementwise ``x + y``, with broadcasting and type promotion.
+
+Args:
+    x (Tensor | number): the left operand.
+    y (Tensor | number): the right operand; ``x`` and ``y`` broadcast together.
+    name: ignored (Paddle's signature).
+
+Returns:
+    Tensor: of the broadcast shape and the promoted dtype (also ``x + y``).
+
+Example:
+    >>> import framework as fw
+    >>> fw.add(fw.to_tensor([1, 2]), fw.to_tensor([10, 20]))
+    Tensor(shape=[2], dtype=int64, device=cpu:0,
+           [11, 22])
+    >>> fw.add(fw.to_tensor([1, 2]), 0.5).tolist()
+    [1.5, 2.5]
+"""
 subtract = _binary("sub")
+subtract.__doc__ = """Elementwise ``x - y``, with broadcasting and type promotion.
+
+Args:
+    x (Tensor | number): the left operand.
+    y (Tensor | number): the right operand; ``x`` and ``y`` broadcast together.
+    name: ignored (Paddle's signature).
+
+Returns:
+    Tensor: of the broadcast shape and the promoted dtype (also ``x - y``).
+
+Example:
+    >>> import framework as fw
+    >>> fw.subtract(fw.to_tensor([[1.0], [2.0]]), fw.to_tensor([1.0, 2.0, 3.0]))
+    Tensor(shape=[2, 3], dtype=float32, device=cpu:0,
+           [[ 0., -1., -2.],
+            [ 1.,  0., -1.]])
+"""
 multiply = _binary("mul")
+multiply.__doc__ = """Elementwise ``x * y``, with broadcasting and type promotion.
+
+Args:
+    x (Tensor | number): the left operand.
+    y (Tensor | number): the right operand; ``x`` and ``y`` broadcast together.
+    name: ignored (Paddle's signature).
+
+Returns:
+    Tensor: of the broadcast shape and the promoted dtype (also ``x * y``).
+
+Example:
+    >>> import framework as fw
+    >>> fw.multiply(fw.to_tensor([1, 2]), fw.to_tensor([3, 4]))
+    Tensor(shape=[2], dtype=int64, device=cpu:0,
+           [3, 8])
+"""
 maximum = _binary("maximum")
+maximum.__doc__ = """Elementwise larger of ``x`` and ``y``; a NaN in either gives NaN.
+
+Args:
+    x (Tensor | number): the left operand.
+    y (Tensor | number): the right operand; ``x`` and ``y`` broadcast together.
+    name: ignored (Paddle's signature).
+
+Returns:
+    Tensor: of the broadcast shape and the promoted dtype.
+
+Example:
+    >>> import framework as fw
+    >>> fw.maximum(fw.to_tensor([1.0, 5.0, float("nan")]), fw.to_tensor([3.0, 2.0, 0.0]))
+    Tensor(shape=[3], dtype=float32, device=cpu:0,
+           [ 3.,  5., nan])
+"""
 minimum = _binary("minimum")
+minimum.__doc__ = """Elementwise smaller of ``x`` and ``y``; a NaN in either gives NaN.
+
+Args:
+    x (Tensor | number): the left operand.
+    y (Tensor | number): the right operand; ``x`` and ``y`` broadcast together.
+    name: ignored (Paddle's signature).
+
+Returns:
+    Tensor: of the broadcast shape and the promoted dtype.
+
+Example:
+    >>> import framework as fw
+    >>> fw.minimum(fw.to_tensor([1, 5]), 3)
+    Tensor(shape=[2], dtype=int64, device=cpu:0,
+           [1, 3])
+"""
 equal = _binary("eq")
+equal.__doc__ = """Elementwise ``x == y``.
+
+Args:
+    x (Tensor | number): the left operand.
+    y (Tensor | number): the right operand; ``x`` and ``y`` broadcast together.
+    name: ignored (Paddle's signature).
+
+Returns:
+    Tensor: bool, of the broadcast shape. Also ``x == y``.
+
+Example:
+    >>> import framework as fw
+    >>> fw.equal(fw.to_tensor([1, 2, 3]), 2)
+    Tensor(shape=[3], dtype=bool, device=cpu:0,
+           [False,  True, False])
+"""
 not_equal = _binary("ne")
+not_equal.__doc__ = """Elementwise ``x != y``.
+
+Args:
+    x (Tensor | number): the left operand.
+    y (Tensor | number): the right operand; ``x`` and ``y`` broadcast together.
+    name: ignored (Paddle's signature).
+
+Returns:
+    Tensor: bool, of the broadcast shape. Also ``x != y``.
+
+Example:
+    >>> import framework as fw
+    >>> fw.not_equal(fw.to_tensor([1, 2, 3]), fw.to_tensor([1, 0, 3]))
+    Tensor(shape=[3], dtype=bool, device=cpu:0,
+           [False,  True, False])
+"""
 less_than = _binary("lt")
+less_than.__doc__ = """Elementwise ``x < y``.
+
+Args:
+    x (Tensor | number): the left operand.
+    y (Tensor | number): the right operand; ``x`` and ``y`` broadcast together.
+    name: ignored (Paddle's signature).
+
+Returns:
+    Tensor: bool, of the broadcast shape. Also ``x < y``.
+
+Example:
+    >>> import framework as fw
+    >>> fw.less_than(fw.to_tensor([1, 2, 3]), 2)
+    Tensor(shape=[3], dtype=bool, device=cpu:0,
+           [ True, False, False])
+"""
 less_equal = _binary("le")
+less_equal.__doc__ = """Elementwise ``x <= y``.
+
+Args:
+    x (Tensor | number): the left operand.
+    y (Tensor | number): the right operand; ``x`` and ``y`` broadcast together.
+    name: ignored (Paddle's signature).
+
+Returns:
+    Tensor: bool, of the broadcast shape. Also ``x <= y``.
+
+Example:
+    >>> import framework as fw
+    >>> fw.less_equal(fw.to_tensor([1, 2, 3]), 2)
+    Tensor(shape=[3], dtype=bool, device=cpu:0,
+           [ True,  True, False])
+"""
 greater_than = _binary("gt")
+greater_than.__doc__ = """Elementwise ``x > y``.
+
+Args:
+    x (Tensor | number): the left operand.
+    y (Tensor | number): the right operand; ``x`` and ``y`` broadcast together.
+    name: ignored (Paddle's signature).
+
+Returns:
+    Tensor: bool, of the broadcast shape. Also ``x > y``.
+
+Example:
+    >>> import framework as fw
+    >>> fw.greater_than(fw.to_tensor([1, 2, 3]), 2)
+    Tensor(shape=[3], dtype=bool, device=cpu:0,
+           [False, False,  True])
+"""
 greater_equal = _binary("ge")
+greater_equal.__doc__ = """Elementwise ``x >= y``.
+
+Args:
+    x (Tensor | number): the left operand.
+    y (Tensor | number): the right operand; ``x`` and ``y`` broadcast together.
+    name: ignored (Paddle's signature).
+
+Returns:
+    Tensor: bool, of the broadcast shape. Also ``x >= y``.
+
+Example:
+    >>> import framework as fw
+    >>> fw.greater_equal(fw.to_tensor([1, 2, 3]), 2)
+    Tensor(shape=[3], dtype=bool, device=cpu:0,
+           [False,  True,  True])
+"""
 floor_divide = _binary("floor_divide")
+floor_divide.__doc__ = """Elementwise ``x // y``, rounding towards minus infinity (as Python and numpy).
+
+Args:
+    x (Tensor | number): the left operand.
+    y (Tensor | number): the right operand; ``x`` and ``y`` broadcast together.
+    name: ignored (Paddle's signature).
+
+Returns:
+    Tensor: of the broadcast shape and the promoted dtype (also ``x // y``).
+
+Example:
+    >>> import framework as fw
+    >>> fw.floor_divide(fw.to_tensor([-7, 7]), 2)
+    Tensor(shape=[2], dtype=int64, device=cpu:0,
+           [-4,  3])
+"""
 remainder = _binary("remainder")
+remainder.__doc__ = """Elementwise ``x % y``, with the sign of ``y`` (as Python).
+
+``mod`` and ``floor_mod`` are this function.
+
+Args:
+    x (Tensor | number): the left operand.
+    y (Tensor | number): the right operand; ``x`` and ``y`` broadcast together.
+    name: ignored (Paddle's signature).
+
+Returns:
+    Tensor: of the broadcast shape and the promoted dtype (also ``x % y``); ``x == (x // y) * y + x % y``.
+
+Example:
+    >>> import framework as fw
+    >>> fw.remainder(fw.to_tensor([-7, 7]), 3)
+    Tensor(shape=[2], dtype=int64, device=cpu:0,
+           [2, 1])
+    >>> fw.mod(fw.to_tensor([-7.0, 7.0]), -3.0).tolist()
+    [-1.0, -2.0]
+"""
 mod = remainder
 
 
 def divide(x: Any, y: Any, name: str | None = None) -> Tensor:
-    """True division; integer inputs give the default float dtype."""
+    """Elementwise true division ``x / y``; integer inputs give the default float dtype.
+
+    Args:
+        x (Tensor | number): the dividend.
+        y (Tensor | number): the divisor; ``x`` and ``y`` broadcast together.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: of the broadcast shape, a float dtype (also ``x / y``).
+
+    Example:
+        >>> import framework as fw
+        >>> fw.divide(fw.to_tensor([1, 2]), 2)
+        Tensor(shape=[2], dtype=float32, device=cpu:0,
+               [0.5, 1. ])
+    """
     a, b = _operands("div", x, y)
     if not _dt.is_floating(a.dtype):
         d = _dt.get_default_dtype()
@@ -114,8 +344,27 @@ def divide(x: Any, y: Any, name: str | None = None) -> Tensor:
 
 
 def pow(x: Any, y: Any, name: str | None = None) -> Tensor:
-    """``x ** y`` elementwise; an integer base with a negative integer exponent is an error
-    (as in numpy), checked on the device without reading the exponent back."""
+    """Elementwise ``x ** y``, with broadcasting and type promotion.
+
+    An integer base with a negative integer exponent is an error (as in numpy), checked on the
+    device without reading the exponent back.
+
+    Args:
+        x (Tensor | number): the base.
+        y (Tensor | number): the exponent.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: of the broadcast shape and the promoted dtype (also ``x ** y``).
+
+    Example:
+        >>> import framework as fw
+        >>> fw.pow(fw.to_tensor([1, 2, 3]), 2)
+        Tensor(shape=[3], dtype=int64, device=cpu:0,
+               [1, 4, 9])
+        >>> fw.pow(fw.to_tensor([4.0, 9.0]), 0.5).tolist()
+        [2.0, 3.0]
+    """
     a, b = _operands("pow", x, y)
     if a.dtype.kind in "iu" and b.dtype.kind in "iu":
         try:  # a negative exponent becomes index 1 of a 1-element tensor: the gather bounds check
@@ -162,14 +411,75 @@ def _logical(name: str):
 
 
 logical_and = _logical("logical_and")
+logical_and.__doc__ = """Elementwise logical AND; the inputs are read as bool (non-zero is True).
+
+Args:
+    x (Tensor | bool): the left operand.
+    y (Tensor | bool): the right operand; ``x`` and ``y`` broadcast together.
+    name: ignored (Paddle's signature).
+
+Returns:
+    Tensor: bool, of the broadcast shape.
+
+Example:
+    >>> import framework as fw
+    >>> fw.logical_and(fw.to_tensor([True, True, False]), fw.to_tensor([True, False, False]))
+    Tensor(shape=[3], dtype=bool, device=cpu:0,
+           [ True, False, False])
+"""
 logical_or = _logical("logical_or")
+logical_or.__doc__ = """Elementwise logical OR; the inputs are read as bool (non-zero is True).
+
+Args:
+    x (Tensor | bool): the left operand.
+    y (Tensor | bool): the right operand; ``x`` and ``y`` broadcast together.
+    name: ignored (Paddle's signature).
+
+Returns:
+    Tensor: bool, of the broadcast shape.
+
+Example:
+    >>> import framework as fw
+    >>> fw.logical_or(fw.to_tensor([1, 0, 0]), fw.to_tensor([0, 2, 0]))
+    Tensor(shape=[3], dtype=bool, device=cpu:0,
+           [ True,  True, False])
+"""
 
 
 def logical_xor(x: Tensor, y: Tensor) -> Tensor:
+    """Elementwise logical exclusive OR; the inputs are read as bool (non-zero is True).
+
+    Args:
+        x (Tensor): the left operand.
+        y (Tensor): the right operand; ``x`` and ``y`` broadcast together.
+
+    Returns:
+        Tensor: bool, of the broadcast shape.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.logical_xor(fw.to_tensor([True, False]), fw.to_tensor([True, True]))
+        Tensor(shape=[2], dtype=bool, device=cpu:0,
+               [False,  True])
+    """
     return not_equal(cast(x, _dt.bool_), cast(y, _dt.bool_))
 
 
 def logical_not(x: Tensor) -> Tensor:
+    """Elementwise logical NOT; the input is read as bool (non-zero is True).
+
+    Args:
+        x (Tensor): the input.
+
+    Returns:
+        Tensor: bool, of ``x``'s shape.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.logical_not(fw.to_tensor([0, 1, 2]))
+        Tensor(shape=[3], dtype=bool, device=cpu:0,
+               [ True, False, False])
+    """
     return apply1(OPS["logical_not"], [cast(_check(x, "logical_not"), _dt.bool_)], {})
 
 
@@ -200,18 +510,213 @@ def _unary(name: str, float_only: bool):
 
 
 neg = _unary("neg", False)
+neg.__doc__ = """Elementwise ``-x``.
+
+Args:
+    x (Tensor): the input.
+    name: ignored (Paddle's signature).
+
+Returns:
+    Tensor: like ``x`` (also ``-x``); bool is an error.
+
+Example:
+    >>> import framework as fw
+    >>> fw.neg(fw.to_tensor([1, -2]))
+    Tensor(shape=[2], dtype=int64, device=cpu:0,
+           [-1,  2])
+"""
 abs = _unary("abs", False)
+abs.__doc__ = """Elementwise absolute value ``|x|``.
+
+Args:
+    x (Tensor): the input.
+    name: ignored (Paddle's signature).
+
+Returns:
+    Tensor: like ``x``; bool is an error.
+
+Example:
+    >>> import framework as fw
+    >>> fw.abs(fw.to_tensor([-1.5, 0.0, 2.0]))
+    Tensor(shape=[3], dtype=float32, device=cpu:0,
+           [1.5, 0. , 2. ])
+"""
 sign = _unary("sign", False)
+sign.__doc__ = """Elementwise sign: -1, 0 or 1.
+
+Args:
+    x (Tensor): the input.
+    name: ignored (Paddle's signature).
+
+Returns:
+    Tensor: like ``x``; bool is an error.
+
+Example:
+    >>> import framework as fw
+    >>> fw.sign(fw.to_tensor([-3, 0, 2]))
+    Tensor(shape=[3], dtype=int64, device=cpu:0,
+           [-1,  0,  1])
+"""
 exp = _unary("exp", True)
+exp.__doc__ = """Elementwise ``e ** x``.
+
+Args:
+    x (Tensor): the input; integers are cast to the default float dtype.
+    name: ignored (Paddle's signature).
+
+Returns:
+    Tensor: a float tensor of ``x``'s shape.
+
+Example:
+    >>> import framework as fw
+    >>> fw.exp(fw.to_tensor([0.0, 1.0]))
+    Tensor(shape=[2], dtype=float32, device=cpu:0,
+           [1.      , 2.718282])
+"""
 log = _unary("log", True)
+log.__doc__ = """Elementwise natural logarithm.
+
+Args:
+    x (Tensor): the input; integers are cast to the default float dtype.
+    name: ignored (Paddle's signature).
+
+Returns:
+    Tensor: a float tensor of ``x``'s shape; ``log(0)`` is ``-inf``.
+
+Example:
+    >>> import framework as fw
+    >>> fw.log(fw.to_tensor([1.0, 2.718281828, 0.0]))
+    Tensor(shape=[3], dtype=float32, device=cpu:0,
+           [  0.,   1., -inf])
+"""
 sqrt = _unary("sqrt", True)
+sqrt.__doc__ = """Elementwise square root.
+
+Args:
+    x (Tensor): the input; integers are cast to the default float dtype.
+    name: ignored (Paddle's signature).
+
+Returns:
+    Tensor: a float tensor of ``x``'s shape; NaN where ``x < 0``.
+
+Example:
+    >>> import framework as fw
+    >>> fw.sqrt(fw.to_tensor([4, 9]))
+    Tensor(shape=[2], dtype=float32, device=cpu:0,
+           [2., 3.])
+"""
 rsqrt = _unary("rsqrt", True)
+rsqrt.__doc__ = """Elementwise reciprocal square root ``1 / sqrt(x)``.
+
+Args:
+    x (Tensor): the input; integers are cast to the default float dtype.
+    name: ignored (Paddle's signature).
+
+Returns:
+    Tensor: a float tensor of ``x``'s shape.
+
+Example:
+    >>> import framework as fw
+    >>> fw.rsqrt(fw.to_tensor([4.0, 16.0]))
+    Tensor(shape=[2], dtype=float32, device=cpu:0,
+           [0.5 , 0.25])
+"""
 sin = _unary("sin", True)
+sin.__doc__ = """Elementwise sine (radians).
+
+Args:
+    x (Tensor): the input; integers are cast to the default float dtype.
+    name: ignored (Paddle's signature).
+
+Returns:
+    Tensor: a float tensor of ``x``'s shape.
+
+Example:
+    >>> import framework as fw
+    >>> fw.sin(fw.to_tensor([0.0, 1.0, 2.0]))
+    Tensor(shape=[3], dtype=float32, device=cpu:0,
+           [0.       , 0.841471 , 0.9092974])
+"""
 cos = _unary("cos", True)
+cos.__doc__ = """Elementwise cosine (radians).
+
+Args:
+    x (Tensor): the input; integers are cast to the default float dtype.
+    name: ignored (Paddle's signature).
+
+Returns:
+    Tensor: a float tensor of ``x``'s shape.
+
+Example:
+    >>> import framework as fw
+    >>> fw.cos(fw.to_tensor([0.0, 3.14159265]))
+    Tensor(shape=[2], dtype=float32, device=cpu:0,
+           [ 1., -1.])
+"""
 tanh = _unary("tanh", True)
+tanh.__doc__ = """Elementwise hyperbolic tangent.
+
+Args:
+    x (Tensor): the input; integers are cast to the default float dtype.
+    name: ignored (Paddle's signature).
+
+Returns:
+    Tensor: a float tensor of ``x``'s shape, in (-1, 1).
+
+Example:
+    >>> import framework as fw
+    >>> fw.tanh(fw.to_tensor([0.0, 1.0]))
+    Tensor(shape=[2], dtype=float32, device=cpu:0,
+           [0.       , 0.7615942])
+"""
 erf = _unary("erf", True)
+erf.__doc__ = """Elementwise Gauss error function.
+
+Args:
+    x (Tensor): the input; integers are cast to the default float dtype.
+    name: ignored (Paddle's signature).
+
+Returns:
+    Tensor: a float tensor of ``x``'s shape, in (-1, 1).
+
+Example:
+    >>> import framework as fw
+    >>> fw.erf(fw.to_tensor([0.0, 1.0]))
+    Tensor(shape=[2], dtype=float32, device=cpu:0,
+           [0.       , 0.8427008])
+"""
 floor = _unary("floor", True)
+floor.__doc__ = """Elementwise floor: the largest integer not above ``x``.
+
+Args:
+    x (Tensor): the input; integers are cast to the default float dtype.
+    name: ignored (Paddle's signature).
+
+Returns:
+    Tensor: a float tensor of ``x``'s shape.
+
+Example:
+    >>> import framework as fw
+    >>> fw.floor(fw.to_tensor([-1.5, 1.5]))
+    Tensor(shape=[2], dtype=float32, device=cpu:0,
+           [-2.,  1.])
+"""
 ceil = _unary("ceil", True)
+ceil.__doc__ = """Elementwise ceiling: the smallest integer not below ``x``.
+
+Args:
+    x (Tensor): the input; integers are cast to the default float dtype.
+    name: ignored (Paddle's signature).
+
+Returns:
+    Tensor: a float tensor of ``x``'s shape.
+
+Example:
+    >>> import framework as fw
+    >>> fw.ceil(fw.to_tensor([-1.5, 1.5]))
+    Tensor(shape=[2], dtype=float32, device=cpu:0,
+           [-1.,  2.])
+"""
 
 
 def floor_(x: Tensor) -> Tensor:
@@ -219,48 +724,204 @@ def floor_(x: Tensor) -> Tensor:
 
 
 def square(x: Tensor) -> Tensor:
+    """Elementwise ``x * x``.
+
+    Args:
+        x (Tensor): the input.
+
+    Returns:
+        Tensor: like ``x``.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.square(fw.to_tensor([-2, 3]))
+        Tensor(shape=[2], dtype=int64, device=cpu:0,
+               [4, 9])
+    """
     return multiply(x, x)
 
 
 def reciprocal(x: Tensor) -> Tensor:
+    """Elementwise ``1 / x``; integers give the default float dtype.
+
+    Args:
+        x (Tensor): the input.
+
+    Returns:
+        Tensor: a float tensor of ``x``'s shape.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.reciprocal(fw.to_tensor([2, 4]))
+        Tensor(shape=[2], dtype=float32, device=cpu:0,
+               [0.5 , 0.25])
+    """
     return divide(1.0, x)
 
 
 def log2(x: Tensor) -> Tensor:
+    """Elementwise base-2 logarithm.
+
+    Args:
+        x (Tensor): the input; integers are cast to the default float dtype.
+
+    Returns:
+        Tensor: a float tensor of ``x``'s shape.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.log2(fw.to_tensor([1.0, 2.0, 8.0]))
+        Tensor(shape=[3], dtype=float32, device=cpu:0,
+               [0., 1., 3.])
+    """
     return log(x) * (1.0 / np.log(2.0))
 
 
 def log1p(x: Tensor) -> Tensor:
+    """Elementwise ``log(1 + x)``.
+
+    Args:
+        x (Tensor): the input, > -1; integers are cast to the default float dtype.
+
+    Returns:
+        Tensor: a float tensor of ``x``'s shape.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.log1p(fw.to_tensor([0.0, 1.0]))
+        Tensor(shape=[2], dtype=float32, device=cpu:0,
+               [0.       , 0.6931472])
+    """
     return log(x + 1.0)
 
 
 def expm1(x: Tensor) -> Tensor:
+    """Elementwise ``exp(x) - 1``.
+
+    Args:
+        x (Tensor): the input; integers are cast to the default float dtype.
+
+    Returns:
+        Tensor: a float tensor of ``x``'s shape.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.expm1(fw.to_tensor([0.0, 1.0]))
+        Tensor(shape=[2], dtype=float32, device=cpu:0,
+               [0.      , 1.718282])
+    """
     return exp(x) - 1.0
 
 
 def round(x: Tensor) -> Tensor:
-    """Round half away from zero."""
+    """Elementwise rounding to the nearest integer, halves away from zero (as Paddle, not numpy).
+
+    Args:
+        x (Tensor): the input.
+
+    Returns:
+        Tensor: like ``x``.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.round(fw.to_tensor([0.5, 1.5, -0.5, 2.4]))
+        Tensor(shape=[4], dtype=float32, device=cpu:0,
+               [ 1.,  2., -1.,  2.])
+    """
     return sign(x) * floor(abs(x) + 0.5)
 
 
 def trunc(x: Tensor) -> Tensor:
+    """Elementwise rounding towards zero (the integer part).
+
+    Args:
+        x (Tensor): the input.
+
+    Returns:
+        Tensor: like ``x``.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.trunc(fw.to_tensor([-1.7, 1.7]))
+        Tensor(shape=[2], dtype=float32, device=cpu:0,
+               [-1.,  1.])
+    """
     return sign(x) * floor(abs(x))
 
 
 def isnan(x: Tensor) -> Tensor:
+    """Elementwise test for NaN.
+
+    Args:
+        x (Tensor): the input.
+
+    Returns:
+        Tensor: bool, of ``x``'s shape.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.isnan(fw.to_tensor([1.0, float("inf"), float("nan")]))
+        Tensor(shape=[3], dtype=bool, device=cpu:0,
+               [False, False,  True])
+    """
     return not_equal(x, x)
 
 
 def isinf(x: Tensor) -> Tensor:
+    """Elementwise test for +inf or -inf (always False for integers).
+
+    Args:
+        x (Tensor): the input.
+
+    Returns:
+        Tensor: bool, of ``x``'s shape.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.isinf(fw.to_tensor([1.0, float("-inf"), float("nan")]))
+        Tensor(shape=[3], dtype=bool, device=cpu:0,
+               [False,  True, False])
+    """
     return equal(abs(x), float("inf")) if _dt.is_floating(x.dtype) else equal(x, x) == False  # noqa: E712
 
 
 def isfinite(x: Tensor) -> Tensor:
+    """Elementwise test for a finite value: neither infinite nor NaN.
+
+    Args:
+        x (Tensor): the input.
+
+    Returns:
+        Tensor: bool, of ``x``'s shape.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.isfinite(fw.to_tensor([1.0, float("inf"), float("nan")]))
+        Tensor(shape=[3], dtype=bool, device=cpu:0,
+               [ True, False, False])
+    """
     return logical_not(logical_or(isnan(x), isinf(x))) if _dt.is_floating(x.dtype) else equal(x, x)
 
 
 def cast(x: Tensor, dtype: Any) -> Tensor:
-    """Convert to ``dtype`` (Paddle's ``cast``; also ``x.astype``)."""
+    """Convert ``x`` to ``dtype`` (Paddle's ``cast``; also ``x.astype``).
+
+    Floats to integers truncate towards zero; ``x`` itself comes back when it already has
+    ``dtype``.
+
+    Args:
+        x (Tensor): the input.
+        dtype (str | np.dtype): the dtype wanted, e.g. ``"int32"`` or ``fw.float16``.
+
+    Returns:
+        Tensor: of ``x``'s shape and ``dtype``.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.cast(fw.to_tensor([1.7, -1.7]), "int32")
+        Tensor(shape=[2], dtype=int32, device=cpu:0,
+               [ 1, -1])
+    """
     x = _check(x, "cast")
     d = _dt.as_dtype(dtype, "cast")
     if x.dtype == d:
@@ -279,6 +940,24 @@ def where(condition: Any, x: Any = None, y: Any = None, name: str | None = None)
 
 
 def clip(x: Tensor, min: Any = None, max: Any = None) -> Tensor:
+    """Limit the values of ``x`` to ``[min, max]``; ``clamp`` is this function.
+
+    Args:
+        x (Tensor): the input.
+        min (number | Tensor, optional): the lower bound; ``None``: none.
+        max (number | Tensor, optional): the upper bound; ``None``: none.
+
+    Returns:
+        Tensor: ``minimum(maximum(x, min), max)``.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.clip(fw.to_tensor([-2.0, 0.5, 3.0]), 0.0, 1.0)
+        Tensor(shape=[3], dtype=float32, device=cpu:0,
+               [0. , 0.5, 1. ])
+        >>> fw.clamp(fw.to_tensor([-2, 5]), max=3).tolist()
+        [-2, 3]
+    """
     r = x
     if min is not None:
         r = maximum(r, min)
@@ -321,6 +1000,30 @@ def _reduce(opname: str, x: Tensor, axis: Any, keepdim: bool) -> Tensor:
 def sum(
     x: Tensor, axis: Any = None, dtype: Any = None, keepdim: bool = False, name: str | None = None
 ) -> Tensor:
+    """Sum of the elements of ``x`` over ``axis``.
+
+    Args:
+        x (Tensor): the input.
+        axis (int | list[int] | tuple[int], optional): the axes to reduce; ``None``: all of them.
+        dtype (str | np.dtype, optional): cast ``x`` to this first; by default bool and integers
+            sum as int64.
+        keepdim (bool): keep the reduced axes, with size 1.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: the sums.
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.to_tensor([[1.0, 2.0], [3.0, 4.0]])
+        >>> fw.sum(x, axis=0)
+        Tensor(shape=[2], dtype=float32, device=cpu:0,
+               [4., 6.])
+        >>> fw.sum(x).item()
+        10.0
+        >>> fw.sum(fw.to_tensor([True, True, False])).item()
+        2
+    """
     x = _check(x, "sum")
     if dtype is not None:
         x = cast(x, dtype)
@@ -330,6 +1033,24 @@ def sum(
 
 
 def prod(x: Tensor, axis: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
+    """Product of the elements of ``x`` over ``axis``.
+
+    Args:
+        x (Tensor): the input.
+        axis (int | list[int] | tuple[int], optional): the axes to reduce; ``None``: all of them.
+        keepdim (bool): keep the reduced axes, with size 1.
+        dtype (str | np.dtype, optional): cast ``x`` to this first; by default bool and integers
+            multiply as int64.
+
+    Returns:
+        Tensor: the products.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.prod(fw.to_tensor([[1, 2], [3, 4]]), axis=1)
+        Tensor(shape=[2], dtype=int64, device=cpu:0,
+               [ 2, 12])
+    """
     x = _check(x, "prod")
     if dtype is not None:
         x = cast(x, dtype)
@@ -347,12 +1068,56 @@ def _nonempty(name: str, x: Tensor, axis: Any) -> None:
 
 
 def max(x: Tensor, axis: Any = None, keepdim: bool = False, name: str | None = None) -> Tensor:
+    """Largest element of ``x`` over ``axis``; ``amax`` is this function.
+
+    A NaN in the reduced elements gives NaN. Reducing an empty axis is an error.
+
+    Args:
+        x (Tensor): the input.
+        axis (int | list[int] | tuple[int], optional): the axes to reduce; ``None``: all of them.
+        keepdim (bool): keep the reduced axes, with size 1.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: of ``x``'s dtype.
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.to_tensor([[1, 5, 2], [7, 0, 3]])
+        >>> fw.max(x, axis=0, keepdim=True)
+        Tensor(shape=[1, 3], dtype=int64, device=cpu:0,
+               [[7, 5, 3]])
+        >>> fw.amax(x).item()
+        7
+    """
     x = _check(x, "max")
     _nonempty("max", x, axis)
     return _reduce("max", x, axis, keepdim)
 
 
 def min(x: Tensor, axis: Any = None, keepdim: bool = False, name: str | None = None) -> Tensor:
+    """Smallest element of ``x`` over ``axis``; ``amin`` is this function.
+
+    A NaN in the reduced elements gives NaN. Reducing an empty axis is an error.
+
+    Args:
+        x (Tensor): the input.
+        axis (int | list[int] | tuple[int], optional): the axes to reduce; ``None``: all of them.
+        keepdim (bool): keep the reduced axes, with size 1.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: of ``x``'s dtype.
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.to_tensor([[1, 5, 2], [7, 0, 3]])
+        >>> fw.min(x, axis=1)
+        Tensor(shape=[2], dtype=int64, device=cpu:0,
+               [1, 0])
+        >>> fw.amin(x).item()
+        0
+    """
     x = _check(x, "min")
     _nonempty("min", x, axis)
     return _reduce("min", x, axis, keepdim)
@@ -379,16 +1144,76 @@ def _arg(opname: str, x: Tensor, axis: Any, keepdim: bool) -> Tensor:
 def argmax(
     x: Tensor, axis: Any = None, keepdim: bool = False, dtype: Any = "int64", name: str | None = None
 ) -> Tensor:
+    """Index of the largest element of ``x`` along ``axis`` (the first one on ties).
+
+    Args:
+        x (Tensor): the input.
+        axis (int, optional): the axis; ``None``: the index into the flattened ``x``.
+        keepdim (bool): keep the reduced axis, with size 1.
+        dtype: Paddle's index dtype argument; the result is int64.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: int64 indices.
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.to_tensor([[1, 5, 2], [7, 0, 3]])
+        >>> fw.argmax(x, axis=1)
+        Tensor(shape=[2], dtype=int64, device=cpu:0,
+               [1, 0])
+        >>> fw.argmax(x).item()
+        3
+    """
     return _arg("argmax", x, axis, keepdim)
 
 
 def argmin(
     x: Tensor, axis: Any = None, keepdim: bool = False, dtype: Any = "int64", name: str | None = None
 ) -> Tensor:
+    """Index of the smallest element of ``x`` along ``axis`` (the first one on ties).
+
+    Args:
+        x (Tensor): the input.
+        axis (int, optional): the axis; ``None``: the index into the flattened ``x``.
+        keepdim (bool): keep the reduced axis, with size 1.
+        dtype: Paddle's index dtype argument; the result is int64.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: int64 indices.
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.to_tensor([[1, 5, 2], [7, 0, 3]])
+        >>> fw.argmin(x, axis=0)
+        Tensor(shape=[3], dtype=int64, device=cpu:0,
+               [0, 1, 0])
+    """
     return _arg("argmin", x, axis, keepdim)
 
 
 def mean(x: Tensor, axis: Any = None, keepdim: bool = False, name: str | None = None) -> Tensor:
+    """Arithmetic mean of the elements of ``x`` over ``axis``.
+
+    Args:
+        x (Tensor): the input; integers are cast to the default float dtype.
+        axis (int | list[int] | tuple[int], optional): the axes to reduce; ``None``: all of them.
+        keepdim (bool): keep the reduced axes, with size 1.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: a float tensor; NaN over an empty axis.
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.to_tensor([[1.0, 2.0], [3.0, 4.0]])
+        >>> fw.mean(x, axis=1)
+        Tensor(shape=[2], dtype=float32, device=cpu:0,
+               [1.5, 3.5])
+        >>> fw.mean(x).item()
+        2.5
+    """
     x = _check(x, "mean")
     if not _dt.is_floating(x.dtype):
         x = cast(x, _dt.get_default_dtype())
@@ -400,6 +1225,25 @@ def mean(x: Tensor, axis: Any = None, keepdim: bool = False, name: str | None = 
 
 
 def all(x: Tensor, axis: Any = None, keepdim: bool = False) -> Tensor:
+    """Whether every element of ``x`` over ``axis`` is true (non-zero).
+
+    Args:
+        x (Tensor): the input, read as bool.
+        axis (int | list[int] | tuple[int], optional): the axes to reduce; ``None``: all of them.
+        keepdim (bool): keep the reduced axes, with size 1.
+
+    Returns:
+        Tensor: bool; True for an empty ``x``.
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.to_tensor([[True, False], [True, True]])
+        >>> fw.all(x, axis=1)
+        Tensor(shape=[2], dtype=bool, device=cpu:0,
+               [False,  True])
+        >>> fw.all(x).item()
+        False
+    """
     return cast(
         _reduce("min", cast(x, _dt.uint8), axis, keepdim)
         if x.numel()
@@ -409,6 +1253,23 @@ def all(x: Tensor, axis: Any = None, keepdim: bool = False) -> Tensor:
 
 
 def any(x: Tensor, axis: Any = None, keepdim: bool = False) -> Tensor:
+    """Whether some element of ``x`` over ``axis`` is true (non-zero).
+
+    Args:
+        x (Tensor): the input, read as bool.
+        axis (int | list[int] | tuple[int], optional): the axes to reduce; ``None``: all of them.
+        keepdim (bool): keep the reduced axes, with size 1.
+
+    Returns:
+        Tensor: bool; False for an empty ``x``.
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.to_tensor([[0, 0], [0, 3]])
+        >>> fw.any(x, axis=1)
+        Tensor(shape=[2], dtype=bool, device=cpu:0,
+               [False,  True])
+    """
     return cast(
         _reduce("max", cast(x, _dt.uint8), axis, keepdim)
         if x.numel()
@@ -418,6 +1279,22 @@ def any(x: Tensor, axis: Any = None, keepdim: bool = False) -> Tensor:
 
 
 def count_nonzero(x: Tensor, axis: Any = None, keepdim: bool = False) -> Tensor:
+    """Number of non-zero elements of ``x`` over ``axis``.
+
+    Args:
+        x (Tensor): the input.
+        axis (int | list[int] | tuple[int], optional): the axes to reduce; ``None``: all of them.
+        keepdim (bool): keep the reduced axes, with size 1.
+
+    Returns:
+        Tensor: int64 counts.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.count_nonzero(fw.to_tensor([[0, 1, 2], [0, 0, 3]]), axis=1)
+        Tensor(shape=[2], dtype=int64, device=cpu:0,
+               [2, 1])
+    """
     return sum(cast(x, _dt.bool_), axis=axis, keepdim=keepdim)
 
 
@@ -425,7 +1302,30 @@ def count_nonzero(x: Tensor, axis: Any = None, keepdim: bool = False) -> Tensor:
 def matmul(
     x: Tensor, y: Tensor, transpose_x: bool = False, transpose_y: bool = False, name: str | None = None
 ) -> Tensor:
-    """Matrix product with numpy's rules for 1-d operands and batch broadcasting."""
+    """Matrix product of ``x`` and ``y``, with numpy's rules for 1-d operands and batch broadcasting.
+
+    A 1-d ``x`` is a row vector and a 1-d ``y`` a column vector, their added dim removed from the
+    result; dims before the last two are a batch and broadcast.
+
+    Args:
+        x (Tensor): at least 1-d.
+        y (Tensor): at least 1-d; the last dim of ``x`` must equal the second-to-last of ``y``.
+        transpose_x (bool): use ``x`` with its last two dims swapped.
+        transpose_y (bool): use ``y`` with its last two dims swapped.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: the product (also ``x @ y``).
+
+    Example:
+        >>> import framework as fw
+        >>> a = fw.to_tensor([[1.0, 2.0], [3.0, 4.0]])
+        >>> fw.matmul(a, fw.to_tensor([1.0, 1.0]))
+        Tensor(shape=[2], dtype=float32, device=cpu:0,
+               [3., 7.])
+        >>> fw.matmul(a, a, transpose_x=True).tolist()
+        [[10.0, 14.0], [14.0, 20.0]]
+    """
     x = _check(x, "matmul")
     y = _check(y, "matmul")
     if x.ndim == 0 or y.ndim == 0:
@@ -521,14 +1421,62 @@ def matmul_t(a: Tensor, b: Tensor, transpose_x: bool, transpose_y: bool) -> Tens
 
 
 def mm(x: Tensor, y: Tensor) -> Tensor:
+    """Matrix product of ``x`` and ``y`` (the same as :func:`matmul`).
+
+    Args:
+        x (Tensor): at least 1-d.
+        y (Tensor): at least 1-d.
+
+    Returns:
+        Tensor: the product.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.mm(fw.to_tensor([[1, 2]]), fw.to_tensor([[3], [4]]))
+        Tensor(shape=[1, 1], dtype=int64, device=cpu:0,
+               [[11]])
+    """
     return matmul(x, y)
 
 
 def dot(x: Tensor, y: Tensor) -> Tensor:
+    """Inner product of ``x`` and ``y`` along their last axis.
+
+    Args:
+        x (Tensor): 1-d, or 2-d for a batch of rows.
+        y (Tensor): of ``x``'s shape.
+
+    Returns:
+        Tensor: 0-d for 1-d inputs, else one value per row.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.dot(fw.to_tensor([1.0, 2.0, 3.0]), fw.to_tensor([4.0, 5.0, 6.0]))
+        Tensor(shape=[], dtype=float32, device=cpu:0,
+               32.)
+    """
     return sum(x * y, axis=-1)
 
 
 def allclose(x: Tensor, y: Tensor, rtol: float = 1e-5, atol: float = 1e-8) -> bool:
+    """Whether ``|x - y| <= atol + rtol * |y|`` holds for every element (NaNs are unequal).
+
+    Args:
+        x (Tensor): the first tensor.
+        y (Tensor): the second tensor; ``x`` and ``y`` broadcast together.
+        rtol (float): the relative tolerance.
+        atol (float): the absolute tolerance.
+
+    Returns:
+        bool: a Python bool (the values are read back to the host).
+
+    Example:
+        >>> import framework as fw
+        >>> fw.allclose(fw.to_tensor([1.0, 2.0]), fw.to_tensor([1.0, 2.000001]))
+        True
+        >>> fw.allclose(fw.to_tensor([1.0]), fw.to_tensor([1.1]))
+        False
+    """
     return bool(np.allclose(x.numpy(), y.numpy(), rtol=rtol, atol=atol))
 
 

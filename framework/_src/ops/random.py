@@ -28,7 +28,23 @@ from .shape import concat
 
 
 class Generator:
-    """A Philox stream: a 64-bit seed and a 64-bit counter offset."""
+    """A Philox random stream: a 64-bit seed and a 64-bit counter offset.
+
+    Pass one as ``generator=`` to a random function to draw from it instead of the global
+    stream; ``get_state``/``set_state`` save and restore ``(seed, offset)``.
+
+    Args:
+        seed (int): the seed; the offset starts at 0.
+
+    Example:
+        >>> import framework as fw
+        >>> g = fw.Generator(3)
+        >>> fw.rand([2], generator=g)
+        Tensor(shape=[2], dtype=float32, device=cpu:0,
+               [0.816655  , 0.11682552])
+        >>> g.get_state()
+        (3, 1)
+    """
 
     def __init__(self, seed: int = 0) -> None:
         self.manual_seed(seed)
@@ -56,7 +72,25 @@ default_generator = Generator(0)
 
 
 def seed(n: int) -> Generator:
-    """Seed the global generator (Paddle's ``paddle.seed``)."""
+    """Reset the global random stream to ``(seed=n, offset=0)`` (Paddle's ``paddle.seed``).
+
+    ``manual_seed`` is this function. The same seed and the same calls give bitwise-identical
+    uniform tensors on every device.
+
+    Args:
+        n (int): the seed.
+
+    Returns:
+        Generator: the global generator.
+
+    Example:
+        >>> import framework as fw
+        >>> _ = fw.seed(1)
+        >>> a = fw.rand([3])
+        >>> _ = fw.manual_seed(1)
+        >>> bool((fw.rand([3]) == a).all())
+        True
+    """
     return default_generator.manual_seed(n)
 
 
@@ -64,10 +98,36 @@ manual_seed = seed
 
 
 def get_rng_state() -> tuple[int, int]:
+    """The state ``(seed, offset)`` of the global random stream, for :func:`set_rng_state`.
+
+    Returns:
+        tuple[int, int]: the seed and the counter offset (each draw of n numbers advances it
+        by ``ceil(n / 4)``).
+
+    Example:
+        >>> import framework as fw
+        >>> _ = fw.seed(7)
+        >>> _ = fw.rand([8])
+        >>> fw.get_rng_state()
+        (7, 2)
+    """
     return default_generator.get_state()
 
 
 def set_rng_state(state: tuple[int, int]) -> None:
+    """Restore the global random stream to a state from :func:`get_rng_state`.
+
+    Args:
+        state (tuple[int, int]): ``(seed, offset)``.
+
+    Example:
+        >>> import framework as fw
+        >>> state = fw.get_rng_state()
+        >>> a = fw.rand([2])
+        >>> fw.set_rng_state(state)
+        >>> bool((fw.rand([2]) == a).all())
+        True
+    """
     default_generator.set_state(state)
 
 
@@ -109,7 +169,24 @@ def _float(dtype: Any) -> np.dtype:
 
 
 def rand(shape: Any, dtype: Any = None, device: Any = None, generator: Generator | None = None) -> Tensor:
-    """Uniform in [0, 1)."""
+    """Uniform random numbers in ``[0, 1)``.
+
+    Args:
+        shape (int | list[int] | tuple[int] | Tensor): the shape.
+        dtype (str | np.dtype, optional): a float dtype; default :func:`get_default_dtype`.
+        device (str | Device, optional): default the current device.
+        generator (Generator, optional): the stream to draw from; default the global one (:func:`seed`).
+
+    Returns:
+        Tensor: a new tensor.
+
+    Example:
+        >>> import framework as fw
+        >>> _ = fw.seed(1)
+        >>> fw.rand([3])
+        Tensor(shape=[3], dtype=float32, device=cpu:0,
+               [0.89025915, 0.8946847 , 0.5857259 ])
+    """
     return _uniform01(_shape("rand", shape), _float(dtype), device, generator)
 
 
@@ -122,7 +199,30 @@ def uniform(
     device: Any = None,
     generator: Generator | None = None,
 ) -> Tensor:
-    """Uniform in [min, max) (Paddle's ``paddle.uniform``)."""
+    """Uniform random numbers in ``[min, max)`` (Paddle's ``paddle.uniform``).
+
+    Args:
+        shape (int | list[int] | tuple[int] | Tensor): the shape.
+        dtype (str | np.dtype, optional): a float dtype; default :func:`get_default_dtype`.
+        min (float): the lower bound.
+        max (float): the upper bound, above ``min``.
+        seed (int): non-zero: draw from a stream of this seed made for the call (the same values
+            each time); 0: from ``generator``.
+        device (str | Device, optional): default the current device.
+        generator (Generator, optional): the stream to draw from; default the global one (:func:`seed`).
+
+    Returns:
+        Tensor: a new tensor.
+
+    Example:
+        >>> import framework as fw
+        >>> _ = fw.seed(1)
+        >>> fw.uniform([3], min=0.0, max=10.0)
+        Tensor(shape=[3], dtype=float32, device=cpu:0,
+               [8.902592, 8.946847, 5.857259])
+        >>> fw.uniform([2], seed=7).tolist() == fw.uniform([2], seed=7).tolist()
+        True
+    """
     if not min < max:
         raise OpArgumentError(f"[uniform] min must be below max, got min={min}, max={max}")
     g = Generator(seed) if seed else generator
@@ -132,7 +232,27 @@ def uniform(
 
 
 def randn(shape: Any, dtype: Any = None, device: Any = None, generator: Generator | None = None) -> Tensor:
-    """Standard normal samples (Box-Muller)."""
+    """Standard normal random numbers (mean 0, standard deviation 1; Box-Muller).
+
+    Args:
+        shape (int | list[int] | tuple[int] | Tensor): the shape.
+        dtype (str | np.dtype, optional): a float dtype; default :func:`get_default_dtype`.
+        device (str | Device, optional): default the current device.
+        generator (Generator, optional): the stream to draw from; default the global one (:func:`seed`).
+
+    Returns:
+        Tensor: a new tensor.
+
+    Example:
+        >>> import framework as fw
+        >>> _ = fw.seed(1)
+        >>> x = fw.randn([2, 3])
+        >>> x.shape, x.dtype
+        ((2, 3), dtype('float32'))
+        >>> _ = fw.seed(1)
+        >>> bool((fw.randn([2, 3]) == x).all())
+        True
+    """
     return normal(0.0, 1.0, shape, dtype=dtype, device=device, generator=generator)
 
 
@@ -144,6 +264,26 @@ def normal(
     device: Any = None,
     generator: Generator | None = None,
 ) -> Tensor:
+    """Normal random numbers of mean ``mean`` and standard deviation ``std`` (Box-Muller).
+
+    Args:
+        mean (float): the mean.
+        std (float): the standard deviation.
+        shape (int | list[int] | tuple[int] | Tensor, optional): the shape; default ``[]`` (0-d).
+        dtype (str | np.dtype, optional): a float dtype; default :func:`get_default_dtype`.
+        device (str | Device, optional): default the current device.
+        generator (Generator, optional): the stream to draw from; default the global one (:func:`seed`).
+
+    Returns:
+        Tensor: a new tensor.
+
+    Example:
+        >>> import framework as fw
+        >>> _ = fw.seed(1)
+        >>> x = fw.normal(10.0, 0.1, [1000])
+        >>> round(x.mean().item(), 1), round(x.std().item(), 1)
+        (10.0, 0.1)
+    """
     shape = _shape("normal", shape if shape is not None else ())
     d = _float(dtype)
     n = math.prod(shape)
@@ -167,7 +307,26 @@ def randint(
     device: Any = None,
     generator: Generator | None = None,
 ) -> Tensor:
-    """Integers uniform in [low, high)."""
+    """Random integers uniform in ``[low, high)``.
+
+    Args:
+        low (int): the lower bound; with ``high`` omitted, the upper one (and 0 the lower).
+        high (int, optional): the upper bound, not included; ``high - low <= 2**24``.
+        shape (int | list[int] | tuple[int] | Tensor): the shape.
+        dtype (str | np.dtype, optional): default int64.
+        device (str | Device, optional): default the current device.
+        generator (Generator, optional): the stream to draw from; default the global one (:func:`seed`).
+
+    Returns:
+        Tensor: a new tensor.
+
+    Example:
+        >>> import framework as fw
+        >>> _ = fw.seed(1)
+        >>> fw.randint(0, 10, [5])
+        Tensor(shape=[5], dtype=int64, device=cpu:0,
+               [8, 8, 5, 7, 6])
+    """
     if high is None:
         low, high = 0, low
     if high <= low:
@@ -180,7 +339,21 @@ def randint(
 
 
 def bernoulli(p: Tensor, generator: Generator | None = None) -> Tensor:
-    """1 with probability ``p`` elementwise."""
+    """Random 0 or 1 elementwise, 1 with probability ``p``.
+
+    Args:
+        p (Tensor): probabilities in ``[0, 1]``.
+        generator (Generator, optional): the stream to draw from; default the global one (:func:`seed`).
+
+    Returns:
+        Tensor: of ``p``'s shape and dtype.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.bernoulli(fw.to_tensor([0.0, 1.0, 0.0]))
+        Tensor(shape=[3], dtype=float32, device=cpu:0,
+               [0., 1., 0.])
+    """
     u = _uniform01(
         p.shape, p.dtype if p.dtype in (_dt.float32, _dt.float64) else _dt.float32, p.device, generator
     )
@@ -197,8 +370,27 @@ def _host_uniform(n: int, g: Generator) -> np.ndarray:
 
 
 def randperm(n: int, dtype: Any = "int64", device: Any = None, generator: Generator | None = None) -> Tensor:
-    """A random permutation of 0..n-1 (argsort of Philox uniforms drawn on the cpu plugin,
-    so it is identical whatever the target device)."""
+    """A random permutation of ``0 .. n-1``.
+
+    The uniforms are drawn on the cpu plugin and sorted there, so the permutation is the same
+    whatever the target device.
+
+    Args:
+        n (int): the length, >= 0.
+        dtype (str | np.dtype): default int64.
+        device (str | Device, optional): default the current device.
+        generator (Generator, optional): the stream to draw from; default the global one (:func:`seed`).
+
+    Returns:
+        Tensor: a 1-d tensor holding each of ``0 .. n-1`` once.
+
+    Example:
+        >>> import framework as fw
+        >>> _ = fw.seed(1)
+        >>> fw.randperm(5)
+        Tensor(shape=[5], dtype=int64, device=cpu:0,
+               [2, 4, 3, 0, 1])
+    """
     if n < 0:
         raise OpArgumentError(f"[randperm] n must be >= 0, got {n}")
     u = _host_uniform(n, generator or default_generator)

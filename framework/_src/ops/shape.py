@@ -62,7 +62,24 @@ def _resolve_shape(x: Tensor, shape: Any) -> tuple[int, ...]:
 
 
 def reshape(x: Tensor, shape: Any, name: str | None = None) -> Tensor:
-    """A tensor with the same data and a new shape (shares storage; one -1 is inferred)."""
+    """The data of ``x`` in a new shape; shares its storage.
+
+    Args:
+        x (Tensor): the input.
+        shape (list[int] | tuple[int] | Tensor): the new shape, of the same element count; one
+            entry may be -1 (inferred).
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: a view of ``x``'s data (also ``x.reshape(shape)``).
+
+    Example:
+        >>> import framework as fw
+        >>> fw.reshape(fw.arange(6), [2, -1])
+        Tensor(shape=[2, 3], dtype=int64, device=cpu:0,
+               [[0, 1, 2],
+                [3, 4, 5]])
+    """
     if not isinstance(x, Tensor):
         raise OpArgumentError(f"[reshape] expected a Tensor, got {type(x).__name__}")
     shape = _resolve_shape(x, shape)
@@ -77,6 +94,24 @@ def reshape(x: Tensor, shape: Any, name: str | None = None) -> Tensor:
 
 
 def flatten(x: Tensor, start_axis: int = 0, stop_axis: int = -1) -> Tensor:
+    """Merge the dims ``start_axis`` to ``stop_axis`` (both included) into one.
+
+    Args:
+        x (Tensor): the input; a 0-d tensor becomes 1-d.
+        start_axis (int): the first dim to merge.
+        stop_axis (int): the last dim to merge.
+
+    Returns:
+        Tensor: a view of ``x``'s data.
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.zeros([2, 3, 4])
+        >>> fw.flatten(x).shape
+        (24,)
+        >>> fw.flatten(x, start_axis=1).shape
+        (2, 12)
+    """
     if x.ndim == 0:
         return reshape(x, (1,))
     s = start_axis % x.ndim
@@ -87,6 +122,24 @@ def flatten(x: Tensor, start_axis: int = 0, stop_axis: int = -1) -> Tensor:
 
 
 def squeeze(x: Tensor, axis: Any = None) -> Tensor:
+    """Remove dims of size 1 from ``x``.
+
+    Args:
+        x (Tensor): the input.
+        axis (int | list[int], optional): the dims to remove (those of size other than 1 are
+            kept); ``None``: every dim of size 1.
+
+    Returns:
+        Tensor: a view of ``x``'s data.
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.zeros([1, 3, 1])
+        >>> fw.squeeze(x).shape
+        (3,)
+        >>> fw.squeeze(x, axis=0).shape
+        (3, 1)
+    """
     if axis is None:
         return reshape(x, tuple(s for s in x.shape if s != 1))
     axes = [axis] if isinstance(axis, int) else list(axis)
@@ -99,6 +152,23 @@ def squeeze(x: Tensor, axis: Any = None) -> Tensor:
 
 
 def unsqueeze(x: Tensor, axis: Any) -> Tensor:
+    """Insert dims of size 1 into ``x``.
+
+    Args:
+        x (Tensor): the input.
+        axis (int | list[int]): the positions of the new dims in the result.
+
+    Returns:
+        Tensor: a view of ``x``'s data.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.unsqueeze(fw.to_tensor([1, 2, 3]), 0)
+        Tensor(shape=[1, 3], dtype=int64, device=cpu:0,
+               [[1, 2, 3]])
+        >>> fw.unsqueeze(fw.zeros([3]), [0, 2]).shape
+        (1, 3, 1)
+    """
     axes = [axis] if isinstance(axis, int) else list(axis)
     shape = list(x.shape)
     for a in sorted(a % (len(shape) + len(axes)) if a < 0 else a for a in axes):
@@ -109,7 +179,27 @@ def unsqueeze(x: Tensor, axis: Any) -> Tensor:
 
 
 def transpose(x: Tensor, perm: Sequence[int], name: str | None = None) -> Tensor:
-    """Permute dimensions (Paddle's ``transpose(x, perm)``); copies."""
+    """Permute the dims of ``x`` (Paddle's ``transpose(x, perm)``); ``permute`` is this function.
+
+    Args:
+        x (Tensor): the input.
+        perm (list[int] | tuple[int]): dim ``i`` of the result is dim ``perm[i]`` of ``x``.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: a new tensor (a copy).
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.to_tensor([[1, 2, 3], [4, 5, 6]])
+        >>> fw.transpose(x, [1, 0])
+        Tensor(shape=[3, 2], dtype=int64, device=cpu:0,
+               [[1, 4],
+                [2, 5],
+                [3, 6]])
+        >>> fw.permute(fw.zeros([2, 3, 4]), [2, 0, 1]).shape
+        (4, 2, 3)
+    """
     perm = tuple(int(p) for p in perm)
     if sorted(p % max(x.ndim, 1) for p in perm) != list(range(x.ndim)):
         raise OpArgumentError(
@@ -125,6 +215,21 @@ permute = transpose
 
 
 def swapaxes(x: Tensor, a: int, b: int) -> Tensor:
+    """Swap two dims of ``x``.
+
+    Args:
+        x (Tensor): at least 2-d.
+        a (int): one dim.
+        b (int): the other.
+
+    Returns:
+        Tensor: a new tensor (a copy).
+
+    Example:
+        >>> import framework as fw
+        >>> fw.swapaxes(fw.zeros([2, 3, 4]), 0, 2).shape
+        (4, 3, 2)
+    """
     if x.ndim < 2:
         raise OpArgumentError(f"[swapaxes] needs at least 2 dimensions, got shape {x.shape}")
     perm = list(range(x.ndim))
@@ -134,13 +239,47 @@ def swapaxes(x: Tensor, a: int, b: int) -> Tensor:
 
 
 def t(x: Tensor) -> Tensor:
+    """Transpose of a matrix; a 0-d or 1-d tensor comes back as it is.
+
+    Args:
+        x (Tensor): at most 2-d.
+
+    Returns:
+        Tensor: ``x`` with its two dims swapped.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.t(fw.to_tensor([[1, 2, 3]]))
+        Tensor(shape=[3, 1], dtype=int64, device=cpu:0,
+               [[1],
+                [2],
+                [3]])
+    """
     if x.ndim > 2:
         raise OpArgumentError(f"[t] expects at most 2 dimensions, got shape {x.shape}; use transpose")
     return x if x.ndim < 2 else swapaxes(x, 0, 1)
 
 
 def expand(x: Tensor, shape: Any) -> Tensor:
-    """Broadcast to ``shape`` (-1 keeps a size); materialises the result."""
+    """Broadcast ``x`` to ``shape``; ``broadcast_to`` is this function.
+
+    Args:
+        x (Tensor): the input; its dims align with the last ones of ``shape``.
+        shape (int | list[int] | tuple[int]): the target shape; -1 keeps ``x``'s size there, and
+            only dims of size 1 grow.
+
+    Returns:
+        Tensor: a new tensor (the values are copied).
+
+    Example:
+        >>> import framework as fw
+        >>> fw.expand(fw.to_tensor([1, 2, 3]), [2, 3])
+        Tensor(shape=[2, 3], dtype=int64, device=cpu:0,
+               [[1, 2, 3],
+                [1, 2, 3]])
+        >>> fw.broadcast_to(fw.to_tensor([[1], [2]]), [-1, 2]).tolist()
+        [[1, 1], [2, 2]]
+    """
     shape = [shape] if isinstance(shape, int) else list(shape)
     if len(shape) < x.ndim:
         raise OpArgumentError(
@@ -167,10 +306,46 @@ broadcast_to = expand
 
 
 def expand_as(x: Tensor, y: Tensor) -> Tensor:
+    """Broadcast ``x`` to the shape of ``y``.
+
+    Args:
+        x (Tensor): the input.
+        y (Tensor): gives the shape.
+
+    Returns:
+        Tensor: ``expand(x, y.shape)``.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.expand_as(fw.to_tensor([[1], [2]]), fw.zeros([2, 3])).tolist()
+        [[1, 1, 1], [2, 2, 2]]
+    """
     return expand(x, y.shape)
 
 
 def concat(xs: Sequence[Tensor], axis: int = 0, name: str | None = None) -> Tensor:
+    """Join tensors along an existing dim; ``cat`` is this function.
+
+    Args:
+        xs (list[Tensor]): at least one tensor, all of one rank (at least 1) and equal sizes but
+            along ``axis``; their dtypes are promoted to a common one.
+        axis (int): the dim to join along.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: the joined tensor.
+
+    Example:
+        >>> import framework as fw
+        >>> a = fw.to_tensor([[1, 2], [3, 4]])
+        >>> fw.concat([a, fw.to_tensor([[5, 6]])], axis=0)
+        Tensor(shape=[3, 2], dtype=int64, device=cpu:0,
+               [[1, 2],
+                [3, 4],
+                [5, 6]])
+        >>> fw.cat([a, a], axis=1).shape
+        (2, 4)
+    """
     xs = list(xs)
     if not xs:
         raise OpArgumentError("[concat] expected a non-empty list of tensors")
@@ -202,6 +377,26 @@ cat = concat
 
 
 def stack(xs: Sequence[Tensor], axis: int = 0, name: str | None = None) -> Tensor:
+    """Join tensors of one shape along a new dim.
+
+    Args:
+        xs (list[Tensor]): at least one tensor, all of one shape.
+        axis (int): the position of the new dim in the result.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: one dim more than the inputs.
+
+    Example:
+        >>> import framework as fw
+        >>> a, b = fw.to_tensor([1, 2]), fw.to_tensor([3, 4])
+        >>> fw.stack([a, b])
+        Tensor(shape=[2, 2], dtype=int64, device=cpu:0,
+               [[1, 2],
+                [3, 4]])
+        >>> fw.stack([a, b], axis=1).tolist()
+        [[1, 3], [2, 4]]
+    """
     xs = list(xs)
     if not xs:
         raise OpArgumentError("[stack] expected a non-empty list of tensors")
@@ -229,7 +424,25 @@ def pad_raw(x: Tensor, pads: tuple[tuple[int, int], ...], value: float) -> Tenso
 
 
 def split(x: Tensor, num_or_sections: Any, axis: int = 0) -> list[Tensor]:
-    """Paddle's split: an int gives that many equal parts; a list gives the part sizes (one may be -1)."""
+    """Cut ``x`` into parts along ``axis`` (Paddle's ``split``).
+
+    Args:
+        x (Tensor): the input, at least 1-d.
+        num_or_sections (int | list[int]): an int: that many equal parts (it must divide the
+            size); a list: the sizes of the parts, one of which may be -1 (the rest).
+        axis (int): the dim to cut.
+
+    Returns:
+        list[Tensor]: the parts, in order.
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.arange(6)
+        >>> [p.tolist() for p in fw.split(x, 3)]
+        [[0, 1], [2, 3], [4, 5]]
+        >>> [p.tolist() for p in fw.split(x, [1, -1])]
+        [[0], [1, 2, 3, 4, 5]]
+    """
     if not -max(x.ndim, 1) <= axis < max(x.ndim, 1) or x.ndim == 0:
         raise OpArgumentError(f"[split] axis {axis} is out of range for shape {x.shape}")
     ax = axis % x.ndim
@@ -325,6 +538,22 @@ def _split_decomposition(x: Tensor, *, sizes: tuple[int, ...], axis: int) -> tup
 
 
 def chunk(x: Tensor, chunks: int, axis: int = 0) -> list[Tensor]:
+    """Cut ``x`` into ``chunks`` parts of equal size along ``axis``, the last one smaller if need be.
+
+    Args:
+        x (Tensor): the input.
+        chunks (int): the number of parts wanted (positive); fewer come back when the size
+            does not allow that many.
+        axis (int): the dim to cut.
+
+    Returns:
+        list[Tensor]: the parts, in order.
+
+    Example:
+        >>> import framework as fw
+        >>> [p.tolist() for p in fw.chunk(fw.arange(5), 2)]
+        [[0, 1, 2], [3, 4]]
+    """
     if not isinstance(chunks, (int, np.integer)) or isinstance(chunks, bool) or chunks <= 0:
         raise OpArgumentError(f"[chunk] chunks must be a positive int, got {chunks!r}")
     n = x.shape[axis]
@@ -334,12 +563,47 @@ def chunk(x: Tensor, chunks: int, axis: int = 0) -> list[Tensor]:
 
 
 def unbind(x: Tensor, axis: int = 0) -> list[Tensor]:
+    """The slices of ``x`` along ``axis``, that dim removed.
+
+    Args:
+        x (Tensor): the input, at least 1-d.
+        axis (int): the dim to take apart.
+
+    Returns:
+        list[Tensor]: ``x.shape[axis]`` tensors.
+
+    Example:
+        >>> import framework as fw
+        >>> [p.tolist() for p in fw.unbind(fw.to_tensor([[1, 2], [3, 4]]), axis=1)]
+        [[1, 3], [2, 4]]
+    """
     return [squeeze(p, axis) for p in split(x, x.shape[axis], axis)]
 
 
 def pad(x: Tensor, pad: Sequence[int], mode: str = "constant", value: float = 0.0) -> Tensor:
-    """Constant padding; ``pad`` lists (before, after) pairs starting from the LAST dimension,
-    as in ``torch.nn.functional.pad`` and Paddle's ``F.pad`` for ``len(pad) < 2*ndim``."""
+    """Pad ``x`` with a constant value.
+
+    ``pad`` lists (before, after) pairs starting from the LAST dim, as in
+    ``torch.nn.functional.pad``, also when it covers every dim.
+
+    Args:
+        x (Tensor): the input.
+        pad (list[int]): non-negative sizes ``[last_before, last_after, prev_before, ...]``.
+        mode (str): only ``"constant"``.
+        value (float): the value put in the padding.
+
+    Returns:
+        Tensor: the padded tensor.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.pad(fw.to_tensor([[1, 2], [3, 4]]), [1, 0])
+        Tensor(shape=[2, 3], dtype=int64, device=cpu:0,
+               [[0, 1, 2],
+                [0, 3, 4]])
+        >>> fw.pad(fw.to_tensor([1.0]), [0, 2], value=9.0).tolist()
+        [1.0, 9.0, 9.0]
+    """
     if mode != "constant":
         raise OpArgumentError(f"[pad] mode {mode!r} is not supported; only 'constant'")
     pad = [int(p) for p in pad]
@@ -354,6 +618,25 @@ def pad(x: Tensor, pad: Sequence[int], mode: str = "constant", value: float = 0.
 
 
 def flip(x: Tensor, axis: Any) -> Tensor:
+    """Reverse the order of the elements of ``x`` along ``axis``.
+
+    Args:
+        x (Tensor): the input.
+        axis (int | list[int]): the dims to reverse.
+
+    Returns:
+        Tensor: a new tensor.
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.to_tensor([[1, 2], [3, 4]])
+        >>> fw.flip(x, 0)
+        Tensor(shape=[2, 2], dtype=int64, device=cpu:0,
+               [[3, 4],
+                [1, 2]])
+        >>> fw.flip(x, [0, 1]).tolist()
+        [[4, 3], [2, 1]]
+    """
     for a in normalize_axes("flip", axis, x.ndim):
         n = x.shape[a]
         x = apply1(OPS["gather"], [x, arange(n - 1, -1, -1, device=x.device)], {"axis": a})
@@ -361,6 +644,23 @@ def flip(x: Tensor, axis: Any) -> Tensor:
 
 
 def tile(x: Tensor, repeat_times: Sequence[int]) -> Tensor:
+    """Repeat ``x`` ``repeat_times[i]`` times along each dim ``i``.
+
+    Args:
+        x (Tensor): the input.
+        repeat_times (list[int]): repeats per dim; when it is longer than ``x``'s rank, ``x``
+            gets leading dims of size 1, when shorter it applies to the last dims.
+
+    Returns:
+        Tensor: a new tensor.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.tile(fw.to_tensor([1, 2]), [2, 2])
+        Tensor(shape=[2, 4], dtype=int64, device=cpu:0,
+               [[1, 2, 1, 2],
+                [1, 2, 1, 2]])
+    """
     reps = list(repeat_times)
     if len(reps) < x.ndim:
         reps = [1] * (x.ndim - len(reps)) + reps

@@ -24,7 +24,27 @@ from .manipulation import broadcast_shape, broadcast_tensors, diagonal
 
 
 def cumprod(x: Tensor, dim: int | None = None, dtype: Any = None, name: str | None = None) -> Tensor:
-    """Running product along ``dim`` (flattened when None): log2(n) shifted multiplies."""
+    """The running product of ``x`` along ``dim``.
+
+    Args:
+        x (Tensor): the input.
+        dim (int, optional): the axis; ``None``: over the flattened ``x``.
+        dtype (str | np.dtype, optional): cast ``x`` to this first.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: of ``x``'s shape (1-d when ``dim`` is ``None``).
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.to_tensor([[1, 2], [3, 4]])
+        >>> fw.cumprod(x, dim=1)
+        Tensor(shape=[2, 2], dtype=int64, device=cpu:0,
+               [[ 1,  2],
+                [ 3, 12]])
+        >>> fw.cumprod(x).tolist()
+        [1, 2, 6, 24]
+    """
     x = tensor_arg("cumprod", x)
     if dtype is not None:
         x = M.cast(x, dtype)
@@ -47,6 +67,24 @@ def cumprod(x: Tensor, dim: int | None = None, dtype: Any = None, name: str | No
 def nansum(
     x: Tensor, axis: Any = None, dtype: Any = None, keepdim: bool = False, name: str | None = None
 ) -> Tensor:
+    """Sum of the elements of ``x`` over ``axis``, NaNs counted as zero.
+
+    Args:
+        x (Tensor): the input.
+        axis (int | list[int] | tuple[int], optional): the axes to reduce; ``None``: all of them.
+        dtype (str | np.dtype, optional): as in :func:`sum`.
+        keepdim (bool): keep the reduced axes, with size 1.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: the sums.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.nansum(fw.to_tensor([1.0, float("nan"), 2.0]))
+        Tensor(shape=[], dtype=float32, device=cpu:0,
+               3.)
+    """
     x = tensor_arg("nansum", x)
     if _dt.is_floating(x.dtype):
         x = M.where(M.isnan(x), 0.0, x)
@@ -56,7 +94,27 @@ def nansum(
 def var(
     x: Tensor, axis: Any = None, unbiased: bool = True, keepdim: bool = False, name: str | None = None
 ) -> Tensor:
-    """Variance over ``axis`` (``unbiased`` divides by n - 1, Paddle's default)."""
+    """The variance of the elements of ``x`` over ``axis``.
+
+    Args:
+        x (Tensor): the input; integers are cast to the default float dtype.
+        axis (int | list[int] | tuple[int], optional): the axes to reduce; ``None``: all of them.
+        unbiased (bool): divide by ``n - 1`` (Paddle's default), else by ``n``.
+        keepdim (bool): keep the reduced axes, with size 1.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: a float tensor; NaN when ``n - 1`` is 0 and ``unbiased``.
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.to_tensor([[1.0, 2.0], [3.0, 4.0]])
+        >>> fw.var(x, axis=0)
+        Tensor(shape=[2], dtype=float32, device=cpu:0,
+               [2., 2.])
+        >>> fw.var(x, unbiased=False).item()
+        1.25
+    """
     x = float_arg("var", x)
     axes = M.normalize_axes("var", axis, x.ndim)
     n = 1
@@ -70,12 +128,52 @@ def var(
 def std(
     x: Tensor, axis: Any = None, unbiased: bool = True, keepdim: bool = False, name: str | None = None
 ) -> Tensor:
+    """The standard deviation of the elements of ``x`` over ``axis`` (the square root of :func:`var`).
+
+    Args:
+        x (Tensor): the input; integers are cast to the default float dtype.
+        axis (int | list[int] | tuple[int], optional): the axes to reduce; ``None``: all of them.
+        unbiased (bool): divide by ``n - 1`` (Paddle's default), else by ``n``.
+        keepdim (bool): keep the reduced axes, with size 1.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: a float tensor.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.std(fw.to_tensor([1.0, 2.0, 3.0, 4.0]))
+        Tensor(shape=[], dtype=float32, device=cpu:0,
+               1.2909945)
+    """
     return M.sqrt(var(x, axis=axis, unbiased=unbiased, keepdim=keepdim))
 
 
 def cumsum(x: Tensor, axis: int | None = None, dtype: Any = None, name: str | None = None) -> Tensor:
-    """Running sum along ``axis`` (the flattened tensor when None): log2(n) shifted adds
-    (Hillis-Steele), all primitives."""
+    """The running sum of ``x`` along ``axis``.
+
+    Computed with log2(n) shifted adds (Hillis-Steele), all primitives.
+
+    Args:
+        x (Tensor): the input.
+        axis (int, optional): the axis; ``None``: over the flattened ``x``.
+        dtype (str | np.dtype, optional): cast ``x`` to this first; by default bool and integers
+            sum as int64.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: of ``x``'s shape (1-d when ``axis`` is ``None``).
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.to_tensor([[1, 2], [3, 4]])
+        >>> fw.cumsum(x, axis=0)
+        Tensor(shape=[2, 2], dtype=int64, device=cpu:0,
+               [[1, 2],
+                [4, 6]])
+        >>> fw.cumsum(x).tolist()
+        [1, 3, 6, 10]
+    """
     x = tensor_arg("cumsum", x)
     if dtype is not None:
         x = M.cast(x, dtype)
@@ -100,6 +198,23 @@ def cumsum(x: Tensor, axis: int | None = None, dtype: Any = None, name: str | No
 
 
 def add_n(inputs: Any, name: str | None = None) -> Tensor:
+    """The elementwise sum of a list of tensors.
+
+    Args:
+        inputs (Tensor | list[Tensor]): one tensor or several, broadcast together.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: ``inputs[0] + inputs[1] + ...``.
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.to_tensor([[1, 2], [3, 4]])
+        >>> fw.add_n([x, x, x])
+        Tensor(shape=[2, 2], dtype=int64, device=cpu:0,
+               [[ 3,  6],
+                [ 9, 12]])
+    """
     ts = [inputs] if isinstance(inputs, Tensor) else list(inputs)
     if not ts:
         raise OpArgumentError("[add_n] inputs must hold at least one Tensor")
@@ -117,7 +232,28 @@ def scale(
     act: Any = None,
     name: str | None = None,
 ) -> Tensor:
-    """scale * x + bias (``bias_after_scale=False``: scale * (x + bias))."""
+    """``scale * x + bias``, or ``scale * (x + bias)`` with ``bias_after_scale=False``.
+
+    Args:
+        x (Tensor): the input; a float input keeps its dtype.
+        scale (float | Tensor): the factor (a 1-element tensor is read as a number).
+        bias (float): the offset.
+        bias_after_scale (bool): add ``bias`` after scaling, else before.
+        act: Paddle's fused activation; not applied.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: like ``x``.
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.to_tensor([1.0, 2.0])
+        >>> fw.scale(x, scale=2.0, bias=1.0)
+        Tensor(shape=[2], dtype=float32, device=cpu:0,
+               [3., 5.])
+        >>> fw.scale(x, 2.0, 1.0, bias_after_scale=False).tolist()
+        [4.0, 6.0]
+    """
     x = tensor_arg("scale", x)
     s = float(scale.item()) if isinstance(scale, Tensor) else scale
     out = x * s + bias if bias_after_scale else (x + bias) * s
@@ -125,12 +261,45 @@ def scale(
 
 
 def increment(x: Tensor, value: float = 1.0, name: str | None = None) -> Tensor:
+    """``x + value``, in ``x``'s dtype.
+
+    Args:
+        x (Tensor): the input (Paddle's takes one element).
+        value (float): the amount to add.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: a new tensor like ``x`` (``x`` is not changed).
+
+    Example:
+        >>> import framework as fw
+        >>> fw.increment(fw.to_tensor([1.0]))
+        Tensor(shape=[1], dtype=float32, device=cpu:0,
+               [2.])
+    """
     x = tensor_arg("increment", x)
     return (x + value).astype(x.dtype)
 
 
 def multiplex(inputs: Sequence[Tensor], index: Tensor, name: str | None = None) -> Tensor:
-    """Row i of the output is row i of ``inputs[index[i]]``."""
+    """Pick each row from one of several tensors: row ``i`` of ``inputs[index[i]]`` for row ``i``.
+
+    Args:
+        inputs (list[Tensor]): tensors of one shape ``[n, ...]``.
+        index (Tensor): ``[n]`` or ``[n, 1]`` integers, each below ``len(inputs)``.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: ``[n, ...]``.
+
+    Example:
+        >>> import framework as fw
+        >>> a, b = fw.to_tensor([[1, 2], [3, 4]]), fw.to_tensor([[5, 6], [7, 8]])
+        >>> fw.multiplex([a, b], fw.to_tensor([[1], [0]]))
+        Tensor(shape=[2, 2], dtype=int64, device=cpu:0,
+               [[5, 6],
+                [3, 4]])
+    """
     ts = list(inputs)
     if not ts:
         raise OpArgumentError("[multiplex] inputs must hold at least one Tensor")
@@ -144,16 +313,71 @@ def multiplex(inputs: Sequence[Tensor], index: Tensor, name: str | None = None) 
 def addmm(
     input: Tensor, x: Tensor, y: Tensor, beta: float = 1.0, alpha: float = 1.0, name: str | None = None
 ) -> Tensor:
-    """beta * input + alpha * (x @ y)."""
+    """``beta * input + alpha * (x @ y)``.
+
+    Args:
+        input (Tensor): broadcast to the product's shape.
+        x (Tensor): ``[m, k]``.
+        y (Tensor): ``[k, n]``.
+        beta (float): the factor of ``input``.
+        alpha (float): the factor of the product.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: ``[m, n]``.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.addmm(fw.ones([2, 2]), fw.eye(2), fw.to_tensor([[1.0, 2.0], [3.0, 4.0]]), beta=0.5, alpha=2.0)
+        Tensor(shape=[2, 2], dtype=float32, device=cpu:0,
+               [[2.5, 4.5],
+                [6.5, 8.5]])
+    """
     return tensor_arg("addmm", input) * beta + M.matmul(x, y) * alpha
 
 
 def trace(x: Tensor, offset: int = 0, axis1: int = 0, axis2: int = 1, name: str | None = None) -> Tensor:
+    """The sum of a diagonal of ``x``.
+
+    Args:
+        x (Tensor): at least 2-d.
+        offset (int): the diagonal: 0 the main one, > 0 above it, < 0 below it.
+        axis1 (int): the first axis of the matrices.
+        axis2 (int): the second axis.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: ``x``'s shape without ``axis1`` and ``axis2``.
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.to_tensor([[1, 2], [3, 4]])
+        >>> fw.trace(x)
+        Tensor(shape=[], dtype=int64, device=cpu:0,
+               5)
+        >>> fw.trace(x, offset=1).item()
+        2
+    """
     return M.sum(diagonal(x, offset, axis1, axis2), axis=-1)
 
 
 def kron(x: Tensor, y: Tensor, name: str | None = None) -> Tensor:
-    """Kronecker product: out[i*n + k, ...] = x[i, ...] * y[k, ...]."""
+    """The Kronecker product: each element of ``x`` times the whole of ``y``, laid out in blocks.
+
+    Args:
+        x (Tensor): the first tensor.
+        y (Tensor): the second; the lower-rank one gets leading dims of size 1.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: of shape ``x.shape[i] * y.shape[i]`` per dim.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.kron(fw.to_tensor([1, 2]), fw.to_tensor([1, 10, 100]))
+        Tensor(shape=[6], dtype=int64, device=cpu:0,
+               [  1,  10, 100,   2,  20, 200])
+    """
     x, y = tensor_arg("kron", x), tensor_arg("kron", y, "y")
     nd = max(x.ndim, y.ndim)
     x = x.reshape((1,) * (nd - x.ndim) + x.shape)
@@ -164,7 +388,23 @@ def kron(x: Tensor, y: Tensor, name: str | None = None) -> Tensor:
 
 
 def lerp(x: Tensor, y: Tensor, weight: Any, name: str | None = None) -> Tensor:
-    """x + weight * (y - x)."""
+    """Linear interpolation ``x + weight * (y - x)``.
+
+    Args:
+        x (Tensor): the start.
+        y (Tensor): the end.
+        weight (float | Tensor): the fraction of the way, broadcast.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: of the broadcast shape.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.lerp(fw.to_tensor([0.0, 10.0]), fw.to_tensor([10.0, 20.0]), 0.25)
+        Tensor(shape=[2], dtype=float32, device=cpu:0,
+               [ 2.5, 12.5])
+    """
     return x + (y - x) * weight
 
 
@@ -178,8 +418,25 @@ def _int_pair(name: str, x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
 
 
 def gcd(x: Tensor, y: Tensor, name: str | None = None) -> Tensor:
-    """Greatest common divisor (non-negative), by Euclid's algorithm on the device; the loop
-    runs until every pair is done (read back once per round)."""
+    """Elementwise greatest common divisor of integers (non-negative; ``gcd(0, 0) = 0``).
+
+    Euclid's algorithm on the device, reading back once per round to know when every pair is
+    done.
+
+    Args:
+        x (Tensor): integers.
+        y (Tensor): integers; ``x`` and ``y`` broadcast together.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: of the broadcast shape.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.gcd(fw.to_tensor([12, -18, 0]), fw.to_tensor([8, 12, 5]))
+        Tensor(shape=[3], dtype=int64, device=cpu:0,
+               [4, 6, 5])
+    """
     a, b = _int_pair("gcd", x, y)
     a, b = M.abs(a), M.abs(b)
     while bool(M.any(b != 0).item()):
@@ -190,6 +447,22 @@ def gcd(x: Tensor, y: Tensor, name: str | None = None) -> Tensor:
 
 
 def lcm(x: Tensor, y: Tensor, name: str | None = None) -> Tensor:
+    """Elementwise least common multiple of integers (non-negative; 0 when either is 0).
+
+    Args:
+        x (Tensor): integers.
+        y (Tensor): integers; ``x`` and ``y`` broadcast together.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: of the broadcast shape.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.lcm(fw.to_tensor([4, -6, 0]), fw.to_tensor([6, 4, 5]))
+        Tensor(shape=[3], dtype=int64, device=cpu:0,
+               [12, 12,  0])
+    """
     a, b = _int_pair("lcm", x, y)
     g = gcd(a, b)
     return M.where(g == 0, 0, M.abs(M.floor_divide(a, M.where(g == 0, 1, g)) * b))
@@ -203,7 +476,28 @@ def diff(
     append: Tensor | None = None,
     name: str | None = None,
 ) -> Tensor:
-    """n-th forward difference along ``axis``."""
+    """The ``n``-th forward difference ``x[i + 1] - x[i]`` along ``axis``.
+
+    Args:
+        x (Tensor): the input; for bool, ``x[i + 1] != x[i]``.
+        n (int): how many times to take the difference.
+        axis (int): the axis.
+        prepend (Tensor, optional): joined before ``x`` along ``axis`` first.
+        append (Tensor, optional): joined after ``x`` along ``axis`` first.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: ``n`` shorter along ``axis``.
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.to_tensor([1, 4, 9, 16])
+        >>> fw.diff(x)
+        Tensor(shape=[3], dtype=int64, device=cpu:0,
+               [3, 5, 7])
+        >>> fw.diff(x, n=2).tolist()
+        [2, 2]
+    """
     x = tensor_arg("diff", x)
     ax = axis_arg("diff", axis, x.ndim)
     parts = [t for t in (prepend, x, append) if t is not None]
@@ -222,7 +516,23 @@ def diff(
 
 
 def fmax(x: Tensor, y: Tensor, name: str | None = None) -> Tensor:
-    """Elementwise maximum that ignores NaN (the other value wins)."""
+    """Elementwise maximum that ignores NaN: where one value is NaN, the other one wins.
+
+    Args:
+        x (Tensor): the first tensor.
+        y (Tensor): the second; ``x`` and ``y`` broadcast together.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: of the broadcast shape; NaN only where both are.
+
+    Example:
+        >>> import framework as fw
+        >>> nan = float("nan")
+        >>> fw.fmax(fw.to_tensor([1.0, nan, 3.0]), fw.to_tensor([2.0, 0.0, nan]))
+        Tensor(shape=[3], dtype=float32, device=cpu:0,
+               [2., 0., 3.])
+    """
     a, b = M._operands("fmax", x, y)
     m = M.maximum(a, b)
     if not _dt.is_floating(a.dtype):
@@ -231,6 +541,23 @@ def fmax(x: Tensor, y: Tensor, name: str | None = None) -> Tensor:
 
 
 def fmin(x: Tensor, y: Tensor, name: str | None = None) -> Tensor:
+    """Elementwise minimum that ignores NaN: where one value is NaN, the other one wins.
+
+    Args:
+        x (Tensor): the first tensor.
+        y (Tensor): the second; ``x`` and ``y`` broadcast together.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: of the broadcast shape; NaN only where both are.
+
+    Example:
+        >>> import framework as fw
+        >>> nan = float("nan")
+        >>> fw.fmin(fw.to_tensor([1.0, nan, 3.0]), fw.to_tensor([2.0, 0.0, nan]))
+        Tensor(shape=[3], dtype=float32, device=cpu:0,
+               [1., 0., 3.])
+    """
     a, b = M._operands("fmin", x, y)
     m = M.minimum(a, b)
     if not _dt.is_floating(a.dtype):
@@ -239,7 +566,23 @@ def fmin(x: Tensor, y: Tensor, name: str | None = None) -> Tensor:
 
 
 def inner(x: Tensor, y: Tensor, name: str | None = None) -> Tensor:
-    """Sum of products over the last axis of both: shape x.shape[:-1] + y.shape[:-1]."""
+    """Sum of products over the last axis of ``x`` and of ``y``.
+
+    Args:
+        x (Tensor): ``[..., k]``.
+        y (Tensor): ``[..., k]``.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: ``x.shape[:-1] + y.shape[:-1]``.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.inner(fw.to_tensor([[1.0, 2.0], [3.0, 4.0]]), fw.to_tensor([[1.0, 1.0]]))
+        Tensor(shape=[2, 1], dtype=float32, device=cpu:0,
+               [[3.],
+                [7.]])
+    """
     x, y = tensor_arg("inner", x), tensor_arg("inner", y, "y")
     if x.ndim == 0 or y.ndim == 0:
         return x * y
@@ -249,25 +592,99 @@ def inner(x: Tensor, y: Tensor, name: str | None = None) -> Tensor:
 
 
 def outer(x: Tensor, y: Tensor, name: str | None = None) -> Tensor:
+    """The outer product: ``out[i, j] = x[i] * y[j]`` of the flattened inputs.
+
+    Args:
+        x (Tensor): flattened to ``[m]``.
+        y (Tensor): flattened to ``[n]``.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: ``[m, n]``.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.outer(fw.to_tensor([1, 2]), fw.to_tensor([1, 10, 100]))
+        Tensor(shape=[2, 3], dtype=int64, device=cpu:0,
+               [[  1,  10, 100],
+                [  2,  20, 200]])
+    """
     x, y = tensor_arg("outer", x).reshape((-1, 1)), tensor_arg("outer", y, "y").reshape((1, -1))
     return x * y
 
 
 # -- complex helpers on real tensors (Oarlock has no complex dtype) ----------------------------
 def real(x: Tensor, name: str | None = None) -> Tensor:
+    """The real part of ``x``: ``x`` itself (Oarlock has no complex dtype).
+
+    Args:
+        x (Tensor): a real tensor.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: ``x``.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.real(fw.to_tensor([1.0, -2.0])).tolist()
+        [1.0, -2.0]
+    """
     return tensor_arg("real", x)
 
 
 def imag(x: Tensor, name: str | None = None) -> Tensor:
+    """The imaginary part of ``x``: zeros (Oarlock has no complex dtype).
+
+    Args:
+        x (Tensor): a real tensor.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: zeros like ``x``.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.imag(fw.to_tensor([1.0, -2.0]))
+        Tensor(shape=[2], dtype=float32, device=cpu:0,
+               [0., 0.])
+    """
     return C.zeros_like(tensor_arg("imag", x))
 
 
 def conj(x: Tensor, name: str | None = None) -> Tensor:
+    """The complex conjugate of ``x``: ``x`` itself (Oarlock has no complex dtype).
+
+    Args:
+        x (Tensor): a real tensor.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: ``x``.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.conj(fw.to_tensor([1.0, -2.0])).tolist()
+        [1.0, -2.0]
+    """
     return tensor_arg("conj", x)
 
 
 def angle(x: Tensor, name: str | None = None) -> Tensor:
-    """pi where x < 0, else 0 (the argument of a real number; NaN stays NaN)."""
+    """The argument of each real number: pi where ``x < 0``, else 0 (NaN stays NaN).
+
+    Args:
+        x (Tensor): a real tensor; integers are cast to the default float dtype.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: a float tensor of ``x``'s shape.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.angle(fw.to_tensor([-2.0, 0.0, 3.0]))
+        Tensor(shape=[3], dtype=float32, device=cpu:0,
+               [3.1415927, 0.       , 0.       ])
+    """
     x = float_arg("angle", x)
     zero = x * 0.0
     return M.where(x < 0, zero + _m.pi, zero)
@@ -282,7 +699,28 @@ def isclose(
     equal_nan: bool = False,
     name: str | None = None,
 ) -> Tensor:
-    """|x - y| <= atol + rtol * |y| elementwise (infinities equal when identical)."""
+    """Elementwise ``|x - y| <= atol + rtol * |y|``; equal infinities are close.
+
+    Args:
+        x (Tensor): the first tensor.
+        y (Tensor): the second; ``x`` and ``y`` broadcast together.
+        rtol (float): the relative tolerance.
+        atol (float): the absolute tolerance.
+        equal_nan (bool): two NaNs are close.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: bool, of the broadcast shape.
+
+    Example:
+        >>> import framework as fw
+        >>> nan = float("nan")
+        >>> fw.isclose(fw.to_tensor([1.0, 2.0, nan]), fw.to_tensor([1.000001, 2.1, nan]))
+        Tensor(shape=[3], dtype=bool, device=cpu:0,
+               [ True, False, False])
+        >>> fw.isclose(fw.to_tensor([nan]), fw.to_tensor([nan]), equal_nan=True).tolist()
+        [True]
+    """
     a, b = M._operands("isclose", x, y)
     close = M.abs(a - b) <= M.abs(b) * rtol + atol
     close = close | (a == b)
@@ -292,7 +730,25 @@ def isclose(
 
 
 def equal_all(x: Tensor, y: Tensor, name: str | None = None) -> Tensor:
-    """A 0-d bool tensor: same shape and every element equal."""
+    """Whether ``x`` and ``y`` have the same shape and equal elements, as a 0-d bool tensor.
+
+    Args:
+        x (Tensor): the first tensor.
+        y (Tensor): the second tensor (not broadcast).
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: 0-d bool.
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.to_tensor([[1, 2], [3, 4]])
+        >>> fw.equal_all(x, x)
+        Tensor(shape=[], dtype=bool, device=cpu:0,
+               True)
+        >>> fw.equal_all(x, fw.to_tensor([1, 2])).item()
+        False
+    """
     x, y = tensor_arg("equal_all", x), tensor_arg("equal_all", y, "y")
     if x.shape != y.shape:
         return to_tensor(False, device=x.device)
@@ -332,19 +788,89 @@ def broadcast(a: Tensor, b: Tensor) -> list[int]:
 
 
 def bitwise_and(x: Tensor, y: Tensor, out: Any = None, name: str | None = None) -> Tensor:
+    """Elementwise bitwise AND (``x & y``) of integer or bool tensors, in two's complement.
+
+    Args:
+        x (Tensor): integers or bools.
+        y (Tensor): of ``x``'s kind; ``x`` and ``y`` broadcast together.
+        out: Paddle's argument, not read: the result is returned.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: of the broadcast shape and the promoted dtype.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.bitwise_and(fw.to_tensor([12, -3]), fw.to_tensor([10, 5]))
+        Tensor(shape=[2], dtype=int64, device=cpu:0,
+               [8, 5])
+    """
     return _bitwise("bitwise_and", x, y, M.logical_and)
 
 
 def bitwise_or(x: Tensor, y: Tensor, out: Any = None, name: str | None = None) -> Tensor:
+    """Elementwise bitwise OR (``x | y``) of integer or bool tensors, in two's complement.
+
+    Args:
+        x (Tensor): integers or bools.
+        y (Tensor): of ``x``'s kind; ``x`` and ``y`` broadcast together.
+        out: Paddle's argument, not read: the result is returned.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: of the broadcast shape and the promoted dtype.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.bitwise_or(fw.to_tensor([12, -3]), fw.to_tensor([10, 5]))
+        Tensor(shape=[2], dtype=int64, device=cpu:0,
+               [14, -3])
+    """
     return _bitwise("bitwise_or", x, y, M.logical_or)
 
 
 def bitwise_xor(x: Tensor, y: Tensor, out: Any = None, name: str | None = None) -> Tensor:
+    """Elementwise bitwise XOR (``x ^ y``) of integer or bool tensors, in two's complement.
+
+    Args:
+        x (Tensor): integers or bools.
+        y (Tensor): of ``x``'s kind; ``x`` and ``y`` broadcast together.
+        out: Paddle's argument, not read: the result is returned.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: of the broadcast shape and the promoted dtype.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.bitwise_xor(fw.to_tensor([12, -3]), fw.to_tensor([10, 5]))
+        Tensor(shape=[2], dtype=int64, device=cpu:0,
+               [ 6, -8])
+    """
     return _bitwise("bitwise_xor", x, y, M.logical_xor)
 
 
 def bitwise_not(x: Tensor, out: Any = None, name: str | None = None) -> Tensor:
-    """~x: -x - 1 for signed integers, max - x for unsigned, logical not for bool."""
+    """Elementwise bitwise NOT (``~x``) of integer or bool tensors.
+
+    That is ``-x - 1`` for signed integers, ``max - x`` for unsigned ones, logical NOT for bool.
+
+    Args:
+        x (Tensor): integers or bools.
+        out: Paddle's argument, not read: the result is returned.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: like ``x``.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.bitwise_not(fw.to_tensor([12, -3]))
+        Tensor(shape=[2], dtype=int64, device=cpu:0,
+               [-13,   2])
+        >>> fw.bitwise_not(fw.to_tensor([0, 255], dtype="uint8")).tolist()
+        [255, 0]
+    """
     x = tensor_arg("bitwise_not", x)
     if x.dtype == _dt.bool_:
         return M.logical_not(x)

@@ -32,47 +32,181 @@ _py_slice = builtins.slice
 
 # -- predicates and sizes ---------------------------------------------------------------------
 def is_tensor(x: Any) -> bool:
+    """Whether ``x`` is a :class:`Tensor`.
+
+    Args:
+        x: any object.
+
+    Returns:
+        bool: a Python bool.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.is_tensor(fw.to_tensor([1])), fw.is_tensor([1])
+        (True, False)
+    """
     return isinstance(x, Tensor)
 
 
 def rank(x: Tensor) -> Tensor:
-    """The number of dimensions, as a 0-d int32 tensor (Paddle's ``paddle.rank``)."""
+    """The number of dims of ``x``, as a 0-d int32 tensor (Paddle's ``paddle.rank``; ``x.ndim`` is the int).
+
+    Args:
+        x (Tensor): the input.
+
+    Returns:
+        Tensor: 0-d int32.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.rank(fw.zeros([2, 3]))
+        Tensor(shape=[], dtype=int32, device=cpu:0,
+               2)
+    """
     return to_tensor(tensor_arg("rank", x).ndim, dtype="int32", device=x.device)
 
 
 def shape(x: Tensor) -> Tensor:
-    """The shape as a 1-d int64 tensor (Paddle's ``paddle.shape``; ``x.shape`` is the tuple)."""
+    """The shape of ``x`` as a 1-d int64 tensor (Paddle's ``paddle.shape``; ``x.shape`` is the tuple).
+
+    Args:
+        x (Tensor): the input.
+
+    Returns:
+        Tensor: ``[x.ndim]`` int64.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.shape(fw.zeros([2, 3]))
+        Tensor(shape=[2], dtype=int64, device=cpu:0,
+               [2, 3])
+    """
     return to_tensor(np.array(tensor_arg("shape", x).shape, dtype=np.int64), device=x.device)
 
 
 def numel(x: Tensor, name: str | None = None) -> Tensor:
-    """The element count as a 0-d int64 tensor."""
+    """The number of elements of ``x``, as a 0-d int64 tensor (``x.numel()`` is the int).
+
+    Args:
+        x (Tensor): the input.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: 0-d int64.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.numel(fw.zeros([2, 3]))
+        Tensor(shape=[], dtype=int64, device=cpu:0,
+               6)
+    """
     return to_tensor(tensor_arg("numel", x).numel(), dtype="int64", device=x.device)
 
 
 def is_empty(x: Tensor, name: str | None = None) -> Tensor:
+    """Whether ``x`` has no elements, as a 0-d bool tensor.
+
+    Args:
+        x (Tensor): the input.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: 0-d bool.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.is_empty(fw.zeros([0, 2]))
+        Tensor(shape=[], dtype=bool, device=cpu:0,
+               True)
+    """
     return to_tensor(tensor_arg("is_empty", x).numel() == 0, device=x.device)
 
 
 def is_floating_point(x: Tensor) -> bool:
+    """Whether ``x`` has a floating dtype (float16, bfloat16, float32, float64).
+
+    Args:
+        x (Tensor): the input.
+
+    Returns:
+        bool: a Python bool.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.is_floating_point(fw.to_tensor([1.0])), fw.is_floating_point(fw.to_tensor([1]))
+        (True, False)
+    """
     return _dt.is_floating(tensor_arg("is_floating_point", x).dtype)
 
 
 def is_integer(x: Tensor) -> bool:
+    """Whether ``x`` has an integer dtype (signed or unsigned; not bool).
+
+    Args:
+        x (Tensor): the input.
+
+    Returns:
+        bool: a Python bool.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.is_integer(fw.to_tensor([1])), fw.is_integer(fw.to_tensor([True]))
+        (True, False)
+    """
     return tensor_arg("is_integer", x).dtype.kind in "iu"
 
 
 def is_complex(x: Tensor) -> bool:
-    """Always False: Oarlock has no complex dtypes."""
+    """Whether ``x`` has a complex dtype: always False (Oarlock has none).
+
+    Args:
+        x (Tensor): the input.
+
+    Returns:
+        bool: False.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.is_complex(fw.to_tensor([1.0]))
+        False
+    """
     return tensor_arg("is_complex", x).dtype.kind == "c"
 
 
 def broadcast_shape(x_shape: Sequence[int], y_shape: Sequence[int]) -> list[int]:
+    """The shape that two shapes broadcast to (numpy's rules).
+
+    Args:
+        x_shape (list[int] | tuple[int]): the first shape.
+        y_shape (list[int] | tuple[int]): the second shape.
+
+    Returns:
+        list[int]: the broadcast shape; shapes that do not broadcast raise.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.broadcast_shape([2, 1, 3], [4, 1])
+        [2, 4, 3]
+    """
     return list(broadcast_shapes("broadcast_shape", tuple(x_shape), tuple(y_shape)))
 
 
 def broadcast_tensors(input: Sequence[Tensor], name: str | None = None) -> list[Tensor]:
-    """Every tensor expanded to the common broadcast shape."""
+    """Every tensor of ``input`` expanded to their common broadcast shape.
+
+    Args:
+        input (list[Tensor]): the tensors.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        list[Tensor]: the expanded tensors, in order.
+
+    Example:
+        >>> import framework as fw
+        >>> a, b = fw.broadcast_tensors([fw.to_tensor([[1], [2]]), fw.to_tensor([10, 20, 30])])
+        >>> a.tolist(), b.tolist()
+        ([[1, 1, 1], [2, 2, 2]], [[10, 20, 30], [10, 20, 30]])
+    """
     ts = [tensor_arg("broadcast_tensors", t) for t in input]
     shp: tuple[int, ...] = ()
     for t in ts:
@@ -99,7 +233,26 @@ def _nd_flat(name: str, shp: tuple[int, ...], index: Tensor) -> tuple[Tensor, in
 
 
 def gather_nd(x: Tensor, index: Tensor, name: str | None = None) -> Tensor:
-    """out[i...] = x[index[i..., 0], ..., index[i..., k-1], ...]."""
+    """The slices of ``x`` at multi-dim positions: ``out[i...] = x[index[i..., 0], ..., index[i..., k-1]]``.
+
+    Args:
+        x (Tensor): the input.
+        index (Tensor): integers ``[..., k]``, ``k <= x.ndim``; each row names a position in the
+            first ``k`` dims of ``x``.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: ``index.shape[:-1] + x.shape[k:]``.
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.to_tensor([[1, 2, 3], [4, 5, 6]])
+        >>> fw.gather_nd(x, fw.to_tensor([[0, 1], [1, 2]]))
+        Tensor(shape=[2], dtype=int64, device=cpu:0,
+               [2, 6])
+        >>> fw.gather_nd(x, fw.to_tensor([[1]])).tolist()
+        [[4, 5, 6]]
+    """
     x = tensor_arg("gather_nd", x)
     index = I._index_tensor("gather_nd", index, x.device)
     flat, k = _nd_flat("gather_nd", x.shape, index)
@@ -109,7 +262,23 @@ def gather_nd(x: Tensor, index: Tensor, name: str | None = None) -> Tensor:
 
 
 def scatter_nd_add(x: Tensor, index: Tensor, updates: Tensor, name: str | None = None) -> Tensor:
-    """x with ``updates`` added at the positions ``index`` names (duplicates accumulate)."""
+    """A copy of ``x`` with ``updates`` added at the multi-dim positions ``index`` names; repeats accumulate.
+
+    Args:
+        x (Tensor): the input.
+        index (Tensor): integers ``[..., k]``, as in :func:`gather_nd`.
+        updates (Tensor): ``index.shape[:-1] + x.shape[k:]``.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: like ``x``.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.scatter_nd_add(fw.zeros([3]), fw.to_tensor([[1], [1], [2]]), fw.to_tensor([1.0, 2.0, 3.0]))
+        Tensor(shape=[3], dtype=float32, device=cpu:0,
+               [0., 3., 3.])
+    """
     x = tensor_arg("scatter_nd_add", x)
     index = I._index_tensor("scatter_nd_add", index, x.device)
     flat, k = _nd_flat("scatter_nd_add", x.shape, index)
@@ -128,14 +297,50 @@ def scatter_nd_add(x: Tensor, index: Tensor, updates: Tensor, name: str | None =
 
 
 def scatter_nd(index: Tensor, updates: Tensor, shape: Sequence[int], name: str | None = None) -> Tensor:
-    """zeros(shape) with ``updates`` added at ``index``."""
+    """Zeros of ``shape`` with ``updates`` added at the multi-dim positions ``index`` names.
+
+    Args:
+        index (Tensor): integers ``[..., k]``, as in :func:`gather_nd`.
+        updates (Tensor): ``index.shape[:-1] + shape[k:]``; gives the dtype.
+        shape (list[int]): the shape of the result.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: of ``shape``.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.scatter_nd(fw.to_tensor([[0, 1], [1, 0]]), fw.to_tensor([5.0, 7.0]), [2, 2])
+        Tensor(shape=[2, 2], dtype=float32, device=cpu:0,
+               [[0., 5.],
+                [7., 0.]])
+    """
     updates = tensor_arg("scatter_nd", updates, "updates")
     return scatter_nd_add(C.zeros(list(shape), dtype=updates.dtype, device=updates.device), index, updates)
 
 
 def shard_index(input: Tensor, index_num: int, nshards: int, shard_id: int, ignore_value: int = -1) -> Tensor:
-    """Ids of shard ``shard_id`` (of ``nshards`` equal shards of ``index_num`` ids) made local;
-    ids of other shards become ``ignore_value``."""
+    """Ids made local to shard ``shard_id``; ids of other shards become ``ignore_value``.
+
+    The ``index_num`` ids are cut into ``nshards`` shards of ``ceil(index_num / nshards)``
+    consecutive ids each (Paddle's ``shard_index``).
+
+    Args:
+        input (Tensor): integer ids in ``[0, index_num)``.
+        index_num (int): the number of ids in all.
+        nshards (int): the number of shards.
+        shard_id (int): the shard to keep, in ``[0, nshards)``.
+        ignore_value (int): the value for ids of other shards.
+
+    Returns:
+        Tensor: like ``input``.
+
+    Example:
+        >>> import framework as fw
+        >>> ids = fw.to_tensor([[1], [6], [12], [19]])
+        >>> fw.shard_index(ids, index_num=20, nshards=2, shard_id=1).tolist()
+        [[-1], [-1], [2], [9]]
+    """
     x = tensor_arg("shard_index", input)
     if not 0 <= shard_id < nshards:
         raise OpArgumentError(f"[shard_index] shard_id must be in [0, {nshards}), got {shard_id}")
@@ -153,7 +358,27 @@ def strided_slice(
     strides: Sequence[int],
     name: str | None = None,
 ) -> Tensor:
-    """x[starts:ends:strides] on the given axes (Python slice rules, negative strides too)."""
+    """``x[start:end:stride]`` on the given axes (Python's slice rules, negative strides too).
+
+    Args:
+        x (Tensor): the input.
+        axes (list[int]): the axes to slice.
+        starts (list[int | Tensor]): a start per axis.
+        ends (list[int | Tensor]): an end (not included) per axis.
+        strides (list[int | Tensor]): a step per axis, not 0.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: the slice.
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.to_tensor([[1, 2, 3], [4, 5, 6]])
+        >>> fw.strided_slice(x, axes=[1], starts=[2], ends=[-4], strides=[-1])
+        Tensor(shape=[2, 3], dtype=int64, device=cpu:0,
+               [[3, 2, 1],
+                [6, 5, 4]])
+    """
     x = tensor_arg("strided_slice", x)
     if not len(axes) == len(starts) == len(ends) == len(strides):
         raise OpArgumentError(
@@ -167,7 +392,24 @@ def strided_slice(
 
 
 def slice(input: Tensor, axes: Sequence[int], starts: Sequence[int], ends: Sequence[int]) -> Tensor:  # noqa: A001  (Paddle's name)
-    """input[starts:ends] on the given axes (ends past the size are clipped)."""
+    """``input[start:end]`` on the given axes; ends past the size are clipped.
+
+    Args:
+        input (Tensor): the input.
+        axes (list[int]): the axes to slice.
+        starts (list[int | Tensor]): a start per axis.
+        ends (list[int | Tensor]): an end (not included) per axis.
+
+    Returns:
+        Tensor: the slice.
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.to_tensor([[1, 2, 3], [4, 5, 6]])
+        >>> fw.slice(x, axes=[0, 1], starts=[1, 0], ends=[2, 100])
+        Tensor(shape=[1, 3], dtype=int64, device=cpu:0,
+               [[4, 5, 6]])
+    """
     return strided_slice(input, axes, starts, ends, [1] * len(axes))
 
 
@@ -176,16 +418,64 @@ def _int(v: Any) -> int:
 
 
 def unstack(x: Tensor, axis: int = 0, num: int | None = None) -> list[Tensor]:
+    """The slices of ``x`` along ``axis``, that dim removed (as :func:`unbind`).
+
+    Args:
+        x (Tensor): the input.
+        axis (int): the dim to take apart.
+        num (int, optional): Paddle's count; the size of ``axis`` is used.
+
+    Returns:
+        list[Tensor]: ``x.shape[axis]`` tensors.
+
+    Example:
+        >>> import framework as fw
+        >>> [t.tolist() for t in fw.unstack(fw.to_tensor([[1, 2, 3], [4, 5, 6]]), axis=1)]
+        [[1, 4], [2, 5], [3, 6]]
+    """
     x = tensor_arg("unstack", x)
     ax = axis_arg("unstack", axis, x.ndim)
     return [t.squeeze(ax) for t in S.split(x, x.shape[ax], axis=ax)] if x.shape[ax] else []
 
 
 def reverse(x: Tensor, axis: Any, name: str | None = None) -> Tensor:
+    """Reverse the order of the elements of ``x`` along ``axis`` (as :func:`flip`).
+
+    Args:
+        x (Tensor): the input.
+        axis (int | list[int]): the dims to reverse.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: a new tensor.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.reverse(fw.to_tensor([[1, 2, 3], [4, 5, 6]]), 1)
+        Tensor(shape=[2, 3], dtype=int64, device=cpu:0,
+               [[3, 2, 1],
+                [6, 5, 4]])
+    """
     return S.flip(x, axis)
 
 
 def moveaxis(x: Tensor, source: Any, destination: Any, name: str | None = None) -> Tensor:
+    """Move dims of ``x`` to new positions; the others keep their order.
+
+    Args:
+        x (Tensor): the input.
+        source (int | list[int]): the dims to move.
+        destination (int | list[int]): their positions in the result.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: a new tensor.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.moveaxis(fw.zeros([2, 3, 4]), 0, -1).shape
+        (3, 4, 2)
+    """
     x = tensor_arg("moveaxis", x)
     src = [axis_arg("moveaxis", a, x.ndim) for a in ([source] if isinstance(source, int) else source)]
     dst = [
@@ -201,7 +491,23 @@ def moveaxis(x: Tensor, source: Any, destination: Any, name: str | None = None) 
 
 
 def roll(x: Tensor, shifts: Any, axis: Any = None, name: str | None = None) -> Tensor:
-    """Elements shifted cyclically along ``axis`` (the flattened tensor when None)."""
+    """Shift the elements of ``x`` cyclically along ``axis``.
+
+    Args:
+        x (Tensor): the input.
+        shifts (int | list[int]): the shift per axis; positive moves towards higher indices.
+        axis (int | list[int], optional): the axes; ``None``: the flattened ``x``, reshaped back.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: like ``x``.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.roll(fw.to_tensor([1, 2, 3, 4]), 1)
+        Tensor(shape=[4], dtype=int64, device=cpu:0,
+               [4, 1, 2, 3])
+    """
     x = tensor_arg("roll", x)
     if axis is None:
         return roll(x.reshape((-1,)), shifts, 0).reshape(x.shape)
@@ -222,7 +528,24 @@ def roll(x: Tensor, shifts: Any, axis: Any = None, name: str | None = None) -> T
 
 
 def rot90(x: Tensor, k: int = 1, axes: Sequence[int] = (0, 1), name: str | None = None) -> Tensor:
-    """Rotate by 90 degrees k times in the plane of ``axes`` (numpy's rot90)."""
+    """Rotate ``x`` by 90 degrees ``k`` times in the plane of ``axes`` (numpy's ``rot90``).
+
+    Args:
+        x (Tensor): at least 2-d.
+        k (int): the number of turns, from the first axis towards the second.
+        axes (list[int]): two different axes.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: the rotated tensor.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.rot90(fw.to_tensor([[1, 2], [3, 4]]))
+        Tensor(shape=[2, 2], dtype=int64, device=cpu:0,
+               [[2, 4],
+                [1, 3]])
+    """
     x = tensor_arg("rot90", x)
     a0, a1 = (axis_arg("rot90", a, x.ndim) for a in axes)
     if a0 == a1:
@@ -240,7 +563,26 @@ def rot90(x: Tensor, k: int = 1, axes: Sequence[int] = (0, 1), name: str | None 
 
 
 def repeat_interleave(x: Tensor, repeats: Any, axis: int | None = None, name: str | None = None) -> Tensor:
-    """Each element repeated ``repeats`` times along ``axis`` (flattened when None)."""
+    """Repeat each element of ``x`` along ``axis``.
+
+    Args:
+        x (Tensor): the input.
+        repeats (int | list[int] | Tensor): one count for all, or one per element along ``axis``.
+        axis (int, optional): the axis; ``None``: the flattened ``x``.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: longer along ``axis``.
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.to_tensor([1, 2, 3])
+        >>> fw.repeat_interleave(x, 2)
+        Tensor(shape=[6], dtype=int64, device=cpu:0,
+               [1, 1, 2, 2, 3, 3])
+        >>> fw.repeat_interleave(x, [1, 0, 2]).tolist()
+        [1, 3, 3]
+    """
     x = tensor_arg("repeat_interleave", x)
     if axis is None:
         x, axis = x.reshape((-1,)), 0
@@ -263,8 +605,27 @@ def repeat_interleave(x: Tensor, repeats: Any, axis: int | None = None, name: st
 
 
 def tensordot(x: Tensor, y: Tensor, axes: Any = 2, name: str | None = None) -> Tensor:
-    """Sum of products over ``axes`` (an int: the last n of x with the first n of y; or two
-    lists), as one matmul."""
+    """Sum of products over the given axes of ``x`` and ``y``, as one matmul.
+
+    Args:
+        x (Tensor): the first tensor.
+        y (Tensor): the second tensor.
+        axes (int | list): an int ``n``: the last ``n`` dims of ``x`` with the first ``n`` of
+            ``y``; or two lists of axes, for ``x`` and for ``y``.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: the free dims of ``x``, then those of ``y``.
+
+    Example:
+        >>> import framework as fw
+        >>> a = fw.to_tensor([[1.0, 2.0], [3.0, 4.0]])
+        >>> fw.tensordot(a, fw.eye(2))
+        Tensor(shape=[], dtype=float32, device=cpu:0,
+               5.)
+        >>> fw.tensordot(a, fw.to_tensor([1.0, 1.0]), axes=1).tolist()
+        [3.0, 7.0]
+    """
     x, y = tensor_arg("tensordot", x), tensor_arg("tensordot", y, "y")
     if isinstance(axes, int):
         ax, ay = list(range(x.ndim - axes, x.ndim)), list(range(axes))
@@ -286,7 +647,27 @@ def tensordot(x: Tensor, y: Tensor, axes: Any = 2, name: str | None = None) -> T
 
 # -- diagonals and grids ------------------------------------------------------------------------
 def diagonal(x: Tensor, offset: int = 0, axis1: int = 0, axis2: int = 1, name: str | None = None) -> Tensor:
-    """The diagonal of the (axis1, axis2) planes, as the last axis."""
+    """A diagonal of the ``(axis1, axis2)`` planes of ``x``, as the last dim.
+
+    Args:
+        x (Tensor): at least 2-d.
+        offset (int): the diagonal: 0 the main one, > 0 above it, < 0 below it.
+        axis1 (int): the row axis.
+        axis2 (int): the column axis.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: the other dims, then the diagonal.
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.to_tensor([[1, 2, 3], [4, 5, 6]])
+        >>> fw.diagonal(x)
+        Tensor(shape=[2], dtype=int64, device=cpu:0,
+               [1, 5])
+        >>> fw.diagonal(x, offset=1).tolist()
+        [2, 6]
+    """
     x = tensor_arg("diagonal", x)
     a1, a2 = axis_arg("diagonal", axis1, x.ndim), axis_arg("diagonal", axis2, x.ndim)
     if a1 == a2:
@@ -303,7 +684,28 @@ def diagonal(x: Tensor, offset: int = 0, axis1: int = 0, axis2: int = 1, name: s
 
 
 def diag(x: Tensor, offset: int = 0, padding_value: float = 0, name: str | None = None) -> Tensor:
-    """1-d x: a square matrix with x on diagonal ``offset``; 2-d x: that diagonal of x."""
+    """A square matrix with ``x`` on a diagonal (1-d ``x``), or a diagonal of ``x`` (2-d ``x``).
+
+    Args:
+        x (Tensor): 1-d or 2-d.
+        offset (int): the diagonal: 0 the main one, > 0 above it, < 0 below it.
+        padding_value (float): the value off the diagonal (1-d ``x``).
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: ``[n + |offset|, n + |offset|]`` for 1-d ``x``; 1-d for 2-d ``x``.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.diag(fw.to_tensor([1, 2]))
+        Tensor(shape=[2, 2], dtype=int64, device=cpu:0,
+               [[1, 0],
+                [0, 2]])
+        >>> fw.diag(fw.to_tensor([1, 2]), padding_value=9).tolist()
+        [[1, 9], [9, 2]]
+        >>> fw.diag(fw.to_tensor([[1, 2], [3, 4]])).tolist()
+        [1, 4]
+    """
     x = tensor_arg("diag", x)
     if x.ndim == 2:
         return diagonal(x, offset)
@@ -321,11 +723,42 @@ def diag(x: Tensor, offset: int = 0, padding_value: float = 0, name: str | None 
 
 
 def diagflat(x: Tensor, offset: int = 0, name: str | None = None) -> Tensor:
+    """A square matrix with the flattened ``x`` on a diagonal.
+
+    Args:
+        x (Tensor): any shape.
+        offset (int): the diagonal: 0 the main one, > 0 above it, < 0 below it.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: ``[n + |offset|, n + |offset|]``, ``n = x.numel()``.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.diagflat(fw.to_tensor([[1, 2], [3, 4]])).tolist()
+        [[1, 0, 0, 0], [0, 2, 0, 0], [0, 0, 3, 0], [0, 0, 0, 4]]
+    """
     return diag(tensor_arg("diagflat", x).reshape((-1,)), offset)
 
 
 def meshgrid(*args: Any, **kwargs: Any) -> list[Tensor]:
-    """Coordinate grids from 1-d tensors, 'ij' indexing (Paddle's)."""
+    """Coordinate grids from 1-d tensors, with ``"ij"`` indexing (Paddle's).
+
+    Args:
+        *args (Tensor | list[Tensor]): 1-d tensors, or one list of them.
+        **kwargs: Paddle's ``name``; ignored.
+
+    Returns:
+        list[Tensor]: one tensor per input, each of shape ``[len(args[0]), len(args[1]), ...]``.
+
+    Example:
+        >>> import framework as fw
+        >>> a, b = fw.meshgrid(fw.to_tensor([1, 2]), fw.to_tensor([3, 4, 5]))
+        >>> a.tolist()
+        [[1, 1, 1], [2, 2, 2]]
+        >>> b.tolist()
+        [[3, 4, 5], [3, 4, 5]]
+    """
     ts = list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) else list(args)
     for t in ts:
         if tensor_arg("meshgrid", t).ndim != 1:
@@ -341,9 +774,31 @@ def meshgrid(*args: Any, **kwargs: Any) -> list[Tensor]:
 
 # -- einsum -------------------------------------------------------------------------------------
 def einsum(equation: str, *operands: Tensor) -> Tensor:
-    """Einstein summation (explicit ``->`` or implicit output, ``...`` broadcast dims): operands
-    are aligned on a common letter order, multiplied with broadcasting and summed over the
-    letters that are not in the output."""
+    """Einstein summation over the operands, as ``equation`` spells it.
+
+    The output is explicit (``"ij,jk->ik"``) or implicit (the letters that occur once, sorted);
+    ``...`` stands for broadcast dims, and a letter repeated in one term takes a diagonal.
+    Operands are aligned on one letter order, multiplied with broadcasting and summed over the
+    letters not in the output.
+
+    Args:
+        equation (str): the subscripts, e.g. ``"ij,jk->ik"``.
+        *operands (Tensor): the tensors, one per term (or one list of them).
+
+    Returns:
+        Tensor: the result.
+
+    Example:
+        >>> import framework as fw
+        >>> a = fw.to_tensor([[1.0, 2.0], [3.0, 4.0]])
+        >>> fw.einsum("ij,jk->ik", a, fw.eye(2)).tolist()
+        [[1.0, 2.0], [3.0, 4.0]]
+        >>> fw.einsum("ii", a)
+        Tensor(shape=[], dtype=float32, device=cpu:0,
+               5.)
+        >>> fw.einsum("i,j->ij", fw.to_tensor([1, 2]), fw.to_tensor([3, 4])).tolist()
+        [[3, 4], [6, 8]]
+    """
     ops = (
         list(operands[0]) if len(operands) == 1 and isinstance(operands[0], (list, tuple)) else list(operands)
     )

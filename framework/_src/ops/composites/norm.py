@@ -90,7 +90,23 @@ def logsumexp_decomposition(x: Tensor, axes: tuple[int, ...], keepdim: bool) -> 
 
 
 def logsumexp(x: Tensor, axis: Any = None, keepdim: bool = False, name: str | None = None) -> Tensor:
-    """log(sum(exp(x))) over ``axis`` (all axes when None), computed stably."""
+    """``log(sum(exp(x)))`` over ``axis``, computed stably (the maximum is taken out first).
+
+    Args:
+        x (Tensor): the input; integers are cast to the default float dtype.
+        axis (int | list[int] | tuple[int], optional): the axes to reduce; ``None``: all of them.
+        keepdim (bool): keep the reduced axes, with size 1.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: a float tensor.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.logsumexp(fw.to_tensor([[1000.0, 1000.0], [0.0, 0.0]]), axis=1)
+        Tensor(shape=[2], dtype=float32, device=cpu:0,
+               [1.0006932e+03, 6.9314718e-01])
+    """
     x = float_arg("logsumexp", x)
     axes = M.normalize_axes("logsumexp", axis, x.ndim)
     if not axes:

@@ -18,14 +18,46 @@ from .sorting import topk
 
 
 def standard_normal(shape: Any, dtype: Any = None, name: str | None = None) -> Tensor:
-    """Samples of N(0, 1)."""
+    """Standard normal random numbers (mean 0, standard deviation 1), as :func:`randn`.
+
+    Args:
+        shape (int | list[int] | tuple[int] | Tensor): the shape.
+        dtype (str | np.dtype, optional): a float dtype; default :func:`get_default_dtype`.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: a new tensor on the current device.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.standard_normal([2, 3]).shape
+        (2, 3)
+    """
     return R.randn(shape, dtype=dtype)
 
 
 def randint_like(
     x: Tensor, low: int = 0, high: int | None = None, dtype: Any = None, name: str | None = None
 ) -> Tensor:
-    """Integers uniform in [low, high) with the shape of ``x`` (and its dtype unless given)."""
+    """Random integers uniform in ``[low, high)``, of ``x``'s shape, device and (by default) dtype.
+
+    Args:
+        x (Tensor): gives the shape, the device and the default dtype.
+        low (int): the lower bound; with ``high`` omitted, the upper one (and 0 the lower).
+        high (int, optional): the upper bound, not included.
+        dtype (str | np.dtype, optional): default ``x.dtype``.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: a new tensor.
+
+    Example:
+        >>> import framework as fw
+        >>> _ = fw.seed(1)
+        >>> fw.randint_like(fw.zeros([4], dtype="int32"), 0, 10)
+        Tensor(shape=[4], dtype=int32, device=cpu:0,
+               [8, 8, 5, 7])
+    """
     x = tensor_arg("randint_like", x)
     return R.randint(low, high, x.shape, dtype=dtype if dtype is not None else x.dtype, device=x.device)
 
@@ -33,8 +65,28 @@ def randint_like(
 def multinomial(
     x: Tensor, num_samples: int = 1, replacement: bool = False, name: str | None = None
 ) -> Tensor:
-    """Class indices drawn from the (unnormalised) probabilities in the last axis of ``x``:
-    with ``replacement`` by inverting the CDF, without by the Gumbel-top-k trick."""
+    """Class indices drawn from the probabilities in the last axis of ``x``.
+
+    With ``replacement`` by inverting the cumulative distribution, without by the Gumbel-top-k
+    trick (each class at most once).
+
+    Args:
+        x (Tensor): ``[c]`` or ``[n, c]`` non-negative weights (need not sum to 1).
+        num_samples (int): draws per row; at most ``c`` without replacement.
+        replacement (bool): draw with replacement.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: int64 ``[num_samples]`` or ``[n, num_samples]``.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.multinomial(fw.to_tensor([0.0, 1.0, 0.0]), 3, replacement=True)
+        Tensor(shape=[3], dtype=int64, device=cpu:0,
+               [1, 1, 1])
+        >>> sorted(fw.multinomial(fw.to_tensor([1.0, 0.0, 1.0]), 2).tolist())
+        [0, 2]
+    """
     p = float_arg("multinomial", x)
     if p.ndim not in (1, 2):
         raise OpArgumentError(
@@ -61,9 +113,27 @@ def multinomial(
 
 
 def poisson(x: Tensor, name: str | None = None) -> Tensor:
-    """Poisson samples with rates ``x`` (elementwise), by inverting the CDF: the pmf is summed
-    from k = 0 (in log space, so large rates do not underflow) until every uniform is covered;
-    the number of rounds grows like max(rate) + 10 sqrt(max(rate))."""
+    """Poisson random numbers with the rates in ``x``, elementwise.
+
+    The cumulative distribution is inverted (summed in log space from k = 0 until every uniform
+    is covered); the number of rounds grows like ``max(x) + 10 * sqrt(max(x))``.
+
+    Args:
+        x (Tensor): non-negative rates; integers are cast to the default float dtype.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: counts, of ``x``'s shape and float dtype.
+
+    Example:
+        >>> import framework as fw
+        >>> _ = fw.seed(1)
+        >>> fw.poisson(fw.to_tensor([0.0, 2.0, 5.0]))
+        Tensor(shape=[3], dtype=float32, device=cpu:0,
+               [0., 4., 5.])
+        >>> round(fw.poisson(fw.full([10000], 3.0)).mean().item(), 1)
+        3.0
+    """
     lam = float_arg("poisson", x)
     if bool(M.any(lam < 0).item()):
         raise OpArgumentError("[poisson] rates must be non-negative")

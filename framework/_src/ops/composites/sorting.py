@@ -39,7 +39,30 @@ def _ranks(x: Tensor, descending: bool) -> Tensor:
 def argsort(
     x: Tensor, axis: int = -1, descending: bool = False, stable: bool = True, name: str | None = None
 ) -> Tensor:
-    """Indices that sort ``x`` along ``axis`` (stable; ``descending`` for largest first)."""
+    """The indices that sort ``x`` along ``axis`` (stable: equal values keep their order).
+
+    Each element is ranked by counting the elements before it: O(n^2) work and memory per row of
+    the sorted axis, meant for the short axes models sort.
+
+    Args:
+        x (Tensor): the input.
+        axis (int): the axis.
+        descending (bool): largest first.
+        stable (bool): Paddle's argument; the sort is always stable.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: int64, of ``x``'s shape.
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.to_tensor([3, 1, 2, 1])
+        >>> fw.argsort(x)
+        Tensor(shape=[4], dtype=int64, device=cpu:0,
+               [1, 3, 2, 0])
+        >>> fw.argsort(x, descending=True).tolist()
+        [0, 2, 1, 3]
+    """
     x = tensor_arg("argsort", x)
     if x.ndim == 0:
         return C.zeros([], dtype="int64", device=x.device)
@@ -54,7 +77,26 @@ def argsort(
 def sort(
     x: Tensor, axis: int = -1, descending: bool = False, stable: bool = True, name: str | None = None
 ) -> Tensor:
-    """``x`` sorted along ``axis`` (differentiable: the gradient goes back to each element)."""
+    """``x`` sorted along ``axis`` (stable; differentiable, the gradient goes back to each element).
+
+    Args:
+        x (Tensor): the input.
+        axis (int): the axis.
+        descending (bool): largest first.
+        stable (bool): Paddle's argument; the sort is always stable.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: like ``x``.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.sort(fw.to_tensor([3, 1, 2, 1]))
+        Tensor(shape=[4], dtype=int64, device=cpu:0,
+               [1, 1, 2, 3])
+        >>> fw.sort(fw.to_tensor([[3.0, 1.0], [0.0, 2.0]]), axis=0, descending=True).tolist()
+        [[3.0, 2.0], [0.0, 1.0]]
+    """
     x = tensor_arg("sort", x)
     if x.ndim == 0:
         return x
@@ -64,7 +106,27 @@ def sort(
 def kthvalue(
     x: Tensor, k: int, axis: int = -1, keepdim: bool = False, name: str | None = None
 ) -> tuple[Tensor, Tensor]:
-    """The k-th smallest value (1-based) along ``axis`` and its index."""
+    """The ``k``-th smallest value of ``x`` along ``axis`` (1-based), and its index.
+
+    Args:
+        x (Tensor): the input.
+        k (int): in ``[1, x.shape[axis]]``.
+        axis (int): the axis.
+        keepdim (bool): keep the reduced axis, with size 1.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        tuple[Tensor, Tensor]: the values and their int64 indices.
+
+    Example:
+        >>> import framework as fw
+        >>> value, index = fw.kthvalue(fw.to_tensor([5.0, 1.0, 4.0, 2.0]), 2)
+        >>> value
+        Tensor(shape=[], dtype=float32, device=cpu:0,
+               2.)
+        >>> index.item()
+        3
+    """
     x = tensor_arg("kthvalue", x)
     ax = axis_arg("kthvalue", axis, x.ndim)
     n = x.shape[ax] if x.ndim else 1
@@ -78,8 +140,33 @@ def kthvalue(
 def topk(
     x: Tensor, k: int, axis: int = -1, largest: bool = True, sorted: bool = True, name: str | None = None
 ) -> tuple[Tensor, Tensor]:
-    """The ``k`` largest (or smallest) values along ``axis`` and their int64 indices, by k
-    rounds of argmax and masking (ties go to the lower index)."""
+    """The ``k`` largest (or smallest) values of ``x`` along ``axis``, and their indices.
+
+    Computed by ``k`` rounds of argmax and masking; ties go to the lower index.
+
+    Args:
+        x (Tensor): the input.
+        k (int): how many, in ``[1, x.shape[axis]]``.
+        axis (int): the axis.
+        largest (bool): the largest values, else the smallest.
+        sorted (bool): Paddle's argument; the values always come sorted (largest, or smallest,
+            first).
+        name: ignored (Paddle's signature).
+
+    Returns:
+        tuple[Tensor, Tensor]: the values and their int64 indices, ``k`` long along ``axis``.
+
+    Example:
+        >>> import framework as fw
+        >>> values, indices = fw.topk(fw.to_tensor([1, 5, 3, 5, 2]), 2)
+        >>> values
+        Tensor(shape=[2], dtype=int64, device=cpu:0,
+               [5, 5])
+        >>> indices.tolist()
+        [1, 3]
+        >>> fw.topk(fw.to_tensor([[1, 5, 3], [4, 0, 2]]), 1, largest=False)[0].tolist()
+        [[1], [0]]
+    """
     x = tensor_arg("topk", x)
     ax = axis_arg("topk", axis, x.ndim)
     n = x.shape[ax] if x.ndim else 1
@@ -118,8 +205,29 @@ def _flat_axis(name: str, x: Tensor, axis: Any) -> tuple[Tensor, int]:
 def median(
     x: Tensor, axis: int | None = None, keepdim: bool = False, mode: str = "avg", name: str | None = None
 ) -> Tensor:
-    """Median along ``axis`` (all elements when None); ``mode='avg'`` averages the two middle
-    values of an even count, ``'min'`` takes the lower one."""
+    """The median of ``x`` along ``axis``.
+
+    Args:
+        x (Tensor): the input; with ``mode="avg"``, integers are cast to the default float dtype.
+        axis (int, optional): the axis; ``None``: all elements.
+        keepdim (bool): keep the reduced axis, with size 1.
+        mode (str): ``"avg"``: the mean of the two middle values of an even count; ``"min"``: the
+            lower one.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: the medians.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.median(fw.to_tensor([5.0, 1.0, 4.0, 2.0]))
+        Tensor(shape=[], dtype=float32, device=cpu:0,
+               3.)
+        >>> fw.median(fw.to_tensor([5, 1, 4, 2]), mode="min").item()
+        2
+        >>> fw.median(fw.to_tensor([[5.0, 1.0, 4.0], [2.0, 2.0, 8.0]]), axis=1).tolist()
+        [4.0, 2.0]
+    """
     if mode not in ("avg", "min"):
         raise OpArgumentError(f"[median] mode must be 'avg' or 'min', got {mode!r}")
     x = float_arg("median", x) if mode == "avg" else tensor_arg("median", x)
@@ -143,8 +251,32 @@ def quantile(
     interpolation: str = "linear",
     name: str | None = None,
 ) -> Tensor:
-    """The q-th quantiles (q in [0, 1], a number or a list) along ``axis``; ``interpolation``
-    is 'linear', 'lower', 'higher', 'nearest' or 'midpoint' as in numpy."""
+    """The ``q``-th quantiles of ``x`` along ``axis``, interpolated as numpy does.
+
+    Args:
+        x (Tensor): the input; integers are cast to the default float dtype.
+        q (float | list[float] | Tensor): in ``[0, 1]``; a list gives one result per entry,
+            stacked first.
+        axis (int | list[int], optional): the axis; ``None``: all elements.
+        keepdim (bool): keep the reduced axis, with size 1.
+        interpolation (str): ``"linear"``, ``"lower"``, ``"higher"``, ``"nearest"`` or
+            ``"midpoint"``.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: the quantiles.
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.to_tensor([1.0, 2.0, 3.0, 4.0])
+        >>> fw.quantile(x, 0.5)
+        Tensor(shape=[], dtype=float32, device=cpu:0,
+               2.5)
+        >>> fw.quantile(x, [0.25, 1.0]).tolist()
+        [1.75, 4.0]
+        >>> fw.quantile(x, 0.5, interpolation="lower").item()
+        2.0
+    """
     if interpolation not in ("linear", "lower", "higher", "nearest", "midpoint"):
         raise OpArgumentError(
             f"[quantile] interpolation must be linear/lower/higher/nearest/midpoint, got {interpolation!r}"
@@ -175,8 +307,28 @@ def quantile(
 
 
 def mode(x: Tensor, axis: int = -1, keepdim: bool = False, name: str | None = None) -> tuple[Tensor, Tensor]:
-    """The most frequent value along ``axis`` (the smallest of equally frequent ones) and the
-    index of its last occurrence."""
+    """The most frequent value of ``x`` along ``axis``, and the index of its last occurrence.
+
+    Of equally frequent values, the smallest wins.
+
+    Args:
+        x (Tensor): the input.
+        axis (int): the axis.
+        keepdim (bool): keep the reduced axis, with size 1.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        tuple[Tensor, Tensor]: the values and their int64 indices.
+
+    Example:
+        >>> import framework as fw
+        >>> values, indices = fw.mode(fw.to_tensor([[1, 1, 3], [2, 3, 3]]))
+        >>> values
+        Tensor(shape=[2], dtype=int64, device=cpu:0,
+               [1, 3])
+        >>> indices.tolist()
+        [1, 2]
+    """
     x = tensor_arg("mode", x)
     ax = axis_arg("mode", axis, x.ndim)
     t = x.swapaxes(ax, -1) if ax != x.ndim - 1 else x
@@ -199,8 +351,28 @@ def searchsorted(
     right: bool = False,
     name: str | None = None,
 ) -> Tensor:
-    """Insertion positions of ``values`` in the last axis of ``sorted_sequence`` (left: first
-    position, ``right``: after equal entries)."""
+    """Where ``values`` would be inserted in the last axis of ``sorted_sequence`` to keep it sorted.
+
+    Args:
+        sorted_sequence (Tensor): ascending along the last axis; its leading dims match those of
+            ``values`` when it has more than one dim.
+        values (Tensor): the values to place.
+        out_int32 (bool): int32 positions, else int64.
+        right (bool): after entries equal to the value, else before them.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: positions, of ``values``'s shape.
+
+    Example:
+        >>> import framework as fw
+        >>> seq = fw.to_tensor([1, 3, 5, 7])
+        >>> fw.searchsorted(seq, fw.to_tensor([3, 6]))
+        Tensor(shape=[2], dtype=int64, device=cpu:0,
+               [1, 3])
+        >>> fw.searchsorted(seq, fw.to_tensor([3, 6]), right=True).tolist()
+        [2, 3]
+    """
     seq = tensor_arg("searchsorted", sorted_sequence, "sorted_sequence")
     v = tensor_arg("searchsorted", values, "values")
     if seq.ndim > 1 and seq.shape[:-1] != v.shape[:-1]:
@@ -214,7 +386,23 @@ def searchsorted(
 
 
 def index_sample(x: Tensor, index: Tensor) -> Tensor:
-    """out[i, j] = x[i, index[i, j]] for 2-d x and index."""
+    """Per-row gather: ``out[i, j] = x[i, index[i, j]]``.
+
+    Args:
+        x (Tensor): 2-d.
+        index (Tensor): 2-d integers, as many rows as ``x``.
+
+    Returns:
+        Tensor: of ``index``'s shape.
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.to_tensor([[1, 2, 3], [4, 5, 6]])
+        >>> fw.index_sample(x, fw.to_tensor([[2, 0], [1, 1]]))
+        Tensor(shape=[2, 2], dtype=int64, device=cpu:0,
+               [[3, 1],
+                [5, 5]])
+    """
     x = tensor_arg("index_sample", x)
     index = tensor_arg("index_sample", index, "index")
     if x.ndim != 2 or index.ndim != 2 or index.shape[0] != x.shape[0]:
@@ -234,9 +422,31 @@ def unique(
     dtype: Any = "int64",
     name: str | None = None,
 ) -> Any:
-    """The sorted unique values (of the flattened tensor, or unique slices along ``axis``),
-    with first indices, the inverse map and counts when asked. Read on the host: the result
-    size depends on the values."""
+    """The sorted unique values of ``x`` (or slices along ``axis``), with indices and counts when asked.
+
+    Read on the host: the size of the result depends on the values.
+
+    Args:
+        x (Tensor): the input; flattened unless ``axis`` is given.
+        return_index (bool): also the index of each unique value's first occurrence.
+        return_inverse (bool): also, per element of ``x``, the index of its value in the result.
+        return_counts (bool): also how often each unique value occurs.
+        axis (int, optional): unique slices along this axis.
+        dtype (str | np.dtype): the dtype of the indices and counts.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor | tuple[Tensor, ...]: the unique values, then what was asked for, in that order.
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.to_tensor([2, 1, 2, 3])
+        >>> fw.unique(x)
+        Tensor(shape=[3], dtype=int64, device=cpu:0,
+               [1, 2, 3])
+        >>> [t.tolist() for t in fw.unique(x, return_index=True, return_inverse=True, return_counts=True)]
+        [[1, 2, 3], [1, 0, 3], [1, 0, 1, 2], [1, 2, 1]]
+    """
     x = tensor_arg("unique", x)
     arr = x.numpy()
     if axis is not None:
@@ -260,8 +470,30 @@ def unique_consecutive(
     dtype: Any = "int64",
     name: str | None = None,
 ) -> Any:
-    """Collapse runs of equal consecutive values (of the flattened tensor, or of slices along
-    ``axis``); read on the host."""
+    """Collapse runs of equal consecutive values of ``x`` (or slices along ``axis``) to one.
+
+    Read on the host: the size of the result depends on the values.
+
+    Args:
+        x (Tensor): the input; flattened unless ``axis`` is given.
+        return_inverse (bool): also, per element of ``x``, the index of its run in the result.
+        return_counts (bool): also the length of each run.
+        axis (int, optional): collapse slices along this axis.
+        dtype (str | np.dtype): the dtype of the indices and counts.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor | tuple[Tensor, ...]: the values, then what was asked for, in that order.
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.to_tensor([1, 1, 2, 2, 1])
+        >>> fw.unique_consecutive(x)
+        Tensor(shape=[3], dtype=int64, device=cpu:0,
+               [1, 2, 1])
+        >>> [t.tolist() for t in fw.unique_consecutive(x, return_inverse=True, return_counts=True)]
+        [[1, 2, 1], [0, 0, 1, 1, 2], [2, 2, 1]]
+    """
     x = tensor_arg("unique_consecutive", x)
     arr = x.numpy()
     if axis is None:

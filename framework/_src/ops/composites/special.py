@@ -87,13 +87,43 @@ def atan2_decomposition(y: Tensor, x: Tensor) -> Tensor:
 
 
 def atan(x: Tensor, name: str | None = None) -> Tensor:
-    """Elementwise arctangent."""
+    """Elementwise arctangent.
+
+    Args:
+        x (Tensor): the input; integers are cast to the default float dtype.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: a float tensor of ``x``'s shape, in (-pi/2, pi/2).
+
+    Example:
+        >>> import framework as fw
+        >>> fw.atan(fw.to_tensor([0.0, 1.0, -1.0]))
+        Tensor(shape=[3], dtype=float32, device=cpu:0,
+               [ 0.       ,  0.7853982, -0.7853982])
+    """
     return call(OPS["atan"], [float_arg("atan", x)], {})
 
 
 def atan2(x: Tensor, y: Tensor, name: str | None = None) -> Tensor:
-    """Elementwise arctangent of x / y in (-pi, pi] (Paddle's argument order: x is the
-    ordinate, y the abscissa)."""
+    """Elementwise arctangent of ``x / y`` in (-pi, pi], the quadrant from both signs.
+
+    Paddle's argument order: ``x`` is the ordinate, ``y`` the abscissa.
+
+    Args:
+        x (Tensor): the ordinate; integers are cast to the default float dtype.
+        y (Tensor): the abscissa; ``x`` and ``y`` broadcast together.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: a float tensor of the broadcast shape.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.atan2(fw.to_tensor([1.0, 1.0, -1.0]), fw.to_tensor([1.0, -1.0, 0.0]))
+        Tensor(shape=[3], dtype=float32, device=cpu:0,
+               [ 0.7853982,  2.3561945, -1.5707964])
+    """
     a, b = M._operands("atan2", float_arg("atan2", x), float_arg("atan2", y))
     if a.shape != b.shape:
         a, b = broadcast_tensors([a, b])
@@ -101,45 +131,168 @@ def atan2(x: Tensor, y: Tensor, name: str | None = None) -> Tensor:
 
 
 def asin(x: Tensor, name: str | None = None) -> Tensor:
-    """atan(x / sqrt((1 - x)(1 + x))): NaN outside [-1, 1]."""
+    """Elementwise arcsine.
+
+    Computed as ``atan(x / sqrt((1 - x) * (1 + x)))``.
+
+    Args:
+        x (Tensor): the input; integers are cast to the default float dtype.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: a float tensor of ``x``'s shape, in [-pi/2, pi/2]; NaN outside [-1, 1].
+
+    Example:
+        >>> import framework as fw
+        >>> fw.asin(fw.to_tensor([0.0, 0.5, 1.0]))
+        Tensor(shape=[3], dtype=float32, device=cpu:0,
+               [0.       , 0.5235988, 1.5707964])
+    """
     x = float_arg("asin", x)
     return atan(x / M.sqrt((1.0 - x) * (1.0 + x)))
 
 
 def acos(x: Tensor, name: str | None = None) -> Tensor:
-    """2 atan(sqrt((1 - x) / (1 + x))): accurate near x = 1."""
+    """Elementwise arccosine.
+
+    Computed as ``2 * atan(sqrt((1 - x) / (1 + x)))``, accurate near ``x = 1``.
+
+    Args:
+        x (Tensor): the input; integers are cast to the default float dtype.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: a float tensor of ``x``'s shape, in [0, pi]; NaN outside [-1, 1].
+
+    Example:
+        >>> import framework as fw
+        >>> fw.acos(fw.to_tensor([1.0, 0.0, -1.0]))
+        Tensor(shape=[3], dtype=float32, device=cpu:0,
+               [0.       , 1.5707964, 3.1415927])
+    """
     x = float_arg("acos", x)
     return atan(M.sqrt((1.0 - x) / (1.0 + x))) * 2.0
 
 
 def tan(x: Tensor, name: str | None = None) -> Tensor:
+    """Elementwise tangent (radians).
+
+    Args:
+        x (Tensor): the input; integers are cast to the default float dtype.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: a float tensor of ``x``'s shape.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.tan(fw.to_tensor([0.0, 0.7853982]))
+        Tensor(shape=[2], dtype=float32, device=cpu:0,
+               [0., 1.])
+    """
     x = float_arg("tan", x)
     return M.sin(x) / M.cos(x)
 
 
 def sinh(x: Tensor, name: str | None = None) -> Tensor:
+    """Elementwise hyperbolic sine ``(exp(x) - exp(-x)) / 2``.
+
+    Args:
+        x (Tensor): the input; integers are cast to the default float dtype.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: a float tensor of ``x``'s shape.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.sinh(fw.to_tensor([0.0, 1.0]))
+        Tensor(shape=[2], dtype=float32, device=cpu:0,
+               [0.       , 1.1752013])
+    """
     x = float_arg("sinh", x)
     return (M.exp(x) - M.exp(-x)) * 0.5
 
 
 def cosh(x: Tensor, name: str | None = None) -> Tensor:
+    """Elementwise hyperbolic cosine ``(exp(x) + exp(-x)) / 2``.
+
+    Args:
+        x (Tensor): the input; integers are cast to the default float dtype.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: a float tensor of ``x``'s shape, >= 1.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.cosh(fw.to_tensor([0.0, 1.0]))
+        Tensor(shape=[2], dtype=float32, device=cpu:0,
+               [1.       , 1.5430807])
+    """
     x = float_arg("cosh", x)
     return (M.exp(x) + M.exp(-x)) * 0.5
 
 
 def asinh(x: Tensor, name: str | None = None) -> Tensor:
-    """sign(x) log(|x| + sqrt(x^2 + 1)) (odd, no cancellation for x < 0)."""
+    """Elementwise inverse hyperbolic sine.
+
+    Computed as ``sign(x) * log(|x| + sqrt(x^2 + 1))`` (odd, no cancellation for ``x < 0``).
+
+    Args:
+        x (Tensor): the input; integers are cast to the default float dtype.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: a float tensor of ``x``'s shape.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.asinh(fw.to_tensor([0.0, 1.0, -1.0]))
+        Tensor(shape=[3], dtype=float32, device=cpu:0,
+               [ 0.        ,  0.88137364, -0.88137364])
+    """
     x = float_arg("asinh", x)
     a = M.abs(x)
     return M.sign(x) * M.log(a + M.sqrt(a * a + 1.0))
 
 
 def acosh(x: Tensor, name: str | None = None) -> Tensor:
+    """Elementwise inverse hyperbolic cosine.
+
+    Args:
+        x (Tensor): the input, >= 1; integers are cast to the default float dtype.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: a float tensor of ``x``'s shape; NaN below 1.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.acosh(fw.to_tensor([1.0, 2.0]))
+        Tensor(shape=[2], dtype=float32, device=cpu:0,
+               [0.      , 1.316958])
+    """
     x = float_arg("acosh", x)
     return M.log(x + M.sqrt((x - 1.0) * (x + 1.0)))
 
 
 def atanh(x: Tensor, name: str | None = None) -> Tensor:
+    """Elementwise inverse hyperbolic tangent ``log((1 + x) / (1 - x)) / 2``.
+
+    Args:
+        x (Tensor): the input, in [-1, 1]; integers are cast to the default float dtype.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: a float tensor of ``x``'s shape; +-inf at +-1.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.atanh(fw.to_tensor([0.0, 0.5]))
+        Tensor(shape=[2], dtype=float32, device=cpu:0,
+               [0.        , 0.54930615])
+    """
     x = float_arg("atanh", x)
     return M.log((1.0 + x) / (1.0 - x)) * 0.5
 
@@ -226,12 +379,42 @@ def digamma_decomposition(x: Tensor) -> Tensor:
 
 
 def lgamma(x: Tensor, name: str | None = None) -> Tensor:
-    """Elementwise log of the absolute value of the gamma function."""
+    """Elementwise log of the absolute value of the gamma function.
+
+    Lanczos' approximation for ``x >= 0.5``, the reflection formula below.
+
+    Args:
+        x (Tensor): the input; integers are cast to the default float dtype.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: a float tensor of ``x``'s shape.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.lgamma(fw.to_tensor([5.0, 0.5]))
+        Tensor(shape=[2], dtype=float32, device=cpu:0,
+               [3.1780548 , 0.57236516])
+    """
     return call(OPS["lgamma"], [float_arg("lgamma", x)], {})
 
 
 def digamma(x: Tensor, name: str | None = None) -> Tensor:
-    """Elementwise derivative of lgamma."""
+    """Elementwise digamma function, the derivative of :func:`lgamma`.
+
+    Args:
+        x (Tensor): the input; integers are cast to the default float dtype.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: a float tensor of ``x``'s shape.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.digamma(fw.to_tensor([1.0, 2.0]))
+        Tensor(shape=[2], dtype=float32, device=cpu:0,
+               [-0.5772159,  0.4227842])
+    """
     return call(OPS["digamma"], [float_arg("digamma", x)], {})
 
 
@@ -281,13 +464,44 @@ def erfinv_decomposition(x: Tensor) -> Tensor:
 
 
 def erfinv(x: Tensor, name: str | None = None) -> Tensor:
-    """Inverse of erf on (-1, 1)."""
+    """Elementwise inverse of the error function :func:`erf`.
+
+    Giles' approximation, then two Newton steps.
+
+    Args:
+        x (Tensor): the input, in [-1, 1]; integers are cast to the default float dtype.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: a float tensor of ``x``'s shape; +-inf at +-1.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.erfinv(fw.to_tensor([0.0, 0.5, 1.0]))
+        Tensor(shape=[3], dtype=float32, device=cpu:0,
+               [0.        , 0.47693628,        inf])
+    """
     return call(OPS["erfinv"], [float_arg("erfinv", x)], {})
 
 
 # -- small ones -------------------------------------------------------------------------------
 def logit(x: Tensor, eps: float | None = None, name: str | None = None) -> Tensor:
-    """log(x / (1 - x)), with x clipped to [eps, 1 - eps] when ``eps`` is given."""
+    """Elementwise log-odds ``log(x / (1 - x))``, the inverse of the sigmoid.
+
+    Args:
+        x (Tensor): probabilities; integers are cast to the default float dtype.
+        eps (float, optional): clip ``x`` to ``[eps, 1 - eps]`` first.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: a float tensor of ``x``'s shape.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.logit(fw.to_tensor([0.5, 0.75]))
+        Tensor(shape=[2], dtype=float32, device=cpu:0,
+               [0.       , 1.0986123])
+    """
     x = float_arg("logit", x)
     if eps is not None:
         x = M.clip(x, eps, 1.0 - eps)
@@ -295,17 +509,78 @@ def logit(x: Tensor, eps: float | None = None, name: str | None = None) -> Tenso
 
 
 def stanh(x: Tensor, scale_a: float = 0.67, scale_b: float = 1.7159, name: str | None = None) -> Tensor:
-    """scale_b * tanh(scale_a * x)."""
+    """Elementwise scaled tanh ``scale_b * tanh(scale_a * x)``.
+
+    Args:
+        x (Tensor): the input; integers are cast to the default float dtype.
+        scale_a (float): the scale inside the tanh.
+        scale_b (float): the scale outside.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: a float tensor of ``x``'s shape.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.stanh(fw.to_tensor([0.0, 1.0]))
+        Tensor(shape=[2], dtype=float32, device=cpu:0,
+               [0.      , 1.003767])
+    """
     return M.tanh(float_arg("stanh", x) * scale_a) * scale_b
 
 
 def log10(x: Tensor, name: str | None = None) -> Tensor:
+    """Elementwise base-10 logarithm.
+
+    Args:
+        x (Tensor): the input; integers are cast to the default float dtype.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: a float tensor of ``x``'s shape.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.log10(fw.to_tensor([1.0, 100.0]))
+        Tensor(shape=[2], dtype=float32, device=cpu:0,
+               [0., 2.])
+    """
     return M.log(float_arg("log10", x)) * (1.0 / _m.log(10.0))
 
 
 def rad2deg(x: Tensor, name: str | None = None) -> Tensor:
+    """Elementwise conversion of radians to degrees.
+
+    Args:
+        x (Tensor): the input; integers are cast to the default float dtype.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: a float tensor of ``x``'s shape.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.rad2deg(fw.to_tensor([3.14159265, 1.0]))
+        Tensor(shape=[2], dtype=float32, device=cpu:0,
+               [180.     ,  57.29578])
+    """
     return float_arg("rad2deg", x) * (180.0 / _m.pi)
 
 
 def deg2rad(x: Tensor, name: str | None = None) -> Tensor:
+    """Elementwise conversion of degrees to radians.
+
+    Args:
+        x (Tensor): the input; integers are cast to the default float dtype.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: a float tensor of ``x``'s shape.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.deg2rad(fw.to_tensor([180.0, 90.0]))
+        Tensor(shape=[2], dtype=float32, device=cpu:0,
+               [3.1415927, 1.5707964])
+    """
     return float_arg("deg2rad", x) * (_m.pi / 180.0)
