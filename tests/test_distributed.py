@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -21,7 +22,9 @@ from tests.conftest import MPI_INSTALLED, needs_mpi
 SCRIPTS = Path(__file__).parent / "dist_scripts"
 
 
-def _launch(script: str, n: int, *args: str, collective_timeout: float | None = None) -> tuple[object, str]:
+def _launch(
+    script: str, n: int, *args: str, collective_timeout: float | None = None, **options: object
+) -> tuple[object, str]:
     out = tempfile.mkdtemp(prefix="oarlock-dist-")
     proc = launch.run(
         [str(SCRIPTS / script), *args, out]
@@ -30,6 +33,7 @@ def _launch(script: str, n: int, *args: str, collective_timeout: float | None = 
         n,
         timeout=240,
         collective_timeout=collective_timeout,
+        **options,
     )
     return proc, out
 
@@ -69,6 +73,7 @@ def test_collectives_against_numpy(device: str, nranks: int) -> None:
         "send_recv/int64",
         "new_group",
         "debug/shape_mismatch",
+        "default/dtype_mismatch",
         "all_reduce/sync_op=False",
         # the reshard transitions, built on the collectives above
         f"reshard/1d/8x{4 * nranks}/S0->R",
@@ -440,6 +445,46 @@ def test_launcher_names_the_dead_rank_its_signal_and_the_survivors_collective(si
     assert res["error"].startswith("[distributed] all_reduce(sum) of 8388608 float32 elements timed out"), res
     assert "missing rank(s): 1 " in res["error"], res
     assert "[launch] rank 0 " in text and "raised CommunicationError" in text, text[-3000:]
+
+
+@needs_mpi
+@pytest.mark.mpi
+def test_launch_keeps_each_ranks_lines_whole_prefixed_and_logged() -> None:
+    """Two ranks print 300 lines each in two pieces, to stdout and stderr at once: every line
+    of the job's output is one rank's whole line, with its ``[rank N]`` prefix, and each rank's
+    lines are in ``workerlog.N`` too (Paddle's ``--log_dir``)."""
+    logs = tempfile.mkdtemp(prefix="oarlock-logs-")
+    proc, out = _launch("launcher_faults.py", 2, "lines", rank_prefix=True, log_dir=logs)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    pattern = re.compile(r"\[rank (\d)\] rank=(\d) line=(\d+) ok=(\d):(\d+)")
+    seen: dict[int, set[int]] = {0: set(), 1: set()}
+    for ln in proc.stdout.splitlines():
+        if "line=" not in ln:
+            continue
+        m = pattern.fullmatch(ln)
+        assert m, f"a spliced line: {ln!r}"
+        assert len({m[1], m[2], m[4]}) == 1 and m[3] == m[5], ln
+        seen[int(m[1])].add(int(m[3]))
+    assert seen == {0: set(range(300)), 1: set(range(300))}
+    for r in range(2):
+        text = Path(logs, f"workerlog.{r}").read_text()
+        got = sorted(int(m) for m in re.findall(rf"^rank={r} line=(\d+) ok={r}:\1$", text, re.M))
+        assert got == list(range(300)), text[-500:]
+
+
+@needs_mpi
+@pytest.mark.mpi
+def test_launch_ends_a_rank_spinning_after_the_others_exited() -> None:
+    """Rank 1 ends normally; rank 0 spins without ever calling a collective: the launcher
+    ends it after ``exit_wait`` seconds and says why (else the job would never end)."""
+    proc, _ = _launch("launcher_faults.py", 2, "spin", exit_wait=3)
+    text = proc.stdout
+    assert proc.returncode == 124, text[-3000:]
+    assert re.search(
+        r"\[launch\] ending the job: rank\(s\) 0 still running \d+\.\d s after rank 1 ended normally "
+        r"\(--exit-wait 3 s\)",
+        text,
+    ), text[-3000:]
 
 
 @needs_mpi

@@ -10,11 +10,18 @@ Configuration (environment, or arguments of :func:`init_parallel_env`):
 ``OARLOCK_COLLECTIVE_TIMEOUT``  seconds a collective waits for a missing rank (default 300)
 ``OARLOCK_DISTRIBUTED_DEBUG=1`` before each collective, all-gather (op, dtype, shape, root) of
                                 every rank and raise on a mismatch (one small extra collective
-                                per call, so off by default)
+                                per call)
+``OARLOCK_DISTRIBUTED_DEBUG``   unset (the default): the same check, at the 1st, 2nd, 4th,
+                                8th... call from each call site of each group -- a collective
+                                called with another shape or dtype on some rank (which MPI
+                                would reduce into silently wrong values) is caught on its first
+                                call, at a cost that vanishes as a job runs
+``OARLOCK_DISTRIBUTED_DEBUG=0`` no check (ranks that disagree get an MPI error, a timeout
+                                naming the ranks, or for an ``all_reduce`` of different sizes
+                                wrong values)
 
-With the check off (the default, as in PyTorch and Paddle), ranks that disagree get an MPI
-error translated to :class:`CommunicationError`, a timeout naming the ranks, or -- for an
-``all_reduce`` of different sizes -- silently wrong values: turn the check on while debugging.
+The calls checked are chosen by counting calls per call site, which every rank does alike as
+long as the ranks run the same program, so the extra collective is met on every rank.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ import atexit
 import json
 import math
 import os
+import sys
 from typing import Any
 
 from adapter_api import CommunicationError, OpArgumentError
@@ -139,8 +147,9 @@ def init_parallel_env(timeout: float | None = None, debug: bool | None = None) -
 
     :param timeout: seconds a collective waits for a missing rank before raising
         :class:`CommunicationError` (default ``OARLOCK_COLLECTIVE_TIMEOUT`` or 300).
-    :param debug: check op, dtype and shape across ranks before each collective (default
-        ``OARLOCK_DISTRIBUTED_DEBUG``).
+    :param debug: ``True``: check op, dtype and shape across ranks before each collective;
+        ``False``: never; ``None`` (default, unless ``OARLOCK_DISTRIBUTED_DEBUG`` says): at the
+        1st, 2nd, 4th... call of each call site.
 
     >>> import framework as fw
     >>> g = fw.distributed.init_parallel_env()
@@ -151,8 +160,12 @@ def init_parallel_env(timeout: float | None = None, debug: bool | None = None) -
     if timeout is None and os.environ.get("OARLOCK_COLLECTIVE_TIMEOUT"):
         timeout = float(os.environ["OARLOCK_COLLECTIVE_TIMEOUT"])
     if debug is None:
-        debug = env.flag("OARLOCK_DISTRIBUTED_DEBUG")
-    _STATE["debug"] = bool(debug)
+        debug = (
+            None
+            if os.environ.get("OARLOCK_DISTRIBUTED_DEBUG") is None
+            else env.flag("OARLOCK_DISTRIBUTED_DEBUG")
+        )
+    _STATE["debug"] = debug if debug is None else bool(debug)
     if world is None:
         if timeout is not None:  # the host communicator reads it while it starts (contract)
             os.environ["OARLOCK_COLLECTIVE_TIMEOUT"] = str(float(timeout))
@@ -337,11 +350,38 @@ def _debug_check(g: Group, what: str, t: Tensor | None, **extra: Any) -> None:
         )
 
 
+#: calls seen per (group, call site): the check runs at the 1st, 2nd, 4th... (see the module)
+_CALLS: dict[tuple, int] = {}
+_HERE = __file__
+
+
+def _call_site(gid: int, name: str) -> tuple:
+    """The first frames outside this file that led to this collective: a key every rank running
+    the same program computes alike."""
+    f, where = sys._getframe(2), [gid, name]
+    while f is not None and len(where) < 8:
+        if f.f_code.co_filename != _HERE:
+            where += (f.f_code.co_filename, f.f_lineno)
+        f = f.f_back
+    return tuple(where)
+
+
+def _should_check(g: Group, name: str) -> bool:
+    mode = _STATE["debug"]
+    if mode is True:
+        return True
+    if mode is False or g.nranks < 2:
+        return False
+    key = _call_site(g.id, name)
+    n = _CALLS[key] = _CALLS.get(key, 0) + 1
+    return n & (n - 1) == 0  # 1, 2, 4, 8, ...
+
+
 def _prepare(name: str, t: Tensor, group: Group | None, **extra: Any) -> tuple[Group, Any] | None:
     g = _group(group)
     if not g.is_member():
         return None
-    if _STATE["debug"]:
+    if _should_check(g, name):
         _debug_check(g, name, t, **extra)
     return g, g.communicator(t.device)
 

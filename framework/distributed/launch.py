@@ -6,12 +6,19 @@ small supervisor (:mod:`framework.distributed.supervisor`) that records how it e
 ranks record which collective they are in, so that when a rank dies the launcher prints which
 rank, of what signal or status, and where the others were -- and the job always ends: once a
 rank has failed, the others get their collective timeout (``--timeout``) plus a few seconds to
-report and exit, then the launcher ends them. ``--time-limit`` bounds the whole job.
+report and exit, then the launcher ends them. ``--time-limit`` bounds the whole job, and once a
+rank has ended normally the others get ``--exit-wait`` seconds (default: the collective timeout)
+to end too -- a rank spinning after its peers have gone would otherwise keep the job alive.
+
+Output: every line a rank prints reaches the terminal whole (the supervisor forwards whole
+lines), ``--rank-prefix`` starts each with ``[rank N]``, and ``--log_dir DIR`` also writes
+each rank's output to ``DIR/workerlog.N``, as Paddle's launcher does.
 
 Examples::
 
     oarlock launch -n 2 examples/train_tiny_llama.py --device cpu --data-parallel
     oarlock launch -n 4 --timeout 60 -m framework.distributed.selfcheck --out /tmp/res
+    oarlock launch -n 2 --rank-prefix --log_dir logs train.py
 """
 
 from __future__ import annotations
@@ -33,6 +40,8 @@ from .supervisor import (
     DEFAULT_TIMEOUT,
     GRACE,
     JOB_ENV,
+    LOG_ENV,
+    PREFIX_ENV,
     describe_exit,
     is_exiting,
     rank_timeout,
@@ -62,11 +71,21 @@ def command(
 
 
 def environment(
-    timeout: float | None = None, *, launcher: Launcher | None = None, job_dir: str | None = None
+    timeout: float | None = None,
+    *,
+    launcher: Launcher | None = None,
+    job_dir: str | None = None,
+    rank_prefix: bool = False,
+    log_dir: str | None = None,
 ) -> dict[str, str]:
-    """The environment the ranks get: this one, plus the collective timeout, the job folder
-    and the launcher's own MPI library for mpi4py (unless the user chose one)."""
+    """The environment the ranks get: this one, plus the collective timeout, the job folder,
+    how to print (``[rank N]`` prefixes, a log folder) and the launcher's own MPI library for
+    mpi4py (unless the user chose one)."""
     env = dict(os.environ)
+    if rank_prefix:
+        env[PREFIX_ENV] = "1"
+    if log_dir is not None:
+        env[LOG_ENV] = os.path.abspath(log_dir)
     if timeout is not None:
         env["OARLOCK_COLLECTIVE_TIMEOUT"] = str(timeout)
     # Ranks share the machine's cores: one numpy thread each, unless the user said otherwise.
@@ -87,6 +106,8 @@ class JobWatch:
         :func:`run`).
     :param timeout: the ranks' collective timeout (what a survivor may still wait).
     :param time_limit: seconds for the whole job, or ``None``.
+    :param exit_wait: seconds the other ranks get to end once one has ended normally (default:
+        the collective timeout plus a grace; ``inf``: no bound).
     """
 
     def __init__(
@@ -96,12 +117,15 @@ class JobWatch:
         say: Callable[[str], None],
         timeout: float | None = None,
         time_limit: float | None = None,
+        exit_wait: float | None = None,
     ) -> None:
         self.folder, self.nprocs, self.say = folder, nprocs, say
         if timeout is None:
             timeout = float(os.environ.get("OARLOCK_COLLECTIVE_TIMEOUT", DEFAULT_TIMEOUT))
         self.timeout = timeout
         self.time_limit = time_limit
+        self.exit_wait = timeout + GRACE if exit_wait is None else exit_wait
+        self.first_done: tuple[int, float] | None = None  # (rank, when) of the first normal exit
         self.started = time.monotonic()
         self.ended: dict[int, dict] = {}
         self.failed: list[tuple[int, int]] = []  # (rank, code), in the order seen
@@ -145,6 +169,21 @@ class JobWatch:
                 self.reason = (
                     f"rank(s) {', '.join(map(str, running))} still running {now - self.failed_at:.1f} s "
                     f"after rank {first} {describe_exit(code)}"
+                )
+                return True
+        if self.first_done is None:
+            # a rank that has ended normally, or is ending (MPICH's MPI_Finalize waits for the others)
+            done = [r for r in range(self.nprocs) if self.ended.get(r, {}).get("code", 1) == 0]
+            done += [r for r in running if is_exiting(self.folder, r)]
+            if done:
+                self.first_done = (done[0], now)
+        if self.failed_at is None and running and self.first_done is not None:
+            rank, at = self.first_done
+            if now - at > self.exit_wait:
+                busy = [r for r in running if not is_exiting(self.folder, r)] or running
+                self.reason = (
+                    f"rank(s) {', '.join(map(str, busy))} still running {now - at:.1f} s after rank {rank} "
+                    f"ended normally (--exit-wait {self.exit_wait:g} s)"
                 )
                 return True
         if self.all_ended_at is not None and now - self.all_ended_at > 2 * GRACE:
@@ -243,6 +282,9 @@ def _launch(
     extra: list[str] | None = None,
     timeout: float | None = None,
     time_limit: float | None = None,
+    exit_wait: float | None = None,
+    rank_prefix: bool = False,
+    log_dir: str | None = None,
     stdout: object = None,
     cwd: str | None = None,
 ) -> int:
@@ -253,13 +295,13 @@ def _launch(
     try:
         proc = subprocess.Popen(
             cmd,
-            env=environment(timeout, launcher=lau, job_dir=job_dir),
+            env=environment(timeout, launcher=lau, job_dir=job_dir, rank_prefix=rank_prefix, log_dir=log_dir),
             text=True,
             stdout=stdout,
             stderr=subprocess.STDOUT if stdout is not None else None,
             cwd=cwd,
         )
-        watch = JobWatch(job_dir, nprocs, say, timeout=timeout, time_limit=time_limit)
+        watch = JobWatch(job_dir, nprocs, say, timeout=timeout, time_limit=time_limit, exit_wait=exit_wait)
         try:
             while proc.poll() is None:
                 if watch.poll():
@@ -283,6 +325,9 @@ def run(
     collective_timeout: float | None = None,
     capture: bool = True,
     cwd: str | None = None,
+    exit_wait: float | None = None,
+    rank_prefix: bool = False,
+    log_dir: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run ``python target...`` on ``nprocs`` ranks and wait (what tests and conformance use).
 
@@ -291,6 +336,8 @@ def run(
         status is 124).
     :param collective_timeout: ``OARLOCK_COLLECTIVE_TIMEOUT`` for the ranks.
     :param cwd: the ranks' working directory (``-m`` puts it first on their import path).
+    :param exit_wait, rank_prefix, log_dir: as ``oarlock launch``'s ``--exit-wait``,
+        ``--rank-prefix`` and ``--log_dir``.
     :return: the ranks' output (stdout and stderr) followed by the launcher's report lines.
     """
     notes: list[str] = []
@@ -302,6 +349,9 @@ def run(
             say=say,
             timeout=collective_timeout,
             time_limit=timeout,
+            exit_wait=exit_wait,
+            rank_prefix=rank_prefix,
+            log_dir=log_dir,
             stdout=out if capture else None,
             cwd=cwd,
         )
@@ -335,6 +385,21 @@ def main(argv: list[str] | None = None) -> int:
         "--time-limit", type=float, default=None, help="seconds for the whole job (default: no limit)"
     )
     p.add_argument(
+        "--exit-wait",
+        type=float,
+        default=None,
+        help="seconds the other ranks get to end once one has ended normally, then the launcher ends "
+        "them (default: the collective timeout plus 5 s; inf: no bound)",
+    )
+    p.add_argument("--rank-prefix", action="store_true", help="start each output line with [rank N]")
+    p.add_argument(
+        "--log_dir",
+        "--log-dir",
+        dest="log_dir",
+        default=None,
+        help="also write rank N's output to LOG_DIR/workerlog.N",
+    )
+    p.add_argument(
         "--mpiexec-arg", action="append", default=[], help="an extra mpiexec argument (repeatable)"
     )
     p.add_argument("--dry-run", action="store_true", help="print the mpiexec command and exit")
@@ -348,6 +413,9 @@ def main(argv: list[str] | None = None) -> int:
         "--hosts",
         "--timeout",
         "--time-limit",
+        "--exit-wait",
+        "--log_dir",
+        "--log-dir",
         "--mpiexec-arg",
     }
     i = 0
@@ -372,6 +440,9 @@ def main(argv: list[str] | None = None) -> int:
         extra=a.mpiexec_arg,
         timeout=a.timeout,
         time_limit=a.time_limit,
+        exit_wait=a.exit_wait,
+        rank_prefix=a.rank_prefix,
+        log_dir=a.log_dir,
     )
 
 

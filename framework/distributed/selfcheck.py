@@ -290,6 +290,28 @@ def run_checks(device: str, dtypes: tuple[str, ...] | None = None) -> Checker:
             _STATE["debug"] = old
 
     c.check("debug/shape_mismatch", mismatch)
+
+    def default_mismatch() -> None:
+        """With no setting, the first call from a call site is checked: another dtype on one rank
+        is reported, not reduced into wrong values."""
+        from adapter_api import CommunicationError
+
+        from .collective import _STATE
+
+        old = _STATE["debug"]
+        _STATE["debug"] = None
+        try:
+            x = T(np.zeros(4, np.float32 if rank == 0 else np.int32))
+            try:
+                dist.all_reduce(x)
+            except CommunicationError as exc:
+                assert "disagree" in str(exc) and "dtype" in str(exc), str(exc)
+            else:
+                raise AssertionError("a dtype mismatch across ranks was not reported by default")
+        finally:
+            _STATE["debug"] = old
+
+    c.check("default/dtype_mismatch", default_mismatch)
     dist.barrier()
     # the layer users call: every reshard transition, made of the collectives above
     from .auto_parallel.selfcheck import run_reshard_checks

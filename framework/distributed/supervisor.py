@@ -13,6 +13,12 @@ as MPICH's process manager does: their collective gives up after a short grace i
 full timeout), and holds its own exit back until they have ended or their timeout has passed,
 so that the process manager does not take them down before they have reported.
 
+Output: the rank's stdout and stderr come to the supervisor through pipes and leave it a whole
+line at a time (one ``write`` each), so that the process manager, which forwards what each
+rank writes as it comes, never splices two ranks' lines into one. ``OARLOCK_RANK_PREFIX=1``
+starts each line with ``[rank N] ``; ``OARLOCK_LOG_DIR`` also writes every line to
+``workerlog.N`` there (Paddle's launcher's name), stdout and stderr together.
+
 This file runs by path and imports nothing but the standard library.
 """
 
@@ -24,10 +30,13 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 JOB_ENV = "OARLOCK_JOB_DIR"
+PREFIX_ENV = "OARLOCK_RANK_PREFIX"
+LOG_ENV = "OARLOCK_LOG_DIR"
 GRACE = 5.0  # seconds a rank gets to finish reporting or exiting after a fault
 DEFAULT_TIMEOUT = 300.0  # OARLOCK_COLLECTIVE_TIMEOUT's default
 _RANK_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "MPI_RANK")
@@ -198,12 +207,69 @@ def _die_with_parent() -> None:
         pass
 
 
+class _Lines:
+    """Forwards a child's output a whole line at a time (see the module's docstring)."""
+
+    def __init__(self, rank: int | None) -> None:
+        self.prefix = (
+            f"[rank {rank}] ".encode() if os.environ.get(PREFIX_ENV) == "1" and rank is not None else b""
+        )
+        self.log = None
+        folder = os.environ.get(LOG_ENV)
+        if folder and rank is not None:
+            Path(folder).mkdir(parents=True, exist_ok=True)
+            self.log = open(Path(folder) / f"workerlog.{rank}", "ab", buffering=0)  # noqa: SIM115
+        self.lock = threading.Lock()
+        self.threads: list[threading.Thread] = []
+
+    def start(self, pipe: object, fd: int) -> None:
+        t = threading.Thread(target=self._pump, args=(pipe, fd), daemon=True)
+        t.start()
+        self.threads.append(t)
+
+    def _pump(self, pipe: object, fd: int) -> None:
+        for line in iter(pipe.readline, b""):  # type: ignore[attr-defined]
+            if not line.endswith(b"\n"):
+                line += b"\n"  # the rank's last words had no newline
+            out = self.prefix + line
+            _write_all(fd, out)
+            if self.log is not None:
+                with self.lock:
+                    self.log.write(line)
+        pipe.close()  # type: ignore[attr-defined]
+
+    def join(self) -> None:
+        for t in self.threads:
+            t.join(timeout=10)
+        if self.log is not None:
+            self.log.close()
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        try:
+            view = view[os.write(fd, view) :]
+        except BlockingIOError:
+            time.sleep(0.01)
+        except OSError:
+            return  # the process manager has gone: nobody to tell
+
+
 def supervise(argv: list[str]) -> int:
     """Run ``argv`` as this rank; return the exit status to give the process manager."""
     folder = os.environ.get(JOB_ENV)
     rank = rank_from_env()
     stop = {"asked": False}
-    child = subprocess.Popen(argv, close_fds=False, preexec_fn=_die_with_parent)
+    lines = _Lines(rank) if folder else None
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE} if lines else {}
+    # NOTE: a rank's Python would buffer a pipe in blocks; unbuffered, every print reaches the
+    # supervisor as it happens and leaves it as whole lines
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"} if lines else None
+    child = subprocess.Popen(argv, close_fds=False, preexec_fn=_die_with_parent, env=env, **pipes)
+    if lines:
+        lines.start(child.stdout, 1)
+        lines.start(child.stderr, 2)
 
     def forward(signum: int, frame: object) -> None:
         if signal_name(signum) in _STOPPING:
@@ -221,6 +287,8 @@ def supervise(argv: list[str]) -> int:
         Path(folder).mkdir(parents=True, exist_ok=True)
         _write_atomic(Path(folder) / f"rank{rank}.pid", str(child.pid))
     code = child.wait()
+    if lines:
+        lines.join()
     # NOTE: Hydra sends SIGUSR1 to the rest of the job when a process of it ends; with no rank
     # left to forward it to, it must not kill the supervisor (nor Python's shutdown, which
     # resets handlers to the default).

@@ -308,6 +308,16 @@ error(
     "dim_names=['y']",
     "Replicate()",
 )
+# each rank passing its own data to shard_tensor would be mixed silently: the digest check
+# (on by default at a call site's first call) names the ranks
+error(
+    "error/shard_tensor_data",
+    lambda: dist.shard_tensor(np.full((4, 2), rank, np.float32), mesh, [S0]),
+    "[shard_tensor]",
+    "passed different data",
+    "rank 0: sha256",
+    "rank 1: sha256",
+)
 
 with open(os.path.join(out, f"rank{rank}.json"), "w") as f:
     json.dump(records, f)

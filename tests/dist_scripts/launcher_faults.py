@@ -7,6 +7,10 @@ MODE OUT``; rank 0 writes OUT/rank0.json with what it saw.
 ``SIGKILL`` / ``SIGSEGV``  a loop of 32 MB all_reduces; rank 1 waits until rank 0 is inside
             collective #4, then sends itself the signal
 ``sleep``   after one collective every rank sleeps (a job only a time limit ends)
+``lines``   every rank prints 300 lines in pieces (``print(.., end="")`` then the rest), to
+            stdout and stderr: no two ranks' pieces may share a line
+``spin``    rank 1 ends normally at once; rank 0 spins without a collective (only the
+            launcher's bound after a normal exit ends it)
 """
 
 from __future__ import annotations
@@ -68,5 +72,17 @@ elif mode == "sleep":
     dist.all_reduce(x)
     write({"sum": x.numpy().tolist()})
     time.sleep(3600)
+elif mode == "lines":
+    for i in range(300):
+        stream = sys.stdout if i % 2 else sys.stderr
+        print(f"rank={rank} line={i} ", end="", file=stream)
+        stream.flush()
+        print(f"ok={rank}:{i}", file=stream)
+    write({"printed": 300})
+elif mode == "spin":
+    write({"rank": rank})
+    if rank == 0:
+        while True:
+            time.sleep(0.01)
 else:
     raise SystemExit(f"unknown mode {mode!r}")

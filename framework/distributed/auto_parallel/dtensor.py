@@ -9,9 +9,12 @@ rules ask for. ``x._local_value()`` is this rank's shard, a plain tensor on the 
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
+
+import numpy as np
 
 from adapter_api import OpArgumentError
 
@@ -328,6 +331,7 @@ def shard_tensor(
     if place is not None:
         x = x.to(place)
     ps = check_placements("shard_tensor", x, x.shape, mesh, placements)
+    _check_same_data(x, mesh)
     sg = x.stop_gradient if stop_gradient is None else stop_gradient
     coord = mesh.coordinate(collective.get_rank())
     local = None
@@ -344,6 +348,27 @@ def shard_tensor(
     if _is_parameter(data):  # a parameter stays one (Paddle's dist parameter)
         return dist_parameter(type(data), d, not sg, getattr(data, "name", None))
     return d
+
+
+def _check_same_data(x: Tensor, mesh: ProcessMesh) -> None:
+    """``shard_tensor`` takes the same global value on every rank: compare a digest of it across
+    the mesh's ranks when the collectives' check runs (``OARLOCK_DISTRIBUTED_DEBUG=1``: every
+    call; by default the 1st, 2nd, 4th... call from each call site), so that ranks holding
+    different data do not mix it silently."""
+    g = collective._world()
+    if g.nranks < 2 or not collective._should_check(g, "shard_tensor"):
+        return
+    data = np.ascontiguousarray(x.numpy())
+    mine = f"{hashlib.sha256(data.tobytes()).hexdigest()[:16]} {list(data.shape)} {data.dtype}"
+    got = [b.decode() for b in g.host.all_gather_bytes(mine.encode())]
+    members = {g.ranks[i]: d for i, d in enumerate(got) if g.ranks[i] in mesh.process_ids}
+    if len(set(members.values())) > 1:
+        lines = "\n".join(f"  rank {r}: sha256 {d}" for r, d in sorted(members.items()))
+        raise OpArgumentError(
+            f"[shard_tensor] {label(x)}: the ranks of {mesh} passed different data (each rank must pass "
+            f"the same global value; its shard is cut from it):\n{lines}\n"
+            "seed every rank alike (fw.seed) or broadcast the value from one rank first"
+        )
 
 
 def dtensor_from_fn(
