@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -344,6 +345,37 @@ def _check_hello(job: tuple[object, str], n: int = 2) -> None:
     for r in range(n):
         got = json.load(open(os.path.join(out, f"rank{r}.json")))
         assert got == {"size": n, "sum": want}, (r, got)
+
+
+@needs_mpi
+@pytest.mark.mpi
+def test_launch_on_hosts_and_a_hostfile(tmp_path: Path) -> None:
+    """Two "hosts" (both this machine, by two names) through --hosts and --hostfile: the job
+    runs one rank on each, as on a cluster."""
+    _check_hello(_launch("launcher_faults.py", 2, "hello", hosts="localhost:1,127.0.0.1:1"))
+    f = tmp_path / "hosts"
+    f.write_text("# two nodes\nlocalhost slots=1\n127.0.0.1:1\n")
+    assert launch.read_hostfile(str(f)) == "localhost:1,127.0.0.1:1"
+    bad = tmp_path / "bad"
+    bad.write_text("node1 cores=2\n")
+    with pytest.raises(fw.OarlockError, match=r"\[launch\] --hostfile .*bad, line 1: expected 'host'"):
+        launch.read_hostfile(str(bad))
+    cmd = launch.command(["t.py"], 2, hosts=launch.read_hostfile(str(f)))
+    assert cmd[cmd.index("-hosts" if "-hosts" in cmd else "--host") + 1] == "localhost:1,127.0.0.1:1"
+
+
+@needs_mpi
+@pytest.mark.mpi
+def test_spawn_runs_a_function_on_n_processes() -> None:
+    """Paddle's ``dist.spawn``: a function of the script runs on 2 ranks; their return values
+    come back; a rank that raises makes spawn raise, with the rank's traceback printed."""
+    script = str(SCRIPTS / "spawn_job.py")
+    ok = subprocess.run([sys.executable, script], capture_output=True, text=True, timeout=240)
+    assert "returned 0 [6.0, 6.0]" in ok.stdout, ok.stdout + ok.stderr
+    bad = subprocess.run([sys.executable, script, "fail"], capture_output=True, text=True, timeout=240)
+    text = bad.stdout + bad.stderr
+    assert "raised CommunicationError [spawn] work on 2 processes: the job exited with status 1" in text, text
+    assert "ValueError: rank 1 was told to fail" in text, text
 
 
 # -- a real Open MPI, beside the mpich wheel ------------------------------------------------

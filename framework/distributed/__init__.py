@@ -70,6 +70,7 @@ from .collective import (
     send,
 )
 from .parallel import DataParallel
+from .spawn import SpawnContext, spawn
 
 __all__ = [
     "DistModel",
@@ -114,4 +115,6 @@ __all__ = [
     "reduce",
     "reduce_scatter",
     "send",
+    "SpawnContext",
+    "spawn",
 ]

@@ -34,6 +34,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from adapter_api import CommunicationError
+
 from .mpiexec import Launcher, find_mpiexec, identify
 from .mpiexec import command_line as _command_line
 from .supervisor import (
@@ -50,7 +52,7 @@ from .supervisor import (
     read_pid,
 )
 
-__all__ = ["JobWatch", "command", "environment", "find_mpiexec", "identify", "main", "run"]
+__all__ = ["JobWatch", "command", "environment", "find_mpiexec", "identify", "main", "read_hostfile", "run"]
 
 SUPERVISOR = str(Path(__file__).with_name("supervisor.py"))
 
@@ -258,6 +260,48 @@ class JobWatch:
         return mpiexec_rc
 
 
+def read_hostfile(path: str) -> str:
+    """A hostfile as the ``--hosts`` list ``h1:2,h2:2``: one host a line, as ``host``,
+    ``host:N`` (MPICH's) or ``host slots=N`` (Open MPI's); ``#`` starts a comment.
+
+    >>> import tempfile
+    >>> f = tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False)
+    >>> _ = f.write("node1 slots=2\n# spare\nnode2:4\nnode3\n"); f.close()
+    >>> read_hostfile(f.name)
+    'node1:2,node2:4,node3'
+    """
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise CommunicationError(f"[launch] --hostfile {path}: cannot read it ({exc.strerror})") from exc
+    hosts = []
+    for num, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        parts = line.split()
+        host, slots = parts[0], None
+        if ":" in host:
+            host, slots = host.rsplit(":", 1)
+        for extra in parts[1:]:
+            key, _, value = extra.partition("=")
+            if key == "slots":
+                slots = value
+            elif key not in ("max_slots", "max-slots"):
+                raise CommunicationError(
+                    f"[launch] --hostfile {path}, line {num}: expected 'host', 'host:N' or 'host slots=N', "
+                    f"got {raw.strip()!r}"
+                )
+        if slots is not None and not slots.isdigit():
+            raise CommunicationError(
+                f"[launch] --hostfile {path}, line {num}: the number of slots must be a whole number, got {slots!r}"
+            )
+        hosts.append(f"{host}:{slots}" if slots else host)
+    if not hosts:
+        raise CommunicationError(f"[launch] --hostfile {path} names no host")
+    return ",".join(hosts)
+
+
 def _stop(proc: subprocess.Popen, wait: float = GRACE) -> None:
     """End mpiexec: it gets ``wait`` seconds, then SIGINT (it takes the ranks down), then kill."""
     for action in (None, signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
@@ -328,6 +372,7 @@ def run(
     exit_wait: float | None = None,
     rank_prefix: bool = False,
     log_dir: str | None = None,
+    hosts: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run ``python target...`` on ``nprocs`` ranks and wait (what tests and conformance use).
 
@@ -336,8 +381,8 @@ def run(
         status is 124).
     :param collective_timeout: ``OARLOCK_COLLECTIVE_TIMEOUT`` for the ranks.
     :param cwd: the ranks' working directory (``-m`` puts it first on their import path).
-    :param exit_wait, rank_prefix, log_dir: as ``oarlock launch``'s ``--exit-wait``,
-        ``--rank-prefix`` and ``--log_dir``.
+    :param exit_wait, rank_prefix, log_dir, hosts: as ``oarlock launch``'s ``--exit-wait``,
+        ``--rank-prefix``, ``--log_dir`` and ``--hosts``.
     :return: the ranks' output (stdout and stderr) followed by the launcher's report lines.
     """
     notes: list[str] = []
@@ -347,6 +392,7 @@ def run(
             target,
             nprocs,
             say=say,
+            hosts=hosts,
             timeout=collective_timeout,
             time_limit=timeout,
             exit_wait=exit_wait,
@@ -359,7 +405,7 @@ def run(
         text = out.read() if capture else ""
     if notes:
         text += ("\n" if text and not text.endswith("\n") else "") + "\n".join(notes) + "\n"
-    return subprocess.CompletedProcess(command(target, nprocs), rc, text, None)
+    return subprocess.CompletedProcess(command(target, nprocs, hosts=hosts), rc, text, None)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -372,7 +418,15 @@ def main(argv: list[str] | None = None) -> int:
         "-n", "--nproc", "--nproc_per_node", dest="n", type=int, default=1, help="number of processes"
     )
     p.add_argument(
-        "--hosts", default=None, help="comma-separated hosts (default: this machine, fork launcher)"
+        "--hosts",
+        default=None,
+        help="comma-separated hosts, each host or host:N (N ranks there), e.g. h1:2,h2:2 "
+        "(default: this machine, fork launcher)",
+    )
+    p.add_argument(
+        "--hostfile",
+        default=None,
+        help="a file of hosts, one a line: host, host:N or host slots=N (MPICH's and Open MPI's forms)",
     )
     p.add_argument(
         "--timeout",
@@ -411,6 +465,7 @@ def main(argv: list[str] | None = None) -> int:
         "--nproc",
         "--nproc_per_node",
         "--hosts",
+        "--hostfile",
         "--timeout",
         "--time-limit",
         "--exit-wait",
@@ -427,6 +482,10 @@ def main(argv: list[str] | None = None) -> int:
     target = argv[i:]
     if not target or target == ["-m"]:
         p.error("give a script (oarlock launch -n 2 train.py args...) or -m module args...")
+    if a.hostfile:
+        if a.hosts:
+            p.error("give --hosts or --hostfile, not both")
+        a.hosts = read_hostfile(a.hostfile)
     if a.dry_run:
         lau = identify()
         print(f"# {lau.name} at {lau.path}")
