@@ -67,11 +67,24 @@ class Tensor:
     _out_index = 0
     grad: Any = None
     _hooks: Any = None
+    #: ``hook(tensor)`` calls once the leaf's gradient is complete (``autograd``)
+    _post_accumulate_hooks: Any = None
     _retain_grad = False
     name: str | None = None
     persistable = False
     #: a distributed tensor's class sets it: its ops go to ``dispatch.INTERCEPTORS``
     _dist = False
+    #: how many times the tensor was modified in place (``x.add_``, ``x[i] = v``, ``set_value``,
+    #: an optimizer's update...). Autograd saves it with every tensor a node keeps for backward
+    #: and refuses to differentiate through a value changed since (``autograd.Node``).
+    _version = 0
+    #: the in-place operation that last changed the tensor (named in autograd's error)
+    _modified_by: str | None = None
+    #: version -> weak reference to the tensor that held this one's value and graph position at
+    #: that version, left in the graph by an in-place update that moved it to another node
+    #: (``indexing.rebind``; None: it was a constant); autograd sends a gradient recorded for
+    #: the old version there
+    _earlier: dict[int, Any] | None = None
 
     # -- construction (internal) --------------------------------------------------------
     @classmethod
@@ -136,6 +149,22 @@ class Tensor:
     @property
     def is_leaf(self) -> bool:
         return self._node is None
+
+    def _bump_version(self, by: str) -> None:
+        """Record that ``by`` (an in-place operation) changed this tensor's value."""
+        self._version += 1
+        self._modified_by = by
+
+    def _inplace_version(self) -> int:
+        """How many times this tensor was modified in place (Paddle's ``_inplace_version``).
+
+        Example:
+            >>> import framework as fw
+            >>> x = fw.ones([2])
+            >>> x.add_(fw.ones([2]))._inplace_version()
+            1
+        """
+        return self._version
 
     def _reshaped(self, shape: tuple[int, ...]) -> Tensor:
         """A tensor sharing this one's storage with another shape (no graph recorded)."""

@@ -114,6 +114,7 @@ class FusedUpdate:
         for r, t in zip(results, written):  # the outputs' order (_build: ``outs``)
             if r is not t:  # an input given twice (checked by the executor) cannot be in place
                 t._block, t._offset, t._nv = r._block, r._offset, None
+            t._bump_version("the optimizer's step")
         self.last = ex
         return True
 
