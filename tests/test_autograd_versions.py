@@ -220,3 +220,20 @@ def test_constant_that_joins_the_graph_in_place_gets_no_gradient_for_its_old_use
     c.add_(w)  # now c is in the graph
     (b + c).backward()  # d(w + 3 + (3 + w))/dw = 2
     assert w.grad.item() == 2.0
+
+
+def test_versions_count_every_modification_and_other_tensors_edits_do_not_matter():
+    w = fw.to_tensor([2.0, 3.0], stop_gradient=False)
+    a = w * 2
+    a.add_(fw.ones([2]))  # version 1, before its use: fine
+    other = fw.zeros([2])
+    b = a * a
+    other.add_(fw.ones([2]))  # the clock moves on, a does not change
+    (a * 1.0).sum().backward(retain_graph=True)
+    np.testing.assert_allclose(w.grad.numpy(), [2.0, 2.0])
+    a.multiply_(fw.ones([2]))
+    a.sqrt_()
+    with pytest.raises(
+        fw.OarlockError, match=r"is at version 3 \(last by sqrt_\), but 'mul' saved it at version 1"
+    ):
+        b.sum().backward()

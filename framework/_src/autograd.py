@@ -136,30 +136,20 @@ def set_grad_enabled(mode: bool) -> _GradMode:
     return g
 
 
-_VERSION = operator.attrgetter("_version")
+_EDITED_AT = operator.attrgetter("_edited_at")
 
 
 class Node:
     """One recorded op application.
 
-    It keeps the op's inputs and (weakly) its outputs for the gradient rule, with the
-    ``_version`` of each input when it was recorded (``versions``); outputs are fresh tensors
-    (version 0) unless an in-place update rebound one (``out_versions``). Backward compares
-    them with the tensors' versions now and refuses values changed in place since
-    (:func:`_modified_error`).
+    It keeps the op's inputs and (weakly) its outputs for the gradient rule, and the time it
+    was recorded on the clock of in-place modifications (``Tensor._clock``): an input whose
+    ``_edited_at`` is later was modified in place since. Outputs are fresh tensors (version 0)
+    unless an in-place update rebound one (``out_versions``). Backward refuses values changed
+    since (:func:`_modified_error`).
     """
 
-    __slots__ = (
-        "op",
-        "inputs",
-        "attrs",
-        "_outs",
-        "n_outputs",
-        "ctx",
-        "versions",
-        "out_versions",
-        "__weakref__",
-    )
+    __slots__ = ("op", "inputs", "attrs", "_outs", "n_outputs", "ctx", "time", "out_versions", "__weakref__")
 
     def __init__(
         self, op: OpDef, inputs: list[Tensor], attrs: dict[str, Any], outputs: list[Tensor], ctx: Any = None
@@ -170,7 +160,7 @@ class Node:
         self._outs = [weakref.ref(o) for o in outputs]
         self.n_outputs = len(outputs)
         self.ctx = ctx
-        self.versions = tuple(map(_VERSION, inputs))
+        self.time = Tensor._clock
         self.out_versions: list[int] | None = None
 
     def out(self, i: int = 0) -> Tensor:
@@ -179,7 +169,7 @@ class Node:
             raise OpArgumentError(f"[backward] output {i} of '{self.op.name}' was freed before backward")
         saved = 0 if self.out_versions is None else self.out_versions[i]
         if t._version != saved:
-            raise _modified_error(self, t, f"output {i}", saved)
+            raise _modified_error(self, t, f"output {i}", str(saved))
         return t
 
     def rebound_output(self, i: int, t: Tensor) -> None:
@@ -198,7 +188,7 @@ def _describe(t: Tensor) -> str:
     return f"{name}shape {list(t.shape)}, {t.dtype}"
 
 
-def _modified_error(node: Node, t: Tensor, which: str, saved: int, why: str = "") -> OarlockError:
+def _modified_error(node: Node, t: Tensor, which: str, saved: str, why: str = "") -> OarlockError:
     by = f" (last by {t._modified_by})" if t._modified_by else ""
     return OarlockError(
         f"[backward] one of the variables needed for gradient computation has been modified by an "
@@ -262,9 +252,9 @@ def _grad_with_modified_inputs(
     real = node.inputs
     assert real is not None
     errors = {
-        i: _modified_error(node, t, f"input {i}", v)
-        for i, (t, v) in enumerate(zip(real, node.versions))
-        if t._version != v
+        i: _modified_error(node, t, f"input {i}", t._version_at(node.time))
+        for i, t in enumerate(real)
+        if t._edited_at > node.time
     }
     node.inputs = [_stand_in(t, errors[i]) if i in errors else t for i, t in enumerate(real)]
     try:
@@ -274,10 +264,10 @@ def _grad_with_modified_inputs(
     targets: list[Tensor | None] = list(real)
     later: dict[int, int] | None = None
     for i in errors:
-        t, saved = real[i], node.versions[i]
+        t = real[i]
         if gins[i] is None or t.stop_gradient:
             continue
-        moved = [k for k in t._earlier or () if k >= saved]
+        moved = [k for k in t._earlier or () if k > node.time]
         if not moved:  # changed in place where it stands (no_grad, set_value, an optimizer)
             continue
         ref = t._earlier[min(moved)]
@@ -292,7 +282,7 @@ def _grad_with_modified_inputs(
                 targets[i] = was
                 continue
         raise _modified_error(
-            node, t, f"input {i}", saved, "; its gradient would flow into the new value"
+            node, t, f"input {i}", t._version_at(node.time), "; its gradient would flow into the new value"
         ) from None
     return gins, targets
 
@@ -533,7 +523,7 @@ def run_backward(
                     raise OpArgumentError(f"[backward] op '{node.op.name}' has no gradient rule")
                 assert node.inputs is not None
                 targets = node.inputs
-                if node.versions and tuple(map(_VERSION, targets)) != node.versions:
+                if node.time != Tensor._clock and max(map(_EDITED_AT, targets), default=-1) > node.time:
                     gins, targets = _grad_with_modified_inputs(node, gouts, order, at)
                 else:
                     gins = node.op.grad(node, gouts)

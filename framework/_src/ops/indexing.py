@@ -439,17 +439,16 @@ def rebind(x: Tensor, r: Tensor, by: str, old: Tensor | None = None) -> None:
     update, which bumps ``x``'s version (autograd refuses values saved before it). ``old`` is
     :func:`alias` of ``x`` taken before the update: where the graph moves on, autograd routes
     gradients recorded for the old version to it."""
-    if r._node is not None:  # x moves in the graph: remember where it stood (None: a constant)
-        if x._earlier is None:
-            x._earlier = {}
-        x._earlier[x._version] = weakref.ref(old) if old is not None and old._node is not None else None
     x._block = r._block
     x._offset = r._offset
     x._nv = None
     x.shape = r.shape
     x.dtype = r.dtype
     x._bump_version(by)
-    if r._node is not None:
+    if r._node is not None:  # x moves in the graph: remember where it stood (None: a constant)
+        if x._earlier is None:
+            x._earlier = {}
+        x._earlier[x._edited_at] = weakref.ref(old) if old is not None and old._node is not None else None
         x._node = r._node
         x._out_index = r._out_index
         x.stop_gradient = r.stop_gradient

@@ -90,15 +90,7 @@ def __deepcopy__(self: Tensor, memo: dict[int, Any]) -> Tensor:
         setattr(new, slot, getattr(data, slot))
     new._node = None
     for k, v in getattr(self, "__dict__", {}).items():  # name, persistable, ...; not the graph's
-        if k not in (
-            "grad",
-            "_hooks",
-            "_post_accumulate_hooks",
-            "_out_index",
-            "_retain_grad",
-            "_version",
-            "_earlier",
-        ):
+        if k not in _GRAPH_STATE:
             setattr(new, k, copy.deepcopy(v, memo))
     memo[id(self)] = new
     return new
@@ -106,6 +98,11 @@ def __deepcopy__(self: Tensor, memo: dict[int, Any]) -> Tensor:
 
 #: what makes a tensor's value: taken from the copy, not from the original
 _STORAGE_SLOTS = ("_block", "_offset", "shape", "dtype", "device", "_nv")
+#: a tensor's attributes about its graph and in-place history: a deep copy starts afresh
+_GRAPH_STATE = frozenset(
+    ("grad", "_hooks", "_post_accumulate_hooks", "_out_index", "_retain_grad")
+    + ("_version", "_modified_by", "_edited_at", "_edit_times", "_earlier")
+)
 
 
 def detach(self: Tensor) -> Tensor:
