@@ -328,6 +328,9 @@ def _topo(roots: Sequence[Tensor]) -> list[Node]:
 _post_hook_count = 0
 #: the callback lists of the backward passes running now (innermost last): :func:`queue_callback`
 _CALLBACKS: list[list[Callable[[], None]]] = []
+#: serial numbers of the backward passes running now (innermost last): :func:`current_pass`
+_PASSES: list[int] = []
+_pass_count = 0
 
 
 def _pending_uses(order: list[Node]) -> dict[int, int]:
@@ -359,6 +362,14 @@ def _announce(t: Tensor, accumulated: dict[int, Tensor]) -> None:
     del accumulated[id(t)]
     for h in list(t._post_accumulate_hooks):
         h(t)
+
+
+def current_pass() -> int:
+    """The serial number of the backward pass running now (innermost), so a hook can tell a new
+    pass from the one it saw last; raises outside backward."""
+    if not _PASSES:
+        raise OpArgumentError("[current_pass] no backward pass is running")
+    return _PASSES[-1]
 
 
 def queue_callback(fn: Callable[[], None]) -> None:
@@ -502,6 +513,9 @@ def run_backward(
         pending = _pending_uses(order) if _post_hook_count and want is None else None
         callbacks: list[Callable[[], None]] = []
         _CALLBACKS.append(callbacks)
+        global _pass_count
+        _pass_count += 1
+        _PASSES.append(_pass_count)
         try:
             for at, node in enumerate(order):
                 gouts = grads.pop(id(node), None)
@@ -539,6 +553,7 @@ def run_backward(
                 fn()
         finally:
             _CALLBACKS.pop()
+            _PASSES.pop()
         if not retain_graph:
             # Freed only now: a later node's rule may still read this node's outputs,
             # which are kept alive by the inputs of the nodes that consumed them.
