@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
-import operator
 import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -136,9 +135,6 @@ def set_grad_enabled(mode: bool) -> _GradMode:
     return g
 
 
-_EDITED_AT = operator.attrgetter("_edited_at")
-
-
 class Node:
     """One recorded op application.
 
@@ -183,6 +179,12 @@ class Node:
         return f"<Node {self.op.name}>"
 
 
+def _changed_at(t: Tensor) -> int:
+    """The clock's time of the last change of ``t``'s value: its own in-place update, or an
+    in-place write into the storage it shares (a view of a parameter an optimizer updated)."""
+    return max(t._edited_at, getattr(t._block, "written_at", -1))
+
+
 def _describe(t: Tensor) -> str:
     name = f"'{t.name}', " if t.name else ""
     return f"{name}shape {list(t.shape)}, {t.dtype}"
@@ -196,6 +198,15 @@ def _modified_error(node: Node, t: Tensor, which: str, saved: str, why: str = ""
         f"but '{node.op.name}' saved it at version {saved}{why}. Update a copy instead "
         f"(y = x.clone(); y.add_(...)) or an out-of-place result (x = x + ...), or make the "
         f"in-place change after backward()"
+    )
+
+
+def _storage_written_error(node: Node, t: Tensor, i: int) -> OarlockError:
+    return OarlockError(
+        f"[backward] one of the variables needed for gradient computation has been modified by an "
+        f"inplace operation: input {i} of '{node.op.name}' ({_describe(t)}) shares storage (it is a view, "
+        f"e.g. of a parameter) that was written in place after '{node.op.name}' saved it (an optimizer's "
+        f"fused step). Run the step after backward(), or take the view after the step"
     )
 
 
@@ -253,8 +264,10 @@ def _grad_with_modified_inputs(
     assert real is not None
     errors = {
         i: _modified_error(node, t, f"input {i}", t._version_at(node.time))
-        for i, t in enumerate(real)
         if t._edited_at > node.time
+        else _storage_written_error(node, t, i)
+        for i, t in enumerate(real)
+        if _changed_at(t) > node.time
     }
     node.inputs = [_stand_in(t, errors[i]) if i in errors else t for i, t in enumerate(real)]
     try:
@@ -537,7 +550,7 @@ def run_backward(
                     raise OpArgumentError(f"[backward] op '{node.op.name}' has no gradient rule")
                 assert node.inputs is not None
                 targets = node.inputs
-                if node.time != Tensor._clock and max(map(_EDITED_AT, targets), default=-1) > node.time:
+                if node.time != Tensor._clock and max(map(_changed_at, targets), default=-1) > node.time:
                     gins, targets = _grad_with_modified_inputs(node, gouts, order, at)
                 else:
                     gins = node.op.grad(node, gouts)

@@ -115,6 +115,8 @@ class FusedUpdate:
             if r is not t:  # an input given twice (checked by the executor) cannot be in place
                 t._block, t._offset, t._nv = r._block, r._offset, None
             t._bump_version("the optimizer's step")
+            if r is t:  # written in place: views of it see the new values too
+                t._block.written_at = Tensor._clock
         self.last = ex
         return True
 
