@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
+import itertools
 import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -339,11 +340,12 @@ def _topo(roots: Sequence[Tensor]) -> list[Node]:
 
 #: how many post-accumulate hooks are registered (process-wide); with none, backward counts no uses
 _post_hook_count = 0
-#: the callback lists of the backward passes running now (innermost last): :func:`queue_callback`
-_CALLBACKS: list[list[Callable[[], None]]] = []
-#: serial numbers of the backward passes running now (innermost last): :func:`current_pass`
-_PASSES: list[int] = []
-_pass_count = 0
+#: the backward pass running now in this thread (innermost): its serial number and the
+#: callbacks queued for its end (:func:`current_pass`, :func:`queue_callback`)
+_PASS: contextvars.ContextVar[tuple[int, list[Callable[[], None]]] | None] = contextvars.ContextVar(
+    "oarlock_backward_pass", default=None
+)
+_PASS_NUMBERS = itertools.count(1)
 
 
 def _pending_uses(order: list[Node]) -> dict[int, int]:
@@ -380,9 +382,10 @@ def _announce(t: Tensor, accumulated: dict[int, Tensor]) -> None:
 def current_pass() -> int:
     """The serial number of the backward pass running now (innermost), so a hook can tell a new
     pass from the one it saw last; raises outside backward."""
-    if not _PASSES:
+    running = _PASS.get()
+    if running is None:
         raise OpArgumentError("[current_pass] no backward pass is running")
-    return _PASSES[-1]
+    return running[0]
 
 
 def queue_callback(fn: Callable[[], None]) -> None:
@@ -397,11 +400,12 @@ def queue_callback(fn: Callable[[], None]) -> None:
     Raises:
         OpArgumentError: outside a backward pass.
     """
-    if not _CALLBACKS:
+    running = _PASS.get()
+    if running is None:
         raise OpArgumentError(
             "[queue_callback] no backward pass is running; queue callbacks from a hook that backward calls"
         )
-    _CALLBACKS[-1].append(fn)
+    running[1].append(fn)
 
 
 def register_post_accumulate_grad_hook(t: Tensor, hook: Callable[[Tensor], None]) -> Any:
@@ -525,10 +529,7 @@ def run_backward(
         # post-accumulate hooks run when that reaches 0 (only counted where a hook exists)
         pending = _pending_uses(order) if _post_hook_count and want is None else None
         callbacks: list[Callable[[], None]] = []
-        _CALLBACKS.append(callbacks)
-        global _pass_count
-        _pass_count += 1
-        _PASSES.append(_pass_count)
+        token = _PASS.set((next(_PASS_NUMBERS), callbacks))
         try:
             for at, node in enumerate(order):
                 gouts = grads.pop(id(node), None)
@@ -565,8 +566,7 @@ def run_backward(
             for fn in callbacks:
                 fn()
         finally:
-            _CALLBACKS.pop()
-            _PASSES.pop()
+            _PASS.reset(token)
         if not retain_graph:
             # Freed only now: a later node's rule may still read this node's outputs,
             # which are kept alive by the inputs of the nodes that consumed them.
