@@ -258,3 +258,12 @@ def test_view_of_a_parameter_saved_before_an_optimizer_step(fused):
     else:  # the eager step rebinds the weight: the view keeps the values the graph used
         loss.backward()
         np.testing.assert_allclose(lin.weight.grad.numpy(), first)
+
+
+def test_input_reshaped_in_place_after_use_keeps_its_old_shape_for_the_rule():
+    w = fw.to_tensor([[1.0], [2.0], [3.0]], stop_gradient=False)
+    a = w * 2  # shape [3, 1]
+    b = a + fw.ones([3, 2])  # broadcast: add's rule sums the gradient back to a's shape [3, 1]
+    a.reshape_([1, 3])
+    b.sum().backward()
+    assert w.grad.tolist() == [[4.0], [4.0], [4.0]]  # d(sum over 2 columns of 2w)/dw

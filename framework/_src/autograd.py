@@ -249,6 +249,24 @@ def _stand_in(t: Tensor, error: OarlockError) -> _Overwritten:
     return s
 
 
+_CONSTANT = object()
+_GONE = object()
+
+
+def _earlier_place(t: Tensor, time: int) -> Any:
+    """Where ``t`` stood in the graph at clock ``time``: None if no in-place update moved it
+    since, else the alias the first such update left (``Tensor._earlier``; it has the old
+    shape and dtype), ``_CONSTANT`` if it was in no graph then, ``_GONE`` if the alias died."""
+    moved = [k for k in t._earlier or () if k > time]
+    if not moved:
+        return None
+    ref = t._earlier[min(moved)]
+    if ref is None:
+        return _CONSTANT
+    was = ref()
+    return _GONE if was is None else was
+
+
 def _grad_with_modified_inputs(
     node: Node, gouts: list[Any], order: list[Node], at: int
 ) -> tuple[list[Any], list[Tensor]]:
@@ -270,7 +288,13 @@ def _grad_with_modified_inputs(
         for i, t in enumerate(real)
         if _changed_at(t) > node.time
     }
-    node.inputs = [_stand_in(t, errors[i]) if i in errors else t for i, t in enumerate(real)]
+    # where each modified input stood when recorded: itself (None: it kept its place), the
+    # alias an update that moved it left behind, or _CONSTANT / _GONE
+    was = {i: _earlier_place(real[i], node.time) for i in errors}
+    node.inputs = [
+        _stand_in(was[i] if isinstance(was.get(i), Tensor) else t, errors[i]) if i in errors else t
+        for i, t in enumerate(real)
+    ]
     try:
         gins = node.op.grad(node, gouts)  # type: ignore[misc]
     finally:
@@ -278,22 +302,17 @@ def _grad_with_modified_inputs(
     targets: list[Tensor | None] = list(real)
     later: dict[int, int] | None = None
     for i in errors:
-        t = real[i]
-        if gins[i] is None or t.stop_gradient:
+        t, w = real[i], was[i]
+        if gins[i] is None or t.stop_gradient or w is None:
             continue
-        moved = [k for k in t._earlier or () if k > node.time]
-        if not moved:  # changed in place where it stands (no_grad, set_value, an optimizer)
-            continue
-        ref = t._earlier[min(moved)]
-        if ref is None:  # it was a constant then: no gradient was asked for it
+        if w is _CONSTANT:  # no gradient was asked for it then
             targets[i] = None
             continue
-        was = ref()
-        if was is not None and was._node is not None:
+        if isinstance(w, Tensor) and w._node is not None:
             if later is None:
                 later = {id(n): k for k, n in enumerate(order) if k > at}
-            if id(was._node) in later:
-                targets[i] = was
+            if id(w._node) in later:
+                targets[i] = w
                 continue
         raise _modified_error(
             node, t, f"input {i}", t._version_at(node.time), "; its gradient would flow into the new value"
