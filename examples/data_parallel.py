@@ -1,9 +1,10 @@
 """Data-parallel training of the examples (``--data-parallel`` of the example scripts).
 
 Every rank builds the same task (same seed: same weights, same data stream), draws the same
-global batch each step and trains on its own ``1/N`` of the rows; gradients are averaged with
-``fw.DataParallel`` after backward, so the run follows the single-process curve of the same
-global batch. The loss reported is the global one (the average over ranks).
+global batch each step and trains on its own ``1/N`` of the rows; ``fw.DataParallel`` averages
+the gradients during backward (``apply_collective_grads()`` is then a no-op; it averages where
+the step ran without the eager tape, ``static=True``), so the run follows the single-process
+curve of the same global batch. The loss reported is the global one (the average over ranks).
 
     oarlock launch -n 2 examples/train_tiny_llama.py --device cpu --data-parallel
 """

@@ -159,6 +159,57 @@ def test_data_parallel_follows_the_single_process_curve() -> None:
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
+@needs_mpi
+@pytest.mark.mpi
+@pytest.mark.parametrize("device", ["cpu", "opencl"])
+def test_data_parallel_averages_in_backward_alone(device: str) -> None:
+    """Paddle 2.x code -- ``loss.backward(); opt.step(); opt.clear_grad()`` -- on 2 ranks with
+    different data: the ranks stay bitwise identical for 20 Adam steps and follow one process
+    on the global batch (not one rank's data alone)."""
+    if device == "opencl" and _opencl_device() is None:
+        pytest.skip("no OpenCL device")
+    proc, out = _launch("dp_hooks.py", 2, "train", device)
+    path0, path1 = os.path.join(out, "rank0.npz"), os.path.join(out, "rank1.npz")
+    assert os.path.exists(path0) and os.path.exists(path1), proc.stdout[-3000:]
+    r0, r1 = np.load(path0), np.load(path1)
+    for i in range(4):
+        np.testing.assert_array_equal(r0[f"dp{i}"], r1[f"dp{i}"])  # bitwise
+        np.testing.assert_allclose(r0[f"dp{i}"], r0[f"ref{i}"], rtol=1e-5, atol=1e-6)
+        assert np.abs(r0[f"dp{i}"] - r0[f"alone{i}"]).max() > 1e-2  # averaging changed the run
+    # no_sync: the second backward averages both micro-batches of every rank
+    assert not np.allclose(r0["nosync_local"], r1["nosync_local"])
+    for i in range(4):
+        np.testing.assert_array_equal(r0[f"nosync{i}"], r1[f"nosync{i}"])
+        np.testing.assert_allclose(r0[f"nosync{i}"], r0[f"nosync_ref{i}"], rtol=1e-5, atol=1e-6)
+    assert r0["apply_kept"].all() and r1["apply_kept"].all()  # apply_collective_grads: a no-op
+    # unused parameters: a head only rank 0 uses gets half its gradient on both ranks; one no
+    # rank uses keeps grad None with find_unused_parameters=True, gets zeros (and a warning) without
+    for r in (r0, r1):
+        np.testing.assert_allclose(r["find_rank0_w"], r0["rank0_local_w"] / 2, rtol=1e-5, atol=1e-7)
+        np.testing.assert_array_equal(r["nofind_rank0_w"], r0["find_rank0_w"])
+        assert r["find_never_none"] and not r["nofind_never_none"] and r["nofind_warned"]
+        np.testing.assert_array_equal(r["nofind_never_w"], np.zeros_like(r["nofind_never_w"]))
+
+
+@needs_mpi
+@pytest.mark.mpi
+def test_data_parallel_debug_check_names_the_first_parameter_that_drifted(monkeypatch) -> None:
+    monkeypatch.setenv("OARLOCK_DISTRIBUTED_DEBUG", "1")
+    proc, out = _launch("dp_hooks.py", 2, "drift", "cpu")
+    msgs = []
+    for r in (0, 1):
+        path = os.path.join(out, f"drift{r}.txt")
+        assert os.path.exists(path), proc.stdout[-3000:]
+        msgs.append(open(path).read())
+    assert msgs[0] == msgs[1]  # every rank raises the same error: none is left waiting
+    # rank 1 changed the last layer's weight after step 4; the check at forward 6 sees it
+    assert msgs[0].startswith(
+        "step 6: [DataParallel] the ranks' parameters differ before forward 6: "
+        "the first is '2.weight' (shape [16, 2], float32):"
+    ), msgs[0]
+    assert "rank 0: checksum" in msgs[0] and "rank 1: checksum" in msgs[0]
+
+
 # -- in this process: a world of one, the launcher ------------------------------------------
 @needs_mpi
 def test_world_of_one_collectives_are_identities() -> None:

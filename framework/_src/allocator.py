@@ -43,7 +43,7 @@ class Block:
     """One allocation: the plugin's buffer handle, its rounded size, the stream it was
     allocated on and the further streams it was used on (:meth:`CachingAllocator.record_stream`)."""
 
-    __slots__ = ("handle", "size", "allocator", "stream", "uses", "__weakref__")
+    __slots__ = ("handle", "size", "allocator", "stream", "uses", "written_at", "__weakref__")
 
     def __init__(self, handle: Any, size: int, allocator: CachingAllocator, stream: Any = None) -> None:
         self.handle = handle
@@ -51,6 +51,9 @@ class Block:
         self.allocator = allocator
         self.stream = stream
         self.uses: list[Any] | None = None
+        #: ``Tensor._clock``'s time of the last write into this memory in place, which every
+        #: tensor sharing it sees (an optimizer's fused update); -1: none (autograd's check)
+        self.written_at = -1
 
     def __del__(self) -> None:
         alloc = self.allocator

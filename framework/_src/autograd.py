@@ -11,18 +11,19 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
+import itertools
 import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from adapter_api import OpArgumentError
+from adapter_api import OarlockError, OpArgumentError
 
 from . import dispatch
 from .opdef import OPS
+from .tensor import Tensor
 
 if TYPE_CHECKING:
     from .opdef import OpDef
-    from .tensor import Tensor
 
 #: Whether ops record a graph. A context variable: it nests, and each thread (or asyncio task)
 #: has its own, starting enabled — like PyTorch's thread-local grad mode.
@@ -136,9 +137,16 @@ def set_grad_enabled(mode: bool) -> _GradMode:
 
 
 class Node:
-    """One recorded op application."""
+    """One recorded op application.
 
-    __slots__ = ("op", "inputs", "attrs", "_outs", "n_outputs", "ctx", "__weakref__")
+    It keeps the op's inputs and (weakly) its outputs for the gradient rule, and the time it
+    was recorded on the clock of in-place modifications (``Tensor._clock``): an input whose
+    ``_edited_at`` is later was modified in place since. Outputs are fresh tensors (version 0)
+    unless an in-place update rebound one (``out_versions``). Backward refuses values changed
+    since (:func:`_modified_error`).
+    """
+
+    __slots__ = ("op", "inputs", "attrs", "_outs", "n_outputs", "ctx", "time", "out_versions", "__weakref__")
 
     def __init__(
         self, op: OpDef, inputs: list[Tensor], attrs: dict[str, Any], outputs: list[Tensor], ctx: Any = None
@@ -149,15 +157,167 @@ class Node:
         self._outs = [weakref.ref(o) for o in outputs]
         self.n_outputs = len(outputs)
         self.ctx = ctx
+        self.time = Tensor._clock
+        self.out_versions: list[int] | None = None
 
     def out(self, i: int = 0) -> Tensor:
         t = self._outs[i]()
         if t is None:
             raise OpArgumentError(f"[backward] output {i} of '{self.op.name}' was freed before backward")
+        saved = 0 if self.out_versions is None else self.out_versions[i]
+        if t._version != saved:
+            raise _modified_error(self, t, f"output {i}", str(saved))
         return t
+
+    def rebound_output(self, i: int, t: Tensor) -> None:
+        """Output ``i`` is now ``t`` (an in-place update rebound ``t`` to it), at ``t``'s version."""
+        self._outs[i] = weakref.ref(t)
+        if self.out_versions is None:
+            self.out_versions = [0] * self.n_outputs
+        self.out_versions[i] = t._version
 
     def __repr__(self) -> str:
         return f"<Node {self.op.name}>"
+
+
+def _changed_at(t: Tensor) -> int:
+    """The clock's time of the last change of ``t``'s value: its own in-place update, or an
+    in-place write into the storage it shares (a view of a parameter an optimizer updated)."""
+    return max(t._edited_at, getattr(t._block, "written_at", -1))
+
+
+def _describe(t: Tensor) -> str:
+    name = f"'{t.name}', " if t.name else ""
+    return f"{name}shape {list(t.shape)}, {t.dtype}"
+
+
+def _modified_error(node: Node, t: Tensor, which: str, saved: str, why: str = "") -> OarlockError:
+    by = f" (last by {t._modified_by})" if t._modified_by else ""
+    return OarlockError(
+        f"[backward] one of the variables needed for gradient computation has been modified by an "
+        f"inplace operation: {which} of '{node.op.name}' ({_describe(t)}) is at version {t._version}{by}, "
+        f"but '{node.op.name}' saved it at version {saved}{why}. Update a copy instead "
+        f"(y = x.clone(); y.add_(...)) or an out-of-place result (x = x + ...), or make the "
+        f"in-place change after backward()"
+    )
+
+
+def _storage_written_error(node: Node, t: Tensor, i: int) -> OarlockError:
+    return OarlockError(
+        f"[backward] one of the variables needed for gradient computation has been modified by an "
+        f"inplace operation: input {i} of '{node.op.name}' ({_describe(t)}) shares storage (it is a view, "
+        f"e.g. of a parameter) that was written in place after '{node.op.name}' saved it (an optimizer's "
+        f"fused step). Run the step after backward(), or take the view after the step"
+    )
+
+
+class _Overwritten(Tensor):
+    """What a gradient rule sees for an input changed in place since it was recorded: its
+    shape, dtype and device, but reading its value raises the version error."""
+
+    __slots__ = ("_error",)
+
+    def native(self) -> Any:
+        raise self._error
+
+    def numpy(self) -> Any:
+        raise self._error
+
+
+class _OverwrittenStorage:
+    """The storage of an :class:`_Overwritten` tensor: any use raises the version error."""
+
+    __slots__ = ("_error",)
+
+    def __init__(self, error: OarlockError) -> None:
+        self._error = error
+
+    def __getattr__(self, name: str) -> Any:
+        raise object.__getattribute__(self, "_error")
+
+
+def _stand_in(t: Tensor, error: OarlockError) -> _Overwritten:
+    s = object.__new__(_Overwritten)
+    s._block, s._offset, s.shape, s.dtype, s.device = (
+        _OverwrittenStorage(error),
+        0,
+        t.shape,
+        t.dtype,
+        t.device,
+    )
+    s._nv, s._node, s.stop_gradient, s._error = None, None, t.stop_gradient, error
+    return s
+
+
+_CONSTANT = object()
+_GONE = object()
+
+
+def _earlier_place(t: Tensor, time: int) -> Any:
+    """Where ``t`` stood in the graph at clock ``time``: None if no in-place update moved it
+    since, else the alias the first such update left (``Tensor._earlier``; it has the old
+    shape and dtype), ``_CONSTANT`` if it was in no graph then, ``_GONE`` if the alias died."""
+    moved = [k for k in t._earlier or () if k > time]
+    if not moved:
+        return None
+    ref = t._earlier[min(moved)]
+    if ref is None:
+        return _CONSTANT
+    was = ref()
+    return _GONE if was is None else was
+
+
+def _grad_with_modified_inputs(
+    node: Node, gouts: list[Any], order: list[Node], at: int
+) -> tuple[list[Any], list[Tensor]]:
+    """Run ``node``'s rule when some inputs changed in place after it was recorded.
+
+    A rule that reads such a value raises (as PyTorch and Paddle do). A gradient for such an
+    input goes to the tensor itself where the update left its place in the graph alone (no_grad,
+    ``set_value``, an optimizer's step), else to the tensor it was when recorded (the alias the
+    update left in the graph, ``Tensor._earlier``) as long as that one's node is still to be
+    differentiated; otherwise it raises too. Returns the input gradients and the tensors to
+    give them to (None: drop the gradient).
+    """
+    real = node.inputs
+    assert real is not None
+    errors = {
+        i: _modified_error(node, t, f"input {i}", t._version_at(node.time))
+        if t._edited_at > node.time
+        else _storage_written_error(node, t, i)
+        for i, t in enumerate(real)
+        if _changed_at(t) > node.time
+    }
+    # where each modified input stood when recorded: itself (None: it kept its place), the
+    # alias an update that moved it left behind, or _CONSTANT / _GONE
+    was = {i: _earlier_place(real[i], node.time) for i in errors}
+    node.inputs = [
+        _stand_in(was[i] if isinstance(was.get(i), Tensor) else t, errors[i]) if i in errors else t
+        for i, t in enumerate(real)
+    ]
+    try:
+        gins = node.op.grad(node, gouts)  # type: ignore[misc]
+    finally:
+        node.inputs = real
+    targets: list[Tensor | None] = list(real)
+    later: dict[int, int] | None = None
+    for i in errors:
+        t, w = real[i], was[i]
+        if gins[i] is None or t.stop_gradient or w is None:
+            continue
+        if w is _CONSTANT:  # no gradient was asked for it then
+            targets[i] = None
+            continue
+        if isinstance(w, Tensor) and w._node is not None:
+            if later is None:
+                later = {id(n): k for k, n in enumerate(order) if k > at}
+            if id(w._node) in later:
+                targets[i] = w
+                continue
+        raise _modified_error(
+            node, t, f"input {i}", t._version_at(node.time), "; its gradient would flow into the new value"
+        ) from None
+    return gins, targets
 
 
 def record(
@@ -197,6 +357,130 @@ def _topo(roots: Sequence[Tensor]) -> list[Node]:
     return order
 
 
+#: how many post-accumulate hooks are registered (process-wide); with none, backward counts no uses
+_post_hook_count = 0
+#: the backward pass running now in this thread (innermost): its serial number and the
+#: callbacks queued for its end (:func:`current_pass`, :func:`queue_callback`)
+_PASS: contextvars.ContextVar[tuple[int, list[Callable[[], None]]] | None] = contextvars.ContextVar(
+    "oarlock_backward_pass", default=None
+)
+_PASS_NUMBERS = itertools.count(1)
+
+
+def _pending_uses(order: list[Node]) -> dict[int, int]:
+    pending: dict[int, int] = {}
+    for node in order:
+        assert node.inputs is not None
+        for t in node.inputs:
+            if t._node is None and t._post_accumulate_hooks:
+                pending[id(t)] = pending.get(id(t), 0) + 1
+    return pending
+
+
+def _settle(node: Node, pending: dict[int, int], accumulated: dict[int, Tensor]) -> None:
+    """``node`` was differentiated (or skipped): its leaves with hooks have one use fewer left."""
+    assert node.inputs is not None
+    for t in node.inputs:
+        k = id(t)
+        n = pending.get(k)
+        if n is not None:
+            if n == 1:
+                del pending[k]
+                if k in accumulated:
+                    _announce(t, accumulated)
+            else:
+                pending[k] = n - 1
+
+
+def _announce(t: Tensor, accumulated: dict[int, Tensor]) -> None:
+    del accumulated[id(t)]
+    for h in list(t._post_accumulate_hooks):
+        h(t)
+
+
+def current_pass() -> int:
+    """The serial number of the backward pass running now (innermost), so a hook can tell a new
+    pass from the one it saw last; raises outside backward."""
+    running = _PASS.get()
+    if running is None:
+        raise OpArgumentError("[current_pass] no backward pass is running")
+    return running[0]
+
+
+def queue_callback(fn: Callable[[], None]) -> None:
+    """Run ``fn()`` once the backward pass running now has computed every gradient.
+
+    For hooks that act on the whole pass (DataParallel waits for its last gradient bucket
+    there). Callbacks run in the order queued, before the graph is freed.
+
+    Args:
+        fn (callable): called with no arguments.
+
+    Raises:
+        OpArgumentError: outside a backward pass.
+    """
+    running = _PASS.get()
+    if running is None:
+        raise OpArgumentError(
+            "[queue_callback] no backward pass is running; queue callbacks from a hook that backward calls"
+        )
+    running[1].append(fn)
+
+
+def register_post_accumulate_grad_hook(t: Tensor, hook: Callable[[Tensor], None]) -> Any:
+    """Call ``hook(t)`` once ``t.grad`` holds all of this backward pass's gradient for the leaf ``t``.
+
+    It runs once per ``backward()`` that reaches ``t`` (after every contribution was summed into
+    ``t.grad``), not for :func:`grad`, which accumulates nothing. PyTorch's hook of this name.
+
+    Args:
+        t (Tensor): a leaf tensor that requires a gradient (a parameter).
+        hook (callable): ``hook(tensor) -> None``; it may read and replace ``tensor.grad``.
+
+    Returns:
+        A handle whose ``remove()`` unregisters the hook.
+
+    Example:
+        >>> import framework as fw
+        >>> w = fw.to_tensor([1.0, 2.0], stop_gradient=False)
+        >>> seen = []
+        >>> h = w.register_post_accumulate_grad_hook(lambda p: seen.append(p.grad.tolist()))
+        >>> (w * w + w).sum().backward()   # two uses of w: the hook runs once, with their sum
+        >>> seen
+        [[3.0, 5.0]]
+        >>> h.remove()
+    """
+    if t.stop_gradient or t._node is not None:
+        raise OpArgumentError(
+            "[register_post_accumulate_grad_hook] the tensor must be a leaf that requires a gradient "
+            f"(stop_gradient={t.stop_gradient}, leaf={t._node is None}); register it on a parameter"
+        )
+    if not callable(hook):
+        raise OpArgumentError(
+            f"[register_post_accumulate_grad_hook] hook must be callable, got {type(hook).__name__}"
+        )
+    if t._post_accumulate_hooks is None:
+        t._post_accumulate_hooks = []
+    t._post_accumulate_hooks.append(hook)
+    global _post_hook_count
+    _post_hook_count += 1
+    return _PostHookHandle(t, hook)
+
+
+class _PostHookHandle:
+    def __init__(self, t: Tensor, hook: Callable[[Tensor], None]) -> None:
+        self._t, self._hook = weakref.ref(t), hook
+
+    def remove(self) -> None:
+        global _post_hook_count
+        t = self._t()
+        hooks = t._post_accumulate_hooks if t is not None else None
+        if hooks and self._hook in hooks:
+            hooks.remove(self._hook)
+            _post_hook_count -= 1
+        self._t = lambda: None
+
+
 def run_backward(
     roots: Sequence[Tensor],
     grad_roots: Sequence[Tensor | None],
@@ -214,6 +498,8 @@ def run_backward(
     grads: dict[int, list[Any]] = {}
     leaf_grads: dict[int, Any] = {}
     want = {id(t): t for t in inputs} if inputs is not None else None
+    #: leaves with post-accumulate hooks that got a gradient in this backward, not yet announced
+    accumulated: dict[int, Tensor] = {}
 
     def _push(t: Tensor, g: Tensor) -> None:
         node = t._node
@@ -235,6 +521,8 @@ def run_backward(
                     t.grad = g if create_graph else g.detach()
                 else:
                     t.grad = t.grad + g if create_graph else (t.grad + g).detach()
+                if t._post_accumulate_hooks:
+                    accumulated[id(t)] = t
             return
         slot = grads.setdefault(id(node), [None] * node.n_outputs)
         i = t._out_index
@@ -255,28 +543,49 @@ def run_backward(
                 raise OpArgumentError(f"[backward] grad_tensor has shape {g.shape}, expected {r.shape}")
             _push(r, g)
         done: list[Node] = []
-        for node in _topo(roots):
-            gouts = grads.pop(id(node), None)
-            if gouts is None or all(g is None for g in gouts):
-                continue
-            for i, ref in enumerate(node._outs):
-                t = ref()
-                if t is not None and gouts[i] is not None:
-                    if t._hooks:
-                        for h in t._hooks:
-                            r = h(gouts[i])
-                            if r is not None:
-                                gouts[i] = r
-                    if t._retain_grad and want is None:
-                        t.grad = gouts[i] if t.grad is None else t.grad + gouts[i]
-            if node.op.grad is None:
-                raise OpArgumentError(f"[backward] op '{node.op.name}' has no gradient rule")
-            gins = node.op.grad(node, gouts)
-            assert node.inputs is not None
-            for t, g in zip(node.inputs, gins):
-                if g is not None and not t.stop_gradient:
-                    _push(t, g)
-            done.append(node)
+        order = _topo(roots)
+        # leaf -> how many recorded uses of it are still to be differentiated; its
+        # post-accumulate hooks run when that reaches 0 (only counted where a hook exists)
+        pending = _pending_uses(order) if _post_hook_count and want is None else None
+        callbacks: list[Callable[[], None]] = []
+        token = _PASS.set((next(_PASS_NUMBERS), callbacks))
+        try:
+            for at, node in enumerate(order):
+                gouts = grads.pop(id(node), None)
+                if gouts is None or all(g is None for g in gouts):
+                    if pending:
+                        _settle(node, pending, accumulated)
+                    continue
+                for i, ref in enumerate(node._outs):
+                    t = ref()
+                    if t is not None and gouts[i] is not None:
+                        if t._hooks:
+                            for h in t._hooks:
+                                r = h(gouts[i])
+                                if r is not None:
+                                    gouts[i] = r
+                        if t._retain_grad and want is None:
+                            t.grad = gouts[i] if t.grad is None else t.grad + gouts[i]
+                if node.op.grad is None:
+                    raise OpArgumentError(f"[backward] op '{node.op.name}' has no gradient rule")
+                assert node.inputs is not None
+                targets = node.inputs
+                if node.time != Tensor._clock and max(map(_changed_at, targets), default=-1) > node.time:
+                    gins, targets = _grad_with_modified_inputs(node, gouts, order, at)
+                else:
+                    gins = node.op.grad(node, gouts)
+                for t, g in zip(targets, gins):
+                    if g is not None and t is not None and not t.stop_gradient:
+                        _push(t, g)
+                done.append(node)
+                if pending:
+                    _settle(node, pending, accumulated)
+            for t in list(accumulated.values()):  # leaves used by no node (a root itself)
+                _announce(t, accumulated)
+            for fn in callbacks:
+                fn()
+        finally:
+            _PASS.reset(token)
         if not retain_graph:
             # Freed only now: a later node's rule may still read this node's outputs,
             # which are kept alive by the inputs of the nodes that consumed them.
@@ -334,13 +643,11 @@ def grad(
         Tensor(shape=[2], dtype=float32, device=cpu:0,
                [ 6., 12.])
     """
-    from .tensor import Tensor as _T
-
-    outs = [outputs] if isinstance(outputs, _T) else list(outputs)
-    ins = [inputs] if isinstance(inputs, _T) else list(inputs)
+    outs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
+    ins = [inputs] if isinstance(inputs, Tensor) else list(inputs)
     if grad_outputs is None:
         gos: list[Tensor | None] = [None] * len(outs)
-    elif isinstance(grad_outputs, _T):
+    elif isinstance(grad_outputs, Tensor):
         gos = [grad_outputs]
     else:
         gos = list(grad_outputs)

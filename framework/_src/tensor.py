@@ -18,6 +18,9 @@ from . import device as _dev
 from . import dtypes as _dt
 from .allocator import Block
 
+#: how many of a tensor's last in-place modifications it remembers the time of
+EDITS_KEPT = 16
+
 
 class Tensor:
     """An n-dimensional array on a device, with the data for autograd.
@@ -67,11 +70,31 @@ class Tensor:
     _out_index = 0
     grad: Any = None
     _hooks: Any = None
+    #: ``hook(tensor)`` calls once the leaf's gradient is complete (``autograd``)
+    _post_accumulate_hooks: Any = None
     _retain_grad = False
     name: str | None = None
     persistable = False
     #: a distributed tensor's class sets it: its ops go to ``dispatch.INTERCEPTORS``
     _dist = False
+    #: how many times the tensor was modified in place (``x.add_``, ``x[i] = v``, ``set_value``,
+    #: an optimizer's update...): ``x._inplace_version()``
+    _version = 0
+    #: the in-place operation that last changed the tensor (named in autograd's error)
+    _modified_by: str | None = None
+    #: a clock of in-place modifications, over all tensors: each one ticks it. An autograd node
+    #: keeps the time it was recorded; an input whose ``_edited_at`` is later changed since
+    #: (``autograd.Node``). One read per recorded op, one comparison per node in backward.
+    _clock = 0
+    #: the clock's time of this tensor's last in-place modification
+    _edited_at = -1
+    #: the clock's times of the last :data:`EDITS_KEPT` modifications (for the error's versions)
+    _edit_times: tuple[int, ...] = ()
+    #: clock time of a modification -> weak reference to the tensor that held this one's value
+    #: and graph position before it, where that update moved it to another node
+    #: (``indexing.rebind``; None: it was a constant); autograd sends a gradient recorded
+    #: earlier there
+    _earlier: dict[int, Any] | None = None
 
     # -- construction (internal) --------------------------------------------------------
     @classmethod
@@ -136,6 +159,33 @@ class Tensor:
     @property
     def is_leaf(self) -> bool:
         return self._node is None
+
+    def _bump_version(self, by: str) -> None:
+        """Record that ``by`` (an in-place operation) changed this tensor's value."""
+        Tensor._clock += 1
+        self._edited_at = Tensor._clock
+        self._edit_times = (*self._edit_times[1 - EDITS_KEPT :], Tensor._clock)
+        self._version += 1
+        self._modified_by = by
+
+    def _version_at(self, time: int) -> str:
+        """This tensor's version at clock ``time`` (for messages; exact while the modifications
+        since are among the last :data:`EDITS_KEPT`)."""
+        since = sum(1 for e in self._edit_times if e > time)
+        if since == len(self._edit_times) and self._version > since:
+            return f"{self._version - since} or earlier"
+        return str(self._version - since)
+
+    def _inplace_version(self) -> int:
+        """How many times this tensor was modified in place (Paddle's ``_inplace_version``).
+
+        Example:
+            >>> import framework as fw
+            >>> x = fw.ones([2])
+            >>> x.add_(fw.ones([2]))._inplace_version()
+            1
+        """
+        return self._version
 
     def _reshaped(self, shape: tuple[int, ...]) -> Tensor:
         """A tensor sharing this one's storage with another shape (no graph recorded)."""

@@ -47,6 +47,7 @@ def _move_into(t: Tensor, device: Any = None, dtype: Any = None) -> None:
             return
         r = r.detach()
     t._block, t._offset, t._nv, t.device, t.dtype = r._block, r._offset, None, r.device, r.dtype
+    t._bump_version("Layer.to")
     if t.grad is not None:
         t.grad = t.grad.to(t.device).astype(t.dtype).detach()
 

@@ -114,6 +114,9 @@ class FusedUpdate:
         for r, t in zip(results, written):  # the outputs' order (_build: ``outs``)
             if r is not t:  # an input given twice (checked by the executor) cannot be in place
                 t._block, t._offset, t._nv = r._block, r._offset, None
+            t._bump_version("the optimizer's step")
+            if r is t:  # written in place: views of it see the new values too
+                t._block.written_at = Tensor._clock
         self.last = ex
         return True
 

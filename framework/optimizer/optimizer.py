@@ -30,6 +30,7 @@ def _assign(p: Tensor, value: Tensor) -> None:
     if value.dtype != p.dtype:
         value = M.cast(value, p.dtype)
     p._block, p._offset, p._nv = value._block, value._offset, None
+    p._bump_version("the optimizer's step")
 
 
 class Optimizer:

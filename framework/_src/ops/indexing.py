@@ -420,7 +420,7 @@ def setitem(x: Tensor, key: Any, value: Any) -> None:
     idx = to_tensor(flat.reshape(-1), device=x.device)
     src = alias(x)
     r = scatter(src.reshape((-1,)), idx, v.reshape((-1,)), axis=0).reshape(x.shape)
-    rebind(x, r)
+    rebind(x, r, "__setitem__", src)
 
 
 def alias(x: Tensor) -> Tensor:
@@ -434,18 +434,25 @@ def alias(x: Tensor) -> Tensor:
     return a
 
 
-def rebind(x: Tensor, r: Tensor) -> None:
-    """Make ``x`` hold ``r``'s storage and graph (how in-place updates work)."""
+def rebind(x: Tensor, r: Tensor, by: str, old: Tensor | None = None) -> None:
+    """Make ``x`` hold ``r``'s storage and graph (how in-place updates work); ``by`` names the
+    update, which bumps ``x``'s version (autograd refuses values saved before it). ``old`` is
+    :func:`alias` of ``x`` taken before the update: where the graph moves on, autograd routes
+    gradients recorded for the old version to it."""
     x._block = r._block
     x._offset = r._offset
     x._nv = None
     x.shape = r.shape
     x.dtype = r.dtype
-    if r._node is not None:
+    x._bump_version(by)
+    if r._node is not None:  # x moves in the graph: remember where it stood (None: a constant)
+        if x._earlier is None:
+            x._earlier = {}
+        x._earlier[x._edited_at] = weakref.ref(old) if old is not None and old._node is not None else None
         x._node = r._node
         x._out_index = r._out_index
         x.stop_gradient = r.stop_gradient
-        r._node._outs[r._out_index] = weakref.ref(x)
+        r._node.rebound_output(r._out_index, x)
 
 
 def nonzero(x: Tensor, as_tuple: bool = False) -> Any:

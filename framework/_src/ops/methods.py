@@ -90,7 +90,7 @@ def __deepcopy__(self: Tensor, memo: dict[int, Any]) -> Tensor:
         setattr(new, slot, getattr(data, slot))
     new._node = None
     for k, v in getattr(self, "__dict__", {}).items():  # name, persistable, ...; not the graph's
-        if k not in ("grad", "_hooks", "_out_index", "_retain_grad"):
+        if k not in _GRAPH_STATE:
             setattr(new, k, copy.deepcopy(v, memo))
     memo[id(self)] = new
     return new
@@ -98,6 +98,11 @@ def __deepcopy__(self: Tensor, memo: dict[int, Any]) -> Tensor:
 
 #: what makes a tensor's value: taken from the copy, not from the original
 _STORAGE_SLOTS = ("_block", "_offset", "shape", "dtype", "device", "_nv")
+#: a tensor's attributes about its graph and in-place history: a deep copy starts afresh
+_GRAPH_STATE = frozenset(
+    ("grad", "_hooks", "_post_accumulate_hooks", "_out_index", "_retain_grad")
+    + ("_version", "_modified_by", "_edited_at", "_edit_times", "_earlier")
+)
 
 
 def detach(self: Tensor) -> Tensor:
@@ -134,24 +139,36 @@ def clear_grad(self: Tensor, set_to_zero: bool = False) -> None:
     self.grad = creation.zeros_like(self) if set_to_zero and self.grad is not None else None
 
 
-def _inplace(fn: Any) -> Any:
-    def op(self: Tensor, other: Any) -> Tensor:
-        r = fn(indexing.alias(self), other)
+def check_not_grad_leaf(x: Tensor, name: str) -> None:
+    """In-place updates of a leaf that requires grad (a parameter) are refused while grad is on."""
+    if autograd.is_grad_enabled() and x.is_leaf and not x.stop_gradient:
+        raise OpArgumentError(
+            f"[{name}] a leaf tensor that requires grad cannot be modified in place; "
+            f"use `with fw.no_grad():` (as optimizers do) or modify a copy"
+        )
+
+
+def inplace(fn: Any, name: str, same_shape: bool = True) -> Any:
+    """``self.<name>(...)``: ``fn(self, ...)`` stored back into ``self`` (its dtype kept) and its
+    version bumped; the graph keeps the old value where it was used (``indexing.alias``)."""
+
+    def op(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        check_not_grad_leaf(self, name)
+        old = indexing.alias(self)
+        r = fn(old, *args, **kwargs)
         if r.dtype != self.dtype:
             if _dt.category(r.dtype) > _dt.category(self.dtype):
                 raise OpArgumentError(
-                    f"[inplace] result type {r.dtype} cannot be stored in a {self.dtype} tensor"
+                    f"[{name}] result type {r.dtype} cannot be stored in a {self.dtype} tensor"
                 )
             r = M.cast(r, self.dtype)
-        if r.shape != self.shape:
-            raise OpArgumentError(f"[inplace] result shape {r.shape} differs from the tensor's {self.shape}")
-        if autograd.is_grad_enabled() and self.is_leaf and not self.stop_gradient:
-            raise OpArgumentError(
-                "[inplace] a leaf tensor that requires grad cannot be modified in place; use `with fw.no_grad():`"
-            )
-        indexing.rebind(self, r)
+        if same_shape and r.shape != self.shape:
+            raise OpArgumentError(f"[{name}] result shape {r.shape} differs from the tensor's {self.shape}")
+        indexing.rebind(self, r, name, old)
         return self
 
+    op.__name__ = name
+    op.__doc__ = f"In-place ``{name.rstrip('_')}``: the tensor itself holds the result."
     return op
 
 
@@ -179,18 +196,28 @@ def _expand_method(self: Tensor, *shape_: Any) -> Tensor:
     return shape.expand(self, shape_)
 
 
+def _fill_(self: Tensor, value: Any, name: str = "fill_") -> Tensor:
+    """Every element becomes ``value``. In a graph (a tensor that is no leaf, grad on) the
+    result is recorded as ``where(True, value, old)``: no gradient flows to the old value."""
+    check_not_grad_leaf(self, name)
+    if autograd.is_grad_enabled() and not self.stop_gradient:
+        old = indexing.alias(self)
+        r = M.where(creation.full_like(old, True, dtype="bool"), creation.full_like(old, value), old)
+    else:
+        old, r = None, creation.full_like(self, value)
+    indexing.rebind(self, r, name, old)
+    return self
+
+
 def _zero_(self: Tensor) -> Tensor:
-    indexing.rebind(self, creation.zeros_like(self))
-    return self
-
-
-def _fill_(self: Tensor, value: Any) -> Tensor:
-    indexing.rebind(self, creation.full_like(self, value))
-    return self
+    return _fill_(self, 0, "zero_")
 
 
 def _set_value(self: Tensor, value: Any) -> Tensor:
-    """Replace the values (same shape), keeping the tensor object: ``param.set_value(arr)``."""
+    """Replace the values (same shape), keeping the tensor object: ``param.set_value(arr)``.
+
+    Allowed on parameters (loading weights); the version is bumped, so a graph that used the
+    old values refuses to differentiate through them."""
     v = value if isinstance(value, Tensor) else to_tensor(value, dtype=self.dtype, device=self.device)
     if v.shape != self.shape:
         raise OpArgumentError(f"[set_value] value has shape {v.shape}, the tensor has {self.shape}")
@@ -198,7 +225,15 @@ def _set_value(self: Tensor, value: Any) -> Tensor:
     if v._block is self._block:
         v = clone(v)
     self._block, self._offset, self._nv = v._block, v._offset, None
+    self._bump_version("set_value")
     return self
+
+
+def register_post_accumulate_grad_hook(self: Tensor, hook: Any) -> Any:
+    return autograd.register_post_accumulate_grad_hook(self, hook)
+
+
+register_post_accumulate_grad_hook.__doc__ = autograd.register_post_accumulate_grad_hook.__doc__
 
 
 _METHODS: dict[str, Any] = {
@@ -236,10 +271,10 @@ _METHODS: dict[str, Any] = {
     "__invert__": M.logical_not,
     "__getitem__": indexing.getitem,
     "__setitem__": indexing.setitem,
-    "__iadd__": _inplace(M.add),
-    "__isub__": _inplace(M.subtract),
-    "__imul__": _inplace(M.multiply),
-    "__itruediv__": _inplace(M.divide),
+    "__iadd__": inplace(M.add, "__iadd__"),
+    "__isub__": inplace(M.subtract, "__isub__"),
+    "__imul__": inplace(M.multiply, "__imul__"),
+    "__itruediv__": inplace(M.divide, "__itruediv__"),
     "add": M.add,
     "subtract": M.subtract,
     "multiply": M.multiply,
@@ -248,10 +283,10 @@ _METHODS: dict[str, Any] = {
     "matmul": M.matmul,
     "maximum": M.maximum,
     "minimum": M.minimum,
-    "add_": _inplace(M.add),
-    "subtract_": _inplace(M.subtract),
-    "multiply_": _inplace(M.multiply),
-    "scale_": _inplace(M.multiply),
+    "add_": inplace(M.add, "add_"),
+    "subtract_": inplace(M.subtract, "subtract_"),
+    "multiply_": inplace(M.multiply, "multiply_"),
+    "scale_": inplace(M.multiply, "scale_"),
     "abs": M.abs,
     "exp": M.exp,
     "log": M.log,
@@ -293,6 +328,7 @@ _METHODS: dict[str, Any] = {
     "detach": detach,
     "backward": backward,
     "register_hook": register_hook,
+    "register_post_accumulate_grad_hook": register_post_accumulate_grad_hook,
     "retain_grads": retain_grads,
     "clear_grad": clear_grad,
     "clear_gradient": clear_grad,

@@ -8,40 +8,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from adapter_api import OpArgumentError
-
-from .. import autograd
-from .. import dtypes as _dt
 from ..tensor import Tensor
 from . import creation, indexing, shape
 from . import math as M
 from . import random as R
 from .composites import activation, arith, manipulation, norm, sampling, sorting, special
-
-
-def inplace(fn: Callable[..., Tensor], name: str, same_shape: bool = True) -> Callable[..., Tensor]:
-    """``self.<name>_(...)``: ``fn(self, ...)`` stored back into ``self`` (its dtype kept)."""
-
-    def op(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-        if autograd.is_grad_enabled() and self.is_leaf and not self.stop_gradient:
-            raise OpArgumentError(
-                f"[{name}_] a leaf tensor that requires grad cannot be modified in place; use `with fw.no_grad():`"
-            )
-        r = fn(indexing.alias(self), *args, **kwargs)
-        if r.dtype != self.dtype:
-            if _dt.category(r.dtype) > _dt.category(self.dtype):
-                raise OpArgumentError(
-                    f"[{name}_] result type {r.dtype} cannot be stored in a {self.dtype} tensor"
-                )
-            r = M.cast(r, self.dtype)
-        if same_shape and r.shape != self.shape:
-            raise OpArgumentError(f"[{name}_] result shape {r.shape} differs from the tensor's {self.shape}")
-        indexing.rebind(self, r)
-        return self
-
-    op.__name__ = name + "_"
-    op.__doc__ = f"In-place ``{name}``: the tensor itself holds the result."
-    return op
+from .methods import inplace
 
 
 def _uniform_(self: Tensor, min: float = -1.0, max: float = 1.0, seed: int = 0) -> Tensor:
@@ -231,4 +203,4 @@ for _k, _v in METHODS.items():
         setattr(Tensor, _k, _v)
 for _k, (_fn, _same) in INPLACE.items():
     if not hasattr(Tensor, _k + "_"):
-        setattr(Tensor, _k + "_", inplace(_fn, _k, _same))
+        setattr(Tensor, _k + "_", inplace(_fn, _k + "_", _same))
