@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import framework as fw
+import framework.distributed as dist
 from framework._src import autograd
 
 MODIFY = {
@@ -267,3 +268,15 @@ def test_input_reshaped_in_place_after_use_keeps_its_old_shape_for_the_rule():
     a.reshape_([1, 3])
     b.sum().backward()
     assert w.grad.tolist() == [[4.0], [4.0], [4.0]]  # d(sum over 2 columns of 2w)/dw
+
+
+def test_a_collective_that_writes_a_saved_tensor_in_place_is_caught():
+    """``dist.all_reduce`` writes its tensor in place: a backward that saved it before raises
+    (here in a world of one, where the value happens not to change)."""
+    w = fw.to_tensor(2.0, stop_gradient=False)
+    a = w * 2
+    b = a * a
+    dist.all_reduce(a)
+    assert a._inplace_version() == 1
+    with pytest.raises(RuntimeError, match=r"modified by an inplace operation.*distributed\.all_reduce"):
+        b.backward()

@@ -386,7 +386,11 @@ def _prepare(name: str, t: Tensor, group: Group | None, **extra: Any) -> tuple[G
     return g, g.communicator(t.device)
 
 
-def _finish(t: Tensor | None, sync_op: bool) -> Task | None:
+def _finish(t: Tensor | None, sync_op: bool, written: str | None = None) -> Task | None:
+    """The collective's task; ``written``: the collective wrote ``t`` in place (its version is
+    bumped, so that a backward that saved ``t`` before does not read the new value silently)."""
+    if written is not None and t is not None:
+        t._bump_version(f"distributed.{written}")
     return None if sync_op else Task(t.device if t is not None else None)
 
 
@@ -419,7 +423,7 @@ def all_reduce(
     nv = t.native()
     with _Doing(f"all_reduce({name})", t):
         p[1].all_reduce(nv, nv, name, _stream(t))
-    return _finish(t, sync_op)
+    return _finish(t, sync_op, written="all_reduce")
 
 
 def reduce(
@@ -436,7 +440,7 @@ def reduce(
     nv = t.native()
     with _Doing(f"reduce({name})", t, f" to rank {dst}"):
         comm.reduce(nv, nv, name, root, _stream(t))
-    return _finish(t, sync_op)
+    return _finish(t, sync_op, written="reduce")
 
 
 def broadcast(tensor: Tensor, src: int = 0, group: Group | None = None, sync_op: bool = True) -> Task | None:
@@ -449,7 +453,7 @@ def broadcast(tensor: Tensor, src: int = 0, group: Group | None = None, sync_op:
     root = _group_rank(g, src, "broadcast")
     with _Doing("broadcast", t, f" from rank {src}"):
         comm.broadcast(t.native(), root, _stream(t))
-    return _finish(t, sync_op)
+    return _finish(t, sync_op, written="broadcast")
 
 
 def _slices(t: Tensor, n: int) -> list[Tensor]:
@@ -517,7 +521,7 @@ def reduce_scatter(
         )
     with _Doing(f"reduce_scatter({name})", t):
         comm.reduce_scatter(src.native(), t.native(), name, _stream(t))
-    return _finish(t, sync_op)
+    return _finish(t, sync_op, written="reduce_scatter")
 
 
 def alltoall(
@@ -560,7 +564,7 @@ def alltoall_single(
         )
     with _Doing("alltoall", t):
         comm.all_to_all(t.native(), o.native(), _stream(t))
-    return _finish(o, sync_op)
+    return _finish(o, sync_op, written="alltoall_single")
 
 
 all_to_all = alltoall
@@ -587,7 +591,7 @@ def recv(tensor: Tensor, src: int = 0, group: Group | None = None, sync_op: bool
     peer = _group_rank(g, src, "recv")
     with _Doing("recv", t, f" from rank {src}"):
         g.communicator(t.device).recv(t.native(), peer, _stream(t))
-    return _finish(t, sync_op)
+    return _finish(t, sync_op, written="recv")
 
 
 def isend(tensor: Tensor, dst: int = 0, group: Group | None = None) -> Task | None:
