@@ -149,6 +149,17 @@ _ALL = [
         "both: the index of the first NaN when there is one (numpy's rule).",
     ),
     PrimitiveSpec(
+        "argsort",
+        ("x",),
+        ("descending",),
+        "y = int64 indices that sort x along its last axis (a 0-d x is one row of one): "
+        "stable (equal values, -0.0 and +0.0 included, keep their order), smallest first, or "
+        "largest first when descending (equal values still in their order). NaN is greater "
+        "than every number: last ascending, first descending, NaNs in their order (numpy's "
+        "and Paddle's rule). Bool: False < True. O(n log n) per row: the core sorts with it.",
+        "sort",
+    ),
+    PrimitiveSpec(
         "matmul",
         ("a", "b"),
         (),

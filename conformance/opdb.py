@@ -327,6 +327,27 @@ def where_samples(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
     )
 
 
+def argsort_samples(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
+    def ties(shape: tuple[int, ...]) -> np.ndarray:
+        if d == np.bool_:
+            return rng.random(shape) < 0.5
+        return rng.integers(0, 4, shape).astype(d)  # many ties: equal values keep their order
+
+    for desc in (False, True):
+        for shape in [(), (1,), (0,), (2, 0), (7,), (3, 5), (2, 3, 4), (2, 1000), (300, 3)]:
+            yield Sample([ties(shape)], {"descending": desc}, label=f"shape {shape} with ties desc={desc}")
+        yield Sample([values(d, (4, 33), rng)], {"descending": desc}, label=f"random (4, 33) desc={desc}")
+        if _is_float(d):
+            row = np.concatenate([specials(d), specials(d)[::-1], values(d, (5,), rng)])
+            yield Sample(
+                [row.astype(d)],
+                {"descending": desc},
+                label=f"NaN (greatest: last ascending, first descending), infinities, -0.0 == +0.0 desc={desc}",
+            )
+        elif d != np.bool_:
+            yield Sample([np.tile(int_edges(d), 2)], {"descending": desc}, label=f"integer edges desc={desc}")
+
+
 def cast_samples(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
     for target in ALL:
         t = dtype_of(target)
@@ -827,6 +848,7 @@ def _build() -> dict[str, OpInfo]:
         add(OpInfo(n, reduce_samples(n), R.REFERENCES[n], grad_inputs=(0,), grad_samples=gs))
     for n in ("argmax", "argmin"):
         add(OpInfo(n, arg_samples, R.REFERENCES[n]))
+    add(OpInfo("argsort", argsort_samples, R.argsort))
     add(
         OpInfo(
             "matmul",

@@ -281,6 +281,19 @@ def _arg(fn: Any):
     return k
 
 
+def _argsort(ctx: Any, outs: list, ins: list, descending: bool) -> None:
+    x, y = ins[0], outs[0]
+    if x.ndim == 0:
+        y[...] = 0
+        return
+    if x.dtype in _HALF:
+        x = x.astype(np.float32)
+    if descending:  # NOTE: a stable ascending sort of the reversed row, reversed: ties in order, NaN first
+        y[...] = x.shape[-1] - 1 - np.argsort(x[..., ::-1], axis=-1, kind="stable")[..., ::-1]
+    else:
+        y[...] = np.argsort(x, axis=-1, kind="stable")
+
+
 def _matmul(ctx: Any, outs: list, ins: list) -> None:
     a, b = ins
     c = outs[0]
@@ -687,6 +700,7 @@ TABLE: list[tuple[str, Any, tuple, bool]] = [
     ("min", _reduce(np.min), ALL, False),
     ("argmax", _arg(np.argmax), ALL, False),
     ("argmin", _arg(np.argmin), ALL, False),
+    ("argsort", _argsort, ALL, False),
     ("matmul", _matmul, NUMERIC, False),
     ("matmul_t", _matmul_t, NUMERIC, False),  # fused composite, not a primitive
     ("permute", _permute, ALL, False),

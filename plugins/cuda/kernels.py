@@ -140,6 +140,19 @@ def _cast(source_bf16: bool) -> Body:
     return cast
 
 
+def argsort(xp: Any, outs: list[Any], ins: list[Any], descending: bool) -> None:
+    # NOTE: cupy's argsort is stable (thrust) and puts NaN last, as numpy's
+    x, y = ins[0], outs[0]
+    if x.ndim == 0:
+        y[...] = 0
+        return
+    x = x.view(xp.uint8) if x.dtype.kind == "b" else x
+    if descending:  # a stable ascending sort of the reversed row, reversed: ties in order, NaN first
+        xp.copyto(y, x.shape[-1] - 1 - xp.argsort(x[..., ::-1], axis=-1)[..., ::-1])
+    else:
+        xp.copyto(y, xp.argsort(x, axis=-1))
+
+
 # -- reductions ----------------------------------------------------------------------------
 
 
@@ -519,6 +532,8 @@ def _table() -> list[KernelSpec]:
     for op in ("argmax", "argmin"):
         add(op, ALL, _arg_reduction(op))
         add(op, [BF16], via_float32(_arg_reduction(op), (0,), out_bf16=False))
+    add("argsort", ALL, argsort)
+    add("argsort", [BF16], via_float32(argsort, (0,), out_bf16=False))
     add("matmul", NUMERIC, matmul)
     add("matmul", [BF16], bf16_matmul)
     for op, body in (

@@ -464,6 +464,46 @@ def _argreduce(op: str) -> Callable[..., None]:
     return kernel
 
 
+def argsort(ctx, outs, ins, descending=False, **_):
+    """A stable merge sort of each row's indices: ceil(log2 R) merge launches of O(log R) each."""
+    (y,), (x,) = outs, ins
+    n = y.size
+    if n == 0:
+        return
+    R = x.shape[-1] if x.shape else 1
+    dev, q = _env(ctx, x.dtype)
+    passes = max(0, (R - 1).bit_length())
+    ls = dev.local_size
+    grid = (-(-n // ls) * ls,)
+    tmp = dev.temp(n * 8) if passes else None
+    # the last merge must land in y: start in y after an even number of passes, else in tmp
+    bufs = [(y.buffer, y.eoff), (tmp, _i64(0))]
+    cur = passes % 2
+    init = dev.kernel("math", _NAMES[x.dtype], "argsort_init")
+    dev.launch(q, init, grid, (ls,), bufs[cur][0], _i64(bufs[cur][1]), _i64(n), _i64(R))
+    merge = dev.kernel("math", _NAMES[x.dtype], "argsort_merge")
+    w = 1
+    while w < R:
+        (src, so), (dst, do) = bufs[cur], bufs[1 - cur]
+        dev.launch(
+            q,
+            merge,
+            grid,
+            (ls,),
+            dst,
+            _i64(do),
+            src,
+            _i64(so),
+            x.buffer,
+            x.eoff,
+            _i64(n),
+            _i64(R),
+            _i64(w),
+            np.int32(bool(descending)),
+        )
+        cur, w = 1 - cur, w * 2
+
+
 # -- linear algebra ----------------------------------------------------------------------
 _TS, _RTS = 32, 8  # matmul tile and rows per work item group (math.cl: TS, TS / WPT)
 _BLK_RM = 6  # rows of an item's block in the CPU matmul kernels (math.cl: MM_RM, MM_CW)
@@ -836,6 +876,7 @@ def table() -> list[tuple[str, tuple[str, ...], Callable[..., None], bool, Calla
         ("min", ALL, _reduce("min"), False),
         ("argmax", ALL, _argreduce("argmax"), False),
         ("argmin", ALL, _argreduce("argmin"), False),
+        ("argsort", ALL, argsort, False),
         ("matmul", NUMERIC, matmul, False),
         ("matmul_t", NUMERIC, matmul_t, False),  # a composite's kernel, not a primitive
         ("permute", ALL, permute, False),

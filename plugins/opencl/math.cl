@@ -644,3 +644,48 @@ __kernel void philox_uniform(__global T* y, long yo, long n, ulong offset, uint 
     }
 }
 #endif
+
+// ---- argsort along the last axis: a stable merge sort of indices, one launch per run width ----
+// NOTE: NaN is greater than every number (last ascending, first descending), as numpy and
+// Paddle sort; NaNs, and equal values (-0.0 == +0.0), keep their order.
+#if IS_FLOAT
+#define SORT_NAN(v) isnan(v)
+#else
+#define SORT_NAN(v) 0
+#endif
+// a goes strictly before b in the sorted order
+inline int sort_before(ACC a, ACC b, int desc) {
+    if (desc) return !SORT_NAN(b) && (SORT_NAN(a) || a > b);
+    return !SORT_NAN(a) && (SORT_NAN(b) || a < b);
+}
+
+__kernel void argsort_init(__global long* y, long yo, long n, long R) {
+    long i = get_global_id(0);
+    if (i < n) y[yo + i] = i % R;
+}
+
+// Merge the sorted runs [s, s + w) and [s + w, s + 2w) of every row of src into dst: each
+// element finds its place by a binary search of the other run (left wins ties: stable).
+__kernel void argsort_merge(__global long* dst, long dso, __global const long* src, long so,
+                            __global const T* x, long xo, long n, long R, long w, int desc) {
+    long i = get_global_id(0);
+    if (i >= n) return;
+    long row = i / R, p = i % R;
+    long s = p / (2 * w) * (2 * w);
+    long mid = min(s + w, R), end = min(s + 2 * w, R);
+    __global const long* run = src + so + row * R;
+    __global const T* xr = x + xo + row * R;
+    long j = run[p];
+    ACC v = LOAD(xr, j);
+    int left = p < mid;
+    long lo = left ? mid : s, hi = left ? end : mid;
+    while (lo < hi) {  // first position of the other run that does not go before v
+        long m = lo + (hi - lo) / 2;
+        ACC o = LOAD(xr, run[m]);
+        int goes_first = left ? sort_before(o, v, desc) : !sort_before(v, o, desc);
+        if (goes_first) lo = m + 1; else hi = m;
+    }
+    long before = left ? lo - mid : lo - s;
+    long mine = left ? p - s : p - mid;
+    dst[dso + row * R + s + mine + before] = j;
+}
