@@ -464,44 +464,64 @@ def _argreduce(op: str) -> Callable[..., None]:
     return kernel
 
 
+_SORT_C = 16  # math.cl: SORT_C, the run each work item sorts first and merges per launch
+
+
 def argsort(ctx, outs, ins, descending=False, **_):
-    """A stable merge sort of each row's indices: ceil(log2 R) merge launches of O(log R) each."""
+    """A stable merge sort of (key, index) pairs per row: runs of 16 by insertion, then
+    ceil(log2(R / 16)) merge launches, O(n) each."""
     (y,), (x,) = outs, ins
     n = y.size
     if n == 0:
         return
     R = x.shape[-1] if x.shape else 1
+    rows = n // R
     dev, q = _env(ctx, x.dtype)
-    passes = max(0, (R - 1).bit_length())
+    passes = max(0, (-(-R // _SORT_C) - 1).bit_length())
     ls = dev.local_size
-    grid = (-(-n // ls) * ls,)
-    tmp = dev.temp(n * 8) if passes else None
-    # the last merge must land in y: start in y after an even number of passes, else in tmp
-    bufs = [(y.buffer, y.eoff), (tmp, _i64(0))]
-    cur = passes % 2
-    init = dev.kernel("math", _NAMES[x.dtype], "argsort_init")
-    dev.launch(q, init, grid, (ls,), bufs[cur][0], _i64(bufs[cur][1]), _i64(n), _i64(R))
-    merge = dev.kernel("math", _NAMES[x.dtype], "argsort_merge")
-    w = 1
+    items = rows * -(-R // _SORT_C)
+    grid = (-(-items // ls) * ls,)
+    size = x.dtype.itemsize
+    keys = [dev.temp(n * size), dev.temp(n * size) if passes else None]
+    idx = [(y.buffer, y.eoff), (dev.temp(n * 8) if passes else None, _i64(0))]
+    cur = passes % 2  # the last merge must land in y
+    desc = np.int32(bool(descending))
+    name = _NAMES[x.dtype]
+    dev.launch(
+        q,
+        dev.kernel("math", name, "argsort_block"),
+        grid,
+        (ls,),
+        keys[cur],
+        idx[cur][0],
+        _i64(idx[cur][1]),
+        x.buffer,
+        x.eoff,
+        _i64(rows),
+        _i64(R),
+        desc,
+    )
+    merge = dev.kernel("math", name, "argsort_merge")
+    w = _SORT_C
     while w < R:
-        (src, so), (dst, do) = bufs[cur], bufs[1 - cur]
+        nxt = 1 - cur
         dev.launch(
             q,
             merge,
             grid,
             (ls,),
-            dst,
-            _i64(do),
-            src,
-            _i64(so),
-            x.buffer,
-            x.eoff,
-            _i64(n),
+            keys[nxt],
+            idx[nxt][0],
+            _i64(idx[nxt][1]),
+            keys[cur],
+            idx[cur][0],
+            _i64(idx[cur][1]),
+            _i64(rows),
             _i64(R),
             _i64(w),
-            np.int32(bool(descending)),
+            desc,
         )
-        cur, w = 1 - cur, w * 2
+        cur, w = nxt, w * 2
 
 
 # -- linear algebra ----------------------------------------------------------------------
