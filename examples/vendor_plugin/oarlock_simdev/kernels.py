@@ -31,6 +31,17 @@ def checked_index(index, size):
     return index
 
 
+def argsort(ctx, outs, ins, descending):
+    # stable; NaN last ascending, first descending (a stable sort of the reversed row, reversed)
+    x = ins[0]
+    if x.ndim == 0:
+        outs[0][...] = 0
+    elif descending:
+        outs[0][...] = x.shape[-1] - 1 - np.argsort(x[..., ::-1], axis=-1, kind="stable")[..., ::-1]
+    else:
+        outs[0][...] = np.argsort(x, axis=-1, kind="stable")
+
+
 def scatter(ctx, outs, ins, axis, add=False):
     x, index, src = ins
     y = outs[0]
@@ -139,6 +150,7 @@ KERNELS = [
             ..., np.argmin(ins[0], axis, keepdims=keepdim)
         ),
     ),
+    ("argsort", ALL, argsort),
     ("matmul", NUM, lambda ctx, outs, ins: outs[0].__setitem__(..., np.matmul(*ins))),
     ("permute", ALL, lambda ctx, outs, ins, perm: outs[0].__setitem__(..., ins[0].transpose(perm))),
     ("expand", ALL, lambda ctx, outs, ins, shape: outs[0].__setitem__(..., np.broadcast_to(ins[0], shape))),
