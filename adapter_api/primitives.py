@@ -102,7 +102,10 @@ _ALL = [
         "floor_divide remainder",
         ("x", "y"),
         (),
-        "z = numpy.{name}(x, y) (sign of the result follows y, as in Python).",
+        "z = numpy.{name}(x, y) (sign of the result follows y, as in Python). Integers: a "
+        "zero divisor is never asked for (the core raises first, as Paddle does); MIN // -1 "
+        "wraps to MIN and MIN % -1 is 0 (numpy's rule), never a trap. Floats: IEEE (x // 0.0 "
+        "is +-inf or NaN, x % 0.0 is NaN).",
     ),
     *_specs(
         "compare",

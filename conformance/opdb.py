@@ -293,6 +293,14 @@ def binary_samples(
             yield Sample(
                 [x.reshape(-1).copy(), y.reshape(-1).copy()], label="integer edge values (wrap-around)"
             )
+        if d.kind in "iu" and kind == "nonzero_rhs":
+            # every nonzero edge divisor; MIN // -1 wraps to MIN and MIN % -1 is 0 (numpy's rule)
+            e = int_edges(d)
+            x, y = np.meshgrid(e, e[e != 0])
+            yield Sample(
+                [x.reshape(-1).copy(), y.reshape(-1).copy()],
+                label="integer edge values (MIN // -1 wraps to MIN; MIN % -1 is 0)",
+            )
 
     return gen
 

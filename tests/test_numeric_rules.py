@@ -136,3 +136,56 @@ def test_invert_of_a_float_raises_like_bitwise_not(device):
         _ = ~x
     with pytest.raises(OpArgumentError, match=r"\[bitwise_and\].*float32"):
         _ = x & x
+
+
+# -- integer division ----------------------------------------------------------------------------
+@pytest.mark.parametrize("op", ["floor_divide", "remainder"])
+def test_integer_division_by_zero_raises_as_paddle(device, paddle, op):
+    x, y = np.array([7, -7, 3], np.int64), np.array([2, 0, 1], np.int64)
+    with pytest.raises(Exception, match="Integer division by zero"):
+        getattr(paddle, op)(paddle.to_tensor(x), paddle.to_tensor(y))
+    tx, ty = fw.to_tensor(x, device=device), fw.to_tensor(y, device=device)
+    with pytest.raises(OpArgumentError, match=rf"\[{op}\] integer division by zero"):
+        getattr(fw, op)(tx, ty)
+    with pytest.raises(OpArgumentError, match=rf"\[{op}\] integer division by zero.*scalar 0"):
+        getattr(fw, op)(tx, 0)
+    with pytest.raises(OpArgumentError, match="integer division by zero"):
+        _ = (tx // ty) if op == "floor_divide" else (tx % ty)
+    with pytest.raises(OpArgumentError, match="integer division by zero"):
+        getattr(fw, op)(
+            fw.to_tensor(np.array([1, 2], np.int32), device=device),
+            fw.to_tensor([0], dtype="int32", device=device),
+        )
+    # nonzero divisors: numpy's values; float division by zero stays IEEE, as in Paddle
+    ok = np.array([2, -3, 1], np.int64)
+    _same(getattr(fw, op)(tx, fw.to_tensor(ok, device=device)).numpy(), getattr(np, op)(x, ok))
+    f = np.array([7.0, -7.0, 0.0], np.float32)
+    got = getattr(fw, op)(fw.to_tensor(f, device=device), 0.0).numpy()
+    want = getattr(paddle, op)(paddle.to_tensor(f), paddle.to_tensor(np.zeros(3, np.float32))).numpy()
+    _same(got, want)
+
+
+@pytest.mark.parametrize("op", ["floor_divide", "remainder"])
+def test_integer_division_by_zero_raises_under_to_static(device, op):
+    @fw.jit.to_static
+    def f(x, y):
+        return getattr(fw, op)(x, y) + 1
+
+    x = fw.to_tensor([7, -7, 3], device=device)
+    ok = np.array([2, -3, 1], np.int64)
+    _same(f(x, fw.to_tensor(ok, device=device)).numpy(), getattr(np, op)(np.array([7, -7, 3]), ok) + 1)
+    with pytest.raises(OpArgumentError, match="out of range"):  # the divisor's bounds check
+        f(x, fw.to_tensor([2, 0, 1], device=device)).numpy()
+    _same(f(x, fw.to_tensor(ok, device=device)).numpy(), getattr(np, op)(np.array([7, -7, 3]), ok) + 1)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_int_min_floor_divide_minus_one_wraps_as_numpy(device, dtype):
+    # Paddle 3.3.1 dies of SIGFPE here; the contract takes numpy's wrap (MIN // -1 == MIN, MIN % -1 == 0)
+    m = np.iinfo(dtype).min
+    x, y = np.array([m, m, m + 1], dtype), np.array([-1, 1, -1], dtype)
+    tx, ty = fw.to_tensor(x, device=device), fw.to_tensor(y, device=device)
+    with np.errstate(over="ignore"):
+        _same((tx // ty).numpy(), np.floor_divide(x, y))
+        _same((tx % ty).numpy(), np.remainder(x, y))
+    assert (tx // ty).numpy()[0] == m and (tx % ty).numpy()[0] == 0
