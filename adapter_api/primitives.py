@@ -128,11 +128,11 @@ _ALL = [
         ("dtype",),
         "y = x converted to dtype (int->int wraps modulo "
         "2**bits of the target, never saturates: int32 300 -> int8 44, -1 -> uint8 255; "
-        "float->int truncates "
-        "toward zero, then wraps modulo 2**bits into the target: -1.5 -> uint8 255, "
-        "300.7 -> uint8 44, as numpy's astype; defined where the truncated value fits "
-        "int32, or int64 for an int64 target; NaN, inf and larger magnitudes are "
-        "implementation-defined. nonzero->bool is True; bool->number is 0/1).",
+        "float->int truncates toward zero and saturates to the target's range, NaN -> 0, on "
+        "every device: 3e9 -> int32 2147483647, -inf -> int32 -2147483648, -1.5 -> uint8 0, "
+        "300.7 -> uint8 255, 2.9 -> uint8 2 (OpenCL's convert_<type>_sat_rtz, CUDA's "
+        "cvt.rzi.sat; plain C and numpy leave out-of-range values undefined). "
+        "nonzero->bool is True (NaN too); bool->number is 0/1).",
         "convert",
     ),
     *_specs(

@@ -366,6 +366,27 @@ def cast_samples(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
                 if t.kind == "i":
                     x = np.concatenate([x, [-0.75, -1.5, -2.5]])
                 yield Sample([x.astype(d)], {"dtype": t}, label=f"to {target} (truncates toward zero)")
+                # past the target's range: saturates; NaN -> 0 (every device alike)
+                info = np.iinfo(t)
+                big = float(np.finfo(d).max) if d.name != "bfloat16" else 3.0e38
+                edges = [
+                    np.nan,
+                    np.inf,
+                    -np.inf,
+                    big,
+                    -big,
+                    -1.5,
+                    -0.5,
+                    300.7,
+                    70000.5,
+                    -70000.5,
+                    3.0e9,
+                    -3.0e9,
+                ]
+                edges += [float(info.max) + 1.0, float(info.min) - 1.0, float(info.max), float(info.min)]
+                e = np.array(edges, np.float64)
+                e = e[np.isnan(e) | np.isinf(e) | (np.abs(e) <= big)].astype(d)
+                yield Sample([e], {"dtype": t}, label=f"to {target} past its range (saturates; NaN -> 0)")
             else:
                 yield Sample(
                     [np.concatenate([values(d, (12,), rng), specials(d)]).astype(d)],

@@ -147,8 +147,13 @@ def cast(x: np.ndarray, dtype: Any) -> np.ndarray:
     d = np.dtype(dtype)
     if d == np.bool_:
         return x != 0
-    if _is_float(x.dtype) and d.kind in "iu":
-        return np.trunc(x.astype(np.float64)).astype(d)
+    if _is_float(x.dtype) and d.kind in "iu":  # truncate, saturate, NaN -> 0 (Python ints: exact)
+        info = np.iinfo(d)
+        vals = [
+            0 if v != v else info.max if v == math.inf else info.min if v == -math.inf else int(v)
+            for v in x.astype(np.float64).reshape(-1).tolist()
+        ]
+        return np.array([min(max(v, info.min), info.max) for v in vals], dtype=d).reshape(x.shape)
     return x.astype(np.float64).astype(d) if _is_float(x.dtype) and _is_float(d) else x.astype(d)
 
 

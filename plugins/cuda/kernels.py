@@ -129,11 +129,15 @@ def _cast(source_bf16: bool) -> Body:
         y = outs[0]
         if np.dtype(dtype) == BF16:
             f32_to_bf16(xp, x.astype(xp.float32), y)
-        elif x.dtype.kind == "f" and y.dtype.kind in "iu" and y.dtype.itemsize < 8:
-            # NOTE: CUDA's float-to-integer conversion clamps to the target's range (-1.5 ->
-            # uint8 is 0); the contract truncates, then wraps modulo 2**bits. Truncating to
-            # int64 is exact for every value the rule defines; int64 -> narrow int wraps.
-            xp.copyto(y, x.astype(xp.int64), casting="unsafe")
+        elif x.dtype.kind == "f" and y.dtype.kind in "iu":
+            # the contract: truncate toward zero, saturate to the target's range, NaN -> 0
+            t = xp.trunc(x.astype(xp.float64))
+            info = np.iinfo(y.dtype)
+            lo, hi = float(info.min), float(info.max) + 1.0  # exact: 0 or -2**(b-1); 2**b or 2**(b-1)
+            fits = (t >= lo) & (t < hi)
+            xp.copyto(y, xp.where(fits, t, 0).astype(y.dtype))
+            y[t >= hi] = info.max
+            y[t < lo] = info.min
         else:
             xp.copyto(y, x, casting="unsafe")
 
