@@ -189,3 +189,61 @@ def test_int_min_floor_divide_minus_one_wraps_as_numpy(device, dtype):
         _same((tx // ty).numpy(), np.floor_divide(x, y))
         _same((tx % ty).numpy(), np.remainder(x, y))
     assert (tx // ty).numpy()[0] == m and (tx % ty).numpy()[0] == 0
+
+
+# -- float -> int casts: truncate, saturate, NaN -> 0 ---------------------------------------------
+_PAST = [
+    NAN,
+    np.inf,
+    -np.inf,
+    3.0e9,
+    -3.0e9,
+    1.0e20,
+    -1.0e20,
+    -1.5,
+    -0.5,
+    300.7,
+    2.9,
+    -2.9,
+    127.9,
+    -128.9,
+    0.0,
+]
+
+
+def _saturated(values: list[float], target: str) -> np.ndarray:
+    info = np.iinfo(target)
+    out = [
+        0 if v != v else info.max if v > info.max else info.min if v < info.min else int(v) for v in values
+    ]
+    return np.array(out, dtype=target)
+
+
+@pytest.mark.parametrize("src", ["float32", "float64", "float16"])
+@pytest.mark.parametrize("target", ["int32", "int64", "uint8", "int8", "int16"])
+def test_float_to_int_cast_saturates_and_nan_is_zero(device, src, target):
+    x = np.array(_PAST, np.float64).astype(src)
+    want = _saturated(x.astype(np.float64).tolist(), target)
+    t = fw.to_tensor(x, device=device)
+    _same(t.astype(target).numpy(), want)
+    _same(fw.cast(t, target).numpy(), want)
+
+
+def test_float_to_int_cast_saturates_in_static_programs_and_fused_kernels(device):
+    @fw.jit.to_static
+    def f(x):  # the cast fused with its neighbours where the device generates kernels
+        return (x * 2.0).astype("int32") + 1, (x - 1.0).astype("uint8")
+
+    x = np.array(_PAST, np.float32)
+    a, b = f(fw.to_tensor(x, device=device))
+    _same(
+        a.numpy(),
+        (_saturated((x * 2.0).astype(np.float64).tolist(), "int32").astype(np.int64) + 1).astype(np.int32),
+    )
+    _same(b.numpy(), _saturated((x - 1.0).astype(np.float64).tolist(), "uint8"))
+
+
+def test_in_range_float_to_int_casts_match_paddle(device, paddle):
+    x = np.array([2.9, -2.9, 0.5, -0.5, 100.99, -100.99, 1.0e9], np.float32)
+    _same(fw.to_tensor(x, device=device).astype("int32").numpy(), paddle.to_tensor(x).cast("int32").numpy())
+    _same(fw.to_tensor(x, device=device).astype("int64").numpy(), paddle.to_tensor(x).cast("int64").numpy())
