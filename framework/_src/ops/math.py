@@ -278,6 +278,8 @@ Example:
     Tensor(shape=[3], dtype=bool, device=cpu:0,
            [False,  True,  True])
 """
+
+
 def _nonzero_divisor(name: str, y: Tensor) -> Tensor:
     """``y``, checked to hold no 0: an integer ``//`` or ``%`` by zero raises (as Paddle's
     "Integer division by zero" does), on every device. Eagerly the core reads one flag back
