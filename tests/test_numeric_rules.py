@@ -101,6 +101,15 @@ def test_unique_keeps_nans_apart_as_paddle(device, paddle):
     _same(fw.unique(fw.to_tensor(x, device=device)).numpy(), paddle.unique(paddle.to_tensor(x)).numpy())
 
 
+def test_sorting_zero_d_and_empty_tensors(device, paddle):
+    v, i = fw.topk(fw.to_tensor(5.0, device=device), 1)
+    pv, pi = paddle.topk(paddle.to_tensor(5.0), 1)
+    assert (v.shape, i.shape, v.item(), i.item()) == (tuple(pv.shape), tuple(pi.shape), pv.item(), pi.item())
+    assert fw.sort(fw.to_tensor(3.0, device=device)).item() == 3.0
+    assert fw.argsort(fw.zeros([2, 0], device=device), axis=1).shape == (2, 0)
+    assert fw.argsort(fw.zeros([0, 3], device=device), axis=0).shape == (0, 3)
+
+
 def test_sort_gradient_goes_back_to_each_element(device):
     x = np.array([0.5, -2.0, 3.0, 1.0], np.float32)
     t = fw.to_tensor(x, device=device, stop_gradient=False)

@@ -170,7 +170,10 @@ def topk(
     n = x.shape[ax] if x.ndim else 1
     if not isinstance(k, int) or not 0 < k <= n:
         raise OpArgumentError(f"[topk] k must be an int in [1, {n}] (the size of axis {ax}), got {k!r}")
-    index = S.slice_raw(argsort(x, ax, descending=largest), *_first(x.shape, ax, k)) if x.ndim else argsort(x)
+    if x.ndim == 0:  # one element: itself, at index 0 (0-d, as Paddle)
+        zero = C.zeros([1], dtype="int64", device=x.device)
+        return take_along_axis(x.reshape((1,)), zero, 0).reshape(()), zero.reshape(())
+    index = S.slice_raw(argsort(x, ax, descending=largest), *_first(x.shape, ax, k))
     return take_along_axis(x, index, ax), index
 
 
