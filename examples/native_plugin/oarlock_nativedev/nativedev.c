@@ -297,7 +297,17 @@ KERNEL(k_where) { /* cond, x, y; copies the chosen element's bytes */
     return OARLOCK_OK;
 }
 
-KERNEL(k_cast) { /* float -> int truncates toward zero; -> bool is x != 0 */
+/* float -> int: truncate toward zero, saturate to the target's range, NaN -> 0 (C leaves an
+   out-of-range conversion undefined: test first; both bounds are powers of two, exact) */
+static int64_t float_to_int(double v, int to) {
+    double hi = to == I32 ? 2147483648.0 : 9223372036854775808.0;
+    if (isnan(v)) return 0;
+    if (v >= hi) return to == I32 ? INT32_MAX : INT64_MAX;
+    if (v < -hi) return to == I32 ? INT32_MIN : INT64_MIN;
+    return (int64_t)v;
+}
+
+KERNEL(k_cast) { /* float -> int truncates toward zero and saturates; -> bool is x != 0 */
     int to = o->dtype;
     if (to != F32 && to != F64 && to != I32 && to != I64 && to != B8)
         return nd_fail(OARLOCK_NOT_SUPPORTED, "cast to dtype code %d is not supported", to);
@@ -305,6 +315,7 @@ KERNEL(k_cast) { /* float -> int truncates toward zero; -> bool is x != 0 */
     char *po = PTR(o), *px = PTR(in);
     for (int64_t k = 0; k < n; k++) {
         if (to == B8) sti(po, to, k, ldf(px, in->dtype, k) != 0);
+        else if (is_float(in->dtype) && !is_float(to)) sti(po, to, k, float_to_int(ldf(px, in->dtype, k), to));
         else if (is_float(in->dtype)) stf(po, to, k, ldf(px, in->dtype, k));
         else sti(po, to, k, ldi(px, in->dtype, k));
     }

@@ -52,12 +52,16 @@ def scatter(ctx, outs, ins, axis, add=False):
 
 def cast(ctx, outs, ins, dtype):
     x, y = ins[0], outs[0]
-    with np.errstate(invalid="ignore"):
-        y[...] = (
-            x != 0
-            if y.dtype == bool
-            else (np.trunc(x) if x.dtype.kind == "f" and y.dtype.kind in "iu" else x)
-        )
+    if y.dtype == bool:
+        y[...] = x != 0
+    elif x.dtype.kind == "f" and y.dtype.kind in "iu":  # truncate, saturate, NaN -> 0
+        t = np.trunc(x.astype(np.float64))
+        info = np.iinfo(y.dtype)
+        hi = float(info.max) + 1.0  # a power of two: exact
+        y[...] = np.where((t >= info.min) & (t < hi), t, 0).astype(y.dtype)
+        y[t >= hi], y[t < info.min] = info.max, info.min
+    else:
+        y[...] = x
 
 
 def reduce(fn):
