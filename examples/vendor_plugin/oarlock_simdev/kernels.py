@@ -50,18 +50,22 @@ def scatter(ctx, outs, ins, axis, add=False):
     np.add.at(y, key, src) if add else y.__setitem__(key, src)
 
 
+def saturate(x, dtype):  # float -> int: truncate, saturate to the target's range, NaN -> 0
+    t = np.trunc(x.astype(np.float64))
+    info = np.iinfo(dtype)
+    hi = float(info.max) + 1.0  # a power of two: exact
+    out = np.asarray(np.where((t >= info.min) & (t < hi), t, 0).astype(dtype))
+    out[t >= hi], out[t < info.min] = info.max, info.min
+    return out
+
+
 def cast(ctx, outs, ins, dtype):
     x, y = ins[0], outs[0]
-    if y.dtype == bool:
-        y[...] = x != 0
-    elif x.dtype.kind == "f" and y.dtype.kind in "iu":  # truncate, saturate, NaN -> 0
-        t = np.trunc(x.astype(np.float64))
-        info = np.iinfo(y.dtype)
-        hi = float(info.max) + 1.0  # a power of two: exact
-        y[...] = np.where((t >= info.min) & (t < hi), t, 0).astype(y.dtype)
-        y[t >= hi], y[t < info.min] = info.max, info.min
-    else:
-        y[...] = x
+    y[...] = (
+        x != 0
+        if y.dtype == bool
+        else (saturate(x, y.dtype) if x.dtype.kind == "f" and y.dtype.kind in "iu" else x)
+    )
 
 
 def reduce(fn):
