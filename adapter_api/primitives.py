@@ -102,7 +102,10 @@ _ALL = [
         "floor_divide remainder",
         ("x", "y"),
         (),
-        "z = numpy.{name}(x, y) (sign of the result follows y, as in Python).",
+        "z = numpy.{name}(x, y) (sign of the result follows y, as in Python). Integers: a "
+        "zero divisor is never asked for (the core raises first, as Paddle does); MIN // -1 "
+        "wraps to MIN and MIN % -1 is 0 (numpy's rule), never a trap. Floats: IEEE (x // 0.0 "
+        "is +-inf or NaN, x % 0.0 is NaN).",
     ),
     *_specs(
         "compare",
@@ -125,11 +128,11 @@ _ALL = [
         ("dtype",),
         "y = x converted to dtype (int->int wraps modulo "
         "2**bits of the target, never saturates: int32 300 -> int8 44, -1 -> uint8 255; "
-        "float->int truncates "
-        "toward zero, then wraps modulo 2**bits into the target: -1.5 -> uint8 255, "
-        "300.7 -> uint8 44, as numpy's astype; defined where the truncated value fits "
-        "int32, or int64 for an int64 target; NaN, inf and larger magnitudes are "
-        "implementation-defined. nonzero->bool is True; bool->number is 0/1).",
+        "float->int truncates toward zero and saturates to the target's range, NaN -> 0, on "
+        "every device: 3e9 -> int32 2147483647, -inf -> int32 -2147483648, -1.5 -> uint8 0, "
+        "300.7 -> uint8 255, 2.9 -> uint8 2 (OpenCL's convert_<type>_sat_rtz, CUDA's "
+        "cvt.rzi.sat; plain C and numpy leave out-of-range values undefined). "
+        "nonzero->bool is True (NaN too); bool->number is 0/1).",
         "convert",
     ),
     *_specs(
@@ -147,6 +150,17 @@ _ALL = [
         ("axis", "keepdim"),
         "y = int64 index of the first {name} along one axis. NaN counts as the extreme of "
         "both: the index of the first NaN when there is one (numpy's rule).",
+    ),
+    PrimitiveSpec(
+        "argsort",
+        ("x",),
+        ("descending",),
+        "y = int64 indices that sort x along its last axis (a 0-d x is one row of one): "
+        "stable (equal values, -0.0 and +0.0 included, keep their order), smallest first, or "
+        "largest first when descending (equal values still in their order). NaN is greater "
+        "than every number: last ascending, first descending, NaNs in their order (numpy's "
+        "and Paddle's rule). Bool: False < True. O(n log n) per row: the core sorts with it.",
+        "sort",
     ),
     PrimitiveSpec(
         "matmul",

@@ -293,6 +293,14 @@ def binary_samples(
             yield Sample(
                 [x.reshape(-1).copy(), y.reshape(-1).copy()], label="integer edge values (wrap-around)"
             )
+        if d.kind in "iu" and kind == "nonzero_rhs":
+            # every nonzero edge divisor; MIN // -1 wraps to MIN and MIN % -1 is 0 (numpy's rule)
+            e = int_edges(d)
+            x, y = np.meshgrid(e, e[e != 0])
+            yield Sample(
+                [x.reshape(-1).copy(), y.reshape(-1).copy()],
+                label="integer edge values (MIN // -1 wraps to MIN; MIN % -1 is 0)",
+            )
 
     return gen
 
@@ -327,6 +335,27 @@ def where_samples(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
     )
 
 
+def argsort_samples(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
+    def ties(shape: tuple[int, ...]) -> np.ndarray:
+        if d == np.bool_:
+            return rng.random(shape) < 0.5
+        return rng.integers(0, 4, shape).astype(d)  # many ties: equal values keep their order
+
+    for desc in (False, True):
+        for shape in [(), (1,), (0,), (2, 0), (7,), (3, 5), (2, 3, 4), (2, 1000), (300, 3)]:
+            yield Sample([ties(shape)], {"descending": desc}, label=f"shape {shape} with ties desc={desc}")
+        yield Sample([values(d, (4, 33), rng)], {"descending": desc}, label=f"random (4, 33) desc={desc}")
+        if _is_float(d):
+            row = np.concatenate([specials(d), specials(d)[::-1], values(d, (5,), rng)])
+            yield Sample(
+                [row.astype(d)],
+                {"descending": desc},
+                label=f"NaN (greatest: last ascending, first descending), infinities, -0.0 == +0.0 desc={desc}",
+            )
+        elif d != np.bool_:
+            yield Sample([np.tile(int_edges(d), 2)], {"descending": desc}, label=f"integer edges desc={desc}")
+
+
 def cast_samples(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
     for target in ALL:
         t = dtype_of(target)
@@ -337,6 +366,27 @@ def cast_samples(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
                 if t.kind == "i":
                     x = np.concatenate([x, [-0.75, -1.5, -2.5]])
                 yield Sample([x.astype(d)], {"dtype": t}, label=f"to {target} (truncates toward zero)")
+                # past the target's range: saturates; NaN -> 0 (every device alike)
+                info = np.iinfo(t)
+                big = float(np.finfo(d).max) if d.name != "bfloat16" else 3.0e38
+                edges = [
+                    np.nan,
+                    np.inf,
+                    -np.inf,
+                    big,
+                    -big,
+                    -1.5,
+                    -0.5,
+                    300.7,
+                    70000.5,
+                    -70000.5,
+                    3.0e9,
+                    -3.0e9,
+                ]
+                edges += [float(info.max) + 1.0, float(info.min) - 1.0, float(info.max), float(info.min)]
+                e = np.array(edges, np.float64)
+                e = e[np.isnan(e) | np.isinf(e) | (np.abs(e) <= big)].astype(d)
+                yield Sample([e], {"dtype": t}, label=f"to {target} past its range (saturates; NaN -> 0)")
             else:
                 yield Sample(
                     [np.concatenate([values(d, (12,), rng), specials(d)]).astype(d)],
@@ -827,6 +877,7 @@ def _build() -> dict[str, OpInfo]:
         add(OpInfo(n, reduce_samples(n), R.REFERENCES[n], grad_inputs=(0,), grad_samples=gs))
     for n in ("argmax", "argmin"):
         add(OpInfo(n, arg_samples, R.REFERENCES[n]))
+    add(OpInfo("argsort", argsort_samples, R.argsort))
     add(
         OpInfo(
             "matmul",

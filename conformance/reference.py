@@ -147,8 +147,13 @@ def cast(x: np.ndarray, dtype: Any) -> np.ndarray:
     d = np.dtype(dtype)
     if d == np.bool_:
         return x != 0
-    if _is_float(x.dtype) and d.kind in "iu":
-        return np.trunc(x.astype(np.float64)).astype(d)
+    if _is_float(x.dtype) and d.kind in "iu":  # truncate, saturate, NaN -> 0 (Python ints: exact)
+        info = np.iinfo(d)
+        vals = [
+            0 if v != v else info.max if v == math.inf else info.min if v == -math.inf else int(v)
+            for v in x.astype(np.float64).reshape(-1).tolist()
+        ]
+        return np.array([min(max(v, info.min), info.max) for v in vals], dtype=d).reshape(x.shape)
     return x.astype(np.float64).astype(d) if _is_float(x.dtype) and _is_float(d) else x.astype(d)
 
 
@@ -169,6 +174,27 @@ def _arg(fn: Any):
         return np.asarray(fn(_wide(x), axis=axis, keepdims=keepdim), dtype=np.int64)
 
     return ref
+
+
+def _order(vals: list, descending: bool) -> list[int]:
+    """Stable order of ``vals`` with NaN greatest (``sorted`` keeps ties in order)."""
+    if descending:  # NaN first, then the largest
+        return sorted(
+            range(len(vals)), key=lambda i: (vals[i] == vals[i], -vals[i] if vals[i] == vals[i] else 0)
+        )
+    return sorted(range(len(vals)), key=lambda i: (vals[i] != vals[i], vals[i] if vals[i] == vals[i] else 0))
+
+
+def argsort(x: np.ndarray, descending: bool) -> np.ndarray:
+    """Python's stable ``sorted`` of each last-axis row (NaN greatest; ints compared exactly)."""
+    if x.ndim == 0:
+        return np.zeros((), np.int64)
+    rows = x.reshape(-1, x.shape[-1]) if x.size else np.zeros((0, x.shape[-1]), x.dtype)
+    out = np.zeros(rows.shape, np.int64)
+    for r, row in enumerate(rows):
+        vals = row.astype(np.float64).tolist() if _is_float(x.dtype) else [int(v) for v in row.tolist()]
+        out[r] = _order(vals, descending)
+    return out.reshape(x.shape)
 
 
 def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -288,6 +314,7 @@ REFERENCES: dict[str, Any] = {
     "min": _reduce(np.min),
     "argmax": _arg(np.argmax),
     "argmin": _arg(np.argmin),
+    "argsort": argsort,
     "matmul": matmul,
     "permute": permute,
     "expand": expand,

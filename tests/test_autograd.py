@@ -99,6 +99,7 @@ def test_every_differentiable_primitive_is_covered():
         "logical_not",
         "argmax",
         "argmin",
+        "argsort",
         "full",
         "arange",
         "philox_uniform",

@@ -213,16 +213,29 @@ def _where(ctx: Any, outs: list, ins: list) -> None:
 _UINT = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32), 8: np.dtype(np.uint64)}
 
 
+def _float_to_int(x: np.ndarray, y: np.ndarray) -> None:
+    """Truncate toward zero, saturate to ``y``'s range, NaN -> 0 (the contract's cast rule)."""
+    t = np.trunc(x.astype(np.float64))
+    info = np.iinfo(y.dtype)
+    lo, hi = float(info.min), float(info.max) + 1.0  # both exact: 0 or -2**(b-1), and 2**b or 2**(b-1)
+    fits = (t >= lo) & (t < hi)  # False for NaN
+    if fits.all():
+        y[...] = t.astype(y.dtype)
+        return
+    y[...] = np.where(fits, t, 0).astype(y.dtype)
+    y[t >= hi] = info.max
+    y[t < lo] = info.min
+
+
 def _cast(ctx: Any, outs: list, ins: list, dtype: Any) -> None:
     x, y = ins[0], outs[0]
     if y.dtype == np.bool_:
         np.not_equal(x, 0, out=y)
     elif x.dtype.kind == "f" or x.dtype in _HALF:
-        with np.errstate(invalid="ignore"):
-            if y.dtype.kind in "iu":
-                y[...] = np.trunc(_f32(x)).astype(y.dtype)
-            else:
-                y[...] = x.astype(y.dtype)
+        if y.dtype.kind in "iu":
+            _float_to_int(x, y)
+        else:
+            y[...] = x.astype(y.dtype)
     else:
         np.copyto(y, x, casting="unsafe")
 
@@ -279,6 +292,19 @@ def _arg(fn: Any):
         outs[0][...] = fn(x, axis=axis, keepdims=keepdim)
 
     return k
+
+
+def _argsort(ctx: Any, outs: list, ins: list, descending: bool) -> None:
+    x, y = ins[0], outs[0]
+    if x.ndim == 0:
+        y[...] = 0
+        return
+    if x.dtype in _HALF:
+        x = x.astype(np.float32)
+    if descending:  # NOTE: a stable ascending sort of the reversed row, reversed: ties in order, NaN first
+        y[...] = x.shape[-1] - 1 - np.argsort(x[..., ::-1], axis=-1, kind="stable")[..., ::-1]
+    else:
+        y[...] = np.argsort(x, axis=-1, kind="stable")
 
 
 def _matmul(ctx: Any, outs: list, ins: list) -> None:
@@ -687,6 +713,7 @@ TABLE: list[tuple[str, Any, tuple, bool]] = [
     ("min", _reduce(np.min), ALL, False),
     ("argmax", _arg(np.argmax), ALL, False),
     ("argmin", _arg(np.argmin), ALL, False),
+    ("argsort", _argsort, ALL, False),
     ("matmul", _matmul, NUMERIC, False),
     ("matmul_t", _matmul_t, NUMERIC, False),  # fused composite, not a primitive
     ("permute", _permute, ALL, False),

@@ -129,15 +129,32 @@ def _cast(source_bf16: bool) -> Body:
         y = outs[0]
         if np.dtype(dtype) == BF16:
             f32_to_bf16(xp, x.astype(xp.float32), y)
-        elif x.dtype.kind == "f" and y.dtype.kind in "iu" and y.dtype.itemsize < 8:
-            # NOTE: CUDA's float-to-integer conversion clamps to the target's range (-1.5 ->
-            # uint8 is 0); the contract truncates, then wraps modulo 2**bits. Truncating to
-            # int64 is exact for every value the rule defines; int64 -> narrow int wraps.
-            xp.copyto(y, x.astype(xp.int64), casting="unsafe")
+        elif x.dtype.kind == "f" and y.dtype.kind in "iu":
+            # the contract: truncate toward zero, saturate to the target's range, NaN -> 0
+            t = xp.trunc(x.astype(xp.float64))
+            info = np.iinfo(y.dtype)
+            lo, hi = float(info.min), float(info.max) + 1.0  # exact: 0 or -2**(b-1); 2**b or 2**(b-1)
+            fits = (t >= lo) & (t < hi)
+            xp.copyto(y, xp.where(fits, t, 0).astype(y.dtype))
+            y[t >= hi] = info.max
+            y[t < lo] = info.min
         else:
             xp.copyto(y, x, casting="unsafe")
 
     return cast
+
+
+def argsort(xp: Any, outs: list[Any], ins: list[Any], descending: bool) -> None:
+    # NOTE: cupy's argsort is stable (thrust) and puts NaN last, as numpy's
+    x, y = ins[0], outs[0]
+    if x.ndim == 0:
+        y[...] = 0
+        return
+    x = x.view(xp.uint8) if x.dtype.kind == "b" else x
+    if descending:  # a stable ascending sort of the reversed row, reversed: ties in order, NaN first
+        xp.copyto(y, x.shape[-1] - 1 - xp.argsort(x[..., ::-1], axis=-1)[..., ::-1])
+    else:
+        xp.copyto(y, xp.argsort(x, axis=-1))
 
 
 # -- reductions ----------------------------------------------------------------------------
@@ -519,6 +536,8 @@ def _table() -> list[KernelSpec]:
     for op in ("argmax", "argmin"):
         add(op, ALL, _arg_reduction(op))
         add(op, [BF16], via_float32(_arg_reduction(op), (0,), out_bf16=False))
+    add("argsort", ALL, argsort)
+    add("argsort", [BF16], via_float32(argsort, (0,), out_bf16=False))
     add("matmul", NUMERIC, matmul)
     add("matmul", [BF16], bf16_matmul)
     for op, body in (

@@ -464,6 +464,66 @@ def _argreduce(op: str) -> Callable[..., None]:
     return kernel
 
 
+_SORT_C = 16  # math.cl: SORT_C, the run each work item sorts first and merges per launch
+
+
+def argsort(ctx, outs, ins, descending=False, **_):
+    """A stable merge sort of (key, index) pairs per row: runs of 16 by insertion, then
+    ceil(log2(R / 16)) merge launches, O(n) each."""
+    (y,), (x,) = outs, ins
+    n = y.size
+    if n == 0:
+        return
+    R = x.shape[-1] if x.shape else 1
+    rows = n // R
+    dev, q = _env(ctx, x.dtype)
+    passes = max(0, (-(-R // _SORT_C) - 1).bit_length())
+    ls = dev.local_size
+    items = rows * -(-R // _SORT_C)
+    grid = (-(-items // ls) * ls,)
+    size = x.dtype.itemsize
+    keys = [dev.temp(n * size), dev.temp(n * size) if passes else None]
+    idx = [(y.buffer, y.eoff), (dev.temp(n * 8) if passes else None, _i64(0))]
+    cur = passes % 2  # the last merge must land in y
+    desc = np.int32(bool(descending))
+    name = _NAMES[x.dtype]
+    dev.launch(
+        q,
+        dev.kernel("math", name, "argsort_block"),
+        grid,
+        (ls,),
+        keys[cur],
+        idx[cur][0],
+        _i64(idx[cur][1]),
+        x.buffer,
+        x.eoff,
+        _i64(rows),
+        _i64(R),
+        desc,
+    )
+    merge = dev.kernel("math", name, "argsort_merge")
+    w = _SORT_C
+    while w < R:
+        nxt = 1 - cur
+        dev.launch(
+            q,
+            merge,
+            grid,
+            (ls,),
+            keys[nxt],
+            idx[nxt][0],
+            _i64(idx[nxt][1]),
+            keys[cur],
+            idx[cur][0],
+            _i64(idx[cur][1]),
+            _i64(rows),
+            _i64(R),
+            _i64(w),
+            desc,
+        )
+        cur, w = nxt, w * 2
+
+
 # -- linear algebra ----------------------------------------------------------------------
 _TS, _RTS = 32, 8  # matmul tile and rows per work item group (math.cl: TS, TS / WPT)
 _BLK_RM = 6  # rows of an item's block in the CPU matmul kernels (math.cl: MM_RM, MM_CW)
@@ -836,6 +896,7 @@ def table() -> list[tuple[str, tuple[str, ...], Callable[..., None], bool, Calla
         ("min", ALL, _reduce("min"), False),
         ("argmax", ALL, _argreduce("argmax"), False),
         ("argmin", ALL, _argreduce("argmin"), False),
+        ("argsort", ALL, argsort, False),
         ("matmul", NUMERIC, matmul, False),
         ("matmul_t", NUMERIC, matmul_t, False),  # a composite's kernel, not a primitive
         ("permute", ALL, permute, False),

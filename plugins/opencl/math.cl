@@ -644,3 +644,72 @@ __kernel void philox_uniform(__global T* y, long yo, long n, ulong offset, uint 
     }
 }
 #endif
+
+// ---- argsort along the last axis: a stable merge sort of (key, index) pairs ----
+// Rows of R elements; runs of SORT_C sorted by insertion first, then one launch per run width
+// merges pairs of runs: each work item finds where its SORT_C outputs start by a binary search
+// along the merge path, then merges them in order (O(n) per launch, O(n log n) in all).
+// NOTE: NaN is greater than every number (last ascending, first descending), as numpy and
+// Paddle sort; NaNs, and equal values (-0.0 == +0.0), keep their order.
+#define SORT_C 16
+#if IS_FLOAT
+#define SORT_NAN(v) isnan(v)
+#else
+#define SORT_NAN(v) 0
+#endif
+// a goes strictly before b in the sorted order
+inline int sort_before(ACC a, ACC b, int desc) {
+    if (desc) return !SORT_NAN(b) && (SORT_NAN(a) || a > b);
+    return !SORT_NAN(a) && (SORT_NAN(b) || a < b);
+}
+
+// Work item g sorts elements [c * SORT_C, (c + 1) * SORT_C) of row g / chunks (stable insertion).
+__kernel void argsort_block(__global T* ky, __global long* iy, long yo, __global const T* x, long xo,
+                            long rows, long R, int desc) {
+    long chunks = (R + SORT_C - 1) / SORT_C, g = get_global_id(0);
+    if (g >= rows * chunks) return;
+    long row = g / chunks, s = (g % chunks) * SORT_C, m = min((long)SORT_C, R - s);
+    ACC kv[SORT_C];
+    long iv[SORT_C];
+    for (long a = 0; a < m; ++a) {
+        ACC v = LOAD(x, xo + row * R + s + a);
+        long b = a;
+        for (; b > 0 && sort_before(v, kv[b - 1], desc); --b) {
+            kv[b] = kv[b - 1];
+            iv[b] = iv[b - 1];
+        }
+        kv[b] = v;
+        iv[b] = s + a;
+    }
+    for (long a = 0; a < m; ++a) {
+        STORE(ky, row * R + s + a, kv[a]);
+        iy[yo + row * R + s + a] = iv[a];
+    }
+}
+
+// Merge runs [s, s + w) and [s + w, s + 2w) of every row (w a multiple of SORT_C): work item
+// g writes outputs [c * SORT_C, (c + 1) * SORT_C) of its row; the left run wins ties (stable).
+__kernel void argsort_merge(__global T* kd, __global long* id, long ido, __global const T* ks,
+                            __global const long* is, long iso, long rows, long R, long w, int desc) {
+    long chunks = (R + SORT_C - 1) / SORT_C, g = get_global_id(0);
+    if (g >= rows * chunks) return;
+    long row = g / chunks, o = (g % chunks) * SORT_C;
+    long s = o / (2 * w) * (2 * w), mid = min(s + w, R), end = min(s + 2 * w, R);
+    long na = mid - s, nb = end - mid, d = o - s;
+    __global const T* ka = ks + row * R + s;
+    __global const T* kb = ka + na;
+    long lo = max(0L, d - nb), hi = min(d, na);
+    while (lo < hi) {  // i outputs from the left run and d - i from the right precede output d
+        long m = lo + (hi - lo) / 2;
+        if (!sort_before(LOAD(kb, d - 1 - m), LOAD(ka, m), desc)) lo = m + 1; else hi = m;
+    }
+    long i = lo, j = d - lo, stop = min(o + SORT_C, end);
+    __global const long* ia = is + iso + row * R + s;
+    __global const long* ib = ia + na;
+    for (long out = row * R + o; out < row * R + stop; ++out) {
+        int left = j >= nb || (i < na && !sort_before(LOAD(kb, j), LOAD(ka, i), desc));
+        STORE(kd, out, left ? LOAD(ka, i) : LOAD(kb, j));
+        id[ido + out] = left ? ia[i] : ib[j];
+        if (left) ++i; else ++j;
+    }
+}

@@ -113,9 +113,9 @@ def cast_source(has_fp64: bool) -> str:
                 expr = f"(uchar)({v} != 0)"
             elif d in ("float16", "float32", "float64"):
                 expr = f"({'double' if s == 'float64' or d == 'float64' else 'float'})({v})"
-            elif s_float:  # NOTE: truncates toward zero; NaN -> 0 and saturates out of range
-                wide = "long" if d == "int64" else "int"
-                expr = f"({dt})convert_{wide}_sat_rtz({v})"
+            elif s_float:  # NOTE: truncates toward zero, saturates to the target's range, NaN -> 0
+                # (tested apart: PoCL's convert_int_sat_rtz(NaN) gives INT_MIN, not the spec's 0)
+                expr = f"(isnan({v}) ? ({dt})0 : convert_{dt}_sat_rtz({v}))"
             else:
                 expr = f"({dt})({v})"
             store = f"vstore_half_rte({expr}, yo + i, y)" if d == "float16" else f"y[yo + i] = {expr}"

@@ -142,6 +142,14 @@ def scatter(ctx, outs, ins, axis, add=False):
     np.add.at(outs[0], key, ins[2]) if add else outs[0].__setitem__(key, ins[2])
 
 
+def argsort(x, descending):  # stable; NaN last, and first descending (a reversed row, reversed)
+    if x.ndim == 0:
+        return np.zeros((), np.int64)
+    if descending:
+        return x.shape[-1] - 1 - np.argsort(x[..., ::-1], axis=-1, kind="stable")[..., ::-1]
+    return np.argsort(x, axis=-1, kind="stable")
+
+
 def put(fn):
     return lambda ctx, outs, ins, **a: outs[0].__setitem__(..., fn(*ins, **a))
 
@@ -156,6 +164,7 @@ KERNELS = [
     ("gather", DTYPES, put(lambda x, i, axis: np.take(x, checked(i, x.shape[axis]), axis))),
     ("scatter_add", NUMERIC, lambda ctx, outs, ins, axis: scatter(ctx, outs, ins, axis, add=True)),
     ("scatter", DTYPES, scatter),
+    ("argsort", DTYPES, put(argsort)),
 ]
 
 

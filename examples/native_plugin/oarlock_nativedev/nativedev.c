@@ -297,7 +297,17 @@ KERNEL(k_where) { /* cond, x, y; copies the chosen element's bytes */
     return OARLOCK_OK;
 }
 
-KERNEL(k_cast) { /* float -> int truncates toward zero; -> bool is x != 0 */
+/* float -> int: truncate toward zero, saturate to the target's range, NaN -> 0 (C leaves an
+   out-of-range conversion undefined: test first; both bounds are powers of two, exact) */
+static int64_t float_to_int(double v, int to) {
+    double hi = to == I32 ? 2147483648.0 : 9223372036854775808.0;
+    if (isnan(v)) return 0;
+    if (v >= hi) return to == I32 ? INT32_MAX : INT64_MAX;
+    if (v < -hi) return to == I32 ? INT32_MIN : INT64_MIN;
+    return (int64_t)v;
+}
+
+KERNEL(k_cast) { /* float -> int truncates toward zero and saturates; -> bool is x != 0 */
     int to = o->dtype;
     if (to != F32 && to != F64 && to != I32 && to != I64 && to != B8)
         return nd_fail(OARLOCK_NOT_SUPPORTED, "cast to dtype code %d is not supported", to);
@@ -305,6 +315,7 @@ KERNEL(k_cast) { /* float -> int truncates toward zero; -> bool is x != 0 */
     char *po = PTR(o), *px = PTR(in);
     for (int64_t k = 0; k < n; k++) {
         if (to == B8) sti(po, to, k, ldf(px, in->dtype, k) != 0);
+        else if (is_float(in->dtype) && !is_float(to)) sti(po, to, k, float_to_int(ldf(px, in->dtype, k), to));
         else if (is_float(in->dtype)) stf(po, to, k, ldf(px, in->dtype, k));
         else sti(po, to, k, ldi(px, in->dtype, k));
     }
@@ -386,6 +397,41 @@ static int argext(const oarlock_tensor *o, const oarlock_tensor *x, int axis, in
 }
 KERNEL(k_argmax) { return argext(o, in, (int)attr(at, n_at, "axis")->i, 1); }
 KERNEL(k_argmin) { return argext(o, in, (int)attr(at, n_at, "axis")->i, 0); }
+
+/* -- argsort: a stable bottom-up merge sort of each last-axis row's indices ------------------- */
+/* a goes strictly before b; NaN is greater than every number (last ascending, first descending) */
+static int sort_before(const char *p, int dt, int64_t a, int64_t b, int desc) {
+    if (is_float(dt)) {
+        double x = ldf(p, dt, a), y = ldf(p, dt, b);
+        if (desc) return !isnan(y) && (isnan(x) || x > y);
+        return !isnan(x) && (isnan(y) || x < y);
+    }
+    int64_t x = ldi(p, dt, a), y = ldi(p, dt, b);
+    return desc ? x > y : x < y;
+}
+
+KERNEL(k_argsort) {
+    int64_t len = in->ndim ? in->shape[in->ndim - 1] : 1, n = oarlock_numel(o);
+    int desc = (int)attr(at, n_at, "descending")->i;
+    int64_t *tmp = malloc(sizeof(int64_t) * (len ? len : 1));
+    if (!tmp) return nd_fail(OARLOCK_OUT_OF_MEMORY, "argsort: out of host memory for %lld indices", (long long)len);
+    for (int64_t r = 0; len && r < n / len; r++) {
+        int64_t *y = (int64_t *)PTR(o) + r * len, *src = y, *dst = tmp;
+        const char *row = PTR(in) + r * len * nd_itemsize(in->dtype);
+        for (int64_t i = 0; i < len; i++) y[i] = i;
+        for (int64_t w = 1; w < len; w *= 2) {
+            for (int64_t s = 0; s < len; s += 2 * w) {
+                int64_t i = s, mid = s + w < len ? s + w : len, j = mid, e = s + 2 * w < len ? s + 2 * w : len;
+                for (int64_t k = s; k < e; k++) /* the left run wins ties: stable */
+                    dst[k] = (j >= e || (i < mid && !sort_before(row, in->dtype, src[j], src[i], desc))) ? src[i++] : src[j++];
+            }
+            int64_t *t = src; src = dst; dst = t;
+        }
+        if (src != y) memcpy(y, src, sizeof(int64_t) * len);
+    }
+    free(tmp);
+    return OARLOCK_OK;
+}
 
 /* -- matmul: rows split over a few threads --------------------------------------------------- */
 typedef struct { const oarlock_tensor *o, *a, *b; int64_t m, k, n, row0, row1; } mm_job;
@@ -599,7 +645,7 @@ static const oarlock_kernel_def KERNELS[] = {
     ALLS("lt", k_lt), ALLS("le", k_le), ALLS("gt", k_gt), ALLS("ge", k_ge), ROW("logical_and", B8, k_logical_and),
     ROW("logical_or", B8, k_logical_or), ALLS("where", k_where), ALLS("cast", k_cast), NUMS("sum", k_sum),
     NUMS("prod", k_prod), ALLS("max", k_max), ALLS("min", k_min), ALLS("argmax", k_argmax),
-    ALLS("argmin", k_argmin), NUMS("matmul", k_matmul), ALLS("permute", k_permute), ALLS("expand", k_expand),
+    ALLS("argmin", k_argmin), ALLS("argsort", k_argsort), NUMS("matmul", k_matmul), ALLS("permute", k_permute), ALLS("expand", k_expand),
     ALLS("slice", k_slice), ALLS("concat", k_concat), ALLS("pad", k_pad), ALLS("gather", k_gather),
     NUMS("scatter_add", k_scatter_add), ALLS("scatter", k_scatter), ALLS("full", k_full), NUMS("arange", k_arange),
     FLOATS("philox_uniform", k_philox_uniform), ALLS("copy", k_copy),

@@ -31,6 +31,17 @@ def checked_index(index, size):
     return index
 
 
+def argsort(ctx, outs, ins, descending):
+    # stable; NaN last ascending, first descending (a stable sort of the reversed row, reversed)
+    x = ins[0]
+    if x.ndim == 0:
+        outs[0][...] = 0
+    elif descending:
+        outs[0][...] = x.shape[-1] - 1 - np.argsort(x[..., ::-1], axis=-1, kind="stable")[..., ::-1]
+    else:
+        outs[0][...] = np.argsort(x, axis=-1, kind="stable")
+
+
 def scatter(ctx, outs, ins, axis, add=False):
     x, index, src = ins
     y = outs[0]
@@ -39,14 +50,22 @@ def scatter(ctx, outs, ins, axis, add=False):
     np.add.at(y, key, src) if add else y.__setitem__(key, src)
 
 
+def saturate(x, dtype):  # float -> int: truncate, saturate to the target's range, NaN -> 0
+    t = np.trunc(x.astype(np.float64))
+    info = np.iinfo(dtype)
+    hi = float(info.max) + 1.0  # a power of two: exact
+    out = np.asarray(np.where((t >= info.min) & (t < hi), t, 0).astype(dtype))
+    out[t >= hi], out[t < info.min] = info.max, info.min
+    return out
+
+
 def cast(ctx, outs, ins, dtype):
     x, y = ins[0], outs[0]
-    with np.errstate(invalid="ignore"):
-        y[...] = (
-            x != 0
-            if y.dtype == bool
-            else (np.trunc(x) if x.dtype.kind == "f" and y.dtype.kind in "iu" else x)
-        )
+    y[...] = (
+        x != 0
+        if y.dtype == bool
+        else (saturate(x, y.dtype) if x.dtype.kind == "f" and y.dtype.kind in "iu" else x)
+    )
 
 
 def reduce(fn):
@@ -139,6 +158,7 @@ KERNELS = [
             ..., np.argmin(ins[0], axis, keepdims=keepdim)
         ),
     ),
+    ("argsort", ALL, argsort),
     ("matmul", NUM, lambda ctx, outs, ins: outs[0].__setitem__(..., np.matmul(*ins))),
     ("permute", ALL, lambda ctx, outs, ins, perm: outs[0].__setitem__(..., ins[0].transpose(perm))),
     ("expand", ALL, lambda ctx, outs, ins, shape: outs[0].__setitem__(..., np.broadcast_to(ins[0], shape))),

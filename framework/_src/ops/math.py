@@ -15,7 +15,7 @@ from .. import dtypes as _dt
 from ..tensor import Tensor, to_tensor
 from . import creation as C
 from . import sharding as _sh
-from .base import OPS, apply1, broadcast_shapes, call, composite, fill_buffer
+from .base import OPS, TRACER, apply1, broadcast_shapes, call, composite, fill_buffer
 from .cost import matmul_flops
 
 _CONST: dict[tuple[Any, ...], Tensor] = {}
@@ -278,7 +278,46 @@ Example:
     Tensor(shape=[3], dtype=bool, device=cpu:0,
            [False,  True,  True])
 """
-floor_divide = _binary("floor_divide")
+
+
+def _nonzero_divisor(name: str, y: Tensor) -> Tensor:
+    """``y``, checked to hold no 0: an integer ``//`` or ``%`` by zero raises (as Paddle's
+    "Integer division by zero" does), on every device. Eagerly the core reads one flag back
+    (``all(y != 0)``); while tracing, ``y`` passes through a gather whose index is out of range
+    where ``y`` is 0, so the program's run raises from the gather's bounds check, which every
+    plugin does."""
+    if TRACER.get() is None:
+        if not builtins.bool(all(y != 0)):
+            raise OpArgumentError(_DIV_BY_ZERO.format(name=name, where=f"the divisor {y.shape} holds a 0"))
+        return y
+    flat = y.reshape((-1,))
+    n = flat.shape[0]
+    at = C.arange(n, dtype="int64", device=y.device) + cast(flat == 0, _dt.int64) * n
+    return apply1(OPS["gather"], [flat, at], {"axis": 0}).reshape(y.shape)
+
+
+_DIV_BY_ZERO = (
+    "[{name}] integer division by zero: {where}; an integer // or % by 0 has no value (Paddle raises "
+    "too). Mask it first (fw.where(y == 0, 1, y)) or divide floats (x / y gives inf)"
+)
+
+
+def _int_division(name: str):
+    op = OPS[name]
+
+    def f(x: Any, y: Any, name: str | None = None) -> Tensor:
+        if type(y) is int and y == 0 and isinstance(x, Tensor) and x.dtype.kind in "iub":
+            raise OpArgumentError(_DIV_BY_ZERO.format(name=op.name, where="the divisor is the scalar 0"))
+        a, b = _operands(op.name, x, y)
+        if b.dtype.kind in "iu":
+            b = _nonzero_divisor(op.name, b)
+        return apply1(op, [a, b], {})
+
+    f.__name__ = name
+    return f
+
+
+floor_divide = _int_division("floor_divide")
 floor_divide.__doc__ = """Elementwise ``x // y``, rounding towards minus infinity (as Python and numpy).
 
 Args:
@@ -295,7 +334,7 @@ Example:
     Tensor(shape=[2], dtype=int64, device=cpu:0,
            [-4,  3])
 """
-remainder = _binary("remainder")
+remainder = _int_division("remainder")
 remainder.__doc__ = """Elementwise ``x % y``, with the sign of ``y`` (as Python).
 
 ``mod`` and ``floor_mod`` are this function.

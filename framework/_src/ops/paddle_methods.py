@@ -197,7 +197,21 @@ INPLACE: dict[str, tuple[Callable[..., Tensor], bool]] = {
     "expm1": (M.expm1, True),
 }
 
+#: ``&``, ``|``, ``^``, ``~``: bitwise on integers, logical on bools; floats raise (as Paddle's
+#: bitwise ops do), never a silent cast to bool
+OPERATORS: dict[str, Any] = {
+    "__and__": arith.bitwise_and,
+    "__or__": arith.bitwise_or,
+    "__xor__": arith.bitwise_xor,
+    "__rand__": lambda self, other: arith.bitwise_and(other, self),
+    "__ror__": lambda self, other: arith.bitwise_or(other, self),
+    "__rxor__": lambda self, other: arith.bitwise_xor(other, self),
+    "__invert__": arith.bitwise_not,
+}
+
 del METHODS["numel_tensor"]
+for _k, _v in OPERATORS.items():
+    setattr(Tensor, _k, _v)
 for _k, _v in METHODS.items():
     if not hasattr(Tensor, _k):
         setattr(Tensor, _k, _v)

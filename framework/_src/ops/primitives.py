@@ -234,6 +234,17 @@ primitive("argmax", _arg_infer, None, no_grad=_INDEX, sharding=_ARG, **_RED)
 primitive("argmin", _arg_infer, None, no_grad=_INDEX, sharding=_ARG, **_RED)
 
 
+# sorting -----------------------------------------------------------------------------------
+def _argsort_sharding(attrs: dict[str, Any], ins: list[Any]) -> Any:
+    """The sorted (last) axis whole on every rank; the others keep their placements."""
+    return _sh.axis_kept({"axis": -1}, ins)
+
+
+primitive(
+    "argsort", lambda ins, a: [(ins[0].shape, _dt.int64)], None, no_grad=_INDEX, sharding=_argsort_sharding
+)
+
+
 # linear algebra ----------------------------------------------------------------------------
 primitive("matmul", _matmul_infer, LATER, amp="allow", sharding=_sh.matmul, flops=matmul_flops)
 

@@ -143,8 +143,8 @@ class Emitter:
                 return f"({a[0]} != 0)"
             if src == loop_ir.BOOL:
                 return f"({a[0]} ? {self.literal(1.0, dt)} : {self.literal(0.0, dt)})"
-            if dt.kind in "iu" and is_float(src):  # truncate, then wrap into the target
-                return f"(({T})(int64_t)({a[0]}))"
+            if dt.kind in "iu" and is_float(src):  # truncate, saturate to the target's range, NaN -> 0
+                return self.float_to_int(a[0], src, dt)
             return f"(({T}){a[0]})"
         if op in ("index", "arange", "philox"):
             return self.special(n, a)
@@ -157,6 +157,18 @@ class Emitter:
                 f"[compiler] no {self.language} syntax for IR op '{op}': {exc}"
             ) from None
         return self.render(template, a, dt)
+
+    def float_to_int(self, x: str, src: np.dtype, dt: np.dtype) -> str:
+        """The contract's float -> integer cast (adapter_api.primitives, ``cast``): truncate
+        toward zero, saturate to ``dt``'s range, NaN -> 0. C leaves an out-of-range conversion
+        undefined (x86 gives INT_MIN, OpenCL's plain convert may give INT_MAX), so the bounds
+        are tested first; both are powers of two, exact in every float type."""
+        T = self.ctype(dt)
+        info = np.iinfo(dt)
+        fd = np.dtype(np.float64) if src == np.float64 else np.dtype(np.float32)
+        lo, hi = self.literal(float(info.min), fd), self.literal(float(info.max) + 1.0, fd)
+        lo_t, hi_t = self.literal(info.min, dt), self.literal(info.max, dt)
+        return f"({x} != {x} ? ({T})0 : {x} < {lo} ? {lo_t} : {x} >= {hi} ? {hi_t} : ({T})({x}))"
 
     def render(self, template: str, args: list[str], dt: np.dtype) -> str:
         """Fill a :class:`~framework._src.ops.base.Lowering` template for values of type ``dt``."""

@@ -766,7 +766,10 @@ def _bitwise(name: str, x: Tensor, y: Tensor, bit: Any) -> Tensor:
     if a.dtype == _dt.bool_:
         return bit(a, b)
     if a.dtype.kind not in "iu":
-        raise OpArgumentError(f"[{name}] expects integer or bool tensors, got {a.dtype}")
+        raise OpArgumentError(
+            f"[{name}] expects integer or bool tensors (as the operators &, |, ^ do), got {a.dtype}; "
+            "compare first (x != 0) for a logical result"
+        )
     nb = _bits(a)
     signed = a.dtype.kind == "i"
     wide = a.astype("int64")
@@ -877,5 +880,8 @@ def bitwise_not(x: Tensor, out: Any = None, name: str | None = None) -> Tensor:
     if x.dtype.kind == "u":
         return (int(np.iinfo(x.dtype).max) - x.astype("int64")).astype(x.dtype)
     if x.dtype.kind != "i":
-        raise OpArgumentError(f"[bitwise_not] expects integer or bool tensors, got {x.dtype}")
+        raise OpArgumentError(
+            f"[bitwise_not] expects integer or bool tensors (as ~x does), got {x.dtype}; "
+            "use fw.logical_not(x) or ~(x != 0) for a logical not"
+        )
     return (-x - 1).astype(x.dtype)

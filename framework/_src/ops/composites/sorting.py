@@ -1,11 +1,12 @@
-"""Sorting and order statistics by decomposition: argsort, sort, kthvalue, topk, median,
-quantile, mode, searchsorted and index_sample run on the device from comparisons and
-reductions; ``unique`` and ``unique_consecutive`` (whose result shape depends on the values)
-read the values on the host.
+"""Sorting and order statistics: argsort is the ``argsort`` primitive (a stable O(n log n)
+sort of the last axis in every plugin); sort, kthvalue, topk, median and quantile are built
+on it, and mode, searchsorted and index_sample from comparisons and reductions, all on the
+device; ``unique`` and ``unique_consecutive`` (whose result shape depends on the values) read
+the values on the host.
 
-``argsort`` ranks each element by counting the elements before it (stable: ties keep their
-order) and scatters positions by rank: O(n^2) work and memory per row of the sorted axis, so it
-suits the short axes models sort (top-k candidates, quantiles of a batch), not huge ones.
+Order: stable (equal values keep their order; -0.0 equals +0.0), and NaN is greater than every
+number: last ascending, first descending (numpy's and Paddle's rule). A median or quantile of
+values with a NaN is NaN, as in numpy and Paddle.
 """
 
 from __future__ import annotations
@@ -22,18 +23,9 @@ from .. import creation as C
 from .. import indexing as I
 from .. import math as M
 from .. import shape as S
+from ..base import OPS, apply1
 from ..indexing import take_along_axis
 from ._common import axis_arg, float_arg, tensor_arg
-
-
-def _ranks(x: Tensor, descending: bool) -> Tensor:
-    """Stable rank of every element along the last axis."""
-    n = x.shape[-1]
-    xi, xj = x.unsqueeze(-1), x.unsqueeze(-2)
-    before = (xj > xi) if descending else (xj < xi)
-    earlier = C.tril(C.ones([n, n], dtype="bool", device=x.device), -1)
-    ties = (xj == xi) & earlier
-    return M.sum(M.cast(before | ties, _dt.int64), axis=-1)
 
 
 def argsort(
@@ -41,13 +33,13 @@ def argsort(
 ) -> Tensor:
     """The indices that sort ``x`` along ``axis`` (stable: equal values keep their order).
 
-    Each element is ranked by counting the elements before it: O(n^2) work and memory per row of
-    the sorted axis, meant for the short axes models sort.
+    NaN sorts as the greatest value: last ascending, first descending (numpy's and Paddle's
+    rule). O(n log n) on every device (the ``argsort`` primitive).
 
     Args:
         x (Tensor): the input.
         axis (int): the axis.
-        descending (bool): largest first.
+        descending (bool): largest first (equal values still keep their order).
         stable (bool): Paddle's argument; the sort is always stable.
         name: ignored (Paddle's signature).
 
@@ -62,22 +54,25 @@ def argsort(
                [1, 3, 2, 0])
         >>> fw.argsort(x, descending=True).tolist()
         [0, 2, 1, 3]
+        >>> fw.argsort(fw.to_tensor([3.0, float("nan"), 1.0])).tolist()
+        [2, 0, 1]
     """
     x = tensor_arg("argsort", x)
     if x.ndim == 0:
         return C.zeros([], dtype="int64", device=x.device)
     ax = axis_arg("argsort", axis, x.ndim)
-    t = x.swapaxes(ax, -1) if ax != x.ndim - 1 else x
-    r = _ranks(t.detach(), descending)
-    pos = C.arange(t.shape[-1], device=x.device).expand(t.shape)
-    out = I.put_along_axis(C.zeros(t.shape, dtype="int64", device=x.device), r, pos, axis=t.ndim - 1)
-    return out.swapaxes(ax, -1) if ax != x.ndim - 1 else out
+    last = x.ndim - 1
+    t = x.detach().swapaxes(ax, last) if ax != last else x.detach()
+    out = apply1(OPS["argsort"], [t], {"descending": bool(descending)})
+    return out.swapaxes(ax, last) if ax != last else out
 
 
 def sort(
     x: Tensor, axis: int = -1, descending: bool = False, stable: bool = True, name: str | None = None
 ) -> Tensor:
     """``x`` sorted along ``axis`` (stable; differentiable, the gradient goes back to each element).
+
+    NaN sorts as the greatest value: last ascending, first descending.
 
     Args:
         x (Tensor): the input.
@@ -96,6 +91,8 @@ def sort(
                [1, 1, 2, 3])
         >>> fw.sort(fw.to_tensor([[3.0, 1.0], [0.0, 2.0]]), axis=0, descending=True).tolist()
         [[3.0, 2.0], [0.0, 1.0]]
+        >>> fw.sort(fw.to_tensor([3.0, float("nan"), 1.0])).tolist()
+        [1.0, 3.0, nan]
     """
     x = tensor_arg("sort", x)
     if x.ndim == 0:
@@ -142,7 +139,8 @@ def topk(
 ) -> tuple[Tensor, Tensor]:
     """The ``k`` largest (or smallest) values of ``x`` along ``axis``, and their indices.
 
-    Computed by ``k`` rounds of argmax and masking; ties go to the lower index.
+    The first ``k`` of a stable sort: ties go to the lower index; NaN counts as the largest
+    value (first of the largest, last of the smallest), as in Paddle.
 
     Args:
         x (Tensor): the input.
@@ -172,21 +170,19 @@ def topk(
     n = x.shape[ax] if x.ndim else 1
     if not isinstance(k, int) or not 0 < k <= n:
         raise OpArgumentError(f"[topk] k must be an int in [1, {n}] (the size of axis {ax}), got {k!r}")
-    work = x if largest else -x
-    if work.dtype.kind in "biu":
-        work = M.cast(work, _dt.float64)
-    fill = float("-inf")
-    pos_shape = [1] * x.ndim
-    pos_shape[ax] = n
-    positions = C.arange(n, device=x.device).reshape(tuple(pos_shape))
-    idxs = []
-    cur = work.detach()
-    for _ in range(k):
-        i = M.argmax(cur, axis=ax, keepdim=True)
-        idxs.append(i)
-        cur = M.where(positions == i, fill, cur)
-    index = S.concat(idxs, axis=ax) if k > 1 else idxs[0]
+    if x.ndim == 0:  # one element: itself, at index 0 (0-d, as Paddle)
+        zero = C.zeros([1], dtype="int64", device=x.device)
+        return take_along_axis(x.reshape((1,)), zero, 0).reshape(()), zero.reshape(())
+    index = S.slice_raw(argsort(x, ax, descending=largest), *_first(x.shape, ax, k))
     return take_along_axis(x, index, ax), index
+
+
+def _first(
+    shape: tuple[int, ...], ax: int, k: int
+) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    stops = list(shape)
+    stops[ax] = k
+    return (0,) * len(shape), tuple(stops), (1,) * len(shape)
 
 
 def _one(shape: tuple[int, ...], ax: int, i: int) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
@@ -194,6 +190,14 @@ def _one(shape: tuple[int, ...], ax: int, i: int) -> tuple[tuple[int, ...], tupl
     stops = list(shape)
     starts[ax], stops[ax] = i, i + 1
     return tuple(starts), tuple(stops), (1,) * len(shape)
+
+
+def _nan_if_any(src: Tensor, ax: int, out: Tensor) -> Tensor:
+    """``out`` (reduced to size 1 along ``ax``), NaN where that row of ``src`` holds a NaN: the
+    median and quantiles of values with a NaN are NaN (numpy, Paddle), not a sorted neighbour."""
+    if src.dtype.kind != "f" and src.dtype != _dt.bfloat16:
+        return out
+    return M.where(M.any(src != src, axis=ax, keepdim=True), float("nan"), out)
 
 
 def _flat_axis(name: str, x: Tensor, axis: Any) -> tuple[Tensor, int]:
@@ -227,6 +231,8 @@ def median(
         2
         >>> fw.median(fw.to_tensor([[5.0, 1.0, 4.0], [2.0, 2.0, 8.0]]), axis=1).tolist()
         [4.0, 2.0]
+        >>> fw.median(fw.to_tensor([1.0, float("nan"), 2.0])).item()
+        nan
     """
     if mode not in ("avg", "min"):
         raise OpArgumentError(f"[median] mode must be 'avg' or 'min', got {mode!r}")
@@ -237,7 +243,9 @@ def median(
         raise OpArgumentError(f"[median] cannot take the median of an empty axis (shape {x.shape})")
     s = sort(src, ax)
     lo = S.slice_raw(s, *_one(s.shape, ax, (n - 1) // 2))
-    out = lo if mode == "min" or n % 2 else (lo + S.slice_raw(s, *_one(s.shape, ax, n // 2))) * 0.5
+    out = _nan_if_any(
+        src, ax, lo if mode == "min" or n % 2 else (lo + S.slice_raw(s, *_one(s.shape, ax, n // 2))) * 0.5
+    )
     if axis is None:
         return out.reshape((1,) * x.ndim) if keepdim else out.reshape(())
     return out if keepdim else out.squeeze(ax)
@@ -297,7 +305,7 @@ def quantile(
         a = S.slice_raw(s, *_one(s.shape, ax, lo))
         b = S.slice_raw(s, *_one(s.shape, ax, hi))
         w = {"linear": pos - lo, "lower": 0.0, "higher": 1.0, "nearest": 0.0, "midpoint": 0.5}[interpolation]
-        r = a + (b - a) * w if w else a
+        r = _nan_if_any(src, ax, a + (b - a) * w if w else a)
         if axis is None:
             r = r.reshape((1,) * x.ndim) if keepdim else r.reshape(())
         elif not keepdim:
@@ -451,8 +459,9 @@ def unique(
     arr = x.numpy()
     if axis is not None:
         axis = axis_arg("unique", axis, x.ndim)
+    # NOTE: NaNs stay distinct (NaN != NaN), as in Paddle; numpy would merge them
     vals, idx, inv, cnt = np.unique(
-        arr, return_index=True, return_inverse=True, return_counts=True, axis=axis
+        arr, return_index=True, return_inverse=True, return_counts=True, axis=axis, equal_nan=False
     )
     out = [to_tensor(vals, device=x.device)]
     d = _dt.as_dtype(dtype, "unique")
