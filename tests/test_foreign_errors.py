@@ -250,3 +250,27 @@ def test_every_damaged_program_file_is_a_program_file_error(tmp_path):
         f.write(original.encode()[:50] + b"\xff\xfe" + original.encode()[52:])
     assert _must_load_or_refuse(path) == "refused"
     assert outcomes["refused"] > len(cases) // 2, outcomes
+
+
+# -- losses under to_static ---------------------------------------------------------------------
+@pytest.mark.parametrize("loss", ["cross_entropy", "nll_loss"])
+def test_an_out_of_range_label_raises_under_to_static_as_it_does_eagerly(device, loss):
+    F = fw.nn.functional
+    x = fw.to_tensor(np.array([[0.1, 0.5, 0.2], [0.3, 0.3, 0.9]], np.float32), device=device)
+
+    def fn(a, b):
+        return F.cross_entropy(a, b) if loss == "cross_entropy" else F.nll_loss(F.log_softmax(a, axis=-1), b)
+
+    static = fw.jit.to_static(fn)
+    good = fw.to_tensor([1, 2], device=device)
+    logp = np.log(np.exp(x.numpy()) / np.exp(x.numpy()).sum(-1, keepdims=True))
+    want = -(logp[0, 1] + logp[1, 2]) / 2
+    np.testing.assert_allclose(static(x, good).item(), want, rtol=1e-5)
+    bad = fw.to_tensor([1, 7], device=device)
+    with pytest.raises(fw.OpArgumentError, match=rf"\[{loss}\] a label is out of range for 3 classes"):
+        fn(x, bad)
+    # NOTE: a program's launches are asynchronous on opencl: the bounds check is read at the
+    # next synchronisation (here .item()), as a device error is
+    with pytest.raises(fw.OpArgumentError, match=r"index 7 .*out of range for axis 0 of size 3"):
+        static(x, bad).item()
+    np.testing.assert_allclose(static(x, good).item(), want, rtol=1e-5)  # the program still runs

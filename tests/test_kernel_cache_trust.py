@@ -208,3 +208,22 @@ def test_a_held_lock_names_its_holder_and_the_wait_is_bounded(tmp_path, keyfile,
     fresh = compiler.ProgramCache(tmp_path / "kernels")
     _probe(fresh)  # the holder is gone: the lock is free
     assert fresh.stats.compiles == 1
+
+
+def test_entries_of_an_older_oarlock_are_rebuilt_with_one_notice(tmp_path, keyfile, monkeypatch):
+    cache = compiler.ProgramCache(tmp_path / "kernels")
+    _probe(cache)
+    path = _entry_path(cache)
+    body = path.read_bytes()[C._HEAD :]
+    path.write_bytes(b"oarlock-kernel-cache-2\n" + bytes(104) + body)  # the unsigned format of before
+    monkeypatch.setattr(C, "_OLDER_SAID", [])
+    fresh = compiler.ProgramCache(tmp_path / "kernels")
+    with pytest.warns(
+        C.CacheEntryWarning, match=r"written by an older Oarlock .* rebuilt once as it is used"
+    ):
+        _probe(fresh)
+    assert (fresh.stats.compiles, fresh.stats.rebuilt) == (1, 1)
+    key = C.program_key(
+        compiler.compiler_for(fw.Device("cpu")), compiler.trivial_kernel("c", ENTRY), ENTRY, ()
+    )
+    assert C.unpack_entry(path.read_bytes(), key)[0] is not None  # rebuilt, signed

@@ -63,6 +63,9 @@ _HEAD = len(MAGIC) + 64 + 8 + 32
 #: the largest entry read (a binary of one translation unit is a few MB)
 MAX_ENTRY_BYTES = 1 << 30
 _SECRETS: dict[str, bytes] = {}
+#: how every version's magic starts (an entry of an older version is rebuilt, said once)
+_FAMILY = b"oarlock-kernel-cache-"
+_OLDER_SAID: list[bool] = []
 
 
 class CacheFolderError(CompileError):
@@ -323,6 +326,20 @@ class ProgramCache(_ProgramCacheContract):
         if data is None:
             if why:
                 self._discard(path, why)
+            return None
+        if data.startswith(_FAMILY) and not data.startswith(MAGIC):
+            # an entry of an older Oarlock (unsigned): rebuilt, said once per process, not per entry
+            if not _OLDER_SAID:
+                _OLDER_SAID.append(True)
+                warnings.warn(
+                    f"[kernel cache] entries in '{self.directory}' were written by an older Oarlock (without the "
+                    "signature this one checks); each is rebuilt once as it is used",
+                    CacheEntryWarning,
+                    stacklevel=3,
+                )
+            self.stats.rebuilt += 1
+            with contextlib.suppress(OSError):
+                path.unlink()
             return None
         binary, why = unpack_entry(data, key)
         if binary is None:
