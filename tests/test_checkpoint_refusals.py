@@ -115,6 +115,7 @@ def _adam(scheduler: bool = False):
         ({"param_9.t": 3}, r"names parameter 9, but the optimizer has 2"),
         ({"step": "x"}, r"'step' must be an int"),
         ({"param_0.moment1": "abc"}, r"'param_0.moment1' is a str"),
+        ({"param_0.t": float("nan")}, r"'param_0.t' must be an int \(a step count\), got nan"),
     ],
 )
 def test_optimizer_set_state_dict_refuses_keys_it_does_not_know(state, match):

@@ -212,7 +212,9 @@ class Optimizer:
         if slot in self._scalar_slots():
             if isinstance(v, Tensor) and v.size == 1:
                 v = v.item()
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer, float)) or int(v) != v:
+            if isinstance(v, (float, np.floating)) and float(v).is_integer():
+                v = int(v)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
                 raise OpArgumentError(f"{where} must be an int (a step count), got {v!r}")
             return int(v)
         if isinstance(v, np.ndarray):
