@@ -227,3 +227,17 @@ def test_entries_of_an_older_oarlock_are_rebuilt_with_one_notice(tmp_path, keyfi
         compiler.compiler_for(fw.Device("cpu")), compiler.trivial_kernel("c", ENTRY), ENTRY, ()
     )
     assert C.unpack_entry(path.read_bytes(), key)[0] is not None  # rebuilt, signed
+
+
+def test_a_fifo_in_place_of_the_tuning_file_is_not_read(tmp_path):
+    fifo = tmp_path / "tuning.json"
+    os.mkfifo(fifo)
+    code = f"from pathlib import Path\nfrom framework.compiler import tune\nprint(tune._read(Path({str(fifo)!r})))"
+    r = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,  # a blocking open of the FIFO would wait here for a writer that never comes
+        env={**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")},
+    )
+    assert r.returncode == 0 and r.stdout.strip() == "{}", r.stderr[-2000:]

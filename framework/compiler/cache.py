@@ -322,7 +322,7 @@ class ProgramCache(_ProgramCacheContract):
             path.unlink()
 
     def _cached(self, path: Path, key: str) -> bytes | None:
-        data, why = _read(path)
+        data, why = read_regular(path)
         if data is None:
             if why:
                 self._discard(path, why)
@@ -404,7 +404,7 @@ class ProgramCache(_ProgramCacheContract):
         self._mem.clear()
 
 
-def _read(path: Path) -> tuple[bytes | None, str]:
+def read_regular(path: Path) -> tuple[bytes | None, str]:
     """(the entry's bytes, "") or (None, why it is not read; "" when there is none). Only a
     regular file is read (a FIFO or a device would block or never end), opened without
     blocking or following a link, and only up to :data:`MAX_ENTRY_BYTES`."""
