@@ -560,7 +560,7 @@ def _corruptions(good: bytes, other: bytes) -> dict:
         "empty": (b"", "without a valid header"),
         "header only": (good[:head], "the header says \\d+ bytes of binary, the file has 0"),
         "truncated": (good[: head + (len(good) - head) // 2], "truncated or padded"),
-        "random body": (good[:head] + rng.bytes(len(good) - head), "does not match the SHA-256"),
+        "random body": (good[:head] + rng.bytes(len(good) - head), "its HMAC does not match"),
         "random file": (rng.bytes(len(good)), "without a valid header"),
         "older format (bare binary)": (good[head:], "without a valid header"),
         "another kernel's entry": (other, "built for another source or options"),

@@ -34,9 +34,10 @@ from . import dtypes as _dt
 from .tensor import Tensor, from_numpy_copy
 
 FORMAT = "oarlock-checkpoint-2"
-#: The metadata keys only an Oarlock checkpoint has: any one of them present makes a file
-#: ours, and then all must be intact (one damaged key cannot turn the checksum off).
-_OUR_KEYS = ("format", "tree", "sha256")
+#: The metadata keys only an Oarlock checkpoint has: any one of them present (or a format record
+#: naming oarlock) makes a file ours, and then all must be intact (one damaged key cannot turn the
+#: checksum off). Other tools write ``format`` too (``"pt"``): such a file is not ours.
+_OUR_KEYS = ("tree", "sha256")
 _FROM_ST = {
     "F64": "float64",
     "F32": "float32",
@@ -57,6 +58,8 @@ _TO_ST = {v: k for k, v in _FROM_ST.items()}
 _FORMAT_1 = "oarlock-checkpoint-1"
 _PLACEHOLDER = "0" * 64
 _CHUNK = 64 << 20  # bytes hashed/written per step for very large tensors
+#: no array is this large (numpy's own limit is 2**63 bytes, counting every dim as at least 1)
+_MAX_BYTES = 2**62
 
 
 class CheckpointError(OarlockError, ValueError):
@@ -73,6 +76,11 @@ class CheckpointError(OarlockError, ValueError):
         ...     print(e)
         [load] no checkpoint at '...no-such-checkpoint.safetensors'; check the path
     """
+
+
+def _short(shape: tuple[int, ...]) -> str:
+    """A shape for a message, its huge dims kept short."""
+    return "(" + ", ".join(str(d) if d < 10**12 else f"~2**{d.bit_length() - 1}" for d in shape) + ")"
 
 
 def _flatten(obj: Any, prefix: str, tensors: dict[str, Tensor | np.ndarray], path: str) -> Any:
@@ -180,7 +188,13 @@ def save(obj: Any, path: str | os.PathLike[str], **kwargs: Any) -> None:
     """
     path = os.fspath(path)
     tensors: dict[str, Tensor | np.ndarray] = {}
-    tree = _flatten(obj, "", tensors, path)
+    try:
+        tree = _flatten(obj, "", tensors, path)
+    except RecursionError:
+        raise OpArgumentError(
+            f"[save] the object saved to '{path}' nests dicts/lists deeper than Python can follow (or holds "
+            "itself); flatten it"
+        ) from None
     items = sorted(tensors.items())
     header = _header_bytes(items, {"format": FORMAT, "tree": json.dumps(tree), "sha256": _PLACEHOLDER})
     mark = header.index(_PLACEHOLDER.encode())
@@ -259,6 +273,11 @@ def _read_header(path: str, f: BinaryIO, size: int) -> tuple[int, bytes, dict[st
         raise CheckpointError(
             f"[load] '{path}' has a corrupted safetensors header ({exc}); the file is damaged"
         ) from None
+    except RecursionError:
+        raise CheckpointError(
+            f"[load] '{path}' has a safetensors header nested deeper than Python can follow; the file is "
+            "damaged or forged"
+        ) from None
     return 8 + n, raw, header
 
 
@@ -279,6 +298,11 @@ def _entries(
                 f"[load] '{path}': the header entry of tensor '{name}' is damaged ({e!r})"
             ) from None
         dtype = _dt.as_dtype(dt) if dt in _dt._BY_NAME else np.dtype(dt)
+        if math.prod(max(s, 1) for s in shape) * dtype.itemsize >= _MAX_BYTES:
+            raise CheckpointError(
+                f"[load] '{path}': tensor '{name}' claims shape {_short(shape)}, more than any array can hold; "
+                "the file is damaged or forged"
+            )
         if min(shape, default=0) < 0 or end - begin != math.prod(shape) * dtype.itemsize:
             raise CheckpointError(
                 f"[load] '{path}': tensor '{name}' has shape {shape} of {dt} but {end - begin} bytes; the file is damaged"
@@ -300,16 +324,25 @@ def _entries(
     return out
 
 
-def load(path: str | os.PathLike[str], device: Any = None, return_numpy: bool = False, **kwargs: Any) -> Any:
+def load(
+    path: str | os.PathLike[str],
+    device: Any = None,
+    return_numpy: bool = False,
+    verify: bool = True,
+    **kwargs: Any,
+) -> Any:
     """Read a checkpoint written by :func:`save` onto a device, one tensor at a time.
 
-    Any safetensors file reads as a flat dict of tensors. A damaged file raises
-    :class:`CheckpointError`.
+    A damaged file raises :class:`CheckpointError`, and so does a file without Oarlock's
+    checksum (its ``__metadata__`` removed, or a safetensors file written by another tool)
+    unless ``verify=False``: then any safetensors file reads as a flat dict of tensors.
 
     Args:
         path (str | os.PathLike): the file.
         device (str | Device, optional): where the tensors go; default the current device.
         return_numpy (bool): give numpy arrays instead of tensors.
+        verify (bool): refuse a file that carries no Oarlock checksum (the default); False
+            accepts one, for safetensors files from elsewhere that you trust.
         **kwargs: Paddle's options; ignored.
 
     Returns:
@@ -348,6 +381,13 @@ def load(path: str | os.PathLike[str], device: Any = None, return_numpy: bool = 
             any(k in meta for k in _OUR_KEYS) or "oarlock" in str(meta.get("format", ""))
         )
         legacy = ours and meta.get("format") == _FORMAT_1
+        if not ours and verify:
+            raise CheckpointError(
+                f"[load] '{path}' carries no Oarlock checksum (its __metadata__ is "
+                f"{'missing' if '__metadata__' not in header else 'not ours'}): it was not written by fw.save, or "
+                "its records were removed, so its contents cannot be vouched for; for a safetensors file from "
+                "another tool that you trust, pass fw.load(path, verify=False)"
+            )
         if ours and (
             meta.get("format") not in (FORMAT, _FORMAT_1)
             or not isinstance(meta.get("sha256"), str)
@@ -377,6 +417,12 @@ def load(path: str | os.PathLike[str], device: Any = None, return_numpy: bool = 
                 raise CheckpointError(f"[load] '{path}' is truncated inside tensor '{name}'")
             if h is not None:
                 h.update(buf)
+            if dtype == np.bool_ and buf.size and int(buf.max()) > 1:
+                bad = int(np.flatnonzero(buf > 1)[0])
+                raise CheckpointError(
+                    f"[load] '{path}': bool tensor '{name}' holds the byte {int(buf[bad])} at element {bad}; a bool "
+                    "is stored as 0 or 1, so the file is damaged or forged"
+                )
             a = buf.view(dtype).reshape(shape)
             values[name] = a if return_numpy else from_numpy_copy(a, dev)
             if legacy:
@@ -393,10 +439,6 @@ def load(path: str | os.PathLike[str], device: Any = None, return_numpy: bool = 
             )
     if not ours:
         return values
-    try:
-        tree = json.loads(meta["tree"])
-    except (KeyError, json.JSONDecodeError) as exc:
-        raise CheckpointError(f"[load] '{path}' has a damaged structure record ({exc})") from None
 
     def tensor(key: str, as_numpy: bool) -> Any:
         if key not in values:
@@ -418,4 +460,12 @@ def load(path: str | os.PathLike[str], device: Any = None, return_numpy: bool = 
                 return [build(v) for v in node["__list__"]]
         return node
 
-    return build(tree)
+    try:
+        return build(json.loads(meta["tree"]))
+    except (KeyError, TypeError, AttributeError, json.JSONDecodeError) as exc:
+        raise CheckpointError(f"[load] '{path}' has a damaged structure record ({exc})") from None
+    except RecursionError:
+        raise CheckpointError(
+            f"[load] '{path}' has a structure record nested deeper than Python can follow; the file is damaged "
+            "or forged (fw.save refuses such nesting)"
+        ) from None

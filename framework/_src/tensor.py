@@ -309,7 +309,14 @@ def _as_numpy(data: Any, dtype: np.dtype | None) -> np.ndarray:
     elif isinstance(data, np.generic):
         return _as_numpy(np.asarray(data), dtype)
     elif isinstance(data, (bool, int, float)):
-        arr = np.asarray(data, dtype=dtype if dtype is not None else _dt.infer_dtype(data))
+        want = dtype if dtype is not None else _dt.infer_dtype(data)
+        try:
+            arr = np.asarray(data, dtype=want)
+        except OverflowError:
+            raise OpArgumentError(
+                f"[to_tensor] the integer {_short_int(data)} does not fit {np.dtype(want).name} "
+                f"(range {_int_range(want)}); give a float (fw.to_tensor(float(x))) or a smaller value"
+            ) from None
     else:
         try:
             arr = np.asarray(data)
@@ -317,6 +324,11 @@ def _as_numpy(data: Any, dtype: np.dtype | None) -> np.ndarray:
             raise OpArgumentError(
                 f"[to_tensor] data is not a regular (rectangular) nested list: {exc}"
             ) from exc
+        if arr.dtype == np.dtype(object) and _has_huge_int(data):
+            raise OpArgumentError(
+                "[to_tensor] the data holds an integer beyond int64 (range "
+                f"{_int_range(np.dtype(np.int64))}); give floats or smaller values"
+            )
         if arr.dtype == np.dtype(object) or arr.dtype.kind in "USV":
             raise OpArgumentError(
                 f"[to_tensor] cannot make a tensor from {type(data).__name__} holding {arr.dtype} values; "
@@ -331,6 +343,25 @@ def _as_numpy(data: Any, dtype: np.dtype | None) -> np.ndarray:
     if dtype is not None and arr.dtype != dtype:
         arr = arr.astype(dtype)
     return arr
+
+
+def _short_int(v: int) -> str:
+    return str(v) if abs(v) < 10**20 else f"{'-' if v < 0 else ''}~2**{abs(v).bit_length() - 1}"
+
+
+def _int_range(dtype: Any) -> str:
+    d = np.dtype(dtype)
+    if d.kind not in "iub":
+        return "that of the dtype"
+    info = np.iinfo(d) if d.kind != "b" else None
+    return "0..1" if info is None else f"{info.min}..{info.max}"
+
+
+def _has_huge_int(data: Any) -> bool:
+    """``data`` (nested lists/tuples) holds a Python int that int64 cannot hold."""
+    if isinstance(data, (list, tuple)):
+        return any(_has_huge_int(v) for v in data)
+    return isinstance(data, int) and not isinstance(data, bool) and not -(2**63) <= data < 2**63
 
 
 def _check_fits_int64(arr: np.ndarray) -> None:

@@ -6,34 +6,66 @@ overrides it). Concurrent processes building one kernel take a file lock and wri
 temp file + ``os.replace``, so a reader never sees half a binary.
 
 The cache only loads what it can vouch for: each entry starts with a header holding the key
-it was built for, the length of the binary and its SHA-256, and all three are checked before
-the binary reaches the plugin (no ``dlopen`` of a truncated or foreign file). A bad entry is
-rebuilt with a warning naming the file. The folder is the user's alone: created 0700, and a
-folder that another user owns, or that the group or others may write, is refused (whoever
-can write it could run code in every training process).
+it was built for, the length of the binary and an HMAC-SHA256 of the header and the binary
+under a secret of the user's (:func:`cache_secret`: 32 random bytes in a 0600 file under the
+user's config dir, outside the cache folder; ``OARLOCK_CACHE_KEY_FILE`` overrides the path), and
+all three are checked before the binary reaches the plugin (no ``dlopen`` of a truncated,
+foreign or forged file: whoever can write the cache folder but not read the key cannot make an
+entry that loads). An entry is read only if it is a regular file (not a link, a FIFO or a
+device) of at most 1 GiB, opened without blocking. A bad entry is rebuilt with a one-line
+warning naming the file. The folder is the user's alone: created 0700, and a folder that
+another user owns, or that the group or others may write, is refused (whoever can write it
+could run code in every training process).
+
+Builders of one entry take a lock (``<entry>.lock``, ``flock``) and write their pid and host
+into it; a process that waits for it says after a few seconds who holds it
+(:class:`CacheLockWarning`) and gives up after ``OARLOCK_CACHE_LOCK_TIMEOUT`` seconds (default
+600) with :class:`CacheLockError`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
+import hmac
 import os
 import re
+import secrets
+import socket
 import stat
 import tempfile
 import threading
+import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import platformdirs
+from filelock import FileLock
+
 from adapter_api import CompileError, Compiler
 from adapter_api import ProgramCache as _ProgramCacheContract
 
+from .._src import env
+
+try:
+    import fcntl
+except ImportError:  # Windows: filelock's msvcrt lock, without the holder's name
+    fcntl = None  # type: ignore[assignment]
+
 #: The first bytes of every cache entry; then the key (64 hex digits), the binary's length
-#: (8 bytes, little endian) and its SHA-256 (32 bytes), then the binary.
-MAGIC = b"oarlock-kernel-cache-2\n"
+#: (8 bytes, little endian) and the HMAC-SHA256 (32 bytes) of all that and the binary under the
+#: user's cache secret, then the binary.
+MAGIC = b"oarlock-kernel-cache-3\n"
 _HEAD = len(MAGIC) + 64 + 8 + 32
+#: the largest entry read (a binary of one translation unit is a few MB)
+MAX_ENTRY_BYTES = 1 << 30
+_SECRETS: dict[str, bytes] = {}
+#: how every version's magic starts (an entry of an older version is rebuilt, said once)
+_FAMILY = b"oarlock-kernel-cache-"
+_OLDER_SAID: list[bool] = []
 
 
 class CacheFolderError(CompileError):
@@ -44,13 +76,88 @@ class CacheEntryWarning(UserWarning):
     """A damaged or foreign kernel cache entry was found and rebuilt."""
 
 
+class CacheLockWarning(UserWarning):
+    """Another process holds the lock of a kernel cache entry this one waits for."""
+
+
+class CacheLockError(CompileError):
+    """The lock of a kernel cache entry was held past ``OARLOCK_CACHE_LOCK_TIMEOUT``."""
+
+
+def secret_path() -> Path:
+    """The file of the cache secret: ``$OARLOCK_CACHE_KEY_FILE`` or ``kernel-cache.key`` in the
+    user config dir (kept out of the cache folder, which other tools may copy or share)."""
+    env_path = os.environ.get("OARLOCK_CACHE_KEY_FILE")
+    if env_path:
+        return Path(env_path)
+    return Path(platformdirs.user_config_dir("oarlock")) / "kernel-cache.key"
+
+
+def cache_secret() -> bytes:
+    """The user's cache secret (32 bytes), made on first use as a 0600 file; a key file that is
+    not a private regular file of 32 bytes is refused with :class:`CacheFolderError`."""
+    path = secret_path()
+    got = _SECRETS.get(str(path))
+    if got is not None:
+        return got
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".key-")
+        try:
+            os.write(fd, secrets.token_bytes(32))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.link(tmp, path)  # atomic, and never over a key another process made first
+        except FileExistsError:
+            pass
+        finally:
+            os.unlink(tmp)
+    except OSError as exc:
+        if not path.exists():
+            raise CacheFolderError(
+                f"[kernel cache] cannot create the cache key '{path}' ({exc.strerror}); set OARLOCK_CACHE_KEY_FILE "
+                "to a path in a private folder you can write"
+            ) from None
+    _SECRETS[str(path)] = got = _read_secret(path)
+    return got
+
+
+def _read_secret(path: Path) -> bytes:
+    fix = "remove it (a new key is made; cached kernels are rebuilt once) or set OARLOCK_CACHE_KEY_FILE"
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0))
+    except OSError as exc:
+        raise CacheFolderError(
+            f"[kernel cache] cannot read the cache key '{path}' ({exc.strerror}); {fix}"
+        ) from None
+    try:
+        st = os.fstat(fd)
+        uid = getattr(os, "getuid", lambda: None)()
+        problem = ""
+        if not stat.S_ISREG(st.st_mode):
+            problem = "is not a regular file"
+        elif uid is not None and st.st_uid != uid:
+            problem = f"belongs to uid {st.st_uid}, not to you"
+        elif os.name == "posix" and st.st_mode & 0o077:
+            problem = f"may be read or written by others (mode {stat.S_IMODE(st.st_mode):04o})"
+        elif st.st_size != 32:
+            problem = f"holds {st.st_size} bytes, not 32"
+        if problem:
+            raise CacheFolderError(
+                f"[kernel cache] the cache key '{path}' {problem}, so kernels signed with it cannot be trusted; {fix}"
+            )
+        return os.read(fd, 32)
+    finally:
+        os.close(fd)
+
+
 def cache_dir() -> Path:
     """Where binaries are stored: ``$OARLOCK_CACHE_DIR`` or the user cache dir."""
-    env = os.environ.get("OARLOCK_CACHE_DIR")
-    if env:
-        return Path(env)
-    import platformdirs
-
+    env_dir = os.environ.get("OARLOCK_CACHE_DIR")
+    if env_dir:
+        return Path(env_dir)
     return Path(platformdirs.user_cache_dir("oarlock")) / "kernels"
 
 
@@ -77,13 +184,22 @@ def program_key(compiler: Compiler, source: str, entry: str, options: tuple[str,
     return h.hexdigest()
 
 
-def pack_entry(key: str, binary: bytes) -> bytes:
-    """A cache entry: header (magic, key, length, SHA-256) then the binary."""
-    return MAGIC + key.encode() + len(binary).to_bytes(8, "little") + hashlib.sha256(binary).digest() + binary
+def _mac(secret: bytes, head: bytes, binary: bytes) -> bytes:
+    m = hmac.new(secret, head, hashlib.sha256)
+    m.update(binary)
+    return m.digest()
 
 
-def unpack_entry(data: bytes, key: str) -> tuple[bytes | None, str]:
-    """(the binary, "") when ``data`` is a sound entry for ``key``, else (None, what is wrong)."""
+def pack_entry(key: str, binary: bytes, secret: bytes | None = None) -> bytes:
+    """A cache entry: header (magic, key, length, HMAC under ``secret``, default the user's
+    :func:`cache_secret`) then the binary."""
+    head = MAGIC + key.encode() + len(binary).to_bytes(8, "little")
+    return head + _mac(cache_secret() if secret is None else secret, head, binary) + binary
+
+
+def unpack_entry(data: bytes, key: str, secret: bytes | None = None) -> tuple[bytes | None, str]:
+    """(the binary, "") when ``data`` is a sound entry for ``key`` signed with ``secret``
+    (default the user's :func:`cache_secret`), else (None, what is wrong)."""
     if len(data) < _HEAD or not data.startswith(MAGIC):
         return (
             None,
@@ -99,8 +215,9 @@ def unpack_entry(data: bytes, key: str) -> tuple[bytes | None, str]:
             None,
             f"it is truncated or padded: the header says {n} bytes of binary, the file has {len(body)}",
         )
-    if hashlib.sha256(body).digest() != data[at + 72 : _HEAD]:
-        return None, "its binary does not match the SHA-256 in its header"
+    want = _mac(cache_secret() if secret is None else secret, data[: at + 72], body)
+    if not hmac.compare_digest(want, data[at + 72 : _HEAD]):
+        return None, "its HMAC does not match (damaged, forged, or signed with another user's cache key)"
     return body, ""
 
 
@@ -205,8 +322,24 @@ class ProgramCache(_ProgramCacheContract):
             path.unlink()
 
     def _cached(self, path: Path, key: str) -> bytes | None:
-        data = _read(path)
+        data, why = read_regular(path)
         if data is None:
+            if why:
+                self._discard(path, why)
+            return None
+        if data.startswith(_FAMILY) and not data.startswith(MAGIC):
+            # an entry of an older Oarlock (unsigned): rebuilt, said once per process, not per entry
+            if not _OLDER_SAID:
+                _OLDER_SAID.append(True)
+                warnings.warn(
+                    f"[kernel cache] entries in '{self.directory}' were written by an older Oarlock (without the "
+                    "signature this one checks); each is rebuilt once as it is used",
+                    CacheEntryWarning,
+                    stacklevel=3,
+                )
+            self.stats.rebuilt += 1
+            with contextlib.suppress(OSError):
+                path.unlink()
             return None
         binary, why = unpack_entry(data, key)
         if binary is None:
@@ -237,9 +370,7 @@ class ProgramCache(_ProgramCacheContract):
         if data is not None:
             return data, True
         try:
-            from filelock import FileLock
-
-            lock: Any = FileLock(str(path) + ".lock", timeout=600)
+            lock: Any = EntryLock(Path(str(path) + ".lock"))
             lock.acquire()
         except OSError:
             lock = None  # read-only cache dir: build in memory only
@@ -273,11 +404,122 @@ class ProgramCache(_ProgramCacheContract):
         self._mem.clear()
 
 
-def _read(path: Path) -> bytes | None:
+def read_regular(path: Path) -> tuple[bytes | None, str]:
+    """(the entry's bytes, "") or (None, why it is not read; "" when there is none). Only a
+    regular file is read (a FIFO or a device would block or never end), opened without
+    blocking or following a link, and only up to :data:`MAX_ENTRY_BYTES`."""
+    flags = (
+        os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+    )
     try:
-        return path.read_bytes()
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        return None, ""
+    except OSError as exc:
+        if exc.errno == errno.ELOOP or path.is_symlink():
+            return None, "it is a symbolic link, not a regular file"
+        return None, ""
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = {
+                stat.S_IFIFO: "a FIFO",
+                stat.S_IFCHR: "a character device",
+                stat.S_IFBLK: "a block device",
+            }
+            return (
+                None,
+                f"it is {kind.get(stat.S_IFMT(st.st_mode), 'not a regular file')}, not a regular file",
+            )
+        if st.st_size > MAX_ENTRY_BYTES:
+            return None, f"it is {st.st_size} bytes, more than the {MAX_ENTRY_BYTES} an entry may hold"
+        chunks, left = [], st.st_size
+        while left > 0:
+            b = os.read(fd, min(left, 1 << 24))
+            if not b:
+                break
+            chunks.append(b)
+            left -= len(b)
+        return b"".join(chunks), ""
     except OSError:
-        return None
+        return None, ""
+    finally:
+        os.close(fd)
+
+
+class EntryLock:
+    """An exclusive lock on ``path`` (``flock``) with the holder's pid and host written in it.
+
+    A waiter says after a few seconds who holds it (:class:`CacheLockWarning`, once) and
+    raises :class:`CacheLockError` after ``OARLOCK_CACHE_LOCK_TIMEOUT`` seconds (default 600).
+    A holder that dies releases the lock with its file descriptor."""
+
+    POLL_S = 0.05
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd: int | None = None
+        self._fallback: Any = None
+
+    def acquire(self) -> None:
+        timeout = env.number("OARLOCK_CACHE_LOCK_TIMEOUT", 600.0)
+        if fcntl is None:
+            self._fallback = FileLock(str(self.path), timeout=timeout)
+            self._fallback.acquire()
+            return
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        start = time.monotonic()
+        notice = min(3.0, timeout / 2)
+        told = False
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                waited = time.monotonic() - start
+                if waited >= timeout:
+                    holder = self.holder(fd)
+                    os.close(fd)
+                    raise CacheLockError(
+                        f"[kernel cache] gave up after {waited:.0f} s waiting for the lock '{self.path}', held by "
+                        f"{holder}; if that process hangs, end it; OARLOCK_CACHE_LOCK_TIMEOUT sets the wait"
+                    ) from None
+                if not told and waited >= notice:
+                    told = True
+                    warnings.warn(
+                        f"[kernel cache] waiting for the lock '{self.path}', held by {self.holder(fd)} (building "
+                        f"the same kernel); waiting up to {timeout:.0f} s (OARLOCK_CACHE_LOCK_TIMEOUT)",
+                        CacheLockWarning,
+                        stacklevel=5,
+                    )
+                time.sleep(self.POLL_S)
+        os.ftruncate(fd, 0)
+        os.pwrite(
+            fd, f"pid {os.getpid()} on host {socket.gethostname()} since {time.time():.0f}\n".encode(), 0
+        )
+        self._fd = fd
+
+    @staticmethod
+    def holder(fd: int) -> str:
+        """Who holds the lock, as its holder wrote it."""
+        try:
+            text = os.pread(fd, 200, 0).decode(errors="replace").strip()
+        except OSError:
+            text = ""
+        m = re.fullmatch(r"pid (\d+) on host (\S+) since (\d+)", text)
+        if not m:
+            return "a process that has not written its name yet"
+        return f"pid {m.group(1)} on host {m.group(2)} (for {max(0, time.time() - int(m.group(3))):.0f} s)"
+
+    def release(self) -> None:
+        if self._fallback is not None:
+            self._fallback.release()
+            return
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, 0)
+            os.close(self._fd)  # closing releases the flock
+            self._fd = None
 
 
 _LINE_PATTERNS = (

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .cache import cache_dir, check_private
+from .cache import cache_dir, check_private, read_regular
 
 #: work-group sizes tried for a "rows" kernel (None: the driver picks)
 CANDIDATES: tuple[int | None, ...] = (None, 1, 4, 16, 64, 256)
@@ -79,9 +79,12 @@ def key(identity: str, entry: str, rows: int, n: int) -> str:
 
 
 def _read(p: Path) -> dict[str, Any]:
+    raw, _ = read_regular(p)  # a FIFO or a device in its place is never read
+    if raw is None:
+        return {}
     try:
-        data = json.loads(p.read_text())
-    except (OSError, ValueError):
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
         return {}
     if (
         not isinstance(data, dict)

@@ -21,8 +21,10 @@ from typing import TYPE_CHECKING, Any
 from adapter_api import OarlockError, OpArgumentError
 
 from .._src import device as _dev
+from .._src import env
 from .._src.ops.random import randint
 from ._staging import HostToDeviceStager
+from ._worker import HEARTBEAT_S as _HEARTBEAT_S
 from ._worker import WorkerFailure, worker_loop
 
 if TYPE_CHECKING:
@@ -32,6 +34,8 @@ if TYPE_CHECKING:
 _POLL_S = 0.2
 #: how long a worker is given to exit after it is asked to, before it is terminated (s)
 _JOIN_S = 5.0
+#: the bound on a wait for a batch with ``timeout=0`` (``OARLOCK_DATALOADER_STALL_TIMEOUT``)
+DEFAULT_STALL_S = 600.0
 
 
 class DataLoaderWorkerError(OarlockError):
@@ -83,6 +87,8 @@ class WorkerPool:
         _check_picklable("worker_init_fn", loader.worker_init_fn, n)
         ctx = mp_context(loader.multiprocessing_context)
         self.result_queue = ctx.Queue()
+        #: each worker's last heartbeat (time.time()), stamped by a thread in the worker
+        self.beats = ctx.Array("d", n, lock=False)
         self.index_queues: list[Any] = []
         self.workers: list[Any] = []
         self.epoch = -1
@@ -101,6 +107,7 @@ class WorkerPool:
                 iq,
                 self.result_queue,
                 loader.worker_init_fn,
+                self.beats,
             )
             w = ctx.Process(target=worker_loop, args=args, daemon=True, name=f"oarlock-dataloader-{wid}")
             w.start()
@@ -219,6 +226,8 @@ class MultiProcessIterator:
         return self._buffer.pop(self._rcvd_idx)
 
     def _check_workers(self, timeout: float) -> None:
+        """Raise when a worker died, or nothing came within ``timeout`` (0: within
+        ``OARLOCK_DATALOADER_STALL_TIMEOUT``, naming the worker that holds the batch awaited)."""
         for wid, w in enumerate(self.pool.workers):
             if not w.is_alive():
                 raise DataLoaderWorkerError(
@@ -226,10 +235,30 @@ class MultiProcessIterator:
                     f"while {sum(1 for o in self._owner.values() if o == wid)} batch(es) were assigned to it; "
                     "a crash in native code or the system's out-of-memory killer are the usual causes; try num_workers=0 to see the error"
                 )
-        if timeout and time.monotonic() - self._last_progress > timeout:
+        bound = timeout or env.number("OARLOCK_DATALOADER_STALL_TIMEOUT", DEFAULT_STALL_S)
+        waited = time.monotonic() - self._last_progress
+        if bound and waited > bound:
+            setting = f"timeout={timeout:g}" if timeout else f"OARLOCK_DATALOADER_STALL_TIMEOUT={bound:g}"
             raise DataLoaderWorkerError(
-                f"[DataLoader] no batch from the workers within timeout={timeout} s; raise timeout= or look for a slow or stuck dataset"
+                f"[DataLoader] no batch from the workers within {setting} s (waited {waited:.0f} s"
+                f"{'' if timeout else ', DataLoader timeout=0'}); {self._stalled()}. Look for a slow or stuck "
+                "dataset (num_workers=0 runs it here, for a debugger), or raise the bound"
             )
+
+    def _stalled(self) -> str:
+        """Which worker holds the batch awaited, and whether it still beats."""
+        wid = self._owner.get(self._rcvd_idx)
+        if wid is None:
+            return "no request is outstanding"
+        w = self.pool.workers[wid]
+        last = self.pool.beats[wid]
+        ago = time.time() - last if last else None
+        if ago is not None and ago < 5 * _HEARTBEAT_S + 1:
+            state = f"it is alive and its heartbeat is current ({ago:.1f} s ago): it is busy in the dataset or collate_fn"
+        else:
+            since = "never" if ago is None else f"{ago:.0f} s ago"
+            state = f"its heartbeat stopped (last {since}): the process is stopped or stuck in native code"
+        return f"worker {wid} (pid {w.pid}) has batch {self._rcvd_idx} and sent nothing; {state}"
 
     def _next_host_batch(self) -> tuple[bool, Any]:
         """(True, batch of HostTensor leaves) or (False, None) at the end of the epoch."""

@@ -14,6 +14,8 @@ import pickle
 import queue
 import random
 import signal
+import threading
+import time
 import traceback
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -21,8 +23,21 @@ from typing import Any
 
 import numpy as np
 
+from adapter_api import OpArgumentError
+
 #: how often an idle worker checks that its parent is still alive (seconds)
 _POLL_S = 0.5
+#: how often a worker's heartbeat thread stamps the time (seconds)
+HEARTBEAT_S = 0.5
+
+
+def _beat(beats: Any, worker_id: int) -> None:
+    """Stamp ``beats[worker_id]`` with the time, forever (a daemon thread of the worker): the
+    main process tells a busy worker (it beats) from a frozen one (stopped, or stuck in native
+    code that holds the GIL)."""
+    while True:
+        beats[worker_id] = time.time()
+        time.sleep(HEARTBEAT_S)
 
 
 @dataclass
@@ -69,7 +84,23 @@ class WorkerFailure:
     traceback: str
 
 
-def numpy_collate(batch: Sequence[Any]) -> Any:
+def same_dtypes(batch: Sequence[Any], where: str) -> None:
+    """Refuse a field whose samples have different dtypes (numpy arrays or scalars, tensors):
+    stacking them would promote silently (float32 and int64 give float64). Python numbers
+    alone follow ``np.array`` (ints and floats give float64, as Paddle's collate does)."""
+    if all(isinstance(b, (int, float, bool)) for b in batch):
+        return
+    dts = [np.dtype(b.dtype) if hasattr(b, "dtype") else np.asarray(b).dtype for b in batch]
+    for i, d in enumerate(dts):
+        if d != dts[0]:
+            raise OpArgumentError(
+                f"[DataLoader] field {where or '(the sample)'} mixes dtypes across the batch: sample 0 is "
+                f"{dts[0]}, sample {i} is {d}; stacking them would promote to {np.result_type(*dts)} without a word. "
+                f"Give every sample one dtype (e.g. .astype('{dts[0]}') in the dataset) or pass collate_fn="
+            )
+
+
+def numpy_collate(batch: Sequence[Any], where: str = "") -> Any:
     """``default_collate_fn``'s rule on the host: fields stacked into numpy arrays (wrapped as
     :class:`HostTensor`, so they become tensors in the main process), dicts key by key,
     tuples/lists position by position, strings kept as lists."""
@@ -77,17 +108,19 @@ def numpy_collate(batch: Sequence[Any]) -> Any:
 
     first = batch[0]
     if isinstance(first, Tensor):
+        same_dtypes(batch, where)
         return HostTensor(np.stack([b.numpy() for b in batch]))
     if isinstance(first, (np.ndarray, np.number, int, float, bool)):
+        same_dtypes(batch, where)
         return HostTensor(np.stack([np.asarray(b) for b in batch]))
     if isinstance(first, Mapping):
-        return {k: numpy_collate([b[k] for b in batch]) for k in first}
+        return {k: numpy_collate([b[k] for b in batch], f"{where}[{k!r}]") for k in first}
     if isinstance(first, (tuple, list)):
         if any(len(b) != len(first) for b in batch):
             raise ValueError(
                 f"[DataLoader] samples have different numbers of fields: {sorted({len(b) for b in batch})}"
             )
-        return [numpy_collate([b[i] for b in batch]) for i in range(len(first))]
+        return [numpy_collate([b[i] for b in batch], f"{where}[{i}]") for i in range(len(first))]
     if isinstance(first, (str, bytes)):
         return list(batch)
     raise TypeError(f"[DataLoader] cannot collate samples of type {type(first).__name__}; pass collate_fn=")
@@ -153,6 +186,7 @@ def worker_loop(
     index_queue: Any,
     result_queue: Any,
     init_fn: Any,
+    beats: Any = None,
 ) -> None:
     """Serve requests from ``index_queue`` until ``None`` arrives or the parent dies.
 
@@ -174,6 +208,8 @@ def worker_loop(
     os.environ["OARLOCK_DEVICE"] = "cpu"
     if _dev._global_default[0] is not None and _dev._global_default[0].type != "cpu":
         _dev.set_device("cpu")
+    if beats is not None:
+        threading.Thread(target=_beat, args=(beats, worker_id), daemon=True, name="oarlock-heartbeat").start()
     parent = mp.parent_process()
     _INFO[0] = WorkerInfo(worker_id, num_workers, 0, dataset)
     stream = None

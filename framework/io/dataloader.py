@@ -15,26 +15,40 @@ from .._src.ops.random import Generator
 from .._src.ops.shape import stack
 from .._src.tensor import Tensor, to_tensor
 from ._multiprocess import MultiProcessIterator, WorkerPool, mp_context
+from ._worker import same_dtypes
 from .dataset import IterableDataset
 from .sampler import BatchSampler, RandomSampler, SequenceSampler
 
 
-def default_collate_fn(batch: Sequence[Any]) -> Any:
+def default_collate_fn(batch: Sequence[Any], _where: str = "") -> Any:
     """Stack a list of samples field by field: tensors with ``fw.stack``, numpy arrays and
-    numbers into a tensor, dicts key by key, tuples/lists position by position."""
+    numbers into a tensor, dicts key by key, tuples/lists position by position.
+
+    A field whose samples differ in dtype (a float32 array in one sample, an int64 one in
+    another) raises ``OpArgumentError`` naming the field, where ``np.stack`` (Paddle's collate)
+    would promote to float64 without a word; Python ints and floats together give float64
+    as ``np.array`` does.
+
+    >>> import framework as fw, numpy as np
+    >>> b = fw.io.default_collate_fn([(np.ones(2, np.float32), 0), (np.zeros(2, np.float32), 1)])
+    >>> b[0].dtype, b[1].tolist()
+    (dtype('float32'), [0, 1])
+    """
     first = batch[0]
     if isinstance(first, Tensor):
+        same_dtypes(batch, _where)
         return stack(list(batch), axis=0)
     if isinstance(first, (np.ndarray, np.number, int, float, bool)):
+        same_dtypes(batch, _where)
         return to_tensor(np.stack([np.asarray(b) for b in batch]))
     if isinstance(first, Mapping):
-        return {k: default_collate_fn([b[k] for b in batch]) for k in first}
+        return {k: default_collate_fn([b[k] for b in batch], f"{_where}[{k!r}]") for k in first}
     if isinstance(first, (tuple, list)):
         if any(len(b) != len(first) for b in batch):
             raise OpArgumentError(
                 f"[DataLoader] samples have different numbers of fields: {sorted({len(b) for b in batch})}"
             )
-        return [default_collate_fn([b[i] for b in batch]) for i in range(len(first))]
+        return [default_collate_fn([b[i] for b in batch], f"{_where}[{i}]") for i in range(len(first))]
     if isinstance(first, (str, bytes)):
         return list(batch)
     raise OpArgumentError(
@@ -67,8 +81,11 @@ class DataLoader:
     device without streams). A worker's exception is raised here, naming the worker and the
     sample index; the workers are stopped at the end of each epoch (kept with
     ``persistent_workers=True``), on an error, on ``break``, when the iterator is
-    garbage-collected, and on Ctrl-C. ``timeout`` (seconds, 0 = none) bounds the wait for a
-    batch.
+    garbage-collected, and on Ctrl-C. ``timeout`` (seconds) bounds the wait for a batch; with
+    ``timeout=0`` the bound is ``OARLOCK_DATALOADER_STALL_TIMEOUT`` (seconds, default 600; 0:
+    none). A worker that dies is reported at once with its exit code; one that sends nothing
+    within the bound is reported by id and pid, saying whether it still beats (a heartbeat
+    thread: busy in the dataset) or not (stopped, or stuck in native code).
 
     >>> import framework as fw
     >>> ds = fw.io.TensorDataset([fw.arange(6)])

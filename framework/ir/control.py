@@ -9,7 +9,9 @@ slots and sets its result slots while the program runs, like an eager step).
   the predicate is read on the host (a device sync, as a Python ``if`` on a tensor is in
   eager mode) and only the taken branch runs.
 - ``cf.while``: the cond and body regions become sub-programs
-  ``(loop values..., captured...) -> ...``; the body runs while the cond yields true.
+  ``(loop values..., captured...) -> ...``; the body runs while the cond yields true, at most
+  :func:`max_while_iterations` times (``OARLOCK_MAX_WHILE_ITERATIONS``, default 10,000,000):
+  a loop still running then raises :class:`LoopLimitError` instead of hanging.
 - ``op.philox_uniform`` with ``seed = none``: a draw from the global generator at run time:
   each run takes fresh counters exactly as eager mode does (``fw.seed(n)`` then the same calls
   give the same numbers eagerly and in a program).
@@ -27,15 +29,37 @@ from typing import Any
 
 import numpy as np
 
-from adapter_api import OpArgumentError
+from adapter_api import OarlockError, OpArgumentError
 
-from .._src import dispatch
+from .._src import dispatch, env
 from .._src.ops import base
 from .._src.tensor import Tensor
 from .core import IRError, Operation, Program, Value, clone_op, free_values
 
 #: the random primitive whose ``seed = none`` form draws from the global generator when run
 RANDOM_OP = "op.philox_uniform"
+
+
+#: iterations a while loop may run before it is reported as stuck (``OARLOCK_MAX_WHILE_ITERATIONS``)
+DEFAULT_MAX_WHILE_ITERATIONS = 10_000_000
+
+
+class LoopLimitError(OarlockError):
+    """A while loop ran past its iteration cap: its condition never became false."""
+
+
+def max_while_iterations() -> int:
+    """The iteration cap of ``cf.while`` and ``fw.static.nn.while_loop``:
+    ``OARLOCK_MAX_WHILE_ITERATIONS`` (read when the loop starts), default 10,000,000."""
+    return int(env.number("OARLOCK_MAX_WHILE_ITERATIONS", DEFAULT_MAX_WHILE_ITERATIONS, 1))
+
+
+def loop_limit_error(what: str, cap: int) -> LoopLimitError:
+    return LoopLimitError(
+        f"[{what}] the loop ran {cap} iterations and its condition still holds: it looks endless (a condition "
+        f"that never becomes false); fix the condition, or raise the cap with OARLOCK_MAX_WHILE_ITERATIONS"
+        + (" or while_loop(..., max_iterations=N)" if what == "while_loop" else "")
+    )
 
 
 def draws_at_run(op: Operation) -> bool:
@@ -154,8 +178,13 @@ class _While(Step):
 
     def run(self, ins: list[Tensor]) -> list[Tensor]:
         vals, cap = ins[: self.n], ins[self.n :]
+        limit = max_while_iterations()
+        n = 0
         while truth(self.cond.plan.run(vals + cap)[0], "cf.while"):
+            if n == limit:
+                raise loop_limit_error("cf.while", limit)
             vals = self.body.plan.run(vals + cap)
+            n += 1
         blocks = {id(t._block) for t in ins}
         shared = self.body.shared
         return [_copy(t) if id(t._block) in blocks or i in shared else t for i, t in enumerate(vals)]

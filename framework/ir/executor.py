@@ -27,7 +27,8 @@ captured graph, :mod:`.graph_replay`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from adapter_api import OpArgumentError
@@ -43,6 +44,18 @@ from .verify import verify
 
 #: graph replay where the runtime offers it (``OARLOCK_GRAPHS=0`` turns it off everywhere)
 GRAPHS_DEFAULT = env.flag("OARLOCK_GRAPHS", True)
+
+
+@contextlib.contextmanager
+def _shallow(program: Program, doing: str) -> Iterator[None]:
+    """Turn Python's RecursionError (regions nested hundreds deep) into an :class:`IRError`."""
+    try:
+        yield
+    except RecursionError:
+        raise IRError(
+            f"[executor] @{program.name} nests control flow (cf.cond / cf.while regions) deeper than Python can "
+            f"follow while {doing}; flatten the program (fewer nested conds or loops)"
+        ) from None
 
 
 class Executor:
@@ -70,10 +83,11 @@ class Executor:
         graphs: bool | None = None,
         inplace: Mapping[int, int] | None = None,
     ) -> None:
-        verify(program)
         self.device = _dev.parse(device) if not isinstance(device, _dev.Device) else device
-        #: the program in the kernel dialect for this device: every kernel chosen once, here
-        self.lowered = lower(program, self.device)
+        with _shallow(program, "verifying and lowering it"):
+            verify(program)
+            #: the program in the kernel dialect for this device: every kernel chosen once, here
+            self.lowered = lower(program, self.device)
         #: replay a whole run as one captured graph where the device runtime offers capture
         #: (None: the ``OARLOCK_GRAPHS`` default, on); False runs the instruction list always
         self.graphs = GRAPHS_DEFAULT if graphs is None else bool(graphs)
@@ -162,19 +176,22 @@ class Executor:
         key = tuple(binding[s] for s in self.symbols)
         pl = self._plans.get(key)
         if pl is None:
-            try:
-                pl = _Plan(self, dict(binding))
-            except StaleKernelError:
-                if self.lowered is self.program:  # given lowered: the caller lowers again
-                    raise
-                # the plugins changed since the lowering (a kernel registered, a source
-                # added): lower again, once, and drop the plans built from the old choice
-                self.lowered = lower(self.program, self.device)
-                self._plans.clear()
-                self._last = None
-                pl = _Plan(self, dict(binding))
-            self._plans[key] = pl
+            with _shallow(self.program, "planning it"):
+                pl = self._plans[key] = self._new_plan(binding)
         return pl
+
+    def _new_plan(self, binding: Mapping[str, int]) -> _Plan:
+        try:
+            return _Plan(self, dict(binding))
+        except StaleKernelError:
+            if self.lowered is self.program:  # given lowered: the caller lowers again
+                raise
+            # the plugins changed since the lowering (a kernel registered, a source
+            # added): lower again, once, and drop the plans built from the old choice
+            self.lowered = lower(self.program, self.device)
+            self._plans.clear()
+            self._last = None
+            return _Plan(self, dict(binding))
 
     def __call__(self, *inputs: Tensor) -> list[Tensor]:
         last = self._last
@@ -192,7 +209,8 @@ class Executor:
         binding = self.bind(inputs)
         pl = self._plans.get(tuple(binding[s] for s in self.symbols)) or self.plan(binding)
         self._last = (tuple((t.shape, t.dtype, t.device) for t in inputs), pl)
-        return pl.run(inputs)
+        with _shallow(self.program, "running it"):
+            return pl.run(inputs)
 
     def memory_stats(self, binding: Mapping[str, int]) -> dict[str, Any]:
         """Bytes of intermediates: ``planned`` (the buffers the plan holds after reuse),

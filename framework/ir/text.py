@@ -46,6 +46,12 @@ class ParseError(IRError):
     """The text is not a program of this grammar."""
 
 
+#: how deep regions and attribute tuples may nest: far beyond what a traced program holds, and
+#: shallow enough that the verifier, the executor and the printer (recursive like the parser)
+#: follow it within Python's recursion limit
+MAX_NESTING = 64
+
+
 # -- tokenizer ------------------------------------------------------------------------------
 _TOKEN = re.compile(
     r"""
@@ -81,6 +87,17 @@ class _Tokens:
                 self.toks.append((kind, m.group(), line, pos - start + 1))
             pos = m.end()
         self.i = 0
+        self.depth = 0
+
+    def enter(self, what: str) -> None:
+        """One level deeper into a region or a tuple; refused past :data:`MAX_NESTING`."""
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            line = self.peek()[2]
+            raise ParseError(
+                f"[ir.parse] line {line}: {what} nested more than {MAX_NESTING} deep; the program text is damaged "
+                "or forged (no traced program nests this deep)"
+            )
 
     def peek(self) -> tuple[str, str, int, int]:
         return self.toks[self.i] if self.i < len(self.toks) else ("eof", "", -1, -1)
@@ -190,19 +207,25 @@ def parse_attr(toks: _Tokens) -> Any:
         return float(text) if any(c in text for c in ".eE") else int(text)
     if kind == "string":
         toks.next()
-        return json.loads(text)  # a JSON string literal: data, never code
+        try:
+            return json.loads(text)  # a JSON string literal: data, never code
+        except ValueError as exc:
+            toks.i -= 1
+            raise toks.error(f"a string literal (JSON-quoted; {exc.args[0] if exc.args else exc})") from None
     if text == "(" and kind == "punct":
         toks.next()
+        toks.enter("attribute tuples")
         items: list[Any] = []
-        if toks.accept(")"):
-            return ()
-        while True:
-            items.append(parse_attr(toks))
-            if toks.accept(")"):
-                return tuple(items)
-            toks.expect(",")
-            if toks.accept(")"):
-                return tuple(items)
+        if not toks.accept(")"):
+            while True:
+                items.append(parse_attr(toks))
+                if toks.accept(")"):
+                    break
+                toks.expect(",")
+                if toks.accept(")"):
+                    break
+        toks.depth -= 1
+        return tuple(items)
     if kind == "ident":
         toks.next()
         fixed = {
@@ -345,6 +368,7 @@ def _parse_ops(toks: _Tokens, block: Block, env: dict[str, Value], seen: set[str
         regions: list[Region] = []
         while toks.peek()[1] == "{" and toks.peek()[0] == "punct":
             toks.next()
+            toks.enter("regions")
             blk = Block()
             scope = dict(env)
             if toks.accept("^"):
@@ -363,6 +387,7 @@ def _parse_ops(toks: _Tokens, block: Block, env: dict[str, Value], seen: set[str
                         toks.expect(",")
                 toks.expect(":")
             _parse_ops(toks, blk, scope, seen)
+            toks.depth -= 1
             regions.append(Region([blk]))
         op = block.append_op(Operation(opname, operands, types, attrs, regions))
         for n, r in zip(lhs, op.results):

@@ -5,7 +5,9 @@ rule agrees with each result's type). Every problem names the op and its positio
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+import inspect
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
@@ -97,6 +99,78 @@ def _check_cf(op: Operation, where: str) -> list[str]:
                 f"{_types(op.operands)}: the body must keep each loop value's type"
             )
     return out
+
+
+#: the attributes each builtin op takes, and what each holds
+_BUILTIN_ATTRS: dict[str, dict[str, tuple[type, ...]]] = {
+    "builtin.parameter": {"name": (str,)},
+    "builtin.constant": {"name": (str,), "value": (bool, int, float)},
+    "builtin.return": {},
+}
+
+
+def _check_builtin(op: Operation, where: str) -> list[str]:
+    """A parameter has a name; a constant a name or a scalar value; neither reads operands."""
+    takes = _BUILTIN_ATTRS[op.name]
+    out = [
+        f"{where}: attribute {k} = {v!r} is not {' or '.join(t.__name__ for t in takes[k])}"
+        if k in takes
+        else f"{where}: has attribute '{k}', which {op.name} does not take (it takes {sorted(takes)})"
+        for k, v in op.attrs.items()
+        if k not in takes or not isinstance(v, takes[k])
+    ]
+    if op.name != "builtin.return":
+        if op.operands:
+            out.append(f"{where}: takes no operands, got {len(op.operands)}")
+        if not any(k in op.attrs for k in takes):
+            out.append(f"{where}: needs the attribute {' or '.join(sorted(takes))}")
+    return out
+
+
+@functools.cache
+def _decomposition_signature(fn: Callable[..., object]) -> inspect.Signature | None:
+    try:
+        return inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+
+
+def _check_signature(op: Operation, info: OpInfo, where: str) -> list[str]:
+    """The operands and attribute names of an ``op.*`` (or ``kernel.*``) operation against its
+    OpDef: a primitive's contract (``adapter_api.PRIMITIVES``) lists both, a composite's
+    decomposition takes the operands positionally and the attributes by name."""
+    if op.name in _BUILTIN_ATTRS:
+        return _check_builtin(op, where)
+    d = info.opdef
+    if d is None or op.name == "kernel.eager" or op.name.startswith(("kernel.fused", "fused.")):
+        return []
+    attrs = [a for a in op.attrs if not a.startswith("kernel.")]
+    if d.spec is not None:
+        out = []
+        fixed = [i for i in d.spec.inputs if not i.startswith("*")]
+        want = len(fixed)
+        variadic = len(fixed) < len(d.spec.inputs)  # ``*xs``: one or more
+        if len(op.operands) < max(want, 1 if variadic else 0) or (not variadic and len(op.operands) != want):
+            out.append(
+                f"{where}: takes {want} operand(s) ({', '.join(d.spec.inputs) or 'none'}), got {len(op.operands)}"
+            )
+        unknown = [a for a in attrs if a not in d.spec.attrs]
+        if unknown:
+            out.append(
+                f"{where}: has attribute(s) {unknown} that {d.name} does not take; its attributes are "
+                f"{list(d.spec.attrs)}"
+            )
+        return out
+    sig = _decomposition_signature(d.decomposition) if d.decomposition is not None else None
+    if sig is None:
+        return []
+    try:
+        sig.bind(*op.operands, **dict.fromkeys(attrs))
+    except TypeError as exc:
+        return [
+            f"{where}: its operands and attributes do not fit {d.name}({', '.join(sig.parameters)}): {exc}"
+        ]
+    return []
 
 
 def _check_kernel(op: Operation, info: OpInfo, where: str) -> list[str]:
@@ -222,6 +296,7 @@ def _verify_block(
                 problems.append(f"{where}: operand {i} is {why}")
             if (op, i) not in v.uses:
                 problems.append(f"{where}: operand {i} is not in its value's use list (broken use-def chain)")
+        problems += _check_signature(op, info, where)
         if op.dialect == "cf":
             problems += _check_cf(op, where)
         elif op.dialect == "kernel":
@@ -278,6 +353,8 @@ def _check_types(p: Program) -> list[str]:
             continue  # unknown dims: the rule cannot be evaluated statically
         try:
             metas = infer_shapes(op, binding)
+        except RecursionError:
+            raise  # the program nests too deep: not this op's fault (the caller names it)
         except Exception as exc:  # noqa: BLE001 — a rule that rejects its inputs is a type error
             problems.append(f"{where}: its shape rule rejects the operand types: {exc}")
             continue

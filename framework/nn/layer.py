@@ -7,6 +7,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+import numpy as np
+
 from adapter_api import OpArgumentError
 
 from .._src import device as _dev
@@ -301,7 +303,20 @@ class Layer:
                 f"nothing was copied (pass strict=False to load the matching keys)"
             )
         for k, t in own.items():
-            if k in state_dict and tuple(state_dict[k].shape) != t.shape:
+            if k not in state_dict:
+                continue
+            v = state_dict[k]
+            if not isinstance(v, (Tensor, np.ndarray)):
+                raise OpArgumentError(
+                    f"[set_state_dict] '{k}' is a {type(v).__name__} ({repr(v)[:40]}); expected a Tensor or a "
+                    f"numpy array of shape {list(t.shape)} and dtype {t.dtype} (nothing was copied)"
+                )
+            if np.dtype(v.dtype) != t.dtype:
+                raise OpArgumentError(
+                    f"[set_state_dict] '{k}' is {np.dtype(v.dtype)} in the state dict but {t.dtype} in the layer "
+                    f"(Paddle refuses this too; nothing was copied); cast it first, e.g. sd[{k!r}].astype('{t.dtype}')"
+                )
+            if tuple(v.shape) != t.shape:
                 raise OpArgumentError(
                     f"[set_state_dict] '{k}' has shape {tuple(state_dict[k].shape)} in the state dict but {t.shape} "
                     f"in the layer; the model does not match the checkpoint (nothing was copied)"

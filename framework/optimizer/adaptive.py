@@ -33,14 +33,6 @@ class _StepCounted(Optimizer):
             out[k] = int(out[k])
         return out
 
-    def set_state_dict(self, state_dict: dict[str, Any]) -> None:
-        super().set_state_dict({k: v for k, v in state_dict.items() if not k.endswith(".t")})
-        params = self._all_params()
-        for k, v in state_dict.items():
-            if k.endswith(".t") and k.startswith("param_"):
-                i = int(k[len("param_") :].split(".", 1)[0])
-                self._state.setdefault(id(params[i]), {})["t"] = int(v.item() if hasattr(v, "item") else v)  # type: ignore[assignment]
-
 
 def _positive(cls: str, name: str, v: float, upper: float | None = None) -> float:
     v = float(v)
@@ -52,6 +44,8 @@ def _positive(cls: str, name: str, v: float, upper: float | None = None) -> floa
 
 class Adagrad(Optimizer):
     """moment += g^2; p -= lr * g / (sqrt(moment) + epsilon)."""
+
+    _slots = ("moment",)
 
     def __init__(
         self,
@@ -83,6 +77,8 @@ class Adagrad(Optimizer):
 class RMSProp(Optimizer):
     """r = rho r + (1 - rho) g^2 (centered: minus the square of the running mean of g);
     v = momentum v + lr g / sqrt(r + epsilon); p -= v."""
+
+    _slots = ("mean_square", "mean_grad", "momentum")
 
     def __init__(
         self,
@@ -126,6 +122,8 @@ class Adadelta(Optimizer):
     """E[g^2] = rho E[g^2] + (1 - rho) g^2; dx = sqrt((E[dx^2] + eps) / (E[g^2] + eps)) g;
     E[dx^2] = rho E[dx^2] + (1 - rho) dx^2; p -= lr * dx."""
 
+    _slots = ("avg_squared_grad", "avg_squared_update")
+
     def __init__(
         self,
         learning_rate: float | LRScheduler = 0.001,
@@ -155,6 +153,8 @@ class Adadelta(Optimizer):
 
 class Adamax(_StepCounted):
     """m = b1 m + (1 - b1) g; u = max(b2 u + epsilon, |g|); p -= lr / (1 - b1^t) * m / u."""
+
+    _slots = ("moment", "inf_norm", "t")
 
     def __init__(
         self,
@@ -189,6 +189,8 @@ class Adamax(_StepCounted):
 class Lamb(_StepCounted):
     """Adam's moments with bias correction, r = m_hat / (sqrt(v_hat) + epsilon) + wd * p, and a
     layer-wise trust ratio: p -= lr * (||p|| / ||r||) * r (ratio 1 when either norm is 0)."""
+
+    _slots = ("moment1", "moment2", "t")
 
     def __init__(
         self,

@@ -36,6 +36,8 @@ class LBFGS(Optimizer):
     """Limited-memory BFGS. ``line_search_fn`` must be None (a fixed step); the strong-Wolfe
     line search is not implemented."""
 
+    _slots = ()
+
     def __init__(
         self,
         learning_rate: float | LRScheduler = 1.0,

@@ -12,8 +12,10 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
+
+import numpy as np
 
 from adapter_api import OpArgumentError
 
@@ -38,7 +40,9 @@ class Optimizer:
     "learning_rate": scale, "weight_decay": wd}``); ``learning_rate`` is a number or an
     :class:`~framework.optimizer.lr.LRScheduler`."""
 
-    _slots: tuple[str, ...] = ()
+    #: the state slots the optimizer keeps per parameter (``param_<i>.<slot>`` in its state
+    #: dict); None: not declared, any slot name loads
+    _slots: tuple[str, ...] | None = None
 
     def __init__(
         self,
@@ -126,28 +130,101 @@ class Optimizer:
         return out
 
     def set_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Load what :meth:`state_dict` wrote: ``param_<i>.<slot>`` values, ``step`` and
+        ``LR_Scheduler``. Every key is checked before anything is loaded: a key this optimizer
+        does not write, an empty dict, a slot of another optimizer, a parameter index past the
+        end or a value of the wrong kind or shape raises, naming the key and what was expected
+        (Paddle ignores such keys; here they are mistakes to report)."""
         params = self._all_params()
+        cls = type(self).__name__
+        slots = self._slots
+        expected = "'step', 'LR_Scheduler' and 'param_<i>.<slot>'" + (
+            f" with <slot> one of {list(slots)} and i < {len(params)}" if slots is not None else ""
+        )
+        if not isinstance(state_dict, Mapping):
+            raise OpArgumentError(
+                f"[{cls}.set_state_dict] expected a dict as state_dict() returns, got {type(state_dict).__name__}"
+            )
+        if not state_dict:
+            raise OpArgumentError(
+                f"[{cls}.set_state_dict] the state dict is empty: nothing would be loaded; expected the keys "
+                f"{expected} (pass what {cls}.state_dict() returned)"
+            )
+        loads: list[tuple[Tensor, str, Any]] = []
+        step = lr_state = None
         for key, v in state_dict.items():
+            where = f"[{cls}.set_state_dict] '{key}'"
             if key == "step":
-                self._step_count = int(v.item() if isinstance(v, Tensor) else v)
+                if isinstance(v, Tensor) and v.size == 1:
+                    v = v.item()
+                if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                    raise OpArgumentError(f"{where} must be an int (the step count), got {v!r}")
+                step = int(v)
             elif key == "LR_Scheduler":
-                if isinstance(self._learning_rate, LRScheduler):
-                    self._learning_rate.set_state_dict(v)
-            elif key.startswith("param_"):
-                idx, slot = key[len("param_") :].split(".", 1)
+                lr_state = self._check_lr_state(where, v)
+            elif isinstance(key, str) and key.startswith("param_"):
+                idx, dot, slot = key[len("param_") :].partition(".")
+                if not dot or not idx.isdigit() or not slot:
+                    raise OpArgumentError(f"{where} is not of the form param_<i>.<slot>; expected {expected}")
                 i = int(idx)
                 if i >= len(params):
                     raise OpArgumentError(
-                        f"[set_state_dict] '{key}' names parameter {i}, but the optimizer has {len(params)}; the checkpoint is for another model"
+                        f"{where} names parameter {i}, but the optimizer has {len(params)}; the checkpoint is for "
+                        "another model"
                     )
-                p = params[i]
-                t = v if isinstance(v, Tensor) else to_tensor(v)
-                if t.shape != p.shape and slot not in self._scalar_slots():
+                if slots is not None and slot not in slots:
                     raise OpArgumentError(
-                        f"[set_state_dict] '{key}' has shape {t.shape}, parameter {i} has {p.shape}"
+                        f"{where} names slot '{slot}', which {cls} does not keep; its slots are {list(slots)} "
+                        "(a state dict of another optimizer, or a misspelled key)"
                     )
-                # a copy: the update writes its state in place, the caller keeps the dict's
-                self._state.setdefault(id(p), {})[slot] = t.to(p.device).detach().clone()
+                loads.append((params[i], slot, self._slot_value(where, params[i], slot, v)))
+            else:
+                raise OpArgumentError(
+                    f"[{cls}.set_state_dict] unexpected key {key!r}: {cls}.state_dict() writes {expected}; nothing "
+                    "was loaded"
+                )
+        if step is not None:
+            self._step_count = step
+        if lr_state is not None:
+            self._learning_rate.set_state_dict(lr_state)
+        for p, slot, value in loads:
+            self._state.setdefault(id(p), {})[slot] = value
+
+    def _check_lr_state(self, where: str, v: Any) -> dict[str, Any] | None:
+        """The scheduler's state to load (None when the learning rate is a number: Paddle
+        ignores the key then)."""
+        if not isinstance(self._learning_rate, LRScheduler):
+            return None
+        if not isinstance(v, Mapping):
+            raise OpArgumentError(
+                f"{where} must be a dict (LRScheduler.state_dict()), got {type(v).__name__}"
+            )
+        own = self._learning_rate.state_dict()
+        missing = [k for k in own if k not in v]
+        if missing:
+            raise OpArgumentError(
+                f"{where} lacks {missing} of {type(self._learning_rate).__name__}; it holds {sorted(v)}"
+            )
+        return dict(v)
+
+    def _slot_value(self, where: str, p: Tensor, slot: str, v: Any) -> Any:
+        """The value to keep for one slot: an int step count, or a copy of the tensor on the
+        parameter's device (the update writes its state in place; the caller keeps the dict's)."""
+        if slot in self._scalar_slots():
+            if isinstance(v, Tensor) and v.size == 1:
+                v = v.item()
+            if isinstance(v, (float, np.floating)) and float(v).is_integer():
+                v = int(v)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                raise OpArgumentError(f"{where} must be an int (a step count), got {v!r}")
+            return int(v)
+        if isinstance(v, np.ndarray):
+            v = to_tensor(v)
+        if not isinstance(v, Tensor):
+            raise OpArgumentError(f"{where} is a {type(v).__name__}; expected a Tensor of shape {p.shape}")
+        if v.shape != p.shape:
+            raise OpArgumentError(f"{where} has shape {v.shape}, its parameter has {p.shape}")
+        return v.to(p.device).detach().clone()
 
     set_dict = set_state_dict
     load_state_dict = set_state_dict
@@ -265,6 +342,8 @@ class Optimizer:
 class SGD(Optimizer):
     """p -= lr * (g + weight_decay * p)."""
 
+    _slots = ()
+
     def __init__(
         self,
         learning_rate: float | LRScheduler = 0.001,
@@ -284,6 +363,8 @@ class SGD(Optimizer):
 
 class Momentum(Optimizer):
     """v = momentum * v + g; p -= lr * v, or with ``use_nesterov``: p -= lr * (g + momentum * v)."""
+
+    _slots = ("velocity",)
 
     def __init__(
         self,
@@ -316,6 +397,8 @@ class Momentum(Optimizer):
 class Adam(Optimizer):
     """m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
     p -= lr * (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + epsilon). ``weight_decay`` is L2 (added to g)."""
+
+    _slots = ("moment1", "moment2", "moment2_max", "t")
 
     _decoupled = False
 
@@ -384,15 +467,6 @@ class Adam(Optimizer):
 
     def _scalar_slots(self) -> tuple[str, ...]:
         return ("t",)
-
-    def set_state_dict(self, state_dict: dict[str, Any]) -> None:
-        plain = {k: v for k, v in state_dict.items() if not k.endswith(".t")}
-        super().set_state_dict(plain)
-        params = self._all_params()
-        for k, v in state_dict.items():
-            if k.endswith(".t") and k.startswith("param_"):
-                i = int(k[len("param_") :].split(".", 1)[0])
-                self._state.setdefault(id(params[i]), {})["t"] = int(v.item() if isinstance(v, Tensor) else v)  # type: ignore[assignment]
 
 
 class AdamW(Adam):

@@ -28,6 +28,7 @@ from adapter_api import OpArgumentError
 
 from .._src.ops import base
 from .._src.tensor import Tensor
+from ..ir.control import loop_limit_error, max_while_iterations
 
 __all__ = ["case", "cond", "switch_case", "while_loop"]
 
@@ -160,9 +161,15 @@ def while_loop(
     loop_vars: Sequence[Tensor],
     is_test: bool = False,
     name: str | None = None,
+    max_iterations: int | None = None,
 ) -> list[Tensor]:
     """Run ``loop_vars = body(*loop_vars)`` while ``cond(*loop_vars)`` holds; returns the final
     loop values as a list (Paddle's ``paddle.static.nn.while_loop``).
+
+    A loop whose condition still holds after ``max_iterations`` bodies (default
+    ``OARLOCK_MAX_WHILE_ITERATIONS``, else 10,000,000) raises ``LoopLimitError`` instead of
+    running forever; under ``to_static`` the program's loop is capped by that variable, read
+    when the program runs.
 
     ``cond`` returns a bool tensor of one element; ``body`` returns as many tensors as
     ``loop_vars``, each with its loop value's dtype and shape. Under ``to_static`` both are
@@ -182,9 +189,18 @@ def while_loop(
     hook = _recorder("while_loop", 1)
     if hook is not None:
         return hook(cond, body, list(loop_vars))
+    if max_iterations is not None and (
+        isinstance(max_iterations, bool) or not isinstance(max_iterations, int) or max_iterations < 1
+    ):
+        raise OpArgumentError(f"[while_loop] max_iterations must be an int >= 1, got {max_iterations!r}")
+    limit = max_while_iterations() if max_iterations is None else max_iterations
     vals = list(loop_vars)
+    n = 0
     while _truth("while_loop", cond(*vals)):
+        if n == limit:
+            raise loop_limit_error("while_loop", limit)
         vals = check_loop_values(body(*vals), loop_vars, "body")
+        n += 1
     return vals
 
 

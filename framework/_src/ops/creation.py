@@ -34,6 +34,11 @@ def _shape(name: str, shape: Any) -> tuple[int, ...]:
         raise OpArgumentError(
             f"[{name}] shape {out} has {math.prod(out)} elements, more than any device can hold; check the shape"
         )
+    if math.prod(max(s, 1) for s in out) >= 2**62:  # numpy refuses such a shape even with no elements
+        raise OpArgumentError(
+            f"[{name}] shape {out} has a dim of {max(out)}: its dims multiply past 2**62 (counting 0 as 1), "
+            "more than any array can index; check the shape"
+        )
     return out
 
 

@@ -643,6 +643,25 @@ def flip(x: Tensor, axis: Any) -> Tensor:
     return x
 
 
+def _repeat_times(repeat_times: Any) -> list[int]:
+    """``tile``'s repeat counts as ints >= 0 (a list, a tuple or an int tensor; Paddle's forms)."""
+    if isinstance(repeat_times, Tensor):
+        repeat_times = repeat_times.tolist()
+    if not isinstance(repeat_times, (list, tuple)):
+        raise OpArgumentError(
+            f"[tile] repeat_times must be a list or tuple of ints (or an int tensor), got {type(repeat_times).__name__}"
+        )
+    reps = []
+    for i, r in enumerate(repeat_times):
+        v = r.item() if isinstance(r, Tensor) and r.size == 1 else r
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+            raise OpArgumentError(
+                f"[tile] repeat_times[{i}] must be an int >= 0, got {r!r} (repeat_times={list(repeat_times)!r})"
+            )
+        reps.append(int(v))
+    return reps
+
+
 def tile(x: Tensor, repeat_times: Sequence[int]) -> Tensor:
     """Repeat ``x`` ``repeat_times[i]`` times along each dim ``i``.
 
@@ -661,7 +680,13 @@ def tile(x: Tensor, repeat_times: Sequence[int]) -> Tensor:
                [[1, 2, 1, 2],
                 [1, 2, 1, 2]])
     """
-    reps = list(repeat_times)
+    reps = _repeat_times(repeat_times)
+    out = [r * s for r, s in zip(reps[::-1], x.shape[::-1])] + reps[: max(0, len(reps) - x.ndim)][::-1]
+    if math.prod(max(d, 1) for d in out) >= 2**62:
+        raise OpArgumentError(
+            f"[tile] repeat_times {reps} make x of shape {list(x.shape)} into {out[::-1]}, more than any array "
+            "can index; check repeat_times"
+        )
     if len(reps) < x.ndim:
         reps = [1] * (x.ndim - len(reps)) + reps
     x = reshape(x, (1,) * (len(reps) - x.ndim) + x.shape)

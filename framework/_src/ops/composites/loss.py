@@ -64,11 +64,13 @@ def _class_last(x: Tensor) -> Tensor:
     return x.transpose(perm)
 
 
-def _check_labels(name: str, safe: Tensor, c: int, ignore_index: int) -> None:
-    """Labels outside [0, c) would silently pick nothing from the one-hot: let the gather
-    kernel's bounds check (which every plugin must do) catch them, and say it in loss terms."""
+def _check_labels(name: str, safe: Tensor, c: int, ignore_index: int) -> Tensor:
+    """``safe`` unchanged, after the gather kernel's bounds check (which every plugin must do):
+    labels outside [0, c) would silently pick nothing from the one-hot. The labels are the
+    gather of ``arange(c)`` at themselves, so the check stays in a traced program (its result
+    is used: dead-code elimination keeps it) and a compiled loss raises as an eager one does."""
     try:
-        gather(arange(c, device=safe.device), safe.reshape((-1,)), axis=0)
+        return gather(arange(c, device=safe.device), safe.reshape((-1,)), axis=0).reshape(safe.shape)
     except OpArgumentError as exc:
         raise OpArgumentError(
             f"[{name}] a label is out of range for {c} classes ({exc}); labels must be in "
@@ -89,7 +91,7 @@ def _nll_last(
     label = _hard_label(name, tensor_arg(name, label, "label"), logp.shape[:-1])
     valid = label != ignore_index
     safe = M.where(valid, label, 0)
-    _check_labels(name, safe, c, ignore_index)
+    safe = _check_labels(name, safe, c, ignore_index)
     oh = M.cast(one_hot_unchecked(safe, c), logp.dtype)
     picked = -M.sum(logp * oh, axis=-1)
     if label_smoothing:
