@@ -251,12 +251,17 @@ class Layer:
     ) -> dict[str, Tensor]:
         """Parameters and persistable buffers by dotted name (``"blocks.0.attn.weight"``)."""
         out = OrderedDict() if destination is None else destination
-        out.update(self.named_parameters(prefix=structured_name_prefix, include_sublayers=include_sublayers))
-        layers = (
+        layers = list(
             self.named_sublayers(prefix=structured_name_prefix, include_self=True)
             if include_sublayers
             else [(structured_name_prefix, self)]
         )
+        # Paddle's names: a parameter reached under two names (an RNN's weight_ih_l0 and
+        # 0.cell.weight_ih, tied weights) is listed under both.
+        for lp, layer in layers:
+            for n, p in layer._parameters.items():
+                if p is not None:
+                    out[f"{lp}.{n}" if lp else n] = p
         for lp, layer in layers:
             for n, b in layer._buffers.items():
                 if b is not None and n not in layer._non_persistable:
