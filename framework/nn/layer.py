@@ -14,12 +14,16 @@ from .._src.autograd import no_grad
 from .._src.dtypes import as_dtype, get_default_dtype, is_floating
 from .._src.tensor import Tensor
 from . import initializer as I
+from .param_attr import ParamAttr
 
 
 class Parameter(Tensor):
     """A trainable tensor: ``stop_gradient=False``, owned by a :class:`Layer`."""
 
     __slots__ = ("trainable", "optimize_attr")
+    #: set from a ParamAttr: its weight decay (replacing the optimizer's) and whether clipping applies
+    regularizer: Any = None
+    need_clip = True
 
     @classmethod
     def from_tensor(cls, t: Tensor, trainable: bool = True) -> Parameter:
@@ -167,21 +171,26 @@ class Layer:
         is_bias: bool = False,
         default_initializer: I.Initializer | None = None,
     ) -> Parameter | None:
-        """A new parameter drawn from ``attr`` (an initializer, or an object with an
-        ``initializer`` attribute), else ``default_initializer``, else Xavier-uniform
-        (weights) / zeros (biases). ``attr=False`` means no parameter."""
+        """A new parameter drawn from ``attr`` (a :class:`ParamAttr`, an initializer or a name),
+        else ``default_initializer``, else Xavier-uniform (weights) / zeros (biases).
+        ``attr=False`` means no parameter. A ParamAttr's name, learning-rate scale, regularizer,
+        trainability and ``need_clip`` go onto the parameter."""
+        attr = ParamAttr._to_attr(attr)
         if attr is False:
             return None
-        init = getattr(attr, "initializer", attr) if attr is not None else None
+        init = attr.initializer if attr is not None else None
         if init is None:
             init = default_initializer or (I.Constant(0.0) if is_bias else I.XavierUniform())
         if not callable(init):
-            raise OpArgumentError(
-                f"[create_parameter] attr must be an Initializer, False or None, got {attr!r}"
-            )
+            raise OpArgumentError(f"[create_parameter] the initializer must be an Initializer, got {init!r}")
         t = init(tuple(int(s) for s in shape), dtype or self._dtype)
-        trainable = getattr(attr, "trainable", True)
-        return Parameter.from_tensor(t, trainable=trainable)
+        p = Parameter.from_tensor(t, trainable=attr.trainable if attr is not None else True)
+        if attr is not None:
+            p.optimize_attr = {"learning_rate": attr.learning_rate}
+            p.regularizer, p.need_clip = attr.regularizer, attr.need_clip
+            if attr.name is not None:
+                p.name = attr.name
+        return p
 
     # -- traversal ----------------------------------------------------------------------
     def named_parameters(
