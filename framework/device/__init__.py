@@ -102,8 +102,9 @@ def get_available_device() -> list[str]:
 
 
 def is_compiled_with_cuda() -> bool:
-    """Whether a cuda device is usable: the cuda plugin loaded and reports one (answered from
-    the plugins; Oarlock has no CUDA build of its own).
+    """Whether a cuda device is usable: the cuda plugin loaded and reports one.
+
+    Answered from the plugins (Oarlock has no CUDA build of its own).
 
     Example:
         >>> import framework as fw
