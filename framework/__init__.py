@@ -357,6 +357,7 @@ from . import (  # layers, functional, initializers, optimizers; collectives
     optimizer,
     regularizer,
     static,
+    tensor,
     utils,
 )
 from ._src.io import CheckpointError, load, save
@@ -368,7 +369,6 @@ from .nn import ParamAttr
 
 __version__ = "0.1.0"
 
-tensor = to_tensor
 dtype = type(float32)
 clamp = clip
 

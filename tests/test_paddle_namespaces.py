@@ -94,3 +94,44 @@ def test_clip_grad_and_vectors_match_paddle():
     np.testing.assert_array_equal(lin.bias.numpy(), want[6:] * 2)
     with pytest.raises(fw.OpArgumentError, match="vec must be 1-D with 9 elements"):
         fw.nn.utils.vector_to_parameters(vec[:4], lin.parameters())
+
+
+def test_tensor_module_paths_give_the_same_functions():
+    import framework.tensor.math as tm  # noqa: PLC0415  (the import statement is what is tested)
+
+    assert fw.tensor([1.0, 2.0]).tolist() == [1.0, 2.0]  # still to_tensor when called
+    assert tm.add is fw.add and fw.tensor.manipulation.reshape is fw.reshape
+    assert fw.tensor.linalg.svd is fw.linalg.svd and fw.tensor.creation.zeros is fw.zeros
+    for sub in (
+        "math",
+        "manipulation",
+        "creation",
+        "linalg",
+        "logic",
+        "search",
+        "stat",
+        "random",
+        "attribute",
+    ):
+        ours = getattr(fw.tensor, sub)
+        theirs = getattr(paddle.tensor, sub)
+        names = dir(ours)
+        assert names, sub
+        for n in names:
+            assert hasattr(theirs, n), f"paddle.tensor.{sub}.{n}"
+    x = np.array([[1.0, -2.0], [3.0, 4.0]], "float32")
+    np.testing.assert_allclose(
+        fw.tensor.math.cumsum(fw.to_tensor(x), axis=1).numpy(),
+        paddle.tensor.math.cumsum(paddle.to_tensor(x), axis=1).numpy(),
+        rtol=1e-6,
+    )
+    with pytest.raises(AttributeError, match=r"paddle.tensor.math.no_such is not in Oarlock \(nor a name"):
+        _ = fw.tensor.math.no_such
+
+
+def test_nn_layer_and_loss_paths():
+    assert fw.nn.layer.Linear is fw.nn.Linear and fw.nn.layer.common.Linear is fw.nn.Linear
+    assert fw.nn.layer.layers.Layer is fw.nn.Layer and fw.nn.layer.loss.MSELoss is fw.nn.MSELoss
+    assert fw.nn.loss.CrossEntropyLoss is fw.nn.CrossEntropyLoss
+    with pytest.raises(AttributeError, match="has no attribute 'Nope'"):
+        _ = fw.nn.layer.Nope

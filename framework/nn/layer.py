@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
@@ -421,3 +422,30 @@ def _few(keys: list[str], n: int = 3) -> str:
     """``'a', 'b', 'c' and 4 more`` for messages that name keys."""
     shown = ", ".join(repr(k) for k in keys[:n])
     return shown + (f" and {len(keys) - n} more" if len(keys) > n else "") if keys else "none"
+
+
+#: the submodules Paddle's ``paddle.nn.layer`` package has, by the name of ours holding the same layers
+_PADDLE_SUBMODULES = {
+    "activation": "activation",
+    "common": "common",
+    "container": "container",
+    "conv": "conv",
+    "layers": "layer",
+    "loss": "loss",
+    "norm": "norm",
+    "pooling": "pooling",
+    "rnn": "rnn",
+    "transformer": "transformer",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Paddle's ``paddle.nn.layer.X``: every layer of ``fw.nn`` (``fw.nn.layer.Linear``) and the
+    submodules (``fw.nn.layer.common``, ``fw.nn.layer.layers.Layer``), looked up once ``fw.nn`` is loaded."""
+    nn = sys.modules.get(__name__.rpartition(".")[0])
+    if nn is not None:
+        if name in _PADDLE_SUBMODULES:
+            return sys.modules[f"{nn.__name__}.{_PADDLE_SUBMODULES[name]}"]
+        if name in getattr(nn, "__all__", ()) and isinstance(getattr(nn, name, None), type):
+            return getattr(nn, name)
+    raise AttributeError(f"module '{__name__}' has no attribute '{name}'")
