@@ -1,7 +1,6 @@
-"""``fw.distribution`` (Paddle's ``paddle.distribution``): Normal, Uniform, Categorical, Bernoulli,
-Beta, Dirichlet and ``kl_divergence``.
+"""``fw.distribution`` (Paddle's ``paddle.distribution``): six distributions and ``kl_divergence``.
 
-Each has ``sample``, ``log_prob``, ``prob``/``probs``, ``entropy``, ``mean``, ``variance``;
+Normal, Uniform, Categorical, Bernoulli, Beta and Dirichlet. Each has ``sample``, ``log_prob``, ``prob``/``probs``, ``entropy``, ``mean``, ``variance``;
 Normal, Uniform and Bernoulli (relaxed) have ``rsample``, differentiable in their parameters.
 Densities are written with Oarlock's ops, so they run on any device and differentiate.
 
