@@ -135,3 +135,25 @@ def test_nn_layer_and_loss_paths():
     assert fw.nn.loss.CrossEntropyLoss is fw.nn.CrossEntropyLoss
     with pytest.raises(AttributeError, match="has no attribute 'Nope'"):
         _ = fw.nn.layer.Nope
+
+
+@pytest.mark.parametrize("n,d", [(1, 1.0), (4, 0.5), (7, 2.0), (10, 0.1)])
+def test_fft_frequencies_match_paddle(n, d):
+    np.testing.assert_allclose(fw.fft.fftfreq(n, d).numpy(), paddle.fft.fftfreq(n, d).numpy(), rtol=1e-6)
+    np.testing.assert_allclose(fw.fft.rfftfreq(n, d).numpy(), paddle.fft.rfftfreq(n, d).numpy(), rtol=1e-6)
+
+
+def test_fft_shifts_match_paddle(device):
+    x = np.arange(35, dtype="float32").reshape(5, 7)
+    for axes in (None, 0, 1, [1, 0]):
+        t = fw.to_tensor(x, device=device)
+        np.testing.assert_array_equal(
+            fw.fft.fftshift(t, axes).numpy(), paddle.fft.fftshift(paddle.to_tensor(x), axes).numpy()
+        )
+        np.testing.assert_array_equal(
+            fw.fft.ifftshift(t, axes).numpy(), paddle.fft.ifftshift(paddle.to_tensor(x), axes).numpy()
+        )
+    with pytest.raises(AttributeError, match="no complex dtype"):
+        _ = fw.fft.rfft
+    with pytest.raises(fw.OpArgumentError, match=r"\[fftfreq\] n must be a positive int"):
+        fw.fft.fftfreq(0)
