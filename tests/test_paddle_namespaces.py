@@ -145,7 +145,7 @@ def test_fft_frequencies_match_paddle(n, d):
 
 def test_fft_shifts_match_paddle(device):
     x = np.arange(35, dtype="float32").reshape(5, 7)
-    for axes in (None, [0], [1], [1, 0]):
+    for axes in (None,):
         t = fw.to_tensor(x, device=device)
         np.testing.assert_array_equal(
             fw.fft.fftshift(t, axes).numpy(), paddle.fft.fftshift(paddle.to_tensor(x), axes).numpy()
@@ -153,7 +153,7 @@ def test_fft_shifts_match_paddle(device):
         np.testing.assert_array_equal(
             fw.fft.ifftshift(t, axes).numpy(), paddle.fft.ifftshift(paddle.to_tensor(x), axes).numpy()
         )
-    for axis in (0, 1):  # Paddle 3.3 fails on an int axis: numpy is the reference
+    for axis in (0, 1, [1, 0]):  # Paddle 3.3 fails when axes are given: numpy is the reference
         t = fw.to_tensor(x, device=device)
         np.testing.assert_array_equal(fw.fft.fftshift(t, axis).numpy(), np.fft.fftshift(x, axis))
         np.testing.assert_array_equal(fw.fft.ifftshift(t, axis).numpy(), np.fft.ifftshift(x, axis))
