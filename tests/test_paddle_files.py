@@ -40,6 +40,13 @@ def _models():
         ("simple_rnn", lambda nn: nn.SimpleRNN(4, 5), rng.standard_normal((2, 3, 4)).astype("float32")),
         ("embedding", lambda nn: nn.Embedding(10, 3), np.array([[1, 4, 9], [0, 2, 2]], dtype="int64")),
         ("layernorm", lambda nn: nn.LayerNorm(4), rng.standard_normal((2, 4)).astype("float32")),
+        (
+            "instancenorm2d",
+            lambda nn: nn.InstanceNorm2D(3),
+            rng.standard_normal((2, 3, 4, 4)).astype("float32"),
+        ),
+        ("groupnorm", lambda nn: nn.GroupNorm(2, 4), rng.standard_normal((2, 4, 3, 3)).astype("float32")),
+        ("prelu", lambda nn: nn.PReLU(3, init=0.1), rng.standard_normal((2, 3, 4)).astype("float32")),
     ]
 
 
@@ -51,6 +58,9 @@ def _first(out):
 def test_paddle_state_dict_loads_and_gives_paddles_outputs(tmp_path, name, build, x):
     paddle.seed(1)
     ref = build(paddle.nn)
+    noise = np.random.default_rng(7)
+    for p in ref.parameters():  # away from the default initial values (ones, zeros, init=0.1)
+        p.set_value((p.numpy() + noise.uniform(0.5, 1.5, p.shape)).astype(p.numpy().dtype))
     if name == "batchnorm2d":  # non-trivial running statistics
         ref(paddle.to_tensor(x * 3 + 1))
     ref.eval()
