@@ -147,3 +147,17 @@ def test_truncated_pickle_is_a_checkpoint_error(tmp_path):
 def test_save_refuses_objects_paddle_cannot_read(tmp_path):
     with pytest.raises(fw.CheckpointError, match=r"cannot write a object"):
         fw.save({"x": object()}, str(tmp_path / "bad.pdparams"))
+
+
+def test_bfloat16_travels_as_paddles_raw_bits(tmp_path):
+    p = str(tmp_path / "bf.pdparams")
+    paddle.save({"w": paddle.to_tensor([1.5, -2.0, 3.0], dtype="bfloat16")}, p)
+    got = fw.load(p)["w"]
+    assert got.dtype == fw.bfloat16 and got.astype("float32").tolist() == [1.5, -2.0, 3.0]
+    q = str(tmp_path / "ours.pdparams")
+    fw.save({"w": fw.to_tensor([0.5, 4.0]).astype("bfloat16")}, q)
+    back = paddle.load(q)["w"]
+    ref = paddle.nn.Linear(2, 1)
+    ref.to(dtype="bfloat16")
+    ref.set_state_dict({"weight": back.reshape([2, 1]), "bias": ref.bias})
+    np.testing.assert_array_equal(ref.weight.astype("float32").numpy().ravel(), [0.5, 4.0])

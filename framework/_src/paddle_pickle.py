@@ -5,7 +5,8 @@ arrays plus a ``"StructuredToParameterName@@"`` table of Paddle's internal names
 elsewhere in a nesting becomes a ``(name, ndarray)`` pair. :func:`load` reads such files through
 an unpickler that admits only what rebuilds numpy arrays and plain containers; any other global
 the file asks for is refused by name, so a crafted file cannot run code. :func:`save` writes the
-same layout, which real ``paddle.load`` reads.
+same layout, which real ``paddle.load`` reads. bfloat16 travels as its raw bits in a uint16
+array, as Paddle writes it (Paddle has no uint16 dtype).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from . import device as _dev
+from . import dtypes as _dt
 from .tensor import Tensor, from_numpy_copy
 
 #: The file suffixes that mean Paddle's pickle format to ``fw.save``.
@@ -110,6 +112,8 @@ def load(path: str, device: Any = None, return_numpy: bool = False) -> Any:
         if isinstance(node, np.ndarray):
             if node.dtype == object:
                 raise PaddleFileError(f"[load] '{path}' holds an array of Python objects; refused")
+            if node.dtype == np.uint16:  # Paddle has no uint16: it stores bfloat16 as its raw bits
+                node = node.view(_dt.bfloat16)
             return node if return_numpy else from_numpy_copy(np.ascontiguousarray(node), dev)
         if isinstance(node, np.generic):
             return node.item()
@@ -132,9 +136,9 @@ def load(path: str, device: Any = None, return_numpy: bool = False) -> Any:
 def _plain(node: Any, path: str) -> Any:
     """``node`` with every tensor as a numpy array (the layout ``paddle.load`` reads)."""
     if isinstance(node, Tensor):
-        return np.ascontiguousarray(node.numpy())
+        node = np.ascontiguousarray(node.numpy())
     if isinstance(node, np.ndarray):
-        return node
+        return node.view(np.uint16) if node.dtype == _dt.bfloat16 else node  # Paddle's bfloat16: raw bits
     if isinstance(node, dict):
         return {k: _plain(v, path) for k, v in node.items()}
     if isinstance(node, (list, tuple)):
