@@ -161,3 +161,15 @@ def test_bfloat16_travels_as_paddles_raw_bits(tmp_path):
     ref.to(dtype="bfloat16")
     ref.set_state_dict({"weight": back.reshape([2, 1]), "bias": ref.bias})
     np.testing.assert_array_equal(ref.weight.astype("float32").numpy().ravel(), [0.5, 4.0])
+
+
+def test_paddles_pdopt_is_refused_by_the_optimizer_not_ignored(tmp_path):
+    net = paddle.nn.Linear(2, 2)
+    opt = paddle.optimizer.Adam(parameters=net.parameters())
+    net(paddle.ones([1, 2])).sum().backward()
+    opt.step()
+    q = str(tmp_path / "adam.pdopt")
+    paddle.save(opt.state_dict(), q)
+    ours = fw.optimizer.Adam(parameters=fw.nn.Linear(2, 2).parameters())
+    with pytest.raises(fw.OpArgumentError, match=r"not an Oarlock optimizer's.*Paddle's internal parameter names"):
+        ours.set_state_dict(fw.load(q))

@@ -137,6 +137,15 @@ class Optimizer:
 
     def set_state_dict(self, state_dict: dict[str, Any]) -> None:
         params = self._all_params()
+        foreign = [
+            k for k in state_dict if k not in ("step", "LR_Scheduler") and not str(k).startswith("param_")
+        ]
+        if foreign:
+            raise OpArgumentError(
+                f"[set_state_dict] {len(foreign)} key(s) are not an Oarlock optimizer's ({foreign[:3]}...): it keeps "
+                f"'param_<i>.<slot>', 'step' and 'LR_Scheduler'; a .pdopt written by real Paddle names its state by "
+                f"Paddle's internal parameter names, which do not map here — start the optimizer afresh"
+            )
         for key, v in state_dict.items():
             if key == "step":
                 self._step_count = int(v.item() if isinstance(v, Tensor) else v)
