@@ -145,6 +145,10 @@ def test_device_namespace_and_gpu_names():
     assert x.device == "cpu:0" and x.cpu().tolist() == [1.0, 2.0]
     fw.device.synchronize()
     fw.device.cuda.empty_cache()
+    assert fw.base.core.CPUPlace is fw.CPUPlace and fw.base.framework.Variable is fw.Tensor
+    assert (
+        fw.device.cuda.Stream is fw.Stream and fw.base.core.is_compiled_with_cuda is fw.is_compiled_with_cuda
+    )
 
 
 # -- autograd: PyLayer, jacobian, hessian --------------------------------------------------

@@ -13,8 +13,12 @@ from __future__ import annotations
 from typing import Any
 
 from .._src import device as _d
+from .._src.device import Event, Stream
 
 __all__ = [
+    "Event",
+    "Stream",
+    "current_stream",
     "device_count",
     "empty_cache",
     "get_device_name",
@@ -133,3 +137,15 @@ def get_device_name(device: Any = None) -> str:
         ...     _ = fw.device.cuda.get_device_name(0)
     """
     return get_device_properties(device).name
+
+
+def current_stream(device: Any = None) -> Stream:
+    """The current stream of a GPU (default the current one, else the first).
+
+    Example:
+        >>> import framework as fw
+        >>> if fw.device.cuda.device_count():
+        ...     s = fw.device.cuda.current_stream(0)
+        ...     s.synchronize()
+    """
+    return _d.current_stream(_which(device))
