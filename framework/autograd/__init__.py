@@ -20,7 +20,11 @@ from .._src.tensor import Tensor
 from .functional import Hessian, Jacobian, hessian, jacobian
 from .py_layer import PyLayer, PyLayerContext
 
+#: Paddle's other name for PyLayer (the same class)
+Function = PyLayer
+
 __all__ = [
+    "Function",
     "Hessian",
     "Jacobian",
     "PyLayer",
