@@ -369,3 +369,16 @@ def test_train_batch_takes_numpy_and_save_for_inference(tmp_path):
     np.testing.assert_allclose(out, net(fw.to_tensor(x)).numpy(), rtol=1e-5, atol=1e-6)
     with pytest.raises(fw.OpArgumentError, match="training=False saves an inference program"):
         fw.Model(net).save(path, training=False)
+
+
+def test_device_memory_queries(device):
+    before = fw.device.memory_allocated(device)
+    x = fw.zeros([1 << 16], dtype="float32", device=device)
+    assert fw.device.memory_allocated(device) - before >= x.size * 4
+    assert fw.device.memory_allocated(device) == fw.memory_stats(device)["allocated_bytes"]
+    assert fw.device.max_memory_allocated(device) >= fw.device.memory_allocated(device)
+    assert fw.device.memory_reserved(device) >= fw.device.memory_allocated(device)
+    assert fw.device.get_device_name(device) == fw.get_device_properties(device).name
+    assert fw.device.is_available() == (fw.device.device_count() > 0)
+    del x
+    fw.device.empty_cache(device)

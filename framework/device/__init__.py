@@ -25,6 +25,15 @@ from .._src import device as _d
 from .._src.device import Event, Stream, current_stream
 from .._src.plugins import host
 from . import cuda
+from .memory import (
+    empty_cache,
+    get_device_name,
+    get_device_properties,
+    max_memory_allocated,
+    max_memory_reserved,
+    memory_allocated,
+    memory_reserved,
+)
 from .place import CPUPlace, CUDAPlace
 
 __all__ = [
@@ -34,12 +43,21 @@ __all__ = [
     "Stream",
     "cuda",
     "current_stream",
+    "device_count",
+    "empty_cache",
     "get_all_device_type",
     "get_available_device",
     "get_device",
+    "get_device_name",
+    "get_device_properties",
+    "is_available",
     "is_compiled_with_cuda",
     "is_compiled_with_rocm",
     "is_compiled_with_xpu",
+    "max_memory_allocated",
+    "max_memory_reserved",
+    "memory_allocated",
+    "memory_reserved",
     "set_device",
     "synchronize",
 ]
@@ -135,6 +153,28 @@ def is_compiled_with_xpu() -> bool:
         False
     """
     return False
+
+
+def device_count() -> int:
+    """The number of GPUs (Paddle's ``paddle.device.device_count``; :func:`framework.device_count` counts one type).
+
+    Example:
+        >>> import framework as fw
+        >>> fw.device.device_count() == fw.device.cuda.device_count()
+        True
+    """
+    return cuda.device_count()
+
+
+def is_available() -> bool:
+    """Whether a GPU is available (:func:`device_count` > 0).
+
+    Example:
+        >>> import framework as fw
+        >>> fw.device.is_available() == (fw.device.device_count() > 0)
+        True
+    """
+    return cuda.device_count() > 0
 
 
 def synchronize(device: Any = None) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 from .._src import device as _d
 from .._src.device import Event, Stream
+from . import memory
 
 __all__ = [
     "Event",
@@ -70,7 +71,7 @@ def empty_cache() -> None:
         >>> fw.device.cuda.empty_cache()
     """
     for d in _d.gpus():
-        _d.empty_cache(d)
+        memory.empty_cache(d)
 
 
 def memory_allocated(device: Any = None) -> int:
@@ -78,10 +79,10 @@ def memory_allocated(device: Any = None) -> int:
 
     Example:
         >>> import framework as fw
-        >>> fw.device.cuda.memory_allocated() if fw.device.cuda.device_count() else 0
-        0
+        >>> fw.device.cuda.memory_allocated() >= 0 if fw.device.cuda.device_count() else True
+        True
     """
-    return _d.memory_stats(_which(device))["allocated_bytes"]
+    return memory.memory_allocated(_which(device))
 
 
 def max_memory_allocated(device: Any = None) -> int:
@@ -92,7 +93,7 @@ def max_memory_allocated(device: Any = None) -> int:
         >>> fw.device.cuda.max_memory_allocated() >= 0 if fw.device.cuda.device_count() else True
         True
     """
-    return _d.memory_stats(_which(device))["peak_allocated_bytes"]
+    return memory.max_memory_allocated(_which(device))
 
 
 def memory_reserved(device: Any = None) -> int:
@@ -103,7 +104,7 @@ def memory_reserved(device: Any = None) -> int:
         >>> fw.device.cuda.memory_reserved() >= 0 if fw.device.cuda.device_count() else True
         True
     """
-    return _d.memory_stats(_which(device))["reserved_bytes"]
+    return memory.memory_reserved(_which(device))
 
 
 def max_memory_reserved(device: Any = None) -> int:
@@ -114,7 +115,7 @@ def max_memory_reserved(device: Any = None) -> int:
         >>> fw.device.cuda.max_memory_reserved() >= 0 if fw.device.cuda.device_count() else True
         True
     """
-    return _d.memory_stats(_which(device))["peak_reserved_bytes"]
+    return memory.max_memory_reserved(_which(device))
 
 
 def get_device_properties(device: Any = None) -> Any:
@@ -125,7 +126,7 @@ def get_device_properties(device: Any = None) -> Any:
         >>> if fw.device.cuda.device_count():
         ...     _ = fw.device.cuda.get_device_properties(0).name
     """
-    return _d.get_device_properties(_which(device))
+    return memory.get_device_properties(_which(device))
 
 
 def get_device_name(device: Any = None) -> str:
@@ -136,7 +137,7 @@ def get_device_name(device: Any = None) -> str:
         >>> if fw.device.cuda.device_count():
         ...     _ = fw.device.cuda.get_device_name(0)
     """
-    return get_device_properties(device).name
+    return memory.get_device_name(_which(device))
 
 
 def current_stream(device: Any = None) -> Stream:
