@@ -175,3 +175,42 @@ def test_paddles_pdopt_is_refused_by_the_optimizer_not_ignored(tmp_path):
         fw.OpArgumentError, match=r"not an Oarlock optimizer's.*Paddle's internal parameter names"
     ):
         ours.set_state_dict(fw.load(q))
+
+
+def test_a_whole_paddle_model_loads_by_name(tmp_path):
+    def build(lib):
+        class Net(lib.nn.Layer):
+            def __init__(self):
+                super().__init__()
+                self.features = lib.nn.Sequential(
+                    lib.nn.Conv2D(1, 4, 3, padding=1),
+                    lib.nn.BatchNorm2D(4),
+                    lib.nn.ReLU(),
+                    lib.nn.MaxPool2D(2),
+                )
+                self.embed = lib.nn.Embedding(10, 6)
+                self.rnn = lib.nn.LSTM(6, 5, direction="bidirect")
+                self.norm = lib.nn.LayerNorm(10)
+                self.head = lib.nn.Linear(4 * 2 * 2 + 10, 3)
+
+            def forward(self, img, ids):
+                a = lib.flatten(self.features(img), 1)
+                seq, _ = self.rnn(self.embed(ids))
+                return self.head(lib.concat([a, self.norm(seq[:, -1])], axis=1))
+
+        return Net()
+
+    paddle.seed(3)
+    ref = build(paddle)
+    ref(paddle.randn([2, 1, 4, 4]), paddle.to_tensor([[1, 2, 3], [4, 5, 6]]))  # BatchNorm statistics
+    ref.eval()
+    path = str(tmp_path / "net.pdparams")
+    paddle.save(ref.state_dict(), path)
+    ours = build(fw)
+    assert ours.set_state_dict(fw.load(path)) == ([], [])
+    ours.eval()
+    img = np.random.default_rng(4).standard_normal((2, 1, 4, 4)).astype("float32")
+    ids = np.array([[7, 0, 2], [9, 9, 1]], "int64")
+    want = ref(paddle.to_tensor(img), paddle.to_tensor(ids)).numpy()
+    got = ours(fw.to_tensor(img), fw.to_tensor(ids)).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
