@@ -345,6 +345,7 @@ def test_train_batch_takes_numpy_and_save_for_inference(tmp_path):
     model.prepare(fw.optimizer.SGD(0.1, parameters=model.parameters()), fw.nn.CrossEntropyLoss())
     w0 = net.weight.numpy().copy()
     loss = model.train_batch([x], [y])
+    assert isinstance(loss, list) and isinstance(loss[0], np.ndarray) and loss[0].shape == ()  # as Paddle
     want = fw.nn.functional.cross_entropy(fw.to_tensor(x) @ fw.to_tensor(w0) + net.bias * 0, fw.to_tensor(y))
     assert loss[0] == pytest.approx(float(want.item()), rel=1e-5)
     assert not np.allclose(net.weight.numpy(), w0)

@@ -169,7 +169,8 @@ class Model:
         return logs
 
     def train_batch(self, inputs: Any, labels: Any = None, update: bool = True) -> Any:
-        """One optimisation step on a batch; returns ``[loss]`` (and the metrics' batch values)."""
+        """One optimisation step on a batch (tensors or numpy arrays); returns ``[loss]`` as a 0-d
+        numpy array, and with metrics ``([loss], [their batch values])``, as Paddle does."""
         if self._optimizer is None:
             raise OpArgumentError("[Model.train_batch] no optimizer: call prepare(optimizer, loss) first")
         self.network.train()
@@ -188,7 +189,8 @@ class Model:
         if update:
             self._optimizer.clear_grad()
         metrics = self._update_metrics(outs, labs)
-        return [float(loss.item())] if not metrics else ([float(loss.item())], list(metrics.values()))
+        value = [np.asarray(loss.item(), dtype=np.float32)]  # Paddle's: a 0-d array per loss
+        return value if not metrics else (value, list(metrics.values()))
 
     @no_grad()
     def eval_batch(self, inputs: Any, labels: Any = None) -> Any:
@@ -291,7 +293,7 @@ class Model:
                 )
                 res = self.train_batch(ins, labs, update=update)
                 loss = res[0] if isinstance(res, tuple) else res
-                logs = {"loss": loss[0], "step": step, "batch_size": batch_size}
+                logs = {"loss": float(loss[0]), "step": step, "batch_size": batch_size}
                 for m in self._metrics:
                     for n, v in zip(m.name(), _as_list(m.accumulate())):
                         logs[n] = float(v)
