@@ -51,7 +51,6 @@ from ._src.device import (
     Event,
     Stream,
     current_stream,
-    device,
     device_count,
     devices,
     empty_cache,
@@ -344,7 +343,13 @@ from ._src.printing import set_printoptions
 # isort: split
 from . import (  # layers, functional, initializers, optimizers; collectives
     amp,
+    autograd,
+    base,
+    device,
     distributed,
+    distribution,
+    fft,
+    incubate,
     inference,
     io,
     jit,
@@ -353,15 +358,20 @@ from . import (  # layers, functional, initializers, optimizers; collectives
     nn,
     optim,
     optimizer,
+    regularizer,
     static,
+    tensor,
+    utils,
 )
 from ._src.io import CheckpointError, load, save
+from .base.framework import disable_static, enable_static, get_flags, in_dynamic_mode, set_flags
+from .device import CPUPlace, CUDAPlace, is_compiled_with_cuda
 from .distributed import DataParallel
 from .hapi import Model, callbacks, flops, summary
+from .nn import ParamAttr
 
 __version__ = "0.1.0"
 
-tensor = to_tensor
 dtype = type(float32)
 clamp = clip
 
@@ -414,6 +424,8 @@ def plugins() -> dict[str, object]:
 #: complete). ``framework.testing`` is imported on its own: ``from framework import testing``.
 __all__ = [
     "amp",
+    "autograd",
+    "base",
     "callbacks",
     "flops",
     "hapi",
@@ -471,6 +483,8 @@ __all__ = [
     "cos",
     "cosh",
     "count_nonzero",
+    "CPUPlace",
+    "CUDAPlace",
     "cov",
     "cross",
     "cumprod",
@@ -490,8 +504,10 @@ __all__ = [
     "diagonal",
     "diff",
     "digamma",
+    "disable_static",
     "dist",
     "distributed",
+    "distribution",
     "divide",
     "dot",
     "dtype",
@@ -504,6 +520,7 @@ __all__ = [
     "empty_cache",
     "empty_like",
     "enable_grad",
+    "enable_static",
     "equal",
     "equal_all",
     "erf",
@@ -515,6 +532,7 @@ __all__ = [
     "expm1",
     "eye",
     "fallback_stats",
+    "fft",
     "FallbackWarning",
     "flatten",
     "flip",
@@ -536,12 +554,15 @@ __all__ = [
     "get_default_dtype",
     "get_device",
     "get_device_properties",
+    "get_flags",
     "get_rng_state",
     "grad",
     "greater_equal",
     "greater_than",
     "histogram",
     "imag",
+    "incubate",
+    "in_dynamic_mode",
     "increment",
     "index_sample",
     "index_select",
@@ -554,6 +575,7 @@ __all__ = [
     "inference",
     "io",
     "ir",
+    "is_compiled_with_cuda",
     "is_complex",
     "jit",
     "is_empty",
@@ -631,6 +653,7 @@ __all__ = [
     "outer",
     "OutOfMemoryError",
     "pad",
+    "ParamAttr",
     "permute",
     "pinv",
     "PluginError",
@@ -651,6 +674,7 @@ __all__ = [
     "real",
     "reciprocal",
     "register_plugin",
+    "regularizer",
     "registered_kernels",
     "remainder",
     "repeat_interleave",
@@ -672,6 +696,7 @@ __all__ = [
     "seed",
     "set_default_dtype",
     "set_device",
+    "set_flags",
     "set_grad_enabled",
     "set_printoptions",
     "set_rng_state",
@@ -721,6 +746,7 @@ __all__ = [
     "uint8",
     "unbind",
     "uniform",
+    "utils",
     "unique",
     "unique_consecutive",
     "unsqueeze",

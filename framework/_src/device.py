@@ -176,7 +176,7 @@ def parse(name: object, check: bool = True) -> Device:
                     f"[device] cannot read device name {name!r}; expected 'type' or 'type:index', "
                     f"such as 'cpu' or 'opencl:1'"
                 )
-            dev = Device(typ, int(idx) if idx else 0)
+            dev = gpu(int(idx) if idx else 0) if typ == "gpu" else Device(typ, int(idx) if idx else 0)
             if check:
                 _PARSED[name] = dev
     else:
@@ -197,6 +197,50 @@ def parse(name: object, check: bool = True) -> Device:
                 else f"[device] '{dev}' does not exist: the '{dev.type}' plugin reports no device{extra}"
             )
     return dev
+
+
+def gpus() -> list[Device]:
+    """The GPUs among the available devices, in the order Paddle's ``"gpu:N"`` names them.
+
+    Each cuda device, then each device whose plugin reports ``device_type`` "gpu" in its
+    properties (an OpenCL GPU). A plugin that cannot start contributes none.
+
+    Returns:
+        list[Device]: the GPUs (empty on a machine without one).
+
+    Example:
+        >>> import framework as fw
+        >>> from framework._src.device import gpus
+        >>> all(d.type != "cpu" for d in gpus())
+        True
+    """
+    found: list[Device] = []
+    for name in sorted(host().registry.runtimes, key=lambda n: (n != "cuda", n)):
+        try:
+            t = device_type(name)
+            props = [t.runtime.properties(i) for i in range(t.count())]
+        except Exception:  # noqa: BLE001 — a broken plugin has no GPU to offer
+            continue
+        for i, pr in enumerate(props):
+            if name == "cuda" or "gpu" in str(pr.extra.get("device_type", "")).lower():
+                found.append(Device(name, i))
+    return found
+
+
+def gpu(index: int = 0) -> Device:
+    """The ``index``-th GPU (what ``"gpu:index"`` and ``fw.CUDAPlace(index)`` name).
+
+    Raises:
+        DeviceError: there is no such GPU; the message lists the devices there are.
+    """
+    found = gpus()
+    if index < len(found):
+        return found[index]
+    have = ", ".join(str(d) for d in devices()) or "none"
+    raise DeviceError(
+        f"[device] 'gpu:{index}' does not exist: {len(found)} GPU(s) found among the devices ({have}); "
+        f"a GPU is a cuda device or an OpenCL device of type GPU — use 'cpu' or one of the devices listed"
+    )
 
 
 # -- the current device ---------------------------------------------------------------------

@@ -1,4 +1,9 @@
-"""Checkpoints: ``fw.save`` / ``fw.load`` in the safetensors format, never pickle.
+"""Checkpoints: ``fw.save`` / ``fw.load`` in the safetensors format, and Paddle's pickles.
+
+A path ending ``.pdparams``, ``.pdopt`` or ``.pkl`` is written in ``paddle.save``'s format, and a
+pickle written by real Paddle loads through a restricted unpickler that admits only numpy
+arrays, scalars, strings and containers (``framework/_src/paddle_pickle.py``); everything else
+is the safetensors format below.
 
 A checkpoint holds tensors and plain values (ints, floats, strings, bools, None, lists) in
 any nesting of dicts: ``{"model": model.state_dict(), "optim": opt.state_dict(), "step": 7}``.
@@ -31,6 +36,7 @@ from adapter_api import OarlockError, OpArgumentError
 
 from . import device as _dev
 from . import dtypes as _dt
+from . import paddle_pickle as _paddle_pickle
 from .tensor import Tensor, from_numpy_copy
 
 FORMAT = "oarlock-checkpoint-2"
@@ -170,7 +176,9 @@ def save(obj: Any, path: str | os.PathLike[str], **kwargs: Any) -> None:
     """Write ``obj`` to ``path`` in safetensors format, atomically, one tensor at a time.
 
     The file is written beside ``path`` and renamed into place, with a checksum that
-    :func:`load` verifies; no pickle is involved.
+    :func:`load` verifies; no pickle is involved. A path ending ``.pdparams``, ``.pdopt`` or
+    ``.pkl`` is written as ``paddle.save`` writes it instead (a pickle of numpy arrays, which real
+    ``paddle.load`` reads; no checksum).
 
     Args:
         obj: a tensor, or a dict/list nesting of tensors, numpy arrays, numbers, strings and None.
@@ -187,6 +195,11 @@ def save(obj: Any, path: str | os.PathLike[str], **kwargs: Any) -> None:
         >>> folder.cleanup()
     """
     path = os.fspath(path)
+    if path.endswith(_paddle_pickle.SUFFIXES):  # Paddle's format, which real paddle.load reads
+        try:
+            return _paddle_pickle.save(obj, path, protocol=kwargs.get("protocol", 4))
+        except _paddle_pickle.PaddleFileError as exc:
+            raise CheckpointError(str(exc)) from None
     tensors: dict[str, Tensor | np.ndarray] = {}
     try:
         tree = _flatten(obj, "", tensors, path)
@@ -243,7 +256,7 @@ def _not_ours(path: str, raw: bytes) -> CheckpointError:
     if raw.startswith(b"PK\x03\x04"):
         kind = " (it is a zip archive, as torch.save writes: load it with torch and pass the tensors to fw.to_tensor)"
     elif raw[:1] == b"\x80":
-        kind = " (it looks like a Python pickle, which Oarlock never loads)"
+        kind = " (it looks like a Python pickle of protocol 0/1, which Oarlock does not load)"
     return CheckpointError(
         f"[load] '{path}' is not an Oarlock checkpoint (nor a safetensors file){kind}; its first bytes are "
         f"{raw[:8]!r}; pass a file written by fw.save"
@@ -372,6 +385,12 @@ def load(
         raise CheckpointError(f"[load] no checkpoint at '{path}'; check the path") from None
     except OSError as exc:
         raise CheckpointError(f"[load] cannot open '{path}': {exc.strerror}") from None
+    if _paddle_pickle.is_pickle(path):  # paddle.save's files, through the restricted unpickler
+        f.close()
+        try:
+            return _paddle_pickle.load(path, device, return_numpy)
+        except _paddle_pickle.PaddleFileError as exc:
+            raise CheckpointError(str(exc)) from None
     dev = None if return_numpy else (_dev.get_device() if device is None else _dev.parse(device))
     with f:
         size = os.fstat(f.fileno()).st_size

@@ -22,9 +22,12 @@ prints progress and :class:`EarlyStopping` stops ``fit`` when a metric stops imp
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from typing import Any
+
+from ..optimizer.lr import LRScheduler as _Schedule
 
 
 class Callback:
@@ -150,3 +153,77 @@ class EarlyStopping(Callback):
             self.wait += 1
             if self.wait > self.patience:
                 self.model.stop_training = True
+
+
+class ModelCheckpoint(Callback):
+    """Save the model (``Model.save``: ``.pdparams`` and ``.pdopt``) to ``save_dir/<epoch>`` every
+    ``save_freq`` epochs (epochs 0, save_freq, 2*save_freq...) and to ``save_dir/final`` at the end.
+
+    ``Model.fit(save_dir=..., save_freq=...)`` adds one when none is passed; ``save_dir=None``
+    saves nothing.
+
+    Example:
+        >>> import framework as fw, os, tempfile
+        >>> folder = tempfile.TemporaryDirectory()
+        >>> data = fw.io.TensorDataset([fw.ones([4, 2]), fw.zeros([4], dtype="int64")])
+        >>> model = fw.Model(fw.nn.Linear(2, 2))
+        >>> model.prepare(fw.optimizer.SGD(0.1, parameters=model.parameters()), fw.nn.CrossEntropyLoss())
+        >>> ckpt = fw.callbacks.ModelCheckpoint(save_freq=2, save_dir=folder.name)
+        >>> model.fit(data, epochs=3, batch_size=2, verbose=0, callbacks=[ckpt])
+        >>> sorted(os.listdir(folder.name))
+        ['0.pdopt', '0.pdparams', '2.pdopt', '2.pdparams', 'final.pdopt', 'final.pdparams']
+        >>> folder.cleanup()
+    """
+
+    def __init__(self, save_freq: int = 1, save_dir: str | None = None) -> None:
+        super().__init__()
+        if not isinstance(save_freq, int) or isinstance(save_freq, bool) or save_freq < 1:
+            raise ValueError(f"[ModelCheckpoint] save_freq must be a positive int, got {save_freq!r}")
+        self.save_freq, self.save_dir = save_freq, save_dir
+
+    def _save(self, name: str) -> None:
+        if self.model is not None and self.save_dir:
+            self.model.save(os.path.join(self.save_dir, name))
+
+    def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
+        if epoch % self.save_freq == 0:
+            self._save(str(epoch))
+
+    def on_train_end(self, logs: dict | None = None) -> None:
+        self._save("final")
+
+
+class LRScheduler(Callback):
+    """Step the optimizer's learning-rate scheduler after every batch (``by_step``, the default)
+    or every epoch (``by_epoch``). ``Model.fit`` adds one (by step) when none is passed.
+
+    Example:
+        >>> import framework as fw
+        >>> data = fw.io.TensorDataset([fw.ones([4, 2]), fw.zeros([4], dtype="int64")])
+        >>> model = fw.Model(fw.nn.Linear(2, 2))
+        >>> sched = fw.optimizer.lr.StepDecay(0.1, step_size=1, gamma=0.5)
+        >>> model.prepare(fw.optimizer.SGD(sched, parameters=model.parameters()), fw.nn.CrossEntropyLoss())
+        >>> model.fit(data, epochs=2, batch_size=2, verbose=0, callbacks=[fw.callbacks.LRScheduler(by_step=False, by_epoch=True)])
+        >>> sched.last_lr
+        0.025
+    """
+
+    def __init__(self, by_step: bool = True, by_epoch: bool = False) -> None:
+        super().__init__()
+        if by_step and by_epoch:
+            raise ValueError("[LRScheduler] by_step and by_epoch are exclusive; pass one of them True")
+        self.by_step, self.by_epoch = by_step, by_epoch
+
+    def _step(self) -> None:
+        opt = getattr(self.model, "_optimizer", None)
+        sched = getattr(opt, "_learning_rate", None)
+        if isinstance(sched, _Schedule):
+            sched.step()
+
+    def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
+        if self.by_epoch:
+            self._step()
+
+    def on_train_batch_end(self, step: int, logs: dict | None = None) -> None:
+        if self.by_step:
+            self._step()

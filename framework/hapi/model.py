@@ -25,13 +25,20 @@ from .._src.autograd import no_grad
 from .._src.io import load as _load
 from .._src.io import save as _save
 from .._src.tensor import Tensor, to_tensor
-from .callbacks import Callback, ProgBarLogger
+from ..jit import save as _jit_save
+from ..static import InputSpec
+from .callbacks import Callback, LRScheduler, ModelCheckpoint, ProgBarLogger
 
 
 def _as_list(x: Any) -> list:
     if x is None:
         return []
     return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+def _tensors(x: Any) -> list[Tensor]:
+    """A batch's fields as tensors: numpy arrays (what Paddle's ``train_batch`` takes) are converted."""
+    return [v if isinstance(v, Tensor) else to_tensor(v) for v in _as_list(x)]
 
 
 class Model:
@@ -162,11 +169,12 @@ class Model:
         return logs
 
     def train_batch(self, inputs: Any, labels: Any = None, update: bool = True) -> Any:
-        """One optimisation step on a batch; returns ``[loss]`` (and the metrics' batch values)."""
+        """One optimisation step on a batch (tensors or numpy arrays); returns ``[loss]`` as a 0-d
+        numpy array, and with metrics ``([loss], [their batch values])``, as Paddle does."""
         if self._optimizer is None:
             raise OpArgumentError("[Model.train_batch] no optimizer: call prepare(optimizer, loss) first")
         self.network.train()
-        ins, labs = _as_list(inputs), _as_list(labels)
+        ins, labs = _tensors(inputs), _tensors(labels)
         outs = self._forward(ins)
         loss = self._compute_loss(outs, labs)
         if self._scaler is not None:
@@ -181,12 +189,13 @@ class Model:
         if update:
             self._optimizer.clear_grad()
         metrics = self._update_metrics(outs, labs)
-        return [float(loss.item())] if not metrics else ([float(loss.item())], list(metrics.values()))
+        value = [np.asarray(loss.item(), dtype=np.float32)]  # Paddle's: a 0-d array per loss
+        return value if not metrics else (value, list(metrics.values()))
 
     @no_grad()
     def eval_batch(self, inputs: Any, labels: Any = None) -> Any:
         self.network.eval()
-        ins, labs = _as_list(inputs), _as_list(labels)
+        ins, labs = _tensors(inputs), _tensors(labels)
         outs = self._forward(ins)
         loss = [float(self._compute_loss(outs, labs).item())] if self._loss is not None else []
         metrics = self._update_metrics(outs, labs)
@@ -195,7 +204,7 @@ class Model:
     @no_grad()
     def predict_batch(self, inputs: Any) -> list[np.ndarray]:
         self.network.eval()
-        return [o.numpy() for o in self._forward(_as_list(inputs))]
+        return [o.numpy() for o in self._forward(_tensors(inputs))]
 
     # -- loops ------------------------------------------------------------------------------
     def _loader(self, data: Any, batch_size: int, shuffle: bool, drop_last: bool, num_workers: int) -> Any:
@@ -214,11 +223,21 @@ class Model:
         return data  # a DataLoader or any iterable of batches
 
     def _callbacks(
-        self, callbacks: Any, verbose: int, log_freq: int, params: dict[str, Any]
+        self,
+        callbacks: Any,
+        verbose: int,
+        log_freq: int,
+        params: dict[str, Any],
+        train: tuple[int, str | None] | None = None,
     ) -> list[Callback]:
         cbs = _as_list(callbacks)
         if verbose and not any(isinstance(c, ProgBarLogger) for c in cbs):
             cbs = [ProgBarLogger(log_freq, verbose)] + cbs
+        if train is not None:  # fit: Paddle's defaults, checkpoints and the scheduler stepped per batch
+            if not any(isinstance(c, ModelCheckpoint) for c in cbs):
+                cbs = cbs + [ModelCheckpoint(*train)]
+            if not any(isinstance(c, LRScheduler) for c in cbs):
+                cbs = cbs + [LRScheduler()]
         for c in cbs:
             c.set_model(self)
             c.set_params(params)
@@ -253,6 +272,7 @@ class Model:
             verbose,
             log_freq,
             {"epochs": epochs, "steps": steps, "batch_size": batch_size, "verbose": verbose},
+            train=(save_freq, save_dir),
         )
         self.stop_training = False
         for c in cbs:
@@ -273,7 +293,7 @@ class Model:
                 )
                 res = self.train_batch(ins, labs, update=update)
                 loss = res[0] if isinstance(res, tuple) else res
-                logs = {"loss": loss[0], "step": step, "batch_size": batch_size}
+                logs = {"loss": float(loss[0]), "step": step, "batch_size": batch_size}
                 for m in self._metrics:
                     for n, v in zip(m.name(), _as_list(m.accumulate())):
                         logs[n] = float(v)
@@ -286,12 +306,8 @@ class Model:
                 c.on_epoch_end(epoch, logs)
             if eval_data is not None and (epoch + 1) % eval_freq == 0:
                 self.evaluate(eval_data, batch_size, log_freq, verbose, num_workers, cbs)
-            if save_dir is not None and (epoch + 1) % save_freq == 0:
-                self.save(os.path.join(save_dir, str(epoch)))
             if self.stop_training or (num_iters is not None and it >= num_iters):
                 break
-        if save_dir is not None:
-            self.save(os.path.join(save_dir, "final"))
         for c in cbs:
             c.on_train_end(logs)
 
@@ -369,10 +385,34 @@ class Model:
 
     # -- persistence ------------------------------------------------------------------------
     def save(self, path: str, training: bool = True) -> None:
-        """``path.pdparams`` (the network's state) and, with ``training``, ``path.pdopt``."""
+        """Save for training or for inference.
+
+        ``training=True``: ``path.pdparams`` (the network's state, in Paddle's pickle format) and
+        ``path.pdopt`` (the optimizer's). ``training=False``: an inference program with
+        ``fw.jit.save(network, path, input_spec=inputs)``, which needs ``Model(net, inputs=[InputSpec...])``;
+        ``fw.jit.load`` and ``fw.inference.Config(path)`` read it.
+
+        Example:
+            >>> import framework as fw, os, tempfile
+            >>> folder = tempfile.TemporaryDirectory()
+            >>> model = fw.Model(fw.nn.Linear(2, 1), inputs=[fw.static.InputSpec([None, 2], "float32", "x")])
+            >>> model.save(os.path.join(folder.name, "infer"), training=False)
+            >>> fw.jit.load(os.path.join(folder.name, "infer"))(fw.ones([3, 2])).shape
+            (3, 1)
+            >>> folder.cleanup()
+        """
         d = os.path.dirname(path)
         if d:
             os.makedirs(d, exist_ok=True)
+        if not training:
+            specs = [s for s in self._inputs if isinstance(s, InputSpec)]
+            if not specs or len(specs) != len(self._inputs):
+                raise OpArgumentError(
+                    "[Model.save] training=False saves an inference program, which needs the inputs' specs: "
+                    "build the model as fw.Model(net, inputs=[fw.static.InputSpec([None, ...], 'float32', 'x')])"
+                )
+            _jit_save(self.network, path, input_spec=specs)
+            return
         _save(self.network.state_dict(), path + ".pdparams")
         if training and self._optimizer is not None:
             _save(self._optimizer.state_dict(), path + ".pdopt")

@@ -18,6 +18,10 @@ from .._src import device as _dev
 from .._src.tensor import Tensor
 from ..jit.io import PROGRAM_SUFFIX, ProgramFileError, TranslatedLayer, load
 
+#: the program file names Paddle code passes (``model.pdmodel``, ``model.json``): read as the
+#: prefix fw.jit.save wrote when that prefix's program exists
+_PADDLE_PROGRAM_SUFFIXES = (".pdmodel", ".json")
+
 
 class Config:
     """Where the saved program is and where to run it.
@@ -32,6 +36,9 @@ class Config:
         path = os.fspath(path)
         if path.endswith(PROGRAM_SUFFIX):
             path = path[: -len(PROGRAM_SUFFIX)]
+        for paddle_suffix in _PADDLE_PROGRAM_SUFFIXES:  # Paddle's file names for the same prefix
+            if path.endswith(paddle_suffix) and os.path.exists(path[: -len(paddle_suffix)] + PROGRAM_SUFFIX):
+                path = path[: -len(paddle_suffix)]
         if params_file is not None:
             pf = os.fspath(params_file)
             if os.path.splitext(pf)[0] != path:
@@ -41,6 +48,71 @@ class Config:
                 )
         self._path = path
         self._device = "cpu"
+        self._threads = 1
+        self._ir_optim = True
+        self._memory_optim = False
+        self._glog_info = True
+        self._mkldnn = False
+
+    # -- Paddle's tuning switches: accepted, each says what it does here -------------------
+    def set_cpu_math_library_num_threads(self, cpu_math_library_num_threads: int) -> None:
+        """Recorded (:meth:`cpu_math_library_num_threads`); the cpu plugin sizes its own
+        thread pools, from ``OMP_NUM_THREADS`` set before the process starts.
+
+        Example:
+            >>> import framework as fw, os, tempfile
+            >>> folder = tempfile.TemporaryDirectory()
+            >>> path = os.path.join(folder.name, "m")
+            >>> fw.jit.save(fw.nn.Linear(2, 1), path, input_spec=[fw.static.InputSpec([None, 2])])
+            >>> config = fw.inference.Config(path + ".oarlock", path + ".safetensors")
+            >>> config.set_cpu_math_library_num_threads(4)
+            >>> config.disable_glog_info(); config.switch_ir_optim(True); config.enable_memory_optim()
+            >>> config.enable_mkldnn()
+            >>> config.cpu_math_library_num_threads(), config.ir_optim()
+            (4, True)
+            >>> fw.inference.create_predictor(config).get_input_names()
+            ['x0']
+            >>> folder.cleanup()
+        """
+        n = int(cpu_math_library_num_threads)
+        if n < 1:
+            raise ValueError(
+                f"[inference] Config.set_cpu_math_library_num_threads takes a count >= 1, got {n}"
+            )
+        self._threads = n
+
+    def cpu_math_library_num_threads(self) -> int:
+        """The count given to :meth:`set_cpu_math_library_num_threads` (default 1)."""
+        return self._threads
+
+    def disable_glog_info(self) -> None:
+        """Accepted: Oarlock writes no glog output; its warnings go through Python's ``warnings``."""
+        self._glog_info = False
+
+    def glog_info_disabled(self) -> bool:
+        """Whether :meth:`disable_glog_info` was called."""
+        return not self._glog_info
+
+    def switch_ir_optim(self, x: bool = True) -> None:
+        """Recorded (:meth:`ir_optim`): ``fw.jit.save`` already ran the optimisation passes on the
+        saved program, and the predictor runs it as saved either way."""
+        self._ir_optim = bool(x)
+
+    def ir_optim(self) -> bool:
+        """The value given to :meth:`switch_ir_optim` (default True)."""
+        return self._ir_optim
+
+    def enable_memory_optim(self, x: bool = True) -> None:
+        """Accepted: the executor always plans buffer reuse for a program (``framework.ir.memory_plan``)."""
+        self._memory_optim = bool(x)
+
+    def enable_mkldnn(self) -> None:
+        """Accepted: no oneDNN here; the cpu plugin runs its own kernels and BLAS."""
+        self._mkldnn = True
+
+    def mkldnn_enabled(self) -> bool:
+        """Whether :meth:`enable_mkldnn` was called (it changes nothing here)."""
+        return self._mkldnn
 
     # -- device ---------------------------------------------------------------------------
     def set_device(self, device: str) -> None:

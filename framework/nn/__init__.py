@@ -10,7 +10,7 @@
 # ruff: noqa: F401  (re-exports)
 from __future__ import annotations
 
-from . import functional, initializer
+from . import functional, initializer, utils
 from .activation import (
     CELU,
     ELU,
@@ -34,6 +34,7 @@ from .activation import (
     Swish,
     Tanh,
 )
+from .clip import ClipGradByGlobalNorm, ClipGradByNorm, ClipGradByValue
 from .common import (
     Bilinear,
     Dropout,
@@ -72,6 +73,7 @@ from .norm import (
     RMSNorm,
     SyncBatchNorm,
 )
+from .param_attr import ParamAttr
 from .pooling import (
     AdaptiveAvgPool1D,
     AdaptiveAvgPool2D,
@@ -101,5 +103,16 @@ __all__ = [
     n
     for n in dir()
     if not n.startswith("_")
-    and n not in {"annotations", "activation", "common", "container", "conv", "loss", "norm", "pooling"}
+    and n
+    not in {
+        "annotations",
+        "activation",
+        "common",
+        "container",
+        "conv",
+        "loss",
+        "norm",
+        "pooling",
+        "param_attr",
+    }
 ]

@@ -155,9 +155,15 @@ class PReLU(Layer):
     ) -> None:
         super().__init__()
         self.data_format = data_format
-        self.weight = self.create_parameter(
+        # Paddle's name (its state dict says "_weight")
+        self._weight = self.create_parameter(
             (num_parameters,), weight_attr, default_initializer=I.Constant(init)
         )
 
+    @property
+    def weight(self) -> Tensor:
+        """The learned slopes (``_weight``, Paddle's name)."""
+        return self._weight
+
     def forward(self, x: Tensor) -> Tensor:
-        return F.prelu(x, self.weight, self.data_format)
+        return F.prelu(x, self._weight, self.data_format)

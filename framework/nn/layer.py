@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
@@ -16,12 +17,16 @@ from .._src.autograd import no_grad
 from .._src.dtypes import as_dtype, get_default_dtype, is_floating
 from .._src.tensor import Tensor
 from . import initializer as I
+from .param_attr import ParamAttr
 
 
 class Parameter(Tensor):
     """A trainable tensor: ``stop_gradient=False``, owned by a :class:`Layer`."""
 
     __slots__ = ("trainable", "optimize_attr")
+    #: set from a ParamAttr: its weight decay (replacing the optimizer's) and whether clipping applies
+    regularizer: Any = None
+    need_clip = True
 
     @classmethod
     def from_tensor(cls, t: Tensor, trainable: bool = True) -> Parameter:
@@ -170,21 +175,26 @@ class Layer:
         is_bias: bool = False,
         default_initializer: I.Initializer | None = None,
     ) -> Parameter | None:
-        """A new parameter drawn from ``attr`` (an initializer, or an object with an
-        ``initializer`` attribute), else ``default_initializer``, else Xavier-uniform
-        (weights) / zeros (biases). ``attr=False`` means no parameter."""
+        """A new parameter drawn from ``attr`` (a :class:`ParamAttr`, an initializer or a name),
+        else ``default_initializer``, else Xavier-uniform (weights) / zeros (biases).
+        ``attr=False`` means no parameter. A ParamAttr's name, learning-rate scale, regularizer,
+        trainability and ``need_clip`` go onto the parameter."""
+        attr = ParamAttr._to_attr(attr)
         if attr is False:
             return None
-        init = getattr(attr, "initializer", attr) if attr is not None else None
+        init = attr.initializer if attr is not None else None
         if init is None:
             init = default_initializer or (I.Constant(0.0) if is_bias else I.XavierUniform())
         if not callable(init):
-            raise OpArgumentError(
-                f"[create_parameter] attr must be an Initializer, False or None, got {attr!r}"
-            )
+            raise OpArgumentError(f"[create_parameter] the initializer must be an Initializer, got {init!r}")
         t = init(tuple(int(s) for s in shape), dtype or self._dtype)
-        trainable = getattr(attr, "trainable", True)
-        return Parameter.from_tensor(t, trainable=trainable)
+        p = Parameter.from_tensor(t, trainable=attr.trainable if attr is not None else True)
+        if attr is not None:
+            p.optimize_attr = {"learning_rate": attr.learning_rate}
+            p.regularizer, p.need_clip = attr.regularizer, attr.need_clip
+            if attr.name is not None:
+                p.name = attr.name
+        return p
 
     # -- traversal ----------------------------------------------------------------------
     def named_parameters(
@@ -254,12 +264,17 @@ class Layer:
     ) -> dict[str, Tensor]:
         """Parameters and persistable buffers by dotted name (``"blocks.0.attn.weight"``)."""
         out = OrderedDict() if destination is None else destination
-        out.update(self.named_parameters(prefix=structured_name_prefix, include_sublayers=include_sublayers))
-        layers = (
+        layers = list(
             self.named_sublayers(prefix=structured_name_prefix, include_self=True)
             if include_sublayers
             else [(structured_name_prefix, self)]
         )
+        # Paddle's names: a parameter reached under two names (an RNN's weight_ih_l0 and
+        # 0.cell.weight_ih, tied weights) is listed under both.
+        for lp, layer in layers:
+            for n, p in layer._parameters.items():
+                if p is not None:
+                    out[f"{lp}.{n}" if lp else n] = p
         for lp, layer in layers:
             for n, b in layer._buffers.items():
                 if b is not None and n not in layer._non_persistable:
@@ -423,3 +438,30 @@ def _few(keys: list[str], n: int = 3) -> str:
     """``'a', 'b', 'c' and 4 more`` for messages that name keys."""
     shown = ", ".join(repr(k) for k in keys[:n])
     return shown + (f" and {len(keys) - n} more" if len(keys) > n else "") if keys else "none"
+
+
+#: the submodules Paddle's ``paddle.nn.layer`` package has, by the name of ours holding the same layers
+_PADDLE_SUBMODULES = {
+    "activation": "activation",
+    "common": "common",
+    "container": "container",
+    "conv": "conv",
+    "layers": "layer",
+    "loss": "loss",
+    "norm": "norm",
+    "pooling": "pooling",
+    "rnn": "rnn",
+    "transformer": "transformer",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Paddle's ``paddle.nn.layer.X``: every layer of ``fw.nn`` (``fw.nn.layer.Linear``) and the
+    submodules (``fw.nn.layer.common``, ``fw.nn.layer.layers.Layer``), looked up once ``fw.nn`` is loaded."""
+    nn = sys.modules.get(__name__.rpartition(".")[0])
+    if nn is not None:
+        if name in _PADDLE_SUBMODULES:
+            return sys.modules[f"{nn.__name__}.{_PADDLE_SUBMODULES[name]}"]
+        if name in getattr(nn, "__all__", ()) and isinstance(getattr(nn, name, None), type):
+            return getattr(nn, name)
+    raise AttributeError(f"module '{__name__}' has no attribute '{name}'")

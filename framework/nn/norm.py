@@ -180,13 +180,19 @@ class InstanceNorm2D(Layer):
     ) -> None:
         super().__init__()
         self.epsilon, self.momentum, self.data_format = epsilon, momentum, data_format
-        self.weight = self.create_parameter((num_features,), weight_attr, default_initializer=I.Constant(1.0))
+        # Paddle's name for the affine weight (its state dict says "scale")
+        self.scale = self.create_parameter((num_features,), weight_attr, default_initializer=I.Constant(1.0))
         self.bias = self.create_parameter((num_features,), bias_attr, is_bias=True)
+
+    @property
+    def weight(self) -> Tensor | None:
+        """The affine weight (``scale``, Paddle's name)."""
+        return self.scale
 
     def forward(self, x: Tensor) -> Tensor:
         return F.instance_norm(
             x,
-            weight=self.weight,
+            weight=self.scale,
             bias=self.bias,
             momentum=self.momentum,
             eps=self.epsilon,

@@ -28,7 +28,6 @@ from .._src.ops.indexing import take_along_axis
 from .._src.tensor import Tensor, to_tensor
 from . import functional as F
 from . import initializer as I
-from .container import LayerList
 from .layer import Layer
 
 
@@ -151,6 +150,17 @@ def _reverse_within(x: Tensor, lengths: list[int] | None) -> Tensor:
     return take_along_axis(x, ix.expand(x.shape), 1)
 
 
+class _CellHolder(Layer):
+    """One layer of an RNN's cells under Paddle's names: ``cell``, or ``cell_fw`` and ``cell_bw``."""
+
+    def __init__(self, *cells: _Cell) -> None:
+        super().__init__()
+        if len(cells) == 1:
+            self.cell = cells[0]
+        else:
+            self.cell_fw, self.cell_bw = cells
+
+
 class _RNNBase(Layer):
     _cell: type[_Cell] = SimpleRNNCell
     _lstm = False
@@ -196,7 +206,17 @@ class _RNNBase(Layer):
                         **cell_kw,
                     )
                 )
-        self.cells = LayerList(cells)
+        # Paddle's names: each cell's parameters on the RNN as weight_ih_l{layer}[_reverse]..., and
+        # the cells as sublayers "{layer}.cell" ("{layer}.cell_fw"/".cell_bw" when bidirectional);
+        # the state dict lists both names for one parameter, as Paddle's does.
+        self.cells = cells
+        for layer in range(num_layers):
+            pair = cells[layer * self.num_directions : (layer + 1) * self.num_directions]
+            for cell, suffix in zip(pair, ("", "_reverse")):
+                for n in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
+                    if getattr(cell, n) is not None:
+                        self.add_parameter(f"{n}_l{layer}{suffix}", getattr(cell, n))
+            self.add_sublayer(str(layer), _CellHolder(*pair))
 
     def _run(self, cell: _Cell, x: Tensor, state: Any, mask: Tensor | None) -> tuple[Tensor, Any]:
         outs = []

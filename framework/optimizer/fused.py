@@ -91,7 +91,8 @@ class FusedUpdate:
                 kept = [st[n] for n in slots]
                 own += kept
                 written += [p, *kept]
-                layout.append((id(p), p.shape, p.dtype, g.shape, g.dtype, slots, k, tuple(sc)))
+                extra = (repr(getattr(p, "regularizer", None)), getattr(p, "need_clip", True))
+                layout.append((id(p), p.shape, p.dtype, g.shape, g.dtype, slots, k, tuple(sc), extra))
             layout.append(("group", group["weight_decay"]))
         key = (tuple(layout), id(opt.grad_clip), str(dev))
         hit = self.programs.get(key)
@@ -141,6 +142,8 @@ class FusedUpdate:
         def update(*args: Tensor) -> tuple[Tensor, ...]:
             it = iter(args)
             ps = [next(it) for _ in pairs]
+            for tp, (p, _) in zip(ps, pairs):  # what _apply_groups reads of each parameter
+                tp.regularizer, tp.need_clip = getattr(p, "regularizer", None), getattr(p, "need_clip", True)
             gs = [next(it) for _ in pairs]
             states = {id(tp): {n: next(it) for n in names} for tp, names in zip(ps, slots)}
             scal = [{name: next(it) for name, _ in items} for (_, items), _ in ordered]

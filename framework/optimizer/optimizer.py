@@ -23,6 +23,7 @@ from .._src.autograd import no_grad
 from .._src.ops import math as M
 from .._src.tensor import Tensor, to_tensor
 from ..jit import train_step as _jit_step
+from ..regularizer import L2Decay, WeightDecayRegularizer
 from .lr import LRScheduler
 
 
@@ -62,6 +63,16 @@ class Optimizer:
                 f"[{type(self).__name__}] learning_rate must be a number or an LRScheduler, got {type(learning_rate).__name__}"
             )
         self._learning_rate = learning_rate
+        # a float or L2Decay is the update's own L2 term; another regularizer (L1Decay) is
+        # added to the gradient in _apply_groups, as a ParamAttr's regularizer is
+        self.regularization = weight_decay if isinstance(weight_decay, WeightDecayRegularizer) else None
+        if self.regularization is not None and not isinstance(weight_decay, L2Decay):
+            weight_decay = 0.0
+        if not isinstance(weight_decay, (int, float, L2Decay, type(None))) or isinstance(weight_decay, bool):
+            raise OpArgumentError(
+                f"[{type(self).__name__}] weight_decay must be a float, fw.regularizer.L1Decay/L2Decay or None, "
+                f"got {weight_decay!r}"
+            )
         self.weight_decay = float(getattr(weight_decay, "coeff", weight_decay) or 0.0)
         self.grad_clip = grad_clip
         self.param_groups: list[dict[str, Any]] = []
@@ -181,7 +192,8 @@ class Optimizer:
             else:
                 raise OpArgumentError(
                     f"[{cls}.set_state_dict] unexpected key {key!r}: {cls}.state_dict() writes {expected}; nothing "
-                    "was loaded"
+                    "was loaded (a .pdopt written by real Paddle names its state by Paddle's internal parameter "
+                    "names, which do not map here: start the optimizer afresh)"
                 )
         if step is not None:
             self._step_count = step
@@ -306,11 +318,23 @@ class Optimizer:
             for (p, g), sc in zip(pg, row):
                 if g.dtype != p.dtype:
                     g = M.cast(g, p.dtype)
+                wd = group["weight_decay"]
+                own = getattr(p, "regularizer", None)
+                if own is not None:  # Paddle: a ParamAttr's regularizer replaces the optimizer's
+                    g = own(p, g)
+                    wd = wd if self._decoupled_decay() else 0.0
+                elif self.regularization is not None and not isinstance(self.regularization, L2Decay):
+                    g = self.regularization(p, g)
                 state = states.setdefault(id(p), {})
                 if self._fusable():
-                    self._apply(p, g.detach(), group["weight_decay"], state, sc)
+                    self._apply(p, g.detach(), wd, state, sc)
                 else:
-                    self._update(p, g.detach(), sc, group["weight_decay"], state)
+                    self._update(p, g.detach(), sc, wd, state)
+
+    def _decoupled_decay(self) -> bool:
+        """Whether ``weight_decay`` is decoupled from the gradient (AdamW): a parameter's own
+        regularizer then adds to it rather than replacing it."""
+        return bool(getattr(self, "_decoupled", False))
 
     # -- a fusable optimizer splits its update: host scalars, then tensor math ----------------
     def _fusable(self) -> bool:

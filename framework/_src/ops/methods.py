@@ -318,6 +318,7 @@ _METHODS: dict[str, Any] = {
     "cast": M.cast,
     "to": to,
     "cpu": lambda self: to(self, "cpu"),
+    "cuda": lambda self, device_id=None, blocking=True: to(self, _dev.gpu(device_id or 0)),
     "clone": clone,
     "detach": detach,
     "backward": backward,

@@ -1,0 +1,79 @@
+"""``fw.tensor``: ``fw.tensor(data)`` makes a tensor, and ``fw.tensor.math.X`` is Paddle's module path.
+
+Paddle code reaches functions through ``paddle.tensor``'s submodules (``paddle.tensor.math``,
+``manipulation``, ``creation``, ``linalg``, ``logic``, ``search``, ``stat``, ``random``,
+``attribute``, ``einsum``); here each submodule gives the same function as the top-level name
+(``fw.tensor.manipulation.reshape is fw.reshape``), or ``fw.linalg``'s. A Paddle name Oarlock
+does not have raises an ``AttributeError`` saying so. Called, ``fw.tensor`` is :func:`to_tensor`.
+
+>>> import framework as fw
+>>> fw.tensor([1.0, 2.0]).tolist()
+[1.0, 2.0]
+>>> fw.tensor.manipulation.reshape is fw.reshape, fw.tensor.linalg.svd is fw.linalg.svd
+(True, True)
+>>> import framework.tensor.math as tm
+>>> tm.add(fw.ones([1]), fw.ones([1])).tolist()
+[2.0]
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from typing import Any
+
+from .._src.tensor import to_tensor
+from ._names import NAMES
+
+__all__ = sorted(NAMES)
+
+
+class _PaddleSubmodule(types.ModuleType):
+    """One ``paddle.tensor.<sub>``: its Paddle names, each resolved to Oarlock's function when it has one."""
+
+    def __init__(self, sub: str, names: tuple[str, ...]) -> None:
+        super().__init__(
+            f"{__name__}.{sub}", f"Paddle's paddle.tensor.{sub} names, resolved to Oarlock's functions."
+        )
+        self._sub, self._names = sub, frozenset(names)
+
+    @staticmethod
+    def _find(name: str) -> Any:
+        root = sys.modules["framework"]
+        for space in (root, root.linalg):
+            fn = getattr(space, name, None)
+            if callable(fn) and not isinstance(fn, types.ModuleType):
+                return fn
+        return None
+
+    def __getattr__(self, name: str) -> Any:
+        fn = self._find(name) if name in self.__dict__.get("_names", ()) else None
+        if fn is None:
+            raise AttributeError(
+                f"[tensor] paddle.tensor.{self._sub}.{name} is not in Oarlock"
+                + (
+                    ""
+                    if name in self.__dict__.get("_names", ())
+                    else f" (nor a name of paddle.tensor.{self._sub})"
+                )
+            )
+        return fn
+
+    def __dir__(self) -> list[str]:
+        return sorted(n for n in self._names if self._find(n) is not None)
+
+
+for _sub, _names in NAMES.items():
+    _mod = _PaddleSubmodule(_sub, _names)
+    sys.modules[_mod.__name__] = _mod
+    globals()[_sub] = _mod
+
+
+class _TensorModule(types.ModuleType):
+    """``fw.tensor`` is this module and also ``fw.tensor(data, ...)`` (:func:`to_tensor`)."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return to_tensor(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _TensorModule
