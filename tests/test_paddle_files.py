@@ -171,9 +171,7 @@ def test_paddles_pdopt_is_refused_by_the_optimizer_not_ignored(tmp_path):
     q = str(tmp_path / "adam.pdopt")
     paddle.save(opt.state_dict(), q)
     ours = fw.optimizer.Adam(parameters=fw.nn.Linear(2, 2).parameters())
-    with pytest.raises(
-        fw.OpArgumentError, match=r"unexpected key.*Paddle's internal parameter names"
-    ):
+    with pytest.raises(fw.OpArgumentError, match=r"unexpected key.*Paddle's internal parameter names"):
         ours.set_state_dict(fw.load(q))
 
 
