@@ -362,7 +362,9 @@ class StaticFunction:
                 cp = self.get_concrete_program(specs, dev, extra, requires)
         except GraphBreakError as exc:
             if self.full_graph:
-                raise type(exc)(f"{exc}\n(to_static with full_graph=True: a graph break is an error)") from None
+                raise type(exc)(
+                    f"{exc}\n(to_static with full_graph=True: a graph break is an error)"
+                ) from None
             res, breaks = probe(self._converted, args, kwargs)
             if not breaks:  # the trace stopped where the probe reads nothing (a host-side draw...)
                 breaks = [GraphBreak(_where_of(exc), str(exc).split("\n")[0])]
@@ -510,7 +512,9 @@ def to_static(
         return function
     if not callable(function):
         raise TypeError(f"[to_static] expected a function or a Layer, got {type(function).__name__}")
-    layer = function.__self__ if isinstance(function, types.MethodType) and _is_layer(function.__self__) else None
+    layer = (
+        function.__self__ if isinstance(function, types.MethodType) and _is_layer(function.__self__) else None
+    )
     return StaticFunction(function, input_spec, layer, opts["full_graph"], passes, backend)
 
 

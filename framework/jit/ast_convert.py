@@ -41,6 +41,7 @@ JST = "_oarlock_jst"  # the module the rewritten code calls, set in the function
 _PREFIX = "_oj_"
 _CARRIED = (_PREFIX + "brk_", _PREFIX + "k_")  # generated names that are state (others are not)
 _LOOPS = (ast.While, ast.For, ast.AsyncFor)
+_MUTATORS = frozenset("append extend insert pop remove clear update setdefault popitem".split())
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
@@ -93,6 +94,17 @@ def _assigned(stmts: list[ast.stmt]) -> list[str]:
     for n in _walk_stmts(stmts):
         if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
             add(n.id)
+        elif (  # a container changed in place (out[k] = v, out.append(v)): its new value is an output
+            isinstance(n, ast.Subscript)
+            and isinstance(n.ctx, (ast.Store, ast.Del))
+            and isinstance(n.value, ast.Name)
+        ) or (
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr in _MUTATORS
+            and isinstance(n.func.value, ast.Name)
+        ):
+            add(n.value.id if isinstance(n, ast.Subscript) else n.func.value.id)  # type: ignore[union-attr]
         elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             add(n.name)
         elif isinstance(n, ast.alias):
@@ -220,12 +232,17 @@ class _Transformer(ast.NodeTransformer):
     # -- if ----------------------------------------------------------------------------------
     def visit_If(self, node: ast.If) -> Any:
         stmts = node.body + node.orelse
-        if _unconvertible(stmts) or _opaque_return(stmts) or _has(stmts, (ast.Break, ast.Continue), False):
-            self.generic_visit(node)  # break/continue of a loop left as Python: the if stays too
+        returns = _has([node], ast.Return)
+        if (
+            _unconvertible(stmts)
+            or _opaque_return(stmts)
+            or _has(stmts, (ast.Break, ast.Continue), False)  # of a loop left as Python
+            or (returns and not (_always_transfers(node.body) and _always_transfers(node.orelse)))
+        ):
+            self.generic_visit(node)  # stays Python (a return inside a loop left as Python...)
             return node
         self.generic_visit(node)
         k = self._id()
-        returns = _has([node], ast.Return)
         names = _assigned(node.body + node.orelse)
         tname, fname = f"{_PREFIX}true_{k}", f"{_PREFIX}false_{k}"
         tail: list[ast.stmt] = [] if returns else [ast.Return(self._tuple(names, ast.Load))]
@@ -287,7 +304,10 @@ class _Transformer(ast.NodeTransformer):
         if breaks:
             test = self._jst(
                 "convert_logical_and",
-                [self._thunk(self._jst("convert_logical_not", [ast.Name(flag, ast.Load())])), self._thunk(test)],
+                [
+                    self._thunk(self._jst("convert_logical_not", [ast.Name(flag, ast.Load())])),
+                    self._thunk(test),
+                ],
             )
             pre = [*pre, ast.Assign([ast.Name(flag, ast.Store())], ast.Constant(False))]
         names = _assigned(body)

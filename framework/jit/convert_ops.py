@@ -25,12 +25,24 @@ from .._src.tensor import Tensor
 from ..ir import Operation, Region
 from .._src.ops.math import logical_and, logical_not, logical_or
 from .control import record_cond, trace_while
-from .trace import Tracer, TracingError, _Symbolic, _user_line
+from .trace import GraphBreakError, Tracer, TracingError, _Symbolic, _user_line
 
 
 class ConversionError(TracingError):
     """Converted control flow cannot hold what the code does (the message names the variable
     and the line)."""
+
+
+class LoopMutationError(GraphBreakError):
+    """A traced loop changes a list or dict in place: a graph break (the call runs eagerly)."""
+
+
+def _snapshot(v: Any) -> Any:
+    if type(v) is list:
+        return [id(x) for x in v]
+    if type(v) is dict:
+        return [(k, id(x)) for k, x in v.items()]
+    return None
 
 
 # -- values that are not there --------------------------------------------------------------------
@@ -49,7 +61,9 @@ class Undefined:
         at = _user_line()
         at = "" if at == "<unknown>" else f" at {at}"
         if self.why is None:
-            return ConversionError(f"[to_static] local variable '{self.name}' is used{at} before it is assigned")
+            return ConversionError(
+                f"[to_static] local variable '{self.name}' is used{at} before it is assigned"
+            )
         return ConversionError(f"[to_static] variable '{self.name}' is used{at}, but {self.why}")
 
     def _fail(self, *args: Any, **kwargs: Any) -> Any:
@@ -186,8 +200,10 @@ def convert_ifelse(
     tr = _tracer()
     assert tr is not None
     p = _as_bool(tr, pred)
-    b0, r0, v0 = _trace_branch(tr, true_fn, values, f"the true branch of the if at {where}")
-    b1, r1, v1 = _trace_branch(tr, false_fn, values, f"the false branch of the if at {where}")
+    opened = len(tr.opened)
+    # each branch changes its own copy of a list or dict (both run while tracing)
+    b0, r0, v0 = _trace_branch(tr, true_fn, _copies(values), f"the true branch of the if at {where}")
+    b1, r1, v1 = _trace_branch(tr, false_fn, _copies(values), f"the false branch of the if at {where}")
     if returns:
         r0, r1, names = (r0,), (r1,), ("the return value",)
     pairs: list[tuple[Tensor, Tensor]] = []
@@ -201,6 +217,8 @@ def convert_ifelse(
         leaves = [_merge_leaf(tr, x, y, name, where) for x, y in zip(la, lb)]
         pairs += [m for m in leaves if isinstance(m, tuple)]
         merged.append((sa, leaves))
+    if not pairs:  # nothing comes out: no cf.cond (the branches' ops are dropped)
+        _drop(tr, opened)
     outs = iter(_emit(tr, p, (b0, v0), (b1, v1), pairs) if pairs else [])
     res = []
     for m in merged:
@@ -210,12 +228,43 @@ def convert_ifelse(
             struct, leaves = m
             res.append(unflatten(struct, [next(outs) if isinstance(v, tuple) else v for v in leaves]))
     if returns:
-        _, leaves = flatten(res[0])
+        leaves, _ = flatten(res[0])
         for v in leaves:
             if isinstance(v, Undefined):
                 raise v.error()
         return res[0]
     return tuple(res)
+
+
+def _alias(t: Tensor) -> Tensor:
+    """Another tensor object for the same value (and autograd node): an in-place op in one
+    branch (``k += 1`` rebinds ``k``'s storage) must not reach the other branch's ``k``."""
+    c = object.__new__(type(t))
+    for slot in Tensor.__slots__:
+        if slot not in ("__dict__", "__weakref__"):
+            setattr(c, slot, getattr(t, slot))
+    c.__dict__.update(t.__dict__)
+    return c
+
+
+def _drop(tr: Tracer, opened: int) -> None:
+    """Forget the blocks traced since ``tr.opened`` had ``opened`` entries (their ops' uses)."""
+    for blk in tr.opened[opened:]:
+        for op in blk.ops:
+            op.drop_operands()
+
+
+def _copies(values: Sequence[Any]) -> list[Any]:
+    """What one branch of a traced if gets: its own copies of lists and dicts, aliases of tensors."""
+    out = []
+    for v in values:
+        if isinstance(v, Tensor):
+            v = _alias(v)
+        elif type(v) in (list, dict):
+            leaves, struct = flatten(v)
+            v = unflatten(struct, [_alias(x) if isinstance(x, Tensor) else x for x in leaves])
+        out.append(v)
+    return out
 
 
 def _trace_branch(
@@ -228,6 +277,8 @@ def _trace_branch(
         leaves, _ = flatten(res)
         vals = {id(t): tr.value_of(t, "cond") for t in leaves if isinstance(t, Tensor)}
         return blk, res, vals
+
+
 def _merge_leaf(tr: Tracer, a: Any, b: Any, name: str, where: str) -> Any:
     """One leaf after a traced if: a pair of tensors (an output of the cf.cond), a Python
     value both branches agree on, or a marker."""
@@ -275,7 +326,9 @@ def _merge_leaf(tr: Tracer, a: Any, b: Any, name: str, where: str) -> Any:
     )
 
 
-def _emit(tr: Tracer, pred: Tensor, side0: Any, side1: Any, pairs: list[tuple[Tensor, Tensor]]) -> list[Tensor]:
+def _emit(
+    tr: Tracer, pred: Tensor, side0: Any, side1: Any, pairs: list[tuple[Tensor, Tensor]]
+) -> list[Tensor]:
     """The cf.cond yielding each pair (true side, false side); its output tensors."""
     blocks = []
     for k, (blk, vals) in enumerate((side0, side1)):
@@ -362,7 +415,9 @@ def _traced_while(
     assert tr is not None
     carried = [i for i, v in enumerate(vals) if isinstance(v, Tensor) or _number(v)]
     init = {
-        i: vals[i] if isinstance(vals[i], Tensor) else base.full_tensor((), vals[i], _dtype_of(vals[i]), tr.device)
+        i: vals[i]
+        if isinstance(vals[i], Tensor)
+        else base.full_tensor((), vals[i], _dtype_of(vals[i]), tr.device)
         for i in carried
     }
 
@@ -376,8 +431,16 @@ def _traced_while(
         return _as_bool(tr, cond_fn(*full(ts)))
 
     def body(*ts: Tensor) -> list[Tensor]:
+        before = {i: _snapshot(v) for i, v in enumerate(vals) if i not in init}
         res = tuple(body_fn(*full(ts)))
         for i, (v, r) in enumerate(zip(vals, res)):
+            if r is v and i in before and _snapshot(v) != before[i]:
+                raise LoopMutationError(
+                    f"[to_static] the while loop at {where}, whose condition is a tensor, changes the "
+                    f"{type(v).__name__} '{names[i]}' in place (append, item assignment...); a program cannot "
+                    f"repeat that a number of times it learns only when it runs: stack the tensors instead "
+                    f"(or give the loop a Python bound)"
+                )
             if i in init or r is v or isinstance(v, Undefined):
                 continue
             raise ConversionError(
@@ -407,10 +470,12 @@ def _traced_while(
         return out
 
     for _ in range(len(carried) + 1):
+        opened = len(tr.opened)
         try:
             outs = trace_while(tr, cond, body, [init[i] for i in carried])
             break
         except _Widen as w:  # a number that becomes a tensor: start it as that tensor
+            _drop(tr, opened)  # the attempt's regions
             init[w.i] = base.full_tensor(w.shape, vals[w.i], w.dtype, tr.device)
     else:  # pragma: no cover — every retry widens one value for good
         raise ConversionError(f"[to_static] the loop values of the while loop at {where} do not settle")
@@ -435,7 +500,9 @@ class RangeLoop:
     def __init__(self, start: Any, stop: Any, step: Any) -> None:
         traced = any(is_traced(v) for v in (start, stop, step))
         if is_traced(step):
-            raise ConversionError("[to_static] range() with a traced tensor step: give the step as a Python int")
+            raise ConversionError(
+                "[to_static] range() with a traced tensor step: give the step as a Python int"
+            )
         self.step = _index(step)
         if self.step == 0:
             raise ValueError("range() arg 3 must not be zero")

@@ -143,7 +143,9 @@ def _marked(objs: Any) -> Iterator[Tensor]:
             yield t
 
 
-def probe(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, list[GraphBreak]]:
+def probe(
+    fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[Any, list[GraphBreak]]:
     """Run ``fn(*args, **kwargs)`` eagerly, noting where it reads tensor values: its result and
     the breaks in order of first occurrence (one per line)."""
     p = _Probe()

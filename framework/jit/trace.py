@@ -185,6 +185,8 @@ class Tracer:
         self.param_tensors: dict[str, Tensor] = {}
         self.const_values: dict[int, tuple[Tensor, Value]] = {}
         self.constants: dict[str, Tensor] = {}
+        #: every block a region was traced into (a discarded trace attempt drops their uses)
+        self.opened: list[Block] = []
         #: for a training trace, where the joint program splits (see :func:`trace`)
         self.backward: dict[str, Any] | None = None
 
@@ -201,6 +203,7 @@ class Tracer:
         """Trace into a new block (a region of a cf op being built); its values go out of
         scope at the end. Parameters and constants still go to the program's body."""
         blk, scope = Block(), _Scope(what)
+        self.opened.append(blk)
         saved = self.block, self.scope
         self.block, self.scope = blk, scope
         try:
