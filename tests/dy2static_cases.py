@@ -161,7 +161,7 @@ def for_range_python_with_tensor_if(x):
 
 def for_break(x, n):
     acc = x * 0
-    for i in range(n):
+    for _i in range(n):
         if acc.sum() > 6:
             break
         acc = acc + x
@@ -198,7 +198,7 @@ def nested_loops(x, n):
 
 def widened_number(x, n):
     s = 0
-    for i in range(n):
+    for _i in range(n):
         s = s + x.sum()
     return x * 0 + s
 
@@ -313,7 +313,7 @@ def return_inside_a_loop(x):
 
 def break_in_a_loop_body_then_print(x, n):
     acc = x * 0
-    for i in range(n):
+    for _i in range(n):
         acc = acc + 1
     print(acc)
     return acc

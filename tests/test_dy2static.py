@@ -121,9 +121,9 @@ def test_a_variable_only_one_branch_defines_names_itself_and_the_line():
     # unused after the if: no error; a Python condition keeps Python's rules
     def g(x, flag):
         if x.sum() > 0:
-            t = x + 1
+            t = x + 1  # noqa: F841 — assigned in one branch, never used
         if flag:
-            z = x * 3
+            z = x * 3  # noqa: F841
         return x * 2
 
     with fw.no_grad():

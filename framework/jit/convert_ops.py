@@ -21,9 +21,9 @@ import numpy as np
 
 from .._src import dtypes as _dt
 from .._src.ops import base
+from .._src.ops.math import logical_and, logical_not, logical_or
 from .._src.tensor import Tensor
 from ..ir import Operation, Region
-from .._src.ops.math import logical_and, logical_not, logical_or
 from .control import record_cond, trace_while
 from .trace import GraphBreakError, Tracer, TracingError, _Symbolic, _user_line
 
