@@ -358,6 +358,10 @@ class Emitter:
         ]
         opening, body = self.row_begin(prog)
         self._done: set[int] = set()
+        nodes = _nodes_by_id(
+            [r.args[0] for lp in sched.loops for r in lp.reductions]
+            + [n for lp in sched.loops for _, n in lp.stores]
+        )
         for li, loop in enumerate(sched.loops):
             reload = {i: k for i, (k, at) in spills.items() if at < li}
             roots = [r.args[0] for r in loop.reductions] + [n for _, n in loop.stores]
@@ -365,6 +369,11 @@ class Emitter:
             seen: set[int] = set(reload)
             for n in roots:
                 self._collect(n, seen, order, body)
+            # a value this pass keeps for a later one is computed here even where the pass's own
+            # roots reach it only through a value it reloads (plan_spills' closure ignores reloads)
+            for i, (_, at) in spills.items():
+                if at == li and i not in reload:
+                    self._collect(nodes[i], seen, order, body)
             reds = [(r, f"acc{r.id}") for r in loop.reductions]
             lanes = self.lanes(prog, reds)
             lane = "_l[j - jj]" if lanes > 1 else ""
@@ -487,6 +496,18 @@ class Emitter:
         if prog.n is None:
             ps.append(f"{size_t} n")
         return ", ".join(ps)
+
+
+def _nodes_by_id(roots: list[loop_ir.Node]) -> dict[int, loop_ir.Node]:
+    """Every node ``roots`` reach, by id."""
+    out: dict[int, loop_ir.Node] = {}
+    stack = list(roots)
+    while stack:
+        n = stack.pop()
+        if n.id not in out:
+            out[n.id] = n
+            stack.extend(n.args)
+    return out
 
 
 def _costly_op(op: str) -> bool:
