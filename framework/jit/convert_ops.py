@@ -30,7 +30,19 @@ from .trace import GraphBreakError, Tracer, TracingError, _Symbolic, _user_line
 
 class ConversionError(TracingError):
     """Converted control flow cannot hold what the code does (the message names the variable
-    and the line)."""
+    and the line).
+
+    >>> import framework as fw
+    >>> def f(x):
+    ...     if x.sum() > 0:
+    ...         y = x + 1
+    ...     return y
+    >>> try:
+    ...     fw.jit.to_static(f)(fw.ones([2]))
+    ... except fw.jit.ConversionError as e:
+    ...     print("'y'" in str(e))
+    True
+    """
 
 
 class LoopMutationError(GraphBreakError):

@@ -30,7 +30,13 @@ from .trace import _user_line
 
 @dataclass(frozen=True)
 class GraphBreak:
-    """One place a function breaks its graph: ``where`` is ``file:line (source)``."""
+    """One place a function breaks its graph: ``where`` is ``file:line (source)``.
+
+    >>> import framework as fw
+    >>> b = fw.jit.graph_breaks(lambda x: x * x.sum().item(), fw.ones([2]))[0]
+    >>> b.reason
+    'item() reads the value'
+    """
 
     where: str
     reason: str

@@ -42,9 +42,20 @@ class TracingError(OarlockError):
 
 
 class GraphBreakError(TracingError):
-    """What Python does here cannot be recorded into a program (a read of a traced tensor's
-    values, an op whose output shape depends on values): under ``to_static(full_graph=False)``
-    the call runs eagerly instead (a graph break, see :mod:`framework.jit.graph_break`)."""
+    """What Python does here cannot be recorded into a program.
+
+    A read of a traced tensor's values, an op whose output shape depends on values: under
+    ``to_static(full_graph=False)`` the call runs eagerly instead (a graph break, see
+    :mod:`framework.jit.graph_break`); with ``full_graph=True`` this error names the line.
+
+    >>> import framework as fw
+    >>> f = fw.jit.to_static(lambda x: x * x.sum().item(), full_graph=True)
+    >>> try:
+    ...     f(fw.ones([2]))
+    ... except fw.jit.GraphBreakError as e:
+    ...     print("item()" in str(e))
+    True
+    """
 
 
 class TracedValueError(GraphBreakError):
