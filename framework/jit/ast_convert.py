@@ -329,25 +329,30 @@ class _Transformer(ast.NodeTransformer):
         last = ast.Assign([self._tuple(names, ast.Store)], call) if names else ast.Expr(call)
         return [*pre, cfn, bfn, last]
 
-    def visit_While(self, node: ast.While) -> Any:
-        if not self._loop_ok(node):
-            self.generic_visit(node)
-            return node
-        k = self._id()
+    def _open_loop(self, node: ast.While | ast.For) -> tuple[int, list[ast.stmt], bool] | None:
+        """The loop's number, its body with break/continue rewritten and whether it breaks; None
+        (the loop visited as Python) when it stays Python."""
         try:
-            body, breaks = self._prepare_body(node.body, k)
+            if not self._loop_ok(node):
+                raise _Leave
+            k = self._id()
+            return (k, *self._prepare_body(node.body, k))
         except _Leave:
             self.generic_visit(node)
+            return None
+
+    def visit_While(self, node: ast.While) -> Any:
+        opened = self._open_loop(node)
+        if opened is None:
             return node
-        node.body = body
+        k, node.body, breaks = opened
         self.generic_visit(node)
         return self._emit_while(node, node.test, node.body, k, breaks, [])
 
     def visit_For(self, node: ast.For) -> Any:
         it = node.iter
         if not (
-            self._loop_ok(node)
-            and isinstance(node.target, ast.Name)
+            isinstance(node.target, ast.Name)
             and isinstance(it, ast.Call)
             and isinstance(it.func, ast.Name)
             and it.func.id == "range"
@@ -357,12 +362,10 @@ class _Transformer(ast.NodeTransformer):
         ):
             self.generic_visit(node)
             return node
-        k = self._id()
-        try:
-            body, breaks = self._prepare_body(node.body, k)
-        except _Leave:
-            self.generic_visit(node)
+        opened = self._open_loop(node)
+        if opened is None:
             return node
+        k, body, breaks = opened
         rng, cnt = f"{_PREFIX}it_{k}", f"{_PREFIX}k_{k}"
         pre: list[ast.stmt] = [
             ast.Assign([ast.Name(rng, ast.Store())], self._jst("range_of", list(it.args))),

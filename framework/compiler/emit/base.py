@@ -358,10 +358,8 @@ class Emitter:
         ]
         opening, body = self.row_begin(prog)
         self._done: set[int] = set()
-        nodes = _nodes_by_id(
-            [r.args[0] for lp in sched.loops for r in lp.reductions]
-            + [n for lp in sched.loops for _, n in lp.stores]
-        )
+        reduced = [r.args[0] for lp in sched.loops for r in lp.reductions]
+        nodes = {n.id: n for n in loop_ir.live_nodes(reduced + [n for lp in sched.loops for _, n in lp.stores])}
         for li, loop in enumerate(sched.loops):
             reload = {i: k for i, (k, at) in spills.items() if at < li}
             roots = [r.args[0] for r in loop.reductions] + [n for _, n in loop.stores]
@@ -496,18 +494,6 @@ class Emitter:
         if prog.n is None:
             ps.append(f"{size_t} n")
         return ", ".join(ps)
-
-
-def _nodes_by_id(roots: list[loop_ir.Node]) -> dict[int, loop_ir.Node]:
-    """Every node ``roots`` reach, by id."""
-    out: dict[int, loop_ir.Node] = {}
-    stack = list(roots)
-    while stack:
-        n = stack.pop()
-        if n.id not in out:
-            out[n.id] = n
-            stack.extend(n.args)
-    return out
 
 
 def _costly_op(op: str) -> bool:
