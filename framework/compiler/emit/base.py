@@ -359,7 +359,9 @@ class Emitter:
         opening, body = self.row_begin(prog)
         self._done: set[int] = set()
         reduced = [r.args[0] for lp in sched.loops for r in lp.reductions]
-        nodes = {n.id: n for n in loop_ir.live_nodes(reduced + [n for lp in sched.loops for _, n in lp.stores])}
+        nodes = {
+            n.id: n for n in loop_ir.live_nodes(reduced + [n for lp in sched.loops for _, n in lp.stores])
+        }
         for li, loop in enumerate(sched.loops):
             reload = {i: k for i, (k, at) in spills.items() if at < li}
             roots = [r.args[0] for r in loop.reductions] + [n for _, n in loop.stores]
