@@ -276,14 +276,15 @@ def test_while_loop_body_must_keep_loop_value_types():
         fw.jit.to_static(bad)(x)
 
 
-def test_a_python_if_on_a_traced_value_names_the_line_and_the_control_flow_api():
-    def f(x):
-        if x.sum() > 0:  # the line the error names
-            return x
-        return -x
+def _flip(x):
+    if x.sum() > 0:  # the line the error names (a called helper is not converted)
+        return x
+    return -x
 
+
+def test_a_python_if_on_a_traced_value_names_the_line_and_the_control_flow_api():
     with fw.no_grad(), pytest.raises(fw.jit.TracedValueError) as e:
-        fw.jit.to_static(f)(_t([1.0], np.float32))
+        fw.jit.to_static(lambda x: _flip(x) + 0.0, full_graph=True)(_t([1.0], np.float32))
     msg = str(e.value)
     assert "test_ir_control.py" in msg and "if x.sum() > 0" in msg
     assert "fw.static.nn.cond" in msg and "fw.static.nn.while_loop" in msg

@@ -111,19 +111,20 @@ def test_non_affine_sizes_are_specialised_with_a_warning():
         np.testing.assert_allclose(sf(fw.arange(20, dtype="float32")).numpy(), np.arange(20) * 2)
 
 
-def test_python_branch_on_a_traced_value_names_the_line():
-    def f(x):
-        if x.sum() > 0:  # the line the error must name
-            return x
-        return -x
+def _sign_flip(x):
+    if x.sum() > 0:  # the line the error must name (a called helper is not converted)
+        return x
+    return -x
 
-    sf = fw.jit.to_static(f)
+
+def test_python_branch_on_a_traced_value_names_the_line():
+    sf = fw.jit.to_static(lambda x: _sign_flip(x) * 1.0, full_graph=True)
     with fw.no_grad(), pytest.raises(fw.jit.TracedValueError) as err:
         sf(fw.ones([3]))
     msg = str(err.value)
-    assert f"test_jit.py:{f.__code__.co_firstlineno + 1}" in msg and "if x.sum() > 0" in msg
-    assert "fw.where" in msg
-    sf2 = fw.jit.to_static(lambda x: x * x.max().item())
+    assert f"test_jit.py:{_sign_flip.__code__.co_firstlineno + 1}" in msg and "if x.sum() > 0" in msg
+    assert "fw.where" in msg and "full_graph=True" in msg
+    sf2 = fw.jit.to_static(lambda x: x * x.max().item(), full_graph=True)
     with fw.no_grad(), pytest.raises(fw.jit.TracedValueError, match=r"item\(\) of a traced tensor"):
         sf2(fw.ones([3]))
 

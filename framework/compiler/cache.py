@@ -34,6 +34,7 @@ import re
 import secrets
 import socket
 import stat
+import sys
 import tempfile
 import threading
 import time
@@ -295,7 +296,7 @@ class ProgramCache(_ProgramCacheContract):
         with self._lock:
             progs = self._mem.get(mk)
             if progs is None:
-                binary, _ = self._binary(compiler, source, entries[0], tuple(options), key)
+                binary, _ = self._binary(compiler, source, entries[0], tuple(options), key, len(entries))
                 progs = self._mem[mk] = {e: compiler.load(binary, e) for e in entries}
         return progs
 
@@ -360,12 +361,18 @@ class ProgramCache(_ProgramCacheContract):
         return True
 
     def _binary(
-        self, compiler: Compiler, source: str, entry: str, options: tuple[str, ...], key: str
+        self,
+        compiler: Compiler,
+        source: str,
+        entry: str,
+        options: tuple[str, ...],
+        key: str,
+        kernels: int = 1,
     ) -> tuple[bytes, bool]:
         """(the binary, whether it came from disk)."""
         path = self.path(key)
         if not self._folder(path):  # no cache folder to be had: build in memory only
-            return self._build(compiler, source, entry, options), False
+            return self._build(compiler, source, entry, options, kernels), False
         data = self._cached(path, key)
         if data is not None:
             return data, True
@@ -375,12 +382,12 @@ class ProgramCache(_ProgramCacheContract):
         except OSError:
             lock = None  # read-only cache dir: build in memory only
         if lock is None:
-            return self._build(compiler, source, entry, options), False
+            return self._build(compiler, source, entry, options, kernels), False
         try:
             data = self._cached(path, key)  # another process may have built it while we waited
             if data is not None:
                 return data, True
-            data = self._build(compiler, source, entry, options)
+            data = self._build(compiler, source, entry, options, kernels)
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".bin")
             try:
                 with os.fdopen(fd, "wb") as f:
@@ -393,15 +400,32 @@ class ProgramCache(_ProgramCacheContract):
             lock.release()
         return data, False
 
-    def _build(self, compiler: Compiler, source: str, entry: str, options: tuple[str, ...]) -> bytes:
+    def _build(
+        self, compiler: Compiler, source: str, entry: str, options: tuple[str, ...], kernels: int = 1
+    ) -> bytes:
         self.stats.compiles += 1
+        # a build that takes over PROGRESS_AFTER seconds says so on stderr (once, while it runs)
+        timer = threading.Timer(PROGRESS_AFTER, _progress, (compiler.language, kernels))
+        timer.daemon = True
+        timer.start()
         try:
             return compiler.compile(source, entry, options)
         except CompileError as exc:
             raise CompileError(compile_error_message(compiler.language, entry, str(exc), source)) from exc
+        finally:
+            timer.cancel()
 
     def clear_memory(self) -> None:
         self._mem.clear()
+
+
+#: seconds a build may take before a progress line goes to stderr
+PROGRESS_AFTER = 1.0
+
+
+def _progress(language: str, kernels: int) -> None:
+    what = "1 kernel" if kernels == 1 else f"{kernels} kernels"
+    print(f"[compiler] compiling {what} ({language})…", file=sys.stderr, flush=True)
 
 
 def read_regular(path: Path) -> tuple[bytes | None, str]:

@@ -12,10 +12,15 @@ backward) falls back to the decomposition; a compile failure warns once per op a
 
 from __future__ import annotations
 
+import hashlib
 import math
+import os
+import re
+import tempfile
 import threading
 import warnings
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -44,10 +49,48 @@ class CompileWarning(UserWarning):
     """A generated kernel could not be built; the composite ran as its decomposition."""
 
 
-def _warn_once(key: tuple[str, str], msg: str) -> None:
-    if key not in _WARNED:
-        _WARNED.add(key)
-        warnings.warn(msg, CompileWarning, stacklevel=4)
+def _warn_once(key: tuple[str, str], msg: str, exc: Exception | None = None) -> None:
+    """Warn ``msg`` once per ``key``. With the build error ``exc``, the warning stays one line:
+    the compiler's first error and the path of a log file holding the whole compiler log and
+    the generated source (which is never shown on screen)."""
+    if key in _WARNED:
+        return
+    _WARNED.add(key)
+    if exc is not None:
+        msg = (
+            f"{msg} ({first_error(str(exc))}; compiler log and generated source: {write_log(key, msg, exc)})"
+        )
+    warnings.warn(msg, CompileWarning, stacklevel=4)
+
+
+def first_error(text: str) -> str:
+    """The first line of a build failure that says what is wrong, without its file prefix."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    for ln in lines:
+        if re.search(r"\berror\b:", ln, re.IGNORECASE):
+            return re.sub(r"^\S+?:\d+(:\d+)?:\s*", "", ln)[:200]
+    return (lines[0] if lines else "no compiler output")[:200]
+
+
+def log_dir() -> Path:
+    """Where build failures are logged: ``$OARLOCK_COMPILE_LOG_DIR`` or a folder in the temp dir."""
+    env = os.environ.get("OARLOCK_COMPILE_LOG_DIR")
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    return Path(env) if env else Path(tempfile.gettempdir()) / f"oarlock-compile-logs-{uid}"
+
+
+def write_log(key: tuple[str, str], msg: str, exc: Exception) -> str:
+    """Write ``msg`` and the whole error (compiler log, generated source) to a file; its path."""
+    text = f"{msg}\n\n{exc}\n"
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", "-".join(key))[:80]
+    folder = log_dir()
+    path = folder / f"{slug}-{hashlib.sha1(text.encode()).hexdigest()[:10]}.log"
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        path.write_text(text)
+    except OSError as err:
+        return f"<not written: {err}>"
+    return str(path)
 
 
 def compiler_for(dev: _dev.Device) -> Any:
@@ -355,7 +398,10 @@ def _fail(op: base.OpDef, dev: _dev.Device, plan: Plan, exc: Exception) -> None:
         if v is plan:
             _PLANS[k] = None
     _warn_once(
-        (op.name, dev.type), f"{exc}\n[compiler] '{op.name}' on {dev} runs as its decomposition from now on"
+        (op.name, dev.type),
+        f"[compiler] the kernel generated for '{op.name}' does not build on {dev}; it runs as its "
+        f"decomposition from now on",
+        exc,
     )
 
 
@@ -452,7 +498,9 @@ def generated_backward(
         plan.backward[wanted] = None
         _warn_once(
             (op.name + " backward", dev.type),
-            f"{exc}\n[compiler] the backward of '{op.name}' runs as its gradient rule from now on",
+            f"[compiler] the backward kernel generated for '{op.name}' does not build on {dev}; it runs as "
+            f"its gradient rule from now on",
+            exc,
         )
         return None
     res: list[Tensor | None] = [None] * len(ins)

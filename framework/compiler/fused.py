@@ -222,7 +222,8 @@ def built_entry(
         fusion.count("failed")
         _warn_once(
             (op, device_type),
-            f"{exc}\n[compiler] {what} does not build on {device_type}; {fallback} from now on",
+            f"[compiler] {what} does not build on {device_type}; {fallback} from now on",
+            exc,
         )
         return None
     fusion.count("kernels")

@@ -287,8 +287,9 @@ def _failed(op: str, dev: _dev.Device, tag: str, exc: Exception) -> None:
     _STATS[tag + " failed"] += 1
     _warn_once(
         (op, dev.type),
-        f"{exc}\n[compiler] the generated primitive '{op}' does not build on "
+        f"[compiler] the generated primitive '{op}' does not build on "
         f"{dev.type}; it runs on the cpu plugin (fallback) from now on",
+        exc,
     )
     return None
 

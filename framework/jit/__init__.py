@@ -13,10 +13,12 @@ inference.
 from __future__ import annotations
 
 from . import control  # noqa: F401 — registers how the to_static tracer records fw.static.nn.cond/while_loop
-from .api import ConcreteProgram, StaticFunction, to_static
+from .api import ConcreteProgram, StaticFunction, graph_breaks, to_static
+from .convert_ops import ConversionError
+from .graph_break import GraphBreak
 from .io import ProgramFileError, TranslatedLayer, load, save
 from .memory import memory_report
-from .trace import TracedValueError, TracingError
+from .trace import GraphBreakError, TracedValueError, TracingError
 
 _traced_call = StaticFunction.__call__
 _TO_STATIC = [True]
@@ -55,12 +57,16 @@ def enable_to_static(enable_to_static_bool: bool) -> None:
 
 __all__ = [
     "ConcreteProgram",
+    "ConversionError",
+    "GraphBreak",
+    "GraphBreakError",
     "enable_to_static",
     "ProgramFileError",
     "StaticFunction",
     "TracedValueError",
     "TracingError",
     "TranslatedLayer",
+    "graph_breaks",
     "load",
     "memory_report",
     "save",

@@ -10,7 +10,9 @@ serves every size there (see :mod:`framework.jit.symbolic`).
 from __future__ import annotations
 
 import functools
+import types
 import warnings
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,13 +21,21 @@ import numpy as np
 
 from .._src import autograd
 from .._src import device as _dev
+from .._src.ops import base
 from .._src.tensor import Tensor
 from ..ir import Executor, Program, verify
 from ..ir import passes as _passes
 from ..static import InputSpec
 from . import symbolic, train_step
+from .ast_convert import convert
 from .autodiff import Backward, make_backward, split
-from .trace import TracingError, trace
+from .convert_ops import Undefined, flatten, unflatten
+from .graph_break import GraphBreak, probe
+from .trace import GraphBreakError, TracingError, trace
+
+#: the programs (and eager variants) one StaticFunction keeps before dropping the oldest
+MAX_VARIANTS = 16
+BACKENDS = (None, "CINN")
 
 
 @dataclass
@@ -44,9 +54,49 @@ class ConcreteProgram:
     #: a traced training step (backward / optimizer calls inside): (actions, number of the
     #: function's own outputs, whether it returned one tensor); see framework.jit.train_step
     step: tuple[list[tuple[str, Any]], int, bool] | None = None
+    #: the structure of what the function returns (dicts, nested tuples, Python values), when
+    #: it is not one tensor or a flat tuple of tensors
+    tree: Any = None
 
     def guards_hold(self) -> bool:
         return all(t.stop_gradient == sg for t, sg in self.grad_guard)
+
+
+class _Layout(tuple):
+    """How a call's arguments are laid out: the structure of ``(args, kwargs)`` and its
+    non-tensor leaves by position (guarded by value). Tensors are the program's inputs."""
+
+    __slots__ = ()
+
+    def rebuild(self, tensors: Sequence[Tensor]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        struct, consts, n = self
+        fixed = dict(consts)
+        it = iter(tensors)
+        args, kwargs = unflatten(struct, [fixed[k] if k in fixed else next(it) for k in range(n)])
+        return tuple(args), dict(kwargs)
+
+
+def _flat_result(res: Any, tree: list[Any]) -> Any:
+    """What a traced function returned, as the tracer takes it (a tensor or a tuple of
+    tensors); any other structure is noted in ``tree`` (its Python values kept there)."""
+    if isinstance(res, Tensor) or (
+        isinstance(res, (tuple, list)) and res and all(isinstance(r, Tensor) for r in res)
+    ):
+        return res
+    leaves, struct = flatten(res)
+    for v in leaves:
+        if isinstance(v, Undefined):
+            raise v.error()
+    if not tree:
+        tree.append((struct, [None if isinstance(v, Tensor) else v for v in leaves]))
+    return tuple(v for v in leaves if isinstance(v, Tensor))
+
+
+def _layout(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[_Layout, list[Tensor]]:
+    leaves, struct = flatten((args, kwargs))
+    tensors = [x for x in leaves if isinstance(x, Tensor)]
+    consts = tuple((i, x) for i, x in enumerate(leaves) if not isinstance(x, Tensor))
+    return _Layout((struct, consts, len(leaves))), tensors
 
 
 class _Specialise(TracingError):
@@ -68,8 +118,9 @@ class StaticFunction:
         fn: Callable[..., Any],
         input_spec: Sequence[InputSpec] | None = None,
         layer: Any = None,
-        full_graph: bool = True,
+        full_graph: bool = False,
         passes: Any = _passes.DEFAULT_LEVEL,
+        backend: str | None = "CINN",
     ) -> None:
         if input_spec is not None and (
             isinstance(input_spec, InputSpec) or any(not isinstance(s, InputSpec) for s in input_spec)
@@ -80,10 +131,25 @@ class StaticFunction:
         self._fn = fn
         self._layer = layer
         self.input_spec = list(input_spec) if input_spec is not None else None
+        if backend not in BACKENDS:
+            raise ValueError(
+                f"[to_static] backend must be None or 'CINN' (the compiler's fusion groups), got {backend!r}"
+            )
+        #: True: a graph break is an error naming the line; False: that call runs eagerly
         self.full_graph = full_graph
+        #: "CINN": the compiler fuses the program's ops into kernels; None: the ops run one by one
+        self.backend = backend
         #: the pass level or pass names run on every traced program (None: none)
         self.passes = passes
+        #: the function as traced: its Python control flow converted (framework.jit.ast_convert)
+        self._converted = convert(fn)
         self._programs: dict[Any, ConcreteProgram] = {}
+        #: guard sets whose trace broke: where and why (those calls run eagerly)
+        self._broken: dict[Any, list[GraphBreak]] = {}
+        #: the breaks of the latest call (empty when it ran as one program)
+        self.last_breaks: list[GraphBreak] = []
+        self._bound: weakref.WeakKeyDictionary[Any, StaticFunction] = weakref.WeakKeyDictionary()
+        self._warned_variants = False
         self._fast: dict[Any, ConcreteProgram] = {}  # tensor metadata -> program (see __call__)
         self._specialised: set[Any] = set()
         functools.update_wrapper(self, fn)  # type: ignore[arg-type]
@@ -106,16 +172,24 @@ class StaticFunction:
         out.update({id(b): (n, b) for n, b in self._layer.named_buffers() if id(b) not in out})
         return out
 
-    def _step_fn(self, n_args: int, steps: list[Any] | None) -> Callable[..., Any]:
+    def _step_fn(
+        self, n_args: int, steps: list[Any] | None, layout: _Layout | None, tree: list[Any]
+    ) -> Callable[..., Any]:
         """The function as traced: ``backward``/``step``/``clear_grad`` calls inside are
-        recorded (framework.jit.train_step); the gradients become extra outputs."""
-        fn = self._fn
+        recorded (framework.jit.train_step); the gradients become extra outputs. With a
+        ``layout`` the tensors are put back among the call's Python values; what the function
+        returns is flattened (its structure goes to ``tree``)."""
+        fn = self._converted
 
         def traced(*args: Any) -> Any:
             with train_step.recording(args[:n_args]) as rec:
-                res = fn(*args)
+                if layout is None:
+                    res = fn(*args)
+                else:
+                    a, kw = layout.rebuild(args[:n_args])
+                    res = fn(*a, **kw)
                 if not rec.active:
-                    return res
+                    return _flat_result(res, tree)
                 rec.flush()
                 outs = (
                     [res]
@@ -144,9 +218,8 @@ class StaticFunction:
         use); a dim is an int or a symbol name. ``requires`` (which arguments need a
         gradient) asks for a training program: forward plus backward."""
         dev = _dev.parse(device) if not isinstance(device, _dev.Device) else device
-        training = bool(getattr(self._layer, "training", False))
         req = None if requires is None else tuple(bool(r) for r in requires)
-        key = (tuple((tuple(d), np.dtype(t)) for d, t in specs), dev, tuple(extra), training, req)
+        key = self._key(specs, dev, extra if isinstance(extra, _Layout) else tuple(extra), req)
         cp = self._programs.get(key)
         if cp is None or not cp.guards_hold():
             steps: list[Any] = []
@@ -168,12 +241,16 @@ class StaticFunction:
         name = getattr(self._fn, "__name__", "forward")
         name = name if name.isidentifier() else "forward"
 
+        layout = extra if isinstance(extra, _Layout) else None
+        tree: list[Any] = []
+
         def run(binding: dict[str, int]) -> tuple[Any, str]:
             shapes = [
                 (tuple(binding[d] if isinstance(d, str) else d for d in dims), np.dtype(t))
                 for dims, t in specs
             ]
-            return trace(self._step_fn(len(specs), steps), shapes, dev, params, extra, name, requires)
+            fn = self._step_fn(len(specs), steps, layout, tree)
+            return trace(fn, shapes, dev, params, () if layout is not None else extra, name, requires)
 
         if symbols:
             bindings = symbolic.probe_bindings(symbols)
@@ -201,13 +278,17 @@ class StaticFunction:
             bconsts = dict(tr.constants)  # the backward program's own (passes fold and drop)
             if self.passes is not None:
                 _passes.run_pipeline(bprog, self.passes, bconsts, dev)
-            bex = Executor(_passes.fuse_program(bprog, dev, bconsts), dev, tr.param_tensors, bconsts)
+            brun = _passes.fuse_program(bprog, dev, bconsts) if self.backend == "CINN" else bprog
+            bex = Executor(brun, dev, tr.param_tensors, bconsts)
             bw = make_backward(name, bprog, bex, b["n_outs"], n_saved, b["diff"], b["wanted"])
         if self.passes is not None:  # fold, canonicalize, cse, fuse, dce (framework.ir.passes)
             _passes.run_pipeline(prog, self.passes, tr.constants, dev)
         # the compiler's fusion groups (OARLOCK_COMPILE=0: none) on a copy; `prog` stays portable
-        ex = Executor(_passes.fuse_program(prog, dev, tr.constants), dev, tr.param_tensors, tr.constants)
-        return ConcreteProgram(prog, dict(tr.param_tensors), dict(tr.constants), structure, ex, bw, guard)
+        run_prog = _passes.fuse_program(prog, dev, tr.constants) if self.backend == "CINN" else prog
+        ex = Executor(run_prog, dev, tr.param_tensors, tr.constants)
+        cp = ConcreteProgram(prog, dict(tr.param_tensors), dict(tr.constants), structure, ex, bw, guard)
+        cp.tree = tree[0] if tree else None
+        return cp
 
     @property
     def programs(self) -> list[ConcreteProgram]:
@@ -216,6 +297,8 @@ class StaticFunction:
 
     # -- calling --------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if base.TRACER.get() is not None:  # called inside another trace (or a probe): part of it
+            return self._converted(*args, **kwargs)
         fast = None
         if not kwargs:
             # the same tensor metadata as a call before: the same program (guards re-checked)
@@ -230,10 +313,23 @@ class StaticFunction:
             else:
                 cp = self._fast.get(fast)
                 if cp is not None and (not cp.grad_guard or cp.guards_hold()):
+                    self.last_breaks = []
                     return self._run(cp, args)
-        tensors = [a for a in args if isinstance(a, Tensor)]
-        if kwargs or not tensors:
-            return self._fn(*args, **kwargs)  # nothing to trace against: run as written
+        simple = not kwargs and all(isinstance(a, Tensor) for a in args)
+        if simple:
+            tensors, layout = list(args), None
+        else:
+            layout, tensors = _layout(args, kwargs)
+            try:
+                hash(layout)
+            except TypeError:
+                raise TracingError(
+                    f"[to_static] {self.__name__}: the arguments that are not tensors are guarded by value and "
+                    f"must be hashable (ints, floats, strings, tuples...); got "
+                    f"{sorted({type(v).__name__ for _, v in layout[1]})}"
+                ) from None
+        if not tensors:
+            return self._converted(*args, **kwargs)  # nothing to trace against: run as written
         dev = tensors[0].device
         for t in tensors:
             if t.device != dev:
@@ -241,42 +337,78 @@ class StaticFunction:
                     f"[to_static] the tensor arguments of {self.__name__} are on {dev} and {t.device}; "
                     f"put them on one device"
                 )
-        if len(tensors) != len(args):  # non-tensor arguments are guarded by value and passed as they are
-            extra = tuple(a for a in args if not isinstance(a, Tensor))
-            if any(isinstance(a, Tensor) for a in args[len(tensors) :]) or any(
-                not isinstance(a, Tensor) for a in args[: len(tensors)]
-            ):
-                raise TracingError(
-                    f"[to_static] {self.__name__}: put tensor arguments first, then Python values"
-                )
-            try:
-                hash(extra)
-            except TypeError:
-                raise TracingError(
-                    f"[to_static] {self.__name__}: non-tensor arguments must be hashable (they are "
-                    f"guarded by value), got {[type(a).__name__ for a in extra]}"
-                ) from None
-        else:
-            extra = ()
+        extra: Any = () if layout is None else layout
         specs = [self._spec_of(k, t) for k, t in enumerate(tensors)]
         requires = tuple(not t.stop_gradient for t in tensors) if autograd.is_grad_enabled() else None
         skey = (tuple(specs), dev, extra)
         if skey in self._specialised:
             specs = [(tuple(t.shape), t.dtype) for t in tensors]
+        bkey = self._key(specs, dev, extra, requires)
+        if bkey in self._broken:  # this guard set broke its graph: eager, as traced before
+            self.last_breaks = self._broken[bkey]
+            return self._fn(*args, **kwargs)
         try:
-            cp = self.get_concrete_program(specs, dev, extra, requires)
-        except _Specialise as exc:
-            self._specialised.add(skey)
-            warnings.warn(
-                f"[to_static] the dynamic dims of {self.__name__} are specialised (one program per size): "
-                f"{exc}",
-                stacklevel=2,
-            )
-            specs = [(tuple(t.shape), t.dtype) for t in tensors]
-            cp = self.get_concrete_program(specs, dev, extra, requires)
-        if fast is not None and len(tensors) == len(args):
+            try:
+                cp = self.get_concrete_program(specs, dev, extra, requires)
+            except _Specialise as exc:
+                self._specialised.add(skey)
+                warnings.warn(
+                    f"[to_static] the dynamic dims of {self.__name__} are specialised (one program per size): "
+                    f"{exc}",
+                    stacklevel=2,
+                )
+                specs = [(tuple(t.shape), t.dtype) for t in tensors]
+                bkey = self._key(specs, dev, extra, requires)
+                cp = self.get_concrete_program(specs, dev, extra, requires)
+        except GraphBreakError as exc:
+            if self.full_graph:
+                raise type(exc)(
+                    f"{exc}\n(to_static with full_graph=True: a graph break is an error)"
+                ) from None
+            res, breaks = probe(self._converted, args, kwargs)
+            if not breaks:  # the trace stopped where the probe reads nothing (a host-side draw...)
+                breaks = [GraphBreak(_where_of(exc), str(exc).split("\n")[0])]
+            self._broken[bkey] = self.last_breaks = breaks
+            self._bound_variants()
+            return res
+        self.last_breaks = []
+        self._bound_variants()
+        if fast is not None and simple:
             self._fast[fast] = cp
         return self._run(cp, tensors)
+
+    def _key(self, specs: Any, dev: Any, extra: Any, requires: Any) -> Any:
+        training = bool(getattr(self._layer, "training", False))
+        return (tuple((tuple(d), np.dtype(t)) for d, t in specs), dev, extra, training, requires)
+
+    def _bound_variants(self) -> None:
+        """At most MAX_VARIANTS programs and eager variants: past it, the oldest are dropped
+        (re-traced when their guards come again), with one warning."""
+        n = len(self._programs) + len(self._broken)
+        if n <= MAX_VARIANTS:
+            return
+        if not self._warned_variants:
+            self._warned_variants = True
+            warnings.warn(
+                f"[to_static] {self.__name__} has {n} traced variants (one per guard set: argument shapes, "
+                f"dtypes, Python values, training flag), more than {MAX_VARIANTS}; the oldest are dropped "
+                f"and re-traced when needed. Give dynamic dims as None in input_spec, or pass changing "
+                f"Python values as tensors",
+                stacklevel=3,
+            )
+        while len(self._programs) + len(self._broken) > MAX_VARIANTS:
+            pool = self._programs if self._programs else self._broken
+            del pool[next(iter(pool))]
+        self._fast.clear()
+
+    @property
+    def graph_breaks(self) -> list[GraphBreak]:
+        """Every graph break seen so far, over all guard sets (one per line)."""
+        seen: dict[str, GraphBreak] = {}
+        for bs in self._broken.values():
+            for b in bs:
+                seen.setdefault(b.where, b)
+        return list(seen.values())
 
     def _run(self, cp: ConcreteProgram, tensors: Sequence[Tensor]) -> Any:
         outs = cp.executor(*tensors)
@@ -288,18 +420,48 @@ class StaticFunction:
             actions, n, single = cp.step
             train_step.apply(actions, outs[n:], tensors)
             return outs[0] if single else tuple(outs[:n])
+        if cp.tree is not None:
+            struct, leaves = cp.tree
+            it = iter(outs)
+            return unflatten(struct, [next(it) if v is None else v for v in leaves])
         return outs[0] if cp.structure == "tensor" else tuple(outs)
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
         if obj is None:
             return self
-        return functools.partial(self.__call__, obj)
+        # ``@to_static`` on a method in the class body: one StaticFunction per instance, over
+        # its parameters (a Layer's) and its own programs
+        bound = self._bound.get(obj)
+        if bound is None:
+            bound = StaticFunction(
+                types.MethodType(self._fn, obj),
+                self.input_spec,
+                obj if _is_layer(obj) else None,
+                self.full_graph,
+                self.passes,
+                self.backend,
+            )
+            self._bound[obj] = bound
+        return bound
+
+
+def _where_of(exc: Exception) -> str:
+    """The ``file:line (source)`` a tracing error names, or its first line."""
+    msg = str(exc)
+    at = msg.find(" at ")
+    if at >= 0:
+        rest = msg[at + 4 :]
+        end = rest.find("): ")
+        return rest[: end + 1] if end >= 0 else rest.split(":", 2)[0]
+    return msg.split("\n")[0]
 
 
 def to_static(
     function: Any = None,
     input_spec: Sequence[InputSpec] | None = None,
-    full_graph: bool = True,
+    build_strategy: Any = None,
+    backend: str | None = "CINN",
+    full_graph: bool = False,
     passes: Any = _passes.DEFAULT_LEVEL,
     **kwargs: Any,
 ) -> Any:
@@ -312,32 +474,75 @@ def to_static(
     ...     lin(fw.ones([3, 4])).shape
     (3, 2)
 
+    Used bare, as ``@to_static(input_spec=[...])``, on a function, a bound method, a Layer
+    (changed in place: its ``forward`` becomes a :class:`StaticFunction`, and it is returned) or
+    on ``forward`` in a Layer's class body. Python ``if``/``while``/``for i in range(n)`` on
+    tensors are converted to the program's control flow (:mod:`framework.jit.ast_convert`).
+
+    ``full_graph``: False (Paddle's default): where Python cannot be recorded (``print`` of a
+    tensor, ``.numpy()``, ``.item()``...) the call runs eagerly for that guard set (a graph
+    break; :func:`graph_breaks` says where and why); True: a break is an error naming the line.
+    ``backend``: ``"CINN"`` (our compiler fuses the program's ops into kernels) or None.
     ``passes`` is the optimisation level run on every traced program (``"O2"``: fold,
     canonicalize, cse, fuse, dce; ``"O1"``; ``"O0"``), a list of pass names, or None for
-    none (:mod:`framework.ir.passes`).
-
-    Used bare or as ``@to_static(input_spec=[...])``. A Layer is changed in place (its
-    ``forward`` becomes a :class:`StaticFunction`) and returned.
+    none (:mod:`framework.ir.passes`). ``build_strategy`` is accepted for Paddle's signature.
     """
+    kwargs.pop("property", None)
     if kwargs:
         raise TypeError(
-            f"[to_static] unexpected arguments {sorted(kwargs)}; expected input_spec=, full_graph= and passes="
+            f"[to_static] unexpected arguments {sorted(kwargs)}; expected input_spec=, build_strategy=, "
+            f"backend=, full_graph= and passes="
         )
+    if backend not in BACKENDS:
+        raise ValueError(f"[to_static] backend must be None or 'CINN', got {backend!r}")
+    opts = {"full_graph": bool(full_graph), "passes": passes, "backend": backend}
     if function is None:
-        return lambda f: to_static(f, input_spec=input_spec, full_graph=full_graph, passes=passes)
-    if not full_graph:
-        raise NotImplementedError(
-            "[to_static] full_graph=False (falling back to Python for untraceable parts) is not "
-            "available; trace the whole function (full_graph=True)"
-        )
+        return lambda f: to_static(f, input_spec=input_spec, **opts)  # type: ignore[arg-type]
     if _is_layer(function):
         fwd = function.forward
         if isinstance(fwd, StaticFunction):
             return function
-        object.__setattr__(function, "forward", StaticFunction(fwd, input_spec, function, full_graph, passes))
+        object.__setattr__(
+            function,
+            "forward",
+            StaticFunction(fwd, input_spec, function, opts["full_graph"], passes, backend),
+        )
         return function
     if isinstance(function, StaticFunction):
         return function
     if not callable(function):
         raise TypeError(f"[to_static] expected a function or a Layer, got {type(function).__name__}")
-    return StaticFunction(function, input_spec, None, full_graph, passes)
+    layer = (
+        function.__self__ if isinstance(function, types.MethodType) and _is_layer(function.__self__) else None
+    )
+    return StaticFunction(function, input_spec, layer, opts["full_graph"], passes, backend)
+
+
+def graph_breaks(fn: Any, *args: Any, **kwargs: Any) -> list[GraphBreak]:
+    """Where and why a ``to_static`` function broke its graph: one :class:`GraphBreak`
+    (``where``: ``file:line (source)``, ``reason``) per line, in order.
+
+    With arguments, ``fn`` is called with them first (made ``to_static`` if it is not) and the
+    breaks of that call are returned; without, every break seen so far. A Layer stands for its
+    ``forward``.
+
+    >>> import framework as fw
+    >>> def f(x):
+    ...     y = x * 2
+    ...     print(y.sum().item())
+    ...     return y + 1
+    >>> [b.reason for b in fw.jit.graph_breaks(f, fw.ones([2]))]
+    4.0
+    ['item() reads the value']
+    """
+    if _is_layer(fn):
+        fwd = fn.forward
+        sf = fwd if isinstance(fwd, StaticFunction) else to_static(fn).forward
+    else:
+        sf = fn if isinstance(fn, StaticFunction) else to_static(fn)
+    if not isinstance(sf, StaticFunction):
+        raise TypeError(f"[graph_breaks] expected a to_static function or a Layer, got {type(fn).__name__}")
+    if args or kwargs:
+        sf(*args, **kwargs)
+        return list(sf.last_breaks)
+    return sf.graph_breaks

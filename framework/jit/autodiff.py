@@ -106,7 +106,10 @@ def split(
                 read(v)
     for v in ret.operands[n_outs:]:
         read(v)
-    saved, again = rematerialize(fwd_ops, saved) if recompute else (saved, [])
+    # a value the backward tests for equality (max's gradient: x == max) must be the forward's
+    # own bits: recomputed by another kernel it may differ in the last bit and match nothing
+    pinned = {v for op in bwd_ops for o in (op, *op.walk()) if o.name in _EXACT for v in o.operands}
+    saved, again = rematerialize(fwd_ops, saved, pinned) if recompute else (saved, [])
     for op in again:  # the parameters and constants recomputed values read
         for v in op.operands:
             d = v.defining_op
@@ -154,7 +157,13 @@ def _recomputable(op: Operation) -> bool:
     return d.kind == "view" or (d.lower is not None and d.lower.role in ("expr", "cast", "pass"))
 
 
-def rematerialize(fwd_ops: Sequence[Operation], saved: list[Value]) -> tuple[list[Value], list[Operation]]:
+#: comparisons the backward makes against forward values: their operands are never recomputed
+_EXACT = ("op.eq", "op.ne")
+
+
+def rematerialize(
+    fwd_ops: Sequence[Operation], saved: list[Value], pinned: set[Value] | frozenset[Value] = frozenset()
+) -> tuple[list[Value], list[Operation]]:
     """Which forward values the backward reads from memory, and which it computes again.
 
     A saved value made by a short chain of element-wise ops (:func:`_recomputable`) from
@@ -164,8 +173,8 @@ def rematerialize(fwd_ops: Sequence[Operation], saved: list[Value]) -> tuple[lis
     ``up`` from the forward, where ``gate`` and ``up`` suffice. The forward writes fewer
     tensors and the recomputed ops join the backward's fusion groups. Latest values first, so
     a value another one was recomputed from may be recomputed in turn.
-    ``OARLOCK_REMAT=0`` saves every value the backward reads. Returns the saved values (in
-    forward order) and the ops to recompute (in forward order)."""
+    ``OARLOCK_REMAT=0`` saves every value the backward reads; ``pinned`` values are always
+    read. Returns the saved values (in forward order) and the ops to recompute (in forward order)."""
     if not env.flag("OARLOCK_REMAT", True) or not saved:
         return saved, []
     order = {id(op): i for i, op in enumerate(fwd_ops)}
@@ -200,7 +209,7 @@ def rematerialize(fwd_ops: Sequence[Operation], saved: list[Value]) -> tuple[lis
         return list(ops.values()), list(need)
 
     for v in sorted(saved, key=lambda v: -order[id(v.defining_op)]):  # type: ignore[arg-type]
-        if not isinstance(v.type, TensorType):
+        if not isinstance(v.type, TensorType) or v in pinned:
             continue
         found = chain(v)
         if found is None:

@@ -123,6 +123,12 @@ def _emit_cond(
     return outs, s0
 
 
+def record_cond(tr: Any, op: Operation, outs: list[Tensor], pred: Tensor) -> None:
+    """Make a ``cf.cond`` built elsewhere (converted Python control flow,
+    :mod:`framework.jit.convert_ops`) one node of the tape, with ``cond``'s gradient."""
+    _record(tr, op, outs, _COND_GRAD, pred)
+
+
 def _shape_of(s: Any) -> str:
     if s is None:
         return "None"

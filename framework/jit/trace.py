@@ -41,8 +41,25 @@ class TracingError(OarlockError):
     """The function cannot be traced into a program (the message says why and what to do)."""
 
 
-class TracedValueError(TracingError):
-    """Python code read the values of a traced tensor (``bool``, ``item``, ``numpy``...)."""
+class GraphBreakError(TracingError):
+    """What Python does here cannot be recorded into a program.
+
+    A read of a traced tensor's values, an op whose output shape depends on values: under
+    ``to_static(full_graph=False)`` the call runs eagerly instead (a graph break, see
+    :mod:`framework.jit.graph_break`); with ``full_graph=True`` this error names the line.
+
+    >>> import framework as fw
+    >>> f = fw.jit.to_static(lambda x: x * x.sum().item(), full_graph=True)
+    >>> try:
+    ...     f(fw.ones([2]))
+    ... except fw.jit.GraphBreakError as e:
+    ...     print("item()" in str(e))
+    True
+    """
+
+
+class TracedValueError(GraphBreakError):
+    """Python code read the values of a traced tensor (``bool``, ``item``, ``numpy``, ``print``...)."""
 
 
 def _user_line() -> str:
@@ -56,10 +73,12 @@ def _user_line() -> str:
 def _value_read(what: str) -> TracedValueError:
     return TracedValueError(
         f"[to_static] {what} of a traced tensor at {_user_line()}: while tracing a tensor has no values, "
-        f"so a Python branch or loop on it cannot be recorded. For data-dependent control flow use "
-        f"fw.static.nn.cond(pred, true_fn, false_fn) for an `if` and fw.static.nn.while_loop(cond, body, "
-        f"loop_vars) for a `while` (as Paddle's paddle.static.nn.cond / while_loop); fw.where(cond, a, b) "
-        f"chooses elementwise; Python branches on shapes and Python values are fine"
+        f"so this cannot be recorded into the program (with full_graph=False it is a graph break: the call "
+        f"runs eagerly). An `if`/`while`/`for i in range(n)` written in the traced function itself is "
+        f"converted; elsewhere use fw.static.nn.cond(pred, true_fn, false_fn) for an `if` and "
+        f"fw.static.nn.while_loop(cond, body, loop_vars) for a `while` (as Paddle's paddle.static.nn.cond / "
+        f"while_loop); fw.where(cond, a, b) chooses elementwise; Python branches on shapes and Python values "
+        f"are fine"
     )
 
 
@@ -119,6 +138,12 @@ class TracedTensor(Tensor):
     def __repr__(self) -> str:
         return f"TracedTensor(shape={list(self.shape)}, dtype={self.dtype}, device={self.device})"
 
+    def __str__(self) -> str:
+        raise _value_read("printing the values (print, str)")
+
+    def __format__(self, spec: str) -> str:
+        raise _value_read("printing the values (format)")
+
     def backward(self, grad_tensor: Tensor | None = None, retain_graph: bool = False) -> None:
         """Inside a traced training step: recorded into the program (framework.jit.train_step)."""
         from .train_step import traced_backward
@@ -171,6 +196,8 @@ class Tracer:
         self.param_tensors: dict[str, Tensor] = {}
         self.const_values: dict[int, tuple[Tensor, Value]] = {}
         self.constants: dict[str, Tensor] = {}
+        #: every block a region was traced into (a discarded trace attempt drops their uses)
+        self.opened: list[Block] = []
         #: for a training trace, where the joint program splits (see :func:`trace`)
         self.backward: dict[str, Any] | None = None
 
@@ -187,6 +214,7 @@ class Tracer:
         """Trace into a new block (a region of a cf op being built); its values go out of
         scope at the end. Parameters and constants still go to the program's body."""
         blk, scope = Block(), _Scope(what)
+        self.opened.append(blk)
         saved = self.block, self.scope
         self.block, self.scope = blk, scope
         try:
@@ -302,8 +330,9 @@ class Tracer:
                 )
             metas = [(tuple(attrs["shape"]), np.dtype(attrs["dtype"]))]
         elif op.infer is None:
-            raise TracingError(
-                f"[to_static] op '{op.name}' has no shape rule, so it cannot be traced; run it eagerly"
+            raise GraphBreakError(
+                f"[to_static] op '{op.name}' at {_user_line()} has no shape rule (its output shape depends "
+                f"on values), so it cannot be traced; run it eagerly"
             )
         else:
             metas = op.infer(ins, attrs)

@@ -370,6 +370,10 @@ class Emitter:
         ]
         opening, body = self.row_begin(prog)
         self._done: set[int] = set()
+        reduced = [r.args[0] for lp in sched.loops for r in lp.reductions]
+        nodes = {
+            n.id: n for n in loop_ir.live_nodes(reduced + [n for lp in sched.loops for _, n in lp.stores])
+        }
         for li, loop in enumerate(sched.loops):
             reload = {i: k for i, (k, at) in spills.items() if at < li}
             roots = [r.args[0] for r in loop.reductions] + [n for _, n in loop.stores]
@@ -377,6 +381,11 @@ class Emitter:
             seen: set[int] = set(reload)
             for n in roots:
                 self._collect(n, seen, order, body)
+            # a value this pass keeps for a later one is computed here even where the pass's own
+            # roots reach it only through a value it reloads (plan_spills' closure ignores reloads)
+            for i, (_, at) in spills.items():
+                if at == li and i not in reload:
+                    self._collect(nodes[i], seen, order, body)
             reds = [(r, f"acc{r.id}") for r in loop.reductions]
             lanes = self.lanes(prog, reds)
             lane = "_l[j - jj]" if lanes > 1 else ""
