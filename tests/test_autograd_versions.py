@@ -280,3 +280,16 @@ def test_a_collective_that_writes_a_saved_tensor_in_place_is_caught():
     assert a._inplace_version() == 1
     with pytest.raises(RuntimeError, match=r"modified by an inplace operation.*distributed\.all_reduce"):
         b.backward()
+
+
+def test_set_state_dict_copies_so_a_step_on_one_model_leaves_the_other_alone():
+    """``m2.set_state_dict(m1.state_dict())`` copies the values (Paddle does): an optimizer's
+    in-place step on ``m1`` must not change ``m2``."""
+    m1, m2 = fw.nn.Linear(2, 2), fw.nn.Linear(2, 2)
+    m2.set_state_dict(m1.state_dict())
+    before = m2.weight.numpy().copy()
+    opt = fw.optimizer.SGD(learning_rate=0.1, parameters=m1.parameters())
+    m1(fw.ones([1, 2])).sum().backward()
+    opt.step()
+    np.testing.assert_array_equal(m2.weight.numpy(), before)
+    assert not np.array_equal(m1.weight.numpy(), before)

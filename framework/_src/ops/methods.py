@@ -222,7 +222,9 @@ def _set_value(self: Tensor, value: Any) -> Tensor:
     if v.shape != self.shape:
         raise OpArgumentError(f"[set_value] value has shape {v.shape}, the tensor has {self.shape}")
     v = v.to(self.device).astype(self.dtype).detach()
-    if v._block is self._block:
+    if v._block is self._block or (isinstance(value, Tensor) and v._block is value._block):
+        # NOTE: the values are copied (as Paddle's set_value does): sharing the source's storage
+        # would let an in-place update of either tensor (an optimizer's step) change the other
         v = clone(v)
     self._block, self._offset, self._nv = v._block, v._offset, None
     self._bump_version("set_value")
