@@ -10,7 +10,17 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .examples import Example
-from .run import MISSING, SEED, Side, compare, error_summary, paddle_reproduces, random_paths, run_example
+from .run import (
+    MISSING,
+    SEED,
+    PaddleSide,
+    Side,
+    compare,
+    error_summary,
+    paddle_reproduces,
+    random_paths,
+    run_example,
+)
 
 
 @dataclass
@@ -31,7 +41,7 @@ class Outcome:
 
 
 def evaluate(
-    example: Example, paddle: Side, oarlock: Side, random: list[str] | None | bool = True
+    example: Example, paddle: PaddleSide, oarlock: Side, random: list[str] | None | bool = True
 ) -> Outcome:
     """Run ``example`` under both sides. ``random=True`` finds random leaves by a second seed;
     a list (or None) gives them, as recorded, to skip the second Paddle run."""
@@ -42,7 +52,8 @@ def evaluate(
     if not out.paddle_runs:
         return out
     if random is True:
-        again = run_example(paddle, example, SEED + 1)
+        with paddle.seeds_moved(1):
+            again = run_example(paddle, example, SEED + 1)
         found = random_paths(want, again) if again.error is None else None
         out.random = None if found is None else sorted(found)
     else:
@@ -59,7 +70,7 @@ def evaluate(
 
 def evaluate_all(
     examples: Iterable[Example],
-    paddle: Side,
+    paddle: PaddleSide,
     oarlock: Side,
     progress: Callable[[Outcome], None] | None = None,
 ) -> list[Outcome]:

@@ -102,6 +102,17 @@ class PaddleSide(Side):
             return str(v).replace("paddle.", "")
         return None
 
+    @contextlib.contextmanager
+    def seeds_moved(self, offset: int):
+        """Inside, ``paddle.seed(s)`` seeds ``s + offset``: an example that seeds itself draws
+        other numbers, so the leaves that come from the generator show up as random."""
+        real = self.paddle.seed
+        self.paddle.seed = lambda s: real(s + offset)
+        try:
+            yield
+        finally:
+            self.paddle.seed = real
+
     def reset(self, seed: int) -> None:
         p = self.paddle
         if not p.in_dynamic_mode():
