@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from .examples import FILES, Example, Part, collect
 from .report import Outcome, evaluate, evaluate_all, passing, summarize
-from .run import OarlockSide, PaddleSide, Run, compare, run_example
+from .run import OarlockSide, PaddleSide, Run, capture, compare, run_example
 
 __all__ = [
     "FILES",
@@ -21,6 +21,7 @@ __all__ = [
     "PaddleSide",
     "Part",
     "Run",
+    "capture",
     "collect",
     "compare",
     "evaluate",

@@ -427,3 +427,11 @@ def _arr(a: np.ndarray) -> str:
 
 def error_summary(e: BaseException) -> str:
     return f"{type(e).__name__}: {_first_line(e)}"
+
+
+def capture(side: Side, value) -> Run:
+    """``value`` (a tensor, a number, a nested list of them...) as a :class:`Run`'s leaves, so
+    hand-written differential tests compare with :func:`compare` like the examples do."""
+    run = Run()
+    _leaves(side, value, "v", run.leaves)
+    return run
