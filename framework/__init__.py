@@ -65,6 +65,7 @@ from ._src.device import (
 )
 from ._src.dispatch import FallbackWarning, fallback_stats, reset_fallback_stats, set_strict_kernels
 from ._src.dtypes import (
+    DType,
     bfloat16,
     bool_,
     float16,
@@ -362,7 +363,7 @@ from .hapi import Model, callbacks, flops, summary
 __version__ = "0.1.0"
 
 tensor = to_tensor
-dtype = type(float32)
+dtype = DType
 clamp = clip
 
 

@@ -112,7 +112,7 @@ def enable_grad() -> _GradMode:
     return _GradMode(True)
 
 
-def set_grad_enabled(mode: bool) -> _GradMode:
+def set_grad_enabled(mode: bool) -> _SetGradMode:
     """Turn graph recording on or off from here on; the returned object's ``__exit__`` undoes it.
 
     Args:
@@ -130,9 +130,23 @@ def set_grad_enabled(mode: bool) -> _GradMode:
         >>> fw.is_grad_enabled()
         True
     """
-    g = _GradMode(mode)
-    g.__enter__()
-    return g
+    return _SetGradMode(mode)
+
+
+class _SetGradMode(_GradMode):
+    """``set_grad_enabled``'s object: the call already switched the mode, so a ``with`` on it
+    does not switch again, and its exit restores the mode from before the call."""
+
+    def __init__(self, mode: bool) -> None:
+        super().__init__(mode)
+        super().__enter__()
+        self.pending = True
+
+    def __enter__(self) -> None:
+        if self.pending:
+            self.pending = False
+            return
+        super().__enter__()
 
 
 class Node:

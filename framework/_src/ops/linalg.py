@@ -188,14 +188,15 @@ def _solve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def solve(x: Tensor, y: Tensor, left: bool = True, name: str | None = None) -> Tensor:
-    """The solution ``X`` of ``x @ X = y`` for a square ``x``.
+    """The solution ``X`` of ``x @ X = y`` (or of ``X @ x = y`` with ``left=False``) for a square ``x``.
 
     Computed on the host with numpy's LAPACK; the result is copied to ``x``'s device.
 
     Args:
         x (Tensor): ``[..., n, n]``, invertible.
         y (Tensor): ``[..., n, k]``, or ``[n]`` for one column.
-        left (bool): Paddle's argument, not read: ``x`` is always on the left.
+        left (bool): solve ``x @ X = y`` (True) or ``X @ x = y`` (False, ``y`` then
+            ``[..., k, n]``).
         name: ignored (Paddle's signature).
 
     Returns:
@@ -211,6 +212,10 @@ def solve(x: Tensor, y: Tensor, left: bool = True, name: str | None = None) -> T
     """
     a = _square("solve", x)
     b = float_arg("solve", y, "y").astype(a.dtype)
+    if not left:  # X @ a = b  <=>  a^T @ X^T = b^T
+        if b.ndim < 2:
+            raise OpArgumentError(f"[solve] left=False needs y of at least 2 dims, got shape {y.shape}")
+        return solve(_mT(a), _mT(b)).swapaxes(-1, -2)
     vec = b.ndim == a.ndim - 1
     if vec:
         b = b.unsqueeze(-1)
@@ -402,7 +407,7 @@ def eigh(x: Tensor, UPLO: str = "L", name: str | None = None) -> tuple[Tensor, T
         >>> w
         Tensor(shape=[2], dtype=float32, device=cpu:0,
                [1., 3.])
-        >>> fw.allclose(v @ fw.diag(w) @ v.T, a, atol=1e-6)
+        >>> bool(fw.allclose(v @ fw.diag(w) @ v.T, a, atol=1e-6))
         True
     """
     if UPLO not in ("L", "U"):
@@ -533,7 +538,7 @@ def qr(x: Tensor, mode: str = "reduced", name: str | None = None) -> Any:
         >>> import framework as fw
         >>> a = fw.to_tensor([[3.0, 0.0], [4.0, 5.0]])
         >>> q, r = fw.qr(a)
-        >>> fw.allclose(q @ r, a, atol=1e-6), fw.allclose(q.T @ q, fw.eye(2), atol=1e-6)
+        >>> bool(fw.allclose(q @ r, a, atol=1e-6)), bool(fw.allclose(q.T @ q, fw.eye(2), atol=1e-6))
         (True, True)
         >>> fw.abs(r)
         Tensor(shape=[2, 2], dtype=float32, device=cpu:0,
@@ -612,7 +617,7 @@ def svd(x: Tensor, full_matrices: bool = False, name: str | None = None) -> tupl
         >>> s
         Tensor(shape=[2], dtype=float32, device=cpu:0,
                [4., 3.])
-        >>> fw.allclose(u @ fw.diag(s) @ vh, a)
+        >>> bool(fw.allclose(u @ fw.diag(s) @ vh, a))
         True
     """
     a = float_arg("svd", x)
@@ -705,7 +710,7 @@ def lu_unpack(
         >>> p, l, u = fw.lu_unpack(*fw.lu(a))
         >>> p.tolist()
         [[0.0, 1.0], [1.0, 0.0]]
-        >>> fw.allclose(p @ l @ u, a)
+        >>> bool(fw.allclose(p @ l @ u, a))
         True
     """
     lu_ = tensor_arg("lu_unpack", x)

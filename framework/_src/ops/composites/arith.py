@@ -19,6 +19,7 @@ from ...tensor import Tensor, to_tensor
 from .. import creation as C
 from .. import math as M
 from .. import shape as S
+from . import activation
 from ._common import axis_arg, float_arg, tensor_arg
 from .manipulation import broadcast_shape, broadcast_tensors, diagonal
 
@@ -239,7 +240,8 @@ def scale(
         scale (float | Tensor): the factor (a 1-element tensor is read as a number).
         bias (float): the offset.
         bias_after_scale (bool): add ``bias`` after scaling, else before.
-        act: Paddle's fused activation; not applied.
+        act (str, optional): an activation of ``nn.functional`` applied to the result
+            (``"relu"``, ``"tanh"``, ``"sigmoid"``...).
         name: ignored (Paddle's signature).
 
     Returns:
@@ -257,7 +259,13 @@ def scale(
     x = tensor_arg("scale", x)
     s = float(scale.item()) if isinstance(scale, Tensor) else scale
     out = x * s + bias if bias_after_scale else (x + bias) * s
-    return out.astype(x.dtype) if out.dtype != x.dtype and x.dtype.kind == "f" else out
+    out = out.astype(x.dtype) if out.dtype != x.dtype and x.dtype.kind == "f" else out
+    if act is None:
+        return out
+    fn = getattr(activation, str(act), None)
+    if not callable(fn):
+        raise OpArgumentError(f"[scale] act must name an activation such as 'relu' or 'tanh', got {act!r}")
+    return fn(out)
 
 
 def increment(x: Tensor, value: float = 1.0, name: str | None = None) -> Tensor:
