@@ -318,6 +318,35 @@ def multiplex(inputs: Sequence[Tensor], index: Tensor, name: str | None = None) 
     return flat.gather(idx.astype("int64") * ts[0].shape[0] + rows, axis=0)
 
 
+def baddbmm(
+    input: Tensor, x: Tensor, y: Tensor, beta: float = 1.0, alpha: float = 1.0, name: str | None = None
+) -> Tensor:
+    """``beta * input + alpha * (x @ y)`` for batches of matrices.
+
+    Args:
+        input (Tensor): broadcast to ``[b, n, p]``.
+        x (Tensor): ``[b, n, m]``.
+        y (Tensor): ``[b, m, p]``.
+        beta (float): the factor of ``input``.
+        alpha (float): the factor of the product.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: ``[b, n, p]``.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.baddbmm(fw.ones([1, 2, 2]), fw.ones([1, 2, 3]), fw.ones([1, 3, 2]), beta=0.5).tolist()
+        [[[3.5, 3.5], [3.5, 3.5]]]
+    """
+    x, y = tensor_arg("baddbmm", x, "x"), tensor_arg("baddbmm", y, "y")
+    if x.ndim != 3 or y.ndim != 3:
+        raise OpArgumentError(
+            f"[baddbmm] x and y must be 3-d batches of matrices, got {x.shape} and {y.shape}"
+        )
+    return tensor_arg("baddbmm", input, "input") * beta + M.matmul(x, y) * alpha
+
+
 def addmm(
     input: Tensor, x: Tensor, y: Tensor, beta: float = 1.0, alpha: float = 1.0, name: str | None = None
 ) -> Tensor:

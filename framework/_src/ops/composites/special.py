@@ -15,6 +15,8 @@ from __future__ import annotations
 import math as _m
 from typing import Any
 
+from adapter_api import OpArgumentError
+
 from ...tensor import Tensor
 from .. import math as M
 from .. import sharding as _sh
@@ -628,3 +630,48 @@ def deg2rad(x: Tensor, name: str | None = None) -> Tensor:
                [3.1415927, 1.5707964])
     """
     return float_arg("deg2rad", x) * (_m.pi / 180.0)
+
+
+def gammaln(x: Tensor, name: str | None = None) -> Tensor:
+    """Elementwise ``log|Gamma(x)|``: :func:`lgamma` under SciPy's name.
+
+    Args:
+        x (Tensor): the input; integers are cast to the default float dtype.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: a float tensor of ``x``'s shape.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.gammaln(fw.to_tensor([1.0, 2.0])).tolist()
+        [0.0, 0.0]
+    """
+    return lgamma(x)
+
+
+def multigammaln(x: Tensor, p: int, name: str | None = None) -> Tensor:
+    """Elementwise log of the multivariate gamma function of dimension ``p``.
+
+    ``p (p - 1) / 4 log(pi) + sum_{j < p} lgamma(x - j / 2)``.
+
+    Args:
+        x (Tensor): the input, > (p - 1) / 2.
+        p (int): the dimension, >= 1.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: a float tensor of ``x``'s shape.
+
+    Example:
+        >>> import framework as fw
+        >>> round(fw.multigammaln(fw.to_tensor([3.0]), 2).item(), 5)
+        1.5502
+    """
+    x = float_arg("multigammaln", x)
+    if int(p) < 1:
+        raise OpArgumentError(f"[multigammaln] p must be >= 1, got {p}")
+    out = lgamma(x)
+    for j in range(1, int(p)):
+        out = out + lgamma(x - j / 2.0)
+    return out + int(p) * (int(p) - 1) / 4.0 * _m.log(_m.pi)
