@@ -796,9 +796,13 @@ from ._src.ops.composites.scans import (  # noqa: E402
     trapezoid,
 )
 from ._src.ops.composites.special import gammaln, multigammaln  # noqa: E402
+from .static.mode import disable_static, enable_static, in_dynamic_mode  # noqa: E402
 
 mul = multiply
 __all__ += [
+    "disable_static",
+    "enable_static",
+    "in_dynamic_mode",
     "asarray",
     "assign",
     "atleast_1d",

@@ -256,12 +256,7 @@ def run_backward(
 
     with _GradMode(create_graph):
         for r, g in zip(roots, grad_roots):
-            if g is None:
-                if r.numel() != 1:
-                    raise OpArgumentError(
-                        f"[backward] grad can be implicitly created only for a tensor with one element, "
-                        f"got shape {r.shape}; pass grad_tensor= of that shape"
-                    )
+            if g is None:  # as Paddle: ones of the root's shape (also for a non-scalar root)
                 g = dispatch.run(OPS["full"], [], {"shape": r.shape, "value": 1, "dtype": r.dtype}, r.device)[
                     0
                 ]
