@@ -27,7 +27,9 @@ LABELS = np.array([1, 0, 3], np.int64)
 
 @pytest.fixture(scope="module")
 def sides():
-    paddle = pytest.importorskip("paddle", reason="real Paddle (the oracle) is not installed: pip install paddlepaddle")
+    paddle = pytest.importorskip(
+        "paddle", reason="real Paddle (the oracle) is not installed: pip install paddlepaddle"
+    )
     warnings.simplefilter("ignore")
     return paddle, PaddleSide(), OarlockSide()
 
@@ -56,15 +58,22 @@ CASES = {
     "cross_entropy": lambda P: P.nn.functional.cross_entropy(P.to_tensor(A), P.to_tensor(LABELS)),
     "layer_norm": lambda P: P.nn.functional.layer_norm(P.to_tensor(A), [4]),
     "conv2d": lambda P: P.nn.functional.conv2d(P.to_tensor(IMG), P.to_tensor(W), padding=1),
-    "reshape_0_dim": lambda P: [P.reshape(P.to_tensor(3.0), [1, 1]), P.reshape(P.zeros([2, 4, 6]), [-1, 0, 3, 2])],
+    "reshape_0_dim": lambda P: [
+        P.reshape(P.to_tensor(3.0), [1, 1]),
+        P.reshape(P.zeros([2, 4, 6]), [-1, 0, 3, 2]),
+    ],
     "pad_every_dim": lambda P: P.nn.functional.pad(P.to_tensor(A), [1, 0, 0, 2]),
-    "pad_reflect_nhwc": lambda P: P.nn.functional.pad(P.to_tensor(IMG), [1, 2, 2, 1], mode="reflect", data_format="NHWC"),
+    "pad_reflect_nhwc": lambda P: P.nn.functional.pad(
+        P.to_tensor(IMG), [1, 2, 2, 1], mode="reflect", data_format="NHWC"
+    ),
     "take_along_axis_broadcast": lambda P: P.take_along_axis(P.to_tensor(A), P.to_tensor([[0, 2]]), axis=1),
     "put_along_axis_broadcast": lambda P: P.put_along_axis(P.to_tensor(A), P.to_tensor([[1]]), 9.0, axis=0),
     "scatter_accumulate": lambda P: P.scatter(
         P.ones([3, 2]), P.to_tensor([1, 1]), P.to_tensor([[1.0, 2.0], [3.0, 4.0]]), overwrite=False
     ),
-    "solve_right": lambda P: P.linalg.solve(P.to_tensor([[2.0, 1.0], [1.0, 3.0]]), P.to_tensor(A[:2, :2]), left=False),
+    "solve_right": lambda P: P.linalg.solve(
+        P.to_tensor([[2.0, 1.0], [1.0, 3.0]]), P.to_tensor(A[:2, :2]), left=False
+    ),
     "scale_act": lambda P: P.scale(P.to_tensor(A), 2.0, bias=0.5, act="relu"),
     "allclose_tensor": lambda P: [
         P.allclose(P.to_tensor([1.0, np.nan]), P.to_tensor([1.0, np.nan]), equal_nan=True),
@@ -95,12 +104,16 @@ CASES = {
         P, lambda P, a: P.nn.functional.cross_entropy(a, P.to_tensor(LABELS)), A
     ),
     "grad_conv2d": lambda P: _grads(P, lambda P, x, w: P.nn.functional.conv2d(x, w, padding=1), IMG, W),
-    "grad_layer_norm": lambda P: _grads(P, lambda P, a: P.nn.functional.layer_norm(a, [4]) * P.to_tensor(A), A),
+    "grad_layer_norm": lambda P: _grads(
+        P, lambda P, a: P.nn.functional.layer_norm(a, [4]) * P.to_tensor(A), A
+    ),
     "grad_take_along_axis": lambda P: _grads(
         P, lambda P, a: P.take_along_axis(a, P.to_tensor([[0, 2]]), axis=1), A
     ),
     "grad_special_near_zero": lambda P: _grads(
-        P, lambda P, a: P.log1p(a) + P.expm1(a) + P.asinh(a) + P.atanh(a) + P.sinh(a), np.float32([0.0, 1e-6, -0.3])
+        P,
+        lambda P, a: P.log1p(a) + P.expm1(a) + P.asinh(a) + P.atanh(a) + P.sinh(a),
+        np.float32([0.0, 1e-6, -0.3]),
     ),
     "grad_pad_replicate": lambda P: _grads(
         P, lambda P, x: P.nn.functional.pad(x, [2, 1], mode="replicate") * 3.0, IMG[0]

@@ -22,7 +22,9 @@ RECORDED: dict[str, list[str] | None] = json.loads(PASSING.read_text(encoding="u
 
 @pytest.fixture(scope="module")
 def sides():
-    pytest.importorskip("paddle", reason="real Paddle (the oracle) is not installed: pip install paddlepaddle")
+    pytest.importorskip(
+        "paddle", reason="real Paddle (the oracle) is not installed: pip install paddlepaddle"
+    )
     warnings.simplefilter("ignore")
     return PaddleSide(), OarlockSide(), {e.id: e for e in collect()}
 

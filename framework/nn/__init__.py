@@ -17,10 +17,12 @@ from .activation import (
     GELU,
     GLU,
     SELU,
+    Hardshrink,
     Hardsigmoid,
     Hardswish,
     Hardtanh,
     LeakyReLU,
+    LogSigmoid,
     LogSoftmax,
     Mish,
     PReLU,
@@ -30,12 +32,16 @@ from .activation import (
     SiLU,
     Softmax,
     Softplus,
+    Softshrink,
     Softsign,
     Swish,
     Tanh,
+    Tanhshrink,
+    ThresholdedReLU,
 )
 from .common import (
     Bilinear,
+    CosineSimilarity,
     Dropout,
     Dropout2D,
     Embedding,
@@ -53,14 +59,17 @@ from .layer import Layer, Parameter
 from .loss import (
     BCELoss,
     BCEWithLogitsLoss,
+    CosineEmbeddingLoss,
     CrossEntropyLoss,
     CTCLoss,
+    HingeEmbeddingLoss,
     KLDivLoss,
     L1Loss,
     MarginRankingLoss,
     MSELoss,
     NLLLoss,
     SmoothL1Loss,
+    TripletMarginLoss,
 )
 from .norm import (
     BatchNorm1D,
@@ -71,6 +80,24 @@ from .norm import (
     LocalResponseNorm,
     RMSNorm,
     SyncBatchNorm,
+)
+from .padding import (
+    CircularPad1D,
+    CircularPad2D,
+    CircularPad3D,
+    ConstantPad1D,
+    ConstantPad2D,
+    ConstantPad3D,
+    Pad1D,
+    Pad3D,
+    ReflectionPad1D,
+    ReflectionPad2D,
+    ReflectionPad3D,
+    ReplicationPad1D,
+    ReplicationPad2D,
+    ReplicationPad3D,
+    ZeroPad1D,
+    ZeroPad3D,
 )
 from .pooling import (
     AdaptiveAvgPool1D,
@@ -101,5 +128,6 @@ __all__ = [
     n
     for n in dir()
     if not n.startswith("_")
-    and n not in {"annotations", "activation", "common", "container", "conv", "loss", "norm", "pooling"}
+    and n
+    not in {"annotations", "activation", "common", "container", "conv", "loss", "norm", "padding", "pooling"}
 ]

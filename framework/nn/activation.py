@@ -161,3 +161,22 @@ class PReLU(Layer):
 
     def forward(self, x: Tensor) -> Tensor:
         return F.prelu(x, self.weight, self.data_format)
+
+
+Hardshrink = _activation("Hardshrink", "hardshrink", "x where |x| > threshold, else 0.", threshold=0.5)
+
+
+Softshrink = _activation(
+    "Softshrink", "softshrink", "x - threshold * sign(x) where |x| > threshold, else 0.", threshold=0.5
+)
+
+
+Tanhshrink = _activation("Tanhshrink", "tanhshrink", "x - tanh(x).")
+
+
+ThresholdedReLU = _activation(
+    "ThresholdedReLU", "thresholded_relu", "x where x > threshold, else value.", threshold=1.0, value=0.0
+)
+
+
+LogSigmoid = _activation("LogSigmoid", "log_sigmoid", "log(sigmoid(x)), without overflow.")

@@ -236,3 +236,14 @@ class Pad2D(Layer):
                 idx = to_tensor(_pad_index(n, b, a, self.mode), dtype="int64", device=x.device)
                 y = index_select(y, idx, axis=ax)
         return y.transpose((0, 2, 3, 1)) if self.data_format == "NHWC" else y
+
+
+class CosineSimilarity(Layer):
+    """The cosine similarity of ``x1`` and ``x2`` along ``axis`` (:func:`F.cosine_similarity`)."""
+
+    def __init__(self, axis: int = 1, eps: float = 1e-8) -> None:
+        super().__init__()
+        self.axis, self.eps = axis, eps
+
+    def forward(self, x1: Tensor, x2: Tensor) -> Tensor:
+        return F.cosine_similarity(x1, x2, self.axis, self.eps)

@@ -135,3 +135,46 @@ class CTCLoss(Layer):
         return F.ctc_loss(
             log_probs, labels, input_lengths, label_lengths, self.blank, self.reduction, norm_by_times
         )
+
+
+class TripletMarginLoss(Layer):
+    """max(d(input, positive) - d(input, negative) + margin, 0) with the ``p``-norm distance."""
+
+    def __init__(
+        self,
+        margin: float = 1.0,
+        p: float = 2.0,
+        epsilon: float = 1e-6,
+        swap: bool = False,
+        reduction: str = "mean",
+        name: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.margin, self.p, self.epsilon, self.swap, self.reduction = margin, p, epsilon, swap, reduction
+
+    def forward(self, input: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
+        return F.triplet_margin_loss(
+            input, positive, negative, self.margin, self.p, self.epsilon, self.swap, self.reduction
+        )
+
+
+class HingeEmbeddingLoss(Layer):
+    """x where the label is 1, max(0, margin - x) where it is -1."""
+
+    def __init__(self, margin: float = 1.0, reduction: str = "mean", name: str | None = None) -> None:
+        super().__init__()
+        self.margin, self.reduction = margin, reduction
+
+    def forward(self, input: Tensor, label: Tensor) -> Tensor:
+        return F.hinge_embedding_loss(input, label, self.margin, self.reduction)
+
+
+class CosineEmbeddingLoss(Layer):
+    """1 - cos(input1, input2) where the label is 1, max(0, cos - margin) where it is -1."""
+
+    def __init__(self, margin: float = 0, reduction: str = "mean", name: str | None = None) -> None:
+        super().__init__()
+        self.margin, self.reduction = margin, reduction
+
+    def forward(self, input1: Tensor, input2: Tensor, label: Tensor) -> Tensor:
+        return F.cosine_embedding_loss(input1, input2, label, self.margin, self.reduction)

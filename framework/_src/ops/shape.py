@@ -38,6 +38,13 @@ def _resolve_shape(x: Tensor, shape: Any) -> tuple[int, ...]:
         shape = (shape,)
     if isinstance(shape, Tensor):
         shape = shape.tolist()
+    elif (
+        isinstance(shape, (tuple, list))
+        and len(shape) == 1
+        and isinstance(shape[0], Tensor)
+        and shape[0].ndim == 1
+    ):
+        shape = shape[0].tolist()  # x.reshape(shape_tensor) reaches here as (shape_tensor,)
     try:
         shape = [int(s.item()) if isinstance(s, Tensor) else int(s) for s in shape]
     except (TypeError, ValueError):

@@ -119,7 +119,7 @@ def _cum_extreme(name: str, x: Tensor, axis: Any, dtype: Any, better: Any) -> tu
     d = _dt.as_dtype(dtype, name)
     if d.name not in ("int32", "int64"):
         raise OpArgumentError(f"[{name}] dtype must be int32 or int64, got {d}")
-    x, ax = _flat_or_axis(name, x, -1 if axis is None and x.ndim else axis)
+    x, ax = _flat_or_axis(name, x, axis)
     if x.ndim == 0:
         return x, M.cast(C.zeros_like(x), d)
     shape = [1] * x.ndim
@@ -143,12 +143,12 @@ def cummax(
 
     Args:
         x (Tensor): the input.
-        axis (int, optional): the axis; default the last.
+        axis (int, optional): the axis; ``None``: over the flattened ``x``.
         dtype (str): the index dtype, int32 or int64.
         name: ignored (Paddle's signature).
 
     Returns:
-        tuple[Tensor, Tensor]: the values (like ``x``) and their indices.
+        tuple[Tensor, Tensor]: the values (like ``x``, 1-d for ``axis=None``) and their indices.
 
     Example:
         >>> import framework as fw
@@ -166,12 +166,12 @@ def cummin(
 
     Args:
         x (Tensor): the input.
-        axis (int, optional): the axis; default the last.
+        axis (int, optional): the axis; ``None``: over the flattened ``x``.
         dtype (str): the index dtype, int32 or int64.
         name: ignored (Paddle's signature).
 
     Returns:
-        tuple[Tensor, Tensor]: the values (like ``x``) and their indices.
+        tuple[Tensor, Tensor]: the values (like ``x``, 1-d for ``axis=None``) and their indices.
 
     Example:
         >>> import framework as fw
