@@ -24,6 +24,7 @@ from .activation import (
     LeakyReLU,
     LogSigmoid,
     LogSoftmax,
+    Maxout,
     Mish,
     PReLU,
     ReLU,
@@ -31,6 +32,7 @@ from .activation import (
     Sigmoid,
     SiLU,
     Softmax,
+    Softmax2D,
     Softplus,
     Softshrink,
     Softsign,
@@ -40,18 +42,23 @@ from .activation import (
     ThresholdedReLU,
 )
 from .common import (
+    AlphaDropout,
     Bilinear,
     CosineSimilarity,
     Dropout,
     Dropout2D,
     Embedding,
     Flatten,
+    Fold,
     Identity,
     Linear,
     Pad2D,
     PixelShuffle,
     Unflatten,
+    Unfold,
     Upsample,
+    UpsamplingBilinear2D,
+    UpsamplingNearest2D,
 )
 from .container import LayerDict, LayerList, ModuleList, ParameterList, Sequential
 from .conv import Conv1D, Conv1DTranspose, Conv2D, Conv2DTranspose, Conv3D
@@ -62,13 +69,18 @@ from .loss import (
     CosineEmbeddingLoss,
     CrossEntropyLoss,
     CTCLoss,
+    GaussianNLLLoss,
     HingeEmbeddingLoss,
     KLDivLoss,
     L1Loss,
     MarginRankingLoss,
     MSELoss,
+    MultiLabelSoftMarginLoss,
+    MultiMarginLoss,
     NLLLoss,
+    PoissonNLLLoss,
     SmoothL1Loss,
+    SoftMarginLoss,
     TripletMarginLoss,
 )
 from .norm import (

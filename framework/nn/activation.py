@@ -180,3 +180,15 @@ ThresholdedReLU = _activation(
 
 
 LogSigmoid = _activation("LogSigmoid", "log_sigmoid", "log(sigmoid(x)), without overflow.")
+
+
+Maxout = _activation("Maxout", "maxout", "the max over each run of ``groups`` channels.", groups=2, axis=1)
+
+
+class Softmax2D(Layer):
+    """softmax over the channels (dim -3) of a [N, C, H, W] or [C, H, W] ``x``."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        if x.ndim not in (3, 4):
+            raise OpArgumentError(f"[Softmax2D] x must be 3-d or 4-d, got shape {x.shape}")
+        return F.softmax(x, axis=-3)

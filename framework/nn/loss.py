@@ -178,3 +178,76 @@ class CosineEmbeddingLoss(Layer):
 
     def forward(self, input1: Tensor, input2: Tensor, label: Tensor) -> Tensor:
         return F.cosine_embedding_loss(input1, input2, label, self.margin, self.reduction)
+
+
+class SoftMarginLoss(Layer):
+    """log(1 + exp(-label * input)) (:func:`F.soft_margin_loss`)."""
+
+    def __init__(self, reduction: str = "mean", name: str | None = None) -> None:
+        super().__init__()
+        self.reduction = reduction
+
+    def forward(self, input: Tensor, label: Tensor) -> Tensor:
+        return F.soft_margin_loss(input, label, self.reduction)
+
+
+class MultiLabelSoftMarginLoss(Layer):
+    """One-vs-all logistic loss per class, averaged (:func:`F.multi_label_soft_margin_loss`)."""
+
+    def __init__(
+        self, weight: Tensor | None = None, reduction: str = "mean", name: str | None = None
+    ) -> None:
+        super().__init__()
+        self.weight, self.reduction = weight, reduction
+
+    def forward(self, input: Tensor, label: Tensor) -> Tensor:
+        return F.multi_label_soft_margin_loss(input, label, self.weight, self.reduction)
+
+
+class MultiMarginLoss(Layer):
+    """Multi-class hinge loss (:func:`F.multi_margin_loss`)."""
+
+    def __init__(
+        self,
+        p: int = 1,
+        margin: float = 1.0,
+        weight: Tensor | None = None,
+        reduction: str = "mean",
+        name: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.p, self.margin, self.weight, self.reduction = p, margin, weight, reduction
+
+    def forward(self, input: Tensor, label: Tensor) -> Tensor:
+        return F.multi_margin_loss(input, label, self.p, self.margin, self.weight, self.reduction)
+
+
+class PoissonNLLLoss(Layer):
+    """Negative log-likelihood of a Poisson target (:func:`F.poisson_nll_loss`)."""
+
+    def __init__(
+        self,
+        log_input: bool = True,
+        full: bool = False,
+        epsilon: float = 1e-8,
+        reduction: str = "mean",
+        name: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.log_input, self.full, self.epsilon, self.reduction = log_input, full, epsilon, reduction
+
+    def forward(self, input: Tensor, label: Tensor) -> Tensor:
+        return F.poisson_nll_loss(input, label, self.log_input, self.full, self.epsilon, self.reduction)
+
+
+class GaussianNLLLoss(Layer):
+    """Negative log-likelihood of a Gaussian target (:func:`F.gaussian_nll_loss`)."""
+
+    def __init__(
+        self, full: bool = False, epsilon: float = 1e-6, reduction: str = "mean", name: str | None = None
+    ) -> None:
+        super().__init__()
+        self.full, self.epsilon, self.reduction = full, epsilon, reduction
+
+    def forward(self, input: Tensor, label: Tensor, variance: Tensor) -> Tensor:
+        return F.gaussian_nll_loss(input, label, variance, self.full, self.epsilon, self.reduction)

@@ -360,3 +360,24 @@ def gumbel_softmax(
     shp[ax] = x.shape[ax]
     hard_y = M.cast(C.arange(x.shape[ax], device=x.device).reshape(tuple(shp)) == idx, x.dtype)
     return hard_y - y.detach() + y
+
+
+def swiglu(x: Tensor, y: Tensor | None = None, name: str | None = None) -> Tensor:
+    """silu(x) * y; without ``y``, silu(a) * b over the two halves a, b of ``x``'s last dim."""
+    x = float_arg("swiglu", x)
+    if y is None:
+        if x.shape[-1] % 2:
+            raise OpArgumentError(f"[swiglu] the last dim of x must be even without y, got shape {x.shape}")
+        x, y = S.split(x, 2, axis=-1)
+    return silu(x) * y
+
+
+def maxout(x: Tensor, groups: int, axis: int = 1, name: str | None = None) -> Tensor:
+    """The max over each run of ``groups`` consecutive channels of ``axis`` (C / groups channels out)."""
+    x = float_arg("maxout", x)
+    ax = axis_arg("maxout", axis, x.ndim)
+    c = x.shape[ax]
+    if groups < 1 or c % groups:
+        raise OpArgumentError(f"[maxout] the {c} channels of axis {ax} do not split into groups of {groups}")
+    shape = x.shape[:ax] + (c // groups, groups) + x.shape[ax + 1 :]
+    return M.max(x.reshape(shape), axis=ax + 1)

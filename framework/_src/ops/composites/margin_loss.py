@@ -6,6 +6,7 @@ from __future__ import annotations
 from adapter_api import OpArgumentError
 
 from ...tensor import Tensor
+from .. import indexing as I
 from .. import math as M
 from ._common import float_arg
 from .loss import _pair, _reduce
@@ -83,3 +84,58 @@ def cosine_embedding_loss(
     cos = cosine_similarity(x1, input2, axis=-1)
     loss = M.where(y == 1.0, 1.0 - cos, M.maximum(cos - margin, 0.0))
     return _reduce("cosine_embedding_loss", loss, reduction)
+
+
+def soft_margin_loss(
+    input: Tensor, label: Tensor, reduction: str = "mean", name: str | None = None
+) -> Tensor:
+    """log(1 + exp(-label * input)), labels -1 or 1."""
+    x, y = _pair("soft_margin_loss", input, label)
+    z = -y * x  # log(1 + e^z) = max(z, 0) + log1p(e^-|z|), without overflow
+    return _reduce("soft_margin_loss", M.maximum(z, 0.0) + M.log1p(M.exp(-M.abs(z))), reduction)
+
+
+def multi_label_soft_margin_loss(
+    input: Tensor,
+    label: Tensor,
+    weight: Tensor | None = None,
+    reduction: str = "mean",
+    name: str | None = None,
+) -> Tensor:
+    """-mean over classes of y log sigmoid(x) + (1 - y) log sigmoid(-x), per sample (times ``weight``)."""
+    x, y = _pair("multi_label_soft_margin_loss", input, label)
+    log_sig = lambda t: -(M.maximum(-t, 0.0) + M.log1p(M.exp(-M.abs(t))))  # noqa: E731
+    per = -(y * log_sig(x) + (1.0 - y) * log_sig(-x))
+    if weight is not None:
+        per = per * weight
+    return _reduce("multi_label_soft_margin_loss", M.mean(per, axis=-1), reduction)
+
+
+def multi_margin_loss(
+    input: Tensor,
+    label: Tensor,
+    p: int = 1,
+    margin: float = 1.0,
+    weight: Tensor | None = None,
+    reduction: str = "mean",
+    name: str | None = None,
+) -> Tensor:
+    """sum over classes i != y of max(0, margin - x[y] + x[i]) ** p / C (times ``weight[y]``)."""
+    x = float_arg("multi_margin_loss", input)
+    if x.ndim != 2 or label.dtype.kind not in "iu":
+        raise OpArgumentError(
+            f"[multi_margin_loss] input must be [N, C] and label integer class ids, got {x.shape} and {label.dtype}"
+        )
+    if p not in (1, 2):
+        raise OpArgumentError(f"[multi_margin_loss] p must be 1 or 2, got {p}")
+    y = label.reshape((-1, 1))
+    target = I.take_along_axis(x, y, axis=1)
+    hinge = M.maximum(x - target + margin, 0.0)
+    if p == 2:
+        hinge = hinge * hinge
+    if weight is not None:
+        hinge = hinge * I.take_along_axis(
+            weight.reshape((1, -1)).expand((x.shape[0], weight.shape[0])), y, axis=1
+        )
+    own = I.take_along_axis(hinge, y, axis=1)  # the i == y term is margin ** p (times weight): drop it
+    return _reduce("multi_margin_loss", (M.sum(hinge, axis=1) - own.reshape((-1,))) / x.shape[1], reduction)
