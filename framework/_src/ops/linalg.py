@@ -964,7 +964,11 @@ def matrix_norm(
 def vector_norm(
     x: Tensor, p: float = 2.0, axis: Any = None, keepdim: bool = False, name: str | None = None
 ) -> Tensor:
-    if axis is not None and not isinstance(axis, int) and len(axis) == 2:
+    if float(p) == 0.0:  # the number of non-zero entries
+        return M.sum(
+            M.cast(x != 0, x.dtype if x.dtype.kind == "f" else "float32"), axis=axis, keepdim=keepdim
+        )
+    if axis is not None and not isinstance(axis, int) and len(axis) == 2 and not np.isinf(float(p)):
         return M.sum(M.abs(x) ** float(p), axis=list(axis), keepdim=keepdim) ** (1.0 / float(p))
     return norm(x, float(p), axis, keepdim)
 

@@ -223,7 +223,9 @@ def from_numpy(ndarray: np.ndarray) -> Tensor:
     return to_tensor(ndarray)
 
 
-def asarray(obj: Any, dtype: Any = None, device: Any = None, copy: bool | None = None) -> Tensor:
+def asarray(
+    obj: Any, dtype: Any = None, device: Any = None, copy: bool | None = None, *, requires_grad: bool = False
+) -> Tensor:
     """``obj`` (a tensor, array, list or number) as a tensor of ``dtype`` on ``device``.
 
     Args:
@@ -231,6 +233,7 @@ def asarray(obj: Any, dtype: Any = None, device: Any = None, copy: bool | None =
         dtype (str | np.dtype, optional): default the data's own.
         device (str, optional): default the current device (or the tensor's).
         copy (bool, optional): Paddle's flag; a new tensor is made unless nothing changes.
+        requires_grad (bool): True: a gradient is computed for it (``stop_gradient=False``).
 
     Returns:
         Tensor: the data as a tensor.
@@ -242,5 +245,9 @@ def asarray(obj: Any, dtype: Any = None, device: Any = None, copy: bool | None =
     """
     if isinstance(obj, Tensor):
         out = obj if dtype is None else M.cast(obj, dtype)
-        return out.to(device) if device is not None else out
-    return to_tensor(obj, dtype=dtype, device=device)
+        out = out.to(device) if device is not None else out
+    else:
+        out = to_tensor(obj, dtype=dtype, device=device)
+    if requires_grad:
+        out.stop_gradient = False
+    return out

@@ -134,6 +134,13 @@ def cross_entropy(
     if not 0.0 <= label_smoothing <= 1.0:
         raise OpArgumentError(f"[cross_entropy] label_smoothing must be in [0, 1], got {label_smoothing}")
     ax = axis_arg("cross_entropy", axis, input.ndim)
+    if (
+        not soft_label
+        and isinstance(label, Tensor)
+        and label.dtype.kind == "f"
+        and label.shape == input.shape
+    ):
+        soft_label = True  # float labels of the input's shape are probabilities (as Paddle reads them)
     if ax != input.ndim - 1:
         input = S.swapaxes(input, ax, -1) if input.ndim > 1 else input
         if not soft_label and label.ndim == input.ndim:
