@@ -768,6 +768,13 @@ from ._src.ops.composites.joining import (  # noqa: E402
     vsplit,
     vstack,
 )
+from ._src.ops.composites.masked_writes import (  # noqa: E402
+    diagonal_scatter,
+    index_fill,
+    masked_scatter,
+    select_scatter,
+    slice_scatter,
+)
 from ._src.ops.composites.pointwise import (  # noqa: E402
     copysign,
     frac,
@@ -800,6 +807,11 @@ from .static.mode import disable_static, enable_static, in_dynamic_mode  # noqa:
 
 mul = multiply
 __all__ += [
+    "diagonal_scatter",
+    "index_fill",
+    "masked_scatter",
+    "select_scatter",
+    "slice_scatter",
     "disable_static",
     "enable_static",
     "in_dynamic_mode",

@@ -239,6 +239,11 @@ def take_along_axis(x: Tensor, indices: Tensor, axis: int, broadcast: bool = Tru
     if idx.ndim != x.ndim:
         raise OpArgumentError(f"[take_along_axis] indices need {x.ndim} dims like x, got shape {idx.shape}")
     if broadcast:
+        if any(a != b and 1 not in (a, b) for d, (a, b) in enumerate(zip(x.shape, idx.shape)) if d != ax):
+            raise OpArgumentError(
+                f"[take_along_axis] indices have shape {idx.shape} but x has {x.shape}: outside axis {ax} "
+                f"their sizes must match or be 1 (they broadcast)"
+            )
         shape = _along_axis_shape(x, idx, ax)
         idx = idx.expand(shape)
         x = x.expand(shape[:ax] + (x.shape[ax],) + shape[ax + 1 :])
