@@ -109,6 +109,7 @@ from .padding import (
     ReplicationPad2D,
     ReplicationPad3D,
     ZeroPad1D,
+    ZeroPad2D,
     ZeroPad3D,
 )
 from .pooling import (

@@ -102,6 +102,6 @@ from .._src.ops.composites.resize import affine_grid, grid_sample, interpolate, 
 from .._src.ops.composites.sorting import topk
 from .._src.ops.indexing import masked_fill
 from .._src.ops.math import clip, where
-from .._src.ops.shape import pad
+from .._src.ops.shape import pad, zeropad2d
 
 __all__ = [n for n in dir() if not n.startswith("_") and n != "annotations"]

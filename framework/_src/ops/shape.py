@@ -673,6 +673,29 @@ def pad(
     return x
 
 
+def zeropad2d(x: Tensor, padding: Any, data_format: str = "NCHW", name: str | None = None) -> Tensor:
+    """Zero-pad the H and W dims of a 4-d ``x``: ``padding`` is ``[left, right, top, bottom]``.
+
+    Args:
+        x (Tensor): NCHW (or NHWC) input.
+        padding (list[int] | Tensor | int): the four sizes (an int: all four).
+        data_format (str): ``"NCHW"`` or ``"NHWC"``.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: the padded tensor.
+
+    Example:
+        >>> import framework as fw
+        >>> import framework.nn.functional as F
+        >>> F.zeropad2d(fw.ones([1, 1, 1, 2]), [1, 0, 0, 1]).tolist()
+        [[[[0.0, 1.0, 1.0], [0.0, 0.0, 0.0]]]]
+    """
+    if isinstance(padding, int):
+        padding = [padding] * 4
+    return pad(x, padding, "constant", 0.0, data_format)
+
+
 def _pad_edges(x: Tensor, d: int, before: int, after: int, mode: str) -> Tensor:
     """``x`` padded along dim ``d`` by copies of its own entries (reflect, replicate, circular)."""
     n = x.shape[d]
