@@ -759,11 +759,13 @@ from ._src.ops.composites.joining import (  # noqa: E402
     dstack,
     hsplit,
     hstack,
+    matrix_transpose,
     narrow,
     ravel,
     row_stack,
     take,
     tensor_split,
+    tolist,
     unflatten,
     vsplit,
     vstack,
@@ -793,6 +795,7 @@ from ._src.ops.composites.pointwise import (  # noqa: E402
     signbit,
     sinc,
 )
+from ._src.ops.composites.sampling import rand_like, randn_like  # noqa: E402
 from ._src.ops.composites.scans import (  # noqa: E402
     cummax,
     cummin,
@@ -803,10 +806,18 @@ from ._src.ops.composites.scans import (  # noqa: E402
     trapezoid,
 )
 from ._src.ops.composites.special import gammaln, multigammaln  # noqa: E402
+from ._src.ops.linalg import cdist  # noqa: E402
 from .static.mode import disable_static, enable_static, in_dynamic_mode  # noqa: E402
 
 mul = multiply
+gt = greater_than
 __all__ += [
+    "rand_like",
+    "randn_like",
+    "cdist",
+    "gt",
+    "matrix_transpose",
+    "tolist",
     "diagonal_scatter",
     "index_fill",
     "masked_scatter",

@@ -540,3 +540,41 @@ def broadcast_shapes(*shapes: Sequence[int]) -> list[int]:
     for s in shapes:
         out = broadcast_shape(out, list(s))
     return out
+
+
+def matrix_transpose(x: Tensor, name: str | None = None) -> Tensor:
+    """``x`` with its last two dims swapped (each matrix of a batch transposed).
+
+    Args:
+        x (Tensor): at least 2-d.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: ``[..., n, m]`` for ``x`` ``[..., m, n]``.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.matrix_transpose(fw.zeros([4, 2, 3])).shape
+        (4, 3, 2)
+    """
+    x = tensor_arg("matrix_transpose", x)
+    if x.ndim < 2:
+        raise OpArgumentError(f"[matrix_transpose] x must be at least 2-d, got shape {x.shape}")
+    return S.swapaxes(x, -1, -2)
+
+
+def tolist(x: Tensor) -> Any:
+    """The data of ``x`` as nested Python lists (a number for a 0-d tensor), read back to the host.
+
+    Args:
+        x (Tensor): the input.
+
+    Returns:
+        list | int | float | bool: the values.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.tolist(fw.to_tensor([[1, 2], [3, 4]]))
+        [[1, 2], [3, 4]]
+    """
+    return tensor_arg("tolist", x).tolist()
