@@ -733,6 +733,7 @@ __all__ = [
 ]
 
 # Paddle parity (issue 40): the functions Paddle's own examples call that were missing
+from ._src.device import CPUPlace, CUDAPlace  # noqa: E402
 from ._src.ops.composites.arith import baddbmm  # noqa: E402
 from ._src.ops.composites.grids import (  # noqa: E402
     asarray,
@@ -812,6 +813,8 @@ from .static.mode import disable_static, enable_static, in_dynamic_mode  # noqa:
 mul = multiply
 gt = greater_than
 __all__ += [
+    "CPUPlace",
+    "CUDAPlace",
     "rand_like",
     "randn_like",
     "cdist",

@@ -544,3 +544,34 @@ def stream(s: Stream) -> Iterator[Stream]:
             t.current_streams[s.device.index] = prev
         alloc.use_stream(t.stream(s.device.index))
         _stream_changed()
+
+
+def CPUPlace() -> Device:  # noqa: N802  (Paddle's name)
+    """Paddle's place object for the host: the ``cpu`` device (the string ``"cpu"`` works too).
+
+    Returns:
+        Device: ``cpu:0``.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.to_tensor([1.0], place=fw.CPUPlace()).device
+        Device('cpu:0')
+    """
+    return parse("cpu")
+
+
+def CUDAPlace(id: int = 0) -> Device:  # noqa: N802  (Paddle's name)
+    """Paddle's place object for GPU ``id``: the ``cuda:id`` device (``"cuda:0"`` works too).
+
+    Args:
+        id (int): the GPU index.
+
+    Returns:
+        Device: ``cuda:id`` (a cuda plugin runs it when asked for).
+
+    Example:
+        >>> import framework as fw
+        >>> str(fw.CUDAPlace(1))
+        'cuda:1'
+    """
+    return parse(f"cuda:{int(id)}", check=False)
