@@ -3,8 +3,8 @@
 ``python -m conformance.parity`` reads the ``>>>`` examples of the installed ``paddlepaddle``
 wheel (never copied here), runs each under real Paddle and under ``framework`` imported as
 ``paddle``, and counts the examples Paddle reproduces and, of those, the ones Oarlock reproduces
-(values, dtypes and shapes within tolerance; random values by dtype and shape). See
-docs/paddle-parity.md.
+(values, dtypes and shapes within tolerance; random values by dtype and shape). See the
+"Paddle parity" section of docs/benchmarks.md.
 """
 
 from __future__ import annotations
