@@ -773,6 +773,7 @@ from ._src.ops.composites.joining import (  # noqa: E402
 )
 from ._src.ops.composites.masked_writes import (  # noqa: E402
     diagonal_scatter,
+    fill_diagonal_tensor,
     index_fill,
     masked_scatter,
     select_scatter,
@@ -803,6 +804,7 @@ from ._src.ops.composites.scans import (  # noqa: E402
     cumulative_trapezoid,
     logcumsumexp,
     nanmean,
+    reduce_as,
     renorm,
     trapezoid,
 )
@@ -813,6 +815,8 @@ from .static.mode import disable_static, enable_static, in_dynamic_mode  # noqa:
 mul = multiply
 gt = greater_than
 __all__ += [
+    "fill_diagonal_tensor",
+    "reduce_as",
     "CPUPlace",
     "CUDAPlace",
     "rand_like",

@@ -192,3 +192,15 @@ class Softmax2D(Layer):
         if x.ndim not in (3, 4):
             raise OpArgumentError(f"[Softmax2D] x must be 3-d or 4-d, got shape {x.shape}")
         return F.softmax(x, axis=-3)
+
+
+class RReLU(Layer):
+    """Randomized leaky ReLU: a slope drawn from U(lower, upper) per element in training, their
+    mean in evaluation (:func:`F.rrelu`)."""
+
+    def __init__(self, lower: float = 1.0 / 8.0, upper: float = 1.0 / 3.0, name: str | None = None) -> None:
+        super().__init__()
+        self.lower, self.upper = lower, upper
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.rrelu(x, self.lower, self.upper, self.training)

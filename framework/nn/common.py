@@ -319,3 +319,28 @@ class Fold(Layer):
 
     def forward(self, x: Tensor) -> Tensor:
         return F.fold(x, self.output_sizes, self.kernel_sizes, self.strides, self.paddings, self.dilations)
+
+
+class Dropout3D(Layer):
+    """Zero whole channels of NCDHW (or NDHWC) ``x`` in training (:func:`F.dropout3d`)."""
+
+    def __init__(self, p: float = 0.5, data_format: str = "NCDHW", name: str | None = None) -> None:
+        super().__init__()
+        self.p, self.data_format = p, data_format
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.dropout3d(x, self.p, self.training, self.data_format)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}, data_format={self.data_format}"
+
+
+class FeatureAlphaDropout(Layer):
+    """Alpha dropout of whole channels in training (:func:`F.feature_alpha_dropout`)."""
+
+    def __init__(self, p: float = 0.5, name: str | None = None) -> None:
+        super().__init__()
+        self.p = p
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.feature_alpha_dropout(x, self.p, self.training)

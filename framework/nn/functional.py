@@ -26,6 +26,7 @@ from .._src.ops.composites.activation import (
     prelu,
     relu,
     relu6,
+    rrelu,
     selu,
     sigmoid,
     silu,
@@ -49,7 +50,14 @@ from .._src.ops.composites.channel_norm import batch_norm, group_norm, instance_
 from .._src.ops.composites.conv import conv1d, conv2d, conv3d
 from .._src.ops.composites.conv_transpose import conv1d_transpose, conv2d_transpose
 from .._src.ops.composites.ctc_loss import ctc_loss
-from .._src.ops.composites.dropout import alpha_dropout, dropout, dropout2d
+from .._src.ops.composites.dropout import (
+    alpha_dropout,
+    dropout,
+    dropout1d,
+    dropout2d,
+    dropout3d,
+    feature_alpha_dropout,
+)
 from .._src.ops.composites.embedding import embedding, one_hot
 from .._src.ops.composites.linear import linear
 from .._src.ops.composites.loss import (
@@ -74,10 +82,12 @@ from .._src.ops.composites.margin_loss import (
     cosine_embedding_loss,
     hinge_embedding_loss,
     margin_ranking_loss,
+    multi_label_margin_loss,
     multi_label_soft_margin_loss,
     multi_margin_loss,
     soft_margin_loss,
     triplet_margin_loss,
+    triplet_margin_with_distance_loss,
 )
 from .._src.ops.composites.norm import (
     cosine_similarity,

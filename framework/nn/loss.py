@@ -4,6 +4,8 @@ SmoothL1Loss, NLLLoss, KLDivLoss, MarginRankingLoss and CTCLoss, each over
 
 from __future__ import annotations
 
+from typing import Any
+
 from .._src.tensor import Tensor
 from . import functional as F
 from .layer import Layer
@@ -251,3 +253,39 @@ class GaussianNLLLoss(Layer):
 
     def forward(self, input: Tensor, label: Tensor, variance: Tensor) -> Tensor:
         return F.gaussian_nll_loss(input, label, variance, self.full, self.epsilon, self.reduction)
+
+
+class TripletMarginWithDistanceLoss(Layer):
+    """Triplet loss with a given distance (:func:`F.triplet_margin_with_distance_loss`)."""
+
+    def __init__(
+        self,
+        distance_function: Any = None,
+        margin: float = 1.0,
+        swap: bool = False,
+        reduction: str = "mean",
+        name: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.distance_function, self.margin, self.swap, self.reduction = (
+            distance_function,
+            margin,
+            swap,
+            reduction,
+        )
+
+    def forward(self, input: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
+        return F.triplet_margin_with_distance_loss(
+            input, positive, negative, self.distance_function, self.margin, self.swap, self.reduction
+        )
+
+
+class MultiLabelMarginLoss(Layer):
+    """Multi-label hinge loss (:func:`F.multi_label_margin_loss`)."""
+
+    def __init__(self, reduction: str = "mean", name: str | None = None) -> None:
+        super().__init__()
+        self.reduction = reduction
+
+    def forward(self, input: Tensor, label: Tensor) -> Tensor:
+        return F.multi_label_margin_loss(input, label, self.reduction)

@@ -273,6 +273,8 @@ METHODS.update(
         "diagonal_scatter": masked_writes.diagonal_scatter,
         "index_fill": masked_writes.index_fill,
         "masked_scatter": masked_writes.masked_scatter,
+        "fill_diagonal_tensor": masked_writes.fill_diagonal_tensor,
+        "reduce_as": scans.reduce_as,
         "gammaln": special.gammaln,
         "multigammaln": special.multigammaln,
         "element_size": lambda self: self.dtype.itemsize,
@@ -291,6 +293,8 @@ INPLACE.update(
         "renorm": (scans.renorm, True),
         "index_fill": (masked_writes.index_fill, True),
         "masked_scatter": (masked_writes.masked_scatter, True),
+        "fill_diagonal_tensor": (masked_writes.fill_diagonal_tensor, True),
+        "fill_diagonal": (masked_writes.fill_diagonal, True),
         "gammaln": (special.gammaln, True),
         "multigammaln": (special.multigammaln, True),
     }

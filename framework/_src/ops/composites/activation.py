@@ -381,3 +381,22 @@ def maxout(x: Tensor, groups: int, axis: int = 1, name: str | None = None) -> Te
         raise OpArgumentError(f"[maxout] the {c} channels of axis {ax} do not split into groups of {groups}")
     shape = x.shape[:ax] + (c // groups, groups) + x.shape[ax + 1 :]
     return M.max(x.reshape(shape), axis=ax + 1)
+
+
+def rrelu(
+    x: Tensor,
+    lower: float = 1.0 / 8.0,
+    upper: float = 1.0 / 3.0,
+    training: bool = True,
+    name: str | None = None,
+) -> Tensor:
+    """x where x >= 0, a * x below, with a ~ U(lower, upper) per element in training, else
+    (lower + upper) / 2 (randomized leaky ReLU)."""
+    x = float_arg("rrelu", x)
+    if not 0.0 <= lower <= upper:
+        raise OpArgumentError(f"[rrelu] expected 0 <= lower <= upper, got {lower} and {upper}")
+    if training:
+        a = _rand.uniform(x.shape, dtype=x.dtype, min=lower, max=upper, device=x.device)
+    else:
+        a = (lower + upper) / 2.0
+    return M.where(x >= 0, x, x * a)

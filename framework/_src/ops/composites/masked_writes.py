@@ -214,3 +214,57 @@ def masked_scatter(x: Tensor, mask: Tensor, value: Tensor, name: str | None = No
         raise OpArgumentError(f"[masked_scatter] mask has more True entries than value's {v.shape[0]}")
     taken = I.gather(v, M.clip(order, 0, max(v.shape[0] - 1, 0)), axis=0).reshape(x.shape)
     return M.where(m, taken, x)
+
+
+def fill_diagonal_tensor(
+    x: Tensor, y: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1, name: str | None = None
+) -> Tensor:
+    """:func:`diagonal_scatter` under Paddle's other name: ``x`` with the diagonal set to ``y``.
+
+    Args:
+        x (Tensor): the input, at least 2-d.
+        y (Tensor): the diagonal's shape.
+        offset (int): the diagonal (0 main, > 0 above, < 0 below).
+        dim1 (int): the rows' dim.
+        dim2 (int): the columns' dim.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: like ``x``.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.fill_diagonal_tensor(fw.zeros([2, 2]), fw.to_tensor([1.0, 2.0])).tolist()
+        [[1.0, 0.0], [0.0, 2.0]]
+    """
+    return diagonal_scatter(x, y, offset, dim1, dim2)
+
+
+def fill_diagonal(
+    x: Tensor, value: Any, offset: int = 0, wrap: bool = False, name: str | None = None
+) -> Tensor:
+    """``x`` (2-d) with its ``offset`` diagonal set to ``value``; ``wrap`` restarts the diagonal
+    below a square block of a tall matrix (every ``columns + 1`` rows).
+
+    Args:
+        x (Tensor): a 2-d input.
+        value (float): the fill value.
+        offset (int): the diagonal (0 main, > 0 above, < 0 below).
+        wrap (bool): continue the diagonal down a tall matrix.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: like ``x`` (``x.fill_diagonal_(value)`` stores it into ``x``).
+
+    Example:
+        >>> import framework as fw
+        >>> fw.zeros([3, 2]).fill_diagonal_(1.0, wrap=True).tolist()
+        [[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]]
+    """
+    x = tensor_arg("fill_diagonal_", x)
+    if x.ndim != 2:
+        raise OpArgumentError(f"[fill_diagonal_] x must be 2-d, got shape {x.shape}")
+    rows, cols = _positions(x, 0), _positions(x, 1)
+    if wrap and x.shape[0] > x.shape[1]:
+        rows = rows % (x.shape[1] + 1)
+    return M.where(cols - rows == offset, _like("fill_diagonal_", x, value), x)

@@ -303,3 +303,28 @@ def renorm(x: Tensor, p: float, axis: int, max_norm: float) -> Tensor:
     norm = M.pow(M.sum(M.pow(M.abs(x), float(p)), axis=others, keepdim=True), 1.0 / float(p))
     factor = M.where(norm > max_norm, max_norm / (norm + 1e-7), 1.0)
     return x * factor
+
+
+def reduce_as(x: Tensor, target: Tensor, name: str | None = None) -> Tensor:
+    """``x`` summed down to ``target``'s shape (the inverse of broadcasting ``target`` to ``x``).
+
+    Args:
+        x (Tensor): the input.
+        target (Tensor): gives the shape; it must broadcast to ``x``'s.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: of ``target``'s shape.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.reduce_as(fw.ones([2, 3, 4]), fw.zeros([3, 1])).tolist()
+        [[8.0], [8.0], [8.0]]
+    """
+    x = tensor_arg("reduce_as", x)
+    shape = tensor_arg("reduce_as", target, "target").shape
+    lead = x.ndim - len(shape)
+    if lead < 0 or any(t not in (1, n) for t, n in zip(shape, x.shape[lead:], strict=True)):
+        raise OpArgumentError(f"[reduce_as] target shape {shape} does not broadcast to x's {x.shape}")
+    axes = list(range(lead)) + [lead + i for i, t in enumerate(shape) if t == 1 and x.shape[lead + i] != 1]
+    return M.sum(x, axis=axes, keepdim=True).reshape(shape) if axes else x
