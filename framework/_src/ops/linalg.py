@@ -968,7 +968,12 @@ def vector_norm(
         return M.sum(
             M.cast(x != 0, x.dtype if x.dtype.kind == "f" else "float32"), axis=axis, keepdim=keepdim
         )
-    if axis is not None and not isinstance(axis, int) and len(axis) == 2 and not np.isinf(float(p)):
+    if np.isinf(float(p)):  # the largest (smallest for -inf) magnitude
+        reduce = M.max if float(p) > 0 else M.min
+        return reduce(
+            M.abs(x), axis=axis if axis is None or isinstance(axis, int) else list(axis), keepdim=keepdim
+        )
+    if axis is not None and not isinstance(axis, int) and len(axis) == 2:
         return M.sum(M.abs(x) ** float(p), axis=list(axis), keepdim=keepdim) ** (1.0 / float(p))
     return norm(x, float(p), axis, keepdim)
 

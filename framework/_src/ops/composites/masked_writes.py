@@ -94,7 +94,8 @@ def slice_scatter(
     v = _like("slice_scatter", x, value)
     if not len(axes) == len(starts) == len(ends) == len(strides):
         raise OpArgumentError("[slice_scatter] axes, starts, ends and strides must have one entry each")
-    mask = None
+    spans = []
+    slice_shape = list(x.shape)
     for a, s, e, st in zip(axes, starts, ends, strides, strict=True):
         ax = axis_arg("slice_scatter", a, x.ndim)
         n = x.shape[ax]
@@ -102,10 +103,18 @@ def slice_scatter(
         if st < 1:
             raise OpArgumentError(f"[slice_scatter] strides must be >= 1, got {st}")
         count = max(0, (e - s + st - 1) // st)
-        if v.shape[ax] != count:
-            raise OpArgumentError(
-                f"[slice_scatter] value has {v.shape[ax]} entries along dim {ax}, the slice {count}"
-            )
+        slice_shape[ax] = count
+        spans.append((ax, s, e, st, count))
+    if (
+        any(a not in (1, b) for a, b in zip((1,) * (x.ndim - v.ndim) + v.shape, slice_shape))
+        or v.ndim > x.ndim
+    ):
+        raise OpArgumentError(
+            f"[slice_scatter] value of shape {v.shape} does not broadcast to the slice's {tuple(slice_shape)}"
+        )
+    v = v.expand(tuple(slice_shape))  # value broadcasts to the slice (Paddle)
+    mask = None
+    for ax, s, e, st, count in spans:
         pos = _positions(x, ax)
         inside = (pos >= s) & (pos < e) & ((pos - s) % st == 0)
         mask = inside if mask is None else mask & inside
