@@ -675,3 +675,157 @@ def multigammaln(x: Tensor, p: int, name: str | None = None) -> Tensor:
     for j in range(1, int(p)):
         out = out + lgamma(x - j / 2.0)
     return out + int(p) * (int(p) - 1) / 4.0 * _m.log(_m.pi)
+
+
+# -- modified Bessel functions of the first kind -----------------------------------------------
+_BESSEL_SWITCH = 15.0  # power series below, the asymptotic expansion above
+
+
+def _bessel_series(x: Tensor, order: int) -> Tensor:
+    """I_order(x) = (x/2)^order sum_k (x^2/4)^k / (k! (k + order)!), |x| <= 15: 60 terms."""
+    q = x * x * 0.25
+    term = x * 0.0 + 1.0 / _m.factorial(order)
+    acc = term
+    for k in range(1, 60):
+        term = term * q / float(k * (k + order))
+        acc = acc + term
+    return acc * (x * 0.5) ** order if order else acc
+
+
+def _bessel_scaled_asymptotic(a: Tensor, order: int) -> Tensor:
+    """e^-a I_order(a) for a >= 15: (2 pi a)^-1/2 sum_k (-1)^k prod_j (mu - (2j-1)^2) / (k! (8a)^k)."""
+    mu = 4.0 * order * order
+    term = a * 0.0 + 1.0
+    acc = term
+    for k in range(1, 12):
+        term = term * (-(mu - (2 * k - 1) ** 2)) / (k * 8.0 * a)
+        acc = acc + term
+    return acc / M.sqrt(a * (2.0 * _m.pi))
+
+
+def _bessel(name: str, x: Tensor, order: int, scaled: bool) -> Tensor:
+    x = float_arg(name, x)
+    a = M.abs(x)
+    small = M.clip(x, -_BESSEL_SWITCH, _BESSEL_SWITCH)
+    series = _bessel_series(small, order)
+    if scaled:
+        series = series * M.exp(-M.abs(small))
+    big = M.clip(a, _BESSEL_SWITCH, None)
+    asym = _bessel_scaled_asymptotic(big, order)
+    if not scaled:
+        asym = asym * M.exp(big)
+    if order % 2:  # I_1 is odd
+        asym = M.where(x < 0, -asym, asym)
+    return M.where(a <= _BESSEL_SWITCH, series, asym)
+
+
+def i0(x: Tensor, name: str | None = None) -> Tensor:
+    """Elementwise modified Bessel function of the first kind, order 0.
+
+    Args:
+        x (Tensor): the input; integers are cast to the default float dtype.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: a float tensor of ``x``'s shape.
+
+    Example:
+        >>> import framework as fw
+        >>> [round(v, 4) for v in fw.i0(fw.to_tensor([0.0, 1.0, 2.0])).tolist()]
+        [1.0, 1.2661, 2.2796]
+    """
+    return _bessel("i0", x, 0, False)
+
+
+def i0e(x: Tensor, name: str | None = None) -> Tensor:
+    """Elementwise exponentially scaled :func:`i0`: ``exp(-|x|) * i0(x)`` (finite for large ``x``).
+
+    Args:
+        x (Tensor): the input; integers are cast to the default float dtype.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: a float tensor of ``x``'s shape.
+
+    Example:
+        >>> import framework as fw
+        >>> [round(v, 4) for v in fw.i0e(fw.to_tensor([0.0, 1.0, 100.0])).tolist()]
+        [1.0, 0.4658, 0.0399]
+    """
+    return _bessel("i0e", x, 0, True)
+
+
+def i1(x: Tensor, name: str | None = None) -> Tensor:
+    """Elementwise modified Bessel function of the first kind, order 1.
+
+    Args:
+        x (Tensor): the input; integers are cast to the default float dtype.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: a float tensor of ``x``'s shape.
+
+    Example:
+        >>> import framework as fw
+        >>> [round(v, 4) for v in fw.i1(fw.to_tensor([0.0, 1.0, -2.0])).tolist()]
+        [0.0, 0.5652, -1.5906]
+    """
+    return _bessel("i1", x, 1, False)
+
+
+def i1e(x: Tensor, name: str | None = None) -> Tensor:
+    """Elementwise exponentially scaled :func:`i1`: ``exp(-|x|) * i1(x)``.
+
+    Args:
+        x (Tensor): the input; integers are cast to the default float dtype.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: a float tensor of ``x``'s shape.
+
+    Example:
+        >>> import framework as fw
+        >>> [round(v, 4) for v in fw.i1e(fw.to_tensor([0.0, 1.0, 100.0])).tolist()]
+        [0.0, 0.2079, 0.0397]
+    """
+    return _bessel("i1e", x, 1, True)
+
+
+def polygamma(x: Tensor, n: int, name: str | None = None) -> Tensor:
+    """Elementwise ``n``-th derivative of :func:`digamma` (``n = 0``: digamma itself), for ``x > 0``.
+
+    ``(-1)^(n+1) n! zeta(n + 1, x)``: ten terms of the Hurwitz series, then its
+    Euler-Maclaurin tail.
+
+    Args:
+        x (Tensor): the input; integers are cast to the default float dtype.
+        n (int): the order, >= 0.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: a float tensor of ``x``'s shape.
+
+    Example:
+        >>> import framework as fw
+        >>> round(fw.polygamma(fw.to_tensor([1.0]), 1).item(), 5)  # pi^2 / 6
+        1.64493
+    """
+    x = float_arg("polygamma", x)
+    n = int(n)
+    if n < 0:
+        raise OpArgumentError(f"[polygamma] n must be >= 0, got {n}")
+    if n == 0:
+        return digamma(x)
+    s = n + 1
+    acc = x * 0.0
+    for k in range(10):
+        acc = acc + M.pow(x + float(k), -float(s))
+    a = x + 10.0
+    tail = M.pow(a, 1.0 - s) / (s - 1) + M.pow(a, -float(s)) * 0.5
+    # Bernoulli terms B_2j / (2j)! * s (s+1) ... (s + 2j - 2) * a^(-s - 2j + 1)
+    rising = float(s)
+    for j, b in enumerate((1.0 / 6, -1.0 / 30, 1.0 / 42, -1.0 / 30, 5.0 / 66), start=1):
+        if j > 1:
+            rising *= (s + 2 * j - 3) * (s + 2 * j - 2)
+        tail = tail + M.pow(a, -float(s + 2 * j - 1)) * (b / _m.factorial(2 * j) * rising)
+    return (acc + tail) * ((-1.0) ** (n + 1) * _m.factorial(n))
