@@ -738,9 +738,11 @@ from ._src.ops.composites.arith import baddbmm  # noqa: E402
 from ._src.ops.composites.grids import (  # noqa: E402
     asarray,
     assign,
+    bucketize,
     clone,
     diag_embed,
     from_numpy,
+    histogram_bin_edges,
     logspace,
     tril_indices,
     triu_indices,
@@ -815,6 +817,8 @@ from .static.mode import disable_static, enable_static, in_dynamic_mode  # noqa:
 mul = multiply
 gt = greater_than
 __all__ += [
+    "bucketize",
+    "histogram_bin_edges",
     "i0",
     "i0e",
     "i1",

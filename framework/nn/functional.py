@@ -59,7 +59,7 @@ from .._src.ops.composites.dropout import (
     feature_alpha_dropout,
 )
 from .._src.ops.composites.embedding import embedding, one_hot
-from .._src.ops.composites.linear import linear
+from .._src.ops.composites.linear import bilinear, linear
 from .._src.ops.composites.loss import (
     binary_cross_entropy,
     binary_cross_entropy_with_logits,

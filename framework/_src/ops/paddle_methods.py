@@ -278,6 +278,13 @@ METHODS.update(
         "gammaln": special.gammaln,
         "multigammaln": special.multigammaln,
         "element_size": lambda self: self.dtype.itemsize,
+        "repeat": lambda self, *repeats: shape.tile(
+            self,
+            list(repeats[0])
+            if len(repeats) == 1 and isinstance(repeats[0], (list, tuple))
+            else list(repeats),
+        ),
+        "bucketize": grids.bucketize,
         "split_with_sizes": lambda self, split_sizes, dim=0: shape.split(self, list(split_sizes), dim),
     }
 )

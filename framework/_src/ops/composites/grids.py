@@ -17,6 +17,7 @@ from .. import creation as C
 from .. import math as M
 from .. import shape as S
 from ._common import tensor_arg
+from .sorting import searchsorted
 
 
 def _scalar(v: Any) -> float:
@@ -251,3 +252,62 @@ def asarray(
     if requires_grad:
         out.stop_gradient = False
     return out
+
+
+def histogram_bin_edges(
+    input: Tensor, bins: int = 100, min: float = 0.0, max: float = 0.0, name: str | None = None
+) -> Tensor:
+    """The ``bins + 1`` edges :func:`histogram` uses: evenly spaced over ``[min, max]``, or over
+    the data's range when both are 0 (widened by 1 on each side when it is empty).
+
+    Args:
+        input (Tensor): the data.
+        bins (int): the number of bins.
+        min (float): the lower edge.
+        max (float): the upper edge.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: 1-d, ``bins + 1`` edges (float32, or ``input``'s float dtype).
+
+    Example:
+        >>> import framework as fw
+        >>> fw.histogram_bin_edges(fw.to_tensor([1.0, 2.0, 5.0]), bins=4).tolist()
+        [1.0, 2.0, 3.0, 4.0, 5.0]
+    """
+    x = tensor_arg("histogram_bin_edges", input)
+    lo, hi = float(min), float(max)
+    if lo == 0.0 and hi == 0.0 and x.numel():
+        lo, hi = float(M.min(x).item()), float(M.max(x).item())
+    if lo == hi:
+        lo, hi = lo - 1.0, hi + 1.0
+    if lo > hi:
+        raise OpArgumentError(f"[histogram_bin_edges] min {min} must not exceed max {max}")
+    d = x.dtype if x.dtype.kind == "f" else _dt.as_dtype("float32")
+    return C.linspace(lo, hi, int(bins) + 1, dtype=d, device=x.device)
+
+
+def bucketize(
+    x: Tensor, sorted_sequence: Tensor, out_int32: bool = False, right: bool = False, name: str | None = None
+) -> Tensor:
+    """The index of the bucket of ``sorted_sequence`` each entry of ``x`` falls in.
+
+    Args:
+        x (Tensor): the values.
+        sorted_sequence (Tensor): 1-d, ascending boundaries.
+        out_int32 (bool): int32 indices instead of int64.
+        right (bool): a value equal to a boundary goes to the bucket after it.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: of ``x``'s shape.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.bucketize(fw.to_tensor([0.5, 2.0, 9.0]), fw.to_tensor([1.0, 2.0, 3.0])).tolist()
+        [0, 1, 3]
+    """
+    seq = tensor_arg("bucketize", sorted_sequence, "sorted_sequence")
+    if seq.ndim != 1:
+        raise OpArgumentError(f"[bucketize] sorted_sequence must be 1-d, got shape {seq.shape}")
+    return searchsorted(seq, tensor_arg("bucketize", x), out_int32=out_int32, right=right)
