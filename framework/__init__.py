@@ -810,13 +810,25 @@ from ._src.ops.composites.scans import (  # noqa: E402
     renorm,
     trapezoid,
 )
-from ._src.ops.composites.special import gammaln, i0, i0e, i1, i1e, multigammaln, polygamma  # noqa: E402
+from ._src.ops.composites.special import (  # noqa: E402
+    gammainc,
+    gammaincc,
+    gammaln,
+    i0,
+    i0e,
+    i1,
+    i1e,
+    multigammaln,
+    polygamma,
+)
 from ._src.ops.linalg import cdist  # noqa: E402
 from .static.mode import disable_static, enable_static, in_dynamic_mode  # noqa: E402
 
 mul = multiply
 gt = greater_than
 __all__ += [
+    "gammainc",
+    "gammaincc",
     "bucketize",
     "histogram_bin_edges",
     "i0",
