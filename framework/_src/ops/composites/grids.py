@@ -257,8 +257,10 @@ def asarray(
 def histogram_bin_edges(
     input: Tensor, bins: int = 100, min: float = 0.0, max: float = 0.0, name: str | None = None
 ) -> Tensor:
-    """The ``bins + 1`` edges :func:`histogram` uses: evenly spaced over ``[min, max]``, or over
-    the data's range when both are 0 (widened by 1 on each side when it is empty).
+    """The ``bins + 1`` bin edges that :func:`histogram` uses.
+
+    Evenly spaced over ``[min, max]``, or over the data's range when both are 0 (widened by 1
+    on each side when that range is empty).
 
     Args:
         input (Tensor): the data.
