@@ -138,3 +138,51 @@ def test_the_comparison_can_fail(sides):
     assert compare(want, capture(oarlock_side, framework.to_tensor([1.0, 2.0], dtype="float64")), set())
     assert compare(want, capture(oarlock_side, framework.to_tensor([[1.0, 2.0]])), set())
     assert not compare(want, capture(oarlock_side, framework.to_tensor([1.0, 2.0])), set())
+
+
+def test_docstring_blocks_split_like_xdoctest():
+    """Statements, their output, +SKIP regions and +REQUIRES (no paddle needed)."""
+    from conformance.parity.examples import _parts  # noqa: PLC0415  (a private helper under test)
+
+    block = """
+        >>> x = 1
+        >>> print(x)
+        1
+        >>> # doctest: +SKIP("random")
+        >>> print(2)
+        9
+        >>> # doctest: -SKIP
+        >>> for i in range(2):
+        ...     print(i)
+        0
+        1
+
+        prose after a blank line is not output
+        >>> y = 3  # doctest: +SKIP
+        >>> # doctest: +REQUIRES(env:GPU)
+        >>> z = 4
+    """.splitlines()
+    parts = _parts(block)
+    assert [(p.source, p.want, p.skipped) for p in parts] == [
+        ("x = 1", "", False),
+        ("print(x)", "1", False),
+        ("print(2)", "9", True),  # inside the +SKIP region: neither run nor checked
+        ("for i in range(2):\n    print(i)", "0\n1", False),
+        ("y = 3  # doctest: +SKIP", "", True),
+        ("z = 4", "", True),  # after +REQUIRES(env:GPU)
+    ]
+
+
+def test_text_comparison_tolerates_rounding_and_places_only():
+    from conformance.parity.run import text_matches  # noqa: PLC0415
+
+    want = "Tensor(shape=[2], dtype=float32, place=Place(gpu:0), stop_gradient=True,\n[0.50000000, 1.])"
+    assert text_matches(
+        "Tensor(shape=[2], dtype=float32, place=Place(cpu), stop_gradient=True,\n  [0.5000001, 1.])", want
+    )
+    assert not text_matches(
+        "Tensor(shape=[2], dtype=float32, place=Place(cpu), stop_gradient=True,\n[0.51, 1.])", want
+    )
+    assert not text_matches(
+        "Tensor(shape=[2], dtype=float64, place=Place(cpu), stop_gradient=True,\n[0.5, 1.])", want
+    )
