@@ -30,11 +30,19 @@ class GELU(Layer):
 
 
 class SiLU(Layer):
+    def __init__(self, inplace: bool = False, name: str | None = None) -> None:
+        super().__init__()
+        self.inplace = inplace
+
     def forward(self, x: Tensor) -> Tensor:
-        return F.silu(x)
+        return F.silu(x, self.inplace)
 
 
-Swish = SiLU
+class Swish(SiLU):
+    """x * sigmoid(x): :class:`SiLU` under Paddle's other name (never in place)."""
+
+    def __init__(self, name: str | None = None) -> None:
+        super().__init__(False)
 
 
 class Sigmoid(Layer):

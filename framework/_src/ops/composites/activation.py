@@ -21,6 +21,7 @@ from .. import random as _rand
 from .. import shape as S
 from .. import sharding as _sh
 from ..base import OPS, call, composite
+from ..indexing import rebind
 from ._common import axis_arg, float_arg, same_meta, tensor_arg
 from .norm import softmax
 
@@ -78,12 +79,20 @@ def gelu(x: Tensor, approximate: Any = False, name: str | None = None) -> Tensor
     return call(OPS["gelu"], [float_arg("gelu", x)], {"approximate": bool(approximate)})
 
 
-def silu(x: Tensor, name: str | None = None) -> Tensor:
-    """x * sigmoid(x) (also called swish)."""
-    return call(OPS["silu"], [float_arg("silu", x)], {})
+def silu(x: Tensor, inplace: bool = False, name: str | None = None) -> Tensor:
+    """x * sigmoid(x) (also called swish); ``inplace=True`` also stores it into ``x``."""
+    out = call(OPS["silu"], [float_arg("silu", x)], {})
+    if inplace:
+        if x.dtype != out.dtype:
+            raise OpArgumentError(f"[silu] inplace needs a float x, got dtype {x.dtype}")
+        rebind(x, out)
+        return x
+    return out
 
 
-swish = silu
+def swish(x: Tensor, name: str | None = None) -> Tensor:
+    """x * sigmoid(x): :func:`silu` under its other name."""
+    return silu(x)
 
 
 def sigmoid(x: Tensor, name: str | None = None) -> Tensor:
