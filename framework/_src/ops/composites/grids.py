@@ -16,6 +16,7 @@ from ...tensor import Tensor, to_tensor
 from .. import creation as C
 from .. import math as M
 from .. import shape as S
+from ..indexing import rebind
 from ._common import tensor_arg
 from .sorting import searchsorted
 
@@ -187,7 +188,7 @@ def assign(x: Any, output: Tensor | None = None) -> Tensor:
 
     Args:
         x (Tensor | numpy.ndarray | list | number): the data.
-        output (Tensor, optional): a tensor of the same shape to write the copy into.
+        output (Tensor, optional): a tensor that becomes the copy (its shape and dtype too).
 
     Returns:
         Tensor: the copy (``output`` when given).
@@ -200,7 +201,7 @@ def assign(x: Any, output: Tensor | None = None) -> Tensor:
     data = x.clone() if isinstance(x, Tensor) else to_tensor(np.asarray(x))
     if output is None:
         return data
-    output.set_value(data)
+    rebind(output, data.to(output.device))  # output takes the data's shape and dtype (Paddle)
     return output
 
 
