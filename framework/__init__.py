@@ -65,7 +65,9 @@ from ._src.device import (
 )
 from ._src.dispatch import FallbackWarning, fallback_stats, reset_fallback_stats, set_strict_kernels
 from ._src.dtypes import (
-    DType,
+    DType as _DType,
+)
+from ._src.dtypes import (
     bfloat16,
     bool_,
     float16,
@@ -363,7 +365,7 @@ from .hapi import Model, callbacks, flops, summary
 __version__ = "0.1.0"
 
 tensor = to_tensor
-dtype = DType
+dtype = _DType
 clamp = clip
 
 
