@@ -20,10 +20,12 @@ import contextlib
 import importlib
 import io
 import math
+import os
 import random as pyrandom
 import re
 import signal
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -239,6 +241,10 @@ def run_example(side: Side, example: Example, seed: int = SEED) -> Run:
     pyrandom.seed(seed)
     old = signal.signal(signal.SIGALRM, _alarm)
     signal.alarm(TIMEOUT_S)
+    # files an example writes (paddle.save(..., "test.pp")) land in a folder of their own
+    scratch = tempfile.TemporaryDirectory(prefix="parity-")
+    here = os.getcwd()
+    os.chdir(scratch.name)
     try:
         for n, part in enumerate(example.parts):
             part_no[0] = n
@@ -259,6 +265,8 @@ def run_example(side: Side, example: Example, seed: int = SEED) -> Run:
                 break
             run.texts[n] = buf.getvalue()
     finally:
+        os.chdir(here)
+        scratch.cleanup()
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)
         with contextlib.suppress(Exception):
