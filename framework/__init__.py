@@ -64,6 +64,9 @@ from ._src.device import (
 )
 from ._src.dispatch import FallbackWarning, fallback_stats, reset_fallback_stats, set_strict_kernels
 from ._src.dtypes import (
+    DType as _DType,
+)
+from ._src.dtypes import (
     bfloat16,
     bool_,
     float16,
@@ -372,7 +375,7 @@ from .nn import ParamAttr
 
 __version__ = "0.1.0"
 
-dtype = type(float32)
+dtype = _DType
 clamp = clip
 
 
@@ -755,4 +758,178 @@ __all__ = [
     "where",
     "zeros",
     "zeros_like",
+]
+
+# Paddle parity (issue 40): the functions Paddle's own examples call that were missing
+from ._src.ops.composites.arith import baddbmm  # noqa: E402
+from ._src.ops.composites.grids import (  # noqa: E402
+    asarray,
+    assign,
+    bucketize,
+    clone,
+    diag_embed,
+    from_numpy,
+    histogram_bin_edges,
+    logspace,
+    tril_indices,
+    triu_indices,
+    vander,
+)
+from ._src.ops.composites.joining import (  # noqa: E402
+    atleast_1d,
+    atleast_2d,
+    atleast_3d,
+    block_diag,
+    broadcast_shapes,
+    cartesian_prod,
+    column_stack,
+    combinations,
+    crop,
+    dsplit,
+    dstack,
+    hsplit,
+    hstack,
+    matrix_transpose,
+    narrow,
+    ravel,
+    row_stack,
+    take,
+    tensor_split,
+    tolist,
+    unflatten,
+    vsplit,
+    vstack,
+)
+from ._src.ops.composites.masked_writes import (  # noqa: E402
+    diagonal_scatter,
+    fill_diagonal_tensor,
+    index_fill,
+    masked_scatter,
+    select_scatter,
+    slice_scatter,
+)
+from ._src.ops.composites.pointwise import (  # noqa: E402
+    copysign,
+    frac,
+    heaviside,
+    hypot,
+    isin,
+    isneginf,
+    isposinf,
+    isreal,
+    ldexp,
+    logaddexp,
+    nan_to_num,
+    negative,
+    positive,
+    sgn,
+    signbit,
+    sinc,
+)
+from ._src.ops.composites.sampling import rand_like, randn_like  # noqa: E402
+from ._src.ops.composites.scans import (  # noqa: E402
+    cummax,
+    cummin,
+    cumulative_trapezoid,
+    logcumsumexp,
+    nanmean,
+    reduce_as,
+    renorm,
+    trapezoid,
+)
+from ._src.ops.composites.special import (  # noqa: E402
+    gammainc,
+    gammaincc,
+    gammaln,
+    i0,
+    i0e,
+    i1,
+    i1e,
+    multigammaln,
+    polygamma,
+)
+from ._src.ops.linalg import cdist  # noqa: E402
+
+mul = multiply
+gt = greater_than
+__all__ += [
+    "gammainc",
+    "gammaincc",
+    "bucketize",
+    "histogram_bin_edges",
+    "i0",
+    "i0e",
+    "i1",
+    "i1e",
+    "polygamma",
+    "fill_diagonal_tensor",
+    "reduce_as",
+    "rand_like",
+    "randn_like",
+    "cdist",
+    "gt",
+    "matrix_transpose",
+    "tolist",
+    "diagonal_scatter",
+    "index_fill",
+    "masked_scatter",
+    "select_scatter",
+    "slice_scatter",
+    "asarray",
+    "assign",
+    "atleast_1d",
+    "atleast_2d",
+    "atleast_3d",
+    "baddbmm",
+    "block_diag",
+    "broadcast_shapes",
+    "cartesian_prod",
+    "clone",
+    "column_stack",
+    "combinations",
+    "copysign",
+    "crop",
+    "cummax",
+    "cummin",
+    "cumulative_trapezoid",
+    "diag_embed",
+    "dsplit",
+    "dstack",
+    "frac",
+    "from_numpy",
+    "gammaln",
+    "heaviside",
+    "hsplit",
+    "hstack",
+    "hypot",
+    "isin",
+    "isneginf",
+    "isposinf",
+    "isreal",
+    "ldexp",
+    "logaddexp",
+    "logcumsumexp",
+    "logspace",
+    "mul",
+    "multigammaln",
+    "nan_to_num",
+    "nanmean",
+    "narrow",
+    "negative",
+    "positive",
+    "ravel",
+    "renorm",
+    "row_stack",
+    "sgn",
+    "signbit",
+    "sinc",
+    "take",
+    "tensor_split",
+    "trapezoid",
+    "tril_indices",
+    "triu_indices",
+    "unflatten",
+    "vander",
+    "vsplit",
+    "vstack",
 ]

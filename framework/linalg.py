@@ -17,7 +17,9 @@ from __future__ import annotations
 from ._src.ops.linalg import (
     bincount,
     bmm,
+    cdist,
     cholesky,
+    cholesky_inverse,
     cholesky_solve,
     cond,
     corrcoef,
@@ -36,6 +38,7 @@ from ._src.ops.linalg import (
     lu_unpack,
     matrix_norm,
     matrix_power,
+    matrix_rank,
     multi_dot,
     mv,
     norm,
@@ -46,6 +49,7 @@ from ._src.ops.linalg import (
     svd,
     svdvals,
     triangular_solve,
+    vecdot,
     vector_norm,
 )
 from ._src.ops.math import matmul

@@ -132,7 +132,7 @@ def test_accuracy_metric_against_numpy():
     np.testing.assert_allclose(m.accumulate(), [want1, want3])
     m.reset()
     assert m.accumulate() == [0.0, 0.0]
-    assert fw.metric.accuracy(fw.to_tensor(p), fw.to_tensor(y)) == pytest.approx(want1)
+    assert float(fw.metric.accuracy(fw.to_tensor(p), fw.to_tensor(y))) == pytest.approx(want1)
     with pytest.raises(fw.OpArgumentError, match=r"\[Accuracy\] pred must have"):
         fw.metric.Accuracy(topk=7).compute(fw.to_tensor(p), fw.to_tensor(y))
 

@@ -613,6 +613,22 @@ def _db_special(fw: Any) -> list[CompositeInfo]:
             grad_inputs=_gamma_args,
         ),
         CompositeInfo(
+            "log1p",
+            lambda x: fw.log1p(x),
+            np.log1p,
+            lambda r: _edge(r, -0.9, 4, 12, 0.0, -0.0, 1e-10, -1e-10, 1e-4, -0.5, 1e30, -1.0, INF, NAN),
+            (0,),
+            grad_inputs=lambda r: [np.concatenate([r.uniform(-0.9, 4, 12), [1e-6, -1e-6, 0.0]])],
+        ),
+        CompositeInfo(
+            "expm1",
+            lambda x: fw.expm1(x),
+            np.expm1,
+            lambda r: _edge(r, -4, 4, 12, 0.0, -0.0, 1e-10, -1e-10, 1e-4, -30.0, 60.0, 200.0, -INF, INF, NAN),
+            (0,),
+            grad_inputs=lambda r: [np.concatenate([r.uniform(-4, 4, 12), [1e-6, -1e-6, 0.0]])],
+        ),
+        CompositeInfo(
             "erfinv",
             lambda x: fw.erfinv(x),
             R.erfinv,

@@ -113,7 +113,7 @@ def enable_grad() -> _GradMode:
     return _GradMode(True)
 
 
-def set_grad_enabled(mode: bool) -> _GradMode:
+def set_grad_enabled(mode: bool) -> _SetGradMode:
     """Turn graph recording on or off from here on; the returned object's ``__exit__`` undoes it.
 
     Args:
@@ -131,9 +131,23 @@ def set_grad_enabled(mode: bool) -> _GradMode:
         >>> fw.is_grad_enabled()
         True
     """
-    g = _GradMode(mode)
-    g.__enter__()
-    return g
+    return _SetGradMode(mode)
+
+
+class _SetGradMode(_GradMode):
+    """``set_grad_enabled``'s object: the call already switched the mode, so a ``with`` on it
+    does not switch again, and its exit restores the mode from before the call."""
+
+    def __init__(self, mode: bool) -> None:
+        super().__init__(mode)
+        super().__enter__()
+        self.pending = True
+
+    def __enter__(self) -> None:
+        if self.pending:
+            self.pending = False
+            return
+        super().__enter__()
 
 
 class Node:
@@ -530,12 +544,7 @@ def run_backward(
 
     with _GradMode(create_graph):
         for r, g in zip(roots, grad_roots):
-            if g is None:
-                if r.numel() != 1:
-                    raise OpArgumentError(
-                        f"[backward] grad can be implicitly created only for a tensor with one element, "
-                        f"got shape {r.shape}; pass grad_tensor= of that shape"
-                    )
+            if g is None:  # as Paddle: ones of the root's shape (also for a non-scalar root)
                 g = dispatch.run(OPS["full"], [], {"shape": r.shape, "value": 1, "dtype": r.dtype}, r.device)[
                     0
                 ]

@@ -92,6 +92,28 @@ def as_dtype(dtype: object, api: str = "dtype") -> np.dtype:
 _SUPPORTED = set(ALL_DTYPES)
 
 
+class _DTypeMeta(type):
+    def __instancecheck__(cls, obj: object) -> bool:
+        return isinstance(obj, np.dtype) and obj in _SUPPORTED
+
+
+class DType(metaclass=_DTypeMeta):
+    """The type of Oarlock's dtypes (``fw.dtype``): every supported numpy dtype is an instance.
+
+    ``fw.dtype(spec)`` turns a name or numpy type into the dtype, as every ``dtype=`` argument does.
+
+    Example:
+        >>> import framework as fw
+        >>> isinstance(fw.int64, fw.dtype), isinstance(fw.bfloat16, fw.dtype), isinstance("int64", fw.dtype)
+        (True, True, False)
+        >>> fw.dtype("float16")
+        dtype('float16')
+    """
+
+    def __new__(cls, spec: object) -> np.dtype:  # type: ignore[misc]
+        return as_dtype(spec)
+
+
 def category(d: np.dtype) -> int:
     """0 bool, 1 integer, 2 floating."""
     if d == bool_:

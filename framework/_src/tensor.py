@@ -389,7 +389,13 @@ def _canonical(d: np.dtype) -> np.dtype:
 
 
 def to_tensor(
-    data: Any, dtype: Any = None, device: Any = None, stop_gradient: bool = True, place: Any = None
+    data: Any,
+    dtype: Any = None,
+    device: Any = None,
+    stop_gradient: bool = True,
+    place: Any = None,
+    *,
+    requires_grad: bool = False,
 ) -> Tensor:
     """Make a tensor from Python numbers, nested lists, a numpy array or another tensor.
 
@@ -402,6 +408,7 @@ def to_tensor(
         device (str | Device, optional): default the current device.
         stop_gradient (bool): True: no gradient is computed for it.
         place (str | Device, optional): Paddle's name for ``device``.
+        requires_grad (bool): True: a gradient is computed for it (``stop_gradient=False``).
 
     Returns:
         Tensor: a new tensor.
@@ -431,7 +438,7 @@ def to_tensor(
         t = t.detach()
     else:
         t = from_numpy_copy(_as_numpy(data, d), dev)
-    t.stop_gradient = stop_gradient
+    t.stop_gradient = stop_gradient and not requires_grad
     return t
 
 

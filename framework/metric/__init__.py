@@ -17,7 +17,7 @@ import numpy as np
 
 from adapter_api import OpArgumentError
 
-from .._src.tensor import Tensor
+from .._src.tensor import Tensor, to_tensor
 
 
 class Metric:
@@ -98,10 +98,31 @@ class Accuracy(Metric):
 
 def accuracy(
     input: Tensor, label: Tensor, k: int = 1, correct: Any = None, total: Any = None, name: str | None = None
-) -> float:
-    """Top-``k`` accuracy of one batch (Paddle's ``paddle.metric.accuracy``), as a float."""
+) -> Tensor:
+    """Top-``k`` accuracy of one batch (Paddle's ``paddle.metric.accuracy``), as a 0-d float32 tensor.
+
+    Args:
+        input (Tensor): ``[N, C]`` scores.
+        label (Tensor): ``[N, 1]`` (or ``[N]``) class ids.
+        k (int): a row counts as right when its label is among its ``k`` highest scores.
+        correct, total: Paddle's output tensors for static graphs; not supported.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: the fraction of right rows, on ``input``'s device.
+
+    Example:
+        >>> import framework as fw
+        >>> pred = fw.to_tensor([[0.1, 0.9], [0.8, 0.2]])
+        >>> fw.metric.accuracy(pred, fw.to_tensor([[1], [1]]))
+        Tensor(shape=[], dtype=float32, device=cpu:0,
+               0.5)
+    """
+    if correct is not None or total is not None:
+        raise OpArgumentError("[accuracy] correct= and total= are not supported; use the returned tensor")
     m = Accuracy(k)
-    return m.update(m.compute(input, label))
+    value = m.update(m.compute(input, label))
+    return to_tensor(value, dtype="float32", device=input.device if isinstance(input, Tensor) else None)
 
 
 __all__ = ["Accuracy", "Metric", "accuracy"]

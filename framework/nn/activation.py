@@ -30,11 +30,19 @@ class GELU(Layer):
 
 
 class SiLU(Layer):
+    def __init__(self, inplace: bool = False, name: str | None = None) -> None:
+        super().__init__()
+        self.inplace = inplace
+
     def forward(self, x: Tensor) -> Tensor:
-        return F.silu(x)
+        return F.silu(x, self.inplace)
 
 
-Swish = SiLU
+class Swish(SiLU):
+    """x * sigmoid(x): :class:`SiLU` under Paddle's other name (never in place)."""
+
+    def __init__(self, name: str | None = None) -> None:
+        super().__init__(False)
 
 
 class Sigmoid(Layer):
@@ -167,3 +175,46 @@ class PReLU(Layer):
 
     def forward(self, x: Tensor) -> Tensor:
         return F.prelu(x, self._weight, self.data_format)
+
+
+Hardshrink = _activation("Hardshrink", "hardshrink", "x where |x| > threshold, else 0.", threshold=0.5)
+
+
+Softshrink = _activation(
+    "Softshrink", "softshrink", "x - threshold * sign(x) where |x| > threshold, else 0.", threshold=0.5
+)
+
+
+Tanhshrink = _activation("Tanhshrink", "tanhshrink", "x - tanh(x).")
+
+
+ThresholdedReLU = _activation(
+    "ThresholdedReLU", "thresholded_relu", "x where x > threshold, else value.", threshold=1.0, value=0.0
+)
+
+
+LogSigmoid = _activation("LogSigmoid", "log_sigmoid", "log(sigmoid(x)), without overflow.")
+
+
+Maxout = _activation("Maxout", "maxout", "the max over each run of ``groups`` channels.", groups=2, axis=1)
+
+
+class Softmax2D(Layer):
+    """softmax over the channels (dim -3) of a [N, C, H, W] or [C, H, W] ``x``."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        if x.ndim not in (3, 4):
+            raise OpArgumentError(f"[Softmax2D] x must be 3-d or 4-d, got shape {x.shape}")
+        return F.softmax(x, axis=-3)
+
+
+class RReLU(Layer):
+    """Randomized leaky ReLU: a slope drawn from U(lower, upper) per element in training, their
+    mean in evaluation (:func:`F.rrelu`)."""
+
+    def __init__(self, lower: float = 1.0 / 8.0, upper: float = 1.0 / 3.0, name: str | None = None) -> None:
+        super().__init__()
+        self.lower, self.upper = lower, upper
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.rrelu(x, self.lower, self.upper, self.training)

@@ -236,3 +236,111 @@ class Pad2D(Layer):
                 idx = to_tensor(_pad_index(n, b, a, self.mode), dtype="int64", device=x.device)
                 y = index_select(y, idx, axis=ax)
         return y.transpose((0, 2, 3, 1)) if self.data_format == "NHWC" else y
+
+
+class CosineSimilarity(Layer):
+    """The cosine similarity of ``x1`` and ``x2`` along ``axis`` (:func:`F.cosine_similarity`)."""
+
+    def __init__(self, axis: int = 1, eps: float = 1e-8) -> None:
+        super().__init__()
+        self.axis, self.eps = axis, eps
+
+    def forward(self, x1: Tensor, x2: Tensor) -> Tensor:
+        return F.cosine_similarity(x1, x2, self.axis, self.eps)
+
+
+class AlphaDropout(Layer):
+    """Dropout that keeps SELU's mean and variance (:func:`F.alpha_dropout`)."""
+
+    def __init__(self, p: float = 0.5, name: str | None = None) -> None:
+        super().__init__()
+        self.p = p
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.alpha_dropout(x, self.p, self.training)
+
+
+class UpsamplingNearest2D(Upsample):
+    """Nearest-neighbour upsampling of NCHW (or NHWC) ``x`` to ``size`` or by ``scale_factor``."""
+
+    def __init__(
+        self, size: Any = None, scale_factor: Any = None, data_format: str = "NCHW", name: str | None = None
+    ) -> None:
+        super().__init__(size, scale_factor, "nearest", False, 0, data_format)
+
+
+class UpsamplingBilinear2D(Upsample):
+    """Bilinear upsampling (corners aligned) of NCHW (or NHWC) ``x`` to ``size`` or by ``scale_factor``."""
+
+    def __init__(
+        self, size: Any = None, scale_factor: Any = None, data_format: str = "NCHW", name: str | None = None
+    ) -> None:
+        super().__init__(size, scale_factor, "bilinear", True, 0, data_format)
+
+
+class Unfold(Layer):
+    """Sliding blocks of NCHW ``x`` as columns (:func:`F.unfold`)."""
+
+    def __init__(
+        self,
+        kernel_sizes: Any,
+        dilations: Any = 1,
+        paddings: Any = 0,
+        strides: Any = 1,
+        name: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.kernel_sizes, self.dilations, self.paddings, self.strides = (
+            kernel_sizes,
+            dilations,
+            paddings,
+            strides,
+        )
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.unfold(x, self.kernel_sizes, self.strides, self.paddings, self.dilations)
+
+
+class Fold(Layer):
+    """Columns of sliding blocks summed back into an NCHW image (:func:`F.fold`)."""
+
+    def __init__(
+        self,
+        output_sizes: Any,
+        kernel_sizes: Any,
+        dilations: Any = 1,
+        paddings: Any = 0,
+        strides: Any = 1,
+        name: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.output_sizes, self.kernel_sizes = output_sizes, kernel_sizes
+        self.dilations, self.paddings, self.strides = dilations, paddings, strides
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.fold(x, self.output_sizes, self.kernel_sizes, self.strides, self.paddings, self.dilations)
+
+
+class Dropout3D(Layer):
+    """Zero whole channels of NCDHW (or NDHWC) ``x`` in training (:func:`F.dropout3d`)."""
+
+    def __init__(self, p: float = 0.5, data_format: str = "NCDHW", name: str | None = None) -> None:
+        super().__init__()
+        self.p, self.data_format = p, data_format
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.dropout3d(x, self.p, self.training, self.data_format)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}, data_format={self.data_format}"
+
+
+class FeatureAlphaDropout(Layer):
+    """Alpha dropout of whole channels in training (:func:`F.feature_alpha_dropout`)."""
+
+    def __init__(self, p: float = 0.5, name: str | None = None) -> None:
+        super().__init__()
+        self.p = p
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.feature_alpha_dropout(x, self.p, self.training)

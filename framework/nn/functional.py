@@ -21,16 +21,19 @@ from .._src.ops.composites.activation import (
     hardtanh,
     leaky_relu,
     log_sigmoid,
+    maxout,
     mish,
     prelu,
     relu,
     relu6,
+    rrelu,
     selu,
     sigmoid,
     silu,
     softplus,
     softshrink,
     softsign,
+    swiglu,
     swish,
     tanh,
     tanhshrink,
@@ -47,18 +50,29 @@ from .._src.ops.composites.channel_norm import batch_norm, group_norm, instance_
 from .._src.ops.composites.conv import conv1d, conv2d, conv3d
 from .._src.ops.composites.conv_transpose import conv1d_transpose, conv2d_transpose
 from .._src.ops.composites.ctc_loss import ctc_loss
-from .._src.ops.composites.dropout import alpha_dropout, dropout, dropout2d
+from .._src.ops.composites.dropout import (
+    alpha_dropout,
+    dropout,
+    dropout1d,
+    dropout2d,
+    dropout3d,
+    feature_alpha_dropout,
+)
 from .._src.ops.composites.embedding import embedding, one_hot
-from .._src.ops.composites.linear import linear
+from .._src.ops.composites.linear import bilinear, linear
 from .._src.ops.composites.loss import (
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
     cross_entropy,
+    dice_loss,
+    gaussian_nll_loss,
     kl_div,
     l1_loss,
     label_smooth,
+    log_loss,
     mse_loss,
     nll_loss,
+    poisson_nll_loss,
     sigmoid_focal_loss,
     smooth_l1_loss,
     softmax_with_cross_entropy,
@@ -68,7 +82,12 @@ from .._src.ops.composites.margin_loss import (
     cosine_embedding_loss,
     hinge_embedding_loss,
     margin_ranking_loss,
+    multi_label_margin_loss,
+    multi_label_soft_margin_loss,
+    multi_margin_loss,
+    soft_margin_loss,
     triplet_margin_loss,
+    triplet_margin_with_distance_loss,
 )
 from .._src.ops.composites.norm import (
     cosine_similarity,
@@ -93,6 +112,6 @@ from .._src.ops.composites.resize import affine_grid, grid_sample, interpolate, 
 from .._src.ops.composites.sorting import topk
 from .._src.ops.indexing import masked_fill
 from .._src.ops.math import clip, where
-from .._src.ops.shape import pad
+from .._src.ops.shape import pad, zeropad2d
 
 __all__ = [n for n in dir() if not n.startswith("_") and n != "annotations"]

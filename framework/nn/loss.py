@@ -4,6 +4,8 @@ SmoothL1Loss, NLLLoss, KLDivLoss, MarginRankingLoss and CTCLoss, each over
 
 from __future__ import annotations
 
+from typing import Any
+
 from .._src.tensor import Tensor
 from . import functional as F
 from .layer import Layer
@@ -135,3 +137,155 @@ class CTCLoss(Layer):
         return F.ctc_loss(
             log_probs, labels, input_lengths, label_lengths, self.blank, self.reduction, norm_by_times
         )
+
+
+class TripletMarginLoss(Layer):
+    """max(d(input, positive) - d(input, negative) + margin, 0) with the ``p``-norm distance."""
+
+    def __init__(
+        self,
+        margin: float = 1.0,
+        p: float = 2.0,
+        epsilon: float = 1e-6,
+        swap: bool = False,
+        reduction: str = "mean",
+        name: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.margin, self.p, self.epsilon, self.swap, self.reduction = margin, p, epsilon, swap, reduction
+
+    def forward(self, input: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
+        return F.triplet_margin_loss(
+            input, positive, negative, self.margin, self.p, self.epsilon, self.swap, self.reduction
+        )
+
+
+class HingeEmbeddingLoss(Layer):
+    """x where the label is 1, max(0, margin - x) where it is -1."""
+
+    def __init__(self, margin: float = 1.0, reduction: str = "mean", name: str | None = None) -> None:
+        super().__init__()
+        self.margin, self.reduction = margin, reduction
+
+    def forward(self, input: Tensor, label: Tensor) -> Tensor:
+        return F.hinge_embedding_loss(input, label, self.margin, self.reduction)
+
+
+class CosineEmbeddingLoss(Layer):
+    """1 - cos(input1, input2) where the label is 1, max(0, cos - margin) where it is -1."""
+
+    def __init__(self, margin: float = 0, reduction: str = "mean", name: str | None = None) -> None:
+        super().__init__()
+        self.margin, self.reduction = margin, reduction
+
+    def forward(self, input1: Tensor, input2: Tensor, label: Tensor) -> Tensor:
+        return F.cosine_embedding_loss(input1, input2, label, self.margin, self.reduction)
+
+
+class SoftMarginLoss(Layer):
+    """log(1 + exp(-label * input)) (:func:`F.soft_margin_loss`)."""
+
+    def __init__(self, reduction: str = "mean", name: str | None = None) -> None:
+        super().__init__()
+        self.reduction = reduction
+
+    def forward(self, input: Tensor, label: Tensor) -> Tensor:
+        return F.soft_margin_loss(input, label, self.reduction)
+
+
+class MultiLabelSoftMarginLoss(Layer):
+    """One-vs-all logistic loss per class, averaged (:func:`F.multi_label_soft_margin_loss`)."""
+
+    def __init__(
+        self, weight: Tensor | None = None, reduction: str = "mean", name: str | None = None
+    ) -> None:
+        super().__init__()
+        self.weight, self.reduction = weight, reduction
+
+    def forward(self, input: Tensor, label: Tensor) -> Tensor:
+        return F.multi_label_soft_margin_loss(input, label, self.weight, self.reduction)
+
+
+class MultiMarginLoss(Layer):
+    """Multi-class hinge loss (:func:`F.multi_margin_loss`)."""
+
+    def __init__(
+        self,
+        p: int = 1,
+        margin: float = 1.0,
+        weight: Tensor | None = None,
+        reduction: str = "mean",
+        name: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.p, self.margin, self.weight, self.reduction = p, margin, weight, reduction
+
+    def forward(self, input: Tensor, label: Tensor) -> Tensor:
+        return F.multi_margin_loss(input, label, self.p, self.margin, self.weight, self.reduction)
+
+
+class PoissonNLLLoss(Layer):
+    """Negative log-likelihood of a Poisson target (:func:`F.poisson_nll_loss`)."""
+
+    def __init__(
+        self,
+        log_input: bool = True,
+        full: bool = False,
+        epsilon: float = 1e-8,
+        reduction: str = "mean",
+        name: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.log_input, self.full, self.epsilon, self.reduction = log_input, full, epsilon, reduction
+
+    def forward(self, input: Tensor, label: Tensor) -> Tensor:
+        return F.poisson_nll_loss(input, label, self.log_input, self.full, self.epsilon, self.reduction)
+
+
+class GaussianNLLLoss(Layer):
+    """Negative log-likelihood of a Gaussian target (:func:`F.gaussian_nll_loss`)."""
+
+    def __init__(
+        self, full: bool = False, epsilon: float = 1e-6, reduction: str = "mean", name: str | None = None
+    ) -> None:
+        super().__init__()
+        self.full, self.epsilon, self.reduction = full, epsilon, reduction
+
+    def forward(self, input: Tensor, label: Tensor, variance: Tensor) -> Tensor:
+        return F.gaussian_nll_loss(input, label, variance, self.full, self.epsilon, self.reduction)
+
+
+class TripletMarginWithDistanceLoss(Layer):
+    """Triplet loss with a given distance (:func:`F.triplet_margin_with_distance_loss`)."""
+
+    def __init__(
+        self,
+        distance_function: Any = None,
+        margin: float = 1.0,
+        swap: bool = False,
+        reduction: str = "mean",
+        name: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.distance_function, self.margin, self.swap, self.reduction = (
+            distance_function,
+            margin,
+            swap,
+            reduction,
+        )
+
+    def forward(self, input: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
+        return F.triplet_margin_with_distance_loss(
+            input, positive, negative, self.distance_function, self.margin, self.swap, self.reduction
+        )
+
+
+class MultiLabelMarginLoss(Layer):
+    """Multi-label hinge loss (:func:`F.multi_label_margin_loss`)."""
+
+    def __init__(self, reduction: str = "mean", name: str | None = None) -> None:
+        super().__init__()
+        self.reduction = reduction
+
+    def forward(self, input: Tensor, label: Tensor) -> Tensor:
+        return F.multi_label_margin_loss(input, label, self.reduction)

@@ -121,6 +121,12 @@ class BatchNorm2D(_BatchNormBase):
     _formats = ("NCHW", "NHWC")
 
 
+class BatchNorm3D(_BatchNormBase):
+    """Batch norm of NCDHW input; running statistics in ``_mean``/``_variance``."""
+
+    _formats = ("NCDHW", "NDHWC")
+
+
 class SyncBatchNorm(BatchNorm2D):
     """Paddle's SyncBatchNorm in one process: the statistics of the local batch (BatchNorm2D).
 
@@ -215,3 +221,35 @@ class LocalResponseNorm(Layer):
 
     def forward(self, x: Tensor) -> Tensor:
         return F.local_response_norm(x, self.size, self.alpha, self.beta, self.k, self.data_format)
+
+
+class InstanceNorm1D(InstanceNorm2D):
+    """Instance norm of (N, C, L) input: each channel of each sample over its length."""
+
+    def __init__(
+        self,
+        num_features: int,
+        epsilon: float = 1e-5,
+        momentum: float = 0.9,
+        weight_attr: Any = None,
+        bias_attr: Any = None,
+        data_format: str = "NCL",
+        name: str | None = None,
+    ) -> None:
+        super().__init__(num_features, epsilon, momentum, weight_attr, bias_attr, data_format)
+
+
+class InstanceNorm3D(InstanceNorm2D):
+    """Instance norm of NCDHW input: each channel of each sample over its volume."""
+
+    def __init__(
+        self,
+        num_features: int,
+        epsilon: float = 1e-5,
+        momentum: float = 0.9,
+        weight_attr: Any = None,
+        bias_attr: Any = None,
+        data_format: str = "NCDHW",
+        name: str | None = None,
+    ) -> None:
+        super().__init__(num_features, epsilon, momentum, weight_attr, bias_attr, data_format)

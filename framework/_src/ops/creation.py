@@ -283,7 +283,16 @@ def arange(
     )[0]
 
 
-def linspace(start: float, stop: float, num: int, dtype: Any = None, device: Any = None) -> Tensor:
+def linspace(
+    start: float,
+    stop: float,
+    num: int,
+    dtype: Any = None,
+    device: Any = None,
+    name: str | None = None,
+    *,
+    requires_grad: bool = False,
+) -> Tensor:
     """``num`` evenly spaced numbers from ``start`` to ``stop``, both included.
 
     Args:
@@ -292,6 +301,8 @@ def linspace(start: float, stop: float, num: int, dtype: Any = None, device: Any
         num (int): how many values, >= 0.
         dtype (str | np.dtype, optional): default :func:`get_default_dtype`.
         device (str | Device, optional): default the current device.
+        name: ignored (Paddle's signature).
+        requires_grad (bool): True: a gradient is computed for it (``stop_gradient=False``).
 
     Returns:
         Tensor: a 1-d tensor of ``num`` values.
@@ -306,9 +317,13 @@ def linspace(start: float, stop: float, num: int, dtype: Any = None, device: Any
         raise OpArgumentError(f"[linspace] num must be >= 0, got {num}")
     d = _dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
     if num == 1:
-        return full((1,), start, d, device)
+        out = full((1,), start, d, device)
+        out.stop_gradient = not requires_grad
+        return out
     step = (stop - start) / (num - 1) if num > 1 else 0.0
-    return arange(0, num, 1, dtype=d, device=device) * step + start
+    out = arange(0, num, 1, dtype=d, device=device) * step + start
+    out.stop_gradient = not requires_grad
+    return out
 
 
 def eye(num_rows: int, num_columns: int | None = None, dtype: Any = None, device: Any = None) -> Tensor:

@@ -152,8 +152,8 @@ def scatter(x: Tensor, index: Any, updates: Any, axis: int = 0, overwrite: bool 
         updates (Tensor | number): of ``x``'s shape with dim ``axis`` replaced by ``index``'s
             shape (broadcast to it); cast to ``x``'s dtype.
         axis (int): the dim to index.
-        overwrite (bool): True: the updates replace the entries; False: they are added
-            (:func:`scatter_add`).
+        overwrite (bool): True: the updates replace the entries (the last one wins); False:
+            the rows ``index`` names are zeroed, then every update to them is added (as Paddle).
 
     Returns:
         Tensor: like ``x``.
@@ -167,7 +167,8 @@ def scatter(x: Tensor, index: Any, updates: Any, axis: int = 0, overwrite: bool 
                 [1., 1.]])
     """
     if not overwrite:
-        return _scatter("scatter_add", x, index, updates, axis)
+        cleared = _scatter("scatter", x, index, 0, axis)
+        return _scatter("scatter_add", cleared, index, updates, axis)
     return _scatter("scatter", x, index, updates, axis)
 
 
@@ -202,18 +203,28 @@ def _flat_positions(name: str, x: Tensor, idx_shape: tuple[int, ...], indices: T
     return flat
 
 
-def take_along_axis(x: Tensor, indices: Tensor, axis: int) -> Tensor:
+def _along_axis_shape(x: Tensor, idx: Tensor, ax: int) -> tuple[int, ...]:
+    """Paddle's broadcast of take_along_axis: each dim but ``axis`` to the larger of the two."""
+    return tuple(
+        idx.shape[d] if d == ax else (0 if 0 in (x.shape[d], idx.shape[d]) else max(x.shape[d], idx.shape[d]))
+        for d in range(x.ndim)
+    )
+
+
+def take_along_axis(x: Tensor, indices: Tensor, axis: int, broadcast: bool = True) -> Tensor:
     """The entries of ``x`` at ``indices`` along ``axis``, matched position by position elsewhere.
 
     As ``numpy.take_along_axis``: ``out[i, j] = x[i, indices[i, j]]`` for ``axis=1``.
 
     Args:
         x (Tensor): the input.
-        indices (Tensor): integers, of ``x``'s rank, no larger than ``x`` outside ``axis``.
+        indices (Tensor): integers, of ``x``'s rank.
         axis (int): the dim to index.
+        broadcast (bool): outside ``axis``, ``indices`` and ``x`` broadcast to the larger size
+            (Paddle's default); False: ``indices`` may be no larger than ``x`` there.
 
     Returns:
-        Tensor: of ``indices``'s shape.
+        Tensor: of ``indices``'s shape (after the broadcast).
 
     Example:
         >>> import framework as fw
@@ -227,11 +238,28 @@ def take_along_axis(x: Tensor, indices: Tensor, axis: int) -> Tensor:
     idx = _index_tensor("take_along_axis", indices, x.device)
     if idx.ndim != x.ndim:
         raise OpArgumentError(f"[take_along_axis] indices need {x.ndim} dims like x, got shape {idx.shape}")
+    if broadcast:
+        if any(a != b and 1 not in (a, b) for d, (a, b) in enumerate(zip(x.shape, idx.shape)) if d != ax):
+            raise OpArgumentError(
+                f"[take_along_axis] indices have shape {idx.shape} but x has {x.shape}: outside axis {ax} "
+                f"their sizes must match or be 1 (they broadcast)"
+            )
+        shape = _along_axis_shape(x, idx, ax)
+        idx = idx.expand(shape)
+        x = x.expand(shape[:ax] + (x.shape[ax],) + shape[ax + 1 :])
     flat = _flat_positions("take_along_axis", x, idx.shape, idx, ax)
     return gather(x.reshape((-1,)), flat, axis=0)
 
 
-def put_along_axis(x: Tensor, indices: Tensor, values: Any, axis: int, reduce: str = "assign") -> Tensor:
+def put_along_axis(
+    x: Tensor,
+    indices: Tensor,
+    values: Any,
+    axis: int,
+    reduce: str = "assign",
+    include_self: bool = True,
+    broadcast: bool = True,
+) -> Tensor:
     """A copy of ``x`` with ``values`` put at ``indices`` along ``axis`` (see :func:`take_along_axis`).
 
     Args:
@@ -240,6 +268,9 @@ def put_along_axis(x: Tensor, indices: Tensor, values: Any, axis: int, reduce: s
         values (Tensor | number): broadcast to ``indices``'s shape.
         axis (int): the dim to index.
         reduce (str): ``"assign"`` writes the values, ``"add"`` adds them.
+        include_self (bool): only True (the entries of ``x`` take part) is supported.
+        broadcast (bool): ``indices`` (and ``values``) broadcast to ``x``'s shape outside
+            ``axis`` (Paddle's default) where no dim of ``indices`` is larger than ``x``'s.
 
     Returns:
         Tensor: like ``x``.
@@ -260,10 +291,14 @@ def put_along_axis(x: Tensor, indices: Tensor, values: Any, axis: int, reduce: s
         raise OpArgumentError(f"[put_along_axis] indices need {x.ndim} dims like x, got shape {idx.shape}")
     if reduce not in ("assign", "add"):
         raise OpArgumentError(f"[put_along_axis] reduce must be 'assign' or 'add', got {reduce!r}")
-    flat = _flat_positions("put_along_axis", x, idx.shape, idx, ax)
-    fn = scatter_add if reduce == "add" else scatter
+    if not include_self:
+        raise OpArgumentError("[put_along_axis] include_self=False is not supported; use the default True")
     if not isinstance(values, Tensor):
         values = to_tensor(values, dtype=x.dtype, device=x.device)
+    if broadcast and all(i <= n for i, n in zip(idx.shape, x.shape, strict=True)):
+        idx = idx.expand(x.shape[:ax] + (idx.shape[ax],) + x.shape[ax + 1 :])
+    flat = _flat_positions("put_along_axis", x, idx.shape, idx, ax)
+    fn = scatter_add if reduce == "add" else scatter
     return fn(x.reshape((-1,)), flat.reshape((-1,)), values.expand(idx.shape).reshape((-1,)), axis=0).reshape(
         x.shape
     )

@@ -188,14 +188,15 @@ def _solve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def solve(x: Tensor, y: Tensor, left: bool = True, name: str | None = None) -> Tensor:
-    """The solution ``X`` of ``x @ X = y`` for a square ``x``.
+    """The solution ``X`` of ``x @ X = y`` (or of ``X @ x = y`` with ``left=False``) for a square ``x``.
 
     Computed on the host with numpy's LAPACK; the result is copied to ``x``'s device.
 
     Args:
         x (Tensor): ``[..., n, n]``, invertible.
         y (Tensor): ``[..., n, k]``, or ``[n]`` for one column.
-        left (bool): Paddle's argument, not read: ``x`` is always on the left.
+        left (bool): solve ``x @ X = y`` (True) or ``X @ x = y`` (False, ``y`` then
+            ``[..., k, n]``).
         name: ignored (Paddle's signature).
 
     Returns:
@@ -211,6 +212,10 @@ def solve(x: Tensor, y: Tensor, left: bool = True, name: str | None = None) -> T
     """
     a = _square("solve", x)
     b = float_arg("solve", y, "y").astype(a.dtype)
+    if not left:  # X @ a = b  <=>  a^T @ X^T = b^T
+        if b.ndim < 2:
+            raise OpArgumentError(f"[solve] left=False needs y of at least 2 dims, got shape {y.shape}")
+        return solve(_mT(a), _mT(b)).swapaxes(-1, -2)
     vec = b.ndim == a.ndim - 1
     if vec:
         b = b.unsqueeze(-1)
@@ -402,7 +407,7 @@ def eigh(x: Tensor, UPLO: str = "L", name: str | None = None) -> tuple[Tensor, T
         >>> w
         Tensor(shape=[2], dtype=float32, device=cpu:0,
                [1., 3.])
-        >>> fw.allclose(v @ fw.diag(w) @ v.T, a, atol=1e-6)
+        >>> bool(fw.allclose(v @ fw.diag(w) @ v.T, a, atol=1e-6))
         True
     """
     if UPLO not in ("L", "U"):
@@ -533,7 +538,7 @@ def qr(x: Tensor, mode: str = "reduced", name: str | None = None) -> Any:
         >>> import framework as fw
         >>> a = fw.to_tensor([[3.0, 0.0], [4.0, 5.0]])
         >>> q, r = fw.qr(a)
-        >>> fw.allclose(q @ r, a, atol=1e-6), fw.allclose(q.T @ q, fw.eye(2), atol=1e-6)
+        >>> bool(fw.allclose(q @ r, a, atol=1e-6)), bool(fw.allclose(q.T @ q, fw.eye(2), atol=1e-6))
         (True, True)
         >>> fw.abs(r)
         Tensor(shape=[2, 2], dtype=float32, device=cpu:0,
@@ -612,7 +617,7 @@ def svd(x: Tensor, full_matrices: bool = False, name: str | None = None) -> tupl
         >>> s
         Tensor(shape=[2], dtype=float32, device=cpu:0,
                [4., 3.])
-        >>> fw.allclose(u @ fw.diag(s) @ vh, a)
+        >>> bool(fw.allclose(u @ fw.diag(s) @ vh, a))
         True
     """
     a = float_arg("svd", x)
@@ -705,7 +710,7 @@ def lu_unpack(
         >>> p, l, u = fw.lu_unpack(*fw.lu(a))
         >>> p.tolist()
         [[0.0, 1.0], [1.0, 0.0]]
-        >>> fw.allclose(p @ l @ u, a)
+        >>> bool(fw.allclose(p @ l @ u, a))
         True
     """
     lu_ = tensor_arg("lu_unpack", x)
@@ -959,6 +964,15 @@ def matrix_norm(
 def vector_norm(
     x: Tensor, p: float = 2.0, axis: Any = None, keepdim: bool = False, name: str | None = None
 ) -> Tensor:
+    if float(p) == 0.0:  # the number of non-zero entries
+        return M.sum(
+            M.cast(x != 0, x.dtype if x.dtype.kind == "f" else "float32"), axis=axis, keepdim=keepdim
+        )
+    if np.isinf(float(p)):  # the largest (smallest for -inf) magnitude
+        reduce = M.max if float(p) > 0 else M.min
+        return reduce(
+            M.abs(x), axis=axis if axis is None or isinstance(axis, int) else list(axis), keepdim=keepdim
+        )
     if axis is not None and not isinstance(axis, int) and len(axis) == 2:
         return M.sum(M.abs(x) ** float(p), axis=list(axis), keepdim=keepdim) ** (1.0 / float(p))
     return norm(x, float(p), axis, keepdim)
@@ -1276,3 +1290,112 @@ def bincount(x: Tensor, weights: Tensor | None = None, minlength: int = 0, name:
 
 def _imax(a: int, b: int) -> int:
     return a if a > b else b
+
+
+def vecdot(x: Tensor, y: Tensor, axis: int = -1, name: str | None = None) -> Tensor:
+    """The dot products of ``x`` and ``y`` along ``axis`` (they broadcast elsewhere).
+
+    Args:
+        x (Tensor): the first vectors.
+        y (Tensor): the second vectors.
+        axis (int): the dim the products are summed over.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: the broadcast shape without ``axis``.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.linalg.vecdot(fw.to_tensor([[1.0, 2.0]]), fw.to_tensor([[3.0, 4.0]])).tolist()
+        [11.0]
+    """
+    return M.sum(x * y, axis=axis)
+
+
+def matrix_rank(
+    x: Tensor,
+    tol: Any = None,
+    hermitian: bool = False,
+    atol: Any = None,
+    rtol: Any = None,
+    name: str | None = None,
+) -> Tensor:
+    """The number of singular values of each matrix above a tolerance.
+
+    The tolerance is ``tol`` when given, else ``max(atol, rtol * largest singular value)``
+    with ``rtol`` defaulting to ``eps * max(m, n)`` (NumPy's and Paddle's rule).
+
+    Args:
+        x (Tensor): ``[..., m, n]``.
+        tol (float | Tensor, optional): the absolute tolerance.
+        hermitian (bool): Paddle's hint for symmetric input (the same answer here).
+        atol (float | Tensor, optional): an absolute tolerance.
+        rtol (float | Tensor, optional): a relative tolerance.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: int64 ranks, ``[...]``.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.linalg.matrix_rank(fw.to_tensor([[1.0, 2.0], [2.0, 4.0]])).item()
+        1
+    """
+    s = svdvals(x)
+    top = M.max(s, axis=-1, keepdim=True)
+    if tol is not None:
+        limit = tol
+    else:
+        eps = float(np.finfo(s.dtype).eps) * max(x.shape[-2:])
+        rel = top * (eps if rtol is None else rtol)
+        limit = rel if atol is None else M.maximum(rel, atol)
+    return M.sum(M.cast(s > limit, "int64"), axis=-1)
+
+
+def cholesky_inverse(x: Tensor, upper: bool = False, name: str | None = None) -> Tensor:
+    """The inverse of ``A = L L^T`` (or ``U^T U`` with ``upper``) from its Cholesky factor ``x``.
+
+    Args:
+        x (Tensor): the triangular factor ``[..., n, n]``.
+        upper (bool): ``x`` is the upper factor ``U``.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: ``A^-1``.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.linalg.cholesky_inverse(fw.to_tensor([[2.0, 0.0], [0.0, 1.0]])).tolist()
+        [[0.25, 0.0], [0.0, 1.0]]
+    """
+    n = x.shape[-1]
+    return cholesky_solve(C.eye(n, n, dtype=x.dtype, device=x.device).expand(x.shape), x, upper=upper)
+
+
+def cdist(x: Tensor, y: Tensor, p: float = 2.0, compute_mode: str = "", name: str | None = None) -> Tensor:
+    """The ``p``-norm distance of every row of ``x`` to every row of ``y``.
+
+    Args:
+        x (Tensor): ``[..., P, M]``.
+        y (Tensor): ``[..., R, M]``.
+        p (float): the norm's order (0: the number of differing entries; inf: the largest).
+        compute_mode (str): Paddle's choice of algorithm; one exact way here.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: ``[..., P, R]``.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.cdist(fw.to_tensor([[0.0, 0.0]]), fw.to_tensor([[3.0, 4.0], [1.0, 0.0]])).tolist()
+        [[5.0, 1.0]]
+    """
+    d = M.abs(x.unsqueeze(-2) - y.unsqueeze(-3))
+    if p == 0:
+        return M.sum(M.cast(d != 0, d.dtype), axis=-1)
+    if np.isinf(p):
+        return M.max(d, axis=-1)
+    if p == 2:  # through sqrt of a sum of squares: 0 distances keep a finite (zero) gradient
+        sq = M.sum(d * d, axis=-1)
+        return M.where(sq == 0, 0.0, M.sqrt(M.where(sq == 0, 1.0, sq)))
+    return M.sum(d ** float(p), axis=-1) ** (1.0 / float(p))

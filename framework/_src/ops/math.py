@@ -816,11 +816,26 @@ def log2(x: Tensor) -> Tensor:
     return log(x) * (1.0 / np.log(2.0))
 
 
-def log1p(x: Tensor) -> Tensor:
-    """Elementwise ``log(1 + x)``.
+def _log1p_grad(node: Any, g: list) -> list:
+    return [g[0] / (node.inputs[0] + 1.0)]
+
+
+@composite("log1p", sharding=_sh.elementwise(), grad=_log1p_grad)
+def log1p_decomposition(x: Tensor) -> Tensor:
+    """log(1 + x) without losing x near 0: ``log(u) * x / (u - 1)`` with ``u = 1 + x`` rounded
+    (the rounding error of ``u`` cancels; Goldberg), ``x`` itself where ``u`` rounds to 1."""
+    u = x + 1.0
+    d = u - 1.0
+    body = log(u) * (x / where(d == 0.0, 1.0, d))
+    return where(d == 0.0, x, where(u == float("inf"), u, body))
+
+
+def log1p(x: Tensor, name: str | None = None) -> Tensor:
+    """Elementwise ``log(1 + x)``, accurate for ``x`` near 0.
 
     Args:
         x (Tensor): the input, > -1; integers are cast to the default float dtype.
+        name: ignored (Paddle's signature).
 
     Returns:
         Tensor: a float tensor of ``x``'s shape.
@@ -830,15 +845,33 @@ def log1p(x: Tensor) -> Tensor:
         >>> fw.log1p(fw.to_tensor([0.0, 1.0]))
         Tensor(shape=[2], dtype=float32, device=cpu:0,
                [0.       , 0.6931472])
+        >>> fw.log1p(fw.to_tensor([1e-10])).item()  # log(1 + 1e-10) would be 0
+        1.000000013351432e-10
     """
-    return log(x + 1.0)
+    return call(OPS["log1p"], [_float_input(x, "log1p")], {})
 
 
-def expm1(x: Tensor) -> Tensor:
-    """Elementwise ``exp(x) - 1``.
+def _expm1_grad(node: Any, g: list) -> list:
+    return [g[0] * exp(node.inputs[0])]
+
+
+@composite("expm1", sharding=_sh.elementwise(), grad=_expm1_grad)
+def expm1_decomposition(x: Tensor) -> Tensor:
+    """exp(x) - 1 without losing x near 0: ``(u - 1) * x / log(u)`` with ``u = exp(x)`` rounded
+    (Kahan), ``x`` itself where ``u`` rounds to 1, -1 where it rounds to 0."""
+    u = exp(x)
+    d = u - 1.0
+    lu = log(u)
+    body = d * (x / where(lu == 0.0, 1.0, lu))
+    return where(d == 0.0, x, where(d == -1.0, d, where(u == float("inf"), u, body)))
+
+
+def expm1(x: Tensor, name: str | None = None) -> Tensor:
+    """Elementwise ``exp(x) - 1``, accurate for ``x`` near 0.
 
     Args:
         x (Tensor): the input; integers are cast to the default float dtype.
+        name: ignored (Paddle's signature).
 
     Returns:
         Tensor: a float tensor of ``x``'s shape.
@@ -847,9 +880,17 @@ def expm1(x: Tensor) -> Tensor:
         >>> import framework as fw
         >>> fw.expm1(fw.to_tensor([0.0, 1.0]))
         Tensor(shape=[2], dtype=float32, device=cpu:0,
-               [0.      , 1.718282])
+               [0.       , 1.7182817])
+        >>> fw.expm1(fw.to_tensor([1e-10])).item()  # exp(1e-10) - 1 would be 0
+        1.000000013351432e-10
     """
-    return exp(x) - 1.0
+    return call(OPS["expm1"], [_float_input(x, "expm1")], {})
+
+
+def _float_input(x: Any, name: str) -> Tensor:
+    """``x`` as a float tensor (integers and bools cast to the default float dtype)."""
+    x = _check(x, name)
+    return x if _dt.is_floating(x.dtype) else cast(x, _dt.get_default_dtype())
 
 
 def round(x: Tensor) -> Tensor:
@@ -1189,22 +1230,24 @@ def argmax(
         x (Tensor): the input.
         axis (int, optional): the axis; ``None``: the index into the flattened ``x``.
         keepdim (bool): keep the reduced axis, with size 1.
-        dtype: Paddle's index dtype argument; the result is int64.
+        dtype (str | np.dtype): the index dtype, ``"int64"`` or ``"int32"``.
         name: ignored (Paddle's signature).
 
     Returns:
-        Tensor: int64 indices.
+        Tensor: the indices, of ``dtype``.
 
     Example:
         >>> import framework as fw
         >>> x = fw.to_tensor([[1, 5, 2], [7, 0, 3]])
+        >>> fw.argmax(x, axis=1, dtype="int32").dtype
+        dtype('int32')
         >>> fw.argmax(x, axis=1)
         Tensor(shape=[2], dtype=int64, device=cpu:0,
                [1, 0])
         >>> fw.argmax(x).item()
         3
     """
-    return _arg("argmax", x, axis, keepdim)
+    return _index_dtype("argmax", _arg("argmax", x, axis, keepdim), dtype)
 
 
 def argmin(
@@ -1216,11 +1259,11 @@ def argmin(
         x (Tensor): the input.
         axis (int, optional): the axis; ``None``: the index into the flattened ``x``.
         keepdim (bool): keep the reduced axis, with size 1.
-        dtype: Paddle's index dtype argument; the result is int64.
+        dtype (str | np.dtype): the index dtype, ``"int64"`` or ``"int32"``.
         name: ignored (Paddle's signature).
 
     Returns:
-        Tensor: int64 indices.
+        Tensor: the indices, of ``dtype``.
 
     Example:
         >>> import framework as fw
@@ -1229,10 +1272,19 @@ def argmin(
         Tensor(shape=[3], dtype=int64, device=cpu:0,
                [0, 1, 0])
     """
-    return _arg("argmin", x, axis, keepdim)
+    return _index_dtype("argmin", _arg("argmin", x, axis, keepdim), dtype)
 
 
-def mean(x: Tensor, axis: Any = None, keepdim: bool = False, name: str | None = None) -> Tensor:
+def _index_dtype(name: str, out: Tensor, dtype: Any) -> Tensor:
+    d = _dt.as_dtype(dtype, name)
+    if d.name not in ("int64", "int32"):
+        raise OpArgumentError(f"[{name}] dtype must be int32 or int64, got {d}")
+    return out if d == out.dtype else cast(out, d)
+
+
+def mean(
+    x: Tensor, axis: Any = None, keepdim: bool = False, name: str | None = None, *, dtype: Any = None
+) -> Tensor:
     """Arithmetic mean of the elements of ``x`` over ``axis``.
 
     Args:
@@ -1240,6 +1292,7 @@ def mean(x: Tensor, axis: Any = None, keepdim: bool = False, name: str | None = 
         axis (int | list[int] | tuple[int], optional): the axes to reduce; ``None``: all of them.
         keepdim (bool): keep the reduced axes, with size 1.
         name: ignored (Paddle's signature).
+        dtype (str | np.dtype, optional): cast ``x`` to this float dtype first.
 
     Returns:
         Tensor: a float tensor; NaN over an empty axis.
@@ -1254,6 +1307,8 @@ def mean(x: Tensor, axis: Any = None, keepdim: bool = False, name: str | None = 
         2.5
     """
     x = _check(x, "mean")
+    if dtype is not None:
+        x = cast(x, dtype)
     if not _dt.is_floating(x.dtype):
         x = cast(x, _dt.get_default_dtype())
     axes = normalize_axes("mean", axis, x.ndim)
@@ -1497,26 +1552,38 @@ def dot(x: Tensor, y: Tensor) -> Tensor:
     return sum(x * y, axis=-1)
 
 
-def allclose(x: Tensor, y: Tensor, rtol: float = 1e-5, atol: float = 1e-8) -> bool:
-    """Whether ``|x - y| <= atol + rtol * |y|`` holds for every element (NaNs are unequal).
+def allclose(
+    x: Tensor,
+    y: Tensor,
+    rtol: float = 1e-5,
+    atol: float = 1e-8,
+    equal_nan: bool = False,
+    name: str | None = None,
+) -> Tensor:
+    """Whether ``|x - y| <= atol + rtol * |y|`` holds for every element.
 
     Args:
         x (Tensor): the first tensor.
         y (Tensor): the second tensor; ``x`` and ``y`` broadcast together.
         rtol (float): the relative tolerance.
         atol (float): the absolute tolerance.
+        equal_nan (bool): NaN matches NaN (else NaNs are unequal).
+        name: ignored (Paddle's signature).
 
     Returns:
-        bool: a Python bool (the values are read back to the host).
+        Tensor: a 0-d bool tensor, as Paddle's (``bool()`` of it, or ``if``, reads it).
 
     Example:
         >>> import framework as fw
         >>> fw.allclose(fw.to_tensor([1.0, 2.0]), fw.to_tensor([1.0, 2.000001]))
-        True
-        >>> fw.allclose(fw.to_tensor([1.0]), fw.to_tensor([1.1]))
+        Tensor(shape=[], dtype=bool, device=cpu:0,
+               True)
+        >>> bool(fw.allclose(fw.to_tensor([1.0]), fw.to_tensor([1.1])))
         False
     """
-    return bool(np.allclose(x.numpy(), y.numpy(), rtol=rtol, atol=atol))
+    x, y = _check(x, "allclose"), _check(y, "allclose")
+    a, b = x.numpy(), y.numpy()
+    return to_tensor(bool(np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)), device=x.device)
 
 
 def ones_like(x: Tensor) -> Tensor:

@@ -12,7 +12,20 @@ from ..tensor import Tensor
 from . import creation, indexing, shape
 from . import math as M
 from . import random as R
-from .composites import activation, arith, manipulation, norm, sampling, sorting, special
+from .composites import (
+    activation,
+    arith,
+    grids,
+    joining,
+    manipulation,
+    masked_writes,
+    norm,
+    pointwise,
+    sampling,
+    scans,
+    sorting,
+    special,
+)
 from .methods import inplace
 
 
@@ -208,6 +221,75 @@ OPERATORS: dict[str, Any] = {
     "__rxor__": lambda self, other: arith.bitwise_xor(other, self),
     "__invert__": arith.bitwise_not,
 }
+
+# Paddle parity (issue 40): the new functions as methods too
+METHODS.update(
+    {
+        "take": joining.take,
+        "ravel": joining.ravel,
+        "narrow": joining.narrow,
+        "unflatten": joining.unflatten,
+        "tensor_split": joining.tensor_split,
+        "hsplit": joining.hsplit,
+        "vsplit": joining.vsplit,
+        "dsplit": joining.dsplit,
+        "signbit": pointwise.signbit,
+        "copysign": pointwise.copysign,
+        "hypot": pointwise.hypot,
+        "ldexp": pointwise.ldexp,
+        "logaddexp": pointwise.logaddexp,
+        "heaviside": pointwise.heaviside,
+        "frac": pointwise.frac,
+        "sgn": pointwise.sgn,
+        "nan_to_num": pointwise.nan_to_num,
+        "sinc": pointwise.sinc,
+        "isin": pointwise.isin,
+        "logcumsumexp": scans.logcumsumexp,
+        "cummax": scans.cummax,
+        "cummin": scans.cummin,
+        "trapezoid": scans.trapezoid,
+        "nanmean": scans.nanmean,
+        "renorm": scans.renorm,
+        "diag_embed": grids.diag_embed,
+        "vander": grids.vander,
+        "select_scatter": masked_writes.select_scatter,
+        "slice_scatter": masked_writes.slice_scatter,
+        "diagonal_scatter": masked_writes.diagonal_scatter,
+        "index_fill": masked_writes.index_fill,
+        "masked_scatter": masked_writes.masked_scatter,
+        "fill_diagonal_tensor": masked_writes.fill_diagonal_tensor,
+        "reduce_as": scans.reduce_as,
+        "gammaln": special.gammaln,
+        "multigammaln": special.multigammaln,
+        "element_size": lambda self: self.dtype.itemsize,
+        "repeat": lambda self, *repeats: shape.tile(
+            self,
+            list(repeats[0])
+            if len(repeats) == 1 and isinstance(repeats[0], (list, tuple))
+            else list(repeats),
+        ),
+        "bucketize": grids.bucketize,
+        "split_with_sizes": lambda self, split_sizes, dim=0: shape.split(self, list(split_sizes), dim),
+    }
+)
+INPLACE.update(
+    {
+        "copysign": (pointwise.copysign, True),
+        "hypot": (pointwise.hypot, True),
+        "ldexp": (pointwise.ldexp, True),
+        "frac": (pointwise.frac, True),
+        "sgn": (pointwise.sgn, True),
+        "nan_to_num": (pointwise.nan_to_num, True),
+        "sinc": (pointwise.sinc, True),
+        "renorm": (scans.renorm, True),
+        "index_fill": (masked_writes.index_fill, True),
+        "masked_scatter": (masked_writes.masked_scatter, True),
+        "fill_diagonal_tensor": (masked_writes.fill_diagonal_tensor, True),
+        "fill_diagonal": (masked_writes.fill_diagonal, True),
+        "gammaln": (special.gammaln, True),
+        "multigammaln": (special.multigammaln, True),
+    }
+)
 
 del METHODS["numel_tensor"]
 for _k, _v in OPERATORS.items():

@@ -38,10 +38,20 @@ def _resolve_shape(x: Tensor, shape: Any) -> tuple[int, ...]:
         shape = (shape,)
     if isinstance(shape, Tensor):
         shape = shape.tolist()
+    elif (
+        isinstance(shape, (tuple, list))
+        and len(shape) == 1
+        and isinstance(shape[0], Tensor)
+        and shape[0].ndim == 1
+    ):
+        shape = shape[0].tolist()  # x.reshape(shape_tensor) reaches here as (shape_tensor,)
     try:
         shape = [int(s.item()) if isinstance(s, Tensor) else int(s) for s in shape]
     except (TypeError, ValueError):
         raise OpArgumentError(f"[reshape] shape must be a sequence of ints, got {shape!r}") from None
+    for i, s in enumerate(shape):
+        if s == 0 and i < x.ndim:  # Paddle: 0 keeps x's size of that dim
+            shape[i] = x.shape[i]
     n = x.numel()
     unknown = [i for i, s in enumerate(shape) if s == -1]
     if len(unknown) > 1:
@@ -67,7 +77,7 @@ def reshape(x: Tensor, shape: Any, name: str | None = None) -> Tensor:
     Args:
         x (Tensor): the input.
         shape (list[int] | tuple[int] | Tensor): the new shape, of the same element count; one
-            entry may be -1 (inferred).
+            entry may be -1 (inferred); a 0 keeps ``x``'s size of that dim (as in Paddle).
         name: ignored (Paddle's signature).
 
     Returns:
@@ -323,13 +333,13 @@ def expand_as(x: Tensor, y: Tensor) -> Tensor:
     return expand(x, y.shape)
 
 
-def concat(xs: Sequence[Tensor], axis: int = 0, name: str | None = None) -> Tensor:
+def concat(x: Sequence[Tensor], axis: Any = 0, name: str | None = None) -> Tensor:
     """Join tensors along an existing dim; ``cat`` is this function.
 
     Args:
-        xs (list[Tensor]): at least one tensor, all of one rank (at least 1) and equal sizes but
+        x (list[Tensor]): at least one tensor, all of one rank (at least 1) and equal sizes but
             along ``axis``; their dtypes are promoted to a common one.
-        axis (int): the dim to join along.
+        axis (int | Tensor): the dim to join along.
         name: ignored (Paddle's signature).
 
     Returns:
@@ -346,7 +356,9 @@ def concat(xs: Sequence[Tensor], axis: int = 0, name: str | None = None) -> Tens
         >>> fw.cat([a, a], axis=1).shape
         (2, 4)
     """
-    xs = list(xs)
+    xs = list(x)
+    if isinstance(axis, Tensor):
+        axis = int(axis.item())
     if not xs:
         raise OpArgumentError("[concat] expected a non-empty list of tensors")
     for i, t_ in enumerate(xs):
@@ -580,41 +592,148 @@ def unbind(x: Tensor, axis: int = 0) -> list[Tensor]:
     return [squeeze(p, axis) for p in split(x, x.shape[axis], axis)]
 
 
-def pad(x: Tensor, pad: Sequence[int], mode: str = "constant", value: float = 0.0) -> Tensor:
-    """Pad ``x`` with a constant value.
+_PAD_MODES = ("constant", "reflect", "replicate", "circular")
 
-    ``pad`` lists (before, after) pairs starting from the LAST dim, as in
-    ``torch.nn.functional.pad``, also when it covers every dim.
+
+def pad(
+    x: Tensor,
+    pad: Any,
+    mode: str = "constant",
+    value: float = 0.0,
+    data_format: str | None = None,
+    pad_from_left_axis: bool = True,
+    name: str | None = None,
+) -> Tensor:
+    """Pad ``x`` (Paddle's ``nn.functional.pad``).
+
+    With ``mode="constant"`` and a ``pad`` list that is not ``2 * (ndim - 2)`` long, ``pad``
+    holds (before, after) pairs: from the FIRST dim when it covers every dim (and
+    ``pad_from_left_axis``), else from the last dim backwards. Otherwise (another mode, or
+    ``2 * (ndim - 2)`` entries) ``x`` is 3-, 4- or 5-d and ``pad`` covers its spatial dims of
+    ``data_format``, from the last one backwards: ``[left, right, top, bottom, front, back]``.
 
     Args:
         x (Tensor): the input.
-        pad (list[int]): non-negative sizes ``[last_before, last_after, prev_before, ...]``.
-        mode (str): only ``"constant"``.
-        value (float): the value put in the padding.
+        pad (list[int] | Tensor): non-negative sizes, as above.
+        mode (str): ``"constant"``, ``"reflect"`` (mirror without the edge), ``"replicate"``
+            (repeat the edge) or ``"circular"`` (wrap around).
+        value (float): the value put in the padding (``"constant"`` only).
+        data_format (str, optional): ``NCL``/``NLC``, ``NCHW``/``NHWC``, ``NCDHW``/``NDHWC``;
+            default channels-first for ``x``'s rank.
+        pad_from_left_axis (bool): see above.
+        name: ignored (Paddle's signature).
 
     Returns:
         Tensor: the padded tensor.
 
     Example:
         >>> import framework as fw
-        >>> fw.pad(fw.to_tensor([[1, 2], [3, 4]]), [1, 0])
+        >>> import framework.nn.functional as F
+        >>> F.pad(fw.to_tensor([[1, 2], [3, 4]]), [1, 0])
         Tensor(shape=[2, 3], dtype=int64, device=cpu:0,
                [[0, 1, 2],
                 [0, 3, 4]])
-        >>> fw.pad(fw.to_tensor([1.0]), [0, 2], value=9.0).tolist()
-        [1.0, 9.0, 9.0]
+        >>> F.pad(fw.to_tensor([[1, 2]]), [1, 0, 0, 2]).tolist()
+        [[0, 0, 0, 0], [1, 2, 0, 0]]
+        >>> F.pad(fw.to_tensor([[[1.0, 2.0, 3.0]]]), [2, 1], mode="reflect").tolist()
+        [[[3.0, 2.0, 1.0, 2.0, 3.0, 2.0]]]
     """
-    if mode != "constant":
-        raise OpArgumentError(f"[pad] mode {mode!r} is not supported; only 'constant'")
-    pad = [int(p) for p in pad]
-    if len(pad) % 2 or len(pad) > 2 * x.ndim:
-        raise OpArgumentError(f"[pad] pad must hold pairs for at most {x.ndim} dims, got {pad}")
-    if any(p < 0 for p in pad):
-        raise OpArgumentError(f"[pad] negative padding {pad} is not supported; slice instead")
-    pairs = [(0, 0)] * x.ndim
-    for i in range(len(pad) // 2):
-        pairs[x.ndim - 1 - i] = (pad[2 * i], pad[2 * i + 1])
-    return pad_raw(x, tuple(pairs), value)
+    if mode not in _PAD_MODES:
+        raise OpArgumentError(f"[pad] mode must be one of {_PAD_MODES}, got {mode!r}")
+    pad = [int(p) for p in (pad.tolist() if isinstance(pad, Tensor) else pad)]
+    nd = x.ndim
+    if any(p < 0 for p in pad) or len(pad) % 2:
+        raise OpArgumentError(f"[pad] pad must hold pairs of non-negative sizes, got {pad}")
+    pairs = [(0, 0)] * nd
+    if mode == "constant" and len(pad) != 2 * (nd - 2):
+        if len(pad) > 2 * nd:
+            raise OpArgumentError(f"[pad] pad must hold pairs for at most {nd} dims, got {pad}")
+        if len(pad) == 2 * nd and pad_from_left_axis:
+            pairs = [(pad[2 * d], pad[2 * d + 1]) for d in range(nd)]
+        else:
+            for i in range(len(pad) // 2):
+                pairs[nd - 1 - i] = (pad[2 * i], pad[2 * i + 1])
+        return pad_raw(x, tuple(pairs), value)
+    if nd not in (3, 4, 5) or len(pad) != 2 * (nd - 2):
+        raise OpArgumentError(
+            f"[pad] mode {mode!r} pads the spatial dims of a 3-, 4- or 5-d x, 2 sizes each; got x of "
+            f"shape {x.shape} and pad {pad}"
+        )
+    fmt = data_format or {3: "NCL", 4: "NCHW", 5: "NCDHW"}[nd]
+    if len(fmt) != nd or fmt[0] != "N" or "C" not in (fmt[1], fmt[-1]):
+        raise OpArgumentError(f"[pad] data_format {data_format!r} does not fit x of rank {nd}")
+    spatial = list(range(1, nd - 1)) if fmt[-1] == "C" else list(range(2, nd))
+    for i, d in enumerate(reversed(spatial)):
+        pairs[d] = (pad[2 * i], pad[2 * i + 1])
+    if mode == "constant":
+        return pad_raw(x, tuple(pairs), value)
+    for d, (before, after) in enumerate(pairs):
+        if before or after:
+            x = _pad_edges(x, d, before, after, mode)
+    return x
+
+
+def zeropad2d(x: Tensor, padding: Any, data_format: str = "NCHW", name: str | None = None) -> Tensor:
+    """Zero-pad the H and W dims of a 4-d ``x``: ``padding`` is ``[left, right, top, bottom]``.
+
+    Args:
+        x (Tensor): NCHW (or NHWC) input.
+        padding (list[int] | Tensor | int): the four sizes (an int: all four).
+        data_format (str): ``"NCHW"`` or ``"NHWC"``.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: the padded tensor.
+
+    Example:
+        >>> import framework as fw
+        >>> import framework.nn.functional as F
+        >>> F.zeropad2d(fw.ones([1, 1, 1, 2]), [1, 0, 0, 1]).tolist()
+        [[[[0.0, 1.0, 1.0], [0.0, 0.0, 0.0]]]]
+    """
+    if isinstance(padding, int):
+        padding = [padding] * 4
+    return pad(x, padding, "constant", 0.0, data_format)
+
+
+def _pad_edges(x: Tensor, d: int, before: int, after: int, mode: str) -> Tensor:
+    """``x`` padded along dim ``d`` by copies of its own entries (reflect, replicate, circular)."""
+    n = x.shape[d]
+    limit = n - 1 if mode == "reflect" else n
+    if max(before, after) > limit or n == 0:
+        raise OpArgumentError(
+            f"[pad] mode {mode!r} pads at most {limit} along a dim of size {n}, got ({before}, {after})"
+        )
+
+    def part(lo: int, hi: int) -> Tensor:
+        starts, stops = [0] * x.ndim, list(x.shape)
+        starts[d], stops[d] = lo, hi
+        return slice_raw(x, tuple(starts), tuple(stops), (1,) * x.ndim)
+
+    def edge(lo: int, count: int) -> Tensor:
+        shape = list(x.shape)
+        shape[d] = count
+        return expand(part(lo, lo + 1), shape)
+
+    pieces = []
+    if before:
+        pieces.append(
+            flip(part(1, before + 1), d)
+            if mode == "reflect"
+            else edge(0, before)
+            if mode == "replicate"
+            else part(n - before, n)
+        )
+    pieces.append(x)
+    if after:
+        pieces.append(
+            flip(part(n - 1 - after, n - 1), d)
+            if mode == "reflect"
+            else edge(n - 1, after)
+            if mode == "replicate"
+            else part(0, after)
+        )
+    return concat(pieces, axis=d)
 
 
 def flip(x: Tensor, axis: Any) -> Tensor:

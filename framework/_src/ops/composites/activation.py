@@ -21,6 +21,7 @@ from .. import random as _rand
 from .. import shape as S
 from .. import sharding as _sh
 from ..base import OPS, call, composite
+from ..indexing import rebind
 from ._common import axis_arg, float_arg, same_meta, tensor_arg
 from .norm import softmax
 
@@ -78,12 +79,20 @@ def gelu(x: Tensor, approximate: Any = False, name: str | None = None) -> Tensor
     return call(OPS["gelu"], [float_arg("gelu", x)], {"approximate": bool(approximate)})
 
 
-def silu(x: Tensor, name: str | None = None) -> Tensor:
-    """x * sigmoid(x) (also called swish)."""
-    return call(OPS["silu"], [float_arg("silu", x)], {})
+def silu(x: Tensor, inplace: bool = False, name: str | None = None) -> Tensor:
+    """x * sigmoid(x) (also called swish); ``inplace=True`` also stores it into ``x``."""
+    out = call(OPS["silu"], [float_arg("silu", x)], {})
+    if inplace:
+        if x.dtype != out.dtype:
+            raise OpArgumentError(f"[silu] inplace needs a float x, got dtype {x.dtype}")
+        rebind(x, out)
+        return x
+    return out
 
 
-swish = silu
+def swish(x: Tensor, name: str | None = None) -> Tensor:
+    """x * sigmoid(x): :func:`silu` under its other name."""
+    return silu(x)
 
 
 def sigmoid(x: Tensor, name: str | None = None) -> Tensor:
@@ -360,3 +369,43 @@ def gumbel_softmax(
     shp[ax] = x.shape[ax]
     hard_y = M.cast(C.arange(x.shape[ax], device=x.device).reshape(tuple(shp)) == idx, x.dtype)
     return hard_y - y.detach() + y
+
+
+def swiglu(x: Tensor, y: Tensor | None = None, name: str | None = None) -> Tensor:
+    """silu(x) * y; without ``y``, silu(a) * b over the two halves a, b of ``x``'s last dim."""
+    x = float_arg("swiglu", x)
+    if y is None:
+        if x.shape[-1] % 2:
+            raise OpArgumentError(f"[swiglu] the last dim of x must be even without y, got shape {x.shape}")
+        x, y = S.split(x, 2, axis=-1)
+    return silu(x) * y
+
+
+def maxout(x: Tensor, groups: int, axis: int = 1, name: str | None = None) -> Tensor:
+    """The max over each run of ``groups`` consecutive channels of ``axis`` (C / groups channels out)."""
+    x = float_arg("maxout", x)
+    ax = axis_arg("maxout", axis, x.ndim)
+    c = x.shape[ax]
+    if groups < 1 or c % groups:
+        raise OpArgumentError(f"[maxout] the {c} channels of axis {ax} do not split into groups of {groups}")
+    shape = x.shape[:ax] + (c // groups, groups) + x.shape[ax + 1 :]
+    return M.max(x.reshape(shape), axis=ax + 1)
+
+
+def rrelu(
+    x: Tensor,
+    lower: float = 1.0 / 8.0,
+    upper: float = 1.0 / 3.0,
+    training: bool = True,
+    name: str | None = None,
+) -> Tensor:
+    """x where x >= 0, a * x below, with a ~ U(lower, upper) per element in training, else
+    (lower + upper) / 2 (randomized leaky ReLU)."""
+    x = float_arg("rrelu", x)
+    if not 0.0 <= lower <= upper:
+        raise OpArgumentError(f"[rrelu] expected 0 <= lower <= upper, got {lower} and {upper}")
+    if training:
+        a = _rand.uniform(x.shape, dtype=x.dtype, min=lower, max=upper, device=x.device)
+    else:
+        a = (lower + upper) / 2.0
+    return M.where(x >= 0, x, x * a)

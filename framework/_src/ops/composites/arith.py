@@ -19,6 +19,7 @@ from ...tensor import Tensor, to_tensor
 from .. import creation as C
 from .. import math as M
 from .. import shape as S
+from . import activation
 from ._common import axis_arg, float_arg, tensor_arg
 from .manipulation import broadcast_shape, broadcast_tensors, diagonal
 
@@ -239,7 +240,8 @@ def scale(
         scale (float | Tensor): the factor (a 1-element tensor is read as a number).
         bias (float): the offset.
         bias_after_scale (bool): add ``bias`` after scaling, else before.
-        act: Paddle's fused activation; not applied.
+        act (str, optional): an activation of ``nn.functional`` applied to the result
+            (``"relu"``, ``"tanh"``, ``"sigmoid"``...).
         name: ignored (Paddle's signature).
 
     Returns:
@@ -257,7 +259,13 @@ def scale(
     x = tensor_arg("scale", x)
     s = float(scale.item()) if isinstance(scale, Tensor) else scale
     out = x * s + bias if bias_after_scale else (x + bias) * s
-    return out.astype(x.dtype) if out.dtype != x.dtype and x.dtype.kind == "f" else out
+    out = out.astype(x.dtype) if out.dtype != x.dtype and x.dtype.kind == "f" else out
+    if act is None:
+        return out
+    fn = getattr(activation, str(act), None)
+    if not callable(fn):
+        raise OpArgumentError(f"[scale] act must name an activation such as 'relu' or 'tanh', got {act!r}")
+    return fn(out)
 
 
 def increment(x: Tensor, value: float = 1.0, name: str | None = None) -> Tensor:
@@ -308,6 +316,35 @@ def multiplex(inputs: Sequence[Tensor], index: Tensor, name: str | None = None) 
     rows = C.arange(ts[0].shape[0], device=ts[0].device)
     flat = stacked.reshape((len(ts) * ts[0].shape[0],) + ts[0].shape[1:])
     return flat.gather(idx.astype("int64") * ts[0].shape[0] + rows, axis=0)
+
+
+def baddbmm(
+    input: Tensor, x: Tensor, y: Tensor, beta: float = 1.0, alpha: float = 1.0, name: str | None = None
+) -> Tensor:
+    """``beta * input + alpha * (x @ y)`` for batches of matrices.
+
+    Args:
+        input (Tensor): broadcast to ``[b, n, p]``.
+        x (Tensor): ``[b, n, m]``.
+        y (Tensor): ``[b, m, p]``.
+        beta (float): the factor of ``input``.
+        alpha (float): the factor of the product.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: ``[b, n, p]``.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.baddbmm(fw.ones([1, 2, 2]), fw.ones([1, 2, 3]), fw.ones([1, 3, 2]), beta=0.5).tolist()
+        [[[3.5, 3.5], [3.5, 3.5]]]
+    """
+    x, y = tensor_arg("baddbmm", x, "x"), tensor_arg("baddbmm", y, "y")
+    if x.ndim != 3 or y.ndim != 3:
+        raise OpArgumentError(
+            f"[baddbmm] x and y must be 3-d batches of matrices, got {x.shape} and {y.shape}"
+        )
+    return tensor_arg("baddbmm", input, "input") * beta + M.matmul(x, y) * alpha
 
 
 def addmm(

@@ -66,17 +66,58 @@ def dropout2d(
     return dropout(x, p, axis=[0, 1] if data_format == "NCHW" else [0, 3], training=training)
 
 
+def dropout1d(
+    x: Tensor, p: float = 0.5, training: bool = True, data_format: str = "NCL", name: str | None = None
+) -> Tensor:
+    """Zero whole channels of a 2-d or 3-d ``x`` with probability ``p`` (kept ones scaled by 1/(1-p))."""
+    x = tensor_arg("dropout1d", x)
+    if x.ndim not in (2, 3) or data_format not in ("NCL", "NLC"):
+        raise OpArgumentError(
+            f"[dropout1d] x must be 2-d or 3-d NCL or NLC, got shape {x.shape} and {data_format!r}"
+        )
+    if x.ndim == 2:  # (C, L): one sample
+        return dropout(x, p, axis=[0] if data_format == "NCL" else [1], training=training)
+    return dropout(x, p, axis=[0, 1] if data_format == "NCL" else [0, 2], training=training)
+
+
+def dropout3d(
+    x: Tensor, p: float = 0.5, training: bool = True, data_format: str = "NCDHW", name: str | None = None
+) -> Tensor:
+    """Zero whole channels of a 5-d ``x`` with probability ``p`` (kept ones scaled by 1/(1-p))."""
+    x = tensor_arg("dropout3d", x)
+    if x.ndim != 5 or data_format not in ("NCDHW", "NDHWC"):
+        raise OpArgumentError(
+            f"[dropout3d] x must be 5-d NCDHW or NDHWC, got shape {x.shape} and {data_format!r}"
+        )
+    return dropout(x, p, axis=[0, 1] if data_format == "NCDHW" else [0, 4], training=training)
+
+
 def alpha_dropout(x: Tensor, p: float = 0.5, training: bool = True, name: str | None = None) -> Tensor:
     """Dropout that keeps SELU's zero mean and unit variance: dropped values become
     alpha' = -scale*alpha, then a * y + b restores the moments."""
-    x = float_arg("alpha_dropout", x)
+    return _alpha_dropout("alpha_dropout", x, p, training, per_channel=False)
+
+
+def feature_alpha_dropout(
+    x: Tensor, p: float = 0.5, training: bool = True, name: str | None = None
+) -> Tensor:
+    """:func:`alpha_dropout` of whole channels (dim 1): each channel of each sample is kept or
+    dropped as one."""
+    return _alpha_dropout("feature_alpha_dropout", x, p, training, per_channel=True)
+
+
+def _alpha_dropout(name: str, x: Tensor, p: float, training: bool, per_channel: bool) -> Tensor:
+    x = float_arg(name, x)
     if not 0.0 <= p <= 1.0:
-        raise OpArgumentError(f"[alpha_dropout] p must be in [0, 1], got {p}")
+        raise OpArgumentError(f"[{name}] p must be in [0, 1], got {p}")
+    if per_channel and x.ndim < 2:
+        raise OpArgumentError(f"[{name}] x needs a channel dim (at least 2-d), got shape {x.shape}")
     if not training or p == 0.0:
         return x
     if p == 1.0:
         return x * 0.0
-    keep = M.cast(_rand.rand(x.shape, dtype=x.dtype, device=x.device) >= p, x.dtype)
+    shape = x.shape[:2] + (1,) * (x.ndim - 2) if per_channel else x.shape
+    keep = M.cast(_rand.rand(shape, dtype=x.dtype, device=x.device) >= p, x.dtype)
     a = ((1.0 - p) * (1.0 + p * _SELU_ALPHA_P**2)) ** -0.5
     b = -a * _SELU_ALPHA_P * p
     return (x * keep + (1.0 - keep) * _SELU_ALPHA_P) * a + b

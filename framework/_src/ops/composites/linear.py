@@ -49,3 +49,35 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None, name: str | No
     if x.ndim == 1:
         return call(OPS["linear"], [ins[0].reshape((1, -1))] + ins[1:], {}).reshape(weight.shape[-1:])
     return call(OPS["linear"], ins, {})
+
+
+def bilinear(
+    x1: Tensor, x2: Tensor, weight: Tensor, bias: Tensor | None = None, name: str | None = None
+) -> Tensor:
+    """``out[n, o] = x1[n] @ weight[o] @ x2[n] + bias[o]`` (Paddle's ``F.bilinear``).
+
+    Args:
+        x1 (Tensor): ``[N, in1]``.
+        x2 (Tensor): ``[N, in2]``.
+        weight (Tensor): ``[out, in1, in2]``.
+        bias (Tensor, optional): ``[1, out]`` or ``[out]``.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: ``[N, out]``.
+
+    Example:
+        >>> import framework as fw
+        >>> import framework.nn.functional as F
+        >>> F.bilinear(fw.ones([2, 3]), fw.ones([2, 4]), fw.ones([5, 3, 4])).shape
+        (2, 5)
+    """
+    if x1.ndim != 2 or x2.ndim != 2 or weight.ndim != 3 or weight.shape[1:] != (x1.shape[1], x2.shape[1]):
+        raise OpArgumentError(
+            f"[bilinear] expected x1 [N, in1], x2 [N, in2] and weight [out, in1, in2], got {x1.shape}, "
+            f"{x2.shape} and {weight.shape}"
+        )
+    # (N, 1, 1, in1) @ (1, out, in1, in2) -> (N, out, 1, in2); times x2 and summed over in2
+    t = M.matmul(x1.unsqueeze(1).unsqueeze(1), weight.unsqueeze(0)).squeeze(2)
+    out = M.sum(t * x2.unsqueeze(1), axis=-1)
+    return out if bias is None else out + bias.reshape((1, -1))

@@ -5,6 +5,7 @@ names and defaults). Built on log_softmax and reductions (their gradients by aut
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from adapter_api import OpArgumentError
@@ -135,6 +136,13 @@ def cross_entropy(
     if not 0.0 <= label_smoothing <= 1.0:
         raise OpArgumentError(f"[cross_entropy] label_smoothing must be in [0, 1], got {label_smoothing}")
     ax = axis_arg("cross_entropy", axis, input.ndim)
+    if (
+        not soft_label
+        and isinstance(label, Tensor)
+        and label.dtype.kind == "f"
+        and label.shape == input.shape
+    ):
+        soft_label = True  # float labels of the input's shape are probabilities (as Paddle reads them)
     if ax != input.ndim - 1:
         input = S.swapaxes(input, ax, -1) if input.ndim > 1 else input
         if not soft_label and label.ndim == input.ndim:
@@ -310,3 +318,62 @@ def label_smooth(
         else tensor_arg("label_smooth", prior_dist, "prior_dist").astype(label.dtype)
     )
     return label * (1.0 - epsilon) + prior * epsilon
+
+
+def poisson_nll_loss(
+    input: Tensor,
+    label: Tensor,
+    log_input: bool = True,
+    full: bool = False,
+    epsilon: float = 1e-8,
+    reduction: str = "mean",
+    name: str | None = None,
+) -> Tensor:
+    """exp(x) - y x (``log_input``), else x - y log(x + epsilon); ``full`` adds Stirling's term."""
+    x, y = _pair("poisson_nll_loss", input, label)
+    loss = M.exp(x) - y * x if log_input else x - y * M.log(x + epsilon)
+    if full:
+        safe = M.where(y > 1, y, 1.0)
+        stirling = safe * M.log(safe) - safe + 0.5 * M.log(safe * (2 * math.pi))
+        loss = loss + M.where(y > 1, stirling, 0.0)
+    return _reduce("poisson_nll_loss", loss, reduction)
+
+
+def gaussian_nll_loss(
+    input: Tensor,
+    label: Tensor,
+    variance: Tensor,
+    full: bool = False,
+    epsilon: float = 1e-6,
+    reduction: str = "mean",
+    name: str | None = None,
+) -> Tensor:
+    """(log(max(var, epsilon)) + (x - y)^2 / max(var, epsilon)) / 2, plus log(2 pi) / 2 with ``full``."""
+    x, y = _pair("gaussian_nll_loss", input, label)
+    var = M.maximum(float_arg("gaussian_nll_loss", variance, "variance").astype(x.dtype), epsilon)
+    if var.ndim == x.ndim - 1:
+        var = var.unsqueeze(-1)
+    loss = (M.log(var) + (x - y) * (x - y) / var) * 0.5
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce("gaussian_nll_loss", loss, reduction)
+
+
+def log_loss(input: Tensor, label: Tensor, epsilon: float = 1e-4, name: str | None = None) -> Tensor:
+    """-y log(x + epsilon) - (1 - y) log(1 - x + epsilon), per element."""
+    x, y = _pair("log_loss", input, label)
+    return -y * M.log(x + epsilon) - (1.0 - y) * M.log(1.0 - x + epsilon)
+
+
+def dice_loss(input: Tensor, label: Tensor, epsilon: float = 1e-5, name: str | None = None) -> Tensor:
+    """1 - 2 |x * onehot(y)| / (|x| + |onehot(y)|) per sample, averaged (``label`` [..., 1] class ids)."""
+    x = float_arg("dice_loss", input)
+    if label.dtype.kind not in "iu" or label.shape[:-1] != x.shape[:-1] or label.shape[-1] != 1:
+        raise OpArgumentError(
+            f"[dice_loss] label must hold integer class ids of shape {x.shape[:-1] + (1,)}, got {label.shape} {label.dtype}"
+        )
+    onehot = M.cast(label == arange(x.shape[-1], device=x.device), x.dtype)
+    dims = list(range(1, x.ndim))
+    inse = M.sum(x * onehot, axis=dims)
+    denom = M.sum(x, axis=dims) + M.sum(onehot, axis=dims)
+    return M.mean(1.0 - inse * 2.0 / (denom + epsilon))

@@ -610,8 +610,9 @@ def tensordot(x: Tensor, y: Tensor, axes: Any = 2, name: str | None = None) -> T
     Args:
         x (Tensor): the first tensor.
         y (Tensor): the second tensor.
-        axes (int | list): an int ``n``: the last ``n`` dims of ``x`` with the first ``n`` of
-            ``y``; or two lists of axes, for ``x`` and for ``y``.
+        axes (int | list | Tensor): an int ``n``: the last ``n`` dims of ``x`` with the first
+            ``n`` of ``y``; one list of axes: those of both; or two lists, for ``x`` and for
+            ``y`` (the shorter one continued with the longer one's entries).
         name: ignored (Paddle's signature).
 
     Returns:
@@ -627,10 +628,16 @@ def tensordot(x: Tensor, y: Tensor, axes: Any = 2, name: str | None = None) -> T
         [3.0, 7.0]
     """
     x, y = tensor_arg("tensordot", x), tensor_arg("tensordot", y, "y")
+    if isinstance(axes, Tensor):
+        axes = axes.tolist()
     if isinstance(axes, int):
         ax, ay = list(range(x.ndim - axes, x.ndim)), list(range(axes))
-    else:
-        ax, ay = ([a] if isinstance(a, int) else list(a) for a in axes)
+    elif all(isinstance(a, int) for a in axes):  # one list: the same axes of x and y (Paddle)
+        ax, ay = list(axes), list(axes)
+    else:  # [x axes, y axes]; the shorter list goes on with the longer one's entries (Paddle)
+        parts = [[a] if isinstance(a, int) else list(a) for a in axes] + [[], []]
+        ax, ay = parts[0], parts[1]
+        ax, ay = ax + ay[len(ax) :], ay + ax[len(ay) :]
     ax = [axis_arg("tensordot", a, x.ndim) for a in ax]
     ay = [axis_arg("tensordot", a, y.ndim) for a in ay]
     if [x.shape[a] for a in ax] != [y.shape[a] for a in ay]:

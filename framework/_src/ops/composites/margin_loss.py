@@ -3,11 +3,16 @@ margin_ranking_loss, triplet_margin_loss, hinge_embedding_loss, cosine_embedding
 
 from __future__ import annotations
 
+from typing import Any
+
 from adapter_api import OpArgumentError
 
 from ...tensor import Tensor
+from .. import creation as C
+from .. import indexing as I
 from .. import math as M
 from ._common import float_arg
+from .arith import cumsum
 from .loss import _pair, _reduce
 from .norm import cosine_similarity
 
@@ -83,3 +88,105 @@ def cosine_embedding_loss(
     cos = cosine_similarity(x1, input2, axis=-1)
     loss = M.where(y == 1.0, 1.0 - cos, M.maximum(cos - margin, 0.0))
     return _reduce("cosine_embedding_loss", loss, reduction)
+
+
+def soft_margin_loss(
+    input: Tensor, label: Tensor, reduction: str = "mean", name: str | None = None
+) -> Tensor:
+    """log(1 + exp(-label * input)), labels -1 or 1."""
+    x, y = _pair("soft_margin_loss", input, label)
+    z = -y * x  # log(1 + e^z) = max(z, 0) + log1p(e^-|z|), without overflow
+    return _reduce("soft_margin_loss", M.maximum(z, 0.0) + M.log1p(M.exp(-M.abs(z))), reduction)
+
+
+def multi_label_soft_margin_loss(
+    input: Tensor,
+    label: Tensor,
+    weight: Tensor | None = None,
+    reduction: str = "mean",
+    name: str | None = None,
+) -> Tensor:
+    """-mean over classes of y log sigmoid(x) + (1 - y) log sigmoid(-x), per sample (times ``weight``)."""
+    x, y = _pair("multi_label_soft_margin_loss", input, label)
+    log_sig = lambda t: -(M.maximum(-t, 0.0) + M.log1p(M.exp(-M.abs(t))))  # noqa: E731
+    per = -(y * log_sig(x) + (1.0 - y) * log_sig(-x))
+    if weight is not None:
+        per = per * weight
+    return _reduce("multi_label_soft_margin_loss", M.mean(per, axis=-1), reduction)
+
+
+def multi_margin_loss(
+    input: Tensor,
+    label: Tensor,
+    p: int = 1,
+    margin: float = 1.0,
+    weight: Tensor | None = None,
+    reduction: str = "mean",
+    name: str | None = None,
+) -> Tensor:
+    """sum over classes i != y of max(0, margin - x[y] + x[i]) ** p / C (times ``weight[y]``)."""
+    x = float_arg("multi_margin_loss", input)
+    if x.ndim != 2 or label.dtype.kind not in "iu":
+        raise OpArgumentError(
+            f"[multi_margin_loss] input must be [N, C] and label integer class ids, got {x.shape} and {label.dtype}"
+        )
+    if p not in (1, 2):
+        raise OpArgumentError(f"[multi_margin_loss] p must be 1 or 2, got {p}")
+    y = label.reshape((-1, 1))
+    target = I.take_along_axis(x, y, axis=1)
+    hinge = M.maximum(x - target + margin, 0.0)
+    if p == 2:
+        hinge = hinge * hinge
+    if weight is not None:
+        hinge = hinge * I.take_along_axis(
+            weight.reshape((1, -1)).expand((x.shape[0], weight.shape[0])), y, axis=1
+        )
+    own = I.take_along_axis(hinge, y, axis=1)  # the i == y term is margin ** p (times weight): drop it
+    return _reduce("multi_margin_loss", (M.sum(hinge, axis=1) - own.reshape((-1,))) / x.shape[1], reduction)
+
+
+def triplet_margin_with_distance_loss(
+    input: Tensor,
+    positive: Tensor,
+    negative: Tensor,
+    distance_function: Any = None,
+    margin: float = 1.0,
+    swap: bool = False,
+    reduction: str = "mean",
+    name: str | None = None,
+) -> Tensor:
+    """max(d(input, positive) - d(input, negative) + margin, 0) with a given distance (default
+    the Euclidean one of :func:`triplet_margin_loss`)."""
+    a = float_arg("triplet_margin_with_distance_loss", input)
+    pos = float_arg("triplet_margin_with_distance_loss", positive, "positive")
+    neg = float_arg("triplet_margin_with_distance_loss", negative, "negative")
+    dist = distance_function or (lambda u, v: _pdist(u, v, 2, 1e-6))
+    dp, dn = dist(a, pos), dist(a, neg)
+    if swap:
+        dn = M.minimum(dn, dist(pos, neg))
+    return _reduce("triplet_margin_with_distance_loss", M.maximum(dp - dn + margin, 0.0), reduction)
+
+
+def multi_label_margin_loss(
+    input: Tensor, label: Tensor, reduction: str = "mean", name: str | None = None
+) -> Tensor:
+    """sum over target classes j and other classes i of max(0, 1 - (x[j] - x[i])) / C; each row of
+    ``label`` lists its target classes, ended by the first -1."""
+    x = float_arg("multi_label_margin_loss", input)
+    if x.ndim not in (1, 2) or label.shape != x.shape or label.dtype.kind not in "iu":
+        raise OpArgumentError(
+            f"[multi_label_margin_loss] label must be integer class ids of the input's shape {x.shape}, "
+            f"got {label.shape} {label.dtype}"
+        )
+    x2, y2 = (x.unsqueeze(0), label.unsqueeze(0)) if x.ndim == 1 else (x, label)
+    c = x2.shape[1]
+    # the targets of a row: its entries before the first -1
+    valid = M.cast(cumsum(M.cast(y2 < 0, "int64"), axis=1) == 0, x2.dtype)  # [N, C] over label slots
+    classes = C.arange(c, device=x.device)
+    slot_is = M.cast(y2.unsqueeze(-1) == classes, x2.dtype) * valid.unsqueeze(-1)  # [N, slot, class]
+    is_target = M.minimum(M.sum(slot_is, axis=1), 1.0)  # [N, C]
+    x_target = M.sum(slot_is * x2.unsqueeze(1), axis=2)  # [N, slot]: x at each listed target
+    hinge = M.maximum(1.0 - (x_target.unsqueeze(-1) - x2.unsqueeze(1)), 0.0)  # [N, slot, class]
+    per = M.sum(hinge * valid.unsqueeze(-1) * (1.0 - is_target).unsqueeze(1), axis=[1, 2]) / c
+    per = per.reshape(()) if x.ndim == 1 else per
+    return _reduce("multi_label_margin_loss", per, reduction)

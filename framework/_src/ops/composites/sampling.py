@@ -62,6 +62,74 @@ def randint_like(
     return R.randint(low, high, x.shape, dtype=dtype if dtype is not None else x.dtype, device=x.device)
 
 
+def _like_args(name: str, x: Any, dtype: Any, device: Any, requires_grad: bool) -> tuple[Tensor, Any, Any]:
+    x = tensor_arg(name, x)
+    d = dtype if dtype is not None else (x.dtype if _dt.is_floating(x.dtype) else _dt.get_default_dtype())
+    return x, d, device if device is not None else x.device
+
+
+def rand_like(
+    input: Tensor,
+    name: str | None = None,
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    """Uniform random numbers in [0, 1) of ``input``'s shape (and device, and float dtype).
+
+    Args:
+        input (Tensor): gives the shape, the device and the default dtype.
+        name: ignored (Paddle's signature).
+        dtype (str | np.dtype, optional): a float dtype; default ``input``'s (or the default one).
+        device (str, optional): default ``input``'s.
+        requires_grad (bool): True: a gradient is computed for it.
+
+    Returns:
+        Tensor: a new tensor.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.rand_like(fw.zeros([2, 3])).shape
+        (2, 3)
+    """
+    x, d, dev = _like_args("rand_like", input, dtype, device, requires_grad)
+    out = R.rand(x.shape, dtype=d, device=dev)
+    out.stop_gradient = not requires_grad
+    return out
+
+
+def randn_like(
+    input: Tensor,
+    name: str | None = None,
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    """Standard normal random numbers of ``input``'s shape (and device, and float dtype).
+
+    Args:
+        input (Tensor): gives the shape, the device and the default dtype.
+        name: ignored (Paddle's signature).
+        dtype (str | np.dtype, optional): a float dtype; default ``input``'s (or the default one).
+        device (str, optional): default ``input``'s.
+        requires_grad (bool): True: a gradient is computed for it.
+
+    Returns:
+        Tensor: a new tensor.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.randn_like(fw.zeros([2, 3], dtype="float64")).dtype
+        dtype('float64')
+    """
+    x, d, dev = _like_args("randn_like", input, dtype, device, requires_grad)
+    out = R.randn(x.shape, dtype=d, device=dev)
+    out.stop_gradient = not requires_grad
+    return out
+
+
 def multinomial(
     x: Tensor, num_samples: int = 1, replacement: bool = False, name: str | None = None
 ) -> Tensor:

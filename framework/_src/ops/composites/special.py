@@ -15,6 +15,8 @@ from __future__ import annotations
 import math as _m
 from typing import Any
 
+from adapter_api import OpArgumentError
+
 from ...tensor import Tensor
 from .. import math as M
 from .. import sharding as _sh
@@ -208,10 +210,11 @@ def sinh(x: Tensor, name: str | None = None) -> Tensor:
         >>> import framework as fw
         >>> fw.sinh(fw.to_tensor([0.0, 1.0]))
         Tensor(shape=[2], dtype=float32, device=cpu:0,
-               [0.       , 1.1752013])
+               [0.       , 1.1752012])
     """
     x = float_arg("sinh", x)
-    return (M.exp(x) - M.exp(-x)) * 0.5
+    u = M.expm1(M.clip(x, -1.0, 1.0))  # |x| <= 1: from expm1, no cancellation near 0
+    return M.where(M.abs(x) <= 1.0, (u + u / (u + 1.0)) * 0.5, (M.exp(x) - M.exp(-x)) * 0.5)
 
 
 def cosh(x: Tensor, name: str | None = None) -> Tensor:
@@ -237,7 +240,8 @@ def cosh(x: Tensor, name: str | None = None) -> Tensor:
 def asinh(x: Tensor, name: str | None = None) -> Tensor:
     """Elementwise inverse hyperbolic sine.
 
-    Computed as ``sign(x) * log(|x| + sqrt(x^2 + 1))`` (odd, no cancellation for ``x < 0``).
+    Computed as ``log1p(a + a^2 / (1 + sqrt(1 + a^2)))`` of ``a = |x|`` with ``x``'s sign (odd,
+    exact near 0, no cancellation for ``x < 0``).
 
     Args:
         x (Tensor): the input; integers are cast to the default float dtype.
@@ -250,11 +254,18 @@ def asinh(x: Tensor, name: str | None = None) -> Tensor:
         >>> import framework as fw
         >>> fw.asinh(fw.to_tensor([0.0, 1.0, -1.0]))
         Tensor(shape=[3], dtype=float32, device=cpu:0,
-               [ 0.        ,  0.88137364, -0.88137364])
+               [ 0.       ,  0.8813736, -0.8813736])
     """
     x = float_arg("asinh", x)
-    a = M.abs(x)
-    return M.sign(x) * M.log(a + M.sqrt(a * a + 1.0))
+
+    def g(a: Tensor) -> Tensor:  # asinh(a) for a >= 0: log1p(a + a^2 / (1 + sqrt(1 + a^2)))
+        big = a > 1e18  # a^2 would overflow: asinh(a) = log(2a) there
+        c = M.clip(a, -1e18, 1e18)
+        return M.where(
+            big, M.log(M.clip(a, 1e18, None)) + _m.log(2.0), M.log1p(c + c * c / (M.sqrt(c * c + 1.0) + 1.0))
+        )
+
+    return M.where(x < 0, -g(-x), g(x))  # odd, each sign its own branch (derivative 1 at 0)
 
 
 def acosh(x: Tensor, name: str | None = None) -> Tensor:
@@ -294,7 +305,10 @@ def atanh(x: Tensor, name: str | None = None) -> Tensor:
                [0.        , 0.54930615])
     """
     x = float_arg("atanh", x)
-    return M.log((1.0 + x) / (1.0 - x)) * 0.5
+    # odd: h(|x|) with h(a) = log1p(2a / (1 - a)) / 2, whose 1 + 2a / (1 - a) never cancels
+    # (each sign its own branch, not abs(x), so the derivative at 0 stays 1)
+    h = lambda a: M.log1p(a * 2.0 / (1.0 - a)) * 0.5  # noqa: E731
+    return M.where(x < 0, -h(-x), h(x))
 
 
 # -- gamma family -----------------------------------------------------------------------------
@@ -320,6 +334,29 @@ def _lgamma_pos(z: Tensor) -> Tensor:
         a = a + c / (z + float(i))
     t = z + 7.5
     return (z + 0.5) * M.log(t) - t + M.log(a) + _HALF_LOG_2PI
+
+
+def _zeta(k: int) -> float:
+    """Riemann zeta(k), k >= 2 (Euler-Maclaurin after 200 terms: float64-exact)."""
+    n = 200
+    tail = (
+        n ** (1 - k) / (k - 1)
+        + 0.5 * n**-k
+        + k * n ** (-k - 1) / 12
+        - k * (k + 1) * (k + 2) * n ** (-k - 3) / 720
+    )
+    return sum(i**-k for i in range(1, n)) + tail
+
+
+#: lgamma(1 + e) = -gamma e + sum_k (-1)^k zeta(k) / k e^k, |e| <= 0.25: terms to e^26 (< 1e-17)
+_LGAMMA_SERIES = (-0.5772156649015329,) + tuple((-1) ** k * _zeta(k) / k for k in range(2, 27))
+
+
+def _lgamma_series(e: Tensor) -> Tensor:
+    acc = e * 0.0 + _LGAMMA_SERIES[-1]
+    for c in reversed(_LGAMMA_SERIES[:-1]):
+        acc = acc * e + c
+    return acc * e
 
 
 def _digamma(x: Tensor) -> Tensor:
@@ -361,9 +398,18 @@ def _lgamma_grad(node: Any, g: list) -> list:
 
 @composite("lgamma", sharding=_sh.elementwise(), grad=_lgamma_grad)
 def lgamma_decomposition(x: Tensor) -> Tensor:
-    """log|Gamma(x)|: Lanczos for x >= 0.5, log(pi / |sin(pi x)|) - lgamma(1 - x) below."""
+    """log|Gamma(x)|: Lanczos for x >= 0.5, log(pi / |sin(pi x)|) - lgamma(1 - x) below; within
+    0.25 of 1 the Taylor series at 1 (within 0.25 of 2 with lgamma(x) = lgamma(x - 1) +
+    log(x - 1)), so the zeros at 1 and 2 are exact and the values near them keep their
+    relative accuracy."""
     neg = x < 0.5
     pos = _lgamma_pos(M.where(neg, 1.0 - x, x))
+    second = x >= 1.5
+    e = M.where(second, x - 2.0, x - 1.0)
+    near = M.abs(e) < 0.25
+    e = M.clip(e, -0.25, 0.25)
+    series = _lgamma_series(e) + M.where(second, M.log(M.clip(x - 1.0, 0.75, 1.25)), 0.0)
+    pos = M.where(near, series, pos)
     refl = M.log(_m.pi / M.abs(M.sin(x * _m.pi))) - pos
     return M.where(neg, refl, pos)
 
@@ -584,3 +630,285 @@ def deg2rad(x: Tensor, name: str | None = None) -> Tensor:
                [3.1415927, 1.5707964])
     """
     return float_arg("deg2rad", x) * (_m.pi / 180.0)
+
+
+def gammaln(x: Tensor, name: str | None = None) -> Tensor:
+    """Elementwise ``log|Gamma(x)|``: :func:`lgamma` under SciPy's name.
+
+    Args:
+        x (Tensor): the input; integers are cast to the default float dtype.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: a float tensor of ``x``'s shape.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.gammaln(fw.to_tensor([1.0, 2.0])).tolist()
+        [0.0, 0.0]
+    """
+    return lgamma(x)
+
+
+def multigammaln(x: Tensor, p: int, name: str | None = None) -> Tensor:
+    """Elementwise log of the multivariate gamma function of dimension ``p``.
+
+    ``p (p - 1) / 4 log(pi) + sum_{j < p} lgamma(x - j / 2)``.
+
+    Args:
+        x (Tensor): the input, > (p - 1) / 2.
+        p (int): the dimension, >= 1.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: a float tensor of ``x``'s shape.
+
+    Example:
+        >>> import framework as fw
+        >>> round(fw.multigammaln(fw.to_tensor([3.0]), 2).item(), 5)
+        1.5502
+    """
+    x = float_arg("multigammaln", x)
+    if int(p) < 1:
+        raise OpArgumentError(f"[multigammaln] p must be >= 1, got {p}")
+    out = lgamma(x)
+    for j in range(1, int(p)):
+        out = out + lgamma(x - j / 2.0)
+    return out + int(p) * (int(p) - 1) / 4.0 * _m.log(_m.pi)
+
+
+# -- modified Bessel functions of the first kind -----------------------------------------------
+_BESSEL_SWITCH = 15.0  # power series below, the asymptotic expansion above
+
+
+def _bessel_series(x: Tensor, order: int) -> Tensor:
+    """I_order(x) = (x/2)^order sum_k (x^2/4)^k / (k! (k + order)!), |x| <= 15: 60 terms."""
+    q = x * x * 0.25
+    term = x * 0.0 + 1.0 / _m.factorial(order)
+    acc = term
+    for k in range(1, 60):
+        term = term * q / float(k * (k + order))
+        acc = acc + term
+    return acc * (x * 0.5) ** order if order else acc
+
+
+def _bessel_scaled_asymptotic(a: Tensor, order: int) -> Tensor:
+    """e^-a I_order(a) for a >= 15: (2 pi a)^-1/2 sum_k (-1)^k prod_j (mu - (2j-1)^2) / (k! (8a)^k)."""
+    mu = 4.0 * order * order
+    term = a * 0.0 + 1.0
+    acc = term
+    for k in range(1, 12):
+        term = term * (-(mu - (2 * k - 1) ** 2)) / (k * 8.0 * a)
+        acc = acc + term
+    return acc / M.sqrt(a * (2.0 * _m.pi))
+
+
+def _bessel(name: str, x: Tensor, order: int, scaled: bool) -> Tensor:
+    x = float_arg(name, x)
+    a = M.abs(x)
+    small = M.clip(x, -_BESSEL_SWITCH, _BESSEL_SWITCH)
+    series = _bessel_series(small, order)
+    if scaled:
+        series = series * M.exp(-M.abs(small))
+    big = M.clip(a, _BESSEL_SWITCH, None)
+    asym = _bessel_scaled_asymptotic(big, order)
+    if not scaled:
+        asym = asym * M.exp(big)
+    if order % 2:  # I_1 is odd
+        asym = M.where(x < 0, -asym, asym)
+    return M.where(a <= _BESSEL_SWITCH, series, asym)
+
+
+def i0(x: Tensor, name: str | None = None) -> Tensor:
+    """Elementwise modified Bessel function of the first kind, order 0.
+
+    Args:
+        x (Tensor): the input; integers are cast to the default float dtype.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: a float tensor of ``x``'s shape.
+
+    Example:
+        >>> import framework as fw
+        >>> [round(v, 4) for v in fw.i0(fw.to_tensor([0.0, 1.0, 2.0])).tolist()]
+        [1.0, 1.2661, 2.2796]
+    """
+    return _bessel("i0", x, 0, False)
+
+
+def i0e(x: Tensor, name: str | None = None) -> Tensor:
+    """Elementwise exponentially scaled :func:`i0`: ``exp(-|x|) * i0(x)`` (finite for large ``x``).
+
+    Args:
+        x (Tensor): the input; integers are cast to the default float dtype.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: a float tensor of ``x``'s shape.
+
+    Example:
+        >>> import framework as fw
+        >>> [round(v, 4) for v in fw.i0e(fw.to_tensor([0.0, 1.0, 100.0])).tolist()]
+        [1.0, 0.4658, 0.0399]
+    """
+    return _bessel("i0e", x, 0, True)
+
+
+def i1(x: Tensor, name: str | None = None) -> Tensor:
+    """Elementwise modified Bessel function of the first kind, order 1.
+
+    Args:
+        x (Tensor): the input; integers are cast to the default float dtype.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: a float tensor of ``x``'s shape.
+
+    Example:
+        >>> import framework as fw
+        >>> [round(v, 4) for v in fw.i1(fw.to_tensor([0.0, 1.0, -2.0])).tolist()]
+        [0.0, 0.5652, -1.5906]
+    """
+    return _bessel("i1", x, 1, False)
+
+
+def i1e(x: Tensor, name: str | None = None) -> Tensor:
+    """Elementwise exponentially scaled :func:`i1`: ``exp(-|x|) * i1(x)``.
+
+    Args:
+        x (Tensor): the input; integers are cast to the default float dtype.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: a float tensor of ``x``'s shape.
+
+    Example:
+        >>> import framework as fw
+        >>> [round(v, 4) for v in fw.i1e(fw.to_tensor([0.0, 1.0, 100.0])).tolist()]
+        [0.0, 0.2079, 0.0397]
+    """
+    return _bessel("i1e", x, 1, True)
+
+
+def polygamma(x: Tensor, n: int, name: str | None = None) -> Tensor:
+    """Elementwise ``n``-th derivative of :func:`digamma` (``n = 0``: digamma itself), for ``x > 0``.
+
+    ``(-1)^(n+1) n! zeta(n + 1, x)``: ten terms of the Hurwitz series, then its
+    Euler-Maclaurin tail.
+
+    Args:
+        x (Tensor): the input; integers are cast to the default float dtype.
+        n (int): the order, >= 0.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: a float tensor of ``x``'s shape.
+
+    Example:
+        >>> import framework as fw
+        >>> round(fw.polygamma(fw.to_tensor([1.0]), 1).item(), 5)  # pi^2 / 6
+        1.64493
+    """
+    x = float_arg("polygamma", x)
+    n = int(n)
+    if n < 0:
+        raise OpArgumentError(f"[polygamma] n must be >= 0, got {n}")
+    if n == 0:
+        return digamma(x)
+    s = n + 1
+    acc = x * 0.0
+    for k in range(10):
+        acc = acc + M.pow(x + float(k), -float(s))
+    a = x + 10.0
+    tail = M.pow(a, 1.0 - s) / (s - 1) + M.pow(a, -float(s)) * 0.5
+    # Bernoulli terms B_2j / (2j)! * s (s+1) ... (s + 2j - 2) * a^(-s - 2j + 1)
+    rising = float(s)
+    for j, b in enumerate((1.0 / 6, -1.0 / 30, 1.0 / 42, -1.0 / 30, 5.0 / 66), start=1):
+        if j > 1:
+            rising *= (s + 2 * j - 3) * (s + 2 * j - 2)
+        tail = tail + M.pow(a, -float(s + 2 * j - 1)) * (b / _m.factorial(2 * j) * rising)
+    return (acc + tail) * ((-1.0) ** (n + 1) * _m.factorial(n))
+
+
+def _gamma_prefix(a: Tensor, x: Tensor) -> Tensor:
+    """x^a e^-x / Gamma(a)."""
+    return M.exp(a * M.log(x) - x - lgamma(a))
+
+
+def _gammainc_pq(name: str, x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
+    """(P, Q) regularized incomplete gamma of parameter ``x`` at ``y``: the series where
+    y < x + 1, Lentz's continued fraction elsewhere (each with a fixed number of terms)."""
+    a = float_arg(name, x)
+    z = float_arg(name, y, "y").astype(a.dtype)
+    if any(
+        v < 0
+        for v in (float(M.min(a).item()) if a.numel() else 1.0, float(M.min(z).item()) if z.numel() else 0.0)
+    ):
+        raise OpArgumentError(f"[{name}] x must be > 0 and y >= 0")
+    use_series = z < a + 1.0
+    zs = M.where(use_series, M.maximum(z, 1e-30), a + 1.0)  # each branch on inputs it converges for
+    term = 1.0 / a
+    acc = term
+    for k in range(1, 200):
+        term = term * zs / (a + float(k))
+        acc = acc + term
+    p_series = acc * _gamma_prefix(a, zs)
+    zc = M.where(use_series, a + 1.0, z)
+    tiny = 1e-30
+    b = zc + 1.0 - a
+    c = b * 0.0 + 1.0 / tiny
+    d = 1.0 / b
+    h = d
+    for i in range(1, 200):
+        an = -float(i) * (float(i) - a)
+        b = b + 2.0
+        d = an * d + b
+        d = M.where(M.abs(d) < tiny, tiny, d)
+        c = b + an / c
+        c = M.where(M.abs(c) < tiny, tiny, c)
+        d = 1.0 / d
+        h = h * d * c
+    q_cf = h * _gamma_prefix(a, zc)
+    zero = z == 0
+    p = M.where(zero, 0.0, M.where(use_series, p_series, 1.0 - q_cf))
+    q = M.where(zero, 1.0, M.where(use_series, 1.0 - p_series, q_cf))
+    return p, q
+
+
+def gammainc(x: Tensor, y: Tensor, name: str | None = None) -> Tensor:
+    """Elementwise regularized lower incomplete gamma function ``P(x, y)``.
+
+    Args:
+        x (Tensor): the parameter, > 0.
+        y (Tensor): the point, >= 0.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: a float tensor, in [0, 1].
+
+    Example:
+        >>> import framework as fw
+        >>> [round(v, 4) for v in fw.gammainc(fw.to_tensor([0.5, 0.5]), fw.to_tensor([0.0, 1.0])).tolist()]
+        [0.0, 0.8427]
+    """
+    return _gammainc_pq("gammainc", x, y)[0]
+
+
+def gammaincc(x: Tensor, y: Tensor, name: str | None = None) -> Tensor:
+    """Elementwise regularized upper incomplete gamma function ``Q(x, y) = 1 - P(x, y)``.
+
+    Args:
+        x (Tensor): the parameter, > 0.
+        y (Tensor): the point, >= 0.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: a float tensor, in [0, 1].
+
+    Example:
+        >>> import framework as fw
+        >>> [round(v, 4) for v in fw.gammaincc(fw.to_tensor([0.5, 0.5]), fw.to_tensor([0.0, 1.0])).tolist()]
+        [1.0, 0.1573]
+    """
+    return _gammainc_pq("gammaincc", x, y)[1]
