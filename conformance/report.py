@@ -97,10 +97,26 @@ def cause_of(r: dict[str, Any]) -> str:
     and long hex strings (cache keys, addresses) as ``…``: failures with one cause (a compiler
     that builds nothing, a missing library) then read alike."""
     msg = r.get("message") or ""
-    for key in ("op", "dtype"):
-        if r.get(key):
-            msg = re.sub(rf"(?<![A-Za-z0-9]){re.escape(r[key])}(?![A-Za-z0-9])", "{" + key + "}", msg)
+    op, dtype = r.get("op") or "", r.get("dtype") or ""
+    names = {op: "{op}", dtype: "{dtype}"}
+    if op and dtype:
+        names.update({f"{op}_{dtype}": "{op}_{dtype}", f"{dtype}_{op}": "{dtype}_{op}"})
+    names.pop("", None)
+    if names:
+        # NOTE: whole identifiers only: one that merely contains the op's name (pad_width when
+        # the op is pad) is kept; a kernel named after both (add_float32) reads alike
+        msg = re.sub(r"[A-Za-z0-9_]+", lambda m: names.get(m.group(0), m.group(0)), msg)
     return re.sub(r"\b(0x[0-9a-f]+|(?=[0-9a-f]*[a-f])[0-9a-f]{8,})\b", "…", msg)
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to about ``limit`` characters, keeping its start and its end: a traceback's
+    last line (the exception itself) is what a reader needs most."""
+    if len(text) <= limit:
+        return text
+    head = limit // 3
+    tail = limit - head
+    return f"{text[:head]} [... {len(text) - limit} characters left out ...] {text[-tail:]}"
 
 
 def failure_groups(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -135,22 +151,22 @@ def summary(
         for g in groups[:max_failures]:
             first = by_id[g["ids"][0]]
             if g["count"] == 1:
-                w(f"FAILED {first.id}: {first.message[:600]}\n")
+                w(f"FAILED {first.id}: {clip(first.message, 600)}\n")
             else:
                 ids = ", ".join(g["ids"][:max_ids]) + (
                     f", ... and {g['count'] - max_ids} more" if g["count"] > max_ids else ""
                 )
-                w(f"FAILED {g['count']} cases: {g['cause'][:600]}\n    cases: {ids}\n")
+                w(f"FAILED {g['count']} cases: {clip(g['cause'], 600)}\n    cases: {ids}\n")
             if first.expected is not None or first.got is not None:
                 label = "" if g["count"] == 1 else f" ({first.id})"
                 w(
-                    f"    expected{label}: {str(first.expected)[:300]}\n    got{label}:      {str(first.got)[:300]}\n"
+                    f"    expected{label}: {clip(str(first.expected), 300)}\n    got{label}:      {clip(str(first.got), 300)}\n"
                 )
         if len(groups) > max_failures:
             w(f"... and {len(groups) - max_failures} more causes (see the JSON or HTML report)\n")
     w(f"\n{'=' * 24} conformance summary: {meta['device']} {'=' * 24}\n")
     w(
-        f"plugin {meta['plugin']} {meta.get('plugin_version', '')}, contract {meta.get('contract', '?')} "
+        f"plugin {meta['plugin']}{' ' + meta['plugin_version'] if meta.get('plugin_version') else ''}, contract {meta.get('contract', '?')} "
         f"(core {meta.get('core_contract', '?')}), {meta.get('kernel_count', 0)} kernels registered\n"
     )
     props = meta.get("properties") or {}
@@ -240,7 +256,7 @@ def write_junit(report: dict[str, Any], path: str) -> None:
                 time=f"{r['duration']:.3f}",
             )
             if r["outcome"] == "failed":
-                f = ET.SubElement(tc, "failure", message=r["message"][:500])
+                f = ET.SubElement(tc, "failure", message=clip(r["message"], 500))
                 f.text = f"{r['message']}\nexpected: {r['expected']}\ngot: {r['got']}"
             elif r["outcome"] in ("not_supported", "skipped"):
                 ET.SubElement(tc, "skipped", message=f"{r['outcome']}: {r['message']}")
