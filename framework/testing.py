@@ -420,8 +420,8 @@ def poison_outputs(flag: bool = True) -> None:
 def unwritten(got: np.ndarray, expected: np.ndarray | None = None) -> np.ndarray:
     """A mask of the elements of ``got`` that still hold the :func:`poison_outputs` bytes.
 
-    Elements where ``expected`` holds the same bytes are left out (a NaN with every bit set
-    may be a real result).
+    Elements where ``expected`` is NaN (a floating poison is a NaN with every bit set, which a
+    kernel may compute) or holds the same bytes are left out.
 
     Example:
         >>> import numpy as np
@@ -440,7 +440,10 @@ def unwritten(got: np.ndarray, expected: np.ndarray | None = None) -> np.ndarray
 
     mask = poisoned(got)
     if expected is not None:
-        mask &= ~poisoned(np.array(np.broadcast_to(np.asarray(expected, got.dtype), got.shape), order="C"))
+        e = np.array(np.broadcast_to(np.asarray(expected, got.dtype), got.shape), order="C")
+        mask &= ~poisoned(e)
+        if _floating(got.dtype):
+            mask &= ~np.isnan(e.astype(np.float64))
     return mask
 
 

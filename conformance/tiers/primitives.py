@@ -30,15 +30,25 @@ def check_sample(info: OpInfo, d: np.dtype, sample: Any, device: str, offset: in
         outs = run_kernel_guarded(info.name, ins, attrs, device)
     else:
         outs = run_primitive(info.name, ins, attrs, device)
-    got = outs[0].numpy()
-    want = _reference(info, sample.ins, attrs)
-    exact = want.dtype.name in info.exact
-    tol = Tolerance(0.0, 0.0) if exact else sample.tol or tolerance(want.dtype, info.tol_scale)
     where = f"{info.name}[{d.name}] {sample.label}" + (
         f" (inputs at a {offset}-element offset)" if offset else ""
     )
+    check_reference(info, sample, outs[0].numpy(), where, poisoned=not offset)
+    # the inputs must be left as they were
+    for t, a in zip(ins, sample.ins):
+        assert_close(t.numpy(), a, 0, 0, f"{where}: an input was modified by the kernel")
+
+
+def check_reference(info: OpInfo, sample: Any, got: np.ndarray, where: str, poisoned: bool = False) -> None:
+    """``got`` (the op on ``sample``, by any path: a kernel, a program) against the numpy
+    reference, within the op's tolerance (bit for bit where it is exact); with ``poisoned``,
+    no element may still hold the poison the core wrote before the kernel ran."""
+    attrs = dict(sample.attrs)
+    want = _reference(info, sample.ins, attrs)
+    exact = want.dtype.name in info.exact
+    tol = Tolerance(0.0, 0.0) if exact else sample.tol or tolerance(want.dtype, info.tol_scale)
     try:
-        if not offset:  # the runner poisons outputs before each kernel (see poison_outputs)
+        if poisoned:  # the runner poisons outputs before each kernel (see poison_outputs)
             assert_written(got, want, where)
         assert_close(got, want, tol.rtol, tol.atol, where, None if exact or sample.tol else sample.magnitude)
         if exact:
@@ -50,9 +60,6 @@ def check_sample(info: OpInfo, d: np.dtype, sample: Any, device: str, offset: in
             )
             exc.args = (exc.message,)
         raise
-    # the inputs must be left as they were
-    for t, a in zip(ins, sample.ins):
-        assert_close(t.numpy(), a, 0, 0, f"{where}: an input was modified by the kernel")
 
 
 def assert_written(got: np.ndarray, want: np.ndarray, where: str) -> None:
