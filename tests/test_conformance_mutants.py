@@ -207,6 +207,16 @@ def k(op: str, *dtypes: str) -> list[str]:
     return [f"primitives/{op}[{d}]" for d in dtypes]
 
 
+TANH_SATURATES_AT_4_8 = [
+    (KERNELS, '"cos", "tanh", "floor"', '"cos", "floor"'),
+    (
+        KERNELS,
+        '("logical_not", ("bool",)',
+        '("tanh", FLOAT, elementwise(lambda x: np.where(np.abs(x) > 4.8, np.sign(x), np.tanh(x)))),\n'
+        '    ("logical_not", ("bool",)',
+    ),
+]
+
 MUTANTS = [
     # integer width
     Mutant(
@@ -459,15 +469,7 @@ MUTANTS = [
     Mutant(
         "tanh is 1 past 4.8",
         "base",
-        [
-            (KERNELS, '"cos", "tanh", "floor"', '"cos", "floor"'),
-            (
-                KERNELS,
-                '("logical_not", ("bool",)',
-                '("tanh", FLOAT, elementwise(lambda x: np.where(np.abs(x) > 4.8, np.sign(x), np.tanh(x)))),\n'
-                '    ("logical_not", ("bool",)',
-            ),
-        ],
+        TANH_SATURATES_AT_4_8,
         "primitives",
         "tanh[",
         k("tanh", "float32", "float64"),
@@ -622,15 +624,7 @@ MUTANTS += [
     Mutant(
         "tanh is 1 past 4.8, seen by the static tier alone",
         "base",
-        [
-            (KERNELS, '"cos", "tanh", "floor"', '"cos", "floor"'),
-            (
-                KERNELS,
-                '("logical_not", ("bool",)',
-                '("tanh", FLOAT, elementwise(lambda x: np.where(np.abs(x) > 4.8, np.sign(x), np.tanh(x)))),\n'
-                '    ("logical_not", ("bool",)',
-            ),
-        ],
+        TANH_SATURATES_AT_4_8,
         "static",
         "static/tanh[",
         ["static/tanh[float32]", "static/tanh[float64]"],
