@@ -120,14 +120,17 @@ BIG_SHAPE = (257, 273)
 LONG_AXIS = 4099
 #: the sizes every op family samples past its tile and grid limits (docs/conformance.md lists them)
 LARGE_SAMPLES = {
-    "elementwise": f"{BIG_SHAPE} = {math.prod(BIG_SHAPE)} elements, also broadcast from ({BIG_SHAPE[0]}, 1) and (1, {BIG_SHAPE[1]})",
-    "reductions": f"(2, {LONG_AXIS}) on the last axis, (1031, 67) on the first, ({math.prod(BIG_SHAPE)},) whole",
-    "argmax/argmin": f"(2, {LONG_AXIS}) and ({math.prod(BIG_SHAPE)},), the extreme placed past 1,024 / 65,536",
+    "elementwise": "(257, 273) = 70,161 elements, also broadcast from (257, 1) and (1, 273); unary, "
+    "binary, comparison, `where`",
+    "reductions": "(2, 4099) on the last axis, (1031, 67) on the first, (70161,) whole; `max`/`min` with "
+    "each row's extremes alone near the end",
+    "argmax/argmin": "(2, 4099) and (70161,), the extreme placed past 1,024 / 65,536",
     "matmul": "(33, 1031) @ (1031, 65): K past 1,024; (257, 16) @ (16, 273): 70,161 outputs",
-    "layout": f"permute, expand, slice, concat, pad, copy to {math.prod(BIG_SHAPE)}-element outputs or more",
+    "layout": "permute (33, 65, 37), expand to (257, 273), a strided slice, concat on either axis, pad "
+    "and copy, to 70,161 elements or more",
     "gather/scatter": "70,001 indices (scatter_add with duplicates), 70,001-element outputs",
-    "cast": f"{BIG_SHAPE} to another dtype",
-    "creation": f"full and philox_uniform of {BIG_SHAPE}, arange of 70,001",
+    "cast": "(257, 273) to another dtype",
+    "creation": "full and philox_uniform of (257, 273), arange of 70,001",
 }
 #: the largest sample the gradient checks take (finite differences cost one run per element)
 GRAD_MAX_ELEMENTS = 4096

@@ -183,7 +183,7 @@ def _matmul_in_half(a, b):  # the bug: bfloat16 partial sums rounded to bfloat16
 
 
 def _first_65536(r):  # the bug: a grid of at most 65,536 work items, the rest never written
-    r = np.array(r)
+    r = np.array(r, order="C")  # a copy in row-major order: reshape(-1) is a view of it
     r.reshape(-1)[65536:] = 0
     return r
 
