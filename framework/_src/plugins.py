@@ -85,11 +85,12 @@ class PluginHost:
         ``OARLOCK_PLUGINS=cpu,opencl``. Plugins named in ``skip`` are recorded as broken with
         the given error and not loaded (see :func:`probe_for_crashes`); ``announce`` is told
         ``"start NAME"`` and ``"done NAME"`` around each plugin."""
-        from_paths: set[str] = set()
+        specs: list[str] = []
         if eps is None:
             eps = sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: (e.name != "cpu", e.name))
-            for spec in [p for p in os.environ.get(PATHS_VARIABLE, "").split(os.pathsep) if p.strip()]:
-                from_paths.add(self.load_path(spec).module.split(".")[0])
+            specs = [p for p in os.environ.get(PATHS_VARIABLE, "").split(os.pathsep) if p.strip()]
+        # the top-level modules those specs provide (package folders and import names)
+        from_paths = {(plugin_name(p) if _is_path(p) else p).split(".")[0] for p in specs}
         wanted = os.environ.get("OARLOCK_PLUGINS", "").strip()
         allow = {w.strip() for w in wanted.split(",") if w.strip()} if wanted else None
         for ep in eps:
@@ -110,6 +111,8 @@ class PluginHost:
             self.register_module(module, name=ep.name, raise_errors=False)
             if announce is not None:
                 announce(f"done {ep.name}")
+        for spec in specs:  # after the installed ones, as if their entry points came last
+            self.load_path(spec)
 
     def load_path(self, spec: str, *, raise_errors: bool = False) -> PluginRecord:
         """Load one plugin from its source (see :data:`PATHS_VARIABLE` for what ``spec`` may be),
