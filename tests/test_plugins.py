@@ -365,3 +365,21 @@ def test_poisoned_outputs_from_the_environment():
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=_root(), timeout=120
     )
     assert "GOT [False, False, True, True]" in out.stdout, out.stderr
+
+
+def test_plugins_from_source_load_after_the_installed_ones(monkeypatch):
+    """``OARLOCK_PLUGIN_PATHS`` (what ``oarlock conformance --plugin`` sets for every process of
+    a run): a ``.py`` file loads as if installed, after the installed plugins it may build on."""
+    path = os.path.join(_root(), "tests", "plugins_for_tests", "partial_writer.py")
+    monkeypatch.setenv("OARLOCK_PLUGINS", "cpu")
+    monkeypatch.setenv("OARLOCK_PLUGIN_PATHS", path)
+    h = PluginHost()
+    h.load_entry_points()
+    rec = h.records["partial_writer"]
+    assert rec.error is None and rec.loaded_from == path and rec.device_types == ["halfw"]
+    assert list(h.records) == ["cpu", "partial_writer"]
+    assert h.registry.kernels[("exp", "halfw", F32)].plugin == "partial_writer"
+    monkeypatch.setenv("OARLOCK_PLUGIN_PATHS", os.path.join(_root(), "no_such_plugin.py"))
+    h = PluginHost()
+    h.load_entry_points()
+    assert "no Python module at" in h.records["no_such_plugin"].error

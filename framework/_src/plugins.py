@@ -112,7 +112,15 @@ class PluginHost:
             if announce is not None:
                 announce(f"done {ep.name}")
         for spec in specs:  # after the installed ones, as if their entry points came last
+            name = plugin_name(spec)
+            if skip and name in skip:
+                self.records[name] = PluginRecord(name=name, module=spec, error=skip[name])
+                continue
+            if announce is not None:
+                announce(f"start {name}")
             self.load_path(spec)
+            if announce is not None:
+                announce(f"done {name}")
 
     def load_path(self, spec: str, *, raise_errors: bool = False) -> PluginRecord:
         """Load one plugin from its source (see :data:`PATHS_VARIABLE` for what ``spec`` may be),
