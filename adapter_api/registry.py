@@ -50,6 +50,8 @@ class KernelEntry:
     plugin: str
     broadcast: bool = False  #: accepts inputs broadcastable to the output shape
     bind: Binder | None = None  #: optional fast path for static programs (see :data:`Binder`)
+    #: registered with ``override=True`` for a device type another plugin owns
+    override: bool = False
 
 
 @dataclass
@@ -61,6 +63,9 @@ class Registry:
     kernels: dict[tuple[str, str, np.dtype], KernelEntry] = field(default_factory=dict)
     communicators: dict[str, tuple[str, Callable[..., Any]]] = field(default_factory=dict)
     compilers: dict[str, tuple[str, Callable[..., Any]]] = field(default_factory=dict)
+    #: kernels, compilers and communicators registered with ``override=True`` for a device type
+    #: another plugin owns: ``(plugin, what, device_type)``, what ``oarlock devices`` lists
+    overrides: list[tuple[str, str, str]] = field(default_factory=list)
     plugin: str = "?"
     #: the core's kernel cache (:class:`adapter_api.ProgramCache`), for sources a plugin builds
     #: itself; set by the core before any plugin registers (None: the core offers none)
@@ -81,6 +86,26 @@ class Registry:
             )
         self.runtimes[device_type] = (self.plugin, factory)
 
+    def _owned(self, what: str, device_type: str, override: bool) -> bool:
+        """Whether this plugin may register ``what`` for ``device_type``: the device type is its
+        own (it registered the runtime), or the registration says ``override=True`` (recorded).
+        Returns True for an override."""
+        owner = self.runtimes.get(device_type, ("", None))[0]
+        if owner == self.plugin:
+            return False
+        if not override:
+            whose = f"owned by plugin '{owner}'" if owner else "which no plugin has registered (yet)"
+            raise ValueError(
+                f"[registry] plugin '{self.plugin}' registers {what} for device type '{device_type}', "
+                f"{whose}; a plugin registers only for the device types whose runtime it registers "
+                f"(call add_runtime first), or declares the replacement with override=True (then "
+                f"`oarlock devices` lists it)"
+            )
+        entry = (self.plugin, what, device_type)
+        if entry not in self.overrides:
+            self.overrides.append(entry)
+        return True
+
     def add_kernel(
         self,
         op: str,
@@ -90,6 +115,7 @@ class Registry:
         *,
         broadcast: bool = False,
         bind: Binder | None = None,
+        override: bool = False,
     ) -> None:
         """Register ``fn`` as the kernel of ``op`` on ``device_type`` for each dtype in
         ``dtypes``: the op's dispatch dtype, which is the dtype of its first tensor input,
@@ -101,16 +127,33 @@ class Registry:
         sizes are equal to the output's or 1; otherwise the core expands them first.
 
         ``bind`` (optional) is the kernel's fast path for static programs: see :data:`Binder`.
-        """
-        for dt in dtypes:
-            self.kernels[(op, device_type, np.dtype(dt))] = KernelEntry(fn, self.plugin, broadcast, bind)
 
-    def add_communicator(self, device_type: str, factory: Callable[..., Any]) -> None:
-        """Register the :class:`Communicator` class (or factory) for ``device_type``."""
+        A plugin registers kernels only for the device types it owns (whose runtime it
+        registered); ``override=True`` declares a kernel for another plugin's device type,
+        which ``oarlock devices`` and ``fw.plugins()`` then list, and which the owner's own
+        registration, loaded before or after, does not replace. Anything else raises
+        ``ValueError`` naming both plugins.
+        """
+        dtypes = [np.dtype(dt) for dt in dtypes]
+        over = self._owned(f"kernel '{op}' ({', '.join(d.name for d in dtypes)})", device_type, override)
+        for dt in dtypes:
+            old = self.kernels.get((op, device_type, dt))
+            if old is not None and old.override and not over and old.plugin != self.plugin:
+                continue  # a declared override stays, whichever plugin loaded first
+            self.kernels[(op, device_type, dt)] = KernelEntry(fn, self.plugin, broadcast, bind, over)
+
+    def add_communicator(
+        self, device_type: str, factory: Callable[..., Any], *, override: bool = False
+    ) -> None:
+        """Register the :class:`Communicator` class (or factory) for ``device_type``, a device
+        type this plugin owns (or with ``override=True``, as :meth:`add_kernel`)."""
+        self._owned("a communicator", device_type, override)
         self.communicators[device_type] = (self.plugin, factory)
 
-    def add_compiler(self, device_type: str, factory: Callable[..., Any]) -> None:
-        """Register the :class:`Compiler` class (or factory) for ``device_type``; the core
-        calls ``factory(runtime, device_index)`` the first time it compiles for that device
-        (one compiler per device index)."""
+    def add_compiler(self, device_type: str, factory: Callable[..., Any], *, override: bool = False) -> None:
+        """Register the :class:`Compiler` class (or factory) for ``device_type``, a device type
+        this plugin owns (or with ``override=True``, as :meth:`add_kernel`); the core calls
+        ``factory(runtime, device_index)`` the first time it compiles for that device (one
+        compiler per device index)."""
+        self._owned("a compiler", device_type, override)
         self.compilers[device_type] = (self.plugin, factory)

@@ -16,9 +16,11 @@ from framework.testing import (
     assert_close,
     fallback_stats,
     finite_difference,
+    poison_outputs,
     put,
     run_kernel_guarded,
     run_primitive,
+    unwritten,
 )
 
 __all__ = [
@@ -27,7 +29,9 @@ __all__ = [
     "assert_close",
     "fallback_stats",
     "finite_difference",
+    "poison_outputs",
     "put",
     "run_kernel_guarded",
     "run_primitive",
+    "unwritten",
 ]

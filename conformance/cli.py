@@ -90,34 +90,28 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def load_plugin(spec: str) -> Any:
-    """Register a plugin given as a module name or a path to a .py file (a plugin under
-    development, or a test plugin), as if it were installed with its entry point."""
-    import importlib
-    import importlib.util
+#: the core's variable for plugins loaded from their source (``framework._src.plugins.PATHS_VARIABLE``)
+PLUGIN_PATHS = "OARLOCK_PLUGIN_PATHS"
 
+
+def load_plugin(spec: str) -> Any:
+    """Register a plugin given as a module name, a ``.py`` file or a package folder (a plugin
+    under development, or a test plugin), as if it were installed with its entry point.
+
+    The spec is added to ``OARLOCK_PLUGIN_PATHS`` too, so every process the run starts (the
+    probe that lists the primitives the core generates for a plugin with compile access, the
+    mpiexec ranks of the collectives tier) loads the same plugin: it behaves exactly as the
+    installed plugin would."""
     import framework as fw
 
     if spec.endswith(".py") or os.sep in spec:
-        path = os.path.abspath(spec)
-        search = None
-        if os.path.isdir(path):  # a package folder
-            search, path = [path], os.path.join(path, "__init__.py")
-        elif os.path.basename(path) == "__init__.py":
-            search = [os.path.dirname(path)]
-        name = os.path.basename(search[0]) if search else os.path.splitext(os.path.basename(path))[0]
-        mod_spec = importlib.util.spec_from_file_location(
-            name if search else f"oarlock_plugin_{name}", path, submodule_search_locations=search
-        )
-        if mod_spec is None or mod_spec.loader is None:
+        spec = os.path.abspath(spec)  # the ranks of the collectives tier run in another folder
+        if not os.path.exists(spec):
             raise FileNotFoundError(f"no Python module at {spec}")
-        module = importlib.util.module_from_spec(mod_spec)
-        sys.modules[mod_spec.name] = module
-        mod_spec.loader.exec_module(module)
-    else:
-        module = importlib.import_module(spec)
-        name = spec.rsplit(".", 1)[-1]
-    return fw.register_plugin(module, name=name)
+    paths = [p for p in os.environ.get(PLUGIN_PATHS, "").split(os.pathsep) if p]
+    if spec not in paths:
+        os.environ[PLUGIN_PATHS] = os.pathsep.join([*paths, spec])
+    return fw.register_plugin(spec)
 
 
 def metadata_of(device: str) -> dict[str, Any]:
@@ -133,10 +127,7 @@ def metadata_of(device: str) -> dict[str, Any]:
     return {
         "plugin": plugin,
         "plugin_module": rec.module if rec else "",
-        "plugin_version": (
-            rec.info.get("version") or getattr(sys.modules.get(rec.module), "__version__", "") if rec else ""
-        )
-        or "",
+        "plugin_version": rec.version if rec else "",
         "contract": ".".join(map(str, rec.contract)) if rec and rec.contract else "?",
         "core_contract": ".".join(map(str, fw.CONTRACT_VERSION)),
         "kernel_count": sum(1 for k in testing.registry().kernels if k[1] == d.type),
@@ -193,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         meta["plugin_loaded_from"] = loaded[meta["plugin"]]
         meta["plugin"] = target.type
     print(
-        f"oarlock conformance on {target.device}: plugin {meta.get('plugin')} {meta.get('plugin_version', '')}, "
+        f"oarlock conformance on {target.device}: plugin {_named(meta)}, "
         f"{len(cases)} cases, tiers {', '.join(t for t in TIERS if t in tiers and t not in unavailable)}"
     )
     from .report import Progress, build, summary, write_json, write_junit
@@ -229,6 +220,12 @@ def main(argv: list[str] | None = None) -> int:
         if path:
             print(f"{kind} report: {path}")
     return 1 if report["failed_tiers"] or status != "ok" else 0
+
+
+def _named(meta: dict[str, Any]) -> str:
+    """``plugin`` and its version, when it declares one."""
+    version = meta.get("plugin_version") or ""
+    return f"{meta.get('plugin')}{' ' + version if version else ''}"
 
 
 def _unavailable(target: Any, tiers: tuple[str, ...]) -> dict[str, str]:

@@ -12,7 +12,7 @@ import math
 from typing import Any
 
 from .opdb import ALL
-from .report import failure_groups
+from .report import clip, failure_groups
 
 COLOURS = {
     "passed": "#2e9d4f",
@@ -69,7 +69,7 @@ def _matrix(results: list[dict[str, Any]], tier: str) -> str:
                 out.append("<td class='c'></td>")
                 continue
             tip = f"{r['id']}: {LABEL.get(r['outcome'], r['outcome'])}" + (
-                f" - {r['message'][:300]}" if r["message"] else ""
+                f" - {clip(r['message'], 300)}" if r["message"] else ""
             )
             out.append(
                 f"<td class='c' style='background:{COLOURS.get(r['outcome'], '#888')}' title='{_e(tip)}'></td>"
@@ -255,7 +255,7 @@ def render(report: dict[str, Any]) -> str:
         out.append(
             f"<tr><td><code>{_e(r['id'])}</code></td><td style='color:{COLOURS.get(r['outcome'], '#000')}'>"
             f"{_e(LABEL.get(r['outcome'], r['outcome']))}</td><td class='num'>{r['duration']:.3f}</td>"
-            f"<td>{_e(r['message'][:200])}</td></tr>"
+            f"<td>{_e(clip(r['message'], 200))}</td></tr>"
         )
     out.append("</table></details></body></html>")
     return "".join(out)

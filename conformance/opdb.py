@@ -115,6 +115,25 @@ HALF = ("float16", "bfloat16")
 #: past 65,536 elements: where a kernel may change its launch geometry (a 16-bit grid
 #: dimension, a second pass, a multi-block path), which small samples never reach
 BIG_SHAPE = (257, 273)
+#: a reduced axis past 1,024 (a work-group, a thread block, a tile) and not a power of two,
+#: alone (one long row) and across many outputs (BIG_SHAPE's element count in all)
+LONG_AXIS = 4099
+#: the sizes every op family samples past its tile and grid limits (docs/conformance.md lists them)
+LARGE_SAMPLES = {
+    "elementwise": "(257, 273) = 70,161 elements, also broadcast from (257, 1) and (1, 273); unary, "
+    "binary, comparison, `where`",
+    "reductions": "(2, 4099) on the last axis, (1031, 67) on the first, (70161,) whole; `max`/`min` with "
+    "each row's extremes alone near the end",
+    "argmax/argmin": "(2, 4099) and (70161,), the extreme placed past 1,024 / 65,536",
+    "matmul": "(33, 1031) @ (1031, 65): K past 1,024; (257, 16) @ (16, 273): 70,161 outputs",
+    "layout": "permute (33, 65, 37), expand to (257, 273), a strided slice, concat on either axis, pad "
+    "and copy, to 70,161 elements or more",
+    "gather/scatter": "70,001 indices (scatter_add with duplicates), 70,001-element outputs",
+    "cast": "(257, 273) to another dtype",
+    "creation": "full and philox_uniform of (257, 273), arange of 70,001",
+}
+#: the largest sample the gradient checks take (finite differences cost one run per element)
+GRAD_MAX_ELEMENTS = 4096
 
 
 def _is_float(d: np.dtype) -> bool:
@@ -416,14 +435,40 @@ def cast_samples(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
             yield Sample([x.astype(d)], {"dtype": t}, label=label)
     yield Sample([values(d, (), rng)], {"dtype": dtype_of("float32")}, label="0-d")
     yield Sample([values(d, (0, 3), rng)], {"dtype": dtype_of("int32")}, label="empty")
+    big_to = dtype_of("int32" if _is_float(d) or d == np.bool_ else "float32")
+    yield Sample(
+        [values(d, BIG_SHAPE, rng)],
+        {"dtype": big_to},
+        label=f"shape {BIG_SHAPE} ({math.prod(BIG_SHAPE)} elements) to {big_to.name}",
+    )
+
+
+def _extremes_late(a: np.ndarray, axes: tuple[int, ...], op: str) -> np.ndarray:
+    """``a`` with each output's maximum and minimum alone, near the end of the reduced axes: a
+    kernel that reads only part of a long axis then finds other extremes (with small random
+    integers every long row's extremes tie early, and such a kernel would pass)."""
+    late = lambda i: tuple(i if k in axes else slice(None) for k in range(a.ndim))  # noqa: E731
+    if a.dtype == np.bool_:  # one True among False (max), one False among True (min)
+        a = np.full(a.shape, op == "min")
+        a[late(-5)] = op == "max"
+        return a
+    a = a + 1 if a.dtype.kind == "u" else a.copy()  # room below for the minimum
+    a[late(-5)] = 100
+    a[late(-9)] = 0 if a.dtype.kind == "u" else -100
+    return a
 
 
 def reduce_samples(op: str) -> Callable[..., Iterator[Sample]]:
     def gen(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
         def x(shape: tuple[int, ...]) -> np.ndarray:
+            long = max(shape, default=0) > 1000  # a long product stays near 1 (never 0 or inf)
             if op == "prod" and _is_float(d):
-                return rng.uniform(0.5, 1.5, shape).astype(d)
+                return (rng.uniform(0.99, 1.01, shape) if long else rng.uniform(0.5, 1.5, shape)).astype(d)
             if op == "prod" and d.kind in "iu":
+                if long:  # +-1 with a few 2s: every element counts, the product stays in range
+                    v = np.where(rng.random(shape) < 0.5, -1, 1)
+                    v.reshape(-1)[rng.choice(v.size, 10, replace=False)] = 2
+                    return v.astype(d)
                 return rng.integers(0 if d.kind == "u" else -2, 3, shape).astype(d)
             return values(d, shape, rng)
 
@@ -441,12 +486,18 @@ def reduce_samples(op: str) -> Callable[..., Iterator[Sample]]:
             ((3, 1000), (1,)),
             ((130, 5), (0,)),
             ((70, 3, 70), (0, 2)),
+            # past 1,024 and not a power of two; past 65,536 elements in all
+            ((2, LONG_AXIS), (1,)),
+            ((1031, 67), (0,)),
+            ((math.prod(BIG_SHAPE),), (0,)),
         ]
         if op in ("sum", "prod"):
             cases.append(((0, 3), (0,)))
         for shape, axes in cases:
             for keep in (False, True):
                 a = x(shape)
+                if op in ("max", "min") and max(shape, default=0) > 1000:
+                    a = _extremes_late(a, axes, op)
                 mag = None
                 if op == "sum" and _is_float(d):
                     mag = (
@@ -524,6 +575,22 @@ def arg_samples(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
                 {"axis": axis, "keepdim": keep},
                 label=f"shape {shape} axis {axis} keepdim={keep} with ties",
             )
+    # long axes (past 1,024, past 65,536) with the one extreme placed late: a kernel that looks
+    # at only part of the axis finds another (ties between early values hide nothing here)
+    for shape, axis in (((2, LONG_AXIS), 1), ((math.prod(BIG_SHAPE),), 0)):
+        n = shape[axis]
+        for late, kind in ((n - 7, "max"), (n - 3000 if n > 65536 else 1500, "min")):
+            if d == np.bool_:
+                x = np.full(shape, kind == "min")
+                x[..., late] = kind == "max"
+            else:
+                x = rng.integers(1, 3, shape).astype(d)  # 1 or 2
+                x[..., late] = 3 if kind == "max" else 0
+            yield Sample(
+                [x],
+                {"axis": axis, "keepdim": False},
+                label=f"shape {shape} axis {axis}, the {kind} alone at index {late}",
+            )
     if _is_float(d):
         large, small = magnitudes(d)
         yield Sample(
@@ -560,6 +627,9 @@ def matmul_samples(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
         ((16, 33), (33, 9)),
         ((70, 130), (130, 97)),
         ((2, 65, 67), (2, 67, 66)),
+        # K past 1,024 (a split K, a second pass over K), not a power of two; past 65,536 outputs
+        ((33, 1031), (1031, 65)),
+        ((BIG_SHAPE[0], 16), (16, BIG_SHAPE[1])),
     ]:
         if d.kind in "iu":
             x, y = rng.integers(0, 4, a).astype(d), rng.integers(0 if d.kind == "u" else -3, 4, b).astype(d)
@@ -604,6 +674,7 @@ def layout_samples(op: str) -> Callable[..., Iterator[Sample]]:
                 ((0, 3), (1, 0)),
                 ((5,), (0,)),
                 ((2, 3, 4, 5), (3, 1, 2, 0)),
+                ((33, 65, 37), (2, 0, 1)),  # 79,365 elements
             ]:
                 yield Sample([v(s)], {"perm": p}, label=f"shape {s} perm {p}")
         elif op == "expand":
@@ -615,6 +686,8 @@ def layout_samples(op: str) -> Callable[..., Iterator[Sample]]:
                 ((1, 0), (3, 0)),
                 ((), ()),
                 ((4,), (4,)),
+                ((1, BIG_SHAPE[1]), BIG_SHAPE),
+                ((BIG_SHAPE[0], 1), BIG_SHAPE),
             ]:
                 yield Sample([v(s)], {"shape": t}, label=f"{s} to {t}")
         elif op == "slice":
@@ -625,6 +698,7 @@ def layout_samples(op: str) -> Callable[..., Iterator[Sample]]:
                 ((), (), (), ()),
                 ((3, 4, 5), (0, 1, 4), (3, 4, 5), (2, 2, 1)),
                 ((7,), (0,), (7,), (10,)),
+                ((BIG_SHAPE[0] + 2, 2 * BIG_SHAPE[1]), (1, 1), (BIG_SHAPE[0] + 1, 2 * BIG_SHAPE[1]), (1, 2)),
             ]:
                 yield Sample([v(s)], {"starts": a, "stops": b, "steps": c}, label=f"shape {s} [{a}:{b}:{c}]")
         elif op == "concat":
@@ -634,6 +708,8 @@ def layout_samples(op: str) -> Callable[..., Iterator[Sample]]:
                 ([(5,)], 0),
                 ([(1, 2, 3), (1, 2, 1), (1, 2, 2)], 2),
                 ([(0, 2), (0, 2)], 0),
+                ([(BIG_SHAPE[0] - 3, BIG_SHAPE[1]), (3, BIG_SHAPE[1])], 0),
+                ([(BIG_SHAPE[0], 200), (BIG_SHAPE[0], BIG_SHAPE[1] - 200)], 1),
             ]:
                 yield Sample([v(s) for s in shapes], {"axis": ax}, label=f"shapes {shapes} axis {ax}")
         elif op == "pad":
@@ -643,10 +719,11 @@ def layout_samples(op: str) -> Callable[..., Iterator[Sample]]:
                 ((), ()),
                 ((5,), ((0, 0),)),
                 ((2, 2, 2), ((1, 0), (0, 1), (2, 2))),
+                ((BIG_SHAPE[0] - 2, BIG_SHAPE[1] - 3), ((1, 1), (2, 1))),
             ]:
                 yield Sample([v(s)], {"pads": pads, "value": _fill(d)}, label=f"shape {s} pads {pads}")
         elif op == "copy":
-            for s in SHAPES:
+            for s in (*SHAPES, BIG_SHAPE):
                 yield Sample([v(s)], label=f"shape {s}")
             if _is_float(d):
                 yield Sample([specials(d)], label="nan/inf/signed zero (bits kept)")
@@ -665,6 +742,8 @@ def gather_samples(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
     yield Sample(
         [v((3, 6)), np.arange(6, dtype=np.int64)[::-1].copy()], {"axis": 1}, label="reversed, last axis"
     )
+    n = 70001  # past 65,536 indices and output elements
+    yield Sample([v((1031, 2)), rng.integers(0, 1031, n)], {"axis": 0}, label=f"{n} indices into 1031 rows")
 
 
 def scatter_samples(op: str) -> Callable[..., Iterator[Sample]]:
@@ -681,6 +760,24 @@ def scatter_samples(op: str) -> Callable[..., Iterator[Sample]]:
         yield Sample([v((3, 4)), np.array([3, 1], np.int64), v((3, 2))], {"axis": 1}, label="last axis")
         yield Sample([v((5, 3)), np.array(2, np.int64), v((3,))], {"axis": 0}, label="0-d index, axis 0")
         yield Sample([v((2, 4, 3)), np.array(3, np.int64), v((2, 3))], {"axis": 1}, label="0-d index, axis 1")
+        n = 70001  # past 65,536 indices: scatter_add with duplicates, scatter a permutation
+        if dup:
+            src = (
+                rng.integers(0, 3, (n, 2)).astype(d)
+                if not _is_float(d)
+                else rng.uniform(0, 1, (n, 2)).astype(d)
+            )
+            rows = 40009  # about two indices per row: short sums, exact enough in every dtype
+            x, index = v((rows, 2)), rng.integers(0, rows, n)
+            mag = None
+            if _is_float(d):  # the error allowed grows with what each element adds up, as for sum
+                mag = np.abs(x.astype(np.float64))
+                np.add.at(mag, index, np.abs(src.astype(np.float64)))
+            yield Sample([x, index, src], {"axis": 0}, label=f"{n} indices into {rows} rows", magnitude=mag)
+        else:
+            yield Sample(
+                [v((n,)), rng.permutation(n), v((n,))], {"axis": 0}, label=f"a permutation of {n} indices"
+            )
 
     return gen
 
@@ -693,7 +790,7 @@ def full_samples(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
         vals += [int(np.iinfo(d).min), 0]
     else:
         vals += [False]
-    for s in [(), (0,), (3, 4), (1000,)]:
+    for s in [(), (0,), (3, 4), (1000,), BIG_SHAPE]:
         for val in vals:
             yield Sample([], {"shape": s, "value": val, "dtype": d}, label=f"shape {s} value {val}")
 
@@ -703,6 +800,7 @@ def arange_samples(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
         cases = [(7, 2, 3), (0, 0, 1), (5, 10, -2) if d.kind == "i" else (5, 10, 2), (100, 0, 1)]
     else:
         cases = [(11, -1.5, 0.25), (0, 0.0, 1.0), (6, 3.0, -0.5), (100, 0.0, 1.0)]
+    cases.append((70001, 0, 1) if d.kind in "iu" else (70001, -2.0, 0.125))
     for n, start, step in cases:
         yield Sample(
             [], {"n": n, "start": start, "step": step, "dtype": d}, label=f"n={n} start={start} step={step}"
@@ -716,6 +814,7 @@ def philox_samples(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
         ((0,), 1, 0),
         ((), 5, 3),
         ((1001,), 2**40 + 3, 2**33 + 1),
+        (BIG_SHAPE, 7, 0),
     ]:
         yield Sample(
             [],
@@ -760,7 +859,8 @@ def grad_from(
         for s in samples(d, rng):
             floats = [a.astype(np.float64) for a in s.ins if a.dtype == d]
             tame = all(a.size and np.all(np.isfinite(a)) and np.all(np.abs(a) < 1e6) for a in floats)
-            if keep(s) and tame:
+            small = sum(a.size for a in s.ins) <= GRAD_MAX_ELEMENTS  # the large samples are for kernels
+            if keep(s) and tame and small:
                 yield s
 
     return gen

@@ -229,29 +229,29 @@ def gather(x: np.ndarray, index: np.ndarray, axis: int) -> np.ndarray:
     return np.take(x, index, axis=axis)
 
 
-def _positions(x: np.ndarray, index: np.ndarray, axis: int) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
-    """(destination position in x, source position in src) for every src element."""
+def _destinations(x: np.ndarray, index: np.ndarray, axis: int) -> tuple[np.ndarray, ...]:
+    """For every src element (src has shape ``x.shape[:axis] + index.shape + x.shape[axis+1:]``,
+    in C order), its destination position in x: one index array per axis of x."""
     src_shape = x.shape[:axis] + index.shape + x.shape[axis + 1 :]
-    out = []
+    grid = np.indices(src_shape).reshape(len(src_shape), -1)
     k = index.ndim
-    for pos in np.ndindex(*src_shape):
-        j = pos[axis : axis + k]
-        dst = pos[:axis] + (int(index[j]),) + pos[axis + k :]
-        out.append((dst, pos))
-    return out
+    picked = index[tuple(grid[axis : axis + k])] if k else np.full(grid.shape[1:], int(index), np.int64)
+    return (*grid[:axis], picked.astype(np.int64), *grid[axis + k :])
 
 
 def scatter_add(x: np.ndarray, index: np.ndarray, src: np.ndarray, axis: int) -> np.ndarray:
     y = _wide(x).copy() if x.dtype != np.bool_ else x.copy()
-    for dst, s in _positions(x, index, axis):
-        y[dst] += _wide(src)[s] if x.dtype != np.bool_ else src[s]
+    add = (_wide(src) if x.dtype != np.bool_ else src).reshape(-1)
+    if x.dtype == np.bool_:
+        np.logical_or.at(y, _destinations(x, index, axis), add)
+    else:
+        np.add.at(y, _destinations(x, index, axis), add)  # duplicates accumulate
     return y.astype(x.dtype)
 
 
 def scatter(x: np.ndarray, index: np.ndarray, src: np.ndarray, axis: int) -> np.ndarray:
     y = x.copy()
-    for dst, s in _positions(x, index, axis):
-        y[dst] = src[s]
+    y[_destinations(x, index, axis)] = src.reshape(-1)  # with duplicates, one of the values wins
     return y
 
 

@@ -97,10 +97,26 @@ def cause_of(r: dict[str, Any]) -> str:
     and long hex strings (cache keys, addresses) as ``…``: failures with one cause (a compiler
     that builds nothing, a missing library) then read alike."""
     msg = r.get("message") or ""
-    for key in ("op", "dtype"):
-        if r.get(key):
-            msg = re.sub(rf"(?<![A-Za-z0-9]){re.escape(r[key])}(?![A-Za-z0-9])", "{" + key + "}", msg)
+    op, dtype = r.get("op") or "", r.get("dtype") or ""
+    names = {op: "{op}", dtype: "{dtype}"}
+    if op and dtype:
+        names.update({f"{op}_{dtype}": "{op}_{dtype}", f"{dtype}_{op}": "{dtype}_{op}"})
+    names.pop("", None)
+    if names:
+        # NOTE: whole identifiers only: one that merely contains the op's name (pad_width when
+        # the op is pad) is kept; a kernel named after both (add_float32) reads alike
+        msg = re.sub(r"[A-Za-z0-9_]+", lambda m: names.get(m.group(0), m.group(0)), msg)
     return re.sub(r"\b(0x[0-9a-f]+|(?=[0-9a-f]*[a-f])[0-9a-f]{8,})\b", "…", msg)
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to about ``limit`` characters, keeping its start and its end: a traceback's
+    last line (the exception itself) is what a reader needs most."""
+    if len(text) <= limit:
+        return text
+    head = limit // 3
+    tail = limit - head
+    return f"{text[:head]} [... {len(text) - limit} characters left out ...] {text[-tail:]}"
 
 
 def failure_groups(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -114,6 +130,24 @@ def failure_groups(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
         {"cause": c if len(rs) > 1 else rs[0]["message"], "count": len(rs), "ids": [r["id"] for r in rs]}
         for c, rs in groups.items()
     ]
+
+
+def not_supported(results: list[Result], compile_access: bool = False) -> dict[str, Any]:
+    """How many cases were not supported, and why: ``{"count", "reasons": [{"reason",
+    "count"}], "compile_access"}``, reasons grouped as :func:`cause_of` groups failures;
+    ``compile_access`` counts the primitive cases of a plugin with compile access among them
+    (the core generates primitives for such a plugin: each one left is worth a look)."""
+    groups: Counter[str] = Counter()
+    for r in results:
+        if r.outcome == "not_supported":
+            groups[cause_of(r.to_dict())] += 1
+    return {
+        "count": sum(groups.values()),
+        "reasons": [{"reason": k, "count": n} for k, n in groups.most_common()],
+        "compile_access": sum(1 for r in results if r.outcome == "not_supported" and r.tier == "primitives")
+        if compile_access
+        else 0,
+    }
 
 
 def summary(
@@ -135,22 +169,22 @@ def summary(
         for g in groups[:max_failures]:
             first = by_id[g["ids"][0]]
             if g["count"] == 1:
-                w(f"FAILED {first.id}: {first.message[:600]}\n")
+                w(f"FAILED {first.id}: {clip(first.message, 600)}\n")
             else:
                 ids = ", ".join(g["ids"][:max_ids]) + (
                     f", ... and {g['count'] - max_ids} more" if g["count"] > max_ids else ""
                 )
-                w(f"FAILED {g['count']} cases: {g['cause'][:600]}\n    cases: {ids}\n")
+                w(f"FAILED {g['count']} cases: {clip(g['cause'], 600)}\n    cases: {ids}\n")
             if first.expected is not None or first.got is not None:
                 label = "" if g["count"] == 1 else f" ({first.id})"
                 w(
-                    f"    expected{label}: {str(first.expected)[:300]}\n    got{label}:      {str(first.got)[:300]}\n"
+                    f"    expected{label}: {clip(str(first.expected), 300)}\n    got{label}:      {clip(str(first.got), 300)}\n"
                 )
         if len(groups) > max_failures:
             w(f"... and {len(groups) - max_failures} more causes (see the JSON or HTML report)\n")
     w(f"\n{'=' * 24} conformance summary: {meta['device']} {'=' * 24}\n")
     w(
-        f"plugin {meta['plugin']} {meta.get('plugin_version', '')}, contract {meta.get('contract', '?')} "
+        f"plugin {meta['plugin']}{' ' + meta['plugin_version'] if meta.get('plugin_version') else ''}, contract {meta.get('contract', '?')} "
         f"(core {meta.get('core_contract', '?')}), {meta.get('kernel_count', 0)} kernels registered\n"
     )
     props = meta.get("properties") or {}
@@ -171,9 +205,21 @@ def summary(
     w(
         f"{len(results)} cases in {meta['duration_s']:.1f} s; worker restarts after crashes/timeouts: {meta.get('worker_restarts', 0)}\n"
     )
-    w(
-        f"result: {'FAILED (' + ', '.join(report['failed_tiers']) + ')' if report['failed_tiers'] else 'PASSED'}\n"
-    )
+    ns = report.get("not_supported") or {"count": 0, "reasons": []}
+    ran = sum(1 for r in results if r.outcome in ("passed", "fallback", "failed"))
+    w(f"{ran} of {len(results)} cases ran; {ns['count']} not supported")
+    w(":\n" if ns["count"] else "\n")
+    for g in ns["reasons"][:max_failures]:
+        w(f"  {g['count']:>5} x {g['reason']}\n")
+    if ns.get("compile_access"):
+        w(
+            f"NOTE: the plugin has compile access, yet {ns['compile_access']} primitive cases are neither "
+            f"registered nor generated by the core (see docs/conformance.md, 'compile access')\n"
+        )
+    verdict = "FAILED (" + ", ".join(report["failed_tiers"]) + ")" if report["failed_tiers"] else "PASSED"
+    if not report["failed_tiers"] and ns["count"]:
+        verdict += f" ({ran} cases ran; {ns['count']} not supported, listed above)"
+    w(f"result: {verdict}\n")
 
 
 def build(
@@ -192,6 +238,7 @@ def build(
         "unavailable_tiers": unavailable,
         "failed_tiers": failed_tiers(results, required, strict),
         "failure_groups": failure_groups([r.to_dict() for r in results]),
+        "not_supported": not_supported(results, bool(meta.get("has_compiler"))),
         "results": [r.to_dict() for r in results],
     }
 
@@ -240,7 +287,7 @@ def write_junit(report: dict[str, Any], path: str) -> None:
                 time=f"{r['duration']:.3f}",
             )
             if r["outcome"] == "failed":
-                f = ET.SubElement(tc, "failure", message=r["message"][:500])
+                f = ET.SubElement(tc, "failure", message=clip(r["message"], 500))
                 f.text = f"{r['message']}\nexpected: {r['expected']}\ngot: {r['got']}"
             elif r["outcome"] in ("not_supported", "skipped"):
                 ET.SubElement(tc, "skipped", message=f"{r['outcome']}: {r['message']}")

@@ -26,8 +26,9 @@ def cmd_devices(args: argparse.Namespace) -> int:
     status = 0
     for name, rec in sorted(h.records.items(), key=lambda kv: (kv[0] != "cpu", kv[0])):
         contract = f"{rec.contract[0]}.{rec.contract[1]}" if rec.contract else "?"
-        version = rec.info.get("version", "")
-        print(f"\nplugin {name} ({rec.module}) {version} contract {contract}")
+        version = f" {rec.version}" if rec.version else ""
+        source = f", loaded from {rec.loaded_from}" if rec.loaded_from else ""
+        print(f"\nplugin {name} ({rec.module}){version}{source}, contract {contract}")
         if rec.error:
             print("  status: FAILED TO LOAD")
             for line in rec.error.splitlines():
@@ -74,6 +75,8 @@ def cmd_devices(args: argparse.Namespace) -> int:
             f"  kernels: {len(ops)} ops, {len(kernels)} (op, dtype) pairs"
             + (f"; {', '.join(extras)}" if extras else "")
         )
+        for line in rec.overrides:
+            print(f"  overrides: {line}")
         if args.verbose:
             print("    " + " ".join(ops))
     return status

@@ -68,6 +68,7 @@ __all__ = [
     "op_path_stats",
     "parse_device",
     "plugin_of",
+    "poison_outputs",
     "put",
     "registry",
     "reset_fallback_stats",
@@ -76,6 +77,7 @@ __all__ = [
     "run_primitive",
     "runtime_of",
     "tolerance",
+    "unwritten",
 ]
 
 
@@ -393,6 +395,58 @@ def _op(name: str) -> Any:
 
 
 # -- running ops ---------------------------------------------------------------------------
+def poison_outputs(flag: bool = True) -> None:
+    """Fill every op's output with a poison before its kernel runs (or stop), in this thread.
+
+    Floating outputs are filled with ``0xFF`` bytes (a NaN in every float dtype), integer and
+    bool outputs with ``0xA5`` bytes, so an element a kernel never writes shows as a wrong
+    value instead of passing with what the memory held. ``OARLOCK_POISON_OUTPUTS=1`` turns it
+    on for a whole process; the conformance runner turns it on in every case.
+
+    Args:
+        flag (bool): True: poison; False: leave outputs as allocated.
+
+    Example:
+        >>> import framework as fw
+        >>> from framework import testing
+        >>> testing.poison_outputs(True)
+        >>> fw.exp(fw.zeros([2])).tolist()  # a kernel that writes every element is unaffected
+        [1.0, 1.0]
+        >>> testing.poison_outputs(False)
+    """
+    _dispatch.POISON_OUTPUTS.set(bool(flag))
+
+
+def unwritten(got: np.ndarray, expected: np.ndarray | None = None) -> np.ndarray:
+    """A mask of the elements of ``got`` that still hold the :func:`poison_outputs` bytes.
+
+    Elements where ``expected`` is NaN (a floating poison is a NaN with every bit set, which a
+    kernel may compute) or holds the same bytes are left out.
+
+    Example:
+        >>> import numpy as np
+        >>> from framework import testing
+        >>> got = np.array([1.0, np.nan, 3.0], np.float32)
+        >>> got.view(np.uint32)[1] = 0xFFFFFFFF  # as poison_outputs leaves an unwritten element
+        >>> testing.unwritten(got).tolist()
+        [False, True, False]
+    """
+    got = np.array(got, copy=True, order="C")
+    byte = _dispatch.poison_byte(got.dtype)
+
+    def poisoned(a: np.ndarray) -> np.ndarray:
+        raw = a.reshape(-1).view(np.uint8).reshape(a.size, a.dtype.itemsize)
+        return np.all(raw == byte, axis=1).reshape(a.shape)
+
+    mask = poisoned(got)
+    if expected is not None:
+        e = np.array(np.broadcast_to(np.asarray(expected, got.dtype), got.shape), order="C")
+        mask &= ~poisoned(e)
+        if _floating(got.dtype):
+            mask &= ~np.isnan(e.astype(np.float64))
+    return mask
+
+
 #: The byte pattern around guarded buffers: a kernel that reads it gives visibly wrong values,
 #: one that writes over it is caught.
 GUARD_BYTE = 0x7F

@@ -279,3 +279,89 @@ def test_a_kernel_writing_past_its_output_fails_its_case(tmp_path):
     assert [r["id"] for r in failed] == ["primitives/neg[int16]"]
     assert "outside its" in failed[0]["message"] and "0xee" in failed[0]["got"]
     assert sum(r["outcome"] == "passed" for r in rep["results"]) == len(rep["results"]) - 1
+
+
+CCDEV = os.path.join(ROOT, "examples", "compiled_plugin", "oarlock_ccdev")
+
+
+def test_a_plugin_with_compile_access_loaded_from_its_folder_gets_generated_primitives(tmp_path):
+    """``--plugin PATH`` behaves as the installed plugin: the core generates the primitives of
+    a plugin with compile access (they were all "not supported", and the run PASSED); what is
+    left not supported is counted, with its reason, next to the result."""
+    j = tmp_path / "cc.json"
+    p = conformance(
+        "--plugin",
+        CCDEV,
+        "--device",
+        "ccdev",
+        "--tier",
+        "primitives",
+        "-k",
+        "exp[float32],neg[int8],sum[float64],matmul[float32],philox_uniform[float32]",
+        "--json",
+        str(j),
+        env={"OARLOCK_PLUGINS": "cpu"},  # only the copy from the folder provides ccdev
+    )
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    rep = json.loads(j.read_text())
+    outcomes = {r["id"]: r["outcome"] for r in rep["results"]}
+    assert outcomes == dict.fromkeys(
+        [
+            "primitives/exp[float32]",
+            "primitives/neg[int8]",
+            "primitives/sum[float64]",
+            "primitives/matmul[float32]",
+            "primitives/philox_uniform[float32]",
+        ],
+        "passed",
+    )
+    assert rep["metadata"]["has_compiler"] and rep["not_supported"]["count"] == 0
+    assert "5 of 5 cases ran; 0 not supported\nresult: PASSED\n" in p.stdout
+
+
+def test_not_supported_cases_are_counted_with_their_reason_next_to_the_result(tmp_path):
+    p = conformance(
+        "--plugin",
+        VENDOR,
+        "--device",
+        "simdev",
+        "--tier",
+        "primitives",
+        "-k",
+        "matmul[float",
+        env={"OARLOCK_PLUGINS": "cpu"},
+    )
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    assert "2 of 3 cases ran; 1 not supported:\n" in p.stdout, p.stdout
+    assert "1 x the 'oarlock_simdev' plugin registers no {op} kernel for {dtype}" in p.stdout
+    assert "result: PASSED (2 cases ran; 1 not supported, listed above)" in p.stdout
+
+
+def test_collectives_of_a_plugin_loaded_from_its_folder_run_on_every_rank(tmp_path):
+    """The mpiexec ranks load the ``--plugin`` too (they once failed in ``set_device``)."""
+    from tests.conftest import MPI_INSTALLED
+
+    if not MPI_INSTALLED:
+        pytest.skip("no MPI (pip install 'oarlock[dist]')")
+    j = tmp_path / "c.json"
+    p = conformance(
+        "--plugin",
+        os.path.relpath(VENDOR, ROOT),  # a relative path: the ranks run in another folder
+        "--device",
+        "simdev",
+        "--tier",
+        "collectives",
+        "-k",
+        "2_ranks",
+        "--json",
+        str(j),
+        # the ranks run in a scratch folder: they import this tree, not whatever is installed
+        env={
+            "OARLOCK_PLUGINS": "cpu",
+            "PYTHONPATH": os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]),
+        },
+    )
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    (r,) = json.loads(j.read_text())["results"]
+    assert r["id"] == "collectives/2_ranks" and r["outcome"] == "passed"
+    assert r["data"]["by_collective"]["all_reduce"] > 0

@@ -94,7 +94,13 @@ class AsyncSimRuntime(SimRuntime):
             stream.wait()
 
     def create_stream(self, index):
-        return SimStream()
+        stream = SimStream()
+        self.__dict__.setdefault("streams", []).append(stream)
+        return stream
+
+    def synchronize(self, index):  # the whole device: every stream it created
+        for stream in self.__dict__.get("streams", []):
+            stream.wait()
 
     def memset(self, index, buffer, offset, value, nbytes, stream):
         self._on(stream, lambda: SimRuntime.memset(self, index, buffer, offset, value, nbytes, stream), False)
@@ -177,9 +183,13 @@ def _matmul_in_half(a, b):  # the bug: bfloat16 partial sums rounded to bfloat16
 
 
 def _first_65536(r):  # the bug: a grid of at most 65,536 work items, the rest never written
-    r = np.array(r)
+    r = np.array(r, order="C")  # a copy in row-major order: reshape(-1) is a view of it
     r.reshape(-1)[65536:] = 0
     return r
+
+
+def _axis_head(x, axes, n=1024):  # the bug: one work-group of n per output, the rest of the axis unread
+    return x[tuple(slice(0, n) if i in axes else slice(None) for i in range(x.ndim))]
 """
 
 
@@ -196,6 +206,16 @@ class Mutant:
 def k(op: str, *dtypes: str) -> list[str]:
     return [f"primitives/{op}[{d}]" for d in dtypes]
 
+
+TANH_SATURATES_AT_4_8 = [
+    (KERNELS, '"cos", "tanh", "floor"', '"cos", "floor"'),
+    (
+        KERNELS,
+        '("logical_not", ("bool",)',
+        '("tanh", FLOAT, elementwise(lambda x: np.where(np.abs(x) > 4.8, np.sign(x), np.tanh(x)))),\n'
+        '    ("logical_not", ("bool",)',
+    ),
+]
 
 MUTANTS = [
     # integer width
@@ -449,15 +469,7 @@ MUTANTS = [
     Mutant(
         "tanh is 1 past 4.8",
         "base",
-        [
-            (KERNELS, '"cos", "tanh", "floor"', '"cos", "floor"'),
-            (
-                KERNELS,
-                '("logical_not", ("bool",)',
-                '("tanh", FLOAT, elementwise(lambda x: np.where(np.abs(x) > 4.8, np.sign(x), np.tanh(x)))),\n'
-                '    ("logical_not", ("bool",)',
-            ),
-        ],
+        TANH_SATURATES_AT_4_8,
         "primitives",
         "tanh[",
         k("tanh", "float32", "float64"),
@@ -477,6 +489,159 @@ MUTANTS = [
         "primitives",
         "exp[",
         k("exp", "float32"),
+    ),
+]
+
+
+#: The same classes of bug as above (a limit on the elements a kernel covers, a reduced axis read
+#: only in part), at sizes and in ops the suite once never sampled: it judges by class, so these
+#: are caught too (each escaped the suite before its samples grew past 1,024 along an axis and
+#: past 65,536 elements in every op family).
+LARGE_MUTANTS = [
+    Mutant(
+        "sum reads only the first 1,024 elements of a reduced axis",
+        "base",
+        [
+            (
+                KERNELS,
+                '("sum", NUM, reduce(np.sum)),',
+                '("sum", NUM, reduce(lambda x, axis, keepdims: np.sum(_axis_head(x, axis), axis=axis, keepdims=keepdims))),',
+            )
+        ],
+        "primitives",
+        "sum[float64],sum[int64]",
+        k("sum", "float64", "int64"),
+    ),
+    Mutant(
+        "max reads only the first 1,024 elements of a reduced axis",
+        "base",
+        [
+            (
+                KERNELS,
+                '("max", ALL, reduce(np.max)),',
+                '("max", ALL, reduce(lambda x, axis, keepdims: np.max(_axis_head(x, axis), axis=axis, keepdims=keepdims))),',
+            )
+        ],
+        "primitives",
+        "max[float32],max[int32]",
+        k("max", "float32", "int32"),
+    ),
+    Mutant(
+        "argmax reads only the first 1,024 elements of its axis",
+        "base",
+        [(KERNELS, "np.argmax(ins[0], axis", "np.argmax(_axis_head(ins[0], (axis,)), axis")],
+        "primitives",
+        "argmax[float64],argmax[bool]",
+        k("argmax", "float64", "bool"),
+    ),
+    Mutant(
+        "matmul drops K past 1,024",
+        "base",
+        [(KERNELS, "np.matmul(*ins)", "np.matmul(ins[0][..., :1024], ins[1][..., :1024, :])")],
+        "primitives",
+        "matmul[float32],matmul[int32]",
+        k("matmul", "float32", "int32"),
+    ),
+    Mutant(
+        "copy writes only the first 65,536 elements",
+        "base",
+        [
+            (
+                KERNELS,
+                '("copy", ALL, lambda ctx, outs, ins: outs[0].__setitem__(..., ins[0])),',
+                '("copy", ALL, lambda ctx, outs, ins: outs[0].__setitem__(..., _first_65536(ins[0]))),',
+            )
+        ],
+        "primitives",
+        "copy[float64],copy[int32]",
+        k("copy", "float64", "int32"),
+    ),
+    Mutant(
+        "permute writes only the first 65,536 elements",
+        "base",
+        [(KERNELS, "ins[0].transpose(perm)", "_first_65536(ins[0].transpose(perm))")],
+        "primitives",
+        "permute[float32],permute[bool]",
+        k("permute", "float32", "bool"),
+    ),
+    Mutant(
+        "gather takes only the first 65,536 indices",
+        "base",
+        [
+            (
+                KERNELS,
+                "np.take(ins[0], checked_index(ins[1], ins[0].shape[axis]), axis)",
+                "_first_65536(np.take(ins[0], checked_index(ins[1], ins[0].shape[axis]), axis))",
+            )
+        ],
+        "primitives",
+        "gather[float32],gather[int64]",
+        k("gather", "float32", "int64"),
+    ),
+    Mutant(
+        "full leaves everything past 65,536 elements unwritten",
+        "base",
+        [(KERNELS, "outs[0].fill(value)", "outs[0].reshape(-1)[:65536].fill(value)")],
+        "primitives",
+        "full[float64],full[int32]",
+        k("full", "float64", "int32"),
+    ),
+    Mutant(
+        "cast writes only the first 65,536 elements",
+        "base",
+        [
+            (
+                KERNELS,
+                "else x)\n        )\n",
+                "else x)\n        )\n    y.reshape(-1)[65536:] = 0  # the rest never written\n",
+            )
+        ],
+        "primitives",
+        "cast[float32],cast[int64]",
+        k("cast", "float32", "int64"),
+    ),
+    Mutant(
+        "arange writes only the first 65,536 elements",
+        "base",
+        [
+            (
+                KERNELS,
+                "outs[0][...] = np.arange(outs[0].shape[0]) * step + start",
+                "outs[0][...] = _first_65536(np.arange(outs[0].shape[0]) * step + start)",
+            )
+        ],
+        "primitives",
+        "arange[float64],arange[int32]",
+        k("arange", "float64", "int32"),
+    ),
+]
+MUTANTS += LARGE_MUTANTS
+
+#: The same bugs, seen by other tiers: the static tier once compared programs only with eager
+#: mode on the same device (a kernel wrong in both passed), and nothing checked that the
+#: device-wide synchronize() waits for work on a created stream.
+MUTANTS += [
+    Mutant(
+        "tanh is 1 past 4.8, seen by the static tier alone",
+        "base",
+        TANH_SATURATES_AT_4_8,
+        "static",
+        "static/tanh[",
+        ["static/tanh[float32]", "static/tanh[float64]"],
+    ),
+    Mutant(
+        "synchronize (the whole device) returns before work on a created stream is done",
+        "async",
+        [
+            (
+                RUNTIME,
+                '        for stream in self.__dict__.get("streams", []):\n            stream.wait()\n',
+                "        pass\n",
+            )
+        ],
+        "runtime",
+        "synchronize_device",
+        ["runtime/synchronize_device"],
     ),
 ]
 

@@ -154,3 +154,32 @@ def test_a_plugin_loaded_from_a_folder_is_reported_under_its_device_name(tmp_pat
     assert "plugin simdev 0.1.0" in p.stdout
     meta = json.loads(report.read_text())["metadata"]
     assert (meta["plugin"], meta["plugin_version"], meta["plugin_loaded_from"]) == ("simdev", "0.1.0", folder)
+
+
+def test_grouping_replaces_whole_identifiers_only():
+    """``pad_width`` is not the op ``pad``: it once became ``{op}_width``."""
+    from conformance.report import cause_of
+
+    msg = "pad[int32]: pad_width (1, 2) rejected by kernel 'pad_int32' at padded[int32]"
+    assert cause_of({"message": msg, "op": "pad", "dtype": "int32"}) == (
+        "{op}[{dtype}]: pad_width (1, 2) rejected by kernel '{op}_{dtype}' at padded[{dtype}]"
+    )
+
+
+def test_a_long_failure_keeps_its_last_line_in_the_summary():
+    """A traceback from the ranks of the collectives tier: the exception is at its end."""
+    tb = "Traceback (most recent call last):\n" + '  File "x.py", line 1, in f\n' * 60
+    tb += "framework.DeviceError: [device] unknown device type 'simdev'"
+    results = [Result("collectives/2_ranks", "collectives", "failed", message=tb)]
+    out = io.StringIO()
+    summary(
+        build(
+            {"device": "simdev", "plugin": "simdev", "duration_s": 1.0}, results, {"collectives"}, False, {}
+        ),
+        results,
+        out,
+    )
+    text = out.getvalue()
+    assert "FAILED collectives/2_ranks: Traceback" in text
+    assert "unknown device type 'simdev'" in text and "characters left out" in text
+    assert "plugin simdev, contract" in text  # no version: no stray blank

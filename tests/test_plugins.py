@@ -149,6 +149,17 @@ def _root() -> str:
     return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def _oarlock_devices(env: dict, timeout: float) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "framework.cli", "devices"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=_root(),
+    )
+
+
 def _fake_install(tmp_path, name: str, module: str) -> dict:
     """Make an entry point visible to importlib.metadata without pip: a dist-info folder."""
     dist = tmp_path / f"oarlock_test_{name}-0.0.dist-info"
@@ -163,14 +174,7 @@ def _fake_install(tmp_path, name: str, module: str) -> dict:
 
 def test_oarlock_devices_lists_cpu_and_a_broken_plugin(tmp_path):
     env = _fake_install(tmp_path, "vendorx", "tests.plugins_for_tests.broken_import")
-    out = subprocess.run(
-        [sys.executable, "-m", "framework.cli", "devices"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=_root(),
-    )
+    out = _oarlock_devices(env, timeout=120)
     assert out.returncode == 0, out.stderr
     text = out.stdout
     assert "plugin cpu (plugins.cpu)" in text and "cpu:0" in text and "kernels: 53 ops" in text
@@ -192,14 +196,7 @@ def test_asking_for_a_broken_plugins_device_raises_its_error(tmp_path):
 
 def test_oarlock_devices_survives_a_plugin_that_segfaults_while_registering(tmp_path):
     env = _fake_install(tmp_path, "vendorsegv", "tests.plugins_for_tests.segv_register")
-    out = subprocess.run(
-        [sys.executable, "-m", "framework.cli", "devices"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=_root(),
-    )
+    out = _oarlock_devices(env, timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
     text = out.stdout
     assert "plugin cpu (plugins.cpu)" in text and "cpu:0" in text
@@ -244,3 +241,145 @@ def test_plugins_get_the_core_kernel_cache_through_the_registry():
     assert cache is host().registry.program_cache
     assert cache is not fw.compiler.CACHE  # the generated kernels' statistics stay their own
     assert cpu_compiler._PROGRAM_CACHE is cache
+
+
+# -- who may register what ---------------------------------------------------------------------
+F32, F64 = np.dtype("float32"), np.dtype("float64")
+
+
+def test_a_plugin_cannot_register_a_kernel_for_another_plugins_device():
+    """A third plugin's add_kernel("exp", "cpu", ...) once made fw.exp return 42s unseen."""
+    h = PluginHost()
+    h.load_entry_points([ep("cpu", "plugins.cpu"), ep("hijack", "tests.plugins_for_tests.hijack")])
+    err = h.records["hijack"].error
+    assert "plugin 'hijack' registers kernel 'exp' (float32, float64) for device type 'cpu'" in err
+    assert "owned by plugin 'cpu'" in err and "override=True" in err
+    assert h.registry.kernels[("exp", "cpu", F32)].plugin == "cpu"
+    assert h.registry.kernels[("exp", "cpu", F64)].plugin == "cpu"
+
+
+def test_a_plugin_cannot_register_for_a_device_type_nobody_owns():
+    from adapter_api import Registry
+
+    reg = Registry()
+    reg.plugin = "stray"
+    with pytest.raises(ValueError, match=r"'stray' registers kernel 'add' .* 'ghost', which no plugin"):
+        reg.add_kernel("add", "ghost", ["float32"], lambda ctx, outs, ins: None)
+    with pytest.raises(ValueError, match=r"'stray' registers a compiler for device type 'ghost'"):
+        reg.add_compiler("ghost", object)
+    with pytest.raises(ValueError, match=r"'stray' registers a communicator for device type 'ghost'"):
+        reg.add_communicator("ghost", object)
+    assert not reg.kernels and not reg.compilers and not reg.communicators
+
+
+@pytest.mark.parametrize("owner_first", [True, False])
+def test_a_declared_override_wins_and_is_listed(owner_first):
+    eps = [ep("cpu", "plugins.cpu"), ep("declared", "tests.plugins_for_tests.declared_override")]
+    h = PluginHost()
+    h.load_entry_points(eps if owner_first else eps[::-1])
+    rec = h.records["declared"]
+    assert rec.error is None
+    assert rec.overrides == ["kernel 'exp' (float64) on cpu, owned by plugin 'cpu'"]
+    assert h.registry.kernels[("exp", "cpu", F64)].plugin == "declared"  # whichever loaded first
+    assert h.registry.kernels[("exp", "cpu", F32)].plugin == "cpu"
+    assert h.records["cpu"].overrides == []
+
+
+def _fake_install_many(tmp_path, plugins: dict[str, str]) -> dict:
+    dist = tmp_path / "oarlock_test_many-0.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: oarlock-test-many\nVersion: 0.0\n")
+    lines = "".join(f"{n} = {m}\n" for n, m in plugins.items())
+    (dist / "entry_points.txt").write_text(f"[{GROUP}]\n{lines}")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), _root(), env.get("PYTHONPATH", "")])
+    env.pop("OARLOCK_PLUGINS", None)
+    env["OARLOCK_PLUGIN_IMPORT_TIMEOUT"] = "3"
+    return env
+
+
+def test_oarlock_devices_lists_overrides_and_a_plugin_whose_import_blocks(tmp_path):
+    env = _fake_install_many(
+        tmp_path,
+        {
+            "declared": "tests.plugins_for_tests.declared_override",
+            "stuck": "tests.plugins_for_tests.blocking_import",
+        },
+    )
+    out = _oarlock_devices(env, timeout=200)
+    assert out.returncode == 0, out.stdout + out.stderr
+    text = out.stdout
+    # no version: no stray blanks, no "None"
+    assert "plugin declared (tests.plugins_for_tests.declared_override), contract 1.0\n" in text, text
+    assert "  overrides: kernel 'exp' (float64) on cpu, owned by plugin 'cpu'" in text
+    stuck = text[text.index("plugin stuck") :]
+    assert "FAILED TO LOAD" in stuck and "did not finish within 3 s" in stuck, stuck
+    assert "OARLOCK_PLUGIN_IMPORT_TIMEOUT" in stuck
+
+
+def test_fw_devices_does_not_hang_on_a_plugin_whose_import_blocks(tmp_path):
+    env = _fake_install_many(tmp_path, {"stuck": "tests.plugins_for_tests.blocking_import"})
+    code = (
+        "import framework as fw\nprint('DEVICES', fw.devices())\n"
+        "print('ERROR', fw.plugins()['stuck'].error.splitlines()[2])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, cwd=_root()
+    )
+    assert out.returncode == 0, out.stderr
+    assert "DEVICES [Device('cpu:0')" in out.stdout
+    assert "importing it did not finish within 3 s" in out.stdout, out.stdout
+
+
+# -- outputs a kernel leaves unwritten ---------------------------------------------------------
+def test_poisoned_outputs_show_the_elements_a_kernel_never_writes():
+    from framework import testing
+
+    fw.register_plugin("tests.plugins_for_tests.partial_writer", name="partial_writer")
+    x = fw.to_tensor(np.linspace(-1, 1, 7, dtype=np.float32), device="halfw")
+    testing.poison_outputs(True)
+    try:
+        got = fw.exp(x).numpy()
+        ints = fw.cast(x, "int32").numpy()
+    finally:
+        testing.poison_outputs(False)
+    np.testing.assert_allclose(got[:3], np.exp(np.linspace(-1, 1, 7, dtype=np.float32))[:3], rtol=1e-6)
+    assert np.isnan(got[3:]).all()  # NaN, not whatever the memory held
+    assert testing.unwritten(got).tolist() == [False] * 3 + [True] * 4
+    assert (ints[3:] == np.int32(-1515870811)).all() and testing.unwritten(ints).sum() == 4
+    # a NaN the kernel did write is not reported as unwritten
+    assert not testing.unwritten(np.float32([np.nan]), np.float32([np.nan])).any()
+
+
+def test_poisoned_outputs_from_the_environment():
+    code = textwrap.dedent(
+        """
+        import numpy as np
+        import framework as fw
+        fw.register_plugin("tests.plugins_for_tests.partial_writer", name="partial_writer")
+        print("GOT", np.isnan(fw.exp(fw.ones([4], device="halfw")).numpy()).tolist())
+        """
+    )
+    env = dict(os.environ, OARLOCK_POISON_OUTPUTS="1")
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=_root(), timeout=120
+    )
+    assert "GOT [False, False, True, True]" in out.stdout, out.stderr
+
+
+def test_plugins_from_source_load_after_the_installed_ones(monkeypatch):
+    """``OARLOCK_PLUGIN_PATHS`` (what ``oarlock conformance --plugin`` sets for every process of
+    a run): a ``.py`` file loads as if installed, after the installed plugins it may build on."""
+    path = os.path.join(_root(), "tests", "plugins_for_tests", "partial_writer.py")
+    monkeypatch.setenv("OARLOCK_PLUGINS", "cpu")
+    monkeypatch.setenv("OARLOCK_PLUGIN_PATHS", path)
+    h = PluginHost()
+    h.load_entry_points()
+    rec = h.records["partial_writer"]
+    assert rec.error is None and rec.loaded_from == path and rec.device_types == ["halfw"]
+    assert list(h.records) == ["cpu", "partial_writer"]
+    assert h.registry.kernels[("exp", "halfw", F32)].plugin == "partial_writer"
+    monkeypatch.setenv("OARLOCK_PLUGIN_PATHS", os.path.join(_root(), "no_such_plugin.py"))
+    h = PluginHost()
+    h.load_entry_points()
+    assert "no Python module at" in h.records["no_such_plugin"].error

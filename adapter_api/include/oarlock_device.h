@@ -240,7 +240,15 @@ typedef struct oarlock_plugin {
      * later, so the plugin caches nothing. The calling convention of generated kernels
      * (adapter_api/compiler.py): parameters in0, in1, ..., out0, out1, ..., then the row count
      * last (int64_t in C); `args` of `launch` come in that order, tensors as BUFFER (handle +
-     * byte offset of element 0), the row count as INT. `grid` is (rows) for "c" (the function
+     * byte offset of element 0), the row count as INT. Generated primitives (the core writes
+     * them for every element-wise, cast, reduction and creation primitive your kernel table
+     * lacks, so expect `compile` calls even with a full table of kernels) have a symbolic row
+     * length `n` after `rows`; in "c" one library holds a batch of them behind one entry
+     *     void entry(int64_t k, void *p0, void *p1, void *p2, void *p3, int64_t rows, int64_t n)
+     * so `args` are INT k (the kernel in the batch), four BUFFERs (inputs then outputs; unused
+     * ones repeat the last), INT rows, INT n. `options` of `compile` are the core's build
+     * options, part of the cache key: none for "c" and "cuda", "-cl-unsafe-math-optimizations"
+     * for OpenCL C on CPU devices. `grid` is (rows) for "c" (the function
      * loops over rows itself) and (rows * L) with `local` (L) for "opencl-c" and "cuda".
      * A failing `compile` leaves the compiler's log in last_error (the core shows it with the
      * source around the failing line): CompileError; a failing `launch`: KernelError.

@@ -883,6 +883,21 @@ def _path_count(op: str, device_type: str) -> int:
     return sum(op_path_stats().get(f"{op}@{device_type}", {}).values())
 
 
+def check_reference(
+    info: CompositeInfo, dtype: str, xs: list[np.ndarray], got: np.ndarray, where: str
+) -> None:
+    """``got`` (the composite on the inputs ``xs`` in ``dtype``, by any path) against its
+    float64 reference, within the entry's tolerance (integer results exactly)."""
+    ins = _dtype_inputs(xs, dtype)
+    with np.errstate(all="ignore"):
+        want = np.asarray(info.ref(*[a.astype(np.float64) if a.dtype.kind == "f" else a for a in ins]))
+    if got.dtype.kind == "f":
+        tol = tolerance(got.dtype, info.tol_scale)
+        assert_close(got, want.astype(got.dtype), tol.rtol, tol.atol, where)
+    else:
+        assert_close(got, want.astype(got.dtype), 0, 0, where)
+
+
 def forward(info: CompositeInfo, dtype: str, device: str) -> dict[str, Any]:
     import framework as fw
 
@@ -893,15 +908,7 @@ def forward(info: CompositeInfo, dtype: str, device: str) -> dict[str, Any]:
     xs = info.inputs(rng)
     ins = _dtype_inputs(xs, dtype)
     got = info.run(*[put(a, device) for a in ins])
-    with np.errstate(all="ignore"):
-        want = np.asarray(info.ref(*[a.astype(np.float64) if a.dtype.kind == "f" else a for a in ins]))
-    g = got.numpy()
-    if g.dtype.kind == "f":
-        want = want.astype(g.dtype)
-        tol = tolerance(g.dtype, info.tol_scale)
-        assert_close(g, want, tol.rtol, tol.atol, f"{info.name} {dtype}")
-    else:
-        assert_close(g, want.astype(g.dtype), 0, 0, f"{info.name} {dtype}")
+    check_reference(info, dtype, xs, got.numpy(), f"{info.name} {dtype}")
     if composite and _path_count(info.op, dev_type) == before:
         raise CheckFailure(
             f"{info.name}: the run never went through the composite '{info.op}' it is listed for; "

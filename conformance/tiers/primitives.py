@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..cases import Case, Target
-from ..checks import CheckFailure, assert_close, put, run_kernel_guarded, run_primitive
+from ..checks import CheckFailure, assert_close, put, run_kernel_guarded, run_primitive, unwritten
 from ..opdb import OPDB, OpInfo, Tolerance, dtype_of, tolerance
 
 #: Byte-offset variant: inputs start this many elements into a larger buffer.
@@ -30,14 +30,26 @@ def check_sample(info: OpInfo, d: np.dtype, sample: Any, device: str, offset: in
         outs = run_kernel_guarded(info.name, ins, attrs, device)
     else:
         outs = run_primitive(info.name, ins, attrs, device)
-    got = outs[0].numpy()
-    want = _reference(info, sample.ins, attrs)
-    exact = want.dtype.name in info.exact
-    tol = Tolerance(0.0, 0.0) if exact else sample.tol or tolerance(want.dtype, info.tol_scale)
     where = f"{info.name}[{d.name}] {sample.label}" + (
         f" (inputs at a {offset}-element offset)" if offset else ""
     )
+    check_reference(info, sample, outs[0].numpy(), where, poisoned=not offset)
+    # the inputs must be left as they were
+    for t, a in zip(ins, sample.ins):
+        assert_close(t.numpy(), a, 0, 0, f"{where}: an input was modified by the kernel")
+
+
+def check_reference(info: OpInfo, sample: Any, got: np.ndarray, where: str, poisoned: bool = False) -> None:
+    """``got`` (the op on ``sample``, by any path: a kernel, a program) against the numpy
+    reference, within the op's tolerance (bit for bit where it is exact); with ``poisoned``,
+    no element may still hold the poison the core wrote before the kernel ran."""
+    attrs = dict(sample.attrs)
+    want = _reference(info, sample.ins, attrs)
+    exact = want.dtype.name in info.exact
+    tol = Tolerance(0.0, 0.0) if exact else sample.tol or tolerance(want.dtype, info.tol_scale)
     try:
+        if poisoned:  # the runner poisons outputs before each kernel (see poison_outputs)
+            assert_written(got, want, where)
         assert_close(got, want, tol.rtol, tol.atol, where, None if exact or sample.tol else sample.magnitude)
         if exact:
             assert_zero_signs(got, want, where)
@@ -48,9 +60,21 @@ def check_sample(info: OpInfo, d: np.dtype, sample: Any, device: str, offset: in
             )
             exc.args = (exc.message,)
         raise
-    # the inputs must be left as they were
-    for t, a in zip(ins, sample.ins):
-        assert_close(t.numpy(), a, 0, 0, f"{where}: an input was modified by the kernel")
+
+
+def assert_written(got: np.ndarray, want: np.ndarray, where: str) -> None:
+    """Every output element was written: none still holds the poison the core wrote before
+    the kernel ran (where the expected value is not those same bytes)."""
+    bad = unwritten(got, want) if got.shape == want.shape else np.zeros(0, bool)
+    if bad.any():
+        first = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise CheckFailure(
+            f"{where}: {int(bad.sum())} of {bad.size} output elements were never written (they still hold "
+            f"the poison bytes the core wrote before the kernel ran); first at index {first} of shape "
+            f"{got.shape}: a kernel must write every element of its outputs (check its launch covers them all)",
+            "every element written",
+            f"{int(bad.sum())} unwritten, first at {first}",
+        )
 
 
 def assert_zero_signs(got: np.ndarray, want: np.ndarray, where: str) -> None:

@@ -248,8 +248,8 @@ def elapsed_ms(device: str) -> dict[str, Any]:
 
 
 def _completion(device: str, method: str) -> dict[str, Any]:
-    """Work queued on stream 1 (a non-blocking upload, then device-to-device copies), then
-    ``method`` says it is done; a read on a third stream, ordered with nothing, must then see
+    """Work queued on a created stream 1 (a non-blocking upload, then device-to-device copies),
+    then ``method`` says it is done (``synchronize``: the whole device); a read on a third stream, ordered with nothing, must then see
     the finished result. A method that answers early shows as stale bytes."""
     import time
 
@@ -272,6 +272,8 @@ def _completion(device: str, method: str) -> dict[str, Any]:
         waited = 0.0
         if method == "synchronize_stream":
             rt.synchronize_stream(s1)
+        elif method == "synchronize_device":  # every stream of the device, created ones included
+            rt.synchronize(idx)
         else:
             ev = None
             if method == "query_event":
@@ -286,8 +288,9 @@ def _completion(device: str, method: str) -> dict[str, Any]:
         back = _read(rt, idx, b, 0, n, s3)
         if not np.array_equal(back, data):
             bad = int(np.count_nonzero(back != data))
+            what = f"{method}()" if method != "synchronize_device" else f"{method}: synchronize({idx})"
             raise CheckFailure(
-                f"{method}() answered before the work on its stream was done: a read on another stream "
+                f"{what} answered before the work on its stream was done: a read on another stream "
                 f"right after it saw stale data ({bad} of {n} bytes differ, round {round_})",
                 data[:16],
                 back[:16],
@@ -308,6 +311,11 @@ def query_stream(device: str) -> dict[str, Any]:
 
 def synchronize_stream(device: str) -> dict[str, Any]:
     return _completion(device, "synchronize_stream")
+
+
+def synchronize_device(device: str) -> dict[str, Any]:
+    """``synchronize(index)`` waits for the non-blocking copies queued on a created stream too."""
+    return _completion(device, "synchronize_device")
 
 
 def isolation(device: str) -> None:
@@ -390,6 +398,7 @@ CHECKS = [
     query_event,
     query_stream,
     synchronize_stream,
+    synchronize_device,
     isolation,
     huge_allocation,
     synchronize,

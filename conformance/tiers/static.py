@@ -1,7 +1,8 @@
 """Tier ``static``: every primitive sample of the op database and every composite sample,
 traced into a program (``framework.jit``'s tracer, as ``fw.jit.to_static`` does), optimised by
 the default pass pipeline (``framework.ir.passes``, level O2) and run by the program executor
-(``framework.ir.Executor``) on the device under test, must equal eager mode on that device.
+(``framework.ir.Executor``) on the device under test, must match the numpy reference (as in
+the primitives and composites tiers) and equal eager mode on that device.
 
 Primitives must match eager bit for bit (the executor calls the same kernels; NaN matches any
 NaN, the sign of a zero counts), once from fresh inputs and once from inputs at an offset.
@@ -21,7 +22,7 @@ from ..cases import Case, Target
 from ..checks import CheckFailure, assert_close, put, run_primitive
 from ..opdb import OPDB, dtype_of, tolerance
 from . import composites as C
-from .primitives import OFFSET_ELEMS, _device_dtypes, assert_zero_signs
+from .primitives import OFFSET_ELEMS, _device_dtypes, assert_zero_signs, check_reference
 
 
 def traced(fn: Callable[..., Any], ins: Sequence[Any], device: str) -> tuple[Any, list[str], Any]:
@@ -83,7 +84,9 @@ def primitive_case(name: str, dtype: str, device: str, seed: int = 0) -> dict[st
             ) from exc
         key = " ".join(o.partition(".")[2] for o in ops if o != "builtin.return")
         programs[key] = programs.get(key, 0) + 1
-        _equal(ex(*ins)[0].numpy(), want, where)
+        got = ex(*ins)[0].numpy()
+        check_reference(info, sample, got, where)  # right, not only the same as eager
+        _equal(got, want, where)
         n += 1
         if sample.ins and any(a.size for a in sample.ins):
             shifted = [put(a, device, OFFSET_ELEMS) for a in sample.ins]
@@ -133,6 +136,7 @@ def composite_case(info: C.CompositeInfo, dtype: str, device: str) -> dict[str, 
             f"{type(exc).__name__}",
         ) from exc
     got = ex(*ins)[0].numpy()
+    C.check_reference(info, dtype, xs, got, where)  # right, not only the same as eager
     if got.shape != want.shape or got.dtype != want.dtype:
         _equal(got, want, where)
     if got.dtype.kind == "f":

@@ -48,6 +48,25 @@ STRICT_KERNELS: contextvars.ContextVar[bool] = contextvars.ContextVar(
 )
 CPU = "cpu"
 
+#: Debug mode: every output is filled with a poison before its kernel runs, so an element the
+#: kernel never writes shows (as NaN, or an unlikely integer) instead of passing with whatever
+#: the memory held before. A context variable (each thread starts from
+#: ``OARLOCK_POISON_OUTPUTS``); ``framework.testing.poison_outputs`` sets it, and the
+#: conformance runner turns it on in every case.
+_POISON_DEFAULT: bool = env.flag("OARLOCK_POISON_OUTPUTS")
+POISON_OUTPUTS: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "oarlock_poison_outputs", default=_POISON_DEFAULT
+)
+#: the poison bytes: 0xFF makes a NaN of every floating dtype (a payload real arithmetic
+#: does not produce); 0xA5 an integer far from sample values, and a bool that is neither 0 nor 1
+POISON_FLOAT_BYTE = 0xFF
+POISON_INT_BYTE = 0xA5
+
+
+def poison_byte(dtype: np.dtype) -> int:
+    """The byte :data:`POISON_OUTPUTS` fills outputs of ``dtype`` with."""
+    return POISON_FLOAT_BYTE if dtype.kind == "f" or dtype.name == "bfloat16" else POISON_INT_BYTE
+
 
 class FallbackWarning(UserWarning):
     """Warned once per (op, device type) run on the CPU plugin because the device's plugin lacks the kernel.
@@ -250,6 +269,13 @@ def run(
             o._nv = nv = view(o._block.handle, 0, shape, dtype)
             outs.append(o)
             nouts.append(nv)
+    if POISON_OUTPUTS.get():
+        for o in outs:
+            nbytes = math.prod(o.shape) * o.dtype.itemsize
+            if nbytes:
+                st.runtime.memset(
+                    dev.index, o._block.handle, o._offset, poison_byte(o.dtype), nbytes, st.ctx.stream
+                )
     try:
         entry.fn(st.ctx, nouts, [t._nv if t._nv is not None else t.native() for t in ins], **attrs)
     except KernelNotFoundError:

@@ -10,10 +10,12 @@ from __future__ import annotations
 import contextlib
 import faulthandler
 import importlib
+import importlib.util
 import os
 import signal
 import subprocess
 import sys
+import threading
 import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -26,6 +28,15 @@ import pluggy
 from adapter_api import ContractVersionError, PluginError, ProgramCache, Registry, check_contract, hookspecs
 
 ENTRY_POINT_GROUP = "oarlock.plugins"
+#: plugins loaded as if installed, from their source (``os.pathsep``-separated): an import name
+#: (``oarlock_mydev``), a ``.py`` file or a package folder. ``oarlock conformance --plugin``
+#: sets it, so every process of a run (workers, the generated-primitives probe, mpiexec
+#: ranks) loads the same plugin.
+PATHS_VARIABLE = "OARLOCK_PLUGIN_PATHS"
+#: seconds one plugin's import may take before it is recorded as unavailable (a plugin that
+#: blocks at import, waiting for a driver or the network, never hangs ``fw.devices()``)
+IMPORT_TIMEOUT_VARIABLE = "OARLOCK_PLUGIN_IMPORT_TIMEOUT"
+DEFAULT_IMPORT_TIMEOUT = 60.0
 
 
 @dataclass
@@ -39,6 +50,18 @@ class PluginRecord:
     error: str | None = None
     device_types: list[str] = field(default_factory=list)
     kernel_count: int = 0
+    #: what it registered for other plugins' device types with ``override=True``:
+    #: ``["kernel 'exp' (float32) on cpu, owned by plugin 'cpu'", ...]``
+    overrides: list[str] = field(default_factory=list)
+    #: where the plugin came from when it is not an installed entry point (``OARLOCK_PLUGIN_PATHS``)
+    loaded_from: str = ""
+
+    @property
+    def version(self) -> str:
+        """The plugin's version (its ``oarlock_plugin_info()["version"]``, else the module's
+        ``__version__``), or ``""`` when it declares none."""
+        v = self.info.get("version") or getattr(sys.modules.get(self.module), "__version__", "")
+        return str(v or "")
 
 
 class PluginHost:
@@ -62,29 +85,60 @@ class PluginHost:
         ``OARLOCK_PLUGINS=cpu,opencl``. Plugins named in ``skip`` are recorded as broken with
         the given error and not loaded (see :func:`probe_for_crashes`); ``announce`` is told
         ``"start NAME"`` and ``"done NAME"`` around each plugin."""
+        specs: list[str] = []
         if eps is None:
             eps = sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: (e.name != "cpu", e.name))
+            specs = [p for p in os.environ.get(PATHS_VARIABLE, "").split(os.pathsep) if p.strip()]
+        # the top-level modules those specs provide (package folders and import names)
+        from_paths = {(plugin_name(p) if _is_path(p) else p).split(".")[0] for p in specs}
         wanted = os.environ.get("OARLOCK_PLUGINS", "").strip()
         allow = {w.strip() for w in wanted.split(",") if w.strip()} if wanted else None
         for ep in eps:
             if allow is not None and ep.name not in allow:
                 continue
-            if ep.name in self.records:
-                continue
+            if ep.name in self.records or ep.module.split(".")[0] in from_paths:
+                continue  # a plugin loaded from its source supersedes its installed copy
             if skip and ep.name in skip:
                 self.records[ep.name] = PluginRecord(name=ep.name, module=ep.value, error=skip[ep.name])
                 continue
             if announce is not None:
                 announce(f"start {ep.name}")
             try:
-                with _named_on_crash():
-                    module = _guarded("importing", ep.name, ep.value)(ep.load)
+                module = _import_bounded(ep.load, ep.name, ep.value)
             except BaseException as exc:  # noqa: BLE001 — a broken plugin never breaks import
                 self._broken(ep.name, ep.value, "import", exc)
                 continue
             self.register_module(module, name=ep.name, raise_errors=False)
             if announce is not None:
                 announce(f"done {ep.name}")
+        for spec in specs:  # after the installed ones, as if their entry points came last
+            name = plugin_name(spec)
+            if skip and name in skip:
+                self.records[name] = PluginRecord(name=name, module=spec, error=skip[name])
+                continue
+            if announce is not None:
+                announce(f"start {name}")
+            self.load_path(spec)
+            if announce is not None:
+                announce(f"done {name}")
+
+    def load_path(self, spec: str, *, raise_errors: bool = False) -> PluginRecord:
+        """Load one plugin from its source (see :data:`PATHS_VARIABLE` for what ``spec`` may be),
+        as if it were installed; its record says where it came from."""
+        name = plugin_name(spec)
+        rec = self.records.get(name)
+        if rec is not None and rec.error is None:
+            return rec
+        try:
+            module = _import_bounded(lambda: import_spec(spec), name, spec)
+        except BaseException as exc:  # noqa: BLE001
+            self._broken(name, spec, "import", exc)
+            if raise_errors:
+                raise PluginError(self.records[name].error) from exc
+            return self.records[name]
+        rec = self.register_module(module, name=name, raise_errors=raise_errors)
+        rec.loaded_from = spec
+        return rec
 
     def register_module(
         self, module: ModuleType | str, name: str | None = None, *, raise_errors: bool = True
@@ -126,6 +180,10 @@ class PluginHost:
                 del self.registry.runtimes[k]
             for key in [k for k, e in self.registry.kernels.items() if e.plugin == name]:
                 del self.registry.kernels[key]
+            for table in (self.registry.compilers, self.registry.communicators):
+                for key in [k for k, e in table.items() if e[0] == name]:
+                    del table[key]
+            self.registry.overrides[:] = [o for o in self.registry.overrides if o[0] != name]
             if self.manager.is_registered(module):
                 self.manager.unregister(module)
             self._broken(name, module.__name__, "oarlock_register", exc, record)
@@ -136,7 +194,23 @@ class PluginHost:
             self.registry.plugin = "?"
         record.device_types = sorted(set(self.registry.runtimes) - before_rt)
         record.kernel_count = len(self.registry.kernels) - before_k
+        self._list_overrides()
         return record
+
+    def _list_overrides(self) -> None:
+        """Each record's ``overrides``, naming the owner as the registry knows it now (the
+        owner may load after the plugin that overrides it)."""
+        for rec in self.records.values():
+            rec.overrides = []
+        for (
+            plugin,
+            what,
+            dt,
+        ) in self.registry.overrides:
+            owner = self.plugin_of(dt)
+            whose = f"owned by plugin '{owner}'" if owner else "a device type no loaded plugin owns"
+            if plugin in self.records:
+                self.records[plugin].overrides.append(f"{what} on {dt}, {whose}")
 
     def _broken(
         self, name: str, where: str, stage: str, exc: BaseException, record: PluginRecord | None = None
@@ -158,6 +232,86 @@ class PluginHost:
     def plugin_of(self, device_type: str) -> str | None:
         entry = self.registry.runtimes.get(device_type)
         return entry[0] if entry else None
+
+
+def _is_path(spec: str) -> bool:
+    return spec.endswith(".py") or os.sep in spec
+
+
+def plugin_name(spec: str) -> str:
+    """The name a plugin given by :data:`PATHS_VARIABLE`'s ``spec`` is registered under: a
+    package folder's or file's name, or an import name's last part."""
+    if not _is_path(spec):
+        return spec.rsplit(".", 1)[-1]
+    path = os.path.abspath(spec)
+    if os.path.basename(path) == "__init__.py":
+        path = os.path.dirname(path)
+    return os.path.splitext(os.path.basename(path))[0]
+
+
+def import_spec(spec: str) -> ModuleType:
+    """Import a plugin from an import name, a ``.py`` file or a package folder."""
+    if not _is_path(spec):
+        return importlib.import_module(spec)
+    path = os.path.abspath(spec)
+    search = None
+    if os.path.isdir(path):  # a package folder
+        search, path = [path], os.path.join(path, "__init__.py")
+    elif os.path.basename(path) == "__init__.py":
+        search = [os.path.dirname(path)]
+    name = plugin_name(spec)
+    modname = name if search else f"oarlock_plugin_{name}"
+    if modname in sys.modules and getattr(sys.modules[modname], "__file__", None) == path:
+        return sys.modules[modname]
+    mod_spec = importlib.util.spec_from_file_location(modname, path, submodule_search_locations=search)
+    if mod_spec is None or mod_spec.loader is None or not os.path.exists(path):
+        raise PluginError(f"[plugins] no Python module at {spec!r} (looked for {path})")
+    module = importlib.util.module_from_spec(mod_spec)
+    sys.modules[mod_spec.name] = module
+    try:
+        mod_spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[mod_spec.name]
+        raise
+    return module
+
+
+def import_timeout() -> float:
+    """Seconds one plugin's import may take (:data:`IMPORT_TIMEOUT_VARIABLE`, default 60)."""
+    value = os.environ.get(IMPORT_TIMEOUT_VARIABLE, "").strip()
+    try:
+        return float(value) if value else DEFAULT_IMPORT_TIMEOUT
+    except ValueError:
+        raise PluginError(
+            f"[plugins] {IMPORT_TIMEOUT_VARIABLE} must be a number of seconds, got {value!r}"
+        ) from None
+
+
+def _import_bounded(load: Callable[[], ModuleType], name: str, where: str) -> ModuleType:
+    """``load()`` in a daemon thread, waited for at most :func:`import_timeout` seconds: a
+    plugin whose import blocks is reported (and left blocked in its thread), never waited on."""
+    timeout = import_timeout()
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["module"] = _guarded("importing", name, where)(load)
+        except BaseException as exc:  # noqa: BLE001 — handed to the caller
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name=f"oarlock-import-{name}", daemon=True)
+    with _named_on_crash():
+        thread.start()
+        thread.join(timeout)
+    if thread.is_alive():
+        raise PluginError(
+            f"importing it did not finish within {timeout:g} s (it blocks: waiting for a device, a "
+            f"driver, a lock or the network?); the plugin is unavailable in this process. Raise "
+            f"{IMPORT_TIMEOUT_VARIABLE} if it is only slow"
+        )
+    if "error" in box:
+        raise box["error"]
+    return box["module"]
 
 
 # -- a plugin that kills the process -----------------------------------------------------------
@@ -280,8 +434,8 @@ def register_plugin(module: ModuleType | str, name: str | None = None) -> Plugin
     that is not installed. Registering a name already loaded returns its record.
 
     Args:
-        module (ModuleType | str): the plugin module (or its import name), with ``CONTRACT`` and
-            an ``oarlock_register`` hook.
+        module (ModuleType | str): the plugin module, its import name, or the path of its
+            ``.py`` file or package folder, with ``CONTRACT`` and an ``oarlock_register`` hook.
         name (str, optional): the plugin's name; default the module's last name.
 
     Returns:
@@ -294,7 +448,10 @@ def register_plugin(module: ModuleType | str, name: str | None = None) -> Plugin
         >>> record.name, record.device_types, record.error
         ('cpu', ['cpu'], None)
     """
-    record = host().register_module(module, name=name)
+    if isinstance(module, str) and _is_path(module):
+        record = host().load_path(module, raise_errors=True)
+    else:
+        record = host().register_module(module, name=name)
     for listener in _REGISTRY_LISTENERS:
         listener()
     return record

@@ -13,12 +13,14 @@ __version__ = "0.1.0"
 
 @hookimpl
 def oarlock_register(registry):
+    from .communicator import SimCommunicator
     from .kernels import KERNELS
     from .runtime import SimRuntime
 
     registry.add_runtime("simdev", SimRuntime)
     for op, dtypes, fn in KERNELS:
         registry.add_kernel(op, "simdev", dtypes, fn, broadcast=True)
+    registry.add_communicator("simdev", SimCommunicator)  # host-staged collectives (needs MPI)
 
 
 @hookimpl
