@@ -354,6 +354,7 @@ from . import (  # layers, functional, initializers, optimizers; collectives
     optim,
     optimizer,
     static,
+    vision,
 )
 from ._src.io import CheckpointError, load, save
 from .distributed import DataParallel
@@ -729,4 +730,5 @@ __all__ = [
     "where",
     "zeros",
     "zeros_like",
+    "vision",
 ]

@@ -63,6 +63,7 @@ from .loss import (
     SmoothL1Loss,
 )
 from .norm import (
+    BatchNorm,
     BatchNorm1D,
     BatchNorm2D,
     GroupNorm,

@@ -34,14 +34,32 @@ class MaxPool1D(Layer):
 
 
 class MaxPool2D(Layer):
+    """Max pooling of NCHW (or NHWC) input; ``ceil_mode`` and ``return_mask`` as
+    :func:`~framework.nn.functional.max_pool2d`.
+
+    >>> import framework as fw
+    >>> fw.nn.MaxPool2D(3, 2, ceil_mode=True)(fw.ones([1, 2, 7, 7])).shape
+    (1, 2, 4, 4)
+    """
+
     def __init__(
-        self, kernel_size: Any, stride: Any = None, padding: Any = 0, name: str | None = None
+        self,
+        kernel_size: Any,
+        stride: Any = None,
+        padding: Any = 0,
+        return_mask: bool = False,
+        ceil_mode: bool = False,
+        data_format: str = "NCHW",
+        name: str | None = None,
     ) -> None:
         super().__init__()
         self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+        self.return_mask, self.ceil_mode, self.data_format = return_mask, ceil_mode, data_format
 
-    def forward(self, x: Tensor) -> Tensor:
-        return F.max_pool2d(x, self.kernel_size, self.stride, self.padding)
+    def forward(self, x: Tensor) -> Any:
+        return F.max_pool2d(
+            x, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.return_mask, self.data_format
+        )
 
 
 class AvgPool1D(Layer):
@@ -68,19 +86,40 @@ class AvgPool1D(Layer):
 
 
 class AvgPool2D(Layer):
+    """Average pooling of NCHW (or NHWC) input; arguments as
+    :func:`~framework.nn.functional.avg_pool2d`.
+
+    >>> import framework as fw
+    >>> fw.nn.AvgPool2D(2)(fw.ones([1, 1, 4, 4])).numpy().ravel().tolist()
+    [1.0, 1.0, 1.0, 1.0]
+    """
+
     def __init__(
         self,
         kernel_size: Any,
         stride: Any = None,
         padding: Any = 0,
+        ceil_mode: bool = False,
         exclusive: bool = True,
+        divisor_override: Any = None,
+        data_format: str = "NCHW",
         name: str | None = None,
     ) -> None:
         super().__init__()
         self.kernel_size, self.stride, self.padding, self.exclusive = kernel_size, stride, padding, exclusive
+        self.ceil_mode, self.divisor_override, self.data_format = ceil_mode, divisor_override, data_format
 
     def forward(self, x: Tensor) -> Tensor:
-        return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding, exclusive=self.exclusive)
+        return F.avg_pool2d(
+            x,
+            self.kernel_size,
+            self.stride,
+            self.padding,
+            self.ceil_mode,
+            self.exclusive,
+            self.divisor_override,
+            self.data_format,
+        )
 
 
 class AdaptiveAvgPool1D(Layer):

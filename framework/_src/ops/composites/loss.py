@@ -104,6 +104,20 @@ def _nll_last(
     return _reduce(name, loss, reduction)
 
 
+#: Paddle's softmax-with-cross-entropy kernel clips the max-shifted logits at -64 before the
+#: exponential, so one sample's loss is at most 64 + log(classes)
+_SHIFTED_LOGIT_FLOOR = -64.0
+
+
+def _clipped_log_softmax(x: Tensor) -> Tensor:
+    """log_softmax over the last axis as Paddle's cross-entropy computes it: ``s = x - max(x)``
+    clipped below at -64, then ``s - log(sum(exp(s)))``. The clip changes values only; the
+    gradient is Paddle's ``softmax(s) - target``, as if nothing had been clipped."""
+    s = x - M.max(x, axis=-1, keepdim=True).detach()
+    s = s + (M.maximum(s, _SHIFTED_LOGIT_FLOOR) - s).detach()
+    return s - M.log(M.sum(M.exp(s), axis=-1, keepdim=True))
+
+
 def cross_entropy(
     input: Tensor,
     label: Tensor,
@@ -122,10 +136,16 @@ def cross_entropy(
     ``mean`` divides by the weight of the rest); ``soft_label=True`` takes probabilities.
     ``label_smoothing`` mixes the one-hot target with the uniform distribution.
 
+    As Paddle, the logits minus their maximum are clipped at -64 before the softmax, so a
+    sample's loss is bounded (``[[1000, -1000]]`` with label 1 costs 64, not 2000); the
+    gradient is still ``softmax - target``.
+
     >>> import framework as fw
     >>> import framework.nn.functional as F
     >>> round(F.cross_entropy(fw.to_tensor([[0.0, 0.0]]), fw.to_tensor([1])).item(), 4)
     0.6931
+    >>> F.cross_entropy(fw.to_tensor([[1000.0, -1000.0]]), fw.to_tensor([1])).item()
+    64.0
     """
     input = float_arg("cross_entropy", input, "input")
     if reduction not in _REDUCTIONS:
@@ -137,7 +157,7 @@ def cross_entropy(
         input = S.swapaxes(input, ax, -1) if input.ndim > 1 else input
         if not soft_label and label.ndim == input.ndim:
             label = S.swapaxes(label, ax, -1)
-    logp = log_softmax(input, axis=-1) if use_softmax else M.log(input)
+    logp = _clipped_log_softmax(input) if use_softmax else M.log(input)
     if soft_label:
         label = tensor_arg("cross_entropy", label, "label")
         if label.shape != logp.shape:

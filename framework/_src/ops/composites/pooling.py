@@ -11,7 +11,9 @@ from typing import Any
 
 from adapter_api import OpArgumentError
 
+from ...dtypes import as_dtype
 from ...tensor import Tensor
+from .. import creation as C
 from .. import math as M
 from .. import shape as S
 from ..base import OPS, call, composite
@@ -19,7 +21,9 @@ from ._common import float_arg, tensor_arg
 from ._window import _ntuple, _out_size, _pad1d_as_2d, _padding, _pair, _patches, _to_ncl
 
 
-def _pool_args(name: str, x: Tensor, kernel_size: Any, stride: Any, padding: Any) -> tuple:
+def _pool_args(name: str, x: Tensor, kernel_size: Any, stride: Any, padding: Any, ceil_mode: bool) -> tuple:
+    """x, kernel, stride, the padding of the call and the padding ceil_mode adds on the far
+    side (Paddle's ceil output size: ``(L + pads - k + s - 1) // s + 1``)."""
     x = float_arg(name, x)
     if x.ndim != 4:
         raise OpArgumentError(f"[{name}] x must be 4-d (N, C, H, W), got shape {x.shape}")
@@ -28,11 +32,24 @@ def _pool_args(name: str, x: Tensor, kernel_size: Any, stride: Any, padding: Any
     pads = _padding(name, padding, k, (1, 1))
     if min(min(pads[0]), min(pads[1])) < 0:
         raise OpArgumentError(f"[{name}] padding must not be negative, got {padding!r}")
-    o = (
-        _out_size(name, x.shape[2], k[0], s[0], 1, pads[0]),
-        _out_size(name, x.shape[3], k[1], s[1], 1, pads[1]),
-    )
-    return x, k, s, pads, o
+    extra = []
+    for ax in range(2):
+        o = _out_size(name, x.shape[2 + ax], k[ax], s[ax], 1, pads[ax])
+        if ceil_mode:
+            o = -(-(x.shape[2 + ax] + sum(pads[ax]) - k[ax]) // s[ax]) + 1
+        extra.append(max(0, (o - 1) * s[ax] + k[ax] - x.shape[2 + ax] - sum(pads[ax])))
+    total = tuple((p[0], p[1] + e) for p, e in zip(pads, extra))
+    return x, k, s, pads, total
+
+
+def _channels_first(name: str, x: Any, data_format: str) -> Any:
+    if data_format not in ("NCHW", "NHWC"):
+        raise OpArgumentError(f"[{name}] data_format must be 'NCHW' or 'NHWC', got {data_format!r}")
+    if data_format == "NHWC" and isinstance(x, Tensor):
+        if x.ndim != 4:
+            raise OpArgumentError(f"[{name}] x must be 4-d (N, H, W, C), got shape {x.shape}")
+        return x.transpose((0, 3, 1, 2))
+    return x
 
 
 def _pool_infer(ins: list[Tensor], attrs: dict[str, Any]) -> list:
@@ -53,20 +70,49 @@ def max_pool2d_decomposition(x: Tensor, *, kernel_size: tuple, stride: tuple, pa
     return M.max(_patches(xp, kernel_size, stride, (1, 1), o), axis=2)
 
 
+def _mask_infer(ins: list[Tensor], attrs: dict[str, Any]) -> list:
+    (shape, dtype) = _pool_infer(ins, attrs)[0]
+    return [(shape, dtype), (shape, as_dtype("int32"))]
+
+
+@composite("max_pool2d_with_mask", infer=_mask_infer)
+def max_pool2d_with_mask_decomposition(
+    x: Tensor, *, kernel_size: tuple, stride: tuple, padding: tuple
+) -> tuple[Tensor, Tensor]:
+    """The max over each window and where it is: ``h * W + w`` in the unpadded input (the
+    first maximum in the window's row-major order, as Paddle)."""
+    n, c, h, w = x.shape
+    xp = S.pad_raw(x, ((0, 0), (0, 0)) + tuple(padding), float("-inf"))
+    o = _pool_infer([x], {"kernel_size": kernel_size, "stride": stride, "padding": padding})[0][0][2:]
+    cols = _patches(xp, kernel_size, stride, (1, 1), o)
+    out = M.max(cols, axis=2)
+    arg = M.argmax(cols, axis=2).astype("int32")  # offset i * KW + j inside the window
+    oh = (C.arange(o[0], dtype="int32", device=x.device) * stride[0] - padding[0][0]).reshape((o[0], 1))
+    ow = (C.arange(o[1], dtype="int32", device=x.device) * stride[1] - padding[1][0]).reshape((1, o[1]))
+    kw = kernel_size[1]
+    mask = (oh + arg // kw) * w + (ow + arg % kw)
+    return out, mask.detach()
+
+
 @composite("avg_pool2d", infer=_pool_infer)
 def avg_pool2d_decomposition(
-    x: Tensor, *, kernel_size: tuple, stride: tuple, padding: tuple, exclusive: bool
+    x: Tensor, *, kernel_size: tuple, stride: tuple, padding: tuple, counted: tuple, divisor: float
 ) -> Tensor:
-    """Pad with 0, sum the KH*KW strided windows, divide by the window size (``exclusive``:
-    by the count of non-padding elements)."""
+    """Pad with 0, sum the KH*KW strided windows, divide: by ``divisor`` where it is set,
+    else by the count of window elements inside the input grown by ``counted`` (Paddle:
+    ``exclusive`` counts none of the padding; otherwise the call's padding counts, the
+    padding ceil_mode adds does not)."""
     o = _pool_infer([x], {"kernel_size": kernel_size, "stride": stride, "padding": padding})[0][0][2:]
     pads = ((0, 0), (0, 0)) + tuple(padding)
     total = M.sum(_patches(S.pad_raw(x, pads, 0.0), kernel_size, stride, (1, 1), o), axis=2)
-    if exclusive and any(p for pair in padding for p in pair):
-        ones = M.ones_like(x[:1, :1])
-        cnt = M.sum(_patches(S.pad_raw(ones, pads, 0.0), kernel_size, stride, (1, 1), o), axis=2)
-        return total / cnt
-    return total * (1.0 / (kernel_size[0] * kernel_size[1]))
+    if divisor:
+        return total * (1.0 / divisor)
+    if tuple(padding) == tuple(counted):
+        return total * (1.0 / (kernel_size[0] * kernel_size[1]))
+    inner = S.pad_raw(M.ones_like(x[:1, :1]), ((0, 0), (0, 0)) + tuple(counted), 1.0)
+    rest = ((0, 0), (0, 0)) + tuple((p[0] - c[0], p[1] - c[1]) for p, c in zip(padding, counted))
+    cnt = M.sum(_patches(S.pad_raw(inner, rest, 0.0), kernel_size, stride, (1, 1), o), axis=2)
+    return total / cnt
 
 
 def max_pool2d(
@@ -78,18 +124,34 @@ def max_pool2d(
     return_mask: bool = False,
     data_format: str = "NCHW",
     name: str | None = None,
-) -> Tensor:
-    """Max over KH x KW windows of NCHW ``x`` (stride defaults to the kernel size)."""
-    if ceil_mode or return_mask or data_format != "NCHW":
-        raise OpArgumentError(
-            "[max_pool2d] ceil_mode, return_mask and NHWC are not supported; use the defaults"
-        )
-    if (
-        isinstance(x, Tensor) and x.dtype.kind in "iu"
-    ):  # keeps the dtype: pooled exactly in float64, cast back
-        return max_pool2d(x.astype("float64"), kernel_size, stride, padding).astype(x.dtype)
-    x, k, s, pads, _ = _pool_args("max_pool2d", x, kernel_size, stride, padding)
-    return call(OPS["max_pool2d"], [x], {"kernel_size": k, "stride": s, "padding": pads})
+) -> Any:
+    """Max over KH x KW windows of ``x`` (stride defaults to the kernel size).
+
+    ``ceil_mode`` rounds the output size up (the last window may run past the padding);
+    ``return_mask`` also returns each maximum's position ``h * W + w`` in its channel (int32,
+    what :func:`max_unpool2d` takes); ``data_format`` is ``"NCHW"`` or ``"NHWC"``.
+
+    >>> import framework as fw
+    >>> x = fw.arange(16, dtype="float32").reshape([1, 1, 4, 4])
+    >>> fw.nn.functional.max_pool2d(x, 2).numpy().ravel().tolist()
+    [5.0, 7.0, 13.0, 15.0]
+    >>> fw.nn.functional.max_pool2d(x, 3, 2, ceil_mode=True).shape
+    (1, 1, 2, 2)
+    """
+    if isinstance(x, Tensor) and x.dtype.kind in "iu" and not return_mask:
+        # keeps the dtype: pooled exactly in float64, cast back
+        y = max_pool2d(x.astype("float64"), kernel_size, stride, padding, ceil_mode, False, data_format)
+        return y.astype(x.dtype)
+    xc = _channels_first("max_pool2d", x, data_format)
+    xc, k, s, _, total = _pool_args("max_pool2d", xc, kernel_size, stride, padding, ceil_mode)
+    attrs = {"kernel_size": k, "stride": s, "padding": total}
+    if return_mask:
+        out, mask = call(OPS["max_pool2d_with_mask"], [xc], attrs)
+        if data_format == "NHWC":
+            return out.transpose((0, 2, 3, 1)), mask.transpose((0, 2, 3, 1))
+        return out, mask
+    out = call(OPS["max_pool2d"], [xc], attrs)
+    return out.transpose((0, 2, 3, 1)) if data_format == "NHWC" else out
 
 
 def avg_pool2d(
@@ -103,16 +165,31 @@ def avg_pool2d(
     data_format: str = "NCHW",
     name: str | None = None,
 ) -> Tensor:
-    """Mean over KH x KW windows of NCHW ``x``; ``exclusive`` (Paddle's default) leaves the
-    padding out of the count."""
-    if ceil_mode or divisor_override is not None or data_format != "NCHW":
-        raise OpArgumentError(
-            "[avg_pool2d] ceil_mode, divisor_override and NHWC are not supported; use the defaults"
-        )
-    x, k, s, pads, _ = _pool_args("avg_pool2d", x, kernel_size, stride, padding)
-    return call(
-        OPS["avg_pool2d"], [x], {"kernel_size": k, "stride": s, "padding": pads, "exclusive": bool(exclusive)}
-    )
+    """Mean over KH x KW windows of ``x``; ``exclusive`` (Paddle's default) leaves the
+    padding out of the count, ``divisor_override`` replaces the count, ``ceil_mode`` rounds
+    the output size up (the part of a window past the padding is never counted).
+
+    >>> import framework as fw
+    >>> x = fw.arange(16, dtype="float32").reshape([1, 1, 4, 4])
+    >>> fw.nn.functional.avg_pool2d(x, 2).numpy().ravel().tolist()
+    [2.5, 4.5, 10.5, 12.5]
+    """
+    xc = _channels_first("avg_pool2d", x, data_format)
+    xc, k, s, pads, total = _pool_args("avg_pool2d", xc, kernel_size, stride, padding, ceil_mode)
+    if divisor_override is not None and (
+        isinstance(divisor_override, bool) or not isinstance(divisor_override, (int, float)) or divisor_override <= 0
+    ):
+        raise OpArgumentError(f"[avg_pool2d] divisor_override must be a positive number, got {divisor_override!r}")
+    counted = ((0, 0), (0, 0)) if exclusive else pads
+    attrs = {
+        "kernel_size": k,
+        "stride": s,
+        "padding": total,
+        "counted": counted,
+        "divisor": float(divisor_override or 0.0),
+    }
+    out = call(OPS["avg_pool2d"], [xc], attrs)
+    return out.transpose((0, 2, 3, 1)) if data_format == "NHWC" else out
 
 
 def _adaptive_axis(x: Tensor, axis: int, out: int) -> Tensor:
