@@ -1,6 +1,7 @@
-"""``fw.vision``: Paddle's ``paddle.vision`` — the model zoo (``models``), detection and block
-ops (``ops``), image transforms on numpy arrays (``transforms``) and datasets read from local
-files (``datasets``; nothing is downloaded).
+"""``fw.vision``: Paddle's ``paddle.vision`` for Oarlock.
+
+The model zoo (``models``), the block ops (``ops``), image transforms on numpy arrays
+(``transforms``) and datasets read from local files (``datasets``; nothing is downloaded).
 
 >>> import framework as fw
 >>> _ = fw.seed(0)

@@ -1,6 +1,7 @@
-"""Paddle's ``paddle.vision.datasets`` read from local files: MNIST and FashionMNIST (the idx
-``.gz`` files), Cifar10 and Cifar100 (the python ``.tar.gz`` archives), DatasetFolder and
-ImageFolder (a directory tree of images).
+"""Paddle's ``paddle.vision.datasets``, read from local files.
+
+MNIST and FashionMNIST (the idx ``.gz`` files), Cifar10 and Cifar100 (the python ``.tar.gz``
+archives), DatasetFolder and ImageFolder (a directory tree of images).
 
 Nothing is downloaded: ``download=True`` without the file's path raises an error that names
 the file to fetch and the argument to pass it with. Images come back as numpy arrays (Paddle's
@@ -107,7 +108,9 @@ def _read_idx(path: str, what: str, cls: str) -> np.ndarray:
 
 
 class MNIST(Dataset):
-    """MNIST from its idx files: ``(image, label)`` with ``image`` a (28, 28) array in the
+    """MNIST read from its idx files.
+
+    MNIST from its idx files: ``(image, label)`` with ``image`` a (28, 28) array in the
     default float dtype (0..255, as Paddle) and ``label`` an int64 array of shape (1,).
 
     ``image_path``/``label_path`` are the ``*-images-idx3-ubyte.gz`` / ``*-labels-idx1-ubyte.gz``
@@ -122,7 +125,7 @@ class MNIST(Dataset):
     >>> with gzip.open(os.path.join(d, "lbl.gz"), "wb") as f:
     ...     _ = f.write(struct.pack(">II", 2049, 1) + bytes([7]))
     >>> image, label = fw.vision.datasets.MNIST(os.path.join(d, "img.gz"), os.path.join(d, "lbl.gz"))[0]
-    >>> image.shape, image[0, 3], label
+    >>> image.shape, float(image[0, 3]), label
     ((28, 28), 3.0, array([7]))
     """
 
@@ -188,19 +191,21 @@ class FashionMNIST(MNIST):
 
 
 class Cifar10(Dataset):
-    """CIFAR-10 from ``cifar-10-python.tar.gz``: ``(image, label)`` with ``image`` a
+    """CIFAR-10 read from its python archive.
+
+    CIFAR-10 from ``cifar-10-python.tar.gz``: ``(image, label)`` with ``image`` a
     (32, 32, 3) HWC array in the default float dtype (0..255) and ``label`` an int64 scalar.
 
     >>> import io, os, pickle, tarfile, tempfile
     >>> import numpy as np
     >>> import framework as fw
     >>> path = os.path.join(tempfile.mkdtemp(), "cifar.tar.gz")
-    >>> blob = pickle.dumps({b"data": np.arange(3072, dtype=np.uint8)[None] % 256, b"labels": [4]})
+    >>> blob = pickle.dumps({b"data": (np.arange(3072) % 256).astype(np.uint8)[None], b"labels": [4]})
     >>> with tarfile.open(path, "w:gz") as t:
     ...     info = tarfile.TarInfo("cifar-10-batches-py/test_batch"); info.size = len(blob)
     ...     t.addfile(info, io.BytesIO(blob))
     >>> image, label = fw.vision.datasets.Cifar10(path, mode="test")[0]
-    >>> image.shape, image[0, 1, 0], int(label)
+    >>> image.shape, float(image[0, 1, 0]), int(label)
     ((32, 32, 3), 1.0, 4)
     """
 

@@ -1,5 +1,6 @@
-"""Paddle's ``paddle.vision.ops``: the convolution block the model zoo is built from
-(:class:`ConvNormActivation`).
+"""Paddle's ``paddle.vision.ops``: the convolution block the model zoo is built from.
+
+:class:`ConvNormActivation` is Conv2D, a norm layer and an activation in one Sequential.
 
 >>> import framework as fw
 >>> block = fw.vision.ops.ConvNormActivation(3, 8, kernel_size=3, stride=2)
@@ -18,7 +19,9 @@ __all__ = ["ConvNormActivation"]
 
 
 class ConvNormActivation(nn.Sequential):
-    """Conv2D, then a norm layer, then an activation, as one ``Sequential`` (sublayers
+    """Conv2D, norm layer and activation in one block.
+
+    Conv2D, then a norm layer, then an activation, as one ``Sequential`` (sublayers
     ``0``, ``1``, ``2``: the names Paddle's state_dicts use).
 
     ``padding`` defaults to ``(kernel_size - 1) // 2 * dilation`` (the output keeps the size

@@ -1,5 +1,7 @@
-"""Paddle's ``paddle.vision.transforms`` on numpy images: HWC (or HW) arrays in, arrays out,
-until :class:`ToTensor` makes a CHW ``fw.Tensor``. No OpenCV or Pillow is needed.
+"""Paddle's ``paddle.vision.transforms`` on numpy images.
+
+HWC (or HW) arrays in, arrays out, until :class:`ToTensor` makes a CHW ``fw.Tensor``. No
+OpenCV or Pillow is needed.
 
 Random transforms draw from Python's ``random`` module, as Paddle's do in dynamic mode, so
 ``random.seed(s)`` gives the same crops and flips as Paddle with the same seed.
@@ -75,7 +77,9 @@ class Compose:
 
 
 class ToTensor:
-    """An HWC (or HW) array to a ``fw.Tensor`` in ``data_format`` ("CHW" by default); uint8
+    """An image array to a tensor.
+
+    An HWC (or HW) array to a ``fw.Tensor`` in ``data_format`` ("CHW" by default); uint8
     images become float32 in [0, 1] (divided by 255), other dtypes keep their values.
 
     >>> import numpy as np
@@ -104,7 +108,9 @@ class ToTensor:
 
 
 class Normalize:
-    """``(img - mean) / std`` per channel, on an array or a tensor laid out as ``data_format``
+    """Subtract a per-channel mean, divide by a per-channel std.
+
+    ``(img - mean) / std`` per channel, on an array or a tensor laid out as ``data_format``
     ("CHW" or "HWC"); ``to_rgb`` reverses the channels of an HWC array first.
 
     >>> import numpy as np
@@ -150,7 +156,9 @@ class Normalize:
 
 
 class Transpose:
-    """Permute an HWC array's axes by ``order`` (HWC to CHW by default; an HW image gets a
+    """Permute an image array's axes.
+
+    Permute an HWC array's axes by ``order`` (HWC to CHW by default; an HW image gets a
     channel axis first).
 
     >>> import numpy as np
@@ -179,7 +187,9 @@ def _bilinear_axis(n_in: int, n_out: int) -> tuple[np.ndarray, np.ndarray, np.nd
 
 
 class Resize:
-    """Resize an HWC array to ``size`` ((h, w), or an int for the shorter side, the aspect
+    """Resize an image.
+
+    Resize an HWC array to ``size`` ((h, w), or an int for the shorter side, the aspect
     kept) by ``interpolation`` "bilinear" (half-pixel centres, Paddle's tensor path and
     OpenCV's INTER_LINEAR) or "nearest"; uint8 images are rounded back to uint8.
 
@@ -233,7 +243,9 @@ class Resize:
 
 
 class CenterCrop:
-    """The central ``size`` ((h, w) or an int) of an HWC array; the offset rounds as Paddle's
+    """Crop the centre of an image.
+
+    The central ``size`` ((h, w) or an int) of an HWC array; the offset rounds as Paddle's
     ``round((h - th) / 2)``.
 
     >>> import numpy as np
@@ -258,7 +270,9 @@ class CenterCrop:
 
 
 class RandomCrop:
-    """A ``size`` crop at a random place (``random.randint`` for the top, then the left, as
+    """Crop an image at a random place.
+
+    A ``size`` crop at a random place (``random.randint`` for the top, then the left, as
     Paddle); ``padding`` (int, (lr, tb) or (l, t, r, b)) pads with ``fill`` first and
     ``pad_if_needed`` pads an image smaller than the crop.
 

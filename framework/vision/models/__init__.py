@@ -1,12 +1,14 @@
-"""``fw.vision.models``: Paddle's model zoo, written for Oarlock with Paddle's class names,
-constructor defaults and parameter names, so a state_dict saved by Paddle loads unchanged.
+"""``fw.vision.models``: Paddle's model zoo, written for Oarlock.
+
+Paddle's class names, constructor defaults and parameter names, so a state_dict saved by
+Paddle loads unchanged.
 ``pretrained=True`` is refused (nothing is downloaded): load Paddle's ``.pdparams`` yourself.
 
 >>> import framework as fw
 >>> _ = fw.seed(0)
 >>> net = fw.vision.models.resnet18(num_classes=10)
->>> net(fw.ones([1, 3, 32, 32])).shape
-(1, 10)
+>>> net(fw.ones([2, 3, 32, 32])).shape
+(2, 10)
 """
 
 # ruff: noqa: F401  (re-exports)

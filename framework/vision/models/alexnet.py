@@ -58,7 +58,9 @@ class ConvPoolLayer(nn.Layer):
 
 
 class AlexNet(nn.Layer):
-    """AlexNet: five convolutions and, where ``num_classes > 0``, three Linear layers with
+    """AlexNet, in Paddle's layout.
+
+    AlexNet: five convolutions and, where ``num_classes > 0``, three Linear layers with
     dropout (Paddle's ``downscale_in_infer``); the classifier expects 224x224 input.
 
     >>> import framework as fw

@@ -127,7 +127,9 @@ SPECS = {
 
 
 class DenseNet(nn.Layer):
-    """DenseNet of ``layers`` (121, 161, 169, 201 or 264): stem, four dense blocks joined
+    """DenseNet: dense blocks joined by transitions.
+
+    DenseNet of ``layers`` (121, 161, 169, 201 or 264): stem, four dense blocks joined
     by transitions that halve the channels, batch norm + ReLU, global pool, Linear ``out``.
 
     >>> import framework as fw

@@ -85,7 +85,9 @@ _INCEPTIONS = {
 
 
 class GoogLeNet(nn.Layer):
-    """GoogLeNet: returns ``(out, aux1, aux2)``, the main head and the auxiliary heads on
+    """GoogLeNet (Inception v1) with two auxiliary heads.
+
+    GoogLeNet: returns ``(out, aux1, aux2)``, the main head and the auxiliary heads on
     inception 4a and 4d (their 5x5/3 average pools need 224x224 input for the classifier).
 
     >>> import framework as fw

@@ -148,7 +148,9 @@ class InceptionE(nn.Layer):
 
 
 class InceptionV3(nn.Layer):
-    """Inception v3: ``inception_stem``, eleven blocks in ``inception_block_list`` (A x3, B,
+    """Inception v3, in Paddle's layout.
+
+    Inception v3: ``inception_stem``, eleven blocks in ``inception_block_list`` (A x3, B,
     C x4, D, E x2), global average pool, dropout and Linear ``fc`` from 2048 features.
 
     >>> import framework as fw

@@ -8,7 +8,9 @@ from ..._src.tensor import Tensor
 
 
 class LeNet(nn.Layer):
-    """LeNet: two conv/ReLU/max-pool stages (``features``) and three Linear layers (``fc``)
+    """LeNet-5 for 1x28x28 images.
+
+    LeNet: two conv/ReLU/max-pool stages (``features``) and three Linear layers (``fc``)
     on 1x28x28 input; ``num_classes <= 0`` leaves the classifier out.
 
     >>> import framework as fw

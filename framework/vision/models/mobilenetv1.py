@@ -44,12 +44,14 @@ _BLOCKS = (
 
 
 class MobileNetV1(nn.Layer):
-    """MobileNetV1 at width ``scale``; a global average pool (``with_pool``) and a Linear
+    """MobileNetV1: depthwise-separable convolutions.
+
+    MobileNetV1 at width ``scale``; a global average pool (``with_pool``) and a Linear
     classifier (``num_classes > 0``).
 
     >>> import framework as fw
-    >>> fw.vision.models.MobileNetV1(scale=0.25, num_classes=4)(fw.ones([1, 3, 32, 32])).shape
-    (1, 4)
+    >>> fw.vision.models.MobileNetV1(scale=0.25, num_classes=4)(fw.ones([2, 3, 32, 32])).shape
+    (2, 4)
     """
 
     def __init__(self, scale: float = 1.0, num_classes: int = 1000, with_pool: bool = True) -> None:

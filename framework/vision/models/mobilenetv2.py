@@ -53,13 +53,15 @@ _SETTING = [
 
 
 class MobileNetV2(nn.Layer):
-    """MobileNetV2 at width ``scale``: ``features`` (stem, 17 inverted residuals, 1x1 to
+    """MobileNetV2: inverted residuals.
+
+    MobileNetV2 at width ``scale``: ``features`` (stem, 17 inverted residuals, 1x1 to
     1280 channels), a global average pool (``with_pool``) and dropout + Linear
     (``classifier``, where ``num_classes > 0``).
 
     >>> import framework as fw
-    >>> fw.vision.models.MobileNetV2(scale=0.25, num_classes=4)(fw.ones([1, 3, 32, 32])).shape
-    (1, 4)
+    >>> fw.vision.models.MobileNetV2(scale=0.25, num_classes=4)(fw.ones([2, 3, 32, 32])).shape
+    (2, 4)
     """
 
     def __init__(self, scale: float = 1.0, num_classes: int = 1000, with_pool: bool = True) -> None:

@@ -125,8 +125,8 @@ class MobileNetV3(nn.Layer):
     epsilon 0.001 and momentum 0.99 throughout).
 
     >>> import framework as fw
-    >>> fw.vision.models.MobileNetV3Small(scale=0.25, num_classes=4)(fw.ones([1, 3, 32, 32])).shape
-    (1, 4)
+    >>> fw.vision.models.MobileNetV3Small(scale=0.25, num_classes=4)(fw.ones([2, 3, 32, 32])).shape
+    (2, 4)
     """
 
     def __init__(

@@ -96,14 +96,16 @@ LAYERS = {18: [2, 2, 2, 2], 34: [3, 4, 6, 3], 50: [3, 4, 6, 3], 101: [3, 4, 23, 
 
 
 class ResNet(nn.Layer):
-    """ResNet of ``depth`` built from ``block``: a 7x7 stem, four stages (``layer1..4``), a
+    """ResNet, ResNeXt and Wide ResNet.
+
+    ResNet of ``depth`` built from ``block``: a 7x7 stem, four stages (``layer1..4``), a
     global average pool (``with_pool``) and a Linear classifier (``num_classes > 0``);
     ``width``/``groups`` make Wide ResNet and ResNeXt.
 
     >>> import framework as fw
     >>> from framework.vision.models.resnet import BasicBlock
-    >>> fw.vision.models.ResNet(BasicBlock, 18, num_classes=4)(fw.ones([1, 3, 32, 32])).shape
-    (1, 4)
+    >>> fw.vision.models.ResNet(BasicBlock, 18, num_classes=4)(fw.ones([2, 3, 32, 32])).shape
+    (2, 4)
     """
 
     def __init__(

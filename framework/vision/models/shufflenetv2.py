@@ -90,13 +90,15 @@ _CHANNELS = {
 
 
 class ShuffleNetV2(nn.Layer):
-    """ShuffleNetV2 at width ``scale`` (0.25, 0.33, 0.5, 1.0, 1.5 or 2.0) with ``act``
+    """ShuffleNetV2: channel split and shuffle.
+
+    ShuffleNetV2 at width ``scale`` (0.25, 0.33, 0.5, 1.0, 1.5 or 2.0) with ``act``
     ("relu" or "swish"): stem, max pool, three stages of 4, 8 and 4 blocks (sublayers
     ``2_1`` ... ``4_4``), a 1x1 convolution, global pool and Linear ``_fc``.
 
     >>> import framework as fw
-    >>> fw.vision.models.ShuffleNetV2(scale=0.25, num_classes=4)(fw.ones([1, 3, 32, 32])).shape
-    (1, 4)
+    >>> fw.vision.models.ShuffleNetV2(scale=0.25, num_classes=4)(fw.ones([2, 3, 32, 32])).shape
+    (2, 4)
     """
 
     def __init__(

@@ -45,7 +45,9 @@ _POOL_AFTER = {"1.0": (3, 7), "1.1": (2, 4)}
 
 
 class SqueezeNet(nn.Layer):
-    """SqueezeNet ``version`` "1.0" or "1.1"; the classifier is a 1x1 convolution
+    """SqueezeNet 1.0 or 1.1: fire modules.
+
+    SqueezeNet ``version`` "1.0" or "1.1"; the classifier is a 1x1 convolution
     (``_conv9``, where ``num_classes > 0``), then ReLU and a global average pool (``with_pool``).
 
     >>> import framework as fw

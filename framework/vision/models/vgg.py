@@ -62,7 +62,9 @@ def make_layers(cfg: list[Any], batch_norm: bool = False) -> nn.Sequential:
 
 
 class VGG(nn.Layer):
-    """VGG: a convolutional trunk (``features``), a 7x7 adaptive average pool (``with_pool``)
+    """VGG: stacked 3x3 convolutions and a three-layer classifier.
+
+    VGG: a convolutional trunk (``features``), a 7x7 adaptive average pool (``with_pool``)
     and a three-layer classifier with dropout (``num_classes > 0``).
 
     >>> import framework as fw

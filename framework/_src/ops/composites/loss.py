@@ -136,8 +136,9 @@ def cross_entropy(
     ``mean`` divides by the weight of the rest); ``soft_label=True`` takes probabilities.
     ``label_smoothing`` mixes the one-hot target with the uniform distribution.
 
-    As Paddle, the logits minus their maximum are clipped at -64 before the softmax, so a
-    sample's loss is bounded (``[[1000, -1000]]`` with label 1 costs 64, not 2000); the
+    With ``reduction="none"`` the class axis stays (size 1) where the label has it or the
+    labels are soft, as Paddle. As Paddle, the logits minus their maximum are clipped at -64
+    before the softmax, so a sample's loss is bounded (``[[1000, -1000]]`` with label 1 costs 64, not 2000); the
     gradient is still ``softmax - target``.
 
     >>> import framework as fw
@@ -153,6 +154,8 @@ def cross_entropy(
     if not 0.0 <= label_smoothing <= 1.0:
         raise OpArgumentError(f"[cross_entropy] label_smoothing must be in [0, 1], got {label_smoothing}")
     ax = axis_arg("cross_entropy", axis, input.ndim)
+    # Paddle keeps the class axis (size 1) in a per-sample loss when the label has it
+    keep_axis = reduction == "none" and (soft_label or getattr(label, "ndim", 0) == input.ndim)
     if ax != input.ndim - 1:
         input = S.swapaxes(input, ax, -1) if input.ndim > 1 else input
         if not soft_label and label.ndim == input.ndim:
@@ -169,8 +172,10 @@ def cross_entropy(
             target = target * (1.0 - label_smoothing) + label_smoothing / logp.shape[-1]
         if weight is not None:
             target = target * weight.astype(logp.dtype)
-        return _reduce("cross_entropy", -M.sum(logp * target, axis=-1), reduction)
-    return _nll_last(logp, label, weight, ignore_index, reduction, label_smoothing, "cross_entropy")
+        loss = _reduce("cross_entropy", -M.sum(logp * target, axis=-1), reduction)
+    else:
+        loss = _nll_last(logp, label, weight, ignore_index, reduction, label_smoothing, "cross_entropy")
+    return loss.unsqueeze(ax) if keep_axis else loss
 
 
 def _pair(name: str, input: Tensor, label: Tensor) -> tuple[Tensor, Tensor]:
@@ -309,7 +314,8 @@ def softmax_with_cross_entropy(
         lab = label.squeeze(ax)
     loss = cross_entropy(
         logits, lab, ignore_index=ignore_index, reduction="none", soft_label=soft_label, axis=ax
-    ).unsqueeze(ax)
+    )
+    loss = loss if soft_label else loss.unsqueeze(ax)  # soft labels: cross_entropy kept the axis
     if return_softmax:
         return loss, M.exp(log_softmax(logits, axis=ax))
     return loss

@@ -98,21 +98,20 @@ def max_pool2d_with_mask_decomposition(
 def avg_pool2d_decomposition(
     x: Tensor, *, kernel_size: tuple, stride: tuple, padding: tuple, counted: tuple, divisor: float
 ) -> Tensor:
-    """Pad with 0, sum the KH*KW strided windows, divide: by ``divisor`` where it is set,
-    else by the count of window elements inside the input grown by ``counted`` (Paddle:
-    ``exclusive`` counts none of the padding; otherwise the call's padding counts, the
-    padding ceil_mode adds does not)."""
+    """Pad with 0, sum the KH*KW strided windows, divide by the count of window elements
+    inside the input grown by ``counted`` (Paddle: ``exclusive`` counts none of the padding;
+    otherwise the call's padding counts, the padding ceil_mode adds does not); a
+    ``divisor`` then scales by ``KH*KW / divisor``, as Paddle applies ``divisor_override``."""
     o = _pool_infer([x], {"kernel_size": kernel_size, "stride": stride, "padding": padding})[0][0][2:]
     pads = ((0, 0), (0, 0)) + tuple(padding)
     total = M.sum(_patches(S.pad_raw(x, pads, 0.0), kernel_size, stride, (1, 1), o), axis=2)
-    if divisor:
-        return total * (1.0 / divisor)
+    area = kernel_size[0] * kernel_size[1]
     if tuple(padding) == tuple(counted):
-        return total * (1.0 / (kernel_size[0] * kernel_size[1]))
+        return total * (1.0 / (divisor or area))
     inner = S.pad_raw(M.ones_like(x[:1, :1]), ((0, 0), (0, 0)) + tuple(counted), 1.0)
     rest = ((0, 0), (0, 0)) + tuple((p[0] - c[0], p[1] - c[1]) for p, c in zip(padding, counted))
     cnt = M.sum(_patches(S.pad_raw(inner, rest, 0.0), kernel_size, stride, (1, 1), o), axis=2)
-    return total / cnt
+    return total / cnt * (area / divisor) if divisor else total / cnt
 
 
 def max_pool2d(
@@ -128,8 +127,8 @@ def max_pool2d(
     """Max over KH x KW windows of ``x`` (stride defaults to the kernel size).
 
     ``ceil_mode`` rounds the output size up (the last window may run past the padding);
-    ``return_mask`` also returns each maximum's position ``h * W + w`` in its channel (int32,
-    what :func:`max_unpool2d` takes); ``data_format`` is ``"NCHW"`` or ``"NHWC"``.
+    ``return_mask`` (NCHW only, as Paddle) also returns each maximum's position ``h * W + w``
+    in its channel (int32); ``data_format`` is ``"NCHW"`` or ``"NHWC"``.
 
     >>> import framework as fw
     >>> x = fw.arange(16, dtype="float32").reshape([1, 1, 4, 4])
@@ -146,10 +145,11 @@ def max_pool2d(
     xc, k, s, _, total = _pool_args("max_pool2d", xc, kernel_size, stride, padding, ceil_mode)
     attrs = {"kernel_size": k, "stride": s, "padding": total}
     if return_mask:
-        out, mask = call(OPS["max_pool2d_with_mask"], [xc], attrs)
-        if data_format == "NHWC":
-            return out.transpose((0, 2, 3, 1)), mask.transpose((0, 2, 3, 1))
-        return out, mask
+        if data_format != "NCHW":
+            raise OpArgumentError(
+                f"[max_pool2d] return_mask=True needs data_format='NCHW' (as Paddle), got {data_format!r}"
+            )
+        return tuple(call(OPS["max_pool2d_with_mask"], [xc], attrs))
     out = call(OPS["max_pool2d"], [xc], attrs)
     return out.transpose((0, 2, 3, 1)) if data_format == "NHWC" else out
 
@@ -165,9 +165,12 @@ def avg_pool2d(
     data_format: str = "NCHW",
     name: str | None = None,
 ) -> Tensor:
-    """Mean over KH x KW windows of ``x``; ``exclusive`` (Paddle's default) leaves the
-    padding out of the count, ``divisor_override`` replaces the count, ``ceil_mode`` rounds
-    the output size up (the part of a window past the padding is never counted).
+    """Mean over KH x KW windows of ``x``, as Paddle's ``avg_pool2d``.
+
+    ``exclusive`` (the default) leaves the padding out of the count; ``divisor_override``
+    scales the result by ``KH*KW / divisor_override`` (Paddle's rule: with
+    ``exclusive=False`` that is the window sum over the divisor); ``ceil_mode`` rounds the
+    output size up (the part of a window past the padding is never counted).
 
     >>> import framework as fw
     >>> x = fw.arange(16, dtype="float32").reshape([1, 1, 4, 4])
@@ -177,9 +180,13 @@ def avg_pool2d(
     xc = _channels_first("avg_pool2d", x, data_format)
     xc, k, s, pads, total = _pool_args("avg_pool2d", xc, kernel_size, stride, padding, ceil_mode)
     if divisor_override is not None and (
-        isinstance(divisor_override, bool) or not isinstance(divisor_override, (int, float)) or divisor_override <= 0
+        isinstance(divisor_override, bool)
+        or not isinstance(divisor_override, (int, float))
+        or divisor_override <= 0
     ):
-        raise OpArgumentError(f"[avg_pool2d] divisor_override must be a positive number, got {divisor_override!r}")
+        raise OpArgumentError(
+            f"[avg_pool2d] divisor_override must be a positive number, got {divisor_override!r}"
+        )
     counted = ((0, 0), (0, 0)) if exclusive else pads
     attrs = {
         "kernel_size": k,
