@@ -164,7 +164,7 @@ def _oarlock_losses(model, name: str, device: str, dtype: str = DTYPE, bn_train:
     return _train(fw, model, x_, y_, LRS.get(name, LR))
 
 
-def _check(got: list[float], want: list[float], rtol: float = 2e-5) -> None:
+def _check(got: list[float], want: list[float], rtol: float = 1e-4) -> None:
     np.testing.assert_allclose(
         got, want, rtol=rtol, atol=rtol / 10, err_msg=f"losses: ours {got}, Paddle's {want}"
     )
@@ -177,7 +177,7 @@ def test_paddle_zoo_file_trains_like_paddle(name: str, device: str) -> None:
     dt = _dtype(name)
     model = _build(lambda: getattr(paddle_zoo.load(module), ctor)(**kw), dt)
     _check(
-        _oarlock_losses(model, name, device, dt), _paddle_run(name, dt)[1], 1e-5 if dt == "float64" else 2e-5
+        _oarlock_losses(model, name, device, dt), _paddle_run(name, dt)[1], 1e-5 if dt == "float64" else 1e-4
     )
     assert not fw.fallback_stats(), fw.fallback_stats()
 
@@ -189,6 +189,6 @@ def test_vision_model_trains_like_paddle(name: str, device: str) -> None:
     dt = _dtype(name)
     model = _build(lambda: getattr(fw.vision.models, ctor)(**kw), dt)
     _check(
-        _oarlock_losses(model, name, device, dt), _paddle_run(name, dt)[1], 1e-5 if dt == "float64" else 2e-5
+        _oarlock_losses(model, name, device, dt), _paddle_run(name, dt)[1], 1e-5 if dt == "float64" else 1e-4
     )
     assert not fw.fallback_stats(), fw.fallback_stats()

@@ -67,7 +67,9 @@ class Conv2D(Layer):
         )
         self.in_channels, self.out_channels, self.kernel_size = in_channels, out_channels, k
         self.weight = self.create_parameter(
-            (out_channels, in_channels // groups) + k, weight_attr, default_initializer=_paddle_init(in_channels, k)
+            (out_channels, in_channels // groups) + k,
+            weight_attr,
+            default_initializer=_paddle_init(in_channels, k),
         )
         self.bias = self.create_parameter((out_channels,), bias_attr, is_bias=True)
 

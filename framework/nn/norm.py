@@ -161,7 +161,10 @@ class BatchNorm(_BatchNormBase):
 
     def forward(self, x: Tensor) -> Tensor:
         if self.data_format == "NCHW" and x.ndim != 4:  # Paddle's layout name, any rank
-            fmt, self.data_format = self.data_format, ("NC", "NCL", "NCHW", "NCDHW")[min(max(x.ndim, 2), 5) - 2]
+            fmt, self.data_format = (
+                self.data_format,
+                ("NC", "NCL", "NCHW", "NCDHW")[min(max(x.ndim, 2), 5) - 2],
+            )
             try:
                 y = super().forward(x)
             finally:

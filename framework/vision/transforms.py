@@ -110,6 +110,8 @@ class ToTensor:
 class Normalize:
     """Subtract a per-channel mean, divide by a per-channel std.
 
+    A number for ``mean`` or ``std`` applies to every channel.
+
     ``(img - mean) / std`` per channel, on an array or a tensor laid out as ``data_format``
     ("CHW" or "HWC"); ``to_rgb`` reverses the channels of an HWC array first.
 
@@ -131,8 +133,8 @@ class Normalize:
             raise OpArgumentError(
                 f"[transforms.Normalize] data_format must be 'CHW' or 'HWC', got {data_format!r}"
             )
-        mean = [mean] * 3 if isinstance(mean, numbers.Number) else list(mean)
-        std = [std] * 3 if isinstance(std, numbers.Number) else list(std)
+        mean = [mean] if isinstance(mean, numbers.Number) else list(mean)
+        std = [std] if isinstance(std, numbers.Number) else list(std)
         if any(s == 0 for s in std):
             raise OpArgumentError(f"[transforms.Normalize] std must have no zero, got {std}")
         self.mean, self.std, self.data_format, self.to_rgb = mean, std, data_format, to_rgb
@@ -142,13 +144,8 @@ class Normalize:
         mean = np.float32(np.array(self.mean).reshape(shape))
         std = np.float32(np.array(self.std).reshape(shape))
         if isinstance(img, Tensor):
-            c = img.shape[0] if self.data_format == "CHW" else img.shape[-1]
-            m, s = (
-                np.broadcast_to(v, (c, 1, 1) if self.data_format == "CHW" else (1, 1, c)) for v in (mean, std)
-            )
-            return (
-                img - to_tensor(np.ascontiguousarray(m), device=img.device).astype(img.dtype)
-            ) / to_tensor(np.ascontiguousarray(s), device=img.device).astype(img.dtype)
+            m = to_tensor(mean, device=img.device).astype(img.dtype)
+            return (img - m) / to_tensor(std, device=img.device).astype(img.dtype)
         img = _hwc("Normalize", img) if self.data_format == "HWC" else np.asarray(img)
         if self.to_rgb:
             img = img[..., ::-1]
