@@ -25,6 +25,7 @@ import framework.nn.functional as F
 from framework.vision import datasets, models, ops, transforms
 
 from .conftest import assert_close
+from .gradcheck import check_grad
 
 HAVE_PADDLE = importlib.util.find_spec("paddle") is not None
 needs_paddle = pytest.mark.skipif(not HAVE_PADDLE, reason="real Paddle is not installed (the oracle)")
@@ -115,6 +116,43 @@ def test_max_pool2d_mask_gradient_flows_through_the_values() -> None:
     out.sum().backward()
     g = x.grad.numpy().ravel()
     assert g.sum() == 9 and set(np.flatnonzero(g)) == set(mask.numpy().ravel())
+
+
+@needs_paddle
+@pytest.mark.parametrize(
+    "p,kw",
+    [
+        (2.0, dict(kernel_size=2, stride=2, ceil_mode=True)),
+        (3.0, dict(kernel_size=3, stride=1, padding=1)),
+        (float("inf"), dict(kernel_size=2)),
+        (2.0, dict(kernel_size=(2, 3), data_format="NHWC")),
+    ],
+)
+def test_lp_pool_matches_paddle(p: float, kw: dict, device: str) -> None:
+    paddle = _paddle()
+    x = np.abs(np.random.default_rng(9).standard_normal((2, 3, 5, 6))).astype("float32")
+    want = paddle.nn.functional.lp_pool2d(paddle.to_tensor(x), p, **kw).numpy()
+    assert_close(F.lp_pool2d(fw.to_tensor(x, device=device), p, **kw).numpy(), want)
+    x1 = x[:, :, 0]
+    kw1 = {"kernel_size": 2, "stride": 1, "ceil_mode": kw.get("ceil_mode", False)}
+    want = paddle.nn.LPPool1D(p, **kw1)(paddle.to_tensor(x1)).numpy()
+    assert_close(fw.nn.LPPool1D(p, **kw1)(fw.to_tensor(x1, device=device)).numpy(), want)
+
+
+def test_lp_pool_gradient_matches_finite_differences() -> None:
+    x = np.abs(np.random.default_rng(10).standard_normal((1, 2, 4, 5))) + 0.1
+    check_grad(lambda t: F.lp_pool2d(t, 3.0, 2, 2, ceil_mode=True), x)
+
+
+@needs_paddle
+def test_adaptive_pools_with_uneven_windows_match_paddle(device: str) -> None:
+    paddle = _paddle()
+    x = np.random.default_rng(11).standard_normal((2, 3, 7, 10)).astype("float32")
+    for fn, size in (("adaptive_avg_pool2d", (3, 4)), ("adaptive_max_pool2d", (4, 3))):
+        want = getattr(paddle.nn.functional, fn)(paddle.to_tensor(x), size).numpy()
+        assert_close(getattr(F, fn)(fw.to_tensor(x, device=device), size).numpy(), want)
+    want = paddle.nn.functional.adaptive_avg_pool1d(paddle.to_tensor(x[:, :, 0]), 4).numpy()
+    assert_close(F.adaptive_avg_pool1d(fw.to_tensor(x[:, :, 0], device=device), 4).numpy(), want)
 
 
 def test_pool_errors_name_the_argument() -> None:

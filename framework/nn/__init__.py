@@ -79,6 +79,8 @@ from .pooling import (
     AdaptiveMaxPool2D,
     AvgPool1D,
     AvgPool2D,
+    LPPool1D,
+    LPPool2D,
     MaxPool1D,
     MaxPool2D,
 )

@@ -86,6 +86,8 @@ from .._src.ops.composites.pooling import (
     adaptive_max_pool2d,
     avg_pool1d,
     avg_pool2d,
+    lp_pool1d,
+    lp_pool2d,
     max_pool1d,
     max_pool2d,
 )

@@ -147,3 +147,57 @@ class AdaptiveMaxPool2D(Layer):
 
     def forward(self, x: Tensor) -> Tensor:
         return F.adaptive_max_pool2d(x, self.output_size, self.return_mask)
+
+
+class LPPool1D(Layer):
+    """Power-average pooling of (N, C, L) input (:func:`~framework.nn.functional.lp_pool1d`).
+
+    >>> import framework as fw
+    >>> fw.nn.LPPool1D(2, 2)(fw.to_tensor([[[3.0, 4.0]]])).numpy().ravel().tolist()
+    [5.0]
+    """
+
+    def __init__(
+        self,
+        norm_type: float,
+        kernel_size: Any,
+        stride: Any = None,
+        padding: Any = 0,
+        ceil_mode: bool = False,
+        data_format: str = "NCL",
+        name: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.norm_type, self.kernel_size, self.stride, self.padding = norm_type, kernel_size, stride, padding
+        self.ceil_mode, self.data_format = ceil_mode, data_format
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.lp_pool1d(
+            x, self.norm_type, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.data_format
+        )
+
+
+class LPPool2D(LPPool1D):
+    """Power-average pooling of NCHW (or NHWC) input (:func:`~framework.nn.functional.lp_pool2d`).
+
+    >>> import framework as fw
+    >>> fw.nn.LPPool2D(2, 2)(fw.to_tensor([[[[3.0, 4.0], [0.0, 0.0]]]])).numpy().ravel().tolist()
+    [5.0]
+    """
+
+    def __init__(
+        self,
+        norm_type: float,
+        kernel_size: Any,
+        stride: Any = None,
+        padding: Any = 0,
+        ceil_mode: bool = False,
+        data_format: str = "NCHW",
+        name: str | None = None,
+    ) -> None:
+        super().__init__(norm_type, kernel_size, stride, padding, ceil_mode, data_format)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.lp_pool2d(
+            x, self.norm_type, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.data_format
+        )

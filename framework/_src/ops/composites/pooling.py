@@ -199,6 +199,62 @@ def avg_pool2d(
     return out.transpose((0, 2, 3, 1)) if data_format == "NHWC" else out
 
 
+def lp_pool2d(
+    x: Tensor,
+    norm_type: float,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    ceil_mode: bool = False,
+    data_format: str = "NCHW",
+    name: str | None = None,
+) -> Tensor:
+    """Power-average pooling: ``sum(x ** p) ** (1 / p)`` over each window, as Paddle.
+
+    As Paddle, no absolute value is taken (an odd ``p`` over a window of negative sum gives
+    NaN) and ``norm_type=inf`` is the max; ``ceil_mode``, padding (zeros) and ``data_format``
+    as :func:`avg_pool2d`.
+
+    >>> import framework as fw
+    >>> x = fw.to_tensor([[[[3.0, 4.0], [0.0, 0.0]]]])
+    >>> fw.nn.functional.lp_pool2d(x, 2, 2).numpy().ravel().tolist()
+    [5.0]
+    """
+    if isinstance(norm_type, bool) or not isinstance(norm_type, (int, float)) or norm_type <= 0:
+        raise OpArgumentError(f"[lp_pool2d] norm_type must be a positive number, got {norm_type!r}")
+    if norm_type == float("inf"):
+        return max_pool2d(x, kernel_size, stride, padding, ceil_mode, False, data_format)
+    xc = _channels_first("lp_pool2d", x, data_format)
+    xc, k, s, _, total = _pool_args("lp_pool2d", xc, kernel_size, stride, padding, ceil_mode)
+    attrs = {"kernel_size": k, "stride": s, "padding": total, "counted": total, "divisor": 1.0}
+    out = M.pow(call(OPS["avg_pool2d"], [M.pow(xc, float(norm_type))], attrs), 1.0 / norm_type)
+    return out.transpose((0, 2, 3, 1)) if data_format == "NHWC" else out
+
+
+def lp_pool1d(
+    x: Tensor,
+    norm_type: float,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    ceil_mode: bool = False,
+    data_format: str = "NCL",
+    name: str | None = None,
+) -> Tensor:
+    """Power-average pooling of (N, C, L) ``x``: ``sum(x ** p) ** (1 / p)`` per window.
+
+    >>> import framework as fw
+    >>> fw.nn.functional.lp_pool1d(fw.to_tensor([[[3.0, 4.0]]]), 2, 2).numpy().ravel().tolist()
+    [5.0]
+    """
+    x = _to_ncl("lp_pool1d", tensor_arg("lp_pool1d", x), data_format)
+    (k,) = _ntuple("lp_pool1d", "kernel_size", kernel_size, 1, 1)
+    s = k if stride is None else _ntuple("lp_pool1d", "stride", stride, 1, 1)[0]
+    pads = _pad1d_as_2d("lp_pool1d", padding, k, 1)
+    out = lp_pool2d(x.unsqueeze(2), norm_type, (1, k), (1, s), pads, ceil_mode).squeeze(2)
+    return out.transpose((0, 2, 1)) if data_format == "NLC" else out
+
+
 def _adaptive_axis(x: Tensor, axis: int, out: int) -> Tensor:
     size = x.shape[axis]
     if size % out == 0:
