@@ -155,6 +155,40 @@ def test_adaptive_pools_with_uneven_windows_match_paddle(device: str) -> None:
     assert_close(F.adaptive_avg_pool1d(fw.to_tensor(x[:, :, 0], device=device), 4).numpy(), want)
 
 
+@needs_paddle
+def test_max_unpool_matches_paddle(device: str) -> None:
+    paddle = _paddle()
+    PF = paddle.nn.functional
+    rng = np.random.default_rng(12)
+    x2 = rng.permutation(2 * 3 * 6 * 8).reshape(2, 3, 6, 8).astype("float32")
+    y, m = PF.max_pool2d(paddle.to_tensor(x2), 2, 2, return_mask=True)
+    for kw in ({}, {"output_size": [7, 9]}):
+        want = PF.max_unpool2d(y, m, 2, **kw).numpy()
+        got = F.max_unpool2d(
+            fw.to_tensor(y.numpy(), device=device), fw.to_tensor(m.numpy(), device=device), 2, **kw
+        )
+        np.testing.assert_array_equal(got.numpy(), want)
+    x1 = x2[:, :, 0]
+    y1, m1 = PF.max_pool1d(paddle.to_tensor(x1), 2, return_mask=True)
+    got = fw.nn.MaxUnPool1D(2)(
+        fw.to_tensor(y1.numpy(), device=device), fw.to_tensor(m1.numpy(), device=device)
+    )
+    np.testing.assert_array_equal(got.numpy(), PF.max_unpool1d(y1, m1, 2).numpy())
+    x3 = rng.permutation(1 * 2 * 4 * 4 * 6).reshape(1, 2, 4, 4, 6).astype("float32")
+    y3, m3 = PF.max_pool3d(paddle.to_tensor(x3), 2, return_mask=True)
+    got = F.max_unpool3d(fw.to_tensor(y3.numpy(), device=device), fw.to_tensor(m3.numpy(), device=device), 2)
+    np.testing.assert_array_equal(got.numpy(), PF.max_unpool3d(y3, m3, 2).numpy())
+
+
+def test_max_unpool_gradient_and_errors() -> None:
+    x = np.random.default_rng(13).permutation(40).reshape(1, 2, 4, 5).astype("float64")
+    _, mask = F.max_pool2d(fw.to_tensor(x), 2, 2, return_mask=True)
+    vals = np.random.default_rng(14).standard_normal(tuple(mask.shape))
+    check_grad(lambda t: F.max_unpool2d(t, mask, 2, 2, output_size=[4, 5]), vals)
+    with pytest.raises(fw.OpArgumentError, match=r"\[max_unpool2d\] indices must be integers"):
+        F.max_unpool2d(fw.ones([1, 1, 2, 2]), fw.ones([1, 1, 2, 2]), 2)
+
+
 def test_pool_errors_name_the_argument() -> None:
     x = fw.ones([1, 1, 4, 4])
     with pytest.raises(fw.OpArgumentError, match=r"\[avg_pool2d\] divisor_override"):

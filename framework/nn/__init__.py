@@ -83,6 +83,9 @@ from .pooling import (
     LPPool2D,
     MaxPool1D,
     MaxPool2D,
+    MaxUnPool1D,
+    MaxUnPool2D,
+    MaxUnPool3D,
 )
 from .rnn import GRU, LSTM, GRUCell, LSTMCell, SimpleRNN, SimpleRNNCell
 from .transformer import (

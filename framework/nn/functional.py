@@ -90,6 +90,9 @@ from .._src.ops.composites.pooling import (
     lp_pool2d,
     max_pool1d,
     max_pool2d,
+    max_unpool1d,
+    max_unpool2d,
+    max_unpool3d,
 )
 from .._src.ops.composites.resize import affine_grid, grid_sample, interpolate, upsample
 from .._src.ops.composites.sorting import topk

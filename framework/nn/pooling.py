@@ -38,7 +38,7 @@ class MaxPool2D(Layer):
     :func:`~framework.nn.functional.max_pool2d`.
 
     >>> import framework as fw
-    >>> fw.nn.MaxPool2D(3, 2, ceil_mode=True)(fw.ones([1, 2, 7, 7])).shape
+    >>> fw.nn.MaxPool2D(3, 2, ceil_mode=True)(fw.ones([1, 2, 8, 8])).shape
     (1, 2, 4, 4)
     """
 
@@ -201,3 +201,60 @@ class LPPool2D(LPPool1D):
         return F.lp_pool2d(
             x, self.norm_type, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.data_format
         )
+
+
+class _MaxUnPool(Layer):
+    _fn = "max_unpool2d"
+
+    def __init__(
+        self,
+        kernel_size: Any,
+        stride: Any = None,
+        padding: Any = 0,
+        data_format: str | None = None,
+        output_size: Any = None,
+        name: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+        self.data_format, self.output_size = data_format, output_size
+
+    def forward(self, x: Tensor, indices: Tensor) -> Tensor:
+        kw = {} if self.data_format is None else {"data_format": self.data_format}
+        return getattr(F, self._fn)(
+            x, indices, self.kernel_size, self.stride, self.padding, output_size=self.output_size, **kw
+        )
+
+
+class MaxUnPool1D(_MaxUnPool):
+    """The inverse of MaxPool1D given its mask (:func:`~framework.nn.functional.max_unpool1d`).
+
+    >>> import framework as fw
+    >>> fw.nn.MaxUnPool1D(2)(fw.ones([1, 1, 2]), fw.to_tensor([[[0, 3]]], dtype="int32")).numpy().tolist()
+    [[[1.0, 0.0, 0.0, 1.0]]]
+    """
+
+    _fn = "max_unpool1d"
+
+
+class MaxUnPool2D(_MaxUnPool):
+    """The inverse of MaxPool2D given its mask (:func:`~framework.nn.functional.max_unpool2d`).
+
+    >>> import framework as fw
+    >>> y, mask = fw.nn.MaxPool2D(2, return_mask=True)(fw.ones([1, 1, 2, 2]))
+    >>> fw.nn.MaxUnPool2D(2)(y, mask).numpy().ravel().tolist()
+    [1.0, 0.0, 0.0, 0.0]
+    """
+
+    _fn = "max_unpool2d"
+
+
+class MaxUnPool3D(_MaxUnPool):
+    """The inverse of MaxPool3D given its mask (:func:`~framework.nn.functional.max_unpool3d`).
+
+    >>> import framework as fw
+    >>> fw.nn.MaxUnPool3D(2)(fw.ones([1, 1, 1, 1, 1]), fw.to_tensor([[[[[0]]]]], dtype="int32")).shape
+    (1, 1, 2, 2, 2)
+    """
+
+    _fn = "max_unpool3d"

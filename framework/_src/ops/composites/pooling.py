@@ -7,6 +7,7 @@ spanning [floor(i*L/O), ceil((i+1)*L/O)) along each axis.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from adapter_api import OpArgumentError
@@ -14,6 +15,7 @@ from adapter_api import OpArgumentError
 from ...dtypes import as_dtype
 from ...tensor import Tensor
 from .. import creation as C
+from .. import indexing as I
 from .. import math as M
 from .. import shape as S
 from ..base import OPS, call, composite
@@ -253,6 +255,111 @@ def lp_pool1d(
     pads = _pad1d_as_2d("lp_pool1d", padding, k, 1)
     out = lp_pool2d(x.unsqueeze(2), norm_type, (1, k), (1, s), pads, ceil_mode).squeeze(2)
     return out.transpose((0, 2, 1)) if data_format == "NLC" else out
+
+
+def _max_unpool(
+    name: str,
+    nd: int,
+    x: Tensor,
+    indices: Tensor,
+    kernel_size: Any,
+    stride: Any,
+    padding: Any,
+    output_size: Any,
+) -> Tensor:
+    """Scatter ``x`` to the flat positions ``indices`` of a zero output (per sample and channel)."""
+    x = float_arg(name, x)
+    indices = tensor_arg(name, indices, "indices")
+    if x.ndim != nd + 2:
+        raise OpArgumentError(f"[{name}] x must be {nd + 2}-d (N, C, spatial...), got shape {x.shape}")
+    if indices.shape != x.shape or indices.dtype.kind not in "iu":
+        raise OpArgumentError(
+            f"[{name}] indices must be integers of x's shape {x.shape} (the mask of max_pool), "
+            f"got {indices.dtype} of shape {indices.shape}"
+        )
+    k = _ntuple(name, "kernel_size", kernel_size, nd, 1)
+    st = k if stride is None else _ntuple(name, "stride", stride, nd, 1)
+    pad = _ntuple(name, "padding", padding, nd, 0)
+    if output_size is None:
+        out = tuple((i - 1) * s - 2 * p + kk for i, s, p, kk in zip(x.shape[2:], st, pad, k))
+    else:
+        out = tuple(int(v) for v in output_size)[-nd:]
+        if len(out) != nd:
+            raise OpArgumentError(f"[{name}] output_size must hold {nd} spatial sizes, got {output_size!r}")
+    n, c = x.shape[:2]
+    flat = C.zeros((n, c, math.prod(out)), dtype=x.dtype, device=x.device)
+    vals, idx = x.reshape((n, c, -1)), indices.reshape((n, c, -1))
+    return I.put_along_axis(flat, idx, vals, axis=2).reshape((n, c) + out)
+
+
+def max_unpool2d(
+    x: Tensor,
+    indices: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    data_format: str = "NCHW",
+    output_size: Any = None,
+    name: str | None = None,
+) -> Tensor:
+    """The inverse of :func:`max_pool2d`: each value of ``x`` put at its ``indices`` position
+    (the mask ``max_pool2d(..., return_mask=True)`` gives) in a zero NCHW output of
+    ``output_size`` (default ``(H - 1) * stride - 2 * padding + kernel_size``).
+
+    >>> import framework as fw
+    >>> x = fw.arange(16, dtype="float32").reshape([1, 1, 4, 4])
+    >>> y, mask = fw.nn.functional.max_pool2d(x, 2, return_mask=True)
+    >>> fw.nn.functional.max_unpool2d(y, mask, 2)[0, 0].numpy().tolist()[1]
+    [0.0, 5.0, 0.0, 7.0]
+    """
+    if data_format != "NCHW":
+        raise OpArgumentError(f"[max_unpool2d] data_format must be 'NCHW' (as Paddle), got {data_format!r}")
+    return _max_unpool("max_unpool2d", 2, x, indices, kernel_size, stride, padding, output_size)
+
+
+def max_unpool1d(
+    x: Tensor,
+    indices: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    data_format: str = "NCL",
+    output_size: Any = None,
+    name: str | None = None,
+) -> Tensor:
+    """The inverse of max_pool1d: ``x`` put at ``indices`` in a zero (N, C, L_out) output.
+
+    >>> import framework as fw
+    >>> x, idx = fw.to_tensor([[[5.0, 7.0]]]), fw.to_tensor([[[1, 2]]], dtype="int32")
+    >>> fw.nn.functional.max_unpool1d(x, idx, 2).numpy().tolist()
+    [[[0.0, 5.0, 7.0, 0.0]]]
+    """
+    if data_format != "NCL":
+        raise OpArgumentError(f"[max_unpool1d] data_format must be 'NCL' (as Paddle), got {data_format!r}")
+    return _max_unpool("max_unpool1d", 1, x, indices, kernel_size, stride, padding, output_size)
+
+
+def max_unpool3d(
+    x: Tensor,
+    indices: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    data_format: str = "NCDHW",
+    output_size: Any = None,
+    name: str | None = None,
+) -> Tensor:
+    """The inverse of max_pool3d: ``x`` put at ``indices`` (``(d * H + h) * W + w``) in a zero
+    NCDHW output.
+
+    >>> import framework as fw
+    >>> x, idx = fw.ones([1, 1, 1, 1, 1]), fw.to_tensor([[[[[7]]]]], dtype="int32")
+    >>> float(fw.nn.functional.max_unpool3d(x, idx, 2).reshape([-1])[7])
+    1.0
+    """
+    if data_format != "NCDHW":
+        raise OpArgumentError(f"[max_unpool3d] data_format must be 'NCDHW' (as Paddle), got {data_format!r}")
+    return _max_unpool("max_unpool3d", 3, x, indices, kernel_size, stride, padding, output_size)
 
 
 def _adaptive_axis(x: Tensor, axis: int, out: int) -> Tensor:
