@@ -283,6 +283,40 @@ def pool2d(x: np.ndarray, k: tuple, stride: tuple, padding: tuple, kind: str) ->
     return out
 
 
+def pool2d_paddle(
+    x: np.ndarray, k: tuple, stride: tuple, padding: tuple, ceil_mode: bool, kind: str, divisor: float = 0.0
+) -> np.ndarray:
+    """Paddle's 2-d pooling, one window at a time: ``max``, ``mask`` (the max's ``h * W + w``,
+    first in row-major order), ``avg`` (exclusive: in-image elements counted), ``avg_inclusive``
+    (window clipped to the padded image ``[-p, H + p)``, the ceil overhang not counted).
+    ``ceil_mode``: output ``ceil((H + 2p - k) / s) + 1``; ``divisor`` scales by ``k*k / divisor``."""
+    n, c, h, w = x.shape
+    (kh, kw), (sh, sw), (ph, pw) = k, stride, padding
+
+    def size(n_in: int, kk: int, ss: int, pp: int) -> int:
+        span = n_in + 2 * pp - kk
+        return (-(-span // ss) if ceil_mode else span // ss) + 1
+
+    oh, ow = size(h, kh, sh, ph), size(w, kw, sw, pw)
+    out = np.zeros((n, c, oh, ow))
+    for i in range(oh):
+        for j in range(ow):
+            r0, c0 = i * sh - ph, j * sw - pw
+            r1, c1 = min(r0 + kh, h + ph), min(c0 + kw, w + pw)
+            a, b = max(r0, 0), max(c0, 0)
+            win = x[:, :, a : min(r1, h), b : min(c1, w)]
+            if kind == "max":
+                out[:, :, i, j] = win.max(axis=(2, 3))
+            elif kind == "mask":
+                flat = win.reshape(n, c, -1).argmax(axis=2)
+                out[:, :, i, j] = (a + flat // win.shape[3]) * w + b + flat % win.shape[3]
+            elif kind == "avg":
+                out[:, :, i, j] = win.mean(axis=(2, 3))
+            else:
+                out[:, :, i, j] = win.sum(axis=(2, 3)) / ((r1 - r0) * (c1 - c0))
+    return out * (kh * kw / divisor) if divisor else out
+
+
 def unfold(x: np.ndarray, k: tuple, stride: tuple, padding: tuple, dilation: tuple) -> np.ndarray:
     """im2col: row c*KH*KW + a*KW + b, column i*OW + j holds x[c, i*s + a*d - p, j*s + b*d - p]."""
     n, c, h, w = x.shape

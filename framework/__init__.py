@@ -365,6 +365,7 @@ from . import (  # layers, functional, initializers, optimizers; collectives
     static,
     tensor,
     utils,
+    vision,
 )
 from ._src.io import CheckpointError, load, save
 from .base.framework import disable_static, enable_static, get_flags, in_dynamic_mode, set_flags
@@ -758,6 +759,7 @@ __all__ = [
     "where",
     "zeros",
     "zeros_like",
+    "vision",
 ]
 
 # Paddle parity (issue 40): the functions Paddle's own examples call that were missing

@@ -90,6 +90,7 @@ from .loss import (
     TripletMarginWithDistanceLoss,
 )
 from .norm import (
+    BatchNorm,
     BatchNorm1D,
     BatchNorm2D,
     BatchNorm3D,
@@ -128,8 +129,13 @@ from .pooling import (
     AdaptiveMaxPool2D,
     AvgPool1D,
     AvgPool2D,
+    LPPool1D,
+    LPPool2D,
     MaxPool1D,
     MaxPool2D,
+    MaxUnPool1D,
+    MaxUnPool2D,
+    MaxUnPool3D,
 )
 from .rnn import GRU, LSTM, GRUCell, LSTMCell, SimpleRNN, SimpleRNNCell
 from .transformer import (

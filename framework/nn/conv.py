@@ -6,8 +6,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
-
 from adapter_api import OpArgumentError
 
 from .._src.tensor import Tensor
@@ -16,9 +14,26 @@ from . import initializer as I
 from .layer import Layer
 
 
+def _attr(attr: Any) -> Any:
+    """Paddle's ``weight_attr``/``bias_attr``: ``True`` is the default parameter (``None``)."""
+    return None if attr is True else attr
+
+
+def _paddle_init(in_channels: int, k: tuple[int, ...]) -> I.Initializer:
+    """Paddle's default convolution weight: N(0, sqrt(2 / (in_channels * prod(k)))), the
+    fan counting every input channel whatever ``groups`` is; biases start at zero."""
+    return I.Normal(0.0, math.sqrt(2.0 / (in_channels * math.prod(k))))
+
+
 class Conv2D(Layer):
-    """NCHW 2-d convolution; weight ``(out_channels, in_channels/groups, kh, kw)``,
-    Kaiming-normal by default (Paddle's default for convolutions)."""
+    """NCHW 2-d convolution; weight ``(out_channels, in_channels/groups, kh, kw)`` drawn from
+    N(0, sqrt(2 / (in_channels * kh * kw))) and a zero bias by default, as Paddle.
+
+    >>> import framework as fw
+    >>> conv = fw.nn.Conv2D(3, 8, 3, padding=1)
+    >>> conv(fw.ones([1, 3, 5, 5])).shape, float(conv.bias.abs().sum())
+    ((1, 8, 5, 5), 0.0)
+    """
 
     def __init__(
         self,
@@ -35,6 +50,7 @@ class Conv2D(Layer):
         data_format: str = "NCHW",
     ) -> None:
         super().__init__()
+        weight_attr, bias_attr = _attr(weight_attr), _attr(bias_attr)
         if padding_mode != "zeros":
             raise OpArgumentError(f"[Conv2D] padding_mode {padding_mode!r} is not supported; only 'zeros'")
         if in_channels % groups or out_channels % groups:
@@ -50,16 +66,12 @@ class Conv2D(Layer):
             data_format,
         )
         self.in_channels, self.out_channels, self.kernel_size = in_channels, out_channels, k
-        fan_in = in_channels // groups * k[0] * k[1]
         self.weight = self.create_parameter(
             (out_channels, in_channels // groups) + k,
             weight_attr,
-            default_initializer=I.KaimingNormal(fan_in),
+            default_initializer=_paddle_init(in_channels, k),
         )
-        bound = 1.0 / math.sqrt(fan_in)
-        self.bias = self.create_parameter(
-            (out_channels,), bias_attr, is_bias=True, default_initializer=I.Uniform(-bound, bound)
-        )
+        self.bias = self.create_parameter((out_channels,), bias_attr, is_bias=True)
 
     def forward(self, x: Tensor) -> Tensor:
         return F.conv2d(
@@ -99,6 +111,7 @@ class _ConvNd(Layer):
     ) -> None:
         super().__init__()
         name = type(self).__name__
+        weight_attr, bias_attr = _attr(weight_attr), _attr(bias_attr)
         if padding_mode != "zeros":
             raise OpArgumentError(f"[{name}] padding_mode {padding_mode!r} is not supported; only 'zeros'")
         if not isinstance(groups, int) or groups < 1 or in_channels % groups or out_channels % groups:
@@ -120,12 +133,9 @@ class _ConvNd(Layer):
             if self._transposed
             else (out_channels, in_channels // groups)
         ) + k
-        fan_in = (out_channels if self._transposed else in_channels) // groups * int(np.prod(k))
-        self.weight = self.create_parameter(shape, weight_attr, default_initializer=I.KaimingNormal(fan_in))
-        bound = 1.0 / math.sqrt(fan_in)
-        self.bias = self.create_parameter(
-            (out_channels,), bias_attr, is_bias=True, default_initializer=I.Uniform(-bound, bound)
-        )
+        init = I.XavierUniform() if self._transposed else _paddle_init(in_channels, k)
+        self.weight = self.create_parameter(shape, weight_attr, default_initializer=init)
+        self.bias = self.create_parameter((out_channels,), bias_attr, is_bias=True)
 
     def forward(self, x: Tensor, output_size: Any = None) -> Tensor:
         fn = getattr(F, self._fn)

@@ -105,8 +105,13 @@ from .._src.ops.composites.pooling import (
     adaptive_max_pool2d,
     avg_pool1d,
     avg_pool2d,
+    lp_pool1d,
+    lp_pool2d,
     max_pool1d,
     max_pool2d,
+    max_unpool1d,
+    max_unpool2d,
+    max_unpool3d,
 )
 from .._src.ops.composites.resize import affine_grid, grid_sample, interpolate, upsample
 from .._src.ops.composites.sorting import topk

@@ -127,6 +127,59 @@ class BatchNorm3D(_BatchNormBase):
     _formats = ("NCDHW", "NDHWC")
 
 
+class BatchNorm(_BatchNormBase):
+    """Paddle's older ``paddle.nn.BatchNorm``: batch norm over axis 1 of input of any rank,
+    followed by the activation named by ``act`` (``"relu"``, ``"sigmoid"``...); the same
+    parameters and statistics as :class:`BatchNorm2D`.
+
+    >>> import framework as fw
+    >>> bn = fw.nn.BatchNorm(4, act="relu")
+    >>> float(bn(fw.randn([2, 4, 3, 3])).min()) >= 0.0
+    True
+    """
+
+    _formats = ("NCHW", "NHWC", "NCL", "NC", "NCDHW")
+
+    def __init__(
+        self,
+        num_channels: int,
+        act: str | None = None,
+        is_test: bool = False,
+        momentum: float = 0.9,
+        epsilon: float = 1e-5,
+        param_attr: Any = None,
+        bias_attr: Any = None,
+        dtype: Any = "float32",
+        data_layout: str = "NCHW",
+        in_place: bool = False,
+        moving_mean_name: str | None = None,
+        moving_variance_name: str | None = None,
+        do_model_average_for_mean_and_var: bool = True,
+        use_global_stats: bool = False,
+        trainable_statistics: bool = False,
+    ) -> None:
+        super().__init__(
+            num_channels, momentum, epsilon, param_attr, bias_attr, data_layout, use_global_stats or None
+        )
+        if act is not None and not callable(getattr(F, act, None)):
+            raise OpArgumentError(f"[BatchNorm] act must name an activation of nn.functional, got {act!r}")
+        self.act, self.is_test = act, is_test
+
+    def forward(self, x: Tensor) -> Tensor:
+        if self.data_format == "NCHW" and x.ndim != 4:  # Paddle's layout name, any rank
+            fmt, self.data_format = (
+                self.data_format,
+                ("NC", "NCL", "NCHW", "NCDHW")[min(max(x.ndim, 2), 5) - 2],
+            )
+            try:
+                y = super().forward(x)
+            finally:
+                self.data_format = fmt
+        else:
+            y = super().forward(x)
+        return getattr(F, self.act)(y) if self.act else y
+
+
 class SyncBatchNorm(BatchNorm2D):
     """Paddle's SyncBatchNorm in one process: the statistics of the local batch (BatchNorm2D).
 

@@ -107,6 +107,20 @@ def _nll_last(
     return _reduce(name, loss, reduction)
 
 
+#: Paddle's softmax-with-cross-entropy kernel clips the max-shifted logits at -64 before the
+#: exponential, so one sample's loss is at most 64 + log(classes)
+_SHIFTED_LOGIT_FLOOR = -64.0
+
+
+def _clipped_log_softmax(x: Tensor) -> Tensor:
+    """log_softmax over the last axis as Paddle's cross-entropy computes it: ``s = x - max(x)``
+    clipped below at -64, then ``s - log(sum(exp(s)))``. The clip changes values only; the
+    gradient is Paddle's ``softmax(s) - target``, as if nothing had been clipped."""
+    s = x - M.max(x, axis=-1, keepdim=True).detach()
+    s = s + (M.maximum(s, _SHIFTED_LOGIT_FLOOR) - s).detach()
+    return s - M.log(M.sum(M.exp(s), axis=-1, keepdim=True))
+
+
 def cross_entropy(
     input: Tensor,
     label: Tensor,
@@ -125,10 +139,17 @@ def cross_entropy(
     ``mean`` divides by the weight of the rest); ``soft_label=True`` takes probabilities.
     ``label_smoothing`` mixes the one-hot target with the uniform distribution.
 
+    With ``reduction="none"`` the class axis stays (size 1) where the label has it or the
+    labels are soft, as Paddle. As Paddle, the logits minus their maximum are clipped at -64
+    before the softmax, so a sample's loss is bounded (``[[1000, -1000]]`` with label 1 costs 64, not 2000); the
+    gradient is still ``softmax - target``.
+
     >>> import framework as fw
     >>> import framework.nn.functional as F
     >>> round(F.cross_entropy(fw.to_tensor([[0.0, 0.0]]), fw.to_tensor([1])).item(), 4)
     0.6931
+    >>> F.cross_entropy(fw.to_tensor([[1000.0, -1000.0]]), fw.to_tensor([1])).item()
+    64.0
     """
     input = float_arg("cross_entropy", input, "input")
     if reduction not in _REDUCTIONS:
@@ -143,11 +164,13 @@ def cross_entropy(
         and label.shape == input.shape
     ):
         soft_label = True  # float labels of the input's shape are probabilities (as Paddle reads them)
+    # Paddle keeps the class axis (size 1) in a per-sample loss when the label has it
+    keep_axis = reduction == "none" and (soft_label or getattr(label, "ndim", 0) == input.ndim)
     if ax != input.ndim - 1:
         input = S.swapaxes(input, ax, -1) if input.ndim > 1 else input
         if not soft_label and label.ndim == input.ndim:
             label = S.swapaxes(label, ax, -1)
-    logp = log_softmax(input, axis=-1) if use_softmax else M.log(input)
+    logp = _clipped_log_softmax(input) if use_softmax else M.log(input)
     if soft_label:
         label = tensor_arg("cross_entropy", label, "label")
         if label.shape != logp.shape:
@@ -159,8 +182,10 @@ def cross_entropy(
             target = target * (1.0 - label_smoothing) + label_smoothing / logp.shape[-1]
         if weight is not None:
             target = target * weight.astype(logp.dtype)
-        return _reduce("cross_entropy", -M.sum(logp * target, axis=-1), reduction)
-    return _nll_last(logp, label, weight, ignore_index, reduction, label_smoothing, "cross_entropy")
+        loss = _reduce("cross_entropy", -M.sum(logp * target, axis=-1), reduction)
+    else:
+        loss = _nll_last(logp, label, weight, ignore_index, reduction, label_smoothing, "cross_entropy")
+    return loss.unsqueeze(ax) if keep_axis else loss
 
 
 def _pair(name: str, input: Tensor, label: Tensor) -> tuple[Tensor, Tensor]:
@@ -299,7 +324,8 @@ def softmax_with_cross_entropy(
         lab = label.squeeze(ax)
     loss = cross_entropy(
         logits, lab, ignore_index=ignore_index, reduction="none", soft_label=soft_label, axis=ax
-    ).unsqueeze(ax)
+    )
+    loss = loss if soft_label else loss.unsqueeze(ax)  # soft labels: cross_entropy kept the axis
     if return_softmax:
         return loss, M.exp(log_softmax(logits, axis=ax))
     return loss
