@@ -125,6 +125,7 @@ LARGE_SAMPLES = {
     "reductions": "(2, 4099) on the last axis, (1031, 67) on the first, (70161,) whole; `max`/`min` with "
     "each row's extremes alone near the end",
     "argmax/argmin": "(2, 4099) and (70161,), the extreme placed past 1,024 / 65,536",
+    "argsort": "one row of 70,001 with ties (stability), (17, 4099) descending",
     "matmul": "(33, 1031) @ (1031, 65): K past 1,024; (257, 16) @ (16, 273): 70,161 outputs",
     "layout": "permute (33, 65, 37), expand to (257, 273), a strided slice, concat on either axis, pad "
     "and copy, to 70,161 elements or more",
@@ -373,6 +374,9 @@ def argsort_samples(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
             )
         elif d != np.bool_:
             yield Sample([np.tile(int_edges(d), 2)], {"descending": desc}, label=f"integer edges desc={desc}")
+    # past a work-group's and a merge pass's sizes: one long row with ties, and many rows
+    yield Sample([ties((1, 70001))], {"descending": False}, label="one row of 70,001 with ties")
+    yield Sample([values(d, (17, LONG_AXIS), rng)], {"descending": True}, label=f"(17, {LONG_AXIS}) desc=True")
 
 
 def cast_samples(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
