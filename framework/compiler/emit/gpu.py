@@ -148,12 +148,6 @@ class OpenCLEmitter(_GroupEmitter):
             *_gpu_helpers(self.programs(prog), self.language, half),
         ]
 
-    def expr(self, n: loop_ir.Node, a: list[str], load: str) -> str:
-        if n.op == "cast" and n.dtype.kind in "iu" and is_float(n.args[0].dtype):
-            # NOTE: out-of-range and NaN are undefined for a C cast; saturate, then wrap
-            return f"(({self.ctype(n.dtype)})convert_long_sat_rtz({a[0]}))"
-        return super().expr(n, a, load)
-
     native = {"rsqrt": "rsqrt({0})"}
 
     def signature(self, prog: loop_ir.Program, entry: str) -> str:
