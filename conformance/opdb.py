@@ -376,7 +376,9 @@ def argsort_samples(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
             yield Sample([np.tile(int_edges(d), 2)], {"descending": desc}, label=f"integer edges desc={desc}")
     # past a work-group's and a merge pass's sizes: one long row with ties, and many rows
     yield Sample([ties((1, 70001))], {"descending": False}, label="one row of 70,001 with ties")
-    yield Sample([values(d, (17, LONG_AXIS), rng)], {"descending": True}, label=f"(17, {LONG_AXIS}) desc=True")
+    yield Sample(
+        [values(d, (17, LONG_AXIS), rng)], {"descending": True}, label=f"(17, {LONG_AXIS}) desc=True"
+    )
 
 
 def cast_samples(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
