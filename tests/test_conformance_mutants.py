@@ -592,8 +592,8 @@ LARGE_MUTANTS = [
         [
             (
                 KERNELS,
-                "else x)\n        )\n",
-                "else x)\n        )\n    y.reshape(-1)[65536:] = 0  # the rest never written\n",
+                "else x)\n    )\n",
+                "else x)\n    )\n    y.reshape(-1)[65536:] = 0  # the rest never written\n",
             )
         ],
         "primitives",
