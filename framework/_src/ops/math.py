@@ -309,7 +309,7 @@ def _int_division(name: str):
         if type(y) is int and y == 0 and isinstance(x, Tensor) and x.dtype.kind in "iub":
             raise OpArgumentError(_DIV_BY_ZERO.format(name=op.name, where="the divisor is the scalar 0"))
         a, b = _operands(op.name, x, y)
-        if b.dtype.kind in "iu":
+        if b.dtype.kind in "iu" and type(y) is not int:  # a Python int divisor was checked above
             b = _nonzero_divisor(op.name, b)
         return apply1(op, [a, b], {})
 
