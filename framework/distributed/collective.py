@@ -11,11 +11,12 @@ Configuration (environment, or arguments of :func:`init_parallel_env`):
 ``OARLOCK_DISTRIBUTED_DEBUG=1`` before each collective, all-gather (op, dtype, shape, root) of
                                 every rank and raise on a mismatch (one small extra collective
                                 per call)
-``OARLOCK_DISTRIBUTED_DEBUG``   unset (the default): the same check, at the 1st, 2nd, 4th,
-                                8th... call from each call site of each group -- a collective
-                                called with another shape or dtype on some rank (which MPI
-                                would reduce into silently wrong values) is caught on its first
-                                call, at a cost that vanishes as a job runs
+``OARLOCK_DISTRIBUTED_DEBUG``   unset (the default): the same check, right after the 1st, 2nd,
+                                4th, 8th... call from each call site of each group -- a
+                                collective called with another shape or dtype on some rank
+                                (which MPI reduces into silently wrong values) raises on its
+                                first call, at a cost that vanishes as a job runs; after, so
+                                that a missing rank is reported by the collective itself
 ``OARLOCK_DISTRIBUTED_DEBUG=0`` no check (ranks that disagree get an MPI error, a timeout
                                 naming the ranks, or for an ``all_reduce`` of different sizes
                                 wrong values)
@@ -378,17 +379,26 @@ def _should_check(g: Group, name: str) -> bool:
 
 
 def _prepare(name: str, t: Tensor, group: Group | None, **extra: Any) -> tuple[Group, Any] | None:
+    _STATE.pop("pending", None)  # a check left by a collective that raised
     g = _group(group)
     if not g.is_member():
         return None
-    if _should_check(g, name):
-        _debug_check(g, name, t, **extra)
+    if _STATE["debug"] is True:
+        _debug_check(g, name, t, **extra)  # before: a mismatched call never runs
+    elif _should_check(g, name):
+        # NOTE: the default check runs after the collective (see _finish): a rank that died or
+        # never came is then reported by the collective itself, naming it, not by the check
+        _STATE["pending"] = (g, name, t, extra)
     return g, g.communicator(t.device)
 
 
 def _finish(t: Tensor | None, sync_op: bool, written: str | None = None) -> Task | None:
     """The collective's task; ``written``: the collective wrote ``t`` in place (its version is
     bumped, so that a backward that saved ``t`` before does not read the new value silently)."""
+    pending = _STATE.pop("pending", None)
+    if pending is not None:
+        g, name, tensor, extra = pending
+        _debug_check(g, name, tensor, **extra)
     if written is not None and t is not None:
         t._bump_version(f"distributed.{written}")
     return None if sync_op else Task(t.device if t is not None else None)
