@@ -13,6 +13,7 @@ register is "not supported", as in the primitives tier.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -41,6 +42,11 @@ def traced(fn: Callable[..., Any], ins: Sequence[Any], device: str) -> tuple[Any
     ir.verify(tr.program)
     ex = ir.Executor(tr.program, dev, tr.param_tensors, tr.constants)
     return ex, [op.name for op in tr.program.block.ops], stats
+
+
+def _near(info: Any, sample: Any, got: np.ndarray, _want: np.ndarray, where: str) -> None:
+    """``got`` within the reference's tolerance (where eager and program may differ in order)."""
+    check_reference(info, sample, got, where)
 
 
 def _equal(got: np.ndarray, want: np.ndarray, where: str) -> None:
@@ -86,13 +92,17 @@ def primitive_case(name: str, dtype: str, device: str, seed: int = 0) -> dict[st
         programs[key] = programs.get(key, 0) + 1
         got = ex(*ins)[0].numpy()
         check_reference(info, sample, got, where)  # right, not only the same as eager
-        _equal(got, want, where)
+        # NOTE: a sample with a magnitude accumulates (scatter_add with duplicate indices): a
+        # device may add in any order (atomics), so program and eager agree within the
+        # reference's tolerance, not bit for bit
+        same = _equal if sample.magnitude is None else functools.partial(_near, info, sample)
+        same(got, want, where)
         n += 1
         if sample.ins and any(a.size for a in sample.ins):
             shifted = [put(a, device, OFFSET_ELEMS) for a in sample.ins]
             got = ex(*shifted)[0].numpy()
             how = ", a graph replay" if ex.memory_stats({})["graph"] else ""  # from the second run on
-            _equal(got, want, where + f" (inputs at a {OFFSET_ELEMS}-element offset{how})")
+            same(got, want, where + f" (inputs at a {OFFSET_ELEMS}-element offset{how})")
             n += 1
             replayed += _check_replay(ex, sample.ins, want, device, where)
     return {"samples": n, "programs": programs, "replayed": replayed}
