@@ -21,7 +21,7 @@ from .. import random as _rand
 from .. import shape as S
 from .. import sharding as _sh
 from ..base import OPS, call, composite
-from ..indexing import rebind
+from ..indexing import alias, rebind
 from ._common import axis_arg, float_arg, same_meta, tensor_arg
 from .norm import softmax
 
@@ -81,11 +81,12 @@ def gelu(x: Tensor, approximate: Any = False, name: str | None = None) -> Tensor
 
 def silu(x: Tensor, inplace: bool = False, name: str | None = None) -> Tensor:
     """x * sigmoid(x) (also called swish); ``inplace=True`` also stores it into ``x``."""
-    out = call(OPS["silu"], [float_arg("silu", x)], {})
+    old = alias(x) if inplace else x  # the graph keeps x's value before the update
+    out = call(OPS["silu"], [float_arg("silu", old)], {})
     if inplace:
         if x.dtype != out.dtype:
             raise OpArgumentError(f"[silu] inplace needs a float x, got dtype {x.dtype}")
-        rebind(x, out)
+        rebind(x, out, "silu(inplace=True)", old)
         return x
     return out
 

@@ -16,7 +16,7 @@ from ...tensor import Tensor, to_tensor
 from .. import creation as C
 from .. import math as M
 from .. import shape as S
-from ..indexing import rebind
+from ..indexing import alias, rebind
 from ._common import tensor_arg
 from .sorting import searchsorted
 
@@ -201,7 +201,8 @@ def assign(x: Any, output: Tensor | None = None) -> Tensor:
     data = x.clone() if isinstance(x, Tensor) else to_tensor(np.asarray(x))
     if output is None:
         return data
-    rebind(output, data.to(output.device))  # output takes the data's shape and dtype (Paddle)
+    # output takes the data's shape and dtype (Paddle), its version bumped
+    rebind(output, data.to(output.device), "assign", alias(output))
     return output
 
 
