@@ -53,7 +53,8 @@ def test_tiny_llama_follows_the_cpu_loss_curve(primonly, monkeypatch):
         fw.set_strict_kernels(False)
     assert fw.fallback_stats() == {}
     paths = fw.op_path_stats()
-    for op in ("rms_norm", "attention", "linear", "silu", "log_softmax"):
+    # (the loss no longer goes through log_softmax: cross_entropy clips as Paddle does, from primitives)
+    for op in ("rms_norm", "attention", "linear", "silu"):
         st = paths[f"{op}@primonly"]
         old = before.get(f"{op}@primonly", {"decomposed": 0})
         assert st["fused"] == 0 and st["generated"] == 0 and st["decomposed"] > old["decomposed"]
