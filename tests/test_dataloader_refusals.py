@@ -75,6 +75,10 @@ class Stuck(io.Dataset):
     def __getitem__(self, i):
         if i == 2:
             if self.how == "frozen":
+                # Let this worker's queue feeder finish sending batch 0 first: stopped while it
+                # holds the shared result queue's write lock, it would also block worker 1's
+                # batch 1, which the first next() waits for (a hang in CI, seen once).
+                time.sleep(1.0)
                 os.kill(os.getpid(), signal.SIGSTOP)
             time.sleep(3600)
         return np.float32(i)
