@@ -2,14 +2,20 @@
 
 A plugin states the version it was built for as ``CONTRACT = (major, minor)``. It is
 compatible when the major versions are equal and the plugin's minor is not newer than the
-core's: a minor release only adds optional hooks and methods.
+core's: a minor release only adds optional hooks, methods and primitives.
+
+History:
+
+- 1.0: the first contract.
+- 1.1: the ``argsort`` primitive (stable, last axis, NaN greatest). A 1.0 plugin has none, so
+  sort, topk, median and quantile run its argsort on the cpu plugin (a counted fallback).
 """
 
 from __future__ import annotations
 
 from .errors import ContractVersionError
 
-CONTRACT_VERSION: tuple[int, int] = (1, 0)
+CONTRACT_VERSION: tuple[int, int] = (1, 1)
 
 
 def check_contract(plugin: str, version: object) -> tuple[int, int]:
