@@ -22,12 +22,10 @@ the next save of the same path. Files get the permissions the umask allows (like
 
 from __future__ import annotations
 
-import glob
 import hashlib
 import json
 import math
 import os
-import secrets
 from typing import Any, BinaryIO
 
 import numpy as np
@@ -37,6 +35,7 @@ from adapter_api import OarlockError, OpArgumentError
 from . import device as _dev
 from . import dtypes as _dt
 from . import paddle_pickle as _paddle_pickle
+from .atomic_file import atomic_write
 from .tensor import Tensor, from_numpy_copy
 
 FORMAT = "oarlock-checkpoint-2"
@@ -151,27 +150,6 @@ def _host_bytes(a: Tensor | np.ndarray) -> memoryview:
     return memoryview(np.ascontiguousarray(arr).reshape(-1).view(np.uint8))
 
 
-def _stale_temporaries(path: str) -> list[str]:
-    """Temporaries of earlier saves of ``path`` whose process is gone."""
-    folder, name = os.path.split(os.path.abspath(path))
-    stale = []
-    for tmp in glob.glob(os.path.join(glob.escape(folder), f".{glob.escape(name)}.tmp-*")):
-        pid = os.path.basename(tmp)[len(name) + 6 :].split("-", 1)[0]
-        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
-            stale.append(tmp)
-    return stale
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # exists, owned by someone else
-        return True
-    return True
-
-
 def save(obj: Any, path: str | os.PathLike[str], **kwargs: Any) -> None:
     """Write ``obj`` to ``path`` in safetensors format, atomically, one tensor at a time.
 
@@ -211,44 +189,17 @@ def save(obj: Any, path: str | os.PathLike[str], **kwargs: Any) -> None:
     items = sorted(tensors.items())
     header = _header_bytes(items, {"format": FORMAT, "tree": json.dumps(tree), "sha256": _PLACEHOLDER})
     mark = header.index(_PLACEHOLDER.encode())
-    folder, name = os.path.split(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    for old in _stale_temporaries(path):
-        try:
-            os.unlink(old)
-        except OSError:
-            pass
-    tmp = os.path.join(folder, f".{name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
-    fd = os.open(
-        tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666
-    )  # the umask applies
-    try:
-        with os.fdopen(fd, "wb") as f:
-            h = hashlib.sha256(header)
-            f.write(header)
-            for _, a in items:
-                data = _host_bytes(a)
-                for i in range(0, len(data), _CHUNK):
-                    h.update(data[i : i + _CHUNK])
-                    f.write(data[i : i + _CHUNK])
-                del data
-            f.seek(mark)
-            f.write(h.hexdigest().encode())
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    try:
-        dfd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
-    except OSError:  # some filesystems cannot fsync a folder; the rename is still atomic
-        pass
+    with atomic_write(path) as f:
+        h = hashlib.sha256(header)
+        f.write(header)
+        for _, a in items:
+            data = _host_bytes(a)
+            for i in range(0, len(data), _CHUNK):
+                h.update(data[i : i + _CHUNK])
+                f.write(data[i : i + _CHUNK])
+            del data
+        f.seek(mark)
+        f.write(h.hexdigest().encode())
 
 
 def _not_ours(path: str, raw: bytes) -> CheckpointError:

@@ -12,7 +12,6 @@ array, as Paddle writes it (Paddle has no uint16 dtype).
 from __future__ import annotations
 
 import io
-import os
 import pickle
 from typing import Any
 
@@ -20,6 +19,7 @@ import numpy as np
 
 from . import device as _dev
 from . import dtypes as _dt
+from .atomic_file import atomic_write
 from .tensor import Tensor, from_numpy_copy
 
 #: The file suffixes that mean Paddle's pickle format to ``fw.save``.
@@ -157,16 +157,5 @@ def save(obj: Any, path: str, protocol: int = 4) -> None:
     The file is written beside ``path`` and renamed into place, so a crash leaves the old file.
     """
     data = pickle.dumps(_plain(obj, path), protocol=protocol)
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    tmp = f"{path}.tmp-{os.getpid()}"
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with atomic_write(path) as f:
+        f.write(data)
