@@ -47,6 +47,7 @@ from .auto_parallel import (
 )
 from .collective import (
     Group,
+    P2POp,
     ReduceOp,
     Task,
     all_gather,
@@ -55,6 +56,7 @@ from .collective import (
     alltoall,
     alltoall_single,
     barrier,
+    batch_isend_irecv,
     broadcast,
     destroy_process_group,
     get_rank,
@@ -94,6 +96,7 @@ __all__ = [
     "DataParallel",
     "DistributedBatchSampler",
     "Group",
+    "P2POp",
     "ReduceOp",
     "Task",
     "all_gather",
@@ -102,6 +105,7 @@ __all__ = [
     "alltoall",
     "alltoall_single",
     "barrier",
+    "batch_isend_irecv",
     "broadcast",
     "destroy_process_group",
     "get_rank",

@@ -1,0 +1,31 @@
+"""``fleet.meta_parallel``: pipeline stages (``LayerDesc``, ``PipelineLayer``,
+``PipelineParallel``) and tensor-parallel layers (``ColumnParallelLinear``,
+``RowParallelLinear``, ``VocabParallelEmbedding``).
+
+>>> import framework as fw
+>>> from framework.distributed.fleet.meta_parallel import LayerDesc
+>>> LayerDesc(fw.nn.Linear, 2, 3)
+Linear(2, 3)
+"""
+
+from __future__ import annotations
+
+from .mp_layers import (
+    ColumnParallelLinear,
+    RowParallelLinear,
+    TensorParallel,
+    VocabParallelEmbedding,
+)
+from .pipeline_parallel import PipelineParallel
+from .pp_layers import LayerDesc, PipelineLayer, segment
+
+__all__ = [
+    "ColumnParallelLinear",
+    "LayerDesc",
+    "PipelineLayer",
+    "PipelineParallel",
+    "RowParallelLinear",
+    "TensorParallel",
+    "VocabParallelEmbedding",
+    "segment",
+]

@@ -1,0 +1,118 @@
+"""Under mpiexec: pipeline parallelism through ``fleet`` equals one process.
+
+``python pp_train.py DEVICE OUT``: the world is the pipe (one stage per rank); with 4 ranks
+also a 2 x 2 data x pipe layout (2 stages, each replicated twice, the batch split over dp). A PipelineLayer of 8 entries (4 Linear layers, tanh between)
+trains 3 Adam steps with ``train_batch`` under each schedule (1F1B, FThenB, 1F1B with
+recomputation); every rank also builds the whole model the way PipelineLayer does (layer i
+after ``fw.seed(1234 + i)``) and trains it alone on the same batches. The gradients of the
+first batch (``forward_backward_pipeline``), the losses and the final parameters of this
+rank's stage are written with the reference's to ``OUT/rank{r}.npz``.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+import framework as fw
+import framework.distributed as dist
+from framework.distributed import fleet
+from framework.distributed.fleet.meta_parallel import LayerDesc, PipelineLayer, PipelineParallel
+
+device, out = sys.argv[1], sys.argv[2]
+fleet.init(is_collective=True, strategy=fleet.DistributedStrategy())  # dp = the world
+fw.set_device(device)
+rank, world = dist.get_rank(), dist.get_world_size()
+MB, ACC, STEPS = 2, 4, 3
+
+
+def descs() -> list:
+    return [
+        LayerDesc(fw.nn.Linear, 6, 16),
+        fw.tanh,
+        LayerDesc(fw.nn.Linear, 16, 16),
+        LayerDesc(fw.nn.Tanh),
+        LayerDesc(fw.nn.Linear, 16, 16),
+        fw.tanh,
+        LayerDesc(fw.nn.Linear, 16, 3),
+        LayerDesc(fw.nn.Identity),
+    ]
+
+
+def whole():
+    """The one-process twin: the same layers from the same seeds."""
+    layers = []
+    for i, d in enumerate(descs()):
+        fw.seed(1234 + i)
+        layers.append(d.build_layer() if isinstance(d, LayerDesc) else d)
+
+    def run(x):
+        for f in layers:
+            x = f(x)
+        return x
+
+    named = {
+        f"{i}.{n}": p
+        for i, f in enumerate(layers)
+        if isinstance(f, fw.nn.Layer)
+        for n, p in f.named_parameters()
+    }
+    return run, named
+
+
+def batch(step: int, dp_rank: int, dp: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(100 + step)
+    x = rng.normal(size=(dp * MB * ACC, 6)).astype(np.float32)
+    y = np.stack([np.sin(x[:, 0]), x[:, 1] * x[:, 2], np.cos(x[:, 3])], 1).astype(np.float32)
+    rows = slice(dp_rank * MB * ACC, (dp_rank + 1) * MB * ACC)
+    return x, y, rows
+
+
+def case(name: str, dp: int, pp: int, mode: str, recompute: int, res: dict) -> None:
+    topo = fleet.CommunicateTopology(["data", "pipe", "model"], [dp, pp, 1])
+    hcg = fleet.HybridCommunicateGroup(topo)
+    strategy = fleet.DistributedStrategy()
+    strategy.pipeline_configs = {"micro_batch_size": MB, "accumulate_steps": ACC, "schedule_mode": mode}
+    net = PipelineLayer(descs(), topology=topo, loss_fn=fw.nn.MSELoss(), recompute_interval=recompute)
+    model = PipelineParallel(net, hcg, strategy)
+    opt = fw.optimizer.Adam(learning_rate=0.01, parameters=net.parameters())
+    ref, ref_params = whole()
+    ref_opt = fw.optimizer.Adam(learning_rate=0.01, parameters=list(ref_params.values()))
+    names = sorted(net.state_dict())
+    dpr = hcg.get_data_parallel_rank()
+    for step in range(STEPS):
+        x, y, rows = batch(step, dpr, dp)
+        data = [fw.to_tensor(x[rows]), fw.to_tensor(y[rows])]
+        if step == 0:  # the gradients of one batch, before any update
+            loss = model.forward_backward_pipeline(data)
+            for n in names:
+                res[f"{name}/grad/{n}"] = net.state_dict()[n].grad.numpy()
+            opt.step()
+            opt.clear_grad()
+        else:
+            loss = model.train_batch(data, opt)
+        if dp > 1:  # the loss of this rank's rows (Paddle's): the batch's is their mean
+            dist.all_reduce(loss, op="avg", group=hcg.get_data_parallel_group())
+        ref_loss = fw.nn.functional.mse_loss(ref(fw.to_tensor(x)), fw.to_tensor(y))
+        ref_loss.backward()
+        if step == 0:
+            for n in names:
+                res[f"{name}/ref_grad/{n}"] = ref_params[n].grad.numpy()
+        ref_opt.step()
+        ref_opt.clear_grad()
+        res[f"{name}/loss/{step}"] = np.float32(loss.numpy())
+        res[f"{name}/ref_loss/{step}"] = np.float32(ref_loss.numpy())
+    for n in names:
+        res[f"{name}/param/{n}"] = net.state_dict()[n].numpy()
+        res[f"{name}/ref_param/{n}"] = ref_params[n].numpy()
+    res[f"{name}/stage"] = np.int64(net.stage_id)
+
+
+res: dict = {}
+case("1F1B", 1, world, "1F1B", 0, res)
+case("FThenB", 1, world, "FThenB", 0, res)
+case("recompute", 1, world, "1F1B", 1, res)
+if world == 4:
+    case("dp2xpp2", 2, 2, "1F1B", 0, res)
+np.savez(f"{out}/rank{rank}.npz", **res)
