@@ -123,7 +123,6 @@ def distributed_optimizer(optimizer: Any, strategy: DistributedStrategy | None =
     ``dist.shard_optimizer``; with ``sharding_degree > 1`` its states split over the sharding
     group (ZeRO stage 1, or the stage of ``sharding_configs['stage']``)."""
     from ..auto_parallel.dtensor import DistTensor
-    from ..auto_parallel.optimizer import shard_optimizer
     from ..sharding import ShardedOptimizer
 
     hcg = _hcg()
@@ -131,8 +130,33 @@ def distributed_optimizer(optimizer: Any, strategy: DistributedStrategy | None =
         _FLEET["strategy"] = strategy
     params = optimizer._all_params() if hasattr(optimizer, "_all_params") else []
     if hcg.get_sharding_parallel_world_size() > 1:
-        stage = int(_FLEET["strategy"].sharding_configs.get("stage", 1))
-        return ShardedOptimizer(optimizer, hcg.get_sharding_parallel_group(), stage)
-    if any(isinstance(p, DistTensor) for p in params):
-        return shard_optimizer(optimizer)
+        return ShardedOptimizer(optimizer, hcg.get_sharding_parallel_group(), 1)
+    if any(isinstance(p, DistTensor) for p in params) and hasattr(optimizer, "fused"):
+        optimizer.fused = False  # the update runs eagerly: its ops meet the interceptor
+    if hcg.get_parallel_mode() == ParallelMode.TENSOR_PARALLEL and hcg.get_data_parallel_world_size() > 1:
+        return HybridParallelOptimizer(optimizer, hcg)
     return optimizer
+
+
+class HybridParallelOptimizer:
+    """The optimizer of a tensor-parallel model with data parallelism: before each step the
+    gradients (of the distributed parameters: this rank's shards) are averaged over the dp
+    group (Paddle's class of this name). Other attributes are the wrapped optimizer's."""
+
+    def __init__(self, optimizer: Any, hcg: HybridCommunicateGroup) -> None:
+        self.__dict__["_inner"], self.__dict__["_hcg"] = optimizer, hcg
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.__dict__["_inner"], name)
+
+    def step(self) -> None:
+        from ..._src.autograd import no_grad
+        from ..auto_parallel.dtensor import DistTensor
+
+        dp = self._hcg.get_data_parallel_group()
+        with no_grad():
+            for p in self._inner._all_params():
+                local = p._local_value() if isinstance(p, DistTensor) else p
+                if local.grad is not None:
+                    collective.all_reduce(local.grad, op="avg", group=dp)
+        self._inner.step()

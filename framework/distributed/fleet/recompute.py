@@ -7,7 +7,7 @@ activations and run it again in backward to get them.
 >>> x = fw.to_tensor(np.ones((4, 3), "float32"), stop_gradient=False)
 >>> recompute(lambda t: fw.tanh(lin(t)), x).sum().backward()
 >>> lin.weight.grad.shape
-[3, 2]
+(3, 2)
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def recompute(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
     >>> import framework as fw
     >>> recompute(fw.tanh, fw.ones([2])).shape
-    [2]
+    (2,)
     """
     keep_rng = bool(kwargs.pop("preserve_rng_state", True))
     kwargs.pop("use_reentrant", None)

@@ -5,7 +5,7 @@ front door and the auto-parallel core share one set of communicators.
 
 >>> topo = CommunicateTopology(["data", "pipe", "model"], [2, 2, 1])
 >>> topo.get_coord(3), topo.get_comm_list("pipe")
-(Coordinate(data=1, pipe=1, model=0), [[0, 2], [1, 3]])
+(Coordinate(data=1, pipe=1, model=0), [[0, 1], [2, 3]])
 """
 
 from __future__ import annotations

@@ -34,16 +34,16 @@ class LayerDesc:
 
     >>> import framework as fw
     >>> LayerDesc(fw.nn.Linear, 2, 3).build_layer().weight.shape
-    [2, 3]
+    (2, 3)
     """
 
-    def __init__(self, layer_func: type, *inputs: Any, **kwargs: Any) -> None:
-        if not (isinstance(layer_func, type) and issubclass(layer_func, Layer)):
+    def __init__(self, layer_func_or_spec: type, *inputs: Any, **kwargs: Any) -> None:
+        if not (isinstance(layer_func_or_spec, type) and issubclass(layer_func_or_spec, Layer)):
             raise TypeError(
-                f"[LayerDesc] layer_func must be a subclass of nn.Layer, got {layer_func!r}; "
-                "put plain functions in the list directly"
+                f"[LayerDesc] layer_func must be a subclass of nn.Layer, got {layer_func_or_spec!r}; "
+                "put plain functions in the list directly (Paddle's LayerSpec is not supported)"
             )
-        self.layer_func, self.inputs, self.kwargs = layer_func, inputs, kwargs
+        self.layer_func, self.inputs, self.kwargs = layer_func_or_spec, inputs, kwargs
 
     def build_layer(self, **extra_kwargs: Any) -> Layer:
         return self.layer_func(*self.inputs, **{**self.kwargs, **extra_kwargs})
@@ -114,7 +114,7 @@ class PipelineLayer(Layer):
     >>> import framework as fw
     >>> net = PipelineLayer([LayerDesc(fw.nn.Linear, 2, 2)], num_stages=1)
     >>> net(fw.ones([1, 2])).shape
-    [1, 2]
+    (1, 2)
     """
 
     def __init__(
