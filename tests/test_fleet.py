@@ -144,3 +144,28 @@ def test_group_sharded_checks_its_arguments() -> None:
     clipped = fw.optimizer.Adam(parameters=lin.parameters(), grad_clip=fw.nn.ClipGradByGlobalNorm(1.0))
     with pytest.raises(fw.OarlockError, match=r"\[sharding\] an optimizer with grad_clip is not supported"):
         sharding.group_sharded_parallel(lin, clipped, level="os")
+
+
+@needs_mpi
+@pytest.mark.mpi
+@pytest.mark.skipif(
+    not os.environ.get("OARLOCK_NIGHTLY"),
+    reason="8 ranks: OARLOCK_NIGHTLY=1 (dp x pp and dp x mp run by default)",
+)
+def test_hybrid_tiny_llama_on_8_ranks_follows_one_process() -> None:
+    """examples/train_tiny_llama_hybrid.py: dp 2 x mp 2 x pp 2 against the one-process curve."""
+    example = Path(__file__).parent.parent / "examples" / "train_tiny_llama_hybrid.py"
+    proc = launch.run([str(example), "--dp", "2", "--mp", "2", "--pp", "2"], 8, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    pairs = [
+        (float(a), float(b))
+        for a, b in (
+            line.split("loss ")[1].split("  one process ")
+            for line in proc.stdout.splitlines()
+            if line.startswith("step ")
+        )
+    ]
+    assert len(pairs) == 4, proc.stdout[-3000:]
+    for got, want in pairs:
+        assert abs(got - want) <= 1e-5 * abs(want) + 1e-6, pairs
+    assert pairs[-1][0] < pairs[0][0]

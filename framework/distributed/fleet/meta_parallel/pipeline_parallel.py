@@ -30,6 +30,7 @@ from ...._src.autograd import no_grad
 from ...._src.ops import creation as _creation
 from ...._src.tensor import Tensor
 from ... import collective
+from ...auto_parallel.dtensor import DistTensor
 from ...parallel import _Reducer
 from .p2p import P2P, as_list, wants_grad
 from .pp_layers import PipelineLayer
@@ -77,7 +78,8 @@ class PipelineParallel:
         if self._dp is not None:  # the replicas of a stage start equal
             with no_grad():
                 for p in layers.parameters():
-                    collective.broadcast(p, src=self.dp_group.ranks[0], group=self.dp_group)
+                    local = p._local_value() if isinstance(p, DistTensor) else p
+                    collective.broadcast(local, src=self.dp_group.ranks[0], group=self.dp_group)
 
     # -- delegation -----------------------------------------------------------------------
     def __getattr__(self, name: str) -> Any:
@@ -219,7 +221,8 @@ class PipelineParallel:
         d["_t0"] = time.perf_counter()
         self._schedule(inputs, labels)
         if self._dp is not None:  # the replicas of this stage average their gradients
-            self._dp.reduce_all([p for p in self._layers.parameters() if p.grad is not None])
+            local = [p._local_value() if isinstance(p, DistTensor) else p for p in self._layers.parameters()]
+            self._dp.reduce_all([p for p in local if p.grad is not None])
         loss = self._final_loss()
         d["_losses"], d["_t1"] = [], time.perf_counter()
         return loss
