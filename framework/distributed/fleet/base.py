@@ -16,12 +16,16 @@ from typing import Any
 
 from adapter_api import OpArgumentError
 
+from ..._src.autograd import no_grad
 from .. import collective
+from ..auto_parallel.dtensor import DistTensor
 from ..parallel import DataParallel
+from ..sharding import ShardedOptimizer, ShardingParallel
+from .meta_parallel import PipelineLayer, PipelineParallel, TensorParallel
 from .strategy import DistributedStrategy
-from .topology import AXES, CommunicateTopology, HybridCommunicateGroup, ParallelMode
+from .topology import AXES, CURRENT, CommunicateTopology, HybridCommunicateGroup, ParallelMode, current_hcg
 
-_FLEET: dict[str, Any] = {"hcg": None, "strategy": None}
+_FLEET = CURRENT
 
 
 def init(
@@ -62,10 +66,7 @@ def init(
     _FLEET["strategy"] = strategy
 
 
-def _hcg() -> HybridCommunicateGroup:
-    if _FLEET["hcg"] is None:
-        raise OpArgumentError("[fleet] call fleet.init(is_collective=True, strategy=...) first")
-    return _FLEET["hcg"]
+_hcg = current_hcg
 
 
 def get_hybrid_communicate_group() -> HybridCommunicateGroup:
@@ -93,9 +94,6 @@ def distributed_model(model: Any) -> Any:
     """``model`` wrapped for the topology: a pipeline (``pp_degree > 1``, the model a
     ``PipelineLayer``), tensor parallel (``mp_degree > 1``), sharded data parallel
     (``sharding_degree > 1``) or data parallel; the model itself on one rank."""
-    from ..sharding import ShardingParallel
-    from .meta_parallel import PipelineLayer, PipelineParallel, TensorParallel
-
     hcg, strategy = _hcg(), _FLEET["strategy"]
     mode = hcg.get_parallel_mode()
     if mode == ParallelMode.PIPELINE_PARALLEL:
@@ -122,9 +120,6 @@ def distributed_optimizer(optimizer: Any, strategy: DistributedStrategy | None =
     """``optimizer`` for the topology: over tensor-parallel (distributed) parameters through
     ``dist.shard_optimizer``; with ``sharding_degree > 1`` its states split over the sharding
     group (ZeRO stage 1, or the stage of ``sharding_configs['stage']``)."""
-    from ..auto_parallel.dtensor import DistTensor
-    from ..sharding import ShardedOptimizer
-
     hcg = _hcg()
     if strategy is not None:
         _FLEET["strategy"] = strategy
@@ -150,9 +145,6 @@ class HybridParallelOptimizer:
         return getattr(self.__dict__["_inner"], name)
 
     def step(self) -> None:
-        from ..._src.autograd import no_grad
-        from ..auto_parallel.dtensor import DistTensor
-
         dp = self._hcg.get_data_parallel_group()
         with no_grad():
             for p in self._inner._all_params():

@@ -232,3 +232,14 @@ class HybridCommunicateGroup:
     def __repr__(self) -> str:
         degrees = dict(zip(self._topo._parallel_names, self._topo._dims))
         return f"HybridCommunicateGroup(rank={self.global_rank}, degrees={degrees}, stage={self.stage_id})"
+
+
+#: what ``fleet.init`` set up: the hybrid group and the strategy
+CURRENT: dict[str, Any] = {"hcg": None, "strategy": None}
+
+
+def current_hcg() -> HybridCommunicateGroup:
+    """The hybrid group of ``fleet.init`` (an error before it)."""
+    if CURRENT["hcg"] is None:
+        raise OpArgumentError("[fleet] call fleet.init(is_collective=True, strategy=...) first")
+    return CURRENT["hcg"]

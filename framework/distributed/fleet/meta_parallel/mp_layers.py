@@ -26,7 +26,7 @@ from ... import collective
 from ...auto_parallel.dtensor import DistTensor, dist_parameter
 from ...auto_parallel.placement import Placement, Replicate, Shard, chunk
 from ...auto_parallel.reshard import reshard
-from ..base import _hcg
+from ..topology import current_hcg as _hcg
 
 
 def _mp() -> tuple[Any, int, int]:
