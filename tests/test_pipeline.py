@@ -48,9 +48,11 @@ def test_pipeline_equals_one_process(device: str, n: int) -> None:
             ref = d[key.replace(f"/{kind}/", f"/ref_{kind}/")]
             np.testing.assert_allclose(d[key], ref, rtol=1e-5, atol=1e-6, err_msg=f"rank {r} {key}")
             checked += 1
-        # the schedules x (3 losses + this stage's parameters and gradients: 2 or 4 tensors)
+        # the schedules x (3 losses, eval + this stage's parameters and gradients: 2 or 4 each)
         cases = 4 if n == 4 else 3
-        assert checked >= cases * 3 + 3 * 2 * 2 + (cases - 3) * 2 * 4, (r, checked)
+        assert checked >= cases * 4 + 3 * 2 * 2 + (cases - 3) * 2 * 4, (r, checked)
+        # 8 MB each way between rank pairs in one batch_isend_irecv: both arrived
+        np.testing.assert_array_equal(d["exchange"], [r ^ 1, r ^ 1])
         assert d["1F1B/loss/2"] < d["1F1B/loss/0"]  # it trained
     if n == 4:
         assert stages == {0: (0, 0), 1: (1, 1), 2: (2, 0), 3: (3, 1)}  # mp innermost, then pp, then dp

@@ -2,7 +2,7 @@
 
 ``python pp_train.py DEVICE OUT``: the world is the pipe (one stage per rank); with 4 ranks
 also a 2 x 2 data x pipe layout (2 stages, each replicated twice, the batch split over dp). A PipelineLayer of 8 entries (4 Linear layers, tanh between)
-trains 3 Adam steps with ``train_batch`` under each schedule (1F1B, FThenB, 1F1B with
+trains 3 Adam steps with ``train_batch`` under each schedule (and ``eval_batch`` after them) (1F1B, FThenB, 1F1B with
 recomputation); every rank also builds the whole model the way PipelineLayer does (layer i
 after ``fw.seed(1234 + i)``) and trains it alone on the same batches. The gradients of the
 first batch (``forward_backward_pipeline``), the losses and the final parameters of this
@@ -103,6 +103,14 @@ def case(name: str, dp: int, pp: int, mode: str, recompute: int, res: dict) -> N
         ref_opt.clear_grad()
         res[f"{name}/loss/{step}"] = np.float32(loss.numpy())
         res[f"{name}/ref_loss/{step}"] = np.float32(ref_loss.numpy())
+    ev = model.eval_batch([fw.to_tensor(x[rows]), fw.to_tensor(y[rows])], compute_loss=True)
+    if dp > 1:
+        dist.all_reduce(ev, op="avg", group=hcg.get_data_parallel_group())
+    with fw.no_grad():
+        res[f"{name}/ref_loss/eval"] = np.float32(
+            fw.nn.functional.mse_loss(ref(fw.to_tensor(x)), fw.to_tensor(y)).numpy()
+        )
+    res[f"{name}/loss/eval"] = np.float32(ev.numpy())
     for n in names:
         res[f"{name}/param/{n}"] = net.state_dict()[n].numpy()
         res[f"{name}/ref_param/{n}"] = ref_params[n].numpy()
@@ -110,6 +118,14 @@ def case(name: str, dp: int, pp: int, mode: str, recompute: int, res: dict) -> N
 
 
 res: dict = {}
+# a send and a receive of 8 MB each way between two ranks, as one batch: MPI would wait in
+# either blocking call for the peer (rendezvous); posted together in a group, both complete
+peer = rank ^ 1
+if peer < world:
+    mine = fw.full([2 * 1024 * 1024], float(rank), dtype="float32")
+    theirs = fw.zeros([2 * 1024 * 1024], dtype="float32")
+    dist.batch_isend_irecv([dist.P2POp(dist.isend, mine, peer), dist.P2POp(dist.irecv, theirs, peer)])
+    res["exchange"] = np.array([theirs.numpy().min(), theirs.numpy().max()], np.float32)
 case("1F1B", 1, world, "1F1B", 0, res)
 case("FThenB", 1, world, "FThenB", 0, res)
 case("recompute", 1, world, "1F1B", 1, res)
