@@ -41,6 +41,10 @@ def test_tensor_parallel_and_sharding_equal_one_process_on_4_ranks() -> None:
             want = d[k.replace("/loss/", "/ref_loss/").replace("/param/", "/ref_param/")]
             np.testing.assert_allclose(d[k], want, rtol=1e-5, atol=1e-6, err_msg=f"rank {r} {k}")
         assert d["tp/local_up_weight_shape"].tolist() == [8, 16]  # Paddle's local shard
+        # ParallelCrossEntropy on class shards: the per-row losses and the weight's gradient
+        for k in ("loss", "grad"):
+            np.testing.assert_allclose(d[f"tp/ce/{k}"], d[f"tp/ref_ce/{k}"], rtol=1e-5, atol=1e-6, err_msg=k)
+        assert d["tp/ce/loss"][3] == 0.0  # the ignored label
         # ZeRO: every level trains as one process on the global batch (Adam: atol 2e-5)
         for tag in (*LEVELS, "fleet_sharding"):
             keys = [k for k in d.files if k.startswith(tag + "/") and ("/loss/" in k or "/param/" in k)]
@@ -92,6 +96,7 @@ def test_strategy_defaults_against_real_paddle() -> None:
         (mpu.ColumnParallelLinear, "paddle.distributed.fleet.meta_parallel.ColumnParallelLinear"),
         (mpu.RowParallelLinear, "paddle.distributed.fleet.meta_parallel.RowParallelLinear"),
         (mpu.VocabParallelEmbedding, "paddle.distributed.fleet.meta_parallel.VocabParallelEmbedding"),
+        (mpu.ParallelCrossEntropy, "paddle.distributed.fleet.meta_parallel.ParallelCrossEntropy"),
         (mpu.LayerDesc, "paddle.distributed.fleet.meta_parallel.LayerDesc"),
         (fleet.init, "paddle.distributed.fleet.init"),
         (fleet.distributed_model, "paddle.distributed.fleet.distributed_model"),

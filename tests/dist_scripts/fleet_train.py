@@ -96,6 +96,24 @@ for (name, p), (_, q) in zip(model.named_parameters(), ref.named_parameters()):
     res[f"tp/param/{name}"], res[f"tp/ref_param/{name}"] = whole.numpy(), q.numpy()
 res["tp/local_up_weight_shape"] = np.array(model.up.weight._local_value().shape)
 
+# the vocabulary-parallel loss: logits split over mp, never gathered (one ignored label)
+fw.seed(6)
+head = mpu.ColumnParallelLinear(8, 16, has_bias=False, gather_output=False)
+fw.seed(6)
+plain = fw.nn.Linear(8, 16, bias_attr=False)
+h = np.random.default_rng(3).normal(size=(6, 8)).astype(np.float32)
+labels = np.array([[3], [15], [0], [-100], [8], [7]], np.int64)
+ce = mpu.ParallelCrossEntropy()(head(fw.to_tensor(h)), fw.to_tensor(labels))
+ce.mean().backward()
+keep = fw.to_tensor((labels[:, 0] != -100).astype(np.float32))
+ref_ce = fw.nn.functional.cross_entropy(
+    plain(fw.to_tensor(h)), fw.to_tensor(np.where(labels[:, 0] < 0, 0, labels[:, 0])), reduction="none"
+)
+(ref_ce * keep).mean().backward()
+res["tp/ce/loss"], res["tp/ref_ce/loss"] = ce.numpy()[:, 0], (ref_ce * keep).numpy()
+res["tp/ce/grad"] = dist.unshard_dtensor(head.weight.grad).numpy()
+res["tp/ref_ce/grad"] = plain.weight.grad.numpy()
+
 
 # -- ZeRO stages (4 ranks) --------------------------------------------------------------------
 def mlp():

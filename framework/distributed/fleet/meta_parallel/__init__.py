@@ -1,6 +1,6 @@
 """``fleet.meta_parallel``: pipeline stages (``LayerDesc``, ``PipelineLayer``,
 ``PipelineParallel``) and tensor-parallel layers (``ColumnParallelLinear``,
-``RowParallelLinear``, ``VocabParallelEmbedding``).
+``RowParallelLinear``, ``VocabParallelEmbedding``, ``ParallelCrossEntropy``).
 
 >>> import framework as fw
 >>> from framework.distributed.fleet.meta_parallel import LayerDesc
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from .mp_layers import (
     ColumnParallelLinear,
+    ParallelCrossEntropy,
     RowParallelLinear,
     TensorParallel,
     VocabParallelEmbedding,
@@ -22,6 +23,7 @@ from .pp_layers import LayerDesc, PipelineLayer, segment
 __all__ = [
     "ColumnParallelLinear",
     "LayerDesc",
+    "ParallelCrossEntropy",
     "PipelineLayer",
     "PipelineParallel",
     "RowParallelLinear",

@@ -23,6 +23,7 @@ from ...._src.autograd import no_grad
 from ....nn import Layer, Parameter
 from ....nn import functional as F
 from ... import collective
+from ...auto_parallel import functional as D
 from ...auto_parallel.dtensor import DistTensor, dist_parameter
 from ...auto_parallel.placement import Placement, Replicate, Shard, chunk
 from ...auto_parallel.reshard import reshard
@@ -178,6 +179,31 @@ class VocabParallelEmbedding(Layer):
 
     def extra_repr(self) -> str:
         return f"{self.num_embeddings}, {self.embedding_dim}"
+
+
+class ParallelCrossEntropy(Layer):
+    """Softmax cross-entropy of logits whose classes are split over the mp group (the output
+    of a ``ColumnParallelLinear`` with ``gather_output=False``), without gathering them: the
+    row max, the sum of exponentials and the target logit are all-reduced (one value per row).
+    ``label`` holds class ids (a trailing dim of 1 allowed); the loss has the label's shape
+    with a trailing 1, as in Paddle; a label equal to ``ignore_index`` gives 0.
+
+    >>> # under fleet.init with mp_degree=2, logits [..., vocab / 2] on each rank:
+    >>> # loss = ParallelCrossEntropy()(logits, labels).mean()
+    """
+
+    def __init__(self, mp_group: Any = None, name: str | None = None, ignore_index: int = -100) -> None:
+        super().__init__()
+        self.ignore_index = ignore_index
+
+    def forward(self, input: Any, label: Any) -> Any:  # noqa: A002 - Paddle's name
+        if label.ndim == input.ndim:
+            label = label.squeeze(-1)
+        keep = label != self.ignore_index
+        safe = label * keep.astype(label.dtype)  # an ignored row looks up class 0, then counts 0
+        loss = D.cross_entropy(_lift(input, input.ndim - 1), _lift(safe), reduction="none")
+        loss = _whole(loss, "ParallelCrossEntropy") * keep.astype(input.dtype)
+        return loss.unsqueeze(-1)
 
 
 class TensorParallel:
