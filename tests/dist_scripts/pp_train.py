@@ -3,7 +3,7 @@
 ``python pp_train.py DEVICE OUT``: the world is the pipe (one stage per rank); with 4 ranks
 also a 2 x 2 data x pipe layout (2 stages, each replicated twice, the batch split over dp). A PipelineLayer of 8 entries (4 Linear layers, tanh between)
 trains 3 Adam steps with ``train_batch`` under each schedule (and ``eval_batch`` after them) (1F1B, FThenB, 1F1B with
-recomputation); every rank also builds the whole model the way PipelineLayer does (layer i
+recomputation, 1F1B with a global-norm clip); every rank also builds the whole model the way PipelineLayer does (layer i
 after ``fw.seed(1234 + i)``) and trains it alone on the same batches. The gradients of the
 first batch (``forward_backward_pipeline``), the losses and the final parameters of this
 rank's stage are written with the reference's to ``OUT/rank{r}.npz``.
@@ -69,16 +69,20 @@ def batch(step: int, dp_rank: int, dp: int) -> tuple[np.ndarray, np.ndarray]:
     return x, y, rows
 
 
-def case(name: str, dp: int, pp: int, mode: str, recompute: int, res: dict) -> None:
+def case(name: str, dp: int, pp: int, mode: str, recompute: int, res: dict, clip: float = 0.0) -> None:
     topo = fleet.CommunicateTopology(["data", "pipe", "model"], [dp, pp, 1])
     hcg = fleet.HybridCommunicateGroup(topo)
     strategy = fleet.DistributedStrategy()
     strategy.pipeline_configs = {"micro_batch_size": MB, "accumulate_steps": ACC, "schedule_mode": mode}
     net = PipelineLayer(descs(), topology=topo, loss_fn=fw.nn.MSELoss(), recompute_interval=recompute)
     model = PipelineParallel(net, hcg, strategy)
-    opt = fw.optimizer.Adam(learning_rate=0.01, parameters=net.parameters())
+
+    def clipper():
+        return fw.nn.ClipGradByGlobalNorm(clip) if clip else None
+
+    opt = fw.optimizer.Adam(learning_rate=0.01, parameters=net.parameters(), grad_clip=clipper())
     ref, ref_params = whole()
-    ref_opt = fw.optimizer.Adam(learning_rate=0.01, parameters=list(ref_params.values()))
+    ref_opt = fw.optimizer.Adam(learning_rate=0.01, parameters=list(ref_params.values()), grad_clip=clipper())
     names = sorted(net.state_dict())
     dpr = hcg.get_data_parallel_rank()
     for step in range(STEPS):
@@ -88,7 +92,7 @@ def case(name: str, dp: int, pp: int, mode: str, recompute: int, res: dict) -> N
             loss = model.forward_backward_pipeline(data)
             for n in names:
                 res[f"{name}/grad/{n}"] = net.state_dict()[n].grad.numpy()
-            opt.step()
+            model._step(opt)
             opt.clear_grad()
         else:
             loss = model.train_batch(data, opt)
@@ -129,6 +133,7 @@ if peer < world:
 case("1F1B", 1, world, "1F1B", 0, res)
 case("FThenB", 1, world, "FThenB", 0, res)
 case("recompute", 1, world, "1F1B", 1, res)
+case("clip", 1, world, "1F1B", 0, res, clip=0.05)  # the norm of every stage's gradients
 if world == 4:
     case("dp2xpp2", 2, 2, "1F1B", 0, res)
 np.savez(f"{out}/rank{rank}.npz", **res)

@@ -29,6 +29,7 @@ from .... import autograd as _public_autograd
 from ...._src.autograd import no_grad
 from ...._src.ops import creation as _creation
 from ...._src.tensor import Tensor
+from ....nn.clip import ClipGradByGlobalNorm
 from ... import collective
 from ...auto_parallel.dtensor import DistTensor
 from ...parallel import _Reducer
@@ -231,11 +232,42 @@ class PipelineParallel:
         """One optimizer step over ``data = [inputs, labels]`` (``micro_batch_size x
         accumulate_steps`` rows); returns the batch's mean loss on every rank."""
         loss = self.forward_backward_pipeline(data, scaler)
-        optimizer.step()
+        self._step(optimizer)
         optimizer.clear_grad()
         if lr_scheduler is not None:
             lr_scheduler.step()
         return loss
+
+    def _step(self, optimizer: Any) -> None:
+        """The optimizer's step; a global-norm clip takes the norm over every stage's gradients
+        (each stage's optimizer sees only its own: the squares are summed over the pipe group)."""
+        clip = getattr(optimizer, "grad_clip", None)
+        if not isinstance(clip, ClipGradByGlobalNorm) or self.num_stages == 1:
+            optimizer.step()
+            return
+        params = [
+            p for p in self._layers.parameters() if p.grad is not None and getattr(p, "need_clip", True)
+        ]
+        if any(isinstance(p, DistTensor) for p in params):
+            raise OpArgumentError(
+                "[PipelineParallel] a global-norm clip over tensor-parallel parameters across stages is "
+                "not built; leave grad_clip unset or use ClipGradByValue"
+            )
+        with no_grad():
+            sq = _creation.zeros([], dtype="float32", device=self._p2p.device)
+            for p in params:
+                g = p.grad.astype("float32")
+                sq = sq + (g * g).sum()
+            collective.all_reduce(sq, op="sum", group=self.pp_group)
+            norm = float(sq.numpy()) ** 0.5
+            scale = clip.clip_norm / max(norm, clip.clip_norm)
+            for p in params:
+                p.grad = p.grad * scale
+        optimizer.grad_clip = None  # already clipped by the norm of the whole model
+        try:
+            optimizer.step()
+        finally:
+            optimizer.grad_clip = clip
 
     def eval_batch(self, data: Any, compute_loss: bool = False) -> Any:
         """Forwards only: the mean loss (``compute_loss=True``) or, on the last stage, the
