@@ -3,7 +3,8 @@
 ``python pp_train.py DEVICE OUT``: the world is the pipe (one stage per rank); with 4 ranks
 also a 2 x 2 data x pipe layout (2 stages, each replicated twice, the batch split over dp). A PipelineLayer of 8 entries (4 Linear layers, tanh between)
 trains 3 Adam steps with ``train_batch`` under each schedule (and ``eval_batch`` after them) (1F1B, FThenB, 1F1B with
-recomputation, 1F1B with a global-norm clip); every rank also builds the whole model the way PipelineLayer does (layer i
+recomputation, 1F1B with a global-norm clip,
+and a model whose first and last layers share a weight through SharedLayerDesc); every rank also builds the whole model the way PipelineLayer does (layer i
 after ``fw.seed(1234 + i)``) and trains it alone on the same batches. The gradients of the
 first batch (``forward_backward_pipeline``), the losses and the final parameters of this
 rank's stage are written with the reference's to ``OUT/rank{r}.npz``.
@@ -18,7 +19,12 @@ import numpy as np
 import framework as fw
 import framework.distributed as dist
 from framework.distributed import fleet
-from framework.distributed.fleet.meta_parallel import LayerDesc, PipelineLayer, PipelineParallel
+from framework.distributed.fleet.meta_parallel import (
+    LayerDesc,
+    PipelineLayer,
+    PipelineParallel,
+    SharedLayerDesc,
+)
 
 device, out = sys.argv[1], sys.argv[2]
 fleet.init(is_collective=True, strategy=fleet.DistributedStrategy())  # dp = the world
@@ -40,24 +46,46 @@ def descs() -> list:
     ]
 
 
-def whole():
-    """The one-process twin: the same layers from the same seeds."""
-    layers = []
-    for i, d in enumerate(descs()):
+def tied_head(layer, x):
+    return fw.matmul(x, layer.weight, transpose_y=True)
+
+
+def tied_descs() -> list:
+    """The first and the last layer share one 6 x 6 weight (the second use transposed)."""
+    return [
+        SharedLayerDesc("tie", fw.nn.Linear, None, "weight", 6, 6, bias_attr=False),
+        fw.tanh,
+        LayerDesc(fw.nn.Linear, 6, 16),
+        LayerDesc(fw.nn.Tanh),
+        LayerDesc(fw.nn.Linear, 16, 6),
+        fw.tanh,
+        LayerDesc(fw.nn.Linear, 6, 6),
+        SharedLayerDesc("tie", fw.nn.Linear, tied_head, "weight", 6, 6, bias_attr=False),
+    ]
+
+
+def whole(make=descs):
+    """The one-process twin: the same layers from the same seeds (a shared layer once)."""
+    layers, named, shared = [], {}, {}
+    for i, d in enumerate(make()):
         fw.seed(1234 + i)
+        if isinstance(d, SharedLayerDesc):
+            if d.layer_name not in shared:
+                shared[d.layer_name] = d.build_layer()
+                for n, p in shared[d.layer_name].named_parameters():
+                    named[f"shared_layers.{d.layer_name}.{n}"] = p
+            layer = shared[d.layer_name]
+            layers.append(layer if d.forward_func is None else (lambda x, f=d.forward_func, m=layer: f(m, x)))
+            continue
         layers.append(d.build_layer() if isinstance(d, LayerDesc) else d)
+        if isinstance(layers[-1], fw.nn.Layer):
+            named.update({f"{i}.{n}": p for n, p in layers[-1].named_parameters()})
 
     def run(x):
         for f in layers:
             x = f(x)
         return x
 
-    named = {
-        f"{i}.{n}": p
-        for i, f in enumerate(layers)
-        if isinstance(f, fw.nn.Layer)
-        for n, p in f.named_parameters()
-    }
     return run, named
 
 
@@ -69,24 +97,29 @@ def batch(step: int, dp_rank: int, dp: int) -> tuple[np.ndarray, np.ndarray]:
     return x, y, rows
 
 
-def case(name: str, dp: int, pp: int, mode: str, recompute: int, res: dict, clip: float = 0.0) -> None:
+def case(
+    name: str, dp: int, pp: int, mode: str, recompute: int, res: dict, clip: float = 0.0, tied: bool = False
+) -> None:
     topo = fleet.CommunicateTopology(["data", "pipe", "model"], [dp, pp, 1])
     hcg = fleet.HybridCommunicateGroup(topo)
     strategy = fleet.DistributedStrategy()
     strategy.pipeline_configs = {"micro_batch_size": MB, "accumulate_steps": ACC, "schedule_mode": mode}
-    net = PipelineLayer(descs(), topology=topo, loss_fn=fw.nn.MSELoss(), recompute_interval=recompute)
+    make = tied_descs if tied else descs
+    net = PipelineLayer(make(), topology=topo, loss_fn=fw.nn.MSELoss(), recompute_interval=recompute)
     model = PipelineParallel(net, hcg, strategy)
 
     def clipper():
         return fw.nn.ClipGradByGlobalNorm(clip) if clip else None
 
     opt = fw.optimizer.Adam(learning_rate=0.01, parameters=net.parameters(), grad_clip=clipper())
-    ref, ref_params = whole()
+    ref, ref_params = whole(make)
     ref_opt = fw.optimizer.Adam(learning_rate=0.01, parameters=list(ref_params.values()), grad_clip=clipper())
     names = sorted(net.state_dict())
     dpr = hcg.get_data_parallel_rank()
     for step in range(STEPS):
         x, y, rows = batch(step, dpr, dp)
+        if tied:  # the tied model outputs 6 columns
+            y = np.sin(x).astype(np.float32)
         data = [fw.to_tensor(x[rows]), fw.to_tensor(y[rows])]
         if step == 0:  # the gradients of one batch, before any update
             loss = model.forward_backward_pipeline(data)
@@ -134,6 +167,7 @@ case("1F1B", 1, world, "1F1B", 0, res)
 case("FThenB", 1, world, "FThenB", 0, res)
 case("recompute", 1, world, "1F1B", 1, res)
 case("clip", 1, world, "1F1B", 0, res, clip=0.05)  # the norm of every stage's gradients
+case("tied", 1, world, "1F1B", 0, res, tied=True)  # SharedLayerDesc on the first and last stage
 if world == 4:
     case("dp2xpp2", 2, 2, "1F1B", 0, res)
 np.savez(f"{out}/rank{rank}.npz", **res)

@@ -1,4 +1,4 @@
-"""``fleet.meta_parallel``: pipeline stages (``LayerDesc``, ``PipelineLayer``,
+"""``fleet.meta_parallel``: pipeline stages (``LayerDesc``, ``SharedLayerDesc``, ``PipelineLayer``,
 ``PipelineParallel``) and tensor-parallel layers (``ColumnParallelLinear``,
 ``RowParallelLinear``, ``VocabParallelEmbedding``, ``ParallelCrossEntropy``).
 
@@ -18,7 +18,7 @@ from .mp_layers import (
     VocabParallelEmbedding,
 )
 from .pipeline_parallel import PipelineParallel
-from .pp_layers import LayerDesc, PipelineLayer, segment
+from .pp_layers import LayerDesc, PipelineLayer, SharedLayerDesc, segment
 
 __all__ = [
     "ColumnParallelLinear",
@@ -27,6 +27,7 @@ __all__ = [
     "PipelineLayer",
     "PipelineParallel",
     "RowParallelLinear",
+    "SharedLayerDesc",
     "TensorParallel",
     "VocabParallelEmbedding",
     "segment",

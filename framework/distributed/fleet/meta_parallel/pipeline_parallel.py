@@ -221,6 +221,7 @@ class PipelineParallel:
         self._layers.train()
         d["_t0"] = time.perf_counter()
         self._schedule(inputs, labels)
+        self._layers.allreduce_shared_weight_gradients()
         if self._dp is not None:  # the replicas of this stage average their gradients
             local = [p._local_value() if isinstance(p, DistTensor) else p for p in self._layers.parameters()]
             self._dp.reduce_all([p for p in local if p.grad is not None])

@@ -14,14 +14,17 @@ depend on the number of stages, and it is registered under the name ``str(i)``: 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from adapter_api import OpArgumentError
 
+from ...._src.autograd import no_grad
+from ...._src.ops import creation as _creation
 from ...._src.ops import random as _random
-from ....nn import Layer
+from ....nn import Layer, LayerDict
 from ... import collective
 from ..recompute import recompute
 from ..topology import CommunicateTopology
@@ -51,6 +54,38 @@ class LayerDesc:
     def __repr__(self) -> str:
         args = [repr(a) for a in self.inputs] + [f"{k}={v!r}" for k, v in self.kwargs.items()]
         return f"{self.layer_func.__name__}({', '.join(args)})"
+
+
+class SharedLayerDesc(LayerDesc):
+    """A layer used at several places of the pipeline with the same weights (tied input and
+    output embeddings): every entry with the same ``key`` is one layer on a stage; its
+    ``shared_weight_attr`` parameters start as the first stage's and their gradients are
+    summed over the stages that hold it after each batch. ``forward_func(layer, x)``, when
+    given, is what this entry runs instead of ``layer(x)``.
+
+    >>> import framework as fw
+    >>> d = SharedLayerDesc("tie", fw.nn.Linear, None, "weight", 4, 4)
+    >>> d.layer_name, d.shared_weight_attr
+    ('tie', ['weight'])
+    """
+
+    def __init__(
+        self,
+        key: str,
+        layer_func: type,
+        forward_func: Callable[..., Any] | None = None,
+        shared_weight_attr: str | list[str] = "weight",
+        *inputs: Any,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(layer_func, *inputs, **kwargs)
+        self.layer_name, self.forward_func = key, forward_func
+        attrs = [shared_weight_attr] if isinstance(shared_weight_attr, str) else list(shared_weight_attr)
+        if not attrs or not all(isinstance(a, str) for a in attrs):
+            raise OpArgumentError(
+                f"[SharedLayerDesc] shared_weight_attr must name parameters, got {shared_weight_attr!r}"
+            )
+        self.shared_weight_attr = attrs
 
 
 def segment(descs: Sequence[Any], num_parts: int, method: Any = "uniform") -> list[int]:
@@ -160,9 +195,18 @@ class PipelineLayer(Layer):
         self._start_pos = self.segment_parts[self._stage_id]
         self._end_pos = self.segment_parts[self._stage_id + 1]
         self.run_function: list[Callable[..., Any]] = []
+        self.shared_layers = LayerDict()  # Paddle's: its weights are 'shared_layers.<key>.<name>'
         for i in range(self._start_pos, self._end_pos):
             d = self._layers_desc[i]
             _random.seed(_BASE_SEED + i)
+            if isinstance(d, SharedLayerDesc):
+                if d.layer_name not in self.shared_layers:
+                    self.shared_layers[d.layer_name] = d.build_layer()
+                layer = self.shared_layers[d.layer_name]
+                self.run_function.append(
+                    layer if d.forward_func is None else functools.partial(d.forward_func, layer)
+                )
+                continue
             if isinstance(d, LayerDesc):
                 d = d.build_layer()
             if isinstance(d, Layer):
@@ -172,6 +216,51 @@ class PipelineLayer(Layer):
                     f"[PipelineLayer] layer {i} is {type(d).__name__}; give a LayerDesc, a Layer or a function"
                 )
             self.run_function.append(d)
+
+        self.shared_comm = self._construct_shared_comm()
+
+    def _construct_shared_comm(self) -> dict[str, tuple[collective.Group, Layer | None, list[str]]]:
+        """For each key held by several stages: the group of those stages' ranks on this
+        rank's pipe line (made on every rank, in the same order: a collective of the world);
+        the shared weights start as the first stage's."""
+        stages: dict[str, list[int]] = {}
+        attrs: dict[str, list[str]] = {}
+        for i, d in enumerate(self._layers_desc):
+            if isinstance(d, SharedLayerDesc):
+                stages.setdefault(d.layer_name, [])
+                s = self.get_stage_from_index(i)
+                if s not in stages[d.layer_name]:
+                    stages[d.layer_name].append(s)
+                attrs.setdefault(d.layer_name, d.shared_weight_attr)
+        out = {}
+        me = collective.get_rank()
+        for key, held in stages.items():
+            if len(held) < 2:
+                continue
+            mine = None
+            for line in self._topo.get_comm_list("pipe"):
+                g = collective.new_group([line[s] for s in sorted(held)])
+                if g.is_member() and me in g.ranks:
+                    mine = g
+            if mine is None:
+                continue
+            layer = self.shared_layers[key]
+            out[key] = (mine, layer, attrs[key])
+            with no_grad():
+                for a in attrs[key]:
+                    collective.broadcast(getattr(layer, a), src=mine.ranks[0], group=mine)
+        return out
+
+    def allreduce_shared_weight_gradients(self) -> None:
+        """Sum the gradients of the shared weights over the stages that hold them (Paddle's
+        name): each copy then has the gradient of the one tied weight."""
+        with no_grad():
+            for group, layer, attrs in self.shared_comm.values():
+                for a in attrs:
+                    p = getattr(layer, a)
+                    if p.grad is None:
+                        p.grad = _creation.zeros_like(p)
+                    collective.all_reduce(p.grad, op="sum", group=group)
 
     # -- Paddle's accessors ---------------------------------------------------------------
     def get_stage_from_index(self, layer_idx: int) -> int:
