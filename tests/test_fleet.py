@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import inspect
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +16,7 @@ import pytest
 import framework as fw
 from framework.distributed import fleet, launch, sharding
 from framework.distributed.fleet import meta_parallel as mpu
+from tests import fleet_job
 from tests.conftest import needs_mpi
 
 SCRIPTS = Path(__file__).parent / "dist_scripts"
@@ -26,8 +26,8 @@ LEVELS = ("dp", "os", "os_g", "p_g_os")
 @needs_mpi
 @pytest.mark.mpi
 def test_tensor_parallel_and_sharding_equal_one_process_on_4_ranks() -> None:
-    out = tempfile.mkdtemp(prefix="oarlock-fleet-")
-    proc = launch.run([str(SCRIPTS / "fleet_train.py"), "cpu", out], 4, timeout=300)
+    proc, root = fleet_job.run()  # the 4-rank job shared with tests/test_pipeline.py
+    out = os.path.join(root, "fleet")
     for r in range(4):
         path = os.path.join(out, f"rank{r}.npz")
         assert os.path.exists(path), (

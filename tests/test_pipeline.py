@@ -15,6 +15,7 @@ import pytest
 import framework as fw
 from framework.distributed import fleet, launch
 from framework.distributed.fleet.meta_parallel import LayerDesc, PipelineLayer, segment
+from tests import fleet_job
 from tests.conftest import needs_mpi
 
 SCRIPTS = Path(__file__).parent / "dist_scripts"
@@ -30,8 +31,12 @@ def test_pipeline_equals_one_process(device: str, n: int) -> None:
         os.environ.get("OARLOCK_NIGHTLY") and any(d.type == "opencl" for d in fw.devices())
     ):
         pytest.skip("OpenCL pipeline: OARLOCK_NIGHTLY=1 and an OpenCL device")
-    out = tempfile.mkdtemp(prefix="oarlock-pp-")
-    proc = launch.run([str(SCRIPTS / "pp_train.py"), device, out], n, timeout=300)
+    if device == "cpu":  # the 4-rank job shared with tests/test_fleet.py
+        proc, root = fleet_job.run()
+        out = os.path.join(root, "pp")
+    else:
+        out = tempfile.mkdtemp(prefix="oarlock-pp-")
+        proc = launch.run([str(SCRIPTS / "pp_train.py"), device, out], n, timeout=300)
     stages = {}
     for r in range(n):
         path = os.path.join(out, f"rank{r}.npz")
