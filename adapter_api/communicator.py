@@ -139,10 +139,14 @@ class Communicator:
         raise NotImplementedError("need barrier")
 
     def group_start(self) -> None:
-        """Start batching point-to-point calls (optional)."""
+        """Start batching point-to-point calls (optional): until :meth:`group_end`, ``send``
+        and ``recv`` are only posted (buffers stay untouched by the caller), so a batch that
+        sends to and receives from a peer which does the same cannot deadlock (NCCL's
+        ``ncclGroupStart``). Without it the core orders such a batch itself: the lower rank
+        of a pair sends first."""
 
     def group_end(self) -> None:
-        """Issue the batched calls (optional)."""
+        """Finish every call posted since :meth:`group_start` (optional)."""
 
     def destroy(self) -> None:
         """Release resources."""
@@ -221,7 +225,23 @@ class StagedCommunicator(Communicator):
     def recv(self, buf: Any, peer: int, stream: Any) -> None:
         out = self._empty(buf)
         self.host.recv(out, peer, None)
-        self.upload(buf, out, stream)
+        if self._uploads is not None:  # grouped: the data is there after group_end
+            self._uploads.append((buf, out, stream))
+        else:
+            self.upload(buf, out, stream)
+
+    _uploads: list[tuple[Any, np.ndarray, Any]] | None = None
+
+    def group_start(self) -> None:
+        self.host.group_start()
+        if self._uploads is None:
+            self._uploads = []
+
+    def group_end(self) -> None:
+        uploads, self._uploads = self._uploads or [], None
+        self.host.group_end()
+        for buf, out, stream in uploads:
+            self.upload(buf, out, stream)
 
     def barrier(self) -> None:
         self.host.barrier()

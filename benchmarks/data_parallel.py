@@ -1,12 +1,18 @@
-"""Data parallel step time: ``DataParallel`` averaging gradients during backward, on N ranks,
-against the same per-rank work in one process.
+"""Data parallel step time against one process, side by side in one run.
 
-    python benchmarks/data_parallel.py [--steps 25] [--batch 32] [--width 1024]
-    oarlock launch -n 2 benchmarks/data_parallel.py
+    oarlock launch -n 2 benchmarks/data_parallel.py [--rounds 6] [--steps 5] [--batch 32] [--width 1024]
 
-A 256-width-width-10 MLP (ReLU), batch ``--batch`` rows per rank, SGD; each step is
-``loss.backward(); opt.step(); opt.clear_grad()`` (the averaging happens inside backward).
-Rank 0 prints the median and the minimum step time of the steps after the first five.
+A 256-width-width-10 MLP (ReLU), SGD; each step is ``loss.backward(); opt.step();
+opt.clear_grad()`` (``DataParallel`` averages the gradients inside backward). Each round
+runs ``--steps`` steps of three configurations, one after the other:
+
+``dp``           every rank, ``--batch`` rows per rank (global batch N x batch)
+``one, global``  rank 0 alone (the others wait at a barrier), the global batch
+``one, half``    rank 0 alone, ``--batch`` rows: the work of one DP rank without communication
+
+Rank 0 prints the median step time of each (the first round left out) and the ratios. The
+waiting ranks poll MPI (yielding the core for the first second, then sleeping 1 ms at a
+time), so on a machine with fewer cores than ranks the lone runs are slowed a little too.
 """
 
 from __future__ import annotations
@@ -25,38 +31,71 @@ import framework as fw  # noqa: E402
 import framework.distributed as dist  # noqa: E402
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--steps", type=int, default=25)
-    ap.add_argument("--batch", type=int, default=32)
-    ap.add_argument("--width", type=int, default=1024)
-    args = ap.parse_args()
-    dist.init_parallel_env()
-    rank, n = dist.get_rank(), dist.get_world_size()
+def model_and_opt(width: int, parallel: bool):
     fw.seed(0)
-    w = args.width
     model = fw.nn.Sequential(
-        fw.nn.Linear(256, w), fw.nn.ReLU(), fw.nn.Linear(w, w), fw.nn.ReLU(), fw.nn.Linear(w, 10)
+        fw.nn.Linear(256, width),
+        fw.nn.ReLU(),
+        fw.nn.Linear(width, width),
+        fw.nn.ReLU(),
+        fw.nn.Linear(width, 10),
     )
-    if n > 1:
-        model = fw.DataParallel(model)
     opt = fw.optimizer.SGD(0.01, parameters=model.parameters())
-    rng = np.random.default_rng(rank)
-    x = fw.to_tensor(rng.normal(size=(args.batch, 256)).astype(np.float32))
-    y = fw.to_tensor(rng.normal(size=(args.batch, 10)).astype(np.float32))
+    return (dist.DataParallel(model) if parallel else model), opt
+
+
+def steps(model, opt, x, y, n: int) -> list[float]:
     times = []
-    for _ in range(args.steps):
+    for _ in range(n):
         t = time.perf_counter()
         loss = ((model(x) - y) ** 2).mean()
         loss.backward()
         opt.step()
         opt.clear_grad()
         times.append(time.perf_counter() - t)
+    return times
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=6)
+    ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--width", type=int, default=1024)
+    args = ap.parse_args()
+    dist.init_parallel_env()
+    rank, n = dist.get_rank(), dist.get_world_size()
+    rng = np.random.default_rng(0)
+    xg = rng.normal(size=(n * args.batch, 256)).astype(np.float32)
+    yg = rng.normal(size=(n * args.batch, 10)).astype(np.float32)
+    rows = slice(rank * args.batch, (rank + 1) * args.batch)
+    dp = model_and_opt(args.width, n > 1)
+    one = model_and_opt(args.width, False)
+    data = {
+        "dp": (fw.to_tensor(xg[rows]), fw.to_tensor(yg[rows])),
+        "one, global": (fw.to_tensor(xg), fw.to_tensor(yg)),
+        "one, half": (fw.to_tensor(xg[: args.batch]), fw.to_tensor(yg[: args.batch])),
+    }
+    times: dict[str, list[float]] = {k: [] for k in data}
+    for r in range(args.rounds):
+        dist.barrier()
+        got = steps(*dp, *data["dp"], args.steps)
+        if r:
+            times["dp"] += got
+        dist.barrier()
+        if rank == 0:
+            for name in ("one, global", "one, half"):
+                got = steps(*one, *data[name], args.steps)
+                if r:
+                    times[name] += got
+        dist.barrier()
     if rank == 0:
-        kept = times[5:]
+        med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
+        print(f"{n} ranks, {args.batch} rows per rank, width {args.width}: median step (ms)")
+        for k, v in med.items():
+            print(f"  {k:12s} {v:8.2f}")
         print(
-            f"{n} rank(s), batch {args.batch} per rank: median step {statistics.median(kept) * 1e3:.1f} ms, "
-            f"min {min(kept) * 1e3:.1f} ms"
+            f"  dp / one, global = {med['dp'] / med['one, global']:.2f}   dp / one, half = {med['dp'] / med['one, half']:.2f}"
         )
 
 

@@ -17,6 +17,10 @@ Automatic parallelism (Paddle's names): ``ProcessMesh``, ``Shard``/``Replicate``
 (``ShardingStage1``): the framework's own ops on distributed tensors follow sharding rules and
 insert the communication; see docs/distributed.md.
 
+Paddle's ``fleet`` (hybrid dp x pp x sharding x mp training: ``fleet.init``,
+``fleet.distributed_model``, ``fleet.meta_parallel.PipelineLayer`` and the tensor-parallel
+layers) and ``sharding.group_sharded_parallel`` (ZeRO stages 1-3) are subpackages.
+
 Timeouts and checks: ``OARLOCK_COLLECTIVE_TIMEOUT`` (seconds, default 300) bounds every wait
 for a missing rank; ``OARLOCK_DISTRIBUTED_DEBUG=1`` checks op, dtype and shape across ranks
 before each collective. See :mod:`framework.distributed.collective`.
@@ -25,7 +29,7 @@ before each collective. See :mod:`framework.distributed.collective`.
 from __future__ import annotations
 
 from ..io import DistributedBatchSampler
-from . import auto_parallel
+from . import auto_parallel, fleet, sharding
 from .auto_parallel import (
     DistModel,
     DistTensor,
@@ -47,6 +51,7 @@ from .auto_parallel import (
 )
 from .collective import (
     Group,
+    P2POp,
     ReduceOp,
     Task,
     all_gather,
@@ -55,6 +60,7 @@ from .collective import (
     alltoall,
     alltoall_single,
     barrier,
+    batch_isend_irecv,
     broadcast,
     destroy_process_group,
     get_rank,
@@ -94,6 +100,7 @@ __all__ = [
     "DataParallel",
     "DistributedBatchSampler",
     "Group",
+    "P2POp",
     "ReduceOp",
     "Task",
     "all_gather",
@@ -102,6 +109,7 @@ __all__ = [
     "alltoall",
     "alltoall_single",
     "barrier",
+    "batch_isend_irecv",
     "broadcast",
     "destroy_process_group",
     "get_rank",
@@ -116,5 +124,7 @@ __all__ = [
     "reduce_scatter",
     "send",
     "SpawnContext",
+    "fleet",
+    "sharding",
     "spawn",
 ]

@@ -618,3 +618,65 @@ def barrier(group: Group | None = None) -> None:
     if g.is_member():
         with _Doing("barrier", None):
             g.host.barrier()
+
+
+class P2POp:
+    """One point-to-point call of :func:`batch_isend_irecv` (Paddle's ``dist.P2POp``): ``op``
+    is :func:`isend` or :func:`irecv`, ``peer`` a world rank of ``group``.
+
+    >>> import framework as fw, framework.distributed as dist
+    >>> op = dist.P2POp(dist.isend, fw.zeros([2]), 0)
+    >>> op.op.__name__, op.peer
+    ('isend', 0)
+    """
+
+    def __init__(self, op: Any, tensor: Tensor, peer: int, group: Group | None = None) -> None:
+        if op not in (isend, irecv, send, recv):
+            raise OpArgumentError(
+                f"[P2POp] op must be dist.isend or dist.irecv, got {getattr(op, '__name__', op)!r}"
+            )
+        self.op, self.tensor, self.peer, self.group = op, _check_tensor("P2POp", tensor), int(peer), group
+
+    @property
+    def is_send(self) -> bool:
+        return self.op in (isend, send)
+
+
+def batch_isend_irecv(p2p_op_list: list[P2POp]) -> list[Task]:
+    """Run sends and receives as one batch (Paddle's ``dist.batch_isend_irecv``): inside the
+    communicator's ``group_start``/``group_end`` every call is posted before any is waited
+    for, so two ranks that send to each other and receive from each other cannot deadlock.
+    For a communicator without grouping the calls are ordered: with each peer, the lower rank
+    sends first and the higher receives first. Every op must use the same group.
+
+    >>> import framework as fw, framework.distributed as dist
+    >>> dist.batch_isend_irecv([])
+    []
+    """
+    if not p2p_op_list:
+        return []
+    g = _group(p2p_op_list[0].group)
+    if any(_group(o.group) is not g for o in p2p_op_list):
+        raise OpArgumentError("[batch_isend_irecv] every P2POp must use the same group")
+    if not g.is_member():
+        return []
+    me = g.ranks[g.rank]
+    # with each peer: the lower rank sends first (a stable sort keeps the caller's order)
+    ops = sorted(p2p_op_list, key=lambda o: o.is_send != (me < o.peer))
+    comms = {id(c): c for c in (g.communicator(o.tensor.device) for o in ops)}
+    for c in comms.values():
+        c.group_start()
+    try:
+        for o in ops:
+            peer = _group_rank(g, o.peer, "batch_isend_irecv")
+            comm = g.communicator(o.tensor.device)
+            what = "send" if o.is_send else "recv"
+            with _Doing(what, o.tensor, f" {'to' if o.is_send else 'from'} rank {o.peer}"):
+                getattr(comm, what)(o.tensor.native(), peer, _stream(o.tensor))
+    finally:
+        for c in comms.values():
+            c.group_end()
+    for o in ops:
+        if not o.is_send:
+            o.tensor._bump_version("distributed.recv")
+    return [Task(o.tensor.device) for o in p2p_op_list]

@@ -131,6 +131,7 @@ class MPICommunicator(Communicator):
         self._seq = 0
         self._heard: dict[int, int] = {}
         self._pending: list[Any] = []  # announcement sends, and requests abandoned at a timeout
+        self._grouped: list[tuple[Any, Any, int, Any]] | None = None  # posted p2p calls (group)
 
     # -- host communicator extras -------------------------------------------------------
     def broadcast_bytes(self, data: bytes, root: int) -> bytes:
@@ -421,12 +422,33 @@ class MPICommunicator(Communicator):
     def send(self, buf: Any, peer: int, stream: Any) -> None:
         self._sync(stream)
         what = lambda: f"send of {buf.size} {buf.dtype.name} elements to rank {self._who(peer)}"
-        self._run(what, lambda: self._comm.Isend(self._buf(buf), peer, 0), peers=[peer])
+        self._p2p(what, lambda b: self._comm.Isend(b, peer, 0), buf, peer)
 
     def recv(self, buf: Any, peer: int, stream: Any) -> None:
         self._sync(stream)
         what = lambda: f"recv of {buf.size} {buf.dtype.name} elements from rank {self._who(peer)}"
-        self._run(what, lambda: self._comm.Irecv(self._buf(buf), peer, 0), peers=[peer])
+        self._p2p(what, lambda b: self._comm.Irecv(b, peer, 0), buf, peer)
+
+    def _p2p(self, what: Any, post: Any, buf: Any, peer: int) -> None:
+        b = self._buf(buf)
+        if self._grouped is None:
+            self._run(what, lambda: post(b), peers=[peer])
+            return
+        try:  # between group_start and group_end: posted now, finished in group_end
+            self._grouped.append((what, post(b), peer, b))
+        except self._MPI.Exception as exc:
+            raise self._mpi_error(what, exc) from exc
+
+    def group_start(self) -> None:
+        """Point-to-point calls up to :meth:`group_end` are posted without waiting, so a
+        batch that sends to and receives from the same peer cannot wait on itself."""
+        if self._grouped is None:
+            self._grouped = []
+
+    def group_end(self) -> None:
+        calls, self._grouped = self._grouped or [], None
+        for what, req, peer, _buf in calls:  # every call is posted: wait for each in turn
+            self._run(what, lambda req=req: req, peers=[peer])
 
     def barrier(self) -> None:
         self._run("barrier", self._comm.Ibarrier)
