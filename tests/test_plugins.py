@@ -65,7 +65,9 @@ def test_contract_mismatch_names_plugin_versions_and_fix():
     h.load_entry_points([ep("future", "tests.plugins_for_tests.future_contract")])
     err = h.records["future"].error
     cmaj, cmin = fw.CONTRACT_VERSION
-    assert "'future'" in err and "2.0" in err and f"implements {cmaj}.{cmin}" in err and "upgrade oarlock" in err
+    assert (
+        "'future'" in err and "2.0" in err and f"implements {cmaj}.{cmin}" in err and "upgrade oarlock" in err
+    )
     assert "future" not in h.registry.runtimes
 
 
