@@ -24,7 +24,7 @@ from . import math as M
 from . import shape as S
 from .base import OPS, OpDef
 from .composites._common import float_arg, tensor_arg
-from .composites.manipulation import diagonal
+from .composites.diagonals import diagonal
 
 
 def _mT(x: Tensor) -> Tensor:

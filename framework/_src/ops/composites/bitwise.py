@@ -1,0 +1,149 @@
+"""The bitwise ops on integer and bool tensors (and, or, xor, not), computed one bit plane at a
+time from the arithmetic primitives, in two's complement.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from adapter_api import OpArgumentError
+
+from ... import dtypes as _dt
+from ...tensor import Tensor
+from .. import creation as C
+from .. import math as M
+from ._common import tensor_arg
+from .manipulation import broadcast_shape
+
+
+def _bits(x: Tensor) -> int:
+    return x.dtype.itemsize * 8
+
+
+def _bitwise(name: str, x: Tensor, y: Tensor, bit: Any) -> Tensor:
+    """Combine the two's-complement bits of integer tensors one bit plane at a time."""
+    a, b = M._operands(name, x, y)
+    if a.dtype == _dt.bool_:
+        return bit(a, b)
+    if a.dtype.kind not in "iu":
+        raise OpArgumentError(
+            f"[{name}] expects integer or bool tensors (as the operators &, |, ^ do), got {a.dtype}; "
+            "compare first (x != 0) for a logical result"
+        )
+    nb = _bits(a)
+    signed = a.dtype.kind == "i"
+    wide = a.astype("int64")
+    wb = b.astype("int64")
+    out = C.zeros(broadcast(a, b), dtype="int64", device=a.device)
+    for k in range(nb - 1 if signed else nb):
+        p = 2**k
+        ba = M.remainder(M.floor_divide(wide, p), 2) == 1
+        bb = M.remainder(M.floor_divide(wb, p), 2) == 1
+        out = out + M.cast(bit(ba, bb), _dt.int64) * p
+    if signed:
+        sa, sb = wide < 0, wb < 0
+        out = M.where(bit(sa, sb), out + int(np.iinfo(a.dtype).min), out)
+    return out.astype(a.dtype)
+
+
+def broadcast(a: Tensor, b: Tensor) -> list[int]:
+    return broadcast_shape(a.shape, b.shape)
+
+
+def bitwise_and(x: Tensor, y: Tensor, out: Any = None, name: str | None = None) -> Tensor:
+    """Elementwise bitwise AND (``x & y``) of integer or bool tensors, in two's complement.
+
+    Args:
+        x (Tensor): integers or bools.
+        y (Tensor): of ``x``'s kind; ``x`` and ``y`` broadcast together.
+        out: Paddle's argument, not read: the result is returned.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: of the broadcast shape and the promoted dtype.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.bitwise_and(fw.to_tensor([12, -3]), fw.to_tensor([10, 5]))
+        Tensor(shape=[2], dtype=int64, device=cpu:0,
+               [8, 5])
+    """
+    return _bitwise("bitwise_and", x, y, M.logical_and)
+
+
+def bitwise_or(x: Tensor, y: Tensor, out: Any = None, name: str | None = None) -> Tensor:
+    """Elementwise bitwise OR (``x | y``) of integer or bool tensors, in two's complement.
+
+    Args:
+        x (Tensor): integers or bools.
+        y (Tensor): of ``x``'s kind; ``x`` and ``y`` broadcast together.
+        out: Paddle's argument, not read: the result is returned.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: of the broadcast shape and the promoted dtype.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.bitwise_or(fw.to_tensor([12, -3]), fw.to_tensor([10, 5]))
+        Tensor(shape=[2], dtype=int64, device=cpu:0,
+               [14, -3])
+    """
+    return _bitwise("bitwise_or", x, y, M.logical_or)
+
+
+def bitwise_xor(x: Tensor, y: Tensor, out: Any = None, name: str | None = None) -> Tensor:
+    """Elementwise bitwise XOR (``x ^ y``) of integer or bool tensors, in two's complement.
+
+    Args:
+        x (Tensor): integers or bools.
+        y (Tensor): of ``x``'s kind; ``x`` and ``y`` broadcast together.
+        out: Paddle's argument, not read: the result is returned.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: of the broadcast shape and the promoted dtype.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.bitwise_xor(fw.to_tensor([12, -3]), fw.to_tensor([10, 5]))
+        Tensor(shape=[2], dtype=int64, device=cpu:0,
+               [ 6, -8])
+    """
+    return _bitwise("bitwise_xor", x, y, M.logical_xor)
+
+
+def bitwise_not(x: Tensor, out: Any = None, name: str | None = None) -> Tensor:
+    """Elementwise bitwise NOT (``~x``) of integer or bool tensors.
+
+    That is ``-x - 1`` for signed integers, ``max - x`` for unsigned ones, logical NOT for bool.
+
+    Args:
+        x (Tensor): integers or bools.
+        out: Paddle's argument, not read: the result is returned.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: like ``x``.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.bitwise_not(fw.to_tensor([12, -3]))
+        Tensor(shape=[2], dtype=int64, device=cpu:0,
+               [-13,   2])
+        >>> fw.bitwise_not(fw.to_tensor([0, 255], dtype="uint8")).tolist()
+        [255, 0]
+    """
+    x = tensor_arg("bitwise_not", x)
+    if x.dtype == _dt.bool_:
+        return M.logical_not(x)
+    if x.dtype.kind == "u":
+        return (int(np.iinfo(x.dtype).max) - x.astype("int64")).astype(x.dtype)
+    if x.dtype.kind != "i":
+        raise OpArgumentError(
+            f"[bitwise_not] expects integer or bool tensors (as ~x does), got {x.dtype}; "
+            "use fw.logical_not(x) or ~(x != 0) for a logical not"
+        )
+    return (-x - 1).astype(x.dtype)
