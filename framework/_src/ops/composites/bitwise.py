@@ -1,4 +1,4 @@
-"""The bitwise ops on integer and bool tensors (and, or, xor, not), computed one bit plane at a
+"""The bitwise ops on integer and bool tensors (and, or, xor, not, the shifts), computed one bit plane at a
 time from the arithmetic primitives, in two's complement.
 """
 
@@ -147,3 +147,87 @@ def bitwise_not(x: Tensor, out: Any = None, name: str | None = None) -> Tensor:
             "use fw.logical_not(x) or ~(x != 0) for a logical not"
         )
     return (-x - 1).astype(x.dtype)
+
+
+# -- shifts ------------------------------------------------------------------------------------
+def _shift_operands(name: str, x: Tensor, y: Tensor) -> tuple[Tensor, Tensor, int]:
+    a, b = M._operands(name, x, y)
+    if a.dtype.kind not in "iu" or a.dtype == np.uint64:
+        raise OpArgumentError(
+            f"[{name}] expects integer tensors (int8 to int64, uint8 to uint32), got {a.dtype}; "
+            "cast the operands to an integer dtype"
+        )
+    return a.astype("int64"), M.cast(b, _dt.int64), _bits(a)
+
+
+def _pow2(k: Tensor) -> Tensor:
+    """``2 ** k`` as int64, for integer ``0 <= k <= 62``."""
+    return M.cast(M.pow(2.0, M.cast(k, _dt.float64)), _dt.int64)
+
+
+def bitwise_left_shift(
+    x: Tensor, y: Tensor, is_arithmetic: bool = True, out: Any = None, name: str | None = None
+) -> Tensor:
+    """Elementwise ``x << y``: the bits of ``x`` moved ``y`` places up, those past the width dropped.
+
+    Arithmetic and logical left shifts are the same; a shift by the width or more gives 0.
+
+    Args:
+        x (Tensor): integers.
+        y (Tensor): the shift counts (non-negative integers); broadcast with ``x``.
+        is_arithmetic (bool): Paddle's flag (the same result either way for a left shift).
+        out: Paddle's argument, not read: the result is returned.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: of ``x``'s dtype and the broadcast shape.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.bitwise_left_shift(fw.to_tensor([1, 3, -5]), fw.to_tensor([2, 1, 1])).tolist()
+        [4, 6, -10]
+    """
+    a, k, nb = _shift_operands("bitwise_left_shift", x, y)
+    keep = k < nb
+    kk = M.where(keep, k, 0)
+    # the int64 product wraps modulo 2**64; the cast back keeps the low bits (2**63 as 2 * 2**62)
+    moved = a * _pow2(M.minimum(kk, 62)) * (M.cast(kk == 63, _dt.int64) + 1)
+    return M.where(keep, moved, 0).astype(x.dtype)
+
+
+def bitwise_right_shift(
+    x: Tensor, y: Tensor, is_arithmetic: bool = True, out: Any = None, name: str | None = None
+) -> Tensor:
+    """Elementwise ``x >> y``: arithmetic (the sign bit copied in) or logical (zeros shifted in).
+
+    Args:
+        x (Tensor): integers.
+        y (Tensor): the shift counts (non-negative integers); broadcast with ``x``.
+        is_arithmetic (bool): copy the sign bit in (``True``), else shift in zeros, reading a
+            negative ``x`` as its unsigned bit pattern.
+        out: Paddle's argument, not read: the result is returned.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: of ``x``'s dtype and the broadcast shape.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.bitwise_right_shift(fw.to_tensor([10, -10]), fw.to_tensor([1, 1])).tolist()
+        [5, -5]
+        >>> x = fw.to_tensor([-10], dtype="int8")
+        >>> fw.bitwise_right_shift(x, fw.to_tensor([1], dtype="int8"), is_arithmetic=False).tolist()
+        [123]
+    """
+    a, k, nb = _shift_operands("bitwise_right_shift", x, y)
+    # floor division by 2**k is the arithmetic shift; past the width only the sign remains
+    sat = k >= nb - 1
+    arith = M.where(sat, -M.cast(a < 0, _dt.int64), M.floor_divide(a, _pow2(M.where(sat, 0, k))))
+    if is_arithmetic:
+        return arith.astype(x.dtype)
+    # logical: the sign-filled top k bits become zeros, i.e. add 2**(nb - k) modulo 2**nb
+    # (2 * 2**(nb - k - 1): for int64 and k = 1 the int64 product wraps to exactly that)
+    inside = (k >= 1) & (k < nb)
+    fill = _pow2(M.where(inside, nb - k - 1, 0)) * 2
+    out = M.where((a < 0) & inside, arith + fill, arith)
+    return M.where(k >= nb, 0, out).astype(x.dtype)
