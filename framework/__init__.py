@@ -953,8 +953,10 @@ from ._src.ops.composites.scatter_reduce import (  # noqa: E402, F811
 from ._src.ops.composites.sorting import argwhere, msort  # noqa: E402
 from ._src.ops.composites.strided import as_strided, unfold, view, view_as  # noqa: E402
 from ._src.ops.creation import inclusive_range as range  # noqa: E402, A004  (Paddle's name)
+from .tensor.mmap_storage import MmapStorage  # noqa: E402
 
 __all__ += [
+    "MmapStorage",
     "argwhere",
     "binomial",
     "bitwise_left_shift",

@@ -62,6 +62,28 @@ def _tensor_array(P):
     return [out, sizes, P.tensor.array.array_read(arr, P.full([1], 1, "int64"))]
 
 
+def _set_resize(P):
+    src, src2 = P.to_tensor([[11.0, 22.0, 33.0]]), P.to_tensor([11.0, 22.0, 33.0, 44.0, 55.0, 66.0])
+    out = []
+    for kw in (
+        {},
+        {"source": src},
+        {"source": src, "shape": [2, 1]},
+        {"source": src2, "shape": [3], "stride": [2]},
+    ):
+        x = P.to_tensor([1.0, 2.0, 3.0, 4.0, 5.0])
+        x.set_(**kw)
+        out.append(x)
+    x = P.to_tensor([1.0, 2.0, 3.0, 4.0, 5.0])
+    x.set_(src2, shape=[5], offset=4)
+    shared = P.to_tensor([0.0])
+    shared.set_(src)
+    y, z = P.to_tensor([1.0, 2.0, 3.0]), P.to_tensor([1.0, 2.0, 3.0])
+    y.resize_([2, 1])
+    z.resize_([2, 3], fill_zero=True)
+    return [*out, x, shared._is_shared_buffer_with(src), y, z]
+
+
 CASES = {
     "frexp": lambda P: list(P.frexp(P.to_tensor([[1.0, -3.0, 0.0, 1e-40, 7.5e5, -0.25]]))),
     "nextafter": lambda P: [
@@ -156,6 +178,7 @@ CASES = {
         P.view_as(P.to_tensor(A), P.zeros([2, 6])),
     ],
     "tensor_array": _tensor_array,
+    "set_resize": _set_resize,
     "bernoulli_p": lambda P: P.bernoulli(P.to_tensor(A * 0 + 0.5), p=0.0),
     # gradients
     "grad_frexp_mantissa": lambda P: _grads(P, lambda P, a: P.frexp(a)[0] * P.to_tensor(A), A),
@@ -243,3 +266,34 @@ def test_bad_arguments_name_the_op():
         fw.histogramdd(fw.ones([3, 2]), bins=2, ranges=[0.0, 1.0])
     with pytest.raises(fw.OpArgumentError, match=r"\[unfold\] size"):
         fw.unfold(fw.ones([3]), 0, 4, 1)
+
+
+def test_svd_lowrank_recovers_the_singular_values(device):
+    a = RNG.standard_normal((2, 7, 4))
+    with fw.device(device):
+        fw.seed(3)
+        u, s, v = fw.linalg.svd_lowrank(fw.to_tensor(a))
+        assert (u.shape, s.shape, v.shape) == ((2, 7, 4), (2, 4), (2, 4, 4))
+        np.testing.assert_allclose(s.numpy(), np.linalg.svd(a, compute_uv=False), rtol=1e-8)
+        back = np.einsum("bik,bk,bjk->bij", u.numpy(), s.numpy(), v.numpy())
+        np.testing.assert_allclose(back, a, atol=1e-10)
+        rank2 = RNG.standard_normal((7, 2)) @ RNG.standard_normal((2, 4)) + 5.0  # rank 2 once centred
+        _, s1, _ = fw.linalg.pca_lowrank(fw.to_tensor(rank2), q=2)
+        centred = rank2 - rank2.mean(0)
+        np.testing.assert_allclose(s1.numpy(), np.linalg.svd(centred, compute_uv=False)[:2], rtol=1e-8)
+
+
+def test_mmap_storage_reads_a_file_as_paddle_does(sides, tmp_path):
+    paddle, paddle_side, oarlock_side = sides
+    path = str(tmp_path / "t.bin")
+    np.arange(20, dtype=np.float32).tofile(path)
+
+    def run(P):
+        t = P.MmapStorage(path, 80)
+        return [
+            t.get_slice(dtype=P.float32, start=0, stop=20).reshape([4, 5]),
+            t.get_slice("float32", 3, 11, 2),
+        ]
+
+    diff = compare(capture(paddle_side, run(paddle)), capture(oarlock_side, run(fw)), random=set())
+    assert not diff, diff

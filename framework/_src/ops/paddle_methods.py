@@ -322,6 +322,9 @@ for _k, _v in {
     "as_strided": strided.as_strided,
     "unfold": strided.unfold,
     "view_as": strided.view_as,
+    "set_": strided.set_,
+    "resize_": strided.resize_,
+    "_is_shared_buffer_with": strided.is_shared_buffer_with,
 }.items():
     if not hasattr(Tensor, _k):
         setattr(Tensor, _k, _v)

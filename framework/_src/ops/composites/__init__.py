@@ -23,6 +23,7 @@ from . import (  # noqa: F401
     float_bits,
     linear,
     loss,
+    lowrank,
     manipulation,
     margin_loss,
     norm,

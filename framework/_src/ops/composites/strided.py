@@ -1,5 +1,5 @@
-"""Paddle's stride-based functions: ``as_strided``, ``unfold`` (sliding windows), ``view`` and
-``view_as``.
+"""Paddle's stride-based functions: ``as_strided``, ``unfold`` (sliding windows), ``view``,
+``view_as``, and the in-place ``set_`` and ``resize_``.
 
 Oarlock's tensors are contiguous, so each gives a new tensor holding the values the strided
 view would show (a gather at offsets computed once on the host from the shapes), not memory
@@ -19,6 +19,7 @@ from adapter_api import OpArgumentError
 
 from ... import dtypes as _dt
 from ...tensor import Tensor, to_tensor
+from .. import creation as C
 from .. import indexing as I
 from .. import shape as S
 from ._common import axis_arg, tensor_arg
@@ -171,3 +172,108 @@ def view_as(x: Tensor, other: Tensor, name: str | None = None) -> Tensor:
         (8, 6)
     """
     return S.reshape(tensor_arg("view_as", x), tuple(tensor_arg("view_as", other, "other").shape))
+
+
+def set_(
+    x: Tensor,
+    source: Tensor | None = None,
+    shape: Sequence[int] | None = None,
+    stride: Sequence[int] | None = None,
+    offset: int = 0,
+    name: str | None = None,
+) -> Tensor:
+    """``x`` made to hold ``source`` (in place): its storage itself, or a strided selection of it.
+
+    With only ``source``, ``x`` shares ``source``'s storage (``x._is_shared_buffer_with(source)``);
+    with ``shape``, ``stride`` or ``offset`` (bytes, as Paddle's), ``x`` holds the values of that
+    strided view of ``source`` (:func:`as_strided`; contiguous strides by default), a copy.
+    Without ``source``, ``x`` becomes empty (shape ``[0]``).
+
+    Args:
+        x (Tensor): the tensor to change.
+        source (Tensor, optional): the tensor to take from.
+        shape (list[int], optional): the new shape; default ``source``'s.
+        stride (list[int], optional): the strides, in elements; default contiguous.
+        offset (int): the start, in bytes.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: ``x``.
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.to_tensor([1.0, 2.0, 3.0])
+        >>> x.set_(fw.to_tensor([11.0, 22.0, 33.0, 44.0, 55.0, 66.0]), shape=[3], stride=[2]).tolist()
+        [11.0, 33.0, 55.0]
+    """
+    x = tensor_arg("set_", x)
+    if source is None:
+        r = C.empty([0], dtype=x.dtype, device=x.device)
+    else:
+        source = tensor_arg("set_", source, "source")
+        if source.dtype != x.dtype:
+            raise OpArgumentError(f"[set_] source has dtype {source.dtype}, x has {x.dtype}; cast one first")
+        if shape is None and stride is None and offset == 0:
+            r = source
+        else:
+            shp = list(source.shape) if shape is None else _ints("set_", "shape", shape)
+            st = _contiguous(shp) if stride is None else _ints("set_", "stride", stride)
+            r = as_strided(source, shp, st, offset)
+    I.rebind(x, r, "set_", I.alias(x))
+    return x
+
+
+def _contiguous(shape: list[int]) -> list[int]:
+    return [int(np.prod(shape[d + 1 :])) for d in range(len(shape))]
+
+
+def resize_(x: Tensor, shape: Sequence[int], fill_zero: bool = False, name: str | None = None) -> Tensor:
+    """``x`` given a new shape in place: its flat elements, cut to size or continued.
+
+    New elements are zeros (Paddle leaves them uninitialized unless ``fill_zero``; here they are
+    always zeros, so nothing depends on stale memory).
+
+    Args:
+        x (Tensor): the tensor to change.
+        shape (list[int]): the new shape.
+        fill_zero (bool): Paddle's flag; the new elements are zeros either way.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: ``x``.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.to_tensor([1.0, 2.0, 3.0]).resize_([2, 3], fill_zero=True).tolist()
+        [[1.0, 2.0, 3.0], [0.0, 0.0, 0.0]]
+    """
+    x = tensor_arg("resize_", x)
+    shp = _ints("resize_", "shape", shape)
+    if any(s < 0 for s in shp):
+        raise OpArgumentError(f"[resize_] shape must be non-negative, got {shp}")
+    n, flat = int(np.prod(shp)), x.reshape((-1,))
+    if n <= flat.shape[0]:
+        r = flat[:n]
+    else:
+        r = S.concat([flat, C.zeros([n - flat.shape[0]], dtype=x.dtype, device=x.device)], axis=0)
+    I.rebind(x, r.reshape(tuple(shp)), "resize_", I.alias(x))
+    return x
+
+
+def is_shared_buffer_with(x: Tensor, other: Tensor) -> bool:
+    """Whether ``x`` and ``other`` hold the same storage (Paddle's ``_is_shared_buffer_with``).
+
+    Args:
+        x (Tensor): one tensor.
+        other (Tensor): the other.
+
+    Returns:
+        bool: they share their storage block.
+
+    Example:
+        >>> import framework as fw
+        >>> a = fw.ones([2])
+        >>> a._is_shared_buffer_with(fw.zeros([1]).set_(a))
+        True
+    """
+    return x._block is tensor_arg("_is_shared_buffer_with", other, "other")._block
