@@ -179,6 +179,15 @@ CASES = {
     ],
     "tensor_array": _tensor_array,
     "set_resize": _set_resize,
+    "isin_assume_unique": lambda P: [
+        P.isin(
+            P.to_tensor([0.0, 1.0, 2.0] * 20).reshape([20, 3]),
+            P.to_tensor([0.0, 1.0] * 20),
+            assume_unique=True,
+        ),
+        P.isin(P.to_tensor([3, 1, 2, 1, 5]), P.to_tensor([1, 1, 5, 2]), assume_unique=True, invert=True),
+        P.isin(P.to_tensor([-0.0, -2.1, 2.5, 1.0]), P.to_tensor([-2.1, 2.5]), assume_unique=True),
+    ],
     "bernoulli_p": lambda P: P.bernoulli(P.to_tensor(A * 0 + 0.5), p=0.0),
     # gradients
     "grad_frexp_mantissa": lambda P: _grads(P, lambda P, a: P.frexp(a)[0] * P.to_tensor(A), A),
