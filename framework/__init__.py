@@ -935,3 +935,43 @@ __all__ += [
     "vsplit",
     "vstack",
 ]
+
+# Paddle parity of the tensor-op examples (issue 40, parity-a): names Paddle's examples call
+from ._src.ops.composites.bitwise import bitwise_left_shift, bitwise_right_shift  # noqa: E402
+from ._src.ops.composites.float_bits import frexp, nextafter  # noqa: E402
+from ._src.ops.composites.grids import histogramdd  # noqa: E402
+from ._src.ops.composites.nan_stats import nanmedian, nanquantile  # noqa: E402
+from ._src.ops.composites.random_fills import binomial, standard_gamma  # noqa: E402
+
+# Paddle's fuller put_along_axis (every reduce) and scatter_add(x, axis, index, src) replace the
+# indexing ones (a call in the old form still works)
+from ._src.ops.composites.scatter_reduce import (  # noqa: E402, F811
+    put_along_axis,
+    scatter_add,
+    scatter_reduce,
+)
+from ._src.ops.composites.sorting import argwhere, msort  # noqa: E402
+from ._src.ops.composites.strided import as_strided, unfold, view, view_as  # noqa: E402
+from ._src.ops.creation import inclusive_range as range  # noqa: E402, A004  (Paddle's name)
+from .tensor.mmap_storage import MmapStorage  # noqa: E402
+
+__all__ += [
+    "MmapStorage",
+    "argwhere",
+    "binomial",
+    "bitwise_left_shift",
+    "bitwise_right_shift",
+    "as_strided",
+    "frexp",
+    "histogramdd",
+    "msort",
+    "nanmedian",
+    "nanquantile",
+    "nextafter",
+    "range",
+    "scatter_reduce",
+    "standard_gamma",
+    "unfold",
+    "view",
+    "view_as",
+]

@@ -244,10 +244,10 @@ CASES = [
     ),
     (
         lambda d: fw.put_along_axis(
-            fw.zeros([2, 3], device=d), fw.to_tensor([[0], [0]], device=d), 1.0, axis=1, reduce="mul"
+            fw.zeros([2, 3], device=d), fw.to_tensor([[0], [0]], device=d), 1.0, axis=1, reduce="median"
         ),
         fw.OpArgumentError,
-        r"\[put_along_axis\] reduce must be 'assign' or 'add', got 'mul'",
+        r"\[put_along_axis\] reduce must be one of assign, add, mul, mean, amin, amax, got 'median'",
     ),
     (
         lambda d: _F().one_hot(fw.to_tensor([0, 3], device=d), 3),

@@ -12,7 +12,15 @@ from __future__ import annotations
 
 from . import core, flags, framework, param_attr
 from .core import CPUPlace, CUDAPlace
-from .framework import Variable, disable_static, enable_static, in_dygraph_mode, in_dynamic_mode
+from .framework import (
+    Variable,
+    disable_static,
+    enable_static,
+    get_flags,
+    in_dygraph_mode,
+    in_dynamic_mode,
+    set_flags,
+)
 from .param_attr import ParamAttr
 
 __all__ = [
@@ -25,7 +33,9 @@ __all__ = [
     "enable_static",
     "flags",
     "framework",
+    "get_flags",
     "in_dygraph_mode",
     "in_dynamic_mode",
     "param_attr",
+    "set_flags",
 ]

@@ -22,6 +22,7 @@ import sys
 import types
 from typing import Any
 
+from .._src.ops.composites import tensor_array as _tensor_array
 from .._src.tensor import to_tensor
 from ._names import NAMES
 
@@ -40,7 +41,7 @@ class _PaddleSubmodule(types.ModuleType):
     @staticmethod
     def _find(name: str) -> Any:
         root = sys.modules["framework"]
-        for space in (root, root.linalg):
+        for space in (root, root.linalg, _tensor_array):
             fn = getattr(space, name, None)
             if callable(fn) and not isinstance(fn, types.ModuleType):
                 return fn
@@ -67,6 +68,14 @@ for _sub, _names in NAMES.items():
     _mod = _PaddleSubmodule(_sub, _names)
     sys.modules[_mod.__name__] = _mod
     globals()[_sub] = _mod
+
+
+def __getattr__(name: str) -> Any:
+    """``fw.tensor.<name>``: a Paddle name of any ``paddle.tensor`` submodule (``create_tensor``)."""
+    for sub, names in NAMES.items():
+        if name in names:
+            return getattr(globals()[sub], name)
+    raise AttributeError(f"[tensor] paddle.tensor.{name} is not a name of paddle.tensor")
 
 
 class _TensorModule(types.ModuleType):

@@ -1,12 +1,14 @@
 """Paddle's function names per ``paddle.tensor`` submodule (the public functions each defines, Paddle 3.3).
 
 Data only: :mod:`framework.tensor` resolves each name to Oarlock's function of that name
-(``framework.<name>``, else ``framework.linalg.<name>``) when Oarlock has one.
+(``framework.<name>``, else ``framework.linalg.<name>``, else the names Paddle keeps under
+``paddle.tensor`` only: its tensor arrays and ``create_tensor``) when Oarlock has one.
 """
 
 from __future__ import annotations
 
 NAMES: dict[str, tuple[str, ...]] = {
+    "array": ("array_length", "array_read", "array_write", "create_array"),
     "attribute": (
         "imag",
         "is_complex",

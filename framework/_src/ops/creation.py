@@ -277,10 +277,50 @@ def arange(
         d = _dt.int64 if all(isinstance(v, (int, np.integer)) for v in vals) else _dt.get_default_dtype()
     else:
         d = _dt.as_dtype(dtype, "arange")
-    n = max(0, math.ceil((end - start) / step))
+    return _arange_n(start, step, max(0, math.ceil((end - start) / step)), d, device)
+
+
+def _arange_n(start: Any, step: Any, n: int, d: np.dtype, device: Any) -> Tensor:
     return dispatch.run(
         OPS["arange"], [], {"start": start, "step": step, "dtype": d}, _device(device), [((n,), d)]
     )[0]
+
+
+def inclusive_range(
+    start: Any = 0, end: Any = None, step: Any = 1, dtype: Any = None, name: str | None = None
+) -> Tensor:
+    """Paddle's ``range``: the numbers ``start, start + step, ...`` up to ``end`` included.
+
+    Exported as ``fw.range``.
+
+    Args:
+        start (number | Tensor): the first value; with ``end`` omitted, the end (start 0).
+        end (number | Tensor, optional): the bound, included when the steps reach it.
+        step (number | Tensor): the spacing, not 0; may be negative.
+        dtype (str | np.dtype, optional): default float32, as Paddle's.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: a 1-d tensor of ``floor((end - start) / step) + 1`` values.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.range(5).tolist()
+        [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+        >>> fw.range(3, 9, 2.0).tolist()
+        [3.0, 5.0, 7.0, 9.0]
+    """
+    if end is None:
+        start, end = 0, start
+    vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
+    for n, v in zip(("start", "end", "step"), vals):
+        if not isinstance(v, (int, float, np.number)) or isinstance(v, bool):
+            raise OpArgumentError(f"[range] {n} must be a number, got {type(v).__name__} {v!r}")
+    start, end, step = vals
+    if step == 0:
+        raise OpArgumentError("[range] step must not be 0")
+    d = _dt.float32 if dtype is None else _dt.as_dtype(dtype, "range")
+    return _arange_n(start, step, max(0, math.floor((end - start) / step) + 1), d, None)
 
 
 def linspace(

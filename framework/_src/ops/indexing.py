@@ -260,29 +260,16 @@ def put_along_axis(
     include_self: bool = True,
     broadcast: bool = True,
 ) -> Tensor:
-    """A copy of ``x`` with ``values`` put at ``indices`` along ``axis`` (see :func:`take_along_axis`).
+    """The write-and-add core of ``fw.put_along_axis`` for the ops below the composites.
 
-    Args:
-        x (Tensor): the input.
-        indices (Tensor): integers, of ``x``'s rank, no larger than ``x`` outside ``axis``.
-        values (Tensor | number): broadcast to ``indices``'s shape.
-        axis (int): the dim to index.
-        reduce (str): ``"assign"`` writes the values, ``"add"`` adds them.
-        include_self (bool): only True (the entries of ``x`` take part) is supported.
-        broadcast (bool): ``indices`` (and ``values``) broadcast to ``x``'s shape outside
-            ``axis`` (Paddle's default) where no dim of ``indices`` is larger than ``x``'s.
-
-    Returns:
-        Tensor: like ``x``.
+    ``reduce`` is ``"assign"`` or ``"add"`` with ``include_self``; the public function
+    (``composites/scatter_reduce.py``) adds the other reductions and documents the arguments.
 
     Example:
         >>> import framework as fw
+        >>> from framework._src.ops import indexing
         >>> x = fw.to_tensor([[1, 2, 3], [4, 5, 6]])
-        >>> fw.put_along_axis(x, fw.to_tensor([[2], [0]]), 0, axis=1)
-        Tensor(shape=[2, 3], dtype=int64, device=cpu:0,
-               [[1, 2, 0],
-                [0, 5, 6]])
-        >>> fw.put_along_axis(x, fw.to_tensor([[0], [0]]), 10, axis=1, reduce="add").tolist()
+        >>> indexing.put_along_axis(x, fw.to_tensor([[0], [0]]), 10, axis=1, reduce="add").tolist()
         [[11, 2, 3], [14, 5, 6]]
     """
     ax = _axis("put_along_axis", axis, x.ndim)

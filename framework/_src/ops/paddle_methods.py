@@ -15,16 +15,22 @@ from . import random as R
 from .composites import (
     activation,
     arith,
+    bitwise,
+    float_bits,
     grids,
     joining,
     manipulation,
     masked_writes,
+    nan_stats,
     norm,
     pointwise,
+    random_fills,
     sampling,
     scans,
+    scatter_reduce,
     sorting,
     special,
+    strided,
 )
 from .methods import inplace
 
@@ -139,9 +145,9 @@ METHODS: dict[str, Callable[..., Any]] = {
     "strided_slice": manipulation.strided_slice,
     "reverse": manipulation.reverse,
     "scatter": indexing.scatter,
-    "scatter_add": indexing.scatter_add,
+    "scatter_add": scatter_reduce.scatter_add,
     "take_along_axis": indexing.take_along_axis,
-    "put_along_axis": indexing.put_along_axis,
+    "put_along_axis": scatter_reduce.put_along_axis,
     "masked_select": indexing.masked_select,
     "nonzero": indexing.nonzero,
     "index_sample": sorting.index_sample,
@@ -191,7 +197,7 @@ INPLACE: dict[str, tuple[Callable[..., Tensor], bool]] = {
     "scale": (_scale, True),
     "masked_fill": (indexing.masked_fill, True),
     "scatter": (indexing.scatter, True),
-    "put_along_axis": (indexing.put_along_axis, True),
+    "put_along_axis": (scatter_reduce.put_along_axis, True),
     "uniform": (_uniform_, True),
     "normal": (_normal_, True),
     "exponential": (_exponential_, True),
@@ -300,3 +306,47 @@ for _k, _v in METHODS.items():
 for _k, (_fn, _same) in INPLACE.items():
     if not hasattr(Tensor, _k + "_"):
         setattr(Tensor, _k + "_", inplace(_fn, _k + "_", _same))
+
+# Paddle parity of the tensor-op examples (issue 40, parity-a)
+for _k, _v in {
+    "bitwise_invert": arith.bitwise_not,
+    "bitwise_left_shift": bitwise.bitwise_left_shift,
+    "bitwise_right_shift": bitwise.bitwise_right_shift,
+    "frexp": float_bits.frexp,
+    "nextafter": float_bits.nextafter,
+    "nanmedian": nan_stats.nanmedian,
+    "nanquantile": nan_stats.nanquantile,
+    "msort": sorting.msort,
+    "argwhere": sorting.argwhere,
+    "scatter_reduce": scatter_reduce.scatter_reduce,
+    "as_strided": strided.as_strided,
+    "unfold": strided.unfold,
+    "view_as": strided.view_as,
+    "set_": strided.set_,
+    "resize_": strided.resize_,
+    "_is_shared_buffer_with": strided.is_shared_buffer_with,
+}.items():
+    if not hasattr(Tensor, _k):
+        setattr(Tensor, _k, _v)
+
+
+def _view(self: Tensor, *shape_or_dtype: Any, **kw: Any) -> Tensor:
+    """``x.view(shape)`` reshapes; ``x.view(dtype)`` reads the bytes as ``dtype`` (Paddle's)."""
+    arg = shape_or_dtype[0] if len(shape_or_dtype) == 1 else None
+    if arg is not None and not isinstance(arg, (list, tuple, int, Tensor)):
+        return strided.view(self, arg)
+    return Tensor.reshape(self, *shape_or_dtype, **kw)
+
+
+Tensor.view = _view
+for _k, (_fn, _same) in {
+    "scatter_reduce": (scatter_reduce.scatter_reduce, True),
+    "bitwise_invert": (arith.bitwise_not, True),
+    "bitwise_left_shift": (bitwise.bitwise_left_shift, True),
+    "bitwise_right_shift": (bitwise.bitwise_right_shift, True),
+    "cauchy": (random_fills.cauchy, True),
+    "geometric": (random_fills.geometric, True),
+    "log_normal": (random_fills.log_normal, True),
+    "random": (random_fills.random_integers, True),
+}.items():
+    setattr(Tensor, _k + "_", inplace(_fn, _k + "_", _same))

@@ -338,26 +338,37 @@ def randint(
     return M.cast(M.floor(u * float(high - low)) + float(low), d)
 
 
-def bernoulli(p: Tensor, generator: Generator | None = None) -> Tensor:
-    """Random 0 or 1 elementwise, 1 with probability ``p``.
+def bernoulli(
+    x: Tensor, p: float | None = None, name: str | None = None, generator: Generator | None = None
+) -> Tensor:
+    """Random 0 or 1 elementwise, 1 with probability ``x`` (or ``p`` for every element).
 
     Args:
-        p (Tensor): probabilities in ``[0, 1]``.
+        x (Tensor): probabilities in ``[0, 1]``.
+        p (float, optional): one probability for all elements, in place of ``x``'s values
+            (``x`` then gives only the shape and dtype), as Paddle's ``p``.
+        name: ignored (Paddle's signature).
         generator (Generator, optional): the stream to draw from; default the global one (:func:`seed`).
 
     Returns:
-        Tensor: of ``p``'s shape and dtype.
+        Tensor: of ``x``'s shape and dtype.
 
     Example:
         >>> import framework as fw
         >>> fw.bernoulli(fw.to_tensor([0.0, 1.0, 0.0]))
         Tensor(shape=[3], dtype=float32, device=cpu:0,
                [0., 1., 0.])
+        >>> fw.bernoulli(fw.to_tensor([0.3, 0.7]), p=0.0).tolist()
+        [0.0, 0.0]
     """
     u = _uniform01(
-        p.shape, p.dtype if p.dtype in (_dt.float32, _dt.float64) else _dt.float32, p.device, generator
+        x.shape, x.dtype if x.dtype in (_dt.float32, _dt.float64) else _dt.float32, x.device, generator
     )
-    return M.cast(M.less_than(u, p), p.dtype)
+    if p is not None:
+        if not 0.0 <= float(p) <= 1.0:
+            raise OpArgumentError(f"[bernoulli] p must be in [0, 1], got {p}")
+        return M.cast(M.less_than(u, float(p)), x.dtype)
+    return M.cast(M.less_than(u, x), x.dtype)
 
 
 def _host_uniform(n: int, g: Generator) -> np.ndarray:

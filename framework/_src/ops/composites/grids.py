@@ -315,3 +315,82 @@ def bucketize(
     if seq.ndim != 1:
         raise OpArgumentError(f"[bucketize] sorted_sequence must be 1-d, got shape {seq.shape}")
     return searchsorted(seq, tensor_arg("bucketize", x), out_int32=out_int32, right=right)
+
+
+def histogramdd(
+    x: Tensor,
+    bins: Any = 10,
+    ranges: Any = None,
+    density: bool = False,
+    weights: Tensor | None = None,
+    name: str | None = None,
+) -> tuple[Tensor, list[Tensor]]:
+    """The ``D``-dimensional histogram of the points in the last dim of ``x``.
+
+    Each dim ``d`` has ``bins[d]`` equal bins over ``[lo_d, hi_d]`` (the data's range, or
+    ``ranges``); a bin holds its lower edge, the last one its upper edge too; points outside
+    are not counted.
+
+    Args:
+        x (Tensor): ``[..., D]`` float points.
+        bins (int | list[int]): the number of bins, one for every dim or one per dim.
+        ranges (list[float], optional): ``[lo_0, hi_0, lo_1, hi_1, ...]``; default each dim's
+            minimum and maximum (read on the host).
+        density (bool): divide the counts by their total and by each bin's volume.
+        weights (Tensor, optional): a weight per point (``x.shape[:-1]``), summed in place of
+            counts.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        tuple[Tensor, list[Tensor]]: the ``bins``-shaped histogram, and each dim's ``bins[d] + 1`` edges.
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.to_tensor([[0.0, 1.0], [1.0, 0.0], [2.0, 0.0], [2.0, 2.0]])
+        >>> hist, edges = fw.histogramdd(x, bins=[3, 3], weights=fw.to_tensor([1.0, 2.0, 4.0, 8.0]))
+        >>> hist.tolist()
+        [[0.0, 1.0, 0.0], [2.0, 0.0, 0.0], [4.0, 0.0, 8.0]]
+    """
+    x = tensor_arg("histogramdd", x)
+    if x.ndim < 2 or x.dtype.kind != "f":
+        raise OpArgumentError(
+            f"[histogramdd] x must be a float tensor [..., D], got {x.dtype} of shape {list(x.shape)}"
+        )
+    dims = x.shape[-1]
+    pts = x.reshape((-1, dims))
+    nb = [int(bins)] * dims if isinstance(bins, (int, np.integer)) else [int(b) for b in bins]
+    if len(nb) != dims or any(b < 1 for b in nb):
+        raise OpArgumentError(f"[histogramdd] bins must be one positive int or {dims} of them, got {bins!r}")
+    if ranges is None:
+        lo = M.min(pts, axis=0).tolist() if pts.shape[0] else [0.0] * dims
+        hi = M.max(pts, axis=0).tolist() if pts.shape[0] else [0.0] * dims
+    else:
+        r = [float(v) for v in ranges]
+        if len(r) != 2 * dims:
+            raise OpArgumentError(
+                f"[histogramdd] ranges needs {2 * dims} numbers (lo, hi per dim), got {len(r)}"
+            )
+        lo, hi = r[0::2], r[1::2]
+    flat = C.zeros([pts.shape[0]], dtype="int64", device=x.device)
+    inside = C.ones([pts.shape[0]], dtype="bool", device=x.device)
+    edges = []
+    for d in range(dims):
+        a, b = (lo[d] - 0.5, hi[d] + 0.5) if lo[d] == hi[d] else (lo[d], hi[d])
+        e = C.linspace(a, b, nb[d] + 1, dtype=x.dtype, device=x.device)
+        edges.append(e)
+        v = pts[:, d]
+        k = M.minimum(searchsorted(e, v, right=True) - 1, nb[d] - 1)
+        inside = inside & (v >= a) & (v <= b)
+        flat = flat * nb[d] + M.maximum(k, 0)
+    w = C.ones([pts.shape[0]], dtype=x.dtype, device=x.device) if weights is None else weights.reshape((-1,))
+    w = M.where(inside, M.cast(w, x.dtype), 0.0)
+    size = int(np.prod(nb))
+    hist = C.zeros([size], dtype=x.dtype, device=x.device).scatter_add(flat, w, axis=0).reshape(tuple(nb))
+    if density:
+        volume = C.ones(nb, dtype=x.dtype, device=x.device)
+        for d, e in enumerate(edges):
+            view = [1] * dims
+            view[d] = nb[d]
+            volume = volume * (e[1:] - e[:-1]).reshape(view)
+        hist = hist / (M.sum(hist) * volume)
+    return hist, edges

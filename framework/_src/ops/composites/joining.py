@@ -19,7 +19,8 @@ from ...tensor import Tensor, to_tensor
 from .. import indexing as I
 from .. import shape as S
 from ._common import axis_arg, tensor_arg
-from .manipulation import broadcast_shape, meshgrid
+from .diagonals import meshgrid
+from .manipulation import broadcast_shape
 
 
 def _tensors(name: str, xs: Any) -> list[Tensor]:

@@ -1,7 +1,8 @@
 """Paddle's manipulation and creation functions built from the shape, indexing and math ops
 (so they run and differentiate on every device): broadcast_tensors, gather_nd, scatter_nd(_add),
-slice, strided_slice, unstack, rot90, roll, tensordot, moveaxis, repeat_interleave, diag,
-diagflat, diagonal, meshgrid, einsum, shard_index and the predicates (rank, shape, is_*).
+slice, strided_slice, unstack, rot90, roll, tensordot, moveaxis, repeat_interleave,
+shard_index and the predicates (rank, shape, is_*). Diagonals and grids live in
+``diagonals``, einsum in ``einsum``.
 
 Shapes that depend on values (``unique``) are read on the host; everything else stays on the
 device.
@@ -10,7 +11,6 @@ device.
 from __future__ import annotations
 
 import builtins
-import string
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,6 +26,11 @@ from .. import math as M
 from .. import shape as S
 from ..base import broadcast_shapes
 from ._common import axis_arg, tensor_arg
+
+# isort: split
+# moved to their own modules; re-exported here, their former home
+from .diagonals import diag, diagflat, diagonal, meshgrid  # noqa: F401
+from .einsum import einsum  # noqa: F401
 
 _py_slice = builtins.slice
 
@@ -650,211 +655,3 @@ def tensordot(x: Tensor, y: Tensor, axes: Any = 2, name: str | None = None) -> T
     xm = S.transpose(x, fx + ax).reshape((-1, k))
     ym = S.transpose(y, ay + fy).reshape((k, -1))
     return M.matmul(xm, ym).reshape(tuple(x.shape[a] for a in fx) + tuple(y.shape[a] for a in fy))
-
-
-# -- diagonals and grids ------------------------------------------------------------------------
-def diagonal(x: Tensor, offset: int = 0, axis1: int = 0, axis2: int = 1, name: str | None = None) -> Tensor:
-    """A diagonal of the ``(axis1, axis2)`` planes of ``x``, as the last dim.
-
-    Args:
-        x (Tensor): at least 2-d.
-        offset (int): the diagonal: 0 the main one, > 0 above it, < 0 below it.
-        axis1 (int): the row axis.
-        axis2 (int): the column axis.
-        name: ignored (Paddle's signature).
-
-    Returns:
-        Tensor: the other dims, then the diagonal.
-
-    Example:
-        >>> import framework as fw
-        >>> x = fw.to_tensor([[1, 2, 3], [4, 5, 6]])
-        >>> fw.diagonal(x)
-        Tensor(shape=[2], dtype=int64, device=cpu:0,
-               [1, 5])
-        >>> fw.diagonal(x, offset=1).tolist()
-        [2, 6]
-    """
-    x = tensor_arg("diagonal", x)
-    a1, a2 = axis_arg("diagonal", axis1, x.ndim), axis_arg("diagonal", axis2, x.ndim)
-    if a1 == a2:
-        raise OpArgumentError(f"[diagonal] axis1 and axis2 must differ, got {axis1} and {axis2}")
-    rest = [a for a in range(x.ndim) if a not in (a1, a2)]
-    t = S.transpose(x, rest + [a1, a2])
-    n, m = t.shape[-2], t.shape[-1]
-    r0, c0 = (0, offset) if offset >= 0 else (-offset, 0)
-    length = max(0, min(n - r0, m - c0))
-    lead = t.shape[:-2]
-    flat = t.reshape(lead + (n * m,))
-    idx = to_tensor(np.array([(r0 + i) * m + c0 + i for i in range(length)], dtype=np.int64), device=x.device)
-    return I.gather(flat, idx, axis=len(lead))
-
-
-def diag(x: Tensor, offset: int = 0, padding_value: float = 0, name: str | None = None) -> Tensor:
-    """A square matrix with ``x`` on a diagonal (1-d ``x``), or a diagonal of ``x`` (2-d ``x``).
-
-    Args:
-        x (Tensor): 1-d or 2-d.
-        offset (int): the diagonal: 0 the main one, > 0 above it, < 0 below it.
-        padding_value (float): the value off the diagonal (1-d ``x``).
-        name: ignored (Paddle's signature).
-
-    Returns:
-        Tensor: ``[n + |offset|, n + |offset|]`` for 1-d ``x``; 1-d for 2-d ``x``.
-
-    Example:
-        >>> import framework as fw
-        >>> fw.diag(fw.to_tensor([1, 2]))
-        Tensor(shape=[2, 2], dtype=int64, device=cpu:0,
-               [[1, 0],
-                [0, 2]])
-        >>> fw.diag(fw.to_tensor([1, 2]), padding_value=9).tolist()
-        [[1, 9], [9, 2]]
-        >>> fw.diag(fw.to_tensor([[1, 2], [3, 4]])).tolist()
-        [1, 4]
-    """
-    x = tensor_arg("diag", x)
-    if x.ndim == 2:
-        return diagonal(x, offset)
-    if x.ndim != 1:
-        raise OpArgumentError(f"[diag] x must be 1-d or 2-d, got shape {x.shape}")
-    n = x.shape[0] + abs(offset)
-    r0, c0 = (0, offset) if offset >= 0 else (-offset, 0)
-    pos = to_tensor(
-        np.array([(r0 + i) * n + c0 + i for i in range(x.shape[0])], dtype=np.int64), device=x.device
-    )
-    base = C.full([n * n], padding_value, dtype=x.dtype, device=x.device)
-    if padding_value != 0:
-        base = I.scatter(base, pos, C.zeros_like(x), axis=0)
-    return I.scatter_add(base, pos, x, axis=0).reshape((n, n))
-
-
-def diagflat(x: Tensor, offset: int = 0, name: str | None = None) -> Tensor:
-    """A square matrix with the flattened ``x`` on a diagonal.
-
-    Args:
-        x (Tensor): any shape.
-        offset (int): the diagonal: 0 the main one, > 0 above it, < 0 below it.
-        name: ignored (Paddle's signature).
-
-    Returns:
-        Tensor: ``[n + |offset|, n + |offset|]``, ``n = x.numel()``.
-
-    Example:
-        >>> import framework as fw
-        >>> fw.diagflat(fw.to_tensor([[1, 2], [3, 4]])).tolist()
-        [[1, 0, 0, 0], [0, 2, 0, 0], [0, 0, 3, 0], [0, 0, 0, 4]]
-    """
-    return diag(tensor_arg("diagflat", x).reshape((-1,)), offset)
-
-
-def meshgrid(*args: Any, **kwargs: Any) -> list[Tensor]:
-    """Coordinate grids from 1-d tensors, with ``"ij"`` indexing (Paddle's).
-
-    Args:
-        *args (Tensor | list[Tensor]): 1-d tensors, or one list of them.
-        **kwargs: Paddle's ``name``; ignored.
-
-    Returns:
-        list[Tensor]: one tensor per input, each of shape ``[len(args[0]), len(args[1]), ...]``.
-
-    Example:
-        >>> import framework as fw
-        >>> a, b = fw.meshgrid(fw.to_tensor([1, 2]), fw.to_tensor([3, 4, 5]))
-        >>> a.tolist()
-        [[1, 1, 1], [2, 2, 2]]
-        >>> b.tolist()
-        [[3, 4, 5], [3, 4, 5]]
-    """
-    ts = list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) else list(args)
-    for t in ts:
-        if tensor_arg("meshgrid", t).ndim != 1:
-            raise OpArgumentError(f"[meshgrid] every input must be 1-d, got shape {t.shape}")
-    shp = tuple(t.shape[0] for t in ts)
-    out = []
-    for i, t in enumerate(ts):
-        view = [1] * len(ts)
-        view[i] = shp[i]
-        out.append(t.reshape(view).expand(shp))
-    return out
-
-
-# -- einsum -------------------------------------------------------------------------------------
-def einsum(equation: str, *operands: Tensor) -> Tensor:
-    """Einstein summation over the operands, as ``equation`` spells it.
-
-    The output is explicit (``"ij,jk->ik"``) or implicit (the letters that occur once, sorted);
-    ``...`` stands for broadcast dims, and a letter repeated in one term takes a diagonal.
-    Operands are aligned on one letter order, multiplied with broadcasting and summed over the
-    letters not in the output.
-
-    Args:
-        equation (str): the subscripts, e.g. ``"ij,jk->ik"``.
-        *operands (Tensor): the tensors, one per term (or one list of them).
-
-    Returns:
-        Tensor: the result.
-
-    Example:
-        >>> import framework as fw
-        >>> a = fw.to_tensor([[1.0, 2.0], [3.0, 4.0]])
-        >>> fw.einsum("ij,jk->ik", a, fw.eye(2)).tolist()
-        [[1.0, 2.0], [3.0, 4.0]]
-        >>> fw.einsum("ii", a)
-        Tensor(shape=[], dtype=float32, device=cpu:0,
-               5.)
-        >>> fw.einsum("i,j->ij", fw.to_tensor([1, 2]), fw.to_tensor([3, 4])).tolist()
-        [[3, 4], [6, 8]]
-    """
-    ops = (
-        list(operands[0]) if len(operands) == 1 and isinstance(operands[0], (list, tuple)) else list(operands)
-    )
-    eq = equation.replace(" ", "")
-    lhs, _, rhs = eq.partition("->")
-    terms = lhs.split(",")
-    if len(terms) != len(ops):
-        raise OpArgumentError(f"[einsum] the equation names {len(terms)} operands, got {len(ops)}")
-    free = [c for c in string.ascii_letters if c not in eq]
-    ell: list[str] = []
-    parsed = []
-    for term, t in zip(terms, ops):
-        tensor_arg("einsum", t)
-        if "..." in term:
-            n = t.ndim - (len(term) - 3)
-            if n > len(ell):
-                ell = free[:n]
-            term = term.replace("...", "".join(ell[len(ell) - n :]) if n else "")
-        if len(term) != t.ndim:
-            raise OpArgumentError(
-                f"[einsum] term '{term}' has {len(term)} letters but its operand has {t.ndim} dims (shape {t.shape})"
-            )
-        parsed.append(term)
-    if not _:
-        counts: dict[str, int] = {}
-        for term in parsed:
-            for c in term:
-                counts[c] = counts.get(c, 0) + 1
-        rhs = "".join(ell) + "".join(sorted(c for c, n in counts.items() if n == 1 and c not in ell))
-    else:
-        rhs = rhs.replace("...", "".join(ell))
-    letters = list(dict.fromkeys(rhs + "".join(parsed)))
-    aligned = []
-    for term, t in zip(parsed, ops):
-        # repeated letters in one term: take the diagonal
-        while len(set(term)) != len(term):
-            c = next(c for c in term if term.count(c) > 1)
-            i, j = term.index(c), term.index(c, term.index(c) + 1)
-            t = diagonal(t, 0, i, j)
-            term = "".join(ch for k, ch in enumerate(term) if k not in (i, j)) + c
-        order = [term.index(c) for c in letters if c in term]
-        t = S.transpose(t, order) if order != list(range(len(order))) else t
-        shp = [t.shape[[c for c in letters if c in term].index(c)] if c in term else 1 for c in letters]
-        aligned.append(t.reshape(shp))
-    out = aligned[0]
-    for t in aligned[1:]:
-        out = out * t
-    summed = [i for i, c in enumerate(letters) if c not in rhs]
-    if summed:
-        out = M.sum(out, axis=summed)
-    kept = [c for c in letters if c in rhs]
-    return S.transpose(out, [kept.index(c) for c in rhs]) if kept != list(rhs) else out

@@ -14,8 +14,12 @@ from adapter_api import OpArgumentError
 
 from ... import dtypes as _dt
 from ...tensor import Tensor, to_tensor
+from .. import creation as C
+from .. import indexing as I
 from .. import math as M
+from .. import shape as S
 from ._common import float_arg, tensor_arg
+from .sorting import argsort
 
 
 def _pair(name: str, x: Any, y: Any) -> tuple[Tensor, Tensor]:
@@ -360,7 +364,10 @@ def isin(
     Args:
         x (Tensor): the input.
         test_x (Tensor): the values to look for.
-        assume_unique (bool): Paddle's hint; not needed here.
+        assume_unique (bool): both ``x`` and ``test_x`` hold distinct values. Then, as Paddle
+            and numpy do, the answer comes from one stable sort of both, an entry counting as
+            found when its sorted neighbour is equal: on inputs that are not unique it may
+            differ from the default (Paddle's docstring shows such a case).
         invert (bool): give "does not occur" instead.
         name: ignored (Paddle's signature).
 
@@ -374,8 +381,24 @@ def isin(
     """
     x = tensor_arg("isin", x)
     t = tensor_arg("isin", test_x, "test_x").reshape((-1,))
+    if assume_unique and t.shape[0] and x.numel():
+        return _isin_sorted(x, t, invert)
     if t.shape[0] == 0:
         found = M.zeros_like(x).astype("bool")
     else:
         found = M.any(x.unsqueeze(-1) == t, axis=-1)
     return ~found if invert else found
+
+
+def _isin_sorted(x: Tensor, t: Tensor, invert: bool) -> Tensor:
+    """``isin`` for distinct values: stable-sort ``x`` and ``t`` together and compare each sorted
+    entry with the next one (numpy's ``assume_unique`` algorithm, which Paddle follows)."""
+    n = x.numel()
+    both = S.concat([x.reshape((-1,)), M.cast(t, x.dtype)], axis=0)
+    order = argsort(both, axis=0, stable=True)
+    s = I.gather(both, order, axis=0)
+    same = (s[1:] != s[:-1]) if invert else (s[1:] == s[:-1])
+    last = C.full([1], bool(invert), dtype="bool", device=x.device)
+    flag = S.concat([same, last], axis=0)
+    out = I.scatter(C.zeros([both.shape[0]], dtype="bool", device=x.device), order, flag, axis=0)
+    return out[:n].reshape(x.shape)

@@ -206,6 +206,19 @@ def _flat_axis(name: str, x: Tensor, axis: Any) -> tuple[Tensor, int]:
     return x, axis_arg(name, axis, x.ndim)
 
 
+def reduced_rows(name: str, x: Tensor, axis: Any) -> tuple[Tensor, tuple[int, ...], tuple[int, ...]]:
+    """``x`` with the ``axis`` dims moved last and flattened into one, and the shapes a
+    reduction gives without and with ``keepdim``."""
+    axes = M.normalize_axes(name, axis, x.ndim)
+    if not axes:
+        raise OpArgumentError(f"[{name}] axis must name at least one dimension, got {axis!r}")
+    rest = [a for a in range(x.ndim) if a not in axes]
+    kept = tuple(x.shape[a] for a in rest)
+    keep_shape = tuple(1 if a in axes else x.shape[a] for a in range(x.ndim))
+    rows = S.transpose(x, rest + list(axes)).reshape(kept + (-1,)) if x.ndim else x.reshape((1,))
+    return rows, kept, keep_shape
+
+
 def median(
     x: Tensor, axis: int | None = None, keepdim: bool = False, mode: str = "avg", name: str | None = None
 ) -> Tensor:
@@ -220,7 +233,8 @@ def median(
         name: ignored (Paddle's signature).
 
     Returns:
-        Tensor: the medians.
+        Tensor | tuple[Tensor, Tensor]: the medians; with ``mode="min"`` and an ``axis``, also
+        their int64 indices along ``axis`` (Paddle's).
 
     Example:
         >>> import framework as fw
@@ -248,7 +262,26 @@ def median(
     )
     if axis is None:
         return out.reshape((1,) * x.ndim) if keepdim else out.reshape(())
+    if mode == "min":
+        # Paddle's: the lower median's index along axis, or the first NaN's in a row holding one
+        pos = S.slice_raw(argsort(src, ax), *_one(s.shape, ax, (n - 1) // 2))
+        if src.dtype.kind == "f":
+            nan = M.isnan(src)
+            pos = M.where(M.any(nan, axis=ax, keepdim=True), M.argmax(nan, axis=ax, keepdim=True), pos)
+        return (out, pos) if keepdim else (out.squeeze(ax), pos.squeeze(ax))
     return out if keepdim else out.squeeze(ax)
+
+
+def quantile_levels(name: str, q: Any, interpolation: str) -> list[float]:
+    """The quantile levels ``q`` as a list, each checked to lie in [0, 1], and ``interpolation`` checked."""
+    if interpolation not in ("linear", "lower", "higher", "nearest", "midpoint"):
+        raise OpArgumentError(
+            f"[{name}] interpolation must be linear/lower/higher/nearest/midpoint, got {interpolation!r}"
+        )
+    qs = [q] if isinstance(q, (int, float)) else list(q.tolist() if isinstance(q, Tensor) else q)
+    if any(not 0 <= v <= 1 for v in qs):
+        raise OpArgumentError(f"[{name}] q must be in [0, 1], got {qs}")
+    return qs
 
 
 def quantile(
@@ -265,7 +298,8 @@ def quantile(
         x (Tensor): the input; integers are cast to the default float dtype.
         q (float | list[float] | Tensor): in ``[0, 1]``; a list gives one result per entry,
             stacked first.
-        axis (int | list[int], optional): the axis; ``None``: all elements.
+        axis (int | list[int], optional): the axis, or several (reduced together); ``None``: all
+            elements.
         keepdim (bool): keep the reduced axis, with size 1.
         interpolation (str): ``"linear"``, ``"lower"``, ``"higher"``, ``"nearest"`` or
             ``"midpoint"``.
@@ -285,14 +319,13 @@ def quantile(
         >>> fw.quantile(x, 0.5, interpolation="lower").item()
         2.0
     """
-    if interpolation not in ("linear", "lower", "higher", "nearest", "midpoint"):
-        raise OpArgumentError(
-            f"[quantile] interpolation must be linear/lower/higher/nearest/midpoint, got {interpolation!r}"
-        )
+    qs = quantile_levels("quantile", q, interpolation)
     x = float_arg("quantile", x)
-    qs = [q] if isinstance(q, (int, float)) else list(q.tolist() if isinstance(q, Tensor) else q)
-    if any(not 0 <= v <= 1 for v in qs):
-        raise OpArgumentError(f"[quantile] q must be in [0, 1], got {qs}")
+    if isinstance(axis, (list, tuple)):
+        rows, kept, keep_shape = reduced_rows("quantile", x, axis)
+        out = quantile(rows, q, axis=-1, interpolation=interpolation)
+        lead = () if isinstance(q, (int, float)) else (out.shape[0],)
+        return out.reshape(lead + (keep_shape if keepdim else kept))
     src, ax = _flat_axis("quantile", x, axis)
     n = src.shape[ax]
     s = sort(src, ax)
@@ -526,3 +559,50 @@ def unique_consecutive(
     if return_counts:
         out.append(to_tensor(np.diff(np.append(starts, n)).astype(d), device=x.device))
     return out[0] if len(out) == 1 else tuple(out)
+
+
+def msort(input: Tensor, out: Tensor | None = None, name: str | None = None) -> Tensor:
+    """``input`` sorted along its first axis (ascending, stable).
+
+    Args:
+        input (Tensor): at least 1-d.
+        out (Tensor, optional): a tensor of the same shape that receives the result (it is
+            rebound to it, as an in-place op is).
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: the sorted tensor (``out`` when given).
+
+    Example:
+        >>> import framework as fw
+        >>> fw.msort(fw.to_tensor([[3, 1], [1, 2], [2, 0]])).tolist()
+        [[1, 0], [2, 1], [3, 2]]
+    """
+    x = tensor_arg("msort", input, "input")
+    if x.ndim == 0:
+        raise OpArgumentError("[msort] input must have at least one dimension, got a 0-d tensor")
+    r = sort(x, 0)
+    if out is None:
+        return r
+    if tuple(out.shape) != tuple(r.shape):
+        raise OpArgumentError(f"[msort] out has shape {list(out.shape)}, expected {list(r.shape)}")
+    I.rebind(out, M.cast(r, out.dtype), "msort", I.alias(out))
+    return out
+
+
+def argwhere(x: Tensor, name: str | None = None) -> Tensor:
+    """The indices of the non-zero elements of ``x``, one row per element (read back to the host).
+
+    Args:
+        x (Tensor): the input.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: int64 ``[n, x.ndim]``.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.argwhere(fw.to_tensor([[1.0, 0.0], [0.0, 2.0]])).tolist()
+        [[0, 0], [1, 1]]
+    """
+    return I.nonzero(tensor_arg("argwhere", x))

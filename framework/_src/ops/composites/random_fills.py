@@ -1,0 +1,207 @@
+"""More of Paddle's random numbers, from the Philox uniforms (so a seed gives the same samples on
+every device): the fills behind ``x.cauchy_()``, ``x.geometric_()``, ``x.log_normal_()`` and
+``x.random_()``, and the binomial and standard gamma distributions.
+"""
+
+from __future__ import annotations
+
+import math as _m
+from typing import Any
+
+import numpy as np
+
+from adapter_api import OpArgumentError
+
+from ... import dtypes as _dt
+from ...tensor import Tensor, to_tensor
+from .. import math as M
+from .. import random as R
+from ._common import float_arg, tensor_arg
+from .special import lgamma, tan
+
+
+def _uniform_like(x: Tensor, dtype: Any = None) -> Tensor:
+    return R.rand(x.shape, dtype=dtype or (x.dtype if _dt.is_floating(x.dtype) else None), device=x.device)
+
+
+def cauchy(x: Tensor, loc: float = 0.0, scale: float = 1.0) -> Tensor:
+    """Cauchy random numbers of ``x``'s shape and dtype: ``loc + scale * tan(pi * (u - 1/2))``.
+
+    Args:
+        x (Tensor): gives the shape, float dtype and device.
+        loc (float): the median.
+        scale (float): the half width at half maximum.
+
+    Returns:
+        Tensor: a new tensor (``x.cauchy_()`` stores it into ``x``).
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.zeros([2, 3])
+        >>> x.cauchy_(1.0, 2.0).shape
+        (2, 3)
+    """
+    x = float_arg("cauchy_", x)
+    return tan((_uniform_like(x) - 0.5) * _m.pi) * scale + loc
+
+
+def geometric(x: Tensor, probs: Any) -> Tensor:
+    """Paddle's geometric fill: ``log(u) / log(1 - probs)`` for uniforms ``u`` in ``(0, 1]``
+    (a continuous count of failures, not rounded, as Paddle's ``geometric_`` gives it).
+
+    Args:
+        x (Tensor): gives the shape, float dtype and device.
+        probs (float | Tensor): the success probability, in ``(0, 1)``; broadcast with ``x``.
+
+    Returns:
+        Tensor: a new tensor of ``x``'s shape (``x.geometric_()`` stores it into ``x``).
+
+    Example:
+        >>> import framework as fw
+        >>> bool((fw.zeros([100]).geometric_(0.3) >= 0).all())
+        True
+    """
+    x = float_arg("geometric_", x)
+    u = 1.0 - _uniform_like(x)
+    p = probs if isinstance(probs, Tensor) else to_tensor(float(probs), dtype=x.dtype, device=x.device)
+    return M.log(u) / M.log1p(-M.cast(p, x.dtype))
+
+
+def log_normal(x: Tensor, mean: float = 1.0, std: float = 2.0) -> Tensor:
+    """Log-normal random numbers: ``exp(n)`` for normals ``n`` of the given mean and std.
+
+    Args:
+        x (Tensor): gives the shape, float dtype and device.
+        mean (float): the mean of the underlying normal.
+        std (float): its standard deviation.
+
+    Returns:
+        Tensor: a new tensor (``x.log_normal_()`` stores it into ``x``).
+
+    Example:
+        >>> import framework as fw
+        >>> bool((fw.zeros([4]).log_normal_() > 0).all())
+        True
+    """
+    x = float_arg("log_normal_", x)
+    return M.exp(R.normal(mean, std, x.shape, dtype=x.dtype, device=x.device))
+
+
+def random_integers(x: Tensor, from_: int = 0, to: int | None = None, *, generator: Any = None) -> Tensor:
+    """Integers uniform in ``[from_, to)``, in ``x``'s shape and dtype.
+
+    With ``to`` omitted the range reaches the dtype's largest value (integers) or
+    ``2 ** mantissa bits`` (floats, so each value is exact), as Paddle's ``random_``.
+
+    Args:
+        x (Tensor): gives the shape, dtype and device.
+        from_ (int): the lower bound.
+        to (int, optional): the upper bound, not included.
+        generator: Paddle's placeholder, not read.
+
+    Returns:
+        Tensor: a new tensor (``x.random_()`` stores it into ``x``).
+
+    Example:
+        >>> import framework as fw
+        >>> v = fw.zeros([50]).random_(0, 4)
+        >>> sorted(set(v.tolist())) <= [0.0, 1.0, 2.0, 3.0]
+        True
+    """
+    x = tensor_arg("random_", x)
+    if to is None:
+        if _dt.is_floating(x.dtype):
+            to = 2 ** (np.finfo(x.dtype if x.dtype != _dt.bfloat16 else np.float32).nmant + 1) + 1
+        elif x.dtype == _dt.bool_:
+            to = 2
+        else:
+            to = int(np.iinfo(x.dtype).max) + 1
+    if from_ >= to:
+        raise OpArgumentError(f"[random_] from_ must be below to, got from_={from_} >= to={to}")
+    u = R.rand(x.shape, dtype="float64", device=x.device)
+    return M.cast(M.floor(u * float(to - from_)) + float(from_), x.dtype)
+
+
+def binomial(count: Tensor, prob: Tensor, name: str | None = None) -> Tensor:
+    """Binomial random counts: successes in ``count`` trials of probability ``prob``, elementwise.
+
+    The cumulative distribution is inverted, summed from ``k = 0`` in log space; the number of
+    rounds is ``max(count) + 1``.
+
+    Args:
+        count (Tensor): the numbers of trials (non-negative).
+        prob (Tensor): the success probabilities, in ``[0, 1]``; broadcast with ``count``.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: int64 counts of the broadcast shape.
+
+    Example:
+        >>> import framework as fw
+        >>> out = fw.binomial(fw.to_tensor([10.0, 50.0]), fw.to_tensor([0.0, 1.0]))
+        >>> out.tolist(), out.dtype
+        ([0, 50], dtype('int64'))
+    """
+    n = tensor_arg("binomial", count).astype("float64")
+    p = tensor_arg("binomial", prob, "prob").astype("float64")
+    n, p = n + p * 0.0, p + n * 0.0
+    if bool(M.any(n < 0).item()) or bool(M.any((p < 0) | (p > 1)).item()):
+        raise OpArgumentError("[binomial] count must be non-negative and prob in [0, 1]")
+    u = R.rand(n.shape, dtype="float64", device=n.device)
+    rounds = int(M.max(n).item()) + 1 if n.numel() else 0
+    pc = M.minimum(M.maximum(p, 1e-300), 1.0 - 1e-16)
+    log_p, log_q = M.log(pc), M.log1p(-pc)
+    base = lgamma(n + 1.0)
+    k_out = n * 0.0
+    cdf = n * 0.0
+    done = n * 0.0 > 1.0
+    for k in range(rounds):
+        logpmf = base - _m.lgamma(k + 1) - lgamma(M.maximum(n - k, 0.0) + 1.0) + log_p * k + log_q * (n - k)
+        cdf = cdf + M.where(n >= k, M.exp(logpmf), 0.0)
+        hit = (~done) & (u < cdf)
+        k_out = M.where(hit, float(k), k_out)
+        done = done | hit
+    k_out = M.where(done, k_out, n)
+    k_out = M.where(p == 0, 0.0, M.where(p == 1, n, k_out))
+    return M.cast(k_out, _dt.int64)
+
+
+def standard_gamma(x: Tensor, name: str | None = None) -> Tensor:
+    """Gamma random numbers of shape ``x`` (scale 1), elementwise.
+
+    Marsaglia and Tsang's method: ``d * v`` for ``v = (1 + c n) ** 3`` of a normal ``n``,
+    accepted by one uniform; 12 rounds of candidates leave a chance below 1e-15 that a sample
+    is still pending (it then keeps its last candidate). Shapes below 1 use ``gamma(a + 1) *
+    u ** (1 / a)``.
+
+    Args:
+        x (Tensor): the shapes ``alpha > 0``, float.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: samples of ``x``'s shape and dtype.
+
+    Example:
+        >>> import framework as fw
+        >>> _ = fw.seed(1)
+        >>> round(fw.standard_gamma(fw.full([20000], 3.0)).mean().item(), 1)
+        3.0
+    """
+    a = float_arg("standard_gamma", x)
+    if bool(M.any(a <= 0).item()):
+        raise OpArgumentError("[standard_gamma] the shapes x must be positive")
+    boost = a < 1.0
+    d = M.where(boost, a + 1.0, a) - 1.0 / 3.0
+    c = 1.0 / M.sqrt(d * 9.0)
+    out = d * 1.0
+    done = a < 0.0
+    for _ in range(12):
+        n = R.randn(a.shape, dtype=a.dtype, device=a.device)
+        u = R.rand(a.shape, dtype=a.dtype, device=a.device)
+        v = (n * c + 1.0) ** 3
+        ok = (v > 0) & (M.log(M.maximum(u, 1e-30)) < n * n * 0.5 + d - d * v + d * M.log(M.maximum(v, 1e-30)))
+        take = ok & (~done)
+        out = M.where(take, d * v, out)
+        done = done | ok
+    u = R.rand(a.shape, dtype=a.dtype, device=a.device)
+    return M.where(boost, out * M.pow(M.maximum(u, 1e-30), 1.0 / a), out)

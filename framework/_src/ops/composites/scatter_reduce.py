@@ -1,0 +1,211 @@
+"""Scatter with a reduction (Paddle's ``put_along_axis(reduce=...)``, ``scatter_reduce`` and the
+``scatter_add(x, axis, index, src)`` spelling), from the scatter and gather ops.
+
+Sums and means accumulate with ``scatter_add``. A product, minimum or maximum has no scatter
+primitive: the updates are applied in rounds, round ``r`` taking every update that is the
+``r``-th to its position (so no position is written twice in a round), each round a gather,
+the elementwise combination and a scatter. The rounds are as many as the most updates one
+position receives.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from adapter_api import OpArgumentError
+
+from ... import dtypes as _dt
+from ...tensor import Tensor, to_tensor
+from .. import creation as C
+from .. import indexing as I
+from .. import math as M
+from .. import shape as S
+from ._common import axis_arg, tensor_arg
+
+_REDUCES = {"assign": "assign", "add": "add", "sum": "add", "mul": "mul", "prod": "mul", "multiply": "mul"}
+_REDUCES.update({"mean": "mean", "amin": "amin", "amax": "amax"})
+
+
+def _occurrence(pos: Tensor) -> Tensor:
+    """For each entry of 1-d ``pos``, how many earlier entries hold the same position."""
+    m = pos.shape[0]
+    same = pos.reshape((m, 1)) == pos.reshape((1, m))
+    earlier = C.tril(C.ones([m, m], dtype="bool", device=pos.device), -1)
+    return M.sum(M.cast(same & earlier, _dt.int64), axis=1)
+
+
+def _identity(kind: str, dtype: np.dtype) -> Any:
+    if kind == "mul":
+        return 1
+    if _dt.is_floating(dtype):
+        return float("inf") if kind == "amin" else -float("inf")
+    info = np.iinfo(dtype)
+    return int(info.max) if kind == "amin" else int(info.min)
+
+
+def _rounds(kind: str, flat: Tensor, pos: Tensor, vals: Tensor) -> Tensor:
+    combine = {"mul": M.multiply, "amin": M.minimum, "amax": M.maximum}[kind]
+    n = flat.shape[0]
+    occ = _occurrence(pos)
+    if n == 0 or pos.shape[0] == 0:
+        return flat
+    rounds = int(M.max(occ).item()) + 1
+    # a spare slot at the end takes the writes of the updates not in this round
+    cur = S.concat([flat, flat[:1]], axis=0)
+    for r in range(rounds):
+        here = M.where(occ == r, pos, n)
+        cur = I.scatter(cur, here, combine(I.gather(cur, here, axis=0), vals), axis=0)
+    return cur[:n]
+
+
+def put_along_axis(
+    x: Tensor,
+    indices: Tensor,
+    values: Any,
+    axis: int,
+    reduce: str = "assign",
+    include_self: bool = True,
+    broadcast: bool = True,
+) -> Tensor:
+    """A copy of ``x`` with ``values`` put at ``indices`` along ``axis``, combined by ``reduce``.
+
+    Args:
+        x (Tensor): the input.
+        indices (Tensor): integers, of ``x``'s rank, no larger than ``x`` outside ``axis``.
+        values (Tensor | number): broadcast to ``indices``'s shape.
+        axis (int): the dim to index.
+        reduce (str): ``"assign"``, ``"add"``, ``"mul"``, ``"mean"``, ``"amin"`` or ``"amax"``.
+        include_self (bool): the entries of ``x`` at the written positions take part in the
+            reduction (else only the values do).
+        broadcast (bool): ``indices`` (and ``values``) broadcast to ``x``'s shape outside
+            ``axis`` (Paddle's default).
+
+    Returns:
+        Tensor: like ``x``. An integer mean is truncated, as Paddle's.
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.to_tensor([[10, 30, 20], [60, 40, 50]])
+        >>> idx = fw.zeros([2, 2], dtype="int64")
+        >>> v = fw.to_tensor([[1, 2], [3, 4]])
+        >>> fw.put_along_axis(x, idx, v, 0, "mul", broadcast=False).tolist()
+        [[30, 240, 20], [60, 40, 50]]
+        >>> fw.put_along_axis(x, idx, v, 0, "amax", include_self=False, broadcast=False).tolist()
+        [[3, 4, 20], [60, 40, 50]]
+    """
+    kind = _REDUCES.get(reduce)
+    if kind is None:
+        raise OpArgumentError(
+            f"[put_along_axis] reduce must be one of assign, add, mul, mean, amin, amax, got {reduce!r}"
+        )
+    x = tensor_arg("put_along_axis", x)
+    if kind in ("assign", "add") and include_self:
+        return I.put_along_axis(x, indices, values, axis, kind, True, broadcast)
+    ax = axis_arg("put_along_axis", axis, x.ndim)
+    idx = I._index_tensor("put_along_axis", indices, x.device)
+    if idx.ndim != x.ndim:
+        raise OpArgumentError(f"[put_along_axis] indices need {x.ndim} dims like x, got shape {idx.shape}")
+    if not isinstance(values, Tensor):
+        values = to_tensor(values, dtype=x.dtype, device=x.device)
+    if broadcast and all(i <= n for i, n in zip(idx.shape, x.shape, strict=True)):
+        idx = idx.expand(x.shape[:ax] + (idx.shape[ax],) + x.shape[ax + 1 :])
+    pos = I._flat_positions("put_along_axis", x, idx.shape, idx, ax).reshape((-1,))
+    vals = M.cast(values.expand(idx.shape).reshape((-1,)), x.dtype)
+    flat = x.reshape((-1,))
+    if not include_self:
+        # the written positions start from the reduction's identity
+        start = 0 if kind in ("add", "mean", "assign") else _identity(kind, x.dtype)
+        flat = I.scatter(flat, pos, C.full([pos.shape[0]], start, dtype=x.dtype, device=x.device), axis=0)
+    if kind == "assign":
+        out = I.scatter(flat, pos, vals, axis=0)
+    elif kind == "add":
+        out = I.scatter_add(flat, pos, vals, axis=0)
+    elif kind == "mean":
+        total = I.scatter_add(flat, pos, vals, axis=0)
+        ones = C.ones([pos.shape[0]], dtype="int64", device=x.device)
+        count = I.scatter_add(
+            C.full([flat.shape[0]], 1 if include_self else 0, "int64", device=x.device), pos, ones
+        )
+        count = M.maximum(count, 1)
+        if _dt.is_floating(x.dtype):
+            out = total / M.cast(count, x.dtype)
+        else:
+            t = total.astype("int64")
+            out = M.where(t < 0, -M.floor_divide(-t, count), M.floor_divide(t, count)).astype(x.dtype)
+    else:
+        out = _rounds(kind, flat, pos, vals)
+    return out.reshape(x.shape)
+
+
+def scatter_reduce(
+    x: Tensor,
+    dim: int,
+    index: Tensor,
+    src: Tensor,
+    reduce: str,
+    include_self: bool = True,
+    name: str | None = None,
+) -> Tensor:
+    """A copy of ``x`` with ``src`` reduced into it at ``index`` along ``dim``.
+
+    Args:
+        x (Tensor): the input.
+        dim (int): the dim to index.
+        index (Tensor): integers of ``src``'s shape.
+        src (Tensor): the values.
+        reduce (str): ``"sum"``, ``"prod"``, ``"mean"``, ``"amin"`` or ``"amax"``.
+        include_self (bool): the entries of ``x`` take part in the reduction.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: like ``x``.
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.to_tensor([[10, 20, 30], [40, 50, 60]])
+        >>> idx = fw.zeros([2, 3], dtype="int32")
+        >>> fw.scatter_reduce(x, 0, idx, fw.to_tensor([[1, 2, 3], [4, 5, 6]]), "sum").tolist()
+        [[15, 27, 39], [40, 50, 60]]
+    """
+    if reduce not in ("sum", "prod", "mean", "amin", "amax"):
+        raise OpArgumentError(
+            f"[scatter_reduce] reduce must be sum, prod, mean, amin or amax, got {reduce!r}"
+        )
+    return put_along_axis(x, index, src, dim, reduce, include_self, broadcast=False)
+
+
+def scatter_add(x: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """``src`` added into ``x`` at ``index`` along ``axis`` (Paddle's ``scatter_add(x, axis, index, src)``).
+
+    That is :func:`put_along_axis` with ``reduce="add"``.
+
+    Called as ``scatter_add(x, index, updates, axis=0)`` (a tensor second), it is the row
+    scatter it always was: ``updates`` added at the rows ``index``.
+
+    Args:
+        x (Tensor): the input.
+        *args: ``axis`` (int), ``index`` (integers of ``src``'s shape), ``src`` (the values),
+            by position or by name (``name`` is ignored); or ``index, updates[, axis]``.
+        **kwargs: the same by name.
+
+    Returns:
+        Tensor: like ``x``.
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.to_tensor([[10, 20, 30], [40, 50, 60]])
+        >>> idx = fw.zeros([2, 3], dtype="int32")
+        >>> fw.scatter_add(x, 0, idx, fw.to_tensor([[1, 2, 3], [4, 5, 6]])).tolist()
+        [[15, 27, 39], [40, 50, 60]]
+    """
+    kwargs.pop("name", None)
+    first = args[0] if args else kwargs.get("axis")
+    if "src" in kwargs or (
+        isinstance(first, int) and not isinstance(first, bool) and "updates" not in kwargs
+    ):
+        names = dict(zip(("axis", "index", "src"), args))
+        names.update(kwargs)
+        return put_along_axis(x, names["index"], names["src"], names["axis"], "add", True, broadcast=False)
+    return I.scatter_add(x, *args, **kwargs)
