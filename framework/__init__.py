@@ -764,6 +764,8 @@ __all__ = [
 
 # Paddle parity (issue 40): the functions Paddle's own examples call that were missing
 from ._src.ops.composites.arith import baddbmm  # noqa: E402
+from ._src.ops.composites.bessel import i0, i0e, i1, i1e  # noqa: E402
+from ._src.ops.composites.gamma_functions import gammainc, gammaincc, polygamma  # noqa: E402
 from ._src.ops.composites.grids import (  # noqa: E402
     asarray,
     assign,
@@ -839,17 +841,7 @@ from ._src.ops.composites.scans import (  # noqa: E402
     renorm,
     trapezoid,
 )
-from ._src.ops.composites.special import (  # noqa: E402
-    gammainc,
-    gammaincc,
-    gammaln,
-    i0,
-    i0e,
-    i1,
-    i1e,
-    multigammaln,
-    polygamma,
-)
+from ._src.ops.composites.special import gammaln, multigammaln  # noqa: E402
 from ._src.ops.linalg import cdist  # noqa: E402
 
 mul = multiply

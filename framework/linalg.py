@@ -59,7 +59,7 @@ inv = inverse
 __all__ = [n for n in dir() if not n.startswith("_") and n != "annotations"]
 
 # Paddle parity of the tensor-op examples (issue 40, parity-a)
-from ._src.ops.composites.factor_apply import householder_product, lu_solve, matrix_exp, ormqr  # noqa: E402
-from ._src.ops.composites.lowrank import pca_lowrank, svd_lowrank  # noqa: E402
+from ._src.ops.linalg_factors import householder_product, lu_solve, matrix_exp, ormqr  # noqa: E402
+from ._src.ops.linalg_lowrank import pca_lowrank, svd_lowrank  # noqa: E402
 
 __all__ += ["householder_product", "lu_solve", "matrix_exp", "ormqr", "pca_lowrank", "svd_lowrank"]

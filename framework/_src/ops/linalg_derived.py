@@ -20,7 +20,7 @@ from . import math as M
 from . import shape as S
 from .composites._common import float_arg, tensor_arg
 from .composites.diagonals import diagonal
-from .linalg import _mT, _square, cholesky_solve, inverse, svd, svdvals
+from .linalg_core import _mT, _square, cholesky_solve, inverse, svd, svdvals
 
 
 def matrix_power(x: Tensor, n: int, name: str | None = None) -> Tensor:

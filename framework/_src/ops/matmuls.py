@@ -13,7 +13,7 @@ from . import reductions
 from . import sharding as _sh
 from .base import OPS, apply1, broadcast_shapes, call, composite
 from .cost import matmul_flops
-from .math import _check, _operands
+from .elementwise import _check, _operands
 
 
 def matmul(

@@ -13,7 +13,7 @@ from adapter_api import OpArgumentError
 from .. import dtypes as _dt
 from ..tensor import Tensor
 from .base import OPS, apply1
-from .math import _check, _const, cast
+from .elementwise import _check, _const, cast
 
 
 def normalize_axes(name: str, axis: Any, ndim: int) -> tuple[int, ...]:

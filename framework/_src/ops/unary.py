@@ -14,7 +14,7 @@ from .. import dtypes as _dt
 from ..tensor import Tensor
 from . import sharding as _sh
 from .base import OPS, apply1, call, composite
-from .math import (
+from .elementwise import (
     _check,
     cast,
     divide,

@@ -23,7 +23,6 @@ from . import (  # noqa: F401
     float_bits,
     linear,
     loss,
-    lowrank,
     manipulation,
     margin_loss,
     norm,

@@ -676,9 +676,3 @@ def multigammaln(x: Tensor, p: int, name: str | None = None) -> Tensor:
     for j in range(1, int(p)):
         out = out + lgamma(x - j / 2.0)
     return out + int(p) * (int(p) - 1) / 4.0 * _m.log(_m.pi)
-
-
-# isort: split
-# moved to their own modules; re-exported here, their former home
-from .bessel import i0, i0e, i1, i1e  # noqa: E402, F401
-from .gamma_functions import gammainc, gammaincc, polygamma  # noqa: E402, F401

@@ -10,11 +10,11 @@ import math as _m
 
 from adapter_api import OpArgumentError
 
-from ...tensor import Tensor
-from .. import creation as C
-from .. import linalg as L
-from .. import math as M
-from ._common import float_arg, tensor_arg
+from ..tensor import Tensor
+from . import creation as C
+from . import linalg_core as L
+from . import math as M
+from .composites._common import float_arg, tensor_arg
 
 
 def lu_solve(b: Tensor, lu: Tensor, pivots: Tensor, trans: str = "N", name: str | None = None) -> Tensor:

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from adapter_api import OpArgumentError
 
-from ...tensor import Tensor
-from .. import linalg as L
-from .. import math as M
-from .. import random as R
-from ._common import float_arg
+from ..tensor import Tensor
+from . import linalg_core as L
+from . import math as M
+from . import random as R
+from .composites._common import float_arg
 
 
 def svd_lowrank(
