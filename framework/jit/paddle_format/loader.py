@@ -189,11 +189,11 @@ class PaddleModel(Layer):
     ``output_names`` are the names Paddle's predictor gives them; ``program`` is the
     op-dialect program it runs for the saved input shapes.
 
-    Example:
+    Example (a one-op program, as Paddle writes it; see :func:`load`):
         >>> import framework as fw
-        >>> model = fw.jit.load("resnet18")  # doctest: +SKIP  (resnet18.json + resnet18.pdiparams)
-        >>> model(fw.randn([1, 3, 224, 224])).shape  # doctest: +SKIP
-        (1, 1000)
+        >>> from framework.jit.paddle_format import PaddleModel
+        >>> issubclass(PaddleModel, fw.nn.Layer)
+        True
     """
 
     def __init__(
@@ -264,10 +264,25 @@ def load(
     runs the traced program without Oarlock's passes and fusion (``Config.switch_ir_optim``).
 
     Example:
-        >>> import framework as fw
-        >>> fw.jit.load("no/such/model.json")  # doctest: +IGNORE_EXCEPTION_DETAIL
-        Traceback (most recent call last):
-        PaddleFormatError: [jit.load] no Paddle program at 'no/such/model.json'
+        >>> import framework as fw, json, os, tempfile
+        >>> ty = {"#": "0.t_dtensor", "D": [{"#": "0.t_f32"}, [-1, 2], "NCHW", [], 0]}
+        >>> def op(kind_name, ins, out, **attrs):
+        ...     a = [{"N": k, "AT": {"#": kind, "D": v}} for k, (kind, v) in attrs.items()]
+        ...     return {"#": kind_name, "A": a, "I": [{"%": i} for i in ins], "O": [{"%": out, "TT": ty}]}
+        >>> ops = [op("1.data", [], 1, name=("0.a_str", "x")), op("1.relu", [1], 2),
+        ...        op("1.fetch", [2], 3, col=("0.a_i32", 0))]
+        >>> doc = {"base_code": {"magic": "pir", "version": 4},
+        ...        "program": {"regions": [{"blocks": [{"ops": ops}]}]}}
+        >>> folder = tempfile.TemporaryDirectory()
+        >>> prefix = os.path.join(folder.name, "relu")
+        >>> with open(prefix + ".json", "w") as f:
+        ...     json.dump(doc, f)
+        >>> model = fw.jit.load(prefix, device="cpu")
+        >>> model.input_names, model.output_names
+        (['x'], ['fetch_name_0'])
+        >>> model(fw.to_tensor([[-1.0, 2.0]])).tolist()
+        [[0.0, 2.0]]
+        >>> folder.cleanup()
     """
     path = os.fspath(path)
     prefix = path[: -len(".json")] if path.endswith(".json") else path

@@ -164,7 +164,7 @@ def read_params(path: str | os.PathLike[str], names: list[str]) -> dict[str, np.
 
     Example:
         >>> from framework.jit.paddle_format import read_params
-        >>> read_params("missing.pdiparams", [])  # doctest: +IGNORE_EXCEPTION_DETAIL
+        >>> read_params("missing.pdiparams", ["w"])  # doctest: +IGNORE_EXCEPTION_DETAIL
         Traceback (most recent call last):
         PaddleFormatError: [jit.load] no weights at 'missing.pdiparams' ...
     """
