@@ -316,3 +316,15 @@ def test_damaged_files_are_refused(saved, tmp_path):
         g.write('{"base_code": {"magic": "pir", "version": 99}, "program": {}}')
     with pytest.raises(paddle_format.PaddleFormatError, match="program format version 99"):
         fw.jit.load(bad)
+
+
+def test_a_paddle_model_exports_to_onnx(saved, tmp_path, monkeypatch):
+    """Paddle's files → Oarlock → fw.onnx.export → onnxruntime: Paddle's outputs again."""
+    ort = pytest.importorskip("onnxruntime")
+    monkeypatch.setenv("OARLOCK_COMPILE", "0")
+    prefix, xs, want, *_ = saved["cnn_bn"]
+    model = fw.jit.load(prefix, device="cpu")
+    path = str(tmp_path / "cnn_bn")
+    fw.onnx.export(model, path, input_spec=[fw.static.InputSpec([None, 1, 12, 12], "float32", "x")])
+    (got,) = ort.InferenceSession(path + ".onnx", providers=["CPUExecutionProvider"]).run(None, {"x": xs[0]})
+    _close(got, want[0], "cnn_bn through onnx")
