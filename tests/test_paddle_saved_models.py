@@ -328,3 +328,10 @@ def test_a_paddle_model_exports_to_onnx(saved, tmp_path, monkeypatch):
     fw.onnx.export(model, path, input_spec=[fw.static.InputSpec([None, 1, 12, 12], "float32", "x")])
     (got,) = ort.InferenceSession(path + ".onnx", providers=["CPUExecutionProvider"]).run(None, {"x": xs[0]})
     _close(got, want[0], "cnn_bn through onnx")
+
+
+def test_paddle2_program_files_are_named_as_such(tmp_path):
+    legacy = tmp_path / "old.pdmodel"
+    legacy.write_bytes(b"\x0a\x02\x08\x01")  # a ProgramDesc protobuf's first bytes
+    with pytest.raises(paddle_format.PaddleFormatError, match="is a Paddle 2 program"):
+        fw.inference.create_predictor(fw.inference.Config(str(legacy), str(tmp_path / "old.pdiparams")))

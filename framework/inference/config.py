@@ -76,7 +76,7 @@ class Config:
                     path + PADDLE_PROGRAM,
                     os.fspath(params_file) if params_file else path + PADDLE_PARAMS,
                 )
-        if self._paddle is None and params_file is not None:
+        if self._paddle is None and params_file is not None and not path.endswith(LEGACY_PROGRAM):
             pf = os.fspath(params_file)
             if os.path.splitext(pf)[0] != path:
                 raise ValueError(

@@ -98,6 +98,12 @@ class Predictor:
     def __init__(self, config: Config) -> None:
         self.config = config
         self.device = _dev.parse(config.device())
+        if config._path.endswith(".pdmodel") and config._paddle is None:
+            raise paddle_format.PaddleFormatError(
+                f"[inference] '{config._path}' is a Paddle 2 program (a ProgramDesc protobuf), which "
+                f"Oarlock does not read; save the model with Paddle 3's paddle.jit.save (it writes "
+                f"<prefix>.json and <prefix>.pdiparams)"
+            )
         if config._paddle is not None:
             prog_file, params_file = config._paddle
             layer: Any = paddle_format.load(prog_file, self.device, params_file, optimize=config.ir_optim())
