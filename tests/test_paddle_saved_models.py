@@ -92,6 +92,22 @@ class TwoInOut(nn.Layer):
         )
 
 
+class Branch(nn.Layer):
+    """An ``if`` on a tensor: ``pd_op.if`` with two regions."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(3, 3)
+
+    def forward(self, x):
+        h = self.fc(x)
+        if h.mean() > 0:
+            out = h * 2.0
+        else:
+            out = paddle.tanh(h) - 1.0
+        return out
+
+
 def _randomise_norms(model, rng) -> None:
     """Batch-norm statistics and affine weights away from their initial 0/1, so that
     inference's normalisation is exercised."""
@@ -117,6 +133,7 @@ MODELS = {
         [_spec([None, 4], "int64", "ids"), _spec([None, 3], "float32", "y")],
         [(2, 4), (2, 3)],
     ),
+    "branch": (Branch, [_spec([None, 3])], [(2, 3)]),
     "resnet18": (
         lambda: paddle.vision.models.resnet18(num_classes=10),
         [_spec([None, 3, 32, 32])],
@@ -335,3 +352,23 @@ def test_paddle2_program_files_are_named_as_such(tmp_path):
     legacy.write_bytes(b"\x0a\x02\x08\x01")  # a ProgramDesc protobuf's first bytes
     with pytest.raises(paddle_format.PaddleFormatError, match="is a Paddle 2 program"):
         fw.inference.create_predictor(fw.inference.Config(str(legacy), str(tmp_path / "old.pdiparams")))
+
+
+def test_paddle_if_runs_as_one_cond_on_every_device(saved, device, monkeypatch):
+    """Both branches of Paddle's ``pd_op.if``, taken by inputs of either sign."""
+    monkeypatch.setenv("OARLOCK_COMPILE", "0")
+    prefix, xs, *_ = saved["branch"]
+    model = fw.jit.load(prefix, device=device)
+    taken = set()
+    for x in (
+        np.full((2, 3), 100.0, np.float32),
+        np.full((2, 3), -100.0, np.float32),
+    ):  # mean(h) is linear in x
+        want = paddle_predict(prefix, [x])[0]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the mean's 1/numel specialises the batch dim
+            got = model(fw.to_tensor(x, device=device)).numpy()
+        _close(got, want, "branch")
+        taken.add(bool(want.max() > 0))  # the else branch, tanh(h) - 1, is negative
+    assert taken == {True, False}
+    assert paddle_format.read_program(prefix + ".json").op_names()["pd_op.if"] == 1

@@ -39,6 +39,8 @@ _STRUCTURAL = frozenset(
         "builtin.slice",
         "pd_op.data",
         "pd_op.fetch",
+        "pd_op.if",
+        "cf.yield",
         "builtin.shadow_output",
     }
 )
@@ -118,16 +120,43 @@ class Interpreter:
         for name, (vid, _) in prog.params.items():
             env[vid] = self.params[name]
         device = inputs[0].device if inputs else _dev.get_device()
-        for op in prog.ops:
-            if op.name in ("builtin.parameter", "pd_op.data", "pd_op.fetch", "builtin.shadow_output"):
-                continue
-            ins = [None if v is None else self._read(env, v, op) for v in op.inputs]
-            outs = self._run(op, ins, device)
-            for (vid, _), val in zip(op.outputs, outs):
-                env[vid] = val
+        self._block(prog.ops, env, device)
         res = [self._read(env, v, None) for v in prog.outputs]
         res = [r if isinstance(r, Tensor) else Ctx(prog.ops[0], device).tensor(r) for r in res]
         return res[0] if len(res) == 1 else tuple(res)
+
+    def _block(self, ops: list[PdOp], env: dict[int, Any], device: Any) -> list[Any]:
+        """Run ``ops`` in ``env``; the values its ``cf.yield`` gives (a region's results)."""
+        for op in ops:
+            if op.name in ("builtin.parameter", "pd_op.data", "pd_op.fetch", "builtin.shadow_output"):
+                continue
+            ins = [None if v is None else self._read(env, v, op) for v in op.inputs]
+            if op.name == "cf.yield":
+                return ins
+            outs = self._if(op, ins, env, device) if op.name == "pd_op.if" else self._run(op, ins, device)
+            for (vid, _), val in zip(op.outputs, outs):
+                env[vid] = val
+        return []
+
+    def _if(self, op: PdOp, ins: list[Any], env: dict[int, Any], device: Any) -> list[Any]:
+        """``pd_op.if``: both regions traced into one ``cf.cond`` (``fw.static.nn.cond``);
+        a predicate known when the program is read picks its region."""
+        from ...static.nn import cond
+
+        ctx = Ctx(op, device)
+        if len(op.regions) != 2:
+            raise ctx.fail(f"has {len(op.regions)} regions; expected a then and an else block")
+
+        def branch(k: int) -> Any:
+            def run() -> tuple[Tensor, ...]:
+                vals = self._block(op.regions[k], dict(env), device)
+                return tuple(ctx.tensor(v, "a result") for v in vals)
+
+            return run
+
+        if isinstance(ins[0], np.ndarray):
+            return list(branch(0 if bool(ins[0].reshape(())) else 1)())
+        return list(cond(ctx.tensor(ins[0]).reshape([]), branch(0), branch(1)))
 
     def _read(self, env: dict[int, Any], vid: int, op: PdOp | None) -> Any:
         val = env.get(vid)
