@@ -108,6 +108,17 @@ class Branch(nn.Layer):
         return out
 
 
+class Loop(nn.Layer):
+    """A ``while`` on a tensor counter: ``pd_op.while`` with a body region."""
+
+    def forward(self, x):
+        i = paddle.zeros([1], "int64")
+        while i < 3:
+            x = paddle.tanh(x) * 2 + 1
+            i = i + 1
+        return x
+
+
 def _randomise_norms(model, rng) -> None:
     """Batch-norm statistics and affine weights away from their initial 0/1, so that
     inference's normalisation is exercised."""
@@ -134,6 +145,7 @@ MODELS = {
         [(2, 4), (2, 3)],
     ),
     "branch": (Branch, [_spec([None, 3])], [(2, 3)]),
+    "loop": (Loop, [_spec([None, 3])], [(2, 3)]),
     "resnet18": (
         lambda: paddle.vision.models.resnet18(num_classes=10),
         [_spec([None, 3, 32, 32])],
@@ -227,7 +239,7 @@ def test_pdiparams_holds_what_paddle_loads(saved):
 
 
 # -- running them ------------------------------------------------------------------------------
-@pytest.mark.parametrize("name", ["mlp", "cnn_bn", "block", "two_in_out"])
+@pytest.mark.parametrize("name", ["mlp", "cnn_bn", "block", "two_in_out", "loop"])
 def test_jit_load_runs_paddle_models_on_every_device(saved, name, device, monkeypatch):
     if name != "mlp":  # generated kernels (the compiler's fusion) for the MLP; the others op by op
         monkeypatch.setenv("OARLOCK_COMPILE", "0")

@@ -40,6 +40,7 @@ _STRUCTURAL = frozenset(
         "pd_op.data",
         "pd_op.fetch",
         "pd_op.if",
+        "pd_op.while",
         "cf.yield",
         "builtin.shadow_output",
     }
@@ -133,7 +134,12 @@ class Interpreter:
             ins = [None if v is None else self._read(env, v, op) for v in op.inputs]
             if op.name == "cf.yield":
                 return ins
-            outs = self._if(op, ins, env, device) if op.name == "pd_op.if" else self._run(op, ins, device)
+            if op.name == "pd_op.if":
+                outs = self._if(op, ins, env, device)
+            elif op.name == "pd_op.while":
+                outs = self._while(op, ins, env, device)
+            else:
+                outs = self._run(op, ins, device)
             for (vid, _), val in zip(op.outputs, outs):
                 env[vid] = val
         return []
@@ -157,6 +163,25 @@ class Interpreter:
         if isinstance(ins[0], np.ndarray):
             return list(branch(0 if bool(ins[0].reshape(())) else 1)())
         return list(cond(ctx.tensor(ins[0]).reshape([]), branch(0), branch(1)))
+
+    def _while(self, op: PdOp, ins: list[Any], env: dict[int, Any], device: Any) -> list[Any]:
+        """``pd_op.while(cond, *vars)``: its body block takes the carried values as arguments
+        and yields ``(cond, *vars)``; one ``cf.while`` (``fw.static.nn.while_loop``)."""
+        from ...static.nn import while_loop
+
+        ctx = Ctx(op, device)
+        if len(op.regions) != 1 or len(op.region_args[0]) != len(ins) - 1:
+            raise ctx.fail("has a body that does not carry its loop values as block arguments")
+
+        def body(c: Tensor, *vals: Tensor) -> list[Tensor]:
+            scope = dict(env)
+            scope.update(zip(op.region_args[0], vals))
+            out = self._block(op.regions[0], scope, device)
+            return [ctx.tensor(v, "a loop value").reshape(list(t.shape)) for v, t in zip(out, (c, *vals))]
+
+        start = [ctx.tensor(v, "a loop value") for v in ins]
+        res = while_loop(lambda c, *vals: c.reshape([]), body, start)
+        return list(res[1:])
 
     def _read(self, env: dict[int, Any], vid: int, op: PdOp | None) -> Any:
         val = env.get(vid)

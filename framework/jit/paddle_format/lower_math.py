@@ -130,9 +130,11 @@ def _scale(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
     x = ctx.tensor(ins[0])
     bias, after = float(ctx.attr(a, "bias", 0.0)), bool(ctx.attr(a, "bias_after_scale", True))
     if isinstance(ins[1], np.ndarray):
-        return fw.scale(x, ctx.scalar(ins[1], "the scale"), bias, after)
-    s = ctx.tensor(ins[1]).astype(x.dtype)  # a scale computed at run time
-    return x * s + bias if after else (x + bias) * s
+        out = fw.scale(x, ctx.scalar(ins[1], "the scale"), bias, after)
+    else:
+        s = ctx.tensor(ins[1]).astype(x.dtype)  # a scale computed at run time
+        out = x * s + bias if after else (x + bias) * s
+    return out if out.dtype == x.dtype else fw.cast(out, x.dtype)  # Paddle's scale keeps the dtype
 
 
 @lowering("pow", "pow_")

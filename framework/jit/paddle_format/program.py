@@ -99,6 +99,8 @@ class PdOp:
     attrs: dict[str, Any]
     where: str
     regions: list[list[PdOp]] = field(default_factory=list)
+    #: the value ids of each region's block arguments (a loop body's carried values)
+    region_args: list[list[int]] = field(default_factory=list)
 
 
 @dataclass
@@ -215,11 +217,12 @@ class _Reader:
         struct = attrs.get("struct_name")
         if isinstance(struct, str) and struct:
             where = f"{where}, {struct}"
-        regions = []
+        regions, args = [], []
         for r in op.get("regions", []) or []:
             for b in r.get("blocks", []):
                 regions.append(self.ops(b, f"{where} {b.get('#', 'block')}"))
-        return PdOp(name, inputs, outputs, attrs, where, regions)
+                args.append([int(a["#"]) for a in b.get("args", []) if isinstance(a, dict)])
+        return PdOp(name, inputs, outputs, attrs, where, regions, args)
 
 
 @dataclass(frozen=True)
