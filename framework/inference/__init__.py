@@ -19,6 +19,7 @@
 
 from __future__ import annotations
 
-from .predictor import Config, InferTensor, Predictor, create_predictor
+from .config import Config
+from .predictor import InferTensor, Predictor, create_predictor
 
 __all__ = ["Config", "InferTensor", "Predictor", "create_predictor"]

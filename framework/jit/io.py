@@ -30,6 +30,7 @@ from ..ir import Executor, IRError, Program, TensorType, parse_program, print_pr
 from ..ir import passes as _passes
 from ..nn import Layer, Parameter
 from ..static import InputSpec
+from . import paddle_format
 from .api import StaticFunction
 from .trace import TracingError
 
@@ -203,12 +204,16 @@ class TranslatedLayer(Layer):
         return outs[0] if self._structure == "tensor" else tuple(outs)
 
 
-def load(path: str | os.PathLike[str], device: Any = None, **configs: Any) -> TranslatedLayer:
+def load(path: str | os.PathLike[str], device: Any = None, **configs: Any) -> Layer:
     """Load what :func:`save` wrote onto ``device`` (the current device by default); the
-    result is a Layer that runs the program (Paddle's ``paddle.jit.load``)."""
+    result is a Layer that runs the program (Paddle's ``paddle.jit.load``). A model written
+    by Paddle 3's ``paddle.jit.save`` (``path.json``, ``path.pdiparams``) loads too, as a
+    :class:`framework.jit.paddle_format.PaddleModel`."""
     if configs:
         raise TypeError(f"[jit.load] unexpected arguments {sorted(configs)}; expected device=")
     path = os.fspath(path)
+    if paddle_format.is_paddle_model(path) and not os.path.exists(path + PROGRAM_SUFFIX):
+        return paddle_format.load(path, device)  # written by Paddle 3's paddle.jit.save
     prog, structure, input_names = _read_program(path)
     dev = _dev.get_device() if device is None else _dev.parse(device)
     try:

@@ -1,0 +1,297 @@
+"""Lowerings of Paddle's tensor ops: creation, elementwise math, reductions, shapes, indexing.
+
+Each record maps one ``pd_op`` op onto Oarlock's public API (see :mod:`.table`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+import framework as fw
+
+from .table import Ctx, axes, lowering, norm_axis, sizes
+
+# -- values known when the program is read -------------------------------------------------
+
+
+@lowering("full")
+def _full(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> np.ndarray:
+    dtype = ctx.attr(a, "dtype") or np.dtype("float32")
+    return np.full(tuple(ctx.attr(a, "shape", [])), ctx.attr(a, "value"), dtype=dtype)
+
+
+@lowering("full_int_array")
+def _full_int_array(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> np.ndarray:
+    return np.array(ctx.attr(a, "value", []), dtype=ctx.attr(a, "dtype") or np.int64)
+
+
+@lowering("assign_value_", "assign_value")
+def _assign_value(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> np.ndarray:
+    dtype = ctx.attr(a, "dtype") or np.dtype("float32")
+    return np.array(ctx.attr(a, "values"), dtype=dtype).reshape(ctx.attr(a, "shape"))
+
+
+@lowering("shape", "shape64")
+def _shape(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> np.ndarray:
+    dtype = np.int64 if ctx.op.name.endswith("64") else np.int32
+    return np.array(ins[0].shape, dtype=dtype)
+
+
+@lowering("full_like")
+def _full_like(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
+    x = ctx.tensor(ins[0])
+    return fw.full_like(x, ctx.scalar(ins[1], "the value"), dtype=ctx.attr(a, "dtype") or x.dtype)
+
+
+@lowering("arange")
+def _arange(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
+    start, end, step = (ctx.scalar(v, w) for v, w in zip(ins, ("start", "end", "step")))
+    return np.arange(start, end, step, dtype=ctx.attr(a, "dtype") or np.int64)
+
+
+@lowering("assign", "share_data_")
+def _assign(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
+    return ins[0]
+
+
+@lowering("cast")
+def _cast(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
+    return fw.cast(ctx.tensor(ins[0]), ctx.attr(a, "dtype"))
+
+
+# -- elementwise -----------------------------------------------------------------------------
+_UNARY = {
+    "relu": fw.nn.functional.relu,
+    "relu6": fw.nn.functional.relu6,
+    "sigmoid": fw.nn.functional.sigmoid,
+    "tanh": fw.tanh,
+    "exp": fw.exp,
+    "log": fw.log,
+    "sqrt": fw.sqrt,
+    "rsqrt": fw.rsqrt,
+    "abs": fw.abs,
+    "erf": fw.erf,
+    "sin": fw.sin,
+    "cos": fw.cos,
+    "floor": fw.floor,
+    "ceil": fw.ceil,
+    "reciprocal": fw.reciprocal,
+    "square": fw.square,
+    "sign": fw.sign,
+    "silu": fw.nn.functional.silu,
+    "swish": fw.nn.functional.silu,
+    "hardswish": fw.nn.functional.hardswish,
+    "mish": fw.nn.functional.mish,
+    "softsign": fw.nn.functional.softsign,
+    "logsigmoid": fw.nn.functional.log_sigmoid,
+    "logical_not": fw.logical_not,
+    "isnan": fw.isnan,
+    "isinf": fw.isinf,
+}
+_BINARY = {
+    "add": fw.add,
+    "subtract": fw.subtract,
+    "multiply": fw.multiply,
+    "divide": fw.divide,
+    "maximum": fw.maximum,
+    "minimum": fw.minimum,
+    "elementwise_pow": fw.pow,
+    "remainder": fw.remainder,
+    "floor_divide": fw.floor_divide,
+    "equal": fw.equal,
+    "not_equal": fw.not_equal,
+    "less_than": fw.less_than,
+    "less_equal": fw.less_equal,
+    "greater_than": fw.greater_than,
+    "greater_equal": fw.greater_equal,
+    "logical_and": fw.logical_and,
+    "logical_or": fw.logical_or,
+    "logical_xor": fw.logical_xor,
+}
+
+
+def _unary(fn: Any) -> Any:
+    return lambda ctx, ins, a: fn(ctx.tensor(ins[0]))
+
+
+def _binary(fn: Any) -> Any:
+    return lambda ctx, ins, a: fn(ctx.tensor(ins[0]), ctx.tensor(ins[1]))
+
+
+for _name, _fn in _UNARY.items():
+    lowering(_name, _name + "_")(_unary(_fn))
+for _name, _fn in _BINARY.items():
+    lowering(_name, _name + "_")(_binary(_fn))
+
+
+@lowering("scale", "scale_")
+def _scale(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
+    x = ctx.tensor(ins[0])
+    bias, after = float(ctx.attr(a, "bias", 0.0)), bool(ctx.attr(a, "bias_after_scale", True))
+    if isinstance(ins[1], np.ndarray):
+        out = fw.scale(x, ctx.scalar(ins[1], "the scale"), bias, after)
+    else:
+        s = ctx.tensor(ins[1]).astype(x.dtype)  # a scale computed at run time
+        out = x * s + bias if after else (x + bias) * s
+    return out if out.dtype == x.dtype else fw.cast(out, x.dtype)  # Paddle's scale keeps the dtype
+
+
+@lowering("pow", "pow_")
+def _pow(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
+    return fw.pow(ctx.tensor(ins[0]), float(ctx.attr(a, "y")))
+
+
+@lowering("clip", "clip_")
+def _clip(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
+    lo, hi = (ctx.scalar(v, w) for v, w in zip(ins[1:3], ("min", "max")))
+    return fw.clip(ctx.tensor(ins[0]), lo, hi)
+
+
+@lowering("where", "where_")
+def _where(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
+    return fw.where(*(ctx.tensor(v) for v in ins[:3]))
+
+
+# -- reductions ------------------------------------------------------------------------------
+def _reduce(fn: Any) -> Any:
+    def low(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
+        ax = None if ctx.attr(a, "reduce_all", False) else axes(ctx, ins[1]) if len(ins) > 1 else None
+        keep = bool(ctx.attr(a, "keepdim", ctx.attr(a, "keep_dim", False)))
+        out = fn(ctx.tensor(ins[0]), axis=ax, keepdim=keep)
+        dtype = ctx.attr(a, "dtype")
+        return out if dtype is None or out.dtype == dtype else fw.cast(out, dtype)
+
+    return low
+
+
+for _name, _fn in {"mean": fw.mean, "sum": fw.sum, "max": fw.max, "min": fw.min, "prod": fw.prod}.items():
+    lowering(_name)(_reduce(_fn))
+
+
+@lowering("logsumexp")
+def _logsumexp(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
+    ax = None if ctx.attr(a, "reduce_all", False) else (ctx.attr(a, "axis") or None)
+    return fw.logsumexp(ctx.tensor(ins[0]), axis=ax, keepdim=bool(ctx.attr(a, "keepdim", False)))
+
+
+@lowering("argmax", "argmin")
+def _argmax(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
+    x = ctx.tensor(ins[0])
+    fn = fw.argmax if ctx.op.name.endswith("argmax") else fw.argmin
+    ax = None if ctx.attr(a, "flatten", False) else int(ctx.scalar(ins[1], "the axis"))
+    return fn(x, axis=ax, keepdim=bool(ctx.attr(a, "keepdims", False)), dtype=ctx.attr(a, "dtype") or "int64")
+
+
+# -- shapes ----------------------------------------------------------------------------------
+@lowering("reshape", "reshape_")
+def _reshape(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
+    x = ctx.tensor(ins[0])
+    return fw.reshape(x, sizes(ctx.ints(ins[1], "the shape"), x.shape)), None
+
+
+@lowering("flatten", "flatten_")
+def _flatten(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
+    x = ctx.tensor(ins[0])
+    return fw.flatten(x, int(ctx.attr(a, "start_axis", 1)), int(ctx.attr(a, "stop_axis", -1))), None
+
+
+@lowering("transpose", "transpose_")
+def _transpose(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
+    return fw.transpose(ctx.tensor(ins[0]), [int(p) for p in ctx.attr(a, "perm")])
+
+
+@lowering("squeeze", "squeeze_")
+def _squeeze(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
+    return fw.squeeze(ctx.tensor(ins[0]), axes(ctx, ins[1])), None
+
+
+@lowering("unsqueeze", "unsqueeze_")
+def _unsqueeze(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
+    return fw.unsqueeze(ctx.tensor(ins[0]), ctx.ints(ins[1], "the axes")), None
+
+
+@lowering("concat")
+def _concat(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
+    return fw.concat([ctx.tensor(v) for v in ins[0]], axis=int(ctx.scalar(ins[1], "the axis")))
+
+
+@lowering("stack")
+def _stack(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
+    return fw.stack([ctx.tensor(v) for v in ins[0]], axis=int(ctx.attr(a, "axis", 0)))
+
+
+@lowering("split")
+def _split(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
+    x = ctx.tensor(ins[0])
+    return list(fw.split(x, ctx.ints(ins[1], "the sections"), axis=int(ctx.scalar(ins[2], "the axis"))))
+
+
+@lowering("split_with_num")
+def _split_with_num(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
+    x = ctx.tensor(ins[0])
+    return list(fw.split(x, int(ctx.attr(a, "num")), axis=int(ctx.scalar(ins[1], "the axis"))))
+
+
+@lowering("slice")
+def _slice(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
+    x = ctx.tensor(ins[0])
+    ax = [norm_axis(int(v), x.ndim) for v in ctx.attr(a, "axes")]
+    starts, ends = ctx.ints(ins[1], "the starts"), ctx.ints(ins[2], "the ends")
+    out = _clamped_slice(x, ax, starts, ends, [1] * len(ax))
+    dec = [norm_axis(int(d), x.ndim) for d in ctx.attr(a, "decrease_axis", [])]
+    return fw.reshape(out, [n for i, n in enumerate(out.shape) if i not in dec]) if dec else out
+
+
+@lowering("strided_slice")
+def _strided_slice(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
+    x = ctx.tensor(ins[0])
+    ax = [norm_axis(int(v), x.ndim) for v in ctx.attr(a, "axes")]
+    st, en, sd = (ctx.ints(v, w) for v, w in zip(ins[1:4], ("the starts", "the ends", "the strides")))
+    return _clamped_slice(x, ax, st, en, sd)
+
+
+def _clamped_slice(x: Any, ax: list[int], starts: list[int], ends: list[int], steps: list[int]) -> Any:
+    """Paddle's slice bounds (negative from the end, beyond the end clamped) as Python's."""
+    index: list[Any] = [slice(None)] * x.ndim
+    for i, s, e, st in zip(ax, starts, ends, steps):
+        index[i] = slice(*slice(s, e, st).indices(x.shape[i]))
+    return x[tuple(index)]
+
+
+@lowering("expand")
+def _expand(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
+    x = ctx.tensor(ins[0])
+    shape = ctx.ints(ins[1], "the shape")
+    lead = len(shape) - x.ndim
+    return fw.expand(x, [x.shape[i - lead] if d == -1 else d for i, d in enumerate(shape)])
+
+
+@lowering("tile")
+def _tile(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
+    return fw.tile(ctx.tensor(ins[0]), ctx.ints(ins[1], "the repeat times"))
+
+
+@lowering("gather")
+def _gather(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
+    axis = int(ctx.scalar(ins[2], "the axis")) if len(ins) > 2 and ins[2] is not None else 0
+    return fw.gather(ctx.tensor(ins[0]), ctx.tensor(ins[1]), axis=axis)
+
+
+@lowering("index_select")
+def _index_select(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
+    return fw.index_select(ctx.tensor(ins[0]), ctx.tensor(ins[1]), axis=int(ctx.attr(a, "axis", 0)))
+
+
+@lowering("matmul")
+def _matmul(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
+    tx, ty = bool(ctx.attr(a, "transpose_x", False)), bool(ctx.attr(a, "transpose_y", False))
+    return fw.matmul(ctx.tensor(ins[0]), ctx.tensor(ins[1]), transpose_x=tx, transpose_y=ty)
+
+
+@lowering("cumsum")
+def _cumsum(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
+    if ctx.attr(a, "exclusive", False) or ctx.attr(a, "reverse", False):
+        raise ctx.fail("is exclusive or reversed, which Oarlock's lowering does not cover")
+    x = ctx.tensor(ins[0])
+    return fw.cumsum(x, axis=None if ctx.attr(a, "flatten", False) else int(ctx.scalar(ins[1], "the axis")))

@@ -1,0 +1,367 @@
+"""``export``: an Oarlock Layer or ``to_static`` function as an ONNX file (Paddle's
+``paddle.onnx.export``), written from the traced op-dialect program.
+
+The Layer is traced as ``fw.jit.save`` traces it (``None`` dims become symbols), the portable
+program (primitives and the composites a device fuses, before any fusion group) is translated
+op by op through :data:`TRANSLATIONS` (one record per op), parameters and constants become
+initializers. A symbolic dim is a named ``dim_param`` of the graph's inputs and outputs (a
+dynamic axis); where an attribute holds one (``reshape``'s shape, ``slice``'s stops), its value
+is computed in the graph from the input's ``Shape``. ``onnx.checker`` checks the file.
+
+>>> import framework as fw, onnx, os, tempfile
+>>> folder = tempfile.TemporaryDirectory()
+>>> path = os.path.join(folder.name, "linear")
+>>> fw.onnx.export(fw.nn.Linear(4, 2), path, input_spec=[fw.static.InputSpec([None, 4], "float32", "x")])
+>>> model = onnx.load(path + ".onnx")
+>>> [i.name for i in model.graph.input], model.graph.input[0].type.tensor_type.shape.dim[0].dim_param
+(['x'], 'batch')
+>>> folder.cleanup()
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from adapter_api import OarlockError
+
+from .._src import autograd
+from .._src import device as _dev
+from .._src.tensor import Tensor
+from ..ir import Operation, Program, SymDim, TensorType, Value
+from ..jit.api import StaticFunction
+from ..nn import Layer
+from ..static import InputSpec
+
+
+class ExportError(OarlockError):
+    """The program holds something ONNX export cannot write (the message names the op)."""
+
+
+class _Graph:
+    """The ONNX graph being built: nodes, initializers, value names, symbol values."""
+
+    def __init__(self, program: Program, opset: int) -> None:
+        import onnx
+
+        self.onnx = onnx
+        self.opset = opset
+        self.nodes: list[Any] = []
+        self.inits: list[Any] = []
+        self.names: dict[Value, str] = {}
+        self.sym_src: dict[str, tuple[str, int]] = {}
+        self.sym_vals: dict[str, str] = {}
+        self.count = 0
+        self.program = program
+
+    def fresh(self, hint: str) -> str:
+        self.count += 1
+        return f"{hint}_{self.count}"
+
+    def node(self, kind: str, ins: Sequence[str], n_out: int = 1, **attrs: Any) -> list[str]:
+        outs = [self.fresh(kind.lower()) for _ in range(n_out)]
+        self.nodes.append(self.onnx.helper.make_node(kind, list(ins), outs, **attrs))
+        return outs
+
+    def const(self, arr: Any, hint: str = "const") -> str:
+        name = self.fresh(hint)
+        self.inits.append(self.onnx.numpy_helper.from_array(np.asarray(arr), name))
+        return name
+
+    def sym(self, s: str) -> str:
+        """An int64 [1] tensor holding symbol ``s``'s value, from the input's shape."""
+        got = self.sym_vals.get(s)
+        if got is None:
+            if s not in self.sym_src:
+                raise ExportError(
+                    f"[onnx.export] symbol {s!r} is not a dim of any input; export static sizes"
+                )
+            inp, axis = self.sym_src[s]
+            (shape,) = self.node("Shape", [inp])
+            (got,) = self.node("Gather", [shape, self.const(np.array([axis], np.int64))], axis=0)
+            self.sym_vals[s] = got
+        return got
+
+    def dims(self, dims: Sequence[Any]) -> str:
+        """A 1-D int64 tensor of ``dims`` (ints and affine symbolic dims)."""
+        if not any(isinstance(d, SymDim) for d in dims):
+            return self.const(np.array([int(d) for d in dims], np.int64))
+        parts = []
+        for d in dims:
+            if isinstance(d, SymDim):
+                acc = None
+                for n, c in d.terms:
+                    t = self.sym(n)
+                    if c != 1:
+                        (t,) = self.node("Mul", [t, self.const(np.array([c], np.int64))])
+                    acc = t if acc is None else self.node("Add", [acc, t])[0]
+                if d.const:
+                    (acc,) = self.node("Add", [acc, self.const(np.array([d.const], np.int64))])
+                parts.append(acc)
+            else:
+                parts.append(self.const(np.array([int(d)], np.int64)))
+        return self.node("Concat", parts, axis=0)[0]
+
+
+Translation = Callable[[_Graph, Operation, list[str]], list[str]]
+#: op name (``op.matmul``) → its translation into ONNX nodes
+TRANSLATIONS: dict[str, Translation] = {}
+
+_BINARY = {
+    "add": "Add",
+    "sub": "Sub",
+    "mul": "Mul",
+    "div": "Div",
+    "pow": "Pow",
+    "maximum": "Max",
+    "minimum": "Min",
+    "eq": "Equal",
+    "lt": "Less",
+    "gt": "Greater",
+    "le": "LessOrEqual",
+    "ge": "GreaterOrEqual",
+    "logical_and": "And",
+    "logical_or": "Or",
+    "logical_xor": "Xor",
+    "matmul": "MatMul",
+    "where": "Where",
+}
+_UNARY = {
+    "neg": "Neg",
+    "exp": "Exp",
+    "log": "Log",
+    "sqrt": "Sqrt",
+    "tanh": "Tanh",
+    "abs": "Abs",
+    "erf": "Erf",
+    "sin": "Sin",
+    "cos": "Cos",
+    "floor": "Floor",
+    "ceil": "Ceil",
+    "sign": "Sign",
+    "logical_not": "Not",
+    "copy": "Identity",
+}
+
+
+def _simple(kind: str) -> Translation:
+    return lambda g, op, ins: g.node(kind, ins)
+
+
+for _n, _k in {**_BINARY, **_UNARY}.items():
+    TRANSLATIONS["op." + _n] = _simple(_k)
+
+
+def _translation(*names: str) -> Callable[[Translation], Translation]:
+    def add(fn: Translation) -> Translation:
+        for n in names:
+            TRANSLATIONS["op." + n] = fn
+        return fn
+
+    return add
+
+
+@_translation("ne")
+def _ne(g: _Graph, op: Operation, ins: list[str]) -> list[str]:
+    return g.node("Not", g.node("Equal", ins))
+
+
+@_translation("rsqrt")
+def _rsqrt(g: _Graph, op: Operation, ins: list[str]) -> list[str]:
+    return g.node("Reciprocal", g.node("Sqrt", ins))
+
+
+@_translation("matmul_t")
+def _matmul_t(g: _Graph, op: Operation, ins: list[str]) -> list[str]:
+    ins = list(ins)
+    for k, key in enumerate(("transpose_x", "transpose_y")):
+        if op.attrs.get(key):
+            r = op.operands[k].type.rank
+            ins[k] = g.node("Transpose", [ins[k]], perm=list(range(r - 2)) + [r - 1, r - 2])[0]
+    return g.node("MatMul", ins)
+
+
+@_translation("cast")
+def _cast(g: _Graph, op: Operation, ins: list[str]) -> list[str]:
+    return g.node("Cast", ins, to=g.onnx.helper.np_dtype_to_tensor_dtype(np.dtype(op.attrs["dtype"])))
+
+
+@_translation("permute")
+def _permute(g: _Graph, op: Operation, ins: list[str]) -> list[str]:
+    return g.node("Transpose", ins, perm=[int(p) for p in op.attrs["perm"]])
+
+
+@_translation("reshape")
+def _reshape(g: _Graph, op: Operation, ins: list[str]) -> list[str]:
+    return g.node("Reshape", [ins[0], g.dims(op.results[0].type.shape)])
+
+
+@_translation("expand")
+def _expand(g: _Graph, op: Operation, ins: list[str]) -> list[str]:
+    return g.node("Expand", [ins[0], g.dims(op.attrs["shape"])])
+
+
+@_translation("concat")
+def _concat(g: _Graph, op: Operation, ins: list[str]) -> list[str]:
+    return g.node("Concat", ins, axis=int(op.attrs["axis"]))
+
+
+@_translation("slice")
+def _slice(g: _Graph, op: Operation, ins: list[str]) -> list[str]:
+    starts, stops, steps = (tuple(op.attrs[k]) for k in ("starts", "stops", "steps"))
+    axes = g.const(np.arange(len(starts), dtype=np.int64))
+    return g.node("Slice", [ins[0], g.dims(starts), g.dims(stops), axes, g.dims(steps)])
+
+
+@_translation("pad")
+def _pad(g: _Graph, op: Operation, ins: list[str]) -> list[str]:
+    pads = [int(p[0]) for p in op.attrs["pads"]] + [int(p[1]) for p in op.attrs["pads"]]
+    value = g.const(np.array(op.attrs.get("value", 0.0), op.operands[0].type.dtype))
+    return g.node("Pad", [ins[0], g.const(np.array(pads, np.int64)), value], mode="constant")
+
+
+def _reduce(kind: str, axes_input_since: int) -> Translation:
+    def tr(g: _Graph, op: Operation, ins: list[str]) -> list[str]:
+        axes = [int(a) for a in op.attrs.get("axes", ())]
+        keep = int(bool(op.attrs.get("keepdim", False)))
+        if not axes:
+            return g.node("Identity", ins)
+        if g.opset >= axes_input_since:
+            return g.node(kind, [ins[0], g.const(np.array(axes, np.int64))], keepdims=keep)
+        return g.node(kind, ins, axes=axes, keepdims=keep)
+
+    return tr
+
+
+TRANSLATIONS["op.sum"] = _reduce("ReduceSum", 13)
+for _n, _k in {"max": "ReduceMax", "min": "ReduceMin", "prod": "ReduceProd"}.items():
+    TRANSLATIONS["op." + _n] = _reduce(_k, 18)
+
+
+@_translation("argmax", "argmin")
+def _argmax(g: _Graph, op: Operation, ins: list[str]) -> list[str]:
+    kind = "ArgMax" if op.name.endswith("argmax") else "ArgMin"
+    return g.node(kind, ins, axis=int(op.attrs["axis"]), keepdims=int(bool(op.attrs.get("keepdim", False))))
+
+
+@_translation("full")
+def _full(g: _Graph, op: Operation, ins: list[str]) -> list[str]:
+    ty = op.results[0].type
+    value = np.array([op.attrs["value"]], ty.dtype)
+    tensor = g.onnx.numpy_helper.from_array(value, g.fresh("fill"))
+    return g.node("ConstantOfShape", [g.dims(op.attrs["shape"])], value=tensor)
+
+
+def _translate(
+    g: _Graph, program: Program, params: dict[str, Tensor], consts: dict[str, Tensor]
+) -> list[str]:
+    outs: list[str] = []
+    for op in program.block.ops:
+        if op.name == "builtin.return":
+            outs = [g.names[v] for v in op.operands]
+            continue
+        if op.name == "builtin.parameter":
+            g.names[op.result] = g.const(params[op.attrs["name"]].numpy(), "param")
+            continue
+        if op.name == "builtin.constant":
+            ty = op.result.type
+            if "name" in op.attrs:
+                arr = consts[op.attrs["name"]].numpy()
+            else:
+                arr = np.full(ty.concrete({}), op.attrs["value"], ty.dtype)
+            g.names[op.result] = g.const(arr, "constant")
+            continue
+        fn = TRANSLATIONS.get(op.name)
+        if fn is None or op.regions:
+            raise ExportError(
+                f"[onnx.export] op '{op.name}' has no ONNX translation (framework/onnx/export.py "
+                f"TRANSLATIONS); known: {len(TRANSLATIONS)} ops"
+            )
+        names = fn(g, op, [g.names[v] for v in op.operands])
+        for r, n in zip(op.results, names):
+            g.names[r] = n
+    return outs
+
+
+def _value_info(g: _Graph, name: str, ty: TensorType) -> Any:
+    shape = [str(d) if isinstance(d, SymDim) else int(d) for d in ty.shape]
+    return g.onnx.helper.make_tensor_value_info(name, g.onnx.helper.np_dtype_to_tensor_dtype(ty.dtype), shape)
+
+
+def export(
+    layer: Any,
+    path: str | os.PathLike[str],
+    input_spec: Sequence[InputSpec] | None = None,
+    opset_version: int = 17,
+    **configs: Any,
+) -> None:
+    """Write ``layer`` (a Layer or a ``to_static`` function) to ``path.onnx`` (Paddle's
+    ``paddle.onnx.export``): traced for ``input_spec``, a ``None`` dim becomes a dynamic axis
+    (the leading one is named ``batch`` for every input), checked by ``onnx.checker``.
+
+    Example:
+        >>> import framework as fw, onnxruntime as ort, numpy as np, os, tempfile
+        >>> folder = tempfile.TemporaryDirectory()
+        >>> net = fw.nn.Sequential(fw.nn.Linear(4, 8), fw.nn.ReLU(), fw.nn.Linear(8, 2))
+        >>> path = os.path.join(folder.name, "mlp")
+        >>> fw.onnx.export(net, path, input_spec=[fw.static.InputSpec([None, 4], "float32", "x")])
+        >>> x = np.ones((3, 4), "float32")
+        >>> (y,) = ort.InferenceSession(path + ".onnx").run(None, {"x": x})
+        >>> bool(np.allclose(y, net(fw.to_tensor(x)).numpy(), atol=1e-5))
+        True
+        >>> folder.cleanup()
+    """
+    if configs:
+        raise TypeError(
+            f"[onnx.export] unexpected arguments {sorted(configs)}; expected input_spec=, opset_version="
+        )
+    if not 13 <= int(opset_version) <= 21:
+        raise ValueError(f"[onnx.export] opset_version takes 13 to 21, got {opset_version}")
+    import onnx
+
+    path = os.fspath(path)
+    file = path if path.endswith(".onnx") else path + ".onnx"
+    if isinstance(layer, Layer):
+        fwd = layer.forward
+        sf = fwd if isinstance(fwd, StaticFunction) else StaticFunction(fwd, input_spec, layer, passes=None)
+        params = layer.parameters()
+    elif isinstance(layer, StaticFunction):
+        sf, params = layer, []
+    else:
+        raise TypeError(f"[onnx.export] expected a Layer or a to_static function, got {type(layer).__name__}")
+    spec = list(input_spec if input_spec is not None else sf.input_spec or [])
+    if not spec:
+        raise ValueError("[onnx.export] give input_spec=[fw.static.InputSpec(shape, dtype, name), ...]")
+    dims = [
+        tuple(
+            ("batch" if j == 0 else f"s{k}_{j}") if d is None or d == -1 else d for j, d in enumerate(s.shape)
+        )
+        for k, s in enumerate(spec)
+    ]
+    dev = params[0].device if params else _dev.get_device()
+    with autograd.no_grad():
+        cp = sf.get_concrete_program([(d, s.dtype) for d, s in zip(dims, spec)], dev)
+    names = [s.name if s.name else f"x{k}" for k, s in enumerate(spec)]
+    g = _Graph(cp.program, int(opset_version))
+    inputs = []
+    for name, v, d in zip(names, cp.program.inputs, dims):
+        g.names[v] = name
+        for j, dim in enumerate(d):
+            if isinstance(dim, str):
+                g.sym_src.setdefault(dim, (name, j))
+        inputs.append(_value_info(g, name, v.type))
+    outs = _translate(g, cp.program, dict(cp.params), dict(cp.constants))
+    out_names = [f"output_{k}" for k in range(len(outs))]
+    for src, dst in zip(outs, out_names):
+        g.nodes.append(onnx.helper.make_node("Identity", [src], [dst]))
+    outputs = [_value_info(g, n, v.type) for n, v in zip(out_names, cp.program.outputs)]
+    graph = onnx.helper.make_graph(g.nodes, "oarlock", inputs, outputs, g.inits)
+    model = onnx.helper.make_model(
+        graph, opset_imports=[onnx.helper.make_opsetid("", int(opset_version))], producer_name="oarlock"
+    )
+    model.ir_version = min(model.ir_version, 10)
+    onnx.checker.check_model(model, full_check=True)
+    onnx.save(model, file)
