@@ -97,13 +97,25 @@ def fused_groups(names: set[str]) -> dict[str, str]:
     def ops(name: str) -> str:
         g = fusion.GROUPS.get(name)
         if g is not None:
-            return ", ".join(
-                op.name.split(".", 1)[-1] for op in g.body.block.ops if op.name != "builtin.return"
-            )
-        h = horizontal.HGROUPS.get(name)  # a merged op: its parts' ops, part by part
-        return "" if h is None else " | ".join(ops(op.name) for op in h.parts)
+            names = [op.name.split(".", 1)[-1] for op in g.body.block.ops]
+            return _runs([n for n in names if n not in ("return", "constant")])
+        h = horizontal.HGROUPS.get(name)  # a merged op: its parts, each in brackets
+        return "" if h is None else _runs([f"[{ops(op.name)}]" for op in h.parts], " ")
 
     return {n: ops(n) for n in names if n.startswith("fused.") and ops(n)}
+
+
+def _runs(items: list[str], sep: str = ", ") -> str:
+    """``a, b, b, b`` as ``a, b x3``: a group's ops (or a merged op's parts) in a line."""
+    out: list[str] = []
+    i = 0
+    while i < len(items):
+        j = i
+        while j < len(items) and items[j] == items[i]:
+            j += 1
+        out.append(items[i] if j - i == 1 else f"{items[i]} x{j - i}")
+        i = j
+    return sep.join(out)
 
 
 class ProfilerResult:
