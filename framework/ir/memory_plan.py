@@ -441,7 +441,7 @@ class _Plan:
 
     def run(self, inputs: Sequence[Tensor]) -> list[Tensor]:
         dev = self.device
-        st = dispatch._STATE.get(dev) or dispatch.state(dev)
+        st = dispatch._STATE.get(dev._name) or dispatch.state(dev)
         if st.ctx is not self.ctx or self.ran_on is not st.ctx.stream:
             self._restream(st.ctx)
         self.ran_on = st.ctx.stream

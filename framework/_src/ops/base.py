@@ -239,6 +239,10 @@ def apply(op: OpDef, ins: list[Tensor], attrs: dict[str, Any]) -> list[Tensor]:
     return outs
 
 
+#: (op, device type, dtype) -> the kernel's name in the profile, ``plugin/op/dtype``
+_KERNEL_NAMES: dict[tuple[str, str, Any], str] = {}
+
+
 def _profiled_apply(op: OpDef, ins: list[Tensor], attrs: dict[str, Any], tracer: Any) -> list[Tensor]:
     """:func:`apply` under ``fw.profiler``: a host span around the op (its kernel and its
     autograd record) and, on a device the profiler times, a device span of its kernel named
@@ -253,9 +257,12 @@ def _profiled_apply(op: OpDef, ins: list[Tensor], attrs: dict[str, Any], tracer:
         ev0 = _profiling.begin_launch(ctx, dev_type)
     outs = dispatch.run(op, ins, attrs) if tracer is None else tracer(op, ins, attrs)
     if ev0 is not None:
-        key_dtype = ins[op.spec.key_input if op.spec else 0].dtype
-        entry = dispatch.find_kernel(op.name, dev_type, key_dtype)
-        kname = f"{entry.plugin}/{op.name}/{key_dtype.name}" if entry is not None else f"fallback/{op.name}"
+        key = (op.name, dev_type, ins[op.spec.key_input if op.spec else 0].dtype)
+        kname = _KERNEL_NAMES.get(key)
+        if kname is None:
+            entry = dispatch.find_kernel(*key)
+            plugin = entry.plugin if entry is not None else "cpu-fallback"
+            kname = _KERNEL_NAMES[key] = f"{plugin}/{op.name}/{key[2]}"
         _profiling.end_launch(ctx, dev_type, ev0, kname)
     if autograd.GRAD_ENABLED.get() and op.grad is not None:
         for t in ins:
