@@ -1,6 +1,6 @@
 """What ``fw.profiler`` costs: off (against a tree without it) and on, side by side.
 
-    python benchmarks/profiler.py [--baseline DIR] [--rounds 5] [--number 20000] [--steps 5]
+    python benchmarks/profiler.py [--baseline DIR] [--tree DIR] [--rounds 5] [--number 20000] [--steps 5]
 
 Cases, each variant in its own interpreter, the variants taking turns round by round (so all
 see the same machine load); medians over rounds, ratios to the first column:
@@ -11,7 +11,8 @@ see the same machine load); medians over rounds, ratios to the first column:
   backward, AdamW), milliseconds (median of ``--steps`` steps after 2 warm-ups).
 
 Variants: ``baseline`` (``--baseline DIR``: a tree from before the profiler, e.g.
-``git archive <commit> | tar -x -C DIR``; skipped without it), ``off`` (this tree, no profiler),
+``git archive <commit> | tar -x -C DIR``; skipped without it), ``off`` (the tree measured:
+``--tree DIR``, this one by default; no profiler),
 ``on, CPU`` (``targets=[ProfilerTarget.CPU]``: host spans) and ``on, all`` (the default
 targets: host spans and the device's kernel spans from its events).
 """
@@ -68,6 +69,7 @@ print(json.dumps({{"add": statistics.median(runs), "step": statistics.median(ms)
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--baseline", help="a tree without the profiler (its root directory)")
+    ap.add_argument("--tree", default=ROOT, help="the tree measured (default: this one)")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--number", type=int, default=20000)
     ap.add_argument("--steps", type=int, default=5)
@@ -76,7 +78,7 @@ def main() -> None:
     from benchmarks import cpu_description
 
     variants = [("baseline", args.baseline)] if args.baseline else []
-    variants += [("off", ROOT), ("on, CPU", ROOT), ("on, all", ROOT)]
+    variants += [("off", args.tree), ("on, CPU", args.tree), ("on, all", args.tree)]
     env = dict(os.environ, OARLOCK_NUM_THREADS="1", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
     env.pop("PYTHONPATH", None)
     got: dict[str, list[dict[str, float]]] = {v: [] for v, _ in variants}
