@@ -325,18 +325,14 @@ def composite(
     return wrap
 
 
-def call(op: OpDef, ins: list[Tensor], attrs: dict[str, Any]) -> Any:
+def call(op: OpDef, ins: list[Tensor], attrs: dict[str, Any], _in_span: bool = False) -> Any:
     """Run a composite: registered fused kernel, then generated kernel, then decomposition
     (on distributed inputs: the interceptor's rule, else the decomposition)."""
-    if _profiling.ACTIVE:  # fw.profiler: one span around the composite and what it ran
+    if _profiling.ACTIVE and not _in_span:  # fw.profiler: one span around the composite
         t0 = _profiling.now()
-        out = _call(op, ins, attrs)
+        out = call(op, ins, attrs, True)
         _profiling.span(_profiling.COMPOSITE, op.name, t0)
         return out
-    return _call(op, ins, attrs)
-
-
-def _call(op: OpDef, ins: list[Tensor], attrs: dict[str, Any]) -> Any:
     if dispatch.INTERCEPTORS and any(getattr(t, "_dist", False) for t in ins):
         out = dispatch.intercept(op, ins, attrs)
         return op.decomposition(*ins, **attrs) if out is None else out
