@@ -270,3 +270,17 @@ def test_device_spans_from_opencl_events(device):
     dev = [e for e in r.events if e.track == device]
     assert {e.name.split("/")[1] for e in dev} >= {"mul"} and all(e.dur_ns >= 0 for e in dev)
     assert textwrap.dedent(r.table()).count(f"Kernel Summary on {device}") == 1
+
+
+def test_repeated_periods_each_go_to_on_trace_ready():
+    got = []
+    sched = profiler.make_scheduler(closed=1, ready=1, record=1, repeat=2)  # steps 2 and 5 recorded
+    x = fw.to_tensor(np.ones(4, np.float32))
+    with profiler.Profiler(scheduler=sched, on_trace_ready=lambda p: got.append(p.profiler_result)) as p:
+        for _ in range(8):
+            x = x * 2
+            p.step()
+    steps = [[e.name for e in r.events if e.cat == "ProfileStep"] for r in got]
+    assert steps == [["ProfileStep#2"], ["ProfileStep#5"]]
+    assert [len(r.rows("Operator")) for r in got] == [1, 1]
+    np.testing.assert_array_equal(x.numpy(), np.full(4, 256.0))
