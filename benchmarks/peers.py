@@ -214,9 +214,10 @@ def main() -> None:
     threads = [int(n) for n in args.threads.split(",")]
     libs = [lib for lib in LIBS if installed(lib)]
     got: dict[tuple[str, int], list[dict[str, float]]] = {(lib, n): [] for lib in libs for n in threads}
-    for _ in range(args.rounds):
+    for r in range(args.rounds):
         for n in threads:
-            for lib in libs:
+            k = r % len(libs)  # each round starts with the next library: no one always goes first
+            for lib in libs[k:] + libs[:k]:
                 env = dict(os.environ)
                 env.pop("PYTHONPATH", None)
                 for k in (

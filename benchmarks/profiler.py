@@ -3,7 +3,8 @@
     python benchmarks/profiler.py [--baseline DIR] [--tree DIR] [--rounds 5] [--number 20000] [--steps 5]
 
 Cases, each variant in its own interpreter, the variants taking turns round by round (so all
-see the same machine load); medians over rounds, ratios to the first column:
+see the same machine load; each round starts with the next variant); medians over rounds,
+ratios to the first column:
 
 - ``add 16``: ``x + y`` of two float32[16] tensors, microseconds per op (median of 5 repeats
   of ``--number`` calls in each interpreter);
@@ -83,8 +84,9 @@ def main() -> None:
     env.pop("PYTHONPATH", None)
     got: dict[str, list[dict[str, float]]] = {v: [] for v, _ in variants}
     child = _CHILD.format(root=ROOT)
-    for _ in range(args.rounds):
-        for name, tree in variants:
+    for r in range(args.rounds):
+        k = r % len(variants)  # each round starts with the next variant: no one always goes first
+        for name, tree in variants[k:] + variants[:k]:
             out = subprocess.run(
                 [
                     sys.executable,
