@@ -1,9 +1,17 @@
 """Eager dispatch overhead: microseconds per op on tiny inputs, side by side in one run.
 
     python benchmarks/dispatch.py [--device cpu] [--repeat 7] [--number 2000]
+    python benchmarks/dispatch.py --breakdown [--number 20000]
 
 Prints the median over repeats of the mean time per call, for Oarlock on the chosen device,
 numpy, and torch eager when importable, and the ratio Oarlock / torch.
+
+``--breakdown`` splits the per-op path of ``x + y`` (float32[16]) into its stages with
+cProfile, without and with an input that needs a gradient: argument parsing and dtype
+promotion, the shape rule, kernel lookup and dispatch, output allocation (and its release),
+the kernel, the autograd record. Per stage: Python-level calls per op (exact, load-independent)
+and its share of the profiled time (cProfile inflates every call alike; the wall time per op
+without cProfile is printed beside it).
 """
 
 from __future__ import annotations
@@ -30,12 +38,79 @@ def bench(fn, number: int, repeat: int, warmup: int = 1) -> float:
     return statistics.median(runs)
 
 
+#: stage of the per-op path -> the functions (file name ending, function) that make it up
+STAGES = {
+    "arguments, dtype promotion": [("ops/math.py", ""), ("dtypes.py", ""), ("ops/base.py", "apply1")],
+    "mode checks (amp, tracer, grad)": [("~", "_contextvars.ContextVar")],
+    "shape rule": [("ops/primitives.py", ""), ("ops/base.py", "broadcast_shapes")],
+    "kernel lookup, dispatch": [
+        ("_src/dispatch.py", ""),
+        ("ops/base.py", "apply"),
+        ("device.py", ""),
+        ("~", "dict"),
+    ],
+    "output allocation, release": [("allocator.py", ""), ("_src/tensor.py", ""), ("runtime.py", "")],
+    "kernel": [("plugins/cpu/kernels.py", ""), ("plugins/cpu/elementwise.py", ""), ("~", "numpy")],
+    "autograd record": [("_src/autograd.py", "")],
+}
+
+
+def _stage(file: str, func: str) -> str:
+    for stage, marks in STAGES.items():
+        for end, name in marks:
+            if (file.endswith(end) or file == end) and name in func:
+                return stage
+    return "other"
+
+
+def breakdown(number: int) -> None:
+    """Print the per-op path's stages (see the module docstring)."""
+    import cProfile
+    import pstats
+
+    a = fw.to_tensor(np.ones(16, np.float32))
+    b = fw.to_tensor(np.ones(16, np.float32))
+    w = fw.to_tensor(np.ones(16, np.float32))
+    w.stop_gradient = False
+    for label, x in (("no grad", a), ("x needs grad", w)):
+        wall = bench(lambda x=x: x + b, number // 10, 7)
+        pr = cProfile.Profile()
+        pr.enable()
+        for _ in range(number):
+            x + b
+        pr.disable()
+        calls: dict[str, int] = {}
+        secs: dict[str, float] = {}
+        frames = 0  # calls of Python functions (builtins, file "~", aside)
+        for (file, _line, func), (_cc, nc, tt, _ct, _callers) in pstats.Stats(pr).stats.items():  # type: ignore[attr-defined]
+            frames += nc if file != "~" else 0
+            st = _stage(file, func)
+            calls[st] = calls.get(st, 0) + nc
+            secs[st] = secs.get(st, 0.0) + tt
+        total = sum(secs.values())
+        print(
+            f"x + y, float32[16], {label}: {wall:.2f} us per op (median of 7 x {number // 10}, no cProfile)"
+        )
+        print(f"  {'stage':34s} {'calls/op':>9s} {'share':>7s} {'~us/op':>8s}")
+        for st in [*STAGES, "other"]:
+            if st in calls:
+                share = secs[st] / total
+                print(f"  {st:34s} {calls[st] / number:9.2f} {100 * share:6.1f}% {share * wall:8.2f}")
+        print(
+            f"  {'all':34s} {sum(calls.values()) / number:9.2f}   ({frames / number:.2f} of them Python functions)"
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
+    ap.add_argument("--breakdown", action="store_true", help="the per-op path's stages (cProfile)")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--number", type=int, default=2000)
     args = ap.parse_args()
+    if args.breakdown:
+        breakdown(args.number * 10)
+        return
     try:
         import torch
 

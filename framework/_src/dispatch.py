@@ -190,14 +190,15 @@ class _DeviceState:
         self.ctx = KernelContext(dev.index, dt.stream(dev.index), dt.runtime)
 
 
-_STATE: dict[_dev.Device, _DeviceState] = {}
+#: by the device's name: a str key hashes in C (a Device's ``__hash__`` is a Python call per op)
+_STATE: dict[str, _DeviceState] = {}
 _dev.on_stream_change(_STATE.clear)
 
 
 def state(dev: _dev.Device) -> _DeviceState:
-    s = _STATE.get(dev)
+    s = _STATE.get(dev._name)
     if s is None:
-        s = _STATE[dev] = _DeviceState(dev)
+        s = _STATE[dev._name] = _DeviceState(dev)
     return s
 
 
@@ -252,7 +253,7 @@ def run(
                         for u in ins
                     ]
                     break
-    st = _STATE.get(dev) or state(dev)
+    st = _STATE.get(dev._name) or state(dev)
     if len(metas) == 1:
         shape, dtype = metas[0]
         o = Tensor._make(st.alloc.malloc(math.prod(shape) * dtype.itemsize), 0, shape, dtype, dev)
@@ -277,7 +278,10 @@ def run(
                     dev.index, o._block.handle, o._offset, poison_byte(o.dtype), nbytes, st.ctx.stream
                 )
     try:
-        entry.fn(st.ctx, nouts, [t._nv if t._nv is not None else t.native() for t in ins], **attrs)
+        nins = []  # NOTE: a loop, not a comprehension (one Python frame less per op)
+        for t in ins:
+            nins.append(t._nv if t._nv is not None else t.native())
+        entry.fn(st.ctx, nouts, nins, **attrs)
     except KernelNotFoundError:
         # The kernel declined these attributes (e.g. a cast to a dtype the device cannot hold).
         return _fallback(op, ins, attrs, dev, key_dtype, metas)

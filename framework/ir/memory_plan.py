@@ -15,6 +15,7 @@ import numpy as np
 from adapter_api import KernelError, KernelNotFoundError, OarlockError
 
 from .._src import autograd, dispatch
+from .._src import profiling as _profiling
 from .._src.ops import base
 from .._src.ops.shape import contiguous_slice
 from .._src.tensor import Tensor
@@ -440,7 +441,7 @@ class _Plan:
 
     def run(self, inputs: Sequence[Tensor]) -> list[Tensor]:
         dev = self.device
-        st = dispatch._STATE.get(dev) or dispatch.state(dev)
+        st = dispatch._STATE.get(dev._name) or dispatch.state(dev)
         if st.ctx is not self.ctx or self.ran_on is not st.ctx.stream:
             self._restream(st.ctx)
         self.ran_on = st.ctx.stream
@@ -448,7 +449,10 @@ class _Plan:
         if self.ex.inplace:
             _check_overlap(self.ex, inputs)
         g = self.graph
-        if g is not None:
+        if _profiling.ACTIVE:  # fw.profiler: the instruction list (a span each), not a replay
+            g = None
+            self.runs -= 1  # nor counted towards capture
+        elif g is not None:
             outs = g.replay(inputs)
             if outs is not None:
                 return outs
@@ -482,7 +486,11 @@ class _Plan:
 
     def _launch(self, start: int = 0) -> None:
         """Run the instructions from ``start`` on."""
-        it = iter(self.bound if not start else self.bound[start:])
+        bound = self.bound
+        if _profiling.ACTIVE:  # fw.profiler: each instruction in its span
+            ctxs = [ins[1] for ins in self.instrs]
+            bound = _profiling.instructions(bound, self.names, ctxs, self.device.type, self.ex.program.name)
+        it = iter(bound if not start else bound[start:])
         # NOTE: no enumerate on the hot path; the iterator knows where it failed
         try:
             if self.has_eager:

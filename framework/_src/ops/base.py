@@ -19,6 +19,7 @@ from adapter_api import PRIMITIVES, OpArgumentError
 
 from .. import amp as _amp
 from .. import autograd, dispatch, env
+from .. import profiling as _profiling
 from ..opdef import AMP_CLASSES, OPS, Identity, Lowering, Meta, OpDef, SpmdRule
 from ..tensor import Tensor
 from . import sharding as _sharding
@@ -226,6 +227,8 @@ def apply(op: OpDef, ins: list[Tensor], attrs: dict[str, Any]) -> list[Tensor]:
     if _amp.POLICY.get() is not None:  # fw.amp.auto_cast: the op's allow/deny list picks the dtype
         ins = _amp.cast_inputs(op.name, ins)
     tracer = TRACER.get()
+    if _profiling.ACTIVE:  # fw.profiler: the op's span (the only cost of the profiler when off)
+        return _profiled_apply(op, ins, attrs, tracer)
     # NOTE: a tracer records with autograd too, so gradient rules can be traced like forwards
     outs = dispatch.run(op, ins, attrs) if tracer is None else tracer(op, ins, attrs)
     if autograd.GRAD_ENABLED.get() and op.grad is not None:
@@ -233,6 +236,40 @@ def apply(op: OpDef, ins: list[Tensor], attrs: dict[str, Any]) -> list[Tensor]:
             if not t.stop_gradient:
                 autograd.record(op, ins, attrs, outs)
                 break
+    return outs
+
+
+#: (op, device type, dtype) -> the kernel's name in the profile, ``plugin/op/dtype``
+_KERNEL_NAMES: dict[tuple[str, str, Any], str] = {}
+
+
+def _profiled_apply(op: OpDef, ins: list[Tensor], attrs: dict[str, Any], tracer: Any) -> list[Tensor]:
+    """:func:`apply` under ``fw.profiler``: a host span around the op (its kernel and its
+    autograd record) and, on a device the profiler times, a device span of its kernel named
+    as the plugin registered it (``plugin/op/dtype``)."""
+    t0 = _profiling.now()
+    ev0 = ctx = None
+    dev_type = ""
+    if tracer is None and ins:
+        dev = ins[0].device
+        dev_type = dev.type
+        ctx = dispatch.context(dev)
+        ev0 = _profiling.begin_launch(ctx, dev_type)
+    outs = dispatch.run(op, ins, attrs) if tracer is None else tracer(op, ins, attrs)
+    if ev0 is not None:
+        key = (op.name, dev_type, ins[op.spec.key_input if op.spec else 0].dtype)
+        kname = _KERNEL_NAMES.get(key)
+        if kname is None:
+            entry = dispatch.find_kernel(*key)
+            plugin = entry.plugin if entry is not None else "cpu-fallback"
+            kname = _KERNEL_NAMES[key] = f"{plugin}/{op.name}/{key[2]}"
+        _profiling.end_launch(ctx, dev_type, ev0, kname)
+    if autograd.GRAD_ENABLED.get() and op.grad is not None:
+        for t in ins:
+            if not t.stop_gradient:
+                autograd.record(op, ins, attrs, outs)
+                break
+    _profiling.span(_profiling.OPERATOR if tracer is None else _profiling.TRACED, op.name, t0)
     return outs
 
 
@@ -288,9 +325,14 @@ def composite(
     return wrap
 
 
-def call(op: OpDef, ins: list[Tensor], attrs: dict[str, Any]) -> Any:
+def call(op: OpDef, ins: list[Tensor], attrs: dict[str, Any], _in_span: bool = False) -> Any:
     """Run a composite: registered fused kernel, then generated kernel, then decomposition
     (on distributed inputs: the interceptor's rule, else the decomposition)."""
+    if _profiling.ACTIVE and not _in_span:  # fw.profiler: one span around the composite
+        t0 = _profiling.now()
+        out = call(op, ins, attrs, True)
+        _profiling.span(_profiling.COMPOSITE, op.name, t0)
+        return out
     if dispatch.INTERCEPTORS and any(getattr(t, "_dist", False) for t in ins):
         out = dispatch.intercept(op, ins, attrs)
         return op.decomposition(*ins, **attrs) if out is None else out

@@ -18,7 +18,7 @@ from adapter_api import OpArgumentError
 from .. import dtypes as _dt
 from ..tensor import Tensor, to_tensor
 from . import creation as C
-from .base import OPS, TRACER, apply1, fill_buffer
+from .base import OPS, TRACER, apply, apply1, fill_buffer
 
 _CONST: dict[tuple[Any, ...], Tensor] = {}
 
@@ -83,7 +83,7 @@ def _binary(name: str):
 
     def f(x: Any, y: Any, name: str | None = None) -> Tensor:
         a, b = _operands(op.name, x, y)
-        return apply1(op, [a, b], {})
+        return apply(op, [a, b], {})[0]
 
     f.__name__ = name
     f.__doc__ = f"Elementwise ``{name}`` with broadcasting and type promotion."
@@ -315,7 +315,7 @@ def _int_division(name: str):
         a, b = _operands(op.name, x, y)
         if b.dtype.kind in "iu" and type(y) is not int:  # a Python int divisor was checked above
             b = _nonzero_divisor(op.name, b)
-        return apply1(op, [a, b], {})
+        return apply(op, [a, b], {})[0]
 
     f.__name__ = name
     return f

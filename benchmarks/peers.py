@@ -1,0 +1,283 @@
+"""Oarlock against its peers on the same CPU, in one run: PyTorch eager, PaddlePaddle eager and
+``to_static``, Oarlock eager and ``to_static``; one and two threads.
+
+    python benchmarks/peers.py [--rounds 3] [--threads 1,2] [--cases add,mlp,tfm] [--repeats 7]
+
+Cases (issue 38's table):
+
+- ``add 16``: ``x + y`` of two float32[16] tensors, microseconds per op (the eager dispatch);
+- ``mlp``: MLP 784-1024-1024-10 (ReLU), batch 128, cross-entropy, backward, SGD step, ms;
+- ``tfm``: ``TransformerEncoderLayer(d_model=256, nhead=4, dim_feedforward=1024, dropout=0)``
+  on [8, 128, 256] (batch, sequence, features), forward + ``sum().backward()``, ms.
+
+``to_static`` is used as Paddle's users use it: the model (a Layer) is converted, the loss,
+``backward()`` and the optimizer step stay eager (Oarlock runs the forward and its backward
+as programs). The same builder code runs Paddle and Oarlock (Oarlock has Paddle's API); torch
+has its own. A peer that is not installed gets "not installed" in its column.
+
+Every (library, thread count) runs in its own interpreter (thread pools are sized when their
+library loads: ``OMP_NUM_THREADS``, ``MKL_NUM_THREADS``, ``OPENBLAS_NUM_THREADS`` and
+``OARLOCK_NUM_THREADS`` are set for it, ``torch.set_num_threads`` too), the interpreters taking
+turns round by round so all see the same machine load. Each figure is the median over rounds
+of each interpreter's median; ratios are Oarlock's time over the peer's (below 1: faster).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LIBS = ("torch", "paddle", "oarlock")
+CASES = {
+    "add": "add 16, per op (us)",
+    "mlp": "MLP 784-1024-1024-10 b128 SGD step (ms)",
+    "tfm": "TransformerEncoderLayer d256 h4 ff1024 s128 b8 fwd+bwd (ms)",
+}
+B_MLP, DIMS = 128, (784, 1024, 1024, 10)
+B, S, D, H, FF = 8, 128, 256, 4, 1024
+
+
+def median_time(fn, repeats: int, number: int = 1, warmup: int = 2) -> float:
+    """Median over ``repeats`` of the mean seconds per call of ``number`` calls."""
+    for _ in range(warmup):
+        fn()
+    runs = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(number):
+            fn()
+        runs.append((time.perf_counter() - t0) / number)
+    return statistics.median(runs)
+
+
+# -- Paddle and Oarlock: one builder for both (Oarlock has Paddle's API) -----------------------
+def pd_like_cases(fw, static: bool) -> dict[str, object]:
+    import numpy as np
+
+    F = fw.nn.functional
+    rng = np.random.default_rng(0)
+    fw.seed(0)
+    mlp = fw.nn.Sequential(
+        fw.nn.Linear(DIMS[0], DIMS[1]),
+        fw.nn.ReLU(),
+        fw.nn.Linear(DIMS[1], DIMS[2]),
+        fw.nn.ReLU(),
+        fw.nn.Linear(DIMS[2], DIMS[3]),
+    )
+    opt = fw.optimizer.SGD(learning_rate=0.01, parameters=mlp.parameters())
+    x = fw.to_tensor(rng.standard_normal((B_MLP, DIMS[0])).astype(np.float32))
+    y = fw.to_tensor(rng.integers(0, 10, B_MLP).astype(np.int64))
+    tfm = fw.nn.TransformerEncoderLayer(D, H, FF, dropout=0.0)
+    t = fw.to_tensor(rng.standard_normal((B, S, D)).astype(np.float32))
+    if static:
+        mlp, tfm = fw.jit.to_static(mlp), fw.jit.to_static(tfm)
+
+    def mlp_step() -> None:
+        loss = F.cross_entropy(mlp(x), y)
+        loss.backward()
+        opt.step()
+        opt.clear_grad()
+        float(loss)
+
+    params = tfm.parameters()
+
+    def tfm_step() -> None:
+        tfm(t).sum().backward()
+        params[0].grad.numpy()
+        tfm.clear_gradients()
+
+    cases: dict[str, object] = {"mlp": mlp_step, "tfm": tfm_step}
+    if not static:
+        a = fw.to_tensor(np.ones(16, np.float32))
+        b = fw.to_tensor(np.ones(16, np.float32))
+        cases["add"] = lambda: a + b
+    return cases
+
+
+def torch_cases() -> dict[str, object]:
+    import numpy as np
+    import torch
+
+    torch.manual_seed(0)
+    rng = np.random.default_rng(0)
+    mlp = torch.nn.Sequential(
+        torch.nn.Linear(DIMS[0], DIMS[1]),
+        torch.nn.ReLU(),
+        torch.nn.Linear(DIMS[1], DIMS[2]),
+        torch.nn.ReLU(),
+        torch.nn.Linear(DIMS[2], DIMS[3]),
+    )
+    opt = torch.optim.SGD(mlp.parameters(), lr=0.01)
+    x = torch.from_numpy(rng.standard_normal((B_MLP, DIMS[0])).astype(np.float32))
+    y = torch.from_numpy(rng.integers(0, 10, B_MLP))
+    tfm = torch.nn.TransformerEncoderLayer(D, H, FF, dropout=0.0, batch_first=True)
+    t = torch.from_numpy(rng.standard_normal((B, S, D)).astype(np.float32))
+
+    def mlp_step() -> None:
+        loss = torch.nn.functional.cross_entropy(mlp(x), y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        loss.item()
+
+    def tfm_step() -> None:
+        tfm(t).sum().backward()
+        next(tfm.parameters()).grad.numpy()
+        tfm.zero_grad(set_to_none=True)
+
+    a, b = torch.ones(16), torch.ones(16)
+    return {"add": lambda: a + b, "mlp": mlp_step, "tfm": tfm_step}
+
+
+def child(lib: str, threads: int, cases: list[str], repeats: int) -> dict[str, float]:
+    """Run in a fresh interpreter: ``{"eager/add": us, "eager/mlp": ms, "static/mlp": ms, ...}``."""
+    out: dict[str, float] = {}
+    if lib == "torch":
+        import torch
+
+        torch.set_num_threads(threads)
+        modes = {"eager": torch_cases()}
+    else:
+        if lib == "paddle":
+            import paddle as fw
+
+            fw.set_device("cpu")
+        else:
+            sys.path.insert(0, ROOT)
+            import framework as fw
+        modes = {"eager": pd_like_cases(fw, False), "static": pd_like_cases(fw, True)}
+    for case in cases:  # the modes of a case take turns
+        for mode, fns in modes.items():
+            fn = fns.get(case)
+            if fn is None:
+                continue
+            if case == "add":
+                out[f"{mode}/{case}"] = median_time(fn, repeats, 2000, warmup=1) * 1e6
+            else:
+                out[f"{mode}/{case}"] = median_time(fn, repeats, 1, warmup=3) * 1e3
+    return out
+
+
+# -- the parent -----------------------------------------------------------------------------
+def cpu_flags() -> str:
+    """The CPU's vector and matrix flags that decide products (from /proc/cpuinfo)."""
+    want = (
+        "avx2",
+        "fma",
+        "avx512f",
+        "avx512_vnni",
+        "avx512_bf16",
+        "avx_vnni",
+        "amx_tile",
+        "amx_bf16",
+        "amx_int8",
+    )
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((ln.split(":", 1)[1].split() for ln in f if ln.startswith("flags")), [])
+    except OSError:
+        return "unknown"
+    return " ".join(w for w in want if w in flags) or "none of " + " ".join(want)
+
+
+def _ratio(med: dict, a: tuple[str, str], b: tuple[str, str]) -> str:
+    x, y = med.get(a), med.get(b)
+    return f"{x / y:.2f}x" if x and y else "-"
+
+
+def installed(lib: str) -> bool:
+    return lib == "oarlock" or importlib.util.find_spec(lib) is not None
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--cases", default="add,mlp,tfm")
+    ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--child", nargs=2, metavar=("LIB", "THREADS"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    cases = args.cases.split(",")
+    if args.child:
+        print(json.dumps(child(args.child[0], int(args.child[1]), cases, args.repeats)))
+        return
+    sys.path.insert(0, ROOT)
+    from benchmarks import cpu_description
+
+    threads = [int(n) for n in args.threads.split(",")]
+    libs = [lib for lib in LIBS if installed(lib)]
+    got: dict[tuple[str, int], list[dict[str, float]]] = {(lib, n): [] for lib in libs for n in threads}
+    for r in range(args.rounds):
+        for n in threads:
+            k = r % len(libs)  # each round starts with the next library: no one always goes first
+            for lib in libs[k:] + libs[:k]:
+                env = dict(os.environ)
+                env.pop("PYTHONPATH", None)
+                for k in (
+                    "OMP_NUM_THREADS",
+                    "MKL_NUM_THREADS",
+                    "OPENBLAS_NUM_THREADS",
+                    "OARLOCK_NUM_THREADS",
+                ):
+                    env[k] = str(n)
+                env.setdefault("GLOG_minloglevel", "2")  # Paddle's start-up log lines
+                cmd = [
+                    sys.executable,
+                    os.path.abspath(__file__),
+                    "--child",
+                    lib,
+                    str(n),
+                    "--cases",
+                    args.cases,
+                    "--repeats",
+                    str(args.repeats),
+                ]
+                r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
+                if r.returncode:
+                    sys.exit(f"[benchmarks] {lib} with {n} threads failed:\n{r.stderr[-3000:]}")
+                got[(lib, n)].append(json.loads(r.stdout.strip().splitlines()[-1]))
+    print(f"CPU: {cpu_description()}")
+    print(f"flags: {cpu_flags()}")
+    print(
+        f"medians of {args.rounds} rounds (each the median of {args.repeats} repeats); ratio = Oarlock / peer"
+    )
+    cols = [
+        ("torch", "eager"),
+        ("paddle", "eager"),
+        ("paddle", "static"),
+        ("oarlock", "eager"),
+        ("oarlock", "static"),
+    ]
+    head = ["torch eager", "Paddle eager", "Paddle to_static", "Oarlock eager", "Oarlock to_static"]
+    print(
+        "| case | threads | "
+        + " | ".join(head)
+        + " | Oarlock eager / torch, / Paddle | Oarlock static / torch, / Paddle static |"
+    )
+    print("|---|---|" + "---|" * (len(head) + 2))
+    for case in cases:
+        for n in threads:
+            med: dict[tuple[str, str], float | None] = {}
+            cells = []
+            for lib, mode in cols:
+                if lib not in libs:
+                    cells.append("not installed")
+                    continue
+                vals = [r[f"{mode}/{case}"] for r in got[(lib, n)] if f"{mode}/{case}" in r]
+                med[(lib, mode)] = statistics.median(vals) if vals else None
+                cells.append(f"{med[(lib, mode)]:.2f}" if vals else "")
+
+            r1 = f"{_ratio(med, ('oarlock', 'eager'), ('torch', 'eager'))}, {_ratio(med, ('oarlock', 'eager'), ('paddle', 'eager'))}"
+            r2 = f"{_ratio(med, ('oarlock', 'static'), ('torch', 'eager'))}, {_ratio(med, ('oarlock', 'static'), ('paddle', 'static'))}"
+            print(f"| {CASES[case]} | {n} | " + " | ".join(cells) + f" | {r1} | {r2} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,186 @@
+"""Span recording for ``fw.profiler``: the one flag the eager path, autograd and the executor
+read, and the recording they write to while it is set.
+
+The engine knows no profiler: ``framework.profiler`` starts a :class:`Recording` with
+:func:`start` and takes it back with :func:`stop`. While none runs, :data:`ACTIVE` is False and
+each hooked place costs one read of it (``ops.base.apply`` per primitive, ``ops.base.call`` per
+composite, autograd per backward node, the executor per run).
+
+Spans are kept as tuples ``(category, name, start ns, end ns, thread, args)`` on the host's
+``time.perf_counter_ns`` clock. Device spans come from the device runtime's own events
+(``create_event`` / ``record_event`` / ``elapsed_ms`` of the adapter contract), recorded on the
+kernel's stream around each launch and read only when the recording stops; a reference event
+per device, recorded when the device is first seen, places them on the host's clock.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+#: True while a :class:`Recording` runs (read on every hooked path; written only here)
+ACTIVE = False
+_REC: Recording | None = None
+now = time.perf_counter_ns
+
+#: categories, the names Paddle's trace uses for the same kinds of span
+OPERATOR = "Operator"
+COMPOSITE = "Composite"
+BACKWARD = "Backward"
+INSTRUCTION = "Instruction"
+KERNEL = "Kernel"
+USER = "UserDefined"
+STEP = "ProfileStep"
+TRACED = "Trace"  #: an op recorded by a tracer (``to_static``'s first call), not run
+
+
+class Recording:
+    """What one profiling period collects.
+
+    Args:
+        device_events: ``fn(device_type) -> bool``: whether kernels on that device type get
+            device spans (their events); host spans are always kept.
+    """
+
+    def __init__(self, device_events: Callable[[str], bool]) -> None:
+        self.spans: list[tuple[str, str, int, int, int, dict[str, Any] | None]] = []
+        #: (name, device key, runtime, begin event, end event, thread, args)
+        self.launches: list[tuple[str, str, Any, Any, Any, int, dict[str, Any] | None]] = []
+        #: device key -> (runtime, reference event, host ns when it was recorded)
+        self.refs: dict[str, tuple[Any, Any, int]] = {}
+        self.wants: dict[str, bool] = {}
+        self.device_events = device_events
+        self.start_ns = now()
+        self.end_ns = 0
+        #: device key -> why its device spans are missing (the runtime cannot time events)
+        self.untimed: dict[str, str] = {}
+
+    def span(self, cat: str, name: str, t0: int, t1: int, args: dict[str, Any] | None = None) -> None:
+        self.spans.append((cat, name, t0, t1, threading.get_ident(), args))
+
+    # -- device spans -------------------------------------------------------------------
+    def begin_launch(self, ctx: Any, device_type: str) -> Any:
+        """A begin event recorded on ``ctx``'s stream, or None when this device gets no
+        device spans (not asked for, or its runtime cannot make events)."""
+        want = self.wants.get(device_type)
+        if want is None:
+            want = self.wants[device_type] = bool(self.device_events(device_type))
+        if not want:
+            return None
+        key = f"{device_type}:{ctx.device_index}"
+        rt = ctx.runtime
+        try:
+            if key not in self.refs:
+                ref = rt.create_event(ctx.device_index)
+                t = now()
+                rt.record_event(ref, ctx.stream)
+                self.refs[key] = (rt, ref, (t + now()) // 2)  # NOTE: placed to +-half the record's time
+            ev = rt.create_event(ctx.device_index)
+            rt.record_event(ev, ctx.stream)
+        except Exception as exc:  # noqa: BLE001 — a runtime without events: host spans only
+            self.untimed[key] = f"{type(exc).__name__}: {exc}"
+            self.wants[device_type] = False
+            return None
+        return ev
+
+    def end_launch(
+        self, ctx: Any, device_type: str, ev0: Any, name: str, args: dict[str, Any] | None
+    ) -> None:
+        rt = ctx.runtime
+        ev1 = rt.create_event(ctx.device_index)
+        rt.record_event(ev1, ctx.stream)
+        self.launches.append(
+            (name, f"{device_type}:{ctx.device_index}", rt, ev0, ev1, threading.get_ident(), args)
+        )
+
+    def device_spans(self) -> list[tuple[str, str, int, int, int, dict[str, Any] | None]]:
+        """The launches as device spans ``(device key, name, start ns, end ns, 0, args)`` on the
+        host clock (waits for every event)."""
+        out = []
+        for name, key, rt, ev0, ev1, _tid, args in self.launches:
+            if key in self.untimed:
+                continue
+            _, ref, ref_ns = self.refs[key]
+            try:
+                start = ref_ns + int(rt.elapsed_ms(ref, ev0) * 1e6)
+                dur = int(rt.elapsed_ms(ev0, ev1) * 1e6)
+            except Exception as exc:  # noqa: BLE001 — events that cannot be timed: say so once
+                self.untimed[key] = f"{type(exc).__name__}: {exc}"
+                continue
+            out.append((key, name, start, start + max(dur, 0), 0, args))
+        return out
+
+
+def start(rec: Recording) -> None:
+    """Make ``rec`` the recording every hooked path writes to."""
+    global ACTIVE, _REC
+    _REC = rec
+    ACTIVE = True
+
+
+def stop() -> Recording | None:
+    """End the running recording and return it (None when none ran)."""
+    global ACTIVE, _REC
+    rec, _REC, ACTIVE = _REC, None, False
+    if rec is not None:
+        rec.end_ns = now()
+    return rec
+
+
+def current() -> Recording | None:
+    """The running recording, or None."""
+    return _REC
+
+
+def span(cat: str, name: str, t0: int, args: dict[str, Any] | None = None) -> None:
+    """Close a span begun at ``t0`` (``now()``) in the running recording, if one runs."""
+    rec = _REC
+    if rec is not None:
+        rec.span(cat, name, t0, now(), args)
+
+
+def end_launch(ctx: Any, device_type: str, ev0: Any, name: str) -> None:
+    """Close the device span begun by :func:`begin_launch` (the kernel ``name``)."""
+    rec = _REC
+    if rec is not None:
+        rec.end_launch(ctx, device_type, ev0, name, None)
+
+
+def begin_launch(ctx: Any, device_type: str) -> Any:
+    """The running recording's begin event for a launch on ``ctx`` (None: no device span)."""
+    rec = _REC
+    return None if rec is None else rec.begin_launch(ctx, device_type)
+
+
+def instructions(
+    bound: Sequence[Callable[[], Any]],
+    names: Sequence[str],
+    ctxs: Sequence[Any],
+    device_type: str,
+    program: str,
+) -> list[Callable[[], Any]]:
+    """The executor's bound instructions, each wrapped in an instruction span (and, where
+    ``ctxs[k]`` is a kernel context, a device span from the runtime's events); built per
+    profiled run."""
+    rec = _REC
+    if rec is None:
+        return list(bound)
+
+    def wrap(k: int, f: Callable[[], Any]) -> Callable[[], Any]:
+        name = names[k]
+        ctx = ctxs[k]
+        args = {"program": program, "index": k}
+
+        def run() -> None:
+            t0 = now()
+            ev0 = rec.begin_launch(ctx, device_type) if ctx is not None else None
+            f()
+            if ev0 is not None:
+                rec.end_launch(ctx, device_type, ev0, name, args)
+            rec.span(INSTRUCTION, name, t0, now(), args)
+
+        return run
+
+    return [wrap(k, f) for k, f in enumerate(bound)]
