@@ -100,21 +100,30 @@ from .._src.ops.composites.norm import (
 )
 from .._src.ops.composites.patches import fold, pixel_shuffle, pixel_unshuffle, unfold
 from .._src.ops.composites.pooling import (
-    adaptive_avg_pool1d,
-    adaptive_avg_pool2d,
-    adaptive_max_pool2d,
     avg_pool1d,
     avg_pool2d,
+    avg_pool3d,
     lp_pool1d,
     lp_pool2d,
     max_pool1d,
     max_pool2d,
+    max_pool3d,
+)
+from .._src.ops.composites.resize import affine_grid, grid_sample, interpolate, upsample
+from .._src.ops.composites.sorting import topk
+from .._src.ops.composites.window_pooling import (
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    adaptive_avg_pool3d,
+    adaptive_max_pool1d,
+    adaptive_max_pool2d,
+    adaptive_max_pool3d,
+    fractional_max_pool2d,
+    fractional_max_pool3d,
     max_unpool1d,
     max_unpool2d,
     max_unpool3d,
 )
-from .._src.ops.composites.resize import affine_grid, grid_sample, interpolate, upsample
-from .._src.ops.composites.sorting import topk
 from .._src.ops.indexing import masked_fill
 from .._src.ops.math import clip, where
 from .._src.ops.shape import pad, zeropad2d

@@ -26,4 +26,5 @@ from . import (  # noqa: F401
     sampling,
     sorting,
     special,
+    window_pooling,
 )

@@ -1,0 +1,181 @@
+"""nn against real Paddle (issue 40): 3-d pools, adaptive max pools with their masks, the
+fractional max pools (Paddle's window sequence), the pooling layers' argument order, and their
+gradients. Paddle-dependent cases skip without Paddle."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import pytest
+
+import framework as fw
+import framework.nn.functional as F
+
+from .conftest import assert_close
+from .gradcheck import check_grad
+
+HAVE_PADDLE = importlib.util.find_spec("paddle") is not None
+needs_paddle = pytest.mark.skipif(not HAVE_PADDLE, reason="real Paddle is not installed (the oracle)")
+
+
+def _paddle():  # type: ignore[no-untyped-def]
+    import paddle
+
+    return paddle
+
+
+def _same(got, want) -> None:  # type: ignore[no-untyped-def]
+    got = got if isinstance(got, tuple) else (got,)
+    want = want if isinstance(want, tuple) else (want,)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        g, w = g.numpy(), w.numpy()
+        assert g.dtype == w.dtype and g.shape == w.shape, (g.dtype, g.shape, w.dtype, w.shape)
+        assert_close(g, w)
+
+
+_POOL3D = [
+    {"kernel_size": 2},
+    {"kernel_size": 3, "stride": 2, "padding": 1},
+    {"kernel_size": (3, 2, 3), "stride": 2, "padding": 1, "ceil_mode": True},
+    {"kernel_size": 2, "stride": (1, 2, 1), "padding": (1, 0, 1)},
+]
+
+
+@needs_paddle
+@pytest.mark.parametrize("kw", _POOL3D, ids=[str(i) for i in range(len(_POOL3D))])
+def test_pool3d_matches_paddle(kw: dict, device: str) -> None:
+    paddle = _paddle()
+    x = np.random.default_rng(0).standard_normal((2, 3, 7, 6, 5)).astype("float32")
+    P, T = paddle.to_tensor(x), fw.to_tensor(x, device=device)
+    PF = paddle.nn.functional
+    _same(F.max_pool3d(T, return_mask=True, **kw), PF.max_pool3d(P, return_mask=True, **kw))
+    for extra in ({}, {"exclusive": False}, {"divisor_override": 5}):
+        _same(F.avg_pool3d(T, **kw, **extra), PF.avg_pool3d(P, **kw, **extra))
+    _same(
+        F.max_pool3d(T.transpose([0, 2, 3, 4, 1]), data_format="NDHWC", **kw),
+        PF.max_pool3d(P.transpose([0, 2, 3, 4, 1]), data_format="NDHWC", **kw),
+    )
+
+
+@needs_paddle
+def test_adaptive_pools_1d_2d_3d_match_paddle(device: str) -> None:
+    paddle = _paddle()
+    PF = paddle.nn.functional
+    rng = np.random.default_rng(1)
+    for nd, shape in ((1, (2, 3, 11)), (2, (2, 3, 9, 7)), (3, (2, 3, 7, 6, 5))):
+        x = rng.standard_normal(shape).astype("float32")
+        P, T = paddle.to_tensor(x), fw.to_tensor(x, device=device)
+        for o in (1, 3, 4):
+            fn = f"adaptive_max_pool{nd}d"
+            _same(getattr(F, fn)(T, o, return_mask=True), getattr(PF, fn)(P, o, return_mask=True))
+            if nd == 3:
+                _same(F.adaptive_avg_pool3d(T, o), PF.adaptive_avg_pool3d(P, o))
+    x = rng.standard_normal((2, 3, 7, 6, 5)).astype("float32")
+    P, T = paddle.to_tensor(x), fw.to_tensor(x, device=device)
+    _same(F.adaptive_avg_pool3d(T, [2, None, 3]), PF.adaptive_avg_pool3d(P, [2, None, 3]))
+    _same(F.adaptive_avg_pool3d(T, 2, data_format="NDHWC"), PF.adaptive_avg_pool3d(P, 2, data_format="NDHWC"))
+
+
+@needs_paddle
+def test_fractional_windows_are_paddles() -> None:
+    """Every window Paddle draws for L up to 16, each output size, kernel 0-3 and several u:
+    probed with an increasing input (the mask is the window's end - 1) and a decreasing one (its
+    start)."""
+    paddle = _paddle()
+    from framework._src.ops.composites.window_pooling import _fractional_bounds
+
+    PF = paddle.nn.functional
+    for size in range(2, 17):
+        ramp = np.arange(size, dtype="float32").reshape(1, 1, 1, size)
+        for out in range(1, size + 1):
+            for k in (0, 1, 2, 3):
+                if k and out + k - 1 > size:
+                    continue
+                for u in (0.1, 0.5, 0.93, 0.999):
+                    kk = None if k == 0 else [1, k]
+                    _, up = PF.fractional_max_pool2d(paddle.to_tensor(ramp), [1, out], kk, u, True)
+                    _, down = PF.fractional_max_pool2d(paddle.to_tensor(-ramp), [1, out], kk, u, True)
+                    want = (tuple(down.numpy().ravel().tolist()), tuple((up.numpy().ravel() + 1).tolist()))
+                    assert _fractional_bounds(size, out, k, u) == want, (size, out, k, u)
+
+
+@needs_paddle
+@pytest.mark.parametrize("u", [0.2, 0.77])
+def test_fractional_max_pool_matches_paddle(u: float, device: str) -> None:
+    paddle = _paddle()
+    PF = paddle.nn.functional
+    rng = np.random.default_rng(2)
+    x2 = rng.standard_normal((2, 3, 10, 9)).astype("float32")
+    x3 = rng.standard_normal((1, 2, 8, 9, 7)).astype("float32")
+    for o, k in ((3, None), (4, 2), ([3, 5], None), (7, None)):
+        _same(
+            F.fractional_max_pool2d(fw.to_tensor(x2, device=device), o, k, u, True),
+            PF.fractional_max_pool2d(paddle.to_tensor(x2), o, k, u, True),
+        )
+        o3 = o if isinstance(o, int) else o + [4]
+        _same(
+            F.fractional_max_pool3d(fw.to_tensor(x3, device=device), o3, k, u, True),
+            PF.fractional_max_pool3d(paddle.to_tensor(x3), o3, k, u, True),
+        )
+
+
+@needs_paddle
+def test_pool_gradients_match_paddle() -> None:
+    paddle = _paddle()
+    PF = paddle.nn.functional
+    x = np.random.default_rng(3).permutation(2 * 2 * 5 * 6 * 4).reshape(2, 2, 5, 6, 4).astype("float32")
+    cases = [
+        ("max_pool3d", lambda m, t: m.max_pool3d(t, 2, 2, 1)),
+        ("avg_pool3d", lambda m, t: m.avg_pool3d(t, 3, 2, 1, ceil_mode=True, exclusive=False)),
+        ("adaptive_max_pool3d", lambda m, t: m.adaptive_max_pool3d(t, (2, 4, 3))),
+        ("fractional_max_pool3d", lambda m, t: m.fractional_max_pool3d(t, 3, random_u=0.6)),
+        ("max_pool1d", lambda m, t: m.max_pool1d(t.reshape([4, 5, -1]), 3, 2, 1, ceil_mode=True)),
+    ]
+    w = np.random.default_rng(4).standard_normal(1000).astype("float32")
+    for name, run in cases:
+        p = paddle.to_tensor(x, stop_gradient=False)
+        po = run(PF, p)
+        (po * paddle.to_tensor(w[: po.size].reshape(po.shape))).sum().backward()
+        t = fw.to_tensor(x, stop_gradient=False)
+        to = run(F, t)
+        (to * fw.to_tensor(w[: to.size].reshape(to.shape))).sum().backward()
+        assert_close(t.grad.numpy(), p.grad.numpy()), name
+
+
+def test_window_max_gradient_matches_finite_differences() -> None:
+    x = np.random.default_rng(5).permutation(2 * 5 * 7).reshape(1, 2, 5, 7) * 0.1
+    check_grad(lambda t: F.adaptive_max_pool2d(t, (2, 3)), x)
+    check_grad(lambda t: F.fractional_max_pool2d(t, 3, kernel_size=2, random_u=0.3), x)
+
+
+@needs_paddle
+def test_pool_layers_take_paddles_arguments(device: str) -> None:
+    """The layers' positional order is Paddle's (return_mask before ceil_mode)."""
+    paddle = _paddle()
+    x = np.random.default_rng(6).standard_normal((1, 2, 7, 7, 6)).astype("float32")
+    P, T = paddle.to_tensor(x), fw.to_tensor(x, device=device)
+    pairs = [
+        ("MaxPool3D", (3, 2, 1, True, True)),
+        ("AvgPool3D", (3, 2, 1, True, False)),
+        ("AdaptiveAvgPool3D", ((2, 3, 1),)),
+        ("AdaptiveMaxPool3D", (2, True)),
+        ("FractionalMaxPool3D", (3, 2, 0.4, True)),
+    ]
+    for name, args in pairs:
+        _same(getattr(fw.nn, name)(*args)(T), getattr(paddle.nn, name)(*args)(P))
+    _same(fw.nn.MaxPool2D(3, 2, 1, True, True)(T[0]), paddle.nn.MaxPool2D(3, 2, 1, True, True)(P[0]))
+    _same(fw.nn.MaxPool1D(3, 2, 1, True, True)(T[0, 0]), paddle.nn.MaxPool1D(3, 2, 1, True, True)(P[0, 0]))
+    _same(fw.nn.AdaptiveMaxPool1D(4, True)(T[0, 0]), paddle.nn.AdaptiveMaxPool1D(4, True)(P[0, 0]))
+
+
+def test_pool_argument_errors_name_the_op() -> None:
+    with pytest.raises(Exception, match=r"\[max_pool3d\] x must be 5-d"):
+        F.max_pool3d(fw.ones([1, 2, 3, 3]), 2)
+    with pytest.raises(Exception, match=r"\[fractional_max_pool2d\] random_u must be a number in \(0, 1\)"):
+        F.fractional_max_pool2d(fw.ones([1, 1, 6, 6]), 3, random_u=1.5)
+    with pytest.raises(Exception, match=r"\[fractional_max_pool2d\] output_size .* does not fit"):
+        F.fractional_max_pool2d(fw.ones([1, 1, 4, 4]), 4, kernel_size=2)
+    with pytest.raises(Exception, match=r"\[avg_pool3d\] data_format must be 'NCDHW' or 'NDHWC'"):
+        F.avg_pool3d(fw.ones([1, 1, 2, 2, 2]), 2, data_format="NCHW")
