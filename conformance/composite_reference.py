@@ -262,6 +262,29 @@ def conv2d_transpose(
     return out if b is None else out + b.reshape(1, -1, 1, 1)
 
 
+def conv3d_transpose(
+    x: np.ndarray, w: np.ndarray, stride: tuple, padding: tuple, output_padding: tuple, groups: int
+) -> np.ndarray:
+    """Scatter form in 3-d (no dilation): input element p of channel ci adds x * w[ci, :, k]
+    at output ``p * s + k - pad`` of its group's output channels."""
+    n, cin = x.shape[:2]
+    cog, ks = w.shape[1], w.shape[2:]
+    size = x.shape[2:]
+    full_shape = [(size[a] - 1) * stride[a] + ks[a] + output_padding[a] for a in range(3)]
+    full = np.zeros((n, cog * groups, *full_shape))
+    per = cin // groups
+    for ci in range(cin):
+        g = ci // per
+        for pos in np.ndindex(*size):
+            for off in np.ndindex(*ks):
+                at = tuple(pos[a] * stride[a] + off[a] for a in range(3))
+                full[(slice(None), slice(g * cog, (g + 1) * cog), *at)] += (
+                    x[(slice(None), ci, *pos)][:, None] * w[(ci, slice(None), *off)]
+                )
+    outs = [full_shape[a] - 2 * padding[a] for a in range(3)]
+    return full[(slice(None), slice(None), *(slice(padding[a], padding[a] + outs[a]) for a in range(3)))]
+
+
 def pool2d(x: np.ndarray, k: tuple, stride: tuple, padding: tuple, kind: str) -> np.ndarray:
     """``max``, ``avg`` (padding left out of the count) or ``avg_inclusive`` (counted) over
     KH x KW windows, one output position at a time."""

@@ -179,3 +179,87 @@ def test_pool_argument_errors_name_the_op() -> None:
         F.fractional_max_pool2d(fw.ones([1, 1, 4, 4]), 4, kernel_size=2)
     with pytest.raises(Exception, match=r"\[avg_pool3d\] data_format must be 'NCDHW' or 'NDHWC'"):
         F.avg_pool3d(fw.ones([1, 1, 2, 2, 2]), 2, data_format="NCHW")
+
+
+# -- convolution, norm and loss --------------------------------------------------------------
+@needs_paddle
+def test_conv3d_transpose_matches_paddle(device: str) -> None:
+    paddle = _paddle()
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((2, 4, 3, 4, 5)).astype("float32")
+    w = rng.standard_normal((4, 3, 2, 3, 2)).astype("float32")
+    cases = [
+        {},
+        {"stride": 2, "padding": 1, "output_padding": 1, "groups": 2},
+        {"stride": (1, 2, 3), "padding": (1, 0, 1), "dilation": 2, "groups": 2},
+        {"stride": 2, "output_size": [7, 10, 11]},
+    ]
+    for kw in cases:
+        b = rng.standard_normal(3 * kw.get("groups", 1)).astype("float32")
+        want = paddle.nn.functional.conv3d_transpose(
+            paddle.to_tensor(x), paddle.to_tensor(w), paddle.to_tensor(b), **kw
+        ).numpy()
+        got = F.conv3d_transpose(
+            fw.to_tensor(x, device=device),
+            fw.to_tensor(w, device=device),
+            fw.to_tensor(b, device=device),
+            **kw,
+        )
+        assert_close(got.numpy(), want)
+    # the layer: Paddle's positional order (output_padding, dilation, groups) and its weights
+    paddle.seed(1)
+    p = paddle.nn.Conv3DTranspose(4, 6, 3, 2, 1, 1, 1, 2)
+    f = fw.nn.Conv3DTranspose(4, 6, 3, 2, 1, 1, 1, 2)
+    f.set_state_dict({k: fw.to_tensor(v.numpy()) for k, v in p.state_dict().items()})
+    assert_close(f(fw.to_tensor(x)).numpy(), p(paddle.to_tensor(x)).numpy())
+
+
+@needs_paddle
+def test_layer_reprs_and_convert_sync_batchnorm_match_paddle() -> None:
+    paddle = _paddle()
+
+    def build(nn):  # type: ignore[no-untyped-def]
+        return nn.Sequential(
+            nn.Conv2D(3, 5, 3),
+            nn.BatchNorm2D(5),
+            nn.Conv2D(3, 5, (3, 2), stride=2, padding=1, dilation=2),
+            nn.Conv1D(2, 3, 3),
+            nn.Conv3D(2, 3, 3, padding="same"),
+            nn.Conv2DTranspose(2, 3, 3, stride=2),
+            nn.Conv3DTranspose(2, 4, 3, 2, 1, 1, 1, 2),
+            nn.Conv1DTranspose(2, 4, 3, 2, 1, 1, 2),
+            nn.BatchNorm1D(3),
+            nn.MaxPool2D(2),
+            nn.AdaptiveMaxPool2D(3, True),
+            nn.AdaptiveAvgPool3D(2),
+            nn.AvgPool1D(3, 2, 1),
+        )
+
+    assert repr(build(fw.nn)) == repr(build(paddle.nn))
+    p = paddle.nn.SyncBatchNorm.convert_sync_batchnorm(build(paddle.nn))
+    model = build(fw.nn)
+    bn = model[1]
+    f = fw.nn.SyncBatchNorm.convert_sync_batchnorm(model)
+    assert repr(f) == repr(p)
+    assert f[1].weight is bn.weight and f[1]._mean is bn._mean
+    x = np.random.default_rng(8).standard_normal((2, 5, 4, 4)).astype("float32")
+    assert_close(f[1](fw.to_tensor(x)).numpy(), bn(fw.to_tensor(x)).numpy())
+
+
+@needs_paddle
+def test_npair_loss_matches_paddle() -> None:
+    paddle = _paddle()
+    rng = np.random.default_rng(9)
+    a, p = (rng.standard_normal((6, 4)).astype("float32") for _ in range(2))
+    labels = np.array([0, 1, 0, 2, 1, 0], dtype="float32")
+    for reg in (0.002, 0.5):
+        pa, pp = paddle.to_tensor(a, stop_gradient=False), paddle.to_tensor(p, stop_gradient=False)
+        want = paddle.nn.functional.npair_loss(pa, pp, paddle.to_tensor(labels), l2_reg=reg)
+        want.backward()
+        fa, fp = fw.to_tensor(a, stop_gradient=False), fw.to_tensor(p, stop_gradient=False)
+        got = F.npair_loss(fa, fp, fw.to_tensor(labels), l2_reg=reg)
+        got.backward()
+        assert got.shape == () and got.dtype == fw.float32
+        assert_close(got.numpy(), want.numpy())
+        assert_close(fa.grad.numpy(), pa.grad.numpy())
+        assert_close(fp.grad.numpy(), pp.grad.numpy())

@@ -775,6 +775,15 @@ def _db_spatial(F: Any) -> list[CompositeInfo]:
             op="conv2d_transpose",
         ),
         CompositeInfo(
+            "conv3d_transpose",
+            lambda x, w: F.conv3d_transpose(
+                x, w, None, stride=(2, 1, 2), padding=(1, 0, 1), output_padding=(1, 0, 0), groups=2
+            ),
+            lambda x, w: R.conv3d_transpose(x, w, (2, 1, 2), (1, 0, 1), (1, 0, 0), 2),
+            lambda r: [_u(r, 1, 4, 2, 3, 2), _u(r, 4, 1, 2, 2, 3)],
+            (0, 1),
+        ),
+        CompositeInfo(
             "avg_pool2d_inclusive",
             lambda x: F.avg_pool2d(x, (2, 3), (1, 2), padding=1, exclusive=False),
             lambda x: R.pool2d(x, (2, 3), (1, 2), (1, 1), "avg_inclusive"),

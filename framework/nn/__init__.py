@@ -65,7 +65,7 @@ from .common import (
     UpsamplingNearest2D,
 )
 from .container import LayerDict, LayerList, ModuleList, ParameterList, Sequential
-from .conv import Conv1D, Conv1DTranspose, Conv2D, Conv2DTranspose, Conv3D
+from .conv import Conv1D, Conv1DTranspose, Conv2D, Conv2DTranspose, Conv3D, Conv3DTranspose
 from .layer import Layer, Parameter
 from .loss import (
     BCELoss,

@@ -48,7 +48,7 @@ from .._src.ops.composites.attention import (
 )
 from .._src.ops.composites.channel_norm import batch_norm, group_norm, instance_norm, local_response_norm
 from .._src.ops.composites.conv import conv1d, conv2d, conv3d
-from .._src.ops.composites.conv_transpose import conv1d_transpose, conv2d_transpose
+from .._src.ops.composites.conv_transpose import conv1d_transpose, conv2d_transpose, conv3d_transpose
 from .._src.ops.composites.ctc_loss import ctc_loss
 from .._src.ops.composites.dropout import (
     alpha_dropout,
@@ -85,6 +85,7 @@ from .._src.ops.composites.margin_loss import (
     multi_label_margin_loss,
     multi_label_soft_margin_loss,
     multi_margin_loss,
+    npair_loss,
     soft_margin_loss,
     triplet_margin_loss,
     triplet_margin_with_distance_loss,

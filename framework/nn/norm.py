@@ -106,7 +106,8 @@ class _BatchNormBase(Layer):
         )
 
     def extra_repr(self) -> str:
-        return f"num_features={self.num_features}, momentum={self.momentum}, epsilon={self.epsilon}"
+        fmt = "" if self.data_format == "NCHW" else f", data_format={self.data_format}"
+        return f"num_features={self.num_features}, momentum={self.momentum}, epsilon={self.epsilon}{fmt}"
 
 
 class BatchNorm1D(_BatchNormBase):
@@ -199,6 +200,23 @@ class SyncBatchNorm(BatchNorm2D):
 
     @classmethod
     def convert_sync_batchnorm(cls, layer: Layer) -> Layer:
+        """``layer`` with every batch norm in it (itself included) replaced by a SyncBatchNorm
+        holding the same parameters and running statistics, as Paddle.
+
+        >>> import framework as fw
+        >>> m = fw.nn.SyncBatchNorm.convert_sync_batchnorm(fw.nn.Sequential(fw.nn.BatchNorm2D(4)))
+        >>> type(m[0]).__name__
+        'SyncBatchNorm'
+        """
+        if isinstance(layer, _BatchNormBase) and not isinstance(layer, SyncBatchNorm):
+            sync = cls(layer.num_features, layer.momentum, layer.epsilon, data_format=layer.data_format)
+            sync.use_global_stats = layer.use_global_stats
+            sync.weight, sync.bias = layer.weight, layer.bias
+            sync._mean, sync._variance = layer._mean, layer._variance
+            sync.training = layer.training
+            return sync
+        for name, sub in list(layer.named_children()):
+            layer._sub_layers[name] = cls.convert_sync_batchnorm(sub)
         return layer
 
 

@@ -15,6 +15,8 @@ class _Pool(Layer):
     """A pooling layer: ``forward(x)`` is ``F.<_fn>(x, **arguments)``."""
 
     _fn = ""
+    #: the arguments Paddle's repr shows
+    _shown: tuple[str, ...] = ("kernel_size", "stride", "padding")
 
     def __init__(self, **arguments: Any) -> None:
         super().__init__()
@@ -27,7 +29,7 @@ class _Pool(Layer):
         return getattr(F, self._fn)(x, **{k: getattr(self, k) for k in self._arguments})
 
     def extra_repr(self) -> str:
-        return ", ".join(f"{k}={getattr(self, k)!r}" for k in self._arguments)
+        return ", ".join(f"{k}={getattr(self, k)}" for k in self._shown)
 
 
 class MaxPool1D(_Pool):
@@ -202,12 +204,13 @@ class AdaptiveAvgPool1D(_Pool):
     """
 
     _fn = "adaptive_avg_pool1d"
+    _shown = ("output_size",)
 
     def __init__(self, output_size: int, name: str | None = None) -> None:
         super().__init__(output_size=output_size)
 
 
-class AdaptiveAvgPool2D(_Pool):
+class AdaptiveAvgPool2D(AdaptiveAvgPool1D):
     """Average pooling of NCHW (or NHWC) input to ``output_size``.
 
     >>> import framework as fw
@@ -218,7 +221,7 @@ class AdaptiveAvgPool2D(_Pool):
     _fn = "adaptive_avg_pool2d"
 
     def __init__(self, output_size: Any, data_format: str = "NCHW", name: str | None = None) -> None:
-        super().__init__(output_size=output_size, data_format=data_format)
+        _Pool.__init__(self, output_size=output_size, data_format=data_format)
 
 
 class AdaptiveAvgPool3D(AdaptiveAvgPool2D):
@@ -244,6 +247,7 @@ class AdaptiveMaxPool1D(_Pool):
     """
 
     _fn = "adaptive_max_pool1d"
+    _shown = ("output_size", "return_mask")
 
     def __init__(self, output_size: Any, return_mask: bool = False, name: str | None = None) -> None:
         super().__init__(output_size=output_size, return_mask=return_mask)
@@ -281,6 +285,7 @@ class FractionalMaxPool2D(_Pool):
     """
 
     _fn = "fractional_max_pool2d"
+    _shown = ("output_size", "return_mask")
 
     def __init__(
         self,
@@ -315,6 +320,7 @@ class LPPool1D(_Pool):
     """
 
     _fn = "lp_pool1d"
+    _shown = ("norm_type", "kernel_size", "stride", "padding")
 
     def __init__(
         self,
@@ -374,6 +380,9 @@ class _MaxUnPool(Layer):
         super().__init__()
         self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
         self.data_format, self.output_size = data_format, output_size
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
 
     def forward(self, x: Tensor, indices: Tensor) -> Tensor:
         kw = {} if self.data_format is None else {"data_format": self.data_format}
