@@ -263,3 +263,49 @@ def test_npair_loss_matches_paddle() -> None:
         assert_close(got.numpy(), want.numpy())
         assert_close(fa.grad.numpy(), pa.grad.numpy())
         assert_close(fp.grad.numpy(), pp.grad.numpy())
+
+
+# -- hapi and metric habits ------------------------------------------------------------------
+def _hapi_run(lib, tmp):  # type: ignore[no-untyped-def]
+    """accuracy, train_batch/eval_batch on numpy arrays, and fit with ModelCheckpoint and a
+    per-step LRScheduler, through ``lib`` (paddle or framework)."""
+    import os
+
+    pred = lib.to_tensor([[0.1, 0.9], [0.8, 0.2], [0.3, 0.7]])
+    acc = lib.metric.accuracy(pred, lib.to_tensor([[1], [1], [1]], dtype="int64"))
+    net = lib.nn.Sequential(lib.nn.Linear(4, 8), lib.nn.ReLU(), lib.nn.Linear(8, 3))
+    m = lib.Model(net)
+    sched = lib.optimizer.lr.StepDecay(learning_rate=0.1, step_size=1)
+    m.prepare(lib.optimizer.SGD(learning_rate=sched, parameters=net.parameters()), lib.nn.CrossEntropyLoss())
+    rng = np.random.default_rng(10)
+    x, y = rng.random((16, 4)).astype("float32"), rng.integers(0, 3, (16, 1)).astype("int64")
+    tb, eb = m.train_batch([x[:4]], [y[:4]]), m.eval_batch([x[:4]], [y[:4]])
+    ds = lib.io.TensorDataset([lib.to_tensor(x), lib.to_tensor(y)])
+    cbs = [
+        lib.callbacks.ModelCheckpoint(save_freq=1, save_dir=tmp),
+        lib.callbacks.LRScheduler(by_step=True, by_epoch=False),
+    ]
+    m.fit(ds, epochs=2, batch_size=8, verbose=0, callbacks=cbs)
+    return (
+        (type(acc).__name__, tuple(acc.shape), float(acc)),
+        (tb, eb),
+        sorted(os.listdir(tmp)),
+        sched.last_lr,
+    )
+
+
+@needs_paddle
+def test_hapi_and_metric_habits_match_paddle(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    paddle = _paddle()
+    (tmp_path / "p").mkdir()
+    (tmp_path / "f").mkdir()
+    pa, (ptb, peb), pfiles, plr = _hapi_run(paddle, str(tmp_path / "p"))
+    fa, (ftb, feb), ffiles, flr = _hapi_run(fw, str(tmp_path / "f"))
+    assert fa[:2] == pa[:2] and abs(fa[2] - pa[2]) < 1e-7  # a 0-d Tensor, 2/3
+    for got, want in ((ftb, ptb), (feb, peb)):  # [loss]: a 0-d float32 array, as Paddle's
+        assert type(got) is type(want) and len(got) == len(want) == 1
+        assert (
+            isinstance(got[0], np.ndarray) and got[0].dtype == want[0].dtype and got[0].shape == want[0].shape
+        )
+    assert ffiles == pfiles  # 0, 1 and final, each .pdparams and .pdopt
+    assert abs(flr - plr) < 1e-12  # stepped once per batch: 0.1 * 0.1 ** 4
