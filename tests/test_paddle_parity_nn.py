@@ -309,3 +309,34 @@ def test_hapi_and_metric_habits_match_paddle(tmp_path) -> None:  # type: ignore[
         )
     assert ffiles == pfiles  # 0, 1 and final, each .pdparams and .pdopt
     assert abs(flr - plr) < 1e-12  # stepped once per batch: 0.1 * 0.1 ** 4
+
+
+@needs_paddle
+@pytest.mark.parametrize("dim,iters", [(0, 1), (1, 2)])
+def test_spectral_norm_matches_paddle(dim: int, iters: int) -> None:
+    paddle = _paddle()
+    shape = [4, 3, 2, 5]
+    p = paddle.nn.SpectralNorm(shape, dim=dim, power_iters=iters)
+    f = fw.nn.SpectralNorm(shape, dim=dim, power_iters=iters)
+    assert sorted(f.state_dict()) == sorted(p.state_dict()) == ["weight_u", "weight_v"]
+    f.set_state_dict({k: fw.to_tensor(v.numpy()) for k, v in p.state_dict().items()})
+    w = np.random.default_rng(11).standard_normal(shape).astype("float32")
+    pw, fw_ = paddle.to_tensor(w, stop_gradient=False), fw.to_tensor(w, stop_gradient=False)
+    g = np.random.default_rng(12).standard_normal(shape).astype("float32")
+    po, fo = p(pw), f(fw_)
+    (fo * fw.to_tensor(g)).sum().backward()
+    assert_close(fo.numpy(), po.numpy())
+    assert_close(f.weight_u.numpy(), p.weight_u.numpy())  # not updated by a call, as Paddle
+    # the gradient holds u and v constant (as PyTorch's spectral_norm): G / s - sum(G * W) / s^2 u v^T
+    mat = np.moveaxis(w, dim, 0).reshape(shape[dim], -1)
+    u, v = p.weight_u.numpy(), p.weight_v.numpy()
+    for _ in range(iters):
+        v = mat.T @ u
+        v = v / (np.linalg.norm(v) + 1e-12)
+        u = mat @ v
+        u = u / (np.linalg.norm(u) + 1e-12)
+    s = u @ mat @ v
+    gm = np.moveaxis(g, dim, 0).reshape(shape[dim], -1)
+    want = gm / s - (gm * mat).sum() / s**2 * np.outer(u, v)
+    got = np.moveaxis(fw_.grad.numpy(), dim, 0).reshape(shape[dim], -1)
+    assert_close(got, want.astype("float32"), rtol=1e-4, atol=1e-5)

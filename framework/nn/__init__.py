@@ -101,6 +101,7 @@ from .norm import (
     LayerNorm,
     LocalResponseNorm,
     RMSNorm,
+    SpectralNorm,
     SyncBatchNorm,
 )
 from .padding import (
