@@ -262,6 +262,29 @@ def conv2d_transpose(
     return out if b is None else out + b.reshape(1, -1, 1, 1)
 
 
+def conv3d_transpose(
+    x: np.ndarray, w: np.ndarray, stride: tuple, padding: tuple, output_padding: tuple, groups: int
+) -> np.ndarray:
+    """Scatter form in 3-d (no dilation): input element p of channel ci adds x * w[ci, :, k]
+    at output ``p * s + k - pad`` of its group's output channels."""
+    n, cin = x.shape[:2]
+    cog, ks = w.shape[1], w.shape[2:]
+    size = x.shape[2:]
+    full_shape = [(size[a] - 1) * stride[a] + ks[a] + output_padding[a] for a in range(3)]
+    full = np.zeros((n, cog * groups, *full_shape))
+    per = cin // groups
+    for ci in range(cin):
+        g = ci // per
+        for pos in np.ndindex(*size):
+            for off in np.ndindex(*ks):
+                at = tuple(pos[a] * stride[a] + off[a] for a in range(3))
+                full[(slice(None), slice(g * cog, (g + 1) * cog), *at)] += (
+                    x[(slice(None), ci, *pos)][:, None] * w[(ci, slice(None), *off)]
+                )
+    outs = [full_shape[a] - 2 * padding[a] for a in range(3)]
+    return full[(slice(None), slice(None), *(slice(padding[a], padding[a] + outs[a]) for a in range(3)))]
+
+
 def pool2d(x: np.ndarray, k: tuple, stride: tuple, padding: tuple, kind: str) -> np.ndarray:
     """``max``, ``avg`` (padding left out of the count) or ``avg_inclusive`` (counted) over
     KH x KW windows, one output position at a time."""
@@ -315,6 +338,55 @@ def pool2d_paddle(
             else:
                 out[:, :, i, j] = win.sum(axis=(2, 3)) / ((r1 - r0) * (c1 - c0))
     return out * (kh * kw / divisor) if divisor else out
+
+
+def pool3d_paddle(x: np.ndarray, k: tuple, stride: tuple, padding: tuple, kind: str) -> np.ndarray:
+    """Paddle's 3-d pooling (floor mode), one window at a time: ``max``, ``mask`` (the max's
+    ``(d * H + h) * W + w``, first in row-major order), ``avg`` (in-image elements counted)
+    or ``avg_inclusive`` (the whole k^3 window counted)."""
+    n, c = x.shape[:2]
+    size = x.shape[2:]
+    outs = [(size[a] + 2 * padding[a] - k[a]) // stride[a] + 1 for a in range(3)]
+    out = np.zeros((n, c, *outs))
+    for pos in np.ndindex(*outs):
+        lo = [pos[a] * stride[a] - padding[a] for a in range(3)]
+        a0 = [max(v, 0) for v in lo]
+        a1 = [min(lo[a] + k[a], size[a]) for a in range(3)]
+        win = x[:, :, a0[0] : a1[0], a0[1] : a1[1], a0[2] : a1[2]]
+        if kind == "max":
+            out[(slice(None), slice(None), *pos)] = win.max(axis=(2, 3, 4))
+        elif kind == "mask":
+            d, h, w = np.unravel_index(win.reshape(n, c, -1).argmax(axis=2), win.shape[2:])
+            out[(slice(None), slice(None), *pos)] = ((a0[0] + d) * size[1] + a0[1] + h) * size[2] + a0[2] + w
+        elif kind == "avg":
+            out[(slice(None), slice(None), *pos)] = win.mean(axis=(2, 3, 4))
+        else:
+            out[(slice(None), slice(None), *pos)] = win.sum(axis=(2, 3, 4)) / math.prod(k)
+    return out
+
+
+def window_max(x: np.ndarray, bounds: list, kind: str = "max") -> np.ndarray:
+    """The max (``max``) or its flat spatial position (``mask``) over the windows
+    ``bounds[a][i] = (start, end)`` per spatial axis a (adaptive and fractional pools)."""
+    n, c = x.shape[:2]
+    size = x.shape[2:]
+    out = np.zeros((n, c, *[len(b) for b in bounds]))
+    for pos in np.ndindex(*out.shape[2:]):
+        sl = tuple(slice(*bounds[a][i]) for a, i in enumerate(pos))
+        win = x[(slice(None), slice(None), *sl)].reshape(n, c, -1)
+        if kind == "max":
+            out[(slice(None), slice(None), *pos)] = win.max(axis=2)
+        else:
+            local = np.unravel_index(win.argmax(axis=2), [s.stop - s.start for s in sl])
+            out[(slice(None), slice(None), *pos)] = np.ravel_multi_index(
+                tuple(li + s.start for li, s in zip(local, sl)), size
+            )
+    return out
+
+
+def adaptive_bounds(size: int, out: int) -> list:
+    """Adaptive window i of an axis: ``[floor(i * L / O), ceil((i + 1) * L / O))``."""
+    return [(i * size // out, -(-(i + 1) * size // out)) for i in range(out)]
 
 
 def unfold(x: np.ndarray, k: tuple, stride: tuple, padding: tuple, dilation: tuple) -> np.ndarray:

@@ -306,7 +306,8 @@ def test_batch_norm_layers_running_statistics_and_eval():
     assert b1(fw.to_tensor(_a(5, 3).astype(np.float32))).shape == (5, 3)
     sb = fw.nn.SyncBatchNorm(3)
     assert_close(sb(fw.to_tensor(a)), y.numpy(), rtol=1e-5, atol=1e-6)
-    assert fw.nn.SyncBatchNorm.convert_sync_batchnorm(bn) is bn
+    conv = fw.nn.SyncBatchNorm.convert_sync_batchnorm(bn)  # a SyncBatchNorm on bn's tensors, as Paddle
+    assert type(conv) is fw.nn.SyncBatchNorm and conv.weight is bn.weight and conv._mean is bn._mean
     gn, inn = fw.nn.GroupNorm(1, 3), fw.nn.InstanceNorm2D(3)
     assert_close(gn(fw.to_tensor(a)), F.group_norm(fw.to_tensor(a), 1).numpy())
     assert_close(inn(fw.to_tensor(a)), F.instance_norm(fw.to_tensor(a)).numpy())

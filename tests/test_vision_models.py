@@ -77,9 +77,10 @@ def _dtype(name: str) -> str:
 #: what the default run trains (on cpu): every family of the zoo once from Paddle's files, and
 #: the cheaper half again from ours -- the whole matrix (every case, both builds, cpu and
 #: opencl, the 224-pixel and deep models) takes over 20 minutes on two cores and runs with
-#: OARLOCK_NIGHTLY=1. NOTE: on opencl, a few cases (the ResNets, inception_v3, squeezenet1_1)
-#: failed in long runs though they pass alone: state carried between tests, not diagnosed yet
-#: (issue 40's note), so opencl is in the nightly set only.
+#: OARLOCK_NIGHTLY=1, opencl included. (On opencl, cases that failed in long runs but passed
+#: alone -- squeezenet1_1's third loss 32.0 for 5.76 -- were launch tuning repeating the fused
+#: optimizer step, which writes in place, on a shape bucket not tuned yet: fixed, see
+#: test_a_tuned_first_step_updates_parameters_once.)
 DEFAULT = {
     "zoo": {
         "lenet",
@@ -233,3 +234,35 @@ def test_vision_model_trains_like_paddle(name: str, device: str) -> None:
         _oarlock_losses(model, name, device, dt), _paddle_run(name, dt)[1], 1e-5 if dt == "float64" else 1e-4
     )
     assert not fw.fallback_stats(), fw.fallback_stats()
+
+
+# -- launch tuning must not repeat an update in place ----------------------------------------
+def test_a_tuned_first_step_updates_parameters_once(device: str, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The first Momentum step on a new parameter shape, with nothing tuned yet: the fused
+    update writes each parameter and velocity into its own storage, and tuning that kernel's
+    launch (tune.py: every candidate launched several times) applied the update once per
+    launch -- squeezenet1_1's third loss on opencl was 32.0 for Paddle's 5.76 in any run whose
+    tuning file did not hold that kernel's bucket yet."""
+    from framework.compiler import tune
+
+    monkeypatch.setattr(tune, "path", lambda: tmp_path / "tuning.json")
+    tune.reset()
+    rng = np.random.default_rng(0)
+    shape = (263, 251)  # rows x row length past tune.MIN_ELEMENTS: a launch that is tuned
+    p0, g = rng.standard_normal(shape).astype("float32"), rng.standard_normal(shape).astype("float32")
+    layer = fw.nn.Layer()
+    layer.w = layer.create_parameter(shape)
+    layer.w.set_value(fw.to_tensor(p0))
+    layer.to(device)
+    w = layer.w
+    opt = fw.optimizer.Momentum(learning_rate=0.1, momentum=0.9, parameters=layer.parameters())
+    try:
+        for step in range(2):
+            (w * fw.to_tensor(g, device=device)).sum().backward()
+            opt.step()
+            opt.clear_grad()
+            # velocity after step k: g * (1 + 0.9 + ... ), the parameter moves by 0.1 * it
+            want = p0 - 0.1 * g * (1.0 if step == 0 else 1.0 + 1.9)
+            np.testing.assert_allclose(w.numpy(), want, rtol=1e-5, atol=1e-5, err_msg=f"step {step + 1}")
+    finally:
+        tune.reset()

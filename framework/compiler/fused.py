@@ -31,7 +31,7 @@ from .._src.tensor import Tensor
 from ..ir import Program, SymDim, TensorType, print_program
 from ..ir.dialects import meta_tensor
 from ..ir.passes import fusion
-from . import loop_ir
+from . import loop_ir, tune
 from .capture import NotFusible, trace
 from .eager import Kernel, _kind, _warn_once, compiler_for, make_kernel
 from .emit import EMITTERS
@@ -300,10 +300,12 @@ def _launcher(g: fusion.Group, low: Lowered, kernel: Kernel, device_type: str) -
     tuned: dict[tuple[int, tuple[int, ...]], Any] = {}
 
     def work_group(
-        ctx: Any, dims: tuple[int, ...], comp: Any, prog: Any, args: list[Any], loc: Any
+        ctx: Any, dims: tuple[int, ...], comp: Any, prog: Any, args: list[Any], loc: Any, outputs: range
     ) -> tuple[Any, Any]:
         """A "rows" kernel's program (its vector width) and work-group size, tuned once per
-        device and size (tune.py)."""
+        device and size (tune.py) on stand-ins for the outputs ``args[outputs]``: an output
+        may be an input's storage (a program's update in place), which a repeated launch
+        would update once per launch."""
         if not rows_layout:
             return prog, loc
         key = (ctx.device_index, dims)
@@ -311,7 +313,8 @@ def _launcher(g: fusion.Group, low: Lowered, kernel: Kernel, device_type: str) -
         if got is None:
             rows = int(args[-1 - symbolic_n])
             sync = lambda: ctx.runtime.synchronize(ctx.device_index)  # noqa: E731
-            got = tuned[key] = kernel.tuned(comp, rows, args, ctx.stream, sync)
+            trial, _keep = tune.stand_ins(device_type, ctx, args, outputs)
+            got = tuned[key] = kernel.tuned(comp, rows, trial, ctx.stream, sync)
         return got
 
     def launch(ctx: Any, outs: list[Any], ins: list[Any], dims: tuple[int, ...] = ()) -> None:
@@ -320,7 +323,7 @@ def _launcher(g: fusion.Group, low: Lowered, kernel: Kernel, device_type: str) -
             return
         outs, finish = partial_sums(device_type, ctx, outs, sums)
         args = [*ins, *outs, *tail]
-        prog, loc = work_group(ctx, tuple(dims), comp, prog, args, loc)
+        prog, loc = work_group(ctx, tuple(dims), comp, prog, args, loc, range(len(ins), len(ins) + len(outs)))
         comp.launch(prog, args, grid, loc, ctx.stream)
         if finish is not None:
             finish()
@@ -332,7 +335,7 @@ def _launcher(g: fusion.Group, low: Lowered, kernel: Kernel, device_type: str) -
         # the scratch rows live as long as the binding
         outs, finish = partial_sums(device_type, ctx, outs, sums)
         args, stream = [*ins, *outs, *tail], ctx.stream
-        prog, loc = work_group(ctx, tuple(dims), comp, prog, args, loc)
+        prog, loc = work_group(ctx, tuple(dims), comp, prog, args, loc, range(len(ins), len(ins) + len(outs)))
         return bound_call(comp, prog, args, grid, loc, stream, finish)
 
     return KernelEntry(launch, PLUGIN, bind=bind)

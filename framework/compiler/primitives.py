@@ -207,18 +207,31 @@ def run(op: str, device_type: str, ctx: Any, outs: list[Any], ins: list[Any], at
     _STATS[tag] += 1
     if got.rows == 0 or got.n == 0 and op not in REDUCTIONS:
         return
-    args = [*ins, *outs]
-    if got.index >= 0:  # a dispatching batch: (k, four tensors, rows, n)
-        args = [np.int64(got.index), *args, *[args[-1]] * (4 - len(args))]
-    args += [np.int64(got.rows), np.int64(got.n)]
+
+    def arguments(tensors: list[Any]) -> list[Any]:
+        if got.index >= 0:  # a dispatching batch: (k, four tensors, rows, n)
+            tensors = [np.int64(got.index), *tensors, *[tensors[-1]] * (4 - len(tensors))]
+        return [*tensors, np.int64(got.rows), np.int64(got.n)]
+
+    args = arguments([*ins, *outs])
     if got.layout == "rows":  # the work-group size is tuned per device and shape (tune.py)
+        # timed on stand-ins for the outputs: one may be an input's storage (in place)
+        trial = tune.on_stand_ins(
+            device_type,
+            ctx,
+            [*ins, *outs],
+            range(len(ins), len(ins) + len(outs)),
+            lambda a, g: comp.launch(
+                got.program, arguments(a), (got.rows,), None if g is None else (g,), ctx.stream
+            ),
+        )
         lo = tune.rows_local(
             comp,
             got.entry,
             got.rows,
             got.n,
             got.local if got.local > 1 else None,
-            lambda g: comp.launch(got.program, args, (got.rows,), None if g is None else (g,), ctx.stream),
+            trial,
             lambda: ctx.runtime.synchronize(ctx.device_index),
         )
         grid, local = (got.rows,), (None if lo is None else (lo,))

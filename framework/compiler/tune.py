@@ -5,8 +5,10 @@ A kernel of the "rows" layout (C, OpenCL on a CPU device) takes its work-group s
 work-group) at launch, so tuning costs no rebuild: the first launch of a kernel in a shape
 bucket (rows and row length, each rounded up to a power of two) times every candidate
 (:data:`CANDIDATES`: a warm-up each, then :data:`REPEATS` rounds timing each once, the
-fastest run counting; the launch writes the kernel's own outputs, so the work is not lost)
-and keeps the fastest. Choices live in
+fastest run counting) and keeps the fastest. The timed launches write stand-ins for the
+outputs (:func:`stand_ins`), never the outputs themselves: an output can be an input's storage
+(an optimizer's fused step writes each parameter in place), and a launch repeated on it would
+apply the update once per launch; the caller then launches once, with the choice. Choices live in
 ``tuning.json`` beside the kernel cache (:func:`cache.cache_dir`), keyed by the compiler's
 identity (device, driver, compiler version), the kernel's entry name (a hash of its program)
 and the bucket, and are written under a file lock through a temp file + ``os.replace``.
@@ -34,6 +36,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from .._src import device as _dev
 from .cache import cache_dir, check_private, read_regular
 
 #: work-group sizes tried for a "rows" kernel (None: the driver picks)
@@ -58,6 +63,45 @@ _LOCK = threading.Lock()
 _MEMORY: dict[str, int | None] = {}
 _LOADED: dict[Path, dict[str, Any]] = {}
 STATS = {"measured": 0, "from_disk": 0}
+
+
+def stand_ins(device_type: str, ctx: Any, args: list[Any], outputs: range) -> tuple[list[Any], list[Any]]:
+    """``args`` with the launch's outputs (the positions ``outputs``) replaced by fresh
+    scratch views of their shapes and dtypes, for the timed launches of a tuning; and the
+    allocations holding them (keep them until those launches are done).
+
+    >>> import numpy as np
+    >>> from framework.compiler import tune
+    >>> from framework._src import device, dispatch
+    >>> ctx = dispatch.context(device.parse("cpu"))
+    >>> y = np.zeros(3, np.float32)
+    >>> args, _ = tune.stand_ins("cpu", ctx, [np.ones(3, np.float32), y], range(1, 2))
+    >>> args[1] is y, args[1].shape
+    (False, (3,))
+    """
+    alloc = _dev.allocator_of(_dev.Device(device_type, ctx.device_index))
+    args, blocks = list(args), []
+    for k in outputs:
+        shape, dtype = tuple(args[k].shape), args[k].dtype
+        blocks.append(alloc.malloc(max(1, int(np.prod(shape, dtype=np.int64))) * np.dtype(dtype).itemsize))
+        args[k] = ctx.runtime.view(blocks[-1].handle, 0, shape, dtype)
+    return args, blocks
+
+
+def on_stand_ins(
+    device_type: str, ctx: Any, args: list[Any], outputs: range, launch: Callable[[list[Any], Any], None]
+) -> Callable[[Any], None]:
+    """``run(choice)`` for :func:`choose`: ``launch(args, choice)`` with :func:`stand_ins` for
+    the outputs, made at the first timed run (a choice already known costs nothing)."""
+    held: list[list[Any]] = []
+
+    def run(choice: Any) -> None:
+        if not held:
+            trial, blocks = stand_ins(device_type, ctx, args, outputs)
+            held.extend((trial, blocks))
+        launch(held[0], choice)
+
+    return run
 
 
 def enabled() -> bool:

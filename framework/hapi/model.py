@@ -194,10 +194,24 @@ class Model:
 
     @no_grad()
     def eval_batch(self, inputs: Any, labels: Any = None) -> Any:
+        """The loss (a 0-d float32 numpy array in a list, as Paddle's) and, with metrics, their
+        batch values, of a batch (tensors or numpy arrays) in eval mode.
+
+        >>> import numpy as np, framework as fw
+        >>> m = fw.Model(fw.nn.Linear(2, 3))
+        >>> m.prepare(loss=fw.nn.CrossEntropyLoss())
+        >>> loss = m.eval_batch([np.ones((4, 2), "float32")], [np.zeros((4, 1), "int64")])
+        >>> type(loss[0]).__name__, loss[0].dtype, loss[0].shape
+        ('ndarray', dtype('float32'), ())
+        """
         self.network.eval()
         ins, labs = _tensors(inputs), _tensors(labels)
         outs = self._forward(ins)
-        loss = [float(self._compute_loss(outs, labs).item())] if self._loss is not None else []
+        loss = (
+            [np.asarray(self._compute_loss(outs, labs).item(), dtype=np.float32)]
+            if self._loss is not None
+            else []
+        )
         metrics = self._update_metrics(outs, labs)
         return loss if not metrics else (loss, list(metrics.values()))
 
@@ -344,7 +358,7 @@ class Model:
             loss = res[0] if isinstance(res, tuple) else res
             n = ins[0].shape[0] if ins[0].ndim else 1
             if loss:
-                total += loss[0] * n
+                total += float(loss[0]) * n
                 count += n
             seen += n
             for c in cbs:

@@ -65,7 +65,7 @@ from .common import (
     UpsamplingNearest2D,
 )
 from .container import LayerDict, LayerList, ModuleList, ParameterList, Sequential
-from .conv import Conv1D, Conv1DTranspose, Conv2D, Conv2DTranspose, Conv3D
+from .conv import Conv1D, Conv1DTranspose, Conv2D, Conv2DTranspose, Conv3D, Conv3DTranspose
 from .layer import Layer, Parameter
 from .loss import (
     BCELoss,
@@ -101,6 +101,7 @@ from .norm import (
     LayerNorm,
     LocalResponseNorm,
     RMSNorm,
+    SpectralNorm,
     SyncBatchNorm,
 )
 from .padding import (
@@ -126,13 +127,20 @@ from .param_attr import ParamAttr
 from .pooling import (
     AdaptiveAvgPool1D,
     AdaptiveAvgPool2D,
+    AdaptiveAvgPool3D,
+    AdaptiveMaxPool1D,
     AdaptiveMaxPool2D,
+    AdaptiveMaxPool3D,
     AvgPool1D,
     AvgPool2D,
+    AvgPool3D,
+    FractionalMaxPool2D,
+    FractionalMaxPool3D,
     LPPool1D,
     LPPool2D,
     MaxPool1D,
     MaxPool2D,
+    MaxPool3D,
     MaxUnPool1D,
     MaxUnPool2D,
     MaxUnPool3D,

@@ -1,5 +1,5 @@
-"""Convolution layers (Paddle names): Conv2D, and Conv1D, Conv3D, Conv1DTranspose and
-Conv2DTranspose built from one ``_ConvNd``."""
+"""Convolution layers (Paddle names): Conv1D, Conv2D, Conv3D, Conv1DTranspose, Conv2DTranspose
+and Conv3DTranspose, all one ``_ConvNd``."""
 
 from __future__ import annotations
 
@@ -25,68 +25,15 @@ def _paddle_init(in_channels: int, k: tuple[int, ...]) -> I.Initializer:
     return I.Normal(0.0, math.sqrt(2.0 / (in_channels * math.prod(k))))
 
 
-class Conv2D(Layer):
-    """NCHW 2-d convolution; weight ``(out_channels, in_channels/groups, kh, kw)`` drawn from
-    N(0, sqrt(2 / (in_channels * kh * kw))) and a zero bias by default, as Paddle.
-
-    >>> import framework as fw
-    >>> conv = fw.nn.Conv2D(3, 8, 3, padding=1)
-    >>> conv(fw.ones([1, 3, 5, 5])).shape, float(conv.bias.abs().sum())
-    ((1, 8, 5, 5), 0.0)
-    """
-
-    def __init__(
-        self,
-        in_channels: int,
-        out_channels: int,
-        kernel_size: Any,
-        stride: Any = 1,
-        padding: Any = 0,
-        dilation: Any = 1,
-        groups: int = 1,
-        padding_mode: str = "zeros",
-        weight_attr: Any = None,
-        bias_attr: Any = None,
-        data_format: str = "NCHW",
-    ) -> None:
-        super().__init__()
-        weight_attr, bias_attr = _attr(weight_attr), _attr(bias_attr)
-        if padding_mode != "zeros":
-            raise OpArgumentError(f"[Conv2D] padding_mode {padding_mode!r} is not supported; only 'zeros'")
-        if in_channels % groups or out_channels % groups:
-            raise OpArgumentError(
-                f"[Conv2D] groups={groups} must divide in_channels={in_channels} and out_channels={out_channels}"
-            )
-        k = (kernel_size, kernel_size) if isinstance(kernel_size, int) else tuple(kernel_size)
-        self.stride, self.padding, self.dilation, self.groups, self.data_format = (
-            stride,
-            padding,
-            dilation,
-            groups,
-            data_format,
-        )
-        self.in_channels, self.out_channels, self.kernel_size = in_channels, out_channels, k
-        self.weight = self.create_parameter(
-            (out_channels, in_channels // groups) + k,
-            weight_attr,
-            default_initializer=_paddle_init(in_channels, k),
-        )
-        self.bias = self.create_parameter((out_channels,), bias_attr, is_bias=True)
-
-    def forward(self, x: Tensor) -> Tensor:
-        return F.conv2d(
-            x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups, self.data_format
-        )
-
-    def extra_repr(self) -> str:
-        return f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
-
-
 def _ksize(name: str, k: Any, n: int) -> tuple[int, ...]:
     t = (int(k),) * n if isinstance(k, int) else tuple(int(v) for v in k)
     if len(t) != n or min(t) < 1:
         raise OpArgumentError(f"[{name}] kernel_size must be a positive int or {n} of them, got {k!r}")
     return t
+
+
+#: the channels-first layout per spatial rank (the functionals' default)
+_LAYOUT = {1: "NCL", 2: "NCHW", 3: "NCDHW"}
 
 
 class _ConvNd(Layer):
@@ -156,11 +103,56 @@ class _ConvNd(Layer):
         return fn(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups, **kw)
 
     def extra_repr(self) -> str:
-        return f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+        """Paddle's: channels and kernel, then what differs from the defaults, then the layout."""
+        n = self._nd
+        parts = [f"{self.in_channels}, {self.out_channels}, kernel_size={list(self.kernel_size)}"]
+        stride, dilation = (list(_ksize("repr", v, n)) for v in (self.stride, self.dilation))
+        if stride != [1] * n:
+            parts.append(f"stride={stride}")
+        for what in ("padding", "output_padding"):
+            if getattr(self, what) != 0:
+                parts.append(f"{what}={getattr(self, what)}")
+        if dilation != [1] * n:
+            parts.append(f"dilation={dilation}")
+        if self.groups != 1:
+            parts.append(f"groups={self.groups}")
+        parts.append(f"data_format={self.data_format or _LAYOUT[n]}")
+        return ", ".join(parts)
 
 
 def _conv_class(cls_name: str, nd: int, transposed: bool, fn: str, doc: str) -> type[Layer]:
-    if transposed:
+    if transposed and nd > 1:
+
+        def __init__(
+            self,
+            in_channels,
+            out_channels,
+            kernel_size,
+            stride=1,
+            padding=0,
+            output_padding=0,
+            dilation=1,
+            groups=1,
+            weight_attr=None,
+            bias_attr=None,
+            data_format=None,
+        ):  # type: ignore[no-untyped-def]  # noqa: E501
+            _ConvNd.__init__(
+                self,
+                in_channels,
+                out_channels,
+                kernel_size,
+                stride,
+                padding,
+                output_padding,
+                dilation,
+                groups,
+                "zeros",
+                weight_attr,
+                bias_attr,
+                data_format,
+            )
+    elif transposed:  # Paddle's Conv1DTranspose takes groups before dilation
 
         def __init__(
             self,
@@ -252,3 +244,54 @@ Conv2DTranspose = _conv_class(
     "conv2d_transpose",
     "Transposed 2-d convolution; weight (in, out/groups, kh, kw).",
 )
+
+
+Conv3DTranspose = _conv_class(
+    "Conv3DTranspose",
+    3,
+    True,
+    "conv3d_transpose",
+    "Transposed 3-d convolution of NCDHW; weight (in, out/groups, kd, kh, kw).",
+)
+
+
+class Conv2D(_ConvNd):
+    """NCHW 2-d convolution; weight ``(out_channels, in_channels/groups, kh, kw)`` drawn from
+    N(0, sqrt(2 / (in_channels * kh * kw))) and a zero bias by default, as Paddle.
+
+    >>> import framework as fw
+    >>> conv = fw.nn.Conv2D(3, 8, 3, padding=1)
+    >>> conv(fw.ones([1, 3, 5, 5])).shape, float(conv.bias.abs().sum())
+    ((1, 8, 5, 5), 0.0)
+    """
+
+    _fn = "conv2d"
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size: Any,
+        stride: Any = 1,
+        padding: Any = 0,
+        dilation: Any = 1,
+        groups: int = 1,
+        padding_mode: str = "zeros",
+        weight_attr: Any = None,
+        bias_attr: Any = None,
+        data_format: str = "NCHW",
+    ) -> None:
+        super().__init__(
+            in_channels,
+            out_channels,
+            kernel_size,
+            stride,
+            padding,
+            0,
+            dilation,
+            groups,
+            padding_mode,
+            weight_attr,
+            bias_attr,
+            data_format,
+        )

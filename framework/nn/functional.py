@@ -48,7 +48,7 @@ from .._src.ops.composites.attention import (
 )
 from .._src.ops.composites.channel_norm import batch_norm, group_norm, instance_norm, local_response_norm
 from .._src.ops.composites.conv import conv1d, conv2d, conv3d
-from .._src.ops.composites.conv_transpose import conv1d_transpose, conv2d_transpose
+from .._src.ops.composites.conv_transpose import conv1d_transpose, conv2d_transpose, conv3d_transpose
 from .._src.ops.composites.ctc_loss import ctc_loss
 from .._src.ops.composites.dropout import (
     alpha_dropout,
@@ -85,6 +85,7 @@ from .._src.ops.composites.margin_loss import (
     multi_label_margin_loss,
     multi_label_soft_margin_loss,
     multi_margin_loss,
+    npair_loss,
     soft_margin_loss,
     triplet_margin_loss,
     triplet_margin_with_distance_loss,
@@ -100,21 +101,30 @@ from .._src.ops.composites.norm import (
 )
 from .._src.ops.composites.patches import fold, pixel_shuffle, pixel_unshuffle, unfold
 from .._src.ops.composites.pooling import (
-    adaptive_avg_pool1d,
-    adaptive_avg_pool2d,
-    adaptive_max_pool2d,
     avg_pool1d,
     avg_pool2d,
+    avg_pool3d,
     lp_pool1d,
     lp_pool2d,
     max_pool1d,
     max_pool2d,
+    max_pool3d,
+)
+from .._src.ops.composites.resize import affine_grid, grid_sample, interpolate, upsample
+from .._src.ops.composites.sorting import topk
+from .._src.ops.composites.window_pooling import (
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    adaptive_avg_pool3d,
+    adaptive_max_pool1d,
+    adaptive_max_pool2d,
+    adaptive_max_pool3d,
+    fractional_max_pool2d,
+    fractional_max_pool3d,
     max_unpool1d,
     max_unpool2d,
     max_unpool3d,
 )
-from .._src.ops.composites.resize import affine_grid, grid_sample, interpolate, upsample
-from .._src.ops.composites.sorting import topk
 from .._src.ops.indexing import masked_fill
 from .._src.ops.math import clip, where
 from .._src.ops.shape import pad, zeropad2d

@@ -106,7 +106,8 @@ class _BatchNormBase(Layer):
         )
 
     def extra_repr(self) -> str:
-        return f"num_features={self.num_features}, momentum={self.momentum}, epsilon={self.epsilon}"
+        fmt = "" if self.data_format == "NCHW" else f", data_format={self.data_format}"
+        return f"num_features={self.num_features}, momentum={self.momentum}, epsilon={self.epsilon}{fmt}"
 
 
 class BatchNorm1D(_BatchNormBase):
@@ -199,6 +200,23 @@ class SyncBatchNorm(BatchNorm2D):
 
     @classmethod
     def convert_sync_batchnorm(cls, layer: Layer) -> Layer:
+        """``layer`` with every batch norm in it (itself included) replaced by a SyncBatchNorm
+        holding the same parameters and running statistics, as Paddle.
+
+        >>> import framework as fw
+        >>> m = fw.nn.SyncBatchNorm.convert_sync_batchnorm(fw.nn.Sequential(fw.nn.BatchNorm2D(4)))
+        >>> type(m[0]).__name__
+        'SyncBatchNorm'
+        """
+        if isinstance(layer, _BatchNormBase) and not isinstance(layer, SyncBatchNorm):
+            sync = cls(layer.num_features, layer.momentum, layer.epsilon, data_format=layer.data_format)
+            sync.use_global_stats = layer.use_global_stats
+            sync.weight, sync.bias = layer.weight, layer.bias
+            sync._mean, sync._variance = layer._mean, layer._variance
+            sync.training = layer.training
+            return sync
+        for name, sub in list(layer.named_children()):
+            layer._sub_layers[name] = cls.convert_sync_batchnorm(sub)
         return layer
 
 
@@ -306,3 +324,61 @@ class InstanceNorm3D(InstanceNorm2D):
         name: str | None = None,
     ) -> None:
         super().__init__(num_features, epsilon, momentum, weight_attr, bias_attr, data_format)
+
+
+class SpectralNorm(Layer):
+    """Spectral normalisation of a weight, as Paddle's ``nn.SpectralNorm``: ``weight / sigma``
+    with sigma its largest singular value, estimated by ``power_iters`` rounds of power
+    iteration from the vectors ``weight_u`` and ``weight_v`` (N(0, 1) at construction, not
+    trained and, as Paddle, not updated by a call). ``dim`` is the weight's output axis: the
+    weight is read as a matrix of ``weight_shape[dim]`` rows. The gradient holds the power
+    iteration's vectors constant (as PyTorch's ``spectral_norm``); Paddle's own backward
+    differs from that by a few percent.
+
+    >>> import framework as fw
+    >>> sn = fw.nn.SpectralNorm([4, 3, 2, 2], dim=1, power_iters=2)
+    >>> sn(fw.rand([4, 3, 2, 2])).shape
+    (4, 3, 2, 2)
+    """
+
+    def __init__(
+        self,
+        weight_shape: Any,
+        dim: int = 0,
+        power_iters: int = 1,
+        epsilon: float = 1e-12,
+        dtype: str = "float32",
+    ) -> None:
+        super().__init__()
+        shape = tuple(int(s) for s in weight_shape)
+        if not -len(shape) <= dim < len(shape):
+            raise OpArgumentError(f"[SpectralNorm] dim must index weight_shape {shape}, got {dim}")
+        if not isinstance(power_iters, int) or power_iters < 1:
+            raise OpArgumentError(f"[SpectralNorm] power_iters must be a positive int, got {power_iters!r}")
+        self.weight_shape, self.dim = shape, dim % len(shape)
+        self.power_iters, self.epsilon = power_iters, epsilon
+        h = shape[self.dim]
+        w = 1
+        for i, s in enumerate(shape):
+            w *= 1 if i == self.dim else s
+        for name, n in (("weight_u", h), ("weight_v", w)):
+            p = self.create_parameter((n,), dtype=dtype, default_initializer=I.Normal(0.0, 1.0))
+            p.stop_gradient = True
+            setattr(self, name, p)
+
+    def forward(self, weight: Tensor) -> Tensor:
+        if tuple(weight.shape) != self.weight_shape:
+            raise OpArgumentError(
+                f"[SpectralNorm] weight has shape {tuple(weight.shape)}, the layer was built for {self.weight_shape}"
+            )
+        perm = (self.dim,) + tuple(i for i in range(len(self.weight_shape)) if i != self.dim)
+        mat = weight.transpose(perm).reshape((self.weight_shape[self.dim], -1))
+        m = mat.detach()
+        u, v = self.weight_u.detach(), self.weight_v.detach()
+        for _ in range(self.power_iters):
+            v = m.t().matmul(u)
+            v = v / (v.square().sum().sqrt() + self.epsilon)
+            u = m.matmul(v)
+            u = u / (u.square().sum().sqrt() + self.epsilon)
+        sigma = (u * mat.matmul(v)).sum()
+        return weight / sigma

@@ -144,6 +144,15 @@ def spatial_entries(F: Any) -> list[CompositeInfo]:
             op="conv2d_transpose",
         ),
         CompositeInfo(
+            "conv3d_transpose",
+            lambda x, w: F.conv3d_transpose(
+                x, w, None, stride=(2, 1, 2), padding=(1, 0, 1), output_padding=(1, 0, 0), groups=2
+            ),
+            lambda x, w: R.conv3d_transpose(x, w, (2, 1, 2), (1, 0, 1), (1, 0, 0), 2),
+            lambda r: [_u(r, 1, 4, 2, 3, 2), _u(r, 4, 1, 2, 2, 3)],
+            (0, 1),
+        ),
+        CompositeInfo(
             "avg_pool2d_inclusive",
             lambda x: F.avg_pool2d(x, (2, 3), (1, 2), padding=1, exclusive=False),
             lambda x: R.pool2d(x, (2, 3), (1, 2), (1, 1), "avg_inclusive"),
@@ -196,6 +205,67 @@ def spatial_entries(F: Any) -> list[CompositeInfo]:
             lambda r: [_u(r, 1, 2, 5, 4)],
             (0,),
             op="avg_pool2d",
+        ),
+        CompositeInfo(
+            "max_pool3d",
+            lambda x: F.max_pool3d(x, (2, 3, 2), (2, 1, 2), padding=(1, 0, 1)),
+            lambda x: R.pool3d_paddle(x, (2, 3, 2), (2, 1, 2), (1, 0, 1), "max"),
+            lambda r: [r.permutation(2 * 2 * 4 * 5 * 3).reshape(2, 2, 4, 5, 3) * 0.1],
+            (0,),
+        ),
+        CompositeInfo(
+            "max_pool3d_with_mask",
+            lambda x: F.max_pool3d(x, 2, 2, padding=1, return_mask=True)[0],
+            lambda x: R.pool3d_paddle(x, (2, 2, 2), (2, 2, 2), (1, 1, 1), "max"),
+            lambda r: [r.permutation(2 * 2 * 3 * 4 * 3).reshape(2, 2, 3, 4, 3) * 0.1],
+            (0,),
+        ),
+        CompositeInfo(
+            "max_pool3d_mask_positions",
+            lambda x: F.max_pool3d(x, 2, 2, padding=1, return_mask=True)[1].astype(x.dtype),
+            lambda x: R.pool3d_paddle(x, (2, 2, 2), (2, 2, 2), (1, 1, 1), "mask"),
+            lambda r: [r.permutation(2 * 2 * 3 * 4 * 3).reshape(2, 2, 3, 4, 3) * 0.1],
+            op="max_pool3d_with_mask",
+        ),
+        CompositeInfo(
+            "avg_pool3d",
+            lambda x: F.avg_pool3d(x, 2, (1, 2, 2), padding=1),
+            lambda x: R.pool3d_paddle(x, (2, 2, 2), (1, 2, 2), (1, 1, 1), "avg"),
+            lambda r: [_u(r, 1, 2, 3, 4, 3)],
+            (0,),
+        ),
+        CompositeInfo(
+            "avg_pool3d_inclusive",
+            lambda x: F.avg_pool3d(x, (2, 3, 2), 2, padding=(1, 1, 0), exclusive=False),
+            lambda x: R.pool3d_paddle(x, (2, 3, 2), (2, 2, 2), (1, 1, 0), "avg_inclusive"),
+            lambda r: [_u(r, 1, 2, 3, 4, 4)],
+            (0,),
+            op="avg_pool3d",
+        ),
+        CompositeInfo(
+            "max_pool_windows",
+            lambda x: F.adaptive_max_pool2d(x, (3, 2)),
+            lambda x: R.window_max(x, [R.adaptive_bounds(5, 3), R.adaptive_bounds(7, 2)]),
+            lambda r: [r.permutation(2 * 2 * 5 * 7).reshape(2, 2, 5, 7) * 0.1],
+            (0,),
+        ),
+        CompositeInfo(
+            "max_pool_windows_mask_3d",
+            lambda x: F.adaptive_max_pool3d(x, (2, 3, 2), return_mask=True)[1].astype(x.dtype),
+            lambda x: R.window_max(
+                x, [R.adaptive_bounds(3, 2), R.adaptive_bounds(5, 3), R.adaptive_bounds(4, 2)], "mask"
+            ),
+            lambda r: [r.permutation(2 * 3 * 5 * 4).reshape(1, 2, 3, 5, 4) * 0.1],
+            op="max_pool_windows",
+        ),
+        CompositeInfo(
+            "max_pool_windows_fractional",
+            lambda x: F.fractional_max_pool2d(x, 3, kernel_size=2, random_u=0.4),
+            # Paddle's windows for L=7, O=3, k=2, u=0.4: starts 0, 2, 5
+            lambda x: R.window_max(x, [[(0, 2), (2, 4), (5, 7)]] * 2),
+            lambda r: [r.permutation(2 * 7 * 7).reshape(1, 2, 7, 7) * 0.1],
+            (0,),
+            op="max_pool_windows",
         ),
         CompositeInfo(
             "unfold",

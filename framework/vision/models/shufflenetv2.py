@@ -143,71 +143,24 @@ def _shufflenet(arch: str, scale: float, pretrained: bool, **kwargs: Any) -> Shu
     return ShuffleNetV2(scale=scale, **kwargs)
 
 
-def shufflenet_v2_x0_25(pretrained: bool = False, **kwargs: Any) -> ShuffleNetV2:
-    """ShuffleNetV2 x0.25.
+def _variant(arch: str, scale: float, what: str, **fixed: Any) -> Any:
+    """The public constructor ``arch``: ShuffleNetV2 at ``scale`` (with ``fixed`` arguments)."""
 
-    >>> import framework as fw
-    >>> fw.vision.models.shufflenet_v2_x0_25(num_classes=4).scale
-    0.25
-    """
-    return _shufflenet("shufflenet_v2_x0_25", 0.25, pretrained, **kwargs)
+    def build(pretrained: bool = False, **kwargs: Any) -> ShuffleNetV2:
+        return _shufflenet(arch, scale, pretrained, **fixed, **kwargs)
 
-
-def shufflenet_v2_x0_33(pretrained: bool = False, **kwargs: Any) -> ShuffleNetV2:
-    """ShuffleNetV2 x0.33.
-
-    >>> import framework as fw
-    >>> fw.vision.models.shufflenet_v2_x0_33(num_classes=4).scale
-    0.33
-    """
-    return _shufflenet("shufflenet_v2_x0_33", 0.33, pretrained, **kwargs)
+    build.__name__ = build.__qualname__ = arch
+    build.__doc__ = (
+        f"ShuffleNetV2 {what}.\n\n    >>> import framework as fw\n"
+        f"    >>> fw.vision.models.{arch}(num_classes=4).scale\n    {scale!r}\n    "
+    )
+    return build
 
 
-def shufflenet_v2_x0_5(pretrained: bool = False, **kwargs: Any) -> ShuffleNetV2:
-    """ShuffleNetV2 x0.5.
-
-    >>> import framework as fw
-    >>> fw.vision.models.shufflenet_v2_x0_5(num_classes=4).scale
-    0.5
-    """
-    return _shufflenet("shufflenet_v2_x0_5", 0.5, pretrained, **kwargs)
-
-
-def shufflenet_v2_x1_0(pretrained: bool = False, **kwargs: Any) -> ShuffleNetV2:
-    """ShuffleNetV2 x1.0.
-
-    >>> import framework as fw
-    >>> fw.vision.models.shufflenet_v2_x1_0(num_classes=4).scale
-    1.0
-    """
-    return _shufflenet("shufflenet_v2_x1_0", 1.0, pretrained, **kwargs)
-
-
-def shufflenet_v2_x1_5(pretrained: bool = False, **kwargs: Any) -> ShuffleNetV2:
-    """ShuffleNetV2 x1.5.
-
-    >>> import framework as fw
-    >>> fw.vision.models.shufflenet_v2_x1_5(num_classes=4).scale
-    1.5
-    """
-    return _shufflenet("shufflenet_v2_x1_5", 1.5, pretrained, **kwargs)
-
-
-def shufflenet_v2_x2_0(pretrained: bool = False, **kwargs: Any) -> ShuffleNetV2:
-    """ShuffleNetV2 x2.0.
-
-    >>> import framework as fw
-    >>> fw.vision.models.shufflenet_v2_x2_0(num_classes=4).scale
-    2.0
-    """
-    return _shufflenet("shufflenet_v2_x2_0", 2.0, pretrained, **kwargs)
-
-
-def shufflenet_v2_swish(pretrained: bool = False, **kwargs: Any) -> ShuffleNetV2:
-    """ShuffleNetV2 x1.0 with swish activations.
-
-    >>> import framework as fw
-    >>> fw.vision.models.shufflenet_v2_swish(num_classes=4).scale
-    1.0
-    """
-    return _shufflenet("shufflenet_v2_swish", 1.0, pretrained, act="swish", **kwargs)
+shufflenet_v2_x0_25 = _variant("shufflenet_v2_x0_25", 0.25, "x0.25")
+shufflenet_v2_x0_33 = _variant("shufflenet_v2_x0_33", 0.33, "x0.33")
+shufflenet_v2_x0_5 = _variant("shufflenet_v2_x0_5", 0.5, "x0.5")
+shufflenet_v2_x1_0 = _variant("shufflenet_v2_x1_0", 1.0, "x1.0")
+shufflenet_v2_x1_5 = _variant("shufflenet_v2_x1_5", 1.5, "x1.5")
+shufflenet_v2_x2_0 = _variant("shufflenet_v2_x2_0", 2.0, "x2.0")
+shufflenet_v2_swish = _variant("shufflenet_v2_swish", 1.0, "x1.0 with swish activations", act="swish")

@@ -37,4 +37,5 @@ from . import (  # noqa: F401
     special,
     strided,
     tensor_array,
+    window_pooling,
 )

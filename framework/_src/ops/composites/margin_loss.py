@@ -14,7 +14,7 @@ from .. import math as M
 from ._common import float_arg
 from .arith import cumsum
 from .loss import _pair, _reduce
-from .norm import cosine_similarity
+from .norm import cosine_similarity, log_softmax
 
 
 def margin_ranking_loss(
@@ -190,3 +190,30 @@ def multi_label_margin_loss(
     per = M.sum(hinge * valid.unsqueeze(-1) * (1.0 - is_target).unsqueeze(1), axis=[1, 2]) / c
     per = per.reshape(()) if x.ndim == 1 else per
     return _reduce("multi_label_margin_loss", per, reduction)
+
+
+def npair_loss(anchor: Tensor, positive: Tensor, labels: Tensor, l2_reg: float = 0.002) -> Tensor:
+    """N-pair loss (Sohn, 2016), as Paddle: the soft-label cross entropy of the similarities
+    ``anchor @ positive.T`` against the same-label matrix (rows normalised), plus
+    ``l2_reg / 4`` times the mean squared norms of the embeddings.
+
+    >>> import framework as fw
+    >>> a = fw.to_tensor([[1.0, 0.0], [0.0, 1.0]])
+    >>> round(float(fw.nn.functional.npair_loss(a, a, fw.to_tensor([0.0, 1.0]), l2_reg=0.0)), 4)
+    0.3133
+    """
+    a = float_arg("npair_loss", anchor, "anchor")
+    p = float_arg("npair_loss", positive, "positive").astype(a.dtype)
+    if a.ndim != 2 or p.shape != a.shape:
+        raise OpArgumentError(
+            f"[npair_loss] anchor and positive must be (batch, dim) of one shape, got {a.shape} and {p.shape}"
+        )
+    lab = labels.reshape((-1, 1))
+    if lab.shape[0] != a.shape[0]:
+        raise OpArgumentError(f"[npair_loss] labels must hold {a.shape[0]} entries, got shape {labels.shape}")
+    same = (lab == lab.reshape((1, -1))).astype(a.dtype)
+    target = same / M.sum(same, axis=1, keepdim=True)
+    l2 = (M.mean(M.sum(a * a, axis=1)) + M.mean(M.sum(p * p, axis=1))) * (0.25 * l2_reg)
+    sim = M.matmul(a, p.transpose((1, 0)))
+    ce = -M.sum(target * log_softmax(sim, axis=1), axis=1, keepdim=True)  # (batch, 1)
+    return l2 + M.mean(M.sum(target * ce, axis=0))

@@ -1,13 +1,14 @@
-"""Pooling: max_pool1d/2d, avg_pool1d/2d, adaptive_avg_pool1d/2d and adaptive_max_pool2d.
+"""Pooling over strided windows: max_pool1d/2d/3d (with the mask of each maximum), avg_pool1d/2d/3d
+and lp_pool1d/2d.
 
-max_pool2d and avg_pool2d are composites over the KH*KW strided windows (im2col patches); the
-1-d pools run them on a height-1 image; adaptive pools average (or take the max of) window i
-spanning [floor(i*L/O), ceil((i+1)*L/O)) along each axis.
+The 2-d and 3-d pools are composites over the strided windows (one ``slice`` per kernel offset,
+:func:`._window._patches_nd`); both ranks share one decomposition, each registered under
+Paddle's op name. The 1-d pools run the 2-d ones on a height-1 image. Adaptive, fractional and
+unpooling ops are in :mod:`.window_pooling`.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from adapter_api import OpArgumentError
@@ -15,61 +16,74 @@ from adapter_api import OpArgumentError
 from ...dtypes import as_dtype
 from ...tensor import Tensor
 from .. import creation as C
-from .. import indexing as I
 from .. import math as M
 from .. import shape as S
 from ..base import OPS, call, composite
 from ._common import float_arg, tensor_arg
-from ._window import _ntuple, _out_size, _pad1d_as_2d, _padding, _pair, _patches, _to_ncl
+from ._window import _ntuple, _out_size, _pad1d_as_2d, _pads_nd, _patches_nd, _to_ncl
+
+#: channels-first and channels-last layouts per spatial rank
+_LAYOUTS = {2: ("NCHW", "NHWC"), 3: ("NCDHW", "NDHWC")}
 
 
-def _pool_args(name: str, x: Tensor, kernel_size: Any, stride: Any, padding: Any, ceil_mode: bool) -> tuple:
-    """x, kernel, stride, the padding of the call and the padding ceil_mode adds on the far
-    side (Paddle's ceil output size: ``(L + pads - k + s - 1) // s + 1``)."""
+def _pool_args(
+    name: str, nd: int, x: Tensor, kernel_size: Any, stride: Any, padding: Any, ceil_mode: bool
+) -> tuple:
+    """x, kernel, stride, the padding of the call and that padding grown on the far side by
+    what ceil_mode adds (Paddle's ceil output size: ``(L + pads - k + s - 1) // s + 1``)."""
     x = float_arg(name, x)
-    if x.ndim != 4:
-        raise OpArgumentError(f"[{name}] x must be 4-d (N, C, H, W), got shape {x.shape}")
-    k = _pair(name, "kernel_size", kernel_size, least=1)
-    s = k if stride is None else _pair(name, "stride", stride, least=1)
-    pads = _padding(name, padding, k, (1, 1))
-    if min(min(pads[0]), min(pads[1])) < 0:
+    if x.ndim != nd + 2:
+        raise OpArgumentError(f"[{name}] x must be {nd + 2}-d (N, C, {nd} spatial dims), got shape {x.shape}")
+    k = _ntuple(name, "kernel_size", kernel_size, nd, least=1)
+    s = k if stride is None else _ntuple(name, "stride", stride, nd, least=1)
+    pads = _pads_nd(name, padding, k, (1,) * nd)
+    if min(min(p) for p in pads) < 0:
         raise OpArgumentError(f"[{name}] padding must not be negative, got {padding!r}")
-    extra = []
-    for ax in range(2):
-        o = _out_size(name, x.shape[2 + ax], k[ax], s[ax], 1, pads[ax])
+    total = []
+    for ax in range(nd):
+        size, span = x.shape[2 + ax], x.shape[2 + ax] + sum(pads[ax]) - k[ax]
+        o = _out_size(name, size, k[ax], s[ax], 1, pads[ax])
         if ceil_mode:
-            o = -(-(x.shape[2 + ax] + sum(pads[ax]) - k[ax]) // s[ax]) + 1
-        extra.append(max(0, (o - 1) * s[ax] + k[ax] - x.shape[2 + ax] - sum(pads[ax])))
-    total = tuple((p[0], p[1] + e) for p, e in zip(pads, extra))
-    return x, k, s, pads, total
+            o = -(-span // s[ax]) + 1
+        extra = max(0, (o - 1) * s[ax] + k[ax] - size - sum(pads[ax]))
+        total.append((pads[ax][0], pads[ax][1] + extra))
+    return x, k, s, pads, tuple(total)
 
 
-def _channels_first(name: str, x: Any, data_format: str) -> Any:
-    if data_format not in ("NCHW", "NHWC"):
-        raise OpArgumentError(f"[{name}] data_format must be 'NCHW' or 'NHWC', got {data_format!r}")
-    if data_format == "NHWC" and isinstance(x, Tensor):
-        if x.ndim != 4:
-            raise OpArgumentError(f"[{name}] x must be 4-d (N, H, W, C), got shape {x.shape}")
-        return x.transpose((0, 3, 1, 2))
+def _channels_first(name: str, nd: int, x: Any, data_format: str) -> Any:
+    first, last = _LAYOUTS[nd]
+    if data_format not in (first, last):
+        raise OpArgumentError(f"[{name}] data_format must be '{first}' or '{last}', got {data_format!r}")
+    if data_format == last and isinstance(x, Tensor):
+        if x.ndim != nd + 2:
+            raise OpArgumentError(f"[{name}] x must be {nd + 2}-d ({last}), got shape {x.shape}")
+        return x.transpose((0, nd + 1) + tuple(range(1, nd + 1)))
+    return x
+
+
+def _channels_back(x: Tensor, nd: int, data_format: str) -> Tensor:
+    if data_format == _LAYOUTS[nd][1]:
+        return x.transpose((0,) + tuple(range(2, nd + 2)) + (1,))
     return x
 
 
 def _pool_infer(ins: list[Tensor], attrs: dict[str, Any]) -> list:
     x = ins[0]
     k, s, p = attrs["kernel_size"], attrs["stride"], attrs["padding"]
-    o = (
-        _out_size("pool2d", x.shape[2], k[0], s[0], 1, p[0]),
-        _out_size("pool2d", x.shape[3], k[1], s[1], 1, p[1]),
-    )
+    o = tuple(_out_size("pool", x.shape[2 + i], k[i], s[i], 1, p[i]) for i in range(len(k)))
     return [(x.shape[:2] + o, x.dtype)]
 
 
-@composite("max_pool2d", infer=_pool_infer)
-def max_pool2d_decomposition(x: Tensor, *, kernel_size: tuple, stride: tuple, padding: tuple) -> Tensor:
-    """Pad with -inf, stack the KH*KW strided windows, max over them."""
-    xp = S.pad_raw(x, ((0, 0), (0, 0)) + tuple(padding), float("-inf"))
+def _windows(x: Tensor, kernel_size: tuple, stride: tuple, padding: tuple, fill: float) -> Tensor:
+    """(N, C, prod(k), *out): the strided windows of ``x`` padded with ``fill``."""
+    xp = S.pad_raw(x, ((0, 0), (0, 0)) + tuple(padding), fill)
     o = _pool_infer([x], {"kernel_size": kernel_size, "stride": stride, "padding": padding})[0][0][2:]
-    return M.max(_patches(xp, kernel_size, stride, (1, 1), o), axis=2)
+    return _patches_nd(xp, kernel_size, stride, (1,) * len(kernel_size), o)
+
+
+def max_pool_decomposition(x: Tensor, *, kernel_size: tuple, stride: tuple, padding: tuple) -> Tensor:
+    """Pad with -inf, stack the strided windows, max over them."""
+    return M.max(_windows(x, kernel_size, stride, padding, float("-inf")), axis=2)
 
 
 def _mask_infer(ins: list[Tensor], attrs: dict[str, Any]) -> list:
@@ -77,43 +91,88 @@ def _mask_infer(ins: list[Tensor], attrs: dict[str, Any]) -> list:
     return [(shape, dtype), (shape, as_dtype("int32"))]
 
 
-@composite("max_pool2d_with_mask", infer=_mask_infer)
-def max_pool2d_with_mask_decomposition(
+def max_pool_with_mask_decomposition(
     x: Tensor, *, kernel_size: tuple, stride: tuple, padding: tuple
 ) -> tuple[Tensor, Tensor]:
-    """The max over each window and where it is: ``h * W + w`` in the unpadded input (the
-    first maximum in the window's row-major order, as Paddle)."""
-    n, c, h, w = x.shape
-    xp = S.pad_raw(x, ((0, 0), (0, 0)) + tuple(padding), float("-inf"))
-    o = _pool_infer([x], {"kernel_size": kernel_size, "stride": stride, "padding": padding})[0][0][2:]
-    cols = _patches(xp, kernel_size, stride, (1, 1), o)
+    """The max over each window and where it is: the flat position in the unpadded input's
+    spatial dims (``h * W + w``, ``(d * H + h) * W + w``), the first maximum in the window's
+    row-major order, as Paddle."""
+    nd = len(kernel_size)
+    cols = _windows(x, kernel_size, stride, padding, float("-inf"))
     out = M.max(cols, axis=2)
-    arg = M.argmax(cols, axis=2).astype("int32")  # offset i * KW + j inside the window
-    oh = (C.arange(o[0], dtype="int32", device=x.device) * stride[0] - padding[0][0]).reshape((o[0], 1))
-    ow = (C.arange(o[1], dtype="int32", device=x.device) * stride[1] - padding[1][0]).reshape((1, o[1]))
-    kw = kernel_size[1]
-    mask = (oh + arg // kw) * w + (ow + arg % kw)
+    arg = M.argmax(cols, axis=2).astype("int32")  # row-major offset inside the window
+    o = out.shape[2:]
+    mask, inner = None, 1
+    for ax in reversed(range(nd)):
+        shape = [1] * nd
+        shape[ax] = o[ax]
+        start = (C.arange(o[ax], dtype="int32", device=x.device) * stride[ax] - padding[ax][0]).reshape(
+            tuple(shape)
+        )
+        pos = start + (arg // inner) % kernel_size[ax]
+        inner *= kernel_size[ax]
+        mask = pos if mask is None else mask + pos * _prod(x.shape[3 + ax :])
     return out, mask.detach()
 
 
-@composite("avg_pool2d", infer=_pool_infer)
-def avg_pool2d_decomposition(
+def _prod(v: Any) -> int:
+    out = 1
+    for t in v:
+        out *= int(t)
+    return out
+
+
+def avg_pool_decomposition(
     x: Tensor, *, kernel_size: tuple, stride: tuple, padding: tuple, counted: tuple, divisor: float
 ) -> Tensor:
-    """Pad with 0, sum the KH*KW strided windows, divide by the count of window elements
-    inside the input grown by ``counted`` (Paddle: ``exclusive`` counts none of the padding;
-    otherwise the call's padding counts, the padding ceil_mode adds does not); a
-    ``divisor`` then scales by ``KH*KW / divisor``, as Paddle applies ``divisor_override``."""
-    o = _pool_infer([x], {"kernel_size": kernel_size, "stride": stride, "padding": padding})[0][0][2:]
-    pads = ((0, 0), (0, 0)) + tuple(padding)
-    total = M.sum(_patches(S.pad_raw(x, pads, 0.0), kernel_size, stride, (1, 1), o), axis=2)
-    area = kernel_size[0] * kernel_size[1]
+    """Pad with 0, sum the strided windows, divide by the count of window elements inside the
+    input grown by ``counted`` (Paddle: ``exclusive`` counts none of the padding; otherwise
+    the call's padding counts, the padding ceil_mode adds does not); a ``divisor`` then scales
+    by ``prod(k) / divisor``, as Paddle applies ``divisor_override``."""
+    total = M.sum(_windows(x, kernel_size, stride, padding, 0.0), axis=2)
+    area = _prod(kernel_size)
     if tuple(padding) == tuple(counted):
         return total * (1.0 / (divisor or area))
-    inner = S.pad_raw(M.ones_like(x[:1, :1]), ((0, 0), (0, 0)) + tuple(counted), 1.0)
-    rest = ((0, 0), (0, 0)) + tuple((p[0] - c[0], p[1] - c[1]) for p, c in zip(padding, counted))
-    cnt = M.sum(_patches(S.pad_raw(inner, rest, 0.0), kernel_size, stride, (1, 1), o), axis=2)
+    ones = M.ones_like(x[(slice(0, 1),) * 2])
+    inner = S.pad_raw(ones, ((0, 0), (0, 0)) + tuple(counted), 1.0)
+    rest = tuple((p[0] - c[0], p[1] - c[1]) for p, c in zip(padding, counted))
+    cnt = M.sum(_windows(inner, kernel_size, stride, rest, 0.0), axis=2)
     return total / cnt * (area / divisor) if divisor else total / cnt
+
+
+for _nd in (2, 3):
+    composite(f"max_pool{_nd}d", infer=_pool_infer)(max_pool_decomposition)
+    composite(f"max_pool{_nd}d_with_mask", infer=_mask_infer)(max_pool_with_mask_decomposition)
+    composite(f"avg_pool{_nd}d", infer=_pool_infer)(avg_pool_decomposition)
+
+
+def _max_pool(
+    name: str,
+    nd: int,
+    x: Any,
+    kernel_size: Any,
+    stride: Any,
+    padding: Any,
+    return_mask: bool,
+    ceil_mode: bool,
+    data_format: str,
+) -> Any:
+    if isinstance(x, Tensor) and x.dtype.kind in "iu" and not return_mask:
+        # keeps the dtype: pooled exactly in float64, cast back
+        y = _max_pool(
+            name, nd, x.astype("float64"), kernel_size, stride, padding, False, ceil_mode, data_format
+        )
+        return y.astype(x.dtype)
+    xc = _channels_first(name, nd, x, data_format)
+    xc, k, s, _, total = _pool_args(name, nd, xc, kernel_size, stride, padding, ceil_mode)
+    attrs = {"kernel_size": k, "stride": s, "padding": total}
+    if return_mask:
+        if data_format != _LAYOUTS[nd][0]:
+            raise OpArgumentError(
+                f"[{name}] return_mask=True needs data_format='{_LAYOUTS[nd][0]}' (as Paddle), got {data_format!r}"
+            )
+        return tuple(call(OPS[f"max_pool{nd}d_with_mask"], [xc], attrs))
+    return _channels_back(call(OPS[f"max_pool{nd}d"], [xc], attrs), nd, data_format)
 
 
 def max_pool2d(
@@ -121,8 +180,8 @@ def max_pool2d(
     kernel_size: Any,
     stride: Any = None,
     padding: Any = 0,
-    ceil_mode: bool = False,
     return_mask: bool = False,
+    ceil_mode: bool = False,
     data_format: str = "NCHW",
     name: str | None = None,
 ) -> Any:
@@ -139,21 +198,61 @@ def max_pool2d(
     >>> fw.nn.functional.max_pool2d(x, 3, 2, ceil_mode=True).shape
     (1, 1, 2, 2)
     """
-    if isinstance(x, Tensor) and x.dtype.kind in "iu" and not return_mask:
-        # keeps the dtype: pooled exactly in float64, cast back
-        y = max_pool2d(x.astype("float64"), kernel_size, stride, padding, ceil_mode, False, data_format)
-        return y.astype(x.dtype)
-    xc = _channels_first("max_pool2d", x, data_format)
-    xc, k, s, _, total = _pool_args("max_pool2d", xc, kernel_size, stride, padding, ceil_mode)
-    attrs = {"kernel_size": k, "stride": s, "padding": total}
-    if return_mask:
-        if data_format != "NCHW":
-            raise OpArgumentError(
-                f"[max_pool2d] return_mask=True needs data_format='NCHW' (as Paddle), got {data_format!r}"
-            )
-        return tuple(call(OPS["max_pool2d_with_mask"], [xc], attrs))
-    out = call(OPS["max_pool2d"], [xc], attrs)
-    return out.transpose((0, 2, 3, 1)) if data_format == "NHWC" else out
+    return _max_pool("max_pool2d", 2, x, kernel_size, stride, padding, return_mask, ceil_mode, data_format)
+
+
+def max_pool3d(
+    x: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    return_mask: bool = False,
+    ceil_mode: bool = False,
+    data_format: str = "NCDHW",
+    name: str | None = None,
+) -> Any:
+    """Max over KD x KH x KW windows of ``x``; arguments as :func:`max_pool2d` (the mask holds
+    ``(d * H + h) * W + w``; ``data_format`` is ``"NCDHW"`` or ``"NDHWC"``).
+
+    >>> import framework as fw
+    >>> x = fw.arange(8, dtype="float32").reshape([1, 1, 2, 2, 2])
+    >>> out, mask = fw.nn.functional.max_pool3d(x, 2, return_mask=True)
+    >>> float(out), int(mask)
+    (7.0, 7)
+    """
+    return _max_pool("max_pool3d", 3, x, kernel_size, stride, padding, return_mask, ceil_mode, data_format)
+
+
+def _avg_pool(
+    name: str,
+    nd: int,
+    x: Any,
+    kernel_size: Any,
+    stride: Any,
+    padding: Any,
+    ceil_mode: bool,
+    exclusive: bool,
+    divisor_override: Any,
+    data_format: str,
+) -> Tensor:
+    xc = _channels_first(name, nd, x, data_format)
+    xc, k, s, pads, total = _pool_args(name, nd, xc, kernel_size, stride, padding, ceil_mode)
+    if divisor_override is not None and (
+        isinstance(divisor_override, bool)
+        or not isinstance(divisor_override, (int, float))
+        or divisor_override <= 0
+    ):
+        raise OpArgumentError(
+            f"[{name}] divisor_override must be a positive number, got {divisor_override!r}"
+        )
+    attrs = {
+        "kernel_size": k,
+        "stride": s,
+        "padding": total,
+        "counted": ((0, 0),) * nd if exclusive else pads,
+        "divisor": float(divisor_override or 0.0),
+    }
+    return _channels_back(call(OPS[f"avg_pool{nd}d"], [xc], attrs), nd, data_format)
 
 
 def avg_pool2d(
@@ -179,26 +278,33 @@ def avg_pool2d(
     >>> fw.nn.functional.avg_pool2d(x, 2).numpy().ravel().tolist()
     [2.5, 4.5, 10.5, 12.5]
     """
-    xc = _channels_first("avg_pool2d", x, data_format)
-    xc, k, s, pads, total = _pool_args("avg_pool2d", xc, kernel_size, stride, padding, ceil_mode)
-    if divisor_override is not None and (
-        isinstance(divisor_override, bool)
-        or not isinstance(divisor_override, (int, float))
-        or divisor_override <= 0
-    ):
-        raise OpArgumentError(
-            f"[avg_pool2d] divisor_override must be a positive number, got {divisor_override!r}"
-        )
-    counted = ((0, 0), (0, 0)) if exclusive else pads
-    attrs = {
-        "kernel_size": k,
-        "stride": s,
-        "padding": total,
-        "counted": counted,
-        "divisor": float(divisor_override or 0.0),
-    }
-    out = call(OPS["avg_pool2d"], [xc], attrs)
-    return out.transpose((0, 2, 3, 1)) if data_format == "NHWC" else out
+    return _avg_pool(
+        "avg_pool2d", 2, x, kernel_size, stride, padding, ceil_mode, exclusive, divisor_override, data_format
+    )
+
+
+def avg_pool3d(
+    x: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    ceil_mode: bool = False,
+    exclusive: bool = True,
+    divisor_override: Any = None,
+    data_format: str = "NCDHW",
+    name: str | None = None,
+) -> Tensor:
+    """Mean over KD x KH x KW windows of ``x``; arguments as :func:`avg_pool2d`
+    (``data_format`` is ``"NCDHW"`` or ``"NDHWC"``).
+
+    >>> import framework as fw
+    >>> x = fw.arange(8, dtype="float32").reshape([1, 1, 2, 2, 2])
+    >>> fw.nn.functional.avg_pool3d(x, 2).numpy().ravel().tolist()
+    [3.5]
+    """
+    return _avg_pool(
+        "avg_pool3d", 3, x, kernel_size, stride, padding, ceil_mode, exclusive, divisor_override, data_format
+    )
 
 
 def lp_pool2d(
@@ -225,12 +331,24 @@ def lp_pool2d(
     if isinstance(norm_type, bool) or not isinstance(norm_type, (int, float)) or norm_type <= 0:
         raise OpArgumentError(f"[lp_pool2d] norm_type must be a positive number, got {norm_type!r}")
     if norm_type == float("inf"):
-        return max_pool2d(x, kernel_size, stride, padding, ceil_mode, False, data_format)
-    xc = _channels_first("lp_pool2d", x, data_format)
-    xc, k, s, _, total = _pool_args("lp_pool2d", xc, kernel_size, stride, padding, ceil_mode)
+        return max_pool2d(x, kernel_size, stride, padding, False, ceil_mode, data_format)
+    xc = _channels_first("lp_pool2d", 2, x, data_format)
+    xc, k, s, _, total = _pool_args("lp_pool2d", 2, xc, kernel_size, stride, padding, ceil_mode)
     attrs = {"kernel_size": k, "stride": s, "padding": total, "counted": total, "divisor": 1.0}
     out = M.pow(call(OPS["avg_pool2d"], [M.pow(xc, float(norm_type))], attrs), 1.0 / norm_type)
-    return out.transpose((0, 2, 3, 1)) if data_format == "NHWC" else out
+    return _channels_back(out, 2, data_format)
+
+
+def _on_height_one(name: str, x: Any, kernel_size: Any, stride: Any, padding: Any, data_format: str = "NCL"):
+    """(N, C, 1, L) ``x`` and the 2-d kernel, stride and padding of a 1-d pool."""
+    x = _to_ncl(name, tensor_arg(name, x), data_format)
+    (k,) = _ntuple(name, "kernel_size", kernel_size, 1, 1)
+    s = k if stride is None else _ntuple(name, "stride", stride, 1, 1)[0]
+    return x.unsqueeze(2), (1, k), (1, s), _pad1d_as_2d(name, padding, k, 1)
+
+
+def _squeeze_height(out: Any) -> Any:
+    return tuple(t.squeeze(2) for t in out) if isinstance(out, tuple) else out.squeeze(2)
 
 
 def lp_pool1d(
@@ -249,146 +367,9 @@ def lp_pool1d(
     >>> fw.nn.functional.lp_pool1d(fw.to_tensor([[[3.0, 4.0]]]), 2, 2).numpy().ravel().tolist()
     [5.0]
     """
-    x = _to_ncl("lp_pool1d", tensor_arg("lp_pool1d", x), data_format)
-    (k,) = _ntuple("lp_pool1d", "kernel_size", kernel_size, 1, 1)
-    s = k if stride is None else _ntuple("lp_pool1d", "stride", stride, 1, 1)[0]
-    pads = _pad1d_as_2d("lp_pool1d", padding, k, 1)
-    out = lp_pool2d(x.unsqueeze(2), norm_type, (1, k), (1, s), pads, ceil_mode).squeeze(2)
+    x2, k, s, p = _on_height_one("lp_pool1d", x, kernel_size, stride, padding, data_format)
+    out = lp_pool2d(x2, norm_type, k, s, p, ceil_mode).squeeze(2)
     return out.transpose((0, 2, 1)) if data_format == "NLC" else out
-
-
-def _max_unpool(
-    name: str,
-    nd: int,
-    x: Tensor,
-    indices: Tensor,
-    kernel_size: Any,
-    stride: Any,
-    padding: Any,
-    output_size: Any,
-) -> Tensor:
-    """Scatter ``x`` to the flat positions ``indices`` of a zero output (per sample and channel)."""
-    x = float_arg(name, x)
-    indices = tensor_arg(name, indices, "indices")
-    if x.ndim != nd + 2:
-        raise OpArgumentError(f"[{name}] x must be {nd + 2}-d (N, C, spatial...), got shape {x.shape}")
-    if indices.shape != x.shape or indices.dtype.kind not in "iu":
-        raise OpArgumentError(
-            f"[{name}] indices must be integers of x's shape {x.shape} (the mask of max_pool), "
-            f"got {indices.dtype} of shape {indices.shape}"
-        )
-    k = _ntuple(name, "kernel_size", kernel_size, nd, 1)
-    st = k if stride is None else _ntuple(name, "stride", stride, nd, 1)
-    pad = _ntuple(name, "padding", padding, nd, 0)
-    if output_size is None:
-        out = tuple((i - 1) * s - 2 * p + kk for i, s, p, kk in zip(x.shape[2:], st, pad, k))
-    else:
-        out = tuple(int(v) for v in output_size)[-nd:]
-        if len(out) != nd:
-            raise OpArgumentError(f"[{name}] output_size must hold {nd} spatial sizes, got {output_size!r}")
-    n, c = x.shape[:2]
-    flat = C.zeros((n, c, math.prod(out)), dtype=x.dtype, device=x.device)
-    vals, idx = x.reshape((n, c, -1)), indices.reshape((n, c, -1))
-    return I.put_along_axis(flat, idx, vals, axis=2).reshape((n, c) + out)
-
-
-def max_unpool2d(
-    x: Tensor,
-    indices: Tensor,
-    kernel_size: Any,
-    stride: Any = None,
-    padding: Any = 0,
-    data_format: str = "NCHW",
-    output_size: Any = None,
-    name: str | None = None,
-) -> Tensor:
-    """The inverse of :func:`max_pool2d`: each value of ``x`` put at its ``indices`` position
-    (the mask ``max_pool2d(..., return_mask=True)`` gives) in a zero NCHW output of
-    ``output_size`` (default ``(H - 1) * stride - 2 * padding + kernel_size``).
-
-    >>> import framework as fw
-    >>> x = fw.arange(16, dtype="float32").reshape([1, 1, 4, 4])
-    >>> y, mask = fw.nn.functional.max_pool2d(x, 2, return_mask=True)
-    >>> fw.nn.functional.max_unpool2d(y, mask, 2)[0, 0].numpy().tolist()[1]
-    [0.0, 5.0, 0.0, 7.0]
-    """
-    if data_format != "NCHW":
-        raise OpArgumentError(f"[max_unpool2d] data_format must be 'NCHW' (as Paddle), got {data_format!r}")
-    return _max_unpool("max_unpool2d", 2, x, indices, kernel_size, stride, padding, output_size)
-
-
-def max_unpool1d(
-    x: Tensor,
-    indices: Tensor,
-    kernel_size: Any,
-    stride: Any = None,
-    padding: Any = 0,
-    data_format: str = "NCL",
-    output_size: Any = None,
-    name: str | None = None,
-) -> Tensor:
-    """The inverse of max_pool1d: ``x`` put at ``indices`` in a zero (N, C, L_out) output.
-
-    >>> import framework as fw
-    >>> x, idx = fw.to_tensor([[[5.0, 7.0]]]), fw.to_tensor([[[1, 2]]], dtype="int32")
-    >>> fw.nn.functional.max_unpool1d(x, idx, 2).numpy().tolist()
-    [[[0.0, 5.0, 7.0, 0.0]]]
-    """
-    if data_format != "NCL":
-        raise OpArgumentError(f"[max_unpool1d] data_format must be 'NCL' (as Paddle), got {data_format!r}")
-    return _max_unpool("max_unpool1d", 1, x, indices, kernel_size, stride, padding, output_size)
-
-
-def max_unpool3d(
-    x: Tensor,
-    indices: Tensor,
-    kernel_size: Any,
-    stride: Any = None,
-    padding: Any = 0,
-    data_format: str = "NCDHW",
-    output_size: Any = None,
-    name: str | None = None,
-) -> Tensor:
-    """The inverse of max_pool3d: ``x`` put at ``indices`` (``(d * H + h) * W + w``) in a zero
-    NCDHW output.
-
-    >>> import framework as fw
-    >>> x, idx = fw.ones([1, 1, 1, 1, 1]), fw.to_tensor([[[[[7]]]]], dtype="int32")
-    >>> float(fw.nn.functional.max_unpool3d(x, idx, 2).reshape([-1])[7])
-    1.0
-    """
-    if data_format != "NCDHW":
-        raise OpArgumentError(f"[max_unpool3d] data_format must be 'NCDHW' (as Paddle), got {data_format!r}")
-    return _max_unpool("max_unpool3d", 3, x, indices, kernel_size, stride, padding, output_size)
-
-
-def _adaptive_axis(x: Tensor, axis: int, out: int) -> Tensor:
-    size = x.shape[axis]
-    if size % out == 0:
-        k = size // out
-        shp = x.shape[:axis] + (out, k) + x.shape[axis + 1 :]
-        return M.mean(x.reshape(shp), axis=axis + 1)
-    parts = []
-    for i in range(out):
-        a, b = (i * size) // out, -(-((i + 1) * size) // out)
-        starts = [0] * x.ndim
-        stops = list(x.shape)
-        starts[axis], stops[axis] = a, b
-        parts.append(
-            M.mean(S.slice_raw(x, tuple(starts), tuple(stops), (1,) * x.ndim), axis=axis, keepdim=True)
-        )
-    return S.concat(parts, axis=axis)
-
-
-def adaptive_avg_pool2d(
-    x: Tensor, output_size: Any, data_format: str = "NCHW", name: str | None = None
-) -> Tensor:
-    """Average pooling to a fixed ``output_size``; window i spans [floor(i*H/O), ceil((i+1)*H/O))."""
-    x = float_arg("adaptive_avg_pool2d", x)
-    if x.ndim != 4 or data_format != "NCHW":
-        raise OpArgumentError(f"[adaptive_avg_pool2d] x must be 4-d NCHW, got shape {x.shape}")
-    oh, ow = _pair("adaptive_avg_pool2d", "output_size", output_size, least=1)
-    return _adaptive_axis(_adaptive_axis(x, 2, oh), 3, ow)
 
 
 def max_pool1d(
@@ -399,14 +380,16 @@ def max_pool1d(
     return_mask: bool = False,
     ceil_mode: bool = False,
     name: str | None = None,
-) -> Tensor:
-    """Max over windows of (N, C, L) ``x``."""
-    x = _to_ncl("max_pool1d", tensor_arg("max_pool1d", x), "NCL")
-    (k,) = _ntuple("max_pool1d", "kernel_size", kernel_size, 1, 1)
-    s = k if stride is None else _ntuple("max_pool1d", "stride", stride, 1, 1)[0]
-    return max_pool2d(
-        x.unsqueeze(2), (1, k), (1, s), _pad1d_as_2d("max_pool1d", padding, k, 1), ceil_mode, return_mask
-    ).squeeze(2)
+) -> Any:
+    """Max over windows of (N, C, L) ``x``; ``return_mask`` also gives each maximum's index.
+
+    >>> import framework as fw
+    >>> out, idx = fw.nn.functional.max_pool1d(fw.to_tensor([[[1.0, 3.0, 2.0, 0.0]]]), 2, return_mask=True)
+    >>> out.numpy().tolist(), idx.numpy().tolist()
+    ([[[3.0, 2.0]]], [[[1, 2]]])
+    """
+    x2, k, s, p = _on_height_one("max_pool1d", x, kernel_size, stride, padding)
+    return _squeeze_height(max_pool2d(x2, k, s, p, return_mask, ceil_mode))
 
 
 def avg_pool1d(
@@ -418,44 +401,11 @@ def avg_pool1d(
     ceil_mode: bool = False,
     name: str | None = None,
 ) -> Tensor:
-    """Mean over windows of (N, C, L) ``x`` (``exclusive``: padding left out of the count)."""
-    x = _to_ncl("avg_pool1d", tensor_arg("avg_pool1d", x), "NCL")
-    (k,) = _ntuple("avg_pool1d", "kernel_size", kernel_size, 1, 1)
-    s = k if stride is None else _ntuple("avg_pool1d", "stride", stride, 1, 1)[0]
-    return avg_pool2d(
-        x.unsqueeze(2), (1, k), (1, s), _pad1d_as_2d("avg_pool1d", padding, k, 1), ceil_mode, exclusive
-    ).squeeze(2)
+    """Mean over windows of (N, C, L) ``x`` (``exclusive``: padding left out of the count).
 
-
-def adaptive_avg_pool1d(x: Tensor, output_size: int, name: str | None = None) -> Tensor:
-    """Average pooling of (N, C, L) ``x`` to ``output_size``; window i spans
-    [floor(i*L/O), ceil((i+1)*L/O))."""
-    x = _to_ncl("adaptive_avg_pool1d", float_arg("adaptive_avg_pool1d", x), "NCL")
-    (o,) = _ntuple("adaptive_avg_pool1d", "output_size", output_size, 1, 1)
-    return _adaptive_axis(x, 2, o)
-
-
-def _adaptive_max_axis(x: Tensor, axis: int, out: int) -> Tensor:
-    size = x.shape[axis]
-    parts = []
-    for i in range(out):
-        a, b = (i * size) // out, -(-((i + 1) * size) // out)
-        starts, stops = [0] * x.ndim, list(x.shape)
-        starts[axis], stops[axis] = a, b
-        parts.append(
-            M.max(S.slice_raw(x, tuple(starts), tuple(stops), (1,) * x.ndim), axis=axis, keepdim=True)
-        )
-    return S.concat(parts, axis=axis) if out > 1 else parts[0]
-
-
-def adaptive_max_pool2d(
-    x: Tensor, output_size: Any, return_mask: bool = False, name: str | None = None
-) -> Tensor:
-    """Max pooling of NCHW ``x`` to ``output_size`` (windows as adaptive_avg_pool2d)."""
-    x = float_arg("adaptive_max_pool2d", x)
-    if return_mask:
-        raise OpArgumentError("[adaptive_max_pool2d] return_mask=True is not supported; use the default")
-    if x.ndim != 4:
-        raise OpArgumentError(f"[adaptive_max_pool2d] x must be 4-d NCHW, got shape {x.shape}")
-    oh, ow = _pair("adaptive_max_pool2d", "output_size", output_size, least=1)
-    return _adaptive_max_axis(_adaptive_max_axis(x, 2, oh), 3, ow)
+    >>> import framework as fw
+    >>> fw.nn.functional.avg_pool1d(fw.to_tensor([[[1.0, 3.0, 2.0, 0.0]]]), 2).numpy().tolist()
+    [[[2.0, 1.0]]]
+    """
+    x2, k, s, p = _on_height_one("avg_pool1d", x, kernel_size, stride, padding)
+    return avg_pool2d(x2, k, s, p, ceil_mode, exclusive).squeeze(2)
