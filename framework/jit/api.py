@@ -30,12 +30,39 @@ from . import symbolic, train_step
 from .ast_convert import convert
 from .autodiff import Backward, make_backward, split
 from .convert_ops import Undefined, flatten, unflatten
-from .graph_break import GraphBreak, probe
+from .graph_break import GraphBreak, probe, span_of
+from .split import Split
+from .split import split as split_function
 from .trace import GraphBreakError, TracingError, trace
 
 #: the programs (and eager variants) one StaticFunction keeps before dropping the oldest
 MAX_VARIANTS = 16
 BACKENDS = (None, "CINN")
+#: enable_to_static: False runs every to_static function's Python as written
+_ENABLED = True
+
+
+def enable_to_static(enable_to_static_bool: bool) -> None:
+    """Turn ``to_static`` on or off for the whole process (Paddle's ``paddle.jit.enable_to_static``).
+
+    Off, every ``to_static`` function and Layer runs its Python eagerly, as written (for
+    debugging); on again, they trace and run programs. ``jit.save`` still traces.
+
+    Args:
+        enable_to_static_bool (bool): True to trace (the default state), False to run eagerly.
+
+    Example:
+        >>> import framework as fw
+        >>> f = fw.jit.to_static(lambda x: x * 2)
+        >>> fw.jit.enable_to_static(False)
+        >>> f(fw.ones([2])).tolist()
+        [2.0, 2.0]
+        >>> fw.jit.enable_to_static(True)
+    """
+    global _ENABLED
+    if not isinstance(enable_to_static_bool, bool):
+        raise TypeError(f"[enable_to_static] expected a bool, got {type(enable_to_static_bool).__name__}")
+    _ENABLED = enable_to_static_bool
 
 
 @dataclass
@@ -121,6 +148,7 @@ class StaticFunction:
         full_graph: bool = False,
         passes: Any = _passes.DEFAULT_LEVEL,
         backend: str | None = "CINN",
+        _segment: bool = False,
     ) -> None:
         if input_spec is not None and (
             isinstance(input_spec, InputSpec) or any(not isinstance(s, InputSpec) for s in input_spec)
@@ -142,7 +170,12 @@ class StaticFunction:
         #: the pass level or pass names run on every traced program (None: none)
         self.passes = passes
         #: the function as traced: its Python control flow converted (framework.jit.ast_convert)
-        self._converted = convert(fn)
+        self._converted = fn if _segment else convert(fn)
+        #: a segment of a split function (framework.jit.split): already converted, never split
+        self._segment = _segment
+        #: broken guard sets: the function split at its breaks (None: that call runs eagerly)
+        self._splits: dict[Any, Split | None] = {}
+        self._split_of: dict[frozenset[int], Split | None] = {}
         self._programs: dict[Any, ConcreteProgram] = {}
         #: guard sets whose trace broke: where and why (those calls run eagerly)
         self._broken: dict[Any, list[GraphBreak]] = {}
@@ -297,6 +330,8 @@ class StaticFunction:
 
     # -- calling --------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if not _ENABLED:
+            return self._fn(*args, **kwargs)  # enable_to_static(False): run the Python as written
         if base.TRACER.get() is not None:  # called inside another trace (or a probe): part of it
             return self._converted(*args, **kwargs)
         fast = None
@@ -323,6 +358,8 @@ class StaticFunction:
             try:
                 hash(layout)
             except TypeError:
+                if self._segment:  # a piece of a split function given a NumPy array...: eager
+                    return self._converted(*args, **kwargs)
                 raise TracingError(
                     f"[to_static] {self.__name__}: the arguments that are not tensors are guarded by value and "
                     f"must be hashable (ints, floats, strings, tuples...); got "
@@ -344,9 +381,9 @@ class StaticFunction:
         if skey in self._specialised:
             specs = [(tuple(t.shape), t.dtype) for t in tensors]
         bkey = self._key(specs, dev, extra, requires)
-        if bkey in self._broken:  # this guard set broke its graph: eager, as traced before
+        if bkey in self._broken:  # this guard set broke its graph: split, or eager
             self.last_breaks = self._broken[bkey]
-            return self._fn(*args, **kwargs)
+            return self._run_broken(bkey, args, kwargs)
         try:
             try:
                 cp = self.get_concrete_program(specs, dev, extra, requires)
@@ -365,10 +402,12 @@ class StaticFunction:
                 raise type(exc)(
                     f"{exc}\n(to_static with full_graph=True: a graph break is an error)"
                 ) from None
-            res, breaks = probe(self._converted, args, kwargs)
+            lines: set[int] = set()
+            res, breaks = probe(self._converted, args, kwargs, lines, span_of(self._fn))
             if not breaks:  # the trace stopped where the probe reads nothing (a host-side draw...)
                 breaks = [GraphBreak(_where_of(exc), str(exc).split("\n")[0])]
             self._broken[bkey] = self.last_breaks = breaks
+            self._splits[bkey] = self._split(lines)
             self._bound_variants()
             return res
         self.last_breaks = []
@@ -376,6 +415,34 @@ class StaticFunction:
         if fast is not None and simple:
             self._fast[fast] = cp
         return self._run(cp, tensors)
+
+    def _split(self, lines: set[int]) -> Split | None:
+        """The function split around the statements holding ``lines`` (once per set of lines)."""
+        key = frozenset(lines)
+        if key not in self._split_of:
+            sp = None
+            if not self._segment and lines:
+                try:
+                    sp = split_function(self._fn, set(lines), self._make_segment)
+                except (SyntaxError, ValueError, KeyError, StopIteration):  # a form the rewrite missed
+                    sp = None
+            self._split_of[key] = sp
+        return self._split_of[key]
+
+    def _make_segment(self, fn: Callable[..., Any], name: str) -> StaticFunction:
+        return StaticFunction(fn, None, self._layer, False, self.passes, self.backend, _segment=True)
+
+    def _run_broken(self, bkey: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        sp = self._splits.get(bkey)
+        if sp is None:
+            return self._fn(*args, **kwargs)
+        return sp(*args, **kwargs)
+
+    @property
+    def splits(self) -> list[Split]:
+        """The split forms of this function made so far (one per set of breaking statements):
+        each has ``segments`` (the traced pieces, StaticFunctions) and ``python_lines``."""
+        return [sp for sp in self._split_of.values() if sp is not None]
 
     def _key(self, specs: Any, dev: Any, extra: Any, requires: Any) -> Any:
         training = bool(getattr(self._layer, "training", False))
@@ -398,7 +465,9 @@ class StaticFunction:
             )
         while len(self._programs) + len(self._broken) > MAX_VARIANTS:
             pool = self._programs if self._programs else self._broken
-            del pool[next(iter(pool))]
+            key = next(iter(pool))
+            del pool[key]
+            self._splits.pop(key, None)
         self._fast.clear()
 
     @property
