@@ -183,7 +183,8 @@ class StaticFunction:
         self.last_breaks: list[GraphBreak] = []
         self._bound: weakref.WeakKeyDictionary[Any, StaticFunction] = weakref.WeakKeyDictionary()
         self._warned_variants = False
-        self._fast: dict[Any, ConcreteProgram] = {}  # tensor metadata -> program (see __call__)
+        #: call metadata -> (program, positions of the tensor arguments), or a split (see __call__)
+        self._fast: dict[Any, tuple[ConcreteProgram | Split, tuple[int, ...]]] = {}
         self._specialised: set[Any] = set()
         functools.update_wrapper(self, fn)  # type: ignore[arg-type]
 
@@ -336,20 +337,21 @@ class StaticFunction:
             return self._converted(*args, **kwargs)
         fast = None
         if not kwargs:
-            # the same tensor metadata as a call before: the same program (guards re-checked)
+            # the same tensor metadata (and the same plain Python values) as a call before: the
+            # same program, or the same split (guards re-checked)
+            fast = self._fast_key(args)
             try:
-                fast = (
-                    *[(a.shape, a.dtype, a.device, a.stop_gradient, a._dist) for a in args],
-                    autograd.GRAD_ENABLED.get(),
-                    self._layer is not None and self._layer.training,
-                )
-            except AttributeError:  # a non-tensor argument: the full path
-                fast = None
-            else:
-                cp = self._fast.get(fast)
-                if cp is not None and (not cp.grad_guard or cp.guards_hold()):
+                got = self._fast.get(fast) if fast is not None else None
+            except TypeError:  # a value whose hash fails (a tuple holding a list...)
+                fast = got = None
+            if got is not None:
+                cp, at = got
+                if isinstance(cp, Split):
+                    self.last_breaks = self._broken.get(at, self.last_breaks)  # type: ignore[call-overload]
+                    return cp(*args)
+                if not cp.grad_guard or cp.guards_hold():
                     self.last_breaks = []
-                    return self._run(cp, args)
+                    return self._run(cp, [args[k] for k in at] if len(at) != len(args) else args)
         simple = not kwargs and all(isinstance(a, Tensor) for a in args)
         if simple:
             tensors, layout = list(args), None
@@ -383,7 +385,12 @@ class StaticFunction:
         bkey = self._key(specs, dev, extra, requires)
         if bkey in self._broken:  # this guard set broke its graph: split, or eager
             self.last_breaks = self._broken[bkey]
-            return self._run_broken(bkey, args, kwargs)
+            sp = self._splits.get(bkey)
+            if sp is None:
+                return self._fn(*args, **kwargs)
+            if fast is not None:
+                self._fast[fast] = (sp, bkey)
+            return sp(*args, **kwargs)
         try:
             try:
                 cp = self.get_concrete_program(specs, dev, extra, requires)
@@ -412,8 +419,8 @@ class StaticFunction:
             return res
         self.last_breaks = []
         self._bound_variants()
-        if fast is not None and simple:
-            self._fast[fast] = cp
+        if fast is not None and (simple or layout is not None and _flat(args)):
+            self._fast[fast] = (cp, tuple(k for k, a in enumerate(args) if isinstance(a, Tensor)))
         return self._run(cp, tensors)
 
     def _split(self, lines: set[int]) -> Split | None:
@@ -432,11 +439,21 @@ class StaticFunction:
     def _make_segment(self, fn: Callable[..., Any], name: str) -> StaticFunction:
         return StaticFunction(fn, None, self._layer, False, self.passes, self.backend, _segment=True)
 
-    def _run_broken(self, bkey: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        sp = self._splits.get(bkey)
-        if sp is None:
-            return self._fn(*args, **kwargs)
-        return sp(*args, **kwargs)
+    def _fast_key(self, args: tuple[Any, ...]) -> Any:
+        """The metadata of a call's arguments that picks its program without the full guard
+        path: each tensor's shape, dtype, device, stop_gradient and distribution, each plain
+        Python value (a number, a string, a Layer...) by type and value; None where an
+        argument is a container or unhashable (the full path flattens those)."""
+        key: list[Any] = []
+        for a in args:
+            if isinstance(a, Tensor):
+                key.append((a.shape, a.dtype, a.device, a.stop_gradient, a._dist))
+            elif isinstance(a, (list, tuple, dict, set)) or type(a).__hash__ is None:
+                return None
+            else:
+                key.append((type(a), a))
+        key += (autograd.GRAD_ENABLED.get(), self._layer is not None and self._layer.training)
+        return tuple(key)
 
     @property
     def splits(self) -> list[Split]:
@@ -512,6 +529,11 @@ class StaticFunction:
             )
             self._bound[obj] = bound
         return bound
+
+
+def _flat(args: tuple[Any, ...]) -> bool:
+    """Whether no argument is a container (a layout of only tensors and plain values)."""
+    return not any(isinstance(a, (list, tuple, dict, set)) for a in args)
 
 
 def _where_of(exc: Exception) -> str:
