@@ -29,7 +29,10 @@ import time
 
 _THREADS = sys.argv[sys.argv.index("--threads") + 1] if "--threads" in sys.argv else "1"
 os.environ.update(
-    OPENBLAS_NUM_THREADS=_THREADS, OMP_NUM_THREADS=_THREADS, MKL_NUM_THREADS=_THREADS, OARLOCK_NUM_THREADS=_THREADS
+    OPENBLAS_NUM_THREADS=_THREADS,
+    OMP_NUM_THREADS=_THREADS,
+    MKL_NUM_THREADS=_THREADS,
+    OARLOCK_NUM_THREADS=_THREADS,
 )
 
 import numpy as np  # noqa: E402
@@ -82,27 +85,34 @@ def main() -> None:
     print(f"device {a.device}, threads {a.threads}; ms per call (median of {a.repeat} x {a.number})")
     print(f"{'case':8s} {'eager':>8s} {'break':>8s} {'no break':>9s} {'no break / break':>17s}")
     for case, d, b, train in (("small", 64, 16, False), ("mlp", 512, 64, False), ("train", 512, 64, True)):
-        fw.seed(0)
-        with fw.device(a.device):
-            net = Blocks(d)
-        x = fw.to_tensor(np.random.default_rng(0).standard_normal((b, d)).astype(np.float32), device=a.device)
-        broken = fw.jit.to_static(net.with_break)
-        whole = fw.jit.to_static(net.without_break)
-
-        def run(f, train=train):
-            if train:
-                f(x).sum().backward()
-                net.clear_gradients()
-            else:
-                with fw.no_grad():
-                    f(x)
-            fw.synchronize()  # the work done, not only queued (a program may run on a stream)
-
-        fns = [lambda: run(net.with_break), lambda: run(broken), lambda: run(whole)]
-        eager, brk, nob = side_by_side(fns, a.number, a.repeat)
-        assert broken.splits and not whole.last_breaks, "the break did not split"
+        eager, brk, nob = measure(a.device, d, b, train, a.number, a.repeat)
         print(f"{case:8s} {eager:8.3f} {brk:8.3f} {nob:9.3f} {nob / brk:16.2f}x")
         LOG.clear()
+
+
+def measure(device: str, d: int, b: int, train: bool, number: int, repeat: int) -> list[float]:
+    """Eager, split and unbroken milliseconds per call of the blocks at width d, batch b."""
+    fw.seed(0)
+    with fw.device(device):
+        net = Blocks(d)
+    x = fw.to_tensor(np.random.default_rng(0).standard_normal((b, d)).astype(np.float32), device=device)
+    broken = fw.jit.to_static(net.with_break)
+    whole = fw.jit.to_static(net.without_break)
+
+    def run(f):
+        if train:
+            f(x).sum().backward()
+            net.clear_gradients()
+        else:
+            with fw.no_grad():
+                f(x)
+        fw.synchronize()  # the work done, not only queued (a program may run on a stream)
+
+    times = side_by_side(
+        [lambda: run(net.with_break), lambda: run(broken), lambda: run(whole)], number, repeat
+    )
+    assert broken.splits and not whole.last_breaks, "the break did not split"
+    return times
 
 
 if __name__ == "__main__":
