@@ -40,6 +40,9 @@ MAX_VARIANTS = 16
 BACKENDS = (None, "CINN")
 #: enable_to_static: False runs every to_static function's Python as written
 _ENABLED = True
+#: called with a new trace's programs as the executor will run them (forward, backward) and
+#: the device before they first run: the compiler builds their fused kernels in parallel here
+PREBUILD: list[Callable[[list[Program], _dev.Device], None]] = []
 
 
 def enable_to_static(enable_to_static_bool: bool) -> None:
@@ -313,12 +316,15 @@ class StaticFunction:
             if self.passes is not None:
                 _passes.run_pipeline(bprog, self.passes, bconsts, dev)
             brun = _passes.fuse_program(bprog, dev, bconsts) if self.backend == "CINN" else bprog
-            bex = Executor(brun, dev, tr.param_tensors, bconsts)
-            bw = make_backward(name, bprog, bex, b["n_outs"], n_saved, b["diff"], b["wanted"])
         if self.passes is not None:  # fold, canonicalize, cse, fuse, dce (framework.ir.passes)
             _passes.run_pipeline(prog, self.passes, tr.constants, dev)
         # the compiler's fusion groups (OARLOCK_COMPILE=0: none) on a copy; `prog` stays portable
         run_prog = _passes.fuse_program(prog, dev, tr.constants) if self.backend == "CINN" else prog
+        for hook in PREBUILD:  # the fused kernels of both programs, built in parallel
+            hook([run_prog] + ([brun] if tr.backward is not None else []), dev)
+        if tr.backward is not None:
+            bex = Executor(brun, dev, tr.param_tensors, bconsts)
+            bw = make_backward(name, bprog, bex, b["n_outs"], n_saved, b["diff"], b["wanted"])
         ex = Executor(run_prog, dev, tr.param_tensors, tr.constants)
         cp = ConcreteProgram(prog, dict(tr.param_tensors), dict(tr.constants), structure, ex, bw, guard)
         cp.tree = tree[0] if tree else None
