@@ -172,3 +172,18 @@ def test_enable_to_static_off_runs_a_split_function_as_written(capsys):
             fw.jit.enable_to_static(True)
     assert capsys.readouterr().out.split() == ["4.0"] * 3
     assert "__call__" in vars(api.StaticFunction)  # the switch lives in __call__ itself
+
+
+def test_a_function_made_before_the_break_and_used_after_keeps_the_body_whole():
+    def f(x):
+        def scale(t):
+            return t * 3
+
+        print(x.sum().item())
+        return scale(x) + 1
+
+    sf = fw.jit.to_static(f)
+    with fw.no_grad():
+        for _ in range(3):
+            np.testing.assert_allclose(sf(fw.ones([2])).numpy(), [4.0, 4.0])
+    assert sf.last_breaks and not sf.splits  # one eager call: no function crosses a piece

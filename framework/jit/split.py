@@ -5,8 +5,8 @@ The probe (:mod:`framework.jit.graph_break`) says which lines of the function re
 values. Each *statement of the function's body* holding such a line (a ``print`` of a tensor,
 ``v = t.item()``, ``a = t.numpy()``, a NumPy call, an ``if`` on ``.item()``, a loop that
 prints) runs as Python; so do statements Python must run for their effect on objects (an
-attribute store ``self.n = ...``, ``def``/``class``/``import``, ``global``/``nonlocal``,
-``raise``) and a ``return`` before the last Python statement. The runs of statements between
+attribute store ``self.n = ...``, ``import``, ``global``/``nonlocal``, ``raise``, ``del``)
+and a ``return`` before the last Python statement. The runs of statements between
 them become *segments*: each a function of the names it reads that earlier statements (or the
 parameters) bind, returning the names it binds that later statements read, and run as its own
 :class:`~framework.jit.api.StaticFunction` (its control flow converted, one program per guard
@@ -21,7 +21,8 @@ warning past that). The function itself is rewritten to call them::
 
 What still runs as one whole eager call (the probe's result): a function whose source is not
 available (lambdas, ``exec``, the REPL), generators and coroutines, a function whose every
-statement must run as Python, and a break inside a function the traced one calls (a helper or
+statement must run as Python, one that makes a function or class (``def``, ``class``, a
+lambda) in one piece and uses it in another, and a break inside a function the traced one calls (a helper or
 a sub-layer's ``forward``) where that call is the whole statement that breaks; the statement
 runs as Python, the rest is split around it.
 """
@@ -44,9 +45,6 @@ SEGMENTS = "_oarlock_segments"
 _KEYS = itertools.count()
 #: statements that run as Python for what they do to objects and names
 _PYTHON = (
-    ast.FunctionDef,
-    ast.AsyncFunctionDef,
-    ast.ClassDef,
     ast.Import,
     ast.ImportFrom,
     ast.Global,
@@ -54,6 +52,17 @@ _PYTHON = (
     ast.Raise,
     ast.Delete,
 )
+
+
+def _callables(stmts: list[ast.stmt]) -> set[str]:
+    """Names ``stmts`` bind to a function or class they make (``def``, ``class``, a lambda)."""
+    out: set[str] = set()
+    for s in stmts:
+        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(s.name)
+        elif isinstance(s, ast.Assign) and isinstance(s.value, ast.Lambda):
+            out.update(t.id for t in s.targets if isinstance(t, ast.Name))
+    return out
 
 
 class _Pieces(list):
@@ -64,7 +73,18 @@ class _Pieces(list):
 class Split:
     """A function split at its graph breaks: ``fn`` runs it; ``segments`` are the traced
     pieces (each a StaticFunction) and ``python_lines`` the first lines of the statements
-    that run as Python."""
+    that run as Python. ``StaticFunction.splits`` lists them.
+
+    >>> import framework as fw
+    >>> def f(x):
+    ...     y = x * 2
+    ...     print(y.sum().item())
+    ...     return y + 1
+    >>> sf = fw.jit.to_static(f)
+    >>> _ = sf(fw.ones([2])), sf(fw.ones([2]))  # doctest: +SKIP
+    >>> len(sf.splits[0].segments)  # doctest: +SKIP
+    2
+    """
 
     fn: Callable[..., Any]
     segments: list[Any]
@@ -138,6 +158,13 @@ def split(
             pieces[-1][1].append(s)
         else:
             pieces.append((p, [s]))
+    # a function made in one piece and used in another would cross as a Python value: from a
+    # trace, the object of the first call (closing over traced tensors); into one, a new
+    # object every call (a guard miss every call). Such a body is not split.
+    for i, (_, stmts) in enumerate(pieces):
+        made = _callables(stmts)
+        if made and made & set(_reads([s for _, ss in pieces[:i] + pieces[i + 1 :] for s in ss])):
+            return None
     key = next(_KEYS)
     defined = set(_params(fdef))
     new_body: list[ast.stmt] = []
