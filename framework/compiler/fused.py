@@ -193,13 +193,32 @@ def kernel_source(op: str, device_type: str, dtype: np.dtype) -> KernelEntry | N
         return None
 
     def make(comp: Any, dev: _dev.Device) -> tuple[Kernel, Lowered]:
-        low = lower_group(g.body)
-        return make_kernel(low.program, comp.language, device_kind=_kind(dev)), low
+        return group_kernel(g, comp, dev)
 
     what = f"fusion group {op} ({len(g.body.block.ops) - 1} ops)"
     return built_entry(
         op, device_type, make, what, "its ops run unfused", lambda low, k: _launcher(g, low, k, device_type)
     )
+
+
+#: each group's kernel by (group, language, device kind), with its lowering: made once, shared
+#: by the parallel prebuild and the executor's lookup (its builds and tuned variants too)
+_MADE: dict[tuple[str, str, str], tuple[Kernel, Lowered]] = {}
+
+
+def group_kernel(g: fusion.Group, comp: Any, dev: _dev.Device) -> tuple[Kernel, Lowered]:
+    """The kernel of group ``g`` for ``comp`` (emitted once) and the group's lowering."""
+    key = (g.name, comp.language, _kind(dev))
+    got = _MADE.get(key)
+    if got is None:
+        low = lower_group(g.body)
+        got = _MADE[key] = (make_kernel(low.program, comp.language, device_kind=_kind(dev)), low)
+    return got
+
+
+def reset() -> None:
+    """Forget the groups' kernels (their built programs with them)."""
+    _MADE.clear()
 
 
 def built_entry(
@@ -412,8 +431,7 @@ def _build_quietly(k: Kernel, comp: Any) -> None:
 
 def _kernels_of(g: fusion.Group, comp: Any, dev: _dev.Device) -> list[Kernel]:
     """A group's kernel and the width variants tuning measures at its (static) size."""
-    low = lower_group(g.body)
-    k = make_kernel(low.program, comp.language, device_kind=_kind(dev))
+    k, low = group_kernel(g, comp, dev)
     out = [k]
     if k.width is not None and tune.enabled() and not g.symbols:
         shape = low.main.concrete({})
