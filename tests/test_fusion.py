@@ -506,8 +506,7 @@ def test_the_backward_recomputes_silu_from_gate_and_up(dev, monkeypatch):
     bw, got, (g, u, w) = swiglu_grads(dev, monkeypatch, "1")
     bw0, got0, _ = swiglu_grads(dev, monkeypatch, "0")
     assert bw.n_saved < bw0.n_saved, (bw.n_saved, bw0.n_saved)
-    ops = op_names(bw.program)
-    assert "op.exp" in ops and "op.exp" not in op_names(bw0.program)
+    assert "op.exp" in op_names(bw.program)  # silu's rule recomputes sigmoid either way
     assert any("op.exp" in op_names(fusion.GROUPS[op.name].body) for op in fused(bw.executor.program))
     gd, ud, wd = (x.astype(np.float64) for x in (g, u, w))
     s = 1 / (1 + np.exp(-gd))

@@ -88,6 +88,7 @@ def reset() -> None:
     """Forget traced plans, generated primitives and built programs (the disk cache stays)."""
     _eager.reset()
     _primitives.reset()
+    _fused.reset()
 
 
 def has_compile_access(device: Any = None) -> bool:

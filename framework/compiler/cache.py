@@ -39,6 +39,7 @@ import tempfile
 import threading
 import time
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -257,6 +258,7 @@ class ProgramCache(_ProgramCacheContract):
         self._dir = Path(directory) if directory is not None else None
         self._mem: dict[tuple[int, str], Any] = {}
         self._lock = threading.Lock()
+        self._locks: dict[tuple[int, str], threading.Lock] = {}
         self.stats = CacheStats()
 
     @property
@@ -274,13 +276,21 @@ class ProgramCache(_ProgramCacheContract):
         if prog is not None:
             self.stats.memory_hits += 1
             return prog
-        with self._lock:
+        with self._key_lock(mk):  # one build per key; other keys build meanwhile (threads)
             prog = self._mem.get(mk)
             if prog is None:
                 prog = self._mem[mk] = self._load(compiler, source, entry, tuple(options), key)
             else:
                 self.stats.memory_hits += 1
         return prog
+
+    def _key_lock(self, mk: tuple[int, str]) -> threading.Lock:
+        """The lock of one entry (made once, under the cache's own lock)."""
+        with self._lock:
+            lock = self._locks.get(mk)
+            if lock is None:
+                lock = self._locks[mk] = threading.Lock()
+            return lock
 
     def get_batch(
         self, compiler: Compiler, source: str, entries: tuple[str, ...], options: tuple[str, ...] = ()
@@ -293,7 +303,7 @@ class ProgramCache(_ProgramCacheContract):
         if progs is not None:
             self.stats.memory_hits += 1
             return progs
-        with self._lock:
+        with self._key_lock(mk):
             progs = self._mem.get(mk)
             if progs is None:
                 binary, _ = self._binary(compiler, source, entries[0], tuple(options), key, len(entries))
@@ -404,16 +414,22 @@ class ProgramCache(_ProgramCacheContract):
         self, compiler: Compiler, source: str, entry: str, options: tuple[str, ...], kernels: int = 1
     ) -> bytes:
         self.stats.compiles += 1
-        # a build that takes over PROGRESS_AFTER seconds says so on stderr (once, while it runs)
-        timer = threading.Timer(PROGRESS_AFTER, _progress, (compiler.language, kernels))
-        timer.daemon = True
-        timer.start()
+        # a build that takes over PROGRESS_AFTER seconds says so on stderr (once, while it runs;
+        # inside a batch of parallel builds the batch says it once for all)
+        timer = None
+        for batch in _BATCHES:
+            batch[0] = True
+        if not _BATCHES:
+            timer = threading.Timer(PROGRESS_AFTER, _progress, (compiler.language, kernels))
+            timer.daemon = True
+            timer.start()
         try:
             return compiler.compile(source, entry, options)
         except CompileError as exc:
             raise CompileError(compile_error_message(compiler.language, entry, str(exc), source)) from exc
         finally:
-            timer.cancel()
+            if timer is not None:
+                timer.cancel()
 
     def clear_memory(self) -> None:
         self._mem.clear()
@@ -426,6 +442,33 @@ PROGRESS_AFTER = 1.0
 def _progress(language: str, kernels: int) -> None:
     what = "1 kernel" if kernels == 1 else f"{kernels} kernels"
     print(f"[compiler] compiling {what} ({language})…", file=sys.stderr, flush=True)
+
+
+#: batches of builds running in parallel (:func:`build_batch`), each a one-element list that
+#: says whether a build in it compiled: their builds say nothing each
+_BATCHES: list[list[bool]] = []
+
+
+@contextlib.contextmanager
+def build_batch(language: str, kernels: int) -> Iterator[None]:
+    """Builds run in parallel inside: one progress line for the batch when it compiles for
+    over :data:`PROGRESS_AFTER` seconds ("compiling 21 kernels (c)…"), none per build (a batch
+    that only loads from the disk cache says nothing)."""
+    state = [False]
+    _BATCHES.append(state)
+
+    def say() -> None:
+        if state[0]:
+            _progress(language, kernels)
+
+    timer = threading.Timer(PROGRESS_AFTER, say)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+        _BATCHES.remove(state)
 
 
 def read_regular(path: Path) -> tuple[bytes | None, str]:

@@ -15,8 +15,12 @@ disk too); a kernel that does not build warns once (:class:`CompileWarning`), is
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import math
+import os
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +36,8 @@ from ..ir import Program, SymDim, TensorType, print_program
 from ..ir.dialects import meta_tensor
 from ..ir.passes import fusion
 from . import loop_ir, tune
+
+from .cache import build_batch
 from .capture import NotFusible, trace
 from .eager import Kernel, _kind, _warn_once, compiler_for, make_kernel
 from .emit import EMITTERS
@@ -188,13 +194,32 @@ def kernel_source(op: str, device_type: str, dtype: np.dtype) -> KernelEntry | N
         return None
 
     def make(comp: Any, dev: _dev.Device) -> tuple[Kernel, Lowered]:
-        low = lower_group(g.body)
-        return make_kernel(low.program, comp.language, device_kind=_kind(dev)), low
+        return group_kernel(g, comp, dev)
 
     what = f"fusion group {op} ({len(g.body.block.ops) - 1} ops)"
     return built_entry(
         op, device_type, make, what, "its ops run unfused", lambda low, k: _launcher(g, low, k, device_type)
     )
+
+
+#: each group's kernel by (group, language, device kind), with its lowering: made once, shared
+#: by the parallel prebuild and the executor's lookup (its builds and tuned variants too)
+_MADE: dict[tuple[str, str, str], tuple[Kernel, Lowered]] = {}
+
+
+def group_kernel(g: fusion.Group, comp: Any, dev: _dev.Device) -> tuple[Kernel, Lowered]:
+    """The kernel of group ``g`` for ``comp`` (emitted once) and the group's lowering."""
+    key = (g.name, comp.language, _kind(dev))
+    got = _MADE.get(key)
+    if got is None:
+        low = lower_group(g.body)
+        got = _MADE[key] = (make_kernel(low.program, comp.language, device_kind=_kind(dev)), low)
+    return got
+
+
+def reset() -> None:
+    """Forget the groups' kernels (their built programs with them)."""
+    _MADE.clear()
 
 
 def built_entry(
@@ -367,6 +392,65 @@ def register(backends: list[Any], backend: type, source: Any) -> None:
         dispatch.clear_kernel_cache()
 
 
+def prebuild(programs: list[Program], dev: _dev.Device) -> None:
+    """Build the kernels of the fused ops of ``programs`` (a forward and its backward) in
+    parallel before the executor asks for them one by one: each build is a C compiler process
+    (or the device's compiler) that releases the GIL. A group's vector-width variants that
+    tuning will try at its first launch are built too (its shape is known when static). The
+    builds go through the program cache, so the executor's lookups find them there; a build
+    that fails here is left to that lookup (which warns and falls back). A batch that
+    compiles for over a second says so once ("compiling 21 kernels (c)…")."""
+    comp = compiler_for(dev) if fusion.compile_enabled() else None
+    if comp is None:
+        return
+    ops = {
+        op.name: np.dtype((op.operands[0] if op.operands else op.results[0]).type.dtype)
+        for p in programs
+        for op in p.block.ops
+        if op.name.startswith("fused.")
+    }
+    todo: list[Callable[[], Any]] = []
+    for name, dtype in sorted(ops.items()):
+        g = fusion.GROUPS.get(name)
+        if g is None:  # another kind of fused op (a horizontal group): its lookup builds it
+            if (name, dev.type, dtype) not in dispatch._KCACHE:  # not looked up yet
+                todo.append(functools.partial(dispatch.find_kernel, name, dev.type, dtype))
+            continue
+        try:
+            kernels = _kernels_of(g, comp, dev)
+        except (NotFusible, NotImplementedError):
+            continue
+        todo += [functools.partial(_build_quietly, k, comp) for k in kernels if id(comp) not in k.programs]
+    if len(todo) < 2:
+        return
+    workers = min(len(todo), os.cpu_count() or 1)
+    with build_batch(comp.language, len(todo)), ThreadPoolExecutor(workers) as pool:
+        list(pool.map(lambda call: call(), todo))
+
+
+def _build_quietly(k: Kernel, comp: Any) -> None:
+    with contextlib.suppress(CompileError):  # the executor's lookup warns and falls back
+        k.build(comp)
+
+
+def _kernels_of(g: fusion.Group, comp: Any, dev: _dev.Device) -> list[Kernel]:
+    """A group's kernel and the width variants tuning measures at its (static) size."""
+    k, low = group_kernel(g, comp, dev)
+    out = [k]
+    if k.width is not None and tune.enabled() and not g.symbols:
+        shape = low.main.concrete({})
+        if math.prod(shape) >= tune.MIN_ELEMENTS:
+            seen = {k.source: k}
+            for w in tune.WIDTHS:
+                seen.setdefault(k.variant(w).source, k.variant(w))
+            out = list(seen.values())
+    return out
+
+
 def install() -> None:
-    """Register the fusion backend and the kernel source (idempotent)."""
+    """Register the fusion backend, the kernel source and the parallel prebuild (idempotent)."""
+    from ..jit import api
+
     register(fusion.BACKENDS, Backend, kernel_source)
+    if prebuild not in api.PREBUILD:
+        api.PREBUILD.append(prebuild)

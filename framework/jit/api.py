@@ -30,12 +30,42 @@ from . import symbolic, train_step
 from .ast_convert import convert
 from .autodiff import Backward, make_backward, split
 from .convert_ops import Undefined, flatten, unflatten
-from .graph_break import GraphBreak, probe
+from .graph_break import GraphBreak, probe, span_of
+from .split import Split
+from .split import split as split_function
 from .trace import GraphBreakError, TracingError, trace
 
 #: the programs (and eager variants) one StaticFunction keeps before dropping the oldest
 MAX_VARIANTS = 16
 BACKENDS = (None, "CINN")
+#: enable_to_static: False runs every to_static function's Python as written
+_ENABLED = True
+#: called with a new trace's programs as the executor will run them (forward, backward) and
+#: the device before they first run: the compiler builds their fused kernels in parallel here
+PREBUILD: list[Callable[[list[Program], _dev.Device], None]] = []
+
+
+def enable_to_static(enable_to_static_bool: bool) -> None:
+    """Turn ``to_static`` on or off for the whole process (Paddle's ``paddle.jit.enable_to_static``).
+
+    Off, every ``to_static`` function and Layer runs its Python eagerly, as written (for
+    debugging); on again, they trace and run programs. ``jit.save`` still traces.
+
+    Args:
+        enable_to_static_bool (bool): True to trace (the default state), False to run eagerly.
+
+    Example:
+        >>> import framework as fw
+        >>> f = fw.jit.to_static(lambda x: x * 2)
+        >>> fw.jit.enable_to_static(False)
+        >>> f(fw.ones([2])).tolist()
+        [2.0, 2.0]
+        >>> fw.jit.enable_to_static(True)
+    """
+    global _ENABLED
+    if not isinstance(enable_to_static_bool, bool):
+        raise TypeError(f"[enable_to_static] expected a bool, got {type(enable_to_static_bool).__name__}")
+    _ENABLED = enable_to_static_bool
 
 
 @dataclass
@@ -121,6 +151,7 @@ class StaticFunction:
         full_graph: bool = False,
         passes: Any = _passes.DEFAULT_LEVEL,
         backend: str | None = "CINN",
+        _segment: bool = False,
     ) -> None:
         if input_spec is not None and (
             isinstance(input_spec, InputSpec) or any(not isinstance(s, InputSpec) for s in input_spec)
@@ -142,7 +173,12 @@ class StaticFunction:
         #: the pass level or pass names run on every traced program (None: none)
         self.passes = passes
         #: the function as traced: its Python control flow converted (framework.jit.ast_convert)
-        self._converted = convert(fn)
+        self._converted = fn if _segment else convert(fn)
+        #: a segment of a split function (framework.jit.split): already converted, never split
+        self._segment = _segment
+        #: broken guard sets: the function split at its breaks (None: that call runs eagerly)
+        self._splits: dict[Any, Split | None] = {}
+        self._split_of: dict[frozenset[int], Split | None] = {}
         self._programs: dict[Any, ConcreteProgram] = {}
         #: guard sets whose trace broke: where and why (those calls run eagerly)
         self._broken: dict[Any, list[GraphBreak]] = {}
@@ -150,7 +186,8 @@ class StaticFunction:
         self.last_breaks: list[GraphBreak] = []
         self._bound: weakref.WeakKeyDictionary[Any, StaticFunction] = weakref.WeakKeyDictionary()
         self._warned_variants = False
-        self._fast: dict[Any, ConcreteProgram] = {}  # tensor metadata -> program (see __call__)
+        #: call metadata -> (program, positions of the tensor arguments), or a split (see __call__)
+        self._fast: dict[Any, tuple[ConcreteProgram | Split, tuple[int, ...]]] = {}
         self._specialised: set[Any] = set()
         functools.update_wrapper(self, fn)  # type: ignore[arg-type]
 
@@ -279,12 +316,15 @@ class StaticFunction:
             if self.passes is not None:
                 _passes.run_pipeline(bprog, self.passes, bconsts, dev)
             brun = _passes.fuse_program(bprog, dev, bconsts) if self.backend == "CINN" else bprog
-            bex = Executor(brun, dev, tr.param_tensors, bconsts)
-            bw = make_backward(name, bprog, bex, b["n_outs"], n_saved, b["diff"], b["wanted"])
         if self.passes is not None:  # fold, canonicalize, cse, fuse, dce (framework.ir.passes)
             _passes.run_pipeline(prog, self.passes, tr.constants, dev)
         # the compiler's fusion groups (OARLOCK_COMPILE=0: none) on a copy; `prog` stays portable
         run_prog = _passes.fuse_program(prog, dev, tr.constants) if self.backend == "CINN" else prog
+        for hook in PREBUILD:  # the fused kernels of both programs, built in parallel
+            hook([run_prog] + ([brun] if tr.backward is not None else []), dev)
+        if tr.backward is not None:
+            bex = Executor(brun, dev, tr.param_tensors, bconsts)
+            bw = make_backward(name, bprog, bex, b["n_outs"], n_saved, b["diff"], b["wanted"])
         ex = Executor(run_prog, dev, tr.param_tensors, tr.constants)
         cp = ConcreteProgram(prog, dict(tr.param_tensors), dict(tr.constants), structure, ex, bw, guard)
         cp.tree = tree[0] if tree else None
@@ -297,24 +337,27 @@ class StaticFunction:
 
     # -- calling --------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if not _ENABLED:
+            return self._fn(*args, **kwargs)  # enable_to_static(False): run the Python as written
         if base.TRACER.get() is not None:  # called inside another trace (or a probe): part of it
             return self._converted(*args, **kwargs)
         fast = None
         if not kwargs:
-            # the same tensor metadata as a call before: the same program (guards re-checked)
+            # the same tensor metadata (and the same plain Python values) as a call before: the
+            # same program, or the same split (guards re-checked)
+            fast = self._fast_key(args)
             try:
-                fast = (
-                    *[(a.shape, a.dtype, a.device, a.stop_gradient, a._dist) for a in args],
-                    autograd.GRAD_ENABLED.get(),
-                    self._layer is not None and self._layer.training,
-                )
-            except AttributeError:  # a non-tensor argument: the full path
-                fast = None
-            else:
-                cp = self._fast.get(fast)
-                if cp is not None and (not cp.grad_guard or cp.guards_hold()):
+                got = self._fast.get(fast) if fast is not None else None
+            except TypeError:  # a value whose hash fails (a tuple holding a list...)
+                fast = got = None
+            if got is not None:
+                cp, at = got
+                if isinstance(cp, Split):
+                    self.last_breaks = self._broken.get(at, self.last_breaks)  # type: ignore[call-overload]
+                    return cp(*args)
+                if not cp.grad_guard or cp.guards_hold():
                     self.last_breaks = []
-                    return self._run(cp, args)
+                    return self._run(cp, [args[k] for k in at] if len(at) != len(args) else args)
         simple = not kwargs and all(isinstance(a, Tensor) for a in args)
         if simple:
             tensors, layout = list(args), None
@@ -323,6 +366,8 @@ class StaticFunction:
             try:
                 hash(layout)
             except TypeError:
+                if self._segment:  # a piece of a split function given a NumPy array...: eager
+                    return self._converted(*args, **kwargs)
                 raise TracingError(
                     f"[to_static] {self.__name__}: the arguments that are not tensors are guarded by value and "
                     f"must be hashable (ints, floats, strings, tuples...); got "
@@ -344,9 +389,14 @@ class StaticFunction:
         if skey in self._specialised:
             specs = [(tuple(t.shape), t.dtype) for t in tensors]
         bkey = self._key(specs, dev, extra, requires)
-        if bkey in self._broken:  # this guard set broke its graph: eager, as traced before
+        if bkey in self._broken:  # this guard set broke its graph: split, or eager
             self.last_breaks = self._broken[bkey]
-            return self._fn(*args, **kwargs)
+            sp = self._splits.get(bkey)
+            if sp is None:
+                return self._fn(*args, **kwargs)
+            if fast is not None:
+                self._fast[fast] = (sp, bkey)
+            return sp(*args, **kwargs)
         try:
             try:
                 cp = self.get_concrete_program(specs, dev, extra, requires)
@@ -365,17 +415,57 @@ class StaticFunction:
                 raise type(exc)(
                     f"{exc}\n(to_static with full_graph=True: a graph break is an error)"
                 ) from None
-            res, breaks = probe(self._converted, args, kwargs)
+            lines: set[int] = set()
+            res, breaks = probe(self._converted, args, kwargs, lines, span_of(self._fn))
             if not breaks:  # the trace stopped where the probe reads nothing (a host-side draw...)
                 breaks = [GraphBreak(_where_of(exc), str(exc).split("\n")[0])]
             self._broken[bkey] = self.last_breaks = breaks
+            self._splits[bkey] = self._split(lines)
             self._bound_variants()
             return res
         self.last_breaks = []
         self._bound_variants()
-        if fast is not None and simple:
-            self._fast[fast] = cp
+        if fast is not None and (simple or layout is not None and _flat(args)):
+            self._fast[fast] = (cp, tuple(k for k, a in enumerate(args) if isinstance(a, Tensor)))
         return self._run(cp, tensors)
+
+    def _split(self, lines: set[int]) -> Split | None:
+        """The function split around the statements holding ``lines`` (once per set of lines)."""
+        key = frozenset(lines)
+        if key not in self._split_of:
+            sp = None
+            if not self._segment and lines:
+                try:
+                    sp = split_function(self._fn, set(lines), self._make_segment)
+                except (SyntaxError, ValueError, KeyError, StopIteration):  # a form the rewrite missed
+                    sp = None
+            self._split_of[key] = sp
+        return self._split_of[key]
+
+    def _make_segment(self, fn: Callable[..., Any], name: str) -> StaticFunction:
+        return StaticFunction(fn, None, self._layer, False, self.passes, self.backend, _segment=True)
+
+    def _fast_key(self, args: tuple[Any, ...]) -> Any:
+        """The metadata of a call's arguments that picks its program without the full guard
+        path: each tensor's shape, dtype, device, stop_gradient and distribution, each plain
+        Python value (a number, a string, a Layer...) by type and value; None where an
+        argument is a container or unhashable (the full path flattens those)."""
+        key: list[Any] = []
+        for a in args:
+            if isinstance(a, Tensor):
+                key.append((a.shape, a.dtype, a.device, a.stop_gradient, a._dist))
+            elif isinstance(a, (list, tuple, dict, set)) or type(a).__hash__ is None:
+                return None
+            else:
+                key.append((type(a), a))
+        key += (autograd.GRAD_ENABLED.get(), self._layer is not None and self._layer.training)
+        return tuple(key)
+
+    @property
+    def splits(self) -> list[Split]:
+        """The split forms of this function made so far (one per set of breaking statements):
+        each has ``segments`` (the traced pieces, StaticFunctions) and ``python_lines``."""
+        return [sp for sp in self._split_of.values() if sp is not None]
 
     def _key(self, specs: Any, dev: Any, extra: Any, requires: Any) -> Any:
         training = bool(getattr(self._layer, "training", False))
@@ -398,7 +488,9 @@ class StaticFunction:
             )
         while len(self._programs) + len(self._broken) > MAX_VARIANTS:
             pool = self._programs if self._programs else self._broken
-            del pool[next(iter(pool))]
+            key = next(iter(pool))
+            del pool[key]
+            self._splits.pop(key, None)
         self._fast.clear()
 
     @property
@@ -443,6 +535,11 @@ class StaticFunction:
             )
             self._bound[obj] = bound
         return bound
+
+
+def _flat(args: tuple[Any, ...]) -> bool:
+    """Whether no argument is a container (a layout of only tensors and plain values)."""
+    return not any(isinstance(a, (list, tuple, dict, set)) for a in args)
 
 
 def _where_of(exc: Exception) -> str:

@@ -406,29 +406,37 @@ class _SuperArgs(ast.NodeTransformer):
 _NEEDS = (ast.If, ast.While, ast.For, ast.IfExp, ast.BoolOp, ast.UnaryOp)
 
 
-@functools.lru_cache(maxsize=512)
-def _convert_code(fn: types.FunctionType) -> types.FunctionType | None:
+def function_source(fn: types.FunctionType) -> tuple[ast.FunctionDef, str, int, list[str]] | None:
+    """The ``def`` of a plain function as parsed from its source, its file name, the offset of
+    its lines in that file and its source lines; None for generators and coroutines and where
+    the source is not available (a lambda's line, ``exec``, the REPL)."""
     code = fn.__code__
     if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
         return None
     try:
         src = textwrap.dedent(inspect.getsource(fn))
         filename = inspect.getsourcefile(fn) or code.co_filename
-    except (OSError, TypeError):
-        return None
-    try:
         tree = ast.parse(src)
-    except SyntaxError:  # e.g. a lambda's line
+    except (OSError, TypeError, SyntaxError):
         return None
     if not tree.body or not isinstance(tree.body[0], ast.FunctionDef) or tree.body[0].name != fn.__name__:
         return None
-    fdef = tree.body[0]
+    return tree.body[0], filename, code.co_firstlineno - 1, src.splitlines()
+
+
+@functools.lru_cache(maxsize=512)
+def _convert_code(fn: types.FunctionType) -> types.FunctionType | None:
+    code = fn.__code__
+    got = function_source(fn)
+    if got is None:
+        return None
+    fdef, filename, _, lines = got
     if not any(isinstance(n, _NEEDS) for n in ast.walk(fdef)):
         return None
     fdef.decorator_list = []
     if "__class__" in code.co_freevars and fdef.args.args:
         _SuperArgs(fdef.args.args[0].arg).visit(fdef)
-    _Transformer(filename, code.co_firstlineno - 1, src.splitlines()).visit(fdef)
+    _Transformer(filename, code.co_firstlineno - 1, lines).visit(fdef)
     free = list(code.co_freevars)
     factory = _def("_oj_factory", free, [fdef, ast.Return(ast.Name(fdef.name, ast.Load()))])
     mod = ast.Module([factory], [])

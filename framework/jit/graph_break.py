@@ -15,6 +15,8 @@ mode's, autograd included).
 from __future__ import annotations
 
 import contextvars
+import inspect
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -46,12 +48,30 @@ class GraphBreak:
 
 
 class _Probe:
-    def __init__(self) -> None:
+    def __init__(self, span: tuple[str, int, int] | None = None) -> None:
         self.breaks: dict[str, GraphBreak] = {}
+        #: (file, first line, last line) of the probed function: the lines of it that break
+        self.span = span
+        self.lines: set[int] = set()
 
     def note(self, reason: str) -> None:
         where = _user_line()
         self.breaks.setdefault(where, GraphBreak(where, reason))
+        if self.span is not None:
+            self.lines.update(_outer_line(*self.span))
+
+
+def _outer_line(filename: str, first: int, last: int) -> list[int]:
+    """The line the probed function's own frame is at (its outermost frame on the stack: a
+    break inside a helper it calls, or inside a converted branch, is the statement that calls it)."""
+    frame = sys._getframe(2)
+    found: list[int] = []
+    while frame is not None:
+        c = frame.f_code
+        if c.co_filename == filename and first <= frame.f_lineno <= last:
+            found = [frame.f_lineno]
+        frame = frame.f_back  # type: ignore[assignment]
+    return found
 
 
 _PROBE: contextvars.ContextVar[_Probe | None] = contextvars.ContextVar("oarlock_probe", default=None)
@@ -149,12 +169,27 @@ def _marked(objs: Any) -> Iterator[Tensor]:
             yield t
 
 
+def span_of(fn: Any) -> tuple[str, int, int] | None:
+    """(file, first line, last line) of a function's source, or None where it has none."""
+    func = getattr(fn, "__func__", fn)
+    try:
+        src, first = inspect.getsourcelines(func)
+    except (OSError, TypeError):
+        return None
+    return func.__code__.co_filename, first, first + len(src) - 1
+
+
 def probe(
-    fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    lines: set[int] | None = None,
+    span: tuple[str, int, int] | None = None,
 ) -> tuple[Any, list[GraphBreak]]:
     """Run ``fn(*args, **kwargs)`` eagerly, noting where it reads tensor values: its result and
-    the breaks in order of first occurrence (one per line)."""
-    p = _Probe()
+    the breaks in order of first occurrence (one per line). With ``span`` (:func:`span_of` the
+    function as written), ``lines`` gets the lines of it that were executing at each break."""
+    p = _Probe(span)
     ins = list(_marked((args, kwargs)))
     for t in ins:  # the inputs are read like any traced tensor
         t.__class__ = ProbeTensor
@@ -166,6 +201,8 @@ def probe(
         _PROBE.reset(token)
         for t in ins:
             t.__class__ = Tensor
+    if lines is not None:
+        lines.update(p.lines)
     leaves, _ = flatten(res)
     for t in leaves:
         if type(t) is ProbeTensor:

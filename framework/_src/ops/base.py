@@ -354,7 +354,6 @@ def call(op: OpDef, ins: list[Tensor], attrs: dict[str, Any], _in_span: bool = F
     assert op.decomposition is not None
     if (
         op.grad is not _grad_by_decomposition
-        and TRACER.get() is None
         and autograd.GRAD_ENABLED.get()
         and any(not t.stop_gradient for t in ins)
         and (
@@ -362,7 +361,9 @@ def call(op: OpDef, ins: list[Tensor], attrs: dict[str, Any], _in_span: bool = F
         )
     ):
         # An explicit gradient rule is cheaper than the tape of the decomposition: run the
-        # decomposition untaped and record the composite as one node.
+        # decomposition untaped and record the composite as one node. Tracing too, so a
+        # program's backward is eager's (erfinv's tape through where(|x| == 1, x * inf, y)
+        # gives 0 * inf = NaN where its rule gives the gradient).
         with autograd.no_grad():
             out = op.decomposition(*ins, **attrs)
         outs = [out] if isinstance(out, Tensor) else list(out)

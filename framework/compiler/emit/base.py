@@ -520,8 +520,8 @@ def plan_spills(prog: loop_ir.Program, sched: loop_ir.Schedule) -> dict[int, tup
 
     When a transcendental element value (softmax's ``exp(x - max)``) is computed in an
     earlier pass and needed again by the pass that stores output ``k``, the earlier pass writes
-    it into ``out_k`` (the row is still in cache) and the later pass reads it back.
-    Returns ``{node id: (output index, pass that writes it)}``.
+    it into ``out_k`` (the row is still in cache) and the later passes read it back, up to the
+    one that stores ``out_k`` (no pass after it may need the value). Returns ``{node id: (output index, pass that writes it)}``.
     """
     if len(sched.loops) < 2:
         return {}
@@ -544,6 +544,10 @@ def plan_spills(prog: loop_ir.Program, sched: loop_ir.Schedule) -> dict[int, tup
         return out
 
     computed = [closure([r.args[0] for r in lp.reductions] + [n for _, n in lp.stores]) for lp in sched.loops]
+    # the last pass that reads each value: a value kept in out_k must not be needed after the
+    # pass that stores out_k, which overwrites it (softmax's exp kept in the row of an output
+    # stored in the second of three passes, then read back by the third, read the output)
+    last_use = {i: li for li, seen in enumerate(computed) for i in seen}
     spills: dict[int, tuple[int, int]] = {}
     for li, lp in enumerate(sched.loops):
         for k, store in lp.stores:
@@ -554,6 +558,7 @@ def plan_spills(prog: loop_ir.Program, sched: loop_ir.Schedule) -> dict[int, tup
                     or n.dtype not in loop_ir.FLOATS
                     or not costly(n)
                     or n.id in spills
+                    or last_use[n.id] > li
                 ):
                     continue
                 earlier = [lj for lj in range(li) if n.id in computed[lj]]
