@@ -36,7 +36,6 @@ from ..ir import Program, SymDim, TensorType, print_program
 from ..ir.dialects import meta_tensor
 from ..ir.passes import fusion
 from . import loop_ir, tune
-
 from .cache import build_batch
 from .capture import NotFusible, trace
 from .eager import Kernel, _kind, _warn_once, compiler_for, make_kernel
