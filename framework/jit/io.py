@@ -30,7 +30,6 @@ from ..ir import Executor, IRError, Program, TensorType, parse_program, print_pr
 from ..ir import passes as _passes
 from ..nn import Layer, Parameter
 from ..static import InputSpec
-from . import paddle_format
 from .api import StaticFunction
 from .trace import TracingError
 
@@ -212,6 +211,8 @@ def load(path: str | os.PathLike[str], device: Any = None, **configs: Any) -> La
     if configs:
         raise TypeError(f"[jit.load] unexpected arguments {sorted(configs)}; expected device=")
     path = os.fspath(path)
+    from . import paddle_format  # here: its op table reads framework's functions at import
+
     if paddle_format.is_paddle_model(path) and not os.path.exists(path + PROGRAM_SUFFIX):
         return paddle_format.load(path, device)  # written by Paddle 3's paddle.jit.save
     prog, structure, input_names = _read_program(path)
