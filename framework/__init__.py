@@ -935,3 +935,5 @@ __all__ += [
     "vsplit",
     "vstack",
 ]
+
+from . import onnx  # noqa: E402  (fw.onnx: ONNX models imported as programs)
