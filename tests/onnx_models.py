@@ -23,10 +23,12 @@ def mlp(sizes: tuple[int, ...] = (784, 256, 128, 10), seed: int = 0) -> onnx.Mod
     rng = np.random.default_rng(seed)
     nodes, inits, x = [], [], "x"
     for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
-        inits += [
-            _init(f"fc{i}.weight", (rng.standard_normal((a, b)) / np.sqrt(a)).astype(np.float32)),
-            _init(f"fc{i}.bias", (0.1 * rng.standard_normal(b)).astype(np.float32)),
-        ]
+        inits.extend(
+            [
+                _init(f"fc{i}.weight", (rng.standard_normal((a, b)) / np.sqrt(a)).astype(np.float32)),
+                _init(f"fc{i}.bias", (0.1 * rng.standard_normal(b)).astype(np.float32)),
+            ]
+        )
         nodes += [
             helper.make_node("MatMul", [x, f"fc{i}.weight"], [f"mm{i}"]),
             helper.make_node("Add", [f"mm{i}", f"fc{i}.bias"], [f"h{i}"]),
@@ -71,12 +73,14 @@ def resnet(
             )
         )
         bn = [name(p) for p in ("bn.scale", "bn.bias", "bn.mean", "bn.var")]
-        inits += [
-            _init(bn[0], (1 + 0.1 * rng.standard_normal(cout)).astype(np.float32)),
-            _init(bn[1], (0.1 * rng.standard_normal(cout)).astype(np.float32)),
-            _init(bn[2], (0.1 * rng.standard_normal(cout)).astype(np.float32)),
-            _init(bn[3], (1 + 0.1 * rng.random(cout)).astype(np.float32)),
-        ]
+        inits.extend(
+            [
+                _init(bn[0], (1 + 0.1 * rng.standard_normal(cout)).astype(np.float32)),
+                _init(bn[1], (0.1 * rng.standard_normal(cout)).astype(np.float32)),
+                _init(bn[2], (0.1 * rng.standard_normal(cout)).astype(np.float32)),
+                _init(bn[3], (1 + 0.1 * rng.random(cout)).astype(np.float32)),
+            ]
+        )
         z = name("bn")
         nodes.append(helper.make_node("BatchNormalization", [y, *bn], [z], epsilon=1e-5))
         if relu:
@@ -100,10 +104,12 @@ def resnet(
         helper.make_node("Flatten", ["gap"], ["flat"], axis=1),
         helper.make_node("Gemm", ["flat", "fc.weight", "fc.bias"], ["logits"], transB=1),
     ]
-    inits += [
-        _init("fc.weight", (rng.standard_normal((classes, cin)) / np.sqrt(cin)).astype(np.float32)),
-        _init("fc.bias", np.zeros(classes, np.float32)),
-    ]
+    inits.extend(
+        [
+            _init("fc.weight", (rng.standard_normal((classes, cin)) / np.sqrt(cin)).astype(np.float32)),
+            _init("fc.bias", np.zeros(classes, np.float32)),
+        ]
+    )
     g = helper.make_graph(
         nodes,
         "resnet_style",

@@ -26,7 +26,7 @@ from .._src.ops import base
 from .._src.tensor import Tensor
 from ._registry import Node, OnnxImportError, lookup
 
-MIN_OPSET = 7
+MIN_OPSET = 1
 
 
 def read_model(model: Any, base_dir: str | None = None) -> Any:
@@ -74,7 +74,7 @@ def _dims(vi: Any) -> tuple[int | str | None, ...]:
         )
     out: list[int | str | None] = []
     for d in t.shape.dim:
-        if d.HasField("dim_value") and d.dim_value > 0:
+        if d.HasField("dim_value"):
             out.append(int(d.dim_value))
         elif d.HasField("dim_param") and d.dim_param:
             out.append(re.sub(r"\W", "_", d.dim_param))

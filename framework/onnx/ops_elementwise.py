@@ -44,7 +44,8 @@ def _div(n: Node) -> fw.Tensor:
     a, b = n.tensor(0), n.tensor(1)
     if _int(a):  # ONNX: integer division truncates toward zero
         q = fw.floor_divide(fw.abs(a), fw.abs(b))
-        return fw.where(fw.less_than(fw.multiply(a, b), fw.zeros_like(a)), fw.negative(q), q)
+        neg = fw.logical_xor(fw.less_than(a, fw.zeros_like(a)), fw.less_than(b, fw.zeros_like(b)))
+        return fw.where(neg, fw.negative(q), q)
     return fw.divide(a, b)
 
 
@@ -136,7 +137,13 @@ def _identity(n: Node) -> object:
 
 @converter("Round")
 def _round(n: Node) -> fw.Tensor:
-    return fw.round(n.tensor(0))  # half to even, as ONNX
+    x = n.tensor(0)  # half to even, as ONNX
+    lo = fw.floor(x)
+    frac = fw.subtract(x, lo)
+    half = fw.full([], 0.5, dtype=x.dtype, device=n.device)
+    odd = fw.not_equal(fw.remainder(lo, fw.full([], 2.0, dtype=x.dtype, device=n.device)), fw.zeros_like(lo))
+    up = fw.logical_or(fw.greater_than(frac, half), fw.logical_and(fw.equal(frac, half), odd))
+    return fw.where(up, fw.add(lo, fw.ones_like(lo)), lo)
 
 
 @converter("Softplus")

@@ -167,6 +167,7 @@ def _maxpool(n: Node) -> object:
     )
     x = _explicit_pad(x, pads, neg)
     y = F.max_pool2d(x, kernel, strides, 0, ceil_mode=bool(n.attr("ceil_mode", 0)))
+    y = _crop_ceil(n, y, x, kernel, strides, pads)
     return fw.squeeze(y, 2) if squeeze else y
 
 
@@ -183,7 +184,29 @@ def _avgpool(n: Node) -> fw.Tensor:
     if any(pads) and not n.attr("count_include_pad", 0):
         ones = _explicit_pad(fw.ones([1, 1, *x.shape[2:]], dtype=x.dtype, device=n.device), pads)
         y = fw.divide(y, F.avg_pool2d(ones, kernel, strides, 0, ceil_mode=ceil, exclusive=True))
+    y = _crop_ceil(n, y, xp, kernel, strides, pads)
     return fw.squeeze(y, 2) if squeeze else y
+
+
+def _crop_ceil(
+    n: Node, y: fw.Tensor, xp: fw.Tensor, kernel: list[int], strides: list[int], pads: list[int]
+) -> fw.Tensor:
+    """With ceil_mode, ONNX drops a last window that starts in the end padding: crop to its sizes
+    (``xp`` is the input with its pads already added)."""
+    if not n.attr("ceil_mode", 0):
+        return y
+    k = len(kernel)
+    ends = []
+    for i in range(k):
+        padded = xp.shape[2 + i]
+        size = padded - pads[i] - pads[k + i]
+        out = -(-(padded - kernel[i]) // strides[i]) + 1
+        if (out - 1) * strides[i] >= size + pads[i]:
+            out -= 1
+        ends.append(out)
+    if tuple(ends) == tuple(y.shape[2:]):
+        return y
+    return fw.slice(y, list(range(2, 2 + k)), [0] * k, ends)
 
 
 @converter("GlobalAveragePool")

@@ -46,6 +46,8 @@ def _reshape(n: Node) -> fw.Tensor:
     shape = n.ints(1, "shape")
     if not n.attr("allowzero", 0):
         shape = [x.shape[i] if d == 0 else d for i, d in enumerate(shape)]
+    elif 0 in shape:  # allowzero: a 0 is a size (fw.reshape, as Paddle, reads 0 as "keep")
+        return fw.zeros(shape, dtype=x.dtype, device=n.device)
     return fw.reshape(x, shape)
 
 
@@ -215,15 +217,29 @@ def _pad(n: Node) -> fw.Tensor:
     full = [0] * (2 * r)
     for j, a in enumerate(axes):
         full[2 * a], full[2 * a + 1] = pads[j], pads[j + k]
-    mode = {"constant": "constant", "reflect": "reflect", "edge": "replicate", "wrap": "circular"}[
-        n.attr("mode", "constant")
-    ]
+    mode = n.attr("mode", "constant")
     if any(p < 0 for p in full):  # negative pads crop
         x = _slice_crop(x, full)
         full = [max(p, 0) for p in full]
     if not any(full):
         return x
-    return fw.pad(x, full, mode=mode, value=value)
+    if mode == "constant":
+        return fw.pad(x, full, mode="constant", value=value)
+    for a in range(r):  # edge, reflect, wrap: a gather of source indices per padded axis
+        lo, hi = full[2 * a], full[2 * a + 1]
+        if lo or hi:
+            d = x.shape[a]
+            i = np.arange(-lo, d + hi)
+            if mode == "edge":
+                i = np.clip(i, 0, d - 1)
+            elif mode == "wrap":
+                i = np.mod(i, d)
+            else:  # reflect (the edge not repeated)
+                period = 2 * (d - 1) if d > 1 else 1
+                i = np.mod(i, period)
+                i = np.where(i >= d, period - i, i)
+            x = fw.gather(x, fw.to_tensor(i.astype(np.int64), device=n.device), axis=a)
+    return x
 
 
 def _slice_crop(x: fw.Tensor, full: list[int]) -> fw.Tensor:
@@ -289,7 +305,7 @@ def _space_to_depth(n: Node) -> fw.Tensor:
     b, c, h, w = x.shape
     bs = n.attr("blocksize")
     t = fw.reshape(x, [b, c, h // bs, bs, w // bs, bs])
-    t = fw.transpose(t, [0, 3, 5, 1, 2, 4])
+    t = fw.transpose(t, [0, 1, 3, 5, 2, 4] if n.attr("mode", "DCR") == "CRD" else [0, 3, 5, 1, 2, 4])
     return fw.reshape(t, [b, c * bs * bs, h // bs, w // bs])
 
 
@@ -298,7 +314,9 @@ def _one_hot(n: Node) -> fw.Tensor:
     idx, depth, values = n.tensor(0), int(n.const(1).reshape(-1)[0]), n.const(2)
     ax = n.attr("axis", -1)
     idx = fw.where(fw.less_than(idx, fw.zeros_like(idx)), fw.add(idx, fw.full_like(idx, depth)), idx)
-    oh = fw.nn.functional.one_hot(idx.astype("int64"), depth)  # float32, last axis
+    # equality with 0..depth-1: an index out of range is all off, as ONNX says
+    classes = fw.to_tensor(np.arange(depth, dtype=np.int64), device=n.device)
+    oh = fw.equal(fw.unsqueeze(idx.astype("int64"), -1), classes).astype("float32")
     r = oh.ndim
     ax = _axis(ax, r)
     if ax != r - 1:
