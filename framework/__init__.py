@@ -937,3 +937,5 @@ __all__ += [
 ]
 
 from . import onnx  # noqa: E402  (fw.onnx: ONNX models imported as programs)
+
+__all__ += ["onnx"]

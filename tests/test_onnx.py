@@ -196,3 +196,20 @@ def test_eager_mode_runs_the_same_converters() -> None:
         np.testing.assert_allclose(
             eager(fw.to_tensor(x)).numpy(), _ort(model, {"x": x})[0], rtol=1e-5, atol=1e-5
         )
+
+
+def test_conformance_compares_a_device_with_cpu_on_an_onnx_model(tmp_path) -> None:
+    from conformance.cli import main
+
+    path = tmp_path / "m.onnx"
+    onnx.save(mlp((6, 5, 4)), str(path))
+    dev = "opencl" if any(d.type == "opencl" for d in fw.devices()) else "cpu"
+    assert (
+        main(["--device", dev, "--onnx", str(path), "--onnx-dim", "3", "--json", str(tmp_path / "r.json")])
+        == 0
+    )
+    import json
+
+    rep = json.load(open(tmp_path / "r.json"))
+    assert rep["passed"] and rep["outputs"][0]["shape"] == [3, 4]
+    assert main(["--device", dev, "--onnx", str(tmp_path / "missing.onnx")]) == 2

@@ -219,6 +219,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ops", default=None, help="comma-separated op types to run (default: all)")
     ap.add_argument("-k", default=None, help="only cases whose name contains this")
     ap.add_argument("--json", default=None, help="write every case's result here")
+    ap.add_argument(
+        "--write-passing",
+        default=None,
+        help="record the passed cases, by op, under this device's key of this json file (the reviewed list)",
+    )
     a = ap.parse_args(argv)
     names = case_names()
     if a.k:
@@ -233,6 +238,16 @@ def main(argv: list[str] | None = None) -> int:
     if a.json:
         with open(a.json, "w") as f:
             json.dump([r.__dict__ for r in results], f, indent=0)
+    if a.write_passing:
+        record = json.load(open(a.write_passing)) if os.path.exists(a.write_passing) else {}
+        by_op: dict[str, list[str]] = collections.defaultdict(list)
+        for r in results:
+            if r.status == "passed":
+                by_op[r.op].append(r.name)
+        record[a.device.split(":")[0]] = {op: sorted(v) for op, v in sorted(by_op.items())}
+        with open(a.write_passing, "w") as f:
+            json.dump(record, f, indent=1, sort_keys=True)
+            f.write("\n")
     return 0
 
 
