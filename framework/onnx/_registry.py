@@ -48,7 +48,7 @@ class Converter:
     fn: Callable[[Node], Any]
     #: input positions that must be known when the program is built
     consts: tuple[int, ...] = ()
-    #: every input position from this one on is a constant (Concat-like ops: none)
+    #: the op's domain ("" is ONNX's default domain, ai.onnx)
     domain: str = ""
 
 
