@@ -47,3 +47,33 @@ def test_record_meets_the_goal(kind: str) -> None:
     recorded = [n for v in PASSING[kind].values() for n in v]
     assert set(recorded) <= names, "the record names cases the installed onnx does not have"
     assert len(recorded) >= 1000, f"{kind}: {len(recorded)} backend node cases recorded as passing"
+
+
+def test_report_groups_by_op_and_writes_the_record(tmp_path, capsys) -> None:
+    from framework.onnx.backend_report import main
+
+    record = tmp_path / "passing.json"
+    out = tmp_path / "all.json"
+    assert (
+        main(
+            [
+                "--device",
+                "cpu",
+                "--ops",
+                "Relu,Softmax (expanded)",
+                "--json",
+                str(out),
+                "--write-passing",
+                str(record),
+            ]
+        )
+        == 0
+    )
+    text = capsys.readouterr().out
+    assert "Relu" in text and "Softmax (expanded)" in text and "cases on cpu" in text
+    rows = json.load(open(out))
+    assert {r["op"] for r in rows} == {"Relu", "Softmax (expanded)"} and all(
+        r["status"] == "passed" for r in rows
+    )
+    rec = json.load(open(record))["cpu"]
+    assert rec["Relu"] == ["test_relu"] and all("_expanded" in n for n in rec["Softmax (expanded)"])

@@ -115,6 +115,18 @@ def op_of(model: Any) -> str:
     return rest[0] if rest else "?"
 
 
+def case_op(name: str, model: Any = None) -> str:
+    """The op a case is grouped under: its model's op, or ``"Op (expanded)"`` for the
+    ``_expanded`` form of a case (the op's function body written out in other ops)."""
+    import onnx
+
+    d = data_dir()
+    base = name.split("_expanded")[0]
+    if base != name and os.path.exists(os.path.join(d, base, "model.onnx")):
+        return op_of(onnx.load(os.path.join(d, base, "model.onnx"))) + " (expanded)"
+    return op_of(model if model is not None else onnx.load(os.path.join(d, name, "model.onnx")))
+
+
 def _read(pb: str) -> np.ndarray:
     import onnx
     from onnx import numpy_helper
@@ -135,10 +147,7 @@ def run_case(name: str, device: str, compile: bool = False) -> CaseResult:
 
     d = os.path.join(data_dir(), name)
     model = onnx.load(os.path.join(d, "model.onnx"))
-    op = op_of(model)
-    base = name.split("_expanded")[0]
-    if base != name and os.path.exists(os.path.join(data_dir(), base, "model.onnx")):
-        op = op_of(onnx.load(os.path.join(data_dir(), base, "model.onnx"))) + " (expanded)"
+    op = case_op(name, model)
     meta_path = os.path.join(d, "meta.json")
     meta = json.load(open(meta_path)) if os.path.exists(meta_path) else {}
     if meta.get("non_tensor") or any(
@@ -228,11 +237,11 @@ def main(argv: list[str] | None = None) -> int:
     names = case_names()
     if a.k:
         names = [n for n in names if a.k in n]
-    t0 = time.perf_counter()
-    results = run_all(a.device, names)
     if a.ops:
         wanted = set(a.ops.split(","))
-        results = [r for r in results if r.op in wanted]
+        names = [n for n in names if case_op(n) in wanted]
+    t0 = time.perf_counter()
+    results = run_all(a.device, names)
     print(summary(results))
     print(f"{len(results)} cases on {a.device} in {time.perf_counter() - t0:.1f} s")
     if a.json:
