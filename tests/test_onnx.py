@@ -44,6 +44,9 @@ def test_dynamic_batch_is_one_program_with_a_symbolic_dim() -> None:
     assert "[N, 3, 16, 16]" in str(prog).splitlines()[0]
     ops = {op.name for op in prog.block.ops}
     assert not ops & {"op.batch_norm"}, "BatchNormalization imports as elementwise ops the passes fold"
+    frozen = sorted(n for n, p in m.named_parameters() if p.stop_gradient)
+    assert frozen and all(n.startswith(("bn_mean", "bn_var")) for n in frozen)
+    assert len(frozen) == 2 * sum(n.startswith("bn_scale") for n, _ in m.named_parameters())
     model = resnet(channels=(8, 16), image=16)
     for n in (1, 4):
         x = np.random.default_rng(n).standard_normal((n, 3, 16, 16)).astype(np.float32)

@@ -128,7 +128,8 @@ class OnnxModel(nn.Layer):
     Made by :func:`framework.onnx.load`. Call it with one tensor per graph input (in the
     graph's order); it returns a tensor, or a tuple when the graph has several outputs.
     Floating-point initializers are its parameters (``named_parameters()``: fine-tune it
-    with any optimizer). ``program()`` is the traced program for its input specs.
+    with any optimizer; BatchNormalization's running mean and variance are parameters with
+    ``trainable=False``). ``program()`` is the traced program for its input specs.
 
     >>> import numpy as np, onnx, onnx.helper as h
     >>> import framework as fw
@@ -176,13 +177,22 @@ class OnnxModel(nn.Layer):
 
         from .. import to_tensor
 
+        # running statistics are state, not weights: a fine-tuning optimizer leaves them
+        stats = {
+            n.input[i]
+            for n in graph.node
+            if n.op_type == "BatchNormalization"
+            for i in (3, 4)
+            if i < len(n.input)
+        }
         for init in graph.initializer:
             arr = numpy_helper.to_array(init)
             if arr.dtype.kind == "f" and arr.dtype.itemsize >= 2:
                 key = re.sub(r"\W", "_", init.name) or "p"
                 while key in self._parameters:
                     key += "_"
-                p = nn.Parameter.from_tensor(to_tensor(np.ascontiguousarray(arr), device=self.device))
+                t = to_tensor(np.ascontiguousarray(arr), device=self.device)
+                p = nn.Parameter.from_tensor(t, trainable=init.name not in stats)
                 self.add_parameter(key, p)
                 self._param_of[init.name] = key
             else:
