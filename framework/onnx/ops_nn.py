@@ -297,7 +297,8 @@ def _lpnorm(n: Node) -> fw.Tensor:
         nrm = fw.sum(fw.abs(x), axis=ax, keepdim=True)
     else:
         nrm = fw.sqrt(fw.sum(fw.multiply(x, x), axis=ax, keepdim=True))
-    return fw.divide(x, nrm)
+    # a zero norm divides by one (the zero vector stays zero), as ONNX's reference does
+    return fw.divide(x, fw.where(fw.equal(nrm, fw.zeros_like(nrm)), fw.ones_like(nrm), nrm))
 
 
 @converter("LRN")

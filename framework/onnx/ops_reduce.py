@@ -46,10 +46,10 @@ def _empty_reduce(n: Node, x: fw.Tensor, ax: list[int], keep: bool) -> fw.Tensor
         "ReduceL1": 0,
         "ReduceL2": 0,
         "ReduceLogSumExp": -np.inf,
-        "ReduceLogSum": -np.inf,
+        "ReduceLogSum": 0,  # the empty sum; the log after it gives -inf
         "ReduceProd": 1,
-        "ReduceMax": -np.inf if np.dtype(x.dtype).kind == "f" else np.iinfo(x.dtype).min,
-        "ReduceMin": np.inf if np.dtype(x.dtype).kind == "f" else np.iinfo(x.dtype).max,
+        "ReduceMax": _lowest(x.dtype),
+        "ReduceMin": _highest(x.dtype),
     }.get(n.op_type)
     if ident is None:
         raise n.error("reduces an empty axis, which has no value")
@@ -59,6 +59,16 @@ def _empty_reduce(n: Node, x: fw.Tensor, ax: list[int], keep: bool) -> fw.Tensor
         else [d for i, d in enumerate(x.shape) if i not in ax]
     )
     return fw.full(shape, ident, dtype=x.dtype, device=n.device)
+
+
+def _lowest(dt: object) -> object:
+    d = np.dtype(dt)
+    return False if d.kind == "b" else -np.inf if d.kind == "f" else np.iinfo(d).min
+
+
+def _highest(dt: object) -> object:
+    d = np.dtype(dt)
+    return True if d.kind == "b" else np.inf if d.kind == "f" else np.iinfo(d).max
 
 
 def _sum(x: fw.Tensor, axis: list[int], keepdim: bool) -> fw.Tensor:

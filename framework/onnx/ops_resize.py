@@ -27,7 +27,8 @@ def _coords(n: Node, out: int, size: int, scale: float, roi: tuple[float, float]
     if mode == "pytorch_half_pixel":
         return (x + 0.5) / scale - 0.5 if out > 1 else np.zeros_like(x)
     if mode == "align_corners":
-        return x * (size - 1) / (out - 1) if out > 1 else np.zeros_like(x)
+        # the resized length as ONNX computes it: size * scale, before flooring
+        return x * (size - 1) / (size * scale - 1) if out > 1 else np.zeros_like(x)
     if mode == "asymmetric":
         return x / scale
     if mode == "tf_crop_and_resize":
