@@ -3,6 +3,7 @@
     oarlock conformance --device opencl --html report.html --json report.json --junit junit.xml
     oarlock conformance --device cpu --tier primitives -k 'add,mul*' --list
     oarlock conformance --record-goldens        # re-record conformance/golden/ on the cpu reference
+    oarlock conformance --device opencl --onnx model.onnx   # a user's ONNX model: device vs cpu
 
 Exit status: 0 when every required tier passed, 1 when one failed (or the device could not be
 opened), 2 on a usage error (unknown device, tier or plugin).
@@ -83,6 +84,15 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--strict", action="store_true", help="count CPU fallbacks as failures")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress marks")
     p.add_argument(
+        "--onnx",
+        metavar="MODEL",
+        help="instead of the suite: run this ONNX model on --device and on the cpu reference (seeded "
+        "inputs, dynamic dims at --onnx-dim) and compare every output",
+    )
+    p.add_argument(
+        "--onnx-dim", type=int, default=1, help="the size given to a model's dynamic dims (default 1)"
+    )
+    p.add_argument(
         "--record-goldens",
         action="store_true",
         help="re-record the model-regression goldens in conformance/golden/ (run on the cpu reference)",
@@ -144,6 +154,8 @@ def main(argv: list[str] | None = None) -> int:
 
         record_all()
         return 0
+    if args.onnx:
+        return onnx_check(args.onnx, args.device, args.onnx_dim, args.json)
     try:
         tiers = _tiers(args.tier)
     except SystemExit as exc:
@@ -220,6 +232,65 @@ def main(argv: list[str] | None = None) -> int:
         if path:
             print(f"{kind} report: {path}")
     return 1 if report["failed_tiers"] or status != "ok" else 0
+
+
+def onnx_check(path: str, device: str, dim: int = 1, json_path: str | None = None) -> int:
+    """Run an ONNX model on ``device`` and on the cpu reference with the same seeded inputs and
+    compare every output within the output dtype's tolerance (``framework.testing``); 0 when
+    all agree, 1 when one differs or the device cannot run the model."""
+    import json
+
+    import numpy as np
+
+    import framework as fw
+    from framework import testing
+
+    try:
+        ref = fw.onnx.InferenceSession(path, device="cpu")
+    except fw.OarlockError as exc:
+        print(f"[conformance] cannot import {path}:\n{exc}", file=sys.stderr)
+        return 2
+    rng = np.random.default_rng(0)
+    feed = {}
+    for i in ref.get_inputs():
+        shape = [d if isinstance(d, int) and d > 0 else dim for d in i.shape]
+        dt = ref.model.input_dtypes[[j.name for j in ref.get_inputs()].index(i.name)]
+        feed[i.name] = (rng.standard_normal(shape) if dt.kind == "f" else rng.integers(0, 2, shape)).astype(
+            dt
+        )
+    want = ref.run(None, feed)
+    rows, ok = [], True
+    try:
+        got = fw.onnx.InferenceSession(path, device=device).run(None, feed)
+    except Exception as exc:  # noqa: BLE001  (the device's failure is the finding)
+        print(f"[conformance] {path} on {device}: FAILED to run: {type(exc).__name__}: {exc}")
+        got, ok = None, False
+    for k, o in enumerate(ref.get_outputs()):
+        if got is None:
+            break
+        tol = testing.tolerance(want[k].dtype, scale=10)
+        good = got[k].shape == want[k].shape and np.allclose(
+            got[k], want[k], tol.rtol, tol.atol, equal_nan=True
+        )
+        err = (
+            float(np.max(np.abs(got[k].astype(np.float64) - want[k])))
+            if got[k].shape == want[k].shape and want[k].size
+            else 0.0
+        )
+        rows.append(
+            {"output": o.name, "shape": list(want[k].shape), "passed": bool(good), "max_abs_error": err}
+        )
+        ok &= bool(good)
+        print(
+            f"  {o.name:24s} {str(list(want[k].shape)):20s} {'ok' if good else 'DIFFERS'}  max |error| {err:.3g}"
+        )
+    print(
+        f"oarlock conformance --onnx {path}: {device} {'agrees with' if ok else 'differs from'} the cpu reference"
+    )
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump({"model": path, "device": device, "passed": ok, "outputs": rows}, f, indent=1)
+    return 0 if ok else 1
 
 
 def _named(meta: dict[str, Any]) -> str:

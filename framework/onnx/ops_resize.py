@@ -1,0 +1,145 @@
+"""``Resize`` and ``Upsample``: separable resampling, one axis at a time.
+
+Every ONNX coordinate transform, nearest rounding and the linear and cubic kernels come down
+to, per resized axis, a few source indices and weights for each output position. They depend
+only on the sizes, so they are computed when the program is built (numpy) and the program
+holds gathers and a weighted sum: exact for every mode, with gradients for free.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import framework as fw
+
+from ._registry import Node, converter
+
+
+def _coords(n: Node, out: int, size: int, scale: float, roi: tuple[float, float]) -> np.ndarray:
+    x = np.arange(out, dtype=np.float64)
+    mode = n.attr("coordinate_transformation_mode", "half_pixel")
+    if mode == "half_pixel":
+        return (x + 0.5) / scale - 0.5
+    if mode == "half_pixel_symmetric":
+        adj = out / (scale * size)
+        center = size / 2
+        return center * (1 - adj) + (x + 0.5) / scale - 0.5
+    if mode == "pytorch_half_pixel":
+        return (x + 0.5) / scale - 0.5 if out > 1 else np.zeros_like(x)
+    if mode == "align_corners":
+        # the resized length as ONNX computes it: size * scale, before flooring
+        return x * (size - 1) / (size * scale - 1) if out > 1 else np.zeros_like(x)
+    if mode == "asymmetric":
+        return x / scale
+    if mode == "tf_crop_and_resize":
+        s, e = roi
+        if out > 1:
+            return s * (size - 1) + x * (e - s) * (size - 1) / (out - 1)
+        return 0.5 * (s + e) * (size - 1) + np.zeros_like(x)
+    raise n.error(f"coordinate_transformation_mode={mode!r} is not known")
+
+
+def _cubic(t: np.ndarray, a: float) -> np.ndarray:
+    t = np.abs(t)
+    return np.where(
+        t <= 1,
+        ((a + 2) * t - (a + 3)) * t * t + 1,
+        np.where(t < 2, ((a * t - 5 * a) * t + 8 * a) * t - 4 * a, 0.0),
+    )
+
+
+def _taps(n: Node, mode: str, out: int, size: int, scale: float, roi: tuple[float, float]):  # type: ignore[no-untyped-def]
+    """(indices [taps, out], weights [taps, out], outside mask [out] or None) for one axis."""
+    x = _coords(n, out, size, scale, roi)
+    outside = None
+    if n.attr("coordinate_transformation_mode", "half_pixel") == "tf_crop_and_resize":
+        outside = (x < 0) | (x > size - 1)
+    if mode == "nearest":
+        nm = n.attr("nearest_mode", "round_prefer_floor")
+        if nm == "round_prefer_floor":
+            i = np.ceil(x - 0.5)
+        elif nm == "round_prefer_ceil":
+            i = np.floor(x + 0.5)
+        elif nm == "floor":
+            i = np.floor(x)
+        else:
+            i = np.ceil(x)
+        return np.clip(i, 0, size - 1).astype(np.int64)[None], np.ones((1, out)), outside
+    x0 = np.floor(x)
+    r = x - x0
+    if mode == "linear":
+        offs, w = np.array([0, 1]), np.stack([1 - r, r])
+    else:
+        a = n.attr("cubic_coeff_a", -0.75)
+        offs = np.array([-1, 0, 1, 2])
+        w = np.stack([_cubic(r + 1, a), _cubic(r, a), _cubic(1 - r, a), _cubic(2 - r, a)])
+    idx = x0[None] + offs[:, None]
+    if mode == "cubic" and n.attr("exclude_outside", 0):
+        w = np.where((idx < 0) | (idx > size - 1), 0.0, w)
+        w = w / w.sum(0, keepdims=True)
+    return np.clip(idx, 0, size - 1).astype(np.int64), w, outside
+
+
+def _resize_axis(
+    n: Node, x: fw.Tensor, axis: int, out: int, scale: float, roi: tuple[float, float], mode: str
+) -> fw.Tensor:
+    idx, w, outside = _taps(n, mode, out, x.shape[axis], scale, roi)
+    shape = [1] * x.ndim
+    shape[axis] = out
+    y = None
+    for k in range(idx.shape[0]):
+        g = fw.gather(x, fw.to_tensor(idx[k], device=n.device), axis=axis)
+        if mode != "nearest":
+            g = fw.multiply(g, fw.to_tensor(w[k].reshape(shape).astype(x.dtype), device=n.device))
+        y = g if y is None else fw.add(y, g)
+    if outside is not None and outside.any():
+        fill = np.full(shape, n.attr("extrapolation_value", 0.0), dtype=x.dtype)
+        y = fw.where(
+            fw.to_tensor(outside.reshape(shape), device=n.device), fw.to_tensor(fill, device=n.device), y
+        )
+    return y
+
+
+@converter("Resize", consts=(1, 2, 3))
+def _resize(n: Node) -> fw.Tensor:
+    x = n.tensor(0)
+    r = x.ndim
+    if n.attr("antialias", 0):
+        raise n.error("antialias=1 is not imported")
+    axes = [a + r if a < 0 else a for a in n.attr("axes", list(range(r)))]
+    roi = n.const(1) if n.has(1) and n.const(1).size else None
+    scales = n.const(2) if n.has(2) and n.const(2).size else None
+    sizes = n.const(3) if n.has(3) and n.const(3).size else None
+    if scales is not None:
+        sc = [float(s) for s in scales]
+        outs = [int(np.floor(x.shape[a] * s)) for a, s in zip(axes, sc)]
+    else:
+        outs = [int(s) for s in sizes]
+        sc = [o / x.shape[a] for a, o in zip(axes, outs)]
+        policy = n.attr("keep_aspect_ratio_policy", "stretch")
+        if policy != "stretch":
+            s = min(sc) if policy == "not_larger" else max(sc)
+            sc = [s] * len(axes)
+            outs = [int(np.floor(x.shape[a] * s + 0.5)) for a in axes]
+    mode = n.attr("mode", "nearest")
+    y = x
+    for j, (a, o, s) in enumerate(zip(axes, outs, sc)):
+        box = (0.0, 1.0) if roi is None else (float(roi[j]), float(roi[j + len(axes)]))
+        if o == x.shape[a] and s == 1.0 and n.attr("coordinate_transformation_mode") != "tf_crop_and_resize":
+            continue
+        y = _resize_axis(n, y, a, o, s, box, mode)
+    return y
+
+
+@converter("Upsample", consts=(1,))
+def _upsample(n: Node) -> fw.Tensor:
+    x = n.tensor(0)
+    scales = n.const(1) if n.has(1) else np.asarray(n.attr("scales"))
+    y = x
+    mode = n.attr("mode", "nearest")
+    n.attrs.setdefault("coordinate_transformation_mode", "asymmetric")
+    n.attrs.setdefault("nearest_mode", "floor")
+    for a, s in enumerate(scales):
+        if float(s) != 1.0:
+            y = _resize_axis(n, y, a, int(np.floor(x.shape[a] * float(s))), float(s), (0.0, 1.0), mode)
+    return y
