@@ -1,5 +1,7 @@
-"""ONNX models in and out of Oarlock: import a ``.onnx`` file as a program and run it on any
-device; export a Layer or a to_static function to ONNX (Paddle's ``paddle.onnx.export``).
+"""ONNX models in and out of Oarlock: imported as programs, exported from programs.
+
+:func:`export` writes a Layer or a to_static function to an ONNX file (Paddle's
+``paddle.onnx.export``).
 
 :func:`load` turns an ONNX model into an :class:`OnnxModel`, a Layer whose forward is a
 program of Oarlock's IR (traced through one converter per ONNX op, verified, optimised by the
