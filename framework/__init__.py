@@ -361,6 +361,7 @@ from . import (  # layers, functional, initializers, optimizers; collectives
     nn,
     optim,
     optimizer,
+    quantization,
     regularizer,
     static,
     tensor,
