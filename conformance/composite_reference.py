@@ -460,6 +460,7 @@ def weight_dequantize_int8(q: np.ndarray, s: np.ndarray) -> np.ndarray:
     return q.T.astype(np.float64) * s
 
 
-def quantize_linear(x: np.ndarray, s: np.ndarray, bits: int = 8) -> np.ndarray:
+def quantize_linear(x: np.ndarray, s: np.ndarray, bits: int = 8, low: int = 1) -> np.ndarray:
+    """Paddle's quantize_linear (``low=1``: down to -qmax - 1); ``low=0``: symmetric."""
     n = 2 ** (bits - 1) - 1
-    return np.clip(round_half_away(x / s * n), -n, n)
+    return np.clip(round_half_away(x / s * n), -n - low, n)

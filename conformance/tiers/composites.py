@@ -143,7 +143,7 @@ def _db_quant(fw: Any) -> list[CompositeInfo]:
         CompositeInfo(
             "fake_quantize_dequantize",
             lambda x, s: fake_quantize_dequantize(x, s),
-            lambda x, s: R.quantize_linear(x, s) * s / 127,
+            lambda x, s: R.quantize_linear(x, s, low=0) * s / 127,
             lambda r: [_u(r, 4, 5), np.array(1.5)],
         ),
     ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._src.ops import math as M
 from .._src.ops.composites.fake_quant import dequantize_linear, quantize_linear
 from .._src.ops.composites.linear import linear
 from .._src.tensor import Tensor
@@ -71,6 +72,10 @@ class QuantizedLinear(Layer):
             self.weight_scale = None
         else:
             scale = weight_scale.detach().astype(w.dtype).reshape((-1,) if weight_axis != -1 else ())
+            # weights are quantised symmetrically (to [-qmax, qmax], as Paddle's convert does),
+            # activations by quantize_linear down to -qmax - 1
+            bound = scale if weight_axis == -1 else scale.reshape((1, -1) if weight_axis == 1 else (-1, 1))
+            w = M.minimum(M.maximum(w, -bound), bound)
             self.register_buffer("weight", quantize_linear(w, scale, bit_length, weight_axis))
             self.register_buffer("weight_scale", scale)
         if activation_scale is not None:

@@ -1,7 +1,8 @@
 """Linear (symmetric) quantisation of activations and weights, after Paddle's
 ``quantize_linear`` / ``dequantize_linear`` and its fake quantisation for training:
 
-- ``quantize_linear(x, scale)``: ``clip(round(x / scale * qmax), -qmax, qmax)`` as int8,
+- ``quantize_linear(x, scale)``: ``clip(round(x / scale * qmax), -qmax - 1, qmax)`` as int8
+  (Paddle's ``quantize_linear``: the lowest level -128 is reachable past the threshold),
   ``qmax = 2 ** (bit_length - 1) - 1``; ``scale`` is the abs-max threshold (Paddle's
   convention: not divided by ``qmax``), one value (per tensor) or one per slice of
   ``quant_axis`` (per channel);
@@ -44,12 +45,13 @@ def _spread(scale: Tensor, ndim: int, quant_axis: int) -> Tensor:
     return scale.reshape(tuple(shape))
 
 
-def _levels(x: Tensor, scale: Tensor, bit_length: int, quant_axis: int) -> Tensor:
-    """``clip(round(x / scale * qmax))`` in ``x``'s float dtype (a zero scale maps to zero)."""
+def _levels(x: Tensor, scale: Tensor, bit_length: int, quant_axis: int, low: int = 0) -> Tensor:
+    """``clip(round(x / scale * qmax), -qmax - low, qmax)`` in ``x``'s float dtype (a zero
+    scale maps to zero)."""
     s = _spread(M.cast(scale, x.dtype), x.ndim, quant_axis)
     safe = M.where(s == 0, M.ones_like(s), s)
     n = qmax(bit_length)
-    return M.clip(M.round(x / safe * float(n)), -n, n)
+    return M.clip(M.round(x / safe * float(n)), -n - low, n)
 
 
 def _quantize_infer(ins: list[Tensor], attrs: dict[str, Any]) -> list:
@@ -60,8 +62,8 @@ def _quantize_infer(ins: list[Tensor], attrs: dict[str, Any]) -> list:
 def quantize_linear_decomposition(
     x: Tensor, scale: Tensor, bit_length: int = 8, quant_axis: int = -1
 ) -> Tensor:
-    """``clip(round(x / scale * qmax), -qmax, qmax)`` as int8."""
-    return M.cast(_levels(x, scale, bit_length, quant_axis), "int8")
+    """``clip(round(x / scale * qmax), -qmax - 1, qmax)`` as int8."""
+    return M.cast(_levels(x, scale, bit_length, quant_axis, low=1), "int8")
 
 
 OPS["quantize_linear"].no_grad = "its output is integers (train through fake_quantize_dequantize)"
@@ -137,7 +139,8 @@ def _check(name: str, x: Any, scale: Any, bit_length: Any, quant_axis: Any) -> t
 
 
 def quantize_linear(x: Tensor, scale: Tensor, bit_length: int = 8, quant_axis: int = -1) -> Tensor:
-    """Symmetric linear quantisation to int8: ``clip(round(x / scale * qmax), -qmax, qmax)``.
+    """Linear quantisation to int8: ``clip(round(x / scale * qmax), -qmax - 1, qmax)``
+    (Paddle's ``quantize_linear``).
 
     Args:
         x (Tensor): float input.
@@ -148,8 +151,8 @@ def quantize_linear(x: Tensor, scale: Tensor, bit_length: int = 8, quant_axis: i
     Example:
         >>> import framework as fw
         >>> from framework.quantization import quantize_linear
-        >>> quantize_linear(fw.to_tensor([0.5, -1.0, 2.0]), fw.to_tensor(1.0)).tolist()
-        [64, -127, 127]
+        >>> quantize_linear(fw.to_tensor([0.5, -1.0, 2.0, -2.0]), fw.to_tensor(1.0)).tolist()
+        [64, -127, 127, -128]
     """
     x, scale = _check("quantize_linear", x, scale, bit_length, quant_axis)
     return call(OPS["quantize_linear"], [x, scale], {"bit_length": bit_length, "quant_axis": quant_axis})
