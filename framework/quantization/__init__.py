@@ -23,10 +23,12 @@ from . import observers, quanters
 from .base import BaseObserver, BaseQuanter, ObserverFactory, QuanterFactory
 from .config import QuantConfig, SingleLayerConfig
 from .layers import QuantedLinear, QuantizedLinear
+from .program import QUANT_FUSION, quantize_program
 from .quantize import PTQ, QAT, Quantization, weight_only_quantize
 
 __all__ = [
     "PTQ",
+    "QUANT_FUSION",
     "QAT",
     "BaseObserver",
     "BaseQuanter",
@@ -42,5 +44,6 @@ __all__ = [
     "observers",
     "quanters",
     "quantize_linear",
+    "quantize_program",
     "weight_only_quantize",
 ]

@@ -1,0 +1,99 @@
+"""Quantised models on the program path: ``fw.jit.save`` of weight-only and PTQ models, the
+Predictor running them (against the eager model), the DRR rules that turn a traced int8
+dequantisation + matmul back into ``weight_only_linear``, and :func:`quantize_program` on a
+saved float program (against eager weight-only quantisation of the same weights)."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import framework as fw
+from framework.ir import passes
+from framework.jit.io import read_program, write_program
+from framework.quantization import PTQ, QuantConfig, quantize_program, weight_only_quantize
+from framework.quantization.observers import AbsmaxObserver
+from framework.static import InputSpec
+from framework.testing import kernels_removed
+
+
+def _mlp() -> fw.nn.Layer:
+    fw.seed(0)
+    return fw.nn.Sequential(fw.nn.Linear(64, 32), fw.nn.ReLU(), fw.nn.Linear(32, 8, bias_attr=False))
+
+
+def _ops(path: str) -> list[str]:
+    return [op.name for op in read_program(path)[0].walk()]
+
+
+def _predict(path: str, x: np.ndarray) -> np.ndarray:
+    pred = fw.inference.create_predictor(fw.inference.Config(path))
+    return pred.run([x])[0].numpy()
+
+
+@pytest.mark.parametrize("wdt,group", [("int8", -1), ("int4", 32)])
+def test_saved_weight_only_model_runs_in_the_predictor(tmp_path, wdt, group):
+    model = weight_only_quantize(_mlp(), wdt, group_size=group)
+    x = np.random.default_rng(0).standard_normal((3, 64)).astype(np.float32)
+    path = str(tmp_path / "m")
+    fw.jit.save(model, path, input_spec=[InputSpec([None, 64])])
+    ops = _ops(path)
+    assert (
+        ops.count("op.weight_only_linear") == 2 and "op.matmul" not in ops
+    )  # the cpu kernel: one op a layer
+    np.testing.assert_allclose(_predict(path, x), model(fw.to_tensor(x)).numpy(), rtol=1e-5, atol=1e-6)
+    params = read_program(path)[1]
+    assert params["0.weight"].dtype == np.int8
+
+
+def test_drr_rules_fuse_a_traced_int8_dequantisation(tmp_path):
+    model = weight_only_quantize(_mlp(), "int8")
+    grouped = weight_only_quantize(_mlp(), "int8", group_size=16)
+    x = np.random.default_rng(1).standard_normal((2, 64)).astype(np.float32)
+    for m in (model, grouped):
+        src, dst = str(tmp_path / "traced"), str(tmp_path / "fused")
+        with kernels_removed("weight_only_linear"):  # traced where no plugin has the kernel
+            fw.jit.save(m, src, input_spec=[InputSpec([None, 64])])
+        assert "op.weight_only_linear" not in _ops(src) and "op.cast" in _ops(src)
+        prog, params, consts, structure, names = read_program(src)
+        stats = passes.run_pipeline(prog, ["fuse", "dce"], consts, "cpu")
+        assert stats[0].rewritten == 2
+        assert [op.name for op in prog.walk()].count("op.weight_only_linear") == 2
+        assert "op.cast" not in [op.name for op in prog.walk()]
+        write_program(dst, prog, params, consts, structure, names)
+        np.testing.assert_allclose(_predict(dst, x), m(fw.to_tensor(x)).numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("wdt,group", [("int8", -1), ("int4", 16)])
+def test_quantize_program_matches_eager_weight_only_quantisation(tmp_path, wdt, group):
+    model = _mlp()
+    src, dst = str(tmp_path / "fp32"), str(tmp_path / "q")
+    fw.jit.save(model, src, input_spec=[InputSpec([None, 64])])
+    info = quantize_program(src, dst, wdt, group_size=group)
+    assert sorted(info["quantized"]) == ["0.weight", "2.weight"]
+    assert info["bytes_after"] < 0.5 * info["bytes_before"]  # small layers: the file's header counts
+    params = read_program(dst)[1]
+    assert "0.weight" not in params and params["0.weight.qweight"].dtype == np.int8
+    assert params["0.weight.qweight"].numpy().nbytes == 64 * 32 // (1 if wdt == "int8" else 2)
+    x = np.random.default_rng(2).standard_normal((4, 64)).astype(np.float32)
+    eager = weight_only_quantize(model, wdt, group_size=group)(fw.to_tensor(x)).numpy()
+    np.testing.assert_allclose(_predict(dst, x), eager, rtol=1e-5, atol=1e-6)
+    with pytest.raises(Exception, match=r"\[quantize_program\] weight_dtype"):
+        quantize_program(src, dst, "int2")
+
+
+def test_ptq_model_saves_and_serves(tmp_path):
+    model = _mlp()
+    ptq = PTQ(QuantConfig(activation=AbsmaxObserver(), weight=AbsmaxObserver(quant_axis=1)))
+    observed = ptq.quantize(model)
+    rng = np.random.default_rng(3)
+    observed(fw.to_tensor(rng.standard_normal((16, 64)).astype(np.float32)))
+    int8 = ptq.convert(observed)
+    path = str(tmp_path / "ptq")
+    fw.jit.save(int8, path, input_spec=[InputSpec([None, 64])])
+    assert read_program(path)[1]["0.weight"].dtype == np.int8
+    assert os.path.getsize(path + ".safetensors") < 0.5 * 4 * (64 * 32 + 32 * 8)
+    x = rng.standard_normal((5, 64)).astype(np.float32)
+    np.testing.assert_allclose(_predict(path, x), int8(fw.to_tensor(x)).numpy(), rtol=1e-5, atol=1e-6)
