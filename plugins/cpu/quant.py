@@ -63,4 +63,8 @@ def _kernel(ctx: Any, outs: list, ins: list, weight_dtype: str, group_size: int)
 
 def register_quant(registry: Any) -> None:
     """Register the fused ``weight_only_linear`` kernel (float32, float64 activations)."""
-    registry.add_kernel("weight_only_linear", "cpu", ("float32", "float64"), _kernel)
+    from .kernels import (
+        _on_stream,
+    )  # NOTE: in stream order with the other kernels (a replayed step runs on one)
+
+    registry.add_kernel("weight_only_linear", "cpu", ("float32", "float64"), _on_stream(_kernel))
