@@ -102,13 +102,50 @@ def file_bytes(path: str) -> int:
     return os.path.getsize(path + ".safetensors")
 
 
+def gemv(size: int, repeat: int) -> dict[str, float]:
+    """Microseconds of one batch-1 product ``[1, size] @ [size, size]`` in eager mode: float32
+    ``F.linear`` against ``weight_only_linear`` with int8 and int4 (group 64) weights (the
+    cpu plugin's fused kernel), medians of ``repeat`` rounds taken in turns."""
+    from framework.nn.quant import weight_only_linear, weight_quantize
+
+    fw.seed(0)
+    w = fw.randn([size, size]) * 0.02
+    x = fw.randn([1, size])
+    q8, s8 = weight_quantize(w, "weight_only_int8")
+    q4, s4 = weight_quantize(w, "weight_only_int4", group_size=64)
+    runs = {
+        "float32": lambda: F.linear(x, w),
+        "int8": lambda: weight_only_linear(x, q8, weight_scale=s8),
+        "int4 g64": lambda: weight_only_linear(x, q4, weight_scale=s4, weight_dtype="int4", group_size=64),
+    }
+    times: dict[str, list[float]] = {k: [] for k in runs}
+    with fw.no_grad():
+        for f in runs.values():
+            f().numpy()
+        for _ in range(repeat):
+            for k, f in runs.items():
+                t = time.perf_counter()
+                for _ in range(20):
+                    y = f()
+                y.numpy()
+                times[k].append((time.perf_counter() - t) / 20 * 1e6)
+    return {k: float(np.median(v)) for k, v in times.items()}
+
+
 def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--steps", type=int, default=200)
     p.add_argument("--tokens", type=int, default=48)
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--gemv", type=int, default=2048, help="size of the batch-1 product timed alone (0: none)")
     args = p.parse_args(argv)
+    if args.gemv:
+        us = gemv(args.gemv, args.repeat)
+        print(
+            f"batch-1 product [1, {args.gemv}] @ [{args.gemv}, {args.gemv}] (us, medians): "
+            + ", ".join(f"{k} {v:.0f} ({us['float32'] / v:.2f}x)" for k, v in us.items())
+        )
 
     t0 = time.perf_counter()
     model, held, vocab = train(args.steps, args.seed)
