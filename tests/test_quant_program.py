@@ -125,3 +125,18 @@ def test_quantised_kv_decoder_serves_repeated_steps_like_eager(tmp_path):
         got = pred.run(ins)
         for g, w in zip(got, want):
             np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.filterwarnings("ignore::Warning")
+def test_saved_quantised_program_runs_on_every_device(tmp_path, device):
+    """A program saved on cpu (the fused op) served on each device: where the plugin has no
+    ``weight_only_linear`` kernel the executor runs its decomposition (an int8 cast a plugin
+    lacks falls back to the cpu plugin)."""
+    model = weight_only_quantize(_mlp(), "int4", group_size=16)
+    path = str(tmp_path / "m")
+    fw.jit.save(model, path, input_spec=[InputSpec([None, 64])])
+    x = np.random.default_rng(7).standard_normal((2, 64)).astype(np.float32)
+    config = fw.inference.Config(path)
+    config.set_device(device)
+    got = fw.inference.create_predictor(config).run([x])[0].numpy()
+    np.testing.assert_allclose(got, model(fw.to_tensor(x)).numpy(), rtol=1e-5, atol=1e-5)
