@@ -7,14 +7,19 @@ groups); int4 weights are unpacked with two shifts (low nibble: ``(b << 4) >> 4`
 ``b >> 4``, both arithmetic on int8). numpy converts the int8 weight to the product's float
 type on the way into BLAS, so this saves the passes of the decomposition (cast, transpose,
 scale multiply: three temporaries of the float weight) and, in a program, four ops per layer,
-not the conversion itself: an int8 product primitive would.
+not the conversion itself. At batch sizes up to :data:`C_ROWS` (decoding) the product runs
+in ``quant.c`` instead, reading one byte (int8) or half a byte (int4) per weight: the int8
+product a memory-bound step needs, here as this plugin's own fused kernel.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from .compiler import pointer
 
 
 def unpack_int4(packed: np.ndarray) -> np.ndarray:
@@ -55,10 +60,47 @@ def weight_only_linear_numpy(
     return y.reshape(x.shape[:-1] + (n,))
 
 
+#: the most rows of ``x`` the C kernel takes (decoding); more go to BLAS through numpy
+C_ROWS = 8
+_SOURCE = Path(__file__).with_name("quant.c")
+
+
+def _c_program() -> Any:
+    from .compiler import find_cc, own_program
+
+    return own_program(_SOURCE, "wol_f32", (), "weight-only product") if find_cc() is not None else None
+
+
+def _c_product(
+    x: np.ndarray, q: np.ndarray, scale: np.ndarray, bias: Any, out: np.ndarray, int4: bool, group: int
+) -> bool:
+    """The C kernel on float32 contiguous operands of at most :data:`C_ROWS` rows; False: not taken."""
+    k = x.shape[-1]
+    m = x.size // k if k else 0
+    if (
+        x.dtype != np.float32
+        or m > C_ROWS
+        or m == 0
+        or not all(a.flags.c_contiguous for a in (x, q, scale, out))
+    ):
+        return False
+    prog = _c_program()
+    if prog is None:
+        return False
+    ffi = prog.ffi
+    b = ffi.NULL if bias is None else pointer(ffi, np.ascontiguousarray(bias, np.float32))
+    n = out.shape[-1]
+    prog.fn(
+        pointer(ffi, x), pointer(ffi, q), pointer(ffi, scale), b, pointer(ffi, out), m, n, k, group, int(int4)
+    )
+    return True
+
+
 def _kernel(ctx: Any, outs: list, ins: list, weight_dtype: str, group_size: int) -> None:
     x, q, scale = ins[:3]
     bias = ins[3] if len(ins) > 3 else None
-    np.copyto(outs[0], weight_only_linear_numpy(x, q, scale, bias, weight_dtype, group_size))
+    if not _c_product(x, q, scale, bias, outs[0], weight_dtype == "int4", group_size):
+        np.copyto(outs[0], weight_only_linear_numpy(x, q, scale, bias, weight_dtype, group_size))
 
 
 def register_quant(registry: Any) -> None:
