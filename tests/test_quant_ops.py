@@ -173,3 +173,19 @@ def test_fake_quantize_dequantize_matches_paddle_and_passes_the_gradient_straigh
     g = rng.standard_normal(x.shape).astype(np.float32)
     (y * fw.to_tensor(g)).sum().backward()
     np.testing.assert_array_equal(t.grad.numpy(), g)  # straight through, clipped values included
+
+
+@pytest.mark.parametrize("wdt,group", [("int8", -1), ("int4", 96)])
+def test_large_weight_batch_one_products_match_the_decomposition(wdt, group):
+    """A weight past the cpu plugin's size threshold at 1-3 rows runs its C product (the
+    decoding path): against the decomposition (the kernel removed)."""
+    rng = np.random.default_rng(8)
+    w = fw.to_tensor(rng.standard_normal((512, 256)).astype(np.float32))
+    q, s = weight_quantize(w, "weight_only_" + wdt, group_size=group)
+    b = fw.to_tensor(rng.standard_normal(256).astype(np.float32))
+    for rows in (1, 3):
+        x = fw.to_tensor(rng.standard_normal((rows, 512)).astype(np.float32))
+        got = weight_only_linear(x, q, b, s, wdt, group_size=group).numpy()
+        with kernels_removed("weight_only_linear"):
+            want = weight_only_linear(x, q, b, s, wdt, group_size=group).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

@@ -1,9 +1,10 @@
 /* Batch-small weight-only products for the CPU plugin (plugins/cpu/quant.py builds it):
  * out[i, j] = sum_g scale[g, j] * sum_{t in group g} x[i, t] * q_j[t]  (+ bias[j]),
  * reading each weight as one byte (int8) or half a byte (int4) instead of four: what a
- * memory-bound decoding step at batch 1 needs. q is [n, k] int8, or [n / 2, k] with channel
+ * memory-bound decoding step at batch 1 needs. One thread (an OpenMP team cost ~50 us a call
+ * on the loaded 2-core VM, more than a tiny Llama layer takes). q is [n, k] int8, or [n / 2, k] with channel
  * 2r in the low nibble of row r and 2r + 1 in the high one (two's complement); scale is [n]
- * (group <= 0) or [ceil(k / group), n]. Output channels are shared out over OpenMP threads.
+ * (group <= 0) or [ceil(k / group), n].
  */
 #include <stdint.h>
 
@@ -32,7 +33,7 @@ void wol_f32(const float *x, const int8_t *q, const float *scale, const float *b
     const int64_t gs = group > 0 ? group : k;
     const int64_t ng = (k + gs - 1) / gs;
     const int64_t rows = int4 ? n / 2 : n;
-#pragma omp parallel for schedule(static) if (rows * k > (1 << 22))
+
     for (int64_t r = 0; r < rows; r++) {
         const int8_t *row = q + r * k;
         for (int64_t i = 0; i < m; i++) {

@@ -7,13 +7,15 @@ groups); int4 weights are unpacked with two shifts (low nibble: ``(b << 4) >> 4`
 ``b >> 4``, both arithmetic on int8). numpy converts the int8 weight to the product's float
 type on the way into BLAS, so this saves the passes of the decomposition (cast, transpose,
 scale multiply: three temporaries of the float weight) and, in a program, four ops per layer,
-not the conversion itself. At batch sizes up to :data:`C_ROWS` (decoding) the product runs
+not the conversion itself. At batch sizes up to :data:`C_ROWS` (decoding), for weights of at least
+:data:`C_MIN_WEIGHT` bytes, the product runs
 in ``quant.c`` instead, reading one byte (int8) or half a byte (int4) per weight: the int8
 product a memory-bound step needs, here as this plugin's own fused kernel.
 """
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -62,9 +64,13 @@ def weight_only_linear_numpy(
 
 #: the most rows of ``x`` the C kernel takes (decoding); more go to BLAS through numpy
 C_ROWS = 8
+#: the fewest weights (bytes of int8) worth the C call: a call costs ~15 us more than numpy's
+#: (cffi, four pointers), which a small layer (the tiny Llama's 64 x 192) does not win back
+C_MIN_WEIGHT = 1 << 16
 _SOURCE = Path(__file__).with_name("quant.c")
 
 
+@functools.cache
 def _c_program() -> Any:
     from .compiler import find_cc, own_program
 
