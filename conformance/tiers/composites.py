@@ -43,6 +43,9 @@ class CompositeInfo:
     op: str = ""  #: the registered composite the entry exercises (default: ``name``)
     #: gradient samples when ``inputs`` sit on kinks or hold NaN/inf (default: ``inputs``)
     grad_inputs: Callable[[np.random.Generator], list[np.ndarray]] | None = None
+    #: (primitive, dtype) kernels the entry needs natively (integer data: int8 casts): a
+    #: plugin without one is "not supported" for the entry, not a CPU fallback
+    needs: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         self.op = self.op or self.name
@@ -101,6 +104,17 @@ def _db() -> list[CompositeInfo]:
     )
 
 
+def unsupported(info: CompositeInfo, target: Target) -> str:
+    """Why ``target`` cannot run ``info`` natively ("" when it can)."""
+    for op, dt in info.needs:
+        if not target.registers(op, dt):
+            return f"the '{target.plugin}' plugin registers no {op} kernel for {dt} ({info.name} needs it)"
+    return ""
+
+
+_INT8 = (("cast", "int8"),)
+
+
 def _db_quant(fw: Any) -> list[CompositeInfo]:
     from framework.nn import quant as Q
     from framework.quantization import dequantize_linear, fake_quantize_dequantize, quantize_linear
@@ -112,6 +126,7 @@ def _db_quant(fw: Any) -> list[CompositeInfo]:
             lambda w: Q.weight_quantize(w)[0],
             R.weight_quantize_int8,
             lambda r: [_u(r, 16, 6)],
+            needs=(*_INT8, ("permute", "int8")),
         ),
         CompositeInfo(
             "weight_dequantize",
@@ -119,6 +134,7 @@ def _db_quant(fw: Any) -> list[CompositeInfo]:
             R.weight_dequantize_int8,
             lambda r: [levels(r), r.uniform(0.01, 0.1, 6)],
             (1,),
+            needs=_INT8,
         ),
         CompositeInfo(
             "weight_only_linear",
@@ -126,12 +142,14 @@ def _db_quant(fw: Any) -> list[CompositeInfo]:
             lambda x, q, s: x @ R.weight_dequantize_int8(q, s),
             lambda r: [_u(r, 3, 16), levels(r), r.uniform(0.01, 0.1, 6)],
             (0, 2),
+            needs=_INT8,
         ),
         CompositeInfo(
             "quantize_linear",
             lambda x, s: quantize_linear(x, s),
             R.quantize_linear,
             lambda r: [_u(r, 4, 5), np.array(1.5)],
+            needs=_INT8,
         ),
         CompositeInfo(
             "dequantize_linear",
@@ -139,6 +157,7 @@ def _db_quant(fw: Any) -> list[CompositeInfo]:
             lambda q, s: q * s / 127,
             lambda r: [levels(r), np.array(0.7)],
             (1,),
+            needs=_INT8,
         ),
         CompositeInfo(
             "fake_quantize_dequantize",
@@ -1045,6 +1064,19 @@ def cases(target: Target) -> list[Case]:
     out = []
     f64 = target.registers("matmul", "float64") and target.registers("exp", "float64")
     for info in _db():
+        why = unsupported(info, target)
+        if why:
+            out.append(
+                Case(
+                    f"composites/{info.name}",
+                    "composites",
+                    None,
+                    op=info.name,
+                    preset="not_supported",
+                    reason=why,
+                )
+            )
+            continue
         for dt in ("float32", "float64"):
             out.append(
                 Case(
