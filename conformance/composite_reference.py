@@ -515,3 +515,24 @@ def cross_entropy(
 
 def bce_logits(z: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.asarray(np.mean(np.maximum(z, 0) - z * y + np.log1p(np.exp(-np.abs(z)))))
+
+
+# -- quantisation (framework.nn.quant, framework.quantization) ---------------------------------
+def round_half_away(v: np.ndarray) -> np.ndarray:
+    return np.sign(v) * np.floor(np.abs(v) + 0.5)
+
+
+def weight_quantize_int8(w: np.ndarray) -> np.ndarray:
+    """Per-channel int8 levels ``[n, k]`` of a ``[k, n]`` weight."""
+    s = np.abs(w).max(0) / 127
+    return np.clip(round_half_away(w / np.where(s == 0, 1, s)), -127, 127).T
+
+
+def weight_dequantize_int8(q: np.ndarray, s: np.ndarray) -> np.ndarray:
+    return q.T.astype(np.float64) * s
+
+
+def quantize_linear(x: np.ndarray, s: np.ndarray, bits: int = 8, low: int = 1) -> np.ndarray:
+    """Paddle's quantize_linear (``low=1``: down to -qmax - 1); ``low=0``: symmetric."""
+    n = 2 ** (bits - 1) - 1
+    return np.clip(round_half_away(x / s * n), -n - low, n)

@@ -3,6 +3,7 @@ from it through the Predictor; eager generation without a cache runs beside it.
 
     python examples/generate_tiny_llama.py --device cpu
     python examples/generate_tiny_llama.py --device opencl --steps 100 --static --greedy
+    python examples/generate_tiny_llama.py --quant int8      # or int4 (group-wise scales, --group-size)
 
 The model trains ``--steps`` steps on cpu (``--static``: under ``fw.jit.to_static``), then
 ``fw.jit.save`` writes ``conformance.models.LlamaKVDecoder`` (one token in, next-token logits
@@ -13,7 +14,10 @@ by the eager model re-reading the whole sequence for every token (no cache). Bot
 with the same seed from their logits, so the two texts agree; the last line gives tokens/s
 of each and the speed-up: medians of ``--repeat`` runs taken in turns, after a first run of
 each (it builds kernels; eager mode builds generated kernels for every sequence length it
-meets).
+meets). ``--quant int8|int4`` quantises the trained model's linear layers weight-only
+(``fw.quantization.weight_only_quantize``) before it is saved: the program then holds int8
+(or packed int4) weights and ``weight_only_linear`` ops, and the line after saving gives
+the weights file's size.
 """
 
 from __future__ import annotations
@@ -108,6 +112,15 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--repeat", type=int, default=3, help="timed runs of each (medians are reported)")
     p.add_argument("--save", default=None, help="where to save the program (default: a temporary folder)")
+    p.add_argument(
+        "--quant",
+        choices=("none", "int8", "int4"),
+        default="none",
+        help="weight-only quantisation before saving",
+    )
+    p.add_argument(
+        "--group-size", type=int, default=64, help="input rows per int4 scale (-1: one per channel)"
+    )
     args = p.parse_args(argv)
     temperature = 0.0 if args.greedy else args.temperature
 
@@ -123,6 +136,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     if isinstance(model.forward, fw.jit.StaticFunction):
         model.forward = model.forward._fn  # eager generation reads the model as written
     model.eval()
+    if args.quant != "none":
+        group = args.group_size if args.quant == "int4" else -1
+        model = fw.quantization.weight_only_quantize(model, args.quant, group_size=group)
     vocab = task.info["vocab"]
     lookup = {c: i for i, c in enumerate(vocab)}
     prompt = [lookup[c] for c in args.prompt if c in lookup]
@@ -134,6 +150,10 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         path = args.save or os.path.join(tmp, "tiny_llama_decode")
         save_decoder(model, path)
+        print(
+            f"saved ({args.quant if args.quant != 'none' else 'float32'} weights): "
+            f"{os.path.getsize(path + '.safetensors')} bytes"
+        )
         config = fw.inference.Config(path)
         config.set_device(args.device)
         predictor = fw.inference.create_predictor(config)

@@ -363,6 +363,7 @@ from . import (  # layers, functional, initializers, optimizers; collectives
     optim,
     optimizer,
     profiler,
+    quantization,
     regularizer,
     static,
     tensor,

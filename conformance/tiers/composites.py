@@ -26,6 +26,14 @@ from ..checks import CheckFailure, assert_close, finite_difference, put
 from .composite_db import CompositeInfo, entries
 
 
+def unsupported(info: CompositeInfo, target: Target) -> str:
+    """Why ``target`` cannot run ``info`` natively ("" when it can)."""
+    for op, dt in info.needs:
+        if not target.registers(op, dt):
+            return f"the '{target.plugin}' plugin registers no {op} kernel for {dt} ({info.name} needs it)"
+    return ""
+
+
 def listed_ops() -> set[str]:
     """The registered composites (and other ops) the entries of this tier exercise."""
     return {info.op for info in entries()}
@@ -111,6 +119,19 @@ def cases(target: Target) -> list[Case]:
     out = []
     f64 = target.registers("matmul", "float64") and target.registers("exp", "float64")
     for info in entries():
+        why = unsupported(info, target)
+        if why:
+            out.append(
+                Case(
+                    f"composites/{info.name}",
+                    "composites",
+                    None,
+                    op=info.name,
+                    preset="not_supported",
+                    reason=why,
+                )
+            )
+            continue
         for dt in ("float32", "float64"):
             out.append(
                 Case(

@@ -189,7 +189,20 @@ def cases(target: Target) -> list[Case]:
                     )
                 )
     f64 = target.registers("matmul", "float64") and target.registers("exp", "float64")
-    for cinfo in C._db():
+    for cinfo in C.entries():
+        why = C.unsupported(cinfo, target)
+        if why:
+            out.append(
+                Case(
+                    f"static/composite/{cinfo.name}",
+                    "static",
+                    None,
+                    op=cinfo.name,
+                    preset="not_supported",
+                    reason=why,
+                )
+            )
+            continue
         for dt in ("float32", "float64") if f64 else ("float32",):
             out.append(
                 Case(

@@ -85,10 +85,23 @@ def save(
     names = [s.name if s.name and s.name.isidentifier() else f"x{k}" for k, s in enumerate(spec)]
     if len(set(names)) != len(names):
         raise ValueError(f"[jit.save] the input names {names} repeat; give each InputSpec its own name=")
-    body = f"{_INPUTS}{' '.join(names)}\n{print_program(cp.program)}"
+    write_program(path, cp.program, dict(cp.params), dict(cp.constants), cp.structure, names)
+
+
+def write_program(
+    path: str,
+    program: Program,
+    params: dict[str, Tensor],
+    constants: dict[str, Tensor],
+    structure: str,
+    input_names: list[str],
+) -> None:
+    """Write ``path.oarlock`` and ``path.safetensors`` for a program and its weights (what
+    :func:`save` writes after tracing; a pass over a saved program writes its result so)."""
+    body = f"{_INPUTS}{' '.join(input_names)}\n{print_program(program)}"
     digest = hashlib.sha256(body.encode()).hexdigest()
-    text = f"{_MAGIC}{FORMAT_VERSION}\n// sha256 {digest}\n// returns {cp.structure}\n{body}"
-    _save_weights({"params": dict(cp.params), "constants": dict(cp.constants)}, path + WEIGHTS_SUFFIX)
+    text = f"{_MAGIC}{FORMAT_VERSION}\n// sha256 {digest}\n// returns {structure}\n{body}"
+    _save_weights({"params": dict(params), "constants": dict(constants)}, path + WEIGHTS_SUFFIX)
     tmp = path + PROGRAM_SUFFIX + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(text)
@@ -232,3 +245,13 @@ def load(path: str | os.PathLike[str], device: Any = None, **configs: Any) -> La
             f"[jit.load] the weights of '{path}' lack parameters {sorted(missing)[:5]} the program reads"
         )
     return TranslatedLayer(prog, dict(weights["params"]), dict(weights["constants"]), structure, input_names)
+
+
+def read_program(
+    path: str | os.PathLike[str], device: Any = "cpu"
+) -> tuple[Program, dict[str, Tensor], dict[str, Tensor], str, list[str]]:
+    """What :func:`write_program` wrote, checked as :func:`load` checks it: the program, its
+    parameters and named constants (on ``device``), what it returns and its input names."""
+    layer = load(path, device)
+    params = {n: getattr(layer, k) for n, k in layer._param_names.items()}
+    return layer.program, params, dict(layer._constants), layer._structure, list(layer.input_names)

@@ -10,7 +10,7 @@
 # ruff: noqa: F401  (re-exports)
 from __future__ import annotations
 
-from . import functional, initializer, utils
+from . import functional, initializer, quant, utils
 from .activation import (
     CELU,
     ELU,

@@ -19,6 +19,9 @@ def oarlock_register(registry):  # type: ignore[no-untyped-def]
 
     registry.add_runtime("cpu", CPURuntime)
     register_kernels(registry)
+    from .quant import register_quant
+
+    register_quant(registry)
     try:
         from .compiler import find_cc, register_compiler
     except ImportError:

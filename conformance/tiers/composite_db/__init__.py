@@ -23,6 +23,9 @@ class CompositeInfo:
     op: str = ""  #: the registered composite the entry exercises (default: ``name``)
     #: gradient samples when ``inputs`` sit on kinks or hold NaN/inf (default: ``inputs``)
     grad_inputs: Callable[[np.random.Generator], list[np.ndarray]] | None = None
+    #: (primitive, dtype) kernels the entry needs natively (integer data: int8 casts): a
+    #: plugin without one is "not supported" for the entry, not a CPU fallback
+    needs: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         self.op = self.op or self.name
@@ -73,6 +76,7 @@ def entries() -> list[CompositeInfo]:
     from .core import core_entries
     from .layers import linear_algebra_entries, norm_entries, spatial_entries
     from .pointwise import activation_entries, special_entries
+    from .quant import quant_entries
 
     cos_sin = lambda: np.random.default_rng(7).uniform(-1, 1, (2, 5, 6, 4))  # noqa: E731
     return (
@@ -82,4 +86,5 @@ def entries() -> list[CompositeInfo]:
         + linear_algebra_entries(fw)
         + norm_entries(F)
         + spatial_entries(F)
+        + quant_entries()
     )

@@ -1,0 +1,316 @@
+"""Weight-only quantisation (after ``paddle.nn.quant``): ``weight_quantize``,
+``weight_dequantize`` and ``weight_only_linear``, each a composite defined by its
+decomposition into primitives, so every plugin runs them; a plugin with an integer product
+may register a fused ``weight_only_linear`` kernel (the IR's quantisation rules then turn
+"dequantise, then matmul" back into that one op).
+
+The layout is Paddle's logical one: a weight ``x`` of shape ``[k, n]`` (``in_features,
+out_features``, as ``F.linear`` reads it) becomes ``q`` of shape ``[n, k]`` int8 (transposed:
+one row per output channel) and a scale of ``x``'s dtype, ``[n]`` per channel or
+``[ceil(k / group_size), n]`` per group of ``group_size`` input rows. ``weight_only_int4``
+packs two channels in one byte: row ``j`` of ``q`` (``[n / 2, k]``) holds channel ``2j`` in
+its low nibble and ``2j + 1`` in its high one, both two's complement in ``[-7, 7]``. Values
+are ``round(x / scale)`` (halves away from zero, as Paddle's kernel) clipped to ``[-127,
+127]`` (int8) or ``[-7, 7]`` (int4), ``scale = abs-max / 127`` (or ``/ 7``). Paddle's own CPU
+kernel writes the same scales but permutes and biases the integers for its GPU kernels
+(``arch``); that interleaved layout is not reproduced here.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from adapter_api import OpArgumentError
+
+from ... import dtypes as _dt
+from ...tensor import Tensor
+from .. import math as M
+from ..base import OPS, call, composite
+from ..creation import zeros
+from ..shape import concat, stack
+from ._common import tensor_arg
+
+#: algo -> (bits name, largest quantised magnitude)
+ALGOS = {"weight_only_int8": ("int8", 127), "weight_only_int4": ("int4", 7)}
+_WEIGHT_DTYPES = {"int8": "weight_only_int8", "int4": "weight_only_int4"}
+_QUANT_NO_GRAD = "its outputs are integers and a rounded scale: nothing to differentiate"
+
+
+def _check_group(name: str, group_size: Any) -> int:
+    if (
+        isinstance(group_size, bool)
+        or not isinstance(group_size, int)
+        or not (group_size == -1 or group_size > 0)
+    ):
+        raise OpArgumentError(
+            f"[{name}] group_size must be -1 (per channel) or a positive int, got {group_size!r}"
+        )
+    return group_size
+
+
+def _algo(name: str, algo: Any) -> tuple[str, int]:
+    if algo not in ALGOS:
+        raise OpArgumentError(f"[{name}] algo must be one of {sorted(ALGOS)}, got {algo!r}")
+    return ALGOS[algo]
+
+
+def _groups(k: int, group_size: int) -> int:
+    return 1 if group_size == -1 else math.ceil(k / group_size)
+
+
+# -- packing ------------------------------------------------------------------------------------
+def pack_int4(q: Tensor) -> Tensor:
+    """``[n, k]`` integers in ``[-8, 7]`` -> ``[n / 2, k]`` int8, channel ``2j`` in the low
+    nibble of row ``j`` and ``2j + 1`` in the high one."""
+    n, k = q.shape
+    pairs = M.cast(q, "int32").reshape((n // 2, 2, k))
+    lo, hi = pairs[:, 0, :], pairs[:, 1, :]
+    return M.cast(M.remainder(lo, 16) + hi * 16, "int8")
+
+
+def unpack_int4(packed: Tensor) -> Tensor:
+    """The inverse of :func:`pack_int4`: ``[n / 2, k]`` int8 -> ``[n, k]`` int32 in ``[-8, 7]``."""
+    h, k = packed.shape
+    b = M.cast(packed, "int32")
+    hi = M.floor_divide(b, 16)  # the high nibble, sign-extended (floor division is an arithmetic shift)
+    lo = b - hi * 16  # 0..15
+    lo = M.where(lo >= 8, lo - 16, lo)
+    return stack([lo, hi], axis=1).reshape((2 * h, k))
+
+
+# -- weight_quantize ----------------------------------------------------------------------------
+def _quantize_infer(ins: list[Tensor], attrs: dict[str, Any]) -> list:
+    k, n = ins[0].shape
+    bits, _ = ALGOS[attrs["algo"]]
+    g = attrs["group_size"]
+    rows = n // 2 if bits == "int4" else n
+    scale_shape = (n,) if g == -1 else (_groups(k, g), n)
+    return [((rows, k), np.dtype("int8")), (scale_shape, ins[0].dtype)]
+
+
+@composite("weight_quantize", infer=_quantize_infer, no_sharding="quantises a whole weight once, replicated")
+def weight_quantize_decomposition(x: Tensor, algo: str = "weight_only_int8", group_size: int = -1) -> tuple:
+    """Abs-max scales per output channel (or per group of input rows), then
+    ``clip(round(x / scale))`` as int8, transposed to ``[n, k]`` (int4: two channels a byte)."""
+    bits, qmax = ALGOS[algo]
+    k, n = x.shape
+    if group_size == -1:
+        scale = M.max(M.abs(x), axis=0) / qmax  # [n]
+        spread = scale.reshape((1, n))
+    else:
+        g = _groups(k, group_size)
+        padded = _pad_rows(x, g * group_size)
+        scale = M.max(M.abs(padded.reshape((g, group_size, n))), axis=1) / qmax  # [g, n]
+        spread = _spread_groups(scale, group_size, k)
+    safe = M.where(spread == 0, M.ones_like(spread), spread)
+    q = M.clip(M.round(x / safe), -qmax, qmax)
+    q = M.cast(q, "int8").transpose((1, 0))  # [n, k]
+    return (pack_int4(q) if bits == "int4" else q), scale
+
+
+OPS["weight_quantize"].no_grad = _QUANT_NO_GRAD
+
+
+def _pad_rows(x: Tensor, rows: int) -> Tensor:
+    if rows == x.shape[0]:
+        return x
+    return concat([x, zeros([rows - x.shape[0], x.shape[1]], x.dtype, x.device)], axis=0)
+
+
+def _spread_groups(scale: Tensor, group_size: int, k: int) -> Tensor:
+    """``[g, n]`` group scales -> ``[k, n]``: row ``i`` of the weight reads group ``i // group_size``."""
+    g, n = scale.shape
+    rows = scale.reshape((g, 1, n)).expand((g, group_size, n)).reshape((g * group_size, n))
+    return rows if g * group_size == k else rows[:k]
+
+
+# -- weight_dequantize --------------------------------------------------------------------------
+def _dequantize_infer(ins: list[Tensor], attrs: dict[str, Any]) -> list:
+    q, scale = ins
+    bits, _ = ALGOS[attrs["algo"]]
+    n = q.shape[0] * (2 if bits == "int4" else 1)
+    return [((q.shape[1], n), scale.dtype)]
+
+
+@composite(
+    "weight_dequantize", infer=_dequantize_infer, no_sharding="decomposes into ops that have their rules"
+)
+def weight_dequantize_decomposition(
+    weight: Tensor, scale: Tensor, algo: str = "weight_only_int8", group_size: int = -1
+) -> Tensor:
+    """Unpack (int4), cast to the scale's dtype, transpose to ``[k, n]`` and multiply by the scale."""
+    bits, _ = ALGOS[algo]
+    q = unpack_int4(weight) if bits == "int4" else weight
+    w = M.cast(q, scale.dtype).transpose((1, 0))  # [k, n]
+    k, n = w.shape
+    if group_size == -1:
+        return w * scale.reshape((1, n))
+    return w * _spread_groups(scale, group_size, k)
+
+
+# -- weight_only_linear -------------------------------------------------------------------------
+def _wol_infer(ins: list[Tensor], attrs: dict[str, Any]) -> list:
+    x, w = ins[0], ins[1]
+    n = w.shape[0] * (2 if attrs["weight_dtype"] == "int4" else 1)
+    return [(x.shape[:-1] + (n,), x.dtype)]
+
+
+def _wol_flops(ins: list[tuple[int, ...]], outs: list[tuple[int, ...]], attrs: dict[str, Any]) -> float:
+    return 2.0 * math.prod(outs[0]) * ins[0][-1]
+
+
+@composite(
+    "weight_only_linear",
+    infer=_wol_infer,
+    flops=_wol_flops,
+    no_sharding="decomposes into a dequantisation and a matmul, which have their rules",
+)
+def weight_only_linear_decomposition(
+    x: Tensor,
+    weight: Tensor,
+    weight_scale: Tensor,
+    bias: Tensor | None = None,
+    weight_dtype: str = "int8",
+    group_size: int = -1,
+) -> Tensor:
+    """``x @ weight_dequantize(weight, weight_scale) (+ bias)``: dequantise, then the product."""
+    attrs = {"algo": _WEIGHT_DTYPES[weight_dtype], "group_size": group_size}
+    w = call(OPS["weight_dequantize"], [weight, weight_scale], attrs)
+    if w.dtype != x.dtype:
+        w = M.cast(w, x.dtype)
+    lead = x.shape[:-1]
+    y = M.matmul(x.reshape((-1, x.shape[-1])), w)
+    if bias is not None:
+        y = y + bias
+    return y.reshape(lead + (w.shape[1],))
+
+
+# -- the user functions (re-exported by framework.nn.quant) -------------------------------------
+def weight_quantize(
+    x: Tensor, algo: str = "weight_only_int8", arch: int | None = None, group_size: int = -1
+) -> tuple[Tensor, Tensor]:
+    """Quantise a ``[in_features, out_features]`` weight to int8 or packed int4 with abs-max
+    scales per output channel (``group_size=-1``) or per group of ``group_size`` input rows
+    (Paddle's ``paddle.nn.quant.weight_quantize``; ``arch`` is accepted and ignored: the
+    layout is the plain one of the module docstring).
+
+    Args:
+        x (Tensor): float weight ``[k, n]``.
+        algo (str): ``"weight_only_int8"`` or ``"weight_only_int4"`` (``n`` even).
+        arch (int, optional): ignored (Paddle's GPU layout switch).
+        group_size (int): ``-1``, or the rows per scale group (64 and 128 in Paddle; any
+            positive size here, a last group may be shorter).
+
+    Returns:
+        tuple[Tensor, Tensor]: the int8 weight ``[n, k]`` (int4: ``[n / 2, k]``) and the scale
+        (``[n]`` or ``[groups, n]``, ``x``'s dtype).
+
+    Example:
+        >>> import framework as fw
+        >>> from framework.nn.quant import weight_quantize
+        >>> q, s = weight_quantize(fw.to_tensor([[1.0, -0.5], [0.5, 2.0]]))
+        >>> q.tolist(), s.shape
+        ([[127, 64], [-32, 127]], (2,))
+    """
+    bits, _ = _algo("weight_quantize", algo)
+    x = tensor_arg("weight_quantize", x)
+    group_size = _check_group("weight_quantize", group_size)
+    if x.ndim != 2 or not _dt.is_floating(x.dtype):
+        raise OpArgumentError(
+            f"[weight_quantize] x must be a 2-d float weight [in_features, out_features], got shape {x.shape} "
+            f"{x.dtype}"
+        )
+    if bits == "int4" and x.shape[1] % 2:
+        raise OpArgumentError(
+            f"[weight_quantize] weight_only_int4 packs two output channels a byte: out_features must be even, "
+            f"got {x.shape[1]}"
+        )
+    return call(OPS["weight_quantize"], [x], {"algo": algo, "group_size": group_size})
+
+
+def weight_dequantize(
+    x: Tensor, scale: Tensor, algo: str = "weight_only_int8", out_dtype: Any = None, group_size: int = -1
+) -> Tensor:
+    """The float weight ``[k, n]`` back from :func:`weight_quantize`'s outputs
+    (``paddle.nn.quant.weight_dequantize``).
+
+    Example:
+        >>> import framework as fw
+        >>> from framework.nn.quant import weight_dequantize, weight_quantize
+        >>> w = fw.to_tensor([[1.0, -0.5], [0.5, 2.0]])
+        >>> weight_dequantize(*weight_quantize(w)).numpy().round(2).tolist()
+        [[1.0, -0.5], [0.5, 2.0]]
+    """
+    _algo("weight_dequantize", algo)
+    group_size = _check_group("weight_dequantize", group_size)
+    _check_quantised("weight_dequantize", x, scale, algo, group_size)
+    out = call(OPS["weight_dequantize"], [x, scale], {"algo": algo, "group_size": group_size})
+    return out if out_dtype is None else M.cast(out, out_dtype)
+
+
+def _check_quantised(name: str, q: Any, scale: Any, algo: str, group_size: int) -> None:
+    q = tensor_arg(name, q, "weight")
+    scale = tensor_arg(name, scale, "weight_scale")
+    if q.ndim != 2 or q.dtype != np.int8:
+        raise OpArgumentError(
+            f"[{name}] weight must be a 2-d int8 tensor from weight_quantize, got {q.shape} {q.dtype}"
+        )
+    n = q.shape[0] * (2 if ALGOS[algo][0] == "int4" else 1)
+    want = (n,) if group_size == -1 else (_groups(q.shape[1], group_size), n)
+    if tuple(scale.shape) != want or not _dt.is_floating(scale.dtype):
+        raise OpArgumentError(
+            f"[{name}] weight_scale must be a float tensor of shape {list(want)} for a weight {list(q.shape)} "
+            f"({algo}, group_size={group_size}), got {list(scale.shape)} {scale.dtype}"
+        )
+
+
+def weight_only_linear(
+    x: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    weight_scale: Tensor | None = None,
+    weight_dtype: str = "int8",
+    arch: int | None = None,
+    group_size: int = -1,
+) -> Tensor:
+    """``x @ dequantise(weight) + bias`` with a weight from :func:`weight_quantize`
+    (``paddle.nn.quant.weight_only_linear``): differentiable in ``x`` (and ``bias``).
+
+    Args:
+        x (Tensor): ``[..., k]`` float.
+        weight (Tensor): int8 ``[n, k]`` (int4: ``[n / 2, k]``).
+        bias (Tensor, optional): ``[n]``.
+        weight_scale (Tensor): ``[n]`` or ``[groups, n]``.
+        weight_dtype (str): ``"int8"`` or ``"int4"``.
+        arch (int, optional): ignored.
+        group_size (int): as given to :func:`weight_quantize`.
+
+    Returns:
+        Tensor: ``[..., n]`` of ``x``'s dtype.
+
+    Example:
+        >>> import framework as fw
+        >>> from framework.nn.quant import weight_only_linear, weight_quantize
+        >>> q, s = weight_quantize(fw.to_tensor([[1.0, -0.5], [0.5, 2.0]]))
+        >>> weight_only_linear(fw.ones([1, 2]), q, weight_scale=s).numpy().round(2).tolist()
+        [[1.5, 1.5]]
+    """
+    name = "weight_only_linear"
+    x = tensor_arg(name, x)
+    if weight_dtype not in _WEIGHT_DTYPES:
+        raise OpArgumentError(f"[{name}] weight_dtype must be 'int8' or 'int4', got {weight_dtype!r}")
+    if weight_scale is None:
+        raise OpArgumentError(f"[{name}] weight_scale is required (the scale weight_quantize returned)")
+    group_size = _check_group(name, group_size)
+    _check_quantised(name, weight, weight_scale, _WEIGHT_DTYPES[weight_dtype], group_size)
+    if x.ndim == 0 or x.shape[-1] != weight.shape[1] or not _dt.is_floating(x.dtype):
+        raise OpArgumentError(
+            f"[{name}] x must be float with last dim in_features={weight.shape[1]}, got {x.shape} {x.dtype}"
+        )
+    ins = [x, weight, weight_scale]
+    if bias is not None:
+        ins.append(tensor_arg(name, bias, "bias"))
+    return call(OPS[name], ins, {"weight_dtype": weight_dtype, "group_size": group_size})

@@ -1,0 +1,21 @@
+"""Weight-only quantisation, spelled as ``paddle.nn.quant``: :func:`weight_quantize`,
+:func:`weight_dequantize`, :func:`weight_only_linear` (int8, and int4 packed two a byte, with
+per-channel or group-wise scales) and the :class:`WeightOnlyLinear` layer that
+``fw.quantization.weight_only_quantize`` puts in place of ``nn.Linear``.
+
+>>> import framework as fw
+>>> from framework.nn.quant import weight_only_linear, weight_quantize
+>>> w = fw.randn([64, 8])
+>>> q, s = weight_quantize(w, algo="weight_only_int4", group_size=32)
+>>> q.shape, s.shape
+((4, 64), (2, 8))
+>>> weight_only_linear(fw.ones([2, 64]), q, weight_scale=s, weight_dtype="int4", group_size=32).shape
+(2, 8)
+"""
+
+from __future__ import annotations
+
+from ..._src.ops.composites.quant import weight_dequantize, weight_only_linear, weight_quantize
+from .layers import WeightOnlyLinear
+
+__all__ = ["WeightOnlyLinear", "weight_dequantize", "weight_only_linear", "weight_quantize"]

@@ -1,0 +1,173 @@
+"""``QAT`` and ``PTQ`` (Paddle's ``paddle.quantization``): ``quantize`` puts quanters or
+observers around every ``nn.Linear`` the config covers; ``convert`` turns the result into a
+model of :class:`~framework.quantization.layers.QuantizedLinear` (int8 weights quantised once)
+that ``fw.jit.save`` writes and the Predictor serves. :func:`weight_only_quantize` is the
+weight-only path (int8 or int4 weights, float activations)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from adapter_api import OpArgumentError
+
+from ..nn.common import Linear
+from ..nn.layer import Layer
+from ..nn.quant import WeightOnlyLinear
+from .base import BaseObserver, BaseQuanter
+from .config import QuantConfig
+from .layers import QuantedLinear, QuantizedLinear
+
+
+def _replace(model: Layer, make: Any, prefix: str = "") -> int:
+    """Replace each sublayer ``make(layer, full_name)`` answers with a layer for; returns the count."""
+    count = 0
+    for name, child in list(model.named_children()):
+        full = f"{prefix}.{name}" if prefix else name
+        new = make(child, full)
+        if new is not None:
+            model._sub_layers[name] = new
+            count += 1
+        else:
+            count += _replace(child, make, full)
+    return count
+
+
+class Quantization:
+    """What QAT and PTQ share: the config, ``quantize`` and ``convert``."""
+
+    def __init__(self, config: QuantConfig) -> None:
+        if not isinstance(config, QuantConfig):
+            raise OpArgumentError(
+                f"[{type(self).__name__}] expects a QuantConfig, got {type(config).__name__}"
+            )
+        self._config = config
+
+    def quantize(self, model: Layer, inplace: bool = False) -> Layer:
+        """A copy of ``model`` (or ``model`` itself with ``inplace``) with every ``nn.Linear``
+        the config covers replaced by a :class:`QuantedLinear`."""
+        if not isinstance(model, Layer):
+            raise OpArgumentError(
+                f"[{type(self).__name__}] quantize expects a Layer, got {type(model).__name__}"
+            )
+        model = model if inplace else copy.deepcopy(model)
+
+        def make(layer: Layer, name: str) -> Layer | None:
+            if not isinstance(layer, Linear):
+                return None
+            cfg = self._config._config_of(layer, name)
+            if cfg.activation is None and cfg.weight is None:
+                return None
+            act = None if cfg.activation is None else cfg.activation._instance(layer)
+            wq = None if cfg.weight is None else cfg.weight._instance(layer)
+            return QuantedLinear(layer, act, wq)
+
+        _replace(model, make)
+        return model
+
+    def convert(self, model: Layer, inplace: bool = False, remain_weight: bool = False) -> Layer:
+        """Each :class:`QuantedLinear` becomes a :class:`QuantizedLinear`: its weight quantised
+        once to int8 with the weight quanter's scale (kept float with ``remain_weight``), its
+        input quantised with the activation quanter's scale.
+
+        Example:
+            >>> import framework as fw
+            >>> from framework.quantization import PTQ, QuantConfig
+            >>> from framework.quantization.observers import AbsmaxObserver
+            >>> ptq = PTQ(QuantConfig(activation=AbsmaxObserver(), weight=AbsmaxObserver(quant_axis=1)))
+            >>> model = ptq.quantize(fw.nn.Sequential(fw.nn.Linear(4, 2)))
+            >>> _ = model(fw.randn([8, 4]))  # calibration
+            >>> ptq.convert(model)[0].weight.dtype
+            dtype('int8')
+        """
+        model = model if inplace else copy.deepcopy(model)
+
+        def make(layer: Layer, name: str) -> Layer | None:
+            if not isinstance(layer, QuantedLinear):
+                return None
+            aq, wq = layer.activation_quanter, layer.weight_quanter
+            for q in (aq, wq):
+                if isinstance(q, BaseObserver):
+                    q.cal_thresholds()
+            a_scale = _scale_of(aq, name, "activation")
+            w_scale = None if wq is None or remain_weight else _scale_of(wq, name, "weight")
+            bits = wq.bit_length() if wq is not None else 8
+            a_bits = aq.bit_length() if aq is not None else 8
+            axis = wq.quant_axis() if wq is not None else -1
+            return QuantizedLinear(layer, a_scale, w_scale, bits, a_bits, axis)
+
+        _replace(model, make)
+        return model
+
+
+def _scale_of(q: BaseQuanter | None, name: str, what: str) -> Any:
+    if q is None:
+        return None
+    s = q.scales()
+    if s is None:
+        raise RuntimeError(
+            f"[quantization] the {what} quanter of layer '{name}' saw no data, so it has no scale; "
+            "run the prepared model on calibration data before convert"
+        )
+    return s
+
+
+class QAT(Quantization):
+    """Quantisation-aware training: ``quantize`` inserts fake quanters (straight-through
+    gradients), the model trains as usual, ``convert`` makes the int8 model.
+
+    Example:
+        >>> import framework as fw
+        >>> from framework.quantization import QAT, QuantConfig
+        >>> from framework.quantization.quanters import FakeQuanterWithAbsMaxObserver
+        >>> q = FakeQuanterWithAbsMaxObserver()
+        >>> model = QAT(QuantConfig(activation=q, weight=q)).quantize(fw.nn.Sequential(fw.nn.Linear(4, 2)))
+        >>> loss = model(fw.randn([8, 4])).square().mean(); loss.backward()
+        >>> model[0].weight.grad is not None
+        True
+    """
+
+
+class PTQ(Quantization):
+    """Post-training quantisation: ``quantize`` inserts observers, the model runs on
+    calibration data (eval mode), ``convert`` makes the int8 model.
+
+    Example:
+        >>> import framework as fw
+        >>> from framework.quantization import PTQ, QuantConfig
+        >>> from framework.quantization.observers import HistObserver
+        >>> ptq = PTQ(QuantConfig(activation=HistObserver(), weight=None))
+        >>> type(ptq.quantize(fw.nn.Sequential(fw.nn.Linear(4, 2)))[0]).__name__
+        'QuantedLinear'
+    """
+
+
+def weight_only_quantize(
+    model: Layer,
+    weight_dtype: str = "int8",
+    group_size: int = -1,
+    skip: tuple[str, ...] = (),
+    inplace: bool = False,
+) -> Layer:
+    """Replace every ``nn.Linear`` (but those whose full name is in ``skip``) with a
+    :class:`~framework.nn.quant.WeightOnlyLinear`: weights int8, or int4 two a byte, with
+    per-channel (``group_size=-1``) or group-wise scales; activations stay float.
+
+    Example:
+        >>> import framework as fw
+        >>> from framework.quantization import weight_only_quantize
+        >>> m = weight_only_quantize(fw.nn.Sequential(fw.nn.Linear(64, 8)), "int4", group_size=32)
+        >>> type(m[0]).__name__, m[0].weight.shape
+        ('WeightOnlyLinear', (4, 64))
+    """
+    if not isinstance(model, Layer):
+        raise OpArgumentError(f"[weight_only_quantize] expects a Layer, got {type(model).__name__}")
+    model = model if inplace else copy.deepcopy(model)
+
+    def make(layer: Layer, name: str) -> Layer | None:
+        if not isinstance(layer, Linear) or name in skip:
+            return None
+        return WeightOnlyLinear(layer, weight_dtype, group_size)
+
+    _replace(model, make)
+    return model

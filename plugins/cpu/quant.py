@@ -1,0 +1,118 @@
+"""The fused ``weight_only_linear`` kernel on cpu: ``x @ dequantise(weight) + bias`` without
+writing the dequantised float weight.
+
+For a scale per output channel the scale is applied to the product's columns (``(x @ q.T) *
+scale``), for group-wise scales to each group's partial product (one ``einsum`` over the
+groups); int4 weights are unpacked with two shifts (low nibble: ``(b << 4) >> 4``, high:
+``b >> 4``, both arithmetic on int8). numpy converts the int8 weight to the product's float
+type on the way into BLAS, so this saves the passes of the decomposition (cast, transpose,
+scale multiply: three temporaries of the float weight) and, in a program, four ops per layer,
+not the conversion itself. At batch sizes up to :data:`C_ROWS` (decoding), for weights of at least
+:data:`C_MIN_WEIGHT` bytes, the product runs
+in ``quant.c`` instead, reading one byte (int8) or half a byte (int4) per weight: the int8
+product a memory-bound step needs, here as this plugin's own fused kernel.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .compiler import pointer
+
+
+def unpack_int4(packed: np.ndarray) -> np.ndarray:
+    """``[n / 2, k]`` int8, channel ``2j`` in the low nibble of row ``j`` -> ``[n, k]`` int8."""
+    h, k = packed.shape
+    out = np.empty((2 * h, k), np.int8)
+    np.right_shift(np.left_shift(packed, 4), 4, out=out[0::2])
+    np.right_shift(packed, 4, out=out[1::2])
+    return out
+
+
+def weight_only_linear_numpy(
+    x: np.ndarray,
+    q: np.ndarray,
+    scale: np.ndarray,
+    bias: np.ndarray | None,
+    weight_dtype: str,
+    group_size: int,
+) -> np.ndarray:
+    """The product for ``x`` ``[..., k]``, ``q`` int8 ``[n, k]`` (int4: ``[n / 2, k]``)."""
+    w = unpack_int4(q) if weight_dtype == "int4" else q
+    n, k = w.shape
+    x2 = x.reshape(-1, k)
+    if group_size == -1:
+        y = np.matmul(x2, w.T.astype(x.dtype)) * scale.astype(x.dtype)
+    else:
+        g = scale.shape[0]
+        pad = g * group_size - k
+        if pad:  # a shorter last group: zero columns add nothing
+            x2 = np.concatenate([x2, np.zeros((x2.shape[0], pad), x.dtype)], 1)
+            w = np.concatenate([w, np.zeros((n, pad), np.int8)], 1)
+        parts = np.einsum(
+            "mgk,ngk->mgn", x2.reshape(-1, g, group_size), w.reshape(n, g, group_size).astype(x.dtype)
+        )
+        y = np.einsum("mgn,gn->mn", parts, scale.astype(x.dtype))
+    if bias is not None:
+        y += bias
+    return y.reshape(x.shape[:-1] + (n,))
+
+
+#: the most rows of ``x`` the C kernel takes (decoding); more go to BLAS through numpy
+C_ROWS = 8
+#: the fewest weights (bytes of int8) worth the C call: a call costs ~15 us more than numpy's
+#: (cffi, four pointers), which a small layer (the tiny Llama's 64 x 192) does not win back
+C_MIN_WEIGHT = 1 << 16
+_SOURCE = Path(__file__).with_name("quant.c")
+
+
+@functools.cache
+def _c_program() -> Any:
+    from .compiler import find_cc, own_program
+
+    return own_program(_SOURCE, "wol_f32", (), "weight-only product") if find_cc() is not None else None
+
+
+def _c_product(
+    x: np.ndarray, q: np.ndarray, scale: np.ndarray, bias: Any, out: np.ndarray, int4: bool, group: int
+) -> bool:
+    """The C kernel on float32 contiguous operands of at most :data:`C_ROWS` rows; False: not taken."""
+    k = x.shape[-1]
+    m = x.size // k if k else 0
+    if (
+        x.dtype != np.float32
+        or m > C_ROWS
+        or m == 0
+        or not all(a.flags.c_contiguous for a in (x, q, scale, out))
+    ):
+        return False
+    prog = _c_program()
+    if prog is None:
+        return False
+    ffi = prog.ffi
+    b = ffi.NULL if bias is None else pointer(ffi, np.ascontiguousarray(bias, np.float32))
+    n = out.shape[-1]
+    prog.fn(
+        pointer(ffi, x), pointer(ffi, q), pointer(ffi, scale), b, pointer(ffi, out), m, n, k, group, int(int4)
+    )
+    return True
+
+
+def _kernel(ctx: Any, outs: list, ins: list, weight_dtype: str, group_size: int) -> None:
+    x, q, scale = ins[:3]
+    bias = ins[3] if len(ins) > 3 else None
+    if not _c_product(x, q, scale, bias, outs[0], weight_dtype == "int4", group_size):
+        np.copyto(outs[0], weight_only_linear_numpy(x, q, scale, bias, weight_dtype, group_size))
+
+
+def register_quant(registry: Any) -> None:
+    """Register the fused ``weight_only_linear`` kernel (float32, float64 activations)."""
+    from .kernels import (
+        _on_stream,
+    )  # NOTE: in stream order with the other kernels (a replayed step runs on one)
+
+    registry.add_kernel("weight_only_linear", "cpu", ("float32", "float64"), _on_stream(_kernel))
