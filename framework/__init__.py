@@ -659,6 +659,7 @@ __all__ = [
     "optim",
     "optimizer",
     "profiler",
+    "quantization",
     "outer",
     "OutOfMemoryError",
     "pad",

@@ -1,5 +1,6 @@
-"""Quantisation, spelled as ``paddle.quantization``: a :class:`QuantConfig` names the
-quanters (QAT) or observers (PTQ) of each ``nn.Linear``; ``QAT(config).quantize(model)``
+"""Quantisation-aware training, post-training quantisation and weight-only int8/int4 models.
+
+Spelled as ``paddle.quantization``: a :class:`QuantConfig` names the quanters (QAT) or observers (PTQ) of each ``nn.Linear``; ``QAT(config).quantize(model)``
 trains through fake quantisation, ``PTQ(config).quantize(model)`` calibrates, and
 ``convert`` gives an int8 model that ``fw.jit.save`` writes and the Predictor serves.
 :func:`weight_only_quantize` gives int8 / int4 weight-only models (``framework.nn.quant``).
