@@ -21,7 +21,9 @@ def work(scale: float, fail: bool) -> float:
 if __name__ == "__main__":
     fail = sys.argv[1:] == ["fail"]
     try:
-        ctx = dist.spawn(work, args=(2.0, fail), nprocs=2, time_limit=120)
+        # a collective timeout of 20 s: rank 0 waits in all_reduce for rank 1, which raised; the
+        # launcher gives it its timeout (and a grace) before it ends the job
+        ctx = dist.spawn(work, args=(2.0, fail), nprocs=2, time_limit=120, timeout=20)
         print("returned", ctx.returncode, ctx.return_values)
     except fw.OarlockError as exc:
         print("raised", type(exc).__name__, exc)

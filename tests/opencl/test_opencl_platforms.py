@@ -202,9 +202,17 @@ def test_the_other_implementation_passes_the_plugin_suite():
     print(f"opencl:0 is {first}; running the plugin suite on {second}")
     env = {k: v for k, v in os.environ.items() if k not in ("OARLOCK_DEVICE", "OCL_ICD_VENDORS")}
     env.update(OARLOCK_OPENCL_HIDE=first)
-    files = [
-        "tests/opencl",
-        "tests/test_primitives.py",
+    # by default the primitive suite and the plugin's kernel tests (the second implementation's
+    # kernels, built and compared); the whole plugin suite nightly (CI's time budget)
+    files = (
+        ["tests/opencl", "tests/test_primitives.py"]
+        if os.environ.get("OARLOCK_NIGHTLY") == "1"
+        else [
+            "tests/test_primitives.py",
+            "tests/opencl/test_opencl_ops.py",
+            "tests/opencl/test_opencl_generated.py",
+        ]
+    ) + [
         "--deselect",
         "tests/opencl/test_opencl_platforms.py::test_the_other_implementation_passes_the_plugin_suite",
     ]
