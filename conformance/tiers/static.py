@@ -189,7 +189,7 @@ def cases(target: Target) -> list[Case]:
                     )
                 )
     f64 = target.registers("matmul", "float64") and target.registers("exp", "float64")
-    for cinfo in C._db():
+    for cinfo in C.entries():
         for dt in ("float32", "float64") if f64 else ("float32",):
             out.append(
                 Case(
