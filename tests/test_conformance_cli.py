@@ -12,6 +12,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from adapter_api import CONTRACT_VERSION
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BAD = os.path.join(ROOT, "tests", "plugins_for_tests", "bad_kernels.py")
 VENDOR = os.path.join(ROOT, "examples", "vendor_plugin", "oarlock_simdev")
@@ -63,7 +65,11 @@ def test_cpu_tiers_pass_and_write_every_report(tmp_path):
     assert set(rep["tiers"]) == {"runtime", "primitives", "random", "autograd"}
     assert rep["tiers"]["primitives"]["passed"] >= 400 and rep["tiers"]["primitives"]["failed"] == 0
     meta = rep["metadata"]
-    assert meta["plugin"] == "cpu" and meta["contract"] == "1.0" and meta["kernel_count"] > 300
+    assert (
+        meta["plugin"] == "cpu"
+        and meta["contract"] == "{}.{}".format(*CONTRACT_VERSION)
+        and meta["kernel_count"] > 300
+    )
     assert meta["properties"]["name"] and meta["duration_s"] > 0
     suites = ET.parse(x).getroot()
     assert sum(int(s.get("tests")) for s in suites) == len(rep["results"])
