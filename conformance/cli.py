@@ -100,7 +100,7 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-#: the core's variable for plugins loaded from their source (``framework._src.plugins.PATHS_VARIABLE``)
+#: the core's variable for plugins loaded from their source (the plugin host reads it)
 PLUGIN_PATHS = "OARLOCK_PLUGIN_PATHS"
 
 
