@@ -40,6 +40,7 @@ from .auto_parallel import (
     Replicate,
     Shard,
     ShardingStage1,
+    Strategy,
     auto_plan,
     dtensor_from_fn,
     reshard,
@@ -75,6 +76,7 @@ from .collective import (
     reduce_scatter,
     send,
 )
+from .fleet.meta_parallel.mesh_pipeline import MeshPipeline as _MeshPipeline
 from .parallel import DataParallel
 from .spawn import SpawnContext, spawn
 
@@ -88,6 +90,7 @@ __all__ = [
     "Replicate",
     "Shard",
     "ShardingStage1",
+    "Strategy",
     "auto_parallel",
     "auto_plan",
     "dtensor_from_fn",
@@ -128,3 +131,7 @@ __all__ = [
     "sharding",
     "spawn",
 ]
+
+# NOTE: dist.to_static's pipeline is the fleet pipeline's schedule; auto_parallel cannot import
+# fleet (fleet builds on auto_parallel), so the package that holds both connects them
+DistModel.pipeline_builder = _MeshPipeline

@@ -20,6 +20,7 @@ from .placement import Partial, Placement, Replicate, Shard
 from .planner import Plan, auto_plan
 from .reshard import LOG, reshard, unshard_dtensor
 from .static import DistModel, to_static
+from .strategy import Strategy
 
 
 def reshard_log() -> list[dict]:
@@ -38,6 +39,7 @@ __all__ = [
     "Replicate",
     "Shard",
     "ShardingStage1",
+    "Strategy",
     "dtensor_from_fn",
     "functional",
     "local_bytes",

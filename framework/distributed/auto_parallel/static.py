@@ -19,7 +19,7 @@ states laid out like the parameters) runs after it, eagerly, on the distributed 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 from adapter_api import OpArgumentError
 
@@ -46,12 +46,26 @@ class DistModel:
     three modes: ``train()`` (``model(*inputs, label)`` runs forward, loss, backward and the
     optimizer step, returns the loss), ``eval()`` (the loss, no gradients) and ``predict()``
     (``model(*inputs)`` returns the layer's output, whole on every rank). The mode starts as
-    train when a loss and an optimizer are given, eval with a loss only, else predict."""
+    train when a loss and an optimizer are given, eval with a loss only, else predict.
 
-    def __init__(self, layer: Any, loss: Callable[..., Any] | None = None, optimizer: Any = None) -> None:
+    With a pipeline strategy (``strategy.pipeline.enable``) the layer is cut into stages by
+    its parameters' meshes and runs eagerly on the micro-batch schedule instead of a traced
+    program; ``pipeline`` is then the scheduler (its ``timeline`` and ``bubble()``), and
+    predict returns the last stage's outputs per micro-batch (None on the other stages)."""
+
+    #: ``pipeline_builder(layer, loss, strategy)``: the micro-batch scheduler over the stages
+    #: of ``layer`` (``framework.distributed`` sets it: the fleet pipeline's schedule)
+    pipeline_builder: ClassVar[Any] = None
+
+    def __init__(
+        self, layer: Any, loss: Callable[..., Any] | None = None, optimizer: Any = None, strategy: Any = None
+    ) -> None:
         self.network = layer
         self._loss = loss
         self._optimizer = optimizer
+        self.pipeline = None
+        if strategy is not None and strategy.pipeline.enable:
+            self.pipeline = DistModel.pipeline_builder(layer, loss, strategy)
         self._programs: dict[Any, Any] = {}
         self._mode = "predict"
         if loss is not None and optimizer is not None:
@@ -148,6 +162,8 @@ class DistModel:
             else:
                 layouts.append(None)
                 locals_.append(a)
+        if self.pipeline is not None:
+            return self._pipelined(args, n_in)
         sf = self._static(tuple(layouts), n_in)
         if self._mode == "train":
             loss = sf(*locals_)
@@ -156,6 +172,14 @@ class DistModel:
             return loss
         with autograd.no_grad():
             return sf(*locals_)
+
+    def _pipelined(self, args: tuple[Any, ...], n_in: int) -> Any:
+        inputs = args[0] if n_in == 1 else tuple(args[:n_in])
+        if self._mode == "train":
+            return self.pipeline.train_batch([inputs, args[-1]], self._optimizer)
+        if self._mode == "eval":
+            return self.pipeline.eval_batch([inputs, args[-1]], compute_loss=True)
+        return self.pipeline.eval_batch([inputs, None])
 
     def dist_main_program(self, mode: str | None = None) -> Any:
         """The program this rank traced for ``mode`` (the current one by default): a
@@ -177,11 +201,22 @@ def to_static(
     """``paddle.distributed.to_static``: ``layer`` (annotated with ``dist.shard_layer`` /
     ``dist.shard_tensor``) as a :class:`DistModel` that runs each rank's traced program.
     ``loader`` is accepted for Paddle's signature and not read (batches are passed to the
-    call); ``strategy`` must be None (no pipeline / gradient-merge passes)."""
-    if strategy is not None:
+    call). ``strategy`` (a :class:`dist.Strategy`): with ``pipeline.enable`` the layer (an
+    ``nn.Sequential`` whose layers sit on the slices of a mesh's ``pp`` axis) trains on the
+    1F1B or FThenB micro-batch schedule, eagerly (see
+    :mod:`framework.distributed.fleet.meta_parallel.mesh_pipeline`); ``recompute.enable``
+    recomputes each stage's activations in backward."""
+    from .strategy import Strategy
+
+    if strategy is not None and not isinstance(strategy, Strategy):
         raise OpArgumentError(
-            f"[dist.to_static] strategy={strategy!r}: no distributed strategy passes are available; pass None"
+            f"[dist.to_static] strategy must be a dist.Strategy or None, got {type(strategy).__name__}"
+        )
+    if strategy is not None and strategy.recompute.enable and not strategy.pipeline.enable:
+        raise OpArgumentError(
+            "[dist.to_static] strategy.recompute is read by the pipeline (each stage recomputes); "
+            "enable strategy.pipeline too, or call fleet.utils.recompute in the layer"
         )
     if not hasattr(layer, "named_parameters"):
         raise OpArgumentError(f"[dist.to_static] expected a fw.nn.Layer, got {type(layer).__name__}")
-    return DistModel(layer, loss, optimizer)
+    return DistModel(layer, loss, optimizer, strategy)

@@ -1,7 +1,9 @@
 """Activations and their gradients between neighbouring pipeline stages, over the pipe
 group's communicator. The shapes and dtypes of what a stage sends forward travel once per
 batch in a small header (the first micro-batch), so the receiver can allocate; a gradient has
-the shape of the activation it belongs to. Sends and receives that pair up with the same
+the shape of the activation it belongs to. A tensor may carry ``layout_words`` (a list of
+ints: the auto-parallel pipeline puts a distributed activation's placements and global shape
+there); they travel in the header and are set on the tensor the receiver allocates. Sends and receives that pair up with the same
 neighbour go out as one :func:`batch_isend_irecv` (no deadlock whatever the message size).
 """
 
@@ -18,7 +20,7 @@ from ...._src.ops import creation as _creation
 from ...._src.tensor import Tensor, to_tensor
 from ... import collective
 
-_HEADER = 64  # int64 words: [count, (dtype code, ndim, *dims) per tensor]
+_HEADER = 64  # int64 words: [count, (dtype code, ndim, *dims, n, *layout words) per tensor]
 _DTYPES = ["float32", "float64", "float16", "bfloat16", "int64", "int32", "bool", "uint8", "int8", "int16"]
 
 
@@ -45,6 +47,7 @@ class P2P:
         self.prev = group.ranks[stage - 1] if stage > 0 else None
         self.next = group.ranks[stage + 1] if stage < num_stages - 1 else None
         self.meta_in: list[tuple[Any, tuple[int, ...]]] | None = None  # what recv_forward gets
+        self.layouts_in: list[list[int]] = []  # the layout words of what recv_forward gets
         self.meta_out: list[tuple[Any, tuple[int, ...]]] | None = None  # what this stage sends
         self.sent_meta = self.got_meta = False  # the header of this batch, each way
 
@@ -55,7 +58,8 @@ class P2P:
     def _send_meta(self, xs: list[Tensor]) -> None:
         words = [len(xs)]
         for t in xs:
-            words += [_DTYPES.index(t.dtype.name), len(t.shape), *t.shape]
+            layout = list(getattr(t, "layout_words", ()))
+            words += [_DTYPES.index(t.dtype.name), len(t.shape), *t.shape, len(layout), *layout]
         if len(words) > _HEADER:
             raise OpArgumentError(
                 f"[PipelineParallel] too many or too deep tensors between stages: {len(xs)}"
@@ -67,17 +71,23 @@ class P2P:
     def _recv_meta(self) -> None:
         h = _creation.zeros([_HEADER], dtype="int64", device=self.device)
         collective.recv(h, self.prev, group=self.group)
-        w, at, meta = h.numpy().tolist(), 1, []
+        w, at, meta, layouts = h.numpy().tolist(), 1, [], []
         for _ in range(w[0]):
             code, nd = w[at], w[at + 1]
             meta.append((_dtypes.as_dtype(_DTYPES[code]), tuple(w[at + 2 : at + 2 + nd])))
             at += 2 + nd
-        self.meta_in = meta
+            layouts.append(w[at + 1 : at + 1 + w[at]])
+            at += 1 + w[at]
+        self.meta_in, self.layouts_in = meta, layouts
 
     # -- the four transfers -------------------------------------------------------------
     def _empty_in(self) -> list[Tensor]:
         assert self.meta_in is not None
-        return [_creation.zeros(list(s), dtype=d, device=self.device) for d, s in self.meta_in]
+        xs = [_creation.zeros(list(s), dtype=d, device=self.device) for d, s in self.meta_in]
+        for x, layout in zip(xs, self.layouts_in):
+            if layout:
+                x.layout_words = layout
+        return xs
 
     def _grads_of(self, meta: list[tuple[Any, tuple[int, ...]]]) -> list[Tensor]:
         return [_creation.zeros(list(s), dtype=d, device=self.device) for d, s in meta if d.kind == "f"]

@@ -53,27 +53,57 @@ class PipelineParallel:
                 f"[PipelineParallel] the model must be a PipelineLayer, got {type(layers).__name__}"
             )
         cfg = strategy.pipeline_configs
-        d = self.__dict__
-        d["_layers"], d["_hcg"], d["_strategy"] = layers, hcg, strategy
-        d["micro_batch_size"] = int(cfg["micro_batch_size"])
-        d["accumulate_steps"] = int(cfg["accumulate_steps"])
-        d["schedule_mode"] = cfg["schedule_mode"]
-        d["num_stages"] = hcg.get_pipe_parallel_world_size()
-        d["stage_id"] = hcg.get_stage_id()
+        self.__dict__["_hcg"], self.__dict__["_strategy"] = hcg, strategy
+        self._setup(
+            layers,
+            cfg["micro_batch_size"],
+            cfg["accumulate_steps"],
+            cfg["schedule_mode"],
+            hcg.get_pipe_parallel_group(),
+            hcg.get_stage_id(),
+            hcg.get_data_parallel_group(),
+        )
         if layers.num_stages != self.num_stages or layers.stage_id != self.stage_id:
             raise OpArgumentError(
                 f"[PipelineParallel] the PipelineLayer is stage {layers.stage_id} of {layers.num_stages}, "
                 f"the hybrid group says stage {self.stage_id} of {self.num_stages}; build it with "
                 "topology=fleet.get_hybrid_communicate_group().topology()"
             )
+
+    def _setup(
+        self,
+        layers: Any,
+        micro_batch_size: int,
+        accumulate_steps: int,
+        schedule_mode: str,
+        pp_group: collective.Group,
+        stage_id: int,
+        dp_group: collective.Group | None,
+    ) -> None:
+        """The schedule's state: ``layers`` is this stage (``forward``, ``loss``,
+        ``parameters``); ``dp_group`` (None: no data parallelism here) averages the gradients
+        of the stage's replicas after the schedule. Shared with the auto-parallel pipeline
+        (:mod:`framework.distributed.auto_parallel.pipeline`)."""
+        d = self.__dict__
+        d["_layers"] = layers
+        d["micro_batch_size"] = int(micro_batch_size)
+        d["accumulate_steps"] = int(accumulate_steps)
+        d["schedule_mode"] = schedule_mode
+        d["num_stages"] = pp_group.nranks
+        d["stage_id"] = stage_id
+        if schedule_mode not in ("1F1B", "FThenB"):
+            raise OpArgumentError(
+                f"[PipelineParallel] schedule_mode {schedule_mode!r} is unknown; use '1F1B' or 'FThenB'"
+            )
         if self.micro_batch_size < 1 or self.accumulate_steps < 1:
             raise OpArgumentError(
                 f"[PipelineParallel] micro_batch_size and accumulate_steps must be at least 1, got "
                 f"{self.micro_batch_size} and {self.accumulate_steps}"
             )
-        d["pp_group"] = hcg.get_pipe_parallel_group()
-        d["dp_group"] = hcg.get_data_parallel_group()
-        d["_dp"] = _Reducer(self.dp_group, 25 * 1024 * 1024, False) if self.dp_group.nranks > 1 else None
+        d["pp_group"] = pp_group
+        d["dp_group"] = dp_group
+        big = dp_group is not None and dp_group.nranks > 1
+        d["_dp"] = _Reducer(dp_group, 25 * 1024 * 1024, False) if big else None
         d["timeline"] = []
         d["_p2p"] = None
         if self._dp is not None:  # the replicas of a stage start equal
@@ -221,13 +251,18 @@ class PipelineParallel:
         self._layers.train()
         d["_t0"] = time.perf_counter()
         self._schedule(inputs, labels)
-        self._layers.allreduce_shared_weight_gradients()
-        if self._dp is not None:  # the replicas of this stage average their gradients
-            local = [p._local_value() if isinstance(p, DistTensor) else p for p in self._layers.parameters()]
-            self._dp.reduce_all([p for p in local if p.grad is not None])
+        self._reduce_grads()
         loss = self._final_loss()
         d["_losses"], d["_t1"] = [], time.perf_counter()
         return loss
+
+    def _reduce_grads(self) -> None:
+        """After the schedule: the tied weights' gradients over their stages, then the
+        replicas of this stage average theirs."""
+        self._layers.allreduce_shared_weight_gradients()
+        if self._dp is not None:
+            local = [p._local_value() if isinstance(p, DistTensor) else p for p in self._layers.parameters()]
+            self._dp.reduce_all([p for p in local if p.grad is not None])
 
     def train_batch(self, data: Any, optimizer: Any, lr_scheduler: Any = None, scaler: Any = None) -> Tensor:
         """One optimizer step over ``data = [inputs, labels]`` (``micro_batch_size x
