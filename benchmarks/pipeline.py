@@ -2,7 +2,7 @@
 from the schedule's own timestamps (``PipelineParallel.timeline``), for 1F1B and FThenB side
 by side in one run.
 
-    oarlock launch -n 4 benchmarks/pipeline.py [--micro 8] [--steps 6] [--width 512]
+    oarlock launch -n 4 benchmarks/pipeline.py [--micro 8] [--steps 6] [--width 512] [--api placement]
 
 ``--stages`` (default: every rank) Linear(width, width) + tanh pairs per stage, ``--micro``
 micro-batches of 16 rows. Rank 0 prints, per schedule, the median over the steps (after the
@@ -10,6 +10,10 @@ first) of each stage's bubble, their mean, the median step time, and the ideal 1
 ``(p - 1) / (m + p - 1)`` of p equal stages with free communication. On a machine with fewer
 cores than ranks the stages cannot run at once, and the bubble measures the sharing of the
 cores as much as the schedule.
+
+``--api placement`` builds the same stages from placements instead (Paddle 3's auto-parallel
+pipeline: an ``nn.Sequential`` whose layers sit on the slices of a mesh's ``pp`` axis, trained
+through ``dist.to_static`` with ``dist.Strategy().pipeline``); the schedule is the same one.
 """
 
 from __future__ import annotations
@@ -30,12 +34,27 @@ from framework.distributed import fleet  # noqa: E402
 from framework.distributed.fleet.meta_parallel import LayerDesc, PipelineLayer, PipelineParallel  # noqa: E402
 
 
+def placed(p: int, layers: int, w: int, mb: int, micro: int, mode: str) -> tuple[dist.DistModel, None]:
+    """The stages from placements: layer pairs on ``mesh.get_mesh_with_dim("pp", stage)``."""
+    mesh = dist.ProcessMesh(np.arange(p).reshape(p, 1), dim_names=["pp", "dp"])
+    net = fw.nn.Sequential(
+        *[fw.nn.Linear(w, w) if i % 2 == 0 else fw.nn.Tanh() for i in range(2 * p * layers)]
+    )
+    for i, layer in enumerate(net):
+        dist.shard_layer(layer, mesh.get_mesh_with_dim("pp", i // (2 * layers)))
+    s = dist.Strategy({"pipeline": {"enable": True, "schedule_mode": mode}})
+    s.pipeline.micro_batch_size, s.pipeline.accumulate_steps = mb, micro
+    opt = fw.optimizer.SGD(0.001, parameters=net.parameters())
+    return dist.to_static(net, loss=fw.nn.MSELoss(), optimizer=opt, strategy=s), None
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--micro", type=int, default=8)
     ap.add_argument("--steps", type=int, default=6)
     ap.add_argument("--width", type=int, default=512)
     ap.add_argument("--layers", type=int, default=2, help="Linear+tanh pairs per stage")
+    ap.add_argument("--api", default="fleet", choices=["fleet", "placement"])
     args = ap.parse_args()
     dist.init_parallel_env()
     rank, p = dist.get_rank(), dist.get_world_size()
@@ -51,6 +70,9 @@ def main() -> None:
     report = {}
     runs = {}
     for mode in ("1F1B", "FThenB"):
+        if args.api == "placement":
+            runs[mode] = placed(p, args.layers, w, mb, args.micro, mode)
+            continue
         s = fleet.DistributedStrategy()
         s.pipeline_configs = {"micro_batch_size": mb, "accumulate_steps": args.micro, "schedule_mode": mode}
         net = PipelineLayer(descs, topology=topo, loss_fn=fw.nn.MSELoss())
@@ -61,7 +83,11 @@ def main() -> None:
         for mode, (model, opt) in runs.items():
             dist.barrier()
             t = time.perf_counter()
-            model.train_batch([x, y], opt)
+            if args.api == "placement":
+                model(x, y)
+                model = model.pipeline
+            else:
+                model.train_batch([x, y], opt)
             steps[mode].append(time.perf_counter() - t)
             mine = fw.to_tensor(np.array([model.bubble()], np.float64))
             every: list = []
@@ -69,7 +95,9 @@ def main() -> None:
             bubbles[mode].append([float(b.numpy()[0]) for b in every])
     if rank == 0:
         ideal = (p - 1) / (args.micro + p - 1)
-        print(f"{p} stages x {args.layers} Linear({w},{w})+tanh, {args.micro} micro-batches of {mb} rows")
+        print(
+            f"{p} stages ({args.api}) x {args.layers} Linear({w},{w})+tanh, {args.micro} micro-batches of {mb} rows"
+        )
         for mode in runs:
             per_stage = [statistics.median(b[s] for b in bubbles[mode][1:]) for s in range(p)]
             report[mode] = per_stage

@@ -95,7 +95,15 @@ if __name__ == "__main__":
     _, vocab_list = char_corpus()
     data = batches(args.steps, args.batch)
     got, dm = pipelined(
-        len(vocab_list), args.layers, data, args.pp, args.dp, args.mp, args.micro, args.schedule, args.recompute
+        len(vocab_list),
+        args.layers,
+        data,
+        args.pp,
+        args.dp,
+        args.mp,
+        args.micro,
+        args.schedule,
+        args.recompute,
     )
     if args.bubble:
         pipe = dm.pipeline

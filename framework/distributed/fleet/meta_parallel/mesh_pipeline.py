@@ -229,7 +229,11 @@ class MeshPipeline(PipelineParallel):
     def __init__(self, model: Any, loss_fn: Callable[..., Any] | None, strategy: Any) -> None:
         meshes, stages = split_by_placement(model)
         stage, group = pipe_group(meshes)
-        mine = [(str(i), layer) for i, ((_, layer), s) in enumerate(zip(model._sub_layers.items(), stages)) if s == stage]
+        mine = [
+            (str(i), layer)
+            for i, ((_, layer), s) in enumerate(zip(model._sub_layers.items(), stages))
+            if s == stage
+        ]
         layers = MeshStage(mine, meshes[stage], stage, len(meshes), loss_fn, bool(strategy.recompute.enable))
         cfg = strategy.pipeline
         self.__dict__["meshes"] = meshes
@@ -263,7 +267,9 @@ class MeshPipeline(PipelineParallel):
                     f"[dist.to_static] the {what} batch is on {x.process_mesh}; lay it out on the "
                     f"{'first' if what == 'input' else 'last'} stage's mesh {mesh}"
                 )
-            split = int(np.prod([x.process_mesh.shape[a] for a, p in enumerate(x.placements) if p.is_shard(0)]))
+            split = int(
+                np.prod([x.process_mesh.shape[a] for a, p in enumerate(x.placements) if p.is_shard(0)])
+            )
             if x.shape[0] != m * k * split:
                 raise OpArgumentError(
                     f"[dist.to_static] the {what} batch has {x.shape[0]} rows over {split} replicas, "
@@ -273,7 +279,9 @@ class MeshPipeline(PipelineParallel):
             shape = (m * split, *x.shape[1:])
             local = x._local
             return [
-                DistTensor(None if local is None else local[i * m : (i + 1) * m], mesh, x.placements, shape, x.dtype)
+                DistTensor(
+                    None if local is None else local[i * m : (i + 1) * m], mesh, x.placements, shape, x.dtype
+                )
                 for i in range(k)
             ]
 
