@@ -10,8 +10,12 @@ runs ``--steps`` steps of three configurations, one after the other:
 ``one, global``  rank 0 alone (the others wait at a barrier), the global batch
 ``one, half``    rank 0 alone, ``--batch`` rows: the work of one DP rank without communication
 
-Rank 0 prints the median step time of each (the first round left out) and the ratios. The
-waiting ranks poll MPI (yielding the core for the first second, then sleeping 1 ms at a
+Rank 0 prints the median step time of each (the first round left out) and the ratios, and
+the overlap of the gradient all-reduces with backward: ``comm`` is the median per step of
+the time spent inside DataParallel's all-reduce calls, and ``overlap = 1 - (dp - one,
+half) / comm`` the share of it hidden behind computation (100 %: the step costs no more than
+one rank's work alone; 0 %: it costs the work plus every all-reduce). ``--bucket-mb`` sets
+``comm_buffer_size`` (several buckets can go out before backward ends). The waiting ranks poll MPI (yielding the core for the first second, then sleeping 1 ms at a
 time), so on a machine with fewer cores than ranks the lone runs are slowed a little too.
 """
 
@@ -29,9 +33,22 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import framework as fw  # noqa: E402
 import framework.distributed as dist  # noqa: E402
+from framework.distributed import collective  # noqa: E402
+
+#: (start, end) of every all-reduce call (the gradient buckets) while recording
+CALLS: list[tuple[float, float]] = []
+_all_reduce = collective.all_reduce
 
 
-def model_and_opt(width: int, parallel: bool):
+def _timed_all_reduce(*args, **kwargs):
+    t = time.perf_counter()
+    try:
+        return _all_reduce(*args, **kwargs)
+    finally:
+        CALLS.append((t, time.perf_counter()))
+
+
+def model_and_opt(width: int, parallel: bool, bucket_mb: float = 25):
     fw.seed(0)
     model = fw.nn.Sequential(
         fw.nn.Linear(256, width),
@@ -41,18 +58,21 @@ def model_and_opt(width: int, parallel: bool):
         fw.nn.Linear(width, 10),
     )
     opt = fw.optimizer.SGD(0.01, parameters=model.parameters())
-    return (dist.DataParallel(model) if parallel else model), opt
+    return (dist.DataParallel(model, comm_buffer_size=bucket_mb) if parallel else model), opt
 
 
-def steps(model, opt, x, y, n: int) -> list[float]:
+def steps(model, opt, x, y, n: int, comm: list[float] | None = None) -> list[float]:
     times = []
     for _ in range(n):
+        CALLS.clear()
         t = time.perf_counter()
         loss = ((model(x) - y) ** 2).mean()
         loss.backward()
         opt.step()
         opt.clear_grad()
         times.append(time.perf_counter() - t)
+        if comm is not None:
+            comm.append(sum(e - s for s, e in CALLS))
     return times
 
 
@@ -62,14 +82,16 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--width", type=int, default=1024)
+    ap.add_argument("--bucket-mb", type=float, default=25, help="DataParallel's comm_buffer_size")
     args = ap.parse_args()
+    collective.all_reduce = _timed_all_reduce  # DataParallel calls it through the module
     dist.init_parallel_env()
     rank, n = dist.get_rank(), dist.get_world_size()
     rng = np.random.default_rng(0)
     xg = rng.normal(size=(n * args.batch, 256)).astype(np.float32)
     yg = rng.normal(size=(n * args.batch, 10)).astype(np.float32)
     rows = slice(rank * args.batch, (rank + 1) * args.batch)
-    dp = model_and_opt(args.width, n > 1)
+    dp = model_and_opt(args.width, n > 1, args.bucket_mb)
     one = model_and_opt(args.width, False)
     data = {
         "dp": (fw.to_tensor(xg[rows]), fw.to_tensor(yg[rows])),
@@ -77,11 +99,14 @@ def main() -> None:
         "one, half": (fw.to_tensor(xg[: args.batch]), fw.to_tensor(yg[: args.batch])),
     }
     times: dict[str, list[float]] = {k: [] for k in data}
+    comm: list[float] = []
     for r in range(args.rounds):
         dist.barrier()
-        got = steps(*dp, *data["dp"], args.steps)
+        spent: list[float] = []
+        got = steps(*dp, *data["dp"], args.steps, spent)
         if r:
             times["dp"] += got
+            comm += spent
         dist.barrier()
         if rank == 0:
             for name in ("one, global", "one, half"):
@@ -97,6 +122,9 @@ def main() -> None:
         print(
             f"  dp / one, global = {med['dp'] / med['one, global']:.2f}   dp / one, half = {med['dp'] / med['one, half']:.2f}"
         )
+        c = statistics.median(comm) * 1e3
+        overlap = 1 - (med["dp"] - med["one, half"]) / c if c > 0 else float("nan")
+        print(f"  comm {c:8.2f} ms per step (bucket {args.bucket_mb} MiB)   overlap {overlap:.0%}")
 
 
 if __name__ == "__main__":
