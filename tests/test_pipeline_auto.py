@@ -162,7 +162,9 @@ def test_the_stage_cut_and_the_strategy_check_their_arguments() -> None:
         dist.Strategy({"pipeline": {"acc_steps": 2}})
     with pytest.raises(fw.OarlockError, match=r"the categories \['sharding'\] are not built"):
         dist.Strategy({"sharding": {"enable": True}})
-    with pytest.raises(fw.OarlockError, match=r"strategy must be a dist.Strategy or None, got dict"):
+    with pytest.raises(
+        fw.OarlockError, match=r"strategy=\{'pipeline': \{\}\} is a dict; pass a dist.Strategy or None"
+    ):
         dist.to_static(net, strategy={"pipeline": {}})
     s = dist.Strategy({"recompute": {"enable": True}})
     with pytest.raises(fw.OarlockError, match=r"enable strategy.pipeline too"):

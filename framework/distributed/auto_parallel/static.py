@@ -210,7 +210,7 @@ def to_static(
 
     if strategy is not None and not isinstance(strategy, Strategy):
         raise OpArgumentError(
-            f"[dist.to_static] strategy must be a dist.Strategy or None, got {type(strategy).__name__}"
+            f"[dist.to_static] strategy={strategy!r} is a {type(strategy).__name__}; pass a dist.Strategy or None"
         )
     if strategy is not None and strategy.recompute.enable and not strategy.pipeline.enable:
         raise OpArgumentError(
