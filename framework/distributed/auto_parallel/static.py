@@ -29,6 +29,7 @@ from ...jit import StaticFunction
 from .dtensor import DistTensor
 from .placement import Replicate
 from .reshard import SPMD_TRACING, reshard
+from .strategy import Strategy
 
 
 def _whole_local(x: Any) -> Tensor:
@@ -206,8 +207,6 @@ def to_static(
     1F1B or FThenB micro-batch schedule, eagerly (see
     :mod:`framework.distributed.fleet.meta_parallel.mesh_pipeline`); ``recompute.enable``
     recomputes each stage's activations in backward."""
-    from .strategy import Strategy
-
     if strategy is not None and not isinstance(strategy, Strategy):
         raise OpArgumentError(
             f"[dist.to_static] strategy={strategy!r} is a {type(strategy).__name__}; pass a dist.Strategy or None"
