@@ -156,7 +156,7 @@ class OnnxModel(nn.Layer):
         missing = sorted(
             {
                 f"{n.domain + '.' if n.domain else ''}{n.op_type}"
-                for n in graph.node
+                for n in all_nodes(graph)
                 if lookup(n.op_type, n.domain) is None
             }
         )
@@ -217,7 +217,7 @@ class OnnxModel(nn.Layer):
         out = []
         for n in graph.node:
             conv = lookup(n.op_type, n.domain)
-            for i in conv.consts:  # type: ignore[union-attr]
+            for i in conv.consts_of(n):  # type: ignore[union-attr]
                 if i < len(n.input) and n.input[i] in names and n.input[i] not in out:
                     out.append(n.input[i])
         return [n for n in self.input_names if n in out]
@@ -306,6 +306,20 @@ class OnnxModel(nn.Layer):
         return res[0] if len(res) == 1 else tuple(res)
 
 
+def all_nodes(graph: Any) -> Iterator[Any]:
+    """Every node of ``graph`` and of its nodes' subgraphs (If's branches, Loop's body)."""
+    from onnx import AttributeProto
+
+    for node in graph.node:
+        yield node
+        for a in node.attribute:
+            if a.type == AttributeProto.GRAPH:
+                yield from all_nodes(a.g)
+            elif a.type == AttributeProto.GRAPHS:
+                for g in a.graphs:
+                    yield from all_nodes(g)
+
+
 def run_graph(graph: Any, env: dict[str, Any], opset: int, device: Any) -> list[Any]:
     """Convert every node of ``graph`` in order; ``env`` maps names to tensors or constants
     (and receives the results). Returns the graph's outputs."""
@@ -326,8 +340,15 @@ def run_graph(graph: Any, env: dict[str, Any], opset: int, device: Any) -> list[
                 )
             else:
                 ins.append(env[name])
-        n = Node(node, ins, opset, _attrs(node), device, graph)
-        fold = node.op_type not in _RANDOM and all(v is None or isinstance(v, np.ndarray) for v in ins)
+        attrs = _attrs(node)
+        n = Node(node, ins, opset, attrs, device, graph, env)
+        # a node with subgraphs reads the enclosing scope: its converter decides what folds
+        subgraphs = any(a.type in (5, 10) for a in node.attribute)  # AttributeProto.GRAPH, GRAPHS
+        fold = (
+            node.op_type not in _RANDOM
+            and not subgraphs
+            and all(v is None or isinstance(v, np.ndarray) for v in ins)
+        )
         if fold and ins:  # every input known: compute it now (shape arithmetic)
             with _eager():
                 cpu = _dev.parse("cpu")

@@ -1,0 +1,153 @@
+"""ONNX control flow in and out: If / Loop / Scan imported as cf.cond / cf.while (against
+onnxruntime), and programs holding cf ops exported as If / Loop."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import framework as fw
+
+F, I64, B = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
+
+
+def _ort(model: onnx.ModelProto, feed: dict[str, np.ndarray]) -> list[np.ndarray]:
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    return ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(
+        None, feed
+    )
+
+
+def _vi(name: str, t: int, shape: list) -> onnx.ValueInfoProto:
+    return helper.make_tensor_value_info(name, t, shape)
+
+
+def _const(name: str, arr: np.ndarray) -> onnx.NodeProto:
+    return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(arr, name + "_v"))
+
+
+def loop_then_if() -> onnx.ModelProto:
+    """``y = x; repeat n times while sum(y) < lim: y = 1.5 y + x``, then ``2y if sum(y) > 10 else -y``:
+    a run-time trip count and condition, a body and branches reading outer values."""
+    body = helper.make_graph(
+        [
+            _const("k", np.array(1.5, np.float32)),
+            helper.make_node("Mul", ["y_in", "k"], ["ky"]),
+            helper.make_node("Add", ["ky", "x"], ["y_out"]),
+            helper.make_node("ReduceSum", ["y_out"], ["s"], keepdims=0),
+            helper.make_node("Less", ["s", "lim"], ["c_out"]),
+        ],
+        "body",
+        [_vi("i", I64, []), _vi("c_in", B, []), _vi("y_in", F, [3])],
+        [_vi("c_out", B, []), _vi("y_out", F, [3])],
+    )
+    then_g = helper.make_graph(
+        [_const("two", np.array(2.0, np.float32)), helper.make_node("Mul", ["y", "two"], ["t_out"])],
+        "then",
+        [],
+        [_vi("t_out", F, [3])],
+    )
+    else_g = helper.make_graph(
+        [helper.make_node("Neg", ["y"], ["e_out"])], "else", [], [_vi("e_out", F, [3])]
+    )
+    g = helper.make_graph(
+        [
+            _const("true", np.array(True)),
+            helper.make_node("Loop", ["n", "true", "x"], ["y"], body=body),
+            helper.make_node("ReduceSum", ["y"], ["sy"], keepdims=0),
+            _const("ten", np.array(10.0, np.float32)),
+            helper.make_node("Greater", ["sy", "ten"], ["p"]),
+            helper.make_node("If", ["p"], ["out"], then_branch=then_g, else_branch=else_g),
+        ],
+        "loop_then_if",
+        [_vi("x", F, [3]), _vi("n", I64, []), _vi("lim", F, [])],
+        [_vi("out", F, [3])],
+    )
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_loop_and_if_are_one_program_of_cf_ops(device: str) -> None:
+    model = loop_then_if()
+    m = fw.onnx.load(model, device=device, compile=False)
+    text = str(m.program())
+    assert "cf.while" in text and "cf.cond" in text
+    x = np.array([0.5, -1.0, 2.0], np.float32)
+    for n, lim in ((0, 1e9), (3, 1e9), (6, 20.0), (4, -5.0)):
+        feed = {"x": x, "n": np.array(n, np.int64), "lim": np.array(lim, np.float32)}
+        (want,) = _ort(model, feed)
+        with fw.no_grad():
+            got = m(*feed.values()).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert len(m._programs) == 1, "a run-time trip count does not specialise the program"
+    eager = fw.onnx.load(model, device=device, static=False)
+    feed = {"x": x, "n": np.array(5, np.int64), "lim": np.array(30.0, np.float32)}
+    np.testing.assert_allclose(eager(*feed.values()).numpy(), _ort(model, feed)[0], rtol=1e-6)
+
+
+@pytest.mark.parametrize("reverse", [0, 1])
+def test_scan_along_axis_1_against_onnxruntime(reverse: int) -> None:
+    """A running sum and product over axis 1 of ``x [2, 4, 3]``, forward or reversed, stacked on axis 1."""
+    body = helper.make_graph(
+        [
+            helper.make_node("Add", ["s_in", "xt"], ["s_out"]),
+            helper.make_node("Mul", ["p_in", "xt"], ["p_out"]),
+            helper.make_node("Tanh", ["s_out"], ["z"]),
+        ],
+        "body",
+        [_vi("s_in", F, [2, 3]), _vi("p_in", F, [2, 3]), _vi("xt", F, [2, 3])],
+        [_vi("s_out", F, [2, 3]), _vi("p_out", F, [2, 3]), _vi("z", F, [2, 3])],
+    )
+    scan = helper.make_node(
+        "Scan",
+        ["s0", "p0", "x"],
+        ["s", "p", "zs"],
+        body=body,
+        num_scan_inputs=1,
+        scan_input_axes=[1],
+        scan_input_directions=[reverse],
+        scan_output_axes=[1],
+        scan_output_directions=[reverse],
+    )
+    g = helper.make_graph(
+        [scan],
+        "scan",
+        [_vi("s0", F, [2, 3]), _vi("p0", F, [2, 3]), _vi("x", F, [2, 4, 3])],
+        [_vi("s", F, [2, 3]), _vi("p", F, [2, 3]), _vi("zs", F, [2, 4, 3])],
+    )
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    rng = np.random.default_rng(reverse)
+    feed = {
+        k: rng.standard_normal(s).astype(np.float32)
+        for k, s in (("s0", (2, 3)), ("p0", (2, 3)), ("x", (2, 4, 3)))
+    }
+    sess = fw.onnx.InferenceSession(model, compile=False)
+    assert "cf.while" in str(sess.model.program())
+    for got, want in zip(sess.run(None, feed), _ort(model, feed)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_loop_with_scan_outputs_needs_a_known_trip_count() -> None:
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c_in"], ["c_out"]), helper.make_node("Cast", ["i"], ["z"], to=F)],
+        "body",
+        [_vi("i", I64, []), _vi("c_in", B, [])],
+        [_vi("c_out", B, []), _vi("z", F, [])],
+    )
+    g = helper.make_graph(
+        [
+            helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0),
+            helper.make_node("Cast", ["s"], ["n"], to=I64),
+            _const("true", np.array(True)),
+            helper.make_node("Loop", ["n", "true"], ["zs"], body=body),
+        ],
+        "g",
+        [_vi("x", F, [2])],
+        [_vi("zs", F, ["k"])],
+    )
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(fw.onnx.OnnxImportError, match=r"Loop.*input 0 \('n'\) must be known"):
+        fw.onnx.load(model)(fw.to_tensor([1.0, 2.0]))
