@@ -151,3 +151,56 @@ def test_loop_with_scan_outputs_needs_a_known_trip_count() -> None:
     model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     with pytest.raises(fw.onnx.OnnxImportError, match=r"Loop.*input 0 \('n'\) must be known"):
         fw.onnx.load(model)(fw.to_tensor([1.0, 2.0]))
+
+
+def _recurrent(op: str, gates: int, **attrs) -> onnx.ModelProto:
+    """A bidirectional ``op`` over ``x [T=4, B=3, I=5]`` with hidden size 6, run-time sequence
+    lengths and initial states, biases (and LSTM's peepholes)."""
+    t, b, i, h = 4, 3, 5, 6
+    rng = np.random.default_rng(gates)
+    w = numpy_helper.from_array((rng.standard_normal((2, gates * h, i)) * 0.5).astype(np.float32), "W")
+    r = numpy_helper.from_array((rng.standard_normal((2, gates * h, h)) * 0.5).astype(np.float32), "R")
+    bias = numpy_helper.from_array(rng.standard_normal((2, 2 * gates * h)).astype(np.float32), "B")
+    inits = [w, r, bias]
+    ins = ["x", "W", "R", "B", "lens", "h0"]
+    outs = ["y", "yh"]
+    if op == "LSTM":
+        inits.append(numpy_helper.from_array(rng.standard_normal((2, 3 * h)).astype(np.float32), "P"))
+        ins += ["c0", "P"]
+        outs.append("yc")
+    node = helper.make_node(op, ins, outs, hidden_size=h, direction="bidirectional", **attrs)
+    state = [_vi("h0", F, [2, b, h])] + ([_vi("c0", F, [2, b, h])] if op == "LSTM" else [])
+    g = helper.make_graph(
+        [node],
+        op.lower(),
+        [_vi("x", F, [t, b, i]), _vi("lens", TensorProto.INT32, [b]), *state],
+        [_vi("y", F, [t, 2, b, h])] + [_vi(o, F, [2, b, h]) for o in outs[1:]],
+        inits,
+    )
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)])
+
+
+@pytest.mark.parametrize(
+    "op,gates,attrs",
+    [
+        ("RNN", 1, {"activations": ["Relu", "Tanh"]}),
+        ("GRU", 3, {"linear_before_reset": 1, "clip": 2.0}),
+        ("GRU", 3, {}),
+        ("LSTM", 4, {"clip": 3.0}),
+    ],
+    ids=["rnn", "gru-linear-before-reset", "gru", "lstm-peepholes"],
+)
+def test_recurrent_layers_against_onnxruntime(op: str, gates: int, attrs: dict) -> None:
+    model = _recurrent(op, gates, **attrs)
+    rng = np.random.default_rng(7)
+    feed = {
+        "x": rng.standard_normal((4, 3, 5)).astype(np.float32),
+        "lens": np.array([4, 1, 3], np.int32),
+        "h0": rng.standard_normal((2, 3, 6)).astype(np.float32),
+    }
+    if op == "LSTM":
+        feed["c0"] = rng.standard_normal((2, 3, 6)).astype(np.float32)
+    want = _ort(model, feed)
+    got = fw.onnx.InferenceSession(model, compile=False).run(None, feed)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)

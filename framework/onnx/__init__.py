@@ -41,6 +41,7 @@ def _converters() -> None:
             ops_nn,
             ops_reduce,
             ops_resize,
+            ops_rnn,
             ops_shape,
         )
 
