@@ -10,6 +10,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import framework as fw
+from framework.static import InputSpec
 
 F, I64, B = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
 
@@ -204,3 +205,52 @@ def test_recurrent_layers_against_onnxruntime(op: str, gates: int, attrs: dict) 
     got = fw.onnx.InferenceSession(model, compile=False).run(None, feed)
     for g, w in zip(got, want, strict=True):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+
+
+# -- export -------------------------------------------------------------------------------------
+def _branchy(x: fw.Tensor) -> fw.Tensor:
+    if x.sum() > 0:  # a Python if on a tensor: to_static traces it into a cf.cond
+        y = x * 2.0 + 1.0
+    else:
+        y = -x
+    return y
+
+
+def _looped(x: fw.Tensor, n: fw.Tensor) -> fw.Tensor:
+    i = fw.zeros([], dtype="int64")
+
+    def body(i: fw.Tensor, y: fw.Tensor) -> list[fw.Tensor]:
+        z = fw.static.nn.cond(y.sum() > 20.0, lambda: y * 0.5, lambda: y * 1.5 + x)  # a cond in the loop
+        return [i + 1, z]
+
+    return fw.static.nn.while_loop(lambda i, y: i < n, body, [i, x])[1]
+
+
+def test_control_flow_exports_as_if_and_loop(tmp_path) -> None:
+    spec_x = InputSpec([None, 3], "float32", "x")
+    fw.onnx.export(fw.jit.to_static(_branchy, input_spec=[spec_x]), tmp_path / "branchy", input_spec=[spec_x])
+    specs = [InputSpec([3], "float32", "x"), InputSpec([], "int64", "n")]
+    fw.onnx.export(fw.jit.to_static(_looped, input_spec=specs), tmp_path / "looped", input_spec=specs)
+    branchy, looped = (onnx.load(tmp_path / f"{k}.onnx") for k in ("branchy", "looped"))
+    assert [n.op_type for n in branchy.graph.node].count("If") == 1
+    (loop,) = [n for n in looped.graph.node if n.op_type == "Loop"]
+    assert any(n.op_type == "If" for n in loop.attribute[0].g.node), (
+        "the cond inside the loop is an If in its body"
+    )
+    rng = np.random.default_rng(0)
+    back = {
+        k: fw.onnx.load(tmp_path / f"{k}.onnx", device="opencl", compile=False) for k in ("branchy", "looped")
+    }
+    for sign in (1.0, -1.0):  # both branches
+        x = (sign * np.abs(rng.standard_normal((2, 3)))).astype(np.float32)
+        want = _branchy(fw.to_tensor(x)).numpy()
+        (got,) = _ort(branchy, {"x": x})
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+        np.testing.assert_allclose(back["branchy"](x).numpy(), want, rtol=1e-6)
+    x = np.array([1.0, -2.0, 3.0], np.float32)
+    for n in (0, 1, 5):
+        want = _looped(fw.to_tensor(x), fw.to_tensor(np.array(n))).numpy()
+        (got,) = _ort(looped, {"x": x, "n": np.array(n)})
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+        np.testing.assert_allclose(back["looped"](x, np.array(n)).numpy(), want, rtol=1e-6)
+    assert "cf.while" in str(back["looped"].program())
