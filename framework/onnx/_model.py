@@ -14,10 +14,13 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
+
+from adapter_api import OarlockError
 
 from .. import nn
 from .._src import autograd
@@ -211,20 +214,55 @@ class OnnxModel(nn.Layer):
         self.passes = passes
         self.compile = compile
         self._programs: dict[Any, Any] = {}
+        #: the value-input keys whose programs are traced per input shape
+        self._by_shape: set[Any] = set()
 
     def _value_inputs(self, graph: Any) -> list[str]:
+        """The graph inputs taken by value: those a converter needs known when the program is
+        built (a Reshape's shape fed as an input), and the small integer or bool inputs (64
+        elements at most) that such a value, or an ``If``'s predicate, is computed from (a
+        sample rate that picks a branch, a trip count computed from a start and a limit): the
+        program is specialised on them, and only the branch they pick is converted."""
         names = set(self.input_names)
-        out = []
-        for n in graph.node:
+        small = {
+            n
+            for n, dims, dt in zip(self.input_names, self.input_dims, self.input_dtypes)
+            if dt.kind in "biu" and all(isinstance(d, int) for d in dims) and int(np.prod(dims)) <= 64
+        }
+        producer = {o: node for node in all_nodes(graph) for o in node.output if o}
+
+        def sources(name: str) -> set[str]:
+            """The small graph inputs ``name`` is computed from by value (not through Shape/Size)."""
+            found, seen, stack = set(), set(), [name]
+            while stack:
+                v = stack.pop()
+                if v in seen:
+                    continue
+                seen.add(v)
+                if v in names:
+                    found.add(v)
+                    continue
+                p = producer.get(v)
+                if p is not None and p.op_type not in ("Shape", "Size", "If", "Loop", "Scan"):
+                    stack.extend(i for i in p.input if i)
+            return found & small
+
+        out: set[str] = set()
+        for n in all_nodes(graph):
             conv = lookup(n.op_type, n.domain)
             for i in conv.consts_of(n):  # type: ignore[union-attr]
-                if i < len(n.input) and n.input[i] in names and n.input[i] not in out:
-                    out.append(n.input[i])
+                if i < len(n.input) and n.input[i]:
+                    out |= {n.input[i]} if n.input[i] in names else sources(n.input[i])
+            if n.op_type == "If" and n.input and n.input[0]:
+                out |= sources(n.input[0])
         return [n for n in self.input_names if n in out]
 
     # -- running ---------------------------------------------------------------------------
-    def _static_fn(self, frozen: tuple[Any, ...]) -> Any:
-        fn = self._programs.get(frozen)
+    def _static_fn(self, frozen: tuple[Any, ...], shapes: tuple[tuple[int, ...], ...] | None = None) -> Any:
+        """The program for the inputs given by value ``frozen``: over the model's dims (named
+        and open ones symbolic), or over ``shapes`` (one program per shape)."""
+        key = frozen if shapes is None else (frozen, shapes)
+        fn = self._programs.get(key)
         if fn is None:
             from ..jit.api import StaticFunction
             from ..static import InputSpec
@@ -237,6 +275,8 @@ class OnnxModel(nn.Layer):
                 for n, d, t in zip(self.input_names, self.input_dims, self.input_dtypes)
                 if n not in values
             ]
+            if shapes is not None:
+                specs = [InputSpec(list(d), dtype=s.dtype, name=s.name) for s, d in zip(specs, shapes)]
 
             def forward(*tensors: Tensor) -> Any:
                 return self.interpret(tensors, values)
@@ -246,7 +286,7 @@ class OnnxModel(nn.Layer):
                 forward.__name__ = "onnx_model"
             backend = "CINN" if self.compile else None
             fn = StaticFunction(forward, specs, self, full_graph=True, passes=self.passes, backend=backend)
-            self._programs[frozen] = fn
+            self._programs[key] = fn
         return fn
 
     def _split(self, inputs: Sequence[Any]) -> tuple[list[Tensor], tuple[Any, ...]]:
@@ -269,7 +309,19 @@ class OnnxModel(nn.Layer):
     def forward(self, *inputs: Any) -> Any:
         tensors, frozen = self._split(inputs)
         if self.static:
-            return self._static_fn(frozen)(*tensors)
+            if frozen not in self._by_shape:
+                try:
+                    return self._static_fn(frozen)(*tensors)
+                except OarlockError as e:
+                    # the symbolic dims are traced at small probe sizes, which a model may not
+                    # take (a convolution over a dynamic length): trace it per shape instead
+                    self._by_shape.add(frozen)
+                    warnings.warn(
+                        f"[onnx] {self.proto.graph.name or 'the model'} does not trace over its dynamic dims "
+                        f"({str(e).splitlines()[0][:200]}); it is traced for each input shape",
+                        stacklevel=2,
+                    )
+            return self._static_fn(frozen, tuple(tuple(t.shape) for t in tensors))(*tensors)
         values = {n: np.frombuffer(b, dtype=d).reshape(s) for n, (b, d, s) in zip(self.value_inputs, frozen)}
         return self.interpret(tensors, values)
 
