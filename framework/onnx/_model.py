@@ -219,16 +219,18 @@ class OnnxModel(nn.Layer):
 
     def _value_inputs(self, graph: Any) -> list[str]:
         """The graph inputs taken by value: those a converter needs known when the program is
-        built (a Reshape's shape fed as an input), and the small integer or bool inputs (64
-        elements at most) that such a value, or an ``If``'s predicate, is computed from (a
-        sample rate that picks a branch, a trip count computed from a start and a limit): the
-        program is specialised on them, and only the branch they pick is converted."""
+        built (a Reshape's shape fed as an input), the small inputs (64 elements at most) such
+        a value is computed from (a trip count computed from a start and a limit), and the
+        small integer or bool inputs an ``If``'s predicate is computed from (a sample rate that
+        picks a branch): the program is specialised on them, and only the branch they pick is
+        converted."""
         names = set(self.input_names)
         small = {
             n
-            for n, dims, dt in zip(self.input_names, self.input_dims, self.input_dtypes)
-            if dt.kind in "biu" and all(isinstance(d, int) for d in dims) and int(np.prod(dims)) <= 64
+            for n, dims in zip(self.input_names, self.input_dims)
+            if all(isinstance(d, int) for d in dims) and int(np.prod(dims)) <= 64
         }
+        flags = {n for n, dt in zip(self.input_names, self.input_dtypes) if dt.kind in "biu"}
         producer = {o: node for node in all_nodes(graph) for o in node.output if o}
 
         def sources(name: str) -> set[str]:
@@ -254,7 +256,7 @@ class OnnxModel(nn.Layer):
                 if i < len(n.input) and n.input[i]:
                     out |= {n.input[i]} if n.input[i] in names else sources(n.input[i])
             if n.op_type == "If" and n.input and n.input[0]:
-                out |= sources(n.input[0])
+                out |= sources(n.input[0]) & flags
         return [n for n in self.input_names if n in out]
 
     # -- running ---------------------------------------------------------------------------
@@ -299,7 +301,8 @@ class OnnxModel(nn.Layer):
         tensors, frozen = [], []
         for name, dt, v in zip(self.input_names, self.input_dtypes, inputs):
             if name in self.value_inputs:
-                a = np.ascontiguousarray(v.numpy() if isinstance(v, Tensor) else np.asarray(v, dtype=dt))
+                # a copy in C order (np.ascontiguousarray would make a 0-d value 1-d)
+                a = np.array(v.numpy() if isinstance(v, Tensor) else np.asarray(v, dtype=dt), order="C")
                 frozen.append((a.tobytes(), a.dtype.str, a.shape))
             else:
                 t = v if isinstance(v, Tensor) else to_tensor(np.asarray(v, dtype=dt), device=self.device)
@@ -330,7 +333,7 @@ class OnnxModel(nn.Layer):
         ``value_inputs``: the values of the inputs the model needs by value, if any."""
         frozen = tuple(
             (a.tobytes(), a.dtype.str, a.shape)
-            for a in (np.ascontiguousarray(np.asarray(v)) for v in value_inputs)
+            for a in (np.array(v, order="C") for v in value_inputs)
         )
         fn = self._static_fn(frozen)
         specs = [
