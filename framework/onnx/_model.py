@@ -332,8 +332,7 @@ class OnnxModel(nn.Layer):
         """The traced program (:class:`framework.ir.Program`) for the model's input specs;
         ``value_inputs``: the values of the inputs the model needs by value, if any."""
         frozen = tuple(
-            (a.tobytes(), a.dtype.str, a.shape)
-            for a in (np.array(v, order="C") for v in value_inputs)
+            (a.tobytes(), a.dtype.str, a.shape) for a in (np.array(v, order="C") for v in value_inputs)
         )
         fn = self._static_fn(frozen)
         specs = [

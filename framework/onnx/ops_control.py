@@ -25,7 +25,8 @@ import numpy as np
 
 import framework as fw
 
-from ._registry import Node, converter
+from ..jit.trace import TracedTensor
+from ._registry import Node, OnnxImportError, converter
 
 #: the most iterations a Loop with scan outputs is unrolled to
 MAX_UNROLL = 4096
@@ -69,9 +70,9 @@ def _if(n: Node) -> list[Any]:
 
     try:
         res = fw.static.nn.cond(_scalar(n, pred, "bool"), branch(then_g), branch(else_g))
+    except OnnxImportError:
+        raise
     except fw.OarlockError as e:
-        if isinstance(e, fw.onnx.OnnxImportError):
-            raise
         raise n.error(f"its branches cannot become one cond: {e}") from None
     return list(res)
 
@@ -109,9 +110,9 @@ def _loop(n: Node) -> list[Any]:
 
     try:
         res = fw.static.nn.while_loop(cond, step, [start, go, *init])
+    except OnnxImportError:
+        raise
     except fw.OarlockError as e:
-        if isinstance(e, fw.onnx.OnnxImportError):
-            raise
         raise n.error(f"its body cannot become one while loop: {e}") from None
     return list(res[2:])
 
@@ -129,8 +130,6 @@ def _loop_unrolled(n: Node, body: Any, names: list[str], carried: int) -> list[A
         bound = dict(zip(names, [np.array(i, np.int64), np.array(go), *vals]))
         outs = _walk(n, body, bound)
         c = outs[0]
-        from ..jit.trace import TracedTensor
-
         if isinstance(c, TracedTensor):
             raise n.error(f"its body computes the condition at run time, but {fix}")
         go = bool(np.asarray(c if isinstance(c, np.ndarray) else c.numpy()).reshape(-1)[0])
