@@ -3,6 +3,8 @@ onnxruntime), and programs holding cf ops exported as If / Loop."""
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 import numpy as np
 import onnx
 import onnxruntime as ort
@@ -12,7 +14,11 @@ from onnx import TensorProto, helper, numpy_helper
 import framework as fw
 from framework.static import InputSpec
 
+from .conftest import DEVICES
+
 F, I64, B = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
+#: where exported models are imported back: OpenCL where installed
+BACK = next((d for d in DEVICES if d.startswith("opencl")), DEVICES[0])
 
 
 def _ort(model: onnx.ModelProto, feed: dict[str, np.ndarray]) -> list[np.ndarray]:
@@ -146,7 +152,7 @@ def test_loop_with_scan_outputs_needs_a_known_trip_count() -> None:
             helper.make_node("Loop", ["n", "true"], ["zs"], body=body),
         ],
         "g",
-        [_vi("x", F, [2])],
+        [_vi("x", F, ["N"])],  # data of a dynamic size: not taken by value
         [_vi("zs", F, ["k"])],
     )
     model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
@@ -254,3 +260,41 @@ def test_control_flow_exports_as_if_and_loop(tmp_path) -> None:
         np.testing.assert_allclose(got, want, rtol=1e-6)
         np.testing.assert_allclose(back["looped"](x, np.array(n)).numpy(), want, rtol=1e-6)
     assert "cf.while" in str(back["looped"].program())
+
+
+def test_a_predicate_from_a_small_int_input_picks_its_branch_when_built() -> None:
+    """silero-vad's form: ``If(sr == 16000)`` with branches of different shapes; the sample
+    rate is taken by value, so each value has its program holding only its branch. Its
+    convolution over a dynamic length with a kernel longer than the probe sizes makes the
+    model trace per shape."""
+    w = numpy_helper.from_array(np.linspace(-1, 1, 24, dtype=np.float32).reshape(1, 1, 24), "w")
+    then_g = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w"], ["t_out"], strides=[8])], "then", [], [_vi("t_out", F, None)]
+    )
+    else_g = helper.make_graph(
+        [helper.make_node("ReduceSum", ["x"], ["e_out"], keepdims=0)], "else", [], [_vi("e_out", F, None)]
+    )
+    g = helper.make_graph(
+        [
+            _const("k16", np.array(16000, np.int64)),
+            helper.make_node("Equal", ["sr", "k16"], ["is16"]),
+            helper.make_node("If", ["is16"], ["out"], then_branch=then_g, else_branch=else_g),
+        ],
+        "vad_like",
+        [_vi("x", F, [1, 1, "T"]), _vi("sr", I64, [])],
+        [_vi("out", F, None)],
+        [w],
+    )
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m = fw.onnx.load(model, compile=False)
+    assert m.value_inputs == ["sr"]
+    x = np.random.default_rng(3).standard_normal((1, 1, 64)).astype(np.float32)
+    for sr in (16000, 8000):
+        feed = {"x": x, "sr": np.array(sr, np.int64)}
+        with pytest.warns(UserWarning, match="traced for each input shape") if sr == 16000 else nullcontext():
+            got = m(x, feed["sr"]).numpy()
+        (want,) = _ort(model, feed)
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    text = str(m.program(np.array(8000, np.int64)))
+    assert "cf.cond" not in text and "op.sum" in text, "only the branch sr picks is in the program"

@@ -233,8 +233,9 @@ class OnnxModel(nn.Layer):
         flags = {n for n, dt in zip(self.input_names, self.input_dtypes) if dt.kind in "biu"}
         producer = {o: node for node in all_nodes(graph) for o in node.output if o}
 
-        def sources(name: str) -> set[str]:
-            """The small graph inputs ``name`` is computed from by value (not through Shape/Size)."""
+        def sources(name: str, allowed: set[str]) -> set[str]:
+            """The graph inputs ``name`` is computed from by value (not through Shape/Size), if
+            they are all ``allowed`` (else none: specialising on some would not fix it)."""
             found, seen, stack = set(), set(), [name]
             while stack:
                 v = stack.pop()
@@ -245,18 +246,20 @@ class OnnxModel(nn.Layer):
                     found.add(v)
                     continue
                 p = producer.get(v)
-                if p is not None and p.op_type not in ("Shape", "Size", "If", "Loop", "Scan"):
+                if p is not None and p.op_type not in ("Shape", "Size"):
                     stack.extend(i for i in p.input if i)
-            return found & small
+                    # a control-flow node's outputs depend on what its subgraphs read
+                    stack.extend(i for sub in _subgraphs(p) for m in all_nodes(sub) for i in m.input if i)
+            return found if found <= allowed else set()
 
         out: set[str] = set()
         for n in all_nodes(graph):
             conv = lookup(n.op_type, n.domain)
             for i in conv.consts_of(n):  # type: ignore[union-attr]
                 if i < len(n.input) and n.input[i]:
-                    out |= {n.input[i]} if n.input[i] in names else sources(n.input[i])
+                    out |= {n.input[i]} if n.input[i] in names else sources(n.input[i], small)
             if n.op_type == "If" and n.input and n.input[0]:
-                out |= sources(n.input[0]) & flags
+                out |= sources(n.input[0], small & flags)
         return [n for n in self.input_names if n in out]
 
     # -- running ---------------------------------------------------------------------------
@@ -360,18 +363,23 @@ class OnnxModel(nn.Layer):
         return res[0] if len(res) == 1 else tuple(res)
 
 
-def all_nodes(graph: Any) -> Iterator[Any]:
-    """Every node of ``graph`` and of its nodes' subgraphs (If's branches, Loop's body)."""
+def _subgraphs(node: Any) -> Iterator[Any]:
+    """The subgraphs of ``node`` (If's branches, Loop's and Scan's body)."""
     from onnx import AttributeProto
 
+    for a in node.attribute:
+        if a.type == AttributeProto.GRAPH:
+            yield a.g
+        elif a.type == AttributeProto.GRAPHS:
+            yield from a.graphs
+
+
+def all_nodes(graph: Any) -> Iterator[Any]:
+    """Every node of ``graph`` and of its nodes' subgraphs (If's branches, Loop's body)."""
     for node in graph.node:
         yield node
-        for a in node.attribute:
-            if a.type == AttributeProto.GRAPH:
-                yield from all_nodes(a.g)
-            elif a.type == AttributeProto.GRAPHS:
-                for g in a.graphs:
-                    yield from all_nodes(g)
+        for g in _subgraphs(node):
+            yield from all_nodes(g)
 
 
 def run_graph(graph: Any, env: dict[str, Any], opset: int, device: Any) -> list[Any]:
