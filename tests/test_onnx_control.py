@@ -245,7 +245,7 @@ def test_control_flow_exports_as_if_and_loop(tmp_path) -> None:
     )
     rng = np.random.default_rng(0)
     back = {
-        k: fw.onnx.load(tmp_path / f"{k}.onnx", device="opencl", compile=False) for k in ("branchy", "looped")
+        k: fw.onnx.load(tmp_path / f"{k}.onnx", device=BACK, compile=False) for k in ("branchy", "looped")
     }
     for sign in (1.0, -1.0):  # both branches
         x = (sign * np.abs(rng.standard_normal((2, 3)))).astype(np.float32)
