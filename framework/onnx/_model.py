@@ -14,10 +14,13 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
+
+from adapter_api import OarlockError
 
 from .. import nn
 from .._src import autograd
@@ -156,7 +159,7 @@ class OnnxModel(nn.Layer):
         missing = sorted(
             {
                 f"{n.domain + '.' if n.domain else ''}{n.op_type}"
-                for n in graph.node
+                for n in all_nodes(graph)
                 if lookup(n.op_type, n.domain) is None
             }
         )
@@ -211,20 +214,60 @@ class OnnxModel(nn.Layer):
         self.passes = passes
         self.compile = compile
         self._programs: dict[Any, Any] = {}
+        #: the value-input keys whose programs are traced per input shape
+        self._by_shape: set[Any] = set()
 
     def _value_inputs(self, graph: Any) -> list[str]:
+        """The graph inputs taken by value: those a converter needs known when the program is
+        built (a Reshape's shape fed as an input), the small inputs (64 elements at most) such
+        a value is computed from (a trip count computed from a start and a limit), and the
+        small integer or bool inputs an ``If``'s predicate is computed from (a sample rate that
+        picks a branch): the program is specialised on them, and only the branch they pick is
+        converted."""
         names = set(self.input_names)
-        out = []
-        for n in graph.node:
+        small = {
+            n
+            for n, dims in zip(self.input_names, self.input_dims)
+            if all(isinstance(d, int) for d in dims) and int(np.prod(dims)) <= 64
+        }
+        flags = {n for n, dt in zip(self.input_names, self.input_dtypes) if dt.kind in "biu"}
+        producer = {o: node for node in all_nodes(graph) for o in node.output if o}
+
+        def sources(name: str, allowed: set[str]) -> set[str]:
+            """The graph inputs ``name`` is computed from by value (not through Shape/Size), if
+            they are all ``allowed`` (else none: specialising on some would not fix it)."""
+            found, seen, stack = set(), set(), [name]
+            while stack:
+                v = stack.pop()
+                if v in seen:
+                    continue
+                seen.add(v)
+                if v in names:
+                    found.add(v)
+                    continue
+                p = producer.get(v)
+                if p is not None and p.op_type not in ("Shape", "Size"):
+                    stack.extend(i for i in p.input if i)
+                    # a control-flow node's outputs depend on what its subgraphs read
+                    stack.extend(i for sub in _subgraphs(p) for m in all_nodes(sub) for i in m.input if i)
+            return found if found <= allowed else set()
+
+        out: set[str] = set()
+        for n in all_nodes(graph):
             conv = lookup(n.op_type, n.domain)
-            for i in conv.consts:  # type: ignore[union-attr]
-                if i < len(n.input) and n.input[i] in names and n.input[i] not in out:
-                    out.append(n.input[i])
+            for i in conv.consts_of(n):  # type: ignore[union-attr]
+                if i < len(n.input) and n.input[i]:
+                    out |= {n.input[i]} if n.input[i] in names else sources(n.input[i], small)
+            if n.op_type == "If" and n.input and n.input[0]:
+                out |= sources(n.input[0], small & flags)
         return [n for n in self.input_names if n in out]
 
     # -- running ---------------------------------------------------------------------------
-    def _static_fn(self, frozen: tuple[Any, ...]) -> Any:
-        fn = self._programs.get(frozen)
+    def _static_fn(self, frozen: tuple[Any, ...], shapes: tuple[tuple[int, ...], ...] | None = None) -> Any:
+        """The program for the inputs given by value ``frozen``: over the model's dims (named
+        and open ones symbolic), or over ``shapes`` (one program per shape)."""
+        key = frozen if shapes is None else (frozen, shapes)
+        fn = self._programs.get(key)
         if fn is None:
             from ..jit.api import StaticFunction
             from ..static import InputSpec
@@ -237,6 +280,8 @@ class OnnxModel(nn.Layer):
                 for n, d, t in zip(self.input_names, self.input_dims, self.input_dtypes)
                 if n not in values
             ]
+            if shapes is not None:
+                specs = [InputSpec(list(d), dtype=s.dtype, name=s.name) for s, d in zip(specs, shapes)]
 
             def forward(*tensors: Tensor) -> Any:
                 return self.interpret(tensors, values)
@@ -246,7 +291,7 @@ class OnnxModel(nn.Layer):
                 forward.__name__ = "onnx_model"
             backend = "CINN" if self.compile else None
             fn = StaticFunction(forward, specs, self, full_graph=True, passes=self.passes, backend=backend)
-            self._programs[frozen] = fn
+            self._programs[key] = fn
         return fn
 
     def _split(self, inputs: Sequence[Any]) -> tuple[list[Tensor], tuple[Any, ...]]:
@@ -259,7 +304,8 @@ class OnnxModel(nn.Layer):
         tensors, frozen = [], []
         for name, dt, v in zip(self.input_names, self.input_dtypes, inputs):
             if name in self.value_inputs:
-                a = np.ascontiguousarray(v.numpy() if isinstance(v, Tensor) else np.asarray(v, dtype=dt))
+                # a copy in C order (np.ascontiguousarray would make a 0-d value 1-d)
+                a = np.array(v.numpy() if isinstance(v, Tensor) else np.asarray(v, dtype=dt), order="C")
                 frozen.append((a.tobytes(), a.dtype.str, a.shape))
             else:
                 t = v if isinstance(v, Tensor) else to_tensor(np.asarray(v, dtype=dt), device=self.device)
@@ -269,7 +315,19 @@ class OnnxModel(nn.Layer):
     def forward(self, *inputs: Any) -> Any:
         tensors, frozen = self._split(inputs)
         if self.static:
-            return self._static_fn(frozen)(*tensors)
+            if frozen not in self._by_shape:
+                try:
+                    return self._static_fn(frozen)(*tensors)
+                except OarlockError as e:
+                    # the symbolic dims are traced at small probe sizes, which a model may not
+                    # take (a convolution over a dynamic length): trace it per shape instead
+                    self._by_shape.add(frozen)
+                    warnings.warn(
+                        f"[onnx] {self.proto.graph.name or 'the model'} does not trace over its dynamic dims "
+                        f"({str(e).splitlines()[0][:200]}); it is traced for each input shape",
+                        stacklevel=2,
+                    )
+            return self._static_fn(frozen, tuple(tuple(t.shape) for t in tensors))(*tensors)
         values = {n: np.frombuffer(b, dtype=d).reshape(s) for n, (b, d, s) in zip(self.value_inputs, frozen)}
         return self.interpret(tensors, values)
 
@@ -277,8 +335,7 @@ class OnnxModel(nn.Layer):
         """The traced program (:class:`framework.ir.Program`) for the model's input specs;
         ``value_inputs``: the values of the inputs the model needs by value, if any."""
         frozen = tuple(
-            (a.tobytes(), a.dtype.str, a.shape)
-            for a in (np.ascontiguousarray(np.asarray(v)) for v in value_inputs)
+            (a.tobytes(), a.dtype.str, a.shape) for a in (np.array(v, order="C") for v in value_inputs)
         )
         fn = self._static_fn(frozen)
         specs = [
@@ -306,6 +363,25 @@ class OnnxModel(nn.Layer):
         return res[0] if len(res) == 1 else tuple(res)
 
 
+def _subgraphs(node: Any) -> Iterator[Any]:
+    """The subgraphs of ``node`` (If's branches, Loop's and Scan's body)."""
+    from onnx import AttributeProto
+
+    for a in node.attribute:
+        if a.type == AttributeProto.GRAPH:
+            yield a.g
+        elif a.type == AttributeProto.GRAPHS:
+            yield from a.graphs
+
+
+def all_nodes(graph: Any) -> Iterator[Any]:
+    """Every node of ``graph`` and of its nodes' subgraphs (If's branches, Loop's body)."""
+    for node in graph.node:
+        yield node
+        for g in _subgraphs(node):
+            yield from all_nodes(g)
+
+
 def run_graph(graph: Any, env: dict[str, Any], opset: int, device: Any) -> list[Any]:
     """Convert every node of ``graph`` in order; ``env`` maps names to tensors or constants
     (and receives the results). Returns the graph's outputs."""
@@ -326,8 +402,15 @@ def run_graph(graph: Any, env: dict[str, Any], opset: int, device: Any) -> list[
                 )
             else:
                 ins.append(env[name])
-        n = Node(node, ins, opset, _attrs(node), device, graph)
-        fold = node.op_type not in _RANDOM and all(v is None or isinstance(v, np.ndarray) for v in ins)
+        attrs = _attrs(node)
+        n = Node(node, ins, opset, attrs, device, graph, env)
+        # a node with subgraphs reads the enclosing scope: its converter decides what folds
+        subgraphs = any(a.type in (5, 10) for a in node.attribute)  # AttributeProto.GRAPH, GRAPHS
+        fold = (
+            node.op_type not in _RANDOM
+            and not subgraphs
+            and all(v is None or isinstance(v, np.ndarray) for v in ins)
+        )
         if fold and ins:  # every input known: compute it now (shape arithmetic)
             with _eager():
                 cpu = _dev.parse("cpu")

@@ -50,19 +50,31 @@ class Converter:
     consts: tuple[int, ...] = ()
     #: the op's domain ("" is ONNX's default domain, ai.onnx)
     domain: str = ""
+    #: the input positions a node needs by value, read from the node (ops whose need depends
+    #: on their attributes or outputs, as a Loop with scan outputs); ``consts`` otherwise
+    node_consts: Callable[[Any], tuple[int, ...]] | None = None
+
+    def consts_of(self, proto: Any) -> tuple[int, ...]:
+        """The input positions ``proto`` (one node of this op) needs by value."""
+        return self.node_consts(proto) if self.node_consts is not None else self.consts
 
 
 CONVERTERS: dict[tuple[str, str], Converter] = {}
 
 
-def converter(*op_types: str, consts: Sequence[int] = (), domain: str = "") -> Callable[[Any], Any]:
+def converter(
+    *op_types: str,
+    consts: Sequence[int] = (),
+    domain: str = "",
+    node_consts: Callable[[Any], tuple[int, ...]] | None = None,
+) -> Callable[[Any], Any]:
     """Register ``fn`` as the converter of ``op_types`` (one record per op)."""
 
     def deco(fn: Callable[[Node], Any]) -> Callable[[Node], Any]:
         for t in op_types:
             if (domain, t) in CONVERTERS:
                 raise RuntimeError(f"[onnx] two converters for {t!r}")
-            CONVERTERS[(domain, t)] = Converter(t, fn, tuple(consts), domain)
+            CONVERTERS[(domain, t)] = Converter(t, fn, tuple(consts), domain, node_consts)
         return fn
 
     return deco
@@ -77,13 +89,21 @@ class Node:
     """One ONNX node as its converter sees it.
 
     ``inputs[i]`` is a :class:`Tensor`, a numpy array (a value known when the program is
-    built) or None (an omitted optional input).
+    built) or None (an omitted optional input). ``scope`` maps every name visible to the node
+    to its value: a control-flow op's subgraphs read the enclosing graph's values from it.
     """
 
-    __slots__ = ("proto", "inputs", "opset", "attrs", "device", "graph")
+    __slots__ = ("proto", "inputs", "opset", "attrs", "device", "graph", "scope")
 
     def __init__(
-        self, proto: Any, inputs: list[Any], opset: int, attrs: dict[str, Any], device: Any, graph: Any
+        self,
+        proto: Any,
+        inputs: list[Any],
+        opset: int,
+        attrs: dict[str, Any],
+        device: Any,
+        graph: Any,
+        scope: dict[str, Any] | None = None,
     ):
         self.proto = proto
         self.inputs = inputs
@@ -91,6 +111,7 @@ class Node:
         self.attrs = attrs
         self.device = device
         self.graph = graph
+        self.scope = scope if scope is not None else {}
 
     @property
     def op_type(self) -> str:

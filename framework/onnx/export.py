@@ -56,6 +56,9 @@ class _Graph:
         self.sym_vals: dict[str, str] = {}
         self.count = 0
         self.program = program
+        #: the top graph's node list: a symbol's ``Shape`` read inside a subgraph goes there,
+        #: so every later use (inside or outside) sees it
+        self.root = self.nodes
 
     def fresh(self, hint: str) -> str:
         self.count += 1
@@ -80,8 +83,10 @@ class _Graph:
                     f"[onnx.export] symbol {s!r} is not a dim of any input; export static sizes"
                 )
             inp, axis = self.sym_src[s]
+            inner, self.nodes = self.nodes, self.root
             (shape,) = self.node("Shape", [inp])
             (got,) = self.node("Gather", [shape, self.const(np.array([axis], np.int64))], axis=0)
+            self.nodes = inner
             self.sym_vals[s] = got
         return got
 
@@ -247,6 +252,45 @@ def _argmax(g: _Graph, op: Operation, ins: list[str]) -> list[str]:
     return g.node(kind, ins, axis=int(op.attrs["axis"]), keepdims=int(bool(op.attrs.get("keepdim", False))))
 
 
+@_translation("gather")
+def _gather(g: _Graph, op: Operation, ins: list[str]) -> list[str]:
+    return g.node("Gather", ins, axis=int(op.attrs["axis"]))
+
+
+@_translation("attention")
+def _attention(g: _Graph, op: Operation, ins: list[str]) -> list[str]:
+    """softmax(q k^T * scale [+ mask] [causal]) v, written out (ONNX's Attention op is opset 23)."""
+    q, k, v = op.operands[:3]
+    dt = q.type.dtype
+    kt = g.node("Transpose", [ins[1]], perm=list(range(k.type.rank - 2)) + [k.type.rank - 1, k.type.rank - 2])
+    qs = g.node("Mul", [ins[0], g.const(np.array(op.attrs["scale"], dt))])
+    (s,) = g.node("MatMul", qs + kt)
+    ninf = g.const(np.array(-np.inf, dt)) if len(ins) > 3 or op.attrs.get("causal") else ""
+    if len(ins) > 3:
+        if op.operands[3].type.dtype == np.dtype(bool):
+            (s,) = g.node("Where", [ins[3], s, ninf])
+        else:
+            (s,) = g.node("Add", [s, ins[3]])
+    if op.attrs.get("causal"):
+        lq, lk = q.type.shape[-2], k.type.shape[-2]
+        if lq == lk:
+            diag = 0
+        elif isinstance(lq, int) and isinstance(lk, int):
+            diag = lk - lq
+        else:
+            raise ExportError(
+                f"[onnx.export] op 'attention' with causal=True takes {lq} queries and {lk} keys; export it with "
+                f"static lengths or equal ones"
+            )
+        ones = g.onnx.numpy_helper.from_array(np.array([1], np.int64), g.fresh("one"))
+        (full,) = g.node("ConstantOfShape", [g.dims([lq, lk])], value=ones)
+        (tri,) = g.node("Trilu", [full, g.const(np.array(diag, np.int64))], upper=0)
+        (mask,) = g.node("Cast", [tri], to=g.onnx.TensorProto.BOOL)
+        (s,) = g.node("Where", [mask, s, ninf])
+    (p,) = g.node("Softmax", [s], axis=-1)
+    return g.node("MatMul", [p, ins[2]])
+
+
 @_translation("full")
 def _full(g: _Graph, op: Operation, ins: list[str]) -> list[str]:
     ty = op.results[0].type
@@ -255,12 +299,14 @@ def _full(g: _Graph, op: Operation, ins: list[str]) -> list[str]:
     return g.node("ConstantOfShape", [g.dims(op.attrs["shape"])], value=tensor)
 
 
-def _translate(
-    g: _Graph, program: Program, params: dict[str, Tensor], consts: dict[str, Tensor]
+def _translate_block(
+    g: _Graph, ops: Sequence[Operation], params: dict[str, Tensor], consts: dict[str, Tensor]
 ) -> list[str]:
+    """Translate ``ops`` (a program's block or a region's) into ``g.nodes``; the names of what
+    its terminator (``builtin.return`` or ``cf.yield``) returns."""
     outs: list[str] = []
-    for op in program.block.ops:
-        if op.name == "builtin.return":
+    for op in ops:
+        if op.name in ("builtin.return", "cf.yield"):
             outs = [g.names[v] for v in op.operands]
             continue
         if op.name == "builtin.parameter":
@@ -274,16 +320,95 @@ def _translate(
                 arr = np.full(ty.concrete({}), op.attrs["value"], ty.dtype)
             g.names[op.result] = g.const(arr, "constant")
             continue
-        fn = TRANSLATIONS.get(op.name)
-        if fn is None or op.regions:
-            raise ExportError(
-                f"[onnx.export] op '{op.name}' has no ONNX translation (framework/onnx/export.py "
-                f"TRANSLATIONS); known: {len(TRANSLATIONS)} ops"
-            )
-        names = fn(g, op, [g.names[v] for v in op.operands])
+        if op.name in ("cf.cond", "cf.while"):
+            names = (_cond if op.name == "cf.cond" else _while)(g, op, params, consts)
+        else:
+            fn = TRANSLATIONS.get(op.name)
+            if fn is None or op.regions:
+                raise ExportError(
+                    f"[onnx.export] op '{op.name}' has no ONNX translation (framework/onnx/export.py "
+                    f"TRANSLATIONS); known: {len(TRANSLATIONS)} ops"
+                )
+            names = fn(g, op, [g.names[v] for v in op.operands])
         for r, n in zip(op.results, names):
             g.names[r] = n
     return outs
+
+
+def _translate(
+    g: _Graph, program: Program, params: dict[str, Tensor], consts: dict[str, Tensor]
+) -> list[str]:
+    return _translate_block(g, program.block.ops, params, consts)
+
+
+def _subgraph(
+    g: _Graph,
+    name: str,
+    inputs: Sequence[tuple[str, TensorType]],
+    build: Callable[[], list[tuple[str, TensorType]]],
+) -> Any:
+    """An ONNX subgraph whose nodes ``build()`` translates; it reads the outer graph's names.
+    Every output is an ``Identity`` made inside (a subgraph's outputs are its own values)."""
+    outer, g.nodes = g.nodes, []
+    try:
+        outs = build()
+        vis = []
+        for src, ty in outs:
+            (dst,) = g.node("Identity", [src])
+            vis.append(_value_info(g, dst, ty))
+        nodes = g.nodes
+    finally:
+        g.nodes = outer
+    return g.onnx.helper.make_graph(nodes, name, [_value_info(g, n, t) for n, t in inputs], vis)
+
+
+def _scalar_bool(g: _Graph, name: str, ty: TensorType) -> str:
+    """A bool value of one element as the rank-0 tensor ``If``'s and ``Loop``'s conditions take."""
+    return name if ty.rank == 0 else g.node("Reshape", [name, g.const(np.array([], np.int64))])[0]
+
+
+def _cond(g: _Graph, op: Operation, params: dict[str, Tensor], consts: dict[str, Tensor]) -> list[str]:
+    """``cf.cond`` as ONNX ``If``: each region a subgraph reading the outer scope."""
+    pred = _scalar_bool(g, g.names[op.operands[0]], op.operands[0].type)
+    types = [r.type for r in op.results]
+
+    def branch(k: int) -> Callable[[], list[tuple[str, TensorType]]]:
+        blk = op.regions[k].blocks[0]
+        return lambda: list(zip(_translate_block(g, blk.ops, params, consts), types))
+
+    then_g = _subgraph(g, g.fresh("then"), [], branch(0))
+    else_g = _subgraph(g, g.fresh("else"), [], branch(1))
+    return g.node("If", [pred], len(op.results), then_branch=then_g, else_branch=else_g)
+
+
+def _while(g: _Graph, op: Operation, params: dict[str, Tensor], consts: dict[str, Tensor]) -> list[str]:
+    """``cf.while`` as ONNX ``Loop`` with no trip count: the cond region is translated once on
+    the initial values (Loop's first condition) and again at the end of the body (the next)."""
+    cond_blk, body_blk = (r.blocks[0] for r in op.regions)
+    types = [v.type for v in op.operands]
+
+    def cond_on(names: list[str]) -> str:
+        for a, n in zip(cond_blk.args, names):
+            g.names[a] = n
+        (c,) = _translate_block(g, cond_blk.ops, params, consts)
+        return _scalar_bool(g, c, cond_blk.ops[-1].operands[0].type)
+
+    first = cond_on([g.names[v] for v in op.operands])
+    carried = [g.fresh("carried") for _ in types]
+    it, c_in = g.fresh("iteration"), g.fresh("cond_in")
+
+    def body() -> list[tuple[str, TensorType]]:
+        for a, n in zip(body_blk.args, carried):
+            g.names[a] = n
+        new = _translate_block(g, body_blk.ops, params, consts)
+        return [(cond_on(new), scalar(bool)), *zip(new, types)]
+
+    def scalar(dt: Any) -> TensorType:
+        return TensorType((), np.dtype(dt), types[0].device)
+
+    inputs = [(it, scalar(np.int64)), (c_in, scalar(bool))]
+    body_g = _subgraph(g, g.fresh("body"), inputs + list(zip(carried, types)), body)
+    return g.node("Loop", ["", first, *[g.names[v] for v in op.operands]], len(types), body=body_g)
 
 
 def _value_info(g: _Graph, name: str, ty: TensorType) -> Any:
