@@ -1,16 +1,19 @@
 """The fused ``weight_only_linear`` kernel on cpu: ``x @ dequantise(weight) + bias`` without
 writing the dequantised float weight.
 
-For a scale per output channel the scale is applied to the product's columns (``(x @ q.T) *
-scale``), for group-wise scales to each group's partial product (one ``einsum`` over the
-groups); int4 weights are unpacked with two shifts (low nibble: ``(b << 4) >> 4``, high:
-``b >> 4``, both arithmetic on int8). numpy converts the int8 weight to the product's float
-type on the way into BLAS, so this saves the passes of the decomposition (cast, transpose,
-scale multiply: three temporaries of the float weight) and, in a program, four ops per layer,
-not the conversion itself. At batch sizes up to :data:`C_ROWS` (decoding), for weights of at least
-:data:`C_MIN_WEIGHT` bytes, the product runs
-in ``quant.c`` instead, reading one byte (int8) or half a byte (int4) per weight: the int8
-product a memory-bound step needs, here as this plugin's own fused kernel.
+At batch sizes up to :data:`C_ROWS` (decoding) the product runs in ``quant.c``: a GEMV that
+streams the int8 (or packed int4) weight once and widens it to float in registers (AVX2/FMA
+where the CPU has them, a portable loop elsewhere), scaling each group's partial product once,
+so it reads one byte (half a byte) per weight where float32 reads four: the product a
+memory-bound decoding step needs. A weight is cut over the OpenMP team when each thread gets
+at least :data:`PER_THREAD` bytes of it. In a static program the call is bound once (pointers cast, thread count chosen):
+a replayed decoding step runs the C call alone.
+
+Larger batches go through numpy: for a scale per output channel the scale is applied to the
+product's columns (``(x @ q.T) * scale``), for group-wise scales to each group's partial
+product (one ``einsum`` over the groups); int4 weights are unpacked with two shifts (low
+nibble: ``(b << 4) >> 4``, high: ``b >> 4``, both arithmetic on int8). numpy converts the int8
+weight to the product's float type on the way into BLAS.
 """
 
 from __future__ import annotations
@@ -65,8 +68,6 @@ def weight_only_linear_numpy(
 
 #: the most rows of ``x`` the C kernel takes (decoding); more go to BLAS through numpy
 C_ROWS = 8
-#: the fewest weights (bytes of int8) the C kernel takes; smaller ones go through numpy
-C_MIN_WEIGHT = 0
 #: weight bytes per OpenMP thread: a smaller product runs on the calling thread alone
 PER_THREAD = 1 << 19
 _SOURCE = Path(__file__).with_name("quant.c")
@@ -90,7 +91,6 @@ def _c_call(
         x.dtype != np.float32
         or m > C_ROWS
         or m == 0
-        or q.nbytes < C_MIN_WEIGHT
         or scale.dtype != np.float32
         or out.dtype != np.float32
         or not all(a.flags.c_contiguous for a in (x, q, scale, out))
