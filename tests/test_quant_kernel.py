@@ -96,3 +96,27 @@ def test_predictor_runs_the_c_product_at_batch_one(tmp_path, monkeypatch, wdt, g
         bound.append(len(calls))
     assert calls and all(calls)  # every weight_only_linear took the C product
     assert bound[2] == bound[4]  # later runs replay the bound calls: no checks, no casts per run
+
+
+@pytest.mark.parametrize("wdt,group", [("int8", 48), ("int4", -1)])
+def test_portable_loop_without_avx2_matches_numpy(wdt, group):
+    """The kernel built without AVX2/FMA (the loop a CPU without them gets) on odd shapes."""
+    from plugins.cpu.compiler import find_cc, own_program, pointer
+
+    if find_cc() is None:
+        pytest.skip("no C compiler")
+    prog = own_program(cpu_quant._SOURCE, "wol_f32", ("-mno-avx2", "-mno-fma"), "weight-only product")
+    rng = np.random.default_rng(4)
+    k, n = 203, 14
+    q, s = weight_quantize(
+        fw.to_tensor(rng.standard_normal((k, n)).astype(np.float32)), "weight_only_" + wdt, group_size=group
+    )
+    qn, sn = q.numpy(), s.numpy()
+    want_w = dequantised(qn, sn, wdt, group, k)
+    for rows, nt in ((1, 1), (3, 2)):
+        x = rng.standard_normal((rows, k)).astype(np.float32)
+        out = np.empty((rows, n), np.float32)
+        ffi = prog.ffi
+        args = (pointer(ffi, x), pointer(ffi, qn), pointer(ffi, sn), ffi.NULL, pointer(ffi, out))
+        prog.fn(*args, rows, n, k, group, int(wdt == "int4"), nt)
+        np.testing.assert_allclose(out, x.astype(np.float64) @ want_w, rtol=1e-5, atol=1e-5)
