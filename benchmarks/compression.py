@@ -30,8 +30,10 @@ import argparse
 import os
 import sys
 
-if __name__ == "__main__" and "--threads" in sys.argv:  # before the cpu plugin reads it
-    os.environ["OARLOCK_NUM_THREADS"] = sys.argv[sys.argv.index("--threads") + 1]
+if __name__ == "__main__" and "--threads" in sys.argv[:-1]:  # before the cpu plugin reads it
+    _n = sys.argv[sys.argv.index("--threads") + 1]
+    if _n != "0":
+        os.environ["OARLOCK_NUM_THREADS"] = _n
 import tempfile
 import time
 from typing import Any
