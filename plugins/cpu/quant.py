@@ -1,16 +1,19 @@
 """The fused ``weight_only_linear`` kernel on cpu: ``x @ dequantise(weight) + bias`` without
 writing the dequantised float weight.
 
-For a scale per output channel the scale is applied to the product's columns (``(x @ q.T) *
-scale``), for group-wise scales to each group's partial product (one ``einsum`` over the
-groups); int4 weights are unpacked with two shifts (low nibble: ``(b << 4) >> 4``, high:
-``b >> 4``, both arithmetic on int8). numpy converts the int8 weight to the product's float
-type on the way into BLAS, so this saves the passes of the decomposition (cast, transpose,
-scale multiply: three temporaries of the float weight) and, in a program, four ops per layer,
-not the conversion itself. At batch sizes up to :data:`C_ROWS` (decoding), for weights of at least
-:data:`C_MIN_WEIGHT` bytes, the product runs
-in ``quant.c`` instead, reading one byte (int8) or half a byte (int4) per weight: the int8
-product a memory-bound step needs, here as this plugin's own fused kernel.
+At batch sizes up to :data:`C_ROWS` (decoding) the product runs in ``quant.c``: a GEMV that
+streams the int8 (or packed int4) weight once and widens it to float in registers (AVX2/FMA
+where the CPU has them, a portable loop elsewhere), scaling each group's partial product once,
+so it reads one byte (half a byte) per weight where float32 reads four: the product a
+memory-bound decoding step needs. A weight is cut over the OpenMP team when each thread gets
+at least :data:`PER_THREAD` bytes of it. In a static program the call is bound once (pointers cast, thread count chosen):
+a replayed decoding step runs the C call alone.
+
+Larger batches go through numpy: for a scale per output channel the scale is applied to the
+product's columns (``(x @ q.T) * scale``), for group-wise scales to each group's partial
+product (one ``einsum`` over the groups); int4 weights are unpacked with two shifts (low
+nibble: ``(b << 4) >> 4``, high: ``b >> 4``, both arithmetic on int8). numpy converts the int8
+weight to the product's float type on the way into BLAS.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from . import threads
 from .compiler import pointer
 
 
@@ -64,9 +68,8 @@ def weight_only_linear_numpy(
 
 #: the most rows of ``x`` the C kernel takes (decoding); more go to BLAS through numpy
 C_ROWS = 8
-#: the fewest weights (bytes of int8) worth the C call: a call costs ~15 us more than numpy's
-#: (cffi, four pointers), which a small layer (the tiny Llama's 64 x 192) does not win back
-C_MIN_WEIGHT = 1 << 16
+#: weight bytes per OpenMP thread: a smaller product runs on the calling thread alone
+PER_THREAD = 1 << 19
 _SOURCE = Path(__file__).with_name("quant.c")
 
 
@@ -77,28 +80,45 @@ def _c_program() -> Any:
     return own_program(_SOURCE, "wol_f32", (), "weight-only product") if find_cc() is not None else None
 
 
-def _c_product(
+def _c_call(
     x: np.ndarray, q: np.ndarray, scale: np.ndarray, bias: Any, out: np.ndarray, int4: bool, group: int
-) -> bool:
-    """The C kernel on float32 contiguous operands of at most :data:`C_ROWS` rows; False: not taken."""
+) -> Any:
+    """The C kernel as a zero-argument call (the pointers cast once) on float32 contiguous
+    operands of at most :data:`C_ROWS` rows, or None where it does not apply."""
     k = x.shape[-1]
     m = x.size // k if k else 0
     if (
         x.dtype != np.float32
         or m > C_ROWS
         or m == 0
+        or scale.dtype != np.float32
+        or out.dtype != np.float32
         or not all(a.flags.c_contiguous for a in (x, q, scale, out))
     ):
-        return False
+        return None
     prog = _c_program()
     if prog is None:
-        return False
+        return None
     ffi = prog.ffi
-    b = ffi.NULL if bias is None else pointer(ffi, np.ascontiguousarray(bias, np.float32))
+    if bias is not None and (bias.dtype != np.float32 or not bias.flags.c_contiguous):
+        bias = np.ascontiguousarray(bias, np.float32)
+    b = ffi.NULL if bias is None else pointer(ffi, bias)
     n = out.shape[-1]
-    prog.fn(
-        pointer(ffi, x), pointer(ffi, q), pointer(ffi, scale), b, pointer(ffi, out), m, n, k, group, int(int4)
-    )
+    nt = threads.team_threads(q.nbytes, PER_THREAD)
+    ptrs = (pointer(ffi, x), pointer(ffi, q), pointer(ffi, scale), b, pointer(ffi, out))
+    call = functools.partial(prog.fn, *ptrs, m, n, k, group, int(int4), nt)
+    call.keep = (x, q, scale, bias, out)  # type: ignore[attr-defined]  # what the pointers point into
+    return call
+
+
+def _c_product(
+    x: np.ndarray, q: np.ndarray, scale: np.ndarray, bias: Any, out: np.ndarray, int4: bool, group: int
+) -> bool:
+    """The C kernel run now (:func:`_c_call`); False: not taken."""
+    call = _c_call(x, q, scale, bias, out, int4, group)
+    if call is None:
+        return False
+    call()
     return True
 
 
@@ -109,10 +129,29 @@ def _kernel(ctx: Any, outs: list, ins: list, weight_dtype: str, group_size: int)
         np.copyto(outs[0], weight_only_linear_numpy(x, q, scale, bias, weight_dtype, group_size))
 
 
+def _bind(ctx: Any, outs: list, ins: list, weight_dtype: str, group_size: int) -> Any:
+    """Static programs (and their captured graphs): the C call with its pointers cast once, so
+    a decoding step replays the product alone; else the kernel with its arguments."""
+    if ctx.stream is not None:
+        return None
+    x, q, scale = ins[:3]
+    bias = ins[3] if len(ins) > 3 else None
+    if bias is not None and (bias.dtype != np.float32 or not bias.flags.c_contiguous):
+        # a converted copy would not follow the parameter: the kernel converts it per call
+        return functools.partial(_kernel, ctx, outs, ins, weight_dtype=weight_dtype, group_size=group_size)
+    call = _c_call(x, q, scale, bias, outs[0], weight_dtype == "int4", group_size)
+    return call or functools.partial(
+        _kernel, ctx, outs, ins, weight_dtype=weight_dtype, group_size=group_size
+    )
+
+
+_kernel.bind = _bind  # type: ignore[attr-defined]  # a captured graph replays the bound C call
+
+
 def register_quant(registry: Any) -> None:
     """Register the fused ``weight_only_linear`` kernel (float32, float64 activations)."""
     from .kernels import (
         _on_stream,
     )  # NOTE: in stream order with the other kernels (a replayed step runs on one)
 
-    registry.add_kernel("weight_only_linear", "cpu", ("float32", "float64"), _on_stream(_kernel))
+    registry.add_kernel("weight_only_linear", "cpu", ("float32", "float64"), _on_stream(_kernel), bind=_bind)
