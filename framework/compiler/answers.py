@@ -1,0 +1,159 @@
+"""The fusion pass's answers kept across processes: one signed index file per kernel cache.
+
+Growing the fusion groups of a program asks the compiler, for each candidate group, whether
+it lowers and how many passes its kernel makes (:meth:`framework.compiler.fused.Backend.check`:
+two traces and an emitted kernel). A model's forward, its backward and its optimizer update ask
+hundreds of such questions, the same ones in every process; a warm first step spent most of
+its time on them. Each answer is kept here by a digest of the question (the group's text, the
+device, whether the kernel was asked for), in a file of the kernel cache folder named after
+what the answers depend on (the core's sources, by path, size and modification time, and the
+``OARLOCK_*`` settings), read once per process and written back, merged with what other
+processes added meanwhile, when the process ends.
+
+The file is trusted as the kernel cache's entries are (:mod:`framework.compiler.cache`): it
+starts with a magic line and an HMAC-SHA256 of its contents under the user's cache secret,
+is read only as a regular private file, and a file that fails these checks is ignored and
+rewritten. ``OARLOCK_FUSION_ANSWERS=0`` turns it off.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import hashlib
+import hmac
+import json
+import os
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+from .cache import cache_dir, cache_secret, check_private, read_regular
+
+MAGIC = b"oarlock-fusion-answers-1\n"
+#: a file past this many answers starts over (answers of groups no longer made pile up)
+MAX_ANSWERS = 50_000
+_ROOTS = ("framework", "adapter_api")
+
+
+def enabled() -> bool:
+    return os.environ.get("OARLOCK_FUSION_ANSWERS", "1").strip().lower() not in ("0", "false", "off", "no")
+
+
+def _fingerprint() -> str:
+    """What the answers depend on: every source file of the core (path, size, modification
+    time; a few milliseconds) and the ``OARLOCK_*`` settings other than paths."""
+    h = hashlib.sha256()
+    top = Path(__file__).resolve().parents[2]
+    for root in _ROOTS:
+        for folder, dirs, files in os.walk(top / root):
+            dirs.sort()
+            for name in sorted(files):
+                if name.endswith(".py"):
+                    st = os.stat(os.path.join(folder, name))
+                    h.update(
+                        f"{os.path.relpath(os.path.join(folder, name), top)} {st.st_size} {st.st_mtime_ns}\n".encode()
+                    )
+    skip = ("OARLOCK_CACHE_DIR", "OARLOCK_CACHE_KEY_FILE", "OARLOCK_COMPILE_LOG_DIR", "OARLOCK_PRINT_IR")
+    skip += ("OARLOCK_FUSION_ANSWERS",)
+    for k in sorted(os.environ):
+        if k.startswith("OARLOCK_") and k not in skip:
+            h.update(f"{k}={os.environ[k]}\n".encode())
+    return h.hexdigest()[:24]
+
+
+def question(*parts: str) -> str:
+    """The digest a question is kept under."""
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p.encode())
+        h.update(b"\0\1")
+    return h.hexdigest()[:32]
+
+
+class AnswerFile:
+    """Answers (JSON values) by question digest, loaded from the cache folder on first use
+    and saved at exit when new ones came (:func:`save`)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._answers: dict[str, Any] | None = None
+        self._new: dict[str, Any] = {}
+        self._path: Path | None = None
+
+    def path(self) -> Path:
+        if self._path is None:
+            self._path = cache_dir() / f"fusion-answers-{_fingerprint()}.bin"
+        return self._path
+
+    def get(self, key: str) -> Any:
+        if self._answers is None:
+            with self._lock:
+                if self._answers is None:
+                    self._answers = self._read() if enabled() else {}
+        return self._answers.get(key)
+
+    def put(self, key: str, value: Any) -> None:
+        if not enabled():
+            return
+        self.get(key)  # loaded first, so a save merges rather than replaces
+        with self._lock:
+            assert self._answers is not None
+            self._answers[key] = value
+            self._new[key] = value
+
+    def _read(self) -> dict[str, Any]:
+        """The answers on disk; {} when there are none or the file is not sound."""
+        try:
+            path = self.path()
+            check_private(path.parent)
+            data, _ = read_regular(path)
+            if data is None or not data.startswith(MAGIC):
+                return {}
+            mac, body = data[len(MAGIC) : len(MAGIC) + 32], data[len(MAGIC) + 32 :]
+            if not hmac.compare_digest(mac, hmac.new(cache_secret(), body, hashlib.sha256).digest()):
+                return {}
+            got = json.loads(body)
+        except (OSError, ValueError, UnicodeDecodeError, Exception):  # noqa: BLE001 — a cache: never fatal
+            return {}
+        return got if isinstance(got, dict) else {}
+
+    def save(self) -> None:
+        """Write the answers back (merged with the file's, which another process may have
+        grown), atomically; nothing when no new answer came or the folder is not usable."""
+        with self._lock:
+            if not self._new:
+                return
+            new, self._new = self._new, {}
+        try:
+            path = self.path()
+            folder = path.parent
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            check_private(folder)
+            merged = self._read()
+            if len(merged) + len(new) > MAX_ANSWERS:
+                merged = {}
+            merged.update(new)
+            body = json.dumps(merged, separators=(",", ":")).encode()
+            mac = hmac.new(cache_secret(), body, hashlib.sha256).digest()
+            fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".bin")
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(MAGIC + mac + body)
+                os.replace(tmp, path)
+            except OSError:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+        except Exception:  # noqa: BLE001 — a cache that cannot be written is only slower next time
+            return
+
+    def forget(self) -> None:
+        """Drop what was read (the next question reads the file again); tests use it."""
+        with self._lock:
+            self._answers, self._new, self._path = None, {}, None
+
+
+#: the answers of the fusion pass's backend (:class:`framework.compiler.fused.Backend`)
+FUSION = AnswerFile()
+atexit.register(FUSION.save)
