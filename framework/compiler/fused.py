@@ -446,8 +446,15 @@ def prebuild(programs: list[Program], dev: _dev.Device) -> None:
         return
     workers = min(len(todo), os.cpu_count() or 1)
     kernels = sum(getattr(call, "kernels", 1) for call in todo)
-    with build_batch(comp.language, kernels), ThreadPoolExecutor(workers) as pool:
-        list(pool.map(lambda call: call(), todo))
+    with build_batch(comp.language, kernels) as done, ThreadPoolExecutor(workers) as pool:
+
+        def run(call: Callable[[], Any]) -> None:
+            try:
+                call()
+            finally:
+                done(getattr(call, "kernels", 1))
+
+        list(pool.map(run, todo))
 
 
 def _dtype_of(op: Any) -> np.dtype:
