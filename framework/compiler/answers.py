@@ -1,4 +1,5 @@
-"""The fusion pass's answers kept across processes: one signed index file per kernel cache.
+"""The fusion pass's answers and the emitted kernel sources kept across processes: one signed
+index file per kernel cache.
 
 Growing the fusion groups of a program asks the compiler, for each candidate group, whether
 it lowers and how many passes its kernel makes (:meth:`framework.compiler.fused.Backend.check`:
@@ -8,7 +9,10 @@ its time on them. Each answer is kept here by a digest of the question (the grou
 device, whether the kernel was asked for), in a file of the kernel cache folder named after
 what the answers depend on (the core's sources, by path, size and modification time, and the
 ``OARLOCK_*`` settings), read once per process and written back, merged with what other
-processes added meanwhile, when the process ends.
+processes added meanwhile, when the process ends. The source emitted for a loop-IR program
+(:func:`framework.compiler.eager.make_kernel`) is kept there too, by the program's text, the
+language and the emitter's settings: the kernel cache's key is the source, so a warm process
+finds its binaries without emitting.
 
 The file is trusted as the kernel cache's entries are (:mod:`framework.compiler.cache`): it
 starts with a magic line and an HMAC-SHA256 of its contents under the user's cache secret,
