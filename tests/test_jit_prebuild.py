@@ -3,6 +3,7 @@ prebuild hook of to_static), with one progress line for the batch."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -107,7 +108,11 @@ def test_the_fusion_passs_answers_are_kept_signed_and_reused_by_the_next_process
     data[-2] ^= 1  # one bit of the answers changed: the HMAC no longer matches
     path.write_bytes(bytes(data))
     assert again() == first
-    answers.FUSION.save()  # rewritten, signed again
+    stale = tmp_path / "fusion-answers-of-an-old-checkout.bin"
+    stale.write_bytes(b"old")
+    os.utime(stale, (0, 0))
+    answers.FUSION.save()  # rewritten, signed again; a file unused for a week is removed
+    assert not stale.exists() and path.exists()
     monkeypatch.setenv("OARLOCK_CACHE_KEY_FILE", str(tmp_path / "other-user" / "key"))
     assert again() == first  # signed under another user's key: not trusted
     answers.FUSION.forget()

@@ -30,14 +30,16 @@ import json
 import os
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 from .cache import cache_dir, cache_secret, check_private, read_regular
 
 MAGIC = b"oarlock-fusion-answers-1\n"
-#: a file past this many answers starts over (answers of groups no longer made pile up)
-MAX_ANSWERS = 50_000
+#: a file past this many bytes starts over with this process's answers (answers of groups no
+#: longer made pile up)
+MAX_BYTES = 16 << 20
 _ROOTS = ("framework", "adapter_api")
 
 
@@ -136,10 +138,10 @@ class AnswerFile:
             folder.mkdir(mode=0o700, parents=True, exist_ok=True)
             check_private(folder)
             merged = self._read()
-            if len(merged) + len(new) > MAX_ANSWERS:
-                merged = {}
             merged.update(new)
             body = json.dumps(merged, separators=(",", ":")).encode()
+            if len(body) > MAX_BYTES:
+                body = json.dumps(new, separators=(",", ":")).encode()
             mac = hmac.new(cache_secret(), body, hashlib.sha256).digest()
             fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".bin")
             try:
@@ -149,6 +151,7 @@ class AnswerFile:
             except OSError:
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)
+            _drop_stale(folder, path)
         except Exception:  # noqa: BLE001 — a cache that cannot be written is only slower next time
             return
 
@@ -156,6 +159,20 @@ class AnswerFile:
         """Drop what was read (the next question reads the file again); tests use it."""
         with self._lock:
             self._answers, self._new, self._path = None, {}, None
+
+
+#: a file of answers for other sources (an older checkout) unused this long is removed
+STALE_S = 7 * 24 * 3600
+
+
+def _drop_stale(folder: Path, keep: Path) -> None:
+    """Remove the files of answers that no process wrote for :data:`STALE_S` seconds (every
+    edit of the core's sources starts a new file; other checkouts may share the folder)."""
+    now = time.time()
+    for other in folder.glob("fusion-answers-*.bin"):
+        with contextlib.suppress(OSError):
+            if other != keep and now - other.lstat().st_mtime > STALE_S:
+                other.unlink()
 
 
 #: the answers of the fusion pass's backend (:class:`framework.compiler.fused.Backend`)
