@@ -87,6 +87,7 @@ class AnswerFile:
         self._answers: dict[str, Any] | None = None
         self._new: dict[str, Any] = {}
         self._path: Path | None = None
+        self._env: str | None = None  #: ``OARLOCK_CACHE_DIR`` when the answers were read
 
     def path(self) -> Path:
         if self._path is None:
@@ -94,11 +95,22 @@ class AnswerFile:
         return self._path
 
     def get(self, key: str) -> Any:
-        if self._answers is None:
-            with self._lock:
-                if self._answers is None:
-                    self._answers = self._read() if enabled() else {}
-        return self._answers.get(key)
+        answers = self._answers
+        if answers is None or os.environ.get("OARLOCK_CACHE_DIR") != self._env:
+            answers = self._load()
+        return answers.get(key)
+
+    def _load(self) -> dict[str, Any]:
+        """Read the file of the current cache folder (the answers of another folder, read
+        before ``OARLOCK_CACHE_DIR`` changed, are saved there first)."""
+        env = os.environ.get("OARLOCK_CACHE_DIR")
+        if self._answers is not None and self._new and env != self._env:
+            self.save()
+        with self._lock:
+            if self._answers is None or env != self._env:
+                self._env, self._path, self._new = env, None, {}
+                self._answers = self._read() if enabled() else {}
+            return self._answers
 
     def put(self, key: str, value: Any) -> None:
         if not enabled():
@@ -135,7 +147,8 @@ class AnswerFile:
         try:
             path = self.path()
             folder = path.parent
-            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            if not folder.is_dir():  # no kernel was cached there (or the folder is gone)
+                return
             check_private(folder)
             merged = self._read()
             merged.update(new)
@@ -156,9 +169,9 @@ class AnswerFile:
             return
 
     def forget(self) -> None:
-        """Drop what was read (the next question reads the file again); tests use it."""
+        """Drop what was read and not saved (the next question reads the file again)."""
         with self._lock:
-            self._answers, self._new, self._path = None, {}, None
+            self._answers, self._new, self._path, self._env = None, {}, None, None
 
 
 #: a file of answers for other sources (an older checkout) unused this long is removed
