@@ -55,7 +55,7 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 
@@ -105,6 +105,17 @@ class Compiler:
         stay alive while the call is held. ``None`` (the default) makes the core call
         :meth:`launch` each time."""
         return None
+
+    def own_builds(self, ops: Collection[tuple[str, Any]] = ()) -> list[Callable[[], Any]]:
+        """Optional: builds of the plugin's own sources (through ``registry.program_cache``)
+        that ``ops``, the ``(op name, numpy dtype)`` pairs of programs about to run their
+        first time, will ask for and that are not loaded yet, each a zero-argument call. The
+        core runs them in its worker threads beside those programs' kernel builds (with a cold
+        cache, several compiler processes at once instead of one by one at their first use); a
+        call may say how many kernels it builds in an attribute ``kernels`` (default 1), for
+        the core's progress line. ``[]`` (the default): none.
+        """
+        return []
 
 
 class ProgramCache:

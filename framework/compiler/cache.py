@@ -39,7 +39,7 @@ import tempfile
 import threading
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -439,9 +439,11 @@ class ProgramCache(_ProgramCacheContract):
 PROGRESS_AFTER = 1.0
 
 
-def _progress(language: str, kernels: int) -> None:
+def _progress(language: str, kernels: int, tail: str = "", end: str = "\n") -> None:
+    """The progress line (``tail`` after it; on a terminal it is rewritten in place)."""
     what = "1 kernel" if kernels == 1 else f"{kernels} kernels"
-    print(f"[compiler] compiling {what} ({language})…", file=sys.stderr, flush=True)
+    lead = "\r\033[K" if end == "" or tail.startswith(" done") else ""
+    print(f"{lead}[compiler] compiling {what} ({language})…{tail}", end=end, file=sys.stderr, flush=True)
 
 
 #: batches of builds running in parallel (:func:`build_batch`), each a one-element list that
@@ -450,25 +452,50 @@ _BATCHES: list[list[bool]] = []
 
 
 @contextlib.contextmanager
-def build_batch(language: str, kernels: int) -> Iterator[None]:
+def build_batch(language: str, kernels: int) -> Iterator[Callable[[int], None]]:
     """Builds run in parallel inside: one progress line for the batch when it compiles for
     over :data:`PROGRESS_AFTER` seconds ("compiling 21 kernels (c)…"), none per build (a batch
-    that only loads from the disk cache says nothing)."""
+    that only loads from the disk cache says nothing). It yields ``done(n)``, to call as ``n``
+    kernels are ready: on a terminal the line is then rewritten in place ("… 7/21") and ends
+    with the batch's time; elsewhere (a log file) it is written once."""
     state = [False]
     _BATCHES.append(state)
+    lock = threading.Lock()
+    shown: list[float] = []  # when the line was shown
+    count = [0]
+    start = time.monotonic()
+    tty = _stderr_is_tty()
 
     def say() -> None:
         if state[0]:
-            _progress(language, kernels)
+            with lock:
+                shown.append(time.monotonic())
+                _progress(language, kernels, f" {count[0]}/{kernels}" if tty else "", end="" if tty else "\n")
+
+    def done(n: int = 1) -> None:
+        with lock:
+            count[0] += n
+            if shown and tty:
+                _progress(language, kernels, f" {count[0]}/{kernels}", end="")
 
     timer = threading.Timer(PROGRESS_AFTER, say)
     timer.daemon = True
     timer.start()
     try:
-        yield
+        yield done
     finally:
         timer.cancel()
         _BATCHES.remove(state)
+        with lock:
+            if shown and tty:
+                _progress(language, kernels, f" done in {time.monotonic() - start:.1f} s")
+
+
+def _stderr_is_tty() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def read_regular(path: Path) -> tuple[bytes | None, str]:

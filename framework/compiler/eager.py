@@ -240,12 +240,21 @@ def make_kernel(
     vector width of it shares the name: tuning keys its choices by it)."""
     import hashlib
 
+    from . import answers
+
     em = emitter(language, local, device_kind, width)
-    h = hashlib.sha256(prog.describe().encode()).hexdigest()[:12]
+    text = prog.describe()
+    h = hashlib.sha256(text.encode()).hexdigest()[:12]
     entry = f"{prog.name}_{h}"
+    # the emitted source, kept across processes (a warm first step emits nothing)
+    q = answers.question("emit", language, repr((local, device_kind, width, prog.out_col)), text)
+    source = answers.FUSION.get(q)
+    if not isinstance(source, str):
+        source = em.source(prog, entry)
+        answers.FUSION.put(q, source)
     return Kernel(
         prog,
-        em.source(prog, entry),
+        source,
         entry,
         language,
         em.local,

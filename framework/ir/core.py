@@ -418,8 +418,16 @@ def print_type(t: Type) -> str:
     return f"tensor<[{dims}], {_dtype_name(t.dtype)}, {t.device}>"
 
 
+_DTYPE_NAMES: dict[Any, str] = {}
+
+
 def _dtype_name(d: np.dtype) -> str:
-    return str(np.dtype(d))
+    # memoised: numpy's str(dtype) is Python code, and printing a program (the fusion pass's
+    # key of a candidate group) names a dtype per value
+    got = _DTYPE_NAMES.get(d)
+    if got is None:
+        got = _DTYPE_NAMES[d] = str(np.dtype(d))
+    return got
 
 
 def print_attr(v: Any) -> str:

@@ -175,9 +175,12 @@ class FusedUpdate:
                 where[(i, n)] = k
                 k += 1
         inplace = {o: where[key] for o, key in enumerate(outs)}
-        return Executor(
-            _passes.fuse_program(prog, dev, tr.constants), dev, {}, tr.constants, inplace=inplace
-        ), outs
+        run = _passes.fuse_program(prog, dev, tr.constants)
+        from ..jit import api
+
+        for hook in api.PREBUILD:  # its fused kernels built in parallel, as a new trace's are
+            hook([run], dev)
+        return Executor(run, dev, {}, tr.constants, inplace=inplace), outs
 
     def launches(self) -> int:
         """Kernel launches (instructions) of the last step's program."""

@@ -20,6 +20,8 @@ import subprocess
 import tempfile
 import threading
 import warnings
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -95,6 +97,98 @@ def _march() -> str:
     return hashlib.sha256(flags.encode()).hexdigest()[:16] if flags else os.uname().machine
 
 
+@dataclass(frozen=True)
+class CCFacts:
+    """What the flags and the cache key need to know of a C compiler: its ``--version`` line
+    and whether it builds OpenMP and links glibc's vector math (``-lmvec``)."""
+
+    version: str
+    openmp: bool
+    vector_math: bool
+
+    def encode(self) -> bytes:
+        return f"{self.version}\n{int(self.openmp)}\n{int(self.vector_math)}".encode()
+
+    @classmethod
+    def decode(cls, data: bytes) -> CCFacts:
+        version, openmp, vector_math = data.decode().split("\n")
+        return cls(version, openmp == "1", vector_math == "1")
+
+
+def _probe_facts(cc: str) -> CCFacts:
+    """Ask ``cc``: three compiler processes at once (the vector-math probe is tried with
+    OpenMP and kept when OpenMP builds, else tried again without)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    vm = ("-DOARLOCK_VECTOR_MATH", "-lmvec", "-lm")
+    with ThreadPoolExecutor(3) as pool:
+        version = pool.submit(_version, cc)
+        omp = pool.submit(_probe, cc, "-fopenmp")
+        vm_omp = pool.submit(_probe, cc, "-fopenmp", *vm)
+        openmp = omp.result()
+        vector_math = vm_omp.result() if openmp else _probe(cc, *vm)
+        return CCFacts(version.result(), openmp, vector_math)
+
+
+class _FactsCompiler(Compiler):
+    """The probes of one C compiler as a "program" of the core's kernel cache: asked once per
+    machine, then read from the cache (verified like any entry) instead of running the compiler
+    three times in every process. Its identity is the compiler's path, size and modification
+    time (no process started to tell them)."""
+
+    language = "c"
+
+    def __init__(self, cc: str) -> None:
+        self.cc = cc
+
+    def identity(self) -> str:
+        real = os.path.realpath(self.cc)
+        st = os.stat(real)
+        return f"{self.cc} -> {real} {st.st_size} {st.st_mtime_ns} | probes of {_BASE_FLAGS}"
+
+    def compile(self, source: str, entry: str, options: tuple[str, ...] = ()) -> bytes:
+        return _probe_facts(self.cc).encode()
+
+    def load(self, binary: bytes, entry: str) -> CCFacts:
+        try:
+            return CCFacts.decode(binary)
+        except ValueError:
+            raise CompileError(f"[cpu] the cached facts of {self.cc} are not readable") from None
+
+
+_FACTS_LOCK = threading.Lock()
+_FACTS: dict[str, CCFacts] = {}
+
+
+def cc_facts(cc: str) -> CCFacts:
+    """The version and flag probes of ``cc``: once per process (one thread asks, the others
+    wait), through the core's kernel cache when the plugin has it (so once per machine).
+    Installing libgomp or glibc's libmvec after a first run does not change what a cached
+    answer says: clear the kernel cache then.
+
+    Example::
+
+        facts = cc_facts(find_cc())
+        flags = ["-fopenmp"] if facts.openmp else []
+    """
+    got = _FACTS.get(cc)
+    if got is not None:
+        return got
+    with _FACTS_LOCK:
+        got = _FACTS.get(cc)
+        if got is None:
+            got = None
+            if _PROGRAM_CACHE is not None:
+                try:
+                    got = _PROGRAM_CACHE.get(_FactsCompiler(cc), "cc facts 1", "facts")
+                except (CompileError, OSError):
+                    got = None  # a cache folder it may not use: ask the compiler (the builds say why)
+            if not isinstance(got, CCFacts):
+                got = _probe_facts(cc)
+            _FACTS[cc] = got
+    return got
+
+
 def cpu_has(flag: str) -> bool:
     """Whether this CPU lists ``flag`` (``avx512f``...) in /proc/cpuinfo: what ``-march=native``
     builds for (False where there is no such file)."""
@@ -132,15 +226,15 @@ class CPUCompiler(Compiler):
         return cc
 
     def flags(self) -> tuple[str, ...]:
-        cc = self._cc()
-        flags = ["-fopenmp"] if _probe(cc, "-fopenmp") else []
-        if _probe(cc, *flags, "-DOARLOCK_VECTOR_MATH", "-lmvec", "-lm"):
+        facts = cc_facts(self._cc())
+        flags = ["-fopenmp"] if facts.openmp else []
+        if facts.vector_math:
             flags += ["-DOARLOCK_VECTOR_MATH", "-lmvec"]
         return (*_BASE_FLAGS, *flags, "-lm")
 
     def identity(self) -> str:
         cc = self._cc()
-        return f"{cc} {_version(cc)} | {' '.join(self.flags())} | cpu {_march()}"
+        return f"{cc} {cc_facts(cc).version} | {' '.join(self.flags())} | cpu {_march()}"
 
     def compile(self, source: str, entry: str, options: tuple[str, ...] = ()) -> bytes:
         cc = self._cc()
@@ -158,6 +252,10 @@ class CPUCompiler(Compiler):
                 )
             with open(lib, "rb") as f:
                 return _HEADER + decl.encode() + b"\0" + f.read()
+
+    def own_builds(self, ops: Any = ()) -> list[Any]:
+        """The plugin's own C that ``ops`` will ask for, not loaded yet (:func:`own_builds`)."""
+        return own_builds(ops)
 
     def load(self, binary: bytes, entry: str) -> Any:
         import cffi
@@ -260,6 +358,7 @@ def _declaration(source: str, entry: str) -> str:
 
 
 _OWN_LOCK = threading.Lock()
+_OWN_LOCKS: dict[tuple[str, tuple[str, ...], tuple[str, ...]], threading.Lock] = {}
 _OWN: dict[tuple[str, tuple[str, ...], tuple[str, ...]], Any] = {}  # -> programs, or None
 #: the core's kernel cache (``registry.program_cache``), kept by :func:`register_compiler`
 _PROGRAM_CACHE: ProgramCache | None = None
@@ -270,11 +369,14 @@ def own_programs(path: Any, entries: tuple[str, ...], options: tuple[str, ...], 
     file at ``path``, built once per process through the core's kernel cache (verified entries
     on disk, keyed by the source, the compiler and the CPU; built without it where the core
     offers none), or None when they do not build (no C compiler: warned once, naming ``what``
-    runs in numpy instead)."""
+    runs in numpy instead). Each file and option set builds under its own lock: one caller
+    never waits for another's build (:meth:`CPUCompiler.own_builds` hands the core several to build at once)."""
     key = (str(path), entries, options)
     if key in _OWN:
         return _OWN[key]
     with _OWN_LOCK:
+        lock = _OWN_LOCKS.setdefault(key, threading.Lock())
+    with lock:
         if key not in _OWN:
             try:
                 cache, comp, source = _PROGRAM_CACHE, CPUCompiler(), open(path).read()
@@ -288,6 +390,65 @@ def own_programs(path: Any, entries: tuple[str, ...], options: tuple[str, ...], 
                 )
                 _OWN[key] = None
     return _OWN[key]
+
+
+#: the plugin's own C, as (file beside this one, entries, float options or not, what, the ops
+#: whose first run builds it): :meth:`CPUCompiler.own_builds` hands the core the builds a new
+#: program's ops will ask for
+PREBUILT_OWN: tuple[tuple[str, tuple[str, ...], bool, str, frozenset[str]], ...] = (
+    ("gemm.c", ("gemm_rows",), True, "split product", frozenset({"matmul", "matmul_t"})),
+    ("layout.c", ("permute_runs",), False, "permute", frozenset({"permute"})),
+    (
+        "attention.c",
+        ("attn_fwd", "attn_bwd"),
+        True,
+        "fused attention",
+        frozenset({"attention", "attention_grad"}),
+    ),
+    ("layout.c", ("concat_rows",), False, "concat", frozenset({"concat"})),
+    ("index.c", ("scatter_add_rows",), True, "scatter_add", frozenset({"scatter_add"})),
+)
+
+
+def own_builds(ops: Any = ()) -> list[Any]:
+    """The builds of :data:`PREBUILT_OWN` that ``ops`` (``(op name, dtype)`` pairs of the
+    programs about to run) will ask for and that are not loaded yet, each a zero-argument call
+    (``OARLOCK_PREBUILD_OWN=0``: none). A build that fails here says nothing: the first use
+    warns and runs numpy.
+
+    Example::
+
+        for build in own_builds({("matmul", np.dtype("float32"))}):
+            build()  # gemm.c's gemm_rows, through the kernel cache
+    """
+    if _PROGRAM_CACHE is None or os.environ.get("OARLOCK_PREBUILD_OWN", "1").strip().lower() in (
+        "0",
+        "false",
+        "off",
+        "no",
+    ):
+        return []
+    out = []
+    for name, entries, typed, what, users in PREBUILT_OWN:
+        dtypes = {np.dtype(dt) for op, dt in ops if op in users}
+        if typed:
+            dtypes &= {np.dtype(np.float32), np.dtype(np.float64)}
+        options = {float_options(dt) if typed else () for dt in dtypes}
+        path = Path(__file__).with_name(name)  # as the modules name their sources: the same key
+        for opts in sorted(options):
+            if (str(path), entries, opts) not in _OWN:
+                call = functools.partial(_prebuild_one, path, entries, opts, what)
+                call.kernels = len(entries)  # type: ignore[attr-defined]  # for the core's progress line
+                out.append(call)
+    return out
+
+
+def _prebuild_one(path: Any, entries: tuple[str, ...], options: tuple[str, ...], what: str) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if own_programs(path, entries, options, what) is None:
+            with _OWN_LOCK:  # not kept: the first use tries again and warns
+                _OWN.pop((str(path), entries, options), None)
 
 
 def own_program(path: Any, entry: str, options: tuple[str, ...], what: str) -> Any:
