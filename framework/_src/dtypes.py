@@ -21,9 +21,10 @@ the tensor's dtype (uint32 + -1) raises. ``sum`` and ``prod`` of uint16/32/64 gi
 Float8 (float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz; ``FLOAT8_DTYPES``, from
 ml_dtypes) are storage dtypes: tensors hold them, ``cast`` converts to and from them
 (round to nearest even, as ml_dtypes; not saturating: beyond the largest finite value the
-fn/fnuz types give NaN and e5m2 gives inf, as ml_dtypes and torch do; ``fw.float8_saturate``
+fn/fnuz types give NaN and e5m2 gives inf, as ml_dtypes and torch do;
+``fw.nn.quant.float8_saturate``
 clips first, the OCP spec's saturating mode), data-movement ops move them and
-``fw.scaled_matmul`` multiplies them. Arithmetic on them raises an error naming the op and
+``fw.nn.quant.scaled_matmul`` multiplies them. Arithmetic on them raises an error naming the op and
 the dtype, and they promote with no other dtype.
 """
 
@@ -165,7 +166,7 @@ def storage_only_error(op: str, d: np.dtype) -> str:
     """The message of an op asked to compute on a float8 (storage-only) dtype."""
     return (
         f"[{op}] {d} is a storage dtype: only cast, data movement (reshape, transpose, concat, "
-        f"slice, gather, ...) and fw.scaled_matmul take it, not {op}; cast it to float32 "
+        f"slice, gather, ...) and fw.nn.quant.scaled_matmul take it, not {op}; cast it to float32 "
         f"first (x.astype('float32'))"
     )
 
