@@ -189,3 +189,32 @@ def test_scaled_matmul_is_dequantise_then_float32_product():
         scaled_matmul(fw.ones([2, 2]), fw.to_tensor(b), fw.to_tensor(sa), fw.to_tensor(sa))
     with pytest.raises(fw.OpArgumentError, match=r"\[scaled_matmul\] scale_b must be a float32 tensor"):
         scaled_matmul(fw.to_tensor(a), fw.to_tensor(b), fw.to_tensor(sa), fw.ones([5]))
+
+
+# -- the conformance tier ------------------------------------------------------------------------
+def test_lowp_tier_lists_every_declared_dtype_and_runs_its_checks():
+    from adapter_api.primitives import LOWP
+    from conformance.cases import Target
+    from conformance.checks import CheckFailure
+    from conformance.tiers import lowp
+
+    declared = Target("cpu:0", "cpu", "cpu", {"add": {"uint32"}, "cast": {"float8_e5m2", "uint64"}}, {})
+    got = {c.id: c for c in lowp.cases(declared)}
+    assert len(got) == sum(map(len, LOWP.values())) + len(LOWP["cast"])  # + cast_into per dtype
+    assert got["lowp/add[uint32]"].fn is not None and got["lowp/cast[float8_e5m2]"].fn is not None
+    none = got["lowp/add[uint64]"]
+    assert none.preset == "not_supported" and "declares no wide unsigned integer kernel" in none.reason
+    assert "declares no float8 kernel" in got["lowp/copy[float8_e4m3fn]"].reason
+    # the checks themselves, on the cpu plugin: they pass, and a wrong conversion fails them
+    assert lowp.float8_cast("float8_e4m3fnuz", "cpu")["casts"] == 11
+    assert lowp.cast_into("float8_e5m2", "cpu")["casts"] == 4
+    assert lowp.cast_into("uint64", "cpu")["casts"] == 8
+    x = np.array([1.0, 500.0], np.float32)
+    with pytest.raises(
+        CheckFailure, match="differ from the reference"
+    ):  # a saturating cast is not the contract's
+        lowp._same_bits(
+            np.array([1.0, 448.0], np.float32).astype(ml_dtypes.float8_e4m3fn),
+            x.astype(ml_dtypes.float8_e4m3fn),
+            "cast",
+        )

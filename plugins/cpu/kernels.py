@@ -17,6 +17,8 @@ import numpy as np
 from scipy import special as _special
 
 from adapter_api import OpArgumentError
+from adapter_api.primitives import FLOAT8 as FLOAT8_NAMES
+from adapter_api.primitives import FLOAT8_OPS
 
 from . import elementwise, gemm, index, layout, threads
 from .philox import philox_uniform
@@ -28,10 +30,7 @@ SIGNED = ("int8", "int16", "int32", "int64")
 UINT_WIDE = ("uint16", "uint32", "uint64")  # wide unsigned integers: every integer kernel
 INTS = (*SIGNED, "uint8", *UINT_WIDE)
 #: float8 storage dtypes: cast and data movement only (arithmetic on them is refused)
-FLOAT8 = tuple(
-    np.dtype(getattr(ml_dtypes, n))
-    for n in ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz")
-)
+FLOAT8 = tuple(np.dtype(getattr(ml_dtypes, n)) for n in FLOAT8_NAMES)
 _FLOAT8_NUMS = frozenset(d.num for d in FLOAT8)
 NUMERIC = (*FLOATS, *INTS)
 ALL = (*NUMERIC, "bool")
@@ -743,12 +742,7 @@ TABLE: list[tuple[str, Any, tuple, bool]] = [
 
 #: float8: the ops that only move data, where and cast (arithmetic has no kernel: the core
 #: names the op and the dtype)
-TABLE += [
-    (op, fn, FLOAT8, bcast)
-    for op, fn, _, bcast in TABLE
-    if op
-    in ("cast", "where", "permute", "expand", "slice", "concat", "pad", "gather", "scatter", "full", "copy")
-]
+TABLE += [(op, fn, FLOAT8, bcast) for op, fn, _, bcast in TABLE if op in FLOAT8_OPS]
 
 
 def register_kernels(registry: Any) -> None:
