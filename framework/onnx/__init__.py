@@ -34,7 +34,7 @@ _LOADED = [False]
 def _converters() -> None:
     """Register the converters (on first use: ``import framework`` stays light)."""
     if not _LOADED[0]:
-        from . import ops_elementwise, ops_loss, ops_nn, ops_reduce, ops_resize, ops_shape  # noqa: F401
+        from . import ops_elementwise, ops_loss, ops_nn, ops_quant, ops_reduce, ops_resize, ops_shape  # noqa: F401
 
         _LOADED[0] = True
 
