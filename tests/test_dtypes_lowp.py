@@ -218,3 +218,20 @@ def test_lowp_tier_lists_every_declared_dtype_and_runs_its_checks():
             x.astype(ml_dtypes.float8_e4m3fn),
             "cast",
         )
+
+
+def test_int4_and_uint4_pack_two_a_byte_as_weight_quantize_does():
+    from framework.nn.quant import pack_int4, unpack_int4, weight_quantize
+
+    rng = np.random.default_rng(3)
+    for signed, lo, hi, byte in ((True, -8, 8, np.int8), (False, 0, 16, np.uint8)):
+        q = rng.integers(lo, hi, (6, 5))
+        p = pack_int4(fw.to_tensor(q), signed=signed)
+        want = ((q[0::2] & 0xF) | ((q[1::2] & 0xF) << 4)).astype(np.uint8).view(byte)  # numpy's packing
+        assert p.dtype == byte and np.array_equal(p.numpy(), want)
+        assert np.array_equal(unpack_int4(p, signed=signed).numpy(), q)
+    w = fw.to_tensor(rng.standard_normal((8, 4)).astype(np.float32))
+    q4, _ = weight_quantize(w, algo="weight_only_int4")
+    assert np.array_equal(pack_int4(unpack_int4(q4)).numpy(), q4.numpy())  # the weights' own layout
+    with pytest.raises(fw.OpArgumentError, match=r"\[pack_int4\] expects a 2-d integer tensor"):
+        pack_int4(fw.ones([3, 2], dtype="int32"))
