@@ -271,3 +271,41 @@ PRIMITIVES: dict[str, PrimitiveSpec] = {
     )
     for s in _ALL
 }
+
+
+# -- low-precision dtypes (optional) ------------------------------------------------------------
+#: Wide unsigned integers: every primitive that takes the contract's integers takes them too, with
+#: the integer rules above (results exact modulo 2**bits; uint64 values past 2**63 included, so
+#: a kernel never routes them through int64 or float64; ``cast`` float -> uint saturates, NaN -> 0).
+UINT_WIDE = ("uint16", "uint32", "uint64")
+#: Float8 storage dtypes (ml_dtypes' names and encodings; e4m3fn/e5m2 per the OCP 8-bit
+#: floating point spec, the fnuz variants with a single NaN and no negative zero). Only the ops
+#: of ``FLOAT8_OPS`` take them: data movement (bit for bit) and ``cast``, which converts to a
+#: float8 dtype by rounding once to nearest even, not saturating (past the largest finite value
+#: the fn/fnuz types give NaN and e5m2 gives inf: ml_dtypes' conversion, and torch's), and from
+#: one exactly (float8 -> int follows the float -> int rule). No arithmetic takes them.
+FLOAT8 = ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz")
+FLOAT8_OPS = (
+    "cast",
+    "where",
+    "permute",
+    "expand",
+    "slice",
+    "concat",
+    "pad",
+    "gather",
+    "scatter",
+    "full",
+    "copy",
+)
+
+#: primitive -> the low-precision dispatch dtypes it takes. Optional: a plugin registers the
+#: ones its device supports (``Registry.add_kernel``) and lists the dtypes it can hold in
+#: ``DeviceProperties.dtypes``; the conformance tier ``lowp`` checks what it registers and
+#: reports the rest "not supported" (the core then runs them on the cpu plugin, or refuses
+#: float8 arithmetic naming the op).
+LOWP: dict[str, tuple[str, ...]] = {
+    name: (UINT_WIDE if "uint8" in spec.dtypes else ()) + (FLOAT8 if name in FLOAT8_OPS else ())
+    for name, spec in PRIMITIVES.items()
+    if "uint8" in spec.dtypes or name in FLOAT8_OPS
+}

@@ -19,6 +19,7 @@ TIERS = (
     "runtime",
     "primitives",
     "random",
+    "lowp",
     "autograd",
     "composites",
     "static",

@@ -240,7 +240,10 @@ def cast_samples(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
             lo, hi = int(np.iinfo(d).min), int(np.iinfo(d).max)
             if is_float(t):
                 lo, hi = max(lo, -1000), min(hi, 1000)
-            x = np.concatenate([rng.integers(lo, hi, 12, dtype=np.int64, endpoint=True), [lo, hi, 0]])
+            wide = np.uint64 if d == np.uint64 else np.int64  # uint64's range is past int64's
+            x = np.concatenate(
+                [rng.integers(lo, hi, 12, dtype=wide, endpoint=True), np.array([lo, hi, 0], wide)]
+            )
             label = f"to {target}"
             if t.kind in "iu":
                 ti = np.iinfo(t)
@@ -250,7 +253,7 @@ def cast_samples(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
                     if lo <= v <= hi
                 ]
                 if past:
-                    x = np.concatenate([x, past])
+                    x = np.concatenate([x, np.array(past, wide)])
                     label += " (values past its range wrap)"
             yield Sample([x.astype(d)], {"dtype": t}, label=label)
     yield Sample([values(d, (), rng)], {"dtype": dtype_of("float32")}, label="0-d")
@@ -350,7 +353,15 @@ def reduce_samples(op: str) -> Callable[..., Iterator[Sample]]:
                 yield Sample([big], {"axes": (1,), "keepdim": False}, label="int64 values past 2**31")
             info = np.iinfo(d)
             yield Sample(
-                [rng.integers(info.max // 2, info.max, (2, 100), dtype=np.int64, endpoint=True).astype(d)],
+                [
+                    rng.integers(
+                        info.max // 2,
+                        info.max,
+                        (2, 100),
+                        dtype=np.uint64 if d == np.uint64 else np.int64,
+                        endpoint=True,
+                    ).astype(d)
+                ],
                 {"axes": (1,), "keepdim": False},
                 label=f"sum past the {d.name} range (wraps)",
             )

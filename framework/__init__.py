@@ -19,6 +19,14 @@ works too (``"float32"``). Floats default to float32 (:func:`set_default_dtype`)
 ['bfloat16', 'float16', 'float32', 'float64']
 >>> [str(d) for d in (fw.int8, fw.int16, fw.int32, fw.int64, fw.uint8, fw.bool_)]
 ['int8', 'int16', 'int32', 'int64', 'uint8', 'bool']
+>>> [str(d) for d in (fw.uint16, fw.uint32, fw.uint64)]  # exact, as numpy
+['uint16', 'uint32', 'uint64']
+>>> (fw.to_tensor([2**32 - 1], dtype=fw.uint32) + 1).tolist()  # wraps modulo 2**32
+[0]
+>>> [str(d) for d in (fw.float8_e4m3fn, fw.float8_e5m2, fw.float8_e4m3fnuz, fw.float8_e5m2fnuz)]
+['float8_e4m3fn', 'float8_e5m2', 'float8_e4m3fnuz', 'float8_e5m2fnuz']
+>>> fw.to_tensor([0.3, 500.0]).astype(fw.float8_e4m3fn).astype("float32").tolist()  # storage only
+[0.3125, nan]
 >>> isinstance(fw.float32, fw.dtype)
 True
 
@@ -66,9 +74,13 @@ from ._src.dispatch import FallbackWarning, fallback_stats, reset_fallback_stats
 from ._src.dtypes import (
     DType as _DType,
 )
-from ._src.dtypes import (
+from ._src.dtypes import (  # wide unsigned integers and float8 storage dtypes
     bfloat16,
     bool_,
+    float8_e4m3fn,
+    float8_e4m3fnuz,
+    float8_e5m2,
+    float8_e5m2fnuz,
     float16,
     float32,
     float64,
@@ -79,6 +91,9 @@ from ._src.dtypes import (
     int64,
     set_default_dtype,
     uint8,
+    uint16,
+    uint32,
+    uint64,
 )
 from ._src.ops.base import path_stats as op_path_stats
 from ._src.ops.creation import (
@@ -754,6 +769,13 @@ __all__ = [
     "triu",
     "trunc",
     "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float8_e4m3fn",
+    "float8_e5m2",
+    "float8_e4m3fnuz",
+    "float8_e5m2fnuz",
     "unbind",
     "uniform",
     "utils",

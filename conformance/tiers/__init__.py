@@ -15,6 +15,7 @@ TIER_MODULES: dict[str, Callable[[], ModuleType]] = {
     "runtime": _lazy("runtime"),
     "primitives": _lazy("primitives"),
     "random": _lazy("random"),
+    "lowp": _lazy("lowp"),
     "autograd": _lazy("autograd"),
     "composites": _lazy("composites"),
     "static": _lazy("static"),

@@ -27,6 +27,7 @@ from adapter_api import (
 )
 
 from . import device as _dev
+from . import dtypes as _dt
 from . import env
 from . import plugins as _plugins
 from .opdef import OPS
@@ -307,6 +308,8 @@ def _fallback(
     op: OpDef, ins: list[Tensor], attrs: dict[str, Any], dev: _dev.Device, dtype: np.dtype, metas: list
 ) -> list[Tensor]:
     key = (op.name, dev.type)
+    if _dt.is_float8(dtype) and find_kernel(op.name, CPU, dtype) is None:
+        raise KernelNotFoundError(_dt.storage_only_error(op.name, dtype))
     if dev.type == CPU or find_kernel(op.name, CPU, dtype) is None:
         where = "" if dev.type == CPU else " nor on the cpu plugin"
         raise KernelNotFoundError(

@@ -8,6 +8,24 @@ Promotion (written out in docs/user-guide.md):
 - A Python scalar is "weak": it never widens a tensor of its category or higher
   (float32 * 2.0 -> float32, int8 + 1 -> int8); a float scalar with an integer or bool tensor
   gives the default float dtype (float32); an int scalar with a bool tensor gives int64.
+
+Wide unsigned integers (uint16, uint32, uint64; ``UINT_WIDE``) are exact: a tensor keeps its
+dtype through creation, arithmetic (wrapping modulo 2**bits, as numpy), reductions and casts.
+With another integer they promote as numpy does (uint16 + int8 -> int32, uint32 + int32 ->
+int64, uint8 + uint32 -> uint32), except uint64 with a signed integer: numpy gives float64,
+which is not exact past 2**53, so that pair raises (cast one operand first). An int scalar
+next to a uint tensor is weak as above (uint32 + 1 -> uint32); one that does not fit
+the tensor's dtype (uint32 + -1) raises. ``sum`` and ``prod`` of uint16/32/64 give uint64
+(numpy's rule; other integers give int64, Paddle's).
+
+Float8 (float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz; ``FLOAT8_DTYPES``, from
+ml_dtypes) are storage dtypes: tensors hold them, ``cast`` converts to and from them
+(round to nearest even, as ml_dtypes; not saturating: beyond the largest finite value the
+fn/fnuz types give NaN and e5m2 gives inf, as ml_dtypes and torch do;
+``fw.nn.quant.float8_saturate``
+clips first, the OCP spec's saturating mode), data-movement ops move them and
+``fw.nn.quant.scaled_matmul`` multiplies them. Arithmetic on them raises an error naming the op and
+the dtype, and they promote with no other dtype.
 """
 
 from __future__ import annotations
@@ -27,12 +45,24 @@ int32 = np.dtype(np.int32)
 int64 = np.dtype(np.int64)
 uint8 = np.dtype(np.uint8)
 bool_ = np.dtype(np.bool_)
+# wide unsigned integers and float8 (see the module docstring)
+uint16 = np.dtype(np.uint16)
+uint32 = np.dtype(np.uint32)
+uint64 = np.dtype(np.uint64)
+float8_e4m3fn = np.dtype(ml_dtypes.float8_e4m3fn)
+float8_e5m2 = np.dtype(ml_dtypes.float8_e5m2)
+float8_e4m3fnuz = np.dtype(ml_dtypes.float8_e4m3fnuz)
+float8_e5m2fnuz = np.dtype(ml_dtypes.float8_e5m2fnuz)
 
 ALL_DTYPES = (float32, float64, float16, bfloat16, int8, int16, int32, int64, uint8, bool_)
 FLOAT_DTYPES = (float16, bfloat16, float32, float64)
 INT_DTYPES = (int8, int16, int32, int64, uint8)
+UINT_WIDE = (uint16, uint32, uint64)
+FLOAT8_DTYPES = (float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz)
+LOWP_DTYPES = (*UINT_WIDE, *FLOAT8_DTYPES)
 
 _BY_NAME = {str(d): d for d in ALL_DTYPES}
+_BY_NAME.update({str(d): d for d in LOWP_DTYPES})
 _BY_NAME.update(
     {"bool": bool_, "float": float32, "double": float64, "half": float16, "long": int64, "int": int32}
 )
@@ -90,6 +120,7 @@ def as_dtype(dtype: object, api: str = "dtype") -> np.dtype:
 
 
 _SUPPORTED = set(ALL_DTYPES)
+_SUPPORTED.update(LOWP_DTYPES)
 
 
 class _DTypeMeta(type):
@@ -123,14 +154,35 @@ def category(d: np.dtype) -> int:
     return 2
 
 
+def is_float8(d: np.dtype) -> bool:
+    """Whether ``d`` is one of the float8 storage dtypes."""
+    return d in _FLOAT8
+
+
+_FLOAT8 = frozenset(FLOAT8_DTYPES)
+
+
+def storage_only_error(op: str, d: np.dtype) -> str:
+    """The message of an op asked to compute on a float8 (storage-only) dtype."""
+    return (
+        f"[{op}] {d} is a storage dtype: only cast, data movement (reshape, transpose, concat, "
+        f"slice, gather, ...) and fw.nn.quant.scaled_matmul take it, not {op}; cast it to float32 "
+        f"first (x.astype('float32'))"
+    )
+
+
 def is_floating(d: np.dtype) -> bool:
-    return d.kind == "f" or d == bfloat16
+    return d.kind == "f" or d == bfloat16 or d in _FLOAT8
 
 
-def promote(a: np.dtype, b: np.dtype) -> np.dtype:
-    """Result dtype of a binary op on two tensors."""
+def promote(a: np.dtype, b: np.dtype, op: str = "promote") -> np.dtype:
+    """Result dtype of a binary op ``op`` on two tensors."""
     if a == b:
         return a
+    if a in _FLOAT8 or b in _FLOAT8:
+        raise OpArgumentError(
+            storage_only_error(op, a if a in _FLOAT8 else b) + f" (other operand {b if a in _FLOAT8 else a})"
+        )
     ca, cb = category(a), category(b)
     if ca != cb:
         return a if ca > cb else b
@@ -138,11 +190,18 @@ def promote(a: np.dtype, b: np.dtype) -> np.dtype:
         if float64 in (a, b):
             return float64
         return float32  # {float16, bfloat16, float32} mixed
+    if uint64 in (a, b) and (a.kind == "i" or b.kind == "i"):
+        raise OpArgumentError(
+            f"[{op}] no integer dtype holds both {a} and {b} (numpy gives float64, which is not "
+            f"exact past 2**53); cast one operand first, e.g. x.astype('int64') or x.astype('float64')"
+        )
     return np.promote_types(a, b)
 
 
 def scalar_dtype(value: object, other: np.dtype) -> np.dtype:
     """Dtype a Python scalar takes next to a tensor of dtype ``other``."""
+    if other in _FLOAT8:  # weak: the op then refuses the float8 tensor itself
+        return other
     if type(value) is float:
         return other if other.kind == "f" or other is bfloat16 else get_default_dtype()
     if isinstance(value, (bool, np.bool_)):

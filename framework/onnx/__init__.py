@@ -39,6 +39,7 @@ def _converters() -> None:
             ops_elementwise,
             ops_loss,
             ops_nn,
+            ops_quant,
             ops_reduce,
             ops_resize,
             ops_rnn,

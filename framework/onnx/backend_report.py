@@ -34,6 +34,7 @@ import numpy as np
 
 #: dtypes Oarlock holds (a case with any other is skipped)
 HELD = {"float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool", "bfloat16"}
+HELD |= {"uint16", "uint32", "uint64", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz"}
 
 
 @dataclass

@@ -264,4 +264,9 @@ def _cast(n: Node) -> fw.Tensor:
         dt = np_dtype(n.attr("to"), f"Cast '{n.proto.name}'")
     if np.dtype(dt) == np.dtype(x.dtype):
         return x
+    if str(dt).startswith("float8") and n.attrs.get("saturate", 1):  # ONNX's default: the OCP saturating mode
+        from framework.nn.quant import float8_saturate
+
+        floating = str(x.dtype).startswith(("float", "bfloat")) and not str(x.dtype).startswith("float8")
+        return float8_saturate(x if floating else fw.cast(x, "float32"), dt)
     return fw.cast(x, dt)

@@ -17,6 +17,8 @@ import numpy as np
 from scipy import special as _special
 
 from adapter_api import OpArgumentError
+from adapter_api.primitives import FLOAT8 as FLOAT8_NAMES
+from adapter_api.primitives import FLOAT8_OPS
 
 from . import elementwise, gemm, index, layout, threads
 from .philox import philox_uniform
@@ -25,7 +27,11 @@ F16 = np.dtype(np.float16)
 BF16 = np.dtype(ml_dtypes.bfloat16)
 FLOATS = ("float32", "float64", "float16", BF16)
 SIGNED = ("int8", "int16", "int32", "int64")
-INTS = (*SIGNED, "uint8")
+UINT_WIDE = ("uint16", "uint32", "uint64")  # wide unsigned integers: every integer kernel
+INTS = (*SIGNED, "uint8", *UINT_WIDE)
+#: float8 storage dtypes: cast and data movement only (arithmetic on them is refused)
+FLOAT8 = tuple(np.dtype(getattr(ml_dtypes, n)) for n in FLOAT8_NAMES)
+_FLOAT8_NUMS = frozenset(d.num for d in FLOAT8)
 NUMERIC = (*FLOATS, *INTS)
 ALL = (*NUMERIC, "bool")
 _HALF = (F16, BF16)
@@ -229,7 +235,11 @@ def _float_to_int(x: np.ndarray, y: np.ndarray) -> None:
 
 def _cast(ctx: Any, outs: list, ins: list, dtype: Any) -> None:
     x, y = ins[0], outs[0]
-    if y.dtype == np.bool_:
+    if x.dtype.num in _FLOAT8_NUMS:  # float8 -> float32 is exact; the contract's rules from there
+        x = x.astype(np.float32)
+    if y.dtype.num in _FLOAT8_NUMS:  # one rounding, to nearest even (ml_dtypes)
+        y[...] = x.astype(np.float64 if x.dtype.kind in "iub" else x.dtype).astype(y.dtype)
+    elif y.dtype == np.bool_:
         np.not_equal(x, 0, out=y)
     elif x.dtype.kind == "f" or x.dtype in _HALF:
         if y.dtype.kind in "iu":
@@ -729,6 +739,10 @@ TABLE: list[tuple[str, Any, tuple, bool]] = [
     ("philox_uniform", _philox, ("float32", "float64"), False),
     ("copy", _copy, ALL, False),
 ]
+
+#: float8: the ops that only move data, where and cast (arithmetic has no kernel: the core
+#: names the op and the dtype)
+TABLE += [(op, fn, FLOAT8, bcast) for op, fn, _, bcast in TABLE if op in FLOAT8_OPS]
 
 
 def register_kernels(registry: Any) -> None:

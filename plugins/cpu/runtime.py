@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from adapter_api import DeviceError, DeviceProperties, DeviceRuntime, OutOfMemoryError
+from adapter_api.primitives import FLOAT8, UINT_WIDE
 
 from .compiler import cpu_info
 from .threads import blas_pools
@@ -23,6 +24,7 @@ from .threads import blas_pools
 ALIGN = 64
 
 _DTYPES = ("float32", "float64", "float16", "bfloat16", "int8", "int16", "int32", "int64", "uint8", "bool")
+_DTYPES += (*UINT_WIDE, *FLOAT8)  # the low-precision dtypes (adapter_api.primitives.LOWP)
 
 
 class CPUStream:

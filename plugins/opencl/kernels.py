@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from .runtime import CLView, OpenCLDevice
 
 FLOATS = ("float16", "float32", "float64")
-INTS = ("uint8", "int32", "int64")
+INTS = ("uint8", "int32", "int64", "uint16", "uint32", "uint64")  # wide uints: see programs.TYPES
 NUMERIC = FLOATS + INTS
 ALL = NUMERIC + ("bool",)
 

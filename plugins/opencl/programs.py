@@ -83,6 +83,20 @@ TYPES: dict[str, dict[str, str]] = {
         T_MAX="INFINITY",
     ),
 }
+# wide unsigned integers: the integer kernels of math.cl read them unsigned (IS_SIGNED unset)
+TYPES.update(
+    uint16=dict(T="ushort", UT="ushort", ACC="ushort", T_BITS="ushort", T_SIZE="2", T_MIN="0", T_MAX="65535"),
+    uint32=dict(T="uint", UT="uint", ACC="uint", T_BITS="uint", T_SIZE="4", T_MIN="0", T_MAX="4294967295u"),
+    uint64=dict(
+        T="ulong",
+        UT="ulong",
+        ACC="ulong",
+        T_BITS="ulong",
+        T_SIZE="8",
+        T_MIN="0",
+        T_MAX="18446744073709551615ul",
+    ),
+)
 _FLAGS = ("IS_FLOAT", "IS_SIGNED", "IS_BOOL", "IS_HALF", "IS_DOUBLE")
 _MOVE_TYPES = {"1": "uchar", "2": "ushort", "4": "uint", "8": "ulong"}
 

@@ -453,7 +453,7 @@ class OpenCLRuntime(DeviceRuntime):
     def properties(self, index: int) -> DeviceProperties:
         dev = self.device(index)
         d = dev.device
-        dtypes = ["bool", "uint8", "int32", "int64", "float16", "float32"]
+        dtypes = ["bool", "uint8", "int32", "int64", "float16", "float32", "uint16", "uint32", "uint64"]
         if dev.has_fp64:
             dtypes.append("float64")
         return DeviceProperties(

@@ -9,6 +9,21 @@ from ... import composite_reference as R
 from . import CompositeInfo, _u
 
 _INT8 = (("cast", "int8"),)
+_FLOAT8 = (("cast", "float8_e4m3fn"), ("cast", "float8_e5m2"))
+
+
+def _f32(s: np.ndarray) -> np.ndarray:
+    """A scale as scaled_matmul takes it: rounded to float32."""
+    return s.astype(np.float32).astype(np.float64)
+
+
+def _float8_operands(r: np.random.Generator) -> list[np.ndarray]:
+    """float8 a [4, 16] (e4m3fn) and b [16, 3] (e5m2), per-row and per-tensor scales."""
+    import ml_dtypes
+
+    a = (r.standard_normal((4, 16)) * 8).astype(ml_dtypes.float8_e4m3fn)
+    b = (r.standard_normal((16, 3)) * 8).astype(ml_dtypes.float8_e5m2)
+    return [a, b, r.uniform(0.5, 2.0, (4, 1)), np.array(0.25)]
 
 
 def quant_entries() -> list[CompositeInfo]:
@@ -39,6 +54,15 @@ def quant_entries() -> list[CompositeInfo]:
             lambda r: [_u(r, 3, 16), levels(r), r.uniform(0.01, 0.1, 6)],
             (0, 2),
             needs=_INT8,
+        ),
+        CompositeInfo(
+            "scaled_matmul",
+            lambda a, b, sa, sb: Q.scaled_matmul(
+                a, b, sa.astype("float32"), sb.astype("float32"), out_dtype=sa.dtype
+            ),
+            lambda a, b, sa, sb: (a.astype(np.float64) * _f32(sa)) @ (b.astype(np.float64) * _f32(sb)),
+            _float8_operands,
+            needs=_FLOAT8,
         ),
         CompositeInfo(
             "quantize_linear",

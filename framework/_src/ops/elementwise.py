@@ -52,21 +52,21 @@ def _operands(name: str, x: Any, y: Any) -> tuple[Tensor, Tensor]:
     if xt and yt:
         if x.dtype is y.dtype or x.dtype == y.dtype:
             return x, y
-        d = _dt.promote(x.dtype, y.dtype)
+        d = _dt.promote(x.dtype, y.dtype, name)
     elif xt:
         if type(y) is float or isinstance(y, _SCALARS):
             d = _dt.scalar_dtype(y, x.dtype)
             y = _const(y, d, x.device, len(x.shape))
         else:
             y = _tensor_like(name, y, x)
-            d = _dt.promote(x.dtype, y.dtype)
+            d = _dt.promote(x.dtype, y.dtype, name)
     elif yt:
         if isinstance(x, _SCALARS):
             d = _dt.scalar_dtype(x, y.dtype)
             x = _const(x, d, y.device, len(y.shape))
         else:
             x = _tensor_like(name, x, y)
-            d = _dt.promote(x.dtype, y.dtype)
+            d = _dt.promote(x.dtype, y.dtype, name)
     else:
         raise OpArgumentError(
             f"[{name}] expected at least one Tensor, got {type(x).__name__} and {type(y).__name__}"

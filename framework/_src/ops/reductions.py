@@ -55,7 +55,7 @@ def sum(
         x (Tensor): the input.
         axis (int | list[int] | tuple[int], optional): the axes to reduce; ``None``: all of them.
         dtype (str | np.dtype, optional): cast ``x`` to this first; by default bool and integers
-            sum as int64.
+            sum as int64 (uint16, uint32 and uint64 as uint64, numpy's rule).
         keepdim (bool): keep the reduced axes, with size 1.
         name: ignored (Paddle's signature).
 
@@ -76,6 +76,8 @@ def sum(
     x = _check(x, "sum")
     if dtype is not None:
         x = cast(x, dtype)
+    elif x.dtype in _dt.UINT_WIDE:  # numpy's rule: uint16/32/64 sum as uint64 (int64 would misread it)
+        x = cast(x, _dt.uint64)
     elif x.dtype.kind in "biu":
         x = cast(x, _dt.int64)
     return _reduce("sum", x, axis, keepdim)
@@ -89,7 +91,7 @@ def prod(x: Tensor, axis: Any = None, keepdim: bool = False, dtype: Any = None) 
         axis (int | list[int] | tuple[int], optional): the axes to reduce; ``None``: all of them.
         keepdim (bool): keep the reduced axes, with size 1.
         dtype (str | np.dtype, optional): cast ``x`` to this first; by default bool and integers
-            multiply as int64.
+            multiply as int64 (uint16, uint32 and uint64 as uint64, numpy's rule).
 
     Returns:
         Tensor: the products.
@@ -103,6 +105,8 @@ def prod(x: Tensor, axis: Any = None, keepdim: bool = False, dtype: Any = None) 
     x = _check(x, "prod")
     if dtype is not None:
         x = cast(x, dtype)
+    elif x.dtype in _dt.UINT_WIDE:  # numpy's rule: uint16/32/64 sum as uint64 (int64 would misread it)
+        x = cast(x, _dt.uint64)
     elif x.dtype.kind in "biu":
         x = cast(x, _dt.int64)
     return _reduce("prod", x, axis, keepdim)

@@ -1,6 +1,7 @@
 """Weight-only quantisation, spelled as ``paddle.nn.quant``: :func:`weight_quantize`,
-:func:`weight_dequantize`, :func:`weight_only_linear` (int8, and int4 packed two a byte, with
-per-channel or group-wise scales) and the :class:`WeightOnlyLinear` layer that
+:func:`weight_dequantize`, :func:`weight_only_linear` (int8, and int4 packed two a byte by
+:func:`pack_int4`, with per-channel or group-wise scales), the float8 product :func:`scaled_matmul` with
+:func:`float8_saturate` (OCP saturating conversion) and the :class:`WeightOnlyLinear` layer that
 ``fw.quantization.weight_only_quantize`` puts in place of ``nn.Linear``.
 
 >>> import framework as fw
@@ -15,7 +16,23 @@ per-channel or group-wise scales) and the :class:`WeightOnlyLinear` layer that
 
 from __future__ import annotations
 
-from ..._src.ops.composites.quant import weight_dequantize, weight_only_linear, weight_quantize
+from ..._src.ops.composites.float8 import float8_saturate, scaled_matmul
+from ..._src.ops.composites.quant import (
+    pack_int4,
+    unpack_int4,
+    weight_dequantize,
+    weight_only_linear,
+    weight_quantize,
+)
 from .layers import WeightOnlyLinear
 
-__all__ = ["WeightOnlyLinear", "weight_dequantize", "weight_only_linear", "weight_quantize"]
+__all__ = [
+    "WeightOnlyLinear",
+    "weight_dequantize",
+    "weight_only_linear",
+    "weight_quantize",
+    "float8_saturate",
+    "scaled_matmul",
+    "pack_int4",
+    "unpack_int4",
+]

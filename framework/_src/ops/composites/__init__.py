@@ -21,6 +21,7 @@ from . import (  # noqa: F401
     einsum,
     embedding,
     fake_quant,
+    float8,
     float_bits,
     linear,
     loss,

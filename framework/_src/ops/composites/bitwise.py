@@ -33,7 +33,8 @@ def _bitwise(name: str, x: Tensor, y: Tensor, bit: Any) -> Tensor:
             "compare first (x != 0) for a logical result"
         )
     nb = _bits(a)
-    signed = a.dtype.kind == "i"
+    # uint64 goes through int64 as its bit pattern (the top bit is int64's sign bit)
+    signed = a.dtype.kind == "i" or a.dtype == _dt.uint64
     wide = a.astype("int64")
     wb = b.astype("int64")
     out = C.zeros(broadcast(a, b), dtype="int64", device=a.device)
@@ -44,7 +45,7 @@ def _bitwise(name: str, x: Tensor, y: Tensor, bit: Any) -> Tensor:
         out = out + M.cast(bit(ba, bb), _dt.int64) * p
     if signed:
         sa, sb = wide < 0, wb < 0
-        out = M.where(bit(sa, sb), out + int(np.iinfo(a.dtype).min), out)
+        out = M.where(bit(sa, sb), out + -(2 ** (nb - 1)), out)
     return out.astype(a.dtype)
 
 
@@ -139,6 +140,8 @@ def bitwise_not(x: Tensor, out: Any = None, name: str | None = None) -> Tensor:
     x = tensor_arg("bitwise_not", x)
     if x.dtype == _dt.bool_:
         return M.logical_not(x)
+    if x.dtype == _dt.uint64:  # as int64 bits: ~b == -b - 1 in two's complement
+        return (-x.astype("int64") - 1).astype(x.dtype)
     if x.dtype.kind == "u":
         return (int(np.iinfo(x.dtype).max) - x.astype("int64")).astype(x.dtype)
     if x.dtype.kind != "i":

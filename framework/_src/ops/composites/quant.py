@@ -62,22 +62,61 @@ def _groups(k: int, group_size: int) -> int:
 
 
 # -- packing ------------------------------------------------------------------------------------
-def pack_int4(q: Tensor) -> Tensor:
-    """``[n, k]`` integers in ``[-8, 7]`` -> ``[n / 2, k]`` int8, channel ``2j`` in the low
-    nibble of row ``j`` and ``2j + 1`` in the high one."""
+def pack_int4(q: Tensor, signed: bool = True) -> Tensor:
+    """Pack 4-bit integers two a byte, as ``weight_quantize(algo="weight_only_int4")`` stores
+    its weight: ``[n, k]`` -> ``[n / 2, k]``, row ``2j`` in the low nibble of row ``j`` and row
+    ``2j + 1`` in the high one. Each value keeps its low 4 bits (two's complement for int4).
+
+    Args:
+        q (Tensor): 2-d integers, ``n`` even: int4 values in ``[-8, 7]``, or uint4 in ``[0, 15]``.
+        signed (bool): int4 into int8 bytes (True), or uint4 into uint8 bytes (False).
+
+    Returns:
+        Tensor: ``[n / 2, k]`` int8 (signed) or uint8.
+
+    Example:
+        >>> import framework as fw
+        >>> from framework.nn.quant import pack_int4, unpack_int4
+        >>> p = pack_int4(fw.to_tensor([[1, -2], [-8, 7]]))
+        >>> p.tolist(), unpack_int4(p).tolist()
+        ([[-127, 126]], [[1, -2], [-8, 7]])
+        >>> pack_int4(fw.to_tensor([[15], [1]]), signed=False).tolist()
+        [[31]]
+    """
+    if q.ndim != 2 or q.shape[0] % 2 or q.dtype.kind not in "iu":
+        raise OpArgumentError(
+            f"[pack_int4] expects a 2-d integer tensor with an even number of rows, got {list(q.shape)} {q.dtype}"
+        )
     n, k = q.shape
     pairs = M.cast(q, "int32").reshape((n // 2, 2, k))
     lo, hi = pairs[:, 0, :], pairs[:, 1, :]
+    if not signed:
+        return M.cast(M.remainder(lo, 16) + M.remainder(hi, 16) * 16, "uint8")
     return M.cast(M.remainder(lo, 16) + hi * 16, "int8")
 
 
-def unpack_int4(packed: Tensor) -> Tensor:
-    """The inverse of :func:`pack_int4`: ``[n / 2, k]`` int8 -> ``[n, k]`` int32 in ``[-8, 7]``."""
+def unpack_int4(packed: Tensor, signed: bool = True) -> Tensor:
+    """The inverse of :func:`pack_int4`: ``[n / 2, k]`` bytes -> ``[n, k]`` int32, in ``[-8, 7]``
+    (int4, ``signed``) or ``[0, 15]`` (uint4).
+
+    Example:
+        >>> import framework as fw
+        >>> from framework.nn.quant import unpack_int4
+        >>> unpack_int4(fw.to_tensor([[31]], dtype="uint8"), signed=False).tolist()
+        [[15], [1]]
+    """
+    if packed.ndim != 2 or packed.dtype.kind not in "iu" or packed.dtype.itemsize != 1:
+        raise OpArgumentError(
+            f"[unpack_int4] expects a 2-d int8 or uint8 tensor from pack_int4, got {list(packed.shape)} {packed.dtype}"
+        )
     h, k = packed.shape
     b = M.cast(packed, "int32")
+    if not signed:
+        b = M.remainder(b, 256)  # int8 bytes read as unsigned
     hi = M.floor_divide(b, 16)  # the high nibble, sign-extended (floor division is an arithmetic shift)
     lo = b - hi * 16  # 0..15
-    lo = M.where(lo >= 8, lo - 16, lo)
+    if signed:
+        lo = M.where(lo >= 8, lo - 16, lo)
     return stack([lo, hi], axis=1).reshape((2 * h, k))
 
 
