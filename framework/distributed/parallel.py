@@ -35,7 +35,9 @@ class DataParallel:
     about ``comm_buffer_size`` MiB (per device and dtype, in reverse parameter order, the
     order backward produces them) is all-reduced (``avg``) as soon as it and every bucket
     before it are ready -- the same buckets in the same order on every rank, overlapping the
-    rest of backward where the device's communicator runs asynchronously (NCCL's stream).
+    rest of backward where the device's communicator runs asynchronously (NCCL's stream, MPI's
+    nonblocking all-reduce on cpu; each gradient ready tests the oldest bucket in flight, and
+    every bucket is waited for when backward ends).
     When backward ends the remaining buckets go too, parameters without a gradient taking part
     with zeros, and each ``param.grad`` becomes a view of its bucket. ``opt.step()`` then
     updates identical weights on every rank.
