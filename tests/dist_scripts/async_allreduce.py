@@ -1,12 +1,12 @@
 """Under mpiexec on 2 ranks: ``all_reduce(..., sync_op=False)`` starts the reduction and returns.
 
-``python async_allreduce.py values OUT``: rank 0 starts an all-reduce and sees it unfinished
+``python async_allreduce.py OUT`` (collective timeout of a few seconds), in one job so that the
+test starts the ranks once. First the values: rank 0 starts an all-reduce and sees it unfinished
 (rank 1 starts its own only after rank 0 told it so); then several all-reduces are outstanding
 at once (float32 avg, int32 sum, float16 avg, a blocking one among them) and the last one is
 waited for first; each rank writes ``OUT/rank{r}.npz`` with what it saw.
 
-``python async_allreduce.py kill OUT`` (collective timeout of a few seconds): both ranks finish
-one asynchronous all-reduce, then rank 1 dies; rank 0 starts another and waits on it; it
+Then a fault: both ranks finish one more asynchronous all-reduce, then rank 1 dies; rank 0 starts another and waits on it; it
 writes the error it got to ``OUT/rank0.json``.
 """
 
@@ -23,7 +23,7 @@ import numpy as np
 import framework as fw
 import framework.distributed as dist
 
-mode, out = sys.argv[1], sys.argv[2]
+out = sys.argv[1]
 # NOTE: the default check of the first calls all-gathers right after each is started, which
 # would make rank 0 wait for rank 1 before it could tell rank 1 to start
 os.environ["OARLOCK_DISTRIBUTED_DEBUG"] = "0"
@@ -35,7 +35,7 @@ def rows(seed: int, dtype: str, size: int) -> np.ndarray:
     return np.random.default_rng(seed).uniform(-4, 4, size).astype(dtype)
 
 
-if mode == "values":
+def values() -> None:
     res: dict[str, object] = {}
     # 1. it returns before the peer arrived: rank 1 posts only after rank 0 checked
     x = fw.to_tensor(rows(rank, "float32", 33))
@@ -65,7 +65,9 @@ if mode == "values":
     for k, t in (("a", a), ("b", b), ("c", c), ("d", d)):
         res[k] = t.numpy()
     np.savez(os.path.join(out, f"rank{rank}.npz"), **res)
-else:  # kill
+
+
+def fault() -> None:
     x = fw.to_tensor(np.ones(16, np.float32))
     dist.all_reduce(x, sync_op=False).wait()  # everybody is alive here
     result: dict[str, object] = {"first": x.numpy().tolist()}
@@ -81,3 +83,7 @@ else:  # kill
     with open(os.path.join(out, "rank0.json"), "w") as f:
         json.dump(result, f)
     time.sleep(0.2)
+
+
+values()
+fault()
