@@ -6,8 +6,8 @@ test starts the ranks once. First the values: rank 0 starts an all-reduce and se
 at once (float32 avg, int32 sum, float16 avg, a blocking one among them) and the last one is
 waited for first; each rank writes ``OUT/rank{r}.npz`` with what it saw.
 
-Then a fault: both ranks finish one more asynchronous all-reduce, then rank 1 dies; rank 0 starts another and waits on it; it
-writes the error it got to ``OUT/rank0.json``.
+Then a fault: both ranks finish one more asynchronous all-reduce, then rank 1 dies; rank 0
+starts another and waits on it; it writes the error it got to ``OUT/rank0.json``.
 """
 
 from __future__ import annotations
