@@ -28,6 +28,17 @@ Calls are enqueued on ``stream`` after the work already queued there; the core s
 when the user waits on the returned task. ``send`` and ``recv`` may be the same buffer
 (in place).
 
+Asynchronous all-reduce
+-----------------------
+:meth:`Communicator.all_reduce_async` starts an all-reduce and returns a
+:class:`PendingCollective` at once; the core calls its ``wait()`` before anyone reads
+``recv`` (``task.wait()`` of ``all_reduce(..., sync_op=False)``, DataParallel before the
+optimizer step) and its ``test()`` between other work, to let a library that progresses only
+inside its calls (MPI) move the transfer along. Several may be outstanding; every rank starts
+them in the same order. The default runs :meth:`Communicator.all_reduce` and returns a finished
+one, so a plugin with only the synchronous form works unchanged (no contract version needed:
+the core supplies the default).
+
 Faults
 ------
 A collective must never hang forever: when a peer does not arrive within the communicator's
@@ -45,11 +56,34 @@ import numpy as np
 REDUCE_OPS = ("sum", "avg", "max", "min", "prod")
 
 
+class PendingCollective:
+    """A collective started by :meth:`Communicator.all_reduce_async`; this base one is finished.
+
+    A plugin returns a subclass whose ``test`` lets the transfer progress and says whether it
+    finished, and whose ``wait`` finishes it (raising :class:`adapter_api.CommunicationError`,
+    naming the collective, where a peer does not arrive within the communicator's timeout).
+    Both may be called again after it finished.
+
+    Example::
+
+        pending = comm.all_reduce_async(grad, grad, "avg", stream)
+        ...                        # other work; pending.test() now and then
+        pending.wait()             # grad now holds the average
+    """
+
+    def test(self) -> bool:
+        """Progress the transfer; True once it finished (then ``recv`` holds the result)."""
+        return True
+
+    def wait(self) -> None:
+        """Block until it finished (``recv`` holds the result)."""
+
+
 class Communicator:
     """Collectives across ``size`` processes for one device type.
 
     Required: the collectives below that raise ``NotImplementedError("need ...")``. Optional:
-    ``group_start``/``group_end``/``destroy`` (harmless defaults) and, for the host
+    ``all_reduce_async``/``group_start``/``group_end``/``destroy`` (harmless defaults) and, for the host
     communicator only, ``world``/``broadcast_bytes``/``all_gather_bytes``/``split``.
     """
 
@@ -106,6 +140,15 @@ class Communicator:
         """``recv`` = reduction of every rank's ``send`` (may be the same buffer)."""
         raise NotImplementedError("need all_reduce")
 
+    def all_reduce_async(self, send: Any, recv: Any, op: str, stream: Any) -> PendingCollective:
+        """Start :meth:`all_reduce` and return without waiting for it (optional).
+
+        ``send`` and ``recv`` must stay untouched until the returned
+        :class:`PendingCollective` finished. The default runs :meth:`all_reduce` now.
+        """
+        self.all_reduce(send, recv, op, stream)
+        return PendingCollective()
+
     def broadcast(self, buf: Any, root: int, stream: Any) -> None:
         """Copy ``buf`` from ``root`` to every rank, in place."""
         raise NotImplementedError("need broadcast")
@@ -152,6 +195,29 @@ class Communicator:
         """Release resources."""
 
 
+class _StagedPending(PendingCollective):
+    """A host collective in flight, and the upload that finishes it."""
+
+    def __init__(self, host: PendingCollective, finish: Any) -> None:
+        self._host, self._finish = host, finish
+
+    def _done(self) -> None:
+        finish, self._finish = self._finish, None
+        if finish is not None:
+            finish()
+
+    def test(self) -> bool:
+        if self._finish is not None and not self._host.test():
+            return False
+        self._done()
+        return True
+
+    def wait(self) -> None:
+        if self._finish is not None:
+            self._host.wait()
+            self._done()
+
+
 class StagedCommunicator(Communicator):
     """Collectives for a device with no collective library: copy to host, run the host
     communicator's collective on host arrays, copy back. A plugin supplies two methods::
@@ -190,6 +256,13 @@ class StagedCommunicator(Communicator):
         h = self.download(send, stream)
         self.host.all_reduce(h, h, op, None)
         self.upload(recv, h, stream)
+
+    def all_reduce_async(self, send: Any, recv: Any, op: str, stream: Any) -> PendingCollective:
+        """Download now, start the host communicator's all-reduce, upload when it finished."""
+        h = self.download(send, stream)
+        return _StagedPending(
+            self.host.all_reduce_async(h, h, op, None), lambda: self.upload(recv, h, stream)
+        )
 
     def broadcast(self, buf: Any, root: int, stream: Any) -> None:
         h = self.download(buf, stream) if self.rank == root else self._empty(buf)

@@ -299,9 +299,16 @@ def destroy_process_group(group: Group | None = None) -> None:
 
 # -- tasks ---------------------------------------------------------------------------------
 class Task:
-    """What a collective returns with ``sync_op=False``: ``wait()`` blocks until it finished."""
+    """What a collective returns with ``sync_op=False``: ``wait()`` blocks until it finished.
 
-    def __init__(self, dev: _dev.Device | None) -> None:
+    ``all_reduce`` with ``sync_op=False`` only starts the reduction where the communicator
+    runs it asynchronously (the cpu plugin's, on MPI): read the tensor after ``wait()``.
+    ``is_completed()`` lets the transfer progress and says whether it finished.
+    """
+
+    def __init__(self, dev: _dev.Device | None, pending: Any = None, what: str = "") -> None:
+        self._pending = pending  # adapter_api.communicator.PendingCollective, or None
+        self._what = what
         self._event = None
         if dev is not None:
             t = _dev.device_type(dev.type)
@@ -312,12 +319,21 @@ class Task:
                 self._event = (t.runtime, ev)
 
     def wait(self) -> bool:
+        p = self._pending
+        if p is not None:
+            with _Doing(self._what, None):
+                p.wait()
+            self._pending = None
         if self._event is not None:
             rt, ev = self._event
             rt.synchronize_event(ev)
         return True
 
     def is_completed(self) -> bool:
+        if self._pending is not None:
+            if not self._pending.test():
+                return False
+            self._pending = None
         if self._event is None:
             return True
         rt, ev = self._event
@@ -392,16 +408,19 @@ def _prepare(name: str, t: Tensor, group: Group | None, **extra: Any) -> tuple[G
     return g, g.communicator(t.device)
 
 
-def _finish(t: Tensor | None, sync_op: bool, written: str | None = None) -> Task | None:
+def _finish(
+    t: Tensor | None, sync_op: bool, written: str | None = None, started: Any = None, what: str = ""
+) -> Task | None:
     """The collective's task; ``written``: the collective wrote ``t`` in place (its version is
-    bumped, so that a backward that saved ``t`` before does not read the new value silently)."""
+    bumped, so that a backward that saved ``t`` before does not read the new value silently);
+    ``started``: the communicator's PendingCollective, which the task's ``wait`` finishes."""
     pending = _STATE.pop("pending", None)
     if pending is not None:
         g, name, tensor, extra = pending
         _debug_check(g, name, tensor, **extra)
     if written is not None and t is not None:
         t._bump_version(f"distributed.{written}")
-    return None if sync_op else Task(t.device if t is not None else None)
+    return None if sync_op else Task(t.device if t is not None else None, started, what)
 
 
 def _group_rank(g: Group, world_rank: int, what: str) -> int:
@@ -431,9 +450,13 @@ def all_reduce(
     if p is None:
         return None
     nv = t.native()
-    with _Doing(f"all_reduce({name})", t):
-        p[1].all_reduce(nv, nv, name, _stream(t))
-    return _finish(t, sync_op, written="all_reduce")
+    what = f"all_reduce({name})"
+    with _Doing(what, t):
+        if sync_op:
+            p[1].all_reduce(nv, nv, name, _stream(t))
+            return _finish(t, sync_op, written="all_reduce")
+        started = p[1].all_reduce_async(nv, nv, name, _stream(t))
+    return _finish(t, sync_op, written="all_reduce", started=started, what=f"wait for {what}")
 
 
 def reduce(

@@ -35,7 +35,9 @@ class DataParallel:
     about ``comm_buffer_size`` MiB (per device and dtype, in reverse parameter order, the
     order backward produces them) is all-reduced (``avg``) as soon as it and every bucket
     before it are ready -- the same buckets in the same order on every rank, overlapping the
-    rest of backward where the device's communicator runs asynchronously (NCCL's stream).
+    rest of backward where the device's communicator runs asynchronously (NCCL's stream, MPI's
+    nonblocking all-reduce on cpu; each gradient ready tests the oldest bucket in flight, and
+    every bucket is waited for when backward ends).
     When backward ends the remaining buckets go too, parameters without a gradient taking part
     with zeros, and each ``param.grad`` becomes a view of its bucket. ``opt.step()`` then
     updates identical weights on every rank.
@@ -231,6 +233,7 @@ class _Reducer:
         self.next = 0
         self.pass_no = -1  # the backward pass whose gradients are being averaged
         self.sent: list[tuple[list[Tensor], list[Tensor], Any]] = []
+        self.finished = 0  # buckets of ``sent`` whose all-reduce finished
         #: id(param) -> the averaged gradient it was given (apply_collective_grads' no-op test)
         self.given: dict[int, Tensor] = {}
         self.warned = False
@@ -265,6 +268,7 @@ class _Reducer:
             self.ready = [0] * len(self.buckets)
             self.next = 0
             self.sent = []
+            self.finished = 0
             self.given = {}
             autograd.queue_callback(self._finish)
         b = self.bucket_of.get(id(p))
@@ -275,6 +279,16 @@ class _Reducer:
             while self.next < len(self.buckets) and self.ready[self.next] == len(self.buckets[self.next]):
                 self._send(self.next)
                 self.next += 1
+        self._progress()
+
+    def _progress(self) -> None:
+        """Let the buckets in flight progress: MPI moves data only inside its calls, so each
+        gradient ready tests the oldest unfinished bucket (one MPI_Test) while backward goes on."""
+        while self.finished < len(self.sent):
+            task = self.sent[self.finished][2]
+            if task is not None and not task.is_completed():
+                return
+            self.finished += 1
 
     def _send(self, b: int) -> None:
         bucket = self.buckets[b]

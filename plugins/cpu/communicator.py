@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import os
 import time
+from collections import deque
 from typing import Any
 
 import numpy as np
 
 from adapter_api import REDUCE_OPS, CommunicationError, Communicator
+from adapter_api.communicator import PendingCollective
 
 from . import faults
 
@@ -132,6 +134,7 @@ class MPICommunicator(Communicator):
         self._heard: dict[int, int] = {}
         self._pending: list[Any] = []  # announcement sends, and requests abandoned at a timeout
         self._grouped: list[tuple[Any, Any, int, Any]] | None = None  # posted p2p calls (group)
+        self._inflight: deque[MPIPending] = deque()  # all_reduce_async calls not finished, in order
 
     # -- host communicator extras -------------------------------------------------------
     def broadcast_bytes(self, data: bytes, root: int) -> bytes:
@@ -230,14 +233,21 @@ class MPICommunicator(Communicator):
 
     def _run(self, what: Any, post: Any, peers: list[int] | None = None) -> None:
         """Post a nonblocking MPI call and poll it until done or the deadline."""
-        MPI = self._MPI
-        collective = peers is None
+        req = self._post(what, post, peers is None)
+        self._wait(req, what, peers, self._seq)
+
+    def _post(self, what: Any, post: Any, collective: bool) -> Any:
         if collective:
             self._seq += 1
         try:
-            req = post()
-        except MPI.Exception as exc:
+            return post()
+        except self._MPI.Exception as exc:
             raise self._mpi_error(what, exc) from exc
+
+    def _wait(self, req: Any, what: Any, peers: list[int] | None, seq: int) -> None:
+        """Poll ``req`` (collective number ``seq``, or a call to ``peers``) until done or the deadline."""
+        MPI = self._MPI
+        collective = peers is None
         try:
             if req.Test():
                 return
@@ -256,19 +266,19 @@ class MPICommunicator(Communicator):
                 if waited > _SPIN:
                     time.sleep(0 if waited < 1.0 else 0.001)
                 if collective and not announced and waited > _ANNOUNCE_AFTER:
-                    self._announce()
+                    self._announce(seq)
                     announced = True
                 failed = faults.peer_failed()
                 if failed is not None:
                     deadline = min(deadline, failed + faults.GRACE)
                 if now > deadline:
                     self._pending.append(req)  # MPI may still write the buffer: keep it alive
-                    raise self._timeout(what, waited, peers, failed is not None)
+                    raise self._timeout(what, waited, peers, failed is not None, seq)
         except MPI.Exception as exc:
             raise self._mpi_error(what, exc) from exc
 
-    def _announce(self) -> None:
-        mine = np.array([self._seq], np.int64)
+    def _announce(self, seq: int) -> None:
+        mine = np.array([seq], np.int64)
         self._pending = [r for r in self._pending if not (isinstance(r, self._MPI.Request) and r.Test())]
         for peer in range(self.size):
             if peer != self.rank:
@@ -288,16 +298,16 @@ class MPICommunicator(Communicator):
         w = self.world_ranks[rank]
         return str(rank) if w == rank else f"{rank} (world rank {w})"
 
-    def _timeout(self, what: Any, waited: float, peers: list[int] | None, died: bool) -> CommunicationError:
+    def _timeout(
+        self, what: Any, waited: float, peers: list[int] | None, died: bool, seq: int
+    ) -> CommunicationError:
         what = what() if callable(what) else what
         faults.mark_broken()
         if peers is None:
             end = time.monotonic() + min(1.0, self.timeout)
             while True:  # late announcements of ranks that are in this collective too
                 self._drain()
-                missing = [
-                    r for r in range(self.size) if r != self.rank and self._heard.get(r, 0) < self._seq
-                ]
+                missing = [r for r in range(self.size) if r != self.rank and self._heard.get(r, 0) < seq]
                 if not missing or time.monotonic() > end:
                     break
                 time.sleep(0.01)
@@ -323,22 +333,35 @@ class MPICommunicator(Communicator):
 
     # -- collectives --------------------------------------------------------------------
     def all_reduce(self, send: Any, recv: Any, op: str, stream: Any) -> None:
+        self.all_reduce_async(send, recv, op, stream).wait()
+
+    def all_reduce_async(self, send: Any, recv: Any, op: str, stream: Any) -> MPIPending:
+        """Post the all-reduce (MPI_Iallreduce) and return; see :class:`MPIPending`."""
         self._sync(stream)
         what = lambda: f"all_reduce({op}) of {send.size} {send.dtype.name} elements"
         mop = self._op(op, send.dtype)
+        MPI = self._MPI
         if self._info(send.dtype)[2] == "half":
             tmp = send.astype(np.float32).reshape(-1)
-            self._run(what, lambda: self._comm.Iallreduce(self._MPI.IN_PLACE, [tmp, self._MPI.FLOAT], mop))
-            if op == "avg":
-                self._avg(tmp)
-            recv.reshape(-1)[...] = tmp.astype(recv.dtype)
-            return
-        if self._same(send, recv):
-            self._run(what, lambda: self._comm.Iallreduce(self._MPI.IN_PLACE, self._buf(recv), mop))
+            post = lambda: self._comm.Iallreduce(MPI.IN_PLACE, [tmp, MPI.FLOAT], mop)
+
+            def after() -> None:
+                if op == "avg":
+                    self._avg(tmp)
+                recv.reshape(-1)[...] = tmp.astype(recv.dtype)
+
+            keep: tuple[Any, ...] = (recv, tmp)
         else:
-            self._run(what, lambda: self._comm.Iallreduce(self._buf(send), self._buf(recv), mop))
-        if op == "avg":
-            self._avg(recv)
+            if self._same(send, recv):
+                post = lambda: self._comm.Iallreduce(MPI.IN_PLACE, self._buf(recv), mop)
+            else:
+                post = lambda: self._comm.Iallreduce(self._buf(send), self._buf(recv), mop)
+            after = (lambda: self._avg(recv)) if op == "avg" else None
+            keep = (send, recv)
+        req = self._post(what, post, True)
+        pending = MPIPending(self, req, what, self._seq, after, keep)
+        self._inflight.append(pending)
+        return pending
 
     def reduce(self, send: Any, recv: Any, op: str, root: int, stream: Any) -> None:
         self._sync(stream)
@@ -468,6 +491,58 @@ class MPICommunicator(Communicator):
                 f"[cpu] {op} buffer sizes do not match {self.size} ranks: {got} != {expected} "
                 "elements; allocate the receive buffer as the contract says"
             )
+
+
+class MPIPending(PendingCollective):
+    """An all-reduce posted by :meth:`MPICommunicator.all_reduce_async`.
+
+    MPI moves the data only inside MPI calls (unless MPICH runs its own progress thread,
+    ``MPICH_ASYNC_PROGRESS=1``), so ``test()`` is cheap enough to call between kernels: one
+    ``MPI_Test`` of the oldest unfinished request. The requests of a communicator finish in
+    the order they were posted: ``wait()`` and ``test()`` finish the earlier ones first
+    (dividing for ``avg``, converting back from float32 for float16/bfloat16). ``wait()``
+    keeps the communicator's deadline and peer-death detection: a peer that never arrives
+    becomes a :class:`CommunicationError` naming the all-reduce and the missing rank(s).
+
+    Example (every rank)::
+
+        pending = comm.all_reduce_async(grad, grad, "avg", None)
+        ...                                    # backward goes on; pending.test() now and then
+        pending.wait()                          # grad holds the average
+    """
+
+    __slots__ = ("comm", "req", "what", "seq", "after", "keep", "done")
+
+    def __init__(self, comm: MPICommunicator, req: Any, what: Any, seq: int, after: Any, keep: Any) -> None:
+        self.comm, self.req, self.what, self.seq = comm, req, what, seq
+        self.after, self.keep = after, keep  # keep: the buffers MPI writes, alive until done
+        self.done = False
+
+    def _complete(self) -> None:
+        self.comm._inflight.popleft()  # it is the oldest
+        self.done = True
+        self.keep = None
+        if self.after is not None:
+            self.after()
+
+    def test(self) -> bool:
+        comm = self.comm
+        while not self.done:
+            first = comm._inflight[0]
+            try:
+                if not first.req.Test():
+                    return False
+            except comm._MPI.Exception as exc:
+                raise comm._mpi_error(first.what, exc) from exc
+            first._complete()
+        return True
+
+    def wait(self) -> None:
+        comm = self.comm
+        while not self.done:
+            first = comm._inflight[0]
+            comm._wait(first.req, first.what, None, first.seq)
+            first._complete()
 
 
 def register_communicator(registry: Any) -> None:
