@@ -26,6 +26,8 @@ _SOURCE = Path(__file__).with_name("conv.c")
 #: elements of one thread's block of im2col columns: a block (with the weight rows) stays in the
 #: L2 cache (512 KB on Zen 3) while the product reads it
 SCRATCH_ELEMS = 1 << 15
+#: kernels larger than 1x1 skip im2col (conv.c's ``implicit``); False: im2col and BLAS for all
+IMPLICIT = True
 #: multiply-adds a thread of the team gets at least (as for products: kernels.py)
 MIN_MACS_PER_TEAM_THREAD = 1 << 20
 
@@ -73,6 +75,7 @@ def conv2d_call(
     split = threads.split_products()
     nt = threads.team_threads(n * o * positions * k, MIN_MACS_PER_TEAM_THREAD) if split else 1
     cb = column_block(k, positions, n * groups, nt)
+    implicit = int(IMPLICIT)
     (pt, _), (pl, _) = padding
     ffi, fn = prog.ffi, prog.fn
     args = (
@@ -82,6 +85,7 @@ def conv2d_call(
         pointer(ffi, w),
         pointer(ffi, y),
         *(int(v) for v in (n, c, h, wd, o, kh, kw, oh, ow, *stride, pt, pl, *dilation, groups, cb)),
+        implicit,
         nt,
     )
 
