@@ -126,7 +126,7 @@ def test_conv_fold_on_an_imported_resnet_matches_onnxruntime():
     )[0]
     # compile=False: the pass is the compiler's business no more than the executor's (and the
     # test builds no generated kernels)
-    folded = fw.onnx.load(model, device="cpu", compile=False)
+    folded = fw.onnx.load(model, device="cpu", passes="inference", compile=False)
     kept = fw.onnx.load(model, device="cpu", passes="O2", compile=False)
     with fw.no_grad():
         got = folded(fw.to_tensor(x)).numpy()

@@ -202,10 +202,9 @@ class TranslatedLayer(Layer):
         if ex is None:
             params = {n: getattr(self, k) for n, k in self._param_names.items()}
             consts = {n: t.numpy() for n, t in self._constants.items()}
-            prog = retarget(self.program, str(dev))
-            # a loaded program only runs inference: BatchNorm folds into the conv before it
-            _passes.run_pipeline(prog, ["conv_fold", "dce"], consts, dev)
-            prog = _passes.fuse_program(prog, dev, consts)  # OARLOCK_COMPILE=0: unfused
+            prog = _passes.fuse_program(
+                retarget(self.program, str(dev)), dev, consts
+            )  # OARLOCK_COMPILE=0: unfused
             ex = self._executors[dev] = Executor(prog, dev, params, consts)
         return ex
 

@@ -44,7 +44,7 @@ def load(
     device: Any = None,
     base_dir: str | None = None,
     static: bool = True,
-    passes: Any = "inference",
+    passes: Any = "O2",
     compile: bool = True,
 ) -> Any:
     """Import an ONNX model (a path, bytes or an ``onnx.ModelProto``) as an :class:`OnnxModel`.
@@ -56,8 +56,7 @@ def load(
         base_dir: the folder of external data files, for a ``ModelProto`` that uses them.
         static: True (default) runs the model as a traced program; False runs the converters
             eagerly (for debugging a conversion).
-        passes: the optimisation level of the program (``"inference"``: ``"O2"`` and the fold of
-            BatchNorm into the convolution before it; ``"O2"``, ``"O1"``, ``"O0"``, None).
+        passes: the optimisation level of the program (``"O2"``, ``"O1"``, ``"O0"``, None).
         compile: True (default) lets the compiler fuse the program's ops into generated
             kernels (as ``to_static(backend="CINN")``); False runs them one by one.
 

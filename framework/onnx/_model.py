@@ -144,12 +144,7 @@ class OnnxModel(nn.Layer):
     """
 
     def __init__(
-        self,
-        proto: Any,
-        device: Any = None,
-        static: bool = True,
-        passes: Any = "inference",
-        compile: bool = True,
+        self, proto: Any, device: Any = None, static: bool = True, passes: Any = "O2", compile: bool = True
     ) -> None:
         super().__init__()
         graph = proto.graph

@@ -1,13 +1,19 @@
-/* The CPU plugin's 2-d convolution (plugins/cpu/conv.py builds it): im2col by blocks of output
- * columns into a scratch that stays in the cache, each block one BLAS product.
+/* The CPU plugin's 2-d convolution (plugins/cpu/conv.py builds it).
  *
- * x (n, c, h, w) and wt (o, c/groups, kh, kw), both C-contiguous, y (n, o, oh, ow). The work is
- * cut into items (image, group, block of `cb` output positions); each OpenMP thread takes items
- * in turn, writes the block's columns (c/groups * kh * kw rows of cb values, zero where the
- * window reads padding) into its own scratch and multiplies the group's weight rows by them
- * into y. A 1x1 kernel of stride 1 without padding reads x in place (no copy). BLAS is the
- * one the plugin's products use (its cblas_?gemm at address fn; ilp64: 64-bit integers), run
- * on one thread inside each item. Returns 0, or 1 when the scratch cannot be allocated.
+ * x (n, c, h, w) and wt (o, c/groups, kh, kw), both C-contiguous, y (n, o, oh, ow). Two paths:
+ *
+ * - implicit (kernels larger than 1x1, implicit_ok): x is copied once, zero-padded and split by
+ *   stride phases, so that every row of the im2col matrix is a run of that copy; a register-tiled
+ *   product (small_product) reads the runs in place. Items (image, group, block of output rows)
+ *   go to the OpenMP team.
+ * - im2col (1x1 kernels): items (image, group, block of `cb` output positions); each thread
+ *   writes the block's columns into its own scratch (zero where the window reads padding) and
+ *   multiplies the group's weight rows by them with BLAS (the plugin's cblas_?gemm at address
+ *   fn; ilp64: 64-bit integers; one thread inside each item). A 1x1 kernel of stride 1 without
+ *   padding reads x in place.
+ *
+ * Items are taken dynamically: a thread the OS puts off takes fewer. Returns 0, or 1 when the
+ * scratch cannot be allocated.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -200,7 +206,7 @@ static int implicit(const T* x, const T* wt, T* y, int64_t n, int64_t c, int64_t
                 }
     }
     const int64_t blocks = (oh + rows - 1) / rows, items = n * groups * blocks;
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
+#pragma omp parallel for schedule(dynamic) num_threads(nt) if (nt > 1)
     for (int64_t it = 0; it < items; ++it) {
         const int64_t b = it % blocks, g = (it / blocks) % groups, i = it / (blocks * groups);
         const int64_t r0 = b * rows, r1 = (b + 1) * rows < oh ? (b + 1) * rows : oh;
@@ -233,7 +239,7 @@ int conv2d_fwd(int64_t fn, int ilp64, const void* x_, const void* wt_, void* y_,
         scratch = malloc((size_t)nt * (size_t)(k * cb) * sizeof(T));
         if (!scratch) return 1;
     }
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
+#pragma omp parallel for schedule(dynamic) num_threads(nt) if (nt > 1)
     for (int64_t it = 0; it < items; ++it) {
         int tid = 0;
 #ifdef _OPENMP

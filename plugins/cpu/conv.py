@@ -1,15 +1,17 @@
-"""The fused ``conv2d`` kernel on cpu (``conv.c``): im2col by blocks into a cached scratch, each
-block one product by the BLAS the plugin's matmuls use.
+"""The fused ``conv2d`` kernel on cpu (``conv.c``).
 
 The ``conv2d`` composite's decomposition builds im2col from one ``slice`` per kernel offset and a
 ``concat`` (a 3x3 kernel: nine copies of the padded input, then a tenth), then one batched
-matmul. On the ResNet-style model of ``benchmarks/onnx_import.py`` that was 4.2x ONNX Runtime's
-time; the kernel here writes each block of columns once, into a scratch of
-:data:`SCRATCH_ELEMS` elements that the product then reads from the cache, and reads a 1x1
-kernel of stride 1 in place. Blocks (image, group, columns) are shared by the OpenMP team.
+matmul: on the ResNet-style model of ``benchmarks/onnx_import.py`` 4.2x ONNX Runtime's time.
+Here a kernel larger than 1x1 reads a padded copy of the input in place (the rows of im2col
+are runs of it once the copy is split by stride phases) through a register-tiled product in C:
+BLAS packs both operands on every call, which cost as much as the arithmetic for 16-64 output
+channels. A 1x1 kernel is one BLAS product per block of positions (in place at stride 1).
+Blocks go to the OpenMP team.
 
 Gradients stay the decomposition's (the composite's rule re-runs it). Without a C compiler or
-a BLAS the plugin can call, the composite's decomposition runs, as before.
+a BLAS the plugin can call, the composite's decomposition runs, as before; a C compiler but no
+BLAS: the numpy path below.
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ from . import gemm, threads
 from .compiler import float_options, own_program, pointer
 
 _SOURCE = Path(__file__).with_name("conv.c")
-#: elements of one thread's block of im2col columns: a block (with the weight rows) stays in the
-#: L2 cache (512 KB on Zen 3) while the product reads it
+#: elements of one block of im2col columns (1x1 path) or of the columns one block of output rows
+#: reads (implicit path): the block stays in the cache while the product reads it
 SCRATCH_ELEMS = 1 << 15
 #: kernels larger than 1x1 skip im2col (conv.c's ``implicit``); False: im2col and BLAS for all
 IMPLICIT = True

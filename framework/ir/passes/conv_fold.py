@@ -11,8 +11,13 @@ whose other operand is one value per output channel (shape ``(1, O, 1, 1)`` or `
 computed from parameters and constants only; it ends at the first other op, a value with
 another reader, or a program output. Not exact: ``(x * w) * a`` rounds differently from
 ``x * (w * a)`` (differences of a few ulps, as in every runtime that folds BatchNorm), so the
-pass is not in ``O2``: it is in the ``inference`` level, which imported ONNX models and loaded
-saved programs run.
+pass is not in ``O2``: it is in the ``inference`` level (``fw.onnx.load(..., passes="inference")``).
+
+Not on by default anywhere: on cpu it does not pay yet (docs/benchmarks.md, "Issue 41"). The
+compiler already runs the BatchNorm's sub, mul and add in the one fused pass over the images
+that its add (and a residual add) make, and the fold adds two small kernels per conv (its
+scale and shift, the scaled weight) to every run. It pays once the conv kernel adds the
+per-channel shift itself (one pass fewer) or the program hoists parameter-only ops out of runs.
 
 >>> from framework import ir
 >>> from framework.ir import passes

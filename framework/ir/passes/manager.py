@@ -94,8 +94,8 @@ LEVELS: dict[str, tuple[str, ...]] = {
     "O0": (),
     "O1": ("canonicalize", "cse", "dce"),
     "O2": ("fold", "canonicalize", "cse", "fuse", "dce"),
-    # O2 and the rewrites that hold up to rounding, for programs that only run inference
-    # (imported ONNX models, loaded saved programs): BatchNorm folded into the conv before it
+    # O2 and the rewrites that hold up to rounding, for programs that only run inference (an
+    # imported ONNX model's passes="inference"): BatchNorm folded into the conv before it
     "inference": ("conv_fold", "fold", "canonicalize", "cse", "fuse", "dce"),
 }
 DEFAULT_LEVEL = "O2"

@@ -22,6 +22,7 @@ from ..._src import device as _dev
 from ..._src.ops import base
 from ..._src.tensor import Tensor
 from ...ir import TensorType
+from ...ir import passes as _passes
 from ...nn import Layer, Parameter
 from ..api import StaticFunction
 from . import lower_math, lower_nn  # noqa: F401 — fill the table
@@ -271,7 +272,7 @@ class PaddleModel(Layer):
             p = Parameter.from_tensor(to_tensor(arr, dtype=arr.dtype, device=device), trainable=False)
             self.add_parameter(key, p)
             params[name] = p
-        passes = "inference" if optimize else None  # O2 and BatchNorm folded into its conv
+        passes = _passes.DEFAULT_LEVEL if optimize else None
         self._static = StaticFunction(
             Interpreter(program, params), None, self, passes=passes, backend="CINN" if optimize else None
         )
