@@ -8,7 +8,8 @@ imported with ``fw.onnx.load`` (a traced program, passes, the compiler's fused k
 run by the executor, once per level in ``--passes`` (``O2``, the importer's default;
 ``inference`` also folds each BatchNormalization into its Conv); ONNX Runtime runs the same file with
 ``intra_op_num_threads``. Timed side by side in one process, taking turns; medians of
-``--repeat`` rounds of ``--number`` calls.
+``--repeat`` rounds of ``--number`` calls, of wall time and of the process's CPU time (all its
+threads: on a loaded machine the wall time also counts the time the OS ran others).
 """
 
 from __future__ import annotations
@@ -65,21 +66,28 @@ def main() -> None:
         want = theirs.run(None, {"x": x})[0]
         err = max(float(np.max(np.abs(m(xt).numpy() - want))) for m in models.values())
         times: dict[str, list[float]] = {k: [] for k in runs}
+        cpu: dict[str, list[float]] = {k: [] for k in runs}
         for f in runs.values():
             f()  # warm: trace, compile, plan
         for _ in range(args.repeat):
             for k, f in runs.items():
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.process_time()
                 for _ in range(args.number):
                     f()
                 times[k].append((time.perf_counter() - t0) / args.number * 1e3)
+                cpu[k].append((time.process_time() - c0) / args.number * 1e3)
     med = {k: statistics.median(v) for k, v in times.items()}
+    med_cpu = {k: statistics.median(v) for k, v in cpu.items()}
     print(
         f"ResNet-style ({args.image}x{args.image}, batch {args.batch}, {sum(p.size for p in ours.parameters())} "
         f"parameters), {args.threads} thread(s); max |oarlock - onnxruntime| = {err:.2e}"
     )
     for k, v in med.items():
-        print(f"  {k:40s} median {v:8.3f} ms/call   ({v / med['onnxruntime']:.2f}x onnxruntime)")
+        c = med_cpu[k]
+        print(
+            f"  {k:40s} median {v:8.3f} ms/call ({v / med['onnxruntime']:.2f}x onnxruntime), "
+            f"CPU {c:8.3f} ms/call ({c / med_cpu['onnxruntime']:.2f}x)"
+        )
 
 
 if __name__ == "__main__":

@@ -12,8 +12,10 @@
  *   fn; ilp64: 64-bit integers; one thread inside each item). A 1x1 kernel of stride 1 without
  *   padding reads x in place.
  *
- * Items are taken dynamically: a thread the OS puts off takes fewer. Returns 0, or 1 when the
- * scratch cannot be allocated.
+ * Items are taken dynamically: a thread the OS puts off takes fewer. The padded copy or the
+ * scratch is buf (buf_elems elements) where it is large enough (the caller keeps it between
+ * runs: a fresh malloc of a few hundred KB is an mmap whose pages fault in on every call), else
+ * allocated here. Returns 0, or 1 when memory cannot be allocated.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -166,15 +168,17 @@ static void columns(const T* x, int64_t cg, int64_t h, int64_t w, int64_t kh, in
  * consecutive in memory (as a wq-wide grid whose first ow columns are kept). */
 static int implicit(const T* x, const T* wt, T* y, int64_t n, int64_t c, int64_t h, int64_t w, int64_t o, int64_t kh,
                     int64_t kw, int64_t oh, int64_t ow, int64_t sh, int64_t sw, int64_t ph, int64_t pw, int64_t dh,
-                    int64_t dw, int64_t groups, int64_t rows, int nt) {
+                    int64_t dw, int64_t groups, int64_t rows, T* buf, int64_t buf_elems, int nt) {
     const int64_t cg = c / groups, og = o / groups, k = cg * kh * kw;
     const int64_t hp = (oh - 1) * sh + (kh - 1) * dh + 1, wp = (ow - 1) * sw + (kw - 1) * dw + 1;
     const int64_t hq = (hp + sh - 1) / sh, wq = (wp + sw - 1) / sw, sub = hq * wq, plane = sh * sw * sub;
     const int64_t slack = wq + NV * VW; /* what a tile reads past the last plane */
-    T* xp = malloc((size_t)(n * c * plane + slack) * sizeof(T));
+    const int64_t need = n * c * plane + slack;
+    T* own = buf_elems >= need ? NULL : malloc((size_t)need * sizeof(T));
+    T* xp = own ? own : buf;
     int64_t* off = malloc((size_t)k * sizeof(int64_t));
     if (!xp || !off) {
-        free(xp);
+        free(own);
         free(off);
         return 1;
     }
@@ -214,13 +218,14 @@ static int implicit(const T* x, const T* wt, T* y, int64_t n, int64_t c, int64_t
                       0, off, y + ((i * o + g * og) * oh + r0) * ow, oh * ow, wq, ow);
     }
     free(off);
-    free(xp);
+    free(own);
     return 0;
 }
 
 int conv2d_fwd(int64_t fn, int ilp64, const void* x_, const void* wt_, void* y_, int64_t n, int64_t c, int64_t h,
                int64_t w, int64_t o, int64_t kh, int64_t kw, int64_t oh, int64_t ow, int64_t sh, int64_t sw,
-               int64_t ph, int64_t pw, int64_t dh, int64_t dw, int64_t groups, int64_t cb, int implicit_ok, int nt) {
+               int64_t ph, int64_t pw, int64_t dh, int64_t dw, int64_t groups, int64_t cb, int implicit_ok,
+               void* buf_, int64_t buf_elems, int nt) {
     const T *x = x_, *wt = wt_;
     T* y = y_;
     const int64_t cg = c / groups, og = o / groups, k = cg * kh * kw, l = oh * ow;
@@ -228,15 +233,16 @@ int conv2d_fwd(int64_t fn, int ilp64, const void* x_, const void* wt_, void* y_,
     if (implicit_ok && (kh > 1 || kw > 1)) { /* a 1x1 kernel reads a quarter of a strided copy */
         int64_t rows = cb / ow < 1 ? 1 : cb / ow, per = n * groups;
         if (per * ((oh + rows - 1) / rows) < nt) rows = (oh * per + nt - 1) / nt < 1 ? 1 : (oh * per + nt - 1) / nt;
-        return implicit(x, wt, y, n, c, h, w, o, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw, groups, rows, nt);
+        return implicit(x, wt, y, n, c, h, w, o, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw, groups, rows, buf_, buf_elems,
+                        nt);
     }
     if (cb < 1 || cb > l) cb = l;
     const int64_t blocks = (l + cb - 1) / cb, items = n * groups * blocks;
     if (nt > items) nt = (int)items;
     if (nt < 1) nt = 1;
-    T* scratch = NULL;
+    T *scratch = NULL, *own = NULL;
     if (!direct) {
-        scratch = malloc((size_t)nt * (size_t)(k * cb) * sizeof(T));
+        scratch = buf_elems >= nt * k * cb ? (T*)buf_ : (own = malloc((size_t)nt * (size_t)(k * cb) * sizeof(T)));
         if (!scratch) return 1;
     }
 #pragma omp parallel for schedule(dynamic) num_threads(nt) if (nt > 1)
@@ -257,6 +263,6 @@ int conv2d_fwd(int64_t fn, int ilp64, const void* x_, const void* wt_, void* y_,
             product(fn, ilp64, og, nl, k, wt + g * og * k, k, col, nl, yg, l);
         }
     }
-    free(scratch);
+    free(own);
     return 0;
 }

@@ -48,6 +48,21 @@ def column_block(k: int, positions: int, items: int, nt: int) -> int:
     return min(cb, positions)
 
 
+def scratch_elems(
+    xs: tuple, ws: tuple, ys: tuple, stride: tuple, dilation: tuple, cb: int, nt: int, itemsize: int
+) -> int:
+    """Elements of the buffer ``conv.c`` works in (kept with a bound call, not allocated per
+    run): the padded, phase-split copy of x (kernels larger than 1x1, with ``IMPLICIT``) or
+    ``nt`` blocks of im2col columns."""
+    (n, c), (_, cg, kh, kw), (oh, ow) = xs[:2], ws, ys[2:]
+    if IMPLICIT and (kh > 1 or kw > 1):
+        (sh, sw), (dh, dw) = stride, dilation
+        hq = -(-((oh - 1) * sh + (kh - 1) * dh + 1) // sh)
+        wq = -(-((ow - 1) * sw + (kw - 1) * dw + 1) // sw)
+        return n * c * sh * sw * hq * wq + wq + 3 * (32 // itemsize)
+    return nt * cg * kh * kw * cb
+
+
 def conv2d_call(
     x: np.ndarray,
     w: np.ndarray,
@@ -79,6 +94,7 @@ def conv2d_call(
     cb = column_block(k, positions, n * groups, nt)
     implicit = int(IMPLICIT)
     (pt, _), (pl, _) = padding
+    buf = np.empty(scratch_elems(x.shape, w.shape, y.shape, stride, dilation, cb, nt, y.itemsize), y.dtype)
     ffi, fn = prog.ffi, prog.fn
     args = (
         sym[0],
@@ -88,10 +104,12 @@ def conv2d_call(
         pointer(ffi, y),
         *(int(v) for v in (n, c, h, wd, o, kh, kw, oh, ow, *stride, pt, pl, *dilation, groups, cb)),
         implicit,
+        pointer(ffi, buf),
+        buf.size,
         nt,
     )
 
-    def run(keep: tuple = (x, w, y)) -> None:
+    def run(keep: tuple = (x, w, y, buf)) -> None:
         if fn(*args) != 0:
             raise MemoryError(
                 f"[cpu] conv2d: no memory for the im2col scratch ({nt} x {k * cb} x {y.itemsize} bytes)"
