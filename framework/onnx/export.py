@@ -228,6 +228,22 @@ def _pad(g: _Graph, op: Operation, ins: list[str]) -> list[str]:
     return g.node("Pad", [ins[0], g.const(np.array(pads, np.int64)), value], mode="constant")
 
 
+@_translation("conv2d")
+def _conv2d(g: _Graph, op: Operation, ins: list[str]) -> list[str]:
+    """The cpu plugin's conv2d kernel keeps the op whole in a program (no im2col to export)."""
+    (t, b), (lf, r) = op.attrs["padding"]
+    w = op.operands[1].type.shape
+    return g.node(
+        "Conv",
+        ins,
+        kernel_shape=[int(w[2]), int(w[3])],
+        strides=[int(s) for s in op.attrs["stride"]],
+        dilations=[int(d) for d in op.attrs["dilation"]],
+        pads=[int(t), int(lf), int(b), int(r)],
+        group=int(op.attrs["groups"]),
+    )
+
+
 def _reduce(kind: str, axes_input_since: int) -> Translation:
     def tr(g: _Graph, op: Operation, ins: list[str]) -> list[str]:
         axes = [int(a) for a in op.attrs.get("axes", ())]

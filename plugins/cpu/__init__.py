@@ -32,6 +32,9 @@ def oarlock_register(registry):  # type: ignore[no-untyped-def]
             from .attention import register_attention
 
             register_attention(registry)
+            from .conv import register_conv
+
+            register_conv(registry)
     try:
         from .communicator import register_communicator
     except ImportError:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from . import rules
 from .canonical import Canonicalize, Fuse, PermuteOfPermute
+from .conv_fold import ConvAffineFold, ConvFold, fold_conv_affine
 from .cse import CommonSubexpressionElimination, eliminate_common_subexpressions
 from .dce import DeadCodeElimination, eliminate_dead_code
 from .drr import Attr, Const, Match, Pat, Res, Rule, Var
@@ -50,6 +51,8 @@ __all__ = [
     "Canonicalize",
     "CommonSubexpressionElimination",
     "Const",
+    "ConvAffineFold",
+    "ConvFold",
     "ConstantFolding",
     "DeadCodeElimination",
     "Fuse",
@@ -73,6 +76,7 @@ __all__ = [
     "eliminate_common_subexpressions",
     "eliminate_dead_code",
     "fold_constants",
+    "fold_conv_affine",
     "fuse_program",
     "fuses",
     "lower",

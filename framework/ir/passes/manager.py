@@ -94,6 +94,9 @@ LEVELS: dict[str, tuple[str, ...]] = {
     "O0": (),
     "O1": ("canonicalize", "cse", "dce"),
     "O2": ("fold", "canonicalize", "cse", "fuse", "dce"),
+    # O2 and the rewrites that hold up to rounding, for programs that only run inference (an
+    # imported ONNX model's passes="inference"): BatchNorm folded into the conv before it
+    "inference": ("conv_fold", "fold", "canonicalize", "cse", "fuse", "dce"),
 }
 DEFAULT_LEVEL = "O2"
 
@@ -154,7 +157,8 @@ class PassManager:
     @staticmethod
     def level(level: str = DEFAULT_LEVEL, **kwargs: Any) -> PassManager:
         """The pipeline of an optimisation level: ``O0`` (none), ``O1`` (canonicalize, cse,
-        dce) or ``O2`` (fold, canonicalize, cse, fuse, dce: the default)."""
+        dce), ``O2`` (fold, canonicalize, cse, fuse, dce: the default) or ``inference`` (O2
+        after ``conv_fold``, which holds up to rounding)."""
         if level not in LEVELS:
             raise IRError(
                 f"[passes] unknown level {level!r}; choose from {sorted(LEVELS)} or name the passes"

@@ -1,0 +1,175 @@
+"""The fused ``conv2d`` kernel on cpu (``conv.c``).
+
+The ``conv2d`` composite's decomposition builds im2col from one ``slice`` per kernel offset and a
+``concat`` (a 3x3 kernel: nine copies of the padded input, then a tenth), then one batched
+matmul: on the ResNet-style model of ``benchmarks/onnx_import.py`` 4.2x ONNX Runtime's time.
+Here a kernel larger than 1x1 reads a padded copy of the input in place (the rows of im2col
+are runs of it once the copy is split by stride phases) through a register-tiled product in C:
+BLAS packs both operands on every call, which cost as much as the arithmetic for 16-64 output
+channels. A 1x1 kernel is one BLAS product per block of positions (in place at stride 1).
+Blocks go to the OpenMP team.
+
+Gradients stay the decomposition's (the composite's rule re-runs it). Without a C compiler or
+a BLAS the plugin can call, the composite's decomposition runs, as before; a C compiler but no
+BLAS: the numpy path below.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import gemm, threads
+from .compiler import float_options, own_program, pointer
+
+_SOURCE = Path(__file__).with_name("conv.c")
+#: elements of one block of im2col columns (1x1 path) or of the columns one block of output rows
+#: reads (implicit path): the block stays in the cache while the product reads it
+SCRATCH_ELEMS = 1 << 15
+#: kernels larger than 1x1 skip im2col (conv.c's ``implicit``); False: im2col and BLAS for all
+IMPLICIT = True
+#: multiply-adds a thread of the team gets at least (as for products: kernels.py)
+MIN_MACS_PER_TEAM_THREAD = 1 << 20
+
+
+def _program(dtype: np.dtype) -> Any:
+    return own_program(_SOURCE, "conv2d_fwd", float_options(dtype), "conv2d")
+
+
+def column_block(k: int, positions: int, items: int, nt: int) -> int:
+    """Output positions per block: a multiple of 16 whose ``k``-row scratch fits
+    :data:`SCRATCH_ELEMS`, fewer where the images and groups (``items``) make fewer blocks than
+    the ``nt`` threads."""
+    cb = max(16, SCRATCH_ELEMS // max(k, 1) // 16 * 16)
+    if items * -(-positions // cb) < nt:
+        cb = max(16, -(-positions // -(-nt // items)))
+    return min(cb, positions)
+
+
+def scratch_elems(
+    xs: tuple, ws: tuple, ys: tuple, stride: tuple, dilation: tuple, cb: int, nt: int, itemsize: int
+) -> int:
+    """Elements of the buffer ``conv.c`` works in (kept with a bound call, not allocated per
+    run): the padded, phase-split copy of x (kernels larger than 1x1, with ``IMPLICIT``) or
+    ``nt`` blocks of im2col columns."""
+    (n, c), (_, cg, kh, kw), (oh, ow) = xs[:2], ws, ys[2:]
+    if IMPLICIT and (kh > 1 or kw > 1):
+        (sh, sw), (dh, dw) = stride, dilation
+        hq = -(-((oh - 1) * sh + (kh - 1) * dh + 1) // sh)
+        wq = -(-((ow - 1) * sw + (kw - 1) * dw + 1) // sw)
+        return n * c * sh * sw * hq * wq + wq + 3 * (32 // itemsize)
+    return nt * cg * kh * kw * cb
+
+
+def conv2d_call(
+    x: np.ndarray,
+    w: np.ndarray,
+    y: np.ndarray,
+    stride: tuple,
+    padding: tuple,
+    dilation: tuple,
+    groups: int,
+) -> Any:
+    """A zero-argument call writing the NCHW ``conv2d`` of ``x`` by ``w`` into ``y``, or None
+    where the C kernel does not apply (another dtype, arrays not C-contiguous, no compiler or
+    no BLAS to call); the caller then runs the decomposition's arithmetic in numpy."""
+    if x.dtype.char not in "fd" or not (x.dtype == w.dtype == y.dtype) or x.ndim != 4 or w.ndim != 4:
+        return None
+    if not (x.flags.c_contiguous and w.flags.c_contiguous and y.flags.c_contiguous) or 0 in y.shape:
+        return None
+    sym = gemm.blas_gemm(y.dtype.char)
+    prog = _program(y.dtype)
+    if sym is None or prog is None:
+        return None
+    n, c, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    oh, ow = y.shape[2:]
+    k, positions = cg * kh * kw, oh * ow
+    if not sym[1] and max(k, positions, o) > (1 << 31) - 1:
+        return None
+    split = threads.split_products()
+    nt = threads.team_threads(n * o * positions * k, MIN_MACS_PER_TEAM_THREAD) if split else 1
+    cb = column_block(k, positions, n * groups, nt)
+    implicit = int(IMPLICIT)
+    (pt, _), (pl, _) = padding
+    buf = np.empty(scratch_elems(x.shape, w.shape, y.shape, stride, dilation, cb, nt, y.itemsize), y.dtype)
+    ffi, fn = prog.ffi, prog.fn
+    args = (
+        sym[0],
+        int(sym[1]),
+        pointer(ffi, x),
+        pointer(ffi, w),
+        pointer(ffi, y),
+        *(int(v) for v in (n, c, h, wd, o, kh, kw, oh, ow, *stride, pt, pl, *dilation, groups, cb)),
+        implicit,
+        pointer(ffi, buf),
+        buf.size,
+        nt,
+    )
+
+    def run(keep: tuple = (x, w, y, buf)) -> None:
+        if fn(*args) != 0:
+            raise MemoryError(
+                f"[cpu] conv2d: no memory for the im2col scratch ({nt} x {k * cb} x {y.itemsize} bytes)"
+            )
+
+    return run
+
+
+def _numpy_conv2d(
+    x: np.ndarray, w: np.ndarray, stride: tuple, padding: tuple, dilation: tuple, groups: int
+) -> Any:
+    """What the decomposition computes, in numpy: pad, im2col by strided views, one product."""
+    n, c = x.shape[:2]
+    o, cg, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), *padding))
+    (sh, sw), (dh, dw) = stride, dilation
+    oh = (xp.shape[2] - dh * (kh - 1) - 1) // sh + 1
+    ow = (xp.shape[3] - dw * (kw - 1) - 1) // sw + 1
+    cols = np.stack(
+        [
+            xp[:, :, i * dh : i * dh + sh * (oh - 1) + 1 : sh, j * dw : j * dw + sw * (ow - 1) + 1 : sw]
+            for i in range(kh)
+            for j in range(kw)
+        ],
+        axis=2,
+    )  # (N, C, KK, OH, OW)
+    cols = cols.reshape(n, groups, cg * kh * kw, oh * ow)
+    out = np.matmul(w.reshape(1, groups, o // groups, -1), cols)
+    return out.reshape(n, o, oh, ow)
+
+
+def _conv2d(
+    ctx: Any, outs: list, ins: list, stride: tuple, padding: tuple, dilation: tuple, groups: int
+) -> None:
+    run = conv2d_call(*_inputs(ins), outs[0], stride, padding, dilation, groups)
+    if run is not None:
+        run()
+        return
+    np.copyto(outs[0], _numpy_conv2d(ins[0], ins[1], stride, padding, dilation, groups), casting="unsafe")
+
+
+def _inputs(ins: list) -> tuple[np.ndarray, np.ndarray]:
+    return np.ascontiguousarray(ins[0]), np.ascontiguousarray(ins[1])
+
+
+def _bind(
+    ctx: Any, outs: list, ins: list, stride: tuple, padding: tuple, dilation: tuple, groups: int
+) -> Any:
+    """Static programs: the C call with its pointers made once, where the inputs are the
+    arrays the program passes each run (None: the kernel runs each time)."""
+    if ctx.stream is not None or not all(a.flags.c_contiguous for a in (*ins, outs[0])):
+        return None
+    return conv2d_call(ins[0], ins[1], outs[0], stride, padding, dilation, groups)
+
+
+_conv2d.bind = _bind  # type: ignore[attr-defined]
+
+
+def register_conv(registry: Any) -> None:
+    """The fused ``conv2d`` kernel (float32, float64) on cpu."""
+    from .kernels import _on_stream
+
+    registry.add_kernel("conv2d", "cpu", ("float32", "float64"), _on_stream(_conv2d), bind=_bind)
