@@ -141,6 +141,39 @@ def test_a_broadcast_value_read_at_another_shape_is_refused():
         _sym_trace(lambda x, t: x + (t * 3.0).reshape([4, 1, 8]), [(2, 4, 4, 8), (4, 8)])
 
 
+def test_a_value_of_a_kind_reshaped_across_axes_is_refused():
+    """A ``(C,)`` input is read along the row under ``(N, C, H, W)`` rows when ``C == W``;
+    reshaped to ``(1, C, 1, 1)`` it broadcasts along the channels: read at the column it
+    would give the wrong elements (it did: a to_static BatchNorm with C == W was 10 off)."""
+    with pytest.raises(NotFusible, match=r"shape \(1, 4, 1, 1\) does not fit"):
+        trace(
+            "t",
+            lambda x, s: x * s.reshape([1, 4, 1, 1]),
+            [fw.ones([2, 4, 4, 4]), fw.ones([4])],
+            {},
+            group=True,
+        )
+
+
+@pytest.mark.parametrize("shape", [(2, 4, 4, 4), (2, 16, 16, 16), (2, 16, 8, 8), (3, 5, 2, 5)])
+def test_a_per_channel_affine_under_to_static_equals_numpy_and_fuses(dev, shape):
+    r = np.random.default_rng(0)
+    x = r.standard_normal(shape).astype(np.float32)
+    s, b = r.standard_normal((2, shape[1])).astype(np.float32)
+
+    @fw.jit.to_static
+    def f(x, s, b):
+        return (x - b.reshape([1, -1, 1, 1])) * s.reshape([1, -1, 1, 1]) + b.reshape([1, -1, 1, 1])
+
+    from framework.ir import passes
+
+    before = passes.fusion_stats()["groups"]
+    got = f(*(fw.to_tensor(a, device=dev) for a in (x, s, b))).numpy()
+    want = (x - b.reshape(1, -1, 1, 1)) * s.reshape(1, -1, 1, 1) + b.reshape(1, -1, 1, 1)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    assert passes.fusion_stats()["groups"] == before + 1
+
+
 def test_a_sum_over_rows_of_a_broadcast_value_is_refused():
     """A weight-gradient sum over leading axes only applies to full rows."""
     with pytest.raises(NotFusible):

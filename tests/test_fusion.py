@@ -406,7 +406,9 @@ def test_rotary_embedding_is_one_kernel_reading_the_rotated_row(dev, monkeypatch
         len(fused(prog)) == 1 and "op.gather" not in op_names(prog) and "op.matmul" not in op_names(prog)
     ), prog
     outside = [op for op in prog.block.ops if op.name.startswith("op.") and op.name != "op.reshape"]
-    assert [(op.name, op.result.type.shape) for op in outside] == [("op.mul", (8, 16))], prog  # sin * sign
+    # sin * sign, read through its broadcast load, is inside the group too (it was left out
+    # before broadcast values were tracked in groups)
+    assert outside == [], prog
     src = fusion.GROUPS[fused(prog)[0].name].estimate.source
     assert "tk8" in src, src
     with np.errstate(invalid="ignore"):

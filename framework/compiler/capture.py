@@ -147,15 +147,20 @@ class _Tracer:
         node = self.b.input(k, t.dtype, row, col)
         if at is not None:
             self.loads[k] = at
-            if self.consts is not None:
-                self.bshape[node.id] = self.padded(t.shape)
+            self.bshape[node.id] = self.padded(t.shape)
         return node
 
     def use(self, t: Tensor, node: loop_ir.Node) -> loop_ir.Node:
         """``node`` as the value of ``t``: a value read through a broadcast load is only
         read at the shape it was made at, or expanded to the full rows."""
         want = self.bshape.get(node.id)
-        if want is not None and not self.full(t.shape) and self.padded(t.shape) != want:
+        if want is None:
+            # NOTE: a reshape traces for free (the view keeps the node), so a value of a kind
+            # may arrive at another shape: a per-channel ``(C,)`` input (read along the row)
+            # reshaped to ``(1, C, 1, 1)`` under rows of ``(N, C, H, W)`` would be read at the
+            # column ``w``, not the channel, wherever ``C == W``
+            self.geo.check(tuple(t.shape), node)
+        elif not self.full(t.shape) and self.padded(t.shape) != want:
             raise NotFusible(f"a broadcast value of shape {want} is used as {t.shape}")
         return node
 
