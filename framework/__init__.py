@@ -80,7 +80,9 @@ from ._src.dtypes import (
     set_default_dtype,
     uint8,
 )
+from ._src.dtypes import complex64, complex128
 from ._src.ops.base import path_stats as op_path_stats
+from ._src.ops.complex import as_complex, as_real, complex, polar
 from ._src.ops.creation import (
     arange,
     empty,
@@ -455,6 +457,8 @@ __all__ = [
     "argmax",
     "argmin",
     "argsort",
+    "as_complex",
+    "as_real",
     "asin",
     "asinh",
     "atan",
@@ -482,6 +486,9 @@ __all__ = [
     "clamp",
     "clip",
     "compiler",
+    "complex",
+    "complex128",
+    "complex64",
     "concat",
     "cond",
     "conj",
@@ -658,6 +665,7 @@ __all__ = [
     "OpArgumentError",
     "optim",
     "optimizer",
+    "polar",
     "profiler",
     "quantization",
     "outer",

@@ -251,7 +251,8 @@ class Tensor:
     def __repr__(self) -> str:
         grad = "" if self.stop_gradient else ", stop_gradient=False"
         try:
-            body = np.array2string(self.numpy(), separator=", ", prefix="       ")
+            fmt = {"complex_kind": _complex_item} if self.dtype.kind == "c" else None
+            body = np.array2string(self.numpy(), separator=", ", prefix="       ", formatter=fmt)
         except Exception as exc:  # noqa: BLE001 — repr must not raise
             body = f"<unreadable: {exc}>"
         return f"Tensor(shape={list(self.shape)}, dtype={self.dtype}, device={self.device}{grad},\n       {body})"
@@ -275,6 +276,11 @@ class Tensor:
                 f"[dlpack] tensors on {self.device} cannot be exported with DLPack; use .to('cpu') first"
             )
         return nv.__dlpack_device__()
+
+
+def _complex_item(v: complex) -> str:
+    """One complex element as Paddle prints it: ``(1.00000000+2.00000000j)``."""
+    return f"({v.real:.8f}{v.imag:+.8f}j)"
 
 
 # -- making tensors ------------------------------------------------------------------------
@@ -337,6 +343,8 @@ def _as_numpy(data: Any, dtype: np.dtype | None) -> np.ndarray:
         if dtype is None:
             if arr.dtype.kind == "f":
                 arr = arr.astype(_dt.get_default_dtype())
+            elif arr.dtype.kind == "c":  # Python complex numbers: complex64 (complex128 under float64)
+                arr = arr.astype(_dt.complex_of(_dt.get_default_dtype()))
             elif arr.dtype.kind in "iu" and arr.dtype not in _dt._SUPPORTED:
                 _check_fits_int64(arr)
                 arr = arr.astype(np.int64)
@@ -384,7 +392,7 @@ def _canonical(d: np.dtype) -> np.dtype:
     if d.kind in "iu":
         return _dt.int64
     if d.kind == "c":
-        raise OpArgumentError("[to_tensor] complex numbers are not supported")
+        return _dt.complex128
     raise OpArgumentError(f"[to_tensor] unsupported numpy dtype {d}")
 
 

@@ -18,7 +18,7 @@ from scipy import special as _special
 
 from adapter_api import OpArgumentError
 
-from . import elementwise, gemm, index, layout, threads
+from . import complex_kernels, elementwise, gemm, index, layout, threads
 from .philox import philox_uniform
 
 F16 = np.dtype(np.float16)
@@ -731,6 +731,10 @@ TABLE: list[tuple[str, Any, tuple, bool]] = [
 ]
 
 
+#: the ops whose kernels take broadcast inputs (the element-wise ones)
+_BCAST = frozenset(op for op, _, _, bcast in TABLE if bcast)
+
+
 def register_kernels(registry: Any) -> None:
     # NOTE: numpy's floating-point warnings (overflow to inf, 0/0, integer division by zero,
     # which gives 0) are the defined IEEE results here, as on accelerators: no warning.
@@ -746,3 +750,5 @@ def register_kernels(registry: Any) -> None:
             registry.add_kernel(op, "cpu", [d for d in dtypes if np.dtype(d) in _HALF], half, broadcast=bcast)
         else:
             registry.add_kernel(op, "cpu", dtypes, k, broadcast=bcast, bind=bind)
+    for op, fn in complex_kernels.TABLE.items():  # complex64/complex128: numpy (complex_kernels.py)
+        registry.add_kernel(op, "cpu", complex_kernels.COMPLEX, _on_stream(fn), broadcast=op in _BCAST)

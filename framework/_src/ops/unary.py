@@ -32,7 +32,11 @@ def _unary(name: str, float_only: bool):
 
     def f(x: Tensor, name: str | None = None) -> Tensor:
         x = _check(x, op.name)
-        if float_only and not _dt.is_floating(x.dtype):
+        if x.dtype.kind == "c" and op.name == "abs":  # |x| of a complex x is real: its own op
+            from .complex import abs as complex_abs
+
+            return complex_abs(x)
+        if float_only and not _dt.is_floating(x.dtype) and x.dtype.kind != "c":
             x = cast(x, _dt.get_default_dtype())
         elif x.dtype == _dt.bool_:
             raise OpArgumentError(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math as _m
 
 from ...tensor import Tensor
+from .. import complex as CX
 from .. import creation as C
 from .. import math as M
 from ._common import float_arg, tensor_arg
@@ -27,7 +28,8 @@ def real(x: Tensor, name: str | None = None) -> Tensor:
         >>> fw.real(fw.to_tensor([1.0, -2.0])).tolist()
         [1.0, -2.0]
     """
-    return tensor_arg("real", x)
+    x = tensor_arg("real", x)
+    return CX.real(x) if x.dtype.kind == "c" else x
 
 
 def imag(x: Tensor, name: str | None = None) -> Tensor:
@@ -46,7 +48,8 @@ def imag(x: Tensor, name: str | None = None) -> Tensor:
         Tensor(shape=[2], dtype=float32, device=cpu:0,
                [0., 0.])
     """
-    return C.zeros_like(tensor_arg("imag", x))
+    x = tensor_arg("imag", x)
+    return CX.imag(x) if x.dtype.kind == "c" else C.zeros_like(x)
 
 
 def conj(x: Tensor, name: str | None = None) -> Tensor:
@@ -64,7 +67,8 @@ def conj(x: Tensor, name: str | None = None) -> Tensor:
         >>> fw.conj(fw.to_tensor([1.0, -2.0])).tolist()
         [1.0, -2.0]
     """
-    return tensor_arg("conj", x)
+    x = tensor_arg("conj", x)
+    return CX.conj(x) if x.dtype.kind == "c" else x
 
 
 def angle(x: Tensor, name: str | None = None) -> Tensor:
@@ -83,6 +87,8 @@ def angle(x: Tensor, name: str | None = None) -> Tensor:
         Tensor(shape=[3], dtype=float32, device=cpu:0,
                [3.1415927, 0.       , 0.       ])
     """
+    if isinstance(x, Tensor) and x.dtype.kind == "c":
+        return CX.angle(x)
     x = float_arg("angle", x)
     zero = x * 0.0
     return M.where(x < 0, zero + _m.pi, zero)
