@@ -249,6 +249,14 @@ def polar(abs: Tensor, angle: Tensor, name: str | None = None) -> Tensor:  # noq
     return complex(M.multiply(r, M.cos(t)), M.multiply(r, M.sin(t)))
 
 
+def sgn(x: Tensor) -> Tensor:
+    """``x / |x|`` of a complex ``x`` (0 where ``x`` is 0): the complex sign."""
+    x = _complex_input("sgn", x)
+    a = abs(x)
+    scale = M.where(a > 0.0, M.divide(M.ones_like(a), M.where(a > 0.0, a, M.ones_like(a))), M.zeros_like(a))
+    return _as_complex_view(M.multiply(_as_real_view(x), scale.unsqueeze(-1)))
+
+
 def conj_if_complex(t: Tensor) -> Tensor:
     """``conj(t)`` for a complex ``t``, ``t`` itself otherwise (the gradient rules' helper)."""
     return call(OPS["conj"], [t], {}) if t.dtype.kind == "c" else t

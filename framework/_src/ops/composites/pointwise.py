@@ -201,7 +201,12 @@ def sgn(x: Tensor, name: str | None = None) -> Tensor:
         >>> fw.sgn(fw.to_tensor([-1.5, 0.0, 3.0])).tolist()
         [-1.0, 0.0, 1.0]
     """
-    return M.sign(tensor_arg("sgn", x))
+    x = tensor_arg("sgn", x)
+    if x.dtype.kind == "c":  # x / |x|, 0 at 0
+        from ..complex import sgn as complex_sgn
+
+        return complex_sgn(x)
+    return M.sign(x)
 
 
 def positive(x: Tensor, name: str | None = None) -> Tensor:
@@ -299,7 +304,12 @@ def isreal(x: Tensor, name: str | None = None) -> Tensor:
         >>> fw.isreal(fw.to_tensor([1.0, 2.0])).tolist()
         [True, True]
     """
-    return M.ones_like(tensor_arg("isreal", x)).astype("bool")
+    x = tensor_arg("isreal", x)
+    if x.dtype.kind == "c":  # a complex element is real when its imaginary part is 0
+        from ..complex import imag
+
+        return M.equal(imag(x), 0.0)
+    return M.ones_like(x).astype("bool")
 
 
 def nan_to_num(
