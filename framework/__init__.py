@@ -19,6 +19,8 @@ works too (``"float32"``). Floats default to float32 (:func:`set_default_dtype`)
 ['bfloat16', 'float16', 'float32', 'float64']
 >>> [str(d) for d in (fw.int8, fw.int16, fw.int32, fw.int64, fw.uint8, fw.bool_)]
 ['int8', 'int16', 'int32', 'int64', 'uint8', 'bool']
+>>> [str(d) for d in (fw.complex64, fw.complex128)], fw.to_tensor([1 + 2j]).dtype
+(['complex64', 'complex128'], dtype('complex64'))
 >>> isinstance(fw.float32, fw.dtype)
 True
 
@@ -69,6 +71,8 @@ from ._src.dtypes import (
 from ._src.dtypes import (
     bfloat16,
     bool_,
+    complex64,
+    complex128,
     float16,
     float32,
     float64,
@@ -80,7 +84,6 @@ from ._src.dtypes import (
     set_default_dtype,
     uint8,
 )
-from ._src.dtypes import complex64, complex128
 from ._src.ops.base import path_stats as op_path_stats
 from ._src.ops.complex import as_complex, as_real, complex, polar
 from ._src.ops.creation import (

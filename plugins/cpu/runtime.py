@@ -23,6 +23,8 @@ from .threads import blas_pools
 ALIGN = 64
 
 _DTYPES = ("float32", "float64", "float16", "bfloat16", "int8", "int16", "int32", "int64", "uint8", "bool")
+#: complex64/complex128 (issue 40): numpy kernels for the ops complex tensors use (complex_kernels.py)
+_DTYPES += ("complex64", "complex128")
 
 
 class CPUStream:

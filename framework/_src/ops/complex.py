@@ -51,7 +51,9 @@ def _g_as_complex(n: autograd.Node, g: list[Tensor | None]) -> list[Tensor | Non
     return [_as_real_view(g[0])]
 
 
-AS_REAL = OPS["as_real"] = OpDef("as_real", "view", None, _g_as_real, doc="complex [...] -> its float pairs [..., 2]")
+AS_REAL = OPS["as_real"] = OpDef(
+    "as_real", "view", None, _g_as_real, doc="complex [...] -> its float pairs [..., 2]"
+)
 AS_COMPLEX = OPS["as_complex"] = OpDef(
     "as_complex", "view", None, _g_as_complex, doc="float pairs [..., 2] -> complex [...]"
 )
@@ -109,7 +111,9 @@ def as_complex(x: Tensor, name: str | None = None) -> Tensor:
     if x.dtype not in (_dt.float32, _dt.float64):
         raise OpArgumentError(f"[as_complex] expected a float32 or float64 tensor, got {x.dtype}")
     if x.ndim == 0 or x.shape[-1] != 2:
-        raise OpArgumentError(f"[as_complex] the last dim of x must be 2 (real, imag), got shape {list(x.shape)}")
+        raise OpArgumentError(
+            f"[as_complex] the last dim of x must be 2 (real, imag), got shape {list(x.shape)}"
+        )
     return _as_complex_view(x)
 
 
@@ -260,4 +264,3 @@ def sgn(x: Tensor) -> Tensor:
 def conj_if_complex(t: Tensor) -> Tensor:
     """``conj(t)`` for a complex ``t``, ``t`` itself otherwise (the gradient rules' helper)."""
     return call(OPS["conj"], [t], {}) if t.dtype.kind == "c" else t
-

@@ -74,7 +74,13 @@ def host_op(
 def _host_result(r: Any, dtype: np.dtype) -> np.ndarray:
     """A C-contiguous array keeping 0-d results 0-d: float results in ``dtype`` (its real part type for complex input), complex ones in its complex type."""
     r = np.asarray(r)
-    want = _dt.real_of(dtype) if r.dtype.kind == "f" else _dt.complex_of(dtype) if r.dtype.kind == "c" else r.dtype
+    want = (
+        _dt.real_of(dtype)
+        if r.dtype.kind == "f"
+        else _dt.complex_of(dtype)
+        if r.dtype.kind == "c"
+        else r.dtype
+    )
     return np.array(r, dtype=want, order="C")
 
 
@@ -460,7 +466,9 @@ def eig(x: Tensor, name: str | None = None) -> tuple[Tensor, Tensor]:
     a = _square("eig", x)
     d = _dt.complex_of(a.dtype)
     w, v = np.linalg.eig(a.numpy().astype(d))  # NOTE: the complex routine (?geev) for every input, as Paddle
-    return to_tensor(w.astype(d), device=a.device), to_tensor(np.ascontiguousarray(v.astype(d)), device=a.device)
+    return to_tensor(w.astype(d), device=a.device), to_tensor(
+        np.ascontiguousarray(v.astype(d)), device=a.device
+    )
 
 
 def eigvals(x: Tensor, name: str | None = None) -> Tensor:

@@ -109,10 +109,8 @@ def _matmul_t_decomposition(a: Tensor, b: Tensor, transpose_x: bool, transpose_y
 
 
 def _g_matmul_t(n: Any, g: list) -> list:
-    from .complex import conj_if_complex  # complex operands: g @ conj(b)^T (conjugate Wirtinger)
-
-    x, y = n.inputs
-    a, b = conj_if_complex(x), conj_if_complex(y)
+    x, y = n.inputs  # complex operands: g @ conj(b)^T (conjugate Wirtinger; "conj" is in ops.complex)
+    a, b = (call(OPS["conj"], [t], {}) if t.dtype.kind == "c" else t for t in (x, y))
     tx, ty = n.attrs["transpose_x"], n.attrs["transpose_y"]
     go = g[0]
     ga = gb = None

@@ -14,6 +14,7 @@ from adapter_api import OpArgumentError
 
 from ... import dtypes as _dt
 from ...tensor import Tensor, to_tensor
+from .. import complex as CX
 from .. import creation as C
 from .. import indexing as I
 from .. import math as M
@@ -203,9 +204,7 @@ def sgn(x: Tensor, name: str | None = None) -> Tensor:
     """
     x = tensor_arg("sgn", x)
     if x.dtype.kind == "c":  # x / |x|, 0 at 0
-        from ..complex import sgn as complex_sgn
-
-        return complex_sgn(x)
+        return CX.sgn(x)
     return M.sign(x)
 
 
@@ -306,9 +305,7 @@ def isreal(x: Tensor, name: str | None = None) -> Tensor:
     """
     x = tensor_arg("isreal", x)
     if x.dtype.kind == "c":  # a complex element is real when its imaginary part is 0
-        from ..complex import imag
-
-        return M.equal(imag(x), 0.0)
+        return M.equal(CX.imag(x), 0.0)
     return M.ones_like(x).astype("bool")
 
 
