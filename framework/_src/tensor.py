@@ -251,8 +251,9 @@ class Tensor:
     def __repr__(self) -> str:
         grad = "" if self.stop_gradient else ", stop_gradient=False"
         try:
-            fmt = {"complex_kind": _complex_item} if self.dtype.kind == "c" else None
-            body = np.array2string(self.numpy(), separator=", ", prefix="       ", formatter=fmt)
+            arr = self.numpy()
+            fmt = _complex_format(arr) if self.dtype.kind == "c" else None
+            body = np.array2string(arr, separator=", ", prefix="       ", formatter=fmt)
         except Exception as exc:  # noqa: BLE001 — repr must not raise
             body = f"<unreadable: {exc}>"
         return f"Tensor(shape={list(self.shape)}, dtype={self.dtype}, device={self.device}{grad},\n       {body})"
@@ -281,6 +282,16 @@ class Tensor:
 def _complex_item(v: complex) -> str:
     """One complex element as Paddle prints it: ``(1.00000000+2.00000000j)``."""
     return f"({v.real:.8f}{v.imag:+.8f}j)"
+
+
+def _complex_format(arr: np.ndarray) -> dict[str, Any]:
+    """numpy's formatter for complex elements printed as Paddle's, right-aligned to the widest."""
+    flat = arr.reshape(-1)
+    if flat.size > np.get_printoptions()["threshold"]:  # elided: the edges are what prints
+        k = np.get_printoptions()["edgeitems"]
+        flat = np.concatenate([flat[:k], flat[-k:]])
+    width = max((len(_complex_item(v)) for v in flat), default=0)
+    return {"complex_kind": lambda v: _complex_item(v).rjust(width)}
 
 
 # -- making tensors ------------------------------------------------------------------------
