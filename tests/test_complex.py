@@ -176,6 +176,8 @@ GRADS = {
     "complex": (lambda P, r, i: P.complex(r, i) * P.to_tensor(A), [R, 2 * R]),
     "exp_log_sqrt": (lambda P, a: P.exp(a) + P.log(a) * P.sqrt(a), [A]),
     "real_times_complex": (lambda P, r, b: r * b, [R, B]),
+    "sin_cos_tanh": (lambda P, a: P.sin(a) * P.cos(a) + P.tanh(a), [A]),
+    "pow": (lambda P, a, b: P.pow(a, b) + a**2, [A, B]),
     "cast": (lambda P, r: r.astype("complex64") * P.to_tensor(B), [R]),
     "fft": (lambda P, x: P.fft.fft(x, n=4, norm="ortho") * P.to_tensor(W6[:, :4]), [SIG]),
     "ifft2": (lambda P, x: P.fft.ifft2(x) * P.to_tensor(W6), [SIG]),
@@ -201,6 +203,14 @@ def test_values_and_gradients_match_paddle(paddle, case):
     got = _run_grads(fw, fn, arrays)
     for i, (g, w) in enumerate(zip(got, want)):
         _close(g, w, f"{case}: {'output' if i == 0 else f'gradient of input {i - 1}'}", atol=1e-4)
+
+
+def test_prod_gradient_is_conjugated():
+    # Paddle 3.3.1 does not conjugate prod's complex gradient (unlike its mul's): this one
+    # keeps the convention every other op follows, d/dx_i of prod is conj(prod / x_i)
+    t = fw.to_tensor(A, stop_gradient=False)
+    fw.prod(t, axis=1).sum().backward()
+    _close(t.grad.numpy(), np.conj(np.prod(A, axis=1, keepdims=True) / A), "prod gradient")
 
 
 def test_eig_is_complex_as_paddle(paddle):

@@ -65,16 +65,16 @@ def _g_rsqrt(n, g):
 
 
 def _g_sin(n, g):
-    return [g[0] * M.cos(n.inputs[0])]
+    return [g[0] * _cj(M.cos(n.inputs[0]))]
 
 
 def _g_cos(n, g):
-    return [-(g[0] * M.sin(n.inputs[0]))]
+    return [-(g[0] * _cj(M.sin(n.inputs[0])))]
 
 
 def _g_tanh(n, g):
     o = n.out()
-    return [g[0] * (1.0 - o * o)]
+    return [g[0] * _cj(1.0 - o * o)]
 
 
 def _g_erf(n, g):
@@ -144,10 +144,10 @@ def _g_pow(n, g):
     x, y = n.inputs
     gx = gy = None
     if not x.stop_gradient:
-        gx = sum_to(g[0] * y * M.pow(x, y - 1.0), x.shape)
+        gx = sum_to(g[0] * _cj(y * M.pow(x, y - 1.0)), x.shape)
     if not y.stop_gradient:
-        safe = M.where(x > 0.0, x, M.ones_like(x))
-        gy = sum_to(g[0] * n.out() * M.log(safe), y.shape)
+        safe = x if x.dtype.kind == "c" else M.where(x > 0.0, x, M.ones_like(x))  # complex: log is defined
+        gy = sum_to(g[0] * _cj(n.out() * M.log(safe)), y.shape)
     return [gx, gy]
 
 
@@ -217,7 +217,7 @@ def _g_sum(n, g):
 def _g_prod(n, g):
     x = n.inputs[0]
     o = _keep(n.out(), x, n.attrs)
-    return [_keep(g[0], x, n.attrs) * o / x]
+    return [_keep(g[0], x, n.attrs) * _cj(o / x)]
 
 
 def _g_maxmin(n, g):
