@@ -104,11 +104,6 @@ _SUPPORTED.update(COMPLEX_DTYPES)
 _BY_NAME.update({"complex64": complex64, "complex128": complex128})
 
 
-def is_complex_dtype(d: np.dtype) -> bool:
-    """Whether ``d`` is complex64 or complex128."""
-    return d.kind == "c"
-
-
 def complex_of(d: np.dtype) -> np.dtype:
     """The complex dtype holding values of ``d``: complex128 for float64 and complex128, else complex64."""
     return complex128 if d in (float64, complex128) else complex64
