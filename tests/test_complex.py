@@ -258,3 +258,11 @@ def test_opencl_falls_back_or_raises_never_silently():
             z * z
     finally:
         fw.set_strict_kernels(False)
+
+
+def test_traced_programs_take_complex_arithmetic_and_refuse_the_views():
+    z, w = fw.to_tensor(A), fw.to_tensor(B)
+    prog = fw.jit.to_static(lambda a, b: (a * b).sum())
+    _close(prog(z, w).numpy(), np.complex64((A * B).sum()), "traced complex product")
+    with pytest.raises(fw.OarlockError, match=r"\[as_real\] complex tensors cannot be traced yet"):
+        fw.jit.to_static(lambda a: fw.real(a))(z)

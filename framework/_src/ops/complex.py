@@ -24,7 +24,7 @@ from .. import dtypes as _dt
 from ..tensor import Tensor, to_tensor
 from . import math as M
 from . import shape as S
-from .base import OPS, OpDef, broadcast_shapes, call, composite
+from .base import OPS, TRACER, OpDef, broadcast_shapes, call, composite
 
 
 def _tensor(name: str, x: Any, what: str = "x") -> Tensor:
@@ -59,7 +59,16 @@ AS_COMPLEX = OPS["as_complex"] = OpDef(
 )
 
 
+def _not_traced(name: str) -> None:
+    if TRACER.get() is not None:
+        raise OpArgumentError(
+            f"[{name}] complex tensors cannot be traced yet (fw.jit.to_static, the compiler): the "
+            f"program IR has no complex view; run the complex part eagerly, outside the traced function"
+        )
+
+
 def _as_real_view(x: Tensor) -> Tensor:
+    _not_traced("as_real")
     out = Tensor._make(x._block, x._offset, (*x.shape, 2), _dt.real_of(x.dtype), x.device)
     if autograd.GRAD_ENABLED.get() and not x.stop_gradient:
         autograd.record(AS_REAL, [x], {}, [out])
@@ -67,6 +76,7 @@ def _as_real_view(x: Tensor) -> Tensor:
 
 
 def _as_complex_view(x: Tensor) -> Tensor:
+    _not_traced("as_complex")
     out = Tensor._make(x._block, x._offset, x.shape[:-1], _dt.complex_of(x.dtype), x.device)
     if autograd.GRAD_ENABLED.get() and not x.stop_gradient:
         autograd.record(AS_COMPLEX, [x], {}, [out])
