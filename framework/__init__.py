@@ -27,6 +27,8 @@ works too (``"float32"``). Floats default to float32 (:func:`set_default_dtype`)
 ['float8_e4m3fn', 'float8_e5m2', 'float8_e4m3fnuz', 'float8_e5m2fnuz']
 >>> fw.to_tensor([0.3, 500.0]).astype(fw.float8_e4m3fn).astype("float32").tolist()  # storage only
 [0.3125, nan]
+>>> [str(d) for d in (fw.complex64, fw.complex128)], fw.to_tensor([1 + 2j]).dtype
+(['complex64', 'complex128'], dtype('complex64'))
 >>> isinstance(fw.float32, fw.dtype)
 True
 
@@ -81,6 +83,8 @@ from ._src.dtypes import (  # wide unsigned integers and float8 storage dtypes
     float8_e4m3fnuz,
     float8_e5m2,
     float8_e5m2fnuz,
+    complex64,
+    complex128,
     float16,
     float32,
     float64,
@@ -96,6 +100,7 @@ from ._src.dtypes import (  # wide unsigned integers and float8 storage dtypes
     uint64,
 )
 from ._src.ops.base import path_stats as op_path_stats
+from ._src.ops.complex import as_complex, as_real, complex, polar
 from ._src.ops.creation import (
     arange,
     empty,
@@ -470,6 +475,8 @@ __all__ = [
     "argmax",
     "argmin",
     "argsort",
+    "as_complex",
+    "as_real",
     "asin",
     "asinh",
     "atan",
@@ -497,6 +504,9 @@ __all__ = [
     "clamp",
     "clip",
     "compiler",
+    "complex",
+    "complex128",
+    "complex64",
     "concat",
     "cond",
     "conj",
@@ -673,6 +683,7 @@ __all__ = [
     "OpArgumentError",
     "optim",
     "optimizer",
+    "polar",
     "profiler",
     "quantization",
     "outer",

@@ -284,7 +284,9 @@ def test_a_kernel_writing_past_its_output_fails_its_case(tmp_path):
     failed = [r for r in rep["results"] if r["outcome"] == "failed"]
     assert [r["id"] for r in failed] == ["primitives/neg[int16]"]
     assert "outside its" in failed[0]["message"] and "0xee" in failed[0]["got"]
-    assert sum(r["outcome"] == "passed" for r in rep["results"]) == len(rep["results"]) - 1
+    # the cpu plugin's complex kernels, copied too, are outside the contract: skipped, saying so
+    checked = [r for r in rep["results"] if "the contract does not define" not in (r.get("message") or "")]
+    assert sum(r["outcome"] == "passed" for r in checked) == len(checked) - 1
 
 
 CCDEV = os.path.join(ROOT, "examples", "compiled_plugin", "oarlock_ccdev")

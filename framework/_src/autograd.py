@@ -340,7 +340,7 @@ def record(
 ) -> None:
     node = Node(op, inputs, attrs, outputs, ctx)
     for i, o in enumerate(outputs):
-        if o.dtype.kind == "f" or o.dtype.name == "bfloat16":
+        if o.dtype.kind in "fc" or o.dtype.name == "bfloat16":  # float and complex
             o._node = node
             o._out_index = i
             o.stop_gradient = False

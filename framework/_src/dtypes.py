@@ -8,6 +8,10 @@ Promotion (written out in docs/user-guide.md):
 - A Python scalar is "weak": it never widens a tensor of its category or higher
   (float32 * 2.0 -> float32, int8 + 1 -> int8); a float scalar with an integer or bool tensor
   gives the default float dtype (float32); an int scalar with a bool tensor gives int64.
+- Complex (complex64, complex128) is above floating point, and as wide as the widest float part:
+  float32 + complex64 -> complex64, float64 + complex64 -> complex128 (Paddle's rule); a Python
+  complex next to a real tensor gives the complex dtype of its float width (complex64 for
+  float32 and every integer, complex128 for float64).
 
 Wide unsigned integers (uint16, uint32, uint64; ``UINT_WIDE``) are exact: a tensor keeps its
 dtype through creation, arithmetic (wrapping modulo 2**bits, as numpy), reductions and casts.
@@ -122,6 +126,24 @@ def as_dtype(dtype: object, api: str = "dtype") -> np.dtype:
 _SUPPORTED = set(ALL_DTYPES)
 _SUPPORTED.update(LOWP_DTYPES)
 
+# -- complex dtypes (issue 40): kept in their own block -------------------------------------------
+complex64 = np.dtype(np.complex64)
+complex128 = np.dtype(np.complex128)
+#: the complex dtypes: a pair of float32 (float64) per element, real part first
+COMPLEX_DTYPES = (complex64, complex128)
+_SUPPORTED.update(COMPLEX_DTYPES)
+_BY_NAME.update({"complex64": complex64, "complex128": complex128})
+
+
+def complex_of(d: np.dtype) -> np.dtype:
+    """The complex dtype holding values of ``d``: complex128 for float64 and complex128, else complex64."""
+    return complex128 if d in (float64, complex128) else complex64
+
+
+def real_of(d: np.dtype) -> np.dtype:
+    """The dtype of a complex dtype's parts (float32 for complex64, float64 for complex128); ``d`` otherwise."""
+    return float64 if d == complex128 else float32 if d == complex64 else d
+
 
 class _DTypeMeta(type):
     def __instancecheck__(cls, obj: object) -> bool:
@@ -146,7 +168,9 @@ class DType(metaclass=_DTypeMeta):
 
 
 def category(d: np.dtype) -> int:
-    """0 bool, 1 integer, 2 floating."""
+    """0 bool, 1 integer, 2 floating, 3 complex."""
+    if d.kind == "c":
+        return 3
     if d == bool_:
         return 0
     if d.kind in "iu":
@@ -184,6 +208,8 @@ def promote(a: np.dtype, b: np.dtype, op: str = "promote") -> np.dtype:
             storage_only_error(op, a if a in _FLOAT8 else b) + f" (other operand {b if a in _FLOAT8 else a})"
         )
     ca, cb = category(a), category(b)
+    if ca == 3 or cb == 3:  # complex: as wide as the widest float part (float64 + complex64 -> complex128)
+        return complex128 if complex128 in (a, b) or float64 in (a, b) else complex64
     if ca != cb:
         return a if ca > cb else b
     if ca == 2:
@@ -201,6 +227,10 @@ def promote(a: np.dtype, b: np.dtype, op: str = "promote") -> np.dtype:
 def scalar_dtype(value: object, other: np.dtype) -> np.dtype:
     """Dtype a Python scalar takes next to a tensor of dtype ``other``."""
     if other in _FLOAT8:  # weak: the op then refuses the float8 tensor itself
+        return other
+    if isinstance(value, (complex, np.complexfloating)):
+        return complex_of(other)
+    if other.kind == "c" and isinstance(value, (bool, int, float, np.number, np.bool_)):
         return other
     if type(value) is float:
         return other if other.kind == "f" or other is bfloat16 else get_default_dtype()
@@ -221,4 +251,6 @@ def infer_dtype(value: object) -> np.dtype:
         return int64
     if isinstance(value, (float, np.floating)):
         return get_default_dtype()
+    if isinstance(value, (complex, np.complexfloating)):
+        return complex_of(get_default_dtype())
     raise OpArgumentError(f"[to_tensor] cannot make a tensor from {type(value).__name__} {value!r}")

@@ -251,7 +251,9 @@ class Tensor:
     def __repr__(self) -> str:
         grad = "" if self.stop_gradient else ", stop_gradient=False"
         try:
-            body = np.array2string(self.numpy(), separator=", ", prefix="       ")
+            arr = self.numpy()
+            fmt = _complex_format(arr) if self.dtype.kind == "c" else None
+            body = np.array2string(arr, separator=", ", prefix="       ", formatter=fmt)
         except Exception as exc:  # noqa: BLE001 — repr must not raise
             body = f"<unreadable: {exc}>"
         return f"Tensor(shape={list(self.shape)}, dtype={self.dtype}, device={self.device}{grad},\n       {body})"
@@ -275,6 +277,21 @@ class Tensor:
                 f"[dlpack] tensors on {self.device} cannot be exported with DLPack; use .to('cpu') first"
             )
         return nv.__dlpack_device__()
+
+
+def _complex_item(v: complex) -> str:
+    """One complex element as Paddle prints it: ``(1.00000000+2.00000000j)``."""
+    return f"({v.real:.8f}{v.imag:+.8f}j)"
+
+
+def _complex_format(arr: np.ndarray) -> dict[str, Any]:
+    """numpy's formatter for complex elements printed as Paddle's, right-aligned to the widest."""
+    flat = arr.reshape(-1)
+    if flat.size > np.get_printoptions()["threshold"]:  # elided: the edges are what prints
+        k = np.get_printoptions()["edgeitems"]
+        flat = np.concatenate([flat[:k], flat[-k:]])
+    width = max((len(_complex_item(v)) for v in flat), default=0)
+    return {"complex_kind": lambda v: _complex_item(v).rjust(width)}
 
 
 # -- making tensors ------------------------------------------------------------------------
@@ -337,6 +354,8 @@ def _as_numpy(data: Any, dtype: np.dtype | None) -> np.ndarray:
         if dtype is None:
             if arr.dtype.kind == "f":
                 arr = arr.astype(_dt.get_default_dtype())
+            elif arr.dtype.kind == "c":  # Python complex numbers: complex64 (complex128 under float64)
+                arr = arr.astype(_dt.complex_of(_dt.get_default_dtype()))
             elif arr.dtype.kind in "iu" and arr.dtype not in _dt._SUPPORTED:
                 _check_fits_int64(arr)
                 arr = arr.astype(np.int64)
@@ -384,7 +403,7 @@ def _canonical(d: np.dtype) -> np.dtype:
     if d.kind in "iu":
         return _dt.int64
     if d.kind == "c":
-        raise OpArgumentError("[to_tensor] complex numbers are not supported")
+        return _dt.complex128
     raise OpArgumentError(f"[to_tensor] unsupported numpy dtype {d}")
 
 

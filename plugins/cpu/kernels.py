@@ -20,7 +20,7 @@ from adapter_api import OpArgumentError
 from adapter_api.primitives import FLOAT8 as FLOAT8_NAMES
 from adapter_api.primitives import FLOAT8_OPS
 
-from . import elementwise, gemm, index, layout, threads
+from . import complex_kernels, elementwise, gemm, index, layout, threads
 from .philox import philox_uniform
 
 F16 = np.dtype(np.float16)
@@ -745,6 +745,10 @@ TABLE: list[tuple[str, Any, tuple, bool]] = [
 TABLE += [(op, fn, FLOAT8, bcast) for op, fn, _, bcast in TABLE if op in FLOAT8_OPS]
 
 
+#: the ops whose kernels take broadcast inputs (the element-wise ones)
+_BCAST = frozenset(op for op, _, _, bcast in TABLE if bcast)
+
+
 def register_kernels(registry: Any) -> None:
     # NOTE: numpy's floating-point warnings (overflow to inf, 0/0, integer division by zero,
     # which gives 0) are the defined IEEE results here, as on accelerators: no warning.
@@ -760,3 +764,5 @@ def register_kernels(registry: Any) -> None:
             registry.add_kernel(op, "cpu", [d for d in dtypes if np.dtype(d) in _HALF], half, broadcast=bcast)
         else:
             registry.add_kernel(op, "cpu", dtypes, k, broadcast=bcast, bind=bind)
+    for op, fn in complex_kernels.TABLE.items():  # complex64/complex128: numpy (complex_kernels.py)
+        registry.add_kernel(op, "cpu", complex_kernels.COMPLEX, _on_stream(fn), broadcast=op in _BCAST)

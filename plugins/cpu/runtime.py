@@ -25,6 +25,8 @@ ALIGN = 64
 
 _DTYPES = ("float32", "float64", "float16", "bfloat16", "int8", "int16", "int32", "int64", "uint8", "bool")
 _DTYPES += (*UINT_WIDE, *FLOAT8)  # the low-precision dtypes (adapter_api.primitives.LOWP)
+#: complex64/complex128 (issue 40): numpy kernels for the ops complex tensors use (complex_kernels.py)
+_DTYPES += ("complex64", "complex128")
 
 
 class CPUStream:

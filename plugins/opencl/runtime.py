@@ -454,6 +454,9 @@ class OpenCLRuntime(DeviceRuntime):
         dev = self.device(index)
         d = dev.device
         dtypes = ["bool", "uint8", "int32", "int64", "float16", "float32", "uint16", "uint32", "uint64"]
+        # NOTE: complex64/complex128 are not held and no kernel is registered for them: the core
+        # runs a complex op on the cpu plugin (a FallbackWarning; strict mode raises naming the op
+        # and the dtype), and a cast to them declines (KernelNotFoundError) the same way
         if dev.has_fp64:
             dtypes.append("float64")
         return DeviceProperties(

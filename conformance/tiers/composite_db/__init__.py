@@ -73,6 +73,7 @@ def entries() -> list[CompositeInfo]:
     import framework as fw
     import framework.nn.functional as F
 
+    from .complex_parts import complex_entries
     from .core import core_entries
     from .layers import linear_algebra_entries, norm_entries, spatial_entries
     from .pointwise import activation_entries, special_entries
@@ -87,4 +88,5 @@ def entries() -> list[CompositeInfo]:
         + norm_entries(F)
         + spatial_entries(F)
         + quant_entries()
+        + complex_entries(fw)
     )

@@ -37,7 +37,7 @@ def _const(value: Any, dtype: np.dtype, device: Any, ndim: int = 0) -> Tensor:
     return t
 
 
-_SCALARS = (bool, int, float, np.number, np.bool_)
+_SCALARS = (bool, int, float, complex, np.number, np.bool_)
 
 
 def _tensor_like(name: str, v: Any, like: Tensor) -> Tensor:
@@ -380,7 +380,7 @@ def divide(x: Any, y: Any, name: str | None = None) -> Tensor:
                [0.5, 1. ])
     """
     a, b = _operands("div", x, y)
-    if not _dt.is_floating(a.dtype):
+    if not _dt.is_floating(a.dtype) and a.dtype.kind != "c":
         d = _dt.get_default_dtype()
         a, b = cast(a, d), cast(b, d)
     return apply1(OPS["div"], [a, b], {})

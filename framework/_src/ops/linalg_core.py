@@ -16,6 +16,7 @@ import numpy as np
 from adapter_api import OpArgumentError
 
 from .. import autograd
+from .. import dtypes as _dt
 from ..tensor import Tensor, to_tensor
 from . import creation as C
 from . import math as M
@@ -71,9 +72,16 @@ def host_op(
 
 
 def _host_result(r: Any, dtype: np.dtype) -> np.ndarray:
-    """A C-contiguous array of ``dtype`` (floats) keeping 0-d results 0-d."""
+    """A C-contiguous array keeping 0-d results 0-d: float results in ``dtype`` (its real part type for complex input), complex ones in its complex type."""
     r = np.asarray(r)
-    return np.array(r, dtype=dtype if r.dtype.kind == "f" else r.dtype, order="C")
+    want = (
+        _dt.real_of(dtype)
+        if r.dtype.kind == "f"
+        else _dt.complex_of(dtype)
+        if r.dtype.kind == "c"
+        else r.dtype
+    )
+    return np.array(r, dtype=want, order="C")
 
 
 _NEEDS = {
@@ -432,63 +440,52 @@ def eigvalsh(x: Tensor, UPLO: str = "L", name: str | None = None) -> Tensor:
     return eigh(x, UPLO)[0]
 
 
-def _real_or_raise(name: str, vals: np.ndarray) -> np.ndarray:
-    if np.iscomplexobj(vals):
-        if np.abs(vals.imag).max(initial=0.0) > 0:
-            raise OpArgumentError(
-                f"[{name}] the eigenvalues are complex and Oarlock has no complex dtype; use eigh for symmetric matrices"
-            )
-        vals = vals.real
-    return vals
-
-
 def eig(x: Tensor, name: str | None = None) -> tuple[Tensor, Tensor]:
-    """The eigenvalues and eigenvectors of a general square matrix whose eigenvalues are real.
+    """The eigenvalues and eigenvectors of a general square matrix, complex as Paddle's.
 
-    Computed on the host with numpy's LAPACK; the result is copied to ``x``'s device. Complex
-    eigenvalues raise (there is no complex dtype); no gradient.
+    Computed on the host with numpy's LAPACK; the result is copied to ``x``'s device. No
+    gradient.
 
     Args:
-        x (Tensor): ``[..., n, n]``.
+        x (Tensor): ``[..., n, n]``, real or complex.
         name: ignored (Paddle's signature).
 
     Returns:
         tuple[Tensor, Tensor]: the eigenvalues ``[..., n]`` (LAPACK's order) and the eigenvectors
-        as columns ``[..., n, n]``.
+        as columns ``[..., n, n]``, both complex64 (complex128 for float64 and complex128 input).
 
     Example:
         >>> import framework as fw
-        >>> w, v = fw.eig(fw.to_tensor([[2.0, 0.0], [0.0, 3.0]]))
+        >>> w, v = fw.eig(fw.to_tensor([[0.0, -1.0], [1.0, 0.0]]))
         >>> w
-        Tensor(shape=[2], dtype=float32, device=cpu:0,
-               [2., 3.])
-        >>> v.tolist()
-        [[1.0, 0.0], [0.0, 1.0]]
+        Tensor(shape=[2], dtype=complex64, device=cpu:0,
+               [(0.00000000+1.00000000j), (0.00000000-1.00000000j)])
+        >>> v.dtype
+        dtype('complex64')
     """
     a = _square("eig", x)
-    w, v = np.linalg.eig(a.numpy())
-    w = _real_or_raise("eig", w)
-    v = _real_or_raise("eig", v)
-    return to_tensor(w.astype(a.dtype), device=a.device), to_tensor(
-        np.ascontiguousarray(v.astype(a.dtype)), device=a.device
+    d = _dt.complex_of(a.dtype)
+    w, v = np.linalg.eig(a.numpy().astype(d))  # NOTE: the complex routine (?geev) for every input, as Paddle
+    return to_tensor(w.astype(d), device=a.device), to_tensor(
+        np.ascontiguousarray(v.astype(d)), device=a.device
     )
 
 
 def eigvals(x: Tensor, name: str | None = None) -> Tensor:
-    """The eigenvalues of a general square matrix, when they are real (:func:`eig` without vectors).
+    """The eigenvalues of a general square matrix (:func:`eig` without vectors), complex.
 
     Args:
-        x (Tensor): ``[..., n, n]``.
+        x (Tensor): ``[..., n, n]``, real or complex.
         name: ignored (Paddle's signature).
 
     Returns:
-        Tensor: ``[..., n]``, in LAPACK's order.
+        Tensor: ``[..., n]``, in LAPACK's order; complex64 (complex128 for float64 and complex128 input).
 
     Example:
         >>> import framework as fw
         >>> fw.eigvals(fw.to_tensor([[2.0, 1.0], [0.0, 3.0]]))
-        Tensor(shape=[2], dtype=float32, device=cpu:0,
-               [2., 3.])
+        Tensor(shape=[2], dtype=complex64, device=cpu:0,
+               [(2.00000000+0.00000000j), (3.00000000+0.00000000j)])
     """
     return eig(x)[0]
 

@@ -109,13 +109,14 @@ def _matmul_t_decomposition(a: Tensor, b: Tensor, transpose_x: bool, transpose_y
 
 
 def _g_matmul_t(n: Any, g: list) -> list:
-    a, b = n.inputs
+    x, y = n.inputs  # complex operands: g @ conj(b)^T (conjugate Wirtinger; "conj" is in ops.complex)
+    a, b = (call(OPS["conj"], [t], {}) if t.dtype.kind == "c" else t for t in (x, y))
     tx, ty = n.attrs["transpose_x"], n.attrs["transpose_y"]
     go = g[0]
     ga = gb = None
-    if not a.stop_gradient:
+    if not x.stop_gradient:
         ga = matmul_t(b, go, ty, True) if tx else matmul_t(go, b, False, not ty)
-    if not b.stop_gradient:
+    if not y.stop_gradient:
         gb = matmul_t(go, a, True, tx and ty) if ty else matmul_t(a, go, not tx, False)
     return [ga, gb]
 

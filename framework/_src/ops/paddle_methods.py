@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..tensor import Tensor
+from . import complex as CX
 from . import creation, indexing, shape
 from . import math as M
 from . import random as R
@@ -124,6 +125,8 @@ METHODS: dict[str, Callable[..., Any]] = {
     "imag": arith.imag,
     "conj": arith.conj,
     "angle": arith.angle,
+    "as_real": CX.as_real,
+    "as_complex": CX.as_complex,
     # products
     "mm": M.mm,
     "dot": M.dot,

@@ -17,6 +17,7 @@ from .. import dtypes as _dt
 from ..tensor import Tensor
 from . import math as M
 from .base import LATER, OPS, attach_grad
+from .complex import conj_if_complex as _cj
 from .creation import zeros_like
 from .indexing import gather, scatter, scatter_add
 from .math import sum as _sum
@@ -47,15 +48,15 @@ def _g_abs(n, g):
 
 
 def _g_exp(n, g):
-    return [g[0] * n.out()]
+    return [g[0] * _cj(n.out())]
 
 
 def _g_log(n, g):
-    return [g[0] / n.inputs[0]]
+    return [g[0] / _cj(n.inputs[0])]
 
 
 def _g_sqrt(n, g):
-    return [g[0] / (n.out() * 2.0)]
+    return [g[0] / (_cj(n.out()) * 2.0)]
 
 
 def _g_rsqrt(n, g):
@@ -64,16 +65,16 @@ def _g_rsqrt(n, g):
 
 
 def _g_sin(n, g):
-    return [g[0] * M.cos(n.inputs[0])]
+    return [g[0] * _cj(M.cos(n.inputs[0]))]
 
 
 def _g_cos(n, g):
-    return [-(g[0] * M.sin(n.inputs[0]))]
+    return [-(g[0] * _cj(M.sin(n.inputs[0])))]
 
 
 def _g_tanh(n, g):
     o = n.out()
-    return [g[0] * (1.0 - o * o)]
+    return [g[0] * _cj(1.0 - o * o)]
 
 
 def _g_erf(n, g):
@@ -125,17 +126,17 @@ def _g_sub(n, g):
 def _g_mul(n, g):
     x, y = n.inputs
     return [
-        sum_to(g[0] * y, x.shape) if not x.stop_gradient else None,
-        sum_to(g[0] * x, y.shape) if not y.stop_gradient else None,
+        sum_to(g[0] * _cj(y), x.shape) if not x.stop_gradient else None,
+        sum_to(g[0] * _cj(x), y.shape) if not y.stop_gradient else None,
     ]
 
 
 def _g_div(n, g):
     x, y = n.inputs
-    gx = g[0] / y
+    gx = g[0] / _cj(y)
     return [
         sum_to(gx, x.shape) if not x.stop_gradient else None,
-        sum_to(-(gx * x) / y, y.shape) if not y.stop_gradient else None,
+        sum_to(-(gx * _cj(x)) / _cj(y), y.shape) if not y.stop_gradient else None,
     ]
 
 
@@ -143,10 +144,10 @@ def _g_pow(n, g):
     x, y = n.inputs
     gx = gy = None
     if not x.stop_gradient:
-        gx = sum_to(g[0] * y * M.pow(x, y - 1.0), x.shape)
+        gx = sum_to(g[0] * _cj(y * M.pow(x, y - 1.0)), x.shape)
     if not y.stop_gradient:
-        safe = M.where(x > 0.0, x, M.ones_like(x))
-        gy = sum_to(g[0] * n.out() * M.log(safe), y.shape)
+        safe = x if x.dtype.kind == "c" else M.where(x > 0.0, x, M.ones_like(x))  # complex: log is defined
+        gy = sum_to(g[0] * _cj(n.out() * M.log(safe)), y.shape)
     return [gx, gy]
 
 
@@ -194,7 +195,7 @@ attach_grad("where", _g_where)
 
 def _g_cast(n, g):
     x = n.inputs[0]
-    return [g[0].astype(x.dtype) if _dt.is_floating(x.dtype) else None]
+    return [g[0].astype(x.dtype) if _dt.is_floating(x.dtype) or x.dtype.kind == "c" else None]
 
 
 attach_grad("cast", _g_cast)
@@ -216,7 +217,7 @@ def _g_sum(n, g):
 def _g_prod(n, g):
     x = n.inputs[0]
     o = _keep(n.out(), x, n.attrs)
-    return [_keep(g[0], x, n.attrs) * o / x]
+    return [_keep(g[0], x, n.attrs) * _cj(o / x)]
 
 
 def _g_maxmin(n, g):
@@ -239,8 +240,8 @@ def _g_matmul(n, g):
     plugin's fused kernel reads the operands transposed in place; the decomposition copies)."""
     a, b = n.inputs
     return [
-        M.matmul_t(g[0], b, False, True) if not a.stop_gradient else None,
-        M.matmul_t(a, g[0], True, False) if not b.stop_gradient else None,
+        M.matmul_t(g[0], _cj(b), False, True) if not a.stop_gradient else None,
+        M.matmul_t(_cj(a), g[0], True, False) if not b.stop_gradient else None,
     ]
 
 

@@ -23,6 +23,7 @@ from ..tensor import Tensor, to_tensor
 from . import base
 from . import math as M
 from .base import OPS
+from .complex import as_complex
 from .creation import _shape
 from .shape import concat
 
@@ -253,6 +254,12 @@ def randn(shape: Any, dtype: Any = None, device: Any = None, generator: Generato
         >>> bool((fw.randn([2, 3]) == x).all())
         True
     """
+    if dtype is not None and _dt.as_dtype(dtype, "randn").kind == "c":  # each part N(0, 1/2), as Paddle
+        d = _dt.real_of(_dt.as_dtype(dtype))
+        parts = normal(
+            0.0, 0.5**0.5, (*_shape("randn", shape), 2), dtype=d, device=device, generator=generator
+        )
+        return as_complex(parts)
     return normal(0.0, 1.0, shape, dtype=dtype, device=device, generator=generator)
 
 

@@ -282,7 +282,7 @@ def mean(
     x = _check(x, "mean")
     if dtype is not None:
         x = cast(x, dtype)
-    if not _dt.is_floating(x.dtype):
+    if not _dt.is_floating(x.dtype) and x.dtype.kind != "c":
         x = cast(x, _dt.get_default_dtype())
     axes = normalize_axes("mean", axis, x.ndim)
     n = 1

@@ -32,7 +32,9 @@ def _unary(name: str, float_only: bool):
 
     def f(x: Tensor, name: str | None = None) -> Tensor:
         x = _check(x, op.name)
-        if float_only and not _dt.is_floating(x.dtype):
+        if x.dtype.kind == "c" and op.name == "abs":  # |x| of a complex x is real: its own op (ops.complex)
+            return call(OPS["abs_complex"], [x], {})
+        if float_only and not _dt.is_floating(x.dtype) and x.dtype.kind != "c":
             x = cast(x, _dt.get_default_dtype())
         elif x.dtype == _dt.bool_:
             raise OpArgumentError(
@@ -62,14 +64,14 @@ Example:
            [-1,  2])
 """
 abs = _unary("abs", False)
-abs.__doc__ = """Elementwise absolute value ``|x|``.
+abs.__doc__ = """Elementwise absolute value ``|x|`` (the modulus of a complex ``x``).
 
 Args:
     x (Tensor): the input.
     name: ignored (Paddle's signature).
 
 Returns:
-    Tensor: like ``x``; bool is an error.
+    Tensor: like ``x`` (float32 for complex64, float64 for complex128); bool is an error.
 
 Example:
     >>> import framework as fw

@@ -21,7 +21,7 @@ def tensor_arg(name: str, x: Any, what: str = "x") -> Tensor:
 
 def float_arg(name: str, x: Any, what: str = "x") -> Tensor:
     x = tensor_arg(name, x, what)
-    if not _dt.is_floating(x.dtype):
+    if not _dt.is_floating(x.dtype) and x.dtype.kind != "c":  # complex stays: never drop an imaginary part
         x = M.cast(x, _dt.get_default_dtype())
     return x
 

@@ -162,18 +162,18 @@ def is_integer(x: Tensor) -> bool:
 
 
 def is_complex(x: Tensor) -> bool:
-    """Whether ``x`` has a complex dtype: always False (Oarlock has none).
+    """Whether ``x`` has a complex dtype (complex64 or complex128).
 
     Args:
         x (Tensor): the input.
 
     Returns:
-        bool: False.
+        bool: True for complex64 and complex128.
 
     Example:
         >>> import framework as fw
-        >>> fw.is_complex(fw.to_tensor([1.0]))
-        False
+        >>> fw.is_complex(fw.to_tensor([1.0])), fw.is_complex(fw.to_tensor([1j]))
+        (False, True)
     """
     return tensor_arg("is_complex", x).dtype.kind == "c"
 

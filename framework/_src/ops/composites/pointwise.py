@@ -14,6 +14,7 @@ from adapter_api import OpArgumentError
 
 from ... import dtypes as _dt
 from ...tensor import Tensor, to_tensor
+from .. import complex as CX
 from .. import creation as C
 from .. import indexing as I
 from .. import math as M
@@ -201,7 +202,10 @@ def sgn(x: Tensor, name: str | None = None) -> Tensor:
         >>> fw.sgn(fw.to_tensor([-1.5, 0.0, 3.0])).tolist()
         [-1.0, 0.0, 1.0]
     """
-    return M.sign(tensor_arg("sgn", x))
+    x = tensor_arg("sgn", x)
+    if x.dtype.kind == "c":  # x / |x|, 0 at 0
+        return CX.sgn(x)
+    return M.sign(x)
 
 
 def positive(x: Tensor, name: str | None = None) -> Tensor:
@@ -299,7 +303,10 @@ def isreal(x: Tensor, name: str | None = None) -> Tensor:
         >>> fw.isreal(fw.to_tensor([1.0, 2.0])).tolist()
         [True, True]
     """
-    return M.ones_like(tensor_arg("isreal", x)).astype("bool")
+    x = tensor_arg("isreal", x)
+    if x.dtype.kind == "c":  # a complex element is real when its imaginary part is 0
+        return M.equal(CX.imag(x), 0.0)
+    return M.ones_like(x).astype("bool")
 
 
 def nan_to_num(
