@@ -140,3 +140,44 @@ def test_to_static_function_writes_back_the_tensors_it_changes_in_place():
             np.testing.assert_allclose(model[1]._variance.numpy(), twin[1]._variance.numpy(), rtol=1e-5)
     assert count.numpy().tolist() == [3.0]
     assert len(f.programs) == 1  # one trace, three runs
+
+
+@pytest.mark.skipif(not HAVE_PADDLE, reason="real Paddle is not installed (its zoo files are read)")
+@pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2", "shufflenet_v2_x0_25", "densenet121"])
+def test_paddle_zoo_model_trains_under_to_static_with_batch_norm_in_training_mode(name):
+    """Three Momentum steps in float64 with every batch norm in training mode (dropout off):
+    the losses and every running statistic under to_static equal eager mode's. Nightly."""
+    if not NIGHTLY:
+        pytest.skip("in the nightly set (OARLOCK_NIGHTLY=1): the default run checks a Conv2D + BatchNorm2D")
+    module, ctor, kw, c, s = MODELS[name]
+    x = np.random.default_rng(7).standard_normal((2, c, s, s))
+    y = fw.to_tensor(np.array([[1], [3]], dtype="int64"))
+    runs = []
+    for static in (False, True):
+        before = fw.get_default_dtype()
+        fw.set_default_dtype("float64")
+        try:
+            fw.seed(0)
+            model = getattr(paddle_zoo.load(module), ctor)(**kw)
+        finally:
+            fw.set_default_dtype(before)
+        model.train()
+        for layer in model.sublayers():
+            if isinstance(layer, fw.nn.Dropout):
+                layer.eval()
+        call = fw.jit.to_static(model) if static else model
+        opt = fw.optimizer.Momentum(learning_rate=0.01, momentum=0.9, parameters=model.parameters())
+        losses = []
+        for _ in range(3):
+            loss = fw.nn.functional.cross_entropy(call(fw.to_tensor(x)), y)
+            loss.backward()
+            opt.step()
+            opt.clear_grad()
+            losses.append(float(loss))
+        stats = {k: v.numpy() for k, v in model.state_dict().items() if k.endswith(("_mean", "_variance"))}
+        runs.append((losses, stats))
+    (want, want_stats), (got, got_stats) = runs
+    assert want_stats and sorted(got_stats) == sorted(want_stats)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    for k, v in want_stats.items():
+        np.testing.assert_allclose(got_stats[k], v, rtol=1e-6, atol=1e-9, err_msg=k)
