@@ -340,3 +340,100 @@ def test_spectral_norm_matches_paddle(dim: int, iters: int) -> None:
     want = gm / s - (gm * mat).sum() / s**2 * np.outer(u, v)
     got = np.moveaxis(fw_.grad.numpy(), dim, 0).reshape(shape[dim], -1)
     assert_close(got, want.astype("float32"), rtol=1e-4, atol=1e-5)
+
+
+# -- sequence losses and the adaptive softmax (rnnt_loss, edit_distance, adaptive_log_softmax) ------
+
+
+@needs_paddle
+@pytest.mark.parametrize("fastemit", [0.0, 0.5])
+def test_rnnt_loss_and_its_gradient_match_paddle(fastemit: float) -> None:
+    paddle = _paddle()
+    rng = np.random.default_rng(5)
+    x = np.log(rng.dirichlet(np.ones(5), size=(2, 4, 3))).astype("float64")  # (B, T, U+1, V) log-probs
+    lab, il, ll = [[1, 3], [2, 0]], [4, 3], [2, 1]
+    i32 = lambda lib, v: lib.to_tensor(v, dtype="int32")  # noqa: E731
+    for reduction in ("none", "mean"):
+        P = paddle.to_tensor(x, stop_gradient=False)
+        want = paddle.nn.functional.rnnt_loss(
+            P, i32(paddle, lab), i32(paddle, il), i32(paddle, ll), 0, fastemit, reduction
+        )
+        T = fw.to_tensor(x, stop_gradient=False)
+        got = F.rnnt_loss(T, i32(fw, lab), i32(fw, il), i32(fw, ll), 0, fastemit, reduction)
+        _same(got, want)
+        want.sum().backward()
+        got.sum().backward()
+        np.testing.assert_allclose(T.grad.numpy(), P.grad.numpy(), rtol=1e-9, atol=1e-12)
+
+
+@needs_paddle
+def test_edit_distance_matches_paddle() -> None:
+    paddle = _paddle()
+    rng = np.random.default_rng(6)
+    a, b = rng.integers(0, 4, (5, 6)), rng.integers(0, 4, (5, 4))
+    la, lb = rng.integers(1, 7, 5), rng.integers(1, 5, 5)
+    for kw in ({"normalized": False}, {"normalized": True}):
+        _same(
+            F.edit_distance(
+                fw.to_tensor(a),
+                fw.to_tensor(b),
+                input_length=fw.to_tensor(la),
+                label_length=fw.to_tensor(lb),
+                **kw,
+            ),
+            paddle.nn.functional.loss.edit_distance(
+                paddle.to_tensor(a),
+                paddle.to_tensor(b),
+                input_length=paddle.to_tensor(la),
+                label_length=paddle.to_tensor(lb),
+                **kw,
+            ),
+        )
+
+
+@needs_paddle
+def test_adaptive_log_softmax_layer_matches_paddle_with_its_weights() -> None:
+    paddle = _paddle()
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((6, 8)).astype("float32")
+    y = np.array([0, 1, 2, 4, 7, 9])
+    ref = paddle.nn.AdaptiveLogSoftmaxWithLoss(8, 10, cutoffs=[2, 5], div_value=2.0, head_bias=True)
+    ours = fw.nn.AdaptiveLogSoftmaxWithLoss(8, 10, cutoffs=[2, 5], div_value=2.0, head_bias=True)
+    ours.head_weight.set_value(ref.head_weight.numpy())
+    ours.head_bias.set_value(ref.head_bias.numpy())
+    for mine, theirs in zip(ours.tail_weights, ref.tail_weights):
+        for m, t in zip(mine, theirs):
+            m.set_value(t.numpy())
+    P, T = paddle.to_tensor(x), fw.to_tensor(x)
+    _same(ours(T, fw.to_tensor(y)), ref(P, paddle.to_tensor(y)))
+    _same(ours.log_prob(T), ref.log_prob(P))
+    _same(ours.predict(T), ref.predict(P))
+    tails = [
+        [rng.standard_normal(s) for s in ((8, 4), (4, 3))],
+        [rng.standard_normal(s) for s in ((8, 2), (2, 5))],
+    ]
+    x64 = fw.to_tensor(x.astype("float64"))
+    check_grad(
+        lambda h, t: F.adaptive_log_softmax_with_loss(
+            x64,
+            fw.to_tensor(y),
+            h,
+            [[fw.to_tensor(tails[0][0]), t], [fw.to_tensor(w) for w in tails[1]]],
+            [2, 5, 10],
+        )[0],
+        rng.standard_normal((8, 4)),
+        tails[0][1],
+    )
+
+
+def test_class_center_sample_keeps_the_positives_and_fills_up_to_num_samples() -> None:
+    label = fw.to_tensor([7, 2, 7, 9])
+    remapped, sampled = F.class_center_sample(label, 12, 3)  # 3 positives: no negatives drawn
+    assert sampled.tolist() == [2, 7, 9] and remapped.tolist() == [1, 0, 1, 2]
+    fw.seed(1)
+    remapped, sampled = F.class_center_sample(label, 12, 6)
+    s = sampled.numpy()
+    assert len(s) == 6 and {2, 7, 9} <= set(s.tolist()) and (np.diff(s) > 0).all()
+    np.testing.assert_array_equal(s[remapped.numpy()], label.numpy())
+    with pytest.raises(fw.OarlockError, match="class_center_sample"):
+        F.class_center_sample(label, 8, 3)

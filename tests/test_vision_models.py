@@ -3,7 +3,9 @@
 Each architecture is built twice on Oarlock — from Paddle's own ``paddle/vision/models/*.py``
 (read unchanged from the installed wheel, ``paddle`` meaning ``framework``: tests/paddle_zoo.py)
 and from ``fw.vision.models`` (our implementation) — given real Paddle's initial state_dict,
-and trained 3 Momentum steps on cpu and opencl; the three losses must equal real Paddle's.
+and trained 3 Momentum steps on cpu and opencl; the three losses must equal real Paddle's. A
+checkpoint real Paddle wrote (``paddle.save``) of each model loads with ``fw.load`` and gives
+Paddle's outputs.
 Dropout layers run in eval mode (Paddle's ``downscale_in_infer`` scaling included). Skipped
 without Paddle.
 
@@ -105,12 +107,18 @@ DEFAULT = {
         "resnet18",
     },
 }
+#: what the default run trains on the other devices (opencl): two small models of ours
+DEFAULT_DEVICES = {"zoo": set(), "ours": {"lenet", "squeezenet1_1"}, "checkpoint": {"squeezenet1_1"}}
 NIGHTLY = os.environ.get("OARLOCK_NIGHTLY") == "1"
 
 
 def _gate(which: str, name: str, device: str) -> None:
-    if not NIGHTLY and (not device.startswith("cpu") or name not in DEFAULT[which]):
-        pytest.skip("in the nightly set (OARLOCK_NIGHTLY=1): the default run trains each family once, on cpu")
+    default = DEFAULT[which] if device.startswith("cpu") else DEFAULT_DEVICES[which]
+    if not NIGHTLY and name not in default:
+        pytest.skip(
+            "in the nightly set (OARLOCK_NIGHTLY=1): the default run trains each family once on cpu, "
+            "two small models on the other devices"
+        )
 
 
 PARAMS = [pytest.param(n, id=n) for n in CASES] + [
@@ -266,3 +274,44 @@ def test_a_tuned_first_step_updates_parameters_once(device: str, tmp_path, monke
             np.testing.assert_allclose(w.numpy(), want, rtol=1e-5, atol=1e-5, err_msg=f"step {step + 1}")
     finally:
         tune.reset()
+
+
+# -- checkpoints written by real Paddle ---------------------------------------------------------
+#: loaded in the default run on cpu (four families; every model of CASES and SLOW nightly)
+DEFAULT["checkpoint"] = {"lenet", "squeezenet1_1", "resnet18", "mobilenet_v3_small"}
+
+
+@needs_paddle
+@pytest.mark.parametrize("name", PARAMS)
+def test_vision_model_loads_a_checkpoint_real_paddle_wrote(name: str, device: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """``paddle.save`` of a model's state_dict (its batch norms' running statistics moved by a
+    training-mode forward) loads with ``fw.load`` into ``fw.vision.models``' build of it, and
+    the eval-mode outputs are Paddle's."""
+    _gate("checkpoint", name, device)
+    import paddle
+
+    module, ctor, kw, _, _, _ = _case(name)
+    x, _ = _data(name)
+    paddle.seed(0)
+    ref = getattr(paddle.vision.models, ctor)(**kw)
+    ref.train()
+    with paddle.no_grad():
+        ref(paddle.to_tensor(x * 2.0 + 0.5))  # running statistics away from 0 and 1
+    ref.eval()
+    path = str(tmp_path / f"{name}.pdparams")
+    paddle.save(ref.state_dict(), path)
+    with paddle.no_grad():
+        want = ref(paddle.to_tensor(x))
+    want = [w.numpy() for w in (want if isinstance(want, (tuple, list)) else [want])]
+
+    ours = _build(lambda: getattr(fw.vision.models, ctor)(**kw), DTYPE)
+    missing, unexpected = ours.set_state_dict(fw.load(path))
+    assert (missing, unexpected) == ([], []), (missing[:5], unexpected[:5])
+    ours.to(device)
+    ours.eval()
+    with fw.no_grad():
+        got = ours(fw.to_tensor(x, device=device))
+    got = got if isinstance(got, (tuple, list)) else [got]
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g.numpy(), w, rtol=2e-4, atol=2e-5)

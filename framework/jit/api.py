@@ -87,6 +87,9 @@ class ConcreteProgram:
     #: the structure of what the function returns (dicts, nested tuples, Python values), when
     #: it is not one tensor or a flat tuple of tensors
     tree: Any = None
+    #: the tensors the function changes in place (a BatchNorm's running statistics): the
+    #: program's last outputs are written back into them after each run
+    written: tuple[Tensor, ...] = ()
 
     def guards_hold(self) -> bool:
         return all(t.stop_gradient == sg for t, sg in self.grad_guard)
@@ -328,6 +331,7 @@ class StaticFunction:
         ex = Executor(run_prog, dev, tr.param_tensors, tr.constants)
         cp = ConcreteProgram(prog, dict(tr.param_tensors), dict(tr.constants), structure, ex, bw, guard)
         cp.tree = tree[0] if tree else None
+        cp.written = tuple(tr.written)
         return cp
 
     @property
@@ -508,6 +512,12 @@ class StaticFunction:
             n = cp.backward.n_outs
             outs, saved = outs[:n], outs[n:]
             outs = cp.backward.record(tensors, cp.params, outs, saved)
+        if cp.written:  # the in-place changes the function made, as eager would have
+            k = len(cp.written)
+            for t, v in zip(cp.written, outs[-k:]):
+                t._block, t._offset, t._nv = v._block, v._offset, None
+                t._bump_version("to_static")
+            outs = outs[:-k]
         if cp.step is not None:  # a training step: gradients, optimizer step, clear_grad
             actions, n, single = cp.step
             train_step.apply(actions, outs[n:], tensors)

@@ -12,6 +12,13 @@ read of the values is caught (:class:`TracedValueError` names the user's line).
 Concrete tensors that enter an op become ``builtin.parameter`` (a Layer's parameters and
 buffers, or any :class:`Parameter`: shared, never copied) or ``builtin.constant`` (anything
 else: its values are baked into the program).
+
+A concrete tensor the function changes in place (``set_value``, ``add_``, ``x[i] = v``: a
+BatchNorm's running statistics) is put back as it was when the trace ends; its new value
+becomes an extra output of the program, written back into the tensor after every run
+(:meth:`Tracer.write_backs`). The tensors watched are the Layer's parameters and buffers and
+every concrete tensor an op read before the change (a tensor read as a constant becomes a
+parameter, so the next run reads what the last one wrote).
 """
 
 from __future__ import annotations
@@ -174,6 +181,28 @@ def _attr(op: str, key: str, v: Any) -> Any:
     return v
 
 
+#: what an in-place change of a tensor alters (slots, then attributes kept in ``__dict__``)
+_STATE_SLOTS = ("_block", "_offset", "_nv", "shape", "dtype", "_node", "stop_gradient")
+_STATE_ATTRS = ("_out_index", "_version", "_modified_by", "_edited_at", "_edit_times", "_earlier")
+
+
+def _state(t: Tensor) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    d = t.__dict__
+    return tuple(getattr(t, s) for s in _STATE_SLOTS), {k: d[k] for k in _STATE_ATTRS if k in d}
+
+
+def _restore(t: Tensor, state: tuple[tuple[Any, ...], dict[str, Any]]) -> None:
+    slots, attrs = state
+    for s, v in zip(_STATE_SLOTS, slots):
+        setattr(t, s, v)
+    d = t.__dict__
+    for k in _STATE_ATTRS:
+        if k in attrs:
+            d[k] = attrs[k]
+        else:
+            d.pop(k, None)
+
+
 class Tracer:
     """Records ops into ``program``; ``params`` maps ``id(tensor)`` to a parameter name."""
 
@@ -200,6 +229,11 @@ class Tracer:
         self.opened: list[Block] = []
         #: for a training trace, where the joint program splits (see :func:`trace`)
         self.backward: dict[str, Any] | None = None
+        #: id -> (concrete tensor, its state before the trace): the tensors whose in-place
+        #: changes become write-backs (:meth:`write_backs`)
+        self.watched: dict[int, tuple[Tensor, Any]] = {id(t): (t, _state(t)) for _, t in params.values()}
+        #: the tensors the program's last outputs are written back into, in order
+        self.written: list[Tensor] = []
 
     def _type(self, shape: Sequence[int], dtype: Any) -> TensorType:
         return TensorType(tuple(int(d) for d in shape), np.dtype(dtype), self.devname)
@@ -281,6 +315,8 @@ class Tracer:
                 return self.block.append(
                     "op.reshape", [v], [self._type(t.shape, t.dtype)], {"shape": tuple(t.shape)}
                 )  # type: ignore[return-value]
+        if id(t) not in self.watched:
+            self.watched[id(t)] = (t, _state(t))
         if hit is not None:
             name, _ = hit
             v = self.param_values.get(name)
@@ -303,6 +339,71 @@ class Tracer:
         self.tensor_of.setdefault(v, t)
         self.const_values[id(t)] = (t, v)  # type: ignore[assignment]
         return v  # type: ignore[return-value]
+
+    def write_backs(self) -> list[Value]:
+        """Put every watched tensor the function changed in place back as it was before the
+        trace, and return the values they hold at its end (their order in :attr:`written`).
+        A tensor read as a constant becomes a parameter (the next run reads the new value)."""
+        changed: list[tuple[Tensor, Value | Tensor]] = []
+        for t, st in list(self.watched.values()):
+            slots = st[0]
+            if t._block is slots[0] and t._offset == slots[1] and tuple(t.shape) == tuple(slots[3]):
+                continue
+            if tuple(t.shape) != tuple(slots[3]) or t.dtype != slots[4]:
+                self.restore()
+                raise TracingError(
+                    f"[to_static] the traced function changes a tensor in place from {list(slots[3])} "
+                    f"{slots[4]} to {list(t.shape)} {t.dtype}; a program writes back values of the same "
+                    f"shape and dtype only"
+                )
+            if isinstance(t._block, _Symbolic):
+                changed.append((t, self.value_of(t, "write-back")))
+            else:  # set to concrete values while traced: every run writes those values
+                changed.append((t, Tensor._make(t._block, t._offset, tuple(t.shape), t.dtype, t.device)))
+        states = {id(t): self.watched[id(t)][1] for t, _ in changed}
+        self.restore()
+        values: list[Value] = []
+        for t, v in changed:
+            self._as_parameter(t, states[id(t)])
+            values.append(self.value_of(v, "write-back") if isinstance(v, Tensor) else v)
+            self.written.append(t)
+        return values
+
+    def watch(self, t: Tensor) -> None:
+        """``t`` is about to change in place (``indexing.note_write``): keep its state."""
+        if not isinstance(t._block, _Symbolic) and id(t) not in self.watched:
+            self.watched[id(t)] = (t, _state(t))
+
+    def _as_parameter(self, t: Tensor, state: Any) -> None:
+        """``t`` is written back after each run, so the program reads it as a parameter: each
+        constant read of its storage (``t`` itself or an alias of it) becomes one."""
+        blk, off = state[0][0], state[0][1]
+        for key, (c, v) in list(self.const_values.items()):
+            if c._block is not blk or c._offset != off:
+                continue
+            if tuple(c.shape) != tuple(t.shape) or c.dtype != t.dtype:
+                raise TracingError(
+                    f"[to_static] the traced function changes a tensor in place and reads it through a "
+                    f"view of shape {list(c.shape)} (the tensor is {list(t.shape)}); read the tensor itself"
+                )
+            op = v.defining_op
+            assert op is not None
+            self.constants.pop(op.attrs.get("name"), None)  # type: ignore[arg-type]
+            hit = self.params.get(id(t))
+            name = hit[0] if hit is not None else f"buffer_{len(self.param_tensors)}"
+            while hit is None and name in self.param_tensors:
+                name += "_"
+            op.name, op.attrs = "builtin.parameter", {"name": name}
+            del self.const_values[key]
+            self.param_values.setdefault(name, v)
+            self.param_tensors[name] = t
+            self.params[id(t)] = (name, t)
+
+    def restore(self) -> None:
+        """Put every watched tensor back as it was before the trace."""
+        for t, st in self.watched.values():
+            if t._block is not st[0][0] or t._offset != st[0][1]:
+                _restore(t, st)
 
     def _param_of_storage(self, t: Tensor) -> Tensor | None:
         """The parameter whose whole storage ``t`` views with another shape, or None."""
@@ -355,6 +456,15 @@ def recording(tracer: Tracer, grad: bool = False) -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def _restoring(tr: Tracer) -> Iterator[None]:
+    """However the trace ends, the tensors it changed in place are as they were before it."""
+    try:
+        yield
+    finally:
+        tr.restore()
+
+
 def trace(
     fn: Callable[..., Any],
     specs: Sequence[tuple[tuple[int, ...], np.dtype]],
@@ -382,7 +492,7 @@ def trace(
     rng_before = default_generator.get_state()
     for a, r in zip(args, requires or ()):
         a.stop_gradient = not r
-    with recording(tr, grad=requires is not None):
+    with recording(tr, grad=requires is not None), _restoring(tr):
         res = fn(*args, *extra)
         if isinstance(res, Tensor):
             outs, structure = [res], "tensor"
@@ -394,6 +504,7 @@ def trace(
                 f"tuple/list of Tensors"
             )
         values = [tr.value_of(o, "return") for o in outs]
+        values += tr.write_backs()  # after the function's outputs: autodiff's n_outs counts them
         if requires is not None:
             n_fwd = len(tr.block.ops)
             diff, wanted, grads = trace_backward(tr, outs, args)

@@ -68,6 +68,7 @@ from .container import LayerDict, LayerList, ModuleList, ParameterList, Sequenti
 from .conv import Conv1D, Conv1DTranspose, Conv2D, Conv2DTranspose, Conv3D, Conv3DTranspose
 from .layer import Layer, Parameter
 from .loss import (
+    AdaptiveLogSoftmaxWithLoss,
     BCELoss,
     BCEWithLogitsLoss,
     CosineEmbeddingLoss,
@@ -84,6 +85,7 @@ from .loss import (
     MultiMarginLoss,
     NLLLoss,
     PoissonNLLLoss,
+    RNNTLoss,
     SmoothL1Loss,
     SoftMarginLoss,
     TripletMarginLoss,

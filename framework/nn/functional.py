@@ -9,6 +9,8 @@
 # ruff: noqa: F401  (re-exports; __all__ is built below)
 from __future__ import annotations
 
+from types import ModuleType as _ModuleType
+
 from .._src.ops.composites.activation import (
     celu,
     elu,
@@ -111,6 +113,12 @@ from .._src.ops.composites.pooling import (
     max_pool3d,
 )
 from .._src.ops.composites.resize import affine_grid, grid_sample, interpolate, upsample
+from .._src.ops.composites.sequence_loss import (
+    adaptive_log_softmax_with_loss,
+    class_center_sample,
+    edit_distance,
+    rnnt_loss,
+)
 from .._src.ops.composites.sorting import topk
 from .._src.ops.composites.window_pooling import (
     adaptive_avg_pool1d,
@@ -130,3 +138,16 @@ from .._src.ops.math import clip, where
 from .._src.ops.shape import pad, zeropad2d
 
 __all__ = [n for n in dir() if not n.startswith("_") and n != "annotations"]
+
+#: ``F.loss``: the loss functions, as Paddle's module ``paddle.nn.functional.loss`` holds them
+loss = _ModuleType(
+    __name__ + ".loss", "The loss functions of ``fw.nn.functional`` (Paddle's module of them)."
+)
+loss.__dict__.update(
+    {
+        n: globals()[n]
+        for n in __all__
+        if getattr(globals()[n], "__module__", "").rsplit(".", 1)[-1]
+        in ("loss", "margin_loss", "ctc_loss", "sequence_loss")
+    }
+)

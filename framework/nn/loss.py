@@ -289,3 +289,126 @@ class MultiLabelMarginLoss(Layer):
 
     def forward(self, input: Tensor, label: Tensor) -> Tensor:
         return F.multi_label_margin_loss(input, label, self.reduction)
+
+
+class RNNTLoss(Layer):
+    """RNN-Transducer loss over :func:`framework.nn.functional.rnnt_loss` (Paddle's layer).
+
+    >>> import framework as fw
+    >>> loss = fw.nn.RNNTLoss(fastemit_lambda=0.0)
+    >>> x = fw.zeros([1, 2, 2, 3], dtype="float64")
+    >>> i32 = lambda v: fw.to_tensor(v, dtype="int32")
+    >>> round(float(loss(x, i32([[1]]), i32([2]), i32([1]))), 4)
+    -0.6931
+    """
+
+    def __init__(
+        self, blank: int = 0, fastemit_lambda: float = 0.001, reduction: str = "mean", name: str | None = None
+    ) -> None:
+        super().__init__()
+        self.blank, self.fastemit_lambda, self.reduction = blank, fastemit_lambda, reduction
+
+    def forward(self, input: Tensor, label: Tensor, input_lengths: Tensor, label_lengths: Tensor) -> Tensor:
+        return F.rnnt_loss(
+            input, label, input_lengths, label_lengths, self.blank, self.fastemit_lambda, self.reduction
+        )
+
+
+class AdaptiveLogSoftmaxWithLoss(Layer):
+    """Adaptive softmax over many classes (Paddle's layer, over
+    :func:`framework.nn.functional.adaptive_log_softmax_with_loss`): a head scoring the classes
+    below ``cutoffs[0]`` and one column per cluster, and per cluster a two-matrix projection
+    ``in_features -> in_features // div_value ** (i + 1) -> cluster size``. ``forward`` returns
+    each row's log-probability of its label and the loss; ``log_prob`` every class's;
+    ``predict`` the most likely class.
+
+    >>> import framework as fw
+    >>> m = fw.nn.AdaptiveLogSoftmaxWithLoss(4, 6, cutoffs=[2], div_value=2.0)
+    >>> out, loss = m(fw.randn([3, 4]), fw.to_tensor([0, 3, 5]))
+    >>> out.shape, m.log_prob(fw.randn([3, 4])).shape, m.predict(fw.randn([3, 4])).shape
+    ((3,), (3, 6), (3,))
+    """
+
+    def __init__(
+        self,
+        in_features: int,
+        n_classes: int,
+        cutoffs: Any,
+        weight_attr: Any = None,
+        bias_attr: Any = None,
+        div_value: float = 4.0,
+        head_bias: bool = False,
+        name: str | None = None,
+    ) -> None:
+        super().__init__()
+        cuts = list(cutoffs)
+        if (
+            cuts != sorted(cuts)
+            or not cuts
+            or min(cuts) <= 0
+            or max(cuts) > n_classes - 1
+            or len(set(cuts)) != len(cuts)
+            or any(int(c) != c for c in cuts)
+        ):
+            raise ValueError(
+                f"[AdaptiveLogSoftmaxWithLoss] cutoffs must be unique increasing integers in [1, n_classes - 1 = "
+                f"{n_classes - 1}], got {cuts}"
+            )
+        self.in_features, self.n_classes, self.div_value = in_features, n_classes, div_value
+        self.cutoffs = [*cuts, n_classes]
+        self.is_head_bias = head_bias
+        self.shortlist_size = self.cutoffs[0]
+        self.n_clusters = len(self.cutoffs) - 1
+        self.head_size = self.shortlist_size + self.n_clusters
+        self.head_weight = self.create_parameter([in_features, self.head_size], weight_attr)
+        self.head_bias = (
+            self.create_parameter([self.head_size], bias_attr, is_bias=True) if head_bias else None
+        )
+        # NOTE: a plain list, as Paddle's: these are not in parameters() or the state dict
+        self.tail_weights = []
+        for i in range(self.n_clusters):
+            hsz = int(in_features // (div_value ** (i + 1)))
+            osz = self.cutoffs[i + 1] - self.cutoffs[i]
+            self.tail_weights.append(
+                [
+                    self.create_parameter([in_features, hsz], weight_attr),
+                    self.create_parameter([hsz, osz], weight_attr),
+                ]
+            )
+
+    def forward(self, input: Tensor, label: Tensor) -> tuple[Tensor, Tensor]:
+        return F.adaptive_log_softmax_with_loss(
+            input, label, self.head_weight, self.tail_weights, self.cutoffs, self.head_bias
+        )
+
+    def _full_log_prob(self, input: Tensor, head_output: Tensor) -> Tensor:
+        from .._src.ops import shape as S
+
+        head_lp = F.log_softmax(head_output, axis=1)
+        parts = [head_lp[:, : self.shortlist_size]]
+        for i in range(self.n_clusters):
+            cl = F.log_softmax(
+                F.linear(F.linear(input, self.tail_weights[i][0]), self.tail_weights[i][1]), axis=1
+            )
+            parts.append(cl + head_lp[:, self.shortlist_size + i].unsqueeze(1))
+        return S.concat(parts, axis=1)
+
+    def log_prob(self, input: Tensor) -> Tensor:
+        """The log-probability of every class, [N, n_classes]."""
+        return self._full_log_prob(input, F.linear(input, self.head_weight, self.head_bias))
+
+    def predict(self, input: Tensor) -> Tensor:
+        """The most likely class of each row: float32, or int64 where no row's head picks a
+        class of the shortlist (Paddle's dtypes)."""
+        from .._src.ops import math as M
+
+        head = F.linear(input, self.head_weight, self.head_bias)
+        short = M.argmax(head, axis=1)
+        outside = (short >= self.shortlist_size).numpy()
+        if not outside.any():
+            return short.astype("float32")
+        full = M.argmax(self._full_log_prob(input, head), axis=1)
+        if outside.all():
+            return full
+        # a row whose head picks a class of the shortlist keeps it; another takes the full argmax
+        return M.where(short < self.shortlist_size, short, full).astype("float32")

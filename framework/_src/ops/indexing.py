@@ -19,7 +19,7 @@ from .. import autograd
 from .. import dtypes as _dt
 from ..tensor import Tensor, to_tensor
 from . import math as M
-from .base import OPS, apply1
+from .base import OPS, TRACER, apply1
 from .creation import arange
 from .shape import flip, slice_raw
 
@@ -456,11 +456,20 @@ def alias(x: Tensor) -> Tensor:
     return a
 
 
+def note_write(x: Tensor) -> None:
+    """``x`` is about to change in place: a trace in progress keeps its state (``to_static``
+    writes the change back after each run of the program)."""
+    watch = getattr(TRACER.get(), "watch", None)
+    if watch is not None:
+        watch(x)
+
+
 def rebind(x: Tensor, r: Tensor, by: str, old: Tensor | None = None) -> None:
     """Make ``x`` hold ``r``'s storage and graph (how in-place updates work); ``by`` names the
     update, which bumps ``x``'s version (autograd refuses values saved before it). ``old`` is
     :func:`alias` of ``x`` taken before the update: where the graph moves on, autograd routes
     gradients recorded for the old version to it."""
+    note_write(x)
     x._block = r._block
     x._offset = r._offset
     x._nv = None

@@ -226,6 +226,7 @@ def _set_value(self: Tensor, value: Any) -> Tensor:
         # NOTE: the values are copied (as Paddle's set_value does): sharing the source's storage
         # would let an in-place update of either tensor (an optimizer's step) change the other
         v = clone(v)
+    indexing.note_write(self)
     self._block, self._offset, self._nv = v._block, v._offset, None
     self._bump_version("set_value")
     return self
