@@ -379,7 +379,9 @@ def own_programs(path: Any, entries: tuple[str, ...], options: tuple[str, ...], 
     with lock:
         if key not in _OWN:
             try:
-                cache, comp, source = _PROGRAM_CACHE, CPUCompiler(), open(path).read()
+                with open(path) as f:
+                    source = f.read()
+                cache, comp = _PROGRAM_CACHE, CPUCompiler()
                 if cache is None:
                     _OWN[key] = tuple(comp.load(comp.compile(source, e, options), e) for e in entries)
                 else:
