@@ -6,8 +6,9 @@ Each (primitive, dtype) it registers runs here, the integers on the primitive ti
 (edges, wrap-around, offsets) against numpy, the float8 casts on every bit pattern and on
 float32 values around each float8 value (ties, overflow, NaN, inf) against ml_dtypes; each it
 does not register is "not supported", with the reason. ``cast_into[...]`` converts every
-contract dtype into the low-precision one: it is dispatched on the source dtype, so a plugin
-whose cast kernels decline the target runs it on the cpu plugin ("fallback").
+contract dtype the plugin holds into the low-precision one, where the plugin holds that one
+too (a cast kernel takes it); it is dispatched on the source dtype, so a plugin whose cast
+kernels then decline the target runs it on the cpu plugin ("fallback").
 """
 
 from __future__ import annotations
@@ -84,15 +85,17 @@ def float8_cast(dtype: str, device: str) -> dict[str, Any]:
     return {"casts": n}
 
 
-def cast_into(dtype: str, device: str) -> dict[str, Any]:
+def cast_into(dtype: str, device: str, sources: tuple[str, ...] | None = None) -> dict[str, Any]:
     """``cast`` into a low-precision dtype from the contract's dtypes (float8: from the floats,
     every value around each float8 one; uint: from integers past its range, which wrap, and
-    floats, which saturate)."""
+    floats, which saturate); ``sources`` limits the dtypes cast from (those the plugin holds)."""
     d = _dtype(dtype)
     n = 0
     if dtype in FLOAT8:
         src = _probes(dtype)
         for frm in _FLOAT_PEERS:
+            if sources is not None and frm not in sources:
+                continue
             x = src.astype(_dtype(frm))
             got = run_primitive("cast", [put(x, device)], {"dtype": d}, device)[0].numpy()
             _same_bits(got, x.astype(d), f"cast {frm} -> {dtype} (ml_dtypes: nearest even, not saturating)")
@@ -100,6 +103,8 @@ def cast_into(dtype: str, device: str) -> dict[str, Any]:
         return {"casts": n}
     info = np.iinfo(d)
     for frm in _INT_PEERS:
+        if sources is not None and frm not in sources:
+            continue
         s = _dtype(frm)
         if s == np.bool_:
             x = np.array([True, False, True])
@@ -143,13 +148,16 @@ def cases(target: Target) -> list[Case]:
                     Case(cid, "lowp", (lambda o=op, d=dt: run_case(o, d, target.device)), op=op, dtype=dt)
                 )
     for dt in LOWP["cast"]:
+        cid = f"lowp/cast_into[{dt}]"
+        if not target.registers("cast", dt):
+            # NOTE: a plugin that does not hold the dtype (no cast kernel takes it) would run every
+            # cast into it on the cpu plugin: not supported, not a fallback (strict mode fails those)
+            reason = f"the '{target.plugin}' plugin holds no {dt} (no cast kernel takes it): casts into it run on the cpu plugin"
+            out.append(Case(cid, "lowp", None, op="cast", dtype=dt, preset="not_supported", reason=reason))
+            continue
+        peers = _FLOAT_PEERS if dt in FLOAT8 else _INT_PEERS
+        sources = tuple(s for s in peers if target.registers("cast", s))
         out.append(
-            Case(
-                f"lowp/cast_into[{dt}]",
-                "lowp",
-                (lambda d=dt: cast_into(d, target.device)),
-                op="cast",
-                dtype=dt,
-            )
+            Case(cid, "lowp", (lambda d=dt, s=sources: cast_into(d, target.device, s)), op="cast", dtype=dt)
         )
     return out

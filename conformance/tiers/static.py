@@ -203,6 +203,18 @@ def cases(target: Target) -> list[Case]:
                 )
             )
             continue
+        if cinfo.untraced:
+            out.append(
+                Case(
+                    f"static/composite/{cinfo.name}",
+                    "static",
+                    None,
+                    op=cinfo.name,
+                    preset="skipped",
+                    reason=cinfo.untraced,
+                )
+            )
+            continue
         for dt in ("float32", "float64") if f64 else ("float32",):
             out.append(
                 Case(

@@ -26,6 +26,9 @@ class CompositeInfo:
     #: (primitive, dtype) kernels the entry needs natively (integer data: int8 casts): a
     #: plugin without one is "not supported" for the entry, not a CPU fallback
     needs: tuple[tuple[str, str], ...] = ()
+    #: why the static tier does not trace the entry ("": it does): complex values, which the
+    #: program IR does not hold yet
+    untraced: str = ""
 
     def __post_init__(self) -> None:
         self.op = self.op or self.name

@@ -12,6 +12,8 @@ from . import CompositeInfo, _polar
 
 #: a plugin without complex kernels reports these entries "not supported" (no CPU fallback)
 _NEEDS = (("mul", "complex64"), ("mul", "complex128"))
+#: the static tier's reason for leaving these out
+_UNTRACED = "complex values are eager only: the program IR has no complex type or view yet"
 
 
 def _pairs(r: np.random.Generator) -> list[np.ndarray]:
@@ -29,6 +31,7 @@ def complex_entries(fw: Any) -> list[CompositeInfo]:
             _pairs,
             (0, 1),
             needs=_NEEDS,
+            untraced=_UNTRACED,
         ),
         CompositeInfo(
             "real",
@@ -37,6 +40,7 @@ def complex_entries(fw: Any) -> list[CompositeInfo]:
             _pairs,
             (0, 1),
             needs=_NEEDS,
+            untraced=_UNTRACED,
         ),
         CompositeInfo(
             "imag",
@@ -45,6 +49,7 @@ def complex_entries(fw: Any) -> list[CompositeInfo]:
             _pairs,
             (0, 1),
             needs=_NEEDS,
+            untraced=_UNTRACED,
         ),
         CompositeInfo(
             "conj",
@@ -53,6 +58,7 @@ def complex_entries(fw: Any) -> list[CompositeInfo]:
             _pairs,
             (0, 1),
             needs=_NEEDS,
+            untraced=_UNTRACED,
         ),
         CompositeInfo(
             "abs_complex",
@@ -65,6 +71,7 @@ def complex_entries(fw: Any) -> list[CompositeInfo]:
             (0, 1),
             grad_inputs=lambda r: _polar(r, 12),
             needs=_NEEDS,
+            untraced=_UNTRACED,
         ),
         CompositeInfo(
             "angle",
@@ -77,5 +84,6 @@ def complex_entries(fw: Any) -> list[CompositeInfo]:
             (0, 1),
             grad_inputs=lambda r: _polar(r, 12),
             needs=_NEEDS,
+            untraced=_UNTRACED,
         ),
     ]
