@@ -121,7 +121,7 @@ def _gate(which: str, name: str, device: str) -> None:
         )
 
 
-#: models whose eager cpu losses were wrong once in a full CI run (densenet121 5.33, 32, 32 for
+#: models whose eager cpu losses are wrong in the full suite's order (densenet121 5.33, 32, 32 for
 #: Paddle's 1.64, 0.77, 0.68), right when run alone, in their file, after the compiler, parity,
 #: quantisation and vision files, and on a cold kernel cache: the cause is not found yet, so a
 #: mismatch there is an xfail with the values in its reason, not a pass (issue 40's note)
@@ -236,7 +236,7 @@ def test_paddle_zoo_file_trains_like_paddle(name: str, device: str) -> None:
         model = _build(lambda: getattr(paddle_zoo.load(module), ctor)(**kw), dt)
         got, want = _oarlock_losses(model, name, device, dt), _paddle_run(name, dt)[1]
         if not np.allclose(got, want, rtol=1e-4, atol=1e-5):
-            pytest.xfail(f"losses: ours {got}, Paddle's {want} (seen once in the full suite only)")
+            pytest.xfail(f"losses: ours {got}, Paddle's {want} (seen in the full suite's order only)")
         return
     module, ctor, kw, _, _, _ = _case(name)
     dt = _dtype(name)
