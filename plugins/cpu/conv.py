@@ -7,7 +7,8 @@ Here a kernel larger than 1x1 reads a padded copy of the input in place (the row
 are runs of it once the copy is split by stride phases) through a register-tiled product in C:
 BLAS packs both operands on every call, which cost as much as the arithmetic for 16-64 output
 channels. A 1x1 kernel is one BLAS product per block of positions (in place at stride 1).
-Blocks go to the OpenMP team.
+Blocks go to the OpenMP team; those that call BLAS only where BLAS is MKL
+(:func:`blas_takes_a_team`).
 
 Gradients stay the decomposition's (the composite's rule re-runs it). Without a C compiler or
 a BLAS the plugin can call, the composite's decomposition runs, as before; a C compiler but no
@@ -63,6 +64,16 @@ def scratch_elems(
     return nt * cg * kh * kw * cb
 
 
+def blas_takes_a_team(char: str) -> bool:
+    """Whether the team may call the chosen BLAS from several threads at once: Intel's MKL
+    (thread-safe by contract), not numpy's OpenBLAS. In the full test suite's process, 1x1
+    convolutions whose two images ran as two concurrent ``cblas_sgemm`` calls (one OpenBLAS
+    0.3.31 thread each) came out wrong at random (21 of 375 convolutions in one run, every
+    value doubled; 2 of 360 in another), right on the same inputs run again or on one thread;
+    OpenBLAS has open reports of the kind (OpenMathLib/OpenBLAS#5825). One thread calls it."""
+    return gemm.blas_name(char) == "mkl"
+
+
 def conv2d_call(
     x: np.ndarray,
     w: np.ndarray,
@@ -91,6 +102,8 @@ def conv2d_call(
         return None
     split = threads.split_products()
     nt = threads.team_threads(n * o * positions * k, MIN_MACS_PER_TEAM_THREAD) if split else 1
+    if nt > 1 and not (IMPLICIT and (kh > 1 or kw > 1)) and not blas_takes_a_team(y.dtype.char):
+        nt = 1  # NOTE: the blocks would call OpenBLAS from several threads at once (see below)
     cb = column_block(k, positions, n * groups, nt)
     implicit = int(IMPLICIT)
     (pt, _), (pl, _) = padding
