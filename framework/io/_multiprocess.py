@@ -13,16 +13,18 @@ from __future__ import annotations
 import itertools
 import multiprocessing as mp
 import pickle
-import queue
 import time
 import weakref
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from adapter_api import OarlockError, OpArgumentError
 
 from .._src import device as _dev
 from .._src import env
-from .._src.ops.random import randint
+from .._src.ops.random import default_generator
+from ._result_pipe import ResultPipes, WorkerPipeClosed
 from ._staging import HostToDeviceStager
 from ._worker import HEARTBEAT_S as _HEARTBEAT_S
 from ._worker import WorkerFailure, worker_loop
@@ -77,7 +79,9 @@ def _check_picklable(what: str, obj: Any, num_workers: int) -> None:
 
 
 class WorkerPool:
-    """``num_workers`` processes with one request queue each and one shared result queue."""
+    """``num_workers`` processes, each with its own request queue and its own result pipe
+    (:mod:`._result_pipe`: no lock is shared between workers, so one killed or stopped
+    worker cannot stall the others' answers)."""
 
     def __init__(self, loader: DataLoader) -> None:
         n = loader.num_workers
@@ -86,7 +90,7 @@ class WorkerPool:
         _check_picklable("collate_fn", user_collate, n)
         _check_picklable("worker_init_fn", loader.worker_init_fn, n)
         ctx = mp_context(loader.multiprocessing_context)
-        self.result_queue = ctx.Queue()
+        self.results = ResultPipes(ctx, n)
         #: each worker's last heartbeat (time.time()), stamped by a thread in the worker
         self.beats = ctx.Array("d", n, lock=False)
         self.index_queues: list[Any] = []
@@ -105,7 +109,7 @@ class WorkerPool:
                 wid,
                 n,
                 iq,
-                self.result_queue,
+                self.results.writer(wid),
                 loader.worker_init_fn,
                 self.beats,
             )
@@ -113,9 +117,8 @@ class WorkerPool:
             w.start()
             self.index_queues.append(iq)
             self.workers.append(w)
-        self._finalizer = weakref.finalize(
-            self, _shutdown, self.workers, self.index_queues, self.result_queue
-        )
+        self.results.close_writers()  # each worker holds its own: its exit reads as end-of-file
+        self._finalizer = weakref.finalize(self, _shutdown, self.workers, self.index_queues, self.results)
 
     @property
     def alive(self) -> bool:
@@ -128,7 +131,7 @@ class WorkerPool:
         self._finalizer()
 
 
-def _shutdown(workers: list[Any], index_queues: list[Any], result_queue: Any) -> None:
+def _shutdown(workers: list[Any], index_queues: list[Any], results: ResultPipes) -> None:
     for q in index_queues:
         try:
             q.put(None)
@@ -144,9 +147,21 @@ def _shutdown(workers: list[Any], index_queues: list[Any], result_queue: Any) ->
         if w.is_alive():
             w.kill()
             w.join(1.0)
-    for q in [*index_queues, result_queue]:
+    for q in index_queues:
         q.cancel_join_thread()
         q.close()
+    results.close()
+
+
+def _worker_base_seed(loader: DataLoader) -> int:
+    """The workers' base seed for a new epoch, from the state of ``loader.generator`` (else the
+    global generator) after the sampler drew the epoch's order, and the loader's epoch count;
+    nothing is drawn, so the orders of later epochs (and any later draw) are those
+    ``num_workers=0`` gives, and ``fw.seed(n)`` still makes the workers' streams reproducible."""
+    state = (loader.generator or default_generator).get_state()
+    loader._worker_epochs += 1
+    words = np.random.SeedSequence([*state, loader._worker_epochs]).generate_state(1)
+    return int(words[0] % 2**24) * 1_000_003
 
 
 class MultiProcessIterator:
@@ -164,9 +179,7 @@ class MultiProcessIterator:
         if self._indices is None and not loader.iterable:
             self._indices = iter(range(len(loader.dataset)))
         first = next(self._indices, None) if self._indices is not None else None
-        # NOTE: drawn after the sampler's first batch, so the shuffle order under fw.seed(n)
-        # is the one num_workers=0 gives.
-        seed = int(randint(0, 2**24, [1], generator=loader.generator).item()) * 1_000_003
+        seed = _worker_base_seed(loader)
         for q in pool.index_queues:
             q.put(("epoch", self.epoch, seed))
         self._pending = [first] if first is not None else []
@@ -211,11 +224,14 @@ class MultiProcessIterator:
             )
         while self._rcvd_idx not in self._buffer:
             try:
-                raw = self.pool.result_queue.get(timeout=_POLL_S)
-            except queue.Empty:
+                got = self.pool.results.get(timeout=_POLL_S)
+            except WorkerPipeClosed as exc:
+                self._worker_gone(exc.worker_id)
+                continue
+            if got is None:
                 self._check_workers(timeout)
                 continue
-            epoch, send_idx, wid, kind, payload = pickle.loads(raw)
+            epoch, send_idx, wid, kind, payload = pickle.loads(got[1])
             if kind == "error" and epoch == -1:
                 raise _rebuild(payload)  # worker_init_fn failed
             if epoch != self.epoch:
@@ -225,16 +241,29 @@ class MultiProcessIterator:
             self._buffer[send_idx] = (kind, payload, wid)
         return self._buffer.pop(self._rcvd_idx)
 
+    def _worker_gone(self, wid: int) -> None:
+        """Worker ``wid``'s result pipe closed: an error naming it when it still owed answers
+        (or died), else nothing (it exited after its last answer)."""
+        w = self.pool.workers[wid]
+        w.join(_POLL_S)
+        if any(o == wid for o in self._owner.values()) or w.exitcode not in (0, None):
+            raise self._died(wid)
+
+    def _died(self, wid: int) -> DataLoaderWorkerError:
+        w = self.pool.workers[wid]
+        return DataLoaderWorkerError(
+            f"[DataLoader] worker {wid} (pid {w.pid}) exited unexpectedly with exit code {w.exitcode} "
+            f"while {sum(1 for o in self._owner.values() if o == wid)} batch(es) were assigned to it; "
+            "a crash in native code or the system's out-of-memory killer are the usual causes; "
+            "try num_workers=0 to see the error"
+        )
+
     def _check_workers(self, timeout: float) -> None:
         """Raise when a worker died, or nothing came within ``timeout`` (0: within
         ``OARLOCK_DATALOADER_STALL_TIMEOUT``, naming the worker that holds the batch awaited)."""
         for wid, w in enumerate(self.pool.workers):
             if not w.is_alive():
-                raise DataLoaderWorkerError(
-                    f"[DataLoader] worker {wid} (pid {w.pid}) exited unexpectedly with exit code {w.exitcode} "
-                    f"while {sum(1 for o in self._owner.values() if o == wid)} batch(es) were assigned to it; "
-                    "a crash in native code or the system's out-of-memory killer are the usual causes; try num_workers=0 to see the error"
-                )
+                raise self._died(wid)
         bound = timeout or env.number("OARLOCK_DATALOADER_STALL_TIMEOUT", DEFAULT_STALL_S)
         waited = time.monotonic() - self._last_progress
         if bound and waited > bound:

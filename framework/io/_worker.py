@@ -174,7 +174,16 @@ def _send(
     result_queue.put(data)
 
 
-def worker_loop(
+def worker_loop(*args: Any) -> None:
+    """A worker process's body (:func:`_serve`); what it sent is written to its result pipe
+    before it exits."""
+    try:
+        _serve(*args)
+    finally:
+        args[9].flush()  # the result writer (framework.io._result_pipe.ResultWriter)
+
+
+def _serve(
     dataset: Any,
     collate_fn: Any,
     auto_collate: bool,

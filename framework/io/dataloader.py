@@ -71,7 +71,8 @@ class DataLoader:
     worker keeps ``prefetch_factor`` batches in flight; batches come in the sampler's order,
     equal to what ``num_workers=0`` gives. Each epoch every worker is seeded with
     ``base + worker_id`` (Python's ``random``, numpy's global generator and ``fw.seed``),
-    ``base`` drawn from ``generator`` (else the global generator), so ``fw.seed(n)`` makes
+    ``base`` derived from the state of ``generator`` (else the global generator) and the epoch
+    count, nothing drawn (later epochs' orders stay num_workers=0's), so ``fw.seed(n)`` makes
     the workers' random streams distinct and reproducible; ``worker_init_fn(worker_id)`` runs
     once in each worker after its first seeding (what it seeds holds); :func:`get_worker_info` tells a
     worker its id (an IterableDataset uses it to shard: each worker iterates its own copy,
@@ -135,6 +136,7 @@ class DataLoader:
         )
         self.generator, self.places = generator, places
         self._pool: WorkerPool | None = None
+        self._worker_epochs = 0  # epochs served by workers: part of their seed
         self.iterable = isinstance(dataset, IterableDataset)
         self.batch_size, self.drop_last = batch_size, drop_last
         if self.iterable:

@@ -12,8 +12,10 @@ such groups.
 
 Grouping walks the program in order. An op that can join a group (its OpDef lowers to the
 loop IR, or it is a reshape) joins the groups of its operands (all of them at a join, else
-one) when the union stays convex and the compiler can still trace it (:data:`BACKENDS`:
-``framework.compiler`` registers one); otherwise it starts a group. No op is ever put in two groups, so nothing is
+one) when the union stays convex, every other group counted as one node (a fused op runs
+whole, so two groups that read each other would be a cycle), and the compiler can still
+trace it (:data:`BACKENDS`: ``framework.compiler`` registers one); otherwise it starts a
+group. No op is ever put in two groups, so nothing is
 recomputed and no reduction is duplicated. The cost model then keeps a group when the bytes
 its one kernel moves (each input read once per pass over the row, each output written once)
 are no more than the bytes its ops move one by one (every operand read, every result
@@ -396,8 +398,6 @@ class Fusion(Pass):
         """Groups in program order: each op joins (or joins up) the groups of its operands
         when the result stays convex and traceable, else it starts a group."""
         group_of: dict[Operation, int] = {}
-        #: the groups each op depends on, through any path (ids as made; ``find`` merges)
-        after: dict[Operation, frozenset[int]] = {}
         members: dict[int, list[Operation]] = {}
         parent: dict[int, int] = {}
 
@@ -416,13 +416,28 @@ class Fusion(Pass):
                 backend.check(_Candidate(ops, returned, indices).body(), device, False), str
             )
 
-        def convex(ops: list[Operation], ids: set[int]) -> bool:
+        def convex(ops: list[Operation]) -> bool:
+            """No path leaves ``ops`` and comes back, with every other group one node (its
+            fused op runs whole): group A reading B while B reads A is a cycle even when no
+            single op path leaves either and comes back. Walks back from what ``ops`` read."""
             inside = set(ops)
-            for m in ops:
-                for v in m.operands:
-                    p = v.defining_op
-                    if p is not None and p not in inside and any(find(g) in ids for g in after[p]):
-                        return False  # a path leaves the group and comes back
+            seen: set[Operation] = set()
+            seen_groups: set[int] = set()
+            stack = [d for m in ops for d in _producers(m) if d not in inside]
+            while stack:
+                p = stack.pop()
+                if p in inside:
+                    return False  # a path leaves the group and comes back
+                if p in seen:
+                    continue
+                seen.add(p)
+                g = gid(p)
+                if g is None:
+                    stack += _producers(p)
+                elif g not in seen_groups:
+                    seen_groups.add(g)
+                    seen.update(members[g])
+                    stack += [d for m in members[g] for d in _producers(m)]
             return True
 
         #: the longest chain of groups up to a group (itself included: ``depth``) or an op
@@ -438,13 +453,7 @@ class Fusion(Pass):
 
         order = {op: k for k, op in enumerate(program.block.ops)}
         for op in program.block.ops:
-            producers = [d for d in (v.defining_op for v in _reads(op)) if d is not None]
-            dep: set[int] = set()
-            for p in producers:
-                dep |= after.get(p, frozenset())
-                if p in group_of:
-                    dep.add(group_of[p])
-            after[op] = frozenset(dep)
+            producers = _producers(op)
             if not can_join(op):
                 continue
             near = list(dict.fromkeys(g for g in (gid(p) for p in reversed(producers)) if g is not None))
@@ -454,7 +463,7 @@ class Fusion(Pass):
             for ids in tries:
                 ops = sorted((m for g in ids for m in members[g]), key=lambda m: order[m])
                 ops.append(op)
-                if convex(ops, set(ids)) and fits(ops):
+                if convex(ops) and fits(ops):
                     placed = ids
                     break
             outside = [out(p) for p in producers if gid(p) not in (placed or ())]
@@ -532,6 +541,11 @@ def _rewrite(program: Program, cand: _Candidate, g: Group) -> None:
         old.replace_all_uses_with(alias.results[0])
     for op in reversed(cand.ops):
         op.erase()
+
+
+def _producers(op: Operation) -> list[Operation]:
+    """The ops that define what ``op`` reads."""
+    return [d for d in (v.defining_op for v in _reads(op)) if d is not None]
 
 
 def _reads(op: Operation) -> list[Value]:

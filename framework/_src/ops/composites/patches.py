@@ -17,7 +17,7 @@ from .. import shape as S
 from ..base import OPS, call, composite
 from ..cost import no_flops
 from ._common import float_arg, tensor_arg
-from ._window import _ntuple, _out_size, _padding, _patches_nd
+from ._window import _ntuple, _out_size, _patches_nd
 from .conv_transpose import _convt_out
 
 
@@ -44,10 +44,34 @@ def unfold_decomposition(
     return _patches_nd(xp, kernel_sizes, strides, dilations, o).reshape(shape)
 
 
+def _patch_paddings(name: str, paddings: Any) -> tuple[tuple[int, int], tuple[int, int]]:
+    """((top, bottom), (left, right)) from Paddle's unfold/fold ``paddings``: an int, [h, w], or
+    four ints in Paddle's order for these two ops, [top, left, bottom, right] (conv's four-int
+    order is [top, bottom, left, right]; the two must not be confused)."""
+    if isinstance(paddings, (bool, str)) or not isinstance(paddings, (int, np.integer, list, tuple)):
+        raise OpArgumentError(
+            f"[{name}] paddings must be an int or a list/tuple of 2 or 4 ints, got {paddings!r}"
+        )
+    if isinstance(paddings, (int, np.integer)):
+        v = int(paddings)
+        return ((v, v), (v, v))
+    if len(paddings) not in (2, 4) or not all(
+        isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in paddings
+    ):
+        raise OpArgumentError(
+            f"[{name}] paddings must be an int or a list/tuple of 2 or 4 ints, got {paddings!r}"
+        )
+    if len(paddings) == 2:
+        ph, pw = (int(v) for v in paddings)
+        return ((ph, ph), (pw, pw))
+    top, left, bottom, right = (int(v) for v in paddings)
+    return ((top, bottom), (left, right))
+
+
 def _unfold_args(name: str, kernel_sizes: Any, strides: Any, paddings: Any, dilations: Any) -> dict[str, Any]:
     k = _ntuple(name, "kernel_sizes", kernel_sizes, 2, 1)
     d = _ntuple(name, "dilations", dilations, 2, 1)
-    p = _padding(name, paddings, k, d)
+    p = _patch_paddings(name, paddings)
     if min(min(p[0]), min(p[1])) < 0:
         raise OpArgumentError(f"[{name}] paddings must not be negative, got {paddings!r}")
     return {
@@ -66,7 +90,16 @@ def unfold(
     dilations: Any = 1,
     name: str | None = None,
 ) -> Tensor:
-    """Sliding blocks of NCHW ``x`` as columns: (N, C*KH*KW, L) (im2col)."""
+    """Sliding blocks of NCHW ``x`` as columns: (N, C*KH*KW, L) (im2col).
+
+    ``paddings`` is an int, ``[h, w]``, or four ints in Paddle's order for this op,
+    ``[top, left, bottom, right]``.
+
+    Example:
+        >>> x = framework.ones([1, 1, 3, 3])
+        >>> list(framework.nn.functional.unfold(x, [2, 2], paddings=[1, 0, 0, 0]).shape)
+        [1, 4, 6]
+    """
     x = float_arg("unfold", x)
     if x.ndim != 4:
         raise OpArgumentError(f"[unfold] x must be 4-d (N, C, H, W), got shape {x.shape}")
@@ -83,7 +116,14 @@ def fold(
     name: str | None = None,
 ) -> Tensor:
     """The inverse layout of :func:`unfold` (col2im): (N, C*KH*KW, L) columns summed back into
-    an (N, C, H, W) image, overlaps added. A transposed convolution with a one-hot weight."""
+    an (N, C, H, W) image, overlaps added. A transposed convolution with a one-hot weight.
+    ``paddings`` reads as in :func:`unfold` (four ints: ``[top, left, bottom, right]``).
+
+    Example:
+        >>> cols = framework.ones([1, 4, 4])
+        >>> list(framework.nn.functional.fold(cols, [3, 3], [2, 2]).shape)
+        [1, 1, 3, 3]
+    """
     x = float_arg("fold", x)
     a = _unfold_args("fold", kernel_sizes, strides, paddings, dilations)
     hw = _ntuple("fold", "output_sizes", output_sizes, 2, 1)
