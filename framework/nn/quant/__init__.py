@@ -1,7 +1,7 @@
 """Weight-only quantisation, spelled as ``paddle.nn.quant``: :func:`weight_quantize`,
 :func:`weight_dequantize`, :func:`weight_only_linear` (int8, and int4 packed two a byte by
 :func:`pack_int4`, with per-channel or group-wise scales), the float8 product :func:`scaled_matmul` with
-:func:`float8_saturate` (OCP saturating conversion) and the :class:`WeightOnlyLinear` layer that
+:func:`float8_saturate` (OCP saturating conversion), the exact int32 product :func:`matmul_integer` and the :class:`WeightOnlyLinear` layer that
 ``fw.quantization.weight_only_quantize`` puts in place of ``nn.Linear``.
 
 >>> import framework as fw
@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 from ..._src.ops.composites.float8 import float8_saturate, scaled_matmul
+from ..._src.ops.composites.integer_products import matmul_integer
 from ..._src.ops.composites.quant import (
     pack_int4,
     unpack_int4,
@@ -33,6 +34,7 @@ __all__ = [
     "weight_quantize",
     "float8_saturate",
     "scaled_matmul",
+    "matmul_integer",
     "pack_int4",
     "unpack_int4",
 ]

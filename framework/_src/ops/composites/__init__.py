@@ -23,6 +23,7 @@ from . import (  # noqa: F401
     fake_quant,
     float8,
     float_bits,
+    integer_products,
     linear,
     loss,
     manipulation,
