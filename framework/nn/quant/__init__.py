@@ -2,7 +2,9 @@
 :func:`weight_dequantize`, :func:`weight_only_linear` (int8, and int4 packed two a byte by
 :func:`pack_int4`, with per-channel or group-wise scales), the float8 product :func:`scaled_matmul` with
 :func:`float8_saturate` (OCP saturating conversion), the exact int32 product :func:`matmul_integer` and the :class:`WeightOnlyLinear` layer that
-``fw.quantization.weight_only_quantize`` puts in place of ``nn.Linear``.
+``fw.quantization.weight_only_quantize`` puts in place of ``nn.Linear``; fp8 (float8_e4m3fn)
+weights beside int8/int4; embeddings: :func:`embedding_quantize`, :func:`weight_only_embedding`
+and the :class:`WeightOnlyEmbedding` layer (``weight_only_quantize(..., embedding=True)``).
 
 >>> import framework as fw
 >>> from framework.nn.quant import weight_only_linear, weight_quantize
@@ -25,10 +27,14 @@ from ..._src.ops.composites.quant import (
     weight_only_linear,
     weight_quantize,
 )
-from .layers import WeightOnlyLinear
+from ..._src.ops.composites.quant_embedding import embedding_quantize, weight_only_embedding
+from .layers import WeightOnlyEmbedding, WeightOnlyLinear
 
 __all__ = [
     "WeightOnlyLinear",
+    "WeightOnlyEmbedding",
+    "embedding_quantize",
+    "weight_only_embedding",
     "weight_dequantize",
     "weight_only_linear",
     "weight_quantize",

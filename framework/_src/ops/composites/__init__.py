@@ -33,6 +33,7 @@ from . import (  # noqa: F401
     pooling,
     products,
     quant,
+    quant_embedding,
     random_fills,
     resize,
     sampling,
