@@ -57,6 +57,8 @@ _FROM_ST = {
     "U16": "uint16",
     "U32": "uint32",
     "U64": "uint64",
+    "F8_E4M3": "float8_e4m3fn",  # the safetensors names of the OCP float8 types
+    "F8_E5M2": "float8_e5m2",
 }
 _TO_ST = {v: k for k, v in _FROM_ST.items()}
 #: Written before issue 18: its checksum covers the tensor data only (still read and checked).

@@ -12,6 +12,7 @@ array, as Paddle writes it (Paddle has no uint16 dtype).
 from __future__ import annotations
 
 import io
+import os
 import pickle
 from typing import Any
 
@@ -69,13 +70,18 @@ class _ArrayUnpickler(pickle.Unpickler):
 
 
 def is_pickle(path: str) -> bool:
-    """Whether the file at ``path`` starts like a pickle of protocol 2 or newer."""
+    """Whether the file at ``path`` starts like a pickle of protocol 2 or newer (and not like a
+    safetensors file whose 8-byte header length happens to begin ``80 02`` .. ``80 05``: its
+    ninth byte is the header's ``{`` and the length fits the file)."""
     try:
         with open(path, "rb") as f:
-            head = f.read(2)
+            head = f.read(9)
+            size = os.fstat(f.fileno()).st_size
     except OSError:
         return False
-    return len(head) == 2 and head[0] == 0x80 and 2 <= head[1] <= 5
+    if len(head) == 9 and head[8:9] == b"{" and int.from_bytes(head[:8], "little") <= size - 8:
+        return False
+    return len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= 5
 
 
 class PaddleFileError(ValueError):

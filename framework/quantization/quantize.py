@@ -11,9 +11,9 @@ from typing import Any
 
 from adapter_api import OpArgumentError
 
-from ..nn.common import Linear
+from ..nn.common import Embedding, Linear
 from ..nn.layer import Layer
-from ..nn.quant import WeightOnlyLinear
+from ..nn.quant import WeightOnlyEmbedding, WeightOnlyLinear
 from .base import BaseObserver, BaseQuanter
 from .config import QuantConfig
 from .layers import QuantedLinear, QuantizedLinear
@@ -148,10 +148,14 @@ def weight_only_quantize(
     group_size: int = -1,
     skip: tuple[str, ...] = (),
     inplace: bool = False,
+    embedding: bool = False,
 ) -> Layer:
     """Replace every ``nn.Linear`` (but those whose full name is in ``skip``) with a
-    :class:`~framework.nn.quant.WeightOnlyLinear`: weights int8, or int4 two a byte, with
-    per-channel (``group_size=-1``) or group-wise scales; activations stay float.
+    :class:`~framework.nn.quant.WeightOnlyLinear`: weights int8, int4 two a byte, or fp8
+    (float8_e4m3fn), with per-channel (``group_size=-1``) or group-wise scales; activations
+    stay float. With ``embedding=True`` every ``nn.Embedding`` becomes a
+    :class:`~framework.nn.quant.WeightOnlyEmbedding` too (scales per token row, or per group
+    of ``group_size`` dims).
 
     Example:
         >>> import framework as fw
@@ -159,15 +163,22 @@ def weight_only_quantize(
         >>> m = weight_only_quantize(fw.nn.Sequential(fw.nn.Linear(64, 8)), "int4", group_size=32)
         >>> type(m[0]).__name__, m[0].weight.shape
         ('WeightOnlyLinear', (4, 64))
+        >>> e = weight_only_quantize(fw.nn.Sequential(fw.nn.Embedding(10, 4)), "fp8", embedding=True)
+        >>> type(e[0]).__name__, str(e[0].weight.dtype)
+        ('WeightOnlyEmbedding', 'float8_e4m3fn')
     """
     if not isinstance(model, Layer):
         raise OpArgumentError(f"[weight_only_quantize] expects a Layer, got {type(model).__name__}")
     model = model if inplace else copy.deepcopy(model)
 
     def make(layer: Layer, name: str) -> Layer | None:
-        if not isinstance(layer, Linear) or name in skip:
+        if name in skip:
             return None
-        return WeightOnlyLinear(layer, weight_dtype, group_size)
+        if isinstance(layer, Linear):
+            return WeightOnlyLinear(layer, weight_dtype, group_size)
+        if embedding and isinstance(layer, Embedding):
+            return WeightOnlyEmbedding(layer, weight_dtype, group_size)
+        return None
 
     _replace(model, make)
     return model

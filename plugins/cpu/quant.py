@@ -11,7 +11,8 @@ a replayed decoding step runs the C call alone.
 
 Larger batches go through numpy: for a scale per output channel the scale is applied to the
 product's columns (``(x @ q.T) * scale``), for group-wise scales to each group's partial
-product (one ``einsum`` over the groups); int4 weights are unpacked with two shifts (low
+product (one ``einsum`` over the groups); fp8 (float8_e4m3fn) weights always take this path,
+widened to the product's float type first; int4 weights are unpacked with two shifts (low
 nibble: ``(b << 4) >> 4``, high: ``b >> 4``, both arithmetic on int8). numpy converts the int8
 weight to the product's float type on the way into BLAS.
 """
@@ -45,8 +46,9 @@ def weight_only_linear_numpy(
     weight_dtype: str,
     group_size: int,
 ) -> np.ndarray:
-    """The product for ``x`` ``[..., k]``, ``q`` int8 ``[n, k]`` (int4: ``[n / 2, k]``)."""
-    w = unpack_int4(q) if weight_dtype == "int4" else q
+    """The product for ``x`` ``[..., k]``, ``q`` int8 ``[n, k]`` (int4: ``[n / 2, k]``; fp8:
+    float8_e4m3fn ``[n, k]``, widened by ml_dtypes' exact cast)."""
+    w = unpack_int4(q) if weight_dtype == "int4" else q.astype(x.dtype) if weight_dtype == "fp8" else q
     n, k = w.shape
     x2 = x.reshape(-1, k)
     if group_size == -1:
@@ -56,7 +58,7 @@ def weight_only_linear_numpy(
         pad = g * group_size - k
         if pad:  # a shorter last group: zero columns add nothing
             x2 = np.concatenate([x2, np.zeros((x2.shape[0], pad), x.dtype)], 1)
-            w = np.concatenate([w, np.zeros((n, pad), np.int8)], 1)
+            w = np.concatenate([w, np.zeros((n, pad), w.dtype)], 1)
         parts = np.einsum(
             "mgk,ngk->mgn", x2.reshape(-1, g, group_size), w.reshape(n, g, group_size).astype(x.dtype)
         )
@@ -125,14 +127,14 @@ def _c_product(
 def _kernel(ctx: Any, outs: list, ins: list, weight_dtype: str, group_size: int) -> None:
     x, q, scale = ins[:3]
     bias = ins[3] if len(ins) > 3 else None
-    if not _c_product(x, q, scale, bias, outs[0], weight_dtype == "int4", group_size):
+    if weight_dtype == "fp8" or not _c_product(x, q, scale, bias, outs[0], weight_dtype == "int4", group_size):
         np.copyto(outs[0], weight_only_linear_numpy(x, q, scale, bias, weight_dtype, group_size))
 
 
 def _bind(ctx: Any, outs: list, ins: list, weight_dtype: str, group_size: int) -> Any:
     """Static programs (and their captured graphs): the C call with its pointers cast once, so
     a decoding step replays the product alone; else the kernel with its arguments."""
-    if ctx.stream is not None:
+    if ctx.stream is not None or weight_dtype == "fp8":  # fp8: the numpy product (no C kernel)
         return None
     x, q, scale = ins[:3]
     bias = ins[3] if len(ins) > 3 else None

@@ -1,8 +1,10 @@
 """Weight-only quantisation, spelled as ``paddle.nn.quant``: :func:`weight_quantize`,
 :func:`weight_dequantize`, :func:`weight_only_linear` (int8, and int4 packed two a byte by
 :func:`pack_int4`, with per-channel or group-wise scales), the float8 product :func:`scaled_matmul` with
-:func:`float8_saturate` (OCP saturating conversion) and the :class:`WeightOnlyLinear` layer that
-``fw.quantization.weight_only_quantize`` puts in place of ``nn.Linear``.
+:func:`float8_saturate` (OCP saturating conversion), the exact int32 product :func:`matmul_integer` and the :class:`WeightOnlyLinear` layer that
+``fw.quantization.weight_only_quantize`` puts in place of ``nn.Linear``; fp8 (float8_e4m3fn)
+weights beside int8/int4; embeddings: :func:`embedding_quantize`, :func:`weight_only_embedding`
+and the :class:`WeightOnlyEmbedding` layer (``weight_only_quantize(..., embedding=True)``).
 
 >>> import framework as fw
 >>> from framework.nn.quant import weight_only_linear, weight_quantize
@@ -17,6 +19,7 @@
 from __future__ import annotations
 
 from ..._src.ops.composites.float8 import float8_saturate, scaled_matmul
+from ..._src.ops.composites.integer_products import matmul_integer
 from ..._src.ops.composites.quant import (
     pack_int4,
     unpack_int4,
@@ -24,15 +27,20 @@ from ..._src.ops.composites.quant import (
     weight_only_linear,
     weight_quantize,
 )
-from .layers import WeightOnlyLinear
+from ..._src.ops.composites.quant_embedding import embedding_quantize, weight_only_embedding
+from .layers import WeightOnlyEmbedding, WeightOnlyLinear
 
 __all__ = [
     "WeightOnlyLinear",
+    "WeightOnlyEmbedding",
+    "embedding_quantize",
+    "weight_only_embedding",
     "weight_dequantize",
     "weight_only_linear",
     "weight_quantize",
     "float8_saturate",
     "scaled_matmul",
+    "matmul_integer",
     "pack_int4",
     "unpack_int4",
 ]

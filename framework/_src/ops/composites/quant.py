@@ -32,10 +32,17 @@ from ..base import OPS, call, composite
 from ..creation import zeros
 from ..shape import concat, stack
 from ._common import tensor_arg
+from .float8 import float8_saturate
 
-#: algo -> (bits name, largest quantised magnitude)
-ALGOS = {"weight_only_int8": ("int8", 127), "weight_only_int4": ("int4", 7)}
-_WEIGHT_DTYPES = {"int8": "weight_only_int8", "int4": "weight_only_int4"}
+#: algo -> (bits name, largest quantised magnitude); ``weight_only_fp8`` (float8_e4m3fn, abs-max
+#: to 448) is Oarlock's own, beside Paddle's two integer ones
+ALGOS = {"weight_only_int8": ("int8", 127), "weight_only_int4": ("int4", 7), "weight_only_fp8": ("fp8", 448)}
+_WEIGHT_DTYPES = {"int8": "weight_only_int8", "int4": "weight_only_int4", "fp8": "weight_only_fp8"}
+
+
+def stored_dtype(bits: str) -> np.dtype:
+    """The dtype a quantised weight is stored in: float8_e4m3fn for fp8, else int8 (int4 packed)."""
+    return _dt.float8_e4m3fn if bits == "fp8" else np.dtype("int8")
 _QUANT_NO_GRAD = "its outputs are integers and a rounded scale: nothing to differentiate"
 
 
@@ -127,7 +134,7 @@ def _quantize_infer(ins: list[Tensor], attrs: dict[str, Any]) -> list:
     g = attrs["group_size"]
     rows = n // 2 if bits == "int4" else n
     scale_shape = (n,) if g == -1 else (_groups(k, g), n)
-    return [((rows, k), np.dtype("int8")), (scale_shape, ins[0].dtype)]
+    return [((rows, k), stored_dtype(bits)), (scale_shape, ins[0].dtype)]
 
 
 @composite("weight_quantize", infer=_quantize_infer, no_sharding="quantises a whole weight once, replicated")
@@ -145,6 +152,8 @@ def weight_quantize_decomposition(x: Tensor, algo: str = "weight_only_int8", gro
         scale = M.max(M.abs(padded.reshape((g, group_size, n))), axis=1) / qmax  # [g, n]
         spread = _spread_groups(scale, group_size, k)
     safe = M.where(spread == 0, M.ones_like(spread), spread)
+    if bits == "fp8":  # round to nearest even on the float8 grid, saturating at 448
+        return float8_saturate(M.cast(x / safe, "float32"), _dt.float8_e4m3fn).transpose((1, 0)), scale
     q = M.clip(M.round(x / safe), -qmax, qmax)
     q = M.cast(q, "int8").transpose((1, 0))  # [n, k]
     return (pack_int4(q) if bits == "int4" else q), scale
@@ -238,7 +247,8 @@ def weight_quantize(
 
     Args:
         x (Tensor): float weight ``[k, n]``.
-        algo (str): ``"weight_only_int8"`` or ``"weight_only_int4"`` (``n`` even).
+        algo (str): ``"weight_only_int8"``, ``"weight_only_int4"`` (``n`` even) or
+            ``"weight_only_fp8"`` (float8_e4m3fn, ``scale = abs-max / 448``; not in Paddle).
         arch (int, optional): ignored (Paddle's GPU layout switch).
         group_size (int): ``-1``, or the rows per scale group (64 and 128 in Paddle; any
             positive size here, a last group may be shorter).
@@ -293,9 +303,10 @@ def weight_dequantize(
 def _check_quantised(name: str, q: Any, scale: Any, algo: str, group_size: int) -> None:
     q = tensor_arg(name, q, "weight")
     scale = tensor_arg(name, scale, "weight_scale")
-    if q.ndim != 2 or q.dtype != np.int8:
+    want_dtype = stored_dtype(ALGOS[algo][0])
+    if q.ndim != 2 or q.dtype != want_dtype:
         raise OpArgumentError(
-            f"[{name}] weight must be a 2-d int8 tensor from weight_quantize, got {q.shape} {q.dtype}"
+            f"[{name}] weight must be a 2-d {want_dtype} tensor from weight_quantize ({algo}), got {q.shape} {q.dtype}"
         )
     n = q.shape[0] * (2 if ALGOS[algo][0] == "int4" else 1)
     want = (n,) if group_size == -1 else (_groups(q.shape[1], group_size), n)
@@ -323,7 +334,7 @@ def weight_only_linear(
         weight (Tensor): int8 ``[n, k]`` (int4: ``[n / 2, k]``).
         bias (Tensor, optional): ``[n]``.
         weight_scale (Tensor): ``[n]`` or ``[groups, n]``.
-        weight_dtype (str): ``"int8"`` or ``"int4"``.
+        weight_dtype (str): ``"int8"``, ``"int4"`` or ``"fp8"``.
         arch (int, optional): ignored.
         group_size (int): as given to :func:`weight_quantize`.
 
@@ -340,7 +351,7 @@ def weight_only_linear(
     name = "weight_only_linear"
     x = tensor_arg(name, x)
     if weight_dtype not in _WEIGHT_DTYPES:
-        raise OpArgumentError(f"[{name}] weight_dtype must be 'int8' or 'int4', got {weight_dtype!r}")
+        raise OpArgumentError(f"[{name}] weight_dtype must be 'int8', 'int4' or 'fp8', got {weight_dtype!r}")
     if weight_scale is None:
         raise OpArgumentError(f"[{name}] weight_scale is required (the scale weight_quantize returned)")
     group_size = _check_group(name, group_size)
