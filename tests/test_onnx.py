@@ -183,9 +183,10 @@ def test_errors_name_the_op_and_what_to_do() -> None:
 
     with pytest.raises(fw.onnx.OnnxImportError, match=r"no converter for the ONNX op\(s\) \['Frobnicate'\]"):
         fw.onnx.load(one("Frobnicate"))
-    m = fw.onnx.load(one("MaxPool", kernel_shape=[2, 2], dilations=[2, 2]))
-    with pytest.raises(fw.onnx.OnnxImportError, match="MaxPool.*dilations"):
-        m(fw.zeros([1, 1, 4, 4]))
+    m = one("GridSample", mode="cubic")
+    m.graph.node[0].input.append("x")  # the grid: any tensor, the mode is refused first
+    with pytest.raises(fw.onnx.OnnxImportError, match="GridSample.*mode='cubic' is not imported; use"):
+        fw.onnx.load(m)(fw.zeros([1, 1, 4, 4]))
     with pytest.raises(fw.onnx.OnnxImportError, match="no model file"):
         fw.onnx.load("/nonexistent/model.onnx")
     with pytest.raises(fw.onnx.OnnxImportError, match=r"takes 1 input"):

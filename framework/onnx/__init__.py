@@ -36,6 +36,7 @@ def _converters() -> None:
     if not _LOADED[0]:
         from . import (  # noqa: F401
             ops_control,
+            ops_dynamic,
             ops_elementwise,
             ops_loss,
             ops_nn,

@@ -306,7 +306,8 @@ class OnnxModel(nn.Layer):
             if name in self.value_inputs:
                 # a copy in C order (np.ascontiguousarray would make a 0-d value 1-d)
                 a = np.array(v.numpy() if isinstance(v, Tensor) else np.asarray(v, dtype=dt), order="C")
-                frozen.append((a.tobytes(), a.dtype.str, a.shape))
+                # the dtype itself: its .str is "<V2" for bfloat16, which loses the type
+                frozen.append((a.tobytes(), a.dtype, a.shape))
             else:
                 t = v if isinstance(v, Tensor) else to_tensor(np.asarray(v, dtype=dt), device=self.device)
                 tensors.append(t)
@@ -335,7 +336,7 @@ class OnnxModel(nn.Layer):
         """The traced program (:class:`framework.ir.Program`) for the model's input specs;
         ``value_inputs``: the values of the inputs the model needs by value, if any."""
         frozen = tuple(
-            (a.tobytes(), a.dtype.str, a.shape) for a in (np.array(v, order="C") for v in value_inputs)
+            (a.tobytes(), a.dtype, a.shape) for a in (np.array(v, order="C") for v in value_inputs)
         )
         fn = self._static_fn(frozen)
         specs = [

@@ -9,7 +9,8 @@ does not ship that data, only the cases' Python, so it is written once to a cach
 A case is *skipped* when it needs what the importer states it does not take (an op with no
 converter, a dtype Oarlock does not hold, sequence or optional values); *failed* when the
 import or the run raises anything else or the values differ (the backend's tolerances:
-``rtol=1e-3, atol=1e-7`` unless the case sets its own).
+``rtol=1e-3, atol=1e-7`` unless the case sets its own; bfloat16 outputs are compared in
+float32 with ``rtol`` at least two bfloat16 ulps, 2**-6, as onnx's runner does).
 
     python -m framework.onnx.backend_report --device cpu [--ops Add,Conv] [--json out.json]
 
@@ -178,7 +179,15 @@ def run_case(name: str, device: str, compile: bool = False) -> CaseResult:
         if g.dtype != w.dtype:
             return CaseResult(name, op, "failed", f"output {k}: dtype {g.dtype}, expected {w.dtype}")
         try:
-            if w.dtype.kind in "fc":
+            if w.dtype.name == "bfloat16":  # as onnx's runner: in float32, two bfloat16 ulps
+                np.testing.assert_allclose(
+                    g.astype(np.float32),
+                    w.astype(np.float32),
+                    rtol=max(rtol, 2**-6),
+                    atol=atol,
+                    equal_nan=True,
+                )
+            elif w.dtype.kind in "fc":
                 np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, equal_nan=True)
             else:
                 np.testing.assert_array_equal(g, w)

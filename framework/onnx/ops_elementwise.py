@@ -70,9 +70,24 @@ def _mod(n: Node) -> fw.Tensor:
 
 @converter("BitShift")
 def _bitshift(n: Node) -> fw.Tensor:
+    """x << s is x * 2**s, x >> s is floor(x / 2**s) (arithmetic for signed x); a shift that is
+    negative or at least the width gives 0 to the left, the sign fill to the right."""
     a, b = n.tensor(0), n.tensor(1)
-    two = fw.pow(fw.full_like(b, 2), b)
-    return fw.multiply(a, two) if n.attr("direction") == "LEFT" else fw.floor_divide(a, two)
+    bits = np.dtype(a.dtype).itemsize * 8
+    signed = np.dtype(a.dtype).kind == "i"
+    zero = fw.zeros_like(b)
+    # a right shift of bits-1 on a signed value is its sign fill too (2**(bits-1) overflows)
+    top = bits - 1 if signed and n.attr("direction") != "LEFT" else bits
+    ok = fw.logical_and(fw.greater_equal(b, zero), fw.less_than(b, fw.full_like(b, top)))
+    two = fw.pow(fw.full_like(b, 2), fw.where(ok, b, zero))
+    if n.attr("direction") == "LEFT":
+        return fw.where(ok, fw.multiply(a, two), fw.zeros_like(a))
+    fill = (
+        fw.where(fw.less_than(a, fw.zeros_like(a)), fw.full_like(a, -1), fw.zeros_like(a))
+        if signed
+        else fw.zeros_like(a)
+    )
+    return fw.where(ok, fw.floor_divide(a, two), fill)
 
 
 def _variadic(fn):  # type: ignore[no-untyped-def]

@@ -73,6 +73,7 @@ def _conv_fn(rank: int, transpose: bool = False):  # type: ignore[no-untyped-def
         (3, False): F.conv3d,
         (1, True): F.conv1d_transpose,
         (2, True): F.conv2d_transpose,
+        (3, True): F.conv3d_transpose,
     }
     return fns.get((rank, transpose))
 
@@ -103,7 +104,7 @@ def _conv_transpose(n: Node) -> fw.Tensor:
     k = x.ndim - 2
     fn = _conv_fn(k, True)
     if fn is None:
-        raise n.error(f"a {k}-D transposed convolution is not imported", "ConvTranspose imports 1-D and 2-D")
+        raise n.error(f"a {k}-D transposed convolution is not imported", "ConvTranspose imports 1-D to 3-D")
     kernel = list(n.attr("kernel_shape", w.shape[2:]))
     strides = list(n.attr("strides", [1] * k))
     dil = list(n.attr("dilations", [1] * k))
@@ -113,10 +114,11 @@ def _conv_transpose(n: Node) -> fw.Tensor:
     if "output_shape" in n.attrs:
         target = list(n.attrs["output_shape"])[-k:]
         total = [full[i] - target[i] for i in range(k)]
-        upper = n.attr("auto_pad", "NOTSET") != "SAME_LOWER"
-        pads = [t // 2 if upper else t - t // 2 for t in total] + [
-            t - t // 2 if upper else t // 2 for t in total
-        ]
+        # the spec's split (the larger half first unless SAME_UPPER); a target past the full
+        # result extends it with zeros at the end, as ONNX Runtime does
+        upper = n.attr("auto_pad", "NOTSET") == "SAME_UPPER"
+        head = [0 if t < 0 else t // 2 if upper else t - t // 2 for t in total]
+        pads = head + [t - h for h, t in zip(head, total)]
     elif n.attr("auto_pad", "NOTSET") in ("SAME_UPPER", "SAME_LOWER"):
         target = [x.shape[2 + i] * strides[i] for i in range(k)]
         total = [full[i] - target[i] for i in range(k)]
@@ -127,7 +129,11 @@ def _conv_transpose(n: Node) -> fw.Tensor:
     else:
         pads = list(n.attr("pads", [0] * (2 * k)))
     y = fn(x, w, None, stride=strides, padding=0, output_padding=outpad, dilation=dil, groups=group)
-    # the full result cropped by the pads (a crop, so asymmetric pads need nothing special)
+    # the full result cropped by the pads (a crop, so asymmetric pads need nothing special);
+    # a negative pad extends it with zeros
+    if any(p < 0 for p in pads):
+        y = _explicit_pad(y, [max(-p, 0) for p in pads])
+        pads = [max(p, 0) for p in pads]
     ends = [y.shape[2 + i] - pads[k + i] for i in range(k)]
     if any(pads):
         y = fw.slice(y, list(range(2, 2 + k)), pads[:k], ends)
@@ -151,14 +157,92 @@ def _as_2d(x: fw.Tensor, kernel: list[int], strides: list[int], pads: list[int])
     return x, kernel, strides, pads, False
 
 
+def _window_pool(n: Node, x: fw.Tensor, kind: str, p: float = 2.0) -> tuple[fw.Tensor, fw.Tensor | None]:
+    """Pooling of any rank, dilations, pads and ceil mode as the combination of one strided
+    slice per kernel offset (``kind``: ``"max"``, ``"avg"`` or ``"lp"``); with ``"max"``
+    also the flat indices of the maxima (the first one of a window, as ONNX Runtime)."""
+    kernel, strides, pads, dil = _pool_args(n, x)
+    k = len(kernel)
+    ceil = bool(n.attr("ceil_mode", 0))
+    spans = [(kernel[i] - 1) * dil[i] + 1 for i in range(k)]
+    outs = []
+    for i in range(k):
+        size = x.shape[2 + i]
+        span = size + pads[i] + pads[k + i] - spans[i]
+        out = (-(-span // strides[i]) if ceil else span // strides[i]) + 1
+        if ceil and (out - 1) * strides[i] >= size + pads[i]:
+            out -= 1  # a last window that starts in the end padding is dropped
+        outs.append(out)
+    # the ceil mode's last windows may reach past the end padding: pad for them too
+    extra = [
+        max((outs[i] - 1) * strides[i] + spans[i] - (x.shape[2 + i] + pads[i] + pads[k + i]), 0)
+        for i in range(k)
+    ]
+    ends_pad = [pads[k + i] + extra[i] for i in range(k)]
+    dt = np.dtype(x.dtype)
+    low = float(np.finfo(dt).min) if dt.kind == "f" else float(np.iinfo(dt).min)
+    xp = _explicit_pad(x, pads[:k] + ends_pad, low if kind == "max" else 0.0)
+    idx = None
+    if kind == "max" and len(n.proto.output) > 1 and n.proto.output[1]:
+        plane = int(np.prod(x.shape[2:]))
+        spatial = np.arange(plane, dtype=np.int64).reshape(x.shape[2:])
+        if n.attr("storage_order", 0):  # column-major within each plane
+            spatial = np.arange(plane, dtype=np.int64).reshape(x.shape[2:][::-1]).T
+        flat = (
+            np.arange(x.shape[0] * x.shape[1], dtype=np.int64).reshape(x.shape[0], x.shape[1], *[1] * k)
+            * plane
+        )
+        flat = flat + spatial
+        idx = _explicit_pad(fw.to_tensor(flat, device=n.device), pads[:k] + ends_pad, -1.0)
+    # the elements each window holds (the divisor of an average)
+    if kind == "avg":
+        inner = [0] * k + [0] * k if not n.attr("count_include_pad", 0) else pads[:k] + pads[k:]
+        ones = _explicit_pad(fw.ones([1, 1, *x.shape[2:]], dtype=x.dtype, device=n.device), inner, 1.0)
+        ones = _explicit_pad(
+            ones, [pads[i] - inner[i] for i in range(k)] + [ends_pad[i] - inner[k + i] for i in range(k)]
+        )
+    acc = cnt = best_idx = None
+    axes = list(range(2, 2 + k))
+    for off in np.ndindex(*kernel):
+        starts = [off[i] * dil[i] for i in range(k)]
+        ends = [starts[i] + (outs[i] - 1) * strides[i] + 1 for i in range(k)]
+        win = fw.strided_slice(xp, axes, starts, ends, strides)
+        if kind == "max":
+            if acc is None:
+                acc = win
+                best_idx = fw.strided_slice(idx, axes, starts, ends, strides) if idx is not None else None
+            else:
+                if idx is not None:
+                    better = fw.greater_than(win, acc)
+                    best_idx = fw.where(better, fw.strided_slice(idx, axes, starts, ends, strides), best_idx)
+                acc = fw.maximum(acc, win)
+        else:
+            term = fw.pow(fw.abs(win), p) if kind == "lp" else win
+            acc = term if acc is None else fw.add(acc, term)
+            if kind == "avg":
+                c = fw.strided_slice(ones, axes, starts, ends, strides)
+                cnt = c if cnt is None else fw.add(cnt, c)
+    if kind == "avg":
+        acc = fw.divide(acc, cnt)
+    elif kind == "lp":
+        acc = fw.pow(acc, 1.0 / p)
+    return acc, best_idx
+
+
+def _simple_pool(n: Node, x: fw.Tensor) -> bool:
+    """The pooling the plugins' 2-D kernels take: 1-D or 2-D, no dilations, no indices."""
+    _, _, _, dil = _pool_args(n, x)
+    wants_idx = len(n.proto.output) > 1 and bool(n.proto.output[1])
+    return x.ndim in (3, 4) and all(d == 1 for d in dil) and not wants_idx
+
+
 @converter("MaxPool")
 def _maxpool(n: Node) -> object:
     x = n.tensor(0)
+    if not _simple_pool(n, x):
+        y, idx = _window_pool(n, x, "max")
+        return [y, idx] if idx is not None else y
     kernel, strides, pads, dil = _pool_args(n, x)
-    if x.ndim not in (3, 4) or any(d != 1 for d in dil):
-        raise n.error("only 1-D and 2-D max pooling without dilations is imported")
-    if len(n.proto.output) > 1 and n.proto.output[1]:
-        raise n.error("the Indices output is not imported", "drop the second output")
     x, kernel, strides, pads, squeeze = _as_2d(x, kernel, strides, pads)
     neg = (
         float(np.finfo(np.dtype(x.dtype)).min)
@@ -174,9 +258,9 @@ def _maxpool(n: Node) -> object:
 @converter("AveragePool")
 def _avgpool(n: Node) -> fw.Tensor:
     x = n.tensor(0)
+    if not _simple_pool(n, x):
+        return _window_pool(n, x, "avg")[0]
     kernel, strides, pads, dil = _pool_args(n, x)
-    if x.ndim not in (3, 4) or any(d != 1 for d in dil):
-        raise n.error("only 1-D and 2-D average pooling without dilations is imported")
     x, kernel, strides, pads, squeeze = _as_2d(x, kernel, strides, pads)
     ceil = bool(n.attr("ceil_mode", 0))
     xp = _explicit_pad(x, pads)
@@ -186,6 +270,11 @@ def _avgpool(n: Node) -> fw.Tensor:
         y = fw.divide(y, F.avg_pool2d(ones, kernel, strides, 0, ceil_mode=ceil, exclusive=True))
     y = _crop_ceil(n, y, xp, kernel, strides, pads)
     return fw.squeeze(y, 2) if squeeze else y
+
+
+@converter("LpPool")
+def _lppool(n: Node) -> fw.Tensor:
+    return _window_pool(n, n.tensor(0), "lp", float(n.attr("p", 2)))[0]
 
 
 def _crop_ceil(

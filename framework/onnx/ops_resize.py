@@ -143,3 +143,67 @@ def _upsample(n: Node) -> fw.Tensor:
         if float(s) != 1.0:
             y = _resize_axis(n, y, a, int(np.floor(x.shape[a] * float(s))), float(s), (0.0, 1.0), mode)
     return y
+
+
+def _reflect(v: fw.Tensor, lo: float, hi: float) -> fw.Tensor:
+    """``v`` reflected into [lo, hi] as often as it takes (a triangle wave of period 2(hi-lo))."""
+    span = hi - lo
+    if span <= 0:
+        return fw.full_like(v, lo)
+    t = fw.remainder(fw.subtract(v, fw.full_like(v, lo)), fw.full_like(v, 2 * span))
+    back = fw.subtract(fw.full_like(t, 2 * span), t)
+    return fw.add(fw.where(fw.greater_than(t, fw.full_like(t, span)), back, t), fw.full_like(t, lo))
+
+
+def _rint(v: fw.Tensor) -> fw.Tensor:
+    """Round half to even (``fw.round`` rounds halves away from zero)."""
+    r = fw.round(v)
+    half = fw.equal(fw.abs(fw.subtract(v, fw.trunc(v))), fw.full_like(v, 0.5))
+    return fw.where(half, fw.multiply(fw.round(fw.divide(v, fw.full_like(v, 2.0))), fw.full_like(v, 2.0)), r)
+
+
+@converter("GridSample")
+def _grid_sample(n: Node) -> fw.Tensor:
+    """2-D sampling, bilinear or nearest, any padding mode. ``reflection`` reflects the grid's
+    locations into the image, then samples as ``border``; ``nearest`` snaps them to the pixel
+    ONNX picks (halves to even), then samples."""
+    from framework.nn import functional as F
+
+    x, grid = n.tensor(0), n.tensor(1)
+    mode = {"linear": "bilinear", "bilinear": "bilinear", "nearest": "nearest"}.get(
+        n.attr("mode", "bilinear")
+    )
+    if mode is None:
+        raise n.error(f"mode={n.attr('mode')!r} is not imported", "use 'linear' (bilinear) or 'nearest'")
+    if x.ndim != 4:
+        raise n.error(
+            f"a {x.ndim - 2}-D sampling (input of shape {tuple(x.shape)}) is not imported",
+            "GridSample imports 2-D (N, C, H, W) inputs",
+        )
+    pad = n.attr("padding_mode", "zeros")
+    if pad not in ("zeros", "border", "reflection"):
+        raise n.error(f"padding_mode={pad!r} is not imported", "use 'zeros', 'border' or 'reflection'")
+    align = bool(n.attr("align_corners", 0))
+    if pad == "reflection" or mode == "nearest":
+        cols = []
+        for i, size in enumerate((x.shape[3], x.shape[2])):  # grid holds (x, y)
+            g = grid[..., i]
+            one = fw.ones_like(g)
+            # to pixels: align_corners maps [-1, 1] to the centres of the edge pixels, else to their outer edges
+            scale = (size - 1) / 2 if align else size / 2
+            shift = 0.0 if align else 0.5
+            pix = fw.subtract(fw.multiply(fw.add(g, one), fw.full_like(g, scale)), fw.full_like(g, shift))
+            if pad == "reflection":
+                pix = _reflect(pix, 0.0, size - 1.0) if align else _reflect(pix, -0.5, size - 0.5)
+            if mode == "nearest":
+                pix = _rint(pix)
+            if scale == 0:  # one pixel with align_corners: every location is its centre
+                g = fw.zeros_like(pix)
+            else:
+                g = fw.subtract(
+                    fw.divide(fw.add(pix, fw.full_like(pix, shift)), fw.full_like(pix, scale)), one
+                )
+            cols.append(fw.unsqueeze(g, -1))
+        grid = fw.concat(cols, axis=-1)
+        pad = "border" if pad == "reflection" else pad
+    return F.grid_sample(x, grid, mode=mode, padding_mode=pad, align_corners=align)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 import framework as fw
@@ -164,15 +166,55 @@ def _gather_nd(n: Node) -> fw.Tensor:
     return fw.gather_nd(n.tensor(0), n.tensor(1).astype("int64"))
 
 
+#: the most updates a mul/max/min scatter takes: it combines them in as many rounds (each a
+#: gather and a scatter) as the most updates one position may receive, which is not known
+#: while the program is built, so it is the number of updates
+_MAX_ROUNDS = 1024
+
+
+def _scatter_flat(n: Node, x: fw.Tensor, pos: fw.Tensor, vals: fw.Tensor, red: str) -> fw.Tensor:
+    """``x`` with the 1-D ``vals`` combined into its flat positions ``pos`` by ``red``."""
+    flat = x.reshape([-1])
+    combine = {"mul": fw.multiply, "max": fw.maximum, "min": fw.minimum}[red]
+    m, size = pos.shape[0], flat.shape[0]
+    if m > _MAX_ROUNDS:
+        raise n.error(
+            f"reduction={red!r} over {m} updates is not imported (at most {_MAX_ROUNDS})",
+            "use reduction 'add' or 'none', or split the scatter",
+        )
+    # round r applies each update that is the r-th to its position; a spare slot at the
+    # end takes the writes of the updates not in the round
+    same = fw.equal(pos.reshape([m, 1]), pos.reshape([1, m]))
+    earlier = fw.tril(fw.ones([m, m], dtype="int64", device=n.device), -1)
+    occ = fw.sum(fw.multiply(same.astype("int64"), earlier), axis=1)
+    cur = fw.concat([flat, flat[:1]], axis=0)
+    spare = fw.full_like(pos, size)
+    for r in range(m):
+        here = fw.where(fw.equal(occ, fw.full_like(occ, r)), pos, spare)
+        cur = fw.scatter(cur, here, combine(fw.gather(cur, here, axis=0), vals), overwrite=True)
+    return cur[:size].reshape(x.shape)
+
+
 @converter("ScatterElements", "Scatter")
 def _scatter_elements(n: Node) -> fw.Tensor:
     x, idx, upd = n.tensor(0), n.tensor(1), n.tensor(2)
     ax = _axis(n.attr("axis", 0), x.ndim)
     idx = fw.where(fw.less_than(idx, fw.zeros_like(idx)), fw.add(idx, fw.full_like(idx, x.shape[ax])), idx)
-    red = {"none": "assign", "add": "add", "mul": "multiply", "max": "amax", "min": "amin"}[
-        n.attr("reduction", "none")
-    ]
-    return fw.put_along_axis(x, idx.astype("int64"), upd, ax, reduce=red, broadcast=False)
+    red = n.attr("reduction", "none")
+    if red in ("none", "add"):
+        return fw.put_along_axis(
+            x, idx.astype("int64"), upd, ax, reduce="assign" if red == "none" else "add", broadcast=False
+        )
+    # flat positions of every update: its own index along ``ax``, its place elsewhere
+    strides = np.cumprod([1, *x.shape[::-1]])[::-1][1:]
+    pos = idx.astype("int64") * int(strides[ax])
+    for d in range(x.ndim):
+        if d != ax:
+            shape = [1] * x.ndim
+            shape[d] = idx.shape[d]
+            step = np.arange(idx.shape[d], dtype=np.int64).reshape(shape) * strides[d]
+            pos = fw.add(pos, fw.to_tensor(step, device=n.device))
+    return _scatter_flat(n, x, pos.reshape([-1]), upd.reshape([-1]), red)
 
 
 @converter("ScatterND")
@@ -181,14 +223,26 @@ def _scatter_nd(n: Node) -> fw.Tensor:
     red = n.attr("reduction", "none")
     if red == "add":
         return fw.scatter_nd_add(x, idx, upd)
-    if red != "none":
-        raise n.error(f"reduction={red!r} is not imported", "use reduction 'none' or 'add'")
-    # assign: clear the target elements, then add the updates (indices are unique in ONNX)
-    mask = fw.scatter_nd_add(fw.zeros_like(x), idx, fw.ones_like(upd))
-    return fw.add(
-        fw.where(fw.greater_than(mask, fw.zeros_like(mask)), fw.zeros_like(x), x),
-        fw.scatter_nd_add(fw.zeros_like(x), idx, upd),
+    if red == "none":
+        # assign: clear the target elements, then add the updates (indices are unique in ONNX)
+        mask = fw.scatter_nd_add(fw.zeros_like(x), idx, fw.ones_like(upd))
+        return fw.add(
+            fw.where(fw.greater_than(mask, fw.zeros_like(mask)), fw.zeros_like(x), x),
+            fw.scatter_nd_add(fw.zeros_like(x), idx, upd),
+        )
+    k = idx.shape[-1]
+    inner = int(np.prod(x.shape[k:], dtype=np.int64))
+    strides = np.cumprod([1, *x.shape[:k][::-1]])[::-1][1:] * inner
+    idx = fw.where(
+        fw.less_than(idx, fw.zeros_like(idx)),
+        fw.add(idx, fw.to_tensor(np.asarray(x.shape[:k], np.int64), device=n.device)),
+        idx,
     )
+    start = fw.sum(fw.multiply(idx, fw.to_tensor(strides.astype(np.int64), device=n.device)), axis=-1)
+    pos = fw.add(
+        start.reshape([-1, 1]), fw.to_tensor(np.arange(inner, dtype=np.int64).reshape(1, -1), device=n.device)
+    )
+    return _scatter_flat(n, x, pos.reshape([-1]), upd.reshape([-1]), red)
 
 
 @converter("Expand", consts=(1,))
@@ -204,12 +258,15 @@ def _tile(n: Node) -> fw.Tensor:
     return fw.tile(n.tensor(0), n.ints(1))
 
 
-@converter("Pad", consts=(1, 2, 3))
+@converter("Pad", consts=(1, 3))
 def _pad(n: Node) -> fw.Tensor:
     x = n.tensor(0)
     pads = n.ints(1, "pads")
-    value = n.const(2)
-    value = float(value.reshape(-1)[0]) if value is not None and value.size else float(n.attr("value", 0.0))
+    value: Any = n.inputs[2] if n.has(2) else None
+    if isinstance(value, np.ndarray):
+        value = float(value.reshape(-1)[0]) if value.size else float(n.attr("value", 0.0))
+    elif value is None:
+        value = float(n.attr("value", 0.0))
     r = x.ndim
     axes = n.ints(3, None, list(range(r)))
     axes = [_axis(a, r) for a in axes]
@@ -223,6 +280,13 @@ def _pad(n: Node) -> fw.Tensor:
         full = [max(p, 0) for p in full]
     if not any(full):
         return x
+    if mode == "constant" and not isinstance(value, float):
+        # a value computed at run time: pad with 0, then put it where the mask says padding
+        inside = fw.pad(fw.ones_like(x), full, mode="constant", value=0.0)
+        v = value.reshape([]).astype(x.dtype)
+        return fw.where(
+            fw.greater_than(inside, fw.zeros_like(inside)), fw.pad(x, full, mode="constant", value=0.0), v
+        )
     if mode == "constant":
         return fw.pad(x, full, mode="constant", value=value)
     for a in range(r):  # edge, reflect, wrap: a gather of source indices per padded axis

@@ -295,3 +295,93 @@ def _cumsum(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
         raise ctx.fail("is exclusive or reversed, which Oarlock's lowering does not cover")
     x = ctx.tensor(ins[0])
     return fw.cumsum(x, axis=None if ctx.attr(a, "flatten", False) else int(ctx.scalar(ins[1], "the axis")))
+
+
+@lowering("cumprod", "cumprod_")
+def _cumprod(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
+    x = ctx.tensor(ins[0])
+    dim = norm_axis(int(ctx.attr(a, "dim", -1)), x.ndim)
+    rev = bool(ctx.attr(a, "reverse", False))
+    if rev:
+        x = fw.flip(x, [dim])
+    if ctx.attr(a, "exclusive", False):  # each entry the product of those before it
+        head = fw.ones_like(fw.slice(x, [dim], [0], [1]))
+        x = fw.concat([head, fw.slice(x, [dim], [0], [x.shape[dim] - 1])], axis=dim)
+    out = fw.cumprod(x, dim)
+    return fw.flip(out, [dim]) if rev else out
+
+
+@lowering("amax", "amin")
+def _amax(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
+    fn = fw.amax if ctx.op.name.endswith("amax") else fw.amin
+    ax = ctx.attr(a, "axis", [])
+    ax = [int(v) for v in ax] if isinstance(ax, list | tuple) else [int(ax)]
+    return fn(ctx.tensor(ins[0]), axis=ax or None, keepdim=bool(ctx.attr(a, "keepdim", False)))
+
+
+@lowering("triu", "triu_", "tril", "tril_")
+def _triu(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
+    fn = fw.triu if "triu" in ctx.op.name else fw.tril
+    return fn(ctx.tensor(ins[0]), int(ctx.attr(a, "diagonal", 0)))
+
+
+@lowering("eye")
+def _eye(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> np.ndarray:
+    rows = int(ctx.scalar(ins[0], "the number of rows"))
+    cols = int(ctx.scalar(ins[1], "the number of columns")) if len(ins) > 1 and ins[1] is not None else rows
+    cols = rows if cols < 0 else cols  # Paddle's -1: square
+    return np.eye(rows, cols, dtype=ctx.attr(a, "dtype") or np.float32)
+
+
+@lowering("one_hot")
+def _one_hot(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
+    n = int(ctx.scalar(ins[1], "the number of classes")) if len(ins) > 1 else int(ctx.attr(a, "depth", -1))
+    return fw.nn.functional.one_hot(ctx.tensor(ins[0]), n)
+
+
+@lowering("topk")
+def _topk(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
+    k = int(ctx.scalar(ins[1], "k")) if len(ins) > 1 and ins[1] is not None else int(ctx.attr(a, "k", 1))
+    values, indices = fw.topk(
+        ctx.tensor(ins[0]),
+        k,
+        axis=int(ctx.attr(a, "axis", -1)),
+        largest=bool(ctx.attr(a, "largest", True)),
+        sorted=bool(ctx.attr(a, "sorted", True)),
+    )
+    return values, indices
+
+
+@lowering("det")
+def _det(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
+    """Gaussian elimination with partial pivoting over the last two dims, one step per
+    column (the matrix size is static): the product of the pivots, the sign of the swaps."""
+    m = ctx.tensor(ins[0])
+    n = m.shape[-1]
+    if m.ndim < 2 or m.shape[-2] != n:
+        raise ctx.fail(f"takes square matrices, got shape {tuple(m.shape)}")
+    rows = fw.to_tensor(np.arange(n, dtype=np.int64).reshape(n, 1), device=ctx.device)
+    det = fw.ones(m.shape[:-2], dtype=m.dtype, device=ctx.device)
+    for k in range(n):
+        col = fw.abs(m[..., :, k])
+        col = fw.where(
+            fw.less_than(rows.reshape([n]), fw.full([n], k, dtype="int64", device=ctx.device)),
+            fw.full_like(col, -1.0),
+            col,
+        )
+        p = fw.argmax(col, axis=-1, keepdim=True)  # (..., 1)
+        p_rows = fw.unsqueeze(p, -1)  # (..., 1, 1)
+        row_p = fw.take_along_axis(m, fw.expand(p_rows, [*m.shape[:-2], 1, n]), axis=-2)
+        row_k = m[..., k : k + 1, :]
+        is_k = fw.equal(rows, fw.full_like(rows, k))
+        m = fw.where(is_k, row_p, fw.where(fw.equal(rows, p_rows), row_k, m))
+        swapped = fw.not_equal(p.reshape(det.shape), fw.full(det.shape, k, dtype="int64", device=ctx.device))
+        pivot = m[..., k, k]
+        det = fw.multiply(det, fw.where(swapped, fw.multiply(pivot, fw.full_like(pivot, -1.0)), pivot))
+        safe = fw.where(fw.equal(pivot, fw.zeros_like(pivot)), fw.ones_like(pivot), pivot)
+        below = fw.greater_than(rows, fw.full_like(rows, k)).astype(m.dtype)  # (n, 1)
+        factors = fw.multiply(
+            fw.divide(m[..., :, k : k + 1], fw.unsqueeze(fw.unsqueeze(safe, -1), -1)), below
+        )
+        m = fw.subtract(m, fw.multiply(factors, m[..., k : k + 1, :]))
+    return det

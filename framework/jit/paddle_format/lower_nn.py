@@ -228,3 +228,85 @@ def _interp(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
 
 for _kind in ("nearest", "bilinear", "bicubic", "linear", "trilinear"):
     lowering(f"{_kind}_interp")(_interp)
+
+
+# -- padding, PReLU, fused RMS norm -------------------------------------------------------------
+@lowering("pad3d")
+def _pad3d(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
+    pads = (
+        ctx.ints(ins[1], "the paddings")
+        if len(ins) > 1 and ins[1] is not None
+        else _ints(ctx, a, "paddings", [0] * 6)
+    )
+    mode = str(ctx.attr(a, "mode", "constant"))
+    if mode not in ("constant", "reflect", "replicate", "circular"):
+        raise ctx.fail(f"has mode {mode!r}; expected constant, reflect, replicate or circular")
+    return F.pad(
+        ctx.tensor(ins[0]),
+        pads,
+        mode=mode,
+        value=float(ctx.attr(a, "pad_value", 0.0)),
+        data_format=str(ctx.attr(a, "data_format", "NCDHW")),
+    )
+
+
+@lowering("pad")
+def _pad(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
+    """Constant padding of every dim, ``paddings`` from dim 0: ``[before0, after0, before1, ...]``."""
+    x = ctx.tensor(ins[0])
+    value = (
+        ctx.scalar(ins[1], "the pad value")
+        if len(ins) > 1 and ins[1] is not None
+        else ctx.attr(a, "pad_value", 0.0)
+    )
+    pads = _ints(ctx, a, "paddings", [0] * (2 * x.ndim))
+    if len(pads) != 2 * x.ndim:
+        raise ctx.fail(f"has paddings {pads} for a tensor of rank {x.ndim}; expected {2 * x.ndim} numbers")
+    return fw.pad(x, pads, mode="constant", value=float(value))
+
+
+@lowering("prelu")
+def _prelu(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
+    x, alpha = ctx.tensor(ins[0]), ctx.tensor(ins[1], "the slopes")
+    mode, fmt = str(ctx.attr(a, "mode", "all")), str(ctx.attr(a, "data_format", "NCHW"))
+    if mode == "all":
+        alpha = alpha.reshape([])
+    elif mode == "channel":
+        shape = [1] * x.ndim
+        shape[1 if fmt.startswith("NC") else x.ndim - 1] = -1
+        alpha = alpha.reshape(shape)
+    elif mode == "element":
+        alpha = alpha.reshape([1, *x.shape[1:]])
+    else:
+        raise ctx.fail(f"has mode {mode!r}; expected all, channel or element")
+    return fw.where(fw.greater_than(x, fw.zeros_like(x)), x, fw.multiply(alpha.astype(x.dtype), x))
+
+
+@lowering("fused_rms_norm", "fused_rms_norm_quant")
+def _fused_rms_norm(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
+    """``(x + bias + residual)`` normalised by its root mean square over the dims from
+    ``begin_norm_axis``, times the weight, plus the norm's bias; also the sum (the residual
+    out) and the inverse RMS."""
+    if float(ctx.attr(a, "quant_scale", -1.0)) > 0:
+        raise ctx.fail("quantises its output (quant_scale > 0), which Oarlock's lowering does not cover")
+    x, bias, residual, weight, norm_bias = (list(ins) + [None] * 5)[:5]
+    h = ctx.tensor(x)
+    if bias is not None:
+        h = fw.add(h, ctx.tensor(bias))
+    if residual is not None:
+        h = fw.add(h, ctx.tensor(residual))
+    begin = int(ctx.attr(a, "begin_norm_axis", -1))
+    begin = begin + h.ndim if begin < 0 else begin
+    dims = list(range(begin, h.ndim))
+    inv = fw.rsqrt(
+        fw.add(
+            fw.mean(fw.square(h), axis=dims, keepdim=True),
+            fw.full([], float(ctx.attr(a, "epsilon", 1e-5)), dtype=h.dtype, device=ctx.device),
+        )
+    )
+    out = fw.multiply(h, inv)
+    if weight is not None:
+        out = fw.multiply(out, ctx.tensor(weight))
+    if norm_bias is not None:
+        out = fw.add(out, ctx.tensor(norm_bias))
+    return out, h if residual is not None else None, fw.reshape(inv, [-1])
