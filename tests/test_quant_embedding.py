@@ -74,7 +74,9 @@ def test_scales_match_paddle_weight_quantize_of_the_transposed_table(algo, qmax,
     paddle = pytest.importorskip("paddle")
     rng = np.random.default_rng(1)
     w16 = rng.standard_normal((32, 64)).astype(np.float16)  # [vocab, dim]; Paddle's CPU kernel is float16
-    _, ps = paddle.nn.quant.weight_quantize(paddle.to_tensor(w16.T.copy()), algo=algo, arch=80, group_size=group)
+    _, ps = paddle.nn.quant.weight_quantize(
+        paddle.to_tensor(w16.T.copy()), algo=algo, arch=80, group_size=group
+    )
     q, s = embedding_quantize(fw.to_tensor(w16.astype(np.float32)), algo, group_size=group)
     assert tuple(s.shape) == tuple(ps.shape)
     np.testing.assert_allclose(s.numpy(), ps.numpy().astype(np.float32), rtol=2e-3)
@@ -89,7 +91,9 @@ def test_padding_idx_and_layer_and_model_conversion():
     ids = fw.to_tensor([[2, 5, 19]])
     out = layer(ids).numpy()
     assert (out[0, 0] == 0).all()
-    np.testing.assert_allclose(out[0, 1:], emb(ids).numpy()[0, 1:], atol=np.abs(emb.weight.numpy()).max() / 127)
+    np.testing.assert_allclose(
+        out[0, 1:], emb(ids).numpy()[0, 1:], atol=np.abs(emb.weight.numpy()).max() / 127
+    )
 
     class Tiny(fw.nn.Layer):
         def __init__(self):
@@ -155,14 +159,22 @@ def test_fp8_weight_only_linear_matches_numpy():
 
 def test_errors_name_the_api_and_argument():
     w = fw.randn([5, 4])
-    with pytest.raises(OpArgumentError, match=r"\[embedding_quantize\] weight_only_int4 .* vocab must be even, got 5"):
+    with pytest.raises(
+        OpArgumentError, match=r"\[embedding_quantize\] weight_only_int4 .* vocab must be even, got 5"
+    ):
         embedding_quantize(w, "weight_only_int4")
     with pytest.raises(OpArgumentError, match=r"\[weight_quantize\] algo must be one of"):
         embedding_quantize(w, "int3")
     q, s = embedding_quantize(w)
-    with pytest.raises(OpArgumentError, match=r"\[weight_only_embedding\] ids must be integers, got dtype float32"):
+    with pytest.raises(
+        OpArgumentError, match=r"\[weight_only_embedding\] ids must be integers, got dtype float32"
+    ):
         weight_only_embedding(fw.ones([2]), q, s)
-    with pytest.raises(OpArgumentError, match=r"\[weight_only_embedding\] weight must be a 2-d float8_e4m3fn"):
+    with pytest.raises(
+        OpArgumentError, match=r"\[weight_only_embedding\] weight must be a 2-d float8_e4m3fn"
+    ):
         weight_only_embedding(fw.to_tensor([1]), q, s, "fp8")
-    with pytest.raises(OpArgumentError, match=r"\[WeightOnlyEmbedding\] weight_dtype must be 'int8', 'int4' or 'fp8'"):
+    with pytest.raises(
+        OpArgumentError, match=r"\[WeightOnlyEmbedding\] weight_dtype must be 'int8', 'int4' or 'fp8'"
+    ):
         WeightOnlyEmbedding(fw.nn.Embedding(4, 2), "int2")

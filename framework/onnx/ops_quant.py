@@ -124,11 +124,15 @@ def _qlinear_matmul(n: Node) -> fw.Tensor:
     a, b = _byte_operand(n, 0, "a"), _byte_operand(n, 3, "b")
     acc = matmul_integer(a, b, _opt(n, 2), _opt(n, 5))
     a_scale, b_scale, y_scale = (fw.cast(n.tensor(i), "float32") for i in (1, 4, 6))
-    multiplier = _per_row(a_scale) * (b_scale.reshape([]) if b_scale.numel() == 1 else b_scale) / y_scale.reshape([])
+    multiplier = (
+        _per_row(a_scale) * (b_scale.reshape([]) if b_scale.numel() == 1 else b_scale) / y_scale.reshape([])
+    )
     return _requantize(acc, multiplier, _opt(n, 7), a)
 
 
-def _integer_conv(n: Node, x: fw.Tensor, x_zp: fw.Tensor | None, w: fw.Tensor, w_zp: fw.Tensor | None) -> fw.Tensor:
+def _integer_conv(
+    n: Node, x: fw.Tensor, x_zp: fw.Tensor | None, w: fw.Tensor, w_zp: fw.Tensor | None
+) -> fw.Tensor:
     """``conv(x - x_zp, w - w_zp)`` computed in float64: every product and partial sum is an
     integer below 2**53, so the result is the exact integer sum (as float64)."""
     from .ops_nn import _conv_fn, _explicit_pad, _pads
@@ -168,7 +172,9 @@ def _qlinear_conv(n: Node) -> fw.Tensor:
     if n.has(8):
         bias = n.tensor(8)
         if np.dtype(bias.dtype) != np.dtype(np.int32):
-            raise n.error(f"B must be int32, got {bias.dtype}", "quantise the bias with scale x_scale * w_scale")
+            raise n.error(
+                f"B must be int32, got {bias.dtype}", "quantise the bias with scale x_scale * w_scale"
+            )
         acc = acc + fw.cast(bias, "float64").reshape([1, -1] + [1] * (x.ndim - 2))
     x_scale, w_scale, y_scale = (fw.cast(n.tensor(i), "float32") for i in (1, 4, 6))
     if w_scale.numel() > 1:

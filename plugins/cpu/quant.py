@@ -127,7 +127,9 @@ def _c_product(
 def _kernel(ctx: Any, outs: list, ins: list, weight_dtype: str, group_size: int) -> None:
     x, q, scale = ins[:3]
     bias = ins[3] if len(ins) > 3 else None
-    if weight_dtype == "fp8" or not _c_product(x, q, scale, bias, outs[0], weight_dtype == "int4", group_size):
+    if weight_dtype == "fp8" or not _c_product(
+        x, q, scale, bias, outs[0], weight_dtype == "int4", group_size
+    ):
         np.copyto(outs[0], weight_only_linear_numpy(x, q, scale, bias, weight_dtype, group_size))
 
 

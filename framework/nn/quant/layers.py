@@ -14,7 +14,6 @@ from ..layer import Layer
 _ALGO = {"int8": "weight_only_int8", "int4": "weight_only_int4", "fp8": "weight_only_fp8"}
 
 
-
 def _float_weight(name: str, layer: Any, what: str, weight_dtype: str) -> Tensor:
     """The 2-d float weight of the layer to quantise, after checking ``weight_dtype``."""
     if weight_dtype not in _ALGO:
@@ -87,7 +86,9 @@ class WeightOnlyEmbedding(Layer):
 
     def __init__(self, embedding: Any, weight_dtype: str = "int8", group_size: int = -1) -> None:
         super().__init__()
-        w = _float_weight("WeightOnlyEmbedding", embedding, "an nn.Embedding (a 2-d table [vocab, dim])", weight_dtype)
+        w = _float_weight(
+            "WeightOnlyEmbedding", embedding, "an nn.Embedding (a 2-d table [vocab, dim])", weight_dtype
+        )
         self.weight_dtype, self.group_size = weight_dtype, group_size
         self.num_embeddings, self.embedding_dim = w.shape
         self.padding_idx = getattr(embedding, "padding_idx", None)

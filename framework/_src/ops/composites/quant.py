@@ -43,6 +43,8 @@ _WEIGHT_DTYPES = {"int8": "weight_only_int8", "int4": "weight_only_int4", "fp8":
 def stored_dtype(bits: str) -> np.dtype:
     """The dtype a quantised weight is stored in: float8_e4m3fn for fp8, else int8 (int4 packed)."""
     return _dt.float8_e4m3fn if bits == "fp8" else np.dtype("int8")
+
+
 _QUANT_NO_GRAD = "its outputs are integers and a rounded scale: nothing to differentiate"
 
 

@@ -61,7 +61,9 @@ def weight_only_embedding_decomposition(
 OPS["weight_only_embedding"].no_grad = "its table is quantised storage and its ids integers"
 
 
-def embedding_quantize(weight: Tensor, algo: str = "weight_only_int8", group_size: int = -1) -> tuple[Tensor, Tensor]:
+def embedding_quantize(
+    weight: Tensor, algo: str = "weight_only_int8", group_size: int = -1
+) -> tuple[Tensor, Tensor]:
     """Quantise an embedding table ``[vocab, dim]`` with abs-max scales per token row (or per
     group of ``group_size`` dims): ``weight_quantize(weight.T, algo, group_size=group_size)``,
     so its scales are those Paddle's ``weight_quantize`` gives the transposed table.
@@ -126,7 +128,9 @@ def weight_only_embedding(
     name = "weight_only_embedding"
     x = tensor_arg(name, x)
     if x.dtype.kind not in "iu":
-        raise OpArgumentError(f"[{name}] ids must be integers, got dtype {x.dtype}; cast with x.astype('int64')")
+        raise OpArgumentError(
+            f"[{name}] ids must be integers, got dtype {x.dtype}; cast with x.astype('int64')"
+        )
     if weight_dtype not in _WEIGHT_DTYPES:
         raise OpArgumentError(f"[{name}] weight_dtype must be 'int8', 'int4' or 'fp8', got {weight_dtype!r}")
     algo = _WEIGHT_DTYPES[weight_dtype]
