@@ -31,7 +31,7 @@ def _bool(ins: list[Tensor], attrs: dict[str, Any]) -> list:
 def _make_binary_infer(name: str, out_bool: bool):
     def infer(ins: list[Tensor], attrs: dict[str, Any]) -> list:
         x, y = ins
-        shape = broadcast_shapes(name, x.shape, y.shape)
+        shape = x.shape if x.shape == y.shape else broadcast_shapes(name, x.shape, y.shape)
         return [(shape, _dt.bool_ if out_bool else x.dtype)]
 
     return infer
