@@ -255,11 +255,14 @@ def run(
         shape = metas[0][0]
         for t in ins:  # NOTE: inputs of the output's shape (the common case) need nothing
             if t.shape != shape:
-                ins = (
-                    _to_rank(ins, shape)
-                    if entry.broadcast
-                    else [u if u.shape == shape else op_expand(u, shape) for u in ins]
-                )
+                if not entry.broadcast:
+                    ins = [u if u.shape == shape else op_expand(u, shape) for u in ins]
+                else:  # a kernel that broadcasts: each input of the output's rank
+                    rank = len(shape)
+                    for u in ins:
+                        if len(u.shape) != rank:
+                            ins = _to_rank(ins, rank)
+                            break
                 break
     if len(metas) == 1:
         shape, dtype = metas[0]
@@ -304,9 +307,8 @@ def run(
     return outs
 
 
-def _to_rank(ins: list[Tensor], shape: tuple[int, ...]) -> list[Tensor]:
-    """The inputs of an element-wise kernel that broadcasts, each of the output's rank."""
-    rank = len(shape)
+def _to_rank(ins: list[Tensor], rank: int) -> list[Tensor]:
+    """The inputs of an element-wise kernel that broadcasts, each of the output's ``rank``."""
     return [u if len(u.shape) == rank else u._reshaped((1,) * (rank - len(u.shape)) + u.shape) for u in ins]
 
 
