@@ -24,6 +24,7 @@ from .core import IRError, Value, resolve
 from .dialects import infer_shapes, lookup
 from .graph_replay import _Graph
 from .in_place import _check_overlap, _writes_in_place
+from .passes import fusion, horizontal
 from .passes.lower import VIEW, base_name, kernel_entry, kernel_name, op_attrs
 from .steps import _CopyBack, _Declined, _Eager, _View, _viewed
 
@@ -38,6 +39,35 @@ def _key_input(op: str) -> int:
     """The input whose dtype picks the kernel of ``op`` (``where``: x, not the condition)."""
     d = base.OPS.get(op)
     return d.spec.key_input if d is not None and d.spec is not None else 0
+
+
+def group_flops(name: str) -> int | None:
+    """The FLOPs of one run of the compiler's group ``name`` (``fused.g…``; a merged
+    ``fused.h…``: its parts'), the sum of its ops' (each OpDef's ``flops``), or None where it is
+    no group or a shape in it is not a number.
+
+    >>> group_flops("op.add") is None
+    True
+    """
+    g = fusion.GROUPS.get(name)
+    if g is None:
+        h = horizontal.HGROUPS.get(name)
+        parts = None if h is None else [group_flops(op.name) for op in h.parts]
+        return None if not parts or None in parts else sum(parts)  # type: ignore[arg-type]
+    total = 0
+    for op in g.body.block.ops:
+        try:
+            d = lookup(op.name).opdef
+        except IRError:  # a builtin the table does not know: no arithmetic
+            d = None
+        if d is None or d.flops is None:
+            continue
+        ins = [getattr(v.type, "shape", None) for v in op.operands]
+        outs = [getattr(r.type, "shape", None) for r in op.results]
+        if any(sh is None or any(not isinstance(n, int) or n < 0 for n in sh) for sh in (*ins, *outs)):
+            return None
+        total += int(d.flops([tuple(sh) for sh in ins], [tuple(sh) for sh in outs], dict(op.attrs)))
+    return total
 
 
 class _Info:
@@ -512,7 +542,12 @@ class _Plan:
         if d is None:
             return args
         args["kernel"] = d[0]
-        return rec.details(base.OPS.get(self.names[k]), d[1], d[2], d[3], d[4], args)
+        args = rec.details(base.OPS.get(self.names[k]), d[1], d[2], d[3], d[4], args)
+        if rec.flops and self.names[k].startswith("fused."):  # a group: its ops' sum
+            n = group_flops(self.names[k])
+            if n is not None:
+                args["flops"] = n
+        return args
 
     def _launch(self, start: int = 0) -> None:
         """Run the instructions from ``start`` on."""
