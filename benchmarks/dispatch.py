@@ -2,6 +2,7 @@
 
     python benchmarks/dispatch.py [--device cpu] [--repeat 7] [--number 2000]
     python benchmarks/dispatch.py --breakdown [--number 20000]
+    python benchmarks/dispatch.py --against DIR [--rounds 10] [--cpu-clock] [--number 2000]
 
 Prints the median over repeats of the mean time per call, for Oarlock on the chosen device,
 numpy, and torch eager when importable, and the ratio Oarlock / torch.
@@ -12,12 +13,24 @@ promotion, the shape rule, kernel lookup and dispatch, output allocation (and it
 the kernel, the autograd record. Per stage: Python-level calls per op (exact, load-independent)
 and its share of the profiled time (cProfile inflates every call alike; the wall time per op
 without cProfile is printed beside it).
+
+``--against DIR`` compares this tree with another checkout (``git worktree add DIR main``)
+side by side: one interpreter per tree, started once, taking turns round by round (each
+round starts with the other tree), each timing every Oarlock case once per round (``--number``
+calls, after a warm-up); medians over ``--rounds``, the ratio this / DIR, and the Python-level
+calls per op of ``x + y`` in each tree (cProfile's count: exact, load-independent).
+``--cpu-clock`` times with the process's CPU clock (``time.process_time``) instead of the
+wall clock: time the machine's other load takes from the process is not counted.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import statistics
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -25,17 +38,112 @@ import numpy as np
 import framework as fw
 
 
-def bench(fn, number: int, repeat: int, warmup: int = 1) -> float:
+def bench(fn, number: int, repeat: int, warmup: int = 1, clock=time.perf_counter) -> float:
     """Median over ``repeat`` runs of the mean microseconds per call of ``number`` calls."""
     for _ in range(warmup):
         fn()
     runs = []
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0 = clock()
         for _ in range(number):
             fn()
-        runs.append((time.perf_counter() - t0) / number * 1e6)
+        runs.append((clock() - t0) / number * 1e6)
     return statistics.median(runs)
+
+
+def _cases(device: str) -> dict:
+    """name -> (Oarlock call, numpy call, torch key) of each case."""
+    rng = np.random.default_rng(0)
+    a16, b16 = rng.random(16, dtype=np.float32), rng.random(16, dtype=np.float32)
+    a64, b64 = rng.random((64, 64), dtype=np.float32), rng.random((64, 64), dtype=np.float32)
+    fa16, fb16 = fw.to_tensor(a16, device=device), fw.to_tensor(b16, device=device)
+    fa64, fb64 = fw.to_tensor(a64, device=device), fw.to_tensor(b64, device=device)
+    return {
+        "add 16": (lambda: fa16 + fb16, lambda: np.add(a16, b16), "add"),
+        "mul 16": (lambda: fa16 * fb16, lambda: np.multiply(a16, b16), "mul"),
+        "add scalar 16": (lambda: fa16 + 1.0, lambda: a16 + np.float32(1.0), "adds"),
+        "matmul 64x64": (lambda: fa64 @ fb64, lambda: a64 @ b64, "mm"),
+    }
+
+
+def calls_per_op(number: int = 2000) -> float:
+    """Python-level calls (functions and builtins) per ``x + y`` of two float32[16] tensors."""
+    import cProfile
+    import pstats
+
+    a = fw.to_tensor(np.ones(16, np.float32))
+    b = fw.to_tensor(np.ones(16, np.float32))
+    for _ in range(100):
+        a + b
+    pr = cProfile.Profile()
+    pr.enable()
+    for _ in range(number):
+        a + b
+    pr.disable()
+    st = pstats.Stats(pr).stats  # type: ignore[attr-defined]
+    return (sum(v[1] for v in st.values()) - 1) / number  # less the profiler's own disable()
+
+
+def worker(device: str, number: int, cpu_clock: bool) -> None:
+    """``--against``'s child: the calls per op, then one JSON line of timings per line read."""
+    clock = time.process_time if cpu_clock else time.perf_counter
+    cases = _cases(device)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(fw.__file__)))
+    print(json.dumps({"calls": calls_per_op(), "root": root}), flush=True)
+    for _ in sys.stdin:
+        print(json.dumps({n: bench(c[0], number, 1, clock=clock) for n, c in cases.items()}), flush=True)
+
+
+def against(other: str, rounds: int, number: int, device: str, cpu_clock: bool) -> None:
+    """This tree against the checkout ``other``, side by side (see the module docstring)."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    other = os.path.abspath(other)
+    env = dict(os.environ, OARLOCK_NUM_THREADS="1", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    procs, calls = {}, {}
+    for name, tree in (("this", here), ("against", other)):
+        argv = [sys.executable, os.path.join(here, "benchmarks", "dispatch.py"), "--worker"]
+        argv += ["--device", device, "--number", str(number)] + ["--cpu-clock"] * cpu_clock
+        p = subprocess.Popen(
+            argv,
+            cwd=tree,
+            env=dict(env, PYTHONPATH=tree),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        procs[name] = p
+        first = json.loads(p.stdout.readline())  # type: ignore[union-attr]
+        if first["root"] != tree:
+            sys.exit(
+                f"[benchmarks] the {name!r} interpreter imported framework from {first['root']}, not {tree}"
+            )
+        calls[name] = first["calls"]
+    got: dict[str, list[dict[str, float]]] = {"this": [], "against": []}
+    order = ["this", "against"]
+    for r in range(rounds):
+        for name in order[r % 2 :] + order[: r % 2]:
+            p = procs[name]
+            p.stdin.write("go\n")  # type: ignore[union-attr]
+            p.stdin.flush()  # type: ignore[union-attr]
+            got[name].append(json.loads(p.stdout.readline()))  # type: ignore[union-attr]
+    for p in procs.values():
+        p.stdin.close()  # type: ignore[union-attr]
+        p.wait()
+    sys.path.insert(0, here)
+    from benchmarks import cpu_description
+
+    clock = "process CPU time" if cpu_clock else "wall time"
+    print(
+        f"{cpu_description()}; 1 thread; {clock}; medians of {rounds} rounds x {number} calls, taking turns"
+    )
+    print(f"this: {here}\nagainst: {other}")
+    print(f"{'op':16s} {'this us':>9s} {'against us':>11s} {'ratio':>7s}")
+    for case in got["this"][0]:
+        a, b = (statistics.median(x[case] for x in got[n]) for n in order)
+        print(f"{case:16s} {a:9.2f} {b:11.2f} {a / b:6.2f}x")
+    print(
+        f"{'calls/op (add)':16s} {calls['this']:9.2f} {calls['against']:11.2f} {calls['this'] / calls['against']:6.2f}x"
+    )
 
 
 #: stage of the per-op path -> the functions (file name ending, function) that make it up
@@ -107,7 +215,17 @@ def main() -> None:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--number", type=int, default=2000)
+    ap.add_argument("--against", metavar="DIR", help="compare with the checkout in DIR, side by side")
+    ap.add_argument("--rounds", type=int, default=10, help="with --against: rounds taking turns")
+    ap.add_argument("--cpu-clock", action="store_true", help="time with the process's CPU clock")
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.worker:
+        worker(args.device, args.number, args.cpu_clock)
+        return
+    if args.against:
+        against(args.against, args.rounds, args.number, args.device, args.cpu_clock)
+        return
     if args.breakdown:
         breakdown(args.number * 10)
         return
@@ -118,18 +236,11 @@ def main() -> None:
     except ImportError:
         torch = None
 
-    rng = np.random.default_rng(0)
-    a16, b16 = rng.random(16, dtype=np.float32), rng.random(16, dtype=np.float32)
-    a64, b64 = rng.random((64, 64), dtype=np.float32), rng.random((64, 64), dtype=np.float32)
-    fa16, fb16 = fw.to_tensor(a16, device=args.device), fw.to_tensor(b16, device=args.device)
-    fa64, fb64 = fw.to_tensor(a64, device=args.device), fw.to_tensor(b64, device=args.device)
-    cases = {
-        "add 16": (lambda: fa16 + fb16, lambda: np.add(a16, b16), "add"),
-        "mul 16": (lambda: fa16 * fb16, lambda: np.multiply(a16, b16), "mul"),
-        "add scalar 16": (lambda: fa16 + 1.0, lambda: a16 + np.float32(1.0), "adds"),
-        "matmul 64x64": (lambda: fa64 @ fb64, lambda: a64 @ b64, "mm"),
-    }
+    cases = _cases(args.device)
     if torch is not None:
+        rng = np.random.default_rng(0)
+        a16, b16 = rng.random(16, dtype=np.float32), rng.random(16, dtype=np.float32)
+        a64, b64 = rng.random((64, 64), dtype=np.float32), rng.random((64, 64), dtype=np.float32)
         ta16, tb16 = torch.from_numpy(a16), torch.from_numpy(b16)
         ta64, tb64 = torch.from_numpy(a64), torch.from_numpy(b64)
         tfns = {

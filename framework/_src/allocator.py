@@ -24,11 +24,17 @@ work still uses the buffer).
 from __future__ import annotations
 
 from collections import defaultdict, deque
+from collections.abc import Callable
 from typing import Any
 
 from adapter_api import OutOfMemoryError
 
 _SMALL = 1 << 20
+
+#: ``fn(allocator, nbytes, allocated)`` on every allocation (``allocated`` True) and free of a
+#: block while set: ``fw.profiler``'s ``profile_memory`` (``_src/profiling.py``); None costs
+#: one read per allocation and free
+WATCH: Callable[[CachingAllocator, int, bool], None] | None = None
 
 
 def round_size(nbytes: int) -> int:
@@ -133,6 +139,8 @@ class CachingAllocator:
         self.allocated += size
         if self.allocated > self.peak_allocated:
             self.peak_allocated = self.allocated
+        if WATCH is not None:
+            WATCH(self, size, True)
         return Block(handle, size, self, self.stream)
 
     # -- streams ------------------------------------------------------------------------
@@ -256,6 +264,8 @@ class CachingAllocator:
 
     def release(self, block: Block) -> None:
         self.allocated -= block.size
+        if WATCH is not None:
+            WATCH(self, block.size, False)
         if self.passthrough:
             self.reserved -= block.size
             self.num_device_frees += 1

@@ -38,6 +38,10 @@ if TYPE_CHECKING:
     from .opdef import OpDef
 
 _KCACHE: dict[tuple[str, str, np.dtype], KernelEntry | None] = {}
+#: the dispatch decision of :func:`run` for (op, device name, key dtype): the registered (or
+#: generated) kernel and the device's state; kernels only (a fallback decides each call).
+#: Cleared with the kernel cache (a plugin registered) and on a stream change (the state).
+_DECIDED: dict[tuple[OpDef, str, np.dtype], tuple[KernelEntry, _DeviceState]] = {}
 _MISS = object()
 _FALLBACKS: Counter[tuple[str, str]] = Counter()
 _WARNED: set[tuple[str, str]] = set()
@@ -87,6 +91,7 @@ class FallbackWarning(UserWarning):
 def clear_kernel_cache() -> None:
     _KCACHE.clear()
     _STATE.clear()
+    _DECIDED.clear()
 
 
 _plugins.on_registry_change(clear_kernel_cache)
@@ -194,6 +199,7 @@ class _DeviceState:
 #: by the device's name: a str key hashes in C (a Device's ``__hash__`` is a Python call per op)
 _STATE: dict[str, _DeviceState] = {}
 _dev.on_stream_change(_STATE.clear)
+_dev.on_stream_change(_DECIDED.clear)
 
 
 def state(dev: _dev.Device) -> _DeviceState:
@@ -236,25 +242,28 @@ def run(
     if metas is None:
         metas = op.infer(ins, attrs)
     key_dtype = ins[op.spec.key_input if op.spec else 0].dtype if ins else metas[0][1]  # where: x's dtype
-    entry = _KCACHE.get((op.name, dev.type, key_dtype), _MISS)
-    if entry is _MISS:
-        entry = find_kernel(op.name, dev.type, key_dtype)
-    if entry is None:
-        return _fallback(op, ins, attrs, dev, key_dtype, metas)
+    decided = _DECIDED.get((op, dev._name, key_dtype))
+    if decided is None:
+        entry = _KCACHE.get((op.name, dev.type, key_dtype), _MISS)
+        if entry is _MISS:
+            entry = find_kernel(op.name, dev.type, key_dtype)
+        if entry is None:
+            return _fallback(op, ins, attrs, dev, key_dtype, metas)
+        decided = _DECIDED[(op, dev._name, key_dtype)] = (entry, _STATE.get(dev._name) or state(dev))
+    entry, st = decided
     if op.elementwise:
         shape = metas[0][0]
-        if not entry.broadcast:
-            ins = [t if t.shape == shape else op_expand(t, shape) for t in ins]
-        else:
-            rank = len(shape)
-            for t in ins:
-                if len(t.shape) != rank:
-                    ins = [
-                        u if len(u.shape) == rank else u._reshaped((1,) * (rank - len(u.shape)) + u.shape)
-                        for u in ins
-                    ]
-                    break
-    st = _STATE.get(dev._name) or state(dev)
+        for t in ins:  # NOTE: inputs of the output's shape (the common case) need nothing
+            if t.shape != shape:
+                if not entry.broadcast:
+                    ins = [u if u.shape == shape else op_expand(u, shape) for u in ins]
+                else:  # a kernel that broadcasts: each input of the output's rank
+                    rank = len(shape)
+                    for u in ins:
+                        if len(u.shape) != rank:
+                            ins = _to_rank(ins, rank)
+                            break
+                break
     if len(metas) == 1:
         shape, dtype = metas[0]
         o = Tensor._make(st.alloc.malloc(math.prod(shape) * dtype.itemsize), 0, shape, dtype, dev)
@@ -296,6 +305,11 @@ def run(
             f"on another device"
         ) from exc
     return outs
+
+
+def _to_rank(ins: list[Tensor], rank: int) -> list[Tensor]:
+    """The inputs of an element-wise kernel that broadcasts, each of the output's ``rank``."""
+    return [u if len(u.shape) == rank else u._reshaped((1,) * (rank - len(u.shape)) + u.shape) for u in ins]
 
 
 def op_expand(t: Tensor, shape: tuple[int, ...]) -> Tensor:

@@ -21,8 +21,8 @@ field                         what it says                                      
 ``amp``                       "allow" (low precision), "deny" (float32) or ""         ``fw.amp.auto_cast``
 ``sharding``                  the SPMD rule (:class:`SpmdRule`), or ``no_sharding``  auto-parallel
                               saying why it runs replicated
-``flops``                     the arithmetic of one call, for ops whose time it is   auto-parallel's planner,
-                              (:meth:`OpDef.cost` adds the bytes moved)              cost models
+``flops``                     the arithmetic of one call (:meth:`OpDef.cost` adds    auto-parallel's planner,
+                              the bytes moved)                                       cost models, fw.profiler
 ============================  =====================================================  =============================
 
 This module is the engine's floor: it knows no op; ``ops/`` defines them into :data:`OPS`,
@@ -197,8 +197,8 @@ class OpDef:
     #: theirs; a primitive runs replicated (every input gathered), which this says is right
     no_sharding: str = ""
     #: ``fn(input shapes, output shapes, attrs) -> float``: the floating-point operations of
-    #: one call, for ops whose time is their arithmetic (products, attention, convolutions);
-    #: None: the op's time is its memory traffic (``cost().bytes``)
+    #: one call (``ops/cost.py``): products, attention, convolutions, and one per element for
+    #: element-wise arithmetic and reductions; None: no arithmetic (data movement, compares)
     flops: Callable[[list[tuple[int, ...]], list[tuple[int, ...]], dict[str, Any]], float] | None = None
 
     def cost(self, ins: list[Meta], outs: list[Meta], attrs: dict[str, Any]) -> Cost:

@@ -6,6 +6,11 @@ The engine knows no profiler: ``framework.profiler`` starts a :class:`Recording`
 each hooked place costs one read of it (``ops.base.apply`` per primitive, ``ops.base.call`` per
 composite, autograd per backward node, the executor per run).
 
+What a span carries beyond its times is asked for per recording: ``shapes`` (each op's input
+shapes and dtypes), ``flops`` (each op's arithmetic, from its OpDef's ``flops`` field) and
+``memory`` (every allocation and free of the caching allocators, the op that made it, and each
+device's peak, through ``allocator.WATCH``).
+
 Spans are kept as tuples ``(category, name, start ns, end ns, thread, args)`` on the host's
 ``time.perf_counter_ns`` clock. Device spans come from the device runtime's own events
 (``create_event`` / ``record_event`` / ``elapsed_ms`` of the adapter contract), recorded on the
@@ -19,6 +24,8 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
+
+from . import allocator as _allocator
 
 #: True while a :class:`Recording` runs (read on every hooked path; written only here)
 ACTIVE = False
@@ -42,9 +49,26 @@ class Recording:
     Args:
         device_events: ``fn(device_type) -> bool``: whether kernels on that device type get
             device spans (their events); host spans are always kept.
+        shapes: each op span's args get ``input_shapes`` and ``input_dtypes``.
+        flops: each op span's args get ``flops`` (its OpDef's ``flops`` field; 0 without one).
+        memory: keep every allocation and free (:attr:`memory`) and each device's peak
+            (:attr:`peaks`).
     """
 
-    def __init__(self, device_events: Callable[[str], bool]) -> None:
+    def __init__(
+        self,
+        device_events: Callable[[str], bool],
+        shapes: bool = False,
+        flops: bool = False,
+        memory: bool = False,
+    ) -> None:
+        self.shapes, self.flops, self.memory_on = shapes, flops, memory
+        #: the op (or program instruction) running now, to which allocations are attributed
+        self.cur = ""
+        #: (ns, device, bytes (+ allocated, - freed), allocated after, reserved after, op)
+        self.memory: list[tuple[int, str, int, int, int, str]] = []
+        #: device -> {"start_allocated", "start_reserved", "peak_allocated", "peak_reserved"}
+        self.peaks: dict[str, dict[str, int]] = {}
         self.spans: list[tuple[str, str, int, int, int, dict[str, Any] | None]] = []
         #: (name, device key, runtime, begin event, end event, thread, args)
         self.launches: list[tuple[str, str, Any, Any, Any, int, dict[str, Any] | None]] = []
@@ -59,6 +83,62 @@ class Recording:
 
     def span(self, cat: str, name: str, t0: int, t1: int, args: dict[str, Any] | None = None) -> None:
         self.spans.append((cat, name, t0, t1, threading.get_ident(), args))
+
+    def op_args(self, op: Any, ins: Sequence[Any], outs: Sequence[Any] | None, attrs: dict[str, Any]) -> Any:
+        """The details asked for of one call of ``op`` (an OpDef) on tensors ``ins`` giving
+        ``outs`` (None: not run, no flops), or None when none were asked for."""
+        if not (self.shapes or self.flops):
+            return None
+        return self.details(
+            op,
+            [tuple(t.shape) for t in ins],
+            [t.dtype for t in ins],
+            None if outs is None else [tuple(o.shape) for o in outs],
+            attrs,
+            {},
+        )
+
+    def details(
+        self,
+        op: Any,
+        in_shapes: Sequence[tuple[int, ...]],
+        in_dtypes: Sequence[Any],
+        out_shapes: Sequence[tuple[int, ...]] | None,
+        attrs: dict[str, Any],
+        args: dict[str, Any],
+    ) -> dict[str, Any]:
+        """``args`` with the details asked for of one call of ``op`` (an OpDef, or None for an
+        op the core does not define, a compiler's fused group: no count): ``input_shapes`` and
+        ``input_dtypes``; ``flops`` from the OpDef's ``flops`` field (0 without one; none when
+        ``out_shapes`` is None: the op did not run)."""
+        if self.shapes:
+            args["input_shapes"] = [list(s) for s in in_shapes]
+            args["input_dtypes"] = [str(d) for d in in_dtypes]
+        if self.flops and out_shapes is not None and op is not None:
+            fn = op.flops
+            args["flops"] = 0 if fn is None else int(fn(list(in_shapes), list(out_shapes), attrs))
+        return args
+
+    # -- memory -------------------------------------------------------------------------
+    def watch(self, alloc: Any, nbytes: int, allocated: bool) -> None:
+        """``allocator.WATCH``: one allocation (or free) of ``nbytes`` by ``alloc``."""
+        dev = alloc.name
+        p = self.peaks.get(dev)
+        if p is None:  # first seen: what it held before this event
+            before = alloc.allocated - nbytes if allocated else alloc.allocated + nbytes
+            p = self.peaks[dev] = {
+                "start_allocated": before,
+                "start_reserved": alloc.reserved,
+                "peak_allocated": before,
+                "peak_reserved": alloc.reserved,
+            }
+        if alloc.allocated > p["peak_allocated"]:
+            p["peak_allocated"] = alloc.allocated
+        if alloc.reserved > p["peak_reserved"]:
+            p["peak_reserved"] = alloc.reserved
+        self.memory.append(
+            (now(), dev, nbytes if allocated else -nbytes, alloc.allocated, alloc.reserved, self.cur)
+        )
 
     # -- device spans -------------------------------------------------------------------
     def begin_launch(self, ctx: Any, device_type: str) -> Any:
@@ -118,12 +198,15 @@ def start(rec: Recording) -> None:
     global ACTIVE, _REC
     _REC = rec
     ACTIVE = True
+    if rec.memory_on:
+        _allocator.WATCH = rec.watch
 
 
 def stop() -> Recording | None:
     """End the running recording and return it (None when none ran)."""
     global ACTIVE, _REC
     rec, _REC, ACTIVE = _REC, None, False
+    _allocator.WATCH = None
     if rec is not None:
         rec.end_ns = now()
     return rec
@@ -141,11 +224,11 @@ def span(cat: str, name: str, t0: int, args: dict[str, Any] | None = None) -> No
         rec.span(cat, name, t0, now(), args)
 
 
-def end_launch(ctx: Any, device_type: str, ev0: Any, name: str) -> None:
+def end_launch(ctx: Any, device_type: str, ev0: Any, name: str, args: dict[str, Any] | None = None) -> None:
     """Close the device span begun by :func:`begin_launch` (the kernel ``name``)."""
     rec = _REC
     if rec is not None:
-        rec.end_launch(ctx, device_type, ev0, name, None)
+        rec.end_launch(ctx, device_type, ev0, name, args)
 
 
 def begin_launch(ctx: Any, device_type: str) -> Any:
@@ -160,10 +243,13 @@ def instructions(
     ctxs: Sequence[Any],
     device_type: str,
     program: str,
+    details: Callable[[int, Recording], dict[str, Any]] | None = None,
 ) -> list[Callable[[], Any]]:
     """The executor's bound instructions, each wrapped in an instruction span (and, where
-    ``ctxs[k]`` is a kernel context, a device span from the runtime's events); built per
-    profiled run."""
+    ``ctxs[k]`` is a kernel context, a device span from the runtime's events, named by the
+    args' ``kernel``: ``plugin/op/dtype``); ``details(k, recording)`` gives instruction ``k``'s
+    args (default: its program and index). Allocations while one runs are its own. Built
+    per profiled run."""
     rec = _REC
     if rec is None:
         return list(bound)
@@ -171,14 +257,19 @@ def instructions(
     def wrap(k: int, f: Callable[[], Any]) -> Callable[[], Any]:
         name = names[k]
         ctx = ctxs[k]
-        args = {"program": program, "index": k}
+        args = details(k, rec) if details is not None else {"program": program, "index": k}
+        kname = args.get("kernel", name)
 
         def run() -> None:
             t0 = now()
             ev0 = rec.begin_launch(ctx, device_type) if ctx is not None else None
-            f()
+            outer, rec.cur = rec.cur, name
+            try:
+                f()
+            finally:
+                rec.cur = outer
             if ev0 is not None:
-                rec.end_launch(ctx, device_type, ev0, name, args)
+                rec.end_launch(ctx, device_type, ev0, kname, args)
             rec.span(INSTRUCTION, name, t0, now(), args)
 
         return run

@@ -24,7 +24,8 @@ from .core import IRError, Value, resolve
 from .dialects import infer_shapes, lookup
 from .graph_replay import _Graph
 from .in_place import _check_overlap, _writes_in_place
-from .passes.lower import VIEW, base_name, kernel_entry, op_attrs
+from .passes import fusion, horizontal
+from .passes.lower import VIEW, base_name, kernel_entry, kernel_name, op_attrs
 from .steps import _CopyBack, _Declined, _Eager, _View, _viewed
 
 if TYPE_CHECKING:
@@ -32,6 +33,41 @@ if TYPE_CHECKING:
 
 _FIXED, _START, _LATE = 0, 1, 2
 _NEVER = object()
+
+
+def _key_input(op: str) -> int:
+    """The input whose dtype picks the kernel of ``op`` (``where``: x, not the condition)."""
+    d = base.OPS.get(op)
+    return d.spec.key_input if d is not None and d.spec is not None else 0
+
+
+def group_flops(name: str) -> int | None:
+    """The FLOPs of one run of the compiler's group ``name`` (``fused.g…``; a merged
+    ``fused.h…``: its parts'), the sum of its ops' (each OpDef's ``flops``), or None where it is
+    no group or a shape in it is not a number.
+
+    >>> group_flops("op.add") is None
+    True
+    """
+    g = fusion.GROUPS.get(name)
+    if g is None:
+        h = horizontal.HGROUPS.get(name)
+        parts = None if h is None else [group_flops(op.name) for op in h.parts]
+        return None if not parts or None in parts else sum(parts)  # type: ignore[arg-type]
+    total = 0
+    for op in g.body.block.ops:
+        try:
+            d = lookup(op.name).opdef
+        except IRError:  # a builtin the table does not know: no arithmetic
+            d = None
+        if d is None or d.flops is None:
+            continue
+        ins = [getattr(v.type, "shape", None) for v in op.operands]
+        outs = [getattr(r.type, "shape", None) for r in op.results]
+        if any(sh is None or any(not isinstance(n, int) or n < 0 for n in sh) for sh in (*ins, *outs)):
+            return None
+        total += int(d.flops([tuple(sh) for sh in ins], [tuple(sh) for sh in outs], dict(op.attrs)))
+    return total
 
 
 class _Info:
@@ -318,6 +354,11 @@ class _Plan:
         # zero-argument callables in the fn place
         instrs: list[list[Any]] = []
         names: list[str] = []
+        #: kernel instruction -> what the profiler shows of it: (its kernel, ``plugin/op/dtype``;
+        #: its input shapes and dtypes, output shapes, attrs)
+        details: dict[
+            int, tuple[str, list[tuple[int, ...]], list[str], list[tuple[int, ...]], dict[str, Any]]
+        ] = {}
         declinable: dict[int, tuple[str, Any, list[int], dict[str, Any]]] = {}  # kernel steps' ops
         self.start_views: list[tuple[int, int, tuple[int, ...], int]] = []
         for kind, payload, refs, outs, attrs in steps:
@@ -363,12 +404,21 @@ class _Plan:
                     sites[s].append((k, True, j, None))
             instrs.append([entry.fn, ctx, olist, ilist, attrs, entry.bind])
             names.append(name)
+            key = refs[min(_key_input(name), len(refs) - 1)][0] if refs else outs[0]
+            details[k] = (
+                kernel_name(entry, name, infos[key].dtype),
+                [infos[s].shape if shape is None else shape for s, shape in refs],
+                [str(infos[s].dtype) for s, _ in refs],
+                [infos[s].shape for s in outs],
+                attrs,
+            )
             if kind == "kernel":
                 declinable[k] = (name, refs, outs, attrs)
         for si, so in aliased:  # written straight into the input: a view of it, set per run
             self.start_views.append((si, so, infos[so].shape, 0))
         self.instrs = instrs
         self.names = names
+        self.details = details
         self.declinable = declinable
         self.sites = {s: tuple(v) for s, v in sites.items()}
         self.fresh = [(s, infos[s].shape, infos[s].dtype) for s, inf in enumerate(infos) if inf.fresh]
@@ -484,12 +534,29 @@ class _Plan:
             slots[s] = None
         return outs  # type: ignore[return-value]
 
+    def _profile_args(self, k: int, rec: _profiling.Recording) -> dict[str, Any]:
+        """What instruction ``k``'s span carries in the profile: its program and index, and
+        for a kernel its name ``plugin/op/dtype`` and the details ``rec`` asks for."""
+        args: dict[str, Any] = {"program": self.ex.program.name, "index": k}
+        d = self.details.get(k)
+        if d is None:
+            return args
+        args["kernel"] = d[0]
+        args = rec.details(base.OPS.get(self.names[k]), d[1], d[2], d[3], d[4], args)
+        if rec.flops and self.names[k].startswith("fused."):  # a group: its ops' sum
+            n = group_flops(self.names[k])
+            if n is not None:
+                args["flops"] = n
+        return args
+
     def _launch(self, start: int = 0) -> None:
         """Run the instructions from ``start`` on."""
         bound = self.bound
         if _profiling.ACTIVE:  # fw.profiler: each instruction in its span
             ctxs = [ins[1] for ins in self.instrs]
-            bound = _profiling.instructions(bound, self.names, ctxs, self.device.type, self.ex.program.name)
+            bound = _profiling.instructions(
+                bound, self.names, ctxs, self.device.type, self.ex.program.name, self._profile_args
+            )
         it = iter(bound if not start else bound[start:])
         # NOTE: no enumerate on the hot path; the iterator knows where it failed
         try:

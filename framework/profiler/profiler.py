@@ -224,8 +224,19 @@ class Profiler:
             :meth:`start` to :meth:`stop`.
         on_trace_ready (Callable[[Profiler], None] | None): called with the profiler after each
             recorded period (default: :func:`export_chrome_tracing` into ``./profiler_log/``).
+        record_shapes (bool): each op's (and program instruction's) input shapes and dtypes
+            in its span's args (the trace) and an ``Input Shapes`` column in the summary, one
+            row per op and shapes.
+        profile_memory (bool): every allocation and free of the devices' allocators, the op
+            that made it and each device's peak (:attr:`ProfilerResult.memory`,
+            :attr:`ProfilerResult.peaks`; a memory counter in the trace; the summary's
+            ``MemoryView``). Sizes are the allocator's blocks (rounded up to 512 bytes).
+        with_flops (bool): each op's floating-point operations, from its definition (2·M·N·K
+            for a product; one per element for element-wise ops and reductions; 0 for data
+            movement), in its span's args and a ``FLOPs`` column in the summary.
         timer_only (bool): only time steps (:meth:`step_info`), record no spans.
         custom_device_types (list[str]): with ``CUSTOM_DEVICE``, only these device types.
+        emit_nvtx (bool): accepted for Paddle's signature; no NVTX ranges are emitted.
 
     Example:
         >>> import framework as fw
@@ -239,6 +250,11 @@ class Profiler:
         ['ProfileStep#1', 'ProfileStep#2']
         >>> sum(1 for e in r.events if e.cat == "Operator" and e.name == "add")
         2
+        >>> with fw.profiler.Profiler(record_shapes=True, with_flops=True, profile_memory=True,
+        ...                           on_trace_ready=lambda p: None) as prof:
+        ...     _ = fw.ones([8, 4]) @ fw.ones([4, 2])
+        >>> [(e.args["input_shapes"], e.args["flops"]) for e in prof.profiler_result.events if e.name == "matmul"]
+        [([[8, 4], [4, 2]], 128)]
     """
 
     def __init__(
@@ -309,7 +325,9 @@ class Profiler:
             raise OpArgumentError(
                 "[profiler] another Profiler is already recording; stop it before starting this one"
             )
-        _rec.start(_rec.Recording(self._device_events))
+        _rec.start(
+            _rec.Recording(self._device_events, self.record_shapes, self.with_flops, self.profile_memory)
+        )
 
     def _close(self) -> None:
         rec = _rec.stop()
@@ -459,7 +477,7 @@ class Profiler:
     ) -> None:
         """Print the tables of the last result: overview, operators, kernels, program
         instructions, backward nodes and your own events (calls, total, mean, min, max, % of
-        the recorded steps).
+        the recorded steps; FLOPs and input shapes when recorded), and memory when profiled.
 
         Example:
             >>> import framework as fw

@@ -37,7 +37,8 @@ class SortedKeys(Enum):
 class SummaryView(Enum):
     """The tables :meth:`Profiler.summary` can print (Paddle's names; Oarlock prints
     ``OverView``, ``OperatorView`` (operators, composites, backward nodes, program
-    instructions), ``KernelView`` and ``UDFView``; the others print nothing).
+    instructions), ``KernelView``, ``UDFView`` and, with ``profile_memory``, ``MemoryView``;
+    the others print nothing).
 
     Example:
         >>> import framework as fw
@@ -88,6 +89,20 @@ class Event:
         return self.end_ns - self.start_ns
 
 
+@dataclass
+class MemoryEvent:
+    """One allocation (``bytes`` > 0) or free (``bytes`` < 0) of a device's allocator, the
+    device's allocated and reserved bytes after it, and the op (or program instruction) that
+    ran then ("" outside any)."""
+
+    ns: int
+    device: str
+    bytes: int
+    allocated: int
+    reserved: int
+    op: str
+
+
 def fused_groups(names: set[str]) -> dict[str, str]:
     """``{"fused.g..": "op, op, ..."}``: the ops of each compiler fusion group among ``names``."""
     if not any(n.startswith("fused.") for n in names):
@@ -132,11 +147,26 @@ class ProfilerResult:
     """
 
     def __init__(
-        self, events: list[Event], start_ns: int, end_ns: int, notes: dict[str, str] | None = None
+        self,
+        events: list[Event],
+        start_ns: int,
+        end_ns: int,
+        notes: dict[str, str] | None = None,
+        memory: list[MemoryEvent] | None = None,
+        peaks: dict[str, dict[str, int]] | None = None,
     ) -> None:
         self.events = sorted(events, key=lambda e: (e.start_ns, -e.end_ns))
         self.start_ns, self.end_ns = start_ns, end_ns
         self.notes = notes or {}  #: device -> why it has no device spans
+        #: with ``profile_memory``: every allocation (bytes > 0) and free (bytes < 0), in order
+        self.memory: list[MemoryEvent] = memory or []
+        #: with ``profile_memory``: per device, the bytes allocated and reserved when first
+        #: seen (``start_allocated``, ``start_reserved``), their peaks (``peak_allocated``,
+        #: ``peak_reserved``) and ``peak_increase``, the peak above the start
+        self.peaks: dict[str, dict[str, int]] = {
+            d: {**p, "peak_increase": p["peak_allocated"] - p["start_allocated"]}
+            for d, p in (peaks or {}).items()
+        }
         self.groups = fused_groups({e.name for e in self.events})
         for e in self.events:
             if e.name in self.groups:
@@ -146,7 +176,8 @@ class ProfilerResult:
     def from_recording(cls, rec: _rec.Recording) -> ProfilerResult:
         events = [Event(c, n, a, b, t, "host", x) for c, n, a, b, t, x in rec.spans]
         events += [Event(_rec.KERNEL, n, a, b, 0, dev, x) for dev, n, a, b, _t, x in rec.device_spans()]
-        return cls(events, rec.start_ns, rec.end_ns, dict(rec.untimed))
+        memory = [MemoryEvent(*m) for m in rec.memory]
+        return cls(events, rec.start_ns, rec.end_ns, dict(rec.untimed), memory, rec.peaks)
 
     # -- Chrome trace --------------------------------------------------------------------
     def chrome_trace(self) -> dict[str, Any]:
@@ -189,6 +220,16 @@ class ProfilerResult:
             if e.args:
                 ev["args"] = e.args
             out.append(ev)
+        for m in self.memory:  # Perfetto draws a counter track per device
+            out.append(
+                {
+                    "ph": "C",
+                    "name": f"Memory {m.device}",
+                    "pid": host_pid,
+                    "ts": (m.ns - self.start_ns) / 1e3,
+                    "args": {"allocated": m.allocated, "reserved": m.reserved},
+                }
+            )
         return {"traceEvents": out, "displayTimeUnit": "ms", "otherData": {"producer": "oarlock fw.profiler"}}
 
     def save(self, path: str, format: str = "json") -> None:
@@ -221,6 +262,23 @@ class ProfilerResult:
                 acc.setdefault(e.name, []).append(e.dur_ns)
         return [(n, len(v), sum(v), min(v), max(v)) for n, v in acc.items()]
 
+    def detail_rows(
+        self, cat: str, track: str = "host"
+    ) -> list[tuple[str, int, int, int, int, int | None, str]]:
+        """``(name, calls, total ns, min ns, max ns, flops, input shapes)`` per name and input
+        shapes of the events of ``cat``: flops summed over the calls (None where none was
+        recorded), shapes as ``[2, 3], [3]`` ("" where none were recorded)."""
+        acc: dict[tuple[str, str], list[Any]] = {}
+        for e in self.events:
+            if e.cat == cat and e.track == track:
+                a = e.args or {}
+                shapes = ", ".join(str(list(s)) for s in a["input_shapes"]) if "input_shapes" in a else ""
+                row = acc.setdefault((e.name, shapes), [[], None])
+                row[0].append(e.dur_ns)
+                if "flops" in a:
+                    row[1] = (row[1] or 0) + a["flops"]
+        return [(n, len(v), sum(v), min(v), max(v), f, sh) for (n, sh), (v, f) in acc.items()]
+
     def table(
         self,
         sorted_by: SortedKeys = SortedKeys.CPUTotal,
@@ -232,6 +290,7 @@ class ProfilerResult:
             raise OpArgumentError(f"[profiler] time_unit must be one of {sorted(_UNITS)}, got {time_unit!r}")
         if isinstance(views, SummaryView):
             views = [views]
+        given = views
         views = views or [
             SummaryView.OverView,
             SummaryView.OperatorView,
@@ -244,12 +303,12 @@ class ProfilerResult:
             parts.append(self._overview(div, time_unit, step))
         for view in views:
             for cat, title in _HOST_TABLES.get(view, ()):
-                rows = self.rows(cat)
+                rows = self.detail_rows(cat)
                 if rows:
                     parts.append(_table(title, rows, sorted_by, div, time_unit, step))
         if SummaryView.KernelView in views:
             for dev in sorted({e.track for e in self.events if e.track != "host"}):
-                rows = self.rows(_rec.KERNEL, dev)
+                rows = self.detail_rows(_rec.KERNEL, dev)
                 parts.append(
                     _table(
                         f"Kernel Summary on {dev} (device time from its events)",
@@ -262,11 +321,45 @@ class ProfilerResult:
                 )
             for dev, why in sorted(self.notes.items()):
                 parts.append(f"(no device spans on {dev}: {why})")
+        if self.peaks and (SummaryView.MemoryView in views or given is None):
+            parts.append(self._memory_table())
         if self.groups and SummaryView.OperatorView in views:
             parts.append(
                 "Fused groups:\n" + "\n".join(f"  {n}: {ops}" for n, ops in sorted(self.groups.items()))
             )
         return "\n\n".join(parts)
+
+    def _memory_table(self) -> str:
+        """Per device (Paddle's ``Memory Summary - Place``): the peaks, then per op the
+        allocations and frees made while it ran."""
+        out = []
+        for dev, p in sorted(self.peaks.items()):
+            lines = ["-" * 30 + f" Memory Summary - {dev} " + "-" * 30]
+            lines.append(
+                f"Peak Allocated Memory: {p['peak_allocated']} B (at start {p['start_allocated']} B, "
+                f"increase {p['peak_increase']} B)"
+            )
+            lines.append(f"Peak Reserved Memory: {p['peak_reserved']} B (at start {p['start_reserved']} B)")
+            acc: dict[str, list[int]] = {}
+            for m in self.memory:
+                if m.device == dev:
+                    r = acc.setdefault(m.op or "(outside ops)", [0, 0, 0, 0])
+                    if m.bytes > 0:
+                        r[0] += 1
+                        r[2] += m.bytes
+                    else:
+                        r[1] += 1
+                        r[3] -= m.bytes
+            width = max([len(n) for n in acc] + [20])
+            head = (
+                f"{'Name':<{width}} {'Allocation Count':>16} {'Free Count':>10} {'Allocation Size':>15} "
+                f"{'Free Size':>12} {'Increased Size':>14}"
+            )
+            lines += [head, "-" * len(head)]
+            for n, (na, nf, sa, sf) in sorted(acc.items(), key=lambda kv: -kv[1][2]):
+                lines.append(f"{n:<{width}} {na:>16} {nf:>10} {sa:>15} {sf:>12} {sa - sf:>14}")
+            out.append("\n".join(lines))
+        return "\n\n".join(out)
 
     def _overview(self, div: float, unit: str, step: int) -> str:
         steps = [e.dur_ns for e in self.events if e.cat == _rec.STEP]
@@ -287,8 +380,15 @@ class ProfilerResult:
 
 
 def _table(
-    title: str, rows: list[tuple[str, int, int, int, int]], key: SortedKeys, div: float, unit: str, step: int
+    title: str,
+    rows: list[tuple[str, int, int, int, int, int | None, str]],
+    key: SortedKeys,
+    div: float,
+    unit: str,
+    step: int,
 ) -> str:
+    """One summary table; a ``FLOPs`` column where flops were recorded and an ``Input Shapes``
+    column (one row per shapes) where shapes were."""
     sort = {
         "Total": lambda r: -r[2],
         "Avg": lambda r: -r[2] / r[1],
@@ -296,13 +396,19 @@ def _table(
         "Min": lambda r: r[3],
     }[key.name[3:]]
     rows = sorted(rows, key=sort)
+    flops = any(r[5] is not None for r in rows)
+    shapes = any(r[6] for r in rows)
     width = max([len(r[0]) for r in rows] + [20])
     head = f"{'Name':<{width}} {'Calls':>7} {'Total(' + unit + ')':>12} {'Avg(' + unit + ')':>11} {'Min(' + unit + ')':>11} {'Max(' + unit + ')':>11} {'Ratio(%)':>9}"
+    head += f" {'FLOPs':>14}" * flops + "  Input Shapes" * shapes
     lines = ["-" * 12 + f" {title} " + "-" * 12, head, "-" * len(head)]
-    for name, n, total, lo, hi in rows:
-        lines.append(
-            f"{name:<{width}} {n:>7} {total / div:>12.4f} {total / n / div:>11.4f} {lo / div:>11.4f} {hi / div:>11.4f} {100 * total / step:>9.2f}"
-        )
+    for name, n, total, lo, hi, f, sh in rows:
+        line = f"{name:<{width}} {n:>7} {total / div:>12.4f} {total / n / div:>11.4f} {lo / div:>11.4f} {hi / div:>11.4f} {100 * total / step:>9.2f}"
+        if flops:
+            line += f" {'-' if f is None else f:>14}"
+        if shapes:
+            line += f"  {sh or '-'}"
+        lines.append(line)
     return "\n".join(lines)
 
 

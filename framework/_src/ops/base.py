@@ -246,7 +246,10 @@ _KERNEL_NAMES: dict[tuple[str, str, Any], str] = {}
 def _profiled_apply(op: OpDef, ins: list[Tensor], attrs: dict[str, Any], tracer: Any) -> list[Tensor]:
     """:func:`apply` under ``fw.profiler``: a host span around the op (its kernel and its
     autograd record) and, on a device the profiler times, a device span of its kernel named
-    as the plugin registered it (``plugin/op/dtype``)."""
+    as the plugin registered it (``plugin/op/dtype``); both carry the details the recording
+    asks for (input shapes, flops), and allocations meanwhile are the op's."""
+    rec = _profiling.current()
+    assert rec is not None
     t0 = _profiling.now()
     ev0 = ctx = None
     dev_type = ""
@@ -254,23 +257,37 @@ def _profiled_apply(op: OpDef, ins: list[Tensor], attrs: dict[str, Any], tracer:
         dev = ins[0].device
         dev_type = dev.type
         ctx = dispatch.context(dev)
-        ev0 = _profiling.begin_launch(ctx, dev_type)
-    outs = dispatch.run(op, ins, attrs) if tracer is None else tracer(op, ins, attrs)
+        ev0 = rec.begin_launch(ctx, dev_type)
+    outer, rec.cur = rec.cur, op.name
+    try:
+        outs = dispatch.run(op, ins, attrs) if tracer is None else tracer(op, ins, attrs)
+    finally:
+        rec.cur = outer
+    args = rec.op_args(op, ins, outs if tracer is None else None, attrs)
     if ev0 is not None:
-        key = (op.name, dev_type, ins[op.spec.key_input if op.spec else 0].dtype)
-        kname = _KERNEL_NAMES.get(key)
-        if kname is None:
-            entry = dispatch.find_kernel(*key)
-            plugin = entry.plugin if entry is not None else "cpu-fallback"
-            kname = _KERNEL_NAMES[key] = f"{plugin}/{op.name}/{key[2]}"
-        _profiling.end_launch(ctx, dev_type, ev0, kname)
+        rec.end_launch(ctx, dev_type, ev0, kernel_name(op, dev_type, ins), args)
     if autograd.GRAD_ENABLED.get() and op.grad is not None:
         for t in ins:
             if not t.stop_gradient:
                 autograd.record(op, ins, attrs, outs)
                 break
-    _profiling.span(_profiling.OPERATOR if tracer is None else _profiling.TRACED, op.name, t0)
+    rec.span(
+        _profiling.OPERATOR if tracer is None else _profiling.TRACED, op.name, t0, _profiling.now(), args
+    )
     return outs
+
+
+def kernel_name(op: OpDef, dev_type: str, ins: list[Any]) -> str:
+    """The name of the kernel ``op`` runs on ``ins`` in the profile, ``plugin/op/dtype``
+    (``cpu-fallback/...`` where the device's plugin has none)."""
+    dtype = ins[op.spec.key_input if op.spec else 0].dtype
+    key = (op.name, dev_type, dtype)
+    kname = _KERNEL_NAMES.get(key)
+    if kname is None:
+        entry = dispatch.find_kernel(*key)
+        plugin = entry.plugin if entry is not None else "cpu-fallback"
+        kname = _KERNEL_NAMES[key] = f"{plugin}/{op.name}/{dtype}"
+    return kname
 
 
 def apply1(op: OpDef, ins: list[Tensor], attrs: dict[str, Any]) -> Tensor:
@@ -329,9 +346,12 @@ def call(op: OpDef, ins: list[Tensor], attrs: dict[str, Any], _in_span: bool = F
     """Run a composite: registered fused kernel, then generated kernel, then decomposition
     (on distributed inputs: the interceptor's rule, else the decomposition)."""
     if _profiling.ACTIVE and not _in_span:  # fw.profiler: one span around the composite
+        rec = _profiling.current()
         t0 = _profiling.now()
         out = call(op, ins, attrs, True)
-        _profiling.span(_profiling.COMPOSITE, op.name, t0)
+        if rec is not None:  # its input shapes; its flops are those of the ops it ran
+            args = rec.op_args(op, ins, None, attrs) if rec.shapes else None
+            rec.span(_profiling.COMPOSITE, op.name, t0, _profiling.now(), args)
         return out
     if dispatch.INTERCEPTORS and any(getattr(t, "_dist", False) for t in ins):
         out = dispatch.intercept(op, ins, attrs)

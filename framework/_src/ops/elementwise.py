@@ -82,6 +82,8 @@ def _binary(name: str):
     op = OPS[name]
 
     def f(x: Any, y: Any, name: str | None = None) -> Tensor:
+        if isinstance(x, Tensor) and isinstance(y, Tensor) and x.dtype is y.dtype:  # the common case
+            return apply(op, [x, y], {})[0]
         a, b = _operands(op.name, x, y)
         return apply(op, [a, b], {})[0]
 

@@ -14,7 +14,7 @@ from .. import dtypes as _dt
 from ..tensor import Tensor
 from . import sharding as _sh
 from .base import LATER, Identity, Lowering, broadcast_shapes, primitive
-from .cost import matmul_flops
+from .cost import elementwise_flops, matmul_flops, reduction_flops
 
 # -- shape rules ----------------------------------------------------------------------------
 
@@ -31,7 +31,7 @@ def _bool(ins: list[Tensor], attrs: dict[str, Any]) -> list:
 def _make_binary_infer(name: str, out_bool: bool):
     def infer(ins: list[Tensor], attrs: dict[str, Any]) -> list:
         x, y = ins
-        shape = broadcast_shapes(name, x.shape, y.shape)
+        shape = x.shape if x.shape == y.shape else broadcast_shapes(name, x.shape, y.shape)
         return [(shape, _dt.bool_ if out_bool else x.dtype)]
 
     return infer
@@ -112,6 +112,7 @@ for _name, _lower in [
         elementwise=True,
         lower=_lower,
         family="unary",
+        flops=elementwise_flops,
         amp=_DENY.get(_name, ""),
         sharding=_sh.elementwise("one" if _name == "neg" else ""),  # -(partial) is partial
     )
@@ -186,6 +187,7 @@ for _name, _lower, _facts in [
         elementwise=True,
         lower=_lower,
         family="binary",
+        flops=elementwise_flops,
         **_facts,
     )
 for _name, _sym in (
@@ -216,6 +218,7 @@ primitive(
 
 # reductions -------------------------------------------------------------------------------
 _RED = dict(family="reduce")
+_FOLD = dict(family="reduce", flops=reduction_flops)  # argmax/argmin: index selection, no arithmetic
 primitive(
     "sum",
     _reduce_infer,
@@ -223,11 +226,11 @@ primitive(
     lower=Lowering("reduce"),
     amp="deny",
     sharding=_sh.reduction("one", "sum"),
-    **_RED,
+    **_FOLD,
 )
-primitive("prod", _reduce_infer, LATER, amp="deny", sharding=_sh.reduction(kept=True), **_RED)
-primitive("max", _reduce_infer, LATER, lower=Lowering("reduce"), sharding=_sh.reduction("", "max"), **_RED)
-primitive("min", _reduce_infer, LATER, lower=Lowering("reduce"), sharding=_sh.reduction("", "min"), **_RED)
+primitive("prod", _reduce_infer, LATER, amp="deny", sharding=_sh.reduction(kept=True), **_FOLD)
+primitive("max", _reduce_infer, LATER, lower=Lowering("reduce"), sharding=_sh.reduction("", "max"), **_FOLD)
+primitive("min", _reduce_infer, LATER, lower=Lowering("reduce"), sharding=_sh.reduction("", "min"), **_FOLD)
 _INDEX = "an integer index: nothing to differentiate"
 _ARG = _sh.reduction(kept=True, axis_attr="axis")
 primitive("argmax", _arg_infer, None, no_grad=_INDEX, sharding=_ARG, **_RED)
