@@ -9,7 +9,8 @@ BLAS packs both operands on every call, which cost as much as the arithmetic for
 channels. A 1x1 kernel is one BLAS product per block of positions (in place at stride 1).
 Blocks go to the OpenMP team.
 
-Gradients stay the decomposition's (the composite's rule re-runs it). Without a C compiler or
+Gradients: the conv2d OpDef's own rule (``conv2d_transpose`` of dy, and ``unfold`` of x times
+dy), each op by its own kernel or decomposition. Without a C compiler or
 a BLAS the plugin can call, the composite's decomposition runs, as before; a C compiler but no
 BLAS: the numpy path below.
 """

@@ -1,0 +1,121 @@
+"""conv2d's own gradient rule (dx by conv2d_transpose, dW by unfold and one product per group)
+against real Paddle's gradients, central finite differences and the gradient through the
+decomposition (``framework.testing.gradient_by_decomposition``), over strides, padding
+(symmetric, asymmetric, 'SAME'), dilation and groups, on every device the tests run on."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import framework as fw
+import framework.nn.functional as F
+from framework import testing
+
+from .conftest import DEVICES
+
+paddle = pytest.importorskip("paddle")
+
+# (x shape, weight shape, stride, padding, dilation, groups)
+CASES = [
+    ((2, 3, 9, 8), (4, 3, 3, 3), 1, 1, 1, 1),
+    ((2, 4, 10, 11), (6, 2, 3, 3), 2, 1, 1, 2),  # strides skip the last row and column
+    ((1, 4, 7, 7), (4, 1, 3, 3), 1, 2, 2, 4),  # depthwise, dilated
+    ((2, 8, 7, 6), (6, 8, 1, 1), 2, 0, 1, 1),  # strided 1x1 projection
+    ((1, 2, 5, 6), (3, 2, 2, 3), (1, 2), (0, 1), (2, 1), 1),
+    ((2, 3, 8, 8), (5, 3, 3, 3), 1, [1, 0, 2, 1], 1, 1),  # asymmetric padding
+    ((2, 4, 11, 9), (6, 2, 3, 3), (2, 1), [2, 1, 0, 3], (1, 3), 2),
+    ((1, 6, 9, 9), (6, 3, 3, 2), (3, 2), "SAME", 1, 2),
+]
+
+
+def _paddle_grads(xs, ws, gy, stride, padding, dilation, groups):
+    if isinstance(padding, list):
+        padding = [[0, 0], [0, 0], padding[:2], padding[2:]]
+    x = paddle.to_tensor(xs, stop_gradient=False)
+    w = paddle.to_tensor(ws, stop_gradient=False)
+    y = paddle.nn.functional.conv2d(x, w, stride=stride, padding=padding, dilation=dilation, groups=groups)
+    gx, gw = paddle.grad([(y * paddle.to_tensor(gy)).sum()], [x, w])
+    return y.numpy(), gx.numpy(), gw.numpy()
+
+
+def _ours(xs, ws, gy, stride, padding, dilation, groups, device):
+    x = fw.to_tensor(xs, place=device)
+    w = fw.to_tensor(ws, place=device)
+    x.stop_gradient = w.stop_gradient = False
+    y = F.conv2d(x, w, stride=stride, padding=padding, dilation=dilation, groups=groups)
+    gx, gw = fw.grad([(y * fw.to_tensor(gy, place=device)).sum()], [x, w])
+    return y.numpy(), gx.numpy(), gw.numpy()
+
+
+def _data(xshape, wshape, seed=0, dtype=np.float32):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal(xshape).astype(dtype), rng.standard_normal(wshape).astype(dtype)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("case", CASES, ids=[str(i) for i in range(len(CASES))])
+def test_gradient_rule_equals_paddle_and_the_decomposition(case, device):
+    xshape, wshape, stride, padding, dilation, groups = case
+    xs, ws = _data(xshape, wshape)
+    y_pd, gx_pd, gw_pd = _paddle_grads(xs, ws, np.zeros(1, np.float32), stride, padding, dilation, groups)
+    gy = np.random.default_rng(1).standard_normal(y_pd.shape).astype(np.float32)
+    _, gx_pd, gw_pd = _paddle_grads(xs, ws, gy, stride, padding, dilation, groups)
+    args = (xs, ws, gy, stride, padding, dilation, groups, device)
+    y, gx, gw = _ours(*args)
+    tol = testing.tolerance("float32", 8.0).kw
+    testing.assert_close(y, y_pd, **tol, what="conv2d forward vs paddle")
+    testing.assert_close(gx, gx_pd, **tol, what="conv2d dx (rule) vs paddle")
+    testing.assert_close(gw, gw_pd, **tol, what="conv2d dW (rule) vs paddle")
+    with testing.gradient_by_decomposition("conv2d"):
+        _, gx_dec, gw_dec = _ours(*args)
+    testing.assert_close(gx, gx_dec, **tol, what="conv2d dx: rule vs decomposition")
+    testing.assert_close(gw, gw_dec, **tol, what="conv2d dW: rule vs decomposition")
+
+
+@pytest.mark.parametrize("case", [CASES[1], CASES[2], CASES[6], CASES[7]], ids=["s2g2", "dw", "asym", "same"])
+def test_gradient_rule_equals_finite_differences(case):
+    xshape, wshape, stride, padding, dilation, groups = case
+    xs, ws = _data(xshape, wshape, dtype=np.float64)
+
+    def fn(a, b):
+        return F.conv2d(
+            fw.to_tensor(a), fw.to_tensor(b), stride=stride, padding=padding, dilation=dilation, groups=groups
+        ).numpy()
+
+    gy = np.random.default_rng(2).standard_normal(fn(xs, ws).shape)
+    _, gx, gw = _ours(xs, ws, gy, stride, padding, dilation, groups, "cpu")
+    tol = testing.gradient_tolerance("float64").kw
+    testing.assert_close(gx, testing.finite_difference(fn, [xs, ws], 0, gy), **tol, what="dx vs fd")
+    testing.assert_close(gw, testing.finite_difference(fn, [xs, ws], 1, gy), **tol, what="dW vs fd")
+
+
+def test_second_order_through_the_rule_equals_finite_differences():
+    """The rule is made of differentiable ops: d/dw of sum(dx * v), dx itself a gradient taken
+    with create_graph, equals central differences of dx over w."""
+    rng = np.random.default_rng(3)
+    xs, ws = rng.standard_normal((1, 2, 6, 6)), rng.standard_normal((3, 2, 3, 3))
+    v = np.cos(xs)
+
+    def dx_of(a, b, create_graph=False):
+        x, w = fw.to_tensor(a), fw.to_tensor(b)
+        x.stop_gradient = w.stop_gradient = False
+        y = F.conv2d(x, w, stride=2, padding=1)
+        (gx,) = fw.grad([(y * y).sum()], [x], create_graph=create_graph)
+        return (gx, w) if create_graph else gx.numpy()
+
+    gx, w = dx_of(xs, ws, create_graph=True)
+    (gw2,) = fw.grad([(gx * fw.to_tensor(v)).sum()], [w])
+    want = testing.finite_difference(dx_of, [xs, ws], 1, v)
+    testing.assert_close(gw2.numpy(), want, **testing.gradient_tolerance("float64").kw, what="d2/dw dx")
+
+
+def test_the_rule_records_one_node_and_the_helper_restores_it():
+    op = fw._src.ops.base.OPS["conv2d"]
+    rule = op.grad
+    with testing.gradient_by_decomposition("conv2d"):
+        assert op.grad is not rule
+    assert op.grad is rule
+    with pytest.raises(ValueError, match="gradient_by_decomposition.*'add'.*primitive"):
+        with testing.gradient_by_decomposition("add"):
+            pass
