@@ -119,3 +119,113 @@ def test_the_rule_records_one_node_and_the_helper_restores_it():
     with pytest.raises(ValueError, match="gradient_by_decomposition.*'add'.*primitive"):
         with testing.gradient_by_decomposition("add"):
             pass
+
+
+# -- the cpu plugin's kernels of the gradient's ops (plugins/cpu/conv.c) ----------------------
+needs_kernels = pytest.mark.skipif(
+    testing.find_kernel("conv2d_transpose", "cpu", "float32") is None,
+    reason="no C compiler: the cpu plugin registers no conv kernels",
+)
+
+
+@needs_kernels
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", CASES[:7], ids=[str(i) for i in range(7)])
+def test_cpu_unfold_and_conv2d_transpose_kernels_equal_paddle(case, dtype):
+    xshape, wshape, stride, padding, dilation, groups = case
+    xs, ws = _data(xshape, wshape, dtype=dtype)
+    pd_pad = [[0, 0], [0, 0], padding[:2], padding[2:]] if isinstance(padding, list) else padding
+    tol = testing.tolerance(np.dtype(dtype).name, 8.0).kw
+    assert testing.find_kernel("unfold", "cpu", np.dtype(dtype).name) is not None
+    if groups == 1:
+        upad = padding if not isinstance(padding, list) else [padding[0], padding[2], padding[1], padding[3]]
+        got = F.unfold(fw.to_tensor(xs), wshape[2:], stride, padding, dilation).numpy()
+        want = paddle.nn.functional.unfold(paddle.to_tensor(xs), list(wshape[2:]), stride, upad, dilation)
+        testing.assert_close(got, want.numpy(), **tol, what="unfold kernel vs paddle")
+    # conv2d_transpose of a conv2d-shaped output by the same weight (Paddle's layout)
+    y = paddle.nn.functional.conv2d(
+        paddle.to_tensor(xs),
+        paddle.to_tensor(ws),
+        stride=stride,
+        padding=pd_pad,
+        dilation=dilation,
+        groups=groups,
+    ).numpy()
+    want = paddle.nn.functional.conv2d_transpose(
+        paddle.to_tensor(y),
+        paddle.to_tensor(ws),
+        stride=stride,
+        padding=pd_pad,
+        dilation=dilation,
+        groups=groups,
+        output_size=list(xshape[2:]),
+    ).numpy()
+
+    def ours():
+        return F.conv2d_transpose(
+            fw.to_tensor(y),
+            fw.to_tensor(ws),
+            stride=stride,
+            padding=padding,
+            dilation=dilation,
+            groups=groups,
+            output_size=list(xshape[2:]),
+        ).numpy()
+
+    got = ours()
+    testing.assert_close(got, want, **tol, what="conv2d_transpose kernel vs paddle")
+    with testing.kernels_removed("conv2d_transpose", "unfold"):
+        dec = ours()
+    testing.assert_close(got, dec, **tol, what="conv2d_transpose kernel vs its decomposition")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_relu_values_and_gradient(device):
+    xs = np.array([[-2.0, -0.0, 0.0, 1.5, np.nan, 3.0, -1e-30, 7.0]], np.float32).repeat(3, 0)
+    x = fw.to_tensor(xs, place=device)
+    x.stop_gradient = False
+    y = F.relu(x)
+    gy = np.arange(xs.size, dtype=np.float32).reshape(xs.shape) + 1
+    (gx,) = fw.grad([(y * fw.to_tensor(gy, place=device)).sum()], [x])
+    px = paddle.to_tensor(xs, stop_gradient=False)
+    py = paddle.nn.functional.relu(px)
+    (pgx,) = paddle.grad([(py * paddle.to_tensor(gy)).sum()], [px])
+    finite = ~np.isnan(xs)
+    testing.assert_close(y.numpy()[finite], py.numpy()[finite], rtol=0, atol=0, what="relu vs paddle")
+    assert np.isnan(y.numpy()[~finite]).all()  # NaN stays NaN, as the decomposition (Paddle's cpu gives 0)
+    want = np.where(xs > 0, gy, 0)
+    want[np.isnan(xs)] = gy[np.isnan(xs)]  # NaN passes its gradient (the decomposition's where)
+    testing.assert_close(gx.numpy(), want, rtol=0, atol=0, what="relu gradient")
+    testing.assert_close(gx.numpy()[finite], pgx.numpy()[finite], rtol=0, atol=0, what="relu grad vs paddle")
+
+
+@pytest.mark.parametrize("case", [CASES[1], CASES[6]], ids=["s2g2", "asym"])
+def test_cpu_kernels_numpy_path_equals_the_c_path(case, monkeypatch):
+    """Without the C entries (no compiler), the kernels' numpy arithmetic gives the same values."""
+    from plugins.cpu import conv as cpu_conv
+
+    xshape, wshape, stride, padding, dilation, groups = case
+    xs, ws = _data(xshape, wshape, dtype=np.float64)
+    gy = np.random.default_rng(4).standard_normal((1,)).astype(np.float64)
+
+    def grads():
+        y = F.conv2d(
+            fw.to_tensor(xs),
+            fw.to_tensor(ws),
+            stride=stride,
+            padding=padding,
+            dilation=dilation,
+            groups=groups,
+        )
+        g = np.cos(np.arange(y.size)).reshape(y.shape) * gy
+        x_un = F.unfold(fw.to_tensor(xs), wshape[2:], stride, padding, dilation).numpy()
+        return (
+            *_ours(xs, ws, g, stride, padding, dilation, groups, "cpu")[1:],
+            x_un,
+            F.relu(fw.to_tensor(xs)).numpy(),
+        )
+
+    want = grads()
+    monkeypatch.setattr(cpu_conv, "_entry", lambda dtype, entry: None)
+    for got, w, what in zip(grads(), want, ["dx", "dW", "unfold", "relu"]):
+        testing.assert_close(got, w, rtol=1e-12, atol=1e-12, what=f"numpy path {what}")
