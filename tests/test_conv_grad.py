@@ -229,3 +229,22 @@ def test_cpu_kernels_numpy_path_equals_the_c_path(case, monkeypatch):
     monkeypatch.setattr(cpu_conv, "_entry", lambda dtype, entry: None)
     for got, w, what in zip(grads(), want, ["dx", "dW", "unfold", "relu"]):
         testing.assert_close(got, w, rtol=1e-12, atol=1e-12, what=f"numpy path {what}")
+
+
+def test_relu_exports_to_onnx_as_relu(tmp_path):
+    """With the cpu plugin's relu kernel the op stays whole in a program: it exports as Relu and
+    onnxruntime computes what Oarlock does."""
+    onnx = pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    fw.seed(0)
+    m = fw.nn.Sequential(
+        fw.nn.Conv2D(3, 4, 3, padding=1), fw.nn.ReLU(), fw.nn.Flatten(), fw.nn.Linear(144, 5)
+    )
+    m.eval()
+    path = str(tmp_path / "m")
+    fw.onnx.export(m, path, input_spec=[fw.static.InputSpec([None, 3, 6, 6], "float32")])
+    model = onnx.load(path + ".onnx")
+    assert "Relu" in {n.op_type for n in model.graph.node}
+    x = np.random.default_rng(0).standard_normal((2, 3, 6, 6)).astype(np.float32)
+    got = ort.InferenceSession(path + ".onnx").run(None, {model.graph.input[0].name: x})[0]
+    testing.assert_close(got, m(fw.to_tensor(x)).numpy(), rtol=1e-5, atol=1e-5, what="onnxruntime vs oarlock")
