@@ -4,7 +4,7 @@ backward + SGD, eager on cpu) with conv2d's own gradient rule (dx by ``conv2d_tr
 decomposition (``framework.testing.gradient_by_decomposition``). The two take turns, repeat by
 repeat, in one run; medians in milliseconds and their ratio.
 
-    python benchmarks/conv_grad.py [--repeat 7] [--number 1] [--batch 8] [--size 64]
+    python benchmarks/conv_grad.py [--repeat 7] [--number 1] [--batch 8] [--size 64] [--device cpu]
 """
 
 from __future__ import annotations
@@ -25,9 +25,10 @@ from benchmarks import cpu_description  # noqa: E402
 from framework import testing  # noqa: E402
 
 
-def make_step(batch: int, size: int):
+def make_step(batch: int, size: int, device: str = "cpu"):
     """One SGD step of resnet18 on fixed random data; returns the step and the model."""
     fw.seed(0)
+    fw.set_device(device)
     model = fw.vision.models.resnet18(num_classes=10)
     opt = fw.optimizer.SGD(learning_rate=1e-3, parameters=model.parameters())
     rng = np.random.default_rng(0)
@@ -50,8 +51,9 @@ def main() -> None:
     ap.add_argument("--number", type=int, default=1, help="steps per timed repeat")
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--size", type=int, default=64)
+    ap.add_argument("--device", default="cpu")
     a = ap.parse_args()
-    step = make_step(a.batch, a.size)
+    step = make_step(a.batch, a.size, a.device)
     paths = {
         "decomposition gradient (old)": lambda: testing.gradient_by_decomposition("conv2d"),
         "conv2d gradient rule (new)": contextlib.nullcontext,
@@ -67,7 +69,7 @@ def main() -> None:
                 for _ in range(a.number):
                     step()
                 times[name].append((time.perf_counter() - t0) / a.number * 1e3)
-    print(f"resnet18 b{a.batch} {a.size}x{a.size} SGD step, eager cpu; {cpu_description()}")
+    print(f"resnet18 b{a.batch} {a.size}x{a.size} SGD step, eager {a.device}; {cpu_description()}")
     print(f"median of {a.repeat} alternated repeats x {a.number} step(s)")
     old, new = (statistics.median(v) for v in times.values())
     for name, v in times.items():
