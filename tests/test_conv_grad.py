@@ -26,11 +26,12 @@ CASES = [
     ((2, 3, 8, 8), (5, 3, 3, 3), 1, [1, 0, 2, 1], 1, 1),  # asymmetric padding
     ((2, 4, 11, 9), (6, 2, 3, 3), (2, 1), [2, 1, 0, 3], (1, 3), 2),
     ((1, 6, 9, 9), (6, 3, 3, 2), (3, 2), "SAME", 1, 2),
+    ((1, 2, 7, 8), (3, 2, 3, 3), 2, [[0, 0], [0, 0], [2, 0], [1, 2]], 1, 1),  # Paddle's pairs form
 ]
 
 
 def _paddle_grads(xs, ws, gy, stride, padding, dilation, groups):
-    if isinstance(padding, list):
+    if isinstance(padding, list) and not isinstance(padding[0], list):
         padding = [[0, 0], [0, 0], padding[:2], padding[2:]]
     x = paddle.to_tensor(xs, stop_gradient=False)
     w = paddle.to_tensor(ws, stop_gradient=False)
@@ -116,6 +117,8 @@ def test_the_rule_records_one_node_and_the_helper_restores_it():
     with testing.gradient_by_decomposition("conv2d"):
         assert op.grad is not rule
     assert op.grad is rule
+    with pytest.raises(fw.OarlockError, match=r"\[conv2d\] padding as pairs.*zero batch and channel"):
+        F.conv2d(fw.ones([1, 2, 5, 5]), fw.ones([2, 2, 3, 3]), padding=[[1, 1], [0, 0], [1, 1], [1, 1]])
     with pytest.raises(ValueError, match="gradient_by_decomposition.*'add'.*primitive"):
         with testing.gradient_by_decomposition("add"):
             pass
@@ -130,7 +133,7 @@ needs_kernels = pytest.mark.skipif(
 
 @needs_kernels
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("case", CASES[:7], ids=[str(i) for i in range(7)])
+@pytest.mark.parametrize("case", CASES[:7], ids=[str(i) for i in range(7)])  # int, pair or 4-int padding
 def test_cpu_unfold_and_conv2d_transpose_kernels_equal_paddle(case, dtype):
     xshape, wshape, stride, padding, dilation, groups = case
     xs, ws = _data(xshape, wshape, dtype=dtype)
@@ -248,3 +251,13 @@ def test_relu_exports_to_onnx_as_relu(tmp_path):
     x = np.random.default_rng(0).standard_normal((2, 3, 6, 6)).astype(np.float32)
     got = ort.InferenceSession(path + ".onnx").run(None, {model.graph.input[0].name: x})[0]
     testing.assert_close(got, m(fw.to_tensor(x)).numpy(), rtol=1e-5, atol=1e-5, what="onnxruntime vs oarlock")
+
+
+def test_nhwc_padding_pairs_equal_paddle():
+    xs, ws = _data((2, 7, 6, 3), (4, 3, 3, 3))
+    pad = [[0, 0], [1, 2], [0, 1], [0, 0]]
+    want = paddle.nn.functional.conv2d(
+        paddle.to_tensor(xs), paddle.to_tensor(ws), stride=2, padding=pad, data_format="NHWC"
+    ).numpy()
+    got = F.conv2d(fw.to_tensor(xs), fw.to_tensor(ws), stride=2, padding=pad, data_format="NHWC").numpy()
+    testing.assert_close(got, want, **testing.tolerance("float32", 8.0).kw, what="NHWC pairs vs paddle")

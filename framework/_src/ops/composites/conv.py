@@ -115,6 +115,23 @@ def conv2d_decomposition(
     return out.reshape((n, o_ch, oh, ow))
 
 
+def _padding_pairs(padding: Any, data_format: str) -> Any:
+    """Paddle's four (before, after) pairs, one per dim in ``data_format``'s order, as the four
+    ints [top, bottom, left, right]; the batch and channel pairs must be zero."""
+    if not (isinstance(padding, (list, tuple)) and len(padding) == 4):
+        return padding
+    if not all(isinstance(p, (list, tuple)) for p in padding):
+        return padding
+    spatial = (2, 3) if data_format == "NCHW" else (1, 2)
+    other = [tuple(padding[i]) for i in range(4) if i not in spatial]
+    if any(len(p) != 2 for p in padding) or any(tuple(int(v) for v in p) != (0, 0) for p in other):
+        raise OpArgumentError(
+            f"[conv2d] padding as pairs must be 4 (before, after) pairs in {data_format} order with zero "
+            f"batch and channel pairs, got {padding!r}"
+        )
+    return [int(v) for i in spatial for v in padding[i]]
+
+
 def _same_padding(sizes: tuple, ksize: tuple, stride: tuple) -> list[int]:
     """[top, bottom, left, right] of Paddle's 'SAME' padding for ``sizes`` by ``stride``."""
     pads = []
@@ -157,6 +174,7 @@ def conv2d(
         )
     d = _pair("conv2d", "dilation", dilation, least=1)
     st = _pair("conv2d", "stride", stride, least=1)
+    padding = _padding_pairs(padding, data_format)
     if isinstance(padding, str) and padding.lower() == "same":
         # Paddle's 'SAME': ceil(size / stride) outputs, dilation taken as 1, the odd pad after
         padding, d = _same_padding(x.shape[2:], weight.shape[2:], st), (1, 1)
