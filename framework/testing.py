@@ -63,6 +63,7 @@ __all__ = [
     "fallback_stats",
     "find_kernel",
     "finite_difference",
+    "gradient_by_decomposition",
     "gradient_tolerance",
     "op_names",
     "op_path_stats",
@@ -380,6 +381,39 @@ def kernels_removed(*ops: str) -> Iterator[None]:
     finally:
         reg.update(saved)
         clear_kernel_cache()
+
+
+@contextlib.contextmanager
+def gradient_by_decomposition(*ops: str) -> Iterator[None]:
+    """Inside, the composites ``ops`` are differentiated through their decomposition (re-run
+    under autograd, its tape walked back) instead of their own gradient rule: the reference a
+    rule's test compares against, and the old path a benchmark times. The rules are back on
+    the way out.
+
+    >>> import framework as fw
+    >>> from framework import testing
+    >>> x = fw.randn([1, 2, 5, 5]); x.stop_gradient = False
+    >>> w = fw.randn([3, 2, 3, 3]); w.stop_gradient = False
+    >>> (gx_rule,) = fw.grad(fw.nn.functional.conv2d(x, w, padding=1).sum(), [x])
+    >>> with testing.gradient_by_decomposition("conv2d"):
+    ...     (gx_dec,) = fw.grad(fw.nn.functional.conv2d(x, w, padding=1).sum(), [x])
+    >>> bool(np.allclose(gx_rule.numpy(), gx_dec.numpy(), atol=1e-5))
+    True
+    """
+    found = [_op(name) for name in ops]
+    for op in found:
+        if op.kind != "composite":
+            raise ValueError(
+                f"[testing] gradient_by_decomposition: {op.name!r} is a {op.kind}, not a composite"
+            )
+    saved = [op.grad for op in found]
+    for op in found:
+        op.grad = _base._grad_by_decomposition
+    try:
+        yield
+    finally:
+        for op, rule in zip(found, saved):
+            op.grad = rule
 
 
 def op_names(kind: str | None = None) -> list[str]:

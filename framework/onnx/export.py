@@ -244,6 +244,12 @@ def _conv2d(g: _Graph, op: Operation, ins: list[str]) -> list[str]:
     )
 
 
+@_translation("relu")
+def _relu(g: _Graph, op: Operation, ins: list[str]) -> list[str]:
+    """relu stays whole in a program where the device has its kernel (the cpu plugin's)."""
+    return g.node("Relu", ins)
+
+
 def _reduce(kind: str, axes_input_since: int) -> Translation:
     def tr(g: _Graph, op: Operation, ins: list[str]) -> list[str]:
         axes = [int(a) for a in op.attrs.get("axes", ())]

@@ -266,3 +266,78 @@ int conv2d_fwd(int64_t fn, int ilp64, const void* x_, const void* wt_, void* y_,
     free(own);
     return 0;
 }
+
+/* unfold (im2col) of x (n, c, h, w) into y (n, c*kh*kw, oh*ow): one row of y per (image, channel,
+ * kernel offset), zero where the window reads padding; rows go to the OpenMP team (no scratch). */
+int unfold2d(const void* x_, void* y_, int64_t n, int64_t c, int64_t h, int64_t w, int64_t kh, int64_t kw, int64_t oh,
+             int64_t ow, int64_t sh, int64_t sw, int64_t ph, int64_t pw, int64_t dh, int64_t dw, int nt) {
+    const T* x = x_;
+    T* y = y_;
+    const int64_t rows = n * c * kh * kw, l = oh * ow;
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
+    for (int64_t r = 0; r < rows; ++r) {
+        const int64_t kj = r % kw, ki = (r / kw) % kh, plane = r / (kh * kw);
+        const T* xp = x + plane * h * w;
+        T* yr = y + r * l;
+        for (int64_t i = 0; i < oh; ++i) {
+            const int64_t yi = i * sh - ph + ki * dh;
+            T* yo = yr + i * ow;
+            if (yi < 0 || yi >= h) {
+                memset(yo, 0, (size_t)ow * sizeof(T));
+                continue;
+            }
+            const T* xrow = xp + yi * w;
+            const int64_t x0 = kj * dw - pw;
+            for (int64_t j = 0; j < ow; ++j) {
+                const int64_t xj = j * sw + x0;
+                yo[j] = (xj >= 0 && xj < w) ? xrow[xj] : (T)0;
+            }
+        }
+    }
+    return 0;
+}
+
+/* col2im for conv2d_transpose: cols (n, co*kh*kw, h*w), the products of the transposed weight by
+ * the input, summed into y (n, co, oh, ow) at row i*sh - ph + ki*dh and column j*sw - pw + kj*dw
+ * (outside: cropped). One output plane per item, so no two threads write the same element. */
+int col2im2d(const void* cols_, void* y_, int64_t n, int64_t co, int64_t h, int64_t w, int64_t kh, int64_t kw,
+             int64_t oh, int64_t ow, int64_t sh, int64_t sw, int64_t ph, int64_t pw, int64_t dh, int64_t dw, int nt) {
+    const T* cols = cols_;
+    T* y = y_;
+    const int64_t planes = n * co, l = h * w;
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
+    for (int64_t p = 0; p < planes; ++p) {
+        T* yp = y + p * oh * ow;
+        memset(yp, 0, (size_t)(oh * ow) * sizeof(T));
+        for (int64_t ki = 0; ki < kh; ++ki)
+            for (int64_t kj = 0; kj < kw; ++kj) {
+                const T* cr = cols + (p * kh * kw + ki * kw + kj) * l;
+                for (int64_t i = 0; i < h; ++i) {
+                    const int64_t yi = i * sh - ph + ki * dh;
+                    if (yi < 0 || yi >= oh) continue;
+                    T* yrow = yp + yi * ow;
+                    const T* crow = cr + i * w;
+                    const int64_t x0 = kj * dw - pw;
+                    if (sw == 1 && x0 >= 0 && x0 + w <= ow) {
+                        T* yo = yrow + x0;
+                        for (int64_t j = 0; j < w; ++j) yo[j] += crow[j];
+                    } else {
+                        for (int64_t j = 0; j < w; ++j) {
+                            const int64_t xj = j * sw + x0;
+                            if (xj >= 0 && xj < ow) yrow[xj] += crow[j];
+                        }
+                    }
+                }
+            }
+    }
+    return 0;
+}
+
+/* relu of n elements (y may be x); NaN stays NaN. */
+int relu_fwd(const void* x_, void* y_, int64_t n, int nt) {
+    const T* x = x_;
+    T* y = y_;
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] > (T)0 ? x[i] : (x[i] != x[i] ? x[i] : (T)0);
+    return 0;
+}

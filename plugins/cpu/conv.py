@@ -10,7 +10,8 @@ channels. A 1x1 kernel is one BLAS product per block of positions (in place at s
 Blocks go to the OpenMP team; those that call BLAS only where BLAS is MKL
 (:func:`blas_takes_a_team`).
 
-Gradients stay the decomposition's (the composite's rule re-runs it). Without a C compiler or
+Gradients: the conv2d OpDef's own rule (``conv2d_transpose`` of dy, and ``unfold`` of x times
+dy), each op by its own kernel or decomposition. Without a C compiler or
 a BLAS the plugin can call, the composite's decomposition runs, as before; a C compiler but no
 BLAS: the numpy path below.
 """
@@ -137,18 +138,10 @@ def _numpy_conv2d(
     """What the decomposition computes, in numpy: pad, im2col by strided views, one product."""
     n, c = x.shape[:2]
     o, cg, kh, kw = w.shape
-    xp = np.pad(x, ((0, 0), (0, 0), *padding))
     (sh, sw), (dh, dw) = stride, dilation
-    oh = (xp.shape[2] - dh * (kh - 1) - 1) // sh + 1
-    ow = (xp.shape[3] - dw * (kw - 1) - 1) // sw + 1
-    cols = np.stack(
-        [
-            xp[:, :, i * dh : i * dh + sh * (oh - 1) + 1 : sh, j * dw : j * dw + sw * (ow - 1) + 1 : sw]
-            for i in range(kh)
-            for j in range(kw)
-        ],
-        axis=2,
-    )  # (N, C, KK, OH, OW)
+    oh = (x.shape[2] + sum(padding[0]) - dh * (kh - 1) - 1) // sh + 1
+    ow = (x.shape[3] + sum(padding[1]) - dw * (kw - 1) - 1) // sw + 1
+    cols = _unfold_numpy(x, (kh, kw), stride, padding, dilation, (oh, ow))  # (N, C*KK, L)
     cols = cols.reshape(n, groups, cg * kh * kw, oh * ow)
     out = np.matmul(w.reshape(1, groups, o // groups, -1), cols)
     return out.reshape(n, o, oh, ow)
@@ -181,8 +174,113 @@ def _bind(
 _conv2d.bind = _bind  # type: ignore[attr-defined]
 
 
+# -- the ops of conv2d's gradient: unfold, conv2d_transpose (col2im), and relu ------------------
+#: elements a thread of the team gets at least in the copying kernels (unfold, col2im, relu)
+MIN_ELEMS_PER_TEAM_THREAD = 1 << 16
+
+
+def _entry(dtype: np.dtype, entry: str) -> Any:
+    return own_program(_SOURCE, entry, float_options(dtype), entry)
+
+
+def _c_ready(dtype: np.dtype, *arrays: np.ndarray) -> bool:
+    return dtype.char in "fd" and all(a.dtype == dtype and a.flags.c_contiguous for a in arrays)
+
+
+def _unfold_numpy(x: np.ndarray, k: tuple, s: tuple, p: tuple, d: tuple, o: tuple) -> np.ndarray:
+    xp = np.pad(x, ((0, 0), (0, 0), *p))
+    cols = np.stack(
+        [
+            xp[
+                :,
+                :,
+                i * d[0] : i * d[0] + s[0] * (o[0] - 1) + 1 : s[0],
+                j * d[1] : j * d[1] + s[1] * (o[1] - 1) + 1 : s[1],
+            ]
+            for i in range(k[0])
+            for j in range(k[1])
+        ],
+        axis=2,
+    )
+    return cols.reshape(x.shape[0], -1, o[0] * o[1])
+
+
+def _unfold(
+    ctx: Any, outs: list, ins: list, kernel_sizes: tuple, strides: tuple, paddings: tuple, dilations: tuple
+) -> None:
+    x, y = np.ascontiguousarray(ins[0]), outs[0]
+    n, c, h, w = x.shape
+    (kh, kw), l = kernel_sizes, y.shape[2]
+    oh = (h + sum(paddings[0]) - dilations[0] * (kh - 1) - 1) // strides[0] + 1
+    ow = l // oh
+    prog = _entry(y.dtype, "unfold2d") if _c_ready(y.dtype, x, y) else None
+    if prog is None or y.size == 0:
+        y[...] = _unfold_numpy(x, kernel_sizes, strides, paddings, dilations, (oh, ow))
+        return
+    nt = threads.team_threads(y.size, MIN_ELEMS_PER_TEAM_THREAD)
+    dims = (n, c, h, w, kh, kw, oh, ow, *strides, paddings[0][0], paddings[1][0], *dilations)
+    prog.fn(pointer(prog.ffi, x), pointer(prog.ffi, y), *(int(v) for v in dims), nt)
+
+
+def _conv2d_transpose(
+    ctx: Any,
+    outs: list,
+    ins: list,
+    stride: tuple,
+    padding: tuple,
+    output_padding: tuple,
+    dilation: tuple,
+    groups: int,
+) -> None:
+    """One BLAS product per image and group (the transposed weight by the input: the columns),
+    then col2im (conv.c's ``col2im2d``) sums the columns into the output."""
+    x, w = np.ascontiguousarray(ins[0]), np.ascontiguousarray(ins[1])
+    y = outs[0]
+    n, cin, h, wd = x.shape
+    _, cog, kh, kw = w.shape
+    oh, ow = y.shape[2:]
+    wt = w.reshape(groups, cin // groups, cog * kh * kw).transpose(0, 2, 1)
+    cols = np.matmul(wt[None], x.reshape(n, groups, cin // groups, h * wd))  # (N, G, Co/G*KK, HW)
+    prog = _entry(y.dtype, "col2im2d") if _c_ready(y.dtype, cols, y) else None
+    if prog is not None and y.size:
+        nt = threads.team_threads(cols.size, MIN_ELEMS_PER_TEAM_THREAD)
+        dims = (n, cog * groups, h, wd, kh, kw, oh, ow, *stride, padding[0][0], padding[1][0], *dilation)
+        prog.fn(pointer(prog.ffi, cols), pointer(prog.ffi, y), *(int(v) for v in dims), nt)
+        return
+    cols = cols.reshape(n, groups * cog, kh, kw, h, wd)
+    (sh, sw), (dh, dw), (pt, pl) = stride, dilation, (padding[0][0], padding[1][0])
+    full = np.zeros(
+        (
+            n,
+            groups * cog,
+            max(oh + pt, (h - 1) * sh + (kh - 1) * dh + 1),
+            max(ow + pl, (wd - 1) * sw + (kw - 1) * dw + 1),
+        ),
+        y.dtype,
+    )
+    for i in range(kh):
+        for j in range(kw):
+            full[:, :, i * dh : i * dh + (h - 1) * sh + 1 : sh, j * dw : j * dw + (wd - 1) * sw + 1 : sw] += (
+                cols[:, :, i, j]
+            )
+    y[...] = full[:, :, pt : pt + oh, pl : pl + ow]
+
+
+def _relu(ctx: Any, outs: list, ins: list) -> None:
+    x, y = np.ascontiguousarray(ins[0]), outs[0]
+    prog = _entry(y.dtype, "relu_fwd") if _c_ready(y.dtype, x, y) else None
+    if prog is None:
+        np.copyto(y, np.where(x <= 0, 0, x), casting="unsafe")
+        return
+    nt = threads.team_threads(y.size, MIN_ELEMS_PER_TEAM_THREAD)
+    prog.fn(pointer(prog.ffi, x), pointer(prog.ffi, y), y.size, nt)
+
+
 def register_conv(registry: Any) -> None:
-    """The fused ``conv2d`` kernel (float32, float64) on cpu."""
+    """The fused ``conv2d`` kernel and those of its gradient (``unfold``, ``conv2d_transpose``,
+    ``relu``), float32 and float64, on cpu."""
     from .kernels import _on_stream
 
     registry.add_kernel("conv2d", "cpu", ("float32", "float64"), _on_stream(_conv2d), bind=_bind)
+    for name, fn in (("unfold", _unfold), ("conv2d_transpose", _conv2d_transpose), ("relu", _relu)):
+        registry.add_kernel(name, "cpu", ("float32", "float64"), _on_stream(fn))

@@ -100,7 +100,13 @@ def sigmoid(x: Tensor, name: str | None = None) -> Tensor:
     return call(OPS["sigmoid"], [float_arg("sigmoid", x)], {})
 
 
-@composite("relu", sharding=_sh.elementwise(), infer=same_meta)
+def _relu_grad(node: Any, gouts: list) -> list:
+    """dy where the output is not 0 (x > 0, or NaN, which passes its gradient): from the saved
+    output, nothing re-run."""
+    return [M.where(node.out() == 0, 0, gouts[0])]
+
+
+@composite("relu", sharding=_sh.elementwise(), infer=same_meta, grad=_relu_grad)
 def relu_decomposition(x: Tensor) -> Tensor:
     """max(x, 0) as where(x <= 0, 0, x): NaN stays NaN and passes its gradient."""
     return M.where(x <= 0, 0, x)

@@ -42,7 +42,63 @@ def _conv_infer(ins: list[Tensor], attrs: dict[str, Any]) -> list:
     return [((x.shape[0], w.shape[0]) + _conv_geometry(x, w, attrs), x.dtype)]
 
 
-@composite("conv2d", flops=conv_flops, amp="allow", infer=_conv_infer)
+def _conv2d_grad(node: Any, gouts: list) -> list:
+    """dx = conv2d_transpose(dy, w) (output_padding: the rows and columns the strides skipped
+    at the end); dW[g] = sum over images of dy[g] (O/G, L) times unfold(x)[g]^T (L, C/G*KH*KW)."""
+    x, w = node.inputs
+    (dy,) = gouts
+    a = node.attrs
+    stride, padding, dilation, groups = a["stride"], a["padding"], a["dilation"], a["groups"]
+    n = x.shape[0]
+    o_ch, cg, kh, kw = w.shape
+    oh, ow = dy.shape[2:]
+    dx = dw = None
+    if not x.stop_gradient:
+        out_pad = tuple(
+            x.shape[2 + i]
+            - ((dy.shape[2 + i] - 1) * stride[i] - sum(padding[i]) + dilation[i] * (w.shape[2 + i] - 1) + 1)
+            for i in range(2)
+        )
+        dx = call(
+            OPS["conv2d_transpose"],
+            [dy, w],
+            {
+                "stride": stride,
+                "padding": padding,
+                "output_padding": out_pad,
+                "dilation": dilation,
+                "groups": groups,
+            },
+        )
+    if not w.stop_gradient:
+        cols = call(
+            OPS["unfold"],
+            [x],
+            {"kernel_sizes": (kh, kw), "strides": stride, "paddings": padding, "dilations": dilation},
+        )  # (N, C*KH*KW, L)
+        kdim, pos = cg * kh * kw, oh * ow
+        cols = cols.reshape((n, groups, kdim, pos)).transpose((1, 0, 3, 2)).reshape((groups, n * pos, kdim))
+        dyg = (
+            dy.reshape((n, groups, o_ch // groups, pos))
+            .transpose((1, 2, 0, 3))
+            .reshape((groups, o_ch // groups, n * pos))
+        )
+        dw = M.matmul(dyg, cols).reshape(w.shape)
+    return [dx, dw]
+
+
+# NOTE: grad_kernel: on a device with neither a conv2d nor a conv2d_transpose kernel (opencl
+# today), the rule's conv2d_transpose decomposition (zero insertion, then im2col of the dilated
+# dy) is slower than the forward's tape (resnet18 b2 32x32 step on PoCL: 0.65x), so eager
+# differentiates the tape there.
+@composite(
+    "conv2d",
+    flops=conv_flops,
+    amp="allow",
+    infer=_conv_infer,
+    grad=_conv2d_grad,
+    grad_kernel="conv2d_transpose",
+)
 def conv2d_decomposition(
     x: Tensor, w: Tensor, *, stride: tuple, padding: tuple, dilation: tuple, groups: int
 ) -> Tensor:
@@ -57,6 +113,32 @@ def conv2d_decomposition(
     wg = w.reshape((1, groups, o_ch // groups, kdim)).expand((n, groups, o_ch // groups, kdim))
     out = M.matmul(wg, cols)  # (N, G, O/G, L)
     return out.reshape((n, o_ch, oh, ow))
+
+
+def _padding_pairs(padding: Any, data_format: str) -> Any:
+    """Paddle's four (before, after) pairs, one per dim in ``data_format``'s order, as the four
+    ints [top, bottom, left, right]; the batch and channel pairs must be zero."""
+    if not (isinstance(padding, (list, tuple)) and len(padding) == 4):
+        return padding
+    if not all(isinstance(p, (list, tuple)) for p in padding):
+        return padding
+    spatial = (2, 3) if data_format == "NCHW" else (1, 2)
+    other = [tuple(padding[i]) for i in range(4) if i not in spatial]
+    if any(len(p) != 2 for p in padding) or any(tuple(int(v) for v in p) != (0, 0) for p in other):
+        raise OpArgumentError(
+            f"[conv2d] padding as pairs must be 4 (before, after) pairs in {data_format} order with zero "
+            f"batch and channel pairs, got {padding!r}"
+        )
+    return [int(v) for i in spatial for v in padding[i]]
+
+
+def _same_padding(sizes: tuple, ksize: tuple, stride: tuple) -> list[int]:
+    """[top, bottom, left, right] of Paddle's 'SAME' padding for ``sizes`` by ``stride``."""
+    pads = []
+    for n, k, s in zip(sizes, ksize, stride):
+        total = max((-(-n // s) - 1) * s + k - n, 0)
+        pads += [total // 2, total - total // 2]
+    return pads
 
 
 def conv2d(
@@ -91,8 +173,13 @@ def conv2d(
             f"with groups={groups}: expected weight.shape[1] == {x.shape[1] // groups}"
         )
     d = _pair("conv2d", "dilation", dilation, least=1)
+    st = _pair("conv2d", "stride", stride, least=1)
+    padding = _padding_pairs(padding, data_format)
+    if isinstance(padding, str) and padding.lower() == "same":
+        # Paddle's 'SAME': ceil(size / stride) outputs, dilation taken as 1, the odd pad after
+        padding, d = _same_padding(x.shape[2:], weight.shape[2:], st), (1, 1)
     attrs = {
-        "stride": _pair("conv2d", "stride", stride, least=1),
+        "stride": st,
         "padding": _padding("conv2d", padding, weight.shape[2:], d),
         "dilation": d,
         "groups": groups,
