@@ -142,7 +142,7 @@ def test_cpu_unfold_and_conv2d_transpose_kernels_equal_paddle(case, dtype):
     assert testing.find_kernel("unfold", "cpu", np.dtype(dtype).name) is not None
     if groups == 1:
         upad = padding if not isinstance(padding, list) else [padding[0], padding[2], padding[1], padding[3]]
-        got = F.unfold(fw.to_tensor(xs), wshape[2:], stride, padding, dilation).numpy()
+        got = F.unfold(fw.to_tensor(xs), wshape[2:], stride, upad, dilation).numpy()
         want = paddle.nn.functional.unfold(paddle.to_tensor(xs), list(wshape[2:]), stride, upad, dilation)
         testing.assert_close(got, want.numpy(), **tol, what="unfold kernel vs paddle")
     # conv2d_transpose of a conv2d-shaped output by the same weight (Paddle's layout)

@@ -1,5 +1,5 @@
 """Entries for the quantisation composites: weight-only int8 (quantise, dequantise, the
-product) and the fake-quant pair of quantisation-aware training."""
+product, the embedding lookup), the exact integer product and the fake-quant pair of quantisation-aware training."""
 
 from __future__ import annotations
 
@@ -54,6 +54,25 @@ def quant_entries() -> list[CompositeInfo]:
             lambda r: [_u(r, 3, 16), levels(r), r.uniform(0.01, 0.1, 6)],
             (0, 2),
             needs=_INT8,
+        ),
+        CompositeInfo(
+            "weight_only_embedding",
+            lambda ids, q, s: Q.weight_only_embedding(ids, q, s),
+            lambda ids, q, s: q[ids].astype(np.float64) * s[ids][..., None],
+            lambda r: [r.integers(0, 6, (2, 3)), levels(r), r.uniform(0.01, 0.1, 6)],
+            needs=_INT8,
+        ),
+        CompositeInfo(
+            "matmul_integer",
+            lambda a, b, za, zb: Q.matmul_integer(a, b, za, zb),
+            lambda a, b, za, zb: (a.astype(np.int64) - za) @ (b.astype(np.int64) - zb),
+            lambda r: [
+                r.integers(0, 256, (3, 16)).astype(np.uint8),
+                r.integers(-128, 128, (16, 4)).astype(np.int8),
+                np.array(128, np.uint8),
+                np.array(-3, np.int8),
+            ],
+            needs=(("cast", "uint8"), *_INT8, ("cast", "int32")),
         ),
         CompositeInfo(
             "scaled_matmul",
