@@ -145,7 +145,7 @@ def weight_quantize_decomposition(x: Tensor, algo: str = "weight_only_int8", gro
         scale = M.max(M.abs(padded.reshape((g, group_size, n))), axis=1) / qmax  # [g, n]
         spread = _spread_groups(scale, group_size, k)
     safe = M.where(spread == 0, M.ones_like(spread), spread)
-    q = M.clip(M.round(x / safe), -qmax, qmax)
+    q = M.clip(M.round_half_away(x / safe), -qmax, qmax)
     q = M.cast(q, "int8").transpose((1, 0))  # [n, k]
     return (pack_int4(q) if bits == "int4" else q), scale
 
