@@ -122,3 +122,29 @@ def test_nanquantile_nearest_rounds_halves_to_even_as_paddle() -> None:
     for q in (0.5 / 3, 2.5 / 3, 0.5):
         got = fw.nanquantile(fw.to_tensor(x), q, interpolation="nearest")
         _same(got, paddle.nanquantile(paddle.to_tensor(x), q, interpolation="nearest"))
+
+
+@needs_paddle
+@pytest.mark.parametrize("right", [False, True])
+def test_searchsorted_places_nan_last_as_paddle(right: bool) -> None:
+    """A NaN value goes after every number (it went to position 0 before)."""
+    paddle = _paddle()
+    seq = np.array([[1.0, 2.0, 2.0, 3.0], [-1.0, 0.0, 4.0, 4.0]], "float32")
+    vals = np.array([[2.0, NAN, 0.0, 5.0], [NAN, 4.0, -2.0, NAN]], "float32")
+    got = fw.searchsorted(fw.to_tensor(seq), fw.to_tensor(vals), right=right)
+    _same(got, paddle.searchsorted(paddle.to_tensor(seq), paddle.to_tensor(vals), right=right))
+    b = np.array([2.0, NAN, 5.0], "float32")
+    _same(
+        fw.bucketize(fw.to_tensor(b), fw.to_tensor(seq[0]), right=right),
+        paddle.bucketize(paddle.to_tensor(b), paddle.to_tensor(seq[0]), right=right),
+    )
+
+
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_searchsorted_in_a_sequence_holding_nan_as_numpy(side: str) -> None:
+    """A sorted sequence ends in its NaNs; positions are numpy's (Paddle's binary search gives
+    order-dependent positions there, e.g. 4 for every value with right=True)."""
+    seq = np.array([1.0, 2.0, NAN, NAN], "float32")
+    vals = np.array([2.0, NAN, 0.0, 5.0, 3.0], "float32")
+    got = fw.searchsorted(fw.to_tensor(seq), fw.to_tensor(vals), right=side == "right")
+    np.testing.assert_array_equal(got.numpy(), np.searchsorted(seq, vals, side=side))
