@@ -24,7 +24,7 @@ def test_existing_elementwise_and_reductions(device):
     assert_close(fw.triu(x, 1), np.triu(a, 1))
     assert_close(fw.expm1(x), np.expm1(a))
     assert_close(fw.reciprocal(x), 1 / a)
-    assert_close(fw.round(x), np.sign(a) * np.floor(np.abs(a) + 0.5))
+    assert_close(fw.round(x), np.round(a))  # halves to even, as Paddle 3.x
     assert_close(fw.square(x), a * a)
     assert_close(fw.amax(x, axis=1), a.max(1))
     assert_close(fw.amin(x, axis=0), a.min(0))

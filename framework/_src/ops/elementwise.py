@@ -581,7 +581,7 @@ def clip(x: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: F811  
         max (number | Tensor, optional): the upper bound; ``None``: none.
 
     Returns:
-        Tensor: ``minimum(maximum(x, min), max)``.
+        Tensor: ``minimum(maximum(x, min), max)``. Number bounds with ``min > max`` raise.
 
     Example:
         >>> import framework as fw
@@ -591,6 +591,15 @@ def clip(x: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: F811  
         >>> fw.clamp(fw.to_tensor([-2, 5]), max=3).tolist()
         [-2, 3]
     """
+    if (
+        isinstance(min, (int, float, np.integer, np.floating))
+        and isinstance(max, (int, float, np.integer, np.floating))
+        and min > max
+    ):
+        raise OpArgumentError(
+            f"[clip] min must not be greater than max, got min={min!r} and max={max!r}; "
+            "swap them (Paddle raises here too)"
+        )
     r = x
     if min is not None:
         r = maximum(r, min)

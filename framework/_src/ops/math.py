@@ -42,6 +42,7 @@ from .unary import (  # noqa: F401
     neg,
     reciprocal,
     round,
+    round_half_away,
     rsqrt,
     sign,
     sin,

@@ -19,6 +19,7 @@ from .elementwise import (
     cast,
     divide,
     equal,
+    logical_and,
     logical_not,
     logical_or,
     multiply,
@@ -392,22 +393,52 @@ def _float_input(x: Any, name: str) -> Tensor:
     return x if _dt.is_floating(x.dtype) else cast(x, _dt.get_default_dtype())
 
 
-def round(x: Tensor) -> Tensor:
-    """Elementwise rounding to the nearest integer, halves away from zero (as Paddle, not numpy).
+def round(x: Tensor, decimals: int = 0, name: str | None = None) -> Tensor:
+    """Elementwise rounding to ``decimals`` places, halves to the even neighbour (as Paddle
+    3.x and numpy: 0.5 -> 0, 1.5 -> 2, 2.5 -> 2, -0.5 -> -0).
 
     Args:
         x (Tensor): the input.
+        decimals (int): the decimal places (negative: tens, hundreds...); the rounding is of
+            ``x * 10**decimals`` in ``x``'s dtype, then divided back.
+        name: ignored (Paddle's signature).
 
     Returns:
         Tensor: like ``x``.
 
     Example:
         >>> import framework as fw
-        >>> fw.round(fw.to_tensor([0.5, 1.5, -0.5, 2.4]))
-        Tensor(shape=[4], dtype=float32, device=cpu:0,
-               [ 1.,  2., -1.,  2.])
+        >>> fw.round(fw.to_tensor([0.5, 1.5, 2.5, -0.5, 2.4])).tolist()
+        [0.0, 2.0, 2.0, -0.0, 2.0]
+        >>> fw.round(fw.to_tensor([125.0, 1.25]), decimals=-1).tolist()
+        [120.0, 0.0]
     """
-    return sign(x) * floor(abs(x) + 0.5)
+    x = _check(x, "round")
+    if isinstance(decimals, bool) or not isinstance(decimals, (int, np.integer)):
+        raise OpArgumentError(f"[round] decimals must be an int, got {type(decimals).__name__} {decimals!r}")
+    if not _dt.is_floating(x.dtype):
+        return x
+    if decimals:
+        scale = 10.0 ** int(decimals)
+        return _round_half_even(x * scale) / scale
+    return _round_half_even(x)
+
+
+def _round_half_even(x: Tensor) -> Tensor:
+    r = floor(x)
+    frac = x - r  # exact: x and floor(x) are within one of each other
+    odd = not_equal(r - floor(r * 0.5) * 2.0, 0.0)
+    up = logical_or(frac > 0.5, logical_and(equal(frac, 0.5), odd))
+    out = where(up, r + 1.0, r)
+    return where(equal(out, 0.0), x * 0.0, out)  # a zero keeps x's sign (-0.3 -> -0)
+
+
+def round_half_away(x: Tensor) -> Tensor:
+    """Rounding with halves away from zero (0.5 -> 1, -2.5 -> -3): what Paddle's quantization
+    and nearest-index kernels use (``std::round``); :func:`round` rounds halves to even."""
+    r = trunc(x)
+    frac = abs(x - r)  # exact
+    return where(frac >= 0.5, r + sign(x), r)
 
 
 def trunc(x: Tensor) -> Tensor:

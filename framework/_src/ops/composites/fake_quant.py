@@ -51,7 +51,7 @@ def _levels(x: Tensor, scale: Tensor, bit_length: int, quant_axis: int, low: int
     s = _spread(M.cast(scale, x.dtype), x.ndim, quant_axis)
     safe = M.where(s == 0, M.ones_like(s), s)
     n = qmax(bit_length)
-    return M.clip(M.round(x / safe * float(n)), -n - low, n)
+    return M.clip(M.round_half_away(x / safe * float(n)), -n - low, n)
 
 
 def _quantize_infer(ins: list[Tensor], attrs: dict[str, Any]) -> list:

@@ -50,7 +50,7 @@ def logspace(
     d = _dt.as_dtype(dtype, "logspace") if dtype is not None else _dt.get_default_dtype()
     t = C.linspace(_scalar(start), _scalar(stop), n, dtype="float64")
     out = M.pow(_scalar(base), t)
-    return M.cast(M.round(out) if d.kind in "iu" else out, d)
+    return M.cast(M.round_half_away(out) if d.kind in "iu" else out, d)
 
 
 def _indices(name: str, keep: np.ndarray, dtype: Any) -> Tensor:

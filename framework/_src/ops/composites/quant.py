@@ -156,7 +156,7 @@ def weight_quantize_decomposition(x: Tensor, algo: str = "weight_only_int8", gro
     safe = M.where(spread == 0, M.ones_like(spread), spread)
     if bits == "fp8":  # round to nearest even on the float8 grid, saturating at 448
         return float8_saturate(M.cast(x / safe, "float32"), _dt.float8_e4m3fn).transpose((1, 0)), scale
-    q = M.clip(M.round(x / safe), -qmax, qmax)
+    q = M.clip(M.round_half_away(x / safe), -qmax, qmax)
     q = M.cast(q, "int8").transpose((1, 0))  # [n, k]
     return (pack_int4(q) if bits == "int4" else q), scale
 

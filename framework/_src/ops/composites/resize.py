@@ -243,7 +243,7 @@ def grid_sample(
         return vals * inside.unsqueeze(1)
 
     if mode == "nearest":
-        return tap(M.round(ix).detach(), M.round(iy).detach())
+        return tap(M.round_half_away(ix).detach(), M.round_half_away(iy).detach())
     x0, y0 = M.floor(ix).detach(), M.floor(iy).detach()
     x1, y1 = x0 + 1.0, y0 + 1.0
     wx1, wy1 = ix - x0, iy - y0

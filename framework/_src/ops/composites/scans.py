@@ -127,9 +127,12 @@ def _cum_extreme(name: str, x: Tensor, axis: Any, dtype: Any, better: Any) -> tu
     idx = C.arange(x.shape[ax], device=x.device).reshape(shape).expand(x.shape)
     v, i = x, idx
     n, k = x.shape[ax], 1
+    floating = x.dtype.kind in "fc"
     while k < n:  # combine each prefix with the one k before it; ties keep the later index
         pv, pi = _shift_edge(v, ax, k), _shift_edge(i, ax, k)
         take_prev = better(pv, v)
+        if floating:  # a NaN propagates from where it first came, as Paddle's does
+            take_prev = M.logical_or(take_prev, M.isnan(pv))
         v = M.where(take_prev, pv, v)
         i = M.where(take_prev, pi, i)
         k *= 2
@@ -139,7 +142,8 @@ def _cum_extreme(name: str, x: Tensor, axis: Any, dtype: Any, better: Any) -> tu
 def cummax(
     x: Tensor, axis: int | None = None, dtype: Any = "int64", name: str | None = None
 ) -> tuple[Tensor, Tensor]:
-    """The running maximum along ``axis`` and where it was found (the last index on ties).
+    """The running maximum along ``axis`` and where it was found (the last index on ties; a
+    NaN propagates, with the index of the first NaN, as in Paddle).
 
     Args:
         x (Tensor): the input.
@@ -162,7 +166,8 @@ def cummax(
 def cummin(
     x: Tensor, axis: int | None = None, dtype: Any = "int64", name: str | None = None
 ) -> tuple[Tensor, Tensor]:
-    """The running minimum along ``axis`` and where it was found (the last index on ties).
+    """The running minimum along ``axis`` and where it was found (the last index on ties; a
+    NaN propagates, with the index of the first NaN, as in Paddle).
 
     Args:
         x (Tensor): the input.

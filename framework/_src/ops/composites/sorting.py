@@ -402,6 +402,8 @@ def searchsorted(
         right (bool): after entries equal to the value, else before them.
         name: ignored (Paddle's signature).
 
+    NaN counts as larger than every number (where Paddle's sort puts it).
+
     Returns:
         Tensor: positions, of ``values``'s shape.
 
@@ -422,6 +424,11 @@ def searchsorted(
         )
     a, b = M._operands("searchsorted", seq.unsqueeze(-2), v.unsqueeze(-1))
     hit = (a <= b) if right else (a < b)
+    if a.dtype.kind in "fc":  # NaN sorts after everything, as in Paddle's sort (and numpy's)
+        na, nb = M.isnan(a), M.isnan(b)
+        hit = M.logical_and(M.logical_not(na), M.logical_or(hit, nb))
+        if right:
+            hit = M.logical_or(hit, nb)
     out = M.sum(M.cast(hit, _dt.int64), axis=-1)
     return out.astype("int32") if out_int32 else out
 
