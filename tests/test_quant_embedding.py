@@ -191,3 +191,13 @@ def test_generate_example_reports_quantised_bytes_and_loss(capsys):
     assert r["bytes"] == want
     assert abs(r["loss"] - r["float_loss"]) < 0.05 * r["float_loss"]
     assert "int4 weights:" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name", ["float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz"])
+def test_every_float8_code_casts_to_its_exact_float32(name):
+    codes = np.arange(256, dtype=np.uint8).view(getattr(ml_dtypes, name)).reshape(16, 16)
+    got = fw.cast(fw.to_tensor(codes), "float32").numpy()
+    want = np.array([[float(v) for v in row] for row in codes], np.float32)  # Python's view of each code
+    np.testing.assert_array_equal(got, want)  # NaN codes compare equal as NaN
+    assert got[::3, ::5].shape == fw.cast(fw.to_tensor(codes[::3, ::5]), "float32").shape
+    np.testing.assert_array_equal(fw.cast(fw.to_tensor(codes[::3, ::5]), "float32").numpy(), want[::3, ::5])
