@@ -3,7 +3,7 @@ from it through the Predictor; eager generation without a cache runs beside it.
 
     python examples/generate_tiny_llama.py --device cpu
     python examples/generate_tiny_llama.py --device opencl --steps 100 --static --greedy
-    python examples/generate_tiny_llama.py --quant int8      # or int4 (group-wise scales, --group-size)
+    python examples/generate_tiny_llama.py --quant int8      # or int4 (group-wise scales, --group-size), fp8
 
 The model trains ``--steps`` steps on cpu (``--static``: under ``fw.jit.to_static``), then
 ``fw.jit.save`` writes ``conformance.models.LlamaKVDecoder`` (one token in, next-token logits
@@ -14,10 +14,13 @@ by the eager model re-reading the whole sequence for every token (no cache). Bot
 with the same seed from their logits, so the two texts agree; the last line gives tokens/s
 of each and the speed-up: medians of ``--repeat`` runs taken in turns, after a first run of
 each (it builds kernels; eager mode builds generated kernels for every sequence length it
-meets). ``--quant int8|int4`` quantises the trained model's linear layers weight-only
-(``fw.quantization.weight_only_quantize``) before it is saved: the program then holds int8
-(or packed int4) weights and ``weight_only_linear`` ops, and the line after saving gives
-the weights file's size.
+meets). ``--quant int8|int4|fp8`` quantises the trained model's linear layers and its token
+embedding weight-only (``fw.quantization.weight_only_quantize(..., embedding=True)``) before it
+is saved: the program then holds int8 (packed int4, or float8_e4m3fn) weights with
+``weight_only_linear`` and ``weight_only_embedding`` ops. It then also reports the weights'
+bytes against float32, the mean loss and perplexity of both models on the same ``--eval-batches``
+held-out batches, and the float32 program's cached tokens/s timed in turns with the quantised
+one (their ratio).
 """
 
 from __future__ import annotations
@@ -94,6 +97,29 @@ def generate_eager(
     return tokens, logits
 
 
+def weight_bytes(model: fw.nn.Layer) -> int:
+    """Bytes of the model's weights as stored: parameters and persistent buffers (the rotary
+    tables included), each at its own dtype."""
+    return sum(int(np.prod(t.shape)) * np.dtype(t.dtype).itemsize for t in model.state_dict().values())
+
+
+def compare_quantised(task, float_model: fw.nn.Layer, quant: fw.nn.Layer, batches: int) -> dict[str, float]:
+    """Weight bytes and mean loss of both models on the same ``batches`` batches (drawn after
+    training, so not seen by it)."""
+    losses: dict[str, list[float]] = {"float": [], "quant": []}
+    with fw.no_grad(), fw.device("cpu"):
+        for i in range(batches):
+            x, y = task.batch(10_000 + i)
+            losses["float"].append(float(task.loss(float_model(x), y).item()))
+            losses["quant"].append(float(task.loss(quant(x), y).item()))
+    return {
+        "bytes": weight_bytes(quant),
+        "float_bytes": weight_bytes(float_model),
+        "loss": float(np.mean(losses["quant"])),
+        "float_loss": float(np.mean(losses["float"])),
+    }
+
+
 def main(argv: list[str] | None = None) -> dict[str, float]:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument(
@@ -114,13 +140,14 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     p.add_argument("--save", default=None, help="where to save the program (default: a temporary folder)")
     p.add_argument(
         "--quant",
-        choices=("none", "int8", "int4"),
+        choices=("none", "int8", "int4", "fp8"),
         default="none",
         help="weight-only quantisation before saving",
     )
     p.add_argument(
         "--group-size", type=int, default=64, help="input rows per int4 scale (-1: one per channel)"
     )
+    p.add_argument("--eval-batches", type=int, default=8, help="batches the loss change is measured on")
     args = p.parse_args(argv)
     temperature = 0.0 if args.greedy else args.temperature
 
@@ -136,9 +163,18 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     if isinstance(model.forward, fw.jit.StaticFunction):
         model.forward = model.forward._fn  # eager generation reads the model as written
     model.eval()
+    float_model, report = model, {}
     if args.quant != "none":
         group = args.group_size if args.quant == "int4" else -1
-        model = fw.quantization.weight_only_quantize(model, args.quant, group_size=group)
+        model = fw.quantization.weight_only_quantize(model, args.quant, group_size=group, embedding=True)
+        report = compare_quantised(task, float_model, model, args.eval_batches)
+        print(
+            f"{args.quant} weights: {report['bytes']} bytes vs float32 {report['float_bytes']} "
+            f"({report['bytes'] / report['float_bytes']:.2f}x); loss {report['loss']:.4f} vs "
+            f"{report['float_loss']:.4f} ({100 * (report['loss'] / report['float_loss'] - 1):+.2f} %), "
+            f"perplexity {np.exp(report['loss']):.3f} vs {np.exp(report['float_loss']):.3f} "
+            f"(mean of {args.eval_batches} held-out batches)"
+        )
     vocab = task.info["vocab"]
     lookup = {c: i for i, c in enumerate(vocab)}
     prompt = [lookup[c] for c in args.prompt if c in lookup]
@@ -157,13 +193,24 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         config = fw.inference.Config(path)
         config.set_device(args.device)
         predictor = fw.inference.create_predictor(config)
+        float_predictor = None
+        if args.quant != "none":  # the float32 program, timed in turns with the quantised one
+            save_decoder(float_model, os.path.join(tmp, "float_decode"))
+            fconfig = fw.inference.Config(os.path.join(tmp, "float_decode"))
+            fconfig.set_device(args.device)
+            float_predictor = fw.inference.create_predictor(fconfig)
+            generate_cached(float_predictor, prompt, args.tokens, args.seed, temperature)
     generate_cached(predictor, prompt, args.tokens, args.seed, temperature)  # warm up: lowering, kernels
     eager_model = model.to(args.device)
     # warm up every sequence length once: generated kernels are built per row length
     generate_eager(eager_model, prompt, args.tokens, args.seed, temperature, args.device)
     # timed in turns, so a load change on a shared machine hits both alike; medians
-    times: dict[str, list[float]] = {"cached": [], "eager": []}
+    times: dict[str, list[float]] = {"cached": [], "eager": [], "float": []}
     for _ in range(args.repeat):
+        if float_predictor is not None:
+            t0 = time.perf_counter()
+            generate_cached(float_predictor, prompt, args.tokens, args.seed, temperature)
+            times["float"].append(time.perf_counter() - t0)
         t0 = time.perf_counter()
         cached, lc = generate_cached(predictor, prompt, args.tokens, args.seed, temperature)
         times["cached"].append(time.perf_counter() - t0)
@@ -182,6 +229,13 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         f"tokens/s on {args.device}: saved program with KV cache {rates['cached']:.1f}, eager without cache "
         f"{rates['eager']:.1f} ({rates['cached'] / rates['eager']:.2f}x; medians of {args.repeat})"
     )
+    if float_predictor is not None:
+        rates["float"] = args.tokens / float(np.median(times["float"]))
+        print(
+            f"tokens/s on {args.device}, saved program with KV cache: {args.quant} {rates['cached']:.1f}, "
+            f"float32 {rates['float']:.1f} ({rates['cached'] / rates['float']:.2f}x; medians of {args.repeat})"
+        )
+    rates.update(report)
     return rates
 
 

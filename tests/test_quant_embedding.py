@@ -178,3 +178,38 @@ def test_errors_name_the_api_and_argument():
         OpArgumentError, match=r"\[WeightOnlyEmbedding\] weight_dtype must be 'int8', 'int4' or 'fp8'"
     ):
         WeightOnlyEmbedding(fw.nn.Embedding(4, 2), "int2")
+
+
+def test_generate_example_reports_quantised_bytes_and_loss(capsys):
+    from conformance.models import build
+    from examples.generate_tiny_llama import main
+
+    r = main(["--quant", "int4", "--group-size", "16", "--steps", "0", "--tokens", "3", "--repeat", "1",
+              "--eval-batches", "1", "--greedy"])
+    model = build("tiny_llama", seed=0, device="cpu").model
+    float_bytes, want = 0, 0
+    quantised = set()
+    for name, layer in model.named_sublayers():
+        if isinstance(layer, (fw.nn.Linear, fw.nn.Embedding)):
+            a, b = layer.weight.shape  # int4: half a byte a weight, a float32 scale per 16
+            rows, cols = (b, a) if isinstance(layer, fw.nn.Linear) else (a, b)  # scale per row of cols
+            want += rows * cols // 2 + 4 * rows * -(-cols // 16)
+            quantised.add(name + ".weight")
+    for k, t in model.state_dict().items():
+        n = int(np.prod(t.shape)) * 4
+        float_bytes += n
+        want += 0 if k in quantised else n
+    assert r["float_bytes"] == float_bytes
+    assert r["bytes"] == want
+    assert abs(r["loss"] - r["float_loss"]) < 0.05 * r["float_loss"]
+    assert "int4 weights:" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name", ["float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz"])
+def test_every_float8_code_casts_to_its_exact_float32(name):
+    codes = np.arange(256, dtype=np.uint8).view(getattr(ml_dtypes, name)).reshape(16, 16)
+    got = fw.cast(fw.to_tensor(codes), "float32").numpy()
+    want = np.array([[float(v) for v in row] for row in codes], np.float32)  # Python's view of each code
+    np.testing.assert_array_equal(got, want)  # NaN codes compare equal as NaN
+    assert got[::3, ::5].shape == fw.cast(fw.to_tensor(codes[::3, ::5]), "float32").shape
+    np.testing.assert_array_equal(fw.cast(fw.to_tensor(codes[::3, ::5]), "float32").numpy(), want[::3, ::5])

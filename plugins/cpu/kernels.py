@@ -32,6 +32,14 @@ INTS = (*SIGNED, "uint8", *UINT_WIDE)
 #: float8 storage dtypes: cast and data movement only (arithmetic on them is refused)
 FLOAT8 = tuple(np.dtype(getattr(ml_dtypes, n)) for n in FLOAT8_NAMES)
 _FLOAT8_NUMS = frozenset(d.num for d in FLOAT8)
+#: float8 -> float32 by a 256-entry table per type (each code's exact value, NaNs included):
+#: one gather, faster than ml_dtypes' element-wise conversion
+_FLOAT8_TO_F32 = {d.num: np.arange(256, dtype=np.uint8).view(d).astype(np.float32) for d in FLOAT8}
+
+
+def widen_float8(x: np.ndarray) -> np.ndarray:
+    """A float8 array as float32, exactly, through its type's lookup table."""
+    return np.take(_FLOAT8_TO_F32[x.dtype.num], np.ascontiguousarray(x).view(np.uint8))
 NUMERIC = (*FLOATS, *INTS)
 ALL = (*NUMERIC, "bool")
 _HALF = (F16, BF16)
@@ -236,7 +244,7 @@ def _float_to_int(x: np.ndarray, y: np.ndarray) -> None:
 def _cast(ctx: Any, outs: list, ins: list, dtype: Any) -> None:
     x, y = ins[0], outs[0]
     if x.dtype.num in _FLOAT8_NUMS:  # float8 -> float32 is exact; the contract's rules from there
-        x = x.astype(np.float32)
+        x = widen_float8(x)
     if y.dtype.num in _FLOAT8_NUMS:  # one rounding, to nearest even (ml_dtypes)
         y[...] = x.astype(np.float64 if x.dtype.kind in "iub" else x.dtype).astype(y.dtype)
     elif y.dtype == np.bool_:

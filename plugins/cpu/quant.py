@@ -12,7 +12,7 @@ a replayed decoding step runs the C call alone.
 Larger batches go through numpy: for a scale per output channel the scale is applied to the
 product's columns (``(x @ q.T) * scale``), for group-wise scales to each group's partial
 product (one ``einsum`` over the groups); fp8 (float8_e4m3fn) weights always take this path,
-widened to the product's float type first; int4 weights are unpacked with two shifts (low
+widened to float32 by a 256-entry lookup table first; int4 weights are unpacked with two shifts (low
 nibble: ``(b << 4) >> 4``, high: ``b >> 4``, both arithmetic on int8). numpy converts the int8
 weight to the product's float type on the way into BLAS.
 """
@@ -47,8 +47,13 @@ def weight_only_linear_numpy(
     group_size: int,
 ) -> np.ndarray:
     """The product for ``x`` ``[..., k]``, ``q`` int8 ``[n, k]`` (int4: ``[n / 2, k]``; fp8:
-    float8_e4m3fn ``[n, k]``, widened by ml_dtypes' exact cast)."""
-    w = unpack_int4(q) if weight_dtype == "int4" else q.astype(x.dtype) if weight_dtype == "fp8" else q
+    float8_e4m3fn ``[n, k]``, widened exactly by a lookup table)."""
+    if weight_dtype == "fp8":
+        from .kernels import widen_float8
+
+        w = widen_float8(q).astype(x.dtype, copy=False)
+    else:
+        w = unpack_int4(q) if weight_dtype == "int4" else q
     n, k = w.shape
     x2 = x.reshape(-1, k)
     if group_size == -1:
