@@ -39,13 +39,21 @@ _CHILD = textwrap.dedent(
     from conformance.models import build
     from framework.compiler import cache_stats
     from plugins.cpu.compiler import find_cc
+    from framework.ir.passes import fusion
+    grown = []
+    _grow = fusion.Fusion._grow
+    def _count(self, *a, **k):
+        grown.append(1)
+        return _grow(self, *a, **k)
+    fusion.Fusion._grow = _count
     task = build("tiny_llama", 0, "cpu", True)
     with fw.device("cpu"):
         losses = [np.float32(task.train_step(s).item()).tobytes().hex() for s in range(2)]
     params = [p.numpy().tobytes().hex() for p in task.model.parameters()]
     cc = os.path.realpath(find_cc())
     compilers = [a for a in started if a and os.path.realpath(a[0]) == cc]
-    print(json.dumps({"losses": losses, "params": params, "stats": cache_stats(), "compilers": compilers}))
+    print(json.dumps({"losses": losses, "params": params, "stats": cache_stats(), "compilers": compilers,
+                      "grown": len(grown)}))
     """
 )
 
@@ -65,6 +73,7 @@ def test_warm_process_runs_no_compiler_and_is_bit_identical(tmp_path):
     assert cold["stats"]["compiles"] > 0 and cold["compilers"], cold["stats"]
     warm = _run(_CHILD, cache)
     assert warm["compilers"] == [], warm["compilers"]
+    assert cold["grown"] > 0 and warm["grown"] == 0  # the fusion groups came from the answers file
     assert warm["stats"]["compiles"] == 0 and warm["stats"]["disk_hits"] > 0, warm["stats"]
     assert warm["losses"] == cold["losses"]
     assert warm["params"] == cold["params"]
