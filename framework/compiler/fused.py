@@ -164,13 +164,27 @@ class Backend:
             got = self._answers[key] = self._kept(text, body, device, full)
         return got
 
+    def _where(self, device: str) -> str:
+        dev = _dev.parse(device)
+        comp = compiler_for(dev)
+        return f"{device} {_language(comp.language, dev) if comp is not None else '-'}"
+
+    def kept_groups(self, text: str, device: str) -> tuple[list[list[int]], dict[str, list[int]]] | None:
+        """The fusion pass's groups of the program ``text`` (op positions) and the index
+        constants they depend on, from the file of answers; None when not kept."""
+        got = answers.FUSION.get(answers.question(text, self._where(device), "groups"))
+        if isinstance(got, list) and len(got) == 2 and isinstance(got[0], list) and isinstance(got[1], dict):
+            return [[int(i) for i in g] for g in got[0]], got[1]
+        return None
+
+    def keep_groups(self, text: str, device: str, groups: list[list[int]], reads: dict[str, list[int]]) -> None:
+        """Keep the groups grown for the program ``text`` (see :meth:`kept_groups`)."""
+        answers.FUSION.put(answers.question(text, self._where(device), "groups"), [groups, reads])
+
     def _kept(self, text: str, body: Program, device: str, full: bool) -> fusion.Estimate | str:
         """The answer from the file of answers (:mod:`.answers`, shared by every process on
         this machine), else worked out and added to it."""
-        dev = _dev.parse(device)
-        comp = compiler_for(dev)
-        where = f"{device} {_language(comp.language, dev) if comp is not None else '-'}"
-        q = answers.question(text, where, "full" if full else "fits")
+        q = answers.question(text, self._where(device), "full" if full else "fits")
         kept = answers.FUSION.get(q)
         if isinstance(kept, str):
             return kept

@@ -189,6 +189,109 @@ def cc_facts(cc: str) -> CCFacts:
     return got
 
 
+#: what the precompiled header holds: the intrinsics header, a third of a small kernel's build
+_PCH_TEXT = "/* oarlock precompiled header */\n#include <immintrin.h>\n"
+#: the flags that only the link step reads (a header is compiled without them)
+_LINK_ONLY = ("-shared", "-lmvec", "-lm")
+
+
+def pch_enabled() -> bool:
+    """``OARLOCK_CC_PCH`` (default on): whether kernels that include ``immintrin.h`` are built
+    against a precompiled header (GCC only)."""
+    return os.environ.get("OARLOCK_CC_PCH", "1").strip().lower() not in ("0", "false", "off", "no")
+
+
+class _PCHCompiler(Compiler):
+    """GCC's precompiled ``immintrin.h`` as a "program" of the core's kernel cache: built once
+    per machine, compiler and flag set, kept as a verified entry (a ``.gch`` is code the
+    compiler trusts: it is only ever read back through the cache's signature check). ``load``
+    writes it into this process's private folder and returns the header path to ``-include``
+    (GCC uses the ``.gch`` beside it when it matches the build's flags, the text otherwise)."""
+
+    language = "c"
+
+    def __init__(self, cc: str, flags: tuple[str, ...]) -> None:
+        self.cc = cc
+        self.flags = tuple(f for f in flags if f not in _LINK_ONLY)
+
+    def identity(self) -> str:
+        real = os.path.realpath(self.cc)
+        st = os.stat(real)
+        return f"pch {self.cc} -> {real} {st.st_size} {st.st_mtime_ns} | {' '.join(self.flags)} | cpu {_march()}"
+
+    def compile(self, source: str, entry: str, options: tuple[str, ...] = ()) -> bytes:
+        with tempfile.TemporaryDirectory(prefix="oarlock-pch-") as d:
+            hdr = os.path.join(d, "oarlock_pch.h")
+            with open(hdr, "w") as f:
+                f.write(source)
+            r = subprocess.run(
+                [self.cc, *self.flags, "-x", "c-header", hdr, "-o", hdr + ".gch"], capture_output=True, text=True
+            )
+            if r.returncode != 0:
+                raise CompileError(f"[cpu] {os.path.basename(self.cc)} could not precompile immintrin.h\n{r.stderr}")
+            with open(hdr + ".gch", "rb") as f:
+                return f.read()
+
+    def load(self, binary: bytes, entry: str) -> str:
+        d = _private_dir()
+        name = f"pch-{hashlib.sha256(self.identity().encode()).hexdigest()[:16]}.h"
+        hdr = os.path.join(d, name)
+        with open(hdr + ".gch", "wb") as f:
+            f.write(binary)
+        with open(hdr, "w") as f:
+            f.write(_PCH_TEXT)
+        return hdr
+
+
+def _is_gcc(cc: str) -> bool:
+    """Whether ``cc`` is GCC (its version line or the file it links to says so; clang reads
+    ``.gch`` files of its own format)."""
+    version = cc_facts(cc).version.lower()
+    return "clang" not in version and ("gcc" in version or "gcc" in os.path.basename(os.path.realpath(cc)))
+
+
+@functools.cache
+def _private_dir() -> str:
+    """A folder of this process (mode 0700), removed at exit."""
+    import atexit
+
+    d = tempfile.mkdtemp(prefix="oarlock-cc-")
+    atexit.register(shutil.rmtree, d, True)
+    return d
+
+
+_PCH_LOCK = threading.Lock()
+_PCH: dict[tuple[str, tuple[str, ...]], str | None] = {}
+
+
+def precompiled_header(cc: str, flags: tuple[str, ...]) -> str | None:
+    """The header path to ``-include`` for a kernel that includes ``immintrin.h`` (its ``.gch``
+    beside it), or None: ``OARLOCK_CC_PCH=0``, not GCC, no kernel cache, or it did not build
+    (then kernels parse the header as before). Once per process and flag set; the first
+    builder waits for it, the others for the first.
+
+    Example::
+
+        pch = precompiled_header(find_cc(), CPUCompiler().flags())
+        cmd = [find_cc(), *(("-include", pch) if pch else ()), "k.c", "-o", "k.so"]
+    """
+    if not pch_enabled() or _PROGRAM_CACHE is None:
+        return None
+    key = (cc, flags)
+    if key in _PCH:
+        return _PCH[key]
+    with _PCH_LOCK:
+        if key not in _PCH:
+            got = None
+            if _is_gcc(cc):
+                try:
+                    got = _PROGRAM_CACHE.get(_PCHCompiler(cc, flags), _PCH_TEXT, "pch")
+                except (CompileError, OSError):
+                    got = None
+            _PCH[key] = got
+    return _PCH[key]
+
+
 def cpu_has(flag: str) -> bool:
     """Whether this CPU lists ``flag`` (``avx512f``...) in /proc/cpuinfo: what ``-march=native``
     builds for (False where there is no such file)."""
@@ -214,6 +317,8 @@ class CPUCompiler(Compiler):
         apply()  # OMP_NUM_THREADS / OMP_WAIT_POLICY before a kernel loads libgomp (threads.py)
         self.runtime = runtime
         self._libs: list[Any] = []
+        self._loaded: dict[bytes, tuple[Any, Any]] = {}
+        self._load_lock = threading.Lock()
 
     def _cc(self) -> str:
         cc = find_cc()
@@ -238,13 +343,17 @@ class CPUCompiler(Compiler):
 
     def compile(self, source: str, entry: str, options: tuple[str, ...] = ()) -> bytes:
         cc = self._cc()
-        decl = _declaration(source, entry)
+        decl = ";".join(_declarations(source, entry))
+        pch = precompiled_header(cc, self.flags()) if "<immintrin.h>" in source else None
+        pre = ("-include", pch) if pch else ()
         with tempfile.TemporaryDirectory(prefix="oarlock-cc-") as d:
             src = os.path.join(d, f"{entry}.c")
             lib = os.path.join(d, f"{entry}.so")
             with open(src, "w") as f:
                 f.write(source)
-            r = subprocess.run([cc, src, *self.flags(), *options, "-o", lib], capture_output=True, text=True)
+            r = subprocess.run(
+                [cc, *pre, src, *self.flags(), *options, "-o", lib], capture_output=True, text=True
+            )
             if r.returncode != 0:
                 raise CompileError(
                     f"[cpu] {os.path.basename(cc)} could not compile kernel '{entry}' (exit {r.returncode}); "
@@ -264,18 +373,29 @@ class CPUCompiler(Compiler):
             raise CompileError(
                 f"[cpu] the binary of '{entry}' is not from CPUCompiler.compile; clear the kernel cache"
             )
-        decl, lib = binary[len(_HEADER) :].split(b"\0", 1)
-        ffi = cffi.FFI()
-        ffi.cdef(decl.decode() + ";")
-        fd, path = tempfile.mkstemp(prefix=f"oarlock-{entry}-", suffix=".so")
+        digest = hashlib.sha256(binary).digest()
+        with self._load_lock:  # the entries of one binary share its library (loaded once)
+            loaded = self._loaded.get(digest)
+            if loaded is None:
+                decl, lib = binary[len(_HEADER) :].split(b"\0", 1)
+                ffi = cffi.FFI()
+                ffi.cdef(decl.decode() + ";")
+                fd, path = tempfile.mkstemp(prefix=f"oarlock-{entry}-", suffix=".so")
+                try:
+                    with os.fdopen(fd, "wb") as f:
+                        f.write(lib)
+                    handle = ffi.dlopen(path)
+                finally:
+                    os.unlink(path)  # the mapping stays valid after the file is gone
+                loaded = self._loaded[digest] = (ffi, handle)
+                self._libs.append(loaded)
+        ffi, handle = loaded
         try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(lib)
-            handle = ffi.dlopen(path)
-        finally:
-            os.unlink(path)  # the mapping stays valid after the file is gone
-        fn = getattr(handle, entry)
-        self._libs.append((ffi, handle))
+            fn = getattr(handle, entry)
+        except AttributeError:
+            raise CompileError(
+                f"[cpu] the library built for '{entry}' does not declare it; clear the kernel cache"
+            ) from None
         return _CProgram(ffi, fn, entry)
 
     def launch(
@@ -335,6 +455,30 @@ def pointer(ffi: Any, x: np.ndarray) -> Any:
     return ffi.cast("void *", x.__array_interface__["data"][0])
 
 
+_DEFINITION = re.compile(r"(?:^|\n)[ \t]*((?:[A-Za-z_]\w*\s+)+\**\s*([A-Za-z_]\w*)\s*\([^)]*\))\s*\{")
+
+
+def _declarations(source: str, entry: str) -> list[str]:
+    """The declaration of ``entry`` (:func:`_declaration`), then those of the source's other
+    top-level functions that are not ``static`` and that cffi reads: one build of a file of
+    several entries loads each of them (:meth:`ProgramCache.get_batch`)."""
+    import cffi
+
+    first = _declaration(source, entry)
+    out = [first]
+    for m in _DEFINITION.finditer(source):
+        head, name = m.group(1), m.group(2)
+        if name == entry or "static" in head.split() or head.split()[0] in ("else", "return"):
+            continue
+        decl = " ".join(re.sub(r"\brestrict\b|\b__restrict__\b", "", head).split())
+        try:
+            cffi.FFI().cdef(decl + ";")
+        except cffi.CDefError:
+            continue
+        out.append(decl)
+    return out
+
+
 def _declaration(source: str, entry: str) -> str:
     m = re.search(
         r"(?:^|\n)\s*((?:[A-Za-z_][\w]*\s+)+\**\s*" + re.escape(entry) + r"\s*\([^)]*\))\s*\{", source
@@ -382,10 +526,12 @@ def own_programs(path: Any, entries: tuple[str, ...], options: tuple[str, ...], 
                 with open(path) as f:
                     source = f.read()
                 cache, comp = _PROGRAM_CACHE, CPUCompiler()
-                if cache is None:
-                    _OWN[key] = tuple(comp.load(comp.compile(source, e, options), e) for e in entries)
+                if cache is None:  # one build for all the entries of the file
+                    binary = comp.compile(source, entries[0], options)
+                    _OWN[key] = tuple(comp.load(binary, e) for e in entries)
                 else:
-                    _OWN[key] = tuple(cache.get(comp, source, e, options) for e in entries)
+                    progs = cache.get_batch(comp, source, entries, options)
+                    _OWN[key] = tuple(progs[e] for e in entries)
             except (CompileError, OSError) as exc:
                 warnings.warn(
                     f"[cpu] the {what} kernel does not build ({exc}); {what} runs in numpy", stacklevel=3
@@ -399,7 +545,7 @@ def own_programs(path: Any, entries: tuple[str, ...], options: tuple[str, ...], 
 #: program's ops will ask for
 PREBUILT_OWN: tuple[tuple[str, tuple[str, ...], bool, str, frozenset[str]], ...] = (
     ("gemm.c", ("gemm_rows",), True, "split product", frozenset({"matmul", "matmul_t"})),
-    ("layout.c", ("permute_runs",), False, "permute", frozenset({"permute"})),
+    ("layout.c", ("permute_runs", "concat_rows"), False, "permute and concat", frozenset({"permute", "concat"})),
     (
         "attention.c",
         ("attn_fwd", "attn_bwd"),
@@ -407,9 +553,13 @@ PREBUILT_OWN: tuple[tuple[str, tuple[str, ...], bool, str, frozenset[str]], ...]
         "fused attention",
         frozenset({"attention", "attention_grad"}),
     ),
-    ("layout.c", ("concat_rows",), False, "concat", frozenset({"concat"})),
     ("index.c", ("scatter_add_rows",), True, "scatter_add", frozenset({"scatter_add"})),
 )
+
+
+#: the files of the plugin's own C with several entries: one build (one compiler process, one
+#: cache entry) loads them all
+FILE_ENTRIES: dict[str, tuple[str, ...]] = {name: entries for name, entries, *_ in PREBUILT_OWN if len(entries) > 1}
 
 
 def own_builds(ops: Any = ()) -> list[Any]:
@@ -454,9 +604,13 @@ def _prebuild_one(path: Any, entries: tuple[str, ...], options: tuple[str, ...],
 
 
 def own_program(path: Any, entry: str, options: tuple[str, ...], what: str) -> Any:
-    """:func:`own_programs` for one entry: its program, or None."""
-    progs = own_programs(path, (entry,), options, what)
-    return None if progs is None else progs[0]
+    """:func:`own_programs` for one entry: its program, or None. A file of several entries
+    (:data:`FILE_ENTRIES`) is built once for all of them."""
+    entries = FILE_ENTRIES.get(os.path.basename(str(path)), (entry,))
+    if entry not in entries:
+        entries = (entry,)
+    progs = own_programs(path, entries, options, what)
+    return None if progs is None else progs[entries.index(entry)]
 
 
 def float_options(dtype: Any) -> tuple[str, ...]:

@@ -23,6 +23,7 @@ stay numpy's ``matmul`` split over the worker threads (kernels.py).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import importlib.metadata
@@ -32,10 +33,10 @@ from typing import Any
 
 import numpy as np
 
-from adapter_api import DeviceError
+from adapter_api import CompileError, Compiler, DeviceError
 
 from . import threads
-from .compiler import float_options, own_program, pointer
+from .compiler import _march, float_options, own_program, pointer
 
 _SOURCE = Path(__file__).with_name("gemm.c")
 _INT32_MAX = (1 << 31) - 1
@@ -126,9 +127,57 @@ def _chosen(char: str) -> tuple[str, tuple[int, bool] | None]:
         return "numpy", mine
     if mine is None:
         return "mkl", mkl
+    return ("mkl", mkl) if _kept_choice(char, mkl, mine) == "mkl" else ("numpy", mine)
+
+
+def _time_choice(char: str, mkl: tuple[int, bool], mine: tuple[int, bool]) -> str:
     t_mkl, t_mine = _probe_time(char, mkl), _probe_time(char, mine)
     # NOTE: MKL only where it is clearly faster: numpy's BLAS gives numpy's own bits
-    return ("mkl", mkl) if t_mkl < 0.9 * t_mine else ("numpy", mine)
+    return "mkl" if t_mkl < 0.9 * t_mine else "numpy"
+
+
+class _ChoiceCompiler(Compiler):
+    """The timed BLAS choice as a "program" of the core's kernel cache: timed once per machine,
+    BLAS pair and dtype, then read back (verified like any entry) in every process, which also
+    keeps every process of a machine on the same BLAS, so on the same bits (timings on a
+    loaded machine would flip it)."""
+
+    language = "c"
+
+    def __init__(self, char: str, mkl: tuple[int, bool], mine: tuple[int, bool]) -> None:
+        self.char, self.mkl, self.mine = char, mkl, mine
+
+    def identity(self) -> str:
+        libs = []
+        for path in sorted(p["filepath"] for p in threads.blas_pools()):
+            with contextlib.suppress(OSError):
+                st = os.stat(path)
+                libs.append(f"{path} {st.st_size} {st.st_mtime_ns}")
+        try:
+            mkl = importlib.metadata.version("mkl")
+        except importlib.metadata.PackageNotFoundError:
+            mkl = "-"
+        coretype = os.environ.get("OPENBLAS_CORETYPE", "")
+        return f"blas choice {self.char} | {'; '.join(libs)} | mkl {mkl} | {coretype} | cpu {_march()}"
+
+    def compile(self, source: str, entry: str, options: tuple[str, ...] = ()) -> bytes:
+        return _time_choice(self.char, self.mkl, self.mine).encode()
+
+    def load(self, binary: bytes, entry: str) -> str:
+        got = binary.decode(errors="replace")
+        if got not in ("mkl", "numpy"):
+            raise CompileError(f"[cpu] the cached BLAS choice is not readable ({got!r})")
+        return got
+
+
+def _kept_choice(char: str, mkl: tuple[int, bool], mine: tuple[int, bool]) -> str:
+    """``mkl`` or ``numpy``: the timed choice, through the kernel cache when the plugin has one."""
+    from . import compiler
+
+    if compiler._PROGRAM_CACHE is not None:
+        with contextlib.suppress(CompileError, OSError):
+            return compiler._PROGRAM_CACHE.get(_ChoiceCompiler(char, mkl, mine), "blas choice 1", "choice")
+    return _time_choice(char, mkl, mine)
 
 
 def _probe_time(char: str, sym: tuple[int, bool]) -> float:

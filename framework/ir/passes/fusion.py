@@ -101,6 +101,10 @@ class Backend(Protocol):
         otherwise one size is traced (the quick check made while a group grows)."""
         ...
 
+    # Optional: ``kept_groups(text, device)`` -> ``(groups as lists of op positions, {index
+    # constant: values read})`` or None, and ``keep_groups(text, device, groups, reads)``: the
+    # growing's answers kept across processes (see :meth:`FusionPass._kept_grow`).
+
 
 #: fusion backends, the last one is used (``framework.compiler`` adds itself on import)
 BACKENDS: list[Backend] = []
@@ -355,7 +359,7 @@ class Fusion(Pass):
         backend, device = BACKENDS[-1], ctx.device
         returned = set(program.outputs)
         indices = _IndexValues(ctx.constants)
-        found = self._grow(program, backend, device, returned, indices)
+        found = self._kept_grow(program, backend, device, returned, indices)
         made: list[tuple[_Candidate, Group, str]] = []
         for ops in found:
             cand = _Candidate(ops, returned, indices)
@@ -386,6 +390,36 @@ class Fusion(Pass):
         if _printing("fusion"):
             self._print([(g, s) for _, g, s in made])
         return fused_ops
+
+    def _kept_grow(
+        self,
+        program: Program,
+        backend: Backend,
+        device: str,
+        returned: set[Value],
+        indices: _IndexValues,
+    ) -> list[list[Operation]]:
+        """:meth:`_grow`'s groups, from the backend's kept answers when it keeps them (the
+        optional ``kept_groups``/``keep_groups``: a warm process skips the growing, quadratic in
+        a group's size): by the program's text, which values it returns and the index
+        constants the growing read (their values are checked again before an answer is used)."""
+        kept, keep = getattr(backend, "kept_groups", None), getattr(backend, "keep_groups", None)
+        if kept is None or keep is None:
+            return self._grow(program, backend, device, returned, indices)
+        ops = program.block.ops
+        where = {v: f"i{k}" for k, v in enumerate(program.inputs)}
+        for k, op in enumerate(ops):
+            where.update((r, f"o{k}.{j}") for j, r in enumerate(op.results))
+        text = print_program(program) + "returns " + " ".join(where.get(v, "?") for v in program.outputs)
+        got = kept(text, device)
+        if got is not None:
+            groups, reads = got
+            if all(n in indices and list(indices[n]) == list(vals) for n, vals in reads.items()):
+                return [[ops[i] for i in g] for g in groups]
+        found = self._grow(program, backend, device, returned, indices)
+        pos = {op: k for k, op in enumerate(ops)}
+        keep(text, device, [[pos[op] for op in g] for g in found], {n: list(v) for n, v in indices.items()})
+        return found
 
     def _grow(
         self,

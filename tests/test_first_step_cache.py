@@ -1,0 +1,161 @@
+"""First-call latency (issue 36): a second process with a warm kernel cache runs no C compiler
+and trains bit for bit as the first; GCC's precompiled ``immintrin.h`` can be switched off
+(``OARLOCK_CC_PCH=0``) and kernels still build, to the same results; the plugin's own C files
+of several entries build once for all of them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import framework as fw
+from framework import compiler
+from framework.compiler import cache as C
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+pytestmark = pytest.mark.skipif(compiler.compiler_for(fw.Device("cpu")) is None, reason="no C compiler")
+
+# The child trains the tiny Llama under to_static for two steps and reports the losses' and the
+# parameters' bits, the kernel cache's statistics and every compiler process it started.
+_CHILD = textwrap.dedent(
+    """
+    import json, os, subprocess, sys
+    sys.path.insert(0, sys.argv[1])
+    started = []
+    _init = subprocess.Popen.__init__
+    def _watch(self, args, *a, **k):
+        started.append(list(map(str, args)) if isinstance(args, (list, tuple)) else [str(args)])
+        _init(self, args, *a, **k)
+    subprocess.Popen.__init__ = _watch
+    import numpy as np
+    import framework as fw
+    from conformance.models import build
+    from framework.compiler import cache_stats
+    from plugins.cpu.compiler import find_cc
+    from framework.ir.passes import fusion
+    grown = []
+    _grow = fusion.Fusion._grow
+    def _count(self, *a, **k):
+        grown.append(1)
+        return _grow(self, *a, **k)
+    fusion.Fusion._grow = _count
+    task = build("tiny_llama", 0, "cpu", True)
+    with fw.device("cpu"):
+        losses = [np.float32(task.train_step(s).item()).tobytes().hex() for s in range(2)]
+    params = [p.numpy().tobytes().hex() for p in task.model.parameters()]
+    cc = os.path.realpath(find_cc())
+    compilers = [a for a in started if a and os.path.realpath(a[0]) == cc]
+    print(json.dumps({"losses": losses, "params": params, "stats": cache_stats(), "compilers": compilers,
+                      "grown": len(grown)}))
+    """
+)
+
+
+def _run(script, cache, **env):
+    e = dict(os.environ, OARLOCK_CACHE_DIR=str(cache), **env)
+    r = subprocess.run(
+        [sys.executable, "-c", script, ROOT], capture_output=True, text=True, env=e, timeout=900, cwd=ROOT
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def test_warm_process_runs_no_compiler_and_is_bit_identical(tmp_path):
+    cache = tmp_path / "kc"
+    cold = _run(_CHILD, cache)
+    assert cold["stats"]["compiles"] > 0 and cold["compilers"], cold["stats"]
+    warm = _run(_CHILD, cache)
+    assert warm["compilers"] == [], warm["compilers"]
+    assert cold["grown"] > 0 and warm["grown"] == 0  # the fusion groups came from the answers file
+    assert warm["stats"]["compiles"] == 0 and warm["stats"]["disk_hits"] > 0, warm["stats"]
+    assert warm["losses"] == cold["losses"]
+    assert warm["params"] == cold["params"]
+    # the answers of the fusion pass were kept beside the kernels
+    assert list(cache.glob("fusion-answers-*.bin"))
+
+
+# A kernel that includes immintrin.h (what the precompiled header serves), checked against numpy.
+_PCH_CHILD = textwrap.dedent(
+    """
+    import json, subprocess, sys
+    sys.path.insert(0, sys.argv[1])
+    started = []
+    _init = subprocess.Popen.__init__
+    def _watch(self, args, *a, **k):
+        started.append(list(map(str, args)))
+        _init(self, args, *a, **k)
+    subprocess.Popen.__init__ = _watch
+    import numpy as np
+    import framework as fw
+    from framework import compiler
+    from framework.compiler import CACHE
+    src = '''#include <immintrin.h>
+    #include <stdint.h>
+    void pch_probe(float* y, const float* x, int64_t n) {
+        int64_t i = 0;
+        for (; i + 8 <= n; i += 8) {
+            __m256 v = _mm256_loadu_ps(x + i);
+            _mm256_storeu_ps(y + i, _mm256_fmadd_ps(v, v, _mm256_set1_ps(0.5f)));
+        }
+        for (; i < n; ++i) y[i] = x[i] * x[i] + 0.5f;
+    }
+    '''
+    comp = compiler.compiler_for(fw.Device("cpu"))
+    prog = CACHE.get(comp, src, "pch_probe")
+    x = np.linspace(-3, 3, 21, dtype=np.float32)
+    y = np.zeros_like(x)
+    comp.launch(prog, [y, x, np.int64(x.size)], (x.size,), None, None)
+    builds = [a for a in started if any(s.endswith("pch_probe.c") for s in a)]
+    print(json.dumps({"y": y.tolist(), "include": [a[a.index("-include") + 1] for a in builds if "-include" in a],
+                      "builds": len(builds)}))
+    """
+)
+
+
+def _is_gcc():
+    from plugins.cpu.compiler import _is_gcc, find_cc
+
+    return find_cc() is not None and _is_gcc(find_cc())
+
+
+@pytest.mark.skipif(not _is_gcc(), reason="precompiled headers are GCC's")
+def test_precompiled_header_on_and_off(tmp_path):
+    x = np.linspace(-3, 3, 21, dtype=np.float32)
+    want = x * x + np.float32(0.5)
+    on = _run(_PCH_CHILD, tmp_path / "on")
+    off = _run(_PCH_CHILD, tmp_path / "off", OARLOCK_CC_PCH="0")
+    for got in (on, off):
+        assert got["builds"] == 1
+        np.testing.assert_allclose(np.float32(got["y"]), want, rtol=1e-6)
+    assert on["y"] == off["y"]
+    assert len(on["include"]) == 1 and on["include"][0].endswith(".h")
+    assert off["include"] == []
+    # the .gch is a signed entry of the kernel cache (big: the whole intrinsics header), none when off
+    sizes = lambda d: [p.stat().st_size for p in d.rglob("*.bin") if not p.name.startswith("fusion-")]  # noqa: E731
+    assert max(sizes(tmp_path / "on")) > 1 << 20
+    assert max(sizes(tmp_path / "off")) < 1 << 20
+
+
+def test_own_c_of_several_entries_builds_once(tmp_path, monkeypatch):
+    """layout.c's permute and concat come from one build (one cache entry)."""
+    from plugins.cpu import compiler as PC
+
+    monkeypatch.setenv("OARLOCK_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("OARLOCK_CC_PCH", "0")  # the precompiled header would be a second build
+    cache = C.ProgramCache(tmp_path)
+    monkeypatch.setattr(PC, "_PROGRAM_CACHE", cache)
+    monkeypatch.setattr(PC, "_OWN", {})
+    path = os.path.join(ROOT, "plugins", "cpu", "layout.c")
+    perm = PC.own_program(path, "permute_runs", (), "permute")
+    cat = PC.own_program(path, "concat_rows", (), "concat")
+    assert perm is not None and cat is not None
+    assert cache.stats.compiles == 1
+    # both entries are real functions of the one library (the layout tests run them against numpy)
+    assert perm.entry == "permute_runs" and cat.entry == "concat_rows" and perm.ffi is cat.ffi
