@@ -17,7 +17,7 @@ config, and the rest is the auto-parallel core (placements, sharding rules, resh
 ``pp_config = {"split_spec": ..., "global_spec": ...}``
     ``split_spec`` is the name of a layer list (``"layers"``: its layers cut evenly into the
     ``pp`` stages, the layers before it on the first stage, after it on the last) or
-    ``{name: SplitPoint.END}`` (a stage ends after each named layer; ``SplitPoint.BEGIN``: one
+    ``{name: SplitPoint.END}`` (a stage ends after each named layer; ``SplitPoint.BEGINNING``: one
     begins at it). Each stage's parameters lie on its slice ``mesh.get_mesh_with_dim("pp", s)``;
     a layer's inputs from another stage move to its stage (point to point, gradients sent
     back). ``global_spec`` names a layer whose output every stage uses (a rotary table): it
@@ -89,7 +89,7 @@ def get_mesh() -> ProcessMesh | None:
 class SplitPoint(enum.Enum):
     """Where a pipeline stage is cut at a named layer (Paddle's ``dist.SplitPoint``)."""
 
-    BEGIN = 0
+    BEGINNING = 0
     END = 1
 
 
@@ -261,6 +261,7 @@ def _boundaries(names: list[str], spec: Any, pp: int) -> list[int]:
 
     out: list[int] = []
     if isinstance(spec, str):
+        span(spec)  # the layer exists
         children = [n for n in names if n.startswith(spec + ".") and "." not in n[len(spec) + 1 :]]
         if len(children) < pp:
             raise OpArgumentError(
@@ -272,10 +273,10 @@ def _boundaries(names: list[str], spec: Any, pp: int) -> list[int]:
             out.append(span(children[s * k // pp])[0])
     elif isinstance(spec, dict):
         for name, where in spec.items():
-            if where not in (SplitPoint.END, SplitPoint.BEGIN):
+            if where not in (SplitPoint.END, SplitPoint.BEGINNING):
                 raise OpArgumentError(
                     f"[parallelize] pp_config split_spec['{name}'] must be dist.SplitPoint.END or "
-                    f"BEGIN, got {where!r}"
+                    f"BEGINNING, got {where!r}"
                 )
             first, end = span(name)
             out.append(end if where is SplitPoint.END else first)
@@ -461,7 +462,11 @@ def parallelize(
                 f"[parallelize] parallelize_plan pattern '{pat}' matches no layer of the model "
                 f"(its layers: {[n for n in layer_names if n][:8]}...)"
             )
+        subs = dict(order)
         for n in hits:
+            for p in plist:
+                if isinstance(p, (ColWiseParallel, RowWiseParallel)):
+                    _kind(subs[n], type(p).__name__)  # a linear or an embedding, else the error
             plans[n] = plist  # type: ignore[assignment]
 
     # the parameters: each on its owner's stage (a copy per further stage that uses it)
