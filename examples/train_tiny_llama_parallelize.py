@@ -110,9 +110,11 @@ def _value(loss: dist.DistTensor, last: dist.ProcessMesh) -> float:
     return float(t.numpy()[0])
 
 
-def reference(vocab: int, layers: int, data: list, tied: bool = False) -> tuple[list[float], TinyLlama]:
-    """The same model in one process on the whole batch."""
-    model = TinyLlama(vocab, layers, tied)
+def reference(
+    vocab: int, layers: int, data: list, tied: bool = False, model: fw.nn.Layer | None = None
+) -> tuple[list[float], fw.nn.Layer]:
+    """The same model (or ``model``) trained in one process on the whole batch."""
+    model = model if model is not None else TinyLlama(vocab, layers, tied)
     opt = optimizer(model.parameters())
     losses = []
     for x, y in data:

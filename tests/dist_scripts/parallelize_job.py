@@ -89,15 +89,7 @@ def seq_model():
     return fw.nn.Sequential(e, Block(False), Block(False), Head(e.embed.weight))
 
 
-ref_model = seq_model()
-ref_opt = optimizer(ref_model.parameters())
-ref_losses = []
-for x, y in data:
-    loss = loss_fn(ref_model(fw.to_tensor(x)), fw.to_tensor(y))
-    loss.backward()
-    ref_opt.step()
-    ref_opt.clear_grad()
-    ref_losses.append(float(loss.numpy()))
+ref_losses, ref_model = reference(vocab, 2, data, model=seq_model())
 
 mesh = dist.ProcessMesh(np.arange(4).reshape(2, 2), dim_names=["pp", "dp"])
 model = seq_model()
