@@ -20,7 +20,7 @@ from framework.distributed import launch
 from tests.conftest import needs_mpi
 
 SCRIPT = Path(__file__).parent / "dist_scripts" / "parallelize_job.py"
-TAGS = ("pp2xmp2_tied", "dp2xmp2_sh1", "pp2xdp2_sh1", "pp2xdp2_1f1b")
+TAGS = ("pp2xmp2_tied", "dp2xmp2_sh1", "pp2xdp2_sh1", "pp2xdp2_1f1b", "dp2xmp2_sh1_clip")
 
 
 @needs_mpi
@@ -55,6 +55,7 @@ def test_parallelize_trains_as_one_process_on_4_ranks() -> None:
         else:  # the tied head's copy on the last stage: equal to the one-process embedding above
             assert "pp2xmp2_tied/param/lm_head.weight" in d.files
             assert not any(k.startswith("pp2xmp2_tied/param/embed.") for k in d.files)
+        assert (d["dp2xmp2_sh1_clip/ref_norm"] > 0.1).all()  # the clip (0.05) acted at every step
         order = "".join(d["pp2xdp2_1f1b/order"].tolist())
         assert order == ("F0F1B0B1" if first else "F0B0F1B1"), (r, order)
     assert {"embed.weight", "lm_head.weight"} <= held["pp2xmp2_tied"]
@@ -198,4 +199,16 @@ def test_one_rank_sequence_parallel_and_tied_weights_train_as_plain() -> None:
         assert m.mix2.weight is m.mix.weight
     assert got[0].keys() == got[1].keys()
     for k in got[0]:
-        np.testing.assert_allclose(got[1][k], got[0][k], rtol=1e-5, atol=1e-5, err_msg=k)  # sum loss: large steps
+        np.testing.assert_allclose(
+            got[1][k], got[0][k], rtol=1e-5, atol=1e-5, err_msg=k
+        )  # sum loss: large steps
+
+
+def test_a_norm_clip_over_pipeline_stages_is_refused() -> None:
+    net = fw.nn.Sequential(fw.nn.Linear(2, 2), fw.nn.Linear(2, 2))
+    opt = fw.optimizer.SGD(parameters=net.parameters(), grad_clip=fw.nn.ClipGradByGlobalNorm(1.0))
+    mesh = dist.ProcessMesh([0, 1], dim_names=["pp"])  # two stages (not entered: refused before)
+    with pytest.raises(
+        fw.OarlockError, match=r"grad_clip=ClipGradByGlobalNorm over 2 pipeline stages is not built"
+    ):
+        dist.parallelize(net, opt, mesh, {"pp_config": {"split_spec": {"0": dist.SplitPoint.END}}})

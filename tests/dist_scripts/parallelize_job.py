@@ -3,6 +3,7 @@
 ``pp2xmp2_tied``  pp 2 x mp 2, the embedding tied to the head across the stages (eager)
 ``dp2xmp2_sh1``   dp 2 x mp 2, dp_config sharding_level 1
 ``pp2xdp2_sh1``   pp 2 x dp 2, sharding_level 1 (stage 1 under pp x dp)
+``dp2xmp2_sh1_clip``  an MLP, dp 2 x mp 2, sharding_level 1 with ClipGradByGlobalNorm
 ``pp2xdp2_1f1b``  an nn.Sequential with a tied head, pp 2 x dp 2 on the 1F1B schedule
                   (dist.to_static, 2 micro-batches)
 
@@ -107,4 +108,42 @@ for x, y in data:
     losses.append(float(loss.numpy()))
 res["pp2xdp2_1f1b/order"] = np.array([f"{k}{i}" for k, i, _, _ in dm.pipeline.timeline])
 record("pp2xdp2_1f1b", losses, model, ref_losses, ref_model)
+
+
+# -- dp 2 x mp 2, sharding level 1 and ClipGradByGlobalNorm (a clip that acts at every step) ------
+def clipped(par: bool):
+    fw.seed(3)
+    net = fw.nn.Sequential(fw.nn.Linear(6, 8), fw.nn.Tanh(), fw.nn.Linear(8, 3))
+    opt = fw.optimizer.AdamW(
+        learning_rate=0.01, parameters=net.parameters(), grad_clip=fw.nn.ClipGradByGlobalNorm(0.05)
+    )
+    if par:
+        plan = {"0": dist.ColWiseParallel(), "2": dist.RowWiseParallel()}
+        cfg = {"dp_config": {"sharding_level": 1}, "mp_config": {"parallelize_plan": plan}}
+        net, opt = dist.parallelize(net, opt, dist.ProcessMesh([[0, 1], [2, 3]], dim_names=["dp", "mp"]), cfg)
+    losses, norms = [], []
+    for step in range(3):
+        rng = np.random.default_rng(step)
+        x = rng.normal(size=(8, 6)).astype("float32")
+        y = np.sin(x[:, :3]).astype("float32")
+        label = (
+            dist.shard_tensor(y, net.process_mesh, [dist.Shard(0), dist.Replicate()])
+            if par
+            else fw.to_tensor(y)
+        )
+        loss = fw.nn.functional.mse_loss(net(fw.to_tensor(x)), label)
+        loss.backward()
+        if not par:
+            norms.append(np.sqrt(sum(float((p.grad.numpy() ** 2).sum()) for p in net.parameters())))
+        opt.step()
+        opt.clear_grad()
+        losses.append(float(loss.numpy()))
+    return losses, net, norms
+
+
+ref_losses, ref_net, norms = clipped(False)
+losses, net, _ = clipped(True)
+res["dp2xmp2_sh1_clip/ref_norm"] = np.array(norms, "float32")
+record("dp2xmp2_sh1_clip", losses, net, ref_losses, ref_net)
+
 np.savez(os.path.join(out, f"rank{rank}.npz"), **res)

@@ -421,6 +421,13 @@ def parallelize(
         stages = [mesh.get_mesh_with_dim("pp", s) for s in range(pp)]
     else:
         stages = [mesh]
+    clip = getattr(optimizer, "grad_clip", None)
+    if len(stages) > 1 and clip is not None and type(clip).__name__ != "ClipGradByValue":
+        raise OpArgumentError(
+            f"[parallelize] grad_clip={type(clip).__name__} over {len(stages)} pipeline stages is not "
+            "built (each stage would clip by the norm of its own gradients); use ClipGradByValue, or "
+            "dist.to_static with strategy.pipeline, whose step takes the norm over the stages"
+        )
     pp_cfg = config.get("pp_config") or {}
     bounds = (
         _boundaries(layer_names, pp_cfg["split_spec"], pp) if pp_cfg.get("split_spec") is not None else []
@@ -485,7 +492,7 @@ def parallelize(
             raise OpArgumentError(
                 f"[parallelize] parameter '{name0}.{attr0}' is already distributed; parallelize a plain model"
             )
-        ps: list[Placement] = [Replicate()] * (mesh.ndim - (1 if "pp" in names else 0))
+        ps: list[Placement] = [Replicate()] * stages[0].ndim
         plan = next(
             (
                 pl
