@@ -14,7 +14,8 @@ Paddle, and return a task with ``wait()`` when ``sync_op=False``.
 
 Automatic parallelism (Paddle's names): ``ProcessMesh``, ``Shard``/``Replicate``/``Partial``,
 ``shard_tensor``, ``reshard``, ``unshard_dtensor``, ``shard_layer``, ``shard_optimizer``
-(``ShardingStage1``): the framework's own ops on distributed tensors follow sharding rules and
+(``ShardingStage1``), and Paddle 3's one-call ``parallelize`` (``set_mesh``, ``ColWiseParallel``,
+``RowWiseParallel``, ``SequenceParallel*``, ``SplitPoint``): the framework's own ops on distributed tensors follow sharding rules and
 insert the communication; see docs/distributed.md.
 
 Paddle's ``fleet`` (hybrid dp x pp x sharding x mp training: ``fleet.init``,
@@ -31,6 +32,7 @@ from __future__ import annotations
 from ..io import DistributedBatchSampler
 from . import auto_parallel, fleet, sharding
 from .auto_parallel import (
+    ColWiseParallel,
     DistModel,
     DistTensor,
     Partial,
@@ -38,12 +40,21 @@ from .auto_parallel import (
     Plan,
     ProcessMesh,
     Replicate,
+    RowWiseParallel,
+    SequenceParallelBegin,
+    SequenceParallelDisable,
+    SequenceParallelEnable,
+    SequenceParallelEnd,
     Shard,
     ShardingStage1,
+    SplitPoint,
     Strategy,
     auto_plan,
     dtensor_from_fn,
+    get_mesh,
+    parallelize,
     reshard,
+    set_mesh,
     shard_layer,
     shard_optimizer,
     shard_tensor,
@@ -81,6 +92,16 @@ from .parallel import DataParallel
 from .spawn import SpawnContext, spawn
 
 __all__ = [
+    "ColWiseParallel",
+    "RowWiseParallel",
+    "SequenceParallelBegin",
+    "SequenceParallelDisable",
+    "SequenceParallelEnable",
+    "SequenceParallelEnd",
+    "SplitPoint",
+    "get_mesh",
+    "parallelize",
+    "set_mesh",
     "DistModel",
     "DistTensor",
     "Partial",

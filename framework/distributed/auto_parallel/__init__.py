@@ -16,6 +16,18 @@ from .dtensor import DistTensor, dtensor_from_fn, shard_tensor
 from .layer import local_bytes, shard_layer
 from .mesh import ProcessMesh
 from .optimizer import ShardingStage1, shard_optimizer
+from .parallelize import (
+    ColWiseParallel,
+    RowWiseParallel,
+    SequenceParallelBegin,
+    SequenceParallelDisable,
+    SequenceParallelEnable,
+    SequenceParallelEnd,
+    SplitPoint,
+    get_mesh,
+    parallelize,
+    set_mesh,
+)
 from .placement import Partial, Placement, Replicate, Shard
 from .planner import Plan, auto_plan
 from .reshard import LOG, reshard, unshard_dtensor
@@ -29,6 +41,16 @@ def reshard_log() -> list[dict]:
 
 
 __all__ = [
+    "ColWiseParallel",
+    "RowWiseParallel",
+    "SequenceParallelBegin",
+    "SequenceParallelDisable",
+    "SequenceParallelEnable",
+    "SequenceParallelEnd",
+    "SplitPoint",
+    "get_mesh",
+    "parallelize",
+    "set_mesh",
     "DistModel",
     "DistTensor",
     "auto_plan",

@@ -126,7 +126,9 @@ class DistTensor(Tensor):
         self.placements = list(placements)
         self.shape = tuple(int(s) for s in shape)
         self.dtype = dtype
-        self.device = None if local is None else local.device
+        # a rank outside the mesh holds nothing; its ops still see the current device (a
+        # composite's helper tensors are made there), and skip the kernel
+        self.device = _current_device() if local is None else local.device
         self._node = None
         if name is not None:
             self.name = name
@@ -300,6 +302,12 @@ def dist_parameter(kind: type, d: DistTensor, trainable: bool, name: str | None)
 
 def _as_tensor(data: Any) -> Tensor:
     return data if isinstance(data, Tensor) else _to_tensor(data)
+
+
+def _current_device() -> Any:
+    from ..._src.device import get_device
+
+    return get_device()
 
 
 def shard_tensor(

@@ -14,7 +14,10 @@ kept by the owner alone:
              forward all-gathers the parameters first, and the step releases them again.
 
 The training is data parallel's (the same averaged gradients, the same elementwise update).
-An optimizer with ``grad_clip`` is refused: the global norm would be of a slice.
+``ClipGradByGlobalNorm`` is computed sharded: each rank sums the squares of its slices, the
+sums are all-reduced over the group and every slice is scaled by the one global factor (the
+unsharded result). ``ClipGradByValue`` is elementwise and runs on the slices. A clip that
+needs each whole gradient (``ClipGradByNorm``, a custom one) is refused.
 
 >>> import framework as fw, framework.distributed as dist
 >>> from framework.distributed.sharding import group_sharded_parallel
@@ -35,10 +38,12 @@ from adapter_api import OpArgumentError
 from ..._src.autograd import no_grad
 from ..._src.io import save
 from ..._src.ops import creation as _creation
+from ..._src.ops import math as _math
 from ..._src.ops import shape as _shape
 from ..._src.tensor import Tensor
 from ..._src.tensor import empty as _empty
 from ...nn import Parameter
+from ...nn.clip import ClipGradByGlobalNorm, ClipGradByValue
 from .. import collective
 
 LEVELS = {"os": 1, "os_g": 2, "p_g_os": 3}
@@ -77,12 +82,17 @@ class ShardedOptimizer:
             raise OpArgumentError(
                 f"[sharding] expected a framework optimizer (fw.optimizer.*), got {type(optimizer).__name__}"
             )
-        if getattr(optimizer, "grad_clip", None) is not None:
-            raise OpArgumentError(
-                "[sharding] an optimizer with grad_clip is not supported: each rank would clip by the "
-                "norm of its slice; clip the gradients before opt.step() or leave grad_clip unset"
-            )
+        clip = getattr(optimizer, "grad_clip", None)
         d = self.__dict__
+        d["_clip"] = None
+        if isinstance(clip, ClipGradByGlobalNorm):
+            d["_clip"], optimizer.grad_clip = clip, None  # applied in step(), over every slice
+        elif clip is not None and not isinstance(clip, ClipGradByValue):
+            raise OpArgumentError(
+                f"[sharding] grad_clip={type(clip).__name__} cannot be computed on sharded gradients "
+                "(it needs each whole gradient, a rank holds a slice); use "
+                "fw.nn.ClipGradByGlobalNorm or ClipGradByValue, or clip before opt.step()"
+            )
         d["_inner"], d["_group"], d["stage"] = optimizer, group, stage
         d["_params"] = optimizer._all_params()
         d["_slice"] = {}  # id(param) -> this rank's slice (a flat Parameter the optimizer steps)
@@ -127,6 +137,8 @@ class ShardedOptimizer:
                 s.grad = None if p.grad is None else self._mine(_padded(p.grad, self._group.nranks)).clone()
             else:
                 s.grad = self._kept.pop(id(p), None)
+        if self._clip is not None:
+            self._clip_global_norm()
         self._inner.step()
         if self.stage == 3:
             if self._release is not None:
@@ -134,6 +146,25 @@ class ShardedOptimizer:
             return
         for p in self._params:
             _rebind(p, self.whole(p))
+
+    def _clip_global_norm(self) -> None:
+        """ClipGradByGlobalNorm over the whole gradients: the squares of this rank's slices
+        (the zero padding adds nothing), summed over the group, one scale for every slice."""
+        sq = None
+        for s in self.slices:
+            if s.grad is None or not getattr(s, "need_clip", True):
+                continue
+            g = s.grad if s.grad.dtype.itemsize >= 4 else _math.cast(s.grad, "float32")
+            part = _math.sum(g * g).reshape([1])
+            sq = part if sq is None else sq + _math.cast(part, sq.dtype)
+        if sq is None:  # this rank holds no gradient: it still joins the all-reduce
+            sq = _creation.zeros([1], dtype="float32", device=self.slices[0].device if self.slices else None)
+        collective.all_reduce(sq, group=self._group)
+        clip_norm = self._clip.clip_norm
+        scale = clip_norm / _math.maximum(_math.sqrt(sq), clip_norm)
+        for s in self.slices:
+            if s.grad is not None and getattr(s, "need_clip", True):
+                s.grad = s.grad * _math.cast(scale, s.grad.dtype)
 
     def clear_grad(self, set_to_zero: bool = False) -> None:
         self._kept.clear()
