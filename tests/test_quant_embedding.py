@@ -184,8 +184,23 @@ def test_generate_example_reports_quantised_bytes_and_loss(capsys):
     from conformance.models import build
     from examples.generate_tiny_llama import main
 
-    r = main(["--quant", "int4", "--group-size", "16", "--steps", "0", "--tokens", "3", "--repeat", "1",
-              "--eval-batches", "1", "--greedy"])
+    r = main(
+        [
+            "--quant",
+            "int4",
+            "--group-size",
+            "16",
+            "--steps",
+            "0",
+            "--tokens",
+            "3",
+            "--repeat",
+            "1",
+            "--eval-batches",
+            "1",
+            "--greedy",
+        ]
+    )
     model = build("tiny_llama", seed=0, device="cpu").model
     float_bytes, want = 0, 0
     quantised = set()

@@ -177,7 +177,9 @@ class Backend:
             return [[int(i) for i in g] for g in got[0]], got[1]
         return None
 
-    def keep_groups(self, text: str, device: str, groups: list[list[int]], reads: dict[str, list[int]]) -> None:
+    def keep_groups(
+        self, text: str, device: str, groups: list[list[int]], reads: dict[str, list[int]]
+    ) -> None:
         """Keep the groups grown for the program ``text`` (see :meth:`kept_groups`)."""
         answers.FUSION.put(answers.question(text, self._where(device), "groups"), [groups, reads])
 

@@ -217,7 +217,9 @@ class _PCHCompiler(Compiler):
     def identity(self) -> str:
         real = os.path.realpath(self.cc)
         st = os.stat(real)
-        return f"pch {self.cc} -> {real} {st.st_size} {st.st_mtime_ns} | {' '.join(self.flags)} | cpu {_march()}"
+        return (
+            f"pch {self.cc} -> {real} {st.st_size} {st.st_mtime_ns} | {' '.join(self.flags)} | cpu {_march()}"
+        )
 
     def compile(self, source: str, entry: str, options: tuple[str, ...] = ()) -> bytes:
         with tempfile.TemporaryDirectory(prefix="oarlock-pch-") as d:
@@ -225,10 +227,14 @@ class _PCHCompiler(Compiler):
             with open(hdr, "w") as f:
                 f.write(source)
             r = subprocess.run(
-                [self.cc, *self.flags, "-x", "c-header", hdr, "-o", hdr + ".gch"], capture_output=True, text=True
+                [self.cc, *self.flags, "-x", "c-header", hdr, "-o", hdr + ".gch"],
+                capture_output=True,
+                text=True,
             )
             if r.returncode != 0:
-                raise CompileError(f"[cpu] {os.path.basename(self.cc)} could not precompile immintrin.h\n{r.stderr}")
+                raise CompileError(
+                    f"[cpu] {os.path.basename(self.cc)} could not precompile immintrin.h\n{r.stderr}"
+                )
             with open(hdr + ".gch", "rb") as f:
                 return f.read()
 
@@ -545,7 +551,13 @@ def own_programs(path: Any, entries: tuple[str, ...], options: tuple[str, ...], 
 #: program's ops will ask for
 PREBUILT_OWN: tuple[tuple[str, tuple[str, ...], bool, str, frozenset[str]], ...] = (
     ("gemm.c", ("gemm_rows",), True, "split product", frozenset({"matmul", "matmul_t"})),
-    ("layout.c", ("permute_runs", "concat_rows"), False, "permute and concat", frozenset({"permute", "concat"})),
+    (
+        "layout.c",
+        ("permute_runs", "concat_rows"),
+        False,
+        "permute and concat",
+        frozenset({"permute", "concat"}),
+    ),
     (
         "attention.c",
         ("attn_fwd", "attn_bwd"),
@@ -559,7 +571,9 @@ PREBUILT_OWN: tuple[tuple[str, tuple[str, ...], bool, str, frozenset[str]], ...]
 
 #: the files of the plugin's own C with several entries: one build (one compiler process, one
 #: cache entry) loads them all
-FILE_ENTRIES: dict[str, tuple[str, ...]] = {name: entries for name, entries, *_ in PREBUILT_OWN if len(entries) > 1}
+FILE_ENTRIES: dict[str, tuple[str, ...]] = {
+    name: entries for name, entries, *_ in PREBUILT_OWN if len(entries) > 1
+}
 
 
 def own_builds(ops: Any = ()) -> list[Any]:

@@ -40,6 +40,8 @@ _FLOAT8_TO_F32 = {d.num: np.arange(256, dtype=np.uint8).view(d).astype(np.float3
 def widen_float8(x: np.ndarray) -> np.ndarray:
     """A float8 array as float32, exactly, through its type's lookup table."""
     return np.take(_FLOAT8_TO_F32[x.dtype.num], np.ascontiguousarray(x).view(np.uint8))
+
+
 NUMERIC = (*FLOATS, *INTS)
 ALL = (*NUMERIC, "bool")
 _HALF = (F16, BF16)
