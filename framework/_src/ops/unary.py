@@ -394,8 +394,9 @@ def _float_input(x: Any, name: str) -> Tensor:
 
 
 def round(x: Tensor, decimals: int = 0, name: str | None = None) -> Tensor:
-    """Elementwise rounding to ``decimals`` places, halves to the even neighbour (as Paddle
-    3.x and numpy: 0.5 -> 0, 1.5 -> 2, 2.5 -> 2, -0.5 -> -0).
+    """Elementwise rounding to ``decimals`` places, halves to the even neighbour.
+
+    As Paddle 3.x and numpy: 0.5 -> 0, 1.5 -> 2, 2.5 -> 2, -0.5 -> -0.
 
     Args:
         x (Tensor): the input.

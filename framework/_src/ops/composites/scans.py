@@ -142,8 +142,10 @@ def _cum_extreme(name: str, x: Tensor, axis: Any, dtype: Any, better: Any) -> tu
 def cummax(
     x: Tensor, axis: int | None = None, dtype: Any = "int64", name: str | None = None
 ) -> tuple[Tensor, Tensor]:
-    """The running maximum along ``axis`` and where it was found (the last index on ties; a
-    NaN propagates, with the index of the first NaN, as in Paddle).
+    """The running maximum along ``axis`` and where it was found.
+
+    The last index wins on ties; a NaN propagates, with the index of the first NaN, as in
+    Paddle.
 
     Args:
         x (Tensor): the input.
@@ -166,8 +168,10 @@ def cummax(
 def cummin(
     x: Tensor, axis: int | None = None, dtype: Any = "int64", name: str | None = None
 ) -> tuple[Tensor, Tensor]:
-    """The running minimum along ``axis`` and where it was found (the last index on ties; a
-    NaN propagates, with the index of the first NaN, as in Paddle).
+    """The running minimum along ``axis`` and where it was found.
+
+    The last index wins on ties; a NaN propagates, with the index of the first NaN, as in
+    Paddle.
 
     Args:
         x (Tensor): the input.
