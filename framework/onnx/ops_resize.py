@@ -65,6 +65,25 @@ def _taps(n: Node, mode: str, out: int, size: int, scale: float, roi: tuple[floa
         else:
             i = np.ceil(x)
         return np.clip(i, 0, size - 1).astype(np.int64)[None], np.ones((1, out)), outside
+    if n.attr("antialias", 0) and scale < 1:
+        # the kernel stretched by 1/scale (downsampling): 2 * ceil-ish(1/scale) taps around x,
+        # from the one just left of x (a ratio in (0, 1]), weights normalised to sum 1
+        x0 = np.ceil(x) - 1
+        r = x - x0
+        reach = 1.0 if mode == "linear" else 2.0
+        start = int(np.floor(-reach / scale) + 1)
+        offs = np.arange(start, 2 - start)
+        args = (offs[:, None] - r[None]) * scale
+        if mode == "linear":
+            w = np.clip(1 - np.abs(args), 0, 1)
+        else:
+            w = _cubic(args, n.attr("cubic_coeff_a", -0.75))
+        w = w / w.sum(0, keepdims=True)
+        idx = x0[None] + offs[:, None]
+        if n.attr("exclude_outside", 0):
+            w = np.where((idx < 0) | (idx > size - 1), 0.0, w)
+            w = w / w.sum(0, keepdims=True)
+        return np.clip(idx, 0, size - 1).astype(np.int64), w, outside
     x0 = np.floor(x)
     r = x - x0
     if mode == "linear":
@@ -104,8 +123,8 @@ def _resize_axis(
 def _resize(n: Node) -> fw.Tensor:
     x = n.tensor(0)
     r = x.ndim
-    if n.attr("antialias", 0):
-        raise n.error("antialias=1 is not imported")
+    if n.attr("antialias", 0) and n.attr("mode", "nearest") == "nearest":
+        raise n.error("antialias=1 with mode 'nearest' is not imported", "use mode 'linear' or 'cubic'")
     axes = [a + r if a < 0 else a for a in n.attr("axes", list(range(r)))]
     roi = n.const(1) if n.has(1) and n.const(1).size else None
     scales = n.const(2) if n.has(2) and n.const(2).size else None
