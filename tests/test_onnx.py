@@ -183,9 +183,11 @@ def test_errors_name_the_op_and_what_to_do() -> None:
 
     with pytest.raises(fw.onnx.OnnxImportError, match=r"no converter for the ONNX op\(s\) \['Frobnicate'\]"):
         fw.onnx.load(one("Frobnicate"))
-    m = one("GridSample", mode="cubic")
-    m.graph.node[0].input.append("x")  # the grid: any tensor, the mode is refused first
-    with pytest.raises(fw.onnx.OnnxImportError, match="GridSample.*mode='cubic' is not imported; use"):
+    m = one("GridSample", padding_mode="mirror")
+    m.graph.node[0].input.append("x")  # the grid: any tensor, the padding mode is refused first
+    with pytest.raises(
+        fw.onnx.OnnxImportError, match="GridSample.*padding_mode='mirror' is not imported; use"
+    ):
         fw.onnx.load(m)(fw.zeros([1, 1, 4, 4]))
     with pytest.raises(fw.onnx.OnnxImportError, match="no model file"):
         fw.onnx.load("/nonexistent/model.onnx")

@@ -315,11 +315,27 @@ def _channel(t: fw.Tensor, rank: int) -> fw.Tensor:
 
 
 @converter("BatchNormalization")
-def _batchnorm(n: Node) -> fw.Tensor:
-    if n.attr("training_mode", 0):
-        raise n.error("training_mode=1 is not imported", "export the model for inference")
+def _batchnorm(n: Node) -> object:
     x, scale, b, mean, var = (n.tensor(i) for i in range(5))
     r = x.ndim
+    if n.attr("training_mode", 0):
+        # the batch's statistics (the population variance), and the running ones updated
+        axes = [0, *range(2, r)]
+        bm = fw.mean(x, axis=axes)
+        bv = fw.mean(fw.square(fw.subtract(x, _channel(bm, r))), axis=axes)
+        eps = fw.full([], n.attr("epsilon", 1e-5), dtype=x.dtype, device=n.device)
+        y = fw.add(
+            fw.multiply(
+                fw.subtract(x, _channel(bm, r)), _channel(fw.multiply(scale, fw.rsqrt(fw.add(bv, eps))), r)
+            ),
+            _channel(b, r),
+        )
+        mom = n.attr("momentum", 0.9)
+        keep = fw.full([], mom, dtype=mean.dtype, device=n.device)
+        new = fw.full([], 1.0 - mom, dtype=mean.dtype, device=n.device)
+        run_mean = fw.add(fw.multiply(mean, keep), fw.multiply(bm.astype(mean.dtype), new))
+        run_var = fw.add(fw.multiply(var, keep), fw.multiply(bv.astype(var.dtype), new))
+        return [y, run_mean, run_var][: max(len(n.proto.output), 1)]
     eps = fw.full([], n.attr("epsilon", 1e-5), dtype=var.dtype, device=n.device)
     inv = fw.multiply(scale, fw.rsqrt(fw.add(var, eps)))
     return fw.add(fw.multiply(fw.subtract(x, _channel(mean, r)), _channel(inv, r)), _channel(b, r))
@@ -414,6 +430,11 @@ def _lrn(n: Node) -> fw.Tensor:
 def _dropout(n: Node) -> list[object]:
     x = n.tensor(0)
     training = n.const(2)
-    if training is not None and bool(training.reshape(())):
-        raise n.error("training_mode=True is not imported (a random mask)", "export the model for inference")
+    ratio = n.const(1)
+    ratio = float(ratio.reshape(())) if ratio is not None else float(n.attr("ratio", 0.5))
+    if training is not None and bool(training.reshape(())) and ratio != 0.0:
+        raise n.error(
+            f"training_mode=True with ratio {ratio} is not imported (a random mask)",
+            "export the model for inference",
+        )
     return [x, fw.ones(x.shape, dtype="bool", device=n.device)]

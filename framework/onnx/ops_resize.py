@@ -65,6 +65,25 @@ def _taps(n: Node, mode: str, out: int, size: int, scale: float, roi: tuple[floa
         else:
             i = np.ceil(x)
         return np.clip(i, 0, size - 1).astype(np.int64)[None], np.ones((1, out)), outside
+    if n.attr("antialias", 0) and scale < 1:
+        # the kernel stretched by 1/scale (downsampling): 2 * ceil-ish(1/scale) taps around x,
+        # from the one just left of x (a ratio in (0, 1]), weights normalised to sum 1
+        x0 = np.ceil(x) - 1
+        r = x - x0
+        reach = 1.0 if mode == "linear" else 2.0
+        start = int(np.floor(-reach / scale) + 1)
+        offs = np.arange(start, 2 - start)
+        args = (offs[:, None] - r[None]) * scale
+        if mode == "linear":
+            w = np.clip(1 - np.abs(args), 0, 1)
+        else:
+            w = _cubic(args, n.attr("cubic_coeff_a", -0.75))
+        w = w / w.sum(0, keepdims=True)
+        idx = x0[None] + offs[:, None]
+        if n.attr("exclude_outside", 0):
+            w = np.where((idx < 0) | (idx > size - 1), 0.0, w)
+            w = w / w.sum(0, keepdims=True)
+        return np.clip(idx, 0, size - 1).astype(np.int64), w, outside
     x0 = np.floor(x)
     r = x - x0
     if mode == "linear":
@@ -104,8 +123,8 @@ def _resize_axis(
 def _resize(n: Node) -> fw.Tensor:
     x = n.tensor(0)
     r = x.ndim
-    if n.attr("antialias", 0):
-        raise n.error("antialias=1 is not imported")
+    if n.attr("antialias", 0) and n.attr("mode", "nearest") == "nearest":
+        raise n.error("antialias=1 with mode 'nearest' is not imported", "use mode 'linear' or 'cubic'")
     axes = [a + r if a < 0 else a for a in n.attr("axes", list(range(r)))]
     roi = n.const(1) if n.has(1) and n.const(1).size else None
     scales = n.const(2) if n.has(2) and n.const(2).size else None
@@ -164,25 +183,29 @@ def _rint(v: fw.Tensor) -> fw.Tensor:
 
 @converter("GridSample")
 def _grid_sample(n: Node) -> fw.Tensor:
-    """2-D sampling, bilinear or nearest, any padding mode. ``reflection`` reflects the grid's
-    locations into the image, then samples as ``border``; ``nearest`` snaps them to the pixel
-    ONNX picks (halves to even), then samples."""
+    """Sampling on a grid. 2-D bilinear or nearest run ``F.grid_sample``: ``reflection``
+    reflects the grid's locations into the image, then samples as ``border``; ``nearest``
+    snaps them to the pixel ONNX picks (halves to even). Cubic and 3-D sampling gather
+    their taps (:func:`_sample_taps`)."""
     from framework.nn import functional as F
 
     x, grid = n.tensor(0), n.tensor(1)
-    mode = {"linear": "bilinear", "bilinear": "bilinear", "nearest": "nearest"}.get(
-        n.attr("mode", "bilinear")
-    )
+    kind = {
+        "linear": "linear",
+        "bilinear": "linear",
+        "nearest": "nearest",
+        "cubic": "cubic",
+        "bicubic": "cubic",
+    }
+    mode = kind.get(n.attr("mode", "bilinear"))
     if mode is None:
-        raise n.error(f"mode={n.attr('mode')!r} is not imported", "use 'linear' (bilinear) or 'nearest'")
-    if x.ndim != 4:
-        raise n.error(
-            f"a {x.ndim - 2}-D sampling (input of shape {tuple(x.shape)}) is not imported",
-            "GridSample imports 2-D (N, C, H, W) inputs",
-        )
+        raise n.error(f"mode={n.attr('mode')!r} is not imported", "use 'linear', 'nearest' or 'cubic'")
     pad = n.attr("padding_mode", "zeros")
     if pad not in ("zeros", "border", "reflection"):
         raise n.error(f"padding_mode={pad!r} is not imported", "use 'zeros', 'border' or 'reflection'")
+    if mode == "cubic" or x.ndim != 4:
+        return _sample_taps(n, x, grid, mode, pad, bool(n.attr("align_corners", 0)))
+    mode = "bilinear" if mode == "linear" else mode
     align = bool(n.attr("align_corners", 0))
     if pad == "reflection" or mode == "nearest":
         cols = []
@@ -207,3 +230,85 @@ def _grid_sample(n: Node) -> fw.Tensor:
         grid = fw.concat(cols, axis=-1)
         pad = "border" if pad == "reflection" else pad
     return F.grid_sample(x, grid, mode=mode, padding_mode=pad, align_corners=align)
+
+
+def _cubic_coeffs(t: fw.Tensor) -> list[fw.Tensor]:
+    """Keys' cubic convolution weights (a = -0.75) of the taps at -1, 0, 1, 2 from ``floor``."""
+    a = -0.75
+
+    def far(d: fw.Tensor) -> fw.Tensor:  # 1 < |d| < 2
+        return ((d * a - 5 * a) * d + 8 * a) * d - 4 * a
+
+    def near(d: fw.Tensor) -> fw.Tensor:  # |d| <= 1
+        return ((d * (a + 2)) - (a + 3)) * d * d + 1
+
+    one = fw.ones_like(t)
+    return [far(t + one), near(t), near(one - t), far(one * 2 - t)]
+
+
+def _sample_taps(n: Node, x: fw.Tensor, grid: fw.Tensor, mode: str, pad: str, align: bool) -> fw.Tensor:
+    """Grid sampling of any rank and mode as ONNX's reference computes it: per axis, the
+    location in pixels (border or reflection applied to it), the taps around it and their
+    weights; each combination of taps one gather from the flattened input."""
+    import itertools
+
+    dims = [int(d) for d in x.shape[2:]]
+    k = len(dims)
+    if grid.shape[-1] != k:
+        raise n.error(
+            f"a grid of {grid.shape[-1]} coordinates for a {k}-D input", "give one coordinate per spatial dim"
+        )
+    nb, ch = int(x.shape[0]), int(x.shape[1])
+    out_shape = [int(d) for d in grid.shape[1:-1]]
+    q = int(np.prod(out_shape))
+    axes_taps = []
+    for i, size in enumerate(dims):
+        g = grid[..., k - 1 - i].reshape([nb, 1, q])  # the grid holds (x, y, z): the last dim first
+        one = fw.ones_like(g)
+        scale, shift = ((size - 1) / 2, 0.0) if align else (size / 2, 0.5)
+        lo, hi = (0.0, size - 1.0) if align else (-0.5, size - 0.5)
+        c = fw.subtract(fw.multiply(fw.add(g, one), fw.full_like(g, scale)), fw.full_like(g, shift))
+        if mode == "nearest":
+            c = _rint(c)
+        outside = fw.logical_or(fw.less_than(c, fw.full_like(c, lo)), fw.greater_than(c, fw.full_like(c, hi)))
+        if pad == "border":
+            c = fw.where(outside, fw.clip(c, 0.0, size - 1.0), c)
+        elif pad == "reflection":
+            c = _reflect(c, lo, hi)
+        if mode == "nearest":
+            taps = [(c, one)]
+        else:
+            c0 = fw.floor(c)
+            t = fw.subtract(c, c0)
+            if mode == "linear":
+                taps = [(c0, fw.subtract(one, t)), (fw.add(c0, one), t)]
+            else:
+                taps = [
+                    (fw.add(c0, fw.full_like(c0, float(j))), w)
+                    for j, w in zip(range(-1, 3), _cubic_coeffs(t))
+                ]
+        fixed = []
+        for pos, w in taps:  # where each tap reads, and whether it reads the image at all
+            if pad == "zeros":
+                inside = fw.logical_and(
+                    fw.greater_equal(pos, fw.zeros_like(pos)),
+                    fw.less_equal(pos, fw.full_like(pos, size - 1.0)),
+                )
+                w = fw.where(inside, w, fw.zeros_like(w))
+            elif pad == "reflection":
+                pos = _reflect(pos, lo, hi)
+            fixed.append((fw.clip(fw.round(pos), 0.0, size - 1.0).astype("int64"), w))
+        axes_taps.append(fixed)
+    strides = np.cumprod([1, *dims[::-1]])[::-1][1:]
+    flat = x.reshape([nb, ch, int(np.prod(dims))])
+    out = None
+    for combo in itertools.product(*axes_taps):
+        idx = combo[0][0] * int(strides[0])
+        w = combo[0][1]
+        for j, (pi, wi) in enumerate(combo[1:], start=1):
+            idx = fw.add(idx, pi * int(strides[j]))
+            w = fw.multiply(w, wi)
+        vals = fw.take_along_axis(flat, fw.expand(idx, [nb, ch, q]), 2)
+        term = fw.multiply(vals, w.astype(x.dtype))
+        out = term if out is None else fw.add(out, term)
+    return out.reshape([nb, ch, *out_shape])

@@ -161,9 +161,18 @@ def _gather_elements(n: Node) -> fw.Tensor:
 
 @converter("GatherND")
 def _gather_nd(n: Node) -> fw.Tensor:
-    if n.attr("batch_dims", 0):
-        raise n.error("batch_dims > 0 is not imported", "reshape the batch into the indices")
-    return fw.gather_nd(n.tensor(0), n.tensor(1).astype("int64"))
+    x, idx, b = n.tensor(0), n.tensor(1).astype("int64"), n.attr("batch_dims", 0)
+    if not b:
+        return fw.gather_nd(x, idx)
+    # the batch dims flattened into one, whose index leads every index tuple
+    batch = [int(d) for d in x.shape[:b]]
+    nb = int(np.prod(batch))
+    xf = x.reshape([nb, *x.shape[b:]])
+    idf = idx.reshape([nb, *idx.shape[b:]])
+    lead = np.arange(nb, dtype=np.int64).reshape([nb] + [1] * (idf.ndim - 1))
+    lead = fw.expand(fw.to_tensor(lead, device=n.device), [*idf.shape[:-1], 1])
+    out = fw.gather_nd(xf, fw.concat([lead, idf], axis=-1))
+    return out.reshape([*batch, *out.shape[1:]])
 
 
 #: the most updates a mul/max/min scatter takes: it combines them in as many rounds (each a
