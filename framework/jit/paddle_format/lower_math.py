@@ -295,3 +295,12 @@ def _cumsum(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
         raise ctx.fail("is exclusive or reversed, which Oarlock's lowering does not cover")
     x = ctx.tensor(ins[0])
     return fw.cumsum(x, axis=None if ctx.attr(a, "flatten", False) else int(ctx.scalar(ins[1], "the axis")))
+
+
+@lowering("tril", "triu")
+def _tril(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
+    k = int(ctx.attr(a, "diagonal", 0))
+    lower = ctx.op.name.endswith("tril")
+    if isinstance(ins[0], np.ndarray):
+        return np.tril(ins[0], k) if lower else np.triu(ins[0], k)
+    return (fw.tril if lower else fw.triu)(ctx.tensor(ins[0]), k)

@@ -228,3 +228,14 @@ def _interp(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
 
 for _kind in ("nearest", "bilinear", "bicubic", "linear", "trilinear"):
     lowering(f"{_kind}_interp")(_interp)
+
+
+@lowering("pad")
+def _pad(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
+    """Constant padding of every dim: ``paddings`` is ``[before0, after0, before1, ...]``."""
+    pads = _ints(ctx, a, "paddings", [])
+    x = ctx.tensor(ins[0])
+    if len(pads) != 2 * x.ndim:
+        raise ctx.fail(f"has paddings {pads} for a rank-{x.ndim} input; expected {2 * x.ndim} numbers")
+    value = ctx.scalar(ins[1], "the pad value") if len(ins) > 1 and ins[1] is not None else 0.0
+    return F.pad(x, pads, mode="constant", value=value)
