@@ -117,3 +117,101 @@ def test_file_layout(tmp_path):
     w = read_params(prefix + ".pdiparams", list(prog.params))
     np.testing.assert_array_equal(w["weight"], net.weight.numpy())
     np.testing.assert_array_equal(w["bias"], net.bias.numpy())
+
+
+class ConvBN(fw.nn.Layer):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = fw.nn.Conv2D(3, 8, 3, padding=1)
+        self.bn = fw.nn.BatchNorm2D(8)
+        self.conv2 = fw.nn.Conv2D(8, 4, 3, stride=2, padding=(1, 0))
+        self.fc = fw.nn.Linear(4, 5)
+
+    def forward(self, x):
+        y = F.max_pool2d(F.relu(self.bn(self.conv(x))), 2)
+        y = F.adaptive_avg_pool2d(self.conv2(y), 1).flatten(1)
+        return self.fc(y)
+
+
+def _with_running_stats(net: fw.nn.Layer) -> fw.nn.Layer:
+    """Running statistics away from 0/1, so BatchNorm's eval arithmetic is exercised."""
+    for name, b in net.named_buffers():
+        if name.endswith("_mean"):
+            b.set_value(fw.to_tensor(rand(*b.shape, seed=3) * 0.1))
+        elif name.endswith("_variance"):
+            b.set_value(fw.to_tensor(np.abs(rand(*b.shape, seed=4)) + 0.5))
+    return net
+
+
+@needs_paddle
+def test_cnn_batchnorm_eval(tmp_path):
+    fw.seed(2)
+    net = _with_running_stats(ConvBN())
+    roundtrip(net, [InputSpec([None, 3, 16, 16], "float32", "img")], [rand(2, 3, 16, 16)], tmp_path)
+
+
+@needs_paddle
+def test_resnet18(tmp_path):
+    from framework.vision.models import resnet18
+
+    fw.seed(3)
+    net = _with_running_stats(resnet18(num_classes=10))
+    roundtrip(net, [InputSpec([None, 3, 32, 32], "float32", "x")], [rand(2, 3, 32, 32)], tmp_path)
+
+
+class Attention(fw.nn.Layer):
+    """Embedding, softmax(Q K^T / sqrt(d) + mask) V, and causal attention (static lengths)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = fw.nn.Embedding(20, 16)
+        self.q = fw.nn.Linear(16, 16)
+        self.k = fw.nn.Linear(16, 16)
+        self.v = fw.nn.Linear(16, 16)
+
+    def forward(self, ids, mask):
+        h = self.emb(ids)
+        q, k, v = self.q(h), self.k(h), self.v(h)
+        s = fw.matmul(q, k, transpose_y=True) / 4.0 + mask
+        o = fw.matmul(F.softmax(s, axis=-1), v)
+        b, n = ids.shape
+        qh, kh, vh = (t.reshape([b, n, 2, 8]) for t in (q, k, v))
+        c = F.scaled_dot_product_attention(qh, kh, vh, is_causal=True).reshape([b, n, 16])
+        return o, F.gelu(c)
+
+
+@needs_paddle
+def test_attention_embedding_causal(tmp_path):
+    fw.seed(4)
+    ids = np.random.default_rng(5).integers(0, 20, (2, 6)).astype("int64")
+    mask = np.where(np.random.default_rng(6).random((2, 6, 6)) < 0.3, -1e4, 0.0).astype("float32")
+    specs = [InputSpec([2, 6], "int64", "ids"), InputSpec([2, 6, 6], "float32", "mask")]
+    roundtrip(Attention(), specs, [ids, mask], tmp_path)
+
+
+@needs_paddle
+def test_hapi_model_save_inference(tmp_path):
+    fw.seed(5)
+    net = fw.nn.Sequential(fw.nn.Linear(3, 6), fw.nn.Sigmoid(), fw.nn.Linear(6, 2))
+    model = fw.Model(net, inputs=[InputSpec([None, 3], "float32", "x")])
+    prefix = os.path.join(str(tmp_path), "infer")
+    model.save(prefix, training=False)
+    x = rand(4, 3)
+    jit, pred = run_paddle(prefix, [x], str(tmp_path))
+    ref = eager(net, [x])[0]
+    np.testing.assert_allclose(jit[0], ref, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(pred[0], ref, rtol=1e-5, atol=1e-6)
+
+
+def test_op_without_lowering_names_op_and_layer(tmp_path):
+    class Cum(fw.nn.Layer):
+        def forward(self, x):
+            return fw.cumsum(x, axis=1)
+
+    with pytest.raises(PaddleExportError, match=r"op 'op\.\w+'.*layer Cum"):
+        fw.jit.save(Cum(), os.path.join(str(tmp_path), "c"), [InputSpec([2, 3], "float32", "x")], format="paddle")
+
+
+def test_bad_format_named():
+    with pytest.raises(ValueError, match="format='onnx'"):
+        fw.jit.save(fw.nn.Linear(2, 2), "/nonexistent/x", [InputSpec([1, 2], "float32")], format="onnx")

@@ -17,6 +17,7 @@ from .export import (
     a_array,
     a_bool,
     a_f32,
+    a_f64,
     a_i32,
     a_i64,
     a_str,
@@ -59,7 +60,26 @@ def _conv2d(em: Emitter, op: Operation, ins: list[int]) -> int:
 def _pad(em: Emitter, op: Operation, ins: list[int]) -> int:
     """Constant padding; an infinite value (max pooling's) is the dtype's extreme finite value."""
     dt = op.operands[0].type.dtype  # type: ignore[attr-defined]
-    flat = [int(x) for p in op.attrs["pads"] for x in p]
+    pads = [(int(b), int(a)) for b, a in op.attrs["pads"]]
+    if len(pads) == 4 and pads[0] == pads[1] == (0, 0):
+        # an NCHW tensor padded in H and W (pooling's padding): Paddle's pad3d over an added D
+        # dim, as paddle.nn.functional.pad writes it (the Predictor's pd_op.pad kernel fails on
+        # a dynamic batch)
+        t = op.operands[0].type
+        (h0, h1), (w0, w1) = pads[2], pads[3]
+        shape5 = list(t.shape[:2]) + [1] + list(t.shape[2:])  # type: ignore[attr-defined]
+        x5 = em.one("unsqueeze", [ins[0], em.int_array([2])], {}, PdType(dt, shape5))
+        out = op.results[0].type.shape  # type: ignore[attr-defined]
+        attrs = {
+            "mode": a_str("constant"),
+            "pad_value": a_f64(finite(op.attrs.get("value", 0.0), dt)),
+            "data_format": a_str("NCDHW"),
+        }
+        y5 = em.one(
+            "pad3d", [x5, em.int_array([w0, w1, h0, h1, 0, 0])], attrs, PdType(dt, list(out[:2]) + [1] + list(out[2:]))
+        )
+        return em.one("squeeze", [y5, em.int_array([2])], {}, result_type(op))
+    flat = [x for p in pads for x in p]
     value = em.full([1], float(op.attrs.get("value", 0.0)), dt)
     return em.one("pad", [ins[0], value], {"paddings": a_array([a_i32(p) for p in flat])}, result_type(op))
 

@@ -239,3 +239,19 @@ def _pad(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
         raise ctx.fail(f"has paddings {pads} for a rank-{x.ndim} input; expected {2 * x.ndim} numbers")
     value = ctx.scalar(ins[1], "the pad value") if len(ins) > 1 and ins[1] is not None else 0.0
     return F.pad(x, pads, mode="constant", value=value)
+
+
+@lowering("pad3d")
+def _pad3d(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
+    """Constant padding of a 5-D tensor: ``paddings`` ``[left, right, top, bottom, front, back]``."""
+    mode = str(ctx.attr(a, "mode", "constant"))
+    if mode != "constant":
+        raise ctx.fail(f"pads in mode {mode!r}; Oarlock reads mode 'constant'")
+    if str(ctx.attr(a, "data_format", "NCDHW")) != "NCDHW":
+        raise ctx.fail("pads data_format NDHWC; Oarlock reads NCDHW")
+    p = ctx.ints(ins[1], "the paddings")
+    if len(p) != 6:
+        raise ctx.fail(f"has paddings {p}; expected 6 numbers")
+    x = ctx.tensor(ins[0])
+    pads = [0, 0, 0, 0, p[4], p[5], p[2], p[3], p[0], p[1]]
+    return F.pad(x, pads, mode="constant", value=float(ctx.attr(a, "pad_value", 0.0)))
