@@ -108,12 +108,15 @@ def _attention(em: Emitter, op: Operation, ins: list[int]) -> int:
     scale = em.full([1], float(op.attrs["scale"]), dt)
     qs = em.one("scale", [ins[0], scale], {"bias": a_f32(0.0), "bias_after_scale": a_bool(True)}, PdType(dt, q.shape))
     s = _matmul(em, [qs, ins[1]], False, True, st)
-    low = None
     if len(ins) > 3:
         m = op.operands[3].type
         if np.dtype(m.dtype) == np.dtype(bool):  # type: ignore[attr-defined]
-            low = em.full([1], -np.inf, dt)
-            s = em.one("where", [ins[3], s, low], {}, st)
+            if not all(isinstance(d, int) for d in score_shape) or list(m.shape) != score_shape:  # type: ignore[attr-defined]
+                raise em.fail(
+                    f"takes a boolean mask of shape {m.shape} for scores of shape {score_shape}",  # type: ignore[attr-defined]
+                    "give the mask the scores' static shape, or an additive float mask",
+                )
+            s = em.one("where", [ins[3], s, em.full(score_shape, -np.inf, dt)], {}, st)
         else:
             s = em.one("add", [s, ins[3]], {}, st)
     if op.attrs.get("causal"):
@@ -123,11 +126,16 @@ def _attention(em: Emitter, op: Operation, ins: list[int]) -> int:
                 f"is causal attention over {lq} queries and {lk} keys",
                 "export causal attention with static lengths in input_spec",
             )
-        ones = em.full([lq, lk], 1.0, "float32")
-        tri = em.one("tril", [ones], {"diagonal": a_i32(lk - lq)}, PdType("float32", [lq, lk]))
-        mask = em.one("cast", [tri], {"dtype": {"#": "1.a_dtype", "D": "bool"}}, PdType("bool", [lq, lk]))
-        low = low if low is not None else em.full([1], -np.inf, dt)
-        s = em.one("where", [mask, s, low], {}, st)
+        if not all(isinstance(d, int) for d in score_shape):
+            raise em.fail(
+                f"is causal attention over scores of shape {score_shape}",
+                "export causal attention with static shapes in input_spec",
+            )
+        # Paddle's where takes operands of one shape: the mask and the fill at the scores' shape
+        ones = em.full(score_shape, 1.0, "float32")
+        tri = em.one("tril", [ones], {"diagonal": a_i32(lk - lq)}, PdType("float32", score_shape))
+        mask = em.one("cast", [tri], {"dtype": {"#": "1.a_dtype", "D": "bool"}}, PdType("bool", score_shape))
+        s = em.one("where", [mask, s, em.full(score_shape, -np.inf, dt)], {}, st)
     p = em.one("softmax", [s], {"axis": a_i32(-1)}, st)
     return _matmul(em, [p, ins[2]], False, False, result_type(op))
 
