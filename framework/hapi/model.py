@@ -15,6 +15,7 @@ True
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,7 @@ from .._src.io import load as _load
 from .._src.io import save as _save
 from .._src.tensor import Tensor, to_tensor
 from ..jit import save as _jit_save
+from ..jit.paddle_format.export import PaddleExportError
 from ..static import InputSpec
 from .callbacks import Callback, LRScheduler, ModelCheckpoint, ProgBarLogger
 
@@ -404,7 +406,9 @@ class Model:
         ``training=True``: ``path.pdparams`` (the network's state, in Paddle's pickle format) and
         ``path.pdopt`` (the optimizer's). ``training=False``: an inference program with
         ``fw.jit.save(network, path, input_spec=inputs)``, which needs ``Model(net, inputs=[InputSpec...])``;
-        ``fw.jit.load`` and ``fw.inference.Config(path)`` read it.
+        ``fw.jit.load`` and ``fw.inference.Config(path)`` read it. Paddle 3's inference files
+        ``path.json`` and ``path.pdiparams`` are written beside it (``format="paddle"``; a
+        warning names the op when the network holds one Paddle's format cannot take).
 
         Example:
             >>> import framework as fw, os, tempfile
@@ -426,6 +430,10 @@ class Model:
                     "build the model as fw.Model(net, inputs=[fw.static.InputSpec([None, ...], 'float32', 'x')])"
                 )
             _jit_save(self.network, path, input_spec=specs)
+            try:  # Paddle 3's inference files beside Oarlock's, for real Paddle's Predictor
+                _jit_save(self.network, path, input_spec=specs, format="paddle")
+            except PaddleExportError as exc:
+                warnings.warn(f"[Model.save] wrote {path}.oarlock only, not Paddle's files: {exc}", stacklevel=2)
             return
         _save(self.network.state_dict(), path + ".pdparams")
         if training and self._optimizer is not None:

@@ -45,16 +45,36 @@ class ProgramFileError(OarlockError):
 
 
 def save(
-    layer: Any, path: str | os.PathLike[str], input_spec: list[InputSpec] | None = None, **configs: Any
+    layer: Any,
+    path: str | os.PathLike[str],
+    input_spec: list[InputSpec] | None = None,
+    format: str = "oarlock",
+    **configs: Any,
 ) -> None:
     """Trace ``layer`` (a Layer or a ``to_static`` function) for ``input_spec`` and write
-    ``path.oarlock`` and ``path.safetensors`` (Paddle's ``paddle.jit.save``).
+    ``path.oarlock`` and ``path.safetensors`` (Paddle's ``paddle.jit.save``); with
+    ``format="paddle"``, Paddle 3's inference files ``path.json`` and ``path.pdiparams``
+    (:mod:`framework.jit.paddle_format.export`), which real Paddle loads.
 
     The program is traced on the device of the layer's parameters (the current device for a
     layer without any); ``load`` may put it on any device."""
     if configs:
-        raise TypeError(f"[jit.save] unexpected arguments {sorted(configs)}; expected input_spec=")
+        raise TypeError(f"[jit.save] unexpected arguments {sorted(configs)}; expected input_spec=, format=")
+    if format not in ("oarlock", "paddle"):
+        raise ValueError(f"[jit.save] format={format!r}; expected 'oarlock' or 'paddle'")
     path = os.fspath(path)
+    cp, names = trace_for_save(layer, input_spec)
+    if format == "paddle":
+        from .paddle_format.export import write_paddle_program
+
+        write_paddle_program(path, cp.program, dict(cp.params), dict(cp.constants), names, type(layer).__name__)
+        return
+    write_program(path, cp.program, dict(cp.params), dict(cp.constants), cp.structure, names)
+
+
+def trace_for_save(layer: Any, input_spec: list[InputSpec] | None) -> tuple[Any, list[str]]:
+    """The concrete program of ``layer`` for ``input_spec`` (a ``None`` dim becomes a symbol)
+    and the inputs' names: what :func:`save` writes, in either format."""
     if isinstance(layer, Layer):
         fwd = layer.forward
         sf = fwd if isinstance(fwd, StaticFunction) else StaticFunction(fwd, input_spec, layer)
@@ -85,7 +105,7 @@ def save(
     names = [s.name if s.name and s.name.isidentifier() else f"x{k}" for k, s in enumerate(spec)]
     if len(set(names)) != len(names):
         raise ValueError(f"[jit.save] the input names {names} repeat; give each InputSpec its own name=")
-    write_program(path, cp.program, dict(cp.params), dict(cp.constants), cp.structure, names)
+    return cp, names
 
 
 def write_program(

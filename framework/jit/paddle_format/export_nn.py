@@ -1,0 +1,154 @@
+"""``pd_op`` lowerings of Oarlock's network ops (for :mod:`.export`): matmul, conv2d, pad,
+gather, attention, fill — one record per Oarlock op.
+
+>>> from framework.jit.paddle_format import export, export_nn
+>>> "op.conv2d" in export.EXPORT_TABLE and "op.attention" in export.EXPORT_TABLE
+True
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...ir import Operation, TensorType
+from .export import (
+    Emitter,
+    PdType,
+    a_array,
+    a_bool,
+    a_f32,
+    a_f64,
+    a_i32,
+    a_i64,
+    a_str,
+    export_lowering,
+    finite,
+    result_type,
+)
+
+
+def _matmul(em: Emitter, ins: list[int], tx: bool, ty: bool, out: PdType) -> int:
+    return em.one("matmul", ins, {"transpose_x": a_bool(tx), "transpose_y": a_bool(ty)}, out)
+
+
+@export_lowering("matmul")
+def _mm(em: Emitter, op: Operation, ins: list[int]) -> int:
+    return _matmul(em, ins, False, False, result_type(op))
+
+
+@export_lowering("matmul_t")
+def _mm_t(em: Emitter, op: Operation, ins: list[int]) -> int:
+    tx, ty = bool(op.attrs.get("transpose_x")), bool(op.attrs.get("transpose_y"))
+    return _matmul(em, ins, tx, ty, result_type(op))
+
+
+@export_lowering("conv2d")
+def _conv2d(em: Emitter, op: Operation, ins: list[int]) -> int:
+    (t, b), (lf, r) = op.attrs["padding"]
+    attrs = {
+        "strides": a_array([a_i32(s) for s in op.attrs["stride"]]),
+        "paddings": a_array([a_i32(p) for p in (t, b, lf, r)]),
+        "padding_algorithm": a_str("EXPLICIT"),
+        "dilations": a_array([a_i32(d) for d in op.attrs["dilation"]]),
+        "groups": a_i32(op.attrs["groups"]),
+        "data_format": a_str("NCHW"),
+    }
+    return em.one("conv2d", ins, attrs, result_type(op))
+
+
+@export_lowering("pad")
+def _pad(em: Emitter, op: Operation, ins: list[int]) -> int:
+    """Constant padding; an infinite value (max pooling's) is the dtype's extreme finite value."""
+    dt = op.operands[0].type.dtype  # type: ignore[attr-defined]
+    pads = [(int(b), int(a)) for b, a in op.attrs["pads"]]
+    if len(pads) == 4 and pads[0] == pads[1] == (0, 0):
+        # an NCHW tensor padded in H and W (pooling's padding): Paddle's pad3d over an added D
+        # dim, as paddle.nn.functional.pad writes it (the Predictor's pd_op.pad kernel fails on
+        # a dynamic batch)
+        t = op.operands[0].type
+        (h0, h1), (w0, w1) = pads[2], pads[3]
+        shape5 = list(t.shape[:2]) + [1] + list(t.shape[2:])  # type: ignore[attr-defined]
+        x5 = em.one("unsqueeze", [ins[0], em.int_array([2])], {}, PdType(dt, shape5))
+        out = op.results[0].type.shape  # type: ignore[attr-defined]
+        attrs = {
+            "mode": a_str("constant"),
+            "pad_value": a_f64(finite(op.attrs.get("value", 0.0), dt)),
+            "data_format": a_str("NCDHW"),
+        }
+        y5 = em.one(
+            "pad3d",
+            [x5, em.int_array([w0, w1, h0, h1, 0, 0])],
+            attrs,
+            PdType(dt, list(out[:2]) + [1] + list(out[2:])),
+        )
+        return em.one("squeeze", [y5, em.int_array([2])], {}, result_type(op))
+    flat = [x for p in pads for x in p]
+    value = em.full([1], float(op.attrs.get("value", 0.0)), dt)
+    return em.one("pad", [ins[0], value], {"paddings": a_array([a_i32(p) for p in flat])}, result_type(op))
+
+
+@export_lowering("gather")
+def _gather(em: Emitter, op: Operation, ins: list[int]) -> int:
+    x, idx = op.operands[0].type, op.operands[1].type
+    assert isinstance(x, TensorType) and isinstance(idx, TensorType)
+    axis = int(op.attrs["axis"])
+    if axis == 0 and x.rank == 2 and np.dtype(idx.dtype).kind == "i":
+        attrs = {"padding_idx": a_i64(-1), "sparse": a_bool(False)}
+        return em.one("embedding", [ins[1], ins[0]], attrs, result_type(op))
+    if idx.rank > 1:
+        raise em.fail(f"gathers along axis {axis} of a rank-{x.rank} tensor with a rank-{idx.rank} index")
+    return em.one("gather", [ins[0], ins[1], em.full([1], float(axis), "int32")], {}, result_type(op))
+
+
+@export_lowering("attention")
+def _attention(em: Emitter, op: Operation, ins: list[int]) -> int:
+    """softmax(q k^T * scale [+ mask | where mask] [causal]) v, written out in pd_op ops."""
+    q, k = op.operands[0].type, op.operands[1].type
+    assert isinstance(q, TensorType) and isinstance(k, TensorType)
+    dt = q.dtype
+    score_shape = list(q.shape[:-1]) + [k.shape[-2]]
+    st = PdType(dt, score_shape)
+    scale = em.full([1], float(op.attrs["scale"]), dt)
+    qs = em.one(
+        "scale", [ins[0], scale], {"bias": a_f32(0.0), "bias_after_scale": a_bool(True)}, PdType(dt, q.shape)
+    )
+    s = _matmul(em, [qs, ins[1]], False, True, st)
+    if len(ins) > 3:
+        m = op.operands[3].type
+        if np.dtype(m.dtype) == np.dtype(bool):  # type: ignore[attr-defined]
+            if not all(isinstance(d, int) for d in score_shape) or list(m.shape) != score_shape:  # type: ignore[attr-defined]
+                raise em.fail(
+                    f"takes a boolean mask of shape {m.shape} for scores of shape {score_shape}",  # type: ignore[attr-defined]
+                    "give the mask the scores' static shape, or an additive float mask",
+                )
+            s = em.one("where", [ins[3], s, em.full(score_shape, -np.inf, dt)], {}, st)
+        else:
+            s = em.one("add", [s, ins[3]], {}, st)
+    if op.attrs.get("causal"):
+        lq, lk = q.shape[-2], k.shape[-2]
+        if not (isinstance(lq, int) and isinstance(lk, int)):
+            raise em.fail(
+                f"is causal attention over {lq} queries and {lk} keys",
+                "export causal attention with static lengths in input_spec",
+            )
+        if not all(isinstance(d, int) for d in score_shape):
+            raise em.fail(
+                f"is causal attention over scores of shape {score_shape}",
+                "export causal attention with static shapes in input_spec",
+            )
+        # Paddle's where takes operands of one shape: the mask and the fill at the scores' shape
+        ones = em.full(score_shape, 1.0, "float32")
+        tri = em.one("tril", [ones], {"diagonal": a_i32(lk - lq)}, PdType("float32", score_shape))
+        mask = em.one("cast", [tri], {"dtype": {"#": "1.a_dtype", "D": "bool"}}, PdType("bool", score_shape))
+        s = em.one("where", [mask, s, em.full(score_shape, -np.inf, dt)], {}, st)
+    p = em.one("softmax", [s], {"axis": a_i32(-1)}, st)
+    return _matmul(em, [p, ins[2]], False, False, result_type(op))
+
+
+@export_lowering("full")
+def _full(em: Emitter, op: Operation, ins: list[int]) -> int:
+    t = op.results[0].type
+    assert isinstance(t, TensorType)
+    if not t.is_static:
+        raise em.fail(f"fills a tensor of dynamic shape {t.shape}", "give static sizes in input_spec")
+    return em.full(list(t.shape), finite(op.attrs["value"], t.dtype), t.dtype)
