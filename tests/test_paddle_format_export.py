@@ -56,7 +56,9 @@ def run_paddle(prefix: str, xs: list[np.ndarray], tmp: str) -> tuple[list[np.nda
     np.savez(data, **{f"x{k:02d}": x for k, x in enumerate(xs)})
     with open(script, "w") as f:
         f.write(_RUNNER)
-    proc = subprocess.run([sys.executable, script, prefix, data, out], capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, script, prefix, data, out], capture_output=True, text=True, timeout=600
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     res = np.load(out)
     n = len([k for k in res if k.startswith("jit_")])
@@ -69,7 +71,9 @@ def eager(layer: fw.nn.Layer, xs: list[np.ndarray]) -> list[np.ndarray]:
     return [o.numpy() for o in (out if isinstance(out, (list, tuple)) else [out])]
 
 
-def roundtrip(layer: fw.nn.Layer, specs: list[InputSpec], xs: list[np.ndarray], tmp, rtol: float = 1e-5) -> None:
+def roundtrip(
+    layer: fw.nn.Layer, specs: list[InputSpec], xs: list[np.ndarray], tmp, rtol: float = 1e-5
+) -> None:
     layer.eval()
     prefix = os.path.join(str(tmp), "model")
     fw.jit.save(layer, prefix, input_spec=specs, format="paddle")
@@ -209,7 +213,9 @@ def test_op_without_lowering_names_op_and_layer(tmp_path):
             return fw.prod(x, axis=1)
 
     with pytest.raises(PaddleExportError, match=r"op 'op\.\w+'.*layer Prod"):
-        fw.jit.save(Prod(), os.path.join(str(tmp_path), "c"), [InputSpec([2, 3], "float32", "x")], format="paddle")
+        fw.jit.save(
+            Prod(), os.path.join(str(tmp_path), "c"), [InputSpec([2, 3], "float32", "x")], format="paddle"
+        )
 
 
 def test_bad_format_named():

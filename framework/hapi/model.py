@@ -433,7 +433,9 @@ class Model:
             try:  # Paddle 3's inference files beside Oarlock's, for real Paddle's Predictor
                 _jit_save(self.network, path, input_spec=specs, format="paddle")
             except PaddleExportError as exc:
-                warnings.warn(f"[Model.save] wrote {path}.oarlock only, not Paddle's files: {exc}", stacklevel=2)
+                warnings.warn(
+                    f"[Model.save] wrote {path}.oarlock only, not Paddle's files: {exc}", stacklevel=2
+                )
             return
         _save(self.network.state_dict(), path + ".pdparams")
         if training and self._optimizer is not None:

@@ -67,7 +67,9 @@ def save(
     if format == "paddle":
         from .paddle_format.export import write_paddle_program
 
-        write_paddle_program(path, cp.program, dict(cp.params), dict(cp.constants), names, type(layer).__name__)
+        write_paddle_program(
+            path, cp.program, dict(cp.params), dict(cp.constants), names, type(layer).__name__
+        )
         return
     write_program(path, cp.program, dict(cp.params), dict(cp.constants), cp.structure, names)
 

@@ -9,10 +9,10 @@ True
 from __future__ import annotations
 
 from ...ir import Operation, TensorType
-from .export import (
+from .export_emit import (
+    EXPORT_TABLE,
     SLICE_END,
     Emitter,
-    EXPORT_TABLE,
     PdType,
     a_array,
     a_bool,
@@ -43,6 +43,7 @@ _BINARY = {
     "logical_xor": "logical_xor",
 }
 _UNARY = {
+    "relu": "relu",
     "exp": "exp",
     "log": "log",
     "sqrt": "sqrt",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir import Operation, TensorType
-from .export import (
+from .export_emit import (
     Emitter,
     PdType,
     a_array,

@@ -1,0 +1,227 @@
+"""The pieces every export lowering uses: Paddle's attribute records, value types, the
+:class:`Emitter` that writes ``pd_op`` operations, and ``EXPORT_TABLE`` (one lowering per
+Oarlock op, filled by :mod:`.export_math` and :mod:`.export_nn`; :mod:`.export` walks a
+program through it and writes the files).
+
+>>> from framework.jit.paddle_format import export_math  # fills the table
+>>> from framework.jit.paddle_format.export_emit import EXPORT_TABLE
+>>> EXPORT_TABLE["op.relu"].__name__
+'lower'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ...ir import Operation, TensorType
+from .params import VAR_TYPES
+from .program import _DTYPES, PaddleFormatError
+
+#: the program format version written (Paddle 3.0 to 3.3 read it)
+VERSION = 4
+_TAGS = {name: tag for tag, name in _DTYPES.items()}
+_CODES = {dt: code for code, dt in VAR_TYPES.items()}
+#: Paddle's ``INT_MAX`` end of a slice: "to the end of the axis"
+SLICE_END = 2147483647
+
+
+class PaddleExportError(PaddleFormatError):
+    """An Oarlock program holds an op (or a form of one) that has no ``pd_op`` lowering; the
+    message names the op, where it sits and the layer saved."""
+
+
+# -- attributes ------------------------------------------------------------------------------
+def a_bool(v: bool) -> dict[str, Any]:
+    return {"#": "0.a_bool", "D": bool(v)}
+
+
+def a_i32(v: int) -> dict[str, Any]:
+    return {"#": "0.a_i32", "D": int(v)}
+
+
+def a_i64(v: int) -> dict[str, Any]:
+    return {"#": "0.a_i64", "D": int(v)}
+
+
+def a_f32(v: float) -> dict[str, Any]:
+    return {"#": "0.a_f32", "D": float(v)}
+
+
+def a_f64(v: float) -> dict[str, Any]:
+    return {"#": "0.a_f64", "D": float(v)}
+
+
+def a_str(v: str) -> dict[str, Any]:
+    return {"#": "0.a_str", "D": str(v)}
+
+
+def a_array(items: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    return {"#": "0.a_array", "D": list(items)}
+
+
+def a_intarray(v: Sequence[int]) -> dict[str, Any]:
+    return {"#": "1.a_intarray", "D": [int(x) for x in v]}
+
+
+def a_dtype(dt: Any) -> dict[str, Any]:
+    return {"#": "1.a_dtype", "D": "Undefined(ALL_DTYPE)" if dt is None else dtype_name(dt)}
+
+
+def a_place(kind: int = 0) -> dict[str, Any]:
+    return {"#": "1.a_place", "D": [kind, 0, ""]}
+
+
+def dtype_name(dt: Any) -> str:
+    name = str(np.dtype(dt))
+    if name not in _TAGS:
+        raise PaddleExportError(f"[jit.save] dtype {name} has no Paddle spelling; known: {sorted(_TAGS)}")
+    return name
+
+
+def finite(value: float, dtype: Any) -> float:
+    """``value`` with ±inf as the dtype's extreme finite value (Paddle's JSON holds no inf)."""
+    v = float(value)
+    if np.isinf(v) and np.dtype(dtype).kind == "f":
+        fi = np.finfo(np.dtype(dtype))
+        return float(fi.max if v > 0 else fi.min)
+    return v
+
+
+# -- the emitter ------------------------------------------------------------------------------
+class PdType:
+    """A ``pd_op`` value's type as written: dtype name and dims (``-1`` for a dynamic one)."""
+
+    def __init__(self, dtype: Any, shape: Sequence[Any]) -> None:
+        self.dtype = dtype_name(dtype)
+        self.shape = [d if isinstance(d, int) and d >= 0 else -1 for d in shape]
+
+    def json(self) -> dict[str, Any]:
+        return {"#": "0.t_dtensor", "D": [{"#": "0.t_" + _TAGS[self.dtype]}, self.shape, "NCHW", [], 0]}
+
+
+def of(t: TensorType) -> PdType:
+    return PdType(t.dtype, t.shape)
+
+
+class Emitter:
+    """Builds the ``pd_op`` op list: value ids, op records, the small constant ops Paddle's
+    ops take their shapes and axes from."""
+
+    def __init__(self, layer_name: str) -> None:
+        self.layer_name = layer_name
+        self.ops: list[dict[str, Any]] = []
+        self.params: list[dict[str, Any]] = []
+        self.types: dict[int, Any] = {}
+        self._next = 1
+        self.op: Operation | None = None
+        self.where = ""
+
+    def fail(self, what: str, hint: str = "") -> PaddleExportError:
+        name = self.op.name if self.op is not None else "?"
+        tail = f"; {hint}" if hint else ""
+        return PaddleExportError(
+            f"[jit.save] op '{name}' ({self.where}) of layer {self.layer_name} {what}{tail}"
+        )
+
+    def fresh(self, ty: Any) -> dict[str, Any]:
+        vid = self._next
+        self._next += 1
+        self.types[vid] = ty
+        return {"%": vid, "TT": ty.json() if isinstance(ty, PdType) else ty}
+
+    def emit(
+        self, name: str, inputs: Sequence[int], attrs: dict[str, dict[str, Any]], outs: Sequence[Any]
+    ) -> list[int]:
+        """Append ``pd_op.<name>`` (``builtin.<name>`` for ``0.`` names) and return its result ids."""
+        results = [self.fresh(t) for t in outs]
+        rec = {
+            "#": name if "." in name else "1." + name,
+            "A": [{"AT": v, "N": k} for k, v in attrs.items()],
+            "I": [{"%": int(i)} for i in inputs],
+            "O": results,
+            "OA": [{"AT": a_array([a_bool(True) for _ in results]), "N": "stop_gradient"}],
+        }
+        self.ops.append(rec)
+        return [r["%"] for r in results]
+
+    def one(self, name: str, inputs: Sequence[int], attrs: dict[str, dict[str, Any]], out: Any) -> int:
+        return self.emit(name, inputs, attrs, [out])[0]
+
+    def parameter(self, name: str, ty: PdType) -> int:
+        res = self.fresh(ty)
+        self.params.append({"#": "p", "A": [0, 1, 1, name], "DA": [], "O": res, "OA": [1, 0, 1], "QA": []})
+        return res["%"]
+
+    def int_array(self, values: Sequence[int]) -> int:
+        return self.one(
+            "full_int_array",
+            [],
+            {"value": a_array([a_i64(v) for v in values]), "dtype": a_dtype("int64"), "place": a_place(1)},
+            PdType("int64", [len(values)]),
+        )
+
+    def full(self, shape: Sequence[int], value: float, dtype: Any) -> int:
+        return self.one(
+            "full",
+            [],
+            {
+                "shape": a_intarray(shape),
+                "value": a_f64(finite(value, dtype)),
+                "dtype": a_dtype(dtype),
+                "place": a_place(0),
+            },
+            PdType(dtype, shape),
+        )
+
+    def combine(self, ids: Sequence[int]) -> int:
+        items = [self.types[i].json() for i in ids]
+        return self.one("0.combine", ids, {}, {"#": "0.t_vec", "D": items})
+
+    def shape_arg(self, target: Sequence[Any], source: Sequence[Any], what: str) -> list[int]:
+        """A reshape/expand target with symbolic dims spelled as Paddle reads them: ``0`` for the
+        source's dim at the same place, ``-1`` for one dim Paddle infers."""
+        out: list[int] = []
+        inferred = False
+        for i, d in enumerate(target):
+            if isinstance(d, int) and d >= 0:
+                out.append(d)
+            elif i < len(source) and source[i] == d:
+                out.append(0)
+            elif not inferred:
+                out.append(-1)
+                inferred = True
+            else:
+                raise self.fail(
+                    f"takes {what} {tuple(str(x) for x in target)}, with more than one dynamic dim "
+                    f"that is not the input's",
+                    "give static sizes in input_spec for those dims",
+                )
+        return out
+
+
+Lowering = Callable[[Emitter, Operation, list[int]], "int | list[int]"]
+#: Oarlock op name (``op.conv2d``) → its ``pd_op`` lowering
+EXPORT_TABLE: dict[str, Lowering] = {}
+
+
+def export_lowering(*names: str) -> Callable[[Lowering], Lowering]:
+    """Register ``fn`` as the ``pd_op`` lowering of the Oarlock ops ``names`` (without ``op.``)."""
+
+    def add(fn: Lowering) -> Lowering:
+        for n in names:
+            EXPORT_TABLE["op." + n] = fn
+        return fn
+
+    return add
+
+
+def result_type(op: Operation, k: int = 0) -> PdType:
+    t = op.results[k].type
+    assert isinstance(t, TensorType)
+    return of(t)
+
+
+# -- tensors into .pdiparams ---------------------------------------------------------------
