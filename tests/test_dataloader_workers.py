@@ -107,14 +107,21 @@ def test_a_killed_worker_is_named() -> None:
 
 
 def test_a_stopped_worker_is_named_not_a_hang() -> None:
-    dl = io.DataLoader(
-        StopsAt(20), batch_size=2, num_workers=3, timeout=30
-    )  # a loaded 2-core CI: workers can take > 5 s to start
+    # NOTE: worker 1 stops inside batch 4; its sender thread may not have sent batch 1 yet
+    # (SIGSTOP stops the whole process), so the batch awaited is 1 or 4; timeout 30: on a loaded
+    # 2-core machine the workers took over 5 s to start
+    dl = io.DataLoader(StopsAt(20), batch_size=2, num_workers=3, timeout=30)
     got = []
-    with pytest.raises(io.DataLoaderWorkerError, match=r"worker 1 \(pid \d+\) has batch 4 and sent nothing"):
+    with pytest.raises(
+        io.DataLoaderWorkerError, match=r"worker 1 \(pid \d+\) has batch (1|4) and sent nothing"
+    ) as e:
         for i, _ in dl:
             got.append(i.numpy().tolist())
-    assert got in ([[0, 1], [2, 3], [4, 5]], [[0, 1], [2, 3], [4, 5], [6, 7]])
+    batches = [[0, 1], [2, 3], [4, 5], [6, 7]]
+    # (the next batch is staged while one is handed out: the error may come one batch early)
+    assert (
+        got in (batches[:0], batches[:1]) if "has batch 1 " in str(e.value) else got in (batches[:3], batches)
+    ), got
     assert dl.worker_pids() == []  # the stopped worker was ended too
 
 
