@@ -343,6 +343,8 @@ def _launch(
             text=True,
             stdout=stdout,
             stderr=subprocess.STDOUT if stdout is not None else None,
+            # captured (run(): tests, conformance): nothing to type, so mpiexec forwards no stdin
+            stdin=subprocess.DEVNULL if stdout is not None else None,
             cwd=cwd,
         )
         watch = JobWatch(job_dir, nprocs, say, timeout=timeout, time_limit=time_limit, exit_wait=exit_wait)
