@@ -138,7 +138,11 @@ def hardtanh_decomposition(x: Tensor, min: float, max: float) -> Tensor:
 
 
 def relu(x: Tensor, name: str | None = None) -> Tensor:
-    """max(x, 0); NaN stays NaN and passes its gradient (as in numpy, Paddle and PyTorch)."""
+    """max(x, 0); NaN stays NaN and passes its gradient.
+
+    As numpy and PyTorch; Paddle 3.3.1's cpu kernel gives 0, a difference kept on purpose
+    (docs/user-guide.md).
+    """
     return call(OPS["relu"], [tensor_arg("relu", x)], {})
 
 
