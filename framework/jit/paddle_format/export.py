@@ -34,29 +34,20 @@ from typing import Any
 import numpy as np
 
 from ...ir import Program, TensorType, Value
-from .export_emit import (  # noqa: F401  (re-exported: PaddleExportError's users import it here)
+from .export_emit import (
     _CODES,
-    _TAGS,
     EXPORT_TABLE,
-    SLICE_END,
     VERSION,
     Emitter,
-    Lowering,
     PaddleExportError,
-    PdType,
     a_array,
     a_bool,
     a_dtype,
-    a_f32,
-    a_f64,
     a_i32,
-    a_i64,
     a_intarray,
     a_place,
     a_str,
-    dtype_name,
     export_lowering,
-    finite,
     of,
     result_type,
 )
