@@ -124,7 +124,7 @@ def _gate(which: str, name: str, device: str) -> None:
 #: models whose eager cpu losses were wrong in the full suite's order (densenet121 5.33, 32, 32 for
 #: Paddle's 1.64, 0.77, 0.68), right when run alone. Cause found (a checker around every C conv in
 #: the full suite): 1x1 convolutions whose images ran as concurrent OpenBLAS calls from the conv
-#: team came out wrong at random; plugins/cpu/conv.py:blas_takes_a_team now calls OpenBLAS from
+#: team came out wrong at random; plugins/cpu/threads.py:split_products now calls OpenBLAS from
 #: one thread. Kept as an xfail that reports the values until full-suite runs confirm the fix.
 _SEEN_WRONG_IN_THE_FULL_SUITE = {"densenet121", "googlenet_trunk", "inception_v3"}
 
