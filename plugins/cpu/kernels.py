@@ -343,7 +343,7 @@ def _product(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[Any, tuple]:
     """The call that computes ``c = a @ b``: BLAS once, or its blocks on the thread budget."""
     a, b, c = _flat(a, b, c)
     if c.ndim == 2 and c.dtype.char in "fd":
-        split = threads.split_products()
+        split = threads.split_products() and threads.split_products(gemm.blas_name(c.dtype.char))
         nt = threads.team_threads(c.size * a.shape[-1], MIN_MACS_PER_TEAM_THREAD) if split else 1
         if nt > 1 or gemm.routes_all(c.dtype.char):
             call = gemm.gemm_call(a, b, c, nt)
@@ -441,7 +441,12 @@ def _probe_grain(dtype: np.dtype, cols: bool) -> tuple[int, bool]:
 def _matmul_parts(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> list | None:
     """The product as independent ``(a, b, c)`` blocks for the budget's threads: blocks of the
     leading batch axis, else of rows; None to run it whole (small, or the policy off)."""
-    if a.ndim < 2 or b.ndim < 2 or c.dtype.char not in "fd" or not threads.split_products():
+    if (
+        a.ndim < 2
+        or b.ndim < 2
+        or c.dtype.char not in "fd"
+        or not threads.split_products(threads.numpy_blas())
+    ):
         return None
     n = threads.threads_for(c.size * a.shape[-1], MIN_MACS_PER_THREAD)
     if n < 2 or np.may_share_memory(a, c) or np.may_share_memory(b, c):
