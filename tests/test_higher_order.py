@@ -385,3 +385,20 @@ def test_grad_by_decomposition_keeps_the_input_dependence() -> None:
         (gg,) = fw.grad(g.sum(), x)
     phi = np.exp(-0.5 * x0 * x0) / np.sqrt(2 * np.pi)
     testing.assert_close(gg.numpy(), (2 - x0 * x0) * phi, 1e-10, 1e-12, "d2/dx2 gelu")
+
+
+@pytest.mark.parametrize("path", ["default", "taped", "fused"])
+def test_an_input_passed_twice(path: str) -> None:
+    """``linear(x, x)``: one tensor at two places of a node differentiated by its
+    decomposition gets the whole of its gradient once (not twice), at every order."""
+    x0 = np.random.default_rng(3).uniform(-1, 1, (4, 4))
+    before = _path_count("linear", path)
+    with _path("linear", path):
+        check_second_order("linear(x, x)", lambda x: fw.nn.functional.linear(x, x), [x0], (0,))
+        x = _put(x0)
+        x.stop_gradient = False
+        (g,) = fw.grad(fw.nn.functional.linear(x, x).sum(), x)
+    ones = np.ones((4, 4))
+    testing.assert_close(g.numpy(), ones @ x0.T + x0.T @ ones, 1e-12, 1e-12, "d/dx sum(x @ x)")
+    if path != "default":
+        assert _path_count("linear", path) > before
