@@ -15,7 +15,7 @@ from . import functional, spmd
 from .dtensor import DistTensor, dtensor_from_fn, shard_tensor
 from .layer import local_bytes, shard_layer
 from .mesh import ProcessMesh
-from .optimizer import ShardingStage1, shard_optimizer
+from .optimizer import ShardingStage1, ShardingStage2, ShardingStage3, shard_optimizer
 from .parallelize import (
     ColWiseParallel,
     RowWiseParallel,
@@ -61,6 +61,8 @@ __all__ = [
     "Replicate",
     "Shard",
     "ShardingStage1",
+    "ShardingStage2",
+    "ShardingStage3",
     "Strategy",
     "dtensor_from_fn",
     "functional",

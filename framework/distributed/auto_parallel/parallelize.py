@@ -26,11 +26,17 @@ config, and the rest is the auto-parallel core (placements, sharding rules, resh
     optimizer sums the copies' gradients over the stages before its step, so they stay equal.
     ``dist.to_static`` with ``strategy.pipeline`` runs an ``nn.Sequential`` laid out this way
     on the 1F1B / FThenB schedule.
-``dp_config = {"sharding_level": 0 | 1}``
+``dp_config = {"sharding_level": 0 | 1 | 2 | 3}``
     The batch is split over ``dp`` (a plain tensor passed to the model is laid out
     ``Shard(0)`` over ``dp`` on the first stage; replicated gradients are all-reduced);
-    level 1 shards the optimizer states over ``dp`` (:class:`ShardingStage1`). Levels 2 and 3
-    are refused here: use ``dist.sharding.group_sharded_parallel(level="os_g" | "p_g_os")``.
+    level 1 shards the optimizer states over ``dp`` (:class:`ShardingStage1`), level 2 the
+    gradients too (reduce-scattered when the backward ends, :class:`ShardingStage2`), level 3
+    the parameters too (each laid out ``Shard(d)`` over ``dp``, gathered before its layer's
+    forward, :class:`ShardingStage3`). The training is the same at every level.
+
+With ``pp`` stages, ``ClipGradByGlobalNorm`` takes its norm over every stage: each stage sums
+the squares of its gradients, the sums are all-reduced over the stages, and every stage scales
+by the one factor (a tied parameter counted once).
 
 The mesh is ``mesh=`` or the one :func:`set_mesh` set. A layer that matches no plan keeps
 replicated parameters. Returns ``(model, optimizer)`` (the same model object, laid out).
@@ -57,11 +63,12 @@ from adapter_api import OpArgumentError
 
 from ..._src.autograd import no_grad
 from ..._src.ops import creation as _creation
+from ..._src.ops import math as _math
 from ..._src.tensor import Tensor
 from .. import collective
 from .dtensor import DistTensor, shard_tensor
 from .mesh import ProcessMesh
-from .optimizer import ShardingStage1, shard_optimizer
+from .optimizer import ShardingStage1, ShardingStage2, shard_optimizer, zero_placements
 from .placement import Partial, Placement, Replicate, Shard
 from .reshard import ensure_groups, reshard
 
@@ -320,15 +327,66 @@ class _Tie:
         self.mine = next((c for c in copies if me in c.process_mesh), None)
 
     @no_grad()
-    def sync(self) -> None:
+    def sync(self, opt: Any) -> None:
+        """Sum the copies' local gradients (as ``opt`` keeps them: a ZeRO-2 optimizer keeps
+        slices) over the stages."""
         if self.mine is None or self.group is None:
             return
         local = self.mine._local_value()
-        g = local.grad
+        get = getattr(opt, "local_grad", None)
+        g = get(self.mine) if get is not None else local.grad
         if g is None:
-            g = _creation.zeros(local.shape, dtype=local.dtype, device=local.device)
+            shape = opt.local_grad_shape(self.mine) if get is not None else local.shape
+            g = _creation.zeros(shape, dtype=local.dtype, device=local.device)
         collective.all_reduce(g, group=self.group)
-        local.grad = g
+        if get is not None:
+            opt.set_local_grad(self.mine, g)
+        else:
+            local.grad = g
+
+
+def _coordinate_groups(stages: list[ProcessMesh]) -> collective.Group | None:
+    """This rank's group of the ranks at its mesh coordinate on every stage (made on every
+    rank, in the same order: ``new_group`` is collective)."""
+    me, mine = collective.get_rank(), None
+    for c in np.ndindex(*stages[0].shape):
+        g = collective.new_group([int(m.mesh[c]) for m in stages])
+        if me in g.ranks:
+            mine = g
+    return mine
+
+
+class _StagesGlobalNorm:
+    """``ClipGradByGlobalNorm`` over pipeline stages: the squares of this stage's gradients
+    (each gradient's whole, summed over its stage's shards), all-reduced over the stages,
+    one scale for every gradient. A tied parameter's later copies are not counted."""
+
+    def __init__(self, clip: Any, group: collective.Group | None, skip: set[int]) -> None:
+        self.clip, self.clip_norm, self.group, self.skip = clip, clip.clip_norm, group, skip
+
+    def __call__(self, params_grads: list[tuple[Any, Tensor]]) -> list[tuple[Any, Tensor]]:
+        use = [
+            isinstance(g, DistTensor) and g._local_value() is not None and getattr(p, "need_clip", True)
+            for p, g in params_grads
+        ]
+        sq = None
+        for (p, g), u in zip(params_grads, use):
+            if not u or id(p) in self.skip:
+                continue
+            g32 = g if g.dtype.itemsize >= 4 else _math.cast(g, "float32")
+            s = _math.sum(g32 * g32)
+            s = DistTensor.whole(s, "ClipGradByGlobalNorm over stages")._local_value()  # this stage's sum
+            sq = s if sq is None else sq + _math.cast(s, sq.dtype)
+        if sq is None:  # this rank's stage has no gradient: it still joins the all-reduce
+            sq = _creation.zeros([], dtype="float32")
+        sq = sq.reshape([1])
+        if self.group is not None:
+            collective.all_reduce(sq, group=self.group)
+        scale = self.clip_norm / _math.maximum(_math.sqrt(sq), self.clip_norm)
+        return [
+            (p, g * _math.cast(scale.reshape([]), g.dtype) if u else g)
+            for (p, g), u in zip(params_grads, use)
+        ]
 
 
 class _ParallelOptimizer:
@@ -346,7 +404,7 @@ class _ParallelOptimizer:
 
     def step(self) -> None:
         for t in self._ties:
-            t.sync()
+            t.sync(self._inner)
         self._inner.step()
 
     def clear_grad(self, set_to_zero: bool = False) -> None:
@@ -401,16 +459,10 @@ def parallelize(
         axis_needed(key, axis)
 
     # the data-parallel level, checked before anything is laid out
-    level = int((config.get("dp_config") or {}).get("sharding_level", 0))
-    if level in (2, 3):
-        raise OpArgumentError(
-            f"[parallelize] dp_config sharding_level {level} is not built into parallelize; use "
-            f"dist.sharding.group_sharded_parallel(model, optimizer, level="
-            f"'{'os_g' if level == 2 else 'p_g_os'}') for ZeRO stage {level}"
-        )
-    if level not in (0, 1):
-        raise OpArgumentError(f"[parallelize] dp_config sharding_level must be 0, 1, 2 or 3, got {level}")
-    if level == 1:
+    level = (config.get("dp_config") or {}).get("sharding_level", 0)
+    if level not in (0, 1, 2, 3) or isinstance(level, bool):
+        raise OpArgumentError(f"[parallelize] dp_config sharding_level must be 0, 1, 2 or 3, got {level!r}")
+    if level:
         axis_needed("dp_config", "dp")
 
     # the stages
@@ -422,11 +474,15 @@ def parallelize(
     else:
         stages = [mesh]
     clip = getattr(optimizer, "grad_clip", None)
-    if len(stages) > 1 and clip is not None and type(clip).__name__ != "ClipGradByValue":
+    if (
+        len(stages) > 1
+        and clip is not None
+        and type(clip).__name__ not in ("ClipGradByValue", "ClipGradByGlobalNorm")
+    ):
         raise OpArgumentError(
             f"[parallelize] grad_clip={type(clip).__name__} over {len(stages)} pipeline stages is not "
-            "built (each stage would clip by the norm of its own gradients); use ClipGradByValue, or "
-            "dist.to_static with strategy.pipeline, whose step takes the norm over the stages"
+            "built (it needs each whole gradient on one rank); use ClipGradByGlobalNorm (its norm is "
+            "taken over the stages) or ClipGradByValue"
         )
     pp_cfg = config.get("pp_config") or {}
     bounds = (
@@ -506,6 +562,8 @@ def parallelize(
             n_plan, s_plan, a_plan = next((u for u in uses if plan in plans.get(u[0], [])), uses[0])
             stage_names = stages[0].dim_names
             ps[stage_names.index("mp")] = plan.param_placement(s_plan, a_plan)
+        if level == 3:  # ZeRO 3: the parameter itself split over dp
+            ps = zero_placements(tuple(p.shape), stages[0], ps, "dp")
         copies: dict[int, DistTensor] = {}
         for name, sub, attr in uses:
             s = stage_of[name]
@@ -529,6 +587,9 @@ def parallelize(
         if name and len(held) == 1 and len(stages) > 1:
             m = stages[stage_of[name]]
             sub.register_forward_pre_hook(lambda _l, args, m=m: _to_stage(tuple(args), m, stages))
+        if level == 3 and any(_dp_sharded(q) for q in sub._parameters.values()):
+            sub.register_forward_pre_hook(_gather_params)
+            sub.register_forward_post_hook(_release_params)
         for plan in plans.get(name, []):
             if type(plan).on_input is not PlanBase.on_input:
                 sub.register_forward_pre_hook(lambda _l, args, pl=plan: pl.on_input(tuple(args), "mp"))
@@ -565,8 +626,38 @@ def parallelize(
                 )
             params.extend(new_of[id(p)])
         group["params"] = params
-    opt = shard_optimizer(optimizer, ShardingStage1("dp") if level == 1 else None)
+    if len(stages) > 1 and type(clip).__name__ == "ClipGradByGlobalNorm":
+        skip = {id(c) for t in ties for c in t.copies[1:]}
+        optimizer.grad_clip = _StagesGlobalNorm(clip, _coordinate_groups(stages), skip)
+    stage_fn = {1: ShardingStage1, 2: ShardingStage2}.get(level)
+    opt = shard_optimizer(optimizer, stage_fn("dp") if stage_fn else None)
+    if len(stages) > 1 and type(clip).__name__ == "ClipGradByGlobalNorm":  # the copies' views too
+        views = dict((id(p), v) for p, v in getattr(opt, "_views", []))
+        optimizer.grad_clip.skip |= {id(views[i]) for i in list(optimizer.grad_clip.skip) if i in views}
     return model, _ParallelOptimizer(opt, ties) if ties else opt
+
+
+# -- ZeRO 3: each layer's parameters gathered for its forward ---------------------------------------
+def _dp_sharded(p: Any) -> bool:
+    return (
+        isinstance(p, DistTensor)
+        and "dp" in p.process_mesh.dim_names
+        and isinstance(p.placements[p.process_mesh.axis("dp")], Shard)
+    )
+
+
+def _gather_params(layer: Any, _args: tuple) -> None:
+    """The layer's dp-sharded parameters, whole over dp, shadow them for its forward (an
+    instance attribute is found before the layer's parameter table); their gradients flow
+    back to the shards."""
+    for attr, p in layer._parameters.items():
+        if _dp_sharded(p):
+            layer.__dict__[attr] = _axis_set(p, "dp", Replicate(), f"ShardingStage3 gather {p.name}")
+
+
+def _release_params(layer: Any, _args: tuple, _out: Any) -> None:
+    for attr in layer._parameters:
+        layer.__dict__.pop(attr, None)
 
 
 __all__ = [
