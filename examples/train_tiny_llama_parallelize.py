@@ -166,6 +166,6 @@ if __name__ == "__main__":
             print(f"step {i}: loss {a:.6f}  one process {b:.6f}", flush=True)
         print(
             f"parallelize pp {args.pp} x dp {args.dp} x mp {args.mp} (sharding_level {args.sharding}"
-            f"{', tied' if args.tied else ''}): largest difference {max(abs(a - b) for a, b in zip(got, ref)):.2e}",
+            f"{', tied' if args.tied else ''}{f', clip {args.clip}' if args.clip else ''}): largest difference {max(abs(a - b) for a, b in zip(got, ref)):.2e}",
             flush=True,
         )
