@@ -194,3 +194,42 @@ def test_parallelize_sharding_checks(config, mesh_names, clip, match) -> None:
         dist.parallelize(net, opt, mesh, config)
     with pytest.raises(fw.OarlockError, match=r"\[shard_optimizer\] shard_fn must be a sharding stage"):
         dist.shard_optimizer(fw.optimizer.SGD(parameters=net.parameters()), "stage2")
+
+
+@needs_mpi
+@pytest.mark.mpi
+def test_the_docs_sharding_example_runs_on_2_ranks_as_one_process() -> None:
+    """docs/distributed.md's runnable example, taken from the page: under ``oarlock launch -n
+    2`` every level prints one process's loss and weight, level 3 a Shard(0) weight, and the
+    state bytes halve from level 1 on."""
+    import re
+    import subprocess
+    import sys
+
+    doc = (Path(__file__).parent.parent / "docs" / "distributed.md").read_text()
+    at = doc.index("A runnable example (`oarlock launch -n 2 zero_demo.py`")
+    code = doc[
+        doc.index("```python\n", at) + len("```python\n") : doc.index(
+            "```\n", doc.index("```python\n", at) + 10
+        )
+    ]
+    folder = tempfile.mkdtemp(prefix="oarlock-zero-doc-")
+    script = os.path.join(folder, "zero_demo.py")
+    Path(script).write_text(code)
+    root = str(Path(__file__).parent.parent)
+    env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    one = subprocess.run(
+        [sys.executable, script], capture_output=True, text=True, timeout=300, env=env, cwd=folder
+    )
+    assert one.returncode == 0, one.stderr[-3000:]
+    proc = launch.run([script], 2, timeout=300, collective_timeout=120, cwd=folder)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    pat = r"level (\d): loss (\S+)  w\[0,0\] (\S+)  weight \[(\w+)\(\d?\)\]  Adam states on this rank (\d+) B"
+    ones, twos = re.findall(pat, one.stdout), re.findall(pat, proc.stdout)
+    assert len(ones) == len(twos) == 4, (one.stdout, proc.stdout[-2000:])
+    for (lv, loss1, w1, _, s1), (lv2, loss2, w2, placed, s2) in zip(ones, twos):
+        assert lv == lv2
+        np.testing.assert_allclose(float(loss2), float(loss1), rtol=1e-5)
+        np.testing.assert_allclose(float(w2), float(w1), atol=2e-6)
+        assert placed == ("Shard" if lv == "3" else "Replicate")
+        assert int(s2) == (int(s1) if lv == "0" else int(s1) // 2)
