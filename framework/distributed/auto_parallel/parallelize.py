@@ -68,17 +68,12 @@ from .plans import (
     ColWiseParallel,
     PlanBase,
     RowWiseParallel,
-    SequenceParallelBegin,
-    SequenceParallelDisable,
-    SequenceParallelEnable,
-    SequenceParallelEnd,
     _axis_set,
     _kind,
     _pattern,
 )
 from .reshard import ensure_groups
 from .stages import (
-    SplitPoint,
     _boundaries,
     _coordinate_groups,
     _ParallelOptimizer,
@@ -354,16 +349,4 @@ def _release_params(layer: Any, _args: tuple, _out: Any) -> None:
         layer.__dict__.pop(attr, None)
 
 
-__all__ = [
-    "ColWiseParallel",
-    "PlanBase",
-    "RowWiseParallel",
-    "SequenceParallelBegin",
-    "SequenceParallelDisable",
-    "SequenceParallelEnable",
-    "SequenceParallelEnd",
-    "SplitPoint",
-    "get_mesh",
-    "parallelize",
-    "set_mesh",
-]
+__all__ = ["get_mesh", "parallelize", "set_mesh"]
