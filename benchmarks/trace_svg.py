@@ -164,8 +164,6 @@ def render(trace: dict, step: str | None, window: tuple[float, float] | None, wi
     height = y + 28
     if step is not None:
         title += f" ({st[0]['name']})"
-    if step is not None:
-        title += f" ({st[0]['name']})"
     head = f'<text x="6" y="18" class="title">{escape(title)}</text>'
     sub = (
         f'<text x="6" y="34">{len([e for _, s in placed for e in s])} spans from '
