@@ -25,6 +25,12 @@ clock (other processes' load not counted); the recording is handed over (``on_tr
 between steps, outside the timed step. Prints the medians of the on and off steps and the
 median of the pairs' ratios, for ``targets=[CPU]`` and for the default targets (device spans
 too), each in its own interpreter, taking turns ``--rounds`` times.
+
+``--cycle``: one interpreter runs the three states in turn, step by step (off, host spans only,
+host and device spans; each cycle starts with the next state), a ``Profiler`` started before
+and stopped after each profiled step (its result built outside the timed step); ``--steps``
+cycles, process CPU time; medians of the per-cycle ratios to ``off`` over ``--rounds``
+interpreters.
 """
 
 from __future__ import annotations
@@ -115,6 +121,72 @@ print(json.dumps({{
 """
 
 
+_CYCLE = r"""
+import json, sys, time, statistics
+sys.path.insert(0, {root!r})
+import framework as fw
+from framework import profiler
+from conformance.models import build
+cycles = int(sys.argv[1])
+task = build("tiny_llama", 0)
+for s in range(3):
+    float(task.train_step(s).item())
+T = profiler.ProfilerTarget
+states = {{"off": None, "CPU": [T.CPU], "all": [T.CPU, T.GPU, T.CUSTOM_DEVICE]}}
+names = list(states)
+cpu = {{k: [] for k in names}}
+i = 3
+for c in range(cycles):
+    k0 = c % len(names)  # each cycle starts with the next state
+    for name in names[k0:] + names[:k0]:
+        prof = None
+        if states[name] is not None:
+            prof = profiler.Profiler(targets=states[name], on_trace_ready=lambda p: None)
+            prof.start()
+        c0 = time.process_time()
+        float(task.train_step(i).item())
+        c1 = time.process_time()
+        if prof is not None:
+            prof.stop()  # the result is built here, outside the timed step
+        cpu[name].append((c1 - c0) * 1e3)
+        i += 1
+out = {{k: statistics.median(v) for k, v in cpu.items()}}
+for k in ("CPU", "all"):
+    out[k + "/off"] = statistics.median(a / b for a, b in zip(cpu[k], cpu["off"]))
+print(json.dumps(out))
+"""
+
+
+def cycle(args: argparse.Namespace, env: dict[str, str]) -> None:
+    """``--cycle``: off, host spans, host and device spans in turn, step by step, one interpreter."""
+    from benchmarks import cpu_description
+
+    code = _CYCLE.format(root=args.tree)
+    load0 = os.getloadavg()
+    got = []
+    for _ in range(args.rounds):
+        out = subprocess.run(
+            [sys.executable, "-c", code, str(args.steps)],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=args.tree,
+        )
+        if out.returncode:
+            sys.exit(f"[benchmarks] the --cycle run failed:\n{out.stderr[-3000:]}")
+        got.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    load1 = os.getloadavg()
+    print(
+        f"{cpu_description()}; 1 thread; tiny Llama training step, process CPU time; off / targets=[CPU] / "
+        f"default targets in turn, step by step, {args.steps} cycles in one interpreter; medians of "
+        f"{args.rounds} interpreters; load average {load0[0]:.1f} -> {load1[0]:.1f}"
+    )
+    med = {k: statistics.median(g[k] for g in got) for k in got[0]}
+    print(f"{'':10s} {'off':>8s} {'on, CPU':>8s} {'on, all':>8s}")
+    print(f"{'cpu ms':10s} {med['off']:8.2f} {med['CPU']:8.2f} {med['all']:8.2f}")
+    print(f"{'ratio':10s} {1:7.3f}x {med['CPU/off']:7.3f}x {med['all/off']:7.3f}x")
+
+
 def interleaved(args: argparse.Namespace, env: dict[str, str]) -> None:
     """``--interleaved``: the profiler on and off in alternate steps of one interpreter."""
     from benchmarks import cpu_description
@@ -164,14 +236,19 @@ def main() -> None:
     ap.add_argument(
         "--interleaved", action="store_true", help="on and off in alternate steps of one interpreter"
     )
+    ap.add_argument(
+        "--cycle",
+        action="store_true",
+        help="off, host spans and host+device spans in turn, step by step, in one interpreter",
+    )
     args = ap.parse_args()
     sys.path.insert(0, ROOT)
     from benchmarks import cpu_description
 
-    if args.interleaved:
+    if args.interleaved or args.cycle:
         env = dict(os.environ, OARLOCK_NUM_THREADS="1", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
         env.pop("PYTHONPATH", None)
-        interleaved(args, env)
+        (cycle if args.cycle else interleaved)(args, env)
         return
 
     variants = [("baseline", args.baseline)] if args.baseline else []
