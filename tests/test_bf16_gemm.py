@@ -44,7 +44,18 @@ def _check(got: fw.Tensor, a: np.ndarray, b: np.ndarray) -> None:
 
 @pytest.mark.parametrize(
     "m,k,n",
-    [(1, 1, 1), (7, 13, 5), (33, 65, 17), (1, 300, 9), (64, 1, 48), (130, 257, 129), (256, 256, 256)],
+    # small ones (the plain path) and ones past bf16.MIN_MACS (oneDNN where it runs): odd sizes,
+    # a single row, k = 1, rows not a multiple of the 64-row blocks
+    [
+        (1, 1, 1),
+        (7, 13, 5),
+        (1, 300, 9),
+        (65, 257, 33),
+        (1, 4099, 67),
+        (300, 1, 900),
+        (130, 257, 129),
+        (256, 256, 256),
+    ],
 )
 def test_values_odd_shapes(m, k, n):
     a, b = _bf16((m, k), m), _bf16((k, n), n + 1)
@@ -53,7 +64,8 @@ def test_values_odd_shapes(m, k, n):
 
 @pytest.mark.parametrize("tx,ty", [(False, True), (True, False), (True, True)])
 def test_transposes_read_in_place(tx, ty):
-    a, b = _bf16((45, 70), 1), _bf16((70, 38), 2)
+    # 600 rows: past bf16.MIN_MACS_PER_THREAD twice, cut in blocks of rows on two threads
+    a, b = _bf16((600, 130), 1), _bf16((130, 150), 2)
     x = a.T.copy() if tx else a
     y = b.T.copy() if ty else b
     got = fw.matmul(fw.to_tensor(x), fw.to_tensor(y), transpose_x=tx, transpose_y=ty)
@@ -61,7 +73,7 @@ def test_transposes_read_in_place(tx, ty):
 
 
 def test_strided_operands():
-    big_a, big_b = _bf16((40, 90), 3), _bf16((60, 50), 4)
+    big_a, big_b = _bf16((400, 90), 3), _bf16((60, 150), 4)
     a, b = big_a[::2, 5:50], big_b[5:50, ::3]  # neither rows nor columns contiguous in a's view
     got = fw.to_tensor(big_a)[::2, 5:50] @ fw.to_tensor(big_b)[5:50, ::3]
     _check(got, np.ascontiguousarray(a), np.ascontiguousarray(b))
@@ -69,7 +81,14 @@ def test_strided_operands():
 
 @pytest.mark.parametrize(
     "sa,sb",
-    [((4, 31, 24), (24, 19)), ((3, 17, 8), (3, 8, 21)), ((2, 3, 9, 16), (3, 16, 5)), ((5, 12), (2, 12, 7))],
+    [
+        ((4, 31, 24), (24, 19)),
+        ((4, 310, 24), (24, 190)),  # a stack times one matrix: one product of the stacked rows
+        ((3, 170, 80), (3, 80, 21)),
+        ((2, 3, 90, 160), (3, 160, 50)),  # the batch broadcast
+        ((150, 120), (2, 120, 70)),
+        ((1, 70, 1), (5, 1, 4000)),
+    ],
 )
 def test_batched_and_broadcast(sa, sb):
     a, b = _bf16(sa, 5), _bf16(sb, 6)
@@ -77,7 +96,7 @@ def test_batched_and_broadcast(sa, sb):
 
 
 def test_vector_operands():
-    a, b = _bf16((37,), 7), _bf16((37, 11), 8)
+    a, b = _bf16((370,), 7), _bf16((370, 1100), 8)
     got = fw.matmul(fw.to_tensor(a), fw.to_tensor(b))
     _check(got, a, b)
     got = fw.matmul(fw.to_tensor(b.T.copy()), fw.to_tensor(a))
@@ -85,10 +104,11 @@ def test_vector_operands():
 
 
 def test_special_values_and_empty():
-    a, b = _bf16((6, 8), 9), _bf16((8, 4), 10)
+    a, b = _bf16((66, 80), 9), _bf16((80, 64), 10)
     a[1, 2], a[3, :] = np.inf, np.nan
     got = fw.matmul(fw.to_tensor(a), fw.to_tensor(b)).numpy().astype(np.float32)
-    ref = np.matmul(a.astype(np.float32), b.astype(np.float32))
+    with np.errstate(invalid="ignore"):
+        ref = np.matmul(a.astype(np.float32), b.astype(np.float32))
     np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
     np.testing.assert_array_equal(np.isinf(got), np.isinf(ref))
     z = fw.matmul(fw.to_tensor(np.zeros((3, 0), BF16)), fw.to_tensor(np.zeros((0, 4), BF16)))
@@ -96,9 +116,9 @@ def test_special_values_and_empty():
 
 
 def test_gradients_against_numpy():
-    a, b = _bf16((24, 40), 11), _bf16((40, 16), 12)
+    a, b = _bf16((96, 140), 11), _bf16((140, 36), 12)
     x, y = fw.to_tensor(a, stop_gradient=False), fw.to_tensor(b, stop_gradient=False)
-    g = _bf16((24, 16), 13)
+    g = _bf16((96, 36), 13)
     (fw.matmul(x, y) * fw.to_tensor(g)).sum().backward()
     _check(x.grad, g, b.T.copy())
     _check(y.grad, a.T.copy(), g)
@@ -115,7 +135,7 @@ _PROBE = """
 import numpy as np, ml_dtypes, framework as fw
 bf = np.dtype(ml_dtypes.bfloat16)
 rng = np.random.default_rng(0)
-a, b = rng.standard_normal((3, 50, 70)).astype(bf), rng.standard_normal((70, 30)).astype(bf)
+a, b = rng.standard_normal((3, 150, 170)).astype(bf), rng.standard_normal((170, 130)).astype(bf)
 got = fw.matmul(fw.to_tensor(a), fw.to_tensor(b)).numpy()
 ref = np.matmul(a.astype(np.float32), b.astype(np.float32)).astype(bf)
 print(fw.get_device_properties('cpu').extra['bf16_gemm'])
@@ -163,3 +183,17 @@ def test_forced_onednn_without_it_is_an_error_or_runs():
         assert r.stdout.startswith("oneDNN "), r.stdout
     else:
         assert "OARLOCK_BF16_GEMM=onednn, but oneDNN" in r.stderr, r.stderr
+
+
+def test_denormals_as_documented():
+    # the bf16 units flush denormal operands and results (bf16.py's NOTE); the plain path keeps them
+    a, b = np.zeros((128, 128), BF16), np.zeros((128, 128), BF16)
+    a[:, 0], b[0, :] = 1e-39, 1.0  # a denormal operand
+    a[:, 1], b[1, :] = 1e-20, 1e-19  # normal operands, a denormal product
+    got = fw.matmul(fw.to_tensor(a), fw.to_tensor(b)).numpy().astype(np.float32)[0, :2]
+    plain = np.matmul(a.astype(np.float32), b.astype(np.float32))[0, :2]
+    assert plain[0] > 0 and plain[1] > 0
+    if fw.get_device_properties("cpu").extra["bf16_gemm"].startswith("oneDNN"):
+        np.testing.assert_array_equal(got, [0.0, 0.0])
+    else:
+        np.testing.assert_array_equal(got, plain.astype(BF16).astype(np.float32))

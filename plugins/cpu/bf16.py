@@ -4,11 +4,17 @@ result rounded once to bfloat16 (to nearest, ties to even), as the plain path do
 
 The plain path converts both operands to float32 and runs the float32 product (numpy's BLAS),
 then rounds. Measured side by side (``benchmarks/bf16.py``, 2-core AMD EPYC with avx512_bf16,
-2026-12-04, see docs/benchmarks.md) oneDNN's bf16 GEMM ran 2048² about 2.5-3x faster than that
-path; MKL's ``cblas_gemm_bf16bf16f32`` (the ``mkl`` wheel) only ~1.2x on this AMD CPU, and
-numpy's OpenBLAS does not export ``sbgemm``. oneDNN is found where its wheel is installed
-(``pip install onednn-cpu-gomp``: the GNU-OpenMP build, the runtime of the plugin's own
-kernels, so both share one team sized by the thread budget, threads.py).
+2026-12-04, docs/benchmarks.md) oneDNN's bf16 GEMM ran 2048² 2.4x faster than that path on one
+thread; MKL's ``cblas_gemm_bf16bf16f32`` (the ``mkl`` wheel) about as fast as the plain path
+on this AMD CPU, and numpy's OpenBLAS does not export ``sbgemm``. oneDNN is found where its
+wheel is installed (``pip install onednn-cpu-gomp``: the GNU-OpenMP build, the runtime of the
+plugin's own kernels).
+
+``bf16.c`` calls it: a product's rows (or a batch's products) are cut into blocks for the
+OpenMP team the thread budget sizes (threads.py), oneDNN runs on one thread inside each block
+(its own threads on the loaded 2-core VM ran 256x64 @ 64x64 25x slower than one thread), and
+each block's float32 result is rounded to bf16 while in cache. Products under
+:data:`MIN_MACS` multiply-adds stay on the plain path (oneDNN's call costs ~10 us).
 
 ``OARLOCK_BF16_GEMM`` picks: ``auto`` (the default: oneDNN where it loads and the CPU lists
 ``avx512_bf16`` or ``amx_bf16``, else the plain path), ``onednn`` (an error if it cannot load),
@@ -16,8 +22,9 @@ kernels, so both share one team sized by the thread budget, threads.py).
 (``bf16_gemm``).
 
 # NOTE: the bf16 dot-product instructions treat denormal operands as zero and flush denormal
-# partial results (float32 below 1.2e-38); the plain path keeps them. Products of normal values
-# differ from the plain path only by float32 summation order.
+# results to zero (float32 magnitudes below 1.2e-38; measured: 1e-39 x 1 gave 0); the plain
+# path keeps them. Products of normal values differ from the plain path only by the float32
+# summation order.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ import ctypes
 import functools
 import importlib.metadata
 import os
+from pathlib import Path
 from typing import Any
 
 import ml_dtypes
@@ -33,7 +41,8 @@ import numpy as np
 
 from adapter_api import DeviceError
 
-from .compiler import cpu_info
+from . import threads
+from .compiler import cpu_info, own_program, pointer
 from .gemm import _layout
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -42,7 +51,15 @@ _CHOICES = ("auto", "onednn", "fp32")
 #: Intel's DPC++ runtime: tried last, and skipped where it does not load)
 _DISTRIBUTIONS = ("onednn-cpu-gomp", "onednn-cpu-iomp", "onednn-cpu-tbb", "onednn")
 _UNITS = ("amx_bf16", "avx512_bf16")
-_D = ctypes.c_int64
+_LIBS: list[Any] = []  #: the libraries loaded (kept open)
+_SOURCE = Path(__file__).with_name("bf16.c")
+#: multiply-adds of one product below which the plain path runs it: oneDNN's call costs ~10 us
+#: (a 64x16 @ 16x64 product took 12 us there, 8 us in float32; 256x64 @ 64x64 33 us, 48 us)
+MIN_MACS = 1 << 18
+#: a thread of the team gets at least this many multiply-adds (the float32 products' 1 << 20,
+#: kernels.py, at about twice their speed)
+MIN_MACS_PER_THREAD = 1 << 21
+_GRAIN = 64  #: rows of a block start at multiples of this
 
 
 def choice() -> str:
@@ -74,8 +91,8 @@ class _DnnlVersion(ctypes.Structure):
 
 
 @functools.cache
-def _onednn() -> tuple[Any, str] | tuple[None, str]:
-    """(oneDNN's ``dnnl_gemm_bf16bf16f32``, its version) or (None, why not)."""
+def _onednn() -> tuple[int, str] | tuple[None, str]:
+    """(the address of oneDNN's ``dnnl_gemm_bf16bf16f32``, its version) or (None, why not)."""
     why = "oneDNN not installed (pip install onednn-cpu-gomp)"
     for name in _DISTRIBUTIONS:
         try:
@@ -90,17 +107,15 @@ def _onednn() -> tuple[Any, str] | tuple[None, str]:
             except (OSError, AttributeError) as exc:
                 why = f"oneDNN from {name} does not load ({exc})"
                 continue
-            fn.restype = ctypes.c_int
-            fn.argtypes = [ctypes.c_char, ctypes.c_char, _D, _D, _D, ctypes.c_float, ctypes.c_void_p, _D]
-            fn.argtypes += [ctypes.c_void_p, _D, ctypes.c_float, ctypes.c_void_p, _D]
             lib.dnnl_version.restype = ctypes.POINTER(_DnnlVersion)
             v = lib.dnnl_version().contents
-            return fn, f"oneDNN {v.major}.{v.minor}.{v.patch} ({name})"
+            _LIBS.append(lib)
+            return ctypes.cast(fn, ctypes.c_void_p).value, f"oneDNN {v.major}.{v.minor}.{v.patch} ({name})"
     return None, why
 
 
 @functools.cache
-def _route() -> tuple[Any, str]:
+def _route() -> tuple[int | None, str]:
     """(the bf16 GEMM to call or None for the plain path, what runs and why)."""
     want = choice()
     if want == "fp32":
@@ -126,34 +141,38 @@ def describe() -> dict[str, str]:
         return {"bf16_gemm": str(exc)}
 
 
-def _operand(x: np.ndarray) -> tuple[np.ndarray, bytes, int]:
-    """A 2-D bf16 operand as oneDNN reads it in place (row-major): (array, b'N' or b'T',
-    leading dimension); a copy where neither its rows nor its columns are contiguous."""
-    lay = _layout(x)
+def _program() -> Any:
+    return own_program(_SOURCE, "bf16_products", (), "bf16 product")
+
+
+def _operand(x: np.ndarray) -> tuple[np.ndarray, int, int]:
+    """A stack of bf16 matrices as oneDNN reads each in place (row-major): (array, transposed,
+    leading dimension); a copy where neither the rows nor the columns of its matrices are
+    contiguous or their strides differ from one matrix to the next in a way no one number says."""
+    lay = _layout(x[(0,) * (x.ndim - 2)]) if x.size else None
     if lay is None:
         x = np.ascontiguousarray(x)
-        lay = 0, max(x.shape[1], 1)
-    return x, b"NT"[lay[0] : lay[0] + 1], lay[1]
+        lay = 0, max(x.shape[-1], 1)
+    return x, lay[0], lay[1]
 
 
-def _gemm2d(fn: Any, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
-    """``out`` (float32, C-contiguous) = ``a @ b`` (2-D bf16) by oneDNN."""
-    m, k = a.shape
-    n = b.shape[1]
-    a, ta, lda = _operand(a)
-    b, tb, ldb = _operand(b)
-    st = fn(ta, tb, m, n, k, 1.0, a.ctypes.data, lda, b.ctypes.data, ldb, 0.0, out.ctypes.data, max(n, 1))
-    if st != 0:
-        raise DeviceError(
-            f"[cpu] oneDNN's bf16 product failed (status {st}) for {m}x{k} @ {k}x{n}; "
-            "set OARLOCK_BF16_GEMM=fp32 to use float32 products"
-        )
+def _offsets(x: np.ndarray, batch: tuple[int, ...]) -> np.ndarray:
+    """Each matrix's first element, in elements from ``x``'s, over the broadcast ``batch``
+    (int64, C order; 0 along a broadcast axis)."""
+    x = np.broadcast_to(x, batch + x.shape[-2:])
+    off = np.zeros(batch, np.int64)
+    for d, st in enumerate(x.strides[:-2]):
+        shape = [1] * len(batch)
+        shape[d] = batch[d]
+        off += (np.arange(batch[d], dtype=np.int64) * (st // x.itemsize)).reshape(shape)
+    return off.reshape(-1)
 
 
 def matmul(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> bool:
-    """``c[...] = a @ b`` for bfloat16 ``a``, ``b``, ``c`` (numpy's matmul shapes, batch axes
-    broadcast) on the bf16 units; False (nothing written) where the plain path should run:
-    no unit or library (:func:`_route`), other dtypes, an empty product, 1-D operands.
+    """``c[...] = a @ b`` for bfloat16 ``a``, ``b``, ``c`` (numpy's matmul shapes, at least 2-D,
+    batch axes broadcast, ``c`` writable in place) on the bf16 units; False (nothing written)
+    where the plain path should run: no unit or library (:func:`_route`), products too small
+    to gain (under :data:`MIN_MACS` each), other dtypes, empty products.
 
     >>> # c = np.empty((m, n), BF16); matmul(a, b, c) or plain_path(a, b, c)
     """
@@ -162,21 +181,35 @@ def matmul(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> bool:
         return False
     m, k = a.shape[-2:]
     n = b.shape[-1]
-    if 0 in (m, n, k) or c.size == 0:
+    if m * n * k < MIN_MACS or c.size == 0:
         return False
-    if b.ndim == 2 and a.ndim > 2 and a.flags.c_contiguous:  # a stack times one matrix: one product
-        a, c2 = a.reshape(-1, k), c.reshape(-1, n) if c.flags.c_contiguous else None
-        if c2 is not None:
-            out = np.empty(c2.shape, np.float32)
-            _gemm2d(fn, a, b, out)
-            c2[...] = out
-            return True
-        a = a.reshape(c.shape[:-2] + (m, k))
+    lc = _layout(c[(0,) * (c.ndim - 2)])
+    if (
+        lc is None
+        or lc[0]
+        or (c.ndim > 2 and not c.flags.c_contiguous)
+        or np.may_share_memory(c, a)
+        or np.may_share_memory(c, b)
+    ):
+        return False
+    prog = _program()
+    if prog is None:
+        return False
     batch = c.shape[:-2]
-    a = np.broadcast_to(a, batch + (m, k))
-    b = np.broadcast_to(b, batch + (k, n))
-    out = np.empty((m, n), np.float32)
-    for i in np.ndindex(*batch):
-        _gemm2d(fn, a[i], b[i], out)
-        c[i] = out
+    if b.ndim == 2 and a.ndim > 2 and a.flags.c_contiguous and c.flags.c_contiguous:
+        a, c, batch = a.reshape(-1, k), c.reshape(-1, n), ()  # a stack times one matrix: one product
+        m = a.shape[0]
+    a, ta, lda = _operand(a)
+    b, tb, ldb = _operand(b)
+    oa, ob, oc = _offsets(a, batch), _offsets(b, batch), _offsets(c, batch)
+    nb = len(oc)
+    nt = threads.team_threads(nb * m * n * k, MIN_MACS_PER_THREAD)
+    p = functools.partial(pointer, prog.ffi)
+    st = prog.fn(fn, ta, tb, nb, m, n, k, p(a), lda, p(oa), p(b), ldb, p(ob), p(c), lc[1], p(oc), _GRAIN, nt)
+    if st != 0:
+        what = "out of memory for its float32 block" if st == -1 else f"status {st}"
+        raise DeviceError(
+            f"[cpu] oneDNN's bf16 product failed ({what}) for {m}x{k} @ {k}x{n} x {nb}; "
+            "set OARLOCK_BF16_GEMM=fp32 to use float32 products"
+        )
     return True
