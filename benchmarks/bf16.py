@@ -1,7 +1,7 @@
 """bfloat16 products side by side in one run: the libraries that could run them on the CPU's
 bf16 units, the plain path (float32 products), Oarlock's ``fw.matmul`` and torch.
 
-    python benchmarks/bf16.py --threads 2 [--reps 7] [--sizes 2048,1024x256x688]
+    python benchmarks/bf16.py --threads 2 [--reps 7] [--sizes 2048,1024x256x688] [--amp-reps 10]
 
 Every variant computes ``c = a @ b`` of bfloat16 ``a``, ``b`` with float32 accumulation and a
 bfloat16 ``c`` (the float32 result rounded to nearest-even, ml_dtypes), so the rounding is in
@@ -15,6 +15,12 @@ ratio to torch's bf16 ``matmul`` (or, without torch, to numpy's float32 product)
 - ``oneDNN dnnl_gemm_bf16bf16f32``: the ``onednn-cpu-gomp`` wheel, its OpenMP threads;
 - ``fw.matmul``: Oarlock's eager op on the cpu plugin (whatever ``bf16_gemm`` says it runs);
 - ``numpy float32 sgemm``: the float32 product alone (no conversion), for scale.
+
+Then training steps, float32 against ``fw.amp.auto_cast(dtype="bfloat16")`` (forward and loss
+under it, backward and the optimizer step after), taking turns: the examples' tiny Llama
+(conformance/models.py: dim 64, 2 layers, batch 16 x 64 tokens, AdamW) and train_step.py's
+Llama block (dim 256, 4 heads, seq 128, batch 8, SwiGLU 688; forward + backward). Ratio:
+float32 step time / AMP step time (higher: AMP faster).
 """
 
 from __future__ import annotations
@@ -110,7 +116,8 @@ def openblas_sbgemm() -> str:
     """Whether numpy's OpenBLAS exports a bf16 GEMM (it would be called like MKL's)."""
     from threadpoolctl import threadpool_info
 
-    for p in threadpool_info():
+    pools = sorted(threadpool_info(), key=lambda p: "numpy" not in p.get("filepath", ""))  # numpy's first
+    for p in pools:
         if p.get("internal_api") == "openblas":
             lib = ctypes.CDLL(p["filepath"])
             names = ("scipy_cblas_sbgemm64_", "scipy_cblas_sbgemm", "cblas_sbgemm64_", "cblas_sbgemm")
@@ -182,10 +189,59 @@ def case(m: int, k: int, n: int, nt: int, reps: int) -> None:
         print(f"  {name:<36} {why}")
 
 
+def tiny_llama_step(amp: bool) -> Callable[[], float]:
+    from conformance.models import build
+
+    task = build("tiny_llama", 0, "cpu")
+    x, y = task.batch(0)
+
+    def step() -> float:
+        with fw.amp.auto_cast(enable=amp, dtype="bfloat16"):
+            loss = task.loss(task.model(x), y)
+        loss.backward()
+        task.update()
+        return float(loss.numpy())
+
+    return step
+
+
+def llama_block_step(amp: bool) -> Callable[[], Any]:
+    import framework.nn.functional as F
+    from conformance.models import LlamaBlock
+
+    b, s, d, h, hid = 8, 128, 256, 4, 688
+    fw.seed(0)
+    blk = LlamaBlock(d, h, hid)
+    cos, sin = F.rotary_cos_sin(s, d // h, dtype="float32", device="cpu")
+    x = fw.to_tensor(np.random.default_rng(0).standard_normal((b, s, d)).astype(np.float32))
+    params = blk.parameters()
+
+    def step() -> None:
+        with fw.amp.auto_cast(enable=amp, dtype="bfloat16"):
+            out = blk(x, cos, sin)
+        out.astype("float32").sum().backward()
+        params[0].grad.numpy()
+        blk.clear_gradients()
+
+    return step
+
+
+def amp_steps(reps: int) -> None:
+    for title, make in (
+        ("tiny Llama training step", tiny_llama_step),
+        ("Llama block fwd+bwd", llama_block_step),
+    ):
+        ms = round_robin({"float32": make(False), "AMP bfloat16": make(True)}, reps)
+        print(f"\n== {title}; ratio: float32 time / time (higher is faster)")
+        for name, t in ms.items():
+            print(f"  {name:<36} {t:9.2f} ms {ms['float32'] / t:6.2f}x")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--amp-reps", type=int, default=10, help="rounds of the training steps (0: none)")
     ap.add_argument(
         "--sizes", default="2048,1024x256x688", help="N (N x N @ N x N) or MxKxN, comma-separated"
     )
@@ -201,6 +257,8 @@ def main() -> None:
         dims = [int(x) for x in s.split("x")]
         m, k, n = dims * 3 if len(dims) == 1 else dims
         case(m, k, n, args.threads, args.reps)
+    if args.amp_reps:
+        amp_steps(args.amp_reps)
 
 
 if __name__ == "__main__":

@@ -13,8 +13,8 @@ plugin's own kernels).
 ``bf16.c`` calls it: a product's rows (or a batch's products) are cut into blocks for the
 OpenMP team the thread budget sizes (threads.py), oneDNN runs on one thread inside each block
 (its own threads on the loaded 2-core VM ran 256x64 @ 64x64 25x slower than one thread), and
-each block's float32 result is rounded to bf16 while in cache. Products under
-:data:`MIN_MACS` multiply-adds stay on the plain path (oneDNN's call costs ~10 us).
+each block's float32 result is rounded to bf16 while in cache. Products of fewer
+than :data:`MIN_MACS` multiply-adds in all stay on the plain path (a call costs ~10 us).
 
 ``OARLOCK_BF16_GEMM`` picks: ``auto`` (the default: oneDNN where it loads and the CPU lists
 ``avx512_bf16`` or ``amx_bf16``, else the plain path), ``onednn`` (an error if it cannot load),
@@ -43,7 +43,6 @@ from adapter_api import DeviceError
 
 from . import threads
 from .compiler import cpu_info, own_program, pointer
-from .gemm import _layout
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 _CHOICES = ("auto", "onednn", "fp32")
@@ -53,9 +52,10 @@ _DISTRIBUTIONS = ("onednn-cpu-gomp", "onednn-cpu-iomp", "onednn-cpu-tbb", "onedn
 _UNITS = ("amx_bf16", "avx512_bf16")
 _LIBS: list[Any] = []  #: the libraries loaded (kept open)
 _SOURCE = Path(__file__).with_name("bf16.c")
-#: multiply-adds of one product below which the plain path runs it: oneDNN's call costs ~10 us
-#: (a 64x16 @ 16x64 product took 12 us there, 8 us in float32; 256x64 @ 64x64 33 us, 48 us)
-MIN_MACS = 1 << 18
+#: multiply-adds (of all the products of a batch) below which the plain path runs them: a call
+#: costs ~10 us (one thread: 64x16 @ 16x64 took 12 us, the plain path 8 us; 128x64 @ 64x64 17 us
+#: and 24 us; 64 products of 64x16 @ 16x64 as one batch 131 us and 366 us)
+MIN_MACS = 1 << 17
 #: a thread of the team gets at least this many multiply-adds (the float32 products' 1 << 20,
 #: kernels.py, at about twice their speed)
 MIN_MACS_PER_THREAD = 1 << 21
@@ -145,26 +145,47 @@ def _program() -> Any:
     return own_program(_SOURCE, "bf16_products", (), "bf16 product")
 
 
+def _layout2(x: np.ndarray) -> tuple[int, int] | None:
+    """(transposed, leading dimension) of the matrices of a stack that oneDNN reads in place
+    (:func:`gemm._layout` on the last two axes), or None."""
+    s0, s1 = x.strides[-2:]
+    r, c = x.shape[-2:]
+    it = x.itemsize
+    if (s1 == it or c == 1) and s0 % it == 0 and s0 // it >= max(c, 1):
+        return 0, s0 // it
+    if (s0 == it or r == 1) and s1 % it == 0 and s1 // it >= max(r, 1):
+        return 1, s1 // it
+    return None
+
+
 def _operand(x: np.ndarray) -> tuple[np.ndarray, int, int]:
     """A stack of bf16 matrices as oneDNN reads each in place (row-major): (array, transposed,
-    leading dimension); a copy where neither the rows nor the columns of its matrices are
-    contiguous or their strides differ from one matrix to the next in a way no one number says."""
-    lay = _layout(x[(0,) * (x.ndim - 2)]) if x.size else None
+    leading dimension); a C-contiguous copy where its matrices' layout is not one of those."""
+    lay = _layout2(x)
     if lay is None:
         x = np.ascontiguousarray(x)
         lay = 0, max(x.shape[-1], 1)
     return x, lay[0], lay[1]
 
 
+_ZERO = np.zeros(1, np.int64)
+
+
 def _offsets(x: np.ndarray, batch: tuple[int, ...]) -> np.ndarray:
     """Each matrix's first element, in elements from ``x``'s, over the broadcast ``batch``
     (int64, C order; 0 along a broadcast axis)."""
-    x = np.broadcast_to(x, batch + x.shape[-2:])
+    if not batch:
+        return _ZERO
+    lead = x.ndim - 2
+    strides = (0,) * (len(batch) - lead) + tuple(
+        0 if x.shape[d] == 1 else x.strides[d] // x.itemsize for d in range(lead)
+    )
     off = np.zeros(batch, np.int64)
-    for d, st in enumerate(x.strides[:-2]):
-        shape = [1] * len(batch)
-        shape[d] = batch[d]
-        off += (np.arange(batch[d], dtype=np.int64) * (st // x.itemsize)).reshape(shape)
+    for d, st in enumerate(strides):
+        if st:
+            shape = [1] * len(batch)
+            shape[d] = batch[d]
+            off += (np.arange(batch[d], dtype=np.int64) * st).reshape(shape)
     return off.reshape(-1)
 
 
@@ -172,7 +193,7 @@ def matmul(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> bool:
     """``c[...] = a @ b`` for bfloat16 ``a``, ``b``, ``c`` (numpy's matmul shapes, at least 2-D,
     batch axes broadcast, ``c`` writable in place) on the bf16 units; False (nothing written)
     where the plain path should run: no unit or library (:func:`_route`), products too small
-    to gain (under :data:`MIN_MACS` each), other dtypes, empty products.
+    to gain (under :data:`MIN_MACS` in all), other dtypes, empty products.
 
     >>> # c = np.empty((m, n), BF16); matmul(a, b, c) or plain_path(a, b, c)
     """
@@ -181,9 +202,9 @@ def matmul(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> bool:
         return False
     m, k = a.shape[-2:]
     n = b.shape[-1]
-    if m * n * k < MIN_MACS or c.size == 0:
+    if c.size == 0 or c.size * k < MIN_MACS:
         return False
-    lc = _layout(c[(0,) * (c.ndim - 2)])
+    lc = _layout2(c)
     if (
         lc is None
         or lc[0]
