@@ -138,17 +138,21 @@ def torch_bf16(a: np.ndarray, b: np.ndarray) -> Callable[[], Any] | str:
     return lambda: torch.matmul(ta, tb)
 
 
-def round_robin(fns: dict[str, Callable[[], Any]], reps: int) -> dict[str, float]:
-    """Median ms of each function, one call of each per round (load changes hit all alike)."""
+def round_robin(fns: dict[str, Callable[[], Any]], reps: int) -> dict[str, tuple[float, float]]:
+    """Median wall ms and median process CPU ms of each function, one call of each per round
+    (load changes hit all alike; CPU time is steadier on a loaded machine, and counts every
+    thread of a call)."""
     for fn in fns.values():
         fn()
-    times: dict[str, list[float]] = {k: [] for k in fns}
+    times: dict[str, list[tuple[float, float]]] = {k: [] for k in fns}
     for _ in range(reps):
         for k, fn in fns.items():
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             fn()
-            times[k].append((time.perf_counter() - t0) * 1e3)
-    return {k: statistics.median(v) for k, v in times.items()}
+            times[k].append(((time.perf_counter() - t0) * 1e3, (time.process_time() - c0) * 1e3))
+    return {
+        k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for k, v in times.items()
+    }
 
 
 def case(m: int, k: int, n: int, nt: int, reps: int) -> None:
@@ -182,9 +186,10 @@ def case(m: int, k: int, n: int, nt: int, reps: int) -> None:
     base = "torch bf16 matmul" if "torch bf16 matmul" in ms else "numpy float32 sgemm (no casts)"
     flop = 2.0 * m * k * n
     print(f"\n== {m}x{k} @ {k}x{n}, {nt} thread(s); ratio: time of '{base}' / time (higher is faster)")
-    print(f"  {'variant':<36} {'ms':>9} {'GFLOP/s':>9} {'ratio':>7}")
-    for name, t in ms.items():
-        print(f"  {name:<36} {t:9.2f} {flop / t / 1e6:9.1f} {ms[base] / t:6.2f}x")
+    print(f"  {'variant':<36} {'ms':>9} {'GFLOP/s':>9} {'ratio':>7} {'cpu ms':>9} {'ratio':>7}")
+    bw, bc = ms[base]
+    for name, (w, c) in ms.items():
+        print(f"  {name:<36} {w:9.2f} {flop / w / 1e6:9.1f} {bw / w:6.2f}x {c:9.2f} {bc / c:6.2f}x")
     for name, why in absent.items():
         print(f"  {name:<36} {why}")
 
@@ -233,8 +238,10 @@ def amp_steps(reps: int) -> None:
     ):
         ms = round_robin({"float32": make(False), "AMP bfloat16": make(True)}, reps)
         print(f"\n== {title}; ratio: float32 time / time (higher is faster)")
-        for name, t in ms.items():
-            print(f"  {name:<36} {t:9.2f} ms {ms['float32'] / t:6.2f}x")
+        print(f"  {'variant':<36} {'ms':>9} {'ratio':>7} {'cpu ms':>9} {'ratio':>7}")
+        bw, bc = ms["float32"]
+        for name, (w, c) in ms.items():
+            print(f"  {name:<36} {w:9.2f} {bw / w:6.2f}x {c:9.2f} {bc / c:6.2f}x")
 
 
 def main() -> None:
