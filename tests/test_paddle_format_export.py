@@ -207,6 +207,25 @@ def test_mobilenet_v2(tmp_path):
     roundtrip(net, [InputSpec([None, 3, 32, 32], "float32", "x")], [rand(2, 3, 32, 32)], tmp_path)
 
 
+class Decoder(fw.nn.Layer):
+    """Transposed convolutions (grouped, strided, with output padding) and an argsort."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.up1 = fw.nn.Conv2DTranspose(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2)
+        self.up2 = fw.nn.Conv2DTranspose(6, 2, (2, 3), stride=(1, 2), padding=(0, 1), dilation=(2, 1))
+
+    def forward(self, x):
+        y = self.up2(F.relu(self.up1(x)))
+        return y, fw.argsort(y.flatten(1), axis=1, descending=True), fw.argsort(x, axis=1)
+
+
+@needs_paddle
+def test_transposed_conv_and_argsort(tmp_path):
+    fw.seed(7)
+    roundtrip(Decoder(), [InputSpec([None, 4, 5, 5], "float32", "x")], [rand(3, 4, 5, 5)], tmp_path)
+
+
 class Attention(fw.nn.Layer):
     """Embedding, softmax(Q K^T / sqrt(d) + mask) V, and causal attention (static lengths)."""
 
@@ -252,13 +271,18 @@ def test_hapi_model_save_inference(tmp_path):
 
 
 def test_op_without_lowering_names_op_and_layer(tmp_path):
-    class Sort(fw.nn.Layer):
+    class ScatterAdd(fw.nn.Layer):
         def forward(self, x):
-            return fw.argsort(x * 2.0, axis=1)
+            return fw.scatter_add(x * 2.0, fw.to_tensor([0, 0]), x[:2])
 
-    with pytest.raises(PaddleExportError, match=r"op 'op\.argsort' \(#\d+ of the program\) of layer Sort"):
+    with pytest.raises(
+        PaddleExportError, match=r"op 'op\.scatter_add' \(#\d+ of the program\) of layer ScatterAdd"
+    ):
         fw.jit.save(
-            Sort(), os.path.join(str(tmp_path), "c"), [InputSpec([2, 3], "float32", "x")], format="paddle"
+            ScatterAdd(),
+            os.path.join(str(tmp_path), "c"),
+            [InputSpec([2, 3], "float32", "x")],
+            format="paddle",
         )
 
 

@@ -27,6 +27,7 @@ from .export_emit import (
     a_str,
     export_lowering,
     finite,
+    of,
     result_type,
 )
 
@@ -58,6 +59,37 @@ def _conv2d(em: Emitter, op: Operation, ins: list[int]) -> int:
         "data_format": a_str("NCHW"),
     }
     return em.one("conv2d", ins, attrs, result_type(op))
+
+
+@export_lowering("conv2d_transpose")
+def _conv2d_transpose(em: Emitter, op: Operation, ins: list[int]) -> int:
+    """``pd_op.conv2d_transpose(x, w, output_size=[])``: the output size follows from the
+    strides, paddings and output padding, as Paddle writes a ``Conv2DTranspose`` layer."""
+    (t, b), (lf, r) = op.attrs["padding"]
+    attrs = {
+        "strides": a_array([a_i32(s) for s in op.attrs["stride"]]),
+        "paddings": a_array([a_i32(p) for p in (t, b, lf, r)]),
+        "output_padding": a_array([a_i32(p) for p in op.attrs.get("output_padding", (0, 0))]),
+        "padding_algorithm": a_str("EXPLICIT"),
+        "groups": a_i32(op.attrs["groups"]),
+        "dilations": a_array([a_i32(d) for d in op.attrs["dilation"]]),
+        "data_format": a_str("NCHW"),
+    }
+    return em.one("conv2d_transpose", [*ins, em.int_array([])], attrs, result_type(op))
+
+
+@export_lowering("argsort")
+def _argsort(em: Emitter, op: Operation, ins: list[int]) -> int:
+    """``pd_op.argsort`` (values and indices; the indices are the result) along the last axis,
+    stable as Oarlock's sort."""
+    x = op.operands[0].type
+    assert isinstance(x, TensorType)
+    attrs = {
+        "axis": a_i32(-1),
+        "descending": a_bool(bool(op.attrs.get("descending"))),
+        "stable": a_bool(True),
+    }
+    return em.emit("argsort", ins, attrs, [of(x), result_type(op)])[1]
 
 
 @export_lowering("pad")

@@ -285,6 +285,13 @@ def _gather(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
     return fw.gather(ctx.tensor(ins[0]), ctx.tensor(ins[1]), axis=axis)
 
 
+@lowering("argsort")
+def _argsort(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
+    x = ctx.tensor(ins[0])
+    axis, desc = int(ctx.attr(a, "axis", -1)), bool(ctx.attr(a, "descending", False))
+    return fw.sort(x, axis=axis, descending=desc), fw.argsort(x, axis=axis, descending=desc)
+
+
 @lowering("scatter", "scatter_")
 def _scatter(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
     x, idx, upd = (ctx.tensor(v, w) for v, w in zip(ins, ("x", "the index", "the updates")))
