@@ -286,6 +286,21 @@ def test_op_without_lowering_names_op_and_layer(tmp_path):
         )
 
 
+def test_dtype_paddle_lacks_names_op_or_input(tmp_path):
+    class ToUint32(fw.nn.Layer):
+        def forward(self, x):
+            return (x * 2).astype("uint32").astype("float32") + 1
+
+    prefix = os.path.join(str(tmp_path), "u")
+    with pytest.raises(
+        PaddleExportError, match=r"op 'op\.cast' \(#\d+ of the program\) of layer ToUint32 has dtype uint32"
+    ):
+        fw.jit.save(ToUint32(), prefix, [InputSpec([2, 3], "float32", "x")], format="paddle")
+    with pytest.raises(PaddleExportError, match=r"input 'x' of layer ToUint32 has dtype uint32"):
+        fw.jit.save(ToUint32(), prefix, [InputSpec([2, 3], "uint32", "x")], format="paddle")
+    assert not os.path.exists(prefix + ".json")
+
+
 def test_bad_format_named():
     with pytest.raises(ValueError, match="format='onnx'"):
         fw.jit.save(fw.nn.Linear(2, 2), "/nonexistent/x", [InputSpec([1, 2], "float32")], format="onnx")

@@ -43,6 +43,7 @@ from .export_emit import (
     VERSION,
     Emitter,
     PaddleExportError,
+    UnknownDtype,
     a_array,
     a_bool,
     a_dtype,
@@ -108,7 +109,10 @@ def lower_program(
     for v, name in zip(program.inputs, input_names):
         t = v.type
         assert isinstance(t, TensorType)
-        ty = of(t)
+        try:
+            ty = of(t)
+        except UnknownDtype as exc:
+            raise PaddleExportError(f"[jit.save] input '{name}' of layer {layer_name} {exc}") from None
         attrs = {
             "name": a_str(name),
             "shape": a_intarray(ty.shape),
@@ -178,23 +182,31 @@ class _Lowering:
                     raise em.fail(f"is a constant of dynamic shape {t.shape}")
                 ids[op.result] = em.full(list(t.shape), float(op.attrs["value"]), t.dtype)
                 continue
-            if op.name == "cf.cond":
-                res = self.cond(op, f"{op.name} #{k} of {where}")
-            elif op.name == "cf.while":
-                res = self.while_(op, f"{op.name} #{k} of {where}")
-            else:
-                fn = EXPORT_TABLE.get(op.name)
-                if fn is None or op.regions:
-                    raise em.fail(
-                        "has no lowering to Paddle's pd_op dialect (ops outside "
-                        "framework.jit.paddle_format.EXPORT_TABLE are not exported)",
-                        "save with format='oarlock', or export the model without this op",
-                    )
-                res = fn(em, op, [ids[v] for v in op.operands])
+            try:
+                res = self.one(op, f"{op.name} #{k} of {where}")
+            except UnknownDtype as exc:  # the op and its place named
+                em.op, em.where = op, f"#{k} of {where}"
+                raise em.fail(str(exc), "cast to a dtype Paddle has before saving") from None
             res = [res] if isinstance(res, int) else list(res)
             for v, r in zip(op.results, res):
                 ids[v] = r
         raise em.fail("ends without a terminator")
+
+    def one(self, op: Operation, inner: str) -> int | list[int]:
+        """The ids of ``op``'s results, its ``pd_op`` ops written (``inner``: the place of a
+        region's ops)."""
+        if op.name == "cf.cond":
+            return self.cond(op, inner)
+        if op.name == "cf.while":
+            return self.while_(op, inner)
+        fn = EXPORT_TABLE.get(op.name)
+        if fn is None or op.regions:
+            raise self.em.fail(
+                "has no lowering to Paddle's pd_op dialect (ops outside "
+                "framework.jit.paddle_format.EXPORT_TABLE are not exported)",
+                "save with format='oarlock', or export the model without this op",
+            )
+        return fn(self.em, op, [self.ids[v] for v in op.operands])
 
     def cond(self, op: Operation, where: str) -> list[int]:
         """``cf.cond`` → ``pd_op.if(pred)`` with a then and an else region, each ending in a

@@ -33,6 +33,10 @@ class PaddleExportError(PaddleFormatError):
     message names the op, where it sits and the layer saved."""
 
 
+class UnknownDtype(PaddleExportError):
+    """A dtype Paddle's files have no name for; :class:`Emitter` callers add the op and place."""
+
+
 # -- attributes ------------------------------------------------------------------------------
 def a_bool(v: bool) -> dict[str, Any]:
     return {"#": "0.a_bool", "D": bool(v)}
@@ -77,7 +81,7 @@ def a_place(kind: int = 0) -> dict[str, Any]:
 def dtype_name(dt: Any) -> str:
     name = str(np.dtype(dt))
     if name not in _TAGS:
-        raise PaddleExportError(f"[jit.save] dtype {name} has no Paddle spelling; known: {sorted(_TAGS)}")
+        raise UnknownDtype(f"has dtype {name}, which Paddle's files do not spell; known: {sorted(_TAGS)}")
     return name
 
 
