@@ -119,6 +119,20 @@ def compare_quantised(task, float_model: fw.nn.Layer, quant: fw.nn.Layer, batche
     }
 
 
+def ptq_int8(model: fw.nn.Layer, calibration: list) -> fw.nn.Layer:
+    """Post-training int8 of weights and activations: per-channel abs-max weight scales, a
+    histogram (99.99th percentile) activation scale per layer from the calibration batches."""
+    from framework.quantization import PTQ, QuantConfig
+    from framework.quantization.observers import AbsmaxObserver, HistObserver
+
+    ptq = PTQ(QuantConfig(activation=HistObserver(percent=0.9999), weight=AbsmaxObserver(quant_axis=1)))
+    observed = ptq.quantize(model)
+    with fw.no_grad(), fw.device("cpu"):
+        for x in calibration:
+            observed(x)
+    return ptq.convert(observed)
+
+
 def main(argv: list[str] | None = None) -> dict[str, float]:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument(
@@ -139,9 +153,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     p.add_argument("--save", default=None, help="where to save the program (default: a temporary folder)")
     p.add_argument(
         "--quant",
-        choices=("none", "int8", "int4", "fp8"),
+        choices=("none", "int8", "int4", "fp8", "ptq"),
         default="none",
-        help="weight-only quantisation before saving",
+        help="weight-only quantisation before saving (ptq: int8 weights and activations, calibrated)",
     )
     p.add_argument(
         "--group-size", type=int, default=64, help="input rows per int4 scale (-1: one per channel)"
@@ -183,17 +197,21 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         group = args.group_size if args.quant == "int4" else -1
         held_out = [task.batch(10_000 + i) for i in range(args.eval_batches)]
         calib = None
-        if args.method != "absmax" and args.quant != "fp8" and args.calib_batches:
+        if (args.method != "absmax" and args.quant != "fp8" or args.quant == "ptq") and args.calib_batches:
             calib = [task.batch(20_000 + i)[0] for i in range(args.calib_batches)]
-        model = fw.quantization.weight_only_quantize(
-            model,
-            args.quant,
-            group_size=group,
-            embedding=True,
-            method=args.method if args.quant != "fp8" else "absmax",
-            asymmetric=args.asymmetric and args.quant != "fp8",
-            calibration=calib,
-            sensitive_dtype=args.sensitive_dtype,
+        model = (
+            ptq_int8(model, calib or [])
+            if args.quant == "ptq"
+            else fw.quantization.weight_only_quantize(
+                model,
+                args.quant,
+                group_size=group,
+                embedding=True,
+                method=args.method if args.quant != "fp8" else "absmax",
+                asymmetric=args.asymmetric and args.quant != "fp8",
+                calibration=calib,
+                sensitive_dtype=args.sensitive_dtype,
+            )
         )
         report = compare_quantised(task, float_model, model, held_out)
         print(

@@ -209,3 +209,20 @@ def test_bad_arguments_name_the_api():
         weight_only_quantize(net, "fp8", asymmetric=True)
     with pytest.raises(OpArgumentError, match=r"\[quantize_groups\] method 'gptq' needs the inputs' hessian"):
         quantize_groups(W, 4, 32, method="gptq")
+
+
+def test_generate_example_runs_gptq_int4_and_ptq(capsys):
+    """The example's --method gptq (int8 embedding and head by default) and --quant ptq paths:
+    the bytes it reports are the state dict's at their dtypes."""
+    from examples.generate_tiny_llama import main
+
+    common = ["--steps", "0", "--tokens", "2", "--repeat", "1", "--eval-batches", "1", "--greedy"]
+    r = main(["--quant", "int4", "--group-size", "32", "--method", "gptq", "--calib-batches", "2", *common])
+    out = capsys.readouterr().out
+    assert "int4 weights:" in out and "same tokens: True" in out
+    vocab, dim = 46, 64  # tiny_verse's characters, the tiny Llama's width
+    # the int8 embedding and head: a byte a weight and a float32 scale per row / channel
+    sensitive = 2 * (vocab * dim + 4 * vocab)
+    assert r["bytes"] < 0.2 * r["float_bytes"] and r["bytes"] > sensitive
+    r = main(["--quant", "ptq", "--calib-batches", "2", *common])
+    assert "ptq weights:" in capsys.readouterr().out and r["bytes"] < 0.35 * r["float_bytes"]
