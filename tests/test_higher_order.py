@@ -387,6 +387,21 @@ def test_grad_by_decomposition_keeps_the_input_dependence() -> None:
     testing.assert_close(gg.numpy(), (2 - x0 * x0) * phi, 1e-10, 1e-12, "d2/dx2 gelu")
 
 
+@pytest.mark.parametrize("path", ["default", "fused"])
+def test_third_order_through_a_decomposition(path: str) -> None:
+    """d3/dx3 gelu(x) = (x^3 - 4x) phi(x): the backward recorded under ``create_graph`` is
+    itself differentiable twice more."""
+    x0 = np.linspace(-2.0, 2.0, 9)
+    with _path("gelu", path):
+        x = _put(x0)
+        x.stop_gradient = False
+        (g,) = fw.grad(fw.nn.functional.gelu(x).sum(), x, create_graph=True)
+        (gg,) = fw.grad(g.sum(), x, create_graph=True)
+        (ggg,) = fw.grad(gg.sum(), x)
+    phi = np.exp(-0.5 * x0 * x0) / np.sqrt(2 * np.pi)
+    testing.assert_close(ggg.numpy(), (x0**3 - 4 * x0) * phi, 1e-10, 1e-12, "d3/dx3 gelu")
+
+
 @pytest.mark.parametrize("path", ["default", "taped", "fused"])
 def test_an_input_passed_twice(path: str) -> None:
     """``linear(x, x)``: one tensor at two places of a node differentiated by its
