@@ -7,8 +7,8 @@ Here a kernel larger than 1x1 reads a padded copy of the input in place (the row
 are runs of it once the copy is split by stride phases) through a register-tiled product in C:
 BLAS packs both operands on every call, which cost as much as the arithmetic for 16-64 output
 channels. A 1x1 kernel is one BLAS product per block of positions (in place at stride 1).
-Blocks go to the OpenMP team; those that call BLAS only where BLAS is MKL
-(:func:`blas_takes_a_team`).
+Blocks go to the OpenMP team; those that call BLAS only where several threads may call it
+at once (``threads.split_products``: MKL, not numpy's OpenBLAS).
 
 Gradients: the conv2d OpDef's own rule (``conv2d_transpose`` of dy, and ``unfold`` of x times
 dy), each op by its own kernel or decomposition. Without a C compiler or
@@ -65,16 +65,6 @@ def scratch_elems(
     return nt * cg * kh * kw * cb
 
 
-def blas_takes_a_team(char: str) -> bool:
-    """Whether the team may call the chosen BLAS from several threads at once: Intel's MKL
-    (thread-safe by contract), not numpy's OpenBLAS. In the full test suite's process, 1x1
-    convolutions whose two images ran as two concurrent ``cblas_sgemm`` calls (one OpenBLAS
-    0.3.31 thread each) came out wrong at random (21 of 375 convolutions in one run, every
-    value doubled; 2 of 360 in another), right on the same inputs run again or on one thread;
-    OpenBLAS has open reports of the kind (OpenMathLib/OpenBLAS#5825). One thread calls it."""
-    return gemm.blas_name(char) == "mkl"
-
-
 def conv2d_call(
     x: np.ndarray,
     w: np.ndarray,
@@ -101,10 +91,11 @@ def conv2d_call(
     k, positions = cg * kh * kw, oh * ow
     if not sym[1] and max(k, positions, o) > (1 << 31) - 1:
         return None
-    split = threads.split_products()
+    calls_blas = not (IMPLICIT and (kh > 1 or kw > 1))  # the 1x1 path: a BLAS call per block
+    split = threads.split_products() and threads.split_products(
+        gemm.blas_name(y.dtype.char) if calls_blas else None
+    )
     nt = threads.team_threads(n * o * positions * k, MIN_MACS_PER_TEAM_THREAD) if split else 1
-    if nt > 1 and not (IMPLICIT and (kh > 1 or kw > 1)) and not blas_takes_a_team(y.dtype.char):
-        nt = 1  # NOTE: the blocks would call OpenBLAS from several threads at once (see below)
     cb = column_block(k, positions, n * groups, nt)
     implicit = int(IMPLICIT)
     (pt, _), (pl, _) = padding

@@ -263,7 +263,7 @@ def _profiled_apply(op: OpDef, ins: list[Tensor], attrs: dict[str, Any], tracer:
         outs = dispatch.run(op, ins, attrs) if tracer is None else tracer(op, ins, attrs)
     finally:
         rec.cur = outer
-    args = rec.op_args(op, ins, outs if tracer is None else None, attrs)
+    args = rec.op_args(op, ins, outs if tracer is None else None, attrs) if rec.shapes or rec.flops else None
     if ev0 is not None:
         rec.end_launch(ctx, dev_type, ev0, kernel_name(op, dev_type, ins), args)
     if autograd.GRAD_ENABLED.get() and op.grad is not None:
