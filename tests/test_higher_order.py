@@ -417,3 +417,33 @@ def test_an_input_passed_twice(path: str) -> None:
     testing.assert_close(g.numpy(), ones @ x0.T + x0.T @ ones, 1e-12, 1e-12, "d/dx sum(x @ x)")
     if path != "default":
         assert _path_count("linear", path) > before
+
+
+@pytest.mark.parametrize("name", ["gelu", "softplus", "layer_norm", "rms_norm", "softmax", "silu"])
+def test_float32_generated_kernels_second_order(name: str) -> None:
+    """float32, where the compiler generates the composites' kernels on the CPU: the
+    Hessian-vector product of the generated path against the float64 one of the taped path."""
+    info = next(e for e in entries() if e.name == name)
+    xs = [np.asarray(a) for a in (info.grad_inputs or info.inputs)(np.random.default_rng(0))]
+    idx = _floats(xs, info.grad)
+    rng = np.random.default_rng(7)
+    with fw.no_grad():
+        shape = info.run(*[_put(a) for a in xs]).shape
+    w = rng.standard_normal(shape)
+    v = [rng.standard_normal(xs[i].shape) for i in idx]
+    f32 = [a.astype(np.float32) if a.dtype == np.float64 else a for a in xs]
+    before = _path_count(info.op, "fused")  # the generated count
+    got = _hvp(info.run, f32, idx, w.astype(np.float32), [a.astype(np.float32) for a in v])
+    assert _path_count(info.op, "fused") > before, f"{name} did not run as a generated kernel"
+    with _path(info.op, "taped"):
+        want = _hvp(info.run, xs, idx, w, v)
+    for i, g, r in zip(idx, got, want):
+        tol = testing.gradient_tolerance("float32", 4.0)
+        scale = max(1.0, float(np.abs(r).max()))
+        testing.assert_close(
+            g.astype(np.float64),
+            r,
+            tol.rtol,
+            tol.atol * scale,
+            f"{name} float32 Hessian-vector product, input {i}",
+        )
