@@ -20,7 +20,11 @@ A composite's gradient can run in several ways, and each is checked:
 * ``fused_decomposition``: that node differentiated by its decomposition although it has a
   rule (``testing.gradient_by_decomposition``).
 
-Every gradient sample of every op on every path: about 450 cases, 10-25 s on two loaded cores.
+Every gradient sample of every op on every path: about 420 cases, 10-25 s on two loaded cores.
+``test_every_differentiable_op_is_checked`` fails for an op with a gradient rule that no case
+reaches, unless its OpDef says why it is not differentiable (``no_grad``: integer or boolean
+results, float8 storage, fake quantisation's straight-through estimator). Piecewise-constant
+ops (floor, ceil, sign, floor_divide) are checked between their steps, times ``x``.
 """
 
 from __future__ import annotations
@@ -39,20 +43,6 @@ from conformance.tiers.composite_db import entries
 from framework import testing
 from framework._src import autograd
 from framework._src.ops import base
-
-#: differentiable ops no case here reaches, and why their second derivative is not checked
-NOT_CHECKED = {
-    "ceil": "piecewise constant: its gradient is 0 wherever it is defined, and so is the Hessian",
-    "floor": "piecewise constant: its gradient is 0 wherever it is defined, and so is the Hessian",
-    "sign": "piecewise constant: its gradient is 0 wherever it is defined, and so is the Hessian",
-    "floor_divide": "piecewise constant in both inputs: a zero gradient, a zero Hessian",
-    "fake_quantize_dequantize": "a straight-through estimator: its gradient is a convention, not a derivative",
-    "quantize_linear": "an integer output: no gradient flows through it",
-    "weight_quantize": "an integer output: no gradient flows through it",
-    "matmul_integer": "integer operands: no float input to differentiate",
-    "weight_only_embedding": "an integer (quantized) table looked up by integer ids",
-    "scaled_matmul": "float8 operands scaled per tensor: no float64 run to difference",
-}
 
 H = 1e-5  # the finite-difference step along v (float64)
 RTOL, ATOL = 1e-5, 1e-6
@@ -215,6 +205,13 @@ def _extra_cases() -> list[
         q, r = L.qr(a)
         return fw.concat([q.flatten(), r.flatten()])
 
+    def off_steps(r: np.random.Generator) -> list[np.ndarray]:  # 0.2 or more from an integer
+        return [r.integers(-3, 3, (3, 4)) + r.uniform(0.2, 0.8, (3, 4))]
+
+    def off_quotients(r: np.random.Generator) -> list[np.ndarray]:  # x / y 0.2 or more from one
+        y = r.uniform(1.0, 2.0, (3, 4))
+        return [y * (r.integers(-3, 3, (3, 4)) + r.uniform(0.2, 0.8, (3, 4))), y]
+
     def c2c(x: Any) -> Any:
         return fw.as_real(fw.fft.fft(fw.as_complex(fw.sin(x))))
 
@@ -250,6 +247,11 @@ def _extra_cases() -> list[
         ),
         ("reshape", lambda x: fw.sin(fw.sin(x).reshape([4, 3])), lambda r: [r.uniform(-2, 2, (3, 4))], (0,)),
         ("to_device", moved, lambda r: [r.uniform(-2, 2, (3, 4))], (0,)),
+        # piecewise constant: a zero gradient, taken here between the steps, times x
+        ("floor", lambda x: fw.floor(x) * x, off_steps, (0,)),
+        ("ceil", lambda x: fw.ceil(x) * x, off_steps, (0,)),
+        ("sign", lambda x: fw.sign(x) * x, off_steps, (0,)),
+        ("floor_divide", lambda x, y: fw.floor_divide(x, y) * x, off_quotients, (0, 1)),
     ]
 
 
@@ -359,19 +361,17 @@ def test_other_op_second_order(case: Any) -> None:
 
 
 def test_every_differentiable_op_is_checked() -> None:
-    """A new differentiable op fails here until a case above reaches it (or it is listed in
-    ``NOT_CHECKED`` with the reason)."""
+    """A new differentiable op (a gradient rule, no ``no_grad`` reason in its OpDef) fails here
+    until a case above reaches it."""
     covered = (
         {n for n, i in OPDB.items() if i.grad_inputs}
         | {e.op for e in entries() if e.grad}
         | {c[0] for c in _extra_cases()}
     )
     missing = sorted(
-        n for n, op in base.OPS.items() if op.grad is not None and n not in covered and n not in NOT_CHECKED
+        n for n, op in base.OPS.items() if op.grad is not None and not op.no_grad and n not in covered
     )
     assert not missing, f"differentiable ops no second-order case reaches: {missing}"
-    stale = sorted(n for n in NOT_CHECKED if n in covered or n not in base.OPS)
-    assert not stale, f"NOT_CHECKED lists ops that are checked or gone: {stale}"
 
 
 def test_grad_by_decomposition_keeps_the_input_dependence() -> None:
@@ -385,6 +385,21 @@ def test_grad_by_decomposition_keeps_the_input_dependence() -> None:
         (gg,) = fw.grad(g.sum(), x)
     phi = np.exp(-0.5 * x0 * x0) / np.sqrt(2 * np.pi)
     testing.assert_close(gg.numpy(), (2 - x0 * x0) * phi, 1e-10, 1e-12, "d2/dx2 gelu")
+
+
+@pytest.mark.parametrize("path", ["default", "fused"])
+def test_third_order_through_a_decomposition(path: str) -> None:
+    """d3/dx3 gelu(x) = (x^3 - 4x) phi(x): the backward recorded under ``create_graph`` is
+    itself differentiable twice more."""
+    x0 = np.linspace(-2.0, 2.0, 9)
+    with _path("gelu", path):
+        x = _put(x0)
+        x.stop_gradient = False
+        (g,) = fw.grad(fw.nn.functional.gelu(x).sum(), x, create_graph=True)
+        (gg,) = fw.grad(g.sum(), x, create_graph=True)
+        (ggg,) = fw.grad(gg.sum(), x)
+    phi = np.exp(-0.5 * x0 * x0) / np.sqrt(2 * np.pi)
+    testing.assert_close(ggg.numpy(), (x0**3 - 4 * x0) * phi, 1e-10, 1e-12, "d3/dx3 gelu")
 
 
 @pytest.mark.parametrize("path", ["default", "taped", "fused"])
@@ -402,3 +417,33 @@ def test_an_input_passed_twice(path: str) -> None:
     testing.assert_close(g.numpy(), ones @ x0.T + x0.T @ ones, 1e-12, 1e-12, "d/dx sum(x @ x)")
     if path != "default":
         assert _path_count("linear", path) > before
+
+
+@pytest.mark.parametrize("name", ["gelu", "softplus", "layer_norm", "rms_norm", "softmax", "silu"])
+def test_float32_generated_kernels_second_order(name: str) -> None:
+    """float32, where the compiler generates the composites' kernels on the CPU: the
+    Hessian-vector product of the generated path against the float64 one of the taped path."""
+    info = next(e for e in entries() if e.name == name)
+    xs = [np.asarray(a) for a in (info.grad_inputs or info.inputs)(np.random.default_rng(0))]
+    idx = _floats(xs, info.grad)
+    rng = np.random.default_rng(7)
+    with fw.no_grad():
+        shape = info.run(*[_put(a) for a in xs]).shape
+    w = rng.standard_normal(shape)
+    v = [rng.standard_normal(xs[i].shape) for i in idx]
+    f32 = [a.astype(np.float32) if a.dtype == np.float64 else a for a in xs]
+    before = _path_count(info.op, "fused")  # the generated count
+    got = _hvp(info.run, f32, idx, w.astype(np.float32), [a.astype(np.float32) for a in v])
+    assert _path_count(info.op, "fused") > before, f"{name} did not run as a generated kernel"
+    with _path(info.op, "taped"):
+        want = _hvp(info.run, xs, idx, w, v)
+    for i, g, r in zip(idx, got, want):
+        tol = testing.gradient_tolerance("float32", 4.0)
+        scale = max(1.0, float(np.abs(r).max()))
+        testing.assert_close(
+            g.astype(np.float64),
+            r,
+            tol.rtol,
+            tol.atol * scale,
+            f"{name} float32 Hessian-vector product, input {i}",
+        )

@@ -269,3 +269,22 @@ def test_hessian_of_several_inputs(paddle: Any) -> None:
             np.testing.assert_allclose(
                 Hs[i][j][:].numpy(), full[:, cols], rtol=FD_RTOL, atol=FD_ATOL, err_msg=f"block {i},{j}"
             )
+
+
+def test_batched_hessian_and_jacobian_match_paddle(paddle: Any) -> None:
+    """``batch_axis=0``: one Jacobian/Hessian per sample, through matmul and tanh, which
+    Paddle differentiates twice in plain eager mode."""
+    a = np.random.default_rng(5).uniform(-1.0, 1.0, (3, 4))
+    res = []
+    for P in (paddle, fw):
+        x = _leaf(P, a)
+        y = P.tanh(P.matmul(x, _t(P, A)))  # (3, 3): per sample, 3 outputs of 4 inputs
+        J = P.autograd.jacobian(y, x, batch_axis=0)[:].numpy()
+        x2 = _leaf(P, a)
+        s = (P.tanh(P.matmul(x2, _t(P, A))) ** 2).sum(axis=1)
+        Hb = P.autograd.hessian(s, x2, batch_axis=0)[:].numpy()
+        res.append((J, Hb))
+    for k, what in enumerate(("jacobian", "hessian")):
+        assert res[1][k].shape == res[0][k].shape
+        np.testing.assert_allclose(res[1][k], res[0][k], rtol=RTOL, atol=ATOL, err_msg=f"batched {what}")
+    assert np.abs(res[0][1]).max() > 1e-3
