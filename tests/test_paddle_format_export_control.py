@@ -100,21 +100,21 @@ def test_while_with_an_if_inside(tmp_path):
 
 
 def test_op_without_lowering_inside_a_branch_is_named(tmp_path):
-    class ScatterAddInBranch(fw.nn.Layer):
+    class UnfoldInBranch(fw.nn.Layer):
         def forward(self, x):
             if x.sum() > 0:
-                out = fw.scatter_add(x, fw.to_tensor([0, 0]), x[:2])
+                out = fw.nn.functional.unfold(x, 2).reshape([1, 4, 3, 3])
             else:
-                out = x
+                out = fw.zeros([1, 4, 3, 3])
             return out
 
     with pytest.raises(
         PaddleExportError,
-        match=r"op 'op\.scatter_add' \(#\d+ of cf\.cond #\d+ of the program region 0\) of layer ScatterAddInBranch",
+        match=r"op 'op\.unfold' \(#\d+ of cf\.cond #\d+ of the program region 0\) of layer UnfoldInBranch",
     ):
         fw.jit.save(
-            ScatterAddInBranch(),
+            UnfoldInBranch(),
             os.path.join(str(tmp_path), "m"),
-            [InputSpec([4, 3], "float32", "x")],
+            [InputSpec([1, 1, 4, 4], "float32", "x")],
             format="paddle",
         )

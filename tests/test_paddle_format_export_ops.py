@@ -80,6 +80,23 @@ def test_item_assignment(tmp_path):
     assert op_counts(prefix)["1.scatter"] == 2
 
 
+class ScatterAdd(fw.nn.Layer):
+    def forward(self, x):  # x [B, 4]
+        rows = fw.scatter_add(x * 1, fw.to_tensor([0, 0, 1]), x[1:4] * 2)  # repeated row 0
+        cols = fw.scatter_add(
+            x * 1, fw.to_tensor([[3, 1], [3, 0]]), x[:, :1].unsqueeze(-1).expand([x.shape[0], 2, 2]), axis=1
+        )
+        return rows, cols
+
+
+@needs_paddle
+def test_scatter_add(tmp_path):
+    """``pd_op.index_add`` (repeated indices accumulate), along axis 0 and 1, a 2-D index."""
+    cases = [[rand(n, 4, seed=n)] for n in (4, 6)]
+    prefix = roundtrip_many(ScatterAdd(), [InputSpec([None, 4], "float32", "x")], cases, tmp_path)
+    assert op_counts(prefix)["1.index_add"] == 2
+
+
 class Full(fw.nn.Layer):
     def forward(self, x):
         return x + fw.full([x.shape[0], 4], 3.0) + fw.ones_like(x) + fw.zeros_like(x).fill_(2.0)

@@ -225,11 +225,10 @@ class Emitter:
             if name not in self.sym_sources:
                 raise self.fail(f"uses the dynamic dim {name}, which no program input holds")
             vid, axis = self.sym_sources[name]
-            skey = name
-            if skey not in self._dims:
+            if name not in self._dims:
                 rank = len(self.types[vid].shape)
                 shp = self.one("shape64", [vid], {}, PdType("int64", [rank]))
-                self._dims[skey] = self.one(
+                self._dims[name] = self.one(
                     "slice",
                     [shp, self.int_array([axis]), self.int_array([axis + 1])],
                     {
@@ -239,7 +238,7 @@ class Emitter:
                     },
                     PdType("int64", []),
                 )
-            term = self._dims[skey]
+            term = self._dims[name]
             if coef != 1:
                 term = self.scale(term, float(coef), 0.0, PdType("int64", []))
             total = term if total is None else self.one("add", [total, term], {}, PdType("int64", []))

@@ -193,20 +193,41 @@ def _prod(em: Emitter, op: Operation, ins: list[int]) -> int:
     return em.one("prod", [ins[0], em.int_array(axes)], attrs, result_type(op))
 
 
+def _rows(em: Emitter, op: Operation, ins: list[int], axis: int) -> tuple[int, int]:
+    """The index and updates of a scatter with the index flattened to one dim (Paddle's
+    scatter/index_add take a 1-D index): the updates' index dims merged likewise."""
+    x, idx, upd = (op.operands[k].type for k in range(3))
+    assert isinstance(x, TensorType) and isinstance(idx, TensorType) and isinstance(upd, TensorType)
+    if idx.rank == 1:
+        return ins[1], ins[2]
+    if not all(isinstance(d, int) for d in idx.shape):
+        raise em.fail(
+            f"scatters with an index of dynamic shape {idx.shape}", "give static sizes in input_spec"
+        )
+    n = 1
+    for d in idx.shape:
+        n *= int(d)
+    index = em.one("reshape", [ins[1], em.int_array([n])], {}, PdType(idx.dtype, [n]))
+    target = [*x.shape[:axis], n, *x.shape[axis + 1 :]]
+    spelled = em.shape_arg(target, upd.shape)
+    shape = em.int_array(spelled) if spelled is not None else em.shape_tensor(target)
+    return index, em.one("reshape", [ins[2], shape], {}, PdType(upd.dtype, target))
+
+
+@export_lowering("scatter_add")
+def _scatter_add(em: Emitter, op: Operation, ins: list[int]) -> int:
+    """``pd_op.index_add(x, index, updates)`` along the axis: repeated indices accumulate."""
+    axis = int(op.attrs["axis"])
+    index, updates = _rows(em, op, ins, axis)
+    return em.one("index_add", [ins[0], index, updates], {"axis": a_i32(axis)}, result_type(op))
+
+
 @export_lowering("scatter")
 def _scatter(em: Emitter, op: Operation, ins: list[int]) -> int:
     """``pd_op.scatter`` (rows of axis 0, the last update wins): what ``x[idx] = v`` is traced to."""
-    x, idx, upd = (op.operands[k].type for k in range(3))
-    assert isinstance(x, TensorType) and isinstance(idx, TensorType) and isinstance(upd, TensorType)
     if int(op.attrs["axis"]) != 0:
         raise em.fail(f"scatters along axis {op.attrs['axis']}; Paddle's scatter writes rows of axis 0 only")
-    index, updates = ins[1], ins[2]
-    if idx.rank != 1:
-        index = em.one("reshape", [index, em.int_array([-1])], {}, PdType(idx.dtype, [-1]))
-        rows = list(x.shape[1:])
-        if not all(isinstance(d, int) for d in rows):
-            raise em.fail(f"scatters a rank-{idx.rank} index into rows of dynamic shape {x.shape[1:]}")
-        updates = em.one("reshape", [updates, em.int_array([-1, *rows])], {}, PdType(upd.dtype, [-1, *rows]))
+    index, updates = _rows(em, op, ins, 0)
     return em.one("scatter", [ins[0], index, updates], {"overwrite": a_bool(True)}, result_type(op))
 
 

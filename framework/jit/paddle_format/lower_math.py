@@ -298,6 +298,12 @@ def _scatter(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
     return fw.scatter(x, idx, upd, overwrite=bool(ctx.attr(a, "overwrite", True)))
 
 
+@lowering("index_add", "index_add_")
+def _index_add(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
+    x, idx, upd = (ctx.tensor(v, w) for v, w in zip(ins, ("x", "the index", "the added values")))
+    return fw.scatter_add(x, idx, upd, axis=int(ctx.attr(a, "axis", 0)))
+
+
 @lowering("index_select")
 def _index_select(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
     return fw.index_select(ctx.tensor(ins[0]), ctx.tensor(ins[1]), axis=int(ctx.attr(a, "axis", 0)))
