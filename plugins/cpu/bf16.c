@@ -12,10 +12,16 @@
  * ta / tb: a[p] is stored k x m (b[p] n x k), read transposed. Returns oneDNN's first non-zero
  * status, or -1 when a block's float32 buffer could not be allocated; 0 on success.
  */
-#include <omp.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#else /* a compiler without OpenMP: one thread (oneDNN then sizes its own threads) */
+static int omp_get_thread_num(void) { return 0; }
+static int omp_get_num_threads(void) { return 1; }
+static void omp_set_num_threads(int n) { (void)n; }
+#endif
 
 typedef int (*bf16_gemm_t)(char, char, int64_t, int64_t, int64_t, float, const uint16_t*, int64_t, const uint16_t*,
                            int64_t, float, float*, int64_t);
