@@ -36,8 +36,14 @@ IMPLICIT = True
 MIN_MACS_PER_TEAM_THREAD = 1 << 20
 
 
+#: extra build options of ``conv2d_fwd``'s register tiles (conv.c): ``("-DCONV_VEC=64",)`` builds
+#: AVX-512 vectors (16 floats, tiles of 8 rows x 2 vectors; ``-DCONV_MR=``/``-DCONV_NV=`` other
+#: tiles); the default, AVX2's 8 floats in tiles of 4 x 3, measured as fast on the AMD VM
+TILE_OPTIONS: tuple[str, ...] = ()
+
+
 def _program(dtype: np.dtype) -> Any:
-    return own_program(_SOURCE, "conv2d_fwd", float_options(dtype), "conv2d")
+    return own_program(_SOURCE, "conv2d_fwd", float_options(dtype) + TILE_OPTIONS, "conv2d")
 
 
 def column_block(k: int, positions: int, items: int, nt: int) -> int:
@@ -61,7 +67,7 @@ def scratch_elems(
         (sh, sw), (dh, dw) = stride, dilation
         hq = -(-((oh - 1) * sh + (kh - 1) * dh + 1) // sh)
         wq = -(-((ow - 1) * sw + (kw - 1) * dw + 1) // sw)
-        return n * c * sh * sw * hq * wq + wq + 3 * (32 // itemsize)
+        return n * c * sh * sw * hq * wq + wq + 4 * (64 // itemsize)  # a tile's reach past the end
     return nt * cg * kh * kw * cb
 
 
