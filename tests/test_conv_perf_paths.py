@@ -252,3 +252,30 @@ def test_conv_fold_leaves_a_chain_it_cannot_fold():
     _, stats = passes.optimize(prog, ["conv_fold"])
     assert stats[0].rewritten == 0
     assert str(prog) == str(parse_program(text))
+
+
+@needs_kernel
+def test_relu_in_a_static_program_is_bound_once_and_right_on_every_run(monkeypatch):
+    from plugins.cpu import conv
+
+    made = []
+    real = conv._relu_call
+    monkeypatch.setattr(conv, "_relu_call", lambda x, y: made.append(x.shape) or real(x, y))
+
+    @fw.jit.to_static
+    def f(x, w):
+        return F.relu(F.conv2d(x, w, padding=1)) * 2.0
+
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal((6, 4, 3, 3)).astype(np.float32)
+    counts = []
+    for _ in range(10):
+        x = rng.standard_normal((2, 4, 9, 7)).astype(np.float32)
+        x[0, 0, 0, :3] = [np.nan, -0.0, 0.0]
+        got = f(fw.to_tensor(x), fw.to_tensor(w)).numpy()
+        z = paddle_conv(x, w, 1, 1, 1, 1)
+        want = np.where(np.isnan(z), z, np.maximum(z, 0)) * np.float32(2.0)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)  # NaN stays NaN in both
+        counts.append(len(made))
+    # once the program replays its bound kernels (after its first runs), no new C call is made
+    assert counts[0] >= 1 and counts[-1] == counts[5], counts
