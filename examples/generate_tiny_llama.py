@@ -103,13 +103,12 @@ def weight_bytes(model: fw.nn.Layer) -> int:
     return sum(int(np.prod(t.shape)) * np.dtype(t.dtype).itemsize for t in model.state_dict().values())
 
 
-def compare_quantised(task, float_model: fw.nn.Layer, quant: fw.nn.Layer, batches: int) -> dict[str, float]:
-    """Weight bytes and mean loss of both models on the same ``batches`` batches (drawn after
-    training, so not seen by it)."""
+def compare_quantised(task, float_model: fw.nn.Layer, quant: fw.nn.Layer, batches: list) -> dict[str, float]:
+    """Weight bytes and mean loss of both models on the same ``batches`` (drawn after
+    training, before any calibration batch, so seen by neither)."""
     losses: dict[str, list[float]] = {"float": [], "quant": []}
     with fw.no_grad(), fw.device("cpu"):
-        for i in range(batches):
-            x, y = task.batch(10_000 + i)
+        for x, y in batches:
             losses["float"].append(float(task.loss(float_model(x), y).item()))
             losses["quant"].append(float(task.loss(quant(x), y).item()))
     return {
@@ -118,6 +117,20 @@ def compare_quantised(task, float_model: fw.nn.Layer, quant: fw.nn.Layer, batche
         "loss": float(np.mean(losses["quant"])),
         "float_loss": float(np.mean(losses["float"])),
     }
+
+
+def ptq_int8(model: fw.nn.Layer, calibration: list) -> fw.nn.Layer:
+    """Post-training int8 of weights and activations: per-channel abs-max weight scales, a
+    histogram (99.99th percentile) activation scale per layer from the calibration batches."""
+    from framework.quantization import PTQ, QuantConfig
+    from framework.quantization.observers import AbsmaxObserver, HistObserver
+
+    ptq = PTQ(QuantConfig(activation=HistObserver(percent=0.9999), weight=AbsmaxObserver(quant_axis=1)))
+    observed = ptq.quantize(model)
+    with fw.no_grad(), fw.device("cpu"):
+        for x in calibration:
+            observed(x)
+    return ptq.convert(observed)
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
@@ -140,14 +153,30 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     p.add_argument("--save", default=None, help="where to save the program (default: a temporary folder)")
     p.add_argument(
         "--quant",
-        choices=("none", "int8", "int4", "fp8"),
+        choices=("none", "int8", "int4", "fp8", "ptq"),
         default="none",
-        help="weight-only quantisation before saving",
+        help="weight-only quantisation before saving (ptq: int8 weights and activations, calibrated)",
     )
     p.add_argument(
         "--group-size", type=int, default=64, help="input rows per int4 scale (-1: one per channel)"
     )
     p.add_argument("--eval-batches", type=int, default=8, help="batches the loss change is measured on")
+    p.add_argument(
+        "--method",
+        choices=("absmax", "search", "gptq"),
+        default="absmax",
+        help="int8/int4 quantiser: abs-max scales, clip search, or GPTQ (uses --calib-batches)",
+    )
+    p.add_argument("--asymmetric", action="store_true", help="a zero point per group (int8/int4)")
+    p.add_argument(
+        "--sensitive-dtype",
+        default=None,
+        choices=("int8", "int4", "fp8"),
+        help="dtype of the embedding and output head (default: int8 for --quant int4, else --quant)",
+    )
+    p.add_argument(
+        "--calib-batches", type=int, default=16, help="training-text batches GPTQ / search calibrate on"
+    )
     args = p.parse_args(argv)
     temperature = 0.0 if args.greedy else args.temperature
 
@@ -166,8 +195,25 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     float_model, report = model, {}
     if args.quant != "none":
         group = args.group_size if args.quant == "int4" else -1
-        model = fw.quantization.weight_only_quantize(model, args.quant, group_size=group, embedding=True)
-        report = compare_quantised(task, float_model, model, args.eval_batches)
+        held_out = [task.batch(10_000 + i) for i in range(args.eval_batches)]
+        calib = None
+        if (args.method != "absmax" and args.quant != "fp8" or args.quant == "ptq") and args.calib_batches:
+            calib = [task.batch(20_000 + i)[0] for i in range(args.calib_batches)]
+        model = (
+            ptq_int8(model, calib or [])
+            if args.quant == "ptq"
+            else fw.quantization.weight_only_quantize(
+                model,
+                args.quant,
+                group_size=group,
+                embedding=True,
+                method=args.method if args.quant != "fp8" else "absmax",
+                asymmetric=args.asymmetric and args.quant != "fp8",
+                calibration=calib,
+                sensitive_dtype=args.sensitive_dtype,
+            )
+        )
+        report = compare_quantised(task, float_model, model, held_out)
         print(
             f"{args.quant} weights: {report['bytes']} bytes vs float32 {report['float_bytes']} "
             f"({report['bytes'] / report['float_bytes']:.2f}x); loss {report['loss']:.4f} vs "

@@ -199,6 +199,8 @@ def test_generate_example_reports_quantised_bytes_and_loss(capsys):
             "--eval-batches",
             "1",
             "--greedy",
+            "--sensitive-dtype",
+            "int4",  # the embedding and head in int4 too (int8 by default for int4)
         ]
     )
     model = build("tiny_llama", seed=0, device="cpu").model

@@ -1,10 +1,11 @@
 """The cpu plugin's weight-only product (``plugins/cpu/quant.c``, the decoding GEMV) against
 numpy: the integers ``weight_quantize`` wrote, unpacked and scaled here in float64, then
-multiplied. Shapes chosen to hit every path of the kernel: ``k`` not a multiple of the group
-nor of the vector width (the 32 / 16 / 8-wide steps and the scalar tail), a shorter last
+multiplied; int8, packed int4 and float8_e4m3fn weights, each build of the kernel (AVX-512,
+AVX2/FMA/F16C, portable C). Shapes chosen to hit every path of the kernel: ``k`` not a multiple
+of the group nor of the vector width (the 64 / 32 / 8-wide steps and the scalar tail), a shorter last
 group, a channel count not a multiple of the four-channel block, one and several rows (up to
-the C kernel's 8; 9 go through numpy), one thread and the OpenMP team; and the Predictor's
-quantised program running the same C call on a decoding-sized input."""
+the C kernel's 8; 9 go through numpy), one thread and the OpenMP team; the numpy fallback (more rows, float8 NaN
+codes); and the Predictor's quantised program running the same C call on a decoding-sized input."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def dequantised(q: np.ndarray, s: np.ndarray, wdt: str, group: int, k: int) -> n
         lo, hi = np.where(lo >= 8, lo - 16, lo), np.where(hi >= 8, hi - 16, hi)
         w = np.stack([lo, hi], 1).reshape(2 * q.shape[0], k)
     else:
-        w = q.astype(np.int64)
+        w = q.astype(np.float64)  # int8, or float8_e4m3fn codes widened exactly (ml_dtypes)
     s = s.astype(np.float64)
     scale = s[:, None] if group == -1 else np.repeat(s, group, axis=0)[:k].T
     return (w * scale).T
@@ -39,12 +40,19 @@ CASES = [  # wdt, group, k, n
     ("int4", -1, 100, 14),
     ("int4", 48, 100, 14),
     ("int4", 96, 1005, 38),
+    ("fp8", -1, 100, 13),
+    ("fp8", 48, 1005, 37),
+    ("fp8", 64, 131, 6),
 ]
+#: the kernel's builds: native (AVX-512 where the CPU has it), AVX2/FMA/F16C, portable C
+PATHS = {"native": (), "avx2": ("-DWOL_NO_AVX512",), "portable": ("-DWOL_NO_AVX2",)}
 
 
+@pytest.mark.parametrize("path", list(PATHS))
 @pytest.mark.parametrize("team", [False, True], ids=["one-thread", "team"])
 @pytest.mark.parametrize("wdt,group,k,n", CASES)
-def test_product_matches_numpy_dequantise_then_matmul(monkeypatch, wdt, group, k, n, team):
+def test_product_matches_numpy_dequantise_then_matmul(monkeypatch, wdt, group, k, n, team, path):
+    monkeypatch.setattr(cpu_quant, "OPTIONS", PATHS[path])
     if team:  # every weight large enough for the OpenMP team (two threads where the budget has them)
         monkeypatch.setattr(cpu_quant, "PER_THREAD", 1)
     rng = np.random.default_rng(k + n)
@@ -62,7 +70,7 @@ def test_product_matches_numpy_dequantise_then_matmul(monkeypatch, wdt, group, k
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
 
 
-@pytest.mark.parametrize("wdt,group", [("int8", -1), ("int4", 32)])
+@pytest.mark.parametrize("wdt,group", [("int8", -1), ("int4", 32), ("fp8", 16)])
 def test_predictor_runs_the_c_product_at_batch_one(tmp_path, monkeypatch, wdt, group):
     """A saved weight-only model in the Predictor: each layer one ``weight_only_linear`` bound
     to the C call once (not a dequantisation and a matmul), values as numpy's."""
@@ -98,25 +106,23 @@ def test_predictor_runs_the_c_product_at_batch_one(tmp_path, monkeypatch, wdt, g
     assert bound[2] == bound[4]  # later runs replay the bound calls: no checks, no casts per run
 
 
-@pytest.mark.parametrize("wdt,group", [("int8", 48), ("int4", -1)])
-def test_portable_loop_without_avx2_matches_numpy(wdt, group):
-    """The kernel built without AVX2/FMA (the loop a CPU without them gets) on odd shapes."""
-    from plugins.cpu.compiler import find_cc, own_program, pointer
-
-    if find_cc() is None:
+def test_c_product_is_taken_and_fp8_nan_codes_fall_back_to_numpy():
+    """Batch 1 takes the C product for int8, int4 and fp8; a float8 weight holding a NaN code
+    (which the vector widening would read as 480) goes to numpy and keeps its NaN."""
+    if cpu_quant._c_program() is None:
         pytest.skip("no C compiler")
-    prog = own_program(cpu_quant._SOURCE, "wol_f32", ("-mno-avx2", "-mno-fma"), "weight-only product")
     rng = np.random.default_rng(4)
-    k, n = 203, 14
-    q, s = weight_quantize(
-        fw.to_tensor(rng.standard_normal((k, n)).astype(np.float32)), "weight_only_" + wdt, group_size=group
-    )
-    qn, sn = q.numpy(), s.numpy()
-    want_w = dequantised(qn, sn, wdt, group, k)
-    for rows, nt in ((1, 1), (3, 2)):
-        x = rng.standard_normal((rows, k)).astype(np.float32)
-        out = np.empty((rows, n), np.float32)
-        ffi = prog.ffi
-        args = (pointer(ffi, x), pointer(ffi, qn), pointer(ffi, sn), ffi.NULL, pointer(ffi, out))
-        prog.fn(*args, rows, n, k, group, int(wdt == "int4"), nt)
-        np.testing.assert_allclose(out, x.astype(np.float64) @ want_w, rtol=1e-5, atol=1e-5)
+    x = rng.standard_normal((1, 40)).astype(np.float32)
+    out = np.empty((1, 6), np.float32)
+    for wdt in ("int8", "int4", "fp8"):
+        q, s = weight_quantize(
+            fw.to_tensor(rng.standard_normal((40, 6)).astype(np.float32)), "weight_only_" + wdt
+        )
+        assert cpu_quant._c_call(x, q.numpy(), s.numpy(), None, out, wdt, -1) is not None
+    qn = q.numpy().copy()
+    qn.view(np.uint8)[2, 5] = 0x7F  # NaN in channel 2
+    assert cpu_quant._c_call(x, qn, s.numpy(), None, out, "fp8", -1) is None
+    got = weight_only_linear(fw.to_tensor(x), fw.to_tensor(qn), weight_scale=s, weight_dtype="fp8").numpy()
+    assert np.isnan(got[0, 2]) and not np.isnan(np.delete(got[0], 2)).any()
+    want = x.astype(np.float64) @ dequantised(qn, s.numpy(), "fp8", -1, 40)
+    np.testing.assert_allclose(np.delete(got[0], 2), np.delete(want[0], 2), rtol=1e-5, atol=1e-5)

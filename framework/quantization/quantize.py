@@ -7,6 +7,7 @@ weight-only path (int8 or int4 weights, float activations)."""
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable
 from typing import Any
 
 from adapter_api import OpArgumentError
@@ -17,6 +18,7 @@ from ..nn.quant import WeightOnlyEmbedding, WeightOnlyLinear
 from .base import BaseObserver, BaseQuanter
 from .config import QuantConfig
 from .layers import QuantedLinear, QuantizedLinear
+from .weight_only import METHODS, input_hessians, quantized_linear
 
 
 def _replace(model: Layer, make: Any, prefix: str = "") -> int:
@@ -149,6 +151,11 @@ def weight_only_quantize(
     skip: tuple[str, ...] = (),
     inplace: bool = False,
     embedding: bool = False,
+    *,
+    method: str = "absmax",
+    asymmetric: bool = False,
+    calibration: Iterable[Any] | None = None,
+    sensitive_dtype: str | None = None,
 ) -> Layer:
     """Replace every ``nn.Linear`` (but those whose full name is in ``skip``) with a
     :class:`~framework.nn.quant.WeightOnlyLinear`: weights int8, int4 two a byte, or fp8
@@ -156,6 +163,20 @@ def weight_only_quantize(
     stay float. With ``embedding=True`` every ``nn.Embedding`` becomes a
     :class:`~framework.nn.quant.WeightOnlyEmbedding` too (scales per token row, or per group
     of ``group_size`` dims).
+
+    How the linear weights are quantised (:mod:`framework.quantization.weight_only`):
+    ``method="absmax"`` (Paddle's ``weight_quantize``), ``"search"`` (per group, the clipping
+    range with the least squared reconstruction error; weighted by the inputs' mean square
+    when ``calibration`` is given) or ``"gptq"`` (GPTQ error feedback through the inputs'
+    Hessian; needs ``calibration``: batches the model's forward takes, a tensor or a tuple of
+    arguments each, run through the float model). ``asymmetric=True`` adds a zero point per
+    group (:class:`~framework.quantization.weight_only.AsymmetricWeightOnlyLinear`).
+
+    ``sensitive_dtype``: the dtype of the embeddings and of the output head (the last
+    ``nn.Linear`` whose ``out_features`` is an ``nn.Embedding``'s vocabulary: a language
+    model's ``lm_head``), the layers a low-bit model loses most in. ``None`` (default)
+    keeps them in int8 when ``weight_dtype`` is ``"int4"`` (per channel / per row, abs-max),
+    else uses ``weight_dtype``; pass ``"int4"`` to quantise them to int4 as well.
 
     Example:
         >>> import framework as fw
@@ -169,15 +190,47 @@ def weight_only_quantize(
     """
     if not isinstance(model, Layer):
         raise OpArgumentError(f"[weight_only_quantize] expects a Layer, got {type(model).__name__}")
+    if method not in METHODS:
+        raise OpArgumentError(f"[weight_only_quantize] method must be one of {METHODS}, got {method!r}")
+    if method != "absmax" and weight_dtype not in ("int8", "int4"):
+        raise OpArgumentError(
+            f"[weight_only_quantize] method {method!r} and asymmetric quantise to int8 or int4, got "
+            f"weight_dtype={weight_dtype!r}; use method='absmax' for fp8"
+        )
+    if asymmetric and weight_dtype not in ("int8", "int4"):
+        raise OpArgumentError(
+            f"[weight_only_quantize] asymmetric=True takes int8 or int4, got weight_dtype={weight_dtype!r}"
+        )
+    if method == "gptq" and calibration is None:
+        raise OpArgumentError(
+            "[weight_only_quantize] method='gptq' needs calibration: batches the model's forward takes"
+        )
+    if sensitive_dtype is None:
+        sensitive_dtype = "int8" if weight_dtype == "int4" else weight_dtype
     model = model if inplace else copy.deepcopy(model)
+    layers = dict(model.named_sublayers())
+    linears = [n for n, lay in layers.items() if isinstance(lay, Linear) and n not in skip]
+    vocabs = {lay.weight.shape[0] for lay in layers.values() if isinstance(lay, Embedding)}
+    heads = [n for n in linears if layers[n].weight.shape[1] in vocabs]
+    head = heads[-1] if heads else None
+    hessians = (
+        input_hessians(model, calibration, set(linears))
+        if calibration is not None and method != "absmax"
+        else {}
+    )
 
     def make(layer: Layer, name: str) -> Layer | None:
         if name in skip:
             return None
         if isinstance(layer, Linear):
-            return WeightOnlyLinear(layer, weight_dtype, group_size)
+            if name == head and sensitive_dtype != weight_dtype:
+                return WeightOnlyLinear(
+                    layer, sensitive_dtype, -1 if sensitive_dtype != "int4" else group_size
+                )
+            return quantized_linear(layer, weight_dtype, group_size, method, asymmetric, hessians.get(name))
         if embedding and isinstance(layer, Embedding):
-            return WeightOnlyEmbedding(layer, weight_dtype, group_size)
+            dt = sensitive_dtype
+            return WeightOnlyEmbedding(layer, dt, group_size if dt == weight_dtype else -1)
         return None
 
     _replace(model, make)

@@ -20,7 +20,7 @@ from adapter_api import OpArgumentError
 from adapter_api.primitives import FLOAT8 as FLOAT8_NAMES
 from adapter_api.primitives import FLOAT8_OPS
 
-from . import complex_kernels, elementwise, gemm, index, layout, threads
+from . import bf16, complex_kernels, elementwise, gemm, index, layout, threads
 from .philox import philox_uniform
 
 F16 = np.dtype(np.float16)
@@ -331,7 +331,8 @@ def _matmul(ctx: Any, outs: list, ins: list) -> None:
     a, b = ins
     c = outs[0]
     if a.dtype in _HALF:
-        c[...] = np.matmul(a.astype(np.float32), b.astype(np.float32))
+        if a.dtype.num != BF16.num or not bf16.matmul(a, b, c):  # bf16 units where present (bf16.py)
+            c[...] = np.matmul(a.astype(np.float32), b.astype(np.float32))
     elif a.dtype == np.bool_:
         c[...] = np.matmul(a, b)
     else:

@@ -1,34 +1,67 @@
 /* Batch-small weight-only products for the CPU plugin (plugins/cpu/quant.py builds it):
  * out[i, j] = sum_g scale[g, j] * sum_{t in group g} x[i, t] * q_j[t]  (+ bias[j]),
- * reading each weight as one byte (int8) or half a byte (int4) instead of four: what a
- * memory-bound decoding step at batch 1 needs. q is [n, k] int8, or [n / 2, k] with channel
- * 2r in the low nibble of row r and 2r + 1 in the high one (two's complement); scale is [n]
- * (group <= 0) or [ceil(k / group), n].
+ * reading each weight as one byte (int8, float8_e4m3fn) or half a byte (int4) instead of
+ * four: what a memory-bound decoding step at batch 1 needs. q is [n, k] int8 or float8
+ * codes, or [n / 2, k] with channel 2r in the low nibble of row r and 2r + 1 in the high one
+ * (two's complement); scale is [n] (group <= 0) or [ceil(k / group), n]. `kind` says which:
+ * 0 int8, 1 int4, 2 fp8.
  *
- * The weights stream once: a block of four channels (four int8 rows, or two packed int4 rows)
- * is widened to float in registers (sign-extend, convert) and multiplied into every row of x
- * while it sits in L1; nothing is written but out. A group's partial products stay in vector
- * accumulators and are scaled once at the group's end (an FMA per group and channel), the
- * per-channel scale once at the end. With AVX2 and FMA (the plugin builds with -march=native,
- * so the build is the CPU check: the kernel cache is keyed by the CPU) the loop is written in
- * intrinsics, 16 weights a channel per step; elsewhere the portable loop below it (omp simd).
- * Leftover weights of a group (its length not a multiple of 8) and channels (n not a multiple
- * of the block) take scalar / one-channel paths. The channel blocks are cut into nt contiguous
- * ranges for the OpenMP team (the one the generated kernels and split products use): nt = 1
- * for weights too small to pay for a second thread.
+ * The weights stream once: a block of four channels (four byte rows, or two packed int4 rows)
+ * is widened to float in registers and multiplied into every row of x while it sits in L1
+ * (fp32 products and sums); nothing is written but out. int8 widens by sign extension and a
+ * convert; float8 by a shift and a mask into float16 (its value / 256, exact) and the F16C /
+ * AVX-512 half-to-float convert, the 256 folded into the scale. A group's partial products
+ * stay in vector accumulators and are scaled once at the group's end (an FMA per group and
+ * channel), the per-channel scale once at the end. Three builds of the same loop (the plugin
+ * builds with -march=native, so the compiler is the CPU check and the kernel cache is keyed by
+ * the CPU): AVX-512 (64 byte weights a channel per step, then the AVX2 steps for the rest of a
+ * group), AVX2/FMA/F16C (32, 8), and a portable omp simd loop; -DWOL_NO_AVX512 / -DWOL_NO_AVX2
+ * force the narrower ones (the tests run each). Leftover weights of a group (its length not a
+ * multiple of 8) and channels (n not a multiple of the block) take scalar / one-channel paths;
+ * int4 has the AVX2 and portable loops. The channel blocks are cut into nt contiguous ranges
+ * for the OpenMP team (the one the generated kernels and split products use): nt = 1 for
+ * weights too small to pay for a second thread.
  */
 #include <stdint.h>
-#if defined(__AVX2__) && defined(__FMA__)
+#include <string.h>
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__) && !defined(WOL_NO_AVX2)
 #include <immintrin.h>
 #define WOL_AVX2 1
 #ifndef PREFETCH
 #define PREFETCH 512 /* bytes ahead in each channel's row */
 #endif
+#if defined(__AVX512F__) && defined(__AVX512BW__) && !defined(WOL_NO_AVX512)
+#define WOL_AVX512 1
+#endif
 #endif
 
 #define INLINE static inline __attribute__((always_inline))
 
+/* weight kinds (the kernel's `kind` argument) */
+enum { K_INT8 = 0, K_INT4 = 1, K_FP8 = 2 };
+
+/* A float8_e4m3fn byte's value (the NaN codes 0x7f / 0xff read as 480: the caller never
+ * passes them). Normal: sign, exponent + 120, mantissa << 20; subnormal: m * 2^-9. */
+INLINE float fp8_val(int8_t v) {
+    const uint32_t b = (uint8_t)v, e = (b >> 3) & 15, m = b & 7;
+    float r;
+    if (e) {
+        const uint32_t bits = ((b & 0x80u) << 24) | ((e + 120u) << 23) | (m << 20);
+        memcpy(&r, &bits, 4);
+        return r;
+    }
+    r = (float)m * (1.0f / 512.0f);
+    return (b & 0x80u) ? -r : r;
+}
+
+INLINE float byte_val(int8_t v, const int kind) { return kind == K_FP8 ? fp8_val(v) : (float)v; }
+
 #ifdef WOL_AVX2
+/* The vector paths widen float8 through float16: the byte's sign to bit 15 and its seven
+ * other bits to bits 13..7 make the float16 of value / 256 exactly (normal and subnormal
+ * alike), which F16C / AVX-512 convert; the 256 joins the scale at the group's end. */
+#define FP8_UNIT 256.0f
+
 INLINE float hsum8(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -38,13 +71,37 @@ INLINE float hsum8(__m256 v) {
 
 /* 8 int8 weights, sign-extended to int32 */
 INLINE __m256i ld8(const int8_t *p) { return _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)p)); }
+
+/* 8 weights widened to float (fp8: value / 256) */
+INLINE __m256 w8(const int8_t *p, const int kind) {
+    if (kind == K_FP8) {
+        const __m128i h = _mm_slli_epi16(_mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)p)), 7);
+        return _mm256_cvtph_ps(_mm_and_si128(h, _mm_set1_epi16((short)0xBF80)));
+    }
+    return _mm256_cvtepi32_ps(ld8(p));
+}
+#else
+#define FP8_UNIT 1.0f
 #endif
 
-/* One row x of the product with C int8 channels r .. r + C - 1 (rows of q at q, stride k):
- * res[c] = sum over groups of scale * partial (grouped), or scale[r + c] * sum (per channel). */
-INLINE void i8_block(const float *restrict x, const int8_t *restrict q, const float *restrict scale, int64_t n,
-                     int64_t k, int64_t gs, int grouped, int64_t r, const int C, float *restrict res) {
+#ifdef WOL_AVX512
+INLINE __m512 w16(const int8_t *p, const int kind) {
+    const __m128i b = _mm_loadu_si128((const __m128i *)p);
+    if (kind == K_FP8) {
+        const __m256i h = _mm256_slli_epi16(_mm256_cvtepi8_epi16(b), 7);
+        return _mm512_cvtph_ps(_mm256_and_si256(h, _mm256_set1_epi16((short)0xBF80)));
+    }
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b));
+}
+#endif
+
+/* One row x of the product with C byte channels r .. r + C - 1 (int8 or float8 rows of q at
+ * q, stride k): res[c] = sum over groups of scale * partial (grouped), or scale[r + c] * sum. */
+INLINE void byte_block(const float *restrict x, const int8_t *restrict q, const float *restrict scale, int64_t n,
+                       int64_t k, int64_t gs, int grouped, int64_t r, const int C, const int kind,
+                       float *restrict res) {
     float tail[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    const float unit = kind == K_FP8 ? FP8_UNIT : 1.0f;
 #ifdef WOL_AVX2
     __m256 tot[4];
     for (int c = 0; c < C; c++) tot[c] = _mm256_setzero_ps();
@@ -56,46 +113,60 @@ INLINE void i8_block(const float *restrict x, const int8_t *restrict q, const fl
 #ifdef WOL_AVX2
         __m256 a[4], b[4];
         for (int c = 0; c < C; c++) a[c] = b[c] = _mm256_setzero_ps();
+#ifdef WOL_AVX512
+        if (hi - t >= 64) {
+            __m512 a5[4], b5[4];
+            for (int c = 0; c < C; c++) a5[c] = b5[c] = _mm512_setzero_ps();
+            for (; t + 64 <= hi; t += 64) {
+                const __m512 x0 = _mm512_loadu_ps(x + t), x1 = _mm512_loadu_ps(x + t + 16);
+                const __m512 x2 = _mm512_loadu_ps(x + t + 32), x3 = _mm512_loadu_ps(x + t + 48);
+                for (int c = 0; c < C; c++) {
+                    const int8_t *w = q + c * k + t;
+                    _mm_prefetch((const char *)(w + PREFETCH), _MM_HINT_T0);
+                    a5[c] = _mm512_fmadd_ps(x0, w16(w, kind), a5[c]);
+                    b5[c] = _mm512_fmadd_ps(x1, w16(w + 16, kind), b5[c]);
+                    a5[c] = _mm512_fmadd_ps(x2, w16(w + 32, kind), a5[c]);
+                    b5[c] = _mm512_fmadd_ps(x3, w16(w + 48, kind), b5[c]);
+                }
+            }
+            for (int c = 0; c < C; c++) { /* fold the 512-bit sums into the 256-bit ones */
+                const __m512 s5 = _mm512_add_ps(a5[c], b5[c]);
+                a[c] = _mm256_add_ps(_mm512_castps512_ps256(s5), _mm512_extractf32x8_ps(s5, 1));
+            }
+        }
+#endif
         for (; t + 32 <= hi; t += 32) {
             const __m256 x0 = _mm256_loadu_ps(x + t), x1 = _mm256_loadu_ps(x + t + 8);
             const __m256 x2 = _mm256_loadu_ps(x + t + 16), x3 = _mm256_loadu_ps(x + t + 24);
             for (int c = 0; c < C; c++) {
                 const int8_t *w = q + c * k + t;
                 _mm_prefetch((const char *)(w + PREFETCH), _MM_HINT_T0);
-                a[c] = _mm256_fmadd_ps(x0, _mm256_cvtepi32_ps(ld8(w)), a[c]);
-                b[c] = _mm256_fmadd_ps(x1, _mm256_cvtepi32_ps(ld8(w + 8)), b[c]);
-                a[c] = _mm256_fmadd_ps(x2, _mm256_cvtepi32_ps(ld8(w + 16)), a[c]);
-                b[c] = _mm256_fmadd_ps(x3, _mm256_cvtepi32_ps(ld8(w + 24)), b[c]);
+                a[c] = _mm256_fmadd_ps(x0, w8(w, kind), a[c]);
+                b[c] = _mm256_fmadd_ps(x1, w8(w + 8, kind), b[c]);
+                a[c] = _mm256_fmadd_ps(x2, w8(w + 16, kind), a[c]);
+                b[c] = _mm256_fmadd_ps(x3, w8(w + 24, kind), b[c]);
             }
         }
-        for (; t + 16 <= hi; t += 16) {
-            const __m256 x0 = _mm256_loadu_ps(x + t), x1 = _mm256_loadu_ps(x + t + 8);
-            for (int c = 0; c < C; c++) {
-                a[c] = _mm256_fmadd_ps(x0, _mm256_cvtepi32_ps(ld8(q + c * k + t)), a[c]);
-                b[c] = _mm256_fmadd_ps(x1, _mm256_cvtepi32_ps(ld8(q + c * k + t + 8)), b[c]);
-            }
-        }
-        if (t + 8 <= hi) {
+        for (; t + 8 <= hi; t += 8) {
             const __m256 x0 = _mm256_loadu_ps(x + t);
-            for (int c = 0; c < C; c++) a[c] = _mm256_fmadd_ps(x0, _mm256_cvtepi32_ps(ld8(q + c * k + t)), a[c]);
-            t += 8;
+            for (int c = 0; c < C; c++) a[c] = _mm256_fmadd_ps(x0, w8(q + c * k + t, kind), a[c]);
         }
 #else
         for (int c = 0; c < C; c++) {
             const int8_t *w = q + c * k;
             float p = 0.0f;
 #pragma omp simd reduction(+ : p)
-            for (int64_t u = t; u < hi; u++) p += x[u] * (float)w[u];
+            for (int64_t u = t; u < hi; u++) p += x[u] * byte_val(w[u], kind);
             part[c] = p;
         }
         t = hi;
 #endif
         for (; t < hi; t++)
-            for (int c = 0; c < C; c++) part[c] += x[t] * (float)q[c * k + t];
+            for (int c = 0; c < C; c++) part[c] += x[t] * byte_val(q[c * k + t], kind);
         for (int c = 0; c < C; c++) {
             const float s = grouped ? scale[g * n + r + c] : 1.0f;
 #ifdef WOL_AVX2
-            tot[c] = _mm256_fmadd_ps(_mm256_add_ps(a[c], b[c]), _mm256_set1_ps(s), tot[c]);
+            tot[c] = _mm256_fmadd_ps(_mm256_add_ps(a[c], b[c]), _mm256_set1_ps(s * unit), tot[c]);
 #endif
             tail[c] += part[c] * s;
         }
@@ -173,7 +244,8 @@ INLINE void i4_block(const float *restrict x, const int8_t *restrict q, const fl
 
 /* Blocks b0 .. b1 - 1 of four channels (int4: two packed rows), every row of x each. */
 static void wol_range(const float *x, const int8_t *q, const float *scale, const float *bias, float *out, int64_t m,
-                      int64_t n, int64_t k, int64_t gs, int grouped, int int4, int64_t b0, int64_t b1) {
+                      int64_t n, int64_t k, int64_t gs, int grouped, int kind, int64_t b0, int64_t b1) {
+    const int int4 = kind == K_INT4;
     const int64_t rows = int4 ? n / 2 : n, per = int4 ? 2 : 4;
     for (int64_t blk = b0; blk < b1; blk++) {
         const int64_t r = blk * per, left = rows - r;
@@ -183,11 +255,18 @@ static void wol_range(const float *x, const int8_t *q, const float *scale, const
         for (int64_t i = 0; i < m; i++) {
             float res[4];
             const float *xi = x + i * k;
-            if (!int4) {
+            if (kind == K_INT8) {
                 if (left >= 4)
-                    i8_block(xi, qr, scale, n, k, gs, grouped, r, 4, res);
+                    byte_block(xi, qr, scale, n, k, gs, grouped, r, 4, K_INT8, res);
                 else
-                    for (int64_t c = 0; c < left; c++) i8_block(xi, qr + c * k, scale, n, k, gs, grouped, r + c, 1, res + c);
+                    for (int64_t c = 0; c < left; c++)
+                        byte_block(xi, qr + c * k, scale, n, k, gs, grouped, r + c, 1, K_INT8, res + c);
+            } else if (kind == K_FP8) {
+                if (left >= 4)
+                    byte_block(xi, qr, scale, n, k, gs, grouped, r, 4, K_FP8, res);
+                else
+                    for (int64_t c = 0; c < left; c++)
+                        byte_block(xi, qr + c * k, scale, n, k, gs, grouped, r + c, 1, K_FP8, res + c);
             } else {
                 if (left >= 2)
                     i4_block(xi, qr, scale, n, k, gs, grouped, r, 2, res);
@@ -201,7 +280,8 @@ static void wol_range(const float *x, const int8_t *q, const float *scale, const
 }
 
 void wol_f32(const float *x, const int8_t *q, const float *scale, const float *bias, float *out, int64_t m,
-             int64_t n, int64_t k, int64_t group, int64_t int4, int64_t nt) {
+             int64_t n, int64_t k, int64_t group, int64_t kind, int64_t nt) {
+    const int int4 = kind == K_INT4;
     const int grouped = group > 0;
     const int64_t gs = grouped ? group : (k > 0 ? k : 1);
     const int64_t rows = int4 ? n / 2 : n, per = int4 ? 2 : 4;
@@ -210,5 +290,5 @@ void wol_f32(const float *x, const int8_t *q, const float *scale, const float *b
     if (nt < 1) nt = 1;
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
     for (int64_t t = 0; t < nt; t++)
-        wol_range(x, q, scale, bias, out, m, n, k, gs, grouped, (int)int4, blocks * t / nt, blocks * (t + 1) / nt);
+        wol_range(x, q, scale, bias, out, m, n, k, gs, grouped, (int)kind, blocks * t / nt, blocks * (t + 1) / nt);
 }

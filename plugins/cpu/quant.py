@@ -2,17 +2,19 @@
 writing the dequantised float weight.
 
 At batch sizes up to :data:`C_ROWS` (decoding) the product runs in ``quant.c``: a GEMV that
-streams the int8 (or packed int4) weight once and widens it to float in registers (AVX2/FMA
-where the CPU has them, a portable loop elsewhere), scaling each group's partial product once,
-so it reads one byte (half a byte) per weight where float32 reads four: the product a
-memory-bound decoding step needs. A weight is cut over the OpenMP team when each thread gets
+streams the int8, float8_e4m3fn (or packed int4) weight once and widens it to float in
+registers (AVX-512 or AVX2/FMA/F16C where the CPU has them, a portable loop elsewhere; fp32
+products and sums), scaling each group's partial product once, so it reads one byte (half a
+byte) per weight where float32 reads four: the product a memory-bound decoding step needs. A
+float8 weight holding a NaN code (never written by ``weight_quantize``, which saturates) takes
+the numpy product. A weight is cut over the OpenMP team when each thread gets
 at least :data:`PER_THREAD` bytes of it. In a static program the call is bound once (pointers cast, thread count chosen):
 a replayed decoding step runs the C call alone.
 
 Larger batches go through numpy: for a scale per output channel the scale is applied to the
 product's columns (``(x @ q.T) * scale``), for group-wise scales to each group's partial
-product (one ``einsum`` over the groups); fp8 (float8_e4m3fn) weights always take this path,
-widened to float32 by a 256-entry lookup table first; int4 weights are unpacked with two shifts (low
+product (one ``einsum`` over the groups); fp8 (float8_e4m3fn) weights are widened to float32
+by a 256-entry lookup table first; int4 weights are unpacked with two shifts (low
 nibble: ``(b << 4) >> 4``, high: ``b >> 4``, both arithmetic on int8). numpy converts the int8
 weight to the product's float type on the way into BLAS.
 """
@@ -80,15 +82,32 @@ PER_THREAD = 1 << 19
 _SOURCE = Path(__file__).with_name("quant.c")
 
 
+#: extra compiler options of the kernel: ``("-DWOL_NO_AVX512",)`` builds the AVX2 path on an
+#: AVX-512 CPU, ``("-DWOL_NO_AVX2",)`` the portable one (the tests run every path)
+OPTIONS: tuple[str, ...] = ()
+#: the kernel's ``kind`` argument per weight dtype
+_KIND = {"int8": 0, "int4": 1, "fp8": 2}
+
+
 @functools.cache
-def _c_program() -> Any:
+def _c_program_with(options: tuple[str, ...]) -> Any:
     from .compiler import find_cc, own_program
 
-    return own_program(_SOURCE, "wol_f32", (), "weight-only product") if find_cc() is not None else None
+    return own_program(_SOURCE, "wol_f32", options, "weight-only product") if find_cc() is not None else None
+
+
+def _c_program() -> Any:
+    return _c_program_with(OPTIONS)
+
+
+def _fp8_nan(q: np.ndarray) -> bool:
+    """Whether a float8_e4m3fn weight holds a NaN code (0x7f / 0xff): the C widening reads
+    them as 480, so such a weight takes the numpy product."""
+    return bool(np.any((q.view(np.uint8) & 0x7F) == 0x7F))
 
 
 def _c_call(
-    x: np.ndarray, q: np.ndarray, scale: np.ndarray, bias: Any, out: np.ndarray, int4: bool, group: int
+    x: np.ndarray, q: np.ndarray, scale: np.ndarray, bias: Any, out: np.ndarray, weight_dtype: str, group: int
 ) -> Any:
     """The C kernel as a zero-argument call (the pointers cast once) on float32 contiguous
     operands of at most :data:`C_ROWS` rows, or None where it does not apply."""
@@ -101,6 +120,7 @@ def _c_call(
         or scale.dtype != np.float32
         or out.dtype != np.float32
         or not all(a.flags.c_contiguous for a in (x, q, scale, out))
+        or (weight_dtype == "fp8" and _fp8_nan(q))
     ):
         return None
     prog = _c_program()
@@ -112,17 +132,18 @@ def _c_call(
     b = ffi.NULL if bias is None else pointer(ffi, bias)
     n = out.shape[-1]
     nt = threads.team_threads(q.nbytes, PER_THREAD)
+    q = q.view(np.int8)  # float8 codes as bytes
     ptrs = (pointer(ffi, x), pointer(ffi, q), pointer(ffi, scale), b, pointer(ffi, out))
-    call = functools.partial(prog.fn, *ptrs, m, n, k, group, int(int4), nt)
+    call = functools.partial(prog.fn, *ptrs, m, n, k, group, _KIND[weight_dtype], nt)
     call.keep = (x, q, scale, bias, out)  # type: ignore[attr-defined]  # what the pointers point into
     return call
 
 
 def _c_product(
-    x: np.ndarray, q: np.ndarray, scale: np.ndarray, bias: Any, out: np.ndarray, int4: bool, group: int
+    x: np.ndarray, q: np.ndarray, scale: np.ndarray, bias: Any, out: np.ndarray, weight_dtype: str, group: int
 ) -> bool:
     """The C kernel run now (:func:`_c_call`); False: not taken."""
-    call = _c_call(x, q, scale, bias, out, int4, group)
+    call = _c_call(x, q, scale, bias, out, weight_dtype, group)
     if call is None:
         return False
     call()
@@ -132,23 +153,21 @@ def _c_product(
 def _kernel(ctx: Any, outs: list, ins: list, weight_dtype: str, group_size: int) -> None:
     x, q, scale = ins[:3]
     bias = ins[3] if len(ins) > 3 else None
-    if weight_dtype == "fp8" or not _c_product(
-        x, q, scale, bias, outs[0], weight_dtype == "int4", group_size
-    ):
+    if not _c_product(x, q, scale, bias, outs[0], weight_dtype, group_size):
         np.copyto(outs[0], weight_only_linear_numpy(x, q, scale, bias, weight_dtype, group_size))
 
 
 def _bind(ctx: Any, outs: list, ins: list, weight_dtype: str, group_size: int) -> Any:
     """Static programs (and their captured graphs): the C call with its pointers cast once, so
     a decoding step replays the product alone; else the kernel with its arguments."""
-    if ctx.stream is not None or weight_dtype == "fp8":  # fp8: the numpy product (no C kernel)
+    if ctx.stream is not None:
         return None
     x, q, scale = ins[:3]
     bias = ins[3] if len(ins) > 3 else None
     if bias is not None and (bias.dtype != np.float32 or not bias.flags.c_contiguous):
         # a converted copy would not follow the parameter: the kernel converts it per call
         return functools.partial(_kernel, ctx, outs, ins, weight_dtype=weight_dtype, group_size=group_size)
-    call = _c_call(x, q, scale, bias, outs[0], weight_dtype == "int4", group_size)
+    call = _c_call(x, q, scale, bias, outs[0], weight_dtype, group_size)
     return call or functools.partial(
         _kernel, ctx, outs, ins, weight_dtype=weight_dtype, group_size=group_size
     )
