@@ -36,8 +36,14 @@ IMPLICIT = True
 MIN_MACS_PER_TEAM_THREAD = 1 << 20
 
 
+#: extra build options of ``conv2d_fwd``'s register tiles (conv.c): ``("-DCONV_VEC=64",)`` builds
+#: AVX-512 vectors (16 floats, tiles of 8 rows x 2 vectors; ``-DCONV_MR=``/``-DCONV_NV=`` other
+#: tiles); the default, AVX2's 8 floats in tiles of 4 x 3, measured as fast on the AMD VM
+TILE_OPTIONS: tuple[str, ...] = ()
+
+
 def _program(dtype: np.dtype) -> Any:
-    return own_program(_SOURCE, "conv2d_fwd", float_options(dtype), "conv2d")
+    return own_program(_SOURCE, "conv2d_fwd", float_options(dtype) + TILE_OPTIONS, "conv2d")
 
 
 def column_block(k: int, positions: int, items: int, nt: int) -> int:
@@ -61,7 +67,7 @@ def scratch_elems(
         (sh, sw), (dh, dw) = stride, dilation
         hq = -(-((oh - 1) * sh + (kh - 1) * dh + 1) // sh)
         wq = -(-((ow - 1) * sw + (kw - 1) * dw + 1) // sw)
-        return n * c * sh * sw * hq * wq + wq + 3 * (32 // itemsize)
+        return n * c * sh * sw * hq * wq + wq + 4 * (64 // itemsize)  # a tile's reach past the end
     return nt * cg * kh * kw * cb
 
 
@@ -259,12 +265,41 @@ def _conv2d_transpose(
 
 def _relu(ctx: Any, outs: list, ins: list) -> None:
     x, y = np.ascontiguousarray(ins[0]), outs[0]
-    prog = _entry(y.dtype, "relu_fwd") if _c_ready(y.dtype, x, y) else None
-    if prog is None:
+    call = _relu_call(x, y)
+    if call is None:
         np.copyto(y, np.where(x <= 0, 0, x), casting="unsafe")
         return
-    nt = threads.team_threads(y.size, MIN_ELEMS_PER_TEAM_THREAD)
-    prog.fn(pointer(prog.ffi, x), pointer(prog.ffi, y), y.size, nt)
+    call()
+
+
+def _relu_call(x: np.ndarray, y: np.ndarray) -> Any:
+    """conv.c's ``relu_fwd`` of ``x`` into ``y`` as a zero-argument call, its pointers and
+    thread count made once; None where it does not apply (the caller runs numpy)."""
+    prog = _entry(y.dtype, "relu_fwd") if _c_ready(y.dtype, x, y) else None
+    if prog is None:
+        return None
+    args = (
+        pointer(prog.ffi, x),
+        pointer(prog.ffi, y),
+        y.size,
+        threads.team_threads(y.size, MIN_ELEMS_PER_TEAM_THREAD),
+    )
+    fn = prog.fn
+
+    def run(keep: tuple = (x, y)) -> None:
+        fn(*args)
+
+    return run
+
+
+def _bind_relu(ctx: Any, outs: list, ins: list) -> Any:
+    """Static programs: the C call made once (an ImageNet-style model runs a relu per conv)."""
+    if ctx.stream is not None or not ins[0].flags.c_contiguous:
+        return None
+    return _relu_call(ins[0], outs[0])
+
+
+_relu.bind = _bind_relu  # type: ignore[attr-defined]
 
 
 def register_conv(registry: Any) -> None:
@@ -273,5 +308,6 @@ def register_conv(registry: Any) -> None:
     from .kernels import _on_stream
 
     registry.add_kernel("conv2d", "cpu", ("float32", "float64"), _on_stream(_conv2d), bind=_bind)
-    for name, fn in (("unfold", _unfold), ("conv2d_transpose", _conv2d_transpose), ("relu", _relu)):
+    registry.add_kernel("relu", "cpu", ("float32", "float64"), _on_stream(_relu), bind=_bind_relu)
+    for name, fn in (("unfold", _unfold), ("conv2d_transpose", _conv2d_transpose)):
         registry.add_kernel(name, "cpu", ("float32", "float64"), _on_stream(fn))
