@@ -51,8 +51,8 @@ def _zero_levels(n: int) -> dict[str, np.ndarray]:
     got = _launch("zero", n)
     for r, d in enumerate(got):
         assert (d["zero/ref_norm"] > 0.05 * 2).all()  # the clip (0.05) acted at every step
-        for level in range(4):
-            assert _equal_to_one_process(d, f"zero{level}", r) == {"0.weight", "0.bias", "2.weight", "2.bias"}
+        for tag in ("zero0", "zero1", "zero2", "zero3", "zero2_accum", "zero3_accum"):
+            assert _equal_to_one_process(d, tag, r) == {"0.weight", "0.bias", "2.weight", "2.bias"}
         # stage 2 reduce-scatters each sharded gradient (3 steps x 4 parameters), stage 3
         # gathers each layer's parameters before its forward (3 steps x 4)
         assert int(d["zero2/reduce_scatters"]) == 12 and int(d["zero1/reduce_scatters"]) == 0
