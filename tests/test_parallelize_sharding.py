@@ -96,7 +96,7 @@ def test_sharding_levels_on_4_ranks_and_the_memory_per_rank() -> None:
 def test_hybrid_sharding_stage_clip_sequence_parallel_and_global_spec_on_4_ranks() -> None:
     got = _launch("hybrid", 4)
     tags = ("dp2xmp2_sh2", "pp2xdp2_sh3_tied_clip", "pp2xmp2_tied_clip", "pp2xdp2_sh2_clip",
-            "sp_dp2xmp2", "pp2xdp2_global")  # fmt: skip
+            "pp2xmp2_sh2_tied", "pp2xmp2_sh3", "sp_dp2xmp2", "pp2xdp2_global")  # fmt: skip
     for r, d in enumerate(got):
         assert float(d["llama/ref_norm"]) > 0.05 * 4  # the clip acts at (at least) the first step
         held = {t: _equal_to_one_process(d, t, r) for t in tags}

@@ -10,7 +10,7 @@ over pipeline stages, sequence parallelism and ``global_spec``, each against one
           tensors: parameters, gradients, states) over the baseline before the model
 ``hybrid`` (4 ranks) the tiny Llama: dp 2 x mp 2 at level 2, pp 2 x dp 2 tied at level 3 with
           the clip, pp 2 x mp 2 tied at level 0 with the clip, pp 2 x dp 2 at level 2 with the
-          clip; sequence parallelism on dp 2 x mp 2; a ``global_spec`` table used by both stages
+          clip, pp 2 x mp 2 (a dp axis of one rank) at levels 2 (tied) and 3; sequence parallelism on dp 2 x mp 2; a ``global_spec`` table used by both stages
           of pp 2 x dp 2
 
 Each rank writes OUT/PART_rank{r}.npz: ``<config>/param/<name>`` (the whole parameters this
@@ -148,6 +148,8 @@ if part == "hybrid":
         "pp2xdp2_sh3_tied_clip": (2, 2, 1, 3, True, CLIP),
         "pp2xmp2_tied_clip": (2, 1, 2, 0, True, CLIP),
         "pp2xdp2_sh2_clip": (2, 2, 1, 2, False, CLIP),
+        "pp2xmp2_sh2_tied": (2, 1, 2, 2, True, None),  # a dp axis of one rank
+        "pp2xmp2_sh3": (2, 1, 2, 3, False, None),
     }.items():
         got, model = parallel_train(vocab, 2, data, pp, dp, mp, sh, tied, clip)
         ref, ref_model = reference(vocab, 2, data, tied, clip=clip)

@@ -171,7 +171,8 @@ def gather_for_forward(p: DistTensor, axis: int | str) -> DistTensor:
         own = p._local_value()
         own.grad = part if own.grad is None else own.grad + part
 
-    leaf._grad_sink = (mesh.get_group(a), into_shard)
+    if mesh.shape[a] > 1:  # (one rank on the axis: nothing is partial, the sweep slices)
+        leaf._grad_sink = (mesh.get_group(a), into_shard)
     leaf._into_shard = into_shard
     _GATHERED.append(leaf)
     return DistTensor(leaf, mesh, whole, p.shape, p.dtype, p.name)
@@ -235,8 +236,8 @@ class _ShardOptimizer:
             ensure_groups(mesh)  # a collective of the world: every rank, the same order
         for p, v in self._views:
             local = p._local_value()
-            if v is p or local is None:
-                continue
+            if v is p or local is None or p.process_mesh.get_dim_size(self._shard_fn.axis) == 1:
+                continue  # (one rank on the axis: nothing is partial, the sweep slices)
             group = p.process_mesh.get_group(self._shard_fn.axis)
             local._grad_sink = (group, lambda g, p=p, v=v: self._keep(p, v, g, partial=True))
         AFTER_BACKWARD.append(weakref.WeakMethod(self._sweep))
