@@ -18,8 +18,9 @@ as the states); several backwards before a step add up in the slices.
 
 ``ShardingStage3(axis, mesh)`` also shards the parameters: each parameter is laid out
 ``Shard(d)`` over ``axis`` in place (the same object), so its states and its gradient are
-that slice too; an op that needs it whole all-gathers it (``dist.parallelize`` gathers each
-layer's parameters before its forward; the gradient comes back to the slice).
+that slice too; an op that needs it whole all-gathers it. ``dist.parallelize`` gathers each
+layer's parameters before its forward (:func:`gather_for_forward`), and their gradients are
+reduce-scattered back onto the slices when the backward ends.
 
 The training is the same as with the unsharded optimizer; ``ClipGradByGlobalNorm`` takes
 its norm over the sharded gradients (the squares are summed over the ranks).
@@ -41,11 +42,11 @@ from typing import Any
 
 from adapter_api import OpArgumentError
 
-from ..._src.autograd import no_grad
+from ..._src.autograd import is_grad_enabled, no_grad
 from ..._src.tensor import Tensor
 from .dtensor import DistTensor, local_region
 from .mesh import ProcessMesh
-from .placement import Partial, Placement, Shard
+from .placement import Partial, Placement, Replicate, Shard
 from .reshard import AFTER_BACKWARD, ensure_groups, reshard
 
 
@@ -142,6 +143,55 @@ def shard_parameter_in_place(p: DistTensor, placements: list[Placement], why: st
     p.placements = list(r.placements)
 
 
+#: stage 3: the gathered leaves of forwards whose backward has not run (kept until it ends:
+#: a gradient that reaches one whole is moved to its shard then; cleared after every backward)
+_GATHERED: list[Tensor] = []
+
+
+def gather_for_forward(p: DistTensor, axis: int | str) -> DistTensor:
+    """ZeRO 3: parameter ``p`` (sharded over mesh axis ``axis``) all-gathered over ``axis``
+    for a forward. The gathered value is a leaf of its own whose partial gradient over
+    ``axis`` is reduce-scattered onto ``p``'s shard when the backward ends (a gradient that
+    arrives whole is sliced); under ``no_grad`` it is just the gathered value."""
+    mesh = p.process_mesh
+    a = mesh.axis(axis)
+    whole = [Replicate() if i == a else q for i, q in enumerate(p.placements)]
+    with no_grad():
+        r = reshard(p.detach(), mesh, whole, why=f"ShardingStage3 gather {p.name}")
+    local = p._local_value()
+    if local is None or local.stop_gradient or not is_grad_enabled():
+        return r
+    leaf = r._local.detach()
+    leaf.stop_gradient = False
+
+    def into_shard(g: Tensor, partial: bool = True) -> None:
+        src = [Partial() if (i == a and partial) else q for i, q in enumerate(whole)]
+        d = DistTensor(g, mesh, src, p.shape, g.dtype)
+        part = reshard(d, mesh, list(p.placements), why=f"ShardingStage3 gradient of {p.name}")._local.clone()
+        own = p._local_value()
+        own.grad = part if own.grad is None else own.grad + part
+
+    if mesh.shape[a] > 1:  # (one rank on the axis: nothing is partial, the sweep slices)
+        leaf._grad_sink = (mesh.get_group(a), into_shard)
+    leaf._into_shard = into_shard
+    _GATHERED.append(leaf)
+    return DistTensor(leaf, mesh, whole, p.shape, p.dtype, p.name)
+
+
+@no_grad()
+def _gathered_grads_to_shards() -> None:
+    """After a backward: a gathered parameter's gradient that reached it whole (not partial
+    over the sharding axis) is sliced onto the shard; the gathered leaves are let go."""
+    for leaf in _GATHERED:
+        if leaf.grad is not None:
+            leaf._into_shard(leaf.grad.detach(), partial=False)
+            leaf.grad = None
+    _GATHERED.clear()
+
+
+AFTER_BACKWARD.append(lambda: _gathered_grads_to_shards)  # a module function: never collected
+
+
 class _ShardOptimizer:
     """The optimizer ``shard_optimizer`` returns for stages 1 and 2: it steps the wrapped
     optimizer on views of the parameters laid out as the states are, then writes them back.
@@ -186,8 +236,8 @@ class _ShardOptimizer:
             ensure_groups(mesh)  # a collective of the world: every rank, the same order
         for p, v in self._views:
             local = p._local_value()
-            if v is p or local is None:
-                continue
+            if v is p or local is None or p.process_mesh.get_dim_size(self._shard_fn.axis) == 1:
+                continue  # (one rank on the axis: nothing is partial, the sweep slices)
             group = p.process_mesh.get_group(self._shard_fn.axis)
             local._grad_sink = (group, lambda g, p=p, v=v: self._keep(p, v, g, partial=True))
         AFTER_BACKWARD.append(weakref.WeakMethod(self._sweep))
@@ -321,4 +371,11 @@ def shard_optimizer(optimizer: Any, shard_fn: Callable[..., Any] | None = None) 
     return _ShardOptimizer(optimizer, shard_fn)
 
 
-__all__ = ["ShardingStage1", "ShardingStage2", "ShardingStage3", "shard_optimizer", "zero_placements"]
+__all__ = [
+    "ShardingStage1",
+    "ShardingStage2",
+    "ShardingStage3",
+    "gather_for_forward",
+    "shard_optimizer",
+    "zero_placements",
+]

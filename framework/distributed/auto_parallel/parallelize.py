@@ -62,13 +62,12 @@ from adapter_api import OpArgumentError
 from ..._src.tensor import Tensor
 from .dtensor import DistTensor, shard_tensor
 from .mesh import ProcessMesh
-from .optimizer import ShardingStage1, ShardingStage2, shard_optimizer, zero_placements
+from .optimizer import ShardingStage1, ShardingStage2, gather_for_forward, shard_optimizer, zero_placements
 from .placement import Placement, Replicate, Shard
 from .plans import (
     ColWiseParallel,
     PlanBase,
     RowWiseParallel,
-    _axis_set,
     _kind,
     _pattern,
 )
@@ -341,7 +340,7 @@ def _gather_params(layer: Any, _args: tuple) -> None:
     back to the shards."""
     for attr, p in layer._parameters.items():
         if _dp_sharded(p):
-            layer.__dict__[attr] = _axis_set(p, "dp", Replicate(), f"ShardingStage3 gather {p.name}")
+            layer.__dict__[attr] = gather_for_forward(p, "dp")
 
 
 def _release_params(layer: Any, _args: tuple, _out: Any) -> None:
