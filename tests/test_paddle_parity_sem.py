@@ -180,6 +180,26 @@ def test_conv3d_same_padding_as_paddle(stride: int, dilation: int) -> None:
 
 
 @needs_paddle
+@pytest.mark.parametrize("stride", [1, 2, 3])
+def test_conv_transpose_same_padding_as_paddle(stride: int) -> None:
+    paddle = _paddle()
+    w2 = _RNG.standard_normal((2, 3, 3, 2)).astype("float32")
+    w3 = _RNG.standard_normal((2, 3, 3, 2, 3)).astype("float32")
+    cases = [
+        ("conv1d_transpose", _X1, w2[:, :, 0], {}),
+        ("conv2d_transpose", _X2, w2, {}),
+        ("conv2d_transpose", _X2, w2, {"dilation": 2}),
+        ("conv3d_transpose", _X3, w3, {}),
+    ]
+    for fn, x, w, kw in cases:
+        got, want = (
+            getattr(lib.nn.functional, fn)(lib.to_tensor(x), lib.to_tensor(w), stride=stride, padding="same", **kw)
+            for lib in (fw, paddle)
+        )
+        _same(got, want, tol=1e-4)
+
+
+@needs_paddle
 @pytest.mark.parametrize("stride", [2, 3])
 @pytest.mark.parametrize("k", [2, 3])
 def test_pools_same_padding_as_paddle(stride: int, k: int) -> None:
