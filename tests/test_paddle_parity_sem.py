@@ -104,6 +104,36 @@ def test_along_axis_and_nd_ops_take_negative_indices_as_paddle() -> None:
         fw.gather_nd(fw.to_tensor(_X), fw.to_tensor([[-4, 0]]))
 
 
+@needs_paddle
+def test_scatter_takes_negative_indices_as_paddle() -> None:
+    paddle = _paddle()
+    upd = np.array([[9.0, 8.0, 7.0, 6.0], [1.0, 2.0, 3.0, 4.0]], "float32")
+    for overwrite in (True, False):
+        _same(
+            fw.scatter(fw.to_tensor(_X), fw.to_tensor([-1, 0]), fw.to_tensor(upd), overwrite=overwrite),
+            paddle.scatter(paddle.to_tensor(_X), paddle.to_tensor([-1, 0]), paddle.to_tensor(upd), overwrite=overwrite),
+        )
+    with pytest.raises(IndexError, match=r"\[scatter\].*\[-3, 3\)"):
+        fw.scatter(fw.to_tensor(_X), fw.to_tensor([-4]), fw.to_tensor(upd[:1]))
+
+
+@needs_paddle
+def test_index_fill_and_index_sample_ranges() -> None:
+    paddle = _paddle()
+    _same(
+        fw.index_fill(fw.to_tensor(_X), fw.to_tensor([-1]), 1, 7.0),
+        paddle.index_fill(paddle.to_tensor(_X), paddle.to_tensor([-1]), 1, 7.0),
+    )
+    # an index past the end raised nothing and filled index % n (Paddle 3.3.1 corrupts its heap)
+    with pytest.raises(IndexError, match=r"\[index_fill\].*\[-4, 4\)"):
+        fw.index_fill(fw.to_tensor(_X), fw.to_tensor([5]), 1, 7.0)
+    # index_sample takes no negative index, as Paddle's (which raises)
+    with pytest.raises(IndexError, match=r"\[index_sample\].*\[0, 4\)"):
+        fw.index_sample(fw.to_tensor(_X), fw.to_tensor([[-1], [0], [1]]))
+    i = np.array([[3, 0], [1, 1], [2, 3]], "int64")
+    _same(fw.index_sample(fw.to_tensor(_X), fw.to_tensor(i)), paddle.index_sample(paddle.to_tensor(_X), paddle.to_tensor(i)))
+
+
 # -- prod, mean, pow of integers ---------------------------------------------------------------
 @needs_paddle
 def test_prod_of_int32_stays_int32_as_paddle() -> None:

@@ -134,9 +134,14 @@ def permutation(perm: Any, device: Any) -> Tensor:
     return t
 
 
-def _scatter(opname: str, x: Tensor, index: Any, src: Any, axis: int) -> Tensor:
+def _scatter(opname: str, x: Tensor, index: Any, src: Any, axis: int, wrap: bool = True) -> Tensor:
+    """``scatter``/``scatter_add`` of ``src`` into ``x`` at ``index`` along ``axis``; with
+    ``wrap`` (the public functions) a negative index counts from the end, as in Paddle."""
     ax = _axis(opname, axis, x.ndim)
     idx = _index_tensor(opname, index, x.device)
+    n = x.shape[ax] if x.ndim else 1
+    if wrap:
+        idx = M.where(idx < 0, idx + n, idx)
     want = x.shape[:ax] + idx.shape + x.shape[ax + 1 :]
     if not isinstance(src, Tensor):
         src = to_tensor(src, dtype=x.dtype, device=x.device)
@@ -149,7 +154,21 @@ def _scatter(opname: str, x: Tensor, index: Any, src: Any, axis: int) -> Tensor:
             raise OpArgumentError(
                 f"[{opname}] updates have shape {src.shape}, expected {want} (x {x.shape}, index {idx.shape}, axis {ax})"
             ) from None
-    return apply1(OPS[opname], [x, idx, src], {"axis": ax})
+    if not wrap:
+        return apply1(OPS[opname], [x, idx, src], {"axis": ax})
+    try:
+        return apply1(OPS[opname], [x, idx, src], {"axis": ax})
+    except OpArgumentError as exc:
+        raise IndexOutOfRangeError(
+            f"[{opname}] an index is out of range for axis {ax} of size {n}; indices must be in "
+            f"[-{n}, {n}) (the device reports, after adding {n} to negative ones: {exc})"
+        ) from None
+
+
+def scatter_rows(opname: str, x: Tensor, index: Tensor, src: Tensor, axis: int) -> Tensor:
+    """The ``scatter``/``scatter_add`` kernel (``opname``) for internal callers (gradients):
+    ``index`` must lie in ``[0, x.shape[axis])``, no wrapping of negative ones."""
+    return _scatter(opname, x, index, src, axis, wrap=False)
 
 
 def scatter_add(x: Tensor, index: Any, updates: Any, axis: int = 0) -> Tensor:

@@ -188,7 +188,7 @@ def index_fill(x: Tensor, index: Tensor, axis: int, value: Any, name: str | None
     x = tensor_arg("index_fill", x)
     ax = axis_arg("index_fill", axis, x.ndim)
     idx = tensor_arg("index_fill", index, "index").reshape((-1,))
-    idx = I.checked_index("index_fill", idx % max(x.shape[ax], 1), x.shape[ax], f"index along dim {ax}")
+    idx = I.checked_index("index_fill", idx, x.shape[ax], f"index along dim {ax}", negative=True)
     hit = M.any(_positions(x, ax).unsqueeze(-1) == idx, axis=-1)
     return M.where(hit, _like("index_fill", x, value), x)
 
