@@ -44,12 +44,17 @@ def test_gather_and_index_select_take_negative_indices_as_paddle(idx_dtype: str)
     paddle = _paddle()
     for axis, idx in ((0, [-1, 0, -3]), (1, [-4, 3, -1, -1])):
         i = np.array(idx, idx_dtype)
-        _same(fw.gather(fw.to_tensor(_X), fw.to_tensor(i), axis=axis), paddle.gather(paddle.to_tensor(_X), paddle.to_tensor(i), axis=axis))
+        _same(
+            fw.gather(fw.to_tensor(_X), fw.to_tensor(i), axis=axis),
+            paddle.gather(paddle.to_tensor(_X), paddle.to_tensor(i), axis=axis),
+        )
         _same(
             fw.index_select(fw.to_tensor(_X), fw.to_tensor(i), axis=axis),
             paddle.index_select(paddle.to_tensor(_X), paddle.to_tensor(i), axis=axis),
         )
-        np.testing.assert_array_equal(fw.gather(fw.to_tensor(_X), idx, axis=axis).numpy(), np.take(_X, idx, axis=axis))
+        np.testing.assert_array_equal(
+            fw.gather(fw.to_tensor(_X), idx, axis=axis).numpy(), np.take(_X, idx, axis=axis)
+        )
     assert fw.to_tensor(_X).gather(fw.to_tensor([-1])).tolist() == [_X[-1].tolist()]
 
 
@@ -60,7 +65,10 @@ def test_gather_gradient_with_negative_indices_as_paddle() -> None:
     grads = []
     for lib in (fw, paddle):
         x = lib.to_tensor(_X, stop_gradient=False)
-        (lib.gather(x, lib.to_tensor(idx), axis=1) * lib.to_tensor(np.arange(12, dtype="float32").reshape(3, 4))).sum().backward()
+        (
+            lib.gather(x, lib.to_tensor(idx), axis=1)
+            * lib.to_tensor(np.arange(12, dtype="float32").reshape(3, 4))
+        ).sum().backward()
         grads.append(x.grad.numpy())
     np.testing.assert_array_equal(grads[0], grads[1])
 
@@ -92,7 +100,10 @@ def test_along_axis_and_nd_ops_take_negative_indices_as_paddle() -> None:
             lib_a.put_along_axis(lib_a.to_tensor(_X), lib_a.to_tensor(idx[:, :1]), 99.0, axis=1),
             lib_b.put_along_axis(lib_b.to_tensor(_X), lib_b.to_tensor(idx[:, :1]), 99.0, axis=1),
         )
-        _same(lib_a.gather_nd(lib_a.to_tensor(_X), lib_a.to_tensor(nd)), lib_b.gather_nd(lib_b.to_tensor(_X), lib_b.to_tensor(nd)))
+        _same(
+            lib_a.gather_nd(lib_a.to_tensor(_X), lib_a.to_tensor(nd)),
+            lib_b.gather_nd(lib_b.to_tensor(_X), lib_b.to_tensor(nd)),
+        )
         upd = np.array([1.0, 2.0, 3.0], "float32")
         _same(
             lib_a.scatter_nd_add(lib_a.to_tensor(_X), lib_a.to_tensor(nd), lib_a.to_tensor(upd)),
@@ -111,7 +122,9 @@ def test_scatter_takes_negative_indices_as_paddle() -> None:
     for overwrite in (True, False):
         _same(
             fw.scatter(fw.to_tensor(_X), fw.to_tensor([-1, 0]), fw.to_tensor(upd), overwrite=overwrite),
-            paddle.scatter(paddle.to_tensor(_X), paddle.to_tensor([-1, 0]), paddle.to_tensor(upd), overwrite=overwrite),
+            paddle.scatter(
+                paddle.to_tensor(_X), paddle.to_tensor([-1, 0]), paddle.to_tensor(upd), overwrite=overwrite
+            ),
         )
     with pytest.raises(IndexError, match=r"\[scatter\].*\[-3, 3\)"):
         fw.scatter(fw.to_tensor(_X), fw.to_tensor([-4]), fw.to_tensor(upd[:1]))
@@ -131,7 +144,10 @@ def test_index_fill_and_index_sample_ranges() -> None:
     with pytest.raises(IndexError, match=r"\[index_sample\].*\[0, 4\)"):
         fw.index_sample(fw.to_tensor(_X), fw.to_tensor([[-1], [0], [1]]))
     i = np.array([[3, 0], [1, 1], [2, 3]], "int64")
-    _same(fw.index_sample(fw.to_tensor(_X), fw.to_tensor(i)), paddle.index_sample(paddle.to_tensor(_X), paddle.to_tensor(i)))
+    _same(
+        fw.index_sample(fw.to_tensor(_X), fw.to_tensor(i)),
+        paddle.index_sample(paddle.to_tensor(_X), paddle.to_tensor(i)),
+    )
 
 
 # -- prod, mean, pow of integers ---------------------------------------------------------------
@@ -161,7 +177,10 @@ def test_mean_of_integers() -> None:
     assert fw.to_tensor(np.array([True, False])).mean().item() == 0.5
     # an integer dtype asked for: Paddle's truncated integer mean
     for axis in (None, 1):
-        _same(fw.mean(fw.to_tensor(x), axis=axis, dtype="int64"), paddle.mean(paddle.to_tensor(x), axis=axis, dtype="int64"))
+        _same(
+            fw.mean(fw.to_tensor(x), axis=axis, dtype="int64"),
+            paddle.mean(paddle.to_tensor(x), axis=axis, dtype="int64"),
+        )
     f = np.array([1.7, 1.9, -2.5], "float32")
     _same(fw.mean(fw.to_tensor(f), dtype="int32"), paddle.mean(paddle.to_tensor(f), dtype="int32"))
     _same(fw.mean(fw.to_tensor(x), dtype="float64"), paddle.mean(paddle.to_tensor(x), dtype="float64"))
@@ -202,7 +221,9 @@ _X1 = _RNG.standard_normal((1, 2, 7)).astype("float32")
 def test_conv3d_same_padding_as_paddle(stride: int, dilation: int) -> None:
     paddle = _paddle()
     got, want = (
-        lib.nn.functional.conv3d(lib.to_tensor(_X3), lib.to_tensor(_W3), stride=stride, dilation=dilation, padding="same")
+        lib.nn.functional.conv3d(
+            lib.to_tensor(_X3), lib.to_tensor(_W3), stride=stride, dilation=dilation, padding="same"
+        )
         for lib in (fw, paddle)
     )
     _same(got, want, tol=1e-4)
@@ -223,7 +244,9 @@ def test_conv_transpose_same_padding_as_paddle(stride: int) -> None:
     ]
     for fn, x, w, kw in cases:
         got, want = (
-            getattr(lib.nn.functional, fn)(lib.to_tensor(x), lib.to_tensor(w), stride=stride, padding="same", **kw)
+            getattr(lib.nn.functional, fn)(
+                lib.to_tensor(x), lib.to_tensor(w), stride=stride, padding="same", **kw
+            )
             for lib in (fw, paddle)
         )
         _same(got, want, tol=1e-4)
@@ -243,12 +266,21 @@ def test_pools_same_padding_as_paddle(stride: int, k: int) -> None:
         ("avg_pool3d", _X3, {}),
     ]
     for fn, x, kw in cases:
-        got, want = (getattr(lib.nn.functional, fn)(lib.to_tensor(x), k, stride=stride, padding="same", **kw) for lib in (fw, paddle))
+        got, want = (
+            getattr(lib.nn.functional, fn)(lib.to_tensor(x), k, stride=stride, padding="same", **kw)
+            for lib in (fw, paddle)
+        )
         _same(got, want, tol=1e-5)
-    got, want = (lib.nn.functional.lp_pool2d(lib.to_tensor(np.abs(_X2)), 2, k, stride=stride, padding="same") for lib in (fw, paddle))
+    got, want = (
+        lib.nn.functional.lp_pool2d(lib.to_tensor(np.abs(_X2)), 2, k, stride=stride, padding="same")
+        for lib in (fw, paddle)
+    )
     _same(got, want, tol=1e-5)
     # the layer reaches the same geometry
-    _same(fw.nn.MaxPool2D(k, stride, padding="same")(fw.to_tensor(_X2)), paddle.nn.MaxPool2D(k, stride, padding="same")(paddle.to_tensor(_X2)))
+    _same(
+        fw.nn.MaxPool2D(k, stride, padding="same")(fw.to_tensor(_X2)),
+        paddle.nn.MaxPool2D(k, stride, padding="same")(paddle.to_tensor(_X2)),
+    )
 
 
 @needs_paddle
@@ -265,7 +297,12 @@ def test_same_padding_pool_gradient_as_paddle() -> None:
 
 # -- kept on purpose: argmax/argmin with NaN, topk ties ------------------------------------------
 _NANROWS = np.array(
-    [[1.0, NAN, 3.0, NAN, -1.0], [NAN, 2.0, 5.0, 0.0, 1.0], [-np.inf, NAN, -np.inf, 0.0, 0.0], [0.0, 1.0, 1.0, -2.0, 1.0]],
+    [
+        [1.0, NAN, 3.0, NAN, -1.0],
+        [NAN, 2.0, 5.0, 0.0, 1.0],
+        [-np.inf, NAN, -np.inf, 0.0, 0.0],
+        [0.0, 1.0, 1.0, -2.0, 1.0],
+    ],
     "float32",
 )
 
@@ -286,16 +323,42 @@ def test_argmax_argmin_pick_the_nan_as_max_and_min_report_it() -> None:
     clean = np.nan_to_num(_NANROWS, nan=0.5)
     for name in ("argmax", "argmin"):
         for axis in (0, 1, None):
-            _same(getattr(fw, name)(fw.to_tensor(clean), axis=axis), getattr(paddle, name)(paddle.to_tensor(clean), axis=axis))
+            _same(
+                getattr(fw, name)(fw.to_tensor(clean), axis=axis),
+                getattr(paddle, name)(paddle.to_tensor(clean), axis=axis),
+            )
 
 
 @needs_paddle
 @pytest.mark.parametrize("largest", [True, False])
 def test_topk_ties_come_in_index_order(largest: bool) -> None:
     paddle = _paddle()
-    x = np.array([[3.0, 1.0, 2.0, 1.0, 1.0, 0.5, 1.0, 3.0], [2.0, 2.0, 0.0, 2.0, 2.0, 2.0, 1.0, 0.0]], "float32")
+    x = np.array(
+        [[3.0, 1.0, 2.0, 1.0, 1.0, 0.5, 1.0, 3.0], [2.0, 2.0, 0.0, 2.0, 2.0, 2.0, 1.0, 0.0]], "float32"
+    )
     vals, idx = fw.topk(fw.to_tensor(x), k=5, largest=largest)
     pvals, _ = paddle.topk(paddle.to_tensor(x), k=5, largest=largest)
     _same(vals, pvals)  # the values are Paddle's; among ties Paddle's index order is its partial sort's
     order = np.argsort(-x if largest else x, axis=1, kind="stable")[:, :5]
     np.testing.assert_array_equal(idx.numpy(), order)
+
+
+@needs_paddle
+def test_bernoulli_fill_in_place_as_paddle() -> None:
+    paddle = _paddle()
+    for p in (0.0, 1.0, 0.3):
+        x, px = fw.randn([50, 40]), paddle.randn([50, 40])
+        y, py = x.bernoulli_(p), px.bernoulli_(p)
+        assert y is x and x.dtype == fw.float32 and list(x.shape) == list(px.shape)
+        assert set(np.unique(x.numpy())) <= {0.0, 1.0}
+        if p in (0.0, 1.0):
+            _same(x, py)  # no randomness left: Paddle's values
+        else:  # Oarlock's own Philox stream: the frequency, not Paddle's draws
+            assert abs(float(x.numpy().mean()) - p) < 0.05
+    probs = np.array([0.0, 1.0, 0.0, 1.0], "float32")
+    _same(
+        fw.zeros([3, 4]).bernoulli_(fw.to_tensor(probs)),
+        paddle.zeros([3, 4]).bernoulli_(paddle.to_tensor(probs)),
+    )
+    with pytest.raises(OpArgumentError, match=r"\[bernoulli_\] p must be"):
+        fw.zeros([2]).bernoulli_(1.5)

@@ -301,7 +301,9 @@ def mean(
         n *= x.shape[a]
     if want is not None:
         if not n:
-            raise OpArgumentError(f"[mean] the mean over an empty axis of shape {x.shape} has no {want} value")
+            raise OpArgumentError(
+                f"[mean] the mean over an empty axis of shape {x.shape} has no {want} value"
+            )
         return cast(_reduce("sum", x, axes, keepdim) / n, want)
     return _reduce("sum", x, axes, keepdim) * (1.0 / n if n else float("nan"))
 

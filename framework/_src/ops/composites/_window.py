@@ -29,9 +29,7 @@ def _pair(name: str, what: str, v: Any, least: int | None = None) -> tuple[int, 
     return (a, b)
 
 
-def _same_pads(
-    name: str, sizes: Any, ksize: tuple[int, ...], stride: Any
-) -> tuple[tuple[int, int], ...]:
+def _same_pads(name: str, sizes: Any, ksize: tuple[int, ...], stride: Any) -> tuple[tuple[int, int], ...]:
     """Paddle's 'SAME' padding, (before, after) per spatial dim: ``ceil(size / stride)``
     outputs, the total ``(out - 1) * stride + k - size`` (at least 0) split with the odd one
     after. It needs the input ``sizes`` and the ``stride`` (callers that convolve with a
