@@ -150,6 +150,20 @@ def test_the_comparison_can_fail(sides):
     assert not compare(want, capture(oarlock_side, framework.to_tensor([1.0, 2.0])), set())
 
 
+def test_an_exported_class_shows_under_the_imported_name(sides):
+    """``print(type(x))`` in an example: ``paddle.Tensor`` is ``framework.Tensor`` under the
+    alias, so both sides show ``<class 'paddle.Tensor'>``; a class the package does not export
+    keeps its own name (and the comparison notices it)."""
+    paddle, paddle_side, oarlock_side = sides
+    want = capture(paddle_side, type(paddle.to_tensor([1.0])))
+    assert not compare(want, capture(oarlock_side, type(framework.to_tensor([1.0]))), set())
+
+    class Tensor:  # same name, not the exported class
+        pass
+
+    assert compare(want, capture(oarlock_side, Tensor), set())
+
+
 def test_docstring_blocks_split_like_xdoctest():
     """Statements, their output, +SKIP regions and +REQUIRES (no paddle needed)."""
     from conformance.parity.examples import _parts  # noqa: PLC0415  (a private helper under test)

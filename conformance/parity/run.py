@@ -73,6 +73,10 @@ class Side:
         """The dtype's name when ``v`` is a dtype object of this side, else None."""
         return None
 
+    def text(self, v) -> str:
+        """``v``'s text as the example shows it (its ``str``)."""
+        return _text(v)
+
     def reset(self, seed: int) -> None:
         raise NotImplementedError("need reset")
 
@@ -148,6 +152,14 @@ class OarlockSide(Side):
     def is_tensor(self, v) -> bool:
         return isinstance(v, self.fw.Tensor)
 
+    def text(self, v) -> str:
+        """A class the package exports at its top level shows under the name the example
+        imported it by (``type(x)`` is ``<class 'paddle.Tensor'>``, as ``paddle.Tensor`` is
+        ``framework.Tensor`` here); anything else shows its ``str``."""
+        if isinstance(v, type) and getattr(self.fw, v.__name__, None) is v:
+            return f"<class 'paddle.{v.__name__}'>"
+        return _text(v)
+
     def tensor_leaf(self, v) -> tuple:
         dtype = _dtype_str(v.dtype)
         arr = np.asarray(v.numpy())
@@ -180,7 +192,7 @@ def _dtype_str(d) -> str:
 def _leaves(side: Side, v, path: str, out: list, depth: int = 0) -> None:
     """Append ``v`` as comparable leaves (tensors, arrays, scalars, strings, objects' text)."""
     if depth > 6:
-        out.append((path, "obj", _text(v)))
+        out.append((path, "obj", side.text(v)))
     elif side.is_tensor(v):
         out.append((path, *side.tensor_leaf(v)))
     elif (name := side.dtype_name(v)) is not None:
@@ -204,7 +216,7 @@ def _leaves(side: Side, v, path: str, out: list, depth: int = 0) -> None:
         for k in v:
             _leaves(side, v[k], f"{path}[{k!r}]", out, depth + 1)
     else:
-        out.append((path, "obj", _text(v)))
+        out.append((path, "obj", side.text(v)))
 
 
 def _text(v) -> str:

@@ -392,7 +392,11 @@ def pow(x: Any, y: Any, name: str | None = None) -> Tensor:
     """Elementwise ``x ** y``, with broadcasting and type promotion.
 
     An integer base with a negative integer exponent is an error (as in numpy), checked on the
-    device without reading the exponent back.
+    device without reading the exponent back. An integer tensor to a Python float power that is
+    a whole number ``>= 0`` keeps the integer dtype (Paddle's ``pow(x, 2.0)``); to any other
+    float power it gives the default float dtype, as Paddle's ``x ** 0.5`` does (Paddle's
+    ``pow(x, 0.5)`` truncates the exponent to an integer and gives 1 for every element). The
+    ``**`` operator always promotes to float for a float exponent (Paddle's ``x ** 2.0``).
 
     Args:
         x (Tensor | number): the base.
@@ -409,6 +413,29 @@ def pow(x: Any, y: Any, name: str | None = None) -> Tensor:
                [1, 4, 9])
         >>> fw.pow(fw.to_tensor([4.0, 9.0]), 0.5).tolist()
         [2.0, 3.0]
+        >>> fw.pow(fw.to_tensor([2, 3]), 2.0).tolist(), fw.pow(fw.to_tensor([2, 3]), 0.5).dtype == fw.float32
+        ([4, 9], True)
+    """
+    if (
+        isinstance(x, Tensor)
+        and x.dtype.kind in "iu"
+        and isinstance(y, float)
+        and y >= 0
+        and y.is_integer()
+        and y < 2**63
+    ):
+        y = int(y)  # a whole-number power of an integer tensor stays integer (Paddle)
+    return pow_operator(x, y)
+
+
+def pow_operator(x: Any, y: Any) -> Tensor:
+    """``x ** y`` (the ``**`` operator): :func:`pow` without its whole-float-exponent rule, so
+    an integer tensor to any float power gives floats (Paddle's operator does).
+
+    Example:
+        >>> import framework as fw
+        >>> (fw.to_tensor([2, 3]) ** 2.0).tolist(), (fw.to_tensor([2, 3]) ** 2).tolist()
+        ([4.0, 9.0], [4, 9])
     """
     a, b = _operands("pow", x, y)
     if a.dtype.kind in "iu" and b.dtype.kind in "iu":

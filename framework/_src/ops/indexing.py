@@ -51,8 +51,9 @@ def gather(x: Tensor, index: Any, axis: int = 0, name: str | None = None) -> Ten
 
     Args:
         x (Tensor): the input, at least 1-d.
-        index (Tensor | list[int]): integer positions along ``axis``, of any shape; one out of
-            range is an error.
+        index (Tensor | list[int]): integer positions along ``axis``, of any shape, in
+            ``[-n, n)`` for an axis of size ``n`` (a negative one counts from the end, as in
+            Paddle); one outside is an error.
         axis (int): the dim to index.
         name: ignored (Paddle's signature).
 
@@ -68,12 +69,42 @@ def gather(x: Tensor, index: Any, axis: int = 0, name: str | None = None) -> Ten
                 [1, 2, 3]])
         >>> fw.index_select(x, fw.to_tensor([2, 0]), axis=1).tolist()
         [[3, 1], [6, 4]]
+        >>> fw.gather(x, fw.to_tensor([-1]), axis=1).tolist()
+        [[3], [6]]
     """
     if x.ndim == 0:
         raise OpArgumentError("[gather] cannot gather from a 0-d tensor")
     ax = _axis("gather", axis, x.ndim)
+    n = x.shape[ax]
+    if not isinstance(index, Tensor):  # a host list: wrap and check here, no device op
+        host = np.asarray(index)
+        if host.dtype.kind in "iu" and host.size:
+            bad = host[(host < -n) | (host >= n)]
+            if bad.size:
+                raise IndexOutOfRangeError(
+                    f"[gather] index {int(bad.flat[0])} is out of range for axis {ax} of size {n}; "
+                    f"indices must be in [-{n}, {n})"
+                )
+            index = np.where(host < 0, host + n, host)
     idx = _index_tensor("gather", index, x.device)
-    return apply1(OPS["gather"], [x, idx], {"axis": ax})
+    if isinstance(index, Tensor):  # negative indices count from the end (Paddle's rule)
+        idx = M.where(idx < 0, idx + n, idx)
+    try:
+        return take_rows(x, idx, ax)
+    except OpArgumentError as exc:
+        raise IndexOutOfRangeError(
+            f"[gather] an index is out of range for axis {ax} of size {n}; indices must be in "
+            f"[-{n}, {n}) (the device reports, after adding {n} to negative ones: {exc})"
+        ) from None
+
+
+def take_rows(x: Tensor, index: Tensor, axis: int) -> Tensor:
+    """The ``gather`` kernel itself, for internal callers: ``index`` is int64 on ``x``'s device
+    and every entry must lie in ``[0, x.shape[axis])`` (the kernel's bounds check raises
+    otherwise: labels and ids use it as their range check); ``axis`` is non-negative."""
+    if index.dtype != _dt.int64:
+        index = index.astype(_dt.int64)
+    return apply1(OPS["gather"], [x, index], {"axis": axis})
 
 
 index_select = gather
@@ -103,9 +134,14 @@ def permutation(perm: Any, device: Any) -> Tensor:
     return t
 
 
-def _scatter(opname: str, x: Tensor, index: Any, src: Any, axis: int) -> Tensor:
+def _scatter(opname: str, x: Tensor, index: Any, src: Any, axis: int, wrap: bool = True) -> Tensor:
+    """``scatter``/``scatter_add`` of ``src`` into ``x`` at ``index`` along ``axis``; with
+    ``wrap`` (the public functions) a negative index counts from the end, as in Paddle."""
     ax = _axis(opname, axis, x.ndim)
     idx = _index_tensor(opname, index, x.device)
+    n = x.shape[ax] if x.ndim else 1
+    if wrap:
+        idx = M.where(idx < 0, idx + n, idx)
     want = x.shape[:ax] + idx.shape + x.shape[ax + 1 :]
     if not isinstance(src, Tensor):
         src = to_tensor(src, dtype=x.dtype, device=x.device)
@@ -118,7 +154,21 @@ def _scatter(opname: str, x: Tensor, index: Any, src: Any, axis: int) -> Tensor:
             raise OpArgumentError(
                 f"[{opname}] updates have shape {src.shape}, expected {want} (x {x.shape}, index {idx.shape}, axis {ax})"
             ) from None
-    return apply1(OPS[opname], [x, idx, src], {"axis": ax})
+    if not wrap:
+        return apply1(OPS[opname], [x, idx, src], {"axis": ax})
+    try:
+        return apply1(OPS[opname], [x, idx, src], {"axis": ax})
+    except OpArgumentError as exc:
+        raise IndexOutOfRangeError(
+            f"[{opname}] an index is out of range for axis {ax} of size {n}; indices must be in "
+            f"[-{n}, {n}) (the device reports, after adding {n} to negative ones: {exc})"
+        ) from None
+
+
+def scatter_rows(opname: str, x: Tensor, index: Tensor, src: Tensor, axis: int) -> Tensor:
+    """The ``scatter``/``scatter_add`` kernel (``opname``) for internal callers (gradients):
+    ``index`` must lie in ``[0, x.shape[axis])``, no wrapping of negative ones."""
+    return _scatter(opname, x, index, src, axis, wrap=False)
 
 
 def scatter_add(x: Tensor, index: Any, updates: Any, axis: int = 0) -> Tensor:
@@ -172,14 +222,20 @@ def scatter(x: Tensor, index: Any, updates: Any, axis: int = 0, overwrite: bool 
     return _scatter("scatter", x, index, updates, axis)
 
 
-def checked_index(name: str, index: Tensor, size: int, what: str) -> Tensor:
+def checked_index(name: str, index: Tensor, size: int, what: str, negative: bool = False) -> Tensor:
     """``index`` unchanged, after the device's gather bounds check against ``size`` (a value
-    outside ``[0, size)`` raises an error naming ``name`` and ``what``; nothing is read back)."""
+    outside ``[0, size)`` raises an error naming ``name`` and ``what``; nothing is read back).
+    With ``negative``, values in ``[-size, 0)`` count from the end (Paddle's rule for gather,
+    take/put_along_axis and the ``*_nd`` ops): they come back with ``size`` added."""
+    low = -size if negative else 0
+    if negative:
+        index = M.where(index < 0, index + size, index)
     try:
-        return gather(arange(size, device=index.device), index.reshape((-1,)), axis=0).reshape(index.shape)
+        return take_rows(arange(size, device=index.device), index.reshape((-1,)), 0).reshape(index.shape)
     except OpArgumentError as exc:
+        after = f", after adding {size} to negative ones" if negative else ""
         raise IndexOutOfRangeError(
-            f"[{name}] {what} must be in [0, {size}); the device reports: {exc}"
+            f"[{name}] {what} must be in [{low}, {size}); the device reports{after}: {exc}"
         ) from None
 
 
@@ -191,7 +247,9 @@ def _flat_positions(name: str, x: Tensor, idx_shape: tuple[int, ...], indices: T
             f"[{name}] indices have shape {idx_shape} but x has {x.shape}: outside axis {axis} the "
             f"indices may not be larger than x"
         )
-    indices = checked_index(name, indices, x.shape[axis], f"indices along axis {axis} (size {x.shape[axis]})")
+    indices = checked_index(
+        name, indices, x.shape[axis], f"indices along axis {axis} (size {x.shape[axis]})", negative=True
+    )
     strides = [int(np.prod(x.shape[i + 1 :])) for i in range(x.ndim)]
     flat = indices * strides[axis]
     for d in range(x.ndim):

@@ -351,5 +351,6 @@ for _k, (_fn, _same) in {
     "geometric": (random_fills.geometric, True),
     "log_normal": (random_fills.log_normal, True),
     "random": (random_fills.random_integers, True),
+    "bernoulli": (random_fills.bernoulli_fill, True),
 }.items():
     setattr(Tensor, _k + "_", inplace(_fn, _k + "_", _same))

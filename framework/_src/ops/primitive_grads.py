@@ -19,7 +19,7 @@ from . import math as M
 from .base import LATER, OPS, attach_grad
 from .complex import conj_if_complex as _cj
 from .creation import zeros_like
-from .indexing import gather, scatter, scatter_add
+from .indexing import scatter_rows, take_rows
 from .math import sum as _sum
 from .shape import pad_raw, slice_raw
 
@@ -322,21 +322,21 @@ def _g_gather(n, g):
     x, idx = n.inputs
     inverse = getattr(idx, "_inverse", None)
     if inverse is not None:  # a permutation (``indexing.permutation``): gather by its inverse
-        return [gather(g[0], inverse, axis=n.attrs["axis"]), None]
-    return [scatter_add(zeros_like(x), idx, g[0], axis=n.attrs["axis"]), None]
+        return [take_rows(g[0], inverse, n.attrs["axis"]), None]
+    return [scatter_rows("scatter_add", zeros_like(x), idx, g[0], n.attrs["axis"]), None]
 
 
 def _g_scatter_add(n, g):
     x, idx, src = n.inputs
-    return [g[0], None, gather(g[0], idx, axis=n.attrs["axis"])]
+    return [g[0], None, take_rows(g[0], idx, n.attrs["axis"])]
 
 
 def _g_scatter(n, g):
     x, idx, src = n.inputs
     return [
-        scatter(g[0], idx, zeros_like(src), axis=n.attrs["axis"]),
+        scatter_rows("scatter", g[0], idx, zeros_like(src), n.attrs["axis"]),
         None,
-        gather(g[0], idx, axis=n.attrs["axis"]),
+        take_rows(g[0], idx, n.attrs["axis"]),
     ]
 
 

@@ -90,8 +90,9 @@ def prod(x: Tensor, axis: Any = None, keepdim: bool = False, dtype: Any = None) 
         x (Tensor): the input.
         axis (int | list[int] | tuple[int], optional): the axes to reduce; ``None``: all of them.
         keepdim (bool): keep the reduced axes, with size 1.
-        dtype (str | np.dtype, optional): cast ``x`` to this first; by default bool and integers
-            multiply as int64 (uint16, uint32 and uint64 as uint64, numpy's rule).
+        dtype (str | np.dtype, optional): cast ``x`` to this first; by default int32 stays
+            int32 (Paddle's rule: a product past 2**31 wraps, as Paddle's does), other integers
+            and bool multiply as int64 (uint16, uint32 and uint64 as uint64, numpy's rule).
 
     Returns:
         Tensor: the products.
@@ -101,13 +102,16 @@ def prod(x: Tensor, axis: Any = None, keepdim: bool = False, dtype: Any = None) 
         >>> fw.prod(fw.to_tensor([[1, 2], [3, 4]]), axis=1)
         Tensor(shape=[2], dtype=int64, device=cpu:0,
                [ 2, 12])
+        >>> fw.prod(fw.to_tensor([2, 3], dtype="int32"))
+        Tensor(shape=[], dtype=int32, device=cpu:0,
+               6)
     """
     x = _check(x, "prod")
     if dtype is not None:
         x = cast(x, dtype)
     elif x.dtype in _dt.UINT_WIDE:  # numpy's rule: uint16/32/64 sum as uint64 (int64 would misread it)
         x = cast(x, _dt.uint64)
-    elif x.dtype.kind in "biu":
+    elif x.dtype.kind in "biu" and x.dtype != _dt.int32:  # int32 keeps its dtype (Paddle)
         x = cast(x, _dt.int64)
     return _reduce("prod", x, axis, keepdim)
 
@@ -261,14 +265,16 @@ def mean(
     """Arithmetic mean of the elements of ``x`` over ``axis``.
 
     Args:
-        x (Tensor): the input; integers are cast to the default float dtype.
+        x (Tensor): the input; integers and bool are cast to the default float dtype (the true
+            mean: Paddle 3.3.1 keeps an int64 input's dtype and truncates, ``[1, 2]`` -> 1).
         axis (int | list[int] | tuple[int], optional): the axes to reduce; ``None``: all of them.
         keepdim (bool): keep the reduced axes, with size 1.
         name: ignored (Paddle's signature).
-        dtype (str | np.dtype, optional): cast ``x`` to this float dtype first.
+        dtype (str | np.dtype, optional): cast ``x`` to this dtype first; an integer dtype asks
+            for an integer result, the mean truncated toward zero (Paddle's).
 
     Returns:
-        Tensor: a float tensor; NaN over an empty axis.
+        Tensor: a float tensor (of ``dtype`` when given); NaN over an empty axis.
 
     Example:
         >>> import framework as fw
@@ -278,16 +284,27 @@ def mean(
                [1.5, 3.5])
         >>> fw.mean(x).item()
         2.5
+        >>> fw.mean(fw.to_tensor([1, 2])).item(), fw.mean(fw.to_tensor([1, 2]), dtype="int64").item()
+        (1.5, 1)
     """
     x = _check(x, "mean")
+    want = None
     if dtype is not None:
         x = cast(x, dtype)
+        if not _dt.is_floating(x.dtype) and x.dtype.kind != "c":
+            want, x = x.dtype, cast(x, _dt.float64)  # an integer mean asked for: truncated after
     if not _dt.is_floating(x.dtype) and x.dtype.kind != "c":
         x = cast(x, _dt.get_default_dtype())
     axes = normalize_axes("mean", axis, x.ndim)
     n = 1
     for a in axes:
         n *= x.shape[a]
+    if want is not None:
+        if not n:
+            raise OpArgumentError(
+                f"[mean] the mean over an empty axis of shape {x.shape} has no {want} value"
+            )
+        return cast(_reduce("sum", x, axes, keepdim) / n, want)
     return _reduce("sum", x, axes, keepdim) * (1.0 / n if n else float("nan"))
 
 

@@ -29,17 +29,37 @@ def _pair(name: str, what: str, v: Any, least: int | None = None) -> tuple[int, 
     return (a, b)
 
 
+def _same_pads(name: str, sizes: Any, ksize: tuple[int, ...], stride: Any) -> tuple[tuple[int, int], ...]:
+    """Paddle's 'SAME' padding, (before, after) per spatial dim: ``ceil(size / stride)``
+    outputs, the total ``(out - 1) * stride + k - size`` (at least 0) split with the odd one
+    after. It needs the input ``sizes`` and the ``stride`` (callers that convolve with a
+    dilation take it as 1 for 'same', as Paddle does)."""
+    if sizes is None or stride is None:
+        raise OpArgumentError(f"[{name}] padding 'same' needs the input sizes and the stride")
+    pads = []
+    for n, k, st in zip(sizes, ksize, stride):
+        total = max((-(-n // st) - 1) * st + k - n, 0)
+        pads.append((total // 2, total - total // 2))
+    return tuple(pads)
+
+
 def _padding(
-    name: str, padding: Any, ksize: tuple[int, int], dilation: tuple[int, int]
+    name: str,
+    padding: Any,
+    ksize: tuple[int, int],
+    dilation: tuple[int, int],
+    sizes: Any = None,
+    stride: Any = None,
 ) -> tuple[tuple[int, int], tuple[int, int]]:
-    """((top, bottom), (left, right)) from an int, a pair, four ints or 'same'/'valid'."""
+    """((top, bottom), (left, right)) from an int, a pair, four ints or 'same'/'valid' ('same'
+    reads ``sizes`` and ``stride``: :func:`_same_pads`)."""
     if isinstance(padding, str):
         p = padding.lower()
         if p == "valid":
             return ((0, 0), (0, 0))
         if p == "same":
-            tot = [d * (k - 1) for k, d in zip(ksize, dilation)]
-            return ((tot[0] // 2, tot[0] - tot[0] // 2), (tot[1] // 2, tot[1] - tot[1] // 2))
+            top_bottom, left_right = _same_pads(name, sizes, ksize, stride)
+            return (top_bottom, left_right)
         raise OpArgumentError(
             f"[{name}] padding must be an int, a pair, 4 ints, 'same' or 'valid', got {padding!r}"
         )
@@ -89,16 +109,23 @@ def _ntuple(name: str, what: str, v: Any, n: int, least: int | None = None) -> t
     return out
 
 
-def _pads_nd(name: str, padding: Any, k: tuple[int, ...], d: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
-    """((before, after), ...) per spatial dim from an int, n ints, 2n ints or 'same'/'valid'."""
+def _pads_nd(
+    name: str,
+    padding: Any,
+    k: tuple[int, ...],
+    d: tuple[int, ...],
+    sizes: Any = None,
+    stride: Any = None,
+) -> tuple[tuple[int, int], ...]:
+    """((before, after), ...) per spatial dim from an int, n ints, 2n ints or 'same'/'valid'
+    ('same' reads ``sizes`` and ``stride``: :func:`_same_pads`)."""
     n = len(k)
     if isinstance(padding, str):
         p = padding.lower()
         if p == "valid":
             return ((0, 0),) * n
         if p == "same":
-            tot = [dd * (kk - 1) for kk, dd in zip(k, d)]
-            return tuple((t // 2, t - t // 2) for t in tot)
+            return _same_pads(name, sizes, k, stride)
         raise OpArgumentError(
             f"[{name}] padding must be an int, {n} or {2 * n} ints, 'same' or 'valid', got {padding!r}"
         )

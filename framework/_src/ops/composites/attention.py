@@ -17,7 +17,7 @@ from .. import shape as S
 from .. import sharding as _sh
 from ..base import OPS, TRACER, _grad_by_decomposition, broadcast_shapes, call, composite
 from ..cost import attention_flops
-from ..indexing import gather, permutation
+from ..indexing import permutation, take_rows
 from ..primitive_grads import sum_to
 from ._common import float_arg, tensor_arg
 from .dropout import dropout as _dropout
@@ -227,7 +227,7 @@ def _rotary_decomposition(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
     (compiler.trace), its gradient another; the sign is a constant the kernel reads.
     """
     index, sign = _rotate_half(x.shape[-1], x.dtype, x.device)
-    rot = gather(x, index, axis=x.ndim - 1)
+    rot = take_rows(x, index, x.ndim - 1)
     return x * cos.astype(x.dtype) + rot * (sin.astype(x.dtype) * sign)
 
 

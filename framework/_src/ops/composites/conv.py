@@ -132,15 +132,6 @@ def _padding_pairs(padding: Any, data_format: str) -> Any:
     return [int(v) for i in spatial for v in padding[i]]
 
 
-def _same_padding(sizes: tuple, ksize: tuple, stride: tuple) -> list[int]:
-    """[top, bottom, left, right] of Paddle's 'SAME' padding for ``sizes`` by ``stride``."""
-    pads = []
-    for n, k, s in zip(sizes, ksize, stride):
-        total = max((-(-n // s) - 1) * s + k - n, 0)
-        pads += [total // 2, total - total // 2]
-    return pads
-
-
 def conv2d(
     x: Tensor,
     weight: Tensor,
@@ -176,11 +167,10 @@ def conv2d(
     st = _pair("conv2d", "stride", stride, least=1)
     padding = _padding_pairs(padding, data_format)
     if isinstance(padding, str) and padding.lower() == "same":
-        # Paddle's 'SAME': ceil(size / stride) outputs, dilation taken as 1, the odd pad after
-        padding, d = _same_padding(x.shape[2:], weight.shape[2:], st), (1, 1)
+        d = (1, 1)  # Paddle's 'SAME' takes the dilation as 1 (ceil(size / stride) outputs)
     attrs = {
         "stride": st,
-        "padding": _padding("conv2d", padding, weight.shape[2:], d),
+        "padding": _padding("conv2d", padding, weight.shape[2:], d, x.shape[2:], st),
         "dilation": d,
         "groups": groups,
     }
@@ -285,9 +275,12 @@ def conv3d(
     if weight.shape[0] % groups:
         raise OpArgumentError(f"[conv3d] groups={groups} must divide the output channels {weight.shape[0]}")
     d = _ntuple("conv3d", "dilation", dilation, 3, 1)
+    st = _ntuple("conv3d", "stride", stride, 3, 1)
+    if isinstance(padding, str) and padding.lower() == "same":
+        d = (1, 1, 1)  # Paddle's 'SAME' takes the dilation as 1 (ceil(size / stride) outputs)
     attrs = {
-        "stride": _ntuple("conv3d", "stride", stride, 3, 1),
-        "padding": _pads_nd("conv3d", padding, weight.shape[2:], d),
+        "stride": st,
+        "padding": _pads_nd("conv3d", padding, weight.shape[2:], d, x.shape[2:], st),
         "dilation": d,
         "groups": groups,
     }

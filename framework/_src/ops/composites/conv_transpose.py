@@ -129,11 +129,9 @@ def _conv_transpose(
     _check_groups(name, x, weight, groups, True)
     s = _ntuple(name, "stride", stride, nd, 1)
     d = _ntuple(name, "dilation", dilation, nd, 1)
-    if isinstance(padding, str):
-        if padding.lower() != "valid":
-            raise OpArgumentError(f"[{name}] padding {padding!r} is not supported; use ints or 'valid'")
-        padding = 0
-    pads = _pads_nd(name, padding, weight.shape[2:], d)
+    if isinstance(padding, str) and padding.lower() == "same":
+        d = (1,) * nd  # Paddle's 'SAME': pads from the input size, the dilation taken as 1
+    pads = _pads_nd(name, padding, weight.shape[2:], d, x.shape[2:], s)
     op = list(_ntuple(name, "output_padding", output_padding, nd))
     if output_size is not None:
         want = _ntuple(name, "output_size", output_size, nd, 1)

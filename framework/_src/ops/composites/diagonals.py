@@ -49,7 +49,7 @@ def diagonal(x: Tensor, offset: int = 0, axis1: int = 0, axis2: int = 1, name: s
     lead = t.shape[:-2]
     flat = t.reshape(lead + (n * m,))
     idx = to_tensor(np.array([(r0 + i) * m + c0 + i for i in range(length)], dtype=np.int64), device=x.device)
-    return I.gather(flat, idx, axis=len(lead))
+    return I.take_rows(flat, idx, len(lead))
 
 
 def diag(x: Tensor, offset: int = 0, padding_value: float = 0, name: str | None = None) -> Tensor:

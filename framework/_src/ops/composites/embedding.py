@@ -8,7 +8,7 @@ from ... import dtypes as _dt
 from ...tensor import Tensor
 from .. import creation as C
 from .. import math as M
-from ..indexing import checked_index, masked_fill
+from ..indexing import checked_index, masked_fill, take_rows
 from ._common import tensor_arg
 
 
@@ -23,7 +23,7 @@ def embedding(
         raise OpArgumentError(
             f"[embedding] ids must be integers, got dtype {x.dtype}; cast with x.astype('int64')"
         )
-    out = weight.gather(x, axis=0)
+    out = take_rows(weight, x, 0)  # ids out of [0, rows) raise (Paddle gives zeros)
     if padding_idx is not None:
         pad = padding_idx % weight.shape[0]
         out = masked_fill(out, (x == pad).unsqueeze(-1), 0.0)

@@ -447,7 +447,7 @@ def take(x: Tensor, index: Any, mode: str = "raise", name: str | None = None) ->
         flat = flat.clip(0, n - 1)
     else:
         flat = I.checked_index("take", flat + n, 2 * n, f"index (in [-{n}, {n}))") % n
-    return I.gather(x.reshape((-1,)), flat, axis=0).reshape(idx.shape)
+    return I.take_rows(x.reshape((-1,)), flat, 0).reshape(idx.shape)
 
 
 def block_diag(inputs: Sequence[Tensor], name: str | None = None) -> Tensor:
@@ -520,7 +520,7 @@ def combinations(x: Tensor, r: int = 2, with_replacement: bool = False, name: st
     if not rows:
         return x.reshape((0,)) if r else x[:0]
     idx = to_tensor(np.asarray(rows, np.int64).reshape(-1), device=x.device)
-    return I.gather(x, idx, axis=0).reshape((len(rows), int(r)))
+    return I.take_rows(x, idx, 0).reshape((len(rows), int(r)))
 
 
 def broadcast_shapes(*shapes: Sequence[int]) -> list[int]:

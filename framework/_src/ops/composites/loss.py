@@ -14,7 +14,7 @@ from ...tensor import Tensor
 from .. import math as M
 from .. import shape as S
 from ..creation import arange
-from ..indexing import gather
+from ..indexing import take_rows
 from ._common import axis_arg, float_arg, tensor_arg
 from .embedding import one_hot_unchecked
 from .norm import log_softmax
@@ -71,7 +71,7 @@ def _check_labels(name: str, safe: Tensor, c: int, ignore_index: int) -> Tensor:
     gather of ``arange(c)`` at themselves, so the check stays in a traced program (its result
     is used: dead-code elimination keeps it) and a compiled loss raises as an eager one does."""
     try:
-        return gather(arange(c, device=safe.device), safe.reshape((-1,)), axis=0).reshape(safe.shape)
+        return take_rows(arange(c, device=safe.device), safe.reshape((-1,)), 0).reshape(safe.shape)
     except OpArgumentError as exc:
         raise OpArgumentError(
             f"[{name}] a label is out of range for {c} classes ({exc}); labels must be in "

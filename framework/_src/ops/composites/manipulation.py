@@ -228,7 +228,7 @@ def _nd_flat(name: str, shp: tuple[int, ...], index: Tensor) -> tuple[Tensor, in
         raise OpArgumentError(f"[{name}] index.shape[-1] = {k} exceeds the rank {len(shp)} of x")
     flat = None
     for d in range(k):
-        col = I.checked_index(name, index[..., d], shp[d], f"index[..., {d}]")
+        col = I.checked_index(name, index[..., d], shp[d], f"index[..., {d}]", negative=True)
         stride = int(np.prod(shp[d + 1 : k]))
         term = col * stride
         flat = term if flat is None else flat + term
@@ -263,7 +263,7 @@ def gather_nd(x: Tensor, index: Tensor, name: str | None = None) -> Tensor:
     flat, k = _nd_flat("gather_nd", x.shape, index)
     rest = x.shape[k:]
     src = x.reshape((int(np.prod(x.shape[:k])),) + rest)
-    return I.gather(src, flat.reshape((-1,)), axis=0).reshape(index.shape[:-1] + rest)
+    return I.take_rows(src, flat.reshape((-1,)), 0).reshape(index.shape[:-1] + rest)
 
 
 def scatter_nd_add(x: Tensor, index: Tensor, updates: Tensor, name: str | None = None) -> Tensor:
@@ -606,7 +606,7 @@ def repeat_interleave(x: Tensor, repeats: Any, axis: int | None = None, name: st
                 f"[repeat_interleave] repeats must be {n} non-negative ints (one per element along axis {ax}), got {reps.tolist()}"
             )
         idx = np.repeat(np.arange(n), reps)
-    return I.gather(x, to_tensor(idx, device=x.device), axis=ax)
+    return I.take_rows(x, to_tensor(idx, device=x.device), ax)
 
 
 def tensordot(x: Tensor, y: Tensor, axes: Any = 2, name: str | None = None) -> Tensor:

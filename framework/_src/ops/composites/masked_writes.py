@@ -119,7 +119,7 @@ def slice_scatter(
         inside = (pos >= s) & (pos < e) & ((pos - s) % st == 0)
         mask = inside if mask is None else mask & inside
         src = M.clip((pos.reshape((-1,)) - s) // st, 0, max(count - 1, 0))
-        v = I.gather(v, src, axis=ax) if count else v
+        v = I.take_rows(v, src, ax) if count else v
     return x if mask is None else M.where(mask, v, x)
 
 
@@ -188,7 +188,7 @@ def index_fill(x: Tensor, index: Tensor, axis: int, value: Any, name: str | None
     x = tensor_arg("index_fill", x)
     ax = axis_arg("index_fill", axis, x.ndim)
     idx = tensor_arg("index_fill", index, "index").reshape((-1,))
-    idx = I.checked_index("index_fill", idx % max(x.shape[ax], 1), x.shape[ax], f"index along dim {ax}")
+    idx = I.checked_index("index_fill", idx, x.shape[ax], f"index along dim {ax}", negative=True)
     hit = M.any(_positions(x, ax).unsqueeze(-1) == idx, axis=-1)
     return M.where(hit, _like("index_fill", x, value), x)
 
@@ -221,7 +221,7 @@ def masked_scatter(x: Tensor, mask: Tensor, value: Tensor, name: str | None = No
     v = _like("masked_scatter", x, value).reshape((-1,))
     if int(M.sum(M.cast(flat, "int64")).item()) > v.shape[0]:
         raise OpArgumentError(f"[masked_scatter] mask has more True entries than value's {v.shape[0]}")
-    taken = I.gather(v, M.clip(order, 0, max(v.shape[0] - 1, 0)), axis=0).reshape(x.shape)
+    taken = I.take_rows(v, M.clip(order, 0, max(v.shape[0] - 1, 0)), 0).reshape(x.shape)
     return M.where(m, taken, x)
 
 

@@ -403,7 +403,7 @@ def _isin_sorted(x: Tensor, t: Tensor, invert: bool) -> Tensor:
     n = x.numel()
     both = S.concat([x.reshape((-1,)), M.cast(t, x.dtype)], axis=0)
     order = argsort(both, axis=0, stable=True)
-    s = I.gather(both, order, axis=0)
+    s = I.take_rows(both, order, 0)
     same = (s[1:] != s[:-1]) if invert else (s[1:] == s[:-1])
     last = C.full([1], bool(invert), dtype="bool", device=x.device)
     flag = S.concat([same, last], axis=0)

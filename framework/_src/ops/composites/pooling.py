@@ -36,7 +36,7 @@ def _pool_args(
         raise OpArgumentError(f"[{name}] x must be {nd + 2}-d (N, C, {nd} spatial dims), got shape {x.shape}")
     k = _ntuple(name, "kernel_size", kernel_size, nd, least=1)
     s = k if stride is None else _ntuple(name, "stride", stride, nd, least=1)
-    pads = _pads_nd(name, padding, k, (1,) * nd)
+    pads = _pads_nd(name, padding, k, (1,) * nd, x.shape[2:], s)
     if min(min(p) for p in pads) < 0:
         raise OpArgumentError(f"[{name}] padding must not be negative, got {padding!r}")
     total = []

@@ -87,6 +87,35 @@ def log_normal(x: Tensor, mean: float = 1.0, std: float = 2.0) -> Tensor:
     return M.exp(R.normal(mean, std, x.shape, dtype=x.dtype, device=x.device))
 
 
+def bernoulli_fill(x: Tensor, p: Any = 0.5, name: str | None = None) -> Tensor:
+    """0 or 1 of ``x``'s shape and dtype, 1 with probability ``p`` (Paddle's ``x.bernoulli_(p)``:
+    ``x``'s values are not read; :func:`framework.bernoulli` reads them as the probabilities).
+
+    Args:
+        x (Tensor): gives the shape, dtype and device.
+        p (float | Tensor): the probability of a 1, in ``[0, 1]``; a tensor broadcast to ``x``
+            gives one per element.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: a new tensor (``x.bernoulli_(p)`` stores it into ``x``).
+
+    Example:
+        >>> import framework as fw
+        >>> fw.ones([3]).bernoulli_(0.0).tolist(), fw.zeros([2]).bernoulli_(1.0).tolist()
+        ([0.0, 0.0, 0.0], [1.0, 1.0])
+    """
+    x = tensor_arg("bernoulli_", x)
+    if isinstance(p, Tensor):
+        prob = M.cast(p, _dt.float32 if x.dtype not in (_dt.float32, _dt.float64) else x.dtype)
+    else:
+        if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= float(p) <= 1.0:
+            raise OpArgumentError(f"[bernoulli_] p must be a number in [0, 1] or a Tensor, got {p!r}")
+        prob = float(p)
+    u = _uniform_like(x, None if _dt.is_floating(x.dtype) else _dt.float32)
+    return M.cast(M.less_than(u, prob), x.dtype)
+
+
 def random_integers(x: Tensor, from_: int = 0, to: int | None = None, *, generator: Any = None) -> Tensor:
     """Integers uniform in ``[from_, to)``, in ``x``'s shape and dtype.
 

@@ -457,6 +457,8 @@ def index_sample(x: Tensor, index: Tensor) -> Tensor:
         raise OpArgumentError(
             f"[index_sample] x and index must be 2-d with equal rows, got {x.shape} and {index.shape}"
         )
+    # Paddle's index_sample takes no negative index (take_along_axis does)
+    index = I.checked_index("index_sample", index, x.shape[1], f"index (rows of length {x.shape[1]})")
     return I.take_along_axis(x, index, 1)
 
 

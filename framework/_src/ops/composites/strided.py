@@ -84,7 +84,7 @@ def as_strided(
         )
     flat = x.reshape((-1,))
     idx = to_tensor(pos.reshape(-1), device=x.device)
-    return I.gather(flat, idx, axis=0).reshape(tuple(shp))
+    return I.take_rows(flat, idx, 0).reshape(tuple(shp))
 
 
 def unfold(x: Tensor, axis: int, size: int, step: int, name: str | None = None) -> Tensor:
@@ -116,7 +116,7 @@ def unfold(x: Tensor, axis: int, size: int, step: int, name: str | None = None) 
     count = (n - size) // step + 1
     pos = (np.arange(count)[:, None] * step + np.arange(size)[None, :]).reshape(-1)
     src = x if x.ndim else x.reshape((1,))
-    picked = I.gather(src, to_tensor(pos.astype(np.int64), device=x.device), axis=ax)
+    picked = I.take_rows(src, to_tensor(pos.astype(np.int64), device=x.device), ax)
     shp = src.shape[:ax] + (count, size) + src.shape[ax + 1 :]
     perm = [d for d in range(len(shp)) if d != ax + 1] + [ax + 1]
     return S.transpose(picked.reshape(shp), perm)

@@ -51,7 +51,7 @@ def max_pool_windows_decomposition(x: Tensor, *, starts: tuple, ends: tuple) -> 
     tables = [_window_table(s, e) for s, e in zip(starts, ends)]
     y = x
     for ax, t in enumerate(tables):
-        y = I.gather(y, to_tensor(t, device=x.device), axis=2 + 2 * ax)  # (..., O, K, ...)
+        y = I.take_rows(y, to_tensor(t, device=x.device), 2 + 2 * ax)  # (..., O, K, ...)
     outs, ks = tuple(t.shape[0] for t in tables), tuple(t.shape[1] for t in tables)
     perm = (0, 1) + tuple(2 + 2 * a for a in range(nd)) + tuple(3 + 2 * a for a in range(nd))
     cols = y.transpose(perm).reshape((n, c) + outs + (math.prod(ks),))
