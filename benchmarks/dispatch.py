@@ -20,7 +20,8 @@ round starts with the other tree), each timing every Oarlock case once per round
 calls, after a warm-up); medians over ``--rounds``, the ratio this / DIR, and the Python-level
 calls per op of ``x + y`` in each tree (cProfile's count: exact, load-independent).
 ``--cpu-clock`` times with the process's CPU clock (``time.process_time``) instead of the
-wall clock: time the machine's other load takes from the process is not counted.
+wall clock: time the machine's other load takes from the process is not counted (with
+``--against`` and in the plain side-by-side run with numpy and torch).
 """
 
 from __future__ import annotations
@@ -249,17 +250,19 @@ def main() -> None:
             "adds": lambda: ta16 + 1.0,
             "mm": lambda: ta64 @ tb64,
         }
-    print(f"device {args.device}; median of {args.repeat} x {args.number} calls; microseconds per op")
+    clock = time.process_time if args.cpu_clock else time.perf_counter
+    what = "process CPU time" if args.cpu_clock else "wall time"
+    print(f"device {args.device}; median of {args.repeat} x {args.number} calls; {what}, microseconds per op")
     head = f"{'op':16s} {'oarlock':>9s} {'numpy':>9s}" + (
         f" {'torch':>9s} {'oar/torch':>10s}" if torch else ""
     )
     print(head)
     for name, (f_fw, f_np, key) in cases.items():
-        t_fw = bench(f_fw, args.number, args.repeat)
-        t_np = bench(f_np, args.number, args.repeat)
+        t_fw = bench(f_fw, args.number, args.repeat, clock=clock)
+        t_np = bench(f_np, args.number, args.repeat, clock=clock)
         line = f"{name:16s} {t_fw:9.2f} {t_np:9.2f}"
         if torch is not None:
-            t_t = bench(tfns[key], args.number, args.repeat)
+            t_t = bench(tfns[key], args.number, args.repeat, clock=clock)
             line += f" {t_t:9.2f} {t_fw / t_t:9.2f}x"
         print(line)
 

@@ -10,6 +10,13 @@ run by the executor, once per level in ``--passes`` (``O2``, the importer's defa
 ``intra_op_num_threads``. Timed side by side in one process, taking turns; medians of
 ``--repeat`` rounds of ``--number`` calls, of wall time and of the process's CPU time (all its
 threads: on a loaded machine the wall time also counts the time the OS ran others).
+
+``--layers``: each convolution of the model alone instead, the cpu plugin's ``conv2d`` kernel
+(plugins/cpu/conv.c) against ONNX Runtime's Conv + bias + Relu node of the same shape (what it
+runs after folding the BatchNormalization), CPU time per call; ``--against OLD.c`` adds the
+kernel built from another conv.c (``git show main:plugins/cpu/conv.c > /tmp/old.c``) side by
+side (without ``--layers``: the whole model again with that kernel), and ``--tiles`` other register tiles (``-DCONV_VEC=64``, ``-DCONV_MR=8 -DCONV_NV=2``...:
+plugins/cpu/conv.py's ``TILE_OPTIONS``).
 """
 
 from __future__ import annotations
@@ -43,7 +50,13 @@ def main() -> None:
     ap.add_argument("--number", type=int, default=20)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--passes", default="O2,inference", help="comma-separated levels of fw.onnx.load")
+    ap.add_argument("--layers", action="store_true", help="each conv of the model alone (see above)")
+    ap.add_argument("--against", default="", help="another conv.c built beside this one (model or --layers)")
+    ap.add_argument("--tiles", default="", help="with --layers: ';'-separated option sets of conv.c's tiles")
     args = ap.parse_args()
+    if args.layers:
+        layers(args)
+        return
 
     import onnxruntime as ort
     from onnx_models import resnet
@@ -60,6 +73,21 @@ def main() -> None:
     models = {p: fw.onnx.load(model, device="cpu", passes=p) for p in levels}
     ours = models[levels[0]]
     xt = fw.to_tensor(x)
+    if args.against:  # the same levels with the conv kernel built from another conv.c
+        from plugins.cpu import conv
+        from plugins.cpu.compiler import own_program
+
+        other, orig = own_program(args.against, "conv2d_fwd", (), "conv2d"), conv._program
+        conv._program = lambda dt: other
+        try:
+            with fw.no_grad():
+                for p in levels:
+                    m = models[f"{p}, conv.c from {os.path.basename(args.against)}"] = fw.onnx.load(
+                        model, device="cpu", passes=p
+                    )
+                    m(xt).numpy()  # traced and bound now: its convs keep the other kernel
+        finally:
+            conv._program = orig
     runs = {f"oarlock fw.onnx.load passes={p}": (lambda m=m: m(xt).numpy()) for p, m in models.items()}
     runs["onnxruntime"] = lambda: theirs.run(None, {"x": x})[0]
     with fw.no_grad():
@@ -88,6 +116,100 @@ def main() -> None:
             f"  {k:40s} median {v:8.3f} ms/call ({v / med['onnxruntime']:.2f}x onnxruntime), "
             f"CPU {c:8.3f} ms/call ({c / med_cpu['onnxruntime']:.2f}x)"
         )
+
+
+def _conv_shapes(model: object, batch: int, image: int) -> list[tuple]:
+    """(x shape, w shape, stride, pad) of each Conv of ``model``, by ONNX shape inference."""
+    import onnx
+
+    inferred = onnx.shape_inference.infer_shapes(model)
+    shapes = {
+        v.name: [d.dim_value for d in v.type.tensor_type.shape.dim]
+        for v in list(inferred.graph.value_info) + list(inferred.graph.input)
+    }
+    inits = {t.name: tuple(t.dims) for t in model.graph.initializer}
+    out = []
+    for node in model.graph.node:
+        if node.op_type == "Conv":
+            attrs = {a.name: list(a.ints) for a in node.attribute}
+            xs = (
+                [batch, *shapes[node.input[0]][1:3], image] if node.input[0] == "x" else shapes[node.input[0]]
+            )
+            xs[0] = batch
+            out.append((tuple(xs), inits[node.input[1]], attrs["strides"][0], attrs["pads"][0]))
+    return out
+
+
+def layers(args: argparse.Namespace) -> None:
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+    from onnx_models import resnet
+
+    import framework as fw
+    from plugins.cpu import conv
+    from plugins.cpu.compiler import own_program
+
+    fw.ones([1]).numpy()  # the plugin loads: its thread policy applies
+    builds = {"conv.c": (conv._SOURCE, ())}
+    if args.against:
+        builds["against"] = (args.against, ())
+    for t in filter(None, (t.strip() for t in args.tiles.split(";"))):
+        builds[t] = (conv._SOURCE, tuple(t.split()))
+    progs = {k: own_program(path, "conv2d_fwd", opts, "conv2d") for k, (path, opts) in builds.items()}
+    so = ort.SessionOptions()
+    so.intra_op_num_threads, so.inter_op_num_threads = args.threads, 1
+    rng = np.random.default_rng(0)
+    orig = conv._program
+    totals = dict.fromkeys([*progs, "onnxruntime"], 0.0)
+    print(
+        f"conv layers of the ResNet-style model, batch {args.batch}, {args.threads} thread(s): CPU us per call"
+    )
+    print(f"{'x -> w, stride':<36}" + "".join(f"{k[:14]:>16}" for k in totals) + "  (ratio to onnxruntime)")
+    for xs, ws, stride, pad in _conv_shapes(resnet(image=args.image), args.batch, args.image):
+        x = rng.standard_normal(xs).astype(np.float32)
+        w = rng.standard_normal(ws).astype(np.float32)
+        b = rng.standard_normal(ws[0]).astype(np.float32)
+        oh = (xs[2] + 2 * pad - ws[2]) // stride + 1
+        calls = {}
+        for k, prog in progs.items():
+            conv._program = lambda dt, p=prog: p
+            y = np.empty((xs[0], ws[0], oh, oh), np.float32)
+            calls[k] = conv.conv2d_call(x, w, y, (stride,) * 2, ((pad, pad),) * 2, (1, 1), 1)
+        conv._program = orig
+        graph = helper.make_graph(
+            [
+                helper.make_node("Conv", ["x", "w", "b"], ["c"], strides=[stride] * 2, pads=[pad] * 4),
+                helper.make_node("Relu", ["c"], ["y"]),
+            ],
+            "conv",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, xs)],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+            [onnx.numpy_helper.from_array(w, "w"), onnx.numpy_helper.from_array(b, "b")],
+        )
+        sess = ort.InferenceSession(
+            helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString(),
+            so,
+            providers=["CPUExecutionProvider"],
+        )
+        calls["onnxruntime"] = lambda s=sess, x=x: s.run(None, {"x": x})
+        reps = max(3, min(200, int(3e7 / (np.prod(ws) * oh * oh * xs[0]))))
+        cpu: dict[str, list[float]] = {k: [] for k in calls}
+        for f in calls.values():
+            f()
+        for _ in range(args.repeat):
+            for k, f in calls.items():
+                c0 = time.process_time()
+                for _ in range(reps):
+                    f()
+                cpu[k].append((time.process_time() - c0) / reps * 1e6)
+        med = {k: statistics.median(v) for k, v in cpu.items()}
+        for k in med:
+            totals[k] += med[k]
+        name = f"{xs} -> {ws}, s{stride}"
+        print(f"{name:<36}" + "".join(f"{med[k]:9.0f} {med[k] / med['onnxruntime']:5.2f}x" for k in med))
+    t = totals["onnxruntime"]
+    print(f"{'total':<36}" + "".join(f"{v:9.0f} {v / t:5.2f}x" for v in totals.values()))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Oarlock against its peers on the same CPU, in one run: PyTorch eager, PaddlePaddle eager and
 ``to_static``, Oarlock eager and ``to_static``; one and two threads.
 
-    python benchmarks/peers.py [--rounds 3] [--threads 1,2] [--cases add,mlp,tfm] [--repeats 7]
+    python benchmarks/peers.py [--rounds 3] [--threads 1,2] [--cases add,mlp,tfm] [--repeats 7] [--cpu-clock]
 
 Cases (issue 38's table):
 
@@ -20,6 +20,11 @@ library loads: ``OMP_NUM_THREADS``, ``MKL_NUM_THREADS``, ``OPENBLAS_NUM_THREADS`
 ``OARLOCK_NUM_THREADS`` are set for it, ``torch.set_num_threads`` too), the interpreters taking
 turns round by round so all see the same machine load. Each figure is the median over rounds
 of each interpreter's median; ratios are Oarlock's time over the peer's (below 1: faster).
+``--cpu-clock`` times on the process's CPU clock instead of the wall clock: the time other
+processes take from it is not counted (on a loaded machine), but its threads' CPU times add
+up, so only the 1-thread figures compare with wall times. After the table, each of issue 38's
+goals is printed as met or missed by how much. The peers install with
+``pip install -r benchmarks/requirements-peers.txt``.
 """
 
 from __future__ import annotations
@@ -44,16 +49,16 @@ B_MLP, DIMS = 128, (784, 1024, 1024, 10)
 B, S, D, H, FF = 8, 128, 256, 4, 1024
 
 
-def median_time(fn, repeats: int, number: int = 1, warmup: int = 2) -> float:
+def median_time(fn, repeats: int, number: int = 1, warmup: int = 2, clock=time.perf_counter) -> float:
     """Median over ``repeats`` of the mean seconds per call of ``number`` calls."""
     for _ in range(warmup):
         fn()
     runs = []
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0 = clock()
         for _ in range(number):
             fn()
-        runs.append((time.perf_counter() - t0) / number)
+        runs.append((clock() - t0) / number)
     return statistics.median(runs)
 
 
@@ -136,33 +141,51 @@ def torch_cases() -> dict[str, object]:
     return {"add": lambda: a + b, "mlp": mlp_step, "tfm": tfm_step}
 
 
-def child(lib: str, threads: int, cases: list[str], repeats: int) -> dict[str, float]:
+def child(
+    lib: str, threads: int, cases: list[str], repeats: int, cpu_clock: bool = False
+) -> dict[str, float]:
     """Run in a fresh interpreter: ``{"eager/add": us, "eager/mlp": ms, "static/mlp": ms, ...}``."""
-    out: dict[str, float] = {}
+    out: dict[str, float | str] = {}
     if lib == "torch":
         import torch
 
         torch.set_num_threads(threads)
         modes = {"eager": torch_cases()}
+        out["version"] = (
+            f"torch {torch.__version__} ({torch.backends.cpu.get_cpu_capability()} kernels, BLAS: {torch_blas(torch)})"
+        )
     else:
         if lib == "paddle":
             import paddle as fw
 
             fw.set_device("cpu")
+            out["version"] = f"Paddle {fw.__version__}"
         else:
             sys.path.insert(0, ROOT)
             import framework as fw
+
+            out["version"] = "Oarlock (this tree)"
         modes = {"eager": pd_like_cases(fw, False), "static": pd_like_cases(fw, True)}
     for case in cases:  # the modes of a case take turns
         for mode, fns in modes.items():
             fn = fns.get(case)
             if fn is None:
                 continue
+            clock = time.process_time if cpu_clock else time.perf_counter
             if case == "add":
-                out[f"{mode}/{case}"] = median_time(fn, repeats, 2000, warmup=1) * 1e6
+                out[f"{mode}/{case}"] = median_time(fn, repeats, 2000, warmup=1, clock=clock) * 1e6
             else:
-                out[f"{mode}/{case}"] = median_time(fn, repeats, 1, warmup=3) * 1e3
+                out[f"{mode}/{case}"] = median_time(fn, repeats, 1, warmup=3, clock=clock) * 1e3
     return out
+
+
+def torch_blas(torch) -> str:
+    """The BLAS torch's CPU build links (from its build configuration)."""
+    cfg = torch.__config__.show()
+    for ln in cfg.splitlines():
+        if "BLAS_INFO=" in ln:
+            return ln.split("BLAS_INFO=", 1)[1].split(",")[0]
+    return "MKL" if "Intel(R) oneAPI Math Kernel Library" in cfg or "MKL" in cfg else "unknown"
 
 
 # -- the parent -----------------------------------------------------------------------------
@@ -192,6 +215,50 @@ def _ratio(med: dict, a: tuple[str, str], b: tuple[str, str]) -> str:
     return f"{x / y:.2f}x" if x and y else "-"
 
 
+# Issue 38's goals: (case, Oarlock's mode, peer column, the most Oarlock's time may be of it)
+GOALS = (
+    ("add", "eager", ("torch", "eager"), 1.5),
+    ("mlp", "eager", ("torch", "eager"), 1.0),
+    ("mlp", "static", ("torch", "eager"), 0.8),
+    ("tfm", "eager", ("torch", "eager"), 1.0),
+    ("tfm", "static", ("torch", "eager"), 0.85),
+    ("add", "eager", ("paddle", "eager"), 1.0),
+    ("mlp", "eager", ("paddle", "eager"), 1.0),
+    ("mlp", "static", ("paddle", "static"), 1.0),
+    ("tfm", "eager", ("paddle", "eager"), 1.0),
+    ("tfm", "static", ("paddle", "static"), 1.0),
+)
+
+
+def goal_lines(meds: dict[tuple[str, int], dict[tuple[str, str], float | None]]) -> list[str]:
+    """One line per goal and thread count: met, or by how much it is missed."""
+    lines = []
+    for case, mode, peer, most in GOALS:
+        for (c, n), med in meds.items():
+            if c != case:
+                continue
+            ours, theirs = med.get(("oarlock", mode)), med.get(peer)
+            what = f"{CASES[case]}, {n} thr: Oarlock {mode} <= {most:g}x {peer[0]} {peer[1]}"
+            if not ours or not theirs:
+                lines.append(f"{what}: not measured ({peer[0]} not installed or case not run)")
+                continue
+            ratio = ours / theirs
+            verdict = (
+                "met"
+                if ratio <= most
+                else f"MISSED by {ratio / most:.2f}x ({ours - most * theirs:+.2f} over)"
+            )
+            lines.append(f"{what}: {ratio:.2f}x, {verdict}")
+    return lines
+
+
+def load_average() -> str:
+    try:
+        return " ".join(f"{v:.1f}" for v in os.getloadavg())
+    except OSError:
+        return "unknown"
+
+
 def installed(lib: str) -> bool:
     return lib == "oarlock" or importlib.util.find_spec(lib) is not None
 
@@ -202,11 +269,17 @@ def main() -> None:
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--cases", default="add,mlp,tfm")
     ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument(
+        "--cpu-clock",
+        action="store_true",
+        help="time on the process's CPU clock (the machine's other load not counted; all of the "
+        "process's threads summed, so compare 1-thread figures only)",
+    )
     ap.add_argument("--child", nargs=2, metavar=("LIB", "THREADS"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     cases = args.cases.split(",")
     if args.child:
-        print(json.dumps(child(args.child[0], int(args.child[1]), cases, args.repeats)))
+        print(json.dumps(child(args.child[0], int(args.child[1]), cases, args.repeats, args.cpu_clock)))
         return
     sys.path.insert(0, ROOT)
     from benchmarks import cpu_description
@@ -214,19 +287,20 @@ def main() -> None:
     threads = [int(n) for n in args.threads.split(",")]
     libs = [lib for lib in LIBS if installed(lib)]
     got: dict[tuple[str, int], list[dict[str, float]]] = {(lib, n): [] for lib in libs for n in threads}
+    load0 = load_average()
     for r in range(args.rounds):
         for n in threads:
             k = r % len(libs)  # each round starts with the next library: no one always goes first
             for lib in libs[k:] + libs[:k]:
                 env = dict(os.environ)
                 env.pop("PYTHONPATH", None)
-                for k in (
+                for var in (
                     "OMP_NUM_THREADS",
                     "MKL_NUM_THREADS",
                     "OPENBLAS_NUM_THREADS",
                     "OARLOCK_NUM_THREADS",
                 ):
-                    env[k] = str(n)
+                    env[var] = str(n)
                 env.setdefault("GLOG_minloglevel", "2")  # Paddle's start-up log lines
                 cmd = [
                     sys.executable,
@@ -238,15 +312,19 @@ def main() -> None:
                     args.cases,
                     "--repeats",
                     str(args.repeats),
-                ]
-                r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
-                if r.returncode:
-                    sys.exit(f"[benchmarks] {lib} with {n} threads failed:\n{r.stderr[-3000:]}")
-                got[(lib, n)].append(json.loads(r.stdout.strip().splitlines()[-1]))
+                ] + (["--cpu-clock"] if args.cpu_clock else [])
+                run = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
+                if run.returncode:
+                    sys.exit(f"[benchmarks] {lib} with {n} threads failed:\n{run.stderr[-3000:]}")
+                got[(lib, n)].append(json.loads(run.stdout.strip().splitlines()[-1]))
     print(f"CPU: {cpu_description()}")
     print(f"flags: {cpu_flags()}")
+    print("peers: " + "; ".join(str(got[(lib, threads[0])][0].get("version")) for lib in libs))
+    print(f"load average (1, 5, 15 min) at start: {load0}; at end: {load_average()}")
+    clock = "process CPU time (all threads summed)" if args.cpu_clock else "wall clock"
     print(
-        f"medians of {args.rounds} rounds (each the median of {args.repeats} repeats); ratio = Oarlock / peer"
+        f"{clock}; medians of {args.rounds} rounds (each the median of {args.repeats} repeats); "
+        "ratio = Oarlock / peer"
     )
     cols = [
         ("torch", "eager"),
@@ -262,9 +340,10 @@ def main() -> None:
         + " | Oarlock eager / torch, / Paddle | Oarlock static / torch, / Paddle static |"
     )
     print("|---|---|" + "---|" * (len(head) + 2))
+    meds: dict[tuple[str, int], dict[tuple[str, str], float | None]] = {}
     for case in cases:
         for n in threads:
-            med: dict[tuple[str, str], float | None] = {}
+            med: dict[tuple[str, str], float | None] = meds.setdefault((case, n), {})
             cells = []
             for lib, mode in cols:
                 if lib not in libs:
@@ -277,6 +356,9 @@ def main() -> None:
             r1 = f"{_ratio(med, ('oarlock', 'eager'), ('torch', 'eager'))}, {_ratio(med, ('oarlock', 'eager'), ('paddle', 'eager'))}"
             r2 = f"{_ratio(med, ('oarlock', 'static'), ('torch', 'eager'))}, {_ratio(med, ('oarlock', 'static'), ('paddle', 'static'))}"
             print(f"| {CASES[case]} | {n} | " + " | ".join(cells) + f" | {r1} | {r2} |")
+    print("\nissue 38's goals (Oarlock's time / the peer's):")
+    for ln in goal_lines(meds):
+        print("- " + ln)
 
 
 if __name__ == "__main__":

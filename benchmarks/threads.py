@@ -12,6 +12,13 @@ Cases:
   compiler, AdamW's update program after it (benchmarks/compiler.py's "whole step"); torch
   eager runs the same model and step.
 
+- ``products``: 2-D float32 products of the sizes training and the convolutions run, at the
+  largest thread count, three ways in one interpreter (``OARLOCK_NUM_THREADS`` = N), interleaved
+  block by block: one BLAS call on one thread (what numpy's OpenBLAS gets, threads.py's
+  ``split_products``), the rows split over the OpenMP team as concurrent BLAS calls (gemm.c;
+  only MKL gets it: OpenBLAS gave wrong results at random so), and one call on OpenBLAS's own
+  N threads (``openblas_set_num_threads`` around the call).
+
 Each configuration runs in a fresh interpreter (thread pools are sized when their library
 loads), the configurations interleaved round by round so all see the same machine load:
 
@@ -55,10 +62,71 @@ wall, cpu = ts.timed(fn, repeats)
 print(json.dumps({{"wall": wall, "cpu": cpu}}))
 """
 
+_PRODUCTS = r"""
+import ctypes, json, os, statistics, sys, time
+sys.path.insert(0, {root!r})
+import numpy as np
+import framework as fw
+from plugins.cpu import gemm, threads
+fw.ones([1]).numpy()  # the plugin loads: its thread policy applies
+n, repeats, rounds = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+pool = next((p for p in threads.blas_pools() if p.get("internal_api") == "openblas"), None)
+setn = None
+if pool is not None:
+    lib = ctypes.CDLL(pool["filepath"])
+    for name in ("scipy_openblas_set_num_threads64_", "openblas_set_num_threads64_", "openblas_set_num_threads"):
+        if hasattr(lib, name):
+            setn = getattr(lib, name); setn.argtypes = [ctypes.c_int]; break
+rng = np.random.default_rng(0)
+out = []
+for m, k, nn in [(1024, 64, 192), (64, 1024, 192), (256, 256, 256), (1024, 256, 256), (512, 512, 512),
+                 (128, 768, 768), (1024, 256, 1024)]:
+    a = rng.standard_normal((m, k)).astype(np.float32); b = rng.standard_normal((k, nn)).astype(np.float32)
+    c = np.empty((m, nn), np.float32)
+    one, team = gemm.gemm_call(a, b, c, 1), gemm.gemm_call(a, b, c, n)
+    def own():
+        setn(n); one(); setn(1)
+    kinds = [("one", one), ("team", team)] + ([("own", own)] if setn else [])
+    reps = max(3, min(repeats, int(4e8 / (m * k * nn))))
+    res = {{key: [] for key, _ in kinds}}
+    for f in (one, team): f()
+    for r in range(rounds):
+        kinds = kinds[1:] + kinds[:1]
+        for key, f in kinds:
+            ts = []
+            for _ in range(reps):
+                t0 = time.perf_counter(); f(); ts.append(time.perf_counter() - t0)
+            res[key].append(statistics.median(ts) * 1e6)
+    out.append([f"{{m}}x{{k}} @ {{k}}x{{nn}}", {{key: statistics.median(v) for key, v in res.items()}}])
+print(json.dumps({{"blas": gemm.blas_name("f"), "rows": out}}))
+"""
+
+
+def products(n: int, repeats: int, rounds: int) -> None:
+    r = subprocess.run(
+        [sys.executable, "-c", _PRODUCTS.format(root=ROOT), str(n), str(repeats), str(rounds)],
+        env=env_for("policy", n),
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    if r.returncode:
+        raise SystemExit(f"[benchmarks] products failed (exit status {r.returncode}):\n{r.stderr[-3000:]}")
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    print(f"\n2-D float32 products at {n} threads ({got['blas']}), median us of {rounds} rounds")
+    print(f"{'':<22}{'1 call 1 thr':>13}{'team split':>12}{'BLAS own thr':>13}{'split/1':>9}{'own/1':>8}")
+    for name, t in got["rows"]:
+        own = t.get("own", float("nan"))
+        print(
+            f"{name:<22}{t['one']:>13.1f}{t['team']:>12.1f}{own:>13.1f}{t['team'] / t['one']:>9.2f}{own / t['one']:>8.2f}"
+        )
+
+
 KINDS = [("nopolicy", "oarlock, no policy"), ("policy", "oarlock, policy"), ("torch", "torch eager")]
 TITLES = {
     "block": "Llama block d256 h4 s128 b8 fwd+bwd (eager)",
     "tiny": "tiny Llama training step, whole step to_static + compiler (torch: eager)",
+    "products": "2-D products: one call on one thread, split over the team, BLAS's own threads",
 }
 
 
@@ -114,6 +182,10 @@ def main() -> None:
     except ImportError:
         kinds = KINDS[:2]
     res: dict[tuple[str, str, int], list[dict[str, float]]] = {}
+    if "products" in cases:
+        cases.remove("products")
+        print(f"cpu: {cpu_description()}")
+        products(counts[-1], args.repeats * 10, args.rounds * 3)
     for _ in range(args.rounds):
         for case in cases:
             for kind, _label in kinds:

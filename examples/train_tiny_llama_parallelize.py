@@ -5,6 +5,8 @@ curve next to the same model trained in one process.
 
     oarlock launch -n 4 examples/train_tiny_llama_parallelize.py --pp 2 --mp 2 --tied
     oarlock launch -n 4 examples/train_tiny_llama_parallelize.py --dp 2 --mp 2 --sharding 1
+    oarlock launch -n 4 examples/train_tiny_llama_parallelize.py --dp 4 --sharding 3 --clip 0.5
+    oarlock launch -n 4 examples/train_tiny_llama_parallelize.py --pp 2 --dp 2 --sharding 2 --tied --clip 0.5
     oarlock launch -n 2 examples/train_tiny_llama_parallelize.py --pp 2
     python examples/train_tiny_llama_parallelize.py            # one process
 
@@ -72,12 +74,22 @@ def plan(tied: bool) -> dict:
     return p
 
 
-def optimizer(params: list) -> fw.optimizer.Optimizer:
-    return fw.optimizer.AdamW(learning_rate=3e-3, parameters=params, weight_decay=0.01)
+def optimizer(params: list, clip: float | None = None) -> fw.optimizer.Optimizer:
+    """AdamW; ``clip``: a ClipGradByGlobalNorm of that norm (over every stage and shard)."""
+    grad_clip = fw.nn.ClipGradByGlobalNorm(clip) if clip else None
+    return fw.optimizer.AdamW(learning_rate=3e-3, parameters=params, weight_decay=0.01, grad_clip=grad_clip)
 
 
 def parallel_train(
-    vocab: int, layers: int, data: list, pp: int, dp: int, mp: int, sharding: int = 0, tied: bool = False
+    vocab: int,
+    layers: int,
+    data: list,
+    pp: int,
+    dp: int,
+    mp: int,
+    sharding: int = 0,
+    tied: bool = False,
+    clip: float | None = None,
 ) -> tuple[list[float], TinyLlama]:
     """Train under ``dist.parallelize`` on a ``[pp, dp, mp]`` mesh; the loss per step."""
     axes = [(n, k) for n, k in (("pp", pp), ("dp", dp), ("mp", mp)) if k > 1 or n != "pp"]
@@ -89,7 +101,7 @@ def parallel_train(
     config = {"dp_config": {"sharding_level": sharding}, "mp_config": {"parallelize_plan": plan(tied)}}
     if pp > 1:
         config["pp_config"] = {"split_spec": "layers"}
-    model, opt = dist.parallelize(model, optimizer(model.parameters()), config=config)
+    model, opt = dist.parallelize(model, optimizer(model.parameters(), clip), config=config)
     last = model.pipeline_stages[-1]
     rows = [dist.Shard(0) if a == "dp" else dist.Replicate() for a in last.dim_names]
     losses = []
@@ -111,11 +123,16 @@ def _value(loss: dist.DistTensor, last: dist.ProcessMesh) -> float:
 
 
 def reference(
-    vocab: int, layers: int, data: list, tied: bool = False, model: fw.nn.Layer | None = None
+    vocab: int,
+    layers: int,
+    data: list,
+    tied: bool = False,
+    model: fw.nn.Layer | None = None,
+    clip: float | None = None,
 ) -> tuple[list[float], fw.nn.Layer]:
     """The same model (or ``model``) trained in one process on the whole batch."""
     model = model if model is not None else TinyLlama(vocab, layers, tied)
-    opt = optimizer(model.parameters())
+    opt = optimizer(model.parameters(), clip)
     losses = []
     for x, y in data:
         loss = loss_fn(model(fw.to_tensor(x)), fw.to_tensor(y))
@@ -133,19 +150,22 @@ if __name__ == "__main__":
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--batch", type=int, default=8)
-    ap.add_argument("--sharding", type=int, default=0, help="dp_config sharding_level (0 or 1)")
+    ap.add_argument("--sharding", type=int, default=0, help="dp_config sharding_level (0, 1, 2 or 3)")
+    ap.add_argument("--clip", type=float, default=None, help="ClipGradByGlobalNorm(clip)")
     ap.add_argument("--tied", action="store_true", help="share the embedding with the head")
     args = ap.parse_args()
     dist.init_parallel_env()
     vocab = len(char_corpus()[1])
     data = batches(args.steps, args.batch)
-    got, _ = parallel_train(vocab, args.layers, data, args.pp, args.dp, args.mp, args.sharding, args.tied)
+    got, _ = parallel_train(
+        vocab, args.layers, data, args.pp, args.dp, args.mp, args.sharding, args.tied, args.clip
+    )
     if dist.get_rank() == 0:
-        ref, _ = reference(vocab, args.layers, data, args.tied)
+        ref, _ = reference(vocab, args.layers, data, args.tied, clip=args.clip)
         for i, (a, b) in enumerate(zip(got, ref)):
             print(f"step {i}: loss {a:.6f}  one process {b:.6f}", flush=True)
         print(
             f"parallelize pp {args.pp} x dp {args.dp} x mp {args.mp} (sharding_level {args.sharding}"
-            f"{', tied' if args.tied else ''}): largest difference {max(abs(a - b) for a, b in zip(got, ref)):.2e}",
+            f"{', tied' if args.tied else ''}{f', clip {args.clip}' if args.clip else ''}): largest difference {max(abs(a - b) for a, b in zip(got, ref)):.2e}",
             flush=True,
         )

@@ -228,7 +228,7 @@ from ._src.ops.shape import (
     unsqueeze,
 )
 from ._src.plugins import register_plugin
-from ._src.tensor import Tensor, from_dlpack, to_tensor
+from ._src.tensor import Size, Tensor, from_dlpack, to_tensor
 
 # isort: split
 # Paddle's tensor functions added for API breadth (issue 17); each defined once in _src/ops.
@@ -767,6 +767,7 @@ __all__ = [
     "take_along_axis",
     "tan",
     "tanh",
+    "Size",
     "Tensor",
     "tensor",
     "tensordot",

@@ -65,6 +65,55 @@ def test_conv2d_kernel_matches_paddle(xs, ws, stride, padding, dilation, groups,
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
+#: odd sizes for the register tiles: output channels per group not a multiple of the tile's rows,
+#: widths not a multiple of its columns, stride 3, groups 3, a 5x5 dilated kernel
+ODD = [
+    ((2, 5, 13, 11), (7, 5, 3, 3), 1, 1, 1, 1),
+    ((1, 9, 17, 19), (9, 3, 3, 3), 3, 2, 1, 3),
+    ((3, 4, 15, 9), (13, 4, 5, 5), (1, 2), 3, 2, 1),
+    ((1, 64, 8, 8), (64, 64, 3, 3), 1, 1, 1, 1),
+]
+
+
+@needs_kernel
+@pytest.mark.parametrize(
+    "tile",
+    [(), ("-DCONV_VEC=64",), ("-DCONV_VEC=32", "-DCONV_MR=3", "-DCONV_NV=1")],
+    ids=["avx2", "avx512", "3x1"],
+)
+@pytest.mark.parametrize("xs, ws, stride, padding, dilation, groups", CASES[:3] + CASES[5:9] + ODD)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_conv2d_register_tiles_match_paddle(
+    xs, ws, stride, padding, dilation, groups, tile, dtype, monkeypatch
+):
+    from plugins.cpu import conv
+
+    monkeypatch.setattr(conv, "TILE_OPTIONS", tile)  # conv.c's tiles: AVX2's (default), AVX-512's, odd
+    rng = np.random.default_rng(sum(xs) + sum(ws))
+    x = rng.standard_normal(xs).astype(dtype)
+    w = rng.standard_normal(ws).astype(dtype)
+    before = fw.op_path_stats().get("conv2d@cpu", {}).get("fused", 0)
+    got = F.conv2d(fw.to_tensor(x), fw.to_tensor(w), None, stride, padding, dilation, groups).numpy()
+    assert fw.op_path_stats()["conv2d@cpu"]["fused"] == before + 1
+    want = paddle_conv(x.astype(np.float32), w.astype(np.float32), stride, padding, dilation, groups)
+    tol = 1e-4 if dtype == "float32" else 2e-5  # Paddle's cpu conv computes in float32 here
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    if dtype == "float64":  # and against float64 numpy, closely
+        ref = conv._numpy_conv2d(x, w, _pair(stride), _pads(padding), _pair(dilation), groups)
+        np.testing.assert_allclose(got, ref, rtol=1e-11, atol=1e-11)
+
+
+def _pair(v):
+    return tuple(v) if isinstance(v, (tuple, list)) else (v, v)
+
+
+def _pads(p):
+    if isinstance(p, list):
+        return ((p[0], p[1]), (p[2], p[3]))
+    a, b = _pair(p)
+    return ((a, a), (b, b))
+
+
 @needs_kernel
 def test_conv2d_kernel_float64_strided_input_and_gradient():
     rng = np.random.default_rng(1)
@@ -203,3 +252,30 @@ def test_conv_fold_leaves_a_chain_it_cannot_fold():
     _, stats = passes.optimize(prog, ["conv_fold"])
     assert stats[0].rewritten == 0
     assert str(prog) == str(parse_program(text))
+
+
+@needs_kernel
+def test_relu_in_a_static_program_is_bound_once_and_right_on_every_run(monkeypatch):
+    from plugins.cpu import conv
+
+    made = []
+    real = conv._relu_call
+    monkeypatch.setattr(conv, "_relu_call", lambda x, y: made.append(x.shape) or real(x, y))
+
+    @fw.jit.to_static
+    def f(x, w):
+        return F.relu(F.conv2d(x, w, padding=1)) * 2.0
+
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal((6, 4, 3, 3)).astype(np.float32)
+    counts = []
+    for _ in range(10):
+        x = rng.standard_normal((2, 4, 9, 7)).astype(np.float32)
+        x[0, 0, 0, :3] = [np.nan, -0.0, 0.0]
+        got = f(fw.to_tensor(x), fw.to_tensor(w)).numpy()
+        z = paddle_conv(x, w, 1, 1, 1, 1)
+        want = np.where(np.isnan(z), z, np.maximum(z, 0)) * np.float32(2.0)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)  # NaN stays NaN in both
+        counts.append(len(made))
+    # once the program replays its bound kernels (after its first runs), no new C call is made
+    assert counts[0] >= 1 and counts[-1] == counts[5], counts

@@ -14,7 +14,14 @@ import pytest
 
 pytest.importorskip("threadpoolctl")
 
-from plugins.cpu.threads import SPIN_COUNT  # noqa: E402
+from plugins.cpu.threads import CONCURRENT_BLAS, SPIN_COUNT  # noqa: E402
+
+
+def _numpy_blas() -> str:
+    from plugins.cpu.threads import numpy_blas
+
+    return numpy_blas()
+
 
 _ENV_KEYS = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
 
@@ -59,14 +66,16 @@ def test_one_thread_budget_puts_every_pool_on_one():
     # idle OpenMP threads wait briefly for the next kernel, then sleep (no wait policy forced)
     assert got["OMP_WAIT_POLICY"] is None and got["GOMP_SPINCOUNT"] == str(SPIN_COUNT)
     assert got["pools"] and all(n == 1 for _, n in got["pools"]), got["pools"]
-    assert got["split_matmul"] is False and got["workers"] == 0
+    assert got["split_matmul"] is False and got["split_team"] is False and got["workers"] == 0
 
 
 def test_a_budget_of_two_runs_blas_on_one_thread_and_splits_products_itself():
     got = probe(OARLOCK_NUM_THREADS="2")
     assert got["budget"] == 2 and got["OMP_NUM_THREADS"] == "2"
     assert got["pools"] and all(n == 1 for _, n in got["pools"]), got["pools"]
-    assert got["split_matmul"] is True and got["workers"] == 1
+    assert got["split_team"] is True and got["workers"] == 1
+    # numpy's own BLAS takes split products only where several threads may call it at once
+    assert got["split_matmul"] is (_numpy_blas() in CONCURRENT_BLAS)
 
 
 def test_default_budget_is_the_usable_cores_and_user_settings_win():
@@ -80,13 +89,13 @@ def test_a_users_spin_count_or_passive_wait_is_kept():
     assert probe(GOMP_SPINCOUNT="7")["GOMP_SPINCOUNT"] == "7"
     got = probe(OMP_WAIT_POLICY="PASSIVE")
     assert got["OMP_WAIT_POLICY"] == "PASSIVE" and got["GOMP_SPINCOUNT"] is None
-    assert got["split_matmul"] is (got["budget"] > 1)
+    assert got["split_team"] is (got["budget"] > 1)
 
 
 @pytest.mark.parametrize("var", ["OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"])
 def test_a_users_one_thread_blas_or_openmp_setting_is_respected(var):
     got = probe(**{var: "1"})  # no OARLOCK_NUM_THREADS: the user's word is the budget
-    assert got["budget"] == 1 and got["workers"] == 0 and got["split_matmul"] is False
+    assert got["budget"] == 1 and got["workers"] == 0 and got["split_team"] is False
     assert got["OMP_NUM_THREADS"] == "1"
     if var != "MKL_NUM_THREADS":  # OpenBLAS reads OMP_NUM_THREADS too, not MKL's
         assert all(n == 1 for _, n in got["pools"]), got["pools"]
@@ -95,19 +104,19 @@ def test_a_users_one_thread_blas_or_openmp_setting_is_respected(var):
 def test_a_users_blas_thread_count_is_left_as_set():
     got = probe(OPENBLAS_NUM_THREADS="2")  # owned by the plugin, BLAS would run on one
     assert got["pools"] and all(n == min(2, os.cpu_count()) for _, n in got["pools"]), got["pools"]
-    assert got["split_matmul"] is False  # BLAS threads itself as the user asked
+    assert got["split_team"] is False  # BLAS threads itself as the user asked
     assert got["budget"] == min(2, len(os.sched_getaffinity(0)))
 
 
 def test_oarlock_num_threads_overrides_the_users_blas_and_openmp_settings():
     got = probe(OARLOCK_NUM_THREADS="2", OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
-    assert got["budget"] == 2 and got["OMP_NUM_THREADS"] == "2" and got["split_matmul"] is True
+    assert got["budget"] == 2 and got["OMP_NUM_THREADS"] == "2" and got["split_team"] is True
     assert all(n == 1 for _, n in got["pools"]), got["pools"]
 
 
 def test_policy_off_leaves_the_pools_alone():
     got = probe(OARLOCK_THREAD_POLICY="0", OPENBLAS_NUM_THREADS="1")
-    assert got["enabled"] is False and got["OMP_WAIT_POLICY"] is None and got["split_matmul"] is False
+    assert got["enabled"] is False and got["OMP_WAIT_POLICY"] is None and got["split_team"] is False
     assert got["GOMP_SPINCOUNT"] is None
 
 
@@ -207,35 +216,60 @@ res["fork_status"] = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
 res["blas_found"] = gemm.blas_gemm("f") is not None
 res["team"] = team
 res["cols_expected"] = gemm.blocks(64, 192, 2, np.dtype("float32"))[0]
+res["team_blas"] = threads.split_products(gemm.blas_name("f"))  # gemm.c's blocks call BLAS at once
+res["numpy_split"] = threads.split_products(threads.numpy_blas())  # the workers' np.matmul blocks
 print(json.dumps(res))
 """
 
 
-def test_split_kernels_give_the_whole_products_bits():
+_PRODUCTS = (
+    "rows",
+    "batch",
+    "broadcast",
+    "stack",
+    "rhs_batch",
+    "cols",
+    "transposed",
+    "strided",
+    "static_matmul",
+)
+
+
+@pytest.mark.parametrize("blas", ["auto", "mkl"])
+def test_split_kernels_give_the_whole_products_bits(blas):
+    if blas == "mkl" and not _has_mkl():
+        pytest.skip("Intel's MKL is not installed (pip install mkl)")
     # the compiler off: the static program runs the plugin's kernels, not a generated one
-    res = json.loads(_python(_SPLIT, OARLOCK_NUM_THREADS="2", OARLOCK_COMPILE="0").strip().splitlines()[-1])
+    res = json.loads(
+        _python(_SPLIT, OARLOCK_NUM_THREADS="2", OARLOCK_COMPILE="0", OARLOCK_BLAS=blas)
+        .strip()
+        .splitlines()[-1]
+    )
     grain32, exact32 = res.pop("grain32")
     grain64, exact64 = res.pop("grain64")
     assert res.pop("fork_status") == 0
     team, found, cols = res.pop("team"), res.pop("blas_found"), res.pop("cols_expected")
-    if found:  # numpy's BLAS is callable from C: its 2-d products ran on the OpenMP team
+    team_blas, numpy_split = res.pop("team_blas"), res.pop("numpy_split")
+    if found and team_blas:  # the BLAS is callable from C by several threads: 2-d products on the team
         shapes = [(tuple(a), tuple(b)) for a, b, _ in team]
         for want in [((1000, 688), (688, 256)), ((517, 300), (300, 200)), ((64, 1024), (1024, 192))]:
             assert want in shapes, (want, shapes)
         assert ((256, 1024), (1024, 688)) in shapes and ((1000, 297), (297, 256)) in shapes, shapes
         # the weight gradient's shape: by columns where the rows are one tile and theirs is exact
         assert [c for a, b, c in team if a == [64, 1024] and b == [1024, 192]] == [cols]
+    else:  # numpy's OpenBLAS: never called from several threads at once (threads.split_products)
+        assert team == [], team
     for name, r in res.items():
-        if not name.startswith("cols"):  # 64 rows: one row tile, the team's columns or whole
+        product = name.startswith(_PRODUCTS)
+        if not name.startswith("cols") and (numpy_split or not product):
             assert r["split"] >= 2, (name, r)  # the case is large enough to be split
+        if product and not numpy_split:
+            assert r["split"] == 0, (name, r)
         exact = exact64 if name.endswith("f64") else exact32
-        if (
-            name.startswith(("rows", "transposed", "stack", "broadcast", "cols", "strided", "static_matmul"))
-            and not exact
-        ):
+        if product and (team_blas or numpy_split) and not exact:
             # no row tile of this BLAS is exact: rounding as its own threads would
             assert r["err"] < 1e-3, (name, r)
-        else:
+        else:  # split at exact tiles, or one call: the whole product's bits
             assert r["equal"], (name, r, grain32, grain64)
 
 
@@ -558,3 +592,59 @@ def test_cpu_properties_tell_the_cpu_family_and_numpys_blas_kernels():
     forced = os.environ.get("OPENBLAS_CORETYPE")
     if pool["internal_api"] == "openblas":
         assert (f"OPENBLAS_CORETYPE={forced}" in blas) if forced else ("OPENBLAS_CORETYPE" not in blas), blas
+
+
+# -- products and 1x1 convolutions that would be split, 50 times over (threads.split_products) --
+_REPEAT = """
+import json, numpy as np, framework as fw
+import framework.nn.functional as F
+from plugins.cpu import conv, gemm, threads
+rng = np.random.default_rng(0)
+fw.ones([1]).numpy()
+res = {"blas": gemm.blas_name("f"), "team_blas": threads.split_products(gemm.blas_name("f")),
+       "products": [], "convs": [], "conv_nt": []}
+spied = conv._program
+class Spy:  # the thread count conv.c gets (its last argument)
+    def __init__(self, p):
+        self.ffi, self._fn = p.ffi, p.fn
+    def fn(self, *a):
+        res["conv_nt"].append(a[-1])
+        return self._fn(*a)
+conv._program = lambda dt: (lambda p: p and Spy(p))(spied(dt))
+for sa, sb, dt in [((1000, 688), (688, 256), "float32"), ((64, 1024), (1024, 192), "float32"),
+                   ((517, 300), (300, 200), "float64")]:
+    a = rng.standard_normal(sa).astype(dt); b = rng.standard_normal(sb).astype(dt)
+    exact, numpy_bits = a.astype(np.float64) @ b.astype(np.float64), a @ b
+    outs = [(fw.to_tensor(a) @ fw.to_tensor(b)).numpy() for _ in range(50)]
+    res["products"].append([list(sa), all(np.array_equal(o, outs[0]) for o in outs),
+                            all(np.array_equal(o, numpy_bits) for o in outs),
+                            max(float(np.max(np.abs(o - exact)) / np.max(np.abs(exact))) for o in outs)])
+# 1x1 convolutions on the BLAS path: in place (stride 1) and im2col (stride 2), two images
+for xs, ws, stride in [((2, 64, 28, 28), (128, 64, 1, 1), 1), ((2, 128, 28, 28), (256, 128, 1, 1), 2)]:
+    x = rng.standard_normal(xs).astype("float32"); w = rng.standard_normal(ws).astype("float32")
+    xv = x[:, :, ::stride, ::stride]
+    want = np.einsum("nchw,oc->nohw", xv.astype(np.float64), w[:, :, 0, 0].astype(np.float64))
+    outs = [F.conv2d(fw.to_tensor(x), fw.to_tensor(w), stride=stride).numpy() for _ in range(50)]
+    res["convs"].append([list(xs), stride, all(np.array_equal(o, outs[0]) for o in outs),
+                         max(float(np.max(np.abs(o - want)) / np.max(np.abs(want))) for o in outs)])
+print(json.dumps(res))
+"""
+
+
+@pytest.mark.parametrize("blas", ["numpy", "mkl"])
+def test_products_and_1x1_convs_that_would_be_split_give_the_same_right_values_50_times(blas):
+    if blas == "mkl" and not _has_mkl():
+        pytest.skip("Intel's MKL is not installed (pip install mkl)")
+    res = json.loads(_python(_REPEAT, OARLOCK_NUM_THREADS="2", OARLOCK_BLAS=blas).strip().splitlines()[-1])
+    assert res["blas"] == blas
+    # MKL: split over the team (concurrent calls, safe by its contract); numpy's OpenBLAS: one call
+    assert res["team_blas"] is (blas == "mkl")
+    assert len(res["conv_nt"]) == 100 and set(res["conv_nt"]) == ({2} if blas == "mkl" else {1}), res[
+        "conv_nt"
+    ]
+    for shape, same, numpy_bits, err in res["products"]:
+        assert same and err < 1e-5, (shape, same, err)  # float32: ~1e-7 relative
+        if blas == "numpy":
+            assert numpy_bits, shape  # one call on one thread: numpy's own bits
+    for shape, stride, same, err in res["convs"]:
+        assert same and err < 1e-5, (shape, stride, same, err)

@@ -28,32 +28,40 @@ F = fw.nn.functional
 
 _RUNNER = textwrap.dedent(
     """
-    import sys, numpy as np
+    import os, sys, numpy as np
     prefix, data, out = sys.argv[1], sys.argv[2], sys.argv[3]
-    xs = [v for _, v in sorted(np.load(data).items())]
+    saved = np.load(data)
+    cases = sorted({k.split("_")[0] for k in saved})
     import paddle
     from paddle import inference
     layer = paddle.jit.load(prefix)
-    got = layer(*[paddle.to_tensor(x) for x in xs])
-    got = got if isinstance(got, (list, tuple)) else [got]
-    res = {f"jit_{k}": g.numpy() for k, g in enumerate(got)}
-    config = inference.Config(prefix + ".json", prefix + ".pdiparams")
+    params = prefix + ".pdiparams" if os.path.exists(prefix + ".pdiparams") else ""
+    config = inference.Config(prefix + ".json", params)
     config.disable_glog_info()
     pred = inference.create_predictor(config)
-    for name, x in zip(pred.get_input_names(), xs):
-        pred.get_input_handle(name).copy_from_cpu(x)
-    pred.run()
-    for k, name in enumerate(pred.get_output_names()):
-        res[f"pred_{k}"] = pred.get_output_handle(name).copy_to_cpu()
+    res = {}
+    for c in cases:
+        xs = [saved[k] for k in sorted(k for k in saved if k.startswith(c + "_"))]
+        got = layer(*[paddle.to_tensor(x) for x in xs])
+        got = got if isinstance(got, (list, tuple)) else [got]
+        res.update({f"{c}_jit_{k}": g.numpy() for k, g in enumerate(got)})
+        for name, x in zip(pred.get_input_names(), xs):
+            pred.get_input_handle(name).copy_from_cpu(x)
+        pred.run()
+        for k, name in enumerate(pred.get_output_names()):
+            res[f"{c}_pred_{k}"] = pred.get_output_handle(name).copy_to_cpu()
     np.savez(out, **res)
     """
 )
 
 
-def run_paddle(prefix: str, xs: list[np.ndarray], tmp: str) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """Outputs of real Paddle's jit.load and Predictor on the saved files."""
+def run_paddle_many(
+    prefix: str, cases: list[list[np.ndarray]], tmp: str
+) -> list[tuple[list[np.ndarray], list[np.ndarray]]]:
+    """Outputs of real Paddle's jit.load and Predictor on the saved files, for each input set
+    (one child process for all of them)."""
     data, out, script = (os.path.join(tmp, n) for n in ("in.npz", "out.npz", "run.py"))
-    np.savez(data, **{f"x{k:02d}": x for k, x in enumerate(xs)})
+    np.savez(data, **{f"c{c:03d}_x{k:02d}": x for c, xs in enumerate(cases) for k, x in enumerate(xs)})
     with open(script, "w") as f:
         f.write(_RUNNER)
     proc = subprocess.run(
@@ -61,8 +69,18 @@ def run_paddle(prefix: str, xs: list[np.ndarray], tmp: str) -> tuple[list[np.nda
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     res = np.load(out)
-    n = len([k for k in res if k.startswith("jit_")])
-    return [res[f"jit_{k}"] for k in range(n)], [res[f"pred_{k}"] for k in range(n)]
+    got = []
+    for c in range(len(cases)):
+        n = len([k for k in res if k.startswith(f"c{c:03d}_jit_")])
+        got.append(
+            ([res[f"c{c:03d}_jit_{k}"] for k in range(n)], [res[f"c{c:03d}_pred_{k}"] for k in range(n)])
+        )
+    return got
+
+
+def run_paddle(prefix: str, xs: list[np.ndarray], tmp: str) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Outputs of real Paddle's jit.load and Predictor on the saved files."""
+    return run_paddle_many(prefix, [xs], tmp)[0]
 
 
 def eager(layer: fw.nn.Layer, xs: list[np.ndarray]) -> list[np.ndarray]:
@@ -73,25 +91,40 @@ def eager(layer: fw.nn.Layer, xs: list[np.ndarray]) -> list[np.ndarray]:
 
 def roundtrip(
     layer: fw.nn.Layer, specs: list[InputSpec], xs: list[np.ndarray], tmp, rtol: float = 1e-5
-) -> None:
+) -> str:
+    """Save ``layer`` in Paddle's format; Oarlock's load, Paddle's jit.load and Paddle's
+    Predictor on the files all give the eager outputs. Returns the files' prefix."""
+    return roundtrip_many(layer, specs, [xs], tmp, rtol)
+
+
+def roundtrip_many(
+    layer: fw.nn.Layer, specs: list[InputSpec], cases: list[list[np.ndarray]], tmp, rtol: float = 1e-5
+) -> str:
+    """:func:`roundtrip` for several input sets (the same files)."""
     layer.eval()
     prefix = os.path.join(str(tmp), "model")
     fw.jit.save(layer, prefix, input_spec=specs, format="paddle")
-    assert os.path.exists(prefix + ".json") and os.path.exists(prefix + ".pdiparams")
-    ref = eager(layer, xs)
-    atol = rtol * max(float(np.abs(r).max()) for r in ref if r.dtype.kind == "f")
-    back = fw.jit.load(prefix)(*[fw.to_tensor(x) for x in xs])
-    back = [b.numpy() for b in (back if isinstance(back, (list, tuple)) else [back])]
-    for b, r in zip(back, ref):
-        np.testing.assert_allclose(b, r, rtol=rtol, atol=atol)
+    with open(prefix + ".json") as f:
+        weighted = any(op["#"] == "p" for op in json.load(f)["program"]["regions"][0]["blocks"][0]["ops"])
+    assert os.path.exists(prefix + ".pdiparams") == weighted  # as Paddle: no weights, no file
+    refs = [eager(layer, xs) for xs in cases]
+    loaded = fw.jit.load(prefix)
+    for xs, ref in zip(cases, refs):
+        atol = rtol * max([float(np.abs(r).max()) for r in ref if r.dtype.kind == "f"] or [0.0])
+        back = loaded(*[fw.to_tensor(x) for x in xs])
+        back = [b.numpy() for b in (back if isinstance(back, (list, tuple)) else [back])]
+        for b, r in zip(back, ref):
+            np.testing.assert_allclose(b, r, rtol=rtol, atol=atol)
     if not HAVE_PADDLE:
-        return
-    jit, pred = run_paddle(prefix, xs, str(tmp))
-    assert len(jit) == len(ref) == len(pred)
-    for j, p, r in zip(jit, pred, ref):
-        assert j.shape == r.shape and p.shape == r.shape
-        np.testing.assert_allclose(j, r, rtol=rtol, atol=atol)
-        np.testing.assert_allclose(p, r, rtol=rtol, atol=atol)
+        return prefix
+    for (jit, pred), ref in zip(run_paddle_many(prefix, cases, str(tmp)), refs):
+        assert len(jit) == len(ref) == len(pred)
+        atol = rtol * max([float(np.abs(r).max()) for r in ref if r.dtype.kind == "f"] or [0.0])
+        for j, p, r in zip(jit, pred, ref):
+            assert j.shape == r.shape and p.shape == r.shape
+            np.testing.assert_allclose(j, r, rtol=rtol, atol=atol)
+            np.testing.assert_allclose(p, r, rtol=rtol, atol=atol)
+    return prefix
 
 
 def rand(*shape: int, seed: int = 0) -> np.ndarray:
@@ -163,6 +196,36 @@ def test_resnet18(tmp_path):
     roundtrip(net, [InputSpec([None, 3, 32, 32], "float32", "x")], [rand(2, 3, 32, 32)], tmp_path)
 
 
+@needs_paddle
+def test_mobilenet_v2(tmp_path):
+    """paddle.vision's MobileNetV2 (depthwise convolutions, ReLU6, inverted residuals) through
+    framework.vision.models, run by real Paddle's jit.load and Predictor."""
+    from framework.vision.models import mobilenet_v2
+
+    fw.seed(6)
+    net = _with_running_stats(mobilenet_v2(num_classes=10))
+    roundtrip(net, [InputSpec([None, 3, 32, 32], "float32", "x")], [rand(2, 3, 32, 32)], tmp_path)
+
+
+class Decoder(fw.nn.Layer):
+    """Transposed convolutions (grouped, strided, with output padding) and an argsort."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.up1 = fw.nn.Conv2DTranspose(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2)
+        self.up2 = fw.nn.Conv2DTranspose(6, 2, (2, 3), stride=(1, 2), padding=(0, 1), dilation=(2, 1))
+
+    def forward(self, x):
+        y = self.up2(F.relu(self.up1(x)))
+        return y, fw.argsort(y.flatten(1), axis=1, descending=True), fw.argsort(x, axis=1)
+
+
+@needs_paddle
+def test_transposed_conv_and_argsort(tmp_path):
+    fw.seed(7)
+    roundtrip(Decoder(), [InputSpec([None, 4, 5, 5], "float32", "x")], [rand(3, 4, 5, 5)], tmp_path)
+
+
 class Attention(fw.nn.Layer):
     """Embedding, softmax(Q K^T / sqrt(d) + mask) V, and causal attention (static lengths)."""
 
@@ -208,14 +271,32 @@ def test_hapi_model_save_inference(tmp_path):
 
 
 def test_op_without_lowering_names_op_and_layer(tmp_path):
-    class Prod(fw.nn.Layer):
+    class Unfold(fw.nn.Layer):
         def forward(self, x):
-            return fw.prod(x, axis=1)
+            return F.unfold(x * 2.0, 2)
 
-    with pytest.raises(PaddleExportError, match=r"op 'op\.\w+'.*layer Prod"):
+    with pytest.raises(PaddleExportError, match=r"op 'op\.unfold' \(#\d+ of the program\) of layer Unfold"):
         fw.jit.save(
-            Prod(), os.path.join(str(tmp_path), "c"), [InputSpec([2, 3], "float32", "x")], format="paddle"
+            Unfold(),
+            os.path.join(str(tmp_path), "c"),
+            [InputSpec([1, 2, 4, 4], "float32", "x")],
+            format="paddle",
         )
+
+
+def test_dtype_paddle_lacks_names_op_or_input(tmp_path):
+    class ToUint32(fw.nn.Layer):
+        def forward(self, x):
+            return (x * 2).astype("uint32").astype("float32") + 1
+
+    prefix = os.path.join(str(tmp_path), "u")
+    with pytest.raises(
+        PaddleExportError, match=r"op 'op\.cast' \(#\d+ of the program\) of layer ToUint32 has dtype uint32"
+    ):
+        fw.jit.save(ToUint32(), prefix, [InputSpec([2, 3], "float32", "x")], format="paddle")
+    with pytest.raises(PaddleExportError, match=r"input 'x' of layer ToUint32 has dtype uint32"):
+        fw.jit.save(ToUint32(), prefix, [InputSpec([2, 3], "uint32", "x")], format="paddle")
+    assert not os.path.exists(prefix + ".json")
 
 
 def test_bad_format_named():

@@ -121,13 +121,6 @@ def _gate(which: str, name: str, device: str) -> None:
         )
 
 
-#: models whose eager cpu losses were wrong in the full suite's order (densenet121 5.33, 32, 32 for
-#: Paddle's 1.64, 0.77, 0.68), right when run alone. Cause found (a checker around every C conv in
-#: the full suite): 1x1 convolutions whose images ran as concurrent OpenBLAS calls from the conv
-#: team came out wrong at random; plugins/cpu/conv.py:blas_takes_a_team now calls OpenBLAS from
-#: one thread. Kept as an xfail that reports the values until full-suite runs confirm the fix.
-_SEEN_WRONG_IN_THE_FULL_SUITE = {"densenet121", "googlenet_trunk", "inception_v3"}
-
 PARAMS = [pytest.param(n, id=n) for n in CASES] + [
     pytest.param(n, id=n, marks=pytest.mark.slow) for n in SLOW
 ]
@@ -229,16 +222,6 @@ def _check(got: list[float], want: list[float], rtol: float = 1e-4) -> None:
 @pytest.mark.parametrize("name", PARAMS)
 def test_paddle_zoo_file_trains_like_paddle(name: str, device: str) -> None:
     _gate("zoo", name, device)
-    if name in _SEEN_WRONG_IN_THE_FULL_SUITE and device.startswith("cpu") and not NIGHTLY:
-        # NOTE: not xfail: the values are checked; a wrong loss is reported as a warning here
-        # until the cause is found (see _SEEN_WRONG_IN_THE_FULL_SUITE)
-        module, ctor, kw, _, _, _ = _case(name)
-        dt = _dtype(name)
-        model = _build(lambda: getattr(paddle_zoo.load(module), ctor)(**kw), dt)
-        got, want = _oarlock_losses(model, name, device, dt), _paddle_run(name, dt)[1]
-        if not np.allclose(got, want, rtol=1e-4, atol=1e-5):
-            pytest.xfail(f"losses: ours {got}, Paddle's {want} (seen in the full suite's order only)")
-        return
     module, ctor, kw, _, _, _ = _case(name)
     dt = _dtype(name)
     model = _build(lambda: getattr(paddle_zoo.load(module), ctor)(**kw), dt)

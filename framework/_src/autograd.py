@@ -346,10 +346,14 @@ def record(
             o.stop_gradient = False
 
 
-def _topo(roots: Sequence[Tensor]) -> list[Node]:
+def _topo(roots: Sequence[Tensor], stop: dict[int, Tensor] | None = None) -> list[Node]:
+    """The nodes behind ``roots``, each after every node that consumes its outputs; a tensor in
+    ``stop`` is a leaf here (the walk does not go into the graph behind it)."""
     order: list[Node] = []
     seen: set[int] = set()
-    stack: list[tuple[Node, bool]] = [(r._node, False) for r in roots if r._node is not None]
+    stack: list[tuple[Node, bool]] = [
+        (r._node, False) for r in roots if r._node is not None and (stop is None or id(r) not in stop)
+    ]
     while stack:
         node, done = stack.pop()
         if done:
@@ -366,7 +370,7 @@ def _topo(roots: Sequence[Tensor]) -> list[Node]:
             )
         for t in node.inputs:
             n = t._node
-            if n is not None and id(n) not in seen:
+            if n is not None and id(n) not in seen and (stop is None or id(t) not in stop):
                 stack.append((n, False))
     order.reverse()
     return order
@@ -503,7 +507,12 @@ def run_backward(
     create_graph: bool = False,
     inputs: Sequence[Tensor] | None = None,
     allow_unused: bool = False,
+    stop_at_inputs: bool = False,
 ) -> list[Tensor | None] | None:
+    """Differentiate ``roots`` (seeded with ``grad_roots``): into the leaves' ``.grad``, or with
+    ``inputs`` given, into the returned list. ``stop_at_inputs`` treats ``inputs`` as leaves
+    (the walk stops there): the gradient through one op's own inner graph, as
+    ``ops.base._grad_by_decomposition`` takes it."""
     for r in roots:
         if r.stop_gradient:
             raise OpArgumentError(
@@ -521,7 +530,7 @@ def run_backward(
         if want is not None and id(t) in want:
             prev = leaf_grads.get(id(t))
             leaf_grads[id(t)] = g if prev is None else prev + g
-            if node is None:
+            if node is None or stop_at_inputs:
                 return
         if node is None:
             if want is None and not t.stop_gradient:
@@ -553,7 +562,7 @@ def run_backward(
                 raise OpArgumentError(f"[backward] grad_tensor has shape {g.shape}, expected {r.shape}")
             _push(r, g)
         done: list[Node] = []
-        order = _topo(roots)
+        order = _topo(roots, want if stop_at_inputs else None)
         # leaf -> how many recorded uses of it are still to be differentiated; its
         # post-accumulate hooks run when that reaches 0 (only counted where a hook exists)
         pending = _pending_uses(order) if _post_hook_count and want is None else None

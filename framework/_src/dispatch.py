@@ -224,6 +224,9 @@ def check_same_device(op: str, ins: list[Tensor]) -> _dev.Device:
     return dev
 
 
+_tuple_eq, _tuple_ne = tuple.__eq__, tuple.__ne__
+
+
 def run(
     op: OpDef,
     ins: list[Tensor],
@@ -253,10 +256,12 @@ def run(
     entry, st = decided
     if op.elementwise:
         shape = metas[0][0]
-        for t in ins:  # NOTE: inputs of the output's shape (the common case) need nothing
-            if t.shape != shape:
+        # NOTE: inputs of the output's shape (the common case, often the same object) need
+        # nothing; tuple.__ne__ skips Size's list-aware comparison (a Python call) on this path
+        for t in ins:
+            if t.shape is not shape and _tuple_ne(t.shape, shape):
                 if not entry.broadcast:
-                    ins = [u if u.shape == shape else op_expand(u, shape) for u in ins]
+                    ins = [u if _tuple_eq(u.shape, shape) else op_expand(u, shape) for u in ins]
                 else:  # a kernel that broadcasts: each input of the output's rank
                     rank = len(shape)
                     for u in ins:

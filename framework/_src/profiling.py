@@ -31,6 +31,8 @@ from . import allocator as _allocator
 ACTIVE = False
 _REC: Recording | None = None
 now = time.perf_counter_ns
+_ident = threading.get_ident
+_UNSEEN = object()
 
 #: categories, the names Paddle's trace uses for the same kinds of span
 OPERATOR = "Operator"
@@ -75,6 +77,8 @@ class Recording:
         #: device key -> (runtime, reference event, host ns when it was recorded)
         self.refs: dict[str, tuple[Any, Any, int]] = {}
         self.wants: dict[str, bool] = {}
+        #: id of a kernel context -> (context, runtime, device key), None: no device spans there
+        self.lanes: dict[int, tuple[Any, Any, str] | None] = {}
         self.device_events = device_events
         self.start_ns = now()
         self.end_ns = 0
@@ -82,7 +86,7 @@ class Recording:
         self.untimed: dict[str, str] = {}
 
     def span(self, cat: str, name: str, t0: int, t1: int, args: dict[str, Any] | None = None) -> None:
-        self.spans.append((cat, name, t0, t1, threading.get_ident(), args))
+        self.spans.append((cat, name, t0, t1, _ident(), args))
 
     def op_args(self, op: Any, ins: Sequence[Any], outs: Sequence[Any] | None, attrs: dict[str, Any]) -> Any:
         """The details asked for of one call of ``op`` (an OpDef) on tensors ``ins`` giving
@@ -144,36 +148,50 @@ class Recording:
     def begin_launch(self, ctx: Any, device_type: str) -> Any:
         """A begin event recorded on ``ctx``'s stream, or None when this device gets no
         device spans (not asked for, or its runtime cannot make events)."""
+        lane = self.lanes.get(id(ctx), _UNSEEN)
+        if lane is _UNSEEN:
+            lane = self._lane(ctx, device_type)
+        if lane is None:
+            return None
+        rt = lane[1]
+        try:
+            ev = rt.create_event(ctx.device_index)
+            rt.record_event(ev, ctx.stream)
+        except Exception as exc:  # noqa: BLE001 — events that stopped working: host spans only
+            self.untimed[lane[2]] = f"{type(exc).__name__}: {exc}"
+            self.lanes[id(ctx)] = None
+            return None
+        return ev
+
+    def _lane(self, ctx: Any, device_type: str) -> tuple[Any, Any, str] | None:
+        """The first launch on kernel context ``ctx``: whether its device gets device spans,
+        and its reference event (the first on the device); kept per context for the next
+        launches as ``(ctx, runtime, device key)`` (``ctx`` held: its ``id`` stays its own)."""
         want = self.wants.get(device_type)
         if want is None:
             want = self.wants[device_type] = bool(self.device_events(device_type))
-        if not want:
-            return None
         key = f"{device_type}:{ctx.device_index}"
-        rt = ctx.runtime
-        try:
-            if key not in self.refs:
+        lane = (ctx, ctx.runtime, key) if want and key not in self.untimed else None
+        if lane is not None and key not in self.refs:
+            rt = ctx.runtime
+            try:
                 ref = rt.create_event(ctx.device_index)
                 t = now()
                 rt.record_event(ref, ctx.stream)
                 self.refs[key] = (rt, ref, (t + now()) // 2)  # NOTE: placed to +-half the record's time
-            ev = rt.create_event(ctx.device_index)
-            rt.record_event(ev, ctx.stream)
-        except Exception as exc:  # noqa: BLE001 — a runtime without events: host spans only
-            self.untimed[key] = f"{type(exc).__name__}: {exc}"
-            self.wants[device_type] = False
-            return None
-        return ev
+            except Exception as exc:  # noqa: BLE001 — a runtime without events: host spans only
+                self.untimed[key] = f"{type(exc).__name__}: {exc}"
+                lane = None
+        self.lanes[id(ctx)] = lane
+        return lane
 
     def end_launch(
         self, ctx: Any, device_type: str, ev0: Any, name: str, args: dict[str, Any] | None
     ) -> None:
-        rt = ctx.runtime
+        _, rt, key = self.lanes[id(ctx)]
         ev1 = rt.create_event(ctx.device_index)
         rt.record_event(ev1, ctx.stream)
-        self.launches.append(
-            (name, f"{device_type}:{ctx.device_index}", rt, ev0, ev1, threading.get_ident(), args)
-        )
+        self.launches.append((name, key, rt, ev0, ev1, _ident(), args))
 
     def device_spans(self) -> list[tuple[str, str, int, int, int, dict[str, Any] | None]]:
         """The launches as device spans ``(device key, name, start ns, end ns, 0, args)`` on the

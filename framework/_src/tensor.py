@@ -22,11 +22,72 @@ from .allocator import Block
 EDITS_KEPT = 16
 
 
+class Size(tuple):
+    """A tensor's shape: a tuple of ints that equals the list of the same ints.
+
+    As with Paddle's ``paddle.Size`` (a list), Paddle code such as ``if x.shape == [2, 3]``
+    or ``x.shape + [1]`` means what it means in Paddle. A slice is a plain tuple
+    (``x.shape[1:] == [3]`` is False; compare ``list(x.shape[1:])``): a Size slice would make
+    every index of a shape a Python call on the path of every op. A shape cannot be changed in
+    place (Paddle's can, being a list); ``list(x.shape)`` is the copy to change.
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.ones([2, 3])
+        >>> x.shape == [2, 3], x.shape == (2, 3), list(x.shape[1:]) == [3]
+        (True, True, True)
+        >>> x.shape + [1], [4] + x.shape
+        ((2, 3, 1), (4, 2, 3))
+        >>> s = list(x.shape); s[0] = -1; x.reshape(s).shape
+        (2, 3)
+    """
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        return tuple.__eq__(self, tuple(other) if isinstance(other, list) else other)
+
+    def __ne__(self, other: object) -> bool:
+        return tuple.__ne__(self, tuple(other) if isinstance(other, list) else other)
+
+    __hash__ = tuple.__hash__
+
+    def __add__(self, other: Any) -> Size:
+        if isinstance(other, (list, tuple)):
+            return Size(tuple.__add__(self, tuple(other)))
+        return NotImplemented
+
+    def __radd__(self, other: Any) -> Size:
+        if isinstance(other, (list, tuple)):
+            return Size(tuple(other) + tuple(self))
+        return NotImplemented
+
+    def __setitem__(self, i: Any, v: Any) -> None:
+        raise TypeError(
+            f"[Tensor.shape] a shape cannot be changed in place (got shape{list(self)}[{i!r}] = {v!r}); "
+            "Paddle's shape is a list, Oarlock's an immutable Size: change a copy, s = list(x.shape)"
+        )
+
+
+#: Size objects by shape, shared (immutable): making a tuple subclass costs far more than a
+#: dict lookup on the path that makes every tensor
+_SIZES: dict[tuple[int, ...], Size] = {}
+_SIZES_KEPT = 4096
+
+
+def _size(shape: Any) -> Size:
+    """The shared :class:`Size` of ``shape`` (a tuple), kept for the next tensor of it."""
+    if len(_SIZES) >= _SIZES_KEPT:
+        _SIZES.clear()
+    s = _SIZES[shape] = Size(shape)
+    return s
+
+
 class Tensor:
     """An n-dimensional array on a device, with the data for autograd.
 
     ``fw.Tensor(data)`` is :func:`to_tensor`; ops make tensors too. A tensor has ``shape`` (a
-    tuple), ``dtype`` (a numpy dtype), ``device`` (a :class:`Device`), ``stop_gradient`` (True:
+    :class:`Size`, a tuple that equals lists as Paddle's does), ``dtype`` (a numpy dtype), ``device`` (a :class:`Device`), ``stop_gradient`` (True:
     no gradient flows to it) and, after ``backward()``, ``grad``. Most functions of ``fw`` are
     methods as well (``x.sum(axis=0)``, ``x.reshape([4])``, ``x.astype("int32")``), and Python
     operators work (``+ - * / // % ** @``, comparisons, ``x[key]``, ``x[key] = value``).
@@ -104,7 +165,9 @@ class Tensor:
         t = object.__new__(cls)
         t._block = block
         t._offset = offset
-        t.shape = shape
+        t.shape = (
+            shape if type(shape) is Size else (s if (s := _SIZES.get(shape)) is not None else _size(shape))
+        )
         t.dtype = dtype
         t.device = device
         t._nv = None

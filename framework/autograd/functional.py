@@ -29,7 +29,9 @@ class Jacobian:
         ([2, 2], [[2.0, 0.0], [0.0, 4.0]])
     """
 
-    def __init__(self, ys: Tensor, xs: Tensor, batch_axis: int | None = None) -> None:
+    def __init__(
+        self, ys: Tensor, xs: Tensor, batch_axis: int | None = None, _gradient: bool = False
+    ) -> None:
         if batch_axis not in (None, 0):
             raise OpArgumentError(f"[jacobian] batch_axis must be None or 0, got {batch_axis!r}")
         lim = 1 if batch_axis is None else 2
@@ -46,11 +48,16 @@ class Jacobian:
                 f"[jacobian] ys and xs must have the same batch size, got {ys.shape} and {xs.shape}"
             )
         self._ys, self._xs, self._batched = ys, xs, batch_axis == 0
+        # ys is a gradient taken with create_graph: without a graph it is a constant of xs
+        # (a linear function's), whose Jacobian is 0; a user's ys without one raises in grad
+        self._constant = _gradient and ys.stop_gradient
         b = 1 if self._batched else 0
         self.shape = ([ys.shape[0]] if self._batched else []) + list(ys.shape[b:]) + list(xs.shape[b:])
         self._value: Tensor | None = None
 
     def _row(self, y: Tensor) -> Tensor:
+        if self._constant:
+            return _C.zeros(self._xs.shape, dtype=self._xs.dtype, device=self._xs.device)
         (g,) = grad(y, self._xs, retain_graph=True, create_graph=True, allow_unused=True)
         return _C.zeros(self._xs.shape, dtype=self._xs.dtype, device=self._xs.device) if g is None else g
 
@@ -90,7 +97,7 @@ class Hessian(Jacobian):
         (g,) = grad(ys.sum() if batch_axis == 0 else ys, xs, create_graph=True, allow_unused=True)
         if g is None:
             g = _C.zeros(xs.shape, dtype=xs.dtype, device=xs.device)
-        super().__init__(g, xs, batch_axis)
+        super().__init__(g, xs, batch_axis, _gradient=True)
 
 
 def _each(ys: Any, xs: Any, make: Any, batch_axis: int | None) -> Any:
@@ -145,5 +152,5 @@ def hessian(ys: Tensor, xs: Any, batch_axis: int | None = None) -> Any:
     if isinstance(xs, Sequence):
         gs = grad(ys.sum() if batch_axis == 0 else ys, list(xs), create_graph=True, allow_unused=True)
         gs = [_C.zeros(x.shape, dtype=x.dtype, device=x.device) if g is None else g for g, x in zip(gs, xs)]
-        return tuple(tuple(Jacobian(g, x, batch_axis) for x in xs) for g in gs)
+        return tuple(tuple(Jacobian(g, x, batch_axis, _gradient=True) for x in xs) for g in gs)
     return Hessian(ys, xs, batch_axis)

@@ -29,6 +29,7 @@ from adapter_api import CompileError, OarlockError
 
 from .._src import autograd, dispatch
 from .._src import device as _dev
+from .._src import profiling as _profiling
 from .._src.ops import base
 from .._src.plugins import host
 from .._src.tensor import Tensor
@@ -393,13 +394,34 @@ def generate(op: base.OpDef, ins: list[Tensor], attrs: dict[str, Any]) -> list[T
     rows = math.prod(x.shape[:-1])
     outs = [_empty(s, d, dev) for s, d in metas]
     try:
-        plan.forward.launch(dev, ins + plan.consts, outs, rows)
+        _launch(plan.forward, dev, ins + plan.consts, outs, rows, op.name)
     except CompileError as exc:
         _fail(op, dev, plan, exc)
         return None
     if autograd.GRAD_ENABLED.get() and any(not t.stop_gradient for t in ins):
         autograd.record(_grad_op(op), ins, attrs, outs)
     return outs
+
+
+#: the plugin field of a generated eager kernel's name in fw.profiler (``plugin/op/dtype``)
+PROFILE_NAME = "oarlock.compiler (eager)"
+
+
+def _launch(
+    kernel: Kernel, dev: _dev.Device, ins: list[Tensor], outs: list[Tensor], rows: int, name: str
+) -> None:
+    """``kernel.launch``; while ``fw.profiler`` records, inside a device span from the
+    runtime's events named ``oarlock.compiler (eager)/<op>/<dtype>`` (``<op>_grad`` for a
+    generated backward)."""
+    if not _profiling.ACTIVE:
+        kernel.launch(dev, ins, outs, rows)
+        return
+    rec = _profiling.current()
+    ctx = dispatch.context(dev)
+    ev0 = rec.begin_launch(ctx, dev.type) if rec is not None else None
+    kernel.launch(dev, ins, outs, rows)
+    if ev0 is not None and rec is not None:
+        rec.end_launch(ctx, dev.type, ev0, f"{PROFILE_NAME}/{name}/{ins[0].dtype}", None)
 
 
 def _fail(op: base.OpDef, dev: _dev.Device, plan: Plan, exc: Exception) -> None:
@@ -502,7 +524,7 @@ def generated_backward(
         col = plan_in_col(ins[0].shape, ins[k].shape)
         g_outs.append(_empty((rows, n) if col else (rows,), ins[k].dtype, dev))
     try:
-        kernel.launch(dev, launch_ins, g_outs, rows)
+        _launch(kernel, dev, launch_ins, g_outs, rows, op.name + "_grad")
     except CompileError as exc:
         plan.backward[wanted] = None
         _warn_once(

@@ -48,12 +48,35 @@ static void product(int64_t fn, int ilp64, int64_t m, int64_t n, int64_t k, cons
 /* NOTE: the product of a group's weight rows (og x k, few rows) by a block of columns (k x nl,
  * row stride ldb, readable up to a whole tile past nl) in register tiles of MR rows by NV
  * vectors: BLAS packs both operands on every call, which costs as much as the arithmetic when
- * og is 16-64 and the block a few hundred columns. GCC's vector extensions (-march=native:
- * AVX2's 8 floats, 4 doubles), the scalar broadcast by the multiply. */
-#define VW ((int64_t)(32 / sizeof(T)))
+ * og is 16-64 and the block a few hundred columns. The weights are packed once per call
+ * (pack: a tile's MR weights of one column of b are adjacent), the columns read in place. GCC's
+ * vector extensions (-march=native), the scalar broadcast by the multiply: 32-byte vectors
+ * (AVX2's 8 floats) in tiles of 4 rows x 3 vectors. CONV_VEC=64 (AVX-512's 16 floats, tiles of
+ * 8 x 2), CONV_MR and CONV_NV build other tiles (conv.py's TILE_OPTIONS): on the AMD EPYC
+ * (Zen 4) VM AVX-512 and the other tiles tried (4x4, 6x4, 8x3, 8x2 of 8 floats) ran no faster,
+ * within the noise of a loaded machine (docs/benchmarks.md); its 64-byte loads of b, at any
+ * float offset, all cross a cache line. */
+#if defined(CONV_VEC)
+#define VB CONV_VEC
+#else
+#define VB 32
+#endif
+#if defined(CONV_MR)
+#define MR CONV_MR
+#elif VB == 64
+#define MR 8
+#else
 #define MR 4
+#endif
+#if defined(CONV_NV)
+#define NV CONV_NV
+#elif VB == 64
+#define NV 2
+#else
 #define NV 3
-typedef T vec __attribute__((vector_size(32)));
+#endif
+#define VW ((int64_t)(VB / sizeof(T)))
+typedef T vec __attribute__((vector_size(VB)));
 
 static inline vec loadu(const T* p) {
     vec v;
@@ -79,44 +102,62 @@ static inline void store(T* c, const T* v, int64_t j, int64_t cols, int64_t wp, 
     }
 }
 
-static inline __attribute__((always_inline)) void tile(const int rows, int64_t k, const T* a, int64_t lda,
-                                                       const T* b, int64_t ldb, const int64_t* off, T* c,
-                                                       int64_t ldc, int64_t j, int64_t cols, int64_t wp,
-                                                       int64_t ow) {
+/* one tile: MR rows of the packed weights (ap: k x MR, row r of the tile at ap[p * MR + r], zero
+ * past the group's rows) by nv (at most NV; a constant where inlined) vectors of columns j.. of b;
+ * the first `rows` rows stored */
+static inline __attribute__((always_inline)) void tile(const int nv, int64_t rows, int64_t k, const T* ap, const T* b,
+                                                       int64_t ldb, const int64_t* off, T* c, int64_t ldc, int64_t j,
+                                                       int64_t cols, int64_t wp, int64_t ow) {
     vec acc[MR][NV];
     for (int r = 0; r < MR; ++r)
-        for (int v = 0; v < NV; ++v) acc[r][v] = (vec){0};
+        for (int v = 0; v < nv; ++v) acc[r][v] = (vec){0};
     b += j;
     for (int64_t p = 0; p < k; ++p) {
         const T* bp = off ? b + off[p] : b + p * ldb;
+        const T* ar = ap + p * MR;
         vec bv[NV];
-        for (int v = 0; v < NV; ++v) bv[v] = loadu(bp + v * VW);
-        for (int r = 0; r < rows; ++r) {
-            const T ar = a[r * lda + p];
-            for (int v = 0; v < NV; ++v) acc[r][v] += bv[v] * ar;
-        }
+        for (int v = 0; v < nv; ++v) bv[v] = loadu(bp + v * VW);
+        for (int r = 0; r < MR; ++r)
+            for (int v = 0; v < nv; ++v) acc[r][v] += bv[v] * ar[r];
     }
-    for (int r = 0; r < rows; ++r) {
+    for (int64_t r = 0; r < rows; ++r) {
         T tmp[NV * VW];
-        memcpy(tmp, acc[r], sizeof tmp);
+        memcpy(tmp, acc[r], (size_t)nv * sizeof(vec));
         store(c + r * ldc, tmp, j, cols, wp, ow);
     }
 }
 
-/* c (m rows, row stride ldc) = a (m x k) @ b (k x n), b's row p at b + p * ldb, or at b + off[p]
- * given off, readable a whole tile past n; with wp, column j of b is output (j / wp, j % wp) of
- * ow-wide rows in c, kept where j % wp < ow (store) */
-static void small_product(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb,
-                          const int64_t* off, T* c, int64_t ldc, int64_t wp, int64_t ow) {
+/* the weights of a group (m x k, row stride lda) packed for tile: ceil(m / MR) panels of k x MR,
+ * rows past m zero */
+static void pack(int64_t m, int64_t k, const T* a, int64_t lda, T* ap) {
+    for (int64_t i = 0; i < m; i += MR, ap += k * MR)
+        for (int64_t p = 0; p < k; ++p)
+            for (int64_t r = 0; r < MR; ++r) ap[p * MR + r] = i + r < m ? a[(i + r) * lda + p] : (T)0;
+}
+
+/* c (m rows, row stride ldc) = a (m x k, packed by pack) @ b (k x n), b's row p at b + p * ldb, or
+ * at b + off[p] given off, readable a whole tile past n; with wp, column j of b is output
+ * (j / wp, j % wp) of ow-wide rows in c, kept where j % wp < ow (store) */
+static void small_product(int64_t m, int64_t n, int64_t k, const T* ap, const T* b, int64_t ldb, const int64_t* off,
+                          T* c, int64_t ldc, int64_t wp, int64_t ow) {
     for (int64_t j = 0; j < n; j += NV * VW) {
         const int64_t cols = n - j < NV * VW ? n - j : NV * VW;
-        int64_t i = 0;
-        for (; i + MR <= m; i += MR) tile(MR, k, a + i * lda, lda, b, ldb, off, c + i * ldc, ldc, j, cols, wp, ow);
-        switch (m - i) {
-            case 3: tile(3, k, a + i * lda, lda, b, ldb, off, c + i * ldc, ldc, j, cols, wp, ow); break;
-            case 2: tile(2, k, a + i * lda, lda, b, ldb, off, c + i * ldc, ldc, j, cols, wp, ow); break;
-            case 1: tile(1, k, a + i * lda, lda, b, ldb, off, c + i * ldc, ldc, j, cols, wp, ow); break;
-            default: break;
+        const int nv = (int)((cols + VW - 1) / VW); /* the last tile: as few vectors as it needs */
+        for (int64_t i = 0; i < m; i += MR) {
+            const int64_t rows = m - i < MR ? m - i : MR;
+            T* ci = c + i * ldc;
+            if (nv == NV)
+                tile(NV, rows, k, ap + i * k, b, ldb, off, ci, ldc, j, cols, wp, ow);
+#if NV > 1
+            else if (nv == 1)
+                tile(1, rows, k, ap + i * k, b, ldb, off, ci, ldc, j, cols, wp, ow);
+#endif
+#if NV > 2
+            else if (nv == 2)
+                tile(2, rows, k, ap + i * k, b, ldb, off, ci, ldc, j, cols, wp, ow);
+#endif
+            else
+                tile(NV, rows, k, ap + i * k, b, ldb, off, ci, ldc, j, cols, wp, ow);
         }
     }
 }
@@ -177,11 +218,15 @@ static int implicit(const T* x, const T* wt, T* y, int64_t n, int64_t c, int64_t
     T* own = buf_elems >= need ? NULL : malloc((size_t)need * sizeof(T));
     T* xp = own ? own : buf;
     int64_t* off = malloc((size_t)k * sizeof(int64_t));
-    if (!xp || !off) {
+    const int64_t panels = (og + MR - 1) / MR * MR * k; /* a group's packed weights */
+    T* ap = malloc((size_t)(groups * panels) * sizeof(T));
+    if (!xp || !off || !ap) {
         free(own);
         free(off);
+        free(ap);
         return 1;
     }
+    for (int64_t g = 0; g < groups; ++g) pack(og, k, wt + g * og * k, k, ap + g * panels);
     for (int64_t ci = 0; ci < cg; ++ci)
         for (int64_t i = 0; i < kh; ++i)
             for (int64_t j = 0; j < kw; ++j) {
@@ -203,7 +248,14 @@ static int implicit(const T* x, const T* wt, T* y, int64_t n, int64_t c, int64_t
                         continue;
                     }
                     const T* sr = src + iy * w;
-                    for (int64_t q = 0; q < wq; ++q) {
+                    if (sw == 1) { /* columns q read x's column q - pw: zero left of q0 and from q1 */
+                        const int64_t q0 = pw < wq ? pw : wq, q1 = w + pw < wq ? w + pw : wq;
+                        memset(d, 0, (size_t)q0 * sizeof(T));
+                        memcpy(d + q0, sr + q0 - pw, (size_t)(q1 - q0) * sizeof(T));
+                        memset(d + q1, 0, (size_t)(wq - q1) * sizeof(T));
+                        continue;
+                    }
+                    for (int64_t q = 0; q < wq; ++q) { /* NOTE: measured faster than memset + strided copy */
                         const int64_t ix = q * sw + cp - pw;
                         d[q] = (ix >= 0 && ix < w) ? sr[ix] : (T)0;
                     }
@@ -214,9 +266,10 @@ static int implicit(const T* x, const T* wt, T* y, int64_t n, int64_t c, int64_t
     for (int64_t it = 0; it < items; ++it) {
         const int64_t b = it % blocks, g = (it / blocks) % groups, i = it / (blocks * groups);
         const int64_t r0 = b * rows, r1 = (b + 1) * rows < oh ? (b + 1) * rows : oh;
-        small_product(og, (r1 - r0 - 1) * wq + ow, k, wt + g * og * k, k, xp + (i * c + g * cg) * plane + r0 * wq,
-                      0, off, y + ((i * o + g * og) * oh + r0) * ow, oh * ow, wq, ow);
+        small_product(og, (r1 - r0 - 1) * wq + ow, k, ap + g * panels, xp + (i * c + g * cg) * plane + r0 * wq, 0,
+                      off, y + ((i * o + g * og) * oh + r0) * ow, oh * ow, wq, ow);
     }
+    free(ap);
     free(off);
     free(own);
     return 0;

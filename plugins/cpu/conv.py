@@ -7,8 +7,8 @@ Here a kernel larger than 1x1 reads a padded copy of the input in place (the row
 are runs of it once the copy is split by stride phases) through a register-tiled product in C:
 BLAS packs both operands on every call, which cost as much as the arithmetic for 16-64 output
 channels. A 1x1 kernel is one BLAS product per block of positions (in place at stride 1).
-Blocks go to the OpenMP team; those that call BLAS only where BLAS is MKL
-(:func:`blas_takes_a_team`).
+Blocks go to the OpenMP team; those that call BLAS only where several threads may call it
+at once (``threads.split_products``: MKL, not numpy's OpenBLAS).
 
 Gradients: the conv2d OpDef's own rule (``conv2d_transpose`` of dy, and ``unfold`` of x times
 dy), each op by its own kernel or decomposition. Without a C compiler or
@@ -36,8 +36,14 @@ IMPLICIT = True
 MIN_MACS_PER_TEAM_THREAD = 1 << 20
 
 
+#: extra build options of ``conv2d_fwd``'s register tiles (conv.c): ``("-DCONV_VEC=64",)`` builds
+#: AVX-512 vectors (16 floats, tiles of 8 rows x 2 vectors; ``-DCONV_MR=``/``-DCONV_NV=`` other
+#: tiles); the default, AVX2's 8 floats in tiles of 4 x 3, measured as fast on the AMD VM
+TILE_OPTIONS: tuple[str, ...] = ()
+
+
 def _program(dtype: np.dtype) -> Any:
-    return own_program(_SOURCE, "conv2d_fwd", float_options(dtype), "conv2d")
+    return own_program(_SOURCE, "conv2d_fwd", float_options(dtype) + TILE_OPTIONS, "conv2d")
 
 
 def column_block(k: int, positions: int, items: int, nt: int) -> int:
@@ -61,18 +67,8 @@ def scratch_elems(
         (sh, sw), (dh, dw) = stride, dilation
         hq = -(-((oh - 1) * sh + (kh - 1) * dh + 1) // sh)
         wq = -(-((ow - 1) * sw + (kw - 1) * dw + 1) // sw)
-        return n * c * sh * sw * hq * wq + wq + 3 * (32 // itemsize)
+        return n * c * sh * sw * hq * wq + wq + 4 * (64 // itemsize)  # a tile's reach past the end
     return nt * cg * kh * kw * cb
-
-
-def blas_takes_a_team(char: str) -> bool:
-    """Whether the team may call the chosen BLAS from several threads at once: Intel's MKL
-    (thread-safe by contract), not numpy's OpenBLAS. In the full test suite's process, 1x1
-    convolutions whose two images ran as two concurrent ``cblas_sgemm`` calls (one OpenBLAS
-    0.3.31 thread each) came out wrong at random (21 of 375 convolutions in one run, every
-    value doubled; 2 of 360 in another), right on the same inputs run again or on one thread;
-    OpenBLAS has open reports of the kind (OpenMathLib/OpenBLAS#5825). One thread calls it."""
-    return gemm.blas_name(char) == "mkl"
 
 
 def conv2d_call(
@@ -101,10 +97,11 @@ def conv2d_call(
     k, positions = cg * kh * kw, oh * ow
     if not sym[1] and max(k, positions, o) > (1 << 31) - 1:
         return None
-    split = threads.split_products()
+    calls_blas = not (IMPLICIT and (kh > 1 or kw > 1))  # the 1x1 path: a BLAS call per block
+    split = threads.split_products() and threads.split_products(
+        gemm.blas_name(y.dtype.char) if calls_blas else None
+    )
     nt = threads.team_threads(n * o * positions * k, MIN_MACS_PER_TEAM_THREAD) if split else 1
-    if nt > 1 and not (IMPLICIT and (kh > 1 or kw > 1)) and not blas_takes_a_team(y.dtype.char):
-        nt = 1  # NOTE: the blocks would call OpenBLAS from several threads at once (see below)
     cb = column_block(k, positions, n * groups, nt)
     implicit = int(IMPLICIT)
     (pt, _), (pl, _) = padding
@@ -268,12 +265,41 @@ def _conv2d_transpose(
 
 def _relu(ctx: Any, outs: list, ins: list) -> None:
     x, y = np.ascontiguousarray(ins[0]), outs[0]
-    prog = _entry(y.dtype, "relu_fwd") if _c_ready(y.dtype, x, y) else None
-    if prog is None:
+    call = _relu_call(x, y)
+    if call is None:
         np.copyto(y, np.where(x <= 0, 0, x), casting="unsafe")
         return
-    nt = threads.team_threads(y.size, MIN_ELEMS_PER_TEAM_THREAD)
-    prog.fn(pointer(prog.ffi, x), pointer(prog.ffi, y), y.size, nt)
+    call()
+
+
+def _relu_call(x: np.ndarray, y: np.ndarray) -> Any:
+    """conv.c's ``relu_fwd`` of ``x`` into ``y`` as a zero-argument call, its pointers and
+    thread count made once; None where it does not apply (the caller runs numpy)."""
+    prog = _entry(y.dtype, "relu_fwd") if _c_ready(y.dtype, x, y) else None
+    if prog is None:
+        return None
+    args = (
+        pointer(prog.ffi, x),
+        pointer(prog.ffi, y),
+        y.size,
+        threads.team_threads(y.size, MIN_ELEMS_PER_TEAM_THREAD),
+    )
+    fn = prog.fn
+
+    def run(keep: tuple = (x, y)) -> None:
+        fn(*args)
+
+    return run
+
+
+def _bind_relu(ctx: Any, outs: list, ins: list) -> Any:
+    """Static programs: the C call made once (an ImageNet-style model runs a relu per conv)."""
+    if ctx.stream is not None or not ins[0].flags.c_contiguous:
+        return None
+    return _relu_call(ins[0], outs[0])
+
+
+_relu.bind = _bind_relu  # type: ignore[attr-defined]
 
 
 def register_conv(registry: Any) -> None:
@@ -282,5 +308,6 @@ def register_conv(registry: Any) -> None:
     from .kernels import _on_stream
 
     registry.add_kernel("conv2d", "cpu", ("float32", "float64"), _on_stream(_conv2d), bind=_bind)
-    for name, fn in (("unfold", _unfold), ("conv2d_transpose", _conv2d_transpose), ("relu", _relu)):
+    registry.add_kernel("relu", "cpu", ("float32", "float64"), _on_stream(_relu), bind=_bind_relu)
+    for name, fn in (("unfold", _unfold), ("conv2d_transpose", _conv2d_transpose)):
         registry.add_kernel(name, "cpu", ("float32", "float64"), _on_stream(fn))

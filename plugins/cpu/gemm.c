@@ -7,7 +7,9 @@
  * OpenMP team that also runs the generated kernels. One team for every parallel kernel: its
  * threads wait a short while for the next kernel before they sleep (threads.py sets the spin),
  * so a product of 100 us gains from a second thread instead of waiting ~45 us for it to wake.
- * BLAS itself runs on one thread inside each block.
+ * BLAS itself runs on one thread inside each block. nt > 1 only for a BLAS that several threads
+ * may call at once (threads.py's split_products: MKL; numpy's OpenBLAS gave wrong results at
+ * random when conv.c's team called it so).
  *
  * ta / tb: a is stored as k x m (b as n x k), read transposed. ilp64: the BLAS takes 64-bit
  * integers (numpy's own OpenBLAS: scipy_cblas_sgemm64_), else C ints. Returns 0.

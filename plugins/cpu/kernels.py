@@ -20,7 +20,7 @@ from adapter_api import OpArgumentError
 from adapter_api.primitives import FLOAT8 as FLOAT8_NAMES
 from adapter_api.primitives import FLOAT8_OPS
 
-from . import complex_kernels, elementwise, gemm, index, layout, threads
+from . import bf16, complex_kernels, elementwise, gemm, index, layout, threads
 from .philox import philox_uniform
 
 F16 = np.dtype(np.float16)
@@ -331,7 +331,8 @@ def _matmul(ctx: Any, outs: list, ins: list) -> None:
     a, b = ins
     c = outs[0]
     if a.dtype in _HALF:
-        c[...] = np.matmul(a.astype(np.float32), b.astype(np.float32))
+        if a.dtype.num != BF16.num or not bf16.matmul(a, b, c):  # bf16 units where present (bf16.py)
+            c[...] = np.matmul(a.astype(np.float32), b.astype(np.float32))
     elif a.dtype == np.bool_:
         c[...] = np.matmul(a, b)
     else:
@@ -343,7 +344,7 @@ def _product(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[Any, tuple]:
     """The call that computes ``c = a @ b``: BLAS once, or its blocks on the thread budget."""
     a, b, c = _flat(a, b, c)
     if c.ndim == 2 and c.dtype.char in "fd":
-        split = threads.split_products()
+        split = threads.split_products() and threads.split_products(gemm.blas_name(c.dtype.char))
         nt = threads.team_threads(c.size * a.shape[-1], MIN_MACS_PER_TEAM_THREAD) if split else 1
         if nt > 1 or gemm.routes_all(c.dtype.char):
             call = gemm.gemm_call(a, b, c, nt)
@@ -441,7 +442,12 @@ def _probe_grain(dtype: np.dtype, cols: bool) -> tuple[int, bool]:
 def _matmul_parts(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> list | None:
     """The product as independent ``(a, b, c)`` blocks for the budget's threads: blocks of the
     leading batch axis, else of rows; None to run it whole (small, or the policy off)."""
-    if a.ndim < 2 or b.ndim < 2 or c.dtype.char not in "fd" or not threads.split_products():
+    if (
+        a.ndim < 2
+        or b.ndim < 2
+        or c.dtype.char not in "fd"
+        or not threads.split_products(threads.numpy_blas())
+    ):
         return None
     n = threads.threads_for(c.size * a.shape[-1], MIN_MACS_PER_THREAD)
     if n < 2 or np.may_share_memory(a, c) or np.may_share_memory(b, c):

@@ -16,6 +16,7 @@ import numpy as np
 from adapter_api import DeviceError, DeviceProperties, DeviceRuntime, OutOfMemoryError
 from adapter_api.primitives import FLOAT8, UINT_WIDE
 
+from . import bf16
 from .compiler import cpu_info
 from .threads import blas_pools
 
@@ -152,7 +153,7 @@ class CPURuntime(DeviceRuntime):
             dtypes=_DTYPES,
             driver_version=f"numpy {np.__version__}",
             runtime_version=f"python {platform.python_version()}",
-            extra=dict(_cpu_extra()),
+            extra={**_cpu_extra(), **bf16.describe()},
         )
 
     # -- memory -------------------------------------------------------------------------

@@ -12,7 +12,10 @@ product, so one thread the OS puts off stalls the other). The policy:
   else the cores this process may run on;
 - BLAS runs on one thread, and the plugin splits a product big enough to gain into independent
   blocks of rows (or of the batch) that :class:`WorkerPool`'s ``budget - 1`` threads and the
-  calling thread take in turn (:func:`run_parts`) where the OpenMP team cannot (below).
+  calling thread take in turn (:func:`run_parts`) where the OpenMP team cannot (below), but
+  only where BLAS may be called from several threads at once (MKL; :func:`split_products`):
+  numpy's OpenBLAS gave wrong results at random that way, so its products run as one call on
+  one thread (its own threads measured worse still on a loaded machine: docs/architecture.md).
   Nothing waits for a thread that has not
   started: the caller takes every block no worker has claimed yet, so a busy machine degrades
   to one thread, not to a stall. The blocks follow the BLAS kernel's row tiles
@@ -146,7 +149,8 @@ def describe() -> dict[str, Any]:
     out: dict[str, Any] = {
         "enabled": enabled(),
         "budget": budget(),
-        "split_matmul": bool(st and st.own_blas and st.budget > 1),
+        "split_matmul": split_products(numpy_blas()),  # numpy's BLAS; gemm.py's may be MKL
+        "split_team": split_products(),  # kernels that call no BLAS
         "workers": (st.budget - 1) if st else 0,
         "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"),
         "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY"),
@@ -288,10 +292,35 @@ def owns_blas() -> bool:
     return bool(st and st.own_blas)
 
 
-def split_products() -> bool:
-    """Whether the plugin splits matmuls (it owns BLAS's threads: BLAS runs on one)."""
+#: BLAS libraries (threadpoolctl's ``internal_api``) that several threads may call at once:
+#: Intel's MKL (thread-safe by contract). Not numpy's OpenBLAS: in the full test suite's process,
+#: 1x1 convolutions whose images ran as concurrent ``cblas_sgemm`` calls from the OpenMP team
+#: (OpenBLAS 0.3.31 at one thread each) came out wrong at random (21 of 375 convolutions of one
+#: run, every value doubled; 2 of 360 in another), right on the same inputs run again or on one
+#: thread (OpenBLAS has open reports of the kind, OpenMathLib/OpenBLAS#5825). No wrong result is
+#: known from the split matmuls, which call it the same way; they are not split either.
+CONCURRENT_BLAS = frozenset({"mkl"})
+
+
+def numpy_blas() -> str:
+    """threadpoolctl's name for the BLAS numpy's ``matmul`` calls (``openblas``, ``mkl``…), or
+    "" when it cannot be read."""
+    pools = [p for p in blas_pools() if "numpy" in str(p.get("filepath", ""))] or blas_pools()
+    return str(pools[0].get("internal_api", "")) if pools else ""
+
+
+def split_products(blas: str | None = None) -> bool:
+    """Whether the plugin splits work over its threads (it owns BLAS's threads: BLAS runs on
+    one, and the budget has two or more). ``blas``: the library the blocks call (``mkl``,
+    ``openblas``; :func:`numpy_blas`): then only where several threads may call it at once
+    (:data:`CONCURRENT_BLAS`); otherwise the product runs as one call on one thread. The one
+    rule for every kernel whose blocks call BLAS (split matmuls, gemm.c, conv.c's 1x1 path).
+
+    >>> split_products("openblas")
+    False
+    """
     st = _STATE[0] if _STATE else None
-    return bool(st and st.own_blas and st.budget > 1)
+    return bool(st and st.own_blas and st.budget > 1) and (blas is None or blas in CONCURRENT_BLAS)
 
 
 def run_parts(fn: Any, parts: list) -> None:

@@ -9,249 +9,39 @@ device, so registering costs nothing.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from adapter_api import KernelError, KernelNotFoundError, OarlockError, OpArgumentError
+from adapter_api import KernelError, KernelNotFoundError, OpArgumentError
+
+from .launch import (
+    _FLAT,
+    _NAMES,
+    _ONE_A,
+    _ONE_B,
+    ALL,
+    FLOATS,
+    NUMERIC,
+    _bcast_strides,
+    _binder,
+    _check_index,
+    _env,
+    _grid,
+    _i64,
+    _index,
+    _launch,
+    _launch_ew,
+    _strided_copy,
+    _strides,
+    _translated,
+)
+from .linalg import matmul, matmul_t
 
 if TYPE_CHECKING:
     from .runtime import CLView, OpenCLDevice
-
-FLOATS = ("float16", "float32", "float64")
-INTS = ("uint8", "int32", "int64", "uint16", "uint32", "uint64")  # wide uints: see programs.TYPES
-NUMERIC = FLOATS + INTS
-ALL = NUMERIC + ("bool",)
-
-_i64 = np.int64
-_MAXD = 8
-_INDEX = np.dtype(
-    [
-        ("rank", np.int64),
-        ("flat", np.int64),
-        ("shape", np.int64, _MAXD),
-        ("s0", np.int64, _MAXD),
-        ("s1", np.int64, _MAXD),
-        ("s2", np.int64, _MAXD),
-    ]
-)
-_FLAT = np.zeros((), _INDEX)
-_FLAT["rank"], _FLAT["flat"] = 1, 1
-_ONE_A, _ONE_B = _FLAT.copy(), _FLAT.copy()  # binary ops: a (or b) is a single element
-_ONE_A["flat"], _ONE_B["flat"] = 2, 3
-
-
-# -- launch helpers ----------------------------------------------------------------------
-_NAMES = {np.dtype(n): n for n in ALL}  # dtype.name costs microseconds per launch
-
-
-def _env(ctx: Any, dtype: np.dtype) -> tuple[OpenCLDevice, Any]:
-    dev = ctx.runtime.device(ctx.device_index)
-    if dtype.itemsize == 8 and dtype.kind == "f" and not dev.has_fp64:
-        from .programs import require_fp64
-
-        require_fp64(dev)
-    return dev, (ctx.stream if ctx.stream is not None else dev.queue)
-
-
-def _launch(dev: OpenCLDevice, q: Any, kernel: Any, n: int, *args: Any) -> None:
-    ls = dev.local_size
-    dev.launch(q, kernel, (-(-n // ls) * ls,), (ls,), *args)
-
-
-def _grid(n: int, per: int, ls: int) -> tuple[int]:
-    """Global size for ``n`` elements at ``per`` per item in groups of ``ls`` (at least one group)."""
-    return (max(1, -(-n // (per * ls))) * ls,)
-
-
-def _launch_ew(dev: OpenCLDevice, q: Any, kernel: Any, n: int, *args: Any) -> None:
-    """Launch an elementwise kernel that takes ``dev.per_item`` consecutive elements per item."""
-    ls = dev.ew_local
-    dev.launch(q, kernel, _grid(n, dev.per_item, ls), (ls,), *args)
-
-
-def _strides(shape: Sequence[int]) -> list[int]:
-    out, acc = [0] * len(shape), 1
-    for d in range(len(shape) - 1, -1, -1):
-        out[d] = acc
-        acc *= shape[d]
-    return out
-
-
-def _collapse(shape: Sequence[int], *strides: Sequence[int]) -> tuple[list[int], list[list[int]]]:
-    """Drop size-1 dims and merge neighbours every operand walks contiguously."""
-    out_shape: list[int] = []
-    out_strides: list[list[int]] = [[] for _ in strides]
-    for d, size in enumerate(shape):
-        if size == 1:
-            continue
-        if out_shape and all(os[-1] == st[d] * size for os, st in zip(out_strides, strides)):
-            out_shape[-1] *= size
-            for os, st in zip(out_strides, strides):
-                os[-1] = st[d]
-        else:
-            out_shape.append(size)
-            for os, st in zip(out_strides, strides):
-                os.append(st[d])
-    return out_shape, out_strides
-
-
-def _index(shape: Sequence[int], *strides: Sequence[int]) -> np.ndarray:
-    cshape, cstrides = _collapse(shape, *strides)
-    if not cshape:
-        return _FLAT
-    if len(cshape) == 1 and all(s[0] == 1 for s in cstrides):
-        return _FLAT
-    if len(cshape) > _MAXD:
-        raise KernelError(
-            f"[opencl] {len(cshape)} non-mergeable dims in shape {tuple(shape)}; "
-            f"kernels index at most {_MAXD}; reshape the tensor to fewer dims"
-        )
-    ix = np.zeros((), _INDEX)
-    r = len(cshape)
-    ix["rank"] = r
-    ix["shape"][:r] = cshape
-    for name, st in zip(("s0", "s1", "s2"), cstrides):
-        ix[name][:r] = st
-    return ix
-
-
-def _bcast_strides(out_shape: tuple[int, ...], shape: tuple[int, ...]) -> list[int]:
-    shape = (1,) * (len(out_shape) - len(shape)) + tuple(shape)
-    st = _strides(shape)
-    return [0 if s == 1 and o != 1 else st[d] for d, (s, o) in enumerate(zip(shape, out_shape))]
-
-
-def _strided_copy(
-    dev: OpenCLDevice,
-    q: Any,
-    y: CLView,
-    yo: int,
-    x: CLView,
-    xo: int,
-    shape: Sequence[int],
-    src: Sequence[int],
-    dst: Sequence[int],
-) -> None:
-    """y[yo + dst . i] = x[xo + src . i] over ``shape`` (offsets and strides in elements)."""
-    n = math.prod(shape)
-    if n == 0:
-        return
-    cshape, (cs, cd) = _collapse(shape, src, dst)
-    size = x.dtype.itemsize
-    if not cshape or (len(cshape) == 1 and cs[0] == 1 and cd[0] == 1):
-        dev.copy(q, y.buffer, yo * size, x.buffer, xo * size, n * size)
-        return
-    k = dev.kernel("move", str(size), "strided_copy")
-    _launch_ew(dev, q, k, n, y.buffer, _i64(yo), x.buffer, _i64(xo), _i64(n), _index(shape, src, dst))
-
-
-def index_error(bad: int, notes: Sequence[tuple[str, int, int]]) -> OpArgumentError:
-    """The error for index ``bad`` reported by one of the launches ``notes`` (op, axis, size)."""
-    if len(notes) == 1:
-        op, axis, size = notes[0]
-        return OpArgumentError(
-            f"[{op}] index {bad} out of range for axis {axis} of size {size}; indices must be in [0, {size})"
-        )
-    which = ", ".join(f"{op} (axis {axis} of size {size})" for op, axis, size in notes)
-    return OpArgumentError(
-        f"[{notes[0][0]}] index {bad} out of range in one of the static program's {which}; "
-        f"indices must be in [0, size)"
-    )
-
-
-def _check_index(dev: OpenCLDevice, q: Any, op: str, axis: int, size: int) -> None:
-    from .runtime import Recorder
-
-    if type(q) is Recorder:  # a bound launch: the queue's next synchronisation reads it
-        q.check((op, axis, size))
-        return
-    bad = dev.take_error(q)
-    if bad is not None:
-        raise index_error(bad, [(op, axis, size)])
-
-
-def _translated(op: str, fn: Callable[..., None]) -> Callable[..., None]:
-    """Run ``fn``, turning pyopencl errors into Oarlock errors that name ``op``."""
-
-    def kernel(ctx: Any, outs: list, ins: list, **attrs: Any) -> None:
-        try:
-            fn(ctx, outs, ins, **attrs)
-        except OarlockError:
-            raise
-        except Exception as exc:
-            import pyopencl as cl
-
-            if not isinstance(exc, cl.Error):
-                raise
-            from .errors import translate
-
-            dev = ctx.runtime.device(ctx.device_index)
-            raise translate(exc, f"kernel '{op}'", dev.name) from exc
-
-    kernel.__name__ = kernel.__qualname__ = f"opencl_{op}"
-    return kernel
-
-
-_BOUND_CACHE = 4096  #: recorded calls kept per device (see _binder) ...
-_BOUND_SCRATCH = 64 << 20  #: ... and the scratch bytes they may hold between them
-
-
-def _view_key(v: CLView) -> tuple[int, int, tuple[int, ...], np.dtype]:
-    return id(v.buffer), v.offset, v.shape, v.dtype
-
-
-def _binder(fn: Callable[..., None]) -> Callable[..., Any]:
-    """The bind fast path of kernel ``fn`` (adapter_api's ``Binder``): run ``fn`` once with a
-    :class:`~plugins.opencl.runtime.Recorder` for its queue, so everything it works out per
-    call (kernel lookup, grid, index structs, scratch buffers, argument bytes) is settled
-    here; the returned call enqueues the recorded launches on their own kernel objects, whose
-    arguments stay set. Declines (None) where ``fn`` raises: the plain call reports it."""
-
-    def bind(ctx: Any, outs: list, ins: list, **attrs: Any) -> Any:
-        from .runtime import Recorder
-
-        dev = ctx.runtime.device(ctx.device_index)
-        q = ctx.stream if ctx.stream is not None else dev.queue
-        # NOTE: the executor binds an instruction again whenever one of its tensors moves, and
-        # a decoding loop that feeds a run's outputs back alternates between the same few
-        # buffers: a call recorded for exactly these views is taken from the device's cache
-        # (it holds its buffers, so an id here is never another buffer's).
-        try:
-            key = (
-                fn,
-                id(q),
-                *(_view_key(v) for v in outs),
-                None,
-                *(_view_key(v) for v in ins),
-                *attrs.items(),
-            )
-            call = dev.bound.get(key)
-        except TypeError:  # an unhashable attribute: record without the cache
-            key, call = None, None
-        if call is not None:
-            dev.bound.move_to_end(key)
-            return call[0]
-        rec = Recorder(dev, q)
-        try:
-            fn(dataclasses.replace(ctx, stream=rec), outs, ins, **attrs)
-        except Exception:  # noqa: BLE001 — the unbound call raises it with the op's name
-            dev.give_back(rec.private)
-            return None
-        call = rec.finish()
-        if key is not None:
-            views = {id(v.buffer) for v in (*outs, *ins)}
-            scratch = sum(a.size for a in rec.buffers() if id(a) not in views)
-            dev.bound[key] = (call, scratch)
-            dev.bound_scratch += scratch
-            while len(dev.bound) > _BOUND_CACHE or dev.bound_scratch > _BOUND_SCRATCH:
-                dev.bound_scratch -= dev.bound.popitem(last=False)[1][1]
-        return call
-
-    return bind
 
 
 # -- elementwise -------------------------------------------------------------------------
@@ -522,168 +312,6 @@ def argsort(ctx, outs, ins, descending=False, **_):
             desc,
         )
         cur, w = nxt, w * 2
-
-
-# -- linear algebra ----------------------------------------------------------------------
-_TS, _RTS = 32, 8  # matmul tile and rows per work item group (math.cl: TS, TS / WPT)
-_BLK_RM = 6  # rows of an item's block in the CPU matmul kernels (math.cl: MM_RM, MM_CW)
-_BLK_CW = {np.dtype(np.float32): 16, np.dtype(np.float64): 8}
-
-
-#: B up to this many bytes per batch entry is read in place (matmul_strided); past it the
-#: packed kernel's contiguous panels pay for their two packing launches (benchmarks/opencl.py)
-_IN_PLACE_B = 1 << 20
-
-
-def matmul(ctx, outs, ins, **_):
-    (c,), (a, b) = outs, ins
-    if c.size == 0:
-        return
-    M, K = a.shape[-2:]
-    dev, q = _env(ctx, a.dtype)
-    _matmul(dev, q, c, a, (M * K, K, 1), b)
-
-
-def _matmul(
-    dev: OpenCLDevice, q: Any, c: CLView, a: CLView, a_strides: tuple[int, int, int], b: CLView
-) -> None:
-    """c = a @ b over the batch; ``a_strides`` (batch, row, k) in elements: (M*K, K, 1) for a
-    row-major A, (M*K, 1, M) for the transpose of a row-major [K, M] (CPU devices only)."""
-    M, N = c.shape[-2:]
-    K = b.shape[-2]
-    batch = math.prod(c.shape[:-2])
-    if dev.is_cpu and a.dtype in _BLK_CW and M < _BLK_RM and a_strides[2] == 1:
-        # math.cl matmul_small: a few rows of A against B in place, one launch
-        _launch_cab(dev, q, "matmul_small", (-(-N // _BLK_CW[a.dtype]), M, batch), None, c, a, b, M, N, K)
-        return
-    if dev.is_cpu and a.dtype in _BLK_CW and (a_strides[2] != 1 or K * N * b.dtype.itemsize <= _IN_PLACE_B):
-        # math.cl matmul_strided: an RM x CW block per item, operands in place
-        mb, nb = -(-M // _BLK_RM), -(-N // _BLK_CW[a.dtype])
-        sab, sam, sak = a_strides
-        dev.launch(
-            q,
-            dev.kernel("math", _NAMES[a.dtype], "matmul_strided"),
-            (nb, -(-mb // 2) * 2, batch),
-            (1, 2, 1),
-            c.buffer,
-            c.eoff,
-            a.buffer,
-            a.eoff,
-            _i64(sab),
-            _i64(sam),
-            _i64(sak),
-            b.buffer,
-            b.eoff,
-            _i64(K * N if b.size == batch * K * N else 0),
-            _i64(M),
-            _i64(N),
-            _i64(K),
-        )
-        return
-    if dev.is_cpu and a.dtype in _BLK_CW:
-        # math.cl matmul_packed: pack A and B into panels, then one item per RM x CW block
-        name, cw, rm = _NAMES[a.dtype], _BLK_CW[a.dtype], _BLK_RM
-        mb, nb = -(-M // rm), -(-N // cw)
-        na, nb_ = batch * mb * K * rm, batch * nb * K * cw
-        ap, bp = dev.temp(na * a.dtype.itemsize), dev.temp(nb_ * a.dtype.itemsize)
-        per, ls = dev.per_item, dev.ew_local
-        dev.launch(
-            q,
-            dev.kernel("math", name, "matmul_pack_a"),
-            _grid(na, per, ls),
-            (ls,),
-            ap,
-            a.buffer,
-            a.eoff,
-            _i64(M),
-            _i64(K),
-            _i64(na),
-        )
-        dev.launch(
-            q,
-            dev.kernel("math", name, "matmul_pack_b"),
-            _grid(nb_, per, ls),
-            (ls,),
-            bp,
-            b.buffer,
-            b.eoff,
-            _i64(K),
-            _i64(N),
-            _i64(nb_),
-        )
-        dev.launch(
-            q,
-            dev.kernel("math", name, "matmul_packed"),
-            (nb, -(-mb // 8) * 8, batch),
-            (1, 8, 1),
-            c.buffer,
-            c.eoff,
-            ap,
-            bp,
-            _i64(M),
-            _i64(N),
-            _i64(K),
-        )
-        return
-    _launch_cab(
-        dev, q, "matmul", (-(-N // _TS) * _TS, -(-M // _TS) * _RTS, batch), (_TS, _RTS, 1), c, a, b, M, N, K
-    )
-
-
-def _launch_cab(
-    dev: OpenCLDevice,
-    q: Any,
-    name: str,
-    grid: tuple,
-    local: tuple | None,
-    c: CLView,
-    a: CLView,
-    b: CLView,
-    M: int,
-    N: int,
-    K: int,
-) -> None:
-    """Launch math.cl's ``name(c, a, b, M, N, K)`` (matmul, matmul_small) for ``a``'s dtype."""
-    dev.launch(
-        q,
-        dev.kernel("math", _NAMES[a.dtype], name),
-        grid,
-        local,
-        c.buffer,
-        c.eoff,
-        a.buffer,
-        a.eoff,
-        b.buffer,
-        b.eoff,
-        _i64(M),
-        _i64(N),
-        _i64(K),
-    )
-
-
-def matmul_t(ctx, outs, ins, transpose_x=False, transpose_y=False, **_):
-    """The ``matmul_t`` composite: an operand to transpose is copied transposed into a scratch
-    buffer (one strided copy), then :func:`matmul` (so a static program has no eager step). On
-    CPU devices the in-place kernel reads a transposed A through its strides, with no copy."""
-    (c,), (a, b) = outs, ins
-    if c.size == 0:
-        return
-    dev, q = _env(ctx, a.dtype)
-
-    def transposed(v: CLView) -> CLView:
-        st = _strides(v.shape)
-        shape = (*v.shape[:-2], v.shape[-1], v.shape[-2])
-        t = ctx.runtime.view(dev.temp(v.nbytes), 0, shape, v.dtype)
-        _strided_copy(dev, q, t, 0, v, v.eoff, shape, [*st[:-2], st[-1], st[-2]], _strides(shape))
-        return t
-
-    if transpose_y:
-        b = transposed(b)
-    M, K = c.shape[-2], b.shape[-2]
-    if transpose_x and dev.is_cpu and a.dtype in _BLK_CW and M >= _BLK_RM:
-        _matmul(dev, q, c, a, (M * K, 1, M), b)
-        return
-    _matmul(dev, q, c, transposed(a) if transpose_x else a, (M * K, K, 1), b)
 
 
 # -- layout ------------------------------------------------------------------------------

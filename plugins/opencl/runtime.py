@@ -80,7 +80,7 @@ class Recorder:
     enqueuing it: each launch gets a private ``cl.Kernel`` (from the device's pool) whose
     arguments are set here, once, so a replay is one ``enqueue_nd_range_kernel`` per launch.
     Scratch buffers the kernel asked for stay with the recording. An index check
-    (``kernels._check_index``) becomes a note the next host synchronisation of ``queue`` reads
+    (``launch._check_index``) becomes a note the next host synchronisation of ``queue`` reads
     (:meth:`OpenCLDevice.settle`), not a blocking read per call.
     """
 
@@ -175,7 +175,7 @@ class OpenCLDevice:
         self.kernel_pool: dict[tuple[str, str, str], list[cl.Kernel]] = {}
         #: queue -> index checks of bound launches not yet read (see :meth:`settle`)
         self.unchecked: dict[Any, set[tuple[Any, ...]]] = {}
-        #: recorded bound calls by kernel, queue, views and attributes (see kernels._binder)
+        #: recorded bound calls by kernel, queue, views and attributes (see launch._binder)
         self.bound: collections.OrderedDict[tuple[Any, ...], Any] = collections.OrderedDict()
         self.bound_scratch = 0  #: bytes of scratch buffers the cached calls hold
         #: events of small host->device copies not waited for (see copy_h2d)
@@ -261,7 +261,7 @@ class OpenCLDevice:
                 cl.enqueue_fill_buffer(queue, self.error_buffer, np.uint8(0), 0, 16).wait()
         if bad is None:
             return
-        from .kernels import index_error
+        from .launch import index_error
 
         raise index_error(bad, sorted(notes, key=repr))
 

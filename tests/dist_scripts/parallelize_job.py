@@ -24,6 +24,7 @@ import framework.distributed as dist  # noqa: E402
 from conformance.models import char_corpus  # noqa: E402
 from examples.train_tiny_llama_hybrid import DIM, Block, batches, loss_fn  # noqa: E402
 from examples.train_tiny_llama_parallelize import TiedHead, optimizer, parallel_train, reference  # noqa: E402
+from tests.dist_scripts import _records  # noqa: E402
 
 out = sys.argv[1]
 dist.init_parallel_env()
@@ -33,25 +34,8 @@ data = batches(3, 8)
 res: dict = {}
 
 
-def every_param(model) -> dict:
-    """name -> parameter, a tied one under each layer that holds it."""
-    return {
-        (f"{n}.{a}" if n else a): p
-        for n, sub in [("", model), *model.named_sublayers()]
-        for a, p in sub._parameters.items()
-        if p is not None
-    }
-
-
 def record(tag: str, losses: list, model, ref_losses: list, ref_model) -> None:
-    res[f"{tag}/loss"] = np.array(losses, "float32")
-    res[f"{tag}/ref_loss"] = np.array(ref_losses, "float32")
-    refs = every_param(ref_model)
-    for name, p in every_param(model).items():
-        v = p.numpy()  # the whole parameter on its stage's ranks, None elsewhere
-        if v is not None:
-            res[f"{tag}/param/{name}"] = v
-            res[f"{tag}/ref/{name}"] = refs[name].numpy()
+    _records.record(res, tag, losses, model, ref_losses, ref_model)
 
 
 for tag, (pp, dp, mp, sh, tied) in {

@@ -263,7 +263,7 @@ def _profiled_apply(op: OpDef, ins: list[Tensor], attrs: dict[str, Any], tracer:
         outs = dispatch.run(op, ins, attrs) if tracer is None else tracer(op, ins, attrs)
     finally:
         rec.cur = outer
-    args = rec.op_args(op, ins, outs if tracer is None else None, attrs)
+    args = rec.op_args(op, ins, outs if tracer is None else None, attrs) if rec.shapes or rec.flops else None
     if ev0 is not None:
         rec.end_launch(ctx, dev_type, ev0, kernel_name(op, dev_type, ins), args)
     if autograd.GRAD_ENABLED.get() and op.grad is not None:
@@ -398,11 +398,21 @@ def _finish(outs: list[Tensor]) -> Any:
 
 
 def _grad_by_decomposition(node: autograd.Node, gouts: list[Tensor | None]) -> list[Tensor | None]:
-    """Differentiate a fused/generated composite by re-running its decomposition."""
+    """Differentiate a fused/generated composite by re-running its decomposition.
+
+    A first-order backward re-runs it on detached copies of the inputs (a small tape of its
+    own, freed at once). Under ``create_graph`` it re-runs on the inputs themselves and the
+    walk back stops at them (``stop_at_inputs``): the gradients are then recorded as functions
+    of the inputs, so a second ``grad`` through them (a Hessian) sees that dependence.
+    """
     assert node.inputs is not None and node.op.decomposition is not None
-    leaves = [t.detach() for t in node.inputs]
-    for t, src in zip(leaves, node.inputs):
-        t.stop_gradient = src.stop_gradient
+    create_graph = autograd.is_grad_enabled()
+    if create_graph:
+        leaves = list(node.inputs)
+    else:
+        leaves = [t.detach() for t in node.inputs]
+        for t, src in zip(leaves, node.inputs):
+            t.stop_gradient = src.stop_gradient
     with autograd.enable_grad():
         outs = node.op.decomposition(*leaves, **node.attrs)
     outs = [outs] if isinstance(outs, Tensor) else list(outs)
@@ -411,18 +421,26 @@ def _grad_by_decomposition(node: autograd.Node, gouts: list[Tensor | None]) -> l
         for o, g in zip(outs, gouts)
         if not o.stop_gradient
     ]
-    wanted = [t for t in leaves if not t.stop_gradient]
-    if not pairs or not wanted:
+    # one gradient per distinct tensor (op(x, x) takes the whole of x's at its first place)
+    first: dict[int, int] = {}
+    for i, t in enumerate(leaves):
+        if not t.stop_gradient:
+            first.setdefault(id(t), i)
+    if not pairs or not first:
         return [None] * len(leaves)
-    res = autograd.grad(
+    wanted = [leaves[i] for i in first.values()]
+    res = autograd.run_backward(
         [p[0] for p in pairs],
-        wanted,
         [p[1] for p in pairs],
+        retain_graph=create_graph,
+        create_graph=create_graph,
+        inputs=wanted,
         allow_unused=True,
-        create_graph=autograd.is_grad_enabled(),
+        stop_at_inputs=True,
     )
-    it = iter(res)
-    return [next(it) if not t.stop_gradient else None for t in leaves]
+    assert res is not None
+    got = dict(zip(first.values(), res))
+    return [got.get(i) for i in range(len(leaves))]
 
 
 def path_stats() -> dict[str, dict[str, int]]:

@@ -165,8 +165,7 @@ def complex_decomposition(re: Tensor, im: Tensor) -> Tensor:
 
 
 def _g_abs(n: autograd.Node, g: list[Tensor | None]) -> list[Tensor | None]:
-    x = n.inputs[0]
-    r = _as_real_view(x.detach())
+    r = _as_real_view(n.inputs[0])  # not detached: under create_graph the gradient depends on x
     a = M.sqrt(M.sum(M.multiply(r, r), axis=-1))
     scale = M.where(a > 0.0, M.divide(g[0], M.where(a > 0.0, a, M.ones_like(a))), M.zeros_like(a))
     return [_as_complex_view(M.multiply(r, scale.unsqueeze(-1)))]

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from adapter_api import OpArgumentError
+from adapter_api import OarlockError, OpArgumentError
 
 from .. import autograd
 from .. import dtypes as _dt
@@ -66,9 +66,31 @@ def host_op(
             return tuple(outs) if many else outs[0]
 
         run.op = op  # type: ignore[attr-defined]
+        _RUNS[name] = run
         return run
 
     return wrap
+
+
+#: each host op's runner, by name: :func:`_saved` recomputes a freed output with it
+_RUNS: dict[str, Callable[..., Any]] = {}
+
+
+def _saved(n: Any) -> list[Tensor]:
+    """The outputs of node ``n`` for its gradient rule.
+
+    A first-order backward reads the detached copies the node keeps (``ctx``). Under
+    ``create_graph`` the rule must read outputs that are functions of the inputs, or a second
+    derivative loses every path through them: the live outputs, or where one was freed or
+    changed in place since, the op run again on the inputs (recorded on the tape).
+    """
+    if not autograd.is_grad_enabled():
+        return list(n.ctx)
+    try:
+        return [n.out(i) for i in range(n.n_outputs)]
+    except OarlockError:
+        res = _RUNS[n.op.name](list(n.inputs), **n.attrs)
+        return list(res) if isinstance(res, tuple) else [res]
 
 
 def _host_result(r: Any, dtype: np.dtype) -> np.ndarray:
@@ -94,7 +116,7 @@ _NEEDS = {
 
 # -- inverse, det, solve ----------------------------------------------------------------------------
 def _g_inverse(n: Any, g: list) -> list:
-    y = n.ctx[0]
+    y = _saved(n)[0]
     return [-M.matmul(M.matmul(_mT(y), g[0]), _mT(y))]
 
 
@@ -128,7 +150,7 @@ def inverse(x: Tensor, name: str | None = None) -> Tensor:
 
 def _g_det(n: Any, g: list) -> list:
     a = n.inputs[0]
-    d = n.ctx[0]
+    d = _saved(n)[0]
     return [(g[0] * d).reshape(d.shape + (1, 1)) * _mT(inverse(a))]
 
 
@@ -181,7 +203,7 @@ def slogdet(x: Tensor, name: str | None = None) -> Tensor:
 
 def _g_solve(n: Any, g: list) -> list:
     a, b = n.inputs
-    x = n.ctx[0]
+    x = _saved(n)[0]
     gb = solve(_mT(a), g[0])
     ga = -M.matmul(gb, _mT(x)) if not a.stop_gradient else None
     return [ga, gb if not b.stop_gradient else None]
@@ -234,7 +256,7 @@ def solve(x: Tensor, y: Tensor, left: bool = True, name: str | None = None) -> T
 
 def _g_triangular(n: Any, g: list) -> list:
     a, b = n.inputs
-    x = n.ctx[0]
+    x = _saved(n)[0]
     upper, trans, unit = n.attrs["upper"], n.attrs["transpose"], n.attrs["unitriangular"]
     gb = triangular_solve(a, g[0], upper=upper, transpose=not trans, unitriangular=unit)
     ga = None
@@ -300,7 +322,7 @@ def triangular_solve(
 
 # -- cholesky -----------------------------------------------------------------------------------------
 def _g_cholesky(n: Any, g: list) -> list:
-    lo = n.ctx[0]
+    lo = _saved(n)[0]
     upper = n.attrs["upper"]
     gl = g[0]
     if upper:
@@ -369,7 +391,7 @@ def cholesky_solve(x: Tensor, y: Tensor, upper: bool = False, name: str | None =
 
 # -- eigh, qr, svd --------------------------------------------------------------------------------------
 def _g_eigh(n: Any, g: list) -> list:
-    w, v = n.ctx[0], n.ctx[1]
+    w, v = _saved(n)
     gw, gv = g
     inner = (
         C.zeros_like(v)
@@ -495,7 +517,7 @@ def _copyltu(m: Tensor) -> Tensor:
 
 
 def _g_qr(n: Any, g: list) -> list:
-    q, r = n.ctx[0], n.ctx[1]
+    q, r = _saved(n)
     gq = g[0] if g[0] is not None else C.zeros_like(q)
     gr = g[1] if g[1] is not None else C.zeros_like(r)
     a = n.inputs[0]
@@ -550,7 +572,7 @@ def qr(x: Tensor, mode: str = "reduced", name: str | None = None) -> Any:
 
 def _g_svd(n: Any, g: list) -> list:
     """Townsend's rule for the reduced SVD (distinct singular values)."""
-    u, s, vh = n.ctx[0], n.ctx[1], n.ctx[2]
+    u, s, vh = _saved(n)
     gu, gs, gvh = g
     v = _mT(vh)
     k = s.shape[-1]

@@ -24,6 +24,9 @@ def _same(ins: list[Tensor], attrs: dict[str, Any]) -> list:
     return [(x.shape, x.dtype)]
 
 
+_tuple_eq = tuple.__eq__
+
+
 def _bool(ins: list[Tensor], attrs: dict[str, Any]) -> list:
     return [(ins[0].shape, _dt.bool_)]
 
@@ -31,7 +34,12 @@ def _bool(ins: list[Tensor], attrs: dict[str, Any]) -> list:
 def _make_binary_infer(name: str, out_bool: bool):
     def infer(ins: list[Tensor], attrs: dict[str, Any]) -> list:
         x, y = ins
-        shape = x.shape if x.shape == y.shape else broadcast_shapes(name, x.shape, y.shape)
+        # tuple.__eq__: Size's list-aware == is a Python call, and this runs for every binary op
+        shape = (
+            x.shape
+            if x.shape is y.shape or _tuple_eq(x.shape, y.shape)
+            else broadcast_shapes(name, x.shape, y.shape)
+        )
         return [(shape, _dt.bool_ if out_bool else x.dtype)]
 
     return infer

@@ -15,22 +15,20 @@ from . import functional, spmd
 from .dtensor import DistTensor, dtensor_from_fn, shard_tensor
 from .layer import local_bytes, shard_layer
 from .mesh import ProcessMesh
-from .optimizer import ShardingStage1, shard_optimizer
-from .parallelize import (
+from .optimizer import ShardingStage1, ShardingStage2, ShardingStage3, shard_optimizer
+from .parallelize import get_mesh, parallelize, set_mesh
+from .placement import Partial, Placement, Replicate, Shard
+from .planner import Plan, auto_plan
+from .plans import (
     ColWiseParallel,
     RowWiseParallel,
     SequenceParallelBegin,
     SequenceParallelDisable,
     SequenceParallelEnable,
     SequenceParallelEnd,
-    SplitPoint,
-    get_mesh,
-    parallelize,
-    set_mesh,
 )
-from .placement import Partial, Placement, Replicate, Shard
-from .planner import Plan, auto_plan
 from .reshard import LOG, reshard, unshard_dtensor
+from .stages import SplitPoint
 from .static import DistModel, to_static
 from .strategy import Strategy
 
@@ -61,6 +59,8 @@ __all__ = [
     "Replicate",
     "Shard",
     "ShardingStage1",
+    "ShardingStage2",
+    "ShardingStage3",
     "Strategy",
     "dtensor_from_fn",
     "functional",

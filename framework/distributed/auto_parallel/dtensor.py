@@ -20,7 +20,7 @@ from adapter_api import OpArgumentError
 
 from ..._src import autograd, dispatch
 from ..._src.autograd import no_grad
-from ..._src.tensor import Tensor
+from ..._src.tensor import Size, Tensor
 from ..._src.tensor import to_tensor as _to_tensor
 from .. import collective
 from .mesh import ProcessMesh
@@ -124,7 +124,7 @@ class DistTensor(Tensor):
         self._local = local
         self.process_mesh = mesh
         self.placements = list(placements)
-        self.shape = tuple(int(s) for s in shape)
+        self.shape = Size(int(s) for s in shape)
         self.dtype = dtype
         # a rank outside the mesh holds nothing; its ops still see the current device (a
         # composite's helper tensors are made there), and skip the kernel

@@ -1,5 +1,5 @@
 """``shard_optimizer``: an optimizer over distributed parameters (Paddle's
-``dist.shard_optimizer``), with optional ZeRO stage 1 (``ShardingStage1``).
+``dist.shard_optimizer``), with the ZeRO stages ``ShardingStage1`` / ``2`` / ``3``.
 
 The optimizer's update is framework ops on the parameter and its gradient, so on distributed
 parameters the states it makes (Adam's moments, momentum's velocity) are distributed too and
@@ -7,11 +7,23 @@ lie as the parameter does: a column shard's moments are that column shard. That 
 
 ``ShardingStage1(axis, mesh)`` shards the states further over the data-parallel mesh axis
 ``axis`` (ZeRO stage 1): each rank of the axis keeps the states of one slice of each
-parameter (the first dim no other axis shards), updates only that slice of the parameter
-from the same slice of the gradient, and the slices are all-gathered into the parameter
-after the step. The gradients are still all-reduced in backward (stage 2 would
-reduce-scatter them: not built). The states per rank are divided by the axis size; the
-training is the same as with the unsharded optimizer.
+parameter (the first dim no other axis shards, :func:`zero_placements`), updates only that
+slice of the parameter from the same slice of the gradient, and the slices are all-gathered
+into the parameter after the step. The gradients are all-reduced in backward.
+
+``ShardingStage2(axis, mesh)`` also shards the gradients: a parameter's partial gradient over
+``axis`` is reduce-scattered when the backward ends (instead of all-reduced) and each rank
+keeps its slice only (``p.grad`` is then None; ``opt.grad_shard(p)`` is the slice, laid out
+as the states); several backwards before a step add up in the slices.
+
+``ShardingStage3(axis, mesh)`` also shards the parameters: each parameter is laid out
+``Shard(d)`` over ``axis`` in place (the same object), so its states and its gradient are
+that slice too; an op that needs it whole all-gathers it. ``dist.parallelize`` gathers each
+layer's parameters before its forward (:func:`gather_for_forward`), and their gradients are
+reduce-scattered back onto the slices when the backward ends.
+
+The training is the same as with the unsharded optimizer; ``ClipGradByGlobalNorm`` takes
+its norm over the sharded gradients (the squares are summed over the ranks).
 
 >>> import numpy as np, framework as fw, framework.distributed as dist
 >>> m = dist.ProcessMesh([0], dim_names=["dp"])
@@ -24,16 +36,37 @@ training is the same as with the unsharded optimizer.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from typing import Any
 
 from adapter_api import OpArgumentError
 
-from ..._src.autograd import no_grad
-from .dtensor import DistTensor
+from ..._src.autograd import is_grad_enabled, no_grad
+from ..._src.tensor import Tensor
+from .dtensor import DistTensor, local_region
 from .mesh import ProcessMesh
-from .placement import Placement, Shard
-from .reshard import reshard
+from .placement import Partial, Placement, Replicate, Shard
+from .reshard import AFTER_BACKWARD, ensure_groups, reshard
+
+
+def zero_placements(
+    shape: tuple[int, ...], mesh: ProcessMesh, placements: list[Placement], axis: int | str
+) -> list[Placement]:
+    """``placements`` with the first tensor dim no other mesh axis shards (and at least as long
+    as mesh axis ``axis`` has ranks) sharded over ``axis``; unchanged when ``axis`` already
+    shards or no dim fits."""
+    a = mesh.axis(axis)
+    out = list(placements)
+    if not out[a].is_replicated():
+        return out
+    taken = {p.dim for p in out if isinstance(p, Shard)}
+    k = mesh.shape[a]
+    for d, n in enumerate(shape):
+        if d not in taken and n >= k:
+            out[a] = Shard(d)
+            break
+    return out
 
 
 class ShardingStage1:
@@ -41,7 +74,14 @@ class ShardingStage1:
     update) of each parameter split over that axis (Paddle's ``dist.ShardingStage1``).
 
     ``__call__(name, param, accumulator)`` is Paddle's ``shard_fn`` signature: the
-    accumulator laid out as :meth:`placements` says."""
+    accumulator laid out as :meth:`placements` says.
+
+    >>> import framework.distributed as dist
+    >>> dist.ShardingStage1("dp").stage
+    1
+    """
+
+    stage = 1
 
     def __init__(self, sharding_mesh_dim: int | str, mesh: ProcessMesh | None = None) -> None:
         self.axis = sharding_mesh_dim
@@ -53,32 +93,116 @@ class ShardingStage1:
         mesh = param.process_mesh
         if self.mesh is not None and self.mesh != mesh:
             raise OpArgumentError(
-                f"[ShardingStage1] parameter '{param.name}' is on {mesh}, the sharding stage on {self.mesh}"
+                f"[{type(self).__name__}] parameter '{param.name}' is on {mesh}, the sharding stage on {self.mesh}"
             )
-        a = mesh.axis(self.axis)
-        out = list(param.placements)
-        if not out[a].is_replicated():
-            return out
-        taken = {p.dim for p in out if isinstance(p, Shard)}
-        k = mesh.shape[a]
-        for d, n in enumerate(param.shape):
-            if d not in taken and n >= k:
-                out[a] = Shard(d)
-                break
-        return out
+        return zero_placements(param.shape, mesh, list(param.placements), self.axis)
 
     def __call__(self, name: str, param: DistTensor, accumulator: DistTensor) -> DistTensor:
-        return reshard(accumulator, param.process_mesh, self.placements(param), why=f"ShardingStage1 {name}")
+        return reshard(
+            accumulator, param.process_mesh, self.placements(param), why=f"{type(self).__name__} {name}"
+        )
+
+
+class ShardingStage2(ShardingStage1):
+    """ZeRO stage 2 (Paddle's ``dist.ShardingStage2``): the states and the gradients split
+    over ``sharding_mesh_dim`` (the gradients reduce-scattered when the backward ends).
+
+    >>> import framework.distributed as dist
+    >>> dist.ShardingStage2("dp").stage
+    2
+    """
+
+    stage = 2
+
+
+class ShardingStage3(ShardingStage1):
+    """ZeRO stage 3 (Paddle's ``dist.ShardingStage3``): the parameters too are split over
+    ``sharding_mesh_dim`` (laid out ``Shard(d)`` in place); states and gradients follow them.
+
+    >>> import framework.distributed as dist
+    >>> dist.ShardingStage3("dp").stage
+    3
+    """
+
+    stage = 3
+
+
+def shard_parameter_in_place(p: DistTensor, placements: list[Placement], why: str) -> None:
+    """Lay parameter ``p`` out as ``placements`` on its mesh, the same object (its layer and
+    optimizer keep it): its storage becomes this rank's new shard, a trainable leaf."""
+    if list(placements) == list(p.placements):
+        return
+    r = reshard(p.detach(), p.process_mesh, placements, why=why)
+    local = p._local_value()
+    if local is not None:
+        new = type(local).from_tensor(r._local.clone(), trainable=not local.stop_gradient)
+        for attr in ("name", "optimize_attr", "regularizer", "need_clip"):
+            if hasattr(local, attr):
+                setattr(new, attr, getattr(local, attr))
+        p._local = new
+    p.placements = list(r.placements)
+
+
+#: stage 3: the gathered leaves of forwards whose backward has not run (kept until it ends:
+#: a gradient that reaches one whole is moved to its shard then; cleared after every backward)
+_GATHERED: list[Tensor] = []
+
+
+def gather_for_forward(p: DistTensor, axis: int | str) -> DistTensor:
+    """ZeRO 3: parameter ``p`` (sharded over mesh axis ``axis``) all-gathered over ``axis``
+    for a forward. The gathered value is a leaf of its own whose partial gradient over
+    ``axis`` is reduce-scattered onto ``p``'s shard when the backward ends (a gradient that
+    arrives whole is sliced); under ``no_grad`` it is just the gathered value."""
+    mesh = p.process_mesh
+    a = mesh.axis(axis)
+    whole = [Replicate() if i == a else q for i, q in enumerate(p.placements)]
+    with no_grad():
+        r = reshard(p.detach(), mesh, whole, why=f"ShardingStage3 gather {p.name}")
+    local = p._local_value()
+    if local is None or local.stop_gradient or not is_grad_enabled():
+        return r
+    leaf = r._local.detach()
+    leaf.stop_gradient = False
+
+    def into_shard(g: Tensor, partial: bool = True) -> None:
+        src = [Partial() if (i == a and partial) else q for i, q in enumerate(whole)]
+        d = DistTensor(g, mesh, src, p.shape, g.dtype)
+        part = reshard(d, mesh, list(p.placements), why=f"ShardingStage3 gradient of {p.name}")._local.clone()
+        own = p._local_value()
+        own.grad = part if own.grad is None else own.grad + part
+
+    if mesh.shape[a] > 1:  # (one rank on the axis: nothing is partial, the sweep slices)
+        leaf._grad_sink = (mesh.get_group(a), into_shard)
+    leaf._into_shard = into_shard
+    _GATHERED.append(leaf)
+    return DistTensor(leaf, mesh, whole, p.shape, p.dtype, p.name)
+
+
+@no_grad()
+def _gathered_grads_to_shards() -> None:
+    """After a backward: a gathered parameter's gradient that reached it whole (not partial
+    over the sharding axis) is sliced onto the shard; the gathered leaves are let go."""
+    for leaf in _GATHERED:
+        if leaf.grad is not None:
+            leaf._into_shard(leaf.grad.detach(), partial=False)
+            leaf.grad = None
+    _GATHERED.clear()
+
+
+AFTER_BACKWARD.append(lambda: _gathered_grads_to_shards)  # a module function: never collected
 
 
 class _ShardOptimizer:
-    """The optimizer ``shard_optimizer`` returns: it steps the wrapped optimizer on views of
-    the parameters laid out as the states are, then writes them back."""
+    """The optimizer ``shard_optimizer`` returns for stages 1 and 2: it steps the wrapped
+    optimizer on views of the parameters laid out as the states are, then writes them back.
+    Under stage 2 it keeps the gradients' slices (see the module)."""
 
     def __init__(self, optimizer: Any, shard_fn: Any) -> None:
         self._inner = optimizer
         self._shard_fn = shard_fn
+        self.stage = getattr(shard_fn, "stage", 1)
         self._views: list[tuple[DistTensor, DistTensor]] = []  # (parameter, the view the states follow)
+        self._kept: dict[int, Tensor] = {}  # stage 2: id(param) -> this rank's gradient slice
         for group in optimizer.param_groups:
             views = []
             for p in group["params"]:
@@ -92,37 +216,121 @@ class _ShardOptimizer:
                 if placements is not None and placements(p) != p.placements:
                     v = DistTensor(None, p.process_mesh, placements(p), p.shape, p.dtype, p.name)
                     v.optimize_attr = getattr(p, "optimize_attr", None)
+                    for attr in ("regularizer", "need_clip"):
+                        if hasattr(p, attr):
+                            setattr(v, attr, getattr(p, attr))
                 self._views.append((p, v))
                 views.append(v)
             group["params"] = views
+        if self.stage == 2:
+            self._sink_gradients()
 
     def __getattr__(self, name: str) -> Any:  # lr, state_dict, set_state_dict, ...
         return getattr(self._inner, name)
 
+    # -- stage 2: the gradients' slices ---------------------------------------------------
+    def _sink_gradients(self) -> None:
+        """Each sharded parameter's partial gradient over the sharding axis goes to
+        :meth:`_keep` (reduce-scattered) instead of being all-reduced into ``p.grad``."""
+        for mesh in {id(p.process_mesh): p.process_mesh for p, _ in self._views}.values():
+            ensure_groups(mesh)  # a collective of the world: every rank, the same order
+        for p, v in self._views:
+            local = p._local_value()
+            if v is p or local is None or p.process_mesh.get_dim_size(self._shard_fn.axis) == 1:
+                continue  # (one rank on the axis: nothing is partial, the sweep slices)
+            group = p.process_mesh.get_group(self._shard_fn.axis)
+            local._grad_sink = (group, lambda g, p=p, v=v: self._keep(p, v, g, partial=True))
+        AFTER_BACKWARD.append(weakref.WeakMethod(self._sweep))
+
+    def _keep(self, p: DistTensor, v: DistTensor, g: Tensor, partial: bool) -> None:
+        """Add ``g`` (this rank's partial gradient of ``p`` over the sharding axis, or with
+        ``partial=False`` its whole gradient) to the kept slice: a reduce-scatter or a slice."""
+        a = p.process_mesh.axis(self._shard_fn.axis)
+        src = [Partial() if (i == a and partial) else q for i, q in enumerate(p.placements)]
+        d = DistTensor(g, p.process_mesh, src, p.shape, g.dtype)
+        part = reshard(d, p.process_mesh, v.placements, why=f"ShardingStage2 gradient of {p.name}")._local
+        part = part.clone()  # not a view: the whole gradient is freed
+        old = self._kept.get(id(p))
+        self._kept[id(p)] = part if old is None else old + part
+
+    @no_grad()
+    def _sweep(self) -> None:
+        """After a backward: what reached ``p.grad`` whole (a gradient not partial over the
+        sharding axis) moves into the slice, and ``p.grad`` is dropped."""
+        for p, v in self._views:
+            local = p._local_value()
+            if v is p or local is None or local.grad is None:
+                continue
+            self._keep(p, v, local.grad.detach(), partial=False)
+            local.grad = None
+
+    def grad_shard(self, p: DistTensor) -> DistTensor | None:
+        """Stage 2: this rank's slice of ``p``'s gradient, laid out as its states (None before
+        a backward; other stages: ``p.grad``)."""
+        if self.stage != 2:
+            return p.grad
+        for q, v in self._views:
+            if q is p and v is not p:
+                g = self._kept.get(id(p))
+                return None if g is None else DistTensor(g, p.process_mesh, v.placements, p.shape, g.dtype)
+        return p.grad
+
+    def local_grad(self, p: DistTensor) -> Tensor | None:
+        """This rank's local gradient of ``p`` as the step uses it (stage 2: the kept slice)."""
+        if self.stage == 2 and id(p) in self._kept:
+            return self._kept[id(p)]
+        local = p._local_value()
+        return None if local is None else local.grad
+
+    def set_local_grad(self, p: DistTensor, g: Tensor) -> None:
+        if self.stage == 2 and any(q is p and v is not p for q, v in self._views):
+            self._kept[id(p)] = g
+        else:
+            p._local_value().grad = g
+
+    def local_grad_shape(self, p: DistTensor) -> list[int]:
+        """The shape of :meth:`local_grad` on this rank."""
+        for q, v in self._views:
+            if q is p and v is not p and self.stage == 2:
+                region = local_region(p.shape, p.process_mesh, v.placements, p.coordinate())
+                return [e - b for b, e in region]
+        return list(p._local_value().shape)
+
     @no_grad()
     def step(self) -> None:
         """Slice each parameter and its gradient as its states lie, step, gather back."""
+        if self.stage == 2:
+            self._sweep()
         moved = []
         for p, v in self._views:
-            if v is p:
+            if v is p or p._local_value() is None:  # not sharded, or another pipeline stage's
                 continue
-            g = p.grad
-            if g is None or p._local_value() is None:  # no gradient, or a rank outside its mesh
-                continue  # (another pipeline stage's parameter)
-            r = reshard(p.detach(), p.process_mesh, self._shard_fn.placements(p), why="ShardingStage1 slice")
-            v._local, v.placements, v.device = r._local, list(r.placements), r.device  # the update writes it
+            if self.stage == 2:
+                kept = self._kept.get(id(p))
+                if kept is None:
+                    continue
+            else:
+                g = p.grad
+                if g is None:
+                    continue
+            r = reshard(p.detach(), p.process_mesh, v.placements, why="ShardingStage slice")
+            v._local, v.device = r._local, r.device  # the update writes it
             v._local.stop_gradient = False
-            v._local.grad = reshard(g, p.process_mesh, v.placements, why="ShardingStage1 slice")._local
+            if self.stage == 2:
+                v._local.grad = kept
+            else:
+                v._local.grad = reshard(g, p.process_mesh, v.placements, why="ShardingStage1 slice")._local
             moved.append((p, v))
         try:
             self._inner.step()
         finally:
             for p, v in moved:
-                whole = reshard(v.detach(), p.process_mesh, p.placements, why="ShardingStage1 gather")
+                whole = reshard(v.detach(), p.process_mesh, p.placements, why="ShardingStage gather")
                 p._local_value().set_value(whole._local)
-                v._local.grad = None
+                v._local = None  # the slice is not kept between steps
 
     def clear_grad(self, set_to_zero: bool = False) -> None:
+        self._kept.clear()
         for p, _ in self._views:
             p.clear_grad(set_to_zero)
 
@@ -134,27 +342,40 @@ def shard_optimizer(optimizer: Any, shard_fn: Callable[..., Any] | None = None) 
     """Paddle's ``dist.shard_optimizer``: ``optimizer`` over distributed parameters. Without
     ``shard_fn`` the states follow the parameters' placements (what the optimizer does on
     distributed parameters anyway: the optimizer comes back as it is); with
-    ``ShardingStage1(axis)`` they are split over ``axis`` too (ZeRO stage 1, see the module
-    docstring)."""
+    ``ShardingStage1(axis)`` they are split over ``axis`` too, ``ShardingStage2`` splits the
+    gradients as well, ``ShardingStage3`` the parameters (in place; the optimizer comes back
+    as it is, its states following them). See the module docstring."""
     if not hasattr(optimizer, "param_groups") or not hasattr(optimizer, "_update"):
         raise OpArgumentError(
             f"[shard_optimizer] expected a framework optimizer (fw.optim.*), got {type(optimizer).__name__}"
         )
     if hasattr(optimizer, "fused"):  # the update runs eagerly: its ops meet the interceptor
         optimizer.fused = False
-    if shard_fn is None:
-        for p in optimizer._all_params():
-            if not isinstance(p, DistTensor):
-                raise OpArgumentError(
-                    f"[shard_optimizer] parameter '{getattr(p, 'name', None)}' is not distributed; "
-                    "lay the model out first (dist.shard_layer or dist.shard_tensor)"
-                )
-        return optimizer
-    if not hasattr(shard_fn, "placements"):
+    if shard_fn is not None and not hasattr(shard_fn, "placements"):
         raise OpArgumentError(
-            f"[shard_optimizer] shard_fn must be a sharding stage (dist.ShardingStage1), got {shard_fn!r}"
+            "[shard_optimizer] shard_fn must be a sharding stage (dist.ShardingStage1, 2 or 3), "
+            f"got {shard_fn!r}"
         )
+    for p in optimizer._all_params():
+        if not isinstance(p, DistTensor):
+            raise OpArgumentError(
+                f"[shard_optimizer] parameter '{getattr(p, 'name', None)}' is not distributed; "
+                "lay the model out first (dist.shard_layer or dist.shard_tensor)"
+            )
+    if shard_fn is None:
+        return optimizer
+    if getattr(shard_fn, "stage", 1) == 3:
+        for p in optimizer._all_params():
+            shard_parameter_in_place(p, shard_fn.placements(p), f"ShardingStage3 {p.name}")
+        return optimizer
     return _ShardOptimizer(optimizer, shard_fn)
 
 
-__all__ = ["ShardingStage1", "shard_optimizer"]
+__all__ = [
+    "ShardingStage1",
+    "ShardingStage2",
+    "ShardingStage3",
+    "gather_for_forward",
+    "shard_optimizer",
+    "zero_placements",
+]

@@ -26,11 +26,17 @@ config, and the rest is the auto-parallel core (placements, sharding rules, resh
     optimizer sums the copies' gradients over the stages before its step, so they stay equal.
     ``dist.to_static`` with ``strategy.pipeline`` runs an ``nn.Sequential`` laid out this way
     on the 1F1B / FThenB schedule.
-``dp_config = {"sharding_level": 0 | 1}``
+``dp_config = {"sharding_level": 0 | 1 | 2 | 3}``
     The batch is split over ``dp`` (a plain tensor passed to the model is laid out
     ``Shard(0)`` over ``dp`` on the first stage; replicated gradients are all-reduced);
-    level 1 shards the optimizer states over ``dp`` (:class:`ShardingStage1`). Levels 2 and 3
-    are refused here: use ``dist.sharding.group_sharded_parallel(level="os_g" | "p_g_os")``.
+    level 1 shards the optimizer states over ``dp`` (:class:`ShardingStage1`), level 2 the
+    gradients too (reduce-scattered when the backward ends, :class:`ShardingStage2`), level 3
+    the parameters too (each laid out ``Shard(d)`` over ``dp``, gathered before its layer's
+    forward, :class:`ShardingStage3`). The training is the same at every level.
+
+With ``pp`` stages, ``ClipGradByGlobalNorm`` takes its norm over every stage: each stage sums
+the squares of its gradients, the sums are all-reduced over the stages, and every stage scales
+by the one factor (a tied parameter counted once).
 
 The mesh is ``mesh=`` or the one :func:`set_mesh` set. A layer that matches no plan keeps
 replicated parameters. Returns ``(model, optimizer)`` (the same model object, laid out).
@@ -47,23 +53,33 @@ replicated parameters. Returns ``(model, optimizer)`` (the same model object, la
 
 from __future__ import annotations
 
-import enum
-import re
 from typing import Any
 
 import numpy as np
 
 from adapter_api import OpArgumentError
 
-from ..._src.autograd import no_grad
-from ..._src.ops import creation as _creation
 from ..._src.tensor import Tensor
-from .. import collective
 from .dtensor import DistTensor, shard_tensor
 from .mesh import ProcessMesh
-from .optimizer import ShardingStage1, shard_optimizer
-from .placement import Partial, Placement, Replicate, Shard
-from .reshard import ensure_groups, reshard
+from .optimizer import ShardingStage1, ShardingStage2, gather_for_forward, shard_optimizer, zero_placements
+from .placement import Placement, Replicate, Shard
+from .plans import (
+    ColWiseParallel,
+    PlanBase,
+    RowWiseParallel,
+    _kind,
+    _pattern,
+)
+from .reshard import ensure_groups
+from .stages import (
+    _boundaries,
+    _coordinate_groups,
+    _ParallelOptimizer,
+    _StagesGlobalNorm,
+    _Tie,
+    _to_stage,
+)
 
 _MESH: list[ProcessMesh | None] = [None]
 
@@ -84,276 +100,6 @@ def set_mesh(mesh: ProcessMesh) -> None:
 def get_mesh() -> ProcessMesh | None:
     """Paddle's ``dist.get_mesh``: the mesh :func:`set_mesh` set (None before)."""
     return _MESH[0]
-
-
-class SplitPoint(enum.Enum):
-    """Where a pipeline stage is cut at a named layer (Paddle's ``dist.SplitPoint``)."""
-
-    BEGINNING = 0
-    END = 1
-
-
-# -- the tensor-parallel plans ----------------------------------------------------------------
-def _axis_set(x: Any, axis: str, to: Placement, why: str) -> Any:
-    """``x`` with its placement on mesh axis ``axis`` changed to ``to`` (anything else as it is)."""
-    if isinstance(x, (tuple, list)):
-        return type(x)(_axis_set(t, axis, to, why) for t in x)
-    if not isinstance(x, DistTensor) or axis not in x.process_mesh.dim_names:
-        return x
-    a = x.process_mesh.axis(axis)
-    if isinstance(to, Shard) and to.dim < 0:
-        to = Shard(to.dim + len(x.shape))
-    if x.placements[a] == to:
-        return x
-    ps = list(x.placements)
-    ps[a] = to
-    return reshard(x, x.process_mesh, ps, why=why)
-
-
-def _partial_to_replicate(x: Any, axis: str, why: str) -> Any:
-    if isinstance(x, (tuple, list)):
-        return type(x)(_partial_to_replicate(t, axis, why) for t in x)
-    if isinstance(x, DistTensor) and axis in x.process_mesh.dim_names:
-        if isinstance(x.placements[x.process_mesh.axis(axis)], Partial):
-            return _axis_set(x, axis, Replicate(), why)
-    return x
-
-
-class PlanBase:
-    """A tensor-parallel plan for one layer: the placements of its parameters over ``mp``
-    (:meth:`param_placement`) and hooks on its input and output."""
-
-    def param_placement(self, layer: Any, attr: str) -> Placement:
-        return Replicate()
-
-    def on_input(self, args: tuple, axis: str) -> tuple:
-        return args
-
-    def on_output(self, out: Any, axis: str) -> Any:
-        return out
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}()"
-
-
-def _kind(layer: Any, plan: str) -> str:
-    from ...nn import Embedding, Linear
-
-    if isinstance(layer, Linear):
-        return "linear"
-    if isinstance(layer, Embedding):
-        return "embedding"
-    raise OpArgumentError(
-        f"[parallelize] {plan} applies to nn.Linear or nn.Embedding, the plan's pattern matched a "
-        f"{type(layer).__name__}; point the pattern at the linear or embedding layers"
-    )
-
-
-class ColWiseParallel(PlanBase):
-    """Column-parallel (Paddle's ``dist.ColWiseParallel``): a linear's weight ``Shard(1)``
-    and bias ``Shard(0)`` over ``mp``, an embedding's weight ``Shard(1)``; the output is
-    sharded on its last dim, or replicated with ``gather_output=True``.
-
-    >>> import framework.distributed as dist
-    >>> dist.ColWiseParallel(gather_output=True).gather_output
-    True
-    """
-
-    def __init__(self, gather_output: bool = False) -> None:
-        self.gather_output = gather_output
-
-    def param_placement(self, layer: Any, attr: str) -> Placement:
-        kind = _kind(layer, "ColWiseParallel")
-        return Shard(0) if (kind == "linear" and attr == "bias") else Shard(1)
-
-    def on_output(self, out: Any, axis: str) -> Any:
-        return (
-            _axis_set(out, axis, Replicate(), "ColWiseParallel gather_output") if self.gather_output else out
-        )
-
-
-class RowWiseParallel(PlanBase):
-    """Row-parallel (Paddle's ``dist.RowWiseParallel``): a linear's weight ``Shard(0)`` (the
-    bias replicated), an embedding's weight ``Shard(0)`` (the vocabulary); the output's
-    partial sums are all-reduced. ``is_input_parallel=False`` shards the input's last dim
-    over ``mp`` first.
-
-    >>> import framework.distributed as dist
-    >>> dist.RowWiseParallel().is_input_parallel
-    True
-    """
-
-    def __init__(self, is_input_parallel: bool = True) -> None:
-        self.is_input_parallel = is_input_parallel
-
-    def param_placement(self, layer: Any, attr: str) -> Placement:
-        kind = _kind(layer, "RowWiseParallel")
-        return Replicate() if (kind == "linear" and attr == "bias") else Shard(0)
-
-    def on_input(self, args: tuple, axis: str) -> tuple:
-        if self.is_input_parallel:
-            return args
-        return (_axis_set(args[0], axis, Shard(-1), "RowWiseParallel input"), *args[1:])
-
-    def on_output(self, out: Any, axis: str) -> Any:
-        return _partial_to_replicate(out, axis, "RowWiseParallel output")
-
-
-class SequenceParallelBegin(PlanBase):
-    """Sequence parallelism starts after this layer: its output sharded over ``mp`` along the
-    sequence dim (dim 1). Paddle's ``dist.SequenceParallelBegin``; ``need_transpose`` is
-    accepted (the values are the same without the transpose)."""
-
-    def __init__(self, need_transpose: bool = True) -> None:
-        self.need_transpose = need_transpose
-
-    def on_output(self, out: Any, axis: str) -> Any:
-        return _axis_set(out, axis, Shard(1), "SequenceParallelBegin")
-
-
-class SequenceParallelEnd(PlanBase):
-    """Sequence parallelism ends before this layer: its input gathered along the sequence."""
-
-    def __init__(self, need_transpose: bool = True) -> None:
-        self.need_transpose = need_transpose
-
-    def on_input(self, args: tuple, axis: str) -> tuple:
-        return (_axis_set(args[0], axis, Replicate(), "SequenceParallelEnd"), *args[1:])
-
-
-class SequenceParallelEnable(PlanBase):
-    """This layer (a norm, a dropout) runs on the sequence-sharded input."""
-
-    def on_input(self, args: tuple, axis: str) -> tuple:
-        return (_axis_set(args[0], axis, Shard(1), "SequenceParallelEnable"), *args[1:])
-
-
-class SequenceParallelDisable(PlanBase):
-    """This layer needs the whole sequence: its input gathered, its output sharded again
-    along the sequence (a reduce-scatter of partial sums)."""
-
-    def __init__(self, need_transpose: bool = True) -> None:
-        self.need_transpose = need_transpose
-
-    def on_input(self, args: tuple, axis: str) -> tuple:
-        return (_axis_set(args[0], axis, Replicate(), "SequenceParallelDisable"), *args[1:])
-
-    def on_output(self, out: Any, axis: str) -> Any:
-        return _axis_set(out, axis, Shard(1), "SequenceParallelDisable")
-
-
-def _pattern(p: str) -> re.Pattern[str]:
-    return re.compile("^" + re.escape(p).replace(r"\*", r"[^.]+") + "$")
-
-
-# -- the pipeline stages ------------------------------------------------------------------------
-def _boundaries(names: list[str], spec: Any, pp: int) -> list[int]:
-    """The pre-order indices where a new stage begins (``pp - 1`` of them)."""
-
-    def span(name: str) -> tuple[int, int]:
-        idx = [i for i, n in enumerate(names) if n == name or n.startswith(name + ".")]
-        if not idx:
-            raise OpArgumentError(
-                f"[parallelize] pp_config split_spec names layer '{name}', which the model does not "
-                f"have (its layers: {[n for n in names if n][:8]}...)"
-            )
-        return idx[0], idx[-1] + 1
-
-    out: list[int] = []
-    if isinstance(spec, str):
-        span(spec)  # the layer exists
-        children = [n for n in names if n.startswith(spec + ".") and "." not in n[len(spec) + 1 :]]
-        if len(children) < pp:
-            raise OpArgumentError(
-                f"[parallelize] pp_config split_spec '{spec}' has {len(children)} layers for {pp} stages; "
-                "name a layer list with at least as many layers as the 'pp' axis has ranks"
-            )
-        k = len(children)
-        for s in range(1, pp):
-            out.append(span(children[s * k // pp])[0])
-    elif isinstance(spec, dict):
-        for name, where in spec.items():
-            if where not in (SplitPoint.END, SplitPoint.BEGINNING):
-                raise OpArgumentError(
-                    f"[parallelize] pp_config split_spec['{name}'] must be dist.SplitPoint.END or "
-                    f"BEGINNING, got {where!r}"
-                )
-            first, end = span(name)
-            out.append(end if where is SplitPoint.END else first)
-        out.sort()
-        if len(out) != pp - 1:
-            raise OpArgumentError(
-                f"[parallelize] pp_config split_spec has {len(out)} split points, the 'pp' axis "
-                f"{pp} stages: give {pp - 1}"
-            )
-    else:
-        raise OpArgumentError(
-            "[parallelize] pp_config split_spec must be a layer list's name (str) or "
-            f"{{name: dist.SplitPoint.END}}, got {type(spec).__name__}"
-        )
-    return out
-
-
-def _to_stage(x: Any, mesh: ProcessMesh, stages: list[ProcessMesh]) -> Any:
-    """A distributed tensor of another stage moved to ``mesh``, its placements kept."""
-    if isinstance(x, (tuple, list)):
-        return type(x)(_to_stage(t, mesh, stages) for t in x)
-    if isinstance(x, DistTensor) and x.process_mesh != mesh and x.process_mesh in stages:
-        return reshard(x, mesh, list(x.placements), why="pipeline stage")
-    return x
-
-
-# -- tied parameters over stages ------------------------------------------------------------------
-class _Tie:
-    """Copies of one parameter, one per stage (the same placements): their gradients are
-    summed over the ranks at the same mesh coordinate of those stages."""
-
-    def __init__(self, copies: list[DistTensor]) -> None:
-        self.copies = copies
-        meshes = [c.process_mesh for c in copies]
-        me = collective.get_rank()
-        self.group = None
-        for c in np.ndindex(*meshes[0].shape):  # made on every rank: new_group is collective
-            g = collective.new_group([int(m.mesh[c]) for m in meshes])
-            if me in g.ranks:
-                self.group = g
-        self.mine = next((c for c in copies if me in c.process_mesh), None)
-
-    @no_grad()
-    def sync(self) -> None:
-        if self.mine is None or self.group is None:
-            return
-        local = self.mine._local_value()
-        g = local.grad
-        if g is None:
-            g = _creation.zeros(local.shape, dtype=local.dtype, device=local.device)
-        collective.all_reduce(g, group=self.group)
-        local.grad = g
-
-
-class _ParallelOptimizer:
-    """The optimizer :func:`parallelize` returns: before each step the gradients of tied
-    parameter copies are summed over their stages. Other attributes are the wrapped one's."""
-
-    def __init__(self, optimizer: Any, ties: list[_Tie]) -> None:
-        self.__dict__["_inner"], self.__dict__["_ties"] = optimizer, ties
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.__dict__["_inner"], name)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        setattr(self.__dict__["_inner"], name, value)
-
-    def step(self) -> None:
-        for t in self._ties:
-            t.sync()
-        self._inner.step()
-
-    def clear_grad(self, set_to_zero: bool = False) -> None:
-        self._inner.clear_grad(set_to_zero)
-
-    clear_gradients = clear_grad
-    zero_grad = clear_grad
 
 
 # -- parallelize ------------------------------------------------------------------------------------
@@ -401,16 +147,10 @@ def parallelize(
         axis_needed(key, axis)
 
     # the data-parallel level, checked before anything is laid out
-    level = int((config.get("dp_config") or {}).get("sharding_level", 0))
-    if level in (2, 3):
-        raise OpArgumentError(
-            f"[parallelize] dp_config sharding_level {level} is not built into parallelize; use "
-            f"dist.sharding.group_sharded_parallel(model, optimizer, level="
-            f"'{'os_g' if level == 2 else 'p_g_os'}') for ZeRO stage {level}"
-        )
-    if level not in (0, 1):
-        raise OpArgumentError(f"[parallelize] dp_config sharding_level must be 0, 1, 2 or 3, got {level}")
-    if level == 1:
+    level = (config.get("dp_config") or {}).get("sharding_level", 0)
+    if level not in (0, 1, 2, 3) or isinstance(level, bool):
+        raise OpArgumentError(f"[parallelize] dp_config sharding_level must be 0, 1, 2 or 3, got {level!r}")
+    if level:
         axis_needed("dp_config", "dp")
 
     # the stages
@@ -422,11 +162,15 @@ def parallelize(
     else:
         stages = [mesh]
     clip = getattr(optimizer, "grad_clip", None)
-    if len(stages) > 1 and clip is not None and type(clip).__name__ != "ClipGradByValue":
+    if (
+        len(stages) > 1
+        and clip is not None
+        and type(clip).__name__ not in ("ClipGradByValue", "ClipGradByGlobalNorm")
+    ):
         raise OpArgumentError(
             f"[parallelize] grad_clip={type(clip).__name__} over {len(stages)} pipeline stages is not "
-            "built (each stage would clip by the norm of its own gradients); use ClipGradByValue, or "
-            "dist.to_static with strategy.pipeline, whose step takes the norm over the stages"
+            "built (it needs each whole gradient on one rank); use ClipGradByGlobalNorm (its norm is "
+            "taken over the stages) or ClipGradByValue"
         )
     pp_cfg = config.get("pp_config") or {}
     bounds = (
@@ -506,6 +250,8 @@ def parallelize(
             n_plan, s_plan, a_plan = next((u for u in uses if plan in plans.get(u[0], [])), uses[0])
             stage_names = stages[0].dim_names
             ps[stage_names.index("mp")] = plan.param_placement(s_plan, a_plan)
+        if level == 3:  # ZeRO 3: the parameter itself split over dp
+            ps = zero_placements(tuple(p.shape), stages[0], ps, "dp")
         copies: dict[int, DistTensor] = {}
         for name, sub, attr in uses:
             s = stage_of[name]
@@ -529,6 +275,9 @@ def parallelize(
         if name and len(held) == 1 and len(stages) > 1:
             m = stages[stage_of[name]]
             sub.register_forward_pre_hook(lambda _l, args, m=m: _to_stage(tuple(args), m, stages))
+        if level == 3 and any(_dp_sharded(q) for q in sub._parameters.values()):
+            sub.register_forward_pre_hook(_gather_params)
+            sub.register_forward_post_hook(_release_params)
         for plan in plans.get(name, []):
             if type(plan).on_input is not PlanBase.on_input:
                 sub.register_forward_pre_hook(lambda _l, args, pl=plan: pl.on_input(tuple(args), "mp"))
@@ -565,20 +314,38 @@ def parallelize(
                 )
             params.extend(new_of[id(p)])
         group["params"] = params
-    opt = shard_optimizer(optimizer, ShardingStage1("dp") if level == 1 else None)
+    if len(stages) > 1 and type(clip).__name__ == "ClipGradByGlobalNorm":
+        skip = {id(c) for t in ties for c in t.copies[1:]}
+        optimizer.grad_clip = _StagesGlobalNorm(clip, _coordinate_groups(stages), skip)
+    stage_fn = {1: ShardingStage1, 2: ShardingStage2}.get(level)
+    opt = shard_optimizer(optimizer, stage_fn("dp") if stage_fn else None)
+    if len(stages) > 1 and type(clip).__name__ == "ClipGradByGlobalNorm":  # the copies' views too
+        views = dict((id(p), v) for p, v in getattr(opt, "_views", []))
+        optimizer.grad_clip.skip |= {id(views[i]) for i in list(optimizer.grad_clip.skip) if i in views}
     return model, _ParallelOptimizer(opt, ties) if ties else opt
 
 
-__all__ = [
-    "ColWiseParallel",
-    "PlanBase",
-    "RowWiseParallel",
-    "SequenceParallelBegin",
-    "SequenceParallelDisable",
-    "SequenceParallelEnable",
-    "SequenceParallelEnd",
-    "SplitPoint",
-    "get_mesh",
-    "parallelize",
-    "set_mesh",
-]
+# -- ZeRO 3: each layer's parameters gathered for its forward ---------------------------------------
+def _dp_sharded(p: Any) -> bool:
+    return (
+        isinstance(p, DistTensor)
+        and "dp" in p.process_mesh.dim_names
+        and isinstance(p.placements[p.process_mesh.axis("dp")], Shard)
+    )
+
+
+def _gather_params(layer: Any, _args: tuple) -> None:
+    """The layer's dp-sharded parameters, whole over dp, shadow them for its forward (an
+    instance attribute is found before the layer's parameter table); their gradients flow
+    back to the shards."""
+    for attr, p in layer._parameters.items():
+        if _dp_sharded(p):
+            layer.__dict__[attr] = gather_for_forward(p, "dp")
+
+
+def _release_params(layer: Any, _args: tuple, _out: Any) -> None:
+    for attr in layer._parameters:
+        layer.__dict__.pop(attr, None)
+
+
+__all__ = ["get_mesh", "parallelize", "set_mesh"]

@@ -452,13 +452,37 @@ def defer_grad(leaf: Tensor, group: collective.Group, grad: Tensor) -> None:
     DEFERRED.setdefault(group, []).append((leaf, grad.detach()))
 
 
+#: callbacks run once a backward across ranks is finished (after the last flush): ZeRO
+#: stage 2 moves what is left of its whole gradients into its shards there (weak references)
+AFTER_BACKWARD: list[Any] = []
+
+
+def _sunk(group: Any, items: list[tuple[Tensor, Tensor]]) -> list[tuple[Tensor, Tensor]]:
+    """Hand the partial gradients of leaves with a gradient sink over ``group`` (ZeRO stage 2:
+    ``leaf._grad_sink = (group, fn)``) to it, summed per leaf (``fn`` reduce-scatters them);
+    the others come back for the all-reduce."""
+    rest, mine = [], {}
+    for leaf, g in items:
+        sink = getattr(leaf, "_grad_sink", None)
+        if sink is not None and sink[0] is group:
+            old = mine.get(id(leaf))
+            mine[id(leaf)] = (leaf, g if old is None else old[1] + g)
+        else:
+            rest.append((leaf, g))
+    with autograd.no_grad():
+        for leaf, g in mine.values():  # in the backward's order: the same on every rank
+            leaf._grad_sink[1](g)
+    return rest
+
+
 def flush_grads() -> None:
     """All-reduce the kept partial gradients, a bucket of one dtype at a time per group (in
     the order the groups were first met: the same on every rank of a group), and add each
-    to its leaf's gradient."""
+    to its leaf's gradient; a leaf with a gradient sink over the group gets its partial
+    gradient reduce-scattered into its shard instead (see :func:`_sunk`)."""
     while DEFERRED:
         group = next(iter(DEFERRED))
-        items = DEFERRED.pop(group)
+        items = _sunk(group, DEFERRED.pop(group))
         while items:
             dtype = items[0][1].dtype
             bucket, size, rest = [], 0, []
@@ -487,6 +511,12 @@ def _after_backward() -> None:
     flush_grads()
     backward_across_meshes()
     flush_grads()  # the sources' backwards may have kept more
+    for ref in list(AFTER_BACKWARD):
+        fn = ref()
+        if fn is None:
+            AFTER_BACKWARD.remove(ref)
+        else:
+            fn()
 
 
 DistTensor.across = staticmethod(lambda run: _after_backward() if run else bool(PENDING))

@@ -33,6 +33,10 @@ class PaddleExportError(PaddleFormatError):
     message names the op, where it sits and the layer saved."""
 
 
+class UnknownDtype(PaddleExportError):
+    """A dtype Paddle's files have no name for; :class:`Emitter` callers add the op and place."""
+
+
 # -- attributes ------------------------------------------------------------------------------
 def a_bool(v: bool) -> dict[str, Any]:
     return {"#": "0.a_bool", "D": bool(v)}
@@ -77,7 +81,7 @@ def a_place(kind: int = 0) -> dict[str, Any]:
 def dtype_name(dt: Any) -> str:
     name = str(np.dtype(dt))
     if name not in _TAGS:
-        raise PaddleExportError(f"[jit.save] dtype {name} has no Paddle spelling; known: {sorted(_TAGS)}")
+        raise UnknownDtype(f"has dtype {name}, which Paddle's files do not spell; known: {sorted(_TAGS)}")
     return name
 
 
@@ -118,6 +122,11 @@ class Emitter:
         self._next = 1
         self.op: Operation | None = None
         self.where = ""
+        #: symbol name -> (the id of a program input, the axis that holds it)
+        self.sym_sources: dict[str, tuple[int, int]] = {}
+        self._dims: dict[str, int] = {}
+        self._last_arg = 0
+        self._regions = 0
 
     def fail(self, what: str, hint: str = "") -> PaddleExportError:
         name = self.op.name if self.op is not None else "?"
@@ -150,6 +159,28 @@ class Emitter:
     def one(self, name: str, inputs: Sequence[int], attrs: dict[str, dict[str, Any]], out: Any) -> int:
         return self.emit(name, inputs, attrs, [out])[0]
 
+    def nested(self, fn: Callable[[], Any]) -> tuple[list[dict[str, Any]], Any]:
+        """Run ``fn`` writing into a fresh op list (a region's block): that list and what ``fn``
+        returned. Dims computed inside stay inside (an outer block cannot read them)."""
+        saved, dims = self.ops, dict(self._dims)
+        self.ops = []
+        try:
+            return self.ops, fn()
+        finally:
+            self.ops, self._dims = saved, dims
+
+    def block_arg(self, ty: PdType) -> dict[str, Any]:
+        """A region block's argument (a loop's carried value): Paddle numbers them -1, -2, ..."""
+        self._last_arg -= 1
+        self.types[self._last_arg] = ty
+        return {"#": self._last_arg, "TT": ty.json()}
+
+    def region(self, ops: list[dict[str, Any]], args: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+        """A region of one block holding ``ops`` (ending in its ``cf.yield``)."""
+        self._regions += 1
+        k = self._regions
+        return {"#": f"region_{k}", "blocks": [{"#": f"block_{k}", "args": list(args), "ops": ops}]}
+
     def parameter(self, name: str, ty: PdType) -> int:
         res = self.fresh(ty)
         self.params.append({"#": "p", "A": [0, 1, 1, name], "DA": [], "O": res, "OA": [1, 0, 1], "QA": []})
@@ -176,13 +207,68 @@ class Emitter:
             PdType(dtype, shape),
         )
 
+    def scalar_int(self, value: int) -> int:
+        """An ``int64`` scalar (shape ``[]``) holding ``value``."""
+        return self.full([], float(value), "int64")
+
+    def dim(self, d: Any) -> int:
+        """An ``int64`` scalar holding dim ``d`` at run time: an int, or an affine expression of
+        the inputs' dynamic dims (each read as ``shape64(input)[axis]``, as Paddle's own
+        programs read ``paddle.shape(x)[i]``). Values are cached per block (:meth:`nested`)."""
+        if isinstance(d, int):
+            return self.scalar_int(d)
+        key = str(d)
+        if key in self._dims:
+            return self._dims[key]
+        total = None
+        for name, coef in d.terms:
+            if name not in self.sym_sources:
+                raise self.fail(f"uses the dynamic dim {name}, which no program input holds")
+            vid, axis = self.sym_sources[name]
+            if name not in self._dims:
+                rank = len(self.types[vid].shape)
+                shp = self.one("shape64", [vid], {}, PdType("int64", [rank]))
+                self._dims[name] = self.one(
+                    "slice",
+                    [shp, self.int_array([axis]), self.int_array([axis + 1])],
+                    {
+                        "axes": a_array([a_i64(0)]),
+                        "infer_flags": a_array([a_i64(1)]),
+                        "decrease_axis": a_array([a_i64(0)]),
+                    },
+                    PdType("int64", []),
+                )
+            term = self._dims[name]
+            if coef != 1:
+                term = self.scale(term, float(coef), 0.0, PdType("int64", []))
+            total = term if total is None else self.one("add", [total, term], {}, PdType("int64", []))
+        assert total is not None
+        if d.const:
+            total = self.scale(total, 1.0, float(d.const), PdType("int64", []))
+        self._dims[key] = total
+        return total
+
+    def scale(self, x: int, factor: float, bias: float, out: PdType) -> int:
+        s = self.full([1], factor, "float32")
+        return self.one("scale", [x, s], {"bias": a_f32(bias), "bias_after_scale": a_bool(True)}, out)
+
+    def shape_tensor(self, dims: Sequence[Any]) -> int:
+        """An ``int64[len(dims)]`` shape: a constant when every dim is static, else the dims'
+        scalars stacked (Paddle's own spelling of ``[paddle.shape(x)[0], 4]``)."""
+        if all(isinstance(d, int) for d in dims):
+            return self.int_array([int(d) for d in dims])
+        parts = [self.dim(d) for d in dims]
+        vec = self.combine(parts)
+        return self.one("stack", [vec], {"axis": a_i32(0)}, PdType("int64", [len(dims)]))
+
     def combine(self, ids: Sequence[int]) -> int:
         items = [self.types[i].json() for i in ids]
         return self.one("0.combine", ids, {}, {"#": "0.t_vec", "D": items})
 
-    def shape_arg(self, target: Sequence[Any], source: Sequence[Any], what: str) -> list[int]:
-        """A reshape/expand target with symbolic dims spelled as Paddle reads them: ``0`` for the
-        source's dim at the same place, ``-1`` for one dim Paddle infers."""
+    def shape_arg(self, target: Sequence[Any], source: Sequence[Any]) -> list[int] | None:
+        """A reshape target with symbolic dims spelled as Paddle reads them: ``0`` for the
+        source's dim at the same place, ``-1`` for one dim Paddle infers; None when more than
+        one dim is neither (then the shape is computed at run time: :meth:`shape_tensor`)."""
         out: list[int] = []
         inferred = False
         for i, d in enumerate(target):
@@ -194,11 +280,7 @@ class Emitter:
                 out.append(-1)
                 inferred = True
             else:
-                raise self.fail(
-                    f"takes {what} {tuple(str(x) for x in target)}, with more than one dynamic dim "
-                    f"that is not the input's",
-                    "give static sizes in input_spec for those dims",
-                )
+                return None
         return out
 
 

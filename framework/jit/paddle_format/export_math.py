@@ -100,8 +100,10 @@ def _in_shape(op: Operation, k: int = 0) -> tuple:
 
 @export_lowering("reshape")
 def _reshape(em: Emitter, op: Operation, ins: list[int]) -> int:
-    target = em.shape_arg(op.results[0].type.shape, _in_shape(op), "the shape")  # type: ignore[attr-defined]
-    return em.one("reshape", [ins[0], em.int_array(target)], {}, result_type(op))
+    out = op.results[0].type.shape  # type: ignore[attr-defined]
+    target = em.shape_arg(out, _in_shape(op))
+    shape = em.int_array(target) if target is not None else em.shape_tensor(out)
+    return em.one("reshape", [ins[0], shape], {}, result_type(op))
 
 
 @export_lowering("expand")
@@ -109,17 +111,17 @@ def _expand(em: Emitter, op: Operation, ins: list[int]) -> int:
     src = _in_shape(op)
     target = list(op.attrs["shape"])
     lead = len(target) - len(src)
-    spelled = []
+    spelled: list[int] | None = []
     for i, d in enumerate(target):
         if isinstance(d, int):
             spelled.append(d)
         elif i >= lead and src[i - lead] == d:
             spelled.append(-1)  # Paddle's expand: -1 keeps the input's dim
-        else:
-            raise em.fail(
-                f"expands to {tuple(str(x) for x in target)}, a dynamic dim the input does not hold"
-            )
-    return em.one("expand", [ins[0], em.int_array(spelled)], {}, result_type(op))
+        else:  # a dynamic dim the input does not hold: the whole shape computed at run time
+            spelled = None
+            break
+    shape = em.int_array(spelled) if spelled is not None else em.shape_tensor(target)
+    return em.one("expand", [ins[0], shape], {}, result_type(op))
 
 
 @export_lowering("concat")
@@ -182,6 +184,53 @@ EXPORT_TABLE["op.max"] = _reduce("max", False)
 EXPORT_TABLE["op.min"] = _reduce("min", False)
 
 
+@export_lowering("prod")
+def _prod(em: Emitter, op: Operation, ins: list[int]) -> int:
+    axes = [int(a) for a in op.attrs.get("axes", ())]
+    if not axes:
+        return em.one("assign", ins, {}, result_type(op))
+    attrs = {"keepdim": a_bool(bool(op.attrs.get("keepdim", False))), "reduce_all": a_bool(False)}
+    return em.one("prod", [ins[0], em.int_array(axes)], attrs, result_type(op))
+
+
+def _rows(em: Emitter, op: Operation, ins: list[int], axis: int) -> tuple[int, int]:
+    """The index and updates of a scatter with the index flattened to one dim (Paddle's
+    scatter/index_add take a 1-D index): the updates' index dims merged likewise."""
+    x, idx, upd = (op.operands[k].type for k in range(3))
+    assert isinstance(x, TensorType) and isinstance(idx, TensorType) and isinstance(upd, TensorType)
+    if idx.rank == 1:
+        return ins[1], ins[2]
+    if not all(isinstance(d, int) for d in idx.shape):
+        raise em.fail(
+            f"scatters with an index of dynamic shape {idx.shape}", "give static sizes in input_spec"
+        )
+    n = 1
+    for d in idx.shape:
+        n *= int(d)
+    index = em.one("reshape", [ins[1], em.int_array([n])], {}, PdType(idx.dtype, [n]))
+    target = [*x.shape[:axis], n, *x.shape[axis + 1 :]]
+    spelled = em.shape_arg(target, upd.shape)
+    shape = em.int_array(spelled) if spelled is not None else em.shape_tensor(target)
+    return index, em.one("reshape", [ins[2], shape], {}, PdType(upd.dtype, target))
+
+
+@export_lowering("scatter_add")
+def _scatter_add(em: Emitter, op: Operation, ins: list[int]) -> int:
+    """``pd_op.index_add(x, index, updates)`` along the axis: repeated indices accumulate."""
+    axis = int(op.attrs["axis"])
+    index, updates = _rows(em, op, ins, axis)
+    return em.one("index_add", [ins[0], index, updates], {"axis": a_i32(axis)}, result_type(op))
+
+
+@export_lowering("scatter")
+def _scatter(em: Emitter, op: Operation, ins: list[int]) -> int:
+    """``pd_op.scatter`` (rows of axis 0, the last update wins): what ``x[idx] = v`` is traced to."""
+    if int(op.attrs["axis"]) != 0:
+        raise em.fail(f"scatters along axis {op.attrs['axis']}; Paddle's scatter writes rows of axis 0 only")
+    index, updates = _rows(em, op, ins, 0)
+    return em.one("scatter", [ins[0], index, updates], {"overwrite": a_bool(True)}, result_type(op))
+
+
 @export_lowering("argmax", "argmin")
 def _argmax(em: Emitter, op: Operation, ins: list[int]) -> int:
     axis = em.full([1], float(op.attrs["axis"]), "int64")
@@ -209,13 +258,8 @@ def _where(em: Emitter, op: Operation, ins: list[int]) -> int:
             if full:
                 ref = op.operands[full[0]].type  # type: ignore[attr-defined]
                 target = em.one("shape64", [ins[full[0]]], {}, PdType("int64", [ref.rank]))
-            elif all(isinstance(d, int) for d in out):
-                target = em.int_array(list(out))
             else:
-                raise em.fail(
-                    f"broadcasts operands of shapes {[tuple(map(str, s)) for s in shapes]} to a dynamic shape",
-                    "give static sizes in input_spec",
-                )
+                target = em.shape_tensor(list(out))
         t = op.operands[k].type  # type: ignore[attr-defined]
         args[k] = em.one("expand", [ins[k], target], {}, PdType(t.dtype, out))
     return em.one("where", args, {}, result_type(op))

@@ -8,21 +8,26 @@ True
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from ...ir import Operation, TensorType
+from ...ir import Operation, SymDim, TensorType
 from .export_emit import (
     Emitter,
     PdType,
     a_array,
     a_bool,
+    a_dtype,
     a_f32,
     a_f64,
     a_i32,
     a_i64,
+    a_place,
     a_str,
     export_lowering,
     finite,
+    of,
     result_type,
 )
 
@@ -54,6 +59,37 @@ def _conv2d(em: Emitter, op: Operation, ins: list[int]) -> int:
         "data_format": a_str("NCHW"),
     }
     return em.one("conv2d", ins, attrs, result_type(op))
+
+
+@export_lowering("conv2d_transpose")
+def _conv2d_transpose(em: Emitter, op: Operation, ins: list[int]) -> int:
+    """``pd_op.conv2d_transpose(x, w, output_size=[])``: the output size follows from the
+    strides, paddings and output padding, as Paddle writes a ``Conv2DTranspose`` layer."""
+    (t, b), (lf, r) = op.attrs["padding"]
+    attrs = {
+        "strides": a_array([a_i32(s) for s in op.attrs["stride"]]),
+        "paddings": a_array([a_i32(p) for p in (t, b, lf, r)]),
+        "output_padding": a_array([a_i32(p) for p in op.attrs.get("output_padding", (0, 0))]),
+        "padding_algorithm": a_str("EXPLICIT"),
+        "groups": a_i32(op.attrs["groups"]),
+        "dilations": a_array([a_i32(d) for d in op.attrs["dilation"]]),
+        "data_format": a_str("NCHW"),
+    }
+    return em.one("conv2d_transpose", [*ins, em.int_array([])], attrs, result_type(op))
+
+
+@export_lowering("argsort")
+def _argsort(em: Emitter, op: Operation, ins: list[int]) -> int:
+    """``pd_op.argsort`` (values and indices; the indices are the result) along the last axis,
+    stable as Oarlock's sort."""
+    x = op.operands[0].type
+    assert isinstance(x, TensorType)
+    attrs = {
+        "axis": a_i32(-1),
+        "descending": a_bool(bool(op.attrs.get("descending"))),
+        "stable": a_bool(True),
+    }
+    return em.emit("argsort", ins, attrs, [of(x), result_type(op)])[1]
 
 
 @export_lowering("pad")
@@ -115,40 +151,63 @@ def _attention(em: Emitter, op: Operation, ins: list[int]) -> int:
     s = _matmul(em, [qs, ins[1]], False, True, st)
     if len(ins) > 3:
         m = op.operands[3].type
-        if np.dtype(m.dtype) == np.dtype(bool):  # type: ignore[attr-defined]
-            if not all(isinstance(d, int) for d in score_shape) or list(m.shape) != score_shape:  # type: ignore[attr-defined]
-                raise em.fail(
-                    f"takes a boolean mask of shape {m.shape} for scores of shape {score_shape}",  # type: ignore[attr-defined]
-                    "give the mask the scores' static shape, or an additive float mask",
-                )
-            s = em.one("where", [ins[3], s, em.full(score_shape, -np.inf, dt)], {}, st)
+        assert isinstance(m, TensorType)
+        if np.dtype(m.dtype) == np.dtype(bool):
+            mask = ins[3]
+            if list(m.shape) != score_shape:  # Paddle's where takes operands of one shape
+                target = em.one("shape64", [s], {}, PdType("int64", [len(score_shape)]))
+                mask = em.one("expand", [mask, target], {}, PdType("bool", score_shape))
+            s = _masked(em, mask, s, st)
         else:
             s = em.one("add", [s, ins[3]], {}, st)
     if op.attrs.get("causal"):
         lq, lk = q.shape[-2], k.shape[-2]
-        if not (isinstance(lq, int) and isinstance(lk, int)):
+        diag = _difference(lk, lq)
+        if diag is None:
             raise em.fail(
-                f"is causal attention over {lq} queries and {lk} keys",
-                "export causal attention with static lengths in input_spec",
+                f"is causal attention over {lq} queries and {lk} keys, whose difference is not a "
+                f"number known when saving",
+                "give the queries and keys lengths that differ by a fixed number in input_spec",
             )
-        if not all(isinstance(d, int) for d in score_shape):
-            raise em.fail(
-                f"is causal attention over scores of shape {score_shape}",
-                "export causal attention with static shapes in input_spec",
-            )
-        # Paddle's where takes operands of one shape: the mask and the fill at the scores' shape
-        ones = em.full(score_shape, 1.0, "float32")
-        tri = em.one("tril", [ones], {"diagonal": a_i32(lk - lq)}, PdType("float32", score_shape))
-        mask = em.one("cast", [tri], {"dtype": {"#": "1.a_dtype", "D": "bool"}}, PdType("bool", score_shape))
-        s = em.one("where", [mask, s, em.full(score_shape, -np.inf, dt)], {}, st)
+        # Paddle's where takes operands of one shape: the mask at the scores' (run-time) shape
+        ones = em.one(
+            "full_like",
+            [s, em.full([1], 1.0, "float32")],
+            {"dtype": a_dtype("float32"), "place": a_place(0)},
+            PdType("float32", score_shape),
+        )
+        tri = em.one("tril", [ones], {"diagonal": a_i32(diag)}, PdType("float32", score_shape))
+        mask = em.one("cast", [tri], {"dtype": a_dtype("bool")}, PdType("bool", score_shape))
+        s = _masked(em, mask, s, st)
     p = em.one("softmax", [s], {"axis": a_i32(-1)}, st)
     return _matmul(em, [p, ins[2]], False, False, result_type(op))
 
 
+def _difference(a: Any, b: Any) -> int | None:
+    """``a - b`` when it is a number (both static, or one symbol plus constants)."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a - b
+    if isinstance(a, SymDim) and isinstance(b, SymDim) and a.terms == b.terms:
+        return a.const - b.const
+    return None
+
+
+def _masked(em: Emitter, mask: int, s: int, st: PdType) -> int:
+    """``where(mask, s, lowest)``: the fill made at the scores' run-time shape (``full_like``)."""
+    fill = em.full([1], -np.inf, st.dtype)
+    low = em.one("full_like", [s, fill], {"dtype": a_dtype(st.dtype), "place": a_place(0)}, st)
+    return em.one("where", [mask, s, low], {}, st)
+
+
 @export_lowering("full")
 def _full(em: Emitter, op: Operation, ins: list[int]) -> int:
+    """A static shape: ``pd_op.full``; a dynamic one: ``pd_op.full_with_tensor`` with the shape
+    computed at run time (as Paddle writes ``paddle.full([paddle.shape(x)[0], 4], v)``)."""
     t = op.results[0].type
     assert isinstance(t, TensorType)
-    if not t.is_static:
-        raise em.fail(f"fills a tensor of dynamic shape {t.shape}", "give static sizes in input_spec")
-    return em.full(list(t.shape), finite(op.attrs["value"], t.dtype), t.dtype)
+    value = finite(op.attrs["value"], t.dtype)
+    if t.is_static:
+        return em.full(list(t.shape), value, t.dtype)
+    v = em.full([1], value, t.dtype)
+    shape = em.shape_tensor(list(t.shape))
+    return em.one("full_with_tensor", [v, shape], {"dtype": a_dtype(t.dtype)}, result_type(op))

@@ -44,6 +44,13 @@ def _full_like(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
     return fw.full_like(x, ctx.scalar(ins[1], "the value"), dtype=ctx.attr(a, "dtype") or x.dtype)
 
 
+@lowering("full_with_tensor")
+def _full_with_tensor(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
+    shape = ctx.ints(ins[1], "the shape")
+    dtype = ctx.attr(a, "dtype") or np.dtype("float32")
+    return fw.full(shape, ctx.scalar(ins[0], "the value"), dtype=dtype, device=ctx.device)
+
+
 @lowering("arange")
 def _arange(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
     start, end, step = (ctx.scalar(v, w) for v, w in zip(ins, ("start", "end", "step")))
@@ -276,6 +283,25 @@ def _tile(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
 def _gather(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
     axis = int(ctx.scalar(ins[2], "the axis")) if len(ins) > 2 and ins[2] is not None else 0
     return fw.gather(ctx.tensor(ins[0]), ctx.tensor(ins[1]), axis=axis)
+
+
+@lowering("argsort")
+def _argsort(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
+    x = ctx.tensor(ins[0])
+    axis, desc = int(ctx.attr(a, "axis", -1)), bool(ctx.attr(a, "descending", False))
+    return fw.sort(x, axis=axis, descending=desc), fw.argsort(x, axis=axis, descending=desc)
+
+
+@lowering("scatter", "scatter_")
+def _scatter(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
+    x, idx, upd = (ctx.tensor(v, w) for v, w in zip(ins, ("x", "the index", "the updates")))
+    return fw.scatter(x, idx, upd, overwrite=bool(ctx.attr(a, "overwrite", True)))
+
+
+@lowering("index_add", "index_add_")
+def _index_add(ctx: Ctx, ins: list[Any], a: dict[str, Any]) -> Any:
+    x, idx, upd = (ctx.tensor(v, w) for v, w in zip(ins, ("x", "the index", "the added values")))
+    return fw.scatter_add(x, idx, upd, axis=int(ctx.attr(a, "axis", 0)))
 
 
 @lowering("index_select")

@@ -1,0 +1,274 @@
+"""Under mpiexec (2 or 4 ranks): ``dist.parallelize`` sharding levels, the global-norm clip
+over pipeline stages, sequence parallelism and ``global_spec``, each against one process
+(3 AdamW steps). ``python parallelize_sharding_job.py OUT PART``; PART is
+
+``zero``  an MLP over ``dp`` = all ranks at sharding_level 0, 1, 2, 3 with
+          ClipGradByGlobalNorm (acting at every step), and levels 2 and 3 with two backwards
+          (half batches) before each step; per level the parameters, the
+          per-rank optimizer-state bytes (this rank's shards of the states), the gradient and
+          parameter bytes, and ``fw.device.memory_allocated`` after the step (the training's
+          tensors: parameters, gradients, states) over the baseline before the model
+``hybrid`` (4 ranks) the tiny Llama: dp 2 x mp 2 at level 2, pp 2 x dp 2 tied at level 3 with
+          the clip, pp 2 x mp 2 tied at level 0 with the clip, pp 2 x dp 2 at level 2 with the
+          clip, pp 2 x mp 2 (a dp axis of one rank) at levels 2 (tied) and 3; sequence parallelism on dp 2 x mp 2; a ``global_spec`` table used by both stages
+          of pp 2 x dp 2
+
+Each rank writes OUT/PART_rank{r}.npz: ``<config>/param/<name>`` (the whole parameters this
+rank's stage holds), ``<config>/ref/<name>`` (one process), ``<config>/loss``,
+``<config>/ref_loss`` and the figures named above."""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+
+import numpy as np  # noqa: E402
+
+import framework as fw  # noqa: E402
+import framework.distributed as dist  # noqa: E402
+from conformance.models import char_corpus  # noqa: E402
+from examples.train_tiny_llama_hybrid import batches, loss_fn  # noqa: E402
+from examples.train_tiny_llama_parallelize import TinyLlama, parallel_train, reference  # noqa: E402
+from tests.dist_scripts import _records  # noqa: E402
+
+RESHARDS = importlib.import_module("framework.distributed.auto_parallel.reshard").LOG  # every reshard run
+out, part = sys.argv[1], sys.argv[2]
+dist.init_parallel_env()
+rank, world = dist.get_rank(), dist.get_world_size()
+res: dict = {}
+CLIP = 0.05
+
+
+def record(tag: str, losses: list, model, ref_losses: list, ref_model) -> None:
+    _records.record(res, tag, losses, model, ref_losses, ref_model)
+
+
+def nbytes(t) -> int:
+    t = t._local_value() if isinstance(t, dist.DistTensor) else t
+    return 0 if t is None else t.numel() * t.dtype.itemsize
+
+
+def scalar(v) -> float:
+    return float(np.asarray(v).reshape(-1)[0])
+
+
+# -- ZeRO levels on an MLP: the values and the memory per rank ------------------------------------
+def mlp_data(step: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(step)
+    x = rng.normal(size=(8, 64)).astype("float32")
+    return x, np.sin(x[:, :32]).astype("float32")
+
+
+def mlp_train(level: int | None, micro: int = 1) -> tuple[list[float], fw.nn.Layer, dict]:
+    """``level`` None: one process. Else dp over every rank at that sharding level. ``micro``:
+    the batch in that many parts, a backward each before the step (the losses scaled)."""
+    gc.collect()
+    base = fw.device.memory_allocated()
+    fw.seed(3)
+    net = fw.nn.Sequential(fw.nn.Linear(64, 256), fw.nn.Tanh(), fw.nn.Linear(256, 32))
+    opt = fw.optimizer.AdamW(
+        learning_rate=0.01, parameters=net.parameters(), grad_clip=fw.nn.ClipGradByGlobalNorm(CLIP)
+    )
+    mesh = dist.ProcessMesh(list(range(world)), dim_names=["dp"])
+    if level is not None:
+        net, opt = dist.parallelize(net, opt, mesh, {"dp_config": {"sharding_level": level}})
+    log = RESHARDS
+    del log[:]
+    losses, figures = [], {"norm": []}
+    for step in range(3):
+        x, y = mlp_data(step)
+        loss = 0.0
+        for xs, ys in zip(np.split(x, micro), np.split(y, micro)):
+            label = fw.to_tensor(ys) if level is None else dist.shard_tensor(ys, mesh, [dist.Shard(0)])
+            part_loss = fw.nn.functional.mse_loss(net(fw.to_tensor(xs)), label) * (1.0 / micro)
+            part_loss.backward()
+            loss = loss + scalar(part_loss.numpy())
+        if level is None:
+            figures["norm"].append(np.sqrt(sum(float((p.grad.numpy() ** 2).sum()) for p in net.parameters())))
+        opt.step()
+        if step == 2 and level is not None:
+            gc.collect()
+            figures["allocated"] = fw.device.memory_allocated() - base
+            figures["states"] = sum(nbytes(v) for v in opt.state_dict().values() if isinstance(v, fw.Tensor))
+            figures["params"] = sum(nbytes(p) for p in net.parameters())
+            grads = [opt.grad_shard(p) if hasattr(opt, "grad_shard") else p.grad for p in net.parameters()]
+            figures["grads"] = sum(nbytes(g) for g in grads if g is not None)
+            # how the gradients and parameters moved: stages 2 and 3 reduce-scatter, 3 gathers
+            figures["reduce_scatters"] = sum(
+                r["collective"] == "reduce_scatter(sum)"
+                and r["why"].startswith(f"ShardingStage{level} gradient")
+                for r in log
+            )
+            figures["gathers"] = sum(
+                r["collective"] == "all_gather" and r["why"].startswith("ShardingStage3 gather") for r in log
+            )
+        opt.clear_grad()
+        losses.append(loss)
+    return losses, net, figures
+
+
+ref_losses, ref_net, ref_fig = mlp_train(None) if part == "zero" else (None, None, None)
+if part == "zero":
+    res["zero/ref_norm"] = np.array(ref_fig["norm"], "float32")
+    for level in range(4):
+        losses, net, fig = mlp_train(level)
+        record(f"zero{level}", losses, net, ref_losses, ref_net)
+        for k in ("allocated", "states", "params", "grads", "reduce_scatters", "gathers"):
+            res[f"zero{level}/{k}"] = np.array(fig[k], "int64")
+        del net
+        if rank == 0:
+            print(
+                f"sharding_level {level} on {world} ranks: memory_allocated {fig['allocated']} B, "
+                f"states {fig['states']} B, grads {fig['grads']} B, params {fig['params']} B",
+                flush=True,
+            )
+    # two backwards before each step: the gradients add up in the slices as level 0 adds them
+    # up whole (against level 0 on these ranks: Adam on one row per rank per backward moves a
+    # few near-zero-gradient elements by 1e-4 from one process, at level 0 as well)
+    acc_losses, acc_net, _ = mlp_train(0, micro=2)
+    for level in (2, 3):
+        losses, net, _ = mlp_train(level, micro=2)
+        record(f"zero{level}_accum", losses, net, acc_losses, acc_net)
+
+# -- the tiny Llama: levels 2 and 3 under mp / pp, the clip over pipeline stages -------------------
+if part == "hybrid":
+    vocab = len(char_corpus()[1])
+    data = batches(3, 8)
+    ref_first = TinyLlama(vocab, 2, True)  # the clip acts: the first step's norm
+    loss_fn(ref_first(fw.to_tensor(data[0][0])), fw.to_tensor(data[0][1])).backward()
+    res["llama/ref_norm"] = np.array(
+        np.sqrt(sum(float((p.grad.numpy() ** 2).sum()) for p in ref_first.parameters())), "float32"
+    )
+    for tag, (pp, dp, mp, sh, tied, clip) in {
+        "dp2xmp2_sh2": (1, 2, 2, 2, False, None),
+        "pp2xdp2_sh3_tied_clip": (2, 2, 1, 3, True, CLIP),
+        "pp2xmp2_tied_clip": (2, 1, 2, 0, True, CLIP),
+        "pp2xdp2_sh2_clip": (2, 2, 1, 2, False, CLIP),
+        "pp2xmp2_sh2_tied": (2, 1, 2, 2, True, None),  # a dp axis of one rank
+        "pp2xmp2_sh3": (2, 1, 2, 3, False, None),
+    }.items():
+        got, model = parallel_train(vocab, 2, data, pp, dp, mp, sh, tied, clip)
+        ref, ref_model = reference(vocab, 2, data, tied, clip=clip)
+        record(tag, got, model, ref, ref_model)
+
+    # sequence parallelism over mp 2 (dp 2 x mp 2)
+    class SeqNet(fw.nn.Layer):
+        def __init__(self) -> None:
+            super().__init__()
+            fw.seed(4)
+            self.embed = fw.nn.Embedding(11, 8)
+            self.norm = fw.nn.LayerNorm(8)
+            self.up = fw.nn.Linear(8, 16)
+            self.down = fw.nn.Linear(16, 8)
+            self.post = fw.nn.LayerNorm(8)
+            self.head = fw.nn.Linear(8, 11)
+
+        def forward(self, ids):
+            h = self.norm(self.embed(ids))
+            return self.head(self.post(h + self.down(fw.tanh(self.up(h)))))
+
+    sp_plan = {
+        "embed": [dist.ColWiseParallel(gather_output=True), dist.SequenceParallelBegin()],
+        "norm": dist.SequenceParallelEnable(),
+        "up": [dist.SequenceParallelEnd(), dist.ColWiseParallel()],
+        "down": [dist.RowWiseParallel(), dist.SequenceParallelBegin()],
+        "post": dist.SequenceParallelEnable(),
+        "head": dist.SequenceParallelEnd(),
+    }
+
+    def sp_train(par: bool):
+        m = SeqNet()
+        o = fw.optimizer.AdamW(learning_rate=0.01, parameters=m.parameters())
+        mesh = dist.ProcessMesh([[0, 1], [2, 3]], dim_names=["dp", "mp"])
+        if par:
+            m, o = dist.parallelize(m, o, mesh, {"mp_config": {"parallelize_plan": sp_plan}})
+        losses = []
+        for step in range(3):
+            rng = np.random.default_rng(10 + step)
+            ids = rng.integers(0, 11, (4, 6))
+            y = rng.integers(0, 11, (4, 6))
+            logits = m(fw.to_tensor(ids))
+            y = dist.shard_tensor(y, mesh, [dist.Shard(0), dist.Replicate()]) if par else fw.to_tensor(y)
+            loss = loss_fn(logits, y)
+            loss.backward()
+            o.step()
+            o.clear_grad()
+            losses.append(scalar(loss.numpy()))
+        return losses, m
+
+    ref, ref_model = sp_train(False)
+    del RESHARDS[:]
+    got, model = sp_train(True)
+    record("sp_dp2xmp2", got, model, ref, ref_model)
+    # the activations were sharded along the sequence over mp (R -> S(1) on the mp axis)
+    res["sp_dp2xmp2/seq_shards"] = np.array(
+        sum(
+            r["why"] == "SequenceParallelBegin" and r["mesh_axis"] == "mp" and r["to"] == "[S(1)]"
+            for r in RESHARDS
+        ),
+        "int64",
+    )
+
+    # pp 2 x dp 2 with a global_spec table (a learnt position table every stage adds)
+    class Table(fw.nn.Layer):
+        def __init__(self) -> None:
+            super().__init__()
+            self.table = self.create_parameter([6, 8])
+
+        def forward(self):
+            return fw.tanh(self.table)
+
+    class Mix(fw.nn.Layer):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = fw.nn.Linear(8, 8)
+
+        def forward(self, h, t):
+            return fw.tanh(self.lin(h) + t)
+
+    class GNet(fw.nn.Layer):
+        def __init__(self) -> None:
+            super().__init__()
+            fw.seed(6)
+            self.pos = Table()
+            self.layers = fw.nn.LayerList([Mix() for _ in range(4)])
+
+        def forward(self, x):
+            t = self.pos()
+            for layer in self.layers:
+                x = layer(x, t)
+            return x
+
+    def g_train(par: bool):
+        m = GNet()
+        o = fw.optimizer.AdamW(learning_rate=0.01, parameters=m.parameters())
+        mesh = dist.ProcessMesh([[0, 1], [2, 3]], dim_names=["pp", "dp"])
+        if par:
+            cfg = {"pp_config": {"split_spec": "layers", "global_spec": "pos"}}
+            m, o = dist.parallelize(m, o, mesh, cfg)
+        losses = []
+        for step in range(3):
+            rng = np.random.default_rng(20 + step)
+            x = rng.normal(size=(4, 6, 8)).astype("float32")
+            y = rng.normal(size=(4, 6, 8)).astype("float32")
+            label = dist.shard_tensor(y, m.pipeline_stages[-1], [dist.Shard(0)]) if par else fw.to_tensor(y)
+            loss = fw.nn.functional.mse_loss(m(fw.to_tensor(x)), label)
+            loss.backward()
+            o.step()
+            o.clear_grad()
+            v = loss.numpy()
+            t = fw.to_tensor(np.array([0.0 if v is None else scalar(v)], "float32"))
+            if par:
+                dist.broadcast(t, src=m.pipeline_stages[-1].process_ids[0])
+            losses.append(scalar(t.numpy()))
+        return losses, m
+
+    ref, ref_model = g_train(False)
+    got, model = g_train(True)
+    record("pp2xdp2_global", got, model, ref, ref_model)
+
+np.savez(os.path.join(out, f"{part}_rank{rank}.npz"), **res)
