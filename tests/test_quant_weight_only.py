@@ -138,15 +138,16 @@ def ref_gptq(w, h, bits, group, asym, damp=0.01):
     return q
 
 
+@pytest.mark.parametrize("bits", [4, 8])
 @pytest.mark.parametrize("asym", [False, True], ids=["sym", "asym"])
-def test_gptq_matches_reference_and_beats_absmax_on_the_outputs(asym):
+def test_gptq_matches_reference_and_beats_absmax_on_the_outputs(asym, bits):
     rng = np.random.default_rng(3)
     x = rng.standard_normal((256, 40)) @ rng.standard_normal((40, 40))  # correlated inputs
     w = rng.standard_normal((40, 10))
     h = x.T @ x
-    q, s, c = quantize_groups(w, 4, 16, asymmetric=asym, method="gptq", hessian=h)
-    np.testing.assert_array_equal(q, ref_gptq(w, h, 4, 16, asym))
-    qa, sa, ca = quantize_groups(w, 4, 16, asymmetric=asym, method="absmax")
+    q, s, c = quantize_groups(w, bits, 16, asymmetric=asym, method="gptq", hessian=h)
+    np.testing.assert_array_equal(q, ref_gptq(w, h, bits, 16, asym))
+    qa, sa, ca = quantize_groups(w, bits, 16, asymmetric=asym, method="absmax")
     out_err = np.square(x @ deq_of(q, s, c, 40, 16) - x @ w).sum()
     base_err = np.square(x @ deq_of(qa, sa, ca, 40, 16) - x @ w).sum()
     assert out_err < 0.8 * base_err
