@@ -429,6 +429,24 @@ def registered_kernels(name: object = None) -> dict[str, list[object]]:
     return out
 
 
+def __getattr__(name: str) -> object:
+    """Paddle's in-place functions (``paddle.add_(x, y)``, ``paddle.tanh_(x)``): each is the
+    Tensor method of that name called with the tensor first (``fw.add_(x, y)`` is
+    ``x.add_(y)``), resolved on first use (PEP 562) rather than listed one by one.
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.to_tensor([1.0, 2.0])
+        >>> fw.add_(x, fw.to_tensor([1.0, 1.0])) is x, x.tolist()
+        (True, [2.0, 3.0])
+    """
+    if name.endswith("_") and not name.startswith("_"):
+        method = getattr(Tensor, name, None)
+        if callable(method):
+            return method
+    raise AttributeError(f"module 'framework' has no attribute '{name}'")
+
+
 def plugins() -> dict[str, object]:
     """Every discovered plugin with its status (what ``oarlock devices`` prints).
 

@@ -108,6 +108,17 @@ CASES = {
         len({tuple(P.ones([2, 3]).shape), tuple(P.zeros([2, 3]).shape)}),
         P.reshape(P.ones([2, 3]), P.ones([3, 2]).shape).shape == [3, 2],
     ],
+    "inplace_functions": lambda P: [
+        P.log2_(P.to_tensor([1.0, 4.0])),
+        P.tanh_(P.to_tensor([0.5, -1.0])),
+        P.to_tensor([[1.0, 2.0], [3.0, 4.0]]).cumprod_(dim=0),
+        P.gcd_(P.to_tensor([4, 6]), P.to_tensor([6, 9])),
+        P.to_tensor([[1.0, 2.0], [3.0, 4.0]]).addmm_(
+            P.to_tensor([[1.0, 0.0], [2.0, 1.0]]), P.to_tensor(A[:2, :2])
+        ),
+        P.tensor.math.log10_(P.to_tensor([10.0, 1000.0])),
+        P.floor_mod_(P.to_tensor([7, -7]), P.to_tensor([3, 3])),
+    ],
     # gradients
     "grad_matmul": lambda P: _grads(P, lambda P, a, b: P.matmul(a, b), A, B),
     "grad_softmax_ce": lambda P: _grads(

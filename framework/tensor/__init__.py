@@ -23,7 +23,7 @@ import types
 from typing import Any
 
 from .._src.ops.composites import tensor_array as _tensor_array
-from .._src.tensor import to_tensor
+from .._src.tensor import Tensor, to_tensor
 from ._names import NAMES
 
 __all__ = sorted(NAMES)
@@ -45,7 +45,10 @@ class _PaddleSubmodule(types.ModuleType):
             fn = getattr(space, name, None)
             if callable(fn) and not isinstance(fn, types.ModuleType):
                 return fn
-        return None
+        # a name Oarlock has only as a Tensor method (``repeat``, ``split_with_sizes``...):
+        # the method, called with the tensor first, is Paddle's function
+        fn = getattr(Tensor, name, None)
+        return fn if callable(fn) else None
 
     def __getattr__(self, name: str) -> Any:
         fn = self._find(name) if name in self.__dict__.get("_names", ()) else None

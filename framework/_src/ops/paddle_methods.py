@@ -10,14 +10,16 @@ from typing import Any
 
 from ..tensor import Tensor
 from . import complex as CX
-from . import creation, indexing, shape
+from . import creation, indexing, shape, unary
 from . import math as M
 from . import random as R
 from .composites import (
     activation,
     arith,
+    bessel,
     bitwise,
     float_bits,
+    gamma_functions,
     grids,
     joining,
     manipulation,
@@ -25,6 +27,7 @@ from .composites import (
     nan_stats,
     norm,
     pointwise,
+    products,
     random_fills,
     sampling,
     scans,
@@ -354,3 +357,22 @@ for _k, (_fn, _same) in {
     "bernoulli": (random_fills.bernoulli_fill, True),
 }.items():
     setattr(Tensor, _k + "_", inplace(_fn, _k + "_", _same))
+
+# Paddle's in-place forms of math functions (``x.log2_()``, ``paddle.gcd_(x, y)``): the result
+# stored back into the tensor, its dtype kept (``inplace``)
+for _k, _fn in {
+    "cumprod": arith.cumprod,
+    "gcd": arith.gcd,
+    "lcm": arith.lcm,
+    "floor_mod": M.remainder,
+    "log10": special.log10,
+    "log2": unary.log2,
+    "i0": bessel.i0,
+    "polygamma": gamma_functions.polygamma,
+    "gammainc": gamma_functions.gammainc,
+    "gammaincc": gamma_functions.gammaincc,
+    "addmm": products.addmm,
+    "baddbmm": products.baddbmm,
+}.items():
+    if not hasattr(Tensor, _k + "_"):
+        setattr(Tensor, _k + "_", inplace(_fn, _k + "_"))
