@@ -996,6 +996,7 @@ from ._src.ops.composites.random_fills import binomial, standard_gamma  # noqa: 
 # Paddle's fuller put_along_axis (every reduce) and scatter_add(x, axis, index, src) replace the
 # indexing ones (a call in the old form still works)
 from ._src.ops.composites.scatter_reduce import (  # noqa: E402, F811
+    index_add,
     put_along_axis,
     scatter_add,
     scatter_reduce,
@@ -1020,6 +1021,7 @@ __all__ += [
     "nextafter",
     "range",
     "scatter_reduce",
+    "index_add",
     "standard_gamma",
     "unfold",
     "view",

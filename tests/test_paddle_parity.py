@@ -119,6 +119,14 @@ CASES = {
         P.tensor.math.log10_(P.to_tensor([10.0, 1000.0])),
         P.floor_mod_(P.to_tensor([7, -7]), P.to_tensor([3, 3])),
     ],
+    "index_add": lambda P: [
+        P.index_add(P.to_tensor(A), P.to_tensor([0, 2, 0]), 1, P.ones([3, 3])),
+        P.index_add(P.to_tensor(A), P.to_tensor([-1, 0]), 0, P.to_tensor(A[:2])),
+        P.to_tensor(A).index_add_(P.to_tensor([3]), 1, P.ones([3, 1])),
+    ],
+    "grad_index_add": lambda P: _grads(
+        P, lambda P, a, v: P.index_add(a, P.to_tensor([1, 1, 0]), 0, v) * P.to_tensor(A), A, A[:3]
+    ),
     # gradients
     "grad_matmul": lambda P: _grads(P, lambda P, a, b: P.matmul(a, b), A, B),
     "grad_softmax_ce": lambda P: _grads(

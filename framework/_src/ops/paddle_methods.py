@@ -373,6 +373,8 @@ for _k, _fn in {
     "gammaincc": gamma_functions.gammaincc,
     "addmm": products.addmm,
     "baddbmm": products.baddbmm,
+    "index_add": scatter_reduce.index_add,
 }.items():
     if not hasattr(Tensor, _k + "_"):
         setattr(Tensor, _k + "_", inplace(_fn, _k + "_"))
+Tensor.index_add = scatter_reduce.index_add

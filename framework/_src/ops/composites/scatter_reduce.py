@@ -209,3 +209,45 @@ def scatter_add(x: Tensor, *args: Any, **kwargs: Any) -> Tensor:
         names.update(kwargs)
         return put_along_axis(x, names["index"], names["src"], names["axis"], "add", True, broadcast=False)
     return I.scatter_add(x, *args, **kwargs)
+
+
+def index_add(x: Tensor, index: Tensor, axis: int, value: Tensor, name: str | None = None) -> Tensor:
+    """A copy of ``x`` with the slices of ``value`` added at ``index`` along ``axis``.
+
+    Paddle's ``paddle.index_add``: a repeated position adds every slice given for it.
+
+    Args:
+        x (Tensor): the input.
+        index (Tensor): 1-d integer positions along ``axis``, in ``[-n, n)``.
+        axis (int): the dim.
+        value (Tensor): ``x``'s shape with dim ``axis`` the index's length.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: like ``x``.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.index_add(fw.zeros([2, 3]), fw.to_tensor([0, 2, 0]), 1, fw.ones([2, 3])).tolist()
+        [[2.0, 0.0, 1.0], [2.0, 0.0, 1.0]]
+    """
+    x = tensor_arg("index_add", x)
+    ax = axis_arg("index_add", axis, x.ndim)
+    idx = tensor_arg("index_add", index, "index")
+    if idx.ndim != 1 or _dt.category(idx.dtype) != _dt.category(np.dtype("int64")):
+        raise OpArgumentError(
+            f"[index_add] index must be a 1-d integer tensor, got shape {list(idx.shape)} of {idx.dtype}"
+        )
+    value = tensor_arg("index_add", value, "value")
+    want = list(x.shape)
+    want[ax] = idx.shape[0]
+    if list(value.shape) != want:
+        raise OpArgumentError(
+            f"[index_add] value must have shape {want} (x's, with dim {ax} the index's length), "
+            f"got {list(value.shape)}"
+        )
+    if value.dtype != x.dtype:
+        raise OpArgumentError(f"[index_add] value must have x's dtype {x.dtype}, got {value.dtype}")
+    at = [1] * x.ndim
+    at[ax] = idx.shape[0]
+    return put_along_axis(x, S.expand(idx.reshape(at), tuple(want)), value, ax, reduce="add")
