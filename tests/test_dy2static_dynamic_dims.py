@@ -15,7 +15,7 @@ from framework.static import InputSpec
 SIZES = [(2, 3), (5, 7), (1, 4), (6, 1)]
 
 
-def _one_program(sf, eager, shapes, *, tol=1e-6, data=None):
+def _one_program(sf, eager, shapes, *, tol=1e-6, data=None, device="cpu"):
     """``sf`` equals ``eager`` at every shape list in ``shapes``, with one traced program and no
     'specialised' warning."""
     rng = np.random.default_rng(0)
@@ -24,8 +24,8 @@ def _one_program(sf, eager, shapes, *, tol=1e-6, data=None):
         for shp in shapes:
             arrs = [data(s) if data else rng.standard_normal(s).astype(np.float32) for s in shp]
             with fw.no_grad():
-                want = eager(*[fw.to_tensor(a) for a in arrs])
-                got = sf(*[fw.to_tensor(a) for a in arrs])
+                want = eager(*[fw.to_tensor(a, device=device) for a in arrs])
+                got = sf(*[fw.to_tensor(a, device=device) for a in arrs])
             want = want if isinstance(want, (tuple, list)) else [want]
             got = got if isinstance(got, (tuple, list)) else [got]
             for g, w in zip(got, want):
@@ -36,14 +36,14 @@ def _one_program(sf, eager, shapes, *, tol=1e-6, data=None):
     return progs[0].program
 
 
-def test_reshape_by_a_product_of_two_dynamic_dims():
+def test_reshape_by_a_product_of_two_dynamic_dims(device):
     def f(x):
         b, t = x.shape[0], x.shape[1]
         y = x.reshape([b * t, 8]) * 2.0
         return y, y.reshape([b, t * 8]), fw.flatten(x, 0, 1) + 1.0
 
     sf = fw.jit.to_static(f, input_spec=[InputSpec([None, None, 8])])
-    p = _one_program(sf, f, [[(b, t, 8)] for b, t in SIZES])
+    p = _one_program(sf, f, [[(b, t, 8)] for b, t in SIZES], device=device)
     text = str(p)
     assert "sym<s0_0*s0_1>" in text and "tensor<[8*s0_1, " not in text
     assert "[s0_0, 8*s0_1]" in text
@@ -58,12 +58,12 @@ def test_symdim_products_evaluate_and_print():
     assert ir.SymDim.of("b").is_symbol and ir.SymDim.make({"b*t": 1}).degree == 2
 
 
-def test_linear_on_a_3d_input_with_dynamic_batch_and_length():
+def test_linear_on_a_3d_input_with_dynamic_batch_and_length(device):
     fw.seed(0)
-    lin = fw.nn.Linear(8, 4)
+    lin = fw.nn.Linear(8, 4).to(device)
     eager = lin.forward
     sl = fw.jit.to_static(lin, input_spec=[InputSpec([None, None, 8])])
-    _one_program(sl.forward, eager, [[(b, t, 8)] for b, t in SIZES])
+    _one_program(sl.forward, eager, [[(b, t, 8)] for b, t in SIZES], device=device)
 
 
 @pytest.mark.parametrize(
@@ -77,9 +77,9 @@ def test_linear_on_a_3d_input_with_dynamic_batch_and_length():
         ("divide_by_size", lambda x: x.sum() / float(x.shape[0] * x.shape[1])),
     ],
 )
-def test_constants_that_follow_a_dynamic_numel(name, fn):
+def test_constants_that_follow_a_dynamic_numel(name, fn, device):
     sf = fw.jit.to_static(fn, input_spec=[InputSpec([None, None])])
-    p = _one_program(sf, fn, [[(b + 1, t + 1)] for b, t in SIZES], tol=2e-6)
+    p = _one_program(sf, fn, [[(b + 1, t + 1)] for b, t in SIZES], tol=2e-6, device=device)
     assert "op.full" in str(p)  # the count, made at run time
 
 
@@ -99,13 +99,13 @@ def test_branch_on_a_mean_with_a_dynamic_batch():
     assert "cf." in str(sf.programs[0].program)
 
 
-def test_tiny_transformer_encoder_layer_with_dynamic_batch_and_length():
+def test_tiny_transformer_encoder_layer_with_dynamic_batch_and_length(device):
     fw.seed(0)
-    layer = fw.nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0)
+    layer = fw.nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0).to(device)
     layer.eval()
     eager = layer.forward
     sl = fw.jit.to_static(layer, input_spec=[InputSpec([None, None, 16])])
-    _one_program(sl.forward, eager, [[(b, t, 16)] for b, t in SIZES], tol=1e-5)
+    _one_program(sl.forward, eager, [[(b, t, 16)] for b, t in SIZES], tol=1e-5, device=device)
 
 
 def test_training_step_mean_loss_with_dynamic_batch():
@@ -179,3 +179,21 @@ def test_unnamed_dims_that_must_be_equal_are_unified():
     assert sf.programs[0].program.symbols() == ("s0_0",)
     with fw.no_grad(), pytest.raises(fw.OpArgumentError, match="symbol s0_0 is 3"):
         sf(fw.ones([3, 8]), fw.ones([4, 8]))
+
+
+def test_product_dims_export_to_onnx(tmp_path):
+    ort = pytest.importorskip("onnxruntime")
+
+    def f(x):
+        b, t = x.shape[0], x.shape[1]
+        y = x.reshape([b * t, 8]) - x.mean()
+        return y.reshape([b, t * 8]) * 2.0
+
+    sf = fw.jit.to_static(f, input_spec=[InputSpec([None, None, 8], "float32", "x")])
+    fw.onnx.export(sf, str(tmp_path / "f"))
+    sess = ort.InferenceSession(str(tmp_path / "f.onnx"), providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(3)
+    for b, t in SIZES:
+        a = rng.standard_normal((b, t, 8)).astype(np.float32)
+        (got,) = sess.run(None, {"x": a})
+        np.testing.assert_allclose(got, ((a.reshape(b * t, 8) - a.mean()) * 2).reshape(b, t * 8), rtol=1e-5, atol=1e-6)
