@@ -197,3 +197,19 @@ def test_product_dims_export_to_onnx(tmp_path):
         a = rng.standard_normal((b, t, 8)).astype(np.float32)
         (got,) = sess.run(None, {"x": a})
         np.testing.assert_allclose(got, ((a.reshape(b * t, 8) - a.mean()) * 2).reshape(b, t * 8), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [lambda: fw.nn.BatchNorm2D(3), lambda: fw.nn.GroupNorm(1, 3), lambda: fw.nn.InstanceNorm2D(3)],
+    ids=["batch_norm", "group_norm", "instance_norm"],
+)
+def test_norm_layers_in_training_mode_over_dynamic_batch_and_height(make):
+    fw.seed(0)
+    m, ref = make(), make()
+    ref.set_state_dict(m.state_dict())
+    m.train(), ref.train()
+    sm = fw.jit.to_static(m, input_spec=[InputSpec([None, 3, None, 4])])
+    _one_program(sm.forward, ref, [[(b, 3, h, 4)] for b, h in SIZES], tol=2e-6)
+    for k, v in ref.state_dict().items():  # running statistics (BatchNorm) updated alike
+        np.testing.assert_allclose(m.state_dict()[k].numpy(), v.numpy(), rtol=1e-6, atol=1e-6)
