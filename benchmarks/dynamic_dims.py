@@ -33,7 +33,9 @@ def main() -> None:
     layer = fw.nn.TransformerEncoderLayer(64, 4, 128, dropout=0.0).to(a.device)
     layer.eval()
     fns = {
-        "symbolic [None, None, 64]": fw.jit.to_static(layer.forward, input_spec=[InputSpec([None, None, 64])]),
+        "symbolic [None, None, 64]": fw.jit.to_static(
+            layer.forward, input_spec=[InputSpec([None, None, 64])]
+        ),
         "static [8, 32, 64]": fw.jit.to_static(layer.forward, input_spec=[InputSpec([8, 32, 64])]),
     }
     x = fw.to_tensor(np.random.default_rng(0).random((8, 32, 64), np.float32), device=a.device)

@@ -95,7 +95,9 @@ def test_branch_on_a_mean_with_a_dynamic_batch():
     shapes = [[(n, 4)] for n in (3, 9, 2, 17)]
     rng = np.random.default_rng(1)
     flips = iter([1.0, -1.0, -1.0, 1.0])
-    _one_program(sf, f, shapes, data=lambda s: (np.abs(rng.standard_normal(s)) * next(flips)).astype(np.float32))
+    _one_program(
+        sf, f, shapes, data=lambda s: (np.abs(rng.standard_normal(s)) * next(flips)).astype(np.float32)
+    )
     assert "cf." in str(sf.programs[0].program)
 
 
@@ -196,7 +198,9 @@ def test_product_dims_export_to_onnx(tmp_path):
     for b, t in SIZES:
         a = rng.standard_normal((b, t, 8)).astype(np.float32)
         (got,) = sess.run(None, {"x": a})
-        np.testing.assert_allclose(got, ((a.reshape(b * t, 8) - a.mean()) * 2).reshape(b, t * 8), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(
+            got, ((a.reshape(b * t, 8) - a.mean()) * 2).reshape(b, t * 8), rtol=1e-5, atol=1e-6
+        )
 
 
 @pytest.mark.parametrize(

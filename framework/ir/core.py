@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,7 +62,7 @@ class SymDim:
         return SymDim(((name, 1),), 0)
 
     @staticmethod
-    def monomial(names: Iterator[str] | tuple[str, ...] | list[str]) -> str:
+    def monomial(names: Iterable[str]) -> str:
         """The canonical name of the product of ``names`` (sorted, joined by ``*``)."""
         return "*".join(sorted(names))
 
@@ -75,7 +75,9 @@ class SymDim:
             if "*" in n:
                 n = SymDim.monomial(n.split("*"))
             acc[n] = acc.get(n, 0) + int(c)
-        t = tuple(sorted(((n, c) for n, c in acc.items() if c != 0), key=lambda nc: (nc[0].count("*"), nc[0])))
+        t = tuple(
+            sorted(((n, c) for n, c in acc.items() if c != 0), key=lambda nc: (nc[0].count("*"), nc[0]))
+        )
         return SymDim(t, int(const)) if t else int(const)
 
     @property
@@ -86,7 +88,9 @@ class SymDim:
     @property
     def is_symbol(self) -> bool:
         """Whether this is one plain symbol (``s0``, not ``2*s0``, ``s0+1`` or ``s0*s1``)."""
-        return len(self.terms) == 1 and self.terms[0][1] == 1 and not self.const and "*" not in self.terms[0][0]
+        return (
+            len(self.terms) == 1 and self.terms[0][1] == 1 and not self.const and "*" not in self.terms[0][0]
+        )
 
     @property
     def degree(self) -> int:

@@ -75,9 +75,13 @@ def _poly(name: str, vals: Sequence[int], symbols: Sequence[str]) -> int | SymDi
     coef: dict[tuple[str, ...], int] = {}
     for sub in sorted(subs, key=len, reverse=True):
         # Möbius difference over the subsets of `sub`: d**|sub| * sum_{S >= sub} c_S B**(|S|-|sub|)
-        g = sum((-1) ** (len(sub) - k) * f[u] for k in range(len(sub) + 1) for u in itertools.combinations(sub, k))
+        g = sum(
+            (-1) ** (len(sub) - k) * f[u] for k in range(len(sub) + 1) for u in itertools.combinations(sub, k)
+        )
         c = Fraction(g, d ** len(sub)) - sum(
-            cs * BASE ** (len(s) - len(sub)) for s, cs in coef.items() if len(s) > len(sub) and set(sub) <= set(s)
+            cs * BASE ** (len(s) - len(sub))
+            for s, cs in coef.items()
+            if len(s) > len(sub) and set(sub) <= set(s)
         )
         if c.denominator != 1:
             raise NotAffine(
@@ -241,7 +245,9 @@ def generalize(
         assert isinstance(t0, TensorType)
         if any(t.dtype != t0.dtype or len(t.shape) != len(t0.shape) for t in types):
             raise NotAffine(f"value {i} changes dtype or rank between traces")
-        where = f"value {i}" + (f" (a result of '{v0.defining_op.name}')" if v0.defining_op is not None else "")
+        where = f"value {i}" + (
+            f" (a result of '{v0.defining_op.name}')" if v0.defining_op is not None else ""
+        )
         shape = tuple(
             _fit(f"dim {j} of {where}", [t.shape[j] for t in types], symbols, check)
             for j in range(len(t0.shape))
