@@ -56,6 +56,15 @@ def test_symdim_products_evaluate_and_print():
     assert str(d) == "b+8*b*t+2" and d.symbols == ("b", "t") and not d.is_symbol
     assert d.evaluate({"b": 3, "t": 5}) == 3 + 120 + 2
     assert ir.SymDim.of("b").is_symbol and ir.SymDim.make({"b*t": 1}).degree == 2
+    text = (
+        "module @f(%0: tensor<[b, t], float32, cpu:0>) -> () {\n"
+        "  %1 = op.reshape(%0) {shape = (sym<-t*b+2*b+t-1>, 1)} : tensor<[-t*b+2*b+t-1, 1], float32, cpu:0>\n"
+        "  builtin.return()\n}"
+    )
+    (op,) = [o for o in ir.parse_program(text).walk() if o.name == "op.reshape"]
+    (d, _) = op.attrs["shape"]
+    assert d == op.result.type.shape[0] and str(d) == "2*b+t-b*t-1"
+    assert d.evaluate({"b": 4, "t": 3}) == 8 + 3 - 12 - 1
 
 
 def test_linear_on_a_3d_input_with_dynamic_batch_and_length(device):
