@@ -301,10 +301,8 @@ class StaticFunction:
                 try:
                     traced.append(run(b))
                 except OpArgumentError as exc:
-                    if not traced:  # all symbols alike at the probe size: a size the code refuses
-                        raise _Specialise(
-                            f"tracing with the dynamic dims at the probe size {symbolic.BASE} fails ({exc})"
-                        ) from None
+                    if not traced:  # all symbols alike at the probe size: the error of that size
+                        raise  # (fw.onnx's import catches it and traces per shape)
                     same = self._equal_symbols(run, symbols, b, exc)
                     specs = [(tuple(same.get(d, d) for d in dims), t) for dims, t in specs]  # type: ignore[arg-type]
                     return self._trace(specs, dev, extra, requires, steps)
