@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,10 +39,18 @@ _SYM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 @dataclass(frozen=True, slots=True)
 class SymDim:
-    """An affine expression of named symbols: ``const + sum(coef * name)`` (``s0``, ``4*s0+1``).
+    """A polynomial of named symbols with integer coefficients: ``const + sum(coef * monomial)``
+    (``s0``, ``4*s0+1``, ``s0*s1``, ``8*b*t+b``).
 
     A dynamic dimension is a symbol (``s0`` for the batch); a dimension computed from it by the
-    traced program (``reshape(x, [b * 4, -1])``) is an affine expression of it."""
+    traced program (``reshape(x, [b * 4, -1])``, ``reshape(x, [b * t, 8])``) is such an
+    expression of the symbols. Each term's name is a monomial: symbol names joined by ``*`` in
+    sorted order (``"b*t"``; a plain symbol is a monomial of degree one).
+
+    >>> d = SymDim.make({"t*b": 8, "b": 1})
+    >>> str(d), d.evaluate({"b": 2, "t": 3}), d.symbols
+    ('b+8*b*t', 50, ('b', 't'))
+    """
 
     terms: tuple[tuple[str, int], ...]
     const: int = 0
@@ -54,18 +62,43 @@ class SymDim:
         return SymDim(((name, 1),), 0)
 
     @staticmethod
+    def monomial(names: Iterable[str]) -> str:
+        """The canonical name of the product of ``names`` (sorted, joined by ``*``)."""
+        return "*".join(sorted(names))
+
+    @staticmethod
     def make(terms: Mapping[str, int], const: int = 0) -> int | SymDim:
-        """The expression, or the plain int when no symbol is left."""
-        t = tuple(sorted((n, int(c)) for n, c in terms.items() if c != 0))
+        """The expression, or the plain int when no symbol is left (a term's name may be a
+        monomial ``"t*b"``: it is put in canonical order and like terms are added)."""
+        acc: dict[str, int] = {}
+        for n, c in terms.items():
+            if "*" in n:
+                n = SymDim.monomial(n.split("*"))
+            acc[n] = acc.get(n, 0) + int(c)
+        t = tuple(
+            sorted(((n, c) for n, c in acc.items() if c != 0), key=lambda nc: (nc[0].count("*"), nc[0]))
+        )
         return SymDim(t, int(const)) if t else int(const)
 
     @property
     def symbols(self) -> tuple[str, ...]:
-        return tuple(n for n, _ in self.terms)
+        """The symbols the expression reads (each once, in order of first appearance)."""
+        return tuple(dict.fromkeys(s for n, _ in self.terms for s in n.split("*")))
+
+    @property
+    def is_symbol(self) -> bool:
+        """Whether this is one plain symbol (``s0``, not ``2*s0``, ``s0+1`` or ``s0*s1``)."""
+        return (
+            len(self.terms) == 1 and self.terms[0][1] == 1 and not self.const and "*" not in self.terms[0][0]
+        )
+
+    @property
+    def degree(self) -> int:
+        return max(n.count("*") + 1 for n, _ in self.terms)
 
     def evaluate(self, binding: Mapping[str, int]) -> int:
         try:
-            return self.const + sum(c * binding[n] for n, c in self.terms)
+            return self.const + sum(c * math.prod(binding[s] for s in n.split("*")) for n, c in self.terms)
         except KeyError as exc:
             raise IRError(
                 f"[ir] symbol {exc.args[0]!r} of {self} has no value; bind every symbol of the program"

@@ -156,7 +156,7 @@ class Executor:
                     f"{self.device}; move it with x.to('{self.device}')"
                 )
             for j, (d, n) in enumerate(zip(ty.shape, t.shape)):
-                if isinstance(d, SymDim) and len(d.terms) == 1 and d.terms[0][1] == 1 and d.const == 0:
+                if isinstance(d, SymDim) and d.is_symbol:
                     name = d.terms[0][0]
                     if binding.setdefault(name, n) != n:
                         raise OpArgumentError(

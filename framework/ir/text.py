@@ -141,6 +141,14 @@ def _dtype(name: str, toks: _Tokens) -> np.dtype:
         raise toks.error("a dtype (float32, int64, bool, ...)") from None
 
 
+def _monomial(toks: _Tokens, first: str) -> str:
+    """``first`` and the ``*name`` factors after it (``b*t``)."""
+    names = [first]
+    while toks.accept("*"):
+        names.append(toks.kind("ident", "a symbol name after '*'"))
+    return "*".join(names)
+
+
 def _parse_dim(toks: _Tokens) -> int | SymDim:
     terms: dict[str, int] = {}
     const = 0
@@ -152,14 +160,14 @@ def _parse_dim(toks: _Tokens) -> int | SymDim:
             toks.next()
             n = sign * int(text)
             if toks.accept("*"):
-                sym = toks.kind("ident", "a symbol name after '*'")
+                sym = _monomial(toks, toks.kind("ident", "a symbol name after '*'"))
                 terms[sym] = terms.get(sym, 0) + n
             else:
                 const += n
         elif kind == "ident" and text.lstrip("-").isidentifier() and "." not in text:
             toks.next()
             s = -1 if text.startswith("-") else 1
-            nm = text.lstrip("-")
+            nm = _monomial(toks, text.lstrip("-"))
             terms[nm] = terms.get(nm, 0) + sign * s
         else:
             raise toks.error("a dimension (an int, -1, or a symbol expression like s0 or 4*s0+1)")

@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from adapter_api import OpArgumentError
+
 from .._src import autograd
 from .._src import device as _dev
 from .._src.ops import base
@@ -294,14 +296,26 @@ class StaticFunction:
 
         if symbols:
             bindings = symbolic.probe_bindings(symbols)
-            traced = [run(b) for b in bindings]
+            traced = []
+            for b in bindings:
+                try:
+                    traced.append(run(b))
+                except OpArgumentError as exc:
+                    if not traced:  # all symbols alike at the probe size: the error of that size
+                        raise  # (fw.onnx's import catches it and traces per shape)
+                    same = self._equal_symbols(run, symbols, b, exc)
+                    specs = [(tuple(same.get(d, d) for d in dims), t) for dims, t in specs]  # type: ignore[arg-type]
+                    return self._trace(specs, dev, extra, requires, steps)
+            tr, structure = traced[0]
+            cut = tr.backward["n_fwd_ops"] if tr.backward is not None else None
             try:
-                prog = symbolic.generalize(
-                    [t.program for t, _ in traced], [t.constants for t, _ in traced], symbols
+                prog, cut = symbolic.generalize(
+                    [t.program for t, _ in traced], [t.constants for t, _ in traced], symbols, cut
                 )
             except symbolic.NotAffine as exc:
                 raise _Specialise(str(exc)) from None
-            tr, structure = traced[0]
+            if tr.backward is not None:
+                tr.backward["n_fwd_ops"] = cut
         else:  # static dims only: trace once
             tr, structure = run({})
             prog = tr.program
@@ -333,6 +347,31 @@ class StaticFunction:
         cp.tree = tree[0] if tree else None
         cp.written = tuple(tr.written)
         return cp
+
+    @staticmethod
+    def _equal_symbols(
+        run: Callable[[dict[str, int]], Any], symbols: list[str], failed: dict[str, int], exc: Exception
+    ) -> dict[str, str]:
+        """Two ``None`` dims the function needs equal (``x + y`` of ``[None, 8]`` inputs, a mask
+        and the query it masks): the probe that moved one alone failed, the probe that moves it
+        with another passes. Returns ``{moved: other}`` (one symbol then stands for both, and a
+        call with different sizes is refused by the program's input check)."""
+        moved = [s for s in symbols if failed[s] == symbolic.STEP]
+        for s in moved:
+            for other in symbols:
+                if other == s or other in moved:
+                    continue
+                b = dict(failed)
+                b[other] = symbolic.STEP
+                try:
+                    run(b)
+                except OpArgumentError:
+                    continue
+                return {s: other} if symbols.index(other) < symbols.index(s) else {other: s}
+        raise _Specialise(
+            f"tracing with the dynamic dims at {failed} fails ({exc}); name dims that must be equal "
+            f"alike in the input_spec (InputSpec(['b', 't', 8]) and InputSpec(['b', 't']))"
+        )
 
     @property
     def programs(self) -> list[ConcreteProgram]:

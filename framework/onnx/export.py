@@ -91,7 +91,7 @@ class _Graph:
         return got
 
     def dims(self, dims: Sequence[Any]) -> str:
-        """A 1-D int64 tensor of ``dims`` (ints and affine symbolic dims)."""
+        """A 1-D int64 tensor of ``dims`` (ints and symbolic dims)."""
         if not any(isinstance(d, SymDim) for d in dims):
             return self.const(np.array([int(d) for d in dims], np.int64))
         parts = []
@@ -99,7 +99,9 @@ class _Graph:
             if isinstance(d, SymDim):
                 acc = None
                 for n, c in d.terms:
-                    t = self.sym(n)
+                    t = self.sym(n.split("*")[0])
+                    for f in n.split("*")[1:]:  # a monomial b*t: the product of the dims
+                        (t,) = self.node("Mul", [t, self.sym(f)])
                     if c != 1:
                         (t,) = self.node("Mul", [t, self.const(np.array([c], np.int64))])
                     acc = t if acc is None else self.node("Add", [acc, t])[0]
