@@ -302,11 +302,17 @@ def owns_blas() -> bool:
 CONCURRENT_BLAS = frozenset({"mkl"})
 
 
+_NUMPY_BLAS: list[str] = []  #: numpy_blas()'s answer, read once: numpy's BLAS never changes in a process
+
+
 def numpy_blas() -> str:
     """threadpoolctl's name for the BLAS numpy's ``matmul`` calls (``openblas``, ``mkl``…), or
-    "" when it cannot be read."""
-    pools = [p for p in blas_pools() if "numpy" in str(p.get("filepath", ""))] or blas_pools()
-    return str(pools[0].get("internal_api", "")) if pools else ""
+    "" when it cannot be read. Read once per process (``threadpool_info`` takes milliseconds,
+    and every product asks)."""
+    if not _NUMPY_BLAS:
+        pools = [p for p in blas_pools() if "numpy" in str(p.get("filepath", ""))] or blas_pools()
+        _NUMPY_BLAS.append(str(pools[0].get("internal_api", "")) if pools else "")
+    return _NUMPY_BLAS[0]
 
 
 def split_products(blas: str | None = None) -> bool:
