@@ -187,8 +187,11 @@ class Recording:
             self.lanes[id(ctx)] = None
             return None
         rt = ctx.runtime
-        sync_fn = getattr(rt, "synchronous_stream", None)
-        lane = (ctx, rt, key, bool(sync_fn(ctx.stream)) if sync_fn is not None else False)
+        try:  # a runtime that is no DeviceRuntime, or whose answer fails: its events
+            sync = bool(rt.synchronous_stream(ctx.stream))
+        except Exception:  # noqa: BLE001
+            sync = False
+        lane = (ctx, rt, key, sync)
         if not lane[3] and key not in self.refs:
             try:
                 ref = rt.create_event(ctx.device_index)
