@@ -166,6 +166,22 @@ class DeviceRuntime:
         """Milliseconds between two completed events."""
         raise NotImplementedError("need elapsed_ms")
 
+    def synchronous_stream(self, stream: Any) -> bool:
+        """True when work launched on ``stream`` has finished by the time the launching call
+        returns (the kernel runs in the caller's thread, as on a host device's default
+        stream), so that an event recorded there would only read the host clock. The
+        profiler then times a kernel on that stream by two host clock reads around its launch
+        instead of two events through :meth:`create_event` / :meth:`record_event` /
+        :meth:`elapsed_ms`: the same device span, at a fraction of the cost. Default False
+        (an asynchronous queue: the profiler uses the events).
+
+        Example (a host device whose default stream, ``None``, runs work in the call)::
+
+            def synchronous_stream(self, stream):
+                return stream is None
+        """
+        return False
+
     # -- whole device -------------------------------------------------------------------
     def synchronize(self, index: int) -> None:
         """Block until all work on device ``index`` has finished."""

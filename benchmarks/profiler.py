@@ -30,7 +30,9 @@ too), each in its own interpreter, taking turns ``--rounds`` times.
 host and device spans; each cycle starts with the next state), a ``Profiler`` started before
 and stopped after each profiled step (its result built outside the timed step); ``--steps``
 cycles, process CPU time; medians of the per-cycle ratios to ``off`` over ``--rounds``
-interpreters.
+interpreters. With ``--baseline DIR`` (another tree, e.g. ``git worktree add --detach DIR main``)
+that tree's interpreters take turns with this one's, round by round: an A/B of the profiler's
+cost in one run.
 """
 
 from __future__ import annotations
@@ -158,33 +160,38 @@ print(json.dumps(out))
 
 
 def cycle(args: argparse.Namespace, env: dict[str, str]) -> None:
-    """``--cycle``: off, host spans, host and device spans in turn, step by step, one interpreter."""
+    """``--cycle``: off, host spans, host and device spans in turn, step by step, one interpreter
+    (per tree: with ``--baseline DIR`` that tree's interpreters take turns with this one's)."""
     from benchmarks import cpu_description
 
-    code = _CYCLE.format(root=args.tree)
+    trees = ([("baseline", args.baseline)] if args.baseline else []) + [("tree", args.tree)]
+    got: dict[str, list[dict[str, float]]] = {t: [] for t, _ in trees}
     load0 = os.getloadavg()
-    got = []
-    for _ in range(args.rounds):
-        out = subprocess.run(
-            [sys.executable, "-c", code, str(args.steps)],
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd=args.tree,
-        )
-        if out.returncode:
-            sys.exit(f"[benchmarks] the --cycle run failed:\n{out.stderr[-3000:]}")
-        got.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    for r in range(args.rounds):
+        k = r % len(trees)  # each round starts with the next tree
+        for label, tree in trees[k:] + trees[:k]:
+            out = subprocess.run(
+                [sys.executable, "-c", _CYCLE.format(root=tree), str(args.steps)],
+                capture_output=True,
+                text=True,
+                env=env,
+                cwd=tree,
+            )
+            if out.returncode:
+                sys.exit(f"[benchmarks] the --cycle run of {tree} failed:\n{out.stderr[-3000:]}")
+            got[label].append(json.loads(out.stdout.strip().splitlines()[-1]))
     load1 = os.getloadavg()
     print(
         f"{cpu_description()}; 1 thread; tiny Llama training step, process CPU time; off / targets=[CPU] / "
         f"default targets in turn, step by step, {args.steps} cycles in one interpreter; medians of "
-        f"{args.rounds} interpreters; load average {load0[0]:.1f} -> {load1[0]:.1f}"
+        f"{args.rounds} interpreters per tree; load average {load0[0]:.1f} -> {load1[0]:.1f}"
     )
-    med = {k: statistics.median(g[k] for g in got) for k in got[0]}
-    print(f"{'':10s} {'off':>8s} {'on, CPU':>8s} {'on, all':>8s}")
-    print(f"{'cpu ms':10s} {med['off']:8.2f} {med['CPU']:8.2f} {med['all']:8.2f}")
-    print(f"{'ratio':10s} {1:7.3f}x {med['CPU/off']:7.3f}x {med['all/off']:7.3f}x")
+    print(f"{'':28s} {'off':>8s} {'on, CPU':>8s} {'on, all':>8s}")
+    for label, tree in trees:
+        med = {k: statistics.median(g[k] for g in got[label]) for k in got[label][0]}
+        name = f"{label} ({os.path.basename(os.path.normpath(tree))})"[:28]
+        print(f"{name:28s} {med['off']:8.2f} {med['CPU']:8.2f} {med['all']:8.2f}  cpu ms")
+        print(f"{'':28s} {1:7.3f}x {med['CPU/off']:7.3f}x {med['all/off']:7.3f}x  ratio to off")
 
 
 def interleaved(args: argparse.Namespace, env: dict[str, str]) -> None:

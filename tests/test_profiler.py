@@ -284,3 +284,45 @@ def test_repeated_periods_each_go_to_on_trace_ready():
     assert steps == [["ProfileStep#2"], ["ProfileStep#5"]]
     assert [len(r.rows("Operator")) for r in got] == [1, 1]
     np.testing.assert_array_equal(x.numpy(), np.full(4, 256.0))
+
+
+def test_cpu_kernel_spans_timed_on_the_host_clock_and_on_a_worker_stream(tmp_path):
+    """The cpu device's default stream runs a kernel in the launching call, so the runtime
+    declares it synchronous and the profiler times the kernel by host clock reads around the
+    launch (no events): still one named device span per kernel, inside its op's span, in the
+    trace's device lane. A worker stream (asynchronous) keeps the runtime's events."""
+    from framework._src import device as _device
+
+    rt = _device.device_type("cpu").runtime
+    assert rt.synchronous_stream(fw.current_stream("cpu").handle) is True
+    worker = fw.Stream("cpu")
+    assert rt.synchronous_stream(worker.handle) is False
+
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    b = np.linspace(-1, 1, 20, dtype=np.float32).reshape(4, 5)
+    x, w = fw.to_tensor(a), fw.to_tensor(b)
+    with profiler.Profiler(on_trace_ready=_quiet) as p:
+        y = fw.nn.functional.relu(fw.matmul(x, w) - 0.5)
+    np.testing.assert_allclose(y.numpy(), np.maximum(a @ b - 0.5, 0), rtol=1e-6)
+    r = p.profiler_result
+    host = [e for e in r.events if e.cat == "Operator"]
+    dev = [e for e in r.events if e.track == "cpu:0"]
+    assert [e.name for e in host] == ["matmul", "sub", "relu"]
+    assert [e.name for e in dev] == ["cpu/matmul/float32", "cpu/sub/float32", "cpu/relu/float32"]
+    for h, d in zip(host, dev):  # both on the host clock: strictly inside the op's span
+        assert h.start_ns <= d.start_ns <= d.end_ns <= h.end_ns
+    path = str(tmp_path / "t.json")
+    p.export(path)
+    trace = json.load(open(path))["traceEvents"]
+    pid = next(e["pid"] for e in trace if e.get("ph") == "M" and e["args"].get("name") == "device cpu:0")
+    lane = sorted((e["ts"], e["name"]) for e in trace if e.get("ph") == "X" and e["pid"] == pid)
+    assert [n for _, n in lane] == [e.name for e in dev]
+
+    with profiler.Profiler(on_trace_ready=_quiet) as p:  # events on the worker stream
+        with fw.stream(worker):
+            z = fw.matmul(x, w) * 2.0
+        worker.synchronize()
+    np.testing.assert_allclose(z.numpy(), (a @ b) * 2.0, rtol=1e-6)
+    dev = [e for e in p.profiler_result.events if e.track == "cpu:0"]
+    assert [e.name for e in dev] == ["cpu/matmul/float32", "cpu/mul/float32"]
+    assert all(e.dur_ns >= 0 for e in dev) and dev[0].start_ns <= dev[1].start_ns

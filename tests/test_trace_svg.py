@@ -48,10 +48,10 @@ def test_one_rectangle_per_span_of_the_step(tmp_path):
     inside = [e for e in events if e.get("ph") == "X" and e["ts"] < t1 and e["ts"] + e["dur"] > t0]
     spans = _spans(trace_svg.render(json.load(open(path)), "2", None, 1200, "t"))
     assert len(spans) == len(inside)
-    assert sorted(s[0].split(" (")[0] for s in spans) == sorted(e["name"] for e in inside)
-    assert {"matmul", "softmax", "fwd", "ProfileStep#2"} <= {s[0].split(" (")[0] for s in spans}
+    assert sorted(s[0].rsplit(" (", 1)[0] for s in spans) == sorted(e["name"] for e in inside)
+    assert {"matmul", "softmax", "fwd", "ProfileStep#2"} <= {s[0].rsplit(" (", 1)[0] for s in spans}
     # the step spans the drawing; a span's x is its start's place on the time axis
-    by = {s[0].split(" (")[0]: s for s in spans}
+    by = {s[0].rsplit(" (", 1)[0]: s for s in spans}
     left, width = by["ProfileStep#2"][1], by["ProfileStep#2"][3]
     assert left == pytest.approx(trace_svg.LEFT) and width == pytest.approx(
         1200 - trace_svg.LEFT - 10, abs=0.01
@@ -76,7 +76,7 @@ def test_fastest_step_and_window(tmp_path):
         e for e in trace["traceEvents"] if e.get("ph") == "X" and e["ts"] < t1 and e["ts"] + e["dur"] > t0
     ]
     got = _spans(trace_svg.render(trace, "fastest", (0, st["dur"] / 2e3), 1000, "t"))
-    assert sorted(s[0].split(" (")[0] for s in got) == sorted(e["name"] for e in first_half)
+    assert sorted(s[0].rsplit(" (", 1)[0] for s in got) == sorted(e["name"] for e in first_half)
     assert max(s[1] + s[3] for s in got) <= 1000 - 10 + 1e-6  # clipped to the window
     with pytest.raises(SystemExit, match="no ProfileStep#7"):
         trace_svg.render(trace, "7", None, 1000, "t")

@@ -15,7 +15,11 @@ Spans are kept as tuples ``(category, name, start ns, end ns, thread, args)`` on
 ``time.perf_counter_ns`` clock. Device spans come from the device runtime's own events
 (``create_event`` / ``record_event`` / ``elapsed_ms`` of the adapter contract), recorded on the
 kernel's stream around each launch and read only when the recording stops; a reference event
-per device, recorded when the device is first seen, places them on the host's clock.
+per device, recorded when the device is first seen, places them on the host's clock. Where the
+runtime says its stream is synchronous (``DeviceRuntime.synchronous_stream``: the launch has run
+when the launching call returns, as on the cpu device's default stream), an event would read the
+host clock at the moment it is recorded, so the kernel's device span is timed by two host clock
+reads around the launch instead: the same span, no events through the contract.
 """
 
 from __future__ import annotations
@@ -74,11 +78,15 @@ class Recording:
         self.spans: list[tuple[str, str, int, int, int, dict[str, Any] | None]] = []
         #: (name, device key, runtime, begin event, end event, thread, args)
         self.launches: list[tuple[str, str, Any, Any, Any, int, dict[str, Any] | None]] = []
+        #: launches on synchronous streams, already device spans: (device key, name, start ns,
+        #: end ns, 0, args) on the host clock
+        self.host_launches: list[tuple[str, str, int, int, int, dict[str, Any] | None]] = []
         #: device key -> (runtime, reference event, host ns when it was recorded)
         self.refs: dict[str, tuple[Any, Any, int]] = {}
         self.wants: dict[str, bool] = {}
-        #: id of a kernel context -> (context, runtime, device key), None: no device spans there
-        self.lanes: dict[int, tuple[Any, Any, str] | None] = {}
+        #: id of a kernel context -> (context, runtime, device key, synchronous stream), None: no
+        #: device spans there
+        self.lanes: dict[int, tuple[Any, Any, str, bool] | None] = {}
         self.device_events = device_events
         self.start_ns = now()
         self.end_ns = 0
@@ -146,13 +154,16 @@ class Recording:
 
     # -- device spans -------------------------------------------------------------------
     def begin_launch(self, ctx: Any, device_type: str) -> Any:
-        """A begin event recorded on ``ctx``'s stream, or None when this device gets no
-        device spans (not asked for, or its runtime cannot make events)."""
+        """A begin event recorded on ``ctx``'s stream (on a synchronous stream: the host clock's
+        ns now), or None when this device gets no device spans (not asked for, or its runtime
+        cannot make events)."""
         lane = self.lanes.get(id(ctx), _UNSEEN)
         if lane is _UNSEEN:
             lane = self._lane(ctx, device_type)
         if lane is None:
             return None
+        if lane[3]:  # synchronous stream: the kernel runs inside the launching call
+            return now()
         rt = lane[1]
         try:
             ev = rt.create_event(ctx.device_index)
@@ -163,17 +174,25 @@ class Recording:
             return None
         return ev
 
-    def _lane(self, ctx: Any, device_type: str) -> tuple[Any, Any, str] | None:
+    def _lane(self, ctx: Any, device_type: str) -> tuple[Any, Any, str, bool] | None:
         """The first launch on kernel context ``ctx``: whether its device gets device spans,
-        and its reference event (the first on the device); kept per context for the next
-        launches as ``(ctx, runtime, device key)`` (``ctx`` held: its ``id`` stays its own)."""
+        whether its stream is synchronous (host-timed: no events), and otherwise its reference
+        event (the first on the device); kept per context for the next launches as ``(ctx,
+        runtime, device key, synchronous)`` (``ctx`` held: its ``id`` stays its own)."""
         want = self.wants.get(device_type)
         if want is None:
             want = self.wants[device_type] = bool(self.device_events(device_type))
         key = f"{device_type}:{ctx.device_index}"
-        lane = (ctx, ctx.runtime, key) if want and key not in self.untimed else None
-        if lane is not None and key not in self.refs:
-            rt = ctx.runtime
+        if not want or key in self.untimed:
+            self.lanes[id(ctx)] = None
+            return None
+        rt = ctx.runtime
+        try:  # a runtime that is no DeviceRuntime, or whose answer fails: its events
+            sync = bool(rt.synchronous_stream(ctx.stream))
+        except Exception:  # noqa: BLE001
+            sync = False
+        lane = (ctx, rt, key, sync)
+        if not lane[3] and key not in self.refs:
             try:
                 ref = rt.create_event(ctx.device_index)
                 t = now()
@@ -188,15 +207,18 @@ class Recording:
     def end_launch(
         self, ctx: Any, device_type: str, ev0: Any, name: str, args: dict[str, Any] | None
     ) -> None:
-        _, rt, key = self.lanes[id(ctx)]
+        _, rt, key, sync = self.lanes[id(ctx)]
+        if sync:
+            self.host_launches.append((key, name, ev0, now(), 0, args))
+            return
         ev1 = rt.create_event(ctx.device_index)
         rt.record_event(ev1, ctx.stream)
         self.launches.append((name, key, rt, ev0, ev1, _ident(), args))
 
     def device_spans(self) -> list[tuple[str, str, int, int, int, dict[str, Any] | None]]:
         """The launches as device spans ``(device key, name, start ns, end ns, 0, args)`` on the
-        host clock (waits for every event)."""
-        out = []
+        host clock (waits for every event; those on synchronous streams were timed on it)."""
+        out = list(self.host_launches)
         for name, key, rt, ev0, ev1, _tid, args in self.launches:
             if key in self.untimed:
                 continue

@@ -257,6 +257,10 @@ class CPURuntime(DeviceRuntime):
             event.flag = threading.Event()
             stream.submit(event.fire)
 
+    def synchronous_stream(self, stream: Any) -> bool:
+        # the default stream runs work in the calling thread; a CPUStream queues it to a worker
+        return stream is None
+
     def stream_wait_event(self, stream: Any, event: CPUEvent) -> None:
         if stream is None:
             event.wait()
