@@ -152,13 +152,36 @@ int bf16_to_f32(int64_t n, const void* x_, void* y_, int nt) {
 
 #define BF16_BLOCK 256 /* floats computed per chunk before the rounding store (in L1) */
 
+#define BF16_LOOP(expr)                                  \
+    _Pragma("omp simd") for (int64_t j = 0; j < m; ++j) w[j] = (expr);
+#define BF16_OPS(p, q)               \
+    switch (op) {                    \
+        case 0: BF16_LOOP(p + q) break; \
+        case 1: BF16_LOOP(p - q) break; \
+        case 2: BF16_LOOP(p * q) break; \
+        default: BF16_LOOP(p / q)       \
+    }
+
+/* w[j] = a[j] (op) b[j] for j < m in float32; a (or b) a single value sa (sb) where a (b) is NULL */
+static inline void bf16_ops(int op, int64_t m, const uint16_t* a, const uint16_t* b, float sa, float sb,
+                            float* w) {
+    if (!a) {
+        BF16_OPS(sa, bf16_widen(b[j]))
+    } else if (!b) {
+        BF16_OPS(bf16_widen(a[j]), sb)
+    } else {
+        BF16_OPS(bf16_widen(a[j]), bf16_widen(b[j]))
+    }
+}
+
 /* y = a (op) b in bfloat16, computed in float32 (op codes of binary_op). na, nb: n, the length
- * of a trailing block the operand repeats (n a multiple of it), or 1 (a scalar). */
+ * of a trailing block the operand repeats (n a multiple of it), or 1 (a single value). */
 int bf16_binary(int op, int64_t n, int64_t na, int64_t nb, const void* a_, const void* b_, void* y_, int units,
                 int nt) {
     const uint16_t *a = a_, *b = b_;
     uint16_t* y = y_;
     if (op < 0 || op > 3) return -1;
+    const float sa = bf16_widen(a[0]), sb = bf16_widen(b[0]);
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
         int64_t lo, hi;
@@ -166,32 +189,14 @@ int bf16_binary(int op, int64_t n, int64_t na, int64_t nb, const void* a_, const
         float w[BF16_BLOCK];
         for (int64_t s = lo; s < hi; s += BF16_BLOCK) {
             const int64_t m = hi - s < BF16_BLOCK ? hi - s : BF16_BLOCK;
-            if (na == n && nb == n) {
-                const uint16_t *as = a + s, *bs = b + s;
-                switch (op) {
-                    case 0:
-#pragma omp simd
-                        for (int64_t j = 0; j < m; ++j) w[j] = bf16_widen(as[j]) + bf16_widen(bs[j]);
-                        break;
-                    case 1:
-#pragma omp simd
-                        for (int64_t j = 0; j < m; ++j) w[j] = bf16_widen(as[j]) - bf16_widen(bs[j]);
-                        break;
-                    case 2:
-#pragma omp simd
-                        for (int64_t j = 0; j < m; ++j) w[j] = bf16_widen(as[j]) * bf16_widen(bs[j]);
-                        break;
-                    default:
-#pragma omp simd
-                        for (int64_t j = 0; j < m; ++j) w[j] = bf16_widen(as[j]) / bf16_widen(bs[j]);
-                }
-            } else {
-                int64_t ia = na == n ? s : s % na, ib = nb == n ? s : s % nb; /* wrap, no division */
-                for (int64_t j = 0; j < m; ++j) {
-                    const float p = bf16_widen(a[ia]), q = bf16_widen(b[ib]);
-                    w[j] = OP(p, q);
-                    if (++ia == na && na != n) ia = 0;
-                    if (++ib == nb && nb != n) ib = 0;
+            if (na == 1 || nb == 1 || (na == n && nb == n)) {
+                bf16_ops(op, m, na == 1 ? NULL : a + s, nb == 1 ? NULL : b + s, sa, sb, w);
+            } else { /* one operand repeats a block: runs of the block, no wrap inside */
+                const int64_t per = na == n ? nb : na;
+                for (int64_t j = 0; j < m;) {
+                    const int64_t off = (s + j) % per, run = per - off < m - j ? per - off : m - j;
+                    bf16_ops(op, run, na == n ? a + s + j : a + off, nb == n ? b + s + j : b + off, 0, 0, w + j);
+                    j += run;
                 }
             }
             round_run(m, w, y + s, units);
