@@ -129,3 +129,21 @@ def test_bad_choice_is_named(monkeypatch):
     monkeypatch.setenv("OARLOCK_BF16_CAST", "fast")
     with pytest.raises(Exception, match="OARLOCK_BF16_CAST must be auto or plain, got 'fast'"):
         fw.to_tensor(np.ones(1000, np.float32)).astype("bfloat16").numpy()
+
+
+@pytest.mark.parametrize("nt", [2, 3])
+def test_split_over_threads_same_bits(nt):
+    # the team's parts (cut at multiples of 64) give the bits of one thread, odd sizes included
+    x = _special_f32(100_003, 7)
+    y1, yn = np.empty(x.size, BF16), np.empty(x.size, BF16)
+    assert elementwise.bf16_cast(x, y1, 1) and elementwise.bf16_cast(x, yn, nt)
+    assert (_bits(y1) == _bits(yn)).all()
+    w1, wn = np.empty(x.size, np.float32), np.empty(x.size, np.float32)
+    assert elementwise.bf16_cast(y1, w1, 1) and elementwise.bf16_cast(y1, wn, nt)
+    assert (_bits(w1) == _bits(wn)).all() and (_bits(wn) == _bits(y1.astype(np.float32))).all()
+    a, b = _bf16_operands((3, 33_335), 8), _bf16_operands((1, 33_335), 9)
+    out = np.empty(a.shape, BF16)
+    elementwise.bf16_binary_call(3, a, b, out, nt)()
+    with np.errstate(all="ignore"):
+        ref = (a.astype(np.float32) / b.astype(np.float32)).astype(BF16)
+    assert (_bits(out) == _bits(ref)).all()
