@@ -1,7 +1,7 @@
 """bfloat16 casts and element-wise ops on the cpu plugin (elementwise.c's bf16_* kernels):
 bit for bit against ml_dtypes' conversions and numpy's float32 ops on the widened operands,
 rounded once (round to nearest even; NaN to the quiet NaN of its sign), on the AVX512-BF16
-path where the CPU has it and on the plain path (``OARLOCK_BF16_CAST=plain``)."""
+path where the CPU has it (``OARLOCK_BF16_CAST=units``) and on the plain path (the default)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ import framework as fw
 from plugins.cpu import elementwise
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
-PATHS = ["auto", "plain"]
+_UNITS = "avx512_bf16" in open("/proc/cpuinfo").read().split("\n\n")[0].split()
+PATHS = ["plain", pytest.param("units", marks=pytest.mark.skipif(not _UNITS, reason="no avx512_bf16"))]
 
 
 def _bits(x: np.ndarray) -> np.ndarray:
@@ -27,9 +28,28 @@ def _special_f32(n: int, seed: int) -> np.ndarray:
     bits = rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32)
     x = bits.view(np.float32).copy()
     specials = np.array(
-        [0x00000001, 0x00400000, 0x007FFFFF, 0x80000001, 0x00008000, 0x00018000, 0x3F808000, 0x3F818000,
-         0x3F807FFF, 0x7F7FFFFF, 0x7F7F8000, 0x7F800000, 0xFF800000, 0x7F800001, 0x7FC00000, 0xFFC12345,
-         0x7FBFFFFF, 0x00000000, 0x80000000, 0x00800000],
+        [
+            0x00000001,
+            0x00400000,
+            0x007FFFFF,
+            0x80000001,
+            0x00008000,
+            0x00018000,
+            0x3F808000,
+            0x3F818000,
+            0x3F807FFF,
+            0x7F7FFFFF,
+            0x7F7F8000,
+            0x7F800000,
+            0xFF800000,
+            0x7F800001,
+            0x7FC00000,
+            0xFFC12345,
+            0x7FBFFFFF,
+            0x00000000,
+            0x80000000,
+            0x00800000,
+        ],
         dtype=np.uint32,
     ).view(np.float32)
     x[rng.choice(n, min(n, specials.size), replace=False)] = specials[: min(n, specials.size)]
@@ -46,7 +66,9 @@ def test_round_every_bit_pattern_sweep(path, monkeypatch):
     with np.errstate(invalid="ignore"):
         ref = x.astype(BF16)
     bad = _bits(y) != _bits(ref)
-    assert not bad.any(), f"{bad.sum()} differ, e.g. {_bits(x)[bad][:4]}: {_bits(y)[bad][:4]} want {_bits(ref)[bad][:4]}"
+    assert not bad.any(), (
+        f"{bad.sum()} differ, e.g. {_bits(x)[bad][:4]}: {_bits(y)[bad][:4]} want {_bits(ref)[bad][:4]}"
+    )
 
 
 def test_widen_every_bfloat16():
@@ -114,7 +136,9 @@ def test_binary_in_place_and_denormals():
 
 
 @pytest.mark.parametrize("path", PATHS)
-@pytest.mark.parametrize("op,ref_op", [(fw.exp, np.exp), (fw.neg, np.negative), (fw.tanh, np.tanh), (fw.sqrt, np.sqrt)])
+@pytest.mark.parametrize(
+    "op,ref_op", [(fw.exp, np.exp), (fw.neg, np.negative), (fw.tanh, np.tanh), (fw.sqrt, np.sqrt)]
+)
 @pytest.mark.parametrize("shape", [(5,), (3, 1001)])
 def test_unary_bit_exact(path, op, ref_op, shape, monkeypatch):
     monkeypatch.setenv("OARLOCK_BF16_CAST", path)
@@ -127,7 +151,7 @@ def test_unary_bit_exact(path, op, ref_op, shape, monkeypatch):
 
 def test_bad_choice_is_named(monkeypatch):
     monkeypatch.setenv("OARLOCK_BF16_CAST", "fast")
-    with pytest.raises(Exception, match="OARLOCK_BF16_CAST must be auto or plain, got 'fast'"):
+    with pytest.raises(Exception, match="OARLOCK_BF16_CAST must be plain or units, got 'fast'"):
         fw.to_tensor(np.ones(1000, np.float32)).astype("bfloat16").numpy()
 
 
@@ -147,3 +171,10 @@ def test_split_over_threads_same_bits(nt):
     with np.errstate(all="ignore"):
         ref = (a.astype(np.float32) / b.astype(np.float32)).astype(BF16)
     assert (_bits(out) == _bits(ref)).all()
+
+
+@pytest.mark.skipif(_UNITS, reason="the CPU has avx512_bf16")
+def test_units_without_the_instruction_is_named(monkeypatch):
+    monkeypatch.setenv("OARLOCK_BF16_CAST", "units")
+    with pytest.raises(Exception, match="does not list avx512_bf16"):
+        fw.to_tensor(np.ones(1000, np.float32)).astype("bfloat16").numpy()

@@ -220,7 +220,7 @@ def _bf16_binary(fn: Any, a: np.ndarray, b: np.ndarray, y: np.ndarray) -> Any:
     if not (a.shape == b.shape == y.shape) and (  # the common case first: no shape walk
         not (a.size == 1 or _trailing(a.shape, y.shape))
         or not (b.size == 1 or _trailing(b.shape, y.shape))
-        or a.size != y.size and b.size != y.size
+        or (a.size != y.size and b.size != y.size)
     ):
         return None
     if not (a.flags.c_contiguous and b.flags.c_contiguous and y.flags.c_contiguous):
