@@ -16,7 +16,9 @@ ratio to torch's bf16 ``matmul`` (or, without torch, to numpy's float32 product)
 - ``fw.matmul``: Oarlock's eager op on the cpu plugin (whatever ``bf16_gemm`` says it runs);
 - ``numpy float32 sgemm``: the float32 product alone (no conversion), for scale.
 
-Then training steps, float32 against ``fw.amp.auto_cast(dtype="bfloat16")`` (forward and loss
+Then bfloat16's casts and an element-wise product on 2^20 elements, ml_dtypes/numpy against
+the cpu plugin's C (elementwise.c: plain, and on vcvtneps2bf16 where the CPU has it); then
+training steps, float32 against ``fw.amp.auto_cast(dtype="bfloat16")`` (forward and loss
 under it, backward and the optimizer step after), taking turns: the examples' tiny Llama
 (conformance/models.py: dim 64, 2 layers, batch 16 x 64 tokens, AdamW) and train_step.py's
 Llama block (dim 256, 4 heads, seq 128, batch 8, SwiGLU 688; forward + backward). Ratio:
@@ -244,6 +246,46 @@ def amp_steps(reps: int) -> None:
             print(f"  {name:<36} {w:9.2f} {bw / w:6.2f}x {c:9.2f} {bc / c:6.2f}x")
 
 
+def cast_kernels(reps: int, n: int = 1 << 20) -> None:
+    """bfloat16 casts and a product element-wise, n elements, one thread: ml_dtypes/numpy (the
+    kernels before elementwise.c's bf16 entries) against those entries, each path."""
+    from plugins.cpu import elementwise as E
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(n).astype(np.float32)
+    h, g = x.astype(BF16), rng.standard_normal(n).astype(BF16)
+    y, w, z = np.empty(n, BF16), np.empty(n, np.float32), np.empty(n, BF16)
+    units = "avx512_bf16" in open("/proc/cpuinfo").read().split("\n\n")[0].split()
+
+    def mul() -> Any:
+        return E.bf16_binary_call(2, h, g, z, 1)()
+
+    def env(v: str, fn: Callable[[], Any]) -> Callable[[], Any]:
+        def run() -> Any:
+            os.environ["OARLOCK_BF16_CAST"] = v
+            return fn()
+
+        return run
+
+    fns = {
+        "f32->bf16 ml_dtypes astype": lambda: x.astype(BF16),
+        "f32->bf16 C, plain (default)": env("plain", lambda: E.bf16_cast(x, y)),
+        "bf16->f32 ml_dtypes astype": lambda: h.astype(np.float32),
+        "bf16->f32 C": lambda: E.bf16_cast(h, w),
+        "bf16 mul, numpy f32 round trip": lambda: (h.astype(np.float32) * g.astype(np.float32)).astype(BF16),
+        "bf16 mul, C (plain)": env("plain", mul),
+    }
+    if units:  # OARLOCK_BF16_CAST=units: the rounding on vcvtneps2bf16
+        fns["f32->bf16 C, vcvtneps2bf16 (units)"] = env("units", lambda: E.bf16_cast(x, y))
+        fns["bf16 mul, C (units)"] = env("units", mul)
+    ms = round_robin(fns, reps)
+    os.environ.pop("OARLOCK_BF16_CAST", None)
+    print(f"\n== bfloat16 casts and mul, {n} elements, 1 thread (C: elementwise.c's bf16_* entries)")
+    print(f"  {'variant':<36} {'ms':>9} {'cpu ms':>9}")
+    for name, (wall, cpu) in ms.items():
+        print(f"  {name:<36} {wall:9.3f} {cpu:9.3f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--threads", type=int, default=os.cpu_count())
@@ -265,6 +307,7 @@ def main() -> None:
         m, k, n = dims * 3 if len(dims) == 1 else dims
         case(m, k, n, args.threads, args.reps)
     if args.amp_reps:
+        cast_kernels(args.reps)
         amp_steps(args.amp_reps)
 
 
