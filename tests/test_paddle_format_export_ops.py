@@ -157,3 +157,26 @@ def test_causal_and_boolean_masked_attention_dynamic(tmp_path):
     prefix = roundtrip_many(Attention(), [InputSpec([None, None, 16], "float32", "x")], cases, tmp_path)
     ops = op_counts(prefix)
     assert ops["1.tril"] == 1 and ops["1.where"] == 2 and ops["1.full_like"] >= 2
+
+
+class ProductDims(fw.nn.Layer):
+    """A dim that is a product of two dynamic dims (``b*t``) in a run-time shape."""
+
+    def forward(self, x):
+        b, t = x.shape[0], x.shape[1]
+        flat = x.reshape([b * t, 4])
+        ones = fw.full([b * t, 1], 2.0)
+        return flat * ones
+
+
+@needs_paddle
+def test_a_product_of_dynamic_dims_in_a_run_time_shape(tmp_path):
+    """``full([b*t, 1])`` with b and t both dynamic: the shape is b's and t's run-time scalars
+    multiplied (``pd_op.multiply``), at several sizes of both."""
+    prefix = roundtrip_many(
+        ProductDims(),
+        [InputSpec([None, None, 4], "float32", "x")],
+        [[rand(2, 3, 4)], [rand(5, 1, 4)], [rand(1, 7, 4)]],
+        tmp_path,
+    )
+    assert op_counts(prefix)["1.multiply"] >= 1

@@ -213,7 +213,7 @@ class Emitter:
 
     def dim(self, d: Any) -> int:
         """An ``int64`` scalar holding dim ``d`` at run time: an int, or an affine expression of
-        the inputs' dynamic dims (each read as ``shape64(input)[axis]``, as Paddle's own
+        the inputs' dynamic dims and their products (each read as ``shape64(input)[axis]``, as Paddle's own
         programs read ``paddle.shape(x)[i]``). Values are cached per block (:meth:`nested`)."""
         if isinstance(d, int):
             return self.scalar_int(d)
@@ -222,23 +222,10 @@ class Emitter:
             return self._dims[key]
         total = None
         for name, coef in d.terms:
-            if name not in self.sym_sources:
-                raise self.fail(f"uses the dynamic dim {name}, which no program input holds")
-            vid, axis = self.sym_sources[name]
-            if name not in self._dims:
-                rank = len(self.types[vid].shape)
-                shp = self.one("shape64", [vid], {}, PdType("int64", [rank]))
-                self._dims[name] = self.one(
-                    "slice",
-                    [shp, self.int_array([axis]), self.int_array([axis + 1])],
-                    {
-                        "axes": a_array([a_i64(0)]),
-                        "infer_flags": a_array([a_i64(1)]),
-                        "decrease_axis": a_array([a_i64(0)]),
-                    },
-                    PdType("int64", []),
-                )
-            term = self._dims[name]
+            term = None
+            for factor in name.split("*"):  # a product of dims (``b*t``) is their scalars multiplied
+                f = self._sym_dim(factor)
+                term = f if term is None else self.one("multiply", [term, f], {}, PdType("int64", []))
             if coef != 1:
                 term = self.scale(term, float(coef), 0.0, PdType("int64", []))
             total = term if total is None else self.one("add", [total, term], {}, PdType("int64", []))
@@ -247,6 +234,27 @@ class Emitter:
             total = self.scale(total, 1.0, float(d.const), PdType("int64", []))
         self._dims[key] = total
         return total
+
+    def _sym_dim(self, name: str) -> int:
+        """An ``int64`` scalar holding the dynamic dim ``name`` (one symbol) at run time, read
+        from the first program input that holds it (cached per block)."""
+        if name not in self.sym_sources:
+            raise self.fail(f"uses the dynamic dim {name}, which no program input holds")
+        vid, axis = self.sym_sources[name]
+        if name not in self._dims:
+            rank = len(self.types[vid].shape)
+            shp = self.one("shape64", [vid], {}, PdType("int64", [rank]))
+            self._dims[name] = self.one(
+                "slice",
+                [shp, self.int_array([axis]), self.int_array([axis + 1])],
+                {
+                    "axes": a_array([a_i64(0)]),
+                    "infer_flags": a_array([a_i64(1)]),
+                    "decrease_axis": a_array([a_i64(0)]),
+                },
+                PdType("int64", []),
+            )
+        return self._dims[name]
 
     def scale(self, x: int, factor: float, bias: float, out: PdType) -> int:
         s = self.full([1], factor, "float32")
