@@ -92,6 +92,19 @@ def test_constants_that_follow_a_dynamic_numel(name, fn, device):
     assert "op.full" in str(p)  # the count, made at run time
 
 
+def test_negative_indices_along_a_dynamic_axis(device):
+    """gather/scatter_add wrap a negative index by the axis's size (``index + n``, Paddle's
+    rule): along a dynamic axis that int follows the batch and is counted at run time."""
+
+    def f(x):
+        last = fw.gather(x, fw.to_tensor([-1, 0], device=x.device), axis=0)
+        acc = fw.scatter_add(x * 1.0, fw.to_tensor([-1, -1], device=x.device), x[:2] * 2.0)
+        return last, acc
+
+    sf = fw.jit.to_static(f, input_spec=[InputSpec([None, 3])])
+    _one_program(sf, f, [[(b + 2, 3)] for b, _ in SIZES], device=device)
+
+
 def test_branch_on_a_mean_with_a_dynamic_batch():
     def f(x):
         if x.mean() > 0:

@@ -10,7 +10,7 @@ not ``b*b`` or ``b//2``) by Möbius inversion over the probe sets, and the fit i
 last trace.
 
 A scalar constant that follows the dims (``mean``'s ``1/numel``, an unbiased variance's
-``1/(n-1)``, ``float(b)``) is fitted as ``P`` or ``1/P`` for such a polynomial ``P`` and
+``1/(n-1)``, ``float(b)``, an int ``b`` that wraps a negative index) is fitted as ``P`` or ``1/P`` for such a polynomial ``P`` and
 rebuilt in the program from the run's sizes (the count of a ``full`` of ones of ``P``
 elements), so ``x - x.mean()`` and ``if x.mean() > 0`` serve every size.
 
@@ -228,15 +228,18 @@ def generalize(
                 )
         for key in op0.attrs:
             vals = [o.attrs[key] for o in group]
-            if (
-                op0.name == "builtin.constant"
-                and key == "value"
-                and isinstance(vals[0], float)
-                and any(v != vals[0] for v in vals)
-            ):
-                p, exp = _scalar(f"{where} (a scalar constant)", vals, symbols, check)
-                scalars.append((op0, p, exp))
-                continue
+            if op0.name == "builtin.constant" and key == "value" and any(v != vals[0] for v in vals):
+                if isinstance(vals[0], float):
+                    p, exp = _scalar(f"{where} (a scalar constant)", vals, symbols, check)
+                    scalars.append((op0, p, exp))
+                    continue
+                if isinstance(vals[0], int) and not isinstance(vals[0], bool):
+                    # an int that follows the dims (``index + n`` wrapping a negative index
+                    # along a dynamic axis): P itself, counted at run time
+                    p = _fit(f"{where} (a scalar constant)", list(vals), symbols, check)
+                    if isinstance(p, SymDim):
+                        scalars.append((op0, p, 1))
+                        continue
             op0.attrs[key] = _attr(f"{where} attribute '{key}'", vals, symbols, check)
     vals = [_values(p) for p in programs]
     for i, v0 in enumerate(vals[0]):
