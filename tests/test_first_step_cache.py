@@ -159,3 +159,38 @@ def test_own_c_of_several_entries_builds_once(tmp_path, monkeypatch):
     assert cache.stats.compiles == 1
     # both entries are real functions of the one library (the layout tests run them against numpy)
     assert perm.entry == "permute_runs" and cat.entry == "concat_rows" and perm.ffi is cat.ffi
+
+
+def test_attention_c_builds_both_vector_widths_in_one_compile(tmp_path, monkeypatch):
+    """attention.c's AVX2 and AVX-512 entries come from one build, the one the prebuild starts
+    (the wide one used to be a second compiler at the first bind, on the step's critical path);
+    both widths compute numpy's attention."""
+    from plugins.cpu import attention as A
+    from plugins.cpu import compiler as PC
+
+    monkeypatch.setenv("OARLOCK_CC_PCH", "0")
+    cache = C.ProgramCache(tmp_path)
+    monkeypatch.setattr(PC, "_PROGRAM_CACHE", cache)
+    monkeypatch.setattr(PC, "_OWN", {})
+    PC.cc_facts(PC.find_cc())  # the compiler's probes: asked before counting builds
+    before = cache.stats.compiles
+    f32 = np.dtype(np.float32)
+    builds = PC.own_builds({("attention", f32), ("attention_grad", f32)})
+    assert len(builds) == 1 and builds[0].kernels == len(A.ENTRIES) == 4
+    builds[0]()
+    progs = A._programs(f32)  # what the first bind asks for: kept, not built again
+    assert cache.stats.compiles - before == 1
+    assert [p.entry for p in progs] == list(A.ENTRIES) and len({id(p.ffi) for p in progs}) == 1
+
+    rng = np.random.default_rng(3)
+    bh, lq, lk, d = 4, 40, 48, 16  # heads of one 64-byte vector and 3 of keys: what _wide takes
+    q, k, v = (rng.standard_normal((bh, n, d)).astype(np.float32) for n in (lq, lk, lk))
+    s = q @ np.swapaxes(k, -1, -2) * np.float32(0.25)
+    s = np.where(np.arange(lk)[None, :] <= np.arange(lq)[:, None] + (lk - lq), s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    want = (p / p.sum(-1, keepdims=True)) @ v
+    for fwd in (progs[0], progs[2]):  # attn_fwd (AVX2), attn_fwd_wide (AVX-512)
+        o = np.empty_like(q)
+        b = fwd.ffi.from_buffer
+        assert fwd.fn(b(q), b(k), b(v), b(o), bh, lq, lk, d, d, 0.25, 1) == 0
+        np.testing.assert_allclose(o, want, rtol=2e-5, atol=2e-5)
