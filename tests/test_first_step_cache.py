@@ -194,3 +194,80 @@ def test_attention_c_builds_both_vector_widths_in_one_compile(tmp_path, monkeypa
         b = fwd.ffi.from_buffer
         assert fwd.fn(b(q), b(k), b(v), b(o), bh, lq, lk, d, d, 0.25, 1) == 0
         np.testing.assert_allclose(o, want, rtol=2e-5, atol=2e-5)
+
+
+def test_kernels_with_the_same_helpers_and_entry_build_as_one_unit(tmp_path):
+    """Two sources that define the same static helper, macro and entry name (as a group's
+    vector-width variants do) become one translation unit, each part running its own code."""
+    from framework.compiler import unit
+    from plugins.cpu.compiler import CPUCompiler
+
+    def src(n, scale):
+        return (
+            "#include <stdint.h>\n#include <immintrin.h>\n"
+            f"#define N {n}\n"
+            "static inline __attribute__((always_inline)) float helper(float x) "
+            f"{{ return x * {scale}.0f; }}\n"
+            "static const float bias[2] = {1.0f, 2.0f};\n"
+            "void kern(float* restrict y, const float* restrict x) {\n"
+            "    for (int64_t i = 0; i < N; ++i) y[i] = helper(x[i]) + bias[i % 2];\n}\n"
+        )
+
+    text, entries = unit.one_unit([(src(5, 2), "kern"), (src(7, 3), "kern")])
+    assert entries == ["kern__u0", "kern__u1"]
+    cache, comp = C.ProgramCache(tmp_path), CPUCompiler()
+    progs = cache.get_batch(comp, text, tuple(entries))
+    assert cache.stats.compiles == 1
+    x = np.arange(8, dtype=np.float32)
+    for e, n, scale in ((entries[0], 5, 2), (entries[1], 7, 3)):
+        y = np.zeros(8, np.float32)
+        comp.launch(progs[e], [y, x], (8,), None, None)
+        want = np.zeros(8, np.float32)
+        want[:n] = x[:n] * scale + np.float32([1, 2])[np.arange(n) % 2]
+        np.testing.assert_array_equal(y, want)
+
+
+# A small program of several fused groups, prebuilt with or without units: its outputs' bits and
+# how many compiler processes built its kernels.
+_UNIT_CHILD = textwrap.dedent(
+    """
+    import json, os, subprocess, sys
+    sys.path.insert(0, sys.argv[1])
+    started = []
+    _init = subprocess.Popen.__init__
+    def _watch(self, args, *a, **k):
+        started.append(list(map(str, args)))
+        _init(self, args, *a, **k)
+    subprocess.Popen.__init__ = _watch
+    import numpy as np
+    import framework as fw
+    from plugins.cpu.compiler import find_cc
+    w = fw.to_tensor(np.linspace(-0.5, 0.5, 64, dtype=np.float32).reshape(8, 8))
+    def f(x):
+        h = fw.exp(x * 0.37) + fw.sin(x)
+        y = fw.matmul(h, w)
+        z = fw.tanh(y * 1.13) * 2.0 - y
+        return fw.matmul(z, w).sum(-1) + fw.sqrt(fw.abs(z)).mean(-1)
+    x = fw.to_tensor(np.linspace(-1, 1, 4096, dtype=np.float32).reshape(512, 8))
+    with fw.device("cpu"), fw.no_grad():
+        fw.matmul(x, w)
+        cc = os.path.realpath(find_cc())
+        before = len(started)
+        out = fw.jit.to_static(f)(x).numpy()
+    builds = [a for a in started[before:] if a and os.path.realpath(a[0]) == cc]
+    print(json.dumps({"out": out.tobytes().hex(), "builds": len(builds)}))
+    """
+)
+
+
+def test_a_programs_kernels_built_in_units_are_bit_identical_with_fewer_compilers(tmp_path):
+    alone = _run(_UNIT_CHILD, tmp_path / "alone", OARLOCK_PREBUILD_UNITS="0")
+    units = _run(_UNIT_CHILD, tmp_path / "units")
+    assert units["out"] == alone["out"]
+    assert 0 < units["builds"] < alone["builds"], (units["builds"], alone["builds"])
+    x = np.linspace(-1, 1, 4096, dtype=np.float32).reshape(512, 8)
+    w = np.linspace(-0.5, 0.5, 64, dtype=np.float32).reshape(8, 8)
+    y = (np.exp(x * np.float32(0.37)) + np.sin(x)) @ w
+    z = np.tanh(y * np.float32(1.13)) * 2 - y
+    want = (z @ w).sum(-1) + np.sqrt(np.abs(z)).mean(-1)
+    np.testing.assert_allclose(np.frombuffer(bytes.fromhex(units["out"]), np.float32), want, rtol=1e-4, atol=1e-5)
