@@ -81,10 +81,10 @@ def test_warm_process_runs_no_compiler_and_is_bit_identical(tmp_path):
     assert list(cache.glob("fusion-answers-*.bin"))
 
 
-# A kernel that includes immintrin.h (what the precompiled header serves), checked against numpy.
-_PCH_CHILD = textwrap.dedent(
+# a child's first lines: the repository on its path, every process it starts in ``started``
+_WATCH = textwrap.dedent(
     """
-    import json, subprocess, sys
+    import json, os, subprocess, sys
     sys.path.insert(0, sys.argv[1])
     started = []
     _init = subprocess.Popen.__init__
@@ -92,6 +92,12 @@ _PCH_CHILD = textwrap.dedent(
         started.append(list(map(str, args)))
         _init(self, args, *a, **k)
     subprocess.Popen.__init__ = _watch
+    """
+)
+
+# A kernel that includes immintrin.h (what the precompiled header serves), checked against numpy.
+_PCH_CHILD = _WATCH + textwrap.dedent(
+    """
     import numpy as np
     import framework as fw
     from framework import compiler
@@ -229,16 +235,8 @@ def test_kernels_with_the_same_helpers_and_entry_build_as_one_unit(tmp_path):
 
 # A small program of several fused groups, prebuilt with or without units: its outputs' bits and
 # how many compiler processes built its kernels.
-_UNIT_CHILD = textwrap.dedent(
+_UNIT_CHILD = _WATCH + textwrap.dedent(
     """
-    import json, os, subprocess, sys
-    sys.path.insert(0, sys.argv[1])
-    started = []
-    _init = subprocess.Popen.__init__
-    def _watch(self, args, *a, **k):
-        started.append(list(map(str, args)))
-        _init(self, args, *a, **k)
-    subprocess.Popen.__init__ = _watch
     import numpy as np
     import framework as fw
     from plugins.cpu.compiler import find_cc
