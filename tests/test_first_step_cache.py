@@ -219,15 +219,23 @@ def test_kernels_with_the_same_helpers_and_entry_build_as_one_unit(tmp_path):
             "    for (int64_t i = 0; i < N; ++i) y[i] = helper(x[i]) + bias[i % 2];\n}\n"
         )
 
+    from framework.compiler.eager import Kernel
+
     text, entries = unit.one_unit([(src(5, 2), "kern"), (src(7, 3), "kern")])
     assert entries == ["kern__u0", "kern__u1"]
     cache, comp = C.ProgramCache(tmp_path), CPUCompiler()
-    progs = cache.get_batch(comp, text, tuple(entries))
-    assert cache.stats.compiles == 1
+    kernels = [
+        Kernel(None, src(5, 2), "kern", "c", 0, "rows"),
+        Kernel(None, src(7, 3), "kern", "c", 0, "rows"),
+    ]
+    unit.build_unit(kernels, comp, cache)
+    # each kernel's own lookup (as a merged kernel's dispatch makes it again) gets the unit's part
+    progs = [cache.get(comp, k.source, k.entry) for k in kernels]
+    assert cache.stats.compiles == 1 and [k.programs[id(comp)] for k in kernels] == progs
     x = np.arange(8, dtype=np.float32)
-    for e, n, scale in ((entries[0], 5, 2), (entries[1], 7, 3)):
+    for prog, n, scale in ((progs[0], 5, 2), (progs[1], 7, 3)):
         y = np.zeros(8, np.float32)
-        comp.launch(progs[e], [y, x], (8,), None, None)
+        comp.launch(prog, [y, x], (8,), None, None)
         want = np.zeros(8, np.float32)
         want[:n] = x[:n] * scale + np.float32([1, 2])[np.arange(n) % 2]
         np.testing.assert_array_equal(y, want)
@@ -268,4 +276,6 @@ def test_a_programs_kernels_built_in_units_are_bit_identical_with_fewer_compiler
     y = (np.exp(x * np.float32(0.37)) + np.sin(x)) @ w
     z = np.tanh(y * np.float32(1.13)) * 2 - y
     want = (z @ w).sum(-1) + np.sqrt(np.abs(z)).mean(-1)
-    np.testing.assert_allclose(np.frombuffer(bytes.fromhex(units["out"]), np.float32), want, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(
+        np.frombuffer(bytes.fromhex(units["out"]), np.float32), want, rtol=1e-4, atol=1e-5
+    )

@@ -442,7 +442,11 @@ def prebuild(programs: list[Program], dev: _dev.Device) -> None:
         g = fusion.GROUPS.get(name)
         if g is None:  # another kind of fused op (a horizontal group): its lookup builds it
             if (name, dev.type, dtype) not in dispatch._KCACHE:  # not looked up yet
-                todo.append(functools.partial(dispatch.find_kernel, name, dev.type, dtype))
+                merged = _merged(name, comp, dev)
+                if merged is not None:  # in a unit: the lookup finds it built
+                    pending += [merged] if id(comp) not in merged.programs else []
+                else:
+                    todo.append(functools.partial(dispatch.find_kernel, name, dev.type, dtype))
             continue
         try:
             kernels = _kernels_of(g, comp, dev)
@@ -479,6 +483,15 @@ def _dtype_of(op: Any) -> np.dtype:
     """An op's dtype: its first operand's (its first result's when it has none)."""
     t = (op.operands[0] if op.operands else op.results[0]).type
     return np.dtype(getattr(t, "dtype", np.float32))
+
+
+def _merged(name: str, comp: Any, dev: _dev.Device) -> Kernel | None:
+    """The merged (horizontal) kernel of ``name`` when it goes in a unit, else None."""
+    if comp.language != "c" or not unit.enabled():
+        return None
+    from .horizontal import merged_kernel  # it builds on this module
+
+    return merged_kernel(name, comp, dev)
 
 
 def _kernel_builds(kernels: list[Kernel], comp: Any) -> list[Callable[[], Any]]:

@@ -8,7 +8,9 @@ itself (2-core AMD EPYC, GCC: 0.07 of 0.12 s per kernel, docs/benchmarks.md). Th
 core. Each kernel's source goes in as it is, its names made its own: the entry and every
 ``static`` name get the suffix ``__u<i>``, and the macros it defines are undefined after it.
 The unit is one entry of the kernel cache (keyed by its whole text), so a warm process
-that prebuilds the same program loads the same library; each kernel gets its program from it.
+that prebuilds the same program loads the same library; each kernel gets its program from it,
+and the cache gives that program to the kernel's own lookup (``ProgramCache.remember``: a
+merged kernel that ``dispatch.find_kernel`` makes again later builds nothing).
 A unit that does not build falls back to building its kernels one by one.
 """
 
@@ -52,7 +54,7 @@ def one_unit(kernels: list[tuple[str, str]]) -> tuple[str, list[str]]:
                 names.add(m.group(1))
         suffix = f"__u{i}"
         pattern = re.compile(r"\b(" + "|".join(map(re.escape, sorted(names, key=len, reverse=True))) + r")\b")
-        text = pattern.sub(lambda m: m.group(1) + suffix, source)
+        text = pattern.sub(rf"\g<1>{suffix}", source)
         undef = sorted(set(_MACRO.findall(text)) - _KEEP)
         parts.append(f"/* unit part {i}: {entry} */\n{text}\n" + "".join(f"#undef {n}\n" for n in undef))
         entries.append(entry + suffix)
@@ -84,6 +86,7 @@ def build_unit(kernels: list[Any], comp: Any, cache: Any) -> None:
     for k, e in zip(kernels, entries):
         if progs is not None:
             k.programs.setdefault(id(comp), progs[e])
+            cache.remember(comp, k.source, k.entry, k.options, progs[e])  # its own lookup finds it
         else:
             try:
                 k.build(comp)
