@@ -81,10 +81,10 @@ def test_warm_process_runs_no_compiler_and_is_bit_identical(tmp_path):
     assert list(cache.glob("fusion-answers-*.bin"))
 
 
-# A kernel that includes immintrin.h (what the precompiled header serves), checked against numpy.
-_PCH_CHILD = textwrap.dedent(
+# a child's first lines: the repository on its path, every process it starts in ``started``
+_WATCH = textwrap.dedent(
     """
-    import json, subprocess, sys
+    import json, os, subprocess, sys
     sys.path.insert(0, sys.argv[1])
     started = []
     _init = subprocess.Popen.__init__
@@ -92,6 +92,12 @@ _PCH_CHILD = textwrap.dedent(
         started.append(list(map(str, args)))
         _init(self, args, *a, **k)
     subprocess.Popen.__init__ = _watch
+    """
+)
+
+# A kernel that includes immintrin.h (what the precompiled header serves), checked against numpy.
+_PCH_CHILD = _WATCH + textwrap.dedent(
+    """
     import numpy as np
     import framework as fw
     from framework import compiler
@@ -159,3 +165,117 @@ def test_own_c_of_several_entries_builds_once(tmp_path, monkeypatch):
     assert cache.stats.compiles == 1
     # both entries are real functions of the one library (the layout tests run them against numpy)
     assert perm.entry == "permute_runs" and cat.entry == "concat_rows" and perm.ffi is cat.ffi
+
+
+def test_attention_c_builds_both_vector_widths_in_one_compile(tmp_path, monkeypatch):
+    """attention.c's AVX2 and AVX-512 entries come from one build, the one the prebuild starts
+    (the wide one used to be a second compiler at the first bind, on the step's critical path);
+    both widths compute numpy's attention."""
+    from plugins.cpu import attention as A
+    from plugins.cpu import compiler as PC
+
+    monkeypatch.setenv("OARLOCK_CC_PCH", "0")
+    cache = C.ProgramCache(tmp_path)
+    monkeypatch.setattr(PC, "_PROGRAM_CACHE", cache)
+    monkeypatch.setattr(PC, "_OWN", {})
+    PC.cc_facts(PC.find_cc())  # the compiler's probes: asked before counting builds
+    before = cache.stats.compiles
+    f32 = np.dtype(np.float32)
+    builds = PC.own_builds({("attention", f32), ("attention_grad", f32)})
+    assert len(builds) == 1 and builds[0].kernels == len(A.ENTRIES) == 4
+    builds[0]()
+    progs = A._programs(f32)  # what the first bind asks for: kept, not built again
+    assert cache.stats.compiles - before == 1
+    assert [p.entry for p in progs] == list(A.ENTRIES) and len({id(p.ffi) for p in progs}) == 1
+
+    rng = np.random.default_rng(3)
+    bh, lq, lk, d = 4, 40, 48, 16  # heads of one 64-byte vector and 3 of keys: what _wide takes
+    q, k, v = (rng.standard_normal((bh, n, d)).astype(np.float32) for n in (lq, lk, lk))
+    s = q @ np.swapaxes(k, -1, -2) * np.float32(0.25)
+    s = np.where(np.arange(lk)[None, :] <= np.arange(lq)[:, None] + (lk - lq), s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    want = (p / p.sum(-1, keepdims=True)) @ v
+    for fwd in (progs[0], progs[2]):  # attn_fwd (AVX2), attn_fwd_wide (AVX-512)
+        o = np.empty_like(q)
+        b = fwd.ffi.from_buffer
+        assert fwd.fn(b(q), b(k), b(v), b(o), bh, lq, lk, d, d, 0.25, 1) == 0
+        np.testing.assert_allclose(o, want, rtol=2e-5, atol=2e-5)
+
+
+def test_kernels_with_the_same_helpers_and_entry_build_as_one_unit(tmp_path):
+    """Two sources that define the same static helper, macro and entry name (as a group's
+    vector-width variants do) become one translation unit, each part running its own code."""
+    from framework.compiler import unit
+    from plugins.cpu.compiler import CPUCompiler
+
+    def src(n, scale):
+        return (
+            "#include <stdint.h>\n#include <immintrin.h>\n"
+            f"#define N {n}\n"
+            "static inline __attribute__((always_inline)) float helper(float x) "
+            f"{{ return x * {scale}.0f; }}\n"
+            "static const float bias[2] = {1.0f, 2.0f};\n"
+            "void kern(float* restrict y, const float* restrict x) {\n"
+            "    for (int64_t i = 0; i < N; ++i) y[i] = helper(x[i]) + bias[i % 2];\n}\n"
+        )
+
+    from framework.compiler.eager import Kernel
+
+    text, entries = unit.one_unit([(src(5, 2), "kern"), (src(7, 3), "kern")])
+    assert entries == ["kern__u0", "kern__u1"]
+    cache, comp = C.ProgramCache(tmp_path), CPUCompiler()
+    kernels = [
+        Kernel(None, src(5, 2), "kern", "c", 0, "rows"),
+        Kernel(None, src(7, 3), "kern", "c", 0, "rows"),
+    ]
+    unit.build_unit(kernels, comp, cache)
+    # each kernel's own lookup (as a merged kernel's dispatch makes it again) gets the unit's part
+    progs = [cache.get(comp, k.source, k.entry) for k in kernels]
+    assert cache.stats.compiles == 1 and [k.programs[id(comp)] for k in kernels] == progs
+    x = np.arange(8, dtype=np.float32)
+    for prog, n, scale in ((progs[0], 5, 2), (progs[1], 7, 3)):
+        y = np.zeros(8, np.float32)
+        comp.launch(prog, [y, x], (8,), None, None)
+        want = np.zeros(8, np.float32)
+        want[:n] = x[:n] * scale + np.float32([1, 2])[np.arange(n) % 2]
+        np.testing.assert_array_equal(y, want)
+
+
+# A small program of several fused groups, prebuilt with or without units: its outputs' bits and
+# how many compiler processes built its kernels.
+_UNIT_CHILD = _WATCH + textwrap.dedent(
+    """
+    import numpy as np
+    import framework as fw
+    from plugins.cpu.compiler import find_cc
+    w = fw.to_tensor(np.linspace(-0.5, 0.5, 64, dtype=np.float32).reshape(8, 8))
+    def f(x):
+        h = fw.exp(x * 0.37) + fw.sin(x)
+        y = fw.matmul(h, w)
+        z = fw.tanh(y * 1.13) * 2.0 - y
+        return fw.matmul(z, w).sum(-1) + fw.sqrt(fw.abs(z)).mean(-1)
+    x = fw.to_tensor(np.linspace(-1, 1, 4096, dtype=np.float32).reshape(512, 8))
+    with fw.device("cpu"), fw.no_grad():
+        fw.matmul(x, w)
+        cc = os.path.realpath(find_cc())
+        before = len(started)
+        out = fw.jit.to_static(f)(x).numpy()
+    builds = [a for a in started[before:] if a and os.path.realpath(a[0]) == cc]
+    print(json.dumps({"out": out.tobytes().hex(), "builds": len(builds)}))
+    """
+)
+
+
+def test_a_programs_kernels_built_in_units_are_bit_identical_with_fewer_compilers(tmp_path):
+    alone = _run(_UNIT_CHILD, tmp_path / "alone", OARLOCK_PREBUILD_UNITS="0")
+    units = _run(_UNIT_CHILD, tmp_path / "units")
+    assert units["out"] == alone["out"]
+    assert 0 < units["builds"] < alone["builds"], (units["builds"], alone["builds"])
+    x = np.linspace(-1, 1, 4096, dtype=np.float32).reshape(512, 8)
+    w = np.linspace(-0.5, 0.5, 64, dtype=np.float32).reshape(8, 8)
+    y = (np.exp(x * np.float32(0.37)) + np.sin(x)) @ w
+    z = np.tanh(y * np.float32(1.13)) * 2 - y
+    want = (z @ w).sum(-1) + np.sqrt(np.abs(z)).mean(-1)
+    np.testing.assert_allclose(
+        np.frombuffer(bytes.fromhex(units["out"]), np.float32), want, rtol=1e-4, atol=1e-5
+    )

@@ -310,6 +310,15 @@ class ProgramCache(_ProgramCacheContract):
                 progs = self._mem[mk] = {e: compiler.load(binary, e) for e in entries}
         return progs
 
+    def remember(
+        self, compiler: Compiler, source: str, entry: str, options: tuple[str, ...], program: Any
+    ) -> None:
+        """Keep ``program`` (built elsewhere: a part of a unit, unit.py) as what :meth:`get` of
+        ``source``'s ``entry`` gives in this process, so that lookup builds nothing."""
+        key = program_key(compiler, source, entry, tuple(options))
+        with self._lock:
+            self._mem.setdefault((id(compiler), key), program)
+
     def _load(self, compiler: Compiler, source: str, entry: str, options: tuple[str, ...], key: str) -> Any:
         binary, cached = self._binary(compiler, source, entry, options, key)
         if not cached:

@@ -35,10 +35,10 @@ from .._src.tensor import Tensor
 from ..ir import Program, SymDim, TensorType, print_program
 from ..ir.dialects import meta_tensor
 from ..ir.passes import fusion
-from . import answers, loop_ir, tune
+from . import answers, loop_ir, tune, unit
 from .cache import build_batch
 from .capture import NotFusible, trace
-from .eager import Kernel, _kind, _warn_once, compiler_for, make_kernel
+from .eager import CACHE, Kernel, _kind, _warn_once, compiler_for, make_kernel
 from .emit import EMITTERS
 
 PLUGIN = "oarlock.compiler (fused)"
@@ -437,17 +437,23 @@ def prebuild(programs: list[Program], dev: _dev.Device) -> None:
         return
     ops = {op.name: _dtype_of(op) for p in programs for op in p.block.ops if op.name.startswith("fused.")}
     todo: list[Callable[[], Any]] = []
+    pending: list[Kernel] = []
     for name, dtype in sorted(ops.items()):
         g = fusion.GROUPS.get(name)
         if g is None:  # another kind of fused op (a horizontal group): its lookup builds it
             if (name, dev.type, dtype) not in dispatch._KCACHE:  # not looked up yet
-                todo.append(functools.partial(dispatch.find_kernel, name, dev.type, dtype))
+                merged = _merged(name, comp, dev)
+                if merged is not None:  # in a unit: the lookup finds it built
+                    pending += [merged] if id(comp) not in merged.programs else []
+                else:
+                    todo.append(functools.partial(dispatch.find_kernel, name, dev.type, dtype))
             continue
         try:
             kernels = _kernels_of(g, comp, dev)
         except (NotFusible, NotImplementedError):
             continue
-        todo += [functools.partial(_build_quietly, k, comp) for k in kernels if id(comp) not in k.programs]
+        pending += [k for k in kernels if id(comp) not in k.programs]
+    todo += _kernel_builds(pending, comp)
     own = getattr(comp, "own_builds", None)  # the plugin's own sources (optional in the contract)
     if own is not None:
         todo += own(
@@ -477,6 +483,32 @@ def _dtype_of(op: Any) -> np.dtype:
     """An op's dtype: its first operand's (its first result's when it has none)."""
     t = (op.operands[0] if op.operands else op.results[0]).type
     return np.dtype(getattr(t, "dtype", np.float32))
+
+
+def _merged(name: str, comp: Any, dev: _dev.Device) -> Kernel | None:
+    """The merged (horizontal) kernel of ``name`` when it goes in a unit, else None."""
+    if comp.language != "c" or not unit.enabled():
+        return None
+    from .horizontal import merged_kernel  # it builds on this module
+
+    return merged_kernel(name, comp, dev)
+
+
+def _kernel_builds(kernels: list[Kernel], comp: Any) -> list[Callable[[], Any]]:
+    """The builds of ``kernels``: C kernels in one translation unit per core and option set
+    (unit.py: one compiler process each), others one by one."""
+    if comp.language != "c" or not unit.enabled() or len(kernels) < 2:
+        return [functools.partial(_build_quietly, k, comp) for k in kernels]
+    by_options: dict[tuple[str, ...], list[Kernel]] = {}
+    for k in kernels:
+        by_options.setdefault(tuple(k.options), []).append(k)
+    out = []
+    for group in by_options.values():
+        for share in unit.shares(group, os.cpu_count() or 1):
+            call = functools.partial(unit.build_unit, share, comp, CACHE)
+            call.kernels = len(share)  # type: ignore[attr-defined]  # for the progress line
+            out.append(call)
+    return out
 
 
 def _build_quietly(k: Kernel, comp: Any) -> None:

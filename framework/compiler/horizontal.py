@@ -359,6 +359,18 @@ class Backend:
             return f"/* no merged kernel: {exc} */"
 
 
+def merged_kernel(op: str, comp: Any, dev: _dev.Device) -> Kernel | None:
+    """The merged kernel of ``fused.h`` op ``op`` for ``comp`` (not built), or None: not such
+    an op, or no merged kernel (its lookup says why). The prebuild builds it in a unit."""
+    h = horizontal.HGROUPS.get(op)
+    if h is None:
+        return None
+    try:
+        return make_merged(h, comp.language, _kind(dev))[0]
+    except (NotImplementedError, NotFusible):
+        return None
+
+
 def kernel_source(op: str, device_type: str, dtype: np.dtype) -> KernelEntry | None:
     """``dispatch.KERNEL_SOURCES`` entry: the merged kernel of ``fused.h`` op ``op``."""
     h = horizontal.HGROUPS.get(op)

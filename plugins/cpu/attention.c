@@ -13,9 +13,15 @@
  * Backward: dp = do @ v^T, ds = p * (dp - rowsum(p * dp)), dq = scale * ds @ k,
  * dk = ds^T @ (q * scale), dv = p^T @ do.
  *
- * Compiled once per element type: float, or double with -DT_DOUBLE; entry points attn_fwd and
- * attn_bwd return 0, or -1 when a thread could not allocate its scratch rows.
+ * Compiled once per element type: float, or double with -DT_DOUBLE. One build holds both vector
+ * widths: the file includes itself (by __FILE__: build it by an absolute path, as the plugin does)
+ * once for 32-byte vectors (AVX2: attn_fwd, attn_bwd) and once for 64-byte ones (AVX-512:
+ * attn_fwd_wide, attn_bwd_wide; attention.py picks them by the CPU and the head sizes, and a
+ * compiler that targets no AVX-512 builds them as generic vectors, never run there), so a first
+ * training step starts one compiler for attention, not two. Every entry returns 0, or -1 when a
+ * thread could not allocate its scratch rows.
  */
+#ifndef ATTN_VB /* the first pass: what both vector widths share, then the file once per width */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -28,19 +34,8 @@ typedef int64_t TI; /* the integer of T's width */
 #define T float
 typedef int32_t TI;
 #endif
-#ifdef ATTN_WIDE
-#define VB 64 /* bytes per vector: AVX-512, for head sizes of whole 64-byte vectors and 32+ keys (attention.py) */
-#else
-#define VB 32 /* AVX2 (AVX-512 measured no faster on Zen 4, which splits it, and pads a head of 8 floats) */
-#endif
-#define W ((int64_t)(VB / sizeof(T))) /* lanes */
-#define R 4  /* query rows per block */
-#define TJ (2 * W) /* key columns per tile */
-typedef T vt __attribute__((vector_size(VB), aligned(sizeof(T))));
-typedef TI vi __attribute__((vector_size(VB), aligned(sizeof(T))));
-#define VLOAD(p) (*(const vt*)(p))
-#define VSTORE(p, x) (*(vt*)(p) = (x))
-#define BCAST(x) ((vt){0} + (T)(x))
+#define R 4        /* query rows per block */
+#define RB (4 * R) /* query rows per block of the backward */
 
 static inline int64_t up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
@@ -50,6 +45,81 @@ static inline int64_t visible(int64_t i, int64_t lq, int64_t lk, int causal) {
     int64_t n = i + lk - lq + 1;
     return n < 0 ? 0 : (n > lk ? lk : n);
 }
+
+/* a (rows x d, row stride d) to at (d x ld), zero padded to ld columns */
+static void transpose_pad(const T* a, int64_t rows, int64_t d, T* at, int64_t ld) {
+    for (int64_t c = 0; c < d; ++c) {
+        for (int64_t j = 0; j < rows; ++j) at[c * ld + j] = a[j * d + c];
+        for (int64_t j = rows; j < ld; ++j) at[c * ld + j] = 0;
+    }
+}
+
+/* a (rows x d) to ap (rows x dp), zero padded to dp columns */
+static void pad_cols(const T* a, int64_t rows, int64_t d, T* ap, int64_t dp) {
+    for (int64_t j = 0; j < rows; ++j) {
+        memcpy(ap + j * dp, a + j * d, d * sizeof(T));
+        for (int64_t c = d; c < dp; ++c) ap[j * dp + c] = 0;
+    }
+}
+
+static int64_t rows_max(int64_t i0, int64_t rr, int64_t lq, int64_t lk, int causal, int64_t* nv) {
+    int64_t m = 0;
+    for (int r = 0; r < R; ++r) {
+        nv[r] = r < rr ? visible(i0 + r, lq, lk, causal) : 0;
+        m = nv[r] > m ? nv[r] : m;
+    }
+    return m;
+}
+
+#define ATTN_VB 32 /* AVX2 (AVX-512 measured no faster on Zen 4, which splits it, and pads a head of 8 floats) */
+#define V(name) name##_n
+#include __FILE__
+#undef ATTN_VB
+#undef V
+#define ATTN_VB 64 /* AVX-512, for head sizes of whole 64-byte vectors and 32+ keys (attention.py) */
+#define V(name) name##_w
+#include __FILE__
+
+/* the entry points: each width's forward and backward */
+int attn_fwd(const void* q, const void* k, const void* v, void* o, int64_t bh, int64_t lq, int64_t lk, int64_t d,
+             int64_t dv, double scale, int causal) {
+    return forward_n(q, k, v, o, bh, lq, lk, d, dv, scale, causal);
+}
+int attn_bwd(const void* q, const void* k, const void* v, const void* dout, void* dq, void* dk, void* dv,
+             int64_t bh, int64_t lq, int64_t lk, int64_t d, int64_t dvn, double scale, int causal) {
+    return backward_n(q, k, v, dout, dq, dk, dv, bh, lq, lk, d, dvn, scale, causal);
+}
+int attn_fwd_wide(const void* q, const void* k, const void* v, void* o, int64_t bh, int64_t lq, int64_t lk, int64_t d,
+                  int64_t dv, double scale, int causal) {
+    return forward_w(q, k, v, o, bh, lq, lk, d, dv, scale, causal);
+}
+int attn_bwd_wide(const void* q, const void* k, const void* v, const void* dout, void* dq, void* dk, void* dv,
+                  int64_t bh, int64_t lq, int64_t lk, int64_t d, int64_t dvn, double scale, int causal) {
+    return backward_w(q, k, v, dout, dq, dk, dv, bh, lq, lk, d, dvn, scale, causal);
+}
+
+#else /* one vector width: ATTN_VB bytes, every name below made V(name) */
+#define VB ATTN_VB
+#define vt V(vt)
+#define vi V(vi)
+#define tile_abt V(tile_abt)
+#define tile_pb V(tile_pb)
+#define tile_ptb V(tile_ptb)
+#define vsel V(vsel)
+#define vexp V(vexp)
+#define hmax V(hmax)
+#define hsum V(hsum)
+#define softmax_rows V(softmax_rows)
+#define rows_scaled V(rows_scaled)
+#define forward V(forward)
+#define backward V(backward)
+#define W ((int64_t)(VB / sizeof(T))) /* lanes */
+#define TJ (2 * W)                    /* key columns per tile */
+typedef T vt __attribute__((vector_size(VB), aligned(sizeof(T))));
+typedef TI vi __attribute__((vector_size(VB), aligned(sizeof(T))));
+#define VLOAD(p) (*(const vt*)(p))
+#define VSTORE(p, x) (*(vt*)(p) = (x))
+#define BCAST(x) ((vt){0} + (T)(x))
 
 /* out[r][j] (r < R, j < n, row stride ld) = sum_d a[r][d] * bt[d][j]; a: R rows of length d with
  * stride lda (rows past rr are zero), bt: d x ldb (ldb >= up(n, TJ), padded with zeros) */
@@ -97,7 +167,6 @@ static void tile_pb(const T* p, int64_t ldp, const T* b, int64_t dp, int64_t n, 
 
 /* acc[j][:dp] += sum_{r < RB} p[r][j] * b[r][:dp] for j < n; b: RB rows of stride dp. Four
  * partial sums per vector: the multiply-adds of one element do not wait on each other. */
-#define RB (4 * R) /* query rows per block of the backward */
 static void tile_ptb(const T* p, int64_t ldp, const T* b, int64_t dp, int64_t n, T* acc) {
     if (dp <= 2 * W) { /* one or two vectors a row: 4 keys at a time, their sums in registers */
         const int two = dp > W;
@@ -211,22 +280,6 @@ static void softmax_rows(T* s, int64_t ld, const int64_t* nv, int64_t m) {
     }
 }
 
-/* a (rows x d, row stride d) to at (d x ld), zero padded to ld columns */
-static void transpose_pad(const T* a, int64_t rows, int64_t d, T* at, int64_t ld) {
-    for (int64_t c = 0; c < d; ++c) {
-        for (int64_t j = 0; j < rows; ++j) at[c * ld + j] = a[j * d + c];
-        for (int64_t j = rows; j < ld; ++j) at[c * ld + j] = 0;
-    }
-}
-
-/* a (rows x d) to ap (rows x dp), zero padded to dp columns */
-static void pad_cols(const T* a, int64_t rows, int64_t d, T* ap, int64_t dp) {
-    for (int64_t j = 0; j < rows; ++j) {
-        memcpy(ap + j * dp, a + j * d, d * sizeof(T));
-        for (int64_t c = d; c < dp; ++c) ap[j * dp + c] = 0;
-    }
-}
-
 /* dst[r][:dp] = src[r][:d] * alpha for r < rr, zero padded (rows past rr: zero) */
 static void rows_scaled(const T* src, int64_t d, int64_t rr, int64_t rows, T alpha, T* dst, int64_t dp) {
     for (int64_t r = 0; r < rows; ++r) {
@@ -242,18 +295,9 @@ static void rows_scaled(const T* src, int64_t d, int64_t rr, int64_t rows, T alp
     }
 }
 
-static int64_t rows_max(int64_t i0, int64_t rr, int64_t lq, int64_t lk, int causal, int64_t* nv) {
-    int64_t m = 0;
-    for (int r = 0; r < R; ++r) {
-        nv[r] = r < rr ? visible(i0 + r, lq, lk, causal) : 0;
-        m = nv[r] > m ? nv[r] : m;
-    }
-    return m;
-}
-
 /* returns 0, or -1 when scratch memory could not be had */
-int attn_fwd(const void* q_, const void* k_, const void* v_, void* o_, int64_t bh, int64_t lq, int64_t lk,
-             int64_t d, int64_t dv, double scale, int causal) {
+static int forward(const void* q_, const void* k_, const void* v_, void* o_, int64_t bh, int64_t lq, int64_t lk,
+                   int64_t d, int64_t dv, double scale, int causal) {
     const T *q = q_, *k = k_, *v = v_;
     T* o = o_;
     const int64_t ldk = up(lk, TJ), dvp = up(dv, W);
@@ -294,8 +338,8 @@ int attn_fwd(const void* q_, const void* k_, const void* v_, void* o_, int64_t b
     return failed ? -1 : 0;
 }
 
-int attn_bwd(const void* q_, const void* k_, const void* v_, const void* do_, void* dq_, void* dk_, void* dv__,
-             int64_t bh, int64_t lq, int64_t lk, int64_t d, int64_t dv, double scale, int causal) {
+static int backward(const void* q_, const void* k_, const void* v_, const void* do_, void* dq_, void* dk_,
+                    void* dv__, int64_t bh, int64_t lq, int64_t lk, int64_t d, int64_t dv, double scale, int causal) {
     const T *q = q_, *k = k_, *v = v_, *dout = do_;
     T *dq = dq_, *dk = dk_, *dv_ = dv__;
     const int64_t ldk = up(lk, TJ), dp = up(d, W), dvp = up(dv, W);
@@ -378,3 +422,24 @@ int attn_bwd(const void* q_, const void* k_, const void* v_, const void* do_, vo
     }
     return failed ? -1 : 0;
 }
+
+#undef vt
+#undef vi
+#undef tile_abt
+#undef tile_pb
+#undef tile_ptb
+#undef vsel
+#undef vexp
+#undef hmax
+#undef hsum
+#undef softmax_rows
+#undef rows_scaled
+#undef forward
+#undef backward
+#undef VB
+#undef W
+#undef TJ
+#undef VLOAD
+#undef VSTORE
+#undef BCAST
+#endif

@@ -6,7 +6,8 @@ the tiny Llama) at half its speed on large ones. ``attention.c`` instead works o
 of query rows that stay in the cache, skips the keys a causal mask hides, and recomputes the
 weights in the backward pass instead of keeping them (as flash attention does).
 
-The C is built once per machine by the plugin's compiler (:class:`~plugins.cpu.compiler.
+The C (both vector widths in one library, chosen per call by :func:`_wide`) is built once per
+machine by the plugin's compiler (:class:`~plugins.cpu.compiler.
 CPUCompiler`: ``-O3 -march=native``, OpenMP over the heads) through the core's kernel cache
 (``registry.program_cache``, handed over when the plugin registers: keyed by the source, the
 compiler and the CPU, entries verified before they load). A mask tensor, heads that broadcast (q, k and v with different leading
@@ -28,11 +29,15 @@ from .kernels import _on_stream
 _SOURCE = Path(__file__).with_name("attention.c")
 
 
-def _programs(dtype: np.dtype, wide: bool = False) -> Any:
-    """(forward, backward) C programs for ``dtype`` (float32/float64), or None without a C
-    compiler (warned once; the numpy path runs). ``wide``: built for AVX-512 vectors."""
-    opts = float_options(dtype) + (("-DATTN_WIDE",) if wide else ())
-    return own_programs(_SOURCE, ("attn_fwd", "attn_bwd"), opts, "fused attention")
+#: the entries of attention.c: the forward and backward with AVX2 vectors, then with AVX-512
+#: ones; one build (one compiler process, one cache entry) holds all four
+ENTRIES = ("attn_fwd", "attn_bwd", "attn_fwd_wide", "attn_bwd_wide")
+
+
+def _programs(dtype: np.dtype) -> Any:
+    """The C programs of :data:`ENTRIES` for ``dtype`` (float32/float64), or None without a C
+    compiler (warned once; the numpy path runs)."""
+    return own_programs(_SOURCE, ENTRIES, float_options(dtype), "fused attention")
 
 
 def _wide(dtype: np.dtype, d: int, dv: int, lk: int) -> bool:
@@ -81,11 +86,10 @@ def _c_call(which: int, outs: list, ins: list, causal: bool, scale: float) -> An
     if len(ins) != 3 + which or not _fits(ins):
         return None
     q, k, v, dt = *ins[:3], ins[0].dtype
-    progs = _programs(dt, True) if _wide(dt, q.shape[-1], v.shape[-1], k.shape[-2]) else None
-    progs = progs or _programs(dt)
+    progs = _programs(dt)
     if progs is None:
         return None
-    f = progs[which]
+    f = progs[which + 2 * _wide(dt, q.shape[-1], v.shape[-1], k.shape[-2])]
     ins, copy_in = _contiguous(ins)
     res, copy_out = _contiguous(outs)
     q, k, v = ins[:3]

@@ -560,7 +560,7 @@ PREBUILT_OWN: tuple[tuple[str, tuple[str, ...], bool, str, frozenset[str]], ...]
     ),
     (
         "attention.c",
-        ("attn_fwd", "attn_bwd"),
+        ("attn_fwd", "attn_bwd", "attn_fwd_wide", "attn_bwd_wide"),  # both vector widths: one build
         True,
         "fused attention",
         frozenset({"attention", "attention_grad"}),
