@@ -485,13 +485,17 @@ def _dtype_of(op: Any) -> np.dtype:
     return np.dtype(getattr(t, "dtype", np.float32))
 
 
+#: the merged (horizontal) kernels' maker, ``(op, compiler, device) -> Kernel | None``, set by
+#: horizontal.py when ``framework.compiler`` imports it (it builds on this module, so this
+#: module cannot import it)
+MERGED_KERNEL: list[Callable[[str, Any, _dev.Device], Kernel | None]] = []
+
+
 def _merged(name: str, comp: Any, dev: _dev.Device) -> Kernel | None:
     """The merged (horizontal) kernel of ``name`` when it goes in a unit, else None."""
-    if comp.language != "c" or not unit.enabled():
+    if comp.language != "c" or not unit.enabled() or not MERGED_KERNEL:
         return None
-    from .horizontal import merged_kernel  # it builds on this module
-
-    return merged_kernel(name, comp, dev)
+    return MERGED_KERNEL[0](name, comp, dev)
 
 
 def _kernel_builds(kernels: list[Kernel], comp: Any) -> list[Callable[[], Any]]:

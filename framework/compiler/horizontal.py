@@ -48,7 +48,16 @@ from .capture import NotFusible
 from .eager import Kernel, _kind, compiler_for
 from .emit import CEmitter, Emitter, emitter
 from .emit.base import _flag
-from .fused import Lowered, bound_call, built_entry, lower_group, partial_shapes, partial_sums, register
+from .fused import (
+    MERGED_KERNEL,
+    Lowered,
+    bound_call,
+    built_entry,
+    lower_group,
+    partial_shapes,
+    partial_sums,
+    register,
+)
 
 PLUGIN = "oarlock.compiler (horizontal)"
 #: elements of a tile of rows in the C kernel (the unit the threads take)
@@ -369,6 +378,9 @@ def merged_kernel(op: str, comp: Any, dev: _dev.Device) -> Kernel | None:
         return make_merged(h, comp.language, _kind(dev))[0]
     except (NotImplementedError, NotFusible):
         return None
+
+
+MERGED_KERNEL.append(merged_kernel)
 
 
 def kernel_source(op: str, device_type: str, dtype: np.dtype) -> KernelEntry | None:
