@@ -197,3 +197,22 @@ def test_denormals_as_documented():
         np.testing.assert_array_equal(got, [0.0, 0.0])
     else:
         np.testing.assert_array_equal(got, plain.astype(BF16).astype(np.float32))
+
+
+def test_real_paddle_still_imports_after_a_onednn_product():
+    """The plugin loads its oneDNN under a private SONAME: loaded as the wheel ships it (SONAME
+    ``libdnnl.so.3``), real Paddle, imported after a bf16 product in the same process, was
+    handed that library instead of its own and failed to import (undefined symbol)."""
+    pytest.importorskip("paddle", reason="real Paddle is not installed", exc_type=ImportError)
+    code = (
+        "import numpy as np, framework as fw\n"
+        "a = fw.to_tensor(np.ones((512, 512), np.float32)).astype('bfloat16')\n"
+        "assert float((a @ a).astype('float32').numpy()[0, 0]) == 512.0\n"
+        "route = fw.get_device_properties('cpu').extra['bf16_gemm']\n"
+        "import paddle\n"
+        "y = paddle.nn.functional.layer_norm(paddle.to_tensor([[1.0, 2.0, 3.0, 4.0]]), [4])\n"
+        "print(route, '|', round(float(y.numpy()[0, 0]), 4))\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip().splitlines()[-1].endswith("| -1.3416"), r.stdout

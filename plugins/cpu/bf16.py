@@ -90,6 +90,34 @@ class _DnnlVersion(ctypes.Structure):
     ]
 
 
+#: the SONAME of the oneDNN wheels, and the one the plugin's private copy carries instead
+_SONAME, _OWN_SONAME = b"libdnnl.so.3\0", b"libOLdnn.so3\0"
+
+
+def _private_copy(path: str) -> str:
+    """``path`` (a ``libdnnl.so``) copied into a folder of this process with another SONAME
+    (the same length, patched in place), loaded RTLD_LOCAL. Real Paddle's libraries need its
+    own bundled ``libdnnl.so.3``, and the dynamic linker hands any later ``dlopen`` of that
+    name the object already loaded under it: loaded as it ships, this oneDNN 3.2 made
+    ``import paddle`` fail after a bf16 product (``undefined symbol:
+    dnnl_layer_normalization_forward_primitive_desc_create_v2``). A library without that
+    SONAME is returned unchanged."""
+    data = Path(path).read_bytes()
+    if data.count(_SONAME) != 1:
+        return path
+    import atexit
+    import shutil
+    import tempfile
+
+    d = tempfile.mkdtemp(prefix="oarlock-dnnl-")
+    atexit.register(shutil.rmtree, d, True)
+    out = os.path.join(d, _OWN_SONAME[:-1].decode())
+    with open(out, "wb") as f:
+        f.write(data.replace(_SONAME, _OWN_SONAME))
+    os.chmod(out, 0o700)
+    return out
+
+
 @functools.cache
 def _onednn() -> tuple[int, str] | tuple[None, str]:
     """(the address of oneDNN's ``dnnl_gemm_bf16bf16f32``, its version) or (None, why not)."""
@@ -102,7 +130,7 @@ def _onednn() -> tuple[int, str] | tuple[None, str]:
         libs = sorted(str(dist.locate_file(f)) for f in dist.files or () if f.name.startswith("libdnnl.so"))
         for path in libs:
             try:
-                lib = ctypes.CDLL(path)
+                lib = ctypes.CDLL(_private_copy(path))
                 fn = lib.dnnl_gemm_bf16bf16f32
             except (OSError, AttributeError) as exc:
                 why = f"oneDNN from {name} does not load ({exc})"
