@@ -904,6 +904,8 @@ from ._src.ops.linalg import cdist  # noqa: E402
 
 mul = multiply
 gt = greater_than
+true_divide = divide  # Paddle's names
+view_as_complex, view_as_real = as_complex, as_real
 __all__ += [
     "gammainc",
     "gammaincc",
@@ -997,6 +999,7 @@ from ._src.ops.composites.random_fills import binomial, standard_gamma  # noqa: 
 # indexing ones (a call in the old form still works)
 from ._src.ops.composites.scatter_reduce import (  # noqa: E402, F811
     index_add,
+    index_put,
     put_along_axis,
     scatter_add,
     scatter_reduce,
@@ -1022,6 +1025,10 @@ __all__ += [
     "range",
     "scatter_reduce",
     "index_add",
+    "index_put",
+    "true_divide",
+    "view_as_complex",
+    "view_as_real",
     "standard_gamma",
     "unfold",
     "view",

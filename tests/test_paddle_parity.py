@@ -124,6 +124,23 @@ CASES = {
         P.index_add(P.to_tensor(A), P.to_tensor([-1, 0]), 0, P.to_tensor(A[:2])),
         P.to_tensor(A).index_add_(P.to_tensor([3]), 1, P.ones([3, 1])),
     ],
+    "index_put": lambda P: [
+        P.index_put(
+            P.to_tensor(A), (P.to_tensor([0, 2, 0]), P.to_tensor([1, -1, 1])), P.to_tensor([1.0, 2.0, 3.0])
+        ),
+        P.index_put(
+            P.to_tensor(A),
+            (P.to_tensor([0, 2, 0]), P.to_tensor([1, 3, 1])),
+            P.to_tensor([1.0, 2.0, 3.0]),
+            True,
+        ),
+        P.index_put(P.to_tensor(A), (P.to_tensor([[1], [2]]),), P.to_tensor(5.0)),
+        P.to_tensor(A).index_put_((P.to_tensor([1]), P.to_tensor([0])), P.to_tensor([9.0])),
+    ],
+    "paddle_aliases": lambda P: [
+        P.true_divide(P.to_tensor(A), P.to_tensor(A[0] + 3.0)),
+        P.view_as_real(P.view_as_complex(P.to_tensor(A[:, :2].copy()))),
+    ],
     "grad_index_add": lambda P: _grads(
         P, lambda P, a, v: P.index_add(a, P.to_tensor([1, 1, 0]), 0, v) * P.to_tensor(A), A, A[:3]
     ),

@@ -374,7 +374,12 @@ for _k, _fn in {
     "addmm": products.addmm,
     "baddbmm": products.baddbmm,
     "index_add": scatter_reduce.index_add,
+    "index_put": scatter_reduce.index_put,
 }.items():
     if not hasattr(Tensor, _k + "_"):
         setattr(Tensor, _k + "_", inplace(_fn, _k + "_"))
 Tensor.index_add = scatter_reduce.index_add
+Tensor.index_put = scatter_reduce.index_put
+Tensor.true_divide = M.divide
+Tensor.view_as_complex = CX.as_complex
+Tensor.view_as_real = CX.as_real

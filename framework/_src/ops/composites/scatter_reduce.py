@@ -22,6 +22,7 @@ from .. import creation as C
 from .. import indexing as I
 from .. import math as M
 from .. import shape as S
+from ..base import broadcast_shapes
 from ._common import axis_arg, tensor_arg
 
 _REDUCES = {"assign": "assign", "add": "add", "sum": "add", "mul": "mul", "prod": "mul", "multiply": "mul"}
@@ -251,3 +252,72 @@ def index_add(x: Tensor, index: Tensor, axis: int, value: Tensor, name: str | No
     at = [1] * x.ndim
     at[ax] = idx.shape[0]
     return put_along_axis(x, S.expand(idx.reshape(at), tuple(want)), value, ax, reduce="add")
+
+
+def index_put(
+    x: Tensor, indices: Any, value: Any, accumulate: bool = False, name: str | None = None
+) -> Tensor:
+    """A copy of ``x`` with ``value`` written (or added) at the positions ``indices`` name.
+
+    Paddle's ``paddle.index_put``: ``indices`` is a tuple of integer tensors, one per leading
+    dim of ``x`` (broadcast together), as in ``x[i, j] = value``; ``accumulate=True`` adds
+    instead, a repeated position adding every value given for it. Negative positions count
+    from the end.
+
+    Args:
+        x (Tensor): the input.
+        indices (tuple[Tensor, ...]): integer positions for ``x``'s first ``len(indices)`` dims.
+        value (Tensor | float): broadcast to the indexed positions (with ``x``'s other dims).
+        accumulate (bool): add instead of writing.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: like ``x``.
+
+    Example:
+        >>> import framework as fw
+        >>> rows, cols = fw.to_tensor([0, 1, 0]), fw.to_tensor([2, 0, 2])
+        >>> fw.index_put(fw.zeros([2, 3]), (rows, cols), fw.ones([3]), accumulate=True).tolist()
+        [[0.0, 0.0, 2.0], [1.0, 0.0, 0.0]]
+    """
+    x = tensor_arg("index_put", x)
+    if isinstance(indices, Tensor) or not isinstance(indices, (tuple, list)) or not indices:
+        raise OpArgumentError(
+            f"[index_put] indices must be a non-empty tuple of integer tensors, got {type(indices).__name__}"
+        )
+    if len(indices) > x.ndim:
+        raise OpArgumentError(f"[index_put] {len(indices)} index tensors for a {x.ndim}-d x")
+    idx = [tensor_arg("index_put", t, f"indices[{d}]") for d, t in enumerate(indices)]
+    for d, t in enumerate(idx):
+        if _dt.category(t.dtype) != _dt.category(np.dtype("int64")):
+            raise OpArgumentError(
+                f"[index_put] indices[{d}] must hold integers (boolean masks: use x[mask] = v), got {t.dtype}"
+            )
+    k = len(idx)
+    common = tuple(idx[0].shape)
+    for t in idx[1:]:
+        common = broadcast_shapes("index_put", common, tuple(t.shape))
+    idx = [t if tuple(t.shape) == common else S.expand(t, common) for t in idx]
+    lin = None
+    for d, t in enumerate(idx):
+        t = I.checked_index("index_put", t, x.shape[d], f"indices[{d}] (dim {d} of size {x.shape[d]})", True)
+        stride = int(np.prod(x.shape[d + 1 : k]))
+        term = t * stride if stride != 1 else t
+        lin = term if lin is None else lin + term
+    assert lin is not None
+    rest = tuple(x.shape[k:])
+    n = int(np.prod(lin.shape))
+    flat = S.reshape(x, (int(np.prod(x.shape[:k])), *rest))
+    v = value if isinstance(value, Tensor) else to_tensor(value, dtype=x.dtype, device=x.device)
+    if v.dtype != x.dtype:
+        v = v.astype(x.dtype)
+    try:
+        v = S.expand(v, tuple(lin.shape) + rest)
+    except OpArgumentError:
+        raise OpArgumentError(
+            f"[index_put] value of shape {list(v.shape)} does not broadcast to {list(lin.shape) + list(rest)} "
+            "(the indices' shape, then x's other dims)"
+        ) from None
+    at = S.expand(S.reshape(lin, (n,) + (1,) * len(rest)), (n, *rest))
+    out = put_along_axis(flat, at, S.reshape(v, (n, *rest)), 0, reduce="add" if accumulate else "assign")
+    return S.reshape(out, tuple(x.shape))
