@@ -259,9 +259,12 @@ def _reference(kind: str, op: str, ins: list[np.ndarray], attrs: dict) -> np.nda
         )
     x, idx = ins
     axis = attrs["axis"] % x.ndim
-    if idx.size and (idx.min() < 0 or idx.max() >= x.shape[axis]):
+    n = x.shape[axis]
+    if idx.size and (idx.min() < -n or idx.max() >= n):
         raise IndexError("index out of range")
-    return np.asarray(R.REFERENCES["gather"](x, idx, axis))
+    # fw.gather takes Paddle's [-n, n) (a negative index counts from the end); the primitive's
+    # reference takes [0, n)
+    return np.asarray(R.REFERENCES["gather"](x, np.where(idx < 0, idx + n, idx), axis))
 
 
 def _call(kind: str, op: str, ts: list, attrs: dict):
