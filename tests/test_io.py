@@ -416,8 +416,9 @@ def test_staged_copies_reach_the_device(device):
 
 
 _SIGINT_SCRIPT = r"""
-import sys, time
+import faulthandler, signal, sys, time
 import numpy as np
+faulthandler.register(signal.SIGUSR1, all_threads=True)  # the test asks for the stacks if it hangs
 sys.path.insert(0, {root!r})
 from framework import io
 
@@ -444,6 +445,7 @@ def test_ctrl_c_stops_workers(tmp_path):
     import signal
     import subprocess
     import sys
+    import time
 
     root = str(pathlib.Path(__file__).resolve().parents[1])
     script = tmp_path / "ctrl_c.py"
@@ -461,7 +463,18 @@ def test_ctrl_c_stops_workers(tmp_path):
         pids = [int(v) for v in line.split()[1:]]
         assert len(pids) == 2 and not any(_gone(q) for q in pids)
         os.killpg(p.pid, signal.SIGINT)
-        _, err = p.communicate(timeout=60)
+        try:
+            _, err = p.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            # NOTE: seen once in a full-suite run (not reproduced alone or 8 at a time): say
+            # where the interpreter waits, then fail
+            os.kill(p.pid, signal.SIGUSR1)
+            time.sleep(2)
+            os.killpg(p.pid, signal.SIGKILL)
+            _, err = p.communicate(timeout=30)
+            raise AssertionError(
+                f"no exit 60 s after Ctrl-C; the interpreter's threads:\n{err[-6000:]}"
+            ) from None
     finally:
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)
