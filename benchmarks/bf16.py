@@ -31,9 +31,7 @@ import argparse
 import ctypes
 import importlib.metadata
 import os
-import statistics
 import sys
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -49,6 +47,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import framework as fw  # noqa: E402
 from benchmarks import cpu_description  # noqa: E402
+from benchmarks.compiler import interleaved_cpu  # noqa: E402
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 _D = ctypes.c_int64
@@ -143,18 +142,8 @@ def torch_bf16(a: np.ndarray, b: np.ndarray) -> Callable[[], Any] | str:
 def round_robin(fns: dict[str, Callable[[], Any]], reps: int) -> dict[str, tuple[float, float]]:
     """Median wall ms and median process CPU ms of each function, one call of each per round
     (load changes hit all alike; CPU time is steadier on a loaded machine, and counts every
-    thread of a call)."""
-    for fn in fns.values():
-        fn()
-    times: dict[str, list[tuple[float, float]]] = {k: [] for k in fns}
-    for _ in range(reps):
-        for k, fn in fns.items():
-            t0, c0 = time.perf_counter(), time.process_time()
-            fn()
-            times[k].append(((time.perf_counter() - t0) * 1e3, (time.process_time() - c0) * 1e3))
-    return {
-        k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for k, v in times.items()
-    }
+    thread of a call): benchmarks/compiler.py's :func:`interleaved_cpu` after one warm-up call."""
+    return interleaved_cpu(fns, reps, warmup=1)
 
 
 def case(m: int, k: int, n: int, nt: int, reps: int) -> None:
