@@ -133,10 +133,10 @@ def test_a_bad_budget_is_named():
 # -- the split kernels give the bits of the whole (numpy's for the elementwise kernels) ------------------------------------------------------
 _SPLIT = """
 import json, os, numpy as np, framework as fw
-from plugins.cpu import gemm, kernels, threads
+from plugins.cpu import gemm, kernels, products, threads
 rng = np.random.default_rng(0)
 fw.ones([2]).numpy()  # the plugin loads: the policy applies
-res = {"grain32": kernels.row_grain(np.dtype("float32")), "grain64": kernels.row_grain(np.dtype("float64"))}
+res = {"grain32": products.row_grain(np.dtype("float32")), "grain64": products.row_grain(np.dtype("float64"))}
 team = []  # the 2-d products the OpenMP team ran (gemm.py): (a shape, b shape, by columns)
 _gemm_call = gemm.gemm_call
 def spy(a, b, c, nt):
@@ -155,7 +155,7 @@ def t(a):
 
 def ref(a, b):  # a @ b whole on one thread, by the BLAS the plugin's products use (numpy's, or MKL)
     want = a @ b
-    fa, fb, fc = kernels._flat(a, b, want)
+    fa, fb, fc = products._flat(a, b, want)
     if fc.ndim == 2 and gemm.routes_all(fc.dtype.char):
         return gemm.product(fa, fb).reshape(want.shape)
     return want
@@ -174,19 +174,19 @@ for name, sa, sb, dt in [
 ]:
     a = rng.standard_normal(sa).astype(dt); b = rng.standard_normal(sb).astype(dt)
     want = ref(a, b)  # the product whole, on one thread
-    parts = kernels._matmul_parts(a, b, np.empty_like(want))
+    parts = products._matmul_parts(a, b, np.empty_like(want))
     check(name, (t(a) @ t(b)).numpy(), want, len(parts or []))
 a = rng.standard_normal((256, 1024)).astype("float32"); b = rng.standard_normal((688, 1024)).astype("float32")
 want = ref(a, b.T)
-check("transposed", fw.matmul(t(a), t(b), transpose_y=True).numpy(), want, len(kernels._matmul_parts(a, b.T, want) or []))
+check("transposed", fw.matmul(t(a), t(b), transpose_y=True).numpy(), want, len(products._matmul_parts(a, b.T, want) or []))
 a = rng.standard_normal((1024, 256)).astype("float32"); b = rng.standard_normal((1024, 688)).astype("float32")
 want = ref(a.T, b)
-check("transposed_x", fw.matmul(t(a), t(b), transpose_x=True).numpy(), want, len(kernels._matmul_parts(a.T, b, want) or []))
+check("transposed_x", fw.matmul(t(a), t(b), transpose_x=True).numpy(), want, len(products._matmul_parts(a.T, b, want) or []))
 
 a = rng.standard_normal((1000, 400)).astype("float32")[:, 3:300]  # rows with a stride (lda 400)
 b = rng.standard_normal((297, 256)).astype("float32")
 want = ref(a, b)
-check("strided", (t(a) @ t(b)).numpy(), want, len(kernels._matmul_parts(a, b, want) or []))
+check("strided", (t(a) @ t(b)).numpy(), want, len(products._matmul_parts(a, b, want) or []))
 
 # the transcendental functions (the others are not split)
 x = rng.standard_normal((8, 128, 688)).astype("float32")
@@ -203,8 +203,8 @@ def f(a, b, x):
 a = rng.standard_normal((1000, 688)).astype("float32"); b = rng.standard_normal((688, 256)).astype("float32")
 for _ in range(3):
     p, r, pt = f(t(a), t(b), t(x))
-check("static_matmul", p.numpy(), ref(a, b) * np.float32(2.0), len(kernels._matmul_parts(a, b, a @ b) or []))
-check("static_matmul_t", pt.numpy(), ref(a, b), len(kernels._matmul_parts(a, b, a @ b) or []))
+check("static_matmul", p.numpy(), ref(a, b) * np.float32(2.0), len(products._matmul_parts(a, b, a @ b) or []))
+check("static_matmul_t", pt.numpy(), ref(a, b), len(products._matmul_parts(a, b, a @ b) or []))
 check("static_exp", r.numpy(), np.exp(x), len(kernels._elementwise_parts(x, x) or []))
 
 # a forked child has none of the parent's threads: its split kernels run (on its own thread)

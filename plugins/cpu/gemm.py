@@ -243,7 +243,7 @@ def blocks(m: int, n: int, nt: int, dtype: np.dtype) -> tuple[bool, int]:
     weight gradient's 64 x 1024 @ 1024 x 192 has one row tile of 64)."""
     if nt <= 1:
         return False, max(m, 1)  # one block: no tile to find
-    from .kernels import row_grain
+    from .products import row_grain
 
     g, _ = row_grain(dtype)
     if m // g < nt:
