@@ -10,7 +10,7 @@ from adapter_api import OpArgumentError
 from .. import autograd, dispatch
 from .. import device as _dev
 from .. import dtypes as _dt
-from ..tensor import Tensor, to_tensor
+from ..tensor import VIEW_STATE, Tensor, to_tensor
 from . import creation, indexing, shape
 from . import math as M
 from .base import OPS, OpDef, apply1
@@ -102,12 +102,14 @@ _STORAGE_SLOTS = ("_block", "_offset", "shape", "dtype", "device", "_nv")
 _GRAPH_STATE = frozenset(
     ("grad", "_hooks", "_post_accumulate_hooks", "_out_index", "_retain_grad")
     + ("_version", "_modified_by", "_edited_at", "_edit_times", "_earlier")
-)
+) | VIEW_STATE
 
 
 def detach(self: Tensor) -> Tensor:
-    t = Tensor._make(self._block, self._offset, self.shape, self.dtype, self.device)
-    return t
+    """A tensor of the same values with no graph; it shares the storage (a view, as Paddle's and
+    PyTorch's: an in-place update of either changes both, and autograd does not record one
+    made through it)."""
+    return self._view(self.shape, detached=True)
 
 
 def backward(self: Tensor, grad_tensor: Tensor | None = None, retain_graph: bool = False) -> None:
@@ -226,6 +228,10 @@ def _set_value(self: Tensor, value: Any) -> Tensor:
         # NOTE: the values are copied (as Paddle's set_value does): sharing the source's storage
         # would let an in-place update of either tensor (an optimizer's step) change the other
         v = clone(v)
+    if self._base is not None or self._views is not None:  # a view, or viewed: they all see it
+        with autograd.no_grad():
+            indexing.rebind(self, v, "set_value")
+        return self
     indexing.note_write(self)
     self._block, self._offset, self._nv = v._block, v._offset, None
     self._bump_version("set_value")
