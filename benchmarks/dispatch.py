@@ -30,7 +30,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 
@@ -99,49 +98,12 @@ def against(other: str, rounds: int, number: int, device: str, cpu_clock: bool) 
     """This tree against the checkout ``other``, side by side (see the module docstring)."""
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     other = os.path.abspath(other)
-    env = dict(os.environ, OARLOCK_NUM_THREADS="1", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
-    procs, calls = {}, {}
-    for name, tree in (("this", here), ("against", other)):
-        argv = [sys.executable, os.path.join(here, "benchmarks", "dispatch.py"), "--worker"]
-        argv += ["--device", device, "--number", str(number)] + ["--cpu-clock"] * cpu_clock
-        p = subprocess.Popen(
-            argv,
-            cwd=tree,
-            env=dict(env, PYTHONPATH=tree),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        procs[name] = p
-        first = json.loads(p.stdout.readline())  # type: ignore[union-attr]
-        if first["root"] != tree:
-            sys.exit(
-                f"[benchmarks] the {name!r} interpreter imported framework from {first['root']}, not {tree}"
-            )
-        calls[name] = first["calls"]
-    got: dict[str, list[dict[str, float]]] = {"this": [], "against": []}
-    order = ["this", "against"]
-    for r in range(rounds):
-        for name in order[r % 2 :] + order[: r % 2]:
-            p = procs[name]
-            p.stdin.write("go\n")  # type: ignore[union-attr]
-            p.stdin.flush()  # type: ignore[union-attr]
-            got[name].append(json.loads(p.stdout.readline()))  # type: ignore[union-attr]
-    for p in procs.values():
-        p.stdin.close()  # type: ignore[union-attr]
-        p.wait()
     sys.path.insert(0, here)
-    from benchmarks import cpu_description
+    from benchmarks import side_by_side
 
-    clock = "process CPU time" if cpu_clock else "wall time"
-    print(
-        f"{cpu_description()}; 1 thread; {clock}; medians of {rounds} rounds x {number} calls, taking turns"
-    )
-    print(f"this: {here}\nagainst: {other}")
-    print(f"{'op':16s} {'this us':>9s} {'against us':>11s} {'ratio':>7s}")
-    for case in got["this"][0]:
-        a, b = (statistics.median(x[case] for x in got[n]) for n in order)
-        print(f"{case:16s} {a:9.2f} {b:11.2f} {a / b:6.2f}x")
+    argv = ["--device", device, "--number", str(number)] + ["--cpu-clock"] * cpu_clock
+    first = side_by_side("dispatch.py", argv, here, other, rounds, number, cpu_clock, "op")
+    calls = {name: f["calls"] for name, f in first.items()}
     print(
         f"{'calls/op (add)':16s} {calls['this']:9.2f} {calls['against']:11.2f} {calls['this'] / calls['against']:6.2f}x"
     )

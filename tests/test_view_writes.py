@@ -372,3 +372,22 @@ def test_copy_refuses_another_dtype_naming_both():
     x = fw.zeros([3])
     with pytest.raises(fw.OarlockError, match=r"\[copy_\] src has dtype int64, the tensor float32"):
         x.copy_(fw.to_tensor([1, 2, 3]))
+
+
+def test_a_detached_view_does_not_keep_the_graph_of_its_base_alive():
+    """``outs.append(y.detach())`` must not hold y's graph (as before detach() shared storage):
+    a detach() view of a tensor in a graph holds its base weakly; writes reach it while it lives."""
+    import gc
+    import weakref
+
+    a = fw.to_tensor(A, stop_gradient=False)
+    b = a * 2
+    node = weakref.ref(b._node)
+    d = b.detach()
+    d[0, 0] = 7.0
+    assert b.numpy()[0, 0] == 7.0 and not b.stop_gradient
+    del b
+    gc.collect()
+    assert node() is None
+    d[0, 1] = 8.0  # its base is gone: it is a tensor of its own
+    np.testing.assert_allclose(d.numpy()[0, :2], [7.0, 8.0])

@@ -130,17 +130,16 @@ def overwritten(value: Tensor, old: Tensor) -> Tensor:
     return M.where(creation.full_like(old, True, dtype="bool"), value, old)
 
 
-def _in_place(x: Tensor) -> bool:
-    """Whether view ``x`` still views its base's storage (not replaced another way)."""
-    base = x._base
-    return x._block is base._block and x._offset == base._offset + x._view_rel  # type: ignore[union-attr]
+def _in_place(x: Tensor, base: Tensor) -> bool:
+    """Whether view ``x`` still views ``base``'s storage (not replaced another way)."""
+    return x._block is base._block and x._offset == base._offset + x._view_rel
 
 
 def _write_through(x: Tensor, r: Tensor, by: str, old: Tensor | None) -> None:
     """:func:`rebind` of a view, or of a base with views: every tensor of the group takes the
     new value (see the module docstring)."""
-    base = x._base
-    if (base is not None and not _in_place(x)) or r.dtype != x.dtype or r.nbytes != x.nbytes:
+    base = x._root()
+    if (base is not None and not _in_place(x, base)) or r.dtype != x.dtype or r.nbytes != x.nbytes:
         # its storage was replaced another way, or the update changes its size or dtype
         # (set_, resize_): it leaves the group, which keeps the old storage
         x._leave_views()
@@ -157,19 +156,20 @@ def _write_through(x: Tensor, r: Tensor, by: str, old: Tensor | None) -> None:
         )
     x.shape = r.shape  # reshape_ of a view: the same bytes, another shape
     members = base._view_members()
-    with autograd._GradMode(recorded):
-        if base is x:
-            ob, nb = old, r
-        else:
-            ob = alias(base) if recorded else base._reshaped(base.shape)
-            nb = _spliced(ob, x, r)
-    if recorded and (nb._node is not None or base._node is not None):
+    if recorded and (r._node is not None or base._node is not None):
+        ob = old if base is x else alias(base)
+        nb = r if base is x else _spliced(ob, x, r)
         _move(base, nb, by, ob)
         for w in members:
             was = old if w is x else (alias(w) if w._node is not None else None)
             _move(w, _viewed(base, w), by, was)
         return
     # storage only: every tensor of the group keeps its graph position
+    if base is x or (x._view_rel == 0 and x.dtype == base.dtype and r.nbytes == base.nbytes):
+        nb = r  # the whole base: r's storage as it is
+    else:
+        with autograd._GradMode(False):
+            nb = _spliced(base._reshaped(base.shape), x, r)
     for t in (base, *members):
         note_write(t)
         t._block, t._offset, t._nv = nb._block, nb._offset + t._view_rel, None
