@@ -55,7 +55,28 @@ VALUE_CASES = {
         T(CPLX)
     ),
     "versions": lambda P, T: _versions(T(A)),
+    "reshape__of_a_view_keeps_viewing": lambda P, T: _reshape_in_place(T),
+    "squeeze__of_a_view_keeps_viewing": lambda P, T: _squeeze_in_place(T),
+    "assign_output_view": lambda P, T: (
+        lambda x: (P.assign(T(np.zeros(6, np.float32)), output=x.reshape([6])), x)[1]
+    )(T(A)),
 }
+
+
+def _reshape_in_place(T):
+    x = T(A)
+    y = x.reshape([6])
+    y.reshape_([3, 2])
+    y.add_(T(np.ones((3, 2), np.float32)))
+    return [x, y]
+
+
+def _squeeze_in_place(T):
+    x = T(A)
+    y = x.unsqueeze(0)
+    y.squeeze_(0)
+    y.add_(T(np.ones((2, 3), np.float32)))
+    return [x, y]
 
 
 def _setitem_both(x):
