@@ -168,6 +168,19 @@ def test_in_place_add_operator_writes_through_as_in_pytorch(device):
     np.testing.assert_allclose(x.numpy(), A + 2.0)
 
 
+@pytest.mark.parametrize(
+    "name, args, want",
+    [("add_", (1.0,), A + 1), ("clip_", (0.0, 0.5), np.clip(A, 0, 0.5)), ("scale_", (3.0,), A * 3)],
+)
+def test_in_place_function_forms_write_through(device, name, args, want):
+    """``fw.add_(y, ...)`` (Paddle has no ``paddle.add_``; its Tensor method is the same)."""
+    x = fw.to_tensor(A, device=device)
+    y = x.reshape([6])
+    extra = [fw.full([6], a, device=device) for a in args] if name == "add_" else list(args)
+    getattr(fw, name)(y, *extra)
+    np.testing.assert_allclose(x.numpy(), want, rtol=1e-6)
+
+
 def test_a_tensor_with_no_view_is_rebound_alone(device):
     x = fw.to_tensor(A, device=device)
     c = fw.to_tensor(A, device=device)
@@ -412,3 +425,20 @@ def test_a_detached_view_does_not_keep_the_graph_of_its_base_alive():
     assert node() is None
     d[0, 1] = 8.0  # its base is gone: it is a tensor of its own
     np.testing.assert_allclose(d.numpy()[0, :2], [7.0, 8.0])
+
+
+def test_a_detached_view_follows_a_recorded_write_without_joining_the_graph(device):
+    torch = pytest.importorskip("torch", reason="PyTorch (the autograd oracle) is not installed")
+    ta = torch.tensor(A, requires_grad=True)
+    tb = ta * 2
+    td = tb.detach()
+    tb.view(6).mul_(ta.view(6))
+    (tb * ta).sum().backward()
+    a = fw.to_tensor(A, device=device, stop_gradient=False)
+    b = a * 2
+    d = b.detach()
+    b.reshape([6]).multiply_(a.reshape([6]))
+    (b * a).sum().backward()
+    np.testing.assert_allclose(d.numpy(), td.numpy(), rtol=1e-6)
+    assert d.stop_gradient and d._node is None
+    np.testing.assert_allclose(a.grad.numpy(), ta.grad.numpy(), rtol=1e-5)

@@ -161,8 +161,10 @@ def _write_through(x: Tensor, r: Tensor, by: str, old: Tensor | None) -> None:
         nb = r if base is x else _spliced(ob, x, r)
         _move(base, nb, by, ob)
         for w in members:
-            was = old if w is x else (alias(w) if w._node is not None else None)
-            _move(w, _viewed(base, w), by, was)
+            if w._view_detached:  # through detach(): its storage only
+                _follow(w, base, by)
+            else:
+                _move(w, _viewed(base, w), by, old if w is x else (alias(w) if w._node is not None else None))
         return
     # storage only: every tensor of the group keeps its graph position
     if base is x or (x._view_rel == 0 and x.dtype == base.dtype and r.nbytes == base.nbytes):
@@ -170,12 +172,20 @@ def _write_through(x: Tensor, r: Tensor, by: str, old: Tensor | None) -> None:
     else:
         with autograd._GradMode(False):
             nb = _spliced(base._reshaped(base.shape), x, r)
-    for t in (base, *members):
-        note_write(t)
-        t._block, t._offset, t._nv = nb._block, nb._offset + t._view_rel, None
-        t._bump_version(by)
+    note_write(base)
+    base._block, base._offset, base._nv = nb._block, nb._offset, None
+    base._bump_version(by)
+    for w in members:
+        _follow(w, base, by)
     if base is not x and r._node is not None:  # through detach(): the view itself now depends on the graph
         _take_place(x, r, old)
+
+
+def _follow(w: Tensor, base: Tensor, by: str) -> None:
+    """View ``w`` takes its place in ``base``'s new storage, keeping its graph position."""
+    note_write(w)
+    w._block, w._offset, w._nv = base._block, base._offset + w._view_rel, None
+    w._bump_version(by)
 
 
 def _spliced(ob: Tensor, x: Tensor, r: Tensor) -> Tensor:
@@ -200,7 +210,7 @@ def _viewed(base: Tensor, w: Tensor) -> Tensor:
     ``base`` is in the graph, its graph is the view of ``base``: flattened, re-typed (as_real,
     as_complex), the run of elements (slice), reshaped."""
     t = Tensor._make(base._block, base._offset + w._view_rel, w.shape, w.dtype, base.device)
-    if base._node is None or w._view_detached or not autograd.GRAD_ENABLED.get():
+    if base._node is None or not autograd.GRAD_ENABLED.get():
         return t
     src = _step(S.RESHAPE, base, (math.prod(base.shape),), base.dtype)
     if w.dtype != base.dtype:
