@@ -1,0 +1,356 @@
+"""``paddle.tensor``'s remaining names (issue 40), each reached through its submodule path
+(``fw.tensor.logic.equal_``) and checked against real Paddle 3.3 on the same snippet: values,
+dtypes, shapes, what the in-place forms do to ``x`` (dtype, shape, identity) and gradients.
+
+The last test counts, for every public function of every ``paddle.tensor`` submodule of the
+installed wheel, whether ``framework.tensor.<sub>.<name>`` exists, and asserts that the names
+still missing are exactly :data:`OMITTED`, each with its reason (so the count cannot regress).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+
+import numpy as np
+import pytest
+
+import framework
+from conformance.parity import capture, compare
+from tests import test_paddle_parity as _parity
+
+sides = _parity.sides  # the fixture: real Paddle and both parity sides
+RNG = np.random.default_rng(41)
+A = RNG.standard_normal((3, 4)).astype(np.float32)
+B = RNG.standard_normal((3, 4)).astype(np.float32)
+I1 = np.array([[5, 0, 3, -7], [1, 2, 9, 4], [0, 0, -1, 6]], np.int32)
+I2 = np.array([[3, 0, 1, 7], [1, 6, 9, 5], [2, 0, 1, 6]], np.int32)
+COND = A > B
+
+
+def _check(sides, case, fw_device=None):
+    paddle, paddle_side, oarlock_side = sides
+    want = capture(paddle_side, case(paddle))
+    if fw_device is None:
+        got = capture(oarlock_side, case(framework))
+    else:
+        with framework.device(fw_device):
+            got = capture(oarlock_side, case(framework))
+    diff = compare(want, got, random=set())
+    assert not diff, diff
+
+
+RELATIONAL = [
+    "equal_",
+    "not_equal_",
+    "less_than_",
+    "less_",
+    "less_equal_",
+    "greater_than_",
+    "greater_equal_",
+    "logical_and_",
+    "logical_or_",
+    "logical_xor_",
+]
+
+
+def _relational(P, name, a, b):
+    x = P.to_tensor(a)
+    r = getattr(P.tensor.logic, name)(x, P.to_tensor(b))
+    return [r, x, r is x]
+
+
+@pytest.mark.parametrize("name", RELATIONAL)
+@pytest.mark.parametrize("dtype", ["float32", "int32", "bool"])
+def test_relational_inplace_makes_x_bool(sides, name, dtype):
+    """Paddle turns ``x`` itself into a bool tensor (float32 and int32 alike)."""
+    a, b = (A, np.where(COND, A, B)) if dtype == "float32" else (I1, I2)
+    _check(sides, lambda P: _relational(P, name, a.astype(dtype), b.astype(dtype)))
+
+
+def test_relational_inplace_broadcasts_y_and_methods(sides):
+    def case(P):
+        x = P.to_tensor(A)
+        r = x.greater_than_(P.to_tensor(B[0]))  # y broadcasts to x's shape
+        z = P.to_tensor(I1)
+        P.tensor.logic.logical_not_(z)
+        return [r, x, z]
+
+    _check(sides, case)
+
+
+def test_relational_inplace_refuses_a_result_larger_than_x():
+    with pytest.raises(framework.OpArgumentError, match=r"\[equal_\] result shape \(2, 3\) differs"):
+        framework.tensor.logic.equal_(framework.ones([3]), framework.ones([2, 3]))
+
+
+@pytest.mark.parametrize("name", ["bitwise_and_", "bitwise_or_", "bitwise_xor_", "bitwise_not_"])
+@pytest.mark.parametrize("dtype", ["int32", "bool"])
+def test_bitwise_inplace_keeps_the_dtype(sides, name, dtype):
+    def case(P):
+        x = P.to_tensor(I1.astype(dtype))
+        fn = getattr(P.tensor.logic, name)
+        r = fn(x) if name == "bitwise_not_" else fn(x, P.to_tensor(I2.astype(dtype)))
+        return [r, x, r is x]
+
+    _check(sides, case)
+
+
+def test_bitwise_inplace_refuses_floats():
+    with pytest.raises(framework.OpArgumentError, match="bitwise_and"):
+        framework.ones([2]).bitwise_and_(framework.ones([2]))
+
+
+@pytest.mark.parametrize(
+    "name,lo,hi",
+    [
+        ("asin_", -0.9, 0.9),
+        ("acos_", -0.9, 0.9),
+        ("sinh_", -2.0, 2.0),
+        ("cosh_", -2.0, 2.0),
+        ("asinh_", -3.0, 3.0),
+        ("acosh_", 1.1, 4.0),
+        ("atanh_", -0.9, 0.9),
+        ("erf_", -2.0, 2.0),
+    ],
+)
+def test_ops_inplace_unary(sides, name, lo, hi):
+    """``paddle.tensor.ops``'s in-place functions: values, and gradients through a non-leaf."""
+    v = np.linspace(lo, hi, 12, dtype=np.float32).reshape(3, 4)
+
+    def case(P):
+        x = P.to_tensor(v)
+        r = getattr(P.tensor.ops, name)(x)
+        a = P.to_tensor(v, stop_gradient=False)
+        y = a * 1.0
+        getattr(P.tensor.ops, name)(y)
+        (y * P.to_tensor(A)).sum().backward()
+        return [r, x, r is x, y, a.grad]
+
+    _check(sides, case)
+
+
+def test_cast_inplace_values_dtype_and_gradient(sides):
+    def case(P):
+        x = P.to_tensor(A * 3)
+        r = P.tensor.manipulation.cast_(x, "int32")
+        a = P.to_tensor(A, stop_gradient=False)
+        y = a * 2.0
+        y.cast_("float64")
+        (y * y).sum().backward()
+        return [r, x, r is x, y, a.grad]
+
+    _check(sides, case)
+
+
+def test_t_and_transpose_inplace_with_gradients(sides):
+    c = RNG.standard_normal((2, 3, 4)).astype(np.float32)
+    w = RNG.standard_normal((4, 2, 3)).astype(np.float32)
+
+    def case(P):
+        a = P.to_tensor(A, stop_gradient=False)
+        y = a * 2.0
+        r = P.tensor.linalg.t_(y)
+        (y * P.to_tensor(A.T.copy())).sum().backward()
+        b = P.to_tensor(c, stop_gradient=False)
+        z = b * 1.5
+        s = P.tensor.linalg.transpose_(z, [2, 0, 1])
+        (z * z * P.to_tensor(w)).sum().backward()
+        v = P.to_tensor([1.0, 2.0])
+        return [r, y, r is y, a.grad, s, z, s is z, b.grad, P.tensor.linalg.t_(v) is v]
+
+    _check(sides, case)
+
+
+def test_t_inplace_refuses_three_dims():
+    with pytest.raises(framework.OpArgumentError, match=r"\[t_\] expects at most 2 dimensions"):
+        framework.ones([2, 2, 2]).t_()
+
+
+def test_where_inplace_writes_into_x_with_gradients(sides):
+    def case(P):
+        a = P.to_tensor(A, stop_gradient=False)
+        b = P.to_tensor(B, stop_gradient=False)
+        x = a * 1.0
+        r = P.tensor.search.where_(P.to_tensor(COND), x, b * 2.0)
+        (r * P.to_tensor(A)).sum().backward()
+        # x broadcasts: Paddle returns a new tensor and leaves x alone
+        x2 = P.to_tensor(A[0])
+        r2 = P.tensor.search.where_(P.to_tensor(COND), x2, P.to_tensor(B))
+        return [r, x, r is x, a.grad, b.grad, r2, x2, r2 is x2]
+
+    _check(sides, case)
+
+
+def test_where_inplace_refuses_a_non_bool_condition():
+    x = framework.ones([2])
+    with pytest.raises(
+        framework.OpArgumentError, match=r"\[where_\] condition must be a bool tensor, got float32"
+    ):
+        framework.tensor.search.where_(x, x, x)
+
+
+def test_scatter_add_inplace_with_gradients(sides):
+    idx = np.array([[1, 0, 2, 1], [0, 0, 0, 2]], np.int64)
+
+    def case(P):
+        a = P.to_tensor(A, stop_gradient=False)
+        s = P.to_tensor(B[:2], stop_gradient=False)
+        x = a * 1.0
+        r = P.tensor.manipulation.scatter_add_(x, 0, P.to_tensor(idx), s * 3.0)
+        (r * P.to_tensor(B)).sum().backward()
+        y = P.to_tensor(I1)
+        y.scatter_add_(1, P.to_tensor([[3], [0], [1]]), P.to_tensor(I2))  # index smaller than src
+        return [r, x, r is x, a.grad, s.grad, y]
+
+    _check(sides, case)
+
+
+DEVICE_CASES = {
+    "relational": lambda P: _relational(P, "less_equal_", A, B),
+    "logical": lambda P: _relational(P, "logical_xor_", A, np.where(COND, 0.0, B).astype(np.float32)),
+    "cast_transpose": lambda P: [P.tensor.manipulation.cast_(P.to_tensor(A), "float64").transpose_([1, 0])],
+    "where": lambda P: [P.tensor.search.where_(P.to_tensor(COND), P.to_tensor(A), P.to_tensor(B))],
+    "scatter_add": lambda P: [
+        P.to_tensor(A).scatter_add_(1, P.to_tensor([[3, 3], [0, 1], [2, 2]]), P.to_tensor(B[:, :2]))
+    ],
+    "asinh": lambda P: [P.to_tensor(A).asinh_()],
+}
+
+
+@pytest.mark.parametrize("case", sorted(DEVICE_CASES))
+def test_inplace_forms_on_each_device(sides, device, case):
+    _check(sides, DEVICE_CASES[case], fw_device=device)
+
+
+def _doc_examples():
+    from framework._src.ops.composites import inplace_forms
+
+    return {name: fn for name, fn in sorted(inplace_forms.INPLACE_FORMS.items())}
+
+
+@pytest.mark.parametrize("name", sorted(_doc_examples()))
+def test_docstring_example_runs(name):
+    """These names are reached through ``fw.tensor.<sub>`` and Tensor methods, outside
+    ``framework.__all__`` (whose examples test_docstrings.py runs): their examples run here."""
+    import doctest
+
+    fn = _doc_examples()[name]
+    assert ">>>" in (fn.__doc__ or ""), name
+    finder, runner = doctest.DocTestFinder(), doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    for test in finder.find(fn, name, globs={}):
+        runner.run(test)
+    assert runner.failures == 0 and runner.tries > 0, name
+
+
+#: the public functions of the wheel's ``paddle.tensor`` submodules that ``fw.tensor`` does not
+#: give, each with the reason; the test below fails when one appears or another goes missing
+OMITTED: dict[str, str] = {
+    # not yet built (issue 40, in progress)
+    "creation.create_global_var": "not yet",
+    "creation.create_parameter": "not yet",
+    "creation.dtype_tensor_factory": "not yet",
+    "creation.fill_constant": "not yet",
+    "creation.tensor": "not yet",
+    "random.gaussian": "not yet",
+    "random.gaussian_": "not yet",
+    "random.log_normal": "not yet",
+    "random.uniform_random_batch_size_like": "not yet",
+    "search.top_p_sampling": "not yet",
+    "linalg.fp8_fp8_half_gemm_fused": "not yet",
+    "compat_softmax.softmax": "not yet",
+    # Paddle's module-level leftovers and private helpers: not API (absent from Paddle's docs)
+    "manipulation.func": "a loop variable Paddle's module leaves behind (`for name, func in __METHODS`)",
+    "ops.func": "a closure Paddle's generate_inplace_fn leaves at module level",
+    "manipulation.non_negative_axis": "a private helper of Paddle's take/put_along_axis",
+    "manipulation.infer_broadcast_shape": "a private helper of Paddle's take/put_along_axis",
+    "manipulation.infer_dynamic_broadcast_shape": "a private helper of Paddle's static-graph put_along_axis",
+    **{
+        f"einsum.{n}": "a step of Paddle's own einsum planner (fw.einsum plans its own way)"
+        for n in (
+            "build_global_shape",
+            "build_global_view",
+            "build_view",
+            "diagonalize",
+            "einsum_v2",
+            "gen_einsum_op",
+            "gen_equation_for_opteinsum",
+            "has_duplicated_labels",
+            "parse_fake_shape",
+            "parse_labels",
+            "parse_op_labels",
+            "plan_broadcast",
+            "plan_einsum",
+            "plan_matmul",
+            "plan_reduce",
+            "plan_scalar_prod",
+            "plan_summation",
+            "preprocess",
+            "rearrange",
+            "replace_ellipsis",
+            "rhs_inference",
+            "validate_rhs",
+        )
+    },
+    **{
+        f"to_string.{n}": "Paddle's printing internals (fw.set_printoptions and print(x) are the API)"
+        for n in (
+            "dist_tensor_to_string",
+            "mask_xpu_bf16_tensor",
+            "selected_rows_tensor_to_string",
+            "set_printoptions",
+            "sparse_tensor_to_string",
+            "tensor_to_string",
+            "to_string",
+        )
+    },
+    **{
+        f"layer_function_generator.{n}": "Paddle's generator of its own op wrappers from op protos"
+        for n in ("generate_activation_fn", "generate_inplace_fn", "generate_layer_fn")
+    },
+}
+
+
+def paddle_tensor_names(paddle) -> dict[str, list[str]]:
+    """``{submodule: [public function names]}`` of the installed wheel's ``paddle.tensor``:
+    each module's callables (not classes) defined in that module, not starting with ``_``."""
+    out = {}
+    for info in pkgutil.iter_modules(paddle.tensor.__path__):
+        mod = importlib.import_module(f"paddle.tensor.{info.name}")
+        out[info.name] = sorted(
+            n
+            for n, v in vars(mod).items()
+            if not n.startswith("_")
+            and callable(v)
+            and not inspect.isclass(v)
+            and getattr(v, "__module__", None) == mod.__name__
+        )
+    return out
+
+
+def missing_names(paddle) -> tuple[int, list[str]]:
+    """(how many names the wheel has, the ``sub.name`` that ``framework.tensor`` lacks)."""
+    total, missing = 0, []
+    for sub, names in paddle_tensor_names(paddle).items():
+        ours = getattr(framework.tensor, sub, None)
+        for n in names:
+            total += 1
+            try:
+                ok = callable(getattr(ours, n))
+            except AttributeError:
+                ok = False
+            if not ok:
+                missing.append(f"{sub}.{n}")
+    return total, sorted(missing)
+
+
+def test_the_missing_names_are_exactly_the_documented_omissions(sides):
+    """Run ``python -m pytest -q -s tests/test_paddle_names_missing.py -k documented`` for the count."""
+    paddle = sides[0]
+    total, missing = missing_names(paddle)
+    print(f"\nfw.tensor has {total - len(missing)} of the {total} functions of paddle.tensor's submodules")
+    assert set(missing) - set(OMITTED) == set(), "missing and not documented as omitted"
+    assert set(OMITTED) - set(missing) == set(), (
+        "documented as omitted but present now: drop them from OMITTED"
+    )
