@@ -22,9 +22,25 @@ import sys
 import types
 from typing import Any
 
+from .._src.ops.composites import random_fills as _random_fills
 from .._src.ops.composites import tensor_array as _tensor_array
 from .._src.tensor import Tensor, to_tensor
+from . import _creation
 from ._names import NAMES
+
+#: Paddle names that ``framework``'s top level does not give (most are ``paddle.tensor``-only
+#: in Paddle too): Oarlock's function for each, found before the top level's
+_HERE: dict[str, Any] = {
+    "fill_constant": _creation.fill_constant,
+    "create_global_var": _creation.create_global_var,
+    "create_parameter": _creation.create_parameter,
+    "tensor": _creation.tensor,
+    "dtype_tensor_factory": _creation.dtype_tensor_factory,
+    "gaussian": _random_fills.gaussian,
+    "gaussian_": _random_fills.gaussian_,
+    "log_normal": _random_fills.log_normal_sample,
+    "uniform_random_batch_size_like": _random_fills.uniform_random_batch_size_like,
+}
 
 __all__ = sorted(NAMES)
 
@@ -40,6 +56,8 @@ class _PaddleSubmodule(types.ModuleType):
 
     @staticmethod
     def _find(name: str) -> Any:
+        if name in _HERE:
+            return _HERE[name]
         root = sys.modules["framework"]
         for space in (root, root.linalg, _tensor_array):
             fn = getattr(space, name, None)
