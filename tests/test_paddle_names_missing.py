@@ -331,6 +331,134 @@ def test_fill_constant_refuses_an_out_of_another_dtype():
         framework.tensor.creation.fill_constant([2], "int64", 1, out=framework.zeros([2]))
 
 
+def test_compat_softmax_matches_paddle_with_gradients(sides):
+    """``paddle.softmax`` (``paddle.tensor.compat_softmax``): torch's default dim by rank."""
+    c = RNG.standard_normal((2, 3, 4)).astype(np.float32)
+
+    def case(P):
+        sm = P.tensor.compat_softmax.softmax
+        a = P.to_tensor(A, stop_gradient=False)
+        y = sm(a)  # 2-d: dim 1
+        (y * P.to_tensor(B)).sum().backward()
+        return [
+            y,
+            a.grad,
+            sm(P.to_tensor(c)),
+            sm(P.to_tensor(c), dim=-1, dtype="float64"),
+            sm(P.to_tensor(A[0])),
+        ]
+
+    _check(sides, case)
+
+
+def _fp8(v, dtype):
+    import ml_dtypes
+
+    return np.asarray(v, np.float32).astype(getattr(ml_dtypes, dtype))
+
+
+@pytest.mark.parametrize(
+    "tx,ty,act,out_dtype,fp8",
+    [
+        (False, False, "identity", "float16", "float8_e4m3fn"),
+        (True, False, "relu", "bfloat16", "float8_e4m3fn"),
+        (False, True, "gelu", "float16", "float8_e5m2"),
+    ],
+)
+def test_fp8_gemm_against_numpy(device, tx, ty, act, out_dtype, fp8):
+    """Paddle has no CPU kernel for it (CUDA only): the reference is numpy on the float8 values
+    widened to float32, one rounding to the output dtype."""
+    import ml_dtypes
+    from scipy.special import erf
+
+    xs = RNG.standard_normal((2, 5, 8) if not tx else (2, 8, 5))
+    ys = RNG.standard_normal((8, 3) if not ty else (3, 8))
+    x8, y8 = _fp8(xs, fp8), _fp8(ys, fp8)
+    bias = RNG.standard_normal(3).astype(np.float16)
+    a = x8.astype(np.float32).swapaxes(-1, -2) if tx else x8.astype(np.float32)
+    b = y8.astype(np.float32).T if ty else y8.astype(np.float32)
+    want = (a @ b) * 0.75 + bias.astype(np.float32)
+    want = {"identity": want, "relu": np.maximum(want, 0), "gelu": want * 0.5 * (1 + erf(want / np.sqrt(2)))}[
+        act
+    ]
+    want = want.astype(getattr(ml_dtypes, out_dtype) if out_dtype == "bfloat16" else np.float16)
+    with framework.device(device):
+        got = framework.tensor.linalg.fp8_fp8_half_gemm_fused(
+            framework.to_tensor(x8),
+            framework.to_tensor(y8),
+            tx,
+            ty,
+            framework.to_tensor(bias),
+            0.75,
+            out_dtype,
+            act,
+        )
+    assert str(got.dtype) == out_dtype and got.shape == (2, 5, 3)
+    np.testing.assert_allclose(
+        got.numpy().astype(np.float32),
+        want.astype(np.float32),
+        rtol=1e-2 if out_dtype == "bfloat16" else 2e-3,
+        atol=1e-3,
+    )
+
+
+def test_fp8_gemm_refuses_non_float8_operands():
+    with pytest.raises(
+        framework.OpArgumentError, match=r"\[fp8_fp8_half_gemm_fused\] x must be a float8 tensor"
+    ):
+        framework.tensor.linalg.fp8_fp8_half_gemm_fused(framework.ones([2, 2]), framework.ones([2, 2]))
+
+
+P4 = np.array([0.5, 0.3, 0.15, 0.05], np.float32)
+
+
+def test_top_p_sampling_takes_the_most_probable_token_at_p_zero(device):
+    """Paddle has no CPU kernel for it (CUDA only): its documented example (``ps`` <= 0 gives
+    each row's largest entry) and numpy are the references."""
+    x = RNG.random((6, 50)).astype(np.float32)
+    with framework.device(device):
+        value, ids = framework.tensor.search.top_p_sampling(framework.to_tensor(x), framework.zeros([6]))
+    np.testing.assert_array_equal(ids.numpy()[:, 0], x.argmax(1))
+    np.testing.assert_array_equal(value.numpy()[:, 0], x.max(1))
+    assert ids.dtype == np.int64 and value.shape == (6, 1)
+
+
+@pytest.mark.parametrize(
+    "ps,threshold,want",
+    [
+        (0.8, None, [0.625, 0.375, 0.0, 0.0]),  # the top-p set {0, 1}, drawn in proportion
+        (1.0, None, list(P4)),
+        (1.0, 0.2, [0.625, 0.375, 0.0, 0.0]),  # tokens below the threshold never drawn
+        (0.5, None, [1.0, 0.0, 0.0, 0.0]),
+    ],
+)
+def test_top_p_sampling_draws_from_the_top_p_set(ps, threshold, want):
+    n = 40_000
+    thr = None if threshold is None else framework.full([n], threshold)
+    _, ids = framework.tensor.search.top_p_sampling(
+        framework.to_tensor(np.tile(P4, (n, 1))), framework.full([n], ps), threshold=thr
+    )
+    freq = np.bincount(ids.numpy().ravel(), minlength=4) / n
+    np.testing.assert_allclose(freq, want, atol=0.012)
+
+
+def test_top_p_sampling_seeds_and_top_k():
+    x = framework.to_tensor(np.tile(P4, (8, 1)))
+    ps = framework.full([8], 1.0)
+    S = framework.tensor.search.top_p_sampling
+    a, b = S(x, ps, seed=3)[1].tolist(), S(x, ps, seed=3)[1].tolist()
+    assert a == b
+    seeds = framework.to_tensor(list(range(1, 9)), dtype="int64")
+    assert S(x, ps, topp_seed=seeds)[1].tolist() == S(x, ps, topp_seed=seeds)[1].tolist()
+    value, ids, scores, top_ids = S(x, ps, k=2, return_top=True)
+    np.testing.assert_allclose(scores.numpy(), np.tile(P4[:2], (8, 1)))
+    assert top_ids.tolist() == [[0, 1]] * 8 and value.shape == (8, 1)
+    with pytest.raises(framework.OpArgumentError, match=r"mode 'non-truncated' is not supported here"):
+        S(x, ps, mode="non-truncated")
+    with pytest.raises(framework.OpArgumentError, match=r"ps must hold 8 values"):
+        S(x, framework.ones([3]))
+
+
 def _doc_examples():
     from framework._src.ops.composites import inplace_forms
     from framework.tensor import _HERE
@@ -355,10 +483,6 @@ def test_docstring_example_runs(name):
 #: the public functions of the wheel's ``paddle.tensor`` submodules that ``fw.tensor`` does not
 #: give, each with the reason; the test below fails when one appears or another goes missing
 OMITTED: dict[str, str] = {
-    # not yet built (issue 40, in progress)
-    "search.top_p_sampling": "not yet",
-    "linalg.fp8_fp8_half_gemm_fused": "not yet",
-    "compat_softmax.softmax": "not yet",
     # Paddle's module-level leftovers and private helpers: not API (absent from Paddle's docs)
     "manipulation.func": "a loop variable Paddle's module leaves behind (`for name, func in __METHODS`)",
     "ops.func": "a closure Paddle's generate_inplace_fn leaves at module level",

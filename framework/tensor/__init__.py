@@ -2,9 +2,12 @@
 
 Paddle code reaches functions through ``paddle.tensor``'s submodules (``paddle.tensor.math``,
 ``manipulation``, ``creation``, ``linalg``, ``logic``, ``search``, ``stat``, ``random``,
-``attribute``, ``einsum``); here each submodule gives the same function as the top-level name
-(``fw.tensor.manipulation.reshape is fw.reshape``), or ``fw.linalg``'s. A Paddle name Oarlock
-does not have raises an ``AttributeError`` saying so. Called, ``fw.tensor`` is :func:`to_tensor`.
+``attribute``, ``einsum``, ``ops``, ``array``, ``compat_softmax``); here each submodule gives
+the same function as the top-level name (``fw.tensor.manipulation.reshape is fw.reshape``), or
+``fw.linalg``'s, or the Tensor method of that name, or one of the few Paddle keeps here only
+(``gaussian``, ``fill_constant``, ``top_p_sampling``...). A Paddle name Oarlock does not have
+raises an ``AttributeError`` saying so; tests/test_paddle_names_missing.py lists those, each
+with its reason. Called, ``fw.tensor`` is :func:`to_tensor`.
 
 >>> import framework as fw
 >>> fw.tensor([1.0, 2.0]).tolist()
@@ -22,7 +25,10 @@ import sys
 import types
 from typing import Any
 
+from .._src.ops.composites import float8 as _float8
+from .._src.ops.composites import norm as _norm
 from .._src.ops.composites import random_fills as _random_fills
+from .._src.ops.composites import sampling as _sampling
 from .._src.ops.composites import tensor_array as _tensor_array
 from .._src.tensor import Tensor, to_tensor
 from . import _creation
@@ -40,6 +46,9 @@ _HERE: dict[str, Any] = {
     "gaussian_": _random_fills.gaussian_,
     "log_normal": _random_fills.log_normal_sample,
     "uniform_random_batch_size_like": _random_fills.uniform_random_batch_size_like,
+    "softmax": _norm.softmax_compat,  # paddle.softmax is torch's (dim=None: 0 or 1 by rank)
+    "top_p_sampling": _sampling.top_p_sampling,
+    "fp8_fp8_half_gemm_fused": _float8.fp8_fp8_half_gemm_fused,
 }
 
 __all__ = sorted(NAMES)

@@ -18,6 +18,7 @@ NAMES: dict[str, tuple[str, ...]] = {
         "real",
         "shape",
     ),
+    "compat_softmax": ("softmax",),
     "creation": (
         "arange",
         "asarray",
