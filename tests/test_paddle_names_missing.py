@@ -517,12 +517,11 @@ OMITTED: dict[str, str] = {
         )
     },
     **{
-        f"to_string.{n}": "Paddle's printing internals (fw.set_printoptions and print(x) are the API)"
+        f"to_string.{n}": "Paddle's printing internals (set_printoptions, which is here, and print(x) are the API)"
         for n in (
             "dist_tensor_to_string",
             "mask_xpu_bf16_tensor",
             "selected_rows_tensor_to_string",
-            "set_printoptions",
             "sparse_tensor_to_string",
             "tensor_to_string",
             "to_string",
@@ -577,3 +576,17 @@ def test_the_missing_names_are_exactly_the_documented_omissions(sides):
     assert set(OMITTED) - set(missing) == set(), (
         "documented as omitted but present now: drop them from OMITTED"
     )
+
+
+def test_differences_kept_on_purpose():
+    """docs/user-guide.md lists these: an in-place form on a leaf that requires grad raises
+    (Paddle's logical_and_ turns it into bool), a transpose_ perm of the wrong length raises
+    (Paddle's is a no-op)."""
+    leaf = framework.ones([3])
+    leaf.stop_gradient = False
+    with pytest.raises(framework.OpArgumentError, match=r"\[logical_and_\] a leaf tensor that requires grad"):
+        leaf.logical_and_(framework.ones([3]))
+    with pytest.raises(
+        framework.OpArgumentError, match=r"\[transpose_\] perm must list each of the 2 dims once"
+    ):
+        framework.ones([3, 2]).transpose_([0])

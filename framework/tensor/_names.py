@@ -451,6 +451,7 @@ NAMES: dict[str, tuple[str, ...]] = {
         "where",
         "where_",
     ),
+    "to_string": ("set_printoptions",),
     "stat": (
         "mean",
         "median",
