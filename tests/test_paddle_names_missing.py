@@ -301,8 +301,10 @@ def test_creation_names_match_paddle(sides):
         out = P.zeros([2], "int64")
         f = C.fill_constant([2], "int64", 7, out=out)
         g = C.create_global_var([2, 3], 1.5, "float32", persistable=True, name="gv")
-        b = C.create_parameter([3], "float32", is_bias=True)
-        w = C.create_parameter([4, 5], "float64")
+        with P.utils.unique_name.guard():
+            b = C.create_parameter([3], "float32", is_bias=True)
+            w = C.create_parameter([4, 5], "float64")
+            named = C.create_parameter([2], "float32", name="mine")
         t = C.tensor([[0.1, 0.2], [0.3, 0.4]], requires_grad=True)
         IntTensor = C.dtype_tensor_factory("int32")
         return [
@@ -310,7 +312,7 @@ def test_creation_names_match_paddle(sides):
             C.fill_constant(3, "bool", True, force_cpu=True),
             [f, f is out, f.stop_gradient],
             [g, g.persistable, g.name, g.stop_gradient],
-            [b, b.stop_gradient, w.shape, w.dtype, w.stop_gradient],
+            [b, b.stop_gradient, w.shape, w.dtype, w.stop_gradient, b.name, w.name, named.name],
             [t, t.stop_gradient, C.tensor(1), C.tensor(1.5), C.tensor([1 + 1j, 2], dtype="complex64")],
             [IntTensor([1, 2]), IntTensor(2, 3).shape, IntTensor(2, 3).dtype, IntTensor().shape],
         ]
