@@ -301,8 +301,10 @@ def test_creation_names_match_paddle(sides):
         out = P.zeros([2], "int64")
         f = C.fill_constant([2], "int64", 7, out=out)
         g = C.create_global_var([2, 3], 1.5, "float32", persistable=True, name="gv")
-        b = C.create_parameter([3], "float32", is_bias=True)
-        w = C.create_parameter([4, 5], "float64")
+        with P.utils.unique_name.guard():
+            b = C.create_parameter([3], "float32", is_bias=True)
+            w = C.create_parameter([4, 5], "float64")
+            named = C.create_parameter([2], "float32", name="mine")
         t = C.tensor([[0.1, 0.2], [0.3, 0.4]], requires_grad=True)
         IntTensor = C.dtype_tensor_factory("int32")
         return [
@@ -310,7 +312,7 @@ def test_creation_names_match_paddle(sides):
             C.fill_constant(3, "bool", True, force_cpu=True),
             [f, f is out, f.stop_gradient],
             [g, g.persistable, g.name, g.stop_gradient],
-            [b, b.stop_gradient, w.shape, w.dtype, w.stop_gradient],
+            [b, b.stop_gradient, w.shape, w.dtype, w.stop_gradient, b.name, w.name, named.name],
             [t, t.stop_gradient, C.tensor(1), C.tensor(1.5), C.tensor([1 + 1j, 2], dtype="complex64")],
             [IntTensor([1, 2]), IntTensor(2, 3).shape, IntTensor(2, 3).dtype, IntTensor().shape],
         ]
@@ -590,3 +592,62 @@ def test_differences_kept_on_purpose():
         framework.OpArgumentError, match=r"\[transpose_\] perm must list each of the 2 dims once"
     ):
         framework.ones([3, 2]).transpose_([0])
+
+
+SPD = (lambda m: (m @ m.T + 3 * np.eye(3)).astype(np.float32))(RNG.standard_normal((3, 3)))
+POS = (RNG.random((3, 3)) + 0.5).astype(np.float32)
+
+
+def test_tensor_methods_paddle_binds_are_there():
+    """Every name of ``TENSOR_METHODS`` is a Paddle Tensor method and resolves here."""
+    paddle = pytest.importorskip("paddle")
+    from framework.tensor import TENSOR_METHODS, _PaddleSubmodule
+
+    for name in TENSOR_METHODS:
+        assert hasattr(paddle.Tensor, name), name
+        assert callable(getattr(framework.Tensor, name)) and _PaddleSubmodule._find(name) is not None, name
+
+
+def test_tensor_methods_match_paddle(sides):
+    def case(P):
+        x, y, v = P.to_tensor(SPD), P.to_tensor(POS), P.to_tensor(SPD[0])
+        a = P.to_tensor(SPD, stop_gradient=False)
+        (a.norm() + a.inverse().sum()).backward()
+        return [
+            x.norm(),
+            x.norm(p=1, axis=1),
+            x.inverse(),
+            x.cholesky(),
+            x.matrix_power(3),
+            x.mv(v),
+            x.solve(y),
+            x.pinv(),
+            x.eigvalsh(),
+            x.cond(),
+            x.cov(),
+            x.corrcoef(),
+            x.dist(y),
+            x.cross(y),
+            x.diag(),
+            v.diagflat(),
+            x.count_nonzero(),
+            x.isposinf(),
+            x.isreal(),
+            x.negative(),
+            x.stanh(),
+            y.i0(),
+            y.i1e(),
+            y.polygamma(1),
+            y.gammainc(x),
+            v.atleast_3d(),
+            x.matrix_transpose(),
+            x.softmax(),
+            x.mul(y),
+            x.gt(y),
+            x.cumulative_trapezoid(),
+            P.to_tensor([1, 2, 3]).combinations(),
+            P.to_tensor([0, 1, 1, 3]).bincount(),
+            a.grad,
+        ]
+
+    _check(sides, case)

@@ -32,7 +32,7 @@ from .._src.ops.composites import sampling as _sampling
 from .._src.ops.composites import tensor_array as _tensor_array
 from .._src.tensor import Tensor, to_tensor
 from . import _creation
-from ._names import NAMES
+from ._names import NAMES, TENSOR_METHODS
 
 #: Paddle names that ``framework``'s top level does not give (most are ``paddle.tensor``-only
 #: in Paddle too): Oarlock's function for each, found before the top level's
@@ -75,7 +75,7 @@ class _PaddleSubmodule(types.ModuleType):
         # a name Oarlock has only as a Tensor method (``repeat``, ``split_with_sizes``...):
         # the method, called with the tensor first, is Paddle's function
         fn = getattr(Tensor, name, None)
-        return fn if callable(fn) else None
+        return fn if callable(fn) and not getattr(fn, "_from_fw_tensor", False) else None
 
     def __getattr__(self, name: str) -> Any:
         fn = self._find(name) if name in self.__dict__.get("_names", ()) else None
@@ -98,6 +98,27 @@ for _sub, _names in NAMES.items():
     _mod = _PaddleSubmodule(_sub, _names)
     sys.modules[_mod.__name__] = _mod
     globals()[_sub] = _mod
+
+
+def _tensor_method(name: str) -> Any:
+    """``x.<name>(...)``: ``fw.tensor``'s function of that name with ``x`` first, as Paddle binds
+    it; looked up at the call (``framework``'s top level is still loading when this runs)."""
+
+    def method(self: Tensor, *args: Any, **kwargs: Any) -> Any:
+        fn = _PaddleSubmodule._find(name)
+        if fn is None:
+            raise AttributeError(f"[tensor] Tensor.{name}: paddle.tensor.{name} is not in Oarlock")
+        return fn(self, *args, **kwargs)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"``x.{name}(...)`` is ``fw.tensor.{name}(x, ...)`` (Paddle's Tensor method)."
+    method._from_fw_tensor = True  # type: ignore[attr-defined]
+    return method
+
+
+for _name in TENSOR_METHODS:
+    if not hasattr(Tensor, _name):
+        setattr(Tensor, _name, _tensor_method(_name))
 
 
 def __getattr__(name: str) -> Any:

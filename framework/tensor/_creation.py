@@ -17,6 +17,7 @@ from .._src.ops import creation as C
 from .._src.ops import indexing as I
 from .._src.ops import math as M
 from .._src.tensor import Tensor, to_tensor
+from ..utils import unique_name
 
 
 def fill_constant(
@@ -110,7 +111,8 @@ def create_parameter(
     Args:
         shape (list[int]): the shape.
         dtype (str | np.dtype): the dtype.
-        name (str, optional): the parameter's name (``attr``'s name wins).
+        name (str, optional): the parameter's name (``attr``'s name wins); by default Paddle's
+            generated ``create_parameter_<n>.w_0`` (``.b_0`` for a bias).
         attr (ParamAttr, optional): initializer, learning rate, regularizer, trainability.
         is_bias (bool): zeros by default instead of Xavier-uniform.
         default_initializer (Initializer, optional): used when ``attr`` gives none.
@@ -129,8 +131,8 @@ def create_parameter(
     p = Layer().create_parameter(
         shape, attr if attr is not None else name, dtype, is_bias, default_initializer
     )
-    if name is not None and p.name != name and (attr is None or getattr(attr, "name", None) is None):
-        p.name = name
+    if p.name is None:  # Paddle's generated name: create_parameter_<n>.w_0 (.b_0 for a bias)
+        p.name = unique_name.generate("create_parameter") + (".b_0" if is_bias else ".w_0")
     return p
 
 
