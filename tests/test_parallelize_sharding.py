@@ -59,13 +59,16 @@ def _zero_levels(n: int) -> dict[str, np.ndarray]:
         assert [int(d[f"zero{lv}/buckets"]) for lv in range(4)] == [2, 2, 2, 2]
         assert [int(d[f"zero{lv}/early"]) for lv in range(4)] == [1, 1, 1, 1]
         assert [int(d[f"zero{lv}/reduce_scatters"]) for lv in range(4)] == [0, 0, 6, 6]
-        # stage 3 gathers each layer's parameters before its forward (3 steps x 4)
-        assert int(d["zero3/gathers"]) == 12 and int(d["zero2/gathers"]) == 0
+        # stage 3 gathers each layer's parameters before its forward and again for its backward
+        # (3 steps x 4, twice), and holds one layer's whole parameters at a time (the first's)
+        assert int(d["zero3/gathers"]) == 24 and int(d["zero3/regathers"]) == 12
+        assert int(d["zero2/gathers"]) == 0
+        assert int(d["zero3/gathered_peak"]) == (64 * 256 + 256) * 4
     d = got[0]
     return {
         f"{k}{lv}": int(d[f"zero{lv}/{k}"])
         for lv in range(4)
-        for k in ("allocated", "states", "grads", "params")
+        for k in ("allocated", "states", "grads", "params", "peak")
     }
 
 
@@ -81,6 +84,8 @@ def test_sharding_levels_train_as_one_process_on_2_ranks() -> None:
     assert f["grads2"] == f["grads3"] == f["grads0"] // 2
     allocated = [f[f"allocated{lv}"] for lv in range(4)]
     assert allocated == sorted(allocated, reverse=True) and len(set(allocated)) == 4, allocated
+    # the peak of forward + backward: stage 3 holds a shard and one layer's whole parameters
+    assert f["peak3"] < f["peak2"], (f["peak3"], f["peak2"])
 
 
 @needs_mpi

@@ -37,6 +37,7 @@ from tests.dist_scripts import _records  # noqa: E402
 
 RESHARDS = importlib.import_module("framework.distributed.auto_parallel.reshard").LOG  # every reshard run
 BUCKETS = importlib.import_module("framework.distributed.auto_parallel.grad_buckets")
+ZERO3 = importlib.import_module("framework.distributed.auto_parallel.zero3")
 out, part = sys.argv[1], sys.argv[2]
 dist.init_parallel_env()
 rank, world = dist.get_rank(), dist.get_world_size()
@@ -95,11 +96,18 @@ def mlp_train(level: int | None, micro: int = 1) -> tuple[list[float], fw.nn.Lay
         x, y = mlp_data(step)
         loss = 0.0
         sent0 = bucket_sends()
+        if step == 2:  # the peaks of the last forward and backward
+            gc.collect()
+            fw.reset_peak_memory_stats()
+            ZERO3.gathered_bytes(reset=True)
         for xs, ys in zip(np.split(x, micro), np.split(y, micro)):
             label = fw.to_tensor(ys) if level is None else dist.shard_tensor(ys, mesh, [dist.Shard(0)])
             part_loss = fw.nn.functional.mse_loss(net(fw.to_tensor(xs)), label) * (1.0 / micro)
             part_loss.backward()
             loss = loss + scalar(part_loss.numpy())
+        if step == 2 and level is not None:
+            figures["peak"] = fw.device.max_memory_allocated() - base
+            figures["gathered_peak"] = ZERO3.gathered_bytes()[1]
         if level is None:
             figures["norm"].append(np.sqrt(sum(float((p.grad.numpy() ** 2).sum()) for p in net.parameters())))
         opt.step()
@@ -119,6 +127,9 @@ def mlp_train(level: int | None, micro: int = 1) -> tuple[list[float], fw.nn.Lay
             figures["gathers"] = sum(
                 r["collective"] == "all_gather" and r["why"].startswith("ShardingStage3 gather") for r in log
             )
+            figures["regathers"] = sum(
+                r["collective"] == "all_gather" and r["why"].endswith("for backward") for r in log
+            )
             # how many buckets the backward sent, and how many before layer 0's gradients
             figures["buckets"] = bucket_sends() - sent0
             figures["early"] = early[-1] - sent0
@@ -136,13 +147,16 @@ if part == "zero":
     for level in range(4):
         losses, net, fig = mlp_train(level)
         record(f"zero{level}", losses, net, ref_losses, ref_net)
-        for k in ("allocated", "states", "params", "grads", "reduce_scatters", "gathers", "buckets", "early"):
+        keys = ("allocated", "states", "params", "grads", "reduce_scatters", "gathers", "buckets", "early")
+        for k in (*keys, "regathers", "peak", "gathered_peak"):
             res[f"zero{level}/{k}"] = np.array(fig[k], "int64")
         del net
         if rank == 0:
             print(
                 f"sharding_level {level} on {world} ranks: memory_allocated {fig['allocated']} B, "
-                f"states {fig['states']} B, grads {fig['grads']} B, params {fig['params']} B",
+                f"states {fig['states']} B, grads {fig['grads']} B, params {fig['params']} B; "
+                f"peak in forward+backward {fig['peak']} B, whole gathered parameters at most "
+                f"{fig['gathered_peak']} B",
                 flush=True,
             )
     # two backwards before each step: the gradients add up in the slices as level 0 adds them
