@@ -21,6 +21,7 @@ from typing import Any
 from adapter_api import OpArgumentError
 
 from ..._src.autograd import is_grad_enabled, no_grad
+from ..._src.ops.base import TRACER
 from ..._src.tensor import Tensor
 from .dtensor import DistTensor
 from .grad_buckets import AFTER_BACKWARD, GradSink, aliases
@@ -128,6 +129,8 @@ def gather_for_forward(p: DistTensor, axis: int | str) -> DistTensor:
     mesh = p.process_mesh
     a = mesh.axis(axis)
     whole = [Replicate() if i == a else q for i, q in enumerate(p.placements)]
+    if TRACER.get() is not None:  # dist.to_static: the gather and its backward are in the program
+        return reshard(p, mesh, whole, why=f"ShardingStage3 gather {p.name}")
     with no_grad():
         r = reshard(p.detach(), mesh, whole, why=f"ShardingStage3 gather {p.name}")
     local = p._local_value()
