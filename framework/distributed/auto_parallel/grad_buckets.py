@@ -33,11 +33,10 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..._src import autograd
-from ..._src.ops import creation as _creation
-from ..._src.ops import shape as _shape
 from ..._src.tensor import Tensor
 from ..._src.tensor import empty as _empty
 from .. import collective
+from ..parallel import _copy_into, _zero
 from .dtensor import DistTensor
 from .mesh import ProcessMesh
 from .placement import Partial, Replicate, Shard, chunk
@@ -51,12 +50,21 @@ _HOLD: contextvars.ContextVar[bool] = contextvars.ContextVar("oarlock_hold_grads
 class GradSink:
     """Where a parameter's partial gradient over ``group`` goes instead of ``param.grad``:
     this rank's slice of the sum along ``dim`` (chunk ``group.rank`` of ``group.nranks``),
-    handed to ``add(slice)``; ``why`` names it in the reshard log."""
+    handed to ``add(slice)``; ``why`` names it in the reshard log; ``done()``, when given, is
+    called once the partial gradient of a backward is complete (ZeRO 3 drops the gathered
+    whole value then)."""
 
-    __slots__ = ("add", "dim", "group", "why")
+    __slots__ = ("add", "dim", "done", "group", "why")
 
-    def __init__(self, group: collective.Group, dim: int, add: Callable[[Tensor], None], why: str) -> None:
-        self.group, self.dim, self.add, self.why = group, dim, add, why
+    def __init__(
+        self,
+        group: collective.Group,
+        dim: int,
+        add: Callable[[Tensor], None],
+        why: str,
+        done: Callable[[], None] | None = None,
+    ) -> None:
+        self.group, self.dim, self.add, self.why, self.done = group, dim, add, why, done
 
 
 # -- the alias an op reads ----------------------------------------------------------------------
@@ -101,6 +109,14 @@ def _complete(ref: Any, q: Tensor, group: collective.Group) -> None:
     if buckets is None:
         buckets = _BUCKETS[group] = _Buckets(group, mesh, axis)
     buckets.add(t, g)
+    sink = getattr(t, "_grad_sink", None)
+    if isinstance(sink, GradSink) and sink.group is group and sink.done is not None:
+        sink.done()
+
+
+def aliases(t: Tensor) -> list[Tensor]:
+    """The aliases :func:`partial_leaf` made of ``t`` (one per group), which share its storage."""
+    return [q for ref, q, _, _ in list(_ALIASES.values()) if ref() is t]
 
 
 # -- the buckets of one group -------------------------------------------------------------------
@@ -153,20 +169,40 @@ class _Buckets:
             self.finished += 1
 
     def _send(self, kind: str, items: list[tuple[Tensor, Tensor]]) -> None:
+        """Pack the bucket's gradients into one buffer (rank by rank for a reduce-scatter: chunk
+        r of every gradient, padded to the longest segment) and start its collective. What is
+        kept until :meth:`finish` is each parameter and its gradient's shape (not the gradient)."""
         nbytes = sum(g.nbytes for _, g in items)
         names = ", ".join(str(getattr(t, "name", None) or list(t.shape)) for t, _ in items[:4])
         what = f"bucket of {len(items)} gradient(s) ({names}{', ...' if len(items) > 4 else ''})"
+        shapes = [(t, list(g.shape)) for t, g in items]
+        first = items[0][1]
         with autograd.no_grad():
             if not kind:
-                flat = self._flat([g.reshape((-1,)) for _, g in items])
+                flat = _empty((sum(g.numel() for _, g in items),), first.dtype, first.device)
+                off = 0
+                for _, g in items:
+                    _copy_into(_view(flat, off, (g.numel(),)), g)
+                    off += g.numel()
                 task = collective.all_reduce(flat, group=self.group, sync_op=False)
                 _note(
                     what, self.mesh, self.axis, Partial(), Replicate(), "all_reduce(sum)", nbytes, "backward"
                 )
-                self.sent.append((kind, items, flat, task, 0))
+                self.sent.append((kind, shapes, flat, task, 0))
                 return
-            segments, seg = self._segments(items)
-            flat = self._flat([_pad1(s, seg) for s in segments])
+            seg = max(
+                sum(_chunk_numel(g.shape, t._grad_sink.dim, self.k, r) for t, g in items)
+                for r in range(self.k)
+            )
+            flat = _empty((self.k * seg,), first.dtype, first.device)
+            for r in range(self.k):
+                off = r * seg
+                for t, g in items:
+                    piece = _chunk_of(g, t._grad_sink.dim, self.k, r)
+                    _copy_into(_view(flat, off, (piece.numel(),)), piece)
+                    off += piece.numel()
+                if off < (r + 1) * seg:
+                    _zero(_view(flat, off, ((r + 1) * seg - off,)))
             comm = self.group.communicator(flat.device)
             if collective.has_async_reduce_scatter(comm):
                 out = _empty((seg,), flat.dtype, flat.device)
@@ -176,50 +212,33 @@ class _Buckets:
                 task = collective.all_reduce(flat, group=self.group, sync_op=False)
                 out, how, start = flat, "reduce_scatter(sum), as an async all_reduce", self.c * seg
             _note(what, self.mesh, self.axis, Partial(), Shard(0), how, nbytes, kind)
-            self.sent.append((kind, items, out, task, start))
-
-    def _segments(self, items: list[tuple[Tensor, Tensor]]) -> tuple[list[Tensor], int]:
-        """Rank r's segment: chunk r (along the sink's dim) of every gradient, flat, in order;
-        and the longest segment's length (the others are padded to it)."""
-        per_rank = []
-        for r in range(self.k):
-            parts = []
-            for t, g in items:
-                d = t._grad_sink.dim
-                a, b = chunk(g.shape[d], self.k, r)
-                parts.append(_narrow(g, d, a, b).reshape((-1,)))
-            per_rank.append(parts)
-        segments = [self._flat(p) for p in per_rank]
-        return segments, max(s.numel() for s in segments)
-
-    @staticmethod
-    def _flat(parts: list[Tensor]) -> Tensor:
-        return _shape.concat(parts, axis=0) if len(parts) > 1 else parts[0].clone()
+            self.sent.append((kind, shapes, out, task, start))
 
     def finish(self) -> None:
-        """Send the open buckets, wait for every one in flight and deliver it."""
+        """Send the open buckets, wait for every one in flight and deliver it: a view of the
+        all-reduced buffer into ``param.grad`` (as DataParallel), or a copy of this rank's
+        slice to the sink."""
         with autograd.no_grad():
             for key in list(self.open):
                 items, _ = self.open.pop(key)
                 self._send(key[1], items)
             sent, self.sent, self.finished = self.sent, [], 0
-            for kind, items, out, task, start in sent:
+            for kind, shapes, out, task, start in sent:
                 if task is not None:
                     task.wait()
                 off = start
-                for t, g in items:
+                for t, shape in shapes:
                     if not kind:
-                        part = out[off : off + g.numel()].reshape(g.shape)
-                        off += g.numel()
+                        part = _view(out, off, tuple(shape))
+                        off += part.numel()
                         t.grad = part if t.grad is None else t.grad + part
                         continue
                     sink = t._grad_sink
-                    a, b = chunk(g.shape[sink.dim], self.k, self.c)
-                    shape = list(g.shape)
+                    a, b = chunk(shape[sink.dim], self.k, self.c)
                     shape[sink.dim] = b - a
-                    n = math.prod(shape)
-                    sink.add(out[off : off + n].reshape(shape).clone())
-                    off += n
+                    part = _view(out, off, tuple(shape))
+                    off += part.numel()
+                    sink.add(part.clone())  # (the buffer is freed)
 
     def flush(self) -> None:
         """Send what :func:`hold` kept, then finish."""
@@ -229,16 +248,27 @@ class _Buckets:
         self.finish()
 
 
-def _narrow(t: Tensor, dim: int, a: int, b: int) -> Tensor:
-    if a == 0 and b == t.shape[dim]:
-        return t
-    return t[tuple(slice(None) for _ in range(dim)) + (slice(a, b),)]
+def _view(flat: Tensor, start: int, shape: tuple[int, ...]) -> Tensor:
+    """``shape`` elements of the 1-d ``flat`` from element ``start``, sharing its storage."""
+    return Tensor._make(
+        flat._block, flat._offset + start * flat.dtype.itemsize, shape, flat.dtype, flat.device
+    )
 
 
-def _pad1(t: Tensor, n: int) -> Tensor:
-    if t.numel() == n:
-        return t
-    return _shape.concat([t, _creation.zeros([n - t.numel()], dtype=t.dtype, device=t.device)], axis=0)
+def _chunk_numel(shape: Any, dim: int, k: int, r: int) -> int:
+    a, b = chunk(shape[dim], k, r)
+    return math.prod(shape) // max(shape[dim], 1) * (b - a)
+
+
+def _chunk_of(g: Tensor, dim: int, k: int, r: int) -> Tensor:
+    """Chunk ``r`` of ``k`` of ``g`` along ``dim``: a view where it is contiguous (dim 0 or
+    every dim before it of size 1), else a copy."""
+    a, b = chunk(g.shape[dim], k, r)
+    if math.prod(g.shape[:dim]) == 1:
+        row = math.prod(g.shape[dim + 1 :])
+        shape = (*g.shape[:dim], b - a, *g.shape[dim + 1 :])
+        return _view(g, a * row, shape)
+    return g[tuple(slice(None) for _ in range(dim)) + (slice(a, b),)]
 
 
 def flush_grads(held: bool = False) -> None:

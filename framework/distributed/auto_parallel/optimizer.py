@@ -42,13 +42,14 @@ from typing import Any
 
 from adapter_api import OpArgumentError
 
-from ..._src.autograd import is_grad_enabled, no_grad
+from ..._src.autograd import no_grad
 from ..._src.tensor import Tensor
 from .dtensor import DistTensor, local_region
 from .grad_buckets import AFTER_BACKWARD, GradSink
 from .mesh import ProcessMesh
-from .placement import Placement, Replicate, Shard
+from .placement import Placement, Shard
 from .reshard import ensure_groups, reshard
+from .zero3 import shard_parameter_in_place
 
 
 def zero_placements(
@@ -126,72 +127,6 @@ class ShardingStage3(ShardingStage1):
     """
 
     stage = 3
-
-
-def shard_parameter_in_place(p: DistTensor, placements: list[Placement], why: str) -> None:
-    """Lay parameter ``p`` out as ``placements`` on its mesh, the same object (its layer and
-    optimizer keep it): its storage becomes this rank's new shard, a trainable leaf."""
-    if list(placements) == list(p.placements):
-        return
-    r = reshard(p.detach(), p.process_mesh, placements, why=why)
-    local = p._local_value()
-    if local is not None:
-        new = type(local).from_tensor(r._local.clone(), trainable=not local.stop_gradient)
-        for attr in ("name", "optimize_attr", "regularizer", "need_clip"):
-            if hasattr(local, attr):
-                setattr(new, attr, getattr(local, attr))
-        p._local = new
-    p.placements = list(r.placements)
-
-
-#: stage 3: the gathered leaves of forwards whose backward has not run (kept until it ends:
-#: a gradient that reaches one whole is moved to its shard then; cleared after every backward)
-_GATHERED: list[Tensor] = []
-
-
-def gather_for_forward(p: DistTensor, axis: int | str) -> DistTensor:
-    """ZeRO 3: parameter ``p`` (sharded over mesh axis ``axis``) all-gathered over ``axis``
-    for a forward. The gathered value is a leaf of its own whose partial gradient over
-    ``axis`` is reduce-scattered onto ``p``'s shard when the backward ends (a gradient that
-    arrives whole is sliced); under ``no_grad`` it is just the gathered value."""
-    mesh = p.process_mesh
-    a = mesh.axis(axis)
-    whole = [Replicate() if i == a else q for i, q in enumerate(p.placements)]
-    with no_grad():
-        r = reshard(p.detach(), mesh, whole, why=f"ShardingStage3 gather {p.name}")
-    local = p._local_value()
-    if local is None or local.stop_gradient or not is_grad_enabled():
-        return r
-    leaf = r._local.detach()
-    leaf.stop_gradient = False
-
-    def add(part: Tensor) -> None:
-        own = p._local_value()
-        own.grad = part if own.grad is None else own.grad + part
-
-    def into_shard(g: Tensor) -> None:  # a whole gradient: this rank's slice of it
-        d = DistTensor(g, mesh, whole, p.shape, g.dtype)
-        add(reshard(d, mesh, list(p.placements), why=f"ShardingStage3 gradient of {p.name}")._local.clone())
-
-    if mesh.shape[a] > 1:  # (one rank on the axis: nothing is partial, the sweep slices)
-        leaf._grad_sink = GradSink(mesh.get_group(a), p.placements[a].dim, add, "ShardingStage3 gradient")
-    leaf._into_shard = into_shard
-    _GATHERED.append(leaf)
-    return DistTensor(leaf, mesh, whole, p.shape, p.dtype, p.name)
-
-
-@no_grad()
-def _gathered_grads_to_shards() -> None:
-    """After a backward: a gathered parameter's gradient that reached it whole (not partial
-    over the sharding axis) is sliced onto the shard; the gathered leaves are let go."""
-    for leaf in _GATHERED:
-        if leaf.grad is not None:
-            leaf._into_shard(leaf.grad.detach())
-            leaf.grad = None
-    _GATHERED.clear()
-
-
-AFTER_BACKWARD.append(lambda: _gathered_grads_to_shards)  # a module function: never collected
 
 
 class _ShardOptimizer:
@@ -382,7 +317,6 @@ __all__ = [
     "ShardingStage1",
     "ShardingStage2",
     "ShardingStage3",
-    "gather_for_forward",
     "shard_optimizer",
     "zero_placements",
 ]
