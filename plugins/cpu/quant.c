@@ -4,7 +4,9 @@
  * four: what a memory-bound decoding step at batch 1 needs. q is [n, k] int8 or float8
  * codes, or [n / 2, k] with channel 2r in the low nibble of row r and 2r + 1 in the high one
  * (two's complement); scale is [n] (group <= 0) or [ceil(k / group), n]. `kind` says which:
- * 0 int8, 1 int4, 2 fp8.
+ * 0 int8, 1 int4, 2 fp8. An asymmetric weight's zero points come as offset [groups, n] (the
+ * float term (2^(b-1) - zero) * scale of each group): out[i, j] += sum_g offset[g, j] * (x[i]
+ * summed over group g), the group sums made once a call, the term added in the same pass.
  *
  * The weights stream once, one channel (byte row, or packed int4 row) after the other: a row
  * is widened to float in registers and multiplied into every row of x while it sits in L1
@@ -26,6 +28,7 @@
  * weights too small to pay for a second thread.
  */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__) && !defined(WOL_NO_AVX2)
 #include <immintrin.h>
@@ -258,9 +261,12 @@ INLINE void i4_block(const float *restrict x, const int8_t *restrict q, const fl
     }
 }
 
-/* Blocks b0 .. b1 - 1 of WOL_CHANNELS channels (int4: WOL_PACKED_ROWS packed rows), every row of x each. */
-static void wol_range(const float *x, const int8_t *q, const float *scale, const float *bias, float *out, int64_t m,
-                      int64_t n, int64_t k, int64_t gs, int grouped, int kind, int64_t b0, int64_t b1) {
+/* Blocks b0 .. b1 - 1 of WOL_CHANNELS channels (int4: WOL_PACKED_ROWS packed rows), every row of x each.
+ * offset (NULL: symmetric) is the zero points' term [groups, n] of an asymmetric weight and xg
+ * [m, groups] the sums of x over each group: out[i, j] += sum_g offset[g, j] * xg[i, g]. */
+static void wol_range(const float *x, const int8_t *q, const float *scale, const float *bias, const float *offset,
+                      const float *xg, int64_t groups, float *out, int64_t m, int64_t n, int64_t k, int64_t gs,
+                      int grouped, int kind, int64_t b0, int64_t b1) {
     const int int4 = kind == K_INT4;
     const int64_t rows = int4 ? n / 2 : n, per = int4 ? WOL_PACKED_ROWS : WOL_CHANNELS;
     for (int64_t blk = b0; blk < b1; blk++) {
@@ -290,21 +296,45 @@ static void wol_range(const float *x, const int8_t *q, const float *scale, const
                     i4_block(xi, qr, scale, n, k, gs, grouped, r, 1, res);
             }
             float *o = out + i * n + ch;
-            for (int64_t c = 0; c < nch; c++) o[c] = res[c] + (bias ? bias[ch + c] : 0.0f);
+            for (int64_t c = 0; c < nch; c++) {
+                float zo = 0.0f;
+                if (offset)
+                    for (int64_t g = 0; g < groups; g++) zo += offset[g * n + ch + c] * xg[i * groups + g];
+                o[c] = res[c] + zo + (bias ? bias[ch + c] : 0.0f);
+            }
         }
     }
 }
 
-void wol_f32(const float *x, const int8_t *q, const float *scale, const float *bias, float *out, int64_t m,
-             int64_t n, int64_t k, int64_t group, int64_t kind, int64_t nt) {
+/* The product (see the top of the file); offset: NULL, or the [groups, n] zero-point term of
+ * an asymmetric weight (groups = 1 for a scale per channel), added in the same pass. Returns 0,
+ * or -1 when the group sums of x could not be allocated (nothing written). */
+int wol_f32(const float *x, const int8_t *q, const float *scale, const float *bias, const float *offset, float *out,
+            int64_t m, int64_t n, int64_t k, int64_t group, int64_t kind, int64_t nt) {
     const int int4 = kind == K_INT4;
     const int grouped = group > 0;
     const int64_t gs = grouped ? group : (k > 0 ? k : 1);
     const int64_t rows = int4 ? n / 2 : n, per = int4 ? WOL_PACKED_ROWS : WOL_CHANNELS;
     const int64_t blocks = (rows + per - 1) / per;
+    const int64_t groups = (k + gs - 1) / gs;
+    float *xg = NULL;
+    if (offset) { /* each row's sum over each group, once for every channel */
+        xg = malloc(sizeof(float) * (size_t)(m * (groups > 0 ? groups : 1)));
+        if (!xg) return -1;
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t g = 0; g < groups; g++) {
+                const int64_t lo = g * gs, hi = lo + gs < k ? lo + gs : k;
+                float s = 0.0f;
+                for (int64_t t = lo; t < hi; t++) s += x[i * k + t];
+                xg[i * groups + g] = s;
+            }
+    }
     if (nt > blocks) nt = blocks;
     if (nt < 1) nt = 1;
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
     for (int64_t t = 0; t < nt; t++)
-        wol_range(x, q, scale, bias, out, m, n, k, gs, grouped, (int)kind, blocks * t / nt, blocks * (t + 1) / nt);
+        wol_range(x, q, scale, bias, offset, xg, groups, out, m, n, k, gs, grouped, (int)kind, blocks * t / nt,
+                  blocks * (t + 1) / nt);
+    free(xg);
+    return 0;
 }
