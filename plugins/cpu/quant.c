@@ -23,7 +23,7 @@
  * group), AVX2/FMA/F16C (32, 8), and a portable omp simd loop; -DWOL_NO_AVX512 / -DWOL_NO_AVX2
  * force the narrower ones (the tests run each). Leftover weights of a group (its length not a
  * multiple of 8) and channels (n not a multiple of the block) take scalar / one-channel paths;
- * int4 has the AVX2 and portable loops. The channels are cut into nt contiguous ranges
+ * int4 has the AVX-512 (32 packed bytes a step), AVX2 and portable loops. The channels are cut into nt contiguous ranges
  * for the OpenMP team (the one the generated kernels and split products use): nt = 1 for
  * weights too small to pay for a second thread.
  */
@@ -203,7 +203,10 @@ INLINE void byte_block(const float *restrict x, const int8_t *restrict q, const 
 INLINE void i4_block(const float *restrict x, const int8_t *restrict q, const float *restrict scale, int64_t n,
                      int64_t k, int64_t gs, int grouped, int64_t p, const int P, float *restrict res) {
     float tail[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#ifdef WOL_AVX2
+#ifdef WOL_AVX512
+    __m512 tot[4]; /* the channel's scaled sum, reduced once at the end */
+    for (int c = 0; c < 2 * P; c++) tot[c] = _mm512_setzero_ps();
+#elif defined(WOL_AVX2)
     __m256 tot[4];
     for (int c = 0; c < 2 * P; c++) tot[c] = _mm256_setzero_ps();
 #endif
@@ -214,6 +217,25 @@ INLINE void i4_block(const float *restrict x, const int8_t *restrict q, const fl
 #ifdef WOL_AVX2
         __m256 a[4];
         for (int c = 0; c < 2 * P; c++) a[c] = _mm256_setzero_ps();
+#ifdef WOL_AVX512
+        __m512 a5[4], b5[4]; /* 32 packed bytes a step: two chains a channel */
+        for (int c = 0; c < 2 * P; c++) a5[c] = b5[c] = _mm512_setzero_ps();
+        for (; t + 32 <= hi; t += 32) {
+            const __m512 x0 = _mm512_loadu_ps(x + t), x1 = _mm512_loadu_ps(x + t + 16);
+            for (int c = 0; c < P; c++) {
+                const int8_t *w = q + c * k + t;
+                _mm_prefetch((const char *)(w + PREFETCH), _MM_HINT_T0);
+                const __m512i v0 = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)w));
+                const __m512i v1 = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(w + 16)));
+                a5[2 * c] = _mm512_fmadd_ps(x0, _mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(v0, 28), 28)),
+                                            a5[2 * c]);
+                a5[2 * c + 1] = _mm512_fmadd_ps(x0, _mm512_cvtepi32_ps(_mm512_srai_epi32(v0, 4)), a5[2 * c + 1]);
+                b5[2 * c] = _mm512_fmadd_ps(x1, _mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(v1, 28), 28)),
+                                            b5[2 * c]);
+                b5[2 * c + 1] = _mm512_fmadd_ps(x1, _mm512_cvtepi32_ps(_mm512_srai_epi32(v1, 4)), b5[2 * c + 1]);
+            }
+        }
+#endif
         for (; t + 8 <= hi; t += 8) {
             const __m256 x0 = _mm256_loadu_ps(x + t);
             for (int c = 0; c < P; c++) {
@@ -247,14 +269,19 @@ INLINE void i4_block(const float *restrict x, const int8_t *restrict q, const fl
             }
         for (int c = 0; c < 2 * P; c++) {
             const float s = grouped ? scale[g * n + 2 * p + c] : 1.0f;
-#ifdef WOL_AVX2
+#ifdef WOL_AVX512
+            const __m512 sum = _mm512_add_ps(_mm512_add_ps(a5[c], b5[c]), _mm512_zextps256_ps512(a[c]));
+            tot[c] = _mm512_fmadd_ps(sum, _mm512_set1_ps(s), tot[c]);
+#elif defined(WOL_AVX2)
             tot[c] = _mm256_fmadd_ps(a[c], _mm256_set1_ps(s), tot[c]);
 #endif
             tail[c] += part[c] * s;
         }
     }
     for (int c = 0; c < 2 * P; c++) {
-#ifdef WOL_AVX2
+#ifdef WOL_AVX512
+        tail[c] += _mm512_reduce_add_ps(tot[c]);
+#elif defined(WOL_AVX2)
         tail[c] += hsum8(tot[c]);
 #endif
         res[c] = grouped ? tail[c] : tail[c] * scale[2 * p + c];
