@@ -52,6 +52,13 @@
 #ifndef WOL_PACKED_ROWS
 #define WOL_PACKED_ROWS 1
 #endif
+/* Rows of at most this many bytes go four channels (two packed int4 rows) a block whatever
+ * the two above say: four such rows lie within 1 KiB (one stream still), and a block shares
+ * the loads of x and the loop's end among four channels (the tiny Llama's 64-wide rows ran
+ * at 0.7x float32's BLAS one channel a block). */
+#ifndef WOL_SHORT_ROW
+#define WOL_SHORT_ROW 256
+#endif
 
 /* weight kinds (the kernel's `kind` argument) */
 enum { K_INT8 = 0, K_INT4 = 1, K_FP8 = 2 };
@@ -288,14 +295,20 @@ INLINE void i4_block(const float *restrict x, const int8_t *restrict q, const fl
     }
 }
 
-/* Blocks b0 .. b1 - 1 of WOL_CHANNELS channels (int4: WOL_PACKED_ROWS packed rows), every row of x each.
+/* Channels a block (int4: packed rows) for rows of k bytes. */
+static int64_t per_block(int int4, int64_t k) {
+    if (k <= WOL_SHORT_ROW) return int4 ? 2 : 4;
+    return int4 ? WOL_PACKED_ROWS : WOL_CHANNELS;
+}
+
+/* Blocks b0 .. b1 - 1 of per_block() channels (int4: packed rows), every row of x each.
  * offset (NULL: symmetric) is the zero points' term [groups, n] of an asymmetric weight and xg
  * [m, groups] the sums of x over each group: out[i, j] += sum_g offset[g, j] * xg[i, g]. */
 static void wol_range(const float *x, const int8_t *q, const float *scale, const float *bias, const float *offset,
                       const float *xg, int64_t groups, float *out, int64_t m, int64_t n, int64_t k, int64_t gs,
                       int grouped, int kind, int64_t b0, int64_t b1) {
     const int int4 = kind == K_INT4;
-    const int64_t rows = int4 ? n / 2 : n, per = int4 ? WOL_PACKED_ROWS : WOL_CHANNELS;
+    const int64_t rows = int4 ? n / 2 : n, per = per_block(int4, k);
     for (int64_t blk = b0; blk < b1; blk++) {
         const int64_t r = blk * per, left = rows - r;
         const int8_t *qr = q + r * k;
@@ -305,19 +318,25 @@ static void wol_range(const float *x, const int8_t *q, const float *scale, const
             float res[4];
             const float *xi = x + i * k;
             if (kind == K_INT8) {
-                if (left >= WOL_CHANNELS)
+                if (per == 4 && left >= 4)
+                    byte_block(xi, qr, scale, n, k, gs, grouped, r, 4, K_INT8, res);
+                else if (per == WOL_CHANNELS && left >= WOL_CHANNELS)
                     byte_block(xi, qr, scale, n, k, gs, grouped, r, WOL_CHANNELS, K_INT8, res);
                 else
-                    for (int64_t c = 0; c < left; c++)
+                    for (int64_t c = 0; c < (left < per ? left : per); c++)
                         byte_block(xi, qr + c * k, scale, n, k, gs, grouped, r + c, 1, K_INT8, res + c);
             } else if (kind == K_FP8) {
-                if (left >= WOL_CHANNELS)
+                if (per == 4 && left >= 4)
+                    byte_block(xi, qr, scale, n, k, gs, grouped, r, 4, K_FP8, res);
+                else if (per == WOL_CHANNELS && left >= WOL_CHANNELS)
                     byte_block(xi, qr, scale, n, k, gs, grouped, r, WOL_CHANNELS, K_FP8, res);
                 else
-                    for (int64_t c = 0; c < left; c++)
+                    for (int64_t c = 0; c < (left < per ? left : per); c++)
                         byte_block(xi, qr + c * k, scale, n, k, gs, grouped, r + c, 1, K_FP8, res + c);
             } else {
-                if (left >= WOL_PACKED_ROWS)
+                if (per == 2 && left >= 2)
+                    i4_block(xi, qr, scale, n, k, gs, grouped, r, 2, res);
+                else if (per == WOL_PACKED_ROWS && left >= WOL_PACKED_ROWS)
                     i4_block(xi, qr, scale, n, k, gs, grouped, r, WOL_PACKED_ROWS, res);
                 else
                     i4_block(xi, qr, scale, n, k, gs, grouped, r, 1, res);
@@ -341,7 +360,7 @@ int wol_f32(const float *x, const int8_t *q, const float *scale, const float *bi
     const int int4 = kind == K_INT4;
     const int grouped = group > 0;
     const int64_t gs = grouped ? group : (k > 0 ? k : 1);
-    const int64_t rows = int4 ? n / 2 : n, per = int4 ? WOL_PACKED_ROWS : WOL_CHANNELS;
+    const int64_t rows = int4 ? n / 2 : n, per = per_block(int4, k);
     const int64_t blocks = (rows + per - 1) / per;
     const int64_t groups = (k + gs - 1) / gs;
     float *xg = NULL;
@@ -357,11 +376,14 @@ int wol_f32(const float *x, const int8_t *q, const float *scale, const float *bi
             }
     }
     if (nt > blocks) nt = blocks;
-    if (nt < 1) nt = 1;
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
-    for (int64_t t = 0; t < nt; t++)
-        wol_range(x, q, scale, bias, offset, xg, groups, out, m, n, k, gs, grouped, (int)kind, blocks * t / nt,
-                  blocks * (t + 1) / nt);
+    if (nt <= 1) /* NOTE: no parallel region at all: entering one with if(0) cost ~0.5 us a call */
+        wol_range(x, q, scale, bias, offset, xg, groups, out, m, n, k, gs, grouped, (int)kind, 0, blocks);
+    else {
+#pragma omp parallel for schedule(static) num_threads(nt)
+        for (int64_t t = 0; t < nt; t++)
+            wol_range(x, q, scale, bias, offset, xg, groups, out, m, n, k, gs, grouped, (int)kind,
+                      blocks * t / nt, blocks * (t + 1) / nt);
+    }
     free(xg);
     return 0;
 }
