@@ -4,7 +4,9 @@
  * four: what a memory-bound decoding step at batch 1 needs. q is [n, k] int8 or float8
  * codes, or [n / 2, k] with channel 2r in the low nibble of row r and 2r + 1 in the high one
  * (two's complement); scale is [n] (group <= 0) or [ceil(k / group), n]. `kind` says which:
- * 0 int8, 1 int4, 2 fp8.
+ * 0 int8, 1 int4, 2 fp8. An asymmetric weight's zero points come as offset [groups, n] (the
+ * float term (2^(b-1) - zero) * scale of each group): out[i, j] += sum_g offset[g, j] * (x[i]
+ * summed over group g), the group sums made once a call, the term added in the same pass.
  *
  * The weights stream once, one channel (byte row, or packed int4 row) after the other: a row
  * is widened to float in registers and multiplied into every row of x while it sits in L1
@@ -21,11 +23,12 @@
  * group), AVX2/FMA/F16C (32, 8), and a portable omp simd loop; -DWOL_NO_AVX512 / -DWOL_NO_AVX2
  * force the narrower ones (the tests run each). Leftover weights of a group (its length not a
  * multiple of 8) and channels (n not a multiple of the block) take scalar / one-channel paths;
- * int4 has the AVX2 and portable loops. The channels are cut into nt contiguous ranges
+ * int4 has the AVX-512 (32 packed bytes a step), AVX2 and portable loops. The channels are cut into nt contiguous ranges
  * for the OpenMP team (the one the generated kernels and split products use): nt = 1 for
  * weights too small to pay for a second thread.
  */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__) && !defined(WOL_NO_AVX2)
 #include <immintrin.h>
@@ -48,6 +51,13 @@
 #endif
 #ifndef WOL_PACKED_ROWS
 #define WOL_PACKED_ROWS 1
+#endif
+/* Rows of at most this many bytes go four channels (two packed int4 rows) a block whatever
+ * the two above say: four such rows lie within 1 KiB (one stream still), and a block shares
+ * the loads of x and the loop's end among four channels (the tiny Llama's 64-wide rows ran
+ * at 0.7x float32's BLAS one channel a block). */
+#ifndef WOL_SHORT_ROW
+#define WOL_SHORT_ROW 256
 #endif
 
 /* weight kinds (the kernel's `kind` argument) */
@@ -200,7 +210,10 @@ INLINE void byte_block(const float *restrict x, const int8_t *restrict q, const 
 INLINE void i4_block(const float *restrict x, const int8_t *restrict q, const float *restrict scale, int64_t n,
                      int64_t k, int64_t gs, int grouped, int64_t p, const int P, float *restrict res) {
     float tail[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#ifdef WOL_AVX2
+#ifdef WOL_AVX512
+    __m512 tot[4]; /* the channel's scaled sum, reduced once at the end */
+    for (int c = 0; c < 2 * P; c++) tot[c] = _mm512_setzero_ps();
+#elif defined(WOL_AVX2)
     __m256 tot[4];
     for (int c = 0; c < 2 * P; c++) tot[c] = _mm256_setzero_ps();
 #endif
@@ -211,6 +224,25 @@ INLINE void i4_block(const float *restrict x, const int8_t *restrict q, const fl
 #ifdef WOL_AVX2
         __m256 a[4];
         for (int c = 0; c < 2 * P; c++) a[c] = _mm256_setzero_ps();
+#ifdef WOL_AVX512
+        __m512 a5[4], b5[4]; /* 32 packed bytes a step: two chains a channel */
+        for (int c = 0; c < 2 * P; c++) a5[c] = b5[c] = _mm512_setzero_ps();
+        for (; t + 32 <= hi; t += 32) {
+            const __m512 x0 = _mm512_loadu_ps(x + t), x1 = _mm512_loadu_ps(x + t + 16);
+            for (int c = 0; c < P; c++) {
+                const int8_t *w = q + c * k + t;
+                _mm_prefetch((const char *)(w + PREFETCH), _MM_HINT_T0);
+                const __m512i v0 = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)w));
+                const __m512i v1 = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(w + 16)));
+                a5[2 * c] = _mm512_fmadd_ps(x0, _mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(v0, 28), 28)),
+                                            a5[2 * c]);
+                a5[2 * c + 1] = _mm512_fmadd_ps(x0, _mm512_cvtepi32_ps(_mm512_srai_epi32(v0, 4)), a5[2 * c + 1]);
+                b5[2 * c] = _mm512_fmadd_ps(x1, _mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(v1, 28), 28)),
+                                            b5[2 * c]);
+                b5[2 * c + 1] = _mm512_fmadd_ps(x1, _mm512_cvtepi32_ps(_mm512_srai_epi32(v1, 4)), b5[2 * c + 1]);
+            }
+        }
+#endif
         for (; t + 8 <= hi; t += 8) {
             const __m256 x0 = _mm256_loadu_ps(x + t);
             for (int c = 0; c < P; c++) {
@@ -244,25 +276,39 @@ INLINE void i4_block(const float *restrict x, const int8_t *restrict q, const fl
             }
         for (int c = 0; c < 2 * P; c++) {
             const float s = grouped ? scale[g * n + 2 * p + c] : 1.0f;
-#ifdef WOL_AVX2
+#ifdef WOL_AVX512
+            const __m512 sum = _mm512_add_ps(_mm512_add_ps(a5[c], b5[c]), _mm512_zextps256_ps512(a[c]));
+            tot[c] = _mm512_fmadd_ps(sum, _mm512_set1_ps(s), tot[c]);
+#elif defined(WOL_AVX2)
             tot[c] = _mm256_fmadd_ps(a[c], _mm256_set1_ps(s), tot[c]);
 #endif
             tail[c] += part[c] * s;
         }
     }
     for (int c = 0; c < 2 * P; c++) {
-#ifdef WOL_AVX2
+#ifdef WOL_AVX512
+        tail[c] += _mm512_reduce_add_ps(tot[c]);
+#elif defined(WOL_AVX2)
         tail[c] += hsum8(tot[c]);
 #endif
         res[c] = grouped ? tail[c] : tail[c] * scale[2 * p + c];
     }
 }
 
-/* Blocks b0 .. b1 - 1 of WOL_CHANNELS channels (int4: WOL_PACKED_ROWS packed rows), every row of x each. */
-static void wol_range(const float *x, const int8_t *q, const float *scale, const float *bias, float *out, int64_t m,
-                      int64_t n, int64_t k, int64_t gs, int grouped, int kind, int64_t b0, int64_t b1) {
+/* Channels a block (int4: packed rows) for rows of k bytes. */
+static int64_t per_block(int int4, int64_t k) {
+    if (k <= WOL_SHORT_ROW) return int4 ? 2 : 4;
+    return int4 ? WOL_PACKED_ROWS : WOL_CHANNELS;
+}
+
+/* Blocks b0 .. b1 - 1 of per_block() channels (int4: packed rows), every row of x each.
+ * offset (NULL: symmetric) is the zero points' term [groups, n] of an asymmetric weight and xg
+ * [m, groups] the sums of x over each group: out[i, j] += sum_g offset[g, j] * xg[i, g]. */
+static void wol_range(const float *x, const int8_t *q, const float *scale, const float *bias, const float *offset,
+                      const float *xg, int64_t groups, float *out, int64_t m, int64_t n, int64_t k, int64_t gs,
+                      int grouped, int kind, int64_t b0, int64_t b1) {
     const int int4 = kind == K_INT4;
-    const int64_t rows = int4 ? n / 2 : n, per = int4 ? WOL_PACKED_ROWS : WOL_CHANNELS;
+    const int64_t rows = int4 ? n / 2 : n, per = per_block(int4, k);
     for (int64_t blk = b0; blk < b1; blk++) {
         const int64_t r = blk * per, left = rows - r;
         const int8_t *qr = q + r * k;
@@ -272,39 +318,72 @@ static void wol_range(const float *x, const int8_t *q, const float *scale, const
             float res[4];
             const float *xi = x + i * k;
             if (kind == K_INT8) {
-                if (left >= WOL_CHANNELS)
+                if (per == 4 && left >= 4)
+                    byte_block(xi, qr, scale, n, k, gs, grouped, r, 4, K_INT8, res);
+                else if (per == WOL_CHANNELS && left >= WOL_CHANNELS)
                     byte_block(xi, qr, scale, n, k, gs, grouped, r, WOL_CHANNELS, K_INT8, res);
                 else
-                    for (int64_t c = 0; c < left; c++)
+                    for (int64_t c = 0; c < (left < per ? left : per); c++)
                         byte_block(xi, qr + c * k, scale, n, k, gs, grouped, r + c, 1, K_INT8, res + c);
             } else if (kind == K_FP8) {
-                if (left >= WOL_CHANNELS)
+                if (per == 4 && left >= 4)
+                    byte_block(xi, qr, scale, n, k, gs, grouped, r, 4, K_FP8, res);
+                else if (per == WOL_CHANNELS && left >= WOL_CHANNELS)
                     byte_block(xi, qr, scale, n, k, gs, grouped, r, WOL_CHANNELS, K_FP8, res);
                 else
-                    for (int64_t c = 0; c < left; c++)
+                    for (int64_t c = 0; c < (left < per ? left : per); c++)
                         byte_block(xi, qr + c * k, scale, n, k, gs, grouped, r + c, 1, K_FP8, res + c);
             } else {
-                if (left >= WOL_PACKED_ROWS)
+                if (per == 2 && left >= 2)
+                    i4_block(xi, qr, scale, n, k, gs, grouped, r, 2, res);
+                else if (per == WOL_PACKED_ROWS && left >= WOL_PACKED_ROWS)
                     i4_block(xi, qr, scale, n, k, gs, grouped, r, WOL_PACKED_ROWS, res);
                 else
                     i4_block(xi, qr, scale, n, k, gs, grouped, r, 1, res);
             }
             float *o = out + i * n + ch;
-            for (int64_t c = 0; c < nch; c++) o[c] = res[c] + (bias ? bias[ch + c] : 0.0f);
+            for (int64_t c = 0; c < nch; c++) {
+                float zo = 0.0f;
+                if (offset)
+                    for (int64_t g = 0; g < groups; g++) zo += offset[g * n + ch + c] * xg[i * groups + g];
+                o[c] = res[c] + zo + (bias ? bias[ch + c] : 0.0f);
+            }
         }
     }
 }
 
-void wol_f32(const float *x, const int8_t *q, const float *scale, const float *bias, float *out, int64_t m,
-             int64_t n, int64_t k, int64_t group, int64_t kind, int64_t nt) {
+/* The product (see the top of the file); offset: NULL, or the [groups, n] zero-point term of
+ * an asymmetric weight (groups = 1 for a scale per channel), added in the same pass. Returns 0,
+ * or -1 when the group sums of x could not be allocated (nothing written). */
+int wol_f32(const float *x, const int8_t *q, const float *scale, const float *bias, const float *offset, float *out,
+            int64_t m, int64_t n, int64_t k, int64_t group, int64_t kind, int64_t nt) {
     const int int4 = kind == K_INT4;
     const int grouped = group > 0;
     const int64_t gs = grouped ? group : (k > 0 ? k : 1);
-    const int64_t rows = int4 ? n / 2 : n, per = int4 ? WOL_PACKED_ROWS : WOL_CHANNELS;
+    const int64_t rows = int4 ? n / 2 : n, per = per_block(int4, k);
     const int64_t blocks = (rows + per - 1) / per;
+    const int64_t groups = (k + gs - 1) / gs;
+    float *xg = NULL;
+    if (offset) { /* each row's sum over each group, once for every channel */
+        xg = malloc(sizeof(float) * (size_t)(m * (groups > 0 ? groups : 1)));
+        if (!xg) return -1;
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t g = 0; g < groups; g++) {
+                const int64_t lo = g * gs, hi = lo + gs < k ? lo + gs : k;
+                float s = 0.0f;
+                for (int64_t t = lo; t < hi; t++) s += x[i * k + t];
+                xg[i * groups + g] = s;
+            }
+    }
     if (nt > blocks) nt = blocks;
-    if (nt < 1) nt = 1;
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
-    for (int64_t t = 0; t < nt; t++)
-        wol_range(x, q, scale, bias, out, m, n, k, gs, grouped, (int)kind, blocks * t / nt, blocks * (t + 1) / nt);
+    if (nt <= 1) /* NOTE: no parallel region at all: entering one with if(0) cost ~0.5 us a call */
+        wol_range(x, q, scale, bias, offset, xg, groups, out, m, n, k, gs, grouped, (int)kind, 0, blocks);
+    else {
+#pragma omp parallel for schedule(static) num_threads(nt)
+        for (int64_t t = 0; t < nt; t++)
+            wol_range(x, q, scale, bias, offset, xg, groups, out, m, n, k, gs, grouped, (int)kind,
+                      blocks * t / nt, blocks * (t + 1) / nt);
+    }
+    free(xg);
+    return 0;
 }
