@@ -40,9 +40,9 @@ def _fp8_gemm_operands(r: np.random.Generator) -> list[np.ndarray]:
 
 
 def quant_entries() -> list[CompositeInfo]:
-    from framework._src.ops.composites.float8 import fp8_fp8_half_gemm_fused
     from framework.nn import quant as Q
     from framework.quantization import dequantize_linear, fake_quantize_dequantize, quantize_linear
+    from framework.tensor import fp8_fp8_half_gemm_fused
 
     levels = lambda r: r.integers(-127, 128, (6, 16)).astype(np.int8)  # noqa: E731  [n, k]
     return [
