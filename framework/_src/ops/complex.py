@@ -69,7 +69,7 @@ def _not_traced(name: str) -> None:
 
 def _as_real_view(x: Tensor) -> Tensor:
     _not_traced("as_real")
-    out = Tensor._make(x._block, x._offset, (*x.shape, 2), _dt.real_of(x.dtype), x.device)
+    out = x._view((*x.shape, 2), _dt.real_of(x.dtype))
     if autograd.GRAD_ENABLED.get() and not x.stop_gradient:
         autograd.record(AS_REAL, [x], {}, [out])
     return out
@@ -77,7 +77,7 @@ def _as_real_view(x: Tensor) -> Tensor:
 
 def _as_complex_view(x: Tensor) -> Tensor:
     _not_traced("as_complex")
-    out = Tensor._make(x._block, x._offset, x.shape[:-1], _dt.complex_of(x.dtype), x.device)
+    out = x._view(x.shape[:-1], _dt.complex_of(x.dtype))
     if autograd.GRAD_ENABLED.get() and not x.stop_gradient:
         autograd.record(AS_COMPLEX, [x], {}, [out])
     return out
