@@ -651,3 +651,54 @@ def test_tensor_methods_match_paddle(sides):
         ]
 
     _check(sides, case)
+
+
+def test_random_and_creation_names_on_each_device(device):
+    """Made on the current device, with the same seeded values on every device (Philox)."""
+    R, C = framework.tensor.random, framework.tensor.creation
+    with framework.device(device):
+        g = R.gaussian([4096], mean=2.0, std=0.5, seed=11)
+        ln = R.log_normal(mean=framework.zeros([3]), std=0.1)
+        u = R.uniform_random_batch_size_like(framework.zeros([5, 2]), [1, 3], seed=4)
+        f = C.fill_constant([2], "float32", 1.5)
+        s = framework.tensor.softmax(framework.to_tensor(A))
+    for t in (g, ln, u, f, s):
+        assert str(t.device) == device, (t.device, device)
+    with framework.device("cpu"):
+        np.testing.assert_allclose(
+            g.numpy(), R.gaussian([4096], mean=2.0, std=0.5, seed=11).numpy(), rtol=1e-5
+        )
+        np.testing.assert_allclose(
+            u.numpy(),
+            R.uniform_random_batch_size_like(framework.zeros([5, 2]), [1, 3], seed=4).numpy(),
+            rtol=1e-6,
+        )
+    assert abs(g.numpy().mean() - 2.0) < 0.05 and u.shape == (5, 3) and f.tolist() == [1.5, 1.5]
+    e = np.exp(A - A.max(1, keepdims=True))
+    np.testing.assert_allclose(s.numpy(), e / e.sum(1, keepdims=True), rtol=1e-5)
+
+
+def test_inplace_forms_through_a_view_match_paddle(sides):
+    """On a view (``x.reshape``): values land in the base as in Paddle; ``t_``/``transpose_``
+    leave the base's values alone (Paddle changes only the view's strides)."""
+
+    def case(P):
+        out = []
+        for fn in (
+            lambda y: y.t_(),
+            lambda y: y.transpose_([1, 0]),
+            lambda y: y.scatter_add_(0, P.to_tensor([[0, 2]]), P.ones([1, 2])),
+            lambda y: P.tensor.search.where_(P.to_tensor(COND[:, :2].repeat(2, 0)[:3]), y, P.zeros([3, 2])),
+            lambda y: y.sinh_(),
+        ):
+            x = P.to_tensor(np.arange(6, dtype=np.float32).reshape(2, 3) * 0.25)
+            y = x.reshape([3, 2])
+            fn(y)
+            out.append([x, y])
+        x = P.to_tensor(np.arange(6, dtype=np.float32).reshape(2, 3))
+        y = x.reshape([3, 2])
+        x.t_()  # the base transposed: its view keeps its values
+        out.append([x, y])
+        return out
+
+    _check(sides, case)

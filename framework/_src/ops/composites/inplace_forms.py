@@ -7,7 +7,8 @@ value where it was used, so gradients flow as they do through the out-of-place o
 - comparisons and logical ops (``x.equal_(y)``, ``x.logical_and_(y)``): ``x`` becomes a
   **bool** tensor, as in Paddle (3.3 turns a float32 ``x`` into bool in place);
 - bitwise ops (``x.bitwise_and_(y)``): integers or bools, dtype kept;
-- ``cast_`` changes the dtype, ``t_`` and ``transpose_`` the shape;
+- ``cast_`` changes the dtype, ``t_`` and ``transpose_`` the shape (the tensor leaves the
+  views it shared storage with: their values stay, as Paddle's, whose strides change);
 - ``where_(condition, x, y)`` writes into ``x``; ``scatter_add_`` adds into ``input``.
 """
 
@@ -142,7 +143,10 @@ def t_(input: Tensor, name: str | None = None) -> Tensor:
         ((3, 1), [[1], [2], [3]])
     """
     x = tensor_arg("t_", input, "input")
-    return x if x.ndim < 2 else _t_inplace(x)
+    if x.ndim < 2:
+        return x
+    x._leave_views()  # Paddle's t_ changes the strides, not the bytes its base and views see
+    return _t_inplace(x)
 
 
 def _transpose(x: Tensor, perm: Sequence[int]) -> Tensor:
@@ -171,7 +175,9 @@ def transpose_(x: Tensor, perm: Sequence[int], name: str | None = None) -> Tenso
         >>> fw.transpose_(x, [2, 0, 1]).shape
         (4, 2, 3)
     """
-    return _transpose_inplace(tensor_arg("transpose_", x), perm)
+    x = tensor_arg("transpose_", x)
+    x._leave_views()  # Paddle's transpose_ changes the strides, not the bytes its base and views see
+    return _transpose_inplace(x, perm)
 
 
 def _where_into(x: Tensor, condition: Tensor, y: Tensor) -> Tensor:
