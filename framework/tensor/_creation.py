@@ -105,8 +105,10 @@ def create_parameter(
     is_bias: bool = False,
     default_initializer: Any = None,
 ) -> Any:
-    """A new trainable parameter (Paddle's ``paddle.create_parameter``): drawn from ``attr``'s
-    initializer, else ``default_initializer``, else Xavier-uniform (zeros for a bias).
+    """A new trainable parameter (Paddle's ``paddle.create_parameter``).
+
+    Drawn from ``attr``'s initializer, else ``default_initializer``, else Xavier-uniform (zeros
+    for a bias).
 
     Args:
         shape (list[int]): the shape.
@@ -195,5 +197,15 @@ def dtype_tensor_factory(dtype: Any) -> type:
                 f"one array, got {', '.join(type(a).__name__ for a in args)}"
             )
 
-    _DtypeTensorFactory.__name__ = _DtypeTensorFactory.__qualname__ = f"{_dt.as_dtype(dtype).name}_tensor"
+    name = _dt.as_dtype(dtype).name
+    _DtypeTensorFactory.__name__ = _DtypeTensorFactory.__qualname__ = f"{name}_tensor"
+    _DtypeTensorFactory.__doc__ = (
+        f"Makes {name} tensors (Paddle's dtype tensor classes, e.g. ``paddle.FloatTensor``): no argument, "
+        "an empty 1-d tensor; a list, its values; ints, an uninitialised tensor of that shape; an array "
+        f"or a tensor, its values as {name}.\n\n"
+        "Example:\n"
+        "    >>> import framework as fw\n"
+        "    >>> fw.LongTensor([1, 2]).dtype, fw.FloatTensor(2, 3).shape\n"
+        "    (dtype('int64'), (2, 3))\n"
+    )
     return _DtypeTensorFactory

@@ -66,8 +66,9 @@ def softmax(x: Tensor, axis: int = -1, dtype: Any = None, name: str | None = Non
 def softmax_compat(
     input: Tensor, dim: int | None = None, dtype: Any = None, *, out: Tensor | None = None
 ) -> Tensor:
-    """Softmax along ``dim`` with torch's default dim (Paddle's ``paddle.softmax``, from
-    ``paddle.tensor.compat_softmax``): without ``dim``, dim 0 of a 0-d, 1-d or 3-d tensor, else dim 1.
+    """Softmax along ``dim``, with torch's default dim (Paddle's top-level ``paddle.softmax``).
+
+    From ``paddle.tensor.compat_softmax``: without ``dim``, dim 0 of a 0-d, 1-d or 3-d tensor, else dim 1.
 
     Args:
         input (Tensor): float.

@@ -358,8 +358,9 @@ def gaussian_(
 def log_normal_sample(
     mean: float | Tensor = 1.0, std: float | Tensor = 2.0, shape: Any = None, name: str | None = None
 ) -> Tensor:
-    """``exp(n)`` for normal ``n`` of mean ``mean`` and standard deviation ``std`` (Paddle's
-    ``paddle.log_normal``; ``x.log_normal_()`` fills a tensor).
+    """Log-normal samples: ``exp(n)`` for normal ``n`` of mean ``mean`` and deviation ``std``.
+
+    Paddle's ``paddle.log_normal``; ``x.log_normal_()`` fills a tensor.
 
     Args:
         mean (float | Tensor): the mean of the underlying normal; a tensor gives one per element.
