@@ -1,6 +1,6 @@
 """``dist.parallelize`` with ``dp_config={"sharding_level": 0..3}`` (ZeRO on the auto-parallel
-core), ``ClipGradByGlobalNorm`` over pipeline stages, sequence parallelism over 2 mp ranks and
-``pp_config global_spec``: under ``oarlock launch`` on 2 and 4 ranks against one process
+core; levels 2 and 3 also under ``dist.to_static``), ``ClipGradByGlobalNorm`` over pipeline
+stages, sequence parallelism over 2 mp ranks and ``pp_config global_spec``: under ``oarlock launch`` on 2 and 4 ranks against one process
 (3 AdamW steps), with the memory per rank measured at each level; in this process, one rank
 against real Paddle's ``parallelize`` at levels 2 and 3, and the argument checks."""
 
@@ -51,17 +51,29 @@ def _zero_levels(n: int) -> dict[str, np.ndarray]:
     got = _launch("zero", n)
     for r, d in enumerate(got):
         assert (d["zero/ref_norm"] > 0.05 * 2).all()  # the clip (0.05) acted at every step
-        for tag in ("zero0", "zero1", "zero2", "zero3", "zero2_accum", "zero3_accum"):
+        for tag in ("zero0", "zero1", "zero2", "zero3", "zero2_accum", "zero3_accum", "static2", "static3"):
             assert _equal_to_one_process(d, tag, r) == {"0.weight", "0.bias", "2.weight", "2.bias"}
-        # stages 2 and 3 reduce-scatter each sharded gradient (3 steps x 4 parameters), stage 3
-        # gathers each layer's parameters before its forward (3 steps x 4)
-        assert [int(d[f"zero{lv}/reduce_scatters"]) for lv in range(4)] == [0, 0, 12, 12]
-        assert int(d["zero3/gathers"]) == 12 and int(d["zero2/gathers"]) == 0
+        # the gradients go in buckets of 16 KiB as they become final: two per backward (levels 0
+        # and 1 all-reduce them, 2 and 3 reduce-scatter them), the first sent while layer 0's
+        # gradients were still to compute (3 steps x 2 buckets)
+        assert [int(d[f"zero{lv}/buckets"]) for lv in range(4)] == [2, 2, 2, 2]
+        assert [int(d[f"zero{lv}/early"]) for lv in range(4)] == [1, 1, 1, 1]
+        assert [int(d[f"zero{lv}/reduce_scatters"]) for lv in range(4)] == [0, 0, 6, 6]
+        # stage 3 gathers each layer's parameters before its forward and again for its backward
+        # (3 steps x 4, twice), and holds one layer's whole parameters at a time (the first's)
+        assert int(d["zero3/gathers"]) == 24 and int(d["zero3/regathers"]) == 12
+        assert int(d["zero2/gathers"]) == 0
+        assert int(d["zero3/gathered_peak"]) == (64 * 256 + 256) * 4
+        # under dist.to_static the program gathers the level-3 parameters (4 gathers, and their
+        # backward: this rank's chunk of the all-reduced gradient); at level 2 the program's
+        # gradients are whole and the optimizer keeps their slices (3 steps x 4)
+        assert int(d["static3/program_gathers"]) == 2 * 4 and int(d["static2/program_gathers"]) == 0
+        assert int(d["static2/eager_gradient_slices"]) == 12
     d = got[0]
     return {
         f"{k}{lv}": int(d[f"zero{lv}/{k}"])
         for lv in range(4)
-        for k in ("allocated", "states", "grads", "params")
+        for k in ("allocated", "states", "grads", "params", "peak")
     }
 
 
@@ -77,6 +89,8 @@ def test_sharding_levels_train_as_one_process_on_2_ranks() -> None:
     assert f["grads2"] == f["grads3"] == f["grads0"] // 2
     allocated = [f[f"allocated{lv}"] for lv in range(4)]
     assert allocated == sorted(allocated, reverse=True) and len(set(allocated)) == 4, allocated
+    # the peak of forward + backward: stage 3 holds a shard and one layer's whole parameters
+    assert f["peak3"] < f["peak2"], (f["peak3"], f["peak2"])
 
 
 @needs_mpi

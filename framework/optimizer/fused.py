@@ -32,7 +32,7 @@ from .._src.tensor import Tensor, to_tensor
 from ..ir import Executor
 from ..ir import passes as _passes
 from ..jit.trace import TracingError, trace
-from .optimizer import _assign
+from .assign import _assign
 
 Work = list[tuple[dict[str, Any], list[tuple[Tensor, Tensor]]]]
 

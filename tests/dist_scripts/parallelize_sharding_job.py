@@ -7,7 +7,9 @@ over pipeline stages, sequence parallelism and ``global_spec``, each against one
           (half batches) before each step; per level the parameters, the
           per-rank optimizer-state bytes (this rank's shards of the states), the gradient and
           parameter bytes, and ``fw.device.memory_allocated`` after the step (the training's
-          tensors: parameters, gradients, states) over the baseline before the model
+          tensors: parameters, gradients, states) over the baseline before the model; the
+          peak of the last forward and backward, the gradient buckets (16 KiB) and how many
+          went before layer 0's gradients; levels 2 and 3 under ``dist.to_static``
 ``hybrid`` (4 ranks) the tiny Llama: dp 2 x mp 2 at level 2, pp 2 x dp 2 tied at level 3 with
           the clip, pp 2 x mp 2 tied at level 0 with the clip, pp 2 x dp 2 at level 2 with the
           clip, pp 2 x mp 2 (a dp axis of one rank) at levels 2 (tied) and 3; sequence parallelism on dp 2 x mp 2; a ``global_spec`` table used by both stages
@@ -33,9 +35,12 @@ import framework.distributed as dist  # noqa: E402
 from conformance.models import char_corpus  # noqa: E402
 from examples.train_tiny_llama_hybrid import batches, loss_fn  # noqa: E402
 from examples.train_tiny_llama_parallelize import TinyLlama, parallel_train, reference  # noqa: E402
+from framework.ir import print_program  # noqa: E402
 from tests.dist_scripts import _records  # noqa: E402
 
 RESHARDS = importlib.import_module("framework.distributed.auto_parallel.reshard").LOG  # every reshard run
+BUCKETS = importlib.import_module("framework.distributed.auto_parallel.grad_buckets")
+ZERO3 = importlib.import_module("framework.distributed.auto_parallel.zero3")
 out, part = sys.argv[1], sys.argv[2]
 dist.init_parallel_env()
 rank, world = dist.get_rank(), dist.get_world_size()
@@ -79,14 +84,33 @@ def mlp_train(level: int | None, micro: int = 1) -> tuple[list[float], fw.nn.Lay
     log = RESHARDS
     del log[:]
     losses, figures = [], {"norm": []}
+
+    def bucket_sends() -> int:  # the gradient buckets sent so far (one record each)
+        return sum(str(r["tensor"]).startswith("bucket of") for r in log)
+
+    early = []  # per backward: buckets already sent when layer 0's output gradient arrives
+    if level is not None:
+
+        def watch(_layer, _args, out) -> None:
+            out._local_value().register_hook(lambda g: early.append(bucket_sends()))
+
+        net[0].register_forward_post_hook(watch)
     for step in range(3):
         x, y = mlp_data(step)
         loss = 0.0
+        sent0 = bucket_sends()
+        if step == 2:  # the peaks of the last forward and backward
+            gc.collect()
+            fw.reset_peak_memory_stats()
+            ZERO3.gathered_bytes(reset=True)
         for xs, ys in zip(np.split(x, micro), np.split(y, micro)):
             label = fw.to_tensor(ys) if level is None else dist.shard_tensor(ys, mesh, [dist.Shard(0)])
             part_loss = fw.nn.functional.mse_loss(net(fw.to_tensor(xs)), label) * (1.0 / micro)
             part_loss.backward()
             loss = loss + scalar(part_loss.numpy())
+        if step == 2 and level is not None:
+            figures["peak"] = fw.device.max_memory_allocated() - base
+            figures["gathered_peak"] = ZERO3.gathered_bytes()[1]
         if level is None:
             figures["norm"].append(np.sqrt(sum(float((p.grad.numpy() ** 2).sum()) for p in net.parameters())))
         opt.step()
@@ -99,13 +123,19 @@ def mlp_train(level: int | None, micro: int = 1) -> tuple[list[float], fw.nn.Lay
             figures["grads"] = sum(nbytes(g) for g in grads if g is not None)
             # how the gradients and parameters moved: stages 2 and 3 reduce-scatter, 3 gathers
             figures["reduce_scatters"] = sum(
-                r["collective"] == "reduce_scatter(sum)"
+                r["collective"].startswith("reduce_scatter(sum)")
                 and r["why"].startswith(f"ShardingStage{level} gradient")
                 for r in log
             )
             figures["gathers"] = sum(
                 r["collective"] == "all_gather" and r["why"].startswith("ShardingStage3 gather") for r in log
             )
+            figures["regathers"] = sum(
+                r["collective"] == "all_gather" and r["why"].endswith("for backward") for r in log
+            )
+            # how many buckets the backward sent, and how many before layer 0's gradients
+            figures["buckets"] = bucket_sends() - sent0
+            figures["early"] = early[-1] - sent0
         opt.clear_grad()
         losses.append(loss)
     return losses, net, figures
@@ -113,19 +143,50 @@ def mlp_train(level: int | None, micro: int = 1) -> tuple[list[float], fw.nn.Lay
 
 ref_losses, ref_net, ref_fig = mlp_train(None) if part == "zero" else (None, None, None)
 if part == "zero":
+    # buckets of 16 KiB: the MLP's gradients (2.bias + 2.weight 32 KiB, 0.bias + 0.weight 65 KiB)
+    # go in two per backward, the first while layer 0's gradients are still to compute
+    BUCKETS.BUCKET_BYTES = 16 * 1024
     res["zero/ref_norm"] = np.array(ref_fig["norm"], "float32")
     for level in range(4):
         losses, net, fig = mlp_train(level)
         record(f"zero{level}", losses, net, ref_losses, ref_net)
-        for k in ("allocated", "states", "params", "grads", "reduce_scatters", "gathers"):
+        keys = ("allocated", "states", "params", "grads", "reduce_scatters", "gathers", "buckets", "early")
+        for k in (*keys, "regathers", "peak", "gathered_peak"):
             res[f"zero{level}/{k}"] = np.array(fig[k], "int64")
         del net
         if rank == 0:
             print(
                 f"sharding_level {level} on {world} ranks: memory_allocated {fig['allocated']} B, "
-                f"states {fig['states']} B, grads {fig['grads']} B, params {fig['params']} B",
+                f"states {fig['states']} B, grads {fig['grads']} B, params {fig['params']} B; "
+                f"peak in forward+backward {fig['peak']} B, whole gathered parameters at most "
+                f"{fig['gathered_peak']} B",
                 flush=True,
             )
+    # levels 2 and 3 under dist.to_static: forward, loss and backward one traced program
+    for level in (2, 3):
+        fw.seed(3)
+        net = fw.nn.Sequential(fw.nn.Linear(64, 256), fw.nn.Tanh(), fw.nn.Linear(256, 32))
+        opt = fw.optimizer.AdamW(
+            learning_rate=0.01, parameters=net.parameters(), grad_clip=fw.nn.ClipGradByGlobalNorm(CLIP)
+        )
+        mesh = dist.ProcessMesh(list(range(world)), dim_names=["dp"])
+        net, opt = dist.parallelize(net, opt, mesh, {"dp_config": {"sharding_level": level}})
+        dm = dist.to_static(net, None, fw.nn.functional.mse_loss, opt)
+        del RESHARDS[:]
+        losses = []
+        for step in range(3):
+            x, y = mlp_data(step)
+            xs, ys = (dist.shard_tensor(a, mesh, [dist.Shard(0)]) for a in (x, y))
+            losses.append(scalar(dm(xs, ys).numpy()))
+        record(f"static{level}", losses, net, ref_losses, ref_net)
+        text = print_program(dm.dist_main_program())
+        res[f"static{level}/program_reshards"] = np.array(text.count("op.dist_reshard"), "int64")
+        res[f"static{level}/program_gathers"] = np.array(text.count("ShardingStage3 gather"), "int64")
+        # the eager part of a step: the optimizer's (stage 2 keeps the slices of the gradients)
+        res[f"static{level}/eager_gradient_slices"] = np.array(
+            sum(r["why"].startswith("ShardingStage2 gradient") for r in RESHARDS), "int64"
+        )
+
     # two backwards before each step: the gradients add up in the slices as level 0 adds them
     # up whole (against level 0 on these ranks: Adam on one row per rank per backward moves a
     # few near-zero-gradient elements by 1e-4 from one process, at level 0 as well)

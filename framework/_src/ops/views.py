@@ -46,17 +46,15 @@ from typing import TYPE_CHECKING
 from adapter_api import OpArgumentError
 
 from .. import autograd
+from .. import dtypes as _dt
 from ..tensor import Tensor
-from . import complex as CX
 from . import creation
 from . import math as M
 from . import shape as S
-from .base import OPS, TRACER
+from .base import OPS, TRACER, OpDef
 
 if TYPE_CHECKING:
     import numpy as np
-
-    from ..opdef import OpDef
 
 
 def alias(x: Tensor) -> Tensor:
@@ -192,7 +190,7 @@ def _spliced(ob: Tensor, x: Tensor, r: Tensor) -> Tensor:
     """The base's new value: ``ob`` (its old value) with view ``x``'s place holding ``r``."""
     v = r
     if r.dtype != ob.dtype:  # an as_real / as_complex view: r in the base's dtype
-        v = CX.as_complex(S.reshape(r, (-1, 2))) if ob.dtype.kind == "c" else CX.as_real(r)
+        v = _as_complex_view(S.reshape(r, (-1, 2))) if ob.dtype.kind == "c" else _as_real_view(r)
     total, n = math.prod(ob.shape), math.prod(v.shape)
     at = x._view_rel // ob.dtype.itemsize
     if at == 0 and n == total:
@@ -216,11 +214,11 @@ def _viewed(base: Tensor, w: Tensor) -> Tensor:
     if w.dtype != base.dtype:
         n = src.shape[0]
         if base.dtype.kind == "c":
-            src = _step(CX.AS_REAL, src, (n, 2), w.dtype)
+            src = _step(AS_REAL, src, (n, 2), w.dtype)
             src = _step(S.RESHAPE, src, (2 * n,), w.dtype)
         else:
             src = _step(S.RESHAPE, src, (n // 2, 2), base.dtype)
-            src = _step(CX.AS_COMPLEX, src, (n // 2,), w.dtype)
+            src = _step(AS_COMPLEX, src, (n // 2,), w.dtype)
     at, n = w._view_rel // w.dtype.itemsize, math.prod(w.shape)
     if at or n != src.shape[0]:
         attrs = {"starts": (at,), "stops": (at + n,), "steps": (1,)}
@@ -236,3 +234,44 @@ def _step(
     t = Tensor._make(src._block, src._offset + rel, shape, dtype, src.device)
     autograd.record(op, [src], attrs or {}, [t])
     return t
+
+
+# -- the two views between a complex tensor and its float pairs (complex.py builds on them) ------------------------------------------------------------------------------
+def _g_as_real(n: autograd.Node, g: list[Tensor | None]) -> list[Tensor | None]:
+    return [_as_complex_view(g[0])]
+
+
+def _g_as_complex(n: autograd.Node, g: list[Tensor | None]) -> list[Tensor | None]:
+    return [_as_real_view(g[0])]
+
+
+AS_REAL = OPS["as_real"] = OpDef(
+    "as_real", "view", None, _g_as_real, doc="complex [...] -> its float pairs [..., 2]"
+)
+AS_COMPLEX = OPS["as_complex"] = OpDef(
+    "as_complex", "view", None, _g_as_complex, doc="float pairs [..., 2] -> complex [...]"
+)
+
+
+def _not_traced(name: str) -> None:
+    if TRACER.get() is not None:
+        raise OpArgumentError(
+            f"[{name}] complex tensors cannot be traced yet (fw.jit.to_static, the compiler): the "
+            f"program IR has no complex view; run the complex part eagerly, outside the traced function"
+        )
+
+
+def _as_real_view(x: Tensor) -> Tensor:
+    _not_traced("as_real")
+    out = x._view((*x.shape, 2), _dt.real_of(x.dtype))
+    if autograd.GRAD_ENABLED.get() and not x.stop_gradient:
+        autograd.record(AS_REAL, [x], {}, [out])
+    return out
+
+
+def _as_complex_view(x: Tensor) -> Tensor:
+    _not_traced("as_complex")
+    out = x._view(x.shape[:-1], _dt.complex_of(x.dtype))
+    if autograd.GRAD_ENABLED.get() and not x.stop_gradient:
+        autograd.record(AS_COMPLEX, [x], {}, [out])
+    return out

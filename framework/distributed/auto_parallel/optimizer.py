@@ -42,12 +42,14 @@ from typing import Any
 
 from adapter_api import OpArgumentError
 
-from ..._src.autograd import is_grad_enabled, no_grad
+from ..._src.autograd import no_grad
 from ..._src.tensor import Tensor
 from .dtensor import DistTensor, local_region
+from .grad_buckets import AFTER_BACKWARD, GradSink
 from .mesh import ProcessMesh
-from .placement import Partial, Placement, Replicate, Shard
-from .reshard import AFTER_BACKWARD, ensure_groups, reshard
+from .placement import Placement, Shard
+from .reshard import ensure_groups, reshard
+from .zero3 import shard_parameter_in_place
 
 
 def zero_placements(
@@ -127,71 +129,6 @@ class ShardingStage3(ShardingStage1):
     stage = 3
 
 
-def shard_parameter_in_place(p: DistTensor, placements: list[Placement], why: str) -> None:
-    """Lay parameter ``p`` out as ``placements`` on its mesh, the same object (its layer and
-    optimizer keep it): its storage becomes this rank's new shard, a trainable leaf."""
-    if list(placements) == list(p.placements):
-        return
-    r = reshard(p.detach(), p.process_mesh, placements, why=why)
-    local = p._local_value()
-    if local is not None:
-        new = type(local).from_tensor(r._local.clone(), trainable=not local.stop_gradient)
-        for attr in ("name", "optimize_attr", "regularizer", "need_clip"):
-            if hasattr(local, attr):
-                setattr(new, attr, getattr(local, attr))
-        p._local = new
-    p.placements = list(r.placements)
-
-
-#: stage 3: the gathered leaves of forwards whose backward has not run (kept until it ends:
-#: a gradient that reaches one whole is moved to its shard then; cleared after every backward)
-_GATHERED: list[Tensor] = []
-
-
-def gather_for_forward(p: DistTensor, axis: int | str) -> DistTensor:
-    """ZeRO 3: parameter ``p`` (sharded over mesh axis ``axis``) all-gathered over ``axis``
-    for a forward. The gathered value is a leaf of its own whose partial gradient over
-    ``axis`` is reduce-scattered onto ``p``'s shard when the backward ends (a gradient that
-    arrives whole is sliced); under ``no_grad`` it is just the gathered value."""
-    mesh = p.process_mesh
-    a = mesh.axis(axis)
-    whole = [Replicate() if i == a else q for i, q in enumerate(p.placements)]
-    with no_grad():
-        r = reshard(p.detach(), mesh, whole, why=f"ShardingStage3 gather {p.name}")
-    local = p._local_value()
-    if local is None or local.stop_gradient or not is_grad_enabled():
-        return r
-    leaf = r._local.detach()
-    leaf.stop_gradient = False
-
-    def into_shard(g: Tensor, partial: bool = True) -> None:
-        src = [Partial() if (i == a and partial) else q for i, q in enumerate(whole)]
-        d = DistTensor(g, mesh, src, p.shape, g.dtype)
-        part = reshard(d, mesh, list(p.placements), why=f"ShardingStage3 gradient of {p.name}")._local.clone()
-        own = p._local_value()
-        own.grad = part if own.grad is None else own.grad + part
-
-    if mesh.shape[a] > 1:  # (one rank on the axis: nothing is partial, the sweep slices)
-        leaf._grad_sink = (mesh.get_group(a), into_shard)
-    leaf._into_shard = into_shard
-    _GATHERED.append(leaf)
-    return DistTensor(leaf, mesh, whole, p.shape, p.dtype, p.name)
-
-
-@no_grad()
-def _gathered_grads_to_shards() -> None:
-    """After a backward: a gathered parameter's gradient that reached it whole (not partial
-    over the sharding axis) is sliced onto the shard; the gathered leaves are let go."""
-    for leaf in _GATHERED:
-        if leaf.grad is not None:
-            leaf._into_shard(leaf.grad.detach(), partial=False)
-            leaf.grad = None
-    _GATHERED.clear()
-
-
-AFTER_BACKWARD.append(lambda: _gathered_grads_to_shards)  # a module function: never collected
-
-
 class _ShardOptimizer:
     """The optimizer ``shard_optimizer`` returns for stages 1 and 2: it steps the wrapped
     optimizer on views of the parameters laid out as the states are, then writes them back.
@@ -238,20 +175,25 @@ class _ShardOptimizer:
             local = p._local_value()
             if v is p or local is None or p.process_mesh.get_dim_size(self._shard_fn.axis) == 1:
                 continue  # (one rank on the axis: nothing is partial, the sweep slices)
-            group = p.process_mesh.get_group(self._shard_fn.axis)
-            local._grad_sink = (group, lambda g, p=p, v=v: self._keep(p, v, g, partial=True))
+            a = p.process_mesh.axis(self._shard_fn.axis)
+            local._grad_sink = GradSink(
+                p.process_mesh.get_group(a),
+                v.placements[a].dim,
+                lambda part, p=p: self._keep_slice(p, part),
+                "ShardingStage2 gradient",
+            )
         AFTER_BACKWARD.append(weakref.WeakMethod(self._sweep))
 
-    def _keep(self, p: DistTensor, v: DistTensor, g: Tensor, partial: bool) -> None:
-        """Add ``g`` (this rank's partial gradient of ``p`` over the sharding axis, or with
-        ``partial=False`` its whole gradient) to the kept slice: a reduce-scatter or a slice."""
-        a = p.process_mesh.axis(self._shard_fn.axis)
-        src = [Partial() if (i == a and partial) else q for i, q in enumerate(p.placements)]
-        d = DistTensor(g, p.process_mesh, src, p.shape, g.dtype)
-        part = reshard(d, p.process_mesh, v.placements, why=f"ShardingStage2 gradient of {p.name}")._local
-        part = part.clone()  # not a view: the whole gradient is freed
+    def _keep_slice(self, p: DistTensor, part: Tensor) -> None:
+        """Add ``part`` (this rank's slice of ``p``'s gradient) to the kept slice."""
         old = self._kept.get(id(p))
         self._kept[id(p)] = part if old is None else old + part
+
+    def _keep(self, p: DistTensor, v: DistTensor, g: Tensor) -> None:
+        """Add this rank's slice of ``g`` (``p``'s whole gradient) to the kept slice."""
+        d = DistTensor(g, p.process_mesh, p.placements, p.shape, g.dtype)
+        part = reshard(d, p.process_mesh, v.placements, why=f"ShardingStage2 gradient of {p.name}")._local
+        self._keep_slice(p, part.clone())  # not a view: the whole gradient is freed
 
     @no_grad()
     def _sweep(self) -> None:
@@ -261,7 +203,7 @@ class _ShardOptimizer:
             local = p._local_value()
             if v is p or local is None or local.grad is None:
                 continue
-            self._keep(p, v, local.grad.detach(), partial=False)
+            self._keep(p, v, local.grad.detach())
             local.grad = None
 
     def grad_shard(self, p: DistTensor) -> DistTensor | None:
@@ -375,7 +317,6 @@ __all__ = [
     "ShardingStage1",
     "ShardingStage2",
     "ShardingStage3",
-    "gather_for_forward",
     "shard_optimizer",
     "zero_placements",
 ]

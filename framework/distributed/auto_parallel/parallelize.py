@@ -62,7 +62,7 @@ from adapter_api import OpArgumentError
 from ..._src.tensor import Tensor
 from .dtensor import DistTensor, shard_tensor
 from .mesh import ProcessMesh
-from .optimizer import ShardingStage1, ShardingStage2, gather_for_forward, shard_optimizer, zero_placements
+from .optimizer import ShardingStage1, ShardingStage2, shard_optimizer, zero_placements
 from .placement import Placement, Replicate, Shard
 from .plans import (
     ColWiseParallel,
@@ -80,6 +80,7 @@ from .stages import (
     _Tie,
     _to_stage,
 )
+from .zero3 import gather_for_forward, release_after_forward
 
 _MESH: list[ProcessMesh | None] = [None]
 
@@ -343,9 +344,11 @@ def _gather_params(layer: Any, _args: tuple) -> None:
             layer.__dict__[attr] = gather_for_forward(p, "dp")
 
 
-def _release_params(layer: Any, _args: tuple, _out: Any) -> None:
-    for attr in layer._parameters:
-        layer.__dict__.pop(attr, None)
+def _release_params(layer: Any, _args: tuple, out: Any) -> None:
+    """The shadows go; the whole values are dropped until the layer's backward gathers them
+    again (:func:`.zero3.release_after_forward`)."""
+    gathered = [layer.__dict__.pop(attr) for attr in layer._parameters if attr in layer.__dict__]
+    release_after_forward([g for g in gathered if isinstance(g, DistTensor)], out)
 
 
 __all__ = ["get_mesh", "parallelize", "set_mesh"]
