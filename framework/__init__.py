@@ -1034,3 +1034,36 @@ __all__ += [
     "view",
     "view_as",
 ]
+
+# Paddle's top-level names from paddle.tensor (h-names): its creation helpers, the dtype tensor
+# classes (paddle.FloatTensor...), log_normal, and paddle.softmax (compat_softmax: torch's dim)
+from ._src.ops.composites.norm import softmax_compat as softmax  # noqa: E402
+from ._src.ops.composites.random_fills import log_normal_sample as log_normal  # noqa: E402
+from .tensor._creation import create_parameter, dtype_tensor_factory  # noqa: E402
+
+BFloat16Tensor = dtype_tensor_factory("bfloat16")
+BoolTensor = dtype_tensor_factory("bool")
+ByteTensor = dtype_tensor_factory("uint8")
+CharTensor = dtype_tensor_factory("int8")
+DoubleTensor = dtype_tensor_factory("float64")
+FloatTensor = dtype_tensor_factory("float32")
+HalfTensor = dtype_tensor_factory("float16")
+IntTensor = dtype_tensor_factory("int32")
+LongTensor = dtype_tensor_factory("int64")
+ShortTensor = dtype_tensor_factory("int16")
+
+__all__ += [
+    "BFloat16Tensor",
+    "BoolTensor",
+    "ByteTensor",
+    "CharTensor",
+    "DoubleTensor",
+    "FloatTensor",
+    "HalfTensor",
+    "IntTensor",
+    "LongTensor",
+    "ShortTensor",
+    "create_parameter",
+    "log_normal",
+    "softmax",
+]

@@ -249,16 +249,16 @@ def test_view_of_a_parameter_saved_before_an_optimizer_step(fused):
     loss.backward(retain_graph=True)
     first = lin.weight.grad.numpy()
     np.testing.assert_allclose(first.ravel(), 2 * v.numpy())
+    before = v.numpy()
     opt.step()
     opt.clear_grad()
-    if fused:  # the fused step writes the weight's storage in place: the view sees it
-        with pytest.raises(
-            fw.OarlockError, match=r"input \d of 'mul' \(shape \[4\], float32\) shares storage"
-        ):
-            loss.backward()
-    else:  # the eager step rebinds the weight: the view keeps the values the graph used
+    # the step writes the weight (in place, or fused): the view sees the new values, so the
+    # graph that saved the view's old values refuses to differentiate through them
+    np.testing.assert_allclose(v.numpy(), lin.weight.numpy().ravel())
+    np.testing.assert_allclose(v.numpy(), before - 0.5 * first.ravel())  # SGD, lr 0.5
+    assert v._inplace_version() == lin.weight._inplace_version() == 1
+    with pytest.raises(fw.OarlockError, match=r"input \d of 'mul' \(shape \[4\], float32\)"):
         loss.backward()
-        np.testing.assert_allclose(lin.weight.grad.numpy(), first)
 
 
 def test_input_reshaped_in_place_after_use_keeps_its_old_shape_for_the_rule():

@@ -44,8 +44,14 @@ CASES = [  # wdt, group, k, n
     ("fp8", 48, 1005, 37),
     ("fp8", 64, 131, 6),
 ]
-#: the kernel's builds: native (AVX-512 where the CPU has it), AVX2/FMA/F16C, portable C
-PATHS = {"native": (), "avx2": ("-DWOL_NO_AVX512",), "portable": ("-DWOL_NO_AVX2",)}
+#: the kernel's builds: native (AVX-512 where the CPU has it), AVX2/FMA/F16C, portable C, and
+#: the native one reading four channels (two packed int4 rows) side by side instead of one
+PATHS = {
+    "native": (),
+    "avx2": ("-DWOL_NO_AVX512",),
+    "portable": ("-DWOL_NO_AVX2",),
+    "blocks-of-four": ("-DWOL_CHANNELS=4", "-DWOL_PACKED_ROWS=2"),
+}
 
 
 @pytest.mark.parametrize("path", list(PATHS))
@@ -126,3 +132,80 @@ def test_c_product_is_taken_and_fp8_nan_codes_fall_back_to_numpy():
     assert np.isnan(got[0, 2]) and not np.isnan(np.delete(got[0], 2)).any()
     want = x.astype(np.float64) @ dequantised(qn, s.numpy(), "fp8", -1, 40)
     np.testing.assert_allclose(np.delete(got[0], 2), np.delete(want[0], 2), rtol=1e-5, atol=1e-5)
+
+
+ZP_CASES = [("int8", -1, 100, 13), ("int8", 48, 1005, 37), ("int4", 32, 100, 14), ("int4", -1, 131, 6)]
+
+
+def with_offset(wd: np.ndarray, c: np.ndarray, group: int) -> np.ndarray:
+    """``[k, n]`` weight ``wd`` plus its group's offset row ``c[t // group]`` on each row ``t``."""
+    k = wd.shape[0]
+    g = k if group == -1 else group
+    return wd + c[np.arange(k) // g]
+
+
+@pytest.mark.parametrize("path", list(PATHS))
+@pytest.mark.parametrize("wdt,group,k,n", ZP_CASES)
+def test_zero_point_offsets_are_added_in_the_kernel(monkeypatch, wdt, group, k, n, path):
+    """``weight_offset`` (an asymmetric weight's zero points as ``[groups, n]`` floats) in the
+    C product of every build, and in numpy's above the C kernel's rows, against float64."""
+    monkeypatch.setattr(cpu_quant, "OPTIONS", PATHS[path])
+    rng = np.random.default_rng(k * n)
+    q, s = weight_quantize(
+        fw.to_tensor(rng.standard_normal((k, n)).astype(np.float32)), "weight_only_" + wdt, group_size=group
+    )
+    groups = 1 if group == -1 else s.shape[0]
+    c = (rng.standard_normal((groups, n)) * 0.1).astype(np.float32)
+    wd = with_offset(dequantised(q.numpy(), s.numpy(), wdt, group, k), c.astype(np.float64), group)
+    b = rng.standard_normal(n).astype(np.float32)
+    for rows in (1, 8, 9):
+        x = rng.standard_normal((rows, k)).astype(np.float32)
+        for bias in (None, b):
+            got = weight_only_linear(
+                fw.to_tensor(x),
+                q,
+                None if bias is None else fw.to_tensor(bias),
+                s,
+                wdt,
+                group_size=group,
+                weight_offset=fw.to_tensor(c),
+            ).numpy()
+            want = x.astype(np.float64) @ wd + (0 if bias is None else bias)
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+
+
+def test_zero_point_c_call_and_decomposition_agree(device):
+    """The C call takes the offsets (the kernel, not a second product); a device without the
+    fused kernel runs the decomposition: both as float64 numpy."""
+    rng = np.random.default_rng(11)
+    k, n, group = 96, 10, 32
+    q, s = weight_quantize(
+        fw.to_tensor(rng.standard_normal((k, n)).astype(np.float32)), "weight_only_int4", group_size=group
+    )
+    c = (rng.standard_normal((3, n)) * 0.1).astype(np.float32)
+    x = rng.standard_normal((1, k)).astype(np.float32)
+    want = x.astype(np.float64) @ with_offset(dequantised(q.numpy(), s.numpy(), "int4", group, k), c, group)
+    if device == "cpu" and cpu_quant._c_program() is not None:
+        out = np.empty((1, n), np.float32)
+        call = cpu_quant._c_call(x, q.numpy(), s.numpy(), None, out, "int4", group, c)
+        assert call is not None
+        call()
+        np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+    got = weight_only_linear(
+        fw.to_tensor(x, device=device),
+        q.to(device),
+        None,
+        s.to(device),
+        "int4",
+        group_size=group,
+        weight_offset=fw.to_tensor(c, device=device),
+    )
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_weight_offset_of_the_wrong_shape_is_named():
+    q, s = weight_quantize(fw.ones([64, 8]), "weight_only_int8", group_size=32)
+    with pytest.raises(
+        fw.OpArgumentError, match=r"\[weight_only_linear\] weight_offset must be .* \[2, 8\].* got \[1, 8\]"
+    ):
+        weight_only_linear(fw.ones([1, 64]), q, None, s, "int8", group_size=32, weight_offset=fw.ones([1, 8]))

@@ -161,7 +161,18 @@ class Node:
     since (:func:`_modified_error`).
     """
 
-    __slots__ = ("op", "inputs", "attrs", "_outs", "n_outputs", "ctx", "time", "out_versions", "__weakref__")
+    __slots__ = (
+        "op",
+        "inputs",
+        "attrs",
+        "_outs",
+        "n_outputs",
+        "ctx",
+        "time",
+        "out_versions",
+        "kept",
+        "__weakref__",
+    )
 
     def __init__(
         self, op: OpDef, inputs: list[Tensor], attrs: dict[str, Any], outputs: list[Tensor], ctx: Any = None
@@ -174,6 +185,8 @@ class Node:
         self.ctx = ctx
         self.time = Tensor._clock
         self.out_versions: list[int] | None = None
+        #: where the tensors rebound to its outputs stood before (see :meth:`rebound_output`)
+        self.kept: list[Tensor] | None = None
 
     def out(self, i: int = 0) -> Tensor:
         t = self._outs[i]()
@@ -184,12 +197,19 @@ class Node:
             raise _modified_error(self, t, f"output {i}", str(saved))
         return t
 
-    def rebound_output(self, i: int, t: Tensor) -> None:
-        """Output ``i`` is now ``t`` (an in-place update rebound ``t`` to it), at ``t``'s version."""
+    def rebound_output(self, i: int, t: Tensor, was: Tensor | None = None) -> None:
+        """Output ``i`` is now ``t`` (an in-place update rebound ``t`` to it), at ``t``'s version.
+        ``was`` is the alias of ``t``'s position before (``Tensor._earlier`` refers to it
+        weakly): the node keeps it alive where the new value does not read it (a write through a
+        view replaces the whole base), as the nodes recorded before need it in backward."""
         self._outs[i] = weakref.ref(t)
         if self.out_versions is None:
             self.out_versions = [0] * self.n_outputs
         self.out_versions[i] = t._version
+        if was is not None:
+            if self.kept is None:
+                self.kept = []
+            self.kept.append(was)
 
     def __repr__(self) -> str:
         return f"<Node {self.op.name}>"
@@ -370,6 +390,16 @@ def _topo(roots: Sequence[Tensor], stop: dict[int, Tensor] | None = None) -> lis
             )
         for t in node.inputs:
             n = t._node
+            if t._earlier is not None and t._edited_at > node.time:
+                # moved in the graph by an in-place update since: the gradient goes where it
+                # stood then (_grad_with_modified_inputs), so the walk goes there too; walking
+                # to its new node would order the walk wrongly where the update read this node
+                # (x = a * 2; v = x.reshape([-1]); v.mul_(3); the reshape node now feeds x)
+                was = _earlier_place(t, node.time)
+                if isinstance(was, Tensor):
+                    n = was._node
+                elif was is _CONSTANT:
+                    n = None
             if n is not None and id(n) not in seen and (stop is None or id(t) not in stop):
                 stack.append((n, False))
     order.reverse()

@@ -3,11 +3,20 @@
 Storage is always contiguous (row-major) with a byte offset into a caching-allocator block,
 so kernels never see strides. Reshape-like ops share storage; slicing and transposing copy
 (see docs/user-guide.md). Operators and methods are attached by ``framework._src.ops``.
+
+Views: a tensor made by a view op (``reshape``, ``flatten``, ``squeeze``, ``unsqueeze``,
+``view``, ``detach``, ``as_real``/``as_complex``) records its *base* (the tensor whose storage
+it views, never itself a view) and where in that storage it starts (:meth:`Tensor._view`); the
+base keeps weak references to its views. An in-place update never writes a block: it gives the
+updated tensor new storage (``ops.views.rebind``), so the base and every view of it are given
+the new storage together, each at its own place in it (:meth:`Tensor._view_members`). A tensor
+that is not a view and has none pays one attribute test per in-place update, nothing per op.
 """
 
 from __future__ import annotations
 
 import math
+import weakref
 from typing import Any
 
 import numpy as np
@@ -20,6 +29,8 @@ from .allocator import Block
 
 #: how many of a tensor's last in-place modifications it remembers the time of
 EDITS_KEPT = 16
+#: a view's attributes (in its ``__dict__``): a copy of the tensor does not take them
+VIEW_STATE = frozenset(("_base", "_view_rel", "_view_detached", "_views"))
 
 
 class Size(tuple):
@@ -156,6 +167,14 @@ class Tensor:
     #: (``indexing.rebind``; None: it was a constant); autograd sends a gradient recorded
     #: earlier there
     _earlier: dict[int, Any] | None = None
+    #: a view: the tensor whose storage it views (never itself a view); None: not a view
+    _base: Tensor | None = None
+    #: a view: its byte offset in its base's storage
+    _view_rel = 0
+    #: a view made by ``detach``: writes through it are not recorded by autograd
+    _view_detached = False
+    #: a base: weak references to its views (dead ones dropped now and then)
+    _views: list[Any] | None = None
 
     # -- construction (internal) --------------------------------------------------------
     @classmethod
@@ -251,9 +270,97 @@ class Tensor:
         return self._version
 
     def _reshaped(self, shape: tuple[int, ...]) -> Tensor:
-        """A tensor sharing this one's storage with another shape (no graph recorded)."""
+        """A tensor sharing this one's storage with another shape (no graph recorded, not a
+        view: for the engine's own temporaries, which nobody updates in place)."""
         t = Tensor._make(self._block, self._offset, shape, self.dtype, self.device)
         return t
+
+    # -- views --------------------------------------------------------------------------
+    def _view(
+        self, shape: tuple[int, ...], dtype: np.dtype | None = None, rel: int = 0, detached: bool = False
+    ) -> Tensor:
+        """A view of this tensor's storage: ``shape`` and ``dtype`` (default this one's),
+        starting ``rel`` bytes into it, registered with the base so in-place updates of either
+        reach the other (no graph recorded: the view op records it). ``detached``: writes
+        through it are not recorded by autograd (``detach``)."""
+        t = Tensor._make(
+            self._block, self._offset + rel, shape, self.dtype if dtype is None else dtype, self.device
+        )
+        self._adopt(t, detached)
+        return t
+
+    def _adopt(self, t: Tensor, detached: bool = False) -> None:
+        """Register ``t``, a tensor on this one's storage (``t._offset`` at or after its own), as
+        a view of this tensor's base (of this tensor, if it is not a view)."""
+        base = self._base
+        if base is None:
+            base, rel = self, t._offset - self._offset
+        elif self._block is base._block and self._offset == base._offset + self._view_rel:
+            rel = t._offset - base._offset
+        else:  # its storage was replaced another way (Layer.to): it is a base of its own now
+            self._leave_views()
+            base, rel = self, t._offset - self._offset
+        t._base = base
+        if rel:
+            t._view_rel = rel
+        if detached or self._view_detached:
+            t._view_detached = True
+        views = base._views
+        if views is None:
+            base._views = [weakref.ref(t)]
+        else:
+            n = len(views)
+            if n >= 8 and not n & (n - 1):  # at each power of two: drop the dead (amortised O(1))
+                views[:] = [r for r in views if r() is not None]
+            views.append(weakref.ref(t))
+
+    def _view_members(self) -> list[Tensor]:
+        """This base's live views that still view its storage; the others are forgotten (their
+        storage was replaced another way: they keep it, as a base of their own)."""
+        refs = self._views
+        if not refs:
+            return []
+        live, keep = [], []
+        block, offset = self._block, self._offset
+        for r in refs:
+            w = r()
+            if w is None or w._base is not self:
+                continue
+            if w._block is block and w._offset == offset + w._view_rel:
+                live.append(w)
+                keep.append(r)
+            else:
+                w._leave_views()
+        self._views = keep or None
+        return live
+
+    def _leave_views(self) -> None:
+        """Stop sharing in-place updates: a view forgets its base; a base hands its views a
+        base of their own that keeps the storage they share (they stay views of each other)."""
+        d = self.__dict__
+        if d.get("_base") is not None:
+            for k in ("_base", "_view_rel", "_view_detached"):
+                d.pop(k, None)
+            return
+        members = self._view_members()
+        self._views = None
+        if members:
+            keeper = Tensor._make(self._block, self._offset, self.shape, self.dtype, self.device)
+            keeper._views = [weakref.ref(w) for w in members]
+            for w in members:
+                w._base = keeper
+
+    def _bump_versions(self, by: str) -> None:
+        """:meth:`_bump_version` of this tensor and of every tensor sharing its storage as a
+        view (its base, their views): the values of all of them changed."""
+        base = self._base
+        if base is None and self._views is None:
+            self._bump_version(by)
+            return
+        base = self if base is None else base
+        base._bump_version(by)
+        for w in base._view_members():
+            w._bump_version(by)
 
     def native(self) -> Any:
         """The plugin's native view of this tensor (numpy array on cpu, ...)."""

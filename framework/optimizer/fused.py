@@ -32,6 +32,7 @@ from .._src.tensor import Tensor, to_tensor
 from ..ir import Executor
 from ..ir import passes as _passes
 from ..jit.trace import TracingError, trace
+from .assign import _assign
 
 Work = list[tuple[dict[str, Any], list[tuple[Tensor, Tensor]]]]
 
@@ -114,10 +115,10 @@ class FusedUpdate:
         results = ex(*inputs)  # written in place (Executor(inplace=...))
         for r, t in zip(results, written):  # the outputs' order (_build: ``outs``)
             if r is not t:  # an input given twice (checked by the executor) cannot be in place
-                t._block, t._offset, t._nv = r._block, r._offset, None
-            t._bump_version("the optimizer's step")
-            if r is t:  # written in place: views of it see the new values too
-                t._block.written_at = Tensor._clock
+                _assign(t, r)
+                continue
+            t._bump_versions("the optimizer's step")  # its views' too: they see the new values
+            t._block.written_at = Tensor._clock  # written in place: so does any tensor on the block
         self.last = ex
         return True
 

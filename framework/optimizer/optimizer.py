@@ -24,16 +24,8 @@ from .._src.ops import math as M
 from .._src.tensor import Tensor, to_tensor
 from ..jit import train_step as _jit_step
 from ..regularizer import L2Decay, WeightDecayRegularizer
+from .assign import _assign
 from .lr import LRScheduler
-
-
-def _assign(p: Tensor, value: Tensor) -> None:
-    """Point parameter ``p`` at ``value``'s storage (the object, and so every reference to
-    it, stays the same)."""
-    if value.dtype != p.dtype:
-        value = M.cast(value, p.dtype)
-    p._block, p._offset, p._nv = value._block, value._offset, None
-    p._bump_version("the optimizer's step")
 
 
 class Optimizer:

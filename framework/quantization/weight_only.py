@@ -17,8 +17,9 @@
 (2^b - 1)`` and an integer zero point ``z = round(-lo / s)``; the weight keeps
 ``q = u - 2^(b-1)`` (so the packed int4 / int8 bytes and the ``weight_only_linear`` kernels are
 the symmetric ones) and ``w = s * q + c`` with a float offset ``c = s * (2^(b-1) - z)`` per
-group and channel: :class:`AsymmetricWeightOnlyLinear` adds ``(x @ E) @ c`` (``E`` the
-``[k, groups]`` 0/1 matrix of which input row is in which group) to the symmetric product.
+group and channel: :class:`AsymmetricWeightOnlyLinear` passes ``c`` to
+``weight_only_linear`` as ``weight_offset`` (the cpu kernel adds each group's sum of ``x``
+times ``c`` in the product's pass; the decomposition adds it by one small product).
 Symmetric values are ``round(w / s)`` with halves away from zero, clipped to ``+-qmax``
 (``qmax`` 7 or 127), as ``weight_quantize`` writes them.
 """
@@ -207,9 +208,10 @@ def pack_int4_numpy(q: np.ndarray) -> np.ndarray:
 
 class AsymmetricWeightOnlyLinear(WeightOnlyLinear):
     """A :class:`~framework.nn.quant.WeightOnlyLinear` with a zero point per group: the stored
-    integers ``q = u - 2^(b-1)`` run through ``weight_only_linear`` as symmetric ones and
-    ``(x @ E) @ c`` adds the offsets (``E`` ``[k, groups]``: 1 where input row ``t`` is in the
-    group, ``c`` ``[groups, n]``). Build it with ``weight_only_quantize(..., asymmetric=True)``.
+    integers ``q = u - 2^(b-1)`` and the offsets ``c = (2^(b-1) - z) * s`` ``[groups, n]`` run
+    through one ``weight_only_linear`` (``weight_offset=c``: the cpu kernel adds each group's
+    sum of ``x`` times ``c`` in the product's pass). Build it with
+    ``weight_only_quantize(..., asymmetric=True)``.
 
     Example:
         >>> import framework as fw
@@ -220,10 +222,15 @@ class AsymmetricWeightOnlyLinear(WeightOnlyLinear):
     """
 
     def forward(self, x: Tensor) -> Tensor:
-        y = weight_only_linear(
-            x, self.weight, self.bias, self.weight_scale, self.weight_dtype, group_size=self.group_size
+        return weight_only_linear(
+            x,
+            self.weight,
+            self.bias,
+            self.weight_scale,
+            self.weight_dtype,
+            group_size=self.group_size,
+            weight_offset=self.weight_offset,
         )
-        return y + (x @ self.group_rows) @ self.weight_offset
 
 
 def quantized_linear(
@@ -248,11 +255,6 @@ def quantized_linear(
     layer.weight_scale = to_tensor((s[0] if group_size == -1 else s).astype(dt), device=dev)
     if asymmetric:
         assert c is not None
-        k = w.shape[0]
-        rows = np.zeros((k, c.shape[0]), dt)
-        for g, (lo, hi) in enumerate(_group_bounds(k, group_size)):
-            rows[lo:hi, g] = 1.0
-        layer.register_buffer("group_rows", to_tensor(rows, device=dev))
         layer.register_buffer("weight_offset", to_tensor(c.astype(dt), device=dev))
     return layer
 

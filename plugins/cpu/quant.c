@@ -4,11 +4,16 @@
  * four: what a memory-bound decoding step at batch 1 needs. q is [n, k] int8 or float8
  * codes, or [n / 2, k] with channel 2r in the low nibble of row r and 2r + 1 in the high one
  * (two's complement); scale is [n] (group <= 0) or [ceil(k / group), n]. `kind` says which:
- * 0 int8, 1 int4, 2 fp8.
+ * 0 int8, 1 int4, 2 fp8. An asymmetric weight's zero points come as offset [groups, n] (the
+ * float term (2^(b-1) - zero) * scale of each group): out[i, j] += sum_g offset[g, j] * (x[i]
+ * summed over group g), the group sums made once a call, the term added in the same pass.
  *
- * The weights stream once: a block of four channels (four byte rows, or two packed int4 rows)
+ * The weights stream once, one channel (byte row, or packed int4 row) after the other: a row
  * is widened to float in registers and multiplied into every row of x while it sits in L1
- * (fp32 products and sums); nothing is written but out. int8 widens by sign extension and a
+ * (fp32 products and sums); nothing is written but out. NOTE: one row at a time, with a
+ * software prefetch PREFETCH bytes ahead, reads the weights as one sequential stream: four
+ * rows read side by side (the earlier layout of this loop, -DWOL_CHANNELS=4) streamed 8-9 G
+ * int8 weights/s from memory on a Zen 4, one row 15 (one thread; float32 BLAS's GEMV 23 GB/s). int8 widens by sign extension and a
  * convert; float8 by a shift and a mask into float16 (its value / 256, exact) and the F16C /
  * AVX-512 half-to-float convert, the 256 folded into the scale. A group's partial products
  * stay in vector accumulators and are scaled once at the group's end (an FMA per group and
@@ -18,17 +23,18 @@
  * group), AVX2/FMA/F16C (32, 8), and a portable omp simd loop; -DWOL_NO_AVX512 / -DWOL_NO_AVX2
  * force the narrower ones (the tests run each). Leftover weights of a group (its length not a
  * multiple of 8) and channels (n not a multiple of the block) take scalar / one-channel paths;
- * int4 has the AVX2 and portable loops. The channel blocks are cut into nt contiguous ranges
+ * int4 has the AVX-512 (32 packed bytes a step), AVX2 and portable loops. The channels are cut into nt contiguous ranges
  * for the OpenMP team (the one the generated kernels and split products use): nt = 1 for
  * weights too small to pay for a second thread.
  */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__) && !defined(WOL_NO_AVX2)
 #include <immintrin.h>
 #define WOL_AVX2 1
 #ifndef PREFETCH
-#define PREFETCH 512 /* bytes ahead in each channel's row */
+#define PREFETCH 2048 /* bytes ahead in the weight stream */
 #endif
 #if defined(__AVX512F__) && defined(__AVX512BW__) && !defined(WOL_NO_AVX512)
 #define WOL_AVX512 1
@@ -36,6 +42,23 @@
 #endif
 
 #define INLINE static inline __attribute__((always_inline))
+
+/* Channels a block (byte kinds) and packed rows a block (int4): one by default, so the
+ * weights are read as one sequential stream (four rows read side by side streamed at less
+ * than half the bandwidth: the prefetchers follow one stream, not four; see quant.py). */
+#ifndef WOL_CHANNELS
+#define WOL_CHANNELS 1
+#endif
+#ifndef WOL_PACKED_ROWS
+#define WOL_PACKED_ROWS 1
+#endif
+/* Rows of at most this many bytes go four channels (two packed int4 rows) a block whatever
+ * the two above say: four such rows lie within 1 KiB (one stream still), and a block shares
+ * the loads of x and the loop's end among four channels (the tiny Llama's 64-wide rows ran
+ * at 0.7x float32's BLAS one channel a block). */
+#ifndef WOL_SHORT_ROW
+#define WOL_SHORT_ROW 256
+#endif
 
 /* weight kinds (the kernel's `kind` argument) */
 enum { K_INT8 = 0, K_INT4 = 1, K_FP8 = 2 };
@@ -102,7 +125,10 @@ INLINE void byte_block(const float *restrict x, const int8_t *restrict q, const 
                        float *restrict res) {
     float tail[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     const float unit = kind == K_FP8 ? FP8_UNIT : 1.0f;
-#ifdef WOL_AVX2
+#ifdef WOL_AVX512
+    __m512 tot[4]; /* the channel's scaled sum, reduced once at the end */
+    for (int c = 0; c < C; c++) tot[c] = _mm512_setzero_ps();
+#elif defined(WOL_AVX2)
     __m256 tot[4];
     for (int c = 0; c < C; c++) tot[c] = _mm256_setzero_ps();
 #endif
@@ -114,24 +140,18 @@ INLINE void byte_block(const float *restrict x, const int8_t *restrict q, const 
         __m256 a[4], b[4];
         for (int c = 0; c < C; c++) a[c] = b[c] = _mm256_setzero_ps();
 #ifdef WOL_AVX512
-        if (hi - t >= 64) {
-            __m512 a5[4], b5[4];
-            for (int c = 0; c < C; c++) a5[c] = b5[c] = _mm512_setzero_ps();
-            for (; t + 64 <= hi; t += 64) {
-                const __m512 x0 = _mm512_loadu_ps(x + t), x1 = _mm512_loadu_ps(x + t + 16);
-                const __m512 x2 = _mm512_loadu_ps(x + t + 32), x3 = _mm512_loadu_ps(x + t + 48);
-                for (int c = 0; c < C; c++) {
-                    const int8_t *w = q + c * k + t;
-                    _mm_prefetch((const char *)(w + PREFETCH), _MM_HINT_T0);
-                    a5[c] = _mm512_fmadd_ps(x0, w16(w, kind), a5[c]);
-                    b5[c] = _mm512_fmadd_ps(x1, w16(w + 16, kind), b5[c]);
-                    a5[c] = _mm512_fmadd_ps(x2, w16(w + 32, kind), a5[c]);
-                    b5[c] = _mm512_fmadd_ps(x3, w16(w + 48, kind), b5[c]);
-                }
-            }
-            for (int c = 0; c < C; c++) { /* fold the 512-bit sums into the 256-bit ones */
-                const __m512 s5 = _mm512_add_ps(a5[c], b5[c]);
-                a[c] = _mm256_add_ps(_mm512_castps512_ps256(s5), _mm512_extractf32x8_ps(s5, 1));
+        __m512 a5[4], b5[4], c5[4], d5[4]; /* four chains a channel: the FMA latency hidden */
+        for (int c = 0; c < C; c++) a5[c] = b5[c] = c5[c] = d5[c] = _mm512_setzero_ps();
+        for (; t + 64 <= hi; t += 64) {
+            const __m512 x0 = _mm512_loadu_ps(x + t), x1 = _mm512_loadu_ps(x + t + 16);
+            const __m512 x2 = _mm512_loadu_ps(x + t + 32), x3 = _mm512_loadu_ps(x + t + 48);
+            for (int c = 0; c < C; c++) {
+                const int8_t *w = q + c * k + t;
+                _mm_prefetch((const char *)(w + PREFETCH), _MM_HINT_T0);
+                a5[c] = _mm512_fmadd_ps(x0, w16(w, kind), a5[c]);
+                b5[c] = _mm512_fmadd_ps(x1, w16(w + 16, kind), b5[c]);
+                c5[c] = _mm512_fmadd_ps(x2, w16(w + 32, kind), c5[c]);
+                d5[c] = _mm512_fmadd_ps(x3, w16(w + 48, kind), d5[c]);
             }
         }
 #endif
@@ -165,14 +185,20 @@ INLINE void byte_block(const float *restrict x, const int8_t *restrict q, const 
             for (int c = 0; c < C; c++) part[c] += x[t] * byte_val(q[c * k + t], kind);
         for (int c = 0; c < C; c++) {
             const float s = grouped ? scale[g * n + r + c] : 1.0f;
-#ifdef WOL_AVX2
+#ifdef WOL_AVX512
+            const __m512 s5 = _mm512_add_ps(_mm512_add_ps(a5[c], b5[c]), _mm512_add_ps(c5[c], d5[c]));
+            const __m512 ab = _mm512_zextps256_ps512(_mm256_add_ps(a[c], b[c]));
+            tot[c] = _mm512_fmadd_ps(_mm512_add_ps(s5, ab), _mm512_set1_ps(s * unit), tot[c]);
+#elif defined(WOL_AVX2)
             tot[c] = _mm256_fmadd_ps(_mm256_add_ps(a[c], b[c]), _mm256_set1_ps(s * unit), tot[c]);
 #endif
             tail[c] += part[c] * s;
         }
     }
     for (int c = 0; c < C; c++) {
-#ifdef WOL_AVX2
+#ifdef WOL_AVX512
+        tail[c] += _mm512_reduce_add_ps(tot[c]);
+#elif defined(WOL_AVX2)
         tail[c] += hsum8(tot[c]);
 #endif
         res[c] = grouped ? tail[c] : tail[c] * scale[r + c];
@@ -184,7 +210,10 @@ INLINE void byte_block(const float *restrict x, const int8_t *restrict q, const 
 INLINE void i4_block(const float *restrict x, const int8_t *restrict q, const float *restrict scale, int64_t n,
                      int64_t k, int64_t gs, int grouped, int64_t p, const int P, float *restrict res) {
     float tail[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#ifdef WOL_AVX2
+#ifdef WOL_AVX512
+    __m512 tot[4]; /* the channel's scaled sum, reduced once at the end */
+    for (int c = 0; c < 2 * P; c++) tot[c] = _mm512_setzero_ps();
+#elif defined(WOL_AVX2)
     __m256 tot[4];
     for (int c = 0; c < 2 * P; c++) tot[c] = _mm256_setzero_ps();
 #endif
@@ -195,6 +224,25 @@ INLINE void i4_block(const float *restrict x, const int8_t *restrict q, const fl
 #ifdef WOL_AVX2
         __m256 a[4];
         for (int c = 0; c < 2 * P; c++) a[c] = _mm256_setzero_ps();
+#ifdef WOL_AVX512
+        __m512 a5[4], b5[4]; /* 32 packed bytes a step: two chains a channel */
+        for (int c = 0; c < 2 * P; c++) a5[c] = b5[c] = _mm512_setzero_ps();
+        for (; t + 32 <= hi; t += 32) {
+            const __m512 x0 = _mm512_loadu_ps(x + t), x1 = _mm512_loadu_ps(x + t + 16);
+            for (int c = 0; c < P; c++) {
+                const int8_t *w = q + c * k + t;
+                _mm_prefetch((const char *)(w + PREFETCH), _MM_HINT_T0);
+                const __m512i v0 = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)w));
+                const __m512i v1 = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(w + 16)));
+                a5[2 * c] = _mm512_fmadd_ps(x0, _mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(v0, 28), 28)),
+                                            a5[2 * c]);
+                a5[2 * c + 1] = _mm512_fmadd_ps(x0, _mm512_cvtepi32_ps(_mm512_srai_epi32(v0, 4)), a5[2 * c + 1]);
+                b5[2 * c] = _mm512_fmadd_ps(x1, _mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(v1, 28), 28)),
+                                            b5[2 * c]);
+                b5[2 * c + 1] = _mm512_fmadd_ps(x1, _mm512_cvtepi32_ps(_mm512_srai_epi32(v1, 4)), b5[2 * c + 1]);
+            }
+        }
+#endif
         for (; t + 8 <= hi; t += 8) {
             const __m256 x0 = _mm256_loadu_ps(x + t);
             for (int c = 0; c < P; c++) {
@@ -228,25 +276,39 @@ INLINE void i4_block(const float *restrict x, const int8_t *restrict q, const fl
             }
         for (int c = 0; c < 2 * P; c++) {
             const float s = grouped ? scale[g * n + 2 * p + c] : 1.0f;
-#ifdef WOL_AVX2
+#ifdef WOL_AVX512
+            const __m512 sum = _mm512_add_ps(_mm512_add_ps(a5[c], b5[c]), _mm512_zextps256_ps512(a[c]));
+            tot[c] = _mm512_fmadd_ps(sum, _mm512_set1_ps(s), tot[c]);
+#elif defined(WOL_AVX2)
             tot[c] = _mm256_fmadd_ps(a[c], _mm256_set1_ps(s), tot[c]);
 #endif
             tail[c] += part[c] * s;
         }
     }
     for (int c = 0; c < 2 * P; c++) {
-#ifdef WOL_AVX2
+#ifdef WOL_AVX512
+        tail[c] += _mm512_reduce_add_ps(tot[c]);
+#elif defined(WOL_AVX2)
         tail[c] += hsum8(tot[c]);
 #endif
         res[c] = grouped ? tail[c] : tail[c] * scale[2 * p + c];
     }
 }
 
-/* Blocks b0 .. b1 - 1 of four channels (int4: two packed rows), every row of x each. */
-static void wol_range(const float *x, const int8_t *q, const float *scale, const float *bias, float *out, int64_t m,
-                      int64_t n, int64_t k, int64_t gs, int grouped, int kind, int64_t b0, int64_t b1) {
+/* Channels a block (int4: packed rows) for rows of k bytes. */
+static int64_t per_block(int int4, int64_t k) {
+    if (k <= WOL_SHORT_ROW) return int4 ? 2 : 4;
+    return int4 ? WOL_PACKED_ROWS : WOL_CHANNELS;
+}
+
+/* Blocks b0 .. b1 - 1 of per_block() channels (int4: packed rows), every row of x each.
+ * offset (NULL: symmetric) is the zero points' term [groups, n] of an asymmetric weight and xg
+ * [m, groups] the sums of x over each group: out[i, j] += sum_g offset[g, j] * xg[i, g]. */
+static void wol_range(const float *x, const int8_t *q, const float *scale, const float *bias, const float *offset,
+                      const float *xg, int64_t groups, float *out, int64_t m, int64_t n, int64_t k, int64_t gs,
+                      int grouped, int kind, int64_t b0, int64_t b1) {
     const int int4 = kind == K_INT4;
-    const int64_t rows = int4 ? n / 2 : n, per = int4 ? 2 : 4;
+    const int64_t rows = int4 ? n / 2 : n, per = per_block(int4, k);
     for (int64_t blk = b0; blk < b1; blk++) {
         const int64_t r = blk * per, left = rows - r;
         const int8_t *qr = q + r * k;
@@ -256,39 +318,72 @@ static void wol_range(const float *x, const int8_t *q, const float *scale, const
             float res[4];
             const float *xi = x + i * k;
             if (kind == K_INT8) {
-                if (left >= 4)
+                if (per == 4 && left >= 4)
                     byte_block(xi, qr, scale, n, k, gs, grouped, r, 4, K_INT8, res);
+                else if (per == WOL_CHANNELS && left >= WOL_CHANNELS)
+                    byte_block(xi, qr, scale, n, k, gs, grouped, r, WOL_CHANNELS, K_INT8, res);
                 else
-                    for (int64_t c = 0; c < left; c++)
+                    for (int64_t c = 0; c < (left < per ? left : per); c++)
                         byte_block(xi, qr + c * k, scale, n, k, gs, grouped, r + c, 1, K_INT8, res + c);
             } else if (kind == K_FP8) {
-                if (left >= 4)
+                if (per == 4 && left >= 4)
                     byte_block(xi, qr, scale, n, k, gs, grouped, r, 4, K_FP8, res);
+                else if (per == WOL_CHANNELS && left >= WOL_CHANNELS)
+                    byte_block(xi, qr, scale, n, k, gs, grouped, r, WOL_CHANNELS, K_FP8, res);
                 else
-                    for (int64_t c = 0; c < left; c++)
+                    for (int64_t c = 0; c < (left < per ? left : per); c++)
                         byte_block(xi, qr + c * k, scale, n, k, gs, grouped, r + c, 1, K_FP8, res + c);
             } else {
-                if (left >= 2)
+                if (per == 2 && left >= 2)
                     i4_block(xi, qr, scale, n, k, gs, grouped, r, 2, res);
+                else if (per == WOL_PACKED_ROWS && left >= WOL_PACKED_ROWS)
+                    i4_block(xi, qr, scale, n, k, gs, grouped, r, WOL_PACKED_ROWS, res);
                 else
                     i4_block(xi, qr, scale, n, k, gs, grouped, r, 1, res);
             }
             float *o = out + i * n + ch;
-            for (int64_t c = 0; c < nch; c++) o[c] = res[c] + (bias ? bias[ch + c] : 0.0f);
+            for (int64_t c = 0; c < nch; c++) {
+                float zo = 0.0f;
+                if (offset)
+                    for (int64_t g = 0; g < groups; g++) zo += offset[g * n + ch + c] * xg[i * groups + g];
+                o[c] = res[c] + zo + (bias ? bias[ch + c] : 0.0f);
+            }
         }
     }
 }
 
-void wol_f32(const float *x, const int8_t *q, const float *scale, const float *bias, float *out, int64_t m,
-             int64_t n, int64_t k, int64_t group, int64_t kind, int64_t nt) {
+/* The product (see the top of the file); offset: NULL, or the [groups, n] zero-point term of
+ * an asymmetric weight (groups = 1 for a scale per channel), added in the same pass. Returns 0,
+ * or -1 when the group sums of x could not be allocated (nothing written). */
+int wol_f32(const float *x, const int8_t *q, const float *scale, const float *bias, const float *offset, float *out,
+            int64_t m, int64_t n, int64_t k, int64_t group, int64_t kind, int64_t nt) {
     const int int4 = kind == K_INT4;
     const int grouped = group > 0;
     const int64_t gs = grouped ? group : (k > 0 ? k : 1);
-    const int64_t rows = int4 ? n / 2 : n, per = int4 ? 2 : 4;
+    const int64_t rows = int4 ? n / 2 : n, per = per_block(int4, k);
     const int64_t blocks = (rows + per - 1) / per;
+    const int64_t groups = (k + gs - 1) / gs;
+    float *xg = NULL;
+    if (offset) { /* each row's sum over each group, once for every channel */
+        xg = malloc(sizeof(float) * (size_t)(m * (groups > 0 ? groups : 1)));
+        if (!xg) return -1;
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t g = 0; g < groups; g++) {
+                const int64_t lo = g * gs, hi = lo + gs < k ? lo + gs : k;
+                float s = 0.0f;
+                for (int64_t t = lo; t < hi; t++) s += x[i * k + t];
+                xg[i * groups + g] = s;
+            }
+    }
     if (nt > blocks) nt = blocks;
-    if (nt < 1) nt = 1;
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
-    for (int64_t t = 0; t < nt; t++)
-        wol_range(x, q, scale, bias, out, m, n, k, gs, grouped, (int)kind, blocks * t / nt, blocks * (t + 1) / nt);
+    if (nt <= 1) /* NOTE: no parallel region at all: entering one with if(0) cost ~0.5 us a call */
+        wol_range(x, q, scale, bias, offset, xg, groups, out, m, n, k, gs, grouped, (int)kind, 0, blocks);
+    else {
+#pragma omp parallel for schedule(static) num_threads(nt)
+        for (int64_t t = 0; t < nt; t++)
+            wol_range(x, q, scale, bias, offset, xg, groups, out, m, n, k, gs, grouped, (int)kind,
+                      blocks * t / nt, blocks * (t + 1) / nt);
+    }
+    free(xg);
+    return 0;
 }

@@ -47,9 +47,11 @@ def weight_only_linear_numpy(
     bias: np.ndarray | None,
     weight_dtype: str,
     group_size: int,
+    offset: np.ndarray | None = None,
 ) -> np.ndarray:
     """The product for ``x`` ``[..., k]``, ``q`` int8 ``[n, k]`` (int4: ``[n / 2, k]``; fp8:
-    float8_e4m3fn ``[n, k]``, widened exactly by a lookup table)."""
+    float8_e4m3fn ``[n, k]``, widened exactly by a lookup table); ``offset`` ``[groups, n]``:
+    an asymmetric weight's zero-point term, ``x``'s sums over each group times it."""
     if weight_dtype == "fp8":
         from .kernels import widen_float8
 
@@ -70,6 +72,12 @@ def weight_only_linear_numpy(
             "mgk,ngk->mgn", x2.reshape(-1, g, group_size), w.reshape(n, g, group_size).astype(x.dtype)
         )
         y = np.einsum("mgn,gn->mn", parts, scale.astype(x.dtype))
+    if offset is not None:
+        gs = k if group_size == -1 else group_size
+        g = offset.shape[0]
+        xs = x.reshape(-1, k)
+        sums = np.stack([xs[:, j * gs : (j + 1) * gs].sum(1) for j in range(g)], 1)
+        y = y + sums @ offset.astype(x.dtype)
     if bias is not None:
         y += bias
     return y.reshape(x.shape[:-1] + (n,))
@@ -107,10 +115,18 @@ def _fp8_nan(q: np.ndarray) -> bool:
 
 
 def _c_call(
-    x: np.ndarray, q: np.ndarray, scale: np.ndarray, bias: Any, out: np.ndarray, weight_dtype: str, group: int
+    x: np.ndarray,
+    q: np.ndarray,
+    scale: np.ndarray,
+    bias: Any,
+    out: np.ndarray,
+    weight_dtype: str,
+    group: int,
+    offset: np.ndarray | None = None,
 ) -> Any:
     """The C kernel as a zero-argument call (the pointers cast once) on float32 contiguous
-    operands of at most :data:`C_ROWS` rows, or None where it does not apply."""
+    operands of at most :data:`C_ROWS` rows, or None where it does not apply. ``offset``: an
+    asymmetric weight's zero-point term ``[groups, n]`` (added in the same call)."""
     k = x.shape[-1]
     m = x.size // k if k else 0
     if (
@@ -120,6 +136,7 @@ def _c_call(
         or scale.dtype != np.float32
         or out.dtype != np.float32
         or not all(a.flags.c_contiguous for a in (x, q, scale, out))
+        or (offset is not None and (offset.dtype != np.float32 or not offset.flags.c_contiguous))
         or (weight_dtype == "fp8" and _fp8_nan(q))
     ):
         return None
@@ -130,47 +147,59 @@ def _c_call(
     if bias is not None and (bias.dtype != np.float32 or not bias.flags.c_contiguous):
         bias = np.ascontiguousarray(bias, np.float32)
     b = ffi.NULL if bias is None else pointer(ffi, bias)
+    z = ffi.NULL if offset is None else pointer(ffi, offset)
     n = out.shape[-1]
     nt = threads.team_threads(q.nbytes, PER_THREAD)
     q = q.view(np.int8)  # float8 codes as bytes
-    ptrs = (pointer(ffi, x), pointer(ffi, q), pointer(ffi, scale), b, pointer(ffi, out))
+    ptrs = (pointer(ffi, x), pointer(ffi, q), pointer(ffi, scale), b, z, pointer(ffi, out))
     call = functools.partial(prog.fn, *ptrs, m, n, k, group, _KIND[weight_dtype], nt)
-    call.keep = (x, q, scale, bias, out)  # type: ignore[attr-defined]  # what the pointers point into
-    return call
+    call.keep = (x, q, scale, bias, offset, out)  # type: ignore[attr-defined]  # what the pointers point into
+    if offset is None:
+        return call  # returns 0: nothing to allocate
+
+    def checked() -> None:
+        if call() != 0:
+            raise MemoryError(
+                f"[weight_only_linear] no memory for the {m} x {offset.shape[0]} group sums of x"
+            )
+
+    return checked
 
 
-def _c_product(
-    x: np.ndarray, q: np.ndarray, scale: np.ndarray, bias: Any, out: np.ndarray, weight_dtype: str, group: int
-) -> bool:
-    """The C kernel run now (:func:`_c_call`); False: not taken."""
-    call = _c_call(x, q, scale, bias, out, weight_dtype, group)
-    if call is None:
-        return False
-    call()
-    return True
+def _split(ins: list, zero_point: bool) -> tuple[Any, Any]:
+    """``(bias, offset)`` from the inputs after ``x, weight, weight_scale``."""
+    rest = ins[3:]
+    offset = rest.pop() if zero_point else None
+    return (rest[0] if rest else None), offset
 
 
-def _kernel(ctx: Any, outs: list, ins: list, weight_dtype: str, group_size: int) -> None:
+def _kernel(
+    ctx: Any, outs: list, ins: list, weight_dtype: str, group_size: int, zero_point: bool = False
+) -> None:
     x, q, scale = ins[:3]
-    bias = ins[3] if len(ins) > 3 else None
-    if not _c_product(x, q, scale, bias, outs[0], weight_dtype, group_size):
-        np.copyto(outs[0], weight_only_linear_numpy(x, q, scale, bias, weight_dtype, group_size))
+    bias, offset = _split(list(ins), zero_point)
+    call = _c_call(x, q, scale, bias, outs[0], weight_dtype, group_size, offset)
+    if call is not None:
+        call()
+    else:
+        np.copyto(outs[0], weight_only_linear_numpy(x, q, scale, bias, weight_dtype, group_size, offset))
 
 
-def _bind(ctx: Any, outs: list, ins: list, weight_dtype: str, group_size: int) -> Any:
+def _bind(
+    ctx: Any, outs: list, ins: list, weight_dtype: str, group_size: int, zero_point: bool = False
+) -> Any:
     """Static programs (and their captured graphs): the C call with its pointers cast once, so
     a decoding step replays the product alone; else the kernel with its arguments."""
     if ctx.stream is not None:
         return None
     x, q, scale = ins[:3]
-    bias = ins[3] if len(ins) > 3 else None
-    if bias is not None and (bias.dtype != np.float32 or not bias.flags.c_contiguous):
-        # a converted copy would not follow the parameter: the kernel converts it per call
-        return functools.partial(_kernel, ctx, outs, ins, weight_dtype=weight_dtype, group_size=group_size)
-    call = _c_call(x, q, scale, bias, outs[0], weight_dtype, group_size)
-    return call or functools.partial(
-        _kernel, ctx, outs, ins, weight_dtype=weight_dtype, group_size=group_size
+    bias, offset = _split(list(ins), zero_point)
+    fallback = functools.partial(
+        _kernel, ctx, outs, ins, weight_dtype=weight_dtype, group_size=group_size, zero_point=zero_point
     )
+    if bias is not None and (bias.dtype != np.float32 or not bias.flags.c_contiguous):
+        return fallback  # a converted copy would not follow the parameter: the kernel converts it per call
+    return _c_call(x, q, scale, bias, outs[0], weight_dtype, group_size, offset) or fallback
 
 
 _kernel.bind = _bind  # type: ignore[attr-defined]  # a captured graph replays the bound C call

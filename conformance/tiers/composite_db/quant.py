@@ -26,9 +26,23 @@ def _float8_operands(r: np.random.Generator) -> list[np.ndarray]:
     return [a, b, r.uniform(0.5, 2.0, (4, 1)), np.array(0.25)]
 
 
+def _gelu(v: np.ndarray) -> np.ndarray:
+    return 0.5 * v * (1 + R.erf(v / np.sqrt(2.0)))
+
+
+def _fp8_gemm_operands(r: np.random.Generator) -> list[np.ndarray]:
+    """float8 x [2, 4, 16] (e4m3fn), y [3, 16] (e5m2, used transposed) and a bias [3]."""
+    import ml_dtypes
+
+    x = r.standard_normal((2, 4, 16)).astype(ml_dtypes.float8_e4m3fn)
+    y = r.standard_normal((3, 16)).astype(ml_dtypes.float8_e5m2)
+    return [x, y, r.standard_normal(3)]
+
+
 def quant_entries() -> list[CompositeInfo]:
     from framework.nn import quant as Q
     from framework.quantization import dequantize_linear, fake_quantize_dequantize, quantize_linear
+    from framework.tensor import fp8_fp8_half_gemm_fused
 
     levels = lambda r: r.integers(-127, 128, (6, 16)).astype(np.int8)  # noqa: E731  [n, k]
     return [
@@ -81,6 +95,13 @@ def quant_entries() -> list[CompositeInfo]:
             ),
             lambda a, b, sa, sb: (a.astype(np.float64) * _f32(sa)) @ (b.astype(np.float64) * _f32(sb)),
             _float8_operands,
+            needs=_FLOAT8,
+        ),
+        CompositeInfo(
+            "fp8_fp8_half_gemm_fused",
+            lambda a, b, bias: fp8_fp8_half_gemm_fused(a, b, False, True, bias, 0.5, "float16", "gelu"),
+            lambda a, b, bias: _gelu((a.astype(np.float64) @ b.astype(np.float64).T) * 0.5 + _f32(bias)),
+            _fp8_gemm_operands,
             needs=_FLOAT8,
         ),
         CompositeInfo(

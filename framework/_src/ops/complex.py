@@ -24,7 +24,8 @@ from .. import dtypes as _dt
 from ..tensor import Tensor, to_tensor
 from . import math as M
 from . import shape as S
-from .base import OPS, TRACER, OpDef, broadcast_shapes, call, composite
+from .base import OPS, broadcast_shapes, call, composite
+from .views import AS_COMPLEX, AS_REAL, _as_complex_view, _as_real_view  # noqa: F401  (the two views' records)
 
 
 def _tensor(name: str, x: Any, what: str = "x") -> Tensor:
@@ -42,45 +43,7 @@ def _complex_input(name: str, x: Any) -> Tensor:
     return x
 
 
-# -- the two views ------------------------------------------------------------------------------
-def _g_as_real(n: autograd.Node, g: list[Tensor | None]) -> list[Tensor | None]:
-    return [_as_complex_view(g[0])]
-
-
-def _g_as_complex(n: autograd.Node, g: list[Tensor | None]) -> list[Tensor | None]:
-    return [_as_real_view(g[0])]
-
-
-AS_REAL = OPS["as_real"] = OpDef(
-    "as_real", "view", None, _g_as_real, doc="complex [...] -> its float pairs [..., 2]"
-)
-AS_COMPLEX = OPS["as_complex"] = OpDef(
-    "as_complex", "view", None, _g_as_complex, doc="float pairs [..., 2] -> complex [...]"
-)
-
-
-def _not_traced(name: str) -> None:
-    if TRACER.get() is not None:
-        raise OpArgumentError(
-            f"[{name}] complex tensors cannot be traced yet (fw.jit.to_static, the compiler): the "
-            f"program IR has no complex view; run the complex part eagerly, outside the traced function"
-        )
-
-
-def _as_real_view(x: Tensor) -> Tensor:
-    _not_traced("as_real")
-    out = Tensor._make(x._block, x._offset, (*x.shape, 2), _dt.real_of(x.dtype), x.device)
-    if autograd.GRAD_ENABLED.get() and not x.stop_gradient:
-        autograd.record(AS_REAL, [x], {}, [out])
-    return out
-
-
-def _as_complex_view(x: Tensor) -> Tensor:
-    _not_traced("as_complex")
-    out = Tensor._make(x._block, x._offset, x.shape[:-1], _dt.complex_of(x.dtype), x.device)
-    if autograd.GRAD_ENABLED.get() and not x.stop_gradient:
-        autograd.record(AS_COMPLEX, [x], {}, [out])
-    return out
+# -- the two views: as_real and as_complex live in views.py (the in-place writes below indexing use them)
 
 
 def as_real(x: Tensor, name: str | None = None) -> Tensor:

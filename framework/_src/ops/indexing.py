@@ -8,7 +8,6 @@ element indices (numpy's own indexing rules, so every numpy key works the same),
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 import numpy as np
@@ -19,9 +18,10 @@ from .. import autograd
 from .. import dtypes as _dt
 from ..tensor import Tensor, to_tensor
 from . import math as M
-from .base import OPS, TRACER, apply1
+from .base import OPS, apply1
 from .creation import arange
 from .shape import flip, slice_raw
+from .views import alias, note_write, rebind  # noqa: F401  (in-place writes; other ops import them from here)
 
 
 class IndexOutOfRangeError(OpArgumentError, IndexError):
@@ -87,15 +87,14 @@ def gather(x: Tensor, index: Any, axis: int = 0, name: str | None = None) -> Ten
                 )
             index = np.where(host < 0, host + n, host)
     idx = _index_tensor("gather", index, x.device)
-    if isinstance(index, Tensor):  # negative indices count from the end (Paddle's rule)
-        idx = M.where(idx < 0, idx + n, idx)
-    try:
-        return take_rows(x, idx, ax)
+    if not isinstance(index, Tensor):
+        return take_rows(x, idx, ax)  # wrapped and checked on the host above
+    try:  # negative indices count from the end (Paddle's rule): the kernel wraps and checks
+        return apply1(OPS["gather"], [x, idx], {"axis": ax, "wrap": True})
+    except IndexOutOfRangeError:
+        raise
     except OpArgumentError as exc:
-        raise IndexOutOfRangeError(
-            f"[gather] an index is out of range for axis {ax} of size {n}; indices must be in "
-            f"[-{n}, {n}) (the device reports, after adding {n} to negative ones: {exc})"
-        ) from None
+        raise IndexOutOfRangeError(str(exc)) from None
 
 
 def take_rows(x: Tensor, index: Tensor, axis: int) -> Tensor:
@@ -501,47 +500,6 @@ def setitem(x: Tensor, key: Any, value: Any) -> None:
     src = alias(x)
     r = scatter(src.reshape((-1,)), idx, v.reshape((-1,)), axis=0).reshape(x.shape)
     rebind(x, r, "__setitem__", src)
-
-
-def alias(x: Tensor) -> Tensor:
-    """A second tensor object for ``x``'s current value and graph position, so ``x`` itself
-    can be rebound by an in-place update without the graph referring to its new value."""
-    a = Tensor._make(x._block, x._offset, x.shape, x.dtype, x.device)
-    a.stop_gradient = x.stop_gradient
-    if x._node is not None:
-        a._node, a._out_index = x._node, x._out_index
-        x._node._outs[x._out_index] = weakref.ref(a)
-    return a
-
-
-def note_write(x: Tensor) -> None:
-    """``x`` is about to change in place: a trace in progress keeps its state (``to_static``
-    writes the change back after each run of the program)."""
-    watch = getattr(TRACER.get(), "watch", None)
-    if watch is not None:
-        watch(x)
-
-
-def rebind(x: Tensor, r: Tensor, by: str, old: Tensor | None = None) -> None:
-    """Make ``x`` hold ``r``'s storage and graph (how in-place updates work); ``by`` names the
-    update, which bumps ``x``'s version (autograd refuses values saved before it). ``old`` is
-    :func:`alias` of ``x`` taken before the update: where the graph moves on, autograd routes
-    gradients recorded for the old version to it."""
-    note_write(x)
-    x._block = r._block
-    x._offset = r._offset
-    x._nv = None
-    x.shape = r.shape
-    x.dtype = r.dtype
-    x._bump_version(by)
-    if r._node is not None:  # x moves in the graph: remember where it stood (None: a constant)
-        if x._earlier is None:
-            x._earlier = {}
-        x._earlier[x._edited_at] = weakref.ref(old) if old is not None and old._node is not None else None
-        x._node = r._node
-        x._out_index = r._out_index
-        x.stop_gradient = r.stop_gradient
-        r._node.rebound_output(r._out_index, x)
 
 
 def nonzero(x: Tensor, as_tuple: bool = False) -> Any:

@@ -10,7 +10,7 @@ from adapter_api import OpArgumentError
 from .. import autograd, dispatch
 from .. import device as _dev
 from .. import dtypes as _dt
-from ..tensor import Tensor, to_tensor
+from ..tensor import VIEW_STATE, Tensor, to_tensor
 from . import creation, indexing, shape
 from . import math as M
 from .base import OPS, OpDef, apply1
@@ -99,15 +99,20 @@ def __deepcopy__(self: Tensor, memo: dict[int, Any]) -> Tensor:
 #: what makes a tensor's value: taken from the copy, not from the original
 _STORAGE_SLOTS = ("_block", "_offset", "shape", "dtype", "device", "_nv")
 #: a tensor's attributes about its graph and in-place history: a deep copy starts afresh
-_GRAPH_STATE = frozenset(
-    ("grad", "_hooks", "_post_accumulate_hooks", "_out_index", "_retain_grad")
-    + ("_version", "_modified_by", "_edited_at", "_edit_times", "_earlier")
+_GRAPH_STATE = (
+    frozenset(
+        ("grad", "_hooks", "_post_accumulate_hooks", "_out_index", "_retain_grad")
+        + ("_version", "_modified_by", "_edited_at", "_edit_times", "_earlier")
+    )
+    | VIEW_STATE
 )
 
 
 def detach(self: Tensor) -> Tensor:
-    t = Tensor._make(self._block, self._offset, self.shape, self.dtype, self.device)
-    return t
+    """A tensor of the same values with no graph; it shares the storage (a view, as Paddle's and
+    PyTorch's: an in-place update of either changes both, and autograd does not record one
+    made through it)."""
+    return self._view(self.shape, detached=True)
 
 
 def backward(self: Tensor, grad_tensor: Tensor | None = None, retain_graph: bool = False) -> None:
@@ -148,15 +153,17 @@ def check_not_grad_leaf(x: Tensor, name: str) -> None:
         )
 
 
-def inplace(fn: Any, name: str, same_shape: bool = True) -> Any:
-    """``self.<name>(...)``: ``fn(self, ...)`` stored back into ``self`` (its dtype kept) and its
-    version bumped; the graph keeps the old value where it was used (``indexing.alias``)."""
+def inplace(fn: Any, name: str, same_shape: bool = True, keep_dtype: bool = True) -> Any:
+    """``self.<name>(...)``: ``fn(self, ...)`` stored back into ``self`` (its dtype kept, unless
+    ``keep_dtype=False``: then ``self`` takes the result's dtype, as Paddle's ``x.equal_(y)``
+    and ``x.cast_(dtype)`` do) and its version bumped; the graph keeps the old value where it
+    was used (``indexing.alias``)."""
 
     def op(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
         check_not_grad_leaf(self, name)
         old = indexing.alias(self)
         r = fn(old, *args, **kwargs)
-        if r.dtype != self.dtype:
+        if keep_dtype and r.dtype != self.dtype:
             if _dt.category(r.dtype) > _dt.category(self.dtype):
                 raise OpArgumentError(
                     f"[{name}] result type {r.dtype} cannot be stored in a {self.dtype} tensor"
@@ -197,15 +204,11 @@ def _expand_method(self: Tensor, *shape_: Any) -> Tensor:
 
 
 def _fill_(self: Tensor, value: Any, name: str = "fill_") -> Tensor:
-    """Every element becomes ``value``. In a graph (a tensor that is no leaf, grad on) the
-    result is recorded as ``where(True, value, old)``: no gradient flows to the old value."""
+    """Every element becomes ``value``. In a graph (a tensor that is no leaf, grad on) the old
+    value gets no gradient (``views.overwritten``)."""
     check_not_grad_leaf(self, name)
-    if autograd.is_grad_enabled() and not self.stop_gradient:
-        old = indexing.alias(self)
-        r = M.where(creation.full_like(old, True, dtype="bool"), creation.full_like(old, value), old)
-    else:
-        old, r = None, creation.full_like(self, value)
-    indexing.rebind(self, r, name, old)
+    old = indexing.alias(self)
+    indexing.rebind(self, creation.full_like(old, value), name, old)
     return self
 
 
@@ -226,9 +229,44 @@ def _set_value(self: Tensor, value: Any) -> Tensor:
         # NOTE: the values are copied (as Paddle's set_value does): sharing the source's storage
         # would let an in-place update of either tensor (an optimizer's step) change the other
         v = clone(v)
+    if self._base is not None or self._views is not None:  # a view, or viewed: they all see it
+        with autograd.no_grad():
+            indexing.rebind(self, v, "set_value")
+        return self
     indexing.note_write(self)
     self._block, self._offset, self._nv = v._block, v._offset, None
     self._bump_version("set_value")
+    return self
+
+
+def _copy_(self: Tensor, src: Any, blocking: bool = True) -> Tensor:
+    """Paddle's ``x.copy_(src, blocking)``: ``x`` takes ``src``'s values, and its shape as
+    Paddle's does (the same dtype: Paddle refuses another), reaching the tensors that view it.
+
+    Recorded for autograd as PyTorch's ``copy_`` (the gradient goes to ``src``, none to the old
+    value); Paddle 3.3.1 records nothing. ``blocking`` is accepted (copies are ordered here).
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.zeros([2, 3])
+        >>> x.reshape([6]).copy_(fw.arange(6, dtype="float32"), True)
+        Tensor(shape=[6], dtype=float32, device=cpu:0,
+               [0., 1., 2., 3., 4., 5.])
+        >>> x.tolist()
+        [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+    """
+    check_not_grad_leaf(self, "copy_")
+    if not isinstance(src, Tensor):
+        raise OpArgumentError(
+            f"[copy_] src must be a Tensor, got {type(src).__name__}; wrap data with fw.to_tensor"
+        )
+    if src.dtype != self.dtype:
+        raise OpArgumentError(
+            f"[copy_] src has dtype {src.dtype}, the tensor {self.dtype} (Paddle's copy_ does not cast); "
+            f"cast it first: x.copy_(src.astype('{self.dtype}'))"
+        )
+    old = indexing.alias(self)
+    indexing.rebind(self, clone(_move(src, self.device)), "copy_", old)
     return self
 
 
@@ -333,6 +371,7 @@ _METHODS: dict[str, Any] = {
     "zero_": _zero_,
     "fill_": _fill_,
     "set_value": _set_value,
+    "copy_": _copy_,
     "reshape": _reshape_method,
     "view": _reshape_method,
     "flatten": shape.flatten,

@@ -97,7 +97,7 @@ def reshape(x: Tensor, shape: Any, name: str | None = None) -> Tensor:
         return x
     if dispatch.INTERCEPTORS and x._dist:  # a distributed tensor: the interceptor's reshape
         return dispatch.intercept(RESHAPE, [x], {"shape": shape})
-    out = x._reshaped(shape)
+    out = x._view(shape)
     if autograd.GRAD_ENABLED.get() and not x.stop_gradient:
         autograd.record(RESHAPE, [x], {}, [out])
     return out
@@ -589,7 +589,11 @@ def unbind(x: Tensor, axis: int = 0) -> list[Tensor]:
         >>> [p.tolist() for p in fw.unbind(fw.to_tensor([[1, 2], [3, 4]]), axis=1)]
         [[1, 3], [2, 4]]
     """
-    return [squeeze(p, axis) for p in split(x, x.shape[axis], axis)]
+    parts = split(x, x.shape[axis], axis)
+    for p in parts:  # the rows that share x's storage (split's contiguous parts) view it, as Paddle's
+        if p._block is x._block and p._base is None:
+            x._adopt(p)
+    return [squeeze(p, axis) for p in parts]
 
 
 _PAD_MODES = ("constant", "reflect", "replicate", "circular")

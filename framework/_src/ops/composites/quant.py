@@ -222,17 +222,33 @@ def weight_only_linear_decomposition(
     x: Tensor,
     weight: Tensor,
     weight_scale: Tensor,
-    bias: Tensor | None = None,
+    *rest: Tensor,
     weight_dtype: str = "int8",
     group_size: int = -1,
+    zero_point: bool = False,
 ) -> Tensor:
-    """``x @ weight_dequantize(weight, weight_scale) (+ bias)``: dequantise, then the product."""
+    """``x @ weight_dequantize(weight, weight_scale) (+ bias)``: dequantise, then the product.
+    ``rest`` is ``[bias]`` and, with ``zero_point`` (an asymmetric weight: the attr is absent
+    otherwise), a last ``weight_offset`` ``[groups, n]``: the dequantised weight of input row
+    ``t`` is ``q * scale + offset[t // group]``, so ``x``'s sums over each group times the
+    offset are added."""
+    rest_l = list(rest)
+    offset = rest_l.pop() if zero_point else None
+    bias = rest_l[0] if rest_l else None
     attrs = {"algo": _WEIGHT_DTYPES[weight_dtype], "group_size": group_size}
     w = call(OPS["weight_dequantize"], [weight, weight_scale], attrs)
     if w.dtype != x.dtype:
         w = M.cast(w, x.dtype)
     lead = x.shape[:-1]
-    y = M.matmul(x.reshape((-1, x.shape[-1])), w)
+    x2 = x.reshape((-1, x.shape[-1]))
+    y = M.matmul(x2, w)
+    if offset is not None:
+        k, g = x.shape[-1], offset.shape[0]
+        gs = k if group_size == -1 else group_size
+        sums = _pad_rows(x2.transpose((1, 0)), g * gs).reshape((g, gs, -1)).sum(axis=1)  # [g, m]
+        y = y + M.matmul(
+            sums.transpose((1, 0)), M.cast(offset, x.dtype) if offset.dtype != x.dtype else offset
+        )
     if bias is not None:
         y = y + bias
     return y.reshape(lead + (w.shape[1],))
@@ -327,6 +343,8 @@ def weight_only_linear(
     weight_dtype: str = "int8",
     arch: int | None = None,
     group_size: int = -1,
+    *,
+    weight_offset: Tensor | None = None,
 ) -> Tensor:
     """``x @ dequantise(weight) + bias`` with a weight from :func:`weight_quantize`
     (``paddle.nn.quant.weight_only_linear``): differentiable in ``x`` (and ``bias``).
@@ -339,6 +357,11 @@ def weight_only_linear(
         weight_dtype (str): ``"int8"``, ``"int4"`` or ``"fp8"``.
         arch (int, optional): ignored.
         group_size (int): as given to :func:`weight_quantize`.
+        weight_offset (Tensor, optional): an asymmetric weight's zero points as the float
+            term ``(2^(b-1) - zero) * scale`` ``[groups, n]`` (``[1, n]`` for ``group_size=-1``),
+            added to each dequantised weight of its group (not in Paddle;
+            ``weight_only_quantize(..., asymmetric=True)`` writes it). The cpu kernel adds it
+            in the same pass as the product.
 
     Returns:
         Tensor: ``[..., n]`` of ``x``'s dtype.
@@ -363,6 +386,18 @@ def weight_only_linear(
             f"[{name}] x must be float with last dim in_features={weight.shape[1]}, got {x.shape} {x.dtype}"
         )
     ins = [x, weight, weight_scale]
+    attrs: dict[str, Any] = {"weight_dtype": weight_dtype, "group_size": group_size}
     if bias is not None:
         ins.append(tensor_arg(name, bias, "bias"))
-    return call(OPS[name], ins, {"weight_dtype": weight_dtype, "group_size": group_size})
+    if weight_offset is not None:
+        weight_offset = tensor_arg(name, weight_offset, "weight_offset")
+        groups = 1 if group_size == -1 else weight_scale.shape[0]
+        want = (groups, weight_scale.shape[-1])
+        if tuple(weight_offset.shape) != want or not _dt.is_floating(weight_offset.dtype):
+            raise OpArgumentError(
+                f"[{name}] weight_offset must be a float tensor of shape {list(want)} (groups, out_features), got "
+                f"{list(weight_offset.shape)} {weight_offset.dtype}"
+            )
+        ins.append(weight_offset)
+        attrs["zero_point"] = True
+    return call(OPS[name], ins, attrs)
