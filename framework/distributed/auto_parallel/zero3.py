@@ -24,7 +24,7 @@ from ..._src.autograd import is_grad_enabled, no_grad
 from ..._src.ops.base import TRACER
 from ..._src.tensor import Tensor
 from .dtensor import DistTensor
-from .grad_buckets import AFTER_BACKWARD, GradSink, aliases
+from .grad_buckets import AFTER_BACKWARD, GradSink
 from .placement import Placement, Replicate
 from .reshard import reshard
 
@@ -98,9 +98,7 @@ class _Gathered:
     def drop(self) -> None:
         if not self.held:
             return
-        gone = _Dropped(str(self.p.name))
-        for t in [self.leaf, *aliases(self.leaf)]:
-            t._block, t._nv = gone, None
+        self.leaf._block, self.leaf._nv = _Dropped(str(self.p.name)), None  # (its aliases read it)
         self.held = False
         _count(-self.leaf.nbytes)
 
@@ -112,8 +110,8 @@ class _Gathered:
         r = reshard(
             p.detach(), p.process_mesh, self.whole, why=f"ShardingStage3 gather {p.name} for backward"
         )
-        for t in [self.leaf, *aliases(self.leaf)]:
-            t._block, t._offset, t._nv = r._local._block, r._local._offset, None
+        leaf = self.leaf
+        leaf._block, leaf._offset, leaf._nv = r._local._block, r._local._offset, None
         self.held = True
         _count(self.leaf.nbytes)
 
