@@ -579,7 +579,9 @@ def gather_samples(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
         [v((5, 4)), np.array([-1, 0, -5, 4, -2], np.int64)], {"axis": 0, "wrap": True}, label="wrap, axis 0"
     )
     yield Sample(
-        [v((2, 3, 6)), np.array([[-6, 5], [-1, 0]], np.int64)], {"axis": 2, "wrap": True}, label="wrap, last axis"
+        [v((2, 3, 6)), np.array([[-6, 5], [-1, 0]], np.int64)],
+        {"axis": 2, "wrap": True},
+        label="wrap, last axis",
     )
 
 

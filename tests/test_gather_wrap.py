@@ -148,7 +148,9 @@ def test_where_matches_numpy_bit_for_bit(device, dtype, shapes):
     y = (rng.standard_normal(shapes[2]) * 5).astype(dt)
     if dtype.startswith("float"):  # signed zeros and NaN payloads move as bits
         x.reshape(-1)[:2] = [-0.0, np.nan]
-    got = fw.where(fw.to_tensor(c, device=device), fw.to_tensor(x, device=device), fw.to_tensor(y, device=device))
+    got = fw.where(
+        fw.to_tensor(c, device=device), fw.to_tensor(x, device=device), fw.to_tensor(y, device=device)
+    )
     want = np.where(c, x, y)
     assert got.numpy().tobytes() == want.tobytes()
 

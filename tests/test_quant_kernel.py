@@ -151,7 +151,9 @@ def test_zero_point_offsets_are_added_in_the_kernel(monkeypatch, wdt, group, k, 
     C product of every build, and in numpy's above the C kernel's rows, against float64."""
     monkeypatch.setattr(cpu_quant, "OPTIONS", PATHS[path])
     rng = np.random.default_rng(k * n)
-    q, s = weight_quantize(fw.to_tensor(rng.standard_normal((k, n)).astype(np.float32)), "weight_only_" + wdt, group_size=group)
+    q, s = weight_quantize(
+        fw.to_tensor(rng.standard_normal((k, n)).astype(np.float32)), "weight_only_" + wdt, group_size=group
+    )
     groups = 1 if group == -1 else s.shape[0]
     c = (rng.standard_normal((groups, n)) * 0.1).astype(np.float32)
     wd = with_offset(dequantised(q.numpy(), s.numpy(), wdt, group, k), c.astype(np.float64), group)
@@ -160,8 +162,13 @@ def test_zero_point_offsets_are_added_in_the_kernel(monkeypatch, wdt, group, k, 
         x = rng.standard_normal((rows, k)).astype(np.float32)
         for bias in (None, b):
             got = weight_only_linear(
-                fw.to_tensor(x), q, None if bias is None else fw.to_tensor(bias), s, wdt,
-                group_size=group, weight_offset=fw.to_tensor(c),
+                fw.to_tensor(x),
+                q,
+                None if bias is None else fw.to_tensor(bias),
+                s,
+                wdt,
+                group_size=group,
+                weight_offset=fw.to_tensor(c),
             ).numpy()
             want = x.astype(np.float64) @ wd + (0 if bias is None else bias)
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
@@ -172,7 +179,9 @@ def test_zero_point_c_call_and_decomposition_agree(device):
     fused kernel runs the decomposition: both as float64 numpy."""
     rng = np.random.default_rng(11)
     k, n, group = 96, 10, 32
-    q, s = weight_quantize(fw.to_tensor(rng.standard_normal((k, n)).astype(np.float32)), "weight_only_int4", group_size=group)
+    q, s = weight_quantize(
+        fw.to_tensor(rng.standard_normal((k, n)).astype(np.float32)), "weight_only_int4", group_size=group
+    )
     c = (rng.standard_normal((3, n)) * 0.1).astype(np.float32)
     x = rng.standard_normal((1, k)).astype(np.float32)
     want = x.astype(np.float64) @ with_offset(dequantised(q.numpy(), s.numpy(), "int4", group, k), c, group)
@@ -183,7 +192,12 @@ def test_zero_point_c_call_and_decomposition_agree(device):
         call()
         np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
     got = weight_only_linear(
-        fw.to_tensor(x, device=device), q.to(device), None, s.to(device), "int4", group_size=group,
+        fw.to_tensor(x, device=device),
+        q.to(device),
+        None,
+        s.to(device),
+        "int4",
+        group_size=group,
         weight_offset=fw.to_tensor(c, device=device),
     )
     np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-5)
@@ -191,5 +205,7 @@ def test_zero_point_c_call_and_decomposition_agree(device):
 
 def test_a_weight_offset_of_the_wrong_shape_is_named():
     q, s = weight_quantize(fw.ones([64, 8]), "weight_only_int8", group_size=32)
-    with pytest.raises(fw.OpArgumentError, match=r"\[weight_only_linear\] weight_offset must be .* \[2, 8\].* got \[1, 8\]"):
+    with pytest.raises(
+        fw.OpArgumentError, match=r"\[weight_only_linear\] weight_offset must be .* \[2, 8\].* got \[1, 8\]"
+    ):
         weight_only_linear(fw.ones([1, 64]), q, None, s, "int8", group_size=32, weight_offset=fw.ones([1, 8]))

@@ -80,7 +80,9 @@ def gather_call(y: np.ndarray, x: np.ndarray, idx: np.ndarray, axis: int, wrap: 
     program binds it) returning -1, or the position in ``idx`` (C order) of the first index
     outside ``[0, n)`` (``[-n, n)`` with ``wrap``; nothing written then); None where the C
     kernel does not apply (the caller runs numpy's)."""
-    if idx.dtype != np.int64 or not (x.flags.c_contiguous and y.flags.c_contiguous and idx.flags.c_contiguous):
+    if idx.dtype != np.int64 or not (
+        x.flags.c_contiguous and y.flags.c_contiguous and idx.flags.c_contiguous
+    ):
         return None
     if not (x.size and y.size) or x.dtype != y.dtype:
         return None
@@ -119,7 +121,13 @@ def where_call(z: np.ndarray, c: np.ndarray, x: np.ndarray, y: np.ndarray) -> An
     """``z = where(c, x, y)`` as a zero-argument C call, the operands of ``z``'s rank with
     sizes equal to ``z``'s or 1 (numpy broadcasting); None where it does not apply."""
     shape = z.shape
-    if not z.flags.c_contiguous or z.size == 0 or c.dtype != np.bool_ or x.dtype != z.dtype or y.dtype != z.dtype:
+    if (
+        not z.flags.c_contiguous
+        or z.size == 0
+        or c.dtype != np.bool_
+        or x.dtype != z.dtype
+        or y.dtype != z.dtype
+    ):
         return None
     if not (c.ndim == x.ndim == y.ndim == z.ndim):
         return None

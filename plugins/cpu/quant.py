@@ -161,7 +161,9 @@ def _c_call(
 
     def checked() -> None:
         if call() != 0:
-            raise MemoryError(f"[weight_only_linear] no memory for the {m} x {offset.shape[0]} group sums of x")
+            raise MemoryError(
+                f"[weight_only_linear] no memory for the {m} x {offset.shape[0]} group sums of x"
+            )
 
     return checked
 
@@ -173,7 +175,9 @@ def _split(ins: list, zero_point: bool) -> tuple[Any, Any]:
     return (rest[0] if rest else None), offset
 
 
-def _kernel(ctx: Any, outs: list, ins: list, weight_dtype: str, group_size: int, zero_point: bool = False) -> None:
+def _kernel(
+    ctx: Any, outs: list, ins: list, weight_dtype: str, group_size: int, zero_point: bool = False
+) -> None:
     x, q, scale = ins[:3]
     bias, offset = _split(list(ins), zero_point)
     call = _c_call(x, q, scale, bias, outs[0], weight_dtype, group_size, offset)
@@ -183,7 +187,9 @@ def _kernel(ctx: Any, outs: list, ins: list, weight_dtype: str, group_size: int,
         np.copyto(outs[0], weight_only_linear_numpy(x, q, scale, bias, weight_dtype, group_size, offset))
 
 
-def _bind(ctx: Any, outs: list, ins: list, weight_dtype: str, group_size: int, zero_point: bool = False) -> Any:
+def _bind(
+    ctx: Any, outs: list, ins: list, weight_dtype: str, group_size: int, zero_point: bool = False
+) -> Any:
     """Static programs (and their captured graphs): the C call with its pointers cast once, so
     a decoding step replays the product alone; else the kernel with its arguments."""
     if ctx.stream is not None:

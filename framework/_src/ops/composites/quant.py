@@ -246,7 +246,9 @@ def weight_only_linear_decomposition(
         k, g = x.shape[-1], offset.shape[0]
         gs = k if group_size == -1 else group_size
         sums = _pad_rows(x2.transpose((1, 0)), g * gs).reshape((g, gs, -1)).sum(axis=1)  # [g, m]
-        y = y + M.matmul(sums.transpose((1, 0)), M.cast(offset, x.dtype) if offset.dtype != x.dtype else offset)
+        y = y + M.matmul(
+            sums.transpose((1, 0)), M.cast(offset, x.dtype) if offset.dtype != x.dtype else offset
+        )
     if bias is not None:
         y = y + bias
     return y.reshape(lead + (w.shape[1],))
