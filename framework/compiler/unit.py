@@ -74,6 +74,13 @@ def shares(kernels: list[Any], n: int) -> list[list[Any]]:
     return [[kernels[i] for i in sorted(idx)] for idx in out if idx]
 
 
+def cached(kernels: list[Any], comp: Any, cache: Any) -> bool:
+    """Whether the unit of ``kernels`` is in ``cache`` (:func:`build_unit` would compile
+    nothing)."""
+    source, entries = one_unit([(k.source, k.entry) for k in kernels])
+    return bool(cache.has_batch(comp, source, tuple(entries), tuple(kernels[0].options)))
+
+
 def build_unit(kernels: list[Any], comp: Any, cache: Any) -> None:
     """Build ``kernels`` (one language, one option set) as one unit through ``cache`` and give
     each its program; when the unit does not build, each kernel builds alone (a kernel that
