@@ -215,14 +215,18 @@ def test_own_c_of_several_entries_builds_once(tmp_path, monkeypatch):
     assert perm.entry == "permute_runs" and cat.entry == "concat_rows" and perm.ffi is cat.ffi
 
 
-def test_attention_c_builds_both_vector_widths_in_one_compile(tmp_path, monkeypatch):
+@pytest.mark.parametrize("wide", ["1", "0"])
+def test_attention_c_builds_both_vector_widths_in_one_compile(tmp_path, monkeypatch, wide):
     """attention.c's AVX2 and AVX-512 entries come from one build, the one the prebuild starts
     (the wide one used to be a second compiler at the first bind, on the step's critical path);
-    both widths compute numpy's attention."""
+    both widths compute numpy's attention. Where the wide one does not pay
+    (``OARLOCK_CPU_ATTENTION_WIDE=0``, the default on a Zen 4) the build leaves it out
+    (``-DATTN_NARROW_ONLY``: its entries run the AVX2 code)."""
     from plugins.cpu import attention as A
     from plugins.cpu import compiler as PC
 
     monkeypatch.setenv("OARLOCK_CC_PCH", "0")
+    monkeypatch.setenv("OARLOCK_CPU_ATTENTION_WIDE", wide)
     cache = C.ProgramCache(tmp_path)
     monkeypatch.setattr(PC, "_PROGRAM_CACHE", cache)
     monkeypatch.setattr(PC, "_OWN", {})
@@ -232,6 +236,7 @@ def test_attention_c_builds_both_vector_widths_in_one_compile(tmp_path, monkeypa
     builds = PC.own_builds({("attention", f32), ("attention_grad", f32)})
     assert len(builds) == 1 and builds[0].kernels == len(A.ENTRIES) == 4
     builds[0]()
+    assert ("-DATTN_NARROW_ONLY" in builds[0].args[2]) == (wide == "0")
     progs = A._programs(f32)  # what the first bind asks for: kept, not built again
     assert cache.stats.compiles - before == 1
     assert [p.entry for p in progs] == list(A.ENTRIES) and len({id(p.ffi) for p in progs}) == 1

@@ -645,7 +645,7 @@ def own_builds(ops: Any = ()) -> list[Any]:
         dtypes = {np.dtype(dt) for op, dt in ops if op in users}
         if typed:
             dtypes &= {np.dtype(np.float32), np.dtype(np.float64)}
-        options = {float_options(dt) if typed else () for dt in dtypes}
+        options = {own_options(name, dt if typed else None) for dt in dtypes}
         path = Path(__file__).with_name(name)  # as the modules name their sources: the same key
         for opts in sorted(options):
             key = (str(path), entries, opts)
@@ -687,6 +687,36 @@ def own_program(path: Any, entry: str, options: tuple[str, ...], what: str, wait
         entries = (entry,)
     progs = own_programs(path, entries, options, what, wait)
     return None if progs is None else progs[entries.index(entry)]
+
+
+def own_options(name: str, dtype: Any = None) -> tuple[str, ...]:
+    """The options building the plugin's C file ``name`` (of :data:`PREBUILT_OWN`) for
+    ``dtype`` (None: a file not built per dtype): :func:`float_options`, and for
+    ``attention.c`` ``-DATTN_NARROW_ONLY`` where its wide vectors do not pay
+    (:func:`attention_wide`).
+
+    >>> own_options("attention.c", "float64")[0]
+    '-DT_DOUBLE'
+    """
+    opts = () if dtype is None else float_options(dtype)
+    if name == "attention.c" and not attention_wide():
+        opts += ("-DATTN_NARROW_ONLY",)
+    return opts
+
+
+def attention_wide() -> bool:
+    """Whether attention.c's AVX-512 variant is built and run: ``OARLOCK_CPU_ATTENTION_WIDE``
+    (``1``/``0``), else where the CPU has AVX-512 and is not an AMD family 25 (Zen 4, which
+    runs 512-bit vectors in two halves: the tiny Llama's 64 heads of 64 x 16, one thread,
+    forward 0.256 ms AVX2 against 0.310 wide, backward 0.600 against 0.640; on Zen 5 the wide
+    variant gained 10 to 35%, attention.py). Without it the library is half as long to build.
+    """
+    raw = os.environ.get("OARLOCK_CPU_ATTENTION_WIDE", "").strip()
+    if raw in ("0", "1"):
+        return raw == "1"
+    info = cpu_info()
+    zen4 = info.get("vendor_id") == "AuthenticAMD" and info.get("cpu family") == "25"
+    return cpu_has("avx512f") and not zen4
 
 
 def float_options(dtype: Any) -> tuple[str, ...]:
