@@ -75,6 +75,18 @@ def background_stats() -> dict[str, int]:
     return dict(_STATS)
 
 
+def _forget() -> None:
+    """In a forked child: the parent's pool threads are not there (its builds land in the
+    parent); a build this process sends starts a pool of its own."""
+    global _LOCK
+    _LOCK = threading.Lock()
+    _POOL.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget)
+
+
 def _key(kernel: Any) -> tuple[str, str, tuple[str, ...]]:
     return (kernel.source, kernel.entry, tuple(kernel.options))
 
