@@ -556,12 +556,7 @@ def _kernel_builds(kernels: list[Kernel], comp: Any) -> list[Callable[[], Any]]:
         by_options.setdefault(tuple(k.options), []).append(k)
     out = []
     for group in by_options.values():
-        for share in unit.shares(group, os.cpu_count() or 1):
-            call = functools.partial(unit.build_unit, share, comp, CACHE)
-            call.kernels = len(share)  # type: ignore[attr-defined]  # for the progress line
-            call.members = share  # type: ignore[attr-defined]  # the kernels it builds
-            call.cached = functools.partial(unit.cached, share, comp, CACHE)  # type: ignore[attr-defined]
-            out.append(call)
+        out += [unit.Unit(share, comp, CACHE) for share in unit.shares(group, os.cpu_count() or 1)]
     return out
 
 
