@@ -83,10 +83,18 @@ static int dict_add(PyObject *d, PyObject *key, Py_ssize_t delta, PyObject **res
         if (!PyErr_Occurred()) PyErr_SetObject(PyExc_KeyError, key);
         return -1;
     }
-    PyObject *dv = PyLong_FromSsize_t(delta);
-    if (dv == NULL) return -1;
-    PyObject *nv = PyNumber_Add(v, dv);
-    Py_DECREF(dv);
+    int overflow;
+    long long cur = PyLong_Check(v) ? PyLong_AsLongLongAndOverflow(v, &overflow) : (overflow = 1, 0);
+    PyObject *nv;
+    if (!overflow && cur != -1) {
+        nv = PyLong_FromLongLong(cur + delta);
+    } else { /* a huge count, or not an int: Python's arithmetic */
+        if (PyErr_Occurred()) return -1;
+        PyObject *dv = PyLong_FromSsize_t(delta);
+        if (dv == NULL) return -1;
+        nv = PyNumber_Add(v, dv);
+        Py_DECREF(dv);
+    }
     if (nv == NULL) return -1;
     int rc = PyDict_SetItem(d, key, nv);
     if (result != NULL && rc == 0) *result = nv; /* borrowed: d holds it */
@@ -282,8 +290,12 @@ static PyObject *fast_vectorcall(PyObject *self, PyObject *const *args, size_t n
     PyObject *out = NULL, *block = NULL, *handle = NULL, *nv = NULL, *outs = NULL, *ins = NULL, *r = NULL;
     block = allocate(PyTuple_GET_ITEM(plan, P_ALLOC), PyTuple_GET_ITEM(plan, P_MALLOC), n);
     if (block == NULL) goto done;
-    handle = PyObject_GetAttr(block, handle_name);
-    if (handle == NULL) goto done;
+    if (Py_TYPE(block) == block_type && SLOT(block, off_b_handle) != NULL) {
+        handle = SLOT(block, off_b_handle);
+        Py_INCREF(handle);
+    } else if ((handle = PyObject_GetAttr(block, handle_name)) == NULL) {
+        goto done;
+    }
     PyObject *odtype = PyTuple_GET_ITEM(plan, P_DTYPE);
     PyObject *vargs[4] = {handle, zero, shape, odtype};
     nv = PyObject_Vectorcall(PyTuple_GET_ITEM(plan, P_VIEW), vargs, 4, NULL);
