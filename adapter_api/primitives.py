@@ -198,10 +198,13 @@ _ALL = [
     PrimitiveSpec(
         "gather",
         ("x", "index"),
-        ("axis",),
+        ("axis", "wrap"),
         "y = numpy.take(x, index, axis); index is "
         "int64; y.shape = x.shape[:axis] + index.shape + x.shape[axis+1:]. An index "
-        "outside [0, x.shape[axis]) raises OpArgumentError, never reads out of bounds.",
+        "outside [0, x.shape[axis]) raises OpArgumentError, never reads out of bounds. "
+        "With wrap=True (Paddle's rule for a user's index; the attr is absent when false, "
+        "so a kernel takes it as a keyword defaulting to False) an index in "
+        "[-x.shape[axis], 0) counts from the end and only one outside [-n, n) raises.",
         "index",
     ),
     PrimitiveSpec(

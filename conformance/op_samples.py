@@ -575,6 +575,14 @@ def gather_samples(d: np.dtype, rng: np.random.Generator) -> Iterator[Sample]:
     )
     n = 70001  # past 65,536 indices and output elements
     yield Sample([v((1031, 2)), rng.integers(0, 1031, n)], {"axis": 0}, label=f"{n} indices into 1031 rows")
+    yield Sample(
+        [v((5, 4)), np.array([-1, 0, -5, 4, -2], np.int64)], {"axis": 0, "wrap": True}, label="wrap, axis 0"
+    )
+    yield Sample(
+        [v((2, 3, 6)), np.array([[-6, 5], [-1, 0]], np.int64)],
+        {"axis": 2, "wrap": True},
+        label="wrap, last axis",
+    )
 
 
 def scatter_samples(op: str) -> Callable[..., Iterator[Sample]]:

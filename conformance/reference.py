@@ -225,7 +225,9 @@ def pad(x: np.ndarray, pads: tuple, value: Any) -> np.ndarray:
     return np.pad(x, pads, mode="constant", constant_values=value)
 
 
-def gather(x: np.ndarray, index: np.ndarray, axis: int) -> np.ndarray:
+def gather(x: np.ndarray, index: np.ndarray, axis: int, wrap: bool = False) -> np.ndarray:
+    """``numpy.take``; numpy counts a negative index from the end, which is ``wrap``'s rule
+    (without it the kernel raises for one, and no reference is asked for)."""
     return np.take(x, index, axis=axis)
 
 

@@ -32,10 +32,11 @@ def _gather_clamping(ctx, outs, ins, axis):  # type: ignore[no-untyped-def]
     outs[0][...] = np.take(x, np.clip(index, 0, x.shape[axis] - 1), axis)
 
 
-def _gather_checked(ctx, outs, ins, axis):  # type: ignore[no-untyped-def]
+def _gather_checked(ctx, outs, ins, axis, wrap=False):  # type: ignore[no-untyped-def]
     x, index = ins
-    if index.size and (index.min() < 0 or index.max() >= x.shape[axis]):
-        raise OpArgumentError(f"[{DEVICE}] gather: index out of range [0, {x.shape[axis]})")
+    low = -x.shape[axis] if wrap else 0
+    if index.size and (index.min() < low or index.max() >= x.shape[axis]):
+        raise OpArgumentError(f"[{DEVICE}] gather: index out of range [{low}, {x.shape[axis]})")
     outs[0][...] = np.take(x, index, axis)
 
 

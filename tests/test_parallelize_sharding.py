@@ -53,9 +53,13 @@ def _zero_levels(n: int) -> dict[str, np.ndarray]:
         assert (d["zero/ref_norm"] > 0.05 * 2).all()  # the clip (0.05) acted at every step
         for tag in ("zero0", "zero1", "zero2", "zero3", "zero2_accum", "zero3_accum"):
             assert _equal_to_one_process(d, tag, r) == {"0.weight", "0.bias", "2.weight", "2.bias"}
-        # stages 2 and 3 reduce-scatter each sharded gradient (3 steps x 4 parameters), stage 3
-        # gathers each layer's parameters before its forward (3 steps x 4)
-        assert [int(d[f"zero{lv}/reduce_scatters"]) for lv in range(4)] == [0, 0, 12, 12]
+        # the gradients go in buckets of 16 KiB as they become final: two per backward (levels 0
+        # and 1 all-reduce them, 2 and 3 reduce-scatter them), the first sent while layer 0's
+        # gradients were still to compute (3 steps x 2 buckets)
+        assert [int(d[f"zero{lv}/buckets"]) for lv in range(4)] == [2, 2, 2, 2]
+        assert [int(d[f"zero{lv}/early"]) for lv in range(4)] == [1, 1, 1, 1]
+        assert [int(d[f"zero{lv}/reduce_scatters"]) for lv in range(4)] == [0, 0, 6, 6]
+        # stage 3 gathers each layer's parameters before its forward (3 steps x 4)
         assert int(d["zero3/gathers"]) == 12 and int(d["zero2/gathers"]) == 0
     d = got[0]
     return {

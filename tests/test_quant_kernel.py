@@ -44,8 +44,14 @@ CASES = [  # wdt, group, k, n
     ("fp8", 48, 1005, 37),
     ("fp8", 64, 131, 6),
 ]
-#: the kernel's builds: native (AVX-512 where the CPU has it), AVX2/FMA/F16C, portable C
-PATHS = {"native": (), "avx2": ("-DWOL_NO_AVX512",), "portable": ("-DWOL_NO_AVX2",)}
+#: the kernel's builds: native (AVX-512 where the CPU has it), AVX2/FMA/F16C, portable C, and
+#: the native one reading four channels (two packed int4 rows) side by side instead of one
+PATHS = {
+    "native": (),
+    "avx2": ("-DWOL_NO_AVX512",),
+    "portable": ("-DWOL_NO_AVX2",),
+    "blocks-of-four": ("-DWOL_CHANNELS=4", "-DWOL_PACKED_ROWS=2"),
+}
 
 
 @pytest.mark.parametrize("path", list(PATHS))

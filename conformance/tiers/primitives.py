@@ -101,11 +101,14 @@ def check_index_out_of_range(info: OpInfo, d: np.dtype, device: str) -> None:
     import framework as fw
 
     x = put(np.zeros((5, 2), d), device)
-    for bad in (5, -1, 1 << 40):
+    cases = [(bad, {"axis": 0}) for bad in (5, -1, 1 << 40)]
+    if info.name == "gather":  # with wrap, [-5, 5) is allowed: -6 and 5 are out
+        cases += [(bad, {"axis": 0, "wrap": True}) for bad in (5, -6, -(1 << 40))]
+    for bad, attrs in cases:
         idx = put(np.array([0, bad], np.int64), device)
         ins = [x, idx] + ([put(np.ones((2, 2), d), device)] if info.name != "gather" else [])
         try:
-            out = run_primitive(info.name, ins, {"axis": 0}, device)
+            out = run_primitive(info.name, ins, attrs, device)
             out[0].numpy()
         except fw.OpArgumentError:
             continue

@@ -2,9 +2,12 @@
 
 Paddle code reaches functions through ``paddle.tensor``'s submodules (``paddle.tensor.math``,
 ``manipulation``, ``creation``, ``linalg``, ``logic``, ``search``, ``stat``, ``random``,
-``attribute``, ``einsum``); here each submodule gives the same function as the top-level name
-(``fw.tensor.manipulation.reshape is fw.reshape``), or ``fw.linalg``'s. A Paddle name Oarlock
-does not have raises an ``AttributeError`` saying so. Called, ``fw.tensor`` is :func:`to_tensor`.
+``attribute``, ``einsum``, ``ops``, ``array``, ``compat_softmax``); here each submodule gives
+the same function as the top-level name (``fw.tensor.manipulation.reshape is fw.reshape``), or
+``fw.linalg``'s, or the Tensor method of that name, or one of the few Paddle keeps here only
+(``gaussian``, ``fill_constant``, ``top_p_sampling``...). A Paddle name Oarlock does not have
+raises an ``AttributeError`` saying so; tests/test_paddle_names_missing.py lists those, each
+with its reason. Called, ``fw.tensor`` is :func:`to_tensor`.
 
 >>> import framework as fw
 >>> fw.tensor([1.0, 2.0]).tolist()
@@ -22,9 +25,31 @@ import sys
 import types
 from typing import Any
 
+from .._src.ops.composites import float8 as _float8
+from .._src.ops.composites import norm as _norm
+from .._src.ops.composites import random_fills as _random_fills
+from .._src.ops.composites import sampling as _sampling
 from .._src.ops.composites import tensor_array as _tensor_array
 from .._src.tensor import Tensor, to_tensor
+from . import _creation
 from ._names import NAMES
+
+#: Paddle names that ``framework``'s top level does not give (most are ``paddle.tensor``-only
+#: in Paddle too): Oarlock's function for each, found before the top level's
+_HERE: dict[str, Any] = {
+    "fill_constant": _creation.fill_constant,
+    "create_global_var": _creation.create_global_var,
+    "create_parameter": _creation.create_parameter,
+    "tensor": _creation.tensor,
+    "dtype_tensor_factory": _creation.dtype_tensor_factory,
+    "gaussian": _random_fills.gaussian,
+    "gaussian_": _random_fills.gaussian_,
+    "log_normal": _random_fills.log_normal_sample,
+    "uniform_random_batch_size_like": _random_fills.uniform_random_batch_size_like,
+    "softmax": _norm.softmax_compat,  # paddle.softmax is torch's (dim=None: 0 or 1 by rank)
+    "top_p_sampling": _sampling.top_p_sampling,
+    "fp8_fp8_half_gemm_fused": _float8.fp8_fp8_half_gemm_fused,
+}
 
 __all__ = sorted(NAMES)
 
@@ -40,6 +65,8 @@ class _PaddleSubmodule(types.ModuleType):
 
     @staticmethod
     def _find(name: str) -> Any:
+        if name in _HERE:
+            return _HERE[name]
         root = sys.modules["framework"]
         for space in (root, root.linalg, _tensor_array):
             fn = getattr(space, name, None)

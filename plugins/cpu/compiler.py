@@ -560,7 +560,13 @@ PREBUILT_OWN: tuple[tuple[str, tuple[str, ...], bool, str, frozenset[str]], ...]
         "fused attention",
         frozenset({"attention", "attention_grad"}),
     ),
-    ("index.c", ("scatter_add_rows",), True, "scatter_add", frozenset({"scatter_add"})),
+    (
+        "index.c",
+        ("scatter_add_rows", "gather_rows", "where_select"),
+        True,
+        "scatter_add, gather and where",
+        frozenset({"scatter_add", "gather", "where"}),
+    ),
 )
 
 

@@ -90,18 +90,20 @@ def _pad(ctx: Any, outs: list, ins: list, pads: tuple, value: Any) -> None:
     y[tuple(slice(b, b + s) for (b, _), s in zip(pads, ins[0].shape))] = ins[0]
 
 
-def _check_index(op: str, idx: np.ndarray, size: int, axis: int) -> None:
-    if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= size):
-        bad = int(idx.min()) if int(idx.min()) < 0 else int(idx.max())
+def _check_index(op: str, idx: np.ndarray, size: int, axis: int, wrap: bool = False) -> None:
+    low = -size if wrap else 0
+    if idx.size and (int(idx.min()) < low or int(idx.max()) >= size):
+        bad = int(idx.min()) if int(idx.min()) < low else int(idx.max())
         raise OpArgumentError(
-            f"[{op}] index {bad} is out of range for axis {axis} of size {size}; indices must be in [0, {size})"
+            f"[{op}] index {bad} is out of range for axis {axis} of size {size}; indices must be in [{low}, {size})"
         )
 
 
-def _gather(ctx: Any, outs: list, ins: list, axis: int) -> None:
+def _gather(ctx: Any, outs: list, ins: list, axis: int, wrap: bool = False) -> None:
     x, idx = ins
-    _check_index("gather", idx, x.shape[axis], axis)
-    np.take(x, idx, axis=axis, out=outs[0])
+    n = x.shape[axis]
+    _check_index("gather", idx, n, axis, wrap)
+    np.take(x, np.where(idx < 0, idx + n, idx) if wrap else idx, axis=axis, out=outs[0])
 
 
 def _scatter_add(ctx: Any, outs: list, ins: list, axis: int) -> None:

@@ -1,4 +1,5 @@
-/* scatter_add for the CPU plugin (plugins/cpu/index.py builds it): y[o, idx[i], :] += src[o, i, :]
+/* Index kernels of the CPU plugin (plugins/cpu/index.py builds them): scatter_add, gather and
+ * where. scatter_add: y[o, idx[i], :] += src[o, i, :]
  * for i in order, y already a copy of x (an embedding's gradient: 1024 token ids into a 46 x 64
  * table took 0.32-0.40 ms in the tiny Llama step as numpy's sort and reduceat).
  *
@@ -10,6 +11,7 @@
  * position i whose index is outside [0, size) (then nothing has been added).
  */
 #include <stdint.h>
+#include <string.h>
 
 #ifdef T_DOUBLE
 #define T double
@@ -38,4 +40,73 @@ int64_t scatter_add_rows(void* y_, const void* src_, const int64_t* idx, int64_t
         }
     }
     return -1;
+}
+
+/* gather along one axis, any element type (rows of `row` bytes): y[o, j, :] = x[o, idx[j], :]
+ * for o < outer, j < n. With wrap, an index in [-size, 0) counts from the end (Paddle's rule);
+ * returns -1, or the first position j whose index is outside the range (then nothing is
+ * written). */
+int64_t gather_rows(void* y_, const void* x_, const int64_t* idx, int64_t outer, int64_t n, int64_t size,
+                    int64_t row, int wrap) {
+    char* restrict y = y_;
+    const char* restrict x = x_;
+    const int64_t lo = wrap ? -size : 0;
+    for (int64_t j = 0; j < n; ++j)
+        if (idx[j] < lo || idx[j] >= size) return j;
+    for (int64_t o = 0; o < outer; ++o) {
+        const char* xo = x + o * size * row;
+        char* yo = y + o * n * row;
+        if (row == 4) { /* a gather along the last axis of float32 / int32 (rotary's rotate-half) */
+            for (int64_t j = 0; j < n; ++j) {
+                const int64_t k = idx[j] < 0 ? idx[j] + size : idx[j];
+                memcpy(yo + 4 * j, xo + 4 * k, 4);
+            }
+        } else if (row == 8) {
+            for (int64_t j = 0; j < n; ++j) {
+                const int64_t k = idx[j] < 0 ? idx[j] + size : idx[j];
+                memcpy(yo + 8 * j, xo + 8 * k, 8);
+            }
+        } else {
+            for (int64_t j = 0; j < n; ++j) {
+                const int64_t k = idx[j] < 0 ? idx[j] + size : idx[j];
+                memcpy(yo + j * row, xo + k * row, (size_t)row);
+            }
+        }
+    }
+    return -1;
+}
+
+/* where(c, x, y) into z (C order, rank dims of `shape`), each operand read through its own
+ * element strides (0 along a broadcast dim); `item` bytes an element. A condition constant
+ * along the last dim (its stride 0) copies whole rows from the operand it picks. */
+void where_select(void* z_, const uint8_t* c, const void* x_, const void* y_, int64_t rank, const int64_t* shape,
+                  const int64_t* cs, const int64_t* xs, const int64_t* ys, int64_t item) {
+    char* restrict z = z_;
+    const char* x = x_;
+    const char* y = y_;
+    const int64_t last = rank > 0 ? shape[rank - 1] : 1;
+    const int64_t cl = rank > 0 ? cs[rank - 1] : 0, xl = rank > 0 ? xs[rank - 1] : 0, yl = rank > 0 ? ys[rank - 1] : 0;
+    int64_t rows = 1;
+    for (int64_t d = 0; d + 1 < rank; ++d) rows *= shape[d];
+    int64_t pos[16] = {0};
+    int64_t co = 0, xo = 0, yo = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+        char* zr = z + r * last * item;
+        if (cl == 0 && (c[co] ? xl : yl) == 1) {
+            memcpy(zr, c[co] ? x + xo * item : y + yo * item, (size_t)(last * item));
+        } else if (item == 4) {
+            for (int64_t j = 0; j < last; ++j)
+                memcpy(zr + 4 * j, c[co + j * cl] ? x + (xo + j * xl) * 4 : y + (yo + j * yl) * 4, 4);
+        } else {
+            for (int64_t j = 0; j < last; ++j)
+                memcpy(zr + j * item, c[co + j * cl] ? x + (xo + j * xl) * item : y + (yo + j * yl) * item,
+                       (size_t)item);
+        }
+        for (int64_t d = rank - 2; d >= 0; --d) { /* the next row: odometer over the leading dims */
+            co += cs[d], xo += xs[d], yo += ys[d];
+            if (++pos[d] < shape[d]) break;
+            co -= cs[d] * shape[d], xo -= xs[d] * shape[d], yo -= ys[d] * shape[d];
+            pos[d] = 0;
+        }
+    }
 }

@@ -277,6 +277,10 @@ def _binary(fn: Any):
 def _where(ctx: Any, outs: list, ins: list) -> None:
     c, x, y = ins
     z = outs[0]
+    call = index.where_call(z, c, x, y)  # one C pass (index.c); whole rows where c is constant along them
+    if call is not None:
+        call()
+        return
     if z.size < 1024:
         np.copyto(z, np.where(c, x, y))
         return
@@ -287,6 +291,16 @@ def _where(ctx: Any, outs: list, ins: list) -> None:
     zv = z.view(u)
     np.bitwise_and(x.view(u), m, out=zv)
     np.bitwise_or(zv, np.bitwise_and(np.invert(m), y.view(u)), out=zv)
+
+
+def _bind_where(ctx: Any, outs: list, ins: list) -> Any:
+    """Static programs (a decoding step's cache updates): the C call with its strides made once."""
+    if ctx.stream is not None:
+        return None
+    return index.where_call(outs[0], *ins) or functools.partial(_where, ctx, outs, ins)
+
+
+_where.bind = _bind_where  # type: ignore[attr-defined]
 
 
 _UINT = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32), 8: np.dtype(np.uint64)}
@@ -461,14 +475,18 @@ def _pad(ctx: Any, outs: list, ins: list, pads: tuple, value: Any) -> None:
     y[tuple(slice(b, b + s) for (b, _), s in zip(pads, ins[0].shape))] = ins[0]
 
 
-def _check_index(op: str, idx: np.ndarray, size: int, axis: int) -> None:
+def _check_index(op: str, idx: np.ndarray, size: int, axis: int, wrap: bool = False) -> None:
     if idx.size:
         lo, hi = int(idx.min()), int(idx.max())
-        if lo < 0 or hi >= size:
-            bad = lo if lo < 0 else hi
-            raise OpArgumentError(
-                f"[{op}] index {bad} is out of range for axis {axis} of size {size}; indices must be in [0, {size})"
-            )
+        if lo < (-size if wrap else 0) or hi >= size:
+            _index_error(op, lo if lo < (-size if wrap else 0) else hi, size, axis, wrap)
+
+
+def _index_error(op: str, bad: int, size: int, axis: int, wrap: bool) -> None:
+    allowed = f"[-{size}, {size})" if wrap else f"[0, {size})"
+    raise OpArgumentError(
+        f"[{op}] index {bad} is out of range for axis {axis} of size {size}; indices must be in {allowed}"
+    )
 
 
 #: a 1-D gather index made of at most this many runs of consecutive indices is that many
@@ -476,9 +494,19 @@ def _check_index(op: str, idx: np.ndarray, size: int, axis: int) -> None:
 _GATHER_RUNS = 4
 
 
-def _gather(ctx: Any, outs: list, ins: list, axis: int) -> None:
+def _gather(ctx: Any, outs: list, ins: list, axis: int, wrap: bool = False) -> None:
+    """``gather``: the C kernel (index.c: the range check and the copies in one call), else
+    numpy; ``wrap``: an index in ``[-n, 0)`` counts from the end."""
     x, idx = ins
-    _check_index("gather", idx, x.shape[axis], axis)
+    call = index.gather_call(outs[0], x, idx, axis, wrap)
+    if call is not None:
+        bad = call()
+        if bad >= 0:
+            _index_error("gather", int(idx.reshape(-1)[bad]), x.shape[axis], axis, wrap)
+        return
+    _check_index("gather", idx, x.shape[axis], axis, wrap)
+    if wrap and idx.size and int(idx.min()) < 0:
+        idx = np.where(idx < 0, idx + x.shape[axis], idx)
     if idx.ndim == 1 and 1 < idx.size and x.size > idx.size:
         cuts = np.flatnonzero(np.diff(idx) != 1) + 1
         if len(cuts) < _GATHER_RUNS:
@@ -490,6 +518,26 @@ def _gather(ctx: Any, outs: list, ins: list, axis: int) -> None:
                 np.copyto(outs[0][(*lead, slice(lo, hi))], x[(*lead, slice(start, start + hi - lo))])
             return
     np.take(x, idx, axis=axis, out=outs[0])
+
+
+def _bind_gather(ctx: Any, outs: list, ins: list, axis: int, wrap: bool = False) -> Any:
+    """Static programs: the C call with its pointers cast once and the range check after it."""
+    if ctx.stream is not None:
+        return None
+    x, idx = ins
+    call = index.gather_call(outs[0], x, idx, axis, wrap)
+    if call is None:
+        return functools.partial(_gather, ctx, outs, ins, axis, wrap)
+
+    def run() -> None:
+        bad = call()
+        if bad >= 0:
+            _index_error("gather", int(idx.reshape(-1)[bad]), x.shape[axis], axis, wrap)
+
+    return run
+
+
+_gather.bind = _bind_gather  # type: ignore[attr-defined]
 
 
 def _scatter_add(ctx: Any, outs: list, ins: list, axis: int) -> None:

@@ -6,9 +6,12 @@
  * (two's complement); scale is [n] (group <= 0) or [ceil(k / group), n]. `kind` says which:
  * 0 int8, 1 int4, 2 fp8.
  *
- * The weights stream once: a block of four channels (four byte rows, or two packed int4 rows)
+ * The weights stream once, one channel (byte row, or packed int4 row) after the other: a row
  * is widened to float in registers and multiplied into every row of x while it sits in L1
- * (fp32 products and sums); nothing is written but out. int8 widens by sign extension and a
+ * (fp32 products and sums); nothing is written but out. NOTE: one row at a time, with a
+ * software prefetch PREFETCH bytes ahead, reads the weights as one sequential stream: four
+ * rows read side by side (the earlier layout of this loop, -DWOL_CHANNELS=4) streamed 8-9 G
+ * int8 weights/s from memory on a Zen 4, one row 15 (one thread; float32 BLAS's GEMV 23 GB/s). int8 widens by sign extension and a
  * convert; float8 by a shift and a mask into float16 (its value / 256, exact) and the F16C /
  * AVX-512 half-to-float convert, the 256 folded into the scale. A group's partial products
  * stay in vector accumulators and are scaled once at the group's end (an FMA per group and
@@ -18,7 +21,7 @@
  * group), AVX2/FMA/F16C (32, 8), and a portable omp simd loop; -DWOL_NO_AVX512 / -DWOL_NO_AVX2
  * force the narrower ones (the tests run each). Leftover weights of a group (its length not a
  * multiple of 8) and channels (n not a multiple of the block) take scalar / one-channel paths;
- * int4 has the AVX2 and portable loops. The channel blocks are cut into nt contiguous ranges
+ * int4 has the AVX2 and portable loops. The channels are cut into nt contiguous ranges
  * for the OpenMP team (the one the generated kernels and split products use): nt = 1 for
  * weights too small to pay for a second thread.
  */
@@ -28,7 +31,7 @@
 #include <immintrin.h>
 #define WOL_AVX2 1
 #ifndef PREFETCH
-#define PREFETCH 512 /* bytes ahead in each channel's row */
+#define PREFETCH 2048 /* bytes ahead in the weight stream */
 #endif
 #if defined(__AVX512F__) && defined(__AVX512BW__) && !defined(WOL_NO_AVX512)
 #define WOL_AVX512 1
@@ -36,6 +39,16 @@
 #endif
 
 #define INLINE static inline __attribute__((always_inline))
+
+/* Channels a block (byte kinds) and packed rows a block (int4): one by default, so the
+ * weights are read as one sequential stream (four rows read side by side streamed at less
+ * than half the bandwidth: the prefetchers follow one stream, not four; see quant.py). */
+#ifndef WOL_CHANNELS
+#define WOL_CHANNELS 1
+#endif
+#ifndef WOL_PACKED_ROWS
+#define WOL_PACKED_ROWS 1
+#endif
 
 /* weight kinds (the kernel's `kind` argument) */
 enum { K_INT8 = 0, K_INT4 = 1, K_FP8 = 2 };
@@ -102,7 +115,10 @@ INLINE void byte_block(const float *restrict x, const int8_t *restrict q, const 
                        float *restrict res) {
     float tail[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     const float unit = kind == K_FP8 ? FP8_UNIT : 1.0f;
-#ifdef WOL_AVX2
+#ifdef WOL_AVX512
+    __m512 tot[4]; /* the channel's scaled sum, reduced once at the end */
+    for (int c = 0; c < C; c++) tot[c] = _mm512_setzero_ps();
+#elif defined(WOL_AVX2)
     __m256 tot[4];
     for (int c = 0; c < C; c++) tot[c] = _mm256_setzero_ps();
 #endif
@@ -114,24 +130,18 @@ INLINE void byte_block(const float *restrict x, const int8_t *restrict q, const 
         __m256 a[4], b[4];
         for (int c = 0; c < C; c++) a[c] = b[c] = _mm256_setzero_ps();
 #ifdef WOL_AVX512
-        if (hi - t >= 64) {
-            __m512 a5[4], b5[4];
-            for (int c = 0; c < C; c++) a5[c] = b5[c] = _mm512_setzero_ps();
-            for (; t + 64 <= hi; t += 64) {
-                const __m512 x0 = _mm512_loadu_ps(x + t), x1 = _mm512_loadu_ps(x + t + 16);
-                const __m512 x2 = _mm512_loadu_ps(x + t + 32), x3 = _mm512_loadu_ps(x + t + 48);
-                for (int c = 0; c < C; c++) {
-                    const int8_t *w = q + c * k + t;
-                    _mm_prefetch((const char *)(w + PREFETCH), _MM_HINT_T0);
-                    a5[c] = _mm512_fmadd_ps(x0, w16(w, kind), a5[c]);
-                    b5[c] = _mm512_fmadd_ps(x1, w16(w + 16, kind), b5[c]);
-                    a5[c] = _mm512_fmadd_ps(x2, w16(w + 32, kind), a5[c]);
-                    b5[c] = _mm512_fmadd_ps(x3, w16(w + 48, kind), b5[c]);
-                }
-            }
-            for (int c = 0; c < C; c++) { /* fold the 512-bit sums into the 256-bit ones */
-                const __m512 s5 = _mm512_add_ps(a5[c], b5[c]);
-                a[c] = _mm256_add_ps(_mm512_castps512_ps256(s5), _mm512_extractf32x8_ps(s5, 1));
+        __m512 a5[4], b5[4], c5[4], d5[4]; /* four chains a channel: the FMA latency hidden */
+        for (int c = 0; c < C; c++) a5[c] = b5[c] = c5[c] = d5[c] = _mm512_setzero_ps();
+        for (; t + 64 <= hi; t += 64) {
+            const __m512 x0 = _mm512_loadu_ps(x + t), x1 = _mm512_loadu_ps(x + t + 16);
+            const __m512 x2 = _mm512_loadu_ps(x + t + 32), x3 = _mm512_loadu_ps(x + t + 48);
+            for (int c = 0; c < C; c++) {
+                const int8_t *w = q + c * k + t;
+                _mm_prefetch((const char *)(w + PREFETCH), _MM_HINT_T0);
+                a5[c] = _mm512_fmadd_ps(x0, w16(w, kind), a5[c]);
+                b5[c] = _mm512_fmadd_ps(x1, w16(w + 16, kind), b5[c]);
+                c5[c] = _mm512_fmadd_ps(x2, w16(w + 32, kind), c5[c]);
+                d5[c] = _mm512_fmadd_ps(x3, w16(w + 48, kind), d5[c]);
             }
         }
 #endif
@@ -165,14 +175,20 @@ INLINE void byte_block(const float *restrict x, const int8_t *restrict q, const 
             for (int c = 0; c < C; c++) part[c] += x[t] * byte_val(q[c * k + t], kind);
         for (int c = 0; c < C; c++) {
             const float s = grouped ? scale[g * n + r + c] : 1.0f;
-#ifdef WOL_AVX2
+#ifdef WOL_AVX512
+            const __m512 s5 = _mm512_add_ps(_mm512_add_ps(a5[c], b5[c]), _mm512_add_ps(c5[c], d5[c]));
+            const __m512 ab = _mm512_zextps256_ps512(_mm256_add_ps(a[c], b[c]));
+            tot[c] = _mm512_fmadd_ps(_mm512_add_ps(s5, ab), _mm512_set1_ps(s * unit), tot[c]);
+#elif defined(WOL_AVX2)
             tot[c] = _mm256_fmadd_ps(_mm256_add_ps(a[c], b[c]), _mm256_set1_ps(s * unit), tot[c]);
 #endif
             tail[c] += part[c] * s;
         }
     }
     for (int c = 0; c < C; c++) {
-#ifdef WOL_AVX2
+#ifdef WOL_AVX512
+        tail[c] += _mm512_reduce_add_ps(tot[c]);
+#elif defined(WOL_AVX2)
         tail[c] += hsum8(tot[c]);
 #endif
         res[c] = grouped ? tail[c] : tail[c] * scale[r + c];
@@ -242,11 +258,11 @@ INLINE void i4_block(const float *restrict x, const int8_t *restrict q, const fl
     }
 }
 
-/* Blocks b0 .. b1 - 1 of four channels (int4: two packed rows), every row of x each. */
+/* Blocks b0 .. b1 - 1 of WOL_CHANNELS channels (int4: WOL_PACKED_ROWS packed rows), every row of x each. */
 static void wol_range(const float *x, const int8_t *q, const float *scale, const float *bias, float *out, int64_t m,
                       int64_t n, int64_t k, int64_t gs, int grouped, int kind, int64_t b0, int64_t b1) {
     const int int4 = kind == K_INT4;
-    const int64_t rows = int4 ? n / 2 : n, per = int4 ? 2 : 4;
+    const int64_t rows = int4 ? n / 2 : n, per = int4 ? WOL_PACKED_ROWS : WOL_CHANNELS;
     for (int64_t blk = b0; blk < b1; blk++) {
         const int64_t r = blk * per, left = rows - r;
         const int8_t *qr = q + r * k;
@@ -256,20 +272,20 @@ static void wol_range(const float *x, const int8_t *q, const float *scale, const
             float res[4];
             const float *xi = x + i * k;
             if (kind == K_INT8) {
-                if (left >= 4)
-                    byte_block(xi, qr, scale, n, k, gs, grouped, r, 4, K_INT8, res);
+                if (left >= WOL_CHANNELS)
+                    byte_block(xi, qr, scale, n, k, gs, grouped, r, WOL_CHANNELS, K_INT8, res);
                 else
                     for (int64_t c = 0; c < left; c++)
                         byte_block(xi, qr + c * k, scale, n, k, gs, grouped, r + c, 1, K_INT8, res + c);
             } else if (kind == K_FP8) {
-                if (left >= 4)
-                    byte_block(xi, qr, scale, n, k, gs, grouped, r, 4, K_FP8, res);
+                if (left >= WOL_CHANNELS)
+                    byte_block(xi, qr, scale, n, k, gs, grouped, r, WOL_CHANNELS, K_FP8, res);
                 else
                     for (int64_t c = 0; c < left; c++)
                         byte_block(xi, qr + c * k, scale, n, k, gs, grouped, r + c, 1, K_FP8, res + c);
             } else {
-                if (left >= 2)
-                    i4_block(xi, qr, scale, n, k, gs, grouped, r, 2, res);
+                if (left >= WOL_PACKED_ROWS)
+                    i4_block(xi, qr, scale, n, k, gs, grouped, r, WOL_PACKED_ROWS, res);
                 else
                     i4_block(xi, qr, scale, n, k, gs, grouped, r, 1, res);
             }
@@ -284,7 +300,7 @@ void wol_f32(const float *x, const int8_t *q, const float *scale, const float *b
     const int int4 = kind == K_INT4;
     const int grouped = group > 0;
     const int64_t gs = grouped ? group : (k > 0 ? k : 1);
-    const int64_t rows = int4 ? n / 2 : n, per = int4 ? 2 : 4;
+    const int64_t rows = int4 ? n / 2 : n, per = int4 ? WOL_PACKED_ROWS : WOL_CHANNELS;
     const int64_t blocks = (rows + per - 1) / per;
     if (nt > blocks) nt = blocks;
     if (nt < 1) nt = 1;

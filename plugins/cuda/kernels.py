@@ -340,17 +340,18 @@ def _pad(bf16: bool) -> Body:
 # -- indexing ------------------------------------------------------------------------------
 
 
-def check_index(xp: Any, op: str, index: Any, size: int, axis: int) -> None:
-    """Raise unless every index is in ``[0, size)``. One device reduction, one host read."""
+def check_index(xp: Any, op: str, index: Any, size: int, axis: int, low: int = 0) -> None:
+    """Raise unless every index is in ``[low, size)`` (``low``: 0, or ``-size`` for a gather
+    with ``wrap``). One device reduction, one host read."""
     if index.size == 0:
         return
-    bad = (index < 0) | (index >= size)
+    bad = (index < low) | (index >= size)
     if bool(bad.any()):
         flat = bad.reshape(-1)
         first = int(index.reshape(-1)[int(xp.argmax(flat))])
         raise OpArgumentError(
             f"[cuda] {op}: index {first} is out of range for axis {axis} of size {size}; "
-            f"use indices in [0, {size})"
+            f"use indices in [{low}, {size})"
         )
 
 
@@ -360,10 +361,11 @@ def _scatter_key(x: Any, index: Any, src: Any, axis: int) -> tuple[tuple[Any, ..
     return (slice(None),) * axis + (flat,), src.reshape(src_shape)
 
 
-def gather(xp: Any, outs: list[Any], ins: list[Any], axis: int) -> None:
+def gather(xp: Any, outs: list[Any], ins: list[Any], axis: int, wrap: bool = False) -> None:
     x, index = ins
-    check_index(xp, "gather", index, x.shape[axis], axis)
-    xp.take(x, index, axis=int(axis), out=outs[0])
+    n = x.shape[axis]
+    check_index(xp, "gather", index, n, axis, -n if wrap else 0)
+    xp.take(x, xp.where(index < 0, index + n, index) if wrap else index, axis=int(axis), out=outs[0])
 
 
 def scatter(xp: Any, outs: list[Any], ins: list[Any], axis: int) -> None:

@@ -372,13 +372,13 @@ def _pjqa(x: CLView, index: CLView, axis: int) -> tuple[int, int, int, int]:
     return math.prod(x.shape[:axis]), index.size, math.prod(x.shape[axis + 1 :]), x.shape[axis]
 
 
-def gather(ctx, outs, ins, axis=0, **_):
+def gather(ctx, outs, ins, axis=0, wrap=False, **_):
     (y,), (x, index) = outs, ins
     P, J, Q, A = _pjqa(x, index, axis)
     if y.size == 0:
         return
     dev, q = _env(ctx, x.dtype)
-    k = dev.kernel("move", str(x.dtype.itemsize), "gather")
+    k = dev.kernel("move", str(x.dtype.itemsize), "gather_wrap" if wrap else "gather")
     _launch(
         dev,
         q,
@@ -396,7 +396,7 @@ def gather(ctx, outs, ins, axis=0, **_):
         _i64(A),
         dev.error_buffer,
     )
-    _check_index(dev, q, "gather", axis, A)
+    _check_index(dev, q, "gather", axis, A, -A if wrap else 0)
 
 
 def _scatter(op: str) -> Callable[..., None]:

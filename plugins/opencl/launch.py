@@ -149,29 +149,32 @@ def _strided_copy(
     _launch_ew(dev, q, k, n, y.buffer, _i64(yo), x.buffer, _i64(xo), _i64(n), _index(shape, src, dst))
 
 
-def index_error(bad: int, notes: Sequence[tuple[str, int, int]]) -> OpArgumentError:
-    """The error for index ``bad`` reported by one of the launches ``notes`` (op, axis, size)."""
+def index_error(bad: int, notes: Sequence[tuple[Any, ...]]) -> OpArgumentError:
+    """The error for index ``bad`` reported by one of the launches ``notes`` (op, axis, size,
+    and the lowest index allowed where it is not 0: ``-size`` for a gather with ``wrap``)."""
     if len(notes) == 1:
-        op, axis, size = notes[0]
+        op, axis, size, *low = notes[0]
         return OpArgumentError(
-            f"[{op}] index {bad} out of range for axis {axis} of size {size}; indices must be in [0, {size})"
+            f"[{op}] index {bad} out of range for axis {axis} of size {size}; indices must be in "
+            f"[{low[0] if low else 0}, {size})"
         )
-    which = ", ".join(f"{op} (axis {axis} of size {size})" for op, axis, size in notes)
+    which = ", ".join(f"{n[0]} (axis {n[1]} of size {n[2]})" for n in notes)
     return OpArgumentError(
         f"[{notes[0][0]}] index {bad} out of range in one of the static program's {which}; "
-        f"indices must be in [0, size)"
+        f"indices must be in [0, size) ([-size, size) for a gather of a user's index)"
     )
 
 
-def _check_index(dev: OpenCLDevice, q: Any, op: str, axis: int, size: int) -> None:
+def _check_index(dev: OpenCLDevice, q: Any, op: str, axis: int, size: int, low: int = 0) -> None:
     from .runtime import Recorder
 
+    note = (op, axis, size) if not low else (op, axis, size, low)
     if type(q) is Recorder:  # a bound launch: the queue's next synchronisation reads it
-        q.check((op, axis, size))
+        q.check(note)
         return
     bad = dev.take_error(q)
     if bad is not None:
-        raise index_error(bad, [(op, axis, size)])
+        raise index_error(bad, [note])
 
 
 def _translated(op: str, fn: Callable[..., None]) -> Callable[..., None]:

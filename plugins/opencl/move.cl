@@ -25,6 +25,26 @@ __kernel void gather(__global E* y, long yo, __global const E* x, long xo,
     y[yo + i] = o < 0 ? 0 : x[xo + o];
 }
 
+// gather with wrap (Paddle's rule for a user's index): an index in [-A, 0) counts from the end;
+// one outside [-A, A) is reported in err and reads nothing.
+__kernel void gather_wrap(__global E* y, long yo, __global const E* x, long xo,
+                          __global const long* idx, long io, long P, long J, long Q, long A,
+                          __global long* err) {
+    long i = get_global_id(0);
+    if (i >= P * J * Q) return;
+    long q = i % Q, t = i / Q;
+    long j = t % J, p = t / J;
+    long k = idx[io + j];
+    long w = k < 0 ? k + A : k;
+    if (w < 0 || w >= A) {
+        err[0] = 1;
+        err[1] = k;
+        y[yo + i] = 0;
+        return;
+    }
+    y[yo + i] = x[xo + (p * A + w) * Q + q];
+}
+
 // y[p, idx[j], q] = src[p, j, q]; with duplicate indices any one value wins.
 __kernel void scatter(__global E* y, long yo, __global const long* idx, long io,
                       __global const E* src, long so, long P, long J, long Q, long A,

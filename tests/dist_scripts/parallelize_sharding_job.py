@@ -36,6 +36,7 @@ from examples.train_tiny_llama_parallelize import TinyLlama, parallel_train, ref
 from tests.dist_scripts import _records  # noqa: E402
 
 RESHARDS = importlib.import_module("framework.distributed.auto_parallel.reshard").LOG  # every reshard run
+BUCKETS = importlib.import_module("framework.distributed.auto_parallel.grad_buckets")
 out, part = sys.argv[1], sys.argv[2]
 dist.init_parallel_env()
 rank, world = dist.get_rank(), dist.get_world_size()
@@ -79,9 +80,21 @@ def mlp_train(level: int | None, micro: int = 1) -> tuple[list[float], fw.nn.Lay
     log = RESHARDS
     del log[:]
     losses, figures = [], {"norm": []}
+
+    def bucket_sends() -> int:  # the gradient buckets sent so far (one record each)
+        return sum(str(r["tensor"]).startswith("bucket of") for r in log)
+
+    early = []  # per backward: buckets already sent when layer 0's output gradient arrives
+    if level is not None:
+
+        def watch(_layer, _args, out) -> None:
+            out._local_value().register_hook(lambda g: early.append(bucket_sends()))
+
+        net[0].register_forward_post_hook(watch)
     for step in range(3):
         x, y = mlp_data(step)
         loss = 0.0
+        sent0 = bucket_sends()
         for xs, ys in zip(np.split(x, micro), np.split(y, micro)):
             label = fw.to_tensor(ys) if level is None else dist.shard_tensor(ys, mesh, [dist.Shard(0)])
             part_loss = fw.nn.functional.mse_loss(net(fw.to_tensor(xs)), label) * (1.0 / micro)
@@ -99,13 +112,16 @@ def mlp_train(level: int | None, micro: int = 1) -> tuple[list[float], fw.nn.Lay
             figures["grads"] = sum(nbytes(g) for g in grads if g is not None)
             # how the gradients and parameters moved: stages 2 and 3 reduce-scatter, 3 gathers
             figures["reduce_scatters"] = sum(
-                r["collective"] == "reduce_scatter(sum)"
+                r["collective"].startswith("reduce_scatter(sum)")
                 and r["why"].startswith(f"ShardingStage{level} gradient")
                 for r in log
             )
             figures["gathers"] = sum(
                 r["collective"] == "all_gather" and r["why"].startswith("ShardingStage3 gather") for r in log
             )
+            # how many buckets the backward sent, and how many before layer 0's gradients
+            figures["buckets"] = bucket_sends() - sent0
+            figures["early"] = early[-1] - sent0
         opt.clear_grad()
         losses.append(loss)
     return losses, net, figures
@@ -113,11 +129,14 @@ def mlp_train(level: int | None, micro: int = 1) -> tuple[list[float], fw.nn.Lay
 
 ref_losses, ref_net, ref_fig = mlp_train(None) if part == "zero" else (None, None, None)
 if part == "zero":
+    # buckets of 16 KiB: the MLP's gradients (2.bias + 2.weight 32 KiB, 0.bias + 0.weight 65 KiB)
+    # go in two per backward, the first while layer 0's gradients are still to compute
+    BUCKETS.BUCKET_BYTES = 16 * 1024
     res["zero/ref_norm"] = np.array(ref_fig["norm"], "float32")
     for level in range(4):
         losses, net, fig = mlp_train(level)
         record(f"zero{level}", losses, net, ref_losses, ref_net)
-        for k in ("allocated", "states", "params", "grads", "reduce_scatters", "gathers"):
+        for k in ("allocated", "states", "params", "grads", "reduce_scatters", "gathers", "buckets", "early"):
             res[f"zero{level}/{k}"] = np.array(fig[k], "int64")
         del net
         if rank == 0:

@@ -128,12 +128,15 @@ def matmul(a, b):  # integers stay exact; floats accumulate in float64 and round
     return np.matmul(a, b) if a.dtype.kind in "iu" else np.matmul(a.astype(np.float64), b.astype(np.float64))
 
 
-def checked(index, size):
-    if index.size and (index.min() < 0 or index.max() >= size):
+def checked(index, size, wrap=False):
+    """``index`` checked against ``[0, size)``; with ``wrap`` (a gather of a user's index)
+    against ``[-size, size)``, negative ones counted from the end."""
+    low = -size if wrap else 0
+    if index.size and (index.min() < low or index.max() >= size):
         raise api.OpArgumentError(
-            f"[ccdev] index out of range [0, {size}): got {index.min()}..{index.max()}; check the indices"
+            f"[ccdev] index out of range [{low}, {size}): got {index.min()}..{index.max()}; check the indices"
         )
-    return index
+    return np.where(index < 0, index + size, index) if wrap else index
 
 
 def scatter(ctx, outs, ins, axis, add=False):
@@ -161,7 +164,7 @@ KERNELS = [
     ("slice", DTYPES, put(lambda x, starts, stops, steps: x[tuple(map(slice, starts, stops, steps))])),
     ("concat", DTYPES, put(lambda *xs, axis: np.concatenate(xs, axis))),
     ("pad", DTYPES, put(lambda x, pads, value: np.pad(x, pads or 0, constant_values=value))),
-    ("gather", DTYPES, put(lambda x, i, axis: np.take(x, checked(i, x.shape[axis]), axis))),
+    ("gather", DTYPES, put(lambda x, i, axis, wrap=False: np.take(x, checked(i, x.shape[axis], wrap), axis))),
     ("scatter_add", NUMERIC, lambda ctx, outs, ins, axis: scatter(ctx, outs, ins, axis, add=True)),
     ("scatter", DTYPES, scatter),
     ("argsort", DTYPES, put(argsort)),

@@ -23,12 +23,15 @@ def elementwise(fn):
     return kernel
 
 
-def checked_index(index, size):
-    if index.size and (index.min() < 0 or index.max() >= size):
+def checked_index(index, size, wrap=False):
+    """``index`` checked against ``[0, size)``; with ``wrap`` (a gather of a user's index)
+    against ``[-size, size)``, negative ones counted from the end."""
+    low = -size if wrap else 0
+    if index.size and (index.min() < low or index.max() >= size):
         raise OpArgumentError(
-            f"[simdev] index out of range [0, {size}): got {index.min()}..{index.max()}; check the indices"
+            f"[simdev] index out of range [{low}, {size}): got {index.min()}..{index.max()}; check the indices"
         )
-    return index
+    return np.where(index < 0, index + size, index) if wrap else index
 
 
 def argsort(ctx, outs, ins, descending):
@@ -174,8 +177,8 @@ KERNELS = [
     (
         "gather",
         ALL,
-        lambda ctx, outs, ins, axis: outs[0].__setitem__(
-            ..., np.take(ins[0], checked_index(ins[1], ins[0].shape[axis]), axis)
+        lambda ctx, outs, ins, axis, wrap=False: outs[0].__setitem__(
+            ..., np.take(ins[0], checked_index(ins[1], ins[0].shape[axis], wrap), axis)
         ),
     ),
     ("scatter_add", NUM, lambda ctx, outs, ins, axis: scatter(ctx, outs, ins, axis, add=True)),

@@ -87,15 +87,14 @@ def gather(x: Tensor, index: Any, axis: int = 0, name: str | None = None) -> Ten
                 )
             index = np.where(host < 0, host + n, host)
     idx = _index_tensor("gather", index, x.device)
-    if isinstance(index, Tensor):  # negative indices count from the end (Paddle's rule)
-        idx = M.where(idx < 0, idx + n, idx)
-    try:
-        return take_rows(x, idx, ax)
+    if not isinstance(index, Tensor):
+        return take_rows(x, idx, ax)  # wrapped and checked on the host above
+    try:  # negative indices count from the end (Paddle's rule): the kernel wraps and checks
+        return apply1(OPS["gather"], [x, idx], {"axis": ax, "wrap": True})
+    except IndexOutOfRangeError:
+        raise
     except OpArgumentError as exc:
-        raise IndexOutOfRangeError(
-            f"[gather] an index is out of range for axis {ax} of size {n}; indices must be in "
-            f"[-{n}, {n}) (the device reports, after adding {n} to negative ones: {exc})"
-        ) from None
+        raise IndexOutOfRangeError(str(exc)) from None
 
 
 def take_rows(x: Tensor, index: Tensor, axis: int) -> Tensor:

@@ -148,15 +148,17 @@ def check_not_grad_leaf(x: Tensor, name: str) -> None:
         )
 
 
-def inplace(fn: Any, name: str, same_shape: bool = True) -> Any:
-    """``self.<name>(...)``: ``fn(self, ...)`` stored back into ``self`` (its dtype kept) and its
-    version bumped; the graph keeps the old value where it was used (``indexing.alias``)."""
+def inplace(fn: Any, name: str, same_shape: bool = True, keep_dtype: bool = True) -> Any:
+    """``self.<name>(...)``: ``fn(self, ...)`` stored back into ``self`` (its dtype kept, unless
+    ``keep_dtype=False``: then ``self`` takes the result's dtype, as Paddle's ``x.equal_(y)``
+    and ``x.cast_(dtype)`` do) and its version bumped; the graph keeps the old value where it
+    was used (``indexing.alias``)."""
 
     def op(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
         check_not_grad_leaf(self, name)
         old = indexing.alias(self)
         r = fn(old, *args, **kwargs)
-        if r.dtype != self.dtype:
+        if keep_dtype and r.dtype != self.dtype:
             if _dt.category(r.dtype) > _dt.category(self.dtype):
                 raise OpArgumentError(
                     f"[{name}] result type {r.dtype} cannot be stored in a {self.dtype} tensor"

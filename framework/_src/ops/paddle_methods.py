@@ -21,6 +21,7 @@ from .composites import (
     float_bits,
     gamma_functions,
     grids,
+    inplace_forms,
     joining,
     manipulation,
     masked_writes,
@@ -375,6 +376,15 @@ for _k, _fn in {
     "baddbmm": products.baddbmm,
     "index_add": scatter_reduce.index_add,
     "index_put": scatter_reduce.index_put,
+    # paddle.tensor.ops's trigonometric in-place functions
+    "asin": special.asin,
+    "acos": special.acos,
+    "sinh": special.sinh,
+    "cosh": special.cosh,
+    "asinh": special.asinh,
+    "acosh": special.acosh,
+    "atanh": special.atanh,
+    "erf": unary.erf,
 }.items():
     if not hasattr(Tensor, _k + "_"):
         setattr(Tensor, _k + "_", inplace(_fn, _k + "_"))
@@ -383,3 +393,9 @@ Tensor.index_put = scatter_reduce.index_put
 Tensor.true_divide = M.divide
 Tensor.view_as_complex = CX.as_complex
 Tensor.view_as_real = CX.as_real
+
+# paddle.tensor's remaining in-place names (issue 40): the comparisons and logical ops (x becomes
+# bool), bitwise ops, cast_/t_/transpose_/where_/scatter_add_
+for _k, _fn in inplace_forms.INPLACE_FORMS.items():
+    if not hasattr(Tensor, _k):
+        setattr(Tensor, _k, _fn)

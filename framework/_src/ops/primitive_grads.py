@@ -323,6 +323,8 @@ def _g_gather(n, g):
     inverse = getattr(idx, "_inverse", None)
     if inverse is not None:  # a permutation (``indexing.permutation``): gather by its inverse
         return [take_rows(g[0], inverse, n.attrs["axis"]), None]
+    if n.attrs.get("wrap"):  # negative indices count from the end: wrapped before the scatter
+        idx = M.where(idx < 0, idx + x.shape[n.attrs["axis"]], idx)
     return [scatter_rows("scatter_add", zeros_like(x), idx, g[0], n.attrs["axis"]), None]
 
 

@@ -152,14 +152,15 @@ def concat(attrs: dict[str, Any], ins: list[Any]) -> SpmdRule:
 def gather(attrs: dict[str, Any], ins: list[Any]) -> SpmdRule:
     """``gather(x, index, axis)``: the rows of an axis-0 gather may stay sharded (Paddle's
     vocabulary-parallel embedding: each rank looks up the ids in its rows, zeros the others,
-    the output is Partial(sum): the ``"rows"`` local strategy); another gathered axis is made
-    whole."""
+    the output is Partial(sum): the ``"rows"`` local strategy, for ids in ``[0, n)``: not with
+    ``wrap``); another gathered axis is made whole."""
     x = ins[0]
     axis = attrs["axis"]
     inl = _LOW[: x.ndim]
     out = inl[:axis] + "*" + inl[axis + 1 :]
     kept = "" if axis == 0 else f" | {inl[axis]}"
-    return SpmdRule(f"{inl},*->{out}{kept}", "", "sum", local="rows" if axis == 0 else "")
+    rows = axis == 0 and not attrs.get("wrap")  # the local lookup reads ids in [0, n) only
+    return SpmdRule(f"{inl},*->{out}{kept}", "", "sum", local="rows" if rows else "")
 
 
 def norm(attrs: dict[str, Any], ins: list[Any]) -> SpmdRule:

@@ -23,6 +23,7 @@ from ..._src.autograd import no_grad
 from ..._src.tensor import Size, Tensor
 from ..._src.tensor import to_tensor as _to_tensor
 from .. import collective
+from ..arrival import arrive
 from .mesh import ProcessMesh
 from .placement import Partial, Placement, Replicate, Shard, chunk, short
 
@@ -229,8 +230,26 @@ class DistTensor(Tensor):
         self.across(True)
 
     def numpy(self) -> Any:
-        """The whole tensor (gathered from the shards; None on a rank outside the mesh)."""
-        r = self.whole(self, "numpy") if any(not p.is_replicated() for p in self.placements) else self
+        """The whole tensor, as Paddle's ``numpy()`` of a distributed tensor: read locally where
+        it is replicated on this rank; else gathered from the shards (a Partial value reduced),
+        a collective of the ranks that hold the other parts, which must all call it. Called on
+        some of them only (``if rank == 0: x.numpy()``), it raises at once under ``oarlock
+        launch`` once a peer shows it will not call it (see :mod:`framework.distributed.arrival`).
+        None on a rank outside the mesh."""
+        spread = [a for a, p in enumerate(self.placements) if not p.is_replicated()]
+        if spread and self._local is not None:
+            ids = np.asarray(self.process_mesh.process_ids).reshape(self.process_mesh.shape)
+            at = list(self.coordinate())
+            index = tuple(slice(None) if a in spread else at[a] for a in range(len(at)))
+            peers = sorted(int(r) for r in np.ravel(ids[index]))
+            arrive(
+                f"numpy {peers}",
+                peers,
+                f"numpy() of {label(self)} ({short(self.placements)} over {self.process_mesh})",
+                "call it on every one of those ranks (before `if rank == 0:`), read this rank's part "
+                "with x._local_value().numpy(), or replicate x first (dist.reshard) where one rank reads it",
+            )
+        r = self.whole(self, "numpy") if spread else self
         return None if r._local is None else r._local.numpy()
 
     def native(self) -> Any:

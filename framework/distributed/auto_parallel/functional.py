@@ -36,13 +36,13 @@ from ..._src.ops.composites import loss as _loss
 from ..._src.ops.composites import norm as _norm
 from ..._src.tensor import Tensor
 from .dtensor import DistTensor, label, local_region
+from .grad_buckets import is_partial_leaf, partial_leaf
 from .mesh import ProcessMesh
 from .placement import Placement, Replicate, Shard, chunk
 from .reshard import (
     _all_reduce,
     _note,
     _on_tape,
-    defer_grad,
     ensure_groups,
     reshard,
     reshard_local,
@@ -74,9 +74,10 @@ def _lift(x: Any, mesh: ProcessMesh) -> DistTensor:
 
 def _grad_all_reduce(x: DistTensor, t: Tensor, mesh: ProcessMesh, axis: int, op: str) -> Tensor:
     """Identity forward; backward all-reduces the gradient over ``axis`` (Megatron's ``f``).
-    For a leaf (a parameter replicated over a data-parallel axis) the partial gradient is
-    kept and all-reduced with the others in buckets when the backward ends
-    (:func:`.reshard.flush_grads`), as ``DataParallel`` does."""
+    For a leaf (a parameter replicated over a data-parallel axis) the op reads an alias whose
+    complete partial gradient is reduced with others in a bucket while the backward goes on
+    (:mod:`.grad_buckets`), as ``DataParallel`` does; partial over a second axis too (a norm's
+    weight under sequence parallelism), it is all-reduced over that one first, on the tape."""
     if t.stop_gradient or mesh.shape[axis] == 1 or t.dtype.kind != "f":
         return t
     g = mesh.get_group(axis)
@@ -92,8 +93,8 @@ def _grad_all_reduce(x: DistTensor, t: Tensor, mesh: ProcessMesh, axis: int, op:
     )
     if _base.TRACER.get() is not None:  # a traced program: an op whose gradient all-reduces
         return traced_step(x, t, x.shape, mesh, axis, Replicate(), Replicate(), op, grad_reduce="sum")
-    if t._node is None:  # a leaf (a parameter): all-reduced in buckets after the backward
-        return _on_tape(t, t.detach(), lambda gr: defer_grad(t, g, gr))
+    if t._node is None and not is_partial_leaf(t):  # a parameter: reduced in buckets in backward
+        return partial_leaf(t, g, mesh, axis)
     return _on_tape(t, t.detach(), lambda gr: _all_reduce(gr, "sum", g))
 
 

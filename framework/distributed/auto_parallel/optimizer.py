@@ -45,9 +45,10 @@ from adapter_api import OpArgumentError
 from ..._src.autograd import is_grad_enabled, no_grad
 from ..._src.tensor import Tensor
 from .dtensor import DistTensor, local_region
+from .grad_buckets import AFTER_BACKWARD, GradSink
 from .mesh import ProcessMesh
-from .placement import Partial, Placement, Replicate, Shard
-from .reshard import AFTER_BACKWARD, ensure_groups, reshard
+from .placement import Placement, Replicate, Shard
+from .reshard import ensure_groups, reshard
 
 
 def zero_placements(
@@ -164,15 +165,16 @@ def gather_for_forward(p: DistTensor, axis: int | str) -> DistTensor:
     leaf = r._local.detach()
     leaf.stop_gradient = False
 
-    def into_shard(g: Tensor, partial: bool = True) -> None:
-        src = [Partial() if (i == a and partial) else q for i, q in enumerate(whole)]
-        d = DistTensor(g, mesh, src, p.shape, g.dtype)
-        part = reshard(d, mesh, list(p.placements), why=f"ShardingStage3 gradient of {p.name}")._local.clone()
+    def add(part: Tensor) -> None:
         own = p._local_value()
         own.grad = part if own.grad is None else own.grad + part
 
+    def into_shard(g: Tensor) -> None:  # a whole gradient: this rank's slice of it
+        d = DistTensor(g, mesh, whole, p.shape, g.dtype)
+        add(reshard(d, mesh, list(p.placements), why=f"ShardingStage3 gradient of {p.name}")._local.clone())
+
     if mesh.shape[a] > 1:  # (one rank on the axis: nothing is partial, the sweep slices)
-        leaf._grad_sink = (mesh.get_group(a), into_shard)
+        leaf._grad_sink = GradSink(mesh.get_group(a), p.placements[a].dim, add, "ShardingStage3 gradient")
     leaf._into_shard = into_shard
     _GATHERED.append(leaf)
     return DistTensor(leaf, mesh, whole, p.shape, p.dtype, p.name)
@@ -184,7 +186,7 @@ def _gathered_grads_to_shards() -> None:
     over the sharding axis) is sliced onto the shard; the gathered leaves are let go."""
     for leaf in _GATHERED:
         if leaf.grad is not None:
-            leaf._into_shard(leaf.grad.detach(), partial=False)
+            leaf._into_shard(leaf.grad.detach())
             leaf.grad = None
     _GATHERED.clear()
 
@@ -238,20 +240,25 @@ class _ShardOptimizer:
             local = p._local_value()
             if v is p or local is None or p.process_mesh.get_dim_size(self._shard_fn.axis) == 1:
                 continue  # (one rank on the axis: nothing is partial, the sweep slices)
-            group = p.process_mesh.get_group(self._shard_fn.axis)
-            local._grad_sink = (group, lambda g, p=p, v=v: self._keep(p, v, g, partial=True))
+            a = p.process_mesh.axis(self._shard_fn.axis)
+            local._grad_sink = GradSink(
+                p.process_mesh.get_group(a),
+                v.placements[a].dim,
+                lambda part, p=p: self._keep_slice(p, part),
+                "ShardingStage2 gradient",
+            )
         AFTER_BACKWARD.append(weakref.WeakMethod(self._sweep))
 
-    def _keep(self, p: DistTensor, v: DistTensor, g: Tensor, partial: bool) -> None:
-        """Add ``g`` (this rank's partial gradient of ``p`` over the sharding axis, or with
-        ``partial=False`` its whole gradient) to the kept slice: a reduce-scatter or a slice."""
-        a = p.process_mesh.axis(self._shard_fn.axis)
-        src = [Partial() if (i == a and partial) else q for i, q in enumerate(p.placements)]
-        d = DistTensor(g, p.process_mesh, src, p.shape, g.dtype)
-        part = reshard(d, p.process_mesh, v.placements, why=f"ShardingStage2 gradient of {p.name}")._local
-        part = part.clone()  # not a view: the whole gradient is freed
+    def _keep_slice(self, p: DistTensor, part: Tensor) -> None:
+        """Add ``part`` (this rank's slice of ``p``'s gradient) to the kept slice."""
         old = self._kept.get(id(p))
         self._kept[id(p)] = part if old is None else old + part
+
+    def _keep(self, p: DistTensor, v: DistTensor, g: Tensor) -> None:
+        """Add this rank's slice of ``g`` (``p``'s whole gradient) to the kept slice."""
+        d = DistTensor(g, p.process_mesh, p.placements, p.shape, g.dtype)
+        part = reshard(d, p.process_mesh, v.placements, why=f"ShardingStage2 gradient of {p.name}")._local
+        self._keep_slice(p, part.clone())  # not a view: the whole gradient is freed
 
     @no_grad()
     def _sweep(self) -> None:
@@ -261,7 +268,7 @@ class _ShardOptimizer:
             local = p._local_value()
             if v is p or local is None or local.grad is None:
                 continue
-            self._keep(p, v, local.grad.detach(), partial=False)
+            self._keep(p, v, local.grad.detach())
             local.grad = None
 
     def grad_shard(self, p: DistTensor) -> DistTensor | None:

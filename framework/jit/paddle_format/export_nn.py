@@ -128,7 +128,7 @@ def _gather(em: Emitter, op: Operation, ins: list[int]) -> int:
     x, idx = op.operands[0].type, op.operands[1].type
     assert isinstance(x, TensorType) and isinstance(idx, TensorType)
     axis = int(op.attrs["axis"])
-    if axis == 0 and x.rank == 2 and np.dtype(idx.dtype).kind == "i":
+    if axis == 0 and x.rank == 2 and np.dtype(idx.dtype).kind == "i" and not op.attrs.get("wrap"):
         attrs = {"padding_idx": a_i64(-1), "sparse": a_bool(False)}
         return em.one("embedding", [ins[1], ins[0]], attrs, result_type(op))
     if idx.rank > 1:

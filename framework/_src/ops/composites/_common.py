@@ -8,6 +8,7 @@ from adapter_api import OpArgumentError
 
 from ... import dtypes as _dt
 from ...tensor import Tensor
+from .. import indexing as I
 from .. import math as M
 
 
@@ -39,3 +40,13 @@ def axis_arg(name: str, axis: Any, ndim: int) -> int:
 
 def same_meta(ins: list[Tensor], attrs: dict[str, Any]) -> list:
     return [(ins[0].shape, ins[0].dtype)]
+
+
+def store_out(name: str, r: Tensor, out: Tensor | None) -> Tensor:
+    """``r``, or ``out`` made to hold it (cast to ``out``'s dtype) when Paddle's ``out=`` is given."""
+    if out is None:
+        return r
+    if tuple(out.shape) != tuple(r.shape):
+        raise OpArgumentError(f"[{name}] out has shape {list(out.shape)}, expected {list(r.shape)}")
+    I.rebind(out, M.cast(r, out.dtype), name, I.alias(out))
+    return out

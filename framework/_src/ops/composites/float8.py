@@ -23,6 +23,7 @@ from ...tensor import Tensor
 from .. import math as M
 from ..base import OPS, call, composite
 from ._common import tensor_arg
+from .activation import gelu, relu
 
 
 def _scaled_infer(ins: list[Tensor], attrs: dict[str, Any]) -> list:
@@ -143,3 +144,74 @@ def float8_saturate(x: Tensor, dtype: Any) -> Tensor:
         )
     big = float(ml_dtypes.finfo(d).max)
     return M.cast(M.clip(x, -big, big), d)
+
+
+#: the epilogues of Paddle's fp8_fp8_half_gemm_fused
+_FP8_GEMM_ACTS = ("identity", "relu", "gelu")
+
+
+def fp8_fp8_half_gemm_fused(
+    x: Tensor,
+    y: Tensor,
+    transpose_x: bool = False,
+    transpose_y: bool = False,
+    bias: Tensor | None = None,
+    scale: float = 1.0,
+    output_dtype: str = "float16",
+    act: str = "identity",
+    name: str | None = None,
+) -> Tensor:
+    """``act(scale * (x @ y) + bias)`` of float8 ``x`` and ``y``, rounded once to float16 or
+    bfloat16 (Paddle's ``paddle.tensor.linalg.fp8_fp8_half_gemm_fused``, which Paddle runs on
+    CUDA only; here a composite on every device).
+
+    The operands are widened to float32 (exact for float8), multiplied, scaled, biased and
+    activated in float32, then rounded to ``output_dtype``: one rounding, as a cuBLASLt
+    epilogue does.
+
+    Args:
+        x (Tensor): ``[..., m, k]`` (``[..., k, m]`` with ``transpose_x``), float8.
+        y (Tensor): ``[..., k, n]`` (``[..., n, k]`` with ``transpose_y``), float8.
+        transpose_x (bool): use ``x``'s last two dims swapped.
+        transpose_y (bool): use ``y``'s last two dims swapped.
+        bias (Tensor, optional): ``[n]``, added after the scale.
+        scale (float): multiplies the product.
+        output_dtype (str): ``"float16"`` or ``"bfloat16"``.
+        act (str): ``"identity"``, ``"relu"`` or ``"gelu"`` (erf form).
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: ``[..., m, n]`` of ``output_dtype``; not differentiable (float8 inputs).
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.to_tensor([[1.0, 2.0]]).astype("float8_e4m3fn")
+        >>> y = fw.to_tensor([[3.0], [-0.5]]).astype("float8_e4m3fn")
+        >>> out = fw.tensor.linalg.fp8_fp8_half_gemm_fused(x, y, scale=2.0, bias=fw.to_tensor([1.0]), act="relu")
+        >>> out.dtype, out.tolist()
+        (dtype('float16'), [[5.0]])
+    """
+    op = "fp8_fp8_half_gemm_fused"
+    x, y = tensor_arg(op, x, "x"), tensor_arg(op, y, "y")
+    for what, t in (("x", x), ("y", y)):
+        if not _dt.is_float8(t.dtype) or t.ndim < 2:
+            raise OpArgumentError(
+                f"[{op}] {what} must be a float8 tensor of at least 2 dims, got {list(t.shape)} {t.dtype}; "
+                "cast it with x.astype('float8_e4m3fn')"
+            )
+    if output_dtype not in ("float16", "bfloat16"):
+        raise OpArgumentError(f"[{op}] output_dtype must be 'float16' or 'bfloat16', got {output_dtype!r}")
+    if act not in _FP8_GEMM_ACTS:
+        raise OpArgumentError(f"[{op}] act must be one of {list(_FP8_GEMM_ACTS)}, got {act!r}")
+    a, b = M.cast(x, _dt.float32), M.cast(y, _dt.float32)
+    out = M.matmul(a, b, transpose_x=transpose_x, transpose_y=transpose_y)
+    if scale != 1.0:
+        out = out * float(scale)
+    if bias is not None:
+        bias = tensor_arg(op, bias, "bias")
+        if tuple(bias.shape) != (out.shape[-1],):
+            raise OpArgumentError(f"[{op}] bias must be of shape [{out.shape[-1]}], got {list(bias.shape)}")
+        out = out + M.cast(bias, _dt.float32)
+    if act != "identity":
+        out = (relu if act == "relu" else gelu)(out)
+    return M.cast(out, _dt.as_dtype(output_dtype, op))

@@ -15,7 +15,7 @@ from ...tensor import Tensor
 from .. import math as M
 from .. import sharding as _sh
 from ..base import OPS, call, composite
-from ._common import axis_arg, float_arg, same_meta, tensor_arg
+from ._common import axis_arg, float_arg, same_meta, store_out, tensor_arg
 
 # -- softmax family -------------------------------------------------------------------------
 
@@ -61,6 +61,32 @@ def softmax(x: Tensor, axis: int = -1, dtype: Any = None, name: str | None = Non
     if x.ndim == 0:
         return call(OPS["softmax"], [x.reshape((1,))], {"axis": 0}).reshape(())
     return call(OPS["softmax"], [x], {"axis": axis_arg("softmax", axis, x.ndim)})
+
+
+def softmax_compat(
+    input: Tensor, dim: int | None = None, dtype: Any = None, *, out: Tensor | None = None
+) -> Tensor:
+    """Softmax along ``dim`` with torch's default dim (Paddle's ``paddle.softmax``, from
+    ``paddle.tensor.compat_softmax``): without ``dim``, dim 0 of a 0-d, 1-d or 3-d tensor, else dim 1.
+
+    Args:
+        input (Tensor): float.
+        dim (int, optional): the dim the result sums to 1 along.
+        dtype (str, optional): ``input`` is cast to it first.
+        out (Tensor, optional): receives the result.
+
+    Returns:
+        Tensor: like ``input`` (of ``dtype`` when given).
+
+    Example:
+        >>> import framework as fw
+        >>> fw.tensor.softmax(fw.zeros([2, 2])).tolist()  # dim 1 of a 2-d tensor
+        [[0.5, 0.5], [0.5, 0.5]]
+    """
+    input = tensor_arg("softmax", input, "input")
+    if dim is None:
+        dim = 0 if input.ndim in (0, 1, 3) else 1
+    return store_out("softmax", softmax(input, dim, dtype), out)
 
 
 def log_softmax(x: Tensor, axis: int = -1, dtype: Any = None, name: str | None = None) -> Tensor:

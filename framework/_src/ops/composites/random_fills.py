@@ -16,7 +16,9 @@ from ... import dtypes as _dt
 from ...tensor import Tensor, to_tensor
 from .. import math as M
 from .. import random as R
-from ._common import float_arg, tensor_arg
+from ..complex import as_complex
+from ..methods import inplace
+from ._common import float_arg, store_out, tensor_arg
 from .special import lgamma, tan
 
 
@@ -234,3 +236,213 @@ def standard_gamma(x: Tensor, name: str | None = None) -> Tensor:
         done = done | ok
     u = R.rand(a.shape, dtype=a.dtype, device=a.device)
     return M.where(boost, out * M.pow(M.maximum(u, 1e-30), 1.0 / a), out)
+
+
+def _gaussian_dtype(name: str, dtype: Any, mean: Any) -> tuple[np.dtype, float]:
+    d = _dt.as_dtype(dtype, name) if dtype is not None else _dt.get_default_dtype()
+    if not (_dt.is_floating(d) or d.kind == "c"):
+        raise OpArgumentError(f"[{name}] dtype must be a float or complex dtype, got {d}")
+    if isinstance(mean, complex):
+        if d.kind != "c":
+            raise OpArgumentError(f"[{name}] a complex mean {mean} needs a complex dtype, got {d}")
+        if mean.real != mean.imag:
+            raise OpArgumentError(
+                f"[{name}] a complex mean must have equal real and imaginary parts (Paddle's rule), got {mean}"
+            )
+        mean = mean.real
+    return d, float(mean)
+
+
+def _gaussian(shape: Any, mean: float, std: float, seed: int, d: np.dtype, device: Any) -> Tensor:
+    gen = R.Generator(seed) if seed else None
+    if d.kind == "c":  # each part of std / sqrt(2), both parts of mean ``mean`` (as Paddle)
+        shp = tuple(R._shape("gaussian", shape))
+        parts = R.normal(
+            mean, std / _m.sqrt(2.0), (*shp, 2), dtype=_dt.real_of(d), device=device, generator=gen
+        )
+        return as_complex(parts)
+    return R.normal(mean, std, shape, dtype=d, device=device, generator=gen)
+
+
+def gaussian(
+    shape: Any,
+    mean: float | complex = 0.0,
+    std: float = 1.0,
+    seed: int = 0,
+    dtype: Any = None,
+    name: str | None = None,
+    *,
+    out: Tensor | None = None,
+    device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    """Normal random numbers of mean ``mean`` and standard deviation ``std`` (Paddle's
+    ``paddle.tensor.random.gaussian``).
+
+    Args:
+        shape (list[int] | tuple[int] | Tensor): the shape.
+        mean (float | complex): the mean; complex (equal parts) for a complex dtype.
+        std (float): the standard deviation (of each part, over ``sqrt(2)``, for a complex dtype).
+        seed (int): non-zero: a stream of this seed made for the call (the same values each
+            time); 0: the global generator (:func:`framework.seed`).
+        dtype (str | np.dtype, optional): float or complex; default :func:`get_default_dtype`.
+        name: ignored (Paddle's signature).
+        out (Tensor, optional): receives the result.
+        device (str, optional): default the current device.
+        requires_grad (bool): the result is a leaf that requires grad.
+
+    Returns:
+        Tensor: a new tensor (``out`` when given).
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.tensor.random.gaussian([2, 3], mean=1.0, std=0.5, seed=7)
+        >>> x.shape, x.dtype, x.tolist() == fw.tensor.random.gaussian([2, 3], 1.0, 0.5, seed=7).tolist()
+        ((2, 3), dtype('float32'), True)
+    """
+    d, m = _gaussian_dtype("gaussian", dtype, mean)
+    r = _gaussian(shape, m, std, seed, d, device)
+    if requires_grad:
+        r.stop_gradient = False
+    return store_out("gaussian", r, out)
+
+
+def gaussian_fill(
+    x: Tensor, mean: float | complex = 0.0, std: float = 1.0, seed: int = 0, name: str | None = None
+) -> Tensor:
+    """Normal random numbers of ``x``'s shape, dtype and device (what :func:`gaussian_` stores into ``x``).
+
+    Args:
+        x (Tensor): gives the shape, a float or complex dtype and the device.
+        mean (float | complex): the mean.
+        std (float): the standard deviation.
+        seed (int): non-zero: a stream of this seed made for the call; 0: the global generator.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: a new tensor.
+    """
+    x = tensor_arg("gaussian_", x)
+    d, m = _gaussian_dtype("gaussian_", x.dtype, mean)
+    return _gaussian(x.shape, m, std, seed, d, x.device)
+
+
+_gaussian_inplace = inplace(gaussian_fill, "gaussian_")
+
+
+def gaussian_(
+    x: Tensor, mean: float | complex = 0.0, std: float = 1.0, seed: int = 0, name: str | None = None
+) -> Tensor:
+    """``x`` filled in place with normal random numbers (Paddle's ``paddle.tensor.random.gaussian_``).
+
+    Args:
+        x (Tensor): the tensor to fill (float or complex); its shape, dtype and device are kept.
+        mean (float | complex): the mean.
+        std (float): the standard deviation.
+        seed (int): non-zero: a stream of this seed made for the call; 0: the global generator.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: ``x`` itself.
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.zeros([2, 2], dtype="float64")
+        >>> y = fw.tensor.random.gaussian_(x, mean=3.0, std=0.5)
+        >>> y is x, x.dtype, bool((x != 0).all())
+        (True, dtype('float64'), True)
+    """
+    return _gaussian_inplace(x, mean, std, seed)
+
+
+def log_normal_sample(
+    mean: float | Tensor = 1.0, std: float | Tensor = 2.0, shape: Any = None, name: str | None = None
+) -> Tensor:
+    """``exp(n)`` for normal ``n`` of mean ``mean`` and standard deviation ``std`` (Paddle's
+    ``paddle.log_normal``; ``x.log_normal_()`` fills a tensor).
+
+    Args:
+        mean (float | Tensor): the mean of the underlying normal; a tensor gives one per element.
+        std (float | Tensor): its standard deviation; a tensor gives one per element.
+        shape (list[int], optional): the shape when ``mean`` and ``std`` are numbers (a tensor's
+            shape wins, as in Paddle).
+        name: ignored (Paddle's signature).
+
+    Returns:
+        Tensor: a new tensor of the default float dtype (a tensor ``mean``'s or ``std``'s dtype).
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.tensor.random.log_normal(mean=fw.to_tensor([0.0, 1.0]), std=0.5)
+        >>> x.shape, bool((x > 0).all())
+        ((2,), True)
+    """
+    ts = [t for t in (mean, std) if isinstance(t, Tensor)]
+    if not ts:
+        if shape is None:
+            raise OpArgumentError("[log_normal] give shape when mean and std are numbers")
+        return M.exp(R.normal(float(mean), float(std), shape))
+    for t in ts:
+        if not _dt.is_floating(t.dtype):
+            raise OpArgumentError(
+                f"[log_normal] a tensor mean or std must be float32 or float64, got {t.dtype}"
+            )
+    ref = ts[0]
+    m = mean if isinstance(mean, Tensor) else float(mean)
+    s = std if isinstance(std, Tensor) else float(std)
+    if len(ts) == 2 and tuple(mean.shape) != tuple(std.shape):
+        if mean.size != std.size:
+            raise OpArgumentError(
+                f"[log_normal] mean of shape {list(mean.shape)} and std of shape {list(std.shape)}: "
+                "expected the same number of elements"
+            )
+        s = std.reshape(mean.shape)  # Paddle reads std in mean's shape
+    z = R.normal(0.0, 1.0, ref.shape if len(ts) == 1 else mean.shape, dtype=ref.dtype, device=ref.device)
+    return M.exp(z * s + m)
+
+
+def uniform_random_batch_size_like(
+    input: Tensor,
+    shape: Any,
+    dtype: Any = "float32",
+    input_dim_idx: int = 0,
+    output_dim_idx: int = 0,
+    min: float = -1.0,
+    max: float = 1.0,
+    seed: int = 0,
+) -> Tensor:
+    """Uniform random numbers in ``[min, max)`` of ``shape`` with dim ``output_dim_idx`` taken
+    from ``input``'s dim ``input_dim_idx`` (the batch size; Paddle's
+    ``paddle.tensor.random.uniform_random_batch_size_like``).
+
+    Args:
+        input (Tensor): gives the batch size (its values are not read) and the device.
+        shape (list[int]): the shape, but for dim ``output_dim_idx``.
+        dtype (str | np.dtype): float32 or float64.
+        input_dim_idx (int): the dim of ``input`` that is the batch size.
+        output_dim_idx (int): the dim of the result that takes it.
+        min (float): the lower bound.
+        max (float): the upper bound.
+        seed (int): non-zero: a stream of this seed made for the call; 0: the global generator.
+
+    Returns:
+        Tensor: a new tensor.
+
+    Example:
+        >>> import framework as fw
+        >>> fw.tensor.random.uniform_random_batch_size_like(fw.zeros([3, 7]), [2, 5]).shape
+        (3, 5)
+    """
+    input = tensor_arg("uniform_random_batch_size_like", input, "input")
+    shp = list(shape)
+    for what, i, n in (
+        ("input_dim_idx", input_dim_idx, input.ndim),
+        ("output_dim_idx", output_dim_idx, len(shp)),
+    ):
+        if not 0 <= i < n:
+            raise OpArgumentError(f"[uniform_random_batch_size_like] {what} {i} is out of range for {n} dims")
+    shp[output_dim_idx] = input.shape[input_dim_idx]
+    d = _dt.as_dtype(dtype, "uniform_random_batch_size_like")
+    if not _dt.is_floating(d):
+        raise OpArgumentError(f"[uniform_random_batch_size_like] dtype must be a float dtype, got {d}")
+    return R.uniform(shp, dtype=d, min=min, max=max, seed=seed, device=input.device)

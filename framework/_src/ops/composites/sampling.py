@@ -12,6 +12,8 @@ from ... import dtypes as _dt
 from ...tensor import Tensor
 from .. import math as M
 from .. import random as R
+from ..indexing import take_along_axis
+from ..shape import concat
 from ._common import float_arg, tensor_arg
 from .arith import cumsum
 from .sorting import topk
@@ -223,3 +225,96 @@ def poisson(x: Tensor, name: str | None = None) -> Tensor:
             break
     k_out = M.where(done, k_out, float(rounds))
     return M.cast(k_out, lam.dtype)
+
+
+def _row_uniforms(name: str, bs: int, topp_seed: Tensor | None, seed: int, like: Tensor) -> Tensor:
+    """``[bs, 1]`` uniforms in [0, 1): row ``i`` from a stream of ``topp_seed[i]`` when given,
+    else all from a stream of ``seed`` (``-1``: the global generator)."""
+    if topp_seed is not None:
+        seeds = tensor_arg(name, topp_seed, "topp_seed").numpy().reshape(-1)
+        if seeds.size != bs:
+            raise OpArgumentError(f"[{name}] topp_seed must hold {bs} seeds (one per row), got {seeds.size}")
+        rows = [
+            R.rand([1, 1], dtype=like.dtype, device=like.device, generator=R.Generator(int(s))) for s in seeds
+        ]
+        return concat(rows, 0)
+    gen = R.Generator(seed) if seed != -1 else None
+    return R.rand([bs, 1], dtype=like.dtype, device=like.device, generator=gen)
+
+
+def top_p_sampling(
+    x: Tensor,
+    ps: Tensor,
+    threshold: Tensor | None = None,
+    topp_seed: Tensor | None = None,
+    seed: int = -1,
+    k: int = 0,
+    mode: str = "truncated",
+    return_top: bool = False,
+    name: str | None = None,
+) -> tuple[Tensor, ...]:
+    """One token per row drawn from the smallest set of most probable tokens whose probability
+    reaches ``ps`` (nucleus sampling; Paddle's ``paddle.tensor.search.top_p_sampling``, which
+    Paddle runs on CUDA only; here a composite on every device).
+
+    Per row: the probabilities sorted largest first, ``u`` uniform in ``[0, ps)``, the token
+    taken is the first whose running sum reaches ``u`` -- a draw from the top-p set in
+    proportion to the probabilities. With ``ps <= 0`` that is the most probable token.
+
+    Args:
+        x (Tensor): ``[batch, vocab]`` probabilities (float).
+        ps (Tensor): ``[batch]`` top-p value per row.
+        threshold (Tensor, optional): ``[batch]``: tokens below it are never drawn (the most
+            probable one always may be).
+        topp_seed (Tensor, optional): ``[batch]`` int64 seed per row.
+        seed (int): ``-1``: the global generator (:func:`framework.seed`); else a stream of it.
+        k (int): with ``return_top``, also the ``k`` largest probabilities and their ids.
+        mode (str): ``"truncated"`` (the only mode here; ``"non-truncated"`` is refused).
+        return_top (bool): also return the top-``k`` scores and ids.
+        name: ignored (Paddle's signature).
+
+    Returns:
+        tuple[Tensor, Tensor]: the drawn probability ``[batch, 1]`` (``x``'s dtype) and its id
+        ``[batch, 1]`` (int64); with ``return_top``, then ``[batch, k]`` scores and ids.
+
+    Example:
+        >>> import framework as fw
+        >>> x = fw.to_tensor([[0.1, 0.6, 0.3], [0.5, 0.2, 0.3]])
+        >>> value, ids = fw.tensor.search.top_p_sampling(x, fw.to_tensor([0.0, 0.0]))
+        >>> value.tolist(), ids.tolist()
+        ([[0.6000000238418579], [0.5]], [[1], [0]])
+    """
+    op = "top_p_sampling"
+    x = tensor_arg(op, x)
+    if x.ndim != 2 or not _dt.is_floating(x.dtype):
+        raise OpArgumentError(
+            f"[{op}] x must be a 2-d float tensor [batch, vocab], got {list(x.shape)} {x.dtype}"
+        )
+    bs, c = x.shape
+    ps = tensor_arg(op, ps, "ps")
+    if ps.size != bs:
+        raise OpArgumentError(f"[{op}] ps must hold {bs} values (one per row), got shape {list(ps.shape)}")
+    if mode != "truncated":
+        raise OpArgumentError(
+            f"[{op}] mode {mode!r} is not supported here: only 'truncated' (sampling within the top-p set)"
+        )
+    if not isinstance(k, int) or not 0 <= k <= c:
+        raise OpArgumentError(f"[{op}] k must be an int in [0, {c}], got {k!r}")
+    probs, order = topk(x, c, axis=-1)  # largest first
+    kept = probs
+    n_kept = None
+    if threshold is not None:
+        thr = M.cast(tensor_arg(op, threshold, "threshold").reshape([bs, 1]), x.dtype)
+        keep = probs >= thr  # a prefix of the sorted row; the first token stays drawable
+        kept = M.where(keep, probs, M.zeros_like(probs))
+        n_kept = M.maximum(M.sum(M.cast(keep, _dt.int64), axis=-1, keepdim=True), 1)
+    cdf = cumsum(kept, axis=-1)
+    # u in [0, min(ps, the mass left after the threshold)): the draw stays proportional
+    reach = M.minimum(M.cast(ps.reshape([bs, 1]), x.dtype), cdf[:, c - 1 :])
+    u = _row_uniforms(op, bs, topp_seed, seed, x) * reach
+    at = M.sum(M.cast(cdf < u, _dt.int64), axis=-1, keepdim=True)
+    at = M.minimum(at, (n_kept - 1) if n_kept is not None else c - 1)
+    out = (take_along_axis(probs, at, -1), take_along_axis(order, at, -1))
+    if return_top:
+        return (*out, probs[:, :k], order[:, :k])
+    return out

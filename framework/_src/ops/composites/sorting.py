@@ -25,7 +25,7 @@ from .. import math as M
 from .. import shape as S
 from ..base import OPS, apply1
 from ..indexing import take_along_axis
-from ._common import axis_arg, float_arg, tensor_arg
+from ._common import axis_arg, float_arg, store_out, tensor_arg
 
 
 def argsort(
@@ -590,13 +590,7 @@ def msort(input: Tensor, out: Tensor | None = None, name: str | None = None) -> 
     x = tensor_arg("msort", input, "input")
     if x.ndim == 0:
         raise OpArgumentError("[msort] input must have at least one dimension, got a 0-d tensor")
-    r = sort(x, 0)
-    if out is None:
-        return r
-    if tuple(out.shape) != tuple(r.shape):
-        raise OpArgumentError(f"[msort] out has shape {list(out.shape)}, expected {list(r.shape)}")
-    I.rebind(out, M.cast(r, out.dtype), "msort", I.alias(out))
-    return out
+    return store_out("msort", sort(x, 0), out)
 
 
 def argwhere(x: Tensor, name: str | None = None) -> Tensor:

@@ -32,9 +32,10 @@ from ....nn.container import LayerList, Sequential
 from ....nn.layer import Layer
 from ... import collective
 from ...auto_parallel.dtensor import DistTensor
+from ...auto_parallel.grad_buckets import flush_grads, hold
 from ...auto_parallel.mesh import ProcessMesh
 from ...auto_parallel.placement import Partial, Placement, Replicate, Shard
-from ...auto_parallel.reshard import ensure_groups, flush_grads
+from ...auto_parallel.reshard import ensure_groups
 from ...auto_parallel.static import _whole_local
 from ..recompute import recompute
 from .pipeline_parallel import PipelineParallel
@@ -239,10 +240,14 @@ class MeshPipeline(PipelineParallel):
         self.__dict__["meshes"] = meshes
         self._setup(layers, cfg.micro_batch_size, cfg.accumulate_steps, cfg.schedule_mode, group, stage, None)
 
+    def forward_backward_pipeline(self, data: Any, scaler: Any = None) -> Any:
+        with hold():  # the micro-batches' partial gradients add up; _reduce_grads sends them
+            return super().forward_backward_pipeline(data, scaler)
+
     def _reduce_grads(self) -> None:
         """The replicated parameters' gradients, kept over the micro-batches, all-reduced over
         their data-parallel axis once."""
-        flush_grads()
+        flush_grads(held=True)
 
     def _micro_batches(self, data: Any) -> tuple[list[Any], list[Any]]:
         if not isinstance(data, (list, tuple)) or len(data) != 2:
