@@ -36,6 +36,21 @@ def _t(a: np.ndarray, **kw) -> Tensor:
     return t
 
 
+def test_the_extension_is_built_where_a_compiler_and_headers_are():
+    """A build that broke would turn every test below into a skip: where it can be built, it is."""
+    import sysconfig
+
+    from adapter_api.native import find_cc
+
+    headers = os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h"))
+    if find_cc() is None or not headers or os.environ.get("OARLOCK_FAST_DISPATCH", "1") == "0":
+        assert fastcall.status().startswith("python path:"), fastcall.status()
+    else:
+        assert FAST, fastcall.status()
+        assert type(Tensor.__add__).__name__ == "FastBinary"
+        assert Tensor.__add__.__wrapped__ is fw.add
+
+
 @needs_fast
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64"])
 @pytest.mark.parametrize("shape", [(16,), (3, 5, 7), (), (0, 4)])
@@ -87,7 +102,8 @@ def test_memory_statistics_are_the_python_paths():
 
     released = allocator.Block.__del__.fast_calls
     fast = deltas(Tensor.__add__)
-    assert allocator.Block.__del__.fast_calls >= released + 5
+    if not dispatch.state(x.device).alloc.multi:  # one stream so far: frees need no event, in C
+        assert allocator.Block.__del__.fast_calls >= released + 5
     slow = deltas(Tensor.__add__.slow)
     assert fast == slow == {"during": [5 * 4096, 5, 5, 0, 0], "after": [0, 5, 5, 0, 0]}
 

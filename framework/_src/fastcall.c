@@ -32,8 +32,9 @@ static PyObject *handle_name, *zero, *minus_one;
 static PyTypeObject *allocator_type, *block_type;
 static PyObject *allocator_globals;  /* "WATCH" */
 static Py_ssize_t off_b_handle, off_b_size, off_b_allocator, off_b_stream, off_b_uses, off_b_written;
-static PyObject *s_watch, *s_passthrough, *s_deferred, *s_free, *s_stream, *s_requests, *s_hits,
-    *s_allocated, *s_peak;
+static Py_ssize_t off_a_passthrough, off_a_stream, off_a_free, off_a_deferred, off_a_multi, off_a_allocated,
+    off_a_peak, off_a_requests, off_a_hits;
+static PyObject *s_watch;
 static unsigned long generation = 1;
 static int configured = 0;
 
@@ -76,17 +77,17 @@ static int member_offset(PyTypeObject *t, const char *name, Py_ssize_t *out) {
     return 0;
 }
 
-/* d[key] += delta (an int); 0, or -1 with an error */
-static int dict_add(PyObject *d, PyObject *key, Py_ssize_t delta, PyObject **result) {
-    PyObject *v = PyDict_GetItemWithError(d, key);
+/* the int in o's slot at off, plus delta; 0, or -1 with an error. *result: the new value (borrowed) */
+static int slot_add(PyObject *o, Py_ssize_t off, Py_ssize_t delta, PyObject **result) {
+    PyObject *v = SLOT(o, off);
     if (v == NULL) {
-        if (!PyErr_Occurred()) PyErr_SetObject(PyExc_KeyError, key);
+        PyErr_SetString(PyExc_AttributeError, "[memory] an allocator counter is unset");
         return -1;
     }
-    int overflow;
-    long long cur = PyLong_Check(v) ? PyLong_AsLongLongAndOverflow(v, &overflow) : (overflow = 1, 0);
+    int overflow = 1;
+    long long cur = PyLong_CheckExact(v) ? PyLong_AsLongLongAndOverflow(v, &overflow) : 0;
     PyObject *nv;
-    if (!overflow && cur != -1) {
+    if (!overflow && !(cur == -1 && PyErr_Occurred())) {
         nv = PyLong_FromLongLong(cur + delta);
     } else { /* a huge count, or not an int: Python's arithmetic */
         if (PyErr_Occurred()) return -1;
@@ -96,59 +97,60 @@ static int dict_add(PyObject *d, PyObject *key, Py_ssize_t delta, PyObject **res
         Py_DECREF(dv);
     }
     if (nv == NULL) return -1;
-    int rc = PyDict_SetItem(d, key, nv);
-    if (result != NULL && rc == 0) *result = nv; /* borrowed: d holds it */
-    Py_DECREF(nv);
-    return rc;
+    SLOT(o, off) = nv;
+    Py_DECREF(v);
+    if (result != NULL) *result = nv;
+    return 0;
 }
 
 /* CachingAllocator.malloc(nbytes) where it is a pool hit on one stream and nothing watches:
  * the same block, statistics and Block object; the Python method everywhere else. */
 static PyObject *allocate(PyObject *alloc, PyObject *malloc_fn, Py_ssize_t nbytes) {
-    PyObject *d = NULL, *key = NULL, *handle = NULL, *blk = NULL;
+    PyObject *key = NULL, *handle = NULL, *blk = NULL;
     if (nbytes <= 0 || nbytes >= (1 << 20) || Py_TYPE(alloc) != allocator_type) goto slow;
     PyObject *watch = PyDict_GetItemWithError(allocator_globals, s_watch);
     if (watch != Py_None) goto slow_clear;
-    d = PyObject_GenericGetDict(alloc, NULL);
-    if (d == NULL) goto slow_clear;
-    if (PyDict_GetItemWithError(d, s_passthrough) != Py_False) goto slow_clear;
-    PyObject *deferred = PyDict_GetItemWithError(d, s_deferred);
-    if (deferred == NULL || PyObject_Length(deferred) != 0) goto slow_clear;
-    PyObject *free = PyDict_GetItemWithError(d, s_free);
-    if (free == NULL || !PyDict_Check(free)) goto slow_clear;
+    PyObject *deferred = SLOT(alloc, off_a_deferred), *free = SLOT(alloc, off_a_free);
+    PyObject *stream = SLOT(alloc, off_a_stream);
+    if (SLOT(alloc, off_a_passthrough) != Py_False || deferred == NULL || PyObject_Length(deferred) != 0 ||
+        free == NULL || !PyDict_Check(free) || stream == NULL)
+        goto slow_clear;
     Py_ssize_t size = (nbytes + 511) & ~(Py_ssize_t)511;
     key = PyLong_FromSsize_t(size);
     if (key == NULL) goto error;
     PyObject *pool = PyDict_GetItemWithError(free, key);
     if (pool == NULL || !PyList_CheckExact(pool) || PyList_GET_SIZE(pool) == 0) goto slow_clear;
-    PyObject *stream = PyDict_GetItemWithError(d, s_stream);
-    if (stream == NULL) goto slow_clear;
     Py_ssize_t n = PyList_GET_SIZE(pool);
     handle = PyList_GET_ITEM(pool, n - 1);
     Py_INCREF(handle);
     if (PyList_SetSlice(pool, n - 1, n, NULL) < 0) goto error;
     PyObject *allocated, *peak;
-    if (dict_add(d, s_requests, 1, NULL) < 0 || dict_add(d, s_hits, 1, NULL) < 0 ||
-        dict_add(d, s_allocated, size, &allocated) < 0)
+    if (slot_add(alloc, off_a_requests, 1, NULL) < 0 || slot_add(alloc, off_a_hits, 1, NULL) < 0 ||
+        slot_add(alloc, off_a_allocated, size, &allocated) < 0)
         goto error;
-    peak = PyDict_GetItemWithError(d, s_peak);
+    peak = SLOT(alloc, off_a_peak);
     if (peak == NULL) goto error;
     int more = PyObject_RichCompareBool(allocated, peak, Py_GT);
-    if (more < 0 || (more && PyDict_SetItem(d, s_peak, allocated) < 0)) goto error;
+    if (more < 0) goto error;
+    if (more) {
+        Py_INCREF(allocated);
+        SLOT(alloc, off_a_peak) = allocated;
+        Py_DECREF(peak);
+    }
+    Py_INCREF(stream); /* held: the block's slot */
     blk = block_type->tp_alloc(block_type, 0);
-    if (blk == NULL) goto error;
+    if (blk == NULL) {
+        Py_DECREF(stream);
+        goto error;
+    }
     SLOT(blk, off_b_handle) = handle;
-    handle = NULL;
     SLOT(blk, off_b_size) = key;
-    key = NULL;
     Py_INCREF(alloc); SLOT(blk, off_b_allocator) = alloc;
-    Py_INCREF(stream); SLOT(blk, off_b_stream) = stream;
+    SLOT(blk, off_b_stream) = stream;
     Py_INCREF(Py_None); SLOT(blk, off_b_uses) = Py_None;
     Py_INCREF(minus_one); SLOT(blk, off_b_written) = minus_one;
-    Py_DECREF(d);
     return blk;
 slow_clear:
-    Py_XDECREF(d);
     Py_XDECREF(key);
     if (PyErr_Occurred()) return NULL;
 slow:;
@@ -158,7 +160,6 @@ slow:;
     Py_DECREF(nb);
     return r;
 error:
-    Py_XDECREF(d);
     Py_XDECREF(key);
     Py_XDECREF(handle);
     return NULL;
@@ -458,7 +459,6 @@ static PyTypeObject FastBinaryType = {
 };
 
 /* ---- BlockRelease: Block.__del__ with CachingAllocator.release's plain case in C ---- */
-static PyObject *s_multi;
 
 typedef struct {
     PyObject_HEAD
@@ -475,27 +475,38 @@ static int release_plain(PyObject *blk) {
     if (alloc == NULL || Py_TYPE(alloc) != allocator_type || handle == NULL || size == NULL || stream == NULL ||
         !(uses == NULL || uses == Py_None) || !PyLong_CheckExact(size))
         return 0;
-    if (PyDict_GetItemWithError(allocator_globals, s_watch) != Py_None) return 0;
-    PyObject *d = PyObject_GenericGetDict(alloc, NULL);
-    if (d == NULL) return 0;
-    int ok = 0;
-    PyObject *free;
-    if (PyDict_GetItemWithError(d, s_passthrough) != Py_False || PyDict_GetItemWithError(d, s_multi) != Py_False ||
-        PyDict_GetItemWithError(d, s_stream) != stream || (free = PyDict_GetItemWithError(d, s_free)) == NULL)
-        goto out;
-    PyObject *pool = PyObject_GetItem(free, size); /* a defaultdict(list): makes the size's list */
-    if (pool == NULL) goto out;
-    if (PyList_CheckExact(pool) && dict_add(d, s_allocated, -PyLong_AsSsize_t(size), NULL) == 0) {
-        if (PyList_Append(pool, handle) == 0) {
-            Py_INCREF(Py_None);
-            SLOT(blk, off_b_allocator) = Py_None; /* as __del__ sets it: released once */
-            Py_DECREF(alloc);
-            ok = 1;
-        }
+    PyObject *free = SLOT(alloc, off_a_free);
+    if (SLOT(alloc, off_a_passthrough) != Py_False || SLOT(alloc, off_a_multi) != Py_False ||
+        SLOT(alloc, off_a_stream) != stream || free == NULL)
+        return 0;
+    PyObject *watch = PyDict_GetItemWithError(allocator_globals, s_watch);
+    if (watch != Py_None) {
+        PyErr_Clear();
+        return 0;
     }
-    Py_DECREF(pool);
-out:
-    Py_DECREF(d);
+    Py_ssize_t nbytes = PyLong_AsSsize_t(size);
+    if (nbytes < 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    int ok = 0;
+    Py_INCREF(alloc);
+    PyObject *pool = PyObject_GetItem(free, size); /* a defaultdict(list): makes the size's list */
+    if (pool != NULL) {
+        if (PyList_CheckExact(pool) && PyList_Append(pool, handle) == 0) {
+            if (slot_add(alloc, off_a_allocated, -nbytes, NULL) == 0) {
+                Py_INCREF(Py_None);
+                SLOT(blk, off_b_allocator) = Py_None; /* as __del__ sets it: released once */
+                Py_DECREF(alloc);                     /* the block's reference */
+                ok = 1;
+            } else { /* undo: the Python __del__ runs instead */
+                Py_ssize_t n = PyList_GET_SIZE(pool);
+                PyList_SetSlice(pool, n - 1, n, NULL);
+            }
+        }
+        Py_DECREF(pool);
+    }
+    Py_DECREF(alloc);
     if (PyErr_Occurred()) PyErr_Clear();
     return ok;
 }
@@ -570,6 +581,14 @@ static PyObject *configure(PyObject *mod, PyObject *args) {
         member_offset(bt, "allocator", &off_b_allocator) < 0 || member_offset(bt, "stream", &off_b_stream) < 0 ||
         member_offset(bt, "uses", &off_b_uses) < 0 || member_offset(bt, "written_at", &off_b_written) < 0)
         return NULL;
+    PyTypeObject *at = (PyTypeObject *)atype;
+    if (member_offset(at, "passthrough", &off_a_passthrough) < 0 || member_offset(at, "stream", &off_a_stream) < 0 ||
+        member_offset(at, "_free", &off_a_free) < 0 || member_offset(at, "_deferred", &off_a_deferred) < 0 ||
+        member_offset(at, "multi", &off_a_multi) < 0 || member_offset(at, "allocated", &off_a_allocated) < 0 ||
+        member_offset(at, "peak_allocated", &off_a_peak) < 0 ||
+        member_offset(at, "num_requests", &off_a_requests) < 0 ||
+        member_offset(at, "num_cache_hits", &off_a_hits) < 0)
+        return NULL;
     Py_ssize_t n = PyTuple_GET_SIZE(ovars);
     for (Py_ssize_t i = 0; i < n; i++)
         if (!PyContextVar_CheckExact(PyTuple_GET_ITEM(ovars, i))) {
@@ -625,16 +644,10 @@ PyMODINIT_FUNC PyInit__oarlock_fastcall(void) {
     zero = PyLong_FromLong(0);
     minus_one = PyLong_FromLong(-1);
     if (active_key == NULL || handle_name == NULL || zero == NULL || minus_one == NULL) return NULL;
-    const char *names[] = {"WATCH", "passthrough", "_deferred", "_free", "stream", "num_requests",
-                           "num_cache_hits", "allocated", "peak_allocated"};
-    PyObject **slots[] = {&s_watch, &s_passthrough, &s_deferred, &s_free, &s_stream, &s_requests,
-                          &s_hits, &s_allocated, &s_peak};
-    for (int i = 0; i < 9; i++)
-        if ((*slots[i] = PyUnicode_InternFromString(names[i])) == NULL) return NULL;
+    if ((s_watch = PyUnicode_InternFromString("WATCH")) == NULL) return NULL;
     Py_INCREF(&FastBinaryType);
     if (PyModule_AddObject(m, "FastBinary", (PyObject *)&FastBinaryType) < 0) return NULL;
     Py_INCREF(&BlockReleaseType);
     if (PyModule_AddObject(m, "BlockRelease", (PyObject *)&BlockReleaseType) < 0) return NULL;
-    if ((s_multi = PyUnicode_InternFromString("multi")) == NULL) return NULL;
     return m;
 }
