@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from adapter_api import CompileError, Compiler, KernelError, ProgramCache
+from adapter_api import CompileError, Compiler, KernelError, ProgramCache, native
 
 _HEADER = b"OARLOCK-C1\n"
 _BASE_FLAGS = (
@@ -42,13 +42,8 @@ _BASE_FLAGS = (
 
 @functools.cache
 def find_cc() -> str | None:
-    """The C compiler to use, or None. ``$CC``, when set, is the only one tried."""
-    cc = os.environ.get("CC")
-    for name in (cc,) if cc else ("cc", "gcc", "clang"):
-        path = shutil.which(name)
-        if path:
-            return path
-    return None
+    """The C compiler to use, or None (``adapter_api.native.find_cc``, asked once)."""
+    return native.find_cc()
 
 
 @functools.cache

@@ -13,7 +13,7 @@ from .. import dtypes as _dt
 from ..tensor import VIEW_STATE, Tensor, to_tensor
 from . import creation, indexing, shape
 from . import math as M
-from .base import OPS, OpDef, apply1
+from .base import OPS, OpDef, apply1, fast_binary
 
 
 def _transfer_grad(n: autograd.Node, g: list[Tensor | None]) -> list[Tensor | None]:
@@ -179,6 +179,11 @@ def inplace(fn: Any, name: str, same_shape: bool = True, keep_dtype: bool = True
     return op
 
 
+def _fast(fn: Any) -> Any:
+    """The binary op function ``fn`` (named after its op) with its plain eager case in C."""
+    return fast_binary(OPS[fn.__name__], fn)
+
+
 def _rev(fn: Any) -> Any:
     return lambda self, other: fn(other, self)
 
@@ -279,11 +284,11 @@ register_post_accumulate_grad_hook.__doc__ = autograd.register_post_accumulate_g
 
 _METHODS: dict[str, Any] = {
     "__deepcopy__": __deepcopy__,
-    "__add__": M.add,
+    "__add__": _fast(M.add),
     "__radd__": _rev(M.add),
-    "__sub__": M.subtract,
+    "__sub__": _fast(M.subtract),
     "__rsub__": _rev(M.subtract),
-    "__mul__": M.multiply,
+    "__mul__": _fast(M.multiply),
     "__rmul__": _rev(M.multiply),
     "__truediv__": M.divide,
     "__rtruediv__": _rev(M.divide),
