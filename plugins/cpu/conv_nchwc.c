@@ -68,7 +68,7 @@ static inline __attribute__((always_inline)) void chans(const int T, const int O
     for (; ci + S <= ci_n; ci += S) {
 #pragma GCC unroll 4
         for (int q = 0; q < S; ++q) {
-            vf wv[OBT * NVB];
+            vf wv[2 * NVB]; /* fixed size (OBT <= 2): a variable one is a stack allocation per channel */
 #pragma GCC unroll 4
             for (int o = 0; o < OBT; ++o)
 #pragma GCC unroll 4
@@ -83,7 +83,7 @@ static inline __attribute__((always_inline)) void chans(const int T, const int O
         }
     }
     for (; ci < ci_n; ++ci) {
-        vf wv[OBT * NVB];
+        vf wv[2 * NVB]; /* fixed size (OBT <= 2): a variable one is a stack allocation per channel */
 #pragma GCC unroll 4
         for (int o = 0; o < OBT; ++o)
 #pragma GCC unroll 4
@@ -105,15 +105,18 @@ static inline __attribute__((always_inline)) void tile(const int T, const int OB
                                                        const float* x, const float* wp, const float* bias,
                                                        const float* r, float* y, int64_t ob0, int64_t oy,
                                                        int64_t ox0, int64_t ky0, int64_t ky1, int64_t kx0,
-                                                       int64_t kx1, int edges, int relu) {
+                                                       int64_t kx1, int edges, int relu, const int64_t XS,
+                                                       const int64_t CI) {
     const int S = T == 1 ? 4 : T == 2 ? 2 : 1, NA = OBT * NVB;
     vf acc[ACC]; /* acc[(s * NA + a) * T + t]: a fixed size, so that the unrolled tile keeps it in registers */
 #pragma GCC unroll 32
     for (int a = 0; a < S * NA * T; ++a) acc[a] = (vf){0};
-    const int64_t xstep = g->sw * g->xws;
-    const int64_t cib = g->cib, wob = g->cb * g->kh * g->kw * cib * B; /* one block of output channels */
+    /* XS, CI: the column step and the channels of a block where known when built (blocked
+     * inputs: 16 or 32 floats, 16 channels), so that the broadcasts load at constant offsets */
+    const int64_t xstep = XS ? XS : g->sw * g->xws, xci = CI ? 1 : g->xci;
+    const int64_t cib = CI ? CI : g->cib, wob = g->cb * g->kh * g->kw * cib * B; /* one block of output channels */
     for (int64_t cb = 0; cb < g->cb; ++cb) {
-        const int64_t ci_n = cb * B + cib <= g->c || cib != B ? cib : g->c - cb * B; /* the last block */
+        const int64_t ci_n = cib; /* the last block's channels past c: zero in x and in the weights */
         for (int64_t ky = ky0; ky < ky1; ++ky) {
             const float* xr = x + cb * g->xcs + (oy * g->sh - g->ph + ky * g->dh) * g->w * g->xws;
             for (int64_t kx = kx0; kx < kx1; ++kx) {
@@ -122,13 +125,13 @@ static inline __attribute__((always_inline)) void tile(const int T, const int OB
                 const float* wq = wp + ob0 * wob + ((cb * g->kh + ky) * g->kw + kx) * cib * B;
                 const int side = !edges ? 0 : (ix < 0) | (ix + (T - 1) * g->sw >= g->w) << 1;
                 if (T == 1 || side == 0)
-                    chans(T, OBT, S, 0, 0, acc, xp, wq, ci_n, g->xci, xstep, wob);
+                    chans(T, OBT, S, 0, 0, acc, xp, wq, ci_n, xci, xstep, wob);
                 else if (side == 1)
-                    chans(T, OBT, S, 1, 0, acc, xp, wq, ci_n, g->xci, xstep, wob);
+                    chans(T, OBT, S, 1, 0, acc, xp, wq, ci_n, xci, xstep, wob);
                 else if (side == 2)
-                    chans(T, OBT, S, 0, 1, acc, xp, wq, ci_n, g->xci, xstep, wob);
+                    chans(T, OBT, S, 0, 1, acc, xp, wq, ci_n, xci, xstep, wob);
                 else
-                    chans(T, OBT, S, 1, 1, acc, xp, wq, ci_n, g->xci, xstep, wob);
+                    chans(T, OBT, S, 1, 1, acc, xp, wq, ci_n, xci, xstep, wob);
             }
         }
     }
@@ -171,7 +174,7 @@ static inline __attribute__((always_inline)) void tile(const int T, const int OB
             int64_t k0 = 0, k1 = g->kw;                                                                       \
             while (k0 < k1 && ox * g->sw - g->pw + k0 * g->dw < 0) ++k0;                                      \
             while (k1 > k0 && ox * g->sw - g->pw + (k1 - 1) * g->dw >= g->w) --k1;                            \
-            tile(1, OBT, g, x, wp, bias, r, y, ob, oy, ox, ky0, ky1, k0, k1, 0, relu);                        \
+            tile(1, OBT, g, x, wp, bias, r, y, ob, oy, ox, ky0, ky1, k0, k1, 0, relu, XS, CI);                        \
         }                                                                                                     \
         while (ox < hi) { /* tiles of equal width, at most TMAX(OBT) */                                      \
             const int64_t left = (hi - ox + TMAX(OBT) - 1) / TMAX(OBT), tw = (hi - ox + left - 1) / left;     \
@@ -182,14 +185,14 @@ static inline __attribute__((always_inline)) void tile(const int T, const int OB
             int64_t k0 = 0, k1 = g->kw;                                                                       \
             while (k0 < k1 && ox * g->sw - g->pw + k0 * g->dw < 0) ++k0;                                      \
             while (k1 > k0 && ox * g->sw - g->pw + (k1 - 1) * g->dw >= g->w) --k1;                            \
-            tile(1, OBT, g, x, wp, bias, r, y, ob, oy, ox, ky0, ky1, k0, k1, 0, relu);                        \
+            tile(1, OBT, g, x, wp, bias, r, y, ob, oy, ox, ky0, ky1, k0, k1, 0, relu, XS, CI);                        \
         }                                                                                                     \
     } while (0)
 
 #define CASE(OBT, T)                                                                                          \
     case T:                                                                                                   \
         if (T <= TMAX(OBT)) tile(T <= TMAX(OBT) ? T : 1, OBT, g, x, wp, bias, r, y, ob, oy, ox, ky0, ky1, 0,    \
-                                g->kw, whole, relu);                                                          \
+                                g->kw, whole, relu, XS, CI);                                                  \
         break;
 #define REST_CASES(OBT)                                                                                       \
     CASE(OBT, 1) CASE(OBT, 2) CASE(OBT, 3) CASE(OBT, 4) CASE(OBT, 5) CASE(OBT, 6) CASE(OBT, 7)              \
@@ -198,9 +201,11 @@ static inline __attribute__((always_inline)) void tile(const int T, const int OB
     CASE(OBT, 21) CASE(OBT, 22) CASE(OBT, 23) CASE(OBT, 24) CASE(OBT, 25) CASE(OBT, 26) CASE(OBT, 27)       \
     CASE(OBT, 28)
 
-/* one output row for OBT blocks of output channels from ob */
-static void row(const int OBT, const struct geo* g, const float* x, const float* wp, const float* bias,
-                const float* r, float* y, int64_t ob, int64_t oy, int relu) {
+/* one output row for OBT blocks of output channels from ob (XS, CI: tile's) */
+static inline __attribute__((always_inline)) void row(const int OBT, const struct geo* g, const float* x,
+                                                      const float* wp, const float* bias, const float* r, float* y,
+                                                      int64_t ob, int64_t oy, int relu, const int64_t XS,
+                                                      const int64_t CI) {
     int64_t ky0 = 0, ky1 = g->kh;
     while (ky0 < ky1 && oy * g->sh - g->ph + ky0 * g->dh < 0) ++ky0;
     while (ky1 > ky0 && oy * g->sh - g->ph + (ky1 - 1) * g->dh >= g->h) --ky1;
@@ -261,10 +266,20 @@ int conv_nchwc(const void* x_, const void* wt_, const void* bias_, const void* r
     for (int64_t it = 0; it < items; ++it) {
         const int64_t oy = it % oh, ob = (it / oh) % groups * obt, i = it / (oh * groups);
         const float* ri = r ? r + i * yn : NULL;
-        if (obt == 2)
-            row(2, &g, x + i * xn, wp, bp, ri, y + i * yn, ob, oy, relu);
+        const float* xi = x + i * xn;
+        float* yi = y + i * yn;
+        if (xb && sw == 1 && obt == 2)
+            row(2, &g, xi, wp, bp, ri, yi, ob, oy, relu, B, B);
+        else if (xb && sw == 1)
+            row(1, &g, xi, wp, bp, ri, yi, ob, oy, relu, B, B);
+        else if (xb && sw == 2 && obt == 2)
+            row(2, &g, xi, wp, bp, ri, yi, ob, oy, relu, 2 * B, B);
+        else if (xb && sw == 2)
+            row(1, &g, xi, wp, bp, ri, yi, ob, oy, relu, 2 * B, B);
+        else if (obt == 2)
+            row(2, &g, xi, wp, bp, ri, yi, ob, oy, relu, 0, 0);
         else
-            row(1, &g, x + i * xn, wp, bp, ri, y + i * yn, ob, oy, relu);
+            row(1, &g, xi, wp, bp, ri, yi, ob, oy, relu, 0, 0);
     }
     return 0;
 }
