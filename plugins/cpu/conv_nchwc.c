@@ -260,7 +260,11 @@ int conv_nchwc(const void* x_, const void* wt_, const void* bias_, const void* r
     }
     pack(wt, wp, o, c, kh, kw, g.cb, g.cib);
     for (int64_t k = 0; k < g.ob * B; ++k) bp[k] = k < o ? bias[k] : 0.f;
-    const int obt = g.ob % 2 == 0 ? 2 : 1, groups = (int)(g.ob / obt);
+    /* two blocks of output channels per tile (each broadcast feeds twice the FMAs), except where a
+     * row fits one tile of one block and not of two (an 8-wide row: 8 positions x 1 block in
+     * registers rather than two tiles of 4 x 2) */
+    const int narrow = ow <= TMAX(1) && ow > TMAX(2);
+    const int obt = g.ob % 2 == 0 && !narrow ? 2 : 1, groups = (int)(g.ob / obt);
     const int64_t xn = xb ? g.cb * g.xcs : c * h * w, yn = g.ob * oh * ow * B, items = n * groups * oh;
 #pragma omp parallel for schedule(dynamic) num_threads(nt) if (nt > 1)
     for (int64_t it = 0; it < items; ++it) {
