@@ -10,7 +10,10 @@ cache dir), keyed by the source, the interpreter and the compiler; later process
 
 Without a compiler or headers, with ``OARLOCK_FAST_DISPATCH=0``, or when the build fails, the
 operators are the Python functions themselves (same results, same errors); :func:`status`
-says which path is active and why.
+says which path is active and why. A process that finds no built extension builds it on a
+background thread (``OARLOCK_COMPILE_BACKGROUND``, default on, as the compiler's kernels do:
+the first step waits for no compiler) and runs the Python path until it lands; then the
+operators are swapped for the C ones (:func:`when_ready`). :func:`wait` waits for it.
 
 Why a CPython extension and not cffi: the work to save is Python object handling (reading a
 tensor's slots, context variables, making the output Tensor); cffi calls C with C values and
@@ -28,6 +31,8 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
@@ -40,6 +45,9 @@ _MODULE = "_oarlock_fastcall"
 #: the loaded extension, or None; :func:`status` says why
 LOADED: list[ModuleType | None] = [None]
 _WHY: list[str] = ["not loaded yet"]
+_LOCK = threading.Lock()
+_BUILDER: list[threading.Thread | None] = [None]
+_ON_READY: list[Callable[[ModuleType], None]] = []
 
 
 def _cache_root() -> Path:
@@ -71,7 +79,8 @@ def _build(so: Path, cc: str, include: str) -> None:
 
 
 def load() -> ModuleType | None:
-    """The extension, built if needed; None (and :func:`status` says why) where it cannot be."""
+    """The extension if built (loaded now); else None, with the build started on a background
+    thread (or done now with ``OARLOCK_COMPILE_BACKGROUND=0``); :func:`status` says which."""
     if LOADED[0] is not None or _WHY[0] != "not loaded yet":
         return LOADED[0]
     try:
@@ -83,6 +92,40 @@ def load() -> ModuleType | None:
         LOADED[0] = mod
         _WHY[0] = f"c extension {mod.__file__}"
     return mod
+
+
+def when_ready(callback: Callable[[ModuleType], None]) -> None:
+    """Call ``callback(module)`` when a background build lands (at once if it has landed);
+    never when the extension was loaded at once or cannot be built."""
+    with _LOCK:
+        if _BUILDER[0] is None or LOADED[0] is None:
+            _ON_READY.append(callback)
+            return
+    callback(LOADED[0])
+
+
+def wait(timeout: float | None = None) -> ModuleType | None:
+    """Wait for a background build of the extension (if one runs); the extension or None."""
+    t = _BUILDER[0]
+    if t is not None:
+        t.join(timeout)
+    return LOADED[0]
+
+
+def _build_in_background(so: Path, cc: str, include: str) -> None:
+    try:
+        _build(so, cc, include)
+        mod = _import(so)
+    except Exception as exc:  # noqa: BLE001 — any failure means the Python path, said in status()
+        _WHY[0] = f"python path: {type(exc).__name__}: {exc}"
+        return
+    with _LOCK:
+        LOADED[0] = mod
+        _WHY[0] = f"c extension {mod.__file__} (built in the background)"
+        ready = list(_ON_READY)
+        _ON_READY.clear()
+    for cb in ready:
+        cb(mod)
 
 
 def _load() -> ModuleType | None:
@@ -110,7 +153,21 @@ def _load() -> ModuleType | None:
     _private_dir(root)
     so = root / f"fastcall-{key}{sysconfig.get_config_var('EXT_SUFFIX') or '.so'}"
     if not so.exists():
+        if env.flag("OARLOCK_COMPILE_BACKGROUND", True):
+            _WHY[0] = "python path until the extension, building in the background, lands"
+            _BUILDER[0] = threading.Thread(
+                target=_build_in_background,
+                args=(so, cc, include),
+                name="oarlock-fastcall-build",
+                daemon=True,
+            )
+            _BUILDER[0].start()
+            return None
         _build(so, cc, include)
+    return _import(so)
+
+
+def _import(so: Path) -> ModuleType:
     st = so.stat()
     if st.st_uid != os.getuid() or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         raise OSError(f"{so} is writable by another user")

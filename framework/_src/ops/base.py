@@ -302,8 +302,12 @@ def fast_binary(op: OpDef, slow: Callable[..., Tensor]) -> Callable[..., Tensor]
     policy, tracer, profiler or poison mode, and no gradient to record; anything else calls
     ``slow``. Where the extension cannot be built, ``slow`` itself (``fastcall.status()``)."""
     mod = _fastcall.load()
-    if mod is None:
-        return slow
+    return slow if mod is None else fast_binary_of(mod, op, slow)
+
+
+def fast_binary_of(mod: Any, op: OpDef, slow: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """:func:`fast_binary` with the extension ``mod`` at hand (also once a background build of
+    it lands: ``fastcall.when_ready``)."""
     if not _FAST_CONFIGURED:
         mod.configure(
             Tensor,

@@ -10,10 +10,11 @@ from adapter_api import OpArgumentError
 from .. import autograd, dispatch
 from .. import device as _dev
 from .. import dtypes as _dt
+from .. import fastcall as _fastcall
 from ..tensor import VIEW_STATE, Tensor, to_tensor
 from . import creation, indexing, shape
 from . import math as M
-from .base import OPS, OpDef, apply1, fast_binary
+from .base import OPS, OpDef, apply1, fast_binary, fast_binary_of
 
 
 def _transfer_grad(n: autograd.Node, g: list[Tensor | None]) -> list[Tensor | None]:
@@ -404,6 +405,16 @@ _METHODS: dict[str, Any] = {
 
 for _k, _v in _METHODS.items():
     setattr(Tensor, _k, _v)
+
+
+def _swap_in_fast(mod: Any) -> None:
+    """The extension landed after a background build (``fastcall.when_ready``): from now on
+    ``x + y``, ``x - y``, ``x * y`` take its plain case."""
+    for name, fn in (("__add__", M.add), ("__sub__", M.subtract), ("__mul__", M.multiply)):
+        setattr(Tensor, name, fast_binary_of(mod, OPS[fn.__name__], fn))
+
+
+_fastcall.when_ready(_swap_in_fast)
 
 Tensor.T = property(lambda self: shape.transpose(self, tuple(range(self.ndim))[::-1]))  # type: ignore[attr-defined]
 Tensor.mT = property(lambda self: shape.swapaxes(self, -1, -2))  # type: ignore[attr-defined]
