@@ -134,7 +134,8 @@ def gather_for_forward(p: DistTensor, axis: int | str) -> DistTensor:
     local = p._local_value()
     if local is None or local.stop_gradient or not is_grad_enabled():
         return r
-    leaf = r._local.detach()
+    got = r._local  # the leaf shares its storage, not its identity (a detached view would keep
+    leaf = Tensor._make(got._block, got._offset, got.shape, got.dtype, got.device)  # it alive)
     leaf.stop_gradient = False
 
     def add(part: Tensor) -> None:
