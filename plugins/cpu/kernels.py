@@ -277,12 +277,12 @@ def _binary(fn: Any):
 def _where(ctx: Any, outs: list, ins: list) -> None:
     c, x, y = ins
     z = outs[0]
-    call = index.where_call(z, c, x, y)  # one C pass (index.c); whole rows where c is constant along them
-    if call is not None:
-        call()
-        return
     if z.size < 1024:
         np.copyto(z, np.where(c, x, y))
+        return
+    call = index.where_call(z, c, x, y)  # one C pass (index.c): rows picked whole (a cache update)
+    if call is not None:
+        call()
         return
     # NOTE: numpy's where branches per element and runs ~5x slower on random masks than this
     # branchless bit select (exact for every dtype, NaN payloads included).
