@@ -108,6 +108,13 @@ def test_a_cold_program_runs_unfused_while_its_kernels_build_then_swaps(held):
     assert any(n.startswith("fused.g") for n in ops) and any(n.startswith("fused.h") for n in ops), ops
     assert mid["batches"] > before["batches"] and mid["stand_in_runs"] > before["stand_in_runs"], mid
     assert mid["swaps"] == before["swaps"] and _stand_ins(sf) > 0
+    # the stand-ins carry the built kernels' names (the lowering recorded them)
+    names = {
+        op.attrs["kernel.name"].split("/")[0]
+        for op in sf.programs[-1].executor.lowered.block.ops
+        if op.name.startswith("kernel.fused.")
+    }
+    assert names == {"oarlock.compiler (fused)", "oarlock.compiler (horizontal)"}, names
     for got, ref in zip(first, want):
         np.testing.assert_allclose(got, ref, rtol=2e-5, atol=2e-6)
 

@@ -35,6 +35,7 @@ from __future__ import annotations
 import functools
 import os
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
@@ -164,8 +165,6 @@ def wait_for_builds(timeout: float | None = None) -> bool:
     if left:
         return False
     # the batches' bookkeeping (their watcher threads) follows the last build at once
-    import time
-
     end = None if timeout is None else time.monotonic() + timeout
     while executor.BUILDS.in_flight and (end is None or time.monotonic() < end):
         time.sleep(0.005)
@@ -173,12 +172,17 @@ def wait_for_builds(timeout: float | None = None) -> bool:
 
 
 def waiting_entry(
-    op: str, device_type: str, builds: list[Future[Any]], built: Callable[[], KernelEntry | None]
+    op: str,
+    device_type: str,
+    builds: list[Future[Any]],
+    built: Callable[[], KernelEntry | None],
+    plugin: str = "oarlock.compiler (fused)",
 ) -> KernelEntry:
     """The kernel entry of fused op ``op`` while ``builds`` are in flight: its ops run unfused
     (:func:`run_unfused`) until they have landed, then ``built()`` gives the kernel's entry
     (None: it did not build; the ops stay unfused, warned once by ``built``). For compilers
-    whose buffers are host arrays (the C compiler's): the ops run on copies of them."""
+    whose buffers are host arrays (the C compiler's): the ops run on copies of them.
+    ``plugin``: the name the built kernel's entry has (the lowering records it)."""
     state: list[Any] = []  # [the built entry or None] once the builds have landed
 
     def current() -> KernelEntry | None:
@@ -213,7 +217,7 @@ def waiting_entry(
             return None if e.bind is None else e.bind(ctx, outs, ins, dims=dims)
         return functools.partial(launch, ctx, outs, ins, dims)
 
-    return KernelEntry(launch, "oarlock.compiler (fused)", bind=bind)
+    return KernelEntry(launch, plugin, bind=bind)
 
 
 def run_unfused(op: str, ins: list[Tensor], dims: tuple[int, ...]) -> list[Tensor]:

@@ -261,11 +261,14 @@ def built_entry(
     what: str,
     fallback: str,
     launcher: Callable[[Any, Kernel], KernelEntry],
+    plugin: str = PLUGIN,
 ) -> KernelEntry | None:
     """The kernel entry of a generated op: ``make(compiler, device)`` gives the kernel (and
     what its launcher needs), built here once, and ``launcher(that, kernel)`` the entry. A
     kernel that does not build is counted (``fusion_stats()["failed"]``), warned about once
-    (``what`` does not build; ``fallback``) and gives None: the op runs its decomposition."""
+    (``what`` does not build; ``fallback``) and gives None: the op runs its decomposition.
+    A kernel building in the background gets a stand-in meanwhile, named ``plugin`` as the
+    launcher's entry is."""
     if not base._compile_enabled():
         return None
     dev = _dev.Device(device_type, 0)
@@ -287,7 +290,7 @@ def built_entry(
 
     building = background.pending(kernel)
     if building:  # in the background: its ops run unfused until it lands
-        return background.waiting_entry(op, device_type, building, built)
+        return background.waiting_entry(op, device_type, building, built, plugin)
     return built()
 
 
