@@ -11,9 +11,9 @@ from .. import autograd, dispatch
 from .. import device as _dev
 from .. import dtypes as _dt
 from ..tensor import Tensor, to_tensor
-from . import creation, indexing, shape
+from . import creation, elementwise, indexing, shape
 from . import math as M
-from .base import OPS, OpDef, apply1, fast_binary
+from .base import OPS, OpDef, apply1, fast_binary, fast_scalars
 
 
 def _transfer_grad(n: autograd.Node, g: list[Tensor | None]) -> list[Tensor | None]:
@@ -367,6 +367,8 @@ _METHODS: dict[str, Any] = {
 
 for _k, _v in _METHODS.items():
     setattr(Tensor, _k, _v)
+# ``x + 2.0`` too: the constant a float becomes next to a floating tensor, in C
+fast_scalars(elementwise.fast_scalar_plan, elementwise._CONST, elementwise._const)
 
 Tensor.T = property(lambda self: shape.transpose(self, tuple(range(self.ndim))[::-1]))  # type: ignore[attr-defined]
 Tensor.mT = property(lambda self: shape.swapaxes(self, -1, -2))  # type: ignore[attr-defined]
