@@ -108,7 +108,7 @@ def test_memory_statistics_are_the_python_paths():
     assert fast == slow == {"during": [5 * 4096, 5, 5, 0, 0], "after": [0, 5, 5, 0, 0]}
 
 
-def test_promotion_broadcasting_and_scalars_take_the_python_path():
+def test_promotion_broadcasting_and_int_scalars_take_the_python_path():
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
     b = np.array([1.5, 2.5, 3.5], np.float64)
     x, y = _t(a), _t(b)
@@ -116,7 +116,7 @@ def test_promotion_broadcasting_and_scalars_take_the_python_path():
     z = x + y  # float32 + float64, [2, 3] + [3]
     assert z.dtype == np.float64
     np.testing.assert_array_equal(z.numpy(), a.astype(np.float64) + b)
-    np.testing.assert_array_equal((x * 2.0).numpy(), a * 2)
+    np.testing.assert_array_equal((x * 2).numpy(), a * 2)  # an int next to a float tensor
     np.testing.assert_array_equal((x - _t(np.array([[1], [2]], np.float32))).numpy(), a - [[1], [2]])
     i = _t(np.arange(6, dtype=np.int64).reshape(2, 3))
     np.testing.assert_array_equal((i + x).numpy(), np.arange(6).reshape(2, 3) + a)
@@ -215,14 +215,14 @@ def test_poison_mode_and_subclasses():
 
     a = np.arange(4, dtype=np.float32)
     x, y = _t(a), _t(a)
+    p = fw.nn.Linear(4, 4).weight  # a Parameter: a Tensor subclass that needs a gradient
+    w = p.numpy()
     before = _calls() if FAST else None
     testing.poison_outputs(True)
     try:
         np.testing.assert_array_equal((x + y).numpy(), a + a)
     finally:
         testing.poison_outputs(False)
-    p = fw.nn.Linear(4, 4).weight  # a Parameter: a Tensor subclass that needs a gradient
-    w = p.numpy()
     np.testing.assert_array_equal((p * p).numpy(), w * w)
     with fw.no_grad():
         np.testing.assert_array_equal((p - p).numpy(), np.zeros_like(w))
@@ -346,3 +346,48 @@ def test_a_cold_cache_builds_the_extension_in_the_background_and_swaps_it_in(tmp
     assert status == "True FastBinary", status
     values, calls = second.rsplit(" ", 1)
     assert eval(values) == want and int(calls) == 1  # noqa: S307
+
+
+@needs_fast
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape", [(16,), (2, 3), ()])
+def test_tensor_and_float_run_in_c_with_numpys_values(dtype, shape):
+    """``x op v`` for a Python float ``v`` next to a floating tensor: v's cached constant of
+    x's dtype and rank, the kernel broadcasting it, as the Python path does."""
+    a = np.random.default_rng(1).standard_normal(shape).astype(dtype)
+    x = _t(a)
+    for name, ref in OPS.items():
+        for v in (2.5, -0.1, 0.0):
+            before = getattr(Tensor, name).fast_calls
+            z = getattr(x, name)(v)
+            assert getattr(Tensor, name).fast_calls == before + 1
+            assert z.dtype == np.dtype(dtype) and tuple(z.shape) == shape and z.stop_gradient
+            np.testing.assert_array_equal(z.numpy(), ref(a, np.asarray(v, dtype)))
+
+
+def test_tensor_and_other_scalars_take_the_python_path():
+    i = _t(np.arange(4, dtype=np.int64))
+    x = _t(np.arange(4, dtype=np.float32))
+    before = _calls() if FAST else None
+    z = i + 1.5  # the default float dtype
+    assert z.dtype == np.float32
+    np.testing.assert_array_equal(z.numpy(), np.arange(4) + np.float32(1.5))
+    assert (i * 3).dtype == np.int64 and (i * 3).tolist() == [0, 3, 6, 9]
+    np.testing.assert_array_equal((x + np.float64(0.5)).numpy(), np.arange(4, dtype=np.float32) + 0.5)
+    np.testing.assert_array_equal((x * True).numpy(), np.arange(4, dtype=np.float32))
+    w = _t(np.ones(4, np.float32))
+    w.stop_gradient = False
+    (w * 3.0).sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy(), np.full(4, 3.0, np.float32))
+    if FAST:
+        after = _calls()
+        assert after["__add__"] == before["__add__"] and after["__sub__"] == before["__sub__"]
+    with fw.amp.auto_cast(level="O2", dtype="bfloat16"):
+        assert str((x + 1.0).dtype) == "bfloat16"
+    fw.register_plugin("tests.plugins_for_tests.raising_kernels", name="raisek")
+    r = _t(np.arange(4, dtype=np.float32), device="raisek")
+    with pytest.raises(Exception, match=r"\[add\] kernel of plugin 'raisek' failed"):
+        r + 1.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        np.testing.assert_array_equal((r - 1.0).numpy(), np.arange(4, dtype=np.float32) - 1)

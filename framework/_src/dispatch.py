@@ -340,7 +340,8 @@ def kernel_failed(
 # -- the C fast path of binary operators (fastcall.c) ----------------------------------------
 def fast_binary_plan(op: OpDef, x: Tensor, y: Tensor) -> tuple | None:
     """What ``fastcall.c`` needs to run ``op(x, y)`` (one dtype, device and shape, no mode
-    active) as :func:`run` would, cached there per (op, dtype, device) until
+    active; ``y`` of x's shape, or of its rank for a kernel that broadcasts: a scalar's
+    constant) as :func:`run` would, cached there per (op, dtype, device) until
     :func:`clear_kernel_cache` or a stream change: ``(entry, kernel, allocator, its malloc, view, kernel
     context, output dtype, its item size)``; None where :func:`run` does more than look up the
     kernel, allocate one output of the inputs' shape and call it (no kernel: the fallback
@@ -358,6 +359,8 @@ def fast_binary_plan(op: OpDef, x: Tensor, y: Tensor) -> tuple | None:
     entry = find_kernel(op.name, x.device.type, key_dtype)
     if entry is None:
         return None
+    if _tuple_ne(tuple(y.shape), tuple(x.shape)) and not (entry.broadcast and len(y.shape) == len(x.shape)):
+        return None  # run would expand y first
     st = state(x.device)
     return (entry, entry.fn, st.alloc, st.alloc.malloc, st.view, st.ctx, dtype, dtype.itemsize)
 

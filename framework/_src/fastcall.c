@@ -28,6 +28,8 @@ static PyObject *active_key;
 static PyObject *off_vars;          /* tuple of ContextVars that must all be None/False */
 static PyObject *grad_var;          /* autograd.GRAD_ENABLED */
 static PyObject *handle_name, *zero, *minus_one;
+/* tensor op float: ops.elementwise's plan resolver, its constants' cache and maker */
+static PyObject *scalar_resolver, *const_cache, *const_fn, *s_num, *s_name;
 /* the caching allocator's plain case (allocator.py: CachingAllocator.malloc's pool hit) */
 static PyTypeObject *allocator_type, *block_type;
 static PyObject *allocator_globals;  /* "WATCH" */
@@ -55,8 +57,9 @@ typedef struct {
     PyObject *op;
     PyObject *slow;
     PyObject *dict;
-    CacheSlot cache[NCACHE];
-    int next;
+    CacheSlot cache[NCACHE];  /* tensor op tensor */
+    CacheSlot scache[NCACHE]; /* tensor op float */
+    int next, snext;
     Py_ssize_t fast_calls;
 } FastBinary;
 
@@ -167,10 +170,13 @@ error:
 
 static void clear_cache(FastBinary *f) {
     for (int i = 0; i < NCACHE; i++) {
-        Py_CLEAR(f->cache[i].dtype);
-        Py_CLEAR(f->cache[i].device);
-        Py_CLEAR(f->cache[i].plan);
-        f->cache[i].gen = 0;
+        CacheSlot *cs[2] = {&f->cache[i], &f->scache[i]};
+        for (int j = 0; j < 2; j++) {
+            Py_CLEAR(cs[j]->dtype);
+            Py_CLEAR(cs[j]->device);
+            Py_CLEAR(cs[j]->plan);
+            cs[j]->gen = 0;
+        }
     }
 }
 
@@ -223,9 +229,11 @@ static int same_shape(PyObject *a, PyObject *b) {
 }
 
 /* the plan for (dtype, device), a new reference: a tuple, Py_None (not eligible) or NULL (error) */
-static PyObject *lookup(FastBinary *f, PyObject *x, PyObject *y, PyObject *dtype, PyObject *device) {
+static PyObject *lookup(FastBinary *f, PyObject *x, PyObject *y, PyObject *dtype, PyObject *device, int scalar) {
+    CacheSlot *cache = scalar ? f->scache : f->cache;
+    int *next = scalar ? &f->snext : &f->next;
     for (int i = 0; i < NCACHE; i++) {
-        CacheSlot *c = &f->cache[i];
+        CacheSlot *c = &cache[i];
         if (c->gen == generation && c->dtype == dtype && c->device == device) {
             Py_INCREF(c->plan);
             return c->plan;
@@ -233,7 +241,7 @@ static PyObject *lookup(FastBinary *f, PyObject *x, PyObject *y, PyObject *dtype
     }
     unsigned long gen = generation;
     PyObject *args[3] = {f->op, x, y};
-    PyObject *plan = PyObject_Vectorcall(resolver, args, 3, NULL);
+    PyObject *plan = PyObject_Vectorcall(scalar ? scalar_resolver : resolver, args, 3, NULL);
     if (plan == NULL) return NULL;
     if (plan != Py_None && (!PyTuple_CheckExact(plan) || PyTuple_GET_SIZE(plan) != P_LEN)) {
         Py_DECREF(plan);
@@ -241,8 +249,8 @@ static PyObject *lookup(FastBinary *f, PyObject *x, PyObject *y, PyObject *dtype
         return NULL;
     }
     if (gen == generation) {
-        CacheSlot *c = &f->cache[f->next];
-        f->next = (f->next + 1) % NCACHE;
+        CacheSlot *c = &cache[*next];
+        *next = (*next + 1) % NCACHE;
         Py_INCREF(dtype);
         Py_INCREF(device);
         Py_INCREF(plan);
@@ -254,11 +262,21 @@ static PyObject *lookup(FastBinary *f, PyObject *x, PyObject *y, PyObject *dtype
     return plan;
 }
 
+static PyObject *run_plan(FastBinary *f, PyObject *plan, PyObject *x, PyObject *y, PyObject *xnv, PyObject *ynv,
+                          PyObject *shape, PyObject *device);
+static PyObject *fast_scalar(FastBinary *f, PyObject *x, PyObject *value);
+
 static PyObject *fast_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     FastBinary *f = (FastBinary *)self;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     if (!configured || nargs != 2 || kwnames != NULL) return call_slow(f, args, nargsf, kwnames);
     PyObject *x = args[0], *y = args[1];
+    if (Py_TYPE(x) == tensor_type && PyFloat_CheckExact(y) && scalar_resolver != NULL) {
+        PyObject *out = fast_scalar(f, x, y);
+        if (out != Py_NotImplemented) return out;
+        Py_DECREF(out);
+        return call_slow(f, args, nargsf, kwnames);
+    }
     if (Py_TYPE(x) != tensor_type || Py_TYPE(y) != tensor_type) return call_slow(f, args, nargsf, kwnames);
     PyObject *dtype = SLOT(x, off_dtype), *device = SLOT(x, off_device), *shape = SLOT(x, off_shape);
     PyObject *xnv = SLOT(x, off_nv), *ynv = SLOT(y, off_nv);
@@ -270,21 +288,80 @@ static PyObject *fast_vectorcall(PyObject *self, PyObject *const *args, size_t n
     int plain = modes_plain(x, y);
     if (plain < 0) return NULL;
     if (!plain) return call_slow(f, args, nargsf, kwnames);
-    PyObject *plan = lookup(f, x, y, dtype, device);
+    PyObject *plan = lookup(f, x, y, dtype, device, 0);
+    if (plan == NULL) return NULL;
+    PyObject *out = plan == Py_None ? Py_NewRef(Py_NotImplemented) : run_plan(f, plan, x, y, xnv, ynv, shape, device);
+    Py_DECREF(plan);
+    if (out == Py_NotImplemented) {
+        Py_DECREF(out);
+        return call_slow(f, args, nargsf, kwnames);
+    }
+    return out;
+}
+
+/* the constant ops.elementwise._const makes for ``value`` next to x (a new reference), from its cache */
+static PyObject *constant(PyObject *value, PyObject *dtype, PyObject *device, Py_ssize_t ndim) {
+    PyObject *num = PyObject_GetAttr(dtype, s_num), *name = PyObject_GetAttr(device, s_name);
+    PyObject *nd = PyLong_FromSsize_t(ndim), *key = NULL, *c = NULL;
+    if (num == NULL || name == NULL || nd == NULL) goto out;
+    key = PyTuple_Pack(5, (PyObject *)Py_TYPE(value), value, num, name, nd);
+    if (key == NULL) goto out;
+    c = PyDict_GetItemWithError(const_cache, key);
+    if (c != NULL) {
+        Py_INCREF(c);
+    } else if (!PyErr_Occurred()) {
+        PyObject *cargs[4] = {value, dtype, device, nd};
+        c = PyObject_Vectorcall(const_fn, cargs, 4, NULL);
+    }
+out:
+    Py_XDECREF(num);
+    Py_XDECREF(name);
+    Py_XDECREF(nd);
+    Py_XDECREF(key);
+    return c;
+}
+
+/* x op value, value a float: as ops.elementwise's scalar path (its cached constant), in C */
+static PyObject *fast_scalar(FastBinary *f, PyObject *x, PyObject *value) {
+    PyObject *dtype = SLOT(x, off_dtype), *device = SLOT(x, off_device), *shape = SLOT(x, off_shape);
+    PyObject *xnv = SLOT(x, off_nv);
+    if (dtype == NULL || device == NULL || shape == NULL || xnv == NULL || xnv == Py_None ||
+        SLOT(x, off_stop) == NULL || !PyTuple_Check(shape))
+        return Py_NewRef(Py_NotImplemented);
+    int plain = modes_plain(x, x);
+    if (plain <= 0) return plain < 0 ? NULL : Py_NewRef(Py_NotImplemented);
+    PyObject *plan = lookup(f, x, value, dtype, device, 1);
     if (plan == NULL) return NULL;
     if (plan == Py_None) {
         Py_DECREF(plan);
-        return call_slow(f, args, nargsf, kwnames);
+        return Py_NewRef(Py_NotImplemented);
     }
+    PyObject *out = NULL, *c = constant(value, dtype, device, PyTuple_GET_SIZE(shape));
+    if (c != NULL) {
+        PyObject *cnv = Py_TYPE(c) == tensor_type ? SLOT(c, off_nv) : NULL;
+        /* (its device: the one named in the cache's key, maybe another object equal to x's, which
+         * dispatch.run accepts too) */
+        out = cnv == NULL || cnv == Py_None || SLOT(c, off_dtype) != dtype
+                  ? Py_NewRef(Py_NotImplemented)
+                  : run_plan(f, plan, x, c, xnv, cnv, shape, device);
+        Py_DECREF(c);
+    }
+    Py_DECREF(plan);
+    return out;
+}
+
+/* run a plan: allocate the output (x's shape), call the kernel on (xnv, ynv); the new Tensor,
+ * NULL with an error, or Py_NotImplemented (a new reference): take the Python path */
+static PyObject *run_plan(FastBinary *f, PyObject *plan, PyObject *x, PyObject *y, PyObject *xnv, PyObject *ynv,
+                          PyObject *shape, PyObject *device) {
     /* bytes of the output: the product of the shape times the item size */
     Py_ssize_t n = PyLong_AsSsize_t(PyTuple_GET_ITEM(plan, P_ITEMSIZE));
     Py_ssize_t rank = PyTuple_GET_SIZE(shape);
     for (Py_ssize_t i = 0; i < rank; i++) {
         Py_ssize_t s = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, i));
         if (s < 0 || n < 0) {
-            Py_DECREF(plan);
             if (PyErr_Occurred()) PyErr_Clear();
-            return call_slow(f, args, nargsf, kwnames);
+            return Py_NewRef(Py_NotImplemented);
         }
         n *= s;
     }
@@ -355,7 +432,6 @@ done:
     Py_XDECREF(nv);
     Py_XDECREF(handle);
     Py_XDECREF(block);
-    Py_DECREF(plan);
     return out;
 }
 
@@ -378,7 +454,10 @@ static int fast_traverse(FastBinary *f, visitproc visit, void *arg) {
     Py_VISIT(f->op);
     Py_VISIT(f->slow);
     Py_VISIT(f->dict);
-    for (int i = 0; i < NCACHE; i++) Py_VISIT(f->cache[i].plan);
+    for (int i = 0; i < NCACHE; i++) {
+        Py_VISIT(f->cache[i].plan);
+        Py_VISIT(f->scache[i].plan);
+    }
     return 0;
 }
 
@@ -620,6 +699,16 @@ static PyObject *configure(PyObject *mod, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+static PyObject *configure_scalars(PyObject *mod, PyObject *args) {
+    PyObject *res, *cache, *fn;
+    if (!PyArg_ParseTuple(args, "OO!O:configure_scalars", &res, &PyDict_Type, &cache, &fn)) return NULL;
+    Py_INCREF(res); Py_XSETREF(scalar_resolver, res);
+    Py_INCREF(cache); Py_XSETREF(const_cache, cache);
+    Py_INCREF(fn); Py_XSETREF(const_fn, fn);
+    generation++;
+    Py_RETURN_NONE;
+}
+
 static PyObject *invalidate(PyObject *mod, PyObject *unused) {
     generation++;
     Py_RETURN_NONE;
@@ -629,6 +718,8 @@ static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS,
      "configure(tensor_type, resolver, failed, interceptors, profiling_globals, off_vars, grad_var, "
      "allocator_type, block_type, allocator_globals)"},
+    {"configure_scalars", configure_scalars, METH_VARARGS,
+     "configure_scalars(resolver, constants, make_constant): x op float in C too"},
     {"invalidate", invalidate, METH_NOARGS, "forget every cached plan (a plugin registered, a stream changed)"},
     {NULL},
 };
@@ -644,7 +735,9 @@ PyMODINIT_FUNC PyInit__oarlock_fastcall(void) {
     zero = PyLong_FromLong(0);
     minus_one = PyLong_FromLong(-1);
     if (active_key == NULL || handle_name == NULL || zero == NULL || minus_one == NULL) return NULL;
-    if ((s_watch = PyUnicode_InternFromString("WATCH")) == NULL) return NULL;
+    if ((s_watch = PyUnicode_InternFromString("WATCH")) == NULL || (s_num = PyUnicode_InternFromString("num")) == NULL ||
+        (s_name = PyUnicode_InternFromString("_name")) == NULL)
+        return NULL;
     Py_INCREF(&FastBinaryType);
     if (PyModule_AddObject(m, "FastBinary", (PyObject *)&FastBinaryType) < 0) return NULL;
     Py_INCREF(&BlockReleaseType);

@@ -337,6 +337,21 @@ def fast_binary_of(mod: Any, op: OpDef, slow: Callable[..., Tensor]) -> Callable
 _FAST_CONFIGURED: list[bool] = []
 
 
+def fast_scalars(
+    resolver: Callable[[OpDef, Tensor, float], tuple | None],
+    constants: dict[tuple[Any, ...], Tensor],
+    make_constant: Callable[..., Tensor],
+) -> None:
+    """Let the fast binary operators run ``x op v`` for a Python float ``v`` in C too:
+    ``resolver(op, x, v)`` is the plan (``dispatch.fast_binary_plan`` with ``v``'s constant),
+    None where the scalar is not of x's dtype; the constant comes from ``constants`` (the
+    elementwise ops' cache, keyed ``(type, value, dtype.num, device name, ndim)``) or
+    ``make_constant(value, dtype, device, ndim)``."""
+    mod = _fastcall.load()
+    if mod is not None and _FAST_CONFIGURED:
+        mod.configure_scalars(resolver, constants, make_constant)
+
+
 # -- composites -----------------------------------------------------------------------------
 #: counters of which path each composite took: {(op, device type): {path: n}}
 PATHS: dict[tuple[str, str], dict[str, int]] = defaultdict(

@@ -12,9 +12,9 @@ from .. import device as _dev
 from .. import dtypes as _dt
 from .. import fastcall as _fastcall
 from ..tensor import VIEW_STATE, Tensor, to_tensor
-from . import creation, indexing, shape
+from . import creation, elementwise, indexing, shape
 from . import math as M
-from .base import OPS, OpDef, apply1, fast_binary, fast_binary_of
+from .base import OPS, OpDef, apply1, fast_binary, fast_binary_of, fast_scalars
 
 
 def _transfer_grad(n: autograd.Node, g: list[Tensor | None]) -> list[Tensor | None]:
@@ -405,13 +405,16 @@ _METHODS: dict[str, Any] = {
 
 for _k, _v in _METHODS.items():
     setattr(Tensor, _k, _v)
+# ``x + 2.0`` too: the constant a float becomes next to a floating tensor, in C
+fast_scalars(elementwise.fast_scalar_plan, elementwise._CONST, elementwise._const)
 
 
 def _swap_in_fast(mod: Any) -> None:
     """The extension landed after a background build (``fastcall.when_ready``): from now on
-    ``x + y``, ``x - y``, ``x * y`` take its plain case."""
+    ``x + y``, ``x - y``, ``x * y`` (and ``x op 2.0``) take its plain case."""
     for name, fn in (("__add__", M.add), ("__sub__", M.subtract), ("__mul__", M.multiply)):
         setattr(Tensor, name, fast_binary_of(mod, OPS[fn.__name__], fn))
+    fast_scalars(elementwise.fast_scalar_plan, elementwise._CONST, elementwise._const)
 
 
 _fastcall.when_ready(_swap_in_fast)
