@@ -35,7 +35,7 @@ from .. import shape as S
 from ..base import OPS, call, composite
 from ..cost import conv_flops
 from ._common import float_arg, tensor_arg
-from ._window import _out_size, _pair, _padding
+from ._window import _out_size, _padding, _pair
 
 #: channels per block (16: AVX-512's floats, two AVX2 vectors)
 BLOCK = 16
