@@ -78,6 +78,8 @@ def infer_shapes(op: Operation, binding: Mapping[str, int]) -> list[tuple[tuple[
     d = info.opdef
     if op.name == "kernel.eager":
         d = lookup(str(op.attrs.get("kernel.op"))).opdef
+    if d is not None and d.name == "arange":
+        return None  # the length is the caller's (eager: the metas given; a program: the type)
     if d is None or d.infer is None:
         if d is not None and d.kind == "view":  # reshape: the shape attribute
             return [(tuple(resolve(op.attrs["shape"], binding)), op.operands[0].type.dtype)]

@@ -28,7 +28,7 @@ from .._src.tensor import Tensor
 from ..ir import Executor, Program, verify
 from ..ir import passes as _passes
 from ..static import InputSpec
-from . import symbolic, train_step
+from . import size_guards, symbolic, train_step
 from .ast_convert import convert
 from .autodiff import Backward, make_backward, split
 from .convert_ops import Undefined, flatten, unflatten
@@ -92,6 +92,9 @@ class ConcreteProgram:
     #: the tensors the function changes in place (a BatchNorm's running statistics): the
     #: program's last outputs are written back into them after each run
     written: tuple[Tensor, ...] = ()
+    #: the conditions on dynamic sizes the trace took (``if x.shape[0] > 4``): the program
+    #: serves the sizes where all hold (framework.jit.size_guards)
+    size_guards: tuple[size_guards.Guard, ...] = ()
 
     def guards_hold(self) -> bool:
         return all(t.stop_gradient == sg for t, sg in self.grad_guard)
@@ -137,6 +140,26 @@ def _layout(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[_Layout, lis
 class _Specialise(TracingError):
     """The traces at the probe sizes disagree beyond affine dims: the dynamic dims must be
     specialised (the message says where)."""
+
+
+def _same_guards(
+    lists: list[list[size_guards.Guard]], bindings: list[dict[str, int]]
+) -> tuple[size_guards.Guard, ...]:
+    """The guards every probe trace took alike; a branch on a size that went both ways
+    between the probes cannot be generalised (the dims are then specialised)."""
+    first = {g.condition: g for g in lists[0]}
+    for gs, b in zip(lists[1:], bindings[1:]):
+        for g in gs:
+            g0 = first.get(g.condition)
+            if g0 is None or g0.outcome != g.outcome:
+                raise _Specialise(
+                    f"a Python branch on a dynamic size at {g.where}: "
+                    f"{size_guards.show(g.left)} {g.op} {size_guards.show(g.right)} is {g.outcome} at "
+                    f"{b}" + (f" and {g0.outcome} at {bindings[0]}" if g0 is not None else "")
+                )
+        if len(gs) != len(first):
+            raise _Specialise("the branches on dynamic sizes differ between the probe sizes")
+    return tuple(lists[0])
 
 
 def _is_layer(obj: Any) -> bool:
@@ -255,17 +278,19 @@ class StaticFunction:
         device: Any,
         extra: Sequence[Any] = (),
         requires: Sequence[bool] | None = None,
+        _probe: symbolic.Probe = symbolic.DEFAULT_PROBE,
+        _variant: tuple[Any, ...] = (),
     ) -> ConcreteProgram:
         """The program for arguments of these (dims, dtype) on ``device`` (traced on first
         use); a dim is an int or a symbol name. ``requires`` (which arguments need a
         gradient) asks for a training program: forward plus backward."""
         dev = _dev.parse(device) if not isinstance(device, _dev.Device) else device
         req = None if requires is None else tuple(bool(r) for r in requires)
-        key = self._key(specs, dev, extra if isinstance(extra, _Layout) else tuple(extra), req)
+        key = self._key(specs, dev, extra if isinstance(extra, _Layout) else tuple(extra), req) + _variant
         cp = self._programs.get(key)
         if cp is None or not cp.guards_hold():
             steps: list[Any] = []
-            cp = self._trace(specs, dev, extra, req, steps)
+            cp = self._trace(specs, dev, extra, req, steps, _probe)
             cp.step = steps[0] if steps else None
             self._programs[key] = cp
         return cp
@@ -277,6 +302,7 @@ class StaticFunction:
         extra: Sequence[Any],
         requires: tuple[bool, ...] | None = None,
         steps: list[Any] | None = None,
+        probe: symbolic.Probe = symbolic.DEFAULT_PROBE,
     ) -> ConcreteProgram:
         params = self._params()
         symbols = list(dict.fromkeys(d for dims, _ in specs for d in dims if isinstance(d, str)))
@@ -287,15 +313,24 @@ class StaticFunction:
         tree: list[Any] = []
 
         def run(binding: dict[str, int]) -> tuple[Any, str]:
-            shapes = [
-                (tuple(binding[d] if isinstance(d, str) else d for d in dims), np.dtype(t))
-                for dims, t in specs
-            ]
-            fn = self._step_fn(len(specs), steps, layout, tree)
-            return trace(fn, shapes, dev, params, () if layout is not None else extra, name, requires)
+            with size_guards.recording() as guards:  # a dynamic dim is a SymInt while traced
+                shapes = [
+                    (
+                        tuple(size_guards.SymInt(binding[d], d) if isinstance(d, str) else d for d in dims),
+                        np.dtype(t),
+                    )
+                    for dims, t in specs
+                ]
+                fn = self._step_fn(len(specs), steps, layout, tree)
+                tr, structure = trace(
+                    fn, shapes, dev, params, () if layout is not None else extra, name, requires
+                )
+            tr.size_guards = guards
+            return tr, structure
 
+        guards: tuple[size_guards.Guard, ...] = ()
         if symbols:
-            bindings = symbolic.probe_bindings(symbols)
+            bindings = symbolic.probe_bindings(symbols, probe)
             traced = []
             for b in bindings:
                 try:
@@ -303,14 +338,15 @@ class StaticFunction:
                 except OpArgumentError as exc:
                     if not traced:  # all symbols alike at the probe size: the error of that size
                         raise  # (fw.onnx's import catches it and traces per shape)
-                    same = self._equal_symbols(run, symbols, b, exc)
+                    same = self._equal_symbols(run, symbols, b, exc, probe)
                     specs = [(tuple(same.get(d, d) for d in dims), t) for dims, t in specs]  # type: ignore[arg-type]
-                    return self._trace(specs, dev, extra, requires, steps)
+                    return self._trace(specs, dev, extra, requires, steps, probe)
             tr, structure = traced[0]
+            guards = _same_guards([t.size_guards for t, _ in traced], bindings)
             cut = tr.backward["n_fwd_ops"] if tr.backward is not None else None
             try:
                 prog, cut = symbolic.generalize(
-                    [t.program for t, _ in traced], [t.constants for t, _ in traced], symbols, cut
+                    [t.program for t, _ in traced], [t.constants for t, _ in traced], symbols, cut, probe
                 )
             except symbolic.NotAffine as exc:
                 raise _Specialise(str(exc)) from None
@@ -346,23 +382,28 @@ class StaticFunction:
         cp = ConcreteProgram(prog, dict(tr.param_tensors), dict(tr.constants), structure, ex, bw, guard)
         cp.tree = tree[0] if tree else None
         cp.written = tuple(tr.written)
+        cp.size_guards = guards
         return cp
 
     @staticmethod
     def _equal_symbols(
-        run: Callable[[dict[str, int]], Any], symbols: list[str], failed: dict[str, int], exc: Exception
+        run: Callable[[dict[str, int]], Any],
+        symbols: list[str],
+        failed: dict[str, int],
+        exc: Exception,
+        probe: symbolic.Probe,
     ) -> dict[str, str]:
         """Two ``None`` dims the function needs equal (``x + y`` of ``[None, 8]`` inputs, a mask
         and the query it masks): the probe that moved one alone failed, the probe that moves it
         with another passes. Returns ``{moved: other}`` (one symbol then stands for both, and a
         call with different sizes is refused by the program's input check)."""
-        moved = [s for s in symbols if failed[s] == symbolic.STEP]
+        moved = [s for s in symbols if failed[s] == probe.step]
         for s in moved:
             for other in symbols:
                 if other == s or other in moved:
                     continue
                 b = dict(failed)
-                b[other] = symbolic.STEP
+                b[other] = probe.step
                 try:
                     run(b)
                 except OpArgumentError:
@@ -372,6 +413,64 @@ class StaticFunction:
             f"tracing with the dynamic dims at {failed} fails ({exc}); name dims that must be equal "
             f"alike in the input_spec (InputSpec(['b', 't', 8]) and InputSpec(['b', 't']))"
         )
+
+    def _guarded(
+        self,
+        cp: ConcreteProgram,
+        specs: Sequence[tuple[tuple[int | str, ...], np.dtype]],
+        tensors: Sequence[Tensor],
+        dev: Any,
+        extra: Any,
+        requires: Any,
+        depth: int = 0,
+    ) -> ConcreteProgram:
+        """``cp``, or where a guard on the sizes fails for this call (a Python branch on a size
+        goes the other way) the program of the branches these sizes take: one per outcome of
+        ``cp``'s guards, traced at probe sizes that take the same branches. Sizes no probe
+        can stand for get a program with that dim fixed (``if t == 1``: the other dims stay
+        dynamic), else a program of their own, with a warning."""
+        binding = {
+            d: n for (dims, _), t in zip(specs, tensors) for d, n in zip(dims, t.shape) if isinstance(d, str)
+        }
+        outcomes = tuple(g.holds(binding) for g in cp.size_guards)
+        if all(outcomes):
+            return cp
+        if not binding:
+            return cp  # every dim fixed: a program of these sizes
+        symbols = list(dict.fromkeys(binding))
+        static = {d for dims, _ in specs for d in dims if isinstance(d, int)}
+        probe = symbolic.probe_for(symbols, cp.size_guards, binding, sorted(static))
+        if probe is not None:
+            try:
+                got = self.get_concrete_program(specs, dev, extra, requires, probe, (("guards", outcomes),))
+            except _Specialise:
+                got = None
+            if got is not None and all(g.holds(binding) for g in got.size_guards):
+                return got
+        # `if t == 1`: t fixed at that size, the other dims stay dynamic
+        fixed = {
+            g.left: g.right
+            for g in cp.size_guards
+            if g.op in ("==", "!=")
+            and isinstance(g.left, str)
+            and isinstance(g.right, int)
+            and g.truth(binding) == (g.op == "==")
+        }
+        if fixed and depth < 2:
+            specs = [(tuple(fixed.get(d, d) for d in dims), t) for dims, t in specs]  # type: ignore[misc]
+            try:
+                got = self.get_concrete_program(specs, dev, extra, requires)
+                return self._guarded(got, specs, tensors, dev, extra, requires, depth + 1)
+            except _Specialise:
+                pass
+        failed = next(g for g, ok in zip(cp.size_guards, outcomes) if not ok)
+        warnings.warn(
+            f"[to_static] {self.__name__} branches on a dynamic size ({failed}); the sizes "
+            f"{binding} take another branch, traced for these sizes alone (one program per size)",
+            stacklevel=3,
+        )
+        exact = [(tuple(t.shape), t.dtype) for t in tensors]
+        return self.get_concrete_program(exact, dev, extra, requires)
 
     @property
     def programs(self) -> list[ConcreteProgram]:
@@ -443,6 +542,8 @@ class StaticFunction:
         try:
             try:
                 cp = self.get_concrete_program(specs, dev, extra, requires)
+                if cp.size_guards:
+                    cp = self._guarded(cp, specs, tensors, dev, extra, requires)
             except _Specialise as exc:
                 self._specialised.add(skey)
                 warnings.warn(

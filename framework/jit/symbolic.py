@@ -21,11 +21,12 @@ raise :class:`NotAffine` naming the op and the dim or attribute: the caller then
 
 from __future__ import annotations
 
+import contextvars
 import itertools
 import math
 from collections.abc import Sequence
 from fractions import Fraction
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -35,6 +36,22 @@ BASE = 11
 STEP = 13
 #: the checking trace gives symbol i the value CHECK + 2 * i (distinct primes for the first few)
 CHECK = 17
+
+
+class Probe(NamedTuple):
+    """The sizes the symbols are traced at: every symbol at ``base``; each probe set's at
+    ``step``; symbol ``i`` at ``check + 2 * i`` for the checking trace."""
+
+    base: int = BASE
+    step: int = STEP
+    check: int = CHECK
+
+
+DEFAULT_PROBE = Probe()
+
+
+#: the probe of the traces being generalised
+_PROBE: contextvars.ContextVar[Probe] = contextvars.ContextVar("oarlock_probe", default=DEFAULT_PROBE)
 
 
 class NotAffine(Exception):
@@ -52,25 +69,46 @@ def _subsets(symbols: Sequence[str]) -> list[tuple[str, ...]]:
     return [c for k in range(max_degree(len(symbols)) + 1) for c in itertools.combinations(symbols, k)]
 
 
-def probe_bindings(symbols: Sequence[str]) -> list[dict[str, int]]:
-    """The bindings to trace with: base, one per probe set (its symbols at STEP), check."""
+def probe_bindings(symbols: Sequence[str], probe: Probe = DEFAULT_PROBE) -> list[dict[str, int]]:
+    """The bindings to trace with: base, one per probe set (its symbols at step), check."""
     out = []
     for sub in _subsets(symbols):
-        b = dict.fromkeys(symbols, BASE)
-        b.update(dict.fromkeys(sub, STEP))
+        b = dict.fromkeys(symbols, probe.base)
+        b.update(dict.fromkeys(sub, probe.step))
         out.append(b)
-    out.append({s: CHECK + 2 * i for i, s in enumerate(symbols)})
+    out.append({s: probe.check + 2 * i for i, s in enumerate(symbols)})
     return out
+
+
+def probe_for(
+    symbols: Sequence[str], guards: Sequence[Any], binding: dict[str, int], avoid: Sequence[int] = ()
+) -> Probe | None:
+    """A probe whose every binding decides ``guards`` (``framework.jit.size_guards``) as
+    ``binding`` does, so its traces take the branches a call at ``binding`` takes, and whose
+    sizes are none of ``avoid`` where one can be found (the static dims: a size equal to one
+    can change what the framework does; the probes then disagree and the caller specialises); None when no probe of small sizes does (``if b == 5``: only 5 does)."""
+    want = [g.truth(binding) for g in guards]
+    for strict in (True, False):  # sizes clear of the static dims (and of 1) first
+        for base in [*range(2 if strict else 1, 64), *(2**k + 3 for k in range(6, 20))]:
+            for d in (2, 1):
+                p = Probe(base, base + d, base + 2 * d)
+                bs = probe_bindings(symbols, p)
+                if strict and any(v in avoid for b in bs for v in b.values()):
+                    continue
+                if all([g.truth(b) for g in guards] == want for b in bs):
+                    return p
+    return None
 
 
 def _where(symbols: Sequence[str]) -> str:
     return f"the dynamic dims {', '.join(symbols)}"
 
 
-def _poly(name: str, vals: Sequence[int], symbols: Sequence[str]) -> int | SymDim:
+def _poly(name: str, vals: Sequence[int], symbols: Sequence[str], probe: Probe) -> int | SymDim:
     """The polynomial through ``vals`` (one per probe set, the check value left out)."""
     subs = _subsets(symbols)
     f = dict(zip(subs, vals))
+    BASE, STEP = probe.base, probe.step  # noqa: N806
     d = STEP - BASE
     coef: dict[tuple[str, ...], int] = {}
     for sub in sorted(subs, key=len, reverse=True):
@@ -97,7 +135,7 @@ def _fit(name: str, vals: list[int], symbols: Sequence[str], check: dict[str, in
     base = vals[0]
     if all(v == base for v in vals):
         return base
-    d = _poly(name, vals[:-1], symbols)
+    d = _poly(name, vals[:-1], symbols, _PROBE.get())
     got = d.evaluate(check) if isinstance(d, SymDim) else d
     if got != vals[-1]:
         raise NotAffine(
@@ -114,7 +152,7 @@ def _attr(name: str, vals: list[Any], symbols: Sequence[str], check: dict[str, i
             raise NotAffine(f"{name} changes length with {_where(symbols)}")
         return tuple(_attr(f"{name}[{i}]", [v[i] for v in vals], symbols, check) for i in range(len(first)))
     if isinstance(first, int) and not isinstance(first, bool):
-        if any(type(v) is not type(first) for v in vals):
+        if any(not isinstance(v, int) or isinstance(v, bool) for v in vals):
             raise NotAffine(f"{name} changes kind with {_where(symbols)}")
         d = _fit(name, list(vals), symbols, check)
         return d
@@ -146,6 +184,60 @@ def _scalar(name: str, vals: list[Any], symbols: Sequence[str], check: dict[str,
         f"{name} is {vals[0]!r} in one trace and {vals[1:]!r} in others: a constant that depends on "
         f"{_where(symbols)} and is neither a polynomial P of them nor 1/P"
     )
+
+
+def _arange_fit(
+    where: str, arrs: list[np.ndarray], symbols: Sequence[str], check: dict[str, int]
+) -> tuple[Any, Any, int | SymDim]:
+    """A constant tensor that differs between the traces: ``start + step * i`` over its
+    elements in order (``arange(t)``, ``arange(t).unsqueeze(0)``, ``arange(past, past + t)``)
+    with ``step`` the same in every trace and the length (and an int ``start``) polynomials of
+    the symbols. Returns ``(start, step, length)``; anything else raises :class:`NotAffine`."""
+    flats = [a.reshape(-1) for a in arrs]
+    if any(a.dtype != arrs[0].dtype or a.dtype.kind not in "iuf" or f.size < 2 for a, f in zip(arrs, flats)):
+        raise NotAffine(
+            f"{where}: a constant tensor depends on a dynamic size and is not an arange of at least two "
+            f"numbers (a tensor made outside the program's ops from a size, e.g. with NumPy?)"
+        )
+    starts = [f[0].item() for f in flats]
+    steps = [(f[1] - f[0]).item() for f in flats]
+    for f, s0, st in zip(flats, starts, steps):
+        want = s0 + st * np.arange(f.size, dtype=np.float64 if f.dtype.kind == "f" else np.int64)
+        if not np.allclose(f, want, rtol=1e-6, atol=1e-6 * abs(st)) or st != steps[0]:
+            raise NotAffine(
+                f"{where}: a constant tensor depends on a dynamic size and is not an arange with the "
+                f"same step in every trace (a tensor made outside the program's ops from a size?)"
+            )
+    if all(s == starts[0] for s in starts):
+        start: Any = starts[0]
+    elif all(isinstance(s, int) for s in starts):
+        start = _fit(f"{where} (the start of an arange)", list(starts), symbols, check)
+    else:
+        raise NotAffine(f"{where}: an arange whose float start depends on {_where(symbols)}")
+    n = _fit(f"{where} (the length of an arange)", [f.size for f in flats], symbols, check)
+    return start, steps[0], n
+
+
+def _rebuild_arange(op: Operation, start: Any, step: Any, n: int | SymDim) -> tuple[int, int]:
+    """Replace the constant ``op`` by ``op.arange`` of ``n`` numbers made at run time
+    (reshaped to the constant's type where it has another rank)."""
+    ty = op.result.type
+    assert isinstance(ty, TensorType) and op.parent is not None
+    at = op.parent.ops.index(op)
+    kind = int if ty.dtype.kind in "iu" else float
+    attrs = {
+        "start": start if isinstance(start, SymDim) else kind(start),
+        "step": kind(step),
+        "dtype": ty.dtype,
+    }
+    new = [Operation("op.arange", [], [TensorType((n,), ty.dtype, ty.device)], attrs)]
+    if len(ty.shape) != 1:
+        new.append(Operation("op.reshape", [new[0].result], [ty], {"shape": ty.shape}))
+    for k, o in enumerate(new):
+        op.parent.insert_op(at + k, o)
+    op.result.replace_all_uses_with(new[-1].result)
+    op.erase()
+    return at, len(new) - 1
 
 
 def _values(p: Program) -> list[Value]:
@@ -187,12 +279,27 @@ def generalize(
     constants: Sequence[dict[str, Any]],
     symbols: Sequence[str],
     cut: int | None = None,
+    probe: Probe = DEFAULT_PROBE,
 ) -> tuple[Program, int | None]:
     """The first program with every dim and int attribute that follows the symbols replaced
     by its polynomial, and every scalar constant that follows them computed from them
-    (``programs`` were traced at :func:`probe_bindings`); and ``cut`` (a position in its top
-    block: where the backward starts) moved past the ops added before it."""
-    check = probe_bindings(symbols)[-1]
+    (``programs`` were traced at :func:`probe_bindings` of ``probe``); and ``cut`` (a position
+    in its top block: where the backward starts) moved past the ops added before it."""
+    token = _PROBE.set(probe)
+    try:
+        return _generalize(programs, constants, symbols, cut, probe)
+    finally:
+        _PROBE.reset(token)
+
+
+def _generalize(
+    programs: Sequence[Program],
+    constants: Sequence[dict[str, Any]],
+    symbols: Sequence[str],
+    cut: int | None,
+    probe: Probe,
+) -> tuple[Program, int | None]:
+    check = probe_bindings(symbols, probe)[-1]
     first = programs[0]
     ops = [list(p.walk()) for p in programs]
     if any(len(o) != len(ops[0]) for o in ops):
@@ -201,6 +308,7 @@ def generalize(
         )
     index = [{v: i for i, v in enumerate(_values(p))} for p in programs]
     scalars: list[tuple[Operation, SymDim, int]] = []
+    aranges: list[tuple[Operation, Any, Any, int | SymDim]] = []
     for k in range(len(ops[0])):
         group = [o[k] for o in ops]
         op0 = group[0]
@@ -223,9 +331,8 @@ def generalize(
         if op0.name == "builtin.constant" and "name" in op0.attrs:
             arrs = [np.asarray(c[o.attrs["name"]].numpy()) for c, o in zip(constants, group)]
             if any(a.shape != arrs[0].shape or not np.array_equal(a, arrs[0], equal_nan=True) for a in arrs):
-                raise NotAffine(
-                    f"{where}: a constant tensor depends on a dynamic size (arange over a dynamic dim?)"
-                )
+                aranges.append((op0, *_arange_fit(where, arrs, symbols, check)))
+                continue
         for key in op0.attrs:
             vals = [o.attrs[key] for o in group]
             if op0.name == "builtin.constant" and key == "value" and any(v != vals[0] for v in vals):
@@ -256,9 +363,11 @@ def generalize(
             for j in range(len(t0.shape))
         )
         v0.type = TensorType(shape, t0.dtype, t0.device)
-    for op, p, exp in scalars:
+    rebuilt = [(op, lambda o=op, p=p, e=exp: _rebuild_scalar(o, p, e)) for op, p, exp in scalars]
+    rebuilt += [(op, lambda o=op, a=a, s=st, n=n: _rebuild_arange(o, a, s, n)) for op, a, st, n in aranges]
+    for op, rebuild in rebuilt:
         top = op.parent is first.block
-        at, grown = _rebuild_scalar(op, p, exp)
+        at, grown = rebuild()
         if cut is not None and top and at < cut:
             cut += grown
     return first, cut

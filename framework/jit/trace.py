@@ -37,8 +37,9 @@ from adapter_api import OarlockError
 from .._src import autograd
 from .._src import device as _dev
 from .._src.ops import base
-from .._src.tensor import Tensor
+from .._src.tensor import Size, Tensor
 from ..ir import Block, Operation, Program, TensorType, Value, print_attr
+from .size_guards import SymInt
 
 _FRAMEWORK = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _INTERNAL = tuple(os.path.join(_FRAMEWORK, d) + os.sep for d in ("_src", "jit", "ir", "static"))
@@ -163,6 +164,8 @@ def _attr(op: str, key: str, v: Any) -> Any:
     """An attribute value in the IR's kinds (tuples, not lists; Python numbers, not numpy)."""
     if isinstance(v, (list, tuple)):
         return tuple(_attr(op, key, x) for x in v)
+    if isinstance(v, SymInt):
+        return int(v)
     if isinstance(v, np.bool_):
         return bool(v)
     if isinstance(v, np.integer):
@@ -239,7 +242,10 @@ class Tracer:
         return TensorType(tuple(int(d) for d in shape), np.dtype(dtype), self.devname)
 
     def _tensor(self, v: Value, shape: Sequence[int], dtype: Any) -> TracedTensor:
-        t = TracedTensor._make(_Symbolic(v, self, self.scope), 0, tuple(shape), np.dtype(dtype), self.device)  # type: ignore[arg-type]
+        shape = tuple(shape)
+        if any(type(d) is SymInt for d in shape):  # its own Size: the shared ones are plain ints
+            shape = Size(shape)
+        t = TracedTensor._make(_Symbolic(v, self, self.scope), 0, shape, np.dtype(dtype), self.device)  # type: ignore[arg-type]
         self.tensor_of.setdefault(v, t)
         return t  # type: ignore[return-value]
 
@@ -263,7 +269,8 @@ class Tracer:
 
     def input(self, shape: Sequence[int], dtype: Any) -> TracedTensor:
         ty = self._type(shape, dtype)
-        return self._tensor(self.block.add_argument(ty), ty.shape, ty.dtype)  # type: ignore[arg-type]
+        # the shape as given: a dynamic dim stays a SymInt (framework.jit.size_guards)
+        return self._tensor(self.block.add_argument(ty), tuple(shape), ty.dtype)
 
     def value_of(self, t: Tensor, op: str) -> Value:
         blk = t._block
@@ -293,7 +300,10 @@ class Tracer:
                 )
             if tuple(t.shape) != v.type.shape:  # a reshape/squeeze/flatten: storage shared, shape changed
                 v = self.block.append(
-                    "op.reshape", [v], [self._type(t.shape, t.dtype)], {"shape": tuple(t.shape)}
+                    "op.reshape",
+                    [v],
+                    [self._type(t.shape, t.dtype)],
+                    {"shape": tuple(int(d) for d in t.shape)},
                 )
             return v
         if t.device != self.device:
@@ -313,7 +323,10 @@ class Tracer:
             if base_param is not None:
                 v = self.value_of(base_param, op)
                 return self.block.append(
-                    "op.reshape", [v], [self._type(t.shape, t.dtype)], {"shape": tuple(t.shape)}
+                    "op.reshape",
+                    [v],
+                    [self._type(t.shape, t.dtype)],
+                    {"shape": tuple(int(d) for d in t.shape)},
                 )  # type: ignore[return-value]
         if id(t) not in self.watched:
             self.watched[id(t)] = (t, _state(t))

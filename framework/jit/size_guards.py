@@ -1,0 +1,230 @@
+"""Branches on dynamic sizes become guards.
+
+While a function is traced with dynamic dims (``InputSpec([None, 8])``), its inputs' dynamic
+dims are :class:`SymInt`: ints at the probe size that remember which symbol they are. Python
+arithmetic on them (``+ - * // %``, ``**`` by an int) keeps the expression, and every
+comparison made by the user's code (``if x.shape[0] > 4:``, ``min(t, 8)``, ``b % 2 == 0``)
+is recorded as a :class:`Guard`: the condition and the outcome the trace took. The program
+is valid where every guard holds; a call whose sizes make one false is a guard miss, which
+traces the other side (one program per outcome, not per size).
+
+Comparisons made inside the framework's own machinery (shape rules, tracing) are not guards:
+those are covered by probing (:mod:`framework.jit.symbolic`).
+
+>>> import framework as fw
+>>> from framework.static import InputSpec
+>>> def f(x):
+...     return x * 2.0 if x.shape[0] > 4 else x * 3.0
+>>> sf = fw.jit.to_static(f, input_spec=[InputSpec([None, 3])])
+>>> [float(sf(fw.ones([n, 3]))[0, 0]) for n in (2, 3, 6, 7)], len(sf.programs)
+([3.0, 3.0, 2.0, 2.0], 2)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import operator
+import os
+import sys
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+#: an expression: a symbol name, an int, or (op, left, right)
+Expr = Any
+
+_OPS = {
+    "+": operator.add,
+    "-": operator.sub,
+    "*": operator.mul,
+    "//": operator.floordiv,
+    "%": operator.mod,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+    "==": operator.eq,
+    "!=": operator.ne,
+}
+
+_FRAMEWORK = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+#: comparisons made here are the framework's (shape rules, tracing), not the user's branches
+_INTERNAL = tuple(os.path.join(_FRAMEWORK, d) + os.sep for d in ("_src", "jit", "ir", "static", "compiler"))
+
+
+def evaluate(e: Expr, binding: Mapping[str, int]) -> int:
+    """The value of ``e`` with the symbols at ``binding``."""
+    if isinstance(e, str):
+        return binding[e]
+    if isinstance(e, int):
+        return e
+    op, a, b = e
+    return _OPS[op](evaluate(a, binding), evaluate(b, binding))
+
+
+def show(e: Expr) -> str:
+    if isinstance(e, (str, int)):
+        return str(e)
+    op, a, b = e
+    return f"({show(a)} {op} {show(b)})"
+
+
+@dataclass(frozen=True)
+class Guard:
+    """``left op right`` was ``outcome`` when traced, at ``where`` (the user's line)."""
+
+    left: Expr
+    op: str
+    right: Expr
+    outcome: bool
+    where: str
+
+    @property
+    def condition(self) -> tuple[Expr, str, Expr]:
+        return self.left, self.op, self.right
+
+    def truth(self, binding: Mapping[str, int]) -> bool:
+        """Whether the condition is true with the symbols at ``binding``."""
+        return bool(_OPS[self.op](evaluate(self.left, binding), evaluate(self.right, binding)))
+
+    def holds(self, binding: Mapping[str, int]) -> bool:
+        """Whether the condition comes out at ``binding`` as it did when traced."""
+        return self.truth(binding) == self.outcome
+
+    def __str__(self) -> str:
+        return f"{show(self.left)} {self.op} {show(self.right)} is {self.outcome} (at {self.where})"
+
+
+class _Record:
+    """The guards of one trace (in order, each condition once)."""
+
+    def __init__(self) -> None:
+        self.guards: dict[tuple[Expr, str, Expr], Guard] = {}
+
+
+_RECORD: contextvars.ContextVar[_Record | None] = contextvars.ContextVar("oarlock_size_guards", default=None)
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[list[Guard]]:
+    """Record the guards of a trace into the list given (filled when the block ends)."""
+    from .._src.tensor import _SIZES
+
+    rec, out = _Record(), []
+    token = _RECORD.set(rec)
+    try:
+        yield out
+    finally:
+        _RECORD.reset(token)
+        out.extend(rec.guards.values())
+        # shapes are shared by value between tensors: none made while traced may keep a SymInt
+        for k in [k for k, v in _SIZES.items() if any(type(d) is SymInt for d in v)]:
+            del _SIZES[k]
+
+
+def _user_frame() -> str | None:
+    """``file:line`` of the comparison's caller when it is the user's code, else None."""
+    f = sys._getframe(3)
+    name = f.f_code.co_filename
+    if os.path.abspath(name).startswith(_INTERNAL):
+        return None
+    return f"{name}:{f.f_lineno}"
+
+
+class SymInt(int):
+    """A dynamic dim while tracing: the probe size, and the expression of the symbols it is.
+
+    >>> with recording() as guards:
+    ...     b = SymInt(11, "b")
+    ...     big = (b // 2) * 3 > 12
+    >>> big, str(guards[0]).split(" (at")[0]
+    (True, '((b // 2) * 3) > 12 is True')
+    """
+
+    expr: Expr
+    record: _Record | None
+
+    def __new__(cls, value: int, expr: Expr, record: _Record | None = None) -> SymInt:
+        self = super().__new__(cls, value)
+        self.expr = expr
+        self.record = record if record is not None else _RECORD.get()
+        return self
+
+    def _other(self, o: Any) -> Expr | None:
+        if isinstance(o, SymInt) and o.record is self.record:
+            return o.expr
+        if isinstance(o, int) and not isinstance(o, bool):
+            return int(o)
+        return None
+
+    def _arith(self, op: str, o: Any, reverse: bool = False) -> Any:
+        e = self._other(o)
+        value = _OPS[op](int(o), int(self)) if reverse else _OPS[op](int(self), o)
+        if e is None or not isinstance(value, int):
+            return value
+        return SymInt(value, (op, e, self.expr) if reverse else (op, self.expr, e), self.record)
+
+    def __pow__(self, o: Any, mod: Any = None) -> Any:
+        if mod is None and type(o) is int and 1 <= o <= 4:
+            out: Any = self
+            for _ in range(o - 1):
+                out = out * self
+            return out
+        return pow(int(self), o, mod)
+
+    def __neg__(self) -> Any:
+        return SymInt(-int(self), ("-", 0, self.expr), self.record)
+
+    def __pos__(self) -> SymInt:
+        return self
+
+    def __abs__(self) -> Any:
+        return self if self >= 0 else -self
+
+    def _compare(self, op: str, o: Any) -> Any:
+        e = self._other(o)
+        got = _OPS[op](int(self), int(o) if e is not None else o)
+        if e is None or self.record is None or self.record is not _RECORD.get():
+            return got
+        where = _user_frame()
+        if where is not None:
+            key = (self.expr, op, e)
+            if key not in self.record.guards:
+                self.record.guards[key] = Guard(self.expr, op, e, bool(got), where)
+        return got
+
+    def __bool__(self) -> bool:
+        return bool(self._compare("!=", 0))
+
+    __hash__ = int.__hash__
+
+    def __repr__(self) -> str:
+        return int.__repr__(self)
+
+    __str__ = __repr__
+
+
+def _arith(op: str, reverse: bool) -> Any:
+    def method(self: SymInt, o: Any) -> Any:
+        if self._other(o) is not None:
+            return self._arith(op, o, reverse)
+        return _OPS[op](o, int(self)) if reverse else _OPS[op](int(self), o)
+
+    return method
+
+
+for _name, _op in (("add", "+"), ("sub", "-"), ("mul", "*"), ("floordiv", "//"), ("mod", "%")):
+    setattr(SymInt, f"__{_name}__", _arith(_op, False))
+    setattr(SymInt, f"__r{_name}__", _arith(_op, True))
+for _name, _op in (("lt", "<"), ("le", "<="), ("gt", ">"), ("ge", ">="), ("eq", "=="), ("ne", "!=")):
+    setattr(SymInt, f"__{_name}__", lambda self, o, _op=_op: self._compare(_op, o))
+
+
+def plain(v: Any) -> Any:
+    """``v`` with every :class:`SymInt` (in tuples and lists too) made a plain int."""
+    if isinstance(v, SymInt):
+        return int(v)
+    if isinstance(v, (tuple, list)):
+        return type(v)(plain(x) for x in v)
+    return v

@@ -1,0 +1,199 @@
+"""to_static with ``None`` dims where the code does more than polynomials of the sizes:
+``arange`` of a dynamic length (positions), Python branches on a size (guards: one program per
+outcome), floor division and modulo of a size, a size squared.
+
+Each case counts the programs traced and compares with eager (NumPy or the same code run
+eagerly) at several sizes; the training cases compare gradients too."""
+
+import warnings
+
+import numpy as np
+
+import framework as fw
+from framework.static import InputSpec
+
+
+def _run(sf, eager, shapes, *, device="cpu", tol=1e-6, rng=None):
+    """``sf`` equals ``eager`` at every list of input shapes, with no 'specialised' warning."""
+    rng = rng or np.random.default_rng(0)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=r"\[to_static\]")  # a specialisation, a variant bound
+        for shp in shapes:
+            arrs = [rng.standard_normal(s).astype(np.float32) for s in shp]
+            with fw.no_grad():
+                want = eager(*[fw.to_tensor(a, device=device) for a in arrs])
+                got = sf(*[fw.to_tensor(a, device=device) for a in arrs])
+            want = want if isinstance(want, (tuple, list)) else [want]
+            got = got if isinstance(got, (tuple, list)) else [got]
+            assert len(got) == len(want)
+            for g, w in zip(got, want):
+                assert list(g.shape) == list(w.shape), shp
+                np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=tol, atol=tol)
+
+
+# -- arange of a dynamic length ------------------------------------------------------------
+def test_positions_by_arange_of_the_length(device):
+    def f(x):
+        t = x.shape[1]
+        pos = fw.arange(t, dtype="float32", device=x.device)  # [t]
+        shifted = fw.arange(3, t + 3, device=x.device)  # int64, a start of 3
+        return x + pos.unsqueeze(-1) * 0.5, shifted * 2, fw.arange(t, device=x.device).unsqueeze(0) + 1
+
+    sf = fw.jit.to_static(f, input_spec=[InputSpec([None, None, 4])])
+    _run(sf, f, [[(b, t, 4)] for b, t in [(2, 3), (1, 7), (3, 5), (2, 16)]], device=device)
+    assert len(sf.programs) == 1
+    text = str(sf.programs[0].program)
+    assert "op.arange" in text and "s0_1" in text
+    # against NumPy, not only against the same code run eagerly
+    x = np.zeros((1, 6, 4), np.float32)
+    with fw.no_grad():
+        a, s, u = sf(fw.to_tensor(x, device=device))
+    np.testing.assert_array_equal(a.numpy()[0, :, 0], np.arange(6) * 0.5)
+    np.testing.assert_array_equal(s.numpy(), (np.arange(3, 9) * 2))
+    np.testing.assert_array_equal(u.numpy(), np.arange(6)[None] + 1)
+
+
+def test_rotary_embedding_with_positions_from_arange(device):
+    """Rotary position embedding computed from ``arange(t)`` inside the traced function."""
+    d = 8
+    inv = 1.0 / (10000 ** (np.arange(0, d, 2, dtype=np.float32) / d))
+
+    def rotary(x):  # x: [b, t, d]
+        t = x.shape[1]
+        freqs = fw.arange(t, dtype="float32", device=x.device).unsqueeze(1) * fw.to_tensor(
+            inv, device=x.device
+        ).unsqueeze(0)
+        emb = fw.concat([freqs, freqs], axis=-1)
+        x1, x2 = x[..., : d // 2], x[..., d // 2 :]
+        return x * fw.cos(emb) + fw.concat([-x2, x1], axis=-1) * fw.sin(emb)
+
+    sf = fw.jit.to_static(rotary, input_spec=[InputSpec([None, None, d])])
+    _run(sf, rotary, [[(b, t, d)] for b, t in [(2, 3), (1, 9), (3, 5)]], device=device, tol=1e-5)
+    assert len(sf.programs) == 1
+    x = np.random.default_rng(1).standard_normal((2, 5, d)).astype(np.float32)
+    ang = np.arange(5, dtype=np.float32)[:, None] * inv[None]
+    emb = np.concatenate([ang, ang], -1)
+    want = x * np.cos(emb) + np.concatenate([-x[..., 4:], x[..., :4]], -1) * np.sin(emb)
+    with fw.no_grad():
+        got = sf(fw.to_tensor(x, device=device)).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_training_step_with_learned_positions_from_arange(device):
+    """GPT-style learned positions: ``pos_emb(arange(t))``; one program, gradients as eager."""
+    fw.seed(0)
+    emb = fw.nn.Embedding(32, 4).to(device)
+    lin = fw.nn.Linear(4, 4).to(device)
+
+    def loss_of(x):
+        h = x + emb(fw.arange(x.shape[1], device=x.device))
+        return (lin(h) ** 2).mean()
+
+    sf = fw.jit.to_static(loss_of, input_spec=[InputSpec([None, None, 4])])
+    rng = np.random.default_rng(2)
+    for b, t in [(2, 3), (1, 7), (3, 5)]:
+        x = rng.standard_normal((b, t, 4)).astype(np.float32)
+        got = []
+        for fn in (loss_of, sf):
+            emb.clear_gradients(), lin.clear_gradients()
+            loss = fn(fw.to_tensor(x, device=device))
+            loss.backward()
+            got.append([loss.numpy(), emb.weight.grad.numpy(), lin.weight.grad.numpy()])
+        for g, w in zip(got[1], got[0]):
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+        assert np.abs(got[1][1][t:]).max() == 0 and np.abs(got[1][1][:t]).max() > 0
+    assert len(sf.programs) == 1
+
+
+# -- branches on a size: guards ------------------------------------------------------------
+def test_branch_on_a_size_one_program_per_outcome(device):
+    def f(x):
+        if x.shape[0] > 4:
+            y = x * 2.0
+        else:
+            y = x - 1.0
+        return y
+
+    sf = fw.jit.to_static(f, input_spec=[InputSpec([None, 3])])
+    sizes = [6, 2, 9, 3, 1, 30, 4, 5]
+    _run(sf, f, [[(n, 3)] for n in sizes], device=device)
+    assert len(sf.programs) == 2  # one per outcome of `n > 4`, not one per size
+    guards = sorted(str(g) for cp in sf.programs for g in cp.size_guards)
+    assert "s0_0 > 4 is False" in guards[0] and "s0_0 > 4 is True" in guards[1]
+    with fw.no_grad():  # and the right branch at each size, against NumPy
+        for n in sizes:
+            got = sf(fw.ones([n, 3], device=device)).numpy()
+            np.testing.assert_array_equal(got, np.full((n, 3), 2.0 if n > 4 else 0.0, np.float32))
+
+
+def test_branches_on_sizes_in_a_layer_forward_and_nested_conditions(device):
+    """A branch on the length (a decode step of one token vs a prompt) and one on the parity of
+    the batch: each combination of outcomes is one program."""
+
+    class Block(fw.nn.Layer):
+        def __init__(self):
+            super().__init__()
+            self.proj = fw.nn.Linear(4, 4)
+
+        def forward(self, x):
+            b, t = x.shape[0], x.shape[1]
+            h = self.proj(x)
+            if t == 1:  # one token: no mixing over the length
+                out = h
+            else:
+                out = h + h.mean(axis=1, keepdim=True)
+            if b % 2 == 0:
+                out = out * 0.5
+            return out
+
+    fw.seed(0)
+    m = Block().to(device)
+    eager = m.forward
+    sm = fw.jit.to_static(m, input_spec=[InputSpec([None, None, 4])])
+    shapes = [(2, 5), (4, 3), (3, 5), (5, 2), (2, 1), (6, 1), (3, 1), (8, 9)]
+    _run(sm.forward, eager, [[(b, t, 4)] for b, t in shapes], device=device, tol=1e-5)
+    # outcomes: (t == 1, b even) -> 4 programs for 8 shapes
+    assert len(sm.forward.programs) == 4
+
+
+def test_training_through_a_branch_on_a_size():
+    fw.seed(0)
+    lin = fw.nn.Linear(3, 2)
+
+    def step(x):
+        h = lin(x)
+        if x.shape[0] >= 4:
+            h = fw.tanh(h)
+        return (h**2).sum()
+
+    sf = fw.jit.to_static(step, input_spec=[InputSpec([None, 3])])
+    rng = np.random.default_rng(3)
+    for n in (5, 2, 8, 3):
+        x = rng.standard_normal((n, 3)).astype(np.float32)
+        got = []
+        for fn in (step, sf):
+            lin.clear_gradients()
+            loss = fn(fw.to_tensor(x))
+            loss.backward()
+            got.append([loss.numpy(), lin.weight.grad.numpy(), lin.bias.grad.numpy()])
+        for g, w in zip(got[1], got[0]):
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+    assert len(sf.programs) == 2
+
+
+def test_an_equality_on_a_size_fixes_that_size():
+    """``if n == 5``: no probe of several sizes takes the branch, so that one size gets its
+    own program; every other size shares the first."""
+
+    def f(x):
+        return x * 2.0 if x.shape[0] == 5 else x + 1.0
+
+    sf = fw.jit.to_static(f, input_spec=[InputSpec([None, 2])])
+    with fw.no_grad():
+        for n in (3, 5, 7, 5, 1):
+            want = np.full((n, 2), 2.0)  # ones * 2 and ones + 1 alike: check the shapes too
+            got = sf(fw.ones([n, 2]) * (1.5 if n == 5 else 1.0)).numpy()
+            np.testing.assert_array_equal(got, want * (1.5 if n == 5 else 1.0))
+    assert len(sf.programs) == 2
+    fixed = [cp for cp in sf.programs if not cp.size_guards]
+    assert len(fixed) == 1 and fixed[0].program.inputs[0].type.shape == (5, 2)
