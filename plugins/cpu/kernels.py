@@ -245,10 +245,10 @@ def _binary(fn: Any):
         if ctx.stream is None:
             y = outs[0]
             # NOTE: a small output never goes to the team (checked before the call: an eager op
-            # of 16 elements is mostly this function's own cost); the ufunc's out positional
+            # of 16 elements is mostly this function's own cost)
             call = None if y.size < MIN_ELEMS_TEAM else _team_binary(fn, ins[0], ins[1], y)
             if call is None:
-                fn(ins[0], ins[1], y)
+                fn(ins[0], ins[1], out=y)
             else:
                 call()
         else:
