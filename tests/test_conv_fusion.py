@@ -279,3 +279,23 @@ def test_training_programs_keep_conv2d_and_their_gradients():
         np.testing.assert_allclose(
             grads["inference"][n], g, rtol=1e-3, atol=1e-4 * np.abs(g).max(), err_msg=n
         )
+
+
+def test_round_trip_is_kept_where_the_padding_channels_may_hold_values():
+    """``to_nchwc(from_nchwc(z))`` zeroes z's channels past C: it is z itself only where those
+    are known zero (z from conv2d_nchwc or to_nchwc, or C a whole number of blocks)."""
+    tb, tp = "tensor<[1, 1, 2, 2, 16], float32, cpu>", "tensor<[1, 5, 2, 2], float32, cpu>"
+    text = (
+        f"  %1 = op.from_nchwc(%0) {{channels = 5}} : {tp}\n"
+        f"  %2 = op.to_nchwc(%1) {{block = 16}} : {tb}\n"
+        f"  %4 = op.exp(%2) : {tb}\n"
+        "  builtin.return(%4)\n"
+    )
+    p = _prog(text, f"%0: {tb}", tb)
+    _, stats = passes.optimize(p, ["conv_nchwc"])
+    assert stats[0].rewritten == 0 and _names(p) == ["op.from_nchwc", "op.to_nchwc", "op.exp"]
+    q = _prog(
+        f"  %3 = op.to_nchwc(%0) {{block = 16}} : {tb}\n" + text.replace("(%0)", "(%3)"), f"%0: {tp}", tb
+    )
+    _, stats = passes.optimize(q, ["conv_nchwc", "dce"])
+    assert stats[0].rewritten == 1 and _names(q) == ["op.to_nchwc", "op.exp"]

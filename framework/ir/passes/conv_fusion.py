@@ -14,8 +14,9 @@ Three rewrites, run to a fixpoint:
 - **blocked input** (``BlockedInput``): a ``conv2d_nchwc`` that reads ``from_nchwc(z)`` reads
   ``z`` itself (``blocked_input``): consecutive convolutions hand each other blocked values.
 - **layout round trip** (``LayoutRoundTrip``): ``to_nchwc(from_nchwc(z))`` is ``z`` (a residual
-  that comes from a blocked convolution). Exact: ``from_nchwc`` drops only the zero channels
-  that ``to_nchwc`` puts back.
+  that comes from a blocked convolution). Exact: ``from_nchwc`` drops only channels that are
+  zero (``z`` written by ``conv2d_nchwc`` or ``to_nchwc``, or no channels past C), which
+  ``to_nchwc`` puts back.
 
 What is left of the layout changes stands at the edges of the blocked region: the first
 convolution reads the program's NCHW value (``blocked_input=False``: a first layer of three
@@ -173,6 +174,12 @@ class LayoutRoundTrip(RewritePattern):
             return False
         z = src.operands[0]
         if z.type != op.result.type:
+            return False
+        # exact where z's channels past C are zero: C a whole number of blocks, or z written by
+        # an op that zeroes them
+        zdef = z.defining_op
+        whole = op.operands[0].type.shape[1] % BLOCK == 0
+        if not whole and (zdef is None or zdef.name not in ("op.conv2d_nchwc", "op.to_nchwc")):
             return False
         rewriter.replace_op(op, [z])
         return True

@@ -177,7 +177,9 @@ def conv2d_nchwc(
 ) -> Tensor:
     """``relu?(conv2d(x, weight) + bias + residual)`` in the blocked layout: the output (and
     ``residual``) are (N, ceil(O / 16), OH, OW, 16); ``x`` is blocked, or NCHW with
-    ``blocked_input=False``. One group; ``bias`` of shape (O,).
+    ``blocked_input=False``. One group; ``bias`` of shape (O,). A blocked ``x`` holds zeros in
+    its channels past C, as :func:`to_nchwc` and this function write them (a kernel may read
+    them: times a zero weight, a NaN there would show).
 
     >>> import framework as fw
     >>> from framework.incubate.nn import functional as IF
