@@ -2,21 +2,27 @@
 
 Tracing runs with concrete shapes (shape rules are Python on ints). To learn which dims and
 attributes follow a dynamic input dim, the function is traced with the symbols at probe
-values: once with all at ``BASE``, once for each set of up to :func:`max_degree` symbols with
-only those at ``STEP``, and once with all at distinct ``CHECK`` values. Where the traces agree,
-a value is static; where an int differs, it is fitted as a polynomial with integer
-coefficients whose monomials have distinct symbols (``b``, ``4*b+1``, ``b*t``, ``8*b*t+b``;
-not ``b*b`` or ``b//2``) by Möbius inversion over the probe sets, and the fit is checked on the
-last trace.
+values (a :class:`Probe`): once with all at ``base``, once for each set of up to
+:func:`max_degree` symbols with only those at ``step``, and once with all at distinct ``check``
+values. Where the traces agree, a value is static; where an int differs, it is fitted as a
+polynomial with integer coefficients whose monomials have distinct symbols (``b``,
+``4*b+1``, ``b*t``, ``8*b*t+b``) by Möbius inversion over the probe sets, and the fit is
+checked on the last trace. The default probe's base and step are odd and its check sizes even,
+so a value that depends on parity (``2*(b//2)``, ``b%2``) fails the check rather than passing
+as ``b-1`` or ``1``. Where that fit fails, the polynomials the traced Python computed from the
+sizes (``n*n``: :mod:`framework.jit.size_guards` records them) are tried as ``P + c*hint``.
 
 A scalar constant that follows the dims (``mean``'s ``1/numel``, an unbiased variance's
-``1/(n-1)``, ``float(b)``, an int ``b`` that wraps a negative index) is fitted as ``P`` or ``1/P`` for such a polynomial ``P`` and
-rebuilt in the program from the run's sizes (the count of a ``full`` of ones of ``P``
-elements), so ``x - x.mean()`` and ``if x.mean() > 0`` serve every size.
+``1/(n-1)``, ``float(b)``, an int ``b`` that wraps a negative index) is fitted as ``P`` or
+``1/P`` for such a polynomial ``P`` and rebuilt in the program from the run's sizes (the count
+of a ``full`` of ones of ``P`` elements), so ``x - x.mean()`` and ``if x.mean() > 0`` serve
+every size. A constant tensor that is an arange of a fitted length (``arange(t)``, made eagerly
+while traced) becomes ``op.arange`` of that length.
 
-Traces that differ in structure (a Python branch on a size), or values that fit none of these,
-raise :class:`NotAffine` naming the op and the dim or attribute: the caller then specialises
-(one program per size).
+Traces that differ in structure, or values that fit none of these (``b//2``), raise
+:class:`NotAffine` naming the op and the dim or attribute: the caller then specialises (one
+program per size). Python branches on a size are guards (:mod:`framework.jit.size_guards`);
+:func:`probe_for` finds probe sizes that all take the branches a call takes.
 """
 
 from __future__ import annotations
