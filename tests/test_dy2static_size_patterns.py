@@ -8,6 +8,7 @@ eagerly) at several sizes; the training cases compare gradients too."""
 import warnings
 
 import numpy as np
+import pytest
 
 import framework as fw
 from framework.static import InputSpec
@@ -237,3 +238,37 @@ def test_a_value_that_depends_on_parity_is_never_fitted_wrong():
             out = sf(fw.ones([n, 3]))
             assert out.shape == [2 * (n // 2), 3]
             np.testing.assert_array_equal(out.numpy(), np.full((2 * (n // 2), 3), 3.0 * n))
+
+
+# -- Paddle-format export ------------------------------------------------------------------
+class _Positions(fw.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.emb = fw.nn.Embedding(40, 4)
+
+    def forward(self, x):
+        t = x.shape[1]
+        return x + self.emb(fw.arange(t)) + fw.arange(2, t + 2, dtype="float32").unsqueeze(-1) * 0.5
+
+
+class _Square(fw.nn.Layer):
+    def forward(self, x):
+        n = x.shape[0]
+        return x.reshape([1, n * n]) * 2.0
+
+
+@pytest.mark.parametrize(
+    "make, spec, shapes",
+    [
+        (_Positions, [None, None, 4], [(2, 3, 4), (1, 7, 4), (3, 12, 4)]),
+        (_Square, [None, None], [(3, 3), (5, 5), (1, 1)]),
+    ],
+    ids=["arange", "square"],
+)
+def test_paddle_format_export_of_dynamic_arange_and_squares(make, spec, shapes, tmp_path):
+    """The files serve every size: Oarlock's loader, and real Paddle's jit.load and Predictor
+    where Paddle is installed (``roundtrip_many``)."""
+    from tests.test_paddle_format_export import rand, roundtrip_many
+
+    fw.seed(0)
+    roundtrip_many(make(), [InputSpec(spec, "float32", "x")], [[rand(*s)] for s in shapes], tmp_path)
