@@ -8,6 +8,7 @@ eagerly) at several sizes; the training cases compare gradients too."""
 import warnings
 
 import numpy as np
+import pytest
 
 import framework as fw
 from framework.static import InputSpec
@@ -197,3 +198,77 @@ def test_an_equality_on_a_size_fixes_that_size():
     assert len(sf.programs) == 2
     fixed = [cp for cp in sf.programs if not cp.size_guards]
     assert len(fixed) == 1 and fixed[0].program.inputs[0].type.shape == (5, 2)
+
+
+# -- a size squared; parity ----------------------------------------------------------------
+def test_a_size_squared_in_one_program(device):
+    def f(x):  # x: [n, n]
+        n = x.shape[0]
+        flat = x.reshape([1, n * n])
+        pad = fw.zeros([n * n + 2 * n, 2], device=x.device) + x.sum()
+        return flat * 2.0, pad, fw.arange(n**2, dtype="float32", device=x.device)
+
+    sf = fw.jit.to_static(f, input_spec=[InputSpec([None, None])])
+    _run(sf, f, [[(n, n)] for n in (3, 4, 6, 1)], device=device, tol=1e-5)
+    assert len(sf.programs) == 1
+    text = str(sf.programs[0].program)
+    assert "s0_0*s0_0" in text
+    from framework import ir
+
+    assert ir.print_program(ir.parse_program(text)) == text  # the text form reads back
+    with fw.no_grad():
+        a, p, r = sf(fw.ones([5, 5], device=device))
+    assert a.shape == [1, 25] and p.shape == [35, 2]
+    np.testing.assert_array_equal(r.numpy(), np.arange(25, dtype=np.float32))
+
+
+def test_a_value_that_depends_on_parity_is_never_fitted_wrong():
+    """``2 * (b // 2)`` equals ``b - 1`` at every odd size: the checking trace's sizes are
+    even, so it is refused as a polynomial (specialised, with a warning) instead of being
+    fitted as ``b - 1`` and wrong for even sizes."""
+
+    def f(x):
+        b = x.shape[0]
+        return fw.zeros([2 * (b // 2), 3], device=x.device) + x.sum()
+
+    sf = fw.jit.to_static(f, input_spec=[InputSpec([None, 3])])
+    with fw.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for n in (3, 4, 7, 8):
+            out = sf(fw.ones([n, 3]))
+            assert out.shape == [2 * (n // 2), 3]
+            np.testing.assert_array_equal(out.numpy(), np.full((2 * (n // 2), 3), 3.0 * n))
+
+
+# -- Paddle-format export ------------------------------------------------------------------
+class _Positions(fw.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.emb = fw.nn.Embedding(40, 4)
+
+    def forward(self, x):
+        t = x.shape[1]
+        return x + self.emb(fw.arange(t)) + fw.arange(2, t + 2, dtype="float32").unsqueeze(-1) * 0.5
+
+
+class _Square(fw.nn.Layer):
+    def forward(self, x):
+        n = x.shape[0]
+        return x.reshape([1, n * n]) * 2.0
+
+
+@pytest.mark.parametrize(
+    "make, spec, shapes",
+    [
+        (_Positions, [None, None, 4], [(2, 3, 4), (1, 7, 4), (3, 12, 4)]),
+        (_Square, [None, None], [(3, 3), (5, 5), (1, 1)]),
+    ],
+    ids=["arange", "square"],
+)
+def test_paddle_format_export_of_dynamic_arange_and_squares(make, spec, shapes, tmp_path):
+    """The files serve every size: Oarlock's loader, and real Paddle's jit.load and Predictor
+    where Paddle is installed (``roundtrip_many``)."""
+    from tests.test_paddle_format_export import rand, roundtrip_many
+
+    fw.seed(0)
+    roundtrip_many(make(), [InputSpec(spec, "float32", "x")], [[rand(*s)] for s in shapes], tmp_path)

@@ -97,18 +97,19 @@ def test_symbolic_dims_follow_reshapes_and_created_tensors(device):
     assert "shape = (sym<2*s0_0>, 2)" in text and "tensor<[4*s0_0], float32" in text
 
 
-def test_non_affine_sizes_are_specialised_with_a_warning():
+def test_a_branch_on_a_size_is_guarded_one_program_per_outcome():
     def f(x):
-        if x.shape[0] > 12:  # a branch on a size: each size gets its own program
+        if x.shape[0] > 12:  # a branch on a size: one program per outcome, guarded
             return x * 2
         return x * 3
 
     sf = fw.jit.to_static(f, input_spec=[InputSpec([None])])
-    with fw.no_grad(), pytest.warns(UserWarning, match="specialised"):
-        out = sf(fw.to_tensor([1.0, 2.0]))
-    np.testing.assert_allclose(out.numpy(), [3.0, 6.0])
     with fw.no_grad():
+        np.testing.assert_allclose(sf(fw.to_tensor([1.0, 2.0])).numpy(), [3.0, 6.0])
         np.testing.assert_allclose(sf(fw.arange(20, dtype="float32")).numpy(), np.arange(20) * 2)
+        np.testing.assert_allclose(sf(fw.arange(5, dtype="float32")).numpy(), np.arange(5) * 3)
+        np.testing.assert_allclose(sf(fw.arange(13, dtype="float32")).numpy(), np.arange(13) * 2)
+    assert len(sf.programs) == 2
 
 
 def _sign_flip(x):

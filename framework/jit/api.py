@@ -25,7 +25,7 @@ from .._src import autograd
 from .._src import device as _dev
 from .._src.ops import base
 from .._src.tensor import Tensor
-from ..ir import Executor, Program, verify
+from ..ir import Executor, Program, SymDim, verify
 from ..ir import passes as _passes
 from ..static import InputSpec
 from . import size_guards, symbolic, train_step
@@ -342,11 +342,31 @@ class StaticFunction:
                     specs = [(tuple(same.get(d, d) for d in dims), t) for dims, t in specs]  # type: ignore[arg-type]
                     return self._trace(specs, dev, extra, requires, steps, probe)
             tr, structure = traced[0]
-            guards = _same_guards([t.size_guards for t, _ in traced], bindings)
+            try:
+                guards = _same_guards([t.size_guards for t, _ in traced], bindings)
+            except _Specialise:
+                # a branch that went both ways between the probes (`b % 2`: the check's sizes
+                # are even): probes that all take the branch the first one took
+                static = sorted({d for dims, _ in specs for d in dims if isinstance(d, int)})
+                alt = symbolic.probe_for(symbols, traced[0][0].size_guards, bindings[0], static)
+                if probe != symbolic.DEFAULT_PROBE or alt is None:
+                    raise
+                return self._trace(specs, dev, extra, requires, steps, alt)
             cut = tr.backward["n_fwd_ops"] if tr.backward is not None else None
             try:
+                hints = {}  # the polynomials of sizes the Python computed (`n * n`), as SymDims
+                for t, _ in traced:
+                    for h in t.size_guards.hints:
+                        d = SymDim.make({"*".join(m): c for m, c in h.items() if m}, h.get((), 0))
+                        if isinstance(d, SymDim):
+                            hints[d] = None
                 prog, cut = symbolic.generalize(
-                    [t.program for t, _ in traced], [t.constants for t, _ in traced], symbols, cut, probe
+                    [t.program for t, _ in traced],
+                    [t.constants for t, _ in traced],
+                    symbols,
+                    cut,
+                    probe,
+                    list(hints),
                 )
             except symbolic.NotAffine as exc:
                 raise _Specialise(str(exc)) from None

@@ -63,6 +63,30 @@ def evaluate(e: Expr, binding: Mapping[str, int]) -> int:
     return _OPS[op](evaluate(a, binding), evaluate(b, binding))
 
 
+def polynomial(e: Expr) -> dict[tuple[str, ...], int] | None:
+    """``e`` as ``{monomial: coefficient}`` (a monomial: sorted symbol names, repeats for
+    powers; ``()`` the constant), or None where it divides or takes a remainder."""
+    if isinstance(e, str):
+        return {(e,): 1}
+    if isinstance(e, int):
+        return {(): e}
+    op, a, b = e
+    pa, pb = polynomial(a), polynomial(b)
+    if pa is None or pb is None or op not in "+-*":
+        return None
+    out: dict[tuple[str, ...], int] = {}
+    if op == "*":
+        for ma, ca in pa.items():
+            for mb, cb in pb.items():
+                m = tuple(sorted(ma + mb))
+                out[m] = out.get(m, 0) + ca * cb
+    else:
+        out = dict(pa)
+        for m, c in pb.items():
+            out[m] = out.get(m, 0) + (c if op == "+" else -c)
+    return {m: c for m, c in out.items() if c}
+
+
 def show(e: Expr) -> str:
     if isinstance(e, (str, int)):
         return str(e)
@@ -101,23 +125,37 @@ class _Record:
 
     def __init__(self) -> None:
         self.guards: dict[tuple[Expr, str, Expr], Guard] = {}
+        #: every expression computed from the sizes (hints for fitting: ``n * n``)
+        self.exprs: dict[Expr, None] = {}
 
 
 _RECORD: contextvars.ContextVar[_Record | None] = contextvars.ContextVar("oarlock_size_guards", default=None)
 
 
+class Recorded(list):
+    """The guards of a trace, in order; ``hints`` holds the polynomials of the sizes its
+    Python computed (``n * n``) that are not products of distinct symbols."""
+
+    hints: list[Any]
+
+
 @contextlib.contextmanager
-def recording() -> Iterator[list[Guard]]:
+def recording() -> Iterator[Recorded]:
     """Record the guards of a trace into the list given (filled when the block ends)."""
     from .._src.tensor import _SIZES
 
-    rec, out = _Record(), []
+    rec, out = _Record(), Recorded()
+    out.hints = []
     token = _RECORD.set(rec)
     try:
         yield out
     finally:
         _RECORD.reset(token)
         out.extend(rec.guards.values())
+        for e in rec.exprs:
+            p = polynomial(e)
+            if p is not None and any(len(set(m)) < len(m) for m in p):
+                out.hints.append(p)
         # shapes are shared by value between tensors: none made while traced may keep a SymInt
         for k in [k for k, v in _SIZES.items() if any(type(d) is SymInt for d in v)]:
             del _SIZES[k]
@@ -163,7 +201,10 @@ class SymInt(int):
         value = _OPS[op](int(o), int(self)) if reverse else _OPS[op](int(self), o)
         if e is None or not isinstance(value, int):
             return value
-        return SymInt(value, (op, e, self.expr) if reverse else (op, self.expr, e), self.record)
+        expr = (op, e, self.expr) if reverse else (op, self.expr, e)
+        if self.record is not None and len(self.record.exprs) < 256:
+            self.record.exprs[expr] = None
+        return SymInt(value, expr, self.record)
 
     def __pow__(self, o: Any, mod: Any = None) -> Any:
         if mod is None and type(o) is int and 1 <= o <= 4:

@@ -2,21 +2,27 @@
 
 Tracing runs with concrete shapes (shape rules are Python on ints). To learn which dims and
 attributes follow a dynamic input dim, the function is traced with the symbols at probe
-values: once with all at ``BASE``, once for each set of up to :func:`max_degree` symbols with
-only those at ``STEP``, and once with all at distinct ``CHECK`` values. Where the traces agree,
-a value is static; where an int differs, it is fitted as a polynomial with integer
-coefficients whose monomials have distinct symbols (``b``, ``4*b+1``, ``b*t``, ``8*b*t+b``;
-not ``b*b`` or ``b//2``) by Möbius inversion over the probe sets, and the fit is checked on the
-last trace.
+values (a :class:`Probe`): once with all at ``base``, once for each set of up to
+:func:`max_degree` symbols with only those at ``step``, and once with all at distinct ``check``
+values. Where the traces agree, a value is static; where an int differs, it is fitted as a
+polynomial with integer coefficients whose monomials have distinct symbols (``b``,
+``4*b+1``, ``b*t``, ``8*b*t+b``) by Möbius inversion over the probe sets, and the fit is
+checked on the last trace. The default probe's base and step are odd and its check sizes even,
+so a value that depends on parity (``2*(b//2)``, ``b%2``) fails the check rather than passing
+as ``b-1`` or ``1``. Where that fit fails, the polynomials the traced Python computed from the
+sizes (``n*n``: :mod:`framework.jit.size_guards` records them) are tried as ``P + c*hint``.
 
 A scalar constant that follows the dims (``mean``'s ``1/numel``, an unbiased variance's
-``1/(n-1)``, ``float(b)``, an int ``b`` that wraps a negative index) is fitted as ``P`` or ``1/P`` for such a polynomial ``P`` and
-rebuilt in the program from the run's sizes (the count of a ``full`` of ones of ``P``
-elements), so ``x - x.mean()`` and ``if x.mean() > 0`` serve every size.
+``1/(n-1)``, ``float(b)``, an int ``b`` that wraps a negative index) is fitted as ``P`` or
+``1/P`` for such a polynomial ``P`` and rebuilt in the program from the run's sizes (the count
+of a ``full`` of ones of ``P`` elements), so ``x - x.mean()`` and ``if x.mean() > 0`` serve
+every size. A constant tensor that is an arange of a fitted length (``arange(t)``, made eagerly
+while traced) becomes ``op.arange`` of that length.
 
-Traces that differ in structure (a Python branch on a size), or values that fit none of these,
-raise :class:`NotAffine` naming the op and the dim or attribute: the caller then specialises
-(one program per size).
+Traces that differ in structure, or values that fit none of these (``b//2``), raise
+:class:`NotAffine` naming the op and the dim or attribute: the caller then specialises (one
+program per size). Python branches on a size are guards (:mod:`framework.jit.size_guards`);
+:func:`probe_for` finds probe sizes that all take the branches a call takes.
 """
 
 from __future__ import annotations
@@ -34,8 +40,10 @@ from ..ir import Operation, Program, SymDim, TensorType, Value
 
 BASE = 11
 STEP = 13
-#: the checking trace gives symbol i the value CHECK + 2 * i (distinct primes for the first few)
-CHECK = 17
+#: the checking trace gives symbol i the value CHECK + 2 * i: even, where BASE and STEP are odd,
+#: so a value that depends on parity (``2 * (b // 2)``, ``b % 2``) fails its check instead of
+#: passing as ``b - 1`` or ``1``
+CHECK = 22
 
 
 class Probe(NamedTuple):
@@ -52,6 +60,8 @@ DEFAULT_PROBE = Probe()
 
 #: the probe of the traces being generalised
 _PROBE: contextvars.ContextVar[Probe] = contextvars.ContextVar("oarlock_probe", default=DEFAULT_PROBE)
+#: polynomials of the sizes the traced Python computed (``n * n``): tried where a fit fails
+_HINTS: contextvars.ContextVar[tuple[SymDim, ...]] = contextvars.ContextVar("oarlock_hints", default=())
 
 
 class NotAffine(Exception):
@@ -104,45 +114,95 @@ def _where(symbols: Sequence[str]) -> str:
     return f"the dynamic dims {', '.join(symbols)}"
 
 
-def _poly(name: str, vals: Sequence[int], symbols: Sequence[str], probe: Probe) -> int | SymDim:
-    """The polynomial through ``vals`` (one per probe set, the check value left out)."""
+def _mobius(vals: Sequence[Any], symbols: Sequence[str], probe: Probe) -> dict[tuple[str, ...], Fraction]:
+    """The coefficients of the multilinear polynomial through ``vals`` (one per probe set)."""
     subs = _subsets(symbols)
     f = dict(zip(subs, vals))
-    BASE, STEP = probe.base, probe.step  # noqa: N806
-    d = STEP - BASE
-    coef: dict[tuple[str, ...], int] = {}
+    d = probe.step - probe.base
+    coef: dict[tuple[str, ...], Fraction] = {}
     for sub in sorted(subs, key=len, reverse=True):
         # Möbius difference over the subsets of `sub`: d**|sub| * sum_{S >= sub} c_S B**(|S|-|sub|)
         g = sum(
             (-1) ** (len(sub) - k) * f[u] for k in range(len(sub) + 1) for u in itertools.combinations(sub, k)
         )
-        c = Fraction(g, d ** len(sub)) - sum(
-            cs * BASE ** (len(s) - len(sub))
+        coef[sub] = Fraction(g, d ** len(sub)) - sum(
+            cs * probe.base ** (len(s) - len(sub))
             for s, cs in coef.items()
             if len(s) > len(sub) and set(sub) <= set(s)
         )
+    return coef
+
+
+def _at(coef: dict[tuple[str, ...], Fraction], binding: dict[str, int]) -> Fraction:
+    return sum((c * math.prod(binding[s] for s in m) for m, c in coef.items()), Fraction(0))
+
+
+def _symdim(coef: dict[tuple[str, ...], Any]) -> int | SymDim:
+    const = coef.get((), 0)
+    return SymDim.make({"*".join(m): int(c) for m, c in coef.items() if m}, int(const))
+
+
+def _poly(name: str, vals: Sequence[int], symbols: Sequence[str], probe: Probe) -> int | SymDim:
+    """The polynomial through ``vals`` (one per probe set, the check value left out)."""
+    coef = _mobius(vals, symbols, probe)
+    for sub, c in coef.items():
         if c.denominator != 1:
             raise NotAffine(
-                f"{name} is {vals[0]} at {BASE} and {f[sub]} with {', '.join(sub)} at {STEP}: "
-                f"not a polynomial with integer coefficients in {_where(symbols)}"
+                f"{name} is {vals[0]} at {probe.base} and not an integer polynomial with "
+                f"{', '.join(sub) or 'no symbol'} at {probe.step}: not a polynomial with integer "
+                f"coefficients in {_where(symbols)}"
             )
-        coef[sub] = int(c)
-    const = coef.pop(())
-    return SymDim.make({"*".join(s): c for s, c in coef.items()}, const)
+    return _symdim(coef)
+
+
+def _with_hint(vals: list[int], symbols: Sequence[str], hint: SymDim, probe: Probe) -> int | SymDim | None:
+    """``P + c * hint`` through ``vals`` (the probe sets' values, then the check's), ``P``
+    multilinear and ``c`` a non-zero integer, or None: ``hint`` is a polynomial the
+    function's Python computed from the sizes (``n * n``) that the probes alone cannot fit."""
+    bindings = probe_bindings(symbols, probe)
+    hv = [hint.evaluate(b) for b in bindings]
+    mv, mh = _mobius(vals[:-1], symbols, probe), _mobius(hv[:-1], symbols, probe)
+    check = bindings[-1]
+    den = hv[-1] - _at(mh, check)
+    if den == 0:
+        return None
+    c = (vals[-1] - _at(mv, check)) / den
+    if c == 0 or c.denominator != 1:
+        return None
+    rest = {m: mv.get(m, Fraction(0)) - c * mh.get(m, Fraction(0)) for m in mv}
+    if any(x.denominator != 1 for x in rest.values()):
+        return None
+    for t, k in hint.terms:
+        m = tuple(t.split("*"))
+        rest[m] = rest.get(m, Fraction(0)) + c * k
+    rest[()] = rest.get((), Fraction(0)) + c * hint.const
+    got = _symdim(rest)
+    if any((got.evaluate(b) if isinstance(got, SymDim) else got) != v for b, v in zip(bindings, vals)):
+        return None
+    return got
 
 
 def _fit(name: str, vals: list[int], symbols: Sequence[str], check: dict[str, int]) -> int | SymDim:
     base = vals[0]
     if all(v == base for v in vals):
         return base
-    d = _poly(name, vals[:-1], symbols, _PROBE.get())
-    got = d.evaluate(check) if isinstance(d, SymDim) else d
-    if got != vals[-1]:
-        raise NotAffine(
+    probe = _PROBE.get()
+    try:
+        d = _poly(name, vals[:-1], symbols, probe)
+        got = d.evaluate(check) if isinstance(d, SymDim) else d
+        if got == vals[-1]:
+            return d
+        err = NotAffine(
             f"{name} fits {d} but is {vals[-1]} (not {got}) at {check}: not a polynomial in "
-            f"{_where(symbols)} (a product of a symbol with itself, an integer division?)"
+            f"{_where(symbols)} (an integer division, a remainder?)"
         )
-    return d
+    except NotAffine as exc:
+        err = exc
+    for h in _HINTS.get():
+        fitted = _with_hint(vals, symbols, h, probe)
+        if fitted is not None:
+            return fitted
+    raise err
 
 
 def _attr(name: str, vals: list[Any], symbols: Sequence[str], check: dict[str, int]) -> Any:
@@ -280,16 +340,18 @@ def generalize(
     symbols: Sequence[str],
     cut: int | None = None,
     probe: Probe = DEFAULT_PROBE,
+    hints: Sequence[SymDim] = (),
 ) -> tuple[Program, int | None]:
     """The first program with every dim and int attribute that follows the symbols replaced
     by its polynomial, and every scalar constant that follows them computed from them
     (``programs`` were traced at :func:`probe_bindings` of ``probe``); and ``cut`` (a position
     in its top block: where the backward starts) moved past the ops added before it."""
-    token = _PROBE.set(probe)
+    token, htoken = _PROBE.set(probe), _HINTS.set(tuple(hints))
     try:
         return _generalize(programs, constants, symbols, cut, probe)
     finally:
         _PROBE.reset(token)
+        _HINTS.reset(htoken)
 
 
 def _generalize(

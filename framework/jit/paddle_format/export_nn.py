@@ -211,3 +211,31 @@ def _full(em: Emitter, op: Operation, ins: list[int]) -> int:
     v = em.full([1], value, t.dtype)
     shape = em.shape_tensor(list(t.shape))
     return em.one("full_with_tensor", [v, shape], {"dtype": a_dtype(t.dtype)}, result_type(op))
+
+
+@export_lowering("arange")
+def _arange(em: Emitter, op: Operation, ins: list[int]) -> int:
+    """``pd_op.arange(start, end, step)`` with the scalars in the result's dtype (as Paddle
+    casts them); a length that is a dynamic dim (``arange(t)`` traced with a ``None`` length)
+    gives ``end = start + length * step`` computed from the input's run-time shape."""
+    t = op.results[0].type
+    assert isinstance(t, TensorType)
+    dt, start, step, (n,) = t.dtype, op.attrs["start"], op.attrs["step"], t.shape
+    scalar = PdType(dt, [])
+
+    def as_dtype(d: Any) -> int:  # an int or a dynamic dim, as a scalar of the result's dtype
+        if not isinstance(d, SymDim):
+            return em.full([], float(d), dt)
+        v = em.dim(d)
+        return v if np.dtype(dt) == np.int64 else em.one("cast", [v], {"dtype": a_dtype(dt)}, scalar)
+
+    s = as_dtype(start)
+    length = as_dtype(n)
+    span = em.scale(length, float(step), 0.0, scalar)
+    end = em.one("add", [s, span], {}, scalar)
+    return em.one(
+        "arange",
+        [s, end, em.full([], float(step), dt)],
+        {"dtype": a_dtype(dt), "place": a_place(0)},
+        result_type(op),
+    )
