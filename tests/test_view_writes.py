@@ -442,3 +442,22 @@ def test_a_detached_view_follows_a_recorded_write_without_joining_the_graph(devi
     np.testing.assert_allclose(d.numpy(), td.numpy(), rtol=1e-6)
     assert d.stop_gradient and d._node is None
     np.testing.assert_allclose(a.grad.numpy(), ta.grad.numpy(), rtol=1e-5)
+
+
+def test_a_view_of_a_buffer_follows_the_writes_of_a_static_program():
+    """A BatchNorm's running mean changed by a to_static program (written back after each run):
+    a view of it taken before sees each new value, as it does eagerly; the views the traces
+    made of it add no outputs to the program (one program serves every batch size)."""
+    fw.seed(0)
+    m, ref = fw.nn.BatchNorm2D(3), fw.nn.BatchNorm2D(3)
+    m.train(), ref.train()
+    v = m._mean.reshape([1, 3])
+    sm = fw.jit.to_static(m, input_spec=[fw.static.InputSpec([None, 3, 4, 4])])
+    rng = np.random.default_rng(0)
+    for b in (2, 3, 5):
+        x = rng.standard_normal((b, 3, 4, 4)).astype(np.float32)
+        np.testing.assert_allclose(
+            sm(fw.to_tensor(x)).numpy(), ref(fw.to_tensor(x)).numpy(), rtol=1e-5, atol=1e-6
+        )
+        np.testing.assert_allclose(v.numpy(), ref._mean.numpy().reshape(1, 3), rtol=1e-6, atol=1e-7)
+    np.testing.assert_array_equal(v.numpy(), m._mean.numpy().reshape(1, 3))

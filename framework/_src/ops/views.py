@@ -68,12 +68,13 @@ def alias(x: Tensor) -> Tensor:
     return a
 
 
-def note_write(x: Tensor) -> None:
+def note_write(x: Tensor, write_back: bool = True) -> None:
     """``x`` is about to change in place: a trace in progress keeps its state (``to_static``
-    writes the change back after each run of the program)."""
+    writes the change back after each run of the program). ``write_back=False``: a view that
+    follows its base's write; the trace puts it back when it ends, the base is written back."""
     watch = getattr(TRACER.get(), "watch", None)
     if watch is not None:
-        watch(x)
+        watch(x, write_back)
 
 
 def rebind(x: Tensor, r: Tensor, by: str, old: Tensor | None = None) -> None:
@@ -88,8 +89,9 @@ def rebind(x: Tensor, r: Tensor, by: str, old: Tensor | None = None) -> None:
         _move(x, r, by, old)
 
 
-def _move(x: Tensor, r: Tensor, by: str, old: Tensor | None) -> None:
-    """Rebind one tensor: ``r``'s storage, shape, dtype and (when it has one) graph position."""
+def _move(x: Tensor, r: Tensor, by: str, old: Tensor | None, write_back: bool = True) -> None:
+    """Rebind one tensor: ``r``'s storage, shape, dtype and (when it has one) graph position
+    (``write_back``: see :func:`note_write`)."""
     if (
         r._node is None
         and x._node is not None
@@ -99,7 +101,7 @@ def _move(x: Tensor, r: Tensor, by: str, old: Tensor | None) -> None:
         and autograd.GRAD_ENABLED.get()
     ):  # a value from outside the graph (x.uniform_(), a constant written): no gradient to the old
         r = overwritten(r, old)
-    note_write(x)
+    note_write(x, write_back)
     x._block = r._block
     x._offset = r._offset
     x._nv = None
@@ -162,7 +164,8 @@ def _write_through(x: Tensor, r: Tensor, by: str, old: Tensor | None) -> None:
             if w._view_detached:  # through detach(): its storage only
                 _follow(w, base, by)
             else:
-                _move(w, _viewed(base, w), by, old if w is x else (alias(w) if w._node is not None else None))
+                w_old = old if w is x else (alias(w) if w._node is not None else None)
+                _move(w, _viewed(base, w), by, w_old, write_back=False)
         return
     # storage only: every tensor of the group keeps its graph position
     if base is x or (x._view_rel == 0 and x.dtype == base.dtype and r.nbytes == base.nbytes):
@@ -181,7 +184,7 @@ def _write_through(x: Tensor, r: Tensor, by: str, old: Tensor | None) -> None:
 
 def _follow(w: Tensor, base: Tensor, by: str) -> None:
     """View ``w`` takes its place in ``base``'s new storage, keeping its graph position."""
-    note_write(w)
+    note_write(w, write_back=False)
     w._block, w._offset, w._nv = base._block, base._offset + w._view_rel, None
     w._bump_version(by)
 
