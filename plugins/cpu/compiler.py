@@ -730,4 +730,9 @@ def register_compiler(registry: Any) -> None:
     """Register compile access for "cpu", and keep the core's kernel cache for the plugin's own C."""
     global _PROGRAM_CACHE
     registry.add_compiler("cpu", CPUCompiler)
-    _PROGRAM_CACHE = getattr(registry, "program_cache", None)
+    cache = getattr(registry, "program_cache", None)
+    if cache is not None or _PROGRAM_CACHE is None:
+        # NOTE: a registry without a kernel cache (a second registration into a bare Registry,
+        # as a tool listing the plugin's kernels does) leaves the core's cache in place: without
+        # it the plugin's own C was built on the caller's thread instead of in the background
+        _PROGRAM_CACHE = cache
