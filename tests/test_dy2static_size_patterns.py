@@ -240,6 +240,77 @@ def test_a_value_that_depends_on_parity_is_never_fitted_wrong():
             np.testing.assert_array_equal(out.numpy(), np.full((2 * (n // 2), 3), 3.0 * n))
 
 
+# -- floor division and remainder of a size -------------------------------------------------
+def _halves(x):
+    b = x.shape[0]
+    h = b // 2
+    first, rest = fw.split(x, [h, b - h])
+    return fw.zeros([h, 3], device=x.device) + x.sum(), x[:h] * 2.0, rest + 1.0, x[: b % 3]
+
+
+def test_floor_division_and_remainder_of_a_size_in_one_program(device):
+    sf = fw.jit.to_static(_halves, input_spec=[InputSpec([None, 3])])
+    _run(sf, _halves, [[(n, 3)] for n in (3, 4, 7, 8, 2, 11)], device=device)
+    assert len(sf.programs) == 1
+    text = str(sf.programs[0].program)
+    assert "s0_0__div2" in text and "s0_0-s0_0__div2" in text and "s0_0__mod3" in text
+    from framework import ir
+
+    assert ir.print_program(ir.parse_program(text)) == text
+    x = np.arange(24, dtype=np.float32).reshape(8, 3)  # against NumPy at an even size
+    with fw.no_grad():
+        z, a, r, f = sf(fw.to_tensor(x, device=device))
+    np.testing.assert_array_equal(a.numpy(), x[:4] * 2)
+    np.testing.assert_array_equal(r.numpy(), x[4:] + 1)
+    assert z.shape == [4, 3] and f.shape == [2, 3]  # 8 % 3
+
+
+def test_training_step_on_the_two_halves_of_a_batch(device):
+    """A contrastive-style loss between the first and second half of the batch."""
+    fw.seed(0)
+    lin = fw.nn.Linear(3, 4).to(device)
+
+    def step(x):
+        h = x.shape[0] // 2
+        z = lin(x)
+        return ((z[:h] - z[h : 2 * h]) ** 2).mean()
+
+    sf = fw.jit.to_static(step, input_spec=[InputSpec([None, 3])])
+    rng = np.random.default_rng(4)
+    for n in (4, 7, 10, 5):
+        x = rng.standard_normal((n, 3)).astype(np.float32)
+        got = []
+        for fn in (step, sf):
+            lin.clear_gradients()
+            loss = fn(fw.to_tensor(x, device=device))
+            loss.backward()
+            got.append([loss.numpy(), lin.weight.grad.numpy(), lin.bias.grad.numpy()])
+        for g, w in zip(got[1], got[0]):
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+    assert len(sf.programs) == 1
+
+
+def test_floor_division_exports_to_onnx(tmp_path):
+    ort = pytest.importorskip("onnxruntime")
+
+    def f(x):
+        h = x.shape[0] // 2
+        return x[:h] * 2.0 + x[h : 2 * h]
+
+    sf = fw.jit.to_static(f, input_spec=[InputSpec([None, 3], "float32", "x")])
+    fw.onnx.export(sf, str(tmp_path / "f"))
+    sess = ort.InferenceSession(str(tmp_path / "f.onnx"), providers=["CPUExecutionProvider"])
+    for n in (4, 7, 2):
+        a = np.random.default_rng(n).standard_normal((n, 3)).astype(np.float32)
+        (got,) = sess.run(None, {"x": a})
+        np.testing.assert_allclose(got, a[: n // 2] * 2 + a[n // 2 : 2 * (n // 2)], rtol=1e-6)
+
+
+class _Halves(fw.nn.Layer):
+    def forward(self, x):
+        return fw.zeros([x.shape[0] // 2, 3]) + x.sum(), fw.zeros([x.shape[0] % 3 + 1, 3]) + 1.0
+
+
 # -- Paddle-format export ------------------------------------------------------------------
 class _Positions(fw.nn.Layer):
     def __init__(self):
@@ -262,13 +333,25 @@ class _Square(fw.nn.Layer):
     [
         (_Positions, [None, None, 4], [(2, 3, 4), (1, 7, 4), (3, 12, 4)]),
         (_Square, [None, None], [(3, 3), (5, 5), (1, 1)]),
+        (_Halves, [None, 3], [(4, 3), (7, 3), (2, 3)]),
     ],
-    ids=["arange", "square"],
+    ids=["arange", "square", "floor_division"],
 )
-def test_paddle_format_export_of_dynamic_arange_and_squares(make, spec, shapes, tmp_path):
+def test_paddle_format_export_of_dynamic_sizes(make, spec, shapes, tmp_path):
     """The files serve every size: Oarlock's loader, and real Paddle's jit.load and Predictor
     where Paddle is installed (``roundtrip_many``)."""
     from tests.test_paddle_format_export import rand, roundtrip_many
 
     fw.seed(0)
     roundtrip_many(make(), [InputSpec(spec, "float32", "x")], [[rand(*s)] for s in shapes], tmp_path)
+
+
+def test_paddle_format_export_refuses_a_slice_at_a_derived_size_naming_the_op(tmp_path):
+    from framework.jit.paddle_format.export import PaddleExportError
+
+    class FirstHalf(fw.nn.Layer):
+        def forward(self, x):
+            return x[: x.shape[0] // 2] * 2.0
+
+    with pytest.raises(PaddleExportError, match=r"'op.slice'.*s0_0__div2"):
+        fw.jit.save(FirstHalf(), str(tmp_path / "m"), [InputSpec([None, 3], "float32", "x")], format="paddle")

@@ -341,6 +341,13 @@ class StaticFunction:
                     same = self._equal_symbols(run, symbols, b, exc, probe)
                     specs = [(tuple(same.get(d, d) for d in dims), t) for dims, t in specs]  # type: ignore[arg-type]
                     return self._trace(specs, dev, extra, requires, steps, probe)
+            if any(t.size_guards.hints for t, _ in traced):  # fits through hints: one more trace
+                b = symbolic.validation_binding(symbols, probe)
+                try:
+                    traced.append(run(b))
+                    bindings = [*bindings, b]
+                except OpArgumentError as exc:
+                    raise _Specialise(f"tracing at the validation sizes {b} fails ({exc})") from None
             tr, structure = traced[0]
             try:
                 guards = _same_guards([t.size_guards for t, _ in traced], bindings)

@@ -31,6 +31,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..ir.core import derived, is_derived
+
 #: an expression: a symbol name, an int, or (op, left, right)
 Expr = Any
 
@@ -65,12 +67,17 @@ def evaluate(e: Expr, binding: Mapping[str, int]) -> int:
 
 def polynomial(e: Expr) -> dict[tuple[str, ...], int] | None:
     """``e`` as ``{monomial: coefficient}`` (a monomial: sorted symbol names, repeats for
-    powers; ``()`` the constant), or None where it divides or takes a remainder."""
+    powers; ``()`` the constant; ``b // 2`` is the derived symbol ``b__div2``), or None where
+    it divides or takes a remainder of more than one symbol by a positive constant."""
     if isinstance(e, str):
         return {(e,): 1}
     if isinstance(e, int):
         return {(): e}
     op, a, b = e
+    if op in ("//", "%"):  # of a symbol by a positive constant: a derived symbol (b__div2)
+        if isinstance(a, str) and isinstance(b, int) and b > 0:
+            return {(derived(a, "div" if op == "//" else "mod", b),): 1}
+        return None
     pa, pb = polynomial(a), polynomial(b)
     if pa is None or pb is None or op not in "+-*":
         return None
@@ -154,7 +161,7 @@ def recording() -> Iterator[Recorded]:
         out.extend(rec.guards.values())
         for e in rec.exprs:
             p = polynomial(e)
-            if p is not None and any(len(set(m)) < len(m) for m in p):
+            if p is not None and any(len(set(m)) < len(m) or any(map(is_derived, m)) for m in p):
                 out.hints.append(p)
         # shapes are shared by value between tensors: none made while traced may keep a SymInt
         for k in [k for k, v in _SIZES.items() if any(type(d) is SymInt for d in v)]:

@@ -44,6 +44,7 @@ STEP = 13
 #: so a value that depends on parity (``2 * (b // 2)``, ``b % 2``) fails its check instead of
 #: passing as ``b - 1`` or ``1``
 CHECK = 22
+VALIDATE = 33
 
 
 class Probe(NamedTuple):
@@ -60,6 +61,10 @@ DEFAULT_PROBE = Probe()
 
 #: the probe of the traces being generalised
 _PROBE: contextvars.ContextVar[Probe] = contextvars.ContextVar("oarlock_probe", default=DEFAULT_PROBE)
+#: every binding the traces were made at (probe sets, check, and the validation if any)
+_BINDINGS: contextvars.ContextVar[tuple[dict[str, int], ...]] = contextvars.ContextVar(
+    "oarlock_bindings", default=()
+)
 #: polynomials of the sizes the traced Python computed (``n * n``): tried where a fit fails
 _HINTS: contextvars.ContextVar[tuple[SymDim, ...]] = contextvars.ContextVar("oarlock_hints", default=())
 
@@ -79,15 +84,30 @@ def _subsets(symbols: Sequence[str]) -> list[tuple[str, ...]]:
     return [c for k in range(max_degree(len(symbols)) + 1) for c in itertools.combinations(symbols, k)]
 
 
-def probe_bindings(symbols: Sequence[str], probe: Probe = DEFAULT_PROBE) -> list[dict[str, int]]:
-    """The bindings to trace with: base, one per probe set (its symbols at step), check."""
+def probe_bindings(
+    symbols: Sequence[str], probe: Probe = DEFAULT_PROBE, validate: bool = False
+) -> list[dict[str, int]]:
+    """The bindings to trace with: base, one per probe set (its symbols at step), check; with
+    ``validate`` one more, :func:`validation_binding` (where fitting uses hints)."""
     out = []
     for sub in _subsets(symbols):
         b = dict.fromkeys(symbols, probe.base)
         b.update(dict.fromkeys(sub, probe.step))
         out.append(b)
     out.append({s: probe.check + 2 * i for i, s in enumerate(symbols)})
+    if validate:
+        out.append(validation_binding(symbols, probe))
     return out
+
+
+def validation_binding(symbols: Sequence[str], probe: Probe = DEFAULT_PROBE) -> dict[str, int]:
+    """A further trace where the traced Python computed sizes the probes cannot fit alone
+    (``n * n``, ``b // 2``): a fit through a hint has as many unknowns as the probes have
+    points past the multilinear ones, so it is checked here (``33`` is a multiple of 3 where
+    the other sizes are not, odd where the check is even; a probe chosen for a branch goes
+    on by its step, keeping the parity its guards may need)."""
+    base = VALIDATE if probe == DEFAULT_PROBE else probe.check + probe.step - probe.base
+    return {s: base + 2 * i for i, s in enumerate(symbols)}
 
 
 def probe_for(
@@ -98,11 +118,12 @@ def probe_for(
     sizes are none of ``avoid`` where one can be found (the static dims: a size equal to one
     can change what the framework does; the probes then disagree and the caller specialises); None when no probe of small sizes does (``if b == 5``: only 5 does)."""
     want = [g.truth(binding) for g in guards]
-    for strict in (True, False):  # sizes clear of the static dims (and of 1) first
+    # sizes clear of the static dims (and of 1) first; a validation trace that agrees too first
+    for strict, validate in ((True, True), (True, False), (False, True), (False, False)):
         for base in [*range(2 if strict else 1, 64), *(2**k + 3 for k in range(6, 20))]:
             for d in (2, 1):
                 p = Probe(base, base + d, base + 2 * d)
-                bs = probe_bindings(symbols, p)
+                bs = probe_bindings(symbols, p, validate)
                 if strict and any(v in avoid for b in bs for v in b.values()):
                     continue
                 if all([g.truth(b) for g in guards] == want for b in bs):
@@ -155,18 +176,23 @@ def _poly(name: str, vals: Sequence[int], symbols: Sequence[str], probe: Probe) 
     return _symdim(coef)
 
 
-def _with_hint(vals: list[int], symbols: Sequence[str], hint: SymDim, probe: Probe) -> int | SymDim | None:
-    """``P + c * hint`` through ``vals`` (the probe sets' values, then the check's), ``P``
-    multilinear and ``c`` a non-zero integer, or None: ``hint`` is a polynomial the
-    function's Python computed from the sizes (``n * n``) that the probes alone cannot fit."""
-    bindings = probe_bindings(symbols, probe)
+def _with_hint(
+    vals: list[int], symbols: Sequence[str], hint: SymDim, probe: Probe, bindings: Sequence[dict[str, int]]
+) -> int | SymDim | None:
+    """``P + c * hint`` through ``vals`` (one per binding: the probe sets', the check's, the
+    validation's), ``P`` multilinear and ``c`` a non-zero integer solved from the check, or
+    None: ``hint`` is a polynomial the function's Python computed from the sizes (``n * n``,
+    ``b // 2``) that the probes alone cannot fit. It must hold at every binding."""
+    n = len(_subsets(symbols))
+    if len(bindings) < n + 2:
+        return None  # no validation trace: the check alone would pass anything
     hv = [hint.evaluate(b) for b in bindings]
-    mv, mh = _mobius(vals[:-1], symbols, probe), _mobius(hv[:-1], symbols, probe)
-    check = bindings[-1]
-    den = hv[-1] - _at(mh, check)
+    mv, mh = _mobius(vals[:n], symbols, probe), _mobius(hv[:n], symbols, probe)
+    check = bindings[n]
+    den = hv[n] - _at(mh, check)
     if den == 0:
         return None
-    c = (vals[-1] - _at(mv, check)) / den
+    c = (vals[n] - _at(mv, check)) / den
     if c == 0 or c.denominator != 1:
         return None
     rest = {m: mv.get(m, Fraction(0)) - c * mh.get(m, Fraction(0)) for m in mv}
@@ -186,20 +212,22 @@ def _fit(name: str, vals: list[int], symbols: Sequence[str], check: dict[str, in
     base = vals[0]
     if all(v == base for v in vals):
         return base
-    probe = _PROBE.get()
+    probe, bindings = _PROBE.get(), _BINDINGS.get()
+    n = len(_subsets(symbols))
     try:
-        d = _poly(name, vals[:-1], symbols, probe)
-        got = d.evaluate(check) if isinstance(d, SymDim) else d
-        if got == vals[-1]:
-            return d
-        err = NotAffine(
-            f"{name} fits {d} but is {vals[-1]} (not {got}) at {check}: not a polynomial in "
-            f"{_where(symbols)} (an integer division, a remainder?)"
-        )
+        d = _poly(name, vals[:n], symbols, probe)
+        for b, v in zip(bindings[n:], vals[n:]):
+            got = d.evaluate(b) if isinstance(d, SymDim) else d
+            if got != v:
+                raise NotAffine(
+                    f"{name} fits {d} but is {v} (not {got}) at {b}: not a polynomial in "
+                    f"{_where(symbols)} (an integer division, a remainder?)"
+                )
+        return d
     except NotAffine as exc:
         err = exc
     for h in _HINTS.get():
-        fitted = _with_hint(vals, symbols, h, probe)
+        fitted = _with_hint(vals, symbols, h, probe, bindings)
         if fitted is not None:
             return fitted
     raise err
@@ -346,12 +374,15 @@ def generalize(
     by its polynomial, and every scalar constant that follows them computed from them
     (``programs`` were traced at :func:`probe_bindings` of ``probe``); and ``cut`` (a position
     in its top block: where the backward starts) moved past the ops added before it."""
-    token, htoken = _PROBE.set(probe), _HINTS.set(tuple(hints))
+    validate = len(programs) > len(_subsets(symbols)) + 1
+    bindings = probe_bindings(symbols, probe, validate)
+    token, htoken, btoken = _PROBE.set(probe), _HINTS.set(tuple(hints)), _BINDINGS.set(tuple(bindings))
     try:
         return _generalize(programs, constants, symbols, cut, probe)
     finally:
         _PROBE.reset(token)
         _HINTS.reset(htoken)
+        _BINDINGS.reset(btoken)
 
 
 def _generalize(
