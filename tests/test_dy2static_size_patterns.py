@@ -32,6 +32,24 @@ def _run(sf, eager, shapes, *, device="cpu", tol=1e-6, rng=None):
                 np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=tol, atol=tol)
 
 
+def _same_training(step, sf, params, shapes, *, device="cpu", seed=0):
+    """The loss and the gradients of ``params`` from ``sf`` equal the eager ``step``'s at
+    every input shape; returns the gradients of the last shape (eager's)."""
+    rng = np.random.default_rng(seed)
+    for shape in shapes:
+        x = rng.standard_normal(shape).astype(np.float32)
+        got = []
+        for fn in (step, sf):
+            for p in params:
+                p.clear_gradient()
+            loss = fn(fw.to_tensor(x, device=device))
+            loss.backward()
+            got.append([loss.numpy()] + [p.grad.numpy() for p in params])
+        for g, w in zip(got[1], got[0]):
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+    return got[0][1:]
+
+
 # -- arange of a dynamic length ------------------------------------------------------------
 def test_positions_by_arange_of_the_length(device):
     def f(x):
@@ -91,18 +109,9 @@ def test_training_step_with_learned_positions_from_arange(device):
         return (lin(h) ** 2).mean()
 
     sf = fw.jit.to_static(loss_of, input_spec=[InputSpec([None, None, 4])])
-    rng = np.random.default_rng(2)
     for b, t in [(2, 3), (1, 7), (3, 5)]:
-        x = rng.standard_normal((b, t, 4)).astype(np.float32)
-        got = []
-        for fn in (loss_of, sf):
-            emb.clear_gradients(), lin.clear_gradients()
-            loss = fn(fw.to_tensor(x, device=device))
-            loss.backward()
-            got.append([loss.numpy(), emb.weight.grad.numpy(), lin.weight.grad.numpy()])
-        for g, w in zip(got[1], got[0]):
-            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
-        assert np.abs(got[1][1][t:]).max() == 0 and np.abs(got[1][1][:t]).max() > 0
+        g_emb, _ = _same_training(loss_of, sf, [emb.weight, lin.weight], [(b, t, 4)], device=device)
+        assert np.abs(g_emb[t:]).max() == 0 and np.abs(g_emb[:t]).max() > 0
     assert len(sf.programs) == 1
 
 
@@ -168,17 +177,7 @@ def test_training_through_a_branch_on_a_size():
         return (h**2).sum()
 
     sf = fw.jit.to_static(step, input_spec=[InputSpec([None, 3])])
-    rng = np.random.default_rng(3)
-    for n in (5, 2, 8, 3):
-        x = rng.standard_normal((n, 3)).astype(np.float32)
-        got = []
-        for fn in (step, sf):
-            lin.clear_gradients()
-            loss = fn(fw.to_tensor(x))
-            loss.backward()
-            got.append([loss.numpy(), lin.weight.grad.numpy(), lin.bias.grad.numpy()])
-        for g, w in zip(got[1], got[0]):
-            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+    _same_training(step, sf, [lin.weight, lin.bias], [(n, 3) for n in (5, 2, 8, 3)], seed=3)
     assert len(sf.programs) == 2
 
 
@@ -276,17 +275,7 @@ def test_training_step_on_the_two_halves_of_a_batch(device):
         return ((z[:h] - z[h : 2 * h]) ** 2).mean()
 
     sf = fw.jit.to_static(step, input_spec=[InputSpec([None, 3])])
-    rng = np.random.default_rng(4)
-    for n in (4, 7, 10, 5):
-        x = rng.standard_normal((n, 3)).astype(np.float32)
-        got = []
-        for fn in (step, sf):
-            lin.clear_gradients()
-            loss = fn(fw.to_tensor(x, device=device))
-            loss.backward()
-            got.append([loss.numpy(), lin.weight.grad.numpy(), lin.bias.grad.numpy()])
-        for g, w in zip(got[1], got[0]):
-            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+    _same_training(step, sf, [lin.weight, lin.bias], [(n, 3) for n in (4, 7, 10, 5)], device=device, seed=4)
     assert len(sf.programs) == 1
 
 

@@ -19,7 +19,12 @@ of a ``full`` of ones of ``P`` elements), so ``x - x.mean()`` and ``if x.mean() 
 every size. A constant tensor that is an arange of a fitted length (``arange(t)``, made eagerly
 while traced) becomes ``op.arange`` of that length.
 
-Traces that differ in structure, or values that fit none of these (``b//2``), raise
+A size divided by a constant (``b // 2``, ``b % 3``) is a derived symbol (``b__div2``,
+``b__mod3``: :func:`framework.ir.core.derived`) that the hints bring in the same way; a fit
+through a hint is checked on one more trace (:func:`validation_binding`), since solving for
+its coefficient uses up the check.
+
+Traces that differ in structure, or values that fit none of these (``(b*t)//2``), raise
 :class:`NotAffine` naming the op and the dim or attribute: the caller then specialises (one
 program per size). Python branches on a size are guards (:mod:`framework.jit.size_guards`);
 :func:`probe_for` finds probe sizes that all take the branches a call takes.
