@@ -166,6 +166,22 @@ def test_branches_on_sizes_in_a_layer_forward_and_nested_conditions(device):
     assert len(sm.forward.programs) == 4
 
 
+def test_a_whole_shape_compared_is_a_guard(device):
+    """``x.shape == [4, 3]`` compares the dims inside Size: still the user's branch."""
+
+    def f(x):
+        if x.shape == [4, 3]:
+            return x * 10.0
+        return x + 1.0
+
+    sf = fw.jit.to_static(f, input_spec=[InputSpec([None, 3])])
+    _run(sf, f, [[(n, 3)] for n in (5, 4, 2, 4, 7)], device=device)
+    with fw.no_grad():
+        np.testing.assert_array_equal(sf(fw.ones([4, 3], device=device)).numpy(), np.full((4, 3), 10.0))
+        np.testing.assert_array_equal(sf(fw.ones([6, 3], device=device)).numpy(), np.full((6, 3), 2.0))
+    assert len(sf.programs) == 2
+
+
 def test_training_through_a_branch_on_a_size():
     fw.seed(0)
     lin = fw.nn.Linear(3, 2)

@@ -31,6 +31,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .._src.tensor import Size
 from ..ir.core import derived, is_derived
 
 #: an expression: a symbol name, an int, or (op, left, right)
@@ -50,6 +51,8 @@ _OPS = {
     "!=": operator.ne,
 }
 
+#: Size's comparisons: they compare the user's shapes element by element
+_WHOLE_SHAPE = frozenset({Size.__eq__.__code__, Size.__ne__.__code__})
 _FRAMEWORK = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: comparisons made here are the framework's (shape rules, tracing), not the user's branches
 _INTERNAL = tuple(os.path.join(_FRAMEWORK, d) + os.sep for d in ("_src", "jit", "ir", "static", "compiler"))
@@ -169,8 +172,13 @@ def recording() -> Iterator[Recorded]:
 
 
 def _user_frame() -> str | None:
-    """``file:line`` of the comparison's caller when it is the user's code, else None."""
-    f = sys._getframe(3)
+    """``file:line`` of the comparison's caller when it is the user's code, else None (a
+    shape compared whole, ``x.shape == [4, 8]``, is the user's comparison)."""
+    f: Any = sys._getframe(3)
+    while f is not None and f.f_code in _WHOLE_SHAPE:
+        f = f.f_back
+    if f is None:
+        return None
     name = f.f_code.co_filename
     if os.path.abspath(name).startswith(_INTERNAL):
         return None
