@@ -166,6 +166,25 @@ def test_branches_on_sizes_in_a_layer_forward_and_nested_conditions(device):
     assert len(sm.forward.programs) == 4
 
 
+def test_a_decode_step_of_one_token_keeps_the_batch_dynamic(device):
+    """``if t > 1`` false only at t = 1: no probe of several sizes takes it, so t is fixed at
+    1 and the batch stays dynamic (two programs for every batch size and length)."""
+
+    def f(x):
+        if x.shape[1] > 1:
+            x = x + x.mean(1, keepdim=True)
+        return x * 2.0
+
+    sf = fw.jit.to_static(f, input_spec=[InputSpec([None, None, 4])])
+    shapes = [(2, 5), (3, 1), (4, 7), (5, 1), (2, 9), (7, 1)]
+    _run(sf, f, [[(b, t, 4)] for b, t in shapes], device=device)
+    assert len(sf.programs) == 2
+    (decode,) = [cp for cp in sf.programs if not cp.size_guards]
+    assert (
+        str(decode.program.inputs[0].type.shape[0]) == "s0_0" and decode.program.inputs[0].type.shape[1] == 1
+    )
+
+
 def test_a_whole_shape_compared_is_a_guard(device):
     """``x.shape == [4, 3]`` compares the dims inside Size: still the user's branch."""
 
@@ -293,6 +312,20 @@ def test_training_step_on_the_two_halves_of_a_batch(device):
     sf = fw.jit.to_static(step, input_spec=[InputSpec([None, 3])])
     _same_training(step, sf, [lin.weight, lin.bias], [(n, 3) for n in (4, 7, 10, 5)], device=device, seed=4)
     assert len(sf.programs) == 1
+
+
+def test_a_mean_over_half_the_batch_counts_the_right_elements(device):
+    """The mean's ``1 / (16 * t * (b // 2))``: a product of a derived symbol and another
+    symbol (the odd probes alone would fit ``8 * t * (b - 1)``, wrong at every even size)."""
+
+    def f(x):
+        h = x.shape[0] // 2
+        return (x[:h] - x[h : 2 * h]).pow(2).mean()
+
+    sf = fw.jit.to_static(f, input_spec=[InputSpec([None, None, 16])])
+    _run(sf, f, [[(b, t, 16)] for b, t in [(4, 3), (6, 3), (9, 5), (2, 1)]], device=device, tol=1e-5)
+    assert len(sf.programs) == 1
+    assert "16*s0_0__div2*s0_1" in str(sf.programs[0].program)
 
 
 def test_floor_division_exports_to_onnx(tmp_path):

@@ -341,13 +341,13 @@ class StaticFunction:
                     same = self._equal_symbols(run, symbols, b, exc, probe)
                     specs = [(tuple(same.get(d, d) for d in dims), t) for dims, t in specs]  # type: ignore[arg-type]
                     return self._trace(specs, dev, extra, requires, steps, probe)
-            if any(t.size_guards.hints for t, _ in traced):  # fits through hints: one more trace
-                b = symbolic.validation_binding(symbols, probe)
-                try:
-                    traced.append(run(b))
+            if any(t.size_guards.hints for t, _ in traced):  # fits through hints: two more traces
+                for b in symbolic.validation_bindings(symbols, probe):
+                    try:
+                        traced.append(run(b))
+                    except OpArgumentError as exc:
+                        raise _Specialise(f"tracing at the validation sizes {b} fails ({exc})") from None
                     bindings = [*bindings, b]
-                except OpArgumentError as exc:
-                    raise _Specialise(f"tracing at the validation sizes {b} fails ({exc})") from None
             tr, structure = traced[0]
             try:
                 guards = _same_guards([t.size_guards for t, _ in traced], bindings)
@@ -474,14 +474,15 @@ class StaticFunction:
                 got = None
             if got is not None and all(g.holds(binding) for g in got.size_guards):
                 return got
-        # `if t == 1`: t fixed at that size, the other dims stay dynamic
+        # `if t == 1`, `if t > 1` at t = 1: the sizes the failed guards read fixed, the other dims dynamic
+        failed = [g for g, ok in zip(cp.size_guards, outcomes) if not ok]
+        # fix the sizes of the guards no probe can take alone (`t == 1`); all failed, else
+        alone = [g for g in failed if symbolic.probe_for(symbols, [g], binding, sorted(static)) is None]
         fixed = {
-            g.left: g.right
-            for g in cp.size_guards
-            if g.op in ("==", "!=")
-            and isinstance(g.left, str)
-            and isinstance(g.right, int)
-            and g.truth(binding) == (g.op == "==")
+            s: binding[s]
+            for g in alone or failed
+            for s in size_guards.symbols_of(g.left, g.right)
+            if s in binding
         }
         if fixed and depth < 2:
             specs = [(tuple(fixed.get(d, d) for d in dims), t) for dims, t in specs]  # type: ignore[misc]
@@ -490,9 +491,8 @@ class StaticFunction:
                 return self._guarded(got, specs, tensors, dev, extra, requires, depth + 1)
             except _Specialise:
                 pass
-        failed = next(g for g, ok in zip(cp.size_guards, outcomes) if not ok)
         warnings.warn(
-            f"[to_static] {self.__name__} branches on a dynamic size ({failed}); the sizes "
+            f"[to_static] {self.__name__} branches on a dynamic size ({failed[0]}); the sizes "
             f"{binding} take another branch, traced for these sizes alone (one program per size)",
             stacklevel=3,
         )

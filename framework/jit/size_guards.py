@@ -97,6 +97,17 @@ def polynomial(e: Expr) -> dict[tuple[str, ...], int] | None:
     return {m: c for m, c in out.items() if c}
 
 
+def symbols_of(*exprs: Expr) -> list[str]:
+    """The symbols ``exprs`` read, each once."""
+    out: dict[str, None] = {}
+    for e in exprs:
+        if isinstance(e, str):
+            out[e] = None
+        elif isinstance(e, tuple):
+            out.update(dict.fromkeys(symbols_of(*e[1:])))
+    return list(out)
+
+
 def show(e: Expr) -> str:
     if isinstance(e, (str, int)):
         return str(e)

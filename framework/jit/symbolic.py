@@ -49,7 +49,7 @@ STEP = 13
 #: so a value that depends on parity (``2 * (b // 2)``, ``b % 2``) fails its check instead of
 #: passing as ``b - 1`` or ``1``
 CHECK = 22
-VALIDATE = 33
+VALIDATE = 30
 
 
 class Probe(NamedTuple):
@@ -93,7 +93,7 @@ def probe_bindings(
     symbols: Sequence[str], probe: Probe = DEFAULT_PROBE, validate: bool = False
 ) -> list[dict[str, int]]:
     """The bindings to trace with: base, one per probe set (its symbols at step), check; with
-    ``validate`` one more, :func:`validation_binding` (where fitting uses hints)."""
+    ``validate`` two more, :func:`validation_bindings` (where fitting uses hints)."""
     out = []
     for sub in _subsets(symbols):
         b = dict.fromkeys(symbols, probe.base)
@@ -101,18 +101,23 @@ def probe_bindings(
         out.append(b)
     out.append({s: probe.check + 2 * i for i, s in enumerate(symbols)})
     if validate:
-        out.append(validation_binding(symbols, probe))
+        out += validation_bindings(symbols, probe)
     return out
 
 
-def validation_binding(symbols: Sequence[str], probe: Probe = DEFAULT_PROBE) -> dict[str, int]:
-    """A further trace where the traced Python computed sizes the probes cannot fit alone
-    (``n * n``, ``b // 2``): a fit through a hint has as many unknowns as the probes have
-    points past the multilinear ones, so it is checked here (``33`` is a multiple of 3 where
-    the other sizes are not, odd where the check is even; a probe chosen for a branch goes
-    on by its step, keeping the parity its guards may need)."""
-    base = VALIDATE if probe == DEFAULT_PROBE else probe.check + probe.step - probe.base
-    return {s: base + 2 * i for i, s in enumerate(symbols)}
+def validation_bindings(symbols: Sequence[str], probe: Probe = DEFAULT_PROBE) -> list[dict[str, int]]:
+    """Two further traces where the traced Python computed sizes the probes cannot fit alone
+    (``n * n``, ``b // 2``): a fit through a hint solves its unknowns from the check and
+    these, so each is checked on what is left (sizes 30, 32, ... then 36, 38, ...: even
+    unlike the probes, multiples of 3 where the probes are not, and 30 and 36 differ from 22
+    and each other mod 4 and 5). A probe chosen for a branch goes on by its step, keeping the
+    parity its guards may need."""
+    if probe == DEFAULT_PROBE:
+        bases = [VALIDATE, VALIDATE + 6]
+    else:
+        d = probe.step - probe.base
+        bases = [probe.check + d, probe.check + 2 * d]
+    return [{s: base + 2 * i for i, s in enumerate(symbols)} for base in bases]
 
 
 def probe_for(
@@ -184,33 +189,89 @@ def _poly(name: str, vals: Sequence[int], symbols: Sequence[str], probe: Probe) 
 def _with_hint(
     vals: list[int], symbols: Sequence[str], hint: SymDim, probe: Probe, bindings: Sequence[dict[str, int]]
 ) -> int | SymDim | None:
-    """``P + c * hint`` through ``vals`` (one per binding: the probe sets', the check's, the
-    validation's), ``P`` multilinear and ``c`` a non-zero integer solved from the check, or
-    None: ``hint`` is a polynomial the function's Python computed from the sizes (``n * n``,
-    ``b // 2``) that the probes alone cannot fit. It must hold at every binding."""
+    """``P + hint * Q`` through ``vals`` (one per binding: the probe sets', the check's, the
+    validations'), ``P`` multilinear with integer coefficients and ``Q`` an integer constant
+    or ``c + d * s`` for a symbol ``s`` the hint does not read (``16 * t * (b // 2)``), or
+    None. ``hint`` is a polynomial the function's Python computed from the sizes (``n * n``,
+    ``b // 2``) that the probes alone cannot fit. ``Q`` is solved from the first bindings
+    past the probe sets; the result must hold at every binding."""
     n = len(_subsets(symbols))
-    if len(bindings) < n + 2:
-        return None  # no validation trace: the check alone would pass anything
-    hv = [hint.evaluate(b) for b in bindings]
-    mv, mh = _mobius(vals[:n], symbols, probe), _mobius(hv[:n], symbols, probe)
-    check = bindings[n]
-    den = hv[n] - _at(mh, check)
-    if den == 0:
-        return None
-    c = (vals[n] - _at(mv, check)) / den
-    if c == 0 or c.denominator != 1:
-        return None
-    rest = {m: mv.get(m, Fraction(0)) - c * mh.get(m, Fraction(0)) for m in mv}
+    others = [s for s in symbols if s not in hint.symbols]
+    mv = _mobius(vals[:n], symbols, probe)
+    extra = list(zip(bindings[n:], vals[n:]))
+    for q in [[()]] + [[(), (s,)] for s in others]:
+        if len(extra) <= len(q):
+            continue  # no binding left to check the solution on
+        # the column of each unknown of Q: hint * m at the extra bindings, less its multilinear fit
+        cols = []
+        for m in q:
+            hm = [hint.evaluate(b) * math.prod(b[x] for x in m) for b in bindings]
+            mh = _mobius(hm[:n], symbols, probe)
+            cols.append([Fraction(hm[n + k]) - _at(mh, b) for k, (b, _) in enumerate(extra)])
+        rhs = [Fraction(v) - _at(mv, b) for b, v in extra]
+        for rows in itertools.combinations(range(len(extra)), len(q)):  # a solvable choice
+            coef = _solve([[c[k] for c in cols] for k in rows], [rhs[k] for k in rows])
+            if coef is None:
+                continue
+            if any(c.denominator != 1 for c in coef) or not any(coef):
+                break
+            got = _combine(mv, hint, q, coef, symbols, probe, bindings, n)
+            if got is not None and all(
+                (got.evaluate(b) if isinstance(got, SymDim) else got) == v for b, v in zip(bindings, vals)
+            ):
+                return got
+            break
+    return None
+
+
+def _solve(rows: list[list[Fraction]], rhs: list[Fraction]) -> list[Fraction] | None:
+    """The solution of the square system ``rows @ x = rhs`` (Gauss-Jordan), None if singular."""
+    m = [r[:] + [b] for r, b in zip(rows, rhs)]
+    k = len(m)
+    for i in range(k):
+        p = next((j for j in range(i, k) if m[j][i] != 0), None)
+        if p is None:
+            return None
+        m[i], m[p] = m[p], m[i]
+        for j in range(k):
+            if j != i and m[j][i] != 0:
+                f = m[j][i] / m[i][i]
+                m[j] = [a - f * b for a, b in zip(m[j], m[i])]
+    return [m[i][k] / m[i][i] for i in range(k)]
+
+
+def _combine(
+    mv: dict[tuple[str, ...], Fraction],
+    hint: SymDim,
+    q: list[tuple[str, ...]],
+    coef: list[Fraction],
+    symbols: Sequence[str],
+    probe: Probe,
+    bindings: Sequence[dict[str, int]],
+    n: int,
+) -> int | SymDim | None:
+    """``P + hint * Q`` as a SymDim: ``P`` the multilinear fit of ``vals - hint * Q``."""
+    rest = dict(mv)
+    terms: dict[str, int] = {}
+    for m, c in zip(q, coef):
+        hm = [hint.evaluate(b) * math.prod(b[x] for x in m) for b in bindings[:n]]
+        for mono, k in _mobius(hm, symbols, probe).items():
+            rest[mono] = rest.get(mono, Fraction(0)) - c * k
+        for t, k in hint.terms:  # hint * m, term by term
+            name = "*".join([*t.split("*"), *m])
+            terms[name] = terms.get(name, 0) + int(c) * k
+        if hint.const:
+            name = "*".join(m)
+            if name:
+                terms[name] = terms.get(name, 0) + int(c) * hint.const
+            else:
+                rest[()] = rest.get((), Fraction(0)) + c * hint.const
     if any(x.denominator != 1 for x in rest.values()):
         return None
-    for t, k in hint.terms:
-        m = tuple(t.split("*"))
-        rest[m] = rest.get(m, Fraction(0)) + c * k
-    rest[()] = rest.get((), Fraction(0)) + c * hint.const
-    got = _symdim(rest)
-    if any((got.evaluate(b) if isinstance(got, SymDim) else got) != v for b, v in zip(bindings, vals)):
-        return None
-    return got
+    for mono, k in rest.items():
+        if mono:
+            terms["*".join(mono)] = terms.get("*".join(mono), 0) + int(k)
+    return SymDim.make(terms, int(rest.get((), 0)))
 
 
 def _fit(name: str, vals: list[int], symbols: Sequence[str], check: dict[str, int]) -> int | SymDim:
@@ -379,7 +440,7 @@ def generalize(
     by its polynomial, and every scalar constant that follows them computed from them
     (``programs`` were traced at :func:`probe_bindings` of ``probe``); and ``cut`` (a position
     in its top block: where the backward starts) moved past the ops added before it."""
-    validate = len(programs) > len(_subsets(symbols)) + 1
+    validate = len(programs) > len(_subsets(symbols)) + 2
     bindings = probe_bindings(symbols, probe, validate)
     token, htoken, btoken = _PROBE.set(probe), _HINTS.set(tuple(hints)), _BINDINGS.set(tuple(bindings))
     try:
