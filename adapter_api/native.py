@@ -32,6 +32,7 @@ from __future__ import annotations
 import glob
 import os
 import re
+import shutil
 from functools import cache
 from typing import Any
 
@@ -117,6 +118,23 @@ _ERRORS = {2: OutOfMemoryError, 3: OpArgumentError, 4: KernelNotFoundError}
 def include_dir() -> str:
     """The folder holding ``oarlock_device.h``, for a plugin's build (``-I``)."""
     return INCLUDE_DIR
+
+
+def find_cc() -> str | None:
+    """The C compiler a build at run time uses (the cpu plugin's kernels, the core's eager fast
+    path): ``$CC`` when set (the only one tried), else ``cc``, ``gcc``, ``clang``; None if none.
+
+    Example:
+        >>> from adapter_api.native import find_cc
+        >>> find_cc() is None or os.path.isabs(find_cc())
+        True
+    """
+    cc = os.environ.get("CC")
+    for name in (cc,) if cc else ("cc", "gcc", "clang"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
 
 
 @cache

@@ -29,6 +29,7 @@ os.environ.setdefault("OARLOCK_NUM_THREADS", _THREADS)
 
 import numpy as np  # noqa: E402
 
+os.environ.setdefault("OARLOCK_COMPILE_BACKGROUND", "0")  # time built kernels, not a cold cache's stand-ins
 import framework as fw  # noqa: E402
 import framework.nn.functional as F  # noqa: E402
 from framework import testing  # noqa: E402

@@ -43,6 +43,7 @@ if "--threads" in sys.argv:  # before numpy, torch and OpenMP load
 import ml_dtypes  # noqa: E402
 import numpy as np  # noqa: E402
 
+os.environ.setdefault("OARLOCK_COMPILE_BACKGROUND", "0")  # time built kernels, not a cold cache's stand-ins
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import framework as fw  # noqa: E402

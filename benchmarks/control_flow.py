@@ -15,12 +15,15 @@ Cases (medians over repeats of the mean time per call, under ``fw.no_grad``):
 from __future__ import annotations
 
 import argparse
+import os
 
-import numpy as np
+os.environ.setdefault("OARLOCK_COMPILE_BACKGROUND", "0")  # time built kernels, not a cold cache's stand-ins
 
-import framework as fw
-from benchmarks.dispatch import bench as dispatch_bench
-from framework.static.nn import cond, while_loop
+import numpy as np  # noqa: E402
+
+import framework as fw  # noqa: E402
+from benchmarks.dispatch import bench as dispatch_bench  # noqa: E402
+from framework.static.nn import cond, while_loop  # noqa: E402
 
 
 def bench(fn, number: int, repeat: int) -> float:

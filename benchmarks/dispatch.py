@@ -2,7 +2,7 @@
 
     python benchmarks/dispatch.py [--device cpu] [--repeat 7] [--number 2000]
     python benchmarks/dispatch.py --breakdown [--number 20000]
-    python benchmarks/dispatch.py --against DIR [--rounds 10] [--cpu-clock] [--number 2000]
+    python benchmarks/dispatch.py --against DIR [--rounds 10] [--cpu-clock] [--number 2000] [--threads 1,2]
 
 Prints the median over repeats of the mean time per call, for Oarlock on the chosen device,
 numpy, and torch eager when importable, and the ratio Oarlock / torch.
@@ -18,7 +18,9 @@ without cProfile is printed beside it).
 side by side: one interpreter per tree, started once, taking turns round by round (each
 round starts with the other tree), each timing every Oarlock case once per round (``--number``
 calls, after a warm-up); medians over ``--rounds``, the ratio this / DIR, and the Python-level
-calls per op of ``x + y`` in each tree (cProfile's count: exact, load-independent).
+calls per op of ``x + y`` in each tree (cProfile's count: exact, load-independent), and which
+path ``x + y`` takes in each (the C fast path or Python). ``--threads 1,2``: a pair of
+interpreters per thread count (``OARLOCK_NUM_THREADS``), all taking turns.
 ``--cpu-clock`` times with the process's CPU clock (``time.process_time``) instead of the
 wall clock: time the machine's other load takes from the process is not counted (with
 ``--against`` and in the plain side-by-side run with numpy and torch).
@@ -30,7 +32,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 
@@ -85,66 +86,37 @@ def calls_per_op(number: int = 2000) -> float:
     return (sum(v[1] for v in st.values()) - 1) / number  # less the profiler's own disable()
 
 
+def add_path() -> str:
+    """Which path ``x + y`` takes: the C fast path (``Tensor.__add__`` is the extension's
+    ``FastBinary``) or the Python function."""
+    kind = type(fw.Tensor.__add__).__name__
+    return "C fast path" if kind == "FastBinary" else f"Python ({kind})"
+
+
 def worker(device: str, number: int, cpu_clock: bool) -> None:
     """``--against``'s child: the calls per op, then one JSON line of timings per line read."""
     clock = time.process_time if cpu_clock else time.perf_counter
     cases = _cases(device)
     root = os.path.dirname(os.path.dirname(os.path.abspath(fw.__file__)))
-    print(json.dumps({"calls": calls_per_op(), "root": root}), flush=True)
+    print(json.dumps({"calls": calls_per_op(), "root": root, "path": add_path()}), flush=True)
     for _ in sys.stdin:
         print(json.dumps({n: bench(c[0], number, 1, clock=clock) for n, c in cases.items()}), flush=True)
 
 
-def against(other: str, rounds: int, number: int, device: str, cpu_clock: bool) -> None:
-    """This tree against the checkout ``other``, side by side (see the module docstring)."""
+def against(
+    other: str, rounds: int, number: int, device: str, cpu_clock: bool, threads: tuple[int, ...] = (1,)
+) -> None:
+    """This tree against the checkout ``other``, side by side (see the module docstring); one
+    pair of interpreters per thread count in ``threads``, all taking turns."""
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     other = os.path.abspath(other)
-    env = dict(os.environ, OARLOCK_NUM_THREADS="1", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
-    procs, calls = {}, {}
-    for name, tree in (("this", here), ("against", other)):
-        argv = [sys.executable, os.path.join(here, "benchmarks", "dispatch.py"), "--worker"]
-        argv += ["--device", device, "--number", str(number)] + ["--cpu-clock"] * cpu_clock
-        p = subprocess.Popen(
-            argv,
-            cwd=tree,
-            env=dict(env, PYTHONPATH=tree),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        procs[name] = p
-        first = json.loads(p.stdout.readline())  # type: ignore[union-attr]
-        if first["root"] != tree:
-            sys.exit(
-                f"[benchmarks] the {name!r} interpreter imported framework from {first['root']}, not {tree}"
-            )
-        calls[name] = first["calls"]
-    got: dict[str, list[dict[str, float]]] = {"this": [], "against": []}
-    order = ["this", "against"]
-    for r in range(rounds):
-        for name in order[r % 2 :] + order[: r % 2]:
-            p = procs[name]
-            p.stdin.write("go\n")  # type: ignore[union-attr]
-            p.stdin.flush()  # type: ignore[union-attr]
-            got[name].append(json.loads(p.stdout.readline()))  # type: ignore[union-attr]
-    for p in procs.values():
-        p.stdin.close()  # type: ignore[union-attr]
-        p.wait()
     sys.path.insert(0, here)
-    from benchmarks import cpu_description
+    from benchmarks import side_by_side
 
-    clock = "process CPU time" if cpu_clock else "wall time"
-    print(
-        f"{cpu_description()}; 1 thread; {clock}; medians of {rounds} rounds x {number} calls, taking turns"
-    )
-    print(f"this: {here}\nagainst: {other}")
-    print(f"{'op':16s} {'this us':>9s} {'against us':>11s} {'ratio':>7s}")
-    for case in got["this"][0]:
-        a, b = (statistics.median(x[case] for x in got[n]) for n in order)
-        print(f"{case:16s} {a:9.2f} {b:11.2f} {a / b:6.2f}x")
-    print(
-        f"{'calls/op (add)':16s} {calls['this']:9.2f} {calls['against']:11.2f} {calls['this'] / calls['against']:6.2f}x"
-    )
+    argv = ["--device", device, "--number", str(number)] + ["--cpu-clock"] * cpu_clock
+    first = side_by_side("dispatch.py", argv, here, other, rounds, number, cpu_clock, "op", threads)
+    c_this, c_other = first["this"]["calls"], first["against"]["calls"]
+    print(f"{'calls/op (add)':16s} {'':7s} {c_this:9.2f} {c_other:11.2f} {c_this / c_other:6.2f}x")
 
 
 #: stage of the per-op path -> the functions (file name ending, function) that make it up
@@ -181,6 +153,7 @@ def breakdown(number: int) -> None:
     b = fw.to_tensor(np.ones(16, np.float32))
     w = fw.to_tensor(np.ones(16, np.float32))
     w.stop_gradient = False
+    print(f"x + y takes the {add_path()} (C calls are not seen by cProfile: the stages list Python's)")
     for label, x in (("no grad", a), ("x needs grad", w)):
         wall = bench(lambda x=x: x + b, number // 10, 7)
         pr = cProfile.Profile()
@@ -219,13 +192,15 @@ def main() -> None:
     ap.add_argument("--against", metavar="DIR", help="compare with the checkout in DIR, side by side")
     ap.add_argument("--rounds", type=int, default=10, help="with --against: rounds taking turns")
     ap.add_argument("--cpu-clock", action="store_true", help="time with the process's CPU clock")
+    ap.add_argument("--threads", default="1", help="with --against: thread counts, e.g. 1,2")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         worker(args.device, args.number, args.cpu_clock)
         return
     if args.against:
-        against(args.against, args.rounds, args.number, args.device, args.cpu_clock)
+        threads = tuple(int(t) for t in args.threads.split(","))
+        against(args.against, args.rounds, args.number, args.device, args.cpu_clock, threads)
         return
     if args.breakdown:
         breakdown(args.number * 10)

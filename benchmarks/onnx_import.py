@@ -17,6 +17,10 @@ runs after folding the BatchNormalization), CPU time per call; ``--against OLD.c
 kernel built from another conv.c (``git show main:plugins/cpu/conv.c > /tmp/old.c``) side by
 side (without ``--layers``: the whole model again with that kernel), and ``--tiles`` other register tiles (``-DCONV_VEC=64``, ``-DCONV_MR=8 -DCONV_NV=2``...:
 plugins/cpu/conv.py's ``TILE_OPTIONS``).
+
+``--profile``: where one call's time goes, per instruction of the executor (CPU time of the
+thread, median of ``--repeat`` x ``--number`` calls, graph replay off so each kernel is timed
+alone), for each level in ``--passes``.
 """
 
 from __future__ import annotations
@@ -34,10 +38,13 @@ os.environ.update(
     MKL_NUM_THREADS=_THREADS,
     OARLOCK_NUM_THREADS=_THREADS,
 )
+if "--profile" in sys.argv:  # each instruction timed alone: no replay of a captured run
+    os.environ["OARLOCK_GRAPHS"] = "0"
 
 import numpy as np  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+os.environ.setdefault("OARLOCK_COMPILE_BACKGROUND", "0")  # time built kernels, not a cold cache's stand-ins
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
@@ -53,9 +60,13 @@ def main() -> None:
     ap.add_argument("--layers", action="store_true", help="each conv of the model alone (see above)")
     ap.add_argument("--against", default="", help="another conv.c built beside this one (model or --layers)")
     ap.add_argument("--tiles", default="", help="with --layers: ';'-separated option sets of conv.c's tiles")
+    ap.add_argument("--profile", action="store_true", help="CPU time per instruction of one call (see above)")
     args = ap.parse_args()
     if args.layers:
         layers(args)
+        return
+    if args.profile:
+        profile(args)
         return
 
     import onnxruntime as ort
@@ -116,6 +127,48 @@ def main() -> None:
             f"  {k:40s} median {v:8.3f} ms/call ({v / med['onnxruntime']:.2f}x onnxruntime), "
             f"CPU {c:8.3f} ms/call ({c / med_cpu['onnxruntime']:.2f}x)"
         )
+
+
+def profile(args: argparse.Namespace) -> None:
+    from onnx_models import resnet
+
+    import framework as fw
+    from framework.ir import memory_plan
+
+    model = resnet(image=args.image)
+    xt = fw.to_tensor(
+        np.random.default_rng(0).standard_normal((args.batch, 3, args.image, args.image)).astype(np.float32)
+    )
+    for level in [p.strip() for p in args.passes.split(",") if p.strip()]:
+        m = fw.onnx.load(model, device="cpu", passes=level)
+        times: dict[tuple[int, str], list[float]] = {}
+
+        def timed(plan: object, start: int = 0, times: dict = times) -> None:
+            for k, f in enumerate(plan.bound):  # type: ignore[attr-defined]
+                t0 = time.thread_time()
+                f()
+                times.setdefault((k, plan.names[k]), []).append(time.thread_time() - t0)  # type: ignore[attr-defined]
+
+        orig = memory_plan._Plan._launch
+        with fw.no_grad():
+            m(xt).numpy()  # trace, compile, plan
+            memory_plan._Plan._launch = timed
+            try:
+                for _ in range(args.repeat * args.number):
+                    m(xt).numpy()
+            finally:
+                memory_plan._Plan._launch = orig
+        med = {k: statistics.median(v) * 1e6 for k, v in times.items()}
+        by_op: dict[str, float] = {}
+        for (_, name), v in med.items():
+            key = "fused (generated kernels)" if name.startswith("fused.") else name
+            by_op[key] = by_op.get(key, 0.0) + v
+        total = sum(med.values())
+        print(f"passes={level}: {total:.0f} us CPU per call in {len(med)} instructions")
+        for name, v in sorted(by_op.items(), key=lambda kv: -kv[1]):
+            print(f"  {name:32s} {v:8.0f} us {100 * v / total:5.1f} %")
+        for (k, name), v in med.items():
+            print(f"    {k:3d} {name[:40]:40s} {v:8.0f}")
 
 
 def _conv_shapes(model: object, batch: int, image: int) -> list[tuple]:

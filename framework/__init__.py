@@ -1039,18 +1039,19 @@ __all__ += [
 # classes (paddle.FloatTensor...), log_normal, and paddle.softmax (compat_softmax: torch's dim)
 from ._src.ops.composites.norm import softmax_compat as softmax  # noqa: E402
 from ._src.ops.composites.random_fills import log_normal_sample as log_normal  # noqa: E402
-from .tensor._creation import create_parameter, dtype_tensor_factory  # noqa: E402
+from .tensor._creation import create_parameter  # noqa: E402
+from .tensor._creation import dtype_tensor_factory as _dtype_tensor_factory  # noqa: E402
 
-BFloat16Tensor = dtype_tensor_factory("bfloat16")
-BoolTensor = dtype_tensor_factory("bool")
-ByteTensor = dtype_tensor_factory("uint8")
-CharTensor = dtype_tensor_factory("int8")
-DoubleTensor = dtype_tensor_factory("float64")
-FloatTensor = dtype_tensor_factory("float32")
-HalfTensor = dtype_tensor_factory("float16")
-IntTensor = dtype_tensor_factory("int32")
-LongTensor = dtype_tensor_factory("int64")
-ShortTensor = dtype_tensor_factory("int16")
+BFloat16Tensor = _dtype_tensor_factory("bfloat16")
+BoolTensor = _dtype_tensor_factory("bool")
+ByteTensor = _dtype_tensor_factory("uint8")
+CharTensor = _dtype_tensor_factory("int8")
+DoubleTensor = _dtype_tensor_factory("float64")
+FloatTensor = _dtype_tensor_factory("float32")
+HalfTensor = _dtype_tensor_factory("float16")
+IntTensor = _dtype_tensor_factory("int32")
+LongTensor = _dtype_tensor_factory("int64")
+ShortTensor = _dtype_tensor_factory("int16")
 
 __all__ += [
     "BFloat16Tensor",

@@ -15,6 +15,11 @@ import pytest
 import framework as fw
 from framework.testing import tolerance
 
+# A program's first run waits for its kernels in the suite: run after run the same bits,
+# whatever the compiler's speed. Running while they build in the background (the default
+# for users, framework/compiler/background.py) is tested where a test turns it on.
+os.environ.setdefault("OARLOCK_COMPILE_BACKGROUND", "0")
+
 
 def _devices() -> list[str]:
     want = os.environ.get("OARLOCK_DEVICE")

@@ -570,8 +570,8 @@ LARGE_MUTANTS = [
         [
             (
                 KERNELS,
-                "np.take(ins[0], checked_index(ins[1], ins[0].shape[axis]), axis)",
-                "_first_65536(np.take(ins[0], checked_index(ins[1], ins[0].shape[axis]), axis))",
+                "np.take(ins[0], checked_index(ins[1], ins[0].shape[axis], wrap), axis)",
+                "_first_65536(np.take(ins[0], checked_index(ins[1], ins[0].shape[axis], wrap), axis))",
             )
         ],
         "primitives",

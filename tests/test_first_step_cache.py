@@ -1,7 +1,10 @@
 """First-call latency (issue 36): a second process with a warm kernel cache runs no C compiler
-and trains bit for bit as the first; GCC's precompiled ``immintrin.h`` can be switched off
-(``OARLOCK_CC_PCH=0``) and kernels still build, to the same results; the plugin's own C files
-of several entries build once for all of them."""
+and trains bit for bit as a first one that waited for its kernels; a first process that does
+not wait (the kernels build in the background) trains to the same loss curve within float32
+rounding, runs no compiler on its main thread, and its first step runs the ops unfused; GCC's
+precompiled ``immintrin.h`` can be switched off (``OARLOCK_CC_PCH=0``) and kernels still
+build, to the same results; the plugin's own C files of several entries build once for all
+of them."""
 
 from __future__ import annotations
 
@@ -22,24 +25,37 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 pytestmark = pytest.mark.skipif(compiler.compiler_for(fw.Device("cpu")) is None, reason="no C compiler")
 
-# The child trains the tiny Llama under to_static for two steps and reports the losses' and the
-# parameters' bits, the kernel cache's statistics and every compiler process it started.
+# The child trains the tiny Llama under to_static for three steps and reports the losses' and
+# the parameters' bits, the kernel cache's statistics, every compiler process it started (and
+# those started on the main thread) and the background builds' counters after each step. The
+# C compiler's builds on other threads (the background) wait until the first step is done, so
+# that step runs before any kernel landed; the child then waits for the builds.
 _CHILD = textwrap.dedent(
     """
-    import json, os, subprocess, sys
+    import json, os, subprocess, sys, threading
     sys.path.insert(0, sys.argv[1])
-    started = []
+    started, on_main = [], []
     _init = subprocess.Popen.__init__
     def _watch(self, args, *a, **k):
         started.append(list(map(str, args)) if isinstance(args, (list, tuple)) else [str(args)])
+        if threading.current_thread() is threading.main_thread():
+            on_main.append(started[-1])
         _init(self, args, *a, **k)
     subprocess.Popen.__init__ = _watch
     import numpy as np
     import framework as fw
     from conformance.models import build
+    from framework import compiler
     from framework.compiler import cache_stats
-    from plugins.cpu.compiler import find_cc
+    from plugins.cpu import compiler as PC
     from framework.ir.passes import fusion
+    first_done = threading.Event()
+    _compile = PC.CPUCompiler.compile
+    def _gated(self, *a, **k):
+        if threading.current_thread().name.startswith("oarlock-"):  # the background's threads
+            first_done.wait()
+        return _compile(self, *a, **k)
+    PC.CPUCompiler.compile = _gated
     grown = []
     _grow = fusion.Fusion._grow
     def _count(self, *a, **k):
@@ -47,13 +63,20 @@ _CHILD = textwrap.dedent(
         return _grow(self, *a, **k)
     fusion.Fusion._grow = _count
     task = build("tiny_llama", 0, "cpu", True)
+    losses, stats = [], []
     with fw.device("cpu"):
-        losses = [np.float32(task.train_step(s).item()).tobytes().hex() for s in range(2)]
+        for s in range(3):
+            losses.append(np.float32(task.train_step(s).item()).tobytes().hex())
+            stats.append(compiler.background_stats())
+            if s == 0:
+                first_done.set()
+                assert compiler.wait_for_builds(timeout=800)
     params = [p.numpy().tobytes().hex() for p in task.model.parameters()]
-    cc = os.path.realpath(find_cc())
+    cc = os.path.realpath(PC.find_cc())
     compilers = [a for a in started if a and os.path.realpath(a[0]) == cc]
+    on_main = [a for a in on_main if a and os.path.realpath(a[0]) == cc]
     print(json.dumps({"losses": losses, "params": params, "stats": cache_stats(), "compilers": compilers,
-                      "grown": len(grown)}))
+                      "on_main": on_main, "background": stats, "grown": len(grown)}))
     """
 )
 
@@ -67,18 +90,43 @@ def _run(script, cache, **env):
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
+def _floats(hexes):
+    return np.concatenate([np.frombuffer(bytes.fromhex(h), np.float32).ravel() for h in hexes])
+
+
 def test_warm_process_runs_no_compiler_and_is_bit_identical(tmp_path):
     cache = tmp_path / "kc"
-    cold = _run(_CHILD, cache)
+    cold = _run(_CHILD, cache, OARLOCK_COMPILE_BACKGROUND="0")  # its first step waits for the builds
     assert cold["stats"]["compiles"] > 0 and cold["compilers"], cold["stats"]
-    warm = _run(_CHILD, cache)
+    assert cold["background"][-1]["stand_in_runs"] == 0
+    warm = _run(_CHILD, cache, OARLOCK_COMPILE_BACKGROUND="1")  # nothing to build: no stand-in
     assert warm["compilers"] == [], warm["compilers"]
+    assert warm["background"][-1] == {"batches": 0, "builds": 0, "stand_in_runs": 0, "swaps": 0}
     assert cold["grown"] > 0 and warm["grown"] == 0  # the fusion groups came from the answers file
     assert warm["stats"]["compiles"] == 0 and warm["stats"]["disk_hits"] > 0, warm["stats"]
     assert warm["losses"] == cold["losses"]
     assert warm["params"] == cold["params"]
     # the answers of the fusion pass were kept beside the kernels
     assert list(cache.glob("fusion-answers-*.bin"))
+
+    # A cold process that does not wait: no compiler on the main thread, the first step on
+    # stand-ins (the groups' ops unfused, the plugin's numpy paths), then the built kernels
+    # swapped in; the loss curve and the parameters equal the waiting run's within float32
+    # rounding (the unfused ops round differently from the fused kernels).
+    bg = _run(_CHILD, tmp_path / "bg", OARLOCK_COMPILE_BACKGROUND="1")
+    assert bg["compilers"] and bg["on_main"] == [], bg["on_main"]
+    first, second, third = bg["background"]
+    assert first["batches"] >= 1 and first["stand_in_runs"] > 0 and first["swaps"] == 0, first
+    assert second["swaps"] > 0, second
+    assert third["stand_in_runs"] == second["stand_in_runs"] == first["stand_in_runs"], (first, second, third)
+    np.testing.assert_allclose(_floats(bg["losses"]), _floats(cold["losses"]), rtol=2e-6)
+    np.testing.assert_allclose(_floats(bg["params"]), _floats(cold["params"]), rtol=1e-4, atol=1e-6)
+    # the background builds were all kept: a warm process after it compiles nothing and runs
+    # no stand-in (its bits may differ from the waiting run's where tuning chose another
+    # vector width on the other cache)
+    again = _run(_CHILD, tmp_path / "bg", OARLOCK_COMPILE_BACKGROUND="1")
+    assert again["compilers"] == [] and again["background"][-1]["stand_in_runs"] == 0
+    np.testing.assert_allclose(_floats(again["losses"]), _floats(cold["losses"]), rtol=2e-6)
 
 
 # a child's first lines: the repository on its path, every process it starts in ``started``
@@ -167,14 +215,18 @@ def test_own_c_of_several_entries_builds_once(tmp_path, monkeypatch):
     assert perm.entry == "permute_runs" and cat.entry == "concat_rows" and perm.ffi is cat.ffi
 
 
-def test_attention_c_builds_both_vector_widths_in_one_compile(tmp_path, monkeypatch):
+@pytest.mark.parametrize("wide", ["1", "0"])
+def test_attention_c_builds_both_vector_widths_in_one_compile(tmp_path, monkeypatch, wide):
     """attention.c's AVX2 and AVX-512 entries come from one build, the one the prebuild starts
     (the wide one used to be a second compiler at the first bind, on the step's critical path);
-    both widths compute numpy's attention."""
+    both widths compute numpy's attention. Where the wide one does not pay
+    (``OARLOCK_CPU_ATTENTION_WIDE=0``, the default on a Zen 4) the build leaves it out
+    (``-DATTN_NARROW_ONLY``: its entries run the AVX2 code)."""
     from plugins.cpu import attention as A
     from plugins.cpu import compiler as PC
 
     monkeypatch.setenv("OARLOCK_CC_PCH", "0")
+    monkeypatch.setenv("OARLOCK_CPU_ATTENTION_WIDE", wide)
     cache = C.ProgramCache(tmp_path)
     monkeypatch.setattr(PC, "_PROGRAM_CACHE", cache)
     monkeypatch.setattr(PC, "_OWN", {})
@@ -184,6 +236,7 @@ def test_attention_c_builds_both_vector_widths_in_one_compile(tmp_path, monkeypa
     builds = PC.own_builds({("attention", f32), ("attention_grad", f32)})
     assert len(builds) == 1 and builds[0].kernels == len(A.ENTRIES) == 4
     builds[0]()
+    assert ("-DATTN_NARROW_ONLY" in builds[0].args[2]) == (wide == "0")
     progs = A._programs(f32)  # what the first bind asks for: kept, not built again
     assert cache.stats.compiles - before == 1
     assert [p.entry for p in progs] == list(A.ENTRIES) and len({id(p.ffi) for p in progs}) == 1
@@ -267,8 +320,9 @@ _UNIT_CHILD = _WATCH + textwrap.dedent(
 
 
 def test_a_programs_kernels_built_in_units_are_bit_identical_with_fewer_compilers(tmp_path):
-    alone = _run(_UNIT_CHILD, tmp_path / "alone", OARLOCK_PREBUILD_UNITS="0")
-    units = _run(_UNIT_CHILD, tmp_path / "units")
+    # the first call waits for its kernels (not in the background): it runs them
+    alone = _run(_UNIT_CHILD, tmp_path / "alone", OARLOCK_PREBUILD_UNITS="0", OARLOCK_COMPILE_BACKGROUND="0")
+    units = _run(_UNIT_CHILD, tmp_path / "units", OARLOCK_COMPILE_BACKGROUND="0")
     assert units["out"] == alone["out"]
     assert 0 < units["builds"] < alone["builds"], (units["builds"], alone["builds"])
     x = np.linspace(-1, 1, 4096, dtype=np.float32).reshape(512, 8)

@@ -155,15 +155,24 @@ def test_where_matches_numpy_bit_for_bit(device, dtype, shapes):
     assert got.numpy().tobytes() == want.tobytes()
 
 
-def test_where_on_strided_views():
-    """Non-contiguous operands (a transposed x, a sliced y) read through their strides."""
+def test_where_copies_whole_rows_in_c_through_strided_views():
+    """A condition constant along rows (a cache update) takes the C row copy, reading a
+    transposed x and a sliced y through their strides; a condition per element stays numpy's."""
     rng = np.random.default_rng(5)
-    c = rng.random((8, 6)) < 0.5
-    xb = rng.standard_normal((6, 8)).astype(np.float32)
-    yb = rng.standard_normal((8, 12)).astype(np.float32)
-    z = np.empty((8, 6), np.float32)
+    c = rng.random((8, 1)) < 0.5
+    xb = rng.standard_normal((32, 8)).astype(np.float32)
+    yb = rng.standard_normal((8, 64)).astype(np.float32)
+    z = np.empty((8, 32), np.float32)
     call = cpu_index.where_call(z, c, xb.T, yb[:, ::2])
     if call is None:
         pytest.skip("no C compiler")
     call()
     np.testing.assert_array_equal(z, np.where(c, xb.T, yb[:, ::2]))
+    cache = (
+        np.zeros((1, 4, 64, 1), bool),
+        np.ones((1, 4, 1, 16), np.float32),
+        np.zeros((1, 4, 64, 16), np.float32),
+    )
+    assert cpu_index.where_call(np.empty((1, 4, 64, 16), np.float32), *cache) is not None
+    per_element = rng.random((8, 32)) < 0.5
+    assert cpu_index.where_call(z, per_element, xb.T, yb[:, ::2]) is None

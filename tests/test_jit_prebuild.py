@@ -42,10 +42,12 @@ def test_a_new_programs_kernels_build_in_worker_threads_with_one_progress_line(m
     monkeypatch.setattr(type(comp), "compile", compile_)
     monkeypatch.setattr(cache, "PROGRESS_AFTER", 0.2)
     monkeypatch.setenv("OARLOCK_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("OARLOCK_COMPILE_BACKGROUND", "1")  # the call does not wait for them
     capsys.readouterr()
     with fw.no_grad():
         got = fw.jit.to_static(f)(x).numpy()
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    assert compiler.wait_for_builds(timeout=600)  # they build in the background (background.py)
     assert len(threads) >= 2 and "MainThread" not in threads, threads
     err = capsys.readouterr().err
     assert err.count("[compiler] compiling") == 1 and f"compiling {len(threads)} kernels (c)" in err, err

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import framework as fw
+from adapter_api import OpArgumentError
 from framework.ir import passes
 from framework.jit.io import read_program, write_program
 from framework.quantization import PTQ, QuantConfig, quantize_program, weight_only_quantize
@@ -140,3 +141,45 @@ def test_saved_quantised_program_runs_on_every_device(tmp_path, device):
     config.set_device(device)
     got = fw.inference.create_predictor(config).run([x])[0].numpy()
     np.testing.assert_allclose(got, model(fw.to_tensor(x)).numpy(), rtol=1e-5, atol=1e-5)
+
+
+class _LM(fw.nn.Layer):
+    """An embedding, a hidden layer and an output head over the vocabulary."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = fw.nn.Embedding(40, 64)
+        self.fc = fw.nn.Linear(64, 64)
+        self.head = fw.nn.Linear(64, 40)
+
+    def forward(self, ids):
+        return self.head(fw.nn.functional.relu(self.fc(self.embed(ids))))
+
+
+@pytest.mark.parametrize("method,asym", [("absmax", False), ("search", True)])
+def test_quantize_program_keeps_the_head_int8_and_takes_the_eager_recipes(tmp_path, method, asym):
+    """int4 with the head in int8 per channel (found by its columns = the gathered table's rows),
+    the clip search and zero points (one weight_only_linear with weight_offset): the program
+    gives what weight_only_quantize's model gives."""
+    fw.seed(4)
+    model = _LM()
+    src, dst = str(tmp_path / "fp32"), str(tmp_path / "q")
+    fw.jit.save(model, src, input_spec=[InputSpec([None, 5], "int64")])
+    info = quantize_program(src, dst, "int4", group_size=16, method=method, asymmetric=asym)
+    assert sorted(info["quantized"]) == ["fc.weight", "head.weight"]
+    prog, params = read_program(dst)[:2]
+    wol = {
+        op.operands[1].defining_op.attrs["name"]: op
+        for op in prog.walk()
+        if op.name == "op.weight_only_linear"
+    }
+    assert wol["head.weight.qweight"].attrs == {"group_size": -1, "weight_dtype": "int8"}
+    assert params["head.weight.qweight"].shape == (40, 64)  # int8, not packed
+    fc = wol["fc.weight.qweight"]
+    assert fc.attrs["weight_dtype"] == "int4" and fc.attrs.get("zero_point", False) is asym
+    assert len(fc.operands) == (4 if asym else 3)  # x, q, scale (the bias is the program's add), offset
+    ids = np.random.default_rng(3).integers(0, 40, (2, 5))
+    eager = weight_only_quantize(model, "int4", group_size=16, method=method, asymmetric=asym)
+    np.testing.assert_allclose(_predict(dst, ids), eager(fw.to_tensor(ids)).numpy(), rtol=1e-5, atol=1e-5)
+    with pytest.raises(OpArgumentError, match=r"\[quantize_program\] method must be 'absmax' or 'search'"):
+        quantize_program(src, dst, "int4", method="gptq")

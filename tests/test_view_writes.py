@@ -55,7 +55,28 @@ VALUE_CASES = {
         T(CPLX)
     ),
     "versions": lambda P, T: _versions(T(A)),
+    "reshape__of_a_view_keeps_viewing": lambda P, T: _reshape_in_place(T),
+    "squeeze__of_a_view_keeps_viewing": lambda P, T: _squeeze_in_place(T),
+    "assign_output_view": lambda P, T: (
+        lambda x: (P.assign(T(np.zeros(6, np.float32)), output=x.reshape([6])), x)[1]
+    )(T(A)),
 }
+
+
+def _reshape_in_place(T):
+    x = T(A)
+    y = x.reshape([6])
+    y.reshape_([3, 2])
+    y.add_(T(np.ones((3, 2), np.float32)))
+    return [x, y]
+
+
+def _squeeze_in_place(T):
+    x = T(A)
+    y = x.unsqueeze(0)
+    y.squeeze_(0)
+    y.add_(T(np.ones((2, 3), np.float32)))
+    return [x, y]
 
 
 def _setitem_both(x):
@@ -145,6 +166,19 @@ def test_in_place_add_operator_writes_through_as_in_pytorch(device):
     y += 2.0
     assert y is same
     np.testing.assert_allclose(x.numpy(), A + 2.0)
+
+
+@pytest.mark.parametrize(
+    "name, args, want",
+    [("add_", (1.0,), A + 1), ("clip_", (0.0, 0.5), np.clip(A, 0, 0.5)), ("scale_", (3.0,), A * 3)],
+)
+def test_in_place_function_forms_write_through(device, name, args, want):
+    """``fw.add_(y, ...)`` (Paddle has no ``paddle.add_``; its Tensor method is the same)."""
+    x = fw.to_tensor(A, device=device)
+    y = x.reshape([6])
+    extra = [fw.full([6], a, device=device) for a in args] if name == "add_" else list(args)
+    getattr(fw, name)(y, *extra)
+    np.testing.assert_allclose(x.numpy(), want, rtol=1e-6)
 
 
 def test_a_tensor_with_no_view_is_rebound_alone(device):
@@ -372,3 +406,58 @@ def test_copy_refuses_another_dtype_naming_both():
     x = fw.zeros([3])
     with pytest.raises(fw.OarlockError, match=r"\[copy_\] src has dtype int64, the tensor float32"):
         x.copy_(fw.to_tensor([1, 2, 3]))
+
+
+def test_a_detached_view_does_not_keep_the_graph_of_its_base_alive():
+    """``outs.append(y.detach())`` must not hold y's graph (as before detach() shared storage):
+    a detach() view of a tensor in a graph holds its base weakly; writes reach it while it lives."""
+    import gc
+    import weakref
+
+    a = fw.to_tensor(A, stop_gradient=False)
+    b = a * 2
+    node = weakref.ref(b._node)
+    d = b.detach()
+    d[0, 0] = 7.0
+    assert b.numpy()[0, 0] == 7.0 and not b.stop_gradient
+    del b
+    gc.collect()
+    assert node() is None
+    d[0, 1] = 8.0  # its base is gone: it is a tensor of its own
+    np.testing.assert_allclose(d.numpy()[0, :2], [7.0, 8.0])
+
+
+def test_a_detached_view_follows_a_recorded_write_without_joining_the_graph(device):
+    torch = pytest.importorskip("torch", reason="PyTorch (the autograd oracle) is not installed")
+    ta = torch.tensor(A, requires_grad=True)
+    tb = ta * 2
+    td = tb.detach()
+    tb.view(6).mul_(ta.view(6))
+    (tb * ta).sum().backward()
+    a = fw.to_tensor(A, device=device, stop_gradient=False)
+    b = a * 2
+    d = b.detach()
+    b.reshape([6]).multiply_(a.reshape([6]))
+    (b * a).sum().backward()
+    np.testing.assert_allclose(d.numpy(), td.numpy(), rtol=1e-6)
+    assert d.stop_gradient and d._node is None
+    np.testing.assert_allclose(a.grad.numpy(), ta.grad.numpy(), rtol=1e-5)
+
+
+def test_a_view_of_a_buffer_follows_the_writes_of_a_static_program():
+    """A BatchNorm's running mean changed by a to_static program (written back after each run):
+    a view of it taken before sees each new value, as it does eagerly; the views the traces
+    made of it add no outputs to the program (one program serves every batch size)."""
+    fw.seed(0)
+    m, ref = fw.nn.BatchNorm2D(3), fw.nn.BatchNorm2D(3)
+    m.train(), ref.train()
+    v = m._mean.reshape([1, 3])
+    sm = fw.jit.to_static(m, input_spec=[fw.static.InputSpec([None, 3, 4, 4])])
+    rng = np.random.default_rng(0)
+    for b in (2, 3, 5):
+        x = rng.standard_normal((b, 3, 4, 4)).astype(np.float32)
+        np.testing.assert_allclose(
+            sm(fw.to_tensor(x)).numpy(), ref(fw.to_tensor(x)).numpy(), rtol=1e-5, atol=1e-6
+        )
+        np.testing.assert_allclose(v.numpy(), ref._mean.numpy().reshape(1, 3), rtol=1e-6, atol=1e-7)
+    np.testing.assert_array_equal(v.numpy(), m._mean.numpy().reshape(1, 3))

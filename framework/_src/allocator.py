@@ -74,6 +74,23 @@ class Block:
 class CachingAllocator:
     """Pools raw allocations of one device."""
 
+    #: the fields every allocation and free reads are slots (Python reads them through slot
+    #: descriptors; the eager fast path, ``_src/fastcall.c``, at their offsets, without
+    #: turning the instance's other attributes into a dict); the rest live in ``__dict__``
+    __slots__ = (
+        "passthrough",
+        "stream",
+        "_free",
+        "_deferred",
+        "multi",
+        "allocated",
+        "peak_allocated",
+        "num_requests",
+        "num_cache_hits",
+        "__dict__",
+        "__weakref__",
+    )
+
     def __init__(self, runtime: Any, index: int, name: str, stream: Any = None) -> None:
         self.runtime = runtime
         self.index = index

@@ -29,6 +29,7 @@ from adapter_api import (
 from . import device as _dev
 from . import dtypes as _dt
 from . import env
+from . import fastcall as _fastcall
 from . import plugins as _plugins
 from .opdef import OPS
 from .plugins import host
@@ -92,6 +93,14 @@ def clear_kernel_cache() -> None:
     _KCACHE.clear()
     _STATE.clear()
     _DECIDED.clear()
+    _forget_plans()
+
+
+def _forget_plans() -> None:
+    """Drop the fast path's cached plans (``fastcall.c``), which hold kernels and device state."""
+    mod = _fastcall.LOADED[0]
+    if mod is not None:
+        mod.invalidate()
 
 
 _plugins.on_registry_change(clear_kernel_cache)
@@ -200,6 +209,7 @@ class _DeviceState:
 _STATE: dict[str, _DeviceState] = {}
 _dev.on_stream_change(_STATE.clear)
 _dev.on_stream_change(_DECIDED.clear)
+_dev.on_stream_change(_forget_plans)
 
 
 def state(dev: _dev.Device) -> _DeviceState:
@@ -297,19 +307,68 @@ def run(
         for t in ins:
             nins.append(t._nv if t._nv is not None else t.native())
         entry.fn(st.ctx, nouts, nins, **attrs)
-    except KernelNotFoundError:
-        # The kernel declined these attributes (e.g. a cast to a dtype the device cannot hold).
-        return _fallback(op, ins, attrs, dev, key_dtype, metas)
-    except OarlockError:
-        raise
-    except Exception as exc:  # noqa: BLE001 — a vendor kernel's failure becomes a readable error
-        shapes = ", ".join(f"{t.dtype}{list(t.shape)}" for t in ins)
-        raise KernelError(
-            f"[{op.name}] kernel of plugin '{entry.plugin}' failed on {dev} for inputs ({shapes}), "
-            f"attrs {attrs}: {type(exc).__name__}: {exc}; report it to the plugin's vendor, or run "
-            f"on another device"
-        ) from exc
+    except Exception as exc:  # noqa: BLE001 — handled as the contract says (kernel_failed)
+        return kernel_failed(op, entry, ins, attrs, dev, key_dtype, metas, exc)
     return outs
+
+
+def kernel_failed(
+    op: OpDef,
+    entry: KernelEntry,
+    ins: list[Tensor],
+    attrs: dict[str, Any],
+    dev: _dev.Device,
+    key_dtype: np.dtype,
+    metas: list,
+    exc: Exception,
+) -> list[Tensor]:
+    """What a kernel's exception means: declined attributes (``KernelNotFoundError``, e.g. a
+    cast to a dtype the device cannot hold) fall back; the core's own errors pass; any other
+    (a vendor kernel's failure) becomes a ``KernelError`` naming the op, plugin and inputs."""
+    if isinstance(exc, KernelNotFoundError):
+        return _fallback(op, ins, attrs, dev, key_dtype, metas)
+    if isinstance(exc, OarlockError):
+        raise exc
+    shapes = ", ".join(f"{t.dtype}{list(t.shape)}" for t in ins)
+    raise KernelError(
+        f"[{op.name}] kernel of plugin '{entry.plugin}' failed on {dev} for inputs ({shapes}), "
+        f"attrs {attrs}: {type(exc).__name__}: {exc}; report it to the plugin's vendor, or run "
+        f"on another device"
+    ) from exc
+
+
+# -- the C fast path of binary operators (fastcall.c) ----------------------------------------
+def fast_binary_plan(op: OpDef, x: Tensor, y: Tensor) -> tuple | None:
+    """What ``fastcall.c`` needs to run ``op(x, y)`` (one dtype, device and shape, no mode
+    active; ``y`` of x's shape, or of its rank for a kernel that broadcasts: a scalar's
+    constant) as :func:`run` would, cached there per (op, dtype, device) until
+    :func:`clear_kernel_cache` or a stream change: ``(entry, kernel, allocator, its malloc, view, kernel
+    context, output dtype, its item size)``; None where :func:`run` does more than look up the
+    kernel, allocate one output of the inputs' shape and call it (no kernel: the fallback
+    decides each call; a shape rule that raises or gives another shape)."""
+    if not op.elementwise or op.kind != "primitive":
+        return None
+    try:
+        metas = op.infer([x, y], {})
+    except Exception:  # noqa: BLE001 — the Python path raises it, with its message
+        return None
+    if len(metas) != 1 or _tuple_ne(tuple(metas[0][0]), tuple(x.shape)):
+        return None
+    dtype = metas[0][1]
+    key_dtype = (x, y)[op.spec.key_input if op.spec else 0].dtype
+    entry = find_kernel(op.name, x.device.type, key_dtype)
+    if entry is None:
+        return None
+    if _tuple_ne(tuple(y.shape), tuple(x.shape)) and not (entry.broadcast and len(y.shape) == len(x.shape)):
+        return None  # run would expand y first
+    st = state(x.device)
+    return (entry, entry.fn, st.alloc, st.alloc.malloc, st.view, st.ctx, dtype, dtype.itemsize)
+
+
+def fast_failed(op: OpDef, plan: tuple, ins: list[Tensor], exc: Exception) -> list[Tensor]:
+    """The fast path's kernel raised ``exc``: the same handling as in :func:`run`."""
+    dev = ins[0].device
+    return kernel_failed(op, plan[0], ins, {}, dev, ins[0].dtype, op.infer(ins, {}), exc)
 
 
 def _to_rank(ins: list[Tensor], rank: int) -> list[Tensor]:

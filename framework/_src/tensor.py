@@ -29,6 +29,7 @@ from .allocator import Block
 
 #: how many of a tensor's last in-place modifications it remembers the time of
 EDITS_KEPT = 16
+_ref = weakref.ref
 #: a view's attributes (in its ``__dict__``): a copy of the tensor does not take them
 VIEW_STATE = frozenset(("_base", "_view_rel", "_view_detached", "_views"))
 
@@ -167,8 +168,9 @@ class Tensor:
     #: (``indexing.rebind``; None: it was a constant); autograd sends a gradient recorded
     #: earlier there
     _earlier: dict[int, Any] | None = None
-    #: a view: the tensor whose storage it views (never itself a view); None: not a view
-    _base: Tensor | None = None
+    #: a view: the tensor whose storage it views (never itself a view; a weak reference to it
+    #: from a ``detach()`` view of a tensor in a graph), read with :meth:`_root`; None: not a view
+    _base: Any = None
     #: a view: its byte offset in its base's storage
     _view_rel = 0
     #: a view made by ``detach``: writes through it are not recorded by autograd
@@ -286,13 +288,26 @@ class Tensor:
         t = Tensor._make(
             self._block, self._offset + rel, shape, self.dtype if dtype is None else dtype, self.device
         )
-        self._adopt(t, detached)
+        views = self._views
+        if self._base is not None or (views is not None and len(views) >= 8):
+            self._adopt(t, detached)
+            return t
+        # NOTE: the common case (a view of a tensor that is not one) inline
+        t._base = self if not detached or self._node is None else _ref(self)
+        if rel:
+            t._view_rel = rel
+        if detached:
+            t._view_detached = True
+        if views is None:
+            self._views = [_ref(t)]
+        else:
+            views.append(_ref(t))
         return t
 
     def _adopt(self, t: Tensor, detached: bool = False) -> None:
         """Register ``t``, a tensor on this one's storage (``t._offset`` at or after its own), as
         a view of this tensor's base (of this tensor, if it is not a view)."""
-        base = self._base
+        base = self._root()
         if base is None:
             base, rel = self, t._offset - self._offset
         elif self._block is base._block and self._offset == base._offset + self._view_rel:
@@ -300,10 +315,11 @@ class Tensor:
         else:  # its storage was replaced another way (Layer.to): it is a base of its own now
             self._leave_views()
             base, rel = self, t._offset - self._offset
-        t._base = base
+        detached = detached or self._view_detached
+        t._base = base if not detached or base._node is None else _ref(base)
         if rel:
             t._view_rel = rel
-        if detached or self._view_detached:
+        if detached:
             t._view_detached = True
         views = base._views
         if views is None:
@@ -324,7 +340,7 @@ class Tensor:
         block, offset = self._block, self._offset
         for r in refs:
             w = r()
-            if w is None or w._base is not self:
+            if w is None or w._root() is not self:
                 continue
             if w._block is block and w._offset == offset + w._view_rel:
                 live.append(w)
@@ -333,6 +349,18 @@ class Tensor:
                 w._leave_views()
         self._views = keep or None
         return live
+
+    def _root(self) -> Tensor | None:
+        """The base this view views; None if it is not a view. A ``detach()`` view of a tensor
+        in a graph holds its base weakly (it must not keep the graph alive, as the detached
+        tensor did not before it was a view): once the base is gone, it is a base of its own."""
+        b = self._base
+        if type(b) is not _ref:
+            return b
+        t = b()
+        if t is None:
+            self._leave_views()
+        return t
 
     def _leave_views(self) -> None:
         """Stop sharing in-place updates: a view forgets its base; a base hands its views a
@@ -353,7 +381,7 @@ class Tensor:
     def _bump_versions(self, by: str) -> None:
         """:meth:`_bump_version` of this tensor and of every tensor sharing its storage as a
         view (its base, their views): the values of all of them changed."""
-        base = self._base
+        base = self._root()
         if base is None and self._views is None:
             self._bump_version(by)
             return

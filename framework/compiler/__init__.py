@@ -25,6 +25,10 @@ kernel per group, found by the executor through ``dispatch.KERNEL_SOURCES``.
 Small public API, also used by the conformance suite's ``compile`` tier:
 :func:`compile_source`, :func:`launch`, :func:`trivial_kernel`, :func:`run_trivial_kernel`,
 :func:`cache_stats`, :func:`lower`, :func:`emit`, :func:`generated_source`, :func:`run_generated`.
+
+On a cold kernel cache a new program does not wait for its kernels: they build in the
+background (:mod:`framework.compiler.background`) while its fused groups run unfused;
+:func:`wait_for_builds` waits for them, :func:`background_stats` counts them.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from . import eager as _eager
 from . import fused as _fused
 from . import horizontal as _horizontal
 from . import primitives as _primitives
+from .background import background_stats, wait_for_builds
 from .cache import CacheStats, ProgramCache, cache_dir, compile_error_message, source_excerpt
 from .capture import NotFusible, trace
 from .eager import CACHE, CompileWarning, compiler_for, install
@@ -55,6 +60,7 @@ __all__ = [
     "CacheStats",
     "CompileError",
     "CompileWarning",
+    "background_stats",
     "NotFusible",
     "Program",
     "ProgramCache",
@@ -77,6 +83,7 @@ __all__ = [
     "source_excerpt",
     "trace",
     "trivial_kernel",
+    "wait_for_builds",
 ]
 
 

@@ -62,7 +62,7 @@ def _fingerprint() -> str:
                         f"{os.path.relpath(os.path.join(folder, name), top)} {st.st_size} {st.st_mtime_ns}\n".encode()
                     )
     skip = ("OARLOCK_CACHE_DIR", "OARLOCK_CACHE_KEY_FILE", "OARLOCK_COMPILE_LOG_DIR", "OARLOCK_PRINT_IR")
-    skip += ("OARLOCK_FUSION_ANSWERS",)
+    skip += ("OARLOCK_FUSION_ANSWERS", "OARLOCK_COMPILE_BACKGROUND", "OARLOCK_CACHE_LOCK_TIMEOUT")
     for k in sorted(os.environ):
         if k.startswith("OARLOCK_") and k not in skip:
             h.update(f"{k}={os.environ[k]}\n".encode())

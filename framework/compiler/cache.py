@@ -310,6 +310,20 @@ class ProgramCache(_ProgramCacheContract):
                 progs = self._mem[mk] = {e: compiler.load(binary, e) for e in entries}
         return progs
 
+    def has(self, compiler: Compiler, source: str, entry: str, options: tuple[str, ...] = ()) -> bool:
+        """Whether :meth:`get` would find ``source``'s program without compiling it: in memory,
+        or an entry on disk (checked when it is read)."""
+        return self._holds(compiler, program_key(compiler, source, entry, tuple(options)))
+
+    def has_batch(
+        self, compiler: Compiler, source: str, entries: tuple[str, ...], options: tuple[str, ...] = ()
+    ) -> bool:
+        """:meth:`has` for :meth:`get_batch`."""
+        return self._holds(compiler, program_key(compiler, source, "\0".join(entries), tuple(options)))
+
+    def _holds(self, compiler: Compiler, key: str) -> bool:
+        return (id(compiler), key) in self._mem or self.path(key).is_file()
+
     def remember(
         self, compiler: Compiler, source: str, entry: str, options: tuple[str, ...], program: Any
     ) -> None:

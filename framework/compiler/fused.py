@@ -35,7 +35,7 @@ from .._src.tensor import Tensor
 from ..ir import Program, SymDim, TensorType, print_program
 from ..ir.dialects import meta_tensor
 from ..ir.passes import fusion
-from . import answers, loop_ir, tune, unit
+from . import answers, background, loop_ir, tune, unit
 from .cache import build_batch
 from .capture import NotFusible, trace
 from .eager import CACHE, Kernel, _kind, _warn_once, compiler_for, make_kernel
@@ -261,11 +261,14 @@ def built_entry(
     what: str,
     fallback: str,
     launcher: Callable[[Any, Kernel], KernelEntry],
+    plugin: str = PLUGIN,
 ) -> KernelEntry | None:
     """The kernel entry of a generated op: ``make(compiler, device)`` gives the kernel (and
     what its launcher needs), built here once, and ``launcher(that, kernel)`` the entry. A
     kernel that does not build is counted (``fusion_stats()["failed"]``), warned about once
-    (``what`` does not build; ``fallback``) and gives None: the op runs its decomposition."""
+    (``what`` does not build; ``fallback``) and gives None: the op runs its decomposition.
+    A kernel building in the background gets a stand-in meanwhile, named ``plugin`` as the
+    launcher's entry is."""
     if not base._compile_enabled():
         return None
     dev = _dev.Device(device_type, 0)
@@ -274,17 +277,31 @@ def built_entry(
         return None
     try:
         kernel, extra = make(comp, dev)
-        kernel.build(comp)
-    except (CompileError, NotImplementedError, NotFusible) as exc:
-        fusion.count("failed")
-        _warn_once(
-            (op, device_type),
-            f"[compiler] {what} does not build on {device_type}; {fallback} from now on",
-            exc,
-        )
-        return None
-    fusion.count("kernels")
-    return launcher(extra, kernel)
+    except (NotImplementedError, NotFusible) as exc:
+        return _failed(op, device_type, what, fallback, exc)
+
+    def built() -> KernelEntry | None:
+        try:
+            kernel.build(comp)
+        except CompileError as exc:
+            return _failed(op, device_type, what, fallback, exc)
+        fusion.count("kernels")
+        return launcher(extra, kernel)
+
+    building = background.pending(kernel)
+    if building:  # in the background: its ops run unfused until it lands
+        return background.waiting_entry(op, device_type, building, built, plugin)
+    return built()
+
+
+def _failed(op: str, device_type: str, what: str, fallback: str, exc: Exception) -> None:
+    fusion.count("failed")
+    _warn_once(
+        (op, device_type),
+        f"[compiler] {what} does not build on {device_type}; {fallback} from now on",
+        exc,
+    )
+    return None
 
 
 def partial_sums(
@@ -431,13 +448,18 @@ def prebuild(programs: list[Program], dev: _dev.Device) -> None:
     tuning will try at its first launch are built too (its shape is known when static). The
     builds go through the program cache, so the executor's lookups find them there; a build
     that fails here is left to that lookup (which warns and falls back). A batch that
-    compiles for over a second says so once ("compiling 21 kernels (c)…")."""
+    compiles for over a second says so once ("compiling 21 kernels (c)…").
+
+    With the C compiler, the builds that would compile (not in the cache) run in the
+    background instead (:mod:`.background`, ``OARLOCK_COMPILE_BACKGROUND``): the program
+    runs its groups unfused, and the plugin's own C on its numpy path, until they land."""
     comp = compiler_for(dev) if fusion.compile_enabled() else None
     if comp is None:
         return
     ops = {op.name: _dtype_of(op) for p in programs for op in p.block.ops if op.name.startswith("fused.")}
     todo: list[Callable[[], Any]] = []
     pending: list[Kernel] = []
+    owner: dict[int, Kernel] = {}  # a vector-width variant -> the group's kernel
     for name, dtype in sorted(ops.items()):
         g = fusion.GROUPS.get(name)
         if g is None:  # another kind of fused op (a horizontal group): its lookup builds it
@@ -453,6 +475,7 @@ def prebuild(programs: list[Program], dev: _dev.Device) -> None:
         except (NotFusible, NotImplementedError):
             continue
         pending += [k for k in kernels if id(comp) not in k.programs]
+        owner.update((id(k), kernels[0]) for k in kernels[1:])
     todo += _kernel_builds(pending, comp)
     own = getattr(comp, "own_builds", None)  # the plugin's own sources (optional in the contract)
     if own is not None:
@@ -464,6 +487,8 @@ def prebuild(programs: list[Program], dev: _dev.Device) -> None:
                 if op.name.startswith("op.")
             }
         )
+    if comp.language == "c" and background.enabled():
+        todo = _to_background(todo, owner, comp.language)
     if len(todo) < 2:
         return
     workers = min(len(todo), os.cpu_count() or 1)
@@ -477,6 +502,26 @@ def prebuild(programs: list[Program], dev: _dev.Device) -> None:
                 done(getattr(call, "kernels", 1))
 
         list(pool.map(run, todo))
+
+
+def _to_background(
+    todo: list[Callable[[], Any]], owner: dict[int, Kernel], language: str
+) -> list[Callable[[], Any]]:
+    """Send the builds of ``todo`` that would compile to the background (each says so with
+    its ``cached()``: the cache has its binary); returns the others, which only load."""
+    later = [call for call in todo if not getattr(call, "cached", lambda: True)()]
+    if not later:
+        return todo
+    kernels = []
+    for call in later:
+        members = list(getattr(call, "members", ()))
+        groups = {id(owner[id(k)]): owner[id(k)] for k in members if id(k) in owner}
+        kernels.append(members + [k for k in groups.values() if all(k is not m for m in members)])
+        queued = getattr(call, "queued", None)  # the plugin's own C: its users take their fallback
+        if queued is not None:
+            queued()
+    background.submit(language, later, kernels)
+    return [call for call in todo if call not in later]
 
 
 def _dtype_of(op: Any) -> np.dtype:
@@ -502,16 +547,19 @@ def _kernel_builds(kernels: list[Kernel], comp: Any) -> list[Callable[[], Any]]:
     """The builds of ``kernels``: C kernels in one translation unit per core and option set
     (unit.py: one compiler process each), others one by one."""
     if comp.language != "c" or not unit.enabled() or len(kernels) < 2:
-        return [functools.partial(_build_quietly, k, comp) for k in kernels]
+        out = []
+        for k in kernels:
+            call = functools.partial(_build_quietly, k, comp)
+            call.members = [k]  # type: ignore[attr-defined]
+            call.cached = functools.partial(CACHE.has, comp, k.source, k.entry, tuple(k.options))  # type: ignore[attr-defined]
+            out.append(call)
+        return out
     by_options: dict[tuple[str, ...], list[Kernel]] = {}
     for k in kernels:
         by_options.setdefault(tuple(k.options), []).append(k)
     out = []
     for group in by_options.values():
-        for share in unit.shares(group, os.cpu_count() or 1):
-            call = functools.partial(unit.build_unit, share, comp, CACHE)
-            call.kernels = len(share)  # type: ignore[attr-defined]  # for the progress line
-            out.append(call)
+        out += [unit.Unit(share, comp, CACHE) for share in unit.shares(group, os.cpu_count() or 1)]
     return out
 
 

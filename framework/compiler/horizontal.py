@@ -395,6 +395,7 @@ def kernel_source(op: str, device_type: str, dtype: np.dtype) -> KernelEntry | N
         f"merged kernel {op} ({len(h.parts)} fusion groups)",
         "its groups run one by one",
         lambda parts, kernel: _launcher(h, parts, kernel, device_type),
+        PLUGIN,
     )
 
 

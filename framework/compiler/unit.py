@@ -74,11 +74,35 @@ def shares(kernels: list[Any], n: int) -> list[list[Any]]:
     return [[kernels[i] for i in sorted(idx)] for idx in out if idx]
 
 
-def build_unit(kernels: list[Any], comp: Any, cache: Any) -> None:
+class Unit:
+    """The build of ``kernels`` (one language, one option set) as one unit through ``cache``,
+    a call of the prebuild: ``unit()`` builds it (:func:`build_unit`), ``unit.cached()`` says
+    whether ``cache`` holds it (it would compile nothing); its text is made once for both."""
+
+    def __init__(self, kernels: list[Any], comp: Any, cache: Any) -> None:
+        self.members, self.comp, self.cache = kernels, comp, cache
+        self.kernels = len(kernels)  # for the progress line
+        self._text: tuple[str, list[str]] | None = None
+
+    def text(self) -> tuple[str, list[str]]:
+        if self._text is None:
+            self._text = one_unit([(k.source, k.entry) for k in self.members])
+        return self._text
+
+    def cached(self) -> bool:
+        source, entries = self.text()
+        return bool(self.cache.has_batch(self.comp, source, tuple(entries), tuple(self.members[0].options)))
+
+    def __call__(self) -> None:
+        build_unit(self.members, self.comp, self.cache, self.text())
+
+
+def build_unit(kernels: list[Any], comp: Any, cache: Any, text: tuple[str, list[str]] | None = None) -> None:
     """Build ``kernels`` (one language, one option set) as one unit through ``cache`` and give
     each its program; when the unit does not build, each kernel builds alone (a kernel that
-    fails then is left to the executor's lookup, which warns and falls back)."""
-    source, entries = one_unit([(k.source, k.entry) for k in kernels])
+    fails then is left to the executor's lookup, which warns and falls back). ``text``: the
+    unit's :func:`one_unit`, when made already."""
+    source, entries = text if text is not None else one_unit([(k.source, k.entry) for k in kernels])
     try:
         progs = cache.get_batch(comp, source, tuple(entries), kernels[0].options)
     except CompileError:

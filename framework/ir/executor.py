@@ -46,6 +46,20 @@ from .verify import verify
 GRAPHS_DEFAULT = env.flag("OARLOCK_GRAPHS", True)
 
 
+class Builds:
+    """Kernel builds running in the background (``framework.compiler`` counts them): batches
+    ``in_flight`` and how many have ``landed``. A plan made while some were in flight binds
+    stand-ins for the kernels not built yet (their ops unfused, a plugin's numpy path); its
+    executor plans again at its first call after one more batch has landed, binding the built
+    kernels' fast paths."""
+
+    in_flight = 0
+    landed = 0
+
+
+BUILDS = Builds()
+
+
 @contextlib.contextmanager
 def _shallow(program: Program, doing: str) -> Iterator[None]:
     """Turn Python's RecursionError (regions nested hundreds deep) into an :class:`IRError`."""
@@ -99,6 +113,8 @@ class Executor:
         #: the inputs' (shape, dtype, device) of the last call and its plan: a call with the
         #: same metadata skips the checks and the binding
         self._last: tuple[tuple[tuple[Any, ...], ...], _Plan] | None = None
+        #: ``BUILDS.landed`` when a plan was made while builds were in flight (None: none were)
+        self._landed: int | None = None
         self.inplace = self._check_inplace(program, dict(inplace or {}))
         self.inplace_inputs = frozenset(self.inplace.values())
         for op in program.block.ops:
@@ -181,6 +197,8 @@ class Executor:
         return pl
 
     def _new_plan(self, binding: Mapping[str, int]) -> _Plan:
+        if BUILDS.in_flight and self._landed is None:
+            self._landed = BUILDS.landed
         try:
             return _Plan(self, dict(binding))
         except StaleKernelError:
@@ -194,6 +212,9 @@ class Executor:
             return _Plan(self, dict(binding))
 
     def __call__(self, *inputs: Tensor) -> list[Tensor]:
+        if self._landed is not None and self._landed != BUILDS.landed:
+            self._plans.clear()  # kernels built in the background since: plan again
+            self._last = self._landed = None
         last = self._last
         if last is not None and len(inputs) == len(last[0]):
             for t, (shape, dtype, dev) in zip(inputs, last[0]):  # the same metadata as last call

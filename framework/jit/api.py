@@ -24,6 +24,7 @@ from adapter_api import OpArgumentError
 from .._src import autograd
 from .._src import device as _dev
 from .._src.ops import base
+from .._src.ops.views import rebind
 from .._src.tensor import Tensor
 from ..ir import Executor, Program, SymDim, verify
 from ..ir import passes as _passes
@@ -682,6 +683,10 @@ class StaticFunction:
         if cp.written:  # the in-place changes the function made, as eager would have
             k = len(cp.written)
             for t, v in zip(cp.written, outs[-k:]):
+                if t._base is not None or t._views is not None:  # its views see the change too
+                    with autograd.no_grad():
+                        rebind(t, v, "to_static")
+                    continue
                 t._block, t._offset, t._nv = v._block, v._offset, None
                 t._bump_version("to_static")
             outs = outs[:-k]

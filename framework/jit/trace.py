@@ -235,6 +235,8 @@ class Tracer:
         #: id -> (concrete tensor, its state before the trace): the tensors whose in-place
         #: changes become write-backs (:meth:`write_backs`)
         self.watched: dict[int, tuple[Tensor, Any]] = {id(t): (t, _state(t)) for _, t in params.values()}
+        #: the watched views that follow their base's writes: put back, not written back
+        self.restore_only: set[int] = set()
         #: the tensors the program's last outputs are written back into, in order
         self.written: list[Tensor] = []
 
@@ -359,6 +361,8 @@ class Tracer:
         A tensor read as a constant becomes a parameter (the next run reads the new value)."""
         changed: list[tuple[Tensor, Value | Tensor]] = []
         for t, st in list(self.watched.values()):
+            if id(t) in self.restore_only:
+                continue
             slots = st[0]
             if t._block is slots[0] and t._offset == slots[1] and tuple(t.shape) == tuple(slots[3]):
                 continue
@@ -382,10 +386,16 @@ class Tracer:
             self.written.append(t)
         return values
 
-    def watch(self, t: Tensor) -> None:
-        """``t`` is about to change in place (``indexing.note_write``): keep its state."""
+    def watch(self, t: Tensor, write_back: bool = True) -> None:
+        """``t`` is about to change in place (``indexing.note_write``): keep its state.
+        ``write_back=False``: a view following its base's write (the base is written back;
+        the view is only put back when the trace ends, and adds no output to the program)."""
         if not isinstance(t._block, _Symbolic) and id(t) not in self.watched:
             self.watched[id(t)] = (t, _state(t))
+            if not write_back:
+                self.restore_only.add(id(t))
+        elif write_back:
+            self.restore_only.discard(id(t))
 
     def _as_parameter(self, t: Tensor, state: Any) -> None:
         """``t`` is written back after each run, so the program reads it as a parameter: each

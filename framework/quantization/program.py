@@ -26,7 +26,7 @@ import numpy as np
 from adapter_api import OpArgumentError
 
 from .._src.ops.composites.quant import weight_quantize
-from .._src.tensor import Tensor
+from .._src.tensor import Tensor, to_tensor
 from ..ir import verify
 from ..ir.core import Operation, TensorType
 from ..ir.passes import rules as _rules
@@ -35,6 +35,7 @@ from ..ir.passes.drr import Attr, Match, Pat, Res, Rule, Var, has_kernel
 from ..ir.passes.manager import PassContext
 from ..ir.passes.rewrite import PatternRewriter, RewritePattern, apply_patterns_greedily
 from ..jit.io import read_program, write_program
+from .weight_only import _BITS, pack_int4_numpy, quantize_groups
 
 
 def _int8_dequant(m: Match) -> bool:
@@ -93,9 +94,18 @@ class _QuantizeWeights(RewritePattern):
     root = None
 
     def __init__(
-        self, params: dict[str, Tensor], weight_dtype: str, group_size: int, skip: tuple[str, ...]
+        self,
+        params: dict[str, Tensor],
+        weight_dtype: str,
+        group_size: int,
+        skip: tuple[str, ...],
+        head: tuple[str | None, str] = (None, ""),
+        method: str = "absmax",
+        asymmetric: bool = False,
     ) -> None:
         self.params, self.weight_dtype, self.group_size, self.skip = params, weight_dtype, group_size, skip
+        self.head, self.head_dtype = head  # the output head's parameter and its dtype
+        self.method, self.asymmetric = method, asymmetric
         self.quantized: list[str] = []
 
     def _parameter(self, rw: PatternRewriter, name: str, t: Tensor, dev: str, before: Operation) -> Any:
@@ -122,14 +132,34 @@ class _QuantizeWeights(RewritePattern):
             or np.dtype(t.dtype).kind != "f"
             or x.type.dtype != t.dtype
             or any(user.name != "op.matmul" or i != 1 for user, i in w.uses)  # e.g. a tied embedding
-            or (self.weight_dtype == "int4" and t.shape[1] % 2)
         ):
             return False
-        q, s = self._quantize(name, "weight_only_" + self.weight_dtype, self.group_size)
+        dtype, group, plain = (
+            self.weight_dtype,
+            self.group_size,
+            self.method == "absmax" and not self.asymmetric,
+        )
+        if name == self.head and self.head_dtype != dtype:  # the head: abs-max, per channel unless int4
+            dtype, group, plain = self.head_dtype, (group if self.head_dtype == "int4" else -1), True
+        if dtype == "int4" and t.shape[1] % 2:
+            return False
+        offset = None
+        if plain:
+            q, s = self._quantize(name, "weight_only_" + dtype, group)
+        else:  # the clip search and / or zero points of weight_only_quantize, data-free
+            w = self.params[name].numpy()
+            qi, sc, c = quantize_groups(w, _BITS[dtype], group, self.asymmetric, self.method, None)
+            dev = self.params[name].device
+            q = to_tensor(pack_int4_numpy(qi) if dtype == "int4" else qi, device=dev)
+            s = to_tensor((sc[0] if group == -1 else sc).astype(w.dtype), device=dev)
+            offset = None if c is None else to_tensor(c.astype(w.dtype), device=dev)
         qv = self._parameter(rw, name + ".qweight", q, t.device, op)
         sv = self._parameter(rw, name + ".qscale", s, t.device, op)
-        attrs = {"group_size": self.group_size, "weight_dtype": self.weight_dtype}
-        new = rw.create("op.weight_only_linear", [x, qv, sv], [op.result.type], attrs, before=op)
+        ins, attrs = [x, qv, sv], {"group_size": group, "weight_dtype": dtype}
+        if offset is not None:
+            ins.append(self._parameter(rw, name + ".qoffset", offset, t.device, op))
+            attrs["zero_point"] = True
+        new = rw.create("op.weight_only_linear", ins, [op.result.type], attrs, before=op)
         rw.replace_op(op, [new.results[0]])
         self.quantized.append(name)
         return True
@@ -150,17 +180,50 @@ class _QuantizeWeights(RewritePattern):
         return True
 
 
+def _output_head(program: Any, params: dict[str, Tensor]) -> str | None:
+    """The parameter of the program's last ``matmul`` whose columns are as many as the rows of
+    a parameter some ``gather`` reads along axis 0 (an embedding table): the output head."""
+
+    def param(v: Any) -> str | None:
+        d = v.defining_op
+        return d.attrs["name"] if d is not None and d.name == "builtin.parameter" else None
+
+    vocabs, heads = set(), []
+    for op in program.walk():
+        if op.name == "op.gather" and op.attrs.get("axis") == 0:
+            name = param(op.operands[0])
+            if name in params:
+                vocabs.add(params[name].shape[0])
+        elif op.name == "op.matmul" and len(op.operands) == 2:
+            name = param(op.operands[1])
+            if name in params and len(params[name].shape) == 2:
+                heads.append((name, params[name].shape[1]))
+    found = [n for n, cols in heads if cols in vocabs]
+    return found[-1] if found else None
+
+
 def quantize_program(
     src: str | os.PathLike[str],
     dst: str | os.PathLike[str],
     weight_dtype: str = "int8",
     group_size: int = -1,
     skip: tuple[str, ...] = (),
+    method: str = "absmax",
+    asymmetric: bool = False,
+    sensitive_dtype: str | None = None,
 ) -> dict[str, Any]:
     """Weight-only quantise the program ``fw.jit.save`` wrote at ``src`` and write the result
     at ``dst`` (both paths without suffix): every ``matmul`` by a float 2-d parameter (but the
     parameters named in ``skip``) runs as ``weight_only_linear`` by its int8 / int4 weight,
     quantised once here.
+
+    ``method`` (``"absmax"`` or ``"search"``: the clip search) and ``asymmetric`` (a zero point
+    per group, passed to the kernel as ``weight_offset``) are those of
+    :func:`~framework.quantization.weight_only_quantize`, data-free (GPTQ needs the inputs of
+    each product: quantise the model with ``weight_only_quantize`` before saving). The output
+    head (the last product by a parameter whose columns match the rows of a table the program
+    gathers from: a language model's ``lm_head``) gets ``sensitive_dtype``: by default int8
+    per channel when ``weight_dtype`` is ``"int4"``, as ``weight_only_quantize`` keeps it.
 
     Returns:
         dict: ``quantized`` (the parameter names), ``bytes_before`` and ``bytes_after`` (the
@@ -182,9 +245,17 @@ def quantize_program(
         raise OpArgumentError(
             f"[quantize_program] weight_dtype must be 'int8' or 'int4', got {weight_dtype!r}"
         )
+    if method not in ("absmax", "search"):
+        raise OpArgumentError(
+            f"[quantize_program] method must be 'absmax' or 'search', got {method!r} (GPTQ needs the inputs of "
+            f"each product: use weight_only_quantize on the model before saving)"
+        )
+    if sensitive_dtype is None:
+        sensitive_dtype = "int8" if weight_dtype == "int4" else weight_dtype
     src, dst = os.fspath(src), os.fspath(dst)
     program, params, constants, structure, names = read_program(src, "cpu")
-    pattern = _QuantizeWeights(dict(params), weight_dtype, group_size, tuple(skip))
+    head = (_output_head(program, params), sensitive_dtype)
+    pattern = _QuantizeWeights(dict(params), weight_dtype, group_size, tuple(skip), head, method, asymmetric)
     ctx = PassContext(constants, "cpu")
     apply_patterns_greedily(program, [pattern], ctx)
     eliminate_dead_code(program, ctx)

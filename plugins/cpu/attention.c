@@ -18,8 +18,10 @@
  * once for 32-byte vectors (AVX2: attn_fwd, attn_bwd) and once for 64-byte ones (AVX-512:
  * attn_fwd_wide, attn_bwd_wide; attention.py picks them by the CPU and the head sizes, and a
  * compiler that targets no AVX-512 builds them as generic vectors, never run there), so a first
- * training step starts one compiler for attention, not two. Every entry returns 0, or -1 when a
- * thread could not allocate its scratch rows.
+ * training step starts one compiler for attention, not two. Where the wide vectors do not pay
+ * (compiler.py's attention_wide: an AMD Zen 4 runs them in two halves) the plugin builds it with
+ * -DATTN_NARROW_ONLY: the _wide entries then run the AVX2 code, and the build is half as long.
+ * Every entry returns 0, or -1 when a thread could not allocate its scratch rows.
  */
 #ifndef ATTN_VB /* the first pass: what both vector widths share, then the file once per width */
 #include <math.h>
@@ -76,9 +78,14 @@ static int64_t rows_max(int64_t i0, int64_t rr, int64_t lq, int64_t lk, int caus
 #include __FILE__
 #undef ATTN_VB
 #undef V
+#ifndef ATTN_NARROW_ONLY /* -DATTN_NARROW_ONLY: the _wide entries run the AVX2 code (half the build) */
 #define ATTN_VB 64 /* AVX-512, for head sizes of whole 64-byte vectors and 32+ keys (attention.py) */
 #define V(name) name##_w
 #include __FILE__
+#else
+#define forward_w forward_n
+#define backward_w backward_n
+#endif
 
 /* the entry points: each width's forward and backward */
 int attn_fwd(const void* q, const void* k, const void* v, void* o, int64_t bh, int64_t lq, int64_t lk, int64_t d,

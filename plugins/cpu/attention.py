@@ -6,7 +6,8 @@ the tiny Llama) at half its speed on large ones. ``attention.c`` instead works o
 of query rows that stay in the cache, skips the keys a causal mask hides, and recomputes the
 weights in the backward pass instead of keeping them (as flash attention does).
 
-The C (both vector widths in one library, chosen per call by :func:`_wide`) is built once per
+The C (both vector widths in one library where the wide one pays, chosen per call by
+:func:`_wide`) is built once per
 machine by the plugin's compiler (:class:`~plugins.cpu.compiler.
 CPUCompiler`: ``-O3 -march=native``, OpenMP over the heads) through the core's kernel cache
 (``registry.program_cache``, handed over when the plugin registers: keyed by the source, the
@@ -23,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from .compiler import cpu_has, float_options, own_programs
+from .compiler import attention_wide, own_options, own_programs
 from .kernels import _on_stream
 
 _SOURCE = Path(__file__).with_name("attention.c")
@@ -37,18 +38,19 @@ ENTRIES = ("attn_fwd", "attn_bwd", "attn_fwd_wide", "attn_bwd_wide")
 def _programs(dtype: np.dtype) -> Any:
     """The C programs of :data:`ENTRIES` for ``dtype`` (float32/float64), or None without a C
     compiler (warned once; the numpy path runs)."""
-    return own_programs(_SOURCE, ENTRIES, float_options(dtype), "fused attention")
+    return own_programs(_SOURCE, ENTRIES, own_options(_SOURCE.name, dtype), "fused attention")
 
 
 def _wide(dtype: np.dtype, d: int, dv: int, lk: int) -> bool:
-    """Whether to run the AVX-512 build: the CPU has it, the head sizes are whole 64-byte
-    vectors and there are at least two vectors of keys. On an AMD Zen 5 (one thread, causal,
-    2026-12-03) it took 64 heads of 64 x 16 forward and backward in 0.256 and 0.524 ms against
-    0.285 and 0.588 with AVX2 vectors, 16 heads of 256 x 64 in 1.99 and 3.61 against 2.87 and
-    5.60; heads of 8 floats (padded to 16) and 16 keys ran slower. Zen 4 runs AVX-512 in two
-    halves and measured it no faster."""
+    """Whether to run the AVX-512 build: it pays on this CPU (compiler.attention_wide), the
+    head sizes are whole 64-byte vectors and there are at least two vectors of keys. On an AMD
+    Zen 5 (one thread, causal, 2026-12-03) it took 64 heads of 64 x 16 forward and backward in
+    0.256 and 0.524 ms against 0.285 and 0.588 with AVX2 vectors, 16 heads of 256 x 64 in 1.99
+    and 3.61 against 2.87 and 5.60; heads of 8 floats (padded to 16) and 16 keys ran slower.
+    Zen 4 runs AVX-512 in two halves and measured it no faster: there the library is built
+    without it (its _wide entries run the AVX2 code)."""
     w = 64 // dtype.itemsize
-    return d % w == 0 and dv % w == 0 and lk >= 2 * w and cpu_has("avx512f")
+    return d % w == 0 and dv % w == 0 and lk >= 2 * w and attention_wide()
 
 
 def _fits(ins: list) -> bool:

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from adapter_api import CompileError, Compiler, KernelError, ProgramCache
+from adapter_api import CompileError, Compiler, KernelError, ProgramCache, native
 
 _HEADER = b"OARLOCK-C1\n"
 _BASE_FLAGS = (
@@ -42,13 +42,8 @@ _BASE_FLAGS = (
 
 @functools.cache
 def find_cc() -> str | None:
-    """The C compiler to use, or None. ``$CC``, when set, is the only one tried."""
-    cc = os.environ.get("CC")
-    for name in (cc,) if cc else ("cc", "gcc", "clang"):
-        path = shutil.which(name)
-        if path:
-            return path
-    return None
+    """The C compiler to use, or None (``adapter_api.native.find_cc``, asked once)."""
+    return native.find_cc()
 
 
 @functools.cache
@@ -510,20 +505,61 @@ def _declaration(source: str, entry: str) -> str:
 _OWN_LOCK = threading.Lock()
 _OWN_LOCKS: dict[tuple[str, tuple[str, ...], tuple[str, ...]], threading.Lock] = {}
 _OWN: dict[tuple[str, tuple[str, ...], tuple[str, ...]], Any] = {}  # -> programs, or None
+#: builds of :func:`own_builds` the core runs in the background (``queued()``), not landed yet
+_QUEUED: set[tuple[str, tuple[str, ...], tuple[str, ...]]] = set()
+_TRIED: set[tuple[str, tuple[str, ...], tuple[str, ...]]] = set()
+_LATER: list[Any] = []
 #: the core's kernel cache (``registry.program_cache``), kept by :func:`register_compiler`
 _PROGRAM_CACHE: ProgramCache | None = None
 
 
-def own_programs(path: Any, entries: tuple[str, ...], options: tuple[str, ...], what: str) -> Any:
+def own_programs(
+    path: Any, entries: tuple[str, ...], options: tuple[str, ...], what: str, wait: bool = True
+) -> Any:
     """The plugin's own C (``attention.c``, ``layout.c``): the programs of ``entries`` in the
     file at ``path``, built once per process through the core's kernel cache (verified entries
     on disk, keyed by the source, the compiler and the CPU; built without it where the core
     offers none), or None when they do not build (no C compiler: warned once, naming ``what``
     runs in numpy instead). Each file and option set builds under its own lock: one caller
-    never waits for another's build (:meth:`CPUCompiler.own_builds` hands the core several to build at once)."""
+    never waits for another's build (:meth:`CPUCompiler.own_builds` hands the core several to build at once).
+
+    None too while the build runs in the background (:func:`own_builds`' ``queued()``), and,
+    with ``wait=False`` (a caller whose numpy path gives the same bits), while a build this
+    call started on a thread of the plugin runs (when the cache does not hold it)."""
     key = (str(path), entries, options)
     if key in _OWN:
         return _OWN[key]
+    if key in _QUEUED:  # being built in the background: the caller's numpy path meanwhile
+        return None
+    if not wait and key not in _TRIED and not _cached(path, entries, options):
+        with _OWN_LOCK:
+            if key not in _QUEUED and key not in _OWN:
+                _QUEUED.add(key)
+                _TRIED.add(key)  # once: a build that fails there is tried again here, and warns
+                _later().submit(_prebuild_one, path, entries, options, what)
+        return own_programs(path, entries, options, what)
+    return _build_own(key, path, entries, options, what)
+
+
+def _later() -> Any:
+    """The plugin's thread for the builds of ``own_programs(wait=False)`` (made once)."""
+    if not _LATER:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _LATER.append(ThreadPoolExecutor(1, thread_name_prefix="oarlock-cpu-build"))
+    return _LATER[0]
+
+
+def _build_own(
+    key: tuple[str, tuple[str, ...], tuple[str, ...]],
+    path: Any,
+    entries: tuple[str, ...],
+    options: tuple[str, ...],
+    what: str,
+    quiet: bool = False,
+) -> Any:
+    """:func:`own_programs` past its checks; ``quiet``: a build that fails says nothing and is
+    not kept (the first use tries again and warns)."""
     with _OWN_LOCK:
         lock = _OWN_LOCKS.setdefault(key, threading.Lock())
     with lock:
@@ -539,8 +575,10 @@ def own_programs(path: Any, entries: tuple[str, ...], options: tuple[str, ...], 
                     progs = cache.get_batch(comp, source, entries, options)
                     _OWN[key] = tuple(progs[e] for e in entries)
             except (CompileError, OSError) as exc:
+                if quiet:
+                    return None
                 warnings.warn(
-                    f"[cpu] the {what} kernel does not build ({exc}); {what} runs in numpy", stacklevel=3
+                    f"[cpu] the {what} kernel does not build ({exc}); {what} runs in numpy", stacklevel=4
                 )
                 _OWN[key] = None
     return _OWN[key]
@@ -586,7 +624,10 @@ def own_builds(ops: Any = ()) -> list[Any]:
     """The builds of :data:`PREBUILT_OWN` that ``ops`` (``(op name, dtype)`` pairs of the
     programs about to run) will ask for and that are not loaded yet, each a zero-argument call
     (``OARLOCK_PREBUILD_OWN=0``: none). A build that fails here says nothing: the first use
-    warns and runs numpy.
+    warns and runs numpy. Each call also has ``kernels`` (its entries, for the progress line),
+    ``cached()`` (whether the kernel cache holds its binary: it would compile nothing) and
+    ``queued()``, which the core calls when it runs the build in the background: until it has
+    landed, the plugin's users take their numpy path instead of waiting for it.
 
     Example::
 
@@ -605,32 +646,78 @@ def own_builds(ops: Any = ()) -> list[Any]:
         dtypes = {np.dtype(dt) for op, dt in ops if op in users}
         if typed:
             dtypes &= {np.dtype(np.float32), np.dtype(np.float64)}
-        options = {float_options(dt) if typed else () for dt in dtypes}
+        options = {own_options(name, dt if typed else None) for dt in dtypes}
         path = Path(__file__).with_name(name)  # as the modules name their sources: the same key
         for opts in sorted(options):
-            if (str(path), entries, opts) not in _OWN:
+            key = (str(path), entries, opts)
+            if key not in _OWN:
                 call = functools.partial(_prebuild_one, path, entries, opts, what)
                 call.kernels = len(entries)  # type: ignore[attr-defined]  # for the core's progress line
+                call.cached = functools.partial(_cached, path, entries, opts)  # type: ignore[attr-defined]
+                call.queued = functools.partial(_QUEUED.add, key)  # type: ignore[attr-defined]
                 out.append(call)
     return out
 
 
+def _cached(path: Any, entries: tuple[str, ...], options: tuple[str, ...]) -> bool:
+    """Whether the core's kernel cache holds the build of ``entries`` of the file at ``path``."""
+    has = getattr(_PROGRAM_CACHE, "has_batch", None)
+    if has is None or find_cc() is None:
+        return True  # nothing to tell (or nothing to compile with): load or fail now, as before
+    try:
+        with open(path) as f:
+            source = f.read()
+        return bool(has(CPUCompiler(), source, entries, options))
+    except (CompileError, OSError):
+        return True
+
+
 def _prebuild_one(path: Any, entries: tuple[str, ...], options: tuple[str, ...], what: str) -> None:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        if own_programs(path, entries, options, what) is None:
-            with _OWN_LOCK:  # not kept: the first use tries again and warns
-                _OWN.pop((str(path), entries, options), None)
+    key = (str(path), entries, options)
+    try:
+        _build_own(key, path, entries, options, what, quiet=True)
+    finally:
+        _QUEUED.discard(key)
 
 
-def own_program(path: Any, entry: str, options: tuple[str, ...], what: str) -> Any:
+def own_program(path: Any, entry: str, options: tuple[str, ...], what: str, wait: bool = True) -> Any:
     """:func:`own_programs` for one entry: its program, or None. A file of several entries
     (:data:`FILE_ENTRIES`) is built once for all of them."""
     entries = FILE_ENTRIES.get(os.path.basename(str(path)), (entry,))
     if entry not in entries:
         entries = (entry,)
-    progs = own_programs(path, entries, options, what)
+    progs = own_programs(path, entries, options, what, wait)
     return None if progs is None else progs[entries.index(entry)]
+
+
+def own_options(name: str, dtype: Any = None) -> tuple[str, ...]:
+    """The options building the plugin's C file ``name`` (of :data:`PREBUILT_OWN`) for
+    ``dtype`` (None: a file not built per dtype): :func:`float_options`, and for
+    ``attention.c`` ``-DATTN_NARROW_ONLY`` where its wide vectors do not pay
+    (:func:`attention_wide`).
+
+    >>> own_options("attention.c", "float64")[0]
+    '-DT_DOUBLE'
+    """
+    opts = () if dtype is None else float_options(dtype)
+    if name == "attention.c" and not attention_wide():
+        opts += ("-DATTN_NARROW_ONLY",)
+    return opts
+
+
+def attention_wide() -> bool:
+    """Whether attention.c's AVX-512 variant is built and run: ``OARLOCK_CPU_ATTENTION_WIDE``
+    (``1``/``0``), else where the CPU has AVX-512 and is not an AMD family 25 (Zen 4, which
+    runs 512-bit vectors in two halves: the tiny Llama's 64 heads of 64 x 16, one thread,
+    forward 0.256 ms AVX2 against 0.310 wide, backward 0.600 against 0.640; on Zen 5 the wide
+    variant gained 10 to 35%, attention.py). Without it the library is half as long to build.
+    """
+    raw = os.environ.get("OARLOCK_CPU_ATTENTION_WIDE", "").strip()
+    if raw in ("0", "1"):
+        return raw == "1"
+    info = cpu_info()
+    zen4 = info.get("vendor_id") == "AuthenticAMD" and info.get("cpu family") == "25"
+    return cpu_has("avx512f") and not zen4
 
 
 def float_options(dtype: Any) -> tuple[str, ...]:

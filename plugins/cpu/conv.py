@@ -304,10 +304,13 @@ _relu.bind = _bind_relu  # type: ignore[attr-defined]
 
 def register_conv(registry: Any) -> None:
     """The fused ``conv2d`` kernel and those of its gradient (``unfold``, ``conv2d_transpose``,
-    ``relu``), float32 and float64, on cpu."""
+    ``relu``), float32 and float64, on cpu; and the blocked layout's (conv_nchwc.py)."""
     from .kernels import _on_stream
 
     registry.add_kernel("conv2d", "cpu", ("float32", "float64"), _on_stream(_conv2d), bind=_bind)
     registry.add_kernel("relu", "cpu", ("float32", "float64"), _on_stream(_relu), bind=_bind_relu)
     for name, fn in (("unfold", _unfold), ("conv2d_transpose", _conv2d_transpose)):
         registry.add_kernel(name, "cpu", ("float32", "float64"), _on_stream(fn))
+    from .conv_nchwc import register_conv_nchwc
+
+    register_conv_nchwc(registry)

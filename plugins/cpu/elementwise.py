@@ -27,8 +27,9 @@ _F32_NUM = np.dtype(np.float32).num
 def binary_call(code: int, a: np.ndarray, b: np.ndarray, y: np.ndarray, nt: int) -> Any:
     """A zero-argument call writing ``y = a (op code) b`` over ``nt`` threads (the arrays
     C-contiguous and of one float dtype, each of y's shape or of its trailing shape: kernels.py
-    checks), or None without a compiler."""
-    prog = own_program(_SOURCE, "binary_op", float_options(y.dtype), "elementwise")
+    checks), or None without a compiler, and while it builds (numpy's ufunc gives the same bits
+    meanwhile: a first large add does not wait for a compiler)."""
+    prog = own_program(_SOURCE, "binary_op", float_options(y.dtype), "elementwise", wait=False)
     if prog is None:
         return None
     ffi, fn = prog.ffi, prog.fn
@@ -93,18 +94,19 @@ def bf16_cast(x: np.ndarray, y: np.ndarray, nt: int = 1) -> bool:
     >>> bf16_cast(np.array([1.0, 1.00390625, np.nan], np.float32), y) and y.view(np.uint16).tolist()
     [16256, 16256, 32704]
     """
+    to_bf16 = x.dtype.num == _F32_NUM and y.dtype.num == BF16.num
+    if not (to_bf16 or (x.dtype.num == BF16.num and y.dtype.num == _F32_NUM)):
+        return False  # asked before the library loads: a float64 -> float32 cast builds nothing
     progs = _bf16_programs()
     if progs is None or x.size != y.size or not (x.flags.c_contiguous and y.flags.c_contiguous):
         return False
-    if x.dtype.num == _F32_NUM and y.dtype.num == BF16.num:
+    if to_bf16:
         p = progs[0]
         p.fn(x.size, p.ffi.from_buffer(x), p.ffi.from_buffer(y), bf16_units(), nt)
         return True
-    if x.dtype.num == BF16.num and y.dtype.num == _F32_NUM:
-        p = progs[1]
-        p.fn(x.size, p.ffi.from_buffer(x), p.ffi.from_buffer(y), nt)
-        return True
-    return False
+    p = progs[1]
+    p.fn(x.size, p.ffi.from_buffer(x), p.ffi.from_buffer(y), nt)
+    return True
 
 
 def bf16_binary_call(code: int, a: np.ndarray, b: np.ndarray, y: np.ndarray, nt: int) -> Any:

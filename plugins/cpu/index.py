@@ -10,10 +10,10 @@ call; numpy's took 13 us for a decoding step's one-row lookups (``min``, ``max``
 ``take``) and three more element-wise ops wrapped negative indices (81 against 40 us on
 [1000, 64] with 256 indices).
 
-``where`` (:func:`where_call`): one pass over the output reading each operand through its
-broadcast strides; a condition constant along the last dim copies whole rows, which is the
+``where`` (:func:`where_call`): for a condition constant along the output's rows, one pass
+copying whole rows from the operand it picks, each read through its broadcast strides: the
 KV cache's update in a decoding step (numpy's branchless select took five passes and a
-temporary over the whole cache).
+temporary over the whole cache). Element by element, numpy's select stays.
 
 Built once per machine (and float dtype, for ``scatter_add``) by the plugin's compiler through
 the core's kernel cache, as ``attention.c`` is; without a C compiler, for other dtypes or
@@ -101,6 +101,9 @@ def gather_call(y: np.ndarray, x: np.ndarray, idx: np.ndarray, axis: int, wrap: 
 
 #: the most dims ``where_select`` walks (after merging the dims that allow it)
 _WHERE_RANK = 16
+#: the C ``where`` takes a condition constant along rows of at least this many elements (a
+#: cache update's rows); a condition per element stays numpy's branchless select
+_WHERE_MIN_ROW = 16
 
 
 def _element_strides(a: np.ndarray, shape: tuple[int, ...]) -> list[int] | None:
@@ -119,17 +122,20 @@ def _element_strides(a: np.ndarray, shape: tuple[int, ...]) -> list[int] | None:
 
 def where_call(z: np.ndarray, c: np.ndarray, x: np.ndarray, y: np.ndarray) -> Any:
     """``z = where(c, x, y)`` as a zero-argument C call, the operands of ``z``'s rank with
-    sizes equal to ``z``'s or 1 (numpy broadcasting); None where it does not apply."""
+    sizes equal to ``z``'s or 1 (numpy broadcasting), where the condition is constant along
+    the last (merged) dim of at least :data:`_WHERE_MIN_ROW` elements: whole rows copied from
+    ``x`` or ``y``; None elsewhere (numpy's select is the faster one element by element)."""
     shape = z.shape
     if (
         not z.flags.c_contiguous
         or z.size == 0
+        or z.ndim == 0
         or c.dtype != np.bool_
         or x.dtype != z.dtype
         or y.dtype != z.dtype
     ):
         return None
-    if not (c.ndim == x.ndim == y.ndim == z.ndim):
+    if not (c.ndim == x.ndim == y.ndim == z.ndim) or c.shape[-1] != 1 or shape[-1] < _WHERE_MIN_ROW:
         return None
     strides = [_element_strides(a, shape) for a in (c, x, y)]
     if any(s is None for s in strides):
@@ -145,8 +151,8 @@ def where_call(z: np.ndarray, c: np.ndarray, x: np.ndarray, y: np.ndarray) -> An
             dims.append(n)
             for k, s in zip(st, strides):
                 k.append(s[d])
-    if len(dims) > _WHERE_RANK:
-        return None
+    if not dims or len(dims) > _WHERE_RANK or st[0][-1] != 0 or dims[-1] < _WHERE_MIN_ROW:
+        return None  # NOTE: element by element, numpy's branchless select is faster (random masks)
     prog = _untyped("where_select", "where")
     if prog is None:
         return None

@@ -243,9 +243,12 @@ def _trailing(s: tuple[int, ...], out: tuple[int, ...]) -> bool:
 def _binary(fn: Any):
     def k(ctx: Any, outs: list, ins: list) -> None:
         if ctx.stream is None:
-            call = _team_binary(fn, ins[0], ins[1], outs[0])
+            y = outs[0]
+            # NOTE: a small output never goes to the team (checked before the call: an eager op
+            # of 16 elements is mostly this function's own cost)
+            call = None if y.size < MIN_ELEMS_TEAM else _team_binary(fn, ins[0], ins[1], y)
             if call is None:
-                fn(ins[0], ins[1], out=outs[0])
+                fn(ins[0], ins[1], out=y)
             else:
                 call()
         else:
@@ -277,12 +280,12 @@ def _binary(fn: Any):
 def _where(ctx: Any, outs: list, ins: list) -> None:
     c, x, y = ins
     z = outs[0]
-    call = index.where_call(z, c, x, y)  # one C pass (index.c); whole rows where c is constant along them
-    if call is not None:
-        call()
-        return
     if z.size < 1024:
         np.copyto(z, np.where(c, x, y))
+        return
+    call = index.where_call(z, c, x, y)  # one C pass (index.c): rows picked whole (a cache update)
+    if call is not None:
+        call()
         return
     # NOTE: numpy's where branches per element and runs ~5x slower on random masks than this
     # branchless bit select (exact for every dtype, NaN payloads included).

@@ -8,7 +8,9 @@ products and sums), scaling each group's partial product once, so it reads one b
 byte) per weight where float32 reads four: the product a memory-bound decoding step needs. A
 float8 weight holding a NaN code (never written by ``weight_quantize``, which saturates) takes
 the numpy product. A weight is cut over the OpenMP team when each thread gets
-at least :data:`PER_THREAD` bytes of it. In a static program the call is bound once (pointers cast, thread count chosen):
+at least :data:`PER_THREAD` bytes of it. An asymmetric weight's zero points (the op's
+``weight_offset`` input, attr ``zero_point``) are added in the same call: x summed over each
+group times the offset. In a static program the call is bound once (pointers cast, thread count chosen):
 a replayed decoding step runs the C call alone.
 
 Larger batches go through numpy: for a scale per output channel the scale is applied to the

@@ -75,7 +75,9 @@ def entries() -> list[CompositeInfo]:
     """Every entry of the tier, in a fixed order."""
     import framework as fw
     import framework.nn.functional as F
+    from framework.incubate.nn import functional as IF
 
+    from .blocked import blocked_entries
     from .complex_parts import complex_entries
     from .core import core_entries
     from .layers import linear_algebra_entries, norm_entries, spatial_entries
@@ -90,6 +92,7 @@ def entries() -> list[CompositeInfo]:
         + linear_algebra_entries(fw)
         + norm_entries(F)
         + spatial_entries(F)
+        + blocked_entries(IF)
         + quant_entries()
         + complex_entries(fw)
     )

@@ -17,8 +17,10 @@ import numpy as np
 
 from adapter_api import PRIMITIVES, OpArgumentError
 
+from .. import allocator as _allocator
 from .. import amp as _amp
 from .. import autograd, dispatch, env
+from .. import fastcall as _fastcall
 from .. import profiling as _profiling
 from ..opdef import AMP_CLASSES, OPS, Identity, Lowering, Meta, OpDef, SpmdRule
 from ..tensor import Tensor
@@ -292,6 +294,62 @@ def kernel_name(op: OpDef, dev_type: str, ins: list[Any]) -> str:
 
 def apply1(op: OpDef, ins: list[Tensor], attrs: dict[str, Any]) -> Tensor:
     return apply(op, ins, attrs)[0]
+
+
+def fast_binary(op: OpDef, slow: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """``slow`` (a binary op's function, ``slow(x, y)``) with the plain eager case run in C
+    (``_src/fastcall.c``): two tensors of one dtype, device and shape, no interceptor, AMP
+    policy, tracer, profiler or poison mode, and no gradient to record; anything else calls
+    ``slow``. Where the extension cannot be built, ``slow`` itself (``fastcall.status()``)."""
+    mod = _fastcall.load()
+    return slow if mod is None else fast_binary_of(mod, op, slow)
+
+
+def fast_binary_of(mod: Any, op: OpDef, slow: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """:func:`fast_binary` with the extension ``mod`` at hand (also once a background build of
+    it lands: ``fastcall.when_ready``)."""
+    if not _FAST_CONFIGURED:
+        mod.configure(
+            Tensor,
+            dispatch.fast_binary_plan,
+            dispatch.fast_failed,
+            dispatch.INTERCEPTORS,
+            vars(_profiling),
+            (_amp.POLICY, TRACER, dispatch.POISON_OUTPUTS),
+            autograd.GRAD_ENABLED,
+            _allocator.CachingAllocator,
+            _allocator.Block,
+            vars(_allocator),
+        )
+        # a dying tensor's block goes back to the pool in C too (allocator.Block.__del__)
+        _allocator.Block.__del__ = mod.BlockRelease(_allocator.Block.__del__)  # type: ignore[method-assign]
+        _FAST_CONFIGURED.append(True)
+    f = mod.FastBinary(op, slow)
+    f.__doc__, f.__name__, f.__qualname__, f.__wrapped__ = (
+        slow.__doc__,
+        slow.__name__,
+        slow.__qualname__,
+        slow,
+    )
+    return f
+
+
+_FAST_CONFIGURED: list[bool] = []
+
+
+def fast_scalars(
+    resolver: Callable[[OpDef, Tensor, float], tuple | None],
+    constants: dict[tuple[Any, ...], Tensor],
+    make_constant: Callable[..., Tensor],
+) -> None:
+    """Let the fast binary operators run ``x op v`` for a Python float ``v`` in C too:
+    ``resolver(op, x, v)`` is the plan (``dispatch.fast_binary_plan`` with ``v``'s constant),
+    None where the scalar is not of x's dtype; the constant comes from ``constants`` (the
+    elementwise ops' cache, keyed ``(type, value, dtype.num, device name, ndim)``) or
+    ``make_constant(value, dtype, device, ndim)``."""
+    mod = _fastcall.load()
+    if mod is not None and _FAST_CONFIGURED:
+        mod.configure_scalars(resolver, constants, make_constant)
 
 
 # -- composites -----------------------------------------------------------------------------

@@ -15,7 +15,9 @@ import numpy as np
 
 from adapter_api import OpArgumentError
 
+from .. import dispatch
 from .. import dtypes as _dt
+from ..opdef import OpDef
 from ..tensor import Tensor, to_tensor
 from . import creation as C
 from .base import OPS, TRACER, apply, apply1, fill_buffer
@@ -38,6 +40,15 @@ def _const(value: Any, dtype: np.dtype, device: Any, ndim: int = 0) -> Tensor:
 
 
 _SCALARS = (bool, int, float, complex, np.number, np.bool_)
+
+
+def fast_scalar_plan(op: OpDef, x: Tensor, value: float) -> tuple | None:
+    """The fast path's plan for ``x op value`` (a Python float): what :func:`_operands` and
+    ``apply`` do when the scalar takes x's dtype (a floating x) — its cached constant as the
+    second operand; None (the Python path) otherwise."""
+    if _dt.scalar_dtype(value, x.dtype) != x.dtype:
+        return None
+    return dispatch.fast_binary_plan(op, x, _const(value, x.dtype, x.device, len(x.shape)))
 
 
 def _tensor_like(name: str, v: Any, like: Tensor) -> Tensor:

@@ -10,10 +10,11 @@ from adapter_api import OpArgumentError
 from .. import autograd, dispatch
 from .. import device as _dev
 from .. import dtypes as _dt
+from .. import fastcall as _fastcall
 from ..tensor import VIEW_STATE, Tensor, to_tensor
-from . import creation, indexing, shape
+from . import creation, elementwise, indexing, shape
 from . import math as M
-from .base import OPS, OpDef, apply1
+from .base import OPS, OpDef, apply1, fast_binary, fast_binary_of, fast_scalars
 
 
 def _transfer_grad(n: autograd.Node, g: list[Tensor | None]) -> list[Tensor | None]:
@@ -179,6 +180,11 @@ def inplace(fn: Any, name: str, same_shape: bool = True, keep_dtype: bool = True
     return op
 
 
+def _fast(fn: Any) -> Any:
+    """The binary op function ``fn`` (named after its op) with its plain eager case in C."""
+    return fast_binary(OPS[fn.__name__], fn)
+
+
 def _rev(fn: Any) -> Any:
     return lambda self, other: fn(other, self)
 
@@ -279,11 +285,11 @@ register_post_accumulate_grad_hook.__doc__ = autograd.register_post_accumulate_g
 
 _METHODS: dict[str, Any] = {
     "__deepcopy__": __deepcopy__,
-    "__add__": M.add,
+    "__add__": _fast(M.add),
     "__radd__": _rev(M.add),
-    "__sub__": M.subtract,
+    "__sub__": _fast(M.subtract),
     "__rsub__": _rev(M.subtract),
-    "__mul__": M.multiply,
+    "__mul__": _fast(M.multiply),
     "__rmul__": _rev(M.multiply),
     "__truediv__": M.divide,
     "__rtruediv__": _rev(M.divide),
@@ -399,6 +405,19 @@ _METHODS: dict[str, Any] = {
 
 for _k, _v in _METHODS.items():
     setattr(Tensor, _k, _v)
+# ``x + 2.0`` too: the constant a float becomes next to a floating tensor, in C
+fast_scalars(elementwise.fast_scalar_plan, elementwise._CONST, elementwise._const)
+
+
+def _swap_in_fast(mod: Any) -> None:
+    """The extension landed after a background build (``fastcall.when_ready``): from now on
+    ``x + y``, ``x - y``, ``x * y`` (and ``x op 2.0``) take its plain case."""
+    for name, fn in (("__add__", M.add), ("__sub__", M.subtract), ("__mul__", M.multiply)):
+        setattr(Tensor, name, fast_binary_of(mod, OPS[fn.__name__], fn))
+    fast_scalars(elementwise.fast_scalar_plan, elementwise._CONST, elementwise._const)
+
+
+_fastcall.when_ready(_swap_in_fast)
 
 Tensor.T = property(lambda self: shape.transpose(self, tuple(range(self.ndim))[::-1]))  # type: ignore[attr-defined]
 Tensor.mT = property(lambda self: shape.swapaxes(self, -1, -2))  # type: ignore[attr-defined]

@@ -68,12 +68,13 @@ def alias(x: Tensor) -> Tensor:
     return a
 
 
-def note_write(x: Tensor) -> None:
+def note_write(x: Tensor, write_back: bool = True) -> None:
     """``x`` is about to change in place: a trace in progress keeps its state (``to_static``
-    writes the change back after each run of the program)."""
+    writes the change back after each run of the program). ``write_back=False``: a view that
+    follows its base's write; the trace puts it back when it ends, the base is written back."""
     watch = getattr(TRACER.get(), "watch", None)
     if watch is not None:
-        watch(x)
+        watch(x, write_back)
 
 
 def rebind(x: Tensor, r: Tensor, by: str, old: Tensor | None = None) -> None:
@@ -88,8 +89,9 @@ def rebind(x: Tensor, r: Tensor, by: str, old: Tensor | None = None) -> None:
         _move(x, r, by, old)
 
 
-def _move(x: Tensor, r: Tensor, by: str, old: Tensor | None) -> None:
-    """Rebind one tensor: ``r``'s storage, shape, dtype and (when it has one) graph position."""
+def _move(x: Tensor, r: Tensor, by: str, old: Tensor | None, write_back: bool = True) -> None:
+    """Rebind one tensor: ``r``'s storage, shape, dtype and (when it has one) graph position
+    (``write_back``: see :func:`note_write`)."""
     if (
         r._node is None
         and x._node is not None
@@ -99,7 +101,7 @@ def _move(x: Tensor, r: Tensor, by: str, old: Tensor | None) -> None:
         and autograd.GRAD_ENABLED.get()
     ):  # a value from outside the graph (x.uniform_(), a constant written): no gradient to the old
         r = overwritten(r, old)
-    note_write(x)
+    note_write(x, write_back)
     x._block = r._block
     x._offset = r._offset
     x._nv = None
@@ -128,17 +130,16 @@ def overwritten(value: Tensor, old: Tensor) -> Tensor:
     return M.where(creation.full_like(old, True, dtype="bool"), value, old)
 
 
-def _in_place(x: Tensor) -> bool:
-    """Whether view ``x`` still views its base's storage (not replaced another way)."""
-    base = x._base
-    return x._block is base._block and x._offset == base._offset + x._view_rel  # type: ignore[union-attr]
+def _in_place(x: Tensor, base: Tensor) -> bool:
+    """Whether view ``x`` still views ``base``'s storage (not replaced another way)."""
+    return x._block is base._block and x._offset == base._offset + x._view_rel
 
 
 def _write_through(x: Tensor, r: Tensor, by: str, old: Tensor | None) -> None:
     """:func:`rebind` of a view, or of a base with views: every tensor of the group takes the
     new value (see the module docstring)."""
-    base = x._base
-    if (base is not None and not _in_place(x)) or r.dtype != x.dtype or r.nbytes != x.nbytes:
+    base = x._root()
+    if (base is not None and not _in_place(x, base)) or r.dtype != x.dtype or r.nbytes != x.nbytes:
         # its storage was replaced another way, or the update changes its size or dtype
         # (set_, resize_): it leaves the group, which keeps the old storage
         x._leave_views()
@@ -155,25 +156,37 @@ def _write_through(x: Tensor, r: Tensor, by: str, old: Tensor | None) -> None:
         )
     x.shape = r.shape  # reshape_ of a view: the same bytes, another shape
     members = base._view_members()
-    with autograd._GradMode(recorded):
-        if base is x:
-            ob, nb = old, r
-        else:
-            ob = alias(base) if recorded else base._reshaped(base.shape)
-            nb = _spliced(ob, x, r)
-    if recorded and (nb._node is not None or base._node is not None):
+    if recorded and (r._node is not None or base._node is not None):
+        ob = old if base is x else alias(base)
+        nb = r if base is x else _spliced(ob, x, r)
         _move(base, nb, by, ob)
         for w in members:
-            was = old if w is x else (alias(w) if w._node is not None else None)
-            _move(w, _viewed(base, w), by, was)
+            if w._view_detached:  # through detach(): its storage only
+                _follow(w, base, by)
+            else:
+                w_old = old if w is x else (alias(w) if w._node is not None else None)
+                _move(w, _viewed(base, w), by, w_old, write_back=False)
         return
     # storage only: every tensor of the group keeps its graph position
-    for t in (base, *members):
-        note_write(t)
-        t._block, t._offset, t._nv = nb._block, nb._offset + t._view_rel, None
-        t._bump_version(by)
+    if base is x or (x._view_rel == 0 and x.dtype == base.dtype and r.nbytes == base.nbytes):
+        nb = r  # the whole base: r's storage as it is
+    else:
+        with autograd._GradMode(False):
+            nb = _spliced(base._reshaped(base.shape), x, r)
+    note_write(base)
+    base._block, base._offset, base._nv = nb._block, nb._offset, None
+    base._bump_version(by)
+    for w in members:
+        _follow(w, base, by)
     if base is not x and r._node is not None:  # through detach(): the view itself now depends on the graph
         _take_place(x, r, old)
+
+
+def _follow(w: Tensor, base: Tensor, by: str) -> None:
+    """View ``w`` takes its place in ``base``'s new storage, keeping its graph position."""
+    note_write(w, write_back=False)
+    w._block, w._offset, w._nv = base._block, base._offset + w._view_rel, None
+    w._bump_version(by)
 
 
 def _spliced(ob: Tensor, x: Tensor, r: Tensor) -> Tensor:
@@ -198,7 +211,7 @@ def _viewed(base: Tensor, w: Tensor) -> Tensor:
     ``base`` is in the graph, its graph is the view of ``base``: flattened, re-typed (as_real,
     as_complex), the run of elements (slice), reshaped."""
     t = Tensor._make(base._block, base._offset + w._view_rel, w.shape, w.dtype, base.device)
-    if base._node is None or w._view_detached or not autograd.GRAD_ENABLED.get():
+    if base._node is None or not autograd.GRAD_ENABLED.get():
         return t
     src = _step(S.RESHAPE, base, (math.prod(base.shape),), base.dtype)
     if w.dtype != base.dtype:

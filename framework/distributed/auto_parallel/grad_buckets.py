@@ -68,25 +68,55 @@ class GradSink:
 
 
 # -- the alias an op reads ----------------------------------------------------------------------
+class _Alias(Tensor):
+    """A leaf that reads its parameter's storage, whichever block the parameter holds now (an
+    optimizer's update may give it a new one: the alias must not keep the old one alive)."""
+
+    __slots__ = ()
+
+    @property
+    def _block(self) -> Any:  # type: ignore[override]
+        return self._of()._block
+
+    @_block.setter
+    def _block(self, v: Any) -> None:
+        pass  # (Tensor._make's first write: the parameter's storage is read instead)
+
+    @property
+    def _offset(self) -> int:  # type: ignore[override]
+        return self._of()._offset
+
+    @_offset.setter
+    def _offset(self, v: int) -> None:
+        pass
+
+    @property
+    def _nv(self) -> Any:  # type: ignore[override]
+        return self._of()._nv
+
+    @_nv.setter
+    def _nv(self, v: Any) -> None:
+        pass
+
+
 #: (id(param), id(group)) -> (weak param, alias, mesh, axis)
 _ALIASES: dict[tuple[int, int], tuple[Any, Tensor, ProcessMesh, int]] = {}
 
 
 def partial_leaf(t: Tensor, group: collective.Group, mesh: ProcessMesh, axis: int) -> Tensor:
     """What an op reads for parameter ``t`` whose gradient there is partial over ``group``
-    (mesh axis ``axis``): an alias of ``t``, a leaf whose gradient goes to the bucket of
-    ``group`` once complete (see the module). The same alias while ``t``'s storage is the
-    same, so that all its uses in one backward add up before the hook."""
+    (mesh axis ``axis``): an alias of ``t`` (its storage, its shape), a leaf whose gradient
+    goes to the bucket of ``group`` once complete (see the module); one per parameter and
+    group, so that all its uses in one backward add up before the hook."""
     key = (id(t), id(group))
     got = _ALIASES.get(key)
-    if got is not None and got[0]() is t:
-        q = got[1]
-        if q._block is t._block and q._offset == t._offset and q.shape == t.shape:
-            return q
-    q = Tensor._make(t._block, t._offset, t.shape, t.dtype, t.device)
-    q.stop_gradient = False
-    q._partial_of = group
+    if got is not None and got[0]() is t and got[1].shape == t.shape:
+        return got[1]
     ref = weakref.ref(t)
+    q = object.__new__(_Alias)
+    q._of = ref
+    q.shape, q.dtype, q.device, q._node, q.stop_gradient = t.shape, t.dtype, t.device, None, False
+    q._partial_of = group
     q.register_post_accumulate_grad_hook(lambda q: _complete(ref, q, group))
     if got is None:
         weakref.finalize(t, _ALIASES.pop, key, None)
@@ -112,11 +142,6 @@ def _complete(ref: Any, q: Tensor, group: collective.Group) -> None:
     sink = getattr(t, "_grad_sink", None)
     if isinstance(sink, GradSink) and sink.group is group and sink.done is not None:
         sink.done()
-
-
-def aliases(t: Tensor) -> list[Tensor]:
-    """The aliases :func:`partial_leaf` made of ``t`` (one per group), which share its storage."""
-    return [q for ref, q, _, _ in list(_ALIASES.values()) if ref() is t]
 
 
 # -- the buckets of one group -------------------------------------------------------------------

@@ -12,15 +12,15 @@ slice of the parameter from the same slice of the gradient, and the slices are a
 into the parameter after the step. The gradients are all-reduced in backward.
 
 ``ShardingStage2(axis, mesh)`` also shards the gradients: a parameter's partial gradient over
-``axis`` is reduce-scattered when the backward ends (instead of all-reduced) and each rank
-keeps its slice only (``p.grad`` is then None; ``opt.grad_shard(p)`` is the slice, laid out
+``axis`` is reduce-scattered in its bucket during the backward (instead of all-reduced; see
+:mod:`.grad_buckets`) and each rank keeps its slice only (``p.grad`` is then None; ``opt.grad_shard(p)`` is the slice, laid out
 as the states); several backwards before a step add up in the slices.
 
 ``ShardingStage3(axis, mesh)`` also shards the parameters: each parameter is laid out
 ``Shard(d)`` over ``axis`` in place (the same object), so its states and its gradient are
 that slice too; an op that needs it whole all-gathers it. ``dist.parallelize`` gathers each
-layer's parameters before its forward (:func:`gather_for_forward`), and their gradients are
-reduce-scattered back onto the slices when the backward ends.
+layer's parameters before its forward, drops them after it and gathers them again for its
+backward (:mod:`.zero3`); their gradients are reduce-scattered onto the slices in buckets.
 
 The training is the same as with the unsharded optimizer; ``ClipGradByGlobalNorm`` takes
 its norm over the sharded gradients (the squares are summed over the ranks).
@@ -107,7 +107,7 @@ class ShardingStage1:
 
 class ShardingStage2(ShardingStage1):
     """ZeRO stage 2 (Paddle's ``dist.ShardingStage2``): the states and the gradients split
-    over ``sharding_mesh_dim`` (the gradients reduce-scattered when the backward ends).
+    over ``sharding_mesh_dim`` (the gradients reduce-scattered in buckets during backward).
 
     >>> import framework.distributed as dist
     >>> dist.ShardingStage2("dp").stage

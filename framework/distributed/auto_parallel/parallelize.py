@@ -30,9 +30,10 @@ config, and the rest is the auto-parallel core (placements, sharding rules, resh
     The batch is split over ``dp`` (a plain tensor passed to the model is laid out
     ``Shard(0)`` over ``dp`` on the first stage; replicated gradients are all-reduced);
     level 1 shards the optimizer states over ``dp`` (:class:`ShardingStage1`), level 2 the
-    gradients too (reduce-scattered when the backward ends, :class:`ShardingStage2`), level 3
-    the parameters too (each laid out ``Shard(d)`` over ``dp``, gathered before its layer's
-    forward, :class:`ShardingStage3`). The training is the same at every level.
+    gradients too (reduce-scattered in buckets during the backward, :class:`ShardingStage2`),
+    level 3 the parameters too (each laid out ``Shard(d)`` over ``dp``, gathered for its
+    layer's forward and again for its backward, :class:`ShardingStage3`). The training is the
+    same at every level, and under ``dist.to_static`` too.
 
 With ``pp`` stages, ``ClipGradByGlobalNorm`` takes its norm over every stage: each stage sums
 the squares of its gradients, the sums are all-reduced over the stages, and every stage scales

@@ -24,7 +24,7 @@ from ..._src.autograd import is_grad_enabled, no_grad
 from ..._src.ops.base import TRACER
 from ..._src.tensor import Tensor
 from .dtensor import DistTensor
-from .grad_buckets import AFTER_BACKWARD, GradSink, aliases
+from .grad_buckets import AFTER_BACKWARD, GradSink
 from .placement import Placement, Replicate
 from .reshard import reshard
 
@@ -98,9 +98,7 @@ class _Gathered:
     def drop(self) -> None:
         if not self.held:
             return
-        gone = _Dropped(str(self.p.name))
-        for t in [self.leaf, *aliases(self.leaf)]:
-            t._block, t._nv = gone, None
+        self.leaf._block, self.leaf._nv = _Dropped(str(self.p.name)), None  # (its aliases read it)
         self.held = False
         _count(-self.leaf.nbytes)
 
@@ -112,8 +110,8 @@ class _Gathered:
         r = reshard(
             p.detach(), p.process_mesh, self.whole, why=f"ShardingStage3 gather {p.name} for backward"
         )
-        for t in [self.leaf, *aliases(self.leaf)]:
-            t._block, t._offset, t._nv = r._local._block, r._local._offset, None
+        leaf = self.leaf
+        leaf._block, leaf._offset, leaf._nv = r._local._block, r._local._offset, None
         self.held = True
         _count(self.leaf.nbytes)
 
@@ -136,7 +134,8 @@ def gather_for_forward(p: DistTensor, axis: int | str) -> DistTensor:
     local = p._local_value()
     if local is None or local.stop_gradient or not is_grad_enabled():
         return r
-    leaf = r._local.detach()
+    got = r._local  # the leaf shares its storage, not its identity (a detached view would keep
+    leaf = Tensor._make(got._block, got._offset, got.shape, got.dtype, got.device)  # it alive)
     leaf.stop_gradient = False
 
     def add(part: Tensor) -> None:

@@ -17,12 +17,22 @@ from ..._src.ops import math as M
 from ..._src.ops import shape as S
 from ..._src.ops.composites.activation import silu
 from ..._src.ops.composites.attention import rotary_embedding
+from ..._src.ops.composites.conv_fused import conv2d_nchwc, from_nchwc, to_nchwc
 from ..._src.ops.composites.linear import linear
 from ..._src.ops.composites.norm import layer_norm, rms_norm
 from ..._src.ops.indexing import gather
 from ..._src.tensor import Tensor
 
-__all__ = ["fused_layer_norm", "fused_linear", "fused_rms_norm", "fused_rotary_position_embedding", "swiglu"]
+__all__ = [
+    "conv2d_nchwc",
+    "from_nchwc",
+    "fused_layer_norm",
+    "fused_linear",
+    "fused_rms_norm",
+    "fused_rotary_position_embedding",
+    "swiglu",
+    "to_nchwc",
+]
 
 
 def swiglu(x: Tensor, y: Tensor | None = None, name: str | None = None) -> Tensor:

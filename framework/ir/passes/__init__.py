@@ -21,6 +21,7 @@ from __future__ import annotations
 from . import rules
 from .canonical import Canonicalize, Fuse, PermuteOfPermute
 from .conv_fold import ConvAffineFold, ConvFold, fold_conv_affine
+from .conv_fusion import ConvNchwc
 from .cse import CommonSubexpressionElimination, eliminate_common_subexpressions
 from .dce import DeadCodeElimination, eliminate_dead_code
 from .drr import Attr, Const, Match, Pat, Res, Rule, Var
@@ -53,6 +54,7 @@ __all__ = [
     "Const",
     "ConvAffineFold",
     "ConvFold",
+    "ConvNchwc",
     "ConstantFolding",
     "DeadCodeElimination",
     "Fuse",

@@ -13,11 +13,12 @@ another reader, or a program output. Not exact: ``(x * w) * a`` rounds different
 ``x * (w * a)`` (differences of a few ulps, as in every runtime that folds BatchNorm), so the
 pass is not in ``O2``: it is in the ``inference`` level (``fw.onnx.load(..., passes="inference")``).
 
-Not on by default anywhere: on cpu it does not pay yet (docs/benchmarks.md, "Issue 41"). The
-compiler already runs the BatchNorm's sub, mul and add in the one fused pass over the images
-that its add (and a residual add) make, and the fold adds two small kernels per conv (its
-scale and shift, the scaled weight) to every run. It pays once the conv kernel adds the
-per-channel shift itself (one pass fewer) or the program hoists parameter-only ops out of runs.
+Not on by default: the ``inference`` level runs it, then ``conv_nchwc`` (conv_fusion.py), which
+takes the per-channel add it leaves into the convolution's kernel where the device has one (on
+cpu: docs/benchmarks.md, "Issue 41, third pass"). Alone, without that kernel, it does not pay
+at one thread: the compiler already runs the BatchNorm's sub, mul and add in the one fused pass
+over the images that its add (and a residual add) make, and the fold adds two small kernels per
+conv to every run.
 
 >>> from framework import ir
 >>> from framework.ir import passes

@@ -95,8 +95,10 @@ LEVELS: dict[str, tuple[str, ...]] = {
     "O1": ("canonicalize", "cse", "dce"),
     "O2": ("fold", "canonicalize", "cse", "fuse", "dce"),
     # O2 and the rewrites that hold up to rounding, for programs that only run inference (an
-    # imported ONNX model's passes="inference"): BatchNorm folded into the conv before it
-    "inference": ("conv_fold", "fold", "canonicalize", "cse", "fuse", "dce"),
+    # imported ONNX model's passes="inference"): BatchNorm folded into the conv before it, then
+    # each conv with its bias, residual add and relu in the blocked layout where the device has
+    # the kernel (conv_fusion.py)
+    "inference": ("conv_fold", "fold", "canonicalize", "cse", "conv_nchwc", "fuse", "dce"),
 }
 DEFAULT_LEVEL = "O2"
 

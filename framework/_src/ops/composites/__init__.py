@@ -14,6 +14,7 @@ from . import (  # noqa: F401
     closeness,
     complex_parts,
     conv,
+    conv_fused,
     conv_transpose,
     ctc_loss,
     diagonals,

@@ -1,0 +1,69 @@
+"""The blocked layout NCHWc and the convolution with its epilogue in it (``to_nchwc``,
+``from_nchwc``, ``conv2d_nchwc``: framework/_src/ops/composites/conv_fused.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ... import composite_reference as R
+from . import CompositeInfo, _u
+
+BLOCK = 16
+
+
+def blocked(y: np.ndarray) -> np.ndarray:
+    """NCHW ``y`` in NCHWc (numpy), the channels past C zero."""
+    n, c, h, w = y.shape
+    cb = -(-c // BLOCK)
+    p = np.zeros((n, cb * BLOCK, h, w), y.dtype)
+    p[:, :c] = y
+    return p.reshape(n, cb, BLOCK, h, w).transpose(0, 1, 3, 4, 2)
+
+
+def plain(x: np.ndarray, c: int) -> np.ndarray:
+    """NCHWc ``x`` back to NCHW with its first ``c`` channels (numpy)."""
+    n, cb, h, w, b = x.shape
+    return x.transpose(0, 1, 4, 2, 3).reshape(n, cb * b, h, w)[:, :c]
+
+
+def _conv(
+    x: np.ndarray, w: np.ndarray, b: np.ndarray, r: Any, stride: int, pad: int, relu: bool
+) -> np.ndarray:
+    y = R.conv2d(x, w, b, stride, pad, 1, 1)
+    if r is not None:
+        y = y + r
+    return blocked(np.where(y <= 0, 0, y) if relu else y)
+
+
+def blocked_entries(IF: Any) -> list[CompositeInfo]:
+    """Layout changes both ways (channels not a whole block: the padding channels), and the
+    convolution from a plain and from a blocked input, with a residual and relu."""
+    return [
+        CompositeInfo("to_nchwc", lambda x: IF.to_nchwc(x), blocked, lambda r: [_u(r, 2, 19, 3, 4)], (0,)),
+        CompositeInfo(
+            "from_nchwc",
+            lambda x: IF.from_nchwc(x, 19),
+            lambda x: plain(x, 19),
+            lambda r: [_u(r, 2, 2, 3, 4, BLOCK)],
+            (0,),
+        ),
+        CompositeInfo(
+            "conv2d_nchwc",
+            lambda x, w, b: IF.conv2d_nchwc(x, w, b, stride=2, padding=1, blocked_input=False),
+            lambda x, w, b: _conv(x, w, b, None, 2, 1, False),
+            lambda r: [_u(r, 2, 3, 7, 6), _u(r, 5, 3, 3, 3), _u(r, 5)],
+            (0, 1, 2),
+        ),
+        CompositeInfo(
+            "conv2d_nchwc_blocked_residual_relu",
+            lambda x, w, b, r: IF.conv2d_nchwc(
+                IF.to_nchwc(x), w, b, IF.to_nchwc(r), padding=1, relu=True, blocked_input=True
+            ),
+            lambda x, w, b, r: _conv(x, w, b, r, 1, 1, True),
+            lambda r: [_u(r, 1, 18, 5, 4), _u(r, 17, 18, 3, 3), _u(r, 17), _u(r, 1, 17, 5, 4)],
+            (0, 1, 2, 3),
+            op="conv2d_nchwc",
+        ),
+    ]

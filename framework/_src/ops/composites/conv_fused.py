@@ -1,0 +1,226 @@
+"""The blocked channel layout NCHWc and the convolution that reads and writes it with its
+epilogue fused: ``to_nchwc``, ``from_nchwc``, ``conv2d_nchwc``.
+
+A tensor (N, C, H, W) in NCHWc is (N, ceil(C / block), H, W, block): channel ``k`` of pixel
+(y, x) at ``[:, k // block, y, x, k % block]``, the channels past C zero. A device that
+vectorises over channels keeps this layout between consecutive convolutions (ONNX Runtime's
+NCHWc transformer, oneDNN's nChw16c); the ``conv_nchwc`` pass
+(framework/ir/passes/conv_fusion.py) rewrites an inference program into it where the device
+has a ``conv2d_nchwc`` kernel, with ``to_nchwc``/``from_nchwc`` only where the blocked region
+starts and ends.
+
+``conv2d_nchwc(x, w, b, r)`` is ``relu?(conv2d(x, w) + b + r)`` (``r`` optional, ``relu`` an
+attribute) in that order of rounding, its output blocked; ``x`` blocked or, with
+``blocked_input=False``, plain NCHW (a first layer of three channels would be mostly padding
+as a block). Each op is its decomposition into existing ops (a permute, a pad or slice, the
+conv2d composite, adds and relu), so every plugin runs it; the gradient is the
+decomposition's.
+
+>>> import framework as fw
+>>> from framework.incubate.nn import functional as IF
+>>> x, w, b = fw.ones([1, 3, 4, 4]), fw.ones([5, 3, 3, 3]), fw.zeros([5])
+>>> y = IF.conv2d_nchwc(x, w, b, padding=1, relu=True, blocked_input=False)
+>>> y.shape, IF.from_nchwc(y, 5).shape
+((1, 1, 4, 4, 16), (1, 5, 4, 4))
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from adapter_api import OpArgumentError
+
+from ...tensor import Tensor
+from .. import shape as S
+from ..base import OPS, call, composite
+from ..cost import conv_flops
+from ._common import float_arg, tensor_arg
+from ._window import _out_size, _padding, _pair
+
+#: channels per block (16: AVX-512's floats, two AVX2 vectors)
+BLOCK = 16
+
+_LAYOUT = "a layout change: each element lands whole on one device (the blocked dims are not a tensor's dims)"
+
+
+def _blocks(c: int, block: int) -> int:
+    return -(-c // block)
+
+
+def _to_infer(ins: list[Tensor], attrs: dict[str, Any]) -> list:
+    n, c, h, w = ins[0].shape
+    return [((n, _blocks(c, attrs["block"]), h, w, attrs["block"]), ins[0].dtype)]
+
+
+@composite("to_nchwc", infer=_to_infer, no_sharding=_LAYOUT)
+def to_nchwc_decomposition(x: Tensor, *, block: int) -> Tensor:
+    """(N, C, H, W) -> (N, ceil(C / block), H, W, block): channels padded with zeros, split in
+    blocks, each block's channels made the last axis."""
+    n, c, h, w = x.shape
+    cb = _blocks(c, block)
+    if cb * block != c:
+        x = S.pad_raw(x, ((0, 0), (0, cb * block - c), (0, 0), (0, 0)), 0.0)
+    return x.reshape((n, cb, block, h, w)).transpose((0, 1, 3, 4, 2))
+
+
+def _from_infer(ins: list[Tensor], attrs: dict[str, Any]) -> list:
+    n, _, h, w, _ = ins[0].shape
+    return [((n, attrs["channels"], h, w), ins[0].dtype)]
+
+
+@composite("from_nchwc", infer=_from_infer, no_sharding=_LAYOUT)
+def from_nchwc_decomposition(x: Tensor, *, channels: int) -> Tensor:
+    """(N, CB, H, W, block) -> (N, channels, H, W): the blocks' channels back before the
+    pixels, the padding channels dropped."""
+    n, cb, h, w, block = x.shape
+    y = x.transpose((0, 1, 4, 2, 3)).reshape((n, cb * block, h, w))
+    if channels != cb * block:
+        y = S.slice_raw(y, (0, 0, 0, 0), (n, channels, h, w), (1, 1, 1, 1))
+    return y
+
+
+def _conv_nchwc_infer(ins: list[Tensor], attrs: dict[str, Any]) -> list:
+    x, w = ins[0], ins[1]
+    h, wd = x.shape[2:4]
+    (ph, pw), k = attrs["padding"], w.shape[2:]
+    oh = _out_size("conv2d_nchwc", h, k[0], attrs["stride"][0], attrs["dilation"][0], ph)
+    ow = _out_size("conv2d_nchwc", wd, k[1], attrs["stride"][1], attrs["dilation"][1], pw)
+    return [((x.shape[0], _blocks(w.shape[0], BLOCK), oh, ow, BLOCK), x.dtype)]
+
+
+def _conv_nchwc_flops(ins: list, outs: list, attrs: dict[str, Any]) -> float:
+    (n, _, oh, ow, _), o = outs[0], ins[1][0]
+    return conv_flops(ins, [(n, o, oh, ow)], attrs)
+
+
+@composite(
+    "conv2d_nchwc",
+    amp="allow",
+    flops=_conv_nchwc_flops,
+    infer=_conv_nchwc_infer,
+    no_sharding="an inference rewrite of conv2d (conv_nchwc pass); distributed programs keep conv2d",
+)
+def conv2d_nchwc_decomposition(
+    x: Tensor,
+    w: Tensor,
+    b: Tensor,
+    r: Tensor | None = None,
+    *,
+    stride: tuple,
+    padding: tuple,
+    dilation: tuple,
+    relu: bool,
+    blocked_input: bool,
+) -> Tensor:
+    """``relu?(conv2d(x, w) + b (+ r))`` with a blocked output (``r`` blocked too); ``x``
+    blocked where ``blocked_input``, else NCHW."""
+    o, c = w.shape[:2]
+    xs = call(OPS["from_nchwc"], [x], {"channels": c}) if blocked_input else x
+    y = call(
+        OPS["conv2d"], [xs, w], {"stride": stride, "padding": padding, "dilation": dilation, "groups": 1}
+    )
+    y = y + b.reshape((1, o, 1, 1))
+    if r is not None:
+        y = y + call(OPS["from_nchwc"], [r], {"channels": o})
+    if relu:
+        y = call(OPS["relu"], [y], {})
+    return call(OPS["to_nchwc"], [y], {"block": BLOCK})
+
+
+# -- the user-facing functions (framework.incubate.nn.functional) ------------------------------
+def to_nchwc(x: Tensor, block: int = BLOCK, name: str | None = None) -> Tensor:
+    """NCHW ``x`` in the blocked layout (N, ceil(C / block), H, W, block), channels past C zero.
+
+    >>> import framework as fw
+    >>> from framework.incubate.nn import functional as IF
+    >>> IF.to_nchwc(fw.ones([2, 3, 4, 5])).shape
+    (2, 1, 4, 5, 16)
+    """
+    x = tensor_arg("to_nchwc", x)
+    if x.ndim != 4:
+        raise OpArgumentError(f"[to_nchwc] x must be 4-d (N, C, H, W), got shape {x.shape}")
+    if not isinstance(block, int) or block < 1:
+        raise OpArgumentError(f"[to_nchwc] block must be a positive int, got {block!r}")
+    return call(OPS["to_nchwc"], [x], {"block": block})
+
+
+def from_nchwc(x: Tensor, channels: int, name: str | None = None) -> Tensor:
+    """Blocked ``x`` (N, CB, H, W, block) back to NCHW with its first ``channels`` channels.
+
+    >>> import framework as fw
+    >>> from framework.incubate.nn import functional as IF
+    >>> IF.from_nchwc(IF.to_nchwc(fw.ones([2, 3, 4, 5])), 3).shape
+    (2, 3, 4, 5)
+    """
+    x = tensor_arg("from_nchwc", x)
+    if x.ndim != 5:
+        raise OpArgumentError(f"[from_nchwc] x must be 5-d (N, C blocks, H, W, block), got shape {x.shape}")
+    if not isinstance(channels, int) or not 0 < channels <= x.shape[1] * x.shape[4]:
+        raise OpArgumentError(
+            f"[from_nchwc] channels must be an int in [1, {x.shape[1] * x.shape[4]}] (blocks x block), "
+            f"got {channels!r}"
+        )
+    return call(OPS["from_nchwc"], [x], {"channels": channels})
+
+
+def conv2d_nchwc(
+    x: Tensor,
+    weight: Tensor,
+    bias: Tensor,
+    residual: Tensor | None = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    relu: bool = False,
+    blocked_input: bool = True,
+    name: str | None = None,
+) -> Tensor:
+    """``relu?(conv2d(x, weight) + bias + residual)`` in the blocked layout: the output (and
+    ``residual``) are (N, ceil(O / 16), OH, OW, 16); ``x`` is blocked, or NCHW with
+    ``blocked_input=False``. One group; ``bias`` of shape (O,). A blocked ``x`` holds zeros in
+    its channels past C, as :func:`to_nchwc` and this function write them (a kernel may read
+    them: times a zero weight, a NaN there would show).
+
+    >>> import framework as fw
+    >>> from framework.incubate.nn import functional as IF
+    >>> x = IF.to_nchwc(fw.ones([1, 16, 4, 4]))
+    >>> y = IF.conv2d_nchwc(x, fw.ones([16, 16, 1, 1]), fw.ones([16]), residual=x, relu=True)
+    >>> float(IF.from_nchwc(y, 16)[0, 0, 0, 0])
+    18.0
+    """
+    x = float_arg("conv2d_nchwc", x)
+    weight = tensor_arg("conv2d_nchwc", weight, "weight")
+    bias = tensor_arg("conv2d_nchwc", bias, "bias")
+    if weight.ndim != 4:
+        raise OpArgumentError(f"[conv2d_nchwc] weight must be 4-d (O, C, KH, KW), got shape {weight.shape}")
+    o, c = weight.shape[:2]
+    want = 5 if blocked_input else 4
+    if x.ndim != want or (x.shape[1] != _blocks(c, x.shape[4]) if blocked_input else x.shape[1] != c):
+        expect = f"(N, {_blocks(c, BLOCK)}, H, W, {BLOCK})" if blocked_input else f"(N, {c}, H, W)"
+        raise OpArgumentError(
+            f"[conv2d_nchwc] x must be {expect} for a weight of {c} input channels "
+            f"(blocked_input={blocked_input}), got shape {x.shape}"
+        )
+    if blocked_input and x.shape[4] != BLOCK:
+        raise OpArgumentError(f"[conv2d_nchwc] x's blocks must hold {BLOCK} channels, got {x.shape[4]}")
+    if bias.shape != (o,):
+        raise OpArgumentError(f"[conv2d_nchwc] bias must have shape ({o},), got {bias.shape}")
+    d = _pair("conv2d_nchwc", "dilation", dilation, least=1)
+    st = _pair("conv2d_nchwc", "stride", stride, least=1)
+    attrs = {
+        "stride": st,
+        "padding": _padding("conv2d_nchwc", padding, weight.shape[2:], d, x.shape[2:4], st),
+        "dilation": d,
+        "relu": bool(relu),
+        "blocked_input": bool(blocked_input),
+    }
+    ins = [x, weight.astype(x.dtype), bias.astype(x.dtype)]
+    if residual is not None:
+        residual = tensor_arg("conv2d_nchwc", residual, "residual")
+        want_shape = _conv_nchwc_infer(ins, attrs)[0][0]
+        if residual.shape != want_shape:
+            raise OpArgumentError(
+                f"[conv2d_nchwc] residual must have the output's blocked shape {want_shape}, got {residual.shape}"
+            )
+        ins.append(residual.astype(x.dtype))
+    return call(OPS["conv2d_nchwc"], ins, attrs)

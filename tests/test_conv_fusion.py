@@ -1,0 +1,301 @@
+"""Convolutions with their epilogue fused, in the blocked layout NCHWc: the ops ``to_nchwc``,
+``from_nchwc`` and ``conv2d_nchwc`` (framework/_src/ops/composites/conv_fused.py), the cpu
+plugin's kernels (plugins/cpu/conv_nchwc.c) against float64 numpy and the ops'
+decompositions, and the ``conv_nchwc`` pass (framework/ir/passes/conv_fusion.py): each
+rewrite on a program, and an imported ResNet-style model against onnxruntime and against the
+unfused program."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import framework as fw
+from conformance.tiers.composite_db.blocked import blocked as _blocked
+from framework import testing
+from framework._src.ops.base import OPS
+from framework.incubate.nn import functional as IF
+from framework.ir import Executor, parse_program, passes
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+needs_kernel = pytest.mark.skipif(
+    testing.find_kernel("conv2d_nchwc", "cpu", "float32") is None,
+    reason="no C compiler: the cpu plugin registers no conv2d_nchwc kernel",
+)
+B = 16
+
+
+def _conv64(x, w, stride, pad, dil):
+    """float64 cross-correlation by loops over the kernel offsets (pad: ((t, b), (l, r)))."""
+    x = np.pad(x.astype(np.float64), ((0, 0), (0, 0), *pad))
+    n, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    oh = (h - dil[0] * (kh - 1) - 1) // stride[0] + 1
+    ow = (wd - dil[1] * (kw - 1) - 1) // stride[1] + 1
+    y = np.zeros((n, o, oh, ow))
+    for i in range(kh):
+        for j in range(kw):
+            win = x[
+                :,
+                :,
+                i * dil[0] : i * dil[0] + stride[0] * (oh - 1) + 1 : stride[0],
+                j * dil[1] : j * dil[1] + stride[1] * (ow - 1) + 1 : stride[1],
+            ]
+            y += np.einsum("nchw,oc->nohw", win, w[:, :, i, j].astype(np.float64))
+    return y
+
+
+# (x shape, weight shape, stride, padding ((t, b), (l, r)), dilation, blocked input, residual, relu)
+CASES = [
+    ((2, 3, 9, 11), (20, 3, 3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), False, False, True),  # a first layer
+    ((2, 20, 9, 11), (33, 20, 3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), True, False, False),  # partial blocks
+    ((2, 16, 8, 8), (64, 16, 3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), True, True, True),  # 8x8: whole rows
+    ((1, 32, 32, 32), (16, 32, 3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), True, True, True),  # wide rows
+    ((2, 16, 16, 16), (32, 16, 1, 1), (2, 2), ((0, 0), (0, 0)), (1, 1), True, True, False),  # projection
+    ((1, 16, 2, 2), (16, 16, 3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), True, False, True),  # all edges
+    ((1, 16, 1, 7), (16, 16, 3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), True, False, True),  # one row
+    ((1, 17, 12, 13), (18, 17, 3, 2), (2, 1), ((2, 0), (0, 3)), (2, 3), True, True, True),  # odd geometry
+    ((2, 5, 10, 9), (16, 5, 5, 5), (1, 2), ((2, 2), (2, 2)), (1, 1), False, False, True),  # 2 outside a side
+]
+
+
+@needs_kernel
+@pytest.mark.parametrize("xs, ws, stride, pad, dil, blocked, residual, relu", CASES)
+def test_conv2d_nchwc_kernel_matches_float64_and_the_decomposition(
+    xs, ws, stride, pad, dil, blocked, residual, relu
+):
+    rng = np.random.default_rng(sum(xs) + sum(ws))
+    x = rng.standard_normal(xs).astype(np.float32)
+    w = rng.standard_normal(ws).astype(np.float32)
+    b = rng.standard_normal(ws[0]).astype(np.float32)
+    want = _conv64(x, w, stride, pad, dil) + b[None, :, None, None]
+    r = None
+    if residual:
+        r = rng.standard_normal(want.shape).astype(np.float32)
+        want = want + r
+    if relu:
+        want = np.maximum(want, 0)
+    xt = IF.to_nchwc(fw.to_tensor(x)) if blocked else fw.to_tensor(x)
+    rt = IF.to_nchwc(fw.to_tensor(r)) if residual else None
+    args = (xt, fw.to_tensor(w), fw.to_tensor(b), rt)
+    attrs = dict(stride=stride, padding=[pad[0][0], pad[0][1], pad[1][0], pad[1][1]], dilation=dil, relu=relu)
+    got = IF.conv2d_nchwc(*args, **attrs, blocked_input=blocked).numpy()
+    assert got.shape == _blocked(want).shape
+    scale = np.abs(want).max()
+    np.testing.assert_allclose(got, _blocked(want), rtol=0, atol=2e-6 * scale * np.sqrt(np.prod(ws[1:])))
+    # the padding channels stay zero, so a blocked value can feed the next conv as it is
+    assert not got[:, -1, :, :, ws[0] % B or B :].any()
+    dec = OPS["conv2d_nchwc"].decomposition  # what a plugin without the kernel runs
+    ref = dec(*args, stride=stride, padding=pad, dilation=dil, relu=relu, blocked_input=blocked).numpy()
+    np.testing.assert_allclose(got, ref, rtol=0, atol=2e-6 * scale * np.sqrt(np.prod(ws[1:])))
+
+
+@needs_kernel
+def test_relu_epilogue_keeps_nan_and_zeroes_negative_zero():
+    x = np.zeros((1, 1, 1, 3), np.float32)
+    w = np.zeros((2, 1, 1, 1), np.float32)
+    b = np.array([np.nan, -0.0], np.float32)
+    y = IF.from_nchwc(
+        IF.conv2d_nchwc(fw.to_tensor(x), fw.to_tensor(w), fw.to_tensor(b), relu=True, blocked_input=False), 2
+    )
+    got = y.numpy()
+    assert np.isnan(got[0, 0]).all()
+    assert (got[0, 1] == 0).all() and not np.signbit(got[0, 1]).any()  # relu(-0.0) is +0.0, as fw.relu
+
+
+@pytest.mark.parametrize("c", [1, 16, 19, 40])
+def test_layout_round_trip_and_padding_channels(c):
+    x = np.random.default_rng(c).standard_normal((2, c, 3, 5)).astype(np.float32)
+    blk = IF.to_nchwc(fw.to_tensor(x))
+    np.testing.assert_array_equal(blk.numpy(), _blocked(x))
+    np.testing.assert_array_equal(IF.from_nchwc(blk, c).numpy(), x)
+    x64 = x.astype(np.float64)  # float64: no kernel, the decompositions
+    np.testing.assert_array_equal(IF.from_nchwc(IF.to_nchwc(fw.to_tensor(x64)), c).numpy(), x64)
+
+
+def test_bad_arguments_name_the_op_and_the_argument():
+    x, w, b = fw.ones([1, 16, 4, 4]), fw.ones([8, 16, 3, 3]), fw.ones([8])
+    with pytest.raises(fw.OpArgumentError, match=r"\[conv2d_nchwc\] x must be \(N, 1, H, W, 16\)"):
+        IF.conv2d_nchwc(x, w, b)
+    with pytest.raises(fw.OpArgumentError, match=r"\[conv2d_nchwc\] bias must have shape \(8,\)"):
+        IF.conv2d_nchwc(x, w, fw.ones([16]), blocked_input=False)
+    with pytest.raises(
+        fw.OpArgumentError, match=r"\[conv2d_nchwc\] residual must have the output's blocked shape"
+    ):
+        IF.conv2d_nchwc(x, w, b, residual=fw.ones([1, 8, 4, 4]), padding=1, blocked_input=False)
+    with pytest.raises(fw.OpArgumentError, match=r"\[from_nchwc\] channels must be an int in \[1, 16\]"):
+        IF.from_nchwc(IF.to_nchwc(x), 17)
+    with pytest.raises(fw.OpArgumentError, match=r"\[to_nchwc\] x must be 4-d"):
+        IF.to_nchwc(fw.ones([2, 3]))
+
+
+# -- the pass, rewrite by rewrite ---------------------------------------------------------------
+def _prog(body: str, ins: str, outs: str) -> object:
+    return parse_program(f"module @f({ins}) -> ({outs}) {{\n{body}}}\n")
+
+
+T16 = "tensor<[1, 16, 4, 4], float32, cpu>"
+CONV = "op.conv2d({x}, {w}) {{dilation = (1, 1), groups = {g}, padding = ((1, 1), (1, 1)), stride = (1, 1)}}"
+
+
+def _names(p) -> list[str]:
+    return [op.name for op in p.block.ops if op.name.startswith("op.")]
+
+
+@needs_kernel
+def test_pass_fuses_bias_residual_and_relu_and_chains_blocked_values():
+    body = (
+        f'  %1 = builtin.parameter {{name = "w1"}} : tensor<[16, 16, 3, 3], float32, cpu>\n'
+        f'  %2 = builtin.parameter {{name = "b1"}} : tensor<[1, 16, 1, 1], float32, cpu>\n'
+        f"  %3 = {CONV.format(x='%0', w='%1', g=1)} : {T16}\n"
+        f"  %4 = op.add(%3, %2) : {T16}\n"
+        f"  %5 = op.relu(%4) : {T16}\n"
+        f"  %6 = {CONV.format(x='%5', w='%1', g=1)} : {T16}\n"
+        f"  %7 = op.add(%2, %6) : {T16}\n"  # the bias on the left
+        f"  %8 = op.add(%7, %5) : {T16}\n"  # a residual: the first block's output
+        f"  %9 = op.relu(%8) : {T16}\n"
+        f"  %10 = op.exp(%9) : {T16}\n"
+        "  builtin.return(%10)\n"
+    )
+    p = _prog(body, f"%0: {T16}", T16)
+    x = np.random.default_rng(0).standard_normal((1, 16, 4, 4)).astype(np.float32)
+    params = {
+        "w1": fw.to_tensor(np.random.default_rng(1).standard_normal((16, 16, 3, 3)).astype(np.float32) / 12),
+        "b1": fw.to_tensor(np.random.default_rng(2).standard_normal((1, 16, 1, 1)).astype(np.float32)),
+    }
+    want = Executor(p, "cpu", params)(fw.to_tensor(x))[0].numpy()
+    _, stats = passes.optimize(p, ["conv_nchwc", "dce"])
+    assert (
+        stats[0].rewritten == 4
+    )  # two epilogues, the second conv's blocked input, the residual's round trip
+    assert _names(p).count("op.conv2d_nchwc") == 2
+    assert "op.conv2d" not in _names(p) and "op.relu" not in _names(p) and "op.add" not in _names(p)
+    assert _names(p).count("op.from_nchwc") == 1 and "op.to_nchwc" not in _names(p)  # only at the edge
+    convs = [op for op in p.block.ops if op.name == "op.conv2d_nchwc"]
+    assert [op.attrs["blocked_input"] for op in convs] == [False, True]
+    assert [op.attrs["relu"] for op in convs] == [True, True]
+    assert len(convs[0].operands) == 3 and convs[1].operands[3] is convs[0].result  # the residual, blocked
+    got = Executor(p, "cpu", params)(fw.to_tensor(x))[0].numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@needs_kernel
+@pytest.mark.parametrize(
+    "what, body",
+    [
+        ("two groups", f"  %3 = {CONV.format(x='%0', w='%1', g=2)} : {T16}\n  %4 = op.add(%3, %2) : {T16}\n"),
+        ("no bias", f"  %3 = {CONV.format(x='%0', w='%1', g=1)} : {T16}\n  %4 = op.relu(%3) : {T16}\n"),
+        (
+            "the conv's value read twice",
+            f"  %3 = {CONV.format(x='%0', w='%1', g=1)} : {T16}\n  %5 = op.add(%3, %2) : {T16}\n"
+            f"  %4 = op.add(%5, %3) : {T16}\n",
+        ),
+    ],
+)
+def test_pass_leaves_what_it_cannot_fuse(what, body):
+    w = (
+        "tensor<[16, 8, 3, 3], float32, cpu>"
+        if what == "two groups"
+        else "tensor<[16, 16, 3, 3], float32, cpu>"
+    )
+    text = (
+        f'  %1 = builtin.parameter {{name = "w"}} : {w}\n'
+        f'  %2 = builtin.parameter {{name = "b"}} : tensor<[1, 16, 1, 1], float32, cpu>\n'
+        + body
+        + "  builtin.return(%4)\n"
+    )
+    p = _prog(text, f"%0: {T16}", T16)
+    before = _names(p)
+    _, stats = passes.optimize(p, ["conv_nchwc"])
+    assert stats[0].rewritten == 0 and _names(p) == before, what
+
+
+def test_pass_leaves_float64_alone():
+    t = "tensor<[1, 16, 4, 4], float64, cpu>"
+    text = (
+        '  %1 = builtin.parameter {name = "w"} : tensor<[16, 16, 3, 3], float64, cpu>\n'
+        '  %2 = builtin.parameter {name = "b"} : tensor<[1, 16, 1, 1], float64, cpu>\n'
+        f"  %3 = {CONV.format(x='%0', w='%1', g=1)} : {t}\n  %4 = op.add(%3, %2) : {t}\n  builtin.return(%4)\n"
+    )
+    p = _prog(text, f"%0: {t}", t)
+    _, stats = passes.optimize(p, ["conv_nchwc"])
+    assert stats[0].rewritten == 0
+
+
+# -- an imported model --------------------------------------------------------------------------
+def _ops(program, name):
+    return [op for op in program.walk() if op.name == name]
+
+
+@needs_kernel
+@pytest.mark.parametrize("compile", [False, True])
+def test_imported_resnet_fused_matches_onnxruntime_and_the_unfused_program(compile):
+    ort = pytest.importorskip("onnxruntime")
+    from onnx_models import resnet
+
+    model = resnet(image=16)
+    x = np.random.default_rng(3).standard_normal((3, 3, 16, 16)).astype(np.float32)
+    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+        None, {"x": x}
+    )[0]
+    fused = fw.onnx.load(model, device="cpu", passes="inference", compile=compile)
+    # the unfused reference: O2 without the compiler (the compiled O2 program has a fusion bug
+    # of its own at this size: docs/benchmarks.md, "Issue 41")
+    plain = fw.onnx.load(model, device="cpu", passes="O2", compile=False)
+    with fw.no_grad():
+        got = fused(fw.to_tensor(x)).numpy()
+        ref = plain(fw.to_tensor(x)).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+    p = fused.program()
+    assert len(_ops(p, "op.conv2d_nchwc")) == 9 and not _ops(p, "op.conv2d")
+    assert not _ops(p, "op.relu") and not _ops(p, "op.to_nchwc")
+    assert len(_ops(p, "op.from_nchwc")) == 1  # before the pooling, the region's one exit
+    # the unfused program keeps its convs; O2 never rewrites to the blocked layout
+    assert len(_ops(plain.program(), "op.conv2d")) == 9 and not _ops(plain.program(), "op.conv2d_nchwc")
+
+
+@needs_kernel
+def test_training_programs_keep_conv2d_and_their_gradients():
+    """O2 (a training program's level) has neither conv_fold nor conv_nchwc; an imported model
+    run with the inference passes still differentiates (the ops' decompositions), to the same
+    gradients as the unfused program."""
+    assert "conv_nchwc" not in passes.LEVELS["O2"] and "conv_fold" not in passes.LEVELS["O2"]
+    from onnx_models import resnet
+
+    model = resnet(channels=(16, 16, 16), image=8)
+    x = fw.to_tensor(np.random.default_rng(5).standard_normal((2, 3, 8, 8)).astype(np.float32))
+    grads = {}
+    for level in ("inference", "O2"):
+        m = fw.onnx.load(model, device="cpu", passes=level, compile=False)
+        m(x).sum().backward()
+        grads[level] = {n: p.grad.numpy() for n, p in m.named_parameters() if p.grad is not None}
+    assert grads["inference"].keys() == grads["O2"].keys() and grads["O2"]
+    for n, g in grads["O2"].items():
+        np.testing.assert_allclose(
+            grads["inference"][n], g, rtol=1e-3, atol=1e-4 * np.abs(g).max(), err_msg=n
+        )
+
+
+def test_round_trip_is_kept_where_the_padding_channels_may_hold_values():
+    """``to_nchwc(from_nchwc(z))`` zeroes z's channels past C: it is z itself only where those
+    are known zero (z from conv2d_nchwc or to_nchwc, or C a whole number of blocks)."""
+    tb, tp = "tensor<[1, 1, 2, 2, 16], float32, cpu>", "tensor<[1, 5, 2, 2], float32, cpu>"
+    text = (
+        f"  %1 = op.from_nchwc(%0) {{channels = 5}} : {tp}\n"
+        f"  %2 = op.to_nchwc(%1) {{block = 16}} : {tb}\n"
+        f"  %4 = op.exp(%2) : {tb}\n"
+        "  builtin.return(%4)\n"
+    )
+    p = _prog(text, f"%0: {tb}", tb)
+    _, stats = passes.optimize(p, ["conv_nchwc"])
+    assert stats[0].rewritten == 0 and _names(p) == ["op.from_nchwc", "op.to_nchwc", "op.exp"]
+    q = _prog(
+        f"  %3 = op.to_nchwc(%0) {{block = 16}} : {tb}\n" + text.replace("(%0)", "(%3)"), f"%0: {tp}", tb
+    )
+    _, stats = passes.optimize(q, ["conv_nchwc", "dce"])
+    assert stats[0].rewritten == 1 and _names(q) == ["op.to_nchwc", "op.exp"]
