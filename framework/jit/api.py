@@ -342,13 +342,6 @@ class StaticFunction:
                     same = self._equal_symbols(run, symbols, b, exc, probe)
                     specs = [(tuple(same.get(d, d) for d in dims), t) for dims, t in specs]  # type: ignore[arg-type]
                     return self._trace(specs, dev, extra, requires, steps, probe)
-            if any(t.size_guards.hints for t, _ in traced):  # fits through hints: two more traces
-                for b in symbolic.validation_bindings(symbols, probe):
-                    try:
-                        traced.append(run(b))
-                    except OpArgumentError as exc:
-                        raise _Specialise(f"tracing at the validation sizes {b} fails ({exc})") from None
-                    bindings = [*bindings, b]
             tr, structure = traced[0]
             try:
                 guards = _same_guards([t.size_guards for t, _ in traced], bindings)
@@ -360,24 +353,32 @@ class StaticFunction:
                 if probe != symbolic.DEFAULT_PROBE or alt is None:
                     raise
                 return self._trace(specs, dev, extra, requires, steps, alt)
-            cut = tr.backward["n_fwd_ops"] if tr.backward is not None else None
+            hints = {}  # the polynomials of sizes the Python computed (`n * n`, `b // 2`), as SymDims
+            for t, _ in traced:
+                for h in t.size_guards.hints:
+                    d = SymDim.make({"*".join(m): c for m, c in h.items() if m}, h.get((), 0))
+                    if isinstance(d, SymDim):
+                        hints[d] = None
             try:
-                hints = {}  # the polynomials of sizes the Python computed (`n * n`), as SymDims
-                for t, _ in traced:
-                    for h in t.size_guards.hints:
-                        d = SymDim.make({"*".join(m): c for m, c in h.items() if m}, h.get((), 0))
-                        if isinstance(d, SymDim):
-                            hints[d] = None
-                prog, cut = symbolic.generalize(
-                    [t.program for t, _ in traced],
-                    [t.constants for t, _ in traced],
-                    symbols,
-                    cut,
-                    probe,
-                    list(hints),
-                )
+                prog, cut = self._generalize(traced, symbols, probe, ())
             except symbolic.NotAffine as exc:
-                raise _Specialise(str(exc)) from None
+                if not hints:
+                    raise _Specialise(str(exc)) from None
+                # fits through the hints: the first program again (generalize changed it) and
+                # two more traces to check them on
+                traced[0] = run(bindings[0])
+                for b in symbolic.validation_bindings(symbols, probe):
+                    try:
+                        traced.append(run(b))
+                    except OpArgumentError as exc2:
+                        raise _Specialise(f"tracing at the validation sizes {b} fails ({exc2})") from None
+                    bindings = [*bindings, b]
+                guards = _same_guards([t.size_guards for t, _ in traced], bindings)
+                tr, structure = traced[0]
+                try:
+                    prog, cut = self._generalize(traced, symbols, probe, list(hints))
+                except symbolic.NotAffine as exc2:
+                    raise _Specialise(str(exc2)) from None
             if tr.backward is not None:
                 tr.backward["n_fwd_ops"] = cut
         else:  # static dims only: trace once
@@ -412,6 +413,16 @@ class StaticFunction:
         cp.written = tuple(tr.written)
         cp.size_guards = guards
         return cp
+
+    @staticmethod
+    def _generalize(
+        traced: list[tuple[Any, str]], symbols: list[str], probe: symbolic.Probe, hints: Sequence[SymDim]
+    ) -> tuple[Program, int | None]:
+        tr = traced[0][0]
+        cut = tr.backward["n_fwd_ops"] if tr.backward is not None else None
+        return symbolic.generalize(
+            [t.program for t, _ in traced], [t.constants for t, _ in traced], symbols, cut, probe, hints
+        )
 
     @staticmethod
     def _equal_symbols(

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import itertools
 import operator
 import os
 import sys
@@ -51,6 +52,8 @@ _OPS = {
     "!=": operator.ne,
 }
 
+#: code object -> whether it is the user's (not the framework's machinery)
+_USER_CODE: dict[Any, bool] = {}
 #: Size's comparisons: they compare the user's shapes element by element
 _WHOLE_SHAPE = frozenset({Size.__eq__.__code__, Size.__ne__.__code__})
 _FRAMEWORK = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -167,6 +170,7 @@ def recording() -> Iterator[Recorded]:
 
     rec, out = _Record(), Recorded()
     out.hints = []
+    n_sizes = len(_SIZES)
     token = _RECORD.set(rec)
     try:
         yield out
@@ -177,9 +181,13 @@ def recording() -> Iterator[Recorded]:
             p = polynomial(e)
             if p is not None and any(len(set(m)) < len(m) or any(map(is_derived, m)) for m in p):
                 out.hints.append(p)
-        # shapes are shared by value between tensors: none made while traced may keep a SymInt
-        for k in [k for k, v in _SIZES.items() if any(type(d) is SymInt for d in v)]:
-            del _SIZES[k]
+        # shapes are shared by value between tensors: none made while traced may keep a
+        # SymInt (the entries added since the start are the last ones, unless it was cleared)
+        new = len(_SIZES) - n_sizes if len(_SIZES) >= n_sizes else len(_SIZES)
+        added = list(itertools.islice(reversed(_SIZES), new))
+        for k in added:
+            if any(type(d) is SymInt for d in _SIZES[k]):
+                del _SIZES[k]
 
 
 def _user_frame() -> str | None:
@@ -190,10 +198,11 @@ def _user_frame() -> str | None:
         f = f.f_back
     if f is None:
         return None
-    name = f.f_code.co_filename
-    if os.path.abspath(name).startswith(_INTERNAL):
-        return None
-    return f"{name}:{f.f_lineno}"
+    code = f.f_code
+    user = _USER_CODE.get(code)
+    if user is None:
+        user = _USER_CODE[code] = not os.path.abspath(code.co_filename).startswith(_INTERNAL)
+    return f"{code.co_filename}:{f.f_lineno}" if user else None
 
 
 class SymInt(int):
