@@ -201,6 +201,20 @@ def test_a_whole_shape_compared_is_a_guard(device):
     assert len(sf.programs) == 2
 
 
+def test_a_size_returned_as_a_python_value_is_the_calls():
+    def f(x):
+        b = x.shape[0]
+        return {"y": x * 2.0, "n": b, "half": b // 2, "area": b * x.shape[1]}
+
+    sf = fw.jit.to_static(f, input_spec=[InputSpec([None, None])])
+    with fw.no_grad():
+        for b, t in [(2, 3), (5, 4), (8, 1)]:
+            got = sf(fw.ones([b, t]))
+            assert (got["n"], got["half"], got["area"]) == (b, b // 2, b * t)
+            assert type(got["n"]) is int and got["y"].shape == [b, t]
+    assert len(sf.programs) == 1
+
+
 def test_training_through_a_branch_on_a_size():
     fw.seed(0)
     lin = fw.nn.Linear(3, 2)

@@ -707,6 +707,17 @@ class StaticFunction:
             return outs[0] if single else tuple(outs[:n])
         if cp.tree is not None:
             struct, leaves = cp.tree
+            if any(isinstance(v, size_guards.SymInt) for v in leaves):  # a size returned: this call's
+                binding = {
+                    d.terms[0][0]: n
+                    for v, t in zip(cp.program.inputs, tensors)
+                    for d, n in zip(v.type.shape, t.shape)
+                    if isinstance(d, SymDim) and d.is_symbol
+                }
+                leaves = [
+                    size_guards.evaluate(v.expr, binding) if isinstance(v, size_guards.SymInt) else v
+                    for v in leaves
+                ]
             it = iter(outs)
             return unflatten(struct, [next(it) if v is None else v for v in leaves])
         return outs[0] if cp.structure == "tensor" else tuple(outs)
