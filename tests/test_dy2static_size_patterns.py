@@ -32,6 +32,24 @@ def _run(sf, eager, shapes, *, device="cpu", tol=1e-6, rng=None):
                 np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=tol, atol=tol)
 
 
+def _same_training(step, sf, params, shapes, *, device="cpu", seed=0):
+    """The loss and the gradients of ``params`` from ``sf`` equal the eager ``step``'s at
+    every input shape; returns the gradients of the last shape (eager's)."""
+    rng = np.random.default_rng(seed)
+    for shape in shapes:
+        x = rng.standard_normal(shape).astype(np.float32)
+        got = []
+        for fn in (step, sf):
+            for p in params:
+                p.clear_gradient()
+            loss = fn(fw.to_tensor(x, device=device))
+            loss.backward()
+            got.append([loss.numpy()] + [p.grad.numpy() for p in params])
+        for g, w in zip(got[1], got[0]):
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+    return got[0][1:]
+
+
 # -- arange of a dynamic length ------------------------------------------------------------
 def test_positions_by_arange_of_the_length(device):
     def f(x):
@@ -91,18 +109,9 @@ def test_training_step_with_learned_positions_from_arange(device):
         return (lin(h) ** 2).mean()
 
     sf = fw.jit.to_static(loss_of, input_spec=[InputSpec([None, None, 4])])
-    rng = np.random.default_rng(2)
     for b, t in [(2, 3), (1, 7), (3, 5)]:
-        x = rng.standard_normal((b, t, 4)).astype(np.float32)
-        got = []
-        for fn in (loss_of, sf):
-            emb.clear_gradients(), lin.clear_gradients()
-            loss = fn(fw.to_tensor(x, device=device))
-            loss.backward()
-            got.append([loss.numpy(), emb.weight.grad.numpy(), lin.weight.grad.numpy()])
-        for g, w in zip(got[1], got[0]):
-            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
-        assert np.abs(got[1][1][t:]).max() == 0 and np.abs(got[1][1][:t]).max() > 0
+        g_emb, _ = _same_training(loss_of, sf, [emb.weight, lin.weight], [(b, t, 4)], device=device)
+        assert np.abs(g_emb[t:]).max() == 0 and np.abs(g_emb[:t]).max() > 0
     assert len(sf.programs) == 1
 
 
@@ -157,6 +166,55 @@ def test_branches_on_sizes_in_a_layer_forward_and_nested_conditions(device):
     assert len(sm.forward.programs) == 4
 
 
+def test_a_decode_step_of_one_token_keeps_the_batch_dynamic(device):
+    """``if t > 1`` false only at t = 1: no probe of several sizes takes it, so t is fixed at
+    1 and the batch stays dynamic (two programs for every batch size and length)."""
+
+    def f(x):
+        if x.shape[1] > 1:
+            x = x + x.mean(1, keepdim=True)
+        return x * 2.0
+
+    sf = fw.jit.to_static(f, input_spec=[InputSpec([None, None, 4])])
+    shapes = [(2, 5), (3, 1), (4, 7), (5, 1), (2, 9), (7, 1)]
+    _run(sf, f, [[(b, t, 4)] for b, t in shapes], device=device)
+    assert len(sf.programs) == 2
+    (decode,) = [cp for cp in sf.programs if not cp.size_guards]
+    assert (
+        str(decode.program.inputs[0].type.shape[0]) == "s0_0" and decode.program.inputs[0].type.shape[1] == 1
+    )
+
+
+def test_a_whole_shape_compared_is_a_guard(device):
+    """``x.shape == [4, 3]`` compares the dims inside Size: still the user's branch."""
+
+    def f(x):
+        if x.shape == [4, 3]:
+            return x * 10.0
+        return x + 1.0
+
+    sf = fw.jit.to_static(f, input_spec=[InputSpec([None, 3])])
+    _run(sf, f, [[(n, 3)] for n in (5, 4, 2, 4, 7)], device=device)
+    with fw.no_grad():
+        np.testing.assert_array_equal(sf(fw.ones([4, 3], device=device)).numpy(), np.full((4, 3), 10.0))
+        np.testing.assert_array_equal(sf(fw.ones([6, 3], device=device)).numpy(), np.full((6, 3), 2.0))
+    assert len(sf.programs) == 2
+
+
+def test_a_size_returned_as_a_python_value_is_the_calls():
+    def f(x):
+        b = x.shape[0]
+        return {"y": x * 2.0, "n": b, "half": b // 2, "area": b * x.shape[1]}
+
+    sf = fw.jit.to_static(f, input_spec=[InputSpec([None, None])])
+    with fw.no_grad():
+        for b, t in [(2, 3), (5, 4), (8, 1)]:
+            got = sf(fw.ones([b, t]))
+            assert (got["n"], got["half"], got["area"]) == (b, b // 2, b * t)
+            assert type(got["n"]) is int and got["y"].shape == [b, t]
+    assert len(sf.programs) == 1
+
+
 def test_training_through_a_branch_on_a_size():
     fw.seed(0)
     lin = fw.nn.Linear(3, 2)
@@ -168,17 +226,7 @@ def test_training_through_a_branch_on_a_size():
         return (h**2).sum()
 
     sf = fw.jit.to_static(step, input_spec=[InputSpec([None, 3])])
-    rng = np.random.default_rng(3)
-    for n in (5, 2, 8, 3):
-        x = rng.standard_normal((n, 3)).astype(np.float32)
-        got = []
-        for fn in (step, sf):
-            lin.clear_gradients()
-            loss = fn(fw.to_tensor(x))
-            loss.backward()
-            got.append([loss.numpy(), lin.weight.grad.numpy(), lin.bias.grad.numpy()])
-        for g, w in zip(got[1], got[0]):
-            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+    _same_training(step, sf, [lin.weight, lin.bias], [(n, 3) for n in (5, 2, 8, 3)], seed=3)
     assert len(sf.programs) == 2
 
 
@@ -240,6 +288,81 @@ def test_a_value_that_depends_on_parity_is_never_fitted_wrong():
             np.testing.assert_array_equal(out.numpy(), np.full((2 * (n // 2), 3), 3.0 * n))
 
 
+# -- floor division and remainder of a size -------------------------------------------------
+def _halves(x):
+    b = x.shape[0]
+    h = b // 2
+    first, rest = fw.split(x, [h, b - h])
+    return fw.zeros([h, 3], device=x.device) + x.sum(), x[:h] * 2.0, rest + 1.0, x[: b % 3]
+
+
+def test_floor_division_and_remainder_of_a_size_in_one_program(device):
+    sf = fw.jit.to_static(_halves, input_spec=[InputSpec([None, 3])])
+    _run(sf, _halves, [[(n, 3)] for n in (3, 4, 7, 8, 2, 11)], device=device)
+    assert len(sf.programs) == 1
+    text = str(sf.programs[0].program)
+    assert "s0_0__div2" in text and "s0_0-s0_0__div2" in text and "s0_0__mod3" in text
+    from framework import ir
+
+    assert ir.print_program(ir.parse_program(text)) == text
+    x = np.arange(24, dtype=np.float32).reshape(8, 3)  # against NumPy at an even size
+    with fw.no_grad():
+        z, a, r, f = sf(fw.to_tensor(x, device=device))
+    np.testing.assert_array_equal(a.numpy(), x[:4] * 2)
+    np.testing.assert_array_equal(r.numpy(), x[4:] + 1)
+    assert z.shape == [4, 3] and f.shape == [2, 3]  # 8 % 3
+
+
+def test_training_step_on_the_two_halves_of_a_batch(device):
+    """A contrastive-style loss between the first and second half of the batch."""
+    fw.seed(0)
+    lin = fw.nn.Linear(3, 4).to(device)
+
+    def step(x):
+        h = x.shape[0] // 2
+        z = lin(x)
+        return ((z[:h] - z[h : 2 * h]) ** 2).mean()
+
+    sf = fw.jit.to_static(step, input_spec=[InputSpec([None, 3])])
+    _same_training(step, sf, [lin.weight, lin.bias], [(n, 3) for n in (4, 7, 10, 5)], device=device, seed=4)
+    assert len(sf.programs) == 1
+
+
+def test_a_mean_over_half_the_batch_counts_the_right_elements(device):
+    """The mean's ``1 / (16 * t * (b // 2))``: a product of a derived symbol and another
+    symbol (the odd probes alone would fit ``8 * t * (b - 1)``, wrong at every even size)."""
+
+    def f(x):
+        h = x.shape[0] // 2
+        return (x[:h] - x[h : 2 * h]).pow(2).mean()
+
+    sf = fw.jit.to_static(f, input_spec=[InputSpec([None, None, 16])])
+    _run(sf, f, [[(b, t, 16)] for b, t in [(4, 3), (6, 3), (9, 5), (2, 1)]], device=device, tol=1e-5)
+    assert len(sf.programs) == 1
+    assert "16*s0_0__div2*s0_1" in str(sf.programs[0].program)
+
+
+def test_floor_division_exports_to_onnx(tmp_path):
+    ort = pytest.importorskip("onnxruntime")
+
+    def f(x):
+        h = x.shape[0] // 2
+        return x[:h] * 2.0 + x[h : 2 * h]
+
+    sf = fw.jit.to_static(f, input_spec=[InputSpec([None, 3], "float32", "x")])
+    fw.onnx.export(sf, str(tmp_path / "f"))
+    sess = ort.InferenceSession(str(tmp_path / "f.onnx"), providers=["CPUExecutionProvider"])
+    for n in (4, 7, 2):
+        a = np.random.default_rng(n).standard_normal((n, 3)).astype(np.float32)
+        (got,) = sess.run(None, {"x": a})
+        np.testing.assert_allclose(got, a[: n // 2] * 2 + a[n // 2 : 2 * (n // 2)], rtol=1e-6)
+
+
+class _Halves(fw.nn.Layer):
+    def forward(self, x):
+        return fw.zeros([x.shape[0] // 2, 3]) + x.sum(), fw.zeros([x.shape[0] % 3 + 1, 3]) + 1.0
+
+
 # -- Paddle-format export ------------------------------------------------------------------
 class _Positions(fw.nn.Layer):
     def __init__(self):
@@ -262,13 +385,25 @@ class _Square(fw.nn.Layer):
     [
         (_Positions, [None, None, 4], [(2, 3, 4), (1, 7, 4), (3, 12, 4)]),
         (_Square, [None, None], [(3, 3), (5, 5), (1, 1)]),
+        (_Halves, [None, 3], [(4, 3), (7, 3), (2, 3)]),
     ],
-    ids=["arange", "square"],
+    ids=["arange", "square", "floor_division"],
 )
-def test_paddle_format_export_of_dynamic_arange_and_squares(make, spec, shapes, tmp_path):
+def test_paddle_format_export_of_dynamic_sizes(make, spec, shapes, tmp_path):
     """The files serve every size: Oarlock's loader, and real Paddle's jit.load and Predictor
     where Paddle is installed (``roundtrip_many``)."""
     from tests.test_paddle_format_export import rand, roundtrip_many
 
     fw.seed(0)
     roundtrip_many(make(), [InputSpec(spec, "float32", "x")], [[rand(*s)] for s in shapes], tmp_path)
+
+
+def test_paddle_format_export_refuses_a_slice_at_a_derived_size_naming_the_op(tmp_path):
+    from framework.jit.paddle_format.export import PaddleExportError
+
+    class FirstHalf(fw.nn.Layer):
+        def forward(self, x):
+            return x[: x.shape[0] // 2] * 2.0
+
+    with pytest.raises(PaddleExportError, match=r"'op.slice'.*s0_0__div2"):
+        fw.jit.save(FirstHalf(), str(tmp_path / "m"), [InputSpec([None, 3], "float32", "x")], format="paddle")

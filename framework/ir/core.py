@@ -35,12 +35,51 @@ class IRError(OarlockError):
 
 # -- types ----------------------------------------------------------------------------------
 _SYM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+#: a derived symbol: ``b__div2`` is ``b // 2``, ``b__mod4`` is ``b % 4`` (floor division and
+#: remainder of a symbol by a positive constant, computed from the symbol's value)
+_DERIVED = re.compile(r"(?P<base>[A-Za-z_][A-Za-z0-9_]*?)__(?P<op>div|mod)(?P<k>[1-9][0-9]*)\Z")
+
+
+def derived(base: str, op: str, k: int) -> str:
+    """The name of ``base // k`` (``op`` ``"div"``) or ``base % k`` (``"mod"``)."""
+    return f"{base}__{op}{int(k)}"
+
+
+def is_derived(name: str) -> bool:
+    """Whether ``name`` is a derived symbol (:func:`derived`)."""
+    return _DERIVED.match(name) is not None
+
+
+def split_derived(name: str) -> tuple[str, str, int] | None:
+    """``(base, "div" | "mod", k)`` of a derived symbol, None for a plain one."""
+    m = _DERIVED.match(name)
+    return None if m is None else (m["base"], m["op"], int(m["k"]))
+
+
+def _factor(binding: Mapping[str, int], name: str) -> int:
+    v = binding.get(name)
+    if v is not None:
+        return v
+    m = _DERIVED.match(name)
+    if m is None:
+        raise KeyError(name)
+    b, k = _factor(binding, m["base"]), int(m["k"])
+    return b // k if m["op"] == "div" else b % k
+
+
+def _base_symbols(name: str) -> Iterator[str]:
+    m = _DERIVED.match(name)
+    if m is None:
+        yield name
+    else:
+        yield from _base_symbols(m["base"])
 
 
 @dataclass(frozen=True, slots=True)
 class SymDim:
     """A polynomial of named symbols with integer coefficients: ``const + sum(coef * monomial)``
-    (``s0``, ``4*s0+1``, ``s0*s1``, ``8*b*t+b``).
+    (``s0``, ``4*s0+1``, ``s0*s1``, ``8*b*t+b``, ``b*b``; ``b__div2`` is the derived symbol
+    ``b // 2`` and ``b__mod4`` is ``b % 4``, computed from ``b``).
 
     A dynamic dimension is a symbol (``s0`` for the batch); a dimension computed from it by the
     traced program (``reshape(x, [b * 4, -1])``, ``reshape(x, [b * t, 8])``) is such an
@@ -82,8 +121,9 @@ class SymDim:
 
     @property
     def symbols(self) -> tuple[str, ...]:
-        """The symbols the expression reads (each once, in order of first appearance)."""
-        return tuple(dict.fromkeys(s for n, _ in self.terms for s in n.split("*")))
+        """The symbols the expression reads (each once, in order of first appearance); a
+        derived one (``b__div2``, ``b // 2``) reads its base symbol."""
+        return tuple(dict.fromkeys(b for n, _ in self.terms for s in n.split("*") for b in _base_symbols(s)))
 
     @property
     def is_symbol(self) -> bool:
@@ -98,7 +138,9 @@ class SymDim:
 
     def evaluate(self, binding: Mapping[str, int]) -> int:
         try:
-            return self.const + sum(c * math.prod(binding[s] for s in n.split("*")) for n, c in self.terms)
+            return self.const + sum(
+                c * math.prod(_factor(binding, s) for s in n.split("*")) for n, c in self.terms
+            )
         except KeyError as exc:
             raise IRError(
                 f"[ir] symbol {exc.args[0]!r} of {self} has no value; bind every symbol of the program"

@@ -353,24 +353,32 @@ class StaticFunction:
                 if probe != symbolic.DEFAULT_PROBE or alt is None:
                     raise
                 return self._trace(specs, dev, extra, requires, steps, alt)
-            cut = tr.backward["n_fwd_ops"] if tr.backward is not None else None
+            hints = {}  # the polynomials of sizes the Python computed (`n * n`, `b // 2`), as SymDims
+            for t, _ in traced:
+                for h in t.size_guards.hints:
+                    d = SymDim.make({"*".join(m): c for m, c in h.items() if m}, h.get((), 0))
+                    if isinstance(d, SymDim):
+                        hints[d] = None
             try:
-                hints = {}  # the polynomials of sizes the Python computed (`n * n`), as SymDims
-                for t, _ in traced:
-                    for h in t.size_guards.hints:
-                        d = SymDim.make({"*".join(m): c for m, c in h.items() if m}, h.get((), 0))
-                        if isinstance(d, SymDim):
-                            hints[d] = None
-                prog, cut = symbolic.generalize(
-                    [t.program for t, _ in traced],
-                    [t.constants for t, _ in traced],
-                    symbols,
-                    cut,
-                    probe,
-                    list(hints),
-                )
+                prog, cut = self._generalize(traced, symbols, probe, ())
             except symbolic.NotAffine as exc:
-                raise _Specialise(str(exc)) from None
+                if not hints:
+                    raise _Specialise(str(exc)) from None
+                # fits through the hints: the first program again (generalize changed it) and
+                # two more traces to check them on
+                traced[0] = run(bindings[0])
+                for b in symbolic.validation_bindings(symbols, probe):
+                    try:
+                        traced.append(run(b))
+                    except OpArgumentError as exc2:
+                        raise _Specialise(f"tracing at the validation sizes {b} fails ({exc2})") from None
+                    bindings = [*bindings, b]
+                guards = _same_guards([t.size_guards for t, _ in traced], bindings)
+                tr, structure = traced[0]
+                try:
+                    prog, cut = self._generalize(traced, symbols, probe, list(hints))
+                except symbolic.NotAffine as exc2:
+                    raise _Specialise(str(exc2)) from None
             if tr.backward is not None:
                 tr.backward["n_fwd_ops"] = cut
         else:  # static dims only: trace once
@@ -405,6 +413,16 @@ class StaticFunction:
         cp.written = tuple(tr.written)
         cp.size_guards = guards
         return cp
+
+    @staticmethod
+    def _generalize(
+        traced: list[tuple[Any, str]], symbols: list[str], probe: symbolic.Probe, hints: Sequence[SymDim]
+    ) -> tuple[Program, int | None]:
+        tr = traced[0][0]
+        cut = tr.backward["n_fwd_ops"] if tr.backward is not None else None
+        return symbolic.generalize(
+            [t.program for t, _ in traced], [t.constants for t, _ in traced], symbols, cut, probe, hints
+        )
 
     @staticmethod
     def _equal_symbols(
@@ -468,14 +486,15 @@ class StaticFunction:
                 got = None
             if got is not None and all(g.holds(binding) for g in got.size_guards):
                 return got
-        # `if t == 1`: t fixed at that size, the other dims stay dynamic
+        # `if t == 1`, `if t > 1` at t = 1: the sizes the failed guards read fixed, the other dims dynamic
+        failed = [g for g, ok in zip(cp.size_guards, outcomes) if not ok]
+        # fix the sizes of the guards no probe can take alone (`t == 1`); all failed, else
+        alone = [g for g in failed if symbolic.probe_for(symbols, [g], binding, sorted(static)) is None]
         fixed = {
-            g.left: g.right
-            for g in cp.size_guards
-            if g.op in ("==", "!=")
-            and isinstance(g.left, str)
-            and isinstance(g.right, int)
-            and g.truth(binding) == (g.op == "==")
+            s: binding[s]
+            for g in alone or failed
+            for s in size_guards.symbols_of(g.left, g.right)
+            if s in binding
         }
         if fixed and depth < 2:
             specs = [(tuple(fixed.get(d, d) for d in dims), t) for dims, t in specs]  # type: ignore[misc]
@@ -484,9 +503,8 @@ class StaticFunction:
                 return self._guarded(got, specs, tensors, dev, extra, requires, depth + 1)
             except _Specialise:
                 pass
-        failed = next(g for g, ok in zip(cp.size_guards, outcomes) if not ok)
         warnings.warn(
-            f"[to_static] {self.__name__} branches on a dynamic size ({failed}); the sizes "
+            f"[to_static] {self.__name__} branches on a dynamic size ({failed[0]}); the sizes "
             f"{binding} take another branch, traced for these sizes alone (one program per size)",
             stacklevel=3,
         )
@@ -689,6 +707,17 @@ class StaticFunction:
             return outs[0] if single else tuple(outs[:n])
         if cp.tree is not None:
             struct, leaves = cp.tree
+            if any(isinstance(v, size_guards.SymInt) for v in leaves):  # a size returned: this call's
+                binding = {
+                    d.terms[0][0]: n
+                    for v, t in zip(cp.program.inputs, tensors)
+                    for d, n in zip(v.type.shape, t.shape)
+                    if isinstance(d, SymDim) and d.is_symbol
+                }
+                leaves = [
+                    size_guards.evaluate(v.expr, binding) if isinstance(v, size_guards.SymInt) else v
+                    for v in leaves
+                ]
             it = iter(outs)
             return unflatten(struct, [next(it) if v is None else v for v in leaves])
         return outs[0] if cp.structure == "tensor" else tuple(outs)

@@ -24,12 +24,16 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import itertools
 import operator
 import os
 import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from .._src.tensor import Size
+from ..ir.core import derived, is_derived
 
 #: an expression: a symbol name, an int, or (op, left, right)
 Expr = Any
@@ -48,6 +52,10 @@ _OPS = {
     "!=": operator.ne,
 }
 
+#: code object -> whether it is the user's (not the framework's machinery)
+_USER_CODE: dict[Any, bool] = {}
+#: Size's comparisons: they compare the user's shapes element by element
+_WHOLE_SHAPE = frozenset({Size.__eq__.__code__, Size.__ne__.__code__})
 _FRAMEWORK = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: comparisons made here are the framework's (shape rules, tracing), not the user's branches
 _INTERNAL = tuple(os.path.join(_FRAMEWORK, d) + os.sep for d in ("_src", "jit", "ir", "static", "compiler"))
@@ -65,12 +73,17 @@ def evaluate(e: Expr, binding: Mapping[str, int]) -> int:
 
 def polynomial(e: Expr) -> dict[tuple[str, ...], int] | None:
     """``e`` as ``{monomial: coefficient}`` (a monomial: sorted symbol names, repeats for
-    powers; ``()`` the constant), or None where it divides or takes a remainder."""
+    powers; ``()`` the constant; ``b // 2`` is the derived symbol ``b__div2``), or None where
+    it divides or takes a remainder of more than one symbol by a positive constant."""
     if isinstance(e, str):
         return {(e,): 1}
     if isinstance(e, int):
         return {(): e}
     op, a, b = e
+    if op in ("//", "%"):  # of a symbol by a positive constant: a derived symbol (b__div2)
+        if isinstance(a, str) and isinstance(b, int) and b > 0:
+            return {(derived(a, "div" if op == "//" else "mod", b),): 1}
+        return None
     pa, pb = polynomial(a), polynomial(b)
     if pa is None or pb is None or op not in "+-*":
         return None
@@ -85,6 +98,17 @@ def polynomial(e: Expr) -> dict[tuple[str, ...], int] | None:
         for m, c in pb.items():
             out[m] = out.get(m, 0) + (c if op == "+" else -c)
     return {m: c for m, c in out.items() if c}
+
+
+def symbols_of(*exprs: Expr) -> list[str]:
+    """The symbols ``exprs`` read, each once."""
+    out: dict[str, None] = {}
+    for e in exprs:
+        if isinstance(e, str):
+            out[e] = None
+        elif isinstance(e, tuple):
+            out.update(dict.fromkeys(symbols_of(*e[1:])))
+    return list(out)
 
 
 def show(e: Expr) -> str:
@@ -146,6 +170,7 @@ def recording() -> Iterator[Recorded]:
 
     rec, out = _Record(), Recorded()
     out.hints = []
+    n_sizes = len(_SIZES)
     token = _RECORD.set(rec)
     try:
         yield out
@@ -154,20 +179,30 @@ def recording() -> Iterator[Recorded]:
         out.extend(rec.guards.values())
         for e in rec.exprs:
             p = polynomial(e)
-            if p is not None and any(len(set(m)) < len(m) for m in p):
+            if p is not None and any(len(set(m)) < len(m) or any(map(is_derived, m)) for m in p):
                 out.hints.append(p)
-        # shapes are shared by value between tensors: none made while traced may keep a SymInt
-        for k in [k for k, v in _SIZES.items() if any(type(d) is SymInt for d in v)]:
-            del _SIZES[k]
+        # shapes are shared by value between tensors: none made while traced may keep a
+        # SymInt (the entries added since the start are the last ones, unless it was cleared)
+        new = len(_SIZES) - n_sizes if len(_SIZES) >= n_sizes else len(_SIZES)
+        added = list(itertools.islice(reversed(_SIZES), new))
+        for k in added:
+            if any(type(d) is SymInt for d in _SIZES[k]):
+                del _SIZES[k]
 
 
 def _user_frame() -> str | None:
-    """``file:line`` of the comparison's caller when it is the user's code, else None."""
-    f = sys._getframe(3)
-    name = f.f_code.co_filename
-    if os.path.abspath(name).startswith(_INTERNAL):
+    """``file:line`` of the comparison's caller when it is the user's code, else None (a
+    shape compared whole, ``x.shape == [4, 8]``, is the user's comparison)."""
+    f: Any = sys._getframe(3)
+    while f is not None and f.f_code in _WHOLE_SHAPE:
+        f = f.f_back
+    if f is None:
         return None
-    return f"{name}:{f.f_lineno}"
+    code = f.f_code
+    user = _USER_CODE.get(code)
+    if user is None:
+        user = _USER_CODE[code] = not os.path.abspath(code.co_filename).startswith(_INTERNAL)
+    return f"{code.co_filename}:{f.f_lineno}" if user else None
 
 
 class SymInt(int):

@@ -19,7 +19,12 @@ of a ``full`` of ones of ``P`` elements), so ``x - x.mean()`` and ``if x.mean() 
 every size. A constant tensor that is an arange of a fitted length (``arange(t)``, made eagerly
 while traced) becomes ``op.arange`` of that length.
 
-Traces that differ in structure, or values that fit none of these (``b//2``), raise
+A size divided by a constant (``b // 2``, ``b % 3``) is a derived symbol (``b__div2``,
+``b__mod3``: :func:`framework.ir.core.derived`) that the hints bring in the same way; a fit
+through a hint is checked on one more trace (:func:`validation_binding`), since solving for
+its coefficient uses up the check.
+
+Traces that differ in structure, or values that fit none of these (``(b*t)//2``), raise
 :class:`NotAffine` naming the op and the dim or attribute: the caller then specialises (one
 program per size). Python branches on a size are guards (:mod:`framework.jit.size_guards`);
 :func:`probe_for` finds probe sizes that all take the branches a call takes.
@@ -44,6 +49,7 @@ STEP = 13
 #: so a value that depends on parity (``2 * (b // 2)``, ``b % 2``) fails its check instead of
 #: passing as ``b - 1`` or ``1``
 CHECK = 22
+VALIDATE = 30
 
 
 class Probe(NamedTuple):
@@ -60,6 +66,10 @@ DEFAULT_PROBE = Probe()
 
 #: the probe of the traces being generalised
 _PROBE: contextvars.ContextVar[Probe] = contextvars.ContextVar("oarlock_probe", default=DEFAULT_PROBE)
+#: every binding the traces were made at (probe sets, check, and the validation if any)
+_BINDINGS: contextvars.ContextVar[tuple[dict[str, int], ...]] = contextvars.ContextVar(
+    "oarlock_bindings", default=()
+)
 #: polynomials of the sizes the traced Python computed (``n * n``): tried where a fit fails
 _HINTS: contextvars.ContextVar[tuple[SymDim, ...]] = contextvars.ContextVar("oarlock_hints", default=())
 
@@ -79,15 +89,35 @@ def _subsets(symbols: Sequence[str]) -> list[tuple[str, ...]]:
     return [c for k in range(max_degree(len(symbols)) + 1) for c in itertools.combinations(symbols, k)]
 
 
-def probe_bindings(symbols: Sequence[str], probe: Probe = DEFAULT_PROBE) -> list[dict[str, int]]:
-    """The bindings to trace with: base, one per probe set (its symbols at step), check."""
+def probe_bindings(
+    symbols: Sequence[str], probe: Probe = DEFAULT_PROBE, validate: bool = False
+) -> list[dict[str, int]]:
+    """The bindings to trace with: base, one per probe set (its symbols at step), check; with
+    ``validate`` two more, :func:`validation_bindings` (where fitting uses hints)."""
     out = []
     for sub in _subsets(symbols):
         b = dict.fromkeys(symbols, probe.base)
         b.update(dict.fromkeys(sub, probe.step))
         out.append(b)
     out.append({s: probe.check + 2 * i for i, s in enumerate(symbols)})
+    if validate:
+        out += validation_bindings(symbols, probe)
     return out
+
+
+def validation_bindings(symbols: Sequence[str], probe: Probe = DEFAULT_PROBE) -> list[dict[str, int]]:
+    """Two further traces where the traced Python computed sizes the probes cannot fit alone
+    (``n * n``, ``b // 2``): a fit through a hint solves its unknowns from the check and
+    these, so each is checked on what is left (sizes 30, 32, ... then 36, 38, ...: even
+    unlike the probes, multiples of 3 where the probes are not, and 30 and 36 differ from 22
+    and each other mod 4 and 5). A probe chosen for a branch goes on by its step, keeping the
+    parity its guards may need."""
+    if probe == DEFAULT_PROBE:
+        bases = [VALIDATE, VALIDATE + 6]
+    else:
+        d = probe.step - probe.base
+        bases = [probe.check + d, probe.check + 2 * d]
+    return [{s: base + 2 * i for i, s in enumerate(symbols)} for base in bases]
 
 
 def probe_for(
@@ -98,11 +128,12 @@ def probe_for(
     sizes are none of ``avoid`` where one can be found (the static dims: a size equal to one
     can change what the framework does; the probes then disagree and the caller specialises); None when no probe of small sizes does (``if b == 5``: only 5 does)."""
     want = [g.truth(binding) for g in guards]
-    for strict in (True, False):  # sizes clear of the static dims (and of 1) first
+    # sizes clear of the static dims (and of 1) first; a validation trace that agrees too first
+    for strict, validate in ((True, True), (True, False), (False, True), (False, False)):
         for base in [*range(2 if strict else 1, 64), *(2**k + 3 for k in range(6, 20))]:
             for d in (2, 1):
                 p = Probe(base, base + d, base + 2 * d)
-                bs = probe_bindings(symbols, p)
+                bs = probe_bindings(symbols, p, validate)
                 if strict and any(v in avoid for b in bs for v in b.values()):
                     continue
                 if all([g.truth(b) for g in guards] == want for b in bs):
@@ -114,21 +145,27 @@ def _where(symbols: Sequence[str]) -> str:
     return f"the dynamic dims {', '.join(symbols)}"
 
 
-def _mobius(vals: Sequence[Any], symbols: Sequence[str], probe: Probe) -> dict[tuple[str, ...], Fraction]:
-    """The coefficients of the multilinear polynomial through ``vals`` (one per probe set)."""
+def _mobius(vals: Sequence[Any], symbols: Sequence[str], probe: Probe) -> dict[tuple[str, ...], Any]:
+    """The coefficients (ints or Fractions) of the multilinear polynomial through ``vals``
+    (one per probe set)."""
     subs = _subsets(symbols)
     f = dict(zip(subs, vals))
     d = probe.step - probe.base
-    coef: dict[tuple[str, ...], Fraction] = {}
+    coef: dict[tuple[str, ...], Any] = {}
     for sub in sorted(subs, key=len, reverse=True):
         # Möbius difference over the subsets of `sub`: d**|sub| * sum_{S >= sub} c_S B**(|S|-|sub|)
         g = sum(
             (-1) ** (len(sub) - k) * f[u] for k in range(len(sub) + 1) for u in itertools.combinations(sub, k)
         )
-        coef[sub] = Fraction(g, d ** len(sub)) - sum(
+        acc = sum(
             cs * probe.base ** (len(s) - len(sub))
             for s, cs in coef.items()
             if len(s) > len(sub) and set(sub) <= set(s)
+        )
+        dk = d ** len(sub)
+        # ints while the divisions are exact (Fractions cost ~10x on this path of every trace)
+        coef[sub] = (
+            g // dk - acc if type(acc) is int and type(g) is int and g % dk == 0 else Fraction(g, dk) - acc
         )
     return coef
 
@@ -155,51 +192,114 @@ def _poly(name: str, vals: Sequence[int], symbols: Sequence[str], probe: Probe) 
     return _symdim(coef)
 
 
-def _with_hint(vals: list[int], symbols: Sequence[str], hint: SymDim, probe: Probe) -> int | SymDim | None:
-    """``P + c * hint`` through ``vals`` (the probe sets' values, then the check's), ``P``
-    multilinear and ``c`` a non-zero integer, or None: ``hint`` is a polynomial the
-    function's Python computed from the sizes (``n * n``) that the probes alone cannot fit."""
-    bindings = probe_bindings(symbols, probe)
-    hv = [hint.evaluate(b) for b in bindings]
-    mv, mh = _mobius(vals[:-1], symbols, probe), _mobius(hv[:-1], symbols, probe)
-    check = bindings[-1]
-    den = hv[-1] - _at(mh, check)
-    if den == 0:
-        return None
-    c = (vals[-1] - _at(mv, check)) / den
-    if c == 0 or c.denominator != 1:
-        return None
-    rest = {m: mv.get(m, Fraction(0)) - c * mh.get(m, Fraction(0)) for m in mv}
+def _with_hint(
+    vals: list[int], symbols: Sequence[str], hint: SymDim, probe: Probe, bindings: Sequence[dict[str, int]]
+) -> int | SymDim | None:
+    """``P + hint * Q`` through ``vals`` (one per binding: the probe sets', the check's, the
+    validations'), ``P`` multilinear with integer coefficients and ``Q`` an integer constant
+    or ``c + d * s`` for a symbol ``s`` the hint does not read (``16 * t * (b // 2)``), or
+    None. ``hint`` is a polynomial the function's Python computed from the sizes (``n * n``,
+    ``b // 2``) that the probes alone cannot fit. ``Q`` is solved from the first bindings
+    past the probe sets; the result must hold at every binding."""
+    n = len(_subsets(symbols))
+    others = [s for s in symbols if s not in hint.symbols]
+    mv = _mobius(vals[:n], symbols, probe)
+    extra = list(zip(bindings[n:], vals[n:]))
+    for q in [[()]] + [[(), (s,)] for s in others]:
+        if len(extra) <= len(q):
+            continue  # no binding left to check the solution on
+        # the column of each unknown of Q: hint * m at the extra bindings, less its multilinear fit
+        cols = []
+        for m in q:
+            hm = [hint.evaluate(b) * math.prod(b[x] for x in m) for b in bindings]
+            mh = _mobius(hm[:n], symbols, probe)
+            cols.append([Fraction(hm[n + k]) - _at(mh, b) for k, (b, _) in enumerate(extra)])
+        rhs = [Fraction(v) - _at(mv, b) for b, v in extra]
+        for rows in itertools.combinations(range(len(extra)), len(q)):  # a solvable choice
+            coef = _solve([[c[k] for c in cols] for k in rows], [rhs[k] for k in rows])
+            if coef is None:
+                continue
+            if any(c.denominator != 1 for c in coef) or not any(coef):
+                break
+            got = _combine(mv, hint, q, coef, symbols, probe, bindings, n)
+            if got is not None and all(
+                (got.evaluate(b) if isinstance(got, SymDim) else got) == v for b, v in zip(bindings, vals)
+            ):
+                return got
+            break
+    return None
+
+
+def _solve(rows: list[list[Fraction]], rhs: list[Fraction]) -> list[Fraction] | None:
+    """The solution of the square system ``rows @ x = rhs`` (Gauss-Jordan), None if singular."""
+    m = [r[:] + [b] for r, b in zip(rows, rhs)]
+    k = len(m)
+    for i in range(k):
+        p = next((j for j in range(i, k) if m[j][i] != 0), None)
+        if p is None:
+            return None
+        m[i], m[p] = m[p], m[i]
+        for j in range(k):
+            if j != i and m[j][i] != 0:
+                f = m[j][i] / m[i][i]
+                m[j] = [a - f * b for a, b in zip(m[j], m[i])]
+    return [m[i][k] / m[i][i] for i in range(k)]
+
+
+def _combine(
+    mv: dict[tuple[str, ...], Fraction],
+    hint: SymDim,
+    q: list[tuple[str, ...]],
+    coef: list[Fraction],
+    symbols: Sequence[str],
+    probe: Probe,
+    bindings: Sequence[dict[str, int]],
+    n: int,
+) -> int | SymDim | None:
+    """``P + hint * Q`` as a SymDim: ``P`` the multilinear fit of ``vals - hint * Q``."""
+    rest = dict(mv)
+    terms: dict[str, int] = {}
+    for m, c in zip(q, coef):
+        hm = [hint.evaluate(b) * math.prod(b[x] for x in m) for b in bindings[:n]]
+        for mono, k in _mobius(hm, symbols, probe).items():
+            rest[mono] = rest.get(mono, Fraction(0)) - c * k
+        for t, k in hint.terms:  # hint * m, term by term
+            name = "*".join([*t.split("*"), *m])
+            terms[name] = terms.get(name, 0) + int(c) * k
+        if hint.const:
+            name = "*".join(m)
+            if name:
+                terms[name] = terms.get(name, 0) + int(c) * hint.const
+            else:
+                rest[()] = rest.get((), Fraction(0)) + c * hint.const
     if any(x.denominator != 1 for x in rest.values()):
         return None
-    for t, k in hint.terms:
-        m = tuple(t.split("*"))
-        rest[m] = rest.get(m, Fraction(0)) + c * k
-    rest[()] = rest.get((), Fraction(0)) + c * hint.const
-    got = _symdim(rest)
-    if any((got.evaluate(b) if isinstance(got, SymDim) else got) != v for b, v in zip(bindings, vals)):
-        return None
-    return got
+    for mono, k in rest.items():
+        if mono:
+            terms["*".join(mono)] = terms.get("*".join(mono), 0) + int(k)
+    return SymDim.make(terms, int(rest.get((), 0)))
 
 
 def _fit(name: str, vals: list[int], symbols: Sequence[str], check: dict[str, int]) -> int | SymDim:
     base = vals[0]
     if all(v == base for v in vals):
         return base
-    probe = _PROBE.get()
+    probe, bindings = _PROBE.get(), _BINDINGS.get()
+    n = len(_subsets(symbols))
     try:
-        d = _poly(name, vals[:-1], symbols, probe)
-        got = d.evaluate(check) if isinstance(d, SymDim) else d
-        if got == vals[-1]:
-            return d
-        err = NotAffine(
-            f"{name} fits {d} but is {vals[-1]} (not {got}) at {check}: not a polynomial in "
-            f"{_where(symbols)} (an integer division, a remainder?)"
-        )
+        d = _poly(name, vals[:n], symbols, probe)
+        for b, v in zip(bindings[n:], vals[n:]):
+            got = d.evaluate(b) if isinstance(d, SymDim) else d
+            if got != v:
+                raise NotAffine(
+                    f"{name} fits {d} but is {v} (not {got}) at {b}: not a polynomial in "
+                    f"{_where(symbols)} (an integer division, a remainder?)"
+                )
+        return d
     except NotAffine as exc:
         err = exc
     for h in _HINTS.get():
-        fitted = _with_hint(vals, symbols, h, probe)
+        fitted = _with_hint(vals, symbols, h, probe, bindings)
         if fitted is not None:
             return fitted
     raise err
@@ -346,12 +446,15 @@ def generalize(
     by its polynomial, and every scalar constant that follows them computed from them
     (``programs`` were traced at :func:`probe_bindings` of ``probe``); and ``cut`` (a position
     in its top block: where the backward starts) moved past the ops added before it."""
-    token, htoken = _PROBE.set(probe), _HINTS.set(tuple(hints))
+    validate = len(programs) > len(_subsets(symbols)) + 2
+    bindings = probe_bindings(symbols, probe, validate)
+    token, htoken, btoken = _PROBE.set(probe), _HINTS.set(tuple(hints)), _BINDINGS.set(tuple(bindings))
     try:
         return _generalize(programs, constants, symbols, cut, probe)
     finally:
         _PROBE.reset(token)
         _HINTS.reset(htoken)
+        _BINDINGS.reset(btoken)
 
 
 def _generalize(

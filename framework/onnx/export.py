@@ -32,6 +32,7 @@ from .._src import autograd
 from .._src import device as _dev
 from .._src.tensor import Tensor
 from ..ir import Operation, Program, SymDim, TensorType, Value
+from ..ir.core import split_derived
 from ..jit.api import StaticFunction
 from ..nn import Layer
 from ..static import InputSpec
@@ -77,6 +78,15 @@ class _Graph:
     def sym(self, s: str) -> str:
         """An int64 [1] tensor holding symbol ``s``'s value, from the input's shape."""
         got = self.sym_vals.get(s)
+        parts = split_derived(s) if got is None and s not in self.sym_src else None
+        if parts is not None:  # b__div2: b // 2 (sizes are >= 0: Div truncates as floor does)
+            base, how, k = parts
+            inner, self.nodes = self.nodes, self.root
+            (got,) = self.node(
+                "Div" if how == "div" else "Mod", [self.sym(base), self.const(np.array([k], np.int64))]
+            )
+            self.nodes = inner
+            self.sym_vals[s] = got
         if got is None:
             if s not in self.sym_src:
                 raise ExportError(

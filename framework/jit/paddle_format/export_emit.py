@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ...ir import Operation, TensorType
+from ...ir.core import split_derived
 from .params import VAR_TYPES
 from .program import _DTYPES, PaddleFormatError
 
@@ -237,7 +238,19 @@ class Emitter:
 
     def _sym_dim(self, name: str) -> int:
         """An ``int64`` scalar holding the dynamic dim ``name`` (one symbol) at run time, read
-        from the first program input that holds it (cached per block)."""
+        from the first program input that holds it (cached per block); a derived one
+        (``b__div2``) is computed from its base."""
+        parts = split_derived(name) if name not in self.sym_sources else None
+        if parts is not None:
+            if name not in self._dims:
+                base, how, k = parts
+                self._dims[name] = self.one(
+                    "floor_divide" if how == "div" else "remainder",
+                    [self._sym_dim(base), self.full([], float(k), "int64")],
+                    {},
+                    PdType("int64", []),
+                )
+            return self._dims[name]
         if name not in self.sym_sources:
             raise self.fail(f"uses the dynamic dim {name}, which no program input holds")
         vid, axis = self.sym_sources[name]
