@@ -117,3 +117,17 @@ def test_conformance_does_not_flag_the_old_plugins_gather(old, dtype):
     assert oldgather.CALLS and all("wrap" not in c for c in oldgather.CALLS)
     with pytest.raises(TypeError):  # what the suite would have flagged had it passed wrap
         oldgather._gather(None, [np.empty(1)], [np.zeros(2), np.array([-1])], axis=0, wrap=True)
+
+
+def test_a_program_traced_on_an_old_plugin_wraps_each_runs_index(old):
+    @fw.jit.to_static
+    def f(x, i):
+        return fw.gather(x, i)
+
+    x = np.arange(18, dtype=np.float32).reshape(6, 3)
+    del oldgather.CALLS[:]
+    for idx in ([-1, 0, -6, 5], [-2, 1, 0, -3]):
+        i = np.array(idx)
+        got = f(fw.to_tensor(x, device=old), fw.to_tensor(i, device=old)).numpy()
+        np.testing.assert_array_equal(got, x[i])
+    assert oldgather.CALLS and all(c == {"axis": 0} for c in oldgather.CALLS)
