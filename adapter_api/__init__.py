@@ -26,9 +26,10 @@ from .hookspecs import hookimpl, hookspec
 from .primitives import PRIMITIVES, PrimitiveSpec
 from .registry import KernelContext, KernelEntry, Registry
 from .runtime import DeviceProperties, DeviceRuntime
-from .version import CONTRACT_VERSION, check_contract
+from .version import ATTRS_SINCE, CONTRACT_VERSION, check_contract, takes_attr
 
 __all__ = [
+    "ATTRS_SINCE",
     "CONTRACT_VERSION",
     "PRIMITIVES",
     "REDUCE_OPS",
@@ -54,6 +55,7 @@ __all__ = [
     "Registry",
     "StagedCommunicator",
     "check_contract",
+    "takes_attr",
     "hookimpl",
     "hookspec",
 ]

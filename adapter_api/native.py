@@ -52,7 +52,6 @@ from .errors import (
 )
 from .hookspecs import hookimpl
 from .runtime import DeviceProperties, DeviceRuntime
-from .version import CONTRACT_VERSION
 
 INCLUDE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "include")
 HEADER = os.path.join(INCLUDE_DIR, "oarlock_device.h")
@@ -785,7 +784,9 @@ class NativePlugin:
     library's own compile entries when both are given.
     """
 
-    CONTRACT = CONTRACT_VERSION  # the native ABI's own version is checked at load
+    #: the native ABI's own version is checked at load; the C ABI's gather has no ``wrap``
+    #: (contract 1.2), so a native plugin gets 1.1's gather: indices already in [0, n)
+    CONTRACT = (1, 1)
 
     def __init__(self, path: str, name: str | None = None, compiler: Any = None) -> None:
         self.path = path

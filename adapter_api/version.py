@@ -9,13 +9,32 @@ History:
 - 1.0: the first contract.
 - 1.1: the ``argsort`` primitive (stable, last axis, NaN greatest). A 1.0 plugin has none, so
   sort, topk, median and quantile run its argsort on the cpu plugin (a counted fallback).
+- 1.2: ``gather``'s ``wrap`` attribute (Paddle's rule: an index in ``[-n, 0)`` counts from the
+  end; only one outside ``[-n, n)`` raises). The core passes ``wrap`` only to a kernel of a 1.2
+  plugin (see :data:`ATTRS_SINCE`); for an older plugin ``fw.gather`` wraps the index with
+  element-wise ops and calls its gather without the attribute, as before.
 """
 
 from __future__ import annotations
 
 from .errors import ContractVersionError
 
-CONTRACT_VERSION: tuple[int, int] = (1, 1)
+CONTRACT_VERSION: tuple[int, int] = (1, 2)
+
+#: Optional attributes added to a primitive after 1.0: ``(primitive, attr)`` -> the contract
+#: version whose kernels take it. The core never passes one to a kernel of an older plugin.
+ATTRS_SINCE: dict[tuple[str, str], tuple[int, int]] = {("gather", "wrap"): (1, 2)}
+
+
+def takes_attr(contract: tuple[int, int] | None, primitive: str, attr: str) -> bool:
+    """Whether a kernel of a plugin written for ``contract`` takes ``attr`` of ``primitive``
+    (``None``: the core's own kernels, which take every attribute).
+
+    Example:
+        >>> takes_attr((1, 1), "gather", "wrap"), takes_attr((1, 2), "gather", "wrap")
+        (False, True)
+    """
+    return contract is None or contract >= ATTRS_SINCE.get((primitive, attr), (1, 0))
 
 
 def check_contract(plugin: str, version: object) -> tuple[int, int]:

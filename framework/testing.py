@@ -363,6 +363,19 @@ def find_kernel(op: str, device: Any, dtype: Any) -> KernelEntry | None:
     return _dispatch.find_kernel(op, _dev.parse(device, check=False).type, np.dtype(dtype))
 
 
+def kernel_takes(op: str, attr: str, device: Any, dtype: Any) -> bool:
+    """Whether ``device``'s kernel for ``op`` under ``dtype`` takes ``attr``, an attribute the
+    contract added after 1.0 (``adapter_api.ATTRS_SINCE``): the core passes it only to a plugin
+    declaring that contract version or newer (the conformance suite samples it only there).
+
+    Example:
+        >>> from framework.testing import kernel_takes
+        >>> kernel_takes("gather", "wrap", "cpu", "float32")
+        True
+    """
+    return _dispatch.kernel_takes(op, attr, _dev.parse(device, check=False).type, np.dtype(dtype))
+
+
 def clear_kernel_cache() -> None:
     """Forget the dispatcher's kernel lookups (after adding or removing registry kernels)."""
     _dispatch.clear_kernel_cache()

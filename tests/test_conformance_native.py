@@ -375,3 +375,17 @@ def test_the_compile_tier_runs_on_the_plugins_own_compiler(tmp_path):
         outcomes["compile/compile_error"] == "passed" and outcomes["compile/generated[softmax]"] == "passed"
     )
     assert len(outcomes) >= 10 and set(outcomes.values()) == {"passed"}
+
+
+def test_a_native_plugin_gathers_negative_indices_through_contract_1_1(tmp_path):
+    """The C ABI's gather takes no ``wrap`` (contract 1.2): a native plugin declares 1.1, so
+    fw.gather wraps a negative index before calling it (numpy's take, Paddle's rule)."""
+    lib = _build(tmp_path, "wrapnative", 'p->device_type = "nativedev_w";')
+    fw.register_plugin(NativePlugin(lib, name="nativedev_w"), name="nativedev_w")
+    assert fw.plugins()["nativedev_w"].contract == (1, 1)
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    idx = np.array([-1, 0, -4, 3])
+    got = fw.gather(fw.to_tensor(x, device="nativedev_w"), fw.to_tensor(idx, device="nativedev_w"))
+    np.testing.assert_array_equal(got.numpy(), np.take(x, idx, 0))
+    with pytest.raises(IndexError, match=r"^\[gather\] index -5 is out of range .*\[-4, 4\)"):
+        fw.gather(fw.to_tensor(x, device="nativedev_w"), fw.to_tensor([0, -5], device="nativedev_w")).numpy()

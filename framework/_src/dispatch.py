@@ -24,6 +24,7 @@ from adapter_api import (
     KernelError,
     KernelNotFoundError,
     OarlockError,
+    takes_attr,
 )
 
 from . import device as _dev
@@ -190,6 +191,16 @@ def find_kernel(op: str, device_type: str, dtype: np.dtype) -> KernelEntry | Non
                 break
         _KCACHE[key] = e
         return e
+
+
+def kernel_takes(op: str, attr: str, device_type: str, dtype: np.dtype) -> bool:
+    """Whether the kernel ``op`` runs on ``device_type`` for ``dtype`` takes ``attr``, an
+    attribute added to the contract after 1.0 (``adapter_api.ATTRS_SINCE``): its plugin declares
+    that contract or a newer one. No kernel (the cpu plugin's fallback) or one the core
+    generated (no plugin record): True."""
+    entry = find_kernel(op, device_type, dtype)
+    rec = host().records.get(entry.plugin) if entry is not None else None
+    return takes_attr(rec.contract if rec is not None else None, op, attr)
 
 
 class _DeviceState:

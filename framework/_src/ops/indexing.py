@@ -14,7 +14,7 @@ import numpy as np
 
 from adapter_api import OpArgumentError
 
-from .. import autograd
+from .. import autograd, dispatch
 from .. import dtypes as _dt
 from ..tensor import Tensor, to_tensor
 from . import math as M
@@ -79,22 +79,35 @@ def gather(x: Tensor, index: Any, axis: int = 0, name: str | None = None) -> Ten
     if not isinstance(index, Tensor):  # a host list: wrap and check here, no device op
         host = np.asarray(index)
         if host.dtype.kind in "iu" and host.size:
-            bad = host[(host < -n) | (host >= n)]
-            if bad.size:
-                raise IndexOutOfRangeError(
-                    f"[gather] index {int(bad.flat[0])} is out of range for axis {ax} of size {n}; "
-                    f"indices must be in [-{n}, {n})"
-                )
+            _check_wrapped_range(host, ax, n)
             index = np.where(host < 0, host + n, host)
     idx = _index_tensor("gather", index, x.device)
     if not isinstance(index, Tensor):
         return take_rows(x, idx, ax)  # wrapped and checked on the host above
+    if not dispatch.kernel_takes("gather", "wrap", x.device.type, x.dtype):
+        # a plugin of contract < 1.2: its gather has no wrap, so wrap here (element-wise ops)
+        try:
+            return take_rows(x, M.where(idx < 0, idx + n, idx), ax)
+        except OpArgumentError:
+            _check_wrapped_range(idx.numpy(), ax, n)  # names the user's index, not the wrapped one
+            raise
     try:  # negative indices count from the end (Paddle's rule): the kernel wraps and checks
         return apply1(OPS["gather"], [x, idx], {"axis": ax, "wrap": True})
     except IndexOutOfRangeError:
         raise
     except OpArgumentError as exc:
         raise IndexOutOfRangeError(str(exc)) from None
+
+
+def _check_wrapped_range(index: np.ndarray, axis: int, n: int) -> None:
+    """Raise :class:`IndexOutOfRangeError` for the first entry of ``index`` outside Paddle's
+    ``[-n, n)``."""
+    bad = index[(index < -n) | (index >= n)]
+    if bad.size:
+        raise IndexOutOfRangeError(
+            f"[gather] index {int(bad.flat[0])} is out of range for axis {axis} of size {n}; "
+            f"indices must be in [-{n}, {n})"
+        )
 
 
 def take_rows(x: Tensor, index: Tensor, axis: int) -> Tensor:
