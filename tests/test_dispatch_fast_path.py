@@ -391,3 +391,23 @@ def test_tensor_and_other_scalars_take_the_python_path():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         np.testing.assert_array_equal((r - 1.0).numpy(), np.arange(4, dtype=np.float32) - 1)
+
+
+@needs_fast
+def test_plain_tensors_keep_the_fast_path_once_a_distributed_tensor_exists():
+    """The distributed interceptor stays registered once a distributed tensor has existed; it
+    takes only distributed tensors' ops, so plain ``x + y`` stays in C, and a distributed
+    tensor's ``+`` still goes to its sharding rule."""
+    import framework.distributed as dist
+
+    a = np.arange(8, dtype=np.float32).reshape(2, 4)
+    d = dist.shard_tensor(fw.to_tensor(a), dist.ProcessMesh([0], dim_names=["x"]), [dist.Shard(0)])
+    assert dispatch.INTERCEPTORS
+    x, y = _t(a), _t(a * 2)
+    before = Tensor.__add__.fast_calls
+    np.testing.assert_array_equal((x + y).numpy(), a * 3)
+    assert Tensor.__add__.fast_calls == before + 1
+    s = d + d
+    assert s.placements == [dist.Shard(0)]
+    np.testing.assert_array_equal(s.numpy(), a * 2)
+    assert Tensor.__add__.fast_calls == before + 1

@@ -4,7 +4,7 @@
  * Python path provably does nothing but look up a kernel, allocate the output and call the
  * kernel, does that in C:
  *   both operands exactly of the Tensor type, one dtype, one device, one shape, materialised
- *   native views; no distributed interceptor, no AMP policy, no tracer, no profiler, no poison
+ *   native views (so no distributed tensor: its ops go to the interceptor); no AMP policy, no tracer, no profiler, no poison
  *   mode, and either grad mode off or both operands stop_gradient (no autograd record).
  * Everything else (and every error) is the slow path's: the wrapped function is called with
  * the same arguments. The kernel, allocator, view function and kernel context come from a
@@ -186,7 +186,9 @@ static PyObject *call_slow(FastBinary *f, PyObject *const *args, size_t nargsf, 
 
 /* 1: every mode is at its default (fast path allowed); 0: not; -1: error */
 static int modes_plain(PyObject *x, PyObject *y) {
-    if (PyList_GET_SIZE(interceptors) != 0) return 0;
+    /* NOTE: dispatch.INTERCEPTORS stays set once a distributed tensor has existed in the
+     * process; it takes only the ops of distributed tensors (their class sets _dist), and the
+     * operands here are of the exact Tensor type, so the interceptor would pass them on */
     PyObject *active = PyDict_GetItemWithError(profiling_dict, active_key);
     if (active == NULL) return PyErr_Occurred() ? -1 : 0;
     if (active != Py_False) return 0;

@@ -298,7 +298,7 @@ def apply1(op: OpDef, ins: list[Tensor], attrs: dict[str, Any]) -> Tensor:
 
 def fast_binary(op: OpDef, slow: Callable[..., Tensor]) -> Callable[..., Tensor]:
     """``slow`` (a binary op's function, ``slow(x, y)``) with the plain eager case run in C
-    (``_src/fastcall.c``): two tensors of one dtype, device and shape, no interceptor, AMP
+    (``_src/fastcall.c``): two tensors of one dtype, device and shape (not distributed), no AMP
     policy, tracer, profiler or poison mode, and no gradient to record; anything else calls
     ``slow``. Where the extension cannot be built, ``slow`` itself (``fastcall.status()``)."""
     mod = _fastcall.load()
