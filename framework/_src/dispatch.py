@@ -92,6 +92,7 @@ class FallbackWarning(UserWarning):
 
 def clear_kernel_cache() -> None:
     _KCACHE.clear()
+    _TAKES.clear()
     _STATE.clear()
     _DECIDED.clear()
     _forget_plans()
@@ -198,9 +199,16 @@ def kernel_takes(op: str, attr: str, device_type: str, dtype: np.dtype) -> bool:
     attribute added to the contract after 1.0 (``adapter_api.ATTRS_SINCE``): its plugin declares
     that contract or a newer one. No kernel (the cpu plugin's fallback) or one the core
     generated (no plugin record): True."""
-    entry = find_kernel(op, device_type, dtype)
-    rec = host().records.get(entry.plugin) if entry is not None else None
-    return takes_attr(rec.contract if rec is not None else None, op, attr)
+    key = (op, attr, device_type, dtype)
+    hit = _TAKES.get(key)
+    if hit is None:  # looked up once per kernel, as find_kernel's entries are (cleared with them)
+        entry = find_kernel(op, device_type, dtype)
+        rec = host().records.get(entry.plugin) if entry is not None else None
+        hit = _TAKES[key] = takes_attr(rec.contract if rec is not None else None, op, attr)
+    return hit
+
+
+_TAKES: dict[tuple[str, str, str, np.dtype], bool] = {}
 
 
 class _DeviceState:
