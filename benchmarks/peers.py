@@ -8,7 +8,13 @@ Cases (issue 38's table):
 - ``add 16``: ``x + y`` of two float32[16] tensors, microseconds per op (the eager dispatch);
 - ``mlp``: MLP 784-1024-1024-10 (ReLU), batch 128, cross-entropy, backward, SGD step, ms;
 - ``tfm``: ``TransformerEncoderLayer(d_model=256, nhead=4, dim_feedforward=1024, dropout=0)``
-  on [8, 128, 256] (batch, sequence, features), forward + ``sum().backward()``, ms.
+  on [8, 128, 256] (batch, sequence, features), forward + ``sum().backward()``, ms;
+- ``bf16``: ``a @ b`` of two bfloat16[2048, 2048] tensors (float32 accumulation, a bfloat16
+  result), ms per product; Paddle's column where its CPU build runs bf16 products;
+- ``amp``: the examples' tiny Llama training step (forward and loss under
+  ``auto_cast(dtype="bfloat16")``, backward, AdamW) against the same step in float32, ms
+  (Oarlock only: the goal is a ratio of Oarlock's own two steps); the float32 step has its own
+  row, ``tiny Llama step, float32``, in the Oarlock eager column.
 
 ``to_static`` is used as Paddle's users use it: the model (a Layer) is converted, the loss,
 ``backward()`` and the optimizer step stay eager (Oarlock runs the forward and its backward
@@ -46,7 +52,11 @@ CASES = {
     "add": "add 16, per op (us)",
     "mlp": "MLP 784-1024-1024-10 b128 SGD step (ms)",
     "tfm": "TransformerEncoderLayer d256 h4 ff1024 s128 b8 fwd+bwd (ms)",
+    "bf16": "matmul 2048x2048 bf16 (ms)",
+    "amp": "tiny Llama step, bf16 AMP (ms)",
+    "amp32": "tiny Llama step, float32 (ms)",
 }
+N_BF16 = 2048
 B_MLP, DIMS = 128, (784, 1024, 1024, 10)
 B, S, D, H, FF = 8, 128, 256, 4, 1024
 
@@ -105,7 +115,39 @@ def pd_like_cases(fw, static: bool) -> dict[str, object]:
         a = fw.to_tensor(np.ones(16, np.float32))
         b = fw.to_tensor(np.ones(16, np.float32))
         cases["add"] = lambda: a + b
+        cases["bf16"] = bf16_product(fw, np)
+        if fw.__name__ == "framework":
+            cases["amp"], cases["amp32"] = tiny_llama_step(fw, True), tiny_llama_step(fw, False)
     return cases
+
+
+def bf16_product(fw, np):
+    """``a @ b`` of bfloat16[2048, 2048] tensors, or None where the library's CPU build refuses."""
+    rng = np.random.default_rng(1)
+    try:
+        a = fw.to_tensor(rng.standard_normal((N_BF16, N_BF16)).astype(np.float32)).astype("bfloat16")
+        b = fw.to_tensor(rng.standard_normal((N_BF16, N_BF16)).astype(np.float32)).astype("bfloat16")
+        fw.matmul(a, b).numpy()
+    except Exception:  # noqa: BLE001 - a peer without bf16 products gets an empty cell
+        return None
+    return lambda: fw.matmul(a, b).numpy()
+
+
+def tiny_llama_step(fw, amp: bool):
+    """The examples' tiny Llama training step (benchmarks/bf16.py's), AMP or float32."""
+    from conformance.models import build
+
+    task = build("tiny_llama", 0, "cpu")
+    x, y = task.batch(0)
+
+    def step() -> float:
+        with fw.amp.auto_cast(enable=amp, dtype="bfloat16"):
+            loss = task.loss(task.model(x), y)
+        loss.backward()
+        task.update()
+        return float(loss.numpy())
+
+    return step
 
 
 def torch_cases() -> dict[str, object]:
@@ -140,7 +182,10 @@ def torch_cases() -> dict[str, object]:
         tfm.zero_grad(set_to_none=True)
 
     a, b = torch.ones(16), torch.ones(16)
-    return {"add": lambda: a + b, "mlp": mlp_step, "tfm": tfm_step}
+    g = torch.Generator().manual_seed(1)
+    p = torch.randn(N_BF16, N_BF16, generator=g).to(torch.bfloat16)
+    q = torch.randn(N_BF16, N_BF16, generator=g).to(torch.bfloat16)
+    return {"add": lambda: a + b, "mlp": mlp_step, "tfm": tfm_step, "bf16": lambda: p @ q}
 
 
 def child(
@@ -229,6 +274,8 @@ GOALS = (
     ("mlp", "static", ("paddle", "static"), 1.0),
     ("tfm", "eager", ("paddle", "eager"), 1.0),
     ("tfm", "static", ("paddle", "static"), 1.0),
+    ("bf16", "eager", ("torch", "eager"), 1 / 0.9),
+    ("amp", "eager", ("oarlock", "fp32"), 1 / 1.5),
 )
 
 
@@ -240,7 +287,9 @@ def goal_lines(meds: dict[tuple[str, int], dict[tuple[str, str], float | None]])
             if c != case:
                 continue
             ours, theirs = med.get(("oarlock", mode)), med.get(peer)
-            what = f"{CASES[case]}, {n} thr: Oarlock {mode} <= {most:g}x {peer[0]} {peer[1]}"
+            if peer == ("oarlock", "fp32"):  # the AMP goal: Oarlock's own float32 step
+                theirs = meds.get(("amp32", n), {}).get(("oarlock", "eager"))
+            what = f"{CASES[case]}, {n} thr: Oarlock {mode} <= {most:.3g}x {peer[0]} {peer[1]}"
             if not ours or not theirs:
                 lines.append(f"{what}: not measured ({peer[0]} not installed or case not run)")
                 continue
@@ -269,7 +318,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--threads", default="1,2")
-    ap.add_argument("--cases", default="add,mlp,tfm")
+    ap.add_argument("--cases", default="add,mlp,tfm,bf16,amp")
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument(
         "--cpu-clock",
@@ -280,6 +329,8 @@ def main() -> None:
     ap.add_argument("--child", nargs=2, metavar=("LIB", "THREADS"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     cases = args.cases.split(",")
+    if "amp" in cases and "amp32" not in cases:
+        cases.insert(cases.index("amp"), "amp32")
     if args.child:
         print(json.dumps(child(args.child[0], int(args.child[1]), cases, args.repeats, args.cpu_clock)))
         return
@@ -311,7 +362,7 @@ def main() -> None:
                     lib,
                     str(n),
                     "--cases",
-                    args.cases,
+                    ",".join(cases),
                     "--repeats",
                     str(args.repeats),
                 ] + (["--cpu-clock"] if args.cpu_clock else [])
