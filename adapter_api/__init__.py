@@ -7,7 +7,7 @@ per (op, device type, dtype) on a :class:`Registry`, :class:`Communicator` (coll
 This package imports nothing else of Oarlock's.
 """
 
-from .communicator import REDUCE_OPS, Communicator, StagedCommunicator
+from .communicator import REDUCE_OPS, Communicator, PendingCollective, StagedCommunicator, defines_own
 from .compiler import Compiler, ProgramCache
 from .errors import (
     CommunicationError,
@@ -26,11 +26,12 @@ from .hookspecs import hookimpl, hookspec
 from .primitives import PRIMITIVES, PrimitiveSpec
 from .registry import KernelContext, KernelEntry, Registry
 from .runtime import DeviceProperties, DeviceRuntime
-from .version import ATTRS_SINCE, CONTRACT_VERSION, check_contract, takes_attr
+from .version import ATTRS_SINCE, CONTRACT_VERSION, METHODS_SINCE, calls_method, check_contract, takes_attr
 
 __all__ = [
     "ATTRS_SINCE",
     "CONTRACT_VERSION",
+    "METHODS_SINCE",
     "PRIMITIVES",
     "REDUCE_OPS",
     "CommunicationError",
@@ -49,12 +50,15 @@ __all__ = [
     "OarlockError",
     "OpArgumentError",
     "OutOfMemoryError",
+    "PendingCollective",
     "PluginError",
     "PrimitiveSpec",
     "ProgramCache",
     "Registry",
     "StagedCommunicator",
+    "calls_method",
     "check_contract",
+    "defines_own",
     "takes_attr",
     "hookimpl",
     "hookspec",

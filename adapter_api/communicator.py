@@ -39,6 +39,16 @@ them in the same order. The default runs :meth:`Communicator.all_reduce` and ret
 one, so a plugin with only the synchronous form works unchanged (no contract version needed:
 the core supplies the default).
 
+Asynchronous reduce-scatter (contract 1.3)
+------------------------------------------
+:meth:`Communicator.reduce_scatter_async` is the same for :meth:`Communicator.reduce_scatter`:
+data parallelism with sharded gradients (ZeRO stages 2 and 3) starts one per gradient bucket
+while the backward goes on. The core calls it only where the plugin declares ``CONTRACT >=
+(1, 3)`` and the class defines it (:func:`defines_own`); otherwise the core all-reduces the
+bucket asynchronously and keeps this rank's part (the same values, twice the bytes on the
+wire). :class:`StagedCommunicator` defines it: the host communicator's own asynchronous
+reduce-scatter where it has one, else its asynchronous all-reduce, this rank's chunk uploaded.
+
 Faults
 ------
 A collective must never hang forever: when a peer does not arrive within the communicator's
@@ -165,6 +175,24 @@ class Communicator:
         """``recv`` = this rank's chunk of the reduction of every rank's ``send``."""
         raise NotImplementedError("need reduce_scatter")
 
+    def reduce_scatter_async(self, send: Any, recv: Any, op: str, stream: Any) -> PendingCollective:
+        """Start :meth:`reduce_scatter` and return without waiting for it (optional, contract 1.3).
+
+        ``send`` (``size`` times ``recv``'s elements, rank-major) and ``recv`` must stay
+        untouched until the returned :class:`PendingCollective` finished; several may be
+        outstanding, with all-reduces among them, started in the same order on every rank.
+        The default runs :meth:`reduce_scatter` now; the core calls a plugin's own only (see
+        the module), so a plugin that leaves it keeps the core's overlapped fallback.
+
+        Example::
+
+            pending = comm.reduce_scatter_async(bucket, mine, "sum", stream)
+            ...                        # the backward goes on; pending.test() now and then
+            pending.wait()             # mine holds this rank's chunk of the sum
+        """
+        self.reduce_scatter(send, recv, op, stream)
+        return PendingCollective()
+
     def all_to_all(self, send: Any, recv: Any, stream: Any) -> None:
         """Chunk ``j`` of ``send`` goes to rank ``j``; chunk ``i`` of ``recv`` comes from rank ``i``."""
         raise NotImplementedError("need all_to_all")
@@ -193,6 +221,18 @@ class Communicator:
 
     def destroy(self) -> None:
         """Release resources."""
+
+
+def defines_own(comm: Any, method: str) -> bool:
+    """Whether ``comm``'s class defines ``method`` itself rather than inheriting the contract's
+    default from :class:`Communicator` (the core calls an optional method added after 1.0 only
+    then, and only for a plugin declaring its version: :func:`adapter_api.calls_method`).
+
+    Example:
+        >>> defines_own(Communicator(None, 0, 0, 1, b""), "reduce_scatter_async")
+        False
+    """
+    return getattr(type(comm), method, None) is not getattr(Communicator, method, None)
 
 
 class _StagedPending(PendingCollective):
@@ -263,6 +303,21 @@ class StagedCommunicator(Communicator):
         return _StagedPending(
             self.host.all_reduce_async(h, h, op, None), lambda: self.upload(recv, h, stream)
         )
+
+    def reduce_scatter_async(self, send: Any, recv: Any, op: str, stream: Any) -> PendingCollective:
+        """Download now; the host communicator's own asynchronous reduce-scatter where it has
+        one, else its asynchronous all-reduce of the whole buffer; upload this rank's chunk
+        when it finished."""
+        h = self.download(send, stream)
+        n = int(np.prod(tuple(recv.shape)))
+        if defines_own(self.host, "reduce_scatter_async"):
+            out = self._empty(recv)
+            started = self.host.reduce_scatter_async(h, out, op, None)
+            return _StagedPending(started, lambda: self.upload(recv, out, stream))
+        flat = h.reshape(-1)
+        mine = flat[self.rank * n : (self.rank + 1) * n]
+        started = self.host.all_reduce_async(flat, flat, op, None)
+        return _StagedPending(started, lambda: self.upload(recv, mine.reshape(tuple(recv.shape)), stream))
 
     def broadcast(self, buf: Any, root: int, stream: Any) -> None:
         h = self.download(buf, stream) if self.rank == root else self._empty(buf)

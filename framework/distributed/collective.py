@@ -34,7 +34,7 @@ import os
 import sys
 from typing import Any
 
-from adapter_api import CommunicationError, OpArgumentError
+from adapter_api import CommunicationError, OpArgumentError, calls_method, defines_own
 
 from .. import _world as _world_queries
 from .._src import device as _dev
@@ -89,6 +89,7 @@ class Group:
         self.id = gid
         self.host = host
         self._comms: dict[tuple[str, int], Any] = {}
+        self._async: dict[tuple[str, int, str], bool] = {}
 
     @property
     def world_size(self) -> int:
@@ -124,6 +125,22 @@ class Group:
             comm.timeout = self.host.timeout
         self._comms[key] = comm
         return comm
+
+    def starts_async(self, dev: _dev.Device, method: str) -> bool:
+        """Whether the communicator of this group for ``dev`` runs ``method`` (an optional
+        method added to the contract after 1.0, e.g. ``"reduce_scatter_async"``) itself: its
+        plugin declares that contract version and its class defines the method."""
+        key = (dev.type, dev.index, method)
+        got = self._async.get(key)
+        if got is None:
+            comm = self.communicator(dev)
+            reg = _plugin_host()
+            entry = reg.registry.communicators.get(dev.type)  # (plugin, factory); the host's too
+            record = reg.records.get(entry[0]) if entry is not None else None
+            contract = record.contract if record is not None else None
+            got = calls_method(contract, "Communicator", method) and defines_own(comm, method)
+            self._async[key] = got
+        return got
 
 
 _STATE: dict[str, Any] = {"world": None, "host_type": "cpu", "debug": False, "groups": 0, "activity": None}
@@ -306,9 +323,12 @@ class Task:
     ``is_completed()`` lets the transfer progress and says whether it finished.
     """
 
-    def __init__(self, dev: _dev.Device | None, pending: Any = None, what: str = "") -> None:
+    def __init__(
+        self, dev: _dev.Device | None, pending: Any = None, what: str = "", keep: tuple[Tensor, ...] = ()
+    ) -> None:
         self._pending = pending  # adapter_api.communicator.PendingCollective, or None
         self._what = what
+        self._keep = keep if pending is not None else ()  # the buffers it reads or writes, alive until done
         self._event = None
         if dev is not None:
             t = _dev.device_type(dev.type)
@@ -323,7 +343,7 @@ class Task:
         if p is not None:
             with _Doing(self._what, None):
                 p.wait()
-            self._pending = None
+            self._pending, self._keep = None, ()
         if self._event is not None:
             rt, ev = self._event
             rt.synchronize_event(ev)
@@ -333,7 +353,7 @@ class Task:
         if self._pending is not None:
             if not self._pending.test():
                 return False
-            self._pending = None
+            self._pending, self._keep = None, ()
         if self._event is None:
             return True
         rt, ev = self._event
@@ -409,18 +429,26 @@ def _prepare(name: str, t: Tensor, group: Group | None, **extra: Any) -> tuple[G
 
 
 def _finish(
-    t: Tensor | None, sync_op: bool, written: str | None = None, started: Any = None, what: str = ""
+    t: Tensor | None,
+    sync_op: bool,
+    written: str | None = None,
+    started: Any = None,
+    what: str = "",
+    keep: tuple[Tensor, ...] = (),
 ) -> Task | None:
     """The collective's task; ``written``: the collective wrote ``t`` in place (its version is
     bumped, so that a backward that saved ``t`` before does not read the new value silently);
-    ``started``: the communicator's PendingCollective, which the task's ``wait`` finishes."""
+    ``started``: the communicator's PendingCollective, which the task's ``wait`` finishes;
+    ``keep``: tensors the started collective reads (a stacked input), alive until then."""
     pending = _STATE.pop("pending", None)
     if pending is not None:
         g, name, tensor, extra = pending
         _debug_check(g, name, tensor, **extra)
     if written is not None and t is not None:
         t._bump_version(f"distributed.{written}")
-    return None if sync_op else Task(t.device if t is not None else None, started, what)
+    if sync_op:
+        return None
+    return Task(None, started, what, keep) if t is None else Task(t.device, started, what, (t, *keep))
 
 
 def _group_rank(g: Group, world_rank: int, what: str) -> int:
@@ -556,19 +584,29 @@ def reduce_scatter(
         )
     what = f"reduce_scatter({name})"
     with _Doing(what, t):
-        if sync_op or not has_async_reduce_scatter(comm):
+        if sync_op or not g.starts_async(t.device, "reduce_scatter_async"):
             comm.reduce_scatter(src.native(), t.native(), name, _stream(t))
             return _finish(t, sync_op, written="reduce_scatter")
         started = comm.reduce_scatter_async(src.native(), t.native(), name, _stream(t))
-    return _finish(t, sync_op, written="reduce_scatter", started=started, what=f"wait for {what}")
+    return _finish(
+        t, sync_op, written="reduce_scatter", started=started, what=f"wait for {what}", keep=(src,)
+    )
 
 
-def has_async_reduce_scatter(comm: Any) -> bool:
-    """Whether communicator ``comm`` starts a reduce-scatter without waiting for it
-    (``reduce_scatter_async``, returning a pending collective as ``all_reduce_async`` does;
-    not in the plugin contract yet: ``reduce_scatter(sync_op=False)`` runs synchronously
-    where it is missing)."""
-    return callable(getattr(comm, "reduce_scatter_async", None))
+def has_async_reduce_scatter(group: Group | None, device: Any) -> bool:
+    """Whether ``reduce_scatter(..., sync_op=False)`` over ``group`` (default: the world) on
+    ``device`` starts the reduce-scatter without waiting for it: the device's communicator
+    comes from a plugin declaring contract 1.3 or newer and defines ``reduce_scatter_async``
+    (see :mod:`adapter_api.communicator`). Where not, it has finished when the task comes back,
+    and the gradient buckets of ZeRO stages 2 and 3 all-reduce asynchronously instead.
+
+    >>> import framework as fw, framework.distributed as dist
+    >>> dist.collective.has_async_reduce_scatter(None, fw.zeros([1]).device)  # the cpu plugin's MPI
+    True
+    """
+    g = _group(group)
+    dev = device if isinstance(device, _dev.Device) else _dev.parse(device)
+    return g.starts_async(dev, "reduce_scatter_async")
 
 
 def alltoall(

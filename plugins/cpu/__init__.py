@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from adapter_api import hookimpl
 
-CONTRACT = (1, 2)
+CONTRACT = (1, 3)
 __version__ = "0.1.0"
 
 

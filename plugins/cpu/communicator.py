@@ -134,7 +134,7 @@ class MPICommunicator(Communicator):
         self._heard: dict[int, int] = {}
         self._pending: list[Any] = []  # announcement sends, and requests abandoned at a timeout
         self._grouped: list[tuple[Any, Any, int, Any]] | None = None  # posted p2p calls (group)
-        self._inflight: deque[MPIPending] = deque()  # all_reduce_async calls not finished, in order
+        self._inflight: deque[MPIPending] = deque()  # asynchronous collectives not finished, in order
 
     # -- host communicator extras -------------------------------------------------------
     def broadcast_bytes(self, data: bytes, root: int) -> bytes:
@@ -358,10 +358,7 @@ class MPICommunicator(Communicator):
                 post = lambda: self._comm.Iallreduce(self._buf(send), self._buf(recv), mop)
             after = (lambda: self._avg(recv)) if op == "avg" else None
             keep = (send, recv)
-        req = self._post(what, post, True)
-        pending = MPIPending(self, req, what, self._seq, after, keep)
-        self._inflight.append(pending)
-        return pending
+        return self._start(what, post, after, keep)
 
     def reduce(self, send: Any, recv: Any, op: str, root: int, stream: Any) -> None:
         self._sync(stream)
@@ -409,26 +406,40 @@ class MPICommunicator(Communicator):
             self._run(what, lambda: self._comm.Iallgather(self._buf(send), self._buf(recv)))
 
     def reduce_scatter(self, send: Any, recv: Any, op: str, stream: Any) -> None:
+        self.reduce_scatter_async(send, recv, op, stream).wait()
+
+    def reduce_scatter_async(self, send: Any, recv: Any, op: str, stream: Any) -> MPIPending:
+        """Post the reduce-scatter (MPI_Ireduce_scatter_block) and return; see :class:`MPIPending`."""
         self._sync(stream)
         self._check("reduce_scatter", send.size, recv.size * self.size)
         what = lambda: f"reduce_scatter({op}) of {send.size} {send.dtype.name} elements"
         mop = self._op(op, send.dtype)
+        MPI = self._MPI
         if self._info(send.dtype)[2] == "half":
             tmp = send.astype(np.float32).reshape(-1)
             out = np.empty(recv.size, np.float32)
-            self._run(
-                what,
-                lambda: self._comm.Ireduce_scatter_block([tmp, self._MPI.FLOAT], [out, self._MPI.FLOAT], mop),
-            )
-            if op == "avg":
-                self._avg(out)
-            recv.reshape(-1)[...] = out.astype(recv.dtype)
-            return
-        if np.shares_memory(send, recv):
-            send = send.copy()
-        self._run(what, lambda: self._comm.Ireduce_scatter_block(self._buf(send), self._buf(recv), mop))
-        if op == "avg":
-            self._avg(recv)
+            post = lambda: self._comm.Ireduce_scatter_block([tmp, MPI.FLOAT], [out, MPI.FLOAT], mop)
+
+            def after() -> None:
+                if op == "avg":
+                    self._avg(out)
+                recv.reshape(-1)[...] = out.astype(recv.dtype)
+
+            keep: tuple[Any, ...] = (recv, tmp, out)
+        else:
+            if np.shares_memory(send, recv):
+                send = send.copy()
+            post = lambda: self._comm.Ireduce_scatter_block(self._buf(send), self._buf(recv), mop)
+            after = (lambda: self._avg(recv)) if op == "avg" else None
+            keep = (send, recv)
+        return self._start(what, post, after, keep)
+
+    def _start(self, what: Any, post: Any, after: Any, keep: tuple[Any, ...]) -> MPIPending:
+        """Post a nonblocking collective and queue it among those in flight."""
+        req = self._post(what, post, True)
+        pending = MPIPending(self, req, what, self._seq, after, keep)
+        self._inflight.append(pending)
+        return pending
 
     def all_to_all(self, send: Any, recv: Any, stream: Any) -> None:
         self._sync(stream)
@@ -494,7 +505,8 @@ class MPICommunicator(Communicator):
 
 
 class MPIPending(PendingCollective):
-    """An all-reduce posted by :meth:`MPICommunicator.all_reduce_async`.
+    """An all-reduce or reduce-scatter posted by :meth:`MPICommunicator.all_reduce_async` or
+    :meth:`MPICommunicator.reduce_scatter_async`.
 
     MPI moves the data only inside MPI calls (unless MPICH runs its own progress thread,
     ``MPICH_ASYNC_PROGRESS=1``), so ``test()`` is cheap enough to call between kernels: one
@@ -502,7 +514,7 @@ class MPIPending(PendingCollective):
     the order they were posted: ``wait()`` and ``test()`` finish the earlier ones first
     (dividing for ``avg``, converting back from float32 for float16/bfloat16). ``wait()``
     keeps the communicator's deadline and peer-death detection: a peer that never arrives
-    becomes a :class:`CommunicationError` naming the all-reduce and the missing rank(s).
+    becomes a :class:`CommunicationError` naming the collective and the missing rank(s).
 
     Example (every rank)::
 

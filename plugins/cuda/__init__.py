@@ -22,7 +22,7 @@ from .errors import import_cupy, translate
 from .kernels import KERNELS, Body
 from .runtime import CUDARuntime
 
-CONTRACT = (1, 2)
+CONTRACT = (1, 3)
 DEVICE_TYPE = "cuda"
 
 __all__ = ["CONTRACT", "CUDACompiler", "CUDARuntime", "NCCLCommunicator", "cuda_kernel", "oarlock_register"]

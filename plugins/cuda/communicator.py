@@ -12,7 +12,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from adapter_api import REDUCE_OPS, CommunicationError, Communicator
+from adapter_api import REDUCE_OPS, CommunicationError, Communicator, PendingCollective
 
 from .errors import import_cupy, vendor_errors
 
@@ -184,6 +184,12 @@ class NCCLCommunicator(Communicator):
             )
             if op == "avg":
                 self._scale_avg(recv, s)
+
+    def reduce_scatter_async(self, send: Any, recv: Any, op: str, stream: Any) -> PendingCollective:
+        """NCCL enqueues on ``stream`` and returns: already asynchronous for the host (the
+        core's task waits on an event recorded on the stream after it)."""
+        self.reduce_scatter(send, recv, op, stream)
+        return PendingCollective()
 
     def all_to_all(self, send: Any, recv: Any, stream: Any) -> None:
         s = self._stream(stream)

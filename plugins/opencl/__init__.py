@@ -14,7 +14,7 @@ from adapter_api import PluginError, hookimpl
 
 from . import kernels
 
-CONTRACT = (1, 2)
+CONTRACT = (1, 3)
 
 __all__ = ["CONTRACT", "oarlock_plugin_info", "oarlock_register"]
 

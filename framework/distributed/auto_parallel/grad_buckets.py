@@ -14,9 +14,12 @@ buckets go, and every bucket is waited for and delivered, when that backward pas
 Delivery: ``param.grad += the sum over the axis`` (an all-reduce), or, for a parameter with a
 gradient sink over the axis (ZeRO stages 2 and 3: ``leaf._grad_sink = GradSink(...)``), only
 this rank's slice of the sum along the sink's dim goes to the sink (a reduce-scatter; the
-bucket is laid out rank by rank so that one collective serves every parameter in it). Where
-the communicator has no asynchronous reduce-scatter, the bucket is all-reduced asynchronously
-and this rank keeps its part (the same values; twice the bytes on the wire, but overlapped).
+bucket is laid out rank by rank so that one collective serves every parameter in it), started
+with the communicator's ``reduce_scatter_async`` (contract 1.3: the cpu plugin's
+``MPI_Ireduce_scatter_block``, NCCL's on cuda, host-staged on OpenCL). Where the communicator
+has none (a plugin declaring an older contract, or one that leaves the contract's default), the
+bucket is all-reduced asynchronously and this rank keeps its part (the same values; twice the
+bytes on the wire, but overlapped all the same).
 
 Every rank of an axis runs the same backward, so the hooks fire in the same order there and
 the buckets (made in that order) match. Inside :func:`hold` (the pipeline's micro-batches)
@@ -228,8 +231,7 @@ class _Buckets:
                     off += piece.numel()
                 if off < (r + 1) * seg:
                     _zero(_view(flat, off, ((r + 1) * seg - off,)))
-            comm = self.group.communicator(flat.device)
-            if collective.has_async_reduce_scatter(comm):
+            if collective.has_async_reduce_scatter(self.group, flat.device):
                 out = _empty((seg,), flat.dtype, flat.device)
                 task = collective.reduce_scatter(out, flat, group=self.group, sync_op=False)
                 how, start = "reduce_scatter(sum)", 0
