@@ -21,6 +21,14 @@ all-reduces add to one rank's work that the asynchronous ones take away (steadie
 machine: it compares two runs of the same work side by side).
 Run it with ``MPICH_ASYNC_PROGRESS=1`` in the environment to let MPICH progress the transfers
 from a thread of its own (the hooks' ``MPI_Test`` calls do it otherwise).
+
+Beside each median wall time, ``cpu`` is the median CPU time of the process in that step
+(rank 0; for ``dp async`` also the other ranks'): the work a rank did, waiting in MPI's
+polling included. On a CPU the collectives' data moves through shared memory by the ranks'
+own cores (copies and the sum), so their cost is CPU work of the same cores that run the
+backward: overlapping hides the time a rank would wait for a slower peer, not the copies.
+The load average is printed at the start and the end: on a machine with other work the
+comparison of two ranks with one process is not fair (the ranks share the cores with it).
 """
 
 from __future__ import annotations
@@ -71,19 +79,29 @@ def model_and_opt(width: int, parallel: bool, bucket_mb: float):
     return (dist.DataParallel(model, comm_buffer_size=bucket_mb) if parallel else model), opt
 
 
-def steps(model, opt, x, y, n: int, waited: list[float] | None = None) -> list[float]:
+CPU: dict[str, list[float]] = {}  # CPU seconds of this process per step, by configuration
+
+
+def steps(model, opt, x, y, n: int, waited: list[float] | None = None, name: str = "") -> list[float]:
     times = []
     for _ in range(n):
         WAITED[0] = 0.0
+        c = time.process_time()
         t = time.perf_counter()
         loss = ((model(x) - y) ** 2).mean()
         loss.backward()
         opt.step()
         opt.clear_grad()
         times.append(time.perf_counter() - t)
+        CPU.setdefault(name, []).append(time.process_time() - c)
         if waited is not None:
             waited.append(WAITED[0])
     return times
+
+
+def _load() -> str:
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
 
 
 def main() -> None:
@@ -97,6 +115,8 @@ def main() -> None:
     collective.Task.wait = _timed_wait
     dist.init_parallel_env()
     rank, n = dist.get_rank(), dist.get_world_size()
+    if rank == 0:
+        print(f"load average at the start: {_load()}", flush=True)
     rng = np.random.default_rng(0)
     xg = rng.normal(size=(n * args.batch, 256)).astype(np.float32)
     yg = rng.normal(size=(n * args.batch, 10)).astype(np.float32)
@@ -111,19 +131,19 @@ def main() -> None:
     for r in range(args.rounds):
         dist.barrier()
         w: list[float] = []
-        got = steps(*dp, x, y, args.steps, w)
+        got = steps(*dp, x, y, args.steps, w, "dp async" if r else "")
         if r:
             times["dp async"] += got
             waited += w
         dist.barrier()
         collective.all_reduce = _sync_all_reduce
-        got = steps(*dp, x, y, args.steps)
+        got = steps(*dp, x, y, args.steps, name="dp sync" if r else "")
         collective.all_reduce = _all_reduce
         if r:
             times["dp sync"] += got
         dist.barrier()
         if rank == 0:
-            got = steps(*one, xh, yh, args.steps)
+            got = steps(*one, xh, yh, args.steps, name="one, half" if r else "")
             if r:
                 times["one, half"] += got
         dist.barrier()
@@ -133,7 +153,11 @@ def main() -> None:
                 dist.all_reduce(b, op="avg")
             if r:
                 times["comm"].append(time.perf_counter() - t)
+    cpu_dp = fw.to_tensor(np.array([statistics.median(CPU["dp async"])], np.float64))
+    every: list = []
+    dist.all_gather(every, cpu_dp)
     if rank == 0:
+        cpu = {k: statistics.median(v) * 1e3 for k, v in CPU.items() if k}
         med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
         mb = sum(b.numel() for b in buckets) * 4 / 2**20
         print(
@@ -142,7 +166,8 @@ def main() -> None:
             f"{os.environ.get('MPICH_ASYNC_PROGRESS', '0')}: median step (ms)"
         )
         for k, v in med.items():
-            print(f"  {k:10s} {v:8.2f}")
+            print(f"  {k:10s} {v:8.2f}" + (f"   cpu {cpu[k]:8.2f}" if k in cpu else ""))
+        print(f"  cpu of dp async per rank: {' '.join(f'{float(e.numpy()[0]) * 1e3:.2f}' for e in every)} ms")
         overlap = 1 - (med["dp async"] - med["one, half"]) / med["comm"]
         hidden = (med["dp sync"] - med["dp async"]) / (med["dp sync"] - med["one, half"])
         print(
@@ -151,6 +176,7 @@ def main() -> None:
             f"wait {statistics.median(waited) * 1e3:.2f} ms"
         )
         print(f"  overlap {overlap:.0%}   hidden {hidden:.0%} of what dp sync adds to one, half")
+        print(f"load average at the end: {_load()}")
 
 
 if __name__ == "__main__":

@@ -65,9 +65,14 @@ def _zero_levels(n: int) -> dict[str, np.ndarray]:
         assert int(d["zero2/gathers"]) == 0
         assert int(d["zero3/gathered_peak"]) == (64 * 256 + 256) * 4
         # under dist.to_static the program gathers the level-3 parameters (4 gathers, and their
-        # backward: this rank's chunk of the all-reduced gradient); at level 2 the program's
-        # gradients are whole and the optimizer keeps their slices (3 steps x 4)
+        # backward: the partial gradient reduce-scattered onto the shard, one op each, not an
+        # all-reduce and a slice); at level 2 the program's gradients are whole (all-reduced)
+        # and the optimizer keeps their slices (3 steps x 4); the loss is all-reduced at both
         assert int(d["static3/program_gathers"]) == 2 * 4 and int(d["static2/program_gathers"]) == 0
+        assert int(d["static3/program_reduce_scatters"]) == 4 and int(d["static3/program_all_reduces"]) == 1
+        assert (
+            int(d["static2/program_reduce_scatters"]) == 0 and int(d["static2/program_all_reduces"]) == 4 + 1
+        )
         assert int(d["static2/eager_gradient_slices"]) == 12
     d = got[0]
     f = {

@@ -183,6 +183,10 @@ if part == "zero":
         text = print_program(dm.dist_main_program())
         res[f"static{level}/program_reshards"] = np.array(text.count("op.dist_reshard"), "int64")
         res[f"static{level}/program_gathers"] = np.array(text.count("ShardingStage3 gather"), "int64")
+        # the program's collectives on partial values: reduce-scatters (P -> S) and all-reduces (P -> R)
+        for kind, dst in (("reduce_scatters", 'dst = "S'), ("all_reduces", 'dst = "R"')):
+            n = sum(dst in line and 'src = "P' in line for line in text.splitlines())
+            res[f"static{level}/program_{kind}"] = np.array(n, "int64")
         # the eager part of a step: the optimizer's (stage 2 keeps the slices of the gradients)
         res[f"static{level}/eager_gradient_slices"] = np.array(
             sum(r["why"].startswith("ShardingStage2 gradient") for r in RESHARDS), "int64"

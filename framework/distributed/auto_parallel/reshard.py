@@ -610,9 +610,7 @@ def traced_step(
 ) -> Tensor:
     """Record one transition of ``t`` (this rank's value) into the program being traced."""
     check_traceable("reshard")
-    if "op.dist_reshard" not in _REGISTERED:
-        _register()
-        _REGISTERED.add("op.dist_reshard")
+    register_ir_op()
     attrs = {
         "mesh": tuple(mesh.process_ids),
         "mesh_shape": tuple(mesh.shape),
@@ -630,3 +628,11 @@ def traced_step(
 
 
 _REGISTERED: set[str] = set()
+
+
+def register_ir_op() -> None:
+    """Put ``op.dist_reshard`` in the IR's op table (once), so that programs holding it can be
+    traced, parsed and rewritten."""
+    if "op.dist_reshard" not in _REGISTERED:
+        _register()
+        _REGISTERED.add("op.dist_reshard")

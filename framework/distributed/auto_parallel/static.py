@@ -28,6 +28,7 @@ from ..._src.tensor import Tensor
 from ...jit import StaticFunction
 from .dtensor import DistTensor
 from .placement import Replicate
+from .program_passes import PIPELINE
 from .reshard import SPMD_TRACING, reshard
 from .strategy import Strategy
 
@@ -140,7 +141,7 @@ class DistModel:
             return loss.detach()
 
         step.__name__ = f"dist_{mode}_step"
-        sf = StaticFunction(step)
+        sf = StaticFunction(step, passes=PIPELINE)
         sf._params = self._params  # type: ignore[method-assign]
         self._programs[key] = sf
         return sf
