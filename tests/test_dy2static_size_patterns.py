@@ -272,6 +272,20 @@ def test_a_branch_on_a_view_or_a_broadcast_is_guarded_whatever_shapes_exist_eage
     assert all(type(d) is int for t in later + keep for d in t.shape)
 
 
+def test_a_branch_the_validation_sizes_take_the_other_way_keeps_one_program_per_outcome():
+    """``n * n`` needs two validation traces (sizes 30 and 36), which take ``n > 25`` the
+    other way from the probes: probes on the call's side of it are found (it was traced per
+    size, with a warning)."""
+
+    def f(x):
+        n = x.shape[0]
+        return (fw.zeros([n * n, 3]) + x.sum()) * (2.0 if n > 25 else 3.0)
+
+    sf = fw.jit.to_static(f, input_spec=[InputSpec([None, 3])])
+    _run(sf, f, [[(n, 3)] for n in (4, 5, 7, 30, 31)])
+    assert len(sf.programs) == 2
+
+
 # -- a size squared; parity ----------------------------------------------------------------
 def test_a_size_squared_in_one_program(device):
     def f(x):  # x: [n, n]
