@@ -248,6 +248,44 @@ def test_an_equality_on_a_size_fixes_that_size():
     assert len(fixed) == 1 and fixed[0].program.inputs[0].type.shape == (5, 2)
 
 
+def test_a_branch_on_a_view_or_a_broadcast_is_guarded_whatever_shapes_exist_eagerly():
+    """Eager tensors of every probe size exist (their shapes, and broadcasts of them, are
+    shared by value between tensors): the dynamic dim of a view and of a broadcast made
+    while traced must stay symbolic, or the branch on it is no guard (a batch of 3 took the
+    branch of 11). Nothing of the trace leaks into shapes made eagerly afterwards."""
+    keep = [fw.zeros([1, n, 3]) + fw.zeros([3]) for n in range(1, 48)]
+
+    def f(x):
+        y = x.unsqueeze(0)  # a view: a shape of its own
+        z = y + fw.zeros([3])  # a broadcast's shape
+        a = 2.0 if y.shape[1] > 5 else 3.0
+        c = 5.0 if z.shape[1] > 8 else 7.0
+        return z * a + c
+
+    sf = fw.jit.to_static(f, input_spec=[InputSpec([None, 3])])
+    for n in (7, 3, 9, 2, 12):
+        x = fw.ones([n, 3])
+        np.testing.assert_array_equal(sf(x).numpy(), f(x).numpy())
+        assert sf(x).numpy()[0, 0, 0] == (2.0 if n > 5 else 3.0) + (5.0 if n > 8 else 7.0)
+    assert len(sf.programs) == 3
+    later = [fw.zeros([1, n, 3]) + fw.zeros([3]) for n in (11, 13, 22)] + [fw.zeros([n, 3]) for n in (11, 13)]
+    assert all(type(d) is int for t in later + keep for d in t.shape)
+
+
+def test_a_branch_the_validation_sizes_take_the_other_way_keeps_one_program_per_outcome():
+    """``n * n`` needs two validation traces (sizes 30 and 36), which take ``n > 25`` the
+    other way from the probes: probes on the call's side of it are found (it was traced per
+    size, with a warning)."""
+
+    def f(x):
+        n = x.shape[0]
+        return (fw.zeros([n * n, 3]) + x.sum()) * (2.0 if n > 25 else 3.0)
+
+    sf = fw.jit.to_static(f, input_spec=[InputSpec([None, 3])])
+    _run(sf, f, [[(n, 3)] for n in (4, 5, 7, 30, 31)])
+    assert len(sf.programs) == 2
+
+
 # -- a size squared; parity ----------------------------------------------------------------
 def test_a_size_squared_in_one_program(device):
     def f(x):  # x: [n, n]
@@ -311,6 +349,32 @@ def test_floor_division_and_remainder_of_a_size_in_one_program(device):
     np.testing.assert_array_equal(a.numpy(), x[:4] * 2)
     np.testing.assert_array_equal(r.numpy(), x[4:] + 1)
     assert z.shape == [4, 3] and f.shape == [2, 3]  # 8 % 3
+
+
+def _view_rows(x):
+    b = x.shape[0]
+    return (
+        x[None][:, : b % 3 + 10] * 2.0,
+        x.reshape([1, -1])[:, : (b % 3) * 5] + 1.0,
+        x.flatten()[b % 3 - 3 :],
+    )
+
+
+def test_a_clamped_slice_of_a_view_along_a_remainder(device):
+    """Slices of views whose bound follows ``b % 3`` and is clamped at some sizes (``b % 3 +
+    10`` rows of a batch of 11 are 11; at a batch of 1, ``(b % 3) * 5`` entries of a view of
+    3 gave 5): one program per side of each clamp, every size as NumPy."""
+    sf = fw.jit.to_static(_view_rows, input_spec=[InputSpec([None, 3])])
+    sizes = (11, 12, 13, 14, 7, 8, 3, 2, 1, 0)
+    _run(sf, _view_rows, [[(n, 3)] for n in sizes], device=device)
+    for n in sizes:
+        a = np.arange(3 * n, dtype=np.float32).reshape(n, 3)
+        with fw.no_grad():
+            got = sf(fw.to_tensor(a, device=device))
+        np.testing.assert_array_equal(got[0].numpy(), a[None][:, : n % 3 + 10] * 2.0)
+        np.testing.assert_array_equal(got[1].numpy(), a.reshape(1, -1)[:, : (n % 3) * 5] + 1.0)
+        np.testing.assert_array_equal(got[2].numpy(), a.reshape(-1)[n % 3 - 3 :])
+    assert len(sf.programs) < len(sizes)
 
 
 def test_training_step_on_the_two_halves_of_a_batch(device):

@@ -15,9 +15,12 @@ that is not a view and has none pays one attribute test per in-place update, not
 
 from __future__ import annotations
 
+import contextlib
 import math
+import types
 import weakref
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -85,14 +88,77 @@ class Size(tuple):
 #: dict lookup on the path that makes every tensor
 _SIZES: dict[tuple[int, ...], Size] = {}
 _SIZES_KEPT = 4096
+#: how many blocks of :func:`own_sizes` are open (in any thread): while one is, every tensor
+#: gets a Size of its own, and caches keyed by shapes (``ops.base.broadcast_shapes``) are
+#: passed by
+OWN_SIZES = 0
 
 
 def _size(shape: Any) -> Size:
-    """The shared :class:`Size` of ``shape`` (a tuple), kept for the next tensor of it."""
+    """The shared :class:`Size` of ``shape`` (a tuple), kept for the next tensor of it; inside
+    :func:`own_sizes`, a Size of its own."""
+    if OWN_SIZES:
+        return Size(shape)
     if len(_SIZES) >= _SIZES_KEPT:
         _SIZES.clear()
     s = _SIZES[shape] = Size(shape)
     return s
+
+
+@contextlib.contextmanager
+def own_sizes() -> Iterator[None]:
+    """In the block, each tensor made gets a :class:`Size` of its own, none is shared.
+
+    A dim may then be an int subclass that carries more than its value: a traced dynamic dim
+    (``framework.jit.size_guards.SymInt``) equals and hashes as the plain int, so a shared
+    Size of the same ints would drop it (and one holding it would leak into later tensors).
+    Shapes given as a Size are kept as they are. Nests; a thread's block makes the others'
+    tensors unshared too for its duration (slower, not different).
+
+    Example:
+        >>> import framework as fw
+        >>> from framework._src.tensor import own_sizes
+        >>> with own_sizes():
+        ...     a, b = fw.zeros([2, 3]), fw.zeros([2, 3])
+        >>> a.shape == b.shape, a.shape is b.shape
+        (True, False)
+    """
+    global OWN_SIZES
+    OWN_SIZES += 1
+    try:
+        yield
+    finally:
+        OWN_SIZES -= 1
+
+
+#: the code of the framework's functions whose comparisons of sizes decide what a traced
+#: program computes, as a user's ``if x.shape[0] > 4:`` does (a slice's bounds clamped to its
+#: dim, an index checked against it). Under ``to_static`` each comparison they make of a
+#: dynamic dim is a guard (``framework.jit.size_guards``); the framework's other comparisons
+#: of sizes (shape rules) are not, probing covers those.
+SIZE_DECISIONS: set[types.CodeType] = set()
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def decides_on_sizes(fn: _F) -> _F:
+    """Mark ``fn`` as deciding on sizes (:data:`SIZE_DECISIONS`): under ``to_static`` the
+    comparisons of dynamic dims made in its own body (its generator expressions included)
+    are guards of the program.
+
+    Example:
+        >>> from framework._src.tensor import SIZE_DECISIONS, decides_on_sizes
+        >>> @decides_on_sizes
+        ... def clamp(stop, n):
+        ...     return n if stop > n else stop
+        >>> clamp.__code__ in SIZE_DECISIONS, clamp(5, 3)
+        (True, 3)
+    """
+    todo = [fn.__code__]
+    while todo:  # its generator expressions and comprehensions compare in frames of their own
+        code = todo.pop()
+        SIZE_DECISIONS.add(code)
+        todo += [c for c in code.co_consts if isinstance(c, types.CodeType)]
+    return fn
 
 
 class Tensor:
@@ -187,7 +253,9 @@ class Tensor:
         t._block = block
         t._offset = offset
         t.shape = (
-            shape if type(shape) is Size else (s if (s := _SIZES.get(shape)) is not None else _size(shape))
+            shape
+            if type(shape) is Size
+            else (s if not OWN_SIZES and (s := _SIZES.get(shape)) is not None else _size(shape))
         )
         t.dtype = dtype
         t.device = device

@@ -343,16 +343,23 @@ class StaticFunction:
                     specs = [(tuple(same.get(d, d) for d in dims), t) for dims, t in specs]  # type: ignore[arg-type]
                     return self._trace(specs, dev, extra, requires, steps, probe)
             tr, structure = traced[0]
-            try:
-                guards = _same_guards([t.size_guards for t, _ in traced], bindings)
-            except _Specialise:
-                # a branch that went both ways between the probes (`b % 2`: the check's sizes
-                # are even): probes that all take the branch the first one took
-                static = sorted({d for dims, _ in specs for d in dims if isinstance(d, int)})
-                alt = symbolic.probe_for(symbols, traced[0][0].size_guards, bindings[0], static)
-                if probe != symbolic.DEFAULT_PROBE or alt is None:
-                    raise
-                return self._trace(specs, dev, extra, requires, steps, alt)
+            static = sorted({d for dims, _ in specs for d in dims if isinstance(d, int)})
+
+            def same_guards() -> tuple[size_guards.Guard, ...] | ConcreteProgram:
+                try:
+                    return _same_guards([t.size_guards for t, _ in traced], bindings)
+                except _Specialise:
+                    # a branch that went both ways between the probes (`b % 2`: the check's
+                    # sizes are even): probes that all take the branch the first one took
+                    alt = symbolic.probe_for(symbols, traced[0][0].size_guards, bindings[0], static)
+                    if probe != symbolic.DEFAULT_PROBE or alt is None:
+                        raise
+                    return self._trace(specs, dev, extra, requires, steps, alt)
+
+            got = same_guards()
+            if isinstance(got, ConcreteProgram):
+                return got
+            guards = got
             hints = {}  # the polynomials of sizes the Python computed (`n * n`, `b // 2`), as SymDims
             for t, _ in traced:
                 for h in t.size_guards.hints:
@@ -373,7 +380,10 @@ class StaticFunction:
                     except OpArgumentError as exc2:
                         raise _Specialise(f"tracing at the validation sizes {b} fails ({exc2})") from None
                     bindings = [*bindings, b]
-                guards = _same_guards([t.size_guards for t, _ in traced], bindings)
+                got = same_guards()  # the validation sizes may take other branches (`b % 3`)
+                if isinstance(got, ConcreteProgram):
+                    return got
+                guards = got
                 tr, structure = traced[0]
                 try:
                     prog, cut = self._generalize(traced, symbols, probe, list(hints))
@@ -479,11 +489,14 @@ class StaticFunction:
         symbols = list(dict.fromkeys(binding))
         static = {d for dims, _ in specs for d in dims if isinstance(d, int)}
         probe = symbolic.probe_for(symbols, cp.size_guards, binding, sorted(static))
+        exact = [(tuple(t.shape), t.dtype) for t in tensors]
         if probe is not None:
             try:
                 got = self.get_concrete_program(specs, dev, extra, requires, probe, (("guards", outcomes),))
             except _Specialise:
                 got = None
+            except OpArgumentError:  # the branch these sizes take fails (an index past the dim):
+                return self.get_concrete_program(exact, dev, extra, requires)  # their error, at them
             if got is not None and all(g.holds(binding) for g in got.size_guards):
                 return got
         # `if t == 1`, `if t > 1` at t = 1: the sizes the failed guards read fixed, the other dims dynamic
@@ -508,7 +521,6 @@ class StaticFunction:
             f"{binding} take another branch, traced for these sizes alone (one program per size)",
             stacklevel=3,
         )
-        exact = [(tuple(t.shape), t.dtype) for t in tensors]
         return self.get_concrete_program(exact, dev, extra, requires)
 
     @property
@@ -583,14 +595,23 @@ class StaticFunction:
                 cp = self.get_concrete_program(specs, dev, extra, requires)
                 if cp.size_guards:
                     cp = self._guarded(cp, specs, tensors, dev, extra, requires)
-            except _Specialise as exc:
+            except (_Specialise, OpArgumentError) as exc:
+                exact = [(tuple(t.shape), t.dtype) for t in tensors]
+                why = str(exc)
+                if not isinstance(exc, _Specialise):
+                    if [d for d, _ in specs] == [d for d, _ in exact]:
+                        raise
+                    # an argument error at the probe sizes (`fw.split(x, 2)` at an odd size):
+                    # the call's sizes give the call's own error, or a program of their own
+                    self.get_concrete_program(exact, dev, extra, requires)
+                    why = f"tracing at the probe sizes fails ({exc})"
                 self._specialised.add(skey)
                 warnings.warn(
                     f"[to_static] the dynamic dims of {self.__name__} are specialised (one program per size): "
-                    f"{exc}",
+                    f"{why}",
                     stacklevel=2,
                 )
-                specs = [(tuple(t.shape), t.dtype) for t in tensors]
+                specs = exact
                 bkey = self._key(specs, dev, extra, requires)
                 cp = self.get_concrete_program(specs, dev, extra, requires)
         except GraphBreakError as exc:

@@ -9,7 +9,10 @@ is valid where every guard holds; a call whose sizes make one false is a guard m
 traces the other side (one program per outcome, not per size).
 
 Comparisons made inside the framework's own machinery (shape rules, tracing) are not guards:
-those are covered by probing (:mod:`framework.jit.symbolic`).
+those are covered by probing (:mod:`framework.jit.symbolic`). The exception is a framework
+function marked ``@decides_on_sizes`` (``tensor.SIZE_DECISIONS``: a slice's bounds clamped to
+the dim, an index checked against it), whose comparisons are guards at the user's line that
+led to them: ``x[:5]`` holds 5 rows where ``b >= 5`` only.
 
 >>> import framework as fw
 >>> from framework.static import InputSpec
@@ -24,7 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import itertools
 import operator
 import os
 import sys
@@ -32,7 +34,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .._src.tensor import Size
+from .._src.tensor import SIZE_DECISIONS, Size, own_sizes
 from ..ir.core import derived, is_derived
 
 #: an expression: a symbol name, an int, or (op, left, right)
@@ -165,15 +167,16 @@ class Recorded(list):
 
 @contextlib.contextmanager
 def recording() -> Iterator[Recorded]:
-    """Record the guards of a trace into the list given (filled when the block ends)."""
-    from .._src.tensor import _SIZES
+    """Record the guards of a trace into the list given (filled when the block ends).
 
+    Tensors made in the block get Sizes of their own (``tensor.own_sizes``): a SymInt equals
+    the plain int, and a Size shared by value would drop it or leak it into later tensors."""
     rec, out = _Record(), Recorded()
     out.hints = []
-    n_sizes = len(_SIZES)
     token = _RECORD.set(rec)
     try:
-        yield out
+        with own_sizes():
+            yield out
     finally:
         _RECORD.reset(token)
         out.extend(rec.guards.values())
@@ -181,28 +184,32 @@ def recording() -> Iterator[Recorded]:
             p = polynomial(e)
             if p is not None and any(len(set(m)) < len(m) or any(map(is_derived, m)) for m in p):
                 out.hints.append(p)
-        # shapes are shared by value between tensors: none made while traced may keep a
-        # SymInt (the entries added since the start are the last ones, unless it was cleared)
-        new = len(_SIZES) - n_sizes if len(_SIZES) >= n_sizes else len(_SIZES)
-        added = list(itertools.islice(reversed(_SIZES), new))
-        for k in added:
-            if any(type(d) is SymInt for d in _SIZES[k]):
-                del _SIZES[k]
+
+
+def _is_user(code: Any) -> bool:
+    user = _USER_CODE.get(code)
+    if user is None:
+        user = _USER_CODE[code] = not os.path.abspath(code.co_filename).startswith(_INTERNAL)
+    return user
 
 
 def _user_frame() -> str | None:
     """``file:line`` of the comparison's caller when it is the user's code, else None (a
-    shape compared whole, ``x.shape == [4, 8]``, is the user's comparison)."""
+    shape compared whole, ``x.shape == [4, 8]``, is the user's comparison). A framework
+    function that decides on sizes (``tensor.SIZE_DECISIONS``: a slice's clamp) compares
+    for the user: its comparison is a guard too, at the user's line that led to it."""
     f: Any = sys._getframe(3)
     while f is not None and f.f_code in _WHOLE_SHAPE:
         f = f.f_back
     if f is None:
         return None
     code = f.f_code
-    user = _USER_CODE.get(code)
-    if user is None:
-        user = _USER_CODE[code] = not os.path.abspath(code.co_filename).startswith(_INTERNAL)
-    return f"{code.co_filename}:{f.f_lineno}" if user else None
+    if code in SIZE_DECISIONS:
+        site = f"{code.co_filename}:{f.f_lineno}"
+        while f is not None and not _is_user(f.f_code):
+            f = f.f_back
+        return site if f is None else f"{f.f_code.co_filename}:{f.f_lineno}"
+    return f"{code.co_filename}:{f.f_lineno}" if _is_user(code) else None
 
 
 class SymInt(int):

@@ -37,7 +37,7 @@ from adapter_api import OarlockError
 from .._src import autograd
 from .._src import device as _dev
 from .._src.ops import base
-from .._src.tensor import Size, Tensor
+from .._src.tensor import Tensor
 from ..ir import Block, Operation, Program, TensorType, Value, print_attr
 from .size_guards import SymInt
 
@@ -244,9 +244,7 @@ class Tracer:
         return TensorType(tuple(int(d) for d in shape), np.dtype(dtype), self.devname)
 
     def _tensor(self, v: Value, shape: Sequence[int], dtype: Any) -> TracedTensor:
-        shape = tuple(shape)
-        if any(type(d) is SymInt for d in shape):  # its own Size: the shared ones are plain ints
-            shape = Size(shape)
+        shape = tuple(shape)  # a dynamic dim stays a SymInt: size_guards.recording unshares Sizes
         t = TracedTensor._make(_Symbolic(v, self, self.scope), 0, shape, np.dtype(dtype), self.device)  # type: ignore[arg-type]
         self.tensor_of.setdefault(v, t)
         return t  # type: ignore[return-value]

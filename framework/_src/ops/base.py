@@ -22,6 +22,7 @@ from .. import amp as _amp
 from .. import autograd, dispatch, env
 from .. import fastcall as _fastcall
 from .. import profiling as _profiling
+from .. import tensor as _tensor
 from ..opdef import AMP_CLASSES, OPS, Identity, Lowering, Meta, OpDef, SpmdRule
 from ..tensor import Tensor
 from . import sharding as _sharding
@@ -59,7 +60,8 @@ def broadcast_shapes(op: str, a: tuple[int, ...], b: tuple[int, ...]) -> tuple[i
         if a and max(a) == 1 and min(a) == 1:
             return b
     a, b = tuple(a), tuple(b)
-    got = _BROADCASTS.get((a, b))
+    cached = not _tensor.OWN_SIZES  # a traced dynamic dim equals its plain int: not cached
+    got = _BROADCASTS.get((a, b)) if cached else None
     if got is not None:
         return got
     n = max(len(a), len(b))
@@ -76,6 +78,8 @@ def broadcast_shapes(op: str, a: tuple[int, ...], b: tuple[int, ...]) -> tuple[i
                 f"[{op}] shapes {a} and {b} cannot be broadcast: dimension {i - n} is {x} vs {y}; "
                 f"make them equal or 1"
             )
+    if not cached:
+        return tuple(out)
     if len(_BROADCASTS) > 4096:
         _BROADCASTS.clear()
     got = _BROADCASTS[(a, b)] = tuple(out)

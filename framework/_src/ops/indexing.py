@@ -8,6 +8,7 @@ element indices (numpy's own indexing rules, so every numpy key works the same),
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
@@ -16,7 +17,7 @@ from adapter_api import OpArgumentError
 
 from .. import autograd, dispatch
 from .. import dtypes as _dt
-from ..tensor import Tensor, to_tensor
+from ..tensor import Tensor, decides_on_sizes, to_tensor
 from . import math as M
 from .base import OPS, apply1
 from .creation import arange
@@ -437,33 +438,15 @@ def _basic_getitem(x: Tensor, key: tuple[Any, ...]) -> Tensor:
             continue
         size = x.shape[d]
         if isinstance(k, slice):
-            st, sp, step = k.indices(size)
-            if step == 0:
-                raise OpArgumentError("[getitem] slice step cannot be zero")
-            if step < 0:
-                rng = range(st, sp, step)
-                if len(rng):
-                    starts.append(rng[-1])
-                    stops.append(rng[0] + 1)
-                else:
-                    starts.append(0)
-                    stops.append(0)
-                steps.append(-step)
+            st, sp, step, n, flipped = slice_bounds(k, size)
+            starts.append(st)
+            stops.append(sp)
+            steps.append(step)
+            out_shape.append(n)
+            if flipped:
                 flips.append(len(starts) - 1)
-                out_shape.append(len(rng))
-            else:
-                sp = max(sp, st)
-                starts.append(st)
-                stops.append(sp)
-                steps.append(step)
-                out_shape.append(len(range(st, sp, step)))
         else:
-            i = int(k)
-            if not -size <= i < size:
-                raise IndexOutOfRangeError(
-                    f"[getitem] index {i} is out of bounds for axis {d} with size {size}"
-                )
-            i %= size
+            i = index_bound(k, size, d)
             starts.append(i)
             stops.append(i + 1)
             steps.append(1)
@@ -472,6 +455,108 @@ def _basic_getitem(x: Tensor, key: tuple[Any, ...]) -> Tensor:
     if flips:
         y = flip(y, flips)
     return y.reshape(tuple(out_shape))
+
+
+# NOTE: the bounds of a basic key are worked out here rather than by ``slice.indices`` (which
+# makes every size a plain int): a dynamic dim traced by to_static stays symbolic, and every
+# comparison that clamps a bound to it is a guard of the program (``x[:5]`` is ``x[:n]`` where
+# ``n < 5``: another program). Plain ints take ``slice.indices``'s own rules.
+def _int(v: Any) -> Any:
+    """An index or bound as an int (a traced dynamic size, an int subclass, kept)."""
+    if isinstance(v, int) and type(v) is not bool:
+        return v
+    try:
+        return operator.index(v)
+    except TypeError:
+        raise TypeError(f"[getitem] indices must be integers or None, got {type(v).__name__} {v!r}") from None
+
+
+@decides_on_sizes
+def index_bound(k: Any, n: int, axis: int) -> int:
+    """The position of index ``k`` along ``axis`` (of size ``n``): negative counts from the end.
+
+    Example:
+        >>> index_bound(-1, 4, 0), index_bound(2, 4, 0)
+        (3, 2)
+    """
+    i = _int(k)
+    j = i + n if i < 0 else i
+    if j < 0 or j >= n:
+        raise IndexOutOfRangeError(f"[getitem] index {i} is out of bounds for axis {axis} with size {n}")
+    return j
+
+
+@decides_on_sizes
+def _clamp(v: Any, n: int, step: int) -> Any:
+    """A bound of a slice over ``n`` entries clamped as ``slice.indices`` does; a comparison
+    that cannot change it (``stop == n``) is not made, so it is no guard."""
+    if v < 0:
+        v = v + n
+        if step > 0 and v < 0:
+            return 0
+        if step < 0 and v < -1:
+            return -1
+    elif step > 0 and v > n:
+        return n
+    elif step < 0 and v >= n:
+        return n - 1
+    return v
+
+
+@decides_on_sizes
+def _ceil_count(start: Any, stop: Any, step: int, n: int, affine: bool) -> Any:
+    """``ceil((stop - start) / step)`` for ``stop > start`` and ``step > 1``. ``affine``: each
+    bound is a plain int or an int plus ``n``; for a traced ``n`` the count is then written
+    with ``n // step`` and ``n % step`` (a program's derived sizes) rather than a division of
+    a sum of sizes, which a program cannot hold (it would be traced per size)."""
+    if type(n) is int or type(start) is type(stop) is int or not affine:
+        return -((start - stop) // step)
+    # start = a_s * n + c_s, stop = a_e * n + c_e; the difference is alpha * n + c
+    a_s, a_e = (0 if type(v) is int else 1 for v in (start, stop))
+    alpha, c = a_e - a_s, int(stop) - a_e * int(n) - (int(start) - a_s * int(n))
+    if alpha == 0:
+        return -(-c // step)
+    m = c + step - 1 if alpha == 1 else -c  # ceil((n + c) / k) = (n + c + k - 1) // k; -((n - c) // k)
+    a, b = divmod(m, step)
+    # (n + m) // k = n // k + a + (n % k + b) // k, the last 0 or 1: 0 where b = 0, n % 2
+    # where k = 2; else it depends on n % k in a way no polynomial says (traced per size)
+    if b and step != 2:
+        return -((start - stop) // step)
+    count = n // step + a + (n % step if b else 0)
+    return count if alpha == 1 else -count
+
+
+@decides_on_sizes
+def slice_bounds(k: slice, n: int) -> tuple[Any, Any, int, Any, bool]:
+    """``k`` over a dim of ``n`` entries as the slice primitive takes it: ``(start, stop, step,
+    count, flipped)`` with ``step > 0``; ``flipped``: ``k``'s step is negative, the entries
+    are these in reverse (Python's slice rules).
+
+    Example:
+        >>> slice_bounds(slice(None, 5), 3), slice_bounds(slice(None, None, -2), 5)
+        ((0, 3, 1, 3, False), (0, 5, 2, 3, True))
+    """
+    a, b, c = k.start, k.stop, k.step
+    affine = (a is None or type(a) is int) and (b is None or type(b) is int)
+    if type(n) is int and affine and (c is None or type(c) is int):
+        st, sp, step = k.indices(n)  # plain ints: the builtin rules (eager's path)
+        if step == 0:
+            raise OpArgumentError("[getitem] slice step cannot be zero")
+    else:
+        step = 1 if k.step is None else _int(k.step)
+        if step == 0:
+            raise OpArgumentError("[getitem] slice step cannot be zero")
+        st = (0 if step > 0 else n - 1) if k.start is None else _clamp(_int(k.start), n, step)
+        sp = (n if step > 0 else -1) if k.stop is None else _clamp(_int(k.stop), n, step)
+    if step > 0:
+        if sp < st:
+            sp = st
+        count = sp - st if step == 1 else 0 if sp == st else _ceil_count(st, sp, step, n, affine)
+        return st, sp, step, count, False
+    if not sp < st:
+        return 0, 0, -step, 0, True
+    count = st - sp if step == -1 else _ceil_count(sp, st, -step, n, affine)
+    return st - (count - 1) * -step, st + 1, -step, count, True
 
 
 def setitem(x: Tensor, key: Any, value: Any) -> None:

@@ -13,7 +13,7 @@ from adapter_api import OpArgumentError
 
 from .. import autograd, dispatch
 from .. import dtypes as _dt
-from ..tensor import Tensor
+from ..tensor import Tensor, decides_on_sizes
 from .base import OPS, TRACER, OpDef, apply1, call, composite
 from .creation import arange, zeros
 from .math import normalize_axes
@@ -45,8 +45,15 @@ def _resolve_shape(x: Tensor, shape: Any) -> tuple[int, ...]:
         and shape[0].ndim == 1
     ):
         shape = shape[0].tolist()  # x.reshape(shape_tensor) reaches here as (shape_tensor,)
-    try:
-        shape = [int(s.item()) if isinstance(s, Tensor) else int(s) for s in shape]
+    try:  # an int subclass stays as it is (a traced dynamic dim keeps its symbol)
+        shape = [
+            s
+            if isinstance(s, int) and type(s) is not bool
+            else int(s.item())
+            if isinstance(s, Tensor)
+            else int(s)
+            for s in shape
+        ]
     except (TypeError, ValueError):
         raise OpArgumentError(f"[reshape] shape must be a sequence of ints, got {shape!r}") from None
     for i, s in enumerate(shape):
@@ -131,6 +138,7 @@ def flatten(x: Tensor, start_axis: int = 0, stop_axis: int = -1) -> Tensor:
     return reshape(x, x.shape[:s] + (math.prod(x.shape[s : e + 1]),) + x.shape[e + 1 :])
 
 
+@decides_on_sizes  # a dim of size 1 goes: a dynamic dim's size decides the result's rank
 def squeeze(x: Tensor, axis: Any = None) -> Tensor:
     """Remove dims of size 1 from ``x``.
 
@@ -424,7 +432,15 @@ def stack(xs: Sequence[Tensor], axis: int = 0, name: str | None = None) -> Tenso
 
 
 def slice_raw(x: Tensor, starts: tuple[int, ...], stops: tuple[int, ...], steps: tuple[int, ...]) -> Tensor:
-    if all(s == 0 for s in starts) and tuple(stops) == x.shape and all(s == 1 for s in steps):
+    if (
+        all(s == 0 for s in starts)
+        and tuple(stops) == x.shape
+        and all(s == 1 for s in steps)
+        # a traced dynamic bound that is whole at this size only (`x[b % 3:]` at b = 12) is
+        # a slice: the program's ops must not depend on the size
+        and all(type(s) is int for s in starts)
+        and all(e is d or type(e) is type(d) is int for e, d in zip(stops, x.shape))
+    ):
         return x
     return apply1(OPS["slice"], [x], {"starts": tuple(starts), "stops": tuple(stops), "steps": tuple(steps)})
 

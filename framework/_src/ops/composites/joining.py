@@ -15,7 +15,7 @@ import numpy as np
 
 from adapter_api import OpArgumentError
 
-from ...tensor import Tensor, to_tensor
+from ...tensor import Tensor, decides_on_sizes, to_tensor
 from .. import indexing as I
 from .. import shape as S
 from ._common import axis_arg, tensor_arg
@@ -338,6 +338,7 @@ def unflatten(x: Tensor, axis: int, shape: Any, name: str | None = None) -> Tens
     return x.reshape(x.shape[:ax] + tuple(sizes) + x.shape[ax + 1 :])
 
 
+@decides_on_sizes  # its range check: a guard under to_static
 def narrow(x: Tensor, dim: int, start: Any, length: int, name: str | None = None) -> Tensor:
     """The ``length`` entries of ``x`` along ``dim`` from ``start`` (negative counts from the end).
 
@@ -385,6 +386,7 @@ def ravel(x: Tensor, name: str | None = None) -> Tensor:
     return tensor_arg("ravel", x).reshape((-1,))
 
 
+@decides_on_sizes  # its range check: a guard under to_static
 def crop(x: Tensor, shape: Any = None, offsets: Any = None, name: str | None = None) -> Tensor:
     """The block of ``x`` of size ``shape`` that starts at ``offsets``.
 
