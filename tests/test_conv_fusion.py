@@ -95,6 +95,33 @@ def test_conv2d_nchwc_kernel_matches_float64_and_the_decomposition(
 
 
 @needs_kernel
+def test_eight_float_vectors_match_float64(monkeypatch):
+    """The build a CPU without AVX-512 gets (``NCHWC_VW=8``: a block of 16 channels is two
+    vectors, other tile widths) gives the same values as float64 numpy."""
+    from plugins.cpu import conv_nchwc
+
+    monkeypatch.setattr(conv_nchwc, "OPTIONS", ("-DNCHWC_VW=8",))
+    assert conv_nchwc._entry("conv_nchwc") is not None  # built: the kernel runs, not numpy
+    for xs, ws, stride, pad, dil, blocked, residual, relu in (CASES[0], CASES[2], CASES[3], CASES[7]):
+        rng = np.random.default_rng(sum(xs))
+        x = rng.standard_normal(xs).astype(np.float32)
+        w = rng.standard_normal(ws).astype(np.float32)
+        b = rng.standard_normal(ws[0]).astype(np.float32)
+        want = _conv64(x, w, stride, pad, dil) + b[None, :, None, None]
+        r = rng.standard_normal(want.shape).astype(np.float32) if residual else None
+        want = np.maximum(want + (0 if r is None else r), 0) if relu else want + (0 if r is None else r)
+        xt = IF.to_nchwc(fw.to_tensor(x)) if blocked else fw.to_tensor(x)
+        rt = IF.to_nchwc(fw.to_tensor(r)) if residual else None
+        padding = [pad[0][0], pad[0][1], pad[1][0], pad[1][1]]
+        got = IF.conv2d_nchwc(
+            xt, fw.to_tensor(w), fw.to_tensor(b), rt, stride=stride, padding=padding, dilation=dil,
+            relu=relu, blocked_input=blocked,
+        ).numpy()
+        tol = 2e-6 * np.abs(want).max() * np.sqrt(np.prod(ws[1:]))
+        np.testing.assert_allclose(got, _blocked(want), rtol=0, atol=tol, err_msg=str((xs, ws)))
+
+
+@needs_kernel
 def test_relu_epilogue_keeps_nan_and_zeroes_negative_zero():
     x = np.zeros((1, 1, 1, 3), np.float32)
     w = np.zeros((2, 1, 1, 1), np.float32)

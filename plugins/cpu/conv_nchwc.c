@@ -21,21 +21,27 @@
 #include <string.h>
 
 #define B 16
-/* NOTE: 8-float vectors (a block is two) by default, also where AVX-512 is there: each broadcast
- * input value then feeds two FMAs, and Zen 4 runs a 512-bit FMA as two 256-bit halves anyway
- * (measured on the AMD VM: 16-channel layers 20 % faster than with 16-float vectors, the others
- * level; docs/benchmarks.md). NCHWC_VW=16 builds 16-float vectors. */
+/* NOTE: 16-float vectors where AVX-512 is there, else 8 (a block is then two). A first version
+ * measured 8-float vectors faster on Zen 4 (each broadcast input value feeding two FMAs, a 512-bit
+ * FMA running as two 256-bit halves); with the tiles as they are now, 16-float vectors (the
+ * broadcast folded into the FMA's memory operand) are 10-15 % faster on every layer of the
+ * ResNet-style model (docs/benchmarks.md, "Issue 41, fourth pass"). NCHWC_VW=8 builds 8-float
+ * vectors. */
 #if defined(NCHWC_VW)
 #define VW NCHWC_VW
+#elif defined(__AVX512F__)
+#define VW 16
 #else
 #define VW 8
 #endif
 #define NVB (B / VW) /* vectors per block of channels */
-/* accumulators a tile may keep: 32 vector registers with AVX-512, 16 with AVX2 */
+/* accumulators a tile may keep: 32 vector registers with AVX-512, 16 with AVX2. 16-float vectors:
+ * 16, rows of 16 positions of one block or 8 of two (28 was as fast on the model's layers, and
+ * took 2.4 times as long to build: every tile width up to 28 unrolled) */
 #if defined(NCHWC_ACC)
 #define ACC NCHWC_ACC
 #elif defined(__AVX512F__) && VW == 16
-#define ACC 28
+#define ACC 16
 #elif defined(__AVX512F__)
 #define ACC 24
 #else

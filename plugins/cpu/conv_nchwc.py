@@ -24,7 +24,7 @@ BLOCK = 16  #: channels per block (conv_nchwc.c's B)
 #: multiply-adds a thread of the team gets at least (as conv.py)
 MIN_MACS_PER_TEAM_THREAD = 1 << 20
 MIN_ELEMS_PER_TEAM_THREAD = 1 << 16
-#: extra build options (``("-DNCHWC_VW=8",)``: AVX2's 8-float vectors where AVX-512 is there)
+#: extra build options (``("-DNCHWC_VW=8",)``: 8-float vectors, a block two of them, where AVX-512 is there)
 OPTIONS: tuple[str, ...] = ()
 
 
