@@ -2,6 +2,7 @@
 bf16 units, the plain path (float32 products), Oarlock's ``fw.matmul`` and torch.
 
     python benchmarks/bf16.py --threads 2 [--reps 7] [--sizes 2048,1024x256x688] [--amp-reps 10]
+    python benchmarks/bf16.py --threads 1 --amp-only [--amp-modes eager,static]
 
 Every variant computes ``c = a @ b`` of bfloat16 ``a``, ``b`` with float32 accumulation and a
 bfloat16 ``c`` (the float32 result rounded to nearest-even, ml_dtypes), so the rounding is in
@@ -18,11 +19,13 @@ ratio to torch's bf16 ``matmul`` (or, without torch, to numpy's float32 product)
 
 Then bfloat16's casts and an element-wise product on 2^20 elements, ml_dtypes/numpy against
 the cpu plugin's C (elementwise.c: plain, and on vcvtneps2bf16 where the CPU has it); then
-training steps, float32 against ``fw.amp.auto_cast(dtype="bfloat16")`` (forward and loss
-under it, backward and the optimizer step after), taking turns: the examples' tiny Llama
-(conformance/models.py: dim 64, 2 layers, batch 16 x 64 tokens, AdamW) and train_step.py's
-Llama block (dim 256, 4 heads, seq 128, batch 8, SwiGLU 688; forward + backward). Ratio:
-float32 step time / AMP step time (higher: AMP faster).
+training steps, float32 against ``fw.amp.auto_cast(dtype="bfloat16")`` at O1 and at O2
+(``fw.amp.decorate``: bf16 parameters, float32 master weights), forward and loss under it,
+backward and the optimizer step after, eagerly and traced whole by ``fw.jit.to_static``,
+taking turns: the examples' tiny Llama (conformance/models.py: dim 64, 2 layers, batch 16 x 64
+tokens, AdamW) and train_step.py's Llama block (dim 256, 4 heads, seq 128, batch 8, SwiGLU
+688; forward + backward). Ratio: float32 step time (same mode) / AMP step time (higher: AMP
+faster), and the eager float32 step's CPU time / time.
 """
 
 from __future__ import annotations
@@ -186,54 +189,99 @@ def case(m: int, k: int, n: int, nt: int, reps: int) -> None:
         print(f"  {name:<36} {why}")
 
 
-def tiny_llama_step(amp: bool) -> Callable[[], float]:
+#: the precision variants of a training step: no AMP, ``auto_cast`` O1, ``decorate`` + O2
+LEVELS = ("float32", "O1", "O2")
+
+
+def _cast_block(level: str) -> Any:
+    """The ``auto_cast`` of ``level`` (off for float32)."""
+    return fw.amp.auto_cast(
+        enable=level != "float32", level="O2" if level == "O2" else "O1", dtype="bfloat16"
+    )
+
+
+def tiny_llama_step(level: str, static: bool = False) -> Callable[[], float]:
+    """The examples' tiny Llama's whole training step (forward and loss under ``auto_cast``,
+    backward, AdamW step, clear_grad, the LR schedule), eagerly or traced whole by
+    ``fw.jit.to_static`` (its optimizer update one fused program)."""
     from conformance.models import build
 
     task = build("tiny_llama", 0, "cpu")
+    model, opt = task.model, task.optimizer
+    if level == "O2":
+        model, opt = fw.amp.decorate(model, opt, level="O2", dtype="bfloat16")
     x, y = task.batch(0)
+    sched = task.info["scheduler"]
+
+    def body(x: fw.Tensor, y: fw.Tensor) -> fw.Tensor:
+        with _cast_block(level):
+            loss = task.loss(model(x), y)
+        loss.backward()
+        opt.step()
+        opt.clear_grad()
+        return loss
+
+    fn = fw.jit.to_static(body) if static else body
 
     def step() -> float:
-        with fw.amp.auto_cast(enable=amp, dtype="bfloat16"):
-            loss = task.loss(task.model(x), y)
-        loss.backward()
-        task.update()
-        return float(loss.numpy())
+        loss = float(fn(x, y).numpy())
+        sched.step()
+        return loss
 
     return step
 
 
-def llama_block_step(amp: bool) -> Callable[[], Any]:
+def llama_block_step(level: str, static: bool = False) -> Callable[[], Any]:
+    """train_step.py's Llama block, forward under ``auto_cast`` and backward (no optimizer),
+    eagerly or under ``fw.jit.to_static``."""
     import framework.nn.functional as F
     from conformance.models import LlamaBlock
 
     b, s, d, h, hid = 8, 128, 256, 4, 688
     fw.seed(0)
     blk = LlamaBlock(d, h, hid)
+    if level == "O2":
+        blk = fw.amp.decorate(blk, level="O2", dtype="bfloat16")
     cos, sin = F.rotary_cos_sin(s, d // h, dtype="float32", device="cpu")
     x = fw.to_tensor(np.random.default_rng(0).standard_normal((b, s, d)).astype(np.float32))
     params = blk.parameters()
 
-    def step() -> None:
-        with fw.amp.auto_cast(enable=amp, dtype="bfloat16"):
+    def body(x: fw.Tensor) -> fw.Tensor:
+        with _cast_block(level):
             out = blk(x, cos, sin)
-        out.astype("float32").sum().backward()
+        loss = out.astype("float32").sum()
+        loss.backward()
+        return loss
+
+    fn = fw.jit.to_static(body) if static else body
+
+    def step() -> None:
+        fn(x)
         params[0].grad.numpy()
         blk.clear_gradients()
 
     return step
 
 
-def amp_steps(reps: int) -> None:
+def amp_steps(reps: int, modes: str = "eager,static") -> None:
+    """Each step at each precision (and mode), taking turns; ratios to the float32 step of
+    the same mode and to the eager float32 step."""
     for title, make in (
         ("tiny Llama training step", tiny_llama_step),
         ("Llama block fwd+bwd", llama_block_step),
     ):
-        ms = round_robin({"float32": make(False), "AMP bfloat16": make(True)}, reps)
-        print(f"\n== {title}; ratio: float32 time / time (higher is faster)")
-        print(f"  {'variant':<36} {'ms':>9} {'ratio':>7} {'cpu ms':>9} {'ratio':>7}")
-        bw, bc = ms["float32"]
+        fns = {
+            f"{level} {mode}": make(level, mode == "static") for mode in modes.split(",") for level in LEVELS
+        }
+        ms = round_robin(fns, reps)
+        print(f"\n== {title}; ratio: float32 time (same mode; eager) / time (higher is faster)")
+        print(
+            f"  {'variant':<16} {'ms':>9} {'ratio':>7} {'cpu ms':>9} {'ratio':>7} {'vs eager fp32 cpu':>18}"
+        )
         for name, (w, c) in ms.items():
-            print(f"  {name:<36} {w:9.2f} {bw / w:6.2f}x {c:9.2f} {bc / c:6.2f}x")
+            bw, bc = ms["float32 " + name.split()[1]]
+            ec = ms.get("float32 eager", (w, c))[1]
+            print(f"  {name:<16} {w:9.2f} {bw / w:6.2f}x {c:9.2f} {bc / c:6.2f}x {ec / c:17.2f}x")
 
 
 def cast_kernels(reps: int, n: int = 1 << 20) -> None:
@@ -281,6 +329,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--amp-reps", type=int, default=10, help="rounds of the training steps (0: none)")
+    ap.add_argument("--amp-modes", default="eager,static", help="eager and/or static (fw.jit.to_static)")
+    ap.add_argument("--amp-only", action="store_true", help="only the training steps")
     ap.add_argument(
         "--sizes", default="2048,1024x256x688", help="N (N x N @ N x N) or MxKxN, comma-separated"
     )
@@ -292,13 +342,15 @@ def main() -> None:
     ]
     print(f"{cpu_description()}; flags: {' '.join(sorted(set(flags))) or 'no bf16/amx/vnni'}")
     print(f"cpu plugin's bf16_gemm: {fw.get_device_properties('cpu').extra.get('bf16_gemm', '-')}")
-    for s in args.sizes.split(","):
-        dims = [int(x) for x in s.split("x")]
-        m, k, n = dims * 3 if len(dims) == 1 else dims
-        case(m, k, n, args.threads, args.reps)
+    if not args.amp_only:
+        for s in args.sizes.split(","):
+            dims = [int(x) for x in s.split("x")]
+            m, k, n = dims * 3 if len(dims) == 1 else dims
+            case(m, k, n, args.threads, args.reps)
+        if args.amp_reps:
+            cast_kernels(args.reps)
     if args.amp_reps:
-        cast_kernels(args.reps)
-        amp_steps(args.amp_reps)
+        amp_steps(args.amp_reps, args.amp_modes)
 
 
 if __name__ == "__main__":

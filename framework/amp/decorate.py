@@ -11,6 +11,7 @@ from .._src import dtypes as _dt
 from .._src.autograd import no_grad
 from .._src.ops import math as M
 from .._src.tensor import Tensor
+from ..jit import train_step as _jit_step
 
 #: layer types whose parameters stay float32 under O2 (Paddle keeps normalisations in float32)
 _KEEP_FP32 = (
@@ -56,6 +57,8 @@ class MasterWeightOptimizer:
 
     @no_grad()
     def step(self) -> None:
+        if _jit_step.recording_optimizer(self, "step"):
+            return  # inside a traced training step: runs after the program (framework.jit.train_step)
         for p, m in self._pairs:
             m.grad = None if p.grad is None else M.cast(p.grad, _dt.float32).detach()
         self._inner.step()
@@ -63,6 +66,8 @@ class MasterWeightOptimizer:
             p.set_value(M.cast(m, p.dtype))
 
     def clear_grad(self, set_to_zero: bool = False) -> None:
+        if _jit_step.recording_optimizer(self, "clear_grad", set_to_zero):
+            return
         for p in self._low:
             p.clear_grad(set_to_zero)
         self._inner.clear_grad(set_to_zero)

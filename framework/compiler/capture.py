@@ -9,6 +9,9 @@ A graph is a fusion group when every primitive is elementwise, a cast, an expand
 ``sum``/``max``/``min`` over the last axis or a ``gather`` along the row by a rotation of it
 (a constant index: rotary's rotate-half), and every value fits one kind of
 :mod:`framework.compiler.loop_ir` (full row, per-column vector, per-row scalar, scalar).
+A program's group (``group=True``) may also read and write float16/bfloat16 (an AMP
+program's values between its products): computed in the emitter's wider type, a cast to
+them rounded as eager's, every other value rounded once when stored.
 """
 
 from __future__ import annotations
@@ -125,6 +128,8 @@ class _Tracer:
         #: concrete float tensors read as further inputs (None: a concrete tensor is not fusible)
         self.consts = consts
         self._const_nodes: dict[int, loop_ir.Node] = {}
+        #: the floating dtypes a value may have (a program's group: float16/bfloat16 too)
+        self.floats: tuple[np.dtype, ...] = loop_ir.FLOATS
         #: node id -> the shape (left-padded to the main's rank) a value read through a
         #: broadcast load holds, where that is not a kind: used at another shape (a reshape
         #: traces for free) it would be read at the wrong elements
@@ -185,7 +190,7 @@ class _Tracer:
         blk = t._block
         if isinstance(blk, _Sym):
             return self.use(t, blk.node)
-        if t.numel() == 1 and t.dtype in (*loop_ir.FLOATS, loop_ir.BOOL):
+        if t.numel() == 1 and t.dtype in (*self.floats, loop_ir.BOOL):
             return self.b.const(t.numpy().reshape(()).item(), t.dtype)
         if t.numel() == 1 and t.dtype.kind in "iu":
             return self.b.const(t.numpy().reshape(()).item(), np.float64)
@@ -202,7 +207,7 @@ class _Tracer:
     def __call__(self, op: base.OpDef, ins: list[Tensor], attrs: dict[str, Any]) -> list[Tensor]:
         if op.name == "full":  # zeros_like and friends: a constant of the program
             dtype = np.dtype(attrs["dtype"])
-            if dtype not in (*loop_ir.FLOATS, loop_ir.BOOL):
+            if dtype not in (*self.floats, loop_ir.BOOL):
                 raise NotFusible(f"'full' makes a {dtype} value")
             return [
                 self.sym(self.b.const(attrs["value"], dtype), tuple(attrs["shape"]), dtype, attrs["device"])
@@ -222,7 +227,7 @@ class _Tracer:
         dtype = np.dtype(dtype)
         name = op.name
         b = self.b
-        if dtype not in (*loop_ir.FLOATS, loop_ir.BOOL):
+        if dtype not in (*self.floats, loop_ir.BOOL):
             raise NotFusible(f"'{name}' makes a {dtype} value")
         if role == "pass":
             node = args[0]
@@ -306,9 +311,11 @@ def trace(
     kinds: list[tuple[np.dtype, bool, bool]] = []
     loads: dict[int, str] = {}
     tr = _Tracer(geo, b, kinds, loads, consts)
+    if group:
+        tr.floats = loop_ir.FLOATS + loop_ir.HALVES
     sym_ins = []
     for k, t in enumerate(ins):
-        if t.dtype not in loop_ir.FLOATS and not (group and t.dtype == loop_ir.BOOL):
+        if t.dtype not in tr.floats and not (group and t.dtype == loop_ir.BOOL):
             raise NotFusible(f"input {k} is {t.dtype}; generated kernels take float32/float64")
         sym_ins.append(tr.sym(tr.input(k, t, group or consts is not None), t.shape, t.dtype, t.device))
     if base.TRACER.get() is not None:
@@ -332,7 +339,7 @@ def trace(
             node = node.args[0]
         if node.op == "const" or not node.row and not node.col:
             raise NotFusible("an output does not depend on the row")
-        if node.dtype not in loop_ir.FLOATS:
+        if node.dtype not in tr.floats:
             raise NotFusible(f"an output is {node.dtype}")
         nodes.append(node)
         metas.append((tuple(o.shape), o.dtype))

@@ -30,6 +30,7 @@ from adapter_api import CompileError, KernelEntry
 
 from .._src import device as _dev
 from .._src import dispatch
+from .._src import dtypes as _dt
 from .._src.ops import base
 from .._src.tensor import Tensor
 from ..ir import Program, SymDim, TensorType, print_program
@@ -100,7 +101,7 @@ def _main(body: Program, binding: dict[str, int]) -> TensorType:
     size = -1
     for v in values:
         t = v.type
-        if isinstance(t, TensorType) and t.rank and t.dtype.kind == "f":
+        if isinstance(t, TensorType) and t.rank and _dt.is_floating(t.dtype):
             n = math.prod(t.concrete(binding))
             if n > size:
                 best, size = t, n

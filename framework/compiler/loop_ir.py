@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from .._src.opdef import folds_to
@@ -26,6 +27,9 @@ from .._src.ops.base import OPS, Lowering
 
 BOOL = np.dtype(np.bool_)
 FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+#: float16 and bfloat16: a program's groups read and write them too (an AMP program's values
+#: between its products), computed in the emitter's half type and rounded when stored
+HALVES = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
 
 
 def lowering(op: str) -> Lowering:

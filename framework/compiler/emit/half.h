@@ -22,11 +22,15 @@ static inline double oarlock_b2d(uint16_t b) {
     union { uint32_t u; float f; } v; v.u = (uint32_t)b << 16; return v.f;
 }
 static inline uint16_t oarlock_d2b(double x) {
-    uint16_t s = signbit(x) ? 0x8000 : 0; double a = fabs(x); int e;
-    if (a != a) return s | 0x7fc0;
-    frexp(a, &e); if (e < -125) e = -125;
-    if (isinf(a)) return s | 0x7f80;
-    double q = ldexp(1.0, e - 8), r = nearbyint(a / q) * q;
-    if (r > 0x1.fep127) return s | 0x7f80;
-    union { uint32_t u; float f; } v; v.f = (float)r; return s | (uint16_t)(v.u >> 16);
+    /* round to nearest even on the bits (8 significant bits: drop 45 of double's 53), so
+       the loop vectorises; below 2**-126 (bf16's subnormals, quantum 2**-133) adding 2**-81
+       rounds at that quantum. NaN: 0x7fc0 with the sign; past 0x1.fep127: infinity */
+    union { double d; uint64_t u; } v, r, t; v.d = x;
+    uint64_t s = v.u & 0x8000000000000000ull, a = v.u ^ s;
+    r.u = (a + 0xFFFFFFFFFFFull + ((a >> 45) & 1)) & ~0x1FFFFFFFFFFFull;
+    t.u = a;
+    double q = t.d < 0x1p-126 ? (t.d + 0x1p-81) - 0x1p-81 : r.d;
+    union { float f; uint32_t u; } f; f.f = (float)q;
+    uint16_t sign = (uint16_t)(s >> 48);
+    return a > 0x7ff0000000000000ull ? (uint16_t)(sign | 0x7fc0) : (uint16_t)(sign | (f.u >> 16));
 }

@@ -51,6 +51,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..._src import dispatch, env
+from ..._src import dtypes as _dt
 from ..._src.opdef import OpDef
 from ..._src.ops import base
 from ..._src.tensor import Tensor, from_numpy_copy
@@ -174,7 +175,8 @@ def replay(body: Program, ins: Sequence[Tensor], binding: Mapping[str, int]) -> 
 # -- grouping -------------------------------------------------------------------------------
 def _fusible_type(v: Value) -> bool:
     t = v.type
-    return isinstance(t, TensorType) and (t.dtype.kind in "fb")
+    # bfloat16 (numpy kind "V") too: AMP programs keep bf16 between products and fused kernels
+    return isinstance(t, TensorType) and (t.dtype.kind == "b" or _dt.is_floating(t.dtype))
 
 
 def can_join(op: Operation) -> bool:
