@@ -2,6 +2,7 @@
 ``to_static``, Oarlock eager and ``to_static``; one and two threads.
 
     python benchmarks/peers.py [--rounds 3] [--threads 1,2] [--cases add,mlp,tfm] [--repeats 7] [--cpu-clock]
+                               [--variant NAME:VAR=VALUE[,VAR=VALUE...]]...
 
 Cases (issue 38's table):
 
@@ -29,7 +30,9 @@ of each interpreter's median; ratios are Oarlock's time over the peer's (below 1
 ``--cpu-clock`` times on the process's CPU clock instead of the wall clock: the time other
 processes take from it is not counted (on a loaded machine), but its threads' CPU times add
 up, so only the 1-thread figures compare with wall times. After the table, each of issue 38's
-goals is printed as met or missed by how much. The peers install with
+goals is printed as met or missed by how much. ``--variant numpy-blas:OARLOCK_BLAS=numpy`` adds
+Oarlock columns run with those environment variables (a before and after in one run), taking
+turns with the others; the ratios and goals are the plain Oarlock's. The peers install with
 ``pip install -r benchmarks/requirements-peers.txt``.
 """
 
@@ -303,6 +306,15 @@ def goal_lines(meds: dict[tuple[str, int], dict[tuple[str, str], float | None]])
     return lines
 
 
+def _variant(spec: str) -> tuple[str, dict[str, str]]:
+    """``NAME:VAR=VALUE[,VAR=VALUE]`` as ("oarlock NAME", {VAR: VALUE})."""
+    name, _, assigns = spec.partition(":")
+    env = dict(a.split("=", 1) for a in assigns.split(",") if "=" in a)
+    if not name or not env:
+        sys.exit(f"[benchmarks] --variant wants NAME:VAR=VALUE[,VAR=VALUE], got {spec!r}")
+    return f"oarlock {name}", env
+
+
 def load_average() -> str:
     try:
         return " ".join(f"{v:.1f}" for v in os.getloadavg())
@@ -326,6 +338,13 @@ def main() -> None:
         help="time on the process's CPU clock (the machine's other load not counted; all of the "
         "process's threads summed, so compare 1-thread figures only)",
     )
+    ap.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="NAME:VAR=VALUE[,VAR=VALUE]",
+        help="another Oarlock column, run with these environment variables (repeatable)",
+    )
     ap.add_argument("--child", nargs=2, metavar=("LIB", "THREADS"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     cases = args.cases.split(",")
@@ -338,7 +357,8 @@ def main() -> None:
     from benchmarks import cpu_description
 
     threads = [int(n) for n in args.threads.split(",")]
-    libs = [lib for lib in LIBS if installed(lib)]
+    variants = dict(_variant(v) for v in args.variant)  # "oarlock NAME" -> its environment
+    libs = [lib for lib in LIBS if installed(lib)] + list(variants)
     got: dict[tuple[str, int], list[dict[str, float]]] = {(lib, n): [] for lib in libs for n in threads}
     load0 = load_average()
     for r in range(args.rounds):
@@ -355,11 +375,12 @@ def main() -> None:
                 ):
                     env[var] = str(n)
                 env.setdefault("GLOG_minloglevel", "2")  # Paddle's start-up log lines
+                env.update(variants.get(lib, {}))
                 cmd = [
                     sys.executable,
                     os.path.abspath(__file__),
                     "--child",
-                    lib,
+                    "oarlock" if lib in variants else lib,
                     str(n),
                     "--cases",
                     ",".join(cases),
@@ -372,7 +393,9 @@ def main() -> None:
                 got[(lib, n)].append(json.loads(run.stdout.strip().splitlines()[-1]))
     print(f"CPU: {cpu_description()}")
     print(f"flags: {cpu_flags()}")
-    print("peers: " + "; ".join(str(got[(lib, threads[0])][0].get("version")) for lib in libs))
+    print("peers: " + "; ".join(str(got[(lib, threads[0])][0].get("version")) for lib in libs if lib in LIBS))
+    for name, env in variants.items():
+        print(f"{name}: Oarlock (this tree) with " + " ".join(f"{k}={v}" for k, v in env.items()))
     print(f"load average (1, 5, 15 min) at start: {load0}; at end: {load_average()}")
     clock = "process CPU time (all threads summed)" if args.cpu_clock else "wall clock"
     print(
@@ -387,6 +410,9 @@ def main() -> None:
         ("oarlock", "static"),
     ]
     head = ["torch eager", "Paddle eager", "Paddle to_static", "Oarlock eager", "Oarlock to_static"]
+    for name in variants:
+        cols += [(name, "eager"), (name, "static")]
+        head += [f"{name} eager", f"{name} to_static"]
     print(
         "| case | threads | "
         + " | ".join(head)

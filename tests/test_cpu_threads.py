@@ -216,7 +216,8 @@ res["fork_status"] = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
 res["blas_found"] = gemm.blas_gemm("f") is not None
 res["team"] = team
 res["cols_expected"] = gemm.blocks(64, 192, 2, np.dtype("float32"))[0]
-res["team_blas"] = threads.split_products(gemm.blas_name("f"))  # gemm.c's blocks call BLAS at once
+res["team_blas"] = threads.split_products(gemm.product_blas("f")[0])  # gemm.c's blocks call BLAS at once
+res["team_blas64"] = threads.split_products(gemm.product_blas("d")[0])  # oneDNN: float32 only
 res["numpy_split"] = threads.split_products(threads.numpy_blas())  # the workers' np.matmul blocks
 print(json.dumps(res))
 """
@@ -235,10 +236,9 @@ _PRODUCTS = (
 )
 
 
-@pytest.mark.parametrize("blas", ["auto", "mkl"])
+@pytest.mark.parametrize("blas", ["auto", "mkl", "onednn"])
 def test_split_kernels_give_the_whole_products_bits(blas):
-    if blas == "mkl" and not _has_mkl():
-        pytest.skip("Intel's MKL is not installed (pip install mkl)")
+    _skip_missing(blas)
     # the compiler off: the static program runs the plugin's kernels, not a generated one
     res = json.loads(
         _python(_SPLIT, OARLOCK_NUM_THREADS="2", OARLOCK_COMPILE="0", OARLOCK_BLAS=blas)
@@ -250,10 +250,12 @@ def test_split_kernels_give_the_whole_products_bits(blas):
     assert res.pop("fork_status") == 0
     team, found, cols = res.pop("team"), res.pop("blas_found"), res.pop("cols_expected")
     team_blas, numpy_split = res.pop("team_blas"), res.pop("numpy_split")
+    team_blas64 = res.pop("team_blas64")
     if found and team_blas:  # the BLAS is callable from C by several threads: 2-d products on the team
         shapes = [(tuple(a), tuple(b)) for a, b, _ in team]
-        for want in [((1000, 688), (688, 256)), ((517, 300), (300, 200)), ((64, 1024), (1024, 192))]:
+        for want in [((1000, 688), (688, 256)), ((64, 1024), (1024, 192))]:
             assert want in shapes, (want, shapes)
+        assert (((517, 300), (300, 200)) in shapes) is team_blas64, shapes
         assert ((256, 1024), (1024, 688)) in shapes and ((1000, 297), (297, 256)) in shapes, shapes
         # the weight gradient's shape: by columns where the rows are one tile and theirs is exact
         assert [c for a, b, c in team if a == [64, 1024] and b == [1024, 192]] == [cols]
@@ -364,7 +366,7 @@ for m, k, n in [(1024, 64, 192), (64, 1024, 172), (3, 5, 7), (257, 129, 65)]:
         for got in ((fw.to_tensor(a) @ fw.to_tensor(b.T.copy())).numpy(),
                     fw.matmul(fw.to_tensor(a), fw.to_tensor(b), transpose_y=True).numpy()):
             res["errs"].append(float(np.max(np.abs(got - want)) / np.max(np.abs(want))))
-res["name"] = gemm.blas_name("f")
+res["name"] = gemm.product_blas("f")[0]
 print(json.dumps(res))
 """
 
@@ -379,14 +381,23 @@ def _has_mkl() -> bool:
         return False
 
 
-@pytest.mark.parametrize("blas", ["numpy", "mkl", "auto"])
-@pytest.mark.parametrize("budget", ["1", "2"])
-def test_products_on_each_blas_match_float64(blas, budget):
+def _skip_missing(blas: str) -> None:
     if blas == "mkl" and not _has_mkl():
         pytest.skip("Intel's MKL is not installed (pip install mkl)")
+    if blas == "onednn":
+        from plugins.cpu import bf16
+
+        if bf16._onednn()[0] is None:
+            pytest.skip("oneDNN is not installed (pip install onednn-cpu-gomp)")
+
+
+@pytest.mark.parametrize("blas", ["numpy", "mkl", "onednn", "auto"])
+@pytest.mark.parametrize("budget", ["1", "2"])
+def test_products_on_each_blas_match_float64(blas, budget):
+    _skip_missing(blas)
     res = json.loads(_python(_BLAS, OARLOCK_NUM_THREADS=budget, OARLOCK_BLAS=blas).strip().splitlines()[-1])
-    assert res["name"] == ("numpy" if blas == "numpy" else "mkl" if blas == "mkl" else res["name"])
-    assert res["name"] in ("numpy", "mkl")
+    assert res["name"] == (res["name"] if blas == "auto" else blas)
+    assert res["name"] in ("numpy", "mkl", "onednn")
     assert max(res["errs"]) < 1e-5, res  # float32 products of these sizes: ~1e-7 relative
 
 
@@ -397,7 +408,9 @@ def test_a_bad_or_missing_blas_is_named():
         capture_output=True,
         text=True,
     )
-    assert r.returncode != 0 and "OARLOCK_BLAS must be one of auto, numpy, mkl, got 'blis'" in r.stderr
+    assert (
+        r.returncode != 0 and "OARLOCK_BLAS must be one of auto, numpy, mkl, onednn, got 'blis'" in r.stderr
+    )
     src = (
         "from plugins.cpu import gemm\n"
         "gemm._mkl_lib = lambda: None  # as on a machine without the mkl wheel\n"
@@ -601,7 +614,8 @@ import framework.nn.functional as F
 from plugins.cpu import conv, gemm, threads
 rng = np.random.default_rng(0)
 fw.ones([1]).numpy()
-res = {"blas": gemm.blas_name("f"), "team_blas": threads.split_products(gemm.blas_name("f")),
+res = {"blas": gemm.product_blas("f")[0], "team_blas": threads.split_products(gemm.product_blas("f")[0]),
+       "conv_blas": gemm.blas_name("f"),
        "products": [], "convs": [], "conv_nt": []}
 spied = conv._program
 class Spy:  # the thread count conv.c gets (its last argument)
@@ -631,14 +645,15 @@ print(json.dumps(res))
 """
 
 
-@pytest.mark.parametrize("blas", ["numpy", "mkl"])
+@pytest.mark.parametrize("blas", ["numpy", "mkl", "onednn"])
 def test_products_and_1x1_convs_that_would_be_split_give_the_same_right_values_50_times(blas):
-    if blas == "mkl" and not _has_mkl():
-        pytest.skip("Intel's MKL is not installed (pip install mkl)")
+    _skip_missing(blas)
     res = json.loads(_python(_REPEAT, OARLOCK_NUM_THREADS="2", OARLOCK_BLAS=blas).strip().splitlines()[-1])
     assert res["blas"] == blas
-    # MKL: split over the team (concurrent calls, safe by its contract); numpy's OpenBLAS: one call
-    assert res["team_blas"] is (blas == "mkl")
+    # MKL, oneDNN: split over the team (concurrent calls, safe by contract); numpy's OpenBLAS: one call
+    assert res["team_blas"] is (blas != "numpy")
+    # conv.c calls a cblas: MKL's with MKL (split), numpy's otherwise (one call)
+    assert res["conv_blas"] == ("mkl" if blas == "mkl" else "numpy")
     assert len(res["conv_nt"]) == 100 and set(res["conv_nt"]) == ({2} if blas == "mkl" else {1}), res[
         "conv_nt"
     ]

@@ -1,21 +1,28 @@
 /* Products split over the OpenMP team for the CPU plugin (plugins/cpu/gemm.py builds it).
  *
- * c (m x n, row stride ldc) = op(a) @ op(b) by the BLAS numpy links (its cblas_?gemm, whose
- * address gemm.py finds), the rows of c (or with cols, its columns) cut into nt blocks at
- * multiples of g (the BLAS kernel's exact tile: each block has the bits of the whole product),
- * the blocks run by the
- * OpenMP team that also runs the generated kernels. One team for every parallel kernel: its
- * threads wait a short while for the next kernel before they sleep (threads.py sets the spin),
- * so a product of 100 us gains from a second thread instead of waiting ~45 us for it to wake.
- * BLAS itself runs on one thread inside each block. nt > 1 only for a BLAS that several threads
- * may call at once (threads.py's split_products: MKL; numpy's OpenBLAS gave wrong results at
- * random when conv.c's team called it so).
+ * c (m x n, row stride ldc) = alpha op(a) @ op(b) + beta c by a BLAS whose address gemm.py
+ * finds: the cblas_?gemm of numpy's BLAS or Intel's MKL, or oneDNN's dnnl_sgemm (row-major,
+ * float32 only). The rows of c (or with cols, its columns) are cut into nt blocks at multiples
+ * of g (the BLAS kernel's exact tile where it has one: each block then has the bits of the
+ * whole product), the blocks run by the OpenMP team that also runs the generated kernels. One
+ * team for every parallel kernel: its threads wait a short while for the next kernel before
+ * they sleep (threads.py sets the spin), so a product of 100 us gains from a second thread
+ * instead of waiting ~45 us for it to wake. The BLAS runs on one thread inside each block
+ * (oneDNN reads the OpenMP thread count: it is set to 1 inside the block; its own team ran
+ * small products 25x slower on the loaded 2-core VM). nt > 1 only for a BLAS that several
+ * threads may call at once (threads.py's split_products: MKL, oneDNN; numpy's OpenBLAS gave
+ * wrong results at random when conv.c's team called it so).
  *
- * ta / tb: a is stored as k x m (b as n x k), read transposed. ilp64: the BLAS takes 64-bit
- * integers (numpy's own OpenBLAS: scipy_cblas_sgemm64_), else C ints. Returns 0.
+ * ta / tb: a is stored as k x m (b as n x k), read transposed. abi: 0 cblas with C ints,
+ * 1 cblas with 64-bit integers (numpy's own OpenBLAS: scipy_cblas_sgemm64_), 2 dnnl_sgemm.
+ * Returns 0, or oneDNN's first non-zero status.
  */
 #include <stdint.h>
-
+#ifdef _OPENMP
+#include <omp.h>
+#else
+static void omp_set_num_threads(int n) { (void)n; }
+#endif
 
 #ifdef T_DOUBLE
 #define T double
@@ -26,17 +33,22 @@
 typedef void (*gemm64_t)(int, int, int, int64_t, int64_t, int64_t, T, const T*, int64_t, const T*, int64_t, T, T*,
                          int64_t);
 typedef void (*gemm32_t)(int, int, int, int, int, int, T, const T*, int, const T*, int, T, T*, int);
+typedef int (*dnnl_t)(char, char, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t,
+                      float, float*, int64_t);
 
 enum { ROW_MAJOR = 101, NO_TRANS = 111, TRANS = 112 };
+enum { CBLAS32 = 0, CBLAS64 = 1, DNNL = 2 };
 
-int gemm_rows(int64_t fn, int ilp64, int ta, int tb, int64_t m, int64_t n, int64_t k, const void* a_, int64_t lda,
-              const void* b_, int64_t ldb, void* c_, int64_t ldc, int cols, int64_t g, int nt) {
+int gemm_rows(int64_t fn, int abi, int ta, int tb, int64_t m, int64_t n, int64_t k, const void* a_, int64_t lda,
+              const void* b_, int64_t ldb, void* c_, int64_t ldc, int cols, int64_t g, int nt, double alpha,
+              double beta) {
     const T *a = a_, *b = b_;
     T* c = c_;
     const int64_t len = cols ? n : m, blocks = (len + g - 1) / g;
     if (nt > blocks) nt = (int)blocks;
     if (nt < 1) nt = 1;
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
+    int status = 0;
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1) reduction(| : status)
     for (int t = 0; t < nt; ++t) {
         int64_t lo = blocks * t / nt * g, hi = blocks * (t + 1) / nt * g;
         if (hi > len) hi = len;
@@ -47,12 +59,20 @@ int gemm_rows(int64_t fn, int ilp64, int ta, int tb, int64_t m, int64_t n, int64
             T* cb = cols ? c + lo : c + lo * ldc;
             const int64_t mb = cols ? m : hi - lo, nb = cols ? hi - lo : n;
             const int oa = ta ? TRANS : NO_TRANS, ob = tb ? TRANS : NO_TRANS;
-            if (ilp64)
-                ((gemm64_t)(intptr_t)fn)(ROW_MAJOR, oa, ob, mb, nb, k, (T)1, ab, lda, bb, ldb, (T)0, cb, ldc);
+            if (abi == DNNL) {
+#ifndef T_DOUBLE
+                omp_set_num_threads(1); /* this block's oneDNN call runs on this thread alone */
+                status |= ((dnnl_t)(intptr_t)fn)(ta ? 'T' : 'N', tb ? 'T' : 'N', mb, nb, k, (float)alpha, ab, lda, bb,
+                                                 ldb, (float)beta, cb, ldc);
+#else
+                status |= -1; /* oneDNN has no float64 product */
+#endif
+            } else if (abi == CBLAS64)
+                ((gemm64_t)(intptr_t)fn)(ROW_MAJOR, oa, ob, mb, nb, k, (T)alpha, ab, lda, bb, ldb, (T)beta, cb, ldc);
             else
-                ((gemm32_t)(intptr_t)fn)(ROW_MAJOR, oa, ob, (int)mb, (int)nb, (int)k, (T)1, ab, (int)lda, bb,
-                                         (int)ldb, (T)0, cb, (int)ldc);
+                ((gemm32_t)(intptr_t)fn)(ROW_MAJOR, oa, ob, (int)mb, (int)nb, (int)k, (T)alpha, ab, (int)lda, bb,
+                                         (int)ldb, (T)beta, cb, (int)ldc);
         }
     }
-    return 0;
+    return status;
 }

@@ -11,14 +11,22 @@ they sleep: the same product split in two took 83 us.
 The BLAS is the one numpy loaded (its path from threadpoolctl), its ``cblas_sgemm`` /
 ``cblas_dgemm`` under the names numpy's own OpenBLAS gives them (``scipy_cblas_sgemm64_``,
 64-bit integers) or the plain ones; or Intel's MKL where the ``mkl`` wheel is installed
-(``pip install 'oarlock[mkl]'``) and ran a probe of training's product shapes at least 10 %
-faster (measured once per process and dtype; ``OARLOCK_BLAS=numpy|mkl|auto`` decides instead).
-On the 2-core Intel Xeon VM of 2026-12-02 MKL ran the tiny Llama's products 20-25 % faster than
-numpy's OpenBLAS (its SkylakeX kernels), which is torch's edge there. MKL runs on its sequential
-layer (the plugin splits products itself), and with it every 2-D float product goes through
-here, split or not, so a result does not depend on the budget's size thresholds; a user who
-sized BLAS themselves keeps numpy's. Where no BLAS is found, or without a C compiler, products
-stay numpy's ``matmul`` split over the worker threads (kernels.py).
+(``pip install 'oarlock[mkl]'``); or, for float32, oneDNN's ``dnnl_sgemm`` where its wheel is
+installed (``onednn-cpu-gomp``, which bf16.py loads for bf16 products too). ``auto`` (the
+default) times the ones present on a probe of training's product shapes and layouts and takes
+the fastest where it beat numpy's BLAS by at least 5 %, once per machine (the kernel cache
+keeps the choice); ``OARLOCK_BLAS=numpy|mkl|onednn|auto`` decides instead. On the 2-core Intel
+Xeon VM of 2026-12-02 MKL ran the tiny Llama's products 20-25 % faster than numpy's OpenBLAS
+(its SkylakeX kernels), which is torch's edge there; on the 2-core AMD EPYC (Zen 4) of
+2026-12-04 oneDNN ran the MLP's products 10-20 % faster than OpenBLAS and MKL (NT layouts the
+least), MKL no faster than OpenBLAS. MKL runs on its sequential layer and oneDNN with the
+OpenMP thread count set to 1 inside each block (the plugin splits products itself); with
+either, every 2-D float product of that dtype goes through here, split or not, so a result
+does not depend on the budget's size thresholds; a user who sized BLAS themselves keeps
+numpy's. Transposed operands are read in place (``transa``/``transb``). conv.c calls a cblas
+``?gemm`` (:func:`blas_gemm`: numpy's, or MKL's where chosen), never oneDNN's. Where no BLAS
+is found, or without a C compiler, products stay numpy's ``matmul`` split over the worker
+threads (kernels.py).
 """
 
 from __future__ import annotations
@@ -49,12 +57,20 @@ _SYMBOLS = (
 )
 
 
-_CHOICES = ("auto", "numpy", "mkl")
+_CHOICES = ("auto", "numpy", "mkl", "onednn")
+#: a BLAS other than numpy's runs the products only where the probe ran them at least 5 %
+#: faster (numpy's BLAS gives numpy's own bits; timed on the thread's CPU clock, the probe
+#: varies by ~2 % on the loaded 2-core VM)
+_MARGIN = 0.95
+_DNNL = 2  #: the ``abi`` of oneDNN's ``dnnl_sgemm`` in gemm.c (0, 1: cblas with 32/64-bit integers)
+Symbol = tuple[int, int]  #: (address, abi)
 
 
 def choice() -> str:
     """``OARLOCK_BLAS``: ``numpy`` (the BLAS numpy links), ``mkl`` (Intel's, from the ``mkl``
-    wheel) or ``auto`` (the default: whichever of the two present ran a probe faster)."""
+    wheel), ``onednn`` (oneDNN's ``dnnl_sgemm``, from the ``onednn-cpu-gomp`` wheel, for
+    float32; float64 products stay numpy's) or ``auto`` (the default: whichever of those
+    present ran a probe fastest, numpy's unless another was at least 5 % faster)."""
     v = os.environ.get("OARLOCK_BLAS", "auto").strip().lower() or "auto"
     if v not in _CHOICES:
         raise DeviceError(f"[cpu] OARLOCK_BLAS must be one of {', '.join(_CHOICES)}, got {v!r}")
@@ -62,9 +78,9 @@ def choice() -> str:
 
 
 @functools.cache
-def _numpy_blas(char: str) -> tuple[int, bool] | None:
-    """The address of numpy's BLAS ``?gemm`` for dtype char ``f``/``d`` and whether it takes
-    64-bit integers, or None."""
+def _numpy_blas(char: str) -> Symbol | None:
+    """numpy's BLAS ``?gemm`` for dtype char ``f``/``d``: (address, 1 where it takes 64-bit
+    integers else 0), or None."""
     prefix = {"f": "s", "d": "d"}[char]
     paths = [
         p["filepath"] for p in threads.blas_pools() if "libmkl_rt" not in os.path.basename(p["filepath"])
@@ -77,7 +93,7 @@ def _numpy_blas(char: str) -> tuple[int, bool] | None:
         for template, ilp64 in _SYMBOLS:
             fn = getattr(lib, template.format(prefix), None)
             if fn is not None:
-                return ctypes.cast(fn, ctypes.c_void_p).value, ilp64
+                return ctypes.cast(fn, ctypes.c_void_p).value, int(ilp64)
     return None
 
 
@@ -101,51 +117,114 @@ def _mkl_lib() -> Any:
     return None
 
 
-def _mkl_blas(char: str) -> tuple[int, bool] | None:
+def _mkl_blas(char: str) -> Symbol | None:
     lib = _mkl_lib()
     if lib is None:
         return None
     fn = getattr(lib, {"f": "cblas_sgemm", "d": "cblas_dgemm"}[char], None)
-    return None if fn is None else (ctypes.cast(fn, ctypes.c_void_p).value, False)
+    return None if fn is None else (ctypes.cast(fn, ctypes.c_void_p).value, 0)
 
 
 @functools.cache
-def _chosen(char: str) -> tuple[str, tuple[int, bool] | None]:
-    mine = _numpy_blas(char)  # before MKL loads: threadpoolctl would list it too
+def _onednn_blas(char: str) -> Symbol | None:
+    """oneDNN's ``dnnl_sgemm`` (row-major, float32 only), from the library bf16.py loads (its
+    private copy, so that real Paddle's own oneDNN still loads after it); None for float64 or
+    where oneDNN is not installed. Loaded on first use only."""
+    if char != "f":
+        return None
+    from . import bf16
+
+    if bf16._onednn()[0] is None:
+        return None
+    fn = getattr(bf16._LIBS[-1], "dnnl_sgemm", None)
+    return None if fn is None else (ctypes.cast(fn, ctypes.c_void_p).value, _DNNL)
+
+
+_LOADERS = {"numpy": _numpy_blas, "mkl": _mkl_blas, "onednn": _onednn_blas}
+
+
+def _installed(name: str, char: str) -> bool:
+    """Whether BLAS ``name`` may run ``char`` products here, from the installed wheels alone
+    (nothing loaded: a cached choice of numpy's BLAS never loads the others)."""
+    if name == "onednn" and char != "f":
+        return False
+    from .bf16 import _DISTRIBUTIONS
+
+    for d in {"mkl": ("mkl",), "onednn": _DISTRIBUTIONS}.get(name, ()):
+        try:
+            importlib.metadata.distribution(d)
+            return True
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return name == "numpy"
+
+
+@functools.cache
+def _chosen(char: str) -> tuple[tuple[str, Symbol | None], tuple[str, Symbol | None]]:
+    """((the products' BLAS, its symbol), (the cblas the plugin's other C calls, its symbol)):
+    the products run on :func:`choice`'s BLAS; conv.c calls a cblas ``?gemm`` (numpy's or
+    MKL's, never oneDNN's, whose calling convention differs)."""
+    mine = ("numpy", _numpy_blas(char))  # before MKL loads: threadpoolctl would list it too
     want = choice()
     if want == "numpy":
-        return "numpy", mine
-    mkl = _mkl_blas(char)
+        return mine, mine
     if want == "mkl":
+        mkl = _mkl_blas(char)
         if mkl is None:
             raise DeviceError(
                 "[cpu] OARLOCK_BLAS=mkl, but Intel's MKL is not installed (pip install mkl, on "
                 "x86-64); unset OARLOCK_BLAS to use the BLAS numpy links"
             )
-        return "mkl", mkl
-    if mkl is None or _program(char) is None:  # no MKL, or no compiler to call it from
-        return "numpy", mine
-    if mine is None:
-        return "mkl", mkl
-    return ("mkl", mkl) if _kept_choice(char, mkl, mine) == "mkl" else ("numpy", mine)
+        return ("mkl", mkl), ("mkl", mkl)
+    if want == "onednn":
+        if char != "f":
+            return mine, mine  # oneDNN has no float64 product
+        dnnl = _onednn_blas(char)
+        if dnnl is None:
+            from . import bf16
+
+            raise DeviceError(
+                f"[cpu] OARLOCK_BLAS=onednn, but {bf16._onednn()[1]}; unset OARLOCK_BLAS to use "
+                "the BLAS numpy links"
+            )
+        if _program(char) is None:
+            raise DeviceError(
+                "[cpu] OARLOCK_BLAS=onednn needs a C compiler to call oneDNN; unset OARLOCK_BLAS"
+            )
+        return ("onednn", dnnl), mine
+    others = [n for n in ("mkl", "onednn") if _installed(n, char)]
+    if not others or _program(char) is None:  # no other BLAS, or no compiler to call it from
+        return mine, mine
+    prod, cblas = _kept_choice(char, others).split(",")
+    p, c = (prod, _LOADERS[prod](char)), (cblas, _LOADERS[cblas](char))
+    # a BLAS that does not load after all (a cached choice from another environment): numpy's
+    return (p if p[1] is not None else mine), (c if c[1] is not None else mine)
 
 
-def _time_choice(char: str, mkl: tuple[int, bool], mine: tuple[int, bool]) -> str:
-    t_mkl, t_mine = _probe_time(char, mkl), _probe_time(char, mine)
-    # NOTE: MKL only where it is clearly faster: numpy's BLAS gives numpy's own bits
-    return "mkl" if t_mkl < 0.9 * t_mine else "numpy"
+def _time_choice(char: str, others: list[str]) -> str:
+    """``"<products' BLAS>,<cblas>"`` by timing each BLAS present (:func:`_probe_times`)."""
+    syms = {n: _LOADERS[n](char) for n in ("numpy", *others)}
+    times = _probe_times(char, {n: s for n, s in syms.items() if s is not None})
+    if "numpy" not in times:  # numpy's BLAS not found: the fastest of the others
+        best = min(times, key=times.__getitem__, default="numpy")
+        return f"{best},{'mkl' if 'mkl' in times else 'numpy'}"
+    bar = _MARGIN * times["numpy"]
+    # NOTE: another BLAS only where it is clearly faster: numpy's BLAS gives numpy's own bits
+    prod = min((n for n in times if times[n] < bar), key=times.__getitem__, default="numpy")
+    cblas = "mkl" if times.get("mkl", bar) < bar else "numpy"
+    return f"{prod},{cblas}"
 
 
 class _ChoiceCompiler(Compiler):
     """The timed BLAS choice as a "program" of the core's kernel cache: timed once per machine,
-    BLAS pair and dtype, then read back (verified like any entry) in every process, which also
+    BLAS set and dtype, then read back (verified like any entry) in every process, which also
     keeps every process of a machine on the same BLAS, so on the same bits (timings on a
     loaded machine would flip it)."""
 
     language = "c"
 
-    def __init__(self, char: str, mkl: tuple[int, bool], mine: tuple[int, bool]) -> None:
-        self.char, self.mkl, self.mine = char, mkl, mine
+    def __init__(self, char: str, others: list[str]) -> None:
+        self.char, self.others = char, others
 
     def identity(self) -> str:
         libs = []
@@ -153,61 +232,96 @@ class _ChoiceCompiler(Compiler):
             with contextlib.suppress(OSError):
                 st = os.stat(path)
                 libs.append(f"{path} {st.st_size} {st.st_mtime_ns}")
-        try:
-            mkl = importlib.metadata.version("mkl")
-        except importlib.metadata.PackageNotFoundError:
-            mkl = "-"
+        from .bf16 import _DISTRIBUTIONS
+
+        versions = []
+        for d in ("mkl", *_DISTRIBUTIONS):
+            with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+                versions.append(f"{d} {importlib.metadata.version(d)}")
         coretype = os.environ.get("OPENBLAS_CORETYPE", "")
-        return f"blas choice {self.char} | {'; '.join(libs)} | mkl {mkl} | {coretype} | cpu {_march()}"
+        return (
+            f"blas choice {self.char} {'+'.join(self.others)} | {'; '.join(libs)} | {', '.join(versions)} | "
+            f"{coretype} | cpu {_march()}"
+        )
 
     def compile(self, source: str, entry: str, options: tuple[str, ...] = ()) -> bytes:
-        return _time_choice(self.char, self.mkl, self.mine).encode()
+        return _time_choice(self.char, self.others).encode()
 
     def load(self, binary: bytes, entry: str) -> str:
         got = binary.decode(errors="replace")
-        if got not in ("mkl", "numpy"):
+        prod, _, cblas = got.partition(",")
+        if prod not in _LOADERS or cblas not in ("numpy", "mkl"):
             raise CompileError(f"[cpu] the cached BLAS choice is not readable ({got!r})")
         return got
 
 
-def _kept_choice(char: str, mkl: tuple[int, bool], mine: tuple[int, bool]) -> str:
-    """``mkl`` or ``numpy``: the timed choice, through the kernel cache when the plugin has one."""
+def _kept_choice(char: str, others: list[str]) -> str:
+    """``"<products' BLAS>,<cblas>"``: the timed choice, through the kernel cache when the
+    plugin has one."""
     from . import compiler
 
     if compiler._PROGRAM_CACHE is not None:
         with contextlib.suppress(CompileError, OSError):
-            return compiler._PROGRAM_CACHE.get(_ChoiceCompiler(char, mkl, mine), "blas choice 1", "choice")
-    return _time_choice(char, mkl, mine)
+            return compiler._PROGRAM_CACHE.get(_ChoiceCompiler(char, others), "blas choice 2", "choice")
+    return _time_choice(char, others)
 
 
-def _probe_time(char: str, sym: tuple[int, bool]) -> float:
-    """Best of 5 of a few products of the shapes training runs (skinny and square), one thread."""
+#: the probe's products (m, k, n, a transposed, b transposed): training's layouts (forward,
+#: the input's gradient, the weight's), skinny and square
+_PROBE = (
+    (1024, 64, 192, 0, 0),
+    (64, 1024, 192, 0, 0),
+    (256, 256, 256, 0, 0),
+    (128, 512, 512, 0, 1),
+    (512, 128, 512, 1, 0),
+)
+
+
+def _probe_times(char: str, syms: dict[str, Symbol]) -> dict[str, float]:
+    """Each BLAS's best of 7 rounds of :data:`_PROBE`'s products on this thread's CPU clock,
+    the BLASes taking turns round by round (a load that comes and goes falls on all of them)."""
     import time
 
     rng = np.random.default_rng(0)
     dt = np.dtype(char)
-    cases = [((1024, 64), (64, 192)), ((64, 1024), (1024, 192)), ((256, 256), (256, 256))]
-    calls = []
-    for sa, sb in cases:
-        a, b = rng.standard_normal(sa).astype(dt), rng.standard_normal(sb).astype(dt)
-        calls.append(_call(sym, a, b, np.empty((sa[0], sb[1]), dt), False, 64, 1))
-    best = float("inf")
-    for _ in range(5):
-        t0 = time.perf_counter()
-        for c in calls:
-            c()
-        best = min(best, time.perf_counter() - t0)
+    operands = []
+    for m, k, n, ta, tb in _PROBE:
+        a = rng.standard_normal((m, k)).astype(dt)
+        b = rng.standard_normal((k, n)).astype(dt)
+        a = np.asfortranarray(a) if ta else a  # read transposed in place
+        b = np.asfortranarray(b) if tb else b
+        operands.append((a, b, np.empty((m, n), dt)))
+    calls = {name: [_call(sym, a, b, c, False, 64, 1) for a, b, c in operands] for name, sym in syms.items()}
+    best = dict.fromkeys(calls, float("inf"))
+    for _ in range(7):
+        for name, cs in calls.items():
+            t0 = time.thread_time()
+            for c in cs:
+                c()
+            best[name] = min(best[name], time.thread_time() - t0)
     return best
 
 
 def blas_gemm(char: str) -> tuple[int, bool] | None:
-    """The address of the chosen BLAS's ``?gemm`` (:func:`choice`) for dtype char ``f``/``d``
-    and whether it takes 64-bit integers, or None."""
-    return _chosen(char)[1]
+    """The cblas ``?gemm`` the plugin's C calls (conv.c: numpy's BLAS, or MKL's where chosen;
+    :func:`choice`) for dtype char ``f``/``d``: its address and whether it takes 64-bit
+    integers, or None. Products may run on oneDNN instead (:func:`product_blas`)."""
+    sym = _chosen(char)[1][1]
+    return None if sym is None else (sym[0], bool(sym[1]))
 
 
 def blas_name(char: str = "f") -> str:
-    """Which BLAS runs the products: ``numpy`` or ``mkl``."""
+    """Which cblas :func:`blas_gemm` is: ``numpy`` or ``mkl``."""
+    return _chosen(char)[1][0]
+
+
+def product_blas(char: str = "f") -> tuple[str, Symbol | None]:
+    """Which BLAS runs the products (``numpy``, ``mkl`` or ``onednn``) and its (address, abi)
+    for gemm.c, or None where none was found.
+
+    >>> product_blas("d")[0] in ("numpy", "mkl")
+    True
+    """
     return _chosen(char)[0]
 
 
@@ -216,7 +330,7 @@ def routes_all(char: str) -> bool:
     is not numpy's, so ``np.matmul`` would give other bits), not only the split ones."""
     if char not in "fd" or not threads.owns_blas():  # the user sized numpy's BLAS: theirs
         return False
-    name, sym = _chosen(char)
+    name, sym = _chosen(char)[0]
     return name != "numpy" and sym is not None
 
 
@@ -253,10 +367,13 @@ def blocks(m: int, n: int, nt: int, dtype: np.dtype) -> tuple[bool, int]:
     return False, g
 
 
-def gemm_call(a: np.ndarray, b: np.ndarray, c: np.ndarray, nt: int) -> Any:
-    """A zero-argument call writing ``c = a @ b`` (2-D float32/float64, c's rows contiguous)
-    cut into up to ``nt`` blocks (:func:`blocks`) run by the OpenMP team, or None where it
-    does not apply (the caller then runs numpy)."""
+def gemm_call(
+    a: np.ndarray, b: np.ndarray, c: np.ndarray, nt: int, alpha: float = 1.0, beta: float = 0.0
+) -> Any:
+    """A zero-argument call writing ``c = alpha * a @ b + beta * c`` (2-D float32/float64, c's
+    rows contiguous) by the products' BLAS (:func:`product_blas`), cut into up to ``nt``
+    blocks (:func:`blocks`) run by the OpenMP team, or None where it does not apply (the
+    caller then runs numpy). With ``beta`` non-zero ``c`` must hold values when it runs."""
     if a.ndim != 2 or b.ndim != 2 or c.ndim != 2 or c.dtype.char not in "fd":
         return None
     if not (a.dtype == b.dtype == c.dtype) or 0 in a.shape or 0 in b.shape:
@@ -273,7 +390,7 @@ def gemm_call(a: np.ndarray, b: np.ndarray, c: np.ndarray, nt: int) -> Any:
         or np.may_share_memory(b, c)
     ):
         return None
-    sym = blas_gemm(c.dtype.char)
+    sym = product_blas(c.dtype.char)[1]
     if sym is None:
         return None
     if not sym[1] and max(m, n, k, la[1], lb[1], lc[1]) > _INT32_MAX:
@@ -282,11 +399,11 @@ def gemm_call(a: np.ndarray, b: np.ndarray, c: np.ndarray, nt: int) -> Any:
     if prog is None:
         return None
     cols, g = blocks(m, n, nt, c.dtype)
-    return _call(sym, a, b, c, cols, g, nt, prog, (la, lb, lc))
+    return _call(sym, a, b, c, cols, g, nt, prog, (la, lb, lc), alpha, beta)
 
 
 def _call(
-    sym: tuple[int, bool],
+    sym: Symbol,
     a: np.ndarray,
     b: np.ndarray,
     c: np.ndarray,
@@ -295,24 +412,30 @@ def _call(
     nt: int,
     prog: Any = None,
     layouts: tuple | None = None,
+    alpha: float = 1.0,
+    beta: float = 0.0,
 ) -> Any:
-    addr, ilp64 = sym
+    addr, abi = sym
     prog = prog or _program(c.dtype.char)
     la, lb, lc = layouts or (_layout(a), _layout(b), _layout(c))
     m, k = a.shape
     n = b.shape[1]
     ffi, fn = prog.ffi, prog.fn
     pa, pb, pc = pointer(ffi, a), pointer(ffi, b), pointer(ffi, c)
-    args = (addr, int(ilp64), la[0], lb[0], m, n, k, pa, la[1], pb, lb[1], pc, lc[1], int(cols), g, nt)
+    args = (addr, abi, la[0], lb[0], m, n, k, pa, la[1], pb, lb[1], pc, lc[1], int(cols), g, nt, alpha, beta)
 
     def run(keep: tuple = (a, b, c)) -> None:
-        fn(*args)
+        if fn(*args):
+            raise DeviceError(
+                f"[cpu] oneDNN's float32 product failed for {m}x{k} @ {k}x{n}; set OARLOCK_BLAS=numpy "
+                "to run products on numpy's BLAS"
+            )
 
     return run
 
 
 def product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a @ b`` (2-D float) by the chosen BLAS on this thread, as an unsplit product is."""
+    """``a @ b`` (2-D float) by the products' BLAS on this thread, as an unsplit product is."""
     c = np.empty((a.shape[0], b.shape[1]), a.dtype)
     call = gemm_call(a, b, c, 1) if routes_all(c.dtype.char) else None
     if call is None:

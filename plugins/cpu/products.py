@@ -44,7 +44,7 @@ def _product(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[Any, tuple]:
     """The call that computes ``c = a @ b``: BLAS once, or its blocks on the thread budget."""
     a, b, c = _flat(a, b, c)
     if c.ndim == 2 and c.dtype.char in "fd":
-        split = threads.split_products() and threads.split_products(gemm.blas_name(c.dtype.char))
+        split = threads.split_products() and threads.split_products(gemm.product_blas(c.dtype.char)[0])
         nt = threads.team_threads(c.size * a.shape[-1], MIN_MACS_PER_TEAM_THREAD) if split else 1
         if nt > 1 or gemm.routes_all(c.dtype.char):
             call = gemm.gemm_call(a, b, c, nt)
@@ -113,7 +113,7 @@ def row_grain(dtype: np.dtype, cols: bool = False) -> tuple[int, bool]:
 
 
 def _probe_grain(dtype: np.dtype, cols: bool) -> tuple[int, bool]:
-    product = gemm.product  # the BLAS the products run on (numpy's, or MKL)
+    product = gemm.product  # the BLAS the products run on (numpy's, MKL or oneDNN)
     rng = np.random.default_rng(0)
     cases = []
     for m, k, n in ((150, 160, 100), (97, 300, 64), (64, 1024, 97)):

@@ -292,14 +292,14 @@ def owns_blas() -> bool:
     return bool(st and st.own_blas)
 
 
-#: BLAS libraries (threadpoolctl's ``internal_api``) that several threads may call at once:
-#: Intel's MKL (thread-safe by contract). Not numpy's OpenBLAS: in the full test suite's process,
+#: BLAS libraries (threadpoolctl's ``internal_api``, or gemm.py's ``onednn``) that several
+#: threads may call at once: Intel's MKL and oneDNN (thread-safe by contract). Not numpy's OpenBLAS: in the full test suite's process,
 #: 1x1 convolutions whose images ran as concurrent ``cblas_sgemm`` calls from the OpenMP team
 #: (OpenBLAS 0.3.31 at one thread each) came out wrong at random (21 of 375 convolutions of one
 #: run, every value doubled; 2 of 360 in another), right on the same inputs run again or on one
 #: thread (OpenBLAS has open reports of the kind, OpenMathLib/OpenBLAS#5825). No wrong result is
 #: known from the split matmuls, which call it the same way; they are not split either.
-CONCURRENT_BLAS = frozenset({"mkl"})
+CONCURRENT_BLAS = frozenset({"mkl", "onednn"})
 
 
 _NUMPY_BLAS: list[str] = []  #: numpy_blas()'s answer, read once: numpy's BLAS never changes in a process
