@@ -114,8 +114,15 @@ def test_eight_float_vectors_match_float64(monkeypatch):
         rt = IF.to_nchwc(fw.to_tensor(r)) if residual else None
         padding = [pad[0][0], pad[0][1], pad[1][0], pad[1][1]]
         got = IF.conv2d_nchwc(
-            xt, fw.to_tensor(w), fw.to_tensor(b), rt, stride=stride, padding=padding, dilation=dil,
-            relu=relu, blocked_input=blocked,
+            xt,
+            fw.to_tensor(w),
+            fw.to_tensor(b),
+            rt,
+            stride=stride,
+            padding=padding,
+            dilation=dil,
+            relu=relu,
+            blocked_input=blocked,
         ).numpy()
         tol = 2e-6 * np.abs(want).max() * np.sqrt(np.prod(ws[1:]))
         np.testing.assert_allclose(got, _blocked(want), rtol=0, atol=tol, err_msg=str((xs, ws)))
