@@ -10,13 +10,14 @@ runs ``--steps`` steps of three configurations, one after the other:
 ``one, global``  rank 0 alone (the others wait at a barrier), the global batch
 ``one, half``    rank 0 alone, ``--batch`` rows: the work of one DP rank without communication
 
-Rank 0 prints the median step time of each (the first round left out) and the ratios, and
-the overlap of the gradient all-reduces with backward: ``comm`` is the median per step of
-the time spent inside DataParallel's all-reduce calls, and ``overlap = 1 - (dp - one,
-half) / comm`` the share of it hidden behind computation (100 %: the step costs no more than
-one rank's work alone; 0 %: it costs the work plus every all-reduce). ``--bucket-mb`` sets
-``comm_buffer_size`` (several buckets can go out before backward ends). The waiting ranks poll MPI (yielding the core for the first second, then sleeping 1 ms at a
-time), so on a machine with fewer cores than ranks the lone runs are slowed a little too.
+Rank 0 prints the median step time of each (the first round left out), its median CPU time
+(``time.process_time``: on a loaded machine the wall time also counts the time the process
+waited for a core) and the ratios, and the load average at the start and the end.
+``--bucket-mb`` sets ``comm_buffer_size``. The all-reduces are asynchronous (started from the
+hooks, waited for when backward ends), so the time inside the calls says nothing of their
+cost: ``benchmarks/dp_overlap.py`` measures the overlap. The waiting ranks poll MPI (yielding
+the core for the first second, then sleeping 1 ms at a time), so on a machine with fewer cores
+than ranks the lone runs are slowed a little too.
 """
 
 from __future__ import annotations
@@ -33,19 +34,6 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import framework as fw  # noqa: E402
 import framework.distributed as dist  # noqa: E402
-from framework.distributed import collective  # noqa: E402
-
-#: (start, end) of every all-reduce call (the gradient buckets) while recording
-CALLS: list[tuple[float, float]] = []
-_all_reduce = collective.all_reduce
-
-
-def _timed_all_reduce(*args, **kwargs):
-    t = time.perf_counter()
-    try:
-        return _all_reduce(*args, **kwargs)
-    finally:
-        CALLS.append((t, time.perf_counter()))
 
 
 def model_and_opt(width: int, parallel: bool, bucket_mb: float = 25):
@@ -61,19 +49,23 @@ def model_and_opt(width: int, parallel: bool, bucket_mb: float = 25):
     return (dist.DataParallel(model, comm_buffer_size=bucket_mb) if parallel else model), opt
 
 
-def steps(model, opt, x, y, n: int, comm: list[float] | None = None) -> list[float]:
+def steps(model, opt, x, y, n: int, cpu: list[float]) -> list[float]:
     times = []
     for _ in range(n):
-        CALLS.clear()
+        c = time.process_time()
         t = time.perf_counter()
         loss = ((model(x) - y) ** 2).mean()
         loss.backward()
         opt.step()
         opt.clear_grad()
         times.append(time.perf_counter() - t)
-        if comm is not None:
-            comm.append(sum(e - s for s, e in CALLS))
+        cpu.append(time.process_time() - c)
     return times
+
+
+def _load() -> str:
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
 
 
 def main() -> None:
@@ -84,9 +76,10 @@ def main() -> None:
     ap.add_argument("--width", type=int, default=1024)
     ap.add_argument("--bucket-mb", type=float, default=25, help="DataParallel's comm_buffer_size")
     args = ap.parse_args()
-    collective.all_reduce = _timed_all_reduce  # DataParallel calls it through the module
     dist.init_parallel_env()
     rank, n = dist.get_rank(), dist.get_world_size()
+    if rank == 0:
+        print(f"load average at the start: {_load()}", flush=True)
     rng = np.random.default_rng(0)
     xg = rng.normal(size=(n * args.batch, 256)).astype(np.float32)
     yg = rng.normal(size=(n * args.batch, 10)).astype(np.float32)
@@ -99,32 +92,34 @@ def main() -> None:
         "one, half": (fw.to_tensor(xg[: args.batch]), fw.to_tensor(yg[: args.batch])),
     }
     times: dict[str, list[float]] = {k: [] for k in data}
-    comm: list[float] = []
+    cpu: dict[str, list[float]] = {k: [] for k in data}
     for r in range(args.rounds):
         dist.barrier()
         spent: list[float] = []
         got = steps(*dp, *data["dp"], args.steps, spent)
         if r:
             times["dp"] += got
-            comm += spent
+            cpu["dp"] += spent
         dist.barrier()
         if rank == 0:
             for name in ("one, global", "one, half"):
-                got = steps(*one, *data[name], args.steps)
+                spent = []
+                got = steps(*one, *data[name], args.steps, spent)
                 if r:
                     times[name] += got
+                    cpu[name] += spent
         dist.barrier()
     if rank == 0:
         med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
+        c = {k: statistics.median(v) * 1e3 for k, v in cpu.items()}
         print(f"{n} ranks, {args.batch} rows per rank, width {args.width}: median step (ms)")
         for k, v in med.items():
-            print(f"  {k:12s} {v:8.2f}")
+            print(f"  {k:12s} {v:8.2f}   cpu {c[k]:8.2f}")
         print(
-            f"  dp / one, global = {med['dp'] / med['one, global']:.2f}   dp / one, half = {med['dp'] / med['one, half']:.2f}"
+            f"  dp / one, global = {med['dp'] / med['one, global']:.2f}   dp / one, half = "
+            f"{med['dp'] / med['one, half']:.2f}   (cpu: {c['dp'] / c['one, half']:.2f})"
         )
-        c = statistics.median(comm) * 1e3
-        overlap = 1 - (med["dp"] - med["one, half"]) / c if c > 0 else float("nan")
-        print(f"  comm {c:8.2f} ms per step (bucket {args.bucket_mb} MiB)   overlap {overlap:.0%}")
+        print(f"load average at the end: {_load()}")
 
 
 if __name__ == "__main__":

@@ -229,6 +229,28 @@ def run_checks(device: str, dtypes: tuple[str, ...] | None = None) -> Checker:
 
     c.check("all_reduce/sync_op=False", async_task)
 
+    def async_reduce_scatter() -> None:
+        # contract 1.3: started by the communicator's reduce_scatter_async (cpu: MPI, opencl:
+        # staged over it; a plugin of an older contract runs them synchronously), several in
+        # flight with an all-reduce among them, waited for in any order
+        cases = [("sum", "float32"), ("avg", "float16"), ("max", "int64")]
+        tasks = []
+        for op, dt in cases:
+            x = T(rank_data(rank, 3 * n, dt, op))
+            out = T(np.zeros(3, _np_dtype(dt)))
+            tasks.append((op, dt, out, dist.reduce_scatter(out, x, op=op, sync_op=False)))
+            if op == "sum":
+                y = T(np.full(4, rank + 1.0, np.float32))
+                ty = dist.all_reduce(y, sync_op=False)
+        for op, dt, out, task in reversed(tasks):
+            assert task is not None and task.wait() is True and task.is_completed()
+            want = reference(op, [rank_data(r, 3 * n, dt, op) for r in range(n)], dt)
+            _close(f"async reduce_scatter({op})", out.numpy(), want[rank * 3 : (rank + 1) * 3], dt)
+        ty.wait()
+        _close("async all_reduce among them", y.numpy(), np.full(4, n * (n + 1) / 2, np.float32), "float32")
+
+    c.check("reduce_scatter/sync_op=False", async_reduce_scatter)
+
     def in_place_views() -> None:
         # a reshape shares storage: the collective writes through it into the base tensor
         base = T(np.arange(12, dtype=np.float32) + rank)
