@@ -191,6 +191,7 @@ from ._src.ops.math import (
     tanh,
     trunc,
 )
+from ._src.ops.padding import pad
 from ._src.ops.random import (
     Generator,
     bernoulli,
@@ -214,7 +215,6 @@ from ._src.ops.shape import (
     expand_as,
     flatten,
     flip,
-    pad,
     permute,
     reshape,
     split,

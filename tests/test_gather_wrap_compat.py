@@ -131,3 +131,38 @@ def test_a_program_traced_on_an_old_plugin_wraps_each_runs_index(old):
         got = f(fw.to_tensor(x, device=old), fw.to_tensor(i, device=old)).numpy()
         np.testing.assert_array_equal(got, x[i])
     assert oldgather.CALLS and all(c == {"axis": 0} for c in oldgather.CALLS)
+
+
+class _Rows(fw.nn.Layer):
+    def forward(self, x, i):
+        return fw.gather(x, i, axis=0) * 2.0, fw.gather(x, i[:2], axis=1)
+
+
+@pytest.mark.parametrize("spec", [[6, 3], [None, 3]], ids=["static", "dynamic"])
+def test_a_program_saved_on_a_1_2_device_runs_on_an_old_plugin(old, tmp_path, spec):
+    """Saved on cpu (contract 1.2), the program's gathers carry ``wrap = true``; loaded onto a
+    1.1 plugin they are rewritten as fw.gather's fallback (the index wrapped before a plain
+    gather): Paddle's values, and the old kernel never gets ``wrap`` (a KernelError before)."""
+    specs = [fw.static.InputSpec(spec, "float32", "x"), fw.static.InputSpec([4], "int64", "i")]
+    fw.jit.save(_Rows(), str(tmp_path / "m"), input_spec=specs)
+    assert "wrap = true" in open(tmp_path / "m.oarlock").read()
+    layer = fw.jit.load(str(tmp_path / "m"), device=old)
+    del oldgather.CALLS[:]
+    for n, idx in ((6, [-1, 0, -6, 5]), (5, [-2, 1, 0, -3]), (3, [-3, 2, -1, 0])):
+        if spec[0] == 6 and n != 6:
+            continue
+        x = np.arange(n * 3, dtype=np.float32).reshape(n, 3)
+        a, b = layer(fw.to_tensor(x, device=old), fw.to_tensor(np.array(idx), device=old))
+        want_a, want_b = np.take(x, idx, 0) * 2.0, np.take(x, idx[:2], 1)
+        if paddle is not None:
+            want_a = paddle.gather(paddle.to_tensor(x), paddle.to_tensor(idx), axis=0).numpy() * 2.0
+            want_b = paddle.gather(paddle.to_tensor(x), paddle.to_tensor(idx[:2]), axis=1).numpy()
+        np.testing.assert_array_equal(a.numpy(), want_a)
+        np.testing.assert_array_equal(b.numpy(), want_b)
+    assert oldgather.CALLS and all("wrap" not in c for c in oldgather.CALLS)
+    from framework.ir import print_program
+    from framework.jit.io import retarget
+
+    on_old, on_cpu = (print_program(retarget(layer.program, d)) for d in (old, "cpu"))
+    assert "wrap" not in on_old and on_old.count("op.where") == 2
+    assert on_cpu.count("wrap = true") == 2 and "op.where" not in on_cpu  # cpu keeps its in-kernel wrap

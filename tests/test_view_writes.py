@@ -461,3 +461,42 @@ def test_a_view_of_a_buffer_follows_the_writes_of_a_static_program():
         )
         np.testing.assert_allclose(v.numpy(), ref._mean.numpy().reshape(1, 3), rtol=1e-6, atol=1e-7)
     np.testing.assert_array_equal(v.numpy(), m._mean.numpy().reshape(1, 3))
+
+
+def test_a_detached_tensor_keeps_only_the_storage_it_views():
+    """PyTorch's rule: ``detach()`` shares the storage, and holds neither the tensor it came
+    from nor any graph. A detached leaf kept its base alive (a parameter and its gradient: the
+    ZeRO 3 peak grew by the whole parameters), and with it the graph the base joined later by
+    an in-place update. Writes still reach the base while it lives."""
+    import gc
+    import weakref
+
+    torch = pytest.importorskip("torch", reason="PyTorch (the oracle) is not installed")
+    p = fw.create_parameter([256, 64], "float32")
+    (p * 2.0).sum().backward()
+    gone, grad = weakref.ref(p), weakref.ref(p.grad)
+    d = p.detach()
+    with fw.no_grad():
+        d[0, 0] = 5.0
+    assert p.numpy()[0, 0] == 5.0  # a write through it reaches the base while the base lives
+    del p
+    gc.collect()
+    assert gone() is None and grad() is None  # the parameter and its gradient are freed
+    np.testing.assert_array_equal(d.numpy()[0, 0], 5.0)  # its storage is its own now
+    d[0, 1] = 6.0
+    assert d.numpy()[0, 1] == 6.0
+
+    # a plain tensor that joins a graph after it was detached: the graph is not held by d
+    w = fw.to_tensor(A, stop_gradient=False)
+    x = fw.to_tensor(A)
+    d = x.detach()
+    x.multiply_(w)  # x now has a node whose graph reads w
+    node, base = weakref.ref(x._node), weakref.ref(x)
+    tx, tw = torch.tensor(A), torch.tensor(A, requires_grad=True)
+    td = tx.detach()
+    tx.mul_(tw)
+    np.testing.assert_allclose(d.numpy(), td.numpy())  # the write reached it, as in PyTorch
+    del x
+    gc.collect()
+    assert node() is None and base() is None
+    assert d._node is None and d.stop_gradient

@@ -235,7 +235,7 @@ class Tensor:
     #: earlier there
     _earlier: dict[int, Any] | None = None
     #: a view: the tensor whose storage it views (never itself a view; a weak reference to it
-    #: from a ``detach()`` view of a tensor in a graph), read with :meth:`_root`; None: not a view
+    #: from a ``detach()`` view), read with :meth:`_root`; None: not a view
     _base: Any = None
     #: a view: its byte offset in its base's storage
     _view_rel = 0
@@ -361,7 +361,7 @@ class Tensor:
             self._adopt(t, detached)
             return t
         # NOTE: the common case (a view of a tensor that is not one) inline
-        t._base = self if not detached or self._node is None else _ref(self)
+        t._base = _ref(self) if detached else self
         if rel:
             t._view_rel = rel
         if detached:
@@ -384,7 +384,7 @@ class Tensor:
             self._leave_views()
             base, rel = self, t._offset - self._offset
         detached = detached or self._view_detached
-        t._base = base if not detached or base._node is None else _ref(base)
+        t._base = _ref(base) if detached else base
         if rel:
             t._view_rel = rel
         if detached:
@@ -419,9 +419,11 @@ class Tensor:
         return live
 
     def _root(self) -> Tensor | None:
-        """The base this view views; None if it is not a view. A ``detach()`` view of a tensor
-        in a graph holds its base weakly (it must not keep the graph alive, as the detached
-        tensor did not before it was a view): once the base is gone, it is a base of its own."""
+        """The base this view views; None if it is not a view. A ``detach()`` view holds its
+        base weakly (PyTorch's rule: a detached tensor keeps the storage, not the tensor it came
+        from, that tensor's gradient, or a graph it is or will be part of): once the base is
+        gone, it is a base of its own. Two detached views of a base that is gone no longer see
+        each other's in-place updates (PyTorch's share the storage's version)."""
         b = self._base
         if type(b) is not _ref:
             return b

@@ -34,6 +34,8 @@ from .ast_convert import convert
 from .autodiff import Backward, make_backward, split
 from .convert_ops import Undefined, flatten, unflatten
 from .graph_break import GraphBreak, probe, span_of
+from .guard_variants import Specialise as _Specialise
+from .guard_variants import equal_symbols, guarded, same_guards
 from .split import Split
 from .split import split as split_function
 from .trace import GraphBreakError, TracingError, trace
@@ -136,31 +138,6 @@ def _layout(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[_Layout, lis
     tensors = [x for x in leaves if isinstance(x, Tensor)]
     consts = tuple((i, x) for i, x in enumerate(leaves) if not isinstance(x, Tensor))
     return _Layout((struct, consts, len(leaves))), tensors
-
-
-class _Specialise(TracingError):
-    """The traces at the probe sizes disagree beyond affine dims: the dynamic dims must be
-    specialised (the message says where)."""
-
-
-def _same_guards(
-    lists: list[list[size_guards.Guard]], bindings: list[dict[str, int]]
-) -> tuple[size_guards.Guard, ...]:
-    """The guards every probe trace took alike; a branch on a size that went both ways
-    between the probes cannot be generalised (the dims are then specialised)."""
-    first = {g.condition: g for g in lists[0]}
-    for gs, b in zip(lists[1:], bindings[1:]):
-        for g in gs:
-            g0 = first.get(g.condition)
-            if g0 is None or g0.outcome != g.outcome:
-                raise _Specialise(
-                    f"a Python branch on a dynamic size at {g.where}: "
-                    f"{size_guards.show(g.left)} {g.op} {size_guards.show(g.right)} is {g.outcome} at "
-                    f"{b}" + (f" and {g0.outcome} at {bindings[0]}" if g0 is not None else "")
-                )
-        if len(gs) != len(first):
-            raise _Specialise("the branches on dynamic sizes differ between the probe sizes")
-    return tuple(lists[0])
 
 
 def _is_layer(obj: Any) -> bool:
@@ -339,15 +316,15 @@ class StaticFunction:
                 except OpArgumentError as exc:
                     if not traced:  # all symbols alike at the probe size: the error of that size
                         raise  # (fw.onnx's import catches it and traces per shape)
-                    same = self._equal_symbols(run, symbols, b, exc, probe)
+                    same = equal_symbols(run, symbols, b, exc, probe)
                     specs = [(tuple(same.get(d, d) for d in dims), t) for dims, t in specs]  # type: ignore[arg-type]
                     return self._trace(specs, dev, extra, requires, steps, probe)
             tr, structure = traced[0]
             static = sorted({d for dims, _ in specs for d in dims if isinstance(d, int)})
 
-            def same_guards() -> tuple[size_guards.Guard, ...] | ConcreteProgram:
+            def agreed() -> tuple[size_guards.Guard, ...] | ConcreteProgram:
                 try:
-                    return _same_guards([t.size_guards for t, _ in traced], bindings)
+                    return same_guards([t.size_guards for t, _ in traced], bindings)
                 except _Specialise:
                     # a branch that went both ways between the probes (`b % 2`: the check's
                     # sizes are even): probes that all take the branch the first one took
@@ -356,7 +333,7 @@ class StaticFunction:
                         raise
                     return self._trace(specs, dev, extra, requires, steps, alt)
 
-            got = same_guards()
+            got = agreed()
             if isinstance(got, ConcreteProgram):
                 return got
             guards = got
@@ -380,7 +357,7 @@ class StaticFunction:
                     except OpArgumentError as exc2:
                         raise _Specialise(f"tracing at the validation sizes {b} fails ({exc2})") from None
                     bindings = [*bindings, b]
-                got = same_guards()  # the validation sizes may take other branches (`b % 3`)
+                got = agreed()  # the validation sizes may take other branches (`b % 3`)
                 if isinstance(got, ConcreteProgram):
                     return got
                 guards = got
@@ -433,95 +410,6 @@ class StaticFunction:
         return symbolic.generalize(
             [t.program for t, _ in traced], [t.constants for t, _ in traced], symbols, cut, probe, hints
         )
-
-    @staticmethod
-    def _equal_symbols(
-        run: Callable[[dict[str, int]], Any],
-        symbols: list[str],
-        failed: dict[str, int],
-        exc: Exception,
-        probe: symbolic.Probe,
-    ) -> dict[str, str]:
-        """Two ``None`` dims the function needs equal (``x + y`` of ``[None, 8]`` inputs, a mask
-        and the query it masks): the probe that moved one alone failed, the probe that moves it
-        with another passes. Returns ``{moved: other}`` (one symbol then stands for both, and a
-        call with different sizes is refused by the program's input check)."""
-        moved = [s for s in symbols if failed[s] == probe.step]
-        for s in moved:
-            for other in symbols:
-                if other == s or other in moved:
-                    continue
-                b = dict(failed)
-                b[other] = probe.step
-                try:
-                    run(b)
-                except OpArgumentError:
-                    continue
-                return {s: other} if symbols.index(other) < symbols.index(s) else {other: s}
-        raise _Specialise(
-            f"tracing with the dynamic dims at {failed} fails ({exc}); name dims that must be equal "
-            f"alike in the input_spec (InputSpec(['b', 't', 8]) and InputSpec(['b', 't']))"
-        )
-
-    def _guarded(
-        self,
-        cp: ConcreteProgram,
-        specs: Sequence[tuple[tuple[int | str, ...], np.dtype]],
-        tensors: Sequence[Tensor],
-        dev: Any,
-        extra: Any,
-        requires: Any,
-        depth: int = 0,
-    ) -> ConcreteProgram:
-        """``cp``, or where a guard on the sizes fails for this call (a Python branch on a size
-        goes the other way) the program of the branches these sizes take: one per outcome of
-        ``cp``'s guards, traced at probe sizes that take the same branches. Sizes no probe
-        can stand for get a program with that dim fixed (``if t == 1``: the other dims stay
-        dynamic), else a program of their own, with a warning."""
-        binding = {
-            d: n for (dims, _), t in zip(specs, tensors) for d, n in zip(dims, t.shape) if isinstance(d, str)
-        }
-        outcomes = tuple(g.holds(binding) for g in cp.size_guards)
-        if all(outcomes):
-            return cp
-        if not binding:
-            return cp  # every dim fixed: a program of these sizes
-        symbols = list(dict.fromkeys(binding))
-        static = {d for dims, _ in specs for d in dims if isinstance(d, int)}
-        probe = symbolic.probe_for(symbols, cp.size_guards, binding, sorted(static))
-        exact = [(tuple(t.shape), t.dtype) for t in tensors]
-        if probe is not None:
-            try:
-                got = self.get_concrete_program(specs, dev, extra, requires, probe, (("guards", outcomes),))
-            except _Specialise:
-                got = None
-            except OpArgumentError:  # the branch these sizes take fails (an index past the dim):
-                return self.get_concrete_program(exact, dev, extra, requires)  # their error, at them
-            if got is not None and all(g.holds(binding) for g in got.size_guards):
-                return got
-        # `if t == 1`, `if t > 1` at t = 1: the sizes the failed guards read fixed, the other dims dynamic
-        failed = [g for g, ok in zip(cp.size_guards, outcomes) if not ok]
-        # fix the sizes of the guards no probe can take alone (`t == 1`); all failed, else
-        alone = [g for g in failed if symbolic.probe_for(symbols, [g], binding, sorted(static)) is None]
-        fixed = {
-            s: binding[s]
-            for g in alone or failed
-            for s in size_guards.symbols_of(g.left, g.right)
-            if s in binding
-        }
-        if fixed and depth < 2:
-            specs = [(tuple(fixed.get(d, d) for d in dims), t) for dims, t in specs]  # type: ignore[misc]
-            try:
-                got = self.get_concrete_program(specs, dev, extra, requires)
-                return self._guarded(got, specs, tensors, dev, extra, requires, depth + 1)
-            except _Specialise:
-                pass
-        warnings.warn(
-            f"[to_static] {self.__name__} branches on a dynamic size ({failed[0]}); the sizes "
-            f"{binding} take another branch, traced for these sizes alone (one program per size)",
-            stacklevel=3,
-        )
-        return self.get_concrete_program(exact, dev, extra, requires)
 
     @property
     def programs(self) -> list[ConcreteProgram]:
@@ -594,7 +482,7 @@ class StaticFunction:
             try:
                 cp = self.get_concrete_program(specs, dev, extra, requires)
                 if cp.size_guards:
-                    cp = self._guarded(cp, specs, tensors, dev, extra, requires)
+                    cp = guarded(self, cp, specs, tensors, dev, extra, requires)
             except (_Specialise, OpArgumentError) as exc:
                 exact = [(tuple(t.shape), t.dtype) for t in tensors]
                 why = str(exc)

@@ -18,15 +18,27 @@ import hashlib
 import os
 from typing import Any
 
+import numpy as np
+
 from adapter_api import OarlockError
 
-from .._src import autograd
+from .._src import autograd, dispatch
 from .._src import device as _dev
 from .._src.io import CheckpointError
 from .._src.io import load as _load_weights
 from .._src.io import save as _save_weights
 from .._src.tensor import Tensor
-from ..ir import Executor, IRError, Program, TensorType, parse_program, print_program, verify
+from ..ir import (
+    Executor,
+    IRError,
+    Operation,
+    Program,
+    SymDim,
+    TensorType,
+    parse_program,
+    print_program,
+    verify,
+)
 from ..ir import passes as _passes
 from ..nn import Layer, Parameter
 from ..static import InputSpec
@@ -184,12 +196,73 @@ def _read_program(path: str) -> tuple[Program, str, list[str]]:
 
 
 def retarget(program: Program, device: str) -> Program:
-    """A copy of ``program`` with every value's type on ``device``."""
+    """A copy of ``program`` with every value's type on ``device``, its ops in the form that
+    device's plugin takes (:func:`for_contract`)."""
     p = parse_program(print_program(program))
     for v in p.values():
         if isinstance(v.type, TensorType):
             v.type = v.type.with_device(device)
+    for_contract(p, _dev.parse(device, check=False).type)
     return p
+
+
+def for_contract(program: Program, device_type: str) -> int:
+    r"""Rewrite, in place, the ops of ``program`` whose attributes a plugin of ``device_type``
+    does not take (``adapter_api.ATTRS_SINCE``) as tracing on that device records them: a
+    contract-1.2 ``gather {wrap = true}`` (saved on cpu) becomes ``fw.gather``'s fallback for
+    an older plugin, the index wrapped by ``lt``/``add``/``where`` before a plain gather (the
+    plugin's kernel would be called with ``wrap`` and fail). Returns how many were rewritten.
+
+    Example:
+        >>> import framework as fw
+        >>> from framework import ir
+        >>> p = ir.parse_program(
+        ...     "module @f(%0: tensor<[6, 3], float32, cpu>, %1: tensor<[4], int64, cpu>) -> "
+        ...     "(tensor<[4, 3], float32, cpu>) {\n"
+        ...     "  %2 = op.gather(%0, %1) {axis = 0, wrap = true} : tensor<[4, 3], float32, cpu>\n"
+        ...     "  builtin.return(%2)\n}")
+        >>> for_contract(p, "cpu")  # cpu's gather takes wrap (contract 1.2)
+        0
+    """
+    done = 0
+    for op in list(program.walk()):
+        if op.name != "op.gather" or not op.attrs.get("wrap"):
+            continue
+        if not dispatch.kernel_takes("gather", "wrap", device_type, op.operands[0].type.dtype):
+            _wrap_before_gather(op)
+            done += 1
+    return done
+
+
+def _wrap_before_gather(op: Operation) -> None:
+    """``op`` (a ``gather {wrap = true}``) reads its index wrapped by element-wise ops and
+    loses ``wrap``: the ops ``fw.gather`` records for a plugin of contract < 1.2."""
+    from .symbolic import _rebuild_scalar
+
+    x, idx = op.operands
+    blk, it, xt = op.parent, idx.type, x.type
+    assert blk is not None and isinstance(it, TensorType) and isinstance(xt, TensorType)
+    at = blk.ops.index(op)
+    new: list[Operation] = []
+
+    def add(name: str, ins: list[Any], ty: TensorType, attrs: dict[str, Any]) -> Operation:
+        o = blk.insert_op(at + len(new), Operation(name, ins, [ty], attrs))
+        new.append(o)
+        return o
+
+    one = TensorType((1,), it.dtype, it.device)
+    zero = add("builtin.constant", [], one, {"value": 0})
+    neg = add("op.lt", [idx, zero.result], TensorType(it.shape, np.dtype(bool), it.device), {})
+    n = xt.shape[op.attrs["axis"]]
+    size = add("builtin.constant", [], one, {"value": n if isinstance(n, int) else 0})
+    if isinstance(n, SymDim):  # a dynamic dim: counted at run time, as a trace does
+        k, grown = _rebuild_scalar(size, n, 1)
+        new[-1:] = blk.ops[k : k + grown + 1]
+        size = new[-1]
+    moved = add("op.add", [idx, size.result], it, {})
+    wrapped = add("op.where", [neg.result, moved.result, idx], it, {})
+    op.set_operand(1, wrapped.result)
+    op.attrs = {k: v for k, v in op.attrs.items() if k != "wrap"}
 
 
 class TranslatedLayer(Layer):

@@ -135,7 +135,7 @@ from .._src.ops.composites.window_pooling import (
 )
 from .._src.ops.indexing import masked_fill
 from .._src.ops.math import clip, where
-from .._src.ops.shape import pad, zeropad2d
+from .._src.ops.padding import pad, zeropad2d
 
 __all__ = [n for n in dir() if not n.startswith("_") and n != "annotations"]
 

@@ -11,7 +11,7 @@ import numpy as np
 
 import adapter_api as api
 
-CONTRACT = (1, 0)
+CONTRACT = (1, 2)  # the adapter contract it was written for (1.1: argsort; 1.2: gather takes wrap)
 __version__ = "0.1.0"
 DTYPES = ("float32", "float64", "float16", "bfloat16", "int8", "int16", "int32", "int64", "uint8", "bool")
 NUMERIC = DTYPES[:-1]

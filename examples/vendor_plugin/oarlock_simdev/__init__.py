@@ -7,7 +7,7 @@ through the core's decompositions.
 
 from adapter_api import hookimpl
 
-CONTRACT = (1, 0)  # the adapter contract this plugin was written for
+CONTRACT = (1, 2)  # the adapter contract this plugin was written for (1.2: gather takes wrap)
 __version__ = "0.1.0"
 
 
