@@ -326,3 +326,24 @@ def test_round_trip_is_kept_where_the_padding_channels_may_hold_values():
     )
     _, stats = passes.optimize(q, ["conv_nchwc", "dce"])
     assert stats[0].rewritten == 1 and _names(q) == ["op.to_nchwc", "op.exp"]
+
+
+@needs_kernel
+def test_conv_nchwc_c_is_one_prebuilt_build_of_its_three_entries(monkeypatch):
+    """A program with blocked convolutions hands the core conv_nchwc.c's build with its other
+    prebuilt C (``own_builds``: before the first run, or in the background), one build for the
+    three entries; the kernels the ops then look up are that build's, not a build of their own."""
+    from plugins.cpu import compiler as PC
+    from plugins.cpu import conv_nchwc
+
+    monkeypatch.setattr(PC, "_OWN", {})
+    f32 = np.dtype(np.float32)
+    (build,) = PC.own_builds({("conv2d_nchwc", f32), ("from_nchwc", f32), ("exp", f32)})
+    assert build.kernels == 3 and build.args[1] == ("conv_nchwc", "to_nchwc", "from_nchwc")
+    assert PC.own_builds({("exp", f32), ("conv2d", f32)}) == []  # no blocked op: not built
+    build()
+    progs = [conv_nchwc._entry(e) for e in ("conv_nchwc", "to_nchwc", "from_nchwc")]
+    assert all(p is not None for p in progs) and len({id(p.ffi) for p in progs}) == 1
+    assert PC.own_builds({("conv2d_nchwc", f32)}) == []  # loaded: nothing left to build
+    x = np.random.default_rng(7).standard_normal((2, 20, 5, 6)).astype(np.float32)
+    np.testing.assert_array_equal(IF.to_nchwc(fw.to_tensor(x)).numpy(), _blocked(x))
