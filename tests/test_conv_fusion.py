@@ -1,5 +1,5 @@
 """Convolutions with their epilogue fused, in the blocked layout NCHWc: the ops ``to_nchwc``,
-``from_nchwc`` and ``conv2d_nchwc`` (framework/_src/ops/composites/conv_fused.py), the cpu
+``from_nchwc``, ``conv2d_nchwc`` and ``global_pool_nchwc`` (framework/_src/ops/composites/conv_fused.py), the cpu
 plugin's kernels (plugins/cpu/conv_nchwc.c) against float64 numpy and the ops'
 decompositions, and the ``conv_nchwc`` pass (framework/ir/passes/conv_fusion.py): each
 rewrite on a program, and an imported ResNet-style model against onnxruntime and against the
@@ -151,6 +151,24 @@ def test_layout_round_trip_and_padding_channels(c):
     np.testing.assert_array_equal(IF.from_nchwc(IF.to_nchwc(fw.to_tensor(x64)), c).numpy(), x64)
 
 
+@pytest.mark.parametrize("c, hw", [(16, (8, 8)), (19, (3, 5)), (40, (1, 1)), (33, (7, 2))])
+def test_global_pool_nchwc_sum_and_max_match_float64(c, hw):
+    rng = np.random.default_rng(c)
+    x = rng.standard_normal((3, c, *hw)).astype(np.float32)
+    x[1, c - 1, 0, -1] = np.nan  # the max keeps a NaN (numpy's max); the sum too
+    blk = IF.to_nchwc(fw.to_tensor(x))
+    x64 = x.astype(np.float64)
+    for reduce, ref in (("sum", x64.sum(axis=(2, 3))), ("max", x64.max(axis=(2, 3)))):
+        for keepdim in (True, False):
+            got = IF.global_pool_nchwc(blk, c, reduce=reduce, keepdim=keepdim).numpy()
+            want = ref[:, :, None, None] if keepdim else ref
+            assert got.shape == want.shape and got.dtype == np.float32
+            np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6 * hw[0] * hw[1], err_msg=reduce)
+            dec = OPS["global_pool_nchwc"].decomposition(blk, channels=c, reduce=reduce, keepdim=keepdim)
+            np.testing.assert_allclose(got, dec.numpy(), rtol=1e-6, atol=1e-6 * hw[0] * hw[1])
+    assert np.isnan(IF.global_pool_nchwc(blk, c, "max").numpy()[1, c - 1]).all()
+
+
 def test_bad_arguments_name_the_op_and_the_argument():
     x, w, b = fw.ones([1, 16, 4, 4]), fw.ones([8, 16, 3, 3]), fw.ones([8])
     with pytest.raises(fw.OpArgumentError, match=r"\[conv2d_nchwc\] x must be \(N, 1, H, W, 16\)"):
@@ -165,6 +183,12 @@ def test_bad_arguments_name_the_op_and_the_argument():
         IF.from_nchwc(IF.to_nchwc(x), 17)
     with pytest.raises(fw.OpArgumentError, match=r"\[to_nchwc\] x must be 4-d"):
         IF.to_nchwc(fw.ones([2, 3]))
+    with pytest.raises(
+        fw.OpArgumentError, match=r"\[global_pool_nchwc\] reduce must be one of \('sum', 'max'\)"
+    ):
+        IF.global_pool_nchwc(IF.to_nchwc(x), 16, reduce="mean")
+    with pytest.raises(fw.OpArgumentError, match=r"\[global_pool_nchwc\] x must be 5-d"):
+        IF.global_pool_nchwc(x, 16)
 
 
 # -- the pass, rewrite by rewrite ---------------------------------------------------------------
@@ -288,7 +312,9 @@ def test_imported_resnet_fused_matches_onnxruntime_and_the_unfused_program(compi
     p = fused.program()
     assert len(_ops(p, "op.conv2d_nchwc")) == 9 and not _ops(p, "op.conv2d")
     assert not _ops(p, "op.relu") and not _ops(p, "op.to_nchwc")
-    assert len(_ops(p, "op.from_nchwc")) == 1  # before the pooling, the region's one exit
+    assert not _ops(p, "op.from_nchwc")  # the pooling reads the blocked value: no exit left
+    (pool,) = _ops(p, "op.global_pool_nchwc")
+    assert pool.attrs == {"channels": 64, "reduce": "sum", "keepdim": True}
     # the unfused program keeps its convs; O2 never rewrites to the blocked layout
     assert len(_ops(plain.program(), "op.conv2d")) == 9 and not _ops(plain.program(), "op.conv2d_nchwc")
 
@@ -333,3 +359,91 @@ def test_round_trip_is_kept_where_the_padding_channels_may_hold_values():
     )
     _, stats = passes.optimize(q, ["conv_nchwc", "dce"])
     assert stats[0].rewritten == 1 and _names(q) == ["op.to_nchwc", "op.exp"]
+
+
+@needs_kernel
+def test_conv_nchwc_c_is_one_prebuilt_build_of_its_three_entries(monkeypatch):
+    """A program with blocked convolutions hands the core conv_nchwc.c's build with its other
+    prebuilt C (``own_builds``: before the first run, or in the background), one build for the
+    four entries; the kernels the ops then look up are that build's, not a build of their own."""
+    from plugins.cpu import compiler as PC
+    from plugins.cpu import conv_nchwc
+
+    monkeypatch.setattr(PC, "_OWN", {})
+    f32 = np.dtype(np.float32)
+    (build,) = PC.own_builds({("conv2d_nchwc", f32), ("from_nchwc", f32), ("exp", f32)})
+    entries = ("conv_nchwc", "to_nchwc", "from_nchwc", "pool_nchwc")
+    assert build.kernels == 4 and build.args[1] == entries
+    assert PC.own_builds({("exp", f32), ("conv2d", f32)}) == []  # no blocked op: not built
+    build()
+    progs = [conv_nchwc._entry(e) for e in entries]
+    assert all(p is not None for p in progs) and len({id(p.ffi) for p in progs}) == 1
+    assert PC.own_builds({("conv2d_nchwc", f32)}) == []  # loaded: nothing left to build
+    x = np.random.default_rng(7).standard_normal((2, 20, 5, 6)).astype(np.float32)
+    np.testing.assert_array_equal(IF.to_nchwc(fw.to_tensor(x)).numpy(), _blocked(x))
+
+
+@needs_kernel
+def test_pass_pools_the_blocked_value_without_leaving_the_layout():
+    """``sum``/``max`` over the pixels of ``from_nchwc(z)`` read ``z`` itself
+    (``global_pool_nchwc``); a reduction over other axes keeps its ``from_nchwc``."""
+    tb, tp = "tensor<[2, 2, 3, 3, 16], float32, cpu>", "tensor<[2, 20, 3, 3], float32, cpu>"
+    text = (
+        f"  %1 = op.from_nchwc(%0) {{channels = 20}} : {tp}\n"
+        "  %2 = op.sum(%1) {axes = (2, 3), keepdim = true} : tensor<[2, 20, 1, 1], float32, cpu>\n"
+        "  %3 = op.max(%1) {axes = (2, 3), keepdim = false} : tensor<[2, 20], float32, cpu>\n"
+        "  %4 = op.sum(%1) {axes = (1,), keepdim = false} : tensor<[2, 3, 3], float32, cpu>\n"
+        "  builtin.return(%2, %3, %4)\n"
+    )
+    outs = (
+        "tensor<[2, 20, 1, 1], float32, cpu>, tensor<[2, 20], float32, cpu>, tensor<[2, 3, 3], float32, cpu>"
+    )
+    p = _prog(text, f"%0: {tb}", outs)
+    x = np.random.default_rng(4).standard_normal((2, 20, 3, 3)).astype(np.float32)
+    z = IF.to_nchwc(fw.to_tensor(x))
+    _, stats = passes.optimize(p, ["conv_nchwc", "dce"])
+    assert stats[0].rewritten == 2
+    assert _names(p) == ["op.from_nchwc", "op.global_pool_nchwc", "op.global_pool_nchwc", "op.sum"]
+    pools = [op for op in p.block.ops if op.name == "op.global_pool_nchwc"]
+    assert [op.attrs["reduce"] for op in pools] == ["sum", "max"] and pools[0].operands[0] is p.block.args[0]
+    got = [t.numpy() for t in Executor(p, "cpu", {})(z)]
+    np.testing.assert_allclose(
+        got[0], x.astype(np.float64).sum(axis=(2, 3), keepdims=True), rtol=1e-5, atol=1e-5
+    )
+    np.testing.assert_array_equal(got[1], x.max(axis=(2, 3)))
+    np.testing.assert_allclose(got[2], x.sum(axis=1), rtol=1e-5, atol=1e-5)
+
+
+@needs_kernel
+def test_imported_global_max_pool_reads_the_blocked_layout_and_matches_onnxruntime():
+    ort = pytest.importorskip("onnxruntime")
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(8)
+    w = rng.standard_normal((24, 5, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(24).astype(np.float32)
+    graph = helper.make_graph(
+        [
+            helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+            helper.make_node("Relu", ["c"], ["r"]),
+            helper.make_node("GlobalMaxPool", ["r"], ["y"]),
+        ],
+        "gmp",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5, 9, 7])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 24, 1, 1])],
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model)
+    x = rng.standard_normal((2, 5, 9, 7)).astype(np.float32)
+    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+        None, {"x": x}
+    )[0]
+    m = fw.onnx.load(model, device="cpu", passes="inference")
+    with fw.no_grad():
+        got = m(fw.to_tensor(x)).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+    p = m.program()
+    assert [op.attrs["reduce"] for op in _ops(p, "op.global_pool_nchwc")] == ["max"]
+    assert not _ops(p, "op.from_nchwc") and len(_ops(p, "op.conv2d_nchwc")) == 1

@@ -610,6 +610,13 @@ PREBUILT_OWN: tuple[tuple[str, tuple[str, ...], bool, str, frozenset[str]], ...]
         "scatter_add, gather and where",
         frozenset({"scatter_add", "gather", "where"}),
     ),
+    (
+        "conv_nchwc.c",
+        ("conv_nchwc", "to_nchwc", "from_nchwc", "pool_nchwc"),  # float32 only: conv_nchwc.OPTIONS, ()
+        False,
+        "blocked conv2d",
+        frozenset({"conv2d_nchwc", "to_nchwc", "from_nchwc", "global_pool_nchwc"}),
+    ),
 )
 
 

@@ -14,7 +14,8 @@
  * skipped for the whole row. Items (image, block of output channels, output row) go to the OpenMP
  * team, taken dynamically.
  *
- * to_nchwc / from_nchwc: the layout conversions at the boundaries of a blocked region.
+ * to_nchwc / from_nchwc: the layout conversions at the boundaries of a blocked region; pool_nchwc:
+ * the global sum or max over the pixels, read in the blocked layout, written plain.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -326,5 +327,44 @@ int from_nchwc(const void* x_, void* y_, int64_t n, int64_t c, int64_t hw, int n
         for (int64_t k = 0; k < k1; ++k)
             for (int64_t q = 0; q < hw; ++q) d[k * hw + q] = s[q * B + k];
     }
+    return 0;
+}
+
+/* a partial result of pool_nchwc with one more value: the sum, or the max keeping a NaN */
+static inline vf pool_step(int kind, vf acc, vf e) {
+    if (!kind) return acc + e;
+    const vi take = (e > acc) | (e != e);
+    return (vf)(((vi)e & take) | ((vi)acc & ~take));
+}
+
+/* x (n, ceil(c / B), hw, B) -> y (n, c): the sum over hw (kind 0) or the max (kind 1; a NaN is
+ * kept, as numpy's max), each block's 16 channels a row of vectors, four partial results over
+ * the positions */
+int pool_nchwc(const void* x_, void* y_, int64_t n, int64_t c, int64_t hw, int kind, int nt) {
+    const int64_t cb = (c + B - 1) / B;
+#pragma omp parallel for collapse(2) schedule(static) num_threads(nt) if (nt > 1)
+    for (int64_t i = 0; i < n; ++i)
+        for (int64_t b = 0; b < cb; ++b) {
+            const float* s = (const float*)x_ + (i * cb + b) * hw * B;
+            vf part[4][NVB];
+            for (int u = 0; u < 4; ++u)
+                for (int v = 0; v < NVB; ++v) part[u][v] = kind ? ld(s + v * VW) : (vf){0};
+            int64_t q = 0;
+            for (; q + 4 <= hw; q += 4)
+#pragma GCC unroll 4
+                for (int u = 0; u < 4; ++u)
+#pragma GCC unroll 4
+                    for (int v = 0; v < NVB; ++v) part[u][v] = pool_step(kind, part[u][v], ld(s + (q + u) * B + v * VW));
+            for (; q < hw; ++q)
+                for (int v = 0; v < NVB; ++v) part[0][v] = pool_step(kind, part[0][v], ld(s + q * B + v * VW));
+            float out[B];
+            for (int v = 0; v < NVB; ++v) {
+                vf r = part[0][v];
+                for (int u = 1; u < 4; ++u) r = pool_step(kind, r, part[u][v]);
+                st(out + v * VW, r);
+            }
+            const int64_t k1 = c - b * B < B ? c - b * B : B;
+            memcpy((float*)y_ + i * c + b * B, out, (size_t)k1 * sizeof(float));
+        }
     return 0;
 }

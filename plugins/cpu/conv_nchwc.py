@@ -1,5 +1,6 @@
 """The blocked-layout convolution on cpu (``conv_nchwc.c``): kernels of the ops ``conv2d_nchwc``,
-``to_nchwc`` and ``from_nchwc`` (framework/_src/ops/composites/conv_fused.py), float32.
+``to_nchwc``, ``from_nchwc`` and ``global_pool_nchwc`` (framework/_src/ops/composites/conv_fused.py),
+float32.
 
 A program rewritten by the ``conv_nchwc`` pass keeps the values between consecutive
 convolutions as (N, ceil(C / 16), H, W, 16) and converts only where the blocked region starts
@@ -137,6 +138,32 @@ def from_nchwc_call(x: np.ndarray, y: np.ndarray) -> Any:
     return _layout_call("from_nchwc", x, y, n, c, h * w)
 
 
+def global_pool_nchwc_call(x: np.ndarray, y: np.ndarray, reduce: str) -> Any:
+    """``global_pool_nchwc`` of blocked ``x`` into plain ``y`` ((N, C) or (N, C, 1, 1)) as a
+    zero-argument call, or None."""
+    n, _, h, w, block = x.shape
+    if block != BLOCK or h * w == 0 or not _f32(x, y):
+        return None
+    prog = _entry("pool_nchwc")
+    if prog is None:
+        return None
+    args = (
+        pointer(prog.ffi, x),
+        pointer(prog.ffi, y),
+        n,
+        y.shape[1],
+        h * w,
+        int(reduce == "max"),
+        threads.team_threads(x.size, MIN_ELEMS_PER_TEAM_THREAD),
+    )
+    fn = prog.fn
+
+    def run(keep: tuple = (x, y)) -> None:
+        fn(*args)
+
+    return run
+
+
 # -- the kernels: the C call, else the numpy arithmetic of the decomposition ---------------------
 def _blocked(y: np.ndarray, block: int = BLOCK) -> np.ndarray:
     """NCHW ``y`` as NCHWc (numpy), channels past C zero."""
@@ -228,15 +255,40 @@ def _bind_from_nchwc(ctx: Any, outs: list, ins: list, channels: int) -> Any:
     return from_nchwc_call(ins[0], outs[0])
 
 
+def _global_pool_nchwc(ctx: Any, outs: list, ins: list, channels: int, reduce: str, keepdim: bool) -> None:
+    x = np.ascontiguousarray(ins[0])
+    call = global_pool_nchwc_call(x, outs[0], reduce)
+    if call is not None:
+        call()
+        return
+    plain = _plain(x, channels)
+    y = (
+        plain.sum(axis=(2, 3), keepdims=keepdim)
+        if reduce == "sum"
+        else plain.max(axis=(2, 3), keepdims=keepdim)
+    )
+    np.copyto(outs[0], y, casting="unsafe")
+
+
+def _bind_global_pool_nchwc(
+    ctx: Any, outs: list, ins: list, channels: int, reduce: str, keepdim: bool
+) -> Any:
+    if ctx.stream is not None or not ins[0].flags.c_contiguous:
+        return None
+    return global_pool_nchwc_call(ins[0], outs[0], reduce)
+
+
 def register_conv_nchwc(registry: Any) -> None:
     """The blocked layout's kernels, float32, on cpu: ``conv2d_nchwc`` (the ``conv_nchwc`` pass
-    rewrites inference programs where this kernel is registered), ``to_nchwc``, ``from_nchwc``."""
+    rewrites inference programs where this kernel is registered), ``to_nchwc``, ``from_nchwc``,
+    ``global_pool_nchwc``."""
     from .kernels import _on_stream
 
     for name, fn, bind in (
         ("conv2d_nchwc", _conv2d_nchwc, _bind_conv2d_nchwc),
         ("to_nchwc", _to_nchwc, _bind_to_nchwc),
         ("from_nchwc", _from_nchwc, _bind_from_nchwc),
+        ("global_pool_nchwc", _global_pool_nchwc, _bind_global_pool_nchwc),
     ):
         fn.bind = bind  # type: ignore[attr-defined]
         registry.add_kernel(name, "cpu", ("float32",), _on_stream(fn), bind=bind)

@@ -1,5 +1,5 @@
 """The blocked layout NCHWc and the convolution with its epilogue in it (``to_nchwc``,
-``from_nchwc``, ``conv2d_nchwc``: framework/_src/ops/composites/conv_fused.py)."""
+``from_nchwc``, ``conv2d_nchwc``, ``global_pool_nchwc``: framework/_src/ops/composites/conv_fused.py)."""
 
 from __future__ import annotations
 
@@ -65,5 +65,20 @@ def blocked_entries(IF: Any) -> list[CompositeInfo]:
             lambda r: [_u(r, 1, 18, 5, 4), _u(r, 17, 18, 3, 3), _u(r, 17), _u(r, 1, 17, 5, 4)],
             (0, 1, 2, 3),
             op="conv2d_nchwc",
+        ),
+        CompositeInfo(
+            "global_pool_nchwc",
+            lambda x: IF.global_pool_nchwc(IF.to_nchwc(x), 19),
+            lambda x: x.sum(axis=(2, 3), keepdims=True),
+            lambda r: [_u(r, 2, 19, 3, 5)],
+            (0,),
+        ),
+        CompositeInfo(
+            "global_pool_nchwc_max",
+            lambda x: IF.global_pool_nchwc(IF.to_nchwc(x), 17, reduce="max", keepdim=False),
+            lambda x: x.max(axis=(2, 3)),
+            lambda r: [_u(r, 2, 17, 4, 3)],
+            (0,),
+            op="global_pool_nchwc",
         ),
     ]

@@ -17,7 +17,7 @@ from ..._src.ops import math as M
 from ..._src.ops import shape as S
 from ..._src.ops.composites.activation import silu
 from ..._src.ops.composites.attention import rotary_embedding
-from ..._src.ops.composites.conv_fused import conv2d_nchwc, from_nchwc, to_nchwc
+from ..._src.ops.composites.conv_fused import conv2d_nchwc, from_nchwc, global_pool_nchwc, to_nchwc
 from ..._src.ops.composites.linear import linear
 from ..._src.ops.composites.norm import layer_norm, rms_norm
 from ..._src.ops.indexing import gather
@@ -30,6 +30,7 @@ __all__ = [
     "fused_linear",
     "fused_rms_norm",
     "fused_rotary_position_embedding",
+    "global_pool_nchwc",
     "swiglu",
     "to_nchwc",
 ]

@@ -1,7 +1,7 @@
 """``conv_nchwc``: convolutions with their epilogue fused, in the blocked layout NCHWc, for
 inference programs on a device that registers a ``conv2d_nchwc`` kernel.
 
-Three rewrites, run to a fixpoint:
+Four rewrites, run to a fixpoint:
 
 - **epilogue** (``ConvEpilogue``): ``conv2d(x, w)`` (one group) followed by an add of one value
   per output channel (a bias, or the shift of a BatchNorm that ``conv_fold`` folded), then
@@ -18,10 +18,16 @@ Three rewrites, run to a fixpoint:
   zero (``z`` written by ``conv2d_nchwc`` or ``to_nchwc``, or no channels past C), which
   ``to_nchwc`` puts back.
 
+- **global pooling** (``BlockedGlobalPool``, ``BlockedGlobalMax``): ``sum`` or ``max`` over
+  the pixels (axes 2 and 3) of ``from_nchwc(z)`` becomes ``global_pool_nchwc(z)``, which reads
+  the blocked value as it is and writes the plain (N, C, 1, 1) (the global average pool at the
+  end of a ResNet: the importer writes it as that sum times 1 / (H * W)). Up to the order of
+  the sum's additions.
+
 What is left of the layout changes stands at the edges of the blocked region: the first
 convolution reads the program's NCHW value (``blocked_input=False``: a first layer of three
-channels is not padded to a block), and a ``from_nchwc`` stays where an op other than a
-blocked convolution reads the value (the pooling at the end of a ResNet).
+channels is not padded to a block), and a ``from_nchwc`` stays where another op reads the
+value.
 
 The pass is in the ``inference`` level only (``fw.onnx.load(..., passes="inference")``): a
 training program keeps ``conv2d``, whose gradient rule has its own kernels.
@@ -185,10 +191,47 @@ class LayoutRoundTrip(RewritePattern):
         return True
 
 
+class BlockedGlobalPool(RewritePattern):
+    """``sum(from_nchwc(z), axes=(2, 3))`` -> ``global_pool_nchwc(z) {reduce = "sum"}``."""
+
+    root = "op.sum"
+    name = "nchwc_global_pool"
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> bool:
+        src = op.operands[0].defining_op
+        if src is None or src.name != "op.from_nchwc" or tuple(op.attrs.get("axes", ())) != (2, 3):
+            return False
+        z, out = src.operands[0], op.result.type
+        if z.type.shape[-1] != BLOCK or not isinstance(out, TensorType) or out.dtype != z.type.dtype:
+            return False
+        if (
+            dispatch.find_kernel(
+                "global_pool_nchwc", _dev.parse(rewriter.ctx.device or out.device).type, out.dtype
+            )
+            is None
+        ):
+            return False
+        attrs = {
+            "channels": src.attrs["channels"],
+            "reduce": self.root[3:],
+            "keepdim": bool(op.attrs["keepdim"]),
+        }
+        new = rewriter.create("op.global_pool_nchwc", [z], [out], attrs, before=op)
+        rewriter.replace_op(op, [new.result])
+        return True
+
+
+class BlockedGlobalMax(BlockedGlobalPool):
+    """``max(from_nchwc(z), axes=(2, 3))`` -> ``global_pool_nchwc(z) {reduce = "max"}``."""
+
+    root = "op.max"
+    name = "nchwc_global_max"
+
+
 def to_nchwc(program: Program, ctx: PassContext) -> int:
     """Rewrite the program's convolutions and their epilogues into the blocked layout; returns
     the number of rewrites."""
-    patterns = [ConvEpilogue(), BlockedInput(), LayoutRoundTrip()]
+    patterns = [ConvEpilogue(), BlockedInput(), LayoutRoundTrip(), BlockedGlobalPool(), BlockedGlobalMax()]
     return apply_patterns_greedily(program, patterns, ctx).rewrites
 
 

@@ -1,5 +1,6 @@
 """The blocked channel layout NCHWc and the convolution that reads and writes it with its
-epilogue fused: ``to_nchwc``, ``from_nchwc``, ``conv2d_nchwc``.
+epilogue fused: ``to_nchwc``, ``from_nchwc``, ``conv2d_nchwc``, and ``global_pool_nchwc``, the
+global sum or max over the pixels that reads it (a ResNet's pooling before its classifier).
 
 A tensor (N, C, H, W) in NCHWc is (N, ceil(C / block), H, W, block): channel ``k`` of pixel
 (y, x) at ``[:, k // block, y, x, k % block]``, the channels past C zero. A device that
@@ -127,6 +128,27 @@ def conv2d_nchwc_decomposition(
     return call(OPS["to_nchwc"], [y], {"block": BLOCK})
 
 
+_REDUCES = ("sum", "max")
+
+
+def _pool_infer(ins: list[Tensor], attrs: dict[str, Any]) -> list:
+    n, c = ins[0].shape[0], attrs["channels"]
+    return [((n, c, 1, 1) if attrs["keepdim"] else (n, c), ins[0].dtype)]
+
+
+def _pool_flops(ins: list, outs: list, attrs: dict[str, Any]) -> float:
+    n, _, h, w, _ = ins[0]
+    return float(n * attrs["channels"] * h * w)
+
+
+@composite("global_pool_nchwc", infer=_pool_infer, flops=_pool_flops, no_sharding=_LAYOUT)
+def global_pool_nchwc_decomposition(x: Tensor, *, channels: int, reduce: str, keepdim: bool) -> Tensor:
+    """The ``reduce`` (``sum`` or ``max``) over H and W of blocked ``x`` (N, CB, H, W, block),
+    plain out: (N, channels, 1, 1), or (N, channels) without ``keepdim``."""
+    y = call(OPS["from_nchwc"], [x], {"channels": channels})
+    return call(OPS[reduce], [y], {"axes": (2, 3), "keepdim": keepdim})
+
+
 # -- the user-facing functions (framework.incubate.nn.functional) ------------------------------
 def to_nchwc(x: Tensor, block: int = BLOCK, name: str | None = None) -> Tensor:
     """NCHW ``x`` in the blocked layout (N, ceil(C / block), H, W, block), channels past C zero.
@@ -224,3 +246,35 @@ def conv2d_nchwc(
             )
         ins.append(residual.astype(x.dtype))
     return call(OPS["conv2d_nchwc"], ins, attrs)
+
+
+def global_pool_nchwc(
+    x: Tensor, channels: int, reduce: str = "sum", keepdim: bool = True, name: str | None = None
+) -> Tensor:
+    """The sum (``reduce="sum"``) or the max (``"max"``) over the pixels of a blocked ``x``
+    (N, CB, H, W, block), as ``fw.sum``/``fw.amax`` of ``from_nchwc(x, channels)`` over axes
+    2 and 3: (N, channels, 1, 1), or (N, channels) with ``keepdim=False``, in the plain layout.
+    A global average pool is this sum times 1 / (H * W).
+
+    >>> import framework as fw
+    >>> from framework.incubate.nn import functional as IF
+    >>> x = IF.to_nchwc(fw.ones([2, 3, 4, 5]))
+    >>> y = IF.global_pool_nchwc(x, 3)
+    >>> y.shape, float(y[0, 0, 0, 0])
+    ((2, 3, 1, 1), 20.0)
+    """
+    x = float_arg("global_pool_nchwc", x)
+    if x.ndim != 5:
+        raise OpArgumentError(
+            f"[global_pool_nchwc] x must be 5-d (N, C blocks, H, W, block), got shape {x.shape}"
+        )
+    if not isinstance(channels, int) or not 0 < channels <= x.shape[1] * x.shape[4]:
+        raise OpArgumentError(
+            f"[global_pool_nchwc] channels must be an int in [1, {x.shape[1] * x.shape[4]}] (blocks x block), "
+            f"got {channels!r}"
+        )
+    if reduce not in _REDUCES:
+        raise OpArgumentError(f"[global_pool_nchwc] reduce must be one of {_REDUCES}, got {reduce!r}")
+    return call(
+        OPS["global_pool_nchwc"], [x], {"channels": channels, "reduce": reduce, "keepdim": bool(keepdim)}
+    )
