@@ -191,12 +191,17 @@ def case(m: int, k: int, n: int, nt: int, reps: int) -> None:
 
 #: the precision variants of a training step: no AMP, ``auto_cast`` O1, ``decorate`` + O2
 LEVELS = ("float32", "O1", "O2")
+#: ops kept in float32 under AMP (``--amp-black-list``: ``auto_cast``'s ``custom_black_list``)
+BLACK_LIST: list[str] = []
 
 
 def _cast_block(level: str) -> Any:
     """The ``auto_cast`` of ``level`` (off for float32)."""
     return fw.amp.auto_cast(
-        enable=level != "float32", level="O2" if level == "O2" else "O1", dtype="bfloat16"
+        enable=level != "float32",
+        level="O2" if level == "O2" else "O1",
+        dtype="bfloat16",
+        custom_black_list=BLACK_LIST,
     )
 
 
@@ -331,6 +336,7 @@ def main() -> None:
     ap.add_argument("--amp-reps", type=int, default=10, help="rounds of the training steps (0: none)")
     ap.add_argument("--amp-modes", default="eager,static", help="eager and/or static (fw.jit.to_static)")
     ap.add_argument("--amp-only", action="store_true", help="only the training steps")
+    ap.add_argument("--amp-black-list", default="", help="ops kept float32 under AMP, e.g. attention")
     ap.add_argument(
         "--sizes", default="2048,1024x256x688", help="N (N x N @ N x N) or MxKxN, comma-separated"
     )
@@ -350,6 +356,7 @@ def main() -> None:
         if args.amp_reps:
             cast_kernels(args.reps)
     if args.amp_reps:
+        BLACK_LIST.extend(x for x in args.amp_black_list.split(",") if x)
         amp_steps(args.amp_reps, args.amp_modes)
 
 

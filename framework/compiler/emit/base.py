@@ -102,6 +102,10 @@ class Emitter:
     def stored(self, dt: np.dtype, e: str) -> str:
         return f"oarlock_d2{HALVES[dt.name]}({e})" if dt.name in HALVES else e
 
+    def rounded(self, dt: np.dtype, e: str, src: np.dtype) -> str:
+        """``e`` (a value of dtype ``src``) cast to the half ``dt``: rounded, read back."""
+        return self.loaded(dt, self.stored(dt, f"(({self.ctype(dt)}){e})"))
+
     def inf(self, dt: np.dtype) -> str:
         return "INFINITY" if dt == np.float32 else "((double)INFINITY)"
 
@@ -146,7 +150,7 @@ class Emitter:
             if dt.kind in "iu" and is_float(src):  # truncate, saturate to the target's range, NaN -> 0
                 return self.float_to_int(a[0], src, dt)
             if dt.name in HALVES and dt != src:  # a cast rounds, as eager's: halves are computed wider
-                return self.loaded(dt, self.stored(dt, f"(({T}){a[0]})"))
+                return self.rounded(dt, a[0], src)
             return f"(({T}){a[0]})"
         if op in ("index", "arange", "philox"):
             return self.special(n, a)

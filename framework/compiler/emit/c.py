@@ -4,12 +4,13 @@ element-wise programs as one flat loop, a masked exp for glibc's vector expf).""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from .. import loop_ir
-from .base import is_float, plan_spills
+from .base import HALVES, is_float, plan_spills
 from .helpers import C_HALF, C_INT, C_PHILOX, needed_helpers, source
 from .rows import _RowLoops
 
@@ -40,7 +41,7 @@ def _masked_exp(n: loop_ir.Node) -> bool:
 class CEmitter(_RowLoops):
     """C99 for the host: OpenMP threads across rows, SIMD along the row. Every dtype of the
     contract (the others are float32/float64 only): integers, bool, and float16/bfloat16
-    computed in double and rounded once when stored."""
+    computed in float and rounded once when stored."""
 
     language = "c"
     layout = "rows"
@@ -70,6 +71,32 @@ class CEmitter(_RowLoops):
             *"\n".join(helpers).splitlines(),
             *(_C_EXPF.splitlines() if any(map(_masked_exp, self._nodes(prog))) else ()),
         ]
+
+    #: NOTE: float16/bfloat16 are computed in float, as their float32 functions in numpy and
+    #: ml_dtypes: one + - * / sqrt still rounds exactly (float's 24 bits >= 2p + 2 for both),
+    #: and a loop of halves beside bytes and floats vectorises (in double, gcc left an AMP
+    #: program's masked softmax gradient scalar: "no vectype" for the mask's bytes)
+    half_t = "float"
+
+    def loaded(self, dt: np.dtype, e: str) -> str:
+        return f"oarlock_b2f({e})" if dt.name == "bfloat16" else super().loaded(dt, e)
+
+    def stored(self, dt: np.dtype, e: str) -> str:
+        return f"oarlock_f2b({e})" if dt.name == "bfloat16" else super().stored(dt, e)
+
+    def rounded(self, dt: np.dtype, e: str, src: np.dtype) -> str:
+        if self.ctype(src) == "float":
+            return super().rounded(dt, e, src)
+        # a double or an integer: rounded once from its exact value (through float: twice)
+        return self.loaded(dt, f"oarlock_d2{HALVES[dt.name]}((double){e})")
+
+    def fn(self, name: str, dt: np.dtype) -> str:
+        return name + ("f" if dt == np.float32 or dt.name in HALVES else "")
+
+    def literal(self, v: object, dt: np.dtype) -> str:
+        if dt.name in HALVES and math.isfinite(float(v)):  # type: ignore[arg-type]
+            return f"{float(np.float32(v))!r}f"  # exact: a half's value
+        return super().literal(v, dt)
 
     def _nodes(self, prog: loop_ir.Program) -> list[loop_ir.Node]:
         return [n for p in self.programs(prog) for n in loop_ir.live_nodes(p.outputs)]

@@ -1,5 +1,6 @@
-/* float16 / bfloat16 in C (and CUDA C): values are exact in double; a store rounds once to
-   nearest even (quantum 2**(e - bits) at the value's binade, clamped at the subnormal one).
+/* float16 / bfloat16 in C (and CUDA C): values are exact in double (and float); a store rounds
+   once to nearest even (quantum 2**(e - bits) at the value's binade, clamped at the subnormal
+   one). C computes them in float (b2f/f2b for bfloat16), CUDA C in double.
    Kernels get the lines after this comment as they are (helpers.py reads this file). */
 
 static inline double oarlock_h2d(uint16_t h) {
@@ -20,6 +21,15 @@ static inline uint16_t oarlock_d2h(double x) {
 }
 static inline double oarlock_b2d(uint16_t b) {
     union { uint32_t u; float f; } v; v.u = (uint32_t)b << 16; return v.f;
+}
+static inline float oarlock_b2f(uint16_t b) {
+    union { uint32_t u; float f; } v; v.u = (uint32_t)b << 16; return v.f;
+}
+static inline uint16_t oarlock_f2b(float x) {
+    /* float -> bfloat16 to nearest even on the bits (subnormals alike); NaN: 0x7fc0, its sign */
+    union { float f; uint32_t u; } v; v.f = x;
+    uint16_t r = (uint16_t)((v.u + 0x7fffu + ((v.u >> 16) & 1u)) >> 16);
+    return (v.u & 0x7fffffffu) > 0x7f800000u ? (uint16_t)(((v.u >> 16) & 0x8000u) | 0x7fc0u) : r;
 }
 static inline uint16_t oarlock_d2b(double x) {
     /* round to nearest even on the bits (8 significant bits: drop 45 of double's 53), so
