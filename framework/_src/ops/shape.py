@@ -432,6 +432,11 @@ def stack(xs: Sequence[Tensor], axis: int = 0, name: str | None = None) -> Tenso
     return concat([unsqueeze(t_, axis % nd) for t_ in xs], axis=axis % nd)
 
 
+def _plain(v: Any) -> bool:
+    """An int that is only its value (not a traced dynamic size, an int subclass)."""
+    return type(v) is int or isinstance(v, np.integer)
+
+
 def slice_raw(x: Tensor, starts: tuple[int, ...], stops: tuple[int, ...], steps: tuple[int, ...]) -> Tensor:
     if (
         all(s == 0 for s in starts)
@@ -439,8 +444,8 @@ def slice_raw(x: Tensor, starts: tuple[int, ...], stops: tuple[int, ...], steps:
         and all(s == 1 for s in steps)
         # a traced dynamic bound that is whole at this size only (`x[b % 3:]` at b = 12) is
         # a slice: the program's ops must not depend on the size
-        and all(type(s) is int for s in starts)
-        and all(e is d or type(e) is type(d) is int for e, d in zip(stops, x.shape))
+        and all(map(_plain, starts))
+        and all(e is d or (_plain(e) and _plain(d)) for e, d in zip(stops, x.shape))
     ):
         return x
     return apply1(OPS["slice"], [x], {"starts": tuple(starts), "stops": tuple(stops), "steps": tuple(steps)})
