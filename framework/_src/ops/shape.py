@@ -457,6 +457,13 @@ def pad_raw(x: Tensor, pads: tuple[tuple[int, int], ...], value: float) -> Tenso
     return apply1(OPS["pad"], [x], {"pads": tuple(pads), "value": value})
 
 
+@decides_on_sizes
+def _divides(n: int, k: int) -> bool:
+    """Whether ``k`` equal parts cut a dim of ``n`` (under to_static a guard on a dynamic ``n``:
+    ``split(x, 2)`` traced at even sizes serves every even size)."""
+    return k > 0 and not n % k
+
+
 def split(x: Tensor, num_or_sections: Any, axis: int = 0) -> list[Tensor]:
     """Cut ``x`` into parts along ``axis`` (Paddle's ``split``).
 
@@ -482,7 +489,7 @@ def split(x: Tensor, num_or_sections: Any, axis: int = 0) -> list[Tensor]:
     ax = axis % x.ndim
     n = x.shape[ax]
     if isinstance(num_or_sections, int):
-        if num_or_sections <= 0 or n % num_or_sections:
+        if not _divides(n, num_or_sections):
             raise OpArgumentError(
                 f"[split] cannot split size {n} of axis {ax} into {num_or_sections} equal parts"
             )
