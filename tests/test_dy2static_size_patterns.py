@@ -272,6 +272,27 @@ def test_a_branch_on_a_view_or_a_broadcast_is_guarded_whatever_shapes_exist_eage
     assert all(type(d) is int for t in later + keep for d in t.shape)
 
 
+def test_a_branch_on_the_size_of_a_tensor_made_or_expanded_from_a_size_is_guarded():
+    """``zeros([n, 3])`` and ``expand([2, n, 3])`` kept the probe's size as a plain int: a
+    branch on their shapes was no guard (a batch of 3 took the branch of 11)."""
+
+    def f(x):
+        n = x.shape[0]
+        z = fw.zeros([n, 3]) + x
+        e = x.unsqueeze(0).expand([2, n, 3])
+        a = 2.0 if z.shape[0] > 5 else 3.0
+        c = 5.0 if e.shape[1] > 8 else 7.0
+        return e * a + c
+
+    sf = fw.jit.to_static(f, input_spec=[InputSpec([None, 3])])
+    for n in (7, 3, 9, 12, 2):
+        x = fw.ones([n, 3])
+        got = sf(x)
+        np.testing.assert_array_equal(got.numpy(), f(x).numpy())
+        assert got.numpy()[0, 0, 0] == (2.0 if n > 5 else 3.0) + (5.0 if n > 8 else 7.0)
+    assert len(sf.programs) == 3
+
+
 def test_a_branch_the_validation_sizes_take_the_other_way_keeps_one_program_per_outcome():
     """``n * n`` needs two validation traces (sizes 30 and 36), which take ``n > 25`` the
     other way from the probes: probes on the call's side of it are found (it was traced per

@@ -307,7 +307,9 @@ def expand(x: Tensor, shape: Any) -> Tensor:
     src = (1,) * (len(shape) - x.ndim) + x.shape
     out = []
     for i, (s, t_) in enumerate(zip(src, shape)):
-        t_ = s if t_ == -1 else int(t_)
+        t_ = (
+            s if t_ == -1 else t_ if isinstance(t_, int) and type(t_) is not bool else int(t_)
+        )  # a traced size kept
         if s != t_ and s != 1:
             raise OpArgumentError(
                 f"[expand] cannot expand {x.shape} to {tuple(shape)}: dimension {i} is {s}, not 1 or {t_}"
