@@ -248,25 +248,39 @@ def test_an_equality_on_a_size_fixes_that_size():
     assert len(fixed) == 1 and fixed[0].program.inputs[0].type.shape == (5, 2)
 
 
-def test_a_branch_on_a_view_or_a_broadcast_is_guarded_whatever_shapes_exist_eagerly():
-    """Eager tensors of every probe size exist (their shapes, and broadcasts of them, are
-    shared by value between tensors): the dynamic dim of a view and of a broadcast made
-    while traced must stay symbolic, or the branch on it is no guard (a batch of 3 took the
-    branch of 11). Nothing of the trace leaks into shapes made eagerly afterwards."""
-    keep = [fw.zeros([1, n, 3]) + fw.zeros([3]) for n in range(1, 48)]
+def _two_branches_on(first, second):
+    """A function whose result says which way it branched on ``first(x).shape[0]`` (> 5)
+    and on ``second(x).shape[0]`` (> 8)."""
 
     def f(x):
-        y = x.unsqueeze(0)  # a view: a shape of its own
-        z = y + fw.zeros([3])  # a broadcast's shape
-        a = 2.0 if y.shape[1] > 5 else 3.0
-        c = 5.0 if z.shape[1] > 8 else 7.0
-        return z * a + c
+        y, z = first(x), second(x)
+        return (2.0 if y.shape[0] > 5 else 3.0) + (5.0 if z.shape[0] > 8 else 7.0) + x * 0.0
 
+    return f
+
+
+@pytest.mark.parametrize(
+    "first, second",
+    [
+        (lambda x: x.unsqueeze(0)[0], lambda x: (x.unsqueeze(0) + fw.zeros([3]))[0]),  # a view; a broadcast
+        (lambda x: fw.zeros([x.shape[0], 3]) + x, lambda x: x.unsqueeze(0).expand([2, x.shape[0], 3])[0]),
+    ],
+    ids=["view-broadcast", "zeros-expand"],
+)
+def test_a_branch_on_the_size_of_a_view_a_broadcast_or_a_made_tensor_is_guarded(first, second):
+    """The dynamic dim of a view, a broadcast, ``zeros([n, 3])`` and ``expand([2, n, 3])``
+    must stay symbolic while traced, or a branch on it is no guard (a batch of 3 took the
+    branch of 11): shapes were shared by value with eager tensors of the probe sizes (kept
+    here), broadcasts cached, and ``int(d)`` made the others plain. Nothing of the trace
+    leaks into shapes made eagerly afterwards."""
+    keep = [fw.zeros([1, n, 3]) + fw.zeros([3]) for n in range(1, 48)]
+    f = _two_branches_on(first, second)
     sf = fw.jit.to_static(f, input_spec=[InputSpec([None, 3])])
     for n in (7, 3, 9, 2, 12):
         x = fw.ones([n, 3])
-        np.testing.assert_array_equal(sf(x).numpy(), f(x).numpy())
-        assert sf(x).numpy()[0, 0, 0] == (2.0 if n > 5 else 3.0) + (5.0 if n > 8 else 7.0)
+        got = sf(x).numpy()
+        np.testing.assert_array_equal(got, f(x).numpy())
+        assert got[0, 0] == (2.0 if n > 5 else 3.0) + (5.0 if n > 8 else 7.0)
     assert len(sf.programs) == 3
     later = [fw.zeros([1, n, 3]) + fw.zeros([3]) for n in (11, 13, 22)] + [fw.zeros([n, 3]) for n in (11, 13)]
     assert all(type(d) is int for t in later + keep for d in t.shape)

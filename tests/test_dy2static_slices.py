@@ -129,6 +129,25 @@ def test_an_index_past_a_dynamic_dim_is_the_eager_error():
             sf(fw.ones([n, 3]))
 
 
+def test_an_index_past_the_probe_sizes_gets_one_program_for_the_sizes_that_have_it():
+    """``x[12]`` fails at the probe size 11 after its bound check (a guard): the sizes past 12
+    share one program traced at probes past 12 (it was traced per size, with a warning); a
+    smaller size gets eager's error, naming it."""
+
+    def g(x):
+        return x[12] * 2.0
+
+    sf = fw.jit.to_static(g, input_spec=[InputSpec([None, 3])])
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=r"\[to_static\]")
+        for n in (20, 25, 14, 13):
+            a = np.arange(3 * n, dtype=np.float32).reshape(n, 3)
+            np.testing.assert_array_equal(sf(fw.to_tensor(a)).numpy(), a[12] * 2.0)
+    assert len(sf.programs) == 1
+    with pytest.raises(IndexError, match="index 12 is out of bounds for axis 0 with size 5"):
+        sf(fw.ones([5, 3]))
+
+
 @pytest.mark.parametrize(
     "fn",
     [

@@ -35,7 +35,7 @@ from .autodiff import Backward, make_backward, split
 from .convert_ops import Undefined, flatten, unflatten
 from .graph_break import GraphBreak, probe, span_of
 from .guard_variants import Specialise as _Specialise
-from .guard_variants import equal_symbols, guarded, same_guards
+from .guard_variants import equal_symbols, failed_at_probes, guarded, same_guards
 from .split import Split
 from .split import split as split_function
 from .trace import GraphBreakError, TracingError, trace
@@ -291,18 +291,24 @@ class StaticFunction:
         tree: list[Any] = []
 
         def run(binding: dict[str, int]) -> tuple[Any, str]:
-            with size_guards.recording() as guards:  # a dynamic dim is a SymInt while traced
-                shapes = [
-                    (
-                        tuple(size_guards.SymInt(binding[d], d) if isinstance(d, str) else d for d in dims),
-                        np.dtype(t),
+            try:
+                with size_guards.recording() as guards:  # a dynamic dim is a SymInt while traced
+                    shapes = [
+                        (
+                            tuple(
+                                size_guards.SymInt(binding[d], d) if isinstance(d, str) else d for d in dims
+                            ),
+                            np.dtype(t),
+                        )
+                        for dims, t in specs
+                    ]
+                    fn = self._step_fn(len(specs), steps, layout, tree)
+                    tr, structure = trace(
+                        fn, shapes, dev, params, () if layout is not None else extra, name, requires
                     )
-                    for dims, t in specs
-                ]
-                fn = self._step_fn(len(specs), steps, layout, tree)
-                tr, structure = trace(
-                    fn, shapes, dev, params, () if layout is not None else extra, name, requires
-                )
+            except OpArgumentError as exc:  # the guards taken up to the error (`split`'s b % 2)
+                exc.size_guards = tuple(guards)  # type: ignore[attr-defined]
+                raise
             tr.size_guards = guards
             return tr, structure
 
@@ -489,8 +495,11 @@ class StaticFunction:
                 if not isinstance(exc, _Specialise):
                     if [d for d, _ in specs] == [d for d, _ in exact]:
                         raise
-                    # an argument error at the probe sizes (`fw.split(x, 2)` at an odd size):
-                    # the call's sizes give the call's own error, or a program of their own
+                    cp = failed_at_probes(self, exc, specs, tensors, dev, extra, requires)
+                    if cp is not None:
+                        return self._run(cp, tensors)
+                    # an argument error at the probe sizes no probe avoids: the call's sizes give
+                    # the call's own error, or a program of their own
                     self.get_concrete_program(exact, dev, extra, requires)
                     why = f"tracing at the probe sizes fails ({exc})"
                 self._specialised.add(skey)

@@ -4,8 +4,9 @@ A function traced with dynamic dims keeps the guards its trace took (the Python 
 sizes, a slice clamped to a dim: :mod:`framework.jit.size_guards`). Here: which guards a set of
 probe traces took alike (:func:`same_guards`), which program serves a call whose sizes make a
 guard fail (:func:`guarded`: traced at probe sizes that take the call's branches, else with the
-guard's dims fixed, else at the call's own sizes) and which ``None`` dims a function needs
-equal (:func:`equal_symbols`). :class:`framework.jit.api.StaticFunction` keeps the programs.
+guard's dims fixed, else at the call's own sizes), which serves a call whose sizes avoid a
+probe trace's error (:func:`failed_at_probes`) and which ``None`` dims a function needs equal
+(:func:`equal_symbols`). :class:`framework.jit.api.StaticFunction` keeps the programs.
 
 >>> import framework as fw
 >>> from framework.static import InputSpec
@@ -148,3 +149,34 @@ def guarded(
         stacklevel=3,
     )
     return sf.get_concrete_program(exact, dev, extra, requires)
+
+
+def failed_at_probes(
+    sf: StaticFunction,
+    exc: Exception,
+    specs: Sequence[tuple[tuple[int | str, ...], np.dtype]],
+    tensors: Sequence[Tensor],
+    dev: Any,
+    extra: Any,
+    requires: Any,
+) -> ConcreteProgram | None:
+    """The probe trace failed with an argument error after guards the call's sizes take the
+    other way (``x[12]``: ``b <= 12`` at the probe 11, not at 20): the program of probes on
+    the call's side of them, or None where none is found (the caller then traces the call's
+    own sizes)."""
+    taken = getattr(exc, "size_guards", ())
+    binding = {
+        d: n for (dims, _), t in zip(specs, tensors) for d, n in zip(dims, t.shape) if isinstance(d, str)
+    }
+    if not taken or all(g.holds(binding) for g in taken):
+        return None
+    static = sorted({d for dims, _ in specs for d in dims if isinstance(d, int)})
+    probe = symbolic.probe_for(list(binding), taken, binding, static)
+    if probe is None:
+        return None
+    outcomes = tuple(g.truth(binding) for g in taken)
+    try:
+        cp = sf.get_concrete_program(specs, dev, extra, requires, probe, (("failed", outcomes),))
+    except (Specialise, OpArgumentError):
+        return None
+    return cp if all(g.holds(binding) for g in cp.size_guards) else None

@@ -24,7 +24,9 @@ def _shape(name: str, shape: Any) -> tuple[int, ...]:
     if isinstance(shape, (int, np.integer)):
         shape = (shape,)
     try:
-        out = tuple(int(s) for s in shape)
+        out = tuple(
+            s if isinstance(s, int) and type(s) is not bool else int(s) for s in shape
+        )  # a traced size kept
         bad = [s for s, o in zip(shape, out) if isinstance(s, float) or o != s]
     except (TypeError, ValueError):
         raise OpArgumentError(f"[{name}] shape must be a sequence of ints, got {shape!r}") from None

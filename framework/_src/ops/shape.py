@@ -307,7 +307,9 @@ def expand(x: Tensor, shape: Any) -> Tensor:
     src = (1,) * (len(shape) - x.ndim) + x.shape
     out = []
     for i, (s, t_) in enumerate(zip(src, shape)):
-        t_ = s if t_ == -1 else int(t_)
+        t_ = (
+            s if t_ == -1 else t_ if isinstance(t_, int) and type(t_) is not bool else int(t_)
+        )  # a traced size kept
         if s != t_ and s != 1:
             raise OpArgumentError(
                 f"[expand] cannot expand {x.shape} to {tuple(shape)}: dimension {i} is {s}, not 1 or {t_}"
@@ -432,6 +434,11 @@ def stack(xs: Sequence[Tensor], axis: int = 0, name: str | None = None) -> Tenso
     return concat([unsqueeze(t_, axis % nd) for t_ in xs], axis=axis % nd)
 
 
+def _plain(v: Any) -> bool:
+    """An int that is only its value (not a traced dynamic size, an int subclass)."""
+    return type(v) is int or isinstance(v, np.integer)
+
+
 def slice_raw(x: Tensor, starts: tuple[int, ...], stops: tuple[int, ...], steps: tuple[int, ...]) -> Tensor:
     if (
         all(s == 0 for s in starts)
@@ -439,8 +446,8 @@ def slice_raw(x: Tensor, starts: tuple[int, ...], stops: tuple[int, ...], steps:
         and all(s == 1 for s in steps)
         # a traced dynamic bound that is whole at this size only (`x[b % 3:]` at b = 12) is
         # a slice: the program's ops must not depend on the size
-        and all(type(s) is int for s in starts)
-        and all(e is d or type(e) is type(d) is int for e, d in zip(stops, x.shape))
+        and all(map(_plain, starts))
+        and all(e is d or (_plain(e) and _plain(d)) for e, d in zip(stops, x.shape))
     ):
         return x
     return apply1(OPS["slice"], [x], {"starts": tuple(starts), "stops": tuple(stops), "steps": tuple(steps)})
@@ -450,6 +457,13 @@ def pad_raw(x: Tensor, pads: tuple[tuple[int, int], ...], value: float) -> Tenso
     if all(b == 0 and e == 0 for b, e in pads):
         return x
     return apply1(OPS["pad"], [x], {"pads": tuple(pads), "value": value})
+
+
+@decides_on_sizes
+def _divides(n: int, k: int) -> bool:
+    """Whether ``k`` equal parts cut a dim of ``n`` (under to_static a guard on a dynamic ``n``:
+    ``split(x, 2)`` traced at even sizes serves every even size)."""
+    return k > 0 and not n % k
 
 
 def split(x: Tensor, num_or_sections: Any, axis: int = 0) -> list[Tensor]:
@@ -477,7 +491,7 @@ def split(x: Tensor, num_or_sections: Any, axis: int = 0) -> list[Tensor]:
     ax = axis % x.ndim
     n = x.shape[ax]
     if isinstance(num_or_sections, int):
-        if num_or_sections <= 0 or n % num_or_sections:
+        if not _divides(n, num_or_sections):
             raise OpArgumentError(
                 f"[split] cannot split size {n} of axis {ax} into {num_or_sections} equal parts"
             )
