@@ -447,3 +447,29 @@ def test_imported_global_max_pool_reads_the_blocked_layout_and_matches_onnxrunti
     p = m.program()
     assert [op.attrs["reduce"] for op in _ops(p, "op.global_pool_nchwc")] == ["max"]
     assert not _ops(p, "op.from_nchwc") and len(_ops(p, "op.conv2d_nchwc")) == 1
+
+
+@needs_kernel
+def test_packed_weights_follow_a_parameter_changed_between_runs():
+    """A bound program keeps each convolution's packed weights across runs and packs again
+    when the weights' bytes change: a parameter set after the first run (a folded BatchNorm
+    scale, a conv weight) changes the next run's output as it changes the unfused program's."""
+    from onnx_models import resnet
+
+    model = resnet(channels=(16, 32), image=8)
+    x = fw.to_tensor(np.random.default_rng(6).standard_normal((2, 3, 8, 8)).astype(np.float32))
+    fused = fw.onnx.load(model, device="cpu", passes="inference")
+    plain = fw.onnx.load(model, device="cpu", passes="O2", compile=False)
+    with fw.no_grad():
+        for _ in range(3):  # the plan binds its kernels at the second run, then keeps them
+            first = fused(x).numpy()
+        np.testing.assert_allclose(first, plain(x).numpy(), rtol=1e-4, atol=1e-4 * np.abs(first).max())
+        for m in (fused, plain):
+            params = dict(m.named_parameters())
+            w = [n for n, p in params.items() if len(p.shape) == 4][2]  # a conv weight
+            s = [n for n, p in params.items() if len(p.shape) == 1][4]  # a BatchNorm parameter
+            params[w].set_value(params[w].numpy()[::-1].copy())
+            params[s].set_value(params[s].numpy() * 3)
+        got, want = fused(x).numpy(), plain(x).numpy()
+    assert np.abs(got - first).max() > 1e-2  # the change reached the output
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())

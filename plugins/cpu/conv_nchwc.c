@@ -253,10 +253,15 @@ static void pack(const float* wt, float* wp, int64_t o, int64_t c, int64_t kh, i
 }
 
 /* y = relu?(conv(x, wt) + bias (+ r)); bias (o,), r NULL or like y; wp: the packed weights' room
- * (ceil(o / B) * cb * kh * kw * cib * B floats), bp: ceil(o / B) * B floats. */
+ * (ceil(o / B) * cb * kh * kw * cib * B floats), bp: ceil(o / B) * B floats. wk: NULL, or the
+ * room for a copy of wt (o * c * kh * kw floats) kept beside wp across the calls of a bound
+ * program, with *packed saying that wp holds it packed: weights equal byte for byte to the last
+ * packed ones are not packed again (a program recomputes its folded weights every run: the same
+ * bytes while the parameters do not change; a comparison reads half what the packing moves). */
 int conv_nchwc(const void* x_, const void* wt_, const void* bias_, const void* r_, void* y_, int64_t n, int64_t c,
                int64_t h, int64_t w, int xb, int64_t o, int64_t kh, int64_t kw, int64_t oh, int64_t ow, int64_t sh,
-               int64_t sw, int64_t ph, int64_t pw, int64_t dh, int64_t dw, int relu, void* wp_, void* bp_, int nt) {
+               int64_t sw, int64_t ph, int64_t pw, int64_t dh, int64_t dw, int relu, void* wp_, void* bp_, void* wk,
+               int32_t* packed, int nt) {
     const float *x = x_, *wt = wt_, *bias = bias_, *r = r_;
     float *y = y_, *wp = wp_, *bp = bp_;
     struct geo g = {c, h, w, 0, 0, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw, (o + B - 1) / B, 0, 0, 0};
@@ -265,7 +270,14 @@ int conv_nchwc(const void* x_, const void* wt_, const void* bias_, const void* r
     } else {
         g.cb = 1, g.cib = c, g.xcs = 0, g.xci = h * w, g.xws = 1;
     }
-    pack(wt, wp, o, c, kh, kw, g.cb, g.cib);
+    const size_t wbytes = (size_t)(o * c * kh * kw) * sizeof(float);
+    if (!wk || !*packed || memcmp(wk, wt, wbytes) != 0) {
+        pack(wt, wp, o, c, kh, kw, g.cb, g.cib);
+        if (wk) {
+            memcpy(wk, wt, wbytes);
+            *packed = 1;
+        }
+    }
     for (int64_t k = 0; k < g.ob * B; ++k) bp[k] = k < o ? bias[k] : 0.f;
     /* two blocks of output channels per tile (each broadcast feeds twice the FMAs), except where a
      * row fits one tile of one block and not of two (an 8-wide row: 8 positions x 1 block in

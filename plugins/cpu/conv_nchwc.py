@@ -48,9 +48,12 @@ def conv_nchwc_call(
     dilation: tuple,
     relu: bool,
     blocked_input: bool,
+    keep_packed: bool = False,
 ) -> Any:
     """A zero-argument call writing ``conv2d_nchwc`` into ``y`` (blocked), or None where the C
-    kernel does not apply (not float32 or not contiguous, no compiler)."""
+    kernel does not apply (not float32 or not contiguous, no compiler). ``keep_packed`` (a
+    bound program's call, made once and run every time): the packed weights are kept with a
+    copy of the weights they came from, and packed again only when the weights' bytes change."""
     arrays = (x, w, b, y) if r is None else (x, w, b, r, y)
     if not _f32(*arrays):
         return None
@@ -69,6 +72,8 @@ def conv_nchwc_call(
     cb, cib = (-(-c // BLOCK), BLOCK) if blocked_input else (1, c)
     wp = np.empty(ob * cb * kh * kw * cib * BLOCK, np.float32)
     bp = np.empty(ob * BLOCK, np.float32)
+    wk = np.empty(w.size if keep_packed else 0, np.float32)
+    packed = np.zeros(1, np.int32)
     nt = threads.team_threads(n * o * oh * ow * c * kh * kw, MIN_MACS_PER_TEAM_THREAD)
     ffi, fn = prog.ffi, prog.fn
     (pt, _), (pl, _) = padding
@@ -95,10 +100,12 @@ def conv_nchwc_call(
         int(relu),
         pointer(ffi, wp),
         pointer(ffi, bp),
+        pointer(ffi, wk) if keep_packed else ffi.NULL,
+        ffi.cast("int32_t *", ffi.from_buffer(packed)),
         nt,
     )
 
-    def run(keep: tuple = (x, w, b, r, y, wp, bp)) -> None:
+    def run(keep: tuple = (x, w, b, r, y, wp, bp, wk, packed)) -> None:
         fn(*args)
 
     return run
@@ -222,7 +229,9 @@ def _bind_conv2d_nchwc(
     if ctx.stream is not None or not all(a.flags.c_contiguous for a in (*ins, outs[0])):
         return None
     r = ins[3] if len(ins) > 3 else None
-    return conv_nchwc_call(ins[0], ins[1], ins[2], r, outs[0], stride, padding, dilation, relu, blocked_input)
+    return conv_nchwc_call(
+        ins[0], ins[1], ins[2], r, outs[0], stride, padding, dilation, relu, blocked_input, keep_packed=True
+    )
 
 
 def _to_nchwc(ctx: Any, outs: list, ins: list, block: int) -> None:
