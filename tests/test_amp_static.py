@@ -58,6 +58,22 @@ def test_a_cast_inside_a_fused_group_rounds_like_eager(low, dev):
     assert str(got.dtype) == low
 
 
+def test_a_cast_from_float64_inside_a_group_rounds_once():
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((128, 256)) * np.exp2(rng.integers(-140, 130, (128, 256)))
+    # just above and below bf16 ties: rounding through float32 first would make them ties
+    x[:, :8] = 1.0 + 2.0**-8 + np.array([2.0**-30, -(2.0**-30), 2.0**-40, 0, 2.0**-9, 0, 0, 0])
+    x[:, 5:8] = [2.0**-133 * 1.5 + 2.0**-160, 3.3961e38, -0.0]
+
+    @fw.jit.to_static
+    def f(a, b):
+        return (a * b).astype("bfloat16"), a - b
+
+    got, _ = f(fw.to_tensor(x), fw.to_tensor(np.ones_like(x)))
+    assert "kernel.cast" not in _lowered(f)
+    np.testing.assert_array_equal(got.numpy().view(np.uint16), x.astype(BF16).view(np.uint16))
+
+
 def test_bf16_arithmetic_in_a_group_is_computed_wide_and_rounded_once():
     rng = np.random.default_rng(1)
     a = rng.standard_normal((64, 128)).astype(BF16)
