@@ -1,5 +1,5 @@
 """AMP under ``fw.jit.to_static`` (issue 38): a program's fusion groups read and write
-bfloat16/float16, so an AMP program keeps the low dtype only between its products and its
+bfloat16, so an AMP program keeps the low dtype only between its products and its
 fused kernels (the casts inside the groups); a cast in a group rounds exactly as eager's
 (ml_dtypes, numpy), arithmetic on the low dtype is computed wider and rounded once when
 stored; a whole AMP training step traced (O1, and O2 with ``decorate``'s master weights)
@@ -49,7 +49,12 @@ def test_a_cast_inside_a_fused_group_rounds_like_eager(low, dev):
 
     got, _ = f(fw.to_tensor(x, device=dev), fw.to_tensor(y, device=dev))
     text = _lowered(f)
-    assert "kernel.fused" in text and "kernel.cast" not in text, text  # the cast ran in the group
+    # bfloat16 joins the group; float16 stays out (computed wide, a group would not overflow
+    # where eager's float16 ops do: loop_ir.HALVES)
+    if low == "bfloat16":
+        assert "kernel.fused" in text and "kernel.cast" not in text, text
+    else:
+        assert "kernel.cast" in text, text
     want = (x + y).astype(BF16 if low == "bfloat16" else np.float16)
     g, w = got.numpy(), want
     nan = np.isnan(w.astype(np.float32))

@@ -64,8 +64,8 @@ def test_values_odd_shapes(m, k, n):
 
 @pytest.mark.parametrize("tx,ty", [(False, True), (True, False), (True, True)])
 def test_transposes_read_in_place(tx, ty):
-    # 600 rows: past bf16.MIN_MACS_PER_THREAD twice, cut in blocks of rows on two threads
-    a, b = _bf16((600, 130), 1), _bf16((130, 150), 2)
+    # 1200 x 200 x 150: past bf16.MIN_MACS_PER_THREAD twice, cut in blocks of rows on two threads
+    a, b = _bf16((1200, 200), 1), _bf16((200, 150), 2)
     x = a.T.copy() if tx else a
     y = b.T.copy() if ty else b
     got = fw.matmul(fw.to_tensor(x), fw.to_tensor(y), transpose_x=tx, transpose_y=ty)

@@ -9,9 +9,9 @@ A graph is a fusion group when every primitive is elementwise, a cast, an expand
 ``sum``/``max``/``min`` over the last axis or a ``gather`` along the row by a rotation of it
 (a constant index: rotary's rotate-half), and every value fits one kind of
 :mod:`framework.compiler.loop_ir` (full row, per-column vector, per-row scalar, scalar).
-A program's group (``group=True``) may also read and write float16/bfloat16 (an AMP
-program's values between its products): computed in the emitter's wider type, a cast to
-them rounded as eager's, every other value rounded once when stored.
+A program's group (``group=True``) may also read and write bfloat16 (an AMP program's
+values between its products; ``loop_ir.HALVES``): computed in the emitter's wider type, a
+cast to it rounded as eager's, every other value rounded once when stored.
 """
 
 from __future__ import annotations

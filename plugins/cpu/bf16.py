@@ -56,9 +56,12 @@ _SOURCE = Path(__file__).with_name("bf16.c")
 #: costs ~10 us (one thread: 64x16 @ 16x64 took 12 us, the plain path 8 us; 128x64 @ 64x64 17 us
 #: and 24 us; 64 products of 64x16 @ 16x64 as one batch 131 us and 366 us)
 MIN_MACS = 1 << 17
-#: a thread of the team gets at least this many multiply-adds (the float32 products' 1 << 20,
-#: kernels.py, at about twice their speed)
-MIN_MACS_PER_THREAD = 1 << 21
+#: a thread of the team gets at least this many multiply-adds. NOTE: 1 << 21 (the float32
+#: products' 1 << 20 at twice their speed) split the tiny Llama's 1024x64 @ 64x192 over two
+#: threads, ~80 us each: on the shared 2-core VM (load 5) the team's wake-ups cost more than
+#: that (2 threads: 480-1640 us wall, 200-680 us CPU split, 380-480 us and 150-170 us not),
+#: and its bf16 to_static step took 45 ms CPU against 27 (benchmarks/bf16.py, docs)
+MIN_MACS_PER_THREAD = 1 << 24
 _GRAIN = 64  #: rows of a block start at multiples of this
 
 
