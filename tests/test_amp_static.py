@@ -203,3 +203,25 @@ def test_traced_amp_gradients_match_float32_within_bf16_tolerance():
     for g32, g16 in zip(grads["fp32"], grads["O1"]):
         scale = np.abs(g32).max()
         np.testing.assert_allclose(g16, g32, rtol=0, atol=4e-2 * scale)
+
+
+@pytest.mark.parametrize("first_inside", [True, False])
+def test_a_program_is_per_auto_cast_policy(first_inside):
+    """The same to_static function called inside and outside ``auto_cast`` runs the casts each
+    call asks for, in either order, equal to eager (a program traced inside auto_cast once
+    kept returning bfloat16 outside it, and the reverse)."""
+    rng = np.random.default_rng(3)
+    w = fw.to_tensor(rng.standard_normal((8, 8)).astype(np.float32))
+    x = fw.to_tensor(rng.standard_normal((4, 8)).astype(np.float32))
+
+    def f(x):
+        return F.relu(fw.matmul(x, w))
+
+    sf = fw.jit.to_static(f)
+    order = [True, False] if first_inside else [False, True]
+    for inside in order + order:
+        with fw.amp.auto_cast(enable=inside, dtype="bfloat16"):
+            want, got = f(x), sf(x)
+        assert got.dtype == want.dtype == (fw.bfloat16 if inside else fw.float32)
+        np.testing.assert_array_equal(got.astype("float32").numpy(), want.astype("float32").numpy())
+    assert len(sf.programs) == 2

@@ -21,6 +21,7 @@ import numpy as np
 
 from adapter_api import OpArgumentError
 
+from .._src import amp as _amp
 from .._src import autograd
 from .._src import device as _dev
 from .._src.ops import base
@@ -559,7 +560,11 @@ class StaticFunction:
                 return None
             else:
                 key.append((type(a), a))
-        key += (autograd.GRAD_ENABLED.get(), self._layer is not None and self._layer.training)
+        key += (
+            autograd.GRAD_ENABLED.get(),
+            self._layer is not None and self._layer.training,
+            _amp.POLICY.get(),  # auto_cast decides the traced casts: a program per policy
+        )
         return tuple(key)
 
     @property
@@ -570,7 +575,8 @@ class StaticFunction:
 
     def _key(self, specs: Any, dev: Any, extra: Any, requires: Any) -> Any:
         training = bool(getattr(self._layer, "training", False))
-        return (tuple((tuple(d), np.dtype(t)) for d, t in specs), dev, extra, training, requires)
+        specs = tuple((tuple(d), np.dtype(t)) for d, t in specs)
+        return (specs, dev, extra, training, requires, _amp.POLICY.get())
 
     def _bound_variants(self) -> None:
         """At most MAX_VARIANTS programs and eager variants: past it, the oldest are dropped
