@@ -148,6 +148,10 @@ for nt in (1, 2):
     w = rng.standard_normal((512, 1024)).astype("float32")
     check(f"nt{nt}", rng.standard_normal((128, 1024)).astype("float32"), w.T,
           rng.standard_normal((128, 512)).astype("float32"), 0.5, 2.0, nt)
+# the same with a result past the 4 MB buffer a thread keeps (allocated for the call)
+w = rng.standard_normal((8200, 1024)).astype("float32")
+check("nt_big", rng.standard_normal((128, 1024)).astype("float32"), w.T,
+      rng.standard_normal((128, 8200)).astype("float32"), 1.0, 0.0, 1)
 print(json.dumps(res))
 """
 
@@ -156,7 +160,7 @@ def test_alpha_beta_update_in_place():
     """``c = alpha a @ b + beta c``: an SGD step of a weight from its gradient's product, and
     the transposed form."""
     res = _json(_AXPBY, OARLOCK_BLAS="onednn", OARLOCK_NUM_THREADS="2")
-    assert res == {"sgd1": True, "nt1": True, "sgd2": True, "nt2": True}, res
+    assert res == {"sgd1": True, "nt1": True, "sgd2": True, "nt2": True, "nt_big": True}, res
 
 
 _TRAIN = """
