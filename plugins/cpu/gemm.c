@@ -48,9 +48,12 @@ enum { CBLAS32 = 0, CBLAS64 = 1, DNNL = 2 };
  * smaller k lost): such products take that way. */
 enum { SWAP_M = 128, SWAP_K = 1024 };
 
-static float* scratch(int64_t n) { /* a buffer per thread, kept for the next product */
+enum { KEPT = 1 << 20 }; /* floats of the buffer a thread keeps between products (4 MB) */
+
+static float* scratch(int64_t n) { /* a buffer per thread, kept for the next product up to KEPT */
     static _Thread_local float* buf = NULL;
     static _Thread_local int64_t cap = 0;
+    if (n > KEPT) return malloc((size_t)n * sizeof(float)); /* freed by the caller */
     if (n > cap) {
         free(buf);
         buf = malloc((size_t)n * sizeof(float));
@@ -65,7 +68,10 @@ static int dnnl_nt_swapped(dnnl_t gemm, int64_t m, int64_t n, int64_t k, float a
     float* w = scratch(m * n);
     if (!w) return gemm('N', 'T', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     int st = gemm('N', 'T', n, m, k, alpha, b, ldb, a, lda, 0.0f, w, m);
-    if (st) return st;
+    if (st) {
+        if (m * n > KEPT) free(w);
+        return st;
+    }
     for (int64_t i0 = 0; i0 < m; i0 += 16)
         for (int64_t j0 = 0; j0 < n; j0 += 16) {
             const int64_t i1 = i0 + 16 < m ? i0 + 16 : m, j1 = j0 + 16 < n ? j0 + 16 : n;
@@ -77,6 +83,7 @@ static int dnnl_nt_swapped(dnnl_t gemm, int64_t m, int64_t n, int64_t k, float a
                     for (int64_t j = j0; j < j1; ++j) cr[j] = w[j * m + i] + beta * cr[j];
             }
         }
+    if (m * n > KEPT) free(w);
     return 0;
 }
 #endif

@@ -21,8 +21,9 @@ Xeon VM of 2026-12-02 MKL ran the tiny Llama's products 20-25 % faster than nump
 2026-12-04 oneDNN ran the MLP's products 10-20 % faster than OpenBLAS and MKL (NT layouts the
 least), MKL no faster than OpenBLAS. MKL runs on its sequential layer and oneDNN with the
 OpenMP thread count set to 1 inside each block (the plugin splits products itself); with
-either, every 2-D float product of that dtype goes through here, split or not, so a result
-does not depend on the budget's size thresholds; a user who sized BLAS themselves keeps
+either, every 2-D float product of that dtype from :data:`MIN_MACS` multiply-adds on goes
+through here, split or not, so a result does not depend on the budget's size thresholds
+(smaller ones, never split, run numpy's ``matmul``); a user who sized BLAS themselves keeps
 numpy's. Transposed operands are read in place (``transa``/``transb``). conv.c calls a cblas
 ``?gemm`` (:func:`blas_gemm`: numpy's, or MKL's where chosen), never oneDNN's. Where no BLAS
 is found, or without a C compiler, products stay numpy's ``matmul`` split over the worker
@@ -62,6 +63,11 @@ _CHOICES = ("auto", "numpy", "mkl", "onednn")
 #: faster (numpy's BLAS gives numpy's own bits; timed on the thread's CPU clock, the probe
 #: varies by ~2 % on the loaded 2-core VM)
 _MARGIN = 0.95
+#: products of fewer multiply-adds run numpy's ``matmul`` (one call, numpy's bits), whichever BLAS
+#: was chosen: through gemm.c a product costs ~5 us more in Python and the call (one thread, 2-core
+#: EPYC: 64x64x64 took 18.8 us against numpy's 11.9, 128x128x128 51.5 against 51.8). Below it a
+#: product never splits (2 threads take 2 x 2^20), so its bits depend on its shape alone.
+MIN_MACS = 1 << 21
 _DNNL = 2  #: the ``abi`` of oneDNN's ``dnnl_sgemm`` in gemm.c (0, 1: cblas with 32/64-bit integers)
 Symbol = tuple[int, int]  #: (address, abi)
 
@@ -326,16 +332,32 @@ def product_blas(char: str = "f") -> tuple[str, Symbol | None]:
 
 
 def routes_all(char: str) -> bool:
-    """Whether every 2-D product of this dtype goes through :func:`gemm_call` (the chosen BLAS
-    is not numpy's, so ``np.matmul`` would give other bits), not only the split ones."""
+    """Whether every 2-D product of this dtype from :data:`MIN_MACS` multiply-adds on goes
+    through :func:`gemm_call` (the chosen BLAS is not numpy's, so ``np.matmul`` would give other
+    bits), not only the split ones."""
     if char not in "fd" or not threads.owns_blas():  # the user sized numpy's BLAS: theirs
         return False
     name, sym = _chosen(char)[0]
     return name != "numpy" and sym is not None
 
 
+_PROGRAMS: dict[str, Any] = {}  #: gemm.c's program per dtype char, once built (every product asks)
+
+
 def _program(char: str) -> Any:
-    return own_program(_SOURCE, "gemm_rows", float_options(char), "split product")
+    prog = _PROGRAMS.get(char)
+    if prog is None:
+        prog = own_program(_SOURCE, "gemm_rows", float_options(char), "split product")
+        if prog is not None:  # None while it builds in the background: asked again next time
+            _PROGRAMS[char] = prog
+    return prog
+
+
+def _pointer(ffi: Any, x: np.ndarray) -> Any:
+    """``x``'s first element for gemm.c: a C-contiguous array's buffer as it is (a ``void *``
+    parameter takes it without :func:`pointer`'s cast, ~1 us less per operand), else
+    :func:`pointer`'s."""
+    return ffi.from_buffer(x) if x.flags.c_contiguous else pointer(ffi, x)
 
 
 def _layout(x: np.ndarray) -> tuple[int, int] | None:
@@ -373,13 +395,16 @@ def gemm_call(
     """A zero-argument call writing ``c = alpha * a @ b + beta * c`` (2-D float32/float64, c's
     rows contiguous) by the products' BLAS (:func:`product_blas`), cut into up to ``nt``
     blocks (:func:`blocks`) run by the OpenMP team, or None where it does not apply (the
-    caller then runs numpy). With ``beta`` non-zero ``c`` must hold values when it runs."""
+    caller then runs numpy): other dtypes or layouts, overlapping operands, products under
+    :data:`MIN_MACS` multiply-adds. With ``beta`` non-zero ``c`` must hold values when it runs."""
     if a.ndim != 2 or b.ndim != 2 or c.ndim != 2 or c.dtype.char not in "fd":
         return None
     if not (a.dtype == b.dtype == c.dtype) or 0 in a.shape or 0 in b.shape:
         return None
     m, k = a.shape
     n = b.shape[1]
+    if m * n * k < MIN_MACS:
+        return None
     la, lb, lc = _layout(a), _layout(b), _layout(c)
     if (
         la is None
@@ -421,7 +446,7 @@ def _call(
     m, k = a.shape
     n = b.shape[1]
     ffi, fn = prog.ffi, prog.fn
-    pa, pb, pc = pointer(ffi, a), pointer(ffi, b), pointer(ffi, c)
+    pa, pb, pc = _pointer(ffi, a), _pointer(ffi, b), _pointer(ffi, c)
     args = (addr, abi, la[0], lb[0], m, n, k, pa, la[1], pb, lb[1], pc, lc[1], int(cols), g, nt, alpha, beta)
 
     def run(keep: tuple = (a, b, c)) -> None:
