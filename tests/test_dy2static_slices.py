@@ -226,3 +226,15 @@ def test_against_paddles_to_static_with_a_dynamic_batch(fn):
         for g, w in zip(got, want):
             assert list(g.shape) == list(w.shape), n
             np.testing.assert_array_equal(g.numpy(), w.numpy())
+
+
+def test_a_zero_step_is_refused_naming_the_slice():
+    def g(x):
+        return x[::0]
+
+    sf = fw.jit.to_static(g, input_spec=[InputSpec([None, 3])])
+    for fn in (g, sf):
+        with pytest.raises(
+            ValueError, match=r"\[getitem\] slice step cannot be zero \(got slice\(None, None, 0\)\)"
+        ):
+            fn(fw.ones([4, 3]))

@@ -291,7 +291,10 @@ def test_a_predicate_from_a_small_int_input_picks_its_branch_when_built() -> Non
     x = np.random.default_rng(3).standard_normal((1, 1, 64)).astype(np.float32)
     for sr in (16000, 8000):
         feed = {"x": x, "sr": np.array(sr, np.int64)}
-        with pytest.warns(UserWarning, match="traced for each input shape") if sr == 16000 else nullcontext():
+        # to_static traces the call's shape itself when the probe sizes fail (the conv's kernel
+        # is longer than they are); the onnx layer's own per-shape fallback says it the other way
+        per_shape = "traced for each input shape|one program per size"
+        with pytest.warns(UserWarning, match=per_shape) if sr == 16000 else nullcontext():
             got = m(x, feed["sr"]).numpy()
         (want,) = _ort(model, feed)
         assert got.shape == want.shape

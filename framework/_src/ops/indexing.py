@@ -538,14 +538,12 @@ def slice_bounds(k: slice, n: int) -> tuple[Any, Any, int, Any, bool]:
     """
     a, b, c = k.start, k.stop, k.step
     affine = (a is None or type(a) is int) and (b is None or type(b) is int)
-    if type(n) is int and affine and (c is None or type(c) is int):
+    step = 1 if c is None else _int(c)
+    if step == 0:
+        raise OpArgumentError(f"[getitem] slice step cannot be zero (got {k})")
+    if type(n) is int and affine and type(step) is int:
         st, sp, step = k.indices(n)  # plain ints: the builtin rules (eager's path)
-        if step == 0:
-            raise OpArgumentError("[getitem] slice step cannot be zero")
     else:
-        step = 1 if k.step is None else _int(k.step)
-        if step == 0:
-            raise OpArgumentError("[getitem] slice step cannot be zero")
         st = (0 if step > 0 else n - 1) if k.start is None else _clamp(_int(k.start), n, step)
         sp = (n if step > 0 else -1) if k.stop is None else _clamp(_int(k.stop), n, step)
     if step > 0:
