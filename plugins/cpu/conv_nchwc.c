@@ -234,9 +234,10 @@ static inline __attribute__((always_inline)) void row(const int OBT, const struc
         ROW(1);
 }
 
-/* the weights (o, c, kh, kw) as (ceil(o / B), cb, kh, kw, cib, B), zero past o and c */
-static void pack(const float* wt, float* wp, int64_t o, int64_t c, int64_t kh, int64_t kw, int64_t cb,
-                 int64_t cib) {
+/* the weights (o, c, kh, kw) as (ceil(o / B), cb, kh, kw, cib, B), zero past o and c; each times
+ * sc[its output channel] where sc is not NULL */
+static void pack(const float* wt, const float* sc, float* wp, int64_t o, int64_t c, int64_t kh, int64_t kw,
+                 int64_t cb, int64_t cib) {
     const int64_t obn = (o + B - 1) / B;
     for (int64_t ob = 0; ob < obn; ++ob)
         for (int64_t b = 0; b < cb; ++b)
@@ -247,21 +248,24 @@ static void pack(const float* wt, float* wp, int64_t o, int64_t c, int64_t kh, i
                         const int64_t ch = b * cib + ci;
                         for (int64_t k = 0; k < B; ++k) {
                             const int64_t oc = ob * B + k;
-                            d[k] = oc < o && ch < c ? wt[((oc * c + ch) * kh + i) * kw + j] : 0.f;
+                            const float v = oc < o && ch < c ? wt[((oc * c + ch) * kh + i) * kw + j] : 0.f;
+                            d[k] = sc && oc < o ? v * sc[oc] : v;
                         }
                     }
 }
 
-/* y = relu?(conv(x, wt) + bias (+ r)); bias (o,), r NULL or like y; wp: the packed weights' room
- * (ceil(o / B) * cb * kh * kw * cib * B floats), bp: ceil(o / B) * B floats. wk: NULL, or the
- * room for a copy of wt (o * c * kh * kw floats) kept beside wp across the calls of a bound
- * program, with *packed saying that wp holds it packed: weights equal byte for byte to the last
- * packed ones are not packed again (a program recomputes its folded weights every run: the same
- * bytes while the parameters do not change; a comparison reads half what the packing moves). */
+/* y = relu?(conv(x, wt * sc) + bias (+ r)); bias (o,), sc NULL or (o,) (a scale per output
+ * channel, the weight rounded once as that product), r NULL or like y; wp: the packed weights'
+ * room (ceil(o / B) * cb * kh * kw * cib * B floats), bp: ceil(o / B) * B floats. wk: NULL, or
+ * the room for a copy of wt and sc (o * c * kh * kw + o floats) kept beside wp across the calls
+ * of a bound program, with *packed saying that wp holds them packed: weights equal byte for byte
+ * to the last packed ones are not packed again (a program recomputes its folded weights every
+ * run: the same bytes while the parameters do not change; a comparison reads half what the
+ * packing moves). */
 int conv_nchwc(const void* x_, const void* wt_, const void* bias_, const void* r_, void* y_, int64_t n, int64_t c,
                int64_t h, int64_t w, int xb, int64_t o, int64_t kh, int64_t kw, int64_t oh, int64_t ow, int64_t sh,
-               int64_t sw, int64_t ph, int64_t pw, int64_t dh, int64_t dw, int relu, void* wp_, void* bp_, void* wk,
-               int32_t* packed, int nt) {
+               int64_t sw, int64_t ph, int64_t pw, int64_t dh, int64_t dw, int relu, const void* sc_, void* wp_,
+               void* bp_, void* wk_, int32_t* packed, int nt) {
     const float *x = x_, *wt = wt_, *bias = bias_, *r = r_;
     float *y = y_, *wp = wp_, *bp = bp_;
     struct geo g = {c, h, w, 0, 0, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw, (o + B - 1) / B, 0, 0, 0};
@@ -270,11 +274,14 @@ int conv_nchwc(const void* x_, const void* wt_, const void* bias_, const void* r
     } else {
         g.cb = 1, g.cib = c, g.xcs = 0, g.xci = h * w, g.xws = 1;
     }
-    const size_t wbytes = (size_t)(o * c * kh * kw) * sizeof(float);
-    if (!wk || !*packed || memcmp(wk, wt, wbytes) != 0) {
-        pack(wt, wp, o, c, kh, kw, g.cb, g.cib);
+    const float* sc = sc_;
+    char* wk = wk_;
+    const size_t wbytes = (size_t)(o * c * kh * kw) * sizeof(float), sbytes = sc ? (size_t)o * sizeof(float) : 0;
+    if (!wk || !*packed || memcmp(wk, wt, wbytes) != 0 || (sc && memcmp(wk + wbytes, sc, sbytes) != 0)) {
+        pack(wt, sc, wp, o, c, kh, kw, g.cb, g.cib);
         if (wk) {
             memcpy(wk, wt, wbytes);
+            if (sc) memcpy(wk + wbytes, sc, sbytes);
             *packed = 1;
         }
     }
