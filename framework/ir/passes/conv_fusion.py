@@ -20,7 +20,6 @@ Four rewrites, run to a fixpoint:
   that comes from a blocked convolution). Exact: ``from_nchwc`` drops only channels that are
   zero (``z`` written by ``conv2d_nchwc`` or ``to_nchwc``, or no channels past C), which
   ``to_nchwc`` puts back.
-
 - **global pooling** (``BlockedGlobalPool``, ``BlockedGlobalMax``): ``sum`` or ``max`` over
   the pixels (axes 2 and 3) of ``from_nchwc(z)`` becomes ``global_pool_nchwc(z)``, which reads
   the blocked value as it is and writes the plain (N, C, 1, 1) (the global average pool at the
@@ -65,9 +64,9 @@ from .traits import returned
 BLOCK = 16
 
 
-def _has_kernel(rewriter: PatternRewriter, t: TensorType) -> bool:
+def _has_kernel(rewriter: PatternRewriter, t: TensorType, op: str = "conv2d_nchwc") -> bool:
     dev = _dev.parse(rewriter.ctx.device or t.device)
-    return dispatch.find_kernel("conv2d_nchwc", dev.type, t.dtype) is not None
+    return dispatch.find_kernel(op, dev.type, t.dtype) is not None
 
 
 def _only_reader(v: Value) -> Operation | None:
@@ -226,12 +225,7 @@ class BlockedGlobalPool(RewritePattern):
         z, out = src.operands[0], op.result.type
         if z.type.shape[-1] != BLOCK or not isinstance(out, TensorType) or out.dtype != z.type.dtype:
             return False
-        if (
-            dispatch.find_kernel(
-                "global_pool_nchwc", _dev.parse(rewriter.ctx.device or out.device).type, out.dtype
-            )
-            is None
-        ):
+        if not _has_kernel(rewriter, out, "global_pool_nchwc"):
             return False
         attrs = {
             "channels": src.attrs["channels"],
