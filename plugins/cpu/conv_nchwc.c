@@ -4,7 +4,8 @@
  *
  * conv_nchwc: y (n, ceil(o / B), oh, ow, B) = relu?(conv(x, wt) + bias (+ r)), one group, where x
  * is blocked (xb = 1) or plain NCHW (xb = 0: the first layer, whose few channels would be mostly
- * padding as a block). Output channels are the vector: the weights are packed once per call as
+ * padding as a block). Output channels are the vector: the weights are packed (each call, or once
+ * while a bound program's weights stay: wk below) as
  * (o / B, c blocks, kh, kw, channels of the block, B), every input value is broadcast and
  * multiplied by a vector of B output channels; a tile keeps T output positions of one row times
  * OBT blocks of output channels in registers and writes them once, with the bias, the residual and
@@ -138,15 +139,17 @@ static inline __attribute__((always_inline)) void tile(const int T, const int OB
                                                        const float* r, float* y, int64_t ob0, int64_t oy,
                                                        int64_t ox0, int64_t ky0, int64_t ky1, int64_t kx0,
                                                        int64_t kx1, int edges, int relu, const int64_t XS,
-                                                       const int64_t CI) {
+                                                       const int64_t CI, const int64_t PC) {
     const int S = T == 1 ? 4 : T == 2 ? 2 : 1, NA = OBT * NVB;
     vf acc[ACC]; /* acc[(s * NA + a) * T + t]: a fixed size, so that the unrolled tile keeps it in registers */
 #pragma GCC unroll 32
     for (int a = 0; a < S * NA * T; ++a) acc[a] = (vf){0};
     /* XS, CI: the column step and the channels of a block where known when built (blocked
-     * inputs: 16 or 32 floats, 16 channels), so that the broadcasts load at constant offsets */
+     * inputs: 16 or 32 floats, 16 channels), so that the broadcasts load at constant offsets;
+     * PC: a plain input's channels where known (an RGB first layer's 3: its loop over them
+     * unrolled, 97 -> 81 us for the ResNet-style stem, 1950 -> 1509 for a 7x7 s2 one) */
     const int64_t xstep = XS ? XS : g->sw * g->xws, xci = CI ? 1 : g->xci;
-    const int64_t cib = CI ? CI : g->cib, wob = g->cb * g->kh * g->kw * cib * B; /* one block of output channels */
+    const int64_t cib = CI ? CI : PC ? PC : g->cib, wob = g->cb * g->kh * g->kw * cib * B; /* one block of output channels */
     for (int64_t cb = 0; cb < g->cb; ++cb) {
         const int64_t ci_n = cib; /* the last block's channels past c: zero in x and in the weights */
         for (int64_t ky = ky0; ky < ky1; ++ky) {
@@ -198,7 +201,7 @@ static inline __attribute__((always_inline)) void tile(const int T, const int OB
             int64_t k0 = 0, k1 = g->kw;                                                                       \
             while (k0 < k1 && ox * g->sw - g->pw + k0 * g->dw < 0) ++k0;                                      \
             while (k1 > k0 && ox * g->sw - g->pw + (k1 - 1) * g->dw >= g->w) --k1;                            \
-            tile(1, OBT, g, x, wp, bias, r, y, ob, oy, ox, ky0, ky1, k0, k1, 0, relu, XS, CI);                        \
+            tile(1, OBT, g, x, wp, bias, r, y, ob, oy, ox, ky0, ky1, k0, k1, 0, relu, XS, CI, PC);                        \
         }                                                                                                     \
         while (ox < hi) { /* tiles of equal width, at most TMAX(OBT) */                                      \
             const int64_t left = (hi - ox + TMAX(OBT) - 1) / TMAX(OBT), tw = (hi - ox + left - 1) / left;     \
@@ -209,14 +212,14 @@ static inline __attribute__((always_inline)) void tile(const int T, const int OB
             int64_t k0 = 0, k1 = g->kw;                                                                       \
             while (k0 < k1 && ox * g->sw - g->pw + k0 * g->dw < 0) ++k0;                                      \
             while (k1 > k0 && ox * g->sw - g->pw + (k1 - 1) * g->dw >= g->w) --k1;                            \
-            tile(1, OBT, g, x, wp, bias, r, y, ob, oy, ox, ky0, ky1, k0, k1, 0, relu, XS, CI);                        \
+            tile(1, OBT, g, x, wp, bias, r, y, ob, oy, ox, ky0, ky1, k0, k1, 0, relu, XS, CI, PC);                        \
         }                                                                                                     \
     } while (0)
 
 #define CASE(OBT, T)                                                                                          \
     case T:                                                                                                   \
         if (T <= TMAX(OBT)) tile(T <= TMAX(OBT) ? T : 1, OBT, g, x, wp, bias, r, y, ob, oy, ox, ky0, ky1, 0,    \
-                                g->kw, whole, relu, XS, CI);                                                  \
+                                g->kw, whole, relu, XS, CI, PC);                                                  \
         break;
 #define REST_CASES(OBT)                                                                                       \
     CASE(OBT, 1) CASE(OBT, 2) CASE(OBT, 3) CASE(OBT, 4) CASE(OBT, 5) CASE(OBT, 6) CASE(OBT, 7)              \
@@ -229,7 +232,7 @@ static inline __attribute__((always_inline)) void tile(const int T, const int OB
 static inline __attribute__((always_inline)) void row(const int OBT, const struct geo* g, const float* x,
                                                       const float* wp, const float* bias, const float* r, float* y,
                                                       int64_t ob, int64_t oy, int relu, const int64_t XS,
-                                                      const int64_t CI) {
+                                                      const int64_t CI, const int64_t PC) {
     int64_t ky0 = 0, ky1 = g->kh;
     while (ky0 < ky1 && oy * g->sh - g->ph + ky0 * g->dh < 0) ++ky0;
     while (ky1 > ky0 && oy * g->sh - g->ph + (ky1 - 1) * g->dh >= g->h) --ky1;
@@ -316,17 +319,21 @@ int conv_nchwc(const void* x_, const void* wt_, const void* bias_, const void* r
         const float* xi = x + i * xn;
         float* yi = y + i * yn;
         if (xb && sw == 1 && obt == 2)
-            row(2, &g, xi, wp, bp, ri, yi, ob, oy, relu, B, B);
+            row(2, &g, xi, wp, bp, ri, yi, ob, oy, relu, B, B, 0);
         else if (xb && sw == 1)
-            row(1, &g, xi, wp, bp, ri, yi, ob, oy, relu, B, B);
+            row(1, &g, xi, wp, bp, ri, yi, ob, oy, relu, B, B, 0);
         else if (xb && sw == 2 && obt == 2)
-            row(2, &g, xi, wp, bp, ri, yi, ob, oy, relu, 2 * B, B);
+            row(2, &g, xi, wp, bp, ri, yi, ob, oy, relu, 2 * B, B, 0);
         else if (xb && sw == 2)
-            row(1, &g, xi, wp, bp, ri, yi, ob, oy, relu, 2 * B, B);
+            row(1, &g, xi, wp, bp, ri, yi, ob, oy, relu, 2 * B, B, 0);
+        else if (!xb && c == 3 && sw == 1 && obt == 1) /* an RGB first layer: its 3 channels known */
+            row(1, &g, xi, wp, bp, ri, yi, ob, oy, relu, 1, 0, 3);
+        else if (!xb && c == 3 && sw == 2 && obt == 2)
+            row(2, &g, xi, wp, bp, ri, yi, ob, oy, relu, 2, 0, 3);
         else if (obt == 2)
-            row(2, &g, xi, wp, bp, ri, yi, ob, oy, relu, 0, 0);
+            row(2, &g, xi, wp, bp, ri, yi, ob, oy, relu, 0, 0, 0);
         else
-            row(1, &g, xi, wp, bp, ri, yi, ob, oy, relu, 0, 0);
+            row(1, &g, xi, wp, bp, ri, yi, ob, oy, relu, 0, 0, 0);
     }
     return 0;
 }
