@@ -60,6 +60,16 @@ CASES = [
     ((1, 16, 1, 7), (16, 16, 3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), True, False, True),  # one row
     ((1, 17, 12, 13), (18, 17, 3, 2), (2, 1), ((2, 0), (0, 3)), (2, 3), True, True, True),  # odd geometry
     ((2, 5, 10, 9), (16, 5, 5, 5), (1, 2), ((2, 2), (2, 2)), (1, 1), False, False, True),  # 2 outside a side
+    (
+        (2, 3, 13, 14),
+        (32, 3, 7, 7),
+        (2, 2),
+        ((3, 3), (3, 3)),
+        (1, 1),
+        False,
+        True,
+        True,
+    ),  # an RGB 7x7 s2 stem
 ]
 
 
@@ -129,6 +139,45 @@ def test_eight_float_vectors_match_float64(monkeypatch):
 
 
 @needs_kernel
+@pytest.mark.parametrize("case", [CASES[0], CASES[2], CASES[7]])
+def test_weight_scale_is_multiplied_in_once_with_the_residual_after_it(case):
+    """``weight_scale`` (a folded BatchNorm's scale): the weight is ``w * s`` per output channel,
+    rounded once as that float32 product; the operands are (x, w, b, s, r)."""
+    xs, ws, stride, pad, dil, blocked, residual, relu = case
+    rng = np.random.default_rng(sum(ws))
+    x = rng.standard_normal(xs).astype(np.float32)
+    w = rng.standard_normal(ws).astype(np.float32)
+    b = rng.standard_normal(ws[0]).astype(np.float32)
+    sc = rng.uniform(0.5, 2.0, ws[0]).astype(np.float32)
+    want = _conv64(x, w * sc[:, None, None, None], stride, pad, dil) + b[None, :, None, None]
+    r = rng.standard_normal(want.shape).astype(np.float32) if residual else None
+    want = want + (0 if r is None else r)
+    want = np.maximum(want, 0) if relu else want
+    xt = IF.to_nchwc(fw.to_tensor(x)) if blocked else fw.to_tensor(x)
+    rt = IF.to_nchwc(fw.to_tensor(r)) if residual else None
+    args = (xt, fw.to_tensor(w), fw.to_tensor(b), rt)
+    padding = [pad[0][0], pad[0][1], pad[1][0], pad[1][1]]
+    kw = dict(stride=stride, padding=padding, dilation=dil, relu=relu, blocked_input=blocked)
+    got = IF.conv2d_nchwc(*args, weight_scale=fw.to_tensor(sc), **kw).numpy()
+    tol = 2e-6 * np.abs(want).max() * np.sqrt(np.prod(ws[1:]))
+    np.testing.assert_allclose(got, _blocked(want), rtol=0, atol=tol)
+    # the same bits as the product made first (the kernel packs w * s as the mul rounds it)
+    pre = IF.conv2d_nchwc(xt, fw.to_tensor(w * sc[:, None, None, None]), fw.to_tensor(b), rt, **kw).numpy()
+    np.testing.assert_array_equal(got, pre)
+    operands = [xt, args[1], args[2], fw.to_tensor(sc)] + ([rt] if residual else [])
+    dec = OPS["conv2d_nchwc"].decomposition(
+        *operands,
+        stride=stride,
+        padding=pad,
+        dilation=dil,
+        relu=relu,
+        blocked_input=blocked,
+        weight_scale=True,
+    )
+    np.testing.assert_allclose(got, dec.numpy(), rtol=0, atol=tol)
+
+
+@needs_kernel
 def test_relu_epilogue_keeps_nan_and_zeroes_negative_zero():
     x = np.zeros((1, 1, 1, 3), np.float32)
     w = np.zeros((2, 1, 1, 1), np.float32)
@@ -179,6 +228,8 @@ def test_bad_arguments_name_the_op_and_the_argument():
         fw.OpArgumentError, match=r"\[conv2d_nchwc\] residual must have the output's blocked shape"
     ):
         IF.conv2d_nchwc(x, w, b, residual=fw.ones([1, 8, 4, 4]), padding=1, blocked_input=False)
+    with pytest.raises(fw.OpArgumentError, match=r"\[conv2d_nchwc\] weight_scale must have shape \(8,\)"):
+        IF.conv2d_nchwc(x, w, b, weight_scale=fw.ones([8, 1, 1, 1]), blocked_input=False)
     with pytest.raises(fw.OpArgumentError, match=r"\[from_nchwc\] channels must be an int in \[1, 16\]"):
         IF.from_nchwc(IF.to_nchwc(x), 17)
     with pytest.raises(fw.OpArgumentError, match=r"\[to_nchwc\] x must be 4-d"):
@@ -473,3 +524,41 @@ def test_packed_weights_follow_a_parameter_changed_between_runs():
         got, want = fused(x).numpy(), plain(x).numpy()
     assert np.abs(got - first).max() > 1e-2  # the change reached the output
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+
+
+@needs_kernel
+def test_pass_takes_a_folded_scale_into_the_weight_operands():
+    """``conv2d(x, mul(w, s))`` with ``s`` (O, 1, 1, 1) read by the conv alone becomes
+    ``conv2d_nchwc(x, w, b, reshape(s)) {weight_scale}``: no product of the weights left in the
+    program; a scale of another shape stays a product."""
+    body = (
+        '  %1 = builtin.parameter {name = "w"} : tensor<[16, 16, 3, 3], float32, cpu>\n'
+        '  %2 = builtin.parameter {name = "b"} : tensor<[1, 16, 1, 1], float32, cpu>\n'
+        '  %11 = builtin.parameter {name = "s"} : tensor<[16, 1, 1, 1], float32, cpu>\n'
+        "  %12 = op.mul(%1, %11) : tensor<[16, 16, 3, 3], float32, cpu>\n"
+        f"  %3 = {CONV.format(x='%0', w='%12', g=1)} : {T16}\n"
+        f"  %4 = op.add(%3, %2) : {T16}\n"
+        f"  %5 = op.relu(%4) : {T16}\n"
+        '  %13 = builtin.parameter {name = "t"} : tensor<[1, 1, 3, 3], float32, cpu>\n'
+        "  %14 = op.mul(%1, %13) : tensor<[16, 16, 3, 3], float32, cpu>\n"
+        f"  %6 = {CONV.format(x='%5', w='%14', g=1)} : {T16}\n"
+        f"  %7 = op.add(%6, %2) : {T16}\n"
+        "  builtin.return(%7)\n"
+    )
+    p = _prog(body, f"%0: {T16}", T16)
+    rng = np.random.default_rng(9)
+    params = {
+        "w": fw.to_tensor(rng.standard_normal((16, 16, 3, 3)).astype(np.float32) / 12),
+        "b": fw.to_tensor(rng.standard_normal((1, 16, 1, 1)).astype(np.float32)),
+        "s": fw.to_tensor(rng.uniform(0.5, 2, (16, 1, 1, 1)).astype(np.float32)),
+        "t": fw.to_tensor(rng.uniform(0.5, 2, (1, 1, 3, 3)).astype(np.float32)),
+    }
+    x = fw.to_tensor(rng.standard_normal((1, 16, 4, 4)).astype(np.float32))
+    want = Executor(p, "cpu", params)(x)[0].numpy()
+    passes.optimize(p, ["conv_nchwc", "dce"])
+    convs = [op for op in p.block.ops if op.name == "op.conv2d_nchwc"]
+    assert [op.attrs.get("weight_scale", False) for op in convs] == [True, False]
+    assert convs[0].operands[1] is p.block.ops[0].result  # the parameter w itself
+    assert _names(p).count("op.mul") == 1  # the other scale's product stays
+    got = Executor(p, "cpu", params)(x)[0].numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -49,12 +49,15 @@ def conv_nchwc_call(
     relu: bool,
     blocked_input: bool,
     keep_packed: bool = False,
+    s: np.ndarray | None = None,
 ) -> Any:
     """A zero-argument call writing ``conv2d_nchwc`` into ``y`` (blocked), or None where the C
-    kernel does not apply (not float32 or not contiguous, no compiler). ``keep_packed`` (a
-    bound program's call, made once and run every time): the packed weights are kept with a
-    copy of the weights they came from, and packed again only when the weights' bytes change."""
-    arrays = (x, w, b, y) if r is None else (x, w, b, r, y)
+    kernel does not apply (not float32 or not contiguous, no compiler). ``s``: the per output
+    channel weight scale (``weight_scale``), multiplied in as the weights are packed.
+    ``keep_packed`` (a bound program's call, made once and run every time): the packed weights
+    are kept with a copy of the weights (and scale) they came from, and packed again only when
+    those bytes change."""
+    arrays = (x, w, b, y) + tuple(a for a in (r, s) if a is not None)
     if not _f32(*arrays):
         return None
     prog = _entry("conv_nchwc")
@@ -72,7 +75,7 @@ def conv_nchwc_call(
     cb, cib = (-(-c // BLOCK), BLOCK) if blocked_input else (1, c)
     wp = np.empty(ob * cb * kh * kw * cib * BLOCK, np.float32)
     bp = np.empty(ob * BLOCK, np.float32)
-    wk = np.empty(w.size if keep_packed else 0, np.float32)
+    wk = np.empty(w.size + o if keep_packed else 0, np.float32)
     packed = np.zeros(1, np.int32)
     nt = threads.team_threads(n * o * oh * ow * c * kh * kw, MIN_MACS_PER_TEAM_THREAD)
     ffi, fn = prog.ffi, prog.fn
@@ -98,6 +101,7 @@ def conv_nchwc_call(
         pl,
         *(int(v) for v in dilation),
         int(relu),
+        ffi.NULL if s is None else pointer(ffi, s),
         pointer(ffi, wp),
         pointer(ffi, bp),
         pointer(ffi, wk) if keep_packed else ffi.NULL,
@@ -105,7 +109,7 @@ def conv_nchwc_call(
         nt,
     )
 
-    def run(keep: tuple = (x, w, b, r, y, wp, bp, wk, packed)) -> None:
+    def run(keep: tuple = (x, w, b, r, s, y, wp, bp, wk, packed)) -> None:
         fn(*args)
 
     return run
@@ -195,17 +199,20 @@ def _conv2d_nchwc(
     dilation: tuple,
     relu: bool,
     blocked_input: bool,
+    weight_scale: bool = False,
 ) -> None:
     ins = [np.ascontiguousarray(a) for a in ins]
     x, w, b = ins[:3]
-    r = ins[3] if len(ins) > 3 else None
-    call = conv_nchwc_call(x, w, b, r, outs[0], stride, padding, dilation, relu, blocked_input)
+    s, r = _scale_residual(ins, weight_scale)
+    call = conv_nchwc_call(x, w, b, r, outs[0], stride, padding, dilation, relu, blocked_input, s=s)
     if call is not None:
         call()
         return
     from .conv import _numpy_conv2d
 
     o, c = w.shape[:2]
+    if s is not None:
+        w = w * s.reshape(o, 1, 1, 1)
     y = _numpy_conv2d(_plain(x, c) if blocked_input else x, w, stride, padding, dilation, 1)
     y = y + b.reshape(1, o, 1, 1)
     if r is not None:
@@ -224,14 +231,21 @@ def _bind_conv2d_nchwc(
     dilation: tuple,
     relu: bool,
     blocked_input: bool,
+    weight_scale: bool = False,
 ) -> Any:
     """Static programs: the C call with its pointers and packing room made once."""
     if ctx.stream is not None or not all(a.flags.c_contiguous for a in (*ins, outs[0])):
         return None
-    r = ins[3] if len(ins) > 3 else None
+    s, r = _scale_residual(ins, weight_scale)
     return conv_nchwc_call(
-        ins[0], ins[1], ins[2], r, outs[0], stride, padding, dilation, relu, blocked_input, keep_packed=True
+        ins[0], ins[1], ins[2], r, outs[0], stride, padding, dilation, relu, blocked_input, True, s
     )
+
+
+def _scale_residual(ins: list, weight_scale: bool) -> tuple:
+    """``conv2d_nchwc``'s optional operands: (the weight scale or None, the residual or None)."""
+    s = ins[3] if weight_scale else None
+    return s, ins[3 + weight_scale] if len(ins) > 3 + weight_scale else None
 
 
 def _to_nchwc(ctx: Any, outs: list, ins: list, block: int) -> None:

@@ -67,6 +67,14 @@ def blocked_entries(IF: Any) -> list[CompositeInfo]:
             op="conv2d_nchwc",
         ),
         CompositeInfo(
+            "conv2d_nchwc_weight_scale",
+            lambda x, w, b, s: IF.conv2d_nchwc(x, w, b, padding=1, blocked_input=False, weight_scale=s),
+            lambda x, w, b, s: _conv(x, w * s[:, None, None, None], b, None, 1, 1, False),
+            lambda r: [_u(r, 2, 3, 5, 6), _u(r, 6, 3, 3, 3), _u(r, 6), _u(r, 6, lo=0.5, hi=2.0)],
+            (0, 1, 2, 3),
+            op="conv2d_nchwc",
+        ),
+        CompositeInfo(
             "global_pool_nchwc",
             lambda x: IF.global_pool_nchwc(IF.to_nchwc(x), 19),
             lambda x: x.sum(axis=(2, 3), keepdims=True),

@@ -10,14 +10,16 @@ Four rewrites, run to a fixpoint:
   ``from_nchwc(conv2d_nchwc(x, w, b, r) {relu})``: the output is written once, in the blocked
   layout, with the bias, residual and relu applied as the kernel stores it. The ops are
   applied in the same order as before (conv, + b, + r, relu), so only the convolution's own
-  summation order can differ.
+  summation order can differ. A weight ``mul(w0, s)`` read by the conv alone, ``s`` one value
+  per output channel (``conv_fold``'s folded BatchNorm scale), becomes the operands ``w0`` and
+  ``s`` (``weight_scale``): the kernel multiplies as it packs the weights (the same rounding),
+  and a kernel that keeps its packing finds the same ``w0`` and ``s`` each run.
 - **blocked input** (``BlockedInput``): a ``conv2d_nchwc`` that reads ``from_nchwc(z)`` reads
   ``z`` itself (``blocked_input``): consecutive convolutions hand each other blocked values.
 - **layout round trip** (``LayoutRoundTrip``): ``to_nchwc(from_nchwc(z))`` is ``z`` (a residual
   that comes from a blocked convolution). Exact: ``from_nchwc`` drops only channels that are
   zero (``z`` written by ``conv2d_nchwc`` or ``to_nchwc``, or no channels past C), which
   ``to_nchwc`` puts back.
-
 - **global pooling** (``BlockedGlobalPool``, ``BlockedGlobalMax``): ``sum`` or ``max`` over
   the pixels (axes 2 and 3) of ``from_nchwc(z)`` becomes ``global_pool_nchwc(z)``, which reads
   the blocked value as it is and writes the plain (N, C, 1, 1) (the global average pool at the
@@ -62,9 +64,9 @@ from .traits import returned
 BLOCK = 16
 
 
-def _has_kernel(rewriter: PatternRewriter, t: TensorType) -> bool:
+def _has_kernel(rewriter: PatternRewriter, t: TensorType, op: str = "conv2d_nchwc") -> bool:
     dev = _dev.parse(rewriter.ctx.device or t.device)
-    return dispatch.find_kernel("conv2d_nchwc", dev.type, t.dtype) is not None
+    return dispatch.find_kernel(op, dev.type, t.dtype) is not None
 
 
 def _only_reader(v: Value) -> Operation | None:
@@ -82,6 +84,19 @@ def _per_channel(v: Value, out: TensorType) -> bool:
 def _blocked_type(t: TensorType) -> TensorType:
     n, c, h, w = t.shape
     return TensorType((n, -(-c // BLOCK), h, w, BLOCK), t.dtype, t.device)
+
+
+def _scaled_weight(w: Value, o: int) -> tuple[Value, Value] | None:
+    """(w0, s) where ``w`` is ``mul(w0, s)`` read by the conv alone, ``s`` one value per output
+    channel of shape (O, 1, 1, 1) (``conv_fold``'s folded BatchNorm scale), else None."""
+    m = w.defining_op
+    if m is None or m.name != "op.mul" or _only_reader(w) is None or returned(m):
+        return None
+    for w0, s in (m.operands, m.operands[::-1]):
+        if w0.type == w.type and isinstance(s.type, TensorType) and s.type.dtype == w.type.dtype:
+            if s.type.shape == (o, 1, 1, 1):
+                return w0, s
+    return None
 
 
 class ConvEpilogue(RewritePattern):
@@ -132,8 +147,12 @@ class ConvEpilogue(RewritePattern):
         def make(name: str, operands: list[Value], t: TensorType, attrs: dict | None = None) -> Value:
             return rewriter.create(name, operands, [t], attrs, before=last).results[0]
 
-        b = make("op.reshape", [bias], TensorType((o,), out.dtype, out.device), {"shape": (o,)})
+        vec = TensorType((o,), out.dtype, out.device)
+        b = make("op.reshape", [bias], vec, {"shape": (o,)})
         operands = [x, w, b]
+        scaled = _scaled_weight(w, o)
+        if scaled is not None:  # the folded scale multiplied in as the kernel packs the weights
+            operands = [x, scaled[0], b, make("op.reshape", [scaled[1]], vec, {"shape": (o,)})]
         if residual is not None:
             operands.append(make("op.to_nchwc", [residual], blocked, {"block": BLOCK}))
         attrs = {
@@ -143,6 +162,8 @@ class ConvEpilogue(RewritePattern):
             "relu": relu,
             "blocked_input": False,
         }
+        if scaled is not None:
+            attrs["weight_scale"] = True
         y = make("op.conv2d_nchwc", operands, blocked, attrs)
         rewriter.replace_op(last, [make("op.from_nchwc", [y], out, {"channels": o})])
         return True
@@ -204,12 +225,7 @@ class BlockedGlobalPool(RewritePattern):
         z, out = src.operands[0], op.result.type
         if z.type.shape[-1] != BLOCK or not isinstance(out, TensorType) or out.dtype != z.type.dtype:
             return False
-        if (
-            dispatch.find_kernel(
-                "global_pool_nchwc", _dev.parse(rewriter.ctx.device or out.device).type, out.dtype
-            )
-            is None
-        ):
+        if not _has_kernel(rewriter, out, "global_pool_nchwc"):
             return False
         attrs = {
             "channels": src.attrs["channels"],

@@ -105,17 +105,22 @@ def conv2d_nchwc_decomposition(
     x: Tensor,
     w: Tensor,
     b: Tensor,
-    r: Tensor | None = None,
-    *,
+    *rest: Tensor,
     stride: tuple,
     padding: tuple,
     dilation: tuple,
     relu: bool,
     blocked_input: bool,
+    weight_scale: bool = False,
 ) -> Tensor:
     """``relu?(conv2d(x, w) + b (+ r))`` with a blocked output (``r`` blocked too); ``x``
-    blocked where ``blocked_input``, else NCHW."""
+    blocked where ``blocked_input``, else NCHW. With ``weight_scale`` the operands are
+    ``(x, w, b, s[, r])`` and the weight is ``w * s`` (``s`` one value per output channel, (O,)):
+    a BatchNorm's scale folded into the conv, multiplied where the kernel packs the weights."""
     o, c = w.shape[:2]
+    if weight_scale:
+        w = w * rest[0].reshape((o, 1, 1, 1))
+    r = rest[-1] if len(rest) > int(weight_scale) else None
     xs = call(OPS["from_nchwc"], [x], {"channels": c}) if blocked_input else x
     y = call(
         OPS["conv2d"], [xs, w], {"stride": stride, "padding": padding, "dilation": dilation, "groups": 1}
@@ -195,13 +200,15 @@ def conv2d_nchwc(
     dilation: Any = 1,
     relu: bool = False,
     blocked_input: bool = True,
+    weight_scale: Tensor | None = None,
     name: str | None = None,
 ) -> Tensor:
     """``relu?(conv2d(x, weight) + bias + residual)`` in the blocked layout: the output (and
     ``residual``) are (N, ceil(O / 16), OH, OW, 16); ``x`` is blocked, or NCHW with
     ``blocked_input=False``. One group; ``bias`` of shape (O,). A blocked ``x`` holds zeros in
     its channels past C, as :func:`to_nchwc` and this function write them (a kernel may read
-    them: times a zero weight, a NaN there would show).
+    them: times a zero weight, a NaN there would show). ``weight_scale`` (O,): the weight is
+    ``weight * weight_scale`` per output channel (rounded once, as that product).
 
     >>> import framework as fw
     >>> from framework.incubate.nn import functional as IF
@@ -237,6 +244,14 @@ def conv2d_nchwc(
         "blocked_input": bool(blocked_input),
     }
     ins = [x, weight.astype(x.dtype), bias.astype(x.dtype)]
+    if weight_scale is not None:
+        weight_scale = tensor_arg("conv2d_nchwc", weight_scale, "weight_scale")
+        if weight_scale.shape != (o,):
+            raise OpArgumentError(
+                f"[conv2d_nchwc] weight_scale must have shape ({o},), got {weight_scale.shape}"
+            )
+        ins.append(weight_scale.astype(x.dtype))
+        attrs["weight_scale"] = True
     if residual is not None:
         residual = tensor_arg("conv2d_nchwc", residual, "residual")
         want_shape = _conv_nchwc_infer(ins, attrs)[0][0]
