@@ -170,6 +170,9 @@ def register(info: OpInfo) -> None:
 
 
 def ops() -> dict[str, OpInfo]:
-    """Every known operation name and its info."""
+    """Every known operation name and its info (ops defined after the table was first made,
+    e.g. by a module imported later, included)."""
     lookup("builtin.return")
+    if any("op." + name not in _TABLE for name in base.OPS):
+        _generated()
     return dict(_TABLE)
