@@ -77,6 +77,8 @@ SHAPES = [
     ((16, 4, 64, 16), 64, 16, True),  # the tiny Llama's heads
     ((3, 6, 8), 6, 8, False),  # one batch axis
     ((2, 1, 2, 5, 8), 5, 8, True),  # three batch axes
+    ((2, 2, 128, 64), 128, 64, False),  # a TransformerEncoderLayer's heads (d 256, 4 heads)
+    ((1, 2, 37, 40), 45, 72, True),  # 4-vector column blocks and a remainder, ragged rows
 ]
 
 
@@ -223,7 +225,7 @@ libs = {np.float32: ffi.dlopen(sys.argv[1]), np.float64: ffi.dlopen(sys.argv[2])
 rng = np.random.default_rng(0)
 n = 0
 for dt, bh, lq, lk, d, dv, causal in itertools.product(
-    (np.float32, np.float64), (1, 3), (1, 4, 5, 17), (1, 7, 16, 17, 40), (1, 3, 8, 16, 20), (1, 5, 16), (0, 1)
+    (np.float32, np.float64), (1, 3), (1, 4, 5, 17), (1, 7, 16, 17, 40), (1, 3, 8, 16, 20, 36), (1, 5, 16), (0, 1)
 ):
     q, do = rng.standard_normal((bh, lq, d)).astype(dt), rng.standard_normal((bh, lq, dv)).astype(dt)
     k, v = rng.standard_normal((bh, lk, d)).astype(dt), rng.standard_normal((bh, lk, dv)).astype(dt)

@@ -126,13 +126,44 @@ typedef T vt __attribute__((vector_size(VB), aligned(sizeof(T))));
 typedef TI vi __attribute__((vector_size(VB), aligned(sizeof(T))));
 #define VLOAD(p) (*(const vt*)(p))
 #define VSTORE(p, x) (*(vt*)(p) = (x))
-#define BCAST(x) ((vt){0} + (T)(x))
+/* x in every lane: one broadcast (adding -0, unlike +0, changes no value and folds away; the
+ * former (vt){0} + x cost an add before each broadcast) */
+#define BCAST(x) ((T)(x) + -(vt){0})
+/* keeps four vectors in registers: GCC otherwise reloads them in each multiply-add (20 loads
+ * per 16 multiply-adds, bound by the loads instead of the multiply-adds) */
+#if (VB == 32 && defined(__AVX__)) || (VB == 64 && defined(__AVX512F__)) /* vectors of registers */
+#define IN_REGS(a, b, c, d) __asm__("" : "+v"(a), "+v"(b), "+v"(c), "+v"(d))
+#else
+#define IN_REGS(a, b, c, d) ((void)0)
+#endif
 
 /* out[r][j] (r < R, j < n, row stride ld) = sum_d a[r][d] * bt[d][j]; a: R rows of length d with
- * stride lda (rows past rr are zero), bt: d x ldb (ldb >= up(n, TJ), padded with zeros) */
+ * stride lda (rows past rr are zero), bt: d x ldb (ldb >= up(n, TJ), padded with zeros). Full
+ * blocks of rows take two tiles (4 vectors) at a time: 16 sums in registers (AVX-512VL gives 32),
+ * so that loads and the multiply-adds' latency no longer bound it (2 tiles: 49 GFLOP/s, 4: ~85). */
 static void tile_abt(const T* a, int64_t lda, int64_t rr, const T* bt, int64_t ldb, int64_t d, int64_t n,
                      T* out, int64_t ld, T alpha) {
-    for (int64_t j0 = 0; j0 < n; j0 += TJ) {
+    int64_t j0 = 0;
+    if (rr == R)
+        for (; j0 + TJ < n; j0 += 2 * TJ) { /* both tiles within up(n, TJ) <= ldb */
+            vt acc[R][4];
+            for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = acc[r][2] = acc[r][3] = (vt){0};
+            for (int64_t c = 0; c < d; ++c) {
+                const T* bc = bt + c * ldb + j0;
+                vt b0 = VLOAD(bc), b1 = VLOAD(bc + W), b2 = VLOAD(bc + 2 * W), b3 = VLOAD(bc + 3 * W);
+                IN_REGS(b0, b1, b2, b3);
+                for (int r = 0; r < R; ++r) {
+                    const vt x = BCAST(a[r * lda + c]);
+                    acc[r][0] += x * b0;
+                    acc[r][1] += x * b1;
+                    acc[r][2] += x * b2;
+                    acc[r][3] += x * b3;
+                }
+            }
+            for (int r = 0; r < R; ++r)
+                for (int u = 0; u < 4; ++u) VSTORE(out + r * ld + j0 + u * W, acc[r][u] * BCAST(alpha));
+        }
+    for (; j0 < n; j0 += TJ) {
         vt acc[R][2];
         for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = (vt){0};
         for (int64_t c = 0; c < d; ++c) {
@@ -153,7 +184,26 @@ static void tile_abt(const T* a, int64_t lda, int64_t rr, const T* bt, int64_t l
 /* y[r][:dp] = sum_{j < n} p[r][j] * b[j][:dp]; p: R rows (stride ldp, zero past each row's
  * keys), b: n x dp (dp a multiple of W), y: R rows of stride dp */
 static void tile_pb(const T* p, int64_t ldp, const T* b, int64_t dp, int64_t n, T* y) {
-    for (int64_t c0 = 0; c0 < dp; c0 += 2 * W) {
+    int64_t c0 = 0;
+    for (; c0 + 4 * W <= dp; c0 += 4 * W) { /* 4 vectors of columns: 16 sums in registers */
+        vt acc[R][4];
+        for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = acc[r][2] = acc[r][3] = (vt){0};
+        for (int64_t j = 0; j < n; ++j) {
+            const T* bj = b + j * dp + c0;
+            vt b0 = VLOAD(bj), b1 = VLOAD(bj + W), b2 = VLOAD(bj + 2 * W), b3 = VLOAD(bj + 3 * W);
+            IN_REGS(b0, b1, b2, b3);
+            for (int r = 0; r < R; ++r) {
+                const vt x = BCAST(p[r * ldp + j]);
+                acc[r][0] += x * b0;
+                acc[r][1] += x * b1;
+                acc[r][2] += x * b2;
+                acc[r][3] += x * b3;
+            }
+        }
+        for (int r = 0; r < R; ++r)
+            for (int u = 0; u < 4; ++u) VSTORE(y + r * dp + c0 + u * W, acc[r][u]);
+    }
+    for (; c0 < dp; c0 += 2 * W) {
         const int two = c0 + W < dp;
         vt acc[R][2];
         for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = (vt){0};
@@ -172,43 +222,44 @@ static void tile_pb(const T* p, int64_t ldp, const T* b, int64_t dp, int64_t n, 
     }
 }
 
-/* acc[j][:dp] += sum_{r < RB} p[r][j] * b[r][:dp] for j < n; b: RB rows of stride dp. Four
- * partial sums per vector: the multiply-adds of one element do not wait on each other. */
+/* acc[j][:dp] += sum_{r < RB} p[r][j] * b[r][:dp] for j < n; b: RB rows of stride dp; p's rows
+ * zero past n up to a multiple of 4. 4 keys at a time against up to 4 vectors of columns, their
+ * sums in registers (one sum per vector over the RB rows: 62 GFLOP/s, bound by the adds' latency;
+ * 16 sums ~85). */
 static void tile_ptb(const T* p, int64_t ldp, const T* b, int64_t dp, int64_t n, T* acc) {
-    if (dp <= 2 * W) { /* one or two vectors a row: 4 keys at a time, their sums in registers */
-        const int two = dp > W;
+    for (int64_t c0 = 0; c0 < dp; c0 += 4 * W) {
+        const int nc = dp - c0 >= 4 * W ? 4 : (int)((dp - c0) / W); /* vectors in this chunk */
         for (int64_t j = 0; j < n; j += 4) {
-            vt s[4][2];
-            for (int u = 0; u < 4; ++u) s[u][0] = s[u][1] = BCAST(0);
-            for (int r = 0; r < RB; ++r) {
-                const vt b0 = VLOAD(b + r * dp), b1 = two ? VLOAD(b + r * dp + W) : BCAST(0);
-                const T* pr = p + r * ldp + j; /* zero past n up to the row's padded length */
-                for (int u = 0; u < 4; ++u) {
-                    const vt x = BCAST(pr[u]);
-                    s[u][0] += x * b0;
-                    s[u][1] += x * b1;
+            vt s[4][4];
+            for (int u = 0; u < 4; ++u) s[u][0] = s[u][1] = s[u][2] = s[u][3] = BCAST(0);
+            if (nc == 4) {
+                for (int r = 0; r < RB; ++r) {
+                    const T* br = b + r * dp + c0;
+                    vt b0 = VLOAD(br), b1 = VLOAD(br + W), b2 = VLOAD(br + 2 * W), b3 = VLOAD(br + 3 * W);
+                    IN_REGS(b0, b1, b2, b3);
+                    const T* pr = p + r * ldp + j;
+                    for (int u = 0; u < 4; ++u) {
+                        const vt x = BCAST(pr[u]);
+                        s[u][0] += x * b0;
+                        s[u][1] += x * b1;
+                        s[u][2] += x * b2;
+                        s[u][3] += x * b3;
+                    }
+                }
+            } else {
+                for (int r = 0; r < RB; ++r) {
+                    const T* br = b + r * dp + c0;
+                    const T* pr = p + r * ldp + j;
+                    for (int u = 0; u < 4; ++u) {
+                        const vt x = BCAST(pr[u]);
+                        for (int w = 0; w < nc; ++w) s[u][w] += x * VLOAD(br + w * W);
+                    }
                 }
             }
             for (int u = 0; u < 4 && j + u < n; ++u) {
-                T* a = acc + (j + u) * dp;
-                VSTORE(a, VLOAD(a) + s[u][0]);
-                if (two) VSTORE(a + W, VLOAD(a + W) + s[u][1]);
+                T* a = acc + (j + u) * dp + c0;
+                for (int w = 0; w < nc; ++w) VSTORE(a + w * W, VLOAD(a + w * W) + s[u][w]);
             }
-        }
-        return;
-    }
-    for (int64_t j = 0; j < n; ++j) {
-        vt x[RB];
-        for (int r = 0; r < RB; ++r) x[r] = BCAST(p[r * ldp + j]);
-        for (int64_t c = 0; c < dp; c += W) {
-            vt s0 = VLOAD(acc + j * dp + c), s1 = BCAST(0), s2 = BCAST(0), s3 = BCAST(0);
-            for (int r = 0; r < RB; r += 4) {
-                s0 += x[r] * VLOAD(b + r * dp + c);
-                s1 += x[r + 1] * VLOAD(b + (r + 1) * dp + c);
-                s2 += x[r + 2] * VLOAD(b + (r + 2) * dp + c);
-                s3 += x[r + 3] * VLOAD(b + (r + 3) * dp + c);
-            }
-            VSTORE(acc + j * dp + c, (s0 + s1) + (s2 + s3));
         }
     }
 }
@@ -449,4 +500,5 @@ static int backward(const void* q_, const void* k_, const void* v_, const void* 
 #undef VLOAD
 #undef VSTORE
 #undef BCAST
+#undef IN_REGS
 #endif
