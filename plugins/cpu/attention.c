@@ -37,7 +37,7 @@ typedef int64_t TI; /* the integer of T's width */
 typedef int32_t TI;
 #endif
 #define R 4        /* query rows per block */
-#define RB (4 * R) /* query rows per block of the backward */
+#define RB (8 * R) /* query rows per block of the backward (16: 5% slower at 128 x 64 heads, Zen 4) */
 
 static inline int64_t up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
