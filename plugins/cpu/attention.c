@@ -21,6 +21,7 @@
  * training step starts one compiler for attention, not two. Where the wide vectors do not pay
  * (compiler.py's attention_wide: an AMD Zen 4 runs them in two halves) the plugin builds it with
  * -DATTN_NARROW_ONLY: the _wide entries then run the AVX2 code, and the build is half as long.
+ * attn_fwd_bf16 / attn_bwd_bf16 take bfloat16 tensors (AMP), computed in T, the width an argument.
  * Every entry returns 0, or -1 when a thread could not allocate its scratch rows.
  */
 #ifndef ATTN_VB /* the first pass: what both vector widths share, then the file once per width */
@@ -103,6 +104,69 @@ int attn_fwd_wide(const void* q, const void* k, const void* v, void* o, int64_t 
 int attn_bwd_wide(const void* q, const void* k, const void* v, const void* dout, void* dq, void* dk, void* dv,
                   int64_t bh, int64_t lq, int64_t lk, int64_t d, int64_t dvn, double scale, int causal) {
     return backward_w(q, k, v, dout, dq, dk, dv, bh, lq, lk, d, dvn, scale, causal);
+}
+
+/* bfloat16 entries (AMP's low dtype): q, k, v (and do) as bf16 bits, widened to T (exactly) into
+ * scratch; the T kernel of the width `wide` picks; the outputs rounded to bf16 once (to nearest,
+ * ties to even; NaN stays NaN). Returns 0, or -1 without memory. */
+static inline T from_bf16(uint16_t h) {
+    const uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return (T)f;
+}
+
+static inline uint16_t to_bf16(T x) {
+    const float f = (float)x;
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40); /* a quiet NaN */
+    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+static void widen(const void* src, T* dst, int64_t n) {
+    const uint16_t* s = src;
+#pragma omp parallel for schedule(static) if (n > (1 << 20))
+    for (int64_t i = 0; i < n; ++i) dst[i] = from_bf16(s[i]);
+}
+
+static void narrow(const T* src, void* dst, int64_t n) {
+    uint16_t* o = dst;
+#pragma omp parallel for schedule(static) if (n > (1 << 20))
+    for (int64_t i = 0; i < n; ++i) o[i] = to_bf16(src[i]);
+}
+
+int attn_fwd_bf16(const void* q, const void* k, const void* v, void* o, int64_t bh, int64_t lq, int64_t lk, int64_t d,
+                  int64_t dv, double scale, int causal, int wide) {
+    const int64_t nq = bh * lq * d, nk = bh * lk * d, nv = bh * lk * dv, no = bh * lq * dv;
+    T* w = malloc(sizeof(T) * (nq + nk + nv + no));
+    if (!w) return -1;
+    widen(q, w, nq);
+    widen(k, w + nq, nk);
+    widen(v, w + nq + nk, nv);
+    T* of = w + nq + nk + nv;
+    const int st = (wide ? forward_w : forward_n)(w, w + nq, w + nq + nk, of, bh, lq, lk, d, dv, scale, causal);
+    narrow(of, o, no);
+    free(w);
+    return st;
+}
+
+int attn_bwd_bf16(const void* q, const void* k, const void* v, const void* dout, void* dq, void* dk, void* dv,
+                  int64_t bh, int64_t lq, int64_t lk, int64_t d, int64_t dvn, double scale, int causal, int wide) {
+    const int64_t nq = bh * lq * d, nk = bh * lk * d, nv = bh * lk * dvn, no = bh * lq * dvn;
+    T* w = malloc(sizeof(T) * 2 * (nq + nk + nv) + sizeof(T) * no);
+    if (!w) return -1;
+    T *qf = w, *kf = qf + nq, *vf = kf + nk, *gf = vf + nv, *dqf = gf + no, *dkf = dqf + nq, *dvf = dkf + nk;
+    widen(q, qf, nq);
+    widen(k, kf, nk);
+    widen(v, vf, nv);
+    widen(dout, gf, no);
+    const int st = (wide ? backward_w : backward_n)(qf, kf, vf, gf, dqf, dkf, dvf, bh, lq, lk, d, dvn, scale, causal);
+    narrow(dqf, dq, nq);
+    narrow(dkf, dk, nk);
+    narrow(dvf, dv, nv);
+    free(w);
+    return st;
 }
 
 #else /* one vector width: ATTN_VB bytes, every name below made V(name) */
