@@ -49,12 +49,16 @@ static inline int64_t visible(int64_t i, int64_t lq, int64_t lk, int causal) {
     return n < 0 ? 0 : (n > lk ? lk : n);
 }
 
-/* a (rows x d, row stride d) to at (d x ld), zero padded to ld columns */
+/* a (rows x d, row stride d) to at (d x ld), zero padded to ld columns; by blocks of 16 rows,
+ * which stay in the L1 cache (a whole column at a time: 2x slower at 128 x 64) */
 static void transpose_pad(const T* a, int64_t rows, int64_t d, T* at, int64_t ld) {
-    for (int64_t c = 0; c < d; ++c) {
-        for (int64_t j = 0; j < rows; ++j) at[c * ld + j] = a[j * d + c];
-        for (int64_t j = rows; j < ld; ++j) at[c * ld + j] = 0;
+    for (int64_t j0 = 0; j0 < rows; j0 += 16) {
+        const int64_t j1 = j0 + 16 < rows ? j0 + 16 : rows;
+        for (int64_t c = 0; c < d; ++c)
+            for (int64_t j = j0; j < j1; ++j) at[c * ld + j] = a[j * d + c];
     }
+    for (int64_t c = 0; c < d; ++c)
+        for (int64_t j = rows; j < ld; ++j) at[c * ld + j] = 0;
 }
 
 /* a (rows x d) to ap (rows x dp), zero padded to dp columns */
