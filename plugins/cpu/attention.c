@@ -38,7 +38,7 @@ typedef int64_t TI; /* the integer of T's width */
 typedef int32_t TI;
 #endif
 #define R 4        /* query rows per block */
-#define RB (8 * R) /* query rows per block of the backward (16: 5% slower at 128 x 64 heads, Zen 4) */
+#define RB (4 * R) /* query rows per block of the backward */
 
 static inline int64_t up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
@@ -180,6 +180,7 @@ int attn_bwd_bf16(const void* q, const void* k, const void* v, const void* dout,
 #define rows_x4 V(rows_x4)
 #define tile_abt V(tile_abt)
 #define tile_pb V(tile_pb)
+#define ptb_cols V(ptb_cols)
 #define tile_ptb V(tile_ptb)
 #define vsel V(vsel)
 #define vexp V(vexp)
@@ -280,45 +281,45 @@ static void tile_pb(const T* p, int64_t ldp, const T* b, int64_t dp, int64_t n, 
     }
 }
 
-/* acc[j][:dp] += sum_{r < RB} p[r][j] * b[r][:dp] for j < n; b: RB rows of stride dp; p's rows
- * zero past n up to a multiple of 4. 4 keys at a time against up to 4 vectors of columns, their
- * sums in registers (one sum per vector over the RB rows: 62 GFLOP/s, bound by the adds' latency;
- * 16 sums ~85). */
-static void tile_ptb(const T* p, int64_t ldp, const T* b, int64_t dp, int64_t n, T* acc) {
-    for (int64_t c0 = 0; c0 < dp; c0 += 4 * W) {
-        const int nc = dp - c0 >= 4 * W ? 4 : (int)((dp - c0) / W); /* vectors in this chunk */
-        for (int64_t j = 0; j < n; j += 4) {
-            vt s[4][4];
-            for (int u = 0; u < 4; ++u) s[u][0] = s[u][1] = s[u][2] = s[u][3] = BCAST(0);
-            if (nc == 4) {
-                for (int r = 0; r < RB; ++r) {
-                    const T* br = b + r * dp + c0;
-                    vt b0 = VLOAD(br), b1 = VLOAD(br + W), b2 = VLOAD(br + 2 * W), b3 = VLOAD(br + 3 * W);
-                    IN_REGS(b0, b1, b2, b3);
-                    const T* pr = p + r * ldp + j;
-                    for (int u = 0; u < 4; ++u) {
-                        const vt x = BCAST(pr[u]);
-                        s[u][0] += x * b0;
-                        s[u][1] += x * b1;
-                        s[u][2] += x * b2;
-                        s[u][3] += x * b3;
-                    }
-                }
-            } else {
-                for (int r = 0; r < RB; ++r) {
-                    const T* br = b + r * dp + c0;
-                    const T* pr = p + r * ldp + j;
-                    for (int u = 0; u < 4; ++u) {
-                        const vt x = BCAST(pr[u]);
-                        for (int w = 0; w < nc; ++w) s[u][w] += x * VLOAD(br + w * W);
-                    }
-                }
-            }
-            for (int u = 0; u < 4 && j + u < n; ++u) {
-                T* a = acc + (j + u) * dp + c0;
-                for (int w = 0; w < nc; ++w) VSTORE(a + w * W, VLOAD(a + w * W) + s[u][w]);
+/* acc[j][:nc W] (row stride dp) += sum_{r < RB} p[r][j] * b[r][:nc W] for j < n, nc (1 to 4) a
+ * constant where it is inlined; p's rows zero past n up to a multiple of 4. 4 keys at a time,
+ * their 4 x nc sums in registers (one sum per vector over the RB rows ran at 62 GFLOP/s, bound by
+ * the adds' latency; 16 sums at ~95). */
+static inline __attribute__((always_inline)) void ptb_cols(const T* p, int64_t ldp, const T* b, int64_t dp,
+                                                           int64_t n, T* acc, const int nc) {
+    for (int64_t j = 0; j < n; j += 4) {
+        vt s[4][4];
+        for (int u = 0; u < 4; ++u) s[u][0] = s[u][1] = s[u][2] = s[u][3] = BCAST(0);
+        for (int r = 0; r < RB; ++r) {
+            vt bv[4];
+            for (int w = 0; w < nc; ++w) bv[w] = VLOAD(b + r * dp + w * W);
+            if (nc == 4) IN_REGS(bv[0], bv[1], bv[2], bv[3]);
+            const T* pr = p + r * ldp + j;
+            for (int u = 0; u < 4; ++u) {
+                const vt x = BCAST(pr[u]);
+                for (int w = 0; w < nc; ++w) s[u][w] += x * bv[w];
             }
         }
+        for (int u = 0; u < 4 && j + u < n; ++u) {
+            T* a = acc + (j + u) * dp;
+            for (int w = 0; w < nc; ++w) VSTORE(a + w * W, VLOAD(a + w * W) + s[u][w]);
+        }
+    }
+}
+
+/* acc[j][:dp] += sum_{r < RB} p[r][j] * b[r][:dp] for j < n; b: RB rows of stride dp; by chunks
+ * of 4 vectors of columns (ptb_cols) */
+static void tile_ptb(const T* p, int64_t ldp, const T* b, int64_t dp, int64_t n, T* acc) {
+    for (int64_t c0 = 0; c0 < dp; c0 += 4 * W) {
+        const int64_t nc = dp - c0 >= 4 * W ? 4 : (dp - c0) / W;
+        if (nc == 4)
+            ptb_cols(p, ldp, b + c0, dp, n, acc + c0, 4);
+        else if (nc == 3)
+            ptb_cols(p, ldp, b + c0, dp, n, acc + c0, 3);
+        else if (nc == 2)
+            ptb_cols(p, ldp, b + c0, dp, n, acc + c0, 2);
+        else
+            ptb_cols(p, ldp, b + c0, dp, n, acc + c0, 1);
     }
 }
 
@@ -544,6 +545,7 @@ static int backward(const void* q_, const void* k_, const void* v_, const void* 
 #undef rows_x4
 #undef tile_abt
 #undef tile_pb
+#undef ptb_cols
 #undef tile_ptb
 #undef vsel
 #undef vexp
