@@ -303,7 +303,9 @@ def test_bfloat16_attention_is_the_float32_kernel_rounded_once(shape):
     for g, f32, w, name in zip(got, wide, want, ("o", "dq", "dk", "dv")):
         assert g.dtype == q.dtype, name
         np.testing.assert_array_equal(g.view(np.uint16), _bf16(f32).view(np.uint16), err_msg=name)
-        np.testing.assert_allclose(g.astype(np.float64), w, rtol=2**-7, atol=2**-7 * np.abs(w).max(), err_msg=name)
+        np.testing.assert_allclose(
+            g.astype(np.float64), w, rtol=2**-7, atol=2**-7 * np.abs(w).max(), err_msg=name
+        )
 
 
 def test_bfloat16_attention_without_the_c_kernel_computes_the_same_in_numpy(monkeypatch):
@@ -331,7 +333,9 @@ def test_amp_bfloat16_runs_attention_on_the_fused_kernel():
     with fw.amp.auto_cast(dtype="bfloat16"):
         o = F.attention(*ts, is_causal=True)
     assert o.dtype == fw.bfloat16
-    want = run(*(_bf16(a).astype(np.float32) for a in (q, k, v)), np.zeros((2, 4, 32, 16), np.float32), True)[0]
+    want = run(*(_bf16(a).astype(np.float32) for a in (q, k, v)), np.zeros((2, 4, 32, 16), np.float32), True)[
+        0
+    ]
     np.testing.assert_array_equal(o.numpy().view(np.uint16), _bf16(want).view(np.uint16))
     o.astype("float32").sum().backward()
     for t in ts:

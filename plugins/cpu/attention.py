@@ -106,7 +106,13 @@ def _c_call(which: int, outs: list, ins: list, causal: bool, scale: float) -> An
     res, copy_out = _contiguous(outs)
     q, k, v = ins[:3]
     dims = (math.prod(q.shape[:-2]), q.shape[-2], k.shape[-2], q.shape[-1], v.shape[-1])
-    args = (*(_ptr(f, t) for t in (*ins, *res)), *dims, float(scale), int(causal), *((int(wide),) if half else ()))
+    args = (
+        *(_ptr(f, t) for t in (*ins, *res)),
+        *dims,
+        float(scale),
+        int(causal),
+        *((int(wide),) if half else ()),
+    )
     name = ("attention", "attention_grad")[which]
 
     def run(keep: tuple = (ins, res, outs)) -> None:
