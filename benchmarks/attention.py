@@ -4,10 +4,16 @@ out of the registry) and torch's ``scaled_dot_product_attention``, forward alone
 backward, eager, causal, float32; median ms, timed round robin in one process.
 
     python -m benchmarks.attention [--reps 10] [--rounds 5] [--threads 1]
+    python -m benchmarks.attention --against OLD.c   # e.g. git show main:plugins/cpu/attention.c > OLD.c
 
 The variants run in rounds, each round a block of ``--reps`` calls per variant (switching the
 kernels in and out of the registry between blocks, not between calls: a switch clears the
 dispatcher's kernel cache).
+
+``--against``: the C entries alone (``attn_fwd``, ``attn_bwd``, float32) of this attention.c and
+of another version of it, both built by the plugin's compiler with the plugin's options, taking
+turns on the same arrays, causal and not (the Transformer's heads are the Llama block's, not
+causal); median ms on the thread's CPU clock.
 
 Shapes: the tiny Llama's heads (batch 16, 4 heads, 64 tokens, head dim 16) and the Llama
 block of benchmarks/train_step.py (8, 4, 128, 64).
@@ -98,16 +104,66 @@ def torch_sdpa(shape: tuple[int, ...], backward: bool) -> Callable[[], Any] | No
     return run
 
 
+def _c_calls(
+    progs: Any, q: Any, k: Any, v: Any, do: Any, outs: list, causal: int
+) -> dict[str, Callable[[], int]]:
+    """The forward and backward C calls of ``progs`` (attn_fwd, attn_bwd) on (heads, rows, dim) arrays."""
+    fwd, bwd = progs
+    b = fwd.ffi.from_buffer
+    bh, lq, d = q.shape
+    return {
+        "forward": lambda: fwd.fn(b(q), b(k), b(v), b(outs[0]), bh, lq, lq, d, d, d**-0.5, causal),
+        "backward": lambda: bwd.fn(
+            *(b(a) for a in (q, k, v, do, *outs[1:])), bh, lq, lq, d, d, d**-0.5, causal
+        ),
+    }
+
+
+def against(path: str, reps: int, n: int) -> None:
+    """This attention.c's C entries against those of the file at ``path`` (see the docstring)."""
+    from plugins.cpu import attention as A
+    from plugins.cpu.compiler import CPUCompiler, own_options
+
+    f32 = np.dtype(np.float32)
+    comp = CPUCompiler()
+    with open(path) as f:
+        src = f.read()
+    opts = own_options("attention.c", f32)
+    old = [comp.load(comp.compile(src, e, opts), e) for e in ("attn_fwd", "attn_bwd")]
+    new = A._programs(f32)[:2]
+    rng = np.random.default_rng(0)
+    for title, shape in SHAPES.items():
+        bh, lq, d = shape[0] * shape[1], shape[2], shape[3]
+        q, k, v, do = (rng.standard_normal((bh, lq, d)).astype(np.float32) for _ in range(4))
+        outs = [np.empty_like(q) for _ in range(4)]
+        for causal in (1, 0):
+            times: dict[str, list[float]] = {}
+            for _ in range(n):
+                for name, progs in (("this", new), (os.path.basename(path), old)):
+                    for what, call in _c_calls(progs, q, k, v, do, outs, causal).items():
+                        for _ in range(reps):
+                            t0 = time.thread_time()
+                            assert call() == 0
+                            times.setdefault(f"{what:8s} {name}", []).append((time.thread_time() - t0) * 1e3)
+            print(f"\n== {title}, {'causal' if causal else 'not causal'} (median of {n} x {reps}, CPU ms)")
+            for key, ts in sorted(times.items()):
+                print(f"  {key:40s} {statistics.median(ts):8.3f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--threads", default="1")
+    ap.add_argument("--against", help="another attention.c: time its C entries against this one's")
     args = ap.parse_args()
     if testing.find_kernel("attention", "cpu", "float32") is None:
         print("the cpu plugin registered no fused attention (no C compiler): nothing to compare")
         return
     print(f"cpu: {cpu_description()}, {args.threads} thread(s)")
+    if args.against:
+        against(args.against, args.reps, args.rounds)
+        return
     for title, shape in SHAPES.items():
         for backward in (False, True):
             run = oarlock(shape, backward)

@@ -77,6 +77,8 @@ SHAPES = [
     ((16, 4, 64, 16), 64, 16, True),  # the tiny Llama's heads
     ((3, 6, 8), 6, 8, False),  # one batch axis
     ((2, 1, 2, 5, 8), 5, 8, True),  # three batch axes
+    ((2, 2, 128, 64), 128, 64, False),  # a TransformerEncoderLayer's heads (d 256, 4 heads)
+    ((1, 2, 37, 40), 45, 72, True),  # 4-vector column blocks and a remainder, ragged rows
 ]
 
 
@@ -223,7 +225,7 @@ libs = {np.float32: ffi.dlopen(sys.argv[1]), np.float64: ffi.dlopen(sys.argv[2])
 rng = np.random.default_rng(0)
 n = 0
 for dt, bh, lq, lk, d, dv, causal in itertools.product(
-    (np.float32, np.float64), (1, 3), (1, 4, 5, 17), (1, 7, 16, 17, 40), (1, 3, 8, 16, 20), (1, 5, 16), (0, 1)
+    (np.float32, np.float64), (1, 3), (1, 4, 5, 17), (1, 7, 16, 17, 40), (1, 3, 8, 16, 20, 36), (1, 5, 16), (0, 1)
 ):
     q, do = rng.standard_normal((bh, lq, d)).astype(dt), rng.standard_normal((bh, lq, dv)).astype(dt)
     k, v = rng.standard_normal((bh, lk, d)).astype(dt), rng.standard_normal((bh, lk, dv)).astype(dt)
@@ -275,3 +277,66 @@ def test_the_c_kernels_stay_in_bounds_under_address_sanitizer(tmp_path):
         [sys.executable, "-c", _ASAN_CHILD, *libs], capture_output=True, text=True, env=env, timeout=300
     )
     assert r.returncode == 0 and r.stdout.startswith("ok"), r.stderr[-3000:]
+
+
+def _bf16(a):
+    import ml_dtypes
+
+    return np.asarray(a, np.float32).astype(ml_dtypes.bfloat16)
+
+
+@pytest.mark.parametrize("shape", [((2, 2, 128, 64), 128, 64, False), ((1, 3, 37, 40), 45, 24, True)])
+def test_bfloat16_attention_is_the_float32_kernel_rounded_once(shape):
+    # bfloat16 q, k, v (AMP's dtype) run the fused kernel in float32: the output and the
+    # gradients are the float32 results on the same (exactly widened) values, rounded once to
+    # bfloat16, bit for bit, and within a bfloat16 rounding of the float64 reference
+    assert testing.find_kernel("attention_grad", "cpu", "bfloat16") is not None
+    qs, lk, dv, causal = shape
+    rng = np.random.default_rng(qs[-2])
+    q = _bf16(rng.standard_normal(qs))
+    k = _bf16(rng.standard_normal((*qs[:-2], lk, qs[-1])))
+    v = _bf16(rng.standard_normal((*qs[:-2], lk, dv)))
+    do = _bf16(rng.standard_normal((*qs[:-1], dv)))
+    got = run(q, k, v, do, causal)
+    wide = run(*(a.astype(np.float32) for a in (q, k, v, do)), causal)
+    want = ref(q, k, v, do, 1 / np.sqrt(qs[-1]), causal)
+    for g, f32, w, name in zip(got, wide, want, ("o", "dq", "dk", "dv")):
+        assert g.dtype == q.dtype, name
+        np.testing.assert_array_equal(g.view(np.uint16), _bf16(f32).view(np.uint16), err_msg=name)
+        np.testing.assert_allclose(
+            g.astype(np.float64), w, rtol=2**-7, atol=2**-7 * np.abs(w).max(), err_msg=name
+        )
+
+
+def test_bfloat16_attention_without_the_c_kernel_computes_the_same_in_numpy(monkeypatch):
+    # the plugin's numpy path (no C compiler) on bfloat16: float32 numpy, rounded once
+    from plugins.cpu import attention as A
+
+    rng = np.random.default_rng(4)
+    q, k, v, do = (_bf16(rng.standard_normal((2, 3, 9, 8))) for _ in range(4))
+    fused = run(q, k, v, do, True)
+    monkeypatch.setattr(A, "_programs", lambda dtype: None)
+    plain = run(q, k, v, do, True)
+    want = ref(q, k, v, do, 1 / np.sqrt(8), True)
+    for a, b, w in zip(fused, plain, want):
+        assert b.dtype == q.dtype
+        for x in (a, b):
+            np.testing.assert_allclose(x.astype(np.float64), w, rtol=2**-7, atol=2**-7 * np.abs(w).max())
+
+
+def test_amp_bfloat16_runs_attention_on_the_fused_kernel():
+    # under auto_cast(bfloat16) attention (AMP class "allow") takes bfloat16 inputs: the fused
+    # kernel runs them (no decomposition), giving the float32 kernel's result on the rounded inputs
+    rng = np.random.default_rng(8)
+    q, k, v = (rng.standard_normal((2, 4, 32, 16)).astype(np.float32) for _ in range(3))
+    ts = [fw.to_tensor(a, stop_gradient=False) for a in (q, k, v)]
+    with fw.amp.auto_cast(dtype="bfloat16"):
+        o = F.attention(*ts, is_causal=True)
+    assert o.dtype == fw.bfloat16
+    want = run(*(_bf16(a).astype(np.float32) for a in (q, k, v)), np.zeros((2, 4, 32, 16), np.float32), True)[
+        0
+    ]
+    np.testing.assert_array_equal(o.numpy().view(np.uint16), _bf16(want).view(np.uint16))
+    o.astype("float32").sum().backward()
+    for t in ts:
+        assert t.grad is not None and np.isfinite(t.grad.numpy()).all()

@@ -21,6 +21,7 @@
  * training step starts one compiler for attention, not two. Where the wide vectors do not pay
  * (compiler.py's attention_wide: an AMD Zen 4 runs them in two halves) the plugin builds it with
  * -DATTN_NARROW_ONLY: the _wide entries then run the AVX2 code, and the build is half as long.
+ * attn_fwd_bf16 / attn_bwd_bf16 take bfloat16 tensors (AMP), computed in T, the width an argument.
  * Every entry returns 0, or -1 when a thread could not allocate its scratch rows.
  */
 #ifndef ATTN_VB /* the first pass: what both vector widths share, then the file once per width */
@@ -48,12 +49,16 @@ static inline int64_t visible(int64_t i, int64_t lq, int64_t lk, int causal) {
     return n < 0 ? 0 : (n > lk ? lk : n);
 }
 
-/* a (rows x d, row stride d) to at (d x ld), zero padded to ld columns */
+/* a (rows x d, row stride d) to at (d x ld), zero padded to ld columns; by blocks of 16 rows,
+ * which stay in the L1 cache (a whole column at a time: 2x slower at 128 x 64) */
 static void transpose_pad(const T* a, int64_t rows, int64_t d, T* at, int64_t ld) {
-    for (int64_t c = 0; c < d; ++c) {
-        for (int64_t j = 0; j < rows; ++j) at[c * ld + j] = a[j * d + c];
-        for (int64_t j = rows; j < ld; ++j) at[c * ld + j] = 0;
+    for (int64_t j0 = 0; j0 < rows; j0 += 16) {
+        const int64_t j1 = j0 + 16 < rows ? j0 + 16 : rows;
+        for (int64_t c = 0; c < d; ++c)
+            for (int64_t j = j0; j < j1; ++j) at[c * ld + j] = a[j * d + c];
     }
+    for (int64_t c = 0; c < d; ++c)
+        for (int64_t j = rows; j < ld; ++j) at[c * ld + j] = 0;
 }
 
 /* a (rows x d) to ap (rows x dp), zero padded to dp columns */
@@ -105,12 +110,77 @@ int attn_bwd_wide(const void* q, const void* k, const void* v, const void* dout,
     return backward_w(q, k, v, dout, dq, dk, dv, bh, lq, lk, d, dvn, scale, causal);
 }
 
+/* bfloat16 entries (AMP's low dtype): q, k, v (and do) as bf16 bits, widened to T (exactly) into
+ * scratch; the T kernel of the width `wide` picks; the outputs rounded to bf16 once (to nearest,
+ * ties to even; NaN stays NaN). Returns 0, or -1 without memory. */
+static inline T from_bf16(uint16_t h) {
+    const uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return (T)f;
+}
+
+static inline uint16_t to_bf16(T x) {
+    const float f = (float)x;
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40); /* a quiet NaN */
+    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+static void widen(const void* src, T* dst, int64_t n) {
+    const uint16_t* s = src;
+#pragma omp parallel for schedule(static) if (n > (1 << 20))
+    for (int64_t i = 0; i < n; ++i) dst[i] = from_bf16(s[i]);
+}
+
+static void narrow(const T* src, void* dst, int64_t n) {
+    uint16_t* o = dst;
+#pragma omp parallel for schedule(static) if (n > (1 << 20))
+    for (int64_t i = 0; i < n; ++i) o[i] = to_bf16(src[i]);
+}
+
+int attn_fwd_bf16(const void* q, const void* k, const void* v, void* o, int64_t bh, int64_t lq, int64_t lk, int64_t d,
+                  int64_t dv, double scale, int causal, int wide) {
+    const int64_t nq = bh * lq * d, nk = bh * lk * d, nv = bh * lk * dv, no = bh * lq * dv;
+    T* w = malloc(sizeof(T) * (nq + nk + nv + no));
+    if (!w) return -1;
+    widen(q, w, nq);
+    widen(k, w + nq, nk);
+    widen(v, w + nq + nk, nv);
+    T* of = w + nq + nk + nv;
+    const int st = (wide ? forward_w : forward_n)(w, w + nq, w + nq + nk, of, bh, lq, lk, d, dv, scale, causal);
+    narrow(of, o, no);
+    free(w);
+    return st;
+}
+
+int attn_bwd_bf16(const void* q, const void* k, const void* v, const void* dout, void* dq, void* dk, void* dv,
+                  int64_t bh, int64_t lq, int64_t lk, int64_t d, int64_t dvn, double scale, int causal, int wide) {
+    const int64_t nq = bh * lq * d, nk = bh * lk * d, nv = bh * lk * dvn, no = bh * lq * dvn;
+    T* w = malloc(sizeof(T) * 2 * (nq + nk + nv) + sizeof(T) * no);
+    if (!w) return -1;
+    T *qf = w, *kf = qf + nq, *vf = kf + nk, *gf = vf + nv, *dqf = gf + no, *dkf = dqf + nq, *dvf = dkf + nk;
+    widen(q, qf, nq);
+    widen(k, kf, nk);
+    widen(v, vf, nv);
+    widen(dout, gf, no);
+    const int st = (wide ? backward_w : backward_n)(qf, kf, vf, gf, dqf, dkf, dvf, bh, lq, lk, d, dvn, scale, causal);
+    narrow(dqf, dq, nq);
+    narrow(dkf, dk, nk);
+    narrow(dvf, dv, nv);
+    free(w);
+    return st;
+}
+
 #else /* one vector width: ATTN_VB bytes, every name below made V(name) */
 #define VB ATTN_VB
 #define vt V(vt)
 #define vi V(vi)
+#define rows_x4 V(rows_x4)
 #define tile_abt V(tile_abt)
 #define tile_pb V(tile_pb)
+#define ptb_cols V(ptb_cols)
 #define tile_ptb V(tile_ptb)
 #define vsel V(vsel)
 #define vexp V(vexp)
@@ -126,13 +196,50 @@ typedef T vt __attribute__((vector_size(VB), aligned(sizeof(T))));
 typedef TI vi __attribute__((vector_size(VB), aligned(sizeof(T))));
 #define VLOAD(p) (*(const vt*)(p))
 #define VSTORE(p, x) (*(vt*)(p) = (x))
-#define BCAST(x) ((vt){0} + (T)(x))
+/* x in every lane: one broadcast (adding -0, unlike +0, changes no value and folds away; the
+ * former (vt){0} + x cost an add before each broadcast) */
+#define BCAST(x) ((T)(x) + -(vt){0})
+/* keeps four vectors in registers: GCC otherwise reloads them in each multiply-add (20 loads
+ * per 16 multiply-adds, bound by the loads instead of the multiply-adds) */
+#if (VB == 32 && defined(__AVX__)) || (VB == 64 && defined(__AVX512F__)) /* vectors of registers */
+#define IN_REGS(a, b, c, d) __asm__("" : "+v"(a), "+v"(b), "+v"(c), "+v"(d))
+#else
+#define IN_REGS(a, b, c, d) ((void)0)
+#endif
+
+/* out[r][:4W] (row stride ld) = alpha * sum_{c < n} a[r][c] * b[c][:4W] for R rows; a: stride lda,
+ * b: stride ldb. 16 sums in registers (AVX-512VL gives 32 vector registers), b's four vectors
+ * loaded once per c: with R x 2 sums and GCC reloading b in each multiply-add these products ran
+ * at 50-60 GFLOP/s on one Zen 4 core, at ~95-110 so. */
+static void rows_x4(const T* a, int64_t lda, const T* b, int64_t ldb, int64_t n, T* out, int64_t ld, T alpha) {
+    vt acc[R][4];
+    for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = acc[r][2] = acc[r][3] = (vt){0};
+    for (int64_t c = 0; c < n; ++c) {
+        const T* bc = b + c * ldb;
+        vt b0 = VLOAD(bc), b1 = VLOAD(bc + W), b2 = VLOAD(bc + 2 * W), b3 = VLOAD(bc + 3 * W);
+        IN_REGS(b0, b1, b2, b3);
+        for (int r = 0; r < R; ++r) {
+            const vt x = BCAST(a[r * lda + c]);
+            acc[r][0] += x * b0;
+            acc[r][1] += x * b1;
+            acc[r][2] += x * b2;
+            acc[r][3] += x * b3;
+        }
+    }
+    for (int r = 0; r < R; ++r)
+        for (int u = 0; u < 4; ++u) VSTORE(out + r * ld + u * W, acc[r][u] * BCAST(alpha));
+}
 
 /* out[r][j] (r < R, j < n, row stride ld) = sum_d a[r][d] * bt[d][j]; a: R rows of length d with
- * stride lda (rows past rr are zero), bt: d x ldb (ldb >= up(n, TJ), padded with zeros) */
+ * stride lda (rows past rr are zero), bt: d x ldb (ldb >= up(n, TJ), padded with zeros). Full
+ * blocks of rows take two tiles (4 vectors) at a time (rows_x4). */
 static void tile_abt(const T* a, int64_t lda, int64_t rr, const T* bt, int64_t ldb, int64_t d, int64_t n,
                      T* out, int64_t ld, T alpha) {
-    for (int64_t j0 = 0; j0 < n; j0 += TJ) {
+    int64_t j0 = 0;
+    if (rr == R)
+        for (; j0 + TJ < n; j0 += 2 * TJ) /* both tiles within up(n, TJ) <= ldb */
+            rows_x4(a, lda, bt + j0, ldb, d, out + j0, ld, alpha);
+    for (; j0 < n; j0 += TJ) {
         vt acc[R][2];
         for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = (vt){0};
         for (int64_t c = 0; c < d; ++c) {
@@ -153,7 +260,9 @@ static void tile_abt(const T* a, int64_t lda, int64_t rr, const T* bt, int64_t l
 /* y[r][:dp] = sum_{j < n} p[r][j] * b[j][:dp]; p: R rows (stride ldp, zero past each row's
  * keys), b: n x dp (dp a multiple of W), y: R rows of stride dp */
 static void tile_pb(const T* p, int64_t ldp, const T* b, int64_t dp, int64_t n, T* y) {
-    for (int64_t c0 = 0; c0 < dp; c0 += 2 * W) {
+    int64_t c0 = 0;
+    for (; c0 + 4 * W <= dp; c0 += 4 * W) rows_x4(p, ldp, b + c0, dp, n, y + c0, dp, 1); /* 4 vectors */
+    for (; c0 < dp; c0 += 2 * W) {
         const int two = c0 + W < dp;
         vt acc[R][2];
         for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = (vt){0};
@@ -172,44 +281,45 @@ static void tile_pb(const T* p, int64_t ldp, const T* b, int64_t dp, int64_t n, 
     }
 }
 
-/* acc[j][:dp] += sum_{r < RB} p[r][j] * b[r][:dp] for j < n; b: RB rows of stride dp. Four
- * partial sums per vector: the multiply-adds of one element do not wait on each other. */
-static void tile_ptb(const T* p, int64_t ldp, const T* b, int64_t dp, int64_t n, T* acc) {
-    if (dp <= 2 * W) { /* one or two vectors a row: 4 keys at a time, their sums in registers */
-        const int two = dp > W;
-        for (int64_t j = 0; j < n; j += 4) {
-            vt s[4][2];
-            for (int u = 0; u < 4; ++u) s[u][0] = s[u][1] = BCAST(0);
-            for (int r = 0; r < RB; ++r) {
-                const vt b0 = VLOAD(b + r * dp), b1 = two ? VLOAD(b + r * dp + W) : BCAST(0);
-                const T* pr = p + r * ldp + j; /* zero past n up to the row's padded length */
-                for (int u = 0; u < 4; ++u) {
-                    const vt x = BCAST(pr[u]);
-                    s[u][0] += x * b0;
-                    s[u][1] += x * b1;
-                }
-            }
-            for (int u = 0; u < 4 && j + u < n; ++u) {
-                T* a = acc + (j + u) * dp;
-                VSTORE(a, VLOAD(a) + s[u][0]);
-                if (two) VSTORE(a + W, VLOAD(a + W) + s[u][1]);
+/* acc[j][:nc W] (row stride dp) += sum_{r < RB} p[r][j] * b[r][:nc W] for j < n, nc (1 to 4) a
+ * constant where it is inlined; p's rows zero past n up to a multiple of 4. 4 keys at a time,
+ * their 4 x nc sums in registers (one sum per vector over the RB rows ran at 62 GFLOP/s, bound by
+ * the adds' latency; 16 sums at ~95). */
+static inline __attribute__((always_inline)) void ptb_cols(const T* p, int64_t ldp, const T* b, int64_t dp,
+                                                           int64_t n, T* acc, const int nc) {
+    for (int64_t j = 0; j < n; j += 4) {
+        vt s[4][4];
+        for (int u = 0; u < 4; ++u) s[u][0] = s[u][1] = s[u][2] = s[u][3] = BCAST(0);
+        for (int r = 0; r < RB; ++r) {
+            vt bv[4];
+            for (int w = 0; w < nc; ++w) bv[w] = VLOAD(b + r * dp + w * W);
+            if (nc == 4) IN_REGS(bv[0], bv[1], bv[2], bv[3]);
+            const T* pr = p + r * ldp + j;
+            for (int u = 0; u < 4; ++u) {
+                const vt x = BCAST(pr[u]);
+                for (int w = 0; w < nc; ++w) s[u][w] += x * bv[w];
             }
         }
-        return;
+        for (int u = 0; u < 4 && j + u < n; ++u) {
+            T* a = acc + (j + u) * dp;
+            for (int w = 0; w < nc; ++w) VSTORE(a + w * W, VLOAD(a + w * W) + s[u][w]);
+        }
     }
-    for (int64_t j = 0; j < n; ++j) {
-        vt x[RB];
-        for (int r = 0; r < RB; ++r) x[r] = BCAST(p[r * ldp + j]);
-        for (int64_t c = 0; c < dp; c += W) {
-            vt s0 = VLOAD(acc + j * dp + c), s1 = BCAST(0), s2 = BCAST(0), s3 = BCAST(0);
-            for (int r = 0; r < RB; r += 4) {
-                s0 += x[r] * VLOAD(b + r * dp + c);
-                s1 += x[r + 1] * VLOAD(b + (r + 1) * dp + c);
-                s2 += x[r + 2] * VLOAD(b + (r + 2) * dp + c);
-                s3 += x[r + 3] * VLOAD(b + (r + 3) * dp + c);
-            }
-            VSTORE(acc + j * dp + c, (s0 + s1) + (s2 + s3));
-        }
+}
+
+/* acc[j][:dp] += sum_{r < RB} p[r][j] * b[r][:dp] for j < n; b: RB rows of stride dp; by chunks
+ * of 4 vectors of columns (ptb_cols) */
+static void tile_ptb(const T* p, int64_t ldp, const T* b, int64_t dp, int64_t n, T* acc) {
+    for (int64_t c0 = 0; c0 < dp; c0 += 4 * W) {
+        const int64_t nc = dp - c0 >= 4 * W ? 4 : (dp - c0) / W;
+        if (nc == 4)
+            ptb_cols(p, ldp, b + c0, dp, n, acc + c0, 4);
+        else if (nc == 3)
+            ptb_cols(p, ldp, b + c0, dp, n, acc + c0, 3);
+        else if (nc == 2)
+            ptb_cols(p, ldp, b + c0, dp, n, acc + c0, 2);
+        else
+            ptb_cols(p, ldp, b + c0, dp, n, acc + c0, 1);
     }
 }
 
@@ -432,8 +542,10 @@ static int backward(const void* q_, const void* k_, const void* v_, const void* 
 
 #undef vt
 #undef vi
+#undef rows_x4
 #undef tile_abt
 #undef tile_pb
+#undef ptb_cols
 #undef tile_ptb
 #undef vsel
 #undef vexp
@@ -449,4 +561,5 @@ static int backward(const void* q_, const void* k_, const void* v_, const void* 
 #undef VLOAD
 #undef VSTORE
 #undef BCAST
+#undef IN_REGS
 #endif

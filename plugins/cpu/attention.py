@@ -11,7 +11,9 @@ The C (both vector widths in one library where the wide one pays, chosen per cal
 machine by the plugin's compiler (:class:`~plugins.cpu.compiler.
 CPUCompiler`: ``-O3 -march=native``, OpenMP over the heads) through the core's kernel cache
 (``registry.program_cache``, handed over when the plugin registers: keyed by the source, the
-compiler and the CPU, entries verified before they load). A mask tensor, heads that broadcast (q, k and v with different leading
+compiler and the CPU, entries verified before they load). bfloat16 tensors (AMP's attention,
+AMP class "allow") run the float32 kernel: widened exactly, each output rounded once (the
+``_bf16`` entries). A mask tensor, heads that broadcast (q, k and v with different leading
 shapes) and a machine without a C compiler take the numpy path below, which computes what
 the decomposition computes.
 """
@@ -22,6 +24,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from .compiler import attention_wide, own_options, own_programs
@@ -31,13 +34,17 @@ _SOURCE = Path(__file__).with_name("attention.c")
 
 
 #: the entries of attention.c: the forward and backward with AVX2 vectors, then with AVX-512
-#: ones; one build (one compiler process, one cache entry) holds all four
-ENTRIES = ("attn_fwd", "attn_bwd", "attn_fwd_wide", "attn_bwd_wide")
+#: ones, then on bfloat16 tensors (computed in float32, the width an argument); one build (one
+#: compiler process, one cache entry) holds all six
+ENTRIES = ("attn_fwd", "attn_bwd", "attn_fwd_wide", "attn_bwd_wide", "attn_fwd_bf16", "attn_bwd_bf16")
+BF16 = np.dtype(ml_dtypes.bfloat16)
+_F32 = np.dtype(np.float32)
 
 
 def _programs(dtype: np.dtype) -> Any:
-    """The C programs of :data:`ENTRIES` for ``dtype`` (float32/float64), or None without a C
-    compiler (warned once; the numpy path runs)."""
+    """The C programs of :data:`ENTRIES` for ``dtype`` (float32/float64; bfloat16 takes the
+    float32 build), or None without a C compiler (warned once; the numpy path runs)."""
+    dtype = _F32 if dtype == BF16 else dtype
     return own_programs(_SOURCE, ENTRIES, own_options(_SOURCE.name, dtype), "fused attention")
 
 
@@ -58,14 +65,15 @@ def _fits(ins: list) -> bool:
     (and the output's gradient) of one float dtype, rank >= 3, one leading (batch, heads) shape."""
     q = ins[0]
     return (
-        q.dtype.char in "fd"
+        (q.dtype.char in "fd" or q.dtype == BF16)
         and q.ndim >= 3
         and all(t.dtype == q.dtype and t.ndim == q.ndim and t.shape[:-2] == q.shape[:-2] for t in ins)
     )
 
 
 def _ptr(prog: Any, a: np.ndarray) -> Any:
-    return prog.ffi.from_buffer(a)  # a C-contiguous array (0.45 us; its __array_interface__ 2.8)
+    # a C-contiguous array (0.45 us; its __array_interface__ 2.8); bfloat16 as its 16-bit words
+    return prog.ffi.from_buffer(a.view(np.uint16) if a.dtype == BF16 else a)
 
 
 def _contiguous(arrays: list) -> tuple[list, list]:
@@ -91,12 +99,20 @@ def _c_call(which: int, outs: list, ins: list, causal: bool, scale: float) -> An
     progs = _programs(dt)
     if progs is None:
         return None
-    f = progs[which + 2 * _wide(dt, q.shape[-1], v.shape[-1], k.shape[-2])]
+    half = dt == BF16  # bfloat16 (AMP): the float32 kernel between exact widening and one rounding
+    wide = _wide(_F32 if half else dt, q.shape[-1], v.shape[-1], k.shape[-2])
+    f = progs[4 + which] if half else progs[which + 2 * wide]
     ins, copy_in = _contiguous(ins)
     res, copy_out = _contiguous(outs)
     q, k, v = ins[:3]
     dims = (math.prod(q.shape[:-2]), q.shape[-2], k.shape[-2], q.shape[-1], v.shape[-1])
-    args = (*(_ptr(f, t) for t in (*ins, *res)), *dims, float(scale), int(causal))
+    args = (
+        *(_ptr(f, t) for t in (*ins, *res)),
+        *dims,
+        float(scale),
+        int(causal),
+        *((int(wide),) if half else ()),
+    )
     name = ("attention", "attention_grad")[which]
 
     def run(keep: tuple = (ins, res, outs)) -> None:
@@ -131,10 +147,24 @@ def _sum_to(g: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     return g.sum(axis=axes, keepdims=True).reshape(shape) if axes else g
 
 
+def _in_float32(fn: Any, outs: list, ins: list, causal: bool, scale: float) -> bool:
+    """bfloat16 without the C kernel: ``fn`` on the inputs widened to float32, each output
+    rounded once to bfloat16 (what the C entries compute); False for other dtypes."""
+    if not any(t.dtype == BF16 for t in ins):
+        return False
+    wide = [np.empty(o.shape, _F32) for o in outs]
+    fn(None, wide, [t.astype(_F32) if t.dtype == BF16 else t for t in ins], causal, scale)
+    for o, w in zip(outs, wide):
+        np.copyto(o, w.astype(o.dtype))
+    return True
+
+
 def _attention(ctx: Any, outs: list, ins: list, causal: bool, scale: float) -> None:
     run = _c_call(0, outs, ins, causal, scale)
     if run is not None:
         run()
+        return
+    if _in_float32(_attention, outs, ins, causal, scale):
         return
     q, k, v = ins[:3]
     p = _weights(q, k, ins[3] if len(ins) > 3 else None, causal, scale)
@@ -145,6 +175,8 @@ def _attention_grad(ctx: Any, outs: list, ins: list, causal: bool, scale: float)
     run = _c_call(1, outs, ins, causal, scale)
     if run is not None:
         run()
+        return
+    if _in_float32(_attention_grad, outs, ins, causal, scale):
         return
     q, k, v, do = ins[:4]
     p = _weights(q, k, ins[4] if len(ins) > 4 else None, causal, scale)
@@ -174,6 +206,7 @@ _attention_grad.bind = _binder(1)  # type: ignore[attr-defined]
 
 
 def register_attention(registry: Any) -> None:
-    """The fused ``attention`` and ``attention_grad`` kernels (float32, float64) on cpu."""
+    """The fused ``attention`` and ``attention_grad`` kernels (float32, float64, and bfloat16
+    computed in float32, so that AMP's attention does not fall back to its decomposition) on cpu."""
     for op, fn in (("attention", _attention), ("attention_grad", _attention_grad)):
-        registry.add_kernel(op, "cpu", ("float32", "float64"), _on_stream(fn), bind=fn.bind)
+        registry.add_kernel(op, "cpu", ("float32", "float64", BF16), _on_stream(fn), bind=fn.bind)

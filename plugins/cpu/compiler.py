@@ -598,7 +598,8 @@ PREBUILT_OWN: tuple[tuple[str, tuple[str, ...], bool, str, frozenset[str]], ...]
     ),
     (
         "attention.c",
-        ("attn_fwd", "attn_bwd", "attn_fwd_wide", "attn_bwd_wide"),  # both vector widths: one build
+        # both vector widths and the bfloat16 entries: one build (attention.ENTRIES)
+        ("attn_fwd", "attn_bwd", "attn_fwd_wide", "attn_bwd_wide", "attn_fwd_bf16", "attn_bwd_bf16"),
         True,
         "fused attention",
         frozenset({"attention", "attention_grad"}),
