@@ -18,6 +18,7 @@ from framework.distributed import fleet, launch, sharding
 from framework.distributed.fleet import meta_parallel as mpu
 from tests import fleet_job
 from tests.conftest import needs_mpi
+from tests.dist_results import rank_files
 
 SCRIPTS = Path(__file__).parent / "dist_scripts"
 LEVELS = ("dp", "os", "os_g", "p_g_os")
@@ -28,12 +29,7 @@ LEVELS = ("dp", "os", "os_g", "p_g_os")
 def test_tensor_parallel_and_sharding_equal_one_process_on_4_ranks() -> None:
     proc, root = fleet_job.run()  # the 4-rank job shared with tests/test_pipeline.py
     out = os.path.join(root, "fleet")
-    for r in range(4):
-        path = os.path.join(out, f"rank{r}.npz")
-        assert os.path.exists(path), (
-            f"rank {r} wrote nothing (exit {proc.returncode}):\n{proc.stdout[-3000:]}"
-        )
-        d = np.load(path)
+    for r, d in enumerate(rank_files(proc, out, 4)):
         # tensor parallel: the losses and the whole parameters of one process
         tp = [k for k in d.files if k.startswith("tp/") and ("/loss/" in k or "/param/" in k)]
         assert len(tp) == 3 + 7, tp  # 3 losses; emb, up (w, b), down (w, b), head (w, b)

@@ -7,7 +7,6 @@ real Paddle's ``parallelize`` (one rank), ``set_mesh``/``get_mesh``, and the arg
 from __future__ import annotations
 
 import inspect
-import os
 import tempfile
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import framework as fw
 import framework.distributed as dist
 from framework.distributed import launch
 from tests.conftest import needs_mpi
+from tests.dist_results import rank_files
 
 SCRIPT = Path(__file__).parent / "dist_scripts" / "parallelize_job.py"
 TAGS = ("pp2xmp2_tied", "dp2xmp2_sh1", "pp2xdp2_sh1", "pp2xdp2_1f1b", "dp2xmp2_sh1_clip")
@@ -29,12 +29,7 @@ def test_parallelize_trains_as_one_process_on_4_ranks() -> None:
     out = tempfile.mkdtemp(prefix="oarlock-parallelize-")
     proc = launch.run([str(SCRIPT), out], 4, timeout=500, collective_timeout=120)
     held: dict[str, set[str]] = {t: set() for t in TAGS}
-    for r in range(4):
-        path = os.path.join(out, f"rank{r}.npz")
-        assert os.path.exists(path), (
-            f"rank {r} wrote nothing (exit {proc.returncode}):\n{proc.stdout[-3000:]}"
-        )
-        d = np.load(path)
+    for r, d in enumerate(rank_files(proc, out, 4)):
         for tag in TAGS:
             np.testing.assert_allclose(
                 d[f"{tag}/loss"], d[f"{tag}/ref_loss"], rtol=1e-5, err_msg=f"rank {r} {tag}"

@@ -17,22 +17,21 @@ import framework as fw
 import framework.distributed as dist
 from framework.distributed import launch
 from tests.conftest import needs_mpi
+from tests.dist_results import run_job
 
 SCRIPT = Path(__file__).parent / "dist_scripts" / "parallelize_sharding_job.py"
 
 
 def _launch(part: str, n: int) -> list:
-    out = tempfile.mkdtemp(prefix=f"oarlock-zero-{part}-")
-    proc = launch.run([str(SCRIPT), out, part], n, timeout=600, collective_timeout=200)
-    got = []
-    for r in range(n):
-        path = os.path.join(out, f"{part}_rank{r}.npz")
-        assert os.path.exists(path), (
-            f"rank {r} wrote nothing (exit {proc.returncode}):\n{proc.stdout[-3000:]}"
-        )
-        got.append(np.load(path))
-    assert proc.returncode == 0, proc.stdout[-3000:]
-    return got
+    return run_job(
+        SCRIPT,
+        n,
+        part,
+        prefix=f"oarlock-zero-{part}-",
+        name=part + "_rank{r}.npz",
+        timeout=600,
+        collective_timeout=200,
+    )
 
 
 def _equal_to_one_process(d, tag: str, r: int) -> set[str]:

@@ -8,8 +8,6 @@ against numpy (a list input the task keeps alive, float16 avg, int32, finished i
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -17,8 +15,8 @@ import pytest
 
 from adapter_api import CONTRACT_VERSION, Communicator, StagedCommunicator, calls_method, defines_own
 from adapter_api.communicator import PendingCollective
-from framework.distributed import launch
 from tests.conftest import needs_mpi
+from tests.dist_results import run_job
 
 SCRIPT = Path(__file__).parent / "dist_scripts" / "zero_reduce_scatter.py"
 
@@ -108,17 +106,7 @@ def test_staged_reduce_scatter_async_uploads_this_ranks_chunk_when_finished(host
 
 
 def _job(n: int) -> list:
-    out = tempfile.mkdtemp(prefix=f"oarlock-zero-rs{n}-")
-    proc = launch.run([str(SCRIPT), out], n, timeout=400, collective_timeout=120)
-    got = []
-    for r in range(n):
-        path = os.path.join(out, f"rank{r}.npz")
-        assert os.path.exists(path), (
-            f"rank {r} wrote nothing (exit {proc.returncode}):\n{proc.stdout[-3000:]}"
-        )
-        got.append(np.load(path))
-    assert proc.returncode == 0, proc.stdout[-3000:]
-    return got
+    return run_job(SCRIPT, n, prefix=f"oarlock-zero-rs{n}-", timeout=400, collective_timeout=120)
 
 
 def _rows(seed: int, dtype: str, size: int) -> np.ndarray:
