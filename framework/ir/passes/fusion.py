@@ -11,7 +11,7 @@ embedding, cross-entropy's log-softmax and the element-wise chains of a backward
 such groups.
 
 Grouping walks the program in order. An op that can join a group (its OpDef lowers to the
-loop IR, or it is a reshape) joins the groups of its operands (all of them at a join, else
+loop IR, an element-wise activation's by its decomposition, or it is a reshape) joins the groups of its operands (all of them at a join, else
 one) when the union stays convex, every other group counted as one node (a fused op runs
 whole, so two groups that read each other would be a cycle), and the compiler can still
 trace it (:data:`BACKENDS`: ``framework.compiler`` registers one); otherwise it starts a
@@ -71,7 +71,7 @@ from .dce import eliminate_dead_code
 from .manager import Pass, PassContext, PassManager, register_pass
 
 #: ops with these loop-IR roles may join a group (besides reshapes)
-_ROLES = ("expr", "cast", "pass", "reduce", "take")
+_ROLES = ("expr", "cast", "pass", "reduce", "take", "decompose")
 #: a constant index of a gather in a group is inlined into the group's body up to this length
 _INDEX_MAX = 4096
 #: what the cost model evaluates a symbolic dim at (bytes are compared, not measured)

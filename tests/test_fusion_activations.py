@@ -1,0 +1,114 @@
+"""Activations in fusion groups: relu's one-value lowering (bias add + relu one kernel, bit for
+bit eager's) and the element-wise activations whose decomposition a group traces, forward and
+backward against eager mode and finite differences."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import framework as fw
+import framework.nn.functional as F
+from framework._src.ops.base import OPS, Lowering, with_facts
+from framework.ir.passes import fusion
+
+ACTS = {
+    "relu": F.relu,
+    "gelu": F.gelu,
+    "gelu_tanh": lambda v: F.gelu(v, approximate=True),
+    "silu": F.silu,
+    "sigmoid": F.sigmoid,
+    "leaky_relu": lambda v: F.leaky_relu(v, 0.1),
+    "hardswish": F.hardswish,
+    "mish": F.mish,
+    "log_sigmoid": F.log_sigmoid,
+}
+
+
+class _Act(fw.nn.Layer):
+    def __init__(self, lin, act):
+        super().__init__()
+        self.lin, self.act = lin, act
+
+    def forward(self, v):
+        return self.act(self.lin(v))
+
+
+def _fused_ops(layer):
+    prog = layer.forward.programs[-1].executor.program
+    return [op for op in prog.block.ops if op.name.startswith("fused.")], [op.name for op in prog.block.ops]
+
+
+@pytest.mark.parametrize("name", sorted(ACTS))
+def test_linear_and_activation_fuse_and_match_eager(dev, name):
+    rng = np.random.default_rng(3)
+    x = fw.to_tensor((rng.standard_normal((16, 48)) * 3).astype(np.float32), device=dev)
+    fw.seed(0)
+    lin = fw.nn.Linear(48, 40)
+    lin.to(device=dev)
+    static = fw.jit.to_static(_Act(lin, ACTS[name]))
+    y = static(x)
+    y.sum().backward()
+    gw, gb = lin.weight.grad.numpy().copy(), lin.bias.grad.numpy().copy()
+    lin.clear_gradients()
+    groups, names = _fused_ops(static)
+    if dev.startswith("cpu"):  # the op stays one op there (opencl decomposes relu first)
+        assert groups, names  # bias add + activation: a group
+        assert "op.add" not in names, names
+
+    y0 = ACTS[name](lin(x))
+    y0.sum().backward()
+    if name == "relu":  # exact ops: bit for bit
+        np.testing.assert_array_equal(y.numpy(), y0.numpy())
+        np.testing.assert_array_equal(gb, lin.bias.grad.numpy())
+    np.testing.assert_allclose(y.numpy(), y0.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(gw, lin.weight.grad.numpy(), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(gb, lin.bias.grad.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_relu_group_keeps_nan_and_zeroes_negative_zero(dev):
+    x = np.array([[-0.0, 0.0, np.nan, -1.5, 2.0, -np.inf, np.inf, 1e-45]], np.float32)
+    b = np.zeros(8, np.float32)
+
+    def f(x, b):
+        return F.relu(x + b)
+
+    with fw.no_grad():
+        got = fw.jit.to_static(f)(fw.to_tensor(x, device=dev), fw.to_tensor(b, device=dev)).numpy()
+    ref = np.where(x + b <= 0, np.float32(0), x + b)  # numpy's relu rule: NaN stays NaN
+    np.testing.assert_array_equal(got, ref)
+    assert not np.signbit(got[0, 0])
+
+
+def test_relu_gradient_against_finite_differences(dev):
+    rng = np.random.default_rng(5)
+    xv = rng.standard_normal((4, 16)).astype(np.float64)
+    xv[np.abs(xv) < 1e-2] = 0.5  # away from the kink
+    w = rng.standard_normal((16, 16))
+    fw.seed(1)
+    lin = fw.nn.Linear(16, 16)
+    lin.to(device=dev, dtype="float64")
+    lin.weight.set_value(w)
+    static = fw.jit.to_static(_Act(lin, F.relu))
+    x = fw.to_tensor(xv, device=dev, stop_gradient=False)
+    (static(x) * fw.to_tensor(w[:4], device=dev)).sum().backward()
+    got = x.grad.numpy()
+
+    def loss(v):
+        z = v @ w + lin.bias.numpy()
+        return float((np.where(z <= 0, 0, z) * w[:4]).sum())
+
+    eps, num = 1e-6, np.zeros_like(xv)
+    for i in np.ndindex(xv.shape):
+        d = np.zeros_like(xv)
+        d[i] = eps
+        num[i] = (loss(xv + d) - loss(xv - d)) / (2 * eps)
+    np.testing.assert_allclose(got, num, rtol=1e-6, atol=1e-6)
+
+
+def test_composite_lowering_is_checked():
+    assert OPS["relu"].lower.role == "expr" and OPS["gelu"].lower.role == "decompose"
+    assert fusion.can_join  # the pass reads the record's role
+    with pytest.raises(ValueError, match="relu.*lower"):
+        with_facts(OPS["relu"], lower=Lowering(role="reduce"))
+    assert OPS["relu"].lower.role == "expr"
