@@ -112,3 +112,29 @@ def test_composite_lowering_is_checked():
     with pytest.raises(ValueError, match="relu.*lower"):
         with_facts(OPS["relu"], lower=Lowering(role="reduce"))
     assert OPS["relu"].lower.role == "expr"
+
+
+def test_relu_gradient_and_bias_gradient_fuse_the_select_only(dev):
+    """eq + where (relu's gradient) beside a column sum (its bias's gradient): the sum's partial
+    rows would cost more than they save, so the group is the comparison and the select."""
+    rng = np.random.default_rng(9)
+    out = np.maximum(rng.standard_normal((64, 96)), 0).astype(np.float32)
+    g = rng.standard_normal((64, 96)).astype(np.float32)
+    g[::5, ::7] = np.nan
+
+    def f(o, g):
+        gz = fw.where(o == 0, fw.zeros([1, 1], dtype="float32", device=o.place), g)
+        return gz, gz.sum(0, keepdim=True)
+
+    with fw.no_grad():
+        sf = fw.jit.to_static(f)
+        gz, gb = sf(fw.to_tensor(out, device=dev), fw.to_tensor(g, device=dev))
+    prog = sf.programs[-1].executor.program
+    names = [op.name for op in prog.block.ops]
+    want = np.where(out == 0, np.float32(0), g)
+    assert gz.numpy().tobytes() == want.tobytes()
+    np.testing.assert_allclose(gb.numpy(), want.sum(0, keepdims=True), rtol=1e-5, atol=1e-5)
+    groups = [op for op in prog.block.ops if op.name.startswith("fused.")]
+    assert len(groups) == 1 and "op.sum" in names, names
+    body = [op.name for op in fusion.GROUPS[groups[0].name].body.block.ops]
+    assert "op.eq" in body and "op.where" in body and "op.sum" not in body, body

@@ -372,6 +372,16 @@ class Fusion(Pass):
                 self.rejected.append((len(ops), est))
                 continue
             fused, unfused = cand.fused_bytes(est), cand.unfused_bytes()
+            if fused > unfused and est.scratch:  # the rest, the sums over rows left unfused
+                rest = _without_row_sums(ops)
+                if len(rest) < len(ops) and _Candidate(rest, returned, indices).compute_ops() >= 2:
+                    self.rejected.append((len(ops), f"moves {fused} bytes fused, {unfused} unfused"))
+                    ops, cand = rest, _Candidate(rest, returned, indices)
+                    est = backend.check(cand.body(), device, True)
+                    if isinstance(est, str):
+                        self.rejected.append((len(ops), est))
+                        continue
+                    fused, unfused = cand.fused_bytes(est), cand.unfused_bytes()
             if fused > unfused:  # a tie still saves launches
                 self.rejected.append((len(ops), f"moves {fused} bytes fused, {unfused} unfused"))
                 continue
@@ -488,21 +498,33 @@ class Fusion(Pass):
             return chain.get(p, 0) if g is None else depth[g] + 1
 
         order = {op: k for k, op in enumerate(program.block.ops)}
+        #: ops that may join a group but cannot be one alone (a comparison: its bool result
+        #: is no group's output); a consumer that starts a group takes them in (relu's
+        #: gradient: eq + where, the where's other operand a product). NOTE: only then: pulled
+        #: into a growing group they merge groups the comparison used to split, and a 76-op
+        #: backward group of tests/test_fusion_random.py (seed 2) then computed NaN
+        pending: set[Operation] = set()
         for op in program.block.ops:
             producers = _producers(op)
             if not can_join(op):
                 continue
+            lead = sorted({p for p in producers if p in pending}, key=lambda m: order[m])
             near = list(dict.fromkeys(g for g in (gid(p) for p in reversed(producers)) if g is not None))
             tries = [near] if len(near) > 1 else []  # join them all up first, then one by one
             tries += sorted(([g] for g in near), key=lambda ids: -depth[ids[0]])
-            placed = None
+            placed, pulled = None, None
             for ids in tries:
                 ops = sorted((m for g in ids for m in members[g]), key=lambda m: order[m])
                 ops.append(op)
                 if convex(ops) and fits(ops):
                     placed = ids
                     break
-            outside = [out(p) for p in producers if gid(p) not in (placed or ())]
+            if placed is None:  # a group of its own, with the pending ops it reads when they fit
+                extras = ([lead] if lead else []) + [[]]
+                pulled = next((e for e in extras if fits([*e, op])), None)  # type: ignore[assignment]
+            for m in pulled or ():
+                pending.discard(m)
+            outside = [out(p) for p in producers if gid(p) not in (placed or ()) and p not in (pulled or ())]
             if placed is not None:
                 g0 = placed[0]
                 depth[g0] = max([depth[g] for g in placed] + outside)
@@ -512,13 +534,15 @@ class Fusion(Pass):
                 members[g0].sort(key=lambda m: order[m])
                 members[g0].append(op)
                 group_of[op] = g0
-            elif fits([op]):
+            elif pulled is not None:
                 g = len(parent)
                 parent[g] = g
-                members[g] = [op]
-                group_of[op] = g
+                members[g] = [*pulled, op]
+                for m in members[g]:
+                    group_of[m] = g
                 depth[g] = max(outside, default=0)
             else:
+                pending.add(op)
                 chain[op] = max(outside, default=0)
         return list(members.values())
 
@@ -531,6 +555,29 @@ class Fusion(Pass):
             out.write(f"// generated source of {g.name}:\n{g.estimate.source}\n")
         for n, why in self.rejected:
             out.write(f"// not fused ({n} ops): {why}\n")
+
+
+def _without_row_sums(ops: list[Operation]) -> list[Operation]:
+    """``ops`` less its sums over leading axes (a bias's gradient: written as partial sums per
+    row, as many bytes as the summed value, then summed) and what reads them in the group:
+    where those cost more than they save, the element-wise rest may still pay (relu's
+    gradient, eq + where, beside its bias's column sum). Still convex: what is dropped is
+    closed under use within the group."""
+    dropped: set[Value] = set()
+    rest = []
+    for op in ops:
+        t = op.operands[0].type if op.operands else None
+        row_sum = (
+            op.name == "op.sum"
+            and isinstance(t, TensorType)
+            and t.rank >= 2
+            and (t.rank - 1) not in {a % t.rank for a in op.attrs.get("axes", ())}
+        )
+        if row_sum or any(v in dropped for v in op.operands):
+            dropped.update(op.results)
+        else:
+            rest.append(op)
+    return rest
 
 
 def _printing(name: str) -> bool:
