@@ -138,3 +138,49 @@ def test_relu_gradient_and_bias_gradient_fuse_the_select_only(dev):
     assert len(groups) == 1 and "op.sum" in names, names
     body = [op.name for op in fusion.GROUPS[groups[0].name].body.block.ops]
     assert "op.eq" in body and "op.where" in body and "op.sum" not in body, body
+
+
+def test_a_reshaped_result_is_one_output_viewed_outside(dev):
+    """relu(x + b) returned both as it is and reshaped (the feed-forward layer's [b, s, f]
+    and [b*s, f]): the kernel writes it once, the reshape views it outside the group."""
+    rng = np.random.default_rng(11)
+    x, b = rng.standard_normal((4, 6, 32)).astype(np.float32), rng.standard_normal(32).astype(np.float32)
+
+    def f(x, b):
+        y = F.relu(x + b)
+        return y, y.reshape([24, 32]) * 2.0
+
+    with fw.no_grad():
+        sf = fw.jit.to_static(f)
+        y, z = sf(fw.to_tensor(x, device=dev), fw.to_tensor(b, device=dev))
+    want = np.where(x + b <= 0, np.float32(0), x + b)
+    assert y.numpy().tobytes() == want.tobytes()
+    assert z.numpy().tobytes() == (want.reshape(24, 32) * np.float32(2)).tobytes()
+    prog = sf.programs[-1].executor.program
+    for op in prog.block.ops:
+        if op.name.startswith("fused."):
+            shapes = [tuple(r.type.shape) for r in op.results]
+            assert len(set(shapes)) == len(shapes), (shapes, str(prog))  # no copy of a result
+
+
+def test_transformer_layer_step_matches_eager(dev):
+    """The feed-forward relu's groups (forward, and eq + where backward) inside the whole layer:
+    to_static's output and gradients against eager mode."""
+    if not dev.startswith("cpu"):
+        pytest.skip("one device is enough for the layer")
+    rng = np.random.default_rng(13)
+    fw.seed(3)
+    layer = fw.nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0)
+    t = fw.to_tensor(rng.standard_normal((2, 8, 32)).astype(np.float32))
+    y0 = layer(t)
+    (y0 * y0).sum().backward()
+    want = [p.grad.numpy().copy() for p in layer.parameters()]
+    layer.clear_gradients()
+    static = fw.jit.to_static(layer)
+    for _ in range(2):  # the second call runs the built program
+        layer.clear_gradients()
+        y = static(t)
+        (y * y).sum().backward()
+    np.testing.assert_allclose(y.numpy(), y0.numpy(), rtol=1e-5, atol=1e-5)
+    for k, p in enumerate(layer.parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), want[k], rtol=1e-4, atol=1e-4, err_msg=str(k))

@@ -296,6 +296,10 @@ class _Candidate:
         #: group, not an output the kernel copies (the SwiGLU gate and up, reshaped for the
         #: backward, were two full-size copies)
         self.views: list[tuple[Value, Value, Operation]] = []
+        #: escaping results that only reshape another result of the group: that result is
+        #: the output, reshaped outside (bias add + relu in the feed-forward layer, its
+        #: [8, 128, 1024] result and the [1024, 1024] view of it, wrote 4 MB twice)
+        self.out_views: list[tuple[Value, Value, Operation]] = []
         self.outputs = []
         for r in escaping:
             src = r
@@ -303,8 +307,13 @@ class _Candidate:
                 src = src.defining_op.operands[0]  # type: ignore[union-attr]
             if src is not r and src in self.inputs:
                 self.views.append((r, src, r.defining_op))  # type: ignore[arg-type]
+            elif src is not r and src.defining_op in inside and _reshapes(r, src):
+                self.out_views.append((r, src, r.defining_op))  # type: ignore[arg-type]
             else:
                 self.outputs.append(r)
+        for _, src, _ in self.out_views:
+            if src not in self.outputs:
+                self.outputs.append(src)
 
     def body(self, name: str = "group") -> Program:
         """The group as a program: its inputs, its scalar constants, its ops, its outputs."""
@@ -499,10 +508,10 @@ class Fusion(Pass):
 
         order = {op: k for k, op in enumerate(program.block.ops)}
         #: ops that may join a group but cannot be one alone (a comparison: its bool result
-        #: is no group's output); a consumer that starts a group takes them in (relu's
-        #: gradient: eq + where, the where's other operand a product). NOTE: only then: pulled
-        #: into a growing group they merge groups the comparison used to split, and a 76-op
-        #: backward group of tests/test_fusion_random.py (seed 2) then computed NaN
+        #: is no group's output); a consumer's group takes them in (relu's gradient: eq +
+        #: where). NOTE: a growing group only takes those that read no group: pulled in
+        #: otherwise they merge groups the comparison used to split, and a 76-op backward
+        #: group of tests/test_fusion_random.py (seed 2) then computed NaN
         pending: set[Operation] = set()
         for op in program.block.ops:
             producers = _producers(op)
@@ -512,12 +521,18 @@ class Fusion(Pass):
             near = list(dict.fromkeys(g for g in (gid(p) for p in reversed(producers)) if g is not None))
             tries = [near] if len(near) > 1 else []  # join them all up first, then one by one
             tries += sorted(([g] for g in near), key=lambda ids: -depth[ids[0]])
+            # into a growing group: only the pending ops that read no group (a leaf, such as
+            # eq(saved output, 0)), which merge no groups
+            leaves = [p for p in lead if all(gid(q) is None for q in _producers(p))]
             placed, pulled = None, None
             for ids in tries:
-                ops = sorted((m for g in ids for m in members[g]), key=lambda m: order[m])
-                ops.append(op)
-                if convex(ops) and fits(ops):
-                    placed = ids
+                for extra in ([leaves] if leaves else []) + [[]]:
+                    ops = sorted([m for g in ids for m in members[g]] + extra, key=lambda m: order[m])
+                    ops.append(op)
+                    if convex(ops) and fits(ops):
+                        placed, pulled = ids, extra
+                        break
+                if placed is not None:
                     break
             if placed is None:  # a group of its own, with the pending ops it reads when they fit
                 extras = ([lead] if lead else []) + [[]]
@@ -531,9 +546,11 @@ class Fusion(Pass):
                 for g in placed[1:]:
                     parent[g] = g0
                     members[g0] += members.pop(g)
+                members[g0] += pulled  # type: ignore[operator]
                 members[g0].sort(key=lambda m: order[m])
                 members[g0].append(op)
-                group_of[op] = g0
+                for m in (*pulled, op):  # type: ignore[misc]
+                    group_of[m] = g0
             elif pulled is not None:
                 g = len(parent)
                 parent[g] = g
@@ -606,6 +623,16 @@ def _group(cand: _Candidate, device: str, est: Estimate) -> Group:
     return g
 
 
+def _reshapes(r: Value, src: Value) -> bool:
+    """Whether ``r`` is ``src`` through reshapes only (so one reshape of ``src`` gives it)."""
+    while r is not src:
+        d = r.defining_op
+        if d is None or d.name != "op.reshape":
+            return False
+        r = d.operands[0]
+    return True
+
+
 def _is_view(op: Operation) -> bool:
     return lookup(op.name).opdef.kind == "view"  # type: ignore[union-attr]
 
@@ -621,6 +648,11 @@ def _rewrite(program: Program, cand: _Candidate, g: Group) -> None:
     for old, src, view in cand.views:  # the input viewed outside the group
         alias = Operation(view.name, [src], [old.type], dict(view.attrs))
         block.insert_op(block.ops.index(new), alias)
+        old.replace_all_uses_with(alias.results[0])
+    for old, src, view in cand.out_views:  # an output reshaped outside the group
+        res = new.results[cand.outputs.index(src)]
+        alias = Operation(view.name, [res], [old.type], dict(view.attrs))
+        block.insert_op(block.ops.index(new) + 1, alias)
         old.replace_all_uses_with(alias.results[0])
     for op in reversed(cand.ops):
         op.erase()
