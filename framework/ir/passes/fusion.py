@@ -509,9 +509,11 @@ class Fusion(Pass):
         order = {op: k for k, op in enumerate(program.block.ops)}
         #: ops that may join a group but cannot be one alone (a comparison: its bool result
         #: is no group's output); a consumer's group takes them in (relu's gradient: eq +
-        #: where). NOTE: a growing group only takes those that read no group: pulled in
-        #: otherwise they merge groups the comparison used to split, and a 76-op backward
-        #: group of tests/test_fusion_random.py (seed 2) then computed NaN
+        #: where). NOTE: only those that read no group, i.e. compare loaded values. Pulling
+        #: in max's backward eq(x, max(x)) too made tests/test_fusion_random.py (seed 2) all
+        #: NaN, its groups replayed unfused being right: most likely x recomputed in a later
+        #: pass of the kernel (other bits: vector expf there, scalar in the reduction's pass)
+        #: equals no element of the max, a count of 0, 0/0
         pending: set[Operation] = set()
         for op in program.block.ops:
             producers = _producers(op)
