@@ -296,8 +296,8 @@ class _Candidate:
         #: group, not an output the kernel copies (the SwiGLU gate and up, reshaped for the
         #: backward, were two full-size copies)
         self.views: list[tuple[Value, Value, Operation]] = []
-        #: escaping results that only reshape another result of the group: that result is
-        #: the output, reshaped outside (bias add + relu in the feed-forward layer, its
+        #: escaping results that only reshape another escaping result of the group: that
+        #: result is the output, reshaped outside (bias add + relu in the feed-forward layer, its
         #: [8, 128, 1024] result and the [1024, 1024] view of it, wrote 4 MB twice)
         self.out_views: list[tuple[Value, Value, Operation]] = []
         self.outputs = []
@@ -307,13 +307,10 @@ class _Candidate:
                 src = src.defining_op.operands[0]  # type: ignore[union-attr]
             if src is not r and src in self.inputs:
                 self.views.append((r, src, r.defining_op))  # type: ignore[arg-type]
-            elif src is not r and src.defining_op in inside and _reshapes(r, src):
+            elif src is not r and src in escaping and _reshapes(r, src):
                 self.out_views.append((r, src, r.defining_op))  # type: ignore[arg-type]
             else:
                 self.outputs.append(r)
-        for _, src, _ in self.out_views:
-            if src not in self.outputs:
-                self.outputs.append(src)
 
     def body(self, name: str = "group") -> Program:
         """The group as a program: its inputs, its scalar constants, its ops, its outputs."""
