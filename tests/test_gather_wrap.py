@@ -157,7 +157,7 @@ def test_where_matches_numpy_bit_for_bit(device, dtype, shapes):
 
 def test_where_copies_whole_rows_in_c_through_strided_views():
     """A condition constant along rows (a cache update) takes the C row copy, reading a
-    transposed x and a sliced y through their strides; a condition per element stays numpy's."""
+    transposed x and a sliced y through their strides; a condition per element selects."""
     rng = np.random.default_rng(5)
     c = rng.random((8, 1)) < 0.5
     xb = rng.standard_normal((32, 8)).astype(np.float32)
@@ -174,5 +174,6 @@ def test_where_copies_whole_rows_in_c_through_strided_views():
         np.zeros((1, 4, 64, 16), np.float32),
     )
     assert cpu_index.where_call(np.empty((1, 4, 64, 16), np.float32), *cache) is not None
-    per_element = rng.random((8, 32)) < 0.5
-    assert cpu_index.where_call(z, per_element, xb.T, yb[:, ::2]) is None
+    per_element = rng.random((8, 32)) < 0.5  # the branchless select, through the same strides
+    cpu_index.where_call(z, per_element, xb.T, yb[:, ::2])()
+    assert z.tobytes() == np.where(per_element, xb.T, yb[:, ::2]).tobytes()

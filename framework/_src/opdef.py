@@ -56,7 +56,9 @@ class Lowering:
     ``{2}`` are the operands, ``{fn:exp}`` the math function for the value's type (``expf`` or
     ``exp``), ``{one}`` and ``{zero}`` the literals of that type. ``costly`` marks a value
     worth keeping in memory between passes rather than recomputing it. An emitter may still
-    spell an op its own way (``Emitter.native``: OpenCL's ``rsqrt``).
+    spell an op its own way (``Emitter.native``: OpenCL's ``rsqrt``). A composite op may have
+    role ``"expr"`` (one value, spelled by ``c``: relu) or ``"decompose"``: it is element-wise
+    and the compiler traces its decomposition (gelu, silu...), so a fusion group may hold it.
 
     ``c_int``, ``c_uint`` and ``c_bool`` spell the op for integer, unsigned and bool operands
     where ``c`` does not read right for them (numpy's rules: integers wrap modulo 2**bits,

@@ -212,7 +212,8 @@ class _Tracer:
             return [
                 self.sym(self.b.const(attrs["value"], dtype), tuple(attrs["shape"]), dtype, attrs["device"])
             ]
-        if op.kind == "composite":
+        if op.kind == "composite" and (op.lower is None or op.lower.role != "expr"):
+            # its decomposition, op by op (an element-wise one with role "expr", relu, is one value)
             assert op.decomposition is not None
             r = op.decomposition(*ins, **attrs)
             return [r] if isinstance(r, Tensor) else list(r)

@@ -76,9 +76,46 @@ int64_t gather_rows(void* y_, const void* x_, const int64_t* idx, int64_t outer,
     return -1;
 }
 
+/* z[j] = c[j] ? x[j] : y[j] for one row of `n` elements of the unsigned type U (the element's
+ * bits: exact for every dtype, NaN payloads included), the operands read at their element
+ * strides. Branchless: both operands are loaded and the condition widened to a mask, so the
+ * contiguous cases vectorise (a branch per element on a random mask, relu's gradient, ran at
+ * 1.75 ms per million elements; numpy's where as bit operations took five passes). */
+#define WHERE_ROW(U)                                                                                     \
+    do {                                                                                                 \
+        U* zr_ = (U*)zr;                                                                                 \
+        const U* xr_ = (const U*)(x + xo * item);                                                        \
+        const U* yr_ = (const U*)(y + yo * item);                                                        \
+        const uint8_t* cr_ = c + co;                                                                     \
+        if (cl == 1 && xl == 1 && yl == 1) {                                                             \
+            for (int64_t j = 0; j < last; ++j) {                                                         \
+                const U a = xr_[j], b = yr_[j], m = (U)((U)0 - (U)(cr_[j] != 0));                        \
+                zr_[j] = (U)((a & m) | (b & (U)~m));                                                     \
+            }                                                                                            \
+        } else if (cl == 1 && xl == 0 && yl == 1) {                                                      \
+            const U a = xr_[0];                                                                          \
+            for (int64_t j = 0; j < last; ++j) {                                                         \
+                const U b = yr_[j], m = (U)((U)0 - (U)(cr_[j] != 0));                                    \
+                zr_[j] = (U)((a & m) | (b & (U)~m));                                                     \
+            }                                                                                            \
+        } else if (cl == 1 && xl == 1 && yl == 0) {                                                      \
+            const U b = yr_[0];                                                                          \
+            for (int64_t j = 0; j < last; ++j) {                                                         \
+                const U a = xr_[j], m = (U)((U)0 - (U)(cr_[j] != 0));                                    \
+                zr_[j] = (U)((a & m) | (b & (U)~m));                                                     \
+            }                                                                                            \
+        } else {                                                                                         \
+            for (int64_t j = 0; j < last; ++j) {                                                         \
+                const U a = xr_[j * xl], b = yr_[j * yl], m = (U)((U)0 - (U)(cr_[j * cl] != 0));         \
+                zr_[j] = (U)((a & m) | (b & (U)~m));                                                     \
+            }                                                                                            \
+        }                                                                                                \
+    } while (0)
+
 /* where(c, x, y) into z (C order, rank dims of `shape`), each operand read through its own
  * element strides (0 along a broadcast dim); `item` bytes an element. A condition constant
- * along the last dim (its stride 0) copies whole rows from the operand it picks. */
+ * along the last dim (its stride 0) copies whole rows from the operand it picks; otherwise
+ * each row is a branchless select (WHERE_ROW). */
 void where_select(void* z_, const uint8_t* c, const void* x_, const void* y_, int64_t rank, const int64_t* shape,
                   const int64_t* cs, const int64_t* xs, const int64_t* ys, int64_t item) {
     char* restrict z = z_;
@@ -95,8 +132,13 @@ void where_select(void* z_, const uint8_t* c, const void* x_, const void* y_, in
         if (cl == 0 && (c[co] ? xl : yl) == 1) {
             memcpy(zr, c[co] ? x + xo * item : y + yo * item, (size_t)(last * item));
         } else if (item == 4) {
-            for (int64_t j = 0; j < last; ++j)
-                memcpy(zr + 4 * j, c[co + j * cl] ? x + (xo + j * xl) * 4 : y + (yo + j * yl) * 4, 4);
+            WHERE_ROW(uint32_t);
+        } else if (item == 8) {
+            WHERE_ROW(uint64_t);
+        } else if (item == 2) {
+            WHERE_ROW(uint16_t);
+        } else if (item == 1) {
+            WHERE_ROW(uint8_t);
         } else {
             for (int64_t j = 0; j < last; ++j)
                 memcpy(zr + j * item, c[co + j * cl] ? x + (xo + j * xl) * item : y + (yo + j * yl) * item,

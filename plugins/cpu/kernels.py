@@ -283,7 +283,7 @@ def _where(ctx: Any, outs: list, ins: list) -> None:
     if z.size < 1024:
         np.copyto(z, np.where(c, x, y))
         return
-    call = index.where_call(z, c, x, y)  # one C pass (index.c): rows picked whole (a cache update)
+    call = index.where_call(z, c, x, y)  # one C pass (index.c): rows picked whole, or a bit select
     if call is not None:
         call()
         return

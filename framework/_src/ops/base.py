@@ -152,12 +152,14 @@ _FACTS: dict[str, Callable[[Any], bool]] = {
     "sharding": lambda v: v is None or callable(v),
     "no_sharding": lambda v: isinstance(v, str),
     "flops": lambda v: v is None or callable(v),
+    # a composite's: one element-wise value, or its decomposition traced (opdef.Lowering)
+    "lower": lambda v: isinstance(v, Lowering) and v.role in ("expr", "decompose"),
 }
 
 
 def with_facts(op: OpDef, **facts: Any) -> OpDef:
     """Set the OpDef's other fields (family, commutative, random, identity, amp,
-    sharding, no_sharding, flops; see :class:`OpDef`), each checked.
+    sharding, no_sharding, flops, a composite's lower; see :class:`OpDef`), each checked.
 
     >>> import framework
     >>> from framework._src.ops.base import OPS

@@ -11,7 +11,7 @@ embedding, cross-entropy's log-softmax and the element-wise chains of a backward
 such groups.
 
 Grouping walks the program in order. An op that can join a group (its OpDef lowers to the
-loop IR, or it is a reshape) joins the groups of its operands (all of them at a join, else
+loop IR, an element-wise activation's by its decomposition, or it is a reshape) joins the groups of its operands (all of them at a join, else
 one) when the union stays convex, every other group counted as one node (a fused op runs
 whole, so two groups that read each other would be a cycle), and the compiler can still
 trace it (:data:`BACKENDS`: ``framework.compiler`` registers one); otherwise it starts a
@@ -71,7 +71,7 @@ from .dce import eliminate_dead_code
 from .manager import Pass, PassContext, PassManager, register_pass
 
 #: ops with these loop-IR roles may join a group (besides reshapes)
-_ROLES = ("expr", "cast", "pass", "reduce", "take")
+_ROLES = ("expr", "cast", "pass", "reduce", "take", "decompose")
 #: a constant index of a gather in a group is inlined into the group's body up to this length
 _INDEX_MAX = 4096
 #: what the cost model evaluates a symbolic dim at (bytes are compared, not measured)
@@ -296,6 +296,10 @@ class _Candidate:
         #: group, not an output the kernel copies (the SwiGLU gate and up, reshaped for the
         #: backward, were two full-size copies)
         self.views: list[tuple[Value, Value, Operation]] = []
+        #: escaping results that only reshape another escaping result of the group: that
+        #: result is the output, reshaped outside (bias add + relu in the feed-forward layer, its
+        #: [8, 128, 1024] result and the [1024, 1024] view of it, wrote 4 MB twice)
+        self.out_views: list[tuple[Value, Value, Operation]] = []
         self.outputs = []
         for r in escaping:
             src = r
@@ -303,6 +307,8 @@ class _Candidate:
                 src = src.defining_op.operands[0]  # type: ignore[union-attr]
             if src is not r and src in self.inputs:
                 self.views.append((r, src, r.defining_op))  # type: ignore[arg-type]
+            elif src is not r and src in escaping and _reshapes(r, src):
+                self.out_views.append((r, src, r.defining_op))  # type: ignore[arg-type]
             else:
                 self.outputs.append(r)
 
@@ -372,6 +378,16 @@ class Fusion(Pass):
                 self.rejected.append((len(ops), est))
                 continue
             fused, unfused = cand.fused_bytes(est), cand.unfused_bytes()
+            if fused > unfused and est.scratch:  # the rest, the sums over rows left unfused
+                rest = _without_row_sums(ops)
+                if len(rest) < len(ops) and _Candidate(rest, returned, indices).compute_ops() >= 2:
+                    self.rejected.append((len(ops), f"moves {fused} bytes fused, {unfused} unfused"))
+                    ops, cand = rest, _Candidate(rest, returned, indices)
+                    est = backend.check(cand.body(), device, True)
+                    if isinstance(est, str):
+                        self.rejected.append((len(ops), est))
+                        continue
+                    fused, unfused = cand.fused_bytes(est), cand.unfused_bytes()
             if fused > unfused:  # a tie still saves launches
                 self.rejected.append((len(ops), f"moves {fused} bytes fused, {unfused} unfused"))
                 continue
@@ -488,37 +504,61 @@ class Fusion(Pass):
             return chain.get(p, 0) if g is None else depth[g] + 1
 
         order = {op: k for k, op in enumerate(program.block.ops)}
+        #: ops that may join a group but cannot be one alone (a comparison: its bool result
+        #: is no group's output); a consumer's group takes them in (relu's gradient: eq +
+        #: where). NOTE: only those that read no group, i.e. compare loaded values. Pulling
+        #: in max's backward eq(x, max(x)) too made tests/test_fusion_random.py (seed 2) all
+        #: NaN, its groups replayed unfused being right: most likely x recomputed in a later
+        #: pass of the kernel (other bits: vector expf there, scalar in the reduction's pass)
+        #: equals no element of the max, a count of 0, 0/0
+        pending: set[Operation] = set()
         for op in program.block.ops:
             producers = _producers(op)
             if not can_join(op):
                 continue
+            lead = sorted({p for p in producers if p in pending}, key=lambda m: order[m])
             near = list(dict.fromkeys(g for g in (gid(p) for p in reversed(producers)) if g is not None))
             tries = [near] if len(near) > 1 else []  # join them all up first, then one by one
             tries += sorted(([g] for g in near), key=lambda ids: -depth[ids[0]])
-            placed = None
+            # into a growing group: only the pending ops that read no group (a leaf, such as
+            # eq(saved output, 0)), which merge no groups
+            leaves = [p for p in lead if all(gid(q) is None for q in _producers(p))]
+            placed, pulled = None, None
             for ids in tries:
-                ops = sorted((m for g in ids for m in members[g]), key=lambda m: order[m])
-                ops.append(op)
-                if convex(ops) and fits(ops):
-                    placed = ids
+                for extra in ([leaves] if leaves else []) + [[]]:
+                    ops = sorted([m for g in ids for m in members[g]] + extra, key=lambda m: order[m])
+                    ops.append(op)
+                    if convex(ops) and fits(ops):
+                        placed, pulled = ids, extra
+                        break
+                if placed is not None:
                     break
-            outside = [out(p) for p in producers if gid(p) not in (placed or ())]
+            if placed is None:  # a group of its own, with the pending ops it reads when they fit
+                extras = ([lead] if lead else []) + [[]]
+                pulled = next((e for e in extras if fits([*e, op])), None)  # type: ignore[assignment]
+            for m in pulled or ():
+                pending.discard(m)
+            outside = [out(p) for p in producers if gid(p) not in (placed or ()) and p not in (pulled or ())]
             if placed is not None:
                 g0 = placed[0]
                 depth[g0] = max([depth[g] for g in placed] + outside)
                 for g in placed[1:]:
                     parent[g] = g0
                     members[g0] += members.pop(g)
+                members[g0] += pulled  # type: ignore[operator]
                 members[g0].sort(key=lambda m: order[m])
                 members[g0].append(op)
-                group_of[op] = g0
-            elif fits([op]):
+                for m in (*pulled, op):  # type: ignore[misc]
+                    group_of[m] = g0
+            elif pulled is not None:
                 g = len(parent)
                 parent[g] = g
-                members[g] = [op]
-                group_of[op] = g
+                members[g] = [*pulled, op]
+                for m in members[g]:
+                    group_of[m] = g
                 depth[g] = max(outside, default=0)
             else:
+                pending.add(op)
                 chain[op] = max(outside, default=0)
         return list(members.values())
 
@@ -531,6 +571,29 @@ class Fusion(Pass):
             out.write(f"// generated source of {g.name}:\n{g.estimate.source}\n")
         for n, why in self.rejected:
             out.write(f"// not fused ({n} ops): {why}\n")
+
+
+def _without_row_sums(ops: list[Operation]) -> list[Operation]:
+    """``ops`` less its sums over leading axes (a bias's gradient: written as partial sums per
+    row, as many bytes as the summed value, then summed) and what reads them in the group:
+    where those cost more than they save, the element-wise rest may still pay (relu's
+    gradient, eq + where, beside its bias's column sum). Still convex: what is dropped is
+    closed under use within the group."""
+    dropped: set[Value] = set()
+    rest = []
+    for op in ops:
+        t = op.operands[0].type if op.operands else None
+        row_sum = (
+            op.name == "op.sum"
+            and isinstance(t, TensorType)
+            and t.rank >= 2
+            and (t.rank - 1) not in {a % t.rank for a in op.attrs.get("axes", ())}
+        )
+        if row_sum or any(v in dropped for v in op.operands):
+            dropped.update(op.results)
+        else:
+            rest.append(op)
+    return rest
 
 
 def _printing(name: str) -> bool:
@@ -559,6 +622,16 @@ def _group(cand: _Candidate, device: str, est: Estimate) -> Group:
     return g
 
 
+def _reshapes(r: Value, src: Value) -> bool:
+    """Whether ``r`` is ``src`` through reshapes only (so one reshape of ``src`` gives it)."""
+    while r is not src:
+        d = r.defining_op
+        if d is None or d.name != "op.reshape":
+            return False
+        r = d.operands[0]
+    return True
+
+
 def _is_view(op: Operation) -> bool:
     return lookup(op.name).opdef.kind == "view"  # type: ignore[union-attr]
 
@@ -574,6 +647,11 @@ def _rewrite(program: Program, cand: _Candidate, g: Group) -> None:
     for old, src, view in cand.views:  # the input viewed outside the group
         alias = Operation(view.name, [src], [old.type], dict(view.attrs))
         block.insert_op(block.ops.index(new), alias)
+        old.replace_all_uses_with(alias.results[0])
+    for old, src, view in cand.out_views:  # an output reshaped outside the group
+        res = new.results[cand.outputs.index(src)]
+        alias = Operation(view.name, [res], [old.type], dict(view.attrs))
+        block.insert_op(block.ops.index(new) + 1, alias)
         old.replace_all_uses_with(alias.results[0])
     for op in reversed(cand.ops):
         op.erase()

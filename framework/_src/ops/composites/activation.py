@@ -20,16 +20,20 @@ from .. import math as M
 from .. import random as _rand
 from .. import shape as S
 from .. import sharding as _sh
-from ..base import OPS, call, composite
+from ..base import OPS, Lowering, call, composite
 from ..indexing import alias, rebind
 from ._common import axis_arg, float_arg, same_meta, tensor_arg
 from .norm import softmax
 
 _SQRT1_2 = 1.0 / _m.sqrt(2.0)
 _SQRT2_PI = _m.sqrt(2.0 / _m.pi)
+#: max(x, 0) as one loop-IR value, bit for bit the decomposition's (-0.0 -> 0, NaN stays)
+_RELU = Lowering(c="({0} <= {zero} ? {zero} : {0})")
+#: an element-wise activation: a fusion group traces its decomposition
+_TRACED = Lowering(role="decompose")
 
 
-@composite("gelu", sharding=_sh.elementwise(), infer=same_meta)
+@composite("gelu", sharding=_sh.elementwise(), infer=same_meta, lower=_TRACED)
 def gelu_decomposition(x: Tensor, approximate: bool) -> Tensor:
     """0.5 x (1 + erf(x / sqrt 2)); with ``approximate``: 0.5 x (1 + tanh(sqrt(2/pi)(x + 0.044715 x^3)))."""
     if approximate:
@@ -56,7 +60,7 @@ def _sigmoid_grad(node: Any, gouts: list) -> list:
     return [gouts[0] * (y * (1.0 - y))]
 
 
-@composite("silu", sharding=_sh.elementwise(), infer=same_meta, grad=_silu_grad)
+@composite("silu", sharding=_sh.elementwise(), infer=same_meta, grad=_silu_grad, lower=_TRACED)
 def silu_decomposition(x: Tensor) -> Tensor:
     """x / (1 + exp(-x)). NOTE: exp(-x) may overflow to inf, where the quotient is the
     exact limit (-0 for x below about -88 in float32); a generated kernel's vector expf is
@@ -64,7 +68,7 @@ def silu_decomposition(x: Tensor) -> Tensor:
     return x / (M.exp(-x).astype(x.dtype) + 1.0)
 
 
-@composite("sigmoid", sharding=_sh.elementwise(), infer=same_meta, grad=_sigmoid_grad)
+@composite("sigmoid", sharding=_sh.elementwise(), infer=same_meta, grad=_sigmoid_grad, lower=_TRACED)
 def sigmoid_decomposition(x: Tensor) -> Tensor:
     """1 / (1 + exp(-x)) (0 where exp(-x) overflows to inf: the exact limit)."""
     return _sigmoid_of(x)
@@ -106,23 +110,23 @@ def _relu_grad(node: Any, gouts: list) -> list:
     return [M.where(node.out() == 0, 0, gouts[0])]
 
 
-@composite("relu", sharding=_sh.elementwise(), infer=same_meta, grad=_relu_grad)
+@composite("relu", sharding=_sh.elementwise(), infer=same_meta, grad=_relu_grad, lower=_RELU)
 def relu_decomposition(x: Tensor) -> Tensor:
     """max(x, 0) as where(x <= 0, 0, x): NaN stays NaN and passes its gradient."""
     return M.where(x <= 0, 0, x)
 
 
-@composite("relu6", sharding=_sh.elementwise(), infer=same_meta)
+@composite("relu6", sharding=_sh.elementwise(), infer=same_meta, lower=_TRACED)
 def relu6_decomposition(x: Tensor) -> Tensor:
     return M.where(x <= 0, 0, M.where(x >= 6, 6, x))
 
 
-@composite("leaky_relu", sharding=_sh.elementwise(), infer=same_meta)
+@composite("leaky_relu", sharding=_sh.elementwise(), infer=same_meta, lower=_TRACED)
 def leaky_relu_decomposition(x: Tensor, negative_slope: float) -> Tensor:
     return M.where(x > 0, x, x * negative_slope)
 
 
-@composite("softplus", amp="deny", sharding=_sh.elementwise(), infer=same_meta)
+@composite("softplus", amp="deny", sharding=_sh.elementwise(), infer=same_meta, lower=_TRACED)
 def softplus_decomposition(x: Tensor, beta: float, threshold: float) -> Tensor:
     """log(1 + exp(beta x)) / beta, linear above ``threshold``, without overflow."""
     z = x * beta if beta != 1.0 else x
@@ -132,7 +136,7 @@ def softplus_decomposition(x: Tensor, beta: float, threshold: float) -> Tensor:
     return M.where(z > threshold, x, soft)
 
 
-@composite("hardtanh", sharding=_sh.elementwise(), infer=same_meta)
+@composite("hardtanh", sharding=_sh.elementwise(), infer=same_meta, lower=_TRACED)
 def hardtanh_decomposition(x: Tensor, min: float, max: float) -> Tensor:
     return M.clip(x, min, max)
 
@@ -181,19 +185,19 @@ def _expm1_neg(x: Tensor) -> Tensor:
     return M.exp(M.minimum(x, 0.0)) - 1.0
 
 
-@composite("elu", sharding=_sh.elementwise(), infer=same_meta)
+@composite("elu", sharding=_sh.elementwise(), infer=same_meta, lower=_TRACED)
 def elu_decomposition(x: Tensor, *, alpha: float) -> Tensor:
     """x where x > 0, else alpha (exp(x) - 1)."""
     return M.where(x > 0, x, _expm1_neg(x) * alpha)
 
 
-@composite("selu", sharding=_sh.elementwise(), infer=same_meta)
+@composite("selu", sharding=_sh.elementwise(), infer=same_meta, lower=_TRACED)
 def selu_decomposition(x: Tensor, *, scale: float, alpha: float) -> Tensor:
     """scale * (x where x > 0, else alpha (exp(x) - 1))."""
     return M.where(x > 0, x, _expm1_neg(x) * alpha) * scale
 
 
-@composite("celu", sharding=_sh.elementwise(), infer=same_meta)
+@composite("celu", sharding=_sh.elementwise(), infer=same_meta, lower=_TRACED)
 def celu_decomposition(x: Tensor, *, alpha: float) -> Tensor:
     """max(0, x) + min(0, alpha (exp(x / alpha) - 1)); for alpha < 0 the exponent is positive
     where x < 0 (no clamp there: exp may overflow to the true limit, -inf)."""
@@ -207,13 +211,13 @@ def prelu_decomposition(x: Tensor, weight: Tensor) -> Tensor:
     return M.where(x > 0, x, x * weight)
 
 
-@composite("hardswish", sharding=_sh.elementwise(), infer=same_meta)
+@composite("hardswish", sharding=_sh.elementwise(), infer=same_meta, lower=_TRACED)
 def hardswish_decomposition(x: Tensor) -> Tensor:
     """x * relu6(x + 3) / 6."""
     return x * M.clip(x + 3.0, 0.0, 6.0) * (1.0 / 6.0)
 
 
-@composite("hardsigmoid", sharding=_sh.elementwise(), infer=same_meta)
+@composite("hardsigmoid", sharding=_sh.elementwise(), infer=same_meta, lower=_TRACED)
 def hardsigmoid_decomposition(x: Tensor, *, slope: float, offset: float) -> Tensor:
     """clip(slope * x + offset, 0, 1)."""
     return M.clip(x * slope + offset, 0.0, 1.0)
@@ -223,43 +227,43 @@ def _softplus(x: Tensor) -> Tensor:
     return M.maximum(x, 0.0) + M.log(M.exp(-M.abs(x)) + 1.0)
 
 
-@composite("mish", sharding=_sh.elementwise(), infer=same_meta)
+@composite("mish", sharding=_sh.elementwise(), infer=same_meta, lower=_TRACED)
 def mish_decomposition(x: Tensor) -> Tensor:
     """x * tanh(softplus(x))."""
     return x * M.tanh(_softplus(x))
 
 
-@composite("softsign", sharding=_sh.elementwise(), infer=same_meta)
+@composite("softsign", sharding=_sh.elementwise(), infer=same_meta, lower=_TRACED)
 def softsign_decomposition(x: Tensor) -> Tensor:
     """x / (1 + |x|)."""
     return x / (M.abs(x) + 1.0)
 
 
-@composite("tanhshrink", sharding=_sh.elementwise(), infer=same_meta)
+@composite("tanhshrink", sharding=_sh.elementwise(), infer=same_meta, lower=_TRACED)
 def tanhshrink_decomposition(x: Tensor) -> Tensor:
     """x - tanh(x)."""
     return x - M.tanh(x)
 
 
-@composite("hardshrink", sharding=_sh.elementwise(), infer=same_meta)
+@composite("hardshrink", sharding=_sh.elementwise(), infer=same_meta, lower=_TRACED)
 def hardshrink_decomposition(x: Tensor, *, threshold: float) -> Tensor:
     """x where |x| > threshold, else 0."""
     return M.where(M.abs(x) > threshold, x, 0.0)
 
 
-@composite("softshrink", sharding=_sh.elementwise(), infer=same_meta)
+@composite("softshrink", sharding=_sh.elementwise(), infer=same_meta, lower=_TRACED)
 def softshrink_decomposition(x: Tensor, *, threshold: float) -> Tensor:
     """x - threshold above it, x + threshold below -threshold, else 0."""
     return M.where(x > threshold, x - threshold, M.where(x < -threshold, x + threshold, 0.0))
 
 
-@composite("thresholded_relu", sharding=_sh.elementwise(), infer=same_meta)
+@composite("thresholded_relu", sharding=_sh.elementwise(), infer=same_meta, lower=_TRACED)
 def thresholded_relu_decomposition(x: Tensor, *, threshold: float, value: float) -> Tensor:
     """x where x > threshold, else ``value``."""
     return M.where(x > threshold, x, value)
 
 
-@composite("log_sigmoid", amp="deny", sharding=_sh.elementwise(), infer=same_meta)
+@composite("log_sigmoid", amp="deny", sharding=_sh.elementwise(), infer=same_meta, lower=_TRACED)
 def log_sigmoid_decomposition(x: Tensor) -> Tensor:
     """-softplus(-x), computed without overflow."""
     return -_softplus(-x)
