@@ -411,3 +411,198 @@ def test_plain_tensors_keep_the_fast_path_once_a_distributed_tensor_exists():
     assert s.placements == [dist.Shard(0)]
     np.testing.assert_array_equal(s.numpy(), a * 2)
     assert Tensor.__add__.fast_calls == before + 1
+
+
+# -- division, the reflected forms and comparisons (issue 38) ---------------------------------
+#: operator -> numpy's reference, called as ref(x, other) for ``getattr(x, operator)(other)``
+MORE_OPS = {
+    "__truediv__": np.true_divide,
+    "__lt__": np.less,
+    "__le__": np.less_equal,
+    "__gt__": np.greater,
+    "__ge__": np.greater_equal,
+    "__eq__": np.equal,
+    "__ne__": np.not_equal,
+}
+REFLECTED = {  # x.__radd__(v) is ``v + x``
+    "__radd__": lambda x, v: v + x,
+    "__rsub__": lambda x, v: v - x,
+    "__rmul__": lambda x, v: v * x,
+    "__rtruediv__": lambda x, v: v / x,
+}
+
+
+def _same(z: Tensor, ref: Tensor) -> None:
+    """z is ref bit for bit: dtype, shape, bytes, stop_gradient, device."""
+    assert z.dtype == ref.dtype and tuple(z.shape) == tuple(ref.shape) and z.device == ref.device
+    assert z.stop_gradient == ref.stop_gradient
+    assert z.numpy().tobytes() == ref.numpy().tobytes()
+
+
+def _operands(shape, dtype, seed=2):
+    rng = np.random.default_rng(seed)
+    a = (rng.standard_normal(shape) * 4).astype(dtype)
+    b = (rng.standard_normal(shape) * 4).astype(dtype)
+    if b.size:
+        b.flat[0] = a.flat[0]  # an equal pair for the comparisons
+    return a, b
+
+
+@needs_fast
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape", [(16,), (3, 5, 7), (), (0, 4)])
+def test_division_and_comparisons_of_two_tensors_run_in_c_as_the_python_path(dtype, shape):
+    a, b = _operands(shape, dtype)
+    x, y = _t(a), _t(b)
+    for name, ref in MORE_OPS.items():
+        fast = getattr(Tensor, name)
+        before = fast.fast_calls
+        z = getattr(x, name)(y)
+        assert fast.fast_calls == before + 1, name
+        _same(z, fast.slow(x, y))
+        assert z.is_leaf
+        with np.errstate(divide="ignore", invalid="ignore"):
+            np.testing.assert_array_equal(z.numpy(), ref(a, b))
+
+
+@needs_fast
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape", [(16,), (2, 3), ()])
+def test_float_on_either_side_runs_in_c_as_the_python_path(dtype, shape):
+    """``x / 2.5``, ``x < 0.5`` and ``2.5 + x``, ``2.5 - x``, ``2.5 * x``, ``2.5 / x``: the
+    scalar's cached constant, on the left for the reflected forms (the kernel's operand order,
+    so the bits are the Python path's)."""
+    a, _ = _operands(shape, dtype, seed=3)
+    x = _t(a)
+    for table, reflected in ((MORE_OPS, False), (REFLECTED, True)):
+        for name, ref in table.items():
+            fast = getattr(Tensor, name)
+            assert fast.reflected == reflected
+            for v in (2.5, -0.1, 0.0, float(a.flat[0]) if a.size else 1.0):
+                before = fast.fast_calls
+                z = getattr(x, name)(v)
+                assert fast.fast_calls == before + 1, (name, v)
+                _same(z, fast.slow(x, v))
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    np.testing.assert_array_equal(z.numpy(), ref(a, np.asarray(v, dtype)))
+    # the operators themselves reach the C path: float.__add__ gives way to x.__radd__
+    before = Tensor.__rtruediv__.fast_calls
+    np.testing.assert_array_equal((1.0 / x).numpy(), np.asarray(1.0, dtype) / a)
+    assert Tensor.__rtruediv__.fast_calls == before + 1
+
+
+def test_integer_division_gives_the_default_float_as_on_the_python_path():
+    """int / int is a float in Paddle: the C path leaves it (and int / float, float / int,
+    bool / bool) to the Python function, which casts first."""
+    import paddle
+
+    a, b = np.array([7, -7, 1, 0], np.int64), np.array([2, 2, 3, 5], np.int64)
+    i, j = _t(a), _t(b)
+    before = Tensor.__truediv__.fast_calls if FAST else None
+    for z, ref in (
+        (i / j, paddle.to_tensor(a) / paddle.to_tensor(b)),
+        (i / 2.0, paddle.to_tensor(a) / 2.0),
+        (2.0 / j, 2.0 / paddle.to_tensor(b)),
+        (_t(np.array([True, False])) / _t(np.array([True, True])), None),
+    ):
+        if ref is not None:
+            assert str(z.dtype) == str(ref.dtype).replace("paddle.", "")
+            np.testing.assert_array_equal(z.numpy(), ref.numpy())
+        else:
+            assert z.dtype == np.float32 and z.tolist() == [1.0, 0.0]
+    if FAST:
+        assert Tensor.__truediv__.fast_calls == before
+        assert all(p is None or p[6].kind == "f" for p in Tensor.__truediv__.plans())  # None for int64
+
+
+_GUARD_OPS = [*MORE_OPS, *REFLECTED]
+
+
+def _apply(name, x, y):
+    return getattr(x, name)(y if not name.startswith("__r") else 2.5)
+
+
+@needs_fast
+@pytest.mark.parametrize("name", _GUARD_OPS)
+@pytest.mark.parametrize("guard", ["amp", "profiler", "poison", "tracer", "grad", "subclass", "dtypes", "broadcast"])
+def test_each_guard_defers_the_new_operators_to_python(name, guard):
+    """Each case the C path must not take, for each new operator: the Python path runs (the C
+    counter stays) and gives its result."""
+    from framework import testing
+
+    a, b = _operands((4,), "float32", seed=5)
+    x, y = _t(a), _t(b)
+    fast = getattr(Tensor, name)
+    before = fast.fast_calls
+    if guard == "amp":
+        with fw.amp.auto_cast(level="O2", dtype="bfloat16"):
+            z = _apply(name, x, y)
+        assert str(z.dtype) in ("bfloat16", "bool", "float32")
+        assert (str(z.dtype) == "bool") == (name in MORE_OPS and name != "__truediv__")
+    elif guard == "profiler":
+        with fw.profiler.Profiler(on_trace_ready=lambda p: None) as p:
+            z = _apply(name, x, y)
+        assert [e.name for e in p.profiler_result.events if e.cat == "Operator"] == [fast.op.name]
+    elif guard == "poison":
+        testing.poison_outputs(True)
+        try:
+            z = _apply(name, x, y)
+        finally:
+            testing.poison_outputs(False)
+    elif guard == "tracer":
+        s = fw.jit.to_static(lambda u, w: _apply(name, u, w))
+        z = s(x, y)
+    elif guard == "grad":
+        x.stop_gradient = False
+        z = _apply(name, x, y)
+        assert z.stop_gradient == (name in MORE_OPS and name != "__truediv__")  # comparisons: no gradient
+    elif guard == "subclass":
+        p = fw.create_parameter([4], "float32")
+        p.set_value(a)
+        with fw.no_grad():
+            z = _apply(name, p, y)
+    elif guard == "dtypes":  # float32 op float64; 2.5 op an int tensor (the default float)
+        if name in REFLECTED:
+            a = np.array([1, -3, 4, 2], np.int64)
+            x = _t(a)
+        y = _t(b.astype(np.float64))
+        z = _apply(name, x, y)
+    elif name in REFLECTED:  # an int on the left: the Python path's scalar handling
+        z = getattr(x, name)(2)
+    else:
+        y = _t(b[:1])
+        z = _apply(name, x, y)
+    assert fast.fast_calls == before, guard
+    y_np = y.numpy() if isinstance(y, Tensor) else None
+    v = np.float32(2 if guard == "broadcast" else 2.5)
+    ref = REFLECTED[name](a, v) if name in REFLECTED else MORE_OPS[name](a, y_np)
+    got = z.numpy()
+    if str(z.dtype) == "bfloat16":
+        np.testing.assert_allclose(z.astype("float32").numpy(), ref, rtol=2e-2, atol=2e-2)
+    else:
+        np.testing.assert_allclose(got, ref, rtol=1e-6)
+
+
+def test_tensors_needing_a_gradient_still_record_one():
+    """x / y, 2.5 + x, 2.5 - x, 2.5 * x, 2.5 / x with x needing a gradient: recorded, with the
+    analytic gradients (numpy's), and a comparison's result needs none."""
+    a, b = _operands((5,), "float64", seed=7)
+    cases = [
+        (lambda x, y: x / y, 1.0 / b),
+        (lambda x, y: 2.5 + x, np.ones_like(a)),
+        (lambda x, y: 2.5 - x, -np.ones_like(a)),
+        (lambda x, y: 2.5 * x, np.full_like(a, 2.5)),
+        (lambda x, y: 2.5 / x, -2.5 / a**2),
+        (lambda x, y: y / x, -b / a**2),
+    ]
+    for f, grad in cases:
+        x, y = _t(a), _t(b)
+        x.stop_gradient = False
+        z = f(x, y)
+        assert not z.stop_gradient and not z.is_leaf
+        z.sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), grad, rtol=1e-12)
+    x = _t(a)
+    x.stop_gradient = False
+    assert (x < 0.5).stop_gradient and (x == x).stop_gradient
+    assert hash(x) == hash(x) and {x: 1}[x] == 1  # __eq__ in C keeps tensors hashable

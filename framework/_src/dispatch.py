@@ -357,10 +357,10 @@ def kernel_failed(
 
 
 # -- the C fast path of binary operators (fastcall.c) ----------------------------------------
-def fast_binary_plan(op: OpDef, x: Tensor, y: Tensor) -> tuple | None:
+def fast_binary_plan(op: OpDef, x: Tensor, y: Tensor, out_of: int = 0) -> tuple | None:
     """What ``fastcall.c`` needs to run ``op(x, y)`` (one dtype, device and shape, no mode
-    active; ``y`` of x's shape, or of its rank for a kernel that broadcasts: a scalar's
-    constant) as :func:`run` would, cached there per (op, dtype, device) until
+    active; the other operand of the shape of ``(x, y)[out_of]``, or of its rank for a kernel
+    that broadcasts: a scalar's constant) as :func:`run` would, cached there per (op, dtype, device) until
     :func:`clear_kernel_cache` or a stream change: ``(entry, kernel, allocator, its malloc, view, kernel
     context, output dtype, its item size)``; None where :func:`run` does more than look up the
     kernel, allocate one output of the inputs' shape and call it (no kernel: the fallback
@@ -371,15 +371,18 @@ def fast_binary_plan(op: OpDef, x: Tensor, y: Tensor) -> tuple | None:
         metas = op.infer([x, y], {})
     except Exception:  # noqa: BLE001 — the Python path raises it, with its message
         return None
-    if len(metas) != 1 or _tuple_ne(tuple(metas[0][0]), tuple(x.shape)):
+    full, other = (x, y) if out_of == 0 else (y, x)
+    if len(metas) != 1 or _tuple_ne(tuple(metas[0][0]), tuple(full.shape)):
         return None
     dtype = metas[0][1]
     key_dtype = (x, y)[op.spec.key_input if op.spec else 0].dtype
     entry = find_kernel(op.name, x.device.type, key_dtype)
     if entry is None:
         return None
-    if _tuple_ne(tuple(y.shape), tuple(x.shape)) and not (entry.broadcast and len(y.shape) == len(x.shape)):
-        return None  # run would expand y first
+    if _tuple_ne(tuple(other.shape), tuple(full.shape)) and not (
+        entry.broadcast and len(other.shape) == len(full.shape)
+    ):
+        return None  # run would expand the other operand first
     st = state(x.device)
     return (entry, entry.fn, st.alloc, st.alloc.malloc, st.view, st.ctx, dtype, dtype.itemsize)
 

@@ -6,6 +6,9 @@
  *   both operands exactly of the Tensor type, one dtype, one device, one shape, materialised
  *   native views (so no distributed tensor: its ops go to the interceptor); no AMP policy, no tracer, no profiler, no poison
  *   mode, and either grad mode off or both operands stop_gradient (no autograd record).
+ * The operators: + - * / and the comparisons (one per op), and float + - * / x (reflected: the
+ * kernel takes the float's constant first, as the Python path's operands); an op whose Python
+ * function does more for some dtypes gives its own resolver (divide: no plan for integers).
  * Everything else (and every error) is the slow path's: the wrapped function is called with
  * the same arguments. The kernel, allocator, view function and kernel context come from a
  * Python resolver (dispatch.fast_binary_plan) per (op, dtype, device), cached here until the
@@ -57,6 +60,8 @@ typedef struct {
     PyObject *op;
     PyObject *slow;
     PyObject *dict;
+    PyObject *resolver;       /* this op's own plan resolver (tensor op tensor), or NULL: the global one */
+    int reflected;            /* __radd__ & co: (x, v) runs op(v, x) — only for a float v here */
     CacheSlot cache[NCACHE];  /* tensor op tensor */
     CacheSlot scache[NCACHE]; /* tensor op float */
     int next, snext;
@@ -242,8 +247,9 @@ static PyObject *lookup(FastBinary *f, PyObject *x, PyObject *y, PyObject *dtype
         }
     }
     unsigned long gen = generation;
-    PyObject *args[3] = {f->op, x, y};
-    PyObject *plan = PyObject_Vectorcall(scalar ? scalar_resolver : resolver, args, 3, NULL);
+    PyObject *args[4] = {f->op, x, y, f->reflected ? Py_True : Py_False};
+    PyObject *plan = scalar ? PyObject_Vectorcall(scalar_resolver, args, 4, NULL)
+                            : PyObject_Vectorcall(f->resolver != NULL ? f->resolver : resolver, args, 3, NULL);
     if (plan == NULL) return NULL;
     if (plan != Py_None && (!PyTuple_CheckExact(plan) || PyTuple_GET_SIZE(plan) != P_LEN)) {
         Py_DECREF(plan);
@@ -265,7 +271,7 @@ static PyObject *lookup(FastBinary *f, PyObject *x, PyObject *y, PyObject *dtype
 }
 
 static PyObject *run_plan(FastBinary *f, PyObject *plan, PyObject *x, PyObject *y, PyObject *xnv, PyObject *ynv,
-                          PyObject *shape, PyObject *device);
+                          PyObject *shape, PyObject *device, int swap);
 static PyObject *fast_scalar(FastBinary *f, PyObject *x, PyObject *value);
 
 static PyObject *fast_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
@@ -279,7 +285,8 @@ static PyObject *fast_vectorcall(PyObject *self, PyObject *const *args, size_t n
         Py_DECREF(out);
         return call_slow(f, args, nargsf, kwnames);
     }
-    if (Py_TYPE(x) != tensor_type || Py_TYPE(y) != tensor_type) return call_slow(f, args, nargsf, kwnames);
+    if (f->reflected || Py_TYPE(x) != tensor_type || Py_TYPE(y) != tensor_type)
+        return call_slow(f, args, nargsf, kwnames);
     PyObject *dtype = SLOT(x, off_dtype), *device = SLOT(x, off_device), *shape = SLOT(x, off_shape);
     PyObject *xnv = SLOT(x, off_nv), *ynv = SLOT(y, off_nv);
     if (dtype == NULL || device == NULL || shape == NULL || SLOT(y, off_dtype) != dtype ||
@@ -292,7 +299,7 @@ static PyObject *fast_vectorcall(PyObject *self, PyObject *const *args, size_t n
     if (!plain) return call_slow(f, args, nargsf, kwnames);
     PyObject *plan = lookup(f, x, y, dtype, device, 0);
     if (plan == NULL) return NULL;
-    PyObject *out = plan == Py_None ? Py_NewRef(Py_NotImplemented) : run_plan(f, plan, x, y, xnv, ynv, shape, device);
+    PyObject *out = plan == Py_None ? Py_NewRef(Py_NotImplemented) : run_plan(f, plan, x, y, xnv, ynv, shape, device, 0);
     Py_DECREF(plan);
     if (out == Py_NotImplemented) {
         Py_DECREF(out);
@@ -323,7 +330,8 @@ out:
     return c;
 }
 
-/* x op value, value a float: as ops.elementwise's scalar path (its cached constant), in C */
+/* x op value, value a float: as ops.elementwise's scalar path (its cached constant), in C;
+ * reflected (value op x): the kernel takes (constant, x), as the Python path's operands */
 static PyObject *fast_scalar(FastBinary *f, PyObject *x, PyObject *value) {
     PyObject *dtype = SLOT(x, off_dtype), *device = SLOT(x, off_device), *shape = SLOT(x, off_shape);
     PyObject *xnv = SLOT(x, off_nv);
@@ -345,17 +353,18 @@ static PyObject *fast_scalar(FastBinary *f, PyObject *x, PyObject *value) {
          * dispatch.run accepts too) */
         out = cnv == NULL || cnv == Py_None || SLOT(c, off_dtype) != dtype
                   ? Py_NewRef(Py_NotImplemented)
-                  : run_plan(f, plan, x, c, xnv, cnv, shape, device);
+                  : run_plan(f, plan, x, c, xnv, cnv, shape, device, f->reflected);
         Py_DECREF(c);
     }
     Py_DECREF(plan);
     return out;
 }
 
-/* run a plan: allocate the output (x's shape), call the kernel on (xnv, ynv); the new Tensor,
- * NULL with an error, or Py_NotImplemented (a new reference): take the Python path */
+/* run a plan: allocate the output (x's shape), call the kernel on (xnv, ynv) — (ynv, xnv) with
+ * swap; the new Tensor, NULL with an error, or Py_NotImplemented (a new reference): take the
+ * Python path */
 static PyObject *run_plan(FastBinary *f, PyObject *plan, PyObject *x, PyObject *y, PyObject *xnv, PyObject *ynv,
-                          PyObject *shape, PyObject *device) {
+                          PyObject *shape, PyObject *device, int swap) {
     /* bytes of the output: the product of the shape times the item size */
     Py_ssize_t n = PyLong_AsSsize_t(PyTuple_GET_ITEM(plan, P_ITEMSIZE));
     Py_ssize_t rank = PyTuple_GET_SIZE(shape);
@@ -395,8 +404,8 @@ static PyObject *run_plan(FastBinary *f, PyObject *plan, PyObject *x, PyObject *
     ins = PyList_New(2);
     if (outs == NULL || ins == NULL) goto fail;
     Py_INCREF(nv); PyList_SET_ITEM(outs, 0, nv);
-    Py_INCREF(xnv); PyList_SET_ITEM(ins, 0, xnv);
-    Py_INCREF(ynv); PyList_SET_ITEM(ins, 1, ynv);
+    Py_INCREF(xnv); PyList_SET_ITEM(ins, swap, xnv);
+    Py_INCREF(ynv); PyList_SET_ITEM(ins, 1 - swap, ynv);
     PyObject *kargs[3] = {PyTuple_GET_ITEM(plan, P_CTX), outs, ins};
     r = PyObject_Vectorcall(PyTuple_GET_ITEM(plan, P_FN), kargs, 3, NULL);
     if (r == NULL) {
@@ -409,8 +418,8 @@ static PyObject *run_plan(FastBinary *f, PyObject *plan, PyObject *x, PyObject *
         Py_XDECREF(tb);
         PyObject *tins = PyList_New(2);
         if (tins == NULL) { Py_DECREF(exc); goto fail; }
-        Py_INCREF(x); PyList_SET_ITEM(tins, 0, x);
-        Py_INCREF(y); PyList_SET_ITEM(tins, 1, y);
+        Py_INCREF(x); PyList_SET_ITEM(tins, swap, x);
+        Py_INCREF(y); PyList_SET_ITEM(tins, 1 - swap, y);
         PyObject *fargs[4] = {f->op, plan, tins, exc};
         PyObject *res = PyObject_Vectorcall(failed, fargs, 4, NULL);
         Py_DECREF(tins);
@@ -438,8 +447,14 @@ done:
 }
 
 static PyObject *fast_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
-    PyObject *op, *slow;
-    if (!PyArg_ParseTuple(args, "OO:FastBinary", &op, &slow)) return NULL;
+    static char *kwlist[] = {"op", "slow", "resolver", "reflected", NULL};
+    PyObject *op, *slow, *res = Py_None;
+    int reflected = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|Op:FastBinary", kwlist, &op, &slow, &res, &reflected)) return NULL;
+    if (res != Py_None && !PyCallable_Check(res)) {
+        PyErr_SetString(PyExc_TypeError, "[dispatch] FastBinary's resolver must be callable or None");
+        return NULL;
+    }
     if (!PyCallable_Check(slow)) {
         PyErr_SetString(PyExc_TypeError, "[dispatch] FastBinary needs a callable slow path");
         return NULL;
@@ -449,6 +464,8 @@ static PyObject *fast_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     f->vectorcall = fast_vectorcall;
     Py_INCREF(op); f->op = op;
     Py_INCREF(slow); f->slow = slow;
+    if (res != Py_None) { Py_INCREF(res); f->resolver = res; }
+    f->reflected = reflected;
     return (PyObject *)f;
 }
 
@@ -456,6 +473,7 @@ static int fast_traverse(FastBinary *f, visitproc visit, void *arg) {
     Py_VISIT(f->op);
     Py_VISIT(f->slow);
     Py_VISIT(f->dict);
+    Py_VISIT(f->resolver);
     for (int i = 0; i < NCACHE; i++) {
         Py_VISIT(f->cache[i].plan);
         Py_VISIT(f->scache[i].plan);
@@ -467,6 +485,7 @@ static int fast_clear(FastBinary *f) {
     Py_CLEAR(f->op);
     Py_CLEAR(f->slow);
     Py_CLEAR(f->dict);
+    Py_CLEAR(f->resolver);
     clear_cache(f);
     return 0;
 }
@@ -509,6 +528,7 @@ static PyMemberDef fast_members[] = {
     {"slow", T_OBJECT, offsetof(FastBinary, slow), READONLY, "the Python path this wraps"},
     {"op", T_OBJECT, offsetof(FastBinary, op), READONLY, "the OpDef"},
     {"fast_calls", T_PYSSIZET, offsetof(FastBinary, fast_calls), READONLY, "calls the C path finished"},
+    {"reflected", T_INT, offsetof(FastBinary, reflected), READONLY, "1: (x, v) runs op(v, x) (__radd__ & co)"},
     {"__dictoffset__", T_PYSSIZET, offsetof(FastBinary, dict), READONLY},
     {"__vectorcalloffset__", T_PYSSIZET, offsetof(FastBinary, vectorcall), READONLY},
     {NULL},
@@ -524,7 +544,8 @@ static PyTypeObject FastBinaryType = {
     .tp_basicsize = sizeof(FastBinary),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
                 Py_TPFLAGS_METHOD_DESCRIPTOR,
-    .tp_doc = "FastBinary(op, slow): slow(x, y) with the plain eager case in C (see fastcall.c)",
+    .tp_doc = "FastBinary(op, slow, resolver=None, reflected=False): slow(x, y) with the plain eager case in C "
+              "(see fastcall.c)",
     .tp_new = fast_new,
     .tp_dealloc = (destructor)fast_dealloc,
     .tp_traverse = (traverseproc)fast_traverse,
@@ -721,7 +742,8 @@ static PyMethodDef methods[] = {
      "configure(tensor_type, resolver, failed, interceptors, profiling_globals, off_vars, grad_var, "
      "allocator_type, block_type, allocator_globals)"},
     {"configure_scalars", configure_scalars, METH_VARARGS,
-     "configure_scalars(resolver, constants, make_constant): x op float in C too"},
+     "configure_scalars(resolver, constants, make_constant): x op float in C too "
+     "(resolver(op, x, value, reflected))"},
     {"invalidate", invalidate, METH_NOARGS, "forget every cached plan (a plugin registered, a stream changed)"},
     {NULL},
 };

@@ -302,16 +302,19 @@ def apply1(op: OpDef, ins: list[Tensor], attrs: dict[str, Any]) -> Tensor:
     return apply(op, ins, attrs)[0]
 
 
-def fast_binary(op: OpDef, slow: Callable[..., Tensor]) -> Callable[..., Tensor]:
+def fast_binary(op: OpDef, slow: Callable[..., Tensor], **how: Any) -> Callable[..., Tensor]:
     """``slow`` (a binary op's function, ``slow(x, y)``) with the plain eager case run in C
     (``_src/fastcall.c``): two tensors of one dtype, device and shape (not distributed), no AMP
     policy, tracer, profiler or poison mode, and no gradient to record; anything else calls
-    ``slow``. Where the extension cannot be built, ``slow`` itself (``fastcall.status()``)."""
+    ``slow``. Where the extension cannot be built, ``slow`` itself (``fastcall.status()``).
+    ``how``: ``resolver`` (the op's own plan for two tensors, in place of
+    ``dispatch.fast_binary_plan``: ``divide`` takes only floating dtypes) and ``reflected``
+    (``slow(x, v)`` computes ``v op x``: ``__radd__`` and the like, a float ``v`` in C)."""
     mod = _fastcall.load()
-    return slow if mod is None else fast_binary_of(mod, op, slow)
+    return slow if mod is None else fast_binary_of(mod, op, slow, **how)
 
 
-def fast_binary_of(mod: Any, op: OpDef, slow: Callable[..., Tensor]) -> Callable[..., Tensor]:
+def fast_binary_of(mod: Any, op: OpDef, slow: Callable[..., Tensor], **how: Any) -> Callable[..., Tensor]:
     """:func:`fast_binary` with the extension ``mod`` at hand (also once a background build of
     it lands: ``fastcall.when_ready``)."""
     if not _FAST_CONFIGURED:
@@ -330,7 +333,7 @@ def fast_binary_of(mod: Any, op: OpDef, slow: Callable[..., Tensor]) -> Callable
         # a dying tensor's block goes back to the pool in C too (allocator.Block.__del__)
         _allocator.Block.__del__ = mod.BlockRelease(_allocator.Block.__del__)  # type: ignore[method-assign]
         _FAST_CONFIGURED.append(True)
-    f = mod.FastBinary(op, slow)
+    f = mod.FastBinary(op, slow, **how)
     f.__doc__, f.__name__, f.__qualname__, f.__wrapped__ = (
         slow.__doc__,
         slow.__name__,

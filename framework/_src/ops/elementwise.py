@@ -42,13 +42,23 @@ def _const(value: Any, dtype: np.dtype, device: Any, ndim: int = 0) -> Tensor:
 _SCALARS = (bool, int, float, complex, np.number, np.bool_)
 
 
-def fast_scalar_plan(op: OpDef, x: Tensor, value: float) -> tuple | None:
-    """The fast path's plan for ``x op value`` (a Python float): what :func:`_operands` and
-    ``apply`` do when the scalar takes x's dtype (a floating x) — its cached constant as the
-    second operand; None (the Python path) otherwise."""
+def fast_scalar_plan(op: OpDef, x: Tensor, value: float, reflected: bool = False) -> tuple | None:
+    """The fast path's plan for ``x op value`` (a Python float; ``value op x`` when
+    ``reflected``): what :func:`_operands` and ``apply`` do when the scalar takes x's dtype (a
+    floating x) — its cached constant as the other operand; None (the Python path) otherwise."""
     if _dt.scalar_dtype(value, x.dtype) != x.dtype:
         return None
-    return dispatch.fast_binary_plan(op, x, _const(value, x.dtype, x.device, len(x.shape)))
+    c = _const(value, x.dtype, x.device, len(x.shape))
+    return dispatch.fast_binary_plan(op, c, x, out_of=1) if reflected else dispatch.fast_binary_plan(op, x, c)
+
+
+def fast_divide_plan(op: OpDef, x: Tensor, y: Tensor) -> tuple | None:
+    """The fast path's plan for ``x / y`` (two tensors of one dtype): :func:`divide` casts
+    integer and bool inputs to the default float dtype first, so only floating and complex
+    dtypes run the kernel as they come; None (the Python path) for the others."""
+    if not _dt.is_floating(x.dtype) and x.dtype.kind != "c":
+        return None
+    return dispatch.fast_binary_plan(op, x, y)
 
 
 def _tensor_like(name: str, v: Any, like: Tensor) -> Tensor:

@@ -180,13 +180,41 @@ def inplace(fn: Any, name: str, same_shape: bool = True, keep_dtype: bool = True
     return op
 
 
-def _fast(fn: Any) -> Any:
-    """The binary op function ``fn`` (named after its op) with its plain eager case in C."""
-    return fast_binary(OPS[fn.__name__], fn)
-
-
 def _rev(fn: Any) -> Any:
     return lambda self, other: fn(other, self)
+
+
+#: the operators with a plain eager case in C: name -> (op function, its op, reflected, own plan)
+_FAST_OPERATORS: dict[str, tuple[Any, str, bool, Any]] = {
+    **{
+        f"__{n}__": (fn, fn.__name__, False, None)
+        for n, fn in (
+            ("add", M.add), ("sub", M.subtract), ("mul", M.multiply),
+            ("lt", M.less_than), ("le", M.less_equal), ("gt", M.greater_than),
+            ("ge", M.greater_equal), ("eq", M.equal), ("ne", M.not_equal),
+        )
+    },
+    "__truediv__": (M.divide, "div", False, elementwise.fast_divide_plan),
+    **{
+        f"__r{n}__": (fn, op, True, None)
+        for n, fn, op in (
+            ("add", M.add, "add"), ("sub", M.subtract, "sub"),
+            ("mul", M.multiply, "mul"), ("truediv", M.divide, "div"),
+        )
+    },
+}
+
+
+def _fast_operator(name: str, mod: Any = None) -> Any:
+    """The operator ``name`` (``"__add__"``...) with its plain eager case in C: the extension
+    ``mod``, else the one loaded now (the Python function where there is none)."""
+    fn, op, reflected, plan = _FAST_OPERATORS[name]
+    slow = _rev(fn) if reflected else fn
+    if reflected:
+        slow.__name__ = slow.__qualname__ = name
+        slow.__doc__ = f"``other {name[3:-2]} self``: :func:`{fn.__name__}` with the operands swapped."
+    how = {"reflected": reflected, **({"resolver": plan} if plan is not None else {})}
+    return fast_binary(OPS[op], slow, **how) if mod is None else fast_binary_of(mod, OPS[op], slow, **how)
 
 
 def _permute_method(self: Tensor, *dims: Any) -> Tensor:
@@ -285,14 +313,6 @@ register_post_accumulate_grad_hook.__doc__ = autograd.register_post_accumulate_g
 
 _METHODS: dict[str, Any] = {
     "__deepcopy__": __deepcopy__,
-    "__add__": _fast(M.add),
-    "__radd__": _rev(M.add),
-    "__sub__": _fast(M.subtract),
-    "__rsub__": _rev(M.subtract),
-    "__mul__": _fast(M.multiply),
-    "__rmul__": _rev(M.multiply),
-    "__truediv__": M.divide,
-    "__rtruediv__": _rev(M.divide),
     "__floordiv__": M.floor_divide,
     "__rfloordiv__": _rev(M.floor_divide),
     "__mod__": M.remainder,
@@ -304,12 +324,6 @@ _METHODS: dict[str, Any] = {
     "__neg__": M.neg,
     "__abs__": M.abs,
     "__pos__": lambda self: self,
-    "__eq__": M.equal,
-    "__ne__": M.not_equal,
-    "__lt__": M.less_than,
-    "__le__": M.less_equal,
-    "__gt__": M.greater_than,
-    "__ge__": M.greater_equal,
     "__getitem__": indexing.getitem,
     "__setitem__": indexing.setitem,
     "__iadd__": inplace(M.add, "__iadd__"),
@@ -405,15 +419,17 @@ _METHODS: dict[str, Any] = {
 
 for _k, _v in _METHODS.items():
     setattr(Tensor, _k, _v)
+for _k in _FAST_OPERATORS:
+    setattr(Tensor, _k, _fast_operator(_k))
 # ``x + 2.0`` too: the constant a float becomes next to a floating tensor, in C
 fast_scalars(elementwise.fast_scalar_plan, elementwise._CONST, elementwise._const)
 
 
 def _swap_in_fast(mod: Any) -> None:
     """The extension landed after a background build (``fastcall.when_ready``): from now on
-    ``x + y``, ``x - y``, ``x * y`` (and ``x op 2.0``) take its plain case."""
-    for name, fn in (("__add__", M.add), ("__sub__", M.subtract), ("__mul__", M.multiply)):
-        setattr(Tensor, name, fast_binary_of(mod, OPS[fn.__name__], fn))
+    ``x + y``, ``x / y``, ``x < y``... (and ``x op 2.0``, ``2.0 op x``) take its plain case."""
+    for name in _FAST_OPERATORS:
+        setattr(Tensor, name, _fast_operator(name, mod))
     fast_scalars(elementwise.fast_scalar_plan, elementwise._CONST, elementwise._const)
 
 
