@@ -64,6 +64,11 @@ def _cases(device: str) -> dict:
         "add 16": (lambda: fa16 + fb16, lambda: np.add(a16, b16), "add"),
         "mul 16": (lambda: fa16 * fb16, lambda: np.multiply(a16, b16), "mul"),
         "add scalar 16": (lambda: fa16 + 1.0, lambda: a16 + np.float32(1.0), "adds"),
+        "div 16": (lambda: fa16 / fb16, lambda: np.true_divide(a16, b16), "div"),
+        "div scalar 16": (lambda: fa16 / 2.0, lambda: a16 / np.float32(2.0), "divs"),
+        "scalar - x 16": (lambda: 1.0 - fa16, lambda: np.float32(1.0) - a16, "rsubs"),
+        "scalar / x 16": (lambda: 1.0 / fa16, lambda: np.float32(1.0) / a16, "rdivs"),
+        "lt 16": (lambda: fa16 < fb16, lambda: np.less(a16, b16), "lt"),
         "matmul 64x64": (lambda: fa64 @ fb64, lambda: a64 @ b64, "mm"),
     }
 
@@ -223,6 +228,11 @@ def main() -> None:
             "add": lambda: ta16 + tb16,
             "mul": lambda: ta16 * tb16,
             "adds": lambda: ta16 + 1.0,
+            "div": lambda: ta16 / tb16,
+            "divs": lambda: ta16 / 2.0,
+            "rsubs": lambda: 1.0 - ta16,
+            "rdivs": lambda: 1.0 / ta16,
+            "lt": lambda: ta16 < tb16,
             "mm": lambda: ta64 @ tb64,
         }
     clock = time.process_time if args.cpu_clock else time.perf_counter
