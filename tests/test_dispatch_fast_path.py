@@ -606,3 +606,62 @@ def test_tensors_needing_a_gradient_still_record_one():
     x.stop_gradient = False
     assert (x < 0.5).stop_gradient and (x == x).stop_gradient
     assert hash(x) == hash(x) and {x: 1}[x] == 1  # __eq__ in C keeps tensors hashable
+
+
+@needs_fast
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64"])
+@pytest.mark.parametrize("shape", [(16,), (3, 5, 7), (), (0, 4)])
+def test_negation_runs_in_c_as_the_python_path(dtype, shape):
+    a, _ = _operands(shape, dtype, seed=11)
+    x = _t(a)
+    before = Tensor.__neg__.fast_calls
+    z = -x
+    assert Tensor.__neg__.fast_calls == before + 1 and Tensor.__neg__.unary
+    _same(z, Tensor.__neg__.slow(x))
+    np.testing.assert_array_equal(z.numpy(), -a)
+    assert z.is_leaf
+
+
+@pytest.mark.parametrize("guard", ["amp", "profiler", "poison", "tracer", "grad", "subclass", "bool"])
+def test_each_guard_defers_negation_to_python(guard):
+    """Each case the C path must not take for ``-x``: the Python path runs (the C counter
+    stays) and gives its result; a bool tensor keeps its error; a gradient is recorded."""
+    from framework import testing
+
+    a = np.array([1.5, -2.0, 0.0, 3.25], np.float32)
+    x = _t(a)
+    calls = lambda: Tensor.__neg__.fast_calls if FAST else 0  # noqa: E731
+    before = calls()
+    if guard == "amp":
+        with fw.amp.auto_cast(level="O2", dtype="bfloat16"):
+            z = -x
+    elif guard == "profiler":
+        with fw.profiler.Profiler(on_trace_ready=lambda p: None) as p:
+            z = -x
+        assert [e.name for e in p.profiler_result.events if e.cat == "Operator"] == ["neg"]
+    elif guard == "poison":
+        testing.poison_outputs(True)
+        try:
+            z = -x
+        finally:
+            testing.poison_outputs(False)
+    elif guard == "tracer":
+        z = fw.jit.to_static(lambda u: -u)(x)
+    elif guard == "grad":
+        x.stop_gradient = False
+        z = -x
+        assert not z.stop_gradient and not z.is_leaf
+    elif guard == "subclass":
+        p = fw.create_parameter([4], "float32")
+        p.set_value(a)
+        with fw.no_grad():
+            z = -p
+    else:
+        with pytest.raises(Exception, match=r"\[neg\] expected a numeric tensor, got bool"):
+            -_t(np.array([True, False]))
+        z = fw.neg(x)  # the Python function itself
+    assert calls() == before, guard
+    np.testing.assert_array_equal(z.astype("float32").numpy(), -a)
+    if guard == "grad":
+        (z * _t(np.array([1.0, 2.0, 3.0, 4.0], np.float32))).sum().backward()
+        np.testing.assert_array_equal(x.grad.numpy(), -np.array([1.0, 2.0, 3.0, 4.0], np.float32))

@@ -387,6 +387,25 @@ def fast_binary_plan(op: OpDef, x: Tensor, y: Tensor, out_of: int = 0) -> tuple 
     return (entry, entry.fn, st.alloc, st.alloc.malloc, st.view, st.ctx, dtype, dtype.itemsize)
 
 
+def fast_unary_plan(op: OpDef, x: Tensor) -> tuple | None:
+    """:func:`fast_binary_plan` of a unary element-wise primitive ``op(x)``: the output of x's
+    shape, or None (the Python path)."""
+    if not op.elementwise or op.kind != "primitive":
+        return None
+    try:
+        metas = op.infer([x], {})
+    except Exception:  # noqa: BLE001 — the Python path raises it, with its message
+        return None
+    if len(metas) != 1 or _tuple_ne(tuple(metas[0][0]), tuple(x.shape)):
+        return None
+    entry = find_kernel(op.name, x.device.type, x.dtype)
+    if entry is None:
+        return None
+    dtype = metas[0][1]
+    st = state(x.device)
+    return (entry, entry.fn, st.alloc, st.alloc.malloc, st.view, st.ctx, dtype, dtype.itemsize)
+
+
 def fast_failed(op: OpDef, plan: tuple, ins: list[Tensor], exc: Exception) -> list[Tensor]:
     """The fast path's kernel raised ``exc``: the same handling as in :func:`run`."""
     dev = ins[0].device

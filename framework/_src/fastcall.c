@@ -8,7 +8,8 @@
  *   mode, and either grad mode off or both operands stop_gradient (no autograd record).
  * The operators: + - * / and the comparisons (one per op), and float + - * / x (reflected: the
  * kernel takes the float's constant first, as the Python path's operands); an op whose Python
- * function does more for some dtypes gives its own resolver (divide: no plan for integers).
+ * function does more for some dtypes gives its own resolver (divide: no plan for integers);
+ * a unary one (-x) takes one operand, its resolver called (op, x, x).
  * Everything else (and every error) is the slow path's: the wrapped function is called with
  * the same arguments. The kernel, allocator, view function and kernel context come from a
  * Python resolver (dispatch.fast_binary_plan) per (op, dtype, device), cached here until the
@@ -62,6 +63,7 @@ typedef struct {
     PyObject *dict;
     PyObject *resolver;       /* this op's own plan resolver (tensor op tensor), or NULL: the global one */
     int reflected;            /* __radd__ & co: (x, v) runs op(v, x) — only for a float v here */
+    int unary;                /* __neg__: slow(x), the plan from the resolver called (op, x, x) */
     CacheSlot cache[NCACHE];  /* tensor op tensor */
     CacheSlot scache[NCACHE]; /* tensor op float */
     int next, snext;
@@ -277,9 +279,9 @@ static PyObject *fast_scalar(FastBinary *f, PyObject *x, PyObject *value);
 static PyObject *fast_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     FastBinary *f = (FastBinary *)self;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    if (!configured || nargs != 2 || kwnames != NULL) return call_slow(f, args, nargsf, kwnames);
-    PyObject *x = args[0], *y = args[1];
-    if (Py_TYPE(x) == tensor_type && PyFloat_CheckExact(y) && scalar_resolver != NULL) {
+    if (!configured || nargs != (f->unary ? 1 : 2) || kwnames != NULL) return call_slow(f, args, nargsf, kwnames);
+    PyObject *x = args[0], *y = args[f->unary ? 0 : 1]; /* -x: x as both operands' checks, one kernel input */
+    if (!f->unary && Py_TYPE(x) == tensor_type && PyFloat_CheckExact(y) && scalar_resolver != NULL) {
         PyObject *out = fast_scalar(f, x, y);
         if (out != Py_NotImplemented) return out;
         Py_DECREF(out);
@@ -400,12 +402,13 @@ static PyObject *run_plan(FastBinary *f, PyObject *plan, PyObject *x, PyObject *
     Py_INCREF(nv); SLOT(out, off_nv) = nv;
     Py_INCREF(Py_None); SLOT(out, off_node) = Py_None;
     Py_INCREF(Py_True); SLOT(out, off_stop) = Py_True;
+    Py_ssize_t nin = f->unary ? 1 : 2;
     outs = PyList_New(1);
-    ins = PyList_New(2);
+    ins = PyList_New(nin);
     if (outs == NULL || ins == NULL) goto fail;
     Py_INCREF(nv); PyList_SET_ITEM(outs, 0, nv);
-    Py_INCREF(xnv); PyList_SET_ITEM(ins, swap, xnv);
-    Py_INCREF(ynv); PyList_SET_ITEM(ins, 1 - swap, ynv);
+    Py_INCREF(xnv); PyList_SET_ITEM(ins, nin == 1 ? 0 : swap, xnv);
+    if (nin == 2) { Py_INCREF(ynv); PyList_SET_ITEM(ins, 1 - swap, ynv); }
     PyObject *kargs[3] = {PyTuple_GET_ITEM(plan, P_CTX), outs, ins};
     r = PyObject_Vectorcall(PyTuple_GET_ITEM(plan, P_FN), kargs, 3, NULL);
     if (r == NULL) {
@@ -416,10 +419,10 @@ static PyObject *run_plan(FastBinary *f, PyObject *plan, PyObject *x, PyObject *
         if (tb != NULL) PyException_SetTraceback(exc, tb);
         Py_XDECREF(etype);
         Py_XDECREF(tb);
-        PyObject *tins = PyList_New(2);
+        PyObject *tins = PyList_New(nin);
         if (tins == NULL) { Py_DECREF(exc); goto fail; }
-        Py_INCREF(x); PyList_SET_ITEM(tins, swap, x);
-        Py_INCREF(y); PyList_SET_ITEM(tins, 1 - swap, y);
+        Py_INCREF(x); PyList_SET_ITEM(tins, nin == 1 ? 0 : swap, x);
+        if (nin == 2) { Py_INCREF(y); PyList_SET_ITEM(tins, 1 - swap, y); }
         PyObject *fargs[4] = {f->op, plan, tins, exc};
         PyObject *res = PyObject_Vectorcall(failed, fargs, 4, NULL);
         Py_DECREF(tins);
@@ -447,10 +450,15 @@ done:
 }
 
 static PyObject *fast_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"op", "slow", "resolver", "reflected", NULL};
+    static char *kwlist[] = {"op", "slow", "resolver", "reflected", "unary", NULL};
     PyObject *op, *slow, *res = Py_None;
-    int reflected = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|Op:FastBinary", kwlist, &op, &slow, &res, &reflected)) return NULL;
+    int reflected = 0, unary = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|Opp:FastBinary", kwlist, &op, &slow, &res, &reflected, &unary))
+        return NULL;
+    if (unary && (reflected || res == Py_None)) {
+        PyErr_SetString(PyExc_TypeError, "[dispatch] a unary FastBinary needs its own resolver and is not reflected");
+        return NULL;
+    }
     if (res != Py_None && !PyCallable_Check(res)) {
         PyErr_SetString(PyExc_TypeError, "[dispatch] FastBinary's resolver must be callable or None");
         return NULL;
@@ -466,6 +474,7 @@ static PyObject *fast_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     Py_INCREF(slow); f->slow = slow;
     if (res != Py_None) { Py_INCREF(res); f->resolver = res; }
     f->reflected = reflected;
+    f->unary = unary;
     return (PyObject *)f;
 }
 
@@ -529,6 +538,7 @@ static PyMemberDef fast_members[] = {
     {"op", T_OBJECT, offsetof(FastBinary, op), READONLY, "the OpDef"},
     {"fast_calls", T_PYSSIZET, offsetof(FastBinary, fast_calls), READONLY, "calls the C path finished"},
     {"reflected", T_INT, offsetof(FastBinary, reflected), READONLY, "1: (x, v) runs op(v, x) (__radd__ & co)"},
+    {"unary", T_INT, offsetof(FastBinary, unary), READONLY, "1: slow(x), one operand (__neg__)"},
     {"__dictoffset__", T_PYSSIZET, offsetof(FastBinary, dict), READONLY},
     {"__vectorcalloffset__", T_PYSSIZET, offsetof(FastBinary, vectorcall), READONLY},
     {NULL},
@@ -544,7 +554,8 @@ static PyTypeObject FastBinaryType = {
     .tp_basicsize = sizeof(FastBinary),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
                 Py_TPFLAGS_METHOD_DESCRIPTOR,
-    .tp_doc = "FastBinary(op, slow, resolver=None, reflected=False): slow(x, y) with the plain eager case in C "
+    .tp_doc = "FastBinary(op, slow, resolver=None, reflected=False, unary=False): slow(x, y) (slow(x)) with the plain "
+              "eager case in C "
               "(see fastcall.c)",
     .tp_new = fast_new,
     .tp_dealloc = (destructor)fast_dealloc,

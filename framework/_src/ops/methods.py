@@ -12,7 +12,7 @@ from .. import device as _dev
 from .. import dtypes as _dt
 from .. import fastcall as _fastcall
 from ..tensor import VIEW_STATE, Tensor, to_tensor
-from . import creation, elementwise, indexing, shape
+from . import creation, elementwise, indexing, shape, unary
 from . import math as M
 from .base import OPS, OpDef, apply1, fast_binary, fast_binary_of, fast_scalars
 
@@ -186,6 +186,7 @@ def _rev(fn: Any) -> Any:
 
 #: the operators with a plain eager case in C: name -> (op function, its op, reflected, own plan)
 _FAST_OPERATORS: dict[str, tuple[Any, str, bool, Any]] = {
+    "__neg__": (M.neg, "neg", False, unary.fast_neg_plan),
     **{
         f"__{n}__": (fn, fn.__name__, False, None)
         for n, fn in (
@@ -214,6 +215,8 @@ def _fast_operator(name: str, mod: Any = None) -> Any:
         slow.__name__ = slow.__qualname__ = name
         slow.__doc__ = f"``other {name[3:-2]} self``: :func:`{fn.__name__}` with the operands swapped."
     how = {"reflected": reflected, **({"resolver": plan} if plan is not None else {})}
+    if name == "__neg__":
+        how["unary"] = True
     return fast_binary(OPS[op], slow, **how) if mod is None else fast_binary_of(mod, OPS[op], slow, **how)
 
 
@@ -321,7 +324,6 @@ _METHODS: dict[str, Any] = {
     "__rpow__": _rev(M.pow_operator),
     "__matmul__": M.matmul,
     "__rmatmul__": _rev(M.matmul),
-    "__neg__": M.neg,
     "__abs__": M.abs,
     "__pos__": lambda self: self,
     "__getitem__": indexing.getitem,

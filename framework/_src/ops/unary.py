@@ -10,7 +10,9 @@ import numpy as np
 
 from adapter_api import OpArgumentError
 
+from .. import dispatch
 from .. import dtypes as _dt
+from ..opdef import OpDef
 from ..tensor import Tensor
 from . import sharding as _sh
 from .base import OPS, apply1, call, composite
@@ -49,6 +51,13 @@ def _unary(name: str, float_only: bool):
 
 
 neg = _unary("neg", False)
+
+
+def fast_neg_plan(op: OpDef, x: Tensor, _x: Tensor) -> tuple | None:
+    """The fast path's plan for ``-x`` (``fastcall.c``, called ``(op, x, x)``): :func:`neg`
+    runs the kernel on x as it comes except for bool (an error, the Python path's)."""
+    return None if x.dtype == _dt.bool_ else dispatch.fast_unary_plan(op, x)
+
 neg.__doc__ = """Elementwise ``-x``.
 
 Args:
