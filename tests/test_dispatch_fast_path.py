@@ -665,3 +665,21 @@ def test_each_guard_defers_negation_to_python(guard):
     if guard == "grad":
         (z * _t(np.array([1.0, 2.0, 3.0, 4.0], np.float32))).sum().backward()
         np.testing.assert_array_equal(x.grad.numpy(), -np.array([1.0, 2.0, 3.0, 4.0], np.float32))
+
+
+def test_integer_division_stays_a_float_where_a_plugin_divides_integers():
+    """A device whose plugin registers an int64 ``div``: ``i / j`` is still the default float
+    (``divide`` casts first), so the C path, which would run that kernel, leaves it."""
+    fw.register_plugin("tests.plugins_for_tests.int_div", name="intdiv")
+    a, b = np.array([7, -7, 9, 1], np.int64), np.array([2, 2, 3, 5], np.int64)
+    i, j = _t(a, device="intdiv"), _t(b, device="intdiv")
+    assert dispatch.find_kernel("div", "intdiv", np.dtype(np.int64)) is not None  # it has one
+    before = Tensor.__truediv__.fast_calls if FAST else None
+    z = i / j
+    assert z.dtype == np.float32 and z.device == i.device
+    np.testing.assert_array_equal(z.numpy(), a.astype(np.float32) / b.astype(np.float32))
+    if FAST:
+        assert Tensor.__truediv__.fast_calls == before
+        x, y = _t(a.astype(np.float32), device="intdiv"), _t(b.astype(np.float32), device="intdiv")
+        np.testing.assert_array_equal((x / y).numpy(), a.astype(np.float32) / b.astype(np.float32))
+        assert Tensor.__truediv__.fast_calls == before + 1  # a float one on that device: in C
