@@ -69,6 +69,7 @@ def _cases(device: str) -> dict:
         "scalar - x 16": (lambda: 1.0 - fa16, lambda: np.float32(1.0) - a16, "rsubs"),
         "scalar / x 16": (lambda: 1.0 / fa16, lambda: np.float32(1.0) / a16, "rdivs"),
         "lt 16": (lambda: fa16 < fb16, lambda: np.less(a16, b16), "lt"),
+        "neg 16": (lambda: -fa16, lambda: np.negative(a16), "neg"),
         "matmul 64x64": (lambda: fa64 @ fb64, lambda: a64 @ b64, "mm"),
     }
 
@@ -233,6 +234,7 @@ def main() -> None:
             "rsubs": lambda: 1.0 - ta16,
             "rdivs": lambda: 1.0 / ta16,
             "lt": lambda: ta16 < tb16,
+            "neg": lambda: -ta16,
             "mm": lambda: ta64 @ tb64,
         }
     clock = time.process_time if args.cpu_clock else time.perf_counter
