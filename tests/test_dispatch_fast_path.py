@@ -524,7 +524,9 @@ def _apply(name, x, y):
 
 @needs_fast
 @pytest.mark.parametrize("name", _GUARD_OPS)
-@pytest.mark.parametrize("guard", ["amp", "profiler", "poison", "tracer", "grad", "subclass", "dtypes", "broadcast"])
+@pytest.mark.parametrize(
+    "guard", ["amp", "profiler", "poison", "tracer", "grad", "subclass", "dtypes", "broadcast"]
+)
 def test_each_guard_defers_the_new_operators_to_python(name, guard):
     """Each case the C path must not take, for each new operator: the Python path runs (the C
     counter stays) and gives its result."""

@@ -190,17 +190,25 @@ _FAST_OPERATORS: dict[str, tuple[Any, str, bool, Any]] = {
     **{
         f"__{n}__": (fn, fn.__name__, False, None)
         for n, fn in (
-            ("add", M.add), ("sub", M.subtract), ("mul", M.multiply),
-            ("lt", M.less_than), ("le", M.less_equal), ("gt", M.greater_than),
-            ("ge", M.greater_equal), ("eq", M.equal), ("ne", M.not_equal),
+            ("add", M.add),
+            ("sub", M.subtract),
+            ("mul", M.multiply),
+            ("lt", M.less_than),
+            ("le", M.less_equal),
+            ("gt", M.greater_than),
+            ("ge", M.greater_equal),
+            ("eq", M.equal),
+            ("ne", M.not_equal),
         )
     },
     "__truediv__": (M.divide, "div", False, elementwise.fast_divide_plan),
     **{
         f"__r{n}__": (fn, op, True, None)
         for n, fn, op in (
-            ("add", M.add, "add"), ("sub", M.subtract, "sub"),
-            ("mul", M.multiply, "mul"), ("truediv", M.divide, "div"),
+            ("add", M.add, "add"),
+            ("sub", M.subtract, "sub"),
+            ("mul", M.multiply, "mul"),
+            ("truediv", M.divide, "div"),
         )
     },
 }

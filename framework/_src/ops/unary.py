@@ -51,13 +51,6 @@ def _unary(name: str, float_only: bool):
 
 
 neg = _unary("neg", False)
-
-
-def fast_neg_plan(op: OpDef, x: Tensor, _x: Tensor) -> tuple | None:
-    """The fast path's plan for ``-x`` (``fastcall.c``, called ``(op, x, x)``): :func:`neg`
-    runs the kernel on x as it comes except for bool (an error, the Python path's)."""
-    return None if x.dtype == _dt.bool_ else dispatch.fast_unary_plan(op, x)
-
 neg.__doc__ = """Elementwise ``-x``.
 
 Args:
@@ -73,6 +66,14 @@ Example:
     Tensor(shape=[2], dtype=int64, device=cpu:0,
            [-1,  2])
 """
+
+
+def fast_neg_plan(op: OpDef, x: Tensor, _x: Tensor) -> tuple | None:
+    """The fast path's plan for ``-x`` (``fastcall.c``, called ``(op, x, x)``): :func:`neg`
+    runs the kernel on x as it comes except for bool (an error, the Python path's)."""
+    return None if x.dtype == _dt.bool_ else dispatch.fast_unary_plan(op, x)
+
+
 abs = _unary("abs", False)
 abs.__doc__ = """Elementwise absolute value ``|x|`` (the modulus of a complex ``x``).
 
