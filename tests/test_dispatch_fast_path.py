@@ -685,3 +685,18 @@ def test_integer_division_stays_a_float_where_a_plugin_divides_integers():
         x, y = _t(a.astype(np.float32), device="intdiv"), _t(b.astype(np.float32), device="intdiv")
         np.testing.assert_array_equal((x / y).numpy(), a.astype(np.float32) / b.astype(np.float32))
         assert Tensor.__truediv__.fast_calls == before + 1  # a float one on that device: in C
+
+
+def test_a_failing_or_declining_kernel_under_a_reflected_operator():
+    """``2.0 + r`` whose kernel fails: the KernelError of the Python path; ``2.0 - r`` whose
+    kernel declines: the cpu fallback, with the operands in the Python path's order."""
+    fw.register_plugin("tests.plugins_for_tests.raising_kernels", name="raisek")
+    a = np.arange(4, dtype=np.float32)
+    r = _t(a, device="raisek")
+    with pytest.raises(Exception, match=r"\[add\] kernel of plugin 'raisek' failed on raisek:0"):
+        2.0 + r
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        z = 2.0 - r
+    assert z.device == r.device
+    np.testing.assert_array_equal(z.numpy(), np.float32(2.0) - a)

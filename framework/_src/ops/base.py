@@ -352,8 +352,8 @@ def fast_scalars(
     make_constant: Callable[..., Tensor],
 ) -> None:
     """Let the fast binary operators run ``x op v`` for a Python float ``v`` in C too:
-    ``resolver(op, x, v)`` is the plan (``dispatch.fast_binary_plan`` with ``v``'s constant),
-    None where the scalar is not of x's dtype; the constant comes from ``constants`` (the
+    ``resolver(op, x, v, reflected)`` is the plan (``dispatch.fast_binary_plan`` with ``v``'s
+    constant, on the left when ``reflected``: ``v - x``), None where the scalar is not of x's dtype; the constant comes from ``constants`` (the
     elementwise ops' cache, keyed ``(type, value, dtype.num, device name, ndim)``) or
     ``make_constant(value, dtype, device, ndim)``."""
     mod = _fastcall.load()
