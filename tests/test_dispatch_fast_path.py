@@ -700,3 +700,18 @@ def test_a_failing_or_declining_kernel_under_a_reflected_operator():
         z = 2.0 - r
     assert z.device == r.device
     np.testing.assert_array_equal(z.numpy(), np.float32(2.0) - a)
+
+
+@needs_fast
+def test_complex_division_and_negation_run_in_c_as_the_python_path():
+    """``divide`` casts nothing for complex inputs, so x / y and -x of complex64 take the C path."""
+    a = (np.arange(1, 6) + 1j * np.arange(5)).astype(np.complex64)
+    b = (np.arange(2, 7) - 0.5j).astype(np.complex64)
+    x, y = _t(a), _t(b)
+    before = (Tensor.__truediv__.fast_calls, Tensor.__neg__.fast_calls)
+    z, n = x / y, -x
+    assert (Tensor.__truediv__.fast_calls, Tensor.__neg__.fast_calls) == (before[0] + 1, before[1] + 1)
+    _same(z, Tensor.__truediv__.slow(x, y))
+    _same(n, Tensor.__neg__.slow(x))
+    np.testing.assert_allclose(z.numpy(), a / b, rtol=1e-6)
+    np.testing.assert_array_equal(n.numpy(), -a)
