@@ -360,9 +360,9 @@ def kernel_failed(
 def fast_binary_plan(op: OpDef, x: Tensor, y: Tensor, out_of: int = 0) -> tuple | None:
     """What ``fastcall.c`` needs to run ``op(x, y)`` (one dtype, device and shape, no mode
     active; the other operand of the shape of ``(x, y)[out_of]``, or of its rank for a kernel
-    that broadcasts: a scalar's constant) as :func:`run` would, cached there per (op, dtype, device) until
-    :func:`clear_kernel_cache` or a stream change: ``(entry, kernel, allocator, its malloc, view, kernel
-    context, output dtype, its item size)``; None where :func:`run` does more than look up the
+    that broadcasts: a scalar's constant, on the left for ``2.0 - x``) as :func:`run` would,
+    cached there per (op, dtype, device) until :func:`clear_kernel_cache` or a stream change:
+    ``(entry, kernel, allocator, its malloc, view, kernel context, output dtype, its item size)``; None where :func:`run` does more than look up the
     kernel, allocate one output of the inputs' shape and call it (no kernel: the fallback
     decides each call; a shape rule that raises or gives another shape)."""
     if not op.elementwise or op.kind != "primitive":

@@ -554,9 +554,8 @@ static PyTypeObject FastBinaryType = {
     .tp_basicsize = sizeof(FastBinary),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
                 Py_TPFLAGS_METHOD_DESCRIPTOR,
-    .tp_doc = "FastBinary(op, slow, resolver=None, reflected=False, unary=False): slow(x, y) (slow(x)) with the plain "
-              "eager case in C "
-              "(see fastcall.c)",
+    .tp_doc = "FastBinary(op, slow, resolver=None, reflected=False, unary=False): slow(x, y) (slow(x)) "
+              "with the plain eager case in C (see fastcall.c)",
     .tp_new = fast_new,
     .tp_dealloc = (destructor)fast_dealloc,
     .tp_traverse = (traverseproc)fast_traverse,

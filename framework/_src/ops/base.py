@@ -308,8 +308,9 @@ def fast_binary(op: OpDef, slow: Callable[..., Tensor], **how: Any) -> Callable[
     policy, tracer, profiler or poison mode, and no gradient to record; anything else calls
     ``slow``. Where the extension cannot be built, ``slow`` itself (``fastcall.status()``).
     ``how``: ``resolver`` (the op's own plan for two tensors, in place of
-    ``dispatch.fast_binary_plan``: ``divide`` takes only floating dtypes) and ``reflected``
-    (``slow(x, v)`` computes ``v op x``: ``__radd__`` and the like, a float ``v`` in C)."""
+    ``dispatch.fast_binary_plan``: ``divide`` takes only floating dtypes), ``reflected``
+    (``slow(x, v)`` computes ``v op x``: ``__radd__`` and the like, a float ``v`` in C) and
+    ``unary`` (``slow(x)``: ``__neg__``; its own ``resolver``, called ``(op, x, x)``)."""
     mod = _fastcall.load()
     return slow if mod is None else fast_binary_of(mod, op, slow, **how)
 
@@ -353,8 +354,8 @@ def fast_scalars(
 ) -> None:
     """Let the fast binary operators run ``x op v`` for a Python float ``v`` in C too:
     ``resolver(op, x, v, reflected)`` is the plan (``dispatch.fast_binary_plan`` with ``v``'s
-    constant, on the left when ``reflected``: ``v - x``), None where the scalar is not of x's dtype; the constant comes from ``constants`` (the
-    elementwise ops' cache, keyed ``(type, value, dtype.num, device name, ndim)``) or
+    constant, on the left when ``reflected``: ``v - x``), None where the scalar is not of x's
+    dtype; the constant comes from ``constants`` (the elementwise ops' cache, keyed ``(type, value, dtype.num, device name, ndim)``) or
     ``make_constant(value, dtype, device, ndim)``."""
     mod = _fastcall.load()
     if mod is not None and _FAST_CONFIGURED:
