@@ -1,5 +1,6 @@
-"""The eager fast path of binary operators (``_src/fastcall.c``): where it applies, its values
-are numpy's and its memory statistics the Python path's; everywhere else (promotion,
+"""The eager fast path of binary operators (``_src/fastcall.c``: ``+ - * /``, the comparisons,
+``float + - * / x`` and ``-x``): where it applies, its values are numpy's (and its bits the
+Python path's) and its memory statistics the Python path's; everywhere else (promotion,
 broadcasting, scalars, AMP, the profiler, gradients, in-place updates, hooks, tracing, poison
 mode, failing kernels, other devices) the operator behaves as the Python path does, checked
 against independent references. Without the extension (no compiler, ``OARLOCK_FAST_DISPATCH=0``)
@@ -298,17 +299,23 @@ def test_without_the_extension_the_python_path_gives_the_same_results(tmp_path, 
         "print(fastcall.status())\n"
         "print(type(Tensor.__add__).__name__)\n"
         "print(((x + y) * y - x).numpy().tolist())\n"
+        "print(sorted({type(getattr(Tensor, n)).__name__ for n in ('__truediv__', '__rsub__', '__lt__', '__neg__')}))\n"
+        "print(((2.0 - x) / (y + 1.0)).numpy().tolist(), (-x < y - 3.0).numpy().tolist())\n"
     )
     run_env = dict(os.environ, PYTHONPATH=ROOT, OARLOCK_CACHE_DIR=str(tmp_path), **env)
     out = subprocess.run(
         [sys.executable, "-c", code], env=run_env, capture_output=True, text=True, timeout=300
     )
     assert out.returncode == 0, out.stderr
-    status, kind, values = out.stdout.strip().splitlines()
+    status, kind, values, kinds, more = out.stdout.strip().splitlines()
     assert status.startswith("python path:") and why in status
-    assert kind == "function"
+    assert kind == "function" and kinds == "['function']"
     a = np.arange(6, dtype=np.float32)
-    assert eval(values) == ((a + a[::-1]) * a[::-1] - a).tolist()  # noqa: S307 — our own output
+    b = a[::-1]
+    assert eval(values) == ((a + b) * b - a).tolist()  # noqa: S307 — our own output
+    q, lt = more.split("] [")
+    np.testing.assert_array_equal(eval(q + "]"), (np.float32(2.0) - a) / (b + np.float32(1.0)))  # noqa: S307
+    assert eval("[" + lt) == (-a < b - 3).tolist()  # noqa: S307
 
 
 def test_a_cold_cache_builds_the_extension_in_the_background_and_swaps_it_in(tmp_path):
@@ -330,6 +337,7 @@ def test_a_cold_cache_builds_the_extension_in_the_background_and_swaps_it_in(tmp
         "x.native(); y.native()\n"
         "before = Tensor.__add__.fast_calls\n"
         "print(((x + y) * y - x).numpy().tolist(), Tensor.__add__.fast_calls - before)\n"
+        "print(sorted({type(getattr(Tensor, n)).__name__ for n in ('__truediv__', '__rsub__', '__lt__', '__neg__')}))\n"
     )
     run_env = dict(
         os.environ, PYTHONPATH=ROOT, OARLOCK_CACHE_DIR=str(tmp_path), OARLOCK_COMPILE_BACKGROUND="1"
@@ -338,7 +346,8 @@ def test_a_cold_cache_builds_the_extension_in_the_background_and_swaps_it_in(tmp
         [sys.executable, "-c", code], env=run_env, capture_output=True, text=True, timeout=300
     )
     assert out.returncode == 0, out.stderr
-    kind, first, status, second = out.stdout.strip().splitlines()
+    kind, first, status, second, kinds = out.stdout.strip().splitlines()
+    assert kinds == "['FastBinary']", kinds
     a = np.arange(6, dtype=np.float32)
     want = ((a + a[::-1]) * a[::-1] - a).tolist()
     # NOTE: the build (~0.3 s) often lands while framework still imports: either kind is right
