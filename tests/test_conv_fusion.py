@@ -242,6 +242,58 @@ def test_bad_arguments_name_the_op_and_the_argument():
         IF.global_pool_nchwc(x, 16)
 
 
+def _max_pool64(x, k, s, pad):
+    """float64 max pool by loops over the windows' pixels (pad: ((t, b), (l, r)), never taken)."""
+    n, c, h, w = x.shape
+    oh = (h + sum(pad[0]) - k[0]) // s[0] + 1
+    ow = (w + sum(pad[1]) - k[1]) // s[1] + 1
+    y = np.empty((n, c, oh, ow))
+    for i in range(oh):
+        for j in range(ow):
+            y0, x0 = i * s[0] - pad[0][0], j * s[1] - pad[1][0]
+            win = x[:, :, max(y0, 0) : y0 + k[0], max(x0, 0) : x0 + k[1]].astype(np.float64)
+            y[:, :, i, j] = win.max(axis=(2, 3))
+    return y
+
+
+@pytest.mark.parametrize(
+    "shape, k, s, pad",
+    [
+        ((2, 64, 16, 16), (3, 3), (2, 2), ((1, 1), (1, 1))),  # ResNet's pool after the stem
+        ((1, 20, 9, 11), (3, 3), (2, 2), ((1, 1), (1, 1))),  # partial block, odd sizes
+        ((2, 17, 7, 6), (2, 3), (1, 2), ((1, 0), (0, 2))),  # uneven padding
+        ((1, 16, 1, 1), (1, 1), (1, 1), ((0, 0), (0, 0))),
+    ],
+)
+def test_max_pool2d_nchwc_matches_float64_and_the_decomposition(shape, k, s, pad):
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal(shape).astype(np.float32)
+    x.flat[5] = np.nan  # kept, as numpy's max
+    xb = IF.to_nchwc(fw.to_tensor(x))
+    got = IF.max_pool2d_nchwc(xb, shape[1], k, stride=s, padding=pad).numpy()
+    want = _max_pool64(x, k, s, pad)
+    np.testing.assert_array_equal(got, _blocked(want.astype(np.float32)))
+    attrs = {"channels": shape[1], "kernel_size": k, "stride": s, "padding": pad}
+    dec = OPS["max_pool2d_nchwc"].decomposition(xb, **attrs).numpy()
+    np.testing.assert_array_equal(got, dec)
+
+
+def test_max_pool2d_nchwc_bad_arguments_name_the_op_and_the_argument():
+    xb = IF.to_nchwc(fw.ones([1, 16, 4, 4]))
+    with pytest.raises(fw.OpArgumentError, match=r"\[max_pool2d_nchwc\] x must be 5-d"):
+        IF.max_pool2d_nchwc(fw.ones([1, 16, 4, 4]), 16, 3)
+    with pytest.raises(
+        fw.OpArgumentError, match=r"\[max_pool2d_nchwc\] channels must be an int in \[1, 16\]"
+    ):
+        IF.max_pool2d_nchwc(xb, 17, 3)
+    with pytest.raises(
+        fw.OpArgumentError, match=r"\[max_pool2d_nchwc\] padding must be in \[0, kernel_size\)"
+    ):
+        IF.max_pool2d_nchwc(xb, 16, 3, padding=3)
+    with pytest.raises(fw.OpArgumentError, match=r"\[max_pool2d_nchwc\] stride must be at least 1"):
+        IF.max_pool2d_nchwc(xb, 16, 3, stride=0)
+
+
 # -- the pass, rewrite by rewrite ---------------------------------------------------------------
 def _prog(body: str, ins: str, outs: str) -> object:
     return parse_program(f"module @f({ins}) -> ({outs}) {{\n{body}}}\n")
@@ -423,8 +475,8 @@ def test_conv_nchwc_c_is_one_prebuilt_build_of_its_three_entries(monkeypatch):
     monkeypatch.setattr(PC, "_OWN", {})
     f32 = np.dtype(np.float32)
     (build,) = PC.own_builds({("conv2d_nchwc", f32), ("from_nchwc", f32), ("exp", f32)})
-    entries = ("conv_nchwc", "to_nchwc", "from_nchwc", "pool_nchwc")
-    assert build.kernels == 4 and build.args[1] == entries
+    entries = ("conv_nchwc", "to_nchwc", "from_nchwc", "pool_nchwc", "maxpool_nchwc")
+    assert build.kernels == 5 and build.args[1] == entries
     assert PC.own_builds({("exp", f32), ("conv2d", f32)}) == []  # no blocked op: not built
     build()
     progs = [conv_nchwc._entry(e) for e in entries]
