@@ -517,6 +517,17 @@ def test_pass_pools_the_blocked_value_without_leaving_the_layout():
     np.testing.assert_allclose(got[2], x.sum(axis=1), rtol=1e-5, atol=1e-5)
 
 
+def _against_onnxruntime(ort, model, x):
+    """(onnxruntime's output, the model's loaded with passes="inference", its program)."""
+    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+        None, {"x": x}
+    )[0]
+    m = fw.onnx.load(model, device="cpu", passes="inference")
+    with fw.no_grad():
+        got = m(fw.to_tensor(x)).numpy()
+    return want, got, m.program()
+
+
 @needs_kernel
 def test_imported_global_max_pool_reads_the_blocked_layout_and_matches_onnxruntime():
     ort = pytest.importorskip("onnxruntime")
@@ -540,14 +551,8 @@ def test_imported_global_max_pool_reads_the_blocked_layout_and_matches_onnxrunti
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     onnx.checker.check_model(model)
     x = rng.standard_normal((2, 5, 9, 7)).astype(np.float32)
-    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(
-        None, {"x": x}
-    )[0]
-    m = fw.onnx.load(model, device="cpu", passes="inference")
-    with fw.no_grad():
-        got = m(fw.to_tensor(x)).numpy()
+    want, got, p = _against_onnxruntime(ort, model, x)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
-    p = m.program()
     assert [op.attrs["reduce"] for op in _ops(p, "op.global_pool_nchwc")] == ["max"]
     assert not _ops(p, "op.from_nchwc") and len(_ops(p, "op.conv2d_nchwc")) == 1
 
@@ -614,3 +619,117 @@ def test_pass_takes_a_folded_scale_into_the_weight_operands():
     assert _names(p).count("op.mul") == 1  # the other scale's product stays
     got = Executor(p, "cpu", params)(x)[0].numpy()
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@needs_kernel
+def test_imported_resnet18_keeps_the_blocked_layout_through_its_max_pool_and_matches_onnxruntime():
+    """ResNet-18's shapes (7x7 s2 stem, 3x3 s2 pad 1 max pool, 2 blocks x 4 stages): the pool
+    after the stem reads and writes the blocked layout (the importer's -FLT_MAX padding after a
+    relu), so the program has no layout change left at all."""
+    ort = pytest.importorskip("onnxruntime")
+    from onnx_models import resnet18
+
+    model = resnet18(image=32, classes=10)
+    x = np.random.default_rng(12).standard_normal((2, 3, 32, 32)).astype(np.float32)
+    want, got, p = _against_onnxruntime(ort, model, x)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+    (pool,) = _ops(p, "op.max_pool2d_nchwc")
+    assert pool.attrs == {
+        "channels": 64,
+        "kernel_size": (3, 3),
+        "stride": (2, 2),
+        "padding": ((1, 1), (1, 1)),
+    }
+    assert pool.operands[0].defining_op.name == "op.conv2d_nchwc"
+    assert len(_ops(p, "op.conv2d_nchwc")) == 20 and not _ops(p, "op.conv2d")
+    assert not _ops(p, "op.from_nchwc") and not _ops(p, "op.to_nchwc")
+    assert not _ops(p, "op.pad") and not _ops(p, "op.concat")
+
+
+def _pool_text(fill: str, relu: str) -> tuple[str, str, str]:
+    """A 2x2 stride 2 max pool of ``from_nchwc(conv2d_nchwc(...) {relu})`` as the program holds
+    max_pool2d's decomposition, the pad's value ``fill``."""
+    tb = "tensor<[1, 2, 4, 4, 16], float32, cpu>"
+    tp, tpad = "tensor<[1, 20, 4, 4], float32, cpu>", "tensor<[1, 20, 5, 5], float32, cpu>"
+    ts, tr = "tensor<[1, 20, 2, 2], float32, cpu>", "tensor<[1, 20, 1, 2, 2], float32, cpu>"
+    body = (
+        f'  %90 = builtin.parameter {{name = "w"}} : tensor<[20, 20, 1, 1], float32, cpu>\n'
+        f'  %91 = builtin.parameter {{name = "b"}} : tensor<[20], float32, cpu>\n'
+        f"  %1 = op.conv2d_nchwc(%0, %90, %91) {{blocked_input = true, dilation = (1, 1), "
+        f"padding = ((0, 0), (0, 0)), relu = {relu}, stride = (1, 1)}} : {tb}\n"
+        f"  %2 = op.from_nchwc(%1) {{channels = 20}} : {tp}\n"
+        f"  %3 = op.pad(%2) {{pads = ((0, 0), (0, 0), (1, 0), (1, 0)), value = {fill}}} : {tpad}\n"
+    )
+    names = []
+    for i in range(2):
+        for j in range(2):
+            k = 2 * i + j
+            body += (
+                f"  %{20 + k} = op.slice(%3) {{starts = (0, 0, {i}, {j}), stops = (1, 20, {i + 3}, {j + 3}), "
+                f"steps = (1, 1, 2, 2)}} : {ts}\n"
+                f"  %{30 + k} = op.reshape(%{20 + k}) {{shape = (1, 20, 1, 2, 2)}} : {tr}\n"
+            )
+            names.append(f"%{30 + k}")
+    body += (
+        f"  %40 = op.concat({', '.join(names)}) {{axis = 2}} : tensor<[1, 20, 4, 2, 2], float32, cpu>\n"
+        f"  %41 = op.max(%40) {{axes = (2,), keepdim = false}} : {ts}\n"
+        "  builtin.return(%41)\n"
+    )
+    return body, f"%0: {tb}", ts
+
+
+@needs_kernel
+@pytest.mark.parametrize(
+    "fill, relu, fused",
+    [
+        ("-3.4028234663852886e+38", "true", True),
+        ("-inf", "false", True),
+        ("-3.4028234663852886e+38", "false", False),
+    ],
+)
+def test_pass_takes_the_decomposed_max_pool_into_the_blocked_layout_where_exact(fill, relu, fused):
+    """A -inf padding is never a window's max; a finite fill (the importer's -FLT_MAX) only
+    after a relu (a -inf pixel would otherwise pool to the fill): there the pool stays."""
+    rng = np.random.default_rng(13)
+    x = rng.standard_normal((1, 20, 4, 4)).astype(np.float32)
+    w = rng.standard_normal((20, 20, 1, 1)).astype(np.float32)
+    b = rng.standard_normal(20).astype(np.float32)
+    w[3], b[3] = 0, -np.inf  # output channel 3 all -inf: windows of -inf pixels and the fill
+    params = {"w": fw.to_tensor(w), "b": fw.to_tensor(b)}
+    xb = IF.to_nchwc(fw.to_tensor(x))
+    p = _prog(*_pool_text(fill, relu))
+    (want,) = Executor(p, "cpu", params)(xb)
+    _, stats = passes.optimize(p, ["conv_nchwc", "dce"])
+    assert bool(_ops(p, "op.max_pool2d_nchwc")) == fused and bool(_ops(p, "op.concat")) != fused
+    (got,) = Executor(p, "cpu", params)(xb)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    # against float64 numpy, padded with the fill
+    y = np.einsum("nchw,oc->nohw", x.astype(np.float64), w[:, :, 0, 0].astype(np.float64)) + b[:, None, None]
+    y = np.where(y > 0, y, 0) if relu == "true" else y
+    yp = np.pad(y, ((0, 0), (0, 0), (1, 0), (1, 0)), constant_values=float(fill))
+    ref = _max_pool64(yp, (2, 2), (2, 2), ((0, 0), (0, 0)))
+    np.testing.assert_allclose(got.numpy(), ref, rtol=1e-5, atol=1e-5)
+
+
+@needs_kernel
+def test_pass_takes_a_max_pool2d_op_of_a_blocked_value():
+    """``max_pool2d(from_nchwc(z))`` reads ``z``: where its channels past C are known zero (C a
+    whole number of blocks here; 32 channels of a program input: the pool stays)."""
+    tb, tp = "tensor<[2, 2, 5, 6, 16], float32, cpu>", "tensor<[2, 32, 5, 6], float32, cpu>"
+    to = "tensor<[2, 32, 3, 3], float32, cpu>"
+    text = (
+        f"  %1 = op.from_nchwc(%0) {{channels = 32}} : {tp}\n"
+        f"  %2 = op.max_pool2d(%1) {{kernel_size = (3, 3), padding = ((1, 1), (1, 1)), stride = (2, 2)}} : {to}\n"
+        "  builtin.return(%2)\n"
+    )
+    x = np.random.default_rng(14).standard_normal((2, 32, 5, 6)).astype(np.float32)
+    z = IF.to_nchwc(fw.to_tensor(x))
+    p = _prog(text, f"%0: {tb}", to)
+    _, stats = passes.optimize(p, ["conv_nchwc", "dce"])
+    assert stats[0].rewritten == 1 and _names(p) == ["op.max_pool2d_nchwc", "op.from_nchwc"]
+    q = _prog(*(t.replace("[2, 32,", "[2, 19,").replace("= 32", "= 19") for t in (text, f"%0: {tb}", to)))
+    assert passes.optimize(q, ["conv_nchwc"])[1][0].rewritten == 0
+    (got,) = Executor(p, "cpu", {})(z)
+    np.testing.assert_array_equal(
+        got.numpy(), _max_pool64(x, (3, 3), (2, 2), ((1, 1), (1, 1))).astype(np.float32)
+    )
