@@ -265,7 +265,16 @@ def _max_pool64(x, k, s, pad):
         ((1, 16, 1, 1), (1, 1), (1, 1), ((0, 0), (0, 0))),
     ],
 )
-def test_max_pool2d_nchwc_matches_float64_and_the_decomposition(shape, k, s, pad):
+@pytest.mark.parametrize("c_kernel", [True, False])
+def test_max_pool2d_nchwc_matches_float64_and_the_decomposition(shape, k, s, pad, c_kernel, monkeypatch):
+    """The C kernel, and without it (no compiler) the plugin's numpy arithmetic."""
+    from plugins.cpu import conv_nchwc
+
+    asked = []
+    if not c_kernel:
+        monkeypatch.setattr(conv_nchwc, "max_pool2d_nchwc_call", lambda *a: asked.append(a) and None)
+    elif conv_nchwc._entry("maxpool_nchwc") is None:
+        pytest.skip("no C compiler")
     rng = np.random.default_rng(11)
     x = rng.standard_normal(shape).astype(np.float32)
     x.flat[5] = np.nan  # kept, as numpy's max
@@ -276,6 +285,7 @@ def test_max_pool2d_nchwc_matches_float64_and_the_decomposition(shape, k, s, pad
     attrs = {"channels": shape[1], "kernel_size": k, "stride": s, "padding": pad}
     dec = OPS["max_pool2d_nchwc"].decomposition(xb, **attrs).numpy()
     np.testing.assert_array_equal(got, dec)
+    assert len(asked) == (0 if c_kernel else 1)  # the kernel asked for its C call, and had none
 
 
 def test_max_pool2d_nchwc_bad_arguments_name_the_op_and_the_argument():
