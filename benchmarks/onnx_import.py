@@ -17,6 +17,10 @@ stride 2 stem, 3x3 stride 2 max pool, 2 basic blocks x 64/128/256/512 channels; 
 ``conv_nchwc`` pass's max pool rewrites off (the pool after the stem leaves the blocked layout
 and comes back: the program before ``max_pool2d_nchwc``), side by side.
 
+``--pool``: ResNet-18's max pool alone (3x3 stride 2 pad 1 of a 64 x 112 x 112 relu output,
+``--batch`` images): ``max_pool2d_nchwc`` on the blocked value against ``from_nchwc`` +
+``max_pool2d`` + ``to_nchwc`` and ``max_pool2d`` on NCHW, eager, CPU time per call.
+
 ``--layers``: each convolution of the model alone instead, the cpu plugin's ``conv2d`` kernel
 (plugins/cpu/conv.c) against ONNX Runtime's Conv + bias + Relu node of the same shape (what it
 runs after folding the BatchNormalization), CPU time per call; ``--against OLD.c`` adds the
@@ -65,6 +69,7 @@ def main() -> None:
     ap.add_argument("--passes", default="O2,inference", help="comma-separated levels of fw.onnx.load")
     ap.add_argument("--model", default="resnet", choices=("resnet", "resnet18"), help="see above")
     ap.add_argument("--without-pool", action="store_true", help="also without the max pool rewrite")
+    ap.add_argument("--pool", action="store_true", help="ResNet-18's max pool alone (see above)")
     ap.add_argument("--layers", action="store_true", help="each conv of the model alone (see above)")
     ap.add_argument("--against", default="", help="another conv.c built beside this one (model or --layers)")
     ap.add_argument("--tiles", default="", help="with --layers: ';'-separated option sets of conv.c's tiles")
@@ -72,6 +77,9 @@ def main() -> None:
     args = ap.parse_args()
     if args.layers:
         layers(args)
+        return
+    if args.pool:
+        pool(args)
         return
     if args.profile:
         profile(args)
@@ -151,6 +159,39 @@ def main() -> None:
             f"  {k:40s} median {v:8.3f} ms/call ({v / med['onnxruntime']:.2f}x onnxruntime), "
             f"CPU {c:8.3f} ms/call ({c / med_cpu['onnxruntime']:.2f}x)"
         )
+
+
+def pool(args: argparse.Namespace) -> None:
+    import framework as fw
+    from framework.incubate.nn import functional as IF
+    from framework.nn import functional as F
+
+    rng = np.random.default_rng(0)
+    x = np.maximum(rng.standard_normal((args.batch, 64, 112, 112)).astype(np.float32), 0)
+    xt = fw.to_tensor(x)
+    xb = IF.to_nchwc(xt)
+    runs = {
+        "max_pool2d_nchwc (blocked in and out)": lambda: IF.max_pool2d_nchwc(xb, 64, 3, 2, 1).numpy(),
+        "from_nchwc + max_pool2d + to_nchwc": lambda: IF.to_nchwc(
+            F.max_pool2d(IF.from_nchwc(xb, 64), 3, 2, 1)
+        ).numpy(),
+        "max_pool2d (NCHW)": lambda: F.max_pool2d(xt, 3, 2, 1).numpy(),
+    }
+    cpu: dict[str, list[float]] = {k: [] for k in runs}
+    with fw.no_grad():
+        for f in runs.values():
+            f()
+        for _ in range(args.repeat):
+            for k, f in runs.items():
+                c0 = time.process_time()
+                for _ in range(args.number):
+                    f()
+                cpu[k].append((time.process_time() - c0) / args.number * 1e3)
+    base = statistics.median(cpu["from_nchwc + max_pool2d + to_nchwc"])
+    print(f"ResNet-18's max pool, batch {args.batch}, {args.threads} thread(s), eager, CPU time per call:")
+    for k, v in cpu.items():
+        m = statistics.median(v)
+        print(f"  {k:40s} {m:8.3f} ms ({m / base:.2f}x the layout round trip)")
 
 
 def profile(args: argparse.Namespace) -> None:
