@@ -722,6 +722,15 @@ def test_pass_takes_the_decomposed_max_pool_into_the_blocked_layout_where_exact(
 
 
 @needs_kernel
+def test_pass_leaves_a_max_over_windows_that_are_not_a_pool():
+    """Three of the four kernel offsets concatenated (not a whole window): the max stays."""
+    body, ins, outs = _pool_text("-inf", "true")
+    body = body.replace(", %33) {axis = 2} : tensor<[1, 20, 4,", ") {axis = 2} : tensor<[1, 20, 3,")
+    p = _prog(body, ins, outs)
+    assert passes.optimize(p, ["conv_nchwc"])[1][0].rewritten == 0 and _ops(p, "op.concat")
+
+
+@needs_kernel
 def test_pass_takes_a_max_pool2d_op_of_a_blocked_value():
     """``max_pool2d(from_nchwc(z))`` reads ``z``: where its channels past C are known zero (C a
     whole number of blocks here; 32 channels of a program input: the pool stays)."""

@@ -338,6 +338,11 @@ def _rewrite_pool(
         return False
     if not _zero_padded(z, c) or any(max(p) >= k for p, k in zip(padding, kernel_size)):
         return False
+    sizes = z.type.shape[2:4]
+    if not all(isinstance(d, int) for d in sizes) or tuple(out.shape[2:]) != tuple(
+        (d + sum(p) - k) // st + 1 for d, p, k, st in zip(sizes, padding, kernel_size, stride)
+    ):  # the pool's windows: all of those of the padded image, as max_pool2d_nchwc's
+        return False
     if any(f != float("-inf") for f in fills or ()):
         zdef = z.defining_op  # a relu's values (>= 0 or NaN) are never below a fill <= 0
         relu = zdef is not None and zdef.name == "op.conv2d_nchwc" and zdef.attrs.get("relu")
