@@ -173,6 +173,19 @@ if part == "zero":
         mesh = dist.ProcessMesh(list(range(world)), dim_names=["dp"])
         net, opt = dist.parallelize(net, opt, mesh, {"dp_config": {"sharding_level": level}})
         dm = dist.to_static(net, None, fw.nn.functional.mse_loss, opt)
+        step_grads = []  # per step, before the update: (bytes of this rank's gradients, any whole .grad)
+        inner_step = opt.step
+
+        def step_and_measure(inner_step=inner_step, opt=opt, net=net) -> None:
+            if level == 2:
+                held = [opt.local_grad(p) for p in net.parameters()]
+            else:
+                held = [p.grad for p in net.parameters()]
+            whole = level == 2 and any(p.grad is not None for p in net.parameters())
+            step_grads.append((sum(nbytes(g) for g in held if g is not None), whole))
+            inner_step()
+
+        opt.step = step_and_measure
         del RESHARDS[:]
         losses = []
         for step in range(3):
@@ -187,10 +200,18 @@ if part == "zero":
         for kind, dst in (("reduce_scatters", 'dst = "S'), ("all_reduces", 'dst = "R"')):
             n = sum(dst in line and 'src = "P' in line for line in text.splitlines())
             res[f"static{level}/program_{kind}"] = np.array(n, "int64")
-        # the eager part of a step: the optimizer's (stage 2 keeps the slices of the gradients)
+        # the gradient slices made in the optimizer's eager step (stage 2: none, the program's
+        # reduce-scatters made them), and those the program's run made
         res[f"static{level}/eager_gradient_slices"] = np.array(
-            sum(r["why"].startswith("ShardingStage2 gradient") for r in RESHARDS), "int64"
+            sum(r["why"].startswith("ShardingStage2 gradient of") and r["collective"] == "slice" for r in RESHARDS),
+            "int64",
         )
+        res[f"static{level}/run_reduce_scatters"] = np.array(
+            sum(r["collective"] == "reduce_scatter(sum)" and "in the program" in r["why"] for r in RESHARDS),
+            "int64",
+        )
+        res[f"static{level}/grads"] = np.array([b for b, _ in step_grads], "int64")
+        res[f"static{level}/whole_grads"] = np.array(sum(w for _, w in step_grads), "int64")
 
     # two backwards before each step: the gradients add up in the slices as level 0 adds them
     # up whole (against level 0 on these ranks: Adam on one row per rank per backward moves a
