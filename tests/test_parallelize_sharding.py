@@ -74,6 +74,11 @@ def _zero_levels(n: int) -> dict[str, np.ndarray]:
             assert int(d[f"static{lv}/program_all_reduces"]) == 1, lv
         assert int(d["static2/run_reduce_scatters"]) == 3 * 4
         assert int(d["static2/eager_gradient_slices"]) == 0 and int(d["static2/whole_grads"]) == 0
+        # a layer used twice: its two all-reduced partial gradients are added as one
+        # all-reduce of the sum, reduce-scattered (2 parameters; the loss all-reduced)
+        assert _equal_to_one_process(d, "static2_twice", r) == {"lin.weight", "lin.bias"}
+        assert int(d["static2_twice/program_reduce_scatters"]) == 2
+        assert int(d["static2_twice/program_all_reduces"]) == 1
     d = got[0]
     f = {
         f"{k}{lv}": int(d[f"zero{lv}/{k}"])

@@ -176,7 +176,9 @@ if part == "zero":
         step_grads = []  # per step, before the update: (bytes of this rank's gradients, any whole .grad)
         inner_step = opt.step
 
-        def step_and_measure(inner_step=inner_step, opt=opt, net=net) -> None:
+        def step_and_measure(
+            inner_step=inner_step, opt=opt, net=net, level=level, step_grads=step_grads
+        ) -> None:
             if level == 2:
                 held = [opt.local_grad(p) for p in net.parameters()]
             else:
@@ -203,7 +205,10 @@ if part == "zero":
         # the gradient slices made in the optimizer's eager step (stage 2: none, the program's
         # reduce-scatters made them), and those the program's run made
         res[f"static{level}/eager_gradient_slices"] = np.array(
-            sum(r["why"].startswith("ShardingStage2 gradient of") and r["collective"] == "slice" for r in RESHARDS),
+            sum(
+                r["why"].startswith("ShardingStage2 gradient of") and r["collective"] == "slice"
+                for r in RESHARDS
+            ),
             "int64",
         )
         res[f"static{level}/run_reduce_scatters"] = np.array(
@@ -212,6 +217,46 @@ if part == "zero":
         )
         res[f"static{level}/grads"] = np.array([b for b, _ in step_grads], "int64")
         res[f"static{level}/whole_grads"] = np.array(sum(w for _, w in step_grads), "int64")
+
+    # level 2 under dist.to_static with a layer used twice: its gradient is two all-reduced
+    # partial sums, added; the program all-reduces the sum once and reduce-scatters it
+    class Twice(fw.nn.Layer):
+        def __init__(self) -> None:
+            super().__init__()
+            fw.seed(5)
+            self.lin = fw.nn.Linear(32, 32)
+
+        def forward(self, x):
+            return self.lin(fw.tanh(self.lin(x)))
+
+    def twice_train(static: bool):
+        m = Twice()
+        o = fw.optimizer.AdamW(learning_rate=0.01, parameters=m.parameters())
+        mesh = dist.ProcessMesh(list(range(world)), dim_names=["dp"])
+        if static:
+            m, o = dist.parallelize(m, o, mesh, {"dp_config": {"sharding_level": 2}})
+            dm = dist.to_static(m, None, fw.nn.functional.mse_loss, o)
+        losses = []
+        for step in range(3):
+            x, y = mlp_data(step)
+            if static:
+                xs, ys = (dist.shard_tensor(a[:, :32], mesh, [dist.Shard(0)]) for a in (x, y))
+                losses.append(scalar(dm(xs, ys).numpy()))
+            else:
+                loss = fw.nn.functional.mse_loss(m(fw.to_tensor(x[:, :32])), fw.to_tensor(y[:, :32]))
+                loss.backward()
+                o.step()
+                o.clear_grad()
+                losses.append(scalar(loss.numpy()))
+        return losses, m, (dm.dist_main_program() if static else None)
+
+    ref_t, ref_tm, _ = twice_train(False)
+    got_t, tm, prog = twice_train(True)
+    record("static2_twice", got_t, tm, ref_t, ref_tm)
+    lines = print_program(prog).splitlines()
+    for kind, dst in (("reduce_scatters", 'dst = "S'), ("all_reduces", 'dst = "R"')):
+        n = sum(dst in line and 'src = "P' in line for line in lines)
+        res[f"static2_twice/program_{kind}"] = np.array(n, "int64")
 
     # two backwards before each step: the gradients add up in the slices as level 0 adds them
     # up whole (against level 0 on these ranks: Adam on one row per rank per backward moves a
