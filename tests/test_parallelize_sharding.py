@@ -140,6 +140,17 @@ def test_hybrid_sharding_stage_clip_sequence_parallel_and_global_spec_on_4_ranks
         assert ("pos.table" in held["pp2xdp2_global"]) == first  # the global layer on the first stage
         assert ("layers.3.lin.weight" in held["pp2xdp2_global"]) == (not first)
         assert int(d["sp_dp2xmp2/seq_shards"]) == 2 * 3  # two SequenceParallelBegin x 3 steps
+        # level 2 under dist.to_static with mp trains as eagerly: over dp, 3 gradients
+        # reduce-scattered in the program; 0.bias (its one dim sharded over mp) and the loss
+        # all-reduced
+        assert _equal_to_one_process(d, "static_dp2xmp2_sh2", r) == {
+            "0.weight",
+            "0.bias",
+            "2.weight",
+            "2.bias",
+        }
+        assert int(d["static_dp2xmp2_sh2/dp_reduce_scatters"]) == 3
+        assert int(d["static_dp2xmp2_sh2/dp_all_reduces"]) == 2
 
 
 # -- in this process: one rank, against real Paddle -------------------------------------------------
