@@ -61,6 +61,15 @@ def scalar(v) -> float:
     return float(np.asarray(v).reshape(-1)[0])
 
 
+def count_collectives(prefix: str, program, on: str = "") -> None:
+    """``res[prefix_reduce_scatters]`` and ``res[prefix_all_reduces]``: the program's reshards of
+    partial values to a shard (P -> S) and to whole (P -> R); ``on``: only lines holding it
+    (``"axis = 0,"``: over the first mesh axis)."""
+    lines = [line for line in print_program(program).splitlines() if 'src = "P' in line and on in line]
+    for kind, dst in (("reduce_scatters", 'dst = "S'), ("all_reduces", 'dst = "R"')):
+        res[f"{prefix}_{kind}"] = np.array(sum(dst in line for line in lines), "int64")
+
+
 # -- ZeRO levels on an MLP: the values and the memory per rank ------------------------------------
 def mlp_data(step: int) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(step)
@@ -199,9 +208,7 @@ if part == "zero":
         res[f"static{level}/program_reshards"] = np.array(text.count("op.dist_reshard"), "int64")
         res[f"static{level}/program_gathers"] = np.array(text.count("ShardingStage3 gather"), "int64")
         # the program's collectives on partial values: reduce-scatters (P -> S) and all-reduces (P -> R)
-        for kind, dst in (("reduce_scatters", 'dst = "S'), ("all_reduces", 'dst = "R"')):
-            n = sum(dst in line and 'src = "P' in line for line in text.splitlines())
-            res[f"static{level}/program_{kind}"] = np.array(n, "int64")
+        count_collectives(f"static{level}/program", dm.dist_main_program())
         # the gradient slices made in the optimizer's eager step (stage 2: none, the program's
         # reduce-scatters made them), and those the program's run made
         res[f"static{level}/eager_gradient_slices"] = np.array(
@@ -253,10 +260,7 @@ if part == "zero":
     ref_t, ref_tm, _ = twice_train(False)
     got_t, tm, prog = twice_train(True)
     record("static2_twice", got_t, tm, ref_t, ref_tm)
-    lines = print_program(prog).splitlines()
-    for kind, dst in (("reduce_scatters", 'dst = "S'), ("all_reduces", 'dst = "R"')):
-        n = sum(dst in line and 'src = "P' in line for line in lines)
-        res[f"static2_twice/program_{kind}"] = np.array(n, "int64")
+    count_collectives("static2_twice/program", prog)
 
     # two backwards before each step: the gradients add up in the slices as level 0 adds them
     # up whole (against level 0 on these ranks: Adam on one row per rank per backward moves a
@@ -321,10 +325,7 @@ if part == "hybrid":
     eager_losses, eager_net, _ = dp_mp_train(False)
     losses, net, dm = dp_mp_train(True)
     record("static_dp2xmp2_sh2", losses, net, eager_losses, eager_net)
-    lines = print_program(dm.dist_main_program()).splitlines()
-    for kind, dst in (("reduce_scatters", 'dst = "S'), ("all_reduces", 'dst = "R"')):
-        n = sum(dst in line and 'src = "P' in line and "axis = 0," in line for line in lines)
-        res[f"static_dp2xmp2_sh2/dp_{kind}"] = np.array(n, "int64")
+    count_collectives("static_dp2xmp2_sh2/dp", dm.dist_main_program(), "axis = 0,")
 
     # sequence parallelism over mp 2 (dp 2 x mp 2)
     class SeqNet(fw.nn.Layer):
