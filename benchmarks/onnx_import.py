@@ -1,7 +1,7 @@
 """An imported ONNX model on Oarlock's cpu against ONNX Runtime, one thread each.
 
     python benchmarks/onnx_import.py [--batch 8] [--image 32] [--repeat 7] [--number 20] [--threads 1]
-        [--passes O2,inference]
+        [--passes O2,inference] [--model resnet|resnet18] [--without-pool]
 
 The ResNet-style model of ``tests/onnx_models.py`` (stem, three basic blocks, GAP, Gemm) is
 imported with ``fw.onnx.load`` (a traced program, passes, the compiler's fused kernels) and
@@ -10,6 +10,16 @@ run by the executor, once per level in ``--passes`` (``O2``, the importer's defa
 ``intra_op_num_threads``. Timed side by side in one process, taking turns; medians of
 ``--repeat`` rounds of ``--number`` calls, of wall time and of the process's CPU time (all its
 threads: on a loaded machine the wall time also counts the time the OS ran others).
+
+``--model resnet18``: ResNet-18's shapes instead (``tests/onnx_models.py``'s ``resnet18``: 7x7
+stride 2 stem, 3x3 stride 2 max pool, 2 basic blocks x 64/128/256/512 channels; ``--image 224
+--batch 1`` is the usual input). ``--without-pool``: also each level loaded with the
+``conv_nchwc`` pass's max pool rewrites off (the pool after the stem leaves the blocked layout
+and comes back: the program before ``max_pool2d_nchwc``), side by side.
+
+``--pool``: ResNet-18's max pool alone (3x3 stride 2 pad 1 of a 64 x 112 x 112 relu output,
+``--batch`` images): ``max_pool2d_nchwc`` on the blocked value against ``from_nchwc`` +
+``max_pool2d`` + ``to_nchwc`` and ``max_pool2d`` on NCHW, eager, CPU time per call.
 
 ``--layers``: each convolution of the model alone instead, the cpu plugin's ``conv2d`` kernel
 (plugins/cpu/conv.c) against ONNX Runtime's Conv + bias + Relu node of the same shape (what it
@@ -57,6 +67,9 @@ def main() -> None:
     ap.add_argument("--number", type=int, default=20)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--passes", default="O2,inference", help="comma-separated levels of fw.onnx.load")
+    ap.add_argument("--model", default="resnet", choices=("resnet", "resnet18"), help="see above")
+    ap.add_argument("--without-pool", action="store_true", help="also without the max pool rewrite")
+    ap.add_argument("--pool", action="store_true", help="ResNet-18's max pool alone (see above)")
     ap.add_argument("--layers", action="store_true", help="each conv of the model alone (see above)")
     ap.add_argument("--against", default="", help="another conv.c built beside this one (model or --layers)")
     ap.add_argument("--tiles", default="", help="with --layers: ';'-separated option sets of conv.c's tiles")
@@ -65,16 +78,19 @@ def main() -> None:
     if args.layers:
         layers(args)
         return
+    if args.pool:
+        pool(args)
+        return
     if args.profile:
         profile(args)
         return
 
+    import onnx_models
     import onnxruntime as ort
-    from onnx_models import resnet
 
     import framework as fw
 
-    model = resnet(image=args.image)
+    model = getattr(onnx_models, args.model)(image=args.image)
     x = np.random.default_rng(0).standard_normal((args.batch, 3, args.image, args.image)).astype(np.float32)
     so = ort.SessionOptions()
     so.intra_op_num_threads = args.threads
@@ -99,6 +115,22 @@ def main() -> None:
                     m(xt).numpy()  # traced and bound now: its convs keep the other kernel
         finally:
             conv._program = orig
+    if args.without_pool:  # the same levels with the max pool left plain (the pass's rewrite off)
+        from framework.ir.passes import conv_fusion
+
+        saved = conv_fusion.BlockedMaxPool.match_and_rewrite, conv_fusion.BlockedMaxPoolOp.match_and_rewrite
+        conv_fusion.BlockedMaxPool.match_and_rewrite = conv_fusion.BlockedMaxPoolOp.match_and_rewrite = (
+            lambda self, op, rewriter: False
+        )
+        try:
+            with fw.no_grad():
+                for p in levels:
+                    m = models[f"{p}, pool not blocked"] = fw.onnx.load(model, device="cpu", passes=p)
+                    m(xt).numpy()  # traced and optimized now, without the rewrite
+        finally:
+            conv_fusion.BlockedMaxPool.match_and_rewrite, conv_fusion.BlockedMaxPoolOp.match_and_rewrite = (
+                saved
+            )
     runs = {f"oarlock fw.onnx.load passes={p}": (lambda m=m: m(xt).numpy()) for p, m in models.items()}
     runs["onnxruntime"] = lambda: theirs.run(None, {"x": x})[0]
     with fw.no_grad():
@@ -118,7 +150,7 @@ def main() -> None:
     med = {k: statistics.median(v) for k, v in times.items()}
     med_cpu = {k: statistics.median(v) for k, v in cpu.items()}
     print(
-        f"ResNet-style ({args.image}x{args.image}, batch {args.batch}, {sum(p.size for p in ours.parameters())} "
+        f"{'ResNet-18' if args.model == 'resnet18' else 'ResNet-style'} ({args.image}x{args.image}, batch {args.batch}, {sum(p.size for p in ours.parameters())} "
         f"parameters), {args.threads} thread(s); max |oarlock - onnxruntime| = {err:.2e}"
     )
     for k, v in med.items():
@@ -127,6 +159,39 @@ def main() -> None:
             f"  {k:40s} median {v:8.3f} ms/call ({v / med['onnxruntime']:.2f}x onnxruntime), "
             f"CPU {c:8.3f} ms/call ({c / med_cpu['onnxruntime']:.2f}x)"
         )
+
+
+def pool(args: argparse.Namespace) -> None:
+    import framework as fw
+    from framework.incubate.nn import functional as IF
+    from framework.nn import functional as F
+
+    rng = np.random.default_rng(0)
+    x = np.maximum(rng.standard_normal((args.batch, 64, 112, 112)).astype(np.float32), 0)
+    xt = fw.to_tensor(x)
+    xb = IF.to_nchwc(xt)
+    runs = {
+        "max_pool2d_nchwc (blocked in and out)": lambda: IF.max_pool2d_nchwc(xb, 64, 3, 2, 1).numpy(),
+        "from_nchwc + max_pool2d + to_nchwc": lambda: IF.to_nchwc(
+            F.max_pool2d(IF.from_nchwc(xb, 64), 3, 2, 1)
+        ).numpy(),
+        "max_pool2d (NCHW)": lambda: F.max_pool2d(xt, 3, 2, 1).numpy(),
+    }
+    cpu: dict[str, list[float]] = {k: [] for k in runs}
+    with fw.no_grad():
+        for f in runs.values():
+            f()
+        for _ in range(args.repeat):
+            for k, f in runs.items():
+                c0 = time.process_time()
+                for _ in range(args.number):
+                    f()
+                cpu[k].append((time.process_time() - c0) / args.number * 1e3)
+    base = statistics.median(cpu["from_nchwc + max_pool2d + to_nchwc"])
+    print(f"ResNet-18's max pool, batch {args.batch}, {args.threads} thread(s), eager, CPU time per call:")
+    for k, v in cpu.items():
+        m = statistics.median(v)
+        print(f"  {k:40s} {m:8.3f} ms ({m / base:.2f}x the layout round trip)")
 
 
 def profile(args: argparse.Namespace) -> None:

@@ -49,9 +49,17 @@ def mlp(sizes: tuple[int, ...] = (784, 256, 128, 10), seed: int = 0) -> onnx.Mod
 
 
 def resnet(
-    channels: tuple[int, ...] = (16, 32, 64), classes: int = 10, image: int = 32, seed: int = 0
+    channels: tuple[int, ...] = (16, 32, 64),
+    classes: int = 10,
+    image: int = 32,
+    seed: int = 0,
+    blocks: int = 1,
+    stem: int = 3,
+    stem_stride: int = 1,
+    max_pool: bool = False,
 ) -> onnx.ModelProto:
-    """A ResNet-style CNN: stem conv, one basic block per stage (the first of a later stage
+    """A ResNet-style CNN: stem conv (``stem`` x ``stem``, ``stem_stride``), optionally a 3x3
+    stride 2 pad 1 max pool, ``blocks`` basic blocks per stage (the first of a later stage
     strided, with a 1x1 projection), global average pool, Gemm; ``[N, 3, image, image]``."""
     rng = np.random.default_rng(seed)
     nodes: list[onnx.NodeProto] = []
@@ -89,10 +97,15 @@ def resnet(
             return r
         return z
 
-    x = conv_bn("x", 3, channels[0], 3, 1, True)
+    x = conv_bn("x", 3, channels[0], stem, stem_stride, True)
+    if max_pool:
+        nodes.append(
+            helper.make_node("MaxPool", [x], ["pool"], kernel_shape=[3, 3], strides=[2, 2], pads=[1] * 4)
+        )
+        x = "pool"
     cin = channels[0]
-    for i, c in enumerate(channels):
-        stride = 1 if i == 0 else 2
+    for i, c in enumerate([c for c in channels for _ in range(blocks)]):
+        stride = 2 if i % blocks == 0 and i > 0 else 1
         h = conv_bn(x, cin, c, 3, stride, True)
         h = conv_bn(h, c, c, 3, 1, False)
         skip = x if stride == 1 and cin == c else conv_bn(x, cin, c, 1, stride, False)
@@ -120,3 +133,10 @@ def resnet(
     model = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)])
     onnx.checker.check_model(model)
     return model
+
+
+def resnet18(image: int = 224, classes: int = 1000, seed: int = 0) -> onnx.ModelProto:
+    """ResNet-18's shapes (torchvision's ``resnet18``, paddle.vision's): a 7x7 stride 2 stem,
+    a 3x3 stride 2 max pool, two basic blocks per stage of 64, 128, 256, 512 channels, global
+    average pool, Gemm; random weights, ``[N, 3, image, image]``."""
+    return resnet((64, 128, 256, 512), classes, image, seed, blocks=2, stem=7, stem_stride=2, max_pool=True)

@@ -242,6 +242,68 @@ def test_bad_arguments_name_the_op_and_the_argument():
         IF.global_pool_nchwc(x, 16)
 
 
+def _max_pool64(x, k, s, pad):
+    """float64 max pool by loops over the windows' pixels (pad: ((t, b), (l, r)), never taken)."""
+    n, c, h, w = x.shape
+    oh = (h + sum(pad[0]) - k[0]) // s[0] + 1
+    ow = (w + sum(pad[1]) - k[1]) // s[1] + 1
+    y = np.empty((n, c, oh, ow))
+    for i in range(oh):
+        for j in range(ow):
+            y0, x0 = i * s[0] - pad[0][0], j * s[1] - pad[1][0]
+            win = x[:, :, max(y0, 0) : y0 + k[0], max(x0, 0) : x0 + k[1]].astype(np.float64)
+            y[:, :, i, j] = win.max(axis=(2, 3))
+    return y
+
+
+@pytest.mark.parametrize(
+    "shape, k, s, pad",
+    [
+        ((2, 64, 16, 16), (3, 3), (2, 2), ((1, 1), (1, 1))),  # ResNet's pool after the stem
+        ((1, 20, 9, 11), (3, 3), (2, 2), ((1, 1), (1, 1))),  # partial block, odd sizes
+        ((2, 17, 7, 6), (2, 3), (1, 2), ((1, 0), (0, 2))),  # uneven padding
+        ((1, 16, 1, 1), (1, 1), (1, 1), ((0, 0), (0, 0))),
+    ],
+)
+@pytest.mark.parametrize("c_kernel", [True, False])
+def test_max_pool2d_nchwc_matches_float64_and_the_decomposition(shape, k, s, pad, c_kernel, monkeypatch):
+    """The C kernel, and without it (no compiler) the plugin's numpy arithmetic."""
+    from plugins.cpu import conv_nchwc
+
+    asked = []
+    if not c_kernel:
+        monkeypatch.setattr(conv_nchwc, "max_pool2d_nchwc_call", lambda *a: asked.append(a) and None)
+    elif conv_nchwc._entry("maxpool_nchwc") is None:
+        pytest.skip("no C compiler")
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal(shape).astype(np.float32)
+    x.flat[5] = np.nan  # kept, as numpy's max
+    xb = IF.to_nchwc(fw.to_tensor(x))
+    got = IF.max_pool2d_nchwc(xb, shape[1], k, stride=s, padding=pad).numpy()
+    want = _max_pool64(x, k, s, pad)
+    np.testing.assert_array_equal(got, _blocked(want.astype(np.float32)))
+    attrs = {"channels": shape[1], "kernel_size": k, "stride": s, "padding": pad}
+    dec = OPS["max_pool2d_nchwc"].decomposition(xb, **attrs).numpy()
+    np.testing.assert_array_equal(got, dec)
+    assert len(asked) == (0 if c_kernel else 1)  # the kernel asked for its C call, and had none
+
+
+def test_max_pool2d_nchwc_bad_arguments_name_the_op_and_the_argument():
+    xb = IF.to_nchwc(fw.ones([1, 16, 4, 4]))
+    with pytest.raises(fw.OpArgumentError, match=r"\[max_pool2d_nchwc\] x must be 5-d"):
+        IF.max_pool2d_nchwc(fw.ones([1, 16, 4, 4]), 16, 3)
+    with pytest.raises(
+        fw.OpArgumentError, match=r"\[max_pool2d_nchwc\] channels must be an int in \[1, 16\]"
+    ):
+        IF.max_pool2d_nchwc(xb, 17, 3)
+    with pytest.raises(
+        fw.OpArgumentError, match=r"\[max_pool2d_nchwc\] padding must be in \[0, kernel_size\)"
+    ):
+        IF.max_pool2d_nchwc(xb, 16, 3, padding=3)
+    with pytest.raises(fw.OpArgumentError, match=r"\[max_pool2d_nchwc\] stride must be at least 1"):
+        IF.max_pool2d_nchwc(xb, 16, 3, stride=0)
+
+
 # -- the pass, rewrite by rewrite ---------------------------------------------------------------
 def _prog(body: str, ins: str, outs: str) -> object:
     return parse_program(f"module @f({ins}) -> ({outs}) {{\n{body}}}\n")
@@ -423,8 +485,8 @@ def test_conv_nchwc_c_is_one_prebuilt_build_of_its_three_entries(monkeypatch):
     monkeypatch.setattr(PC, "_OWN", {})
     f32 = np.dtype(np.float32)
     (build,) = PC.own_builds({("conv2d_nchwc", f32), ("from_nchwc", f32), ("exp", f32)})
-    entries = ("conv_nchwc", "to_nchwc", "from_nchwc", "pool_nchwc")
-    assert build.kernels == 4 and build.args[1] == entries
+    entries = ("conv_nchwc", "to_nchwc", "from_nchwc", "pool_nchwc", "maxpool_nchwc")
+    assert build.kernels == 5 and build.args[1] == entries
     assert PC.own_builds({("exp", f32), ("conv2d", f32)}) == []  # no blocked op: not built
     build()
     progs = [conv_nchwc._entry(e) for e in entries]
@@ -465,6 +527,17 @@ def test_pass_pools_the_blocked_value_without_leaving_the_layout():
     np.testing.assert_allclose(got[2], x.sum(axis=1), rtol=1e-5, atol=1e-5)
 
 
+def _against_onnxruntime(ort, model, x):
+    """(onnxruntime's output, the model's loaded with passes="inference", its program)."""
+    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+        None, {"x": x}
+    )[0]
+    m = fw.onnx.load(model, device="cpu", passes="inference")
+    with fw.no_grad():
+        got = m(fw.to_tensor(x)).numpy()
+    return want, got, m.program()
+
+
 @needs_kernel
 def test_imported_global_max_pool_reads_the_blocked_layout_and_matches_onnxruntime():
     ort = pytest.importorskip("onnxruntime")
@@ -488,14 +561,8 @@ def test_imported_global_max_pool_reads_the_blocked_layout_and_matches_onnxrunti
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     onnx.checker.check_model(model)
     x = rng.standard_normal((2, 5, 9, 7)).astype(np.float32)
-    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(
-        None, {"x": x}
-    )[0]
-    m = fw.onnx.load(model, device="cpu", passes="inference")
-    with fw.no_grad():
-        got = m(fw.to_tensor(x)).numpy()
+    want, got, p = _against_onnxruntime(ort, model, x)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
-    p = m.program()
     assert [op.attrs["reduce"] for op in _ops(p, "op.global_pool_nchwc")] == ["max"]
     assert not _ops(p, "op.from_nchwc") and len(_ops(p, "op.conv2d_nchwc")) == 1
 
@@ -562,3 +629,126 @@ def test_pass_takes_a_folded_scale_into_the_weight_operands():
     assert _names(p).count("op.mul") == 1  # the other scale's product stays
     got = Executor(p, "cpu", params)(x)[0].numpy()
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@needs_kernel
+def test_imported_resnet18_keeps_the_blocked_layout_through_its_max_pool_and_matches_onnxruntime():
+    """ResNet-18's shapes (7x7 s2 stem, 3x3 s2 pad 1 max pool, 2 blocks x 4 stages): the pool
+    after the stem reads and writes the blocked layout (the importer's -FLT_MAX padding after a
+    relu), so the program has no layout change left at all."""
+    ort = pytest.importorskip("onnxruntime")
+    from onnx_models import resnet18
+
+    model = resnet18(image=32, classes=10)
+    x = np.random.default_rng(12).standard_normal((2, 3, 32, 32)).astype(np.float32)
+    want, got, p = _against_onnxruntime(ort, model, x)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+    (pool,) = _ops(p, "op.max_pool2d_nchwc")
+    assert pool.attrs == {
+        "channels": 64,
+        "kernel_size": (3, 3),
+        "stride": (2, 2),
+        "padding": ((1, 1), (1, 1)),
+    }
+    assert pool.operands[0].defining_op.name == "op.conv2d_nchwc"
+    assert len(_ops(p, "op.conv2d_nchwc")) == 20 and not _ops(p, "op.conv2d")
+    assert not _ops(p, "op.from_nchwc") and not _ops(p, "op.to_nchwc")
+    assert not _ops(p, "op.pad") and not _ops(p, "op.concat")
+
+
+def _pool_text(fill: str, relu: str) -> tuple[str, str, str]:
+    """A 2x2 stride 2 max pool of ``from_nchwc(conv2d_nchwc(...) {relu})`` as the program holds
+    max_pool2d's decomposition, the pad's value ``fill``."""
+    tb = "tensor<[1, 2, 4, 4, 16], float32, cpu>"
+    tp, tpad = "tensor<[1, 20, 4, 4], float32, cpu>", "tensor<[1, 20, 5, 5], float32, cpu>"
+    ts, tr = "tensor<[1, 20, 2, 2], float32, cpu>", "tensor<[1, 20, 1, 2, 2], float32, cpu>"
+    body = (
+        f'  %90 = builtin.parameter {{name = "w"}} : tensor<[20, 20, 1, 1], float32, cpu>\n'
+        f'  %91 = builtin.parameter {{name = "b"}} : tensor<[20], float32, cpu>\n'
+        f"  %1 = op.conv2d_nchwc(%0, %90, %91) {{blocked_input = true, dilation = (1, 1), "
+        f"padding = ((0, 0), (0, 0)), relu = {relu}, stride = (1, 1)}} : {tb}\n"
+        f"  %2 = op.from_nchwc(%1) {{channels = 20}} : {tp}\n"
+        f"  %3 = op.pad(%2) {{pads = ((0, 0), (0, 0), (1, 0), (1, 0)), value = {fill}}} : {tpad}\n"
+    )
+    names = []
+    for i in range(2):
+        for j in range(2):
+            k = 2 * i + j
+            body += (
+                f"  %{20 + k} = op.slice(%3) {{starts = (0, 0, {i}, {j}), stops = (1, 20, {i + 3}, {j + 3}), "
+                f"steps = (1, 1, 2, 2)}} : {ts}\n"
+                f"  %{30 + k} = op.reshape(%{20 + k}) {{shape = (1, 20, 1, 2, 2)}} : {tr}\n"
+            )
+            names.append(f"%{30 + k}")
+    body += (
+        f"  %40 = op.concat({', '.join(names)}) {{axis = 2}} : tensor<[1, 20, 4, 2, 2], float32, cpu>\n"
+        f"  %41 = op.max(%40) {{axes = (2,), keepdim = false}} : {ts}\n"
+        "  builtin.return(%41)\n"
+    )
+    return body, f"%0: {tb}", ts
+
+
+@needs_kernel
+@pytest.mark.parametrize(
+    "fill, relu, fused",
+    [
+        ("-3.4028234663852886e+38", "true", True),
+        ("-inf", "false", True),
+        ("-3.4028234663852886e+38", "false", False),
+    ],
+)
+def test_pass_takes_the_decomposed_max_pool_into_the_blocked_layout_where_exact(fill, relu, fused):
+    """A -inf padding is never a window's max; a finite fill (the importer's -FLT_MAX) only
+    after a relu (a -inf pixel would otherwise pool to the fill): there the pool stays."""
+    rng = np.random.default_rng(13)
+    x = rng.standard_normal((1, 20, 4, 4)).astype(np.float32)
+    w = rng.standard_normal((20, 20, 1, 1)).astype(np.float32)
+    b = rng.standard_normal(20).astype(np.float32)
+    w[3], b[3] = 0, -np.inf  # output channel 3 all -inf: windows of -inf pixels and the fill
+    params = {"w": fw.to_tensor(w), "b": fw.to_tensor(b)}
+    xb = IF.to_nchwc(fw.to_tensor(x))
+    p = _prog(*_pool_text(fill, relu))
+    (want,) = Executor(p, "cpu", params)(xb)
+    _, stats = passes.optimize(p, ["conv_nchwc", "dce"])
+    assert bool(_ops(p, "op.max_pool2d_nchwc")) == fused and bool(_ops(p, "op.concat")) != fused
+    (got,) = Executor(p, "cpu", params)(xb)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    # against float64 numpy, padded with the fill
+    y = np.einsum("nchw,oc->nohw", x.astype(np.float64), w[:, :, 0, 0].astype(np.float64)) + b[:, None, None]
+    y = np.where(y > 0, y, 0) if relu == "true" else y
+    yp = np.pad(y, ((0, 0), (0, 0), (1, 0), (1, 0)), constant_values=float(fill))
+    ref = _max_pool64(yp, (2, 2), (2, 2), ((0, 0), (0, 0)))
+    np.testing.assert_allclose(got.numpy(), ref, rtol=1e-5, atol=1e-5)
+
+
+@needs_kernel
+def test_pass_leaves_a_max_over_windows_that_are_not_a_pool():
+    """Three of the four kernel offsets concatenated (not a whole window): the max stays."""
+    body, ins, outs = _pool_text("-inf", "true")
+    body = body.replace(", %33) {axis = 2} : tensor<[1, 20, 4,", ") {axis = 2} : tensor<[1, 20, 3,")
+    p = _prog(body, ins, outs)
+    assert passes.optimize(p, ["conv_nchwc"])[1][0].rewritten == 0 and _ops(p, "op.concat")
+
+
+@needs_kernel
+def test_pass_takes_a_max_pool2d_op_of_a_blocked_value():
+    """``max_pool2d(from_nchwc(z))`` reads ``z``: where its channels past C are known zero (C a
+    whole number of blocks here; 32 channels of a program input: the pool stays)."""
+    tb, tp = "tensor<[2, 2, 5, 6, 16], float32, cpu>", "tensor<[2, 32, 5, 6], float32, cpu>"
+    to = "tensor<[2, 32, 3, 3], float32, cpu>"
+    text = (
+        f"  %1 = op.from_nchwc(%0) {{channels = 32}} : {tp}\n"
+        f"  %2 = op.max_pool2d(%1) {{kernel_size = (3, 3), padding = ((1, 1), (1, 1)), stride = (2, 2)}} : {to}\n"
+        "  builtin.return(%2)\n"
+    )
+    x = np.random.default_rng(14).standard_normal((2, 32, 5, 6)).astype(np.float32)
+    z = IF.to_nchwc(fw.to_tensor(x))
+    p = _prog(text, f"%0: {tb}", to)
+    _, stats = passes.optimize(p, ["conv_nchwc", "dce"])
+    assert stats[0].rewritten == 1 and _names(p) == ["op.max_pool2d_nchwc", "op.from_nchwc"]
+    q = _prog(*(t.replace("[2, 32,", "[2, 19,").replace("= 32", "= 19") for t in (text, f"%0: {tb}", to)))
+    assert passes.optimize(q, ["conv_nchwc"])[1][0].rewritten == 0
+    (got,) = Executor(p, "cpu", {})(z)
+    np.testing.assert_array_equal(
+        got.numpy(), _max_pool64(x, (3, 3), (2, 2), ((1, 1), (1, 1))).astype(np.float32)
+    )

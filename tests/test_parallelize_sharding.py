@@ -65,14 +65,20 @@ def _zero_levels(n: int) -> dict[str, np.ndarray]:
         assert int(d["zero3/gathered_peak"]) == (64 * 256 + 256) * 4
         # under dist.to_static the program gathers the level-3 parameters (4 gathers, and their
         # backward: the partial gradient reduce-scattered onto the shard, one op each, not an
-        # all-reduce and a slice); at level 2 the program's gradients are whole (all-reduced)
-        # and the optimizer keeps their slices (3 steps x 4); the loss is all-reduced at both
+        # all-reduce and a slice); at level 2 too each parameter's partial gradient is
+        # reduce-scattered in the program (no all-reduce, no slice in the optimizer: 3 steps x 4
+        # reduce-scatters run); the loss is all-reduced at both
         assert int(d["static3/program_gathers"]) == 2 * 4 and int(d["static2/program_gathers"]) == 0
-        assert int(d["static3/program_reduce_scatters"]) == 4 and int(d["static3/program_all_reduces"]) == 1
-        assert (
-            int(d["static2/program_reduce_scatters"]) == 0 and int(d["static2/program_all_reduces"]) == 4 + 1
-        )
-        assert int(d["static2/eager_gradient_slices"]) == 12
+        for lv in (2, 3):
+            assert int(d[f"static{lv}/program_reduce_scatters"]) == 4, lv
+            assert int(d[f"static{lv}/program_all_reduces"]) == 1, lv
+        assert int(d["static2/run_reduce_scatters"]) == 3 * 4
+        assert int(d["static2/eager_gradient_slices"]) == 0 and int(d["static2/whole_grads"]) == 0
+        # a layer used twice: its two all-reduced partial gradients are added as one
+        # all-reduce of the sum, reduce-scattered (2 parameters; the loss all-reduced)
+        assert _equal_to_one_process(d, "static2_twice", r) == {"lin.weight", "lin.bias"}
+        assert int(d["static2_twice/program_reduce_scatters"]) == 2
+        assert int(d["static2_twice/program_all_reduces"]) == 1
     d = got[0]
     f = {
         f"{k}{lv}": int(d[f"zero{lv}/{k}"])
@@ -83,6 +89,11 @@ def _zero_levels(n: int) -> dict[str, np.ndarray]:
         # storage kept by the gradients' aliases was: +99,840 B)
         extra = f[f"allocated{lv}"] - f[f"states{lv}"] - f[f"grads{lv}"] - f[f"params{lv}"]
         assert 0 <= extra < f["params0"] // 4, (lv, extra)
+    # the gradients the traced step hands the update, per rank: 1/n of the whole ones at
+    # levels 2 and 3 (this rank's slices only), at every step
+    n = len(got)
+    for lv in (2, 3):
+        assert d[f"static{lv}/grads"].tolist() == [f["grads0"] // n] * 3, (lv, d[f"static{lv}/grads"])
     return f
 
 
@@ -129,6 +140,17 @@ def test_hybrid_sharding_stage_clip_sequence_parallel_and_global_spec_on_4_ranks
         assert ("pos.table" in held["pp2xdp2_global"]) == first  # the global layer on the first stage
         assert ("layers.3.lin.weight" in held["pp2xdp2_global"]) == (not first)
         assert int(d["sp_dp2xmp2/seq_shards"]) == 2 * 3  # two SequenceParallelBegin x 3 steps
+        # level 2 under dist.to_static with mp trains as eagerly: over dp, 3 gradients
+        # reduce-scattered in the program; 0.bias (its one dim sharded over mp) and the loss
+        # all-reduced
+        assert _equal_to_one_process(d, "static_dp2xmp2_sh2", r) == {
+            "0.weight",
+            "0.bias",
+            "2.weight",
+            "2.bias",
+        }
+        assert int(d["static_dp2xmp2_sh2/dp_reduce_scatters"]) == 3
+        assert int(d["static_dp2xmp2_sh2/dp_all_reduces"]) == 2
 
 
 # -- in this process: one rank, against real Paddle -------------------------------------------------

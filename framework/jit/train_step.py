@@ -21,6 +21,9 @@ optimizer without a split update: eagerly, op by op). While tracing:
   loss with respect to the leaves its tape reaches: parameters, inputs that need a gradient)
   and hands each leaf its traced gradient in ``.grad`` for the rest of the trace; the
   gradients become extra outputs of the program. Nothing is accumulated into a real ``.grad``.
+  A leaf whose gradient another object keeps (``leaf._traced_grad_sink``: ZeRO stage 2's
+  optimizer under ``dist.to_static``) has it cut in the program (``sink.slice(g)``: this rank's
+  slice) and handed over (``sink(g)``) when the program has run; its ``.grad`` stays None.
 - ``opt.step()`` and ``opt.clear_grad()`` are recorded as *actions*, not run (the optimizer's
   state, step count and learning-rate schedule stay Python state, as eagerly).
 
@@ -57,7 +60,9 @@ class StepRecord:
 
     args: Sequence[Tensor]  #: the traced inputs (a leaf among them is ``("input", k)``)
     #: ("grads", [(leaf, k)]) with k the index among the gradient outputs, ("step", opt),
-    #: ("clear_grad", (opt, set_to_zero)); a leaf is ("input", k) or ("tensor", t)
+    #: ("clear_grad", (opt, set_to_zero)); a leaf is ("input", k), ("tensor", t) or
+    #: ("sink", s): a leaf with a ``_traced_grad_sink`` s (see :meth:`backward`) hands its
+    #: gradient to ``s(g)`` instead of ``.grad``
     actions: list[tuple[str, Any]] = field(default_factory=list)
     grads: list[Tensor] = field(default_factory=list)  #: the traced gradient outputs
     pending: dict[int, tuple[Tensor, Tensor]] = field(default_factory=dict)  #: leaf id -> (leaf, delta)
@@ -85,8 +90,13 @@ class StepRecord:
             key = id(leaf)
             if key not in self.saved:
                 self.saved[key] = (leaf, leaf.grad)
+            sink = getattr(leaf, "_traced_grad_sink", None)
+            if sink is not None:  # the gradient's owner keeps a part of it (ZeRO stage 2: a slice)
+                g = sink.slice(g)
             prev = self.pending.get(key)
             self.pending[key] = (leaf, g if prev is None else (prev[1] + g).detach())
+            if sink is not None:  # not in .grad, as eagerly (the owner holds it)
+                continue
             # what later code in the trace reads: this call's gradients (one from before the
             # call is added when the program runs, not while tracing)
             seen = self.visible.get(key)
@@ -99,7 +109,11 @@ class StepRecord:
         pos = {id(a): k for k, a in enumerate(self.args)}
         items = []
         for leaf, g in self.pending.values():
-            where = ("input", pos[id(leaf)]) if id(leaf) in pos else ("tensor", leaf)
+            sink = getattr(leaf, "_traced_grad_sink", None)
+            if sink is not None:
+                where = ("sink", sink)
+            else:
+                where = ("input", pos[id(leaf)]) if id(leaf) in pos else ("tensor", leaf)
             items.append((where, len(self.grads)))
             self.grads.append(g)
         self.pending.clear()
@@ -178,8 +192,11 @@ def apply(actions: list[tuple[str, Any]], grads: Sequence[Tensor], inputs: Seque
     for kind, what in actions:
         if kind == "grads":
             for (where, ref), k in what:
-                leaf = inputs[ref] if where == "input" else ref
                 g = grads[k]
+                if where == "sink":
+                    ref(g)
+                    continue
+                leaf = inputs[ref] if where == "input" else ref
                 leaf.grad = g if leaf.grad is None else (leaf.grad + g).detach()
         elif kind == "step":
             what.step()

@@ -613,10 +613,11 @@ PREBUILT_OWN: tuple[tuple[str, tuple[str, ...], bool, str, frozenset[str]], ...]
     ),
     (
         "conv_nchwc.c",
-        ("conv_nchwc", "to_nchwc", "from_nchwc", "pool_nchwc"),  # float32 only: conv_nchwc.OPTIONS, ()
+        # float32 only: conv_nchwc.OPTIONS, ()
+        ("conv_nchwc", "to_nchwc", "from_nchwc", "pool_nchwc", "maxpool_nchwc"),
         False,
         "blocked conv2d",
-        frozenset({"conv2d_nchwc", "to_nchwc", "from_nchwc", "global_pool_nchwc"}),
+        frozenset({"conv2d_nchwc", "to_nchwc", "from_nchwc", "global_pool_nchwc", "max_pool2d_nchwc"}),
     ),
 )
 

@@ -411,3 +411,37 @@ int pool_nchwc(const void* x_, void* y_, int64_t n, int64_t c, int64_t hw, int k
         }
     return 0;
 }
+
+/* x (n, cb, h, w, B) -> y (n, cb, oh, ow, B): the max over each kh x kw window (stride sh, sw;
+ * pt, pl rows and columns of padding before, never taken: only the window's pixels inside the
+ * image are read; a NaN is kept, as numpy's max). Each block's 16 channels a row of vectors;
+ * items (image, block, output row) to the team. Every window holds a pixel (the op's padding is
+ * less than its kernel), so a block's zero channels past c stay zero. */
+int maxpool_nchwc(const void* x_, void* y_, int64_t n, int64_t cb, int64_t h, int64_t w, int64_t oh, int64_t ow,
+                  int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t pt, int64_t pl, int nt) {
+    const float* x = x_;
+    float* y = y_;
+    const int64_t items = n * cb * oh;
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
+    for (int64_t it = 0; it < items; ++it) {
+        const int64_t oy = it % oh, p = it / oh; /* p: image * cb + block */
+        const float* s = x + p * h * w * B;
+        float* d = y + (p * oh + oy) * ow * B;
+        int64_t y0 = oy * sh - pt, y1 = y0 + kh;
+        y0 = y0 < 0 ? 0 : y0;
+        y1 = y1 > h ? h : y1;
+        for (int64_t ox = 0; ox < ow; ++ox) {
+            int64_t x0 = ox * sw - pl, x1 = x0 + kw;
+            x0 = x0 < 0 ? 0 : x0;
+            x1 = x1 > w ? w : x1;
+            vf acc[NVB];
+            for (int v = 0; v < NVB; ++v) acc[v] = ld(s + (y0 * w + x0) * B + v * VW);
+            for (int64_t iy = y0; iy < y1; ++iy)
+                for (int64_t ix = x0; ix < x1; ++ix)
+#pragma GCC unroll 4
+                    for (int v = 0; v < NVB; ++v) acc[v] = pool_step(1, acc[v], ld(s + (iy * w + ix) * B + v * VW));
+            for (int v = 0; v < NVB; ++v) st(d + ox * B + v * VW, acc[v]);
+        }
+    }
+    return 0;
+}

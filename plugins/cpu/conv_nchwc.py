@@ -1,6 +1,6 @@
 """The blocked-layout convolution on cpu (``conv_nchwc.c``): kernels of the ops ``conv2d_nchwc``,
-``to_nchwc``, ``from_nchwc`` and ``global_pool_nchwc`` (framework/_src/ops/composites/conv_fused.py),
-float32.
+``to_nchwc``, ``from_nchwc``, ``global_pool_nchwc`` and ``max_pool2d_nchwc``
+(framework/_src/ops/composites/conv_fused.py), float32.
 
 A program rewritten by the ``conv_nchwc`` pass keeps the values between consecutive
 convolutions as (N, ceil(C / 16), H, W, 16) and converts only where the blocked region starts
@@ -175,6 +175,40 @@ def global_pool_nchwc_call(x: np.ndarray, y: np.ndarray, reduce: str) -> Any:
     return run
 
 
+def max_pool2d_nchwc_call(
+    x: np.ndarray, y: np.ndarray, kernel_size: tuple, stride: tuple, padding: tuple
+) -> Any:
+    """``max_pool2d_nchwc`` of blocked ``x`` into blocked ``y`` as a zero-argument call, or None."""
+    n, cb, h, w, block = x.shape
+    if block != BLOCK or not _f32(x, y):
+        return None
+    prog = _entry("maxpool_nchwc")
+    if prog is None:
+        return None
+    oh, ow = y.shape[2:4]
+    args = (
+        pointer(prog.ffi, x),
+        pointer(prog.ffi, y),
+        n,
+        cb,
+        h,
+        w,
+        oh,
+        ow,
+        *(int(v) for v in kernel_size),
+        *(int(v) for v in stride),
+        int(padding[0][0]),
+        int(padding[1][0]),
+        threads.team_threads(y.size * kernel_size[0] * kernel_size[1], MIN_ELEMS_PER_TEAM_THREAD),
+    )
+    fn = prog.fn
+
+    def run(keep: tuple = (x, y)) -> None:
+        fn(*args)
+
+    return run
+
+
 # -- the kernels: the C call, else the numpy arithmetic of the decomposition ---------------------
 def _blocked(y: np.ndarray, block: int = BLOCK) -> np.ndarray:
     """NCHW ``y`` as NCHWc (numpy), channels past C zero."""
@@ -301,10 +335,38 @@ def _bind_global_pool_nchwc(
     return global_pool_nchwc_call(ins[0], outs[0], reduce)
 
 
+def _max_pool2d_nchwc(
+    ctx: Any, outs: list, ins: list, channels: int, kernel_size: tuple, stride: tuple, padding: tuple
+) -> None:
+    x = np.ascontiguousarray(ins[0])
+    call = max_pool2d_nchwc_call(x, outs[0], kernel_size, stride, padding)
+    if call is not None:
+        call()
+        return
+    (pt, pb), (pl, pr) = padding
+    xp = np.pad(_plain(x, channels), ((0, 0), (0, 0), (pt, pb), (pl, pr)), constant_values=-np.inf)
+    oh, ow = outs[0].shape[2:4]
+    (kh, kw), (sh, sw) = kernel_size, stride
+    wins = [
+        xp[:, :, i : i + sh * (oh - 1) + 1 : sh, j : j + sw * (ow - 1) + 1 : sw]
+        for i in range(kh)
+        for j in range(kw)
+    ]
+    np.copyto(outs[0], _blocked(np.max(np.stack(wins), axis=0), x.shape[4]), casting="unsafe")
+
+
+def _bind_max_pool2d_nchwc(
+    ctx: Any, outs: list, ins: list, channels: int, kernel_size: tuple, stride: tuple, padding: tuple
+) -> Any:
+    if ctx.stream is not None or not ins[0].flags.c_contiguous:
+        return None
+    return max_pool2d_nchwc_call(ins[0], outs[0], kernel_size, stride, padding)
+
+
 def register_conv_nchwc(registry: Any) -> None:
     """The blocked layout's kernels, float32, on cpu: ``conv2d_nchwc`` (the ``conv_nchwc`` pass
     rewrites inference programs where this kernel is registered), ``to_nchwc``, ``from_nchwc``,
-    ``global_pool_nchwc``."""
+    ``global_pool_nchwc``, ``max_pool2d_nchwc``."""
     from .kernels import _on_stream
 
     for name, fn, bind in (
@@ -312,6 +374,7 @@ def register_conv_nchwc(registry: Any) -> None:
         ("to_nchwc", _to_nchwc, _bind_to_nchwc),
         ("from_nchwc", _from_nchwc, _bind_from_nchwc),
         ("global_pool_nchwc", _global_pool_nchwc, _bind_global_pool_nchwc),
+        ("max_pool2d_nchwc", _max_pool2d_nchwc, _bind_max_pool2d_nchwc),
     ):
         fn.bind = bind  # type: ignore[attr-defined]
         registry.add_kernel(name, "cpu", ("float32",), _on_stream(fn), bind=bind)

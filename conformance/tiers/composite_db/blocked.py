@@ -1,5 +1,5 @@
 """The blocked layout NCHWc and the convolution with its epilogue in it (``to_nchwc``,
-``from_nchwc``, ``conv2d_nchwc``, ``global_pool_nchwc``: framework/_src/ops/composites/conv_fused.py)."""
+``from_nchwc``, ``conv2d_nchwc``, ``global_pool_nchwc``, ``max_pool2d_nchwc``: framework/_src/ops/composites/conv_fused.py)."""
 
 from __future__ import annotations
 
@@ -35,6 +35,18 @@ def _conv(
     if r is not None:
         y = y + r
     return blocked(np.where(y <= 0, 0, y) if relu else y)
+
+
+def _max_pool(x: np.ndarray, k: int, s: int, p: int) -> np.ndarray:
+    """max_pool2d (square, -inf padding) of NCHW ``x``, in NCHWc (numpy)."""
+    xp = np.pad(x, ((0, 0), (0, 0), (p, p), (p, p)), constant_values=-np.inf)
+    oh, ow = ((d + 2 * p - k) // s + 1 for d in x.shape[2:])
+    wins = [
+        xp[:, :, i : i + s * (oh - 1) + 1 : s, j : j + s * (ow - 1) + 1 : s]
+        for i in range(k)
+        for j in range(k)
+    ]
+    return blocked(np.max(np.stack(wins), axis=0))
 
 
 def blocked_entries(IF: Any) -> list[CompositeInfo]:
@@ -88,5 +100,12 @@ def blocked_entries(IF: Any) -> list[CompositeInfo]:
             lambda r: [_u(r, 2, 17, 4, 3)],
             (0,),
             op="global_pool_nchwc",
+        ),
+        CompositeInfo(
+            "max_pool2d_nchwc",
+            lambda x: IF.max_pool2d_nchwc(IF.to_nchwc(x), 19, 3, stride=2, padding=1),
+            lambda x: _max_pool(x, 3, 2, 1),
+            lambda r: [_u(r, 2, 19, 7, 6)],
+            (0,),
         ),
     ]

@@ -14,7 +14,9 @@ into the parameter after the step. The gradients are all-reduced in backward.
 ``ShardingStage2(axis, mesh)`` also shards the gradients: a parameter's partial gradient over
 ``axis`` is reduce-scattered in its bucket during the backward (instead of all-reduced; see
 :mod:`.grad_buckets`) and each rank keeps its slice only (``p.grad`` is then None; ``opt.grad_shard(p)`` is the slice, laid out
-as the states); several backwards before a step add up in the slices.
+as the states); several backwards before a step add up in the slices. Under ``dist.to_static``
+the traced step's program reduce-scatters each gradient and returns the slice only
+(:class:`_TracedGradSlice`).
 
 ``ShardingStage3(axis, mesh)`` also shards the parameters: each parameter is laid out
 ``Shard(d)`` over ``axis`` in place (the same object), so its states and its gradient are
@@ -129,6 +131,28 @@ class ShardingStage3(ShardingStage1):
     stage = 3
 
 
+class _TracedGradSlice:
+    """Stage 2 under ``dist.to_static`` (:mod:`framework.jit.train_step` reads it as the
+    parameter's ``_traced_grad_sink``): the traced step's whole gradient of ``p`` is sliced as
+    the states lie *in the program* (:meth:`slice`), so the pass ``dist_reduce_scatter`` makes
+    the gradient's all-reduce and the slice one reduce-scatter and the program returns only
+    this rank's slice; the optimizer keeps it (:meth:`__call__`)."""
+
+    __slots__ = ("opt", "p", "v")
+
+    def __init__(self, opt: _ShardOptimizer, p: DistTensor, v: DistTensor) -> None:
+        self.opt, self.p, self.v = weakref.proxy(opt), p, v
+
+    def slice(self, g: Tensor) -> Tensor:
+        p = self.p
+        d = DistTensor(g, p.process_mesh, p.placements, p.shape, g.dtype, f"the gradient of {p.name}")
+        why = f"ShardingStage2 gradient of {p.name}, in the program"
+        return reshard(d, p.process_mesh, self.v.placements, why=why)._local
+
+    def __call__(self, part: Tensor) -> None:
+        self.opt._keep_slice(self.p, part)
+
+
 class _ShardOptimizer:
     """The optimizer ``shard_optimizer`` returns for stages 1 and 2: it steps the wrapped
     optimizer on views of the parameters laid out as the states are, then writes them back.
@@ -182,6 +206,7 @@ class _ShardOptimizer:
                 lambda part, p=p: self._keep_slice(p, part),
                 "ShardingStage2 gradient",
             )
+            local._traced_grad_sink = _TracedGradSlice(self, p, v)
         AFTER_BACKWARD.append(weakref.WeakMethod(self._sweep))
 
     def _keep_slice(self, p: DistTensor, part: Tensor) -> None:

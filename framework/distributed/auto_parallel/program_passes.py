@@ -8,7 +8,11 @@ all-reduce of the partial gradient over ``dp`` (the backward of the op rule's
 reduce-scatter: each rank receives only its chunk (``B (k-1)/k`` bytes on the wire instead of
 ``2 B (k-1)/k``) and no whole gradient is made. The same holds for any partial value made
 replicated and then sliced on the same mesh axis, forward or backward; a whole value read by
-another op as well is left alone (DRR's use count).
+another op as well is left alone (DRR's use count). At ZeRO stage 2 the slice is the traced
+step's (the optimizer keeps this rank's slice of a whole parameter's gradient); a parameter
+used twice has two all-reduced partial gradients added first, which
+:data:`SUM_OF_ALL_REDUCES` makes one all-reduce of the sum (one collective instead of two, and
+a pair :data:`REDUCE_SCATTER` then takes).
 
 >>> from framework.ir.passes import PASSES
 >>> "dist_reduce_scatter" in PASSES
@@ -50,11 +54,48 @@ REDUCE_SCATTER = Rule(
 )
 
 
+def _all_reduce(v: str, tag: str) -> Pat:
+    """A ``P -> R`` all-reduce of ``v`` (its reduction bound to ``partial``; ``tensor`` and
+    ``why`` to ``tensor_<tag>`` and ``why_<tag>``)."""
+    return Pat(
+        "dist_reshard",
+        Var(v),
+        src=Attr("partial"),
+        dst="R",
+        grad_reduce="",
+        tensor=Attr(f"tensor_{tag}"),
+        why=Attr(f"why_{tag}"),
+        **_SAME,
+    )
+
+
+#: two all-reduces of partial values over the same mesh axis, added: one all-reduce of the sum
+#: (a sum or a mean is linear). A parameter used twice has its gradient made so (a rule's
+#: ``P(sum) -> R`` per use, then the accumulation); as one all-reduce, :data:`REDUCE_SCATTER`
+#: can then make it a reduce-scatter where only a slice is read (ZeRO stage 2)
+SUM_OF_ALL_REDUCES = Rule(
+    name="add_of_all_reduces_to_all_reduce_of_add",
+    source=Pat("add", _all_reduce("a", "a"), _all_reduce("b", "b")),
+    where=[lambda m: m["partial"] in ("Psum", "Pavg")],
+    result=Res(
+        "dist_reshard",
+        Res("add", "a", "b"),
+        src=Attr("partial"),
+        dst="R",
+        grad_reduce="",
+        tensor=Attr("tensor_a"),
+        why=Attr("why_a"),
+        **_SAME,
+    ),
+)
+
+
 class DistReduceScatter(Canonicalize):
-    """:data:`REDUCE_SCATTER`, greedily (the pass ``dist_reduce_scatter``)."""
+    """:data:`SUM_OF_ALL_REDUCES` and :data:`REDUCE_SCATTER`, greedily (the pass
+    ``dist_reduce_scatter``)."""
 
     name = "dist_reduce_scatter"
-    rules = (REDUCE_SCATTER,)
+    rules = (SUM_OF_ALL_REDUCES, REDUCE_SCATTER)
     hand_written = ()
 
 

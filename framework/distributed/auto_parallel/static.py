@@ -10,6 +10,9 @@ traced into one program (forward, loss and the gradient rules, the reshards' bac
 them: a ``P(sum) -> R`` all_reduce where the forward had Megatron's identity, a gather where it
 sliced...) by :mod:`framework.jit.train_step`; the optimizer step (``dist.shard_optimizer``:
 states laid out like the parameters) runs after it, eagerly, on the distributed parameters.
+At ZeRO stage 2 the step slices each gradient in the program as the optimizer's states lie
+(the parameter's ``_traced_grad_sink``), which the pass ``dist_reduce_scatter`` makes one
+reduce-scatter; the program returns this rank's slices and the optimizer keeps them.
 
 >>> import framework.distributed as dist
 >>> dist.DistModel.__name__

@@ -17,7 +17,13 @@ from ..._src.ops import math as M
 from ..._src.ops import shape as S
 from ..._src.ops.composites.activation import silu
 from ..._src.ops.composites.attention import rotary_embedding
-from ..._src.ops.composites.conv_fused import conv2d_nchwc, from_nchwc, global_pool_nchwc, to_nchwc
+from ..._src.ops.composites.conv_fused import (
+    conv2d_nchwc,
+    from_nchwc,
+    global_pool_nchwc,
+    max_pool2d_nchwc,
+    to_nchwc,
+)
 from ..._src.ops.composites.linear import linear
 from ..._src.ops.composites.norm import layer_norm, rms_norm
 from ..._src.ops.indexing import gather
@@ -31,6 +37,7 @@ __all__ = [
     "fused_rms_norm",
     "fused_rotary_position_embedding",
     "global_pool_nchwc",
+    "max_pool2d_nchwc",
     "swiglu",
     "to_nchwc",
 ]

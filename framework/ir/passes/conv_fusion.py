@@ -25,6 +25,14 @@ Four rewrites, run to a fixpoint:
   the blocked value as it is and writes the plain (N, C, 1, 1) (the global average pool at the
   end of a ResNet: the importer writes it as that sum times 1 / (H * W)). Up to the order of
   the sum's additions.
+- **max pooling** (``BlockedMaxPool``, ``BlockedMaxPoolOp``): a windowed max pool of
+  ``from_nchwc(z)`` becomes ``from_nchwc(max_pool2d_nchwc(z))`` (a ResNet's 3x3 stride 2 pool
+  after its stem), so the convolutions after it read the blocked value. The program holds the
+  pool as ``max_pool2d`` or as its decomposition: ``pad`` (the importer's -FLT_MAX, or -inf)
+  of the pixels, one strided ``slice`` per kernel offset, each ``reshape`` to a new axis 2,
+  ``concat`` on it and ``max`` over it. Exact: the padding is never a window's max where it
+  is -inf, or where ``z`` is a ``conv2d_nchwc`` with relu (values >= 0 or NaN) and the fill is
+  not above 0, each window holding a pixel (padding less than the kernel).
 
 What is left of the layout changes stands at the edges of the blocked region: the first
 convolution reads the program's NCHW value (``blocked_input=False``: a first layer of three
@@ -169,6 +177,16 @@ class ConvEpilogue(RewritePattern):
         return True
 
 
+#: ops whose blocked result holds zeros in its channels past C
+_ZERO_PADDED = ("op.conv2d_nchwc", "op.to_nchwc", "op.max_pool2d_nchwc")
+
+
+def _zero_padded(z: Value, c: int) -> bool:
+    """``z``'s channels past ``c`` are zero: ``c`` a whole number of blocks, or ``z`` written by
+    an op that zeroes them."""
+    return c % BLOCK == 0 or (z.defining_op is not None and z.defining_op.name in _ZERO_PADDED)
+
+
 class BlockedInput(RewritePattern):
     """``conv2d_nchwc(from_nchwc(z), ...)`` -> ``conv2d_nchwc(z, ..., blocked_input=True)``."""
 
@@ -204,9 +222,7 @@ class LayoutRoundTrip(RewritePattern):
             return False
         # exact where z's channels past C are zero: C a whole number of blocks, or z written by
         # an op that zeroes them
-        zdef = z.defining_op
-        whole = op.operands[0].type.shape[1] % BLOCK == 0
-        if not whole and (zdef is None or zdef.name not in ("op.conv2d_nchwc", "op.to_nchwc")):
+        if not _zero_padded(z, op.operands[0].type.shape[1]):
             return False
         rewriter.replace_op(op, [z])
         return True
@@ -244,10 +260,117 @@ class BlockedGlobalMax(BlockedGlobalPool):
     name = "nchwc_global_max"
 
 
+class BlockedMaxPoolOp(RewritePattern):
+    """``max_pool2d(from_nchwc(z))`` -> ``from_nchwc(max_pool2d_nchwc(z))``."""
+
+    root = "op.max_pool2d"
+    name = "nchwc_max_pool_op"
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> bool:
+        a = op.attrs
+        return _rewrite_pool(op, op.operands[0], a["kernel_size"], a["stride"], a["padding"], rewriter)
+
+
+class BlockedMaxPool(RewritePattern):
+    """The decomposition of ``max_pool2d`` (``max(concat(reshape(slice(pad(from_nchwc(z)))) ...,
+    axis 2), axes=(2,))``) -> ``from_nchwc(max_pool2d_nchwc(z))``."""
+
+    root = "op.max"
+    name = "nchwc_max_pool"
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> bool:
+        cat = op.operands[0].defining_op
+        if tuple(op.attrs.get("axes", ())) != (2,) or op.attrs.get("keepdim") or cat is None:
+            return False
+        if cat.name != "op.concat" or cat.attrs.get("axis") != 2:
+            return False
+        src, offsets, steps = None, set(), set()
+        for v in cat.operands:
+            r = v.defining_op
+            sl = None if r is None or r.name != "op.reshape" else r.operands[0].defining_op
+            if sl is None or sl.name != "op.slice" or r.result.type.shape[2] != 1:
+                return False
+            if r.result.type.shape[:2] + r.result.type.shape[3:] != sl.result.type.shape:
+                return False
+            starts, stepv = tuple(sl.attrs["starts"]), tuple(sl.attrs["steps"])
+            if starts[:2] != (0, 0) or stepv[:2] != (1, 1) or (src is not None and sl.operands[0] is not src):
+                return False
+            src = sl.operands[0]
+            offsets.add(starts[2:])
+            steps.add(stepv[2:])
+        if src is None or len(steps) != 1 or len(offsets) != len(cat.operands):
+            return False
+        kh, kw = max(o[0] for o in offsets) + 1, max(o[1] for o in offsets) + 1
+        if offsets != {(i, j) for i in range(kh) for j in range(kw)}:
+            return False
+        # the pads before: their fills, summed
+        pads, fills, x = [0, 0, 0, 0], [], src
+        while x.defining_op is not None and x.defining_op.name == "op.pad":
+            pad = x.defining_op
+            p = tuple(tuple(q) for q in pad.attrs["pads"])
+            if len(p) != 4 or p[0] != (0, 0) or p[1] != (0, 0):
+                return False
+            for i, q in enumerate((p[2][0], p[2][1], p[3][0], p[3][1])):
+                pads[i] += q
+            fills.append(float(pad.attrs.get("value", 0.0)))
+            x = pad.operands[0]
+        padding = ((pads[0], pads[1]), (pads[2], pads[3]))
+        return _rewrite_pool(op, x, (kh, kw), steps.pop(), padding, rewriter, fills)
+
+
+def _rewrite_pool(
+    op: Operation,
+    x: Value,
+    kernel_size: tuple,
+    stride: tuple,
+    padding: tuple,
+    rewriter: PatternRewriter,
+    fills: list[float] | None = None,
+) -> bool:
+    """Replace ``op``, the max pool of ``x`` (plain), by ``from_nchwc(max_pool2d_nchwc(z))``
+    where ``x`` is ``from_nchwc(z)`` and the padding (``fills``: the pads' values, none
+    -inf) is never a window's max; False where it does not apply."""
+    src, out = x.defining_op, op.result.type
+    if src is None or src.name != "op.from_nchwc":
+        return False
+    z, c = src.operands[0], src.attrs["channels"]
+    if z.type.shape[-1] != BLOCK or not isinstance(out, TensorType) or out.dtype != z.type.dtype:
+        return False
+    if not _zero_padded(z, c) or any(max(p) >= k for p, k in zip(padding, kernel_size)):
+        return False
+    sizes = z.type.shape[2:4]
+    if not all(isinstance(d, int) for d in sizes) or tuple(out.shape[2:]) != tuple(
+        (d + sum(p) - k) // st + 1 for d, p, k, st in zip(sizes, padding, kernel_size, stride)
+    ):  # the pool's windows: all of those of the padded image, as max_pool2d_nchwc's
+        return False
+    if any(f != float("-inf") for f in fills or ()):
+        zdef = z.defining_op  # a relu's values (>= 0 or NaN) are never below a fill <= 0
+        relu = zdef is not None and zdef.name == "op.conv2d_nchwc" and zdef.attrs.get("relu")
+        if not relu or max(fills or ()) > 0:
+            return False
+    if not _has_kernel(rewriter, out, "max_pool2d_nchwc"):
+        return False
+    n, cb, _, _, _ = z.type.shape
+    blocked = TensorType((n, cb, *out.shape[2:], BLOCK), out.dtype, out.device)
+    attrs = {"channels": c, "kernel_size": tuple(kernel_size), "stride": tuple(stride), "padding": padding}
+    y = rewriter.create("op.max_pool2d_nchwc", [z], [blocked], attrs, before=op).results[0]
+    back = rewriter.create("op.from_nchwc", [y], [out], {"channels": c}, before=op).results[0]
+    rewriter.replace_op(op, [back])
+    return True
+
+
 def to_nchwc(program: Program, ctx: PassContext) -> int:
     """Rewrite the program's convolutions and their epilogues into the blocked layout; returns
     the number of rewrites."""
-    patterns = [ConvEpilogue(), BlockedInput(), LayoutRoundTrip(), BlockedGlobalPool(), BlockedGlobalMax()]
+    patterns = [
+        ConvEpilogue(),
+        BlockedInput(),
+        LayoutRoundTrip(),
+        BlockedGlobalPool(),
+        BlockedGlobalMax(),
+        BlockedMaxPool(),
+        BlockedMaxPoolOp(),
+    ]
     return apply_patterns_greedily(program, patterns, ctx).rewrites
 
 

@@ -1,6 +1,7 @@
 """The blocked channel layout NCHWc and the convolution that reads and writes it with its
-epilogue fused: ``to_nchwc``, ``from_nchwc``, ``conv2d_nchwc``, and ``global_pool_nchwc``, the
-global sum or max over the pixels that reads it (a ResNet's pooling before its classifier).
+epilogue fused: ``to_nchwc``, ``from_nchwc``, ``conv2d_nchwc``, ``global_pool_nchwc``, the
+global sum or max over the pixels that reads it (a ResNet's pooling before its classifier), and
+``max_pool2d_nchwc``, a windowed max pool from blocked to blocked (a ResNet's pool after its stem).
 
 A tensor (N, C, H, W) in NCHWc is (N, ceil(C / block), H, W, block): channel ``k`` of pixel
 (y, x) at ``[:, k // block, y, x, k % block]``, the channels past C zero. A device that
@@ -154,6 +155,44 @@ def global_pool_nchwc_decomposition(x: Tensor, *, channels: int, reduce: str, ke
     return call(OPS[reduce], [y], {"axes": (2, 3), "keepdim": keepdim})
 
 
+def _max_pool_infer(ins: list[Tensor], attrs: dict[str, Any]) -> list:
+    n, cb, h, w, block = ins[0].shape
+    k, st, p = attrs["kernel_size"], attrs["stride"], attrs["padding"]
+    oh = _out_size("max_pool2d_nchwc", h, k[0], st[0], 1, p[0])
+    ow = _out_size("max_pool2d_nchwc", w, k[1], st[1], 1, p[1])
+    return [((n, cb, oh, ow, block), ins[0].dtype)]
+
+
+def _max_pool_flops(ins: list, outs: list, attrs: dict[str, Any]) -> float:
+    n, _, oh, ow, _ = outs[0]
+    k = attrs["kernel_size"]
+    return float(n * attrs["channels"] * oh * ow * k[0] * k[1])
+
+
+@composite("max_pool2d_nchwc", infer=_max_pool_infer, flops=_max_pool_flops, no_sharding=_LAYOUT)
+def max_pool2d_nchwc_decomposition(
+    x: Tensor, *, channels: int, kernel_size: tuple, stride: tuple, padding: tuple
+) -> Tensor:
+    """``max_pool2d`` (padding ``((t, b), (l, r))`` that no window's max takes: -inf) of blocked
+    ``x``, blocked out: ``to_nchwc(max_pool2d(from_nchwc(x, channels)))``, channels past
+    ``channels`` zero."""
+    y = call(OPS["from_nchwc"], [x], {"channels": channels})
+    y = call(OPS["max_pool2d"], [y], {"kernel_size": kernel_size, "stride": stride, "padding": padding})
+    return call(OPS["to_nchwc"], [y], {"block": x.shape[4]})
+
+
+def _check_blocked(name: str, x: Tensor, channels: int) -> None:
+    """``x`` 5-d (N, CB, H, W, block) and ``channels`` an int in [1, CB * block], else an error
+    naming ``name``."""
+    if x.ndim != 5:
+        raise OpArgumentError(f"[{name}] x must be 5-d (N, C blocks, H, W, block), got shape {x.shape}")
+    if not isinstance(channels, int) or not 0 < channels <= x.shape[1] * x.shape[4]:
+        raise OpArgumentError(
+            f"[{name}] channels must be an int in [1, {x.shape[1] * x.shape[4]}] (blocks x block), "
+            f"got {channels!r}"
+        )
+
+
 # -- the user-facing functions (framework.incubate.nn.functional) ------------------------------
 def to_nchwc(x: Tensor, block: int = BLOCK, name: str | None = None) -> Tensor:
     """NCHW ``x`` in the blocked layout (N, ceil(C / block), H, W, block), channels past C zero.
@@ -180,13 +219,7 @@ def from_nchwc(x: Tensor, channels: int, name: str | None = None) -> Tensor:
     (2, 3, 4, 5)
     """
     x = tensor_arg("from_nchwc", x)
-    if x.ndim != 5:
-        raise OpArgumentError(f"[from_nchwc] x must be 5-d (N, C blocks, H, W, block), got shape {x.shape}")
-    if not isinstance(channels, int) or not 0 < channels <= x.shape[1] * x.shape[4]:
-        raise OpArgumentError(
-            f"[from_nchwc] channels must be an int in [1, {x.shape[1] * x.shape[4]}] (blocks x block), "
-            f"got {channels!r}"
-        )
+    _check_blocked("from_nchwc", x, channels)
     return call(OPS["from_nchwc"], [x], {"channels": channels})
 
 
@@ -279,17 +312,61 @@ def global_pool_nchwc(
     ((2, 3, 1, 1), 20.0)
     """
     x = float_arg("global_pool_nchwc", x)
-    if x.ndim != 5:
-        raise OpArgumentError(
-            f"[global_pool_nchwc] x must be 5-d (N, C blocks, H, W, block), got shape {x.shape}"
-        )
-    if not isinstance(channels, int) or not 0 < channels <= x.shape[1] * x.shape[4]:
-        raise OpArgumentError(
-            f"[global_pool_nchwc] channels must be an int in [1, {x.shape[1] * x.shape[4]}] (blocks x block), "
-            f"got {channels!r}"
-        )
+    _check_blocked("global_pool_nchwc", x, channels)
     if reduce not in _REDUCES:
         raise OpArgumentError(f"[global_pool_nchwc] reduce must be one of {_REDUCES}, got {reduce!r}")
     return call(
         OPS["global_pool_nchwc"], [x], {"channels": channels, "reduce": reduce, "keepdim": bool(keepdim)}
     )
+
+
+def max_pool2d_nchwc(
+    x: Tensor,
+    channels: int,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    name: str | None = None,
+) -> Tensor:
+    """The max over each window of a blocked ``x`` (N, CB, H, W, block), blocked out
+    (N, CB, OH, OW, block): ``to_nchwc(F.max_pool2d(from_nchwc(x, channels), ...))``, the
+    padding never taken (-inf), the channels past ``channels`` zero. ``stride`` defaults to
+    ``kernel_size``; ``padding`` an int, a pair or ``((top, bottom), (left, right))``.
+
+    >>> import framework as fw
+    >>> from framework.incubate.nn import functional as IF
+    >>> x = IF.to_nchwc(fw.arange(16, dtype="float32").reshape([1, 1, 4, 4]))
+    >>> y = IF.max_pool2d_nchwc(x, 1, 3, stride=2, padding=1)
+    >>> y.shape, IF.from_nchwc(y, 1).numpy().ravel().tolist()
+    ((1, 1, 2, 2, 16), [5.0, 7.0, 13.0, 15.0])
+    """
+    x = float_arg("max_pool2d_nchwc", x)
+    _check_blocked("max_pool2d_nchwc", x, channels)
+    k = _pair("max_pool2d_nchwc", "kernel_size", kernel_size, least=1)
+    st = k if stride is None else _pair("max_pool2d_nchwc", "stride", stride, least=1)
+    if isinstance(padding, int) or (
+        isinstance(padding, (tuple, list)) and len(padding) == 2 and all(isinstance(v, int) for v in padding)
+    ):
+        ph, pw = _pair("max_pool2d_nchwc", "padding", padding)
+        pads = ((ph, ph), (pw, pw))
+    elif (
+        isinstance(padding, (tuple, list))
+        and len(padding) == 2
+        and all(
+            isinstance(p, (tuple, list)) and len(p) == 2 and all(isinstance(v, int) for v in p)
+            for p in padding
+        )
+    ):
+        pads = (tuple(padding[0]), tuple(padding[1]))
+    else:
+        raise OpArgumentError(
+            f"[max_pool2d_nchwc] padding must be an int, a pair or ((top, bottom), (left, right)), got {padding!r}"
+        )
+    if min(min(p) for p in pads) < 0 or any(max(p) >= kk for p, kk in zip(pads, k)):
+        raise OpArgumentError(
+            f"[max_pool2d_nchwc] padding must be in [0, kernel_size) so that each window holds a pixel, "
+            f"got {padding!r} for kernel_size {k}"
+        )
+    attrs = {"channels": channels, "kernel_size": k, "stride": st, "padding": pads}
+    _max_pool_infer([x], attrs)  # a window larger than the padded image: named here
+    return call(OPS["max_pool2d_nchwc"], [x], attrs)
