@@ -15,7 +15,8 @@ Cases (issue 38's table):
 - ``amp``: the examples' tiny Llama training step (forward and loss under
   ``auto_cast(dtype="bfloat16")``, backward, AdamW) against the same step in float32, ms
   (Oarlock only: the goal is a ratio of Oarlock's own two steps); the float32 step has its own
-  row, ``tiny Llama step, float32``, in the Oarlock eager column.
+  row, ``tiny Llama step, float32``. Its to_static column traces the whole step (auto_cast
+  inside, backward and the AdamW update), as benchmarks/bf16.py does.
 
 ``to_static`` is used as Paddle's users use it: the model (a Layer) is converted, the loss,
 ``backward()`` and the optimizer step stay eager (Oarlock runs the forward and its backward
@@ -119,8 +120,9 @@ def pd_like_cases(fw, static: bool) -> dict[str, object]:
         b = fw.to_tensor(np.ones(16, np.float32))
         cases["add"] = lambda: a + b
         cases["bf16"] = bf16_product(fw, np)
-        if fw.__name__ == "framework":
-            cases["amp"], cases["amp32"] = tiny_llama_step(fw, True), tiny_llama_step(fw, False)
+    if fw.__name__ == "framework":
+        cases["amp"] = tiny_llama_step(fw, True, static)
+        cases["amp32"] = tiny_llama_step(fw, False, static)
     return cases
 
 
@@ -136,19 +138,29 @@ def bf16_product(fw, np):
     return lambda: fw.matmul(a, b).numpy()
 
 
-def tiny_llama_step(fw, amp: bool):
-    """The examples' tiny Llama training step (benchmarks/bf16.py's), AMP or float32."""
+def tiny_llama_step(fw, amp: bool, static: bool = False):
+    """The examples' tiny Llama training step (benchmarks/bf16.py's), AMP (O1) or float32;
+    ``static``: the whole step (auto_cast inside, backward, AdamW) traced by ``to_static``."""
     from conformance.models import build
 
     task = build("tiny_llama", 0, "cpu")
     x, y = task.batch(0)
+    opt, sched = task.optimizer, task.info["scheduler"]
 
-    def step() -> float:
+    def body(x, y):
         with fw.amp.auto_cast(enable=amp, dtype="bfloat16"):
             loss = task.loss(task.model(x), y)
         loss.backward()
-        task.update()
-        return float(loss.numpy())
+        opt.step()
+        opt.clear_grad()
+        return loss
+
+    fn = fw.jit.to_static(body) if static else body
+
+    def step() -> float:
+        loss = float(fn(x, y).numpy())
+        sched.step()
+        return loss
 
     return step
 
@@ -279,6 +291,7 @@ GOALS = (
     ("tfm", "static", ("paddle", "static"), 1.0),
     ("bf16", "eager", ("torch", "eager"), 1 / 0.9),
     ("amp", "eager", ("oarlock", "fp32"), 1 / 1.5),
+    ("amp", "static", ("oarlock", "fp32"), 1 / 1.5),
 )
 
 
@@ -290,8 +303,8 @@ def goal_lines(meds: dict[tuple[str, int], dict[tuple[str, str], float | None]])
             if c != case:
                 continue
             ours, theirs = med.get(("oarlock", mode)), med.get(peer)
-            if peer == ("oarlock", "fp32"):  # the AMP goal: Oarlock's own float32 step
-                theirs = meds.get(("amp32", n), {}).get(("oarlock", "eager"))
+            if peer == ("oarlock", "fp32"):  # the AMP goal: Oarlock's own float32 step, same mode
+                theirs = meds.get(("amp32", n), {}).get(("oarlock", mode))
             what = f"{CASES[case]}, {n} thr: Oarlock {mode} <= {most:.3g}x {peer[0]} {peer[1]}"
             if not ours or not theirs:
                 lines.append(f"{what}: not measured ({peer[0]} not installed or case not run)")
