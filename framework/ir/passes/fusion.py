@@ -508,9 +508,12 @@ class Fusion(Pass):
         #: is no group's output); a consumer's group takes them in (relu's gradient: eq +
         #: where). NOTE: only those that read no group, i.e. compare loaded values. Pulling
         #: in max's backward eq(x, max(x)) too made tests/test_fusion_random.py (seed 2) all
-        #: NaN, its groups replayed unfused being right: most likely x recomputed in a later
-        #: pass of the kernel (other bits: vector expf there, scalar in the reduction's pass)
-        #: equals no element of the max, a count of 0, 0/0
+        #: NaN: a multi-pass kernel recomputes x in every pass, and gcc left the max's pass
+        #: scalar (glibc's expf, sinf) while vectorising the others (libmvec's
+        #: _ZGVdN8v_expf), whose x differs by an ulp, so no element equals the max, the count
+        #: is 0 and the gradient 0/0. Not FMA contraction (-ffp-contract=off changes nothing;
+        #: without -DOARLOCK_VECTOR_MATH it is right). Lifting this needs the kernel to keep x
+        #: from the max's pass (plan_spills keeps values only in output rows)
         pending: set[Operation] = set()
         for op in program.block.ops:
             producers = _producers(op)
@@ -528,7 +531,7 @@ class Fusion(Pass):
                 for extra in ([leaves] if leaves else []) + [[]]:
                     ops = sorted([m for g in ids for m in members[g]] + extra, key=lambda m: order[m])
                     ops.append(op)
-                    if convex(ops) and fits(ops):
+                    if convex(ops) and not _equates_a_reduction(ops) and fits(ops):
                         placed, pulled = ids, extra
                         break
                 if placed is not None:
@@ -620,6 +623,31 @@ def _group(cand: _Candidate, device: str, est: Estimate) -> Group:
     register(OpInfo(name, frozenset({"composite", "side_effect_free", "fused"}), opdef, None, ("dims",)))
     g = GROUPS[name] = Group(name, body, symbols, opdef, est)
     return g
+
+
+def _role(op: Operation) -> str:
+    d = lookup(op.name).opdef
+    return "view" if d is not None and d.kind == "view" else getattr(getattr(d, "lower", None), "role", "")
+
+
+def _equates_a_reduction(ops: list[Operation]) -> bool:
+    """Whether an equality in ``ops`` reads a reduction made in ``ops`` (max's gradient,
+    ``eq(x, max(x))``, through expands and views). Such a group is refused: its kernel takes
+    the max in one pass and recomputes ``x`` in a later one, and gcc may vectorise one pass
+    (libmvec's expf) and not the other (glibc's), so no recomputed element equals the max
+    (tests/test_fusion_random.py seed 2: a count of 0, all NaN). Groups that merge later can
+    bring the two together even though the comparison joined compare loaded values."""
+    inside = set(ops)
+    for op in ops:
+        if op.name not in ("op.eq", "op.ne"):
+            continue
+        for v in op.operands:
+            d = v.defining_op
+            while d is not None and d in inside and _role(d) in ("view", "pass") and d.operands:
+                d = d.operands[0].defining_op
+            if d is not None and d in inside and _role(d) == "reduce":
+                return True
+    return False
 
 
 def _reshapes(r: Value, src: Value) -> bool:
