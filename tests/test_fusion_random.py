@@ -266,8 +266,9 @@ def _erfinv_ref(x: np.ndarray) -> np.ndarray:
 
 
 def test_a_comparison_in_a_group_compares_loaded_values(dev):
-    """Seed 2's backward has max's gradient eq(x, max(x)) with x computed in the group. Such a
-    comparison must not join the group that computes x: a multi-pass kernel recomputes x in
+    """Seed 2's backward has max's gradient eq(x, max(x)) with x computed in the group (a
+    comparison pulled into a growing group, or groups merged later). It must not join the
+    group that computes x: a multi-pass kernel recomputes x in
     each pass, and gcc vectorises one pass (libmvec's expf) but not another (glibc's scalar
     expf), so the recomputed x differs by an ulp from the x the max was taken over, nothing
     equals the max and the gradient divides 0 by 0 (all NaN). An equality against a max

@@ -506,14 +506,9 @@ class Fusion(Pass):
         order = {op: k for k, op in enumerate(program.block.ops)}
         #: ops that may join a group but cannot be one alone (a comparison: its bool result
         #: is no group's output); a consumer's group takes them in (relu's gradient: eq +
-        #: where). NOTE: only those that read no group, i.e. compare loaded values. Pulling
-        #: in max's backward eq(x, max(x)) too made tests/test_fusion_random.py (seed 2) all
-        #: NaN: a multi-pass kernel recomputes x in every pass, and gcc left the max's pass
-        #: scalar (glibc's expf, sinf) while vectorising the others (libmvec's
-        #: _ZGVdN8v_expf), whose x differs by an ulp, so no element equals the max, the count
-        #: is 0 and the gradient 0/0. Not FMA contraction (-ffp-contract=off changes nothing;
-        #: without -DOARLOCK_VECTOR_MATH it is right). Lifting this needs the kernel to keep x
-        #: from the max's pass (plan_spills keeps values only in output rows)
+        #: where; a decomposed relu's le(x + b, 0) + where in x + b's group). An equality
+        #: against a reduction made in the group (max's gradient eq(x, max(x))) is refused:
+        #: see _equates_a_reduction
         pending: set[Operation] = set()
         for op in program.block.ops:
             producers = _producers(op)
@@ -523,12 +518,9 @@ class Fusion(Pass):
             near = list(dict.fromkeys(g for g in (gid(p) for p in reversed(producers)) if g is not None))
             tries = [near] if len(near) > 1 else []  # join them all up first, then one by one
             tries += sorted(([g] for g in near), key=lambda ids: -depth[ids[0]])
-            # into a growing group: only the pending ops that read no group (a leaf, such as
-            # eq(saved output, 0)), which merge no groups
-            leaves = [p for p in lead if all(gid(q) is None for q in _producers(p))]
             placed, pulled = None, None
             for ids in tries:
-                for extra in ([leaves] if leaves else []) + [[]]:
+                for extra in ([lead] if lead else []) + [[]]:  # with the pending ops it reads, if they fit
                     ops = sorted([m for g in ids for m in members[g]] + extra, key=lambda m: order[m])
                     ops.append(op)
                     if convex(ops) and not _equates_a_reduction(ops) and fits(ops):
