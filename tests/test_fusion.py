@@ -87,9 +87,9 @@ def test_bias_add_and_relu_exact_and_gelu_close(dev, monkeypatch):
         return F.relu(x + b), F.gelu(x + b)
 
     (r, g), prog = run_static(f, args)
-    # cpu keeps relu one op (its OpDef's lowering): one group; where a device decomposes it,
-    # its comparison and select are a second group (the comparison's bool result escapes the first)
-    assert len(fused(prog)) == (1 if dev.startswith("cpu") else 2), prog
+    # one group: cpu keeps relu one op (its OpDef's lowering); where a device decomposes it,
+    # its comparison of the group's x + b joins the group with its select
+    assert len(fused(prog)) == 1, prog
     assert_no_elementwise_left(prog)
     assert not {"op.le", "op.where", "op.relu"} & set(op_names(prog)), prog
     np.testing.assert_array_equal(r, np.maximum(x + b, 0))  # add and max: exact

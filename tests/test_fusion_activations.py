@@ -184,3 +184,21 @@ def test_transformer_layer_step_matches_eager(dev):
     np.testing.assert_allclose(y.numpy(), y0.numpy(), rtol=1e-5, atol=1e-5)
     for k, p in enumerate(layer.parameters()):
         np.testing.assert_allclose(p.grad.numpy(), want[k], rtol=1e-4, atol=1e-4, err_msg=str(k))
+
+
+def test_float16_nan_keeps_numpys_bits_eager_and_traced(dev):
+    """relu and a cast to float16 of NaNs give numpy's bits (sign and top payload: 0x7e00,
+    0xfe00, 0x7e01, 0xff00) eager and in a traced program: PoCL's vstore_half_rte wrote 0x7fff for
+    every NaN."""
+    bits = np.array([0x7FC00000, 0xFFC00000, 0x7FC02000, 0xFFE00000, 0x3F800000, 0xC0000000], np.uint32)
+    x32 = bits.view(np.float32)
+    x16 = x32.astype(np.float16)
+    want = np.where(np.isnan(x16) | (x16 > 0), x16, np.float16(0))
+    t16 = fw.to_tensor(x16, device=dev)
+    assert F.relu(t16).numpy().view(np.uint16).tolist() == want.view(np.uint16).tolist()
+    with fw.no_grad():
+        got = fw.jit.to_static(lambda a: F.relu(a * 1.0))(t16).numpy()
+    assert got.view(np.uint16).tolist() == want.view(np.uint16).tolist()
+    for src in (x32, x32.astype(np.float64), x16):
+        got = fw.to_tensor(src, device=dev).astype("float16").numpy()
+        assert got.view(np.uint16).tolist() == src.astype(np.float16).view(np.uint16).tolist(), src.dtype

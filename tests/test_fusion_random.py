@@ -263,3 +263,25 @@ def _erfinv_ref(x: np.ndarray) -> np.ndarray:
             lo, hi = (mid, hi) if math.erf(mid) < v else (lo, mid)
         out[i] = (lo + hi) / 2
     return out
+
+
+def test_a_comparison_in_a_group_compares_loaded_values(dev):
+    """Seed 2's backward has max's gradient eq(x, max(x)) with x computed in the group (a
+    comparison pulled into a growing group, or groups merged later). It must not join the
+    group that computes x: a multi-pass kernel recomputes x in
+    each pass, and gcc vectorises one pass (libmvec's expf) but not another (glibc's scalar
+    expf), so the recomputed x differs by an ulp from the x the max was taken over, nothing
+    equals the max and the gradient divides 0 by 0 (all NaN). An equality against a max
+    takes its operands as inputs of the group (max's gradient, a separate kernel here)."""
+    from framework.ir.passes import fusion
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CompileWarning)
+        _steps(2, dev, static=True)
+    bodies = [g.body for g in fusion.GROUPS.values()]  # this process's groups, seed 2's among them
+    assert bodies
+    for body in bodies:
+        for op in body.block.ops:
+            if op.name in ("op.eq", "op.ne"):
+                made = {v.defining_op.name for v in op.operands if v.defining_op is not None}
+                assert not made & {"op.max", "op.min"}, (op, made)

@@ -61,13 +61,27 @@ typedef struct {
     }
 
 // NOTE: float16 is a storage format here: loads widen to float and stores round to nearest
-// even, so float16 works on every device, with or without cl_khr_fp16.
+// even, so float16 works on every device, with or without cl_khr_fp16. A NaN is stored as
+// numpy narrows it (sign and top payload bits: 0x7e00 for the usual quiet NaN): PoCL's
+// vstore_half_rte writes 0x7fff for every NaN. STORE_PRIVATE: into a private word.
 #if IS_HALF
+inline ushort nan_half_bits(float v) {
+    uint u = as_uint(v), m = (u & 0x007fffffu) >> 13;
+    return (ushort)(((u >> 16) & 0x8000u) | 0x7c00u | (m ? m : 1u));
+}
+inline void store_half(__global half* p, long i, float v) {
+    if (isnan(v))
+        ((__global ushort*)p)[i] = nan_half_bits(v);
+    else
+        vstore_half_rte(v, i, p);
+}
 #define LOAD(p, i) vload_half((i), (p))
-#define STORE(p, i, v) vstore_half_rte((float)(v), (i), (p))
+#define STORE(p, i, v) store_half((p), (i), (float)(v))
+#define STORE_PRIVATE(p, i, v) vstore_half_rte((float)(v), (i), (p))
 #else
 #define LOAD(p, i) ((ACC)(p)[i])
 #define STORE(p, i, v) ((p)[i] = (T)(v))
+#define STORE_PRIVATE(p, i, v) STORE(p, i, v)
 #endif
 
 // Indexed access along one axis (gather, scatter, scatter_add): work item i of P*J*Q picks

@@ -570,7 +570,7 @@ inline void atomic_add_t(__global T* p, ACC v) {
         seen = old;
         T_BITS bits = (T_BITS)((seen & mask) >> shift);
         ACC cur = LOAD((T*)&bits, 0);
-        STORE((T*)&bits, 0, ADD(cur, v));
+        STORE_PRIVATE((T*)&bits, 0, ADD(cur, v));
         uint nw = (seen & ~mask) | ((uint)bits << shift);
         old = atomic_cmpxchg(w, seen, nw);
     } while (old != seen);

@@ -506,11 +506,9 @@ class Fusion(Pass):
         order = {op: k for k, op in enumerate(program.block.ops)}
         #: ops that may join a group but cannot be one alone (a comparison: its bool result
         #: is no group's output); a consumer's group takes them in (relu's gradient: eq +
-        #: where). NOTE: only those that read no group, i.e. compare loaded values. Pulling
-        #: in max's backward eq(x, max(x)) too made tests/test_fusion_random.py (seed 2) all
-        #: NaN, its groups replayed unfused being right: most likely x recomputed in a later
-        #: pass of the kernel (other bits: vector expf there, scalar in the reduction's pass)
-        #: equals no element of the max, a count of 0, 0/0
+        #: where; a decomposed relu's le(x + b, 0) + where in x + b's group). An equality
+        #: against a reduction made in the group (max's gradient eq(x, max(x))) is refused:
+        #: see _equates_a_reduction
         pending: set[Operation] = set()
         for op in program.block.ops:
             producers = _producers(op)
@@ -520,15 +518,12 @@ class Fusion(Pass):
             near = list(dict.fromkeys(g for g in (gid(p) for p in reversed(producers)) if g is not None))
             tries = [near] if len(near) > 1 else []  # join them all up first, then one by one
             tries += sorted(([g] for g in near), key=lambda ids: -depth[ids[0]])
-            # into a growing group: only the pending ops that read no group (a leaf, such as
-            # eq(saved output, 0)), which merge no groups
-            leaves = [p for p in lead if all(gid(q) is None for q in _producers(p))]
             placed, pulled = None, None
             for ids in tries:
-                for extra in ([leaves] if leaves else []) + [[]]:
+                for extra in ([lead] if lead else []) + [[]]:  # with the pending ops it reads, if they fit
                     ops = sorted([m for g in ids for m in members[g]] + extra, key=lambda m: order[m])
                     ops.append(op)
-                    if convex(ops) and fits(ops):
+                    if convex(ops) and not _equates_a_reduction(ops) and fits(ops):
                         placed, pulled = ids, extra
                         break
                 if placed is not None:
@@ -620,6 +615,31 @@ def _group(cand: _Candidate, device: str, est: Estimate) -> Group:
     register(OpInfo(name, frozenset({"composite", "side_effect_free", "fused"}), opdef, None, ("dims",)))
     g = GROUPS[name] = Group(name, body, symbols, opdef, est)
     return g
+
+
+def _role(op: Operation) -> str:
+    d = lookup(op.name).opdef
+    return "view" if d is not None and d.kind == "view" else getattr(getattr(d, "lower", None), "role", "")
+
+
+def _equates_a_reduction(ops: list[Operation]) -> bool:
+    """Whether an equality in ``ops`` reads a reduction made in ``ops`` (max's gradient,
+    ``eq(x, max(x))``, through expands and views). Such a group is refused: its kernel takes
+    the max in one pass and recomputes ``x`` in a later one, and gcc may vectorise one pass
+    (libmvec's expf) and not the other (glibc's), so no recomputed element equals the max
+    (tests/test_fusion_random.py seed 2: a count of 0, all NaN). Groups that merge later can
+    bring the two together even though the comparison joined compare loaded values."""
+    inside = set(ops)
+    for op in ops:
+        if op.name not in ("op.eq", "op.ne"):
+            continue
+        for v in op.operands:
+            d = v.defining_op
+            while d is not None and d in inside and _role(d) in ("view", "pass") and d.operands:
+                d = d.operands[0].defining_op
+            if d is not None and d in inside and _role(d) == "reduce":
+                return True
+    return False
 
 
 def _reshapes(r: Value, src: Value) -> bool:
