@@ -120,9 +120,11 @@ def pd_like_cases(fw, static: bool) -> dict[str, object]:
         b = fw.to_tensor(np.ones(16, np.float32))
         cases["add"] = lambda: a + b
         cases["bf16"] = bf16_product(fw, np)
-    if fw.__name__ == "framework":
-        cases["amp"] = tiny_llama_step(fw, True, static)
-        cases["amp32"] = tiny_llama_step(fw, False, static)
+    if fw.__name__ == "framework":  # benchmarks/bf16.py's whole tiny Llama step, O1 and float32
+        from benchmarks.bf16 import tiny_llama_step
+
+        cases["amp"] = tiny_llama_step("O1", static)
+        cases["amp32"] = tiny_llama_step("float32", static)
     return cases
 
 
@@ -136,33 +138,6 @@ def bf16_product(fw, np):
     except Exception:  # noqa: BLE001 - a peer without bf16 products gets an empty cell
         return None
     return lambda: fw.matmul(a, b).numpy()
-
-
-def tiny_llama_step(fw, amp: bool, static: bool = False):
-    """The examples' tiny Llama training step (benchmarks/bf16.py's), AMP (O1) or float32;
-    ``static``: the whole step (auto_cast inside, backward, AdamW) traced by ``to_static``."""
-    from conformance.models import build
-
-    task = build("tiny_llama", 0, "cpu")
-    x, y = task.batch(0)
-    opt, sched = task.optimizer, task.info["scheduler"]
-
-    def body(x, y):
-        with fw.amp.auto_cast(enable=amp, dtype="bfloat16"):
-            loss = task.loss(task.model(x), y)
-        loss.backward()
-        opt.step()
-        opt.clear_grad()
-        return loss
-
-    fn = fw.jit.to_static(body) if static else body
-
-    def step() -> float:
-        loss = float(fn(x, y).numpy())
-        sched.step()
-        return loss
-
-    return step
 
 
 def torch_cases() -> dict[str, object]:
